@@ -1,0 +1,54 @@
+"""``accel-dse design check FILE|PRESET`` and ``accel-dse design presets``."""
+
+from __future__ import annotations
+
+import argparse
+
+from accel_dse.cli._output import emit, emit_json, format_table
+from accel_dse.designs import load_design, load_preset, preset_names
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("design", help="check design files, list presets")
+    dsub = parser.add_subparsers(dest="design_command", metavar="ACTION", required=True)
+    check = dsub.add_parser("check", help="validate a design file or preset and print it normalised")
+    check.add_argument("design", metavar="FILE|PRESET")
+    check.add_argument("--json", action="store_true", help="print JSON")
+    check.set_defaults(func=_check)
+    presets = dsub.add_parser("presets", help="list the shipped presets")
+    presets.add_argument("--json", action="store_true", help="print JSON")
+    presets.set_defaults(func=_presets)
+
+
+def _check(args: argparse.Namespace) -> int:
+    config = load_design(args.design)
+    if args.json:
+        emit_json({"design": config.to_dict(), "config_hash": config.config_hash})
+        return 0
+    emit(f"# {config.short_name()}  config_hash = {config.config_hash}")
+    emit("[design]")
+    for key, value in config.to_dict().items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, str):
+            text = f'"{value}"'
+        else:
+            text = repr(value)
+        emit(f"{key} = {text}")
+    return 0
+
+
+def _presets(args: argparse.Namespace) -> int:
+    configs = {name: load_preset(name) for name in preset_names()}
+    if args.json:
+        emit_json({name: c.to_dict() for name, c in configs.items()})
+        return 0
+    rows = [
+        [name, f"{c.rows}x{c.cols}", c.dataflow.value, c.input_bits, c.ifmap_sram_kib + c.weight_sram_kib
+         + c.ofmap_sram_kib, c.clock_mhz, c.tech_nm, c.config_hash]
+        for name, c in configs.items()
+    ]
+    emit(format_table(["preset", "array", "dataflow", "bits", "sram_kib", "mhz", "nm", "hash"], rows))
+    return 0

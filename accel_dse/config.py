@@ -1,0 +1,190 @@
+"""``ArrayConfig``: the one description of an accelerator design (stdlib only).
+
+The same frozen object goes to the RTL generator, the performance model, the simulator and
+the search. It checks itself on construction, so an ``ArrayConfig`` that exists is valid;
+variants are made by copy (``dataclasses.replace(config, rows=32)``), which checks again.
+
+Units are in the field names: ``*_kib`` are KiB (1024 bytes) of on-chip SRAM,
+``dram_bytes_per_cycle`` is bytes per accelerator clock cycle, ``clock_mhz`` is MHz and
+``tech_nm`` the technology node in nanometres.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import hashlib
+import json
+import math
+from typing import Any, Mapping
+
+from accel_dse.errors import ConfigError
+
+__all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES"]
+
+#: Supported operand widths (signed integers).
+INPUT_BITS = (8, 16)
+
+_MAX_DIM = 4096
+_MAX_SRAM_KIB = 1 << 20  # 1 GiB per buffer is far beyond any real design
+_TECH_NM = (5, 180)
+
+
+class Dataflow(str, enum.Enum):
+    """Which operand stays in the PEs.
+
+    * ``WS`` weight stationary: K on array rows, N on columns, M streamed.
+    * ``OS`` output stationary: M on rows, N on columns, K streamed.
+    * ``IS`` input stationary: K on rows, M on columns, N streamed.
+    """
+
+    WS = "ws"
+    OS = "os"
+    IS = "is"
+
+    @classmethod
+    def parse(cls, value: object) -> Dataflow:
+        """Return the dataflow named by ``value`` ("ws", "WS", or a ``Dataflow``)."""
+        if isinstance(value, Dataflow):
+            return value
+        if isinstance(value, str):
+            for member in cls:
+                if value.lower() == member.value:
+                    return member
+        choices = ", ".join(m.value for m in cls)
+        raise ConfigError(f"dataflow must be one of {choices}, not {value!r}")
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _check_int(name: str, value: object, low: int, high: int, rule: str | None = None) -> None:
+    """Raise ``ConfigError`` unless ``value`` is an int (not a bool) in [low, high]."""
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+        return
+    if rule is None:
+        if low == 1:
+            is_int = isinstance(value, int) and not isinstance(value, bool)
+            rule = f"no larger than {high}" if is_int and value > high else "a positive integer"
+        else:
+            rule = f"an integer in [{low}, {high}]"
+    raise ConfigError(f"{name} must be {rule}, not {value!r}")
+
+
+def _check_float(name: str, value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigError(f"{name} must be a positive finite number, not {value!r}")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ArrayConfig:
+    """One TPU-style systolic-array accelerator design.
+
+    Attributes:
+        rows: PE array rows (R), 1..4096.
+        cols: PE array columns (C), 1..4096.
+        dataflow: which operand is stationary (see :class:`Dataflow`).
+        input_bits: width of the signed integer operands, 8 or 16.
+        acc_bits: accumulator width in bits, >= 2 * input_bits and <= 64.
+        ifmap_sram_kib: input (activation) buffer, KiB.
+        weight_sram_kib: weight buffer, KiB.
+        ofmap_sram_kib: output/accumulator buffer, KiB.
+        dram_bytes_per_cycle: off-chip bandwidth, bytes per clock cycle.
+        clock_mhz: clock frequency, MHz.
+        double_buffered: whether DRAM transfers overlap compute (ping-pong buffers).
+        tech_nm: technology node for energy and area scaling, nm (5..180).
+    """
+
+    rows: int
+    cols: int
+    dataflow: Dataflow = Dataflow.WS
+    input_bits: int = 8
+    acc_bits: int = 32
+    ifmap_sram_kib: int = 64
+    weight_sram_kib: int = 64
+    ofmap_sram_kib: int = 64
+    dram_bytes_per_cycle: float = 16.0
+    clock_mhz: float = 1000.0
+    double_buffered: bool = True
+    tech_nm: int = 45
+
+    def __post_init__(self) -> None:
+        _check_int("rows", self.rows, 1, _MAX_DIM)
+        _check_int("cols", self.cols, 1, _MAX_DIM)
+        object.__setattr__(self, "dataflow", Dataflow.parse(self.dataflow))
+        if isinstance(self.input_bits, bool) or self.input_bits not in INPUT_BITS:
+            raise ConfigError(f"input_bits must be 8 or 16, not {self.input_bits!r}")
+        _check_int(
+            "acc_bits",
+            self.acc_bits,
+            2 * self.input_bits,
+            64,
+            f"an integer in [2 * input_bits = {2 * self.input_bits}, 64]",
+        )
+        for name in ("ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib"):
+            _check_int(name, getattr(self, name), 1, _MAX_SRAM_KIB)
+        _check_float("dram_bytes_per_cycle", self.dram_bytes_per_cycle)
+        _check_float("clock_mhz", self.clock_mhz)
+        object.__setattr__(self, "dram_bytes_per_cycle", float(self.dram_bytes_per_cycle))
+        object.__setattr__(self, "clock_mhz", float(self.clock_mhz))
+        if not isinstance(self.double_buffered, bool):
+            raise ConfigError(f"double_buffered must be true or false, not {self.double_buffered!r}")
+        _check_int("tech_nm", self.tech_nm, *_TECH_NM)
+
+    # -- derived figures -------------------------------------------------------------------
+    @property
+    def pes(self) -> int:
+        """Number of processing elements, rows * cols."""
+        return self.rows * self.cols
+
+    @property
+    def peak_macs_per_s(self) -> float:
+        """Peak multiply-accumulates per second at ``clock_mhz``."""
+        return self.pes * self.clock_mhz * 1e6
+
+    # -- serialisation ---------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON/TOML-ready dict of all fields (dataflow as its string value)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["dataflow"] = self.dataflow.value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, where: str = "design") -> ArrayConfig:
+        """Build from a mapping, rejecting unknown keys (with a suggestion) and bad values."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{where} must be a table of ArrayConfig fields, not {data!r}")
+        unknown = [k for k in data if k not in FIELD_NAMES]
+        if unknown:
+            key = unknown[0]
+            close = difflib.get_close_matches(str(key), FIELD_NAMES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(FIELD_NAMES)})"
+            raise ConfigError(f"unknown key {key!r} in {where}{hint}")
+        missing = [name for name in _REQUIRED if name not in data]
+        if missing:
+            raise ConfigError(f"{where} is missing required key {missing[0]!r}")
+        return cls(**dict(data))
+
+    @property
+    def config_hash(self) -> str:
+        """Stable 12-hex-digit SHA-256 digest of the canonical JSON of :meth:`to_dict`."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+    def short_name(self) -> str:
+        """Human-readable one-word summary, e.g. ``16x16-ws-i8``."""
+        return f"{self.rows}x{self.cols}-{self.dataflow.value}-i{self.input_bits}"
+
+
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ArrayConfig))
+_REQUIRED = tuple(
+    f.name
+    for f in dataclasses.fields(ArrayConfig)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+)

@@ -1,0 +1,60 @@
+"""The exception hierarchy of accel-dse (stdlib only).
+
+Every error a user can cause derives from :class:`AccelDseError`. Messages state the
+field or value, the rule it breaks and the bad value, for example
+``rows must be a positive integer, not 0``. The CLI prints ``accel-dse: error: <message>``
+on one line and exits with :attr:`AccelDseError.exit_code` (2 for usage/config errors).
+Exceptions that do not derive from it are programmer errors and keep their traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AccelDseError",
+    "ConfigError",
+    "WorkloadError",
+    "ModelError",
+    "SearchError",
+    "StorageError",
+    "RtlError",
+    "SimulationError",
+    "ExportError",
+]
+
+
+class AccelDseError(Exception):
+    """Root of all user-facing errors. ``exit_code`` is what the CLI exits with."""
+
+    exit_code: int = 2
+
+
+class ConfigError(AccelDseError, ValueError):
+    """An invalid design, design file, preset name or design-space file."""
+
+
+class WorkloadError(AccelDseError, ValueError):
+    """An unknown workload, a bad workload option, or a function that cannot be traced."""
+
+
+class ModelError(AccelDseError, ValueError):
+    """Invalid input to the performance model (not an infeasible design: that is a result)."""
+
+
+class SearchError(AccelDseError):
+    """A sweep that cannot run as asked: unknown sampler, incompatible existing study, ..."""
+
+
+class StorageError(AccelDseError):
+    """A study storage URL that is malformed or cannot be reached."""
+
+
+class RtlError(AccelDseError):
+    """A design the RTL generator cannot build, or a failing Yosys/Verilog step."""
+
+
+class SimulationError(AccelDseError):
+    """A simulator that is missing, a build that fails, or a simulation that cannot run."""
+
+
+class ExportError(AccelDseError):
+    """An export or report that cannot be written where asked."""

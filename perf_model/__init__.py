@@ -1,0 +1,1 @@
+"""Analytic TPU-style performance model (see perf_model.timing for the RTL timing contract)."""
