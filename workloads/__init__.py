@@ -1,0 +1,50 @@
+"""Workloads: the op records (:mod:`workloads.ops`), the jaxpr tracer, the builtin JAX models.
+
+Importing this package (or ``workloads.ops``) does not import JAX: the op records are plain
+dataclasses the performance model uses. The tracer, the builtins, :func:`resolve` and
+:func:`reference` load JAX on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from workloads.ops import Conv2d, Gemm, Op, Workload, op_kind
+
+__all__ = [
+    "Gemm",
+    "Conv2d",
+    "Op",
+    "Workload",
+    "op_kind",
+    "trace",
+    "resolve",
+    "builtin_names",
+    "builtin_descriptions",
+    "reference",
+    "Reference",
+]
+
+# Public names provided by modules that import JAX, loaded on first attribute access.
+_LAZY = {
+    "trace": "workloads._tracer",
+    "resolve": "workloads._registry",
+    "builtin_names": "workloads._registry",
+    "builtin_descriptions": "workloads._registry",
+    "reference": "workloads._reference",
+    "Reference": "workloads._reference",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workloads' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,290 @@
+"""Op records: the matrix work a workload asks of the accelerator (stdlib only, no JAX).
+
+An op is a :class:`Gemm` or a :class:`Conv2d`; both are frozen dataclasses that check every
+dimension on construction, so an op that exists is valid. A :class:`Workload` is a name plus
+an ordered tuple of ops and how many times each runs.
+
+GEMM convention: ``C[m, n] = A[m, k] @ B[k, n]``; ``A`` is the input (activations, "ifmap"),
+``B`` the weights, ``C`` the output. ``batch`` independent instances each have their own
+``A``, ``B`` and ``C`` (a batched matmul, or the groups of a grouped convolution).
+
+Conv lowering (im2col). A convolution of an ``n x h x w x c_in`` input with ``groups`` groups
+and a ``kh x kw x (c_in/groups) x c_out`` weight tensor is ``groups`` independent GEMMs with::
+
+    m = n * out_h * out_w              (one row per output pixel)
+    k = (c_in / groups) * kh * kw      (one column per input value under the kernel window)
+    n = c_out / groups                 (one column per output channel of the group)
+
+where ``out_h = (h + pad_h + pad_h_hi - dilation_h * (kh - 1) - 1) // stride_h + 1`` (same for
+``w``). The K index is ordered ``(kernel row, kernel column, input channel)``, i.e. an HWIO
+weight tensor reshaped to ``(kh * kw * c_in/groups, c_out/groups)`` per group.
+
+Byte counts take the element width in bits and round the total up to whole bytes. For a
+``Conv2d`` they are the sizes of the real tensors (input ``n*h*w*c_in``, weights
+``kh*kw*c_in/groups*c_out``, output ``n*out_h*out_w*c_out``); ``conv.to_gemm().input_bytes``
+is the (larger) im2col matrix instead.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from typing import ClassVar, TypeAlias
+
+from accel_dse.errors import WorkloadError
+
+__all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind"]
+
+
+def _positive_int(owner: str, name: str, value: object) -> int:
+    """Return ``value`` as an int, or raise ``WorkloadError`` unless it is a positive integer."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) > 0:
+        return int(value)
+    raise WorkloadError(f"{owner} {name} must be a positive integer, not {value!r}")
+
+
+def _nonneg_int(owner: str, name: str, value: object) -> int:
+    """Return ``value`` as an int, or raise ``WorkloadError`` unless it is an integer >= 0."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
+        return int(value)
+    raise WorkloadError(f"{owner} {name} must be a non-negative integer, not {value!r}")
+
+
+def _check_name(owner: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise WorkloadError(f"{owner} name must be a string, not {value!r}")
+
+
+def _bytes(elements: int, bits: int) -> int:
+    """Bytes for ``elements`` values of ``bits`` bits each, rounded up to whole bytes."""
+    if isinstance(bits, bool) or not isinstance(bits, numbers.Integral) or bits <= 0:
+        raise WorkloadError(f"bits must be a positive integer, not {bits!r}")
+    return (elements * int(bits) + 7) // 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gemm:
+    """``batch`` independent matrix products ``C[m, n] = A[m, k] @ B[k, n]``.
+
+    Attributes:
+        m: Rows of ``A`` and ``C`` (for a layer: batch x tokens or output pixels).
+        k: Contraction length (columns of ``A``, rows of ``B``).
+        n: Columns of ``B`` and ``C`` (for a layer: output features).
+        batch: Independent instances, each with its own ``A``, ``B`` and ``C``.
+        name: Free-form label (layer name); not part of the arithmetic.
+    """
+
+    kind: ClassVar[str] = "gemm"
+
+    m: int
+    k: int
+    n: int
+    batch: int = 1
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        for dim in ("m", "k", "n", "batch"):
+            object.__setattr__(self, dim, _positive_int("gemm", dim, getattr(self, dim)))
+        _check_name("gemm", self.name)
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates: ``batch * m * k * n``."""
+        return self.batch * self.m * self.k * self.n
+
+    def input_bytes(self, bits: int) -> int:
+        """Bytes of all ``A`` matrices (``batch * m * k`` elements of ``bits`` bits)."""
+        return _bytes(self.batch * self.m * self.k, bits)
+
+    def weight_bytes(self, bits: int) -> int:
+        """Bytes of all ``B`` matrices (``batch * k * n`` elements of ``bits`` bits)."""
+        return _bytes(self.batch * self.k * self.n, bits)
+
+    def output_bytes(self, bits: int) -> int:
+        """Bytes of all ``C`` matrices (``batch * m * n`` elements of ``bits`` bits)."""
+        return _bytes(self.batch * self.m * self.n, bits)
+
+    def to_gemm(self) -> Gemm:
+        """The GEMM this op runs as: itself."""
+        return self
+
+
+@dataclass(frozen=True, kw_only=True)
+class Conv2d:
+    """A 2-D convolution over an NHWC input with an HWIO weight tensor.
+
+    Padding is given per side: ``pad_h`` / ``pad_w`` are the top / left padding and, when
+    ``pad_h_hi`` / ``pad_w_hi`` are left as ``None``, also the bottom / right padding
+    (symmetric). Give ``pad_h_hi`` / ``pad_w_hi`` for asymmetric padding (JAX's ``"SAME"``
+    with stride 2 pads ``(0, 1)``, for example). After construction they always hold ints.
+
+    Attributes:
+        n: Images in the batch.
+        h, w: Input height and width in pixels (before padding).
+        c_in, c_out: Input and output channels; both divisible by ``groups``.
+        kh, kw: Kernel height and width in pixels.
+        stride_h, stride_w: Strides in pixels.
+        pad_h, pad_w: Zero padding at the top / left (and bottom / right unless overridden).
+        pad_h_hi, pad_w_hi: Zero padding at the bottom / right (``None``: same as the top / left).
+        dilation_h, dilation_w: Kernel (rhs) dilation.
+        groups: Feature groups (``groups == c_in == c_out`` is a depthwise convolution).
+        name: Free-form label (layer name).
+    """
+
+    kind: ClassVar[str] = "conv2d"
+
+    n: int
+    h: int
+    w: int
+    c_in: int
+    c_out: int
+    kh: int
+    kw: int
+    stride_h: int = 1
+    stride_w: int = 1
+    pad_h: int = 0
+    pad_w: int = 0
+    pad_h_hi: int | None = field(default=None)
+    pad_w_hi: int | None = field(default=None)
+    dilation_h: int = 1
+    dilation_w: int = 1
+    groups: int = 1
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        for dim in ("n", "h", "w", "c_in", "c_out", "kh", "kw", "stride_h", "stride_w",
+                    "dilation_h", "dilation_w", "groups"):
+            object.__setattr__(self, dim, _positive_int("conv2d", dim, getattr(self, dim)))
+        for dim in ("pad_h", "pad_w"):
+            object.__setattr__(self, dim, _nonneg_int("conv2d", dim, getattr(self, dim)))
+        for hi, lo in (("pad_h_hi", "pad_h"), ("pad_w_hi", "pad_w")):
+            value = getattr(self, hi)
+            object.__setattr__(self, hi, getattr(self, lo) if value is None
+                               else _nonneg_int("conv2d", hi, value))
+        _check_name("conv2d", self.name)
+        for dim in ("c_in", "c_out"):
+            value = getattr(self, dim)
+            if value % self.groups:
+                raise WorkloadError(
+                    f"conv2d {dim} must be divisible by groups={self.groups}, not {value}"
+                )
+        for axis, size, kernel, lo, hi, dil in (
+            ("h", self.h, self.kh, self.pad_h, self.pad_h_hi, self.dilation_h),
+            ("w", self.w, self.kw, self.pad_w, self.pad_w_hi, self.dilation_w),
+        ):
+            span = dil * (kernel - 1) + 1
+            if size + lo + hi < span:
+                raise WorkloadError(
+                    f"conv2d k{axis}={kernel} (dilated span {span}) must fit the padded input "
+                    f"{axis}={size}+{lo}+{hi}, not exceed it"
+                )
+
+    @property
+    def out_h(self) -> int:
+        """Output height in pixels."""
+        span = self.dilation_h * (self.kh - 1) + 1
+        return (self.h + self.pad_h + int(self.pad_h_hi or 0) - span) // self.stride_h + 1
+
+    @property
+    def out_w(self) -> int:
+        """Output width in pixels."""
+        span = self.dilation_w * (self.kw - 1) + 1
+        return (self.w + self.pad_w + int(self.pad_w_hi or 0) - span) // self.stride_w + 1
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates: ``n * out_h * out_w * c_out * (c_in/groups) * kh * kw``."""
+        return self.n * self.out_h * self.out_w * self.c_out * (self.c_in // self.groups) * self.kh * self.kw
+
+    def input_bytes(self, bits: int) -> int:
+        """Bytes of the input tensor (``n * h * w * c_in`` elements, unpadded, not im2col'd)."""
+        return _bytes(self.n * self.h * self.w * self.c_in, bits)
+
+    def weight_bytes(self, bits: int) -> int:
+        """Bytes of the weight tensor (``kh * kw * c_in/groups * c_out`` elements)."""
+        return _bytes(self.kh * self.kw * (self.c_in // self.groups) * self.c_out, bits)
+
+    def output_bytes(self, bits: int) -> int:
+        """Bytes of the output tensor (``n * out_h * out_w * c_out`` elements)."""
+        return _bytes(self.n * self.out_h * self.out_w * self.c_out, bits)
+
+    def to_gemm(self) -> Gemm:
+        """The im2col lowering (see the module docstring).
+
+        Returns:
+            ``Gemm(m=n*out_h*out_w, k=c_in/groups*kh*kw, n=c_out/groups, batch=groups)``.
+        """
+        return Gemm(
+            m=self.n * self.out_h * self.out_w,
+            k=(self.c_in // self.groups) * self.kh * self.kw,
+            n=self.c_out // self.groups,
+            batch=self.groups,
+            name=self.name,
+        )
+
+
+Op: TypeAlias = Gemm | Conv2d
+
+
+def op_kind(op: Op) -> str:
+    """``"gemm"`` or ``"conv2d"``."""
+    return op.kind
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A named, ordered list of ops and how often each runs.
+
+    Attributes:
+        name: Workload name (a builtin's spec such as ``"bert_base:seq=128"``, or ``module:function``).
+        ops: The ops in program order.
+        counts: ``counts[i]`` is how many times ``ops[i]`` runs (a ``scan`` body's length, repeated
+            layers, ...). Empty means every op runs once.
+        other_primitives: Non-matmul JAX primitives the tracer saw, with how often each runs
+            (work the array does not do), sorted by name.
+        description: One line for humans.
+
+    The performance model treats op ``i`` as ``counts[i] * ops[i].to_gemm().batch`` independent
+    ``m x k x n`` GEMMs.
+    """
+
+    name: str
+    ops: tuple[Op, ...]
+    counts: tuple[int, ...] = ()
+    other_primitives: tuple[tuple[str, int], ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        _check_name("workload", self.name)
+        ops = tuple(self.ops)
+        if not ops:
+            raise WorkloadError(f"workload {self.name!r} must have at least one op, not none")
+        for op in ops:
+            if not isinstance(op, (Gemm, Conv2d)):
+                raise WorkloadError(f"workload ops must be Gemm or Conv2d records, not {op!r}")
+        counts = tuple(self.counts) if self.counts else (1,) * len(ops)
+        if len(counts) != len(ops):
+            raise WorkloadError(
+                f"workload counts must have one entry per op ({len(ops)}), not {len(counts)}"
+            )
+        counts = tuple(_positive_int("workload", "count", c) for c in counts)
+        others = tuple((str(p), _nonneg_int("workload", f"count of {p}", c))
+                       for p, c in self.other_primitives)
+        if not isinstance(self.description, str):
+            raise WorkloadError(f"workload description must be a string, not {self.description!r}")
+        object.__setattr__(self, "ops", ops)
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "other_primitives", others)
+
+    @property
+    def total_macs(self) -> int:
+        """Multiply-accumulates of one run of the whole workload: ``sum(op.macs * count)``."""
+        return sum(op.macs * count for op, count in zip(self.ops, self.counts, strict=True))
+
+    def gemms(self) -> tuple[tuple[Gemm, int], ...]:
+        """Each op's GEMM lowering with its count, in program order."""
+        return tuple((op.to_gemm(), count) for op, count in zip(self.ops, self.counts, strict=True))
+
+    def weight_bytes(self, bits: int) -> int:
+        """Bytes of all weights read by one run (each op's weights times its count)."""
+        return sum(op.weight_bytes(bits) * count for op, count in zip(self.ops, self.counts, strict=True))
