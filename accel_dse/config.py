@@ -17,7 +17,8 @@ import enum
 import hashlib
 import json
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from accel_dse.errors import ConfigError
 
@@ -31,7 +32,7 @@ _MAX_SRAM_KIB = 1 << 20  # 1 GiB per buffer is far beyond any real design
 _TECH_NM = (5, 180)
 
 
-class Dataflow(str, enum.Enum):
+class Dataflow(enum.StrEnum):
     """Which operand stays in the PEs.
 
     * ``WS`` weight stationary: K on array rows, N on columns, M streamed.
@@ -54,9 +55,6 @@ class Dataflow(str, enum.Enum):
                     return member
         choices = ", ".join(m.value for m in cls)
         raise ConfigError(f"dataflow must be one of {choices}, not {value!r}")
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _check_int(name: str, value: object, low: int, high: int, rule: str | None = None) -> None:
@@ -118,7 +116,7 @@ class ArrayConfig:
         _check_int("rows", self.rows, 1, _MAX_DIM)
         _check_int("cols", self.cols, 1, _MAX_DIM)
         object.__setattr__(self, "dataflow", Dataflow.parse(self.dataflow))
-        if isinstance(self.input_bits, bool) or self.input_bits not in INPUT_BITS:
+        if type(self.input_bits) is not int or self.input_bits not in INPUT_BITS:
             raise ConfigError(f"input_bits must be 8 or 16, not {self.input_bits!r}")
         _check_int(
             "acc_bits",

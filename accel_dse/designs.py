@@ -78,7 +78,7 @@ def design_from_document(doc: dict[str, Any], *, source: str) -> ArrayConfig:
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: 'design' must be a table, not {table!r}")
     try:
-        return ArrayConfig.from_dict(table, where=f"[design] of {source}")
+        return ArrayConfig.from_dict(table, where="[design]")
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
 

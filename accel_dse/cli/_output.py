@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["emit_json", "format_table", "emit"]
 
@@ -36,13 +37,16 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[_fmt(v) for v in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
     numeric = [
         all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows) and bool(rows)
         for i in range(len(headers))
     ]
+
     def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if n else v.ljust(w) for v, w, n in zip(values, widths, numeric)).rstrip()
+        parts = zip(values, widths, numeric, strict=True)
+        return "  ".join(v.rjust(w) if n else v.ljust(w) for v, w, n in parts).rstrip()
+
     out = [line(list(headers)), line(["-" * w for w in widths])]
     out.extend(line(row) for row in cells)
     return "\n".join(out)

