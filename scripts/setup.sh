@@ -35,6 +35,6 @@ stamp=.venv/.accel-dse-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing accel-dse and its dependencies into .venv (first time: ~1 min)"
   .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
-  .venv/bin/python -c 'import accel_dse, amaranth, cocotb, jax, optuna
+  .venv/bin/python -c 'import accel_dse, amaranth, cocotb, jax, optuna'
   touch "$stamp"
 fi
