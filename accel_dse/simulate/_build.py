@@ -1,0 +1,204 @@
+"""The build cache: one simulator build per design, keyed by the Verilog's hash.
+
+A build lives in ``<work_dir>/builds/<top>-<simulator>-<key>/`` where ``key`` hashes the
+Verilog text, the top module name, the simulator and its version, cocotb's version and the
+build recipe below; a second request for the same key reuses it (no rebuild). A build is made
+in a temporary directory and renamed into place only when it succeeded, under a file lock, so
+the cache never holds a half-built entry and concurrent requests build once. A failed build's
+directory is kept as ``<name>.failed/`` with its ``build.log`` for the user to read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from accel_dse.errors import SimulationError
+from accel_dse.simulate._process import ProcessOutcome, run_in_group
+from accel_dse.simulate._tools import Simulator
+
+__all__ = ["Build", "build_design", "default_work_dir", "ports_of"]
+
+#: Bumped whenever the build commands below change, so old cache entries are not reused.
+RECIPE_VERSION = 1
+
+#: Verilator options: Amaranth's Verilog trips width warnings, which must not stop the build.
+VERILATOR_ARGS: tuple[str, ...] = ("-Wno-fatal", "-Wno-lint", "-Wno-style")
+
+#: Seconds a build may take before it is killed (a 16x16 array takes ~75 s cold).
+DEFAULT_BUILD_TIMEOUT_S = 3600.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """A finished simulator build of one design.
+
+    Attributes:
+        simulator: The simulator it was built for.
+        top: Name of the top module.
+        directory: The build directory (what cocotb's runner calls ``build_dir``).
+        key: Cache key (hex digest).
+        cached: True when this call reused an existing build.
+        seconds: Wall time of the build itself, s (of the original build when cached).
+    """
+
+    simulator: Simulator
+    top: str
+    directory: Path
+    key: str
+    cached: bool
+    seconds: float
+
+    @property
+    def log(self) -> Path:
+        """The build log."""
+        return self.directory / "build.log"
+
+
+def default_work_dir() -> Path:
+    """``$XDG_CACHE_HOME/accel-dse/sim`` (default ``~/.cache/accel-dse/sim``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "accel-dse" / "sim"
+
+
+def ports_of(verilog: str, top: str) -> list[str] | None:
+    """Port names of module ``top`` in ``verilog`` (either header style), or None if not found."""
+    match = re.search(rf"\bmodule\s+{re.escape(top)}\s*(?:#\s*\(.*?\)\s*)?\((.*?)\)\s*;", verilog, re.S)
+    if match is None:
+        return None
+    names = []
+    for part in match.group(1).split(","):
+        words = re.findall(r"\\\S+|[A-Za-z_][A-Za-z0-9_$]*", re.sub(r"\[[^\]]*\]", " ", part))
+        if words:
+            names.append(words[-1])
+    return names or None
+
+
+def _vlt_text(verilog: str, top: str) -> str:
+    """A Verilator control file making only ``top``'s ports visible to cocotb."""
+    ports = ports_of(verilog, top) or ["*"]
+    lines = ["`verilator_config"]
+    lines += [f'public_flat_rw -module "{top}" -var "{p.lstrip(chr(92))}"' for p in ports]
+    return "\n".join(lines) + "\n"
+
+
+def _cache_key(verilog: str, top: str, simulator: Simulator) -> str:
+    try:
+        cocotb_version = importlib.metadata.version("cocotb")
+    except importlib.metadata.PackageNotFoundError:
+        cocotb_version = "unknown"
+    recipe = {
+        "verilog_sha256": hashlib.sha256(verilog.encode()).hexdigest(),
+        "top": top,
+        "simulator": simulator.name,
+        "simulator_version": simulator.version,
+        "cocotb": cocotb_version,
+        "recipe": RECIPE_VERSION,
+        "verilator_args": VERILATOR_ARGS if simulator.name == "verilator" else (),
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_design(
+    verilog: str,
+    *,
+    top: str,
+    simulator: Simulator,
+    work_dir: Path | None = None,
+    timeout: float | None = DEFAULT_BUILD_TIMEOUT_S,
+) -> Build:
+    """Build ``verilog`` for ``simulator``, or reuse the cached build of the same text.
+
+    Args:
+        verilog: The complete Verilog source.
+        top: Name of the top module.
+        simulator: From :func:`accel_dse.simulate.find_simulator`.
+        work_dir: Cache/work directory (default :func:`default_work_dir`).
+        timeout: Seconds before the build is killed; ``None`` for no limit.
+
+    Raises:
+        SimulationError: the build failed or timed out (the message gives the log's path).
+    """
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", top):
+        raise SimulationError(f"top module name must be a plain Verilog identifier, not {top!r}")
+    builds = Path(work_dir or default_work_dir()).expanduser().resolve() / "builds"
+    key = _cache_key(verilog, top, simulator)
+    name = f"{top}-{simulator.name}-{key}"
+    final = builds / name
+    with _locked(builds / f"{name}.lock"):
+        meta = final / "build.json"
+        if meta.is_file():
+            seconds = float(json.loads(meta.read_text("utf-8")).get("seconds", 0.0))
+            return Build(simulator, top, final, key, True, seconds)
+        tmp = builds / f"{name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        outcome, log = _run_build(verilog, top, simulator, tmp, timeout)
+        if not outcome.ok:
+            failed = builds / f"{name}.failed"
+            shutil.rmtree(failed, ignore_errors=True)
+            tmp.rename(failed)
+            what = f"timed out after {timeout:g} s" if outcome.timed_out else f"failed (exit {outcome.returncode})"
+            raise SimulationError(f"{simulator.name} build of {top} {what}; log: {failed / log.name}")
+        (tmp / "build.json").write_text(json.dumps({
+            "key": key, "top": top, "simulator": simulator.name, "simulator_version": simulator.version,
+            "seconds": round(outcome.seconds, 3), "built_at": time.time(),
+        }, indent=2), "utf-8")
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        return Build(simulator, top, final, key, False, outcome.seconds)
+
+
+def _run_build(
+    verilog: str, top: str, simulator: Simulator, directory: Path, timeout: float | None
+) -> tuple[ProcessOutcome, Path]:
+    source = directory / f"{top}.v"
+    source.write_text(verilog, "utf-8")
+    sources = [str(source)]
+    build_args: list[str] = []
+    if simulator.name == "verilator":
+        vlt = directory / f"{top}.vlt"
+        vlt.write_text(_vlt_text(verilog, top), "utf-8")
+        sources.insert(0, str(vlt))  # the runner takes the language from the last source
+        build_args = list(VERILATOR_ARGS)
+    log = directory / "build.log"
+    spec = {
+        "action": "build", "simulator": simulator.name, "top": top, "build_dir": str(directory),
+        "sources": sources, "build_args": build_args, "log_file": str(log),
+    }
+    spec_path = directory / "build_spec.json"
+    spec_path.write_text(json.dumps(spec, indent=2), "utf-8")
+    outcome = run_in_group(
+        [sys.executable, "-m", "accel_dse.simulate._child", str(spec_path)],
+        cwd=directory, env=simulator.environ(clean_env()), log_path=directory / "launcher.log", timeout=timeout,
+    )
+    if not (log.is_file() and log.stat().st_size):
+        log = directory / "launcher.log"
+    return outcome, log
+
+
+def clean_env() -> dict[str, str]:
+    """``os.environ`` without pytest's marker (cocotb's runner changes behaviour under pytest)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
