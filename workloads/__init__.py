@@ -22,6 +22,10 @@ __all__ = [
     "resolve",
     "builtin_names",
     "builtin_descriptions",
+    "builtin_options",
+    "builtin_model",
+    "Model",
+    "with_example_args",
     "reference",
     "Reference",
 ]
@@ -32,6 +36,10 @@ _LAZY = {
     "resolve": "workloads._registry",
     "builtin_names": "workloads._registry",
     "builtin_descriptions": "workloads._registry",
+    "builtin_options": "workloads._registry",
+    "builtin_model": "workloads._registry",
+    "Model": "workloads._model",
+    "with_example_args": "workloads._user",
     "reference": "workloads._reference",
     "Reference": "workloads._reference",
 }

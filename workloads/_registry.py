@@ -1,0 +1,213 @@
+"""The workload registry: builtin names, their options, and ``--workload`` spec resolution.
+
+A spec is either ``NAME[:k=v,...]`` naming a builtin with integer options (for example
+``bert_base:seq=128,batch=4``) or ``package.module:function`` naming a user's JAX function
+(see :mod:`workloads._user` for how it gives its example arguments). Builtins trace their int8
+form with ``jax.ShapeDtypeStruct`` arguments, so nothing is computed; results are cached per
+spec.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from accel_dse.errors import WorkloadError
+from workloads._layers import FORMS
+from workloads._model import Model
+from workloads._models_cnn import mobilenet_v2, resnet18
+from workloads._models_mlp import dlrm_mlp, gemm, mlp
+from workloads._models_transformer import bert_base, gpt2_decode, llama_block
+from workloads._tracer import trace
+from workloads._user import load_user_function
+from workloads.ops import Workload
+
+__all__ = ["resolve", "builtin_names", "builtin_descriptions", "builtin_options", "builtin_model"]
+
+
+@dataclass(frozen=True)
+class _Builtin:
+    description: str
+    options: Mapping[str, tuple[int, int]]  # name -> (default, minimum)
+    build: Callable[..., Model]
+    check: Callable[[dict[str, int]], str | None] = lambda opts: None
+
+
+def _heads_divide(name: str, d: int, heads: int, even: bool) -> str | None:
+    if d % heads:
+        return f"{name} option d={d} must be divisible by heads={heads}"
+    if even and (d // heads) % 2:
+        return f"{name} head size d/heads = {d // heads} must be even (rotary embedding), not odd"
+    return None
+
+
+def _opts(**spec: int | tuple[int, int]) -> Mapping[str, tuple[int, int]]:
+    """Options with defaults; a bare int has minimum 1, a pair is (default, minimum)."""
+    return MappingProxyType({k: v if isinstance(v, tuple) else (v, 1) for k, v in spec.items()})
+
+
+_LLAMA = {"d": 4096, "heads": 32, "ffn": 11008}
+
+_BUILTINS: Mapping[str, _Builtin] = MappingProxyType({
+    "gemm": _Builtin(
+        "one GEMM C[m,n] = A[m,k] @ B[k,n] (batch independent instances), int8 x int8 -> int32",
+        _opts(m=512, k=512, n=512, batch=1), gemm),
+    "mlp": _Builtin(
+        "plain MLP: d_in -> layers x hidden (ReLU) -> d_out on a batch of vectors",
+        _opts(batch=128, d_in=784, hidden=1024, layers=3, d_out=10), mlp),
+    "resnet18": _Builtin(
+        "ResNet-18 ImageNet classifier (He et al. 2016) on res x res images, ~1.8 GMACs at 224",
+        _opts(batch=1, res=224, classes=1000), resnet18),
+    "mobilenet_v2": _Builtin(
+        "MobileNetV2 1.0 (Sandler et al. 2018), depthwise convs as grouped convs, ~0.3 GMACs at 224",
+        _opts(batch=1, res=224, classes=1000), mobilenet_v2),
+    "bert_base": _Builtin(
+        "BERT-base encoder layer(s): d 768, 12 heads, FFN 3072 (QKV, scores, context, output, FFN)",
+        _opts(batch=1, seq=512, layers=1), bert_base),
+    "gpt2_decode": _Builtin(
+        "GPT-2 small, one decode step against a KV cache of kv tokens, 12 layers and LM head",
+        _opts(batch=1, kv=(1024, 0), layers=12), gpt2_decode),
+    "llama_block": _Builtin(
+        "LLaMA-7B-shaped decoder block, prefill of seq tokens (after kv cached ones if kv > 0)",
+        _opts(batch=1, seq=2048, kv=(0, 0), **_LLAMA), llama_block,
+        lambda o: _heads_divide("llama_block", o["d"], o["heads"], True)),
+    "llama_decode": _Builtin(
+        "LLaMA-7B-shaped decoder block, single-token decode against a KV cache of kv tokens",
+        _opts(batch=1, seq=1, kv=(2048, 0), **_LLAMA), llama_block,
+        lambda o: _heads_divide("llama_decode", o["d"], o["heads"], True)),
+    "dlrm_mlp": _Builtin(
+        "DLRM bottom MLP, dot interaction and top MLP (MLPerf Criteo config), embeddings as input",
+        _opts(batch=128, dense=13, tables=26, dim=128), dlrm_mlp),
+})
+
+
+def builtin_names() -> tuple[str, ...]:
+    """Names of the builtin workloads, in listing order."""
+    return tuple(_BUILTINS)
+
+
+def builtin_descriptions() -> dict[str, str]:
+    """One-line description of every builtin workload, by name."""
+    return {name: b.description for name, b in _BUILTINS.items()}
+
+
+def builtin_options(name: str) -> dict[str, int]:
+    """The options of builtin ``name`` with their defaults."""
+    return {k: default for k, (default, _) in _lookup(name).options.items()}
+
+
+def _lookup(name: str) -> _Builtin:
+    builtin = _BUILTINS.get(name)
+    if builtin is None:
+        close = difflib.get_close_matches(name, _BUILTINS, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise WorkloadError(
+            f"unknown workload {name!r}{hint}; builtins are {', '.join(_BUILTINS)}, "
+            "or give package.module:function"
+        )
+    return builtin
+
+
+def _parse_options(name: str, text: str) -> tuple[tuple[str, int], ...]:
+    """``"seq=128,batch=4"`` -> ``(("seq", 128), ("batch", 4))`` in the builtin's option order."""
+    builtin = _lookup(name)
+    given: dict[str, int] = {}
+    for item in text.split(","):
+        key, eq, value = (s.strip() for s in item.partition("="))
+        if not eq or not key:
+            raise WorkloadError(f"{name} options must be k=v pairs separated by commas, not {item.strip()!r}")
+        if key not in builtin.options:
+            raise WorkloadError(f"{name} has no option {key!r}; its options are {', '.join(builtin.options)}")
+        if key in given:
+            raise WorkloadError(f"{name} option {key} is given twice")
+        minimum = builtin.options[key][1]
+        rule = "a positive integer" if minimum >= 1 else "a non-negative integer"
+        try:
+            number = int(value, 10)
+        except ValueError:
+            raise WorkloadError(f"{name} option {key} must be {rule}, not {value!r}") from None
+        if number < minimum:
+            raise WorkloadError(f"{name} option {key} must be {rule}, not {number}")
+        given[key] = number
+    return tuple((k, given[k]) for k in builtin.options if k in given)
+
+
+def _split(spec: str) -> tuple[str, tuple[tuple[str, int], ...]] | None:
+    """``(builtin name, options)`` for a builtin spec, ``None`` for ``module:function``."""
+    name, sep, rest = spec.partition(":")
+    if not sep:
+        if "." in name:
+            raise WorkloadError(f"workload {spec!r} names no function: give package.module:function")
+        _lookup(name)
+        return name, ()
+    if name in _BUILTINS or "=" in rest:
+        return name, _parse_options(name, rest)
+    return None
+
+
+def _canonical(name: str, options: tuple[tuple[str, int], ...]) -> str:
+    return name + (":" + ",".join(f"{k}={v}" for k, v in options) if options else "")
+
+
+def _settings(name: str, options: tuple[tuple[str, int], ...]) -> dict[str, int]:
+    builtin = _lookup(name)
+    settings = builtin_options(name) | dict(options)
+    problem = builtin.check(settings)
+    if problem:
+        raise WorkloadError(problem)
+    return settings
+
+
+def builtin_model(spec: str, form: str = "int8") -> Model:
+    """The runnable JAX model of a builtin spec in ``form`` ``"int8"`` or ``"float"``.
+
+    ``model.fn(*model.make_args(seed))`` runs it on deterministic parameters and inputs.
+    """
+    parsed = _split(spec.strip())
+    if parsed is None:
+        raise WorkloadError(f"workload {spec!r} is not a builtin; builtins are {', '.join(_BUILTINS)}")
+    if form not in FORMS:
+        raise WorkloadError(f"form must be one of {', '.join(FORMS)}, not {form!r}")
+    name, options = parsed
+    return _BUILTINS[name].build(FORMS[form], **_settings(name, options))
+
+
+@functools.lru_cache(maxsize=64)
+def _trace_builtin(name: str, options: tuple[tuple[str, int], ...]) -> Workload:
+    settings = _settings(name, options)
+    model = _BUILTINS[name].build(FORMS["int8"], **settings)
+    text = ", ".join(f"{k}={v}" for k, v in settings.items())
+    return trace(model.fn, *model.example_args(), name=_canonical(name, options),
+                 description=f"{_BUILTINS[name].description} [{text}]")
+
+
+@functools.lru_cache(maxsize=32)
+def _trace_user(spec: str) -> Workload:
+    fn, args = load_user_function(spec)
+    doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
+    return trace(fn, *args, name=spec, description=doc[0] if doc else "")
+
+
+def resolve(spec: str) -> Workload:
+    """The :class:`Workload` a ``--workload`` spec names.
+
+    Args:
+        spec: ``NAME[:k=v,...]`` (a builtin with integer options, e.g. ``bert_base:seq=128``) or
+            ``package.module:function`` (a user's JAX function; its example arguments come from
+            a ``function.example_args`` attribute or a module-level ``example_args()`` hook).
+
+    Raises:
+        WorkloadError: for an unknown name (the builtins are listed), a bad option (unknown key,
+            not an integer, zero), a module that cannot be imported, a missing function, a
+            function that raises while tracing, or one with no matmul or convolution.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise WorkloadError(f"workload must be NAME[:k=v,...] or package.module:function, not {spec!r}")
+    spec = spec.strip()
+    parsed = _split(spec)
+    if parsed is None:
+        return _trace_user(spec)
+    return _trace_builtin(*parsed)

@@ -1,0 +1,119 @@
+"""Loading a user's own JAX function named ``package.module:function`` (no JAX import here).
+
+How a function gives its example arguments (the first that exists wins):
+
+1. an attribute ``example_args`` on the function: a tuple of arguments, or a callable with no
+   parameters returning that tuple (the :func:`with_example_args` decorator sets it);
+2. a module-level ``example_args`` callable in the function's module, called with no
+   arguments, or with the function's name when it takes one parameter (one hook serving
+   several functions).
+
+Arguments are arrays or (better: nothing is computed while tracing) pytrees of
+``jax.ShapeDtypeStruct``. A value that is not a tuple is taken as the single argument.
+The current directory is importable, so ``mymodels:forward`` finds ``./mymodels.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from accel_dse.errors import WorkloadError
+
+__all__ = ["with_example_args", "load_user_function"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_example_args(*args: Any) -> Callable[[F], F]:
+    """Decorator that attaches example arguments to a function for ``--workload module:function``.
+
+    Example::
+
+        @with_example_args(jax.ShapeDtypeStruct((8, 512), jnp.int8))
+        def forward(x): ...
+    """
+
+    def attach(fn: F) -> F:
+        fn.example_args = args  # type: ignore[attr-defined]
+        return fn
+
+    return attach
+
+
+def _one_line(exc: BaseException) -> str:
+    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _import(module_name: str, spec: str) -> Any:
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.append(cwd)
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise WorkloadError(f"workload {spec!r}: module {module_name!r} cannot be imported "
+                                f"(no module named {exc.name!r})") from exc
+        raise WorkloadError(f"workload {spec!r}: importing module {module_name!r} failed: "
+                            f"{_one_line(exc)}") from exc
+    except Exception as exc:  # the user's module may raise anything on import
+        raise WorkloadError(f"workload {spec!r}: importing module {module_name!r} failed: "
+                            f"{_one_line(exc)}") from exc
+    finally:
+        if added:
+            sys.path.remove(cwd)
+
+
+def _call_hook(hook: Any, fn_name: str, spec: str) -> Any:
+    if not callable(hook):
+        return hook
+    try:
+        params = inspect.signature(hook).parameters
+        wants_name = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+                         for p in params.values())
+    except (TypeError, ValueError):
+        wants_name = False
+    try:
+        return hook(fn_name) if wants_name else hook()
+    except Exception as exc:  # the user's hook may raise anything
+        raise WorkloadError(f"workload {spec!r}: example_args() raised {_one_line(exc)}") from exc
+
+
+def load_user_function(spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """Import ``package.module:function`` and find its example arguments.
+
+    Returns:
+        The function and its example argument tuple.
+
+    Raises:
+        WorkloadError: if the module cannot be imported, the function does not exist or is not
+            callable, or it gives no example arguments.
+    """
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr or ":" in attr:
+        raise WorkloadError(f"workload {spec!r} must be NAME[:k=v,...] or package.module:function")
+    module = _import(module_name, spec)
+    fn: Any = module
+    for part in attr.split("."):
+        if not hasattr(fn, part):
+            raise WorkloadError(f"workload {spec!r}: module {module_name!r} has no attribute {attr!r}")
+        fn = getattr(fn, part)
+    if not callable(fn):
+        raise WorkloadError(f"workload {spec!r}: {attr!r} is not a function but {type(fn).__name__}")
+    if hasattr(fn, "example_args"):
+        args = _call_hook(fn.example_args, attr, spec)
+    elif hasattr(module, "example_args"):
+        args = _call_hook(module.example_args, attr, spec)
+    else:
+        raise WorkloadError(
+            f"workload {spec!r} gives no example arguments: set {attr}.example_args "
+            f"(or use @workloads.with_example_args) or define example_args() in {module_name}"
+        )
+    return fn, args if isinstance(args, tuple) else (args,)
