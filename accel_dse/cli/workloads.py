@@ -1,0 +1,104 @@
+"""``accel-dse workloads`` (list the builtins) and ``accel-dse workloads show SPEC``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from accel_dse.cli._output import emit, emit_json, format_table
+
+__all__ = ["register", "workload_json"]
+
+_SPEC_HELP = "NAME[:k=v,...] (e.g. bert_base:seq=128) or package.module:function"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("workloads", help="list the builtin workloads, show a workload's ops",
+                            description="List the builtin workloads (default) or show one workload's ops.")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_list)
+    wsub = parser.add_subparsers(dest="workloads_command", metavar="ACTION")
+    listing = wsub.add_parser("list", help="list the builtin workloads with their options")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(func=_list)
+    show = wsub.add_parser(
+        "show", help="trace a workload and print its ops",
+        description="Trace a workload and print, per op, its kind, GEMM dims (m, k, n, batch), run "
+        "count, MACs (all runs) and weight bytes; then the totals and the non-matmul primitives.",
+    )
+    show.add_argument("workload", metavar="SPEC", help=_SPEC_HELP)
+    show.add_argument("--bits", type=int, default=8, help="element width for byte counts (default 8)")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(func=_show)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from workloads import builtin_descriptions, builtin_options
+
+    descriptions = builtin_descriptions()
+    if args.json:
+        emit_json({name: {"description": text, "options": builtin_options(name)}
+                   for name, text in descriptions.items()})
+        return 0
+    rows = [[name, text] for name, text in descriptions.items()]
+    emit(format_table(["workload", "description"], rows))
+    emit()
+    emit("options (NAME:k=v,...):")
+    for name in descriptions:
+        emit(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in builtin_options(name).items()))
+    emit("or a JAX function of your own: package.module:function (see docs/workloads.md)")
+    return 0
+
+
+def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
+    """The JSON form of a workload: per-op GEMM dims, count, MACs (all runs), weight bytes; totals.
+
+    Keys: ``workload``, ``description``, ``bits``, ``ops`` (each ``name``, ``kind``, ``m``, ``k``,
+    ``n``, ``batch``, ``count``, ``macs`` = ``count * op.macs``, ``weight_bytes`` (one run) and,
+    for a conv, ``conv`` with its fields), ``total_macs``, ``total_weight_bytes`` (all runs) and
+    ``other_primitives`` (name -> count).
+    """
+    ops = []
+    for op, count in zip(workload.ops, workload.counts, strict=True):
+        g = op.to_gemm()
+        entry: dict[str, Any] = {
+            "name": op.name, "kind": op.kind, "m": g.m, "k": g.k, "n": g.n, "batch": g.batch,
+            "count": count, "macs": op.macs * count, "weight_bytes": op.weight_bytes(bits),
+        }
+        if op.kind == "conv2d":
+            entry["conv"] = {f.name: getattr(op, f.name) for f in dataclasses.fields(op) if f.name != "name"}
+        ops.append(entry)
+    return {
+        "workload": workload.name,
+        "description": workload.description,
+        "bits": bits,
+        "ops": ops,
+        "total_macs": workload.total_macs,
+        "total_weight_bytes": workload.weight_bytes(bits),
+        "other_primitives": dict(workload.other_primitives),
+    }
+
+
+def _show(args: argparse.Namespace) -> int:
+    from accel_dse.errors import WorkloadError
+    from workloads import resolve
+
+    if args.bits < 1:
+        raise WorkloadError(f"--bits must be a positive integer, not {args.bits}")
+    workload = resolve(args.workload)
+    data = workload_json(workload, args.bits)
+    if args.json:
+        emit_json(data)
+        return 0
+    emit(f"# {data['workload']}" + (f": {data['description']}" if data["description"] else ""))
+    rows = [[o["name"] or "-", o["kind"], o["m"], o["k"], o["n"], o["batch"], o["count"], o["macs"],
+             o["weight_bytes"]] for o in data["ops"]]
+    emit(format_table(["op", "kind", "m", "k", "n", "batch", "count", "macs",
+                       f"weight_bytes@{args.bits}b"], rows))
+    emit(f"total: {len(rows)} ops, {data['total_macs']:,} MACs ({data['total_macs'] / 1e9:.3f} G), "
+         f"{data['total_weight_bytes']:,} weight bytes")
+    if data["other_primitives"]:
+        others = ", ".join(f"{p} x{c}" for p, c in data["other_primitives"].items())
+        emit(f"not run on the array: {others}")
+    return 0

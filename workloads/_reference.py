@@ -1,0 +1,195 @@
+"""Reference data for the bit-exact RTL check: deterministic integer operands and JAX's exact result.
+
+:func:`reference` gives, for one GEMM instance of an op's lowering (``index < op.to_gemm().batch``),
+the operands ``a`` (``m x k``) and ``b`` (``k x n``) and the exact product ``c`` (``m x n``)
+computed by JAX with ``preferred_element_type`` (int32, or int64 when ``k * 2**(2*bits - 2)``
+could overflow int32). Operands are uniform signed ``bits``-bit integers (int8 for
+``bits <= 8``, else int16) from ``numpy.random.default_rng`` seeded with the seed and the op's
+geometry (not its name), and always contain the most negative and the most positive value
+(``-128`` and ``127`` for 8 bits) when the matrix has two or more entries.
+
+For a :class:`~workloads.ops.Conv2d` the data is a real convolution: a full NHWC input and HWIO
+weight tensor (shared by all groups of a seed), of which group ``index`` takes its channel
+slice; JAX computes ``lax.conv_general_dilated`` on that slice, ``a`` is the im2col of the
+input slice (rows ``(image, out_y, out_x)``, columns ``(kernel_y, kernel_x, channel)``) and
+``b`` the weight slice reshaped to ``(kh * kw * c_in/groups, c_out/groups)``, so
+``a @ b`` equals the convolution's output reshaped to ``(n * out_h * out_w, c_out/groups)``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from accel_dse.errors import WorkloadError
+from workloads.ops import Conv2d, Gemm, Op
+
+__all__ = ["Reference", "reference", "im2col"]
+
+_MAX_BITS = 16
+
+
+@dataclass(frozen=True, eq=False)
+class Reference:
+    """Operands and exact result of one GEMM instance of an op.
+
+    Attributes:
+        op: The op the data is for.
+        index: Which GEMM instance (group of a conv, batch entry of a batched GEMM).
+        seed: The seed the operands were drawn with.
+        bits: Operand width in bits.
+        a: ``m x k`` input operand (int8, or int16 for ``bits > 8``).
+        b: ``k x n`` weight operand (same dtype as ``a``).
+        c: ``m x n`` exact ``a @ b`` (int32, or int64 when int32 could overflow).
+        x: For a conv, the group's NHWC input slice ``(n, h, w, c_in/groups)``; else ``None``.
+        w: For a conv, the group's HWIO weight slice ``(kh, kw, c_in/groups, c_out/groups)``; else ``None``.
+    """
+
+    op: Op
+    index: int
+    seed: int
+    bits: int
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+    x: np.ndarray | None = None
+    w: np.ndarray | None = None
+
+
+def _check_int(name: str, value: object, low: int, high: int | None, rule: str) -> int:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        v = int(value)
+        if v >= low and (high is None or v <= high):
+            return v
+    raise WorkloadError(f"{name} must be {rule}, not {value!r}")
+
+
+def _dtypes(bits: int, k: int) -> tuple[np.dtype, np.dtype]:
+    """Operand dtype for ``bits`` and result dtype for contraction length ``k``."""
+    operand = np.dtype(np.int8 if bits <= 8 else np.int16)
+    worst = k * (1 << (2 * bits - 2))  # |(-2^(b-1))^2 * k|
+    return operand, np.dtype(np.int32 if worst <= np.iinfo(np.int32).max else np.int64)
+
+
+def _rng(seed: int, *key: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, *key]))
+
+
+def _uniform(rng: np.random.Generator, shape: tuple[int, ...], bits: int, dtype: np.dtype) -> np.ndarray:
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return rng.integers(lo, hi, size=shape, endpoint=True, dtype=dtype)
+
+
+def _with_extremes(x: np.ndarray, bits: int) -> np.ndarray:
+    """Put the largest value last and the smallest first (the smallest wins on one element)."""
+    flat = x.reshape(-1)
+    flat[-1] = (1 << (bits - 1)) - 1
+    flat[0] = -(1 << (bits - 1))
+    return x
+
+
+def _jax_exact(fn, out_dtype: np.dtype, *args: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    if out_dtype == np.int64:
+        with jax.enable_x64(True):
+            return np.asarray(fn(*args, jnp.int64))
+    return np.asarray(fn(*args, jnp.int32))
+
+
+def _gemm_reference(op: Gemm, seed: int, index: int, bits: int) -> Reference:
+    operand, result = _dtypes(bits, op.k)
+    rng = _rng(seed, 1, op.m, op.k, op.n, op.batch, index, bits)
+    a = _with_extremes(_uniform(rng, (op.m, op.k), bits, operand), bits)
+    b = _with_extremes(_uniform(rng, (op.k, op.n), bits, operand), bits)
+    c = _jax_exact(lambda x, y, t: jnp.matmul(x, y, preferred_element_type=t), result, a, b)
+    return Reference(op=op, index=index, seed=seed, bits=bits, a=a, b=b, c=c)
+
+
+def _window_indices(out: int, kernel: int, stride: int, dilation: int) -> np.ndarray:
+    """``(out, kernel)`` padded-input coordinates read by each output position and kernel tap."""
+    return np.arange(out)[:, None] * stride + np.arange(kernel)[None, :] * dilation
+
+
+def im2col(x: np.ndarray, op: Conv2d) -> np.ndarray:
+    """Im2col of an NHWC tensor ``x`` (one group's channels) for ``op``'s window.
+
+    Returns:
+        ``(n * out_h * out_w, kh * kw * channels)`` with columns ordered (kernel y, kernel x, channel).
+    """
+    n, _, _, ch = x.shape
+    xp = np.pad(x, ((0, 0), (op.pad_h, int(op.pad_h_hi or 0)), (op.pad_w, int(op.pad_w_hi or 0)), (0, 0)))
+    rows = _window_indices(op.out_h, op.kh, op.stride_h, op.dilation_h)
+    cols = _window_indices(op.out_w, op.kw, op.stride_w, op.dilation_w)
+    patches = xp[:, rows[:, None, :, None], cols[None, :, None, :], :]  # (n, oh, ow, kh, kw, ch)
+    return patches.reshape(n * op.out_h * op.out_w, op.kh * op.kw * ch)
+
+
+def _read_span(size: int, out: int, kernel: int, stride: int, dilation: int, pad: int) -> tuple[int, int]:
+    """First and last unpadded input coordinate any window reads (``(-1, -1)`` if none)."""
+    coords = _window_indices(out, kernel, stride, dilation).reshape(-1) - pad
+    coords = coords[(coords >= 0) & (coords < size)]
+    return (int(coords.min()), int(coords.max())) if coords.size else (-1, -1)
+
+
+def _conv_reference(op: Conv2d, seed: int, index: int, bits: int) -> Reference:
+    g = op.groups
+    cin_g, cout_g = op.c_in // g, op.c_out // g
+    k = cin_g * op.kh * op.kw
+    operand, result = _dtypes(bits, k)
+    rng = _rng(seed, 2, op.n, op.h, op.w, op.c_in, op.c_out, op.kh, op.kw, g, bits)
+    x = _uniform(rng, (op.n, op.h, op.w, op.c_in), bits, operand)
+    w = _uniform(rng, (op.kh, op.kw, cin_g, op.c_out), bits, operand)
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    y0, y1 = _read_span(op.h, op.out_h, op.kh, op.stride_h, op.dilation_h, op.pad_h)
+    x0, x1 = _read_span(op.w, op.out_w, op.kw, op.stride_w, op.dilation_w, op.pad_w)
+    if y0 >= 0 and x0 >= 0:  # put both extremes where every group's windows read them
+        x[-1, y1, x1, np.arange(g) * cin_g + cin_g - 1] = hi
+        x[0, y0, x0, np.arange(g) * cin_g] = lo
+    w[-1, -1, -1, np.arange(g) * cout_g + cout_g - 1] = hi
+    w[0, 0, 0, np.arange(g) * cout_g] = lo
+    xs = np.ascontiguousarray(x[..., index * cin_g:(index + 1) * cin_g])
+    ws = np.ascontiguousarray(w[..., index * cout_g:(index + 1) * cout_g])
+
+    def conv(lhs: np.ndarray, rhs: np.ndarray, out_type: object) -> jax.Array:
+        return lax.conv_general_dilated(
+            lhs, rhs, (op.stride_h, op.stride_w),
+            ((op.pad_h, int(op.pad_h_hi or 0)), (op.pad_w, int(op.pad_w_hi or 0))),
+            rhs_dilation=(op.dilation_h, op.dilation_w),
+            dimension_numbers=("NHWC", "HWIO", "NHWC"), preferred_element_type=out_type,
+        )
+
+    out = _jax_exact(conv, result, xs, ws)
+    a = im2col(xs, op)
+    b = ws.reshape(k, cout_g)
+    c = out.reshape(op.n * op.out_h * op.out_w, cout_g)
+    return Reference(op=op, index=index, seed=seed, bits=bits, a=a, b=b, c=c, x=xs, w=ws)
+
+
+def reference(op: Op, seed: int = 0, *, index: int = 0, bits: int = 8) -> Reference:
+    """Deterministic operands and the exact JAX result for GEMM instance ``index`` of ``op``.
+
+    Args:
+        op: A :class:`~workloads.ops.Gemm` or :class:`~workloads.ops.Conv2d`.
+        seed: Non-negative seed; the same seed, op geometry and ``bits`` give the same data.
+        index: GEMM instance, ``0 <= index < op.to_gemm().batch`` (the group of a grouped conv).
+        bits: Signed operand width, 2 to 16 bits.
+
+    Returns:
+        A :class:`Reference` whose ``c`` equals ``a.astype(int64) @ b.astype(int64)`` exactly.
+
+    Raises:
+        WorkloadError: for an op that is not a ``Gemm``/``Conv2d``, or a bad seed, index or bits.
+    """
+    if not isinstance(op, (Gemm, Conv2d)):
+        raise WorkloadError(f"reference op must be a Gemm or Conv2d record, not {op!r}")
+    seed = _check_int("seed", seed, 0, None, "a non-negative integer")
+    bits = _check_int("bits", bits, 2, _MAX_BITS, f"an integer in [2, {_MAX_BITS}]")
+    batch = op.to_gemm().batch
+    index = _check_int("index", index, 0, batch - 1, f"an integer in [0, {batch - 1}] (the op's batch)")
+    if isinstance(op, Gemm):
+        return _gemm_reference(op, seed, index, bits)
+    return _conv_reference(op, seed, index, bits)
