@@ -13,18 +13,27 @@ Mapping (rows-dim ``Dr`` on the R array rows, cols-dim ``Dc`` on the C columns, 
     OS: Dr = M, Dc = N, Ds = K      (C stationary, A from the left, B from the top)
     IS: Dr = K, Dc = M, Ds = N      (A stationary, B streamed from the left)
 
-Folds ``F = ceil(Dr / R) * ceil(Dc / C)``. Every fold costs the same, edge folds included
-(the unused rows/columns are zero-padded, as in a fixed systolic array)::
+Folds ``F = ceil(Dr / R) * ceil(Dc / C)`` (0 if any of ``M``, ``K``, ``N`` is 0). Every fold
+costs the same, edge folds included (rows beyond ``Dr`` are loaded as zeros / not written,
+columns beyond ``Dc`` are don't-care lanes, as in a fixed systolic array)::
 
-    fold_cycles = Ds + 2 * R + C - 2 + FOLD_OVERHEAD
-    run_cycles  = F * fold_cycles + RUN_OVERHEAD
+    fold_cycles = Ds + 2 * R + C - 2 + FOLD_OVERHEAD        (= Ds + 2R + C)
+    run_cycles  = F * fold_cycles + RUN_OVERHEAD            (= 1 + F * (Ds + 2R + C))
 
-where, for WS/IS, ``R`` cycles load the stationary operand down the columns, ``Ds`` cycles
-stream, and ``R + C - 2`` cycles fill/drain the skewed wavefront; for OS, ``Ds`` cycles stream
-both operands, ``R + C - 2`` cycles finish the wavefront and ``R`` cycles shift the stationary
-results out. ``FOLD_OVERHEAD`` covers the pipeline registers between buffers, array and
-accumulator (buffer read latency, de-skew, read-modify-write of the accumulator buffer);
-``RUN_OVERHEAD`` the controller's start and done states. Both are fixed by the RTL.
+counted from the clock edge that samples ``start`` to the edge that raises ``done``. The RTL
+(``rtl_gen.Controller``) spends, per fold:
+
+* WS/IS: ``R`` cycles reading the stationary words (rows ``R-1 .. 0``), each shifted down the
+  columns the cycle after its read; ``Ds`` cycles reading the streamed words; ``R + C``
+  cycles of flush: the last streamed word reaches the array one cycle after its read (buffer
+  latency), crosses the skewed ``R x C`` wavefront and the de-skew (``R + C - 1``) and is
+  written (read-modify-write of the ofmap word) in the last cycle.
+* OS: ``Ds`` cycles reading both operands; ``R + C - 1`` cycles until the last product is in
+  the bottom-right accumulator (buffer latency + wavefront); ``R`` drain shifts, each
+  capturing one row into the result register, and one cycle for the last row's write.
+
+so ``FOLD_OVERHEAD = 2`` for every dataflow; ``RUN_OVERHEAD = 1`` is the controller's SETUP
+cycle after ``start`` (a run with a zero dimension is that cycle alone).
 
 Buffer words (a run fits when every operand fits its buffer's depth)::
 
@@ -33,7 +42,14 @@ Buffer words (a run fits when every operand fits its buffer's depth)::
     weight (B)       C (WS, OS) / R (IS)           WS: K*ceil(N/C)  OS: K*ceil(N/C)  IS: N*ceil(K/R)
     ofmap  (C)       C, acc_bits each              WS: M*ceil(N/C)  OS: M*ceil(N/C)  IS: N*ceil(M/C)
 
-and a buffer of ``kib`` KiB with ``e``-element words of ``b`` bits holds
+with word addresses and lanes (``mf = m // R`` etc.: the fold of the row/column a lane holds)::
+
+    WS  ifmap  kf*M + m: A[m, kf*R:+R]   weight  nf*K + k: B[k, nf*C:+C]   ofmap  nf*M + m: C[m, nf*C:+C]
+    OS  ifmap  mf*K + k: A[mf*R:+R, k]   weight  nf*K + k: B[k, nf*C:+C]   ofmap  nf*M + m: C[m, nf*C:+C]
+    IS  ifmap  mf*K + k: A[mf*C:+C, k]   weight  kf*N + n: B[kf*R:+R, n]   ofmap  mf*N + n: C[mf*C:+C, n]
+
+(lane ``i`` at bits ``[i*bits, (i+1)*bits)``; the ``rtl_gen._top`` docstring has the port map).
+A buffer of ``kib`` KiB with ``e``-element words of ``b`` bits holds
 ``floor(kib * 8192 / (e * b))`` words. All functions take scalars or numpy arrays (broadcast).
 """
 
@@ -54,12 +70,13 @@ __all__ = [
     "run_cycles",
     "buffer_depth_words",
     "run_words",
+    "word_elems",
 ]
 
 #: Extra cycles per fold for pipeline registers (set by the RTL; see module docstring).
 FOLD_OVERHEAD = 2
-#: Extra cycles per run for the controller's start/done states (set by the RTL).
-RUN_OVERHEAD = 2
+#: Extra cycles per run: the controller's SETUP cycle (set by the RTL).
+RUN_OVERHEAD = 1
 
 #: Integer codes of the dataflows for vectorised evaluation.
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
@@ -86,8 +103,8 @@ def mapped_dims(df: Any, m: Any, k: Any, n: Any) -> tuple[Any, Any, Any]:
 
 def folds(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any) -> Any:
     """Number of array folds of one run."""
-    dr, dc, _ = mapped_dims(df, m, k, n)
-    return _ceil_div(dr, rows) * _ceil_div(dc, cols)
+    dr, dc, ds = mapped_dims(df, m, k, n)
+    return np.where(ds == 0, 0, _ceil_div(dr, rows) * _ceil_div(dc, cols))
 
 
 def fold_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any) -> Any:

@@ -1,0 +1,59 @@
+"""Skew and de-skew: a triangle of delay registers in front of / behind the array."""
+
+from __future__ import annotations
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from accel_dse.errors import ConfigError
+
+__all__ = ["Skew"]
+
+
+class Skew(wiring.Component):
+    """Delay lane ``i`` of a packed word by ``i`` cycles (``reverse``: ``lanes - 1 - i``).
+
+    The forward triangle skews an operand word into a systolic wavefront (lane 0 goes
+    straight through); the reverse one de-skews a wavefront back into a word aligned with
+    the last lane. Holds ``lanes * (lanes - 1) / 2`` registers of ``width`` bits.
+
+    Args:
+        lanes: number of lanes, >= 1.
+        width: bits per lane, >= 1.
+        reverse: delay ``lanes - 1 - i`` instead of ``i``.
+
+    Ports:
+        i_data: packed input word, lane ``i`` at bits ``[i*width, (i+1)*width)``.
+        o_data: packed output word, same layout, each lane delayed.
+    """
+
+    def __init__(self, *, lanes: int, width: int, reverse: bool = False) -> None:
+        for name, value in (("lanes", lanes), ("width", width)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"skew {name} must be a positive integer, not {value!r}")
+        self.lanes = lanes
+        self.width = width
+        self.reverse = reverse
+        super().__init__({"i_data": In(lanes * width), "o_data": Out(lanes * width)})
+
+    def delay(self, lane: int) -> int:
+        """Cycles of delay of ``lane``."""
+        return self.lanes - 1 - lane if self.reverse else lane
+
+    @property
+    def stages(self) -> int:
+        """Number of ``width``-bit registers in the triangle."""
+        return self.lanes * (self.lanes - 1) // 2
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        w = self.width
+        for lane in range(self.lanes):
+            value = self.i_data[lane * w : (lane + 1) * w]
+            for stage in range(self.delay(lane)):
+                reg = Signal(w, name=f"l{lane}_d{stage}")
+                m.d.sync += reg.eq(value)
+                value = reg
+            m.d.comb += self.o_data[lane * w : (lane + 1) * w].eq(value)
+        return m

@@ -1,0 +1,193 @@
+"""The complete accelerator: buffers, host port, controller, systolic array.
+
+Port map of :class:`Accelerator` (Verilog/cocotb names; ``clk`` and ``rst`` are added by the
+export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/columns, ``b`` the
+``input_bits``, ``a`` the ``acc_bits``; all ports are unsigned bit vectors::
+
+    port         dir  width                 meaning
+    host_sel     in   2                     buffer of the host port: 0 ifmap, 1 weight, 2 ofmap
+    host_addr    in   max address width     word address in that buffer
+    host_wdata   in   widest buffer word    word to write (low bits used for narrower buffers)
+    host_we      in   1                     write host_wdata at host_addr this cycle (idle only)
+    host_rdata   out  C*a                   ofmap word at the host_addr of the previous cycle
+    m, k, n      in   32 each               GEMM dimensions, sampled with start
+    accumulate   in   1                     sampled with start: add results to the ofmap
+    start        in   1                     one-cycle pulse; ignored while busy
+    busy         out  1                     high from the cycle after start until done
+    done         out  1                     rises when the run ends, stays high until the next start
+    cycles       out  32                    cycles from start to done of the last run
+
+Timing: a run sampled at clock edge ``E0`` (``start`` high) raises ``done`` at edge ``E_n`` with
+``n = cycles = perf_model.timing.run_cycles(...) = 1 + folds * (Ds + 2R + C)``. Host writes take
+effect at the clock edge where ``host_we`` is high, and only while not busy. The ofmap read has
+a fixed latency of one cycle: present ``host_addr`` before an edge, read ``host_rdata`` after it
+(valid while not busy; the ofmap read port is the controller's during a run). Buffer contents are
+undefined after reset in exported Verilog (zero in the Amaranth simulator): write what a run reads.
+
+Buffer words: lane ``i`` of a word holds bits ``[i*w, (i+1)*w)`` with ``w = b`` for the ifmap and
+weight buffers and ``w = a`` for the ofmap, two's complement. Lanes marked "pad" (beyond the
+matrix edge in an edge fold) are don't-care on input and unspecified on output. ``mf``, ``kf``,
+``nf`` are the fold indices ``floor(m / R)`` etc.; ``M``, ``K``, ``N`` the run's dimensions::
+
+    WS  ifmap  R lanes  addr kf*M + m       lane r = A[m, kf*R + r]          (M*ceil(K/R) words)
+        weight C lanes  addr nf*K + k       lane c = B[k, nf*C + c]          (K*ceil(N/C) words)
+        ofmap  C lanes  addr nf*M + m       lane c = C[m, nf*C + c]          (M*ceil(N/C) words)
+    OS  ifmap  R lanes  addr mf*K + k       lane r = A[mf*R + r, k]          (K*ceil(M/R) words)
+        weight C lanes  addr nf*K + k       lane c = B[k, nf*C + c]          (K*ceil(N/C) words)
+        ofmap  C lanes  addr nf*M + m       lane c = C[m, nf*C + c]          (M*ceil(N/C) words)
+    IS  ifmap  C lanes  addr mf*K + k       lane c = A[mf*C + c, k]          (K*ceil(M/C) words)
+        weight R lanes  addr kf*N + n       lane r = B[kf*R + r, n]          (N*ceil(K/R) words)
+        ofmap  C lanes  addr mf*N + n       lane c = C[mf*C + c, n]          (N*ceil(M/C) words)
+
+(here the fold index of a lane is that of the row/column it belongs to: ``kf = floor(k / R)``
+for WS, ``nf = floor(n / C)``, and so on). So WS and OS read ``C`` back row by row, IS column by
+column (``C`` transposed): IS is WS on ``C^T = B^T A^T`` with the ifmap buffer holding the
+stationary operand and the weight buffer the streamed one. The words a run needs are
+``perf_model.timing.run_words``; the buffer depths ``perf_model.timing.buffer_depth_words``.
+"""
+
+from __future__ import annotations
+
+from amaranth import Module, Mux, Signal
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from accel_dse.config import ArrayConfig, Dataflow
+
+from ._array import SystolicArray
+from ._controller import Controller
+from ._layout import CYCLES_BITS, DIM_BITS, BufferLayout, buffer_layout
+from ._pe import Fault
+
+__all__ = ["Accelerator", "HOST_SEL", "top_name"]
+
+#: Values of ``host_sel``.
+HOST_SEL = {"ifmap": 0, "weight": 1, "ofmap": 2}
+
+
+def top_name(config: ArrayConfig, fault: Fault | None = None) -> str:
+    """Verilog module name of the design: ``accel_<config_hash>`` (``_<fault tag>`` if faulty)."""
+    name = f"accel_{config.config_hash}"
+    return name if fault is None else f"{name}_{fault.tag}"
+
+
+class Accelerator(wiring.Component):
+    """A TPU-style accelerator that runs a buffer-resident tiled GEMM after one ``start``.
+
+    See the module docstring of ``rtl_gen._top`` (re-exported as ``rtl_gen.PORT_MAP``) for the
+    ports, timing and buffer layouts.
+
+    Args:
+        config: the design.
+        fault: test-only stuck product bit in one PE (:class:`Fault`), or ``None``.
+
+    Raises:
+        ConfigError: a buffer too small for one word, or a fault outside the array.
+    """
+
+    def __init__(self, config: ArrayConfig, *, fault: Fault | None = None) -> None:
+        self.config = config
+        self.layout: BufferLayout = buffer_layout(config)
+        if fault is not None:
+            fault.check(config.rows, config.cols, config.input_bits)
+        self.fault = fault
+        lay = self.layout
+        super().__init__(
+            {
+                "host_sel": In(2),
+                "host_addr": In(lay.host_addr_bits),
+                "host_wdata": In(lay.host_data_bits),
+                "host_we": In(1),
+                "host_rdata": Out(lay.ofmap.width),
+                "m": In(DIM_BITS),
+                "k": In(DIM_BITS),
+                "n": In(DIM_BITS),
+                "accumulate": In(1),
+                "start": In(1),
+                "busy": Out(1),
+                "done": Out(1),
+                "cycles": Out(CYCLES_BITS),
+            }
+        )
+
+    @property
+    def name(self) -> str:
+        """Verilog module name (see :func:`top_name`)."""
+        return top_name(self.config, self.fault)
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        cfg, lay = self.config, self.layout
+        is_is = cfg.dataflow is Dataflow.IS
+        x_geo, y_geo = (lay.weight, lay.ifmap) if is_is else (lay.ifmap, lay.weight)
+
+        bufs = {}
+        for geo in (lay.ifmap, lay.weight, lay.ofmap):
+            bufs[geo.name] = memory.Memory(shape=geo.width, depth=geo.depth, init=[])
+            m.submodules[f"{geo.name}_buf"] = bufs[geo.name]
+        m.submodules.array = array = SystolicArray.from_config(cfg, fault=self.fault)
+        m.submodules.ctrl = ctrl = Controller(
+            rows=cfg.rows,
+            cols=cfg.cols,
+            dataflow=cfg.dataflow,
+            x_addr_bits=x_geo.addr_bits,
+            y_addr_bits=y_geo.addr_bits,
+            o_addr_bits=lay.ofmap.addr_bits,
+        )
+        busy = ctrl.busy
+        m.d.comb += [
+            ctrl.start.eq(self.start),
+            ctrl.m.eq(self.m),
+            ctrl.k.eq(self.k),
+            ctrl.n.eq(self.n),
+            ctrl.accumulate.eq(self.accumulate),
+            self.busy.eq(busy),
+            self.done.eq(ctrl.done),
+            self.cycles.eq(ctrl.cycles),
+        ]
+
+        # Host writes into the operand buffers (idle only).
+        for name in ("ifmap", "weight"):
+            wp = bufs[name].write_port()
+            m.d.comb += [
+                wp.addr.eq(self.host_addr),
+                wp.data.eq(self.host_wdata),
+                wp.en.eq(self.host_we & (self.host_sel == HOST_SEL[name]) & ~busy),
+            ]
+
+        # Operand reads into the array; zero when no word is presented.
+        for geo, en, addr, valid, target in (
+            (x_geo, ctrl.x_en, ctrl.x_addr, ctrl.x_valid, array.x),
+            (y_geo, ctrl.y_en, ctrl.y_addr, ctrl.y_valid, array.y),
+        ):
+            rp = bufs[geo.name].read_port()
+            m.d.comb += [rp.addr.eq(addr), rp.en.eq(en), target.eq(Mux(valid, rp.data, 0))]
+        m.d.comb += array.shift.eq(ctrl.shift)
+
+        # ofmap: one read port and one write port, the controller's while busy, else the host's.
+        o_rd = bufs["ofmap"].read_port()
+        o_wr = bufs["ofmap"].write_port()
+        ab, cols = cfg.acc_bits, cfg.cols
+        summed = Signal(lay.ofmap.width)
+        for c in range(cols):
+            lane = slice(c * ab, (c + 1) * ab)
+            old = Mux(ctrl.o_add, o_rd.data[lane], 0)
+            m.d.comb += summed[lane].eq(array.result[lane] + old)
+        m.d.comb += self.host_rdata.eq(o_rd.data)
+        with m.If(busy):
+            m.d.comb += [
+                o_rd.addr.eq(ctrl.o_rd_addr),
+                o_rd.en.eq(ctrl.o_rd_en),
+                o_wr.addr.eq(ctrl.o_wr_addr),
+                o_wr.data.eq(summed),
+                o_wr.en.eq(ctrl.o_wr_en),
+            ]
+        with m.Else():
+            m.d.comb += [
+                o_rd.addr.eq(self.host_addr),
+                o_rd.en.eq(1),
+                o_wr.addr.eq(self.host_addr),
+                o_wr.data.eq(self.host_wdata),
+                o_wr.en.eq(self.host_we & (self.host_sel == HOST_SEL["ofmap"])),
+            ]
+        return m
