@@ -1,0 +1,186 @@
+"""``accel-dse sweep``: search a design space with Optuna or the RL agent, resumably.
+
+``accel-dse sweep`` alone runs the shipped ``edge-int8`` space for 200 trials into
+``sqlite:///runs/edge-int8/study.db`` and prints the best designs; the same command again
+continues the same study. See docs/sweep.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from accel_dse.cli._output import emit, emit_json, format_table
+from accel_dse.errors import SearchError
+
+__all__ = ["register"]
+
+DEFAULT_SPACE = "edge-int8"
+DEFAULT_TRIALS = 200
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "sweep",
+        help="search a design space (Optuna samplers or the RL agent); resumable, multi-worker",
+        description="Search a design space and print the best designs. The study is stored "
+        "(default sqlite:///runs/<study>/study.db); running the same command again continues it.",
+    )
+    parser.add_argument("--space", default=DEFAULT_SPACE, metavar="NAME|FILE",
+                        help=f"shipped space name or space file (default {DEFAULT_SPACE}; see --list-spaces)")
+    parser.add_argument("--trials", default=str(DEFAULT_TRIALS), metavar="N",
+                        help=f"trials the whole study should hold (default {DEFAULT_TRIALS})")
+    parser.add_argument("--sampler", default="tpe", metavar="NAME",
+                        help="tpe (default), nsga2, cmaes, random, grid or rl")
+    parser.add_argument("--study", default=None, metavar="NAME", help="study name (default: the space's name)")
+    parser.add_argument("--storage", default=None, metavar="URL",
+                        help="sqlite:///FILE, postgresql://USER:PW@HOST:PORT/DB, journal:FILE "
+                        "(default sqlite:///<out-dir>/study.db)")
+    parser.add_argument("--out-dir", default=None, metavar="DIR", help="run directory (default runs/<study>)")
+    parser.add_argument("--jobs", default="1", metavar="J", help="worker processes on this machine (default 1)")
+    parser.add_argument("--timeout", default=None, metavar="SECONDS", help="stop this run after SECONDS")
+    parser.add_argument("--seed", default=None, metavar="N", help="sampler seed (worker i gets N+i)")
+    parser.add_argument("--heartbeat", default="10", metavar="SECONDS",
+                        help="RDB heartbeat period; a trial silent for 2x this is failed and retried (default 10)")
+    parser.add_argument("--top", default="5", metavar="K", help="best designs shown for one objective (default 5)")
+    parser.add_argument("--grid-keep", default="20", metavar="K",
+                        help="grid sampler: best designs written into the study for one objective (default 20)")
+    parser.add_argument("--grid-table", default=None, metavar="FILE.npz",
+                        help="grid sampler: also save every design's objective values here")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--list-spaces", action="store_true", help="list the shipped spaces and exit")
+    parser.set_defaults(func=_sweep)
+
+
+def _int(option: str, text: str | None, *, minimum: int = 1) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise SearchError(f"{option} must be an integer, not {text!r}") from None
+    if value < minimum:
+        rule = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise SearchError(f"{option} must be {rule}, not {value}")
+    return value
+
+
+def _seconds(option: str, text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise SearchError(f"{option} must be a positive number of seconds, not {text!r}")
+    return value
+
+
+def _list_spaces(as_json: bool) -> int:
+    from accel_dse.search import load_space, space_names
+
+    spaces = [load_space(name) for name in space_names()]
+    if as_json:
+        emit_json({s.name: {"description": s.description, **s.to_dict()} for s in spaces})
+        return 0
+    rows = []
+    for s in spaces:
+        try:
+            size: Any = s.grid_size()
+        except Exception:  # noqa: BLE001 - a continuous range: no finite size
+            size = "continuous"
+        rows.append([s.name, ", ".join(o.name for o in s.objectives), ", ".join(w.spec for w in s.workloads),
+                     size, s.description])
+    emit(format_table(["space", "objectives", "workloads", "designs", "description"], rows))
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    if args.list_spaces:
+        return _list_spaces(args.json)
+    from accel_dse.search import SweepConfig, load_space, validate_sweep
+
+    space = load_space(args.space)
+    study_name = args.study if args.study is not None else space.name
+    if not study_name.strip():
+        raise SearchError("--study must not be empty")
+    default_dir = args.out_dir is None
+    out_dir = Path("runs") / study_name if default_dir else Path(args.out_dir)
+    storage = args.storage or f"sqlite:///{out_dir / 'study.db'}"
+    grid_table = Path(args.grid_table) if args.grid_table else None
+    config = SweepConfig(
+        space=space,
+        evaluator=None,
+        storage=storage,
+        study_name=study_name,
+        sampler=args.sampler,
+        n_trials=_int("--trials", args.trials),  # type: ignore[arg-type]
+        timeout=_seconds("--timeout", args.timeout),
+        jobs=_int("--jobs", args.jobs),  # type: ignore[arg-type]
+        seed=_int("--seed", args.seed, minimum=0),
+        heartbeat_interval=_int("--heartbeat", args.heartbeat),  # type: ignore[arg-type]
+        grid_keep=_int("--grid-keep", args.grid_keep),  # type: ignore[arg-type]
+        grid_table=grid_table,
+    )
+    top = _int("--top", args.top)
+    spec = validate_sweep(config)
+    if grid_table is not None and not grid_table.parent.is_dir():
+        raise SearchError(f"directory {str(grid_table.parent)!r} of --grid-table does not exist")
+    evaluator = _evaluator(space)
+    if args.storage is None:
+        if not default_dir and not out_dir.parent.is_dir():
+            raise SearchError(f"parent directory {str(out_dir.parent)!r} of --out-dir does not exist")
+        out_dir.mkdir(parents=default_dir, exist_ok=True)
+    from accel_dse.search import run_sweep, summary_table
+
+    try:
+        result = run_sweep(dataclasses.replace(config, evaluator=evaluator),
+                           progress=None if args.quiet else sys.stderr)
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            f"accel-dse: interrupted; finished trials are kept in {spec.display}, "
+            "run the same command to resume\n"
+        )
+        return 130
+    summary = result.summary(top=top or 5)
+    if args.json:
+        emit_json(summary)
+        return 0
+    _print_summary(result, summary, summary_table)
+    return 0
+
+
+def _evaluator(space: Any) -> Any:
+    """Resolve the space's workloads here (this imports JAX to trace) and build the model evaluator."""
+    import workloads
+    from accel_dse.search import ModelEvaluator
+
+    return ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads])
+
+
+def _print_summary(result: Any, summary: dict[str, Any], summary_table: Any) -> None:
+    space = result.space
+    emit(f"study {summary['study']!r} in {summary['storage']}: {summary['n_complete']} complete, "
+         f"{summary['n_fail']} failed ({result.ran} trials this run)")
+    if result.recovered:
+        emit(f"failed and re-queued the trials of dead workers: {result.recovered}")
+    if result.grid is not None:
+        emit(f"grid: {result.grid.size:,} designs scored, {result.grid.n_feasible:,} feasible")
+    objectives = ", ".join(f"{o.direction} {o.name}" for o in space.objectives)
+    constraints = ", ".join(str(c) for c in space.constraints) or "none"
+    emit(f"space {space.name!r}: {objectives}; constraints: {constraints}")
+    if not summary["best"]:
+        emit("no feasible design yet (every trial failed or broke a constraint); see the study's user attributes")
+        return
+    title = "Pareto set" if space.is_multi_objective else "best designs"
+    shown = min(len(summary["best"]), 20)
+    more = f" (first {shown} of {len(summary['best'])}; --json for all)" if len(summary["best"]) > shown else ""
+    emit(f"{title}{more}:")
+    headers, rows = summary_table(summary, space, limit=shown)
+    emit(format_table(headers, rows))

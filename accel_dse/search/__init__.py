@@ -1,0 +1,69 @@
+"""Design search: space files, Optuna studies, samplers (incl. an RL agent), sweeps.
+
+The search sees only ``ArrayConfig`` in and metrics out: it scores designs with
+``perf_model`` (through :class:`ModelEvaluator`) and never imports ``rtl_gen``, cocotb or
+JAX (the ``rl`` sampler's own JAX code excepted, loaded only when that sampler is used).
+A future higher-fidelity check of the best designs (RTL simulation, synthesis) plugs in as
+another evaluator with the same ``evaluate(config) -> Evaluation`` method.
+
+Typical use::
+
+    space = load_space("edge-int8")
+    evaluator = ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads])
+    result = run_sweep(SweepConfig(space=space, evaluator=evaluator, storage="sqlite:///study.db",
+                                   study_name=space.name, n_trials=200))
+    print(result.summary()["best"])
+"""
+
+from __future__ import annotations
+
+from accel_dse.search._evaluator import BatchEvaluation, Evaluation, ModelEvaluator
+from accel_dse.search._grid import MAX_GRID_POINTS, GridResult, grid_search, pareto_mask
+from accel_dse.search._metrics import METRIC_NAMES, METRIC_UNITS, OBJECTIVES, Constraint, Objective
+from accel_dse.search._objective import SweepObjective, TrialFailed
+from accel_dse.search._run import SweepConfig, SweepResult, run_sweep, validate_sweep
+from accel_dse.search._samplers import SAMPLERS, check_sampler, make_sampler
+from accel_dse.search._space import DesignSpace, Param, WorkloadSpec, load_space, parse_space, space_names
+from accel_dse.search._storage import StorageSpec, open_storage, parse_storage
+from accel_dse.search._study import budget_used, fail_dead_trials, open_study
+from accel_dse.search._summary import best_trials, feasible_trials, summary_dict, summary_table
+
+__all__ = [
+    "DesignSpace",
+    "Param",
+    "WorkloadSpec",
+    "load_space",
+    "parse_space",
+    "space_names",
+    "Objective",
+    "Constraint",
+    "OBJECTIVES",
+    "METRIC_NAMES",
+    "METRIC_UNITS",
+    "Evaluation",
+    "BatchEvaluation",
+    "ModelEvaluator",
+    "SweepObjective",
+    "TrialFailed",
+    "SAMPLERS",
+    "check_sampler",
+    "make_sampler",
+    "StorageSpec",
+    "parse_storage",
+    "open_storage",
+    "open_study",
+    "budget_used",
+    "fail_dead_trials",
+    "GridResult",
+    "grid_search",
+    "pareto_mask",
+    "MAX_GRID_POINTS",
+    "SweepConfig",
+    "SweepResult",
+    "run_sweep",
+    "validate_sweep",
+    "best_trials",
+    "feasible_trials",
+    "summary_dict",
+    "summary_table",
+]

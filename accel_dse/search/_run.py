@@ -1,0 +1,334 @@
+"""Running a sweep: check everything, open the study, run the workers, clean up.
+
+Order matters for the bad-input rule (one clear error, the study untouched): the sampler,
+the trial budget and the storage URL are checked before anything is opened; the study is
+loaded and compared with the space before a trial is added; a storage in a directory that
+does not exist is refused before a file is created.
+
+``--jobs J`` starts J worker processes (spawned, so the RL agent's JAX runtime is never
+forked) against the same storage; the parent draws the progress from the storage and fails
+the trials of a worker that died. Ctrl-C / SIGTERM: the running trials end FAIL
+(``status = "interrupted"``) and :class:`KeyboardInterrupt` reaches the caller (the CLI exits 130).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing
+import os
+import queue as queue_module
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import optuna
+from optuna.storages import BaseStorage
+from optuna.trial import FrozenTrial, TrialState
+
+from accel_dse.errors import AccelDseError, SearchError
+from accel_dse.search._grid import GridResult, add_grid_trials, grid_search
+from accel_dse.search._objective import Evaluator, SweepObjective, TrialFailed
+from accel_dse.search._progress import Progress
+from accel_dse.search._samplers import check_sampler, make_sampler, takes_constraints
+from accel_dse.search._space import DesignSpace
+from accel_dse.search._storage import StorageSpec, check_location, open_storage, parse_storage
+from accel_dse.search._study import budget_used, fail_dead_trials, open_study
+from accel_dse.search._summary import summary_dict
+
+__all__ = ["SweepConfig", "SweepResult", "run_sweep", "validate_sweep"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepConfig:
+    """Everything one sweep run needs.
+
+    Attributes:
+        space: The design space.
+        evaluator: Scores designs (``ModelEvaluator``; picklable when ``jobs > 1``).
+        storage: Storage URL (see :mod:`accel_dse.search._storage`).
+        study_name: Study to create or continue.
+        sampler: One of ``SAMPLERS``.
+        n_trials: Trials the whole study should hold (finished or running; a retried trial once).
+        timeout: Wall-clock limit of this run, s (``None``: none).
+        jobs: Worker processes.
+        seed: Sampler seed (worker ``i`` gets ``seed + i``); ``None`` for fresh randomness.
+        heartbeat_interval: RDB heartbeat period, s.
+        grace_period: Seconds without heartbeat before a trial counts as dead (``None``: 2 x interval).
+        grid_keep: Designs the grid sampler writes into the study for a single objective.
+        grid_table: Where the grid sampler saves its full table (``.npz``), or ``None``.
+    """
+
+    space: DesignSpace
+    evaluator: Any
+    storage: str
+    study_name: str
+    sampler: str = "tpe"
+    n_trials: int = 200
+    timeout: float | None = None
+    jobs: int = 1
+    seed: int | None = None
+    heartbeat_interval: int = 10
+    grace_period: int | None = None
+    grid_keep: int = 20
+    grid_table: Path | None = None
+
+
+@dataclasses.dataclass
+class SweepResult:
+    """What a run did.
+
+    Attributes:
+        study: The study (loaded from the storage).
+        storage: The checked storage URL.
+        ran: Trials this run added.
+        recovered: Trials of dead workers failed (and queued again) when the run started.
+        grid: The exhaustive search's result (``grid`` sampler only).
+    """
+
+    study: optuna.Study
+    storage: StorageSpec
+    space: DesignSpace
+    ran: int
+    recovered: list[int]
+    grid: GridResult | None = None
+
+    def summary(self, *, top: int = 5) -> dict[str, Any]:
+        """The ``--json`` summary of the study (see :func:`summary_dict`)."""
+        return summary_dict(self.study, self.space, storage=self.storage.display, top=top)
+
+
+def _positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SearchError(f"{name} must be a positive integer, not {value!r}")
+
+
+def validate_sweep(config: SweepConfig) -> StorageSpec:
+    """Check a sweep's settings without touching any storage; returns the parsed storage URL."""
+    check_sampler(config.sampler, config.space)
+    _positive_int("--trials", config.n_trials)
+    _positive_int("--jobs", config.jobs)
+    _positive_int("--heartbeat", config.heartbeat_interval)
+    _positive_int("--grid-keep", config.grid_keep)
+    if config.timeout is not None and (
+        isinstance(config.timeout, bool) or not isinstance(config.timeout, (int, float)) or not config.timeout > 0
+    ):
+        raise SearchError(f"--timeout must be a positive number of seconds, not {config.timeout!r}")
+    spec = parse_storage(config.storage)
+    if config.jobs > 1 and not spec.multi_process:
+        raise SearchError(f"--jobs {config.jobs} needs a storage several processes can share, not {spec.display!r}")
+    return spec
+
+
+@contextlib.contextmanager
+def _quiet_optuna() -> Iterator[None]:
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class _Budget:
+    """Optuna callback: stop the worker once the study holds ``n_trials`` counted trials."""
+
+    def __init__(self, n_trials: int) -> None:
+        self.n_trials = n_trials
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        if budget_used(study) >= self.n_trials:
+            study.stop()
+
+
+@dataclasses.dataclass(frozen=True)
+class _WorkerJob:
+    space: DesignSpace
+    evaluator: Any
+    storage: str
+    study_name: str
+    sampler: str
+    seed: int | None
+    n_trials: int
+    timeout: float | None
+    heartbeat_interval: int
+    grace_period: int | None
+
+
+def _work(job: _WorkerJob, storage: BaseStorage | None = None, progress: Progress | None = None) -> int:
+    """Run trials until the study's budget or the timeout is reached; returns trials run here."""
+    spec = parse_storage(job.storage)
+    if storage is None:
+        storage = open_storage(spec, heartbeat_interval=job.heartbeat_interval, grace_period=job.grace_period)
+    sampler = make_sampler(job.sampler, job.space, seed=job.seed)
+    study = open_study(storage, job.study_name, job.space, where=spec.display, sampler=sampler, create=False)
+    if budget_used(study) >= job.n_trials:
+        return 0
+    objective = SweepObjective(job.space, job.evaluator, constraints_complete=takes_constraints(job.sampler))
+    ran = [0]
+
+    def count(study: optuna.Study, trial: FrozenTrial) -> None:
+        ran[0] += 1
+        if progress is not None:
+            progress.update(study)
+
+    study.optimize(
+        objective, timeout=job.timeout, catch=(TrialFailed,), callbacks=[_Budget(job.n_trials), count]
+    )
+    return ran[0]
+
+
+def _worker_entry(job: _WorkerJob, results: Any) -> None:
+    """Body of a ``--jobs`` worker process: report ``(pid, outcome, message)`` on ``results``."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with _quiet_optuna():
+            ran = _work(job)
+        results.put((os.getpid(), "ok", str(ran)))
+    except KeyboardInterrupt:
+        results.put((os.getpid(), "interrupted", ""))
+    except AccelDseError as exc:
+        results.put((os.getpid(), "error", str(exc)))
+
+
+def _fail_own_running(study: optuna.Study, pids: set[int]) -> None:
+    """Fail RUNNING trials left by these (interrupted) processes, without queueing them again."""
+    storage = study._storage
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if trial.user_attrs.get("pid") in pids:
+            with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
+                storage.set_trial_user_attr(trial._trial_id, "status", "interrupted")
+                storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
+
+
+def _run_workers(config: SweepConfig, job: _WorkerJob, study: optuna.Study, progress: Progress) -> None:
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    procs = []
+    for i in range(config.jobs):
+        seed = None if config.seed is None else config.seed + i
+        procs.append(context.Process(target=_worker_entry, args=(dataclasses.replace(job, seed=seed), results)))
+    handled: set[int] = set()
+    try:
+        for proc in procs:
+            proc.start()
+        while any(proc.is_alive() for proc in procs):
+            time.sleep(0.5)
+            progress.update(study)
+            for proc in procs:
+                if proc.exitcode is not None and proc.exitcode != 0 and proc.pid not in handled:
+                    handled.add(proc.pid or 0)
+                    fail_dead_trials(study)
+    except KeyboardInterrupt:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        _fail_own_running(study, {proc.pid for proc in procs if proc.pid} | {os.getpid()})
+        raise
+    for proc in procs:
+        proc.join()
+    outcomes = []
+    with contextlib.suppress(queue_module.Empty):
+        while True:
+            outcomes.append(results.get(timeout=0.1))
+    fail_dead_trials(study)
+    errors = [message for _, outcome, message in outcomes if outcome == "error"]
+    if errors:
+        raise SearchError(f"a worker stopped: {errors[0]}")
+    if any(outcome == "interrupted" for _, outcome, _ in outcomes):
+        raise KeyboardInterrupt
+
+
+def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepResult:
+    """Run (or continue) a sweep.
+
+    Args:
+        config: What to search and where to store it.
+        progress: Stream for the progress line (``None``: silent).
+
+    Returns:
+        The study and what this run did.
+
+    Raises:
+        AccelDseError: bad settings, unreachable storage, incompatible existing study.
+        KeyboardInterrupt: Ctrl-C or SIGTERM (running trials are marked FAIL first).
+    """
+    spec = validate_sweep(config)
+    with _quiet_optuna(), _sigterm_as_interrupt():
+        check_location(spec)
+        storage = open_storage(spec, heartbeat_interval=config.heartbeat_interval, grace_period=config.grace_period)
+        space = config.space
+        study = open_study(storage, config.study_name, space, where=spec.display)
+        recovered = fail_dead_trials(study)
+        before = len(study.get_trials(deepcopy=False))
+        if config.sampler == "grid":
+            grid = _run_grid(config, study, progress)
+            return SweepResult(study, spec, space, len(study.get_trials(deepcopy=False)) - before, recovered, grid)
+        job = _WorkerJob(
+            space=space, evaluator=config.evaluator, storage=config.storage, study_name=config.study_name,
+            sampler=config.sampler, seed=config.seed, n_trials=config.n_trials, timeout=config.timeout,
+            heartbeat_interval=config.heartbeat_interval, grace_period=config.grace_period,
+        )
+        bar = Progress(progress, space, config.n_trials)
+        try:
+            if config.jobs == 1:
+                _work(job, storage=storage, progress=bar)
+            else:
+                _run_workers(config, job, study, bar)
+        except KeyboardInterrupt:
+            _fail_own_running(study, {os.getpid()})
+            bar.close()
+            raise
+        bar.close(study)
+        ran = len(study.get_trials(deepcopy=False)) - before
+        return SweepResult(study, spec, space, ran, recovered)
+
+
+def _run_grid(config: SweepConfig, study: optuna.Study, progress: TextIO | None) -> GridResult:
+    space = config.space
+    evaluator: Evaluator = config.evaluator
+    last = [0.0]
+
+    def on_chunk(done: int, size: int) -> None:
+        if progress is None:
+            return
+        now = time.monotonic()
+        if done == size or now - last[0] > 1.0:
+            last[0] = now
+            end = "\n" if done == size else ""
+            progress.write(f"\rgrid: {done:,}/{size:,} designs scored{end}")
+            progress.flush()
+
+    result = grid_search(space, config.evaluator, keep=config.grid_keep, table=config.grid_table,
+                         on_chunk=on_chunk)
+    add_grid_trials(study, space, evaluator, result)  # type: ignore[arg-type]
+    return result
+

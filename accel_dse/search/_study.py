@@ -1,0 +1,171 @@
+"""Creating, resuming and checking sweep studies; failing the trials of dead workers.
+
+A sweep study records what it searches in its user attributes (``accel_dse.*``: the space's
+objectives, fingerprint and canonical form). Resuming with the same ``--study`` name
+continues it; a name that exists with other objectives or another space is refused, never
+silently replaced or mixed.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+import optuna
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.storages import BaseStorage, RetryHeartbeatStaleTrialCallback
+from optuna.trial import FrozenTrial, TrialState
+
+from accel_dse.errors import SearchError
+from accel_dse.search._space import DesignSpace
+from accel_dse.search._storage import MAX_RETRY
+
+__all__ = [
+    "open_study",
+    "study_exists",
+    "check_compatible",
+    "fail_dead_trials",
+    "budget_used",
+    "worker_identity",
+    "process_alive",
+]
+
+ATTR_OBJECTIVES = "accel_dse.objectives"
+ATTR_FINGERPRINT = "accel_dse.space_fingerprint"
+ATTR_SPACE = "accel_dse.space"
+ATTR_SPACE_NAME = "accel_dse.space_name"
+
+
+def study_exists(storage: BaseStorage, name: str) -> bool:
+    """Whether ``storage`` holds a study called ``name``."""
+    return name in optuna.get_all_study_names(storage)
+
+
+def check_compatible(study: optuna.Study, space: DesignSpace, *, where: str) -> None:
+    """Refuse to continue ``study`` with ``space`` unless it was made by the same search problem."""
+    attrs = study.user_attrs
+    wanted = [o.name for o in space.objectives]
+    if ATTR_OBJECTIVES not in attrs:
+        raise SearchError(
+            f"study {study.study_name!r} in {where} was not made by accel-dse sweep; use another --study name"
+        )
+    have = list(attrs[ATTR_OBJECTIVES])
+    if have != wanted:
+        raise SearchError(
+            f"study {study.study_name!r} in {where} has objectives {have}, not {wanted} of {space.source}; "
+            "use another --study name"
+        )
+    if attrs.get(ATTR_FINGERPRINT) != space.fingerprint:
+        raise SearchError(
+            f"study {study.study_name!r} in {where} was made from another design space "
+            f"(fingerprint {attrs.get(ATTR_FINGERPRINT)}, {space.source} is {space.fingerprint}); "
+            "use another --study name"
+        )
+
+
+def open_study(
+    storage: BaseStorage,
+    name: str,
+    space: DesignSpace,
+    *,
+    where: str,
+    sampler: optuna.samplers.BaseSampler | None = None,
+    create: bool = True,
+) -> optuna.Study:
+    """Load study ``name`` after checking it fits ``space``, or create it (when ``create``)."""
+    if study_exists(storage, name):
+        study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+        check_compatible(study, space, where=where)
+        return study
+    if not create:
+        raise SearchError(f"no study {name!r} in {where}")
+    study = optuna.create_study(
+        storage=storage, study_name=name, directions=space.directions, sampler=sampler, load_if_exists=True
+    )
+    if ATTR_OBJECTIVES not in study.user_attrs:
+        study.set_user_attr(ATTR_SPACE_NAME, space.name)
+        study.set_user_attr(ATTR_SPACE, space.to_dict())
+        study.set_user_attr(ATTR_FINGERPRINT, space.fingerprint)
+        study.set_user_attr(ATTR_OBJECTIVES, [o.name for o in space.objectives])
+    check_compatible(study, space, where=where)
+    return study
+
+
+def _proc_start(pid: int) -> str | None:
+    """Start time of process ``pid`` in clock ticks since boot (Linux), ``None`` if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    if fields and fields[0] in ("Z", "X"):
+        return "dead"
+    return fields[19] if len(fields) > 19 else None
+
+
+def worker_identity() -> dict[str, Any]:
+    """``host``, ``pid`` and ``pid_start`` of this process (what trials record)."""
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pid": pid, "pid_start": _proc_start(pid)}
+
+
+def process_alive(pid: object, start: object = None) -> bool:
+    """Whether process ``pid`` (started at ``start`` ticks, if known) is still running here."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    now = _proc_start(pid)
+    if now == "dead":
+        return False
+    return start is None or now is None or now == start
+
+
+def fail_dead_trials(study: optuna.Study) -> list[int]:
+    """Fail RUNNING trials whose worker (recorded host and pid) has died on this host.
+
+    Each one gets ``status = "worker died"`` and is queued again (as Optuna's heartbeat retry
+    callback does, up to ``MAX_RETRY`` times). Covers storages without heartbeat (journal) and
+    trials killed before their first heartbeat.
+
+    Returns:
+        Numbers of the trials failed.
+    """
+    host = socket.gethostname()
+    storage = study._storage
+    retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
+    failed = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        attrs = trial.user_attrs
+        if attrs.get("host") != host or process_alive(attrs.get("pid"), attrs.get("pid_start")):
+            continue
+        try:
+            storage.set_trial_user_attr(trial._trial_id, "status", "worker died")
+            storage.set_trial_user_attr(trial._trial_id, "reason", f"worker pid {attrs.get('pid')} on {host} died")
+            changed = storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
+        except UpdateFinishedTrialError:
+            continue
+        if changed:
+            failed.append(trial.number)
+            retry(study, storage.get_trial(trial._trial_id))
+    return failed
+
+
+def _retried_numbers(trials: list[FrozenTrial]) -> set[int]:
+    out: set[int] = set()
+    for t in trials:
+        out.update(t.system_attrs.get("retry_history", []))
+    return out
+
+
+def budget_used(study: optuna.Study) -> int:
+    """Trials that count against ``--trials``: finished or running, a retried failure once."""
+    trials = study.get_trials(deepcopy=False)
+    retried = _retried_numbers(trials)
+    counted = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
+    return sum(1 for t in trials if t.state in counted and t.number not in retried)
