@@ -36,6 +36,13 @@ RECIPE_VERSION = 1
 #: Verilator options: Amaranth's Verilog trips width warnings, which must not stop the build.
 VERILATOR_ARGS: tuple[str, ...] = ("-Wno-fatal", "-Wno-lint", "-Wno-style")
 
+#: Icarus options. cocotb's runner compiles with ``-g2012``, under which Icarus gives the
+#: declaration initialisers of Yosys' time-0 trigger registers (``reg \$auto$...dump_module$N
+#: = 0``) no event, so Amaranth's ``always @*`` blocks never run until an input changes and
+#: controller outputs stay X after reset. Amaranth writes plain Verilog-2005; ``-g2005`` (given
+#: after ``-g2012``, so it wins) restores the time-0 evaluation.
+ICARUS_ARGS: tuple[str, ...] = ("-g2005",)
+
 #: Seconds a build may take before it is killed (a 16x16 array takes ~75 s cold).
 DEFAULT_BUILD_TIMEOUT_S = 3600.0
 
@@ -93,6 +100,10 @@ def _vlt_text(verilog: str, top: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _build_args(simulator: Simulator) -> list[str]:
+    return list(VERILATOR_ARGS if simulator.name == "verilator" else ICARUS_ARGS)
+
+
 def _cache_key(verilog: str, top: str, simulator: Simulator) -> str:
     try:
         cocotb_version = importlib.metadata.version("cocotb")
@@ -105,7 +116,7 @@ def _cache_key(verilog: str, top: str, simulator: Simulator) -> str:
         "simulator_version": simulator.version,
         "cocotb": cocotb_version,
         "recipe": RECIPE_VERSION,
-        "verilator_args": VERILATOR_ARGS if simulator.name == "verilator" else (),
+        "build_args": _build_args(simulator),
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -177,12 +188,11 @@ def _run_build(
     source = directory / f"{top}.v"
     source.write_text(verilog, "utf-8")
     sources = [str(source)]
-    build_args: list[str] = []
+    build_args = _build_args(simulator)
     if simulator.name == "verilator":
         vlt = directory / f"{top}.vlt"
         vlt.write_text(_vlt_text(verilog, top), "utf-8")
         sources.insert(0, str(vlt))  # the runner takes the language from the last source
-        build_args = list(VERILATOR_ARGS)
     log = directory / "build.log"
     spec = {
         "action": "build", "simulator": simulator.name, "top": top, "build_dir": str(directory),

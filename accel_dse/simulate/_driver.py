@@ -1,0 +1,326 @@
+"""The driver: workload -> tiled runs -> one simulator process -> checked results.
+
+Runs in the user's process (JAX available, no simulator): resolves the workload, takes each
+op's exact JAX reference (``workloads.reference``), applies ``scale``, tiles every GEMM
+instance with the performance model's tiling (``perf_model.plan_tiles``), lays the tiles out
+as the buffers hold them (:mod:`accel_dse.simulate._layout`) and writes one program file. A
+single simulator process (cocotb's runner, see :mod:`accel_dse.simulate._run`) runs every tile
+of every op; the driver then reassembles each op's output, compares it with JAX element by
+element, and compares the sum of the RTL's ``cycles`` register with the model's compute cycles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import SimulationError
+from accel_dse.simulate._build import build_design, default_work_dir
+from accel_dse.simulate._layout import ofmap_words, pack_inputs, unpack_output, word_bytes
+from accel_dse.simulate._program import RUN_FIELDS, OpRaw, Program, read_op_result, write_program
+from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
+from accel_dse.simulate._run import run_testbench
+from accel_dse.simulate._tools import find_simulator
+
+__all__ = ["simulate", "DEFAULT_TIMEOUT_S", "FIRST_MISMATCHES"]
+
+#: Default seconds the simulator process may run before it is killed.
+DEFAULT_TIMEOUT_S = 3600.0
+#: Mismatches listed per op (the count covers all of them).
+FIRST_MISMATCHES = 5
+#: Runs kept under ``<work_dir>/runs`` (older ones are deleted).
+KEEP_RUNS = 20
+#: Clock period of the testbench, ns (any value works: only cycles are compared).
+CLOCK_PERIOD_NS = 10.0
+#: Cycles the ofmap read takes (rtl_gen's port map: "a fixed latency of one cycle").
+OFMAP_READ_LATENCY = 1
+
+TESTBENCH_MODULE = "accel_dse.simulate._testbench"
+
+
+@dataclasses.dataclass
+class _Job:
+    """One op, prepared: what to run and what to expect."""
+
+    index: int
+    name: str
+    gemm: Any  # workloads.ops.Gemm, scaled
+    scaled_from: dict[str, int] | None
+    cycles_model: int
+    expected: np.ndarray  # (batch, m, n) int64
+    reads: list[tuple[int, int, int, int, int, int]] = dataclasses.field(default_factory=list)
+    runs: int = 0
+
+
+def simulate(
+    design: ArrayConfig,
+    workload: str,
+    *,
+    ops: Sequence[str] | None = None,
+    max_ops: int | None = None,
+    scale: float = 1.0,
+    simulator: str = "verilator",
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    work_dir: str | Path | None = None,
+    seed: int = 0,
+    fault: Any = None,
+    progress: Callable[[str], None] | None = None,
+) -> SimulationReport:
+    """Run ``workload`` on the Verilog of ``design`` and check it against JAX, op by op.
+
+    Args:
+        design: The accelerator.
+        workload: A ``workloads.resolve`` spec (``"mlp"``, ``"bert_base:seq=16"``, ...).
+        ops: Names of the ops to simulate (default: all, in workload order).
+        max_ops: Simulate only the first ``max_ops`` ops (after ``ops``).
+        scale: In (0, 1]: each op's M and batch are multiplied by it (rounded up, at least 1).
+        simulator: ``"verilator"`` or ``"icarus"``.
+        timeout: Seconds the simulator process may run (build excluded); ``None``: no limit.
+        work_dir: Builds and runs directory (default :func:`accel_dse.simulate.default_work_dir`).
+        seed: Seed of the reference operands.
+        fault: Test-only ``rtl_gen.Fault`` breaking one PE (to prove the checker fails).
+        progress: Called with one line of text at each stage (for a CLI's stderr).
+
+    Returns:
+        The report; ``report.passed`` is True when every op is bit-exact with equal cycles.
+
+    Raises:
+        SimulationError: bad scale/op names/max_ops, a design that cannot run an op's tiles,
+            a missing simulator or a failed build.
+    """
+    say = progress or (lambda _line: None)
+    scale = _check_scale(scale)
+    if max_ops is not None and (isinstance(max_ops, bool) or not isinstance(max_ops, int) or max_ops < 1):
+        raise SimulationError(f"max_ops must be a positive integer, not {max_ops!r}")
+    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise SimulationError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    sim = find_simulator(simulator)
+
+    import workloads
+
+    wl = workloads.resolve(workload)
+    selected = _select_ops(wl, workload, ops, max_ops)
+    work = Path(work_dir).expanduser().resolve() if work_dir is not None else default_work_dir()
+    run_dir = _new_run_dir(work)
+    notes: list[str] = []
+    if any(c > 1 for _, _, c in selected):
+        notes.append("ops that run several times (count > 1) are simulated once: every run computes the same")
+
+    say(f"preparing {len(selected)} op(s) of {workload} for {design.short_name()}")
+    jobs, program = _prepare(design, selected, scale, seed, run_dir)
+    scaled = [j for j in jobs if j.scaled_from]
+    if scaled:
+        notes.append(f"scale {scale:g}: M and batch of {len(scaled)} op(s) shrunk "
+                     "(rows of C are independent, so the first rows are checked exactly)")
+
+    import rtl_gen
+
+    top = rtl_gen.top_name(design, fault)
+    say(f"generating Verilog for {top}")
+    verilog = rtl_gen.to_verilog(design, fault=fault) if fault is not None else rtl_gen.to_verilog(design)
+    say(f"building {top} with {sim.name} (cached by Verilog hash)")
+    build = build_design(verilog, top=top, simulator=sim, work_dir=work)
+    say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
+
+    program_path = run_dir / "program.npz"
+    write_program(program_path, program)
+    total_runs = sum(j.runs * 1 for j in jobs)
+    say(f"simulating {total_runs} run(s) in one {sim.name} process (timeout {timeout or 'none'} s); log: "
+        f"{run_dir / 'sim.log'}")
+    outcome = run_testbench(
+        build, test_module=TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
+        env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)},
+    )
+    results = []
+    for job in jobs:
+        raw = read_op_result(Path(program.results_dir), job.index)
+        results.append(_check(design, job, raw, outcome, run_dir, timeout))
+    design_info = {**design.to_dict(), "config_hash": design.config_hash, "top": top}
+    if fault is not None:
+        design_info["fault"] = dataclasses.asdict(fault) if dataclasses.is_dataclass(fault) else str(fault)
+    return SimulationReport(
+        design=design_info, workload=workload, simulator=sim.name, ops=tuple(results), scale=scale,
+        build_seconds=build.seconds, build_cached=build.cached, run_seconds=outcome.seconds,
+        run_dir=str(run_dir), notes=tuple(notes),
+    )
+
+
+def _check_scale(scale: object) -> float:
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) \
+            or not 0 < scale <= 1:
+        raise SimulationError(f"scale must be a number in (0, 1], not {scale!r}")
+    return float(scale)
+
+
+def _unique_names(ops: Sequence[Any]) -> list[str]:
+    names, seen = [], {}
+    for i, op in enumerate(ops):
+        base = op.name or f"op{i}"
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
+    return names
+
+
+def _select_ops(wl: Any, spec: str, ops: Sequence[str] | None, max_ops: int | None) -> list[tuple[str, Any, int]]:
+    names = _unique_names(wl.ops)
+    table = list(zip(names, wl.ops, wl.counts, strict=True))
+    if ops:
+        by_name = {name: (name, op, count) for name, op, count in table}
+        unknown = [name for name in ops if name not in by_name]
+        if unknown:
+            raise SimulationError(f"unknown op {unknown[0]!r} in workload {spec} (ops: {', '.join(names)})")
+        table = [by_name[name] for name in dict.fromkeys(ops)]
+    if max_ops is not None:
+        table = table[:max_ops]
+    return table
+
+
+def _new_run_dir(work: Path) -> Path:
+    runs = work / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    old = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    for path in old[: max(0, len(old) - KEEP_RUNS + 1)]:
+        shutil.rmtree(path, ignore_errors=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = runs / f"{stamp}-{os.getpid()}-{time.monotonic_ns() % 1_000_000:06d}"
+    (path / "results").mkdir(parents=True)
+    return path
+
+
+def _plan(design: ArrayConfig, gemm: Any, name: str) -> list[tuple[int, ...]]:
+    import perf_model
+
+    plan = perf_model.plan_tiles(design, gemm)
+    status = getattr(plan, "status", "ok")
+    if status not in ("ok", "feasible"):
+        reason = getattr(plan, "reason", "") or status
+        raise SimulationError(
+            f"design {design.short_name()} cannot run op {name!r} (m={gemm.m}, k={gemm.k}, n={gemm.n}): {reason}"
+        )
+    return [tuple(int(v) for v in t) for t in plan.tiles()]
+
+
+def _prepare(
+    design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float, seed: int, run_dir: Path
+) -> tuple[list[_Job], Program]:
+    import perf_model
+    import workloads
+    from perf_model import timing
+
+    df = timing.dataflow_code(design.dataflow)
+    rows, if_parts, w_parts = [], [], []
+    if_total = w_total = 0
+    jobs = []
+    for index, (name, op, _count) in enumerate(selected):
+        full = op.to_gemm()
+        m = max(1, math.ceil(full.m * scale))
+        batch = max(1, math.ceil(full.batch * scale))
+        gemm = workloads.Gemm(m=m, k=full.k, n=full.n, batch=batch, name=full.name)
+        scaled_from = {"m": full.m, "batch": full.batch} if (m, batch) != (full.m, full.batch) else None
+        tiles = _plan(design, workloads.Gemm(m=m, k=full.k, n=full.n, name=full.name), name)
+        cycles_model = int(perf_model.evaluate_op(design, gemm).compute_cycles)
+        expected = np.zeros((batch, m, full.n), dtype=np.int64)
+        job = _Job(index, name, gemm, scaled_from, cycles_model, expected)
+        for instance in range(batch):
+            ref = workloads.reference(op, seed, index=instance, bits=design.input_bits)
+            a, b = ref.a[:m], ref.b
+            expected[instance] = ref.c[:m]
+            loaded_if = loaded_w = None
+            for t, (m0, m1, k0, k1, n0, n1, acc) in enumerate(tiles):
+                if acc and t and tiles[t - 1][0:2] + tiles[t - 1][4:6] != (m0, m1, n0, n1):
+                    raise SimulationError(
+                        f"tile plan of op {name!r} accumulates into a different output tile at tile {t}"
+                    )
+                last = t + 1 == len(tiles) or not tiles[t + 1][6]
+                mt, kt, nt = m1 - m0, k1 - k0, n1 - n0
+                if_words, w_words = pack_inputs(design, a[m0:m1, k0:k1], b[k0:k1, n0:n1])
+                # The host writes only what changed: a buffer keeps its words across runs.
+                if_key, w_key = (m0, m1, k0, k1), (k0, k1, n0, n1)
+                if_cnt = 0 if if_key == loaded_if else len(if_words)
+                w_cnt = 0 if w_key == loaded_w else len(w_words)
+                if if_cnt:
+                    if_parts.append(if_words)
+                if w_cnt:
+                    w_parts.append(w_words)
+                loaded_if, loaded_w = if_key, w_key
+                read_cnt = ofmap_words(design, mt, nt) if last else 0
+                run = int(timing.run_cycles(df, design.rows, design.cols, mt, kt, nt))
+                rows.append((index, mt, kt, nt, int(bool(acc)), if_total, if_cnt, w_total, w_cnt, read_cnt,
+                             2 * run + 64))
+                if_total += if_cnt
+                w_total += w_cnt
+                if last:
+                    job.reads.append((instance, m0, m1, n0, n1, read_cnt))
+                job.runs += 1
+        jobs.append(job)
+    if_bytes = word_bytes(design.cols if design.dataflow.value == "is" else design.rows, design.input_bits)
+    w_bytes = word_bytes(design.rows if design.dataflow.value == "is" else design.cols, design.input_bits)
+    program = Program(
+        port=_port(design),
+        op_names=tuple(j.name for j in jobs),
+        runs=np.array(rows, dtype=np.int64).reshape(-1, len(RUN_FIELDS)),
+        ifmap_words=np.concatenate(if_parts) if if_parts else np.zeros((0, if_bytes), np.uint8),
+        weight_words=np.concatenate(w_parts) if w_parts else np.zeros((0, w_bytes), np.uint8),
+        results_dir=str(run_dir / "results"),
+    )
+    return jobs, program
+
+
+def _port(design: ArrayConfig) -> dict[str, Any]:
+    import rtl_gen
+
+    names = {name: name for name in ("clk", "rst", "m", "k", "n", "accumulate", "start", "done", "cycles")}
+    names.update(sel="host_sel", addr="host_addr", wdata="host_wdata", we="host_we", rdata="host_rdata")
+    return {
+        "names": names,
+        "select": dict(rtl_gen.HOST_SEL),
+        "read_latency": OFMAP_READ_LATENCY,
+        "clock_period_ns": CLOCK_PERIOD_NS,
+        "ofmap_word_bytes": word_bytes(design.cols, design.acc_bits),
+        "reset_cycles": 2,
+    }
+
+
+def _check(
+    design: ArrayConfig, job: _Job, raw: OpRaw | None, outcome: Any, run_dir: Path, timeout: float | None
+) -> OpResult:
+    gemm = {"m": job.gemm.m, "k": job.gemm.k, "n": job.gemm.n, "batch": job.gemm.batch}
+    base = {"name": job.name, "gemm": gemm, "scaled_from": job.scaled_from, "cycles_model": job.cycles_model,
+            "tiles": job.runs}
+    if raw is None:
+        if outcome.timed_out:
+            return OpResult(status="timeout", reason=f"simulation killed after the {timeout:g} s timeout", **base)
+        return OpResult(status="error", reason=f"simulator stopped (exit {outcome.returncode}) before this op "
+                        f"finished; log: {run_dir / 'sim.log'}", **base)
+    timing = {"sim_seconds": raw.seconds, "sim_cycles": raw.sim_cycles}
+    if raw.error:
+        return OpResult(status="error", reason=raw.error, **base, **timing)
+    got = np.zeros_like(job.expected)
+    offset = 0
+    for instance, m0, m1, n0, n1, count in job.reads:
+        got[instance, m0:m1, n0:n1] = unpack_output(design, raw.ofmap[offset:offset + count], m1 - m0, n1 - n0)
+        offset += count
+    wrong = np.argwhere(got != job.expected)
+    first = tuple(
+        Mismatch((int(b), int(i), int(j)), int(job.expected[b, i, j]), int(got[b, i, j]))
+        for b, i, j in wrong[:FIRST_MISMATCHES]
+    )
+    cycles_rtl = int(raw.cycles.sum())
+    problems = []
+    if len(wrong):
+        problems.append(f"{len(wrong)} of {got.size} outputs differ from JAX")
+    if cycles_rtl != job.cycles_model:
+        problems.append(f"RTL took {cycles_rtl} cycles, the model says {job.cycles_model}")
+    return OpResult(
+        status="fail" if problems else "pass", mismatches=len(wrong), first_mismatches=first,
+        cycles_rtl=cycles_rtl, reason="; ".join(problems), **base, **timing,
+    )

@@ -1,0 +1,160 @@
+"""Results of a simulation: per-op outcomes and the whole report (plain data, JSON-ready)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["STATUSES", "Mismatch", "OpResult", "SimulationReport"]
+
+#: Per-op statuses: ``pass`` (bit-exact and cycles equal), ``fail`` (data or cycles differ),
+#: ``error`` (the op could not be run or checked), ``timeout`` (the simulation was killed first).
+STATUSES = ("pass", "fail", "error", "timeout")
+
+
+@dataclasses.dataclass(frozen=True)
+class Mismatch:
+    """One output element that differs from the JAX reference.
+
+    Attributes:
+        index: ``(instance, row, col)``: GEMM instance of the op (batch index), row of C (M) and
+            column of C (N).
+        expected: The JAX int32 value.
+        got: The value read from the RTL's ofmap buffer.
+    """
+
+    index: tuple[int, int, int]
+    expected: int
+    got: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"index": [b, m, n], "expected": int, "got": int}``."""
+        return {"index": list(self.index), "expected": self.expected, "got": self.got}
+
+
+@dataclasses.dataclass(frozen=True)
+class OpResult:
+    """How one op of the workload fared in the simulator.
+
+    Attributes:
+        name: Op name (unique within the report).
+        status: One of :data:`STATUSES`.
+        gemm: The simulated GEMM: ``m``, ``k``, ``n``, ``batch`` (after ``--scale``).
+        scaled_from: The op's own ``m`` and ``batch`` when ``--scale`` shrank them, else None.
+        mismatches: Number of output elements that differ from JAX.
+        first_mismatches: The first few of them (row-major order).
+        cycles_rtl: Sum of the RTL's ``cycles`` register over all runs of the op (None if not run).
+        cycles_model: The performance model's compute cycles for the simulated GEMM.
+        tiles: Runs (start pulses) the op took per GEMM instance.
+        sim_seconds: Wall time spent in the simulator on this op (loading, running, reading), s.
+        sim_cycles: Clock cycles simulated for this op, loading and reading included.
+        reason: Why the op failed, errored or timed out ("" when it passed).
+    """
+
+    name: str
+    status: str
+    gemm: dict[str, int]
+    scaled_from: dict[str, int] | None = None
+    mismatches: int = 0
+    first_mismatches: tuple[Mismatch, ...] = ()
+    cycles_rtl: int | None = None
+    cycles_model: int | None = None
+    tiles: int = 0
+    sim_seconds: float = 0.0
+    sim_cycles: int = 0
+    reason: str = ""
+
+    @property
+    def cycles_match(self) -> bool:
+        """True when the RTL's cycle count equals the model's."""
+        return self.cycles_rtl is not None and self.cycles_rtl == self.cycles_model
+
+    @property
+    def cycles_per_second(self) -> float:
+        """Simulated clock cycles per wall second on this op (0 when it did not run)."""
+        return self.sim_cycles / self.sim_seconds if self.sim_seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (the ``ops`` entries of the report)."""
+        return {
+            "name": self.name,
+            "status": self.status,
+            "gemm": dict(self.gemm),
+            "scaled_from": None if self.scaled_from is None else dict(self.scaled_from),
+            "mismatches": {"count": self.mismatches, "first": [m.to_dict() for m in self.first_mismatches]},
+            "cycles_rtl": self.cycles_rtl,
+            "cycles_model": self.cycles_model,
+            "cycles_match": self.cycles_match,
+            "tiles": self.tiles,
+            "sim_seconds": round(self.sim_seconds, 6),
+            "sim_cycles": self.sim_cycles,
+            "cycles_per_second": round(self.cycles_per_second, 1),
+            "reason": self.reason,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class SimulationReport:
+    """The outcome of one ``simulate`` call.
+
+    Attributes:
+        design: The design's fields (``ArrayConfig.to_dict()``) plus ``config_hash`` and ``top``.
+        workload: The workload spec as given.
+        simulator: ``"verilator"`` or ``"icarus"``.
+        ops: One result per simulated op, in workload order.
+        scale: The ``--scale`` factor (1.0: nothing scaled).
+        build_seconds: Wall time of the simulator build, s (of the original build when cached).
+        build_cached: Whether the build came from the cache.
+        run_seconds: Wall time of the simulator process (start-up included), s.
+        run_dir: Directory holding the tile data, the simulator log and the raw results.
+        notes: Lines for humans (what was scaled or left out, and why).
+    """
+
+    design: dict[str, Any]
+    workload: str
+    simulator: str
+    ops: tuple[OpResult, ...]
+    scale: float = 1.0
+    build_seconds: float = 0.0
+    build_cached: bool = False
+    run_seconds: float = 0.0
+    run_dir: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        """True when every op passed (bit-exact and cycle-exact)."""
+        return bool(self.ops) and all(op.status == "pass" for op in self.ops)
+
+    def totals(self) -> dict[str, Any]:
+        """Sums over the ops: statuses, mismatches, cycles, simulator time and rate."""
+        counts = {status: sum(op.status == status for op in self.ops) for status in STATUSES}
+        sim_seconds = sum(op.sim_seconds for op in self.ops)
+        sim_cycles = sum(op.sim_cycles for op in self.ops)
+        return {
+            "ops": len(self.ops),
+            **counts,
+            "mismatches": sum(op.mismatches for op in self.ops),
+            "cycles_rtl": sum(op.cycles_rtl or 0 for op in self.ops),
+            "cycles_model": sum(op.cycles_model or 0 for op in self.ops),
+            "cycles_match": all(op.cycles_match for op in self.ops),
+            "sim_seconds": round(sim_seconds, 6),
+            "sim_cycles": sim_cycles,
+            "cycles_per_second": round(sim_cycles / sim_seconds, 1) if sim_seconds > 0 else 0.0,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"design", "workload", "simulator", "ops", "passed", "totals", ...}`` (JSON-ready)."""
+        return {
+            "design": dict(self.design),
+            "workload": self.workload,
+            "simulator": self.simulator,
+            "ops": [op.to_dict() for op in self.ops],
+            "passed": self.passed,
+            "totals": self.totals(),
+            "scale": self.scale,
+            "build": {"seconds": round(self.build_seconds, 3), "cached": self.build_cached},
+            "run_seconds": round(self.run_seconds, 3),
+            "run_dir": self.run_dir,
+            "notes": list(self.notes),
+        }

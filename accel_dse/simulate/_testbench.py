@@ -1,0 +1,180 @@
+"""The cocotb testbench: runs a program (see :mod:`accel_dse.simulate._program`) on the design.
+
+Runs inside the simulator process, so it imports cocotb and numpy only (never JAX). The
+program's path comes in ``ACCEL_DSE_SIM_PROGRAM``. Python wakes only to load buffers, pulse
+``start``, wait for ``done`` and read back; while the array computes, no Python runs per clock
+cycle (one ``await`` on the rising edge of ``done``, raced against a watchdog timer).
+
+All host-port traffic happens just after a falling clock edge: values written there are
+sampled by the next rising edge, and values read there are settled in every simulator
+(Icarus and Verilator differ in what a read right at a rising edge returns).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
+from cocotb.utils import get_sim_time
+
+from accel_dse.simulate._program import RUN_FIELDS, OpRaw, Program, read_program, write_op_result
+
+PROGRAM_ENV = "ACCEL_DSE_SIM_PROGRAM"
+
+_COL = {name: i for i, name in enumerate(RUN_FIELDS)}
+
+
+class OpError(Exception):
+    """The current op cannot go on (``done`` never came, X/Z read back)."""
+
+
+class HostPort:
+    """The accelerator's host port, driven from just after falling clock edges."""
+
+    def __init__(self, dut: Any, port: dict[str, Any]) -> None:
+        names = port["names"]
+        self.dut = dut
+        self.sig = {logical: getattr(dut, hdl) for logical, hdl in names.items()}
+        self.select = port["select"]
+        self.read_latency = int(port["read_latency"])
+        self.period_ns = float(port["clock_period_ns"])
+        self.reset_cycles = int(port.get("reset_cycles", 2))
+        self.ofmap_word_bytes = int(port["ofmap_word_bytes"])
+        self.falling = FallingEdge(self.sig["clk"])
+
+    def start_clock(self) -> None:
+        """Start the free-running clock (cocotb drives it below Python, no per-cycle Python)."""
+        cocotb.start_soon(Clock(self.sig["clk"], self.period_ns, unit="ns").start())
+
+    async def reset(self) -> None:
+        """Drive every input to 0 and hold reset for ``reset_cycles`` (Icarus starts with X)."""
+        for logical in ("sel", "addr", "wdata", "we", "m", "k", "n", "accumulate", "start"):
+            self.sig[logical].value = 0
+        self.sig["rst"].value = 1
+        await ClockCycles(self.sig["clk"], self.reset_cycles, rising=False)
+        self.sig["rst"].value = 0
+        await self.falling
+
+    async def load(self, buffer: str, words: np.ndarray) -> None:
+        """Write ``words`` (uint8 rows, little-endian lanes) at addresses 0, 1, ... of ``buffer``."""
+        if len(words) == 0:
+            return
+        raw = words.tobytes()
+        width = words.shape[1]
+        addr, wdata = self.sig["addr"], self.sig["wdata"]
+        self.sig["sel"].value = self.select[buffer]
+        self.sig["we"].value = 1
+        falling = self.falling
+        for i in range(len(words)):
+            addr.value = i
+            wdata.value = int.from_bytes(raw[i * width:(i + 1) * width], "little")
+            await falling
+        self.sig["we"].value = 0
+
+    async def run(self, m: int, k: int, n: int, accumulate: int, limit: int) -> int:
+        """Set the GEMM registers, pulse ``start``, wait for ``done``; the ``cycles`` register."""
+        sig = self.sig
+        sig["m"].value = m
+        sig["k"].value = k
+        sig["n"].value = n
+        sig["accumulate"].value = accumulate
+        sig["start"].value = 1
+        await self.falling
+        sig["start"].value = 0
+        for _ in range(4):  # ``done`` of the previous run stays high until ``start`` is seen
+            if not _bit(sig["done"]):
+                break
+            await self.falling
+        else:
+            raise OpError("done stayed high after start")
+        timer = Timer(self.period_ns * limit, unit="ns")
+        fired = await First(RisingEdge(sig["done"]), timer)
+        if fired is timer:
+            raise OpError(f"done did not rise within {limit} cycles of start (m={m}, k={k}, n={n})")
+        await self.falling
+        return _unsigned(sig["cycles"], "cycles")
+
+    async def read_ofmap(self, count: int) -> bytes:
+        """Read ofmap words 0 .. count-1 (pipelined, one address per cycle); their bytes."""
+        sig = self.sig
+        addr, rdata = sig["addr"], sig["rdata"]
+        sig["we"].value = 0
+        sig["sel"].value = self.select["ofmap"]
+        latency = self.read_latency
+        values = []
+        falling = self.falling
+        for i in range(count + latency):
+            if i >= latency:
+                values.append(rdata.value)
+            if i < count:
+                addr.value = i
+            await falling
+        size = self.ofmap_word_bytes
+        out = bytearray()
+        for value in values:
+            out += _logic_to_int(value, "rdata").to_bytes(size, "little")
+        return bytes(out)
+
+
+def _bit(handle: Any) -> bool:
+    return str(handle.value) == "1"
+
+
+def _logic_to_int(value: Any, what: str) -> int:
+    if not value.is_resolvable:
+        raise OpError(f"{what} read back unresolved bits (X/Z): {value}")
+    return value.to_unsigned()
+
+
+def _unsigned(handle: Any, what: str) -> int:
+    return _logic_to_int(handle.value, what)
+
+
+async def _run_op(port: HostPort, program: Program, rows: np.ndarray) -> tuple[np.ndarray, bytes]:
+    cycles = np.full(len(rows), -1, dtype=np.int64)
+    ofmap = bytearray()
+    for j, row in enumerate(rows):
+        r = {name: int(row[i]) for name, i in _COL.items()}
+        await port.load("ifmap", program.ifmap_words[r["if_off"]:r["if_off"] + r["if_cnt"]])
+        await port.load("weight", program.weight_words[r["w_off"]:r["w_off"] + r["w_cnt"]])
+        cycles[j] = await port.run(r["m"], r["k"], r["n"], r["accumulate"], r["limit"])
+        if r["read_cnt"]:
+            ofmap += await port.read_ofmap(r["read_cnt"])
+    return cycles, bytes(ofmap)
+
+
+@cocotb.test()
+async def run_program(dut: Any) -> None:
+    """Run every op of the program; one result file per op (an op's error does not stop the rest)."""
+    program = read_program(Path(os.environ[PROGRAM_ENV]))
+    results = Path(program.results_dir)
+    port = HostPort(dut, program.port)
+    port.start_clock()
+    await port.reset()
+    op_column = program.column("op")
+    period = port.period_ns
+    width = port.ofmap_word_bytes
+    for index in range(len(program.op_names)):
+        rows = program.runs[op_column == index]
+        wall, sim = time.perf_counter(), get_sim_time("ns")
+        error = ""
+        try:
+            cycles, ofmap = await _run_op(port, program, rows)
+        except OpError as exc:
+            error = str(exc)
+            cycles, ofmap = np.full(len(rows), -1, dtype=np.int64), b""
+            await port.reset()
+        raw = OpRaw(
+            cycles=cycles,
+            ofmap=np.frombuffer(ofmap, dtype=np.uint8).reshape(-1, width),
+            seconds=time.perf_counter() - wall,
+            sim_cycles=int(round((get_sim_time("ns") - sim) / period)),
+            error=error,
+        )
+        write_op_result(results, index, raw)
