@@ -116,4 +116,6 @@ def load_user_function(spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
             f"workload {spec!r} gives no example arguments: set {attr}.example_args "
             f"(or use @workloads.with_example_args) or define example_args() in {module_name}"
         )
+    if args is None:
+        raise WorkloadError(f"workload {spec!r}: example_args gave None, not the function's arguments")
     return fn, args if isinstance(args, tuple) else (args,)
