@@ -14,11 +14,19 @@ process group with a timeout).
 from __future__ import annotations
 
 from accel_dse.simulate._build import Build, build_design, default_work_dir, ports_of
+from accel_dse.simulate._driver import DEFAULT_TIMEOUT_S, simulate
 from accel_dse.simulate._process import ProcessOutcome
+from accel_dse.simulate._report import STATUSES, Mismatch, OpResult, SimulationReport
 from accel_dse.simulate._run import run_testbench
 from accel_dse.simulate._tools import SIMULATORS, Simulator, find_simulator
 
 __all__ = [
+    "simulate",
+    "DEFAULT_TIMEOUT_S",
+    "SimulationReport",
+    "OpResult",
+    "Mismatch",
+    "STATUSES",
     "SIMULATORS",
     "Simulator",
     "find_simulator",
