@@ -19,7 +19,9 @@ input slice (rows ``(image, out_y, out_x)``, columns ``(kernel_y, kernel_x, chan
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -93,7 +95,7 @@ def _with_extremes(x: np.ndarray, bits: int) -> np.ndarray:
     return x
 
 
-def _jax_exact(fn, out_dtype: np.dtype, *args: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _jax_exact(fn: Callable[..., Any], out_dtype: np.dtype, *args: np.ndarray) -> np.ndarray:
     if out_dtype == np.int64:
         with jax.enable_x64(True):
             return np.asarray(fn(*args, jnp.int64))
@@ -154,7 +156,7 @@ def _conv_reference(op: Conv2d, seed: int, index: int, bits: int) -> Reference:
     xs = np.ascontiguousarray(x[..., index * cin_g:(index + 1) * cin_g])
     ws = np.ascontiguousarray(w[..., index * cout_g:(index + 1) * cout_g])
 
-    def conv(lhs: np.ndarray, rhs: np.ndarray, out_type: object) -> jax.Array:
+    def conv(lhs: Any, rhs: Any, out_type: Any) -> jax.Array:
         return lax.conv_general_dilated(
             lhs, rhs, (op.stride_h, op.stride_w),
             ((op.pad_h, int(op.pad_h_hi or 0)), (op.pad_w, int(op.pad_w_hi or 0))),

@@ -141,12 +141,10 @@ class _Walker:
             prim = eqn.primitive.name
             if prim == "dot_general":
                 self.index += 1
-                op = _dot_to_gemm(eqn, _label(eqn, f"dot{self.index}"))
-                self._add(out, op, mult, prim)
+                self._add(out, _dot_to_gemm(eqn, _label(eqn, f"dot{self.index}")), mult, prim)
             elif prim == "conv_general_dilated":
                 self.index += 1
-                op = _conv_to_op(eqn, _label(eqn, f"conv{self.index}"))
-                self._add(out, op, mult, prim)
+                self._add(out, _conv_to_op(eqn, _label(eqn, f"conv{self.index}")), mult, prim)
             elif prim == _SCAN:
                 out.extend(self.walk(eqn.params["jaxpr"].jaxpr, mult * int(eqn.params["length"])))
             elif prim == _COND:

@@ -157,10 +157,10 @@ class Conv2d:
             object.__setattr__(self, dim, _positive_int("conv2d", dim, getattr(self, dim)))
         for dim in ("pad_h", "pad_w"):
             object.__setattr__(self, dim, _nonneg_int("conv2d", dim, getattr(self, dim)))
-        for hi, lo in (("pad_h_hi", "pad_h"), ("pad_w_hi", "pad_w")):
-            value = getattr(self, hi)
-            object.__setattr__(self, hi, getattr(self, lo) if value is None
-                               else _nonneg_int("conv2d", hi, value))
+        for hi_name, lo_name in (("pad_h_hi", "pad_h"), ("pad_w_hi", "pad_w")):
+            given = getattr(self, hi_name)
+            object.__setattr__(self, hi_name, getattr(self, lo_name) if given is None
+                               else _nonneg_int("conv2d", hi_name, given))
         _check_name("conv2d", self.name)
         for dim in ("c_in", "c_out"):
             value = getattr(self, dim)
@@ -169,8 +169,8 @@ class Conv2d:
                     f"conv2d {dim} must be divisible by groups={self.groups}, not {value}"
                 )
         for axis, size, kernel, lo, hi, dil in (
-            ("h", self.h, self.kh, self.pad_h, self.pad_h_hi, self.dilation_h),
-            ("w", self.w, self.kw, self.pad_w, self.pad_w_hi, self.dilation_w),
+            ("h", self.h, self.kh, self.pad_h, int(self.pad_h_hi or 0), self.dilation_h),
+            ("w", self.w, self.kw, self.pad_w, int(self.pad_w_hi or 0), self.dilation_w),
         ):
             span = dil * (kernel - 1) + 1
             if size + lo + hi < span:
