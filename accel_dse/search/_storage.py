@@ -4,7 +4,7 @@ Accepted URLs:
 
 * ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``: embedded, nothing to
   start; good for one process (a few with ``--jobs``, thanks to a 60 s busy timeout).
-* ``postgresql://user:password@host:port/db`` (``postgresql+psycopg2://`` too; ``postgres://``
+* ``postgresql://user:password@host:port/db`` (SQLAlchemy's default driver psycopg 3; ``postgresql+psycopg2://`` too; ``postgres://``
   is read as ``postgresql://``) or any other SQLAlchemy database URL: many machines.
 * ``journal:PATH`` (``journal:///abs/path`` too): Optuna's JournalStorage on a file,
   the recommended storage for several processes on one machine.
@@ -175,21 +175,21 @@ def _open_rdb(spec: StorageSpec, heartbeat_interval: int | None, grace_period: i
         engine_kwargs["connect_args"] = {"connect_timeout": 10}
         engine_kwargs["pool_pre_ping"] = True
     heartbeat: dict[str, Any] = {}
-    if heartbeat_interval is not None:
-        grace = grace_period if grace_period is not None else max(2, 2 * heartbeat_interval)
-        heartbeat = {
-            "heartbeat_interval": heartbeat_interval,
-            "grace_period": grace,
-            "heartbeat_stale_trial_callback": RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
-        }
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            if heartbeat_interval is not None:
+                grace = grace_period if grace_period is not None else max(2, 2 * heartbeat_interval)
+                heartbeat = {
+                    "heartbeat_interval": heartbeat_interval,
+                    "grace_period": grace,
+                    "heartbeat_stale_trial_callback": RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+                }
             return RDBStorage(spec.url, engine_kwargs=engine_kwargs, **heartbeat)
     except ImportError as exc:
         raise StorageError(
             f"no database driver for storage {spec.display!r} ({_first_line(exc.__cause__ or exc)}); "
-            "for PostgreSQL install psycopg2-binary"
+            "for PostgreSQL install psycopg[binary]"
         ) from None
     except sqlalchemy.exc.SQLAlchemyError as exc:
         detail = _first_line(getattr(exc, "orig", None) or exc)

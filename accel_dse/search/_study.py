@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import warnings
 from typing import Any
 
 import optuna
@@ -138,7 +139,9 @@ def fail_dead_trials(study: optuna.Study) -> list[int]:
     """
     host = socket.gethostname()
     storage = study._storage
-    retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
     failed = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         attrs = trial.user_attrs
