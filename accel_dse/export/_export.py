@@ -1,0 +1,171 @@
+"""``export_design``: write a design's Verilog, manifest, testbench, synthesis figures and README.
+
+Everything is computed first (Verilog, predictions, synthesis), then written into a temp dir
+beside ``out`` that is renamed to ``out`` at the end (:mod:`accel_dse.export._writer`): an
+export that fails or is interrupted leaves no ``out`` and no temp dir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ExportError
+from accel_dse.export._manifest import build_manifest, sha256
+from accel_dse.export._readme import readme_text
+from accel_dse.export._synth import synth_document
+from accel_dse.export._writer import atomic_dir, check_out_dir
+
+__all__ = ["ExportResult", "export_design", "DEFAULT_WORKLOAD", "STANDALONE_FILES", "json_text"]
+
+#: Workload of the predictions when neither the caller nor a study names one.
+DEFAULT_WORKLOAD = "gemm"
+#: The standalone testbench files copied into every export.
+STANDALONE_FILES = ("tb_accel.py", "run.py")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportResult:
+    """What :func:`export_design` wrote.
+
+    Attributes:
+        out: The export directory.
+        top: Top module name.
+        config_hash: The design's hash.
+        files: File names written, in writing order.
+        verilog_sha256: SHA-256 of the Verilog text.
+        workload: Workload of the predictions.
+        predicted: Model totals on that workload (``{}`` when infeasible).
+        synth: ``synth.json`` content, ``None`` when synthesis was skipped.
+    """
+
+    out: Path
+    top: str
+    config_hash: str
+    files: tuple[str, ...]
+    verilog_sha256: str
+    workload: str
+    predicted: dict[str, Any]
+    synth: dict[str, Any] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (``accel-dse export --json``)."""
+        return {
+            "out": str(self.out), "top": self.top, "config_hash": self.config_hash, "files": list(self.files),
+            "verilog_sha256": self.verilog_sha256, "workload": self.workload, "predicted": self.predicted,
+            "synth": None if self.synth is None else {k: self.synth[k] for k in ("cells", "transistors")},
+        }
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with non-finite floats replaced by ``None`` (JSON has no NaN/inf)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_text(document: Any) -> str:
+    """Indented JSON of ``document`` (non-finite numbers as ``null``), newline-terminated."""
+    return json.dumps(_finite(document), indent=2, allow_nan=False) + "\n"
+
+
+def predict(config: ArrayConfig, workload: str) -> dict[str, Any]:
+    """The analytic model on ``workload``: ``{"status", "reason", "total", "ops"}``.
+
+    Raises:
+        WorkloadError: an unknown workload spec.
+    """
+    import perf_model
+    import workloads
+
+    result = perf_model.evaluate(config, workloads.resolve(workload)).to_dict()
+    result.pop("design", None)
+    return result
+
+
+def _standalone(name: str) -> str:
+    return (resources.files("accel_dse.export") / "_standalone" / name).read_text("utf-8")
+
+
+def _write(folder: Path, name: str, text: str) -> None:
+    try:
+        (folder / name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ExportError(f"cannot write {name} into {str(folder)!r}: {exc.strerror or exc}") from None
+
+
+def export_design(
+    config: ArrayConfig,
+    out: str | Path,
+    *,
+    workload: str | None = None,
+    force: bool = False,
+    source: Mapping[str, Any] | None = None,
+    synth: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> ExportResult:
+    """Write the export of ``config`` into the new directory ``out``.
+
+    Args:
+        config: The design.
+        out: Directory to create (its parent must exist; never written outside of).
+        workload: Workload spec of the predicted metrics (default :data:`DEFAULT_WORKLOAD`).
+        force: Replace an existing non-empty ``out``.
+        source: Provenance for ``design.json`` (default: ``{"kind": "api"}``).
+        synth: Run Yosys for ``synth.json`` (``False`` writes ``{"skipped": ...}`` instead).
+        progress: Called with one line at each stage.
+
+    Returns:
+        What was written.
+
+    Raises:
+        ExportError: ``out`` is a file, not writable, or non-empty without ``force``.
+        WorkloadError: an unknown workload.
+        RtlError: the Verilog or the synthesis failed.
+    """
+    say = progress or (lambda _line: None)
+    check_out_dir(out, force=force)
+    import rtl_gen
+
+    spec = workload or DEFAULT_WORKLOAD
+    say(f"predicting {config.short_name()} on {spec} with the analytic model")
+    predicted = predict(config, spec)
+    top = rtl_gen.top_name(config)
+    say(f"generating Verilog for {top}")
+    verilog = rtl_gen.to_verilog(config)
+    verilog_file = f"{top}.v"
+    synth_doc: dict[str, Any] | None = None
+    if synth:
+        say("synthesising with Yosys (PE, controller and glue, scaled; cached)")
+        synth_doc = synth_document(config)
+    manifest = build_manifest(
+        config, top=top, verilog_file=verilog_file, verilog=verilog, workload=spec, predicted=predicted,
+        source=source or {"kind": "api"},
+    )
+    files = [
+        (verilog_file, verilog),
+        ("design.json", json_text(manifest)),
+        ("synth.json", json_text(synth_doc if synth_doc is not None else {"skipped": "synthesis not requested"})),
+        *((name, _standalone(name)) for name in STANDALONE_FILES),
+        ("README.md", readme_text(manifest, synth_doc)),
+    ]
+    with atomic_dir(out, force=force) as tmp:
+        for name, text in files:
+            _write(tmp, name, text)
+    final = check_out_dir(out, force=True)
+    say(f"wrote {len(files)} files to {final}")
+    return ExportResult(
+        out=final, top=top, config_hash=config.config_hash, files=tuple(name for name, _ in files),
+        verilog_sha256=sha256(verilog), workload=spec, predicted=dict(predicted.get("total") or {}),
+        synth=synth_doc,
+    )

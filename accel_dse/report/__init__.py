@@ -1,0 +1,27 @@
+"""Reports on sweep studies: Pareto fronts, top designs, per-op breakdown, roofline, history.
+
+:func:`load_study` opens a study read-only from any storage (:class:`StudyView`: objectives,
+feasible trials ranked Pareto-first, ``--trial``/``--pick`` resolution, RTL verification
+results); :func:`build_report` gathers the report's data and :func:`write_report` writes its
+PNGs (matplotlib, Agg), ``report.json`` and ``index.html`` into a new directory.
+"""
+
+from __future__ import annotations
+
+from accel_dse.report._study import (
+    VERIFY_ATTR_PREFIX,
+    ObjectiveInfo,
+    StudyView,
+    load_study,
+    pick_choices,
+    trial_config,
+)
+
+__all__ = [
+    "load_study",
+    "StudyView",
+    "ObjectiveInfo",
+    "trial_config",
+    "pick_choices",
+    "VERIFY_ATTR_PREFIX",
+]
