@@ -2,17 +2,110 @@
 
 from __future__ import annotations
 
-from amaranth import Module, Signal
+from collections.abc import Callable
+
+from amaranth import ClockSignal, Instance, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
 
-from ._pe import PE, Fault
+from ._pe import PE, Fault, pe_widths
 from ._skew import Skew
 
-__all__ = ["SystolicArray"]
+__all__ = ["SystolicArray", "PERow", "Blackbox"]
+
+
+class Blackbox(wiring.Component):
+    """Stand-in for a component exported as its own Verilog module.
+
+    Has the signature of the component it replaces and elaborates to an ``Instance`` of the
+    Verilog module ``module`` (ports named after the signature, plus ``clk`` and ``rst``).
+    Used by the hierarchical Verilog export; not simulable by Amaranth.
+    """
+
+    def __init__(self, signature: wiring.Signature, module: str) -> None:
+        self.module = module
+        super().__init__(signature)
+
+    def elaborate(self, platform: object) -> Instance:
+        ports: dict[str, object] = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
+        for path, member, value in self.signature.flatten(self):
+            prefix = "i_" if member.flow == In else "o_"
+            ports[prefix + "__".join(map(str, path))] = value
+        return Instance(self.module, **ports)
+
+
+class PERow(wiring.Component):
+    """One row of ``cols`` PEs: the left operand enters PE 0 and moves right one PE a cycle.
+
+    Ports (packed, lane ``c`` at bits ``[c*w, (c+1)*w)``): ``a_in`` (the row's left operand),
+    ``v_in``/``s_in`` (the row above's ``v_out``/``s_out``), ``shift`` (to every PE),
+    ``v_out``/``s_out`` (to the row below). Widths from :func:`pe_widths`.
+
+    Args:
+        cols: PEs in the row.
+        dataflow, input_bits, acc_bits: as :class:`PE`.
+        fault: test-only ``(col, bit, stuck)`` of one faulty PE in this row, or ``None``.
+        pe_factory: builds the PE of column ``c`` (default a :class:`PE`; the export passes
+            a :class:`Blackbox`).
+    """
+
+    def __init__(
+        self,
+        *,
+        cols: int,
+        dataflow: Dataflow | str,
+        input_bits: int,
+        acc_bits: int,
+        fault: tuple[int, int, int] | None = None,
+        pe_factory: Callable[[int], wiring.Component] | None = None,
+    ) -> None:
+        self.cols = cols
+        self.dataflow = Dataflow.parse(dataflow)
+        self.input_bits = input_bits
+        self.acc_bits = acc_bits
+        self.fault = fault
+        self.pe_factory = pe_factory
+        self.v_bits, self.s_bits = pe_widths(self.dataflow, input_bits, acc_bits)
+        super().__init__(
+            {
+                "a_in": In(input_bits),
+                "v_in": In(cols * self.v_bits),
+                "s_in": In(cols * self.s_bits),
+                "shift": In(1),
+                "v_out": Out(cols * self.v_bits),
+                "s_out": Out(cols * self.s_bits),
+            }
+        )
+
+    def make_pe(self, col: int) -> wiring.Component:
+        """The PE of column ``col`` (see ``pe_factory``)."""
+        if self.pe_factory is not None:
+            return self.pe_factory(col)
+        fault = None
+        if self.fault is not None and self.fault[0] == col:
+            fault = self.fault[1:]
+        return PE(dataflow=self.dataflow, input_bits=self.input_bits, acc_bits=self.acc_bits, fault=fault)
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        vb, sb = self.v_bits, self.s_bits
+        prev = None
+        for c in range(self.cols):
+            pe = self.make_pe(c)
+            m.submodules[f"pe_{c}"] = pe
+            m.d.comb += [
+                pe.a_in.eq(self.a_in if prev is None else prev.a_out),
+                pe.v_in.eq(self.v_in[c * vb : (c + 1) * vb]),
+                pe.s_in.eq(self.s_in[c * sb : (c + 1) * sb]),
+                pe.shift.eq(self.shift),
+                self.v_out[c * vb : (c + 1) * vb].eq(pe.v_out),
+                self.s_out[c * sb : (c + 1) * sb].eq(pe.s_out),
+            ]
+            prev = pe
+        return m
 
 
 class SystolicArray(wiring.Component):
@@ -27,10 +120,11 @@ class SystolicArray(wiring.Component):
       ``rows`` shifts row ``r`` holds the word shifted in ``rows - 1 - r`` shifts ago.
       OS: the top operand; lane ``c`` is skewed by ``c`` cycles and enters column ``c``.
     * ``shift``: WS/IS load the stationary operands (above); OS drain: every accumulator
-      takes the one above it (row 0 takes 0) and the bottom row is captured into ``result``.
+      takes the one above it (row 0 takes 0).
     * ``result`` (``cols * acc_bits``): WS/IS: the column sums ``sum_r x[r] * s[r][c]`` of the
-      ``x`` word presented ``latency`` cycles earlier (de-skewed); OS: the bottom row's
-      accumulators as they were before the last ``shift`` (valid the cycle after it).
+      ``x`` word presented ``latency`` cycles earlier (de-skewed); OS: a register holding the
+      bottom row's accumulators of the previous cycle (after a ``shift`` at cycle ``t`` it
+      shows at ``t + 1`` the row that left the array).
 
     Inputs should be zero when no operand is presented (the OS accumulators add every cycle).
 
@@ -41,6 +135,8 @@ class SystolicArray(wiring.Component):
         input_bits: operand width.
         acc_bits: accumulator / partial-sum width.
         fault: test-only stuck product bit of one PE (:class:`Fault`), or ``None``.
+        row_factory: builds row ``r`` (default a :class:`PERow`; the export passes a
+            :class:`Blackbox`).
     """
 
     def __init__(
@@ -52,6 +148,7 @@ class SystolicArray(wiring.Component):
         input_bits: int = 8,
         acc_bits: int = 32,
         fault: Fault | None = None,
+        row_factory: Callable[[int], wiring.Component] | None = None,
     ) -> None:
         for name, value in (("rows", rows), ("cols", cols)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -64,6 +161,7 @@ class SystolicArray(wiring.Component):
         if fault is not None:
             fault.check(rows, cols, input_bits)
         self.fault = fault
+        self.row_factory = row_factory
         super().__init__(
             {
                 "x": In(rows * input_bits),
@@ -74,7 +172,13 @@ class SystolicArray(wiring.Component):
         )
 
     @classmethod
-    def from_config(cls, config: ArrayConfig, *, fault: Fault | None = None) -> SystolicArray:
+    def from_config(
+        cls,
+        config: ArrayConfig,
+        *,
+        fault: Fault | None = None,
+        row_factory: Callable[[int], wiring.Component] | None = None,
+    ) -> SystolicArray:
         """The array of ``config`` (rows, cols, dataflow, widths)."""
         return cls(
             rows=config.rows,
@@ -83,6 +187,7 @@ class SystolicArray(wiring.Component):
             input_bits=config.input_bits,
             acc_bits=config.acc_bits,
             fault=fault,
+            row_factory=row_factory,
         )
 
     @property
@@ -92,6 +197,16 @@ class SystolicArray(wiring.Component):
             return 1
         return self.rows + self.cols - 1
 
+    def make_row(self, row: int) -> wiring.Component:
+        """Row ``row`` of PEs (see ``row_factory``)."""
+        if self.row_factory is not None:
+            return self.row_factory(row)
+        fault = None
+        if self.fault is not None and self.fault.row == row:
+            fault = (self.fault.col, self.fault.bit, self.fault.stuck)
+        return PERow(cols=self.cols, dataflow=self.dataflow, input_bits=self.input_bits,
+                     acc_bits=self.acc_bits, fault=fault)
+
     def elaborate(self, platform: object) -> Module:
         m = Module()
         rows, cols, ib, ab = self.rows, self.cols, self.input_bits, self.acc_bits
@@ -100,43 +215,31 @@ class SystolicArray(wiring.Component):
         m.submodules.x_skew = x_skew = Skew(lanes=rows, width=ib)
         m.d.comb += x_skew.i_data.eq(self.x)
 
-        pes = [[PE(dataflow=self.dataflow, input_bits=ib, acc_bits=ab,
-                   fault=self._pe_fault(r, c)) for c in range(cols)] for r in range(rows)]
+        row_list = []
         for r in range(rows):
-            for c in range(cols):
-                pe = pes[r][c]
-                m.submodules[f"pe_{r}_{c}"] = pe
-                m.d.comb += pe.shift.eq(self.shift)
-                if c == 0:
-                    m.d.comb += pe.a_in.eq(x_skew.o_data[r * ib : (r + 1) * ib])
-                else:
-                    m.d.comb += pe.a_in.eq(pes[r][c - 1].a_out)
-                if r > 0:
-                    m.d.comb += [pe.v_in.eq(pes[r - 1][c].v_out), pe.s_in.eq(pes[r - 1][c].s_out)]
+            row = self.make_row(r)
+            m.submodules[f"row_{r}"] = row
+            m.d.comb += [row.a_in.eq(x_skew.o_data[r * ib : (r + 1) * ib]), row.shift.eq(self.shift)]
+            if r > 0:
+                above = row_list[-1]
+                m.d.comb += [row.v_in.eq(above.v_out), row.s_in.eq(above.s_out)]
+            row_list.append(row)
+        top, bottom = row_list[0], row_list[-1]
 
-        top, bottom = pes[0], pes[rows - 1]
         if os_flow:
+            # B enters the top, skewed; accumulators drain out of the bottom into a register.
             m.submodules.y_skew = y_skew = Skew(lanes=cols, width=ib)
-            m.d.comb += y_skew.i_data.eq(self.y)
             out = Signal(cols * ab)
-            for c in range(cols):
-                m.d.comb += [top[c].v_in.eq(y_skew.o_data[c * ib : (c + 1) * ib]), top[c].s_in.eq(0)]
-                with m.If(self.shift):
-                    m.d.sync += out[c * ab : (c + 1) * ab].eq(bottom[c].s_out)
+            m.d.comb += [y_skew.i_data.eq(self.y), top.v_in.eq(y_skew.o_data), top.s_in.eq(0)]
+            m.d.sync += out.eq(bottom.s_out)
             m.d.comb += self.result.eq(out)
         else:
+            # Stationary operands load into the top; partial sums leave the bottom, de-skewed.
             m.submodules.deskew = deskew = Skew(lanes=cols, width=ab, reverse=True)
-            for c in range(cols):
-                m.d.comb += [
-                    top[c].v_in.eq(0),
-                    top[c].s_in.eq(self.y[c * ib : (c + 1) * ib]),
-                    deskew.i_data[c * ab : (c + 1) * ab].eq(bottom[c].v_out),
-                ]
-            m.d.comb += self.result.eq(deskew.o_data)
+            m.d.comb += [
+                top.v_in.eq(0),
+                top.s_in.eq(self.y),
+                deskew.i_data.eq(bottom.v_out),
+                self.result.eq(deskew.o_data),
+            ]
         return m
-
-    def _pe_fault(self, r: int, c: int) -> tuple[int, int] | None:
-        f = self.fault
-        if f is not None and (f.row, f.col) == (r, c):
-            return (f.bit, f.stuck)
-        return None

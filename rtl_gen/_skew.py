@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -48,12 +48,19 @@ class Skew(wiring.Component):
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
-        w = self.width
-        for lane in range(self.lanes):
-            value = self.i_data[lane * w : (lane + 1) * w]
-            for stage in range(self.delay(lane)):
-                reg = Signal(w, name=f"l{lane}_d{stage}")
-                m.d.sync += reg.eq(value)
-                value = reg
-            m.d.comb += self.o_data[lane * w : (lane + 1) * w].eq(value)
+        w, n = self.width, self.lanes
+        # Lanes in order of increasing delay; stage j holds the lanes still to be delayed,
+        # j + 1 cycles old: one register per stage, shrinking by one lane each stage.
+        order = list(range(n - 1, -1, -1)) if self.reverse else list(range(n))
+
+        def lane(value: Value, i: int) -> Value:
+            return value[i * w : (i + 1) * w]
+
+        pending = Cat(*(lane(self.i_data, i) for i in order[1:]))
+        m.d.comb += lane(self.o_data, order[0]).eq(lane(self.i_data, order[0]))
+        for j in range(n - 1):
+            stage = Signal(len(pending), name=f"stage_{j}")
+            m.d.sync += stage.eq(pending)
+            m.d.comb += lane(self.o_data, order[j + 1]).eq(stage[:w])
+            pending = stage[w:]
         return m

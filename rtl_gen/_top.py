@@ -48,7 +48,9 @@ stationary operand and the weight buffer the streamed one. The words a run needs
 
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal
+from collections.abc import Callable
+
+from amaranth import Module
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -56,6 +58,7 @@ from accel_dse.config import ArrayConfig, Dataflow
 
 from ._array import SystolicArray
 from ._controller import Controller
+from ._glue import OfmapUpdate, OperandGate
 from ._layout import CYCLES_BITS, DIM_BITS, BufferLayout, buffer_layout
 from ._pe import Fault
 
@@ -80,13 +83,22 @@ class Accelerator(wiring.Component):
     Args:
         config: the design.
         fault: test-only stuck product bit in one PE (:class:`Fault`), or ``None``.
+        row_factory: builds array row ``r`` (default a ``PERow``); the hierarchical Verilog
+            export passes Blackbox rows.
 
     Raises:
         ConfigError: a buffer too small for one word, or a fault outside the array.
     """
 
-    def __init__(self, config: ArrayConfig, *, fault: Fault | None = None) -> None:
+    def __init__(
+        self,
+        config: ArrayConfig,
+        *,
+        fault: Fault | None = None,
+        row_factory: Callable[[int], wiring.Component] | None = None,
+    ) -> None:
         self.config = config
+        self.row_factory = row_factory
         self.layout: BufferLayout = buffer_layout(config)
         if fault is not None:
             fault.check(config.rows, config.cols, config.input_bits)
@@ -125,7 +137,7 @@ class Accelerator(wiring.Component):
         for geo in (lay.ifmap, lay.weight, lay.ofmap):
             bufs[geo.name] = memory.Memory(shape=geo.width, depth=geo.depth, init=[])
             m.submodules[f"{geo.name}_buf"] = bufs[geo.name]
-        m.submodules.array = array = SystolicArray.from_config(cfg, fault=self.fault)
+        m.submodules.array = array = SystolicArray.from_config(cfg, fault=self.fault, row_factory=self.row_factory)
         m.submodules.ctrl = ctrl = Controller(
             rows=cfg.rows,
             cols=cfg.cols,
@@ -156,30 +168,39 @@ class Accelerator(wiring.Component):
             ]
 
         # Operand reads into the array; zero when no word is presented.
-        for geo, en, addr, valid, target in (
-            (x_geo, ctrl.x_en, ctrl.x_addr, ctrl.x_valid, array.x),
-            (y_geo, ctrl.y_en, ctrl.y_addr, ctrl.y_valid, array.y),
+        for name, geo, en, addr, valid, target in (
+            ("x", x_geo, ctrl.x_en, ctrl.x_addr, ctrl.x_valid, array.x),
+            ("y", y_geo, ctrl.y_en, ctrl.y_addr, ctrl.y_valid, array.y),
         ):
             rp = bufs[geo.name].read_port()
-            m.d.comb += [rp.addr.eq(addr), rp.en.eq(en), target.eq(Mux(valid, rp.data, 0))]
+            m.submodules[f"{name}_gate"] = gate = OperandGate(width=len(target))
+            m.d.comb += [
+                rp.addr.eq(addr),
+                rp.en.eq(en),
+                gate.i_data.eq(rp.data),
+                gate.valid.eq(valid),
+                target.eq(gate.o_data),
+            ]
         m.d.comb += array.shift.eq(ctrl.shift)
 
         # ofmap: one read port and one write port, the controller's while busy, else the host's.
         o_rd = bufs["ofmap"].read_port()
         o_wr = bufs["ofmap"].write_port()
-        ab, cols = cfg.acc_bits, cfg.cols
-        summed = Signal(lay.ofmap.width)
-        for c in range(cols):
-            lane = slice(c * ab, (c + 1) * ab)
-            old = Mux(ctrl.o_add, o_rd.data[lane], 0)
-            m.d.comb += summed[lane].eq(array.result[lane] + old)
-        m.d.comb += self.host_rdata.eq(o_rd.data)
+        m.submodules.update = update = OfmapUpdate(lanes=cfg.cols, acc_bits=cfg.acc_bits)
+        m.d.comb += [
+            update.result.eq(array.result),
+            update.old.eq(o_rd.data),
+            update.add.eq(ctrl.o_add),
+            update.host.eq(self.host_wdata),
+            update.busy.eq(busy),
+            o_wr.data.eq(update.new),
+            self.host_rdata.eq(o_rd.data),
+        ]
         with m.If(busy):
             m.d.comb += [
                 o_rd.addr.eq(ctrl.o_rd_addr),
                 o_rd.en.eq(ctrl.o_rd_en),
                 o_wr.addr.eq(ctrl.o_wr_addr),
-                o_wr.data.eq(summed),
                 o_wr.en.eq(ctrl.o_wr_en),
             ]
         with m.Else():
@@ -187,7 +208,6 @@ class Accelerator(wiring.Component):
                 o_rd.addr.eq(self.host_addr),
                 o_rd.en.eq(1),
                 o_wr.addr.eq(self.host_addr),
-                o_wr.data.eq(self.host_wdata),
                 o_wr.en.eq(self.host_we & (self.host_sel == HOST_SEL["ofmap"])),
             ]
         return m

