@@ -104,7 +104,7 @@ def _list_spaces(as_json: bool) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     if args.list_spaces:
         return _list_spaces(args.json)
-    from accel_dse.search import SweepConfig, load_space, validate_sweep
+    from accel_dse.search import SweepConfig, check_location, load_space, validate_sweep
 
     space = load_space(args.space)
     study_name = args.study if args.study is not None else space.name
@@ -130,6 +130,8 @@ def _sweep(args: argparse.Namespace) -> int:
     )
     top = _int("--top", args.top)
     spec = validate_sweep(config)
+    if args.storage is not None:
+        check_location(spec)
     if grid_table is not None and not grid_table.parent.is_dir():
         raise SearchError(f"directory {str(grid_table.parent)!r} of --grid-table does not exist")
     evaluator = _evaluator(space)

@@ -24,7 +24,7 @@ from accel_dse.search._objective import SweepObjective, TrialFailed
 from accel_dse.search._run import SweepConfig, SweepResult, run_sweep, validate_sweep
 from accel_dse.search._samplers import SAMPLERS, check_sampler, make_sampler
 from accel_dse.search._space import DesignSpace, Param, WorkloadSpec, load_space, parse_space, space_names
-from accel_dse.search._storage import StorageSpec, open_storage, parse_storage
+from accel_dse.search._storage import StorageSpec, check_location, open_storage, parse_storage
 from accel_dse.search._study import budget_used, fail_dead_trials, open_study
 from accel_dse.search._summary import best_trials, feasible_trials, summary_dict, summary_table
 
@@ -51,6 +51,7 @@ __all__ = [
     "StorageSpec",
     "parse_storage",
     "open_storage",
+    "check_location",
     "open_study",
     "budget_used",
     "fail_dead_trials",

@@ -35,6 +35,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import AccelDseError, ConfigError, SearchError
 from accel_dse.search._evaluator import Evaluation
+from accel_dse.search._interrupt import interrupt_requested, interruptible
 from accel_dse.search._space import DesignSpace, Param
 from accel_dse.search._study import worker_identity
 
@@ -102,6 +103,8 @@ class SweepObjective:
         for key, value in self._identity.items():
             trial.set_user_attr(key, value)
         try:
+            if interrupt_requested():
+                raise KeyboardInterrupt
             return self._run(trial)
         except KeyboardInterrupt:
             trial.set_user_attr("status", "interrupted")
@@ -118,7 +121,8 @@ class SweepObjective:
         trial.set_user_attr("config", config.to_dict())
         trial.set_user_attr("config_hash", config.config_hash)
         try:
-            evaluation = self.evaluator.evaluate(config)
+            with interruptible():
+                evaluation = self.evaluator.evaluate(config)
         except AccelDseError as exc:
             raise self._fail(trial, "infeasible", str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - the guard: any evaluator bug fails this trial only

@@ -13,13 +13,14 @@ The agent builds one design per episode, one parameter at a time:
   single objective ``r = -log(value)`` for a minimised metric (``+log`` for a maximised one);
   several objectives ``r = -(Pareto rank) - 0.1 * mean z-score of the signed log values``;
   a constraint violation earns the worst feasible reward of the batch minus 1 minus the
-  relative excess; an infeasible or invalid design the worst minus 2.
+  relative excess (capped at 10); an infeasible or invalid design 1 less than the worst of all.
 * **update**: PPO's clipped surrogate (dual-clip for negative advantages) on the latest
   :data:`WINDOW` episodes every :data:`UPDATE_EVERY` new ones, advantage = reward minus the
   batch mean over the batch standard deviation (the baseline), plus an entropy bonus; Adam.
   Each trial stores its actions and their log-probability (system attributes ``rl:actions``,
-  ``rl:logp``) for the importance ratio; trials made by other samplers, other workers or a
-  previous run are mapped to the nearest actions and weighted as on-policy (plain REINFORCE).
+  ``rl:logp``) for the importance ratio; trials made by other samplers or before a resume
+  without them are mapped to the nearest actions and taken as drawn from the policy as it was
+  before the update (so the clip still bounds each update).
 
 The agent keeps no state outside the study: a resumed run or another worker retrains its
 policy from the stored trials, so storage, resume and parallel workers work as for every
@@ -173,6 +174,7 @@ class PolicyGradientSampler(optuna.samplers.BaseSampler):
         self._fallback = optuna.samplers.RandomSampler(seed=seed)
         self._sample_fn = jax.jit(self._sample_episode)
         self._step_fn = jax.jit(self._train_step)
+        self._logp_fn = jax.jit(self._episode_logp)
 
     # -- the policy --------------------------------------------------------------------------
     def _logits(self, net: dict[str, Any], x: Any) -> Any:
@@ -278,7 +280,8 @@ class PolicyGradientSampler(optuna.samplers.BaseSampler):
             floor = 0.0
         violated = complete & ~good
         rewards[violated] = floor - 1.0 - np.minimum(excess[violated], 10.0)
-        rewards[~complete] = floor - 2.0
+        lowest = rewards[complete].min() if complete.any() else floor
+        rewards[~complete] = lowest - 1.0
         return rewards
 
     def _maybe_train(self, study: Study) -> None:
@@ -308,7 +311,11 @@ class PolicyGradientSampler(optuna.samplers.BaseSampler):
             if logp is not None:
                 old[i], has_old[i] = logp, True
             advantage[i], weight[i] = adv[i], 1.0
-        batch = (jnp.asarray(actions), jnp.asarray(old), jnp.asarray(has_old), jnp.asarray(advantage),
+        # Episodes without a recorded behaviour log-probability count as drawn from the policy
+        # as it was before this update, so PPO's clip bounds how far one update moves it.
+        current, _ = self._logp_fn(self._net, jnp.asarray(actions))
+        old = np.where(has_old, old, np.asarray(current))
+        batch = (jnp.asarray(actions), jnp.asarray(old), jnp.asarray(weight > 0), jnp.asarray(advantage),
                  jnp.asarray(weight))
         for _ in range(epochs):
             self._net, self._adam = self._step_fn(self._net, self._adam, batch)

@@ -7,8 +7,9 @@ does not exist is refused before a file is created.
 
 ``--jobs J`` starts J worker processes (spawned, so the RL agent's JAX runtime is never
 forked) against the same storage; the parent draws the progress from the storage and fails
-the trials of a worker that died. Ctrl-C / SIGTERM: the running trials end FAIL
-(``status = "interrupted"``) and :class:`KeyboardInterrupt` reaches the caller (the CLI exits 130).
+the trials of a worker that died. Ctrl-C / SIGTERM (see :mod:`accel_dse.search._interrupt`): the
+running trials end FAIL (``status = "interrupted"``), the parent forwards SIGTERM to its workers,
+and :class:`KeyboardInterrupt` reaches the caller (the CLI exits 130).
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import dataclasses
 import multiprocessing
 import os
 import queue as queue_module
-import signal
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from accel_dse.errors import AccelDseError, SearchError
 from accel_dse.search._grid import GridResult, add_grid_trials, grid_search
+from accel_dse.search._interrupt import deferred_interrupts, interrupt_requested
 from accel_dse.search._objective import Evaluator, SweepObjective, TrialFailed
 from accel_dse.search._progress import Progress
 from accel_dse.search._samplers import check_sampler, make_sampler, takes_constraints
@@ -137,22 +137,6 @@ def _quiet_optuna() -> Iterator[None]:
         optuna.logging.set_verbosity(verbosity)
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 class _Budget:
     """Optuna callback: stop the worker once the study holds ``n_trials`` counted trials."""
 
@@ -160,7 +144,7 @@ class _Budget:
         self.n_trials = n_trials
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        if budget_used(study) >= self.n_trials:
+        if interrupt_requested() or budget_used(study) >= self.n_trials:
             study.stop()
 
 
@@ -198,14 +182,15 @@ def _work(job: _WorkerJob, storage: BaseStorage | None = None, progress: Progres
     study.optimize(
         objective, timeout=job.timeout, catch=(TrialFailed,), callbacks=[_Budget(job.n_trials), count]
     )
+    if interrupt_requested():
+        raise KeyboardInterrupt
     return ran[0]
 
 
 def _worker_entry(job: _WorkerJob, results: Any) -> None:
     """Body of a ``--jobs`` worker process: report ``(pid, outcome, message)`` on ``results``."""
-    signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        with _quiet_optuna():
+        with _quiet_optuna(), deferred_interrupts():
             ran = _work(job)
         results.put((os.getpid(), "ok", str(ran)))
     except KeyboardInterrupt:
@@ -235,8 +220,14 @@ def _run_workers(config: SweepConfig, job: _WorkerJob, study: optuna.Study, prog
     try:
         for proc in procs:
             proc.start()
+        next_draw = 0.0
         while any(proc.is_alive() for proc in procs):
-            time.sleep(0.5)
+            time.sleep(0.05)
+            if interrupt_requested():
+                raise KeyboardInterrupt
+            if time.monotonic() < next_draw:
+                continue
+            next_draw = time.monotonic() + 0.5
             progress.update(study)
             for proc in procs:
                 if proc.exitcode is not None and proc.exitcode != 0 and proc.pid not in handled:
@@ -282,7 +273,7 @@ def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepRe
         KeyboardInterrupt: Ctrl-C or SIGTERM (running trials are marked FAIL first).
     """
     spec = validate_sweep(config)
-    with _quiet_optuna(), _sigterm_as_interrupt():
+    with _quiet_optuna(), deferred_interrupts():
         check_location(spec)
         storage = open_storage(spec, heartbeat_interval=config.heartbeat_interval, grace_period=config.grace_period)
         space = config.space
@@ -318,6 +309,8 @@ def _run_grid(config: SweepConfig, study: optuna.Study, progress: TextIO | None)
     last = [0.0]
 
     def on_chunk(done: int, size: int) -> None:
+        if interrupt_requested():
+            raise KeyboardInterrupt
         if progress is None:
             return
         now = time.monotonic()

@@ -29,7 +29,7 @@ from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from accel_dse.errors import StorageError
 
-__all__ = ["StorageSpec", "parse_storage", "open_storage", "MAX_RETRY"]
+__all__ = ["StorageSpec", "parse_storage", "check_location", "open_storage", "MAX_RETRY"]
 
 #: How often a trial of a dead worker is queued again before it is left failed.
 MAX_RETRY = 3
