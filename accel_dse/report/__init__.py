@@ -8,6 +8,7 @@ PNGs (matplotlib, Agg), ``report.json`` and ``index.html`` into a new directory.
 
 from __future__ import annotations
 
+from accel_dse.report._data import build_report, per_op_breakdown, roofline, sampler_of
 from accel_dse.report._study import (
     VERIFY_ATTR_PREFIX,
     ObjectiveInfo,
@@ -16,8 +17,14 @@ from accel_dse.report._study import (
     pick_choices,
     trial_config,
 )
+from accel_dse.report._write import write_report
 
 __all__ = [
+    "build_report",
+    "write_report",
+    "per_op_breakdown",
+    "roofline",
+    "sampler_of",
     "load_study",
     "StudyView",
     "ObjectiveInfo",

@@ -1,0 +1,66 @@
+"""``accel-dse report``: Pareto plots, top designs, per-op breakdown, roofline and history of a study."""
+
+from __future__ import annotations
+
+import argparse
+
+from accel_dse.cli._output import emit, emit_json, format_table
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "report",
+        help="plots and tables of a sweep study: Pareto front, top designs, per-op breakdown, roofline, history",
+        description="Write a report of a sweep study (finished or interrupted, any storage) into a new directory: "
+        "pareto.png, history.png, breakdown.png, roofline.png, report.json and index.html.",
+    )
+    parser.add_argument("--storage", required=True, metavar="URL",
+                        help="study storage (sqlite:///FILE, postgresql://..., journal:FILE)")
+    parser.add_argument("--study", required=True, metavar="NAME", help="study name")
+    parser.add_argument("--out", required=True, metavar="DIR", help="directory to create (its parent must exist)")
+    parser.add_argument("--workload", metavar="W",
+                        help="workload of the per-op breakdown and roofline (default: the study's first)")
+    parser.add_argument("--pick", metavar="RULE",
+                        help="multi-objective: which Pareto design is broken down, e.g. min-edp (the default)")
+    parser.add_argument("--force", action="store_true", help="replace DIR if it exists and is not empty")
+    parser.add_argument("--json", action="store_true", help="print the report data as JSON")
+    parser.set_defaults(func=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from accel_dse.export import check_out_dir
+    from accel_dse.report import load_study, write_report
+
+    check_out_dir(args.out, force=args.force)
+    view = load_study(args.storage, args.study)
+    if args.pick is not None:
+        view.parse_pick(args.pick)
+    report = write_report(view, args.out, workload=args.workload, pick=args.pick, force=args.force)
+    if args.json:
+        emit_json(report)
+        return 0
+    states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items())) or "no trials"
+    emit(f"study {report['study']!r} in {report['storage']}: {report['n_trials']} trials ({states}), "
+         f"{report['n_feasible']} feasible designs")
+    for note in report["notes"]:
+        emit(f"note: {note}")
+    if report["top"]:
+        objectives = [o["name"] for o in report["objectives"]]
+        emit("Pareto set:" if len(objectives) > 1 else "top designs:")
+        rows = []
+        for r in report["top"][:20]:
+            rtl = r["rtl"]
+            rows.append([r["trial"], r["design"], *[r["values"][n] for n in objectives],
+                         r["metrics"].get("area_mm2", ""), r["sampler"],
+                         "" if rtl is None else ("pass" if rtl.get("passed") else "FAIL")])
+        emit(format_table(["trial", "design", *objectives, "area_mm2", "sampler", "rtl"], rows))
+    if report["best"]:
+        pick = report["best"]["pick"]
+        emit(f"best: trial {report['best']['trial']}" + (f" ({pick} on the Pareto set)" if pick else ""))
+    for number in report["rtl_failed"]:
+        v = report["verification"][str(number)]
+        emit(f"RTL VERIFICATION FAILED: trial {number} ({v.get('design', '')}): {v.get('reason', '')}")
+    emit(f"wrote {len(report['files'])} files to {report['out']} (open index.html)")
+    return 0

@@ -1,0 +1,240 @@
+"""The data of a report: study summary, top designs, per-op breakdown, roofline, history, RTL results.
+
+:func:`build_report` returns one JSON-ready dict; the plots and the HTML page are drawn from
+it (:mod:`accel_dse.report._plots`, :mod:`accel_dse.report._html`), and ``--json`` prints it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from accel_dse.errors import AccelDseError
+from accel_dse.report._study import StudyView, trial_config
+
+__all__ = ["build_report", "sampler_of", "per_op_breakdown", "roofline", "TOP_ROWS"]
+
+#: Rows of the top-design table for a single objective (a Pareto set is shown whole, up to 50).
+TOP_ROWS = 10
+_MAX_PARETO_ROWS = 50
+
+
+def sampler_of(trial: Any) -> str:
+    """Which sampler made ``trial``: the ``sampler`` user attribute if recorded, else inferred.
+
+    Inferred from what samplers leave behind: ``source = "grid"`` (exhaustive grid), ``rl:``
+    system attributes (the RL agent), ``NSGAIISampler:`` (NSGA-II), ``cma:`` (CMA-ES); TPE and
+    random sampling leave nothing, so they show as ``tpe/random``.
+    """
+    recorded = trial.user_attrs.get("sampler")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    if trial.user_attrs.get("source") == "grid":
+        return "grid"
+    keys = list(trial.system_attrs)
+    for prefix, name in (("rl:", "rl"), ("NSGAIISampler", "nsga2"), ("NSGAIIISampler", "nsga3"),
+                         ("cma:", "cmaes"), ("sepcma:", "cmaes"), ("cmawm:", "cmaes")):
+        if any(k.startswith(prefix) for k in keys):
+            return name
+    if trial.system_attrs.get("fixed_params") is not None:
+        return "enqueued"
+    return "tpe/random"
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _row(view: StudyView, trial: Any, pareto: set[int]) -> dict[str, Any]:
+    config = trial.user_attrs.get("config") or {}
+    metrics = {k: v for k, v in (trial.user_attrs.get("metrics") or {}).items() if _finite(v) is not None}
+    short = (f"{config.get('rows')}x{config.get('cols')}-{config.get('dataflow')}-i{config.get('input_bits')}"
+             if config else "")
+    return {
+        "trial": trial.number,
+        "design": short,
+        "config": config,
+        "config_hash": trial.user_attrs.get("config_hash"),
+        "values": {o.name: float(v) for o, v in zip(view.objectives, trial.values or (), strict=False)},
+        "metrics": metrics,
+        "sampler": sampler_of(trial),
+        "pareto": trial.number in pareto,
+        "rtl": view.verification(trial.number),
+    }
+
+
+def per_op_breakdown(config: Any, workload: str) -> dict[str, Any]:
+    """The analytic model's per-op figures of ``config`` on ``workload`` with shares of the totals.
+
+    Each op: cycles (compute, stall, total), utilisation, stall share (of the op's cycles),
+    cycle share and energy share (of the workload's), MACs, DRAM bytes, arithmetic intensity
+    (MACs per DRAM byte) and achieved MACs per cycle.
+    """
+    import perf_model
+    import workloads
+
+    result = perf_model.evaluate(config, workloads.resolve(workload))
+    total_cycles = sum(op.total_cycles for op in result.ops) or 1.0
+    total_energy = sum(op.energy_pj for op in result.ops) or 1.0
+    ops = []
+    for op in result.ops:
+        dram = op.dram_read_bytes + op.dram_write_bytes
+        ops.append({
+            "name": op.name,
+            "status": op.status,
+            "reason": op.reason,
+            "count": op.count,
+            "instances": op.instances,
+            "gemm": {"m": op.gemm[0], "k": op.gemm[1], "n": op.gemm[2]},
+            "compute_cycles": op.compute_cycles,
+            "stall_cycles": float(op.stall_cycles),
+            "total_cycles": float(op.total_cycles),
+            "utilization": float(op.utilization),
+            "stall_share": float(op.stall_cycles / op.total_cycles) if op.total_cycles > 0 else 0.0,
+            "cycle_share": float(op.total_cycles / total_cycles),
+            "energy_pj": float(op.energy_pj),
+            "energy_share": float(op.energy_pj / total_energy),
+            "macs": int(op.macs),
+            "dram_bytes": float(dram),
+            "intensity_macs_per_byte": float(op.macs / dram) if dram > 0 else None,
+            "macs_per_cycle": float(op.macs / op.total_cycles) if op.total_cycles > 0 else 0.0,
+        })
+    return {
+        "workload": workload,
+        "design": config.to_dict(),
+        "short_name": config.short_name(),
+        "status": result.status,
+        "reason": result.reason,
+        "ops": ops,
+        "total": {k: v for k, v in result.total.items() if k != "energy_breakdown"},
+        "energy_breakdown": dict(result.total.get("energy_breakdown") or {}),
+    }
+
+
+def roofline(config: Any, breakdown: dict[str, Any]) -> dict[str, Any]:
+    """Roofline of ``config``: peak MACs/cycle, DRAM bytes/cycle, ridge point, and the ops on it."""
+    peak = config.rows * config.cols
+    bandwidth = config.dram_bytes_per_cycle
+    points = [
+        {"name": op["name"], "intensity": op["intensity_macs_per_byte"], "macs_per_cycle": op["macs_per_cycle"],
+         "bound": "compute" if (op["intensity_macs_per_byte"] or math.inf) * bandwidth >= peak else "memory"}
+        for op in breakdown["ops"] if op["status"] == "ok"
+    ]
+    return {
+        "peak_macs_per_cycle": peak,
+        "dram_bytes_per_cycle": bandwidth,
+        "ridge_macs_per_byte": peak / bandwidth,
+        "clock_mhz": config.clock_mhz,
+        "points": points,
+    }
+
+
+def _history(view: StudyView) -> dict[str, Any]:
+    """Per sampler: ``[trial number, values..., meets constraints]`` of every COMPLETE trial, in order."""
+    out: dict[str, list[list[Any]]] = {}
+    for t in view.trials():
+        if t.state.name != "COMPLETE" or t.values is None:
+            continue
+        values = [_finite(v) for v in t.values]
+        if any(v is None for v in values):
+            continue
+        ok = all(v <= 0 for v in t.user_attrs.get("constraint_values") or ())
+        out.setdefault(sampler_of(t), []).append([t.number, *values, ok])
+    return {"objectives": [o.name for o in view.objectives], "directions": [o.direction for o in view.objectives],
+            "by_sampler": out}
+
+
+def _default_pick(view: StudyView) -> str | None:
+    if not view.multi_objective:
+        return None
+    names = {o.name for o in view.objectives}
+    return "min-edp" if "edp" not in names else f"min-{view.objectives[0].name}"
+
+
+def build_report(view: StudyView, *, workload: str | None = None, pick: str | None = None) -> dict[str, Any]:
+    """Everything the report shows, JSON-ready.
+
+    Args:
+        view: The study.
+        workload: Workload of the per-op breakdown and roofline (default: the study's first).
+        pick: Which Pareto design is "best" for a multi-objective study (default ``min-edp``,
+            or ``min-<first objective>`` when EDP is an objective).
+
+    Returns:
+        ``study``, ``storage``, ``objectives``, ``constraints``, ``workloads``, ``states``,
+        ``n_trials``, ``n_feasible``, ``interrupted``, ``pareto`` (trial numbers), ``top``
+        (rows), ``best`` (trial, pick), ``breakdown`` and ``roofline`` (or ``None``), ``history``,
+        ``verification`` (trial -> result), ``rtl_failed`` (trial numbers), ``notes``.
+    """
+    notes: list[str] = []
+    states = view.state_counts()
+    layers = view.ranked_layers()
+    pareto_trials = layers[0] if view.multi_objective and layers else ([layers[0][0]] if layers else [])
+    pareto = {t.number for t in pareto_trials} if view.multi_objective else set()
+    if view.multi_objective:
+        shown = pareto_trials[:_MAX_PARETO_ROWS]
+        if len(pareto_trials) > len(shown):
+            notes.append(f"Pareto set has {len(pareto_trials)} designs; the table shows the first {len(shown)}")
+    else:
+        shown = [layer[0] for layer in layers[:TOP_ROWS]]
+    top = [_row(view, t, pareto) for t in shown]
+    if states.get("RUNNING"):
+        notes.append(f"{states['RUNNING']} trial(s) still RUNNING (an interrupted or ongoing sweep): "
+                     "the report covers the finished trials")
+    best_rule = pick or _default_pick(view)
+    best_info: dict[str, Any] | None = None
+    breakdown = roof = None
+    if layers:
+        best = view.best(best_rule)
+        best_info = {"trial": best.number, "pick": best_rule, "row": _row(view, best, pareto)}
+        spec = workload or (view.workloads[0] if view.workloads else None)
+        if spec is None:
+            notes.append("the study records no workload: give --workload for the per-op breakdown and roofline")
+        else:
+            try:
+                config = trial_config(best, study=f"study {view.name!r}")
+                breakdown = per_op_breakdown(config, spec)
+                roof = roofline(config, breakdown)
+            except AccelDseError as exc:
+                notes.append(f"no per-op breakdown: {exc}")
+    else:
+        notes.append("no feasible COMPLETE trial yet: nothing to rank")
+    verification = {str(k): v for k, v in view.verifications().items()}
+    rtl_failed = sorted(int(k) for k, v in verification.items() if not v.get("passed", False))
+    return {
+        "study": view.name,
+        "storage": view.storage,
+        "objectives": [{"name": o.name, "metric": o.metric, "direction": o.direction} for o in view.objectives],
+        "constraints": view.constraints,
+        "workloads": view.workloads,
+        "states": states,
+        "n_trials": sum(states.values()),
+        "n_feasible": sum(len(layer) for layer in layers),
+        "interrupted": bool(states.get("RUNNING")),
+        "pareto": sorted(pareto) if view.multi_objective else [],
+        "top": top,
+        "best": best_info,
+        "breakdown": breakdown,
+        "roofline": roof,
+        "history": _history(view),
+        "scatter": _scatter(view),
+        "verification": verification,
+        "rtl_failed": rtl_failed,
+        "notes": notes,
+    }
+
+
+def _scatter(view: StudyView) -> list[dict[str, Any]]:
+    """Objective values and a few metrics of every feasible trial (for the Pareto plots)."""
+    out = []
+    for t in view.feasible():
+        metrics = t.user_attrs.get("metrics") or {}
+        out.append({
+            "trial": t.number,
+            "values": [float(v) for v in t.values],
+            "metrics": {k: _finite(metrics.get(k)) for k in ("area_mm2", "latency_s", "energy_pj", "edp", "power_w")},
+        })
+    return out

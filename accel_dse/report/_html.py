@@ -1,0 +1,149 @@
+"""The report's ``index.html``: tables and the PNG figures, plus Optuna's interactive plots if plotly is installed."""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["html_page", "plotly_available", "optuna_figures"]
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
+th { background: #f0f2f5; } td.text { text-align: left; }
+.fail { background: #b00020; color: white; padding: 0.8em 1em; font-weight: bold; border-radius: 4px; }
+.note { background: #fff6d5; padding: 0.5em 1em; border-radius: 4px; }
+tr.rtlfail td { background: #ffd6dc; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
+"""
+
+
+def plotly_available() -> bool:
+    """Whether plotly is installed (then Optuna's interactive plots are added to the page)."""
+    return importlib.util.find_spec("plotly") is not None
+
+
+def optuna_figures(study: Any, objective_names: Sequence[str]) -> list[tuple[str, str]]:
+    """Optuna's Pareto-front and history plots as HTML fragments (plotly); empty without plotly."""
+    if not plotly_available():
+        return []
+    import optuna.visualization as vis
+
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if len(objective_names) > 1:
+                fig = vis.plot_pareto_front(study, target_names=list(objective_names))
+                out.append(("Pareto front (Optuna)", fig.to_html(full_html=False, include_plotlyjs="cdn")))
+                for i, name in enumerate(objective_names):
+                    fig = vis.plot_optimization_history(study, target=lambda t, i=i: t.values[i], target_name=name)
+                    out.append((f"History of {name} (Optuna)", fig.to_html(full_html=False, include_plotlyjs="cdn")))
+            else:
+                fig = vis.plot_optimization_history(study, target_name=objective_names[0])
+                out.append(("Optimisation history (Optuna)", fig.to_html(full_html=False, include_plotlyjs="cdn")))
+        except Exception as exc:  # noqa: BLE001 - interactive extras must never break the report
+            out.append(("Optuna plots", f"<p class='note'>not drawn: {html.escape(str(exc))}</p>"))
+    return out
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return html.escape("" if value is None else str(value))
+
+
+_TEXT = " class='text'"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], classes: Sequence[str] = ()) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        cls = f" class='{classes[i]}'" if i < len(classes) and classes[i] else ""
+        cells = "".join(f"<td{_TEXT if isinstance(v, str) else ''}>{_cell(v)}</td>" for v in row)
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _rtl_text(rtl: dict[str, Any] | None) -> str:
+    if not rtl:
+        return ""
+    if rtl.get("passed"):
+        return f"pass ({rtl.get('cycles_rtl', '?')} cycles)"
+    return f"FAIL: {rtl.get('reason', '')}"
+
+
+def html_page(report: dict[str, Any], images: Sequence[str], extras: Sequence[tuple[str, str]] = ()) -> str:
+    """The whole page for ``report`` showing ``images`` (file names beside it) and ``extras`` (HTML)."""
+    e = html.escape
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>accel-dse report: {e(report['study'])}"
+             f"</title><style>{_STYLE}</style></head><body>"]
+    parts.append(f"<h1>Study {e(report['study'])}</h1>")
+    objectives = ", ".join(f"{o['direction']} {o['name']}" for o in report["objectives"])
+    states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items()))
+    parts.append(f"<p>Storage <code>{e(report['storage'])}</code>; objectives: {e(objectives)}; constraints: "
+                 f"{e(', '.join(report['constraints']) or 'none')}; workloads: {e(', '.join(report['workloads']))}"
+                 f".<br>{report['n_trials']} trials ({e(states)}), {report['n_feasible']} feasible designs.</p>")
+    if report["rtl_failed"]:
+        failed = ", ".join(f"#{n}" for n in report["rtl_failed"])
+        parts.append(f"<p class='fail'>RTL VERIFICATION FAILED for trial(s) {e(failed)}: the model's design does "
+                     "not compute correctly (or in the predicted cycles) in RTL simulation. Do not export them "
+                     "without looking.</p>")
+    for note in report["notes"]:
+        parts.append(f"<p class='note'>{e(note)}</p>")
+    top = report["top"]
+    title = "Pareto set" if len(report["objectives"]) > 1 else "Top designs"
+    parts.append(f"<h2>{title}</h2>")
+    if top:
+        obj = [o["name"] for o in report["objectives"]]
+        headers = ["trial", "design", *obj, "area_mm2", "latency_s", "energy_pj", "sampler", "RTL", "config_hash"]
+        rows, classes = [], []
+        for r in top:
+            rows.append([r["trial"], r["design"], *[r["values"].get(n) for n in obj],
+                         r["metrics"].get("area_mm2"), r["metrics"].get("latency_s"), r["metrics"].get("energy_pj"),
+                         r["sampler"], _rtl_text(r["rtl"]), r["config_hash"] or ""])
+            classes.append("rtlfail" if r["rtl"] and not r["rtl"].get("passed") else "")
+        parts.append(_table(headers, rows, classes))
+        if report["best"]:
+            pick = report["best"]["pick"]
+            parts.append(f"<p>Best design: trial {report['best']['trial']}"
+                         + (f" (picked by {e(pick)} on the Pareto set)" if pick else "") + ".</p>")
+    else:
+        parts.append("<p>No feasible design yet.</p>")
+    for image in images:
+        parts.append(f"<h2>{e(image.rsplit('.', 1)[0].capitalize())}</h2><img src='{e(image)}' alt='{e(image)}'>")
+    bd = report.get("breakdown")
+    if bd:
+        parts.append(f"<h2>Per-op breakdown: {e(bd['short_name'])} on {e(bd['workload'])}</h2>")
+        headers = ["op", "count", "m", "k", "n", "cycles", "compute", "stall", "utilisation", "stall share",
+                   "cycle share", "energy share", "MACs/byte"]
+        rows = [[op["name"], op["count"], op["gemm"]["m"], op["gemm"]["k"], op["gemm"]["n"], op["total_cycles"],
+                 op["compute_cycles"], op["stall_cycles"], f"{op['utilization']:.1%}", f"{op['stall_share']:.1%}",
+                 f"{op['cycle_share']:.1%}", f"{op['energy_share']:.1%}", op["intensity_macs_per_byte"]]
+                for op in bd["ops"]]
+        parts.append(_table(headers, rows))
+    if report["verification"]:
+        parts.append("<h2>RTL verification</h2>")
+        headers = ["trial", "passed", "simulator", "workload", "scale", "cycles_rtl", "cycles_model", "cells",
+                   "transistors", "reason"]
+        rows, classes = [], []
+        for number, v in report["verification"].items():
+            synth = v.get("synth") or {}
+            rows.append([int(number), "PASS" if v.get("passed") else "FAIL", v.get("simulator"), v.get("workload"),
+                         v.get("scale"), v.get("cycles_rtl"), v.get("cycles_model"), synth.get("cells"),
+                         synth.get("transistors"), v.get("reason", "")])
+            classes.append("" if v.get("passed") else "rtlfail")
+        parts.append(_table(headers, rows, classes))
+    for title, fragment in extras:
+        parts.append(f"<h2>{e(title)}</h2>{fragment}")
+    parts.append("<p><small>accel-dse report; data in report.json</small></p></body></html>")
+    return "\n".join(parts) + "\n"

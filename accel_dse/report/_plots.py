@@ -1,0 +1,253 @@
+"""The report's PNG figures, drawn with matplotlib's Agg canvas (no display, no pyplot state).
+
+Each function takes the report dict of :func:`accel_dse.report.build_report` and writes one
+PNG; with nothing to show (no feasible trial yet) it still writes a figure that says so.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["pareto_png", "history_png", "breakdown_png", "roofline_png", "PLOTS"]
+
+_DPI = 110
+_GREY, _FRONT, _BEST, _FAIL = "#9aa5b1", "#d1495b", "#edae49", "#000000"
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Any, path: Path) -> None:
+    fig.savefig(path, format="png")
+
+
+def _empty(path: Path, title: str, text: str) -> None:
+    fig = _figure(6, 3.5)
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    ax.set_title(title)
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
+    _save(fig, path)
+
+
+def _maybe_log(ax: Any, axis: str, values: list[float]) -> None:
+    good = [v for v in values if v is not None and v > 0]
+    if len(good) == len(values) and good and max(good) / min(good) > 100:
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+
+
+def _front_2d(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    from accel_dse.search import pareto_mask
+
+    return pareto_mask(np.column_stack([x, y]))
+
+
+def _panel(ax: Any, x: list[float], y: list[float], numbers: list[int], front: np.ndarray, best: int | None,
+           failed: set[int], xlabel: str, ylabel: str) -> None:
+    ax.scatter(x, y, s=14, c=_GREY, label="feasible designs", zorder=1)
+    idx = np.flatnonzero(front)
+    if idx.size:
+        order = idx[np.argsort(np.asarray(x)[idx], kind="stable")]
+        ax.plot(np.asarray(x)[order], np.asarray(y)[order], "-o", c=_FRONT, ms=5, lw=1.2,
+                label="Pareto front", zorder=2, drawstyle="steps-post")
+    for xi, yi, n in zip(x, y, numbers, strict=True):
+        if n == best:
+            ax.scatter([xi], [yi], marker="*", s=180, c=_BEST, edgecolors="k", zorder=3, label=f"best (trial {n})")
+        if n in failed:
+            ax.scatter([xi], [yi], marker="X", s=120, c=_FAIL, zorder=4, label="RTL verification FAILED")
+            ax.annotate(f"#{n} RTL FAIL", (xi, yi), textcoords="offset points", xytext=(6, 6), fontsize=8,
+                        color="#b00020", weight="bold")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    _maybe_log(ax, "x", x)
+    _maybe_log(ax, "y", y)
+    ax.grid(True, alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    ax.legend(unique.values(), unique.keys(), fontsize=7)
+
+
+def pareto_png(report: dict[str, Any], path: Path) -> None:
+    """Pareto front(s): objective pairs (several objectives) or objective vs area and latency vs energy."""
+    points = report["scatter"]
+    if not points:
+        _empty(path, f"Pareto front of {report['study']}", "no feasible trial yet")
+        return
+    objectives = report["objectives"]
+    best = report["best"]["trial"] if report["best"] else None
+    failed = set(report["rtl_failed"])
+    panels: list[tuple[list[float], list[float], list[int], np.ndarray, str, str]] = []
+    numbers = [p["trial"] for p in points]
+    if len(objectives) > 1:
+        pareto = set(report["pareto"])
+        pairs = [(i, j) for i in range(len(objectives)) for j in range(i + 1, len(objectives))][:3]
+        for i, j in pairs:
+            x = [p["values"][i] for p in points]
+            y = [p["values"][j] for p in points]
+            front = np.array([n in pareto for n in numbers])
+            panels.append((x, y, numbers, front, _label(objectives[i]), _label(objectives[j])))
+    else:
+        o = objectives[0]
+        sign = 1.0 if o["direction"] == "minimize" else -1.0
+        for mx, my, xl in ((None, "area_mm2", _label(o)), ("latency_s", "energy_pj", "latency_s [s]")):
+            rows = [p for p in points if (mx is None or p["metrics"].get(mx) is not None)
+                    and p["metrics"].get(my) is not None]
+            if not rows:
+                continue
+            x = [p["values"][0] if mx is None else p["metrics"][mx] for p in rows]
+            y = [p["metrics"][my] for p in rows]
+            xs = np.asarray(x) * (sign if mx is None else 1.0)
+            panels.append((x, y, [p["trial"] for p in rows], _front_2d(xs, np.asarray(y)), xl,
+                           f"{my} [{_unit(my)}]"))
+    if not panels:
+        _empty(path, f"Pareto front of {report['study']}", "trials record no metrics to plot")
+        return
+    fig = _figure(5.2 * len(panels), 4.4)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (x, y, nums, front, xl, yl) in zip(axes, panels, strict=True):
+        _panel(ax, x, y, nums, front, best, failed, xl, yl)
+    fig.suptitle(f"{report['study']}: {report['n_feasible']} feasible designs"
+                 + (f", {len(failed)} FAILED RTL verification" if failed else ""))
+    _save(fig, path)
+
+
+_UNITS = {"area_mm2": "mm^2", "latency_s": "s", "energy_pj": "pJ", "edp": "J*s", "power_w": "W",
+          "tops_per_w": "TOPS/W"}
+
+
+def _unit(metric: str | None) -> str:
+    return _UNITS.get(metric or "", "")
+
+
+def _label(objective: dict[str, Any]) -> str:
+    unit = _unit(objective.get("metric"))
+    arrow = "min" if objective["direction"] == "minimize" else "max"
+    return f"{objective['name']} [{unit}] ({arrow})" if unit else f"{objective['name']} ({arrow})"
+
+
+def history_png(report: dict[str, Any], path: Path) -> None:
+    """Objective value of every COMPLETE trial by trial number, per sampler, with its best so far."""
+    history = report["history"]
+    by_sampler = history["by_sampler"]
+    if not by_sampler:
+        _empty(path, f"Optimisation history of {report['study']}", "no COMPLETE trial yet")
+        return
+    objectives = report["objectives"]
+    fig = _figure(7.5, 3.2 * len(objectives))
+    axes = fig.subplots(len(objectives), 1, squeeze=False)[:, 0]
+    colors = ["#00798c", "#d1495b", "#edae49", "#66a182", "#2e4057", "#8d96a3", "#7b2cbf"]
+    for k, (ax, o) in enumerate(zip(axes, objectives, strict=True)):
+        better = min if o["direction"] == "minimize" else max
+        all_values = []
+        for c, (sampler, rows) in enumerate(sorted(by_sampler.items())):
+            color = colors[c % len(colors)]
+            numbers = [r[0] for r in rows]
+            values = [r[1 + k] for r in rows]
+            feasible = [bool(r[-1]) for r in rows]
+            all_values += values
+            ax.scatter([n for n, f in zip(numbers, feasible, strict=True) if f],
+                       [v for v, f in zip(values, feasible, strict=True) if f], s=12, color=color,
+                       label=f"{sampler} ({len(rows)} trials)")
+            ax.scatter([n for n, f in zip(numbers, feasible, strict=True) if not f],
+                       [v for v, f in zip(values, feasible, strict=True) if not f], s=12, facecolors="none",
+                       edgecolors=color)
+            best_x, best_y, current = [], [], None
+            for n, v, f in zip(numbers, values, feasible, strict=True):
+                if f:
+                    current = v if current is None else better(current, v)
+                if current is not None:
+                    best_x.append(n)
+                    best_y.append(current)
+            if best_x:
+                ax.step(best_x, best_y, where="post", color=color, lw=1.5)
+        ax.set_ylabel(_label(o))
+        _maybe_log(ax, "y", all_values)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[-1].set_xlabel("trial number (hollow: breaks a constraint; line: best so far per sampler)")
+    fig.suptitle(f"Optimisation history of {report['study']}")
+    _save(fig, path)
+
+
+def breakdown_png(report: dict[str, Any], path: Path, *, limit: int = 30) -> None:
+    """Per-op cycles (compute + stall) and energy share of the best design on its workload."""
+    bd = report.get("breakdown")
+    if not bd or not bd["ops"]:
+        _empty(path, "Per-op breakdown", "no best design or workload to break down")
+        return
+    ops = sorted(bd["ops"], key=lambda op: op["total_cycles"], reverse=True)[:limit][::-1]
+    names = [op["name"] or "op" for op in ops]
+    y = np.arange(len(ops))
+    fig = _figure(11, max(3.0, 0.28 * len(ops) + 1.5))
+    ax1, ax2 = fig.subplots(1, 2, sharey=True)
+    compute = [op["compute_cycles"] for op in ops]
+    stall = [op["stall_cycles"] for op in ops]
+    ax1.barh(y, compute, color="#00798c", label="compute")
+    ax1.barh(y, stall, left=compute, color="#d1495b", label="stall (DRAM)")
+    for yi, op in zip(y, ops, strict=True):
+        ax1.text(op["total_cycles"], yi, f" {op['utilization']:.0%}", va="center", fontsize=7)
+    ax1.set_yticks(y, names, fontsize=7)
+    ax1.set_xlabel("cycles (label: utilisation)")
+    ax1.legend(fontsize=7)
+    ax2.barh(y, [100 * op["energy_share"] for op in ops], color="#edae49")
+    ax2.set_xlabel("share of workload energy [%]")
+    for ax in (ax1, ax2):
+        ax.grid(True, axis="x", alpha=0.3)
+    more = f" (top {limit} of {len(bd['ops'])} ops by cycles)" if len(bd["ops"]) > limit else ""
+    fig.suptitle(f"{bd['short_name']} on {bd['workload']}{more}")
+    _save(fig, path)
+
+
+def roofline_png(report: dict[str, Any], path: Path) -> None:
+    """Roofline of the best design: MACs/cycle against MACs per DRAM byte, one point per op."""
+    roof = report.get("roofline")
+    if not roof or not roof["points"]:
+        _empty(path, "Roofline", "no best design or workload to place on the roofline")
+        return
+    peak, bw = roof["peak_macs_per_cycle"], roof["dram_bytes_per_cycle"]
+    pts = [p for p in roof["points"] if p["intensity"] is not None and p["macs_per_cycle"] > 0]
+    xs = [p["intensity"] for p in pts] or [roof["ridge_macs_per_byte"]]
+    lo = min(min(xs), roof["ridge_macs_per_byte"]) / 4
+    hi = max(max(xs), roof["ridge_macs_per_byte"]) * 4
+    grid = np.geomspace(lo, hi, 200)
+    fig = _figure(7, 4.8)
+    ax = fig.add_subplot()
+    ax.plot(grid, np.minimum(peak, bw * grid), c="k", lw=1.5, label=f"roof: {peak:,} MACs/cycle, {bw:g} B/cycle")
+    ax.axvline(roof["ridge_macs_per_byte"], c="#8d96a3", ls=":", lw=1)
+    ax.scatter([p["intensity"] for p in pts], [p["macs_per_cycle"] for p in pts], c="#d1495b", s=18, zorder=3,
+               label="ops (achieved)")
+    for p in sorted(pts, key=lambda p: p["macs_per_cycle"])[: min(8, len(pts))]:
+        ax.annotate(p["name"], (p["intensity"], p["macs_per_cycle"]), fontsize=6, xytext=(3, 3),
+                    textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity [MACs per DRAM byte]")
+    ax.set_ylabel("performance [MACs per cycle]")
+    ax.set_ylim(top=peak * 2)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    bd = report["breakdown"]
+    peak_tops = 2 * peak * roof["clock_mhz"] * 1e6 / 1e12
+    ax.set_title(f"Roofline of {bd['short_name']} on {bd['workload']} (peak {peak_tops:.3g} TOPS)")
+    if math.isfinite(roof["ridge_macs_per_byte"]):
+        ax.text(roof["ridge_macs_per_byte"], peak * 1.15, " ridge", fontsize=7, color="#555")
+    _save(fig, path)
+
+
+#: File name -> drawing function, in the order the HTML page shows them.
+PLOTS = {
+    "pareto.png": pareto_png,
+    "history.png": history_png,
+    "breakdown.png": breakdown_png,
+    "roofline.png": roofline_png,
+}

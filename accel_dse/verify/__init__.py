@@ -1,0 +1,13 @@
+"""Multi-fidelity verification: RTL-simulate and synthesise the best designs of a sweep study.
+
+:func:`verify_top` picks the top-K feasible designs of a study (Pareto set first), runs each on
+the study's workload in RTL simulation (``accel_dse.simulate``, ops scaled by ``scale``) and
+through Yosys (``rtl_gen.synth_stats``), and records pass/fail, RTL vs model cycles and the
+synthesis figures in the study, where ``accel-dse report`` shows them (failures loudly).
+"""
+
+from __future__ import annotations
+
+from accel_dse.verify._run import DEFAULT_SCALE, DEFAULT_SIMULATOR, DEFAULT_TIMEOUT_S, VerifyResult, verify_top
+
+__all__ = ["verify_top", "VerifyResult", "DEFAULT_SCALE", "DEFAULT_SIMULATOR", "DEFAULT_TIMEOUT_S"]

@@ -1,0 +1,201 @@
+"""Multi-fidelity check of a study's best designs: RTL simulation and Yosys synthesis.
+
+After a model-driven sweep, :func:`verify_top` takes the top-K feasible designs (the Pareto
+set first for several objectives), simulates each on the workload with ``accel_dse.simulate``
+(each op's M and batch scaled by ``scale``, as ``accel-dse simulate --scale``), synthesises it
+with ``rtl_gen.synth_stats``, and records pass/fail, RTL vs model cycles and the synthesis
+figures in the study (user attribute ``accel_dse.verify.<trial>``, see
+:mod:`accel_dse.report._study`: Optuna does not let a finished trial's own attributes change).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from accel_dse.errors import AccelDseError, ExportError
+
+__all__ = ["VerifyResult", "verify_top", "DEFAULT_SCALE", "DEFAULT_SIMULATOR", "DEFAULT_TIMEOUT_S"]
+
+#: Default ``scale`` of the simulated ops (M and batch of each op times this, at least 1).
+DEFAULT_SCALE = 0.01
+#: Default simulator.
+DEFAULT_SIMULATOR = "verilator"
+#: Default seconds one design's simulation may run.
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyResult:
+    """The RTL check of one trial's design.
+
+    Attributes:
+        trial: Trial number.
+        rank: Position in the ranking (0: best / first of the Pareto set).
+        pareto: Whether the trial is in the Pareto set (several objectives) or the best one.
+        config_hash: The design's hash; ``design``: its short name.
+        passed: Every simulated op bit-exact with the RTL cycles equal to the model's.
+        status: ``"pass"``, ``"fail"`` (data or cycles differ) or ``"error"`` (could not be run).
+        simulator, workload, scale: How it was simulated.
+        ops, ops_passed: Ops simulated and ops that passed.
+        mismatches: Output elements that differ from JAX, over all ops.
+        cycles_rtl, cycles_model: Sums over the simulated ops (``None`` if nothing ran).
+        synth: ``{"cells", "transistors"}`` of ``rtl_gen.synth_stats`` (``{"error": ...}`` if it failed).
+        reason: Why it failed ("" when it passed).
+        seconds: Wall time of simulation and synthesis, s.
+        run_dir: The simulation's run directory.
+    """
+
+    trial: int
+    rank: int
+    pareto: bool
+    config_hash: str
+    design: str
+    passed: bool
+    status: str
+    simulator: str
+    workload: str
+    scale: float
+    ops: int = 0
+    ops_passed: int = 0
+    mismatches: int = 0
+    cycles_rtl: int | None = None
+    cycles_model: int | None = None
+    synth: dict[str, Any] = dataclasses.field(default_factory=dict)
+    reason: str = ""
+    seconds: float = 0.0
+    run_dir: str = ""
+
+    @property
+    def cycles_match(self) -> bool:
+        """Whether the RTL took exactly the model's cycles."""
+        return self.cycles_rtl is not None and self.cycles_rtl == self.cycles_model
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (what the study records)."""
+        out = dataclasses.asdict(self)
+        out["cycles_match"] = self.cycles_match
+        out["verified_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        return out
+
+
+def _positive(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ExportError(f"{name} must be a positive integer, not {value!r}")
+    return value
+
+
+def verify_top(
+    storage_url: str,
+    study_name: str,
+    k: int,
+    *,
+    workload_spec: str | None = None,
+    scale: float = DEFAULT_SCALE,
+    simulator: str = DEFAULT_SIMULATOR,
+    max_ops: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    work_dir: str | Path | None = None,
+    synth: bool = True,
+    record: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> list[VerifyResult]:
+    """RTL-simulate and synthesise the ``k`` best designs of a study; record the results in it.
+
+    Args:
+        storage_url: The study's storage.
+        study_name: The study.
+        k: How many designs (Pareto set first, then the next non-dominated layers; one
+            objective: the ``k`` best).
+        workload_spec: Workload to simulate (default: the study's first workload).
+        scale: In (0, 1]: each op's M and batch are multiplied by it (``simulate --scale``).
+        simulator: ``"verilator"`` or ``"icarus"``.
+        max_ops: Simulate only the first ``max_ops`` ops of the workload.
+        timeout: Seconds one design's simulation may run.
+        work_dir: Simulation builds and runs (default ``accel_dse.simulate.default_work_dir()``).
+        synth: Also run ``rtl_gen.synth_stats``.
+        record: Write each result into the study (``accel_dse.verify.<trial>``).
+        progress: Called with one line per stage.
+
+    Returns:
+        One result per design, in ranking order. A design that fails is a result with
+        ``passed = False``, not an exception.
+
+    Raises:
+        StorageError / ExportError: the study cannot be opened, ``k`` is not positive, no
+            feasible trial, no workload.
+        SimulationError: the simulator is missing or ``scale``/``max_ops`` are invalid.
+    """
+    from accel_dse.report import load_study, trial_config
+    from accel_dse.simulate import find_simulator
+
+    say = progress or (lambda _line: None)
+    _positive("--top", k)
+    if max_ops is not None:
+        _positive("--max-ops", max_ops)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
+        raise ExportError(f"--scale must be a number in (0, 1], not {scale!r}")
+    find_simulator(simulator)
+    view = load_study(storage_url, study_name)
+    workload = workload_spec or (view.workloads[0] if view.workloads else None)
+    if workload is None:
+        raise ExportError(f"study {study_name!r} records no workload: give --workload")
+    layers = view.ranked_layers()
+    chosen = [t for layer in layers for t in layer][:k]
+    if not chosen:
+        raise ExportError(f"study {study_name!r} has no feasible COMPLETE trial to verify")
+    front = {t.number for t in layers[0]} if view.multi_objective else {chosen[0].number}
+    results = []
+    for rank, trial in enumerate(chosen):
+        config = trial_config(trial, study=f"study {study_name!r}")
+        say(f"[{rank + 1}/{len(chosen)}] trial {trial.number}: {config.short_name()} ({config.config_hash}) on "
+            f"{workload}, scale {scale:g}, {simulator}")
+        result = _verify_one(config, trial.number, rank, trial.number in front, workload=workload, scale=scale,
+                             simulator=simulator, max_ops=max_ops, timeout=timeout, work_dir=work_dir, synth=synth)
+        say(f"[{rank + 1}/{len(chosen)}] trial {trial.number}: "
+            + ("PASS" if result.passed else f"RTL VERIFICATION FAILED ({result.status}): {result.reason}"))
+        if record:
+            view.record_verification(trial.number, result.to_dict())
+        results.append(result)
+    return results
+
+
+def _verify_one(config: Any, number: int, rank: int, pareto: bool, *, workload: str, scale: float, simulator: str,
+                max_ops: int | None, timeout: float | None, work_dir: str | Path | None, synth: bool) -> VerifyResult:
+    from accel_dse.simulate import simulate
+
+    start = time.perf_counter()
+    base = {"trial": number, "rank": rank, "pareto": pareto, "config_hash": config.config_hash,
+            "design": config.short_name(), "simulator": simulator, "workload": workload, "scale": float(scale)}
+    try:
+        report = simulate(config, workload, scale=scale, simulator=simulator, max_ops=max_ops, timeout=timeout,
+                          work_dir=work_dir)
+    except AccelDseError as exc:
+        fields: dict[str, Any] = {"passed": False, "status": "error", "reason": f"simulation could not run: {exc}"}
+    else:
+        totals = report.totals()
+        bad = [op for op in report.ops if op.status != "pass"]
+        reason = "; ".join(f"{op.name}: {op.status}: {op.reason}" for op in bad[:3])
+        if len(bad) > 3:
+            reason += f"; and {len(bad) - 3} more op(s)"
+        ran = any(op.cycles_rtl is not None for op in report.ops)
+        fields = {
+            "passed": report.passed,
+            "status": "pass" if report.passed else ("fail" if any(op.status == "fail" for op in bad) else "error"),
+            "ops": totals["ops"], "ops_passed": totals["pass"], "mismatches": totals["mismatches"],
+            "cycles_rtl": totals["cycles_rtl"] if ran else None, "cycles_model": totals["cycles_model"],
+            "reason": reason, "run_dir": report.run_dir,
+        }
+    figures: dict[str, Any] = {}
+    if synth:
+        import rtl_gen
+
+        try:
+            stats = rtl_gen.synth_stats(config)
+            figures = {"cells": stats["total"]["cells"], "transistors": stats["total"]["transistors"]}
+        except AccelDseError as exc:
+            figures = {"error": str(exc)}
+    return VerifyResult(**base, **fields, synth=figures, seconds=round(time.perf_counter() - start, 3))
