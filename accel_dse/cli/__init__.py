@@ -19,7 +19,7 @@ from accel_dse.errors import AccelDseError
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("design", "workloads")
+COMMANDS: tuple[str, ...] = ("design", "workloads", "simulate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -200,13 +200,26 @@ def _plan(design: ArrayConfig, gemm: Any, name: str) -> list[tuple[int, ...]]:
     import perf_model
 
     plan = perf_model.plan_tiles(design, gemm)
-    status = getattr(plan, "status", "ok")
-    if status not in ("ok", "feasible"):
-        reason = getattr(plan, "reason", "") or status
+    if not plan.feasible:
+        reason = plan.reason or plan.status
         raise SimulationError(
             f"design {design.short_name()} cannot run op {name!r} (m={gemm.m}, k={gemm.k}, n={gemm.n}): {reason}"
         )
-    return [tuple(int(v) for v in t) for t in plan.tiles()]
+    return _output_major([tuple(int(v) for v in t) for t in plan.tiles()])
+
+
+def _output_major(tiles: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The same runs, grouped so that all K tiles of one output tile run back to back.
+
+    The ofmap buffer holds the partial sums of one run's output tile (addresses from 0), so
+    the runs accumulating into one output tile must be consecutive. A plan whose loop order
+    already has K innermost (or K unsplit) comes back unchanged; otherwise each output tile's
+    runs move up to its first run. The set of runs, hence the compute cycles, is the same.
+    """
+    groups: dict[tuple[int, int, int, int], list[tuple[int, ...]]] = {}
+    for tile in tiles:
+        groups.setdefault((tile[0], tile[1], tile[4], tile[5]), []).append(tile)
+    return [tile for group in groups.values() for tile in sorted(group, key=lambda t: t[2])]
 
 
 def _prepare(
@@ -236,10 +249,6 @@ def _prepare(
             expected[instance] = ref.c[:m]
             loaded_if = loaded_w = None
             for t, (m0, m1, k0, k1, n0, n1, acc) in enumerate(tiles):
-                if acc and t and tiles[t - 1][0:2] + tiles[t - 1][4:6] != (m0, m1, n0, n1):
-                    raise SimulationError(
-                        f"tile plan of op {name!r} accumulates into a different output tile at tile {t}"
-                    )
                 last = t + 1 == len(tiles) or not tiles[t + 1][6]
                 mt, kt, nt = m1 - m0, k1 - k0, n1 - n0
                 if_words, w_words = pack_inputs(design, a[m0:m1, k0:k1], b[k0:k1, n0:n1])

@@ -1,0 +1,108 @@
+"""``accel-dse simulate``: run a workload on the design's Verilog in a simulator, check it against JAX."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from accel_dse.cli._output import emit, emit_json, format_table
+from accel_dse.errors import SimulationError
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from accel_dse.simulate import DEFAULT_TIMEOUT_S, SIMULATORS
+
+    parser = sub.add_parser(
+        "simulate",
+        help="run a workload on the generated Verilog (cocotb + Verilator/Icarus), bit-exact against JAX",
+        description="Simulate every op of a workload on the design's generated Verilog and compare the "
+        "outputs with JAX bit for bit and the RTL's cycle counter with the performance model. "
+        "Exit status: 0 all ops pass, 1 any data or cycle mismatch (or error/timeout), 2 bad input.",
+    )
+    parser.add_argument("--design", required=True, metavar="FILE|PRESET", help="design file or preset name")
+    parser.add_argument("--workload", required=True, metavar="W", help="workload spec, e.g. mlp or bert_base:seq=16")
+    pick = parser.add_mutually_exclusive_group()
+    pick.add_argument("--ops", metavar="NAME,...", help="only these ops (comma-separated names)")
+    pick.add_argument("--max-ops", type=int, metavar="N", help="only the first N ops")
+    parser.add_argument("--scale", type=float, default=1.0, metavar="F",
+                        help="shrink each op's M and batch by F in (0, 1] (default 1: no scaling)")
+    parser.add_argument("--simulator", choices=SIMULATORS, default=SIMULATORS[0], help="default: %(default)s")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                        help="seconds the simulation may run before it is killed (default %(default)g)")
+    parser.add_argument("--work-dir", metavar="DIR",
+                        help="builds and runs directory (default ~/.cache/accel-dse/sim)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the reference operands (default 0)")
+    parser.add_argument("--inject-fault", metavar="ROW,COL[,BIT[,STUCK]]",
+                        help="test only: break one PE (stuck product bit) to prove the checker fails")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_simulate)
+
+
+def _fault(text: str | None):  # noqa: ANN202 (rtl_gen.Fault, imported lazily)
+    if text is None:
+        return None
+    parts = text.split(",")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        values = []
+    if not 2 <= len(values) <= 4:
+        raise SimulationError(f"--inject-fault must be ROW,COL[,BIT[,STUCK]] integers, not {text!r}")
+    from rtl_gen import Fault
+
+    return Fault(*values)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from accel_dse.designs import load_design
+    from accel_dse.simulate import simulate
+
+    design = load_design(args.design)
+    ops = [name.strip() for name in args.ops.split(",") if name.strip()] if args.ops is not None else None
+    if ops is not None and not ops:
+        raise SimulationError(f"--ops must name at least one op, not {args.ops!r}")
+    report = simulate(
+        design, args.workload, ops=ops, max_ops=args.max_ops, scale=args.scale, simulator=args.simulator,
+        timeout=args.timeout, work_dir=args.work_dir, seed=args.seed, fault=_fault(args.inject_fault),
+        progress=lambda line: print(f"accel-dse simulate: {line}", file=sys.stderr, flush=True),
+    )
+    if args.json:
+        emit_json(report.to_dict())
+        return 0 if report.passed else 1
+    _print_report(report)
+    return 0 if report.passed else 1
+
+
+def _print_report(report) -> None:  # noqa: ANN001 (SimulationReport)
+    d = report.design
+    emit(f"# {d['rows']}x{d['cols']} {d['dataflow']} ({d['top']}) on {report.workload}, {report.simulator}"
+         + (f", scale {report.scale:g}" if report.scale != 1 else ""))
+    rows = []
+    for op in report.ops:
+        g = op.gemm
+        shape = f"{g['m']}x{g['k']}x{g['n']}" + (f" x{g['batch']}" if g["batch"] > 1 else "")
+        if op.scaled_from:
+            shape += f" (from m={op.scaled_from['m']}" + (
+                f", batch={op.scaled_from['batch']})" if op.scaled_from["batch"] != g["batch"] else ")")
+        rows.append([op.name, shape, op.status, op.mismatches, "-" if op.cycles_rtl is None else op.cycles_rtl,
+                     op.cycles_model, "yes" if op.cycles_match else "no", round(op.sim_seconds, 3),
+                     round(op.cycles_per_second)])
+    emit(format_table(["op", "m x k x n", "status", "mismatches", "cycles_rtl", "cycles_model", "match",
+                       "sim_s", "cycles/s"], rows))
+    t = report.totals()
+    emit()
+    emit(f"total: {t['pass']}/{t['ops']} passed, {t['fail']} failed, {t['error']} errors, {t['timeout']} timed out; "
+         f"{t['mismatches']} mismatches; cycles rtl {t['cycles_rtl']:,} vs model {t['cycles_model']:,}; "
+         f"{t['sim_seconds']:.2f} s in the simulator ({t['cycles_per_second']:,.0f} cycles/s); build "
+         + ("cached" if report.build_cached else f"{report.build_seconds:.1f} s"))
+    for op in report.ops:
+        if op.status != "pass":
+            emit(f"{op.name}: {op.status}: {op.reason}")
+            for m in op.first_mismatches:
+                emit(f"  C[{m.index[0]}][{m.index[1]}, {m.index[2]}]: expected {m.expected}, got {m.got}")
+    for note in report.notes:
+        emit(f"note: {note}")
+    emit(f"run directory: {report.run_dir}")
+    emit("PASSED" if report.passed else "FAILED")
