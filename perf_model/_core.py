@@ -1,0 +1,177 @@
+"""The vectorised core: a block of designs x ops in one pass of numpy (internal).
+
+Every design-op pair becomes one element of a flat :class:`~perf_model._problem.Problem`;
+tiling, schedule and energy are array expressions over all elements at once. Results come back
+as ``(designs, ops)`` arrays so totals over a workload are plain sums along the op axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perf_model import timing
+from perf_model._area import AreaCoefficients, design_area_mm2
+from perf_model._designs import DesignArrays
+from perf_model._energy import EnergyTable, tech_energy_scale
+from perf_model._ops import OpArrays
+from perf_model._problem import BUFFER_NAMES, MAPPED_GEMM, Problem, buffer_words, build_problem
+from perf_model._schedule import op_cycles, schedule
+from perf_model._tiling import ORDERS, choose_tiles, gemm_tile
+
+__all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
+
+#: Components of the energy breakdown, in report order.
+ENERGY_PARTS = ("mac", "register", "sram_ifmap", "sram_weight", "sram_ofmap", "dram", "leakage")
+_GEMM_DIMS = "mkn"
+
+
+@dataclass
+class Block:
+    """Per design-op results of a block, arrays of shape ``(designs, ops)``.
+
+    Per-operand / per-buffer arrays have a leading axis of 3 (A, B, C / ifmap, weight, ofmap).
+    Infeasible pairs hold zeros. ``area_mm2`` is per design (``(designs,)``).
+    """
+
+    feasible: np.ndarray
+    compute_cycles: np.ndarray
+    total_cycles: np.ndarray
+    folds: np.ndarray
+    macs: np.ndarray
+    dram_read: np.ndarray
+    dram_write: np.ndarray
+    sram_read: np.ndarray
+    sram_write: np.ndarray
+    energy: dict[str, np.ndarray]
+    latency_s: np.ndarray
+    area_mm2: np.ndarray
+    tile: np.ndarray
+    order: np.ndarray
+    _problem: Problem
+    _names: tuple[str, ...]
+    _designs: DesignArrays
+
+    def first_failures(self) -> dict[int, str]:
+        """Design index -> reason of its first infeasible op (designs with one)."""
+        bad = ~self.feasible
+        rows = np.flatnonzero(bad.any(axis=1))
+        if rows.size == 0:
+            return {}
+        first = bad[rows].argmax(axis=1)
+        texts = _failures(self._problem, rows * len(self._names) + first, self._names, self._designs)
+        return dict(zip(rows.tolist(), texts, strict=True))
+
+    def failure(self, i: int, o: int) -> str:
+        """Reason op ``o`` is infeasible on design ``i`` (``""`` if it is feasible)."""
+        if self.feasible[i, o]:
+            return ""
+        return _failures(self._problem, np.array([i * len(self._names) + o]), self._names, self._designs)[0]
+
+
+def evaluate_block(
+    designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
+    *, allow_spill: bool = False,
+) -> Block:
+    """Evaluate every design of ``designs`` on every op of ``ops``."""
+    nd, no = len(designs), len(ops)
+    shape = (nd, no)
+    d = designs
+
+    def rep(values: np.ndarray) -> np.ndarray:
+        return np.repeat(values, no, axis=-1)
+
+    kib = (d.ifmap_sram_kib, d.weight_sram_kib, d.ofmap_sram_kib)
+    buf = buffer_words(d.dataflow, d.rows, d.cols, d.input_bits, d.acc_bits, kib, d.double_buffered)
+    p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
+                      rep(buf), np.tile(ops.gemm, (1, nd)))
+    tiling = choose_tiles(p, allow_spill=allow_spill)
+    bw = rep(d.dram_bytes_per_cycle)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sched = schedule(p, tiling, bw)
+    inst = np.tile(ops.instances, nd)
+    compute, total = op_cycles(sched, inst, bw, rep(d.double_buffered))
+    ok = tiling.feasible
+    macs = np.tile(ops.macs, nd)
+
+    # Energy (pJ): per-access figures at 45 nm times the node's scale (see _energy).
+    scale = rep(tech_energy_scale(d.tech_nm))
+    ib, ab = rep(d.input_bits).astype(np.float64), rep(d.acc_bits).astype(np.float64)
+    macs_f = macs.astype(np.float64)
+    reg_bits = np.where(p.df == 1, 2 * ib + ab, ib + ab)  # registers written per MAC (rtl_gen PE)
+    bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
+    sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
+    area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits,
+                               kib[0] + kib[1] + kib[2], d.tech_nm, area)
+    latency = total / rep(d.clock_mhz * 1e6)
+    dram_read = sched.dram_read * inst
+    dram_write = sched.dram_write * inst
+    sram_read = sched.sram_read * inst
+    sram_write = sched.sram_write * inst
+    parts = {
+        "mac": macs_f * energy.mac_pj(ib, ab) * scale,
+        "register": macs_f * reg_bits * energy.reg_bit_pj * scale,
+        "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0)) * energy.dram_pj_per_byte,
+        "leakage": energy.leakage_w_per_mm2 * rep(area_mm2) * latency * 1e12,
+    }
+    for b, name in enumerate(BUFFER_NAMES):
+        parts[f"sram_{name}"] = (sram_read[b] + sram_write[b]) * sram_pj[b]
+    energy_parts = {name: _zero(parts[name], ok).reshape(shape) for name in ENERGY_PARTS}
+
+    return Block(
+        feasible=ok.reshape(shape),
+        compute_cycles=_zero(compute, ok).reshape(shape),
+        total_cycles=_zero(total, ok).reshape(shape),
+        folds=_zero(sched.folds * inst, ok).reshape(shape),
+        macs=np.where(ok, macs, 0).reshape(shape),
+        dram_read=_zero(dram_read, ok).reshape((3,) + shape),
+        dram_write=_zero(dram_write, ok).reshape((3,) + shape),
+        sram_read=_zero(sram_read, ok).reshape((3,) + shape),
+        sram_write=_zero(sram_write, ok).reshape((3,) + shape),
+        energy=energy_parts,
+        latency_s=_zero(latency, ok).reshape(shape),
+        area_mm2=area_mm2,
+        tile=gemm_tile(p, tiling.t).reshape((3,) + shape),
+        order=tiling.order.reshape(shape),
+        _problem=p,
+        _names=ops.names,
+        _designs=d,
+    )
+
+
+def order_names(df: int, order: int) -> str:
+    """Loop order of a tiling as GEMM dims outer to inner, e.g. ``"m,n,k"``."""
+    return ",".join(_GEMM_DIMS[MAPPED_GEMM[df][x]] for x in ORDERS[order])
+
+
+def _zero(values: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """``values`` with infeasible elements (last axis) set to 0 and no NaN/inf anywhere."""
+    out = np.where(ok, values, 0.0)
+    return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: DesignArrays) -> list[str]:
+    """Reason strings of infeasible elements ``flat``: the buffer and the smallest tile that fails."""
+    n_ops = len(names)
+    mins = p.mins[:, flat]
+    sub_df, R, C = p.df[flat], p.R[flat].astype(np.int64), p.C[flat].astype(np.int64)
+    tile = np.empty_like(mins)
+    np.put_along_axis(tile, MAPPED_GEMM[sub_df].T, mins, axis=0)
+    mt, kt, nt = tile.astype(np.int64)
+    need = timing.run_words(sub_df, R, C, mt, kt, nt)
+    kib = (designs.ifmap_sram_kib, designs.weight_sram_kib, designs.ofmap_sram_kib)
+    out = []
+    for j, e in enumerate(flat.tolist()):
+        i, o = divmod(e, n_ops)
+        dims = f"m x k x n = {mt[j]} x {kt[j]} x {nt[j]}"
+        text = f"op {names[o]!r}: no tile fits the buffers (smallest tile {dims})"
+        for b, name in enumerate(BUFFER_NAMES):
+            have = int(p.buf_cap[b, e])
+            if need[b][j] > have:
+                half = " per half (double buffered)" if designs.double_buffered[i] else ""
+                text = (f"op {names[o]!r}: the {name} buffer ({int(kib[b][i])} KiB) holds {have} words"
+                        f"{half} but the smallest tile ({dims}) needs {int(need[b][j])}")
+                break
+        out.append(text)
+    return out

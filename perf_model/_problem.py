@@ -1,0 +1,135 @@
+"""Per design-op arrays the tiling and schedule work on (internal).
+
+A *problem* is a flat batch of ``(design, op)`` pairs, each a single ``m x k x n`` GEMM
+instance of an op (the op's ``count * batch`` instances are identical and are multiplied in at
+the end). Everything is expressed in the *mapped* coordinates of the array, indexed
+``r = 0`` (dimension on the array rows), ``c = 1`` (on the columns), ``s = 2`` (streamed):
+
+    WS: (r, c, s) = (k, n, m)    OS: (m, n, k)    IS: (k, m, n)
+
+Each operand is named by the one mapped dimension it does *not* span (its "free" dimension):
+the operand spanning ``(r, c)`` is the stationary one (free ``s``), ``(s, r)`` is streamed from
+the left (free ``c``), ``(s, c)`` is the third (free ``r``). With this naming the buffer words of
+:func:`perf_model.timing.run_words` are the same for all dataflows (``a = ceil(t_r / R)``,
+``b = ceil(t_c / C)``)::
+
+    operand free in s:  t_r * b      operand free in c:  t_s * a      operand free in r:  t_s * b
+
+The output ``C`` is the operand free in the reduction dimension (``k``): ``r`` for WS/IS,
+``s`` for OS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from perf_model import timing
+
+__all__ = ["Problem", "build_problem", "MAPPED_GEMM", "FREE_OPERAND", "BUFFER_NAMES", "OPERAND_NAMES"]
+
+#: GEMM dimension (m 0, k 1, n 2) of the mapped dimensions (r, c, s), per dataflow code.
+MAPPED_GEMM = np.array([[1, 2, 0], [0, 2, 1], [1, 0, 2]], dtype=np.int64)
+#: Operand (A 0, B 1, C 2) whose free dimension is r, c, s, per dataflow code.
+FREE_OPERAND = np.array([[2, 0, 1], [1, 0, 2], [2, 1, 0]], dtype=np.int64)
+#: Buffer of each operand (A -> ifmap, B -> weight, C -> ofmap), in operand order.
+BUFFER_NAMES = ("ifmap", "weight", "ofmap")
+OPERAND_NAMES = ("A", "B", "C")
+
+
+@dataclass
+class Problem:
+    """Flat arrays of one batch of design-op pairs (float64 unless noted).
+
+    Attributes:
+        df: dataflow codes (int64).
+        R, C: array rows and columns.
+        gemm: ``(3, N)`` GEMM dims ``m, k, n`` of one instance.
+        D: ``(3, N)`` mapped dims ``r, c, s``.
+        cap: ``(3, N)`` buffer words available to the operand free in ``r, c, s`` (halved
+            when double buffered).
+        buf_cap: ``(3, N)`` words available in the ifmap, weight, ofmap buffers (halved if DB).
+        operand: ``(3, N)`` int64 operand index (A 0, B 1, C 2) free in ``r, c, s``.
+        elem_bytes: ``(3, N)`` bytes per element of the operand free in ``r, c, s``.
+        is_out: ``(3, N)`` bool, the operand free in ``r, c, s`` is the output ``C``.
+        bytes: ``(3, N)`` bytes of one instance of the operand free in ``r, c, s``.
+        out_bytes: bytes of one instance of ``C`` (at ``acc_bits``).
+        s_floor: smallest streamed tile considered, ``min(Ds, max(R, C))``.
+    """
+
+    df: np.ndarray
+    R: np.ndarray
+    C: np.ndarray
+    gemm: np.ndarray
+    D: np.ndarray
+    cap: np.ndarray
+    buf_cap: np.ndarray
+    operand: np.ndarray
+    elem_bytes: np.ndarray
+    is_out: np.ndarray
+    bytes: np.ndarray
+    out_bytes: np.ndarray
+    s_floor: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.df.shape[0])
+
+    def take(self, index: np.ndarray) -> Problem:
+        """The elements at ``index`` (along the last axis of every array)."""
+        return Problem(**{f.name: getattr(self, f.name)[..., index] for f in fields(self)})
+
+    @property
+    def mins(self) -> np.ndarray:
+        """``(3, N)`` smallest tile considered: one fold in ``r`` and ``c``, ``s_floor`` in ``s``."""
+        return np.stack([np.minimum(self.D[0], self.R), np.minimum(self.D[1], self.C), self.s_floor])
+
+
+def buffer_words(
+    df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
+    kib: tuple[np.ndarray, np.ndarray, np.ndarray], double_buffered: np.ndarray,
+) -> np.ndarray:
+    """``(3, n)`` words of the ifmap, weight and ofmap buffers usable by one tile.
+
+    A buffer of ``kib`` KiB holds :func:`timing.buffer_depth_words` words; a double-buffered
+    (ping-pong) buffer gives each tile half of them.
+    """
+    elems = timing.word_elems(df, rows, cols)
+    bits = (input_bits, input_bits, acc_bits)
+    words = np.stack([
+        np.broadcast_to(timing.buffer_depth_words(kib[i], elems[i], bits[i]), df.shape) for i in range(3)
+    ]).astype(np.int64)
+    return np.where(double_buffered, words // 2, words)
+
+
+def build_problem(
+    df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
+    buf_words: np.ndarray, gemm: np.ndarray,
+) -> Problem:
+    """Assemble a :class:`Problem` from per-element design columns and GEMM dims.
+
+    Args:
+        df, rows, cols, input_bits, acc_bits: ``(N,)`` design columns, one per element.
+        buf_words: ``(3, N)`` usable words of the ifmap, weight, ofmap buffers.
+        gemm: ``(3, N)`` GEMM dims ``m, k, n`` of one instance.
+    """
+    df = np.asarray(df, dtype=np.int64)
+    R = np.asarray(rows, dtype=np.float64)
+    C = np.asarray(cols, dtype=np.float64)
+    gemm = np.asarray(gemm, dtype=np.float64)
+    D = np.take_along_axis(gemm, MAPPED_GEMM[df].T, axis=0)
+    operand = FREE_OPERAND[df].T
+    cap = np.take_along_axis(np.asarray(buf_words, dtype=np.float64), operand, axis=0)
+    ib = np.asarray(input_bits, dtype=np.float64) / 8.0
+    ab = np.asarray(acc_bits, dtype=np.float64) / 8.0
+    m, k, n = gemm
+    op_bytes = np.stack([m * k * ib, k * n * ib, m * n * ab])
+    op_elem = np.stack([ib, ib, ab])
+    is_out = operand == 2
+    return Problem(
+        df=df, R=R, C=C, gemm=gemm, D=D, cap=cap,
+        buf_cap=np.asarray(buf_words, dtype=np.float64), operand=operand,
+        elem_bytes=np.take_along_axis(op_elem, operand, axis=0),
+        is_out=is_out, bytes=np.take_along_axis(op_bytes, operand, axis=0), out_bytes=op_bytes[2],
+        s_floor=np.minimum(D[2], np.maximum(R, C)),
+    )

@@ -1,0 +1,180 @@
+"""``evaluate_designs``: totals per design over a workload, the hot path of every sweep."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from accel_dse.errors import ModelError
+from perf_model._area import AreaCoefficients, area_coefficients
+from perf_model._core import ENERGY_PARTS, Block, evaluate_block
+from perf_model._designs import DesignArrays
+from perf_model._energy import DEFAULT_ENERGY, EnergyTable
+from perf_model._ops import op_arrays
+from workloads.ops import Op, Workload
+
+__all__ = ["DesignTable", "evaluate_designs", "METRICS", "OBJECTIVE_METRICS", "totals"]
+
+#: Objective name -> direction ("min" or "max").
+METRICS: dict[str, str] = {
+    "latency": "min", "energy": "min", "area": "min", "edp": "min", "tops_per_w": "max", "power": "min",
+}
+#: Objective name -> the DesignTable field it reads.
+OBJECTIVE_METRICS: dict[str, str] = {
+    "latency": "latency_s", "energy": "energy_pj", "area": "area_mm2", "edp": "edp",
+    "tops_per_w": "tops_per_w", "power": "power_w",
+}
+#: Design-op elements per vectorised block (bounds memory; ~1 MB per float array).
+BLOCK_ELEMENTS = 16384
+
+
+@dataclass
+class DesignTable:
+    """Totals over a workload, one element per design (numpy arrays).
+
+    Infeasible designs have ``feasible = False``, a ``reason`` naming the op, the buffer and
+    the tile that does not fit, and 0 in every metric. No metric is ever NaN or inf.
+
+    Attributes:
+        feasible: bool.
+        reason: ``""`` when feasible.
+        compute_cycles: array busy cycles (int64, sum of ``timing.run_cycles`` over all runs).
+        stall_cycles: cycles waiting for DRAM (float64).
+        total_cycles: ``compute_cycles + stall_cycles`` (float64).
+        macs: multiply-accumulates (int64).
+        dram_read_bytes, dram_write_bytes, sram_read_bytes, sram_write_bytes: bytes (float64).
+        energy_pj: total energy, pJ; ``energy_breakdown`` holds its components.
+        latency_s: seconds at ``clock_mhz``.
+        area_mm2: die area (array, skew, control, SRAM), mm^2.
+        power_w: average power over the workload, W.
+        tops: achieved tera-operations per second (2 ops per MAC).
+        tops_per_w: ``tops / power_w``.
+        edp: energy-delay product, J*s.
+        utilization: ``macs / (rows * cols * total_cycles)``.
+    """
+
+    feasible: np.ndarray
+    reason: list[str]
+    compute_cycles: np.ndarray
+    stall_cycles: np.ndarray
+    total_cycles: np.ndarray
+    macs: np.ndarray
+    dram_read_bytes: np.ndarray
+    dram_write_bytes: np.ndarray
+    sram_read_bytes: np.ndarray
+    sram_write_bytes: np.ndarray
+    energy_pj: np.ndarray
+    latency_s: np.ndarray
+    area_mm2: np.ndarray
+    power_w: np.ndarray
+    tops: np.ndarray
+    tops_per_w: np.ndarray
+    edp: np.ndarray
+    utilization: np.ndarray
+    energy_breakdown: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.feasible.shape[0])
+
+    def row(self, i: int) -> dict[str, float | int | bool | str]:
+        """Design ``i`` as a flat dict of Python scalars (breakdown as ``energy_<part>_pj``)."""
+        out: dict[str, float | int | bool | str] = {}
+        for f in fields(self):
+            if f.name == "energy_breakdown":
+                continue
+            value = getattr(self, f.name)[i]
+            out[f.name] = value if isinstance(value, str) else value.item()
+        for part, values in self.energy_breakdown.items():
+            out[f"energy_{part}_pj"] = float(values[i])
+        return out
+
+
+def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
+    """Sum a block's per design-op results over its ops and derive the per-design metrics."""
+    feasible = block.feasible.all(axis=1)
+    compute = np.rint(block.compute_cycles.sum(axis=1)).astype(np.int64)
+    total = block.total_cycles.sum(axis=1)
+    macs = block.macs.sum(axis=1)
+    breakdown = {part: block.energy[part].sum(axis=1) for part in ENERGY_PARTS}
+    energy = sum(breakdown.values())
+    latency = block.latency_s.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = energy * 1e-12 / latency
+        tops = 2.0 * macs / latency / 1e12
+        out = {
+            "feasible": feasible,
+            "compute_cycles": compute,
+            "stall_cycles": np.maximum(total - compute, 0.0),
+            "total_cycles": total,
+            "macs": macs,
+            "dram_read_bytes": block.dram_read.sum(axis=(0, 2)),
+            "dram_write_bytes": block.dram_write.sum(axis=(0, 2)),
+            "sram_read_bytes": block.sram_read.sum(axis=(0, 2)),
+            "sram_write_bytes": block.sram_write.sum(axis=(0, 2)),
+            "energy_pj": energy,
+            "latency_s": latency,
+            "area_mm2": block.area_mm2,
+            "power_w": power,
+            "tops": tops,
+            "tops_per_w": tops / power,
+            "edp": energy * 1e-12 * latency,
+            "utilization": macs / (np.asarray(rows, dtype=np.float64) * cols * total),
+        }
+    for name, values in out.items():
+        if name != "feasible":
+            clean = np.where(feasible, values, 0)
+            out[name] = np.nan_to_num(clean, nan=0.0, posinf=0.0, neginf=0.0).astype(values.dtype)
+    out["breakdown"] = {k: np.where(feasible, v, 0.0) for k, v in breakdown.items()}  # type: ignore[assignment]
+    return out
+
+
+def evaluate_designs(
+    designs: DesignArrays, ops: Workload | Sequence[tuple[Op, int]], *, energy: EnergyTable | None = None,
+    area: AreaCoefficients | None = None, allow_spill: bool = False,
+) -> DesignTable:
+    """Totals per design over a workload, vectorised over designs x ops.
+
+    Args:
+        designs: the designs (struct of arrays).
+        ops: a :class:`Workload` or ``(op, count)`` pairs.
+        energy: per-access energies (default: :data:`DEFAULT_ENERGY`).
+        area: area coefficients (default: the current :func:`area_coefficients`).
+        allow_spill: let tilings spill partial sums to DRAM (see ``choose_tiles``).
+
+    Returns:
+        A :class:`DesignTable` with one element per design.
+
+    Raises:
+        ModelError: ``designs`` is not a ``DesignArrays`` or ``ops`` holds no valid op.
+    """
+    if not isinstance(designs, DesignArrays):
+        raise ModelError(f"designs must be a DesignArrays, not {type(designs).__name__}")
+    opa = op_arrays(ops)
+    energy = energy or DEFAULT_ENERGY
+    area = area or area_coefficients()
+    n = len(designs)
+    step = max(1, BLOCK_ELEMENTS // len(opa))
+    parts: list[dict[str, np.ndarray]] = []
+    reasons: list[str] = [""] * n
+    for start in range(0, n, step):
+        chunk = designs.take(slice(start, start + step))
+        block = evaluate_block(chunk, opa, energy, area, allow_spill=allow_spill)
+        parts.append(totals(block, chunk.rows, chunk.cols))
+        for i, text in block.first_failures().items():
+            reasons[start + i] = text
+    return _concat(parts, reasons, n)
+
+
+def _concat(parts: list[dict[str, np.ndarray]], reasons: list[str], n: int) -> DesignTable:
+    if not parts:
+        empty = {f.name: np.zeros(0) for f in fields(DesignTable) if f.name not in ("reason", "energy_breakdown")}
+        empty["feasible"] = np.zeros(0, dtype=bool)
+        empty["compute_cycles"] = np.zeros(0, dtype=np.int64)
+        empty["macs"] = np.zeros(0, dtype=np.int64)
+        return DesignTable(reason=[], energy_breakdown={k: np.zeros(0) for k in ENERGY_PARTS}, **empty)
+    keys = [f.name for f in fields(DesignTable) if f.name not in ("reason", "energy_breakdown")]
+    columns = {k: np.concatenate([p[k] for p in parts]) for k in keys}
+    breakdown = {k: np.concatenate([p["breakdown"][k] for p in parts]) for k in ENERGY_PARTS}  # type: ignore[index]
+    return DesignTable(reason=reasons, energy_breakdown=breakdown, **columns)

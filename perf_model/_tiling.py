@@ -1,0 +1,289 @@
+"""Buffer tiling: which tile of a GEMM sits in the buffers per run, and in which loop order.
+
+A *tile* ``(t_r, t_c, t_s)`` (mapped coordinates, see :mod:`perf_model._problem`) is one run of
+the array (one ``start`` of the RTL): it must fit the buffers (:func:`timing.run_words` against
+:func:`timing.buffer_depth_words`, half of it when double buffered). Tiles are visited by three
+nested loops in some *order* ``(o1, o2, o3)`` (outer to inner). Between consecutive runs a
+buffer keeps its operand tile when that tile's indices did not change, so an operand whose free
+dimension is ``x`` is read from DRAM ``f_x`` times over (each tile once per visit)::
+
+    x = o3 (innermost):  f = 1
+    x = o2:              f = N_o2  if N_o3 > 1 else 1
+    x = o1:              f = N_o1  if N_o2 > 1 or N_o3 > 1 else 1
+
+with ``N_x = ceil(D_x / t_x)`` tiles along ``x``. The output ``C`` is free in the reduction
+dimension ``rho`` (``k``: r for WS/IS, s for OS); with ``f > 1`` it leaves the accumulator
+buffer between visits: it is written ``f`` times and its partial sums read back ``f - 1`` times
+(a spill). With the reduction loop innermost the partial sums stay in the ofmap buffer (the
+RTL's ``accumulate`` flag) and ``C`` is written once.
+
+The generated RTL keeps partial sums only in the ofmap buffer, so by default only spill-free
+tilings are used: the reduction loop innermost, or a single K tile (then the K loop is trivial
+and is put innermost too, so every default tiling has ``rho`` innermost). ``allow_spill``
+widens the search to every order (the formulas above count the spills).
+
+The tiling minimises DRAM bytes (reads + writes) over a set of candidates, breaking ties by
+fewest compute cycles. Tiles along ``r``/``c`` are whole folds (multiples of R/C, or the whole
+dimension); along ``s`` at least ``s_floor = min(Ds, max(R, C))`` rows are streamed per run
+(below that the fold's fill and drain dominate; no sensible schedule goes there). A design
+whose buffers cannot hold the smallest such tile ``(min(Dr, R), min(Dc, C), s_floor)`` is
+infeasible for the op.
+
+Candidates come in families ``(g, x, o3)``: loops ``g`` and ``x`` outside ``o3``::
+
+    t_g  from a grid fixed by the op and the array alone: GRID_LEVELS sizes spaced evenly in
+         log scale from the smallest tile to the whole dimension (whole folds along r, c)
+    F1:  t_x = largest that fits beside (t_g, smallest t_o3); then t_o3 = largest that fits
+    F2:  t_o3 = D_o3 (whole); t_x = largest that fits beside it
+
+each evaluated under the orders ``(g, x, o3)`` and ``(x, g, o3)``. Spill-free families: ``rho``
+innermost with a grid on one outer dim, and ``rho`` whole (grid = the whole dim only) with
+either other dim innermost. Because the grid does not depend on the buffer sizes and the
+"largest that fits" values only grow with them, a design with bigger buffers always has a
+candidate at least as good as each of the smaller design's (F2 covers F1's ``t_o3`` reaching
+the whole dim): DRAM bytes never grow with buffer size (tests check it). Tiling ignores
+bandwidth, so more bandwidth never costs cycles either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import permutations
+
+import numpy as np
+
+from perf_model import timing
+from perf_model._problem import MAPPED_GEMM, Problem
+
+__all__ = ["Tiling", "choose_tiles", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile", "fits_contract"]
+
+#: Loop orders (outer -> inner) over mapped dims r 0, c 1, s 2; a tiling stores the index.
+ORDERS: tuple[tuple[int, int, int], ...] = tuple(permutations(range(3)))  # type: ignore[assignment]
+_ORDER_INDEX = {order: i for i, order in enumerate(ORDERS)}
+#: Grid sizes per candidate family, log-spaced from the smallest tile to the whole dim.
+GRID_LEVELS = 7
+
+# A candidate family: (grid dim g, maximised dim x, innermost dim o3, grid levels, loop orders).
+_Family = tuple[int, int, int, tuple[int, ...], tuple[tuple[int, int, int], ...]]
+_LEVELS = tuple(range(GRID_LEVELS))
+_WHOLE = (GRID_LEVELS - 1,)
+# Every innermost loop, full grids, both orders (used when spills are allowed).
+_ALL_FAMILIES: tuple[_Family, ...] = (
+    (0, 1, 2, _LEVELS, ((0, 1, 2), (1, 0, 2))),
+    (1, 2, 0, _LEVELS, ((1, 2, 0), (2, 1, 0))),
+    (0, 2, 1, _LEVELS, ((0, 2, 1), (2, 0, 1))),
+)
+# Spill-free families by reduction dim (r for WS/IS, s for OS).
+_SPILL_FREE: dict[int, tuple[_Family, ...]] = {
+    0: ((1, 2, 0, _LEVELS, ((1, 2, 0), (2, 1, 0))),
+        (0, 1, 2, _WHOLE, ((0, 1, 2),)),
+        (0, 2, 1, _WHOLE, ((0, 2, 1),))),
+    2: ((0, 1, 2, _LEVELS, ((0, 1, 2), (1, 0, 2))),
+        (2, 0, 1, _WHOLE, ((2, 0, 1),)),
+        (2, 1, 0, _WHOLE, ((2, 1, 0),))),
+}
+# Order with dim rho moved innermost (the others keep their relative order), by order index.
+_RHO_INNER = {
+    rho: np.array([_ORDER_INDEX[tuple(x for x in o if x != rho) + (rho,)] for o in ORDERS])
+    for rho in (0, 2)
+}
+
+
+@dataclass
+class Tiling:
+    """The chosen tiling of every element of a :class:`Problem`.
+
+    Attributes:
+        feasible: bool, the smallest tile fits.
+        t: ``(3, N)`` tile dims along r, c, s (float, whole numbers).
+        order: index into :data:`ORDERS` (int64).
+        traffic: DRAM bytes of one instance (reads + writes).
+    """
+
+    feasible: np.ndarray
+    t: np.ndarray
+    order: np.ndarray
+    traffic: np.ndarray
+
+
+def tile_words(p: Problem, t: np.ndarray) -> np.ndarray:
+    """``(3, N)`` words the tile ``t`` needs from the operand free in r, c, s (closed form).
+
+    Must equal :func:`timing.run_words` (mapped back to buffers); a test checks it.
+    """
+    a = np.ceil(t[0] / p.R)
+    b = np.ceil(t[1] / p.C)
+    return np.stack([t[2] * b, t[2] * a, t[0] * b])
+
+
+class _Search:
+    """Closed-form "largest tile along one dim that fits" for one problem batch."""
+
+    def __init__(self, p: Problem) -> None:
+        self.p = p
+        self.D = p.D
+        self.mins = p.mins
+        self.cap = p.cap
+        self.gran = (p.R, p.C)
+        self.folds = (np.ceil(p.D[0] / p.R), np.ceil(p.D[1] / p.C))  # folds of the whole op
+        k0 = 2 * p.R + p.C - 2 + timing.FOLD_OVERHEAD
+        self.fold_work = self.folds[0] * self.folds[1] * k0
+        self.run_overhead = float(timing.RUN_OVERHEAD)
+        self.weight = p.bytes * (1.0 + p.is_out)  # the output costs 2f - 1: f writes, f - 1 reads
+        self.base = self.weight - p.out_bytes  # the innermost operand's cost (f = 1), minus the 1
+        self._grid: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def grid(self, dim: int, level: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(tile, tile count)`` along ``dim`` at grid ``level`` (0 smallest, last whole)."""
+        key = (dim, level)
+        if key not in self._grid:
+            p, frac = self.p, level / (GRID_LEVELS - 1)
+            if dim == 2:
+                lo = self.mins[2]
+                tile = np.minimum(p.D[2], np.ceil(lo * (p.D[2] / lo) ** frac))
+            else:
+                folds = np.minimum(self.folds[dim], np.ceil(self.folds[dim] ** frac))
+                tile = np.minimum(p.D[dim], folds * self.gran[dim])
+            self._grid[key] = (tile, np.ceil(p.D[dim] / tile))
+        return self._grid[key]
+
+    def largest(self, dim: int, t: dict[int, np.ndarray]) -> np.ndarray:
+        """Largest tile along ``dim`` fitting with the other two tile dims ``t`` (0: none).
+
+        Along r and c the result is whole folds or the whole dim; along s it is clipped to
+        ``D_s`` and may fall below ``s_floor`` (the caller checks).
+        """
+        p, cap = self.p, self.cap
+        if dim == 0:
+            b = np.ceil(np.maximum(t[1], 1.0) / p.C)
+            lim = np.minimum(np.floor(cap[2] / b), p.R * np.floor(cap[1] / np.maximum(t[2], 1.0)))
+            return np.where(lim >= p.D[0], p.D[0], p.R * np.floor(lim / p.R))
+        if dim == 1:
+            folds = np.minimum(np.floor(cap[2] / np.maximum(t[0], 1.0)),
+                               np.floor(cap[0] / np.maximum(t[2], 1.0)))
+            return np.minimum(p.D[1], folds * p.C)
+        a = np.ceil(np.maximum(t[0], 1.0) / p.R)
+        b = np.ceil(np.maximum(t[1], 1.0) / p.C)
+        return np.minimum(p.D[2], np.minimum(np.floor(cap[1] / a), np.floor(cap[0] / b)))
+
+    def candidates(self, families: tuple[_Family, ...]) -> Iterator[
+            tuple[_Family, dict[int, np.ndarray], dict[int, np.ndarray | float], np.ndarray]]:
+        """Yield ``(family, tiles by dim, tile counts by dim, valid)`` for every candidate."""
+        mins, D = self.mins, self.D
+        for family in families:
+            g, x, o3, levels, _orders = family
+            for level in levels:
+                tg, ng = self.grid(g, level)
+                # F1: x as large as possible beside the smallest o3, then o3 as large as possible.
+                tx = self.largest(x, {g: tg, o3: mins[o3]})
+                t3 = self.largest(o3, {g: tg, x: tx})
+                valid = (tx >= mins[x]) & (t3 >= mins[o3])
+                counts = {g: ng, x: np.ceil(D[x] / np.maximum(tx, 1.0)), o3: np.ceil(D[o3] / np.maximum(t3, 1.0))}
+                yield family, {g: tg, x: tx, o3: t3}, counts, valid
+                # F2: o3 whole, x as large as possible beside it.
+                tx2 = self.largest(x, {g: tg, o3: D[o3]})
+                valid2 = (tx2 >= mins[x]) & (self.largest(o3, {g: tg, x: tx2}) >= D[o3])
+                counts2 = {g: ng, x: np.ceil(D[x] / np.maximum(tx2, 1.0)), o3: 1.0}
+                yield family, {g: tg, x: tx2, o3: D[o3]}, counts2, valid2
+
+    def cost(self, order: tuple[int, int, int], n: dict[int, np.ndarray | float]) -> np.ndarray:
+        """DRAM bytes of one instance under loop ``order`` with tile counts ``n``."""
+        o1, o2, o3 = order
+        w = self.weight
+        n1, n2, n3 = n[o1], n[o2], n[o3]
+        if isinstance(n3, float):  # o3 whole: a single tile
+            return w[o1] * (1.0 + (n1 - 1.0) * (n2 > 1)) + w[o2] + self.base[o3]
+        inner = n3 > 1
+        f2 = 1.0 + (n2 - 1.0) * inner
+        f1 = 1.0 + (n1 - 1.0) * (inner | (n2 > 1))
+        return w[o1] * f1 + w[o2] * f2 + self.base[o3]
+
+    def compute_proxy(self, n: dict[int, np.ndarray | float]) -> np.ndarray:
+        """Compute cycles up to a per-op constant (tie-break only): fold and run overheads."""
+        return n[2] * (self.fold_work + n[0] * n[1] * self.run_overhead)  # type: ignore[return-value]
+
+
+def choose_tiles(p: Problem, *, allow_spill: bool = False) -> Tiling:
+    """Pick the DRAM-minimal candidate tiling for every element of ``p`` (vectorised).
+
+    Args:
+        p: the design-op batch.
+        allow_spill: also consider orders whose output tiles leave the accumulator buffer
+            between K tiles (partial sums written to DRAM and read back). Off by default: the
+            generated RTL keeps partial sums only in its ofmap buffer (the ``accumulate``
+            flag), and there is always a spill-free tiling whenever the smallest tile fits
+            (reduction loop innermost).
+    """
+    if allow_spill:
+        return _choose(p, _ALL_FAMILIES)
+    out = Tiling(feasible=np.zeros(len(p), dtype=bool), t=p.mins.copy(),
+                 order=np.zeros(len(p), dtype=np.int64), traffic=np.zeros(len(p)))
+    is_os = p.df == 1
+    for rho, members in ((0, np.flatnonzero(~is_os)), (2, np.flatnonzero(is_os))):
+        if members.size == 0:
+            continue
+        whole = members.size == len(p)
+        sub_p = p if whole else p.take(members)
+        sub = _choose(sub_p, _SPILL_FREE[rho])
+        # A single tile along rho: its loop is trivial; put it innermost (same runs).
+        # (Infeasible elements get a rho-innermost order too: every default order has rho last.)
+        single = (sub_p.D[rho] <= sub.t[rho]) | ~sub.feasible
+        sub.order = np.where(single, _RHO_INNER[rho][sub.order], sub.order)
+        if whole:
+            return sub
+        out.feasible[members] = sub.feasible
+        out.t[:, members] = sub.t
+        out.order[members] = sub.order
+        out.traffic[members] = sub.traffic
+    return out
+
+
+def _choose(p: Problem, families: tuple[_Family, ...]) -> Tiling:
+    search = _Search(p)
+    n_elem = len(p)
+    best_cost = np.full(n_elem, np.inf)
+    best_proxy = np.full(n_elem, np.inf)
+    best_t = p.mins.copy()
+    best_order = np.zeros(n_elem, dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for (_g, _x, _o3, _levels, orders), tiles, counts, valid in search.candidates(families):
+            cost = search.cost(orders[0], counts)
+            order: np.ndarray | int = _ORDER_INDEX[orders[0]]
+            for other in orders[1:]:
+                cost_b = search.cost(other, counts)
+                use_b = cost_b < cost
+                cost = np.where(use_b, cost_b, cost)
+                order = np.where(use_b, _ORDER_INDEX[other], order)
+            cost = np.where(valid, cost, np.inf)
+            proxy = search.compute_proxy(counts)
+            better = (cost < best_cost) | ((cost == best_cost) & (proxy < best_proxy) & valid)
+            np.copyto(best_cost, cost, where=better)
+            np.copyto(best_proxy, proxy, where=better)
+            for dim in range(3):
+                np.copyto(best_t[dim], tiles[dim], where=better)
+            np.copyto(best_order, order, where=better)
+    feasible = np.isfinite(best_cost)
+    # The contract decides: the chosen tile must fit timing.run_words (see module docstring).
+    feasible &= fits_contract(p, best_t)
+    best_cost[~feasible] = 0.0
+    return Tiling(feasible=feasible, t=best_t, order=best_order, traffic=best_cost)
+
+
+def gemm_tile(p: Problem, t: np.ndarray) -> np.ndarray:
+    """``(3, N)`` tile dims ``mt, kt, nt`` of mapped tile dims ``t``."""
+    out = np.empty_like(t)
+    np.put_along_axis(out, MAPPED_GEMM[p.df].T, t, axis=0)
+    return out
+
+
+def contract_words(p: Problem, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Words ``(ifmap, weight, ofmap)`` a tile needs, from :func:`timing.run_words`."""
+    mt, kt, nt = gemm_tile(p, t).astype(np.int64)
+    return timing.run_words(p.df, p.R.astype(np.int64), p.C.astype(np.int64), mt, kt, nt)
+
+
+def fits_contract(p: Problem, t: np.ndarray) -> np.ndarray:
+    """Whether tile ``t`` fits every buffer according to the timing contract."""
+    words = contract_words(p, t)
+    return (words[0] <= p.buf_cap[0]) & (words[1] <= p.buf_cap[1]) & (words[2] <= p.buf_cap[2])
