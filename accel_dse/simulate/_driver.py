@@ -12,13 +12,14 @@ element, and compares the sum of the RTL's ``cycles`` register with the model's 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import math
 import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -110,13 +111,12 @@ def simulate(
     wl = workloads.resolve(workload)
     selected = _select_ops(wl, workload, ops, max_ops)
     work = Path(work_dir).expanduser().resolve() if work_dir is not None else default_work_dir()
-    run_dir = _new_run_dir(work)
     notes: list[str] = []
     if any(c > 1 for _, _, c in selected):
         notes.append("ops that run several times (count > 1) are simulated once: every run computes the same")
 
     say(f"preparing {len(selected)} op(s) of {workload} for {design.short_name()}")
-    jobs, program = _prepare(design, selected, scale, seed, run_dir)
+    jobs, program = _prepare(design, selected, scale, seed)
     scaled = [j for j in jobs if j.scaled_from]
     if scaled:
         notes.append(f"scale {scale:g}: M and batch of {len(scaled)} op(s) shrunk "
@@ -126,27 +126,31 @@ def simulate(
 
     top = rtl_gen.top_name(design, fault)
     say(f"generating Verilog for {top}")
-    verilog = rtl_gen.to_verilog(design, fault=fault) if fault is not None else rtl_gen.to_verilog(design)
+    verilog = rtl_gen.to_verilog(design, fault=fault)
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
     build = build_design(verilog, top=top, simulator=sim, work_dir=work)
     say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
 
-    program_path = run_dir / "program.npz"
-    write_program(program_path, program)
-    total_runs = sum(j.runs * 1 for j in jobs)
-    say(f"simulating {total_runs} run(s) in one {sim.name} process (timeout {timeout or 'none'} s); log: "
-        f"{run_dir / 'sim.log'}")
-    outcome = run_testbench(
-        build, test_module=TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
-        env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)},
-    )
-    results = []
-    for job in jobs:
-        raw = read_op_result(Path(program.results_dir), job.index)
-        results.append(_check(design, job, raw, outcome, run_dir, timeout))
+    run_dir, lock = _new_run_dir(work)
+    try:
+        program = dataclasses.replace(program, results_dir=str(run_dir / "results"))
+        program_path = run_dir / "program.npz"
+        write_program(program_path, program)
+        say(f"simulating {len(program.runs)} run(s) in one {sim.name} process (timeout "
+            f"{'none' if timeout is None else f'{timeout:g} s'}); log: {run_dir / 'sim.log'}")
+        outcome = run_testbench(
+            build, test_module=TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
+            env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)},
+        )
+        results = [
+            _check(design, job, read_op_result(run_dir / "results", job.index), outcome, run_dir, timeout)
+            for job in jobs
+        ]
+    finally:
+        lock.close()
     design_info = {**design.to_dict(), "config_hash": design.config_hash, "top": top}
     if fault is not None:
-        design_info["fault"] = dataclasses.asdict(fault) if dataclasses.is_dataclass(fault) else str(fault)
+        design_info["fault"] = dataclasses.asdict(fault)
     return SimulationReport(
         design=design_info, workload=workload, simulator=sim.name, ops=tuple(results), scale=scale,
         build_seconds=build.seconds, build_cached=build.cached, run_seconds=outcome.seconds,
@@ -184,16 +188,35 @@ def _select_ops(wl: Any, spec: str, ops: Sequence[str] | None, max_ops: int | No
     return table
 
 
-def _new_run_dir(work: Path) -> Path:
+def _new_run_dir(work: Path) -> tuple[Path, IO[str]]:
+    """A fresh run directory, locked while this process uses it; prunes old unlocked runs."""
     runs = work / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     old = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
     for path in old[: max(0, len(old) - KEEP_RUNS + 1)]:
-        shutil.rmtree(path, ignore_errors=True)
+        if _try_lock(path / "run.lock") is not None:  # a run still in progress keeps its lock
+            shutil.rmtree(path, ignore_errors=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = runs / f"{stamp}-{os.getpid()}-{time.monotonic_ns() % 1_000_000:06d}"
     (path / "results").mkdir(parents=True)
-    return path
+    lock = _try_lock(path / "run.lock")
+    if lock is None:
+        raise SimulationError(f"cannot lock the new run directory {path}")
+    return path, lock
+
+
+def _try_lock(path: Path) -> IO[str] | None:
+    """An open, exclusively locked handle on ``path``, or None if another process holds it."""
+    try:
+        handle = open(path, "a")  # noqa: SIM115 (held for the run's lifetime)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
 
 
 def _plan(design: ArrayConfig, gemm: Any, name: str) -> list[tuple[int, ...]]:
@@ -223,8 +246,9 @@ def _output_major(tiles: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
 
 
 def _prepare(
-    design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float, seed: int, run_dir: Path
+    design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float, seed: int
 ) -> tuple[list[_Job], Program]:
+    """Plan, reference and lay out every op; the program's ``results_dir`` is filled in later."""
     import perf_model
     import workloads
     from perf_model import timing
@@ -279,7 +303,7 @@ def _prepare(
         runs=np.array(rows, dtype=np.int64).reshape(-1, len(RUN_FIELDS)),
         ifmap_words=np.concatenate(if_parts) if if_parts else np.zeros((0, if_bytes), np.uint8),
         weight_words=np.concatenate(w_parts) if w_parts else np.zeros((0, w_bytes), np.uint8),
-        results_dir=str(run_dir / "results"),
+        results_dir="",
     )
     return jobs, program
 
