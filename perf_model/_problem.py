@@ -75,7 +75,7 @@ class Problem:
     def __len__(self) -> int:
         return int(self.df.shape[0])
 
-    def take(self, index: np.ndarray) -> Problem:
+    def take(self, index: np.ndarray | slice) -> Problem:
         """The elements at ``index`` (along the last axis of every array)."""
         return Problem(**{f.name: getattr(self, f.name)[..., index] for f in fields(self)})
 

@@ -368,18 +368,24 @@ def _roofline_rho_inner(npos, many, size, count_of, factor_of, cyc8, last_cyc, b
                   start=np.zeros(n_elem, dtype=np.int64))
         return np.take_along_axis(cyc8, np.asarray(idx, dtype=np.int64)[None], axis=0)[0]
 
-    def tile(j: int, za: np.ndarray, zb: np.ndarray) -> np.ndarray:
-        return eb[j] * za * zb
+    cache: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def tile(j: int, ca: int, cb: int) -> np.ndarray:
+        """Bytes of the operand free at position ``j`` given the classes of the other two."""
+        key = (j, ca, cb)
+        if key not in cache:
+            a, b = (q for q in range(3) if q != j)
+            cache[key] = eb[j] * size[ca][a] * size[cb][b]
+        return cache[key]
 
     overlapped = np.zeros(n_elem)
     for cats in product((_FIRST, _MID, _LAST), repeat=3):
         c0, c1, c2 = cats
-        z0, z1, z2 = size[c0][0], size[c1][1], size[c2][2]
         count: np.ndarray | float = 1.0
         for j in range(3):
             if count_of[cats[j]][j] is not None:
                 count = count * count_of[cats[j]][j]
-        tb0, tb1 = tile(0, z1, z2), tile(1, z0, z2)
+        tb0, tb1 = tile(0, c1, c2), tile(1, c0, c2)
         if c2 != _FIRST:  # position 2 moved: both inputs reload
             load = tb0 + tb1
         elif c1 != _FIRST:  # position 1 moved (2 wrapped if it has several tiles)
@@ -391,21 +397,21 @@ def _roofline_rho_inner(npos, many, size, count_of, factor_of, cyc8, last_cyc, b
         if c2 == _MID:
             store: np.ndarray | float = 0.0
         elif c2 == _LAST:
-            store = tile(2, z0, z1)
+            store = tile(2, c0, c1)
         else:
-            store = _times(tile(2, z0, z1), _not(many[2]))
+            store = _times(tile(2, c0, c1), _not(many[2]))
         x = (load + store) * inv_bw
         overlapped += count * np.maximum(cycles(cats), x)
     # The first run (all indices 0) and the last run (all last: sizes are the last tiles).
-    z = [size[_FIRST][j] for j in range(3)]
-    first_cyc = cycles((_FIRST, _FIRST, _FIRST))
-    first_load = (tile(0, z[1], z[2]) + tile(1, z[0], z[2])) * inv_bw
-    first_x = first_load + _times(tile(2, z[0], z[1]), _not(many[2])) * inv_bw
-    l0, l1, l2 = lpos
+    f = _FIRST
+    first_cyc = cycles((f, f, f))
+    first_load = (tile(0, f, f) + tile(1, f, f)) * inv_bw
+    first_x = first_load + _times(tile(2, f, f), _not(many[2])) * inv_bw
+    last = _LAST  # the last run: every dim at its last tile (size[_LAST] is the last tile)
     load0 = many[2] | many[1] | ~many[0]
     load1 = many[2] | ~many[1]
-    last_store = tile(2, l0, l1) * inv_bw
-    last_x = (tile(0, l1, l2) * load0 + tile(1, l0, l2) * load1) * inv_bw + last_store
+    last_store = tile(2, last, last) * inv_bw
+    last_x = (tile(0, last, last) * load0 + tile(1, last, last) * load1) * inv_bw + last_store
     return _Exposure(overlapped, first_cyc, first_x, first_load, last_cyc, last_x, last_store)
 
 

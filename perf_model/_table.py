@@ -155,6 +155,12 @@ def evaluate_designs(
     energy = energy or DEFAULT_ENERGY
     area = area or area_coefficients()
     n = len(designs)
+    # WS/IS designs first, OS designs last: the tiling treats the two groups apart, and
+    # contiguous groups are array views (results are put back in the caller's order).
+    perm = np.argsort(designs.dataflow == 1, kind="stable")
+    in_order = bool((perm == np.arange(n)).all())
+    if not in_order:
+        designs = designs.take(perm)
     step = max(1, BLOCK_ELEMENTS // len(opa))
     parts: list[dict[str, np.ndarray]] = []
     reasons: list[str] = [""] * n
@@ -164,7 +170,20 @@ def evaluate_designs(
         parts.append(totals(block, chunk.rows, chunk.cols))
         for i, text in block.first_failures().items():
             reasons[start + i] = text
-    return _concat(parts, reasons, n)
+    table = _concat(parts, reasons, n)
+    if in_order:
+        return table
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[perm] = np.arange(n)
+    return _permute(table, inverse)
+
+
+def _permute(table: DesignTable, index: np.ndarray) -> DesignTable:
+    """The table's rows in the order ``index``."""
+    values = {f.name: getattr(table, f.name)[index] for f in fields(DesignTable)
+              if f.name not in ("reason", "energy_breakdown")}
+    return DesignTable(reason=[table.reason[i] for i in index.tolist()],
+                       energy_breakdown={k: v[index] for k, v in table.energy_breakdown.items()}, **values)
 
 
 def _concat(parts: list[dict[str, np.ndarray]], reasons: list[str], n: int) -> DesignTable:

@@ -36,13 +36,15 @@ Candidates come in families ``(g, x, o3)``: loops ``g`` and ``x`` outside ``o3``
     F1:  t_x = largest that fits beside (t_g, smallest t_o3); then t_o3 = largest that fits
     F2:  t_o3 = D_o3 (whole); t_x = largest that fits beside it
 
-each evaluated under the orders ``(g, x, o3)`` and ``(x, g, o3)``. Spill-free families: ``rho``
-innermost with a grid on one outer dim, and ``rho`` whole (grid = the whole dim only) with
-either other dim innermost. Because the grid does not depend on the buffer sizes and the
-"largest that fits" values only grow with them, a design with bigger buffers always has a
-candidate at least as good as each of the smaller design's (F2 covers F1's ``t_o3`` reaching
-the whole dim): DRAM bytes never grow with buffer size (tests check it). Tiling ignores
-bandwidth, so more bandwidth never costs cycles either.
+each under the better of the orders ``(g, x, o3)`` and ``(x, g, o3)``. Spill-free families:
+``rho`` innermost with a grid on one outer dim (F1), and ``rho`` whole (the grid is the whole
+dim alone) with either other dim innermost (F1 and F2). Monotonicity: the grid does not depend
+on the buffer sizes and every "largest that fits" only grows with them, and traffic never
+grows when a tile count shrinks; F2 covers an F1 whose ``t_o3`` reached the whole dim (then
+only ``N_o3 > 1`` changed), and a rho-innermost F1 whose ``t_rho`` reached the whole dim is
+matched by a rho-whole F1. So a design with bigger buffers always has a candidate at least as
+good as each of the smaller design's: DRAM bytes never grow with buffer size (tests check it).
+Tiling ignores bandwidth, so more bandwidth never costs cycles either.
 """
 
 from __future__ import annotations
@@ -64,24 +66,24 @@ _ORDER_INDEX = {order: i for i, order in enumerate(ORDERS)}
 #: Grid sizes per candidate family, log-spaced from the smallest tile to the whole dim.
 GRID_LEVELS = 7
 
-# A candidate family: (grid dim g, maximised dim x, innermost dim o3, grid levels, loop orders).
-_Family = tuple[int, int, int, tuple[int, ...], tuple[tuple[int, int, int], ...]]
+# A candidate family: (grid dim g, maximised dim x, innermost dim o3, grid levels, both orders
+# (g, x, o3) and (x, g, o3) or only the first, with F2 candidates).
+_Family = tuple[int, int, int, tuple[int, ...], bool, bool]
 _LEVELS = tuple(range(GRID_LEVELS))
 _WHOLE = (GRID_LEVELS - 1,)
 # Every innermost loop, full grids, both orders (used when spills are allowed).
 _ALL_FAMILIES: tuple[_Family, ...] = (
-    (0, 1, 2, _LEVELS, ((0, 1, 2), (1, 0, 2))),
-    (1, 2, 0, _LEVELS, ((1, 2, 0), (2, 1, 0))),
-    (0, 2, 1, _LEVELS, ((0, 2, 1), (2, 0, 1))),
+    (0, 1, 2, _LEVELS, True, True),
+    (1, 2, 0, _LEVELS, True, True),
+    (0, 2, 1, _LEVELS, True, True),
 )
-# Spill-free families by reduction dim (r for WS/IS, s for OS).
+# Spill-free families by reduction dim rho (r for WS/IS, s for OS): rho innermost with a grid on
+# one outer dim (F1 only: when its t_rho reaches the whole dim, a rho-whole F1 candidate is at
+# least as good, at these buffer sizes and at any larger ones), and rho whole with either other
+# dim innermost (the order of a single K tile is irrelevant).
 _SPILL_FREE: dict[int, tuple[_Family, ...]] = {
-    0: ((1, 2, 0, _LEVELS, ((1, 2, 0), (2, 1, 0))),
-        (0, 1, 2, _WHOLE, ((0, 1, 2),)),
-        (0, 2, 1, _WHOLE, ((0, 2, 1),))),
-    2: ((0, 1, 2, _LEVELS, ((0, 1, 2), (1, 0, 2))),
-        (2, 0, 1, _WHOLE, ((2, 0, 1),)),
-        (2, 1, 0, _WHOLE, ((2, 1, 0),))),
+    0: ((1, 2, 0, _LEVELS, True, False), (0, 1, 2, _WHOLE, False, True), (0, 2, 1, _WHOLE, False, True)),
+    2: ((0, 1, 2, _LEVELS, True, False), (2, 0, 1, _WHOLE, False, True), (2, 1, 0, _WHOLE, False, True)),
 }
 # Order with dim rho moved innermost (the others keep their relative order), by order index.
 _RHO_INNER = {
@@ -172,7 +174,7 @@ class _Search:
         """Yield ``(family, tiles by dim, tile counts by dim, valid)`` for every candidate."""
         mins, D = self.mins, self.D
         for family in families:
-            g, x, o3, levels, _orders = family
+            g, x, o3, levels, _both, with_f2 = family
             for level in levels:
                 tg, ng = self.grid(g, level)
                 # F1: x as large as possible beside the smallest o3, then o3 as large as possible.
@@ -181,23 +183,37 @@ class _Search:
                 valid = (tx >= mins[x]) & (t3 >= mins[o3])
                 counts = {g: ng, x: np.ceil(D[x] / np.maximum(tx, 1.0)), o3: np.ceil(D[o3] / np.maximum(t3, 1.0))}
                 yield family, {g: tg, x: tx, o3: t3}, counts, valid
-                # F2: o3 whole, x as large as possible beside it.
-                tx2 = self.largest(x, {g: tg, o3: D[o3]})
-                valid2 = (tx2 >= mins[x]) & (self.largest(o3, {g: tg, x: tx2}) >= D[o3])
-                counts2 = {g: ng, x: np.ceil(D[x] / np.maximum(tx2, 1.0)), o3: 1.0}
-                yield family, {g: tg, x: tx2, o3: D[o3]}, counts2, valid2
+                if with_f2:  # F2: o3 whole, x as large as possible beside it.
+                    tx2 = self.largest(x, {g: tg, o3: D[o3]})
+                    valid2 = (tx2 >= mins[x]) & (self.largest(o3, {g: tg, x: tx2}) >= D[o3])
+                    counts2 = {g: ng, x: np.ceil(D[x] / np.maximum(tx2, 1.0)), o3: 1.0}
+                    yield family, {g: tg, x: tx2, o3: D[o3]}, counts2, valid2
 
-    def cost(self, order: tuple[int, int, int], n: dict[int, np.ndarray | float]) -> np.ndarray:
-        """DRAM bytes of one instance under loop ``order`` with tile counts ``n``."""
-        o1, o2, o3 = order
+    def extra_cost(self, family: _Family, n: dict[int, np.ndarray | float]) -> tuple[np.ndarray, np.ndarray | bool]:
+        """DRAM bytes above the minimum ``total()`` (every operand once) and whether the
+        second order ``(x, g, o3)`` is the cheaper one.
+
+        With ``A = w_g (N_g - 1)`` and ``B = w_x (N_x - 1)`` (``w``: bytes, the output counted
+        twice), order ``(g, x, o3)`` costs ``A [N_x > 1]`` extra when ``N_o3 = 1`` and ``A + B``
+        otherwise; ``(x, g, o3)`` the same with the roles swapped. The better of the two is
+        ``A + B`` or ``min(A, B)``.
+        """
+        g, x, o3, _levels, both, _f2 = family
         w = self.weight
-        n1, n2, n3 = n[o1], n[o2], n[o3]
-        if isinstance(n3, float):  # o3 whole: a single tile
-            return w[o1] * (1.0 + (n1 - 1.0) * (n2 > 1)) + w[o2] + self.base[o3]
-        inner = n3 > 1
-        f2 = 1.0 + (n2 - 1.0) * inner
-        f1 = 1.0 + (n1 - 1.0) * (inner | (n2 > 1))
-        return w[o1] * f1 + w[o2] * f2 + self.base[o3]
+        a = w[g] * (n[g] - 1.0)
+        b = w[x] * (n[x] - 1.0)
+        n3 = n[o3]
+        if not both:  # order (g, x, o3) only
+            if isinstance(n3, float):
+                return a * (n[x] > 1), False
+            return a * ((n3 > 1) | (n[x] > 1)) + b * (n3 > 1), False
+        if isinstance(n3, float):
+            return np.minimum(a, b), b < a
+        return np.where(n3 > 1, a + b, np.minimum(a, b)), (b < a) & (n3 <= 1)
+
+    def total(self) -> np.ndarray:
+        """DRAM bytes of one instance with every operand moved once."""
+        return self.weight.sum(axis=0) - self.p.out_bytes
 
     def compute_proxy(self, n: dict[int, np.ndarray | float]) -> np.ndarray:
         """Compute cycles up to a per-op constant (tie-break only): fold and run overheads."""
@@ -224,6 +240,8 @@ def choose_tiles(p: Problem, *, allow_spill: bool = False) -> Tiling:
         if members.size == 0:
             continue
         whole = members.size == len(p)
+        if members[-1] - members[0] + 1 == members.size:  # contiguous: views, no copies
+            members = slice(int(members[0]), int(members[-1]) + 1)  # type: ignore[assignment]
         sub_p = p if whole else p.take(members)
         sub = _choose(sub_p, _SPILL_FREE[rho])
         # A single tile along rho: its loop is trivial; put it innermost (same runs).
@@ -247,14 +265,11 @@ def _choose(p: Problem, families: tuple[_Family, ...]) -> Tiling:
     best_t = p.mins.copy()
     best_order = np.zeros(n_elem, dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for (_g, _x, _o3, _levels, orders), tiles, counts, valid in search.candidates(families):
-            cost = search.cost(orders[0], counts)
-            order: np.ndarray | int = _ORDER_INDEX[orders[0]]
-            for other in orders[1:]:
-                cost_b = search.cost(other, counts)
-                use_b = cost_b < cost
-                cost = np.where(use_b, cost_b, cost)
-                order = np.where(use_b, _ORDER_INDEX[other], order)
+        for family, tiles, counts, valid in search.candidates(families):
+            g, x, o3 = family[:3]
+            cost, use_b = search.extra_cost(family, counts)
+            order = _ORDER_INDEX[(g, x, o3)] if use_b is False else np.where(
+                use_b, _ORDER_INDEX[(x, g, o3)], _ORDER_INDEX[(g, x, o3)])
             cost = np.where(valid, cost, np.inf)
             proxy = search.compute_proxy(counts)
             better = (cost < best_cost) | ((cost == best_cost) & (proxy < best_proxy) & valid)
@@ -264,6 +279,7 @@ def _choose(p: Problem, families: tuple[_Family, ...]) -> Tiling:
                 np.copyto(best_t[dim], tiles[dim], where=better)
             np.copyto(best_order, order, where=better)
     feasible = np.isfinite(best_cost)
+    best_cost += search.total()
     # The contract decides: the chosen tile must fit timing.run_words (see module docstring).
     feasible &= fits_contract(p, best_t)
     best_cost[~feasible] = 0.0
