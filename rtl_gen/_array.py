@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from amaranth import ClockSignal, Instance, Module, ResetSignal, Signal
+from amaranth import Cat, ClockSignal, Instance, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -42,7 +42,8 @@ class PERow(wiring.Component):
 
     Ports (packed, lane ``c`` at bits ``[c*w, (c+1)*w)``): ``a_in`` (the row's left operand),
     ``v_in``/``s_in`` (the row above's ``v_out``/``s_out``), ``shift`` (to every PE),
-    ``v_out``/``s_out`` (to the row below). Widths from :func:`pe_widths`.
+    ``v_out``/``s_out`` (to the row below), OS only ``f_in`` (first-operand marker, moves
+    right with ``a_in``). Widths from :func:`pe_widths`.
 
     Args:
         cols: PEs in the row.
@@ -69,16 +70,17 @@ class PERow(wiring.Component):
         self.fault = fault
         self.pe_factory = pe_factory
         self.v_bits, self.s_bits = pe_widths(self.dataflow, input_bits, acc_bits)
-        super().__init__(
-            {
-                "a_in": In(input_bits),
-                "v_in": In(cols * self.v_bits),
-                "s_in": In(cols * self.s_bits),
-                "shift": In(1),
-                "v_out": Out(cols * self.v_bits),
-                "s_out": Out(cols * self.s_bits),
-            }
-        )
+        members = {
+            "a_in": In(input_bits),
+            "v_in": In(cols * self.v_bits),
+            "s_in": In(cols * self.s_bits),
+            "shift": In(1),
+            "v_out": Out(cols * self.v_bits),
+            "s_out": Out(cols * self.s_bits),
+        }
+        if self.dataflow is Dataflow.OS:
+            members["f_in"] = In(1)
+        super().__init__(members)
 
     def make_pe(self, col: int) -> wiring.Component:
         """The PE of column ``col`` (see ``pe_factory``)."""
@@ -104,6 +106,8 @@ class PERow(wiring.Component):
                 self.v_out[c * vb : (c + 1) * vb].eq(pe.v_out),
                 self.s_out[c * sb : (c + 1) * sb].eq(pe.s_out),
             ]
+            if self.dataflow is Dataflow.OS:
+                m.d.comb += pe.f_in.eq(self.f_in if prev is None else prev.f_out)
             prev = pe
         return m
 
@@ -121,6 +125,8 @@ class SystolicArray(wiring.Component):
       OS: the top operand; lane ``c`` is skewed by ``c`` cycles and enters column ``c``.
     * ``shift``: WS/IS load the stationary operands (above); OS drain: every accumulator
       takes the one above it (row 0 takes 0).
+    * ``first`` (OS only; ignored otherwise): high with the first ``x``/``y`` words of a fold;
+      skewed like ``x``, it makes each accumulator restart at its first product.
     * ``result`` (``cols * acc_bits``): WS/IS: the column sums ``sum_r x[r] * s[r][c]`` of the
       ``x`` word presented ``latency`` cycles earlier (de-skewed); OS: a register holding the
       bottom row's accumulators of the previous cycle (after a ``shift`` at cycle ``t`` it
@@ -167,6 +173,7 @@ class SystolicArray(wiring.Component):
                 "x": In(rows * input_bits),
                 "y": In(cols * input_bits),
                 "shift": In(1),
+                "first": In(1),
                 "result": Out(cols * acc_bits),
             }
         )
@@ -227,6 +234,11 @@ class SystolicArray(wiring.Component):
         top, bottom = row_list[0], row_list[-1]
 
         if os_flow:
+            # The first-operand marker enters every row with its x lane.
+            m.submodules.f_skew = f_skew = Skew(lanes=rows, width=1)
+            m.d.comb += f_skew.i_data.eq(Cat(*([self.first] * rows)))
+            for r, row in enumerate(row_list):
+                m.d.comb += row.f_in.eq(f_skew.o_data[r])
             # B enters the top, skewed; accumulators drain out of the bottom into a register.
             m.submodules.y_skew = y_skew = Skew(lanes=cols, width=ib)
             out = Signal(cols * ab)

@@ -45,9 +45,10 @@ class Controller(wiring.Component):
       the next cycle; STREAM (``Ds``): x words are read; FLUSH (``R + C``): the last results
       come out. The o word for ``s`` is read ``R + C - 1`` cycles after x word ``s`` and written
       (result, plus the old value when adding) the cycle after.
-    * OS: STREAM (``Ds``): x and y words are read; FLUSH (``2R + C``): after ``R + C - 1``
-      cycles the wavefront has finished, then ``R`` drain shifts move rows ``R-1 .. 0`` out;
-      each row's o word is read during its shift and written the cycle after.
+    * OS: STREAM (``Ds``): x and y words are read (``first`` marks the data of ``s = 0``);
+      FLUSH (``2R + C``): after ``R + C - 1`` cycles the wavefront has finished, then ``R``
+      drain shifts move rows ``R-1 .. 0`` out; each row's o word is read during its shift and
+      written the cycle after.
 
     A run is one SETUP cycle then every fold, so ``start`` to ``done`` is
     ``1 + folds * (Ds + 2R + C)`` cycles (``perf_model.timing.run_cycles``); a run with a zero
@@ -88,6 +89,7 @@ class Controller(wiring.Component):
                 "y_addr": Out(self.y_addr_bits),
                 "y_valid": Out(1),
                 "shift": Out(1),
+                "first": Out(1),
                 "o_rd_en": Out(1),
                 "o_rd_addr": Out(self.o_addr_bits),
                 "o_wr_en": Out(1),
@@ -167,6 +169,8 @@ class Controller(wiring.Component):
             ]
             with m.If(drain):
                 m.d.sync += rp.eq(rp - 1)
+            # marks the x/y words of the fold's first streamed index (valid the cycle after)
+            m.d.sync += self.first.eq(in_stream & (cnt == 0))
         else:
             m.d.sync += self.shift.eq(in_load)
             m.d.comb += [

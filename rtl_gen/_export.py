@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """Verilog export: deterministic text, top module named from the config hash."""
 
 from __future__ import annotations

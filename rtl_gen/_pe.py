@@ -74,6 +74,10 @@ class PE(wiring.Component):
       accumulator ``s + a_in * v_in``. When ``shift`` is high it loads ``s_in`` instead
       (the register above in the column): WS/IS use it to load the stationary operands down
       the column, OS to drain the results out of the bottom.
+    * OS only, ``f``: a one-bit marker passed right with ``a`` (``f_in``/``f_out``), high
+      with the first operand of a fold: the accumulator then restarts at the product
+      instead of adding to its old content, so a fold never depends on what the
+      accumulators held before (power-up state, or X in a four-state simulator).
 
     Sums wrap modulo ``2**acc_bits`` (two's complement).
 
@@ -101,17 +105,18 @@ class PE(wiring.Component):
         self.acc_bits = acc_bits
         self.fault = fault
         v_bits, s_bits = pe_widths(self.dataflow, input_bits, acc_bits)
-        super().__init__(
-            {
-                "a_in": In(signed(input_bits)),
-                "a_out": Out(signed(input_bits)),
-                "v_in": In(signed(v_bits)),
-                "v_out": Out(signed(v_bits)),
-                "s_in": In(signed(s_bits)),
-                "s_out": Out(signed(s_bits)),
-                "shift": In(1),
-            }
-        )
+        members = {
+            "a_in": In(signed(input_bits)),
+            "a_out": Out(signed(input_bits)),
+            "v_in": In(signed(v_bits)),
+            "v_out": Out(signed(v_bits)),
+            "s_in": In(signed(s_bits)),
+            "s_out": Out(signed(s_bits)),
+            "shift": In(1),
+        }
+        if self.dataflow is Dataflow.OS:
+            members.update({"f_in": In(1), "f_out": Out(1)})
+        super().__init__(members)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -131,9 +136,13 @@ class PE(wiring.Component):
             m.d.comb += product[bit].eq(stuck)
 
         if self.dataflow is Dataflow.OS:
-            m.d.sync += v.eq(self.v_in)
+            f = Signal()
+            m.d.comb += self.f_out.eq(f)
+            m.d.sync += [v.eq(self.v_in), f.eq(self.f_in)]
             with m.If(self.shift):
                 m.d.sync += s.eq(self.s_in)
+            with m.Elif(self.f_in):
+                m.d.sync += s.eq(product)
             with m.Else():
                 m.d.sync += s.eq(s + product)
         else:

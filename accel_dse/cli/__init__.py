@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from accel_dse import __version__
 from accel_dse.errors import AccelDseError
@@ -19,7 +19,7 @@ from accel_dse.errors import AccelDseError
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("design", "workloads", "evaluate", "simulate")
+COMMANDS: tuple[str, ...] = ("design", "workloads", "evaluate", "sweep", "simulate", "rtl", "export", "report", "verify")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,14 +17,14 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _word(lanes: np.ndarray, bits: int) -> int:
+def word_of(lanes: np.ndarray, bits: int) -> int:
     value = 0
     for i, x in enumerate(lanes):
         value |= (int(x) & ((1 << bits) - 1)) << (i * bits)
     return value
 
 
-def _lanes(word: int, count: int, bits: int) -> list[int]:
+def lanes_of(word: int, count: int, bits: int) -> list[int]:
     out = []
     for i in range(count):
         x = (word >> (i * bits)) & ((1 << bits) - 1)
@@ -52,19 +52,19 @@ def pack(config: ArrayConfig, a: np.ndarray, b: np.ndarray, rng: np.random.Gener
     weight: list[int] = []
     if config.dataflow is Dataflow.WS:
         for kf in range(_ceil(k, r)):
-            ifmap += [_word(_pad(a[i, kf * r : kf * r + r], r, rng, bits), bits) for i in range(m)]
+            ifmap += [word_of(_pad(a[i, kf * r : kf * r + r], r, rng, bits), bits) for i in range(m)]
         for nf in range(_ceil(n, c)):
-            weight += [_word(_pad(b[j, nf * c : nf * c + c], c, rng, bits), bits) for j in range(k)]
+            weight += [word_of(_pad(b[j, nf * c : nf * c + c], c, rng, bits), bits) for j in range(k)]
     elif config.dataflow is Dataflow.OS:
         for mf in range(_ceil(m, r)):
-            ifmap += [_word(_pad(a[mf * r : mf * r + r, j], r, rng, bits), bits) for j in range(k)]
+            ifmap += [word_of(_pad(a[mf * r : mf * r + r, j], r, rng, bits), bits) for j in range(k)]
         for nf in range(_ceil(n, c)):
-            weight += [_word(_pad(b[j, nf * c : nf * c + c], c, rng, bits), bits) for j in range(k)]
+            weight += [word_of(_pad(b[j, nf * c : nf * c + c], c, rng, bits), bits) for j in range(k)]
     else:
         for mf in range(_ceil(m, c)):
-            ifmap += [_word(_pad(a[mf * c : mf * c + c, j], c, rng, bits), bits) for j in range(k)]
+            ifmap += [word_of(_pad(a[mf * c : mf * c + c, j], c, rng, bits), bits) for j in range(k)]
         for kf in range(_ceil(k, r)):
-            weight += [_word(_pad(b[kf * r : kf * r + r, j], r, rng, bits), bits) for j in range(n)]
+            weight += [word_of(_pad(b[kf * r : kf * r + r, j], r, rng, bits), bits) for j in range(n)]
     return ifmap, weight
 
 
@@ -81,13 +81,13 @@ def unpack(config: ArrayConfig, words: list[int], m: int, n: int) -> np.ndarray:
     if config.dataflow is Dataflow.IS:
         for mf in range(_ceil(m, c)):
             for j in range(n):
-                lanes = _lanes(words[mf * n + j], c, ab)
+                lanes = lanes_of(words[mf * n + j], c, ab)
                 for lane in range(min(c, m - mf * c)):
                     out[mf * c + lane, j] = lanes[lane]
     else:
         for nf in range(_ceil(n, c)):
             for i in range(m):
-                lanes = _lanes(words[nf * m + i], c, ab)
+                lanes = lanes_of(words[nf * m + i], c, ab)
                 for lane in range(min(c, n - nf * c)):
                     out[i, nf * c + lane] = lanes[lane]
     return out
@@ -110,7 +110,9 @@ class RunResult:
     c: np.ndarray
     ticks: int  # clock edges from the start edge to the edge raising done
     cycles: int  # the accelerator's own cycle counter
-    busy_seen: bool
+    busy_seen: bool  # busy was high after the start edge
+    done_before: bool  # done just before the start pulse (stays high after the previous run)
+    done_after_start: bool  # done right after the start edge
 
 
 def run_gemms(
@@ -145,15 +147,16 @@ def run_gemms(
             ctx.set(dut.k, k)
             ctx.set(dut.n, n)
             ctx.set(dut.accumulate, int(acc))
+            done_before = bool(ctx.get(dut.done))
             ctx.set(dut.start, 1)
             await ctx.tick()
             ctx.set(dut.start, 0)
+            done_after_start = bool(ctx.get(dut.done))
+            busy_seen = bool(ctx.get(dut.busy))
             ticks = 0
-            busy_seen = False
             while True:
                 await ctx.tick()
                 ticks += 1
-                busy_seen = busy_seen or bool(ctx.get(dut.busy))
                 if ctx.get(dut.done):
                     break
                 if ticks > 1_000_000:
@@ -165,10 +168,63 @@ def run_gemms(
                 ctx.set(dut.host_addr, addr)
                 await ctx.tick()
                 words.append(ctx.get(dut.host_rdata))
-            results.append(RunResult(unpack(config, words, m, n), ticks, cycles, busy_seen))
+            results.append(
+                RunResult(unpack(config, words, m, n), ticks, cycles, busy_seen, done_before, done_after_start)
+            )
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
     return results
+
+
+def iverilog_testbench(config: ArrayConfig, top: str, a: np.ndarray, b: np.ndarray) -> str:
+    """A Verilog testbench running ``A @ B`` on the exported top through its host port.
+
+    Prints ``CYCLES <ticks> <cycles port>`` and one ``WORD <hex>`` per ofmap word.
+    """
+    m, k = a.shape
+    n = b.shape[1]
+    ifmap, weight = pack(config, a, b)
+    lines = [
+        "`timescale 1ns/1ps",
+        "module tb;",
+        "  reg clk = 0, rst = 1, host_we = 0, start = 0, accumulate = 0;",
+        "  reg [1:0] host_sel = 0;",
+        f"  reg [{_port_width(config, 'addr') - 1}:0] host_addr = 0;",
+        f"  reg [{_port_width(config, 'data') - 1}:0] host_wdata = 0;",
+        "  reg [31:0] m = 0, k = 0, n = 0;",
+        f"  wire [{config.cols * config.acc_bits - 1}:0] host_rdata;",
+        "  wire busy, done;",
+        "  wire [31:0] cycles;",
+        "  integer ticks;",
+        f"  {top} dut(.clk(clk), .rst(rst), .host_sel(host_sel), .host_addr(host_addr),",
+        "    .host_wdata(host_wdata), .host_we(host_we), .host_rdata(host_rdata), .m(m), .k(k), .n(n),",
+        "    .accumulate(accumulate), .start(start), .busy(busy), .done(done), .cycles(cycles));",
+        "  always #5 clk = ~clk;",
+        "  initial begin",
+        "    @(negedge clk); @(negedge clk); rst = 0;",
+    ]
+    for sel, words in ((0, ifmap), (1, weight)):
+        for addr, word in enumerate(words):
+            lines.append(
+                f"    @(negedge clk) host_sel = {sel}; host_addr = {addr}; host_wdata = 'h{word:x}; host_we = 1;"
+            )
+    lines += [
+        f"    @(negedge clk) host_we = 0; m = {m}; k = {k}; n = {n}; start = 1;",
+        "    @(negedge clk) start = 0; ticks = 0;",
+        "    while (!done) begin @(negedge clk) ticks = ticks + 1; end",
+        '    $display("CYCLES %0d %0d", ticks, cycles);',
+    ]
+    for addr in range(ofmap_words(config, m, n)):
+        lines.append(f"    host_addr = {addr}; @(negedge clk) $display(\"WORD %h\", host_rdata);")
+    lines += ["    $finish;", "  end", "endmodule", ""]
+    return "\n".join(lines)
+
+
+def _port_width(config: ArrayConfig, which: str) -> int:
+    from rtl_gen import buffer_layout
+
+    lay = buffer_layout(config)
+    return lay.host_addr_bits if which == "addr" else lay.host_data_bits

@@ -1,0 +1,71 @@
+"""``accel-dse rtl verilog DESIGN [-o FILE]`` and ``accel-dse rtl synth DESIGN [--json]``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from accel_dse.cli._output import emit, emit_json, format_table
+from accel_dse.designs import load_design
+from accel_dse.errors import ExportError
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("rtl", help="generate the Verilog of a design, synthesis figures")
+    rsub = parser.add_subparsers(dest="rtl_command", metavar="ACTION", required=True)
+    ver = rsub.add_parser("verilog", help="write the design's Verilog (top module accel_<config_hash>)")
+    ver.add_argument("design", metavar="FILE|PRESET")
+    ver.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    ver.add_argument("--flat", action="store_true", help="one module per PE instance (slow for big arrays)")
+    ver.set_defaults(func=_verilog)
+    syn = rsub.add_parser("synth", help="Yosys cells and transistor estimate (cached per design)")
+    syn.add_argument("design", metavar="FILE|PRESET")
+    syn.add_argument("--json", action="store_true", help="print JSON")
+    syn.add_argument("--no-cache", action="store_true", help="do not read or write the synthesis cache")
+    syn.add_argument("--full-array", action="store_true",
+                     help="also synthesise the whole PE array flat (minutes and ~1 GB at 16x16)")
+    syn.set_defaults(func=_synth)
+
+
+def _verilog(args: argparse.Namespace) -> int:
+    from rtl_gen import to_verilog
+
+    config = load_design(args.design)
+    text = to_verilog(config, flat=args.flat)
+    if args.output is None:
+        emit(text.rstrip("\n"))
+        return 0
+    path = Path(args.output)
+    try:
+        if path.parent != Path(""):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ExportError(f"cannot write Verilog to {str(path)!r}: {exc.strerror or exc}") from exc
+    return 0
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from rtl_gen import synth_stats
+
+    config = load_design(args.design)
+    stats = synth_stats(config, use_cache=not args.no_cache, full_array=args.full_array)
+    if args.json:
+        emit_json({"design": config.to_dict(), **stats})
+        return 0
+    emit(f"# {config.short_name()}  top = {stats['top']}")
+    rows = [
+        [name, part["cells"], part["transistors"], part["count"],
+         part["cells"] * part["count"], part["transistors"] * part["count"]]
+        for name, part in stats["parts"].items()
+    ]
+    rows.append(["array (PEs + skew)", "", "", "", stats["array"]["cells"], stats["array"]["transistors"]])
+    rows.append(["total", "", "", "", stats["total"]["cells"], stats["total"]["transistors"]])
+    if "full_array" in stats:
+        full = stats["full_array"]
+        rows.append(["full array (flat synth)", "", "", "", full["cells"], full["transistors"]])
+    emit(format_table(["part", "cells", "transistors", "count", "total cells", "total transistors"], rows))
+    emit(f"excluded: {stats['excluded']}")
+    return 0
