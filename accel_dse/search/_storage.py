@@ -185,7 +185,10 @@ def _open_rdb(spec: StorageSpec, heartbeat_interval: int | None, grace_period: i
                     "grace_period": grace,
                     "heartbeat_stale_trial_callback": RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
                 }
-            return RDBStorage(spec.url, engine_kwargs=engine_kwargs, **heartbeat)
+            storage = RDBStorage(spec.url, engine_kwargs=engine_kwargs, **heartbeat)
+        if spec.kind == "sqlite" and spec.path is not None:
+            _tune_sqlite(storage)
+        return storage
     except ImportError as exc:
         raise StorageError(
             f"no database driver for storage {spec.display!r} ({_first_line(exc.__cause__ or exc)}); "
@@ -196,3 +199,25 @@ def _open_rdb(spec: StorageSpec, heartbeat_interval: int | None, grace_period: i
         raise StorageError(f"cannot open storage {spec.display!r}: {detail}") from None
     except RuntimeError as exc:  # Optuna's schema-version check
         raise StorageError(f"cannot use storage {spec.display!r}: {_first_line(exc)}") from None
+
+
+def _sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _tune_sqlite(storage: RDBStorage) -> None:
+    """WAL journal and ``synchronous=NORMAL``: a commit no longer waits for the disk.
+
+    Each trial writes about ten rows; with SQLite's default rollback journal every one of them
+    is an fsync. In WAL mode with ``synchronous=NORMAL`` a killed process loses nothing it
+    committed (only a power cut can drop the last transactions), readers never block the
+    writer, and a sweep runs several times faster. WAL needs a local file system (not NFS).
+    """
+    from sqlalchemy import event
+
+    with storage.engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+    event.listen(storage.engine, "connect", _sqlite_pragmas)
+    storage.engine.dispose()

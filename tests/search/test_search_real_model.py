@@ -1,0 +1,61 @@
+"""The sweep on the real performance model: the README's main command, resume, metric names."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+import perf_model
+import workloads
+from accel_dse.config import ArrayConfig
+from accel_dse.search import METRIC_NAMES, OBJECTIVES, load_space
+
+
+def test_metric_names_match_the_model():
+    fields = {f.name for f in dataclasses.fields(perf_model.DesignTable)}
+    assert set(METRIC_NAMES) <= fields
+    assert {name: direction[:3] for name, (_, direction) in OBJECTIVES.items()} == perf_model.METRICS
+    assert {name: metric for name, (metric, _) in OBJECTIVES.items()} == perf_model.OBJECTIVE_METRICS
+
+
+def _sweep_json(run_cli, *args):
+    code, out, err = run_cli("sweep", "--json", "--quiet", *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_main_command_on_the_default_space_then_resume(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    summary = _sweep_json(run_cli, "--trials", "24", "--seed", "1")
+    assert summary["study"] == "edge-int8"
+    assert summary["storage"] == "sqlite:///runs/edge-int8/study.db"
+    assert (tmp_path / "runs" / "edge-int8" / "study.db").is_file()
+    assert summary["n_complete"] + summary["n_fail"] == 24
+    assert set(summary) == {"study", "storage", "n_complete", "n_fail", "best"}
+    best = summary["best"]
+    assert 1 <= len(best) <= 5
+    assert [b["values"]["edp"] for b in best] == sorted(b["values"]["edp"] for b in best)
+    space = load_space("edge-int8")
+    resnet = workloads.resolve("resnet18")
+    for entry in best:
+        assert set(entry) >= {"trial", "params", "values", "config_hash"}
+        config = ArrayConfig.from_dict(entry["design"])
+        assert config.config_hash == entry["config_hash"]
+        assert {p.field for p in space.free_params} == set(entry["params"])
+        # Recomputed through the model's scalar API, independently of the sweep's batch path.
+        total = perf_model.evaluate(config, resnet).total
+        assert entry["values"]["edp"] == pytest.approx(total["edp"], rel=1e-9)
+        assert total["area_mm2"] <= 4 and total["power_w"] <= 2  # the space's constraints
+    again = _sweep_json(run_cli, "--trials", "30", "--seed", "2")
+    assert again["n_complete"] + again["n_fail"] == 30
+    assert again["best"][0]["values"]["edp"] <= best[0]["values"]["edp"]
+
+
+def test_text_summary_prints_the_best_designs(run_cli, tmp_path):
+    code, out, err = run_cli("sweep", "--quiet", "--trials", "12", "--space", "edge-mix", "--sampler", "random",
+                             "--seed", "3", "--out-dir", str(tmp_path / "run"))
+    assert code == 0, err
+    assert "study 'edge-mix' in sqlite:///" in out and "12 trials this run" in out
+    assert "Pareto set" in out and "latency [s]" in out and "area [mm^2]" in out
