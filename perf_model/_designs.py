@@ -117,7 +117,7 @@ class DesignArrays:
                 codes[names == name] = code
             if (codes < 0).any():
                 bad = flow.reshape(-1)[int(np.argmax(codes.reshape(-1) < 0))]
-                raise ModelError(f"dataflow must be one of ws, os, is, not {bad!r}")
+                raise ModelError(f"dataflow must be one of ws, os, is, not {str(bad)!r}")
             raw["dataflow"] = codes
         try:
             shaped = np.broadcast_arrays(*raw.values())

@@ -1,0 +1,72 @@
+"""Helpers for the perf-model tests: an obvious per-run reference and the cycle formula by hand.
+
+The reference walks the tiles of a tiling one Python iteration per run and applies the per-run
+definitions of ``perf_model._schedule``'s docstring literally (loads of tiles that changed,
+read-back of revisited partial sums, stores when the output tile changes, and the
+double-buffered roofline run by run). It shares no code with the closed forms it checks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from perf_model import timing
+
+#: GEMM dim of the mapped dims (rows-dim, cols-dim, streamed) per dataflow code.
+GEMM_OF = {0: ("k", "n", "m"), 1: ("m", "n", "k"), 2: ("k", "m", "n")}
+
+
+def hand_run_cycles(df: int, R: int, C: int, m: int, k: int, n: int) -> int:
+    """``run_cycles`` written out from the contract's docstring (not by calling it)."""
+    dr, dc, ds = {0: (k, n, m), 1: (m, n, k), 2: (k, m, n)}[df]
+    folds = math.ceil(dr / R) * math.ceil(dc / C)
+    return folds * (ds + 2 * R + C - 2 + timing.FOLD_OVERHEAD) + timing.RUN_OVERHEAD
+
+
+def runs(df: int, dims: dict[str, int], tile: dict[str, int], order: tuple[int, ...]):
+    """Yield ``{gemm dim: (start, stop)}`` per run; ``order`` lists mapped dims outer to inner."""
+    names = GEMM_OF[df]
+    loops = [names[x] for x in order]
+    ranges = [range(0, dims[d], tile[d]) for d in loops]
+    for starts in itertools.product(*ranges):
+        yield {d: (s0, min(s0 + tile[d], dims[d])) for d, s0 in zip(loops, starts, strict=True)}
+
+
+def reference(df, R, C, dims, tile, order, ib, ab, bw, instances, double_buffered):
+    """``(compute, total, dram_read, dram_write)`` of an op, by brute force over its runs."""
+    operand_dims = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
+    elem = {"A": ib / 8, "B": ib / 8, "C": ab / 8}
+    seq = []
+    for _ in range(instances):
+        held: dict[str, tuple] = {}
+        inst_runs = list(runs(df, dims, tile, order))
+        for i, run in enumerate(inst_runs):
+            size = {d: run[d][1] - run[d][0] for d in "mkn"}
+            load = 0.0
+            for op in ("A", "B"):
+                key = tuple(run[d] for d in operand_dims[op])
+                if held.get(op) != key:
+                    load += elem[op] * size[operand_dims[op][0]] * size[operand_dims[op][1]]
+                    held[op] = key
+            ckey = tuple(run[d] for d in operand_dims["C"])
+            c_bytes = elem["C"] * size["m"] * size["n"]
+            if held.get("C") != ckey:
+                held["C"] = ckey
+                if run["k"][0] > 0:  # partial sums of a revisited output tile come back
+                    load += c_bytes
+            nxt = inst_runs[i + 1] if i + 1 < len(inst_runs) else None
+            store = c_bytes if nxt is None or tuple(nxt[d] for d in operand_dims["C"]) != ckey else 0.0
+            cyc = hand_run_cycles(df, R, C, size["m"], size["k"], size["n"])
+            seq.append((cyc, load, store))
+    compute = sum(s[0] for s in seq)
+    reads = sum(s[1] for s in seq)
+    writes = sum(s[2] for s in seq)
+    if not double_buffered:
+        return compute, compute + (reads + writes) / bw, reads, writes
+    total = seq[0][1] / bw + seq[-1][2] / bw
+    last = len(seq) - 1
+    for i, (cyc, load, store) in enumerate(seq):
+        x = (load if i > 0 else 0.0) + (store if i < last else 0.0)
+        total += max(cyc, x / bw)
+    return compute, total, reads, writes

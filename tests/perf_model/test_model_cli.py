@@ -1,0 +1,63 @@
+"""accel-dse evaluate: per-op table and totals, JSON, errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+WORKLOAD = "gemm:m=64,k=96,n=80,batch=2"
+
+
+def test_evaluate_json_on_resnet18_edge(run_cli):
+    code, out, err = run_cli("evaluate", "--design", "edge", "--workload", "resnet18", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["workload"] == "resnet18"
+    assert data["design"]["rows"] == 16
+    assert data["status"] == "ok"
+    assert len(data["ops"]) >= 20
+    keys = {"name", "status", "folds", "compute_cycles", "stall_cycles", "total_cycles", "utilization", "macs",
+            "dram_read_bytes", "dram_write_bytes", "energy_pj"}
+    for op in data["ops"]:
+        assert keys <= set(op)
+        assert 0 < op["utilization"] <= 1
+    total = data["total"]
+    assert keys - {"name", "status"} <= set(total)
+    assert {"latency_s", "area_mm2", "power_w", "tops_per_w"} <= set(total)
+    assert total["macs"] == sum(op["macs"] for op in data["ops"])
+    assert total["compute_cycles"] == sum(op["compute_cycles"] for op in data["ops"])
+    assert math.isclose(total["energy_pj"], sum(op["energy_pj"] for op in data["ops"]), rel_tol=1e-12)
+    assert 1.7e9 < total["macs"] < 1.9e9  # ResNet-18 at 224: ~1.8 GMACs
+
+
+def test_evaluate_table(run_cli, tmp_path):
+    design = tmp_path / "d.toml"
+    design.write_text('[design]\nrows = 8\ncols = 8\ndataflow = "os"\n')
+    code, out, err = run_cli("evaluate", "--design", str(design), "--workload", WORKLOAD)
+    assert code == 0, err
+    assert "8x8-os-i8" in out
+    assert "compute_cycles" in out and "tops_per_w" in out and "energy part" in out
+
+
+def test_evaluate_infeasible_design_reports_reason(run_cli, tmp_path):
+    design = tmp_path / "d.toml"
+    design.write_text("[design]\nrows = 256\ncols = 256\nofmap_sram_kib = 1\n")
+    code, out, err = run_cli("evaluate", "--design", str(design), "--workload", WORKLOAD, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["status"] == "infeasible"
+    assert "ofmap buffer" in data["reason"]
+    code, out, err = run_cli("evaluate", "--design", str(design), "--workload", WORKLOAD)
+    assert "infeasible: op" in out
+
+
+def test_evaluate_bad_inputs_exit_2_with_one_line(run_cli, tmp_path):
+    for argv, needle in [
+        (("--design", "nope", "--workload", WORKLOAD), "neither a design file nor a preset"),
+        (("--design", str(tmp_path / "missing.toml"), "--workload", WORKLOAD), "not found"),
+        (("--design", "edge", "--workload", "nope"), "unknown workload"),
+    ]:
+        code, out, err = run_cli("evaluate", *argv)
+        assert code == 2
+        assert out == ""
+        assert err.count("\n") == 1 and needle in err
