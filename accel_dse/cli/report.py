@@ -48,14 +48,17 @@ def _report(args: argparse.Namespace) -> int:
         emit(f"note: {note}")
     if report["top"]:
         objectives = [o["name"] for o in report["objectives"]]
-        emit("Pareto set:" if len(objectives) > 1 else "top designs:")
+        extra = [] if "area_mm2" in {o["metric"] for o in report["objectives"]} else ["area_mm2"]
+        more = len(report["top"]) > 20
+        emit(("Pareto set" if len(objectives) > 1 else "top designs") + (" (first 20; see index.html)" if more else "")
+             + ":")
         rows = []
         for r in report["top"][:20]:
             rtl = r["rtl"]
             rows.append([r["trial"], r["design"], *[r["values"][n] for n in objectives],
-                         r["metrics"].get("area_mm2", ""), r["sampler"],
+                         *[r["metrics"].get(m, "") for m in extra], r["sampler"],
                          "" if rtl is None else ("pass" if rtl.get("passed") else "FAIL")])
-        emit(format_table(["trial", "design", *objectives, "area_mm2", "sampler", "rtl"], rows))
+        emit(format_table(["trial", "design", *objectives, *extra, "sampler", "rtl"], rows))
     if report["best"]:
         pick = report["best"]["pick"]
         emit(f"best: trial {report['best']['trial']}" + (f" ({pick} on the Pareto set)" if pick else ""))
