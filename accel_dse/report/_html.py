@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import importlib.util
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["html_page", "plotly_available", "optuna_figures"]
@@ -27,6 +27,15 @@ def plotly_available() -> bool:
     return importlib.util.find_spec("plotly") is not None
 
 
+def _value(index: int) -> Callable[[Any], float]:
+    """Optuna ``target``: objective ``index`` of a trial."""
+
+    def target(trial: Any) -> float:
+        return float(trial.values[index])
+
+    return target
+
+
 def optuna_figures(study: Any, objective_names: Sequence[str]) -> list[tuple[str, str]]:
     """Optuna's Pareto-front and history plots as HTML fragments (plotly); empty without plotly."""
     if not plotly_available():
@@ -41,7 +50,7 @@ def optuna_figures(study: Any, objective_names: Sequence[str]) -> list[tuple[str
                 fig = vis.plot_pareto_front(study, target_names=list(objective_names))
                 out.append(("Pareto front (Optuna)", fig.to_html(full_html=False, include_plotlyjs="cdn")))
                 for i, name in enumerate(objective_names):
-                    fig = vis.plot_optimization_history(study, target=lambda t, i=i: t.values[i], target_name=name)
+                    fig = vis.plot_optimization_history(study, target=_value(i), target_name=name)
                     out.append((f"History of {name} (Optuna)", fig.to_html(full_html=False, include_plotlyjs="cdn")))
             else:
                 fig = vis.plot_optimization_history(study, target_name=objective_names[0])

@@ -161,7 +161,7 @@ async def gemm_against_numpy(dut: Any) -> None:
     design = load_design()
     cfg, bufs, timing = design["design"], design["buffers"], design["timing"]
     rows, cols, ib, ab = cfg["rows"], cfg["cols"], cfg["input_bits"], cfg["acc_bits"]
-    cocotb.start_soon(Clock(dut.clk, PERIOD_NS, unit="ns").start())
+    Clock(dut.clk, PERIOD_NS, unit="ns").start()
     port = Port(dut, design)
     await port.reset()
     results, problems = [], []
