@@ -89,7 +89,7 @@ def evaluate_block(
     tiling = choose_tiles(p, allow_spill=allow_spill)
     bw = rep(d.dram_bytes_per_cycle)
     with np.errstate(divide="ignore", invalid="ignore"):
-        sched = schedule(p, tiling, bw)
+        sched = schedule(p, tiling, bw, roofline=bool(d.double_buffered.any()))
     inst = np.tile(ops.instances, nd)
     compute, total = op_cycles(sched, inst, bw, rep(d.double_buffered))
     ok = tiling.feasible

@@ -154,8 +154,11 @@ def _times(a: np.ndarray, flag: Bool) -> np.ndarray | float:
 _FIRST, _MID, _LAST = 0, 1, 2
 
 
-def schedule(p: Problem, tiling: Tiling, bw: np.ndarray) -> Schedule:
-    """Evaluate the tiling of every element of ``p`` (see the module docstring)."""
+def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = True) -> Schedule:
+    """Evaluate the tiling of every element of ``p`` (see the module docstring).
+
+    ``roofline=False`` skips the double-buffered overlap terms (all elements single-buffered).
+    """
     t, D = tiling.t, p.D
     n = np.ceil(D / t)
     last = D - (n - 1) * t  # size of the last tile along each dim (== t when it divides)
@@ -215,6 +218,10 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray) -> Schedule:
     np.put_along_axis(sram_write, p.operand, arr_write, axis=0)
     sram_write += dram_read
     sram_read += dram_write
+    if not roofline:
+        zero = np.zeros(len(p))
+        exposure = _Exposure(zero, zero, zero, zero, zero, zero, zero)
+        return _finish(compute, folds, runs, exposure, dram_read, dram_write, sram_read, sram_write)
 
     # --- double-buffered roofline over the 27 run classes ------------------------------------
     tpos = np.take_along_axis(t, order, axis=0)
@@ -262,9 +269,9 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray) -> Schedule:
     if fast_cycles_ok():
         gran = np.stack([p.R, p.C, np.ones(len(p))])
         gpos = np.take_along_axis(gran, order, axis=0)
-        spos = order == 2
         k0 = 2 * p.R + p.C - 2 + timing.FOLD_OVERHEAD
-        factor_of = {cat: [np.where(spos[j], size[cat][j] + k0, np.ceil(size[cat][j] / gpos[j])) for j in range(3)]
+        k0pos = [k0 * (order[j] == 2) for j in range(3)]  # the streamed dim's factor is size + k0
+        factor_of = {cat: [np.ceil(size[cat][j] / gpos[j]) + k0pos[j] for j in range(3)]
                      for cat in (_FIRST, _MID, _LAST)}
     if rho_inner:
         exposure = _roofline_rho_inner(npos, many, size, count_of, factor_of, cyc8, last_cyc, bit,
@@ -360,58 +367,66 @@ def _roofline_rho_inner(npos, many, size, count_of, factor_of, cyc8, last_cyc, b
     Per run: the output tile is written when the run is the last along position 2; the inputs
     (both span position 2) reload whenever position 2 moves; at position 2's first index the
     loop that moved decides (the output never needs reading back: it is never revisited).
+    Transfers are kept in cycles (bytes / bandwidth) throughout.
     """
+    cats3 = (_FIRST, _MID, _LAST)
+    outer_cycles: dict[tuple[int, int], np.ndarray] = {}
+    outer_count: dict[tuple[int, int], np.ndarray | float] = {}
+    for c0, c1 in product(cats3, repeat=2):
+        if factor_of is not None:
+            outer_cycles[(c0, c1)] = factor_of[c0][0] * factor_of[c1][1]
+        counts = [c for c in (count_of[c0][0], count_of[c1][1]) if c is not None]
+        outer_count[(c0, c1)] = counts[0] * counts[1] if len(counts) == 2 else (counts[0] if counts else 1.0)
+
     def cycles(cats: tuple[int, int, int]) -> np.ndarray:
         if factor_of is not None:
-            return factor_of[cats[0]][0] * factor_of[cats[1]][1] * factor_of[cats[2]][2] + run_overhead
+            return outer_cycles[cats[:2]] * factor_of[cats[2]][2] + run_overhead
         idx = sum((_times(bit[j], is_last_of[cats[j]][j]) for j in range(3)),
                   start=np.zeros(n_elem, dtype=np.int64))
         return np.take_along_axis(cyc8, np.asarray(idx, dtype=np.int64)[None], axis=0)[0]
 
+    eb_cycles = [eb[j] * inv_bw for j in range(3)]
     cache: dict[tuple[int, int, int], np.ndarray] = {}
 
     def tile(j: int, ca: int, cb: int) -> np.ndarray:
-        """Bytes of the operand free at position ``j`` given the classes of the other two."""
+        """Cycles to move the operand free at position ``j`` given the other two's classes."""
         key = (j, ca, cb)
         if key not in cache:
             a, b = (q for q in range(3) if q != j)
-            cache[key] = eb[j] * size[ca][a] * size[cb][b]
+            cache[key] = eb_cycles[j] * size[ca][a] * size[cb][b]
         return cache[key]
 
+    both_inputs_after_wrap = _or(many[1], many[2])
     overlapped = np.zeros(n_elem)
-    for cats in product((_FIRST, _MID, _LAST), repeat=3):
+    for cats in product(cats3, repeat=3):
         c0, c1, c2 = cats
-        count: np.ndarray | float = 1.0
-        for j in range(3):
-            if count_of[cats[j]][j] is not None:
-                count = count * count_of[cats[j]][j]
+        count = outer_count[(c0, c1)]
+        if count_of[c2][2] is not None:
+            count = count * count_of[c2][2]
         tb0, tb1 = tile(0, c1, c2), tile(1, c0, c2)
         if c2 != _FIRST:  # position 2 moved: both inputs reload
-            load = tb0 + tb1
+            x = tb0 + tb1
         elif c1 != _FIRST:  # position 1 moved (2 wrapped if it has several tiles)
-            load = tb0 + _times(tb1, many[2])
+            x = tb0 + _times(tb1, many[2])
         elif c0 != _FIRST:  # position 0 moved
-            load = _times(tb0, _or(many[1], many[2])) + tb1
+            x = _times(tb0, both_inputs_after_wrap) + tb1
         else:  # the first run
-            load = tb0 + tb1
-        if c2 == _MID:
-            store: np.ndarray | float = 0.0
-        elif c2 == _LAST:
-            store = tile(2, c0, c1)
-        else:
-            store = _times(tile(2, c0, c1), _not(many[2]))
-        x = (load + store) * inv_bw
+            x = tb0 + tb1
+        if c2 == _LAST:
+            x = x + tile(2, c0, c1)
+        elif c2 == _FIRST:
+            x = x + _times(tile(2, c0, c1), _not(many[2]))
         overlapped += count * np.maximum(cycles(cats), x)
     # The first run (all indices 0) and the last run (all last: sizes are the last tiles).
     f = _FIRST
     first_cyc = cycles((f, f, f))
-    first_load = (tile(0, f, f) + tile(1, f, f)) * inv_bw
-    first_x = first_load + _times(tile(2, f, f), _not(many[2])) * inv_bw
-    last = _LAST  # the last run: every dim at its last tile (size[_LAST] is the last tile)
+    first_load = tile(0, f, f) + tile(1, f, f)
+    first_x = first_load + _times(tile(2, f, f), _not(many[2]))
+    last = _LAST  # size[_LAST] is the last tile along every dim
     load0 = many[2] | many[1] | ~many[0]
     load1 = many[2] | ~many[1]
-    last_store = tile(2, last, last) * inv_bw
-    last_x = (tile(0, last, last) * load0 + tile(1, last, last) * load1) * inv_bw + last_store
+    last_store = tile(2, last, last)
+    last_x = tile(0, last, last) * load0 + tile(1, last, last) * load1 + last_store
     return _Exposure(overlapped, first_cyc, first_x, first_load, last_cyc, last_x, last_store)
 
 

@@ -155,35 +155,43 @@ def evaluate_designs(
     energy = energy or DEFAULT_ENERGY
     area = area or area_coefficients()
     n = len(designs)
-    # WS/IS designs first, OS designs last: the tiling treats the two groups apart, and
-    # contiguous groups are array views (results are put back in the caller's order).
-    perm = np.argsort(designs.dataflow == 1, kind="stable")
-    in_order = bool((perm == np.arange(n)).all())
-    if not in_order:
-        designs = designs.take(perm)
     step = max(1, BLOCK_ELEMENTS // len(opa))
+    # Blocks are homogeneous in reduction dim (WS/IS vs OS) and double buffering: the tiling
+    # treats the two dataflow groups apart and single-buffered blocks skip the overlap model.
+    # Results go back to the caller's order.
+    key = (designs.dataflow == 1).astype(np.int64) * 2 + designs.double_buffered
+    perm = np.argsort(key, kind="stable")
+    bounds = np.searchsorted(key[perm], np.arange(5))
     parts: list[dict[str, np.ndarray]] = []
     reasons: list[str] = [""] * n
-    for start in range(0, n, step):
-        chunk = designs.take(slice(start, start + step))
-        block = evaluate_block(chunk, opa, energy, area, allow_spill=allow_spill)
-        parts.append(totals(block, chunk.rows, chunk.cols))
-        for i, text in block.first_failures().items():
-            reasons[start + i] = text
+    for group in range(4):
+        members = perm[bounds[group]:bounds[group + 1]]
+        for start in range(0, members.size, step):
+            index = members[start:start + step]
+            if index.size == n:
+                chunk = designs
+            elif index[-1] - index[0] + 1 == index.size:
+                chunk = designs.take(slice(int(index[0]), int(index[-1]) + 1))
+            else:
+                chunk = designs.take(index)
+            block = evaluate_block(chunk, opa, energy, area, allow_spill=allow_spill)
+            parts.append(totals(block, chunk.rows, chunk.cols))
+            for i, text in block.first_failures().items():
+                reasons[int(index[i])] = text
     table = _concat(parts, reasons, n)
-    if in_order:
+    if (perm == np.arange(n)).all():
         return table
     inverse = np.empty(n, dtype=np.int64)
     inverse[perm] = np.arange(n)
-    return _permute(table, inverse)
+    return _permute(table, inverse, reasons)
 
 
-def _permute(table: DesignTable, index: np.ndarray) -> DesignTable:
-    """The table's rows in the order ``index``."""
+def _permute(table: DesignTable, index: np.ndarray, reasons: list[str]) -> DesignTable:
+    """The table's rows in the order ``index`` (``reasons`` already in the final order)."""
     values = {f.name: getattr(table, f.name)[index] for f in fields(DesignTable)
               if f.name not in ("reason", "energy_breakdown")}
-    return DesignTable(reason=[table.reason[i] for i in index.tolist()],
-                       energy_breakdown={k: v[index] for k, v in table.energy_breakdown.items()}, **values)
+    return DesignTable(reason=reasons, energy_breakdown={k: v[index] for k, v in table.energy_breakdown.items()},
+                       **values)
 
 
 def _concat(parts: list[dict[str, np.ndarray]], reasons: list[str], n: int) -> DesignTable:
