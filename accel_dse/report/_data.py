@@ -188,7 +188,13 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
     best_info: dict[str, Any] | None = None
     breakdown = roof = None
     if layers:
-        best = view.best(best_rule)
+        try:
+            best = view.best(best_rule)
+        except AccelDseError as exc:
+            if pick is not None:
+                raise
+            best, best_rule = layers[0][0], None
+            notes.append(f"best design: the first Pareto design ({exc})")
         best_info = {"trial": best.number, "pick": best_rule, "row": _row(view, best, pareto)}
         spec = workload or (view.workloads[0] if view.workloads else None)
         if spec is None:

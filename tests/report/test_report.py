@@ -45,7 +45,8 @@ def test_report_on_finished_single_objective_study(single_study, run_cli, tmp_pa
     assert values == sorted(values) and values[0] == pytest.approx(best.values[0])
     assert len({r["config_hash"] for r in report["top"]}) == len(report["top"])
     assert report["n_trials"] == 24
-    assert report["states"] == {s.name: sum(t.state == s for t in study.trials) for s in {t.state for t in study.trials}}
+    states = {t.state for t in study.trials}
+    assert report["states"] == {s.name: sum(t.state == s for t in study.trials) for s in states}
     page = (out / "index.html").read_text()
     for image in ("pareto.png", "history.png", "breakdown.png", "roofline.png"):
         assert f"src='{image}'" in page
@@ -207,3 +208,23 @@ def test_pick_rules_choose_within_the_pareto_set(multi_study):
     with pytest.raises(ExportError, match="unknown objective or metric 'speed'"):
         view.best("min-speed")
     assert math.isfinite(view.pick_value(front[0], "edp"))
+
+
+def test_report_on_a_plain_optuna_study(tmp_path, run_cli):
+    """A study not written by accel-dse (no design attributes) still gets its Pareto plot and tables."""
+    url = f"sqlite:///{tmp_path / 'plain.db'}"
+    study = optuna.create_study(study_name="s", storage=url, directions=["minimize", "minimize"])
+    study.optimize(lambda t: (t.suggest_float("x", 0, 1), (1 - t.params["x"]) ** 2), n_trials=8)
+    code, stdout, err = run_cli("report", "--storage", url, "--study", "s", "--out", str(tmp_path / "r"), "--json")
+    assert code == 0, err
+    report = json.loads(stdout)
+    assert [o["name"] for o in report["objectives"]] == ["value0", "value1"]
+    # x and (1 - x)^2 trade off strictly: every trial is Pareto-optimal.
+    assert set(report["pareto"]) == set(range(8))
+    assert report["breakdown"] is None and any("workload" in n for n in report["notes"])
+    _check_pngs_exist(tmp_path / "r")
+
+
+def _check_pngs_exist(out):
+    for name in ("pareto.png", "history.png", "breakdown.png", "roofline.png"):
+        assert (out / name).read_bytes().startswith(PNG_MAGIC)
