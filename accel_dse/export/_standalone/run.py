@@ -58,6 +58,19 @@ def available(name: str) -> tuple[bool, dict[str, str]]:
     return env is not None and bool(shutil.which("make")), env or {}
 
 
+def ports_only_verilator():  # noqa: ANN201 - a cocotb_tools runner
+    """cocotb's Verilator runner without ``--public-flat-rw`` (a .vlt file says what is public)."""
+    from cocotb_tools import runner
+
+    class PortsOnlyVerilator(runner.Verilator):
+        def _build_command(self):  # noqa: ANN202
+            commands = super()._build_command()
+            commands[0] = [arg for arg in commands[0] if arg != "--public-flat-rw"]
+            return commands
+
+    return PortsOnlyVerilator()
+
+
 def run_one(name: str, design: dict, env: dict[str, str], build_root: Path) -> bool:
     from cocotb_tools.runner import get_results, get_runner
 
@@ -65,10 +78,18 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path) -> b
     top = design["top"]
     build_dir = build_root / name
     build_dir.mkdir(parents=True, exist_ok=True)
-    runner = get_runner(name)
+    runner = get_runner(name) if name == "icarus" else ports_only_verilator()
+    sources = [HERE / design["verilog"]["file"]]
+    if name == "verilator":
+        # Only the top module's ports are made visible to cocotb (listed first: the runner takes
+        # the language from the last source); everything public builds and runs several times slower.
+        vlt = build_dir / "ports.vlt"
+        vlt.write_text("`verilator_config\n" + "".join(
+            f'public_flat_rw -module "{top}" -var "{p["name"]}"\n' for p in design["ports"]), "utf-8")
+        sources.insert(0, vlt)
     say(f"[{name}] building {design['verilog']['file']} (top {top}) in {build_dir}")
     runner.build(
-        sources=[HERE / design["verilog"]["file"]], hdl_toplevel=top, build_dir=build_dir, always=True,
+        sources=sources, hdl_toplevel=top, build_dir=build_dir, always=True,
         build_args=ICARUS_ARGS if name == "icarus" else VERILATOR_ARGS, timescale=("1ns", "1ps"),
         log_file=build_dir / "build.log",
     )
