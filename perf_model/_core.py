@@ -16,7 +16,17 @@ from perf_model._area import AreaCoefficients, design_area_mm2
 from perf_model._designs import DesignArrays
 from perf_model._energy import EnergyTable, tech_energy_scale
 from perf_model._ops import OpArrays
-from perf_model._problem import BUFFER_NAMES, MAPPED_GEMM, Problem, buffer_words, build_problem
+from perf_model._problem import (
+    BUFFER_NAMES,
+    GEMM_MAPPED,
+    MAPPED_GEMM,
+    OPERAND_FREE,
+    Problem,
+    buffer_words,
+    build_problem,
+    row_index,
+    take_rows,
+)
 from perf_model._schedule import op_cycles, schedule
 from perf_model._tiling import ORDERS, choose_tiles, gemm_tile
 
@@ -31,8 +41,9 @@ _GEMM_DIMS = "mkn"
 class Block:
     """Per design-op results of a block, arrays of shape ``(designs, ops)``.
 
-    Per-operand / per-buffer arrays have a leading axis of 3 (A, B, C / ifmap, weight, ofmap).
-    Infeasible pairs hold zeros. ``area_mm2`` is per design (``(designs,)``).
+    Traffic arrays have a leading axis of 3: the operands by free dim (see ``Schedule``);
+    ``energy`` holds the breakdown by part (per buffer for SRAM). Infeasible pairs hold zeros.
+    ``area_mm2`` is per design (``(designs,)``).
     """
 
     feasible: np.ndarray
@@ -115,8 +126,11 @@ def evaluate_block(
         "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0)) * energy.dram_pj_per_byte,
         "leakage": energy.leakage_w_per_mm2 * rep(area_mm2) * latency * 1e12,
     }
+    # SRAM traffic is per operand (by free dim); each operand lives in its own buffer.
+    by_free = (sram_read + sram_write) * take_rows(sram_pj, row_index(p.operand))
+    sram_energy = take_rows(by_free, row_index(OPERAND_FREE[p.df].T))  # back to buffer order
     for b, name in enumerate(BUFFER_NAMES):
-        parts[f"sram_{name}"] = (sram_read[b] + sram_write[b]) * sram_pj[b]
+        parts[f"sram_{name}"] = sram_energy[b]
     energy_parts = {name: _zero(parts[name], ok).reshape(shape) for name in ENERGY_PARTS}
 
     return Block(
@@ -146,9 +160,12 @@ def order_names(df: int, order: int) -> str:
 
 
 def _zero(values: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """``values`` with infeasible elements (last axis) set to 0 and no NaN/inf anywhere."""
-    out = np.where(ok, values, 0.0)
-    return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)
+    """``values`` with infeasible elements (last axis) set to 0 (whatever they held).
+
+    Feasible elements are finite by construction (every division is by a positive tile size,
+    buffer capacity, bandwidth or clock); infeasible ones may hold anything and are replaced.
+    """
+    return np.where(ok, values, 0.0)
 
 
 def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: DesignArrays) -> list[str]:
@@ -156,22 +173,21 @@ def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: Des
     n_ops = len(names)
     mins = p.mins[:, flat]
     sub_df, R, C = p.df[flat], p.R[flat].astype(np.int64), p.C[flat].astype(np.int64)
-    tile = np.empty_like(mins)
-    np.put_along_axis(tile, MAPPED_GEMM[sub_df].T, mins, axis=0)
-    mt, kt, nt = tile.astype(np.int64)
-    need = timing.run_words(sub_df, R, C, mt, kt, nt)
-    kib = (designs.ifmap_sram_kib, designs.weight_sram_kib, designs.ofmap_sram_kib)
+    mt, kt, nt = take_rows(mins, row_index(GEMM_MAPPED[sub_df].T)).astype(np.int64)
+    need = np.stack(timing.run_words(sub_df, R, C, mt, kt, nt)).T.tolist()
+    have = p.buf_cap[:, flat].T.astype(np.int64).tolist()
+    kib = np.stack([designs.ifmap_sram_kib, designs.weight_sram_kib, designs.ofmap_sram_kib]).T.tolist()
+    double = designs.double_buffered.tolist()
     out = []
-    for j, e in enumerate(flat.tolist()):
+    for j, (e, mj, kj, nj) in enumerate(zip(flat.tolist(), mt.tolist(), kt.tolist(), nt.tolist(), strict=True)):
         i, o = divmod(e, n_ops)
-        dims = f"m x k x n = {mt[j]} x {kt[j]} x {nt[j]}"
+        dims = f"m x k x n = {mj} x {kj} x {nj}"
         text = f"op {names[o]!r}: no tile fits the buffers (smallest tile {dims})"
         for b, name in enumerate(BUFFER_NAMES):
-            have = int(p.buf_cap[b, e])
-            if need[b][j] > have:
-                half = " per half (double buffered)" if designs.double_buffered[i] else ""
-                text = (f"op {names[o]!r}: the {name} buffer ({int(kib[b][i])} KiB) holds {have} words"
-                        f"{half} but the smallest tile ({dims}) needs {int(need[b][j])}")
+            if need[j][b] > have[j][b]:
+                half = " per half (double buffered)" if double[i] else ""
+                text = (f"op {names[o]!r}: the {name} buffer ({kib[i][b]} KiB) holds {have[j][b]} words"
+                        f"{half} but the smallest tile ({dims}) needs {need[j][b]}")
                 break
         out.append(text)
     return out

@@ -27,15 +27,36 @@ import numpy as np
 
 from perf_model import timing
 
-__all__ = ["Problem", "build_problem", "MAPPED_GEMM", "FREE_OPERAND", "BUFFER_NAMES", "OPERAND_NAMES"]
+__all__ = [
+    "Problem", "build_problem", "MAPPED_GEMM", "GEMM_MAPPED", "FREE_OPERAND", "OPERAND_FREE", "BUFFER_NAMES",
+    "OPERAND_NAMES", "row_index", "take_rows",
+]
 
 #: GEMM dimension (m 0, k 1, n 2) of the mapped dimensions (r, c, s), per dataflow code.
 MAPPED_GEMM = np.array([[1, 2, 0], [0, 2, 1], [1, 0, 2]], dtype=np.int64)
 #: Operand (A 0, B 1, C 2) whose free dimension is r, c, s, per dataflow code.
 FREE_OPERAND = np.array([[2, 0, 1], [1, 0, 2], [2, 1, 0]], dtype=np.int64)
+#: Inverse tables: mapped dim of the GEMM dims (m, k, n); free dim of the operands (A, B, C).
+GEMM_MAPPED = np.argsort(MAPPED_GEMM, axis=1)
+OPERAND_FREE = np.argsort(FREE_OPERAND, axis=1)
 #: Buffer of each operand (A -> ifmap, B -> weight, C -> ofmap), in operand order.
 BUFFER_NAMES = ("ifmap", "weight", "ofmap")
 OPERAND_NAMES = ("A", "B", "C")
+
+
+def row_index(rows: np.ndarray) -> np.ndarray:
+    """Flat index into a C-contiguous ``(3, N)`` array picking row ``rows[j, i]`` of column ``i``.
+
+    ``take_rows(values, row_index(rows))`` equals ``np.take_along_axis(values, rows, axis=0)``,
+    several times faster once the index exists (every element permutes its own rows here).
+    """
+    n = rows.shape[1]
+    return rows * n + np.arange(n)
+
+
+def take_rows(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Gather ``(3, N)`` ``values`` with a :func:`row_index` (shape of ``index``)."""
+    return np.ascontiguousarray(values).reshape(-1).take(index)
 
 
 @dataclass
@@ -117,9 +138,10 @@ def build_problem(
     R = np.asarray(rows, dtype=np.float64)
     C = np.asarray(cols, dtype=np.float64)
     gemm = np.asarray(gemm, dtype=np.float64)
-    D = np.take_along_axis(gemm, MAPPED_GEMM[df].T, axis=0)
+    D = take_rows(gemm, row_index(MAPPED_GEMM[df].T))
     operand = FREE_OPERAND[df].T
-    cap = np.take_along_axis(np.asarray(buf_words, dtype=np.float64), operand, axis=0)
+    by_operand = row_index(operand)
+    cap = take_rows(np.asarray(buf_words, dtype=np.float64), by_operand)
     ib = np.asarray(input_bits, dtype=np.float64) / 8.0
     ab = np.asarray(acc_bits, dtype=np.float64) / 8.0
     m, k, n = gemm
@@ -129,7 +151,7 @@ def build_problem(
     return Problem(
         df=df, R=R, C=C, gemm=gemm, D=D, cap=cap,
         buf_cap=np.asarray(buf_words, dtype=np.float64), operand=operand,
-        elem_bytes=np.take_along_axis(op_elem, operand, axis=0),
-        is_out=is_out, bytes=np.take_along_axis(op_bytes, operand, axis=0), out_bytes=op_bytes[2],
+        elem_bytes=take_rows(op_elem, by_operand),
+        is_out=is_out, bytes=take_rows(op_bytes, by_operand), out_bytes=op_bytes[2],
         s_floor=np.minimum(D[2], np.maximum(R, C)),
     )

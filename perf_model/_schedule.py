@@ -32,13 +32,14 @@ from itertools import product
 import numpy as np
 
 from perf_model import timing
-from perf_model._problem import Problem
+from perf_model._problem import Problem, row_index, take_rows
 from perf_model._tiling import ORDERS, Tiling, gemm_tile
 
 __all__ = ["Schedule", "schedule", "fast_cycles_ok"]
 
 Bool = bool | np.ndarray
 _ORDER_ARRAY = np.array(ORDERS, dtype=np.int64)  # (6, 3): mapped dim at each loop position
+_ORDER_INVERSE = np.argsort(_ORDER_ARRAY, axis=1)  # (6, 3): loop position of each mapped dim
 
 
 @dataclass
@@ -50,8 +51,9 @@ class Schedule:
         folds: array folds over the runs.
         runs: number of runs (tiles).
         total_db, total_serial: cycles with double buffering / without (see module docstring).
-        dram_read, dram_write: DRAM bytes (``(3, N)`` per operand A, B, C).
-        sram_read, sram_write: SRAM bytes per buffer ifmap, weight, ofmap (``(3, N)``).
+        dram_read, dram_write: DRAM bytes ``(3, N)`` of the operand free in r, c, s (its
+            buffer is ``Problem.operand``: A ifmap, B weight, C ofmap).
+        sram_read, sram_write: SRAM bytes ``(3, N)`` of the buffer of the operand free in r, c, s.
         first_last: the cycles of ``load_first + store_last`` exposure and the per-instance
             overlap term, combined by :func:`op_totals`.
     """
@@ -187,22 +189,17 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
 
     # --- DRAM traffic: each operand f times (module docstring of _tiling) -------------------
     order = _ORDER_ARRAY[tiling.order].T  # (3 positions, N): mapped dim at each loop position
-    npos = np.take_along_axis(n, order, axis=0)
+    by_position = row_index(order)
+    npos = take_rows(n, by_position)
     factor_pos = np.stack([
         1.0 + (npos[0] - 1) * ((npos[1] > 1) | (npos[2] > 1)),
         1.0 + (npos[1] - 1) * (npos[2] > 1),
         np.ones(len(p)),
     ])
-    factor = np.empty_like(factor_pos)
-    np.put_along_axis(factor, order, factor_pos, axis=0)  # back to mapped dims
+    factor = take_rows(factor_pos, row_index(_ORDER_INVERSE[tiling.order].T))  # back to mapped dims
     moved = p.bytes * factor  # operand free in r, c, s
-    out_reads = p.is_out * (moved - p.bytes)
-    reads = np.where(p.is_out, out_reads, moved)
-    writes = np.where(p.is_out, moved, 0.0)
-    dram_read = np.zeros((3, len(p)))
-    dram_write = np.zeros((3, len(p)))
-    np.put_along_axis(dram_read, p.operand, reads, axis=0)
-    np.put_along_axis(dram_write, p.operand, writes, axis=0)
+    dram_read = np.where(p.is_out, moved - p.bytes, moved)  # partial sums read back, or inputs
+    dram_write = np.where(p.is_out, moved, 0.0)
 
     # --- SRAM accesses by the array (per buffer), plus the DRAM side of each buffer ----------
     # Elements touched over all runs: the (r, c) operand once per s tile, the (s, r) operand
@@ -210,30 +207,26 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
     touched = np.stack([D[2] * D[1] * fr, D[2] * D[0] * fc, D[0] * D[1] * n[2]])  # free r, c, s
     out_elems = np.stack([D[2] * D[1], D[2] * D[0], D[0] * D[1]])
     touch_bytes = touched * p.elem_bytes
-    arr_read = np.where(p.is_out, (touched - out_elems) * p.elem_bytes, touch_bytes)
-    arr_write = np.where(p.is_out, touch_bytes, 0.0)
-    sram_read = np.zeros((3, len(p)))
-    sram_write = np.zeros((3, len(p)))
-    np.put_along_axis(sram_read, p.operand, arr_read, axis=0)
-    np.put_along_axis(sram_write, p.operand, arr_write, axis=0)
-    sram_write += dram_read
-    sram_read += dram_write
+    sram_read = np.where(p.is_out, (touched - out_elems) * p.elem_bytes, touch_bytes)
+    sram_write = np.where(p.is_out, touch_bytes, 0.0)
+    sram_write += dram_read  # what DRAM brings lands in the operand's buffer
+    sram_read += dram_write  # what goes to DRAM leaves it
     if not roofline:
         zero = np.zeros(len(p))
         exposure = _Exposure(zero, zero, zero, zero, zero, zero, zero)
         return _finish(compute, folds, runs, exposure, dram_read, dram_write, sram_read, sram_write)
 
     # --- double-buffered roofline over the 27 run classes ------------------------------------
-    tpos = np.take_along_axis(t, order, axis=0)
-    lpos = np.take_along_axis(last, order, axis=0)
-    eb = np.take_along_axis(p.elem_bytes, order, axis=0)  # operand free at each position
+    tpos = take_rows(t, by_position)
+    lpos = take_rows(last, by_position)
+    eb = take_rows(p.elem_bytes, by_position)  # operand free at each position
     rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
     outp: list[Bool]
     rho_inner = bool((order[2] == rho).all())  # every tiling has the reduction loop innermost
     if rho_inner:
         outp = [False, False, True]
     else:
-        is_out = np.take_along_axis(p.is_out, order, axis=0)
+        is_out = take_rows(p.is_out, by_position)
         outp = [is_out[0], is_out[1], is_out[2]]
     pair_bytes: dict[tuple[int, int, int], np.ndarray] = {}
 
@@ -268,7 +261,7 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
     run_overhead = float(timing.RUN_OVERHEAD)
     if fast_cycles_ok():
         gran = np.stack([p.R, p.C, np.ones(len(p))])
-        gpos = np.take_along_axis(gran, order, axis=0)
+        gpos = take_rows(gran, by_position)
         k0 = 2 * p.R + p.C - 2 + timing.FOLD_OVERHEAD
         k0pos = [k0 * (order[j] == 2) for j in range(3)]  # the streamed dim's factor is size + k0
         factor_of = {cat: [np.ceil(size[cat][j] / gpos[j]) + k0pos[j] for j in range(3)]

@@ -56,7 +56,7 @@ from itertools import permutations
 import numpy as np
 
 from perf_model import timing
-from perf_model._problem import MAPPED_GEMM, Problem
+from perf_model._problem import GEMM_MAPPED, Problem, row_index, take_rows
 
 __all__ = ["Tiling", "choose_tiles", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile", "fits_contract"]
 
@@ -288,9 +288,7 @@ def _choose(p: Problem, families: tuple[_Family, ...]) -> Tiling:
 
 def gemm_tile(p: Problem, t: np.ndarray) -> np.ndarray:
     """``(3, N)`` tile dims ``mt, kt, nt`` of mapped tile dims ``t``."""
-    out = np.empty_like(t)
-    np.put_along_axis(out, MAPPED_GEMM[p.df].T, t, axis=0)
-    return out
+    return take_rows(t, row_index(GEMM_MAPPED[p.df].T))
 
 
 def contract_words(p: Problem, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
