@@ -20,7 +20,12 @@ last store, which nothing can hide::
 
 ``bw = dram_bytes_per_cycle``; stall cycles are ``total - compute`` (fractional: bandwidth is
 an average). The sums run over 27 classes of runs (first / middle / last index along each
-loop), each class with a count, so nothing loops over tiles.
+loop position), each class with a count, so nothing loops over tiles.
+
+SRAM accesses by the array: the operand spanning ``(r, c)`` is touched once per ``s`` tile,
+the one spanning ``(s, r)`` once per column fold, the one spanning ``(s, c)`` once per row
+fold; the output is written each time it is touched and read back each time but the first
+(read-modify-write of the accumulator words). Every DRAM byte also crosses its buffer once.
 """
 
 from __future__ import annotations
@@ -35,27 +40,32 @@ from perf_model import timing
 from perf_model._problem import Problem, row_index, take_rows
 from perf_model._tiling import ORDERS, Tiling, gemm_tile
 
-__all__ = ["Schedule", "schedule", "fast_cycles_ok"]
+__all__ = ["Schedule", "schedule", "op_cycles", "fast_cycles_ok"]
 
 Bool = bool | np.ndarray
 _ORDER_ARRAY = np.array(ORDERS, dtype=np.int64)  # (6, 3): mapped dim at each loop position
 _ORDER_INVERSE = np.argsort(_ORDER_ARRAY, axis=1)  # (6, 3): loop position of each mapped dim
+_FIRST, _MID, _LAST = 0, 1, 2  # run classes along one loop: first index, middle ones, last one
+_CLASSES = (_FIRST, _MID, _LAST)
 
 
 @dataclass
 class Schedule:
-    """Per-element results for one GEMM instance (multiply by instances for the op).
+    """Per-element results for one GEMM instance (see :func:`op_cycles` for the op).
 
     Attributes:
         compute_cycles: sum of ``timing.run_cycles`` over the runs.
         folds: array folds over the runs.
         runs: number of runs (tiles).
-        total_db, total_serial: cycles with double buffering / without (see module docstring).
+        overlapped: ``sum_i max(cyc_i, x_i)`` with every transfer included (cycles).
+        first_correction, last_correction: change of that sum when the op's first run's loads
+            / last run's store are taken out of the overlap (they are exposed instead).
+        single_correction: the same for an op of a single run (both at once).
+        exposed: cycles of the first run's loads plus the last run's store.
+        single_run: the instance has one run.
         dram_read, dram_write: DRAM bytes ``(3, N)`` of the operand free in r, c, s (its
-            buffer is ``Problem.operand``: A ifmap, B weight, C ofmap).
-        sram_read, sram_write: SRAM bytes ``(3, N)`` of the buffer of the operand free in r, c, s.
-        first_last: the cycles of ``load_first + store_last`` exposure and the per-instance
-            overlap term, combined by :func:`op_totals`.
+            buffer: ``Problem.operand``, A ifmap, B weight, C ofmap).
+        sram_read, sram_write: SRAM bytes ``(3, N)`` in the buffer of the operand free in r, c, s.
     """
 
     compute_cycles: np.ndarray
@@ -66,11 +76,11 @@ class Schedule:
     last_correction: np.ndarray
     single_correction: np.ndarray
     exposed: np.ndarray
+    single_run: np.ndarray
     dram_read: np.ndarray
     dram_write: np.ndarray
     sram_read: np.ndarray
     sram_write: np.ndarray
-    single_run: np.ndarray
 
 
 @cache
@@ -88,9 +98,8 @@ def fast_cycles_ok() -> bool:
     rows, cols = rng.integers(1, 70, size), rng.integers(1, 70, size)
     m, k, n = (rng.integers(1, 300, size) for _ in range(3))
     expected = timing.run_cycles(df, rows, cols, m, k, n)
-    dr, dc, ds = timing.mapped_dims(df, m, k, n)
-    got = _fast_run_cycles(rows.astype(float), cols.astype(float), dr.astype(float), dc.astype(float),
-                           ds.astype(float))
+    dr, dc, ds = (np.asarray(x, dtype=np.float64) for x in timing.mapped_dims(df, m, k, n))
+    got = _fast_run_cycles(rows.astype(np.float64), cols.astype(np.float64), dr, dc, ds)
     return bool(np.array_equal(expected, got.astype(np.int64)))
 
 
@@ -111,13 +120,11 @@ def _shape_cycles(p: Problem, z: np.ndarray) -> np.ndarray:
     return out.reshape(z.shape[1:])
 
 
+# Boolean helpers that fold Python constants away, so static parts of the class logic cost nothing.
 def _or(*xs: Bool) -> Bool:
-    arrays = []
-    for x in xs:
-        if x is True:
-            return True
-        if x is not False:
-            arrays.append(x)
+    arrays = [x for x in xs if x is not False]
+    if any(x is True for x in arrays):
+        return True
     if not arrays:
         return False
     out = arrays[0]
@@ -127,12 +134,9 @@ def _or(*xs: Bool) -> Bool:
 
 
 def _and(*xs: Bool) -> Bool:
-    arrays = []
-    for x in xs:
-        if x is False:
-            return False
-        if x is not True:
-            arrays.append(x)
+    arrays = [x for x in xs if x is not True]
+    if any(x is False for x in arrays):
+        return False
     if not arrays:
         return True
     out = arrays[0]
@@ -153,9 +157,6 @@ def _times(a: np.ndarray, flag: Bool) -> np.ndarray | float:
     return a * flag
 
 
-_FIRST, _MID, _LAST = 0, 1, 2
-
-
 def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = True) -> Schedule:
     """Evaluate the tiling of every element of ``p`` (see the module docstring).
 
@@ -164,16 +165,16 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
     t, D = tiling.t, p.D
     n = np.ceil(D / t)
     last = D - (n - 1) * t  # size of the last tile along each dim (== t when it divides)
-    fr = (n[0] - 1) * np.ceil(t[0] / p.R) + np.ceil(last[0] / p.R)  # folds along r, all r tiles
+    fr = (n[0] - 1) * np.ceil(t[0] / p.R) + np.ceil(last[0] / p.R)  # row folds over the r tiles
     fc = (n[1] - 1) * np.ceil(t[1] / p.C) + np.ceil(last[1] / p.C)
     folds = fr * fc * n[2]
     runs = n[0] * n[1] * n[2]
-    # --- compute cycles: sum of run_cycles over the tiles ----------------------------------
-    if fast_cycles_ok():
-        # sum over tiles of ceil(r/R) ceil(c/C) (s + k0) + RO factorises over the three dims.
+
+    # Compute cycles: the sum of run_cycles over the tiles.
+    cyc8: np.ndarray | None = None
+    if fast_cycles_ok():  # ceil(r/R) ceil(c/C) (s + k0) + RO summed over tiles factorises
         k0 = 2 * p.R + p.C - 2 + timing.FOLD_OVERHEAD
         compute = fr * fc * (D[2] + n[2] * k0) + runs * timing.RUN_OVERHEAD
-        cyc8 = None
         last_cyc = _shape_cycles(p, last[:, None, :])[0]
     else:  # 8 shape classes (full / last tile along r, c, s), each from timing.run_cycles
         shapes = np.empty((3, 8, len(p)))
@@ -187,7 +188,7 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
         compute = (counts * cyc8).sum(axis=0)
         last_cyc = cyc8[7]  # every dim at its last tile
 
-    # --- DRAM traffic: each operand f times (module docstring of _tiling) -------------------
+    # DRAM traffic: each operand f times over (see the docstring of _tiling).
     order = _ORDER_ARRAY[tiling.order].T  # (3 positions, N): mapped dim at each loop position
     by_position = row_index(order)
     npos = take_rows(n, by_position)
@@ -201,89 +202,192 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
     dram_read = np.where(p.is_out, moved - p.bytes, moved)  # partial sums read back, or inputs
     dram_write = np.where(p.is_out, moved, 0.0)
 
-    # --- SRAM accesses by the array (per buffer), plus the DRAM side of each buffer ----------
-    # Elements touched over all runs: the (r, c) operand once per s tile, the (s, r) operand
-    # once per column fold, the (s, c) operand once per row fold.
-    touched = np.stack([D[2] * D[1] * fr, D[2] * D[0] * fc, D[0] * D[1] * n[2]])  # free r, c, s
+    # SRAM accesses (module docstring), per operand by free dim.
+    touched = np.stack([D[2] * D[1] * fr, D[2] * D[0] * fc, D[0] * D[1] * n[2]])
     out_elems = np.stack([D[2] * D[1], D[2] * D[0], D[0] * D[1]])
     touch_bytes = touched * p.elem_bytes
     sram_read = np.where(p.is_out, (touched - out_elems) * p.elem_bytes, touch_bytes)
     sram_write = np.where(p.is_out, touch_bytes, 0.0)
     sram_write += dram_read  # what DRAM brings lands in the operand's buffer
     sram_read += dram_write  # what goes to DRAM leaves it
+
     if not roofline:
         zero = np.zeros(len(p))
         exposure = _Exposure(zero, zero, zero, zero, zero, zero, zero)
-        return _finish(compute, folds, runs, exposure, dram_read, dram_write, sram_read, sram_write)
-
-    # --- double-buffered roofline over the 27 run classes ------------------------------------
-    tpos = take_rows(t, by_position)
-    lpos = take_rows(last, by_position)
-    eb = take_rows(p.elem_bytes, by_position)  # operand free at each position
-    rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
-    outp: list[Bool]
-    rho_inner = bool((order[2] == rho).all())  # every tiling has the reduction loop innermost
-    if rho_inner:
-        outp = [False, False, True]
     else:
-        is_out = take_rows(p.is_out, by_position)
-        outp = [is_out[0], is_out[1], is_out[2]]
-    pair_bytes: dict[tuple[int, int, int], np.ndarray] = {}
+        classes = _RunClasses(p, t, last, order, by_position, npos, cyc8, bw)
+        rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
+        if (order[2] == rho).all():  # the reduction loop innermost: every default tiling
+            exposure = _roofline_rho_inner(classes, last_cyc)
+        else:
+            exposure = _roofline_any_order(classes, take_rows(p.is_out, by_position))
+    return Schedule(
+        compute_cycles=compute, folds=folds, runs=runs, overlapped=exposure.overlapped,
+        first_correction=(np.maximum(exposure.first_cyc, exposure.first_x - exposure.first_load)
+                          - np.maximum(exposure.first_cyc, exposure.first_x)),
+        last_correction=(np.maximum(exposure.last_cyc, exposure.last_x - exposure.last_store)
+                         - np.maximum(exposure.last_cyc, exposure.last_x)),
+        single_correction=exposure.first_cyc - np.maximum(exposure.first_cyc, exposure.first_x),
+        exposed=exposure.first_load + exposure.last_store, single_run=runs == 1,
+        dram_read=dram_read, dram_write=dram_write, sram_read=sram_read, sram_write=sram_write,
+    )
 
-    def tile_bytes(j: int, cats: tuple[int, ...]) -> np.ndarray:
-        """Bytes of the operand free at loop position ``j`` in a run of class ``cats``."""
+
+def op_cycles(s: Schedule, instances: np.ndarray, bw: np.ndarray, double_buffered: np.ndarray,
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """``(compute, total)`` cycles of an op of ``instances`` back-to-back GEMM instances.
+
+    With double buffering the first run of each instance but the first overlaps the previous
+    instance, so only the op's very first loads and very last store are exposed.
+    """
+    compute = s.compute_cycles * instances
+    serial = compute + (s.dram_read.sum(axis=0) + s.dram_write.sum(axis=0)) * instances / bw
+    one = s.single_run & (instances == 1)
+    correction = np.where(one, s.single_correction, s.first_correction + s.last_correction)
+    overlapped = s.overlapped * instances + correction + s.exposed
+    total = np.where(double_buffered, overlapped, serial)
+    return compute, np.maximum(total, compute)
+
+
+@dataclass
+class _Exposure:
+    """``sum count * max(cyc, x)`` over the run classes, and the op's first and last runs
+    (all in cycles: ``x``, loads and stores are bytes / bandwidth)."""
+
+    overlapped: np.ndarray
+    first_cyc: np.ndarray
+    first_x: np.ndarray
+    first_load: np.ndarray
+    last_cyc: np.ndarray
+    last_x: np.ndarray
+    last_store: np.ndarray
+
+
+class _RunClasses:
+    """Sizes, counts and cycles of the runs of each class, per loop position.
+
+    A run's class along a loop is FIRST (index 0), MID (0 < index < N - 1) or LAST
+    (index N - 1 > 0); along a loop with one tile only FIRST exists (and it is also the last).
+    """
+
+    def __init__(self, p: Problem, t: np.ndarray, last: np.ndarray, order: np.ndarray, by_position: np.ndarray,
+                 npos: np.ndarray, cyc8: np.ndarray | None, bw: np.ndarray) -> None:
+        tpos = take_rows(t, by_position)
+        lpos = take_rows(last, by_position)
+        self.n_elem = len(p)
+        self.many = [npos[j] > 1 for j in range(3)]  # several tiles along position j
+        self.size = {
+            _FIRST: [np.where(self.many[j], tpos[j], lpos[j]) for j in range(3)],
+            _MID: [tpos[j] for j in range(3)],
+            _LAST: [lpos[j] for j in range(3)],
+        }
+        self.count: dict[int, list[np.ndarray | None]] = {
+            _FIRST: [None, None, None],  # one run class instance: a factor of 1
+            _MID: [np.maximum(npos[j] - 2, 0.0) for j in range(3)],
+            _LAST: [self.many[j].astype(np.float64) for j in range(3)],
+        }
+        self.is_last: dict[int, list[Bool]] = {
+            _FIRST: [_not(self.many[j]) for j in range(3)],
+            _MID: [False, False, False],
+            _LAST: [True, True, True],
+        }
+        # Transfers in cycles: bytes per element of the operand free at each position / bw.
+        eb = take_rows(p.elem_bytes, by_position)
+        inv_bw = 1.0 / bw
+        self.eb_cycles = [eb[j] * inv_bw for j in range(3)]
+        self.run_overhead = float(timing.RUN_OVERHEAD)
+        self.cyc8 = cyc8
+        self.bit = (1 << order).astype(np.int64)
+        self.factor: dict[int, list[np.ndarray]] | None = None
+        if cyc8 is None:  # fast path: run_cycles is a product of one factor per loop position
+            gpos = take_rows(np.stack([p.R, p.C, np.ones(len(p))]), by_position)
+            k0 = 2 * p.R + p.C - 2 + timing.FOLD_OVERHEAD
+            k0pos = [k0 * (order[j] == 2) for j in range(3)]  # the streamed dim's factor: size + k0
+            self.factor = {c: [np.ceil(self.size[c][j] / gpos[j]) + k0pos[j] for j in range(3)] for c in _CLASSES}
+        self._outer_cycles: dict[tuple[int, int], np.ndarray] = {}
+        self._tile: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def runs(self, cats: tuple[int, int, int]) -> np.ndarray | float:
+        """How many runs of each instance are of class ``cats``."""
+        out: np.ndarray | float = 1.0
+        for j in range(3):
+            factor = self.count[cats[j]][j]
+            if factor is not None:
+                out = out * factor
+        return out
+
+    def cycles(self, cats: tuple[int, int, int]) -> np.ndarray:
+        """``run_cycles`` of a run of class ``cats``."""
+        if self.factor is not None:
+            key = (cats[0], cats[1])
+            if key not in self._outer_cycles:
+                self._outer_cycles[key] = self.factor[cats[0]][0] * self.factor[cats[1]][1]
+            return self._outer_cycles[key] * self.factor[cats[2]][2] + self.run_overhead
+        idx = sum((_times(self.bit[j], self.is_last[cats[j]][j]) for j in range(3)),
+                  start=np.zeros(self.n_elem, dtype=np.int64))
+        return np.take_along_axis(self.cyc8, np.asarray(idx, dtype=np.int64)[None], axis=0)[0]
+
+    def tile(self, j: int, cats: tuple[int, int, int]) -> np.ndarray:
+        """Cycles to move the tile of the operand free at position ``j`` in a run of class ``cats``."""
         a, b = (q for q in range(3) if q != j)
         key = (j, cats[a], cats[b])
-        if key not in pair_bytes:
-            pair_bytes[key] = eb[j] * size[cats[a]][a] * size[cats[b]][b]
-        return pair_bytes[key]
-    bit = (1 << order).astype(np.int64)
-    many = [npos[j] > 1 for j in range(3)]
-    inv_bw = 1.0 / bw
-    size = {
-        _FIRST: [np.where(many[j], tpos[j], lpos[j]) for j in range(3)],
-        _MID: [tpos[j] for j in range(3)],
-        _LAST: [lpos[j] for j in range(3)],
-    }
-    count_of = {
-        _FIRST: [None, None, None],
-        _MID: [np.maximum(npos[j] - 2, 0.0) for j in range(3)],
-        _LAST: [many[j].astype(np.float64) for j in range(3)],
-    }
-    is_last_of: dict[int, list[Bool]] = {
-        _FIRST: [_not(many[j]) for j in range(3)],
-        _MID: [False, False, False],
-        _LAST: [True, True, True],
-    }
-    # Fast path: run_cycles = ceil(zr/R) * ceil(zc/C) * (zs + k0) + RUN_OVERHEAD, one factor per
-    # loop position (which dim sits there is per element).
-    factor_of: dict[int, list[np.ndarray]] | None = None
-    run_overhead = float(timing.RUN_OVERHEAD)
-    if fast_cycles_ok():
-        gran = np.stack([p.R, p.C, np.ones(len(p))])
-        gpos = take_rows(gran, by_position)
-        k0 = 2 * p.R + p.C - 2 + timing.FOLD_OVERHEAD
-        k0pos = [k0 * (order[j] == 2) for j in range(3)]  # the streamed dim's factor is size + k0
-        factor_of = {cat: [np.ceil(size[cat][j] / gpos[j]) + k0pos[j] for j in range(3)]
-                     for cat in (_FIRST, _MID, _LAST)}
-    if rho_inner:
-        exposure = _roofline_rho_inner(npos, many, size, count_of, factor_of, cyc8, last_cyc, bit,
-                                       is_last_of, eb, lpos, inv_bw, run_overhead, len(p))
-        return _finish(compute, folds, runs, exposure, dram_read, dram_write, sram_read, sram_write)
-    overlapped = np.zeros(len(p))
-    first = {}
-    final = {"cyc": 0.0, "x": 0.0, "store": 0.0}
-    for cats in product((_FIRST, _MID, _LAST), repeat=3):
-        count: np.ndarray | float = 1.0
-        for j in range(3):
-            if count_of[cats[j]][j] is not None:
-                count = count * count_of[cats[j]][j]
-        is_last = [is_last_of[cats[j]][j] for j in range(3)]
-        if factor_of is not None:  # fast path: run_cycles is a product over the three dims
-            cyc = factor_of[cats[0]][0] * factor_of[cats[1]][1] * factor_of[cats[2]][2] + run_overhead
-        else:
-            idx = sum((_times(bit[j], is_last[j]) for j in range(3)), start=np.zeros(len(p), dtype=np.int64))
-            cyc = np.take_along_axis(cyc8, np.asarray(idx, dtype=np.int64)[None], axis=0)[0]
+        if key not in self._tile:
+            self._tile[key] = self.eb_cycles[j] * self.size[cats[a]][a] * self.size[cats[b]][b]
+        return self._tile[key]
+
+
+def _roofline_rho_inner(rc: _RunClasses, last_cyc: np.ndarray) -> _Exposure:
+    """The 27-class roofline when the reduction loop is innermost (every default tiling).
+
+    Positions 0 and 1 hold the inputs' free dims, position 2 the output's (the reduction dim).
+    The output tile is written when a run is the last along position 2 and never read back
+    (it is never revisited); both inputs span position 2, so they reload whenever it moves; at
+    position 2's first index, the loop that moved decides which input reloads.
+    """
+    many = rc.many
+    overlapped = np.zeros(rc.n_elem)
+    for cats in product(_CLASSES, repeat=3):
+        c0, c1, c2 = cats
+        tb0, tb1 = rc.tile(0, cats), rc.tile(1, cats)
+        if c2 != _FIRST:  # position 2 moved: both inputs reload
+            x = tb0 + tb1
+        elif c1 != _FIRST:  # position 1 moved (2 wrapped if it has several tiles)
+            x = tb0 + _times(tb1, many[2])
+        elif c0 != _FIRST:  # position 0 moved
+            x = _times(tb0, _or(many[1], many[2])) + tb1
+        else:  # the first run
+            x = tb0 + tb1
+        if c2 == _LAST:
+            x = x + rc.tile(2, cats)
+        elif c2 == _FIRST:
+            x = x + _times(rc.tile(2, cats), _not(many[2]))
+        overlapped += rc.runs(cats) * np.maximum(rc.cycles(cats), x)
+    first = (_FIRST, _FIRST, _FIRST)
+    first_load = rc.tile(0, first) + rc.tile(1, first)
+    final = (_LAST, _LAST, _LAST)  # sizes of the last run (last tile along every dim)
+    last_store = rc.tile(2, final)
+    # The last run's level is the innermost position with several tiles (all: the first run).
+    load0 = many[2] | many[1] | ~many[0]
+    load1 = many[2] | ~many[1]
+    return _Exposure(
+        overlapped=overlapped, first_cyc=rc.cycles(first),
+        first_x=first_load + _times(rc.tile(2, first), _not(many[2])), first_load=first_load,
+        last_cyc=last_cyc, last_x=rc.tile(0, final) * load0 + rc.tile(1, final) * load1 + last_store,
+        last_store=last_store,
+    )
+
+
+def _roofline_any_order(rc: _RunClasses, is_out: np.ndarray) -> _Exposure:
+    """The 27-class roofline for any loop order (spilling tilings included)."""
+    many = rc.many
+    outp = [is_out[0], is_out[1], is_out[2]]
+    overlapped = np.zeros(rc.n_elem)
+    first: dict[str, np.ndarray] = {}
+    final: dict[str, np.ndarray | float] = {"cyc": 0.0, "x": 0.0, "store": 0.0}
+    for cats in product(_CLASSES, repeat=3):
+        count = rc.runs(cats)
+        cyc = rc.cycles(cats)
+        is_last = [rc.is_last[cats[j]][j] for j in range(3)]
         # Which loop indices changed since the previous run (all, at the first run).
         is_first = all(c == _FIRST for c in cats)
         level = max((j for j in range(3) if cats[j] != _FIRST), default=-1)
@@ -307,129 +411,18 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
             if cats[j] == _FIRST:  # reduction index 0 if the output is free here: nothing to read back
                 loaded = _and(loaded, _not(outp[j]))
             if loaded is not False:
-                load = load + _times(tile_bytes(j, cats), loaded)
+                load = load + _times(rc.tile(j, cats), loaded)
             stored = _and(outp[j], _or(is_final, *(next_changed[q] for q in others)))
             if stored is not False:
-                store = store + _times(tile_bytes(j, cats), stored)
-        x = (load + store) * inv_bw
+                store = store + _times(rc.tile(j, cats), stored)
+        x = load + store
         overlapped += count * np.maximum(cyc, x)
         if is_first:
-            first = {"cyc": cyc, "x": x, "load": load * inv_bw, "store": store * inv_bw}
+            first = {"cyc": cyc, "x": x, "load": load}
         if is_final is not False:
             w = _times(np.asarray(count, dtype=np.float64), is_final)
             final["cyc"] = final["cyc"] + w * cyc
             final["x"] = final["x"] + w * x
-            final["store"] = final["store"] + w * store * inv_bw
-    exposure = _Exposure(overlapped, first["cyc"], first["x"], first["load"], final["cyc"], final["x"],
-                         final["store"])
-    return _finish(compute, folds, runs, exposure, dram_read, dram_write, sram_read, sram_write)
-
-
-@dataclass
-class _Exposure:
-    """Sum of ``count * max(cyc, x)`` over run classes, and the first and last runs (cycles)."""
-
-    overlapped: np.ndarray
-    first_cyc: np.ndarray
-    first_x: np.ndarray
-    first_load: np.ndarray
-    last_cyc: np.ndarray
-    last_x: np.ndarray
-    last_store: np.ndarray
-
-
-def _finish(compute: np.ndarray, folds: np.ndarray, runs: np.ndarray, e: _Exposure, dram_read: np.ndarray,
-            dram_write: np.ndarray, sram_read: np.ndarray, sram_write: np.ndarray) -> Schedule:
-    first_corr = np.maximum(e.first_cyc, e.first_x - e.first_load) - np.maximum(e.first_cyc, e.first_x)
-    last_corr = np.maximum(e.last_cyc, e.last_x - e.last_store) - np.maximum(e.last_cyc, e.last_x)
-    single_corr = e.first_cyc - np.maximum(e.first_cyc, e.first_x)
-    return Schedule(
-        compute_cycles=compute, folds=folds, runs=runs, overlapped=e.overlapped,
-        first_correction=first_corr, last_correction=last_corr, single_correction=single_corr,
-        exposed=e.first_load + e.last_store,
-        dram_read=dram_read, dram_write=dram_write, sram_read=sram_read, sram_write=sram_write,
-        single_run=runs == 1,
-    )
-
-
-def _roofline_rho_inner(npos, many, size, count_of, factor_of, cyc8, last_cyc, bit, is_last_of, eb,
-                        lpos, inv_bw, run_overhead, n_elem) -> _Exposure:
-    """The 27-class roofline when the reduction loop is innermost (every default tiling).
-
-    Positions 0 and 1 hold the inputs' free dims, position 2 the output's (the reduction dim).
-    Per run: the output tile is written when the run is the last along position 2; the inputs
-    (both span position 2) reload whenever position 2 moves; at position 2's first index the
-    loop that moved decides (the output never needs reading back: it is never revisited).
-    Transfers are kept in cycles (bytes / bandwidth) throughout.
-    """
-    cats3 = (_FIRST, _MID, _LAST)
-    outer_cycles: dict[tuple[int, int], np.ndarray] = {}
-    outer_count: dict[tuple[int, int], np.ndarray | float] = {}
-    for c0, c1 in product(cats3, repeat=2):
-        if factor_of is not None:
-            outer_cycles[(c0, c1)] = factor_of[c0][0] * factor_of[c1][1]
-        counts = [c for c in (count_of[c0][0], count_of[c1][1]) if c is not None]
-        outer_count[(c0, c1)] = counts[0] * counts[1] if len(counts) == 2 else (counts[0] if counts else 1.0)
-
-    def cycles(cats: tuple[int, int, int]) -> np.ndarray:
-        if factor_of is not None:
-            return outer_cycles[cats[:2]] * factor_of[cats[2]][2] + run_overhead
-        idx = sum((_times(bit[j], is_last_of[cats[j]][j]) for j in range(3)),
-                  start=np.zeros(n_elem, dtype=np.int64))
-        return np.take_along_axis(cyc8, np.asarray(idx, dtype=np.int64)[None], axis=0)[0]
-
-    eb_cycles = [eb[j] * inv_bw for j in range(3)]
-    cache: dict[tuple[int, int, int], np.ndarray] = {}
-
-    def tile(j: int, ca: int, cb: int) -> np.ndarray:
-        """Cycles to move the operand free at position ``j`` given the other two's classes."""
-        key = (j, ca, cb)
-        if key not in cache:
-            a, b = (q for q in range(3) if q != j)
-            cache[key] = eb_cycles[j] * size[ca][a] * size[cb][b]
-        return cache[key]
-
-    both_inputs_after_wrap = _or(many[1], many[2])
-    overlapped = np.zeros(n_elem)
-    for cats in product(cats3, repeat=3):
-        c0, c1, c2 = cats
-        count = outer_count[(c0, c1)]
-        if count_of[c2][2] is not None:
-            count = count * count_of[c2][2]
-        tb0, tb1 = tile(0, c1, c2), tile(1, c0, c2)
-        if c2 != _FIRST:  # position 2 moved: both inputs reload
-            x = tb0 + tb1
-        elif c1 != _FIRST:  # position 1 moved (2 wrapped if it has several tiles)
-            x = tb0 + _times(tb1, many[2])
-        elif c0 != _FIRST:  # position 0 moved
-            x = _times(tb0, both_inputs_after_wrap) + tb1
-        else:  # the first run
-            x = tb0 + tb1
-        if c2 == _LAST:
-            x = x + tile(2, c0, c1)
-        elif c2 == _FIRST:
-            x = x + _times(tile(2, c0, c1), _not(many[2]))
-        overlapped += count * np.maximum(cycles(cats), x)
-    # The first run (all indices 0) and the last run (all last: sizes are the last tiles).
-    f = _FIRST
-    first_cyc = cycles((f, f, f))
-    first_load = tile(0, f, f) + tile(1, f, f)
-    first_x = first_load + _times(tile(2, f, f), _not(many[2]))
-    last = _LAST  # size[_LAST] is the last tile along every dim
-    load0 = many[2] | many[1] | ~many[0]
-    load1 = many[2] | ~many[1]
-    last_store = tile(2, last, last)
-    last_x = tile(0, last, last) * load0 + tile(1, last, last) * load1 + last_store
-    return _Exposure(overlapped, first_cyc, first_x, first_load, last_cyc, last_x, last_store)
-
-
-def op_cycles(s: Schedule, instances: np.ndarray, bw: np.ndarray, double_buffered: np.ndarray,
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """``(compute, total)`` cycles of an op of ``instances`` back-to-back GEMM instances."""
-    compute = s.compute_cycles * instances
-    serial = compute + (s.dram_read.sum(axis=0) + s.dram_write.sum(axis=0)) * instances / bw
-    one = s.single_run & (instances == 1)
-    correction = np.where(one, s.single_correction, s.first_correction + s.last_correction)
-    overlapped = s.overlapped * instances + correction + s.exposed
-    total = np.where(double_buffered, overlapped, serial)
-    return compute, np.maximum(total, compute)
+            final["store"] = final["store"] + w * store
+    return _Exposure(overlapped, first["cyc"], first["x"], np.asarray(first["load"]), np.asarray(final["cyc"]),
+                     np.asarray(final["x"]), np.asarray(final["store"]))

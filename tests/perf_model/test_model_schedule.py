@@ -9,6 +9,7 @@ import pytest
 from model_testlib import GEMM_OF, reference
 
 import perf_model
+import perf_model._schedule
 from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
 from perf_model._problem import build_problem
@@ -48,8 +49,12 @@ def test_default_tilings_match_the_per_run_reference():
     assert checked > 150
 
 
-def test_any_tiling_and_order_matches_the_per_run_reference():
-    """Including orders that spill partial sums to DRAM (not used by default, still modelled)."""
+@pytest.mark.parametrize("fast", [True, False])
+def test_any_tiling_and_order_matches_the_per_run_reference(fast, monkeypatch):
+    """Including orders that spill partial sums to DRAM (not used by default, still modelled),
+    with the product-form cycles and with per-shape calls of timing.run_cycles."""
+    if not fast:
+        monkeypatch.setattr(perf_model._schedule, "fast_cycles_ok", lambda: False)
     rng = np.random.default_rng(5)
     for _ in range(300):
         df, R, C = int(rng.integers(0, 3)), int(rng.integers(1, 6)), int(rng.integers(1, 6))
