@@ -3,16 +3,33 @@
 Pure functions over numpy arrays, no I/O. The hot path :func:`evaluate_designs` scores many
 designs (a :class:`DesignArrays` struct of arrays) on a workload in one vectorised pass;
 :func:`evaluate`, :func:`evaluate_op` and :func:`plan_tiles` are thin scalar wrappers over
-the same code. Compute cycles follow the RTL contract of :mod:`perf_model.timing` exactly
-(sum of ``timing.run_cycles`` over the tiles of :func:`plan_tiles`).
+the same code. An op is ``count * batch`` independent ``m x k x n`` GEMMs (a convolution is its
+im2col GEMM; its A matrix is what moves, overlapping windows included).
 
-How an op is modelled:
+Mapping and cycles (the RTL contract, :mod:`perf_model.timing`, which is authoritative)::
 
-* mapping and fold cycles: :mod:`perf_model.timing`;
-* buffer tiling and loop order (DRAM-minimal, spill-free): :mod:`perf_model._tiling`;
-* DRAM/SRAM bytes and stalls (per-tile roofline with double buffering): :mod:`perf_model._schedule`;
-* energy per access and technology scaling, with sources: :mod:`perf_model._energy`;
-* area coefficients, with sources, and the calibration hook: :mod:`perf_model._area`.
+    WS: K on the R rows, N on the C columns, M streamed      (B stationary)
+    OS: M on rows, N on columns, K streamed                  (C stationary)
+    IS: K on rows, M on columns, N streamed                  (A stationary)
+    folds       = ceil(rows-dim / R) * ceil(cols-dim / C)    (edge folds cost the same)
+    fold_cycles = Ds + 2R + C - 2 + FOLD_OVERHEAD            (load R, stream Ds, fill/drain)
+    run_cycles  = folds * fold_cycles + RUN_OVERHEAD         (one ``start`` of the RTL)
+
+An op's compute cycles are ``run_cycles`` summed over the buffer tiles of :func:`plan_tiles`
+(the runs the RTL simulator executes), so simulated cycles equal the model's exactly; the model
+reads the contract's constants (and checks its formula) at run time.
+
+How the rest is modelled, module by module:
+
+* tiling and loop order, DRAM-minimal and spill-free (partial sums stay in the ofmap buffer):
+  :mod:`perf_model._tiling`; a design whose buffers cannot hold the smallest tile is infeasible
+  (a result with a reason naming the buffer and the tile);
+* DRAM/SRAM bytes, stalls from ``dram_bytes_per_cycle`` (per-tile roofline with double
+  buffering, serial without): :mod:`perf_model._schedule`; outputs leave at ``acc_bits``;
+* energy per access with sources (Horowitz ISSCC 2014) and scaling to ``tech_nm``:
+  :mod:`perf_model._energy`;
+* area coefficients with sources and the calibration hook (:func:`calibrate_pe_area`,
+  :func:`set_area_coefficients`): :mod:`perf_model._area`.
 """
 
 from __future__ import annotations
