@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from amaranth import Cat, ClockSignal, Instance, Module, ResetSignal, Signal
+from amaranth import ClockSignal, Instance, Module, ResetSignal, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -12,7 +12,7 @@ from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
 
 from ._pe import PE, Fault, pe_widths
-from ._skew import Skew
+from ._skew import DelayLine, Skew
 
 __all__ = ["SystolicArray", "PERow", "Blackbox"]
 
@@ -132,7 +132,14 @@ class SystolicArray(wiring.Component):
       bottom row's accumulators of the previous cycle (after a ``shift`` at cycle ``t`` it
       shows at ``t + 1`` the row that left the array).
 
-    Inputs should be zero when no operand is presented (the OS accumulators add every cycle).
+    With ``skew=False`` the skew and de-skew triangles are left out: the caller presents
+    lane ``r`` of ``x`` (and, OS, lane ``c`` of ``y``) already delayed by ``r`` (``c``) cycles,
+    and WS/IS ``result`` lane ``c`` is the bottom partial sum of column ``c``, ``c`` cycles
+    after lane 0 (``rows + c`` after the un-delayed word). The accelerator does this with
+    per-lane buffer banks addressed on a tapped delay line (see ``rtl_gen._top``). ``first``
+    is delayed per row inside the array in both modes.
+
+    Inputs should be zero when no operand is presented.
 
     Args:
         rows: PE rows (R).
@@ -143,6 +150,7 @@ class SystolicArray(wiring.Component):
         fault: test-only stuck product bit of one PE (:class:`Fault`), or ``None``.
         row_factory: builds row ``r`` (default a :class:`PERow`; the export passes a
             :class:`Blackbox`).
+        skew: include the data skew/de-skew triangles (default); ``False``: pre-skewed ports.
     """
 
     def __init__(
@@ -155,6 +163,7 @@ class SystolicArray(wiring.Component):
         acc_bits: int = 32,
         fault: Fault | None = None,
         row_factory: Callable[[int], wiring.Component] | None = None,
+        skew: bool = True,
     ) -> None:
         for name, value in (("rows", rows), ("cols", cols)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -168,6 +177,7 @@ class SystolicArray(wiring.Component):
             fault.check(rows, cols, input_bits)
         self.fault = fault
         self.row_factory = row_factory
+        self.skew = skew
         super().__init__(
             {
                 "x": In(rows * input_bits),
@@ -185,6 +195,7 @@ class SystolicArray(wiring.Component):
         *,
         fault: Fault | None = None,
         row_factory: Callable[[int], wiring.Component] | None = None,
+        skew: bool = True,
     ) -> SystolicArray:
         """The array of ``config`` (rows, cols, dataflow, widths)."""
         return cls(
@@ -195,14 +206,16 @@ class SystolicArray(wiring.Component):
             acc_bits=config.acc_bits,
             fault=fault,
             row_factory=row_factory,
+            skew=skew,
         )
 
     @property
     def latency(self) -> int:
-        """WS/IS: cycles from an ``x`` word to its ``result`` (``rows + cols - 1``); OS: 1."""
+        """WS/IS: cycles from an ``x`` word to its ``result``, ``rows + cols - 1`` (with
+        ``skew=False``: to result lane 0, ``rows``); OS: 1 (``shift`` to ``result``)."""
         if self.dataflow is Dataflow.OS:
             return 1
-        return self.rows + self.cols - 1
+        return self.rows + (self.cols - 1 if self.skew else 0)
 
     def make_row(self, row: int) -> wiring.Component:
         """Row ``row`` of PEs (see ``row_factory``)."""
@@ -219,14 +232,17 @@ class SystolicArray(wiring.Component):
         rows, cols, ib, ab = self.rows, self.cols, self.input_bits, self.acc_bits
         os_flow = self.dataflow is Dataflow.OS
 
-        m.submodules.x_skew = x_skew = Skew(lanes=rows, width=ib)
-        m.d.comb += x_skew.i_data.eq(self.x)
+        x_lanes: Value = self.x
+        if self.skew:
+            m.submodules.x_skew = x_skew = Skew(lanes=rows, width=ib)
+            m.d.comb += x_skew.i_data.eq(self.x)
+            x_lanes = x_skew.o_data
 
         row_list = []
         for r in range(rows):
             row = self.make_row(r)
             m.submodules[f"row_{r}"] = row
-            m.d.comb += [row.a_in.eq(x_skew.o_data[r * ib : (r + 1) * ib]), row.shift.eq(self.shift)]
+            m.d.comb += [row.a_in.eq(x_lanes[r * ib : (r + 1) * ib]), row.shift.eq(self.shift)]
             if r > 0:
                 above = row_list[-1]
                 m.d.comb += [row.v_in.eq(above.v_out), row.s_in.eq(above.s_out)]
@@ -234,24 +250,27 @@ class SystolicArray(wiring.Component):
         top, bottom = row_list[0], row_list[-1]
 
         if os_flow:
-            # The first-operand marker enters every row with its x lane.
-            m.submodules.f_skew = f_skew = Skew(lanes=rows, width=1)
-            m.d.comb += f_skew.i_data.eq(Cat(*([self.first] * rows)))
+            # The first-operand marker enters every row with its x lane (row r: r cycles late).
+            m.submodules.f_delay = f_delay = DelayLine(taps=rows, width=1)
+            m.d.comb += f_delay.i_data.eq(self.first)
             for r, row in enumerate(row_list):
-                m.d.comb += row.f_in.eq(f_skew.o_data[r])
-            # B enters the top, skewed; accumulators drain out of the bottom into a register.
-            m.submodules.y_skew = y_skew = Skew(lanes=cols, width=ib)
+                m.d.comb += row.f_in.eq(f_delay.o_taps[r])
+            # B enters the top (skewed); accumulators drain out of the bottom into a register.
+            y_lanes: Value = self.y
+            if self.skew:
+                m.submodules.y_skew = y_skew = Skew(lanes=cols, width=ib)
+                m.d.comb += y_skew.i_data.eq(self.y)
+                y_lanes = y_skew.o_data
             out = Signal(cols * ab)
-            m.d.comb += [y_skew.i_data.eq(self.y), top.v_in.eq(y_skew.o_data), top.s_in.eq(0)]
+            m.d.comb += [top.v_in.eq(y_lanes), top.s_in.eq(0)]
             m.d.sync += out.eq(bottom.s_out)
             m.d.comb += self.result.eq(out)
         else:
-            # Stationary operands load into the top; partial sums leave the bottom, de-skewed.
-            m.submodules.deskew = deskew = Skew(lanes=cols, width=ab, reverse=True)
-            m.d.comb += [
-                top.v_in.eq(0),
-                top.s_in.eq(self.y),
-                deskew.i_data.eq(bottom.v_out),
-                self.result.eq(deskew.o_data),
-            ]
+            # Stationary operands load into the top; partial sums leave the bottom (de-skewed).
+            m.d.comb += [top.v_in.eq(0), top.s_in.eq(self.y)]
+            if self.skew:
+                m.submodules.deskew = deskew = Skew(lanes=cols, width=ab, reverse=True)
+                m.d.comb += [deskew.i_data.eq(bottom.v_out), self.result.eq(deskew.o_data)]
+            else:
+                m.d.comb += self.result.eq(bottom.v_out)
         return m

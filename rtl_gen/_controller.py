@@ -43,8 +43,13 @@ class Controller(wiring.Component):
 
     * WS/IS: LOAD (``R``): y words for ``r = R-1 .. 0`` are read and shifted into the array
       the next cycle; STREAM (``Ds``): x words are read; FLUSH (``R + C``): the last results
-      come out. The o word for ``s`` is read ``R + C - 1`` cycles after x word ``s`` and written
+      come out. The o word for ``s`` is read ``R`` cycles after x word ``s`` and written
       (result, plus the old value when adding) the cycle after.
+
+    These strobes and addresses are those of lane 0; the accelerator's per-lane buffer banks
+    delay them by the lane index where the dataflow skews that operand (x always, y for OS,
+    o for WS/IS), so e.g. lane ``c`` of the o word for ``s`` is written ``c`` cycles later and
+    the last write of a fold falls in its last cycle.
     * OS: STREAM (``Ds``): x and y words are read (``first`` marks the data of ``s = 0``);
       FLUSH (``2R + C``): after ``R + C - 1`` cycles the wavefront has finished, then ``R``
       drain shifts move rows ``R-1 .. 0`` out; each row's o word is read during its shift and
@@ -118,7 +123,7 @@ class Controller(wiring.Component):
         dc = Signal(DIM_BITS)
         acc_flag = Signal()
         cnt = Signal(DIM_BITS)
-        rp = Signal(range(rows), init=rows - 1)
+        rp = Signal(range(max(rows, 2)), init=rows - 1)
         row_off = Signal(DIM_BITS + 1)
         col_off = Signal(DIM_BITS + 1)
         base_rs = Signal(ax)
@@ -179,8 +184,8 @@ class Controller(wiring.Component):
                 x_en.eq(in_stream),
                 y_en.eq(in_load & row_ok),
             ]
-            # o read R + C - 1 cycles after the x read: a delay line of stream strobes.
-            delay = rows + cols - 1
+            # o read (of lane 0's bank) R cycles after the x read: a delay line of stream strobes.
+            delay = rows
             line = Signal(delay)
             m.d.sync += line.eq(Cat(in_stream, line[:-1]) if delay > 1 else in_stream)
             o_evt = line[delay - 1]

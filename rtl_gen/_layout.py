@@ -48,9 +48,18 @@ class BufferGeometry:
         return self.elems * self.bits
 
     @property
+    def mem_depth(self) -> int:
+        """Words of the memory instantiated: ``depth``, but at least 2.
+
+        A one-word memory would have a 0-bit address, which Verilog cannot declare
+        (``wire [-1:0]`` is two bits); the spare word is never addressed by a run.
+        """
+        return max(2, self.depth)
+
+    @property
     def addr_bits(self) -> int:
-        """Address width in bits, ``ceil(log2(depth))`` (0 for a one-word buffer)."""
-        return ceil_log2(self.depth)
+        """Address width in bits, ``ceil(log2(mem_depth))`` (at least 1)."""
+        return ceil_log2(self.mem_depth)
 
 
 @dataclasses.dataclass(frozen=True)

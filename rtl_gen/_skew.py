@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.errors import ConfigError
 
-__all__ = ["Skew"]
+__all__ = ["Skew", "DelayLine"]
 
 
 class Skew(wiring.Component):
@@ -63,4 +63,42 @@ class Skew(wiring.Component):
             m.d.sync += stage.eq(pending)
             m.d.comb += lane(self.o_data, order[j + 1]).eq(stage[:w])
             pending = stage[w:]
+        return m
+
+
+class DelayLine(wiring.Component):
+    """A tapped delay line: tap ``i`` is the input delayed by ``i`` cycles (tap 0 = input).
+
+    ``taps - 1`` registers of ``width`` bits in a chain. Used to skew control signals (a
+    buffer bank's address and enable, the first-operand marker) instead of data: a per-lane
+    bank addressed ``i`` cycles late delivers the same skewed wavefront as a data skew
+    triangle, with ``O(taps)`` instead of ``O(taps**2)`` registers.
+
+    Args:
+        taps: number of taps, >= 1.
+        width: bits per tap, >= 1.
+
+    Ports:
+        i_data: the input (``width`` bits).
+        o_taps: the taps, tap ``i`` at bits ``[i*width, (i+1)*width)``.
+    """
+
+    def __init__(self, *, taps: int, width: int) -> None:
+        for name, value in (("taps", taps), ("width", width)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"delay line {name} must be a positive integer, not {value!r}")
+        self.taps = taps
+        self.width = width
+        super().__init__({"i_data": In(width), "o_taps": Out(taps * width)})
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        w = self.width
+        value: Value = self.i_data
+        m.d.comb += self.o_taps[:w].eq(value)
+        for i in range(1, self.taps):
+            reg = Signal(w, name=f"tap_{i}")
+            m.d.sync += reg.eq(value)
+            m.d.comb += self.o_taps[i * w : (i + 1) * w].eq(reg)
+            value = reg
         return m

@@ -8,13 +8,13 @@ it by how many the design holds:
     piece                       count in the design
     PE                          R * C
     controller                  1
-    register stage, b bits      R(R-1)/2 (x skew) [+ C(C-1)/2 (OS: y skew)]
-    register stage, a bits      C(C-1)/2 (WS/IS: de-skew) or C (OS: result register)
-    register stage, 1 bit       OS: R(R-1)/2 (first-operand marker skew)
-    operand gate lane, b bits   R + C (buffer word -> array, zero when idle)
+    register stage, w bits      per width, from ``Accelerator.register_stages()``: the bank
+                                control delay lines, read-valid flags, OS marker and result
+                                register (no data skew triangles: the buffers are banked)
+    operand gate lane, b bits   R + C (buffer bank -> array, zero when idle)
     ofmap update lane, a bits   C (accumulate adder and host/controller data mux)
 
-(``b`` input bits, ``a`` accumulator bits). The on-chip SRAM buffers are not synthesised
+(``b`` input bits, ``a`` accumulator bits). The on-chip SRAM banks are not synthesised
 (they are macros, sized by the perf model). Each piece is cached on disk, keyed by its
 parameters and a digest of the ``rtl_gen`` sources, under ``$ACCEL_DSE_CACHE_DIR`` or
 ``~/.cache/accel-dse`` (``$XDG_CACHE_HOME/accel-dse``).
@@ -45,8 +45,8 @@ from ._controller import Controller
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import buffer_layout
 from ._pe import PE
-from ._skew import Skew
-from ._top import top_name
+from ._skew import DelayLine
+from ._top import Accelerator, top_name
 
 __all__ = ["synth_stats", "synth_component", "default_cache_dir", "yosys_command"]
 
@@ -169,12 +169,13 @@ def synth_stats(
         cache_dir: cache folder (default :func:`default_cache_dir`; ``synth/`` below it).
         use_cache: read and write the cache.
         full_array: also synthesise the whole ``SystolicArray`` flat and report it as
-            ``full_array`` (minutes and ~1 GB at 16 x 16; for checking the scaling).
+            ``full_array`` (minutes and ~1 GB at 16 x 16; for checking the scaling: it is
+            ``array`` plus, for OS, the marker delay line and result register).
 
     Returns:
         JSON-ready dict: ``parts`` (per piece: ``cells``, ``transistors``, ``count``,
-        ``cached``), ``array`` (PEs and skew registers), ``total`` (everything but the SRAM
-        buffers), ``excluded`` and, with ``full_array``, ``full_array``.
+        ``cached``, ``seconds``), ``array`` (the PEs), ``total`` (everything but the SRAM
+        banks), ``excluded`` and, with ``full_array``, ``full_array``.
 
     Raises:
         ConfigError: the design cannot be built.
@@ -191,11 +192,7 @@ def synth_stats(
     src = _source_digest()
     pe_flow = Dataflow.OS if df is Dataflow.OS else Dataflow.WS  # IS builds the WS cell
 
-    stage_counts: dict[int, int] = {}
-    stage_counts[ib] = r * (r - 1) // 2 + (c * (c - 1) // 2 if df is Dataflow.OS else 0)
-    stage_counts[ab] = stage_counts.get(ab, 0) + (c if df is Dataflow.OS else c * (c - 1) // 2)
-    if df is Dataflow.OS:
-        stage_counts[1] = r * (r - 1) // 2
+    stage_counts = Accelerator(config).register_stages()
 
     pieces: list[tuple[str, dict[str, Any], Any, int, str]] = [
         ("pe", {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab},
@@ -209,10 +206,8 @@ def synth_stats(
         ("ofmap_update_lane", {"acc_bits": ab}, lambda: OfmapUpdate(lanes=1, acc_bits=ab), c, "update"),
     ]
     for bits, count in sorted(stage_counts.items()):
-        if count == 0:
-            continue
         pieces.append((f"stage_{bits}b", {"width": bits},
-                       (lambda w=bits: Skew(lanes=2, width=w)), count, f"stage{bits}"))
+                       (lambda w=bits: DelayLine(taps=2, width=w)), count, f"stage{bits}"))
 
     parts: dict[str, dict[str, Any]] = {}
     for part, params, build, count, name in pieces:
@@ -232,16 +227,15 @@ def synth_stats(
             "transistors": sum(parts[n]["transistors"] * parts[n]["count"] for n in names),
         }
 
-    stages = [p for p in parts if p.startswith("stage_")]
     out: dict[str, Any] = {
         "top": top_name(config),
         "config_hash": config.config_hash,
         "parts": parts,
-        "array": scaled(["pe", *stages]),
+        "array": scaled(["pe"]),
         "total": scaled(list(parts)),
-        "excluded": "on-chip SRAM buffers (ifmap, weight, ofmap) and the host-port address/enable muxes",
+        "excluded": "on-chip SRAM banks (ifmap, weight, ofmap) and the host-port address/enable muxes",
     }
     if full_array:
-        array = SystolicArray.from_config(config)
+        array = SystolicArray.from_config(config, skew=False)
         out["full_array"] = synth_component(array, "array")
     return out

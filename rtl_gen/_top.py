@@ -44,13 +44,21 @@ for WS, ``nf = floor(n / C)``, and so on). So WS and OS read ``C`` back row by r
 column (``C`` transposed): IS is WS on ``C^T = B^T A^T`` with the ifmap buffer holding the
 stationary operand and the weight buffer the streamed one. The words a run needs are
 ``perf_model.timing.run_words``; the buffer depths ``perf_model.timing.buffer_depth_words``.
+
+Inside, each buffer is one SRAM bank per lane (``b`` or ``a`` bits wide, all at the word's
+address for the host). Where a dataflow needs an operand skewed (lane ``i`` ``i`` cycles late:
+the left operand always, the top operand for OS, the results for WS/IS), the bank of lane
+``i`` is addressed ``i`` cycles late through a tapped delay line of address/enable registers,
+so no data skew or de-skew registers are needed (``O(R + C)`` control registers instead of
+``O(R^2 + C^2)`` data registers). A buffer whose field holds a single word is built with two
+(Verilog has no 0-bit address); the second word is never used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from amaranth import Module
+from amaranth import Cat, Module, Signal, Value
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -59,8 +67,9 @@ from accel_dse.config import ArrayConfig, Dataflow
 from ._array import SystolicArray
 from ._controller import Controller
 from ._glue import OfmapUpdate, OperandGate
-from ._layout import CYCLES_BITS, DIM_BITS, BufferLayout, buffer_layout
+from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
 from ._pe import Fault
+from ._skew import DelayLine
 
 __all__ = ["Accelerator", "HOST_SEL", "top_name"]
 
@@ -127,17 +136,51 @@ class Accelerator(wiring.Component):
         """Verilog module name (see :func:`top_name`)."""
         return top_name(self.config, self.fault)
 
+    def _roles(self) -> tuple[BufferGeometry, BufferGeometry, bool, bool]:
+        """``(x buffer, y buffer, y skewed, o skewed)`` of this dataflow."""
+        lay = self.layout
+        if self.config.dataflow is Dataflow.OS:
+            return lay.ifmap, lay.weight, True, False
+        if self.config.dataflow is Dataflow.IS:
+            return lay.weight, lay.ifmap, False, True
+        return lay.ifmap, lay.weight, False, True
+
+    def register_stages(self) -> dict[int, int]:
+        """Registers outside the PEs and the controller, as ``{width in bits: count}``.
+
+        The x (and OS y) bank controls on tapped delay lines, the banks' read-valid flags, the
+        WS/IS ofmap bank controls, the OS first-operand marker and result register.
+        """
+        cfg = self.config
+        r, c = cfg.rows, cfg.cols
+        x_geo, y_geo, y_skewed, o_skewed = self._roles()
+        counts: dict[int, int] = {}
+
+        def add(width: int, count: int) -> None:
+            if count:
+                counts[width] = counts.get(width, 0) + count
+
+        add(x_geo.addr_bits + 1, r - 1)
+        add(1, r)
+        if y_skewed:
+            add(y_geo.addr_bits + 1, c - 1)
+            add(1, c)
+        else:
+            add(1, 1)
+        if o_skewed:
+            add(self.layout.ofmap.addr_bits + 1, c)
+        else:
+            add(1, r - 1)  # OS first-operand marker delay line
+            add(cfg.acc_bits, 1 * c)  # OS result register, one acc_bits register per lane
+        return counts
+
     def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg, lay = self.config, self.layout
-        is_is = cfg.dataflow is Dataflow.IS
-        x_geo, y_geo = (lay.weight, lay.ifmap) if is_is else (lay.ifmap, lay.weight)
-
-        bufs = {}
-        for geo in (lay.ifmap, lay.weight, lay.ofmap):
-            bufs[geo.name] = memory.Memory(shape=geo.width, depth=geo.depth, init=[])
-            m.submodules[f"{geo.name}_buf"] = bufs[geo.name]
-        m.submodules.array = array = SystolicArray.from_config(cfg, fault=self.fault, row_factory=self.row_factory)
+        x_geo, y_geo, y_skewed, o_skewed = self._roles()
+        m.submodules.array = array = SystolicArray.from_config(
+            cfg, fault=self.fault, row_factory=self.row_factory, skew=False
+        )
         m.submodules.ctrl = ctrl = Controller(
             rows=cfg.rows,
             cols=cfg.cols,
@@ -156,58 +199,81 @@ class Accelerator(wiring.Component):
             self.busy.eq(busy),
             self.done.eq(ctrl.done),
             self.cycles.eq(ctrl.cycles),
+            array.shift.eq(ctrl.shift),
+            array.first.eq(ctrl.first),
         ]
 
-        # Host writes into the operand buffers (idle only).
-        for name in ("ifmap", "weight"):
-            wp = bufs[name].write_port()
-            m.d.comb += [
-                wp.addr.eq(self.host_addr),
-                wp.data.eq(self.host_wdata),
-                wp.en.eq(self.host_we & (self.host_sel == HOST_SEL[name]) & ~busy),
-            ]
-
-        # Operand reads into the array; zero when no word is presented.
-        for name, geo, en, addr, valid, target in (
-            ("x", x_geo, ctrl.x_en, ctrl.x_addr, ctrl.x_valid, array.x),
-            ("y", y_geo, ctrl.y_en, ctrl.y_addr, ctrl.y_valid, array.y),
+        # Operand buffers, one bank per lane; the host writes a whole word (all banks) at once.
+        for role, geo, addr, en, skewed, target in (
+            ("x", x_geo, ctrl.x_addr, ctrl.x_en, True, array.x),
+            ("y", y_geo, ctrl.y_addr, ctrl.y_en, y_skewed, array.y),
         ):
-            rp = bufs[geo.name].read_port()
-            m.submodules[f"{name}_gate"] = gate = OperandGate(width=len(target))
-            m.d.comb += [
-                rp.addr.eq(addr),
-                rp.en.eq(en),
-                gate.i_data.eq(rp.data),
-                gate.valid.eq(valid),
-                target.eq(gate.o_data),
-            ]
-        m.d.comb += [array.shift.eq(ctrl.shift), array.first.eq(ctrl.first)]
+            host_we = self.host_we & (self.host_sel == HOST_SEL[geo.name]) & ~busy
+            controls = self._lane_controls(m, f"{role}_ctl", Cat(addr, en), geo.elems, skewed)
+            shared_valid = Signal(name=f"{role}_valid")
+            if not skewed:
+                m.d.sync += shared_valid.eq(en)
+            for lane in range(geo.elems):
+                mem = memory.Memory(shape=geo.bits, depth=geo.mem_depth, init=[])
+                m.submodules[f"{geo.name}_bank{lane}"] = mem
+                bits = slice(lane * geo.bits, (lane + 1) * geo.bits)
+                wp = mem.write_port()
+                m.d.comb += [wp.addr.eq(self.host_addr), wp.data.eq(self.host_wdata[bits]), wp.en.eq(host_we)]
+                ctl = controls[lane]
+                rp = mem.read_port()
+                m.d.comb += [rp.addr.eq(ctl[:-1]), rp.en.eq(ctl[-1])]
+                valid = shared_valid
+                if skewed:
+                    valid = Signal(name=f"{role}_valid_{lane}")
+                    m.d.sync += valid.eq(ctl[-1])
+                m.submodules[f"{role}_gate{lane}"] = gate = OperandGate(width=geo.bits)
+                m.d.comb += [gate.i_data.eq(rp.data), gate.valid.eq(valid), target[bits].eq(gate.o_data)]
 
-        # ofmap: one read port and one write port, the controller's while busy, else the host's.
-        o_rd = bufs["ofmap"].read_port()
-        o_wr = bufs["ofmap"].write_port()
+        # ofmap banks: read-modify-write by the controller while busy, else the host's port.
+        o_geo = lay.ofmap
         m.submodules.update = update = OfmapUpdate(lanes=cfg.cols, acc_bits=cfg.acc_bits)
         m.d.comb += [
             update.result.eq(array.result),
-            update.old.eq(o_rd.data),
             update.add.eq(ctrl.o_add),
             update.host.eq(self.host_wdata),
             update.busy.eq(busy),
-            o_wr.data.eq(update.new),
-            self.host_rdata.eq(o_rd.data),
         ]
-        with m.If(busy):
+        if o_skewed:
+            # lane c reads c cycles after lane 0 and writes the cycle after its read
+            taps = self._lane_controls(m, "o_ctl", Cat(ctrl.o_rd_addr, ctrl.o_rd_en), cfg.cols + 1, True)
+            rd_ctl, wr_ctl = taps[:-1], taps[1:]
+        else:
+            rd_ctl = [Cat(ctrl.o_rd_addr, ctrl.o_rd_en)] * cfg.cols
+            wr_ctl = [Cat(ctrl.o_wr_addr, ctrl.o_wr_en)] * cfg.cols
+        host_o_we = self.host_we & (self.host_sel == HOST_SEL["ofmap"])
+        for lane in range(cfg.cols):
+            mem = memory.Memory(shape=o_geo.bits, depth=o_geo.mem_depth, init=[])
+            m.submodules[f"ofmap_bank{lane}"] = mem
+            bits = slice(lane * o_geo.bits, (lane + 1) * o_geo.bits)
+            rp = mem.read_port()
+            wp = mem.write_port()
             m.d.comb += [
-                o_rd.addr.eq(ctrl.o_rd_addr),
-                o_rd.en.eq(ctrl.o_rd_en),
-                o_wr.addr.eq(ctrl.o_wr_addr),
-                o_wr.en.eq(ctrl.o_wr_en),
+                update.old[bits].eq(rp.data),
+                self.host_rdata[bits].eq(rp.data),
+                wp.data.eq(update.new[bits]),
             ]
-        with m.Else():
-            m.d.comb += [
-                o_rd.addr.eq(self.host_addr),
-                o_rd.en.eq(1),
-                o_wr.addr.eq(self.host_addr),
-                o_wr.en.eq(self.host_we & (self.host_sel == HOST_SEL["ofmap"])),
-            ]
+            with m.If(busy):
+                m.d.comb += [
+                    rp.addr.eq(rd_ctl[lane][:-1]),
+                    rp.en.eq(rd_ctl[lane][-1]),
+                    wp.addr.eq(wr_ctl[lane][:-1]),
+                    wp.en.eq(wr_ctl[lane][-1]),
+                ]
+            with m.Else():
+                m.d.comb += [rp.addr.eq(self.host_addr), rp.en.eq(1), wp.addr.eq(self.host_addr), wp.en.eq(host_o_we)]
         return m
+
+    @staticmethod
+    def _lane_controls(m: Module, name: str, control: Value, lanes: int, skewed: bool) -> list[Value]:
+        """``control`` for each lane: delayed by the lane index (``skewed``) or shared."""
+        if not skewed or lanes == 1:
+            return [control] * lanes
+        m.submodules[name] = line = DelayLine(taps=lanes, width=len(control))
+        m.d.comb += line.i_data.eq(control)
+        w = len(control)
+        return [line.o_taps[i * w : (i + 1) * w] for i in range(lanes)]

@@ -61,7 +61,7 @@ def _synth(args: argparse.Namespace) -> int:
          part["cells"] * part["count"], part["transistors"] * part["count"]]
         for name, part in stats["parts"].items()
     ]
-    rows.append(["array (PEs + skew)", "", "", "", stats["array"]["cells"], stats["array"]["transistors"]])
+    rows.append(["array (PEs)", "", "", "", stats["array"]["cells"], stats["array"]["transistors"]])
     rows.append(["total", "", "", "", stats["total"]["cells"], stats["total"]["transistors"]])
     if "full_array" in stats:
         full = stats["full_array"]
