@@ -18,6 +18,7 @@ from perf_model._energy import EnergyTable, tech_energy_scale
 from perf_model._ops import OpArrays
 from perf_model._problem import (
     BUFFER_NAMES,
+    FREE_OPERAND,
     GEMM_MAPPED,
     MAPPED_GEMM,
     OPERAND_FREE,
@@ -127,8 +128,8 @@ def evaluate_block(
         "leakage": energy.leakage_w_per_mm2 * rep(area_mm2) * latency * 1e12,
     }
     # SRAM traffic is per operand (by free dim); each operand lives in its own buffer.
-    by_free = (sram_read + sram_write) * take_rows(sram_pj, row_index(p.operand))
-    sram_energy = take_rows(by_free, row_index(OPERAND_FREE[p.df].T))  # back to buffer order
+    by_free = (sram_read + sram_write) * take_rows(sram_pj, row_index(FREE_OPERAND, p.df))
+    sram_energy = take_rows(by_free, row_index(OPERAND_FREE, p.df))  # back to buffer order
     for b, name in enumerate(BUFFER_NAMES):
         parts[f"sram_{name}"] = sram_energy[b]
     energy_parts = {name: _zero(parts[name], ok).reshape(shape) for name in ENERGY_PARTS}
@@ -173,7 +174,7 @@ def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: Des
     n_ops = len(names)
     mins = p.mins[:, flat]
     sub_df, R, C = p.df[flat], p.R[flat].astype(np.int64), p.C[flat].astype(np.int64)
-    mt, kt, nt = take_rows(mins, row_index(GEMM_MAPPED[sub_df].T)).astype(np.int64)
+    mt, kt, nt = take_rows(mins, row_index(GEMM_MAPPED, sub_df)).astype(np.int64)
     need = np.stack(timing.run_words(sub_df, R, C, mt, kt, nt)).T.tolist()
     have = p.buf_cap[:, flat].T.astype(np.int64).tolist()
     kib = np.stack([designs.ifmap_sram_kib, designs.weight_sram_kib, designs.ofmap_sram_kib]).T.tolist()

@@ -44,14 +44,15 @@ BUFFER_NAMES = ("ifmap", "weight", "ofmap")
 OPERAND_NAMES = ("A", "B", "C")
 
 
-def row_index(rows: np.ndarray) -> np.ndarray:
-    """Flat index into a C-contiguous ``(3, N)`` array picking row ``rows[j, i]`` of column ``i``.
+def row_index(table: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """Flat index into a C-contiguous ``(3, N)`` array picking row ``table[code[i], j]`` as row
+    ``j`` of column ``i`` (``table``: a small ``(codes, 3)`` permutation table).
 
-    ``take_rows(values, row_index(rows))`` equals ``np.take_along_axis(values, rows, axis=0)``,
-    several times faster once the index exists (every element permutes its own rows here).
+    ``take_rows(values, row_index(table, code))`` equals
+    ``np.take_along_axis(values, table[code].T, axis=0)``, several times faster.
     """
-    n = rows.shape[1]
-    return rows * n + np.arange(n)
+    n = code.shape[0]
+    return (table.T * n)[:, code] + np.arange(n)
 
 
 def take_rows(values: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -138,9 +139,9 @@ def build_problem(
     R = np.asarray(rows, dtype=np.float64)
     C = np.asarray(cols, dtype=np.float64)
     gemm = np.asarray(gemm, dtype=np.float64)
-    D = take_rows(gemm, row_index(MAPPED_GEMM[df].T))
+    D = take_rows(gemm, row_index(MAPPED_GEMM, df))
     operand = FREE_OPERAND[df].T
-    by_operand = row_index(operand)
+    by_operand = row_index(FREE_OPERAND, df)
     cap = take_rows(np.asarray(buf_words, dtype=np.float64), by_operand)
     ib = np.asarray(input_bits, dtype=np.float64) / 8.0
     ab = np.asarray(acc_bits, dtype=np.float64) / 8.0

@@ -190,14 +190,14 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
 
     # DRAM traffic: each operand f times over (see the docstring of _tiling).
     order = _ORDER_ARRAY[tiling.order].T  # (3 positions, N): mapped dim at each loop position
-    by_position = row_index(order)
+    by_position = row_index(_ORDER_ARRAY, tiling.order)
     npos = take_rows(n, by_position)
     factor_pos = np.stack([
         1.0 + (npos[0] - 1) * ((npos[1] > 1) | (npos[2] > 1)),
         1.0 + (npos[1] - 1) * (npos[2] > 1),
         np.ones(len(p)),
     ])
-    factor = take_rows(factor_pos, row_index(_ORDER_INVERSE[tiling.order].T))  # back to mapped dims
+    factor = take_rows(factor_pos, row_index(_ORDER_INVERSE, tiling.order))  # back to mapped dims
     moved = p.bytes * factor  # operand free in r, c, s
     dram_read = np.where(p.is_out, moved - p.bytes, moved)  # partial sums read back, or inputs
     dram_write = np.where(p.is_out, moved, 0.0)

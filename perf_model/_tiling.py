@@ -288,7 +288,7 @@ def _choose(p: Problem, families: tuple[_Family, ...]) -> Tiling:
 
 def gemm_tile(p: Problem, t: np.ndarray) -> np.ndarray:
     """``(3, N)`` tile dims ``mt, kt, nt`` of mapped tile dims ``t``."""
-    return take_rows(t, row_index(GEMM_MAPPED[p.df].T))
+    return take_rows(t, row_index(GEMM_MAPPED, p.df))
 
 
 def contract_words(p: Problem, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
