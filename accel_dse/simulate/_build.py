@@ -117,6 +117,7 @@ def _cache_key(verilog: str, top: str, simulator: Simulator) -> str:
         "cocotb": cocotb_version,
         "recipe": RECIPE_VERSION,
         "build_args": _build_args(simulator),
+        "build_env": {k: v for k, v in sorted(simulator.env.items()) if k != "PATH"},
     }
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 

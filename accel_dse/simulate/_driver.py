@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
+from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import SimulationError
 from accel_dse.simulate._build import build_design, default_work_dir
 from accel_dse.simulate._layout import ofmap_words, pack_inputs, unpack_output, word_bytes
@@ -275,15 +275,17 @@ def _prepare(
             for t, (m0, m1, k0, k1, n0, n1, acc) in enumerate(tiles):
                 last = t + 1 == len(tiles) or not tiles[t + 1][6]
                 mt, kt, nt = m1 - m0, k1 - k0, n1 - n0
-                if_words, w_words = pack_inputs(design, a[m0:m1, k0:k1], b[k0:k1, n0:n1])
                 # The host writes only what changed: a buffer keeps its words across runs.
                 if_key, w_key = (m0, m1, k0, k1), (k0, k1, n0, n1)
-                if_cnt = 0 if if_key == loaded_if else len(if_words)
-                w_cnt = 0 if w_key == loaded_w else len(w_words)
-                if if_cnt:
-                    if_parts.append(if_words)
-                if w_cnt:
-                    w_parts.append(w_words)
+                if_cnt = w_cnt = 0
+                if if_key != loaded_if or w_key != loaded_w:
+                    if_words, w_words = pack_inputs(design, a[m0:m1, k0:k1], b[k0:k1, n0:n1])
+                    if if_key != loaded_if:
+                        if_parts.append(if_words)
+                        if_cnt = len(if_words)
+                    if w_key != loaded_w:
+                        w_parts.append(w_words)
+                        w_cnt = len(w_words)
                 loaded_if, loaded_w = if_key, w_key
                 read_cnt = ofmap_words(design, mt, nt) if last else 0
                 run = int(timing.run_cycles(df, design.rows, design.cols, mt, kt, nt))
@@ -295,8 +297,8 @@ def _prepare(
                     job.reads.append((instance, m0, m1, n0, n1, read_cnt))
                 job.runs += 1
         jobs.append(job)
-    if_bytes = word_bytes(design.cols if design.dataflow.value == "is" else design.rows, design.input_bits)
-    w_bytes = word_bytes(design.rows if design.dataflow.value == "is" else design.cols, design.input_bits)
+    if_lanes, w_lanes = (design.cols, design.rows) if design.dataflow is Dataflow.IS else (design.rows, design.cols)
+    if_bytes, w_bytes = word_bytes(if_lanes, design.input_bits), word_bytes(w_lanes, design.input_bits)
     program = Program(
         port=_port(design),
         op_names=tuple(j.name for j in jobs),

