@@ -47,7 +47,7 @@ __all__ = ["PolicyGradientSampler", "MAX_BINS", "WINDOW", "UPDATE_EVERY"]
 #: Most actions an integer or real range is cut into.
 MAX_BINS = 32
 #: Episodes (the latest trials) in each policy update.
-WINDOW = 128
+WINDOW = 32
 #: New episodes between two updates.
 UPDATE_EVERY = 8
 _LEARNED_STATUS = ("ok", "constraint", "infeasible", "invalid", "non-finite")
@@ -132,10 +132,10 @@ class PolicyGradientSampler(optuna.samplers.BaseSampler):
         *,
         seed: int | None = None,
         hidden: int = 64,
-        learning_rate: float = 0.02,
+        learning_rate: float = 0.01,
         epochs: int = 4,
         clip: float = 0.2,
-        entropy: float = 0.01,
+        entropy: float = 0.05,
     ) -> None:
         import jax
         import jax.numpy as jnp

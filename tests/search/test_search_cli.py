@@ -129,3 +129,35 @@ def test_existing_study_with_other_objectives_is_refused_untouched(run_cli, in_t
 def test_list_spaces(run_cli):
     code, out, err = run_cli("sweep", "--list-spaces")
     assert code == 0 and "edge-int8" in out and "edge-mix" in out
+
+
+def test_grid_through_the_cli_on_the_real_model(run_cli, in_tmp):
+    tiny = MLP_SPACE.replace('rows = { low = 2, high = 64, scale = "pow2" }', "rows = [8, 16]").replace(
+        'cols = { low = 2, high = 64, scale = "pow2" }', "cols = [8, 16]")
+    code, out, err = run_cli("sweep", "--space", _space(in_tmp, tiny), "--sampler", "grid", "--grid-keep", "3",
+                             "--out-dir", str(in_tmp / "g"))
+    assert code == 0, err
+    assert "grid: 1,440 designs scored" in out and "best designs" in out
+    assert "grid: 1,440/1,440 designs scored" in err  # the progress line
+
+
+def test_progress_lines_on_a_pipe(tmp_path):
+    import io
+
+    from conftest import make_space
+
+    from accel_dse.search._progress import Progress
+
+    space = make_space()
+    result = run_sweep(SweepConfig(space=space, evaluator=standin_evaluator(space), storage="memory:",
+                                   study_name="p", sampler="random", n_trials=8, seed=0))
+    stream = io.StringIO()
+    bar = Progress(stream, space, total=10)
+    bar.update(result.study)
+    bar.update(result.study)  # within the period: not drawn again
+    bar.close(result.study)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2
+    best = min(t.value for t in result.study.get_trials() if t.value is not None)
+    assert lines[-1].startswith("[################----] 8/10 trials  best edp: ")
+    assert f"{best:.4g} J*s" in lines[-1] and lines[-1].endswith("trials/s")

@@ -200,10 +200,10 @@ def postgres_url(tmp_path):
 @pytest.mark.postgres
 def test_postgresql_two_workers_one_killed(postgres_url, subprocess_env):
     url = postgres_url
-    slow = _start(url, subprocess_env, "--sampler", "tpe", "--trials", "60", "--heartbeat", "1", "--seed", "1",
+    slow = _start(url, subprocess_env, "--sampler", "tpe", "--trials", "40", "--heartbeat", "1", "--seed", "1",
                   delay=0.4)
     _wait_mid_trial(url, slow, completes=1)  # the study exists before the second worker starts
-    fast = _start(url, subprocess_env, "--sampler", "tpe", "--trials", "60", "--heartbeat", "1", "--seed", "2",
+    fast = _start(url, subprocess_env, "--sampler", "tpe", "--trials", "40", "--heartbeat", "1", "--seed", "2",
                   delay=0.15)
     _wait_mid_trial(url, fast, completes=4)
     victim = _wait_mid_trial(url, slow, completes=4)

@@ -79,7 +79,7 @@ def test_one_update_moves_the_policy_towards_the_better_choice():
         value = 1e-9 if params["dataflow"] == "os" else 1e-6
         study.add_trial(optuna.trial.create_trial(value=value, params=params, distributions=dists,
                                                   user_attrs={"status": "ok"}))
-    sampler = PolicyGradientSampler(space, seed=0)
+    sampler = PolicyGradientSampler(space, seed=0, learning_rate=0.05)  # a large step: one update shows
     t = sampler._params.index(space.param("dataflow"))
     os_index = sampler._actions[t].index("os")
 
