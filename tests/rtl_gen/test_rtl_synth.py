@@ -1,0 +1,78 @@
+# amaranth: UnusedElaboratable=no
+"""Synthesis figures: one real Yosys run on a PE; scaling and caching with a stand-in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rtl_gen._synth as synth_mod
+from accel_dse.designs import load_preset
+from rtl_gen import PE, default_cache_dir, synth_component, synth_stats
+
+
+def test_one_pe_synthesises_with_its_registers() -> None:
+    figures = synth_component(PE(dataflow="ws", input_bits=8, acc_bits=32), "pe")
+    # a (8) + stationary weight (8) + partial sum (32) flip-flops
+    assert figures["flops"] == 48
+    assert figures["cells"] > figures["flops"]
+    # an 8x8 multiplier and a 32-bit adder cannot take fewer than ~1000 transistors
+    assert figures["transistors"] > 1000
+
+
+class _FakeYosys:
+    """Stands in for Yosys: deterministic figures per component name, counts calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, component: Any, name: str, **_: Any) -> dict[str, Any]:
+        self.calls.append(name)
+        base = 10 + len(self.calls) if name == "pe" else len(name)
+        return {"cells": base, "flops": 1, "transistors": 7 * base, "seconds": 0.0}
+
+
+def test_synth_stats_scales_pieces_and_caches_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _FakeYosys()
+    monkeypatch.setattr(synth_mod, "synth_component", fake)
+    tiny = load_preset("tiny")  # 4x4 WS, ifmap 4 KiB (1024 words), ofmap 8 KiB (512 words)
+    stats = synth_stats(tiny, cache_dir=tmp_path)
+    parts = stats["parts"]
+    assert parts["pe"]["count"] == 16
+    assert parts["controller"]["count"] == 1
+    assert parts["operand_gate_lane"]["count"] == 4 + 4
+    assert parts["ofmap_update_lane"]["count"] == 4
+    # bank control delay lines: x (10-bit address + enable) 3 registers, ofmap (9 + 1) 4,
+    # read-valid flags: 4 x lanes + 1 shared for the stationary y banks
+    assert {k: v["count"] for k, v in parts.items() if k.startswith("stage_")} == {
+        "stage_1b": 5, "stage_10b": 4, "stage_11b": 3,
+    }
+    assert stats["total"]["cells"] == sum(p["cells"] * p["count"] for p in parts.values())
+    assert stats["total"]["transistors"] == 7 * stats["total"]["cells"]
+    assert stats["array"]["cells"] == 16 * parts["pe"]["cells"]
+    assert not any(p["cached"] for p in parts.values())
+    first_calls = len(fake.calls)
+    assert first_calls == len(parts)
+
+    again = synth_stats(tiny, cache_dir=tmp_path)
+    assert len(fake.calls) == first_calls  # everything from the cache
+    assert all(p["cached"] for p in again["parts"].values())
+    assert again["total"] == stats["total"]
+
+    # another accumulator width needs a new PE but reuses nothing it should not
+    wider = synth_stats(tiny.__class__(**{**tiny.to_dict(), "acc_bits": 40}), cache_dir=tmp_path)
+    assert not wider["parts"]["pe"]["cached"]
+    assert wider["parts"]["operand_gate_lane"]["cached"]  # same 8-bit gate
+
+    synth_stats(tiny, use_cache=False)
+    assert len(fake.calls) > first_calls + len(parts)  # no cache: synthesised again
+
+
+def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ACCEL_DSE_CACHE_DIR", str(tmp_path / "c"))
+    assert default_cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("ACCEL_DSE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert default_cache_dir() == tmp_path / "x" / "accel-dse"
