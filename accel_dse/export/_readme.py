@@ -41,8 +41,8 @@ def readme_text(manifest: Mapping[str, Any], synth: Mapping[str, Any] | None) ->
         "## Re-verify",
         "",
         "```sh",
-        "python run.py                      # Icarus, then Verilator if installed",
-        "python run.py --simulator icarus",
+        "python run.py                      # Icarus and Verilator (if installed; large arrays: Verilator only)",
+        "python run.py --simulator icarus   # one simulator",
         "```",
         "",
         "The runner builds the Verilog, loads random signed operands through the host port, runs a small GEMM "

@@ -8,6 +8,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -24,8 +25,15 @@ def _runner_env():
 
 
 def _run(out, *args):
-    return subprocess.run([sys.executable, "run.py", *args], cwd=out, env=_runner_env(), capture_output=True,
-                          text=True, timeout=600, check=False)
+    """Run the export's runner in its own process group (a timeout kills the simulator too)."""
+    proc = subprocess.Popen([sys.executable, "run.py", *args], cwd=out, env=_runner_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
 def test_export_of_a_preset_writes_every_file(tiny_export):

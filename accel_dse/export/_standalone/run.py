@@ -2,7 +2,8 @@
 
 Usage (in the export directory)::
 
-    python run.py                       # Icarus, then Verilator if it is installed
+    python run.py                       # auto: Icarus and Verilator (if installed); large arrays Verilator only
+    python run.py --simulator all       # every installed simulator
     python run.py --simulator icarus    # one simulator only
 
 Needs Python 3.10+, numpy, cocotb 2.x and a simulator: Icarus Verilog (``iverilog``/``vvp`` on
@@ -27,6 +28,8 @@ TB_MODULE = "tb_accel"
 #: writes never fire; -g2005 (given later, so it wins) restores them.
 ICARUS_ARGS = ["-g2005"]
 VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style"]
+#: Largest array (PEs) the automatic choice runs in Icarus when Verilator is installed.
+ICARUS_MAX_PES = 256
 VERILATOR_MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread PYTHON3=python3"
 
 
@@ -120,15 +123,24 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path) -> b
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Rebuild and re-verify this exported design against numpy.")
-    parser.add_argument("--simulator", choices=("all", "icarus", "verilator"), default="all",
-                        help="all (default): Icarus, then Verilator if installed")
+    parser.add_argument("--simulator", choices=("auto", "all", "icarus", "verilator"), default="auto",
+                        help="auto (default): Icarus and Verilator if installed, but Verilator only for arrays of "
+                        f"more than {ICARUS_MAX_PES} PEs when it is installed (Icarus is slow there); all: every "
+                        "installed simulator")
     parser.add_argument("--build-dir", default=str(HERE / "sim_build"), help="default: ./sim_build")
     args = parser.parse_args(argv)
     os.environ.pop("PYTEST_CURRENT_TEST", None)  # cocotb's runner behaves differently under pytest
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
     design = json.loads((HERE / "design.json").read_text("utf-8"))
-    wanted = ["icarus", "verilator"] if args.simulator == "all" else [args.simulator]
+    wanted = ["icarus", "verilator"] if args.simulator in ("auto", "all") else [args.simulator]
+    pes = design["design"]["rows"] * design["design"]["cols"]
+    if args.simulator == "auto" and pes > ICARUS_MAX_PES:
+        if available("verilator")[0]:
+            wanted = ["verilator"]
+            say(f"[icarus] skipped: {pes} PEs simulate very slowly in Icarus (use --simulator icarus to insist)")
+        else:
+            say(f"[icarus] warning: {pes} PEs simulate very slowly in Icarus; install Verilator >= 5.036")
     ran, ok = 0, True
     for name in wanted:
         found, env = available(name)
