@@ -160,7 +160,9 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
     first_bad = next((r for r in results if r.status != "ok"), None)
     return WorkloadResult(
         design=config, workload=name, status="ok" if feasible else "infeasible",
-        reason=first_bad.reason if first_bad else "", ops=results, total=total_dict,
+        reason=first_bad.reason if first_bad else ("model error: a non-finite result (a perf_model bug; please "
+                                                   "report it)" if not feasible else ""),
+        ops=results, total=total_dict,
     )
 
 

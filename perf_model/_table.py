@@ -92,13 +92,21 @@ class DesignTable:
 
 
 def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
-    """Sum a block's per design-op results over its ops and derive the per-design metrics."""
+    """Sum a block's per design-op results over its ops and derive the per-design metrics.
+
+    A design whose sums are not finite (a model bug: tests check it never happens) comes out
+    infeasible; ``failed_finite`` marks it so the caller can say so.
+    """
     feasible = block.feasible.all(axis=1)
-    compute = np.rint(block.compute_cycles.sum(axis=1)).astype(np.int64)
+    compute_sum = block.compute_cycles.sum(axis=1)
     total = block.total_cycles.sum(axis=1)
     macs = block.macs.sum(axis=1)
     breakdown = {part: block.energy[part].sum(axis=1) for part in ENERGY_PARTS}
     energy = sum(breakdown.values())
+    finite = np.isfinite(compute_sum) & np.isfinite(total) & np.isfinite(energy)
+    failed_finite = feasible & ~finite
+    feasible = feasible & finite
+    compute = np.rint(np.where(feasible, compute_sum, 0.0)).astype(np.int64)
     latency = block.latency_s.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         power = energy * 1e-12 / latency
@@ -127,6 +135,7 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.nda
             clean = np.where(feasible, values, 0)
             out[name] = np.nan_to_num(clean, nan=0.0, posinf=0.0, neginf=0.0).astype(values.dtype)
     out["breakdown"] = {k: np.where(feasible, v, 0.0) for k, v in breakdown.items()}  # type: ignore[assignment]
+    out["failed_finite"] = failed_finite
     return out
 
 
@@ -178,6 +187,8 @@ def evaluate_designs(
             parts.append(totals(block, chunk.rows, chunk.cols))
             for i, text in block.first_failures().items():
                 reasons[int(index[i])] = text
+            for i in np.flatnonzero(parts[-1].pop("failed_finite")):
+                reasons[int(index[i])] = "model error: a non-finite result (a perf_model bug; please report it)"
     table = _concat(parts, reasons, n)
     if (perm == np.arange(n)).all():
         return table

@@ -136,38 +136,41 @@ class _Search:
         self.base = self.weight - p.out_bytes  # the innermost operand's cost (f = 1), minus the 1
         self._grid: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
-    def grid(self, dim: int, level: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(tile, tile count)`` along ``dim`` at grid ``level`` (0 smallest, last whole)."""
+    def grid(self, dim: int, level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(tile, tile count, folds per tile)`` along ``dim`` at grid ``level`` (0 smallest,
+        last whole); folds are ``None`` along s."""
         key = (dim, level)
         if key not in self._grid:
             p, frac = self.p, level / (GRID_LEVELS - 1)
+            folds: np.ndarray | None = None
             if dim == 2:
                 lo = self.mins[2]
                 tile = np.minimum(p.D[2], np.ceil(lo * (p.D[2] / lo) ** frac))
             else:
                 folds = np.minimum(self.folds[dim], np.ceil(self.folds[dim] ** frac))
                 tile = np.minimum(p.D[dim], folds * self.gran[dim])
-            self._grid[key] = (tile, np.ceil(p.D[dim] / tile))
+            self._grid[key] = (tile, np.ceil(p.D[dim] / tile), folds)
         return self._grid[key]
 
-    def largest(self, dim: int, t: dict[int, np.ndarray]) -> np.ndarray:
-        """Largest tile along ``dim`` fitting with the other two tile dims ``t`` (0: none).
+    def fold(self, dim: int, tile: np.ndarray) -> np.ndarray | None:
+        """Folds per tile along r or c (``None`` along s)."""
+        return None if dim == 2 else np.ceil(tile / self.gran[dim])
+
+    def largest(self, dim: int, t: dict[int, np.ndarray], f: dict[int, np.ndarray | float | None]) -> np.ndarray:
+        """Largest tile along ``dim`` fitting with the other two tile dims ``t`` (each >= 1) whose
+        folds per tile (along r, c) are ``f``; 0 if none fits.
 
         Along r and c the result is whole folds or the whole dim; along s it is clipped to
         ``D_s`` and may fall below ``s_floor`` (the caller checks).
         """
         p, cap = self.p, self.cap
         if dim == 0:
-            b = np.ceil(np.maximum(t[1], 1.0) / p.C)
-            lim = np.minimum(np.floor(cap[2] / b), p.R * np.floor(cap[1] / np.maximum(t[2], 1.0)))
+            lim = np.minimum(np.floor(cap[2] / f[1]), p.R * np.floor(cap[1] / t[2]))
             return np.where(lim >= p.D[0], p.D[0], p.R * np.floor(lim / p.R))
         if dim == 1:
-            folds = np.minimum(np.floor(cap[2] / np.maximum(t[0], 1.0)),
-                               np.floor(cap[0] / np.maximum(t[2], 1.0)))
+            folds = np.minimum(np.floor(cap[2] / t[0]), np.floor(cap[0] / t[2]))
             return np.minimum(p.D[1], folds * p.C)
-        a = np.ceil(np.maximum(t[0], 1.0) / p.R)
-        b = np.ceil(np.maximum(t[1], 1.0) / p.C)
-        return np.minimum(p.D[2], np.minimum(np.floor(cap[1] / a), np.floor(cap[0] / b)))
+        return np.minimum(p.D[2], np.minimum(np.floor(cap[1] / f[0]), np.floor(cap[0] / f[1])))
 
     def candidates(self, families: tuple[_Family, ...]) -> Iterator[
             tuple[_Family, dict[int, np.ndarray], dict[int, np.ndarray | float], np.ndarray]]:
@@ -176,17 +179,21 @@ class _Search:
         for family in families:
             g, x, o3, levels, _both, with_f2 = family
             for level in levels:
-                tg, ng = self.grid(g, level)
+                tg, ng, fg = self.grid(g, level)
                 # F1: x as large as possible beside the smallest o3, then o3 as large as possible.
-                tx = self.largest(x, {g: tg, o3: mins[o3]})
-                t3 = self.largest(o3, {g: tg, x: tx})
+                tx = self.largest(x, {g: tg, o3: mins[o3]}, {g: fg, o3: 1.0})  # one fold at min
+                tx1 = np.maximum(tx, 1.0)
+                t3 = self.largest(o3, {g: tg, x: tx1}, {g: fg, x: self.fold(x, tx1)})
                 valid = (tx >= mins[x]) & (t3 >= mins[o3])
-                counts = {g: ng, x: np.ceil(D[x] / np.maximum(tx, 1.0)), o3: np.ceil(D[o3] / np.maximum(t3, 1.0))}
+                counts = {g: ng, x: np.ceil(D[x] / tx1), o3: np.ceil(D[o3] / np.maximum(t3, 1.0))}
                 yield family, {g: tg, x: tx, o3: t3}, counts, valid
                 if with_f2:  # F2: o3 whole, x as large as possible beside it.
-                    tx2 = self.largest(x, {g: tg, o3: D[o3]})
-                    valid2 = (tx2 >= mins[x]) & (self.largest(o3, {g: tg, x: tx2}) >= D[o3])
-                    counts2 = {g: ng, x: np.ceil(D[x] / np.maximum(tx2, 1.0)), o3: 1.0}
+                    whole = self.folds[o3] if o3 != 2 else None
+                    tx2 = self.largest(x, {g: tg, o3: D[o3]}, {g: fg, o3: whole})
+                    tx21 = np.maximum(tx2, 1.0)
+                    fits = self.largest(o3, {g: tg, x: tx21}, {g: fg, x: self.fold(x, tx21)}) >= D[o3]
+                    valid2 = (tx2 >= mins[x]) & fits
+                    counts2 = {g: ng, x: np.ceil(D[x] / tx21), o3: 1.0}
                     yield family, {g: tg, x: tx2, o3: D[o3]}, counts2, valid2
 
     def extra_cost(self, family: _Family, n: dict[int, np.ndarray | float]) -> tuple[np.ndarray, np.ndarray | bool]:
@@ -298,6 +305,7 @@ def contract_words(p: Problem, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 
 
 def fits_contract(p: Problem, t: np.ndarray) -> np.ndarray:
-    """Whether tile ``t`` fits every buffer according to the timing contract."""
+    """Whether tile ``t`` (every dim at least 1) fits every buffer according to the contract."""
     words = contract_words(p, t)
-    return (words[0] <= p.buf_cap[0]) & (words[1] <= p.buf_cap[1]) & (words[2] <= p.buf_cap[2])
+    return ((words[0] <= p.buf_cap[0]) & (words[1] <= p.buf_cap[1]) & (words[2] <= p.buf_cap[2])
+            & (t >= 1).all(axis=0))

@@ -167,3 +167,37 @@ def test_monotone_in_buffers_and_bandwidth_on_many_random_pairs():
         assert not (a.feasible & ~b.feasible).any()
         assert (moved_b[a.feasible] <= moved_a[a.feasible]).all()
         assert (c.total_cycles[a.feasible] <= a.total_cycles[a.feasible] * (1 + 1e-12)).all()
+
+
+def test_feasible_exactly_when_the_smallest_tile_fits():
+    """The documented rule, computed independently: the smallest tile is one fold along the
+    array rows and columns (or the whole dim) and min(Ds, max(R, C)) streamed rows; it must fit
+    every buffer (contract words vs depth, half of it when double buffered)."""
+    from perf_model import timing
+
+    rng = np.random.default_rng(99)
+    n = 20000
+    cols = _random_columns(rng, n)
+    cols.update(ifmap_sram_kib=rng.integers(1, 17, n), weight_sram_kib=rng.integers(1, 17, n),
+                ofmap_sram_kib=rng.integers(1, 17, n), rows=rng.integers(1, 129, n), cols=rng.integers(1, 129, n))
+    designs = perf_model.DesignArrays.from_columns(**cols)
+    shapes = [tuple(int(v) for v in rng.integers(1, 2000, 3)) for _ in range(3)]
+    shapes += [(1, 1000, 512), (700, 1, 300), (64, 900, 1)]  # a dim of 1 (batch-1 FC, rank-1, GEMV)
+    for m, k, n_ in shapes:
+        got = perf_model.evaluate_designs(designs, [(Gemm(m=m, k=k, n=n_), 1)]).feasible
+        df, R, C = designs.dataflow, designs.rows, designs.cols
+        dr, dc, ds = timing.mapped_dims(df, m, k, n_)
+        tr, tc, ts = np.minimum(dr, R), np.minimum(dc, C), np.minimum(ds, np.maximum(R, C))
+        mt = np.select([df == 0, df == 1], [ts, tr], tc)  # WS streams M, OS has M on rows, IS on columns
+        kt = np.where(df == 1, ts, tr)
+        nt = np.where(df == 2, ts, tc)
+        need = timing.run_words(df, R, C, mt, kt, nt)
+        elems = timing.word_elems(df, R, C)
+        bits = (designs.input_bits, designs.input_bits, designs.acc_bits)
+        kib = (designs.ifmap_sram_kib, designs.weight_sram_kib, designs.ofmap_sram_kib)
+        fits = np.ones(len(designs), dtype=bool)
+        for b in range(3):
+            depth = timing.buffer_depth_words(kib[b], elems[b], bits[b])
+            fits &= need[b] <= np.where(designs.double_buffered, depth // 2, depth)
+        assert 0.01 < fits.mean() < 0.99  # both kinds present
+        np.testing.assert_array_equal(got, fits)
