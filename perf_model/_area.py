@@ -12,9 +12,12 @@ Coefficients at 45 nm (µm^2):
 
 A PE (see ``rtl_gen``) is a ``input_bits`` multiplier, an ``acc_bits`` adder and three
 registers ``a`` (``input_bits``), ``v`` and ``s`` (``acc_bits`` and ``input_bits`` in either
-order): ``2 * input_bits + acc_bits`` bits. The skew triangles hold ``R(R-1)/2`` registers of
-``input_bits`` (left operand) and, WS/IS, ``C(C-1)/2`` of ``acc_bits`` (output de-skew), OS,
-``C(C-1)/2`` of ``input_bits`` (top operand) plus a ``C * acc_bits`` result register.
+order): ``2 * input_bits + acc_bits`` bits. Operands are skewed the way ``rtl_gen`` does it:
+every buffer is one SRAM bank per lane and a skewed buffer's lanes are addressed through a
+tapped delay line of address and enable registers, ``(lanes - 1) * (address bits + 1)`` flops
+(plus a valid flop per lane for the operands): the left operand (R lanes: the ifmap buffer,
+the weight buffer for IS), OS also the top operand (C lanes of the weight buffer) and a
+``C * acc_bits`` result register, WS/IS the ofmap (``C`` taps for its read-modify-write).
 
 Area scales with the square of the feature size: ``A(tech) = A(45) * (tech / 45) ** 2``.
 
@@ -32,6 +35,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from accel_dse.errors import ModelError
+from perf_model import timing
 
 __all__ = [
     "AreaCoefficients", "DEFAULT_AREA", "area_coefficients", "set_area_coefficients",
@@ -141,16 +145,31 @@ def calibrate_pe_area(
 
 def design_area_mm2(
     rows: np.ndarray, cols: np.ndarray, dataflow: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
-    sram_kib_total: np.ndarray, tech_nm: np.ndarray, coefficients: AreaCoefficients | None = None,
+    kib: tuple[np.ndarray, np.ndarray, np.ndarray], tech_nm: np.ndarray, coefficients: AreaCoefficients | None = None,
 ) -> np.ndarray:
-    """Area of whole designs in mm^2 (vectorised; see the module docstring)."""
+    """Area of whole designs in mm^2 (vectorised; see the module docstring).
+
+    Args:
+        rows, cols, dataflow, input_bits, acc_bits, tech_nm: design columns.
+        kib: the ifmap, weight and ofmap buffer sizes (KiB).
+        coefficients: default :func:`area_coefficients`.
+    """
     k = coefficients or area_coefficients()
+    df = np.asarray(dataflow)
     R = np.asarray(rows, dtype=np.float64)
     C = np.asarray(cols, dtype=np.float64)
     ib = np.asarray(input_bits, dtype=np.float64)
     ab = np.asarray(acc_bits, dtype=np.float64)
-    is_os = np.asarray(dataflow) == 1
-    skew_bits = R * (R - 1) / 2 * ib + np.where(is_os, C * (C - 1) / 2 * ib + C * ab, C * (C - 1) / 2 * ab)
+    elems = timing.word_elems(df, rows, cols)
+    bits = (input_bits, input_bits, acc_bits)
+    address = [np.ceil(np.log2(np.maximum(timing.buffer_depth_words(kib[b], elems[b], bits[b]), 2)))
+               for b in range(3)]
+    is_os, is_is = df == 1, df == 2
+    left = (R - 1) * (np.where(is_is, address[1], address[0]) + 1) + R
+    top_os = (C - 1) * (address[1] + 1) + C + C * ab
+    ofmap_ws_is = C * (address[2] + 1)
+    skew_bits = left + np.where(is_os, top_os, ofmap_ws_is)
+    sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
     um2 = (R * C * k.pe_um2(ib, ab) + skew_bits * k.reg_bit_um2 + k.controller_um2
-           + np.asarray(sram_kib_total, dtype=np.float64) * 8192 * k.sram_um2_per_bit())
+           + sram_kib * 8192 * k.sram_um2_per_bit())
     return um2 * 1e-6 * (np.asarray(tech_nm, dtype=np.float64) / _REF_NM) ** 2

@@ -81,7 +81,10 @@ def test_area_by_hand_and_scaling():
     area = perf_model.evaluate(config, _workload()).total["area_mm2"]
     k = perf_model.AreaCoefficients()
     pe = 282.0 + 137.0 + (2 * 8 + 32) * 4.522  # 8-bit mult, 32-bit add, a/v/s registers
-    skew = (4 * 3 / 2 * 8 + 8 * 7 / 2 * 32) * 4.522  # input skew + output de-skew
+    # WS skew by address delay lines: ifmap 2 KiB of 4-byte words = 512 words (9 address bits),
+    # 4 lanes: 3 taps of 10 bits + 4 valid flops; ofmap 5 KiB of 8 x 32-bit words = 160 words
+    # (8 address bits): 8 taps of 9 bits.
+    skew = (3 * 10 + 4 + 8 * 9) * 4.522
     sram = (2 + 3 + 5) * 8192 * 0.346 / 0.6
     assert area == pytest.approx((32 * pe + skew + k.controller_um2 + sram) * 1e-6)
     at90 = perf_model.evaluate(dataclasses.replace(config, tech_nm=90), _workload()).total["area_mm2"]
