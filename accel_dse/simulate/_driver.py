@@ -27,7 +27,14 @@ from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import SimulationError
 from accel_dse.simulate._build import build_design, default_work_dir
 from accel_dse.simulate._layout import ofmap_words, pack_inputs, unpack_output, word_bytes
-from accel_dse.simulate._program import RUN_FIELDS, OpRaw, Program, read_op_result, write_program
+from accel_dse.simulate._program import (
+    RUN_FIELDS,
+    OpRaw,
+    Program,
+    op_result_path,
+    read_op_result,
+    write_program,
+)
 from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
 from accel_dse.simulate._run import run_testbench
 from accel_dse.simulate._tools import find_simulator
@@ -140,7 +147,7 @@ def simulate(
             f"{'none' if timeout is None else f'{timeout:g} s'}); log: {run_dir / 'sim.log'}")
         outcome = run_testbench(
             build, test_module=TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
-            env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)},
+            env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)}, poll=_progress(jobs, run_dir, say),
         )
         results = [
             _check(design, job, read_op_result(run_dir / "results", job.index), outcome, run_dir, timeout)
@@ -156,6 +163,19 @@ def simulate(
         build_seconds=build.seconds, build_cached=build.cached, run_seconds=outcome.seconds,
         run_dir=str(run_dir), notes=tuple(notes),
     )
+
+
+def _progress(jobs: list[_Job], run_dir: Path, say: Callable[[str], None]) -> Callable[[], None]:
+    """A poll callback announcing each op whose result file has appeared."""
+    seen = 0
+
+    def poll() -> None:
+        nonlocal seen
+        while seen < len(jobs) and op_result_path(run_dir / "results", jobs[seen].index).is_file():
+            seen += 1
+            say(f"finished op {seen}/{len(jobs)}: {jobs[seen - 1].name}")
+
+    return poll
 
 
 def _check_scale(scale: object) -> float:

@@ -15,13 +15,15 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["ProcessOutcome", "run_in_group"]
 
 #: Seconds between SIGTERM and SIGKILL when a timed-out group is stopped.
 KILL_GRACE_S = 3.0
+#: Seconds between calls of the ``poll`` callback while waiting.
+POLL_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +55,7 @@ def run_in_group(
     env: Mapping[str, str],
     log_path: Path,
     timeout: float | None,
+    poll: Callable[[], None] | None = None,
 ) -> ProcessOutcome:
     """Run ``cmd`` with stdout and stderr appended to ``log_path``.
 
@@ -62,6 +65,7 @@ def run_in_group(
         env: Complete environment of the process.
         log_path: File that receives the output (appended to).
         timeout: Seconds before the process group is killed; ``None`` waits for ever.
+        poll: Called about once a second while the command runs (progress reports).
 
     Returns:
         The outcome. An interrupt (Ctrl-C) also kills the group, then propagates.
@@ -73,7 +77,7 @@ def run_in_group(
             stdin=subprocess.DEVNULL, start_new_session=True,
         )
         try:
-            returncode = _wait_unreaped(proc, timeout)
+            returncode = _wait_unreaped(proc, timeout, poll)
         except BaseException:
             _kill_group(proc)
             raise
@@ -84,11 +88,17 @@ def run_in_group(
     return ProcessOutcome(returncode, False, time.perf_counter() - start, proc.pid)
 
 
-def _wait_unreaped(proc: subprocess.Popen[bytes], timeout: float | None) -> int | None:
+def _wait_unreaped(
+    proc: subprocess.Popen[bytes], timeout: float | None, poll: Callable[[], None] | None = None
+) -> int | None:
     """Wait for ``proc`` to exit without reaping it; its exit status, or ``None`` on timeout."""
     deadline = None if timeout is None else time.monotonic() + timeout
     delay = 0.005
+    next_poll = time.monotonic() + POLL_S
     while True:
+        if poll is not None and time.monotonic() >= next_poll:
+            poll()
+            next_poll = time.monotonic() + POLL_S
         info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         if info is not None and info.si_pid == proc.pid:
             if info.si_code == os.CLD_EXITED:

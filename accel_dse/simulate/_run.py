@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from accel_dse.simulate._build import Build, clean_env
@@ -21,6 +21,7 @@ def run_testbench(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     python_path: Sequence[str] = (),
+    poll: Callable[[], None] | None = None,
 ) -> ProcessOutcome:
     """Run cocotb ``test_module`` on ``build``; the simulator's output goes to ``run_dir/sim.log``.
 
@@ -31,6 +32,7 @@ def run_testbench(
         env: Extra environment variables for the simulator process (the testbench's inputs).
         timeout: Seconds before the whole process group is killed; ``None`` for no limit.
         python_path: Directories to put in front of ``sys.path`` (for test modules outside packages).
+        poll: Called about once a second while the simulation runs (for progress reports).
 
     Returns:
         How the launcher process ended (``timed_out`` after a kill). Whether the tests passed is
@@ -54,5 +56,5 @@ def run_testbench(
     process_env.update(extra)
     return run_in_group(
         [sys.executable, "-m", "accel_dse.simulate._child", str(spec_path)],
-        cwd=run_dir, env=process_env, log_path=run_dir / "launcher.log", timeout=timeout,
+        cwd=run_dir, env=process_env, log_path=run_dir / "launcher.log", timeout=timeout, poll=poll,
     )

@@ -99,6 +99,18 @@ def test_mlp_end_to_end_in_verilator_via_the_cli(run_cli, sim_cache):
         m, k, n = op["gemm"]["m"], op["gemm"]["k"], op["gemm"]["n"]
         assert op["cycles_rtl"] == run_cycles_by_hand("ws", 4, 4, m, k, n)  # each layer fits one run
         assert op["cycles_per_second"] > 0
+    # Only the top's ports are public to cocotb (no --public-flat-rw): the .vlt names exactly
+    # the Accelerator's signature plus the clock and reset the export adds.
+    import re
+
+    import rtl_gen
+
+    top = report["design"]["top"]
+    (vlt,) = sim_cache.glob(f"builds/{top}-verilator-*/{top}.vlt")
+    public = set(re.findall(r'-module "' + top + r'" -var "([^"]+)"', vlt.read_text()))
+    accelerator = rtl_gen.Accelerator(TINY)
+    accelerator._MustUse__silence = True  # only its signature is wanted, never elaborated
+    assert public == set(accelerator.signature.members) | {"clk", "rst"}
 
 
 def test_fault_injected_design_is_caught(run_cli, sim_cache):
