@@ -27,6 +27,7 @@ from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import SimulationError
 from accel_dse.simulate._build import build_design, default_work_dir
 from accel_dse.simulate._layout import ofmap_words, pack_inputs, unpack_output, word_bytes
+from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._program import (
     RUN_FIELDS,
     OpRaw,
@@ -186,7 +187,8 @@ def _check_scale(scale: object) -> float:
 
 
 def _unique_names(ops: Sequence[Any]) -> list[str]:
-    names, seen = [], {}
+    names: list[str] = []
+    seen: dict[str, int] = {}
     for i, op in enumerate(ops):
         base = op.name or f"op{i}"
         seen[base] = seen.get(base, 0) + 1
@@ -346,19 +348,24 @@ def _port(design: ArrayConfig) -> dict[str, Any]:
 
 
 def _check(
-    design: ArrayConfig, job: _Job, raw: OpRaw | None, outcome: Any, run_dir: Path, timeout: float | None
+    design: ArrayConfig, job: _Job, raw: OpRaw | None, outcome: ProcessOutcome, run_dir: Path,
+    timeout: float | None,
 ) -> OpResult:
-    gemm = {"m": job.gemm.m, "k": job.gemm.k, "n": job.gemm.n, "batch": job.gemm.batch}
-    base = {"name": job.name, "gemm": gemm, "scaled_from": job.scaled_from, "cycles_model": job.cycles_model,
-            "tiles": job.runs}
+    """The op's result: compare what the testbench read back with JAX and the model."""
+    base = OpResult(
+        name=job.name, status="error",
+        gemm={"m": job.gemm.m, "k": job.gemm.k, "n": job.gemm.n, "batch": job.gemm.batch},
+        scaled_from=job.scaled_from, cycles_model=job.cycles_model, tiles=job.runs,
+    )
     if raw is None:
         if outcome.timed_out:
-            return OpResult(status="timeout", reason=f"simulation killed after the {timeout:g} s timeout", **base)
-        return OpResult(status="error", reason=f"simulator stopped (exit {outcome.returncode}) before this op "
-                        f"finished; log: {run_dir / 'sim.log'}", **base)
-    timing = {"sim_seconds": raw.seconds, "sim_cycles": raw.sim_cycles}
+            return dataclasses.replace(base, status="timeout", reason=f"simulation killed after the {timeout:g} s "
+                                       "timeout before this op finished")
+        return dataclasses.replace(base, reason=f"simulator stopped (exit {outcome.returncode}) before this op "
+                                   f"finished; log: {run_dir / 'sim.log'}")
+    base = dataclasses.replace(base, sim_seconds=raw.seconds, sim_cycles=raw.sim_cycles)
     if raw.error:
-        return OpResult(status="error", reason=raw.error, **base, **timing)
+        return dataclasses.replace(base, reason=raw.error)
     got = np.zeros_like(job.expected)
     offset = 0
     for instance, m0, m1, n0, n1, count in job.reads:
@@ -375,7 +382,7 @@ def _check(
         problems.append(f"{len(wrong)} of {got.size} outputs differ from JAX")
     if cycles_rtl != job.cycles_model:
         problems.append(f"RTL took {cycles_rtl} cycles, the model says {job.cycles_model}")
-    return OpResult(
-        status="fail" if problems else "pass", mismatches=len(wrong), first_mismatches=first,
-        cycles_rtl=cycles_rtl, reason="; ".join(problems), **base, **timing,
+    return dataclasses.replace(
+        base, status="fail" if problems else "pass", mismatches=len(wrong), first_mismatches=first,
+        cycles_rtl=cycles_rtl, reason="; ".join(problems),
     )

@@ -50,7 +50,8 @@ class HostPort:
 
     def start_clock(self) -> None:
         """Start the free-running clock (cocotb drives it below Python, no per-cycle Python)."""
-        cocotb.start_soon(Clock(self.sig["clk"], self.period_ns, unit="ns").start())
+        self.clock = Clock(self.sig["clk"], self.period_ns, unit="ns")
+        self.clock.start()  # cocotb 2: the clock keeps its own task
 
     async def reset(self) -> None:
         """Drive every input to 0 and hold reset for ``reset_cycles`` (Icarus starts with X)."""
