@@ -1,7 +1,7 @@
 """Amaranth RTL generator: a parameterised TPU-style systolic-array accelerator.
 
-Public surface: the components (:class:`PE`, :class:`PERow`, :class:`Skew`,
-:class:`SystolicArray`, :class:`Controller`, :class:`Accelerator`), the test-only
+Public surface: the components (:class:`PE`, :class:`PERow`, :class:`PEBlock`, :class:`Skew`,
+:class:`DelayLine`, :class:`SystolicArray`, :class:`Controller`, :class:`Accelerator`), the test-only
 :class:`Fault`, the buffer geometry (:func:`buffer_layout`), the port map (:data:`PORT_MAP`,
 the docstring of ``rtl_gen._top``), Verilog export (:func:`to_verilog`, :func:`write_verilog`),
 lint (:func:`lint_verilog`, :data:`LINT_WAIVERS`) and synthesis figures (:func:`synth_stats`).
@@ -10,14 +10,14 @@ The timing and buffer contract with the performance model is ``perf_model.timing
 
 from __future__ import annotations
 
-from ._array import Blackbox, PERow, SystolicArray
+from ._array import Blackbox, PEBlock, PERow, SystolicArray
 from ._controller import Controller, mapped_dims
-from ._export import export_units, to_verilog, write_verilog
+from ._export import block_rows, export_units, to_verilog, write_verilog
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
 from ._lint import LINT_WAIVERS, lint_args, lint_verilog, verilator_bin_dir
 from ._pe import PE, Fault
-from ._skew import Skew
+from ._skew import DelayLine, Skew
 from ._synth import default_cache_dir, synth_component, synth_stats
 from ._top import HOST_SEL, Accelerator, top_name
 from ._top import __doc__ as PORT_MAP
@@ -25,6 +25,8 @@ from ._top import __doc__ as PORT_MAP
 __all__ = [
     "PE",
     "PERow",
+    "PEBlock",
+    "DelayLine",
     "Blackbox",
     "Fault",
     "Skew",
@@ -45,6 +47,7 @@ __all__ = [
     "to_verilog",
     "write_verilog",
     "export_units",
+    "block_rows",
     "LINT_WAIVERS",
     "lint_args",
     "lint_verilog",

@@ -14,7 +14,7 @@ from accel_dse.errors import ConfigError
 from ._pe import PE, Fault, pe_widths
 from ._skew import DelayLine, Skew
 
-__all__ = ["SystolicArray", "PERow", "Blackbox"]
+__all__ = ["SystolicArray", "PEBlock", "PERow", "Blackbox"]
 
 
 class Blackbox(wiring.Component):
@@ -112,6 +112,112 @@ class PERow(wiring.Component):
         return m
 
 
+class PEBlock(wiring.Component):
+    """``rows`` consecutive array rows: the level between the array and its rows in the
+    Verilog export of tall arrays (so no module wires hundreds of rows together).
+
+    Ports as :class:`PERow` with ``rows`` lanes: ``a_in`` (``rows * input_bits``, lane ``r``
+    for row ``r``), OS ``f_in`` (``rows`` bits, bit ``r`` for row ``r``); ``v_in``/``s_in``
+    enter the first row, ``v_out``/``s_out`` leave the last. A :class:`PERow` is the
+    one-row case (same ports).
+
+    Args:
+        rows: rows in the block.
+        cols, dataflow, input_bits, acc_bits: as :class:`PERow`.
+        fault: test-only ``(row, col, bit, stuck)`` inside the block, or ``None``.
+        row_factory: builds row ``r`` of the block (default a :class:`PERow`).
+    """
+
+    def __init__(
+        self,
+        *,
+        rows: int,
+        cols: int,
+        dataflow: Dataflow | str,
+        input_bits: int,
+        acc_bits: int,
+        fault: tuple[int, int, int, int] | None = None,
+        row_factory: Callable[[int], wiring.Component] | None = None,
+    ) -> None:
+        self.rows = rows
+        self.cols = cols
+        self.dataflow = Dataflow.parse(dataflow)
+        self.input_bits = input_bits
+        self.acc_bits = acc_bits
+        self.fault = fault
+        self.row_factory = row_factory
+        v_bits, s_bits = pe_widths(self.dataflow, input_bits, acc_bits)
+        members = {
+            "a_in": In(rows * input_bits),
+            "v_in": In(cols * v_bits),
+            "s_in": In(cols * s_bits),
+            "shift": In(1),
+            "v_out": Out(cols * v_bits),
+            "s_out": Out(cols * s_bits),
+        }
+        if self.dataflow is Dataflow.OS:
+            members["f_in"] = In(rows)
+        super().__init__(members)
+
+    def make_row(self, row: int) -> wiring.Component:
+        """Row ``row`` of the block (see ``row_factory``)."""
+        if self.row_factory is not None:
+            return self.row_factory(row)
+        fault = self.fault[1:] if self.fault is not None and self.fault[0] == row else None
+        return PERow(cols=self.cols, dataflow=self.dataflow, input_bits=self.input_bits,
+                     acc_bits=self.acc_bits, fault=fault)  # type: ignore[arg-type]
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        v_out, s_out = _chain_rows(
+            m,
+            [self.make_row(r) for r in range(self.rows)],
+            a_lanes=self.a_in,
+            f_bits=self.f_in if self.dataflow is Dataflow.OS else None,
+            v_top=self.v_in,
+            s_top=self.s_in,
+            shift=self.shift,
+            lane_bits=self.input_bits,
+        )
+        m.d.comb += [self.v_out.eq(v_out), self.s_out.eq(s_out)]
+        return m
+
+
+def _chain_rows(
+    m: Module,
+    groups: list[wiring.Component],
+    *,
+    a_lanes: Value,
+    f_bits: Value | None,
+    v_top: Value,
+    s_top: Value,
+    shift: Value,
+    lane_bits: int,
+) -> tuple[Value, Value]:
+    """Connect row groups (:class:`PERow` / :class:`PEBlock` or stand-ins) top to bottom.
+
+    Group ``g`` takes as many ``a_lanes`` lanes (``lane_bits`` each) and ``f_bits`` bits as
+    its ``a_in`` holds rows; the first group's ``v_in``/``s_in`` are ``v_top``/``s_top``.
+    Returns the last group's ``(v_out, s_out)``.
+    """
+    lane = 0
+    v_above, s_above = v_top, s_top
+    for g, group in enumerate(groups):
+        count = len(group.a_in) // lane_bits
+        m.submodules[f"row_{g}" if count == 1 else f"block_{g}"] = group
+        m.d.comb += [
+            group.a_in.eq(a_lanes[lane * lane_bits : (lane + count) * lane_bits]),
+            group.shift.eq(shift),
+            group.v_in.eq(v_above),
+            group.s_in.eq(s_above),
+        ]
+        if f_bits is not None:
+            m.d.comb += group.f_in.eq(f_bits[lane : lane + count])
+        v_above, s_above = group.v_out, group.s_out
+        lane += count
+    return v_above, s_above
+
+
 class SystolicArray(wiring.Component):
     """``rows x cols`` PEs (see :class:`PE`), one design for every dataflow.
 
@@ -148,8 +254,10 @@ class SystolicArray(wiring.Component):
         input_bits: operand width.
         acc_bits: accumulator / partial-sum width.
         fault: test-only stuck product bit of one PE (:class:`Fault`), or ``None``.
-        row_factory: builds row ``r`` (default a :class:`PERow`; the export passes a
-            :class:`Blackbox`).
+        group_rows: rows per group of rows (must divide ``rows``; default 1: one
+            :class:`PERow` per row, else :class:`PEBlock` s).
+        group_factory: builds group ``g`` (default as above; the export passes
+            :class:`Blackbox` es).
         skew: include the data skew/de-skew triangles (default); ``False``: pre-skewed ports.
     """
 
@@ -162,7 +270,8 @@ class SystolicArray(wiring.Component):
         input_bits: int = 8,
         acc_bits: int = 32,
         fault: Fault | None = None,
-        row_factory: Callable[[int], wiring.Component] | None = None,
+        group_rows: int = 1,
+        group_factory: Callable[[int], wiring.Component] | None = None,
         skew: bool = True,
     ) -> None:
         for name, value in (("rows", rows), ("cols", cols)):
@@ -176,7 +285,10 @@ class SystolicArray(wiring.Component):
         if fault is not None:
             fault.check(rows, cols, input_bits)
         self.fault = fault
-        self.row_factory = row_factory
+        if not isinstance(group_rows, int) or group_rows < 1 or rows % group_rows:
+            raise ConfigError(f"group_rows must be a positive divisor of rows = {rows}, not {group_rows!r}")
+        self.group_rows = group_rows
+        self.group_factory = group_factory
         self.skew = skew
         super().__init__(
             {
@@ -194,7 +306,8 @@ class SystolicArray(wiring.Component):
         config: ArrayConfig,
         *,
         fault: Fault | None = None,
-        row_factory: Callable[[int], wiring.Component] | None = None,
+        group_rows: int = 1,
+        group_factory: Callable[[int], wiring.Component] | None = None,
         skew: bool = True,
     ) -> SystolicArray:
         """The array of ``config`` (rows, cols, dataflow, widths)."""
@@ -205,7 +318,8 @@ class SystolicArray(wiring.Component):
             input_bits=config.input_bits,
             acc_bits=config.acc_bits,
             fault=fault,
-            row_factory=row_factory,
+            group_rows=group_rows,
+            group_factory=group_factory,
             skew=skew,
         )
 
@@ -217,15 +331,19 @@ class SystolicArray(wiring.Component):
             return 1
         return self.rows + (self.cols - 1 if self.skew else 0)
 
-    def make_row(self, row: int) -> wiring.Component:
-        """Row ``row`` of PEs (see ``row_factory``)."""
-        if self.row_factory is not None:
-            return self.row_factory(row)
+    def make_group(self, group: int) -> wiring.Component:
+        """Group ``group`` of ``group_rows`` rows (see ``group_factory``)."""
+        if self.group_factory is not None:
+            return self.group_factory(group)
+        b = self.group_rows
         fault = None
-        if self.fault is not None and self.fault.row == row:
-            fault = (self.fault.col, self.fault.bit, self.fault.stuck)
-        return PERow(cols=self.cols, dataflow=self.dataflow, input_bits=self.input_bits,
-                     acc_bits=self.acc_bits, fault=fault)
+        if self.fault is not None and self.fault.row // b == group:
+            fault = (self.fault.row % b, self.fault.col, self.fault.bit, self.fault.stuck)
+        common = {"cols": self.cols, "dataflow": self.dataflow, "input_bits": self.input_bits,
+                  "acc_bits": self.acc_bits}
+        if b == 1:
+            return PERow(fault=fault[1:] if fault else None, **common)  # type: ignore[arg-type]
+        return PEBlock(rows=b, fault=fault, **common)  # type: ignore[arg-type]
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -238,23 +356,26 @@ class SystolicArray(wiring.Component):
             m.d.comb += x_skew.i_data.eq(self.x)
             x_lanes = x_skew.o_data
 
-        row_list = []
-        for r in range(rows):
-            row = self.make_row(r)
-            m.submodules[f"row_{r}"] = row
-            m.d.comb += [row.a_in.eq(x_lanes[r * ib : (r + 1) * ib]), row.shift.eq(self.shift)]
-            if r > 0:
-                above = row_list[-1]
-                m.d.comb += [row.v_in.eq(above.v_out), row.s_in.eq(above.s_out)]
-            row_list.append(row)
-        top, bottom = row_list[0], row_list[-1]
-
+        f_bits = None
         if os_flow:
             # The first-operand marker enters every row with its x lane (row r: r cycles late).
             m.submodules.f_delay = f_delay = DelayLine(taps=rows, width=1)
             m.d.comb += f_delay.i_data.eq(self.first)
-            for r, row in enumerate(row_list):
-                m.d.comb += row.f_in.eq(f_delay.o_taps[r])
+            f_bits = f_delay.o_taps
+        v_bits, s_bits = pe_widths(self.dataflow, ib, ab)
+        v_top, s_top = Signal(cols * v_bits), Signal(cols * s_bits)
+        bottom_v, bottom_s = _chain_rows(
+            m,
+            [self.make_group(g) for g in range(rows // self.group_rows)],
+            a_lanes=x_lanes,
+            f_bits=f_bits,
+            v_top=v_top,
+            s_top=s_top,
+            shift=self.shift,
+            lane_bits=ib,
+        )
+
+        if os_flow:
             # B enters the top (skewed); accumulators drain out of the bottom into a register.
             y_lanes: Value = self.y
             if self.skew:
@@ -262,15 +383,15 @@ class SystolicArray(wiring.Component):
                 m.d.comb += y_skew.i_data.eq(self.y)
                 y_lanes = y_skew.o_data
             out = Signal(cols * ab)
-            m.d.comb += [top.v_in.eq(y_lanes), top.s_in.eq(0)]
-            m.d.sync += out.eq(bottom.s_out)
+            m.d.comb += [v_top.eq(y_lanes), s_top.eq(0)]
+            m.d.sync += out.eq(bottom_s)
             m.d.comb += self.result.eq(out)
         else:
             # Stationary operands load into the top; partial sums leave the bottom (de-skewed).
-            m.d.comb += [top.v_in.eq(0), top.s_in.eq(self.y)]
+            m.d.comb += [v_top.eq(0), s_top.eq(self.y)]
             if self.skew:
                 m.submodules.deskew = deskew = Skew(lanes=cols, width=ab, reverse=True)
-                m.d.comb += [deskew.i_data.eq(bottom.v_out), self.result.eq(deskew.o_data)]
+                m.d.comb += [deskew.i_data.eq(bottom_v), self.result.eq(deskew.o_data)]
             else:
-                m.d.comb += self.result.eq(bottom.v_out)
+                m.d.comb += self.result.eq(bottom_v)
         return m

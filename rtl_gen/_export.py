@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,11 +15,11 @@ from amaranth.lib import wiring
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ExportError, RtlError
 
-from ._array import Blackbox, PERow
+from ._array import Blackbox, PEBlock, PERow
 from ._pe import PE, Fault
 from ._top import Accelerator, top_name
 
-__all__ = ["to_verilog", "write_verilog", "export_units"]
+__all__ = ["to_verilog", "write_verilog", "export_units", "block_rows"]
 
 _PATCH_LOCK = threading.Lock()
 
@@ -47,39 +48,75 @@ def _without_zero_meminit() -> Iterator[None]:
             rtlil.ModuleEmitter.emit_memory = original  # type: ignore[method-assign]
 
 
+def block_rows(rows: int) -> int:
+    """Rows per block of the export: 1 (no block level) below 32 rows, else the largest
+    divisor of ``rows`` not above ``sqrt(rows)`` (16 for 256), so that neither the array nor
+    a block wires more than about ``sqrt(rows)`` groups together."""
+    if rows < 32:
+        return 1
+    best = 1
+    for b in range(2, math.isqrt(rows) + 1):
+        if rows % b == 0:
+            best = b
+    return best
+
+
 def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tuple[str, wiring.Component]]:
     """The Verilog modules of the hierarchical export, ``(module name, component)``, top first.
 
-    The top (:class:`Accelerator`) instantiates rows ``<top>_row`` (or ``<top>_row_fault`` for
-    the row with the test fault), each row ``cols`` PEs ``<top>_pe`` (``<top>_pe_fault``). So
-    the PE is written once whatever the array size: a 256 x 256 array exports in seconds.
+    The top (:class:`Accelerator`) instantiates row groups: rows ``<top>_row`` directly, or
+    for 32 rows and more blocks ``<top>_block`` of :func:`block_rows` rows each; a row holds
+    ``cols`` PEs ``<top>_pe``. The row, block and PE with the test fault get ``_fault``
+    variants. So each module is written once whatever the array size, and no module wires
+    more than about ``sqrt(rows)`` row groups: a 256 x 256 array exports in about a minute.
     """
     top = top_name(config, fault)
     ib, ab, df = config.input_bits, config.acc_bits, config.dataflow
-    pe = PE(dataflow=df, input_bits=ib, acc_bits=ab)
-    pe_sig = pe.signature
-
-    def make_row(faulty_col: int | None) -> PERow:
-        def factory(col: int) -> wiring.Component:
-            return Blackbox(pe_sig, f"{top}_pe_fault" if col == faulty_col else f"{top}_pe")
-
-        return PERow(cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, pe_factory=factory)
-
-    row = make_row(None)
-    row_sig = row.signature
+    common = {"dataflow": df, "input_bits": ib, "acc_bits": ab}
+    b = block_rows(config.rows)
+    pe = PE(**common)  # type: ignore[arg-type]
     units: list[tuple[str, wiring.Component]] = []
-    rows: list[tuple[str, wiring.Component]] = [(f"{top}_row", row)]
-    pes: list[tuple[str, wiring.Component]] = [(f"{top}_pe", pe)]
+    inner: list[tuple[str, wiring.Component]] = [(f"{top}_pe", pe)]
+
+    def row(faulty_col: int | None) -> PERow:
+        def factory(col: int) -> wiring.Component:
+            return Blackbox(pe.signature, f"{top}_pe_fault" if col == faulty_col else f"{top}_pe")
+
+        return PERow(cols=config.cols, pe_factory=factory, **common)  # type: ignore[arg-type]
+
+    clean_row = row(None)
+    inner.insert(0, (f"{top}_row", clean_row))
     if fault is not None:
-        rows.append((f"{top}_row_fault", make_row(fault.col)))
-        pes.append((f"{top}_pe_fault", PE(dataflow=df, input_bits=ib, acc_bits=ab, fault=(fault.bit, fault.stuck))))
+        inner.append((f"{top}_row_fault", row(fault.col)))
+        inner.append((f"{top}_pe_fault", PE(fault=(fault.bit, fault.stuck), **common)))  # type: ignore[arg-type]
 
-    def row_factory(r: int) -> wiring.Component:
-        faulty = fault is not None and r == fault.row
-        return Blackbox(row_sig, f"{top}_row_fault" if faulty else f"{top}_row")
+    def row_name(r: int) -> str:
+        return f"{top}_row_fault" if fault is not None and r == fault.row else f"{top}_row"
 
-    units.append((top, Accelerator(config, fault=fault, row_factory=row_factory)))
-    return units + rows + pes
+    group_sig = clean_row.signature
+    group_name = row_name
+    if b > 1:
+        def block(faulty: bool) -> PEBlock:
+            def factory(r: int) -> wiring.Component:
+                name = f"{top}_row_fault" if faulty and fault is not None and r == fault.row % b else f"{top}_row"
+                return Blackbox(clean_row.signature, name)
+
+            return PEBlock(rows=b, cols=config.cols, row_factory=factory, **common)  # type: ignore[arg-type]
+
+        clean_block = block(False)
+        inner.insert(0, (f"{top}_block", clean_block))
+        if fault is not None:
+            inner.insert(1, (f"{top}_block_fault", block(True)))
+        group_sig = clean_block.signature
+
+        def group_name(g: int) -> str:
+            return f"{top}_block_fault" if fault is not None and g == fault.row // b else f"{top}_block"
+
+    def group_factory(g: int) -> wiring.Component:
+        return Blackbox(group_sig, group_name(g))
+
+    units.append((top, Accelerator(config, fault=fault, group_rows=b, group_factory=group_factory)))
+    return units + inner
 
 
 def _convert(component: wiring.Component, name: str) -> str:

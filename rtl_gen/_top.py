@@ -92,8 +92,9 @@ class Accelerator(wiring.Component):
     Args:
         config: the design.
         fault: test-only stuck product bit in one PE (:class:`Fault`), or ``None``.
-        row_factory: builds array row ``r`` (default a ``PERow``); the hierarchical Verilog
-            export passes Blackbox rows.
+        group_rows: rows per row group of the array (see ``SystolicArray``; default 1).
+        group_factory: builds row group ``g`` (default ``PERow``/``PEBlock``); the
+            hierarchical Verilog export passes ``Blackbox`` es.
 
     Raises:
         ConfigError: a buffer too small for one word, or a fault outside the array.
@@ -104,10 +105,12 @@ class Accelerator(wiring.Component):
         config: ArrayConfig,
         *,
         fault: Fault | None = None,
-        row_factory: Callable[[int], wiring.Component] | None = None,
+        group_rows: int = 1,
+        group_factory: Callable[[int], wiring.Component] | None = None,
     ) -> None:
         self.config = config
-        self.row_factory = row_factory
+        self.group_rows = group_rows
+        self.group_factory = group_factory
         self.layout: BufferLayout = buffer_layout(config)
         if fault is not None:
             fault.check(config.rows, config.cols, config.input_bits)
@@ -179,7 +182,7 @@ class Accelerator(wiring.Component):
         cfg, lay = self.config, self.layout
         x_geo, y_geo, y_skewed, o_skewed = self._roles()
         m.submodules.array = array = SystolicArray.from_config(
-            cfg, fault=self.fault, row_factory=self.row_factory, skew=False
+            cfg, fault=self.fault, group_rows=self.group_rows, group_factory=self.group_factory, skew=False
         )
         m.submodules.ctrl = ctrl = Controller(
             rows=cfg.rows,

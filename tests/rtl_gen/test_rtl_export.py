@@ -18,7 +18,16 @@ from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
 from accel_dse.errors import ConfigError, ExportError
 from perf_model import timing
-from rtl_gen import LINT_WAIVERS, Fault, buffer_layout, lint_verilog, to_verilog, top_name, write_verilog
+from rtl_gen import (
+    LINT_WAIVERS,
+    Fault,
+    block_rows,
+    buffer_layout,
+    lint_verilog,
+    to_verilog,
+    top_name,
+    write_verilog,
+)
 
 MODULE = re.compile(r"^module\s+(\S+?)\s*\(", re.MULTILINE)
 
@@ -159,3 +168,34 @@ def test_a_one_word_ofmap_buffer_works(tmp_path: Path, dataflow: str) -> None:
     ticks, cycles, c = _iverilog_run(tmp_path, config, a, b)
     np.testing.assert_array_equal(c, a @ b)
     assert ticks == cycles == int(timing.run_cycles(timing.dataflow_code(dataflow), 1, 65, m, k, n))
+
+
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog (Debian iverilog) not installed")
+@pytest.mark.parametrize("dataflow", ["ws", "os"])
+def test_tall_arrays_export_with_a_block_level(tmp_path: Path, dataflow: str) -> None:
+    config = ArrayConfig(rows=36, cols=2, dataflow=dataflow, ifmap_sram_kib=4, weight_sram_kib=1, ofmap_sram_kib=1)
+    assert block_rows(36) == 6
+    fault = Fault(row=20, col=1, bit=0, stuck=1)
+    text = to_verilog(config, fault=fault)
+    top = top_name(config, fault)
+    modules = MODULE.findall(text)
+    for suffix in ("_block", "_block_fault", "_row", "_row_fault", "_pe", "_pe_fault"):
+        assert modules.count(top + suffix) == 1, suffix
+    # the top's array holds 6 blocks, one of them the faulty one
+    assert len(re.findall(rf"^\s*{top}_block(_fault)?\s+block_\d+\s*\(", text, re.MULTILINE)) == 6
+    assert len(re.findall(rf"^\s*{top}_block_fault\s+block_3\s*\(", text, re.MULTILINE)) == 1
+    assert len(re.findall(rf"^\s*{top}_row_fault\s+row_2\s*\(", text, re.MULTILINE)) == 1
+    path = write_verilog(config, tmp_path / "good")
+    assert lint_verilog(path, top_name(config)) == []
+    # the faulty PE (row 20) must hold data: WS maps K on the rows, OS maps M
+    m, k, n = (3, 40, 3) if dataflow == "ws" else (24, 5, 3)
+    rng = np.random.default_rng(36)
+    a = rng.integers(-128, 128, (m, k))
+    b = rng.integers(-128, 128, (k, n))
+    ticks, cycles, c = _iverilog_run(tmp_path / "good", config, a, b)
+    np.testing.assert_array_equal(c, a @ b)
+    assert ticks == cycles == int(timing.run_cycles(timing.dataflow_code(dataflow), 36, 2, m, k, n))
+    ones_a, ones_b = np.full((m, k), 3), np.full((k, n), 2)  # products 6: bit 0 clear
+    (tmp_path / "bad").mkdir()
+    _, _, c_bad = _iverilog_run(tmp_path / "bad", config, ones_a, ones_b, fault=fault)
+    assert not np.array_equal(c_bad, ones_a @ ones_b)
