@@ -118,7 +118,7 @@ def simulate(
 
     wl = workloads.resolve(workload)
     selected = _select_ops(wl, workload, ops, max_ops)
-    work = Path(work_dir).expanduser().resolve() if work_dir is not None else default_work_dir()
+    work = _work_dir(work_dir)
     notes: list[str] = []
     if any(c > 1 for _, _, c in selected):
         notes.append("ops that run several times (count > 1) are simulated once: every run computes the same")
@@ -177,6 +177,16 @@ def _progress(jobs: list[_Job], run_dir: Path, say: Callable[[str], None]) -> Ca
             say(f"finished op {seen}/{len(jobs)}: {jobs[seen - 1].name}")
 
     return poll
+
+
+def _work_dir(work_dir: str | Path | None) -> Path:
+    """The work directory, created if needed; ``SimulationError`` if it cannot be."""
+    work = Path(work_dir).expanduser().resolve() if work_dir is not None else default_work_dir()
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SimulationError(f"work directory {str(work)!r} cannot be created: {exc.strerror or exc}") from None
+    return work
 
 
 def _check_scale(scale: object) -> float:

@@ -67,6 +67,14 @@ def test_design_infeasible_for_the_tiles_gives_the_reason(run_cli, tmp_path):
     assert not (tmp_path / "work" / "builds").exists()
 
 
+def test_work_dir_that_is_a_file_is_refused(run_cli, tmp_path):
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("")
+    code, _, err = run_cli("simulate", "--design", "tiny", "--workload", GEMM, "--simulator", "icarus",
+                           "--work-dir", str(blocker / "sim"))
+    assert code == 2 and "cannot be created" in one_error_line(err)
+
+
 def test_missing_simulator_says_how_to_install(run_cli, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     code, _, err = run_cli("simulate", "--design", "tiny", "--workload", GEMM, "--simulator", "icarus",
