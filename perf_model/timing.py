@@ -26,8 +26,9 @@ counted from the clock edge that samples ``start`` to the edge that raises ``don
 * WS/IS: ``R`` cycles reading the stationary words (rows ``R-1 .. 0``), each shifted down the
   columns the cycle after its read; ``Ds`` cycles reading the streamed words; ``R + C``
   cycles of flush: the last streamed word reaches the array one cycle after its read (buffer
-  latency), crosses the skewed ``R x C`` wavefront and the de-skew (``R + C - 1``) and is
-  written (read-modify-write of the ofmap word) in the last cycle.
+  latency), crosses the skewed ``R x C`` wavefront (``R + C - 1``; lane ``i`` of a buffer is
+  its own bank, read/written ``i`` cycles after lane 0) and its last lane is written
+  (read-modify-write of the ofmap bank) in the last cycle.
 * OS: ``Ds`` cycles reading both operands; ``R + C - 1`` cycles until the last product is in
   the bottom-right accumulator (buffer latency + wavefront); ``R`` drain shifts, each
   capturing one row into the result register, and one cycle for the last row's write.
