@@ -50,7 +50,10 @@ class HostPort:
 
     def start_clock(self) -> None:
         """Start the free-running clock (cocotb drives it below Python, no per-cycle Python)."""
-        self.clock = Clock(self.sig["clk"], self.period_ns, unit="ns")
+        # The C++ (GPI) clock, also under Icarus (cocotb picks the Python one there): ~14% less
+        # CPU per cycle measured on a 4x4 design. Safe here because the testbench never writes
+        # at a rising edge (all writes are half a period away from the edges that sample them).
+        self.clock = Clock(self.sig["clk"], self.period_ns, unit="ns", impl="gpi")
         self.clock.start()  # cocotb 2: the clock keeps its own task
 
     async def reset(self) -> None:
