@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -12,8 +14,10 @@ from ._layout import CYCLES_BITS, DIM_BITS
 
 __all__ = ["Controller", "mapped_dims"]
 
+T = TypeVar("T")
 
-def mapped_dims(dataflow: Dataflow, m: object, k: object, n: object) -> tuple[object, object, object]:
+
+def mapped_dims(dataflow: Dataflow, m: T, k: T, n: T) -> tuple[T, T, T]:
     """``(Ds, Dr, Dc)``: the streamed, array-rows and array-columns dimensions of a GEMM.
 
     WS: ``(M, K, N)``; OS: ``(K, M, N)``; IS: ``(N, K, M)`` (WS on the transposed problem).

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from amaranth.back import rtlil, verilog
@@ -94,7 +94,7 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
         return f"{top}_row_fault" if fault is not None and r == fault.row else f"{top}_row"
 
     group_sig = clean_row.signature
-    group_name = row_name
+    group_name: Callable[[int], str] = row_name
     if b > 1:
         def block(faulty: bool) -> PEBlock:
             def factory(r: int) -> wiring.Component:
@@ -109,8 +109,10 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
             inner.insert(1, (f"{top}_block_fault", block(True)))
         group_sig = clean_block.signature
 
-        def group_name(g: int) -> str:
+        def block_name(g: int) -> str:
             return f"{top}_block_fault" if fault is not None and g == fault.row // b else f"{top}_block"
+
+        group_name = block_name
 
     def group_factory(g: int) -> wiring.Component:
         return Blackbox(group_sig, group_name(g))
