@@ -155,8 +155,8 @@ def test_exported_verilog_computes_a_tiled_gemm_under_icarus(tmp_path: Path, dat
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog (Debian iverilog) not installed")
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 def test_a_one_word_ofmap_buffer_works(tmp_path: Path, dataflow: str) -> None:
-    # 65 lanes x 64 bits = 520 bytes: a 1 KiB ofmap holds one word. Too wide for Amaranth's
-    # Python simulator (it cannot compile memory words beyond ~2,900 bits), so Icarus.
+    # 65 lanes x 64 bits = 520 bytes: a 1 KiB ofmap holds one word (built as two, the
+    # address needs a bit); run on the exported Verilog under Icarus.
     config = ArrayConfig(rows=1, cols=65, dataflow=dataflow, acc_bits=64, ifmap_sram_kib=1,
                          weight_sram_kib=1, ofmap_sram_kib=1)
     assert buffer_layout(config).ofmap.depth == 1
