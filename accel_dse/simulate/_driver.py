@@ -322,7 +322,7 @@ def _prepare(
                 read_cnt = ofmap_words(design, mt, nt) if last else 0
                 run = int(timing.run_cycles(df, design.rows, design.cols, mt, kt, nt))
                 rows.append((index, mt, kt, nt, int(bool(acc)), if_total, if_cnt, w_total, w_cnt, read_cnt,
-                             2 * run + 64))
+                             _watchdog_cycles(run)))
                 if_total += if_cnt
                 w_total += w_cnt
                 if last:
@@ -340,6 +340,11 @@ def _prepare(
         results_dir="",
     )
     return jobs, program
+
+
+def _watchdog_cycles(run_cycles: int) -> int:
+    """Cycles the testbench waits for ``done`` before it declares the op hung and resets the design."""
+    return 2 * run_cycles + 64
 
 
 def _port(design: ArrayConfig) -> dict[str, Any]:

@@ -137,3 +137,22 @@ def test_fault_injected_design_is_caught(run_cli, sim_cache):
     for entry in op["mismatches"]["first"]:
         _, i, j = entry["index"]
         assert entry["expected"] == int(want[i, j])
+
+
+def test_a_run_that_never_finishes_fails_its_op_and_the_next_op_still_runs(monkeypatch, sim_cache):
+    from accel_dse.simulate import _driver
+
+    calls = []
+
+    def first_run_gets_one_cycle(run_cycles: int) -> int:
+        calls.append(run_cycles)
+        return 1 if len(calls) == 1 else 2 * run_cycles + 64
+
+    monkeypatch.setattr(_driver, "_watchdog_cycles", first_run_gets_one_cycle)
+    report = simulate(tiny("ws"), "mlp:batch=4,d_in=8,hidden=8,layers=1,d_out=4", simulator="icarus",
+                      work_dir=sim_cache)
+    first, second = report.ops
+    assert first.status == "error" and "done did not rise within 1 cycles" in first.reason
+    assert first.cycles_rtl is None and not first.cycles_match
+    assert second.status == "pass" and second.cycles_rtl == run_cycles_by_hand("ws", 4, 4, 4, 8, 4)
+    assert not report.passed
