@@ -6,7 +6,8 @@ Full-array synthesis grows with the PE count (16 x 16: minutes and ~1 GB), so
 it by how many the design holds:
 
     piece                       count in the design
-    PE                          R * C
+    PE                          R * C (WS/IS: (R - 1) * C)
+    first-row PE (WS/IS)        C: partial-sum input tied to 0, so no adder
     controller                  1
     register stage, w bits      per width, from ``Accelerator.register_stages()``: the bank
                                 control delay lines, read-valid flags, OS marker and result
@@ -34,8 +35,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from amaranth import Module, signed
 from amaranth.back import verilog
 from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import RtlError
@@ -48,7 +51,7 @@ from ._pe import PE
 from ._skew import DelayLine
 from ._top import Accelerator, top_name
 
-__all__ = ["synth_stats", "synth_component", "default_cache_dir", "yosys_command"]
+__all__ = ["synth_stats", "synth_component", "default_cache_dir", "yosys_command", "TopRowPE"]
 
 _SCRIPT = (
     "read_verilog {file}; synth -flatten -top {top}; dffunmap; delete t:$scopeinfo; "
@@ -57,6 +60,39 @@ _SCRIPT = (
 _CELLS = re.compile(r"^\s*(?:Number of cells:\s*(\d+)|(\d+)\s+cells)\s*$", re.MULTILINE)
 _TRANSISTORS = re.compile(r"Estimated number of transistors:\s*(\d+)(\+?)")
 _FLOPS = re.compile(r"^\s*(\d+)\s+\$_S?DFFE?_\w*\s*$", re.MULTILINE)
+
+
+class TopRowPE(wiring.Component):
+    """A WS/IS PE of the array's first row: its partial-sum input is the constant 0, so
+    synthesis drops its adder (counted apart from the other PEs by :func:`synth_stats`)."""
+
+    def __init__(self, *, input_bits: int, acc_bits: int) -> None:
+        self.input_bits = input_bits
+        self.acc_bits = acc_bits
+        super().__init__(
+            {
+                "a_in": In(signed(input_bits)),
+                "a_out": Out(signed(input_bits)),
+                "v_out": Out(signed(acc_bits)),
+                "s_in": In(signed(input_bits)),
+                "s_out": Out(signed(input_bits)),
+                "shift": In(1),
+            }
+        )
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        m.submodules.pe = pe = PE(dataflow=Dataflow.WS, input_bits=self.input_bits, acc_bits=self.acc_bits)
+        m.d.comb += [
+            pe.a_in.eq(self.a_in),
+            pe.s_in.eq(self.s_in),
+            pe.shift.eq(self.shift),
+            pe.v_in.eq(0),
+            self.a_out.eq(pe.a_out),
+            self.v_out.eq(pe.v_out),
+            self.s_out.eq(pe.s_out),
+        ]
+        return m
 
 
 def default_cache_dir() -> Path:
@@ -196,9 +232,10 @@ def synth_stats(
 
     stage_counts = Accelerator(config).register_stages()
 
+    pe_params = {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab}
+    top_row = c if pe_flow is Dataflow.WS else 0  # WS/IS: row 0 adds to a constant 0
     pieces: list[tuple[str, dict[str, Any], Any, int, str]] = [
-        ("pe", {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab},
-         lambda: PE(dataflow=pe_flow, input_bits=ib, acc_bits=ab), r * c, "pe"),
+        ("pe", pe_params, lambda: PE(dataflow=pe_flow, input_bits=ib, acc_bits=ab), r * c - top_row, "pe"),
         ("controller",
          {"rows": r, "cols": c, "dataflow": df.value, "x": x_geo.addr_bits, "y": y_geo.addr_bits,
           "o": lay.ofmap.addr_bits},
@@ -207,6 +244,8 @@ def synth_stats(
         ("operand_gate_lane", {"width": ib}, lambda: OperandGate(width=ib), r + c, "gate"),
         ("ofmap_update_lane", {"acc_bits": ab}, lambda: OfmapUpdate(lanes=1, acc_bits=ab), c, "update"),
     ]
+    if top_row:
+        pieces.insert(1, ("pe_top_row", pe_params, lambda: TopRowPE(input_bits=ib, acc_bits=ab), top_row, "pe_top"))
     for bits, count in sorted(stage_counts.items()):
         pieces.append((f"stage_{bits}b", {"width": bits},
                        (lambda w=bits: DelayLine(taps=2, width=w)), count, f"stage{bits}"))
@@ -234,7 +273,7 @@ def synth_stats(
         "top": top_name(config),
         "config_hash": config.config_hash,
         "parts": parts,
-        "array": scaled(["pe"]),
+        "array": scaled(["pe", "pe_top_row"] if top_row else ["pe"]),
         "total": scaled(list(parts)),
         "excluded": "on-chip SRAM banks (ifmap, weight, ofmap) and the host-port address/enable muxes",
     }

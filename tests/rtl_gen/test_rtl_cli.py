@@ -53,7 +53,7 @@ def test_synth_json_and_table(run_cli, tmp_path: Path, monkeypatch: pytest.Monke
     assert code == 0
     data = json.loads(stdout)
     assert data["top"] == f"accel_{load_preset('tiny').config_hash}"
-    assert data["parts"]["pe"]["count"] == 16
+    assert data["parts"]["pe"]["count"] + data["parts"]["pe_top_row"]["count"] == 16
     assert data["total"]["transistors"] == 20 * sum(p["count"] for p in data["parts"].values())
     assert list((tmp_path / "synth").glob("pe-*.json"))
     code, stdout, _ = run_cli("rtl", "synth", "tiny")

@@ -30,7 +30,7 @@ class _FakeYosys:
 
     def __call__(self, component: Any, name: str, **_: Any) -> dict[str, Any]:
         self.calls.append(name)
-        base = 10 + len(self.calls) if name == "pe" else len(name)
+        base = 10 + len(self.calls) if name.startswith("pe") else len(name)
         return {"cells": base, "flops": 1, "transistors": 7 * base, "seconds": 0.0}
 
 
@@ -40,7 +40,8 @@ def test_synth_stats_scales_pieces_and_caches_them(tmp_path: Path, monkeypatch: 
     tiny = load_preset("tiny")  # 4x4 WS, ifmap 4 KiB (1024 words), ofmap 8 KiB (512 words)
     stats = synth_stats(tiny, cache_dir=tmp_path)
     parts = stats["parts"]
-    assert parts["pe"]["count"] == 16
+    assert parts["pe"]["count"] == 12  # rows 1..3
+    assert parts["pe_top_row"]["count"] == 4  # row 0 adds to a constant 0
     assert parts["controller"]["count"] == 1
     assert parts["operand_gate_lane"]["count"] == 4 + 4
     assert parts["ofmap_update_lane"]["count"] == 4
@@ -51,7 +52,7 @@ def test_synth_stats_scales_pieces_and_caches_them(tmp_path: Path, monkeypatch: 
     }
     assert stats["total"]["cells"] == sum(p["cells"] * p["count"] for p in parts.values())
     assert stats["total"]["transistors"] == 7 * stats["total"]["cells"]
-    assert stats["array"]["cells"] == 16 * parts["pe"]["cells"]
+    assert stats["array"]["cells"] == 12 * parts["pe"]["cells"] + 4 * parts["pe_top_row"]["cells"]
     assert not any(p["cached"] for p in parts.values())
     first_calls = len(fake.calls)
     assert first_calls == len(parts)
