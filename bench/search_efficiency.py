@@ -92,12 +92,13 @@ def fmt_ratio(values: list[float]) -> str:
 
 
 def throughput(space, evaluator, storage: str, jobs: int, trials: int) -> float:
+    """Trials/s per worker, from the first trial's start to the last one's end (worker start-up excluded)."""
     config = SweepConfig(space=space, evaluator=evaluator, storage=storage, study_name="speed", sampler="random",
                          n_trials=trials, jobs=jobs, seed=0)
-    start = time.perf_counter()
-    result = run_sweep(config)
-    elapsed = time.perf_counter() - start
-    return len(result.study.get_trials()) / elapsed / jobs
+    done = run_sweep(config).study.get_trials()
+    first = min(t.datetime_start for t in done)
+    last = max(t.datetime_complete for t in done)
+    return len(done) / (last - first).total_seconds() / jobs
 
 
 def main() -> None:
@@ -118,6 +119,7 @@ def main() -> None:
     grid = grid_search(space, evaluator, keep=1)
     grid_s = time.perf_counter() - start
     optimum = float(grid.values[0, 0])
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"grid: {grid.size:,} designs in {grid_s:.1f} s ({grid.size / grid_s:,.0f} designs/s), "
           f"{grid.n_feasible:,} feasible, optimum edp = {optimum:.6g} J*s")
     cols = space.grid_columns(0, grid.size)
@@ -183,7 +185,9 @@ def main() -> None:
             ("journal, 1 worker", throughput(space, evaluator, f"journal:{tmp}/j1.log", 1, 400)),
             ("journal, 2 workers", throughput(space, evaluator, f"journal:{tmp}/j2.log", 2, 600)),
         ]
-    print(f"model-only sweep (random sampler, resnet18), trials/s per worker (target >= 50; {os.cpu_count()} cores):")
+    load = os.getloadavg()[0]
+    print(f"model-only sweep (random sampler, resnet18), trials/s per worker (target >= 50; "
+          f"{os.cpu_count()} cores, load average {load:.1f}):")
     for name, rate in rates:
         print(f"  {name:20} {rate:7.1f}")
 

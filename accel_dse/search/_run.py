@@ -85,7 +85,8 @@ class SweepResult:
     Attributes:
         study: The study (loaded from the storage).
         storage: The checked storage URL.
-        ran: Trials this run added.
+        space: The space searched.
+        ran: Trials this run added (grid: designs written into the study).
         recovered: Trials of dead workers failed (and queued again) when the run started.
         grid: The exhaustive search's result (``grid`` sampler only).
     """
