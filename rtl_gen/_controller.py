@@ -49,15 +49,15 @@ class Controller(wiring.Component):
       the next cycle; STREAM (``Ds``): x words are read; FLUSH (``R + C``): the last results
       come out. The o word for ``s`` is read ``R`` cycles after x word ``s`` and written
       (result, plus the old value when adding) the cycle after.
+    * OS: STREAM (``Ds``): x and y words are read (``first`` marks the data of ``s = 0``);
+      FLUSH (``2R + C``): after ``R + C - 1`` cycles the wavefront has finished, then ``R``
+      drain shifts move rows ``R-1 .. 0`` out; each row's o word is read during its shift and
+      written the cycle after.
 
     These strobes and addresses are those of lane 0; the accelerator's per-lane buffer banks
     delay them by the lane index where the dataflow skews that operand (x always, y for OS,
     o for WS/IS), so e.g. lane ``c`` of the o word for ``s`` is written ``c`` cycles later and
     the last write of a fold falls in its last cycle.
-    * OS: STREAM (``Ds``): x and y words are read (``first`` marks the data of ``s = 0``);
-      FLUSH (``2R + C``): after ``R + C - 1`` cycles the wavefront has finished, then ``R``
-      drain shifts move rows ``R-1 .. 0`` out; each row's o word is read during its shift and
-      written the cycle after.
 
     A run is one SETUP cycle then every fold, so ``start`` to ``done`` is
     ``1 + folds * (Ds + 2R + C)`` cycles (``perf_model.timing.run_cycles``); a run with a zero
