@@ -63,8 +63,8 @@ def _check_int(name: str, value: object, low: int, high: int, rule: str | None =
         return
     if rule is None:
         if low == 1:
-            is_int = isinstance(value, int) and not isinstance(value, bool)
-            rule = f"no larger than {high}" if is_int and value > high else "a positive integer"
+            too_big = isinstance(value, int) and not isinstance(value, bool) and value > high
+            rule = f"no larger than {high}" if too_big else "a positive integer"
         else:
             rule = f"an integer in [{low}, {high}]"
     raise ConfigError(f"{name} must be {rule}, not {value!r}")
