@@ -376,8 +376,8 @@ def _check(
         if outcome.timed_out:
             return dataclasses.replace(base, status="timeout", reason=f"simulation killed after the {timeout:g} s "
                                        "timeout before this op finished")
-        return dataclasses.replace(base, reason=f"simulator stopped (exit {outcome.returncode}) before this op "
-                                   f"finished; log: {run_dir / 'sim.log'}")
+        return dataclasses.replace(base, reason=f"the simulation ended (exit {outcome.returncode}) without a result "
+                                   f"for this op; log: {run_dir / 'sim.log'}")
     base = dataclasses.replace(base, sim_seconds=raw.seconds, sim_cycles=raw.sim_cycles)
     if raw.error:
         return dataclasses.replace(base, reason=raw.error)
