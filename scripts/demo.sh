@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/accel-dse design check tpu-v1 "$@"
+exec .venv/bin/accel-dse sweep "$@"
