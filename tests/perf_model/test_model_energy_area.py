@@ -1,4 +1,4 @@
-"""Energy and area: the published reference figures, scaling, breakdowns, calibration."""
+"""Energy: the published reference figures, scaling, breakdowns, leakage (area: test_model_area.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 import perf_model
 from accel_dse.config import ArrayConfig
-from accel_dse.errors import ModelError
 from workloads.ops import Gemm
 
 E = perf_model.DEFAULT_ENERGY
@@ -74,49 +73,3 @@ def _workload():
     from workloads.ops import Workload
 
     return Workload(name="w", ops=(Gemm(m=100, k=100, n=100),))
-
-
-def test_area_by_hand_and_scaling():
-    config = ArrayConfig(rows=4, cols=8, ifmap_sram_kib=2, weight_sram_kib=3, ofmap_sram_kib=5, tech_nm=45)
-    area = perf_model.evaluate(config, _workload()).total["area_mm2"]
-    k = perf_model.AreaCoefficients()
-    pe = 282.0 + 137.0 + (2 * 8 + 32) * 4.522  # 8-bit mult, 32-bit add, a/v/s registers
-    # WS skew by address delay lines: ifmap 2 KiB of 4-byte words = 512 words (9 address bits),
-    # 4 lanes: 3 taps of 10 bits + 4 valid flops; ofmap 5 KiB of 8 x 32-bit words = 160 words
-    # (8 address bits): 8 taps of 9 bits.
-    skew = (3 * 10 + 4 + 8 * 9) * 4.522
-    sram = (2 + 3 + 5) * 8192 * 0.346 / 0.6
-    assert area == pytest.approx((32 * pe + skew + k.controller_um2 + sram) * 1e-6)
-    at90 = perf_model.evaluate(dataclasses.replace(config, tech_nm=90), _workload()).total["area_mm2"]
-    assert at90 == pytest.approx(4 * area)
-
-
-def test_calibrate_pe_area_fits_and_installs():
-    before = perf_model.area_coefficients()
-    try:
-        base = perf_model.AreaCoefficients()
-        model_8_32 = float(base.pe_um2(8, 32))
-        model_16_32 = float(base.pe_um2(16, 32))
-        # Measurements exactly 1.5x the model (at 28 nm: scaled back to 45 nm by (45/28)^2).
-        measured = [(8, 32, 1.5 * model_8_32 * (28 / 45) ** 2), (16, 32, 1.5 * model_16_32 * (28 / 45) ** 2)]
-        fitted = perf_model.calibrate_pe_area(measured, tech_nm=28)
-        assert fitted.pe_scale == pytest.approx(1.5)
-        assert perf_model.area_coefficients() is fitted
-        config = ArrayConfig(rows=4, cols=4)
-        bigger = perf_model.evaluate(config, _workload()).total["area_mm2"]
-        perf_model.set_area_coefficients(base)
-        plain = perf_model.evaluate(config, _workload()).total["area_mm2"]
-        assert bigger - plain == pytest.approx(16 * 0.5 * float(base.pe_um2(8, 32)) * 1e-6)
-    finally:
-        perf_model.set_area_coefficients(before)
-
-
-@pytest.mark.parametrize("measured", [[], [(8, 32, -1.0)], [(8, 32)], [(8, True, 5.0)]])
-def test_calibrate_rejects_bad_points(measured):
-    with pytest.raises(ModelError):
-        perf_model.calibrate_pe_area(measured, install=False)
-
-
-def test_set_area_coefficients_checks_its_argument():
-    with pytest.raises(ModelError, match="AreaCoefficients"):
-        perf_model.set_area_coefficients({"pe_scale": 2})
