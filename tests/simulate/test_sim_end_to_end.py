@@ -51,6 +51,13 @@ def test_single_run_gemm_is_exact_in_icarus(df, sim_cache):
     assert op.cycles_rtl == run_cycles_by_hand(df, 4, 4, m, k, n)
 
 
+def test_int16_operands_with_a_48_bit_accumulator(sim_cache):
+    design = dataclasses.replace(TINY, dataflow="os", input_bits=16, acc_bits=48)
+    report = simulate(design, "gemm:m=6,k=9,n=5", simulator="icarus", work_dir=sim_cache)
+    assert_all_pass(report)
+    assert report.ops[0].cycles_rtl == run_cycles_by_hand("os", 4, 4, 6, 9, 5)
+
+
 @pytest.mark.parametrize("df", ["ws", "os"])
 def test_multi_tile_gemm_accumulates_across_k_runs(df, sim_cache):
     m, k, n = 12, 600, 9
