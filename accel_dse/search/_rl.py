@@ -58,7 +58,7 @@ def _param_actions(param: Param) -> list[Any]:
     dist = param.distribution()
     if param.kind == "choice":
         return list(param.values)
-    if param.kind == "pow2":
+    if param.kind in ("pow2", "ordered"):
         return list(range(dist.low, dist.high + 1))  # type: ignore[attr-defined]
     low, high = float(param.low), float(param.high)
     if param.kind == "int":

@@ -15,7 +15,8 @@ range::
     [params]
     rows = { low = 4, high = 128, scale = "pow2" }     # 4, 8, ..., 128
     cols = { low = 4, high = 128, scale = "pow2" }
-    dataflow = ["ws", "os", "is"]                      # choices
+    dataflow = ["ws", "os", "is"]                      # choices (unordered)
+    dram_bytes_per_cycle = [4.0, 8.0, 16.0, 32.0]      # numbers: ordered choices
     ifmap_sram_kib = { low = 16, high = 1024, scale = "log" }   # integers, log-uniform
     clock_mhz = { low = 400.0, high = 1000.0, step = 100.0 }
     input_bits = 8                                     # fixed
@@ -82,9 +83,11 @@ class Param:
 
     Attributes:
         field: The ``ArrayConfig`` field.
-        kind: ``"fixed"``, ``"choice"``, ``"int"`` (integer range), ``"float"`` (real range) or
-            ``"pow2"`` (powers of two from ``low`` to ``high``, searched by their exponent).
-        values: The fixed value (one element) or the choices.
+        kind: ``"fixed"``, ``"choice"`` (unordered: dataflow, booleans), ``"ordered"`` (a list
+            of numbers, searched by the position of the value in increasing order), ``"int"``
+            (integer range), ``"float"`` (real range) or ``"pow2"`` (powers of two from ``low``
+            to ``high``, searched by their exponent).
+        values: The fixed value (one element) or the choices (as written in the space).
         low: Lower bound of a range (inclusive), in the field's unit.
         high: Upper bound of a range (inclusive), in the field's unit.
         step: Step of a linear range (``None``: 1 for integers, continuous for reals).
@@ -101,8 +104,17 @@ class Param:
 
     @property
     def name(self) -> str:
-        """The Optuna parameter name: the field, or ``log2_<field>`` for a power-of-two range."""
-        return f"log2_{self.field}" if self.kind == "pow2" else self.field
+        """The Optuna parameter name: ``<field>``, ``log2_<field>`` (pow2) or ``idx_<field>`` (ordered)."""
+        if self.kind == "pow2":
+            return f"log2_{self.field}"
+        if self.kind == "ordered":
+            return f"idx_{self.field}"
+        return self.field
+
+    @property
+    def ordered_values(self) -> tuple[Any, ...]:
+        """The choices of an ``ordered`` parameter in increasing order (index ``i`` is value ``i``)."""
+        return tuple(sorted(self.values))
 
     @property
     def is_free(self) -> bool:
@@ -113,6 +125,8 @@ class Param:
         """The Optuna distribution of this parameter (not defined for ``fixed``)."""
         if self.kind == "choice":
             return CategoricalDistribution(list(self.values))
+        if self.kind == "ordered":
+            return IntDistribution(0, len(self.values) - 1)
         if self.kind == "pow2":
             return IntDistribution(int(math.log2(self.low)), int(math.log2(self.high)))
         if self.kind == "int":
@@ -126,6 +140,8 @@ class Param:
         if self.kind == "pow2":
             value = 2 ** int(raw)
             return float(value) if self.field in _FLOAT_FIELDS else value
+        if self.kind == "ordered":
+            return self.ordered_values[int(raw)]
         if self.kind == "int":
             return int(raw)
         if self.kind == "float":
@@ -136,11 +152,13 @@ class Param:
         """Optuna parameter value of the field value ``value`` (inverse of :meth:`decode`)."""
         if self.kind == "pow2":
             return int(round(math.log2(float(value))))
+        if self.kind == "ordered":
+            return self.ordered_values.index(value)
         return value
 
     def grid_values(self) -> tuple[Any, ...] | None:
         """Every field value this parameter can take, or ``None`` for a continuous range."""
-        if self.kind in ("fixed", "choice"):
+        if self.kind in ("fixed", "choice", "ordered"):
             return self.values
         if self.kind == "pow2":
             lo, hi = int(math.log2(self.low)), int(math.log2(self.high))
@@ -155,9 +173,11 @@ class Param:
         return tuple(float(round(self.low + i * self.step, 12)) for i in range(count))
 
     def describe(self) -> str:
-        """One human-readable phrase, e.g. ``4..128 (pow2)`` or ``ws|os|is``."""
+        """One human-readable phrase, e.g. ``4..128 (pow2)``, ``ws|os|is`` or ``4|8|16 (ordered)``."""
         if self.kind in ("fixed", "choice"):
             return "|".join(_show(v) for v in self.values)
+        if self.kind == "ordered":
+            return "|".join(_show(v) for v in self.ordered_values) + " (ordered)"
         scale = "pow2" if self.kind == "pow2" else ("log" if self.log else "linear")
         step = f", step {self.step:g}" if self.step else ""
         return f"{_show(self.low)}..{_show(self.high)} ({scale}{step})"
@@ -166,7 +186,7 @@ class Param:
         """Canonical JSON-ready form (used for the space fingerprint)."""
         if self.kind == "fixed":
             return {"fixed": _jsonable(self.values[0])}
-        if self.kind == "choice":
+        if self.kind in ("choice", "ordered"):
             return {"choices": [_jsonable(v) for v in self.values]}
         scale = "pow2" if self.kind == "pow2" else ("log" if self.log else "linear")
         return {"low": self.low, "high": self.high, "step": self.step, "scale": scale, "kind": self.kind}
@@ -491,6 +511,9 @@ def _parse_param(field: str, spec: object, where: str) -> Param:
             raise ConfigError(f"{where}: choices must not repeat a value, not {list(values)!r}")
         if len(values) == 1:
             return Param(field=field, kind="fixed", values=values)
+        if all(_is_number(v) for v in values):
+            # Numbers are ordered: searched by position so model-based samplers see neighbours.
+            return Param(field=field, kind="ordered", values=values)
         return Param(field=field, kind="choice", values=values)
     if isinstance(spec, dict):
         return _parse_range(field, spec, where)

@@ -63,6 +63,18 @@ def check_compatible(study: optuna.Study, space: DesignSpace, *, where: str) -> 
             f"(fingerprint {attrs.get(ATTR_FINGERPRINT)}, {space.source} is {space.fingerprint}); "
             "use another --study name"
         )
+    names = set(space.distributions())
+    for trial in study.get_trials(deepcopy=False):
+        if not trial.params:
+            continue
+        other = sorted(set(trial.params) - names)
+        if other:
+            raise SearchError(
+                f"study {study.study_name!r} in {where} was written by an older accel-dse that searched the "
+                f"parameters under other names ({other[0]!r} is not one of {space.source}'s now); "
+                "use another --study name"
+            )
+        break
 
 
 def open_study(

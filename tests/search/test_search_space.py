@@ -31,11 +31,27 @@ def test_param_kinds_and_distributions(small_space):
 
 def test_design_decodes_powers_of_two_and_round_trips(small_space):
     params = {"log2_rows": 5, "log2_cols": 3, "dataflow": "os", "log2_weight_sram_kib": 2,
-              "dram_bytes_per_cycle": 16.0, "clock_mhz": 600.0, "double_buffered": False}
+              "idx_dram_bytes_per_cycle": 1, "clock_mhz": 600.0, "double_buffered": False}
     config = small_space.design(params)
     assert (config.rows, config.cols, config.weight_sram_kib) == (32, 8, 4)
     assert config.dataflow.value == "os" and config.clock_mhz == 600.0 and config.double_buffered is False
+    assert config.dram_bytes_per_cycle == 16.0  # [4, 16, 64]: index 1
     assert small_space.params_of(config) == params
+
+
+def test_numeric_choices_are_ordered_by_value_not_by_listing():
+    space = make_space(params={"rows": [8], "cols": [64, 8, 32], "dram_bytes_per_cycle": [16.0, 4.0],
+                               "dataflow": ["is", "ws"], "double_buffered": [True, False]})
+    dists = space.distributions()
+    assert dists["idx_cols"] == IntDistribution(0, 2) and dists["idx_dram_bytes_per_cycle"] == IntDistribution(0, 1)
+    assert dists["dataflow"] == CategoricalDistribution(["is", "ws"])  # not numbers: unordered
+    assert dists["double_buffered"] == CategoricalDistribution([True, False])
+    by_index = [space.design({"idx_cols": i, "idx_dram_bytes_per_cycle": 0, "dataflow": "ws",
+                              "double_buffered": True}).cols for i in range(3)]
+    assert by_index == [8, 32, 64]
+    assert space.param("idx_cols").describe() == "8|32|64 (ordered)"
+    # The grid keeps the listed order (grid indices of saved tables do not change).
+    assert list(space.grid_columns(0, space.grid_size())["cols"][::8]) == [64, 8, 32]
 
 
 def test_grid_enumerates_the_cartesian_product(small_space):
