@@ -21,6 +21,7 @@ import optuna
 from accel_dse.errors import ExportError, SearchError
 from accel_dse.search._evaluator import ModelEvaluator
 from accel_dse.search._objective import coerce_finite
+from accel_dse.search._samplers import relative_excess
 from accel_dse.search._space import DesignSpace
 
 __all__ = ["GridResult", "grid_search", "pareto_mask", "add_grid_trials", "MAX_GRID_POINTS"]
@@ -172,6 +173,7 @@ def add_grid_trials(study: optuna.Study, space: DesignSpace, evaluator: ModelEva
         if any(v is None for v in values):
             continue
         user_attrs: dict[str, Any] = {
+            "sampler": "grid",
             "config": config.to_dict(),
             "config_hash": config.config_hash,
             "metrics": metrics,
@@ -184,7 +186,7 @@ def add_grid_trials(study: optuna.Study, space: DesignSpace, evaluator: ModelEva
         if space.constraints:
             cv = [c.violation(metrics[c.metric] or 0.0) for c in space.constraints]
             user_attrs["constraint_values"] = cv
-            system_attrs["constraints"] = cv
+            system_attrs["constraints"] = relative_excess(cv, space)
         trials.append(
             optuna.trial.create_trial(
                 params={name: params[name] for name in distributions},

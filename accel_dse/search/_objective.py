@@ -1,16 +1,17 @@
 """The sweep objective and its guards: one bad design never stops a sweep.
 
-For each trial the objective records the worker (``host``, ``pid``, ``pid_start``), builds
-the design from the sampled parameters, scores it and returns the objective values. Every
-way a design can go wrong ends as a FAIL trial (or a constraint violation) with ``status``
-and ``reason`` user attributes instead of an exception escaping into the study loop:
+For each trial the objective records the worker (``host``, ``pid``, ``pid_start``) and the
+``sampler``, builds the design from the sampled parameters, scores it and returns the
+objective values. Every way a design can go wrong ends as a FAIL trial (or a constraint
+violation) with ``status`` and ``reason`` user attributes instead of an exception escaping
+into the study loop:
 
 =============== ================================================================
 ``status``      meaning
 =============== ================================================================
 ``ok``          feasible, every constraint met (COMPLETE)
-``constraint``  feasible but a constraint is violated: COMPLETE for samplers that
-                take ``constraints_func`` (tpe, nsga2, rl), FAIL for the others
+``constraint``  feasible but a constraint is violated: COMPLETE with its true
+                values (every sampler of the sweep learns from it)
 ``infeasible``  the model says the design cannot run a workload (FAIL)
 ``invalid``     the sampled fields break an ``ArrayConfig`` rule (FAIL)
 ``non-finite``  an objective came out NaN, inf or not a number (FAIL)
@@ -20,7 +21,10 @@ and ``reason`` user attributes instead of an exception escaping into the study l
 
 Other user attributes: ``config`` (the full ``ArrayConfig``), ``config_hash``, ``metrics``
 (aggregate), ``workloads`` (workload -> metrics), ``constraint_values`` (Optuna convention:
-``<= 0`` is satisfied, one per constraint).
+``<= 0`` is satisfied, one per constraint, in the metric's unit). The system attribute
+``constraints`` holds the same values relative to each bound (what the samplers see).
+Storage writes are grouped (see :mod:`accel_dse.search._writes`): the worker attributes
+before the evaluation, the parameters together, the rest when the trial ends.
 """
 
 from __future__ import annotations
@@ -36,13 +40,17 @@ from accel_dse.config import ArrayConfig
 from accel_dse.errors import AccelDseError, ConfigError, SearchError
 from accel_dse.search._evaluator import Evaluation
 from accel_dse.search._interrupt import interrupt_requested, interruptible
+from accel_dse.search._samplers import relative_excess
 from accel_dse.search._space import DesignSpace, Param
 from accel_dse.search._study import worker_identity
+from accel_dse.search._writes import write_attrs, write_params
 
 __all__ = ["Evaluator", "SweepObjective", "TrialFailed", "coerce_finite", "suggest"]
 
 #: Unexpected evaluator errors in a row that stop a sweep (a broken evaluator, not a bad design).
 MAX_CONSECUTIVE_ERRORS = 20
+#: Optuna's system attribute for a trial's constraint values (``<= 0``: met).
+CONSTRAINTS_KEY = "constraints"
 
 
 class Evaluator(Protocol):
@@ -84,82 +92,92 @@ class SweepObjective:
         space: The design space (parameters, objectives, constraints).
         evaluator: Scores an ``ArrayConfig``.
         constraints_complete: Whether a constraint violation is a COMPLETE trial with its
-            ``constraint_values`` (samplers with ``constraints_func``) or a FAIL.
+            ``constraint_values`` (every sampler of the sweep) or a FAIL.
+        sampler: Name of the sampler, recorded in each trial's ``sampler`` user attribute.
     """
 
-    def __init__(self, space: DesignSpace, evaluator: Evaluator, *, constraints_complete: bool) -> None:
+    def __init__(
+        self, space: DesignSpace, evaluator: Evaluator, *, constraints_complete: bool = True, sampler: str = ""
+    ) -> None:
         self.space = space
         self.evaluator = evaluator
         self.constraints_complete = constraints_complete
+        self.sampler = sampler
         self._errors_in_a_row = 0
         self._identity = worker_identity()
 
-    def _fail(self, trial: optuna.Trial, status: str, reason: str) -> TrialFailed:
-        trial.set_user_attr("status", status)
-        trial.set_user_attr("reason", reason)
+    def _fail(self, attrs: dict[str, Any], status: str, reason: str) -> TrialFailed:
+        attrs["status"] = status
+        attrs["reason"] = reason
         return TrialFailed(f"{status}: {reason}")
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
-        for key, value in self._identity.items():
-            trial.set_user_attr(key, value)
+        # Written before the evaluation: a trial whose worker dies is still attributed to it.
+        write_attrs(trial, {**self._identity, "sampler": self.sampler})
+        attrs: dict[str, Any] = {}
+        system: dict[str, Any] = {}
         try:
             if interrupt_requested():
                 raise KeyboardInterrupt
-            return self._run(trial)
+            return self._run(trial, attrs, system)
         except KeyboardInterrupt:
-            trial.set_user_attr("status", "interrupted")
-            trial.set_user_attr("reason", "Ctrl-C or SIGTERM during the trial")
+            attrs["status"] = "interrupted"
+            attrs["reason"] = "Ctrl-C or SIGTERM during the trial"
             raise
+        finally:
+            write_attrs(trial, attrs, system)
 
-    def _run(self, trial: optuna.Trial) -> float | list[float]:
+    def _run(self, trial: optuna.Trial, attrs: dict[str, Any], system: dict[str, Any]) -> float | list[float]:
         space = self.space
-        params = {p.name: suggest(trial, p) for p in space.free_params}
+        free = space.free_params
+        drawn = trial.relative_params  # the whole design, drawn at once by the sweep's samplers
+        write_params(trial, {p.name: drawn[p.name] for p in free if p.name in drawn}, space.distributions())
+        params = {p.name: suggest(trial, p) for p in free}
         try:
             config = space.design(params)
         except ConfigError as exc:
-            raise self._fail(trial, "invalid", str(exc)) from None
-        trial.set_user_attr("config", config.to_dict())
-        trial.set_user_attr("config_hash", config.config_hash)
+            raise self._fail(attrs, "invalid", str(exc)) from None
+        attrs["config"] = config.to_dict()
+        attrs["config_hash"] = config.config_hash
         try:
             with interruptible():
                 evaluation = self.evaluator.evaluate(config)
         except AccelDseError as exc:
-            raise self._fail(trial, "infeasible", str(exc)) from None
+            raise self._fail(attrs, "infeasible", str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - the guard: any evaluator bug fails this trial only
             self._errors_in_a_row += 1
             if self._errors_in_a_row >= MAX_CONSECUTIVE_ERRORS:
-                trial.set_user_attr("status", "error")
-                trial.set_user_attr("reason", repr(exc))
+                attrs["status"] = "error"
+                attrs["reason"] = repr(exc)
                 raise SearchError(
                     f"the evaluator failed on {self._errors_in_a_row} designs in a row, last with {exc!r}; "
                     "stopping the sweep"
                 ) from exc
-            raise self._fail(trial, "error", repr(exc)) from None
+            raise self._fail(attrs, "error", repr(exc)) from None
         self._errors_in_a_row = 0
         metrics = {m: coerce_finite(v) for m, v in evaluation.metrics.items()}
-        trial.set_user_attr("metrics", metrics)
-        trial.set_user_attr(
-            "workloads",
-            {w: {m: coerce_finite(v) for m, v in d.items()} for w, d in evaluation.per_workload.items()},
-        )
+        attrs["metrics"] = metrics
+        attrs["workloads"] = {
+            w: {m: coerce_finite(v) for m, v in d.items()} for w, d in evaluation.per_workload.items()
+        }
         if not evaluation.feasible:
-            raise self._fail(trial, "infeasible", evaluation.reason or "the model marks the design infeasible")
+            raise self._fail(attrs, "infeasible", evaluation.reason or "the model marks the design infeasible")
         values = []
         for objective in space.objectives:
             value = metrics.get(objective.metric)
             if value is None:
                 raw = evaluation.metrics.get(objective.metric)
-                raise self._fail(trial, "non-finite", f"{objective.metric} is {raw!r}, not a finite number")
+                raise self._fail(attrs, "non-finite", f"{objective.metric} is {raw!r}, not a finite number")
             values.append(value)
         violations = []
         for constraint in space.constraints:
             value = metrics.get(constraint.metric)
             if value is None:
                 raw = evaluation.metrics.get(constraint.metric)
-                raise self._fail(trial, "non-finite", f"{constraint.metric} is {raw!r}, not a finite number")
+                raise self._fail(attrs, "non-finite", f"{constraint.metric} is {raw!r}, not a finite number")
             violations.append(constraint.violation(value))
         if space.constraints:
-            trial.set_user_attr("constraint_values", violations)
+            attrs["constraint_values"] = violations
         broken = [
             f"{c} violated ({c.metric} = {metrics[c.metric]:.4g})"
             for c, v in zip(space.constraints, violations, strict=True)
@@ -167,9 +185,13 @@ class SweepObjective:
         ]
         if broken:
             if not self.constraints_complete:
-                raise self._fail(trial, "constraint", "; ".join(broken))
-            trial.set_user_attr("status", "constraint")
-            trial.set_user_attr("reason", "; ".join(broken))
+                raise self._fail(attrs, "constraint", "; ".join(broken))
+            attrs["status"] = "constraint"
+            attrs["reason"] = "; ".join(broken)
         else:
-            trial.set_user_attr("status", "ok")
+            attrs["status"] = "ok"
+        if space.constraints:
+            # Optuna's constraint record (read by TPE, NSGA-II and Optuna's best-trial logic),
+            # relative to each bound so that excesses in different units add up sensibly.
+            system[CONSTRAINTS_KEY] = relative_excess(violations, space)
         return values[0] if len(values) == 1 else values

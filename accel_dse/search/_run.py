@@ -172,7 +172,8 @@ def _work(job: _WorkerJob, storage: BaseStorage | None = None, progress: Progres
     study = open_study(storage, job.study_name, job.space, where=spec.display, sampler=sampler, create=False)
     if budget_used(study) >= job.n_trials:
         return 0
-    objective = SweepObjective(job.space, job.evaluator, constraints_complete=takes_constraints(job.sampler))
+    objective = SweepObjective(job.space, job.evaluator, constraints_complete=takes_constraints(job.sampler),
+                               sampler=job.sampler)
     ran = [0]
 
     def count(study: optuna.Study, trial: FrozenTrial) -> None:

@@ -1,34 +1,46 @@
 """The sweep's samplers by name.
 
-=========  ===================================================================  =============
+=========  ===================================================================  ===================
 name       what                                                                 constraints
-=========  ===================================================================  =============
-``tpe``    Optuna's TPE (multivariate; MOTPE for several objectives)             constraints_func
-``nsga2``  Optuna's NSGA-II genetic algorithm (single or several objectives)     constraints_func
-``cmaes``  Optuna's CMA-ES with margin (one objective; categorical fields are    violations FAIL
-           sampled at random)
-``random`` uniform random sampling                                              violations FAIL
+=========  ===================================================================  ===================
+``tpe``    Optuna's multivariate TPE (MOTPE for several objectives), constant   Optuna constraints
+           liar for parallel workers
+``nsga2``  Optuna's NSGA-II genetic algorithm (single or several objectives)     Optuna constraints
+``cmaes``  Optuna's CMA-ES with margin (one objective); categorical fields by   penalised ranking
+           a univariate TPE                                                     (see below)
+``random`` uniform random sampling                                              (none needed)
 ``grid``   exhaustive: every point scored by the vectorised model, not a loop   filtered
            of trials (see :mod:`accel_dse.search._grid`)
 ``rl``     policy-gradient agent written with JAX (:mod:`accel_dse.search._rl`) in the reward
-=========  ===================================================================  =============
+=========  ===================================================================  ===================
+
+Every loop sampler is wrapped in :class:`~accel_dse.search._distinct.DistinctSampler`, so no
+trial is spent on a design the study already holds. A design that breaks a constraint is a
+COMPLETE trial with its true objective values and ``constraint_values`` for every sampler; the
+samplers see Optuna's ``constraints`` system attribute, which the objective sets to each
+constraint's excess relative to its bound (``value / |bound| - 1`` for ``<=``), so that excesses
+in different units (mm^2, W) add up sensibly (TPE and NSGA-II read it as Optuna's constraints).
 """
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial
 
 from accel_dse.errors import SearchError
+from accel_dse.search._distinct import DistinctSampler
 from accel_dse.search._space import DesignSpace
 
-__all__ = ["SAMPLERS", "check_sampler", "make_sampler", "takes_constraints"]
+__all__ = ["SAMPLERS", "check_sampler", "make_sampler", "takes_constraints", "relative_excess",
+           "PenalisedCmaEsSampler"]
 
 SAMPLERS: tuple[str, ...] = ("tpe", "nsga2", "cmaes", "random", "grid", "rl")
-_WITH_CONSTRAINTS = ("tpe", "nsga2", "rl")
+_WITH_CONSTRAINTS = ("tpe", "nsga2", "rl", "cmaes", "random")
 
 
 def check_sampler(name: str, space: DesignSpace) -> None:
@@ -52,29 +64,82 @@ def takes_constraints(name: str) -> bool:
     return name in _WITH_CONSTRAINTS
 
 
-def _constraint_values(trial: FrozenTrial) -> Sequence[float]:
-    return trial.user_attrs.get("constraint_values", ())
+def relative_excess(values: Sequence[float], space: DesignSpace) -> list[float]:
+    """Constraint values (``<= 0`` met, the excess otherwise) divided by each bound's magnitude."""
+    return [float(v) / abs(c.bound) if c.bound != 0 else float(v)
+            for v, c in zip(values, space.constraints, strict=False)]
 
 
-def make_sampler(name: str, space: DesignSpace, *, seed: int | None = None) -> optuna.samplers.BaseSampler:
-    """Build the Optuna sampler called ``name`` for ``space`` (not for ``grid``)."""
+class PenalisedCmaEsSampler(optuna.samplers.CmaEsSampler):
+    """CMA-ES that learns from designs that break a constraint.
+
+    CMA-ES takes no constraints: a violating trial that ended FAIL taught it nothing, and one
+    that ended COMPLETE with its true (often better) value would pull it into the infeasible
+    region. Here every COMPLETE trial that breaks a constraint is shown to CMA-ES (only to it:
+    the study keeps the true value) as worse than every feasible trial, ordered by its total
+    relative excess. CMA-ES ranks a generation, so only this order matters.
+    """
+
+    def __init__(self, space: DesignSpace, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._space = space
+
+    def after_trial(
+        self, study: optuna.Study, trial: FrozenTrial, state: optuna.trial.TrialState, values: Sequence[float] | None
+    ) -> None:
+        """Forwarded to the independent sampler (CMA-ES's own would warn that it ignores constraints: not here)."""
+        self._independent_sampler.after_trial(study, trial, state, values)
+
+    def _excess(self, trial: FrozenTrial) -> float:
+        return sum(max(0.0, v) for v in relative_excess(trial.user_attrs.get("constraint_values") or (), self._space))
+
+    def _get_trials(self, study: optuna.Study) -> list[FrozenTrial]:
+        trials = super()._get_trials(study)
+        if not self._space.constraints:
+            return trials
+        sign = 1.0 if study.direction == optuna.study.StudyDirection.MINIMIZE else -1.0
+        excess = [self._excess(t) for t in trials]
+        feasible = [sign * float(t.value) for t, e in zip(trials, excess, strict=True) if e == 0]
+        base = max(feasible) if feasible else 0.0
+        out = []
+        for t, e in zip(trials, excess, strict=True):
+            if e > 0:
+                t = copy.deepcopy(t)
+                t.value = sign * (base + 1.0 + e)
+            out.append(t)
+        return out
+
+
+def make_sampler(name: str, space: DesignSpace, *, seed: int | None = None) -> DistinctSampler:
+    """Build the sampler called ``name`` for ``space`` (not for ``grid``), wrapped in a :class:`DistinctSampler`.
+
+    CMA-ES and the RL agent record per-trial state tied to the values they drew, so a repeat is
+    only drawn again; the others may also move to a neighbouring unseen design.
+    """
+    inner = _make_inner(name, space, seed=seed)
+    retries = 4 if name == "tpe" else 16  # a TPE draw rebuilds its density model: costly
+    return DistinctSampler(inner, space, retries=retries, neighbours=name not in ("cmaes", "rl"), seed=seed)
+
+
+def _make_inner(name: str, space: DesignSpace, *, seed: int | None = None) -> optuna.samplers.BaseSampler:
     check_sampler(name, space)
-    constraints = _constraint_values if space.constraints else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if name == "tpe":
-            return optuna.samplers.TPESampler(seed=seed, constraints_func=constraints, n_startup_trials=10)
+            # Multivariate (also for several objectives, where Optuna's default is independent):
+            # the good designs sit on a ridge where clock, array size and bandwidth trade off.
+            return optuna.samplers.TPESampler(seed=seed, n_startup_trials=10,
+                                              multivariate=True, constant_liar=True)
         if name == "nsga2":
             population = max(8, min(50, 4 * len(space.free_params)))
-            return optuna.samplers.NSGAIISampler(
-                seed=seed, constraints_func=constraints, population_size=population
-            )
+            return optuna.samplers.NSGAIISampler(seed=seed, population_size=population)
         if name == "cmaes":
-            return optuna.samplers.CmaEsSampler(
+            return PenalisedCmaEsSampler(
+                space,
                 seed=seed,
                 with_margin=True,
                 warn_independent_sampling=False,
-                independent_sampler=optuna.samplers.RandomSampler(seed=seed),
+                independent_sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=10),
             )
         if name == "random":
             return optuna.samplers.RandomSampler(seed=seed)

@@ -19,6 +19,7 @@ in a directory that does not exist.
 from __future__ import annotations
 
 import dataclasses
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -185,7 +186,7 @@ def _open_rdb(spec: StorageSpec, heartbeat_interval: int | None, grace_period: i
                     "grace_period": grace,
                     "heartbeat_stale_trial_callback": RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
                 }
-            storage = RDBStorage(spec.url, engine_kwargs=engine_kwargs, **heartbeat)
+            storage = _create_rdb(spec.url, engine_kwargs, heartbeat)
         if spec.kind == "sqlite" and spec.path is not None:
             _tune_sqlite(storage)
         return storage
@@ -199,6 +200,30 @@ def _open_rdb(spec: StorageSpec, heartbeat_interval: int | None, grace_period: i
         raise StorageError(f"cannot open storage {spec.display!r}: {detail}") from None
     except RuntimeError as exc:  # Optuna's schema-version check
         raise StorageError(f"cannot use storage {spec.display!r}: {_first_line(exc)}") from None
+
+
+#: Attempts at opening an RDB storage whose tables another process is creating at the same moment.
+_SCHEMA_ATTEMPTS = 4
+
+
+def _create_rdb(url: str, engine_kwargs: dict[str, Any], heartbeat: dict[str, Any]) -> RDBStorage:
+    """``RDBStorage(url, ...)``, retried when workers that start together race to create the tables.
+
+    On a fresh PostgreSQL database two processes creating Optuna's schema at once can collide
+    (``duplicate key value violates unique constraint "pg_type_typname_nsp_index"``); the loser
+    waits a moment and opens the tables the winner made.
+    """
+    import sqlalchemy.exc
+
+    attempt = 0
+    while True:
+        try:
+            return RDBStorage(url, engine_kwargs=engine_kwargs, **heartbeat)
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+            attempt += 1
+            if attempt >= _SCHEMA_ATTEMPTS:
+                raise
+            time.sleep(0.5 * attempt)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:

@@ -99,7 +99,7 @@ def test_infeasible_and_invalid_designs_fail_with_reason(tmp_path, monkeypatch):
     space = make_space(params=params)
     result = _sweep(tmp_path, space, monkeypatch, n=24)
     for t in result.study.get_trials():
-        config = t.params
+        config = space.field_values(t.params)
         if config["input_bits"] == 16 and config["acc_bits"] == 24:
             assert t.state == TrialState.FAIL and t.user_attrs["status"] == "invalid"
             assert "acc_bits must be an integer in [2 * input_bits = 32, 64], not 24" in t.user_attrs["reason"]
@@ -123,10 +123,13 @@ def test_constraint_violation_complete_or_fail_by_sampler():
     for complete, expected in ((True, TrialState.COMPLETE), (False, TrialState.FAIL)):
         objective = SweepObjective(space, standin_evaluator(space), constraints_complete=complete)
         study.enqueue_trial({"log2_rows": 6, "log2_cols": 6, "dataflow": "ws", "log2_weight_sram_kib": 3,
-                             "dram_bytes_per_cycle": 4.0, "clock_mhz": 200.0, "double_buffered": True})
+                             "idx_dram_bytes_per_cycle": 0, "clock_mhz": 200.0, "double_buffered": True})
         study.optimize(objective, n_trials=1, catch=(TrialFailed,))
         t = study.trials[-1]
         area = t.user_attrs["metrics"]["area_mm2"]
         assert t.state == expected and area > 0.5
         assert t.user_attrs["constraint_values"] == [pytest.approx(area - 0.5)]
         assert t.user_attrs["status"] == "constraint" and "area_mm2 <= 0.5 violated" in t.user_attrs["reason"]
+        assert t.user_attrs["config"]["dram_bytes_per_cycle"] == 4.0
+        if complete:  # Optuna's constraint record, relative to the bound (what the samplers see)
+            assert t.constraints == {"0": pytest.approx(area / 0.5 - 1)}

@@ -22,6 +22,7 @@ from optuna.trial import FrozenTrial, TrialState
 from accel_dse.search import SweepConfig, open_storage, parse_storage, run_sweep
 
 SCRIPT = str(HERE / "search_testlib.py")
+N_FREE = len(make_space().free_params)
 
 
 def _study(url: str) -> optuna.Study | None:
@@ -47,8 +48,9 @@ def _wait_mid_trial(url: str, proc: subprocess.Popen, *, completes: int, timeout
         if study is not None:
             trials = study.get_trials(deepcopy=False)
             done = [t for t in trials if t.state == TrialState.COMPLETE]
+            # All its parameters recorded: the design is drawn and being evaluated (the stand-in sleeps).
             mine = [t for t in trials if t.state == TrialState.RUNNING and t.user_attrs.get("pid") == proc.pid
-                    and "config" in t.user_attrs]
+                    and len(t.params) == N_FREE]
             if len(done) >= completes and mine:
                 return mine[0]
         time.sleep(0.05)
@@ -136,7 +138,7 @@ def _wait_mid_trial_any(url: str, proc: subprocess.Popen, timeout: float = 90) -
         study = _study(url)
         if study is not None:
             running = [t for t in study.get_trials(deepcopy=False)
-                       if t.state == TrialState.RUNNING and "config" in t.user_attrs]
+                       if t.state == TrialState.RUNNING and len(t.params) == N_FREE]
             done = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
             if running and len(done) >= 2:
                 return running[0].number
