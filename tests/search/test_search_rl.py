@@ -53,20 +53,24 @@ def _trial(values, params, status="ok", state=TrialState.COMPLETE, cv=None):
     )
 
 
-def test_rewards_order_feasible_then_violations_then_failures():
-    space = make_space(constraints=["area_mm2 <= 1"])
-    sampler = PolicyGradientSampler(space, seed=0)
+def test_rewards_penalise_violations_by_their_relative_excess():
+    space = make_space(constraints=["area_mm2 <= 2"])
+    sampler = PolicyGradientSampler(space, seed=0, penalty=2.0)
     p = {"log2_rows": 2}
     trials = [
-        _trial([1e-9], p, cv=[-0.5]),  # best
+        _trial([1e-9], p, cv=[-0.5]),
         _trial([1e-6], p, cv=[-0.1]),
-        _trial([1e-12], p, status="constraint", cv=[0.5]),  # would be best but breaks the constraint
-        _trial([1e-12], p, status="constraint", cv=[3.0]),  # breaks it further
+        _trial([1e-12], p, status="constraint", cv=[0.5]),  # 25 % over the 2 mm^2 budget
+        _trial([1e-12], p, status="constraint", cv=[6.0]),  # 300 % over
+        _trial([1e-9], p, status="constraint", cv=[0.2]),  # as good as the first, 10 % over
         _trial(None, p, status="infeasible", state=TrialState.FAIL),
     ]
     r = sampler._rewards(trials)
-    assert r[0] > r[1] > r[2] > r[3] > r[4]
-    assert r[0] - r[1] == pytest.approx(np.log(1e-6) - np.log(1e-9))
+    by_hand = [-np.log(1e-9), -np.log(1e-6), -np.log(1e-12) - 2.0 * 0.25, -np.log(1e-12) - 2.0 * 3.0,
+               -np.log(1e-9) - 2.0 * 0.1]
+    assert r[:5] == pytest.approx(by_hand, rel=1e-12)
+    assert r[0] > r[4]  # the same objective value over the budget earns less
+    assert r[5] == pytest.approx(min(by_hand) - 1.0)  # a design the model cannot run: below everything
 
 
 def test_one_update_moves_the_policy_towards_the_better_choice():
