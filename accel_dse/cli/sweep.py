@@ -2,7 +2,8 @@
 
 ``accel-dse sweep`` alone runs the shipped ``edge-int8`` space for 200 trials into
 ``sqlite:///runs/edge-int8/study.db`` and prints the best designs; the same command again
-continues the same study. See docs/sweep.md.
+continues the same study. ``--verify-top K`` then checks the K best designs in RTL simulation
+and synthesis (``accel_dse.verify``) and exits 1 if one fails. See docs/sweep.md.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ DEFAULT_TRIALS = 200
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from accel_dse.verify import DEFAULT_SCALE, DEFAULT_SIMULATOR
+
     parser = sub.add_parser(
         "sweep",
         help="search a design space (Optuna samplers or the RL agent); resumable, multi-worker",
@@ -51,6 +54,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="grid sampler: best designs written into the study for one objective (default 20)")
     parser.add_argument("--grid-table", default=None, metavar="FILE.npz",
                         help="grid sampler: also save every design's objective values here")
+    parser.add_argument("--verify-top", default=None, metavar="K",
+                        help="after the search, simulate the K best designs in RTL (Pareto set first) and synthesise "
+                        "them, as accel-dse verify; results go into the study; exit 1 if one fails")
+    parser.add_argument("--verify-simulator", choices=("verilator", "icarus"), default=DEFAULT_SIMULATOR,
+                        help="simulator of --verify-top (default %(default)s)")
+    parser.add_argument("--verify-scale", default=None, metavar="F",
+                        help=f"--verify-top: shrink each op's M and batch by F in (0, 1] (default {DEFAULT_SCALE:g})")
+    parser.add_argument("--verify-work-dir", default=None, metavar="DIR",
+                        help="--verify-top: simulation builds and runs (default ~/.cache/accel-dse/sim)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     parser.add_argument("--list-spaces", action="store_true", help="list the shipped spaces and exit")
@@ -129,7 +141,10 @@ def _sweep(args: argparse.Namespace) -> int:
         grid_table=grid_table,
     )
     top = _int("--top", args.top)
+    verify = _verify_options(args)
     spec = validate_sweep(config)
+    if verify is not None and spec.kind == "memory":
+        raise SearchError("--verify-top needs a storage that outlives the sweep, not 'memory:'")
     if args.storage is not None:
         check_location(spec)
     if grid_table is not None and not grid_table.parent.is_dir():
@@ -151,11 +166,60 @@ def _sweep(args: argparse.Namespace) -> int:
         )
         return 130
     summary = result.summary(top=top or 5)
+    failed: list[Any] = []
+    if verify is not None:
+        results = _verify_top(storage, study_name, verify)
+        summary["verification"] = [r.to_dict() for r in results]
+        failed = [r for r in results if not r.passed]
     if args.json:
         emit_json(summary)
-        return 0
-    _print_summary(result, summary, summary_table)
-    return 0
+    else:
+        _print_summary(result, summary, summary_table)
+        if verify is not None:
+            passed = len(summary["verification"]) - len(failed)
+            emit(f"RTL verification: {passed}/{len(summary['verification'])} designs passed "
+                 f"({verify['simulator']}, scale {verify['scale']:g}); results recorded in study {study_name!r}")
+    for r in failed:
+        line = f"RTL VERIFICATION FAILED: trial {r.trial} ({r.design}, {r.config_hash}): {r.status}: {r.reason}"
+        if args.json:
+            sys.stderr.write(f"accel-dse: {line}\n")
+        else:
+            emit(line)
+    return 1 if failed else 0
+
+
+def _verify_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The checked ``--verify-*`` options (``None`` without ``--verify-top``); the simulator must be installed."""
+    if args.verify_top is None:
+        for option, value in (("--verify-scale", args.verify_scale), ("--verify-work-dir", args.verify_work_dir)):
+            if value is not None:
+                raise SearchError(f"{option} needs --verify-top K")
+        return None
+    from accel_dse.simulate import find_simulator
+    from accel_dse.verify import DEFAULT_SCALE
+
+    k = _int("--verify-top", args.verify_top)
+    scale = DEFAULT_SCALE
+    if args.verify_scale is not None:
+        try:
+            scale = float(args.verify_scale)
+        except ValueError:
+            scale = math.nan
+        if not 0 < scale <= 1:
+            raise SearchError(f"--verify-scale must be a number in (0, 1], not {args.verify_scale!r}")
+    find_simulator(args.verify_simulator)  # a missing simulator is reported before the search, not after it
+    return {"k": k, "scale": scale, "simulator": args.verify_simulator, "work_dir": args.verify_work_dir}
+
+
+def _verify_top(storage: str, study_name: str, verify: dict[str, Any]) -> list[Any]:
+    """RTL-simulate and synthesise the best designs of the study (accel_dse.verify), progress on stderr."""
+    from accel_dse.verify import verify_top
+
+    return verify_top(
+        storage, study_name, verify["k"], scale=verify["scale"], simulator=verify["simulator"],
+        work_dir=verify["work_dir"],
+        progress=lambda line: print(f"accel-dse sweep: verify: {line}", file=sys.stderr, flush=True),
+    )
 
 
 def _evaluator(space: Any) -> Any:
