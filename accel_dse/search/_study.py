@@ -71,7 +71,7 @@ def check_compatible(study: optuna.Study, space: DesignSpace, *, where: str) -> 
         if other:
             raise SearchError(
                 f"study {study.study_name!r} in {where} was written by an older accel-dse that searched the "
-                f"parameters under other names ({other[0]!r} is not one of {space.source}'s now); "
+                f"parameters under other names ({other[0]!r} is not a parameter of {space.source} any more); "
                 "use another --study name"
             )
         break
