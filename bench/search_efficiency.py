@@ -165,7 +165,7 @@ def main() -> None:
     print("-" * len(header))
     medians: dict[str, float] = {}
     medians5: dict[str, float] = {}
-    for sampler in args.samplers.split(","):
+    for sampler in [s for s in args.samplers.split(",") if s]:
         curves, seconds, repeats = [], [], []
         for seed in range(seeds):
             t0 = time.perf_counter()

@@ -99,7 +99,7 @@ class PenalisedCmaEsSampler(optuna.samplers.CmaEsSampler):
             return trials
         sign = 1.0 if study.direction == optuna.study.StudyDirection.MINIMIZE else -1.0
         excess = [self._excess(t) for t in trials]
-        feasible = [sign * float(t.value) for t, e in zip(trials, excess, strict=True) if e == 0]
+        feasible = [sign * t.value for t, e in zip(trials, excess, strict=True) if e == 0 and t.value is not None]
         base = max(feasible) if feasible else 0.0
         out = []
         for t, e in zip(trials, excess, strict=True):

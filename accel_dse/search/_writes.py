@@ -50,10 +50,9 @@ def _upsert_attrs(session: Any, backend: Any, model_cls: Any, trial_id: int, att
         for key, value in attrs.items():
             backend._set_trial_attr_without_commit(session, model_cls, trial_id, key, value)
         return
-    if name == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-    else:
-        from sqlalchemy.dialects.postgresql import insert
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    insert: Any = sqlite.insert if name == "sqlite" else postgresql.insert
     rows = [{"trial_id": trial_id, "key": key, "value_json": json.dumps(value)} for key, value in attrs.items()]
     statement = insert(model_cls).values(rows)
     session.execute(statement.on_conflict_do_update(
