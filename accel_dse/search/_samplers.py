@@ -24,20 +24,16 @@ in different units (mm^2, W) add up sensibly (TPE and NSGA-II read it as Optuna'
 
 from __future__ import annotations
 
-import copy
 import warnings
 from collections.abc import Sequence
-from typing import Any
 
 import optuna
-from optuna.trial import FrozenTrial
 
 from accel_dse.errors import SearchError
 from accel_dse.search._distinct import DistinctSampler
 from accel_dse.search._space import DesignSpace
 
-__all__ = ["SAMPLERS", "check_sampler", "make_sampler", "takes_constraints", "relative_excess",
-           "PenalisedCmaEsSampler"]
+__all__ = ["SAMPLERS", "check_sampler", "make_sampler", "takes_constraints", "relative_excess"]
 
 SAMPLERS: tuple[str, ...] = ("tpe", "nsga2", "cmaes", "random", "grid", "rl")
 _WITH_CONSTRAINTS = ("tpe", "nsga2", "rl", "cmaes", "random")
@@ -70,46 +66,6 @@ def relative_excess(values: Sequence[float], space: DesignSpace) -> list[float]:
             for v, c in zip(values, space.constraints, strict=False)]
 
 
-class PenalisedCmaEsSampler(optuna.samplers.CmaEsSampler):
-    """CMA-ES that learns from designs that break a constraint.
-
-    CMA-ES takes no constraints: a violating trial that ended FAIL taught it nothing, and one
-    that ended COMPLETE with its true (often better) value would pull it into the infeasible
-    region. Here every COMPLETE trial that breaks a constraint is shown to CMA-ES (only to it:
-    the study keeps the true value) as worse than every feasible trial, ordered by its total
-    relative excess. CMA-ES ranks a generation, so only this order matters.
-    """
-
-    def __init__(self, space: DesignSpace, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._space = space
-
-    def after_trial(
-        self, study: optuna.Study, trial: FrozenTrial, state: optuna.trial.TrialState, values: Sequence[float] | None
-    ) -> None:
-        """Forwarded to the independent sampler (CMA-ES's own would warn that it ignores constraints: not here)."""
-        self._independent_sampler.after_trial(study, trial, state, values)
-
-    def _excess(self, trial: FrozenTrial) -> float:
-        return sum(max(0.0, v) for v in relative_excess(trial.user_attrs.get("constraint_values") or (), self._space))
-
-    def _get_trials(self, study: optuna.Study) -> list[FrozenTrial]:
-        trials = super()._get_trials(study)
-        if not self._space.constraints:
-            return trials
-        sign = 1.0 if study.direction == optuna.study.StudyDirection.MINIMIZE else -1.0
-        excess = [self._excess(t) for t in trials]
-        feasible = [sign * t.value for t, e in zip(trials, excess, strict=True) if e == 0 and t.value is not None]
-        base = max(feasible) if feasible else 0.0
-        out = []
-        for t, e in zip(trials, excess, strict=True):
-            if e > 0:
-                t = copy.deepcopy(t)
-                t.value = sign * (base + 1.0 + e)
-            out.append(t)
-        return out
-
-
 def make_sampler(name: str, space: DesignSpace, *, seed: int | None = None) -> DistinctSampler:
     """Build the sampler called ``name`` for ``space`` (not for ``grid``), wrapped in a :class:`DistinctSampler`.
 
@@ -134,6 +90,8 @@ def _make_inner(name: str, space: DesignSpace, *, seed: int | None = None) -> op
             population = max(8, min(50, 4 * len(space.free_params)))
             return optuna.samplers.NSGAIISampler(seed=seed, population_size=population)
         if name == "cmaes":
+            from accel_dse.search._cmaes import PenalisedCmaEsSampler
+
             return PenalisedCmaEsSampler(
                 space,
                 seed=seed,
