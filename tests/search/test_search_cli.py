@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from conftest import SMALL_SPACE_TOML, standin_evaluator
+from search_testlib import SMALL_SPACE_TOML, standin_evaluator
 
 from accel_dse.search import SweepConfig, load_space, run_sweep
 
@@ -144,7 +144,7 @@ def test_grid_through_the_cli_on_the_real_model(run_cli, in_tmp):
 def test_progress_lines_on_a_pipe(tmp_path):
     import io
 
-    from conftest import make_space
+    from search_testlib import make_space
 
     from accel_dse.search._progress import Progress
 

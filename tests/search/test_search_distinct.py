@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import optuna
 import pytest
-from conftest import make_space, standin_evaluator
 from optuna.trial import TrialState
+from search_testlib import make_space, standin_evaluator
 
 from accel_dse.errors import SearchError
 from accel_dse.search import SweepConfig, open_study, run_sweep

@@ -8,8 +8,8 @@ import numpy as np
 import optuna
 import pytest
 import standin_model
-from conftest import WORKLOAD_A, WORKLOAD_B, make_space, standin_evaluator
 from optuna.trial import TrialState
+from search_testlib import WORKLOAD_A, WORKLOAD_B, make_space, standin_evaluator
 
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.errors import SearchError

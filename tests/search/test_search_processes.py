@@ -16,8 +16,8 @@ from pathlib import Path
 
 import optuna
 import pytest
-from conftest import HERE, make_space, standin_evaluator
 from optuna.trial import FrozenTrial, TrialState
+from search_testlib import HERE, make_space, standin_evaluator
 
 from accel_dse.search import SweepConfig, open_storage, parse_storage, run_sweep
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import optuna
 import pytest
-from conftest import SMALL_SPACE, make_space
 from optuna.trial import TrialState
+from search_testlib import SMALL_SPACE, make_space
 
 from accel_dse.search._rl import MAX_BINS, PolicyGradientSampler, _param_actions, pareto_ranks
 

@@ -8,8 +8,8 @@ import socket
 
 import numpy as np
 import pytest
-from conftest import SMALL_SPACE, make_space, standin_evaluator
 from optuna.trial import TrialState
+from search_testlib import SMALL_SPACE, make_space, standin_evaluator
 
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.errors import SearchError

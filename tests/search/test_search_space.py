@@ -6,8 +6,8 @@ import itertools
 import math
 
 import pytest
-from conftest import SMALL_SPACE, make_space
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from search_testlib import SMALL_SPACE, make_space
 
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.errors import ConfigError

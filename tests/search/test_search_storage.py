@@ -9,8 +9,8 @@ import time
 
 import optuna
 import pytest
-from conftest import make_space
 from optuna.trial import TrialState
+from search_testlib import make_space
 
 from accel_dse.errors import SearchError, StorageError
 from accel_dse.search import budget_used, fail_dead_trials, open_storage, open_study, parse_storage
