@@ -56,6 +56,15 @@ class HostPort:
         self.clock = Clock(self.sig["clk"], self.period_ns, unit="ns", impl="gpi")
         self.clock.start()  # cocotb 2: the clock keeps its own task
 
+    async def clock_alive(self) -> bool:
+        """Whether the clock still toggles (restarting it if not); used after a watchdog fired."""
+        timer = Timer(4 * self.period_ns, unit="ns")
+        if await First(self.falling, timer) is not timer:
+            return True
+        self.clock.stop()
+        self.clock.start()
+        return False
+
     async def reset(self) -> None:
         """Drive every input to 0 and hold reset for ``reset_cycles`` (Icarus starts with X)."""
         for logical in ("sel", "addr", "wdata", "we", "m", "k", "n", "accumulate", "start"):
@@ -173,7 +182,8 @@ async def run_program(dut: Any) -> None:
         except OpError as exc:
             error = str(exc)
             cycles, ofmap = np.full(len(rows), -1, dtype=np.int64), b""
-            await port.reset()
+            if not await port.clock_alive():
+                error += "; the clock had stopped toggling (a simulator fault) and was restarted"
         raw = OpRaw(
             cycles=cycles,
             ofmap=np.frombuffer(ofmap, dtype=np.uint8).reshape(-1, width),
@@ -181,4 +191,6 @@ async def run_program(dut: Any) -> None:
             sim_cycles=int(round((get_sim_time("ns") - sim) / period)),
             error=error,
         )
-        write_op_result(results, index, raw)
+        write_op_result(results, index, raw)  # before any recovery, so the error is on record
+        if error:
+            await port.reset()
