@@ -112,8 +112,11 @@ class SweepObjective:
         return TrialFailed(f"{status}: {reason}")
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
-        # Written before the evaluation: a trial whose worker dies is still attributed to it.
-        write_attrs(trial, {**self._identity, "sampler": self.sampler})
+        # Written before the evaluation, with the drawn design in one transaction: a trial whose
+        # worker dies is still attributed to it.
+        drawn = trial.relative_params  # the whole design, drawn at once by the sweep's samplers
+        write_params(trial, {p.name: drawn[p.name] for p in self.space.free_params if p.name in drawn},
+                     self.space.distributions(), user={**self._identity, "sampler": self.sampler})
         attrs: dict[str, Any] = {}
         system: dict[str, Any] = {}
         try:
@@ -130,8 +133,6 @@ class SweepObjective:
     def _run(self, trial: optuna.Trial, attrs: dict[str, Any], system: dict[str, Any]) -> float | list[float]:
         space = self.space
         free = space.free_params
-        drawn = trial.relative_params  # the whole design, drawn at once by the sweep's samplers
-        write_params(trial, {p.name: drawn[p.name] for p in free if p.name in drawn}, space.distributions())
         params = {p.name: suggest(trial, p) for p in free}
         try:
             config = space.design(params)

@@ -27,11 +27,12 @@ from typing import Any, TextIO
 
 import optuna
 from optuna.storages import BaseStorage
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import TrialState
 
 from accel_dse.errors import AccelDseError, SearchError
 from accel_dse.search._grid import GridResult, add_grid_trials, grid_search
 from accel_dse.search._interrupt import deferred_interrupts, interrupt_requested
+from accel_dse.search._loop import run_trials
 from accel_dse.search._objective import Evaluator, SweepObjective, TrialFailed
 from accel_dse.search._progress import Progress
 from accel_dse.search._samplers import check_sampler, make_sampler, takes_constraints
@@ -139,14 +140,13 @@ def _quiet_optuna() -> Iterator[None]:
 
 
 class _Budget:
-    """Optuna callback: stop the worker once the study holds ``n_trials`` counted trials."""
+    """Stop condition of a worker: the study holds ``n_trials`` counted trials, or Ctrl-C / SIGTERM."""
 
     def __init__(self, n_trials: int) -> None:
         self.n_trials = n_trials
 
-    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        if interrupt_requested() or budget_used(study) >= self.n_trials:
-            study.stop()
+    def __call__(self, study: optuna.Study) -> bool:
+        return interrupt_requested() or budget_used(study) >= self.n_trials
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,19 +174,16 @@ def _work(job: _WorkerJob, storage: BaseStorage | None = None, progress: Progres
         return 0
     objective = SweepObjective(job.space, job.evaluator, constraints_complete=takes_constraints(job.sampler),
                                sampler=job.sampler)
-    ran = [0]
 
-    def count(study: optuna.Study, trial: FrozenTrial) -> None:
-        ran[0] += 1
+    def drawn(study: optuna.Study) -> None:
         if progress is not None:
             progress.update(study)
 
-    study.optimize(
-        objective, timeout=job.timeout, catch=(TrialFailed,), callbacks=[_Budget(job.n_trials), count]
-    )
+    ran = run_trials(study, objective, catch=(TrialFailed,), stop=_Budget(job.n_trials), after_trial=drawn,
+                     timeout=job.timeout)
     if interrupt_requested():
         raise KeyboardInterrupt
-    return ran[0]
+    return ran
 
 
 def _worker_entry(job: _WorkerJob, results: Any) -> None:

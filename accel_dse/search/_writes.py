@@ -4,7 +4,7 @@ Through Optuna's public trial API every parameter and every attribute is its own
 call, and on an RDB storage (SQLite, PostgreSQL) each call is a transaction: a model-only
 sweep trial made about 19 of them (7 parameters, about 10 user attributes, the state, the
 constraints) and SQLite ran at about 20 trials/s. On an RDB storage these helpers write the
-same rows in one transaction per group (all the parameters a sampler drew at once; the
+same rows in one transaction per group (all the parameters a sampler drew at once with the
 attributes known at the start of a trial; those known at its end), through the storage's own
 row-writing methods, so what is stored is exactly what the per-call API would store. On
 other storages (journal, in-memory), or if the Optuna internals they rely on are not there,
@@ -13,6 +13,7 @@ they fall back to the per-call API.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -50,14 +51,24 @@ def _upsert_attrs(session: Any, backend: Any, model_cls: Any, trial_id: int, att
         for key, value in attrs.items():
             backend._set_trial_attr_without_commit(session, model_cls, trial_id, key, value)
         return
+    rows = [{"trial_id": trial_id, "key": key, "value_json": json.dumps(value)} for key, value in attrs.items()]
+    session.execute(_upsert_statement(name, model_cls), rows)
+
+
+@functools.cache
+def _upsert_statement(dialect: str, model_cls: Any) -> Any:
+    """``INSERT ... ON CONFLICT (trial_id, key) DO UPDATE`` for ``model_cls``, executed with many rows.
+
+    One statement object per table, so SQLAlchemy compiles it once (a ``VALUES`` list built per
+    call is compiled again for every row count: that was most of the cost of these writes).
+    """
     from sqlalchemy.dialects import postgresql, sqlite
 
-    insert: Any = sqlite.insert if name == "sqlite" else postgresql.insert
-    rows = [{"trial_id": trial_id, "key": key, "value_json": json.dumps(value)} for key, value in attrs.items()]
-    statement = insert(model_cls).values(rows)
-    session.execute(statement.on_conflict_do_update(
+    insert: Any = sqlite.insert if dialect == "sqlite" else postgresql.insert
+    statement = insert(model_cls)
+    return statement.on_conflict_do_update(
         index_elements=[model_cls.trial_id, model_cls.key], set_={"value_json": statement.excluded.value_json}
-    ))
+    )
 
 
 def write_attrs(trial: optuna.Trial, user: Mapping[str, Any], system: Mapping[str, Any] | None = None) -> None:
@@ -88,16 +99,24 @@ def write_attrs(trial: optuna.Trial, user: Mapping[str, Any], system: Mapping[st
     trial._cached_frozen_trial.user_attrs.update(user)
 
 
-def write_params(trial: optuna.Trial, params: Mapping[str, Any], distributions: Mapping[str, BaseDistribution]) -> None:
-    """Record ``params`` (Optuna values, each within its distribution) in one transaction on RDB storages.
+def write_params(
+    trial: optuna.Trial,
+    params: Mapping[str, Any],
+    distributions: Mapping[str, BaseDistribution],
+    user: Mapping[str, Any] | None = None,
+) -> None:
+    """Record ``params`` (Optuna values, each within its distribution) and user attributes ``user``.
 
-    Afterwards ``trial.suggest_*`` returns the recorded values without another write. Values
-    outside their distribution, and every value on other storages, are left to ``suggest_*``.
+    On RDB storages both go in one transaction. Afterwards ``trial.suggest_*`` returns the
+    recorded values without another write. Values outside their distribution, and every value
+    on other storages, are left to ``suggest_*``; ``user`` is then written by :func:`write_attrs`.
     Each distribution is checked against the one the study already uses for that name, as
     Optuna does.
     """
+    user = user or {}
     rdb = _rdb(trial)
     if rdb is None:
+        write_attrs(trial, user)
         return
     cache, backend, session_of = rdb
     frozen = trial._cached_frozen_trial
@@ -113,6 +132,7 @@ def write_params(trial: optuna.Trial, params: Mapping[str, Any], distributions: 
         if dist._contains(internal):
             todo[name] = (value, internal, dist)
     if len(todo) < 2:
+        write_attrs(trial, user)
         return
     from optuna.distributions import check_distribution_compatibility, distribution_to_json
     from optuna.storages._rdb import models
@@ -133,6 +153,8 @@ def write_params(trial: optuna.Trial, params: Mapping[str, Any], distributions: 
             check_distribution_compatibility(previous, dist)
             session.add(models.TrialParamModel(trial_id=trial_id, param_name=name, param_value=internal,
                                                distribution_json=distribution_to_json(dist)))
+        _upsert_attrs(session, backend, models.TrialUserAttributeModel, trial_id, user)
+    frozen.user_attrs.update(user)
     with cache._lock:
         if info is not None:
             for name, (_, _, dist) in todo.items():

@@ -104,8 +104,10 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_fail_dead_trials_fails_and_requeues_only_dead_local_workers(tmp_path):
-    storage = open_storage(parse_storage(f"journal:{tmp_path}/j.log"))
+@pytest.mark.parametrize("kind", ["journal", "sqlite"])  # budget_used reads the trials / counts rows in SQL
+def test_fail_dead_trials_fails_and_requeues_only_dead_local_workers(tmp_path, kind):
+    url = f"journal:{tmp_path}/j.log" if kind == "journal" else f"sqlite:///{tmp_path}/s.db"
+    storage = open_storage(parse_storage(url))
     space = make_space()
     study = open_study(storage, "x", space, where="test")
     me = worker_identity()
@@ -133,6 +135,16 @@ def test_fail_dead_trials_fails_and_requeues_only_dead_local_workers(tmp_path):
     # The failure that is being retried is not counted twice against --trials.
     assert budget_used(study) == 2
     assert fail_dead_trials(study) == []
+    # The retry runs and fails too: it is queued again, and the chain still counts once.
+    again = study.ask()
+    assert study.get_trials()[again.number].system_attrs["failed_trial"] == dead.number
+    again.set_user_attr("host", me["host"])
+    again.set_user_attr("pid", _dead_pid())
+    assert budget_used(study) == 3  # dead (retried, not counted), alive, remote, the running retry
+    assert fail_dead_trials(study) == [again.number]
+    assert budget_used(study) == 2
+    third = [t for t in study.get_trials() if t.state == TrialState.WAITING]
+    assert len(third) == 1 and third[0].system_attrs["retry_history"] == [dead.number, again.number]
 
 
 def test_process_alive():
