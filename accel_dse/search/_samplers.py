@@ -12,6 +12,10 @@ name       what                                                                 
 ``grid``   exhaustive: every point scored by the vectorised model, not a loop   filtered
            of trials (see :mod:`accel_dse.search._grid`)
 ``rl``     policy-gradient agent written with JAX (:mod:`accel_dse.search._rl`) in the reward
+``bo``     Bayesian optimisation: GPs on the log objective and each constraint, GP constraint models
+           constrained log-EI over the unseen designs, ParEGO for several      (P(feasible))
+           objectives, kriging believer for parallel workers
+           (:mod:`accel_dse.search._bo`)
 =========  ===================================================================  ===================
 
 Every loop sampler is wrapped in :class:`~accel_dse.search._distinct.DistinctSampler`, so no
@@ -35,8 +39,8 @@ from accel_dse.search._space import DesignSpace
 
 __all__ = ["SAMPLERS", "check_sampler", "make_sampler", "takes_constraints", "relative_excess"]
 
-SAMPLERS: tuple[str, ...] = ("tpe", "nsga2", "cmaes", "random", "grid", "rl")
-_WITH_CONSTRAINTS = ("tpe", "nsga2", "rl", "cmaes", "random")
+SAMPLERS: tuple[str, ...] = ("tpe", "nsga2", "cmaes", "random", "grid", "rl", "bo")
+_WITH_CONSTRAINTS = ("tpe", "nsga2", "rl", "cmaes", "random", "bo")
 
 
 def check_sampler(name: str, space: DesignSpace) -> None:
@@ -47,7 +51,7 @@ def check_sampler(name: str, space: DesignSpace) -> None:
         names = ", ".join(o.name for o in space.objectives)
         raise SearchError(
             f"sampler cmaes takes a single objective, not {len(space.objectives)} ({names}); "
-            "use tpe, nsga2, random, rl or grid"
+            "use tpe, nsga2, random, rl, bo or grid"
         )
     if name != "grid" and not space.free_params:
         raise SearchError(f"{space.source} has no free parameter to search (every field is fixed)")
@@ -70,11 +74,12 @@ def make_sampler(name: str, space: DesignSpace, *, seed: int | None = None) -> D
     """Build the sampler called ``name`` for ``space`` (not for ``grid``), wrapped in a :class:`DistinctSampler`.
 
     CMA-ES and the RL agent record per-trial state tied to the values they drew, so a repeat is
-    only drawn again; the others may also move to a neighbouring unseen design.
+    only drawn again; the others may also move to a neighbouring unseen design. ``bo`` proposes
+    unseen designs itself (it scores only designs the study does not hold).
     """
     inner = _make_inner(name, space, seed=seed)
-    retries = 4 if name == "tpe" else 16  # a TPE draw rebuilds its density model: costly
-    return DistinctSampler(inner, space, retries=retries, neighbours=name not in ("cmaes", "rl"), seed=seed)
+    retries = 4 if name in ("tpe", "bo") else 16  # a TPE or BO draw refits its models: costly
+    return DistinctSampler(inner, space, retries=retries, neighbours=name not in ("cmaes", "rl", "bo"), seed=seed)
 
 
 def _make_inner(name: str, space: DesignSpace, *, seed: int | None = None) -> optuna.samplers.BaseSampler:
@@ -105,4 +110,8 @@ def _make_inner(name: str, space: DesignSpace, *, seed: int | None = None) -> op
             from accel_dse.search._rl import PolicyGradientSampler
 
             return PolicyGradientSampler(space, seed=seed)
+        if name == "bo":
+            from accel_dse.search._bo import BayesOptSampler
+
+            return BayesOptSampler(space, seed=seed)
     raise SearchError(f"sampler {name!r} does not run as a loop of trials")

@@ -1,0 +1,470 @@
+"""``bo``: Bayesian optimisation with Gaussian processes and constraint models, as an Optuna sampler.
+
+* **Encoding**: every free parameter to coordinates in [0, 1]: ordered values (a pow2
+  exponent, a numeric choice's position, an integer or real range, log ranges in log space)
+  as one normalised coordinate, unordered categories (dataflow, booleans) one-hot.
+* **Surrogates** (:mod:`accel_dse.search._gp`): a GP (Matern-5/2, ARD) on the log objective
+  (sign-flipped for a maximised one), one GP per constraint on ``log(metric / bound)`` (so
+  ``<= 0`` is met), and, once a design has failed (infeasible, invalid, non-finite), a GP on
+  the failure indicator (1 failed, 0 ran) read as the probability that a design runs.
+* **Acquisition**: constrained expected improvement, in logs: ``log EI`` over the best
+  feasible value plus ``log P(constraint <= 0)`` of every constraint plus ``log P(runs)``;
+  before any feasible design, the probability of feasibility alone.
+* **Candidates**: a finite space of up to :data:`MAX_GRID` points is enumerated; the points not
+  yet evaluated are scored (a random :data:`MAX_CANDIDATES` of them when more, plus every one-
+  and two-step neighbour of the best designs); otherwise random designs plus those neighbours
+  (continuous reals: sampled values and small moves around the best).
+* **Several objectives**: ParEGO: each trial draws a random weight vector and scalarises the
+  normalised log objectives (augmented Chebyshev), then the single-objective machinery runs.
+* **Parallel workers**: the RUNNING trials of other workers enter every GP at their predicted
+  mean (kriging believer), so their variance there collapses and workers spread out.
+* **Start-up**: ``n_startup`` random designs before the first GP.
+
+No state is kept outside the study (besides the random generator): a resumed run or another
+worker refits its GPs from the stored trials.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.study import Study
+from optuna.trial import FrozenTrial, TrialState
+from threadpoolctl import ThreadpoolController
+
+from accel_dse.search._distinct import REPEATABLE_STATUS
+from accel_dse.search._gp import GaussianProcess, fit_gp, log_expected_improvement, log_prob_below
+from accel_dse.search._space import DesignSpace
+
+__all__ = ["BayesOptSampler", "Encoder", "MAX_GRID", "MAX_CANDIDATES", "parego_scalarise"]
+
+#: A finite space up to this many points is enumerated once.
+MAX_GRID = 200_000
+#: Candidates scored per trial (random unseen designs; the neighbours of the best come on top).
+MAX_CANDIDATES = 20_000
+#: Most trials the GPs condition on: the best half by objective, the rest drawn at random.
+MAX_TRAIN = 300
+#: FAIL statuses that teach the failure model (the design itself cannot run or is invalid).
+_FAILED_STATUS = ("infeasible", "invalid", "non-finite", "constraint")
+#: Range of a constraint's log(metric / bound) the GPs see (e^4 = 55x the bound).
+_G_CLIP = 4.0
+_CONTROLLER: ThreadpoolController | None = None
+
+
+def _single_thread() -> Any:
+    """Limit BLAS to one thread: with small matrices, OpenBLAS's threads cost 10-25x (measured)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Axis:
+    """One free parameter: its Optuna values (finite) or range (continuous) and its coordinates."""
+
+    name: str
+    dist: BaseDistribution
+    values: tuple[Any, ...] | None  # finite: every Optuna value in order
+    coords: np.ndarray | None  # finite ordered: coordinate in [0, 1] of each value
+    onehot: bool
+
+    @property
+    def size(self) -> int:
+        return len(self.values) if self.values is not None else 0
+
+    @property
+    def width(self) -> int:
+        return self.size if self.onehot else 1
+
+
+def _axis(name: str, dist: BaseDistribution) -> _Axis:
+    if isinstance(dist, CategoricalDistribution):
+        return _Axis(name, dist, tuple(dist.choices), None, True)
+    if isinstance(dist, IntDistribution):
+        values: list[Any] = list(range(dist.low, dist.high + 1, dist.step))
+    elif isinstance(dist, FloatDistribution) and dist.step is not None:
+        count = int(round((dist.high - dist.low) / dist.step)) + 1
+        values = [dist.low + i * dist.step for i in range(count)]
+    else:
+        return _Axis(name, dist, None, None, False)
+    raw = np.asarray(values, dtype=float)
+    if getattr(dist, "log", False):
+        raw = np.log(raw)
+    span = raw[-1] - raw[0]
+    coords = (raw - raw[0]) / span if span > 0 else np.zeros_like(raw)
+    return _Axis(name, dist, tuple(values), coords, False)
+
+
+class Encoder:
+    """Designs as position vectors and as points of the unit cube.
+
+    A design's *position* holds, per free parameter, the index of its value (finite
+    parameters) or its coordinate in [0, 1] (continuous reals). :meth:`encode` maps positions
+    to the GP's inputs: one coordinate per ordered parameter, one-hot for a categorical one.
+
+    Args:
+        space: The design space.
+    """
+
+    def __init__(self, space: DesignSpace) -> None:
+        self.axes = [_axis(name, dist) for name, dist in space.distributions().items()]
+        self.dim = sum(a.width for a in self.axes)
+        self.finite = all(a.values is not None for a in self.axes)
+        self.sizes = [a.size for a in self.axes]
+
+    def position(self, params: dict[str, Any]) -> np.ndarray | None:
+        """Position of Optuna ``params`` (``None`` if a parameter is missing or out of the space)."""
+        out = np.empty(len(self.axes))
+        for i, a in enumerate(self.axes):
+            if a.name not in params:
+                return None
+            v = params[a.name]
+            if a.onehot:
+                if v not in a.values:  # type: ignore[operator]
+                    return None
+                out[i] = a.values.index(v)  # type: ignore[union-attr]
+            elif a.values is not None:
+                out[i] = int(np.argmin(np.abs(np.asarray(a.values, dtype=float) - float(v))))
+            else:
+                out[i] = self._unit(a, float(v))
+        return out
+
+    @staticmethod
+    def _unit(a: _Axis, v: float) -> float:
+        d = a.dist
+        lo, hi, x = float(d.low), float(d.high), v  # type: ignore[attr-defined]
+        if getattr(d, "log", False):
+            lo, hi, x = math.log(lo), math.log(hi), math.log(v)
+        return min(max((x - lo) / (hi - lo), 0.0), 1.0) if hi > lo else 0.0
+
+    def params(self, pos: np.ndarray) -> dict[str, Any]:
+        """Optuna parameter values of position ``pos``."""
+        out: dict[str, Any] = {}
+        for a, p in zip(self.axes, pos, strict=True):
+            if a.values is not None:
+                out[a.name] = a.values[int(round(p))]
+                continue
+            d = a.dist
+            lo, hi = float(d.low), float(d.high)  # type: ignore[attr-defined]
+            if getattr(d, "log", False):
+                value = math.exp(math.log(lo) + p * (math.log(hi) - math.log(lo)))
+            else:
+                value = lo + p * (hi - lo)
+            out[a.name] = float(min(max(value, lo), hi))
+        return out
+
+    def encode(self, positions: np.ndarray) -> np.ndarray:
+        """Unit-cube inputs (m, :attr:`dim`) of positions (m, number of free parameters)."""
+        positions = np.atleast_2d(positions)
+        x = np.zeros((len(positions), self.dim))
+        col = 0
+        for i, a in enumerate(self.axes):
+            p = positions[:, i]
+            if a.onehot:
+                x[np.arange(len(p)), col + p.astype(np.int64)] = 1.0
+            elif a.coords is not None:
+                x[:, col] = a.coords[p.astype(np.int64)]
+            else:
+                x[:, col] = p
+            col += a.width
+        return x
+
+    def random(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` random positions: uniform in each parameter's coordinate (log scale for log ranges)."""
+        out = np.empty((n, len(self.axes)))
+        for i, a in enumerate(self.axes):
+            if a.onehot:
+                out[:, i] = rng.integers(0, a.size, n)
+            elif a.coords is not None:
+                u = rng.random(n)
+                right = np.clip(np.searchsorted(a.coords, u), 1, a.size - 1) if a.size > 1 else np.zeros(n, int)
+                left = np.maximum(right - 1, 0)
+                nearer_left = np.abs(a.coords[left] - u) <= np.abs(a.coords[right] - u)
+                out[:, i] = np.where(nearer_left, left, right)
+            else:
+                out[:, i] = rng.random(n)
+        return out
+
+    def grid(self) -> np.ndarray:
+        """Every position of a finite space (last parameter fastest)."""
+        return np.stack(np.meshgrid(*[np.arange(s) for s in self.sizes], indexing="ij"), -1).reshape(
+            -1, len(self.axes)).astype(float)
+
+    def grid_index(self, positions: np.ndarray) -> np.ndarray:
+        """Mixed-radix index of finite positions in :meth:`grid`."""
+        index = np.zeros(len(positions), dtype=np.int64)
+        for i, s in enumerate(self.sizes):
+            index = index * s + positions[:, i].astype(np.int64)
+        return index
+
+    def moves(self, pos: np.ndarray, rng: np.random.Generator) -> list[tuple[int, float]]:
+        """Single-parameter moves from ``pos``: (parameter, new position)."""
+        out: list[tuple[int, float]] = []
+        for i, a in enumerate(self.axes):
+            p = pos[i]
+            if a.onehot:
+                out += [(i, float(j)) for j in range(a.size) if j != p]
+            elif a.values is not None:
+                steps = {1, max(1, a.size // 16)}
+                out += [(i, p + s) for s in steps for s in (s, -s) if 0 <= p + s < a.size]
+            else:
+                out += [(i, float(np.clip(p + d, 0.0, 1.0))) for d in (-0.05, 0.05, *rng.normal(0, 0.02, 4))]
+        return out
+
+    def neighbours(self, pos: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Every design one or two moves away from ``pos``."""
+        moves = self.moves(pos, rng)
+        rows = []
+        for i, v in moves:
+            row = pos.copy()
+            row[i] = v
+            rows.append(row)
+        for (i, v), (j, w) in itertools.combinations(moves, 2):
+            if i != j:
+                row = pos.copy()
+                row[i], row[j] = v, w
+                rows.append(row)
+        return np.asarray(rows) if rows else np.empty((0, len(self.axes)))
+
+
+def parego_scalarise(values: np.ndarray, weights: np.ndarray, rho: float = 0.05) -> np.ndarray:
+    """Augmented Chebyshev scalarisation of minimised ``values`` (n, k) normalised to [0, 1] per column.
+
+    ``s = max_j w_j f_j + rho * sum_j w_j f_j`` (Knowles, ParEGO, IEEE TEC 2006).
+    """
+    lo, hi = values.min(0), values.max(0)
+    f = (values - lo) / np.where(hi > lo, hi - lo, 1.0)
+    return (f * weights).max(1) + rho * (f * weights).sum(1)
+
+
+def _log_values(values: np.ndarray, signs: np.ndarray) -> np.ndarray:
+    """Signed objectives to minimise: ``sign * log(v)`` per column whose values are all positive."""
+    out = values * signs
+    for j in range(values.shape[1]):
+        if np.all(values[:, j] > 0):
+            out[:, j] = signs[j] * np.log(values[:, j])
+    return out
+
+
+class BayesOptSampler(optuna.samplers.BaseSampler):
+    """Constrained Bayesian optimisation with GPs (see the module docstring).
+
+    Args:
+        space: The design space (free parameters, objectives, constraints).
+        seed: Seed of the start-up designs, candidate sets, ParEGO weights and fit restarts.
+        n_startup: Random designs before the GPs take over.
+        max_candidates: Candidates scored per trial (see :data:`MAX_CANDIDATES`).
+        max_train: Most trials the GPs condition on (see :data:`MAX_TRAIN`).
+        fit_points: Most trials the GP hyperparameters are fitted on.
+    """
+
+    def __init__(
+        self,
+        space: DesignSpace,
+        *,
+        seed: int | None = None,
+        n_startup: int = 10,
+        max_candidates: int = MAX_CANDIDATES,
+        max_train: int = MAX_TRAIN,
+        fit_points: int = 150,
+    ) -> None:
+        self._space = space
+        self._enc = Encoder(space)
+        self._rng = np.random.default_rng(seed)
+        self._n_startup = n_startup
+        self._max_candidates = max_candidates
+        self._max_train = max_train
+        self._fit_points = fit_points
+        self._grid: np.ndarray | None = None
+        self._grid_x: np.ndarray | None = None
+        if self._enc.finite and math.prod(self._enc.sizes) <= MAX_GRID:
+            self._grid = self._enc.grid()
+            self._grid_x = self._enc.encode(self._grid)
+        self._fallback = optuna.samplers.RandomSampler(seed=seed)
+
+    # -- the study's trials ----------------------------------------------------------------------
+    def _relative(self, trial: FrozenTrial) -> list[float] | None:
+        stored = trial.system_attrs.get("constraints")
+        if stored is not None and len(stored) == len(self._space.constraints):
+            return [float(v) for v in stored]
+        values = trial.user_attrs.get("constraint_values")
+        if values is None or len(values) != len(self._space.constraints):
+            return None
+        return [float(v) / abs(c.bound) if c.bound != 0 else float(v)
+                for v, c in zip(values, self._space.constraints, strict=True)]
+
+    def _g(self, relative: Sequence[float]) -> list[float]:
+        """``log(metric / bound)`` of each constraint (``<= 0`` met) from its relative excess, clipped."""
+        out = []
+        for rel, c in zip(relative, self._space.constraints, strict=True):
+            if c.bound > 0 and c.op == "<=":
+                g = math.log(max(1.0 + rel, 1e-12))  # metric / bound = 1 + rel
+            elif c.bound > 0:
+                g = -math.log(max(1.0 - rel, 1e-12))  # metric / bound = 1 - rel
+            else:
+                g = rel
+            out.append(min(max(g, -_G_CLIP), _G_CLIP))
+        return out
+
+    def _gather(self, study: Study, current: FrozenTrial) -> dict[str, Any]:
+        enc = self._enc
+        done_pos, done_vals, done_g = [], [], []
+        failed, pending, seen = [], [], []
+        for t in study.get_trials(deepcopy=False):
+            if t.number == current.number:
+                continue
+            pos = enc.position(t.params)
+            if pos is None:
+                continue
+            if t.state == TrialState.RUNNING:
+                pending.append(pos)
+                seen.append(pos)
+            elif t.state == TrialState.COMPLETE and t.values is not None:
+                rel = self._relative(t) if self._space.constraints else []
+                if rel is None:
+                    continue
+                done_pos.append(pos)
+                done_vals.append(t.values)
+                done_g.append(self._g(rel))
+                seen.append(pos)
+            elif t.state == TrialState.FAIL:
+                status = t.user_attrs.get("status")
+                if status in _FAILED_STATUS:
+                    failed.append(pos)
+                if status not in (*REPEATABLE_STATUS, None):
+                    seen.append(pos)
+        width = len(enc.axes)
+        k, c = len(self._space.objectives), len(self._space.constraints)
+        as_array = lambda rows, w: np.asarray(rows, dtype=float).reshape(len(rows), w)  # noqa: E731
+        return {
+            "pos": as_array(done_pos, width), "values": as_array(done_vals, k), "g": as_array(done_g, c),
+            "failed": as_array(failed, width), "pending": as_array(pending, width), "seen": as_array(seen, width),
+        }
+
+    # -- candidates --------------------------------------------------------------------------------
+    def _candidates(self, seen: np.ndarray, best: np.ndarray) -> np.ndarray:
+        enc, rng = self._enc, self._rng
+        near = [enc.neighbours(p, rng) for p in best]
+        if self._grid is not None:
+            free = np.ones(len(self._grid), dtype=bool)
+            if len(seen):
+                free[enc.grid_index(seen)] = False
+            index = np.flatnonzero(free)
+            if len(index) > self._max_candidates:
+                index = rng.choice(index, self._max_candidates, replace=False)
+                if near:
+                    extra = enc.grid_index(np.vstack(near))
+                    index = np.union1d(index, extra[free[extra]])
+            return index  # grid rows
+        pool = np.vstack([enc.random(rng, self._max_candidates), *near])
+        keys = {tuple(np.round(p, 9)) for p in seen}
+        keep = [i for i, p in enumerate(pool) if tuple(np.round(p, 9)) not in keys]
+        return pool[keep]
+
+    def _encode_candidates(self, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self._grid is not None:
+            return self._grid[cand], self._grid_x[cand]  # type: ignore[index]
+        return cand, self._enc.encode(cand)
+
+    # -- the BaseSampler interface ---------------------------------------------------------------
+    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        """Every free parameter of the space: a trial's design is chosen whole."""
+        return self._space.distributions()
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        """The unseen candidate design of highest constrained expected improvement."""
+        if not search_space:
+            return {}
+        with _single_thread():
+            params = self._propose(study, trial)
+        return {name: params[name] for name in search_space if name in params}
+
+    def _propose(self, study: Study, trial: FrozenTrial) -> dict[str, Any]:
+        data = self._gather(study, trial)
+        enc, rng = self._enc, self._rng
+        n_done = len(data["pos"])
+        if n_done + len(data["failed"]) < self._n_startup or n_done < 2:
+            return self._random_unseen(data["seen"])
+        x = enc.encode(data["pos"])
+        feasible = np.all(data["g"] <= 0, axis=1) if data["g"].shape[1] else np.ones(n_done, dtype=bool)
+        signs = np.array([o.sign for o in self._space.objectives])
+        y = _log_values(data["values"], signs)
+        if y.shape[1] > 1:
+            y = parego_scalarise(y, rng.dirichlet(np.ones(y.shape[1])))
+        else:
+            y = y[:, 0]
+        excess = np.maximum(data["g"], 0).sum(1) if data["g"].shape[1] else np.zeros(n_done)
+        key = (y - y.mean()) / (y.std() or 1.0) + 10.0 * excess
+        train = self._train_subset(key)
+        xt = x[train]
+        pend = enc.encode(data["pending"]) if len(data["pending"]) else np.empty((0, enc.dim))
+
+        def fit(target: np.ndarray, inputs: np.ndarray = xt) -> GaussianProcess:
+            gp = fit_gp(inputs, target, rng=rng, fit_points=self._fit_points, restarts=1, maxiter=50)
+            return gp.with_points(pend)
+
+        objective = fit(y[train])
+        constraints = [fit(data["g"][train, j]) for j in range(data["g"].shape[1])]
+        fail_gp = None
+        if len(data["failed"]):
+            fx = enc.encode(data["failed"])
+            if len(fx) > self._max_train // 2:
+                fx = fx[rng.choice(len(fx), self._max_train // 2, replace=False)]
+            fail_gp = fit(np.concatenate([np.zeros(len(xt)), np.ones(len(fx))]), np.vstack([xt, fx]))
+
+        order = np.argsort(key)[:5]
+        cand = self._candidates(data["seen"], data["pos"][order])
+        positions, cx = self._encode_candidates(cand)
+        if len(positions) == 0:
+            return self._random_unseen(data["seen"])
+        score = np.zeros(len(positions))
+        for gp in constraints:
+            mean, std = gp.predict(cx, fast=True)
+            score += log_prob_below(mean, std, 0.0)
+        if fail_gp is not None:
+            mean, std = fail_gp.predict(cx, fast=True)
+            score += log_prob_below(mean, std, 0.5)
+        if feasible.any():
+            mean, std = objective.predict(cx, fast=True)
+            score += log_expected_improvement(mean, std, float(y[feasible].min()))
+        top = np.flatnonzero(score >= score.max() - 1e-12)
+        return enc.params(positions[rng.choice(top)])
+
+    def _train_subset(self, key: np.ndarray) -> np.ndarray:
+        n = len(key)
+        if n <= self._max_train:
+            return np.arange(n)
+        order = np.argsort(key)
+        half = self._max_train // 2
+        rest = self._rng.choice(order[half:], self._max_train - half, replace=False)
+        return np.concatenate([order[:half], rest])
+
+    def _random_unseen(self, seen: np.ndarray) -> dict[str, Any]:
+        enc = self._enc
+        keys = {tuple(np.round(p, 9)) for p in seen}
+        draws = enc.random(self._rng, 64)
+        for p in draws:
+            if tuple(np.round(p, 9)) not in keys:
+                return enc.params(p)
+        return enc.params(draws[0])  # nearly exhausted: the wrapper draws again
+
+    def sample_independent(
+        self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
+    ) -> Any:
+        """Parameters outside the space (none in a sweep) are sampled at random."""
+        return self._fallback.sample_independent(study, trial, param_name, param_distribution)
+
+    def reseed_rng(self) -> None:
+        """Fresh randomness (Optuna calls this for thread workers)."""
+        self._rng = np.random.default_rng()
+        self._fallback.reseed_rng()
