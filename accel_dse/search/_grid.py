@@ -169,8 +169,9 @@ def add_grid_trials(study: optuna.Study, space: DesignSpace, evaluator: ModelEva
         seen.add(config.config_hash)
         ev = evaluator.evaluate(config)
         metrics = {m: coerce_finite(v) for m, v in ev.metrics.items()}
-        values = [metrics[o.metric] for o in space.objectives]
-        if any(v is None for v in values):
+        maybe = [metrics[o.metric] for o in space.objectives]
+        values = [v for v in maybe if v is not None]
+        if len(values) != len(maybe):
             continue
         user_attrs: dict[str, Any] = {
             "sampler": "grid",

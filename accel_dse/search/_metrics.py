@@ -12,8 +12,15 @@ import dataclasses
 import difflib
 import math
 import re
+from typing import TYPE_CHECKING, TypeVar
 
 from accel_dse.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: A metric's value: one design's (float) or a column of designs' (the grid's arrays).
+_V = TypeVar("_V", float, "np.ndarray")
 
 __all__ = [
     "METRIC_NAMES",
@@ -92,8 +99,8 @@ class Constraint:
     op: str
     bound: float
 
-    def violation(self, value: float) -> float:
-        """Optuna-style constraint value: ``<= 0`` when satisfied, the excess otherwise."""
+    def violation(self, value: _V) -> _V:
+        """Optuna-style constraint value: ``<= 0`` when satisfied, the excess otherwise (elementwise on arrays)."""
         return value - self.bound if self.op == "<=" else self.bound - value
 
     def __str__(self) -> str:

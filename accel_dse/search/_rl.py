@@ -305,8 +305,8 @@ class PolicyGradientSampler(optuna.samplers.BaseSampler):
         epochs = self._epochs if self._updates else self._epochs * 4
         self._trained_upto = len(trials)
         recent = trials[-WINDOW:]
-        episodes = [(t, self._episode(t)) for t in recent]
-        episodes = [(t, e) for t, e in episodes if e is not None]
+        drawn = [(t, self._episode(t)) for t in recent]
+        episodes = [(t, e) for t, e in drawn if e is not None]
         if len(episodes) < 2:
             return
         rewards = self._rewards([t for t, _ in episodes])

@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeGuard
 
 import numpy as np
 from optuna.distributions import (
@@ -65,16 +65,18 @@ _SCALES = ("linear", "log", "pow2")
 _BASE = {"rows": 1, "cols": 1, "input_bits": 8, "acc_bits": 32}
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _is_pow2(value: object) -> bool:
-    return _is_number(value) and float(value).is_integer() and value >= 1 and (int(value) & (int(value) - 1)) == 0
+    if not _is_number(value) or not float(value).is_integer() or value < 1:
+        return False
+    return (int(value) & (int(value) - 1)) == 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,9 +253,9 @@ class DesignSpace:
         return {p.field: p.values[0] for p in self.params if not p.is_free}
 
     @property
-    def directions(self) -> list[str]:
+    def directions(self) -> list[Literal["minimize", "maximize"]]:
         """Optuna study directions, one per objective."""
-        return [o.direction for o in self.objectives]
+        return ["maximize" if o.direction == "maximize" else "minimize" for o in self.objectives]
 
     @property
     def is_multi_objective(self) -> bool:
@@ -486,7 +488,7 @@ def _check_value(field: str, value: object, where: str) -> Any:
     """Check one value of ``field`` on its own; return it normalised (floats for float fields)."""
     if field in _FLOAT_FIELDS and _is_int(value):
         value = float(value)
-    base = dict(_BASE)
+    base: dict[str, Any] = dict(_BASE)
     if field == "input_bits":
         base["acc_bits"] = 64
     base[field] = value
