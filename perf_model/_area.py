@@ -224,6 +224,7 @@ class AreaCoefficients:
 
     def pe_um2(self, input_bits: Any, acc_bits: Any, dataflow: Any = 0) -> np.ndarray:
         """Area of one PE at 45 nm, µm^2: the sum of :meth:`pe_breakdown_um2` (vectorised)."""
+        # typeshed types sum() as "item | Literal[0]" (the empty case); the breakdown is never empty.
         return sum(self.pe_breakdown_um2(input_bits, acc_bits, dataflow).values())  # type: ignore[return-value]
 
     def sram_um2_per_bit(self) -> float:

@@ -102,8 +102,8 @@ def plan_tiles(config: ArrayConfig, gemm: Gemm | Conv2d) -> TilePlan:
     df = int(designs.dataflow[0])
     ok = bool(block.feasible[0, 0])
     mt, kt, nt = (int(v) for v in np.asarray(block.tile[:, 0, 0]))
-    order = tuple(order_names(df, int(block.order[0, 0])).split(","))
+    outer, middle, inner = order_names(df, int(block.order[0, 0])).split(",")
     return TilePlan(
         status="ok" if ok else "infeasible", reason=block.failure(0, 0), m=g.m, k=g.k, n=g.n,
-        mt=mt, kt=kt, nt=nt, order=order, dataflow=df, rows=config.rows, cols=config.cols,  # type: ignore[arg-type]
+        mt=mt, kt=kt, nt=nt, order=(outer, middle, inner), dataflow=df, rows=config.rows, cols=config.cols,
     )

@@ -113,7 +113,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
     opa = op_arrays(ops)
     designs = DesignArrays.from_configs([config])
     block = evaluate_block(designs, opa, energy or DEFAULT_ENERGY, area or area_coefficients())
-    tot = totals(block, designs.rows, designs.cols)
+    tot, breakdown = totals(block, designs.rows, designs.cols)
     pes = config.rows * config.cols
     df = int(designs.dataflow[0])
     results = []
@@ -123,6 +123,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
         total = float(block.total_cycles[0, o])
         macs = int(block.macs[0, o])
         m, k, n = (int(v) for v in opa.gemm[:, o])
+        mt, kt, nt = (int(v) for v in block.tile[:, 0, o])
         results.append(OpResult(
             name=op_name,
             status="ok" if ok else "infeasible",
@@ -130,7 +131,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
             count=opa.counts[o],
             instances=int(opa.instances[o]),
             gemm=(m, k, n),
-            tile=tuple(int(v) for v in block.tile[:, 0, o]),  # type: ignore[arg-type]
+            tile=(mt, kt, nt),
             loop_order=order_names(df, int(block.order[0, o])),
             folds=int(round(float(block.folds[0, o]))),
             compute_cycles=compute,
@@ -156,7 +157,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
     for key in ("sram_read_bytes", "sram_write_bytes", "latency_s", "area_mm2", "power_w", "tops",
                 "tops_per_w", "edp"):
         total_dict[key] = float(tot[key][0])
-    total_dict["energy_breakdown"] = {p: float(v[0]) for p, v in tot["breakdown"].items()}  # type: ignore[union-attr]
+    total_dict["energy_breakdown"] = {p: float(v[0]) for p, v in breakdown.items()}
     first_bad = next((r for r in results if r.status != "ok"), None)
     return WorkloadResult(
         design=config, workload=name, status="ok" if feasible else "infeasible",

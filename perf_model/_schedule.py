@@ -47,6 +47,8 @@ _ORDER_ARRAY = np.array(ORDERS, dtype=np.int64)  # (6, 3): mapped dim at each lo
 _ORDER_INVERSE = np.argsort(_ORDER_ARRAY, axis=1)  # (6, 3): loop position of each mapped dim
 _FIRST, _MID, _LAST = 0, 1, 2  # run classes along one loop: first index, middle ones, last one
 _CLASSES = (_FIRST, _MID, _LAST)
+# Every run class of a 3-deep loop nest (class along positions 0, 1, 2), in product order.
+_CLASS_TRIPLES: tuple[tuple[int, int, int], ...] = tuple((a, b, c) for a, b, c in product(_CLASSES, repeat=3))
 
 
 @dataclass
@@ -122,7 +124,7 @@ def _shape_cycles(p: Problem, z: np.ndarray) -> np.ndarray:
 
 # Boolean helpers that fold Python constants away, so static parts of the class logic cost nothing.
 def _or(*xs: Bool) -> Bool:
-    arrays = [x for x in xs if x is not False]
+    arrays: list[Bool] = [x for x in xs if x is not False]
     if any(x is True for x in arrays):
         return True
     if not arrays:
@@ -134,7 +136,7 @@ def _or(*xs: Bool) -> Bool:
 
 
 def _and(*xs: Bool) -> Bool:
-    arrays = [x for x in xs if x is not True]
+    arrays: list[Bool] = [x for x in xs if x is not True]
     if any(x is False for x in arrays):
         return False
     if not arrays:
@@ -346,7 +348,7 @@ def _roofline_rho_inner(rc: _RunClasses, last_cyc: np.ndarray) -> _Exposure:
     """
     many = rc.many
     overlapped = np.zeros(rc.n_elem)
-    for cats in product(_CLASSES, repeat=3):
+    for cats in _CLASS_TRIPLES:
         c0, c1, c2 = cats
         tb0, tb1 = rc.tile(0, cats), rc.tile(1, cats)
         if c2 != _FIRST:  # position 2 moved: both inputs reload
@@ -382,9 +384,9 @@ def _roofline_any_order(rc: _RunClasses, is_out: np.ndarray) -> _Exposure:
     many = rc.many
     outp = [is_out[0], is_out[1], is_out[2]]
     overlapped = np.zeros(rc.n_elem)
-    first: dict[str, np.ndarray] = {}
+    first: dict[str, np.ndarray | float] = {}
     final: dict[str, np.ndarray | float] = {"cyc": 0.0, "x": 0.0, "store": 0.0}
-    for cats in product(_CLASSES, repeat=3):
+    for cats in _CLASS_TRIPLES:
         count = rc.runs(cats)
         cyc = rc.cycles(cats)
         is_last = [rc.is_last[cats[j]][j] for j in range(3)]
@@ -424,5 +426,5 @@ def _roofline_any_order(rc: _RunClasses, is_out: np.ndarray) -> _Exposure:
             final["cyc"] = final["cyc"] + w * cyc
             final["x"] = final["x"] + w * x
             final["store"] = final["store"] + w * store
-    return _Exposure(overlapped, first["cyc"], first["x"], np.asarray(first["load"]), np.asarray(final["cyc"]),
-                     np.asarray(final["x"]), np.asarray(final["store"]))
+    return _Exposure(overlapped, np.asarray(first["cyc"]), np.asarray(first["x"]), np.asarray(first["load"]),
+                     np.asarray(final["cyc"]), np.asarray(final["x"]), np.asarray(final["store"]))

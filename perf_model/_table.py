@@ -91,11 +91,13 @@ class DesignTable:
         return out
 
 
-def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
+def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Sum a block's per design-op results over its ops and derive the per-design metrics.
 
-    A design whose sums are not finite (a model bug: tests check it never happens) comes out
-    infeasible; ``failed_finite`` marks it so the caller can say so.
+    Returns ``(columns, breakdown)``: the per-design metrics by name, and the energy of each
+    part of :data:`ENERGY_PARTS` (pJ). A design whose sums are not finite (a model bug: tests
+    check it never happens) comes out infeasible; the column ``failed_finite`` marks it so the
+    caller can say so.
     """
     feasible = block.feasible.all(axis=1)
     compute_sum = block.compute_cycles.sum(axis=1)
@@ -134,9 +136,8 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.nda
         if name != "feasible":
             clean = np.where(feasible, values, 0)
             out[name] = np.nan_to_num(clean, nan=0.0, posinf=0.0, neginf=0.0).astype(values.dtype)
-    out["breakdown"] = {k: np.where(feasible, v, 0.0) for k, v in breakdown.items()}  # type: ignore[assignment]
     out["failed_finite"] = failed_finite
-    return out
+    return out, {k: np.where(feasible, v, 0.0) for k, v in breakdown.items()}
 
 
 def evaluate_designs(
@@ -172,6 +173,7 @@ def evaluate_designs(
     perm = np.argsort(key, kind="stable")
     bounds = np.searchsorted(key[perm], np.arange(5))
     parts: list[dict[str, np.ndarray]] = []
+    breakdowns: list[dict[str, np.ndarray]] = []
     reasons: list[str] = [""] * n
     for group in range(4):
         members = perm[bounds[group]:bounds[group + 1]]
@@ -184,12 +186,14 @@ def evaluate_designs(
             else:
                 chunk = designs.take(index)
             block = evaluate_block(chunk, opa, energy, area, allow_spill=allow_spill)
-            parts.append(totals(block, chunk.rows, chunk.cols))
+            columns, breakdown = totals(block, chunk.rows, chunk.cols)
+            parts.append(columns)
+            breakdowns.append(breakdown)
             for i, text in block.first_failures().items():
                 reasons[int(index[i])] = text
-            for i in np.flatnonzero(parts[-1].pop("failed_finite")):
-                reasons[int(index[i])] = "model error: a non-finite result (a perf_model bug; please report it)"
-    table = _concat(parts, reasons, n)
+            for j in np.flatnonzero(parts[-1].pop("failed_finite")):
+                reasons[int(index[j])] = "model error: a non-finite result (a perf_model bug; please report it)"
+    table = _concat(parts, breakdowns, reasons, n)
     if (perm == np.arange(n)).all():
         return table
     inverse = np.empty(n, dtype=np.int64)
@@ -205,7 +209,9 @@ def _permute(table: DesignTable, index: np.ndarray, reasons: list[str]) -> Desig
                        **values)
 
 
-def _concat(parts: list[dict[str, np.ndarray]], reasons: list[str], n: int) -> DesignTable:
+def _concat(
+    parts: list[dict[str, np.ndarray]], breakdowns: list[dict[str, np.ndarray]], reasons: list[str], n: int
+) -> DesignTable:
     if not parts:
         empty = {f.name: np.zeros(0) for f in fields(DesignTable) if f.name not in ("reason", "energy_breakdown")}
         empty["feasible"] = np.zeros(0, dtype=bool)
@@ -214,5 +220,5 @@ def _concat(parts: list[dict[str, np.ndarray]], reasons: list[str], n: int) -> D
         return DesignTable(reason=[], energy_breakdown={k: np.zeros(0) for k in ENERGY_PARTS}, **empty)
     keys = [f.name for f in fields(DesignTable) if f.name not in ("reason", "energy_breakdown")]
     columns = {k: np.concatenate([p[k] for p in parts]) for k in keys}
-    breakdown = {k: np.concatenate([p["breakdown"][k] for p in parts]) for k in ENERGY_PARTS}  # type: ignore[index]
+    breakdown = {k: np.concatenate([b[k] for b in breakdowns]) for k in ENERGY_PARTS}
     return DesignTable(reason=reasons, energy_breakdown=breakdown, **columns)

@@ -61,7 +61,7 @@ from perf_model._problem import GEMM_MAPPED, Problem, row_index, take_rows
 __all__ = ["Tiling", "choose_tiles", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile", "fits_contract"]
 
 #: Loop orders (outer -> inner) over mapped dims r 0, c 1, s 2; a tiling stores the index.
-ORDERS: tuple[tuple[int, int, int], ...] = tuple(permutations(range(3)))  # type: ignore[assignment]
+ORDERS: tuple[tuple[int, int, int], ...] = tuple((a, b, c) for a, b, c in permutations(range(3)))
 _ORDER_INDEX = {order: i for i, order in enumerate(ORDERS)}
 #: Grid sizes per candidate family, log-spaced from the smallest tile to the whole dim.
 GRID_LEVELS = 7
@@ -85,11 +85,16 @@ _SPILL_FREE: dict[int, tuple[_Family, ...]] = {
     0: ((1, 2, 0, _LEVELS, True, False), (0, 1, 2, _WHOLE, False, True), (0, 2, 1, _WHOLE, False, True)),
     2: ((0, 1, 2, _LEVELS, True, False), (2, 0, 1, _WHOLE, False, True), (2, 1, 0, _WHOLE, False, True)),
 }
-# Order with dim rho moved innermost (the others keep their relative order), by order index.
-_RHO_INNER = {
-    rho: np.array([_ORDER_INDEX[tuple(x for x in o if x != rho) + (rho,)] for o in ORDERS])
-    for rho in (0, 2)
-}
+
+
+def _rho_last(order: tuple[int, int, int], rho: int) -> tuple[int, int, int]:
+    """``order`` with dim ``rho`` moved innermost (the others keep their relative order)."""
+    a, b = (x for x in order if x != rho)
+    return (a, b, rho)
+
+
+# Order with dim rho moved innermost, by order index.
+_RHO_INNER = {rho: np.array([_ORDER_INDEX[_rho_last(o, rho)] for o in ORDERS]) for rho in (0, 2)}
 
 
 @dataclass
@@ -134,7 +139,7 @@ class _Search:
         self.run_overhead = float(timing.RUN_OVERHEAD)
         self.weight = p.bytes * (1.0 + p.is_out)  # the output costs 2f - 1: f writes, f - 1 reads
         self.base = self.weight - p.out_bytes  # the innermost operand's cost (f = 1), minus the 1
-        self._grid: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._grid: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
 
     def grid(self, dim: int, level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """``(tile, tile count, folds per tile)`` along ``dim`` at grid ``level`` (0 smallest,
@@ -224,7 +229,7 @@ class _Search:
 
     def compute_proxy(self, n: dict[int, np.ndarray | float]) -> np.ndarray:
         """Compute cycles up to a per-op constant (tie-break only): fold and run overheads."""
-        return n[2] * (self.fold_work + n[0] * n[1] * self.run_overhead)  # type: ignore[return-value]
+        return n[2] * (self.fold_work + n[0] * n[1] * self.run_overhead)
 
 
 def choose_tiles(p: Problem, *, allow_spill: bool = False) -> Tiling:
@@ -247,9 +252,10 @@ def choose_tiles(p: Problem, *, allow_spill: bool = False) -> Tiling:
         if members.size == 0:
             continue
         whole = members.size == len(p)
+        index: np.ndarray | slice = members
         if members[-1] - members[0] + 1 == members.size:  # contiguous: views, no copies
-            members = slice(int(members[0]), int(members[-1]) + 1)  # type: ignore[assignment]
-        sub_p = p if whole else p.take(members)
+            index = slice(int(members[0]), int(members[-1]) + 1)
+        sub_p = p if whole else p.take(index)
         sub = _choose(sub_p, _SPILL_FREE[rho])
         # A single tile along rho: its loop is trivial; put it innermost (same runs).
         # (Infeasible elements get a rho-innermost order too: every default order has rho last.)
@@ -257,10 +263,10 @@ def choose_tiles(p: Problem, *, allow_spill: bool = False) -> Tiling:
         sub.order = np.where(single, _RHO_INNER[rho][sub.order], sub.order)
         if whole:
             return sub
-        out.feasible[members] = sub.feasible
-        out.t[:, members] = sub.t
-        out.order[members] = sub.order
-        out.traffic[members] = sub.traffic
+        out.feasible[index] = sub.feasible
+        out.t[:, index] = sub.t
+        out.order[index] = sub.order
+        out.traffic[index] = sub.traffic
     return out
 
 
