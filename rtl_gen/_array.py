@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from amaranth import ClockSignal, Instance, Module, ResetSignal, Signal, Value
-from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
+from amaranth import ClockSignal, Instance, Module, ResetSignal, Signal, Value  # type: ignore[import-untyped]
+from amaranth.lib import wiring  # type: ignore[import-untyped]
+from amaranth.lib.wiring import In, Out  # type: ignore[import-untyped]
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
@@ -165,7 +166,7 @@ class PEBlock(wiring.Component):
             return self.row_factory(row)
         fault = self.fault[1:] if self.fault is not None and self.fault[0] == row else None
         return PERow(cols=self.cols, dataflow=self.dataflow, input_bits=self.input_bits,
-                     acc_bits=self.acc_bits, fault=fault)  # type: ignore[arg-type]
+                     acc_bits=self.acc_bits, fault=fault)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -339,11 +340,10 @@ class SystolicArray(wiring.Component):
         fault = None
         if self.fault is not None and self.fault.row // b == group:
             fault = (self.fault.row % b, self.fault.col, self.fault.bit, self.fault.stuck)
-        common = {"cols": self.cols, "dataflow": self.dataflow, "input_bits": self.input_bits,
-                  "acc_bits": self.acc_bits}
+        cols, df, ib, ab = self.cols, self.dataflow, self.input_bits, self.acc_bits
         if b == 1:
-            return PERow(fault=fault[1:] if fault else None, **common)  # type: ignore[arg-type]
-        return PEBlock(rows=b, fault=fault, **common)  # type: ignore[arg-type]
+            return PERow(cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, fault=fault[1:] if fault else None)
+        return PEBlock(rows=b, cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, fault=fault)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()

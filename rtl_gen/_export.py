@@ -9,8 +9,9 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from amaranth.back import rtlil, verilog
-from amaranth.lib import wiring
+# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
+from amaranth.back import rtlil, verilog  # type: ignore[import-untyped]
+from amaranth.lib import wiring  # type: ignore[import-untyped]
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ExportError, RtlError
@@ -41,11 +42,11 @@ def _without_zero_meminit() -> Iterator[None]:
             original(self, cell_idx, cell)
 
     with _PATCH_LOCK:
-        rtlil.ModuleEmitter.emit_memory = emit_memory  # type: ignore[method-assign]
+        rtlil.ModuleEmitter.emit_memory = emit_memory
         try:
             yield
         finally:
-            rtlil.ModuleEmitter.emit_memory = original  # type: ignore[method-assign]
+            rtlil.ModuleEmitter.emit_memory = original
 
 
 def block_rows(rows: int) -> int:
@@ -72,9 +73,8 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
     """
     top = top_name(config, fault)
     ib, ab, df = config.input_bits, config.acc_bits, config.dataflow
-    common = {"dataflow": df, "input_bits": ib, "acc_bits": ab}
     b = block_rows(config.rows)
-    pe = PE(**common)  # type: ignore[arg-type]
+    pe = PE(dataflow=df, input_bits=ib, acc_bits=ab)
     units: list[tuple[str, wiring.Component]] = []
     inner: list[tuple[str, wiring.Component]] = [(f"{top}_pe", pe)]
 
@@ -82,13 +82,13 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
         def factory(col: int) -> wiring.Component:
             return Blackbox(pe.signature, f"{top}_pe_fault" if col == faulty_col else f"{top}_pe")
 
-        return PERow(cols=config.cols, pe_factory=factory, **common)  # type: ignore[arg-type]
+        return PERow(cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, pe_factory=factory)
 
     clean_row = row(None)
     inner.insert(0, (f"{top}_row", clean_row))
     if fault is not None:
         inner.append((f"{top}_row_fault", row(fault.col)))
-        inner.append((f"{top}_pe_fault", PE(fault=(fault.bit, fault.stuck), **common)))  # type: ignore[arg-type]
+        inner.append((f"{top}_pe_fault", PE(dataflow=df, input_bits=ib, acc_bits=ab, fault=(fault.bit, fault.stuck))))
 
     def row_name(r: int) -> str:
         return f"{top}_row_fault" if fault is not None and r == fault.row else f"{top}_row"
@@ -101,7 +101,7 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
                 name = f"{top}_row_fault" if faulty and fault is not None and r == fault.row % b else f"{top}_row"
                 return Blackbox(clean_row.signature, name)
 
-            return PEBlock(rows=b, cols=config.cols, row_factory=factory, **common)  # type: ignore[arg-type]
+            return PEBlock(rows=b, cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, row_factory=factory)
 
         clean_block = block(False)
         inner.insert(0, (f"{top}_block", clean_block))

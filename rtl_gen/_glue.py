@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from amaranth import Module, Mux
-from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
+from amaranth import Module, Mux  # type: ignore[import-untyped]
+from amaranth.lib import wiring  # type: ignore[import-untyped]
+from amaranth.lib.wiring import In, Out  # type: ignore[import-untyped]
 
 __all__ = ["OperandGate", "OfmapUpdate"]
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from amaranth.utils import ceil_log2
+# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
+from amaranth.utils import ceil_log2  # type: ignore[import-untyped]
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError

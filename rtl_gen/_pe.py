@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from amaranth import Module, Signal, signed
-from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
+from amaranth import Module, Signal, signed  # type: ignore[import-untyped]
+from amaranth.lib import wiring  # type: ignore[import-untyped]
+from amaranth.lib.wiring import In, Out  # type: ignore[import-untyped]
 
 from accel_dse.config import INPUT_BITS, Dataflow
 from accel_dse.errors import ConfigError
