@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
-from amaranth import ClockSignal, Instance, Module, ResetSignal, Signal, Value  # type: ignore[import-untyped]
-from amaranth.lib import wiring  # type: ignore[import-untyped]
-from amaranth.lib.wiring import In, Out  # type: ignore[import-untyped]
+from amaranth import ClockSignal, Instance, Module, ResetSignal, Signal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError

@@ -9,9 +9,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
-from amaranth.back import rtlil, verilog  # type: ignore[import-untyped]
-from amaranth.lib import wiring  # type: ignore[import-untyped]
+from amaranth.back import rtlil, verilog
+from amaranth.lib import wiring
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ExportError, RtlError

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
-from amaranth import Module, Mux  # type: ignore[import-untyped]
-from amaranth.lib import wiring  # type: ignore[import-untyped]
-from amaranth.lib.wiring import In, Out  # type: ignore[import-untyped]
+from amaranth import Module, Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 __all__ = ["OperandGate", "OfmapUpdate"]
 

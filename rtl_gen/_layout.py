@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
-from amaranth.utils import ceil_log2  # type: ignore[import-untyped]
+from amaranth.utils import ceil_log2
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
-from amaranth import Module, Signal, signed  # type: ignore[import-untyped]
-from amaranth.lib import wiring  # type: ignore[import-untyped]
-from amaranth.lib.wiring import In, Out  # type: ignore[import-untyped]
+from amaranth import Module, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import INPUT_BITS, Dataflow
 from accel_dse.errors import ConfigError

@@ -35,11 +35,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
-from amaranth import Module, signed  # type: ignore[import-untyped]
-from amaranth.back import verilog  # type: ignore[import-untyped]
-from amaranth.lib import wiring  # type: ignore[import-untyped]
-from amaranth.lib.wiring import In, Out  # type: ignore[import-untyped]
+from amaranth import Module, signed
+from amaranth.back import verilog
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import RtlError

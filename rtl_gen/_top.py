@@ -58,10 +58,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-# Amaranth 0.5 ships no py.typed marker (and is unannotated): mypy sees its names as Any.
-from amaranth import Cat, Module, Signal, Value  # type: ignore[import-untyped]
-from amaranth.lib import memory, wiring  # type: ignore[import-untyped]
-from amaranth.lib.wiring import In, Out  # type: ignore[import-untyped]
+from amaranth import Cat, Module, Signal, Value
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import ArrayConfig, Dataflow
 

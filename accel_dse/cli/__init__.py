@@ -19,7 +19,9 @@ from accel_dse.errors import AccelDseError
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("design", "workloads", "evaluate", "sweep", "simulate", "rtl", "export", "report", "verify")
+COMMANDS: tuple[str, ...] = (
+    "design", "workloads", "evaluate", "sweep", "simulate", "rtl", "export", "report", "verify",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
