@@ -51,6 +51,8 @@ MAX_GRID = 200_000
 MAX_CANDIDATES = 20_000
 #: Most trials the GPs condition on: the best half by objective, the rest drawn at random.
 MAX_TRAIN = 300
+#: Candidates whose log probability of feasibility is this far below the best candidate's are dropped.
+PRUNE_LOG_P = math.log(1e-6)
 #: FAIL statuses that teach the failure model (the design itself cannot run or is invalid).
 _FAILED_STATUS = ("infeasible", "invalid", "non-finite", "constraint")
 #: Range of a constraint's log(metric / bound) the GPs see (e^4 = 55x the bound).
@@ -264,6 +266,8 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         max_candidates: Candidates scored per trial (see :data:`MAX_CANDIDATES`).
         max_train: Most trials the GPs condition on (see :data:`MAX_TRAIN`).
         fit_points: Most trials the GP hyperparameters are fitted on.
+        refit_every: Every this many proposals the hyperparameters are fitted afresh (a
+            default and a random start); in between, a short fit from the last ones.
     """
 
     def __init__(
@@ -275,6 +279,7 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         max_candidates: int = MAX_CANDIDATES,
         max_train: int = MAX_TRAIN,
         fit_points: int = 150,
+        refit_every: int = 10,
     ) -> None:
         self._space = space
         self._enc = Encoder(space)
@@ -288,6 +293,10 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         if self._enc.finite and math.prod(self._enc.sizes) <= MAX_GRID:
             self._grid = self._enc.grid()
             self._grid_x = self._enc.encode(self._grid)
+        self._refit_every = refit_every
+        #: Last fitted log hyperparameters per GP, a warm start between full fits (a cache only).
+        self._theta: dict[str, np.ndarray] = {}
+        self._fits = 0
         self._fallback = optuna.samplers.RandomSampler(seed=seed)
 
     # -- the study's trials ----------------------------------------------------------------------
@@ -409,31 +418,41 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         xt = x[train]
         pend = enc.encode(data["pending"]) if len(data["pending"]) else np.empty((0, enc.dim))
 
-        def fit(target: np.ndarray, inputs: np.ndarray = xt) -> GaussianProcess:
-            gp = fit_gp(inputs, target, rng=rng, fit_points=self._fit_points, restarts=1, maxiter=50)
+        full = self._fits % self._refit_every == 0
+        self._fits += 1
+
+        def fit(role: str, target: np.ndarray, inputs: np.ndarray = xt) -> GaussianProcess:
+            warm = None if full else self._theta.get(role)
+            if warm is None:
+                gp = fit_gp(inputs, target, rng=rng, fit_points=self._fit_points, restarts=1, maxiter=50)
+            else:
+                gp = fit_gp(inputs, target, rng=rng, fit_points=self._fit_points, restarts=0, maxiter=15, start=warm)
+            self._theta[role] = gp.theta
             return gp.with_points(pend)
 
-        objective = fit(y[train])
-        constraints = [fit(data["g"][train, j]) for j in range(data["g"].shape[1])]
+        objective = fit("objective", y[train])
+        constraints = [fit(f"constraint{j}", data["g"][train, j]) for j in range(data["g"].shape[1])]
         fail_gp = None
         if len(data["failed"]):
             fx = enc.encode(data["failed"])
             if len(fx) > self._max_train // 2:
                 fx = fx[rng.choice(len(fx), self._max_train // 2, replace=False)]
-            fail_gp = fit(np.concatenate([np.zeros(len(xt)), np.ones(len(fx))]), np.vstack([xt, fx]))
+            fail_gp = fit("failed", np.concatenate([np.zeros(len(xt)), np.ones(len(fx))]), np.vstack([xt, fx]))
 
         order = np.argsort(key)[:5]
         cand = self._candidates(data["seen"], data["pos"][order])
         positions, cx = self._encode_candidates(cand)
         if len(positions) == 0:
             return self._random_unseen(data["seen"])
+        # Probability of feasibility factor by factor; a candidate far less likely to be feasible
+        # than the likeliest one (by PRUNE_LOG_P) cannot win and is not scored further.
         score = np.zeros(len(positions))
-        for gp in constraints:
+        factors = [(gp, 0.0) for gp in constraints] + ([(fail_gp, 0.5)] if fail_gp is not None else [])
+        for gp, threshold in factors:
             mean, std = gp.predict(cx, fast=True)
-            score += log_prob_below(mean, std, 0.0)
-        if fail_gp is not None:
-            mean, std = fail_gp.predict(cx, fast=True)
-            score += log_prob_below(mean, std, 0.5)
+            score += log_prob_below(mean, std, threshold)
+            keep = score >= score.max() + PRUNE_LOG_P
+            positions, cx, score = positions[keep], cx[keep], score[keep]
         if feasible.any():
             mean, std = objective.predict(cx, fast=True)
             score += log_expected_improvement(mean, std, float(y[feasible].min()))

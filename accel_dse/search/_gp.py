@@ -17,7 +17,7 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg import cho_solve, cholesky, lapack, solve_triangular
 from scipy.optimize import minimize
 from scipy.special import erfcx, log_ndtr, ndtr
 
@@ -36,16 +36,28 @@ _JITTER = 1e-8
 
 def _sq_dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Squared Euclidean distances between the rows of ``a`` and of ``b`` (never negative)."""
-    d2 = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * (a @ b.T)
-    return np.maximum(d2, 0.0)
+    d2 = a @ b.T
+    d2 *= a.dtype.type(-2.0)
+    d2 += (a * a).sum(1)[:, None]
+    d2 += (b * b).sum(1)[None, :]
+    return np.maximum(d2, 0.0, out=d2)
 
 
 def matern52(a: np.ndarray, b: np.ndarray, lengthscales: np.ndarray, variance: float) -> np.ndarray:
     """Matern-5/2 ARD kernel matrix between the rows of ``a`` (n, d) and ``b`` (m, d)."""
     dtype = a.dtype
     ls = np.asarray(lengthscales, dtype=dtype)
-    r = np.sqrt(_sq_dist(a / ls, b / ls) * dtype.type(5.0))
-    return dtype.type(variance) * (1.0 + r + r * r / 3.0) * np.exp(-r)
+    r = _sq_dist(a / ls, b / ls)  # in place from here on: this is the sampler's hot loop
+    r *= dtype.type(5.0)
+    np.sqrt(r, out=r)
+    k = np.exp(-r)
+    poly = r * r
+    poly *= dtype.type(1.0 / 3.0)
+    poly += r
+    poly += dtype.type(1.0)
+    k *= poly
+    k *= dtype.type(variance)
+    return k
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +95,11 @@ class GaussianProcess:
         chol = cholesky(k, lower=True, check_finite=False)
         alpha = cho_solve((chol, True), z, check_finite=False)
         return cls(x, z, y_mean, y_scale, np.asarray(lengthscales, dtype=float), variance, noise, chol, alpha)
+
+    @property
+    def theta(self) -> np.ndarray:
+        """Log hyperparameters: length scales, signal variance, noise variance."""
+        return np.log(np.concatenate([self.lengthscales, [self.variance, self.noise]]))
 
     def predict(self, xs: np.ndarray, *, fast: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation at ``xs`` (m, d), in the raw target's units.
@@ -125,7 +142,10 @@ def _neg_lml(theta: np.ndarray, x: np.ndarray, z: np.ndarray) -> tuple[float, np
     except np.linalg.LinAlgError:
         return 1e10, np.zeros_like(theta)
     alpha = cho_solve((chol, True), z, check_finite=False)
-    kinv = cho_solve((chol, True), np.eye(n), check_finite=False)
+    kinv, info = lapack.dpotri(chol, lower=1)
+    if info != 0:
+        return 1e10, np.zeros_like(theta)
+    kinv = np.tril(kinv) + np.tril(kinv, -1).T
     w = np.outer(alpha, alpha) - kinv
     mu, sd = _LS_PRIOR
     nll = 0.5 * z @ alpha + np.log(np.diag(chol)).sum() + 0.5 * n * math.log(2 * math.pi)
@@ -134,7 +154,7 @@ def _neg_lml(theta: np.ndarray, x: np.ndarray, z: np.ndarray) -> tuple[float, np
     a = w * (var * 5.0 / 3.0 * (1.0 + r) * e)
     rows = a.sum(1)
     sq = xs * xs
-    grad_ls = 0.5 * (2.0 * (sq * rows[:, None]).sum(0) - 2.0 * np.einsum("aj,ab,bj->j", xs, a, xs))
+    grad_ls = 0.5 * (2.0 * (sq * rows[:, None]).sum(0) - 2.0 * (xs * (a @ xs)).sum(0))
     grad = np.empty_like(theta)
     grad[:d] = -grad_ls + (theta[:d] - mu) / sd**2
     grad[d] = -0.5 * (w * (var * m)).sum()
@@ -150,6 +170,7 @@ def fit_gp(
     fit_points: int = 150,
     restarts: int = 2,
     maxiter: int = 60,
+    start: np.ndarray | None = None,
 ) -> GaussianProcess:
     """Fit a GP to inputs ``x`` (n, d) in [0, 1] and raw targets ``y`` (n,).
 
@@ -161,6 +182,8 @@ def fit_gp(
             the returned GP conditions on all of them).
         restarts: Random starts besides the default one.
         maxiter: L-BFGS-B iterations per start.
+        start: Log hyperparameters to start from instead of the default start (a warm
+            start: see :attr:`GaussianProcess.theta`).
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -170,7 +193,8 @@ def fit_gp(
     z = (y - y_mean) / y_scale
     sub = np.arange(n) if n <= fit_points else rng.choice(n, fit_points, replace=False)
     bounds = [_LOG_LS] * d + [_LOG_VAR, _LOG_NOISE]
-    starts = [np.concatenate([np.full(d, math.log(0.5)), [0.0, math.log(1e-3)]])]
+    default = np.concatenate([np.full(d, math.log(0.5)), [0.0, math.log(1e-3)]])
+    starts = [default if start is None else np.clip(start, [b[0] for b in bounds], [b[1] for b in bounds])]
     for _ in range(restarts):
         starts.append(np.concatenate([rng.uniform(math.log(0.1), math.log(3.0), d),
                                       [rng.uniform(-1.0, 1.0), rng.uniform(math.log(1e-5), math.log(1e-2))]]))
