@@ -9,9 +9,11 @@ usage/config errors); ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from accel_dse import __version__
 from accel_dse.errors import AccelDseError
@@ -39,12 +41,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP end a command as Ctrl-C does: its simulator or worker processes are
+    stopped with it (they run in their own sessions) and the exit status is 130. The sweep
+    routes both signals to its own handler while it runs (a trial is never cut mid-write)."""
+    names = ("SIGTERM", "SIGHUP")
+    previous = {}
+    try:
+        for name in names:
+            if hasattr(signal, name):
+                previous[name] = signal.signal(getattr(signal, name), _interrupt)
+    except ValueError:  # not the main thread: leave the handlers alone
+        pass
+    try:
+        yield
+    finally:
+        for name, handler in previous.items():
+            signal.signal(getattr(signal, name), handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with _terminate_as_interrupt():
+            return int(args.func(args) or 0)
     except AccelDseError as exc:
         if args.debug:
             raise

@@ -1,6 +1,6 @@
 """Ctrl-C and SIGTERM that never leave a trial half-written.
 
-While a sweep runs, SIGINT and SIGTERM only set a flag, except inside a design's evaluation
+While a sweep runs, SIGINT, SIGTERM and SIGHUP only set a flag, except inside a design's evaluation
 (:func:`interruptible`), where they raise :class:`KeyboardInterrupt` at once so a long
 evaluation stops immediately. Storage writes are never cut in the middle: a signal that
 arrives during one is seen by the objective or the stop callback right after, the current
@@ -45,13 +45,14 @@ def request_interrupt() -> None:
 
 @contextlib.contextmanager
 def deferred_interrupts() -> Iterator[None]:
-    """Route SIGINT and SIGTERM to the flag for the duration (main thread only)."""
+    """Route SIGINT, SIGTERM and SIGHUP (a closed terminal) to the flag for the duration (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     _STATE.requested = False
     _STATE.in_evaluation = False
-    previous = {sig: signal.signal(sig, _handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signals = [signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
+    previous = {sig: signal.signal(sig, _handler) for sig in signals}
     try:
         yield
     finally:

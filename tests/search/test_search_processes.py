@@ -113,13 +113,13 @@ def test_two_jobs_on_journal_storage_lose_and_duplicate_no_trial(tmp_path, monke
     assert len(set(ids)) == len(ids)
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_sigterm_fails_the_running_trial_and_exits_130(tmp_path, subprocess_env, jobs):
+@pytest.mark.parametrize(("jobs", "signum"), [(1, signal.SIGTERM), (2, signal.SIGTERM), (1, signal.SIGHUP)])
+def test_sigterm_fails_the_running_trial_and_exits_130(tmp_path, subprocess_env, jobs, signum):
     url = f"journal:{tmp_path}/study.journal"
     proc = _start(url, subprocess_env, "--cli", str(tmp_path / "small.toml"), "--trials", "200",
                   "--jobs", str(jobs), "--sampler", "random", delay=1.0)
     victim = _wait_mid_trial_any(url, proc)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "run the same command to resume" in err

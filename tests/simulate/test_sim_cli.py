@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -129,3 +135,62 @@ def test_runs_of_one_output_tile_are_made_consecutive():
     assert grouped == [k_outer[0], k_outer[2], k_outer[1], k_outer[3]]
     k_inner = [k_outer[0], k_outer[2], k_outer[1], k_outer[3]]
     assert _output_major(k_inner) == k_inner
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc to find the simulator")
+def test_sigterm_stops_the_simulator_too(tmp_path):
+    """The simulator runs in its own session: SIGTERM to accel-dse must not leave it running."""
+    find_simulator("icarus")  # the test needs Icarus (setup installs it): a missing one fails here
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    # The unscaled MLP takes hours in Icarus: it is certainly still running when the signal comes.
+    proc = subprocess.Popen([sys.executable, "-m", "accel_dse", "simulate", "--design", "tiny", "--workload", "mlp",
+                             "--simulator", "icarus", "--work-dir", str(tmp_path)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    group: list[int] = []
+    try:
+        leader = None
+        for _ in range(1200):  # build, then the simulation starts (within a minute or two)
+            kids = _children(proc.pid)
+            if any("vvp" in Path(f"/proc/{g}/cmdline").read_text(errors="replace")
+                   for k in kids for g in [k, *_children(k)] if _alive(g)):
+                leader = kids[0]
+                break
+            time.sleep(0.1)
+        assert leader is not None, "the simulator never started"
+        group += [leader, *_children(leader)]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err
+        for _ in range(100):
+            if not any(_alive(p) for p in group):
+                break
+            time.sleep(0.1)
+        assert not any(_alive(p) for p in group)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in group:  # what a failed run left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
