@@ -268,6 +268,7 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         fit_points: Most trials the GP hyperparameters are fitted on.
         refit_every: Every this many proposals the hyperparameters are fitted afresh (a
             default and a random start); in between, a short fit from the last ones.
+        impute_failed: Also enter failed designs into the objective's GP at the worst value seen.
     """
 
     def __init__(
@@ -280,6 +281,7 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         max_train: int = MAX_TRAIN,
         fit_points: int = 150,
         refit_every: int = 10,
+        impute_failed: bool = True,
     ) -> None:
         self._space = space
         self._enc = Encoder(space)
@@ -294,6 +296,7 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
             self._grid = self._enc.grid()
             self._grid_x = self._enc.encode(self._grid)
         self._refit_every = refit_every
+        self._impute_failed = impute_failed
         #: Last fitted log hyperparameters per GP, a warm start between full fits (a cache only).
         self._theta: dict[str, np.ndarray] = {}
         self._fits = 0
@@ -430,13 +433,17 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
             self._theta[role] = gp.theta
             return gp.with_points(pend)
 
-        objective = fit("objective", y[train])
+        fx = enc.encode(data["failed"]) if len(data["failed"]) else np.empty((0, enc.dim))
+        if len(fx) > self._max_train // 2:
+            fx = fx[rng.choice(len(fx), self._max_train // 2, replace=False)]
+        if self._impute_failed and len(fx):
+            # A design that cannot run counts as the worst value seen: EI leaves its neighbourhood.
+            objective = fit("objective", np.concatenate([y[train], np.full(len(fx), y.max())]), np.vstack([xt, fx]))
+        else:
+            objective = fit("objective", y[train])
         constraints = [fit(f"constraint{j}", data["g"][train, j]) for j in range(data["g"].shape[1])]
         fail_gp = None
-        if len(data["failed"]):
-            fx = enc.encode(data["failed"])
-            if len(fx) > self._max_train // 2:
-                fx = fx[rng.choice(len(fx), self._max_train // 2, replace=False)]
+        if len(fx):
             fail_gp = fit("failed", np.concatenate([np.zeros(len(xt)), np.ones(len(fx))]), np.vstack([xt, fx]))
 
         order = np.argsort(key)[:5]
