@@ -53,6 +53,10 @@ MAX_CANDIDATES = 20_000
 MAX_TRAIN = 300
 #: Candidates whose log probability of feasibility is this far below the best candidate's are dropped.
 PRUNE_LOG_P = math.log(1e-6)
+#: Candidates ranked per proposal (the best one no other worker holds is taken).
+_RANKED = 32
+#: System attribute holding the design ``bo`` chose for a trial (seen by other workers at once).
+PROPOSAL_KEY = "bo:params"
 #: FAIL statuses that teach the failure model (the design itself cannot run or is invalid).
 _FAILED_STATUS = ("infeasible", "invalid", "non-finite", "constraint")
 #: Range of a constraint's log(metric / bound) the GPs see (e^4 = 55x the bound).
@@ -333,7 +337,7 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         for t in study.get_trials(deepcopy=False):
             if t.number == current.number:
                 continue
-            pos = enc.position(t.params)
+            pos = enc.position(self._params_of(t))
             if pos is None:
                 continue
             if t.state == TrialState.RUNNING:
@@ -398,10 +402,30 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         if not search_space:
             return {}
         with _single_thread():
-            params = self._propose(study, trial)
+            ranked = self._propose(study, trial)
+        # Another worker may have chosen the same design while this one computed: take the best
+        # design no running trial holds, and say so at once (before the objective writes it).
+        claimed = {self._key(pos) for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+                   if t.number != trial.number and (pos := self._enc.position(self._params_of(t))) is not None}
+        choice = next((pos for pos in ranked if self._key(pos) not in claimed), ranked[0])
+        params = self._enc.params(choice)
+        study._storage.set_trial_system_attr(trial._trial_id, PROPOSAL_KEY, params)
         return {name: params[name] for name in search_space if name in params}
 
-    def _propose(self, study: Study, trial: FrozenTrial) -> dict[str, Any]:
+    @staticmethod
+    def _params_of(trial: FrozenTrial) -> dict[str, Any]:
+        """A trial's parameters, or the design ``bo`` chose for it before they were written."""
+        if trial.params or trial.state != TrialState.RUNNING:
+            return trial.params
+        proposal = trial.system_attrs.get(PROPOSAL_KEY)
+        return proposal if isinstance(proposal, dict) else {}
+
+    @staticmethod
+    def _key(pos: np.ndarray) -> tuple[float, ...]:
+        return tuple(np.round(pos, 9))
+
+    def _propose(self, study: Study, trial: FrozenTrial) -> np.ndarray:
+        """Candidate positions, best first (a few)."""
         data = self._gather(study, trial)
         enc, rng = self._enc, self._rng
         n_done = len(data["pos"])
@@ -463,8 +487,8 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         if feasible.any():
             mean, std = objective.predict(cx, fast=True)
             score += log_expected_improvement(mean, std, float(y[feasible].min()))
-        top = np.flatnonzero(score >= score.max() - 1e-12)
-        return enc.params(positions[rng.choice(top)])
+        shuffled = rng.permutation(len(score))  # ties in random order
+        return positions[shuffled[np.argsort(-score[shuffled], kind="stable")[:_RANKED]]]
 
     def _train_subset(self, key: np.ndarray) -> np.ndarray:
         n = len(key)
@@ -475,14 +499,11 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         rest = self._rng.choice(order[half:], self._max_train - half, replace=False)
         return np.concatenate([order[:half], rest])
 
-    def _random_unseen(self, seen: np.ndarray) -> dict[str, Any]:
-        enc = self._enc
-        keys = {tuple(np.round(p, 9)) for p in seen}
-        draws = enc.random(self._rng, 64)
-        for p in draws:
-            if tuple(np.round(p, 9)) not in keys:
-                return enc.params(p)
-        return enc.params(draws[0])  # nearly exhausted: the wrapper draws again
+    def _random_unseen(self, seen: np.ndarray) -> np.ndarray:
+        keys = {self._key(p) for p in seen}
+        draws = self._enc.random(self._rng, 64)
+        fresh = [p for p in draws if self._key(p) not in keys]
+        return np.asarray(fresh) if fresh else draws[:1]  # nearly exhausted: the wrapper draws again
 
     def sample_independent(
         self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
