@@ -12,10 +12,9 @@ name       what                                                                 
 ``grid``   exhaustive: every point scored by the vectorised model, not a loop   filtered
            of trials (see :mod:`accel_dse.search._grid`)
 ``rl``     policy-gradient agent written with JAX (:mod:`accel_dse.search._rl`) in the reward
-``bo``     Bayesian optimisation: GPs on the log objective and each constraint, GP constraint models
-           constrained log-EI over the unseen designs, ParEGO for several      (P(feasible))
-           objectives, kriging believer for parallel workers
-           (:mod:`accel_dse.search._bo`)
+``bo``     Bayesian optimisation: a GP on the log objective, constrained        a GP per constraint
+           log-EI over the unseen designs, ParEGO for several objectives,       (P(met))
+           kriging believer for parallel workers (:mod:`accel_dse.search._bo`)
 =========  ===================================================================  ===================
 
 Every loop sampler is wrapped in :class:`~accel_dse.search._distinct.DistinctSampler`, so no

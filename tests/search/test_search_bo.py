@@ -13,7 +13,8 @@ from optuna.trial import TrialState
 from search_testlib import SMALL_SPACE, SMALL_SPACE_TOML, make_space, standin_evaluator
 
 from accel_dse.search import SweepConfig, best_trials, grid_search, parse_space, run_sweep
-from accel_dse.search._bo import PROPOSAL_KEY, BayesOptSampler, Encoder, parego_scalarise
+from accel_dse.search._bo import PROPOSAL_KEY, BayesOptSampler, parego_scalarise
+from accel_dse.search._bo_encoding import Encoder
 from accel_dse.search._gp import GaussianProcess, _neg_lml, expected_improvement, fit_gp, log_expected_improvement
 
 
