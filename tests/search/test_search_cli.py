@@ -64,7 +64,7 @@ def test_bad_space_files(run_cli, in_tmp, text, pattern):
 @pytest.mark.parametrize(
     ("args", "pattern"),
     [
-        (["--sampler", "anneal"], r"unknown sampler 'anneal' \(samplers: tpe, nsga2, cmaes, random, grid, rl\)"),
+        (["--sampler", "anneal"], r"unknown sampler 'anneal' \(samplers: tpe, nsga2, cmaes, random, grid, rl, bo\)"),
         (["--trials", "abc"], r"--trials must be an integer, not 'abc'"),
         (["--trials", "0"], r"--trials must be a positive integer, not 0"),
         (["--jobs", "-1"], r"--jobs must be a positive integer, not -1"),

@@ -148,7 +148,7 @@ def test_grid_multi_objective_front_is_exact(tmp_path):
 
 
 def test_sampler_refusals():
-    listed = r"unknown sampler 'anneal' \(samplers: tpe, nsga2, cmaes, random, grid, rl\)"
+    listed = r"unknown sampler 'anneal' \(samplers: tpe, nsga2, cmaes, random, grid, rl, bo\)"
     with pytest.raises(SearchError, match=listed):
         run_sweep(SweepConfig(space=CONSTRAINED, evaluator=None, storage="memory:", study_name="x", sampler="anneal"))
     multi = make_space(objectives=["latency", "energy"])
