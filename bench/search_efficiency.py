@@ -29,7 +29,8 @@ machinery plus the model, not a sampler's own cost), trials/s per worker, on in-
 SQLite and journal storage (target >= 50).
 
 Usage: ``.venv/bin/python bench/search_efficiency.py [--seeds 5] [--trials 1000] [--space edge-int8]``
-(about 20 minutes on 2 cores, most of it TPE; ``--quick`` for a 3-seed, 200-trial smoke run; ``--no-throughput``).
+(about 17 minutes on 2 cores: bo 9 (5 x 500 trials), CMA-ES and TPE 3 each; ``--quick`` for a 3-seed,
+200-trial smoke run; ``--no-throughput``).
 """
 
 from __future__ import annotations
