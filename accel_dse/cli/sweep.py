@@ -37,8 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help=f"shipped space name or space file (default {DEFAULT_SPACE}; see --list-spaces)")
     parser.add_argument("--trials", default=str(DEFAULT_TRIALS), metavar="N",
                         help=f"trials the whole study should hold (default {DEFAULT_TRIALS})")
-    parser.add_argument("--sampler", default="tpe", metavar="NAME",
-                        help="tpe (default), nsga2, cmaes, random, grid, rl or bo")
+    parser.add_argument("--sampler", default="bo", metavar="NAME",
+                        help="bo (default: Bayesian optimisation, the fewest trials to a good design), tpe, nsga2, "
+                        "cmaes, random, grid or rl")
     parser.add_argument("--study", default=None, metavar="NAME", help="study name (default: the space's name)")
     parser.add_argument("--storage", default=None, metavar="URL",
                         help="sqlite:///FILE, postgresql://USER:PW@HOST:PORT/DB, journal:FILE "

@@ -68,7 +68,7 @@ class SweepConfig:
     evaluator: Any
     storage: str
     study_name: str
-    sampler: str = "tpe"
+    sampler: str = "bo"
     n_trials: int = 200
     timeout: float | None = None
     jobs: int = 1
