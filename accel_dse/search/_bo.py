@@ -41,13 +41,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import optuna
-from optuna.distributions import BaseDistribution
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 from threadpoolctl import ThreadpoolController
 
 from accel_dse.search._bo_encoding import Encoder
+from accel_dse.search._design_sampler import DesignSampler
 from accel_dse.search._distinct import REPEATABLE_STATUS
 from accel_dse.search._gp import GaussianProcess, fit_gp, log_expected_improvement, log_prob_below
 from accel_dse.search._space import DesignSpace
@@ -100,7 +99,7 @@ def _log_values(values: np.ndarray, signs: np.ndarray) -> np.ndarray:
     return out
 
 
-class BayesOptSampler(optuna.samplers.BaseSampler):
+class BayesOptSampler(DesignSampler):
     """Constrained Bayesian optimisation with GPs (see the module docstring).
 
     Args:
@@ -127,7 +126,7 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         refit_every: int = 10,
         impute_failed: bool = True,
     ) -> None:
-        self._space = space
+        super().__init__(space, seed=seed)
         self._enc = Encoder(space)
         self._rng = np.random.default_rng(seed)
         self._n_startup = n_startup
@@ -144,7 +143,6 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         #: Last fitted log hyperparameters per GP, a warm start between full fits (a cache only).
         self._theta: dict[str, np.ndarray] = {}
         self._fits = 0
-        self._fallback = optuna.samplers.RandomSampler(seed=seed)
 
     # -- the study's trials ----------------------------------------------------------------------
     def _relative(self, trial: FrozenTrial) -> list[float] | None:
@@ -231,16 +229,8 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         return cand, self._enc.encode(cand)
 
     # -- the BaseSampler interface ---------------------------------------------------------------
-    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        """Every free parameter of the space: a trial's design is chosen whole."""
-        return self._space.distributions()
-
-    def sample_relative(
-        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
-    ) -> dict[str, Any]:
+    def _design(self, study: Study, trial: FrozenTrial) -> dict[str, Any]:
         """The unseen candidate design of highest constrained expected improvement."""
-        if not search_space:
-            return {}
         with _single_thread():
             ranked = self._propose(study, trial)
         # Another worker may have chosen the same design while this one computed: take the best
@@ -250,7 +240,7 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         choice = next((pos for pos in ranked if self._key(pos) not in claimed), ranked[0])
         params = self._enc.params(choice)
         study._storage.set_trial_system_attr(trial._trial_id, PROPOSAL_KEY, params)
-        return {name: params[name] for name in search_space if name in params}
+        return params
 
     @staticmethod
     def _params_of(trial: FrozenTrial) -> dict[str, Any]:
@@ -345,13 +335,7 @@ class BayesOptSampler(optuna.samplers.BaseSampler):
         fresh = [p for p in draws if self._key(p) not in keys]
         return np.asarray(fresh) if fresh else draws[:1]  # nearly exhausted: the wrapper draws again
 
-    def sample_independent(
-        self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
-    ) -> Any:
-        """Parameters outside the space (none in a sweep) are sampled at random."""
-        return self._fallback.sample_independent(study, trial, param_name, param_distribution)
-
     def reseed_rng(self) -> None:
         """Fresh randomness (Optuna calls this for thread workers)."""
         self._rng = np.random.default_rng()
-        self._fallback.reseed_rng()
+        super().reseed_rng()

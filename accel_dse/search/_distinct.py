@@ -25,6 +25,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
+from accel_dse.search._design_sampler import DesignSampler
 from accel_dse.search._space import DesignSpace
 
 __all__ = ["DistinctSampler", "REPEATABLE_STATUS"]
@@ -49,7 +50,7 @@ def _steps(dist: BaseDistribution) -> list[Any] | None:
     return None
 
 
-class DistinctSampler(optuna.samplers.BaseSampler):
+class DistinctSampler(DesignSampler):
     """Wraps ``inner`` so that no trial repeats a design of the study (see the module docstring).
 
     Args:
@@ -69,8 +70,8 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         neighbours: bool = True,
         seed: int | None = None,
     ) -> None:
+        super().__init__(space, seed=seed)
         self.inner = inner
-        self._space = space
         self._names = [p.name for p in space.free_params]
         self._retries = retries
         self._neighbours = neighbours
@@ -135,16 +136,9 @@ class DistinctSampler(optuna.samplers.BaseSampler):
         return values[self._rng.choice(options)]
 
     # -- the BaseSampler interface ---------------------------------------------------------------
-    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        """Every free parameter of the space: a trial's design is drawn whole."""
-        return self._space.distributions()
-
-    def sample_relative(
-        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
-    ) -> dict[str, Any]:
+    def _design(self, study: Study, trial: FrozenTrial) -> dict[str, Any]:
         """Draw a design the study does not hold yet (see the class docstring)."""
-        if not search_space:
-            return {}
+        search_space = self._space.distributions()
         inner_space = self.inner.infer_relative_search_space(study, trial)
         seen = self._seen(study, trial)
         params = self._draw(study, trial, search_space, inner_space)

@@ -40,11 +40,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import optuna
-from optuna.distributions import BaseDistribution
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
+from accel_dse.search._design_sampler import DesignSampler
 from accel_dse.search._space import DesignSpace, Param
 
 __all__ = ["PolicyGradientSampler", "MAX_BINS", "WINDOW", "UPDATE_EVERY"]
@@ -118,7 +117,7 @@ def pareto_ranks(points: np.ndarray) -> np.ndarray:
     return ranks
 
 
-class PolicyGradientSampler(optuna.samplers.BaseSampler):
+class PolicyGradientSampler(DesignSampler):
     """Policy-gradient (PPO-clip / REINFORCE with a baseline) sampler over a design space.
 
     Args:
@@ -147,8 +146,8 @@ class PolicyGradientSampler(optuna.samplers.BaseSampler):
         import jax
         import jax.numpy as jnp
 
+        super().__init__(space, seed=seed)
         self._jax, self._jnp = jax, jnp
-        self._space = space
         self._params = space.free_params
         self._actions = [_param_actions(p) for p in self._params]
         sizes = [len(a) for a in self._actions]
@@ -179,7 +178,6 @@ class PolicyGradientSampler(optuna.samplers.BaseSampler):
                       jax.tree_util.tree_map(jnp.zeros_like, self._net), 0)
         self._trained_upto = 0
         self._updates = 0
-        self._fallback = optuna.samplers.RandomSampler(seed=seed)
         self._sample_fn = jax.jit(self._sample_episode)
         self._step_fn = jax.jit(self._train_step)
         self._logp_fn = jax.jit(self._episode_logp)
@@ -333,16 +331,8 @@ class PolicyGradientSampler(optuna.samplers.BaseSampler):
         self._updates += 1
 
     # -- the BaseSampler interface ---------------------------------------------------------------
-    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        """The space's free parameters (the agent chooses them all at once)."""
-        return self._space.distributions()
-
-    def sample_relative(
-        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
-    ) -> dict[str, Any]:
+    def _design(self, study: Study, trial: FrozenTrial) -> dict[str, Any]:
         """Train on new trials if enough arrived, then sample one episode (a design)."""
-        if not search_space:
-            return {}
         self._maybe_train(study)
         self._key, sub = self._jax.random.split(self._key)
         actions, logp = self._sample_fn(self._net, sub)
@@ -351,15 +341,9 @@ class PolicyGradientSampler(optuna.samplers.BaseSampler):
         storage = study._storage
         storage.set_trial_system_attr(trial._trial_id, "rl:actions", [int(a) for a in local])
         storage.set_trial_system_attr(trial._trial_id, "rl:logp", float(logp))
-        return {name: params[name] for name in search_space if name in params}
-
-    def sample_independent(
-        self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
-    ) -> Any:
-        """Parameters outside the space (none in a sweep) are sampled at random."""
-        return self._fallback.sample_independent(study, trial, param_name, param_distribution)
+        return params
 
     def reseed_rng(self) -> None:
         """Draw a fresh action-sampling key (Optuna calls this for thread workers)."""
         self._key = self._jax.random.PRNGKey(int.from_bytes(os.urandom(4), "little"))
-        self._fallback.reseed_rng()
+        super().reseed_rng()
