@@ -47,8 +47,9 @@ from threadpoolctl import ThreadpoolController
 
 from accel_dse.search._bo_encoding import Encoder
 from accel_dse.search._design_sampler import DesignSampler
-from accel_dse.search._distinct import REPEATABLE_STATUS
+from accel_dse.search._distinct import holds_design
 from accel_dse.search._gp import GaussianProcess, fit_gp, log_expected_improvement, log_prob_below
+from accel_dse.search._samplers import relative_excess
 from accel_dse.search._space import DesignSpace
 
 __all__ = ["BayesOptSampler", "MAX_GRID", "MAX_CANDIDATES", "PROPOSAL_KEY", "parego_scalarise"]
@@ -152,8 +153,7 @@ class BayesOptSampler(DesignSampler):
         values = trial.user_attrs.get("constraint_values")
         if values is None or len(values) != len(self._space.constraints):
             return None
-        return [float(v) / abs(c.bound) if c.bound != 0 else float(v)
-                for v, c in zip(values, self._space.constraints, strict=True)]
+        return relative_excess(values, self._space)
 
     def _g(self, relative: Sequence[float]) -> list[float]:
         """``log(metric / bound)`` of each constraint (``<= 0`` met) from its relative excess, clipped."""
@@ -193,7 +193,7 @@ class BayesOptSampler(DesignSampler):
                 status = t.user_attrs.get("status")
                 if status in _FAILED_STATUS:
                     failed.append(pos)
-                if status not in (*REPEATABLE_STATUS, None):
+                if holds_design(t):
                     seen.append(pos)
         width = len(enc.axes)
         k, c = len(self._space.objectives), len(self._space.constraints)

@@ -28,10 +28,19 @@ from optuna.trial import FrozenTrial, TrialState
 from accel_dse.search._design_sampler import DesignSampler
 from accel_dse.search._space import DesignSpace
 
-__all__ = ["DistinctSampler", "REPEATABLE_STATUS"]
+__all__ = ["DistinctSampler", "REPEATABLE_STATUS", "holds_design"]
 
 #: FAIL statuses after which the design may be tried again (the failure was not the design's).
 REPEATABLE_STATUS = ("error", "interrupted", "worker died")
+
+
+def holds_design(trial: FrozenTrial) -> bool:
+    """Whether the study holds ``trial``'s design: evaluated or being evaluated (the module docstring's "seen")."""
+    if trial.state == TrialState.FAIL:
+        return trial.user_attrs.get("status") not in (*REPEATABLE_STATUS, None)
+    return trial.state in (TrialState.COMPLETE, TrialState.RUNNING, TrialState.PRUNED)
+
+
 #: Random neighbours tried at each distance before the distance grows.
 _NEIGHBOURS_PER_RADIUS = 32
 
@@ -98,8 +107,7 @@ class DistinctSampler(DesignSampler):
             elif t.number in self._finished:
                 key = self._finished[t.number]
             else:
-                repeatable = t.state == TrialState.FAIL and t.user_attrs.get("status") in (*REPEATABLE_STATUS, None)
-                key = None if repeatable else self._key(t.params)
+                key = self._key(t.params) if holds_design(t) else None
                 self._finished[t.number] = key
             if key is not None:
                 seen.add(key)

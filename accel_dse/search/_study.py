@@ -21,6 +21,7 @@ from optuna.trial import FrozenTrial, TrialState
 from accel_dse.errors import SearchError
 from accel_dse.search._space import DesignSpace
 from accel_dse.search._storage import MAX_RETRY
+from accel_dse.search._writes import rdb_backend
 
 __all__ = [
     "open_study",
@@ -200,19 +201,16 @@ def budget_used(study: optuna.Study) -> int:
 
 def _rdb_budget_used(study: optuna.Study) -> int | None:
     """:func:`budget_used` by ``COUNT`` queries on an RDB storage, ``None`` on other storages."""
-    try:
-        import sqlalchemy
-        from optuna.storages import RDBStorage
-        from optuna.storages._rdb import models
-        from optuna.storages._rdb.storage import _create_scoped_session
-    except ImportError:  # pragma: no cover - another Optuna layout: read the trials
+    found = rdb_backend(study._storage)
+    if found is None:
         return None
-    backend = getattr(study._storage, "_backend", study._storage)
-    if not isinstance(backend, RDBStorage) or not hasattr(backend, "scoped_session"):
-        return None
+    import sqlalchemy
+    from optuna.storages._rdb import models
+
+    backend, session_of = found
     trial, attr = models.TrialModel, models.TrialSystemAttributeModel
     study_id = study._study_id
-    with _create_scoped_session(backend.scoped_session) as session:
+    with session_of(backend.scoped_session) as session:
         counted = session.execute(
             sqlalchemy.select(sqlalchemy.func.count(trial.trial_id))
             .where(trial.study_id == study_id, trial.state.in_(_COUNTED))

@@ -21,25 +21,40 @@ from typing import Any
 import optuna
 from optuna.distributions import BaseDistribution
 
-__all__ = ["write_attrs", "write_params"]
+__all__ = ["rdb_backend", "write_attrs", "write_params"]
+
+
+def rdb_backend(storage: Any) -> tuple[Any, Any] | None:
+    """``(RDBStorage, session factory)`` behind ``storage`` (itself or Optuna's cache over it), else ``None``.
+
+    ``None`` too when the Optuna internals these helpers use are not there (another layout).
+    """
+    try:
+        from optuna.storages import RDBStorage
+        from optuna.storages._rdb.storage import _create_scoped_session
+    except ImportError:  # pragma: no cover - another Optuna layout: use the public API
+        return None
+    backend = getattr(storage, "_backend", storage)
+    if not isinstance(backend, RDBStorage) or not hasattr(backend, "scoped_session"):
+        return None
+    return backend, _create_scoped_session
 
 
 def _rdb(trial: optuna.Trial) -> tuple[Any, Any, Any] | None:
     """``(cache, backend, session factory)`` when ``trial`` lives in a cached RDB storage, else ``None``."""
     try:
-        from optuna.storages import RDBStorage
         from optuna.storages._cached_storage import _CachedStorage
-        from optuna.storages._rdb.storage import _create_scoped_session
     except ImportError:  # pragma: no cover - another Optuna layout: use the public API
         return None
     cache = trial.storage
-    backend = getattr(cache, "_backend", None)
-    if not isinstance(cache, _CachedStorage) or not isinstance(backend, RDBStorage):
+    found = rdb_backend(cache) if isinstance(cache, _CachedStorage) else None
+    if found is None:
         return None
-    needed = ("_set_trial_attr_without_commit", "_set_trial_param_without_commit", "scoped_session")
+    backend, session_of = found
+    needed = ("_set_trial_attr_without_commit", "_set_trial_param_without_commit")
     if not all(hasattr(backend, name) for name in needed) or not hasattr(trial, "_cached_frozen_trial"):
         return None
-    return cache, backend, _create_scoped_session
+    return cache, backend, session_of
 
 
 def _upsert_attrs(session: Any, backend: Any, model_cls: Any, trial_id: int, attrs: Mapping[str, Any]) -> None:
