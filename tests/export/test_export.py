@@ -17,6 +17,8 @@ import optuna
 import pytest
 from report_testlib import feasible, make_study, one_line_error, pareto_numbers
 
+from tests.proc_testlib import session_members
+
 FILES = {"design.json", "synth.json", "tb_accel.py", "run.py", "README.md"}
 
 
@@ -133,22 +135,6 @@ def test_exported_runner_passes_in_icarus_in_a_temp_dir(tiny_export, tmp_path):
     assert [g["cycles"] for g in results["gemms"]] == [73, 73]
 
 
-def _session_members(sid: int) -> list[int]:
-    """Pids of live processes in session ``sid`` (Linux /proc)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = open(f"/proc/{entry}/stat").read()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[3]) == sid and fields[0] != "Z":  # fields: state, ppid, pgrp, session, ...
-            pids.append(int(entry))
-    return pids
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to find the simulator")
 def test_sigterm_to_the_exported_runner_stops_its_simulator(tiny_export, tmp_path):
     out, _ = tiny_export
@@ -168,17 +154,17 @@ def test_sigterm_to_the_exported_runner_stops_its_simulator(tiny_export, tmp_pat
             if sim_log.is_file() and "gemm" in sim_log.read_text(errors="replace").lower():
                 break
             subprocess.run(["sleep", "0.1"], check=True)
-        members = [p for p in _session_members(proc.pid) if p != proc.pid]
+        members = [p for p in session_members(proc.pid) if p != proc.pid]
         assert members, "no simulator process found under the runner"
         proc.send_signal(signal.SIGTERM)  # to the runner only, as a batch system's timeout would
         rest = proc.communicate(timeout=60)[0]
         assert proc.returncode == 130, rest
         assert "stopped by a signal" in rest
         for _ in range(50):
-            if not _session_members(proc.pid):
+            if not session_members(proc.pid):
                 break
             subprocess.run(["sleep", "0.1"], check=True)
-        assert _session_members(proc.pid) == []
+        assert session_members(proc.pid) == []
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)

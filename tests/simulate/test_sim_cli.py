@@ -16,6 +16,7 @@ import pytest
 from accel_dse.errors import SimulationError
 from accel_dse.simulate import OpResult, SimulationReport, build_design, find_simulator
 from accel_dse.simulate._driver import _output_major
+from tests.proc_testlib import alive, children
 
 GEMM = "gemm:m=8,k=8,n=8"
 
@@ -137,26 +138,6 @@ def test_runs_of_one_output_tile_are_made_consecutive():
     assert _output_major(k_inner) == k_inner
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc to find the simulator")
 def test_sigterm_stops_the_simulator_too(tmp_path):
     """The simulator runs in its own session: SIGTERM to accel-dse must not leave it running."""
@@ -170,23 +151,23 @@ def test_sigterm_stops_the_simulator_too(tmp_path):
     try:
         leader = None
         for _ in range(1200):  # build, then the simulation starts (within a minute or two)
-            kids = _children(proc.pid)
+            kids = children(proc.pid)
             if any("vvp" in Path(f"/proc/{g}/cmdline").read_text(errors="replace")
-                   for k in kids for g in [k, *_children(k)] if _alive(g)):
+                   for k in kids for g in [k, *children(k)] if alive(g)):
                 leader = kids[0]
                 break
             time.sleep(0.1)
         assert leader is not None, "the simulator never started"
-        group += [leader, *_children(leader)]
+        group += [leader, *children(leader)]
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
         assert "interrupted" in err and "Traceback" not in err
         for _ in range(100):
-            if not any(_alive(p) for p in group):
+            if not any(alive(p) for p in group):
                 break
             time.sleep(0.1)
-        assert not any(_alive(p) for p in group)
+        assert not any(alive(p) for p in group)
     finally:
         if proc.poll() is None:
             proc.kill()
