@@ -23,7 +23,8 @@ from accel_dse.search._metrics import METRIC_NAMES, METRIC_UNITS, OBJECTIVES, Co
 from accel_dse.search._objective import SweepObjective, TrialFailed
 from accel_dse.search._run import SweepConfig, SweepResult, run_sweep, validate_sweep
 from accel_dse.search._samplers import SAMPLERS, check_sampler, make_sampler
-from accel_dse.search._space import DesignSpace, Param, WorkloadSpec, load_space, parse_space, space_names
+from accel_dse.search._space import DesignSpace, Param, WorkloadSpec
+from accel_dse.search._space_file import load_space, parse_space, space_names
 from accel_dse.search._storage import StorageSpec, check_location, open_storage, parse_storage
 from accel_dse.search._study import budget_used, fail_dead_trials, open_study
 from accel_dse.search._summary import best_trials, feasible_trials, summary_dict, summary_table
