@@ -96,6 +96,10 @@ class ArrayConfig:
         dram_bytes_per_cycle: off-chip bandwidth, bytes per clock cycle.
         clock_mhz: clock frequency, MHz.
         double_buffered: whether DRAM transfers overlap compute (ping-pong buffers).
+        shadow_stationary: whether each PE holds a second (shadow) register for its stationary
+            operand, so consecutive folds overlap: WS/IS load the next fold's stationary tile
+            while the current fold streams (TPU v1's weight double buffering), OS drains the
+            finished results while the next fold accumulates. Costs one register per PE.
         tech_nm: technology node for energy and area scaling, nm (5..180).
     """
 
@@ -110,6 +114,7 @@ class ArrayConfig:
     dram_bytes_per_cycle: float = 16.0
     clock_mhz: float = 1000.0
     double_buffered: bool = True
+    shadow_stationary: bool = True
     tech_nm: int = 45
 
     def __post_init__(self) -> None:
@@ -131,8 +136,9 @@ class ArrayConfig:
         _check_float("clock_mhz", self.clock_mhz)
         object.__setattr__(self, "dram_bytes_per_cycle", float(self.dram_bytes_per_cycle))
         object.__setattr__(self, "clock_mhz", float(self.clock_mhz))
-        if not isinstance(self.double_buffered, bool):
-            raise ConfigError(f"double_buffered must be true or false, not {self.double_buffered!r}")
+        for name in ("double_buffered", "shadow_stationary"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, not {getattr(self, name)!r}")
         _check_int("tech_nm", self.tech_nm, *_TECH_NM)
 
     # -- derived figures -------------------------------------------------------------------

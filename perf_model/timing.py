@@ -15,26 +15,53 @@ Mapping (rows-dim ``Dr`` on the R array rows, cols-dim ``Dc`` on the C columns, 
 
 Folds ``F = ceil(Dr / R) * ceil(Dc / C)`` (0 if any of ``M``, ``K``, ``N`` is 0). Every fold
 costs the same, edge folds included (rows beyond ``Dr`` are loaded as zeros / not written,
-columns beyond ``Dc`` are don't-care lanes, as in a fixed systolic array)::
+columns beyond ``Dc`` are don't-care lanes, as in a fixed systolic array). A run costs::
 
-    fold_cycles = Ds + 2 * R + C - 2 + FOLD_OVERHEAD        (= Ds + 2R + C)
-    run_cycles  = F * fold_cycles + RUN_OVERHEAD            (= 1 + F * (Ds + 2R + C))
+    run_cycles = RUN_OVERHEAD + F * fold_cycles + run_tail        (F > 0; RUN_OVERHEAD if F = 0)
 
-counted from the clock edge that samples ``start`` to the edge that raises ``done``. The RTL
-(``rtl_gen.Controller``) spends, per fold:
+counted from the clock edge that samples ``start`` to the edge that raises ``done``, with
+``fold_cycles`` the steady-state cost of one fold and ``run_tail`` what the first fill and
+the last drain add once per run. Two forms, by ``ArrayConfig.shadow_stationary``:
 
-* WS/IS: ``R`` cycles reading the stationary words (rows ``R-1 .. 0``), each shifted down the
+* **Shadow (double-buffered stationary operand, the default).** Each PE has a shadow register
+  beside its stationary one. WS/IS: the next fold's stationary words shift into the shadows
+  while the current fold streams, and the first streamed word of a fold (marked by ``first``,
+  which moves right with it) swaps shadow into the active register; OS: the marker makes each
+  accumulator hand its finished sum to the shadow and restart, and the shadows drain down the
+  column while the next fold accumulates. Folds start back to back every
+  ``max(Ds, R, 2)`` cycles::
+
+      fold_cycles = max(Ds, R, 2)
+      run_tail    = Ds - fold_cycles + 2R + C     (WS/IS)
+                  = 1 + 2R + C                    (OS)
+
+  so ``run_cycles = 1 + (F - 1) * max(Ds, R, 2) + Ds + 2R + C`` (WS/IS) and
+  ``1 + F * max(Ds, R, 2) + 2R + C + 1`` (OS). ``R``: a fold's ``R`` stationary words (WS/IS)
+  or ``R`` result rows (OS) need ``R`` cycles of the shadow chain; 2: the read-modify-write of
+  an ofmap word spans two cycles, so two K-folds one cycle apart would race (only an
+  ``R = 1`` array streaming one row gets there). Once per run, WS/IS load the first fold
+  (``R``) and flush the last (``R + C``: the last word crosses the wavefront and its last lane
+  is written, after the last fold's ``Ds`` stream); OS drains the last fold after a marker
+  that carries no data and comes a full slot after the last fold's start (earlier, it could
+  move sums into a shadow that the previous drain still passes through): ``R + 1`` until
+  the last row is in its shadow, ``R`` shifts, ``C`` for the last lane's write.
+
+* **Plain (no shadow register).** Load, stream and flush run in series in every fold::
+
+      fold_cycles = Ds + 2 * R + C - 2 + FOLD_OVERHEAD        (= Ds + 2R + C)
+      run_tail    = 0
+
+  WS/IS: ``R`` cycles reading the stationary words (rows ``R-1 .. 0``), each shifted down the
   columns the cycle after its read; ``Ds`` cycles reading the streamed words; ``R + C``
-  cycles of flush: the last streamed word reaches the array one cycle after its read (buffer
-  latency), crosses the skewed ``R x C`` wavefront (``R + C - 1``; lane ``i`` of a buffer is
-  its own bank, read/written ``i`` cycles after lane 0) and its last lane is written
-  (read-modify-write of the ofmap bank) in the last cycle.
-* OS: ``Ds`` cycles reading both operands; ``R + C - 1`` cycles until the last product is in
-  the bottom-right accumulator (buffer latency + wavefront); ``R`` drain shifts, each
-  capturing one row into the result register, and one cycle for the last row's write.
+  cycles of flush. OS: ``Ds`` cycles reading both operands; ``R`` cycles until column 0's
+  last product is in its bottom accumulator; ``R`` drain shifts, each capturing one row
+  into the result register; ``C`` until the last lane is written.
 
-so ``FOLD_OVERHEAD = 2`` for every dataflow; ``RUN_OVERHEAD = 1`` is the controller's SETUP
-cycle after ``start`` (a run with a zero dimension is that cycle alone).
+In both forms the stationary/top operand's lane ``c`` (its own bank) is read ``c`` cycles
+after lane 0, like the left operand's lane ``r`` and the ofmap's lane ``c`` (read/written
+``c`` cycles after lane 0), so every column runs column 0's schedule ``c`` cycles late.
+``FOLD_OVERHEAD = 2`` (the pipeline registers of the plain form); ``RUN_OVERHEAD = 1`` is the
+controller's SETUP cycle after ``start`` (a run with a zero dimension is that cycle alone).
 
 Buffer words (a run fits when every operand fits its buffer's depth)::
 
@@ -63,6 +90,7 @@ import numpy as np
 __all__ = [
     "FOLD_OVERHEAD",
     "RUN_OVERHEAD",
+    "run_tail",
     "DATAFLOW_CODES",
     "dataflow_code",
     "mapped_dims",
@@ -108,17 +136,41 @@ def folds(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any) -> Any:
     return np.where(ds == 0, 0, _ceil_div(dr, rows) * _ceil_div(dc, cols))
 
 
-def fold_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any) -> Any:
-    """Cycles of one fold: ``Ds + 2R + C - 2 + FOLD_OVERHEAD``."""
+def fold_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any = True) -> Any:
+    """Steady-state cycles of one fold: ``max(Ds, R, 2)`` (shadow) or ``Ds + 2R + C`` (plain)."""
     _, _, ds = mapped_dims(df, m, k, n)
+    return _fold_cycles(ds, rows, cols, shadow)
+
+
+def run_tail(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any = True) -> Any:
+    """Cycles a run adds once to ``F * fold_cycles``: its first fill and last drain (shadow; 0 plain)."""
+    _, _, ds = mapped_dims(df, m, k, n)
+    return _run_tail(df, ds, rows, cols, shadow)
+
+
+def _fold_cycles(ds: Any, rows: Any, cols: Any, shadow: Any) -> Any:
+    ds = np.asarray(ds, dtype=np.int64)
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
-    return ds + 2 * rows + cols - 2 + FOLD_OVERHEAD
+    plain = ds + 2 * rows + cols - 2 + FOLD_OVERHEAD
+    return np.where(shadow, np.maximum(np.maximum(ds, rows), 2), plain)
 
 
-def run_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any) -> Any:
+def _run_tail(df: Any, ds: Any, rows: Any, cols: Any, shadow: Any) -> Any:
+    ds = np.asarray(ds, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    os_flow = np.asarray(df) == 1
+    lead = np.where(os_flow, 1, ds - _fold_cycles(ds, rows, cols, True))
+    return np.where(shadow, lead + 2 * rows + cols, 0)
+
+
+def run_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any = True) -> Any:
     """Cycles from ``start`` to ``done`` of one buffer-resident run (int64, broadcast)."""
-    return folds(df, rows, cols, m, k, n) * fold_cycles(df, rows, cols, m, k, n) + RUN_OVERHEAD
+    _, _, ds = mapped_dims(df, m, k, n)
+    f = folds(df, rows, cols, m, k, n)
+    body = f * _fold_cycles(ds, rows, cols, shadow) + _run_tail(df, ds, rows, cols, shadow)
+    return np.where(f == 0, 0, body) + RUN_OVERHEAD
 
 
 def buffer_depth_words(kib: Any, word_elems: Any, bits: Any) -> Any:

@@ -41,13 +41,14 @@ class PERow(wiring.Component):
     """One row of ``cols`` PEs: the left operand enters PE 0 and moves right one PE a cycle.
 
     Ports (packed, lane ``c`` at bits ``[c*w, (c+1)*w)``): ``a_in`` (the row's left operand),
-    ``v_in``/``s_in`` (the row above's ``v_out``/``s_out``), ``shift`` (to every PE),
-    ``v_out``/``s_out`` (to the row below), OS only ``f_in`` (first-operand marker, moves
-    right with ``a_in``). Widths from :func:`pe_widths`.
+    ``v_in``/``s_in`` (the row above's ``v_out``/``s_out``), ``shift`` (bit ``c`` to PE ``c``),
+    ``v_out``/``s_out`` (to the row below), OS or shadow ``f_in`` (first-operand marker, moves
+    right with ``a_in``), shadow ``d_in``/``d_out`` (the delayed column strobes, bit ``c`` for
+    column ``c``). Widths from :func:`pe_widths`.
 
     Args:
         cols: PEs in the row.
-        dataflow, input_bits, acc_bits: as :class:`PE`.
+        dataflow, input_bits, acc_bits, shadow: as :class:`PE`.
         fault: test-only ``(col, bit, stuck)`` of one faulty PE in this row, or ``None``.
         pe_factory: builds the PE of column ``c`` (default a :class:`PE`; the export passes
             a :class:`Blackbox`).
@@ -60,6 +61,7 @@ class PERow(wiring.Component):
         dataflow: Dataflow | str,
         input_bits: int,
         acc_bits: int,
+        shadow: bool = False,
         fault: tuple[int, int, int] | None = None,
         pe_factory: Callable[[int], wiring.Component] | None = None,
     ) -> None:
@@ -67,20 +69,11 @@ class PERow(wiring.Component):
         self.dataflow = Dataflow.parse(dataflow)
         self.input_bits = input_bits
         self.acc_bits = acc_bits
+        self.shadow = shadow
         self.fault = fault
         self.pe_factory = pe_factory
         self.v_bits, self.s_bits = pe_widths(self.dataflow, input_bits, acc_bits)
-        members = {
-            "a_in": In(input_bits),
-            "v_in": In(cols * self.v_bits),
-            "s_in": In(cols * self.s_bits),
-            "shift": In(1),
-            "v_out": Out(cols * self.v_bits),
-            "s_out": Out(cols * self.s_bits),
-        }
-        if self.dataflow is Dataflow.OS:
-            members["f_in"] = In(1)
-        super().__init__(members)
+        super().__init__(_group_members(1, cols, self.dataflow, input_bits, acc_bits, shadow))
 
     def make_pe(self, col: int) -> wiring.Component:
         """The PE of column ``col`` (see ``pe_factory``)."""
@@ -89,7 +82,8 @@ class PERow(wiring.Component):
         fault = None
         if self.fault is not None and self.fault[0] == col:
             fault = self.fault[1:]
-        return PE(dataflow=self.dataflow, input_bits=self.input_bits, acc_bits=self.acc_bits, fault=fault)
+        return PE(dataflow=self.dataflow, input_bits=self.input_bits, acc_bits=self.acc_bits,
+                  shadow=self.shadow, fault=fault)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -102,12 +96,14 @@ class PERow(wiring.Component):
                 pe.a_in.eq(self.a_in if prev is None else prev.a_out),
                 pe.v_in.eq(self.v_in[c * vb : (c + 1) * vb]),
                 pe.s_in.eq(self.s_in[c * sb : (c + 1) * sb]),
-                pe.shift.eq(self.shift),
+                pe.shift.eq(self.shift[c]),
                 self.v_out[c * vb : (c + 1) * vb].eq(pe.v_out),
                 self.s_out[c * sb : (c + 1) * sb].eq(pe.s_out),
             ]
-            if self.dataflow is Dataflow.OS:
+            if "f_in" in self.signature.members:
                 m.d.comb += pe.f_in.eq(self.f_in if prev is None else prev.f_out)
+            if self.shadow:
+                m.d.comb += [pe.ph.eq(self.ph[c]), pe.d_in.eq(self.d_in[c]), self.d_out[c].eq(pe.d_out)]
             prev = pe
         return m
 
@@ -136,6 +132,7 @@ class PEBlock(wiring.Component):
         dataflow: Dataflow | str,
         input_bits: int,
         acc_bits: int,
+        shadow: bool = False,
         fault: tuple[int, int, int, int] | None = None,
         row_factory: Callable[[int], wiring.Component] | None = None,
     ) -> None:
@@ -144,20 +141,10 @@ class PEBlock(wiring.Component):
         self.dataflow = Dataflow.parse(dataflow)
         self.input_bits = input_bits
         self.acc_bits = acc_bits
+        self.shadow = shadow
         self.fault = fault
         self.row_factory = row_factory
-        v_bits, s_bits = pe_widths(self.dataflow, input_bits, acc_bits)
-        members = {
-            "a_in": In(rows * input_bits),
-            "v_in": In(cols * v_bits),
-            "s_in": In(cols * s_bits),
-            "shift": In(1),
-            "v_out": Out(cols * v_bits),
-            "s_out": Out(cols * s_bits),
-        }
-        if self.dataflow is Dataflow.OS:
-            members["f_in"] = In(rows)
-        super().__init__(members)
+        super().__init__(_group_members(rows, cols, self.dataflow, input_bits, acc_bits, shadow))
 
     def make_row(self, row: int) -> wiring.Component:
         """Row ``row`` of the block (see ``row_factory``)."""
@@ -165,22 +152,45 @@ class PEBlock(wiring.Component):
             return self.row_factory(row)
         fault = self.fault[1:] if self.fault is not None and self.fault[0] == row else None
         return PERow(cols=self.cols, dataflow=self.dataflow, input_bits=self.input_bits,
-                     acc_bits=self.acc_bits, fault=fault)
+                     acc_bits=self.acc_bits, shadow=self.shadow, fault=fault)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
-        v_out, s_out = _chain_rows(
+        v_out, s_out, d_out = _chain_rows(
             m,
             [self.make_row(r) for r in range(self.rows)],
             a_lanes=self.a_in,
-            f_bits=self.f_in if self.dataflow is Dataflow.OS else None,
+            f_bits=self.f_in if "f_in" in self.signature.members else None,
             v_top=self.v_in,
             s_top=self.s_in,
+            d_top=self.d_in if self.shadow else None,
             shift=self.shift,
             lane_bits=self.input_bits,
+            phase=self.ph if self.shadow else None,
         )
         m.d.comb += [self.v_out.eq(v_out), self.s_out.eq(s_out)]
+        if self.shadow:
+            m.d.comb += self.d_out.eq(d_out)
         return m
+
+
+def _group_members(rows: int, cols: int, dataflow: Dataflow, input_bits: int, acc_bits: int,
+                   shadow: bool) -> dict[str, object]:
+    """Ports of a group of ``rows`` array rows (a :class:`PERow` is ``rows = 1``)."""
+    v_bits, s_bits = pe_widths(dataflow, input_bits, acc_bits)
+    members: dict[str, object] = {
+        "a_in": In(rows * input_bits),
+        "v_in": In(cols * v_bits),
+        "s_in": In(cols * s_bits),
+        "shift": In(cols),
+        "v_out": Out(cols * v_bits),
+        "s_out": Out(cols * s_bits),
+    }
+    if dataflow is Dataflow.OS or shadow:
+        members["f_in"] = In(rows)
+    if shadow:
+        members.update({"ph": In(cols), "d_in": In(cols), "d_out": Out(cols)})
+    return members
 
 
 def _chain_rows(
@@ -191,17 +201,19 @@ def _chain_rows(
     f_bits: Value | None,
     v_top: Value,
     s_top: Value,
+    d_top: Value | None,
     shift: Value,
     lane_bits: int,
-) -> tuple[Value, Value]:
+    phase: Value | None = None,
+) -> tuple[Value, Value, Value | None]:
     """Connect row groups (:class:`PERow` / :class:`PEBlock` or stand-ins) top to bottom.
 
     Group ``g`` takes as many ``a_lanes`` lanes (``lane_bits`` each) and ``f_bits`` bits as
-    its ``a_in`` holds rows; the first group's ``v_in``/``s_in`` are ``v_top``/``s_top``.
-    Returns the last group's ``(v_out, s_out)``.
+    its ``a_in`` holds rows; the first group's ``v_in``/``s_in`` (and with shadows ``d_in``)
+    are ``v_top``/``s_top``/``d_top``. Returns the last group's ``(v_out, s_out, d_out)``.
     """
     lane = 0
-    v_above, s_above = v_top, s_top
+    v_above, s_above, d_above = v_top, s_top, d_top
     for g, group in enumerate(groups):
         count = len(group.a_in) // lane_bits
         m.submodules[f"row_{g}" if count == 1 else f"block_{g}"] = group
@@ -213,9 +225,12 @@ def _chain_rows(
         ]
         if f_bits is not None:
             m.d.comb += group.f_in.eq(f_bits[lane : lane + count])
+        if d_above is not None:
+            m.d.comb += [group.d_in.eq(d_above), group.ph.eq(phase)]
+            d_above = group.d_out
         v_above, s_above = group.v_out, group.s_out
         lane += count
-    return v_above, s_above
+    return v_above, s_above, d_above
 
 
 class SystolicArray(wiring.Component):
@@ -231,8 +246,9 @@ class SystolicArray(wiring.Component):
       OS: the top operand; lane ``c`` is skewed by ``c`` cycles and enters column ``c``.
     * ``shift``: WS/IS load the stationary operands (above); OS drain: every accumulator
       takes the one above it (row 0 takes 0).
-    * ``first`` (OS only; ignored otherwise): high with the first ``x``/``y`` words of a fold;
-      skewed like ``x``, it makes each accumulator restart at its first product.
+    * ``first`` (OS, and shadow; ignored otherwise): high with the first ``x``/``y`` words of a
+      fold; skewed like ``x``: OS accumulators restart at their first product (shadow: and hand
+      the finished sum to the shadow register), shadow WS/IS PEs swap in the shadow weights.
     * ``result`` (``cols * acc_bits``): WS/IS: the column sums ``sum_r x[r] * s[r][c]`` of the
       ``x`` word presented ``latency`` cycles earlier (de-skewed); OS: a register holding the
       bottom row's accumulators of the previous cycle (after a ``shift`` at cycle ``t`` it
@@ -243,7 +259,15 @@ class SystolicArray(wiring.Component):
     and WS/IS ``result`` lane ``c`` is the bottom partial sum of column ``c``, ``c`` cycles
     after lane 0 (``rows + c`` after the un-delayed word). The accelerator does this with
     per-lane buffer banks addressed on a tapped delay line (see ``rtl_gen._top``). ``first``
-    is delayed per row inside the array in both modes.
+    is delayed per row inside the array in both modes. With ``skew=False`` ``shift`` has one
+    bit per column, each already delayed by its column index like the caller's ``y`` lanes
+    (WS/IS) or result lanes (OS); with ``skew=True`` it is one bit for every column. With
+    shadows, ``phase`` (one bit per column, delayed like ``shift``) toggles at the first step
+    of every load (WS/IS) or drain (OS): the PEs tell their row's window from it.
+
+    ``shadow=True`` builds :class:`PE` s with a shadow register (see there): consecutive folds
+    overlap. It needs the pre-skewed ports (``skew=False``): the accelerator's per-lane banks
+    are what keep every column on column 0's schedule, ``c`` cycles late.
 
     Inputs should be zero when no operand is presented.
 
@@ -259,6 +283,7 @@ class SystolicArray(wiring.Component):
         group_factory: builds group ``g`` (default as above; the export passes
             :class:`Blackbox` es).
         skew: include the data skew/de-skew triangles (default); ``False``: pre-skewed ports.
+        shadow: PEs with a shadow stationary register (needs ``skew=False``).
     """
 
     def __init__(
@@ -273,6 +298,7 @@ class SystolicArray(wiring.Component):
         group_rows: int = 1,
         group_factory: Callable[[int], wiring.Component] | None = None,
         skew: bool = True,
+        shadow: bool = False,
     ) -> None:
         for name, value in (("rows", rows), ("cols", cols)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -290,15 +316,19 @@ class SystolicArray(wiring.Component):
         self.group_rows = group_rows
         self.group_factory = group_factory
         self.skew = skew
-        super().__init__(
-            {
-                "x": In(rows * input_bits),
-                "y": In(cols * input_bits),
-                "shift": In(1),
-                "first": In(1),
-                "result": Out(cols * acc_bits),
-            }
-        )
+        if shadow and skew:
+            raise ConfigError("a shadow-register array needs pre-skewed ports (skew=False)")
+        self.shadow = shadow
+        members = {
+            "x": In(rows * input_bits),
+            "y": In(cols * input_bits),
+            "shift": In(1 if skew else cols),
+            "first": In(1),
+            "result": Out(cols * acc_bits),
+        }
+        if shadow:
+            members["phase"] = In(cols)
+        super().__init__(members)
 
     @classmethod
     def from_config(
@@ -321,6 +351,7 @@ class SystolicArray(wiring.Component):
             group_rows=group_rows,
             group_factory=group_factory,
             skew=skew,
+            shadow=config.shadow_stationary and not skew,
         )
 
     @property
@@ -340,9 +371,11 @@ class SystolicArray(wiring.Component):
         if self.fault is not None and self.fault.row // b == group:
             fault = (self.fault.row % b, self.fault.col, self.fault.bit, self.fault.stuck)
         cols, df, ib, ab = self.cols, self.dataflow, self.input_bits, self.acc_bits
+        sh = self.shadow
         if b == 1:
-            return PERow(cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, fault=fault[1:] if fault else None)
-        return PEBlock(rows=b, cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, fault=fault)
+            return PERow(cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh,
+                         fault=fault[1:] if fault else None)
+        return PEBlock(rows=b, cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh, fault=fault)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -356,22 +389,25 @@ class SystolicArray(wiring.Component):
             x_lanes = x_skew.o_data
 
         f_bits = None
-        if os_flow:
+        if os_flow or self.shadow:
             # The first-operand marker enters every row with its x lane (row r: r cycles late).
             m.submodules.f_delay = f_delay = DelayLine(taps=rows, width=1)
             m.d.comb += f_delay.i_data.eq(self.first)
             f_bits = f_delay.o_taps
         v_bits, s_bits = pe_widths(self.dataflow, ib, ab)
         v_top, s_top = Signal(cols * v_bits), Signal(cols * s_bits)
-        bottom_v, bottom_s = _chain_rows(
+        shift: Value = self.shift if not self.skew else self.shift.replicate(cols)
+        bottom_v, bottom_s, _ = _chain_rows(
             m,
             [self.make_group(g) for g in range(rows // self.group_rows)],
             a_lanes=x_lanes,
             f_bits=f_bits,
             v_top=v_top,
             s_top=s_top,
-            shift=self.shift,
+            d_top=self.phase if self.shadow else None,
+            shift=shift,
             lane_bits=ib,
+            phase=self.phase if self.shadow else None,
         )
 
         if os_flow:

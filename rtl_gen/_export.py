@@ -72,8 +72,9 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
     """
     top = top_name(config, fault)
     ib, ab, df = config.input_bits, config.acc_bits, config.dataflow
+    sh = config.shadow_stationary
     b = block_rows(config.rows)
-    pe = PE(dataflow=df, input_bits=ib, acc_bits=ab)
+    pe = PE(dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh)
     units: list[tuple[str, wiring.Component]] = []
     inner: list[tuple[str, wiring.Component]] = [(f"{top}_pe", pe)]
 
@@ -81,13 +82,14 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
         def factory(col: int) -> wiring.Component:
             return Blackbox(pe.signature, f"{top}_pe_fault" if col == faulty_col else f"{top}_pe")
 
-        return PERow(cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, pe_factory=factory)
+        return PERow(cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh, pe_factory=factory)
 
     clean_row = row(None)
     inner.insert(0, (f"{top}_row", clean_row))
     if fault is not None:
         inner.append((f"{top}_row_fault", row(fault.col)))
-        inner.append((f"{top}_pe_fault", PE(dataflow=df, input_bits=ib, acc_bits=ab, fault=(fault.bit, fault.stuck))))
+        inner.append((f"{top}_pe_fault", PE(dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh,
+                                                  fault=(fault.bit, fault.stuck))))
 
     def row_name(r: int) -> str:
         return f"{top}_row_fault" if fault is not None and r == fault.row else f"{top}_row"
@@ -100,7 +102,8 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
                 name = f"{top}_row_fault" if faulty and fault is not None and r == fault.row % b else f"{top}_row"
                 return Blackbox(clean_row.signature, name)
 
-            return PEBlock(rows=b, cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, row_factory=factory)
+            return PEBlock(rows=b, cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh,
+                           row_factory=factory)
 
         clean_block = block(False)
         inner.insert(0, (f"{top}_block", clean_block))

@@ -29,7 +29,7 @@ class OperandGate(wiring.Component):
 
 class OfmapUpdate(wiring.Component):
     """The ofmap write data: while ``busy`` ``result + (old if add else 0)`` per lane
-    (wrapping), else the host's word ``host``.
+    (wrapping; ``add`` has one bit per lane), else the host's word ``host``.
 
     Args:
         lanes: lanes per word (array columns).
@@ -44,7 +44,7 @@ class OfmapUpdate(wiring.Component):
             {
                 "result": In(width),
                 "old": In(width),
-                "add": In(1),
+                "add": In(lanes),
                 "host": In(width),
                 "busy": In(1),
                 "new": Out(width),
@@ -56,6 +56,6 @@ class OfmapUpdate(wiring.Component):
         ab = self.acc_bits
         for c in range(self.lanes):
             lane = slice(c * ab, (c + 1) * ab)
-            total = self.result[lane] + Mux(self.add, self.old[lane], 0)
+            total = self.result[lane] + Mux(self.add[c], self.old[lane], 0)
             m.d.comb += self.new[lane].eq(Mux(self.busy, total, self.host[lane]))
         return m

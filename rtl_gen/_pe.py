@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from amaranth import Module, Signal, signed
+from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import INPUT_BITS, Dataflow
 from accel_dse.errors import ConfigError
 
-__all__ = ["PE", "Fault", "pe_widths"]
+__all__ = ["PE", "Fault", "pe_widths", "pe_signature"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,19 +65,41 @@ def pe_widths(dataflow: Dataflow, input_bits: int, acc_bits: int) -> tuple[int, 
 class PE(wiring.Component):
     """Signed ``input_bits x input_bits -> acc_bits`` multiply-accumulate cell.
 
-    Three registers, one of each kind, whatever the dataflow:
+    Registers, whatever the dataflow:
 
     * ``a``: the left operand, passed right one PE per cycle (``a_out``);
     * ``v``: the vertical flow, passed down one PE per cycle (``v_out``):
-      WS/IS the partial sum ``v_in + a_in * s``, OS the top operand ``v_in`` unchanged;
-    * ``s``: the stationary register (``s_out``): WS/IS the stationary operand, OS the
-      accumulator ``s + a_in * v_in``. When ``shift`` is high it loads ``s_in`` instead
-      (the register above in the column): WS/IS use it to load the stationary operands down
-      the column, OS to drain the results out of the bottom.
-    * OS only, ``f``: a one-bit marker passed right with ``a`` (``f_in``/``f_out``), high
-      with the first operand of a fold: the accumulator then restarts at the product
-      instead of adding to its old content, so a fold never depends on what the
-      accumulators held before (power-up state, or X in a four-state simulator).
+      WS/IS the partial sum ``v_in + a_in * weight``, OS the top operand ``v_in`` unchanged;
+    * the stationary register: WS/IS the stationary operand (the weight), OS the accumulator.
+    * ``f`` (OS, and every dataflow with ``shadow``): a one-bit marker passed right with ``a``
+      (``f_in``/``f_out``), high with the first operand of a fold.
+
+    Plain (``shadow=False``): the stationary register is also the column chain (``s_in`` /
+    ``s_out``): when ``shift`` is high it loads ``s_in`` (the register above): WS/IS load the
+    stationary operands down the column, OS drain the results out of the bottom. OS: with
+    ``f_in`` the accumulator restarts at the product instead of adding to its old content, so
+    a fold never depends on what the accumulators held before (power-up state, or X).
+
+    Shadow (``shadow=True``): a second register ``w`` of the stationary width forms the column
+    chain (``s_in`` / ``s_out``) and the stationary register stays inside the PE:
+
+    * WS/IS: the product uses ``w`` while ``f_in`` is high (the first word of a fold) and the
+      weight register takes ``w`` then; otherwise it uses the weight register. So the next
+      fold's weights can shift into the ``w`` chain while the current fold streams.
+    * OS: with ``f_in`` the finished sum moves into ``w`` and the accumulator restarts at the
+      product; ``w`` then drains down the chain while the next fold accumulates.
+
+    The chain shifts in a per-row window of the column strobe ``shift``. Each load (WS/IS) or
+    drain (OS) of ``R`` steps toggles the column's phase bit ``ph`` at its first step; ``d`` is
+    ``d_in`` delayed one cycle (``d_out``), and the array feeds row 0 ``d_in = ph`` and row
+    ``r + 1`` row ``r``'s ``d_out``, so row ``r`` sees the phase of ``r`` (``d_in``) and ``r + 1``
+    (``d``) cycles ago. At step ``j`` of a load or drain, ``d_in == ph`` exactly when ``j >= r``
+    and ``d != ph`` exactly when ``j <= r``, even when loads follow back to back. WS/IS shift
+    at steps ``j >= r`` (``shift & (d_in == ph)``): row ``r`` starts ``r`` steps late, so it is
+    disturbed no earlier than ``r`` cycles after the load starts, which is when the swap
+    wavefront passes it, and it still ends with its own word; OS at steps ``j <= r``
+    (``shift & (d != ph)``): just long enough to pass the rows above it down, so its shadow is
+    free for the next capture from step ``r + 1`` on. ``f_in`` has priority.
 
     Sums wrap modulo ``2**acc_bits`` (two's complement).
 
@@ -85,6 +107,7 @@ class PE(wiring.Component):
         dataflow: ``Dataflow`` (IS uses the WS cell).
         input_bits: operand width, 8 or 16.
         acc_bits: accumulator width, ``2 * input_bits .. 64``.
+        shadow: hold a shadow copy of the stationary operand (see above).
         fault: test-only stuck product bit ``(bit, stuck)`` of this cell, or ``None``.
     """
 
@@ -94,6 +117,7 @@ class PE(wiring.Component):
         dataflow: Dataflow | str = Dataflow.WS,
         input_bits: int = 8,
         acc_bits: int = 32,
+        shadow: bool = False,
         fault: tuple[int, int] | None = None,
     ) -> None:
         self.dataflow = Dataflow.parse(dataflow)
@@ -101,33 +125,36 @@ class PE(wiring.Component):
             raise ConfigError(f"input_bits must be 8 or 16, not {input_bits!r}")
         if not isinstance(acc_bits, int) or not 2 * input_bits <= acc_bits <= 64:
             raise ConfigError(f"acc_bits must be an integer in [{2 * input_bits}, 64], not {acc_bits!r}")
+        if not isinstance(shadow, bool):
+            raise ConfigError(f"shadow must be true or false, not {shadow!r}")
         self.input_bits = input_bits
         self.acc_bits = acc_bits
+        self.shadow = shadow
         self.fault = fault
-        v_bits, s_bits = pe_widths(self.dataflow, input_bits, acc_bits)
-        members = {
-            "a_in": In(signed(input_bits)),
-            "a_out": Out(signed(input_bits)),
-            "v_in": In(signed(v_bits)),
-            "v_out": Out(signed(v_bits)),
-            "s_in": In(signed(s_bits)),
-            "s_out": Out(signed(s_bits)),
-            "shift": In(1),
-        }
-        if self.dataflow is Dataflow.OS:
-            members.update({"f_in": In(1), "f_out": Out(1)})
-        super().__init__(members)
+        super().__init__(pe_signature(self.dataflow, input_bits, acc_bits, shadow))
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
         ib = self.input_bits
+        os_flow = self.dataflow is Dataflow.OS
         a = Signal(signed(ib))
         v = Signal.like(self.v_out)
-        s = Signal.like(self.s_out)
-        m.d.comb += [self.a_out.eq(a), self.v_out.eq(v), self.s_out.eq(s)]
+        s = Signal.like(self.s_out, name="s")  # stationary: weight (WS/IS) or accumulator (OS)
+        chain = Signal.like(self.s_out, name="w") if self.shadow else s
+        m.d.comb += [self.a_out.eq(a), self.v_out.eq(v), self.s_out.eq(chain)]
         m.d.sync += a.eq(self.a_in)
+        has_f = os_flow or self.shadow
+        if has_f:
+            f = Signal()
+            m.d.comb += self.f_out.eq(f)
+            m.d.sync += f.eq(self.f_in)
 
-        other = self.v_in if self.dataflow is Dataflow.OS else s
+        if os_flow:
+            other = self.v_in
+        elif self.shadow:
+            other = Mux(self.f_in, chain, s)
+        else:
+            other = s
         raw = Signal(signed(2 * ib))
         product = Signal(signed(2 * ib))
         m.d.comb += [raw.eq(self.a_in * other), product.eq(raw)]
@@ -135,18 +162,57 @@ class PE(wiring.Component):
             bit, stuck = self.fault
             m.d.comb += product[bit].eq(stuck)
 
-        if self.dataflow is Dataflow.OS:
-            f = Signal()
-            m.d.comb += self.f_out.eq(f)
-            m.d.sync += [v.eq(self.v_in), f.eq(self.f_in)]
-            with m.If(self.shift):
-                m.d.sync += s.eq(self.s_in)
-            with m.Elif(self.f_in):
-                m.d.sync += s.eq(product)
-            with m.Else():
-                m.d.sync += s.eq(s + product)
+        # The column chain's shift enable.
+        shift_now = self.shift
+        if self.shadow:
+            d = Signal()
+            m.d.comb += self.d_out.eq(d)
+            m.d.sync += d.eq(self.d_in)
+            if os_flow:
+                shift_now = self.shift & (d != self.ph)
+            else:
+                shift_now = self.shift & (self.d_in == self.ph)
+
+        if os_flow:
+            m.d.sync += v.eq(self.v_in)
+            if self.shadow:
+                with m.If(self.f_in):
+                    m.d.sync += [chain.eq(s), s.eq(product)]
+                with m.Else():
+                    m.d.sync += s.eq(s + product)
+                    with m.If(shift_now):
+                        m.d.sync += chain.eq(self.s_in)
+            else:
+                with m.If(self.shift):
+                    m.d.sync += s.eq(self.s_in)
+                with m.Elif(self.f_in):
+                    m.d.sync += s.eq(product)
+                with m.Else():
+                    m.d.sync += s.eq(s + product)
         else:
             m.d.sync += v.eq(self.v_in + product)
-            with m.If(self.shift):
-                m.d.sync += s.eq(self.s_in)
+            with m.If(shift_now):
+                m.d.sync += chain.eq(self.s_in)
+            if self.shadow:
+                with m.If(self.f_in):
+                    m.d.sync += s.eq(chain)
         return m
+
+
+def pe_signature(dataflow: Dataflow, input_bits: int, acc_bits: int, shadow: bool) -> dict[str, object]:
+    """The port members of a :class:`PE` (also used by the synthesis-only top-row variant)."""
+    v_bits, s_bits = pe_widths(dataflow, input_bits, acc_bits)
+    members: dict[str, object] = {
+        "a_in": In(signed(input_bits)),
+        "a_out": Out(signed(input_bits)),
+        "v_in": In(signed(v_bits)),
+        "v_out": Out(signed(v_bits)),
+        "s_in": In(signed(s_bits)),
+        "s_out": Out(signed(s_bits)),
+        "shift": In(1),
+    }
+    if dataflow is Dataflow.OS or shadow:
+        members.update({"f_in": In(1), "f_out": Out(1)})
+    if shadow:
+        members.update({"ph": In(1), "d_in": In(1), "d_out": Out(1)})
+    return members

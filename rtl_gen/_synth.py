@@ -10,8 +10,9 @@ it by how many the design holds:
     first-row PE (WS/IS)        C: partial-sum input tied to 0, so no adder
     controller                  1
     register stage, w bits      per width, from ``Accelerator.register_stages()``: the bank
-                                control delay lines, read-valid flags, OS marker and result
-                                register (no data skew triangles: the buffers are banked)
+                                control delay lines, read-valid flags, column strobes,
+                                first-operand marker and OS result register (no data skew
+                                triangles: the buffers are banked)
     operand gate lane, b bits   R + C (buffer bank -> array, zero when idle)
     ofmap update lane, a bits   C (accumulate adder and host/controller data mux)
 
@@ -35,10 +36,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from amaranth import Module, signed
+from amaranth import Module
 from amaranth.back import verilog
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import RtlError
@@ -47,7 +48,7 @@ from ._array import SystolicArray
 from ._controller import Controller
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import buffer_layout
-from ._pe import PE
+from ._pe import PE, pe_signature
 from ._skew import DelayLine
 from ._top import Accelerator, top_name
 
@@ -66,32 +67,22 @@ class TopRowPE(wiring.Component):
     """A WS/IS PE of the array's first row: its partial-sum input is the constant 0, so
     synthesis drops its adder (counted apart from the other PEs by :func:`synth_stats`)."""
 
-    def __init__(self, *, input_bits: int, acc_bits: int) -> None:
+    def __init__(self, *, input_bits: int, acc_bits: int, shadow: bool = False) -> None:
         self.input_bits = input_bits
         self.acc_bits = acc_bits
-        super().__init__(
-            {
-                "a_in": In(signed(input_bits)),
-                "a_out": Out(signed(input_bits)),
-                "v_out": Out(signed(acc_bits)),
-                "s_in": In(signed(input_bits)),
-                "s_out": Out(signed(input_bits)),
-                "shift": In(1),
-            }
-        )
+        self.shadow = shadow
+        members = pe_signature(Dataflow.WS, input_bits, acc_bits, shadow)
+        del members["v_in"]
+        super().__init__(members)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
-        m.submodules.pe = pe = PE(dataflow=Dataflow.WS, input_bits=self.input_bits, acc_bits=self.acc_bits)
-        m.d.comb += [
-            pe.a_in.eq(self.a_in),
-            pe.s_in.eq(self.s_in),
-            pe.shift.eq(self.shift),
-            pe.v_in.eq(0),
-            self.a_out.eq(pe.a_out),
-            self.v_out.eq(pe.v_out),
-            self.s_out.eq(pe.s_out),
-        ]
+        m.submodules.pe = pe = PE(dataflow=Dataflow.WS, input_bits=self.input_bits, acc_bits=self.acc_bits,
+                                  shadow=self.shadow)
+        m.d.comb += pe.v_in.eq(0)
+        for name, member in self.signature.members.items():
+            ours, theirs = getattr(self, name), getattr(pe, name)
+            m.d.comb += theirs.eq(ours) if member.flow == In else ours.eq(theirs)
         return m
 
 
@@ -232,20 +223,22 @@ def synth_stats(
 
     stage_counts = Accelerator(config).register_stages()
 
-    pe_params = {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab}
+    sh = config.shadow_stationary
+    pe_params = {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab, "shadow": sh}
     top_row = c if pe_flow is Dataflow.WS else 0  # WS/IS: row 0 adds to a constant 0
     pieces: list[tuple[str, dict[str, Any], Any, int, str]] = [
-        ("pe", pe_params, lambda: PE(dataflow=pe_flow, input_bits=ib, acc_bits=ab), r * c - top_row, "pe"),
+        ("pe", pe_params, lambda: PE(dataflow=pe_flow, input_bits=ib, acc_bits=ab, shadow=sh), r * c - top_row, "pe"),
         ("controller",
          {"rows": r, "cols": c, "dataflow": df.value, "x": x_geo.addr_bits, "y": y_geo.addr_bits,
-          "o": lay.ofmap.addr_bits},
+          "o": lay.ofmap.addr_bits, "shadow": sh},
          lambda: Controller(rows=r, cols=c, dataflow=df, x_addr_bits=x_geo.addr_bits,
-                            y_addr_bits=y_geo.addr_bits, o_addr_bits=lay.ofmap.addr_bits), 1, "controller"),
+                            y_addr_bits=y_geo.addr_bits, o_addr_bits=lay.ofmap.addr_bits, shadow=sh),
+         1, "controller"),
         ("operand_gate_lane", {"width": ib}, lambda: OperandGate(width=ib), r + c, "gate"),
         ("ofmap_update_lane", {"acc_bits": ab}, lambda: OfmapUpdate(lanes=1, acc_bits=ab), c, "update"),
     ]
     if top_row:
-        pieces.insert(1, ("pe_top_row", pe_params, lambda: TopRowPE(input_bits=ib, acc_bits=ab), top_row, "pe_top"))
+        pieces.insert(1, ("pe_top_row", pe_params, lambda: TopRowPE(input_bits=ib, acc_bits=ab, shadow=sh), top_row, "pe_top"))
     for bits, count in sorted(stage_counts.items()):
         pieces.append((f"stage_{bits}b", {"width": bits},
                        (lambda w=bits: DelayLine(taps=2, width=w)), count, f"stage{bits}"))

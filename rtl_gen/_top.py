@@ -18,7 +18,8 @@ export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/col
     cycles       out  32                    cycles from start to done of the last run
 
 Timing: a run sampled at clock edge ``E0`` (``start`` high) raises ``done`` at edge ``E_n`` with
-``n = cycles = perf_model.timing.run_cycles(...) = 1 + folds * (Ds + 2R + C)``. Host writes take
+``n = cycles = perf_model.timing.run_cycles(...)`` (``1 + folds * (Ds + 2R + C)`` without shadow
+registers; ``1 + (folds - 1) * max(Ds, R, 2) + Ds + 2R + C``, plus 1 for OS, with them). Host writes take
 effect at the clock edge where ``host_we`` is high, and only while not busy. The ofmap read has
 a fixed latency of one cycle: present ``host_addr`` before an edge, read ``host_rdata`` after it
 (valid while not busy; the ofmap read port is the controller's during a run). Buffer contents are
@@ -46,11 +47,12 @@ stationary operand and the weight buffer the streamed one. The words a run needs
 ``perf_model.timing.run_words``; the buffer depths ``perf_model.timing.buffer_depth_words``.
 
 Inside, each buffer is one SRAM bank per lane (``b`` or ``a`` bits wide, all at the word's
-address for the host). Where a dataflow needs an operand skewed (lane ``i`` ``i`` cycles late:
-the left operand always, the top operand for OS, the results for WS/IS), the bank of lane
-``i`` is addressed ``i`` cycles late through a tapped delay line of address/enable registers,
-so no data skew or de-skew registers are needed (``O(R + C)`` control registers instead of
-``O(R^2 + C^2)`` data registers). A buffer whose field holds a single word is built with two
+address for the host). Every bank of lane ``i`` is addressed ``i`` cycles after lane 0 through a
+tapped delay line of address/enable registers (the left operand's lane ``r`` enters row ``r``
+``r`` cycles late, the top operand's and the results' lane ``c`` column ``c`` ``c`` cycles late,
+and column ``c``'s load/drain strobe likewise), so no data skew or de-skew registers are needed
+(``O(R + C)`` control registers instead of ``O(R^2 + C^2)`` data registers) and every column
+runs column 0's schedule ``c`` cycles late, which the shadow registers' overlap needs. A buffer whose field holds a single word is built with two
 (Verilog has no 0-bit address); the second word is never used.
 """
 
@@ -139,24 +141,23 @@ class Accelerator(wiring.Component):
         """Verilog module name (see :func:`top_name`)."""
         return top_name(self.config, self.fault)
 
-    def _roles(self) -> tuple[BufferGeometry, BufferGeometry, bool, bool]:
-        """``(x buffer, y buffer, y skewed, o skewed)`` of this dataflow."""
+    def _roles(self) -> tuple[BufferGeometry, BufferGeometry]:
+        """``(x buffer, y buffer)`` of this dataflow."""
         lay = self.layout
-        if self.config.dataflow is Dataflow.OS:
-            return lay.ifmap, lay.weight, True, False
         if self.config.dataflow is Dataflow.IS:
-            return lay.weight, lay.ifmap, False, True
-        return lay.ifmap, lay.weight, False, True
+            return lay.weight, lay.ifmap
+        return lay.ifmap, lay.weight
 
     def register_stages(self) -> dict[int, int]:
         """Registers outside the PEs and the controller, as ``{width in bits: count}``.
 
-        The x (and OS y) bank controls on tapped delay lines, the banks' read-valid flags, the
-        WS/IS ofmap bank controls, the OS first-operand marker and result register.
+        The x and y bank controls on tapped delay lines and the banks' read-valid flags, the
+        ofmap bank controls (address, enable, add), the column strobes, the first-operand
+        marker (OS or shadow) and the OS result register.
         """
         cfg = self.config
         r, c = cfg.rows, cfg.cols
-        x_geo, y_geo, y_skewed, o_skewed = self._roles()
+        x_geo, y_geo = self._roles()
         counts: dict[int, int] = {}
 
         def add(width: int, count: int) -> None:
@@ -165,22 +166,20 @@ class Accelerator(wiring.Component):
 
         add(x_geo.addr_bits + 1, r - 1)
         add(1, r)
-        if y_skewed:
-            add(y_geo.addr_bits + 1, c - 1)
-            add(1, c)
-        else:
-            add(1, 1)
-        if o_skewed:
-            add(self.layout.ofmap.addr_bits + 1, c)
-        else:
-            add(1, r - 1)  # OS first-operand marker delay line
+        add(y_geo.addr_bits + 1, c - 1)
+        add(1, c)
+        add(self.layout.ofmap.addr_bits + 2, c)
+        add(2 if cfg.shadow_stationary else 1, c - 1)  # column strobes (and phases)
+        if cfg.dataflow is Dataflow.OS or cfg.shadow_stationary:
+            add(1, r - 1)  # first-operand marker delay line
+        if cfg.dataflow is Dataflow.OS:
             add(cfg.acc_bits, 1 * c)  # OS result register, one acc_bits register per lane
         return counts
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg, lay = self.config, self.layout
-        x_geo, y_geo, y_skewed, o_skewed = self._roles()
+        x_geo, y_geo = self._roles()
         m.submodules.array = array = SystolicArray.from_config(
             cfg, fault=self.fault, group_rows=self.group_rows, group_factory=self.group_factory, skew=False
         )
@@ -191,6 +190,7 @@ class Accelerator(wiring.Component):
             x_addr_bits=x_geo.addr_bits,
             y_addr_bits=y_geo.addr_bits,
             o_addr_bits=lay.ofmap.addr_bits,
+            shadow=cfg.shadow_stationary,
         )
         busy = ctrl.busy
         m.d.comb += [
@@ -202,20 +202,21 @@ class Accelerator(wiring.Component):
             self.busy.eq(busy),
             self.done.eq(ctrl.done),
             self.cycles.eq(ctrl.cycles),
-            array.shift.eq(ctrl.shift),
             array.first.eq(ctrl.first),
         ]
+        # Column c's strobe (WS/IS load, OS drain) runs c cycles after column 0's, like its banks.
+        strobes = self._lane_controls(m, "shift_ctl", Cat(ctrl.shift, ctrl.phase), cfg.cols, True)
+        m.d.comb += array.shift.eq(Cat(*(tap[0] for tap in strobes)))
+        if cfg.shadow_stationary:
+            m.d.comb += array.phase.eq(Cat(*(tap[1] for tap in strobes)))
 
         # Operand buffers, one bank per lane; the host writes a whole word (all banks) at once.
-        for role, geo, addr, en, skewed, target in (
-            ("x", x_geo, ctrl.x_addr, ctrl.x_en, True, array.x),
-            ("y", y_geo, ctrl.y_addr, ctrl.y_en, y_skewed, array.y),
+        for role, geo, addr, en, target in (
+            ("x", x_geo, ctrl.x_addr, ctrl.x_en, array.x),
+            ("y", y_geo, ctrl.y_addr, ctrl.y_en, array.y),
         ):
             host_we = self.host_we & (self.host_sel == HOST_SEL[geo.name]) & ~busy
-            controls = self._lane_controls(m, f"{role}_ctl", Cat(addr, en), geo.elems, skewed)
-            shared_valid = Signal(name=f"{role}_valid")
-            if not skewed:
-                m.d.sync += shared_valid.eq(en)
+            controls = self._lane_controls(m, f"{role}_ctl", Cat(addr, en), geo.elems, True)
             for lane in range(geo.elems):
                 mem = memory.Memory(shape=geo.bits, depth=geo.mem_depth, init=[])
                 m.submodules[f"{geo.name}_bank{lane}"] = mem
@@ -225,29 +226,25 @@ class Accelerator(wiring.Component):
                 ctl = controls[lane]
                 rp = mem.read_port()
                 m.d.comb += [rp.addr.eq(ctl[:-1]), rp.en.eq(ctl[-1])]
-                valid = shared_valid
-                if skewed:
-                    valid = Signal(name=f"{role}_valid_{lane}")
-                    m.d.sync += valid.eq(ctl[-1])
+                valid = Signal(name=f"{role}_valid_{lane}")
+                m.d.sync += valid.eq(ctl[-1])
                 m.submodules[f"{role}_gate{lane}"] = gate = OperandGate(width=geo.bits)
                 m.d.comb += [gate.i_data.eq(rp.data), gate.valid.eq(valid), target[bits].eq(gate.o_data)]
 
         # ofmap banks: read-modify-write by the controller while busy, else the host's port.
+        # Lane c reads c cycles after lane 0 and writes (with the add flag of that read) the
+        # cycle after its read.
         o_geo = lay.ofmap
         m.submodules.update = update = OfmapUpdate(lanes=cfg.cols, acc_bits=cfg.acc_bits)
+        ao = o_geo.addr_bits
+        taps = self._lane_controls(m, "o_ctl", Cat(ctrl.o_rd_addr, ctrl.o_rd_en, ctrl.o_add), cfg.cols + 1, True)
+        rd_ctl, wr_ctl = taps[:-1], taps[1:]
         m.d.comb += [
             update.result.eq(array.result),
-            update.add.eq(ctrl.o_add),
+            update.add.eq(Cat(*(wr[ao + 1] for wr in wr_ctl))),
             update.host.eq(self.host_wdata),
             update.busy.eq(busy),
         ]
-        if o_skewed:
-            # lane c reads c cycles after lane 0 and writes the cycle after its read
-            taps = self._lane_controls(m, "o_ctl", Cat(ctrl.o_rd_addr, ctrl.o_rd_en), cfg.cols + 1, True)
-            rd_ctl, wr_ctl = taps[:-1], taps[1:]
-        else:
-            rd_ctl = [Cat(ctrl.o_rd_addr, ctrl.o_rd_en)] * cfg.cols
-            wr_ctl = [Cat(ctrl.o_wr_addr, ctrl.o_wr_en)] * cfg.cols
         host_o_we = self.host_we & (self.host_sel == HOST_SEL["ofmap"])
         for lane in range(cfg.cols):
             mem = memory.Memory(shape=o_geo.bits, depth=o_geo.mem_depth, init=[])
@@ -262,10 +259,10 @@ class Accelerator(wiring.Component):
             ]
             with m.If(busy):
                 m.d.comb += [
-                    rp.addr.eq(rd_ctl[lane][:-1]),
-                    rp.en.eq(rd_ctl[lane][-1]),
-                    wp.addr.eq(wr_ctl[lane][:-1]),
-                    wp.en.eq(wr_ctl[lane][-1]),
+                    rp.addr.eq(rd_ctl[lane][:ao]),
+                    rp.en.eq(rd_ctl[lane][ao]),
+                    wp.addr.eq(wr_ctl[lane][:ao]),
+                    wp.en.eq(wr_ctl[lane][ao]),
                 ]
             with m.Else():
                 m.d.comb += [rp.addr.eq(self.host_addr), rp.en.eq(1), wp.addr.eq(self.host_addr), wp.en.eq(host_o_we)]

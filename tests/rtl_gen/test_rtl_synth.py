@@ -45,10 +45,12 @@ def test_synth_stats_scales_pieces_and_caches_them(tmp_path: Path, monkeypatch: 
     assert parts["controller"]["count"] == 1
     assert parts["operand_gate_lane"]["count"] == 4 + 4
     assert parts["ofmap_update_lane"]["count"] == 4
-    # bank control delay lines: x (10-bit address + enable) 3 registers, ofmap (9 + 1) 4,
-    # read-valid flags: 4 x lanes + 1 shared for the stationary y banks
+    # bank control delay lines, lane i i cycles late: x and y (10-bit address + enable) 3 registers
+    # each, ofmap (9-bit address + enable + add) 4 (one per lane: the write is a tap later);
+    # 1 bit: read-valid flags 4 x + 4 y lanes, first-marker line 3 (the shadow PEs swap on it);
+    # 2 bits: column strobe + phase, 3 (column c c cycles late)
     assert {k: v["count"] for k, v in parts.items() if k.startswith("stage_")} == {
-        "stage_1b": 5, "stage_10b": 4, "stage_11b": 3,
+        "stage_1b": 11, "stage_2b": 3, "stage_11b": 3 + 3 + 4,
     }
     assert stats["total"]["cells"] == sum(p["cells"] * p["count"] for p in parts.values())
     assert stats["total"]["transistors"] == 7 * stats["total"]["cells"]
@@ -66,6 +68,13 @@ def test_synth_stats_scales_pieces_and_caches_them(tmp_path: Path, monkeypatch: 
     wider = synth_stats(tiny.__class__(**{**tiny.to_dict(), "acc_bits": 40}), cache_dir=tmp_path)
     assert not wider["parts"]["pe"]["cached"]
     assert wider["parts"]["operand_gate_lane"]["cached"]  # same 8-bit gate
+
+    plain = synth_stats(tiny.__class__(**{**tiny.to_dict(), "shadow_stationary": False}), cache_dir=tmp_path)
+    # no shadow: no first-marker line for WS, the column strobe alone
+    assert {k: v["count"] for k, v in plain["parts"].items() if k.startswith("stage_")} == {
+        "stage_1b": 8 + 3, "stage_11b": 3 + 3 + 4,
+    }
+    assert not plain["parts"]["pe"]["cached"]  # the plain PE is another piece of logic
 
     synth_stats(tiny, use_cache=False)
     assert len(fake.calls) > first_calls + len(parts)  # no cache: synthesised again
