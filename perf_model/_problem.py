@@ -78,6 +78,7 @@ class Problem:
         bytes: ``(3, N)`` bytes of one instance of the operand free in ``r, c, s``.
         out_bytes: bytes of one instance of ``C`` (at ``acc_bits``).
         s_floor: smallest streamed tile considered, ``min(Ds, max(R, C))``.
+        shadow: bool, the PEs have shadow stationary registers (``timing.fold_terms``).
     """
 
     df: np.ndarray
@@ -93,6 +94,7 @@ class Problem:
     bytes: np.ndarray
     out_bytes: np.ndarray
     s_floor: np.ndarray
+    shadow: np.ndarray
 
     def __len__(self) -> int:
         return int(self.df.shape[0])
@@ -126,7 +128,7 @@ def buffer_words(
 
 def build_problem(
     df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
-    buf_words: np.ndarray, gemm: np.ndarray,
+    buf_words: np.ndarray, gemm: np.ndarray, shadow: np.ndarray | bool = False,
 ) -> Problem:
     """Assemble a :class:`Problem` from per-element design columns and GEMM dims.
 
@@ -134,6 +136,7 @@ def build_problem(
         df, rows, cols, input_bits, acc_bits: ``(N,)`` design columns, one per element.
         buf_words: ``(3, N)`` usable words of the ifmap, weight, ofmap buffers.
         gemm: ``(3, N)`` GEMM dims ``m, k, n`` of one instance.
+        shadow: ``(N,)`` (or one) ``shadow_stationary`` flag per element.
     """
     df = np.asarray(df, dtype=np.int64)
     R = np.asarray(rows, dtype=np.float64)
@@ -155,4 +158,5 @@ def build_problem(
         elem_bytes=take_rows(op_elem, by_operand),
         is_out=is_out, bytes=take_rows(op_bytes, by_operand), out_bytes=op_bytes[2],
         s_floor=np.minimum(D[2], np.maximum(R, C)),
+        shadow=np.broadcast_to(np.asarray(shadow, dtype=bool), df.shape).copy(),
     )

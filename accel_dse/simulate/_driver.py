@@ -320,7 +320,7 @@ def _prepare(
                         w_cnt = len(w_words)
                 loaded_if, loaded_w = if_key, w_key
                 read_cnt = ofmap_words(design, mt, nt) if last else 0
-                run = int(timing.run_cycles(df, design.rows, design.cols, mt, kt, nt))
+                run = int(timing.run_cycles(df, design.rows, design.cols, mt, kt, nt, design.shadow_stationary))
                 rows.append((index, mt, kt, nt, int(bool(acc)), if_total, if_cnt, w_total, w_cnt, read_cnt,
                              _watchdog_cycles(run)))
                 if_total += if_cnt

@@ -143,7 +143,7 @@ def test_exported_verilog_computes_a_tiled_gemm_under_icarus(tmp_path: Path, dat
     b[:, 0] = -128
     ticks, cycles, c = _iverilog_run(tmp_path, config, a, b)
     np.testing.assert_array_equal(c, wrap(a @ b, 32))
-    want = int(timing.run_cycles(timing.dataflow_code(dataflow), 4, 4, 6, 7, 5))
+    want = int(timing.run_cycles(timing.dataflow_code(dataflow), 4, 4, 6, 7, 5, config.shadow_stationary))
     assert ticks == cycles == want
     if dataflow == "ws":
         (tmp_path / "f").mkdir()
@@ -167,7 +167,8 @@ def test_a_one_word_ofmap_buffer_works(tmp_path: Path, dataflow: str) -> None:
     b = rng.integers(-128, 128, (k, n))
     ticks, cycles, c = _iverilog_run(tmp_path, config, a, b)
     np.testing.assert_array_equal(c, a @ b)
-    assert ticks == cycles == int(timing.run_cycles(timing.dataflow_code(dataflow), 1, 65, m, k, n))
+    code = timing.dataflow_code(dataflow)
+    assert ticks == cycles == int(timing.run_cycles(code, 1, 65, m, k, n, config.shadow_stationary))
 
 
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog (Debian iverilog) not installed")
@@ -194,7 +195,8 @@ def test_tall_arrays_export_with_a_block_level(tmp_path: Path, dataflow: str) ->
     b = rng.integers(-128, 128, (k, n))
     ticks, cycles, c = _iverilog_run(tmp_path / "good", config, a, b)
     np.testing.assert_array_equal(c, a @ b)
-    assert ticks == cycles == int(timing.run_cycles(timing.dataflow_code(dataflow), 36, 2, m, k, n))
+    code = timing.dataflow_code(dataflow)
+    assert ticks == cycles == int(timing.run_cycles(code, 36, 2, m, k, n, config.shadow_stationary))
     ones_a, ones_b = np.full((m, k), 3), np.full((k, n), 2)  # products 6: bit 0 clear
     (tmp_path / "bad").mkdir()
     _, _, c_bad = _iverilog_run(tmp_path / "bad", config, ones_a, ones_b, fault=fault)
