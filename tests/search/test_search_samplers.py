@@ -174,6 +174,11 @@ def test_grid_finds_the_true_optimum_and_writes_the_study(tmp_path):
     top = best_trials(result.study, space, top=5)
     assert len(top) == 5
     assert top[0].user_attrs["config"] == ArrayConfig(**designs[best]).to_dict()
+    for t in top:  # the grid writes the same constraint records as the loop samplers
+        _, ev = _recomputed(space, t)
+        violations = [ev.metrics["area_mm2"] - 1.5, ev.metrics["power_w"] - 0.5]
+        assert t.user_attrs["constraint_values"] == pytest.approx(violations)
+        assert t.system_attrs["constraints"] == pytest.approx([violations[0] / 1.5, violations[1] / 0.5])
     assert [t.value for t in top] == sorted(t.value for t in top)
     table = np.load(tmp_path / "grid.npz")
     assert len(table["edp"]) == len(designs) and int((table["feasible"] & (table["violation"] == 0)).sum()) == int(
