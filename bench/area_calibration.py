@@ -73,15 +73,22 @@ def yosys() -> list[str]:
     return [found]
 
 
-def synth_pe(dataflow: Dataflow, ib: int, ab: int) -> dict:
-    """Yosys gate counts, transistor estimate and NanGate area of one PE."""
+def pe_verilog(dataflow: Dataflow | str, ib: int, ab: int) -> tuple[str, str]:
+    """``(top name, Verilog text)`` of the PE cell a measured point names (as ``POINTS`` lists
+    them: cell, input bits, accumulator bits)."""
     from amaranth.back import verilog
 
     import rtl_gen
 
-    top = f"pe_{dataflow.value}_{ib}_{ab}"
-    text = verilog.convert(rtl_gen.PE(dataflow=dataflow, input_bits=ib, acc_bits=ab), name=top, emit_src=False,
+    flow = Dataflow.parse(dataflow)
+    top = f"pe_{flow.value}_{ib}_{ab}"
+    text = verilog.convert(rtl_gen.PE(dataflow=flow, input_bits=ib, acc_bits=ab), name=top, emit_src=False,
                            strip_internal_attrs=True)
+    return top, text
+
+
+def yosys_gates(top: str, text: str) -> dict:
+    """Yosys gate counts, transistor estimate, flops and NanGate area of one module's Verilog."""
     with tempfile.TemporaryDirectory(prefix="area-cal-") as tmp:
         (Path(tmp) / f"{top}.v").write_text(text, "utf-8")
         start = time.perf_counter()
@@ -96,12 +103,17 @@ def synth_pe(dataflow: Dataflow, ib: int, ab: int) -> dict:
     if unknown:
         raise SystemExit(f"no area for Yosys cells {unknown} of {top}")
     return {
-        "dataflow": dataflow.value, "input_bits": ib, "acc_bits": ab, "cells": cells,
+        "cells": cells,
         "transistors": int(_TRANSISTORS.search(stat).group(1)),  # type: ignore[union-attr]
         "flops": cells.get("$_DFF_P_", 0) + cells.get("$_DFF_N_", 0),
         "area_um2": sum(GATE_UM2[name] * count for name, count in cells.items()),
         "seconds": seconds,
     }
+
+
+def synth_pe(dataflow: Dataflow, ib: int, ab: int) -> dict:
+    """:func:`yosys_gates` of one PE, with its parameters."""
+    return {"dataflow": dataflow.value, "input_bits": ib, "acc_bits": ab, **yosys_gates(*pe_verilog(dataflow, ib, ab))}
 
 
 def label(p: dict) -> str:
