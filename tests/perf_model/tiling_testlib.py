@@ -134,7 +134,8 @@ def reference_bytes(config: ArrayConfig, gemm: Gemm, tile: dict[str, int], order
     """DRAM bytes of one instance under a tiling, by the run-by-run reference."""
     df = timing.dataflow_code(config.dataflow)
     _, _, reads, writes = reference(df, config.rows, config.cols, {"m": gemm.m, "k": gemm.k, "n": gemm.n}, tile,
-                                    order, config.input_bits, config.acc_bits, 1.0, 1, False)
+                                    order, config.input_bits, config.acc_bits, 1.0, 1, False,
+                                    config.shadow_stationary)
     return float(reads + writes)
 
 
