@@ -73,17 +73,18 @@ def yosys() -> list[str]:
     return [found]
 
 
-def pe_verilog(dataflow: Dataflow | str, ib: int, ab: int) -> tuple[str, str]:
+def pe_verilog(dataflow: Dataflow | str, ib: int, ab: int, shadow: bool = False) -> tuple[str, str]:
     """``(top name, Verilog text)`` of the PE cell a measured point names (as ``POINTS`` lists
-    them: cell, input bits, accumulator bits)."""
+    them: cell, input bits, accumulator bits; the points are plain PEs, ``shadow`` builds the
+    one with a shadow stationary register)."""
     from amaranth.back import verilog
 
     import rtl_gen
 
     flow = Dataflow.parse(dataflow)
-    top = f"pe_{flow.value}_{ib}_{ab}"
-    text = verilog.convert(rtl_gen.PE(dataflow=flow, input_bits=ib, acc_bits=ab), name=top, emit_src=False,
-                           strip_internal_attrs=True)
+    top = f"pe_{flow.value}_{ib}_{ab}" + ("_shadow" if shadow else "")
+    pe = rtl_gen.PE(dataflow=flow, input_bits=ib, acc_bits=ab, shadow=shadow)
+    text = verilog.convert(pe, name=top, emit_src=False, strip_internal_attrs=True)
     return top, text
 
 

@@ -100,3 +100,17 @@ def test_committed_coefficients_are_the_fit_of_the_stored_points():
         for name, value in coefficients.items():
             assert getattr(fitted.cell(cell), name) == pytest.approx(value, rel=1e-6, abs=1e-6), (cell, name)
             assert getattr(perf_model.CALIBRATED_AREA.cell(cell), name) == pytest.approx(value, rel=1e-9)
+
+
+@pytest.mark.parametrize("cell,ib,ab", [("ws", 8, 32), ("os", 8, 32), ("ws", 16, 48), ("os", 16, 32)])
+def test_shadow_pe_area_is_predicted_out_of_sample(cell, ib, ab):
+    """The shadow-register PE was never fitted: its registers and selects come from the model's
+    structure count and its arithmetic from the plain cells' coefficients. Yosys must agree
+    on the flip-flops exactly and on the area within the stated target."""
+    figures = _synthesise((cell, ib, ab, True))
+    flops, _ = perf_model._area.pe_structure(ib, ab, perf_model.timing.dataflow_code(cell), True)
+    assert figures["flops"] == int(flops)
+    model = float(perf_model.CALIBRATED_AREA.pe_um2(ib, ab, cell, True))
+    assert abs(model / figures["area_um2"] - 1) <= TARGET
+    plain = _synthesise((cell, ib, ab))
+    assert figures["area_um2"] > plain["area_um2"]  # the shadow register is not free
