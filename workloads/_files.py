@@ -55,6 +55,18 @@ def split_file_spec(spec: str) -> tuple[str, tuple[tuple[str, int], ...]] | None
     return path, tuple(options.items())
 
 
+def _parses_as_onnx(data: bytes) -> bool:
+    """True if ``data`` decodes as an ONNX ``ModelProto`` with an IR version and graph nodes."""
+    import onnx
+
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception:  # protobuf's DecodeError
+        return False
+    return model.ir_version > 0 and model.HasField("graph") and len(model.graph.node) > 0
+
+
 def _sniff(data: bytes) -> str:
     """The format of a file whose suffix does not say: ``"stablehlo"`` or ``"onnx"`` (or ``""``)."""
     from workloads._stablehlo import MLIR_MAGIC, artefact_module
@@ -64,7 +76,7 @@ def _sniff(data: bytes) -> str:
     head = data[:4096]
     if b"stablehlo." in head or b"func.func" in head or head.lstrip().startswith(b"module"):
         return "stablehlo"
-    if b"\x12" in data[:64] and b"\x3a" in data[:4096]:  # protobuf fields producer_name / graph
+    if _parses_as_onnx(data):
         return "onnx"
     return ""
 

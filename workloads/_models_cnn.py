@@ -7,8 +7,9 @@ Bottlenecks" (CVPR 2018), Table 2 (width 1.0; depthwise convs are grouped convs 
 ``groups == channels``); AlexNet as in torchvision (the single-tower variant of Krizhevsky et
 al., "One weird trick for parallelizing convolutional neural networks", 2014: 64, 192, 384,
 256, 256 filters), without the adaptive pooling (at 224 its 6 x 6 map is already that size;
-at other resolutions the first classifier layer takes whatever map is left). Padding is symmetric ``(k - 1) / 2`` as in the common reference
-implementations. Batch norm is omitted (it folds into the conv weights at inference).
+at other resolutions the first classifier layer takes whatever map is left). ResNet and
+MobileNet pad symmetrically by ``(k - 1) / 2`` as the common reference implementations do;
+AlexNet pads 2, 2, 1, 1, 1 as torchvision does. Batch norm is omitted (it folds into the conv weights at inference).
 """
 
 from __future__ import annotations

@@ -22,9 +22,10 @@ Lowering (default domain, opsets :data:`MIN_OPSET` to the installed onnx's newes
   ONNX spec says.
 
 Ops that do matrix work this cannot lower (``Einsum``, ``LSTM``, ``GRU``, ``RNN``,
-``Attention``, and control flow holding any of the above) are errors naming the op and the
-node. Every other node is counted in ``other_primitives`` by op type. Op names are the node
-names; ``origin`` is ``"node #i 'name' (OpType)"``.
+``Attention``, custom-domain ops such as ``com.microsoft.FusedConv``, and control flow holding
+any of the above) are errors naming the op and the node. Every other node is counted in
+``other_primitives`` by op type. Op names are the node names; ``origin`` is
+``"node #i 'name' (OpType)"``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ MIN_OPSET = 7
 _MATMULS = {"MatMul": (0, 1), "MatMulInteger": (0, 1), "QLinearMatMul": (0, 3)}  # op -> (A, B) input index
 _CONVS = {"Conv": (0, 1), "ConvInteger": (0, 1), "QLinearConv": (0, 3)}  # op -> (X, W) input index
 _UNSUPPORTED = ("Einsum", "LSTM", "GRU", "RNN", "Attention", "MultiHeadAttention", "DeformConv")
+#: A custom-domain op (com.microsoft's FusedConv, ...) with one of these in its name does matrix work.
+_MATRIX_WORDS = ("MatMul", "Conv", "Gemm", "Attention")
 _SUBGRAPH_OPS = (*_MATMULS, *_CONVS, "Gemm", "ConvTranspose", *_UNSUPPORTED)
 
 
@@ -84,13 +87,13 @@ def _set_input_dims(model: Any, options: Mapping[str, int], what: str) -> None:
     for value in graph.input:
         if value.name in weights or not value.type.HasField("tensor_type"):
             continue
-        for i, dim in enumerate(value.type.tensor_type.shape.dim):
+        for dim in value.type.tensor_type.shape.dim:
             if dim.HasField("dim_param"):
                 symbols.add(dim.dim_param)
     unknown = sorted(set(options) - symbols - {"batch"})
     if unknown:
         named = ", ".join(sorted(symbols)) or "none"
-        raise WorkloadError(f"{what} has no symbolic dimension {unknown[0]!r}; give batch=N or one of its "
+        raise WorkloadError(f"{what} has no symbolic dimension {unknown[0]!r}; give batch=SIZE or one of its "
                             f"symbolic dimensions ({named})")
     for value in graph.input:
         if value.name in weights or not value.type.HasField("tensor_type"):
@@ -100,14 +103,14 @@ def _set_input_dims(model: Any, options: Mapping[str, int], what: str) -> None:
                 dim.dim_value = options["batch"]
             elif dim.HasField("dim_param"):
                 if dim.dim_param not in options:
+                    alt = " (or batch=SIZE)" if i == 0 else ""
                     raise WorkloadError(
                         f"{what}: input {value.name!r} dimension {i} is symbolic ({dim.dim_param!r}) and has "
-                        f"no value; give it one: {what}:{dim.dim_param}=N" + (" (or batch=N)" if i == 0 else ""))
+                        f"no value; give its size: {what}:{dim.dim_param}=SIZE{alt}")
                 dim.dim_value = options[dim.dim_param]
             elif not dim.HasField("dim_value"):
-                raise WorkloadError(f"{what}: input {value.name!r} dimension {i} has no size; give it with "
-                                    f"{what}:batch=N" if i == 0 else f"{what}: input {value.name!r} dimension "
-                                    f"{i} has no size (nor a name to set it by)")
+                how = f"give it with {what}:batch=SIZE" if i == 0 else "and no name to set it by"
+                raise WorkloadError(f"{what}: input {value.name!r} dimension {i} has no size; {how}")
 
 
 def _shapes(model: Any) -> dict[str, list[int | str | None]]:
@@ -137,7 +140,8 @@ class _Node:
         self.node = node
         self.op_type = node.op_type
         self.name = node.name or f"{node.op_type.lower()}{index}"
-        self.origin = f"node #{index} {node.name!r} ({node.op_type})" if node.name else f"node #{index} ({node.op_type})"
+        label = f" {node.name!r}" if node.name else ""
+        self.origin = f"node #{index}{label} ({node.op_type})"
         self.where = f"{what}: {self.origin}"
         self.shapes = shapes
         self.attrs: dict[str, Any] = {}
@@ -152,20 +156,23 @@ class _Node:
         dims = self.shapes.get(tensor)
         if dims is None:
             raise WorkloadError(f"{self.where}: the shape of input {tensor!r} is unknown after shape inference")
+        sizes = []
         for i, d in enumerate(dims):
             if not isinstance(d, int):
-                hint = f"symbolic ({d!r}): give its value as :{d}=N" if isinstance(d, str) else "unknown"
+                hint = f"symbolic ({d!r}): give its size as :{d}=SIZE" if isinstance(d, str) else "unknown"
                 raise WorkloadError(f"{self.where}: input {tensor!r} dimension {i} is {hint}")
-        return [int(d) for d in dims]
+            sizes.append(d)
+        return sizes
 
     def ints(self, key: str, default: Sequence[int]) -> list[int]:
         return [int(v) for v in self.attrs.get(key, default)]
 
     def output_spatial(self) -> list[int] | None:
         dims = self.shapes.get(self.node.output[0]) if self.node.output else None
-        if dims is None or not all(isinstance(d, int) and d > 0 for d in dims):
+        sizes = [d for d in dims or () if isinstance(d, int) and d > 0]
+        if dims is None or len(sizes) != len(dims):
             return None
-        return [int(d) for d in dims[2:]]
+        return sizes[2:]
 
 
 def _matmul(nd: _Node, a_index: int, b_index: int) -> Gemm | None:
@@ -303,8 +310,9 @@ def _walk(model: Any, shapes: Mapping[str, list[int | str | None]], what: str) -
             out.add(_conv(nd, *_CONVS[op_type]), 1, op_type)
         elif default_domain and op_type == "ConvTranspose":
             out.add(_conv_transpose(nd), 1, op_type)
-        elif op_type in _UNSUPPORTED:
-            raise WorkloadError(f"{nd.where}: op {op_type} is not supported (only MatMul, Gemm, Conv and "
+        elif op_type in _UNSUPPORTED or (not default_domain and any(w in op_type for w in _MATRIX_WORDS)):
+            domain = "" if default_domain else f" of domain {node.domain}"
+            raise WorkloadError(f"{nd.where}: op {op_type}{domain} is not supported (only MatMul, Gemm, Conv and "
                                 "ConvTranspose lower to the array); rewrite it as MatMul/Conv before export")
         else:
             inner = _subgraph_ops(node)

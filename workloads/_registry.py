@@ -3,8 +3,8 @@
 A spec is ``NAME[:k=v,...]`` naming a builtin with integer options (for example
 ``bert_base:seq=128,batch=4``), ``package.module:function`` naming a user's JAX function
 (see :mod:`workloads._user` for how it gives its example arguments), or ``PATH[:k=v,...]``
-naming a workload file (ONNX, StableHLO, SCALE-Sim CSV, Timeloop YAML: :mod:`workloads._files`). Builtins trace their int8
-form with ``jax.ShapeDtypeStruct`` arguments, so nothing is computed; results are cached per
+naming a workload file (ONNX, StableHLO, SCALE-Sim CSV, Timeloop YAML: :mod:`workloads._files`).
+Builtins trace their int8 form with ``jax.ShapeDtypeStruct`` arguments, so nothing is computed; results are cached per
 spec.
 """
 
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from accel_dse.errors import WorkloadError
+from workloads._files import load_file, split_file_spec
 from workloads._layers import FORMS
 from workloads._model import Model
 from workloads._models_cnn import alexnet, mobilenet_v2, resnet18
 from workloads._models_mlp import dlrm_mlp, gemm, mlp
 from workloads._models_transformer import bert_base, gpt2_decode, llama_block
-from workloads._files import load_file, split_file_spec
 from workloads._tracer import trace
 from workloads._user import load_user_function
 from workloads.ops import Workload

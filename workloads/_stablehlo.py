@@ -85,8 +85,10 @@ def _parse(data: bytes | str, what: str) -> Any:
     try:
         return ir.Module.parse(data)
     except Exception as exc:  # MLIR's parser raises its own error types
-        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
-        raise WorkloadError(f"{what} is not a StableHLO module MLIR can parse: {first}") from exc
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        detail = next((ln for ln in lines if ln.startswith("error:")), lines[0] if lines else type(exc).__name__)
+        detail = detail.removeprefix("error: ").replace('"-":', "line ", 1)
+        raise WorkloadError(f"{what} is not a StableHLO module MLIR can parse: {detail}") from exc
 
 
 def _shape(value: Any, where: str) -> list[int]:
@@ -126,7 +128,7 @@ def _ints(attr: Any) -> list[int]:
     from jaxlib.mlir import ir
 
     if isinstance(attr, (ir.DenseI64ArrayAttr, ir.DenseIntElementsAttr)):
-        return [int(v) for v in attr]
+        return [int(v) for v in attr]  # type: ignore[union-attr]  # both iterate (no stub says so)
     raise WorkloadError(f"expected an integer array attribute, not {attr}")
 
 
@@ -142,7 +144,7 @@ def _const_int(value: Any) -> int | None:
     attr = owner.attributes["value"]
     if not isinstance(attr, ir.DenseIntElementsAttr):
         return None
-    values = [int(v) for v in attr]
+    values = [int(v) for v in attr]  # type: ignore[attr-defined]  # iterable; the stub omits it
     return values[0] if attr.is_splat or len(values) == 1 else None
 
 
@@ -249,8 +251,8 @@ class _Walker:
             return dot_op(lhs, rhs, list(dn.lhs_contracting_dimensions), list(dn.rhs_contracting_dimensions),
                           list(dn.lhs_batching_dimensions), list(dn.rhs_batching_dimensions),
                           name=_layer_name(loc, f"dot{self.index}"), origin=origin)
-        dn = stablehlo.ConvDimensionNumbers(attrs["dimension_numbers"])
-        rank = len(dn.input_spatial_dimensions)
+        cdn = stablehlo.ConvDimensionNumbers(attrs["dimension_numbers"])
+        rank = len(cdn.input_spatial_dimensions)
 
         def get(key: str, default: list[int]) -> list[int]:
             return _ints(attrs[key]) if key in attrs else default
@@ -259,10 +261,10 @@ class _Walker:
         groups = int(attrs["feature_group_count"].value) if "feature_group_count" in attrs else 1
         batch_groups = int(attrs["batch_group_count"].value) if "batch_group_count" in attrs else 1
         return conv_op(
-            n=lhs[dn.input_batch_dimension], c_in=lhs[dn.input_feature_dimension],
-            c_out=rhs[dn.kernel_output_feature_dimension],
-            spatial=[lhs[d] for d in dn.input_spatial_dimensions],
-            kernel=[rhs[d] for d in dn.kernel_spatial_dimensions],
+            n=lhs[cdn.input_batch_dimension], c_in=lhs[cdn.input_feature_dimension],
+            c_out=rhs[cdn.kernel_output_feature_dimension],
+            spatial=[lhs[d] for d in cdn.input_spatial_dimensions],
+            kernel=[rhs[d] for d in cdn.kernel_spatial_dimensions],
             strides=get("window_strides", [1] * rank),
             padding=[(pads[2 * i], pads[2 * i + 1]) for i in range(rank)],
             lhs_dilation=get("lhs_dilation", [1] * rank), rhs_dilation=get("rhs_dilation", [1] * rank),

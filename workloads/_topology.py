@@ -122,9 +122,10 @@ def load_timeloop_yaml(text: str, *, name: str, what: str) -> Workload:
         raise WorkloadError(f"{what} is not YAML: {str(exc).splitlines()[0]}") from exc
     problem = doc.get("problem", doc) if isinstance(doc, dict) else None
     instance = problem.get("instance") if isinstance(problem, dict) else None
-    if not isinstance(instance, dict):
+    if not isinstance(problem, dict) or not isinstance(instance, dict):
         raise WorkloadError(f"{what} is not a Timeloop problem: it needs problem: instance: {{C: ..., M: ...}}")
-    shape = problem.get("shape") if isinstance(problem.get("shape"), dict) else {}
+    given = problem.get("shape")
+    shape: dict[str, Any] = given if isinstance(given, dict) else {}
     dims = set(shape.get("dimensions") or instance)
     layer = str(shape.get("name") or "layer")
     if {"C", "M", "R", "S", "P", "Q"} <= dims:
