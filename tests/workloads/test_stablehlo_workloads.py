@@ -76,6 +76,16 @@ def test_a_while_loop_that_is_not_counted_runs_once(tmp_path):
     assert wl.counts == (1,) and wl.total_macs == 64
 
 
+def test_of_a_conds_branches_the_costliest_counts(tmp_path):
+    def fn(p, x):
+        big = lambda x: x @ jnp.ones((4, 64)) @ jnp.ones((64, 4))  # noqa: E731
+        return jax.lax.cond(p, big, lambda x: x @ jnp.ones((4, 4)), x)
+
+    exp = export.export(jax.jit(fn))(jax.ShapeDtypeStruct((), jnp.bool_), jax.ShapeDtypeStruct((4, 4), jnp.float32))
+    (tmp_path / "c.mlir").write_text(exp.mlir_module())
+    assert workloads.resolve(str(tmp_path / "c.mlir")).total_macs == 4 * 4 * 64 + 4 * 64 * 4
+
+
 def test_fori_loop_counts_its_trips(tmp_path):
     def fn(x):
         return jax.lax.fori_loop(2, 7, lambda i, c: c @ jnp.ones((4, 4)), x)

@@ -95,9 +95,11 @@ def test_timeloop_gemm_and_grouped_layers(tmp_path):
     gemm = "problem:\n  shape: {name: gemm, dimensions: [M, N, K]}\n  instance: {M: 64, N: 32, K: 128}\n"
     (op,) = workloads.resolve(_write(tmp_path, "g.yml", gemm)).ops
     assert (op.m, op.n, op.k) == (64, 32, 128)
-    grouped = "problem:\n  instance: {G: 8, C: 4, M: 2, R: 3, S: 3, N: 1, P: 10, Q: 10}\n"
+    # R is the filter width, S its height (R pairs with Wstride and P, the output width).
+    grouped = "problem:\n  instance: {G: 8, C: 4, M: 2, R: 5, S: 3, N: 1, P: 10, Q: 12}\n"
     (op,) = workloads.resolve(_write(tmp_path, "dw.yaml", grouped)).ops
-    assert (op.groups, op.c_in, op.c_out) == (8, 32, 16) and op.macs == 8 * 4 * 2 * 9 * 100
+    assert (op.groups, op.c_in, op.c_out) == (8, 32, 16) and op.macs == 8 * 4 * 2 * 5 * 3 * 10 * 12
+    assert (op.kw, op.kh, op.w, op.h, op.out_w, op.out_h) == (5, 3, 14, 14, 10, 12)
 
 
 def test_timeloop_round_trip_of_each_resnet_conv(tmp_path):
