@@ -155,7 +155,9 @@ class _Node:
         tensor = self.node.input[index]
         dims = self.shapes.get(tensor)
         if dims is None:
-            raise WorkloadError(f"{self.where}: the shape of input {tensor!r} is unknown after shape inference")
+            raise WorkloadError(f"{self.where}: the shape of input {tensor!r} is unknown after shape inference "
+                                "(a Reshape or Expand whose target shape is stripped or external data leaves "
+                                "it unknown: keep those small shape tensors in the file)")
         sizes = []
         for i, d in enumerate(dims):
             if not isinstance(d, int):

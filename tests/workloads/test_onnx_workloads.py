@@ -95,6 +95,17 @@ def test_conv_transpose_matches_jax_conv_transpose(tmp_path):
     assert _geometry(ref.ops[0]) == _geometry(op)
 
 
+@pytest.mark.parametrize(("attrs", "pads"), [({"output_shape": [10, 10]}, (1, 2)),
+                                             ({"output_shape": [10, 10], "auto_pad": "SAME_UPPER"}, (2, 1)),
+                                             ({"auto_pad": "SAME_UPPER"}, (2, 1))])
+def test_conv_transpose_output_shape_and_auto_pad(tmp_path, attrs, pads):
+    # 5x5, k=3, stride 2 -> 10x10: total padding 2*4 + 3 - 10 = 1. ONNX puts the odd one at the
+    # start unless SAME_UPPER; on the zero-stuffed input that is padding (2 - start, 2 - end).
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[2, 2], **attrs)
+    (op,) = workloads.resolve(str(_model(tmp_path, [node], [("x", [1, 2, 5, 5])], [("w", [2, 3, 3, 3])]))).ops
+    assert (op.h, op.pad_h, op.pad_h_hi, op.out_h, op.out_w) == (9, *pads, 10, 10)
+
+
 def test_missing_external_data_is_not_read(tmp_path):
     path = onnx_graphs.alexnet(tmp_path / "alexnet.onnx", batch=1)
     with pytest.raises(Exception, match="weights.bin"):  # the weights really are absent
