@@ -26,7 +26,7 @@ from accel_dse.search._samplers import SAMPLERS, check_sampler, make_sampler
 from accel_dse.search._space import DesignSpace, Param, WorkloadSpec
 from accel_dse.search._space_file import load_space, parse_space, space_names
 from accel_dse.search._storage import StorageSpec, check_location, open_storage, parse_storage
-from accel_dse.search._study import budget_used, fail_dead_trials, open_study
+from accel_dse.search._study import MAX_STUDY_NAME, budget_used, check_study_name, fail_dead_trials, open_study
 from accel_dse.search._summary import best_trials, feasible_trials, summary_dict, summary_table
 
 __all__ = [
@@ -54,6 +54,8 @@ __all__ = [
     "open_storage",
     "check_location",
     "open_study",
+    "check_study_name",
+    "MAX_STUDY_NAME",
     "budget_used",
     "fail_dead_trials",
     "GridResult",
