@@ -57,29 +57,37 @@ def _optuna() -> Any:
     return optuna
 
 
-def load_study(storage_url: str, study_name: str) -> StudyView:
-    """Open ``study_name`` in ``storage_url`` for reading (nothing is created).
+def load_study(storage_url: str, study_name: str, *, read_only: bool = True) -> StudyView:
+    """Open ``study_name`` in ``storage_url`` (nothing is created).
+
+    Args:
+        storage_url: The storage.
+        study_name: The study.
+        read_only: Open the storage read-only (``report``, ``export``: the file's bytes never
+            change); ``False`` for ``verify``, which records its results in the study.
 
     Raises:
-        StorageError: a malformed URL, a storage file that does not exist or cannot be read.
+        StorageError: a malformed URL, a storage file that does not exist, is not a regular file
+            or cannot be read.
         ExportError: no study of that name (the message lists the studies there).
     """
-    from accel_dse.search import open_storage, parse_storage
+    from accel_dse.search import check_location, open_storage, parse_storage, redact
 
     spec = parse_storage(storage_url)
     if spec.kind == "memory":
         raise StorageError("storage 'memory:' holds no studies once its process ended; give a file or database URL")
+    check_location(spec)
     if spec.path is not None and not spec.path.is_file():
-        what = "a directory, not a storage file" if spec.path.is_dir() else "not found"
-        raise StorageError(f"storage file {str(spec.path)!r} of {spec.display!r} is {what}")
+        raise StorageError(f"storage file {str(spec.path)!r} of {spec.display!r} is not found")
     optuna = _optuna()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        storage = open_storage(spec, heartbeat_interval=None)
+        storage = open_storage(spec, heartbeat_interval=None, read_only=read_only)
         try:
             names = optuna.get_all_study_names(storage)
         except Exception as exc:  # noqa: BLE001 - a corrupt file or a server error: one line
-            raise StorageError(f"cannot read studies from {spec.display!r}: {str(exc).splitlines()[0]}") from None
+            detail = redact((str(exc).splitlines() or [type(exc).__name__])[0], spec.url)
+            raise StorageError(f"cannot read studies from {spec.display!r}: {detail}") from None
         if study_name not in names:
             listed = ", ".join(sorted(names)) if names else "it holds no studies"
             raise ExportError(f"no study {study_name!r} in {spec.display} (studies: {listed})")

@@ -25,7 +25,7 @@ from accel_dse.search._run import SweepConfig, SweepResult, run_sweep, validate_
 from accel_dse.search._samplers import SAMPLERS, check_sampler, make_sampler
 from accel_dse.search._space import DesignSpace, Param, WorkloadSpec
 from accel_dse.search._space_file import load_space, parse_space, space_names
-from accel_dse.search._storage import StorageSpec, check_location, open_storage, parse_storage
+from accel_dse.search._storage import StorageSpec, check_location, mask_url, open_storage, parse_storage, redact
 from accel_dse.search._study import MAX_STUDY_NAME, budget_used, check_study_name, fail_dead_trials, open_study
 from accel_dse.search._summary import best_trials, feasible_trials, summary_dict, summary_table
 
@@ -53,6 +53,8 @@ __all__ = [
     "parse_storage",
     "open_storage",
     "check_location",
+    "mask_url",
+    "redact",
     "open_study",
     "check_study_name",
     "MAX_STUDY_NAME",
