@@ -228,6 +228,25 @@ def _fail_own_running(study: optuna.Study, pids: set[int]) -> None:
                 storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
 
 
+#: Seconds the workers get, all together, to finish their storage write after SIGTERM before SIGKILL.
+STOP_GRACE_S = 5.0
+
+
+def _stop_workers(procs: list[Any]) -> None:
+    """SIGTERM every worker, wait :data:`STOP_GRACE_S` in all (not per worker), then SIGKILL the rest."""
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for proc in procs:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+    for proc in procs:
+        proc.join()
+
+
 def _run_workers(config: SweepConfig, job: _WorkerJob, study: optuna.Study, progress: Progress) -> None:
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
@@ -236,9 +255,13 @@ def _run_workers(config: SweepConfig, job: _WorkerJob, study: optuna.Study, prog
         seed = None if config.seed is None else config.seed + i
         procs.append(context.Process(target=_worker_entry, args=(dataclasses.replace(job, seed=seed), results)))
     handled: set[int] = set()
+    started: list[Any] = []
     try:
         for proc in procs:
+            if interrupt_requested():  # SIGTERM while the workers start: start no more
+                raise KeyboardInterrupt
             proc.start()
+            started.append(proc)
         next_draw = 0.0
         while any(proc.is_alive() for proc in procs):
             time.sleep(0.05)
@@ -253,15 +276,8 @@ def _run_workers(config: SweepConfig, job: _WorkerJob, study: optuna.Study, prog
                     handled.add(proc.pid or 0)
                     fail_dead_trials(study)
     except KeyboardInterrupt:
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-        for proc in procs:
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-        _fail_own_running(study, {proc.pid for proc in procs if proc.pid} | {os.getpid()})
+        _stop_workers(started)
+        _fail_own_running(study, {proc.pid for proc in started if proc.pid} | {os.getpid()})
         raise
     for proc in procs:
         proc.join()
