@@ -25,7 +25,8 @@ import numpy as np
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import AccelDseError, ConfigError, ExportError, StorageError
 
-__all__ = ["ObjectiveInfo", "StudyView", "load_study", "trial_config", "VERIFY_ATTR_PREFIX", "pick_choices"]
+__all__ = ["ObjectiveInfo", "StudyView", "load_study", "trial_config", "trial_table", "VERIFY_ATTR_PREFIX",
+           "pick_choices"]
 
 #: Study user attribute prefix of the RTL verification result of one trial.
 VERIFY_ATTR_PREFIX = "accel_dse.verify."
@@ -95,6 +96,21 @@ def load_study(storage_url: str, study_name: str, *, read_only: bool = True) -> 
     return StudyView(study=study, storage=spec.display)
 
 
+def _listed(table: Mapping[str, Any], key: str) -> list[Any]:
+    """``table[key]`` if it is a list (a study another tool wrote may hold anything), else ``[]``."""
+    value = table.get(key)
+    return value if isinstance(value, list) else []
+
+
+def trial_table(trial: Any, key: str) -> dict[str, Any]:
+    """The trial's user attribute ``key`` if it is a table (``config``, ``metrics``), else ``{}``.
+
+    A study another tool wrote may hold anything under these names; what is not a table is ignored.
+    """
+    value = trial.user_attrs.get(key)
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 def trial_config(trial: Any, *, study: str = "the study") -> ArrayConfig:
     """The ``ArrayConfig`` a trial recorded in its ``config`` user attribute.
 
@@ -144,7 +160,7 @@ class StudyView:
         names = self.attrs.get("accel_dse.objectives")
         out = []
         for i, direction in enumerate(directions):
-            name = names[i] if isinstance(names, list) and i < len(names) else f"value{i}"
+            name = names[i] if isinstance(names, list) and i < len(names) and isinstance(names[i], str) else f"value{i}"
             metric = OBJECTIVES[name][0] if name in OBJECTIVES else None
             out.append(ObjectiveInfo(str(name), metric, direction))
         return tuple(out)
@@ -163,12 +179,12 @@ class StudyView:
     @property
     def workloads(self) -> list[str]:
         """Workload specs of the sweep, in the space's order (empty if not recorded)."""
-        return [str(w["spec"]) for w in self.space.get("workloads", []) if isinstance(w, Mapping) and "spec" in w]
+        return [str(w["spec"]) for w in _listed(self.space, "workloads") if isinstance(w, Mapping) and "spec" in w]
 
     @property
     def constraints(self) -> list[str]:
         """The sweep's constraints as text (``"area_mm2 <= 4"``)."""
-        return [str(c) for c in self.space.get("constraints", [])]
+        return [str(c) for c in _listed(self.space, "constraints")]
 
     # -- trials ------------------------------------------------------------------------------
     def trials(self) -> list[Any]:
@@ -307,7 +323,7 @@ class StudyView:
             if o.name == key and trial.values is not None:
                 return float(trial.values[i])
         metric = OBJECTIVES[key][0] if key in OBJECTIVES else key
-        value = (trial.user_attrs.get("metrics") or {}).get(metric)
+        value = trial_table(trial, "metrics").get(metric)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             return float(value)
         return None
