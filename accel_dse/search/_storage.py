@@ -319,6 +319,7 @@ def _open_rdb(
                 if handle.read(16) != b"SQLite format 3\x00":
                     raise StorageError(f"storage {spec.display!r} is not a SQLite database")
         url = _sqlite_url(spec, read_only)
+        fresh = spec.path is not None and (not spec.path.exists() or spec.path.stat().st_size == 0)
     elif spec.url.startswith("postgresql"):
         engine_kwargs["connect_args"] = {"connect_timeout": 10}
         if read_only:
@@ -337,7 +338,7 @@ def _open_rdb(
                 }
             storage = _create_rdb(url, engine_kwargs, heartbeat, read_only)
         if spec.kind == "sqlite" and spec.path is not None and not read_only:
-            _tune_sqlite(storage)
+            _tune_sqlite(storage, switch=fresh)
         return storage
     except ImportError as exc:
         raise StorageError(
@@ -383,17 +384,23 @@ def _sqlite_pragmas(dbapi_connection: Any, connection_record: Any) -> None:
     cursor.close()
 
 
-def _tune_sqlite(storage: RDBStorage) -> None:
+def _tune_sqlite(storage: RDBStorage, *, switch: bool = True) -> None:
     """WAL journal and ``synchronous=NORMAL``: a commit no longer waits for the disk.
 
     Each trial writes about ten rows; with SQLite's default rollback journal every one of them
     is an fsync. In WAL mode with ``synchronous=NORMAL`` a killed process loses nothing it
     committed (only a power cut can drop the last transactions), readers never block the
     writer, and a sweep runs several times faster. WAL needs a local file system (not NFS).
+
+    Only a database accel-dse creates (``switch``) is switched to WAL; an existing one (made by
+    plain Optuna, say) keeps its journal mode, and gets ``synchronous=NORMAL`` only if it is WAL.
     """
     from sqlalchemy import event
 
     with storage.engine.connect() as connection:
-        connection.exec_driver_sql("PRAGMA journal_mode=WAL")
-    event.listen(storage.engine, "connect", _sqlite_pragmas)
+        if switch:
+            connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+        mode = connection.exec_driver_sql("PRAGMA journal_mode").scalar()
+    if str(mode).lower() == "wal":
+        event.listen(storage.engine, "connect", _sqlite_pragmas)
     storage.engine.dispose()

@@ -49,3 +49,17 @@ def test_empty_and_parentless_paths(run_cli, tmp_path, monkeypatch):
         line = one_line(*run_cli(*argv))
         assert expected in line, (argv, line)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_out_dir_onto_a_file_and_a_grid_of_a_trillion_points(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("mine")
+    space = tmp_path / "g.toml"
+    space.write_text('name = "g"\nobjectives = ["edp"]\n[[workloads]]\nspec = "gemm:m=8,k=8,n=8"\n[params]\n'
+                     "rows = 4\ncols = 4\nclock_mhz = { low = 100.0, high = 1000.0, step = 1e-12 }\n")
+    before = snapshot(tmp_path)
+    line = one_line(*run_cli("sweep", "--out-dir", "afile", "--trials", "1"))
+    assert line == "--out-dir 'afile' is a file, not a directory"
+    line = one_line(*run_cli("sweep", "--space", str(space), "--sampler", "grid", "--storage", "memory:"))
+    assert "has 900,000,000,000,001 points; the grid sampler enumerates at most 10,000,000" in line  # not listed
+    assert snapshot(tmp_path) == before

@@ -146,3 +146,19 @@ def test_mask_url():
     assert mask_url("sqlite:///runs/a@b/study.db") == "sqlite:///runs/a@b/study.db"
     assert redact("could not parse 'postgresql://me:p%40w@h/db' (p@w)", "postgresql://me:p%40w@h/db") == \
         "could not parse 'postgresql://me:***@h/db' (***)"
+
+
+def test_verify_keeps_the_journal_mode_of_a_plain_optuna_database(plain_optuna, tmp_path):
+    from accel_dse.search import open_storage, parse_storage
+
+    folder, _ = plain_optuna
+    db = tmp_path / "copy.db"
+    db.write_bytes((folder / "plain.db").read_bytes())
+    header = db.read_bytes()[18:20]
+    storage = open_storage(parse_storage(f"sqlite:///{db}"), heartbeat_interval=None)  # writable, as verify opens
+    optuna.load_study(study_name="s", storage=storage).set_user_attr("accel_dse.verify.0", {"passed": True})
+    storage.engine.dispose()
+    assert db.read_bytes()[18:20] == header == b"\x01\x01"  # still a rollback journal, not WAL
+    new = tmp_path / "new.db"
+    open_storage(parse_storage(f"sqlite:///{new}"), heartbeat_interval=None).engine.dispose()
+    assert new.read_bytes()[18:20] == b"\x02\x02"  # a database accel-dse creates is WAL
