@@ -29,6 +29,8 @@ def given_path(option: str, text: str | None) -> Path | None:
 
 
 def _parent(option: str, text: str, path: Path) -> None:
+    if path.parent.exists() and not path.parent.is_dir():
+        raise ExportError(f"{str(path.parent)!r} of {option} {text!r} is a file, not a directory")
     if not path.parent.is_dir():
         raise ExportError(f"directory {str(path.parent)!r} of {option} {text!r} does not exist (create it first)")
 

@@ -21,7 +21,15 @@ from accel_dse.search._evaluator import BatchEvaluation, Evaluation, ModelEvalua
 from accel_dse.search._grid import MAX_GRID_POINTS, GridResult, grid_search, pareto_mask
 from accel_dse.search._metrics import METRIC_NAMES, METRIC_UNITS, OBJECTIVES, Constraint, Objective
 from accel_dse.search._objective import SweepObjective, TrialFailed
-from accel_dse.search._run import MAX_HEARTBEAT_S, MAX_SEED, SweepConfig, SweepResult, max_jobs, run_sweep, validate_sweep
+from accel_dse.search._run import (
+    MAX_HEARTBEAT_S,
+    MAX_SEED,
+    SweepConfig,
+    SweepResult,
+    max_jobs,
+    run_sweep,
+    validate_sweep,
+)
 from accel_dse.search._samplers import SAMPLERS, check_sampler, make_sampler
 from accel_dse.search._space import DesignSpace, Param, WorkloadSpec
 from accel_dse.search._space_file import load_space, parse_space, space_names

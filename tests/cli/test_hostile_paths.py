@@ -36,14 +36,15 @@ def test_grid_table_is_used_as_given(run_cli, tmp_path, table, rule):
 
 def test_empty_and_parentless_paths(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    sim = ("simulate", "--design", "tiny", "--workload", "gemm")
     cases = [
         (("sweep", "--out-dir", "", "--trials", "1"), "--out-dir must name a path, not ''"),
         (("sweep", "--out-dir", "nosuch/run", "--trials", "1"), "'nosuch' of --out-dir 'nosuch/run' does not exist"),
-        (("simulate", "--design", "tiny", "--workload", "gemm", "--work-dir", ""), "--work-dir must name a path, not ''"),
-        (("simulate", "--design", "tiny", "--workload", "gemm", "--work-dir", "no/such"), "of --work-dir 'no/such' does not exist"),
+        ((*sim, "--work-dir", ""), "--work-dir must name a path, not ''"),
+        ((*sim, "--work-dir", "no/such"), "of --work-dir 'no/such' does not exist"),
         (("rtl", "verilog", "tiny", "-o", "nosuchdir/x.v"), "'nosuchdir' of -o 'nosuchdir/x.v' does not exist"),
         (("rtl", "verilog", "tiny", "-o", ""), "-o must name a path, not ''"),
-        (("rtl", "verilog", "tiny", "-o", "/dev/null/x.v"), "does not exist"),
+        (("rtl", "verilog", "tiny", "-o", "/dev/null/x.v"), "'/dev/null' of -o '/dev/null/x.v' is a file, not a directory"),
     ]
     for argv, expected in cases:
         line = one_line(*run_cli(*argv))

@@ -41,7 +41,7 @@ def test_unwritable_output_exits_2(run_cli, tmp_path: Path) -> None:  # type: ig
     blocker.write_text("x")
     code, _, stderr = run_cli("rtl", "verilog", "tiny", "-o", str(blocker / "x.v"))
     assert code == 2
-    assert "of -o" in stderr and "does not exist" in stderr
+    assert "of -o" in stderr and "is a file, not a directory" in stderr
     code, _, stderr = run_cli("rtl", "verilog", "tiny", "-o", "/proc/x.v")  # a directory no one can write into
     assert code == 2
     assert "cannot write Verilog to '/proc/x.v'" in stderr
