@@ -44,7 +44,7 @@ def test_empty_and_parentless_paths(run_cli, tmp_path, monkeypatch):
         ((*sim, "--work-dir", "no/such"), "of --work-dir 'no/such' does not exist"),
         (("rtl", "verilog", "tiny", "-o", "nosuchdir/x.v"), "'nosuchdir' of -o 'nosuchdir/x.v' does not exist"),
         (("rtl", "verilog", "tiny", "-o", ""), "-o must name a path, not ''"),
-        (("rtl", "verilog", "tiny", "-o", "/dev/null/x.v"), "'/dev/null' of -o '/dev/null/x.v' is a file, not a directory"),
+        (("rtl", "verilog", "tiny", "-o", "/dev/null/x.v"), "'/dev/null' of -o '/dev/null/x.v' is a file, not a dir"),
     ]
     for argv, expected in cases:
         line = one_line(*run_cli(*argv))
