@@ -162,3 +162,25 @@ def test_verify_keeps_the_journal_mode_of_a_plain_optuna_database(plain_optuna, 
     new = tmp_path / "new.db"
     open_storage(parse_storage(f"sqlite:///{new}"), heartbeat_interval=None).engine.dispose()
     assert new.read_bytes()[18:20] == b"\x02\x02"  # a database accel-dse creates is WAL
+
+
+def test_a_study_in_a_directory_without_write_permission_is_reported(swept, run_cli, tmp_path, monkeypatch):
+    # Tests run as root, for whom chmod does not bite: deny write access to the study's directory the way
+    # os.access answers an ordinary user, and check the report reads it as immutable, writing nothing.
+    import accel_dse.search._storage as storage_module
+
+    folder, _ = swept
+    place = tmp_path / "ro"
+    place.mkdir()
+    (place / "study.db").write_bytes((folder / "study.db").read_bytes())
+    (place / "study.db-wal").write_bytes(b"")  # as if a writer were open: plain mode=ro would need -shm
+    spec = storage_module.parse_storage(f"sqlite:///{place / 'study.db'}")
+    assert storage_module._sqlite_url(spec, True).endswith("?mode=ro&uri=true")
+    real = os.access
+    monkeypatch.setattr(storage_module.os, "access",
+                        lambda path, mode: False if str(path) == str(place) and mode & os.W_OK else real(path, mode))
+    assert storage_module._sqlite_url(spec, True).endswith("?immutable=1&uri=true")
+    before = snapshot(place)
+    code, _, err = run_cli("report", "--storage", spec.url, "--study", "s", "--out", str(tmp_path / "r"))
+    assert code == 0, err
+    assert snapshot(place) == before
