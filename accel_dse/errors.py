@@ -17,6 +17,7 @@ __all__ = [
     "SearchError",
     "StorageError",
     "RtlError",
+    "FpgaToolError",
     "SimulationError",
     "ExportError",
 ]
@@ -50,6 +51,12 @@ class StorageError(AccelDseError):
 
 class RtlError(AccelDseError):
     """A design the RTL generator cannot build, or a failing Yosys/Verilog step."""
+
+
+class FpgaToolError(RtlError):
+    """Yosys or nextpnr failed on a design (a tool failure, exit 1; a design that does not fit is a result)."""
+
+    exit_code = 1
 
 
 class SimulationError(AccelDseError):

@@ -4,7 +4,8 @@ Public surface: the components (:class:`PE`, :class:`PERow`, :class:`PEBlock`, :
 :class:`DelayLine`, :class:`SystolicArray`, :class:`Controller`, :class:`Accelerator`), the test-only
 :class:`Fault`, the buffer geometry (:func:`buffer_layout`), the port map (:data:`PORT_MAP`,
 the docstring of ``rtl_gen._top``), Verilog export (:func:`to_verilog`, :func:`write_verilog`),
-lint (:func:`lint_verilog`, :data:`LINT_WAIVERS`) and synthesis figures (:func:`synth_stats`).
+lint (:func:`lint_verilog`, :data:`LINT_WAIVERS`), synthesis figures (:func:`synth_stats`)
+and the FPGA flow (:func:`fpga_report`, :data:`FAMILIES`).
 The timing and buffer contract with the performance model is ``perf_model.timing``.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from ._array import Blackbox, PEBlock, PERow, SystolicArray
 from ._controller import Controller, mapped_dims
 from ._export import block_rows, export_units, to_verilog, write_verilog
+from ._fpga import FAMILIES, fpga_flow, fpga_report
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
 from ._lint import LINT_WAIVERS, lint_args, lint_verilog, verilator_bin_dir
@@ -55,4 +57,7 @@ __all__ = [
     "synth_stats",
     "synth_component",
     "default_cache_dir",
+    "FAMILIES",
+    "fpga_flow",
+    "fpga_report",
 ]

