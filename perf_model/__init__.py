@@ -50,6 +50,7 @@ from perf_model._area import (
 )
 from perf_model._designs import DesignArrays
 from perf_model._energy import DEFAULT_ENERGY, EnergyTable, tech_energy_scale
+from perf_model._fpga_resources import ECP5_DEVICES, ECP5_FIT, FpgaFit, bank_ebrs, fpga_resources, pe_resources
 from perf_model._plan import TilePlan, plan_tiles
 from perf_model._scalar import OpResult, WorkloadResult, evaluate, evaluate_op
 from perf_model._table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
@@ -76,4 +77,10 @@ __all__ = [
     "area_coefficients",
     "set_area_coefficients",
     "calibrate_pe_area",
+    "FpgaFit",
+    "ECP5_FIT",
+    "ECP5_DEVICES",
+    "bank_ebrs",
+    "fpga_resources",
+    "pe_resources",
 ]

@@ -1,0 +1,49 @@
+"""The ECP5 resource model: its exact terms against counts measured with Yosys and nextpnr here.
+
+The expected figures are tool output (``bench/fpga_bram_mapping.py`` for the banks, Yosys
+``synth_ecp5`` of each PE cell, nextpnr on whole tops), not values computed by the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from accel_dse.config import ArrayConfig
+from accel_dse.designs import load_preset
+from perf_model import bank_ebrs, fpga_resources, pe_resources
+
+
+@pytest.mark.parametrize(
+    ("depth", "bits", "ebrs"),
+    [(16, 8, 0), (64, 8, 0), (256, 8, 1), (1024, 8, 1), (2048, 8, 1), (8192, 8, 4),
+     (16, 32, 0), (64, 32, 1), (512, 32, 1), (1024, 32, 2), (2048, 32, 4), (8192, 32, 16)],
+)
+def test_bank_block_rams_match_yosys(depth: int, bits: int, ebrs: int) -> None:
+    assert bank_ebrs(depth, bits) == ebrs
+
+
+def test_design_block_rams_match_nextpnr() -> None:
+    tiny = load_preset("tiny")
+    assert fpga_resources(tiny)["brams"] == 12  # nextpnr DP16KD used, ECP5-85k
+    big = dataclasses.replace(tiny, ifmap_sram_kib=64, weight_sram_kib=64)
+    assert fpga_resources(big)["brams"] == 68  # nextpnr on a 12k: DP16KD 68/56, does not fit
+
+
+@pytest.mark.parametrize(
+    ("dataflow", "rows", "shadow", "flops"),
+    [("ws", 1, True, 42), ("ws", 1, False, 32),  # first-row cell only
+     ("ws", 2, True, 58 + 42), ("ws", 2, False, 48 + 32),
+     ("os", 1, True, 82), ("os", 1, False, 49)],
+)
+def test_pe_flops_match_synth_ecp5(dataflow: str, rows: int, shadow: bool, flops: int) -> None:
+    cfg = ArrayConfig(rows=rows, cols=1, dataflow=dataflow, input_bits=8, acc_bits=32, shadow_stationary=shadow,
+                      ifmap_sram_kib=1, weight_sram_kib=1, ofmap_sram_kib=1)
+    assert pe_resources(cfg)["ffs"] == flops
+
+
+def test_one_multiplier_block_per_pe() -> None:
+    tiny = load_preset("tiny")
+    assert fpga_resources(tiny)["dsps"] == 16  # nextpnr: MULT18X18D 16/156
+    assert fpga_resources(dataclasses.replace(tiny, rows=8))["dsps"] == 32
