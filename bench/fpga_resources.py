@@ -17,7 +17,7 @@ import numpy as np
 
 from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
-from perf_model import FpgaFit, fpga_resources, pe_resources
+from perf_model import FpgaFit, fpga_resources
 from rtl_gen import fpga_report
 
 _BASE = {"input_bits": 8, "acc_bits": 32, "clock_mhz": 100.0}
@@ -48,7 +48,8 @@ def fit(names: list[str], measured: dict[str, dict[str, int]]) -> FpgaFit:
             cfg = DESIGNS[name]
             lanes = cfg.rows + 2 * cfg.cols
             rows.append([1.0, float(lanes)])
-            rhs.append(measured[name][res] - pe_resources(cfg)[res])
+            structural = fpga_resources(cfg, FpgaFit(0.0, 0.0, 0.0, 0.0))[res]  # the model without fitted terms
+            rhs.append(measured[name][res] - structural)
         solution = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)[0]
         terms[f"{res[:-1]}_fixed"], terms[f"{res[:-1]}_per_lane"] = (round(float(x), 1) for x in solution)
     return FpgaFit(**terms)

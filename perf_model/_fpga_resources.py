@@ -8,7 +8,7 @@ tool and the fit; the error table is in ``docs/fpga.md``)::
     brams  = sum over the per-lane banks of ebrs(depth, bits)
              ebrs = 0 for a bank of <= 1 Kbit (LUT RAM), else the fewest DP16KD over its
              modes 16384x1 8192x2 4096x4 2048x9 1024x18 512x36
-    ffs    = sum of the PE registers + ff_fixed + ff_per_lane * lanes
+    ffs    = sum of the PE registers (+ C ab: the OS result register) + ff_fixed + ff_per_lane * lanes
     luts   = sum of the PE logic cells + lut_fixed + lut_per_lane * lanes
 
 ``lanes`` is the number of buffer banks (ifmap, weight and ofmap lanes: R + C + C). ``luts``
@@ -50,7 +50,7 @@ class FpgaFit:
 
 
 #: Fitted by ``bench/fpga_resources.py`` (nextpnr 0.11.1, Yosys 0.70; 4 designs, see docs/fpga.md).
-ECP5_FIT = FpgaFit(ff_fixed=0.0, ff_per_lane=0.0, lut_fixed=0.0, lut_per_lane=0.0)
+ECP5_FIT = FpgaFit(ff_fixed=442.0, ff_per_lane=27.7, lut_fixed=1110.7, lut_per_lane=42.5)
 
 #: Capacity of ECP5 parts: logic cells (TRELLIS_COMB), FFs, MULT18X18D, DP16KD.
 ECP5_DEVICES: dict[str, dict[str, int]] = {
@@ -107,6 +107,8 @@ def fpga_resources(config: ArrayConfig, fit: FpgaFit = ECP5_FIT) -> dict[str, in
     """
     banks = _banks(config)
     pe = pe_resources(config)
+    if config.dataflow is Dataflow.OS:
+        pe["ffs"] += config.cols * config.acc_bits  # the result register, one per column
     lanes = len(banks)
     return {
         "luts": round(pe["luts"] + fit.lut_fixed + fit.lut_per_lane * lanes),

@@ -47,3 +47,24 @@ def test_one_multiplier_block_per_pe() -> None:
     tiny = load_preset("tiny")
     assert fpga_resources(tiny)["dsps"] == 16  # nextpnr: MULT18X18D 16/156
     assert fpga_resources(dataclasses.replace(tiny, rows=8))["dsps"] == 32
+
+
+_BASE = {"input_bits": 8, "acc_bits": 32, "clock_mhz": 100.0}
+
+
+@pytest.mark.parametrize(
+    ("config", "luts", "ffs"),  # nextpnr TRELLIS_COMB and TRELLIS_FF used on an ECP5-85k (bench/fpga_resources.py)
+    [
+        (load_preset("tiny"), 2121, 1624),
+        (ArrayConfig(rows=2, cols=2, dataflow="ws", ifmap_sram_kib=2, weight_sram_kib=2, ofmap_sram_kib=2, **_BASE),
+         1448, 782),
+        (ArrayConfig(rows=4, cols=4, dataflow="os", ifmap_sram_kib=4, weight_sram_kib=4, ofmap_sram_kib=8, **_BASE),
+         3244, 2295),
+        (ArrayConfig(rows=8, cols=4, dataflow="ws", ifmap_sram_kib=4, weight_sram_kib=4, ofmap_sram_kib=8, **_BASE),
+         2948, 2638),
+    ],
+)
+def test_logic_and_flops_within_5_percent_of_nextpnr(config: ArrayConfig, luts: int, ffs: int) -> None:
+    model = fpga_resources(config)
+    assert model["luts"] == pytest.approx(luts, rel=0.05)
+    assert model["ffs"] == pytest.approx(ffs, rel=0.05)
