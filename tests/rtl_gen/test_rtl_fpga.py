@@ -5,6 +5,7 @@ cache, and the command's errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ def test_reports_are_cached_by_verilog_and_settings(tmp_path: Path, monkeypatch:
     fpga_report(tiny, cache_dir=tmp_path, freq_mhz=50.0)
     fpga_report(tiny, cache_dir=tmp_path, seed=2)
     fpga_report(tiny, cache_dir=tmp_path, device="25k")
-    fpga_report(load_preset("tiny").__class__(**{**tiny.to_dict(), "ifmap_sram_kib": 8}), cache_dir=tmp_path)
+    fpga_report(dataclasses.replace(tiny, ifmap_sram_kib=8), cache_dir=tmp_path)
     assert len(calls) == 5  # each different setting or Verilog misses
     fpga_report(tiny, cache_dir=tmp_path, use_cache=False)
     assert len(calls) == 6
