@@ -9,9 +9,10 @@ spec.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -21,9 +22,10 @@ from workloads._model import Model
 from workloads._models_cnn import mobilenet_v2, resnet18
 from workloads._models_mlp import dlrm_mlp, gemm, mlp
 from workloads._models_transformer import bert_base, gpt2_decode, llama_block
+from workloads._requant import recording
 from workloads._tracer import trace
 from workloads._user import load_user_function
-from workloads.ops import Workload
+from workloads.ops import Requant, Workload
 
 __all__ = ["resolve", "builtin_names", "builtin_descriptions", "builtin_options", "builtin_model"]
 
@@ -49,12 +51,16 @@ def _opts(**spec: int | tuple[int, int]) -> Mapping[str, tuple[int, int]]:
     return MappingProxyType({k: v if isinstance(v, tuple) else (v, 1) for k, v in spec.items()})
 
 
+_ANY = -(1 << 63)  # options whose range the Requant record checks (its message names the rule)
+
 _LLAMA = {"d": 4096, "heads": 32, "ffn": 11008}
 
 _BUILTINS: Mapping[str, _Builtin] = MappingProxyType({
     "gemm": _Builtin(
-        "one GEMM C[m,n] = A[m,k] @ B[k,n] (batch independent instances), int8 x int8 -> int32",
-        _opts(m=512, k=512, n=512, batch=1), gemm),
+        "one GEMM C[m,n] = A[m,k] @ B[k,n] (batch independent instances), int8 x int8 -> int32 "
+        "(requant=1: int8 through the output stage)",
+        _opts(m=512, k=512, n=512, batch=1, requant=(0, 0), multiplier=(1 << 30, _ANY), shift=(0, _ANY),
+              bias=(0, _ANY), zero_point=(0, _ANY), act_min=(-128, _ANY), act_max=(127, _ANY)), gemm),
     "mlp": _Builtin(
         "plain MLP: d_in -> layers x hidden (ReLU) -> d_out on a batch of vectors",
         _opts(batch=128, d_in=784, hidden=1024, layers=3, d_out=10), mlp),
@@ -124,7 +130,7 @@ def _parse_options(name: str, text: str) -> tuple[tuple[str, int], ...]:
         if key in given:
             raise WorkloadError(f"{name} option {key} is given twice")
         minimum = builtin.options[key][1]
-        rule = "a positive integer" if minimum >= 1 else "a non-negative integer"
+        rule = "a positive integer" if minimum >= 1 else "a non-negative integer" if minimum == 0 else "an integer"
         try:
             number = int(value, 10)
         except ValueError:
@@ -180,8 +186,22 @@ def _trace_builtin(name: str, options: tuple[tuple[str, int], ...]) -> Workload:
     settings = _settings(name, options)
     model = _BUILTINS[name].build(FORMS["int8"], **settings)
     text = ", ".join(f"{k}={v}" for k, v in settings.items())
-    return trace(model.fn, *model.example_args(), name=_canonical(name, options),
-                 description=f"{_BUILTINS[name].description} [{text}]")
+    with recording() as params:
+        workload = trace(model.fn, *model.example_args(), name=_canonical(name, options),
+                         description=f"{_BUILTINS[name].description} [{text}]")
+    return with_requant(workload, params)
+
+
+def with_requant(workload: Workload, params: Sequence[Requant]) -> Workload:
+    """``workload`` with ``params[i]`` attached to op ``i`` (what the int8 form's output stage used).
+
+    The int8 form notes one :class:`Requant` per matmul or conv it requantises, in trace order;
+    when that is every op they pair up one to one. Otherwise (a raw ``gemm``) the ops stay raw.
+    """
+    if len(params) != len(workload.ops):
+        return workload
+    ops = tuple(dataclasses.replace(op, requant=rq) for op, rq in zip(workload.ops, params, strict=True))
+    return dataclasses.replace(workload, ops=ops)
 
 
 @functools.lru_cache(maxsize=32)
