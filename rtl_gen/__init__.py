@@ -1,7 +1,8 @@
 """Amaranth RTL generator: a parameterised TPU-style systolic-array accelerator.
 
 Public surface: the components (:class:`PE`, :class:`PERow`, :class:`PEBlock`, :class:`Skew`,
-:class:`DelayLine`, :class:`SystolicArray`, :class:`Controller`, :class:`Accelerator`), the test-only
+:class:`DelayLine`, :class:`SystolicArray`, :class:`Controller`, :class:`OutputStage`,
+:class:`Accelerator`), the test-only
 :class:`Fault`, the buffer geometry (:func:`buffer_layout`), the port map (:data:`PORT_MAP`,
 the docstring of ``rtl_gen._top``), Verilog export (:func:`to_verilog`, :func:`write_verilog`),
 lint (:func:`lint_verilog`, :data:`LINT_WAIVERS`) and synthesis figures (:func:`synth_stats`).
@@ -16,6 +17,7 @@ from ._export import block_rows, export_units, to_verilog, write_verilog
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
 from ._lint import LINT_WAIVERS, lint_args, lint_verilog, verilator_bin_dir
+from ._output_stage import OUTPUT_STAGE_LATENCY, QPARAM_CHANNELS, OutputStage, param_bits, param_fields
 from ._pe import PE, Fault
 from ._skew import DelayLine, Skew
 from ._synth import default_cache_dir, synth_component, synth_stats
@@ -33,6 +35,11 @@ __all__ = [
     "SystolicArray",
     "OperandGate",
     "OfmapUpdate",
+    "OutputStage",
+    "OUTPUT_STAGE_LATENCY",
+    "QPARAM_CHANNELS",
+    "param_bits",
+    "param_fields",
     "Controller",
     "Accelerator",
     "BufferGeometry",
