@@ -21,7 +21,7 @@ from ._output_stage import OUTPUT_STAGE_LATENCY, QPARAM_CHANNELS, OutputStage, p
 from ._pe import PE, Fault
 from ._skew import DelayLine, Skew
 from ._synth import default_cache_dir, synth_component, synth_stats
-from ._top import HOST_SEL, Accelerator, top_name
+from ._top import HOST_SEL, QDATA_LATENCY, Accelerator, top_name
 from ._top import __doc__ as PORT_MAP
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "mapped_dims",
     "top_name",
     "HOST_SEL",
+    "QDATA_LATENCY",
     "PORT_MAP",
     "DIM_BITS",
     "CYCLES_BITS",
