@@ -155,8 +155,8 @@ def ports_section(config: ArrayConfig) -> list[dict[str, Any]]:
         {"name": "rst", "dir": "in", "width": 1, "meaning": "synchronous reset, active high"},
     ]
     for name, width in widths.items():
-        direction, meaning = meanings.get(name, ("out" if name in ("host_rdata", "host_qdata", "busy", "done", "cycles") else "in",
-                                                 ""))
+        outputs = ("host_rdata", "host_qdata", "busy", "done", "cycles")
+        direction, meaning = meanings.get(name, ("out" if name in outputs else "in", ""))
         out.append({"name": name, "dir": direction, "width": width, "meaning": meaning})
     return out
 
