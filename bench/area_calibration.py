@@ -75,13 +75,19 @@ def yosys() -> list[str]:
 
 def synth_pe(dataflow: Dataflow, ib: int, ab: int) -> dict:
     """Yosys gate counts, transistor estimate and NanGate area of one PE."""
-    from amaranth.back import verilog
-
     import rtl_gen
 
     top = f"pe_{dataflow.value}_{ib}_{ab}"
-    text = verilog.convert(rtl_gen.PE(dataflow=dataflow, input_bits=ib, acc_bits=ab), name=top, emit_src=False,
-                           strip_internal_attrs=True)
+    figures = synth_area(rtl_gen.PE(dataflow=dataflow, input_bits=ib, acc_bits=ab), top)
+    return {"dataflow": dataflow.value, "input_bits": ib, "acc_bits": ab, **figures}
+
+
+def synth_area(component: object, top: str) -> dict:
+    """Yosys gate counts (``cells``), ``transistors``, ``flops``, NanGate ``area_um2`` and
+    ``seconds`` of one Amaranth component, synthesised flat as ``top``."""
+    from amaranth.back import verilog
+
+    text = verilog.convert(component, name=top, emit_src=False, strip_internal_attrs=True)
     with tempfile.TemporaryDirectory(prefix="area-cal-") as tmp:
         (Path(tmp) / f"{top}.v").write_text(text, "utf-8")
         start = time.perf_counter()
@@ -96,7 +102,7 @@ def synth_pe(dataflow: Dataflow, ib: int, ab: int) -> dict:
     if unknown:
         raise SystemExit(f"no area for Yosys cells {unknown} of {top}")
     return {
-        "dataflow": dataflow.value, "input_bits": ib, "acc_bits": ab, "cells": cells,
+        "cells": cells,
         "transistors": int(_TRANSISTORS.search(stat).group(1)),  # type: ignore[union-attr]
         "flops": cells.get("$_DFF_P_", 0) + cells.get("$_DFF_N_", 0),
         "area_um2": sum(GATE_UM2[name] * count for name, count in cells.items()),

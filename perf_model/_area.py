@@ -48,6 +48,10 @@ the operands): the left operand (R lanes: the ifmap buffer, the weight buffer fo
 the top operand (C lanes of the weight buffer) and a ``C * acc_bits`` result register, WS/IS
 the ofmap (``C`` taps for its read-modify-write).
 
+**Output stage.** ``C`` lanes of the Yosys-calibrated output-stage lane and the qparam SRAM
+(4096 channels of ``69 + 3 * input_bits`` bits, priced per bit like the buffers):
+:mod:`perf_model._output_stage`.
+
 Area scales with the square of the feature size: ``A(tech) = A(45) * (tech / 45) ** 2``.
 
 **Calibration hook.** :func:`calibrate_pe_area` fits measured PE areas per cell, either one
@@ -68,6 +72,7 @@ import numpy as np
 from accel_dse.config import Dataflow
 from accel_dse.errors import AccelDseError, ModelError
 from perf_model import _pe_area_fit, timing
+from perf_model._output_stage import lane_um2, qparam_bits
 
 __all__ = [
     "PeCellArea", "AreaCoefficients", "HOROWITZ_AREA", "CALIBRATED_AREA", "DEFAULT_AREA",
@@ -391,6 +396,7 @@ def design_area_mm2(
     ofmap_ws_is = C * (address[2] + 1)
     skew_bits = left + np.where(is_os, top_os, ofmap_ws_is)
     sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
+    output_stage = C * lane_um2(input_bits, acc_bits) + qparam_bits(input_bits) * k.sram_um2_per_bit()
     um2 = (R * C * k.pe_um2(input_bits, acc_bits, df) + skew_bits * k.reg_bit_um2 + k.controller_um2
-           + sram_kib * 8192 * k.sram_um2_per_bit())
+           + sram_kib * 8192 * k.sram_um2_per_bit() + output_stage)
     return um2 * 1e-6 * (np.asarray(tech_nm, dtype=np.float64) / _REF_NM) ** 2

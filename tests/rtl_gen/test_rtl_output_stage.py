@@ -111,3 +111,15 @@ def test_sixteen_bit_outputs():
 def test_bad_widths_are_config_errors():
     with pytest.raises(ConfigError, match="output stage out_bits must be an integer in \\[2, 16\\], not 32"):
         OutputStage(lanes=2, acc_bits=32, out_bits=32)
+
+
+def test_model_mirrors_the_generator_constants():
+    from accel_dse.config import ArrayConfig
+    from perf_model import _output_stage as model
+    from rtl_gen import QPARAM_CHANNELS, buffer_layout, param_bits
+
+    assert model.QPARAM_CHANNELS == QPARAM_CHANNELS
+    for ib in (8, 16):
+        assert float(model.param_bits(ib)) == param_bits(ib)
+        lay = buffer_layout(ArrayConfig(rows=4, cols=8, input_bits=ib, acc_bits=48))
+        assert lay.qparam.depth * lay.qparam.width == float(model.qparam_bits(ib))  # 4096 / 8 words of 8 lanes
