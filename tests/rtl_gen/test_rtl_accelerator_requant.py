@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
-from rtl_testlib import lanes_of, pack
+from rtl_testlib import host_write, lanes_of, pack
 
 from accel_dse.config import ArrayConfig, Dataflow
-from rtl_gen import HOST_SEL, QDATA_LATENCY, Accelerator
+from rtl_gen import QDATA_LATENCY, Accelerator
 from workloads import Requant, output_stage
 
 
@@ -56,14 +56,7 @@ def _run(config: ArrayConfig, a: np.ndarray, b: np.ndarray, rq: Requant) -> tupl
     raw: list[int] = []
 
     async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
-        ctx.set(dut.host_we, 1)
-        for name, words in (("ifmap", ifmap), ("weight", weight), ("qparam", _qparam_words(config, rq, n))):
-            ctx.set(dut.host_sel, HOST_SEL[name])
-            for addr, word in enumerate(words):
-                ctx.set(dut.host_addr, addr)
-                ctx.set(dut.host_wdata, word)
-                await ctx.tick()
-        ctx.set(dut.host_we, 0)
+        await host_write(ctx, dut, {"ifmap": ifmap, "weight": weight, "qparam": _qparam_words(config, rq, n)})
         ctx.set(dut.m, m)
         ctx.set(dut.k, a.shape[1])
         ctx.set(dut.n, n)
