@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from workloads._requant import derived_requant, output_stage, record
+from workloads._requant import derived_requant, output_stage
 
 __all__ = ["Form", "FORMS", "ParamMaker"]
 
@@ -79,7 +79,7 @@ class Form:
             if activation is None:
                 return acc
             return self.relu(acc) if activation == "relu" else self.relu6(acc)
-        return output_stage(acc, record(derived_requant(k, activation)))
+        return output_stage(acc, derived_requant(k, activation))
 
     def to_float(self, x: jax.Array) -> jax.Array:
         """Activation codes as float32 values (int8: fixed point with 4 fractional bits)."""

@@ -195,8 +195,10 @@ def _trace_builtin(name: str, options: tuple[tuple[str, int], ...]) -> Workload:
 def with_requant(workload: Workload, params: Sequence[Requant]) -> Workload:
     """``workload`` with ``params[i]`` attached to op ``i`` (what the int8 form's output stage used).
 
-    The int8 form notes one :class:`Requant` per matmul or conv it requantises, in trace order;
-    when that is every op they pair up one to one. Otherwise (a raw ``gemm``) the ops stay raw.
+    Every ``workloads.output_stage`` call while tracing notes its :class:`Requant`, in trace
+    order (the builtin int8 models requantise every matmul and conv); when there is one per op
+    they pair up one to one. Otherwise (a raw ``gemm``, a function that requantises only some
+    of its ops) the ops stay raw.
     """
     if len(params) != len(workload.ops):
         return workload
@@ -208,7 +210,9 @@ def with_requant(workload: Workload, params: Sequence[Requant]) -> Workload:
 def _trace_user(spec: str) -> Workload:
     fn, args = load_user_function(spec)
     doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
-    return trace(fn, *args, name=spec, description=doc[0] if doc else "")
+    with recording() as params:
+        workload = trace(fn, *args, name=spec, description=doc[0] if doc else "")
+    return with_requant(workload, params)
 
 
 def resolve(spec: str) -> Workload:

@@ -2,9 +2,10 @@
 
 :func:`output_stage` is the arithmetic of :class:`workloads.ops.Requant` on exact integers (64-bit
 inside, under a local ``jax.enable_x64``), so it can run eagerly, under ``jit`` and inside a
-traced builtin model. :func:`derived_requant` derives the parameters the builtin int8 models use
-from a layer's value ranges (see ``docs/workloads.md``), and :func:`recording` lets the registry
-collect them while it traces a builtin, so each op record carries its layer's parameters.
+traced model. :func:`derived_requant` derives the parameters the builtin int8 models use from a
+layer's value ranges (see ``docs/workloads.md``), and :func:`recording` lets the registry collect
+every ``output_stage`` call while it traces a workload (a builtin or a user's function), so each
+op record carries its layer's parameters.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def output_stage(acc: Any, rq: Requant, *, start: int = 0) -> jax.Array:
 
     Returns:
         int8 (``rq.bits <= 8``) or int16 codes of ``acc``'s shape.
+
+    Inside a :func:`recording` (the registry tracing a workload) ``rq`` is noted, so the op
+    whose result this is carries it.
     """
+    record(rq)
     n = acc.shape[-1]
     out_dtype = jnp.int8 if rq.bits <= 8 else jnp.int16
     with jax.enable_x64(True):

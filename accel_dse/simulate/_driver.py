@@ -350,9 +350,13 @@ def _prepare(
         rq = op.requant
         m = max(1, math.ceil(full.m * scale))
         batch = max(1, math.ceil(full.batch * scale))
-        gemm = workloads.Gemm(m=m, k=full.k, n=full.n, batch=batch, name=full.name)
+        # The model tiles and times a requantised op knowing it is one (its output leaves at
+        # input_bits); the per-tensor form of its parameters says so for any batch.
+        flag = None if rq is None else dataclasses.replace(rq, multiplier=rq.multiplier[:1], shift=rq.shift[:1],
+                                                            bias=rq.bias[:1])
+        gemm = workloads.Gemm(m=m, k=full.k, n=full.n, batch=batch, name=full.name, requant=flag)
         scaled_from = {"m": full.m, "batch": full.batch} if (m, batch) != (full.m, full.batch) else None
-        tiles = _plan(design, workloads.Gemm(m=m, k=full.k, n=full.n, name=full.name), name)
+        tiles = _plan(design, workloads.Gemm(m=m, k=full.k, n=full.n, name=full.name, requant=flag), name)
         cycles_model = int(perf_model.evaluate_op(design, gemm).compute_cycles)
         expected = np.zeros((batch, m, full.n), dtype=np.int64)
         job = _Job(index, name, gemm, scaled_from, cycles_model, expected,
