@@ -101,3 +101,17 @@ def test_chain_on_ops_that_do_not_chain_is_an_error():
     ops = Workload(name="x", ops=(NET.ops[0], NET.ops[2]))
     with pytest.raises(SimulationError, match="do not chain"):
         simulate(TINY, ops, chain=True, simulator="icarus")
+
+
+def test_no_chain_runs_requantised_ops_on_their_own_data(run_cli, sim_cache):
+    spec = "mlp:batch=3,d_in=8,hidden=12,layers=1,d_out=4"
+    code, out, err = run_cli("simulate", "--design", "tiny", "--workload", spec, "--simulator", "icarus",
+                             "--no-chain", "--json", "--work-dir", str(sim_cache))
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["network"] is None and report["passed"] is True
+    assert [op["output_bits"] for op in report["ops"]] == [8, 8]
+    code, out, err = run_cli("simulate", "--design", "tiny", "--workload", spec, "--simulator", "icarus",
+                             "--work-dir", str(sim_cache))
+    assert code == 0, err
+    assert "network: 2 chained ops, passed; final output fc.1 (12 x 8-bit) matches JAX" in out

@@ -177,3 +177,14 @@ def test_chained_references_feed_each_output_forward():
     assert not np.array_equal(refs[1].b, chained_references(ops, 5)[1].b)
     with pytest.raises(WorkloadError, match="ops 0 and 1 do not chain"):
         chained_references((ops[0], ops[0]), 0)
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("shift=40", "requant shift must be an integer in [0, 31], not 40"),
+    ("multiplier=2147483648", "requant multiplier must be an int32 (Q31 multiplier), not 2147483648"),
+    ("zero_point=-129", "requant zero_point must be an integer in [-128, 127] (the 8-bit output range), not -129"),
+])
+def test_bad_requant_options_exit_2_with_one_line(run_cli, option, message):
+    code, out, err = run_cli("evaluate", "--design", "tiny", "--workload", f"gemm:m=4,k=8,n=4,requant=1,{option}")
+    assert code == 2 and out == ""
+    assert err == f"accel-dse: error: {message}\n"
