@@ -45,9 +45,9 @@ def output_stage_pj(energy: EnergyTable, input_bits: Any, acc_bits: Any) -> np.n
     """Energy of one output element through the output stage at 45 nm, pJ (module docstring)."""
     ib = np.asarray(input_bits, dtype=np.float64)
     ab = np.asarray(acc_bits, dtype=np.float64)
-    add = lambda bits: _power_law(bits, energy.add_8b_pj, energy.add_32b_pj)  # noqa: E731
-    logic = (energy.mult_32b_pj + add(np.maximum(ab, 32.0)) + add(np.full_like(ab, 64.0)) + 3 * add(ib)
-             + (69 + 4 * ib) * energy.reg_bit_pj)
+    adds = _power_law(np.stack([np.maximum(ab, 32.0), np.full_like(ab, 64.0), ib]), energy.add_8b_pj,
+                      energy.add_32b_pj)  # bias, rounding (+ shifter), zero point (x 3 with the clamps)
+    logic = energy.mult_32b_pj + adds[0] + adds[1] + 3 * adds[2] + (69 + 4 * ib) * energy.reg_bit_pj
     sram = energy.sram_pj_per_byte(qparam_bits(ib) / 8192.0) * param_bits(ib) / 8.0
     return logic + sram
 
