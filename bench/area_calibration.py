@@ -73,21 +73,23 @@ def yosys() -> list[str]:
     return [found]
 
 
-def synth_pe(dataflow: Dataflow, ib: int, ab: int) -> dict:
-    """Yosys gate counts, transistor estimate and NanGate area of one PE."""
-    import rtl_gen
-
-    top = f"pe_{dataflow.value}_{ib}_{ab}"
-    figures = synth_area(rtl_gen.PE(dataflow=dataflow, input_bits=ib, acc_bits=ab), top)
-    return {"dataflow": dataflow.value, "input_bits": ib, "acc_bits": ab, **figures}
-
-
-def synth_area(component: object, top: str) -> dict:
-    """Yosys gate counts (``cells``), ``transistors``, ``flops``, NanGate ``area_um2`` and
-    ``seconds`` of one Amaranth component, synthesised flat as ``top``."""
+def pe_verilog(dataflow: Dataflow | str, ib: int, ab: int, shadow: bool = False) -> tuple[str, str]:
+    """``(top name, Verilog text)`` of the PE cell a measured point names (as ``POINTS`` lists
+    them: cell, input bits, accumulator bits; the points are plain PEs, ``shadow`` builds the
+    one with a shadow stationary register)."""
     from amaranth.back import verilog
 
-    text = verilog.convert(component, name=top, emit_src=False, strip_internal_attrs=True)
+    import rtl_gen
+
+    flow = Dataflow.parse(dataflow)
+    top = f"pe_{flow.value}_{ib}_{ab}" + ("_shadow" if shadow else "")
+    pe = rtl_gen.PE(dataflow=flow, input_bits=ib, acc_bits=ab, shadow=shadow)
+    text = verilog.convert(pe, name=top, emit_src=False, strip_internal_attrs=True)
+    return top, text
+
+
+def yosys_gates(top: str, text: str) -> dict:
+    """Yosys gate counts, transistor estimate, flops and NanGate area of one module's Verilog."""
     with tempfile.TemporaryDirectory(prefix="area-cal-") as tmp:
         (Path(tmp) / f"{top}.v").write_text(text, "utf-8")
         start = time.perf_counter()
@@ -108,6 +110,11 @@ def synth_area(component: object, top: str) -> dict:
         "area_um2": sum(GATE_UM2[name] * count for name, count in cells.items()),
         "seconds": seconds,
     }
+
+
+def synth_pe(dataflow: Dataflow, ib: int, ab: int) -> dict:
+    """:func:`yosys_gates` of one PE, with its parameters."""
+    return {"dataflow": dataflow.value, "input_bits": ib, "acc_bits": ab, **yosys_gates(*pe_verilog(dataflow, ib, ab))}
 
 
 def label(p: dict) -> str:

@@ -29,7 +29,7 @@ for path in (REPO, REPO / "bench"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from area_calibration import synth_area  # noqa: E402
+from area_calibration import yosys_gates  # noqa: E402
 
 GRID = [(8, 16), (8, 24), (8, 32), (8, 48), (8, 64), (16, 32), (16, 48), (16, 64)]
 TARGET = 0.10
@@ -43,11 +43,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write perf_model/_output_stage_fit.py")
     args = parser.parse_args()
+    from amaranth.back import verilog
+
     import rtl_gen
 
     points = []
     for ib, ab in GRID:
-        fig = synth_area(rtl_gen.OutputStage(lanes=1, acc_bits=ab, out_bits=ib), f"ostage_{ib}_{ab}")
+        top = f"ostage_{ib}_{ab}"
+        text = verilog.convert(rtl_gen.OutputStage(lanes=1, acc_bits=ab, out_bits=ib), name=top, emit_src=False,
+                               strip_internal_attrs=True)
+        fig = yosys_gates(top, text)
         points.append((ib, ab, fig["area_um2"], fig["transistors"], fig["flops"]))
         print(f"synthesised ib={ib:2d} ab={ab:2d}: {fig['area_um2']:9.1f} um^2, {fig['flops']} flops, "
               f"{fig['transistors']} transistors ({fig['seconds']:.1f} s)", flush=True)

@@ -12,8 +12,10 @@ Mapping and cycles (the RTL contract, :mod:`perf_model.timing`, which is authori
     OS: M on rows, N on columns, K streamed                  (C stationary)
     IS: K on rows, M on columns, N streamed                  (A stationary)
     folds       = ceil(rows-dim / R) * ceil(cols-dim / C)    (edge folds cost the same)
-    fold_cycles = Ds + 2R + C - 2 + FOLD_OVERHEAD            (load R, stream Ds, fill/drain)
-    run_cycles  = folds * fold_cycles + RUN_OVERHEAD         (one ``start`` of the RTL)
+    run_cycles  = RUN_OVERHEAD + folds * fold_cycles + tail  (one ``start`` of the RTL)
+    shadow stationary registers (default): fold_cycles = max(Ds, R, 2), folds overlap,
+        tail = Ds - fold_cycles + 2R + C (WS/IS: first load, last flush), 1 + 2R + C (OS)
+    plain PEs: fold_cycles = Ds + 2R + C - 2 + FOLD_OVERHEAD, tail = 0 (load, stream, flush)
 
 An op's compute cycles are ``run_cycles`` summed over the buffer tiles of :func:`plan_tiles`
 (the runs the RTL simulator executes), so simulated cycles equal the model's exactly; the model

@@ -8,6 +8,10 @@ five terms, counted from the RTL (structure) and priced per cell (:class:`PeCell
                                                  OS:    a (ib) + operand v (ib) + acc s (ab) + marker f (1)
     selects     = selects * mux_um2              WS/IS: ib (s loads s_in on shift)
                                                  OS:    2 * ab (s: s_in on shift, product on restart)
+    shadow      (``shadow_stationary``)          WS/IS: flops + ib (w) + 2 (f, d); selects + 2 * ib
+                                                        (w: s_in on shift; s: w on f; the operand: w or s)
+                                                 OS:    flops + ab (w) + 1 (d); selects + ab
+                                                        (w: s on f, s_in on shift; s: one more restart arm)
     multiplier  = mult_8b * (ib / 8) ** alpha_m  alpha_m from mult_8b and mult_32b
     adder       = add_8b * (ab / 8) ** alpha_a   alpha_a from add_8b and add_32b
     extension   = ext_bit_um2 * (ab - 2 * ib)    accumulator columns above the product's 2*ib bits
@@ -42,11 +46,12 @@ controller and buffer glue a fixed 20,000 (assumption, until the RTL's controlle
 synthesised).
 
 **Skew.** Operands are skewed the way ``rtl_gen`` does it: every buffer is one SRAM bank per
-lane and a skewed buffer's lanes are addressed through a tapped delay line of address and
-enable registers, ``(lanes - 1) * (address bits + 1)`` flops (plus a valid flop per lane for
-the operands): the left operand (R lanes: the ifmap buffer, the weight buffer for IS), OS also
-the top operand (C lanes of the weight buffer) and a ``C * acc_bits`` result register, WS/IS
-the ofmap (``C`` taps for its read-modify-write).
+lane and its lanes are addressed through a tapped delay line of address and enable registers,
+``(lanes - 1) * (address bits + 1)`` flops plus a valid flop per lane for both operands (R
+left lanes, C top lanes), ``C * (address bits + 2)`` for the ofmap (its read-modify-write and
+add flag), ``C - 1`` column strobes (2 bits with shadows: strobe and phase), an ``R - 1``
+first-operand marker line (OS, or shadows), OS a ``C * acc_bits`` result register, and the
+controller's o line of ``R`` (OS with shadows ``R + 1``) times ``address bits + 4``.
 
 **Output stage.** ``C`` lanes of the Yosys-calibrated output-stage lane and the qparam SRAM
 (4096 channels of ``69 + 3 * input_bits`` bits, priced per bit like the buffers):
@@ -142,12 +147,13 @@ class PeCellArea:
         }
 
 
-def pe_structure(input_bits: Any, acc_bits: Any, dataflow: Any) -> tuple[np.ndarray, np.ndarray]:
+def pe_structure(input_bits: Any, acc_bits: Any, dataflow: Any, shadow: Any = False) -> tuple[np.ndarray, np.ndarray]:
     """Flip-flops and 2:1 selects of one ``rtl_gen`` PE (see the module docstring), vectorised.
 
     Args:
         input_bits, acc_bits: widths in bits.
         dataflow: dataflow code(s) of :data:`perf_model.timing.DATAFLOW_CODES`.
+        shadow: the PE has a shadow stationary register (``ArrayConfig.shadow_stationary``).
 
     Returns:
         ``(flops, selects)`` as float arrays.
@@ -157,6 +163,9 @@ def pe_structure(input_bits: Any, acc_bits: Any, dataflow: Any) -> tuple[np.ndar
     is_os = np.asarray(dataflow) == _OS
     flops = 2 * ib + ab + np.where(is_os, 1.0, 0.0)
     selects = np.where(is_os, 2 * ab, ib)
+    sh = np.asarray(shadow, dtype=bool)
+    flops = flops + np.where(sh, np.where(is_os, ab + 1.0, ib + 2.0), 0.0)
+    selects = selects + np.where(sh, np.where(is_os, ab, 2 * ib), 0.0)
     return flops, selects
 
 
@@ -205,12 +214,14 @@ class AreaCoefficients:
         """The PE cell coefficients of a dataflow (IS: the WS cell)."""
         return self.os_cell if int(_codes(dataflow)) == _OS else self.ws_cell
 
-    def pe_breakdown_um2(self, input_bits: Any, acc_bits: Any, dataflow: Any = 0) -> dict[str, np.ndarray]:
+    def pe_breakdown_um2(self, input_bits: Any, acc_bits: Any, dataflow: Any = 0,
+                         shadow: Any = False) -> dict[str, np.ndarray]:
         """The terms of one PE at 45 nm, µm^2, each times its cell's ``scale`` (vectorised).
 
         Args:
             input_bits, acc_bits: widths in bits (arrays broadcast together).
             dataflow: dataflow code(s) (ws 0, os 1, is 2), or a ``Dataflow`` or its name.
+            shadow: shadow stationary register(s) (bool, broadcast).
 
         Returns:
             ``{"registers", "selects", "multiplier", "adder", "extension"}``.
@@ -220,17 +231,17 @@ class AreaCoefficients:
         """
         codes = _codes(dataflow)
         is_os = codes == _OS
-        flops, selects = pe_structure(input_bits, acc_bits, codes)
+        flops, selects = pe_structure(input_bits, acc_bits, codes, shadow)
         ws, os_ = self.ws_cell.logic_um2(input_bits, acc_bits), self.os_cell.logic_um2(input_bits, acc_bits)
         scale = np.where(is_os, self.os_cell.scale, self.ws_cell.scale)
         terms = {"registers": flops * self.reg_bit_um2, "selects": selects * self.mux_um2}
         terms.update({name: np.where(is_os, os_[name], ws[name]) for name in ws})
         return {name: scale * value for name, value in terms.items()}
 
-    def pe_um2(self, input_bits: Any, acc_bits: Any, dataflow: Any = 0) -> np.ndarray:
+    def pe_um2(self, input_bits: Any, acc_bits: Any, dataflow: Any = 0, shadow: Any = False) -> np.ndarray:
         """Area of one PE at 45 nm, µm^2: the sum of :meth:`pe_breakdown_um2` (vectorised)."""
         # typeshed types sum() as "item | Literal[0]" (the empty case); the breakdown is never empty.
-        return sum(self.pe_breakdown_um2(input_bits, acc_bits, dataflow).values())  # type: ignore[return-value]
+        return sum(self.pe_breakdown_um2(input_bits, acc_bits, dataflow, shadow).values())  # type: ignore[return-value]
 
     def sram_um2_per_bit(self) -> float:
         """Area of one stored bit including periphery, µm^2."""
@@ -373,6 +384,7 @@ def calibrate_pe_area(
 def design_area_mm2(
     rows: np.ndarray, cols: np.ndarray, dataflow: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     kib: tuple[np.ndarray, np.ndarray, np.ndarray], tech_nm: np.ndarray, coefficients: AreaCoefficients | None = None,
+    shadow: np.ndarray | bool = False,
 ) -> np.ndarray:
     """Area of whole designs in mm^2 (vectorised; see the module docstring).
 
@@ -380,9 +392,11 @@ def design_area_mm2(
         rows, cols, dataflow, input_bits, acc_bits, tech_nm: design columns (dataflow codes).
         kib: the ifmap, weight and ofmap buffer sizes (KiB).
         coefficients: default :func:`area_coefficients`.
+        shadow: ``shadow_stationary`` per design.
     """
     k = coefficients or area_coefficients()
     df = np.asarray(dataflow)
+    sh = np.asarray(shadow, dtype=bool)
     R = np.asarray(rows, dtype=np.float64)
     C = np.asarray(cols, dtype=np.float64)
     ab = np.asarray(acc_bits, dtype=np.float64)
@@ -391,12 +405,20 @@ def design_area_mm2(
     address = [np.ceil(np.log2(np.maximum(timing.buffer_depth_words(kib[b], elems[b], bits[b]), 2)))
                for b in range(3)]
     is_os, is_is = df == _OS, df == timing.DATAFLOW_CODES["is"]
-    left = (R - 1) * (np.where(is_is, address[1], address[0]) + 1) + R
-    top_os = (C - 1) * (address[1] + 1) + C + C * ab
-    ofmap_ws_is = C * (address[2] + 1)
-    skew_bits = left + np.where(is_os, top_os, ofmap_ws_is)
+    left_addr, top_addr = np.where(is_is, address[1], address[0]), np.where(is_is, address[0], address[1])
+    # rtl_gen.Accelerator.register_stages: lane-skewed bank controls and valid flags of both
+    # operands, the ofmap controls (address, enable, add), column strobes (and phases), the
+    # first-operand marker line (OS or shadow), the OS result register.
+    left = (R - 1) * (left_addr + 1) + R
+    top = (C - 1) * (top_addr + 1) + C
+    ofmap = C * (address[2] + 2)
+    strobes = (C - 1) * np.where(sh, 2.0, 1.0)
+    marker = np.where(is_os | sh, R - 1, 0.0)
+    skew_bits = left + top + ofmap + strobes + marker + np.where(is_os, C * ab, 0.0)
+    # the controller's o line: its depth (R, R + 1 for OS with shadows) of address, enable, add, strobe, phase
+    line_bits = (R + (is_os & sh)) * (address[2] + 4)
     sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
     output_stage = C * lane_um2(input_bits, acc_bits) + qparam_bits(input_bits) * k.sram_um2_per_bit()
-    um2 = (R * C * k.pe_um2(input_bits, acc_bits, df) + skew_bits * k.reg_bit_um2 + k.controller_um2
-           + sram_kib * 8192 * k.sram_um2_per_bit() + output_stage)
+    um2 = (R * C * k.pe_um2(input_bits, acc_bits, df, sh) + (skew_bits + line_bits) * k.reg_bit_um2
+           + k.controller_um2 + sram_kib * 8192 * k.sram_um2_per_bit() + output_stage)
     return um2 * 1e-6 * (np.asarray(tech_nm, dtype=np.float64) / _REF_NM) ** 2

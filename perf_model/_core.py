@@ -104,7 +104,7 @@ def evaluate_block(
     requant = np.tile(ops.requant, nd)
     out_bits = np.where(requant, rep(d.input_bits), rep(d.acc_bits))
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
-                      rep(buf), np.tile(ops.gemm, (1, nd)), out_bits)
+                      rep(buf), np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
     tiling = choose_tiles(p, allow_spill=allow_spill)
     bw = rep(d.dram_bytes_per_cycle)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -123,15 +123,22 @@ def evaluate_block(
     reg_bits = np.where(p.df == 1, 2 * ib + ab, ib + ab)  # registers written per MAC (rtl_gen PE)
     bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
     sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
-    area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area)
+    area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
+                               d.shadow_stationary)
     latency = total / rep(d.clock_mhz * 1e6)
     dram_read = sched.dram_read * inst
     dram_write = sched.dram_write * inst
     sram_read = sched.sram_read * inst
     sram_write = sched.sram_write * inst
+    # The stationary column chain, per PE and fold: plain, R shifts (the WS/IS load, the OS
+    # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on
+    # average, plus the swap (WS/IS) or capture (OS) into or out of the shadow.
+    R_f, C_f = p.R, p.C
+    chain_writes = np.where(p.shadow, (R_f + 1) / 2 + 1, R_f)
+    chain_bits = sched.folds * inst * R_f * C_f * chain_writes * np.where(p.df == 1, ab, ib)
     parts = {
         "mac": macs_f * energy.mac_pj(ib, ab) * scale,
-        "register": macs_f * reg_bits * energy.reg_bit_pj * scale,
+        "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
         "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0)) * energy.dram_pj_per_byte,
         "output_stage": np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)
         * output_stage_pj(energy, ib, ab) * scale,

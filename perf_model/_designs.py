@@ -45,6 +45,7 @@ class DesignArrays:
         dram_bytes_per_cycle: DRAM bandwidth in bytes per clock cycle (float64).
         clock_mhz: clock in MHz (float64).
         double_buffered: ping-pong buffers (bool).
+        shadow_stationary: shadow stationary registers in the PEs (bool).
         tech_nm: technology node in nm (int64).
     """
 
@@ -59,6 +60,7 @@ class DesignArrays:
     dram_bytes_per_cycle: np.ndarray
     clock_mhz: np.ndarray
     double_buffered: np.ndarray
+    shadow_stationary: np.ndarray
     tech_nm: np.ndarray
 
     def __len__(self) -> int:
@@ -130,7 +132,8 @@ class DesignArrays:
             out[name] = _as_int(name, full[name])
         for name in _FLOAT_FIELDS:
             out[name] = _as_float(name, full[name])
-        out["double_buffered"] = _as_bool(full["double_buffered"])
+        for name in ("double_buffered", "shadow_stationary"):
+            out[name] = _as_bool(name, full[name])
         _check(out)
         return cls(**out)
 
@@ -169,9 +172,9 @@ def _as_float(name: str, values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _as_bool(values: np.ndarray) -> np.ndarray:
+def _as_bool(name: str, values: np.ndarray) -> np.ndarray:
     if values.dtype != bool:
-        raise ModelError(f"double_buffered must hold booleans, not {values.dtype} values")
+        raise ModelError(f"{name} must hold booleans, not {values.dtype} values")
     return values
 
 

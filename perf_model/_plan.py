@@ -47,6 +47,7 @@ class TilePlan:
     dataflow: int
     rows: int
     cols: int
+    shadow: bool
 
     @property
     def feasible(self) -> bool:
@@ -78,7 +79,8 @@ class TilePlan:
         """Sum of :func:`timing.run_cycles` over :meth:`tiles` (a loop; for checks, not speed)."""
         total = 0
         for m0, m1, k0, k1, n0, n1, _ in self.tiles():
-            total += int(timing.run_cycles(self.dataflow, self.rows, self.cols, m1 - m0, k1 - k0, n1 - n0))
+            total += int(timing.run_cycles(self.dataflow, self.rows, self.cols, m1 - m0, k1 - k0, n1 - n0,
+                                             self.shadow))
         return total
 
 
@@ -106,4 +108,5 @@ def plan_tiles(config: ArrayConfig, gemm: Gemm | Conv2d) -> TilePlan:
     return TilePlan(
         status="ok" if ok else "infeasible", reason=block.failure(0, 0), m=g.m, k=g.k, n=g.n,
         mt=mt, kt=kt, nt=nt, order=(outer, middle, inner), dataflow=df, rows=config.rows, cols=config.cols,
+        shadow=config.shadow_stationary,
     )

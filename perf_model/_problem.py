@@ -79,6 +79,7 @@ class Problem:
         out_bytes: bytes of one instance of ``C`` as it leaves (``acc_bits``, or ``input_bits``
             when requantised).
         s_floor: smallest streamed tile considered, ``min(Ds, max(R, C))``.
+        shadow: bool, the PEs have shadow stationary registers (``timing.fold_terms``).
     """
 
     df: np.ndarray
@@ -94,6 +95,7 @@ class Problem:
     bytes: np.ndarray
     out_bytes: np.ndarray
     s_floor: np.ndarray
+    shadow: np.ndarray
 
     def __len__(self) -> int:
         return int(self.df.shape[0])
@@ -127,7 +129,8 @@ def buffer_words(
 
 def build_problem(
     df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
-    buf_words: np.ndarray, gemm: np.ndarray, out_bits: np.ndarray | None = None,
+    buf_words: np.ndarray, gemm: np.ndarray, shadow: np.ndarray | bool = False,
+    out_bits: np.ndarray | None = None,
 ) -> Problem:
     """Assemble a :class:`Problem` from per-element design columns and GEMM dims.
 
@@ -135,6 +138,7 @@ def build_problem(
         df, rows, cols, input_bits, acc_bits: ``(N,)`` design columns, one per element.
         buf_words: ``(3, N)`` usable words of the ifmap, weight, ofmap buffers.
         gemm: ``(3, N)`` GEMM dims ``m, k, n`` of one instance.
+        shadow: ``(N,)`` (or one) ``shadow_stationary`` flag per element.
         out_bits: ``(N,)`` bits of an output element as it leaves the accelerator (default
             ``acc_bits``; ``input_bits`` for a requantised op). The ofmap buffer still holds
             ``acc_bits`` words (``buf_words``).
@@ -159,4 +163,5 @@ def build_problem(
         elem_bytes=take_rows(op_elem, by_operand),
         is_out=is_out, bytes=take_rows(op_bytes, by_operand), out_bytes=op_bytes[2],
         s_floor=np.minimum(D[2], np.maximum(R, C)),
+        shadow=np.broadcast_to(np.asarray(shadow, dtype=bool), df.shape).copy(),
     )

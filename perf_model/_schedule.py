@@ -89,36 +89,39 @@ class Schedule:
 def fast_cycles_ok() -> bool:
     """Whether :func:`timing.run_cycles` has the closed form the fast path assumes.
 
-    ``run_cycles = ceil(dr/R) * ceil(dc/C) * (ds + 2R + C - 2 + FOLD_OVERHEAD) + RUN_OVERHEAD``
-    (constants read from ``timing`` at call time). Checked once on a probe grid of every
-    dataflow; if the contract's formula ever changes the model calls ``timing.run_cycles``
-    itself (slower, still exact).
+    ``run_cycles = ceil(dr/R) * ceil(dc/C) * fold(ds) + tail(ds) + RUN_OVERHEAD`` with
+    ``(fold, tail) = timing.fold_terms(...)`` depending on the streamed dim alone (and the
+    design). Checked once on a probe grid of every dataflow, both shadow settings; if the
+    contract ever leaves that form the model calls ``timing.run_cycles`` itself (slower,
+    still exact).
     """
     rng = np.random.default_rng(12345)
     size = 4000
     df = rng.integers(0, 3, size)
     rows, cols = rng.integers(1, 70, size), rng.integers(1, 70, size)
     m, k, n = (rng.integers(1, 300, size) for _ in range(3))
-    expected = timing.run_cycles(df, rows, cols, m, k, n)
+    shadow = rng.random(size) < 0.5
+    expected = timing.run_cycles(df, rows, cols, m, k, n, shadow)
     dr, dc, ds = (np.asarray(x, dtype=np.float64) for x in timing.mapped_dims(df, m, k, n))
-    got = _fast_run_cycles(rows.astype(np.float64), cols.astype(np.float64), dr, dc, ds)
+    got = _fast_run_cycles(df, rows.astype(np.float64), cols.astype(np.float64), shadow, dr, dc, ds)
     return bool(np.array_equal(expected, got.astype(np.int64)))
 
 
-def _fast_run_cycles(R: np.ndarray, C: np.ndarray, zr: np.ndarray, zc: np.ndarray, zs: np.ndarray) -> np.ndarray:
-    k0 = 2 * R + C - 2 + timing.FOLD_OVERHEAD
-    return np.ceil(zr / R) * np.ceil(zc / C) * (zs + k0) + timing.RUN_OVERHEAD
+def _fast_run_cycles(df: np.ndarray, R: np.ndarray, C: np.ndarray, shadow: np.ndarray, zr: np.ndarray,
+                     zc: np.ndarray, zs: np.ndarray) -> np.ndarray:
+    fold, tail = timing.fold_terms(df, zs, R, C, shadow)
+    return np.ceil(zr / R) * np.ceil(zc / C) * fold + tail + timing.RUN_OVERHEAD
 
 
 def _shape_cycles(p: Problem, z: np.ndarray) -> np.ndarray:
     """``timing.run_cycles`` of mapped tile shapes ``z`` (3, ..., N), as float."""
     if fast_cycles_ok():
-        return _fast_run_cycles(p.R, p.C, z[0], z[1], z[2])
+        return _fast_run_cycles(p.df, p.R, p.C, p.shadow, z[0], z[1], z[2])
     flat = z.reshape(3, -1, z.shape[-1])
     out = np.empty(flat.shape[1:])
     for i in range(flat.shape[1]):
         mt, kt, nt = gemm_tile(p, flat[:, i]).astype(np.int64)
-        out[i] = timing.run_cycles(p.df, p.R.astype(np.int64), p.C.astype(np.int64), mt, kt, nt)
+        out[i] = timing.run_cycles(p.df, p.R.astype(np.int64), p.C.astype(np.int64), mt, kt, nt, p.shadow)
     return out.reshape(z.shape[1:])
 
 
@@ -174,9 +177,12 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
 
     # Compute cycles: the sum of run_cycles over the tiles.
     cyc8: np.ndarray | None = None
-    if fast_cycles_ok():  # ceil(r/R) ceil(c/C) (s + k0) + RO summed over tiles factorises
-        k0 = 2 * p.R + p.C - 2 + timing.FOLD_OVERHEAD
-        compute = fr * fc * (D[2] + n[2] * k0) + runs * timing.RUN_OVERHEAD
+    if fast_cycles_ok():  # ceil(r/R) ceil(c/C) fold(s) + tail(s) + RO summed over tiles factorises
+        fold_t, tail_t = timing.fold_terms(p.df, t[2], p.R, p.C, p.shadow)
+        fold_l, tail_l = timing.fold_terms(p.df, last[2], p.R, p.C, p.shadow)
+        fold_sum = (n[2] - 1) * fold_t + fold_l  # over the s tiles
+        tail_sum = (n[2] - 1) * tail_t + tail_l
+        compute = fr * fc * fold_sum + n[0] * n[1] * tail_sum + runs * timing.RUN_OVERHEAD
         last_cyc = _shape_cycles(p, last[:, None, :])[0]
     else:  # 8 shape classes (full / last tile along r, c, s), each from timing.run_cycles
         shapes = np.empty((3, 8, len(p)))
@@ -301,11 +307,18 @@ class _RunClasses:
         self.cyc8 = cyc8
         self.bit = (1 << order).astype(np.int64)
         self.factor: dict[int, list[np.ndarray]] | None = None
-        if cyc8 is None:  # fast path: run_cycles is a product of one factor per loop position
+        self.offset: dict[int, list[np.ndarray]] | None = None
+        if cyc8 is None:  # fast path: run_cycles is a product of one factor per loop position plus
+            # the streamed dim's tail: ceil(r/R) ceil(c/C) fold(s) + tail(s) + RO
             gpos = take_rows(np.stack([p.R, p.C, np.ones(len(p))]), by_position)
-            k0 = 2 * p.R + p.C - 2 + timing.FOLD_OVERHEAD
-            k0pos = [k0 * (order[j] == 2) for j in range(3)]  # the streamed dim's factor: size + k0
-            self.factor = {c: [np.ceil(self.size[c][j] / gpos[j]) + k0pos[j] for j in range(3)] for c in _CLASSES}
+            streamed = [order[j] == 2 for j in range(3)]
+            self.factor, self.offset = {}, {}
+            for c in _CLASSES:
+                self.factor[c], self.offset[c] = [], []
+                for j in range(3):
+                    fold, tail = timing.fold_terms(p.df, self.size[c][j], p.R, p.C, p.shadow)
+                    self.factor[c].append(np.where(streamed[j], fold, np.ceil(self.size[c][j] / gpos[j])))
+                    self.offset[c].append(np.where(streamed[j], tail, 0.0))
         self._outer_cycles: dict[tuple[int, int], np.ndarray] = {}
         self._tile: dict[tuple[int, int, int], np.ndarray] = {}
 
@@ -320,11 +333,12 @@ class _RunClasses:
 
     def cycles(self, cats: tuple[int, int, int]) -> np.ndarray:
         """``run_cycles`` of a run of class ``cats``."""
-        if self.factor is not None:
+        if self.factor is not None and self.offset is not None:
             key = (cats[0], cats[1])
             if key not in self._outer_cycles:
                 self._outer_cycles[key] = self.factor[cats[0]][0] * self.factor[cats[1]][1]
-            return self._outer_cycles[key] * self.factor[cats[2]][2] + self.run_overhead
+            tail = self.offset[cats[0]][0] + self.offset[cats[1]][1] + self.offset[cats[2]][2]
+            return self._outer_cycles[key] * self.factor[cats[2]][2] + tail + self.run_overhead
         idx = sum((_times(self.bit[j], self.is_last[cats[j]][j]) for j in range(3)),
                   start=np.zeros(self.n_elem, dtype=np.int64))
         return np.take_along_axis(self.cyc8, np.asarray(idx, dtype=np.int64)[None], axis=0)[0]

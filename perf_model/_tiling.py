@@ -134,9 +134,11 @@ class _Search:
         self.cap = p.cap
         self.gran = (p.R, p.C)
         self.folds = (np.ceil(p.D[0] / p.R), np.ceil(p.D[1] / p.C))  # folds of the whole op
+        # Tie-break proxy of the per-fold and per-run overheads: plain folds pay 2R + C each,
+        # shadow folds overlap (a run pays its fill and drain, about 2R + C, once).
         k0 = 2 * p.R + p.C - 2 + timing.FOLD_OVERHEAD
-        self.fold_work = self.folds[0] * self.folds[1] * k0
-        self.run_overhead = float(timing.RUN_OVERHEAD)
+        self.fold_work = np.where(p.shadow, 0.0, self.folds[0] * self.folds[1] * k0)
+        self.run_overhead = timing.RUN_OVERHEAD + np.where(p.shadow, 2 * p.R + p.C, 0.0)
         self.weight = p.bytes * (1.0 + p.is_out)  # the output costs 2f - 1: f writes, f - 1 reads
         self.base = self.weight - p.out_bytes  # the innermost operand's cost (f = 1), minus the 1
         self._grid: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}

@@ -91,6 +91,7 @@ __all__ = [
     "FOLD_OVERHEAD",
     "RUN_OVERHEAD",
     "run_tail",
+    "fold_terms",
     "DATAFLOW_CODES",
     "dataflow_code",
     "mapped_dims",
@@ -136,36 +137,44 @@ def folds(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any) -> Any:
     return np.where(ds == 0, 0, _ceil_div(dr, rows) * _ceil_div(dc, cols))
 
 
-def fold_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any = True) -> Any:
+def fold_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any) -> Any:
     """Steady-state cycles of one fold: ``max(Ds, R, 2)`` (shadow) or ``Ds + 2R + C`` (plain)."""
     _, _, ds = mapped_dims(df, m, k, n)
     return _fold_cycles(ds, rows, cols, shadow)
 
 
-def run_tail(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any = True) -> Any:
+def run_tail(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any) -> Any:
     """Cycles a run adds once to ``F * fold_cycles``: its first fill and last drain (shadow; 0 plain)."""
     _, _, ds = mapped_dims(df, m, k, n)
     return _run_tail(df, ds, rows, cols, shadow)
 
 
-def _fold_cycles(ds: Any, rows: Any, cols: Any, shadow: Any) -> Any:
-    ds = np.asarray(ds, dtype=np.int64)
-    rows = np.asarray(rows, dtype=np.int64)
-    cols = np.asarray(cols, dtype=np.int64)
+def fold_terms(df: Any, ds: Any, rows: Any, cols: Any, shadow: Any) -> tuple[Any, Any]:
+    """``(fold_cycles, run_tail)`` from the streamed dim ``ds`` of a run (module docstring).
+
+    Works on any numeric arrays without changing their dtype (the model passes float64), so
+    ``run_cycles = RUN_OVERHEAD + F * fold + tail`` can be summed over tiles in closed form.
+    """
+    ds, rows, cols = np.asarray(ds), np.asarray(rows), np.asarray(cols)
     plain = ds + 2 * rows + cols - 2 + FOLD_OVERHEAD
-    return np.where(shadow, np.maximum(np.maximum(ds, rows), 2), plain)
+    overlapped = np.maximum(np.maximum(ds, rows), 2)
+    lead = np.where(np.asarray(df) == 1, 1, ds - overlapped)
+    fold = np.where(shadow, overlapped, plain)
+    tail = np.where(shadow, lead + 2 * rows + cols, 0)
+    return fold, tail
+
+
+def _fold_cycles(ds: Any, rows: Any, cols: Any, shadow: Any) -> Any:
+    ds, rows, cols = (np.asarray(x, dtype=np.int64) for x in (ds, rows, cols))
+    return fold_terms(0, ds, rows, cols, shadow)[0]
 
 
 def _run_tail(df: Any, ds: Any, rows: Any, cols: Any, shadow: Any) -> Any:
-    ds = np.asarray(ds, dtype=np.int64)
-    rows = np.asarray(rows, dtype=np.int64)
-    cols = np.asarray(cols, dtype=np.int64)
-    os_flow = np.asarray(df) == 1
-    lead = np.where(os_flow, 1, ds - _fold_cycles(ds, rows, cols, True))
-    return np.where(shadow, lead + 2 * rows + cols, 0)
+    ds, rows, cols = (np.asarray(x, dtype=np.int64) for x in (ds, rows, cols))
+    return fold_terms(df, ds, rows, cols, shadow)[1]
 
 
-def run_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any = True) -> Any:
+def run_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any) -> Any:
     """Cycles from ``start`` to ``done`` of one buffer-resident run (int64, broadcast)."""
     _, _, ds = mapped_dims(df, m, k, n)
     f = folds(df, rows, cols, m, k, n)

@@ -242,7 +242,8 @@ def synth_stats(
          lambda: OutputStage(lanes=1, acc_bits=ab, out_bits=ib), c, "ostage"),
     ]
     if top_row:
-        pieces.insert(1, ("pe_top_row", pe_params, lambda: TopRowPE(input_bits=ib, acc_bits=ab, shadow=sh), top_row, "pe_top"))
+        pieces.insert(1, ("pe_top_row", pe_params, lambda: TopRowPE(input_bits=ib, acc_bits=ab, shadow=sh),
+                          top_row, "pe_top"))
     for bits, count in sorted(stage_counts.items()):
         pieces.append((f"stage_{bits}b", {"width": bits},
                        (lambda w=bits: DelayLine(taps=2, width=w)), count, f"stage{bits}"))

@@ -66,8 +66,9 @@ tapped delay line of address/enable registers (the left operand's lane ``r`` ent
 ``r`` cycles late, the top operand's and the results' lane ``c`` column ``c`` ``c`` cycles late,
 and column ``c``'s load/drain strobe likewise), so no data skew or de-skew registers are needed
 (``O(R + C)`` control registers instead of ``O(R^2 + C^2)`` data registers) and every column
-runs column 0's schedule ``c`` cycles late, which the shadow registers' overlap needs. A buffer whose field holds a single word is built with two
-(Verilog has no 0-bit address); the second word is never used.
+runs column 0's schedule ``c`` cycles late, which the shadow registers' overlap needs. A buffer
+whose field holds a single word is built with two (Verilog has no 0-bit address); the second word
+is never used.
 """
 
 from __future__ import annotations

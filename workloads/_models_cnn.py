@@ -1,11 +1,15 @@
-"""Convolutional builtins: ResNet-18 and MobileNetV2 (ImageNet layer shapes, NHWC, no batch norm).
+"""Convolutional builtins: ResNet-18, MobileNetV2 and AlexNet (ImageNet layer shapes, NHWC, no batch norm).
 
 Layer shapes follow the published architectures: ResNet-18 from He et al., "Deep Residual
 Learning for Image Recognition" (CVPR 2016), Table 1 (basic blocks, 1x1 stride-2 projection
 shortcuts); MobileNetV2 from Sandler et al., "MobileNetV2: Inverted Residuals and Linear
 Bottlenecks" (CVPR 2018), Table 2 (width 1.0; depthwise convs are grouped convs with
-``groups == channels``). Padding is symmetric ``(k - 1) / 2`` as in the common reference
-implementations. Batch norm is omitted (it folds into the conv weights at inference).
+``groups == channels``); AlexNet as in torchvision (the single-tower variant of Krizhevsky et
+al., "One weird trick for parallelizing convolutional neural networks", 2014: 64, 192, 384,
+256, 256 filters), without the adaptive pooling (at 224 its 6 x 6 map is already that size;
+at other resolutions the first classifier layer takes whatever map is left). ResNet and
+MobileNet pad symmetrically by ``(k - 1) / 2`` as the common reference implementations do;
+AlexNet pads 2, 2, 1, 1, 1 as torchvision does. Batch norm is omitted (it folds into the conv weights at inference).
 """
 
 from __future__ import annotations
@@ -17,7 +21,12 @@ import jax
 from workloads._layers import Form, ParamMaker
 from workloads._model import Model
 
-__all__ = ["resnet18", "mobilenet_v2"]
+__all__ = ["resnet18", "mobilenet_v2", "alexnet"]
+
+# AlexNet features: (kernel, output channels, stride, pad, max-pool after it).
+_ALEXNET_CONVS = ((11, 64, 4, 2, True), (5, 192, 1, 2, True), (3, 384, 1, 1, False), (3, 256, 1, 1, False),
+                  (3, 256, 1, 1, True))
+_ALEXNET_HIDDEN = 4096
 
 _RESNET18_STAGES = ((64, 1), (128, 2), (256, 2), (512, 2))  # (channels, first stride), 2 blocks each
 
@@ -117,5 +126,49 @@ def mobilenet_v2(form: Form, *, batch: int, res: int, classes: int) -> Model:
         x = form.global_avgpool(x)
         with jax.named_scope("classifier"):
             return form.dense(x, params["classifier"])
+
+    return Model(fn, make_args)
+
+
+def _alexnet_map(res: int) -> int:
+    """Side of AlexNet's last feature map for ``res x res`` inputs (in pixels)."""
+    size = res
+    for k, _, stride, pad, pool in _ALEXNET_CONVS:
+        size = (size + 2 * pad - k) // stride + 1
+        if pool:
+            size = (size - 3) // 2 + 1
+    return size
+
+
+def alexnet(form: Form, *, batch: int, res: int, classes: int) -> Model:
+    """AlexNet (torchvision's single-tower layers) on ``batch`` ``res x res x 3`` images."""
+    side = _alexnet_map(res)
+
+    def make_args(seed: int) -> tuple[Any, ...]:
+        pm = ParamMaker(jax.random.key(seed), form)
+        params: dict[str, Any] = {}
+        c_in = 3
+        for i, (k, c, _, _, _) in enumerate(_ALEXNET_CONVS):
+            params[f"features.conv{i + 1}"] = _conv_w(pm, k, c_in, c)
+            c_in = c
+        flat = side * side * c_in
+        params["classifier.fc1"] = pm.weight((flat, _ALEXNET_HIDDEN), flat)
+        params["classifier.fc2"] = pm.weight((_ALEXNET_HIDDEN, _ALEXNET_HIDDEN), _ALEXNET_HIDDEN)
+        params["classifier.fc3"] = pm.weight((_ALEXNET_HIDDEN, classes), _ALEXNET_HIDDEN)
+        return params, pm.activation((batch, res, res, 3))
+
+    def fn(params: dict[str, Any], x: jax.Array) -> jax.Array:
+        for i, (_, _, stride, pad, pool) in enumerate(_ALEXNET_CONVS):
+            name = f"features.conv{i + 1}"
+            with jax.named_scope(name):
+                x = form.relu(form.conv(x, params[name], stride=stride, pad=pad))
+            if pool:
+                x = form.maxpool(x, window=3, stride=2, pad=0)
+        x = x.reshape(x.shape[0], -1)
+        for name in ("classifier.fc1", "classifier.fc2"):
+            with jax.named_scope(name):
+                x = form.relu(form.dense(x, params[name]))
+        with jax.named_scope("classifier.fc3"):
+            return form.dense(x, params["classifier.fc3"])
 
     return Model(fn, make_args)

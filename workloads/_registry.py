@@ -1,9 +1,10 @@
 """The workload registry: builtin names, their options, and ``--workload`` spec resolution.
 
-A spec is either ``NAME[:k=v,...]`` naming a builtin with integer options (for example
-``bert_base:seq=128,batch=4``) or ``package.module:function`` naming a user's JAX function
-(see :mod:`workloads._user` for how it gives its example arguments). Builtins trace their int8
-form with ``jax.ShapeDtypeStruct`` arguments, so nothing is computed; results are cached per
+A spec is ``NAME[:k=v,...]`` naming a builtin with integer options (for example
+``bert_base:seq=128,batch=4``), ``package.module:function`` naming a user's JAX function
+(see :mod:`workloads._user` for how it gives its example arguments), or ``PATH[:k=v,...]``
+naming a workload file (ONNX, StableHLO, SCALE-Sim CSV, Timeloop YAML: :mod:`workloads._files`).
+Builtins trace their int8 form with ``jax.ShapeDtypeStruct`` arguments, so nothing is computed; results are cached per
 spec.
 """
 
@@ -17,9 +18,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from accel_dse.errors import WorkloadError
+from workloads._files import load_file, split_file_spec
 from workloads._layers import FORMS
 from workloads._model import Model
-from workloads._models_cnn import mobilenet_v2, resnet18
+from workloads._models_cnn import alexnet, mobilenet_v2, resnet18
 from workloads._models_mlp import dlrm_mlp, gemm, mlp
 from workloads._models_transformer import bert_base, gpt2_decode, llama_block
 from workloads._requant import recording
@@ -51,6 +53,11 @@ def _opts(**spec: int | tuple[int, int]) -> Mapping[str, tuple[int, int]]:
     return MappingProxyType({k: v if isinstance(v, tuple) else (v, 1) for k, v in spec.items()})
 
 
+def _alexnet_fits(opts: dict[str, int]) -> str | None:
+    if opts["res"] < 63:
+        return f"alexnet option res must be at least 63 (its five convs and three pools need it), not {opts['res']}"
+    return None
+
 _ANY = -(1 << 63)  # options whose range the Requant record checks (its message names the rule)
 
 _LLAMA = {"d": 4096, "heads": 32, "ffn": 11008}
@@ -70,6 +77,9 @@ _BUILTINS: Mapping[str, _Builtin] = MappingProxyType({
     "mobilenet_v2": _Builtin(
         "MobileNetV2 1.0 (Sandler et al. 2018), depthwise convs as grouped convs, ~0.3 GMACs at 224",
         _opts(batch=1, res=224, classes=1000), mobilenet_v2),
+    "alexnet": _Builtin(
+        "AlexNet (torchvision's single-tower layers) on res x res images, ~0.71 GMACs at 224",
+        _opts(batch=1, res=224, classes=1000), alexnet, _alexnet_fits),
     "bert_base": _Builtin(
         "BERT-base encoder layer(s): d 768, 12 heads, FFN 3072 (QKV, scores, context, output, FFN)",
         _opts(batch=1, seq=512, layers=1), bert_base),
@@ -188,7 +198,7 @@ def _trace_builtin(name: str, options: tuple[tuple[str, int], ...]) -> Workload:
     text = ", ".join(f"{k}={v}" for k, v in settings.items())
     with recording() as params:
         workload = trace(model.fn, *model.example_args(), name=_canonical(name, options),
-                         description=f"{_BUILTINS[name].description} [{text}]")
+                         description=f"{_BUILTINS[name].description} [{text}]", source="builtin")
     return with_requant(workload, params)
 
 
@@ -211,7 +221,7 @@ def _trace_user(spec: str) -> Workload:
     fn, args = load_user_function(spec)
     doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
     with recording() as params:
-        workload = trace(fn, *args, name=spec, description=doc[0] if doc else "")
+        workload = trace(fn, *args, name=spec, description=doc[0] if doc else "", source="jax")
     return with_requant(workload, params)
 
 
@@ -219,18 +229,25 @@ def resolve(spec: str) -> Workload:
     """The :class:`Workload` a ``--workload`` spec names.
 
     Args:
-        spec: ``NAME[:k=v,...]`` (a builtin with integer options, e.g. ``bert_base:seq=128``) or
+        spec: ``NAME[:k=v,...]`` (a builtin with integer options, e.g. ``bert_base:seq=128``),
             ``package.module:function`` (a user's JAX function; its example arguments come from
-            a ``function.example_args`` attribute or a module-level ``example_args()`` hook).
+            a ``function.example_args`` attribute or a module-level ``example_args()`` hook; a
+            function without parameters needs none), or ``PATH[:k=v,...]`` naming a file:
+            ONNX, StableHLO (MLIR text or bytecode, a serialized ``jax.export``), a SCALE-Sim
+            topology CSV or a Timeloop problem YAML (see :mod:`workloads._files`).
 
     Raises:
         WorkloadError: for an unknown name (the builtins are listed), a bad option (unknown key,
             not an integer, zero), a module that cannot be imported, a missing function, a
-            function that raises while tracing, or one with no matmul or convolution.
+            function that raises while tracing, a missing or unreadable file, or one with no
+            matmul or convolution.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise WorkloadError(f"workload must be NAME[:k=v,...] or package.module:function, not {spec!r}")
     spec = spec.strip()
+    file_spec = split_file_spec(spec)
+    if file_spec is not None:
+        return load_file(*file_spec, spec)
     parsed = _split(spec)
     if parsed is None:
         return _trace_user(spec)

@@ -6,7 +6,8 @@ arguments are ``jax.ShapeDtypeStruct``) and walks the jaxpr and every sub-jaxpr
 ``remat`` and any other higher-order primitive are entered once; a ``scan`` body counts
 ``length`` times; of a ``cond``'s branches the one with the most MACs counts (one branch runs
 per call: the worst case); a ``while`` body and condition count ``while_trips`` times (default
-1: a while loop's trip count is not known when tracing).
+1: a while loop's trip count is not known when tracing). A ``call_exported`` (calling a
+``jax.export.Exported``) is read through its StableHLO module (:mod:`workloads._stablehlo`).
 
 Mapping of primitives to op records:
 
@@ -22,49 +23,27 @@ Mapping of primitives to op records:
 
 Every other primitive is counted (times its multiplier) in ``Workload.other_primitives``: that
 is the work the array does not run. Op names come from ``jax.named_scope`` (falling back to
-``dot<i>`` / ``conv<i>``).
+``dot<i>`` / ``conv<i>``); each op's ``origin`` is the primitive and the user's source line
+that issued it (``"dot_general at model.py:12 (forward)"``).
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.extend.core as jex_core
+from jax._src import source_info_util
 
 from accel_dse.errors import WorkloadError
-from workloads.ops import Conv2d, Gemm, Op, Workload
+from workloads._lowering import Collected, conv_op, dot_op, to_workload
+from workloads.ops import Gemm, Op, Workload
 
 __all__ = ["trace", "trace_jaxpr"]
 
 #: Higher-order primitives handled specially; every other one with sub-jaxprs is entered once.
-_SCAN, _COND, _WHILE = "scan", "cond", "while"
-
-
-@dataclass
-class _Collected:
-    """Ops and primitive counts found in one (sub-)jaxpr walk."""
-
-    ops: list[Op] = field(default_factory=list)
-    counts: list[int] = field(default_factory=list)
-    others: Counter[str] = field(default_factory=Counter)
-
-    @property
-    def macs(self) -> int:
-        return sum(op.macs * c for op, c in zip(self.ops, self.counts, strict=True))
-
-    def extend(self, other: _Collected) -> None:
-        self.ops.extend(other.ops)
-        self.counts.extend(other.counts)
-        self.others.update(other.others)
-
-
-def _prod(values: Sequence[int]) -> int:
-    return math.prod(int(v) for v in values)
+_SCAN, _COND, _WHILE, _CALL_EXPORTED = "scan", "cond", "while", "call_exported"
 
 
 def _label(eqn: Any, fallback: str) -> str:
@@ -77,56 +56,33 @@ def _label(eqn: Any, fallback: str) -> str:
     return stack
 
 
+def _origin(eqn: Any) -> str:
+    """``"primitive at file:line (function)"``: where the user's code issued the equation."""
+    prim = eqn.primitive.name
+    try:
+        where = source_info_util.summarize(eqn.source_info)
+    except Exception:  # private helper; a missing frame is no reason to fail
+        where = ""
+    return f"{prim} at {where}" if where else prim
+
+
 def _dot_to_gemm(eqn: Any, name: str) -> Gemm | None:
     lhs, rhs = (v.aval.shape for v in eqn.invars[:2])
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    batch = _prod([lhs[d] for d in lb])
-    k = _prod([lhs[d] for d in lc])
-    m = _prod([lhs[d] for d in range(len(lhs)) if d not in lc and d not in lb])
-    n = _prod([rhs[d] for d in range(len(rhs)) if d not in rc and d not in rb])
-    if min(batch, k, m, n) == 0:
-        return None
-    return Gemm(m=m, k=k, n=n, batch=batch, name=name)
+    return dot_op(lhs, rhs, lc, rc, lb, rb, name=name, origin=_origin(eqn))
 
 
 def _conv_to_op(eqn: Any, name: str) -> Op | None:
     p = eqn.params
     lhs_shape, rhs_shape = (v.aval.shape for v in eqn.invars[:2])
-    out_shape = eqn.outvars[0].aval.shape
     dn = p["dimension_numbers"]
-    lhs_spec, rhs_spec, out_spec = dn.lhs_spec, dn.rhs_spec, dn.out_spec
-    groups = int(p["feature_group_count"])
-    batch_groups = int(p["batch_group_count"])
-    n_img = int(lhs_shape[lhs_spec[0]])
-    c_in = int(lhs_shape[lhs_spec[1]])
-    c_out = int(rhs_shape[rhs_spec[0]])
-    spatial = [int(lhs_shape[d]) for d in lhs_spec[2:]]
-    kernel = [int(rhs_shape[d]) for d in rhs_spec[2:]]
-    out_spatial = [int(out_shape[d]) for d in out_spec[2:]]
-    if 0 in (n_img, c_in, c_out, *spatial, *kernel, *out_spatial):
-        return None
-    if len(spatial) not in (1, 2) or batch_groups > 1:
-        # im2col directly: M = output pixels, K = window size, N = output channels per group.
-        out_pixels = int(out_shape[out_spec[0]]) * _prod(out_spatial)
-        g = groups * batch_groups
-        return Gemm(m=out_pixels, k=(c_in // groups) * _prod(kernel), n=c_out // g, batch=g, name=name)
-    sizes, pads = [], []
-    for size, ld, (lo, hi) in zip(spatial, p["lhs_dilation"], p["padding"], strict=True):
-        size = (size - 1) * int(ld) + 1  # zero-stuffed input of a transposed conv
-        size += min(int(lo), 0) + min(int(hi), 0)  # negative padding crops
-        sizes.append(size)
-        pads.append((max(int(lo), 0), max(int(hi), 0)))
-    if len(spatial) == 1:
-        sizes.append(1)
-        kernel.append(1)
-        pads.append((0, 0))
-    strides = [int(s) for s in p["window_strides"]] + [1] * (2 - len(spatial))
-    dil = [int(d) for d in p["rhs_dilation"]] + [1] * (2 - len(spatial))
-    return Conv2d(
-        n=n_img, h=sizes[0], w=sizes[1], c_in=c_in, c_out=c_out, kh=kernel[0], kw=kernel[1],
-        stride_h=strides[0], stride_w=strides[1], pad_h=pads[0][0], pad_h_hi=pads[0][1],
-        pad_w=pads[1][0], pad_w_hi=pads[1][1], dilation_h=dil[0], dilation_w=dil[1],
-        groups=groups, name=name,
+    lhs_spec, rhs_spec = dn.lhs_spec, dn.rhs_spec
+    return conv_op(
+        n=int(lhs_shape[lhs_spec[0]]), c_in=int(lhs_shape[lhs_spec[1]]), c_out=int(rhs_shape[rhs_spec[0]]),
+        spatial=[int(lhs_shape[d]) for d in lhs_spec[2:]], kernel=[int(rhs_shape[d]) for d in rhs_spec[2:]],
+        strides=p["window_strides"], padding=p["padding"], lhs_dilation=p["lhs_dilation"],
+        rhs_dilation=p["rhs_dilation"], groups=int(p["feature_group_count"]),
+        batch_groups=int(p["batch_group_count"]), name=name, origin=_origin(eqn),
     )
 
 
@@ -135,16 +91,20 @@ class _Walker:
         self.while_trips = while_trips
         self.index = 0
 
-    def walk(self, jaxpr: Any, mult: int) -> _Collected:
-        out = _Collected()
+    def walk(self, jaxpr: Any, mult: int) -> Collected:
+        out = Collected()
         for eqn in jaxpr.eqns:
             prim = eqn.primitive.name
             if prim == "dot_general":
                 self.index += 1
-                self._add(out, _dot_to_gemm(eqn, _label(eqn, f"dot{self.index}")), mult, prim)
+                out.add(_dot_to_gemm(eqn, _label(eqn, f"dot{self.index}")), mult, prim)
             elif prim == "conv_general_dilated":
                 self.index += 1
-                self._add(out, _conv_to_op(eqn, _label(eqn, f"conv{self.index}")), mult, prim)
+                out.add(_conv_to_op(eqn, _label(eqn, f"conv{self.index}")), mult, prim)
+            elif prim == _CALL_EXPORTED:
+                from workloads._stablehlo import exported_ops
+
+                out.extend(exported_ops(eqn.params["exported"], while_trips=self.while_trips), mult)
             elif prim == _SCAN:
                 out.extend(self.walk(eqn.params["jaxpr"].jaxpr, mult * int(eqn.params["length"])))
             elif prim == _COND:
@@ -163,16 +123,9 @@ class _Walker:
                     out.others[prim] += mult
         return out
 
-    @staticmethod
-    def _add(out: _Collected, op: Op | None, mult: int, prim: str) -> None:
-        if op is None:  # a zero-size operand: no work
-            out.others[f"{prim}[empty]"] += mult
-        else:
-            out.ops.append(op)
-            out.counts.append(mult)
 
-
-def trace_jaxpr(closed_jaxpr: Any, *, name: str, description: str = "", while_trips: int = 1) -> Workload:
+def trace_jaxpr(closed_jaxpr: Any, *, name: str, description: str = "", while_trips: int = 1,
+                source: str = "jax") -> Workload:
     """Turn a (closed) jaxpr into a :class:`Workload`.
 
     Args:
@@ -180,23 +133,15 @@ def trace_jaxpr(closed_jaxpr: Any, *, name: str, description: str = "", while_tr
         name: The workload's name.
         description: One line for humans.
         while_trips: How many times each ``while`` loop's body is assumed to run.
+        source: The workload's ``source`` (``"jax"``; the registry says ``"builtin"``).
 
     Raises:
         WorkloadError: if the jaxpr contains no ``dot_general`` or ``conv_general_dilated``.
     """
     jaxpr = getattr(closed_jaxpr, "jaxpr", closed_jaxpr)
     found = _Walker(while_trips).walk(jaxpr, 1)
-    if not found.ops:
-        seen = ", ".join(f"{p} x{c}" for p, c in sorted(found.others.items())) or "no primitives"
-        raise WorkloadError(f"{name} contains no matmul or convolution (dot_general, "
-                            f"conv_general_dilated); it has: {seen}")
-    return Workload(
-        name=name,
-        ops=tuple(found.ops),
-        counts=tuple(found.counts),
-        other_primitives=tuple(sorted(found.others.items())),
-        description=description,
-    )
+    return to_workload(found, name=name, description=description, source=source,
+                       looked_for="dot_general, conv_general_dilated")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -207,7 +152,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, description: str = "",
-          while_trips: int = 1) -> Workload:
+          while_trips: int = 1, source: str = "jax") -> Workload:
     """Trace ``fn(*example_args)`` into a :class:`Workload` of GEMM and conv ops.
 
     Args:
@@ -218,6 +163,7 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
         name: The workload's name (default: the function's ``__name__``).
         description: One line for humans.
         while_trips: Assumed trip count of every ``while`` loop (default 1).
+        source: The workload's ``source``.
 
     Returns:
         The ops in program order with their run counts, plus the non-matmul primitive counts.
@@ -235,4 +181,4 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
         raise
     except Exception as exc:  # a user's function may raise anything while tracing
         raise WorkloadError(f"tracing {label} failed: {_first_line(exc)}") from exc
-    return trace_jaxpr(closed, name=label, description=description, while_trips=while_trips)
+    return trace_jaxpr(closed, name=label, description=description, while_trips=while_trips, source=source)

@@ -6,7 +6,9 @@ How a function gives its example arguments (the first that exists wins):
    parameters returning that tuple (the :func:`with_example_args` decorator sets it);
 2. a module-level ``example_args`` callable in the function's module, called with no
    arguments, or with the function's name when it takes one parameter (one hook serving
-   several functions).
+   several functions);
+3. none, when the function takes no arguments (its constants captured): it is traced as
+   ``fn()``.
 
 Arguments are arrays or (better: nothing is computed while tracing) pytrees of
 ``jax.ShapeDtypeStruct``. A value that is not a tuple is taken as the single argument.
@@ -86,6 +88,15 @@ def _call_hook(hook: Any, fn_name: str, spec: str) -> Any:
         raise WorkloadError(f"workload {spec!r}: example_args() raised {_one_line(exc)}") from exc
 
 
+def _takes_no_arguments(fn: Any) -> bool:
+    """True if ``fn`` can be called with no arguments (every parameter has a default or is ``*args``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C function without a signature
+        return False
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+
+
 def load_user_function(spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """Import ``package.module:function`` and find its example arguments.
 
@@ -94,7 +105,7 @@ def load_user_function(spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
 
     Raises:
         WorkloadError: if the module cannot be imported, the function does not exist or is not
-            callable, or it gives no example arguments.
+            callable, or it takes arguments and gives no example arguments.
     """
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr or ":" in attr:
@@ -111,6 +122,8 @@ def load_user_function(spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         args = _call_hook(fn.example_args, attr, spec)
     elif hasattr(module, "example_args"):
         args = _call_hook(module.example_args, attr, spec)
+    elif _takes_no_arguments(fn):
+        args = ()
     else:
         raise WorkloadError(
             f"workload {spec!r} gives no example arguments: set {attr}.example_args "

@@ -50,9 +50,9 @@ def _nonneg_int(owner: str, name: str, value: object) -> int:
     raise WorkloadError(f"{owner} {name} must be a non-negative integer, not {value!r}")
 
 
-def _check_name(owner: str, value: object) -> None:
+def _check_name(owner: str, value: object, what: str = "name") -> None:
     if not isinstance(value, str):
-        raise WorkloadError(f"{owner} name must be a string, not {value!r}")
+        raise WorkloadError(f"{owner} {what} must be a string, not {value!r}")
 
 
 def _bytes(elements: int, bits: int) -> int:
@@ -189,6 +189,8 @@ class Gemm:
         n: Columns of ``B`` and ``C`` (for a layer: output features).
         batch: Independent instances, each with its own ``A``, ``B`` and ``C``.
         name: Free-form label (layer name); not part of the arithmetic.
+        origin: Where the op comes from in the user's model (a graph node, a jaxpr equation's
+            source line, a CSV line); not part of the arithmetic nor of equality.
         requant: How ``C`` leaves the accelerator: ``None`` raw accumulators (``acc_bits``), or
             a :class:`Requant` (``bits``-bit outputs) with 1, ``n`` or ``batch * n`` channel values
             (instance ``i`` uses channels ``i*n .. i*n+n-1`` of ``batch * n``).
@@ -201,12 +203,14 @@ class Gemm:
     n: int
     batch: int = 1
     name: str = ""
+    origin: str = field(default="", compare=False)
     requant: Requant | None = None
 
     def __post_init__(self) -> None:
         for dim in ("m", "k", "n", "batch"):
             object.__setattr__(self, dim, _positive_int("gemm", dim, getattr(self, dim)))
         _check_name("gemm", self.name)
+        _check_name("gemm", self.origin, "origin")
         _check_requant("gemm", self.requant, (self.n, self.batch * self.n))
 
     @property
@@ -251,6 +255,7 @@ class Conv2d:
         dilation_h, dilation_w: Kernel (rhs) dilation.
         groups: Feature groups (``groups == c_in == c_out`` is a depthwise convolution).
         name: Free-form label (layer name).
+        origin: Where the op comes from in the user's model (as :attr:`Gemm.origin`).
         requant: ``None`` (raw accumulators) or a :class:`Requant` with 1 or ``c_out`` channel values.
     """
 
@@ -273,6 +278,7 @@ class Conv2d:
     dilation_w: int = 1
     groups: int = 1
     name: str = ""
+    origin: str = field(default="", compare=False)
     requant: Requant | None = None
 
     def __post_init__(self) -> None:
@@ -303,6 +309,7 @@ class Conv2d:
                     f"conv2d k{axis}={kernel} (dilated span {span}) must fit the padded input "
                     f"{axis}={size}+{lo}+{hi}, not exceed it"
                 )
+        _check_name("conv2d", self.origin, "origin")
 
     @property
     def out_h(self) -> int:
@@ -345,6 +352,7 @@ class Conv2d:
             n=self.c_out // self.groups,
             batch=self.groups,
             name=self.name,
+            origin=self.origin,
             requant=self.requant,
         )
 
@@ -369,6 +377,8 @@ class Workload:
         other_primitives: Non-matmul JAX primitives the tracer saw, with how often each runs
             (work the array does not do), sorted by name.
         description: One line for humans.
+        source: What the ops were read from: ``"builtin"``, ``"jax"`` (a user's function),
+            ``"onnx"``, ``"stablehlo"``, ``"scalesim"`` or ``"timeloop"`` (empty: not said).
 
     The performance model treats op ``i`` as ``counts[i] * ops[i].to_gemm().batch`` independent
     ``m x k x n`` GEMMs.
@@ -379,6 +389,7 @@ class Workload:
     counts: tuple[int, ...] = ()
     other_primitives: tuple[tuple[str, int], ...] = ()
     description: str = ""
+    source: str = ""
 
     def __post_init__(self) -> None:
         _check_name("workload", self.name)
@@ -398,6 +409,7 @@ class Workload:
                        for p, c in self.other_primitives)
         if not isinstance(self.description, str):
             raise WorkloadError(f"workload description must be a string, not {self.description!r}")
+        _check_name("workload", self.source, "source")
         object.__setattr__(self, "ops", ops)
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "other_primitives", others)

@@ -10,7 +10,8 @@ from accel_dse.cli._output import emit, emit_json, format_table
 
 __all__ = ["register", "workload_json"]
 
-_SPEC_HELP = "NAME[:k=v,...] (e.g. bert_base:seq=128) or package.module:function"
+_SPEC_HELP = ("NAME[:k=v,...] (e.g. bert_base:seq=128), package.module:function, or a file: model.onnx[:batch=8], "
+              "model.mlir, a jax.export artefact, a SCALE-Sim .csv, a Timeloop .yaml")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,33 +48,36 @@ def _list(args: argparse.Namespace) -> int:
     emit("options (NAME:k=v,...):")
     for name in descriptions:
         emit(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in builtin_options(name).items()))
-    emit("or a JAX function of your own: package.module:function (see docs/workloads.md)")
+    emit("or a JAX function of your own: package.module:function, or a file: ONNX, StableHLO, "
+         "SCALE-Sim CSV, Timeloop YAML (see docs/workloads.md)")
     return 0
 
 
 def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
     """The JSON form of a workload: per-op GEMM dims, count, MACs (all runs), weight bytes; totals.
 
-    Keys: ``workload``, ``description``, ``bits``, ``ops`` (each ``name``, ``kind``, ``m``, ``k``,
-    ``n``, ``batch``, ``count``, ``macs`` = ``count * op.macs``, ``weight_bytes`` (one run) and,
-    for a conv, ``conv`` with its fields; ``requant``: ``null`` for raw outputs, else the
-    ``Requant`` fields), ``total_macs``, ``total_weight_bytes`` (all runs) and
-    ``other_primitives`` (name -> count).
+    Keys: ``workload``, ``source`` (``builtin``, ``jax``, ``onnx``, ``stablehlo``, ``scalesim``,
+    ``timeloop``), ``description``, ``bits``, ``ops`` (each ``name``, ``origin`` (the graph node,
+    jaxpr equation or file line it came from), ``kind``, ``m``, ``k``, ``n``, ``batch``, ``count``,
+    ``macs`` = ``count * op.macs``, ``weight_bytes`` (one run), for a conv ``conv`` with its
+    fields, and ``requant``: ``null`` for raw outputs, else the ``Requant`` fields), ``total_macs``,
+    ``total_weight_bytes`` (all runs) and ``other_primitives`` (name -> count).
     """
     ops = []
     for op, count in zip(workload.ops, workload.counts, strict=True):
         g = op.to_gemm()
         entry: dict[str, Any] = {
-            "name": op.name, "kind": op.kind, "m": g.m, "k": g.k, "n": g.n, "batch": g.batch,
+            "name": op.name, "origin": op.origin, "kind": op.kind, "m": g.m, "k": g.k, "n": g.n, "batch": g.batch,
             "count": count, "macs": op.macs * count, "weight_bytes": op.weight_bytes(bits),
             "requant": None if op.requant is None else dataclasses.asdict(op.requant),
         }
         if op.kind == "conv2d":
             entry["conv"] = {f.name: getattr(op, f.name) for f in dataclasses.fields(op)
-                             if f.name not in ("name", "requant")}
+                             if f.name not in ("name", "origin", "requant")}
         ops.append(entry)
     return {
         "workload": workload.name,
+        "source": workload.source,
         "description": workload.description,
         "bits": bits,
         "ops": ops,

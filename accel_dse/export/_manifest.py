@@ -38,9 +38,10 @@ DIM_MAPPING: dict[str, tuple[str, str, str]] = {"ws": ("k", "n", "m"), "os": ("m
 
 #: The run-cycle formula in words (``perf_model.timing``).
 CYCLE_FORMULA = (
-    "cycles = run_overhead + folds * (Ds + 2*R + C - 2 + fold_overhead), folds = ceil(Dr/R) * ceil(Dc/C) "
-    "(cycles = run_overhead if any of m, k, n is 0); R x C array, Dr/Dc/Ds the GEMM dimensions on "
-    "the rows, the columns and streamed"
+    "cycles = run_overhead + folds * fold + tail, folds = ceil(Dr/R) * ceil(Dc/C) (cycles = run_overhead if "
+    "any of m, k, n is 0); shadow_stationary: fold = max(Ds, R, 2), tail = Ds - fold + 2*R + C (ws, is) or "
+    "1 + 2*R + C (os); without: fold = Ds + 2*R + C - 2 + fold_overhead, tail = 0; R x C array, Dr/Dc/Ds the "
+    "GEMM dimensions on the rows, the columns and streamed"
 )
 
 #: Which matrix each buffer holds, blocked into words of ``lanes`` elements (``rtl_gen`` port map).
@@ -80,6 +81,8 @@ def timing_section(config: ArrayConfig) -> dict[str, Any]:
         "stream_dim": stream_dim,
         "fold_overhead": int(timing.FOLD_OVERHEAD),
         "run_overhead": int(timing.RUN_OVERHEAD),
+        "shadow_stationary": config.shadow_stationary,
+        "dataflow": config.dataflow.value,
         "source": "perf_model.timing",
     }
 
@@ -123,7 +126,7 @@ def check_gemms(config: ArrayConfig, *, seed: int = 1) -> list[dict[str, Any]]:
         depths = (bufs["ifmap"]["depth"], bufs["weight"]["depth"], bufs["ofmap"]["depth"])
         if all(int(w) <= d for w, d in zip(words, depths, strict=True)):
             break
-    cycles = int(timing.run_cycles(df, r, c, dims["m"], dims["k"], dims["n"]))
+    cycles = int(timing.run_cycles(df, r, c, dims["m"], dims["k"], dims["n"], config.shadow_stationary))
     base = {"m": dims["m"], "k": dims["k"], "n": dims["n"], "cycles": cycles}
     return [{**base, "accumulate": 0, "seed": seed}, {**base, "accumulate": 1, "seed": seed + 1}]
 

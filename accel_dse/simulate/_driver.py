@@ -398,7 +398,7 @@ def _prepare(
                     qp_parts.append(qp_words)
                     qp_cnt = len(qp_words)
                     q_div, q_mod = qsel_rule(design, mt, nt)
-                run = int(timing.run_cycles(df, design.rows, design.cols, mt, kt, nt))
+                run = int(timing.run_cycles(df, design.rows, design.cols, mt, kt, nt, design.shadow_stationary))
                 rows.append((index, mt, kt, nt, int(bool(acc)), if_off, if_cnt, w_total, w_cnt, read_cnt,
                              _watchdog_cycles(run), a_src, m0, m1, k0, k1, n0, n1, qp_total, qp_cnt, q_div, q_mod))
                 if a_src < 0:

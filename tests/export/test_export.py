@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -83,9 +84,11 @@ def test_cycle_formula_and_check_gemms(tiny_export):
     assert (t["rows_dim"], t["cols_dim"], t["stream_dim"]) == ("k", "n", "m")  # weight stationary
     g = design["check"]["gemms"]
     assert [x["accumulate"] for x in g] == [0, 1]
-    # R = C = 4: m = 6 streamed, k = n = 5 -> 2 x 2 folds of 6 + 2*4 + 4 cycles, plus the setup cycle.
+    # R = C = 4: m = 6 streamed, k = n = 5 -> 2 x 2 folds; tiny has shadow registers: folds every
+    # max(6, 4) cycles, the first load and the last flush once, plus the setup cycle.
     assert (g[0]["m"], g[0]["k"], g[0]["n"]) == (6, 5, 5)
-    assert g[0]["cycles"] == 1 + 4 * (6 + 8 + 4)
+    assert t["shadow_stationary"] is True
+    assert g[0]["cycles"] == 1 + 3 * 6 + 6 + 8 + 4
 
 
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
@@ -93,11 +96,16 @@ def test_check_gemms_follow_the_timing_contract(dataflow):
     from accel_dse.config import ArrayConfig
     from accel_dse.export import check_gemms
 
-    config = ArrayConfig(rows=3, cols=5, dataflow=dataflow, ifmap_sram_kib=1, weight_sram_kib=1, ofmap_sram_kib=1)
+    config = ArrayConfig(rows=3, cols=5, dataflow=dataflow, ifmap_sram_kib=1, weight_sram_kib=1, ofmap_sram_kib=1,
+                         shadow_stationary=False)
     g = check_gemms(config)[0]
     dr, dc, ds = {"ws": ("k", "n", "m"), "os": ("m", "n", "k"), "is": ("k", "m", "n")}[dataflow]
     assert (g[dr], g[dc], g[ds]) == (4, 6, 6)
-    assert g["cycles"] == 1 + math.ceil(4 / 3) * math.ceil(6 / 5) * (6 + 2 * 3 + 5)
+    folds = math.ceil(4 / 3) * math.ceil(6 / 5)
+    assert g["cycles"] == 1 + folds * (6 + 2 * 3 + 5)
+    shadow = check_gemms(dataclasses.replace(config, shadow_stationary=True))[0]
+    tail = 1 + 2 * 3 + 5 if dataflow == "os" else 6 - 6 + 2 * 3 + 5  # slots of max(6, 3, 2) = 6
+    assert shadow["cycles"] == 1 + folds * 6 + tail
 
 
 def test_synth_json_adds_up(tiny_export):
@@ -134,7 +142,8 @@ def test_exported_runner_passes_in_icarus_in_a_temp_dir(tiny_export, tmp_path):
     assert "[icarus] PASSED" in proc.stdout
     results = json.loads((copy / "sim_build" / "icarus" / "tb_results.json").read_text())
     assert [g["mismatches"] for g in results["gemms"]] == [0, 0]
-    assert [g["cycles"] for g in results["gemms"]] == [73, 73]
+    # tiny (shadow registers), 6x5x5: 2 x 2 folds every max(6, 4) cycles, load and flush once
+    assert [g["cycles"] for g in results["gemms"]] == [1 + 3 * 6 + 6 + 8 + 4] * 2
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to find the simulator")
@@ -190,10 +199,10 @@ def test_exported_runner_fails_on_a_broken_design(tiny_export, tmp_path):
     shutil.rmtree(broken)
     shutil.copytree(out, broken)
     design = json.loads((broken / "design.json").read_text())
-    design["timing"]["fold_overhead"] += 1
+    design["timing"]["run_overhead"] += 1
     (broken / "design.json").write_text(json.dumps(design))
     proc = _run(broken, "--simulator", "icarus")
-    assert proc.returncode == 1 and "cycles register 73, formula 77" in proc.stdout, proc.stdout
+    assert proc.returncode == 1 and "cycles register 37, formula 38" in proc.stdout, proc.stdout
 
 
 def test_force_semantics(run_cli, tmp_path):

@@ -17,11 +17,18 @@ from perf_model import timing
 GEMM_OF = {0: ("k", "n", "m"), 1: ("m", "n", "k"), 2: ("k", "m", "n")}
 
 
-def hand_run_cycles(df: int, R: int, C: int, m: int, k: int, n: int) -> int:
+def hand_run_cycles(df: int, R: int, C: int, m: int, k: int, n: int, shadow: bool) -> int:
     """``run_cycles`` written out from the contract's docstring (not by calling it)."""
     dr, dc, ds = {0: (k, n, m), 1: (m, n, k), 2: (k, m, n)}[df]
     folds = math.ceil(dr / R) * math.ceil(dc / C)
-    return folds * (ds + 2 * R + C - 2 + timing.FOLD_OVERHEAD) + timing.RUN_OVERHEAD
+    if folds == 0 or ds == 0:
+        return timing.RUN_OVERHEAD
+    if not shadow:
+        return folds * (ds + 2 * R + C - 2 + timing.FOLD_OVERHEAD) + timing.RUN_OVERHEAD
+    slot = max(ds, R, 2)
+    if df == 1:  # OS: every slot full length, then the marker, R + 1, R drain shifts, C lanes
+        return timing.RUN_OVERHEAD + folds * slot + 2 * R + C + 1
+    return timing.RUN_OVERHEAD + (folds - 1) * slot + ds + 2 * R + C  # one load, one flush
 
 
 def runs(df: int, dims: dict[str, int], tile: dict[str, int], order: tuple[int, ...]):
@@ -33,7 +40,7 @@ def runs(df: int, dims: dict[str, int], tile: dict[str, int], order: tuple[int, 
         yield {d: (s0, min(s0 + tile[d], dims[d])) for d, s0 in zip(loops, starts, strict=True)}
 
 
-def reference(df, R, C, dims, tile, order, ib, ab, bw, instances, double_buffered):
+def reference(df, R, C, dims, tile, order, ib, ab, bw, instances, double_buffered, shadow):
     """``(compute, total, dram_read, dram_write)`` of an op, by brute force over its runs."""
     operand_dims = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
     elem = {"A": ib / 8, "B": ib / 8, "C": ab / 8}
@@ -57,7 +64,7 @@ def reference(df, R, C, dims, tile, order, ib, ab, bw, instances, double_buffere
                     load += c_bytes
             nxt = inst_runs[i + 1] if i + 1 < len(inst_runs) else None
             store = c_bytes if nxt is None or tuple(nxt[d] for d in operand_dims["C"]) != ckey else 0.0
-            cyc = hand_run_cycles(df, R, C, size["m"], size["k"], size["n"])
+            cyc = hand_run_cycles(df, R, C, size["m"], size["k"], size["n"], shadow)
             seq.append((cyc, load, store))
     compute = sum(s[0] for s in seq)
     reads = sum(s[1] for s in seq)

@@ -1,8 +1,10 @@
 """Compute cycles by hand, per dataflow: the model must equal the RTL timing contract exactly.
 
-Expected values are written out from the contract's formula in ``perf_model.timing``'s
-docstring (``folds * (Ds + 2R + C - 2 + FOLD_OVERHEAD) + RUN_OVERHEAD``), reading only its two
-constants, so a change of constants is followed and a change of formula is caught.
+Expected values are written out from the contract's formulas in ``perf_model.timing``'s
+docstring: plain ``folds * (Ds + 2R + C - 2 + FOLD_OVERHEAD) + RUN_OVERHEAD`` (reading only its
+two constants, so a change of constants is followed and a change of formula is caught), and
+with shadow registers ``1 + (F - 1) * max(Ds, R, 2) + Ds + 2R + C`` (WS/IS) and
+``1 + F * max(Ds, R, 2) + 2R + C + 1`` (OS), as numbers.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ BIG = dict(ifmap_sram_kib=256, weight_sram_kib=256, ofmap_sram_kib=256)
 
 
 def cfg(rows: int, cols: int, dataflow: str, **kw) -> ArrayConfig:
-    return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, **{**BIG, **kw})
+    """A design with big buffers, plain PEs unless ``shadow_stationary=True`` is given."""
+    return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, **{**BIG, "shadow_stationary": False, **kw})
 
 
 @pytest.mark.parametrize(
@@ -78,6 +81,46 @@ def test_conv_runs_as_its_im2col_gemm():
     assert perf_model.evaluate_op(cfg(4, 4, "ws"), conv).compute_cycles == expected
 
 
+@pytest.mark.parametrize(
+    ("dataflow", "rows", "cols", "m", "k", "n", "expected"),
+    [
+        # WS 4x4, K = 12 -> 3 row folds, N = 4, Ds = M = 9 > R: 1 + 2 * 9 + 9 + 8 + 4.
+        ("ws", 4, 4, 9, 12, 4, 1 + 2 * 9 + 9 + 8 + 4),
+        # Ds = 1 < R = 4: each fold after the first costs R (the next load): 1 + 5 * 4 + 1 + 8 + 4.
+        ("ws", 4, 4, 1, 8, 12, 1 + 5 * 4 + 1 + 8 + 4),
+        # IS: K on rows (2 folds), M on columns (3 folds), N = 6 streamed on a 3x2 array.
+        ("is", 3, 2, 6, 6, 6, 1 + 5 * 6 + 6 + 6 + 2),
+        # OS 4x4: M = 8 (2 folds), N = 4, K = 3 streamed: slots of R = 4, then 1 + 2R + C.
+        ("os", 4, 4, 8, 3, 4, 1 + 2 * 4 + 8 + 4 + 1),
+        ("os", 2, 3, 5, 7, 4, 1 + 6 * 7 + 4 + 3 + 1),  # 3 x 2 folds, Ds = 7 > R
+        # one fold: WS the plain formula, OS one more (the capture stage)
+        ("ws", 4, 4, 8, 4, 4, 1 + 8 + 8 + 4),
+        ("os", 4, 4, 4, 8, 4, 1 + 8 + 8 + 4 + 1),
+        # R = 1, Ds = 1: folds at least 2 cycles apart (the ofmap read-modify-write)
+        ("ws", 1, 3, 1, 5, 3, 1 + 4 * 2 + 1 + 2 + 3),
+    ],
+)
+def test_shadow_run_cycles_by_hand(dataflow, rows, cols, m, k, n, expected):
+    config = cfg(rows, cols, dataflow, shadow_stationary=True)
+    result = perf_model.evaluate_op(config, Gemm(m=m, k=k, n=n))
+    assert result.status == "ok"
+    assert result.compute_cycles == expected
+    df = timing.DATAFLOW_CODES[dataflow]
+    assert hand_run_cycles(df, rows, cols, m, k, n, True) == expected
+    assert int(timing.run_cycles(df, rows, cols, m, k, n, True)) == expected
+
+
+def test_shadow_registers_overlap_the_decode_gemm():
+    """Batch-1 decode on 128 x 128 WS: each fold after the first costs R instead of Ds + 2R + C."""
+    big = cfg(128, 128, "ws", weight_sram_kib=4096, ifmap_sram_kib=64, ofmap_sram_kib=64)
+    gemm = Gemm(m=1, k=4096, n=4096)
+    plain = perf_model.evaluate_op(big, gemm).compute_cycles
+    shadow = perf_model.evaluate_op(dataclasses.replace(big, shadow_stationary=True), gemm).compute_cycles
+    assert plain == 1024 * (1 + 256 + 128) + perf_model.plan_tiles(big, gemm).compute_cycles() - 1024 * 385
+    assert shadow <= 0.4 * plain
+    assert shadow >= 1024 * 128  # one fold's load per fold at least
+
+
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 def test_tiled_op_is_the_sum_over_its_tiles(dataflow):
     # Small buffers force several tiles; the op's cycles are the per-tile formula summed.
@@ -88,7 +131,7 @@ def test_tiled_op_is_the_sum_over_its_tiles(dataflow):
     tiles = list(plan.tiles())
     assert len(tiles) > 1
     df = timing.DATAFLOW_CODES[dataflow]
-    expected = sum(hand_run_cycles(df, 4, 4, m1 - m0, k1 - k0, n1 - n0) for m0, m1, k0, k1, n0, n1, _ in tiles)
+    expected = sum(hand_run_cycles(df, 4, 4, m1 - m0, k1 - k0, n1 - n0, True) for m0, m1, k0, k1, n0, n1, _ in tiles)
     assert perf_model.evaluate_op(config, gemm).compute_cycles == expected
     assert plan.compute_cycles() == expected
 

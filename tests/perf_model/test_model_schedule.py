@@ -24,6 +24,7 @@ def random_config(rng: np.random.Generator) -> ArrayConfig:
         ifmap_sram_kib=int(rng.integers(1, 3)), weight_sram_kib=int(rng.integers(1, 3)),
         ofmap_sram_kib=int(rng.integers(1, 3)), dram_bytes_per_cycle=float(rng.choice([0.5, 2.0, 8.0, 64.0])),
         double_buffered=bool(rng.integers(0, 2)), acc_bits=int(rng.choice([24, 28, 32])),
+        shadow_stationary=bool(rng.integers(0, 2)),
     )
 
 
@@ -42,7 +43,8 @@ def test_default_tilings_match_the_per_run_reference():
         order = tuple(GEMM_OF[df].index(d) for d in plan.order)
         expected = reference(df, config.rows, config.cols, {"m": gemm.m, "k": gemm.k, "n": gemm.n},
                              {"m": plan.mt, "k": plan.kt, "n": plan.nt}, order, config.input_bits,
-                             config.acc_bits, config.dram_bytes_per_cycle, gemm.batch, config.double_buffered)
+                             config.acc_bits, config.dram_bytes_per_cycle, gemm.batch, config.double_buffered,
+                             config.shadow_stationary)
         got = (result.compute_cycles, result.total_cycles, result.dram_read_bytes, result.dram_write_bytes)
         np.testing.assert_allclose(got, expected, rtol=1e-9, err_msg=f"{config} {gemm} {plan}")
         checked += 1
@@ -60,8 +62,9 @@ def test_any_tiling_and_order_matches_the_per_run_reference(fast, monkeypatch):
         df, R, C = int(rng.integers(0, 3)), int(rng.integers(1, 6)), int(rng.integers(1, 6))
         m, k, n = (int(rng.integers(1, 20)) for _ in range(3))
         ab = int(rng.choice([16, 20, 32]))
+        shadow = bool(rng.integers(0, 2))
         p = build_problem(np.array([df]), np.array([R]), np.array([C]), np.array([8]), np.array([ab]),
-                          np.full((3, 1), 1e9), np.array([[m], [k], [n]]))
+                          np.full((3, 1), 1e9), np.array([[m], [k], [n]]), np.array([shadow]))
         t = np.array([[rng.integers(1, p.D[x, 0] + 1)] for x in range(3)], dtype=float)
         order = int(rng.integers(0, 6))
         tiling = Tiling(feasible=np.array([True]), t=t, order=np.array([order]), traffic=np.zeros(1))
@@ -69,7 +72,7 @@ def test_any_tiling_and_order_matches_the_per_run_reference(fast, monkeypatch):
         s = schedule(p, tiling, np.array([bw]))
         compute, total = op_cycles(s, np.array([float(inst)]), np.array([bw]), np.array([db]))
         tile = {GEMM_OF[df][x]: int(t[x, 0]) for x in range(3)}
-        expected = reference(df, R, C, {"m": m, "k": k, "n": n}, tile, ORDERS[order], 8, ab, bw, inst, db)
+        expected = reference(df, R, C, {"m": m, "k": k, "n": n}, tile, ORDERS[order], 8, ab, bw, inst, db, shadow)
         got = (compute[0], total[0], s.dram_read.sum() * inst, s.dram_write.sum() * inst)
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
 

@@ -16,17 +16,21 @@ from rtl_gen import Accelerator, Fault
 DATAFLOWS = ["ws", "os", "is"]
 #: (rows, cols) -> GEMM shapes (M, K, N): several folds in both array dimensions, edge folds,
 #: exact multiples and 1 x 1 x 1.
+#: exact multiples and 1 x 1 x 1; streamed dims below, at and above R (the shadow registers'
+#: overlap changes there), and runs of one fold.
 SHAPES = {
     (2, 2): [(5, 5, 3), (4, 4, 2), (1, 1, 1)],
-    (3, 5): [(7, 8, 11), (5, 3, 4)],
-    (4, 4): [(9, 6, 10), (6, 9, 5)],
+    (3, 5): [(7, 8, 11), (5, 3, 4), (1, 7, 9), (2, 9, 12)],
+    (4, 4): [(9, 6, 10), (6, 9, 5), (4, 12, 8), (3, 3, 3)],
+    (1, 3): [(1, 5, 7), (2, 3, 3)],
 }
+SHADOW = [pytest.param(True, id="shadow"), pytest.param(False, id="plain")]
 
 
-def _config(rows: int, cols: int, dataflow: str, **kw: int) -> ArrayConfig:
+def _config(rows: int, cols: int, dataflow: str, shadow: bool = True, **kw: int) -> ArrayConfig:
     sizes = {"ifmap_sram_kib": 1, "weight_sram_kib": 1, "ofmap_sram_kib": 2}
     sizes.update(kw)
-    return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, **sizes)
+    return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, shadow_stationary=shadow, **sizes)
 
 
 def _matrices(rng: np.random.Generator, m: int, k: int, n: int, bits: int = 8) -> tuple[np.ndarray, np.ndarray]:
@@ -42,13 +46,15 @@ def _matrices(rng: np.random.Generator, m: int, k: int, n: int, bits: int = 8) -
 
 def _expected_cycles(config: ArrayConfig, m: int, k: int, n: int) -> int:
     code = timing.dataflow_code(config.dataflow)
-    return int(timing.run_cycles(code, config.rows, config.cols, m, k, n))
+    return int(timing.run_cycles(code, config.rows, config.cols, m, k, n, config.shadow_stationary))
 
 
+@pytest.mark.parametrize("shadow", SHADOW)
 @pytest.mark.parametrize("dataflow", DATAFLOWS)
 @pytest.mark.parametrize("rows,cols", list(SHAPES))
-def test_tiled_gemms_are_bit_exact_and_take_the_model_cycles(rows: int, cols: int, dataflow: str) -> None:
-    config = _config(rows, cols, dataflow)
+def test_tiled_gemms_are_bit_exact_and_take_the_model_cycles(rows: int, cols: int, dataflow: str,
+                                                             shadow: bool) -> None:
+    config = _config(rows, cols, dataflow, shadow)
     rng = np.random.default_rng(rows * 100 + cols * 10 + len(dataflow))
     runs = [(*_matrices(rng, *shape), False) for shape in SHAPES[(rows, cols)]]
     # pad lanes are filled with random garbage: the RTL must ignore them
@@ -65,9 +71,10 @@ def test_tiled_gemms_are_bit_exact_and_take_the_model_cycles(rows: int, cols: in
     assert [r.done_before for r in results] == [False] + [True] * (len(results) - 1)
 
 
+@pytest.mark.parametrize("shadow", SHADOW)
 @pytest.mark.parametrize("dataflow", DATAFLOWS)
-def test_accumulate_adds_a_second_k_split_run(dataflow: str) -> None:
-    config = _config(3, 5, dataflow)
+def test_accumulate_adds_a_second_k_split_run(dataflow: str, shadow: bool) -> None:
+    config = _config(3, 5, dataflow, shadow)
     rng = np.random.default_rng(7)
     a, b = _matrices(rng, 7, 9, 6)
     runs = [(a[:, :4], b[:4], False), (a[:, 4:], b[4:], True)]
@@ -101,6 +108,22 @@ def test_sixteen_bit_operands(dataflow: str) -> None:
 
 
 @pytest.mark.parametrize("dataflow", DATAFLOWS)
+def test_shadow_registers_overlap_the_folds(dataflow: str) -> None:
+    """Many folds, streamed dim below R: the shadow design takes fewer cycles, same results."""
+    rng = np.random.default_rng(41)
+    shape = {"ws": (2, 12, 8), "os": (8, 2, 8), "is": (8, 12, 2)}[dataflow]  # Ds = 2 on a 4 x 4 array
+    a, b = _matrices(rng, *shape)
+    [fast] = run_gemms(_config(4, 4, dataflow, True), [(a, b, False)])
+    [slow] = run_gemms(_config(4, 4, dataflow, False), [(a, b, False)])
+    np.testing.assert_array_equal(fast.c, wrap(a @ b, 32))
+    np.testing.assert_array_equal(slow.c, fast.c)
+    folds = {"ws": 3 * 2, "os": 2 * 2, "is": 3 * 2}[dataflow]
+    assert slow.ticks == 1 + folds * (2 + 8 + 4)
+    # one fold every R = 4 cycles: WS/IS load the first and flush the last, OS drains after a marker
+    assert fast.ticks == (1 + folds * 4 + 8 + 4 + 1 if dataflow == "os" else 1 + (folds - 1) * 4 + 2 + 8 + 4)
+
+
+@pytest.mark.parametrize("dataflow", DATAFLOWS)
 def test_zero_dimension_run_is_the_setup_cycle_only(dataflow: str) -> None:
     config = _config(2, 2, dataflow)
     a = np.zeros((0, 3), dtype=np.int64)
@@ -109,9 +132,10 @@ def test_zero_dimension_run_is_the_setup_cycle_only(dataflow: str) -> None:
     assert res.ticks == res.cycles == _expected_cycles(config, 0, 3, 2) == 1
 
 
+@pytest.mark.parametrize("shadow", SHADOW)
 @pytest.mark.parametrize("dataflow", DATAFLOWS)
-def test_fault_injected_accelerator_fails_the_check(dataflow: str) -> None:
-    config = _config(3, 3, dataflow)
+def test_fault_injected_accelerator_fails_the_check(dataflow: str, shadow: bool) -> None:
+    config = _config(3, 3, dataflow, shadow)
     a = np.full((4, 5), 3, dtype=np.int64)
     b = np.full((5, 4), 2, dtype=np.int64)  # every product is 6: bit 0 clear
     want = a @ b

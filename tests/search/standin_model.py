@@ -30,7 +30,8 @@ import numpy as np
 from perf_model.timing import run_cycles
 
 FIELDS = ("rows", "cols", "dataflow", "input_bits", "acc_bits", "ifmap_sram_kib", "weight_sram_kib",
-          "ofmap_sram_kib", "dram_bytes_per_cycle", "clock_mhz", "double_buffered", "tech_nm")
+          "ofmap_sram_kib", "dram_bytes_per_cycle", "clock_mhz", "double_buffered", "shadow_stationary",
+          "tech_nm")
 CALLS = [0]
 
 
@@ -47,6 +48,7 @@ class DesignArrays:
     dram_bytes_per_cycle: np.ndarray
     clock_mhz: np.ndarray
     double_buffered: np.ndarray
+    shadow_stationary: np.ndarray
     tech_nm: np.ndarray
 
     @classmethod
@@ -108,7 +110,7 @@ def evaluate_designs(d: DesignArrays, workload) -> Table:
     dram = np.zeros(n)
     for g, count in _ops(workload):
         reps = count * g.batch
-        compute += reps * run_cycles(d.dataflow, d.rows, d.cols, g.m, g.k, g.n)
+        compute += reps * run_cycles(d.dataflow, d.rows, d.cols, g.m, g.k, g.n, d.shadow_stationary)
         macs += reps * g.m * g.k * g.n
         dram += reps * (g.m * g.k + g.k * g.n + g.m * g.n) * bytes_per
     feasible = d.rows * d.cols * bytes_per <= d.weight_sram_kib * 1024

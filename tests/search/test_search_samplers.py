@@ -47,6 +47,10 @@ def test_sampler_contract(tmp_path, sampler):
             assert t.user_attrs["workloads"]["a"]["edp"] == pytest.approx(ev.metrics["edp"], rel=1e-12)
             violations = [ev.metrics["area_mm2"] - 1.5, ev.metrics["power_w"] - 0.5]
             assert t.user_attrs["constraint_values"] == pytest.approx(violations)
+            # The record Optuna's samplers read (TPE, NSGA-II, best-trial logic): each excess
+            # relative to its bound, so its sign must be the sign of the violation.
+            assert t.system_attrs["constraints"] == pytest.approx([violations[0] / 1.5, violations[1] / 0.5])
+            assert [v > 0 for v in t.system_attrs["constraints"]] == [v > 0 for v in violations]
     best = best_trials(result.study, CONSTRAINED, top=3)
     assert best, "a few dozen trials find at least one feasible design in this space"
     feasible_values = []
@@ -64,6 +68,50 @@ def test_sampler_contract(tmp_path, sampler):
     assert summary["n_complete"] + summary["n_fail"] == 30
     assert summary["best"][0]["values"] == {"edp": best[0].value}
     assert summary["best"][0]["params"]["rows"] == best[0].user_attrs["config"]["rows"]
+
+
+#: A space where about one design in seven runs and meets both constraints (one of them '>=').
+STEERING = make_space(constraints=["area_mm2 <= 3.0", "tops >= 0.1"])
+
+
+def _grid_share(space):
+    """Fraction of the space's designs that run and meet every constraint: what random sampling
+    proposes on average (every design scored by the vectorised stand-in, one batch)."""
+    cols = space.grid_columns(0, space.grid_size())
+    batch = standin_evaluator(space).evaluate_columns(cols)
+    ok = batch.feasible & (batch.metrics["area_mm2"] <= 3.0) & (batch.metrics["tops"] >= 0.1)
+    return float(ok.mean())
+
+
+# (sampler, trials, start-up trials left out): NSGA-II's first generation (28 designs) is random.
+@pytest.mark.parametrize(("sampler", "trials", "startup"),
+                         [("tpe", 60, 20), ("nsga2", 112, 56), ("cmaes", 60, 20), ("bo", 60, 20), ("rl", 60, 20)])
+def test_samplers_propose_feasible_designs_more_often_than_random(tmp_path, sampler, trials, startup):
+    share = _grid_share(STEERING)
+    assert 0.05 < share < 0.25  # a large infeasible share, yet enough feasible designs to find
+    result = run_sweep(_config(tmp_path, STEERING, sampler, trials))
+    later = [t for t in result.study.get_trials() if t.number >= startup]
+    ok = [t for t in later if t.user_attrs.get("status") == "ok"]
+    assert len(ok) / len(later) >= 1.5 * share, f"{len(ok)}/{len(later)} feasible, random: {share:.3f}"
+
+
+def test_sweep_with_a_greater_equal_constraint(tmp_path):
+    space = make_space(constraints=["tops >= 0.1"])
+    result = run_sweep(_config(tmp_path, space, "tpe", 30))
+    complete = result.study.get_trials(states=(TrialState.COMPLETE,))
+    met = []
+    for t in complete:
+        _, ev = _recomputed(space, t)
+        excess = 0.1 - ev.metrics["tops"]  # '>=': positive when tops falls short of the bound
+        assert t.user_attrs["constraint_values"] == pytest.approx([excess])
+        assert t.system_attrs["constraints"] == pytest.approx([excess / 0.1])
+        assert t.user_attrs["status"] == ("ok" if ev.metrics["tops"] >= 0.1 else "constraint")
+        if ev.metrics["tops"] >= 0.1:
+            met.append(ev.metrics["edp"])
+    assert met and len(met) < len(complete)  # both sides of the bound were visited
+    best = best_trials(result.study, space, top=3)
+    assert best[0].value == pytest.approx(min(met), rel=1e-12)
+    assert all(t.user_attrs["metrics"]["tops"] >= 0.1 for t in best)
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "rl"])
@@ -126,6 +174,11 @@ def test_grid_finds_the_true_optimum_and_writes_the_study(tmp_path):
     top = best_trials(result.study, space, top=5)
     assert len(top) == 5
     assert top[0].user_attrs["config"] == ArrayConfig(**designs[best]).to_dict()
+    for t in top:  # the grid writes the same constraint records as the loop samplers
+        _, ev = _recomputed(space, t)
+        violations = [ev.metrics["area_mm2"] - 1.5, ev.metrics["power_w"] - 0.5]
+        assert t.user_attrs["constraint_values"] == pytest.approx(violations)
+        assert t.system_attrs["constraints"] == pytest.approx([violations[0] / 1.5, violations[1] / 0.5])
     assert [t.value for t in top] == sorted(t.value for t in top)
     table = np.load(tmp_path / "grid.npz")
     assert len(table["edp"]) == len(designs) and int((table["feasible"] & (table["violation"] == 0)).sum()) == int(

@@ -26,10 +26,18 @@ def tiny(df: str):
     return dataclasses.replace(TINY, dataflow=df)
 
 
-def run_cycles_by_hand(df: str, r: int, c: int, m: int, k: int, n: int) -> int:
-    """perf_model.timing's contract, written out: 1 + folds * (Ds + 2R + C)."""
+def run_cycles_by_hand(df: str, r: int, c: int, m: int, k: int, n: int, shadow: bool = True) -> int:
+    """perf_model.timing's contract, written out: plain ``1 + F * (Ds + 2R + C)``; shadow registers
+    (the presets' default) ``1 + (F - 1) * max(Ds, R, 2) + Ds + 2R + C`` (WS/IS) or
+    ``1 + F * max(Ds, R, 2) + 2R + C + 1`` (OS)."""
     dr, dc, ds = {"ws": (k, n, m), "os": (m, n, k), "is": (k, m, n)}[df]
-    return 1 + math.ceil(dr / r) * math.ceil(dc / c) * (ds + 2 * r + c)
+    folds = math.ceil(dr / r) * math.ceil(dc / c)
+    if not shadow:
+        return 1 + folds * (ds + 2 * r + c)
+    slot = max(ds, r, 2)
+    if df == "os":
+        return 1 + folds * slot + 2 * r + c + 1
+    return 1 + (folds - 1) * slot + ds + 2 * r + c
 
 
 def assert_all_pass(report):

@@ -42,7 +42,11 @@ def formula_cycles(timing: dict[str, Any], rows: int, cols: int, dims: dict[str,
     if min(dims.values()) == 0:
         return timing["run_overhead"]
     folds = math.ceil(dr / rows) * math.ceil(dc / cols)
-    return folds * (ds + 2 * rows + cols - 2 + timing["fold_overhead"]) + timing["run_overhead"]
+    if not timing.get("shadow_stationary", False):
+        return folds * (ds + 2 * rows + cols - 2 + timing["fold_overhead"]) + timing["run_overhead"]
+    fold = max(ds, rows, 2)
+    tail = (1 if timing["dataflow"] == "os" else ds - fold) + 2 * rows + cols
+    return folds * fold + tail + timing["run_overhead"]
 
 
 def wrap(values: np.ndarray, bits: int) -> np.ndarray:

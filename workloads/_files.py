@@ -1,0 +1,137 @@
+"""Workload files: which specs name a file, which format it holds, and reading it.
+
+A file spec is ``PATH[:k=v,...]``. It is taken for a file (rather than a builtin or
+``package.module:function``) when ``PATH`` ends in one of :data:`SUFFIXES`, contains a ``/``,
+or is an existing file; relative paths are from the current directory. The format comes from
+the suffix (``.onnx``; ``.mlir`` / ``.mlirbc``; ``.csv``; ``.yaml`` / ``.yml``) and, for any
+other suffix (a ``jax.export`` artefact is often ``.bin``), from the content. Options are
+integers: for ONNX ``batch`` and symbolic dimension names (:mod:`workloads._onnx`); other
+formats take none.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from accel_dse.errors import WorkloadError
+from workloads.ops import Workload
+
+__all__ = ["SUFFIXES", "split_file_spec", "load_file"]
+
+SUFFIXES = (".onnx", ".mlir", ".mlirbc", ".csv", ".yaml", ".yml")
+_FORMATS = "ONNX, StableHLO (MLIR text or bytecode, a jax.export artefact), a SCALE-Sim CSV or a Timeloop YAML"
+
+
+def _looks_like_path(path: str) -> bool:
+    return path.lower().endswith(SUFFIXES) or "/" in path or os.sep in path or os.path.isfile(path)
+
+
+def split_file_spec(spec: str) -> tuple[str, tuple[tuple[str, int], ...]] | None:
+    """``(path, options)`` if ``spec`` names a file, else ``None``.
+
+    Raises:
+        WorkloadError: for malformed options (``k=v`` with a positive integer ``v``).
+    """
+    path, sep, rest = spec.rpartition(":")
+    if not sep or "=" not in rest or not _looks_like_path(path):
+        return (spec, ()) if _looks_like_path(spec) else None
+    options: dict[str, int] = {}
+    for item in rest.split(","):
+        key, eq, value = (s.strip() for s in item.partition("="))
+        if not eq or not key:
+            raise WorkloadError(f"{path} options must be k=v pairs separated by commas, not {item.strip()!r}")
+        if key in options:
+            raise WorkloadError(f"{path} option {key} is given twice")
+        try:
+            number = int(value, 10)
+        except ValueError:
+            number = 0
+        if number < 1:
+            raise WorkloadError(f"{path} option {key} must be a positive integer, not {value!r}")
+        options[key] = number
+    return path, tuple(options.items())
+
+
+def _parses_as_onnx(data: bytes) -> bool:
+    """True if ``data`` decodes as an ONNX ``ModelProto`` with an IR version and graph nodes."""
+    import onnx
+
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception:  # protobuf's DecodeError
+        return False
+    return model.ir_version > 0 and model.HasField("graph") and len(model.graph.node) > 0
+
+
+def _sniff(data: bytes) -> str:
+    """The format of a file whose suffix does not say: ``"stablehlo"`` or ``"onnx"`` (or ``""``)."""
+    from workloads._stablehlo import MLIR_MAGIC, artefact_module
+
+    if data.startswith(MLIR_MAGIC) or artefact_module(data) is not None:
+        return "stablehlo"
+    head = data[:4096]
+    if b"stablehlo." in head or b"func.func" in head or head.lstrip().startswith(b"module"):
+        return "stablehlo"
+    if _parses_as_onnx(data):
+        return "onnx"
+    return ""
+
+
+def _format(path: Path, data: bytes) -> str:
+    suffix = path.suffix.lower()
+    return {".onnx": "onnx", ".mlir": "stablehlo", ".mlirbc": "stablehlo", ".csv": "scalesim",
+            ".yaml": "timeloop", ".yml": "timeloop"}.get(suffix) or _sniff(data)
+
+
+@functools.lru_cache(maxsize=32)
+def _load_cached(path: str, stamp: tuple[int, int], options: tuple[tuple[str, int], ...], spec: str) -> Workload:
+    del stamp  # part of the cache key only: a rewritten file is read again
+    file = Path(path)
+    data = file.read_bytes()
+    kind = _format(file, data)
+    what = spec.rpartition(":")[0] if options else spec
+    if kind == "onnx":
+        from workloads._onnx import load_onnx
+
+        return load_onnx(file, dict(options), name=spec, what=what)
+    if not kind:
+        raise WorkloadError(f"workload file {what!r} is not {_FORMATS} (name it .onnx, .mlir, .csv or .yaml "
+                            "if it is one)")
+    if options:
+        raise WorkloadError(f"{what} takes no options (only ONNX files do: batch=N and symbolic dims), "
+                            f"not {', '.join(k for k, _ in options)}")
+    if kind == "stablehlo":
+        from workloads._stablehlo import load_stablehlo
+
+        return load_stablehlo(data, name=spec, what=what)
+    from workloads._topology import load_scalesim_csv, load_timeloop_yaml
+
+    readers: dict[str, Callable[..., Workload]] = {"scalesim": load_scalesim_csv, "timeloop": load_timeloop_yaml}
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise WorkloadError(f"{what} is not a text file (a {kind} file is UTF-8 text)") from None
+    return readers[kind](text, name=spec, what=what)
+
+
+def load_file(path: str, options: tuple[tuple[str, int], ...], spec: str) -> Workload:
+    """Read the workload file ``path`` (cached while the file is unchanged).
+
+    Raises:
+        WorkloadError: the file does not exist or is not a regular file, is in none of the
+            formats, or its reader rejects it.
+    """
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise WorkloadError(f"workload file {path!r} does not exist")
+    if not file.is_file():
+        raise WorkloadError(f"workload file {path!r} is not a file")
+    info = file.stat()
+    try:
+        return _load_cached(str(file.resolve()), (info.st_mtime_ns, info.st_size), options, spec)
+    except OSError as exc:
+        raise WorkloadError(f"workload file {path!r} cannot be read: {exc.strerror}") from exc
