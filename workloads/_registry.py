@@ -49,8 +49,15 @@ def _heads_divide(name: str, d: int, heads: int, even: bool) -> str | None:
 
 
 def _opts(**spec: int | tuple[int, int]) -> Mapping[str, tuple[int, int]]:
-    """Options with defaults; a bare int has minimum 1, a pair is (default, minimum)."""
-    return MappingProxyType({k: v if isinstance(v, tuple) else (v, 1) for k, v in spec.items()})
+    """Options with defaults; a bare int has minimum 1, a pair is (default, minimum).
+
+    Every builtin has ``requant`` (0 or 1; default 1, the raw ``gemm`` 0): whether its ops
+    carry the output stage's parameters (outputs leave at ``input_bits``) or not (raw
+    ``acc_bits`` outputs, as from a file or a function that does not call ``output_stage``).
+    """
+    options = {k: v if isinstance(v, tuple) else (v, 1) for k, v in spec.items()}
+    options.setdefault("requant", (1, 0))
+    return MappingProxyType(options)
 
 
 def _alexnet_fits(opts: dict[str, int]) -> str | None:
@@ -171,6 +178,8 @@ def _canonical(name: str, options: tuple[tuple[str, int], ...]) -> str:
 def _settings(name: str, options: tuple[tuple[str, int], ...]) -> dict[str, int]:
     builtin = _lookup(name)
     settings = builtin_options(name) | dict(options)
+    if settings["requant"] not in (0, 1):
+        raise WorkloadError(f"{name} option requant must be 0 or 1, not {settings['requant']}")
     problem = builtin.check(settings)
     if problem:
         raise WorkloadError(problem)
@@ -188,18 +197,24 @@ def builtin_model(spec: str, form: str = "int8") -> Model:
     if form not in FORMS:
         raise WorkloadError(f"form must be one of {', '.join(FORMS)}, not {form!r}")
     name, options = parsed
-    return _BUILTINS[name].build(FORMS[form], **_settings(name, options))
+    return _build(name, form, _settings(name, options))
+
+
+def _build(name: str, form: str, settings: dict[str, int]) -> Model:
+    """The builtin's model (``requant`` is a model option of ``gemm`` only; the others always requantise)."""
+    kwargs = settings if name == "gemm" else {k: v for k, v in settings.items() if k != "requant"}
+    return _BUILTINS[name].build(FORMS[form], **kwargs)
 
 
 @functools.lru_cache(maxsize=64)
 def _trace_builtin(name: str, options: tuple[tuple[str, int], ...]) -> Workload:
     settings = _settings(name, options)
-    model = _BUILTINS[name].build(FORMS["int8"], **settings)
+    model = _build(name, "int8", settings)
     text = ", ".join(f"{k}={v}" for k, v in settings.items())
     with recording() as params:
         workload = trace(model.fn, *model.example_args(), name=_canonical(name, options),
                          description=f"{_BUILTINS[name].description} [{text}]", source="builtin")
-    return with_requant(workload, params)
+    return with_requant(workload, params) if settings["requant"] else workload
 
 
 def with_requant(workload: Workload, params: Sequence[Requant]) -> Workload:
