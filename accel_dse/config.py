@@ -70,7 +70,12 @@ def _check_int(name: str, value: object, low: int, high: int, rule: str | None =
     raise ConfigError(f"{name} must be {rule}, not {value!r}")
 
 
+#: Ranges of the float fields (inclusive): where the model's results stay finite and positive.
+_FLOAT_RANGES = {"dram_bytes_per_cycle": (1e-6, 1e9), "clock_mhz": (1e-3, 1e5)}
+
+
 def _check_float(name: str, value: object) -> None:
+    low, high = _FLOAT_RANGES[name]
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -78,6 +83,8 @@ def _check_float(name: str, value: object) -> None:
         or value <= 0
     ):
         raise ConfigError(f"{name} must be a positive finite number, not {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be in [{low:g}, {high:g}], not {value!r}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -93,8 +100,8 @@ class ArrayConfig:
         ifmap_sram_kib: input (activation) buffer, KiB.
         weight_sram_kib: weight buffer, KiB.
         ofmap_sram_kib: output/accumulator buffer, KiB.
-        dram_bytes_per_cycle: off-chip bandwidth, bytes per clock cycle.
-        clock_mhz: clock frequency, MHz.
+        dram_bytes_per_cycle: off-chip bandwidth, bytes per clock cycle, 1e-6..1e9.
+        clock_mhz: clock frequency, MHz, 1e-3..1e5 (1 kHz to 100 GHz).
         double_buffered: whether DRAM transfers overlap compute (ping-pong buffers).
         shadow_stationary: whether each PE holds a second (shadow) register for its stationary
             operand, so consecutive folds overlap: WS/IS load the next fold's stationary tile

@@ -45,6 +45,8 @@ def read_toml(path: Path, what: str = "design file") -> dict[str, Any]:
         raise ConfigError(f"{what} {str(path)!r} not found")
     if path.is_dir():
         raise ConfigError(f"{what} {str(path)!r} is a directory, not a TOML file")
+    if not path.is_file():  # a FIFO would block, a device never end
+        raise ConfigError(f"{what} {str(path)!r} is not a regular file (a FIFO, device or socket)")
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -60,6 +62,8 @@ def parse_toml(text: str, *, source: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source} is not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"{source} is nested too deeply to parse (Python's recursion limit)") from None
 
 
 def parse_design_toml(text: str, *, source: str = "design") -> ArrayConfig:

@@ -29,7 +29,8 @@ from workloads._tracer import trace
 from workloads._user import load_user_function
 from workloads.ops import Requant, Workload
 
-__all__ = ["resolve", "builtin_names", "builtin_descriptions", "builtin_options", "builtin_model"]
+__all__ = ["resolve", "builtin_names", "builtin_descriptions", "builtin_options", "builtin_model", "option_limit",
+           "MAX_REPEAT", "MAX_OPTION"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,18 @@ def _heads_divide(name: str, d: int, heads: int, even: bool) -> str | None:
     if even and (d // heads) % 2:
         return f"{name} head size d/heads = {d // heads} must be even (rotary embedding), not odd"
     return None
+
+
+#: Largest value of a repeat option (how many layers, tables or heads a builtin builds and traces).
+MAX_REPEAT = 1024
+#: Largest value of any other builtin option (a dimension).
+MAX_OPTION = 2**31 - 1
+_REPEAT_OPTIONS = frozenset({"layers", "tables", "heads"})
+
+
+def option_limit(key: str) -> int:
+    """The largest value option ``key`` of a builtin accepts (:data:`MAX_REPEAT` or :data:`MAX_OPTION`)."""
+    return MAX_REPEAT if key in _REPEAT_OPTIONS else MAX_OPTION
 
 
 def _opts(**spec: int | tuple[int, int]) -> Mapping[str, tuple[int, int]]:
@@ -154,6 +167,8 @@ def _parse_options(name: str, text: str) -> tuple[tuple[str, int], ...]:
             raise WorkloadError(f"{name} option {key} must be {rule}, not {value!r}") from None
         if number < minimum:
             raise WorkloadError(f"{name} option {key} must be {rule}, not {number}")
+        if number > option_limit(key):
+            raise WorkloadError(f"{name} option {key} must be at most {option_limit(key):,}, not {number:,}")
         given[key] = number
     return tuple((k, given[k]) for k in builtin.options if k in given)
 

@@ -33,7 +33,12 @@ from typing import ClassVar, TypeAlias
 
 from accel_dse.errors import WorkloadError
 
-__all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "Requant", "REQUANT_ROUNDING"]
+__all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant", "REQUANT_ROUNDING"]
+
+#: Most multiply-accumulates an op, or one run of a workload, may have: 2**48 (about 2.8e14).
+#: The model's cycle, byte and energy counts are int64 / float64 products of the dimensions;
+#: below this limit they are exact (cycles stay below 2**63 even on a 1 x 1 array).
+MAX_MACS = 2**48
 
 
 def _positive_int(owner: str, name: str, value: object) -> int:
@@ -48,6 +53,14 @@ def _nonneg_int(owner: str, name: str, value: object) -> int:
     if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
         return int(value)
     raise WorkloadError(f"{owner} {name} must be a non-negative integer, not {value!r}")
+
+
+def _check_macs(owner: str, macs: int, what: str) -> None:
+    if macs > MAX_MACS:
+        raise WorkloadError(
+            f"{owner} {what} = {macs:,} multiply-accumulates, beyond the {MAX_MACS:,} (2**48) the model "
+            "computes exactly; use smaller dimensions"
+        )
 
 
 def _check_name(owner: str, value: object, what: str = "name") -> None:
@@ -211,6 +224,7 @@ class Gemm:
             object.__setattr__(self, dim, _positive_int("gemm", dim, getattr(self, dim)))
         _check_name("gemm", self.name)
         _check_name("gemm", self.origin, "origin")
+        _check_macs("gemm", self.macs, "batch * m * k * n")
         _check_requant("gemm", self.requant, (self.n, self.batch * self.n))
 
     @property
@@ -310,6 +324,7 @@ class Conv2d:
                     f"{axis}={size}+{lo}+{hi}, not exceed it"
                 )
         _check_name("conv2d", self.origin, "origin")
+        _check_macs("conv2d", self.macs, "n * out_h * out_w * c_out * kh * kw * c_in / groups")
 
     @property
     def out_h(self) -> int:
@@ -413,6 +428,7 @@ class Workload:
         object.__setattr__(self, "ops", ops)
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "other_primitives", others)
+        _check_macs(f"workload {self.name!r}", self.total_macs, "sum of count * MACs")
 
     @property
     def total_macs(self) -> int:

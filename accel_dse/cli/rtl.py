@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from accel_dse.cli._output import emit, emit_json, format_table
+from accel_dse.cli._paths import output_file
 from accel_dse.designs import load_design
 from accel_dse.errors import ExportError
 
@@ -32,15 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _verilog(args: argparse.Namespace) -> int:
     from rtl_gen import to_verilog
 
+    path = output_file("-o", args.output)
     config = load_design(args.design)
     text = to_verilog(config, flat=args.flat)
-    if args.output is None:
+    if path is None:
         emit(text.rstrip("\n"))
         return 0
-    path = Path(args.output)
     try:
-        if path.parent != Path(""):
-            path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise ExportError(f"cannot write Verilog to {str(path)!r}: {exc.strerror or exc}") from exc

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from accel_dse.cli._output import emit, emit_json, format_table
+from accel_dse.cli._paths import work_dir
 from accel_dse.errors import SimulationError
 
 __all__ = ["register"]
@@ -69,7 +70,8 @@ def _simulate(args: argparse.Namespace) -> int:
         raise SimulationError(f"--ops must name at least one op, not {args.ops!r}")
     report = simulate(
         design, args.workload, ops=ops, max_ops=args.max_ops, scale=args.scale, simulator=args.simulator,
-        timeout=args.timeout, work_dir=args.work_dir, seed=args.seed, fault=_fault(args.inject_fault),
+        timeout=args.timeout, work_dir=work_dir("--work-dir", args.work_dir), seed=args.seed,
+        fault=_fault(args.inject_fault),
         progress=lambda line: print(f"accel-dse simulate: {line}", file=sys.stderr, flush=True),
         chain=False if args.no_chain else None,
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from accel_dse.cli._output import emit, emit_json, format_table
+from accel_dse.cli._paths import output_file, work_dir
 from accel_dse.errors import SearchError
 
 __all__ = ["register"]
@@ -117,16 +118,17 @@ def _list_spaces(as_json: bool) -> int:
 def _sweep(args: argparse.Namespace) -> int:
     if args.list_spaces:
         return _list_spaces(args.json)
-    from accel_dse.search import SweepConfig, check_location, load_space, validate_sweep
+    from accel_dse.search import SweepConfig, check_location, check_study_name, load_space, validate_sweep
 
+    if args.study is not None:
+        check_study_name(args.study)
+    grid_table = output_file("--grid-table", args.grid_table, suffix=".npz")
+    given_dir = work_dir("--out-dir", args.out_dir)
     space = load_space(args.space)
-    study_name = args.study if args.study is not None else space.name
-    if not study_name.strip():
-        raise SearchError("--study must not be empty")
-    default_dir = args.out_dir is None
-    out_dir = Path("runs") / study_name if default_dir else Path(args.out_dir)
+    study_name = check_study_name(args.study if args.study is not None else space.name)
+    default_dir = given_dir is None
+    out_dir = Path("runs") / study_name if given_dir is None else given_dir
     storage = args.storage or f"sqlite:///{out_dir / 'study.db'}"
-    grid_table = Path(args.grid_table) if args.grid_table else None
     config = SweepConfig(
         space=space,
         evaluator=None,
@@ -148,13 +150,12 @@ def _sweep(args: argparse.Namespace) -> int:
         raise SearchError("--verify-top needs a storage that outlives the sweep, not 'memory:'")
     if args.storage is not None:
         check_location(spec)
-    if grid_table is not None and not grid_table.parent.is_dir():
-        raise SearchError(f"directory {str(grid_table.parent)!r} of --grid-table does not exist")
     evaluator = _evaluator(space)
     if args.storage is None:
-        if not default_dir and not out_dir.parent.is_dir():
-            raise SearchError(f"parent directory {str(out_dir.parent)!r} of --out-dir does not exist")
-        out_dir.mkdir(parents=default_dir, exist_ok=True)
+        try:
+            out_dir.mkdir(parents=default_dir, exist_ok=True)
+        except OSError as exc:
+            raise SearchError(f"run directory {str(out_dir)!r} cannot be created: {exc.strerror or exc}") from None
     from accel_dse.search import run_sweep, summary_table
 
     try:
@@ -209,7 +210,8 @@ def _verify_options(args: argparse.Namespace) -> dict[str, Any] | None:
         if not 0 < scale <= 1:
             raise SearchError(f"--verify-scale must be a number in (0, 1], not {args.verify_scale!r}")
     find_simulator(args.verify_simulator)  # a missing simulator is reported before the search, not after it
-    return {"k": k, "scale": scale, "simulator": args.verify_simulator, "work_dir": args.verify_work_dir}
+    return {"k": k, "scale": scale, "simulator": args.verify_simulator,
+            "work_dir": work_dir("--verify-work-dir", args.verify_work_dir)}
 
 
 def _verify_top(storage: str, study_name: str, verify: dict[str, Any]) -> list[Any]:

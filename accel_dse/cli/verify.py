@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from accel_dse.cli._output import emit, emit_json, format_table
+from accel_dse.cli._paths import work_dir
 from accel_dse.errors import ExportError
 
 __all__ = ["register"]
@@ -59,7 +60,7 @@ def _verify(args: argparse.Namespace) -> int:
         args.storage, args.study, _number("--top", args.top, int),  # type: ignore[arg-type]
         workload_spec=args.workload, scale=_number("--scale", args.scale, float),  # type: ignore[arg-type]
         simulator=args.simulator, max_ops=_number("--max-ops", args.max_ops, int),  # type: ignore[arg-type]
-        timeout=timeout, work_dir=args.work_dir, synth=not args.no_synth,
+        timeout=timeout, work_dir=work_dir("--work-dir", args.work_dir), synth=not args.no_synth,
         progress=lambda line: print(f"accel-dse verify: {line}", file=sys.stderr, flush=True),
     )
     failed = [r for r in results if not r.passed]

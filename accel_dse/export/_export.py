@@ -120,7 +120,7 @@ def export_design(
         config: The design.
         out: Directory to create (its parent must exist; never written outside of).
         workload: Workload spec of the predicted metrics (default :data:`DEFAULT_WORKLOAD`).
-        force: Replace an existing non-empty ``out``.
+        force: Replace an existing non-empty ``out`` that is an earlier accel-dse output (never other files).
         source: Provenance for ``design.json`` (default: ``{"kind": "api"}``).
         synth: Run Yosys for ``synth.json`` (``False`` writes ``{"skipped": ...}`` instead).
         progress: Called with one line at each stage.
@@ -134,7 +134,7 @@ def export_design(
         RtlError: the Verilog or the synthesis failed.
     """
     say = progress or (lambda _line: None)
-    check_out_dir(out, force=force)
+    final = check_out_dir(out, force=force)
     import rtl_gen
 
     spec = workload or DEFAULT_WORKLOAD
@@ -162,7 +162,6 @@ def export_design(
     with atomic_dir(out, force=force) as tmp:
         for name, text in files:
             _write(tmp, name, text)
-    final = check_out_dir(out, force=True)
     say(f"wrote {len(files)} files to {final}")
     return ExportResult(
         out=final, top=top, config_hash=config.config_hash, files=tuple(name for name, _ in files),

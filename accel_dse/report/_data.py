@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from accel_dse.errors import AccelDseError
-from accel_dse.report._study import StudyView, trial_config
+from accel_dse.report._study import StudyView, trial_config, trial_table
 
 __all__ = ["build_report", "sampler_of", "per_op_breakdown", "roofline", "TOP_ROWS"]
 
@@ -49,8 +49,8 @@ def _finite(value: Any) -> float | None:
 
 
 def _row(view: StudyView, trial: Any, pareto: set[int]) -> dict[str, Any]:
-    config = trial.user_attrs.get("config") or {}
-    metrics = {k: v for k, v in (trial.user_attrs.get("metrics") or {}).items() if _finite(v) is not None}
+    config = trial_table(trial, "config")
+    metrics = {str(k): v for k, v in trial_table(trial, "metrics").items() if _finite(v) is not None}
     short = (f"{config.get('rows')}x{config.get('cols')}-{config.get('dataflow')}-i{config.get('input_bits')}"
              if config else "")
     return {
@@ -141,7 +141,8 @@ def _history(view: StudyView) -> dict[str, Any]:
         values = [_finite(v) for v in t.values]
         if any(v is None for v in values):
             continue
-        ok = all(v <= 0 for v in t.user_attrs.get("constraint_values") or ())
+        limits = t.user_attrs.get("constraint_values")
+        ok = all(_finite(v) is not None and v <= 0 for v in (limits if isinstance(limits, list) else ()))
         out.setdefault(sampler_of(t), []).append([t.number, *values, ok])
     return {"objectives": [o.name for o in view.objectives], "directions": [o.direction for o in view.objectives],
             "by_sampler": out}
@@ -237,7 +238,7 @@ def _scatter(view: StudyView) -> list[dict[str, Any]]:
     """Objective values and a few metrics of every feasible trial (for the Pareto plots)."""
     out = []
     for t in view.feasible():
-        metrics = t.user_attrs.get("metrics") or {}
+        metrics = trial_table(t, "metrics")
         out.append({
             "trial": t.number,
             "values": [float(v) for v in t.values],

@@ -25,7 +25,8 @@ import numpy as np
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import AccelDseError, ConfigError, ExportError, StorageError
 
-__all__ = ["ObjectiveInfo", "StudyView", "load_study", "trial_config", "VERIFY_ATTR_PREFIX", "pick_choices"]
+__all__ = ["ObjectiveInfo", "StudyView", "load_study", "trial_config", "trial_table", "VERIFY_ATTR_PREFIX",
+           "pick_choices"]
 
 #: Study user attribute prefix of the RTL verification result of one trial.
 VERIFY_ATTR_PREFIX = "accel_dse.verify."
@@ -57,34 +58,57 @@ def _optuna() -> Any:
     return optuna
 
 
-def load_study(storage_url: str, study_name: str) -> StudyView:
-    """Open ``study_name`` in ``storage_url`` for reading (nothing is created).
+def load_study(storage_url: str, study_name: str, *, read_only: bool = True) -> StudyView:
+    """Open ``study_name`` in ``storage_url`` (nothing is created).
+
+    Args:
+        storage_url: The storage.
+        study_name: The study.
+        read_only: Open the storage read-only (``report``, ``export``: the file's bytes never
+            change); ``False`` for ``verify``, which records its results in the study.
 
     Raises:
-        StorageError: a malformed URL, a storage file that does not exist or cannot be read.
+        StorageError: a malformed URL, a storage file that does not exist, is not a regular file
+            or cannot be read.
         ExportError: no study of that name (the message lists the studies there).
     """
-    from accel_dse.search import open_storage, parse_storage
+    from accel_dse.search import check_location, open_storage, parse_storage, redact
 
     spec = parse_storage(storage_url)
     if spec.kind == "memory":
         raise StorageError("storage 'memory:' holds no studies once its process ended; give a file or database URL")
+    check_location(spec)
     if spec.path is not None and not spec.path.is_file():
-        what = "a directory, not a storage file" if spec.path.is_dir() else "not found"
-        raise StorageError(f"storage file {str(spec.path)!r} of {spec.display!r} is {what}")
+        raise StorageError(f"storage file {str(spec.path)!r} of {spec.display!r} is not found")
     optuna = _optuna()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        storage = open_storage(spec, heartbeat_interval=None)
+        storage = open_storage(spec, heartbeat_interval=None, read_only=read_only)
         try:
             names = optuna.get_all_study_names(storage)
         except Exception as exc:  # noqa: BLE001 - a corrupt file or a server error: one line
-            raise StorageError(f"cannot read studies from {spec.display!r}: {str(exc).splitlines()[0]}") from None
+            detail = redact((str(exc).splitlines() or [type(exc).__name__])[0], spec.url)
+            raise StorageError(f"cannot read studies from {spec.display!r}: {detail}") from None
         if study_name not in names:
             listed = ", ".join(sorted(names)) if names else "it holds no studies"
             raise ExportError(f"no study {study_name!r} in {spec.display} (studies: {listed})")
         study = optuna.load_study(study_name=study_name, storage=storage)
     return StudyView(study=study, storage=spec.display)
+
+
+def _listed(table: Mapping[str, Any], key: str) -> list[Any]:
+    """``table[key]`` if it is a list (a study another tool wrote may hold anything), else ``[]``."""
+    value = table.get(key)
+    return value if isinstance(value, list) else []
+
+
+def trial_table(trial: Any, key: str) -> dict[str, Any]:
+    """The trial's user attribute ``key`` if it is a table (``config``, ``metrics``), else ``{}``.
+
+    A study another tool wrote may hold anything under these names; what is not a table is ignored.
+    """
+    value = trial.user_attrs.get(key)
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def trial_config(trial: Any, *, study: str = "the study") -> ArrayConfig:
@@ -136,7 +160,7 @@ class StudyView:
         names = self.attrs.get("accel_dse.objectives")
         out = []
         for i, direction in enumerate(directions):
-            name = names[i] if isinstance(names, list) and i < len(names) else f"value{i}"
+            name = names[i] if isinstance(names, list) and i < len(names) and isinstance(names[i], str) else f"value{i}"
             metric = OBJECTIVES[name][0] if name in OBJECTIVES else None
             out.append(ObjectiveInfo(str(name), metric, direction))
         return tuple(out)
@@ -155,12 +179,12 @@ class StudyView:
     @property
     def workloads(self) -> list[str]:
         """Workload specs of the sweep, in the space's order (empty if not recorded)."""
-        return [str(w["spec"]) for w in self.space.get("workloads", []) if isinstance(w, Mapping) and "spec" in w]
+        return [str(w["spec"]) for w in _listed(self.space, "workloads") if isinstance(w, Mapping) and "spec" in w]
 
     @property
     def constraints(self) -> list[str]:
         """The sweep's constraints as text (``"area_mm2 <= 4"``)."""
-        return [str(c) for c in self.space.get("constraints", [])]
+        return [str(c) for c in _listed(self.space, "constraints")]
 
     # -- trials ------------------------------------------------------------------------------
     def trials(self) -> list[Any]:
@@ -299,7 +323,7 @@ class StudyView:
             if o.name == key and trial.values is not None:
                 return float(trial.values[i])
         metric = OBJECTIVES[key][0] if key in OBJECTIVES else key
-        value = (trial.user_attrs.get("metrics") or {}).get(metric)
+        value = trial_table(trial, "metrics").get(metric)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             return float(value)
         return None

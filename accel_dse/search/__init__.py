@@ -21,12 +21,20 @@ from accel_dse.search._evaluator import BatchEvaluation, Evaluation, ModelEvalua
 from accel_dse.search._grid import MAX_GRID_POINTS, GridResult, grid_search, pareto_mask
 from accel_dse.search._metrics import METRIC_NAMES, METRIC_UNITS, OBJECTIVES, Constraint, Objective
 from accel_dse.search._objective import SweepObjective, TrialFailed
-from accel_dse.search._run import SweepConfig, SweepResult, run_sweep, validate_sweep
+from accel_dse.search._run import (
+    MAX_HEARTBEAT_S,
+    MAX_SEED,
+    SweepConfig,
+    SweepResult,
+    max_jobs,
+    run_sweep,
+    validate_sweep,
+)
 from accel_dse.search._samplers import SAMPLERS, check_sampler, make_sampler
 from accel_dse.search._space import DesignSpace, Param, WorkloadSpec
 from accel_dse.search._space_file import load_space, parse_space, space_names
-from accel_dse.search._storage import StorageSpec, check_location, open_storage, parse_storage
-from accel_dse.search._study import budget_used, fail_dead_trials, open_study
+from accel_dse.search._storage import StorageSpec, check_location, mask_url, open_storage, parse_storage, redact
+from accel_dse.search._study import MAX_STUDY_NAME, budget_used, check_study_name, fail_dead_trials, open_study
 from accel_dse.search._summary import best_trials, feasible_trials, summary_dict, summary_table
 
 __all__ = [
@@ -53,7 +61,14 @@ __all__ = [
     "parse_storage",
     "open_storage",
     "check_location",
+    "mask_url",
+    "redact",
     "open_study",
+    "check_study_name",
+    "max_jobs",
+    "MAX_SEED",
+    "MAX_HEARTBEAT_S",
+    "MAX_STUDY_NAME",
     "budget_used",
     "fail_dead_trials",
     "GridResult",

@@ -38,10 +38,22 @@ from accel_dse.search._progress import Progress
 from accel_dse.search._samplers import check_sampler, make_sampler, takes_constraints
 from accel_dse.search._space import DesignSpace
 from accel_dse.search._storage import StorageSpec, check_location, open_storage, parse_storage
-from accel_dse.search._study import budget_used, fail_dead_trials, open_study
+from accel_dse.search._study import budget_used, check_study_name, fail_dead_trials, open_study
 from accel_dse.search._summary import summary_dict
 
-__all__ = ["SweepConfig", "SweepResult", "run_sweep", "validate_sweep"]
+__all__ = ["SweepConfig", "SweepResult", "run_sweep", "validate_sweep", "max_jobs", "MAX_SEED", "MAX_HEARTBEAT_S"]
+
+#: Largest ``--seed``: worker ``i`` seeds its sampler with ``seed + i``, which numpy needs below 2**32.
+MAX_SEED = 2**32 - 1
+#: Largest ``--heartbeat`` period, s.
+MAX_HEARTBEAT_S = 3600
+#: ``--jobs`` may be at most this many times the CPU cores.
+JOBS_PER_CORE = 4
+
+
+def max_jobs() -> int:
+    """Largest ``--jobs``: :data:`JOBS_PER_CORE` x the CPU cores (more only thrash memory and CPU)."""
+    return JOBS_PER_CORE * (os.cpu_count() or 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,17 +116,25 @@ class SweepResult:
         return summary_dict(self.study, self.space, storage=self.storage.display, top=top)
 
 
-def _positive_int(name: str, value: object) -> None:
+def _positive_int(name: str, value: object, high: int | None = None, why: str = "") -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SearchError(f"{name} must be a positive integer, not {value!r}")
+    if high is not None and value > high:
+        raise SearchError(f"{name} must be at most {high}{why}, not {value}")
 
 
 def validate_sweep(config: SweepConfig) -> StorageSpec:
     """Check a sweep's settings without touching any storage; returns the parsed storage URL."""
+    check_study_name(config.study_name)
     check_sampler(config.sampler, config.space)
     _positive_int("--trials", config.n_trials)
-    _positive_int("--jobs", config.jobs)
-    _positive_int("--heartbeat", config.heartbeat_interval)
+    _positive_int("--jobs", config.jobs, max_jobs(), f" ({JOBS_PER_CORE} x the {os.cpu_count() or 1} CPU cores)")
+    _positive_int("--heartbeat", config.heartbeat_interval, MAX_HEARTBEAT_S, " seconds")
+    seed = config.seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not
+                             0 <= seed <= MAX_SEED - (config.jobs - 1)):
+        raise SearchError(f"--seed must be an integer in [0, {MAX_SEED - (config.jobs - 1)}] (worker i uses seed + i, "
+                          f"numpy seeds are below 2**32), not {seed!r}")
     _positive_int("--grid-keep", config.grid_keep)
     if config.timeout is not None and (
         isinstance(config.timeout, bool) or not isinstance(config.timeout, (int, float)) or not config.timeout > 0
@@ -208,6 +228,25 @@ def _fail_own_running(study: optuna.Study, pids: set[int]) -> None:
                 storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
 
 
+#: Seconds the workers get, all together, to finish their storage write after SIGTERM before SIGKILL.
+STOP_GRACE_S = 5.0
+
+
+def _stop_workers(procs: list[Any]) -> None:
+    """SIGTERM every worker, wait :data:`STOP_GRACE_S` in all (not per worker), then SIGKILL the rest."""
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for proc in procs:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+    for proc in procs:
+        proc.join()
+
+
 def _run_workers(config: SweepConfig, job: _WorkerJob, study: optuna.Study, progress: Progress) -> None:
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
@@ -216,9 +255,13 @@ def _run_workers(config: SweepConfig, job: _WorkerJob, study: optuna.Study, prog
         seed = None if config.seed is None else config.seed + i
         procs.append(context.Process(target=_worker_entry, args=(dataclasses.replace(job, seed=seed), results)))
     handled: set[int] = set()
+    started: list[Any] = []
     try:
         for proc in procs:
+            if interrupt_requested():  # SIGTERM while the workers start: start no more
+                raise KeyboardInterrupt
             proc.start()
+            started.append(proc)
         next_draw = 0.0
         while any(proc.is_alive() for proc in procs):
             time.sleep(0.05)
@@ -233,15 +276,8 @@ def _run_workers(config: SweepConfig, job: _WorkerJob, study: optuna.Study, prog
                     handled.add(proc.pid or 0)
                     fail_dead_trials(study)
     except KeyboardInterrupt:
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-        for proc in procs:
-            proc.join(timeout=30)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-        _fail_own_running(study, {proc.pid for proc in procs if proc.pid} | {os.getpid()})
+        _stop_workers(started)
+        _fail_own_running(study, {proc.pid for proc in started if proc.pid} | {os.getpid()})
         raise
     for proc in procs:
         proc.join()

@@ -127,8 +127,20 @@ class Param:
             if self.low == self.high:
                 return (float(self.low),)
             return None
-        count = int(round((self.high - self.low) / self.step)) + 1
-        return tuple(float(round(self.low + i * self.step, 12)) for i in range(count))
+        return tuple(float(round(self.low + i * self.step, 12)) for i in range(self.grid_count() or 0))
+
+    def grid_count(self) -> int | None:
+        """How many values :meth:`grid_values` has, computed without building them (``None``: continuous)."""
+        if self.kind in ("fixed", "choice", "ordered"):
+            return len(self.values)
+        if self.kind == "pow2":
+            return int(math.log2(self.high)) - int(math.log2(self.low)) + 1
+        if self.kind == "int":
+            return len(range(int(self.low), int(self.high) + 1, int(self.step or 1)))
+        if self.step is None:
+            return 1 if self.low == self.high else None
+        ratio = (self.high - self.low) / self.step
+        return int(round(ratio)) + 1 if ratio < 2**62 else 2**62
 
     def describe(self) -> str:
         """One human-readable phrase, e.g. ``4..128 (pow2)``, ``ws|os|is`` or ``4|8|16 (ordered)``."""
@@ -252,16 +264,23 @@ class DesignSpace:
         for p in self.params:
             values = p.grid_values()
             if values is None:
-                raise ConfigError(
-                    f"{self.source}: params.{p.field} is a continuous range ({p.describe()}); "
-                    "the grid sampler needs a step or a list of values"
-                )
+                raise self._continuous(p)
             axes.append((p, values))
         return axes
 
+    def _continuous(self, p: Param) -> ConfigError:
+        return ConfigError(f"{self.source}: params.{p.field} is a continuous range ({p.describe()}); "
+                           "the grid sampler needs a step or a list of values")
+
     def grid_size(self) -> int:
-        """Number of points of the exhaustive grid (``ConfigError`` if it is infinite)."""
-        return math.prod(len(values) for _, values in self.grid_axes())
+        """Number of points of the exhaustive grid, computed without listing them (``ConfigError`` if infinite)."""
+        counts = []
+        for p in self.params:
+            count = p.grid_count()
+            if count is None:
+                raise self._continuous(p)
+            counts.append(count)
+        return math.prod(counts)
 
     def grid_columns(self, start: int, stop: int) -> dict[str, np.ndarray]:
         """Field -> array of the grid points ``start <= index < stop`` (mixed radix, last field fastest).

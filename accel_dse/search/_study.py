@@ -9,6 +9,7 @@ silently replaced or mixed.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import warnings
 from typing import Any
@@ -24,6 +25,8 @@ from accel_dse.search._storage import MAX_RETRY
 from accel_dse.search._writes import rdb_backend
 
 __all__ = [
+    "check_study_name",
+    "MAX_STUDY_NAME",
     "open_study",
     "study_exists",
     "check_compatible",
@@ -33,10 +36,28 @@ __all__ = [
     "process_alive",
 ]
 
+#: Longest study name, characters (it becomes a directory name: ``runs/<study>``).
+MAX_STUDY_NAME = 100
+_STUDY_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
 ATTR_OBJECTIVES = "accel_dse.objectives"
 ATTR_FINGERPRINT = "accel_dse.space_fingerprint"
 ATTR_SPACE = "accel_dse.space"
 ATTR_SPACE_NAME = "accel_dse.space_name"
+
+
+def check_study_name(name: object, option: str = "--study") -> str:
+    """Return ``name`` if it is a valid study name, else raise ``SearchError``.
+
+    The one rule for a name that may become a file or directory name: 1 to
+    :data:`MAX_STUDY_NAME` letters, digits, ``.``, ``_`` and ``-``, not ``.`` or ``..``.
+    """
+    rule = f"{option} must be 1 to {MAX_STUDY_NAME} letters, digits, '.', '_' or '-' (not '.' or '..')"
+    if not isinstance(name, str) or not _STUDY_NAME.fullmatch(name) or name in (".", ".."):
+        raise SearchError(f"{rule}, not {name!r}")
+    if len(name) > MAX_STUDY_NAME:
+        raise SearchError(f"{rule}, not a name of {len(name)} characters")
+    return name
 
 
 def study_exists(storage: BaseStorage, name: str) -> bool:

@@ -25,14 +25,17 @@ def _is_feasible(trial: FrozenTrial) -> bool:
         return False
     if not all(isinstance(v, float) and math.isfinite(v) for v in trial.values):
         return False
-    return all(v <= 0 for v in trial.user_attrs.get("constraint_values") or ())
+    limits = trial.user_attrs.get("constraint_values") or ()
+    if not isinstance(limits, (list, tuple)):  # another tool's attribute: not a constraint record
+        return False
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and v <= 0 for v in limits)
 
 
 def feasible_trials(study: optuna.Study) -> list[FrozenTrial]:
     """COMPLETE trials that meet every constraint, one per design (the earliest)."""
     out, seen = [], set()
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        key = t.user_attrs.get("config_hash", f"trial{t.number}")
+        key = str(t.user_attrs.get("config_hash", f"trial{t.number}"))
         if _is_feasible(t) and key not in seen:
             seen.add(key)
             out.append(t)

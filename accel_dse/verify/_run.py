@@ -128,6 +128,7 @@ def verify_top(
         StorageError / ExportError: the study cannot be opened, ``k`` is not positive, no
             feasible trial, no workload.
         SimulationError: the simulator is missing or ``scale``/``max_ops`` are invalid.
+        WorkloadError: an unknown or malformed workload (checked before anything is recorded).
     """
     from accel_dse.report import load_study, trial_config
     from accel_dse.simulate import find_simulator
@@ -139,10 +140,13 @@ def verify_top(
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
         raise ExportError(f"--scale must be a number in (0, 1], not {scale!r}")
     find_simulator(simulator)
-    view = load_study(storage_url, study_name)
+    if workload_spec is not None:
+        _resolve(workload_spec)  # an unknown workload is refused before anything is simulated or recorded
+    view = load_study(storage_url, study_name, read_only=not record)
     workload = workload_spec or (view.workloads[0] if view.workloads else None)
     if workload is None:
         raise ExportError(f"study {study_name!r} records no workload: give --workload")
+    _resolve(workload)
     layers = view.ranked_layers()
     chosen = [t for layer in layers for t in layer][:k]
     if not chosen:
@@ -161,6 +165,13 @@ def verify_top(
             view.record_verification(trial.number, result.to_dict())
         results.append(result)
     return results
+
+
+def _resolve(spec: str) -> None:
+    """Trace workload ``spec`` (cached); ``WorkloadError`` if it is unknown or malformed."""
+    import workloads
+
+    workloads.resolve(spec)
 
 
 def _verify_one(config: Any, number: int, rank: int, pareto: bool, *, workload: str, scale: float, simulator: str,

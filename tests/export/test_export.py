@@ -20,7 +20,7 @@ from report_testlib import feasible, make_study, one_line_error, pareto_numbers
 
 from tests.proc_testlib import session_members
 
-FILES = {"design.json", "synth.json", "tb_accel.py", "run.py", "README.md"}
+FILES = {"design.json", "synth.json", "tb_accel.py", "run.py", "README.md", ".accel-dse-output"}
 
 
 def _runner_env():
@@ -211,14 +211,17 @@ def test_force_semantics(run_cli, tmp_path):
     code, _, err = run_cli("export", "--design", "tiny", "--out", str(out), "--no-synth")  # empty dir: fine
     assert code == 0, err
     first = {p.name for p in out.iterdir()}
-    (out / "mine.txt").write_text("keep me")
+    (out / "sim_build").mkdir()  # what the export's run.py leaves
     line = one_line_error(*run_cli("export", "--design", "tiny", "--out", str(out), "--no-synth"))
     assert "exists and is not empty" in line and "--force" in line
-    assert (out / "mine.txt").read_text() == "keep me"
     code, _, err = run_cli("export", "--design", "tiny", "--out", str(out), "--no-synth", "--force")
     assert code == 0, err
-    assert {p.name for p in out.iterdir()} == first  # replaced whole: the stray file is gone
+    assert {p.name for p in out.iterdir()} == first  # an earlier export: replaced whole
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".x.")]
+    (out / "mine.txt").write_text("keep me")  # a file accel-dse did not write: --force refuses
+    line = one_line_error(*run_cli("export", "--design", "tiny", "--out", str(out), "--no-synth", "--force"))
+    assert "'mine.txt'" in line and "did not write" in line
+    assert (out / "mine.txt").read_text() == "keep me"
 
 
 @pytest.mark.parametrize("existing", [False, True])
@@ -226,9 +229,10 @@ def test_interrupted_export_leaves_no_half_written_dir(monkeypatch, run_cli, tmp
     import accel_dse.export._export as exporter
 
     out = tmp_path / "x"
-    if existing:
+    if existing:  # an earlier output: its marker lists old.txt
         out.mkdir()
         (out / "old.txt").write_text("old")
+        (out / ".accel-dse-output").write_text(json.dumps({"written_by": "accel-dse", "files": ["old.txt"]}))
     real = exporter._write
     written = []
 
@@ -243,7 +247,7 @@ def test_interrupted_export_leaves_no_half_written_dir(monkeypatch, run_cli, tmp
     assert code == 130 and "interrupted" in err
     assert len(written) == 2 and not any(p.exists() for p in written)
     if existing:
-        assert [p.name for p in out.iterdir()] == ["old.txt"]
+        assert sorted(p.name for p in out.iterdir()) == [".accel-dse-output", "old.txt"]
     else:
         assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == (["x"] if existing else [])

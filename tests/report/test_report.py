@@ -171,9 +171,16 @@ def test_force_replaces_an_old_report(single_study, run_cli, tmp_path):
     line = one_line_error(code, "", err)
     assert "not empty" in line and "--force" in line
     assert (out / "old.txt").read_text() == "old"
-    code, _, err = run_cli("report", "--storage", url, "--study", "s", "--out", str(out), "--force")
+    line = one_line_error(*run_cli("report", "--storage", url, "--study", "s", "--out", str(out), "--force"))
+    assert "not an accel-dse output" in line  # --force never deletes a file accel-dse did not write
+    assert (out / "old.txt").read_text() == "old"
+    (out / "old.txt").unlink()
+    code, _, err = run_cli("report", "--storage", url, "--study", "s", "--out", str(out))
     assert code == 0, err
-    assert not (out / "old.txt").exists() and (out / "index.html").exists()
+    first = (out / "report.json").stat().st_ino
+    code, _, err = run_cli("report", "--storage", url, "--study", "s", "--out", str(out), "--force")
+    assert code == 0, err  # an earlier report: replaced
+    assert (out / "index.html").exists() and (out / "report.json").stat().st_ino != first
 
 
 def test_bad_input(single_study, run_cli, tmp_path):

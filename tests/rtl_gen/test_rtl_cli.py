@@ -16,6 +16,7 @@ from accel_dse.designs import load_preset
 def test_verilog_to_a_file_and_to_stdout(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     top = f"accel_{load_preset('tiny').config_hash}"
     out = tmp_path / "sub" / "tiny.v"
+    out.parent.mkdir()  # -o never creates directories
     code, stdout, stderr = run_cli("rtl", "verilog", "tiny", "-o", str(out))
     assert (code, stdout, stderr) == (0, "", "")
     text = out.read_text(encoding="utf-8")
@@ -40,7 +41,10 @@ def test_unwritable_output_exits_2(run_cli, tmp_path: Path) -> None:  # type: ig
     blocker.write_text("x")
     code, _, stderr = run_cli("rtl", "verilog", "tiny", "-o", str(blocker / "x.v"))
     assert code == 2
-    assert "cannot write Verilog" in stderr
+    assert "of -o" in stderr and "is a file, not a directory" in stderr
+    code, _, stderr = run_cli("rtl", "verilog", "tiny", "-o", "/proc/x.v")  # a directory no one can write into
+    assert code == 2
+    assert "cannot write Verilog to '/proc/x.v'" in stderr
 
 
 def test_synth_json_and_table(run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

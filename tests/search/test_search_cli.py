@@ -91,7 +91,7 @@ def test_mistyped_sqlite_directory_creates_nothing(run_cli, in_tmp):
     code, out, err = run_cli("sweep", "--space", space, "--storage", f"journal:{in_tmp}/nope/j.log")
     _one_line_error(code, out, err, r"directory '.*/nope' of storage")
     code, out, err = run_cli("sweep", "--space", space, "--out-dir", f"{in_tmp}/a/b/c")
-    _one_line_error(code, out, err, r"parent directory '.*/a/b' of --out-dir does not exist")
+    _one_line_error(code, out, err, r"directory '.*/a/b' of --out-dir '.*/a/b/c' does not exist")
     assert sorted(p.name for p in in_tmp.iterdir()) == ["s.toml"]
 
 

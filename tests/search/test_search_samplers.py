@@ -71,7 +71,7 @@ def test_sampler_contract(tmp_path, sampler):
 
 
 #: A space where about one design in seven runs and meets both constraints (one of them '>=').
-STEERING = make_space(constraints=["area_mm2 <= 3.0", "tops >= 0.1"])
+STEERING = make_space(constraints=["area_mm2 <= 3.0", "tops >= 0.15"])
 
 
 def _grid_share(space):
@@ -79,7 +79,7 @@ def _grid_share(space):
     proposes on average (every design scored by the vectorised stand-in, one batch)."""
     cols = space.grid_columns(0, space.grid_size())
     batch = standin_evaluator(space).evaluate_columns(cols)
-    ok = batch.feasible & (batch.metrics["area_mm2"] <= 3.0) & (batch.metrics["tops"] >= 0.1)
+    ok = batch.feasible & (batch.metrics["area_mm2"] <= 3.0) & (batch.metrics["tops"] >= 0.15)
     return float(ok.mean())
 
 
