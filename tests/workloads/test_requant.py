@@ -181,7 +181,8 @@ def test_chained_references_feed_each_output_forward():
 
 @pytest.mark.parametrize(("option", "message"), [
     ("shift=40", "requant shift must be an integer in [0, 31], not 40"),
-    ("multiplier=2147483648", "requant multiplier must be an int32 (Q31 multiplier), not 2147483648"),
+    ("multiplier=2147483648", "gemm option multiplier must be at most 2,147,483,647, not 2,147,483,648"),
+    ("multiplier=-2147483649", "requant multiplier must be an int32 (Q31 multiplier), not -2147483649"),
     ("zero_point=-129", "requant zero_point must be an integer in [-128, 127] (the 8-bit output range), not -129"),
 ])
 def test_bad_requant_options_exit_2_with_one_line(run_cli, option, message):
