@@ -27,7 +27,11 @@ How the rest is modelled, module by module:
   :mod:`perf_model._tiling`; a design whose buffers cannot hold the smallest tile is infeasible
   (a result with a reason naming the buffer and the tile);
 * DRAM/SRAM bytes, stalls from ``dram_bytes_per_cycle`` (per-tile roofline with double
-  buffering, serial without): :mod:`perf_model._schedule`; outputs leave at ``acc_bits``;
+  buffering, serial without): :mod:`perf_model._schedule`; outputs leave at ``acc_bits``, or at
+  ``input_bits`` through the output stage when the op is requantised (``op.requant``; the ofmap
+  buffer still accumulates at ``acc_bits``); its energy and area: :mod:`perf_model._output_stage`;
+* an op whose reduction can overflow the accumulator (``K * 4**(b-1) > 2**(a-1) - 1``, exact)
+  has status ``overflow`` (a reason naming the op, K and ``acc_bits``), like an infeasible one;
 * energy per access with sources (Horowitz ISSCC 2014) and scaling to ``tech_nm``:
   :mod:`perf_model._energy`;
 * area: a dataflow-aware PE (each cell's registers and selects as ``rtl_gen`` builds them,

@@ -53,6 +53,10 @@ add flag), ``C - 1`` column strobes (2 bits with shadows: strobe and phase), an 
 first-operand marker line (OS, or shadows), OS a ``C * acc_bits`` result register, and the
 controller's o line of ``R`` (OS with shadows ``R + 1``) times ``address bits + 4``.
 
+**Output stage.** ``C`` lanes of the Yosys-calibrated output-stage lane and the qparam SRAM
+(4096 channels of ``69 + 3 * input_bits`` bits, priced per bit like the buffers):
+:mod:`perf_model._output_stage`.
+
 Area scales with the square of the feature size: ``A(tech) = A(45) * (tech / 45) ** 2``.
 
 **Calibration hook.** :func:`calibrate_pe_area` fits measured PE areas per cell, either one
@@ -73,6 +77,7 @@ import numpy as np
 from accel_dse.config import Dataflow
 from accel_dse.errors import AccelDseError, ModelError
 from perf_model import _pe_area_fit, timing
+from perf_model._output_stage import lane_um2, qparam_bits
 
 __all__ = [
     "PeCellArea", "AreaCoefficients", "HOROWITZ_AREA", "CALIBRATED_AREA", "DEFAULT_AREA",
@@ -413,6 +418,7 @@ def design_area_mm2(
     # the controller's o line: its depth (R, R + 1 for OS with shadows) of address, enable, add, strobe, phase
     line_bits = (R + (is_os & sh)) * (address[2] + 4)
     sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
+    output_stage = C * lane_um2(input_bits, acc_bits) + qparam_bits(input_bits) * k.sram_um2_per_bit()
     um2 = (R * C * k.pe_um2(input_bits, acc_bits, df, sh) + (skew_bits + line_bits) * k.reg_bit_um2
-           + k.controller_um2 + sram_kib * 8192 * k.sram_um2_per_bit())
+           + k.controller_um2 + sram_kib * 8192 * k.sram_um2_per_bit() + output_stage)
     return um2 * 1e-6 * (np.asarray(tech_nm, dtype=np.float64) / _REF_NM) ** 2

@@ -16,6 +16,7 @@ from perf_model._area import AreaCoefficients, design_area_mm2
 from perf_model._designs import DesignArrays
 from perf_model._energy import EnergyTable, tech_energy_scale
 from perf_model._ops import OpArrays
+from perf_model._output_stage import output_stage_pj
 from perf_model._problem import (
     BUFFER_NAMES,
     FREE_OPERAND,
@@ -28,13 +29,13 @@ from perf_model._problem import (
     row_index,
     take_rows,
 )
-from perf_model._schedule import op_cycles, schedule
+from perf_model._schedule import Schedule, op_cycles, schedule
 from perf_model._tiling import ORDERS, choose_tiles, gemm_tile
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
 
 #: Components of the energy breakdown, in report order.
-ENERGY_PARTS = ("mac", "register", "sram_ifmap", "sram_weight", "sram_ofmap", "dram", "leakage")
+ENERGY_PARTS = ("mac", "register", "sram_ifmap", "sram_weight", "sram_ofmap", "output_stage", "dram", "leakage")
 _GEMM_DIMS = "mkn"
 
 
@@ -44,10 +45,12 @@ class Block:
 
     Traffic arrays have a leading axis of 3: the operands by free dim (see ``Schedule``);
     ``energy`` holds the breakdown by part (per buffer for SRAM). Infeasible pairs hold zeros.
-    ``area_mm2`` is per design (``(designs,)``).
+    ``area_mm2`` is per design (``(designs,)``). ``overflow`` marks pairs whose tiles fit but
+    whose reduction can overflow the accumulator (:func:`overflows`); they are not feasible.
     """
 
     feasible: np.ndarray
+    overflow: np.ndarray
     compute_cycles: np.ndarray
     total_cycles: np.ndarray
     folds: np.ndarray
@@ -72,14 +75,16 @@ class Block:
         if rows.size == 0:
             return {}
         first = bad[rows].argmax(axis=1)
-        texts = _failures(self._problem, rows * len(self._names) + first, self._names, self._designs)
+        flat = rows * len(self._names) + first
+        texts = _failures(self._problem, flat, self._names, self._designs, self.overflow.reshape(-1)[flat])
         return dict(zip(rows.tolist(), texts, strict=True))
 
     def failure(self, i: int, o: int) -> str:
         """Reason op ``o`` is infeasible on design ``i`` (``""`` if it is feasible)."""
         if self.feasible[i, o]:
             return ""
-        return _failures(self._problem, np.array([i * len(self._names) + o]), self._names, self._designs)[0]
+        return _failures(self._problem, np.array([i * len(self._names) + o]), self._names, self._designs,
+                         self.overflow[i, o:o + 1])[0]
 
 
 def evaluate_block(
@@ -96,15 +101,19 @@ def evaluate_block(
 
     kib = (d.ifmap_sram_kib, d.weight_sram_kib, d.ofmap_sram_kib)
     buf = buffer_words(d.dataflow, d.rows, d.cols, d.input_bits, d.acc_bits, kib, d.double_buffered)
+    requant = np.tile(ops.requant, nd)
+    out_bits = np.where(requant, rep(d.input_bits), rep(d.acc_bits))
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
-                      rep(buf), np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary))
+                      rep(buf), np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
     tiling = choose_tiles(p, allow_spill=allow_spill)
     bw = rep(d.dram_bytes_per_cycle)
     with np.errstate(divide="ignore", invalid="ignore"):
         sched = schedule(p, tiling, bw, roofline=bool(d.double_buffered.any()))
     inst = np.tile(ops.instances, nd)
+    _accumulators_in_sram(p, sched, rep(d.acc_bits) / out_bits)
     compute, total = op_cycles(sched, inst, bw, rep(d.double_buffered))
-    ok = tiling.feasible
+    overflow = tiling.feasible & overflows(p.gemm[1], rep(d.input_bits), rep(d.acc_bits))
+    ok = tiling.feasible & ~overflow
     macs = np.tile(ops.macs, nd)
 
     # Energy (pJ): per-access figures at 45 nm times the node's scale (see _energy).
@@ -131,6 +140,8 @@ def evaluate_block(
         "mac": macs_f * energy.mac_pj(ib, ab) * scale,
         "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
         "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0)) * energy.dram_pj_per_byte,
+        "output_stage": np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)
+        * output_stage_pj(energy, ib, ab) * scale,
         "leakage": energy.leakage_w_per_mm2 * rep(area_mm2) * latency * 1e12,
     }
     # SRAM traffic is per operand (by free dim); each operand lives in its own buffer.
@@ -142,6 +153,7 @@ def evaluate_block(
 
     return Block(
         feasible=ok.reshape(shape),
+        overflow=overflow.reshape(shape),
         compute_cycles=_zero(compute, ok).reshape(shape),
         total_cycles=_zero(total, ok).reshape(shape),
         folds=_zero(sched.folds * inst, ok).reshape(shape),
@@ -161,6 +173,38 @@ def evaluate_block(
     )
 
 
+def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray) -> np.ndarray:
+    """Whether ``k`` products of signed ``input_bits`` operands can exceed an ``acc_bits`` accumulator.
+
+    The bound is exact: the largest sum is ``k * (2**(b-1))**2`` (every operand ``-2**(b-1)``),
+    reachable by real data, and it must be at most ``2**(a-1) - 1``; the most negative sum,
+    ``-k * 2**(b-1) * (2**(b-1) - 1)``, is smaller in magnitude. Partial sums accumulate at
+    ``acc_bits`` across K tiles in the ofmap buffer, so ``k`` is the op's whole reduction.
+    """
+    ib = np.asarray(input_bits, dtype=np.float64)
+    ab = np.asarray(acc_bits, dtype=np.float64)
+    return np.asarray(k, dtype=np.float64) * 2.0 ** (2 * ib - 2) > 2.0 ** (ab - 1) - 1
+
+
+def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray) -> None:
+    """Put the output's on-chip and spilled traffic back at ``acc_bits`` (``ratio = acc / out bits``).
+
+    The schedule counts the output at ``p.elem_bytes`` (``input_bits`` when requantised): right
+    for its final store to DRAM, but the ofmap buffer holds ``acc_bits`` partial sums and the
+    output stage reads them there, so the output's SRAM bytes scale by ``ratio``, and partial
+    sums spilled to DRAM (``allow_spill``: every DRAM read of the output) go both ways at
+    ``acc_bits``. (The roofline's transfer times still use the stored width for spilled
+    partial sums: a small underestimate of stalls, with spilling only.)
+    """
+    out = p.is_out
+    scale = np.where(out, ratio, 1.0)
+    sched.sram_read = sched.sram_read * scale
+    sched.sram_write = sched.sram_write * scale
+    spilled = np.where(out, sched.dram_read * (ratio - 1.0), 0.0)
+    sched.dram_read = sched.dram_read + spilled
+    sched.dram_write = sched.dram_write + spilled
+
+
 def order_names(df: int, order: int) -> str:
     """Loop order of a tiling as GEMM dims outer to inner, e.g. ``"m,n,k"``."""
     return ",".join(_GEMM_DIMS[MAPPED_GEMM[df][x]] for x in ORDERS[order])
@@ -175,8 +219,10 @@ def _zero(values: np.ndarray, ok: np.ndarray) -> np.ndarray:
     return np.where(ok, values, 0.0)
 
 
-def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: DesignArrays) -> list[str]:
-    """Reason strings of infeasible elements ``flat``: the buffer and the smallest tile that fails."""
+def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: DesignArrays,
+              overflow: np.ndarray) -> list[str]:
+    """Reason strings of infeasible elements ``flat``: the buffer and the smallest tile that fails,
+    or (``overflow``) the reduction length and the accumulator it can overflow."""
     n_ops = len(names)
     mins = p.mins[:, flat]
     sub_df, R, C = p.df[flat], p.R[flat].astype(np.int64), p.C[flat].astype(np.int64)
@@ -188,6 +234,10 @@ def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: Des
     out = []
     for j, (e, mj, kj, nj) in enumerate(zip(flat.tolist(), mt.tolist(), kt.tolist(), nt.tolist(), strict=True)):
         i, o = divmod(e, n_ops)
+        if overflow[j]:
+            out.append(_overflow_reason(names[o], int(p.gemm[1, e]), int(designs.input_bits[i]),
+                                        int(designs.acc_bits[i])))
+            continue
         dims = f"m x k x n = {mj} x {kj} x {nj}"
         text = f"op {names[o]!r}: no tile fits the buffers (smallest tile {dims})"
         for b, name in enumerate(BUFFER_NAMES):
@@ -198,3 +248,10 @@ def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: Des
                 break
         out.append(text)
     return out
+
+
+def _overflow_reason(name: str, k: int, ib: int, ab: int) -> str:
+    worst = k << (2 * ib - 2)
+    need = worst.bit_length() + 1
+    return (f"op {name!r}: accumulator overflow: K = {k} products of {ib}-bit operands can sum to {k} * 2^{2 * ib - 2}"
+            f" = {worst}, beyond acc_bits = {ab} (max {(1 << (ab - 1)) - 1}); this op needs acc_bits >= {need}")

@@ -26,6 +26,8 @@ class OpArrays:
         gemm: ``(3, n_ops)`` float dims ``m, k, n`` of one GEMM instance.
         instances: ``count * batch`` GEMM instances per op (float).
         macs: multiply-accumulates per op, all instances (int64).
+        requant: bool per op, its outputs leave through the output stage (``op.requant``), at
+            ``input_bits`` instead of ``acc_bits``.
     """
 
     names: tuple[str, ...]
@@ -34,6 +36,7 @@ class OpArrays:
     gemm: np.ndarray
     instances: np.ndarray
     macs: np.ndarray
+    requant: np.ndarray
 
     def __len__(self) -> int:
         return len(self.names)
@@ -72,5 +75,6 @@ def op_arrays(ops: Workload | Sequence[tuple[Op, int]]) -> OpArrays:
     gemm_dims = np.array(dims, dtype=np.float64).T
     instances = np.array(inst, dtype=np.float64)
     macs = np.array([i * m * k * n for i, (m, k, n) in zip(inst, dims, strict=True)], dtype=np.int64)
+    requant = np.array([op.requant is not None for op in records], dtype=bool)
     return OpArrays(names=tuple(names), ops=tuple(records), counts=tuple(counts), gemm=gemm_dims,
-                    instances=instances, macs=macs)
+                    instances=instances, macs=macs, requant=requant)

@@ -76,7 +76,8 @@ class Problem:
         elem_bytes: ``(3, N)`` bytes per element of the operand free in ``r, c, s``.
         is_out: ``(3, N)`` bool, the operand free in ``r, c, s`` is the output ``C``.
         bytes: ``(3, N)`` bytes of one instance of the operand free in ``r, c, s``.
-        out_bytes: bytes of one instance of ``C`` (at ``acc_bits``).
+        out_bytes: bytes of one instance of ``C`` as it leaves (``acc_bits``, or ``input_bits``
+            when requantised).
         s_floor: smallest streamed tile considered, ``min(Ds, max(R, C))``.
         shadow: bool, the PEs have shadow stationary registers (``timing.fold_terms``).
     """
@@ -129,6 +130,7 @@ def buffer_words(
 def build_problem(
     df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     buf_words: np.ndarray, gemm: np.ndarray, shadow: np.ndarray | bool = False,
+    out_bits: np.ndarray | None = None,
 ) -> Problem:
     """Assemble a :class:`Problem` from per-element design columns and GEMM dims.
 
@@ -137,6 +139,9 @@ def build_problem(
         buf_words: ``(3, N)`` usable words of the ifmap, weight, ofmap buffers.
         gemm: ``(3, N)`` GEMM dims ``m, k, n`` of one instance.
         shadow: ``(N,)`` (or one) ``shadow_stationary`` flag per element.
+        out_bits: ``(N,)`` bits of an output element as it leaves the accelerator (default
+            ``acc_bits``; ``input_bits`` for a requantised op). The ofmap buffer still holds
+            ``acc_bits`` words (``buf_words``).
     """
     df = np.asarray(df, dtype=np.int64)
     R = np.asarray(rows, dtype=np.float64)
@@ -147,7 +152,7 @@ def build_problem(
     by_operand = row_index(FREE_OPERAND, df)
     cap = take_rows(np.asarray(buf_words, dtype=np.float64), by_operand)
     ib = np.asarray(input_bits, dtype=np.float64) / 8.0
-    ab = np.asarray(acc_bits, dtype=np.float64) / 8.0
+    ab = np.asarray(acc_bits if out_bits is None else out_bits, dtype=np.float64) / 8.0
     m, k, n = gemm
     op_bytes = np.stack([m * k * ib, k * n * ib, m * n * ab])
     op_elem = np.stack([ib, ib, ab])

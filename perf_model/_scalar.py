@@ -33,7 +33,8 @@ class OpResult:
     """One op of a workload on one design (all instances: ``count * batch`` GEMMs).
 
     Attributes:
-        name: op name; ``status`` ``"ok"`` or ``"infeasible"`` and ``reason`` (``""`` if ok).
+        name: op name; ``status`` ``"ok"``, ``"infeasible"`` (no tile fits the buffers) or
+            ``"overflow"`` (the reduction can overflow ``acc_bits``), and ``reason`` (``""`` if ok).
         count: how often the op runs; ``instances``: GEMM instances (``count * batch``).
         gemm: ``(m, k, n)`` of one instance; ``tile``: ``(mt, kt, nt)``; ``loop_order``: GEMM
             dims of the tile loops, outer to inner (e.g. ``"m,n,k"``).
@@ -81,7 +82,8 @@ class WorkloadResult:
     Attributes:
         design: the design.
         workload: workload name.
-        status: ``"ok"`` or ``"infeasible"`` (any op infeasible); ``reason`` names the first one.
+        status: ``"ok"``, or the status of the first op that is not ok (``"infeasible"`` or
+            ``"overflow"``); ``reason`` names it.
         ops: per-op results in program order.
         total: totals (the keys of each op summed, plus latency, area, power, TOPS, TOPS/W,
             EDP, energy breakdown); 0 when infeasible.
@@ -126,7 +128,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
         mt, kt, nt = (int(v) for v in block.tile[:, 0, o])
         results.append(OpResult(
             name=op_name,
-            status="ok" if ok else "infeasible",
+            status="ok" if ok else "overflow" if block.overflow[0, o] else "infeasible",
             reason=block.failure(0, o),
             count=opa.counts[o],
             instances=int(opa.instances[o]),
@@ -160,7 +162,8 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
     total_dict["energy_breakdown"] = {p: float(v[0]) for p, v in breakdown.items()}
     first_bad = next((r for r in results if r.status != "ok"), None)
     return WorkloadResult(
-        design=config, workload=name, status="ok" if feasible else "infeasible",
+        design=config, workload=name,
+        status="ok" if feasible else first_bad.status if first_bad else "infeasible",
         reason=first_bad.reason if first_bad else ("model error: a non-finite result (a perf_model bug; please "
                                                    "report it)" if not feasible else ""),
         ops=results, total=total_dict,

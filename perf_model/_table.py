@@ -40,6 +40,8 @@ class DesignTable:
     Attributes:
         feasible: bool.
         reason: ``""`` when feasible.
+        overflow: bool, the design is infeasible because an op's reduction can overflow its
+            ``acc_bits`` (every tile fits); the reason names the op, ``acc_bits`` and K.
         compute_cycles: array busy cycles (int64, sum of ``timing.run_cycles`` over all runs).
         stall_cycles: cycles waiting for DRAM (float64).
         total_cycles: ``compute_cycles + stall_cycles`` (float64).
@@ -57,6 +59,7 @@ class DesignTable:
 
     feasible: np.ndarray
     reason: list[str]
+    overflow: np.ndarray
     compute_cycles: np.ndarray
     stall_cycles: np.ndarray
     total_cycles: np.ndarray
@@ -137,6 +140,10 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> tuple[dict[str, 
             clean = np.where(feasible, values, 0)
             out[name] = np.nan_to_num(clean, nan=0.0, posinf=0.0, neginf=0.0).astype(values.dtype)
     out["failed_finite"] = failed_finite
+    # the first op that is not ok decides the design's status (the reason is that op's)
+    bad = ~block.feasible
+    first = bad.argmax(axis=1)
+    out["overflow"] = bad.any(axis=1) & block.overflow[np.arange(len(first)), first]
     return out, {k: np.where(feasible, v, 0.0) for k, v in breakdown.items()}
 
 
@@ -215,6 +222,7 @@ def _concat(
     if not parts:
         empty = {f.name: np.zeros(0) for f in fields(DesignTable) if f.name not in ("reason", "energy_breakdown")}
         empty["feasible"] = np.zeros(0, dtype=bool)
+        empty["overflow"] = np.zeros(0, dtype=bool)
         empty["compute_cycles"] = np.zeros(0, dtype=np.int64)
         empty["macs"] = np.zeros(0, dtype=np.int64)
         return DesignTable(reason=[], energy_breakdown={k: np.zeros(0) for k in ENERGY_PARTS}, **empty)

@@ -14,6 +14,8 @@ from amaranth.utils import ceil_log2
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
 
+from ._output_stage import QPARAM_CHANNELS, param_bits
+
 __all__ = ["BufferGeometry", "BufferLayout", "buffer_layout", "CYCLES_BITS", "DIM_BITS"]
 
 #: Width of the ``m``, ``k``, ``n`` ports (unsigned).
@@ -64,21 +66,28 @@ class BufferGeometry:
 
 @dataclasses.dataclass(frozen=True)
 class BufferLayout:
-    """The three buffers of one design."""
+    """The three buffers of one design, and the output stage's parameter buffer.
+
+    ``qparam``: one word per column fold of ``C`` channels (WS/OS: lane ``c`` of word ``f`` is
+    channel ``f*C + c``), or for IS one channel per word (word ``n``, broadcast to every lane:
+    an IS ofmap word holds one output channel), for :data:`QPARAM_CHANNELS` channels; each lane
+    ``param_bits(input_bits)`` bits. ``field`` is ``""`` and ``kib`` its size rounded up.
+    """
 
     ifmap: BufferGeometry
     weight: BufferGeometry
     ofmap: BufferGeometry
+    qparam: BufferGeometry
 
     @property
     def host_addr_bits(self) -> int:
         """Width of the host word address (wide enough for every buffer, at least 1)."""
-        return max(1, self.ifmap.addr_bits, self.weight.addr_bits, self.ofmap.addr_bits)
+        return max(1, self.ifmap.addr_bits, self.weight.addr_bits, self.ofmap.addr_bits, self.qparam.addr_bits)
 
     @property
     def host_data_bits(self) -> int:
-        """Width of the host write-data port: the widest buffer word."""
-        return max(self.ifmap.width, self.weight.width, self.ofmap.width)
+        """Width of the host write-data port: the widest buffer word (parameter words included)."""
+        return max(self.ifmap.width, self.weight.width, self.ofmap.width, self.qparam.width)
 
 
 def buffer_layout(config: ArrayConfig) -> BufferLayout:
@@ -106,4 +115,8 @@ def buffer_layout(config: ArrayConfig) -> BufferLayout:
                 f"(>= {need} KiB for a {r}x{c} {config.dataflow.value} array), not {kib}"
             )
         out.append(BufferGeometry(name, field, kib, elems, bits, depth))
+    q_lanes = 1 if is_is else c
+    q_depth = -(-QPARAM_CHANNELS // q_lanes)
+    q_bits = param_bits(config.input_bits)
+    out.append(BufferGeometry("qparam", "", -(-(q_depth * q_lanes * q_bits) // 8192), q_lanes, q_bits, q_depth))
     return BufferLayout(*out)

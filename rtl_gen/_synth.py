@@ -15,6 +15,7 @@ it by how many the design holds:
                                 triangles: the buffers are banked)
     operand gate lane, b bits   R + C (buffer bank -> array, zero when idle)
     ofmap update lane, a bits   C (accumulate adder and host/controller data mux)
+    output stage lane, a -> b   C (requantisation behind the host read port, ``OutputStage``)
 
 (``b`` input bits, ``a`` accumulator bits). The on-chip SRAM banks are not synthesised
 (they are macros, sized by the perf model). Each piece is cached on disk, keyed by its
@@ -49,6 +50,7 @@ from ._array import SystolicArray
 from ._controller import Controller
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import buffer_layout
+from ._output_stage import OutputStage
 from ._pe import PE, pe_signature
 from ._skew import DelayLine
 from ._top import Accelerator, top_name
@@ -259,6 +261,8 @@ def synth_stats(
          1, "controller"),
         ("operand_gate_lane", {"width": ib}, lambda: OperandGate(width=ib), r + c, "gate"),
         ("ofmap_update_lane", {"acc_bits": ab}, lambda: OfmapUpdate(lanes=1, acc_bits=ab), c, "update"),
+        ("output_stage_lane", {"acc_bits": ab, "out_bits": ib},
+         lambda: OutputStage(lanes=1, acc_bits=ab, out_bits=ib), c, "ostage"),
     ]
     if top_row:
         pieces.insert(1, ("pe_top_row", pe_params, lambda: TopRowPE(input_bits=ib, acc_bits=ab, shadow=sh),
@@ -292,7 +296,7 @@ def synth_stats(
         "parts": parts,
         "array": scaled(["pe", "pe_top_row"] if top_row else ["pe"]),
         "total": scaled(list(parts)),
-        "excluded": "on-chip SRAM banks (ifmap, weight, ofmap) and the host-port address/enable muxes",
+        "excluded": "on-chip SRAM banks (ifmap, weight, ofmap, qparam) and the host-port address/enable muxes",
     }
     if full_array:
         array = SystolicArray.from_config(config, skew=False)

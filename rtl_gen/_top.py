@@ -5,11 +5,13 @@ export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/col
 ``input_bits``, ``a`` the ``acc_bits``; all ports are unsigned bit vectors::
 
     port         dir  width                 meaning
-    host_sel     in   2                     buffer of the host port: 0 ifmap, 1 weight, 2 ofmap
+    host_sel     in   2                     buffer of the host port: 0 ifmap, 1 weight, 2 ofmap, 3 qparam
     host_addr    in   max address width     word address in that buffer
     host_wdata   in   widest buffer word    word to write (low bits used for narrower buffers)
     host_we      in   1                     write host_wdata at host_addr this cycle (idle only)
     host_rdata   out  C*a                   ofmap word at the host_addr of the previous cycle
+    host_qsel    in   qparam address width  qparam word applied to the ofmap word read at host_addr
+    host_qdata   out  C*b                   requantised ofmap word of host_addr/host_qsel 3 cycles back
     m, k, n      in   32 each               GEMM dimensions, sampled with start
     accumulate   in   1                     sampled with start: add results to the ofmap
     start        in   1                     one-cycle pulse; ignored while busy
@@ -24,6 +26,18 @@ effect at the clock edge where ``host_we`` is high, and only while not busy. The
 a fixed latency of one cycle: present ``host_addr`` before an edge, read ``host_rdata`` after it
 (valid while not busy; the ofmap read port is the controller's during a run). Buffer contents are
 undefined after reset in exported Verilog (zero in the Amaranth simulator): write what a run reads.
+
+Output stage (``rtl_gen._output_stage``): ``host_qdata`` is the ofmap word read at ``host_addr``
+requantised lane by lane with the parameter word at ``host_qsel`` of the qparam buffer, with
+a fixed latency of ``QDATA_LATENCY = 3`` cycles (the buffer reads, then the stage's two
+registers; pipelined, one word per cycle). Present ``host_addr`` and ``host_qsel`` together.
+``host_rdata`` (raw ``acc_bits`` lanes) is unchanged and stays available (partial sums, raw
+outputs). qparam words (written with ``host_sel = 3``) hold ``param_bits(b) = 69 + 3b`` bits
+per lane: bias (32), multiplier (32), shift (5), zero point, act_min, act_max (``b`` each),
+from bit 0 up. WS/OS: a word holds ``C`` lanes, lane ``c`` of word ``f`` for output channel
+``f*C + c`` of the run, so read ofmap word ``nf*M + m`` with ``host_qsel = nf``. IS: a word
+holds one lane, broadcast to every lane (an IS ofmap word is one channel), so read ofmap word
+``mf*N + n`` with ``host_qsel = n``. The buffer holds ``QPARAM_CHANNELS = 4096`` channels.
 
 Buffer words: lane ``i`` of a word holds bits ``[i*w, (i+1)*w)`` with ``w = b`` for the ifmap and
 weight buffers and ``w = a`` for the ofmap, two's complement. Lanes marked "pad" (beyond the
@@ -71,13 +85,16 @@ from ._array import SystolicArray
 from ._controller import Controller
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
+from ._output_stage import OUTPUT_STAGE_LATENCY, OutputStage
 from ._pe import Fault
 from ._skew import DelayLine
 
-__all__ = ["Accelerator", "HOST_SEL", "top_name"]
+__all__ = ["Accelerator", "HOST_SEL", "QDATA_LATENCY", "top_name"]
 
 #: Values of ``host_sel``.
-HOST_SEL = {"ifmap": 0, "weight": 1, "ofmap": 2}
+HOST_SEL = {"ifmap": 0, "weight": 1, "ofmap": 2, "qparam": 3}
+#: Cycles from ``host_addr``/``host_qsel`` to ``host_qdata`` (buffer read + output stage).
+QDATA_LATENCY = 1 + OUTPUT_STAGE_LATENCY
 
 
 def top_name(config: ArrayConfig, fault: Fault | None = None) -> str:
@@ -126,6 +143,8 @@ class Accelerator(wiring.Component):
                 "host_wdata": In(lay.host_data_bits),
                 "host_we": In(1),
                 "host_rdata": Out(lay.ofmap.width),
+                "host_qsel": In(lay.qparam.addr_bits),
+                "host_qdata": Out(config.cols * config.input_bits),
                 "m": In(DIM_BITS),
                 "k": In(DIM_BITS),
                 "n": In(DIM_BITS),
@@ -267,7 +286,22 @@ class Accelerator(wiring.Component):
                 ]
             with m.Else():
                 m.d.comb += [rp.addr.eq(self.host_addr), rp.en.eq(1), wp.addr.eq(self.host_addr), wp.en.eq(host_o_we)]
+        self._output_stage(m, busy)
         return m
+
+    def _output_stage(self, m: Module, busy: Value) -> None:
+        """The qparam buffer and the output stage behind ``host_rdata`` (module docstring)."""
+        cfg, q_geo = self.config, self.layout.qparam
+        m.submodules.qparam = mem = memory.Memory(shape=q_geo.width, depth=q_geo.mem_depth, init=[])
+        wp = mem.write_port()
+        m.d.comb += [wp.addr.eq(self.host_addr), wp.data.eq(self.host_wdata[:q_geo.width]),
+                     wp.en.eq(self.host_we & (self.host_sel == HOST_SEL["qparam"]) & ~busy)]
+        rp = mem.read_port()
+        m.d.comb += [rp.addr.eq(self.host_qsel), rp.en.eq(1)]
+        m.submodules.output_stage = stage = OutputStage(lanes=cfg.cols, acc_bits=cfg.acc_bits,
+                                                        out_bits=cfg.input_bits)
+        params = rp.data if q_geo.elems == cfg.cols else Cat(*([rp.data] * cfg.cols))
+        m.d.comb += [stage.acc.eq(self.host_rdata), stage.params.eq(params), self.host_qdata.eq(stage.q)]
 
     @staticmethod
     def _lane_controls(m: Module, name: str, control: Value, lanes: int, skewed: bool) -> list[Value]:

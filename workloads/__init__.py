@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from workloads.ops import Conv2d, Gemm, Op, Workload, op_kind
+from workloads.ops import Conv2d, Gemm, Op, Requant, Workload, op_kind
 
 __all__ = [
     "Gemm",
@@ -18,6 +18,10 @@ __all__ = [
     "Op",
     "Workload",
     "op_kind",
+    "Requant",
+    "output_stage",
+    "derived_requant",
+    "chained_references",
     "trace",
     "resolve",
     "builtin_names",
@@ -41,6 +45,9 @@ _LAZY = {
     "Model": "workloads._model",
     "with_example_args": "workloads._user",
     "reference": "workloads._reference",
+    "chained_references": "workloads._reference",
+    "output_stage": "workloads._requant",
+    "derived_requant": "workloads._requant",
     "Reference": "workloads._reference",
 }
 

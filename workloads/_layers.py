@@ -5,8 +5,10 @@ shapes, so they trace to the same ops; they differ in numbers:
 
 * ``int8``: weights and activations are int8; every matmul and conv is int8 x int8 -> int32
   (``preferred_element_type``), so its result is exact. The int32 result is requantised to int8
-  by an arithmetic right shift (``6 + floor(log2(k) / 2)`` bits, which keeps random int8 data in
-  range) and saturation. Non-linear functions (softmax, GELU, normalisation) run in float32 on
+  by the output stage (:func:`workloads._requant.output_stage`: Q31 multiplier, rounding right
+  shift, zero point, clamp) with parameters derived from the layer's reduction length
+  (:func:`workloads._requant.derived_requant`); a ReLU or ReLU6 right after a matmul or conv is
+  the output stage's clamp. Non-linear functions (softmax, GELU, normalisation) run in float32 on
   the int8 codes read as fixed point with 4 fractional bits and are quantised back.
 * ``float``: float32 weights drawn from ``N(0, 1/fan_in)`` and float32 activations.
 
@@ -24,16 +26,13 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from workloads._requant import derived_requant, output_stage
+
 __all__ = ["Form", "FORMS", "ParamMaker"]
 
 #: int8 activation codes are fixed point with this many fractional bits.
 _FRAC_BITS = 4
 _SCALE = float(1 << _FRAC_BITS)
-
-
-def _requant_shift(k: int) -> int:
-    """Right shift that brings an int32 sum of ``k`` int8 x int8 products back to int8 range."""
-    return 6 + math.floor(math.log2(max(k, 1)) / 2)
 
 
 @dataclass(frozen=True)
@@ -70,12 +69,17 @@ class Form:
         return jax.random.normal(key, shape, jnp.float32)
 
     # -- quantisation -------------------------------------------------------------------------
-    def requant(self, acc: jax.Array, k: int) -> jax.Array:
-        """Bring an accumulator of ``k``-long dot products back to the activation type."""
+    def requant(self, acc: jax.Array, k: int, activation: str | None = None) -> jax.Array:
+        """Bring an accumulator of ``k``-long dot products back to the activation type.
+
+        int8: the output stage with :func:`derived_requant` parameters (noted for the tracer);
+        float: ``acc`` through ``activation`` (``None``, ``"relu"`` or ``"relu6"``).
+        """
         if not self.is_int8:
-            return acc
-        shifted = jnp.right_shift(acc, _requant_shift(k))
-        return jnp.clip(shifted, -128, 127).astype(jnp.int8)
+            if activation is None:
+                return acc
+            return self.relu(acc) if activation == "relu" else self.relu6(acc)
+        return output_stage(acc, derived_requant(k, activation))
 
     def to_float(self, x: jax.Array) -> jax.Array:
         """Activation codes as float32 values (int8: fixed point with 4 fractional bits)."""
@@ -88,10 +92,10 @@ class Form:
         return jnp.clip(jnp.round(y * _SCALE), -128, 127).astype(jnp.int8)
 
     # -- matrix work --------------------------------------------------------------------------
-    def dense(self, x: jax.Array, w: jax.Array) -> jax.Array:
-        """``x[..., k] @ w[k, n]``, requantised."""
+    def dense(self, x: jax.Array, w: jax.Array, activation: str | None = None) -> jax.Array:
+        """``x[..., k] @ w[k, n]``, requantised (with a fused ``activation``)."""
         acc = lax.dot_general(x, w, (((x.ndim - 1,), (0,)), ((), ())), preferred_element_type=self.acc_dtype)
-        return self.requant(acc, w.shape[0])
+        return self.requant(acc, w.shape[0], activation)
 
     def dot(self, a: jax.Array, b: jax.Array, dims: Any, k: int) -> jax.Array:
         """``lax.dot_general(a, b, dims)`` (``a`` is the GEMM's A), requantised for contraction ``k``."""
@@ -102,14 +106,16 @@ class Form:
         acc = jnp.einsum(spec, a, b, preferred_element_type=self.acc_dtype)
         return self.requant(acc, k)
 
-    def conv(self, x: jax.Array, w: jax.Array, *, stride: int = 1, pad: int = 0, groups: int = 1) -> jax.Array:
-        """2-D convolution of NHWC ``x`` with HWIO ``w``, symmetric padding ``pad``, requantised."""
+    def conv(self, x: jax.Array, w: jax.Array, *, stride: int = 1, pad: int = 0, groups: int = 1,
+             activation: str | None = None) -> jax.Array:
+        """2-D convolution of NHWC ``x`` with HWIO ``w``, symmetric padding ``pad``, requantised
+        (with a fused ``activation``)."""
         acc = lax.conv_general_dilated(
             x, w, (stride, stride), ((pad, pad), (pad, pad)),
             dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=groups,
             preferred_element_type=self.acc_dtype,
         )
-        return self.requant(acc, w.shape[0] * w.shape[1] * w.shape[2])
+        return self.requant(acc, w.shape[0] * w.shape[1] * w.shape[2], activation)
 
     # -- element-wise and reductions ----------------------------------------------------------
     def add(self, a: jax.Array, b: jax.Array) -> jax.Array:

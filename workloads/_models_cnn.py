@@ -59,7 +59,7 @@ def resnet18(form: Form, *, batch: int, res: int, classes: int) -> Model:
 
     def fn(params: dict[str, Any], x: jax.Array) -> jax.Array:
         with jax.named_scope("conv1"):
-            x = form.relu(form.conv(x, params["conv1"], stride=2, pad=3))
+            x = form.conv(x, params["conv1"], stride=2, pad=3, activation="relu")
         x = form.maxpool(x, window=3, stride=2, pad=1)
         for s, (_, stride) in enumerate(_RESNET18_STAGES, start=1):
             for b in range(2):
@@ -67,7 +67,7 @@ def resnet18(form: Form, *, batch: int, res: int, classes: int) -> Model:
                 block = params[name]
                 st = stride if b == 0 else 1
                 with jax.named_scope(f"{name}.conv1"):
-                    y = form.relu(form.conv(x, block["conv1"], stride=st, pad=1))
+                    y = form.conv(x, block["conv1"], stride=st, pad=1, activation="relu")
                 with jax.named_scope(f"{name}.conv2"):
                     y = form.conv(y, block["conv2"], pad=1)
                 if "downsample" in block:
@@ -109,20 +109,20 @@ def mobilenet_v2(form: Form, *, batch: int, res: int, classes: int) -> Model:
 
     def fn(params: dict[str, Any], x: jax.Array) -> jax.Array:
         with jax.named_scope("features.0"):
-            x = form.relu6(form.conv(x, params["features.0"], stride=2, pad=1))
+            x = form.conv(x, params["features.0"], stride=2, pad=1, activation="relu6")
         for name, c_in, hidden, c_out, stride in layout():
             block = params[name]
             y = x
             if "expand" in block:
                 with jax.named_scope(f"{name}.expand"):
-                    y = form.relu6(form.conv(y, block["expand"]))
+                    y = form.conv(y, block["expand"], activation="relu6")
             with jax.named_scope(f"{name}.depthwise"):
-                y = form.relu6(form.conv(y, block["depthwise"], stride=stride, pad=1, groups=hidden))
+                y = form.conv(y, block["depthwise"], stride=stride, pad=1, groups=hidden, activation="relu6")
             with jax.named_scope(f"{name}.project"):
                 y = form.conv(y, block["project"])
             x = form.add(x, y) if stride == 1 and c_in == c_out else y
         with jax.named_scope("features.18"):
-            x = form.relu6(form.conv(x, params["features.18"]))
+            x = form.conv(x, params["features.18"], activation="relu6")
         x = form.global_avgpool(x)
         with jax.named_scope("classifier"):
             return form.dense(x, params["classifier"])

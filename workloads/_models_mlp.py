@@ -19,16 +19,23 @@ from jax import lax
 
 from workloads._layers import Form, ParamMaker
 from workloads._model import Model
+from workloads._requant import output_stage
+from workloads.ops import Requant
 
 __all__ = ["gemm", "mlp", "dlrm_mlp"]
 
 
-def gemm(form: Form, *, m: int, k: int, n: int, batch: int) -> Model:
+def gemm(form: Form, *, m: int, k: int, n: int, batch: int, requant: int = 0, multiplier: int = 1 << 30,
+         shift: int = 0, bias: int = 0, zero_point: int = 0, act_min: int = -128, act_max: int = 127) -> Model:
     """``C = A @ B`` (``batch`` independent products when ``batch > 1``); int8 form returns int32.
 
     ``fn(b, a)``: ``b`` is ``(k, n)`` (or ``(batch, k, n)``), ``a`` is ``(m, k)`` (or ``(batch, m, k)``).
+    With ``requant=1`` the int8 form's result goes through the output stage with the given
+    (per-tensor) parameters and is int8.
     """
     lead = (batch,) if batch > 1 else ()
+    rq = Requant(multiplier=(multiplier,), shift=(shift,), bias=(bias,), zero_point=zero_point, act_min=act_min,
+                 act_max=act_max) if requant else None
 
     def make_args(seed: int) -> tuple[Any, ...]:
         pm = ParamMaker(jax.random.key(seed), form)
@@ -37,8 +44,9 @@ def gemm(form: Form, *, m: int, k: int, n: int, batch: int) -> Model:
     def fn(b: jax.Array, a: jax.Array) -> jax.Array:
         batch_dims = ((0,), (0,)) if lead else ((), ())
         with jax.named_scope("gemm"):
-            return lax.dot_general(a, b, (((a.ndim - 1,), (b.ndim - 2,)), batch_dims),
-                                   preferred_element_type=form.acc_dtype)
+            acc = lax.dot_general(a, b, (((a.ndim - 1,), (b.ndim - 2,)), batch_dims),
+                                  preferred_element_type=form.acc_dtype)
+        return output_stage(acc, rq) if rq is not None and form.is_int8 else acc
 
     return Model(fn, make_args)
 
@@ -51,9 +59,7 @@ def _run_stack(form: Form, x: jax.Array, weights: list[jax.Array], prefix: str,
                last_relu: bool) -> jax.Array:
     for i, w in enumerate(weights):
         with jax.named_scope(f"{prefix}.{i}"):
-            x = form.dense(x, w)
-        if i + 1 < len(weights) or last_relu:
-            x = form.relu(x)
+            x = form.dense(x, w, "relu" if i + 1 < len(weights) or last_relu else None)
     return x
 
 

@@ -14,12 +14,18 @@ slice; JAX computes ``lax.conv_general_dilated`` on that slice, ``a`` is the im2
 input slice (rows ``(image, out_y, out_x)``, columns ``(kernel_y, kernel_x, channel)``) and
 ``b`` the weight slice reshaped to ``(kh * kw * c_in/groups, c_out/groups)``, so
 ``a @ b`` equals the convolution's output reshaped to ``(n * out_h * out_w, c_out/groups)``.
+
+For a requantised op (``op.requant``), ``q`` is ``c`` through the JAX output stage
+(:func:`workloads._requant.output_stage`, the instance's channels). :func:`chained_references`
+runs a chain of requantised GEMM-shaped ops as a network: each op's input is the previous op's
+``q``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +35,10 @@ import numpy as np
 from jax import lax
 
 from accel_dse.errors import WorkloadError
+from workloads._requant import output_stage
 from workloads.ops import Conv2d, Gemm, Op
 
-__all__ = ["Reference", "reference", "im2col"]
+__all__ = ["Reference", "reference", "im2col", "chained_references", "chain_link"]
 
 _MAX_BITS = 16
 
@@ -50,6 +57,8 @@ class Reference:
         c: ``m x n`` exact ``a @ b`` (int32, or int64 when int32 could overflow).
         x: For a conv, the group's NHWC input slice ``(n, h, w, c_in/groups)``; else ``None``.
         w: For a conv, the group's HWIO weight slice ``(kh, kw, c_in/groups, c_out/groups)``; else ``None``.
+        q: For a requantised op, ``c`` through the output stage (int8, or int16 for ``bits > 8``
+            requant); else ``None``.
     """
 
     op: Op
@@ -61,6 +70,21 @@ class Reference:
     c: np.ndarray
     x: np.ndarray | None = None
     w: np.ndarray | None = None
+    q: np.ndarray | None = None
+
+
+def channel_start(op: Op, index: int) -> int:
+    """First requant channel of GEMM instance ``index`` of ``op`` (0 when channels are shared)."""
+    gemm = op.to_gemm()
+    rq = op.requant
+    return index * gemm.n if rq is not None and rq.channels == gemm.batch * gemm.n else 0
+
+
+def _requantised(ref: Reference) -> Reference:
+    if ref.op.requant is None:
+        return ref
+    q = np.asarray(output_stage(ref.c, ref.op.requant, start=channel_start(ref.op, ref.index)))
+    return dataclasses.replace(ref, q=q)
 
 
 def _check_int(name: str, value: object, low: int, high: int | None, rule: str) -> int:
@@ -193,5 +217,51 @@ def reference(op: Op, seed: int = 0, *, index: int = 0, bits: int = 8) -> Refere
     batch = op.to_gemm().batch
     index = _check_int("index", index, 0, batch - 1, f"an integer in [0, {batch - 1}] (the op's batch)")
     if isinstance(op, Gemm):
-        return _gemm_reference(op, seed, index, bits)
-    return _conv_reference(op, seed, index, bits)
+        return _requantised(_gemm_reference(op, seed, index, bits))
+    return _requantised(_conv_reference(op, seed, index, bits))
+
+
+def chain_link(prev: Op, nxt: Op) -> bool:
+    """Whether ``nxt`` can take ``prev``'s requantised output as its input matrix ``A`` as is.
+
+    Both must be requantised single-instance ops whose GEMM view is the matrix itself (a
+    ``Gemm``, or a 1x1 stride-1 unpadded undilated ungrouped ``Conv2d``), with
+    ``nxt.m == prev.m`` and ``nxt.k == prev.n``.
+    """
+    def plain(op: Op) -> bool:
+        if op.requant is None or op.to_gemm().batch != 1:
+            return False
+        if isinstance(op, Conv2d):
+            return (op.kh, op.kw, op.stride_h, op.stride_w, op.pad_h, op.pad_w, op.pad_h_hi, op.pad_w_hi,
+                    op.dilation_h, op.dilation_w) == (1, 1, 1, 1, 0, 0, 0, 0, 1, 1)
+        return True
+
+    a, b = prev.to_gemm(), nxt.to_gemm()
+    return plain(prev) and plain(nxt) and b.m == a.m and b.k == a.n
+
+
+def chained_references(ops: Sequence[Op], seed: int = 0, *, bits: int = 8) -> list[Reference]:
+    """JAX references of ``ops`` run as a network: op ``i + 1``'s input is op ``i``'s ``q``.
+
+    Op 0's input is its own :func:`reference` input; op ``i``'s weights are those of
+    ``reference(ops[i], seed + i)`` (so equal-shaped layers get different weights).
+
+    Raises:
+        WorkloadError: fewer than two ops, or a pair that is not a :func:`chain_link`.
+    """
+    if len(ops) < 2:
+        raise WorkloadError(f"a chain needs at least two ops, not {len(ops)}")
+    for i in range(len(ops) - 1):
+        if not chain_link(ops[i], ops[i + 1]):
+            raise WorkloadError(f"ops {i} and {i + 1} do not chain (requantised, batch 1, next m = m, next k = n)")
+    out: list[Reference] = []
+    a = reference(ops[0], seed, bits=bits).a
+    for i, op in enumerate(ops):
+        b = reference(op, seed + i, bits=bits).b
+        operand, result = _dtypes(bits, op.to_gemm().k)
+        a = a.astype(operand)
+        c = _jax_exact(lambda x, y, t: jnp.matmul(x, y, preferred_element_type=t), result, a, b)
+        ref = _requantised(Reference(op=op, index=0, seed=seed + i, bits=bits, a=a, b=b, c=c))
+        out.append(ref)
+        a = ref.q  # type: ignore[assignment]
+    return out

@@ -10,9 +10,10 @@ spec.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -23,9 +24,10 @@ from workloads._model import Model
 from workloads._models_cnn import alexnet, mobilenet_v2, resnet18
 from workloads._models_mlp import dlrm_mlp, gemm, mlp
 from workloads._models_transformer import bert_base, gpt2_decode, llama_block
+from workloads._requant import recording
 from workloads._tracer import trace
 from workloads._user import load_user_function
-from workloads.ops import Workload
+from workloads.ops import Requant, Workload
 
 __all__ = ["resolve", "builtin_names", "builtin_descriptions", "builtin_options", "builtin_model", "option_limit",
            "MAX_REPEAT", "MAX_OPTION"]
@@ -60,8 +62,15 @@ def option_limit(key: str) -> int:
 
 
 def _opts(**spec: int | tuple[int, int]) -> Mapping[str, tuple[int, int]]:
-    """Options with defaults; a bare int has minimum 1, a pair is (default, minimum)."""
-    return MappingProxyType({k: v if isinstance(v, tuple) else (v, 1) for k, v in spec.items()})
+    """Options with defaults; a bare int has minimum 1, a pair is (default, minimum).
+
+    Every builtin has ``requant`` (0 or 1; default 1, the raw ``gemm`` 0): whether its ops
+    carry the output stage's parameters (outputs leave at ``input_bits``) or not (raw
+    ``acc_bits`` outputs, as from a file or a function that does not call ``output_stage``).
+    """
+    options = {k: v if isinstance(v, tuple) else (v, 1) for k, v in spec.items()}
+    options.setdefault("requant", (1, 0))
+    return MappingProxyType(options)
 
 
 def _alexnet_fits(opts: dict[str, int]) -> str | None:
@@ -69,13 +78,16 @@ def _alexnet_fits(opts: dict[str, int]) -> str | None:
         return f"alexnet option res must be at least 63 (its five convs and three pools need it), not {opts['res']}"
     return None
 
+_ANY = -(1 << 63)  # options whose range the Requant record checks (its message names the rule)
 
 _LLAMA = {"d": 4096, "heads": 32, "ffn": 11008}
 
 _BUILTINS: Mapping[str, _Builtin] = MappingProxyType({
     "gemm": _Builtin(
-        "one GEMM C[m,n] = A[m,k] @ B[k,n] (batch independent instances), int8 x int8 -> int32",
-        _opts(m=512, k=512, n=512, batch=1), gemm),
+        "one GEMM C[m,n] = A[m,k] @ B[k,n] (batch independent instances), int8 x int8 -> int32 "
+        "(requant=1: int8 through the output stage)",
+        _opts(m=512, k=512, n=512, batch=1, requant=(0, 0), multiplier=(1 << 30, _ANY), shift=(0, _ANY),
+              bias=(0, _ANY), zero_point=(0, _ANY), act_min=(-128, _ANY), act_max=(127, _ANY)), gemm),
     "mlp": _Builtin(
         "plain MLP: d_in -> layers x hidden (ReLU) -> d_out on a batch of vectors",
         _opts(batch=128, d_in=784, hidden=1024, layers=3, d_out=10), mlp),
@@ -148,7 +160,7 @@ def _parse_options(name: str, text: str) -> tuple[tuple[str, int], ...]:
         if key in given:
             raise WorkloadError(f"{name} option {key} is given twice")
         minimum = builtin.options[key][1]
-        rule = "a positive integer" if minimum >= 1 else "a non-negative integer"
+        rule = "a positive integer" if minimum >= 1 else "a non-negative integer" if minimum == 0 else "an integer"
         try:
             number = int(value, 10)
         except ValueError:
@@ -181,6 +193,8 @@ def _canonical(name: str, options: tuple[tuple[str, int], ...]) -> str:
 def _settings(name: str, options: tuple[tuple[str, int], ...]) -> dict[str, int]:
     builtin = _lookup(name)
     settings = builtin_options(name) | dict(options)
+    if settings["requant"] not in (0, 1):
+        raise WorkloadError(f"{name} option requant must be 0 or 1, not {settings['requant']}")
     problem = builtin.check(settings)
     if problem:
         raise WorkloadError(problem)
@@ -198,23 +212,47 @@ def builtin_model(spec: str, form: str = "int8") -> Model:
     if form not in FORMS:
         raise WorkloadError(f"form must be one of {', '.join(FORMS)}, not {form!r}")
     name, options = parsed
-    return _BUILTINS[name].build(FORMS[form], **_settings(name, options))
+    return _build(name, form, _settings(name, options))
+
+
+def _build(name: str, form: str, settings: dict[str, int]) -> Model:
+    """The builtin's model (``requant`` is a model option of ``gemm`` only; the others always requantise)."""
+    kwargs = settings if name == "gemm" else {k: v for k, v in settings.items() if k != "requant"}
+    return _BUILTINS[name].build(FORMS[form], **kwargs)
 
 
 @functools.lru_cache(maxsize=64)
 def _trace_builtin(name: str, options: tuple[tuple[str, int], ...]) -> Workload:
     settings = _settings(name, options)
-    model = _BUILTINS[name].build(FORMS["int8"], **settings)
+    model = _build(name, "int8", settings)
     text = ", ".join(f"{k}={v}" for k, v in settings.items())
-    return trace(model.fn, *model.example_args(), name=_canonical(name, options),
-                 description=f"{_BUILTINS[name].description} [{text}]", source="builtin")
+    with recording() as params:
+        workload = trace(model.fn, *model.example_args(), name=_canonical(name, options),
+                         description=f"{_BUILTINS[name].description} [{text}]", source="builtin")
+    return with_requant(workload, params) if settings["requant"] else workload
+
+
+def with_requant(workload: Workload, params: Sequence[Requant]) -> Workload:
+    """``workload`` with ``params[i]`` attached to op ``i`` (what the int8 form's output stage used).
+
+    Every ``workloads.output_stage`` call while tracing notes its :class:`Requant`, in trace
+    order (the builtin int8 models requantise every matmul and conv); when there is one per op
+    they pair up one to one. Otherwise (a raw ``gemm``, a function that requantises only some
+    of its ops) the ops stay raw.
+    """
+    if len(params) != len(workload.ops):
+        return workload
+    ops = tuple(dataclasses.replace(op, requant=rq) for op, rq in zip(workload.ops, params, strict=True))
+    return dataclasses.replace(workload, ops=ops)
 
 
 @functools.lru_cache(maxsize=32)
 def _trace_user(spec: str) -> Workload:
     fn, args = load_user_function(spec)
     doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
-    return trace(fn, *args, name=spec, description=doc[0] if doc else "", source="jax")
+    with recording() as params:
+        workload = trace(fn, *args, name=spec, description=doc[0] if doc else "", source="jax")
+    return with_requant(workload, params)
 
 
 def resolve(spec: str) -> Workload:

@@ -47,7 +47,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     total = result.total
     emit("")
     if result.status != "ok":
-        emit(f"infeasible: {result.reason}")
+        emit(f"{result.status}: {result.reason}")
         return 0
     summary = [
         ["compute_cycles", total["compute_cycles"]],

@@ -37,6 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the reference operands (default 0)")
     parser.add_argument("--inject-fault", metavar="ROW,COL[,BIT[,STUCK]]",
                         help="test only: break one PE (stuck product bit) to prove the checker fails")
+    parser.add_argument("--no-chain", action="store_true",
+                        help="run ops on independent data even when they chain into a network (by default "
+                        "requantised ops whose shapes line up run as a network: each op reads the design's "
+                        "int8 output of the op before)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_simulate)
 
@@ -69,6 +73,7 @@ def _simulate(args: argparse.Namespace) -> int:
         timeout=args.timeout, work_dir=work_dir("--work-dir", args.work_dir), seed=args.seed,
         fault=_fault(args.inject_fault),
         progress=lambda line: print(f"accel-dse simulate: {line}", file=sys.stderr, flush=True),
+        chain=False if args.no_chain else None,
     )
     if args.json:
         emit_json(report.to_dict())
@@ -88,10 +93,10 @@ def _print_report(report) -> None:  # noqa: ANN001 (SimulationReport)
         if op.scaled_from:
             shape += f" (from m={op.scaled_from['m']}" + (
                 f", batch={op.scaled_from['batch']})" if op.scaled_from["batch"] != g["batch"] else ")")
-        rows.append([op.name, shape, op.status, op.mismatches, "-" if op.cycles_rtl is None else op.cycles_rtl,
-                     op.cycles_model, "yes" if op.cycles_match else "no", round(op.sim_seconds, 3),
-                     round(op.cycles_per_second)])
-    emit(format_table(["op", "m x k x n", "status", "mismatches", "cycles_rtl", "cycles_model", "match",
+        rows.append([op.name, shape, op.status, op.output_bits, op.mismatches,
+                     "-" if op.cycles_rtl is None else op.cycles_rtl, op.cycles_model,
+                     "yes" if op.cycles_match else "no", round(op.sim_seconds, 3), round(op.cycles_per_second)])
+    emit(format_table(["op", "m x k x n", "status", "out_bits", "mismatches", "cycles_rtl", "cycles_model", "match",
                        "sim_s", "cycles/s"], rows))
     t = report.totals()
     emit()
@@ -104,6 +109,12 @@ def _print_report(report) -> None:  # noqa: ANN001 (SimulationReport)
             emit(f"{op.name}: {op.status}: {op.reason}")
             for m in op.first_mismatches:
                 emit(f"  C[{m.index[0]}][{m.index[1]}, {m.index[2]}]: expected {m.expected}, got {m.got}")
+    net = report.network
+    if net is not None:
+        final = net["final_output"]
+        emit(f"network: {net['ops']} chained ops, {'passed' if net['passed'] else 'FAILED'}; final output "
+             f"{final['op']} ({final['elements']} x {final['bits']}-bit) "
+             + ("matches JAX" if final["match"] else f"does not match JAX ({final['mismatches']} mismatches)"))
     for note in report.notes:
         emit(f"note: {note}")
     emit(f"run directory: {report.run_dir}")

@@ -59,8 +59,9 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
     Keys: ``workload``, ``source`` (``builtin``, ``jax``, ``onnx``, ``stablehlo``, ``scalesim``,
     ``timeloop``), ``description``, ``bits``, ``ops`` (each ``name``, ``origin`` (the graph node,
     jaxpr equation or file line it came from), ``kind``, ``m``, ``k``, ``n``, ``batch``, ``count``,
-    ``macs`` = ``count * op.macs``, ``weight_bytes`` (one run) and, for a conv, ``conv`` with its
-    fields), ``total_macs``, ``total_weight_bytes`` (all runs) and ``other_primitives`` (name -> count).
+    ``macs`` = ``count * op.macs``, ``weight_bytes`` (one run), for a conv ``conv`` with its
+    fields, and ``requant``: ``null`` for raw outputs, else the ``Requant`` fields), ``total_macs``,
+    ``total_weight_bytes`` (all runs) and ``other_primitives`` (name -> count).
     """
     ops = []
     for op, count in zip(workload.ops, workload.counts, strict=True):
@@ -68,10 +69,11 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": op.name, "origin": op.origin, "kind": op.kind, "m": g.m, "k": g.k, "n": g.n, "batch": g.batch,
             "count": count, "macs": op.macs * count, "weight_bytes": op.weight_bytes(bits),
+            "requant": None if op.requant is None else dataclasses.asdict(op.requant),
         }
         if op.kind == "conv2d":
             entry["conv"] = {f.name: getattr(op, f.name) for f in dataclasses.fields(op)
-                             if f.name not in ("name", "origin")}
+                             if f.name not in ("name", "origin", "requant")}
         ops.append(entry)
     return {
         "workload": workload.name,

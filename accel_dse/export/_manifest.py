@@ -141,7 +141,8 @@ def ports_section(config: ArrayConfig) -> list[dict[str, Any]]:
     layout = rtl_gen.buffer_layout(config)
     widths = {
         "host_sel": 2, "host_addr": layout.host_addr_bits, "host_wdata": layout.host_data_bits,
-        "host_we": 1, "host_rdata": layout.ofmap.width, "m": rtl_gen.DIM_BITS, "k": rtl_gen.DIM_BITS,
+        "host_we": 1, "host_rdata": layout.ofmap.width, "host_qsel": layout.qparam.addr_bits,
+        "host_qdata": config.cols * config.input_bits, "m": rtl_gen.DIM_BITS, "k": rtl_gen.DIM_BITS,
         "n": rtl_gen.DIM_BITS, "accumulate": 1, "start": 1, "busy": 1, "done": 1, "cycles": rtl_gen.CYCLES_BITS,
     }
     meanings: dict[str, tuple[str, str]] = {}
@@ -157,8 +158,8 @@ def ports_section(config: ArrayConfig) -> list[dict[str, Any]]:
         {"name": "rst", "dir": "in", "width": 1, "meaning": "synchronous reset, active high"},
     ]
     for name, width in widths.items():
-        direction, meaning = meanings.get(name, ("out" if name in ("host_rdata", "busy", "done", "cycles") else "in",
-                                                 ""))
+        outputs = ("host_rdata", "host_qdata", "busy", "done", "cycles")
+        direction, meaning = meanings.get(name, ("out" if name in outputs else "in", ""))
         out.append({"name": name, "dir": direction, "width": width, "meaning": meaning})
     return out
 
@@ -199,6 +200,7 @@ def build_manifest(
         "ports": ports_section(config),
         "host_sel": dict(rtl_gen.HOST_SEL),
         "ofmap_read_latency": 1,
+        "qdata_read_latency": rtl_gen.QDATA_LATENCY,
         "buffers": buffers_section(config),
         "port_map": str(rtl_gen.PORT_MAP).strip(),
         "check": {

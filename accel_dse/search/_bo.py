@@ -67,7 +67,7 @@ _RANKED = 32
 #: System attribute holding the design ``bo`` chose for a trial (seen by other workers at once).
 PROPOSAL_KEY = "bo:params"
 #: FAIL statuses that teach the failure model (the design itself cannot run or is invalid).
-_FAILED_STATUS = ("infeasible", "invalid", "non-finite", "constraint")
+_FAILED_STATUS = ("infeasible", "overflow", "invalid", "non-finite", "constraint")
 #: Range of a constraint's log(metric / bound) the GPs see (e^4 = 55x the bound).
 _G_CLIP = 4.0
 _CONTROLLER: ThreadpoolController | None = None

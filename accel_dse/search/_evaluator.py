@@ -43,12 +43,15 @@ class Evaluation:
         reason: Why not, ``""`` when feasible.
         metrics: Aggregate metric -> value (units of :data:`~accel_dse.search.METRIC_UNITS`).
         per_workload: Workload spec -> metric -> value.
+        overflow: The design is not feasible because an op's reduction can overflow its
+            accumulators (``acc_bits`` too small for K), not for want of buffer space.
     """
 
     feasible: bool
     reason: str
     metrics: dict[str, float]
     per_workload: dict[str, dict[str, float]]
+    overflow: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,11 +62,13 @@ class BatchEvaluation:
         feasible: bool array.
         reason: ``""`` for feasible designs, the reason otherwise.
         metrics: Aggregate metric -> float64 array (0 where infeasible).
+        overflow: bool array, infeasible by accumulator overflow (see :class:`Evaluation`).
     """
 
     feasible: np.ndarray
     reason: list[str]
     metrics: dict[str, np.ndarray]
+    overflow: np.ndarray | None = None
 
 
 class ModelEvaluator:
@@ -122,6 +127,7 @@ class ModelEvaluator:
                                         dtype=np.int64)
         valid = cols["acc_bits"].astype(np.int64) >= 2 * cols["input_bits"].astype(np.int64)
         feasible = valid.copy()
+        overflow = np.zeros(n, dtype=bool)
         reason = ["" if ok else "acc_bits must be >= 2 * input_bits" for ok in valid]
         metrics = {m: np.zeros(n) for m in METRIC_NAMES}
         details: dict[str, dict[str, np.ndarray]] = {}
@@ -132,10 +138,12 @@ class ModelEvaluator:
             for name, weight, workload in self.workloads:
                 table = perf.evaluate_designs(designs, workload)
                 ok = np.asarray(table.feasible, dtype=bool)
+                over = np.asarray(getattr(table, "overflow", np.zeros(len(ok), dtype=bool)), dtype=bool)
                 for j in np.flatnonzero(~ok):
                     i = index[j]
                     if feasible[i]:
                         feasible[i] = False
+                        overflow[i] = over[j]
                         reason[i] = f"{name}: {table.reason[j]}"
                 detail = {}
                 for m in METRIC_NAMES:
@@ -154,7 +162,7 @@ class ModelEvaluator:
                     details[name] = full
         for m in metrics:
             metrics[m][~feasible] = 0.0
-        batch = BatchEvaluation(feasible=feasible, reason=reason, metrics=metrics)
+        batch = BatchEvaluation(feasible=feasible, reason=reason, metrics=metrics, overflow=overflow)
         return (batch, details) if per_workload else batch
 
     # -- one design ------------------------------------------------------------------------
@@ -166,5 +174,6 @@ class ModelEvaluator:
         metrics = {m: float(v[0]) for m, v in batch.metrics.items()}
         per_workload = {w: {m: float(v[0]) for m, v in d.items()} for w, d in details.items()}
         return Evaluation(
-            feasible=bool(batch.feasible[0]), reason=batch.reason[0], metrics=metrics, per_workload=per_workload
+            feasible=bool(batch.feasible[0]), reason=batch.reason[0], metrics=metrics, per_workload=per_workload,
+            overflow=bool(batch.overflow[0]) if batch.overflow is not None else False,
         )

@@ -13,6 +13,8 @@ into the study loop:
 ``constraint``  feasible but a constraint is violated: COMPLETE with its true
                 values (every sampler of the sweep learns from it)
 ``infeasible``  the model says the design cannot run a workload (FAIL)
+``overflow``    a violated hard constraint: a workload's reduction can overflow the
+                accumulators (``acc_bits`` too small for its K; FAIL, never scored)
 ``invalid``     the sampled fields break an ``ArrayConfig`` rule (FAIL)
 ``non-finite``  an objective came out NaN, inf or not a number (FAIL)
 ``error``       the evaluator raised (FAIL; 20 in a row stop the sweep)
@@ -162,7 +164,8 @@ class SweepObjective:
             w: {m: coerce_finite(v) for m, v in d.items()} for w, d in evaluation.per_workload.items()
         }
         if not evaluation.feasible:
-            raise self._fail(attrs, "infeasible", evaluation.reason or "the model marks the design infeasible")
+            raise self._fail(attrs, "overflow" if getattr(evaluation, "overflow", False) else "infeasible",
+                             evaluation.reason or "the model marks the design infeasible")
         values = []
         for objective in space.objectives:
             value = metrics.get(objective.metric)

@@ -54,7 +54,7 @@ MAX_BINS = 32
 WINDOW = 32
 #: New episodes between two updates.
 UPDATE_EVERY = 8
-_LEARNED_STATUS = ("ok", "constraint", "infeasible", "invalid", "non-finite")
+_LEARNED_STATUS = ("ok", "constraint", "infeasible", "overflow", "invalid", "non-finite")
 
 
 def _param_actions(param: Param) -> list[Any]:

@@ -26,7 +26,7 @@ import numpy as np
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import SimulationError
 from accel_dse.simulate._build import build_design, default_work_dir
-from accel_dse.simulate._layout import ofmap_words, pack_inputs, unpack_output, word_bytes
+from accel_dse.simulate._layout import ofmap_words, pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
 from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._program import (
     RUN_FIELDS,
@@ -65,14 +65,16 @@ class _Job:
     gemm: Any  # workloads.ops.Gemm, scaled
     scaled_from: dict[str, int] | None
     cycles_model: int
-    expected: np.ndarray  # (batch, m, n) int64
+    expected: np.ndarray  # (batch, m, n) int64: requantised outputs, or raw accumulators
     reads: list[tuple[int, int, int, int, int, int]] = dataclasses.field(default_factory=list)
     runs: int = 0
+    output_bits: int = 32
+    raw_expected: np.ndarray | None = None  # (batch, m, n) accumulators of a requantised op
 
 
 def simulate(
     design: ArrayConfig,
-    workload: str,
+    workload: Any,
     *,
     ops: Sequence[str] | None = None,
     max_ops: int | None = None,
@@ -83,12 +85,14 @@ def simulate(
     seed: int = 0,
     fault: Any = None,
     progress: Callable[[str], None] | None = None,
+    chain: bool | None = None,
 ) -> SimulationReport:
     """Run ``workload`` on the Verilog of ``design`` and check it against JAX, op by op.
 
     Args:
         design: The accelerator.
-        workload: A ``workloads.resolve`` spec (``"mlp"``, ``"bert_base:seq=16"``, ...).
+        workload: A ``workloads.resolve`` spec (``"mlp"``, ``"bert_base:seq=16"``, ...) or a
+            ``workloads.Workload``.
         ops: Names of the ops to simulate (default: all, in workload order).
         max_ops: Simulate only the first ``max_ops`` ops (after ``ops``).
         scale: In (0, 1]: each op's M and batch are multiplied by it (rounded up, at least 1).
@@ -98,13 +102,18 @@ def simulate(
         seed: Seed of the reference operands.
         fault: Test-only ``rtl_gen.Fault`` breaking one PE (to prove the checker fails).
         progress: Called with one line of text at each stage (for a CLI's stderr).
+        chain: Run the selected ops as a chained network (each op's input is the requantised
+            output the design gave for the op before): ``None`` when they chain
+            (``workloads.chain_link``: requantised, batch 1, shapes that line up), ``True`` to
+            insist, ``False`` for independent per-op data.
 
     Returns:
-        The report; ``report.passed`` is True when every op is bit-exact with equal cycles.
+        The report; ``report.passed`` is True when every op is bit-exact with equal cycles
+        (requantised outputs and their raw accumulators); ``report.network`` describes a chain.
 
     Raises:
-        SimulationError: bad scale/op names/max_ops, a design that cannot run an op's tiles,
-            a missing simulator or a failed build.
+        SimulationError: bad scale/op names/max_ops, ``chain=True`` on ops that do not chain, a
+            design that cannot run an op's tiles, a missing simulator or a failed build.
     """
     say = progress or (lambda _line: None)
     scale = _check_scale(scale)
@@ -116,15 +125,20 @@ def simulate(
 
     import workloads
 
-    wl = workloads.resolve(workload)
-    selected = _select_ops(wl, workload, ops, max_ops)
+    wl = workload if isinstance(workload, workloads.Workload) else workloads.resolve(workload)
+    spec = wl.name if isinstance(workload, workloads.Workload) else workload
+    selected = _select_ops(wl, spec, ops, max_ops)
+    chained = _chained([op for _, op, _ in selected], chain)
     work = _work_dir(work_dir)
     notes: list[str] = []
     if any(c > 1 for _, _, c in selected):
         notes.append("ops that run several times (count > 1) are simulated once: every run computes the same")
 
     say(f"preparing {len(selected)} op(s) of {workload} for {design.short_name()}")
-    jobs, program = _prepare(design, selected, scale, seed)
+    if chained:
+        notes.append(f"chained network of {len(selected)} ops: each op's input is the requantised output the "
+                     "design gave for the op before")
+    jobs, program = _prepare(design, selected, scale, seed, chained)
     scaled = [j for j in jobs if j.scaled_from]
     if scaled:
         notes.append(f"scale {scale:g}: M and batch of {len(scaled)} op(s) shrunk "
@@ -160,10 +174,41 @@ def simulate(
     if fault is not None:
         design_info["fault"] = dataclasses.asdict(fault)
     return SimulationReport(
-        design=design_info, workload=workload, simulator=sim.name, ops=tuple(results), scale=scale,
+        design=design_info, workload=spec, simulator=sim.name, ops=tuple(results), scale=scale,
         build_seconds=build.seconds, build_cached=build.cached, run_seconds=outcome.seconds,
-        run_dir=str(run_dir), notes=tuple(notes),
+        run_dir=str(run_dir), notes=tuple(notes), network=_network(results) if chained else None,
     )
+
+
+def _chained(ops: list[Any], chain: bool | None) -> bool:
+    """Whether to run ``ops`` as a network (see :func:`simulate`'s ``chain``)."""
+    from workloads._reference import chain_link
+
+    if chain is False or len(ops) < 2:
+        if chain is True:
+            raise SimulationError(f"a chained network needs at least two ops, not {len(ops)}")
+        return False
+    broken = next((i for i in range(len(ops) - 1) if not chain_link(ops[i], ops[i + 1])), None)
+    if broken is not None and chain is True:
+        a, b = ops[broken], ops[broken + 1]
+        raise SimulationError(f"ops {a.name or broken!r} and {b.name or broken + 1!r} do not chain: both must be "
+                              "requantised single-instance GEMMs with the next m equal and the next k equal to n")
+    return broken is None
+
+
+def _network(results: list[OpResult]) -> dict[str, Any]:
+    """The ``network`` entry of a chained run: every op passed, and the final output's match."""
+    final = results[-1]
+    elements = math.prod(final.gemm[d] for d in ("m", "n", "batch"))
+    finished = final.status in ("pass", "fail") and final.cycles_rtl is not None
+    return {
+        "chained": True,
+        "ops": len(results),
+        "passed": all(r.status == "pass" for r in results),
+        "final_output": {"op": final.name, "elements": elements, "bits": final.output_bits,
+                         "mismatches": final.mismatches if finished else None,
+                         "match": finished and final.mismatches == 0},
+    }
 
 
 def _progress(jobs: list[_Job], run_dir: Path, say: Callable[[str], None]) -> Callable[[], None]:
@@ -278,31 +323,55 @@ def _output_major(tiles: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
 
 
 def _prepare(
-    design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float, seed: int
+    design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float, seed: int, chained: bool = False,
 ) -> tuple[list[_Job], Program]:
-    """Plan, reference and lay out every op; the program's ``results_dir`` is filled in later."""
+    """Plan, reference and lay out every op; the program's ``results_dir`` is filled in later.
+
+    ``chained``: the ops form a network (``workloads.chain_link``): op ``i > 0`` reads the
+    requantised output op ``i - 1`` read back from the design, and the expected values are the
+    JAX network's (``workloads.chained_references``).
+    """
     import perf_model
+    import rtl_gen
     import workloads
     from perf_model import timing
+    from workloads._reference import channel_start
 
     df = timing.dataflow_code(design.dataflow)
-    rows, if_parts, w_parts = [], [], []
-    if_total = w_total = 0
+    widths = tuple(w for _, w in rtl_gen.param_fields(design.input_bits))
+    q_depth = rtl_gen.buffer_layout(design).qparam.depth
+    refs = workloads.chained_references([op for _, op, _ in selected], seed, bits=design.input_bits) \
+        if chained else None
+    rows, if_parts, w_parts, qp_parts = [], [], [], []
+    if_total = w_total = qp_total = 0
     jobs = []
     for index, (name, op, _count) in enumerate(selected):
         full = op.to_gemm()
+        rq = op.requant
         m = max(1, math.ceil(full.m * scale))
         batch = max(1, math.ceil(full.batch * scale))
-        gemm = workloads.Gemm(m=m, k=full.k, n=full.n, batch=batch, name=full.name)
+        # The model tiles and times a requantised op knowing it is one (its output leaves at
+        # input_bits); the per-tensor form of its parameters says so for any batch.
+        flag = None if rq is None else dataclasses.replace(rq, multiplier=rq.multiplier[:1], shift=rq.shift[:1],
+                                                            bias=rq.bias[:1])
+        gemm = workloads.Gemm(m=m, k=full.k, n=full.n, batch=batch, name=full.name, requant=flag)
         scaled_from = {"m": full.m, "batch": full.batch} if (m, batch) != (full.m, full.batch) else None
-        tiles = _plan(design, workloads.Gemm(m=m, k=full.k, n=full.n, name=full.name), name)
+        tiles = _plan(design, workloads.Gemm(m=m, k=full.k, n=full.n, name=full.name, requant=flag), name)
         cycles_model = int(perf_model.evaluate_op(design, gemm).compute_cycles)
         expected = np.zeros((batch, m, full.n), dtype=np.int64)
-        job = _Job(index, name, gemm, scaled_from, cycles_model, expected)
+        job = _Job(index, name, gemm, scaled_from, cycles_model, expected,
+                   output_bits=design.acc_bits if rq is None else design.input_bits)
+        if rq is not None:
+            job.raw_expected = np.zeros_like(expected)
+        a_src = index - 1 if chained and index > 0 else -1
         for instance in range(batch):
-            ref = workloads.reference(op, seed, index=instance, bits=design.input_bits)
+            ref = refs[index] if refs is not None else workloads.reference(op, seed, index=instance,
+                                                                           bits=design.input_bits)
             a, b = ref.a[:m], ref.b
-            expected[instance] = ref.c[:m]
+            expected[instance] = (ref.c if ref.q is None else ref.q)[:m]
+            if job.raw_expected is not None:
+                job.raw_expected[instance] = ref.c[:m]
+            first_channel = channel_start(op, instance)
             loaded_if = loaded_w = None
             for t, (m0, m1, k0, k1, n0, n1, acc) in enumerate(tiles):
                 last = t + 1 == len(tiles) or not tiles[t + 1][6]
@@ -310,27 +379,39 @@ def _prepare(
                 # The host writes only what changed: a buffer keeps its words across runs.
                 if_key, w_key = (m0, m1, k0, k1), (k0, k1, n0, n1)
                 if_cnt = w_cnt = 0
+                if_off = if_total if a_src < 0 else -1
                 if if_key != loaded_if or w_key != loaded_w:
                     if_words, w_words = pack_inputs(design, a[m0:m1, k0:k1], b[k0:k1, n0:n1])
                     if if_key != loaded_if:
-                        if_parts.append(if_words)
+                        if a_src < 0:
+                            if_parts.append(if_words)
                         if_cnt = len(if_words)
                     if w_key != loaded_w:
                         w_parts.append(w_words)
                         w_cnt = len(w_words)
                 loaded_if, loaded_w = if_key, w_key
                 read_cnt = ofmap_words(design, mt, nt) if last else 0
+                qp_cnt = q_div = 0
+                q_mod = 1
+                if last and rq is not None:
+                    qp_words = _qparam_words(design, rq, first_channel + n0, nt, widths, q_depth, name)
+                    qp_parts.append(qp_words)
+                    qp_cnt = len(qp_words)
+                    q_div, q_mod = qsel_rule(design, mt, nt)
                 run = int(timing.run_cycles(df, design.rows, design.cols, mt, kt, nt, design.shadow_stationary))
-                rows.append((index, mt, kt, nt, int(bool(acc)), if_total, if_cnt, w_total, w_cnt, read_cnt,
-                             _watchdog_cycles(run)))
-                if_total += if_cnt
+                rows.append((index, mt, kt, nt, int(bool(acc)), if_off, if_cnt, w_total, w_cnt, read_cnt,
+                             _watchdog_cycles(run), a_src, m0, m1, k0, k1, n0, n1, qp_total, qp_cnt, q_div, q_mod))
+                if a_src < 0:
+                    if_total += if_cnt
                 w_total += w_cnt
+                qp_total += qp_cnt
                 if last:
                     job.reads.append((instance, m0, m1, n0, n1, read_cnt))
                 job.runs += 1
         jobs.append(job)
     if_lanes, w_lanes = (design.cols, design.rows) if design.dataflow is Dataflow.IS else (design.rows, design.cols)
     if_bytes, w_bytes = word_bytes(if_lanes, design.input_bits), word_bytes(w_lanes, design.input_bits)
+    q_lanes = 1 if design.dataflow is Dataflow.IS else design.cols
     program = Program(
         port=_port(design),
         op_names=tuple(j.name for j in jobs),
@@ -338,8 +419,23 @@ def _prepare(
         ifmap_words=np.concatenate(if_parts) if if_parts else np.zeros((0, if_bytes), np.uint8),
         weight_words=np.concatenate(w_parts) if w_parts else np.zeros((0, w_bytes), np.uint8),
         results_dir="",
+        qparam_words=np.concatenate(qp_parts) if qp_parts else np.zeros((0, word_bytes(q_lanes, sum(widths))),
+                                                                       np.uint8),
     )
     return jobs, program
+
+
+def _qparam_words(design: ArrayConfig, rq: Any, first: int, count: int, widths: tuple[int, ...], depth: int,
+                  name: str) -> np.ndarray:
+    """qparam words of channels ``first .. first + count - 1`` of ``rq`` (``rtl_gen`` port map order)."""
+    lo, hi = rq.bounds
+    per = [rq.channel_values(f, count, first) for f in ("bias", "multiplier", "shift")]
+    words = pack_qparams(design, [(bias, mult, shift, rq.zero_point, lo, hi)
+                                  for bias, mult, shift in zip(*per, strict=True)], widths)
+    if len(words) > depth:
+        raise SimulationError(f"op {name!r}: a tile of {count} output channels needs {len(words)} qparam words, "
+                              f"more than the {depth} the design's parameter buffer holds")
+    return words
 
 
 def _watchdog_cycles(run_cycles: int) -> int:
@@ -351,14 +447,18 @@ def _port(design: ArrayConfig) -> dict[str, Any]:
     import rtl_gen
 
     names = {name: name for name in ("clk", "rst", "m", "k", "n", "accumulate", "start", "done", "cycles")}
-    names.update(sel="host_sel", addr="host_addr", wdata="host_wdata", we="host_we", rdata="host_rdata")
+    names.update(sel="host_sel", addr="host_addr", wdata="host_wdata", we="host_we", rdata="host_rdata",
+                 qsel="host_qsel", qdata="host_qdata")
     return {
         "names": names,
         "select": dict(rtl_gen.HOST_SEL),
         "read_latency": OFMAP_READ_LATENCY,
+        "qdata_latency": rtl_gen.QDATA_LATENCY,
         "clock_period_ns": CLOCK_PERIOD_NS,
         "ofmap_word_bytes": word_bytes(design.cols, design.acc_bits),
+        "qdata_word_bytes": word_bytes(design.cols, design.input_bits),
         "reset_cycles": 2,
+        "design": design.to_dict(),
     }
 
 
@@ -370,7 +470,7 @@ def _check(
     base = OpResult(
         name=job.name, status="error",
         gemm={"m": job.gemm.m, "k": job.gemm.k, "n": job.gemm.n, "batch": job.gemm.batch},
-        scaled_from=job.scaled_from, cycles_model=job.cycles_model, tiles=job.runs,
+        scaled_from=job.scaled_from, cycles_model=job.cycles_model, tiles=job.runs, output_bits=job.output_bits,
     )
     if raw is None:
         if outcome.timed_out:
@@ -381,11 +481,18 @@ def _check(
     base = dataclasses.replace(base, sim_seconds=raw.seconds, sim_cycles=raw.sim_cycles)
     if raw.error:
         return dataclasses.replace(base, reason=raw.error)
-    got = np.zeros_like(job.expected)
+    raw_got = np.zeros_like(job.expected)
+    q_got = np.zeros_like(job.expected) if job.raw_expected is not None else None
     offset = 0
     for instance, m0, m1, n0, n1, count in job.reads:
-        got[instance, m0:m1, n0:n1] = unpack_output(design, raw.ofmap[offset:offset + count], m1 - m0, n1 - n0)
+        words = slice(offset, offset + count)
+        raw_got[instance, m0:m1, n0:n1] = unpack_output(design, raw.ofmap[words], m1 - m0, n1 - n0)
+        if q_got is not None:
+            q_got[instance, m0:m1, n0:n1] = unpack_output(design, raw.qdata[words], m1 - m0, n1 - n0,
+                                                          design.input_bits)
         offset += count
+    got = raw_got if q_got is None else q_got
+    raw_wrong = 0 if job.raw_expected is None else int((raw_got != job.raw_expected).sum())
     wrong = np.argwhere(got != job.expected)
     first = tuple(
         Mismatch((int(b), int(i), int(j)), int(job.expected[b, i, j]), int(got[b, i, j]))
@@ -394,10 +501,13 @@ def _check(
     cycles_rtl = int(raw.cycles.sum())
     problems = []
     if len(wrong):
-        problems.append(f"{len(wrong)} of {got.size} outputs differ from JAX")
+        kind = "requantised " if q_got is not None else ""
+        problems.append(f"{len(wrong)} of {got.size} {kind}outputs differ from JAX")
+    if raw_wrong:
+        problems.append(f"{raw_wrong} of {got.size} raw accumulators differ from JAX")
     if cycles_rtl != job.cycles_model:
         problems.append(f"RTL took {cycles_rtl} cycles, the model says {job.cycles_model}")
     return dataclasses.replace(
         base, status="fail" if problems else "pass", mismatches=len(wrong), first_mismatches=first,
-        cycles_rtl=cycles_rtl, reason="; ".join(problems),
+        cycles_rtl=cycles_rtl, reason="; ".join(problems), raw_mismatches=raw_wrong,
     )

@@ -12,6 +12,11 @@ integers. A matrix ``X`` (``P x Q``) is stored *blocked*: its columns are cut in
     ofmap    C   by C lanes  C   by C lanes  C^T by C lanes
 
 which gives the word counts of ``perf_model.timing.run_words`` (WS ifmap ``M*ceil(K/R)`` ...).
+
+Requantised outputs are read through ``host_qdata`` in the same word order with ``input_bits``
+lanes; the output stage's parameter words (:func:`pack_qparams`) follow ``rtl_gen``'s port map:
+WS/OS one word per column fold of ``C`` channels, IS one single-lane word per channel, and
+:func:`qsel_rule` gives the ``host_qsel`` of each ofmap word of a tile.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import numpy as np
 
 from accel_dse.config import ArrayConfig, Dataflow
 
-__all__ = ["pack_inputs", "unpack_output", "ofmap_words", "word_bytes", "blocked", "unblocked"]
+__all__ = ["pack_inputs", "pack_ifmap", "unpack_output", "ofmap_words", "word_bytes", "blocked", "unblocked",
+           "pack_qparams", "qsel_rule"]
 
 
 def word_bytes(lanes: int, bits: int) -> int:
@@ -81,14 +87,16 @@ def pack_inputs(config: ArrayConfig, a: np.ndarray, b: np.ndarray) -> tuple[np.n
         a: ``mt x kt`` input tile (signed integers).
         b: ``kt x nt`` weight tile.
     """
-    if_lanes, w_lanes, _ = _lanes(config)
-    if config.dataflow is Dataflow.WS:
-        ifmap, weight = blocked(a, if_lanes), blocked(b, w_lanes)
-    elif config.dataflow is Dataflow.OS:
-        ifmap, weight = blocked(a.T, if_lanes), blocked(b, w_lanes)
-    else:
-        ifmap, weight = blocked(a.T, if_lanes), blocked(b.T, w_lanes)
-    return _encode(ifmap, config.input_bits), _encode(weight, config.input_bits)
+    _, w_lanes, _ = _lanes(config)
+    weight = blocked(b.T, w_lanes) if config.dataflow is Dataflow.IS else blocked(b, w_lanes)
+    return pack_ifmap(config, a), _encode(weight, config.input_bits)
+
+
+def pack_ifmap(config: ArrayConfig, a: np.ndarray) -> np.ndarray:
+    """Ifmap buffer words (uint8 rows) of the ``mt x kt`` input tile ``a``."""
+    if_lanes, _, _ = _lanes(config)
+    ifmap = blocked(a, if_lanes) if config.dataflow is Dataflow.WS else blocked(a.T, if_lanes)
+    return _encode(ifmap, config.input_bits)
 
 
 def ofmap_words(config: ArrayConfig, mt: int, nt: int) -> int:
@@ -98,10 +106,45 @@ def ofmap_words(config: ArrayConfig, mt: int, nt: int) -> int:
     return p * -(-q // lanes)
 
 
-def unpack_output(config: ArrayConfig, raw: np.ndarray, mt: int, nt: int) -> np.ndarray:
-    """The ``mt x nt`` output tile (int64) from its ofmap words (uint8 rows, ``acc_bits`` lanes)."""
+def unpack_output(config: ArrayConfig, raw: np.ndarray, mt: int, nt: int, bits: int | None = None) -> np.ndarray:
+    """The ``mt x nt`` output tile (int64) from its ofmap words (uint8 rows of ``bits``-bit lanes,
+    default ``acc_bits``; ``input_bits`` for words read through the output stage)."""
     _, _, lanes = _lanes(config)
-    values = _decode(raw, lanes, config.acc_bits)
+    values = _decode(raw, lanes, config.acc_bits if bits is None else bits)
     if config.dataflow is Dataflow.IS:
         return unblocked(values, nt, mt).T
     return unblocked(values, mt, nt)
+
+
+def pack_qparams(config: ArrayConfig, fields: list[tuple[int, ...]], widths: tuple[int, ...]) -> np.ndarray:
+    """qparam words (uint8 rows) of a tile's channels.
+
+    Args:
+        config: The design (dataflow, columns).
+        fields: One tuple of field values per channel of the tile, in ``widths`` order.
+        widths: Bits of each field (``rtl_gen.param_fields``), from bit 0 up.
+    """
+    lane_bits = sum(widths)
+    lanes = 1 if config.dataflow is Dataflow.IS else config.cols
+    words = -(-len(fields) // lanes)
+    size = word_bytes(lanes, lane_bits)
+    out = np.zeros((words, size), dtype=np.uint8)
+    for w in range(words):
+        value = 0
+        for lane, values in enumerate(fields[w * lanes:(w + 1) * lanes]):
+            at = lane * lane_bits
+            for v, width in zip(values, widths, strict=True):
+                value |= (int(v) & ((1 << width) - 1)) << at
+                at += width
+        out[w] = np.frombuffer(value.to_bytes(size, "little"), dtype=np.uint8)
+    return out
+
+
+def qsel_rule(config: ArrayConfig, mt: int, nt: int) -> tuple[int, int]:
+    """``(div, mod)``: ofmap word ``i`` of an ``mt x nt`` tile takes qparam word ``(i // div) % mod``.
+
+    WS/OS: word ``nf * mt + m`` belongs to column fold ``nf``; IS: word ``mf * nt + n`` to channel ``n``.
+    """
+    if config.dataflow is Dataflow.IS:
+        return 1, nt
+    return mt, -(-nt // config.cols)

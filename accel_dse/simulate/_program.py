@@ -33,9 +33,16 @@ __all__ = [
 #: ``op``: op index; ``m``/``k``/``n``/``accumulate``: the GEMM registers of the run;
 #: ``if_off``/``if_cnt``: slice of ``ifmap_words`` to load at word address 0 (likewise ``w_``);
 #: ``read_cnt``: ofmap words to read back after the run (0: keep accumulating);
-#: ``limit``: cycles to wait for ``done`` before giving up on the op.
+#: ``limit``: cycles to wait for ``done`` before giving up on the op;
+#: ``a_src``: -1, or the op whose requantised output is this run's input matrix (a chained
+#: network): then ``if_cnt`` words are packed in the simulator from rows ``m0:m1``, columns
+#: ``k0:k1`` of that output (``if_off`` unused); ``m0``..``n1``: the run's tile of its op's GEMM;
+#: ``qp_off``/``qp_cnt``: slice of ``qparam_words`` to load before the read (requantised ops);
+#: ``q_div``/``q_mod``: 0 for a raw read, else ofmap word ``i`` is read through the output stage
+#: with ``host_qsel = (i // q_div) % q_mod``.
 RUN_FIELDS: tuple[str, ...] = (
     "op", "m", "k", "n", "accumulate", "if_off", "if_cnt", "w_off", "w_cnt", "read_cnt", "limit",
+    "a_src", "m0", "m1", "k0", "k1", "n0", "n1", "qp_off", "qp_cnt", "q_div", "q_mod",
 )
 
 
@@ -45,13 +52,15 @@ class Program:
 
     Attributes:
         port: Host-port description: ``names`` (logical -> HDL port name), ``select`` (buffer ->
-            select code), ``read_latency`` (cycles), ``clock_period_ns``, ``ofmap_word_bytes``,
-            ``reset_cycles``.
+            select code), ``read_latency`` and ``qdata_latency`` (cycles), ``clock_period_ns``,
+            ``ofmap_word_bytes``, ``qdata_word_bytes``, ``reset_cycles``, ``design`` (the
+            ``ArrayConfig`` as a dict, to lay out chained inputs).
         op_names: Name of each op, by op index.
         runs: int64 table, one row per run, columns :data:`RUN_FIELDS`.
         ifmap_words: uint8 ``(words, bytes_per_word)``: input-buffer words of all runs, concatenated.
         weight_words: uint8 ``(words, bytes_per_word)``: weight-buffer words, concatenated.
         results_dir: Where the testbench writes ``op_NNNN.npz``.
+        qparam_words: uint8 ``(words, bytes_per_word)``: output-stage parameter words, concatenated.
     """
 
     port: dict[str, Any]
@@ -60,6 +69,7 @@ class Program:
     ifmap_words: np.ndarray
     weight_words: np.ndarray
     results_dir: str
+    qparam_words: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 1), np.uint8))
 
     def column(self, name: str) -> np.ndarray:
         """One column of :attr:`runs` by its :data:`RUN_FIELDS` name."""
@@ -72,7 +82,9 @@ class OpRaw:
 
     Attributes:
         cycles: The ``cycles`` register after each run (int64, one per run; -1 if not read).
-        ofmap: uint8 ``(words, ofmap_word_bytes)``: all words read back, in run order.
+        ofmap: uint8 ``(words, ofmap_word_bytes)``: all raw words read back, in run order.
+        qdata: uint8 ``(words, qdata_word_bytes)``: the same words through the output stage
+            (requantised ops; empty otherwise).
         seconds: Wall time spent on the op inside the simulator, s.
         sim_cycles: Clock cycles simulated for the op (loading and reading included).
         error: Empty, or why the op could not finish (``done`` never came, X on a port, ...).
@@ -83,6 +95,7 @@ class OpRaw:
     seconds: float
     sim_cycles: int
     error: str = ""
+    qdata: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 1), np.uint8))
 
 
 def write_program(path: Path, program: Program) -> None:
@@ -90,7 +103,7 @@ def write_program(path: Path, program: Program) -> None:
     meta = {"port": program.port, "op_names": list(program.op_names), "results_dir": program.results_dir,
             "fields": list(RUN_FIELDS)}
     np.savez(path, meta=np.array(json.dumps(meta)), runs=program.runs.astype(np.int64),
-             ifmap_words=program.ifmap_words, weight_words=program.weight_words)
+             ifmap_words=program.ifmap_words, weight_words=program.weight_words, qparam_words=program.qparam_words)
 
 
 def read_program(path: Path) -> Program:
@@ -100,6 +113,7 @@ def read_program(path: Path) -> Program:
         return Program(
             port=meta["port"], op_names=tuple(meta["op_names"]), runs=data["runs"],
             ifmap_words=data["ifmap_words"], weight_words=data["weight_words"], results_dir=meta["results_dir"],
+            qparam_words=data["qparam_words"],
         )
 
 
@@ -113,7 +127,8 @@ def write_op_result(results_dir: Path, op_index: int, raw: OpRaw) -> None:
     final = op_result_path(results_dir, op_index)
     tmp = final.with_name(final.stem + ".tmp.npz")
     np.savez(tmp, cycles=raw.cycles.astype(np.int64), ofmap=raw.ofmap,
-             seconds=np.float64(raw.seconds), sim_cycles=np.int64(raw.sim_cycles), error=np.array(raw.error))
+             seconds=np.float64(raw.seconds), sim_cycles=np.int64(raw.sim_cycles), error=np.array(raw.error),
+             qdata=raw.qdata)
     os.replace(tmp, final)
 
 
@@ -124,4 +139,4 @@ def read_op_result(results_dir: Path, op_index: int) -> OpRaw | None:
         return None
     with np.load(path) as data:
         return OpRaw(cycles=data["cycles"], ofmap=data["ofmap"], seconds=float(data["seconds"]),
-                     sim_cycles=int(data["sim_cycles"]), error=str(data["error"]))
+                     sim_cycles=int(data["sim_cycles"]), error=str(data["error"]), qdata=data["qdata"])

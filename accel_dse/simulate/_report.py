@@ -19,7 +19,7 @@ class Mismatch:
     Attributes:
         index: ``(instance, row, col)``: GEMM instance of the op (batch index), row of C (M) and
             column of C (N).
-        expected: The JAX int32 value.
+        expected: The JAX value (the requantised output of a requantised op, else the int32 sum).
         got: The value read from the RTL's ofmap buffer.
     """
 
@@ -49,6 +49,9 @@ class OpResult:
         sim_seconds: Wall time spent in the simulator on this op (loading, running, reading), s.
         sim_cycles: Clock cycles simulated for this op, loading and reading included.
         reason: Why the op failed, errored or timed out ("" when it passed).
+        output_bits: Width of the checked outputs: ``input_bits`` when requantised through the
+            output stage, else ``acc_bits`` (raw accumulators).
+        raw_mismatches: Raw accumulators of a requantised op that differ from JAX (both are checked).
     """
 
     name: str
@@ -63,6 +66,8 @@ class OpResult:
     sim_seconds: float = 0.0
     sim_cycles: int = 0
     reason: str = ""
+    output_bits: int = 32
+    raw_mismatches: int = 0
 
     @property
     def cycles_match(self) -> bool:
@@ -81,7 +86,9 @@ class OpResult:
             "status": self.status,
             "gemm": dict(self.gemm),
             "scaled_from": None if self.scaled_from is None else dict(self.scaled_from),
+            "output_bits": self.output_bits,
             "mismatches": {"count": self.mismatches, "first": [m.to_dict() for m in self.first_mismatches]},
+            "raw_mismatches": self.raw_mismatches,
             "cycles_rtl": self.cycles_rtl,
             "cycles_model": self.cycles_model,
             "cycles_match": self.cycles_match,
@@ -108,6 +115,8 @@ class SimulationReport:
         run_seconds: Wall time of the simulator process (start-up included), s.
         run_dir: Directory holding the tile data, the simulator log and the raw results.
         notes: Lines for humans (what was scaled or left out, and why).
+        network: For a chained network, ``{"chained", "ops", "passed", "final_output": {"op",
+            "elements", "bits", "mismatches", "match"}}``; ``None`` when the ops ran independently.
     """
 
     design: dict[str, Any]
@@ -120,6 +129,7 @@ class SimulationReport:
     run_seconds: float = 0.0
     run_dir: str = ""
     notes: tuple[str, ...] = ()
+    network: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -135,6 +145,7 @@ class SimulationReport:
             "ops": len(self.ops),
             **counts,
             "mismatches": sum(op.mismatches for op in self.ops),
+            "raw_mismatches": sum(op.raw_mismatches for op in self.ops),
             "cycles_rtl": sum(op.cycles_rtl or 0 for op in self.ops),
             "cycles_model": sum(op.cycles_model or 0 for op in self.ops),
             "cycles_match": all(op.cycles_match for op in self.ops),
@@ -157,4 +168,5 @@ class SimulationReport:
             "run_seconds": round(self.run_seconds, 3),
             "run_dir": self.run_dir,
             "notes": list(self.notes),
+            "network": None if self.network is None else dict(self.network),
         }

@@ -1,6 +1,8 @@
 """The cocotb testbench: runs a program (see :mod:`accel_dse.simulate._program`) on the design.
 
-Runs inside the simulator process, so it imports cocotb and numpy only (never JAX). The
+Runs inside the simulator process, so it imports cocotb, numpy and the stdlib-only config
+(never JAX). A chained network's inputs are the requantised outputs this testbench read
+back from the design for the op before, laid out here (:mod:`accel_dse.simulate._layout`). The
 program's path comes in ``ACCEL_DSE_SIM_PROGRAM``. Python wakes only to load buffers, pulse
 ``start``, wait for ``done`` and read back; while the array computes, no Python runs per clock
 cycle (one ``await`` on the rising edge of ``done``, raced against a watchdog timer).
@@ -23,6 +25,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
+from accel_dse.config import ArrayConfig
+from accel_dse.simulate._layout import pack_ifmap, unpack_output
 from accel_dse.simulate._program import RUN_FIELDS, OpRaw, Program, read_program, write_op_result
 
 PROGRAM_ENV = "ACCEL_DSE_SIM_PROGRAM"
@@ -46,6 +50,8 @@ class HostPort:
         self.period_ns = float(port["clock_period_ns"])
         self.reset_cycles = int(port.get("reset_cycles", 2))
         self.ofmap_word_bytes = int(port["ofmap_word_bytes"])
+        self.qdata_word_bytes = int(port["qdata_word_bytes"])
+        self.qdata_latency = int(port["qdata_latency"])
         self.falling = FallingEdge(self.sig["clk"])
 
     def start_clock(self) -> None:
@@ -67,7 +73,7 @@ class HostPort:
 
     async def reset(self) -> None:
         """Drive every input to 0 and hold reset for ``reset_cycles`` (Icarus starts with X)."""
-        for logical in ("sel", "addr", "wdata", "we", "m", "k", "n", "accumulate", "start"):
+        for logical in ("sel", "addr", "wdata", "we", "m", "k", "n", "accumulate", "start", "qsel"):
             self.sig[logical].value = 0
         self.sig["rst"].value = 1
         await ClockCycles(self.sig["clk"], self.reset_cycles, rising=False)
@@ -113,26 +119,34 @@ class HostPort:
         await self.falling
         return _unsigned(sig["cycles"], "cycles")
 
-    async def read_ofmap(self, count: int) -> bytes:
-        """Read ofmap words 0 .. count-1 (pipelined, one address per cycle); their bytes."""
+    async def read_ofmap(self, count: int, q_div: int = 0, q_mod: int = 1) -> tuple[bytes, bytes]:
+        """Read ofmap words 0 .. count-1 (pipelined, one address per cycle): raw and, with
+        ``q_div > 0``, requantised (``host_qsel = (i // q_div) % q_mod``) bytes (else ``b""``)."""
         sig = self.sig
-        addr, rdata = sig["addr"], sig["rdata"]
+        addr, rdata, qdata, qsel = sig["addr"], sig["rdata"], sig["qdata"], sig["qsel"]
         sig["we"].value = 0
         sig["sel"].value = self.select["ofmap"]
         latency = self.read_latency
-        values = []
+        q_latency = self.qdata_latency if q_div else 0
+        values, qvalues = [], []
         falling = self.falling
-        for i in range(count + latency):
-            if i >= latency:
+        for i in range(count + max(latency, q_latency)):
+            if latency <= i < count + latency:
                 values.append(rdata.value)
+            if q_div and q_latency <= i < count + q_latency:
+                qvalues.append(qdata.value)
             if i < count:
                 addr.value = i
+                if q_div:
+                    qsel.value = (i // q_div) % q_mod
             await falling
-        size = self.ofmap_word_bytes
-        out = bytearray()
+        size, qsize = self.ofmap_word_bytes, self.qdata_word_bytes
+        out, qout = bytearray(), bytearray()
         for value in values:
             out += _logic_to_int(value, "rdata").to_bytes(size, "little")
-        return bytes(out)
+        for value in qvalues:
+            qout += _logic_to_int(value, "qdata").to_bytes(qsize, "little")
+        return bytes(out), bytes(qout)
 
 
 def _bit(handle: Any) -> bool:
@@ -149,17 +163,58 @@ def _unsigned(handle: Any, what: str) -> int:
     return _logic_to_int(handle.value, what)
 
 
-async def _run_op(port: HostPort, program: Program, rows: np.ndarray) -> tuple[np.ndarray, bytes]:
+class Outputs:
+    """Requantised output matrices of the ops a later op of a chain reads as its input."""
+
+    def __init__(self, program: Program) -> None:
+        self.design = ArrayConfig.from_dict(program.port["design"])
+        sources = program.column("a_src")
+        self.kept = {int(i) for i in sources[sources >= 0]}
+        self.matrices: dict[int, np.ndarray] = {}
+
+    def store(self, op: int, rows: np.ndarray, qdata: bytes, width: int) -> None:
+        """Assemble op ``op``'s output from the tiles it read back (if a later op needs it)."""
+        if op not in self.kept:
+            return
+        col = _COL
+        shape = (int(rows[:, col["m1"]].max()), int(rows[:, col["n1"]].max()))
+        out = np.zeros(shape, dtype=np.int64)
+        raw = np.frombuffer(qdata, dtype=np.uint8).reshape(-1, width)
+        offset = 0
+        for row in rows[rows[:, col["read_cnt"]] > 0]:
+            m0, m1, n0, n1, count = (int(row[col[f]]) for f in ("m0", "m1", "n0", "n1", "read_cnt"))
+            out[m0:m1, n0:n1] = unpack_output(self.design, raw[offset:offset + count], m1 - m0, n1 - n0,
+                                              self.design.input_bits)
+            offset += count
+        self.matrices[op] = out
+
+    def ifmap(self, r: dict[str, int]) -> np.ndarray:
+        """The run's ifmap words, laid out from the source op's output."""
+        source = self.matrices.get(r["a_src"])
+        if source is None:
+            raise OpError(f"the input of this op is the output of op {r['a_src']}, which did not finish")
+        return pack_ifmap(self.design, source[r["m0"]:r["m1"], r["k0"]:r["k1"]])
+
+
+async def _run_op(port: HostPort, program: Program, rows: np.ndarray, outputs: Outputs
+                  ) -> tuple[np.ndarray, bytes, bytes]:
     cycles = np.full(len(rows), -1, dtype=np.int64)
-    ofmap = bytearray()
+    ofmap, qdata = bytearray(), bytearray()
     for j, row in enumerate(rows):
         r = {name: int(row[i]) for name, i in _COL.items()}
-        await port.load("ifmap", program.ifmap_words[r["if_off"]:r["if_off"] + r["if_cnt"]])
+        if r["a_src"] >= 0:
+            if r["if_cnt"]:
+                await port.load("ifmap", outputs.ifmap(r))
+        else:
+            await port.load("ifmap", program.ifmap_words[r["if_off"]:r["if_off"] + r["if_cnt"]])
         await port.load("weight", program.weight_words[r["w_off"]:r["w_off"] + r["w_cnt"]])
         cycles[j] = await port.run(r["m"], r["k"], r["n"], r["accumulate"], r["limit"])
         if r["read_cnt"]:
-            ofmap += await port.read_ofmap(r["read_cnt"])
-    return cycles, bytes(ofmap)
+            await port.load("qparam", program.qparam_words[r["qp_off"]:r["qp_off"] + r["qp_cnt"]])
+            raw, q = await port.read_ofmap(r["read_cnt"], r["q_div"], r["q_mod"])
+            ofmap += raw
+            qdata += q
+    return cycles, bytes(ofmap), bytes(qdata)
 
 
 @cocotb.test()
@@ -172,21 +227,24 @@ async def run_program(dut: Any) -> None:
     await port.reset()
     op_column = program.column("op")
     period = port.period_ns
-    width = port.ofmap_word_bytes
+    width, qwidth = port.ofmap_word_bytes, port.qdata_word_bytes
+    outputs = Outputs(program)
     for index in range(len(program.op_names)):
         rows = program.runs[op_column == index]
         wall, sim = time.perf_counter(), get_sim_time("ns")
         error = ""
         try:
-            cycles, ofmap = await _run_op(port, program, rows)
+            cycles, ofmap, qdata = await _run_op(port, program, rows, outputs)
+            outputs.store(index, rows, qdata, qwidth)
         except OpError as exc:
             error = str(exc)
-            cycles, ofmap = np.full(len(rows), -1, dtype=np.int64), b""
+            cycles, ofmap, qdata = np.full(len(rows), -1, dtype=np.int64), b"", b""
             if not await port.clock_alive():
                 error += "; the clock had stopped toggling (a simulator fault) and was restarted"
         raw = OpRaw(
             cycles=cycles,
             ofmap=np.frombuffer(ofmap, dtype=np.uint8).reshape(-1, width),
+            qdata=np.frombuffer(qdata, dtype=np.uint8).reshape(-1, qwidth),
             seconds=time.perf_counter() - wall,
             sim_cycles=int(round((get_sim_time("ns") - sim) / period)),
             error=error,

@@ -69,8 +69,10 @@ def test_design_json_port_map_matches_the_verilog(tiny_export):
     verilog = (out / design["verilog"]["file"]).read_text()
     assert set(ports_of(verilog, result.top)) == {p["name"] for p in design["ports"]}
     widths = {p["name"]: p["width"] for p in design["ports"]}
-    # tiny: 4x4 WS, int8, 32-bit accumulators; ofmap word 4 lanes x 32 bits, 8 KiB -> 512 words.
-    assert widths["host_rdata"] == 128 and widths["host_wdata"] == 128
+    # tiny: 4x4 WS, int8, 32-bit accumulators; ofmap word 4 lanes x 32 bits, 8 KiB -> 512 words;
+    # qparam word 4 lanes x (69 + 3 * 8) bits = 372 (the widest write), 4096 / 4 = 1024 words.
+    assert widths["host_rdata"] == 128 and widths["host_wdata"] == 372
+    assert widths["host_qdata"] == 32 and widths["host_qsel"] == 10
     assert widths["host_addr"] == 10  # ifmap: 4 KiB / 4 bytes = 1024 words
     assert all(p["meaning"] for p in design["ports"])
 

@@ -16,6 +16,7 @@ import pytest
 import perf_model
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
+from perf_model import _output_stage_fit as fit
 from perf_model._pe_area_fit import POINTS
 from workloads.ops import Gemm, Workload
 
@@ -116,22 +117,26 @@ def test_area_by_hand_and_scaling():
     # add); 7 column strobes; the controller's o line: R = 4 deep, 8 + 4 bits.
     pe_ws = 282.0 + 137.0 + (2 * 8 + 32) * DFF + 8 * MUX
     skew_ws = (3 * 10 + 4 + 7 * 10 + 8 + 8 * 10 + 7 + 4 * 12) * DFF
-    assert _area(config, prior) == pytest.approx((32 * pe_ws + skew_ws + 20000 + sram) * 1e-6)
+    # Output stage: 8 lanes of the Yosys-fitted lane (int8, 32-bit acc: no wide-acc term) and the
+    # qparam SRAM, 4096 channels of 32 + 32 + 5 + 3 * 8 = 93 bits, priced like the buffers.
+    lane = fit.BASE_UM2 + 8 * fit.PER_INPUT_BIT_UM2
+    out_stage = 8 * lane + 4096 * 93 * 0.346 / 0.6
+    assert _area(config, prior) == pytest.approx((32 * pe_ws + skew_ws + 20000 + sram + out_stage) * 1e-6)
     # OS: also the f marker, two selects per accumulator bit; its 3-flop row line; 8 x 32 result flops.
     pe_os = 282.0 + 137.0 + (2 * 8 + 32 + 1) * DFF + 2 * 32 * MUX
     skew_os = skew_ws + (3 + 8 * 32) * DFF
     os_config = dataclasses.replace(config, dataflow=Dataflow.OS)
-    assert _area(os_config, prior) == pytest.approx((32 * pe_os + skew_os + 20000 + sram) * 1e-6)
+    assert _area(os_config, prior) == pytest.approx((32 * pe_os + skew_os + 20000 + sram + out_stage) * 1e-6)
     # Shadow registers: WS a second weight register (8), marker and phase delay flops (2), selects
     # for w's load, s's swap and the operand (2 x 8); strobes carry a phase (7 more), a 3-flop marker line.
     shadow_ws = pe_ws + (8 + 2) * DFF + 2 * 8 * MUX
     extra = (7 + 3) * DFF
     shadowed = dataclasses.replace(config, shadow_stationary=True)
-    assert _area(shadowed, prior) == pytest.approx((32 * shadow_ws + skew_ws + extra + 20000 + sram) * 1e-6)
+    assert _area(shadowed, prior) == pytest.approx((32 * shadow_ws + skew_ws + extra + 20000 + sram + out_stage) * 1e-6)
     # OS: a shadow accumulator (32) and the phase delay (1), 32 more selects; the o line one deeper.
     shadow_os = pe_os + (32 + 1) * DFF + 32 * MUX
     os_shadowed = dataclasses.replace(os_config, shadow_stationary=True)
-    want = (32 * shadow_os + skew_os + (7 + 12) * DFF + 20000 + sram) * 1e-6
+    want = (32 * shadow_os + skew_os + (7 + 12) * DFF + 20000 + sram + out_stage) * 1e-6
     assert _area(os_shadowed, prior) == pytest.approx(want)
     at90 = _area(dataclasses.replace(config, tech_nm=90))
     assert at90 == pytest.approx(4 * _area(config))
@@ -165,16 +170,17 @@ def test_calibrate_scale_per_cell_and_install():
     before = perf_model.area_coefficients()
     try:
         base = perf_model.HOROWITZ_AREA
-        ws, os_ = float(base.pe_um2(8, 32, "ws")), float(base.pe_um2(16, 32, "os"))
-        os_shadow = float(base.pe_um2(16, 32, "os", True))  # the config below has shadow registers
+        ws, os_ = float(base.pe_um2(8, 32, "ws")), float(base.pe_um2(16, 48, "os"))
+        os_shadow = float(base.pe_um2(16, 48, "os", True))  # the config below has shadow registers
         shrink = (28 / 45) ** 2  # measured at 28 nm: scaled back to 45 nm by (45/28)^2
         measured = [("ws", 8, 32, 1.5 * ws * shrink), (Dataflow.IS, 8, 32, 1.5 * ws * shrink),
-                    ("os", 16, 32, 0.8 * os_ * shrink)]
+                    ("os", 16, 48, 0.8 * os_ * shrink)]
         fitted = perf_model.calibrate_pe_area(measured, tech_nm=28, base=base)
         assert fitted.ws_cell.scale == pytest.approx(1.5)
         assert fitted.os_cell.scale == pytest.approx(0.8)
         assert perf_model.area_coefficients() is fitted
-        config = ArrayConfig(rows=4, cols=4, dataflow="os", input_bits=16, acc_bits=32)
+        # 48-bit accumulators: 32 bits overflow on two 16-bit products (a design with status overflow has no area)
+        config = ArrayConfig(rows=4, cols=4, dataflow="os", input_bits=16, acc_bits=48)
         assert _area(config) - _area(config, base) == pytest.approx(16 * (0.8 - 1) * os_shadow * 1e-6)
     finally:
         perf_model.set_area_coefficients(before)

@@ -71,8 +71,9 @@ def test_bigger_buffers_never_move_more_dram_bytes(config, ops, buffer, extra):
 @given(st.lists(configs(), min_size=1, max_size=6), op_lists)
 def test_utilization_in_unit_interval_and_everything_finite(designs, ops):
     t = table(designs, ops)
+    assert not (t.overflow & t.feasible).any()  # an overflow is never a feasible design
     for f in dataclasses.fields(t):
-        if f.name in ("reason", "energy_breakdown", "feasible"):
+        if f.name in ("reason", "energy_breakdown", "feasible", "overflow"):
             continue
         values = np.asarray(getattr(t, f.name), dtype=np.float64)
         assert np.isfinite(values).all(), f.name
@@ -200,4 +201,6 @@ def test_feasible_exactly_when_the_smallest_tile_fits():
             depth = timing.buffer_depth_words(kib[b], elems[b], bits[b])
             fits &= need[b] <= np.where(designs.double_buffered, depth // 2, depth)
         assert 0.01 < fits.mean() < 0.99  # both kinds present
-        np.testing.assert_array_equal(got, fits)
+        # and the accumulator holds the worst sum k * (2^(b-1))^2 (else: status overflow)
+        holds = k * 2.0 ** (2 * designs.input_bits - 2) <= 2.0 ** (designs.acc_bits - 1) - 1
+        np.testing.assert_array_equal(got, fits & holds)

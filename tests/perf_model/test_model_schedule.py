@@ -23,7 +23,7 @@ def random_config(rng: np.random.Generator) -> ArrayConfig:
         rows=int(rng.integers(1, 9)), cols=int(rng.integers(1, 9)), dataflow=["ws", "os", "is"][rng.integers(0, 3)],
         ifmap_sram_kib=int(rng.integers(1, 3)), weight_sram_kib=int(rng.integers(1, 3)),
         ofmap_sram_kib=int(rng.integers(1, 3)), dram_bytes_per_cycle=float(rng.choice([0.5, 2.0, 8.0, 64.0])),
-        double_buffered=bool(rng.integers(0, 2)), acc_bits=int(rng.choice([16, 20, 32])),
+        double_buffered=bool(rng.integers(0, 2)), acc_bits=int(rng.choice([24, 28, 32])),
         shadow_stationary=bool(rng.integers(0, 2)),
     )
 

@@ -115,6 +115,18 @@ class RunResult:
     done_after_start: bool  # done right after the start edge
 
 
+async def host_write(ctx, dut: Accelerator, buffers: dict[str, list[int]]) -> None:  # type: ignore[no-untyped-def]
+    """Write each buffer's words at addresses 0, 1, ... through the host port (one per cycle)."""
+    ctx.set(dut.host_we, 1)
+    for name, words in buffers.items():
+        ctx.set(dut.host_sel, HOST_SEL[name])
+        for addr, word in enumerate(words):
+            ctx.set(dut.host_addr, addr)
+            ctx.set(dut.host_wdata, word)
+            await ctx.tick()
+    ctx.set(dut.host_we, 0)
+
+
 def run_gemms(
     config: ArrayConfig,
     runs: list[tuple[np.ndarray, np.ndarray, bool]],
@@ -135,14 +147,7 @@ def run_gemms(
             m, k = a.shape
             n = b.shape[1]
             ifmap, weight = pack(config, a, b, rng)
-            ctx.set(dut.host_we, 1)
-            for name, words in (("ifmap", ifmap), ("weight", weight)):
-                ctx.set(dut.host_sel, HOST_SEL[name])
-                for addr, word in enumerate(words):
-                    ctx.set(dut.host_addr, addr)
-                    ctx.set(dut.host_wdata, word)
-                    await ctx.tick()
-            ctx.set(dut.host_we, 0)
+            await host_write(ctx, dut, {"ifmap": ifmap, "weight": weight})
             ctx.set(dut.m, m)
             ctx.set(dut.k, k)
             ctx.set(dut.n, n)

@@ -43,8 +43,11 @@ def test_buffer_geometry_matches_the_timing_contract(
     assert [g.bits for g in geos] == bits
     assert [g.depth for g in geos] == depths
     assert [g.width for g in geos] == [e * b for e, b in zip(elems, bits, strict=True)]
-    assert lay.host_data_bits == max(e * b for e, b in zip(elems, bits, strict=True))
-    assert 2 ** lay.host_addr_bits >= max(depths)
+    # the qparam buffer: C lanes (IS: 1) of 69 + 3 * input_bits bits, for 4096 channels
+    q_lanes = 1 if dataflow == "is" else cols
+    assert (lay.qparam.elems, lay.qparam.bits, lay.qparam.depth) == (q_lanes, 69 + 3 * ib, -(-4096 // q_lanes))
+    assert lay.host_data_bits == max([e * b for e, b in zip(elems, bits, strict=True)] + [q_lanes * (69 + 3 * ib)])
+    assert 2 ** lay.host_addr_bits >= max(depths + [lay.qparam.depth])
 
 
 def _config(rows: int, cols: int, dataflow: str, ib: int, ab: int, kib: tuple[int, int, int]) -> ArrayConfig:

@@ -45,6 +45,7 @@ def test_synth_stats_scales_pieces_and_caches_them(tmp_path: Path, monkeypatch: 
     assert parts["controller"]["count"] == 1
     assert parts["operand_gate_lane"]["count"] == 4 + 4
     assert parts["ofmap_update_lane"]["count"] == 4
+    assert parts["output_stage_lane"]["count"] == 4  # one requantising lane per column
     # bank control delay lines, lane i i cycles late: x and y (10-bit address + enable) 3 registers
     # each, ofmap (9-bit address + enable + add) 4 (one per lane: the write is a tap later);
     # 1 bit: read-valid flags 4 x + 4 y lanes, first-marker line 3 (the shadow PEs swap on it);

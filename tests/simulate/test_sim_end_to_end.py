@@ -165,7 +165,7 @@ def test_a_run_that_never_finishes_fails_its_op_and_the_next_op_still_runs(monke
 
     monkeypatch.setattr(_driver, "_watchdog_cycles", first_run_gets_one_cycle)
     report = simulate(tiny("ws"), "mlp:batch=4,d_in=8,hidden=8,layers=1,d_out=4", simulator="icarus",
-                      work_dir=sim_cache)
+                      work_dir=sim_cache, chain=False)
     first, second = report.ops
     assert first.status == "error" and "done did not rise within 1 cycles" in first.reason
     assert first.cycles_rtl is None and not first.cycles_match

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.extend.core as jex_core
 import jax.numpy as jnp
@@ -122,7 +124,7 @@ def test_int8_form_is_int8_by_int8_to_int32_and_float_form_has_the_same_ops(name
     a = trace(int8.fn, *int8.example_args())
     b = trace(flt.fn, *flt.example_args())
     assert (a.ops, a.counts) == (b.ops, b.counts)
-    assert a.ops == resolve(name).ops
+    assert a.ops == tuple(dataclasses.replace(op, requant=None) for op in resolve(name).ops)
 
 
 def test_int8_gemm_runs_bit_exactly():

@@ -55,7 +55,7 @@ def test_show_json_gives_source_and_origin(run_cli, in_tmp):
 def test_evaluate_an_onnx_cnn_as_its_builtin(run_cli, in_tmp, name):
     getattr(onnx_graphs, name)(in_tmp / f"{name}.onnx")
     results = []
-    for spec in (f"{name}.onnx:N=1", name):
+    for spec in (f"{name}.onnx:N=1", f"{name}:requant=0"):  # a file's ops carry no output-stage parameters
         code, out, err = run_cli("evaluate", "--design", "tiny", "--workload", spec, "--json")
         assert code == 0, err
         results.append(json.loads(out))
@@ -79,7 +79,7 @@ def test_sweep_a_space_of_onnx_files_as_of_builtins(run_cli, in_tmp):
         getattr(onnx_graphs, name)(in_tmp / f"{name}.onnx")
     best = []
     for tag, specs in (("onnx", '"resnet18.onnx:N=1", "mobilenet_v2.onnx:batch=1", "alexnet.onnx:N=1"'),
-                       ("jax", '"resnet18", "mobilenet_v2", "alexnet"')):
+                       ("jax", '"resnet18:requant=0", "mobilenet_v2:requant=0", "alexnet:requant=0"')):
         (in_tmp / f"{tag}.toml").write_text(SPACE.replace("WORKLOADS", specs))
         code, out, err = run_cli("sweep", "--space", f"{tag}.toml", "--sampler", "random", "--trials", "4",
                                  "--seed", "5", "--json", "--quiet", "--out-dir", str(in_tmp / tag))

@@ -23,6 +23,13 @@ def layer(x, w):
 def two(x):
     return jnp.tanh(x @ x) @ x
 
+RQ = workloads.Requant(multiplier=(1 << 30,), shift=(7,), bias=tuple(range(16)), zero_point=-1, act_min=-1)
+
+@workloads.with_example_args(jax.ShapeDtypeStruct((4, 32), jnp.int8), jax.ShapeDtypeStruct((32, 16), jnp.int8))
+def quantised(x, w):
+    """A dense layer through the output stage."""
+    return workloads.output_stage(jnp.matmul(x, w, preferred_element_type=jnp.int32), RQ)
+
 def nothing(x):
     return jnp.sin(x) * 2.0
 
@@ -111,6 +118,14 @@ def test_user_function_traces(run_cli, user_module):
     assert data["workload"] == f"{user_module}:layer" and data["description"] == "A dense layer."
     assert [(o["m"], o["k"], o["n"], o["batch"]) for o in data["ops"]] == [(4, 32, 16, 1)]
     assert data["other_primitives"] == {"max": 1}
+
+
+def test_user_function_through_the_output_stage_carries_its_parameters(run_cli, user_module):
+    (op,) = resolve(f"{user_module}:quantised").ops
+    assert op.requant is not None and op.requant.bias == tuple(range(16)) and op.requant.act_min == -1
+    assert resolve(f"{user_module}:layer").ops[0].requant is None
+    code, out, _ = run_cli("workloads", "show", f"{user_module}:quantised", "--json")
+    assert code == 0 and json.loads(out)["ops"][0]["requant"]["shift"] == [7]
 
 
 def test_module_level_hook_gives_arguments(user_module):

@@ -1,0 +1,125 @@
+# amaranth: UnusedElaboratable=no
+"""The output stage in Amaranth's simulator, bit-exact against the JAX reference ``workloads.output_stage``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from accel_dse.errors import ConfigError
+from rtl_gen import OUTPUT_STAGE_LATENCY, OutputStage
+from workloads import Requant, output_stage
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _param_word(bias: int, mult: int, shift: int, zp: int, lo: int, hi: int, bits: int) -> int:
+    """One lane's parameter word as the module docstring lays it out (bias at bit 0, ...)."""
+    fields = ((bias, 32), (mult, 32), (shift, 5), (zp, bits), (lo, bits), (hi, bits))
+    word, at = 0, 0
+    for value, width in fields:
+        word |= (value & ((1 << width) - 1)) << at
+        at += width
+    return word
+
+
+def _signed(value: int, bits: int) -> int:
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _run_stage(acc: np.ndarray, rq: Requant, acc_bits: int) -> np.ndarray:
+    """Feed rows of ``acc`` (one per cycle, channels = lanes) and collect ``q`` at the documented latency."""
+    rows, lanes = acc.shape
+    bits = rq.bits
+    dut = OutputStage(lanes=lanes, acc_bits=acc_bits, out_bits=bits)
+    lo, hi = rq.bounds
+    words = [_param_word(rq.channel_values("bias", lanes)[c], rq.channel_values("multiplier", lanes)[c],
+                         rq.channel_values("shift", lanes)[c], rq.zero_point, lo, hi, bits) for c in range(lanes)]
+    pw = sum(width for width in (32, 32, 5, bits, bits, bits))
+    params = sum(w << (c * pw) for c, w in enumerate(words))
+    got = np.zeros_like(acc)
+
+    async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
+        ctx.set(dut.params, params)
+        for t in range(rows + OUTPUT_STAGE_LATENCY):
+            if t < rows:
+                ctx.set(dut.acc, sum((int(v) & ((1 << acc_bits) - 1)) << (c * acc_bits)
+                                     for c, v in enumerate(acc[t])))
+            await ctx.tick()
+            if t >= OUTPUT_STAGE_LATENCY - 1 and t - (OUTPUT_STAGE_LATENCY - 1) < rows:
+                q = ctx.get(dut.q)
+                got[t - (OUTPUT_STAGE_LATENCY - 1)] = [_signed((q >> (c * bits)) & ((1 << bits) - 1), bits)
+                                                       for c in range(lanes)]
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
+
+
+def _check(acc: list[list[int]] | np.ndarray, rq: Requant, acc_bits: int = 32) -> np.ndarray:
+    acc = np.asarray(acc, dtype=np.int64)
+    want = np.asarray(output_stage(acc, rq)).astype(np.int64)
+    got = _run_stage(acc, rq, acc_bits)
+    assert got.tolist() == want.tolist()
+    return got
+
+
+def test_ties_round_half_up_for_both_signs():
+    got = _check([[3, -3, 1, -1], [5, -5, 2, -2]], Requant(multiplier=1 << 30, shift=0))
+    assert got.tolist() == [[2, -1, 1, 0], [3, -2, 1, -1]]  # x / 2 rounded half up
+
+
+def test_saturation_at_the_int8_ends_and_negative_values():
+    got = _check([[1000, -1000, 127, -128], [128, -129, -1, 0]], Requant(multiplier=INT32_MAX, shift=0))
+    assert got.tolist() == [[127, -128, 127, -128], [127, -128, -1, 0]]
+
+
+def test_relu_zero_point_and_relu6_clamp():
+    got = _check([[-50, 0, 20, 400]], Requant(multiplier=1 << 30, shift=0, zero_point=5, act_min=5))
+    assert got.tolist() == [[5, 5, 15, 127]]
+    got = _check([[-7, 100, 191, 1000]], Requant(multiplier=1 << 30, shift=0, act_min=0, act_max=96))
+    assert got.tolist() == [[0, 50, 96, 96]]
+
+
+@pytest.mark.parametrize("shift", [0, 31])
+def test_multipliers_near_2_31_and_the_shift_extremes(shift):
+    accs = [[INT32_MAX, INT32_MIN, 1 << 30, -(1 << 30)], [12345, -12345, 1, -1], [0, 255, -256, 1 << 24]]
+    rq = Requant(multiplier=(INT32_MAX, INT32_MIN, INT32_MAX - 1, (1 << 30) + 1), shift=(shift,) * 4,
+                 bias=(0, -3, 7, 0))
+    _check(accs, rq)
+
+
+def test_wide_accumulators_saturate_to_int32_and_per_channel_random_parameters():
+    rng = np.random.default_rng(7)
+    lanes = 3
+    rq = Requant(multiplier=tuple(int(v) for v in rng.integers(INT32_MIN, INT32_MAX, lanes)),
+                 shift=tuple(int(v) for v in rng.integers(0, 31, lanes, endpoint=True)),
+                 bias=tuple(int(v) for v in rng.integers(INT32_MIN, INT32_MAX, lanes)), zero_point=-9,
+                 act_min=-120, act_max=100)
+    acc = rng.integers(-(1 << 40), 1 << 40, (40, lanes))
+    acc[0] = [(1 << 47) - 1, -(1 << 47), 0]
+    _check(acc, rq, acc_bits=48)
+
+
+def test_sixteen_bit_outputs():
+    _check([[1 << 20, -(1 << 20), 40000, -40000]], Requant(multiplier=1 << 30, shift=0, bits=16))
+
+
+def test_bad_widths_are_config_errors():
+    with pytest.raises(ConfigError, match="output stage out_bits must be an integer in \\[2, 16\\], not 32"):
+        OutputStage(lanes=2, acc_bits=32, out_bits=32)
+
+
+def test_model_mirrors_the_generator_constants():
+    from accel_dse.config import ArrayConfig
+    from perf_model import _output_stage as model
+    from rtl_gen import QPARAM_CHANNELS, buffer_layout, param_bits
+
+    assert model.QPARAM_CHANNELS == QPARAM_CHANNELS
+    for ib in (8, 16):
+        assert float(model.param_bits(ib)) == param_bits(ib)
+        lay = buffer_layout(ArrayConfig(rows=4, cols=8, input_bits=ib, acc_bits=48))
+        assert lay.qparam.depth * lay.qparam.width == float(model.qparam_bits(ib))  # 4096 / 8 words of 8 lanes
