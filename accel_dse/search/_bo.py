@@ -255,19 +255,19 @@ class BayesOptSampler(DesignSampler):
     # -- the BaseSampler interface ---------------------------------------------------------------
     def _design(self, study: Study, trial: FrozenTrial) -> dict[str, Any]:
         """The unseen candidate design of highest constrained expected improvement."""
+        # A design taken while this worker proposes is taken by a trial unfinished now or newer:
+        # claims are read from the oldest such trial on (older finished ones are in the proposal's view).
+        since = min((t.number for t in study.get_trials(deepcopy=False) if not t.state.is_finished()),
+                    default=trial.number)
         with _single_thread():
             ranked = self._propose(study, trial)
-        return self._claim(study, trial, ranked)
+        return self._claim(study, trial, ranked, since)
 
     # -- claims of parallel workers (the module docstring's "Parallel workers") ----------------------
-    def _claim(self, study: Study, trial: FrozenTrial, ranked: np.ndarray) -> dict[str, Any]:
-        """Claim and hold the best of ``ranked`` that no other trial holds or claims; its parameters."""
+    def _claim(self, study: Study, trial: FrozenTrial, ranked: np.ndarray, since: int) -> dict[str, Any]:
+        """Claim and hold the best of ``ranked`` that no trial numbered ``since`` or more holds or claims."""
         storage = study._storage
-        trials = study.get_trials(deepcopy=False)
-        # A trial that takes a design after this read was unfinished here or is newer: finished
-        # trials before the oldest unfinished one need not be read again (their designs are seen).
-        since = min((t.number for t in trials if not t.state.is_finished()), default=trial.number)
-        claims = self._claims(trials, trial, since)
+        claims = self._claims(study.get_trials(deepcopy=False), trial, since)
         given_up: set[Key] = set()
         while True:
             free = [pos for pos in ranked if self._key(pos) not in claims and self._key(pos) not in given_up]

@@ -356,9 +356,9 @@ def _claim_lands_first(monkeypatch, study, writer, rival, params, then=None):
 def test_a_tie_goes_to_the_lower_trial_number(tmp_path, monkeypatch):
     study, low, high, sampler, params, ranked = _two_running(tmp_path)
     _claim_lands_first(monkeypatch, study, high, low, params[0])
-    assert sampler._claim(study, high, ranked) == params[1]  # the higher trial gives the design up
+    assert sampler._claim(study, high, ranked, low.number) == params[1]  # the higher trial gives the design up
     monkeypatch.undo()
-    got = BayesOptSampler(CONSTRAINED, seed=5)._claim(study, study._storage.get_trial(low._trial_id), ranked)
+    got = BayesOptSampler(CONSTRAINED, seed=5)._claim(study, study._storage.get_trial(low._trial_id), ranked, low.number)
     assert got == params[0]
     held = [study._storage.get_trial(t._trial_id).system_attrs for t in (low, high)]
     assert [a[HELD_KEY] for a in held] == [params[0], params[1]]
@@ -374,7 +374,7 @@ def test_the_lower_trial_waits_for_an_undecided_higher_one(tmp_path, monkeypatch
     if timer is None:  # its worker never decides: the lower trial gives the design up after the timeout
         monkeypatch.setattr(bo_module, "SETTLE_TIMEOUT_S", 0.3)
     _claim_lands_first(monkeypatch, study, low, high, params[0], then=timer.start if timer else None)
-    got = sampler._claim(study, low, ranked)
+    got = sampler._claim(study, low, ranked, low.number)
     if timer is not None:
         timer.join()
     assert got == (params[0] if higher == "gives it up" else params[1])
@@ -387,4 +387,22 @@ def test_a_design_whose_parameters_are_being_written_stays_held(tmp_path):
     storage.set_trial_system_attr(low._trial_id, HELD_KEY, params[0])
     name = next(iter(params[0]))  # the objective has written one parameter so far
     storage.set_trial_param(low._trial_id, name, space[name].to_internal_repr(params[0][name]), space[name])
-    assert sampler._claim(study, high, ranked) == params[1]
+    assert sampler._claim(study, high, ranked, low.number) == params[1]
+
+
+def test_a_design_taken_and_evaluated_while_the_gps_are_fitted_is_not_taken(tmp_path, monkeypatch):
+    """The other worker claims, holds and evaluates a design while this one proposes it: it takes the next one."""
+    study, low, high, sampler, _, _ = _two_running(tmp_path)
+    storage, space = study._storage, CONSTRAINED.distributions()
+    propose, ranked = sampler._propose, []
+
+    def slow_propose(study_, trial_):
+        ranked.extend(propose(study_, trial_))
+        for name, value in sampler._enc.params(ranked[0]).items():
+            storage.set_trial_param(low._trial_id, name, space[name].to_internal_repr(value), space[name])
+        storage.set_trial_user_attr(low._trial_id, "status", "ok")
+        storage.set_trial_state_values(low._trial_id, TrialState.COMPLETE, [1.0])
+        return np.asarray(ranked)
+
+    monkeypatch.setattr(sampler, "_propose", slow_propose)
+    assert sampler._design(study, high) == sampler._enc.params(ranked[1])
