@@ -358,7 +358,8 @@ def test_a_tie_goes_to_the_lower_trial_number(tmp_path, monkeypatch):
     _claim_lands_first(monkeypatch, study, high, low, params[0])
     assert sampler._claim(study, high, ranked, low.number) == params[1]  # the higher trial gives the design up
     monkeypatch.undo()
-    got = BayesOptSampler(CONSTRAINED, seed=5)._claim(study, study._storage.get_trial(low._trial_id), ranked, low.number)
+    fresh = BayesOptSampler(CONSTRAINED, seed=5)
+    got = fresh._claim(study, study._storage.get_trial(low._trial_id), ranked, low.number)
     assert got == params[0]
     held = [study._storage.get_trial(t._trial_id).system_attrs for t in (low, high)]
     assert [a[HELD_KEY] for a in held] == [params[0], params[1]]
