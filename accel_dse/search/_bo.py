@@ -265,7 +265,7 @@ class BayesOptSampler(DesignSampler):
 
     # -- claims of parallel workers (the module docstring's "Parallel workers") ----------------------
     def _claim(self, study: Study, trial: FrozenTrial, ranked: np.ndarray, since: int) -> dict[str, Any]:
-        """Claim and hold the best of ``ranked`` that no trial numbered ``since`` or more holds or claims."""
+        """Claim and hold the best of ``ranked`` no other trial claims (running, or finished from ``since`` on)."""
         storage = study._storage
         claims = self._claims(study.get_trials(deepcopy=False), trial, since)
         given_up: set[Key] = set()
