@@ -26,8 +26,20 @@
   normalised log objectives (augmented Chebyshev), then the single-objective machinery runs.
 * **Parallel workers**: the RUNNING trials of other workers enter every GP at their predicted
   mean (kriging believer), so their variance there collapses and workers spread out. A worker
-  records its choice in the trial at once (system attribute :data:`PROPOSAL_KEY`) and takes
-  the best of its ranked candidates that no running trial holds.
+  takes the best of its ranked candidates that no other trial holds or claims, and claims it
+  (system attribute :data:`PROPOSAL_KEY`, read by other workers until the parameters are
+  written). Two workers that choose in the same instant can both claim one design, so after
+  writing its claim a worker reads the claims again: it gives the design up (and takes its next
+  candidate) if another trial holds it for good (:data:`HELD_KEY` equal to that trial's claim,
+  parameters written, or evaluated) or a lower-numbered trial claims it too; while only
+  higher-numbered trials claim it, undecided, it reads again (their workers give it up or hold
+  it within one read and one write); with no rival left it sets :data:`HELD_KEY`. Of two claims
+  on one design, the later of the two reads sees the other claim (on every storage the sweep
+  supports, in memory, SQLite, PostgreSQL or a journal file, a read sees each write finished
+  before it): the lower-numbered trial then waits for the other or the higher-numbered one gives
+  way, so at most one holds the design and none is evaluated twice. Waits go only towards higher
+  numbers, so no two workers wait on each other; a claim a dead worker left undecided is given
+  up after :data:`SETTLE_TIMEOUT_S`.
 * **Start-up**: ``n_startup`` random designs before the first GP.
 
 Nothing is learned outside the study: a resumed run or another worker refits its GPs from the
@@ -37,6 +49,7 @@ stored trials.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,7 +65,8 @@ from accel_dse.search._gp import GaussianProcess, fit_gp, log_expected_improveme
 from accel_dse.search._samplers import relative_excess
 from accel_dse.search._space import DesignSpace
 
-__all__ = ["BayesOptSampler", "MAX_GRID", "MAX_CANDIDATES", "PROPOSAL_KEY", "parego_scalarise"]
+__all__ = ["BayesOptSampler", "HELD_KEY", "MAX_GRID", "MAX_CANDIDATES", "PROPOSAL_KEY", "SETTLE_TIMEOUT_S",
+           "parego_scalarise"]
 
 #: A finite space up to this many points is enumerated once.
 MAX_GRID = 200_000
@@ -66,11 +80,21 @@ PRUNE_LOG_P = math.log(1e-6)
 _RANKED = 32
 #: System attribute holding the design ``bo`` chose for a trial (seen by other workers at once).
 PROPOSAL_KEY = "bo:params"
+#: System attribute set to the trial's :data:`PROPOSAL_KEY` once no other trial contests it.
+HELD_KEY = "bo:held"
+#: Longest wait (s) for higher-numbered trials' workers to settle a tie over one design.
+SETTLE_TIMEOUT_S = 5.0
+#: First and longest pause (s) between two reads of the claims while a tie is settled.
+_PAUSE_S = (0.001, 0.05)
 #: FAIL statuses that teach the failure model (the design itself cannot run or is invalid).
 _FAILED_STATUS = ("infeasible", "overflow", "invalid", "non-finite", "constraint")
 #: Range of a constraint's log(metric / bound) the GPs see (e^4 = 55x the bound).
 _G_CLIP = 4.0
 _CONTROLLER: ThreadpoolController | None = None
+#: A design's position rounded (a dictionary key).
+Key = tuple[float, ...]
+#: Designs other trials hold or claim: key -> (trial number, held for good) of each such trial.
+Claims = dict[Key, list[tuple[int, bool]]]
 
 
 def _single_thread() -> Any:
@@ -231,27 +255,78 @@ class BayesOptSampler(DesignSampler):
     # -- the BaseSampler interface ---------------------------------------------------------------
     def _design(self, study: Study, trial: FrozenTrial) -> dict[str, Any]:
         """The unseen candidate design of highest constrained expected improvement."""
+        # A design taken while this worker proposes is taken by a trial unfinished now or newer:
+        # claims are read from the oldest such trial on (older finished ones are in the proposal's view).
+        since = min((t.number for t in study.get_trials(deepcopy=False) if not t.state.is_finished()),
+                    default=trial.number)
         with _single_thread():
             ranked = self._propose(study, trial)
-        # Another worker may have chosen the same design while this one computed: take the best
-        # design no running trial holds, and say so at once (before the objective writes it).
-        claimed = {self._key(pos) for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-                   if t.number != trial.number and (pos := self._enc.position(self._params_of(t))) is not None}
-        choice = next((pos for pos in ranked if self._key(pos) not in claimed), ranked[0])
-        params = self._enc.params(choice)
-        study._storage.set_trial_system_attr(trial._trial_id, PROPOSAL_KEY, params)
+        return self._claim(study, trial, ranked, since)
+
+    # -- claims of parallel workers (the module docstring's "Parallel workers") ----------------------
+    def _claim(self, study: Study, trial: FrozenTrial, ranked: np.ndarray, since: int) -> dict[str, Any]:
+        """Claim and hold the best of ``ranked`` no other trial claims (running, or finished from ``since`` on)."""
+        storage = study._storage
+        claims = self._claims(study.get_trials(deepcopy=False), trial, since)
+        given_up: set[Key] = set()
+        while True:
+            free = [pos for pos in ranked if self._key(pos) not in claims and self._key(pos) not in given_up]
+            params = self._enc.params(free[0] if free else ranked[0])
+            storage.set_trial_system_attr(trial._trial_id, PROPOSAL_KEY, params)
+            if not free:  # every ranked design is taken (the space is nearly exhausted): the best one
+                break
+            contested = self._settle(study, trial, self._key(free[0]), since)
+            if contested is None:
+                break
+            given_up.add(self._key(free[0]))
+            claims = contested
+        storage.set_trial_system_attr(trial._trial_id, HELD_KEY, params)
         return params
+
+    def _settle(self, study: Study, trial: FrozenTrial, key: Key, since: int) -> Claims | None:
+        """Read the claims until ``trial``'s claim on ``key`` is settled.
+
+        Returns:
+            ``None`` if the trial keeps the design, else the claims read last (it gives it up).
+        """
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        pause, longest = _PAUSE_S
+        while True:
+            claims = self._claims(study.get_trials(deepcopy=False), trial, since)
+            rivals = claims.get(key, [])
+            if not rivals:
+                return None
+            if any(held or number < trial.number for number, held in rivals) or time.monotonic() >= deadline:
+                return claims
+            time.sleep(pause)  # only higher-numbered trials claim it, undecided: they settle first
+            pause = min(2 * pause, longest)
+
+    def _claims(self, trials: Sequence[FrozenTrial], current: FrozenTrial, since: int) -> Claims:
+        """Designs the unfinished trials claim and the finished ones numbered ``since`` or more hold."""
+        claims: Claims = {}
+        for t in trials:
+            running = t.state == TrialState.RUNNING
+            if t.number == current.number or not holds_design(t) or (not running and t.number < since):
+                continue
+            pos = self._enc.position(self._params_of(t))
+            if pos is None:
+                continue
+            held = not running or bool(t.params) or t.system_attrs.get(HELD_KEY) == t.system_attrs.get(PROPOSAL_KEY)
+            claims.setdefault(self._key(pos), []).append((t.number, held))
+        return claims
 
     @staticmethod
     def _params_of(trial: FrozenTrial) -> dict[str, Any]:
-        """A trial's parameters, or the design ``bo`` chose for it before they were written."""
-        if trial.params or trial.state != TrialState.RUNNING:
+        """A trial's parameters, or while it runs the design ``bo`` chose for it until all are written."""
+        if trial.state != TrialState.RUNNING:
             return trial.params
         proposal = trial.system_attrs.get(PROPOSAL_KEY)
-        return proposal if isinstance(proposal, dict) else {}
+        if isinstance(proposal, dict) and len(trial.params) < len(proposal):
+            return proposal  # the objective writes the parameters one by one
+        return trial.params
 
     @staticmethod
-    def _key(pos: np.ndarray) -> tuple[float, ...]:
+    def _key(pos: np.ndarray) -> Key:
         return tuple(np.round(pos, 9))
 
     def _propose(self, study: Study, trial: FrozenTrial) -> np.ndarray:
