@@ -30,8 +30,10 @@ import dataclasses
 import math
 
 from accel_dse.config import ArrayConfig, Dataflow
+from perf_model._output_stage import QPARAM_CHANNELS, param_bits
 
-__all__ = ["FpgaFit", "ECP5_FIT", "ECP5_DEVICES", "bank_ebrs", "fpga_resources", "pe_resources"]
+__all__ = ["FpgaFit", "ECP5_FIT", "output_stage_resources", "ECP5_DEVICES", "bank_ebrs", "fpga_resources",
+           "pe_resources"]
 
 #: DP16KD aspect ratios (depth, data bits).
 _EBR_MODES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
@@ -49,8 +51,9 @@ class FpgaFit:
     lut_per_lane: float
 
 
-#: Fitted by ``bench/fpga_resources.py`` (nextpnr 0.11.1, Yosys 0.70; 4 designs, see docs/fpga.md).
-ECP5_FIT = FpgaFit(ff_fixed=442.0, ff_per_lane=27.7, lut_fixed=1110.7, lut_per_lane=42.5)
+#: Fitted by ``bench/fpga_resources.py`` (nextpnr 0.11.1, Yosys 0.70; 4 designs with shadow registers
+#: and the output stage, see docs/fpga.md).
+ECP5_FIT = FpgaFit(ff_fixed=651.5, ff_per_lane=63.2, lut_fixed=1231.7, lut_per_lane=71.7)
 
 #: Capacity of ECP5 parts: logic cells (TRELLIS_COMB), FFs, MULT18X18D, DP16KD.
 ECP5_DEVICES: dict[str, dict[str, int]] = {
@@ -83,6 +86,18 @@ def pe_resources(config: ArrayConfig) -> dict[str, int]:
     return {"ffs": ff, "luts": lut}
 
 
+def output_stage_resources(config: ArrayConfig) -> tuple[float, float]:
+    """Logic cells and FFs of the ``C`` output-stage lanes.
+
+    ``synth_ecp5`` of one ``rtl_gen.OutputStage`` lane with 8-bit outputs (Yosys 0.70): 561 LUT4
+    + 159 CCU2C (2 cells each) = 879 cells and 101 FFs at 32-bit accumulators, 600 + 176 = 952
+    cells at 48 (the same FFs); linear in ``acc_bits`` between and above. 16-bit outputs are
+    not measured (taken as 8-bit).
+    """
+    ab = max(config.acc_bits, 32)
+    return config.cols * (879.0 + (952.0 - 879.0) / 16.0 * (ab - 32)), config.cols * 101.0
+
+
 def _banks(config: ArrayConfig) -> list[tuple[int, int]]:
     """``(depth, bits)`` of every per-lane bank (as ``rtl_gen.buffer_layout``; at least 2 words)."""
     r, c = config.rows, config.cols
@@ -107,12 +122,18 @@ def fpga_resources(config: ArrayConfig, fit: FpgaFit = ECP5_FIT) -> dict[str, in
     """
     banks = _banks(config)
     pe = pe_resources(config)
+    # The output stage: one 32 x 32 Q31 multiply per lane (4 MULT18X18D) and the qparam memory,
+    # one word of every lane's parameters per column fold (IS: one lane per channel).
+    q_lanes = 1 if config.dataflow is Dataflow.IS else config.cols
+    q_depth = max(2, -(-QPARAM_CHANNELS // q_lanes))
+    q_bank = (q_depth, q_lanes * int(param_bits(config.input_bits)))
     if config.dataflow is Dataflow.OS:
         pe["ffs"] += config.cols * config.acc_bits  # the result register, one per column
     lanes = len(banks)
+    out_luts, out_ffs = output_stage_resources(config)
     return {
-        "luts": round(pe["luts"] + fit.lut_fixed + fit.lut_per_lane * lanes),
-        "ffs": round(pe["ffs"] + fit.ff_fixed + fit.ff_per_lane * lanes),
-        "dsps": config.pes * math.ceil(config.input_bits / 18) ** 2,
-        "brams": sum(bank_ebrs(depth, bits) for depth, bits in banks),
+        "luts": round(pe["luts"] + out_luts + fit.lut_fixed + fit.lut_per_lane * lanes),
+        "ffs": round(pe["ffs"] + out_ffs + fit.ff_fixed + fit.ff_per_lane * lanes),
+        "dsps": config.pes * math.ceil(config.input_bits / 18) ** 2 + config.cols * math.ceil(32 / 18) ** 2,
+        "brams": sum(bank_ebrs(depth, bits) for depth, bits in banks) + bank_ebrs(*q_bank),
     }

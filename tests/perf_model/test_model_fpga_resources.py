@@ -26,9 +26,8 @@ def test_bank_block_rams_match_yosys(depth: int, bits: int, ebrs: int) -> None:
 
 def test_design_block_rams_match_nextpnr() -> None:
     tiny = load_preset("tiny")
-    assert fpga_resources(tiny)["brams"] == 12  # nextpnr DP16KD used, ECP5-85k
-    big = dataclasses.replace(tiny, ifmap_sram_kib=64, weight_sram_kib=64)
-    assert fpga_resources(big)["brams"] == 68  # nextpnr on a 12k: DP16KD 68/56, does not fit
+    assert fpga_resources(tiny)["brams"] == 33  # nextpnr DP16KD used, ECP5-85k (12 banks + 21 qparam)
+    assert fpga_resources(dataclasses.replace(tiny, rows=8))["brams"] == 37  # nextpnr on the 8x4 design
 
 
 @pytest.mark.parametrize(
@@ -45,8 +44,9 @@ def test_pe_flops_match_synth_ecp5(dataflow: str, rows: int, shadow: bool, flops
 
 def test_one_multiplier_block_per_pe() -> None:
     tiny = load_preset("tiny")
-    assert fpga_resources(tiny)["dsps"] == 16  # nextpnr: MULT18X18D 16/156
-    assert fpga_resources(dataclasses.replace(tiny, rows=8))["dsps"] == 32
+    # nextpnr: MULT18X18D 32/156: 16 PEs and 4 per output-stage lane (a 32 x 32 Q31 multiply)
+    assert fpga_resources(tiny)["dsps"] == 32
+    assert fpga_resources(dataclasses.replace(tiny, rows=8))["dsps"] == 48
 
 
 _BASE = {"input_bits": 8, "acc_bits": 32, "clock_mhz": 100.0}
@@ -55,16 +55,16 @@ _BASE = {"input_bits": 8, "acc_bits": 32, "clock_mhz": 100.0}
 @pytest.mark.parametrize(
     ("config", "luts", "ffs"),  # nextpnr TRELLIS_COMB and TRELLIS_FF used on an ECP5-85k (bench/fpga_resources.py)
     [
-        (load_preset("tiny"), 2121, 1624),
+        (load_preset("tiny"), 6199, 2742),
         (ArrayConfig(rows=2, cols=2, dataflow="ws", ifmap_sram_kib=2, weight_sram_kib=2, ofmap_sram_kib=2, **_BASE),
-         1448, 782),
+         3448, 1343),
         (ArrayConfig(rows=4, cols=4, dataflow="os", ifmap_sram_kib=4, weight_sram_kib=4, ofmap_sram_kib=8, **_BASE),
-         3244, 2295),
+         7277, 3413),
         (ArrayConfig(rows=8, cols=4, dataflow="ws", ifmap_sram_kib=4, weight_sram_kib=4, ofmap_sram_kib=8, **_BASE),
-         2948, 2638),
+         6971, 3724),
     ],
 )
-def test_logic_and_flops_within_5_percent_of_nextpnr(config: ArrayConfig, luts: int, ffs: int) -> None:
-    model = fpga_resources(config)
-    assert model["luts"] == pytest.approx(luts, rel=0.05)
-    assert model["ffs"] == pytest.approx(ffs, rel=0.05)
+def test_logic_and_flops_within_10_percent_of_nextpnr(config: ArrayConfig, luts: int, ffs: int) -> None:
+    model = fpga_resources(config)  # measured: LUTs within 2.1 %, FFs within 6.7 % (issue 15's target: 10 %)
+    assert model["luts"] == pytest.approx(luts, rel=0.10)
+    assert model["ffs"] == pytest.approx(ffs, rel=0.10)

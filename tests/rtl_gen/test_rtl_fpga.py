@@ -183,7 +183,8 @@ def test_tiny_places_and_routes_on_an_ecp5_85k() -> None:
     rep = fpga_report(tiny, family="ecp5", device="85k")
     assert rep["fits"] is True and rep["out_of_context"] is True
     res = rep["resources"]
-    assert res["dsps"] == tiny.rows * tiny.cols  # one 8 x 8 multiplier per PE, each in a MULT18X18D
+    # one 8 x 8 multiplier per PE in a MULT18X18D, and 4 for each output-stage lane's 32 x 32 multiply
+    assert res["dsps"] == tiny.rows * tiny.cols + 4 * tiny.cols
     # at least the a, weight (and its shadow) and partial-sum registers of every PE
     assert res["ffs"] >= tiny.rows * tiny.cols * (3 * tiny.input_bits + tiny.acc_bits)
     assert res["ffs"] == rep["utilisation"]["TRELLIS_FF"]["used"]  # Yosys and nextpnr agree
