@@ -40,9 +40,9 @@ from accel_dse.config import ArrayConfig
 from accel_dse.errors import AccelDseError, ConfigError, SearchError
 from accel_dse.search._evaluator import Evaluation
 from accel_dse.search._interrupt import interrupt_requested, interruptible
+from accel_dse.search._owner import worker_identity
 from accel_dse.search._samplers import relative_excess
 from accel_dse.search._space import DesignSpace, Param
-from accel_dse.search._study import worker_identity
 from accel_dse.search._writes import write_attrs, write_params
 
 __all__ = ["Evaluator", "SweepObjective", "TrialFailed", "coerce_finite", "suggest"]
@@ -112,11 +112,13 @@ class SweepObjective:
         return TrialFailed(f"{status}: {reason}")
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
-        # Written before the evaluation, with the drawn design in one transaction: a trial whose
-        # worker dies is still attributed to it.
+        # The worker and sampler, unless the trial was created with them (the sweep's loop does:
+        # accel_dse.search._owner), go with the drawn design in one transaction.
         drawn = trial.relative_params  # the whole design, drawn at once by the sweep's samplers
+        have = trial.user_attrs
+        owner = {k: v for k, v in {**self._identity, "sampler": self.sampler}.items() if have.get(k) != v}
         write_params(trial, {p.name: drawn[p.name] for p in self.space.free_params if p.name in drawn},
-                     self.space.distributions(), user={**self._identity, "sampler": self.sampler})
+                     self.space.distributions(), user=owner)
         attrs: dict[str, Any] = {}
         system: dict[str, Any] = {}
         try:

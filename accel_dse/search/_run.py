@@ -34,11 +34,12 @@ from accel_dse.search._grid import GridResult, add_grid_trials, grid_search
 from accel_dse.search._interrupt import deferred_interrupts, interrupt_requested
 from accel_dse.search._loop import run_trials
 from accel_dse.search._objective import Evaluator, SweepObjective, TrialFailed
+from accel_dse.search._owner import fail_dead_trials, worker_identity
 from accel_dse.search._progress import Progress
 from accel_dse.search._samplers import check_sampler, make_sampler, takes_constraints
 from accel_dse.search._space import DesignSpace
 from accel_dse.search._storage import StorageSpec, check_location, open_storage, parse_storage
-from accel_dse.search._study import budget_used, check_study_name, fail_dead_trials, open_study
+from accel_dse.search._study import budget_used, check_study_name, open_study
 from accel_dse.search._summary import summary_dict
 
 __all__ = ["SweepConfig", "SweepResult", "run_sweep", "validate_sweep", "max_jobs", "MAX_SEED", "MAX_HEARTBEAT_S"]
@@ -200,7 +201,7 @@ def _work(job: _WorkerJob, storage: BaseStorage | None = None, progress: Progres
             progress.update(study)
 
     ran = run_trials(study, objective, catch=(TrialFailed,), stop=_Budget(job.n_trials), after_trial=drawn,
-                     timeout=job.timeout)
+                     timeout=job.timeout, owner={**worker_identity(), "sampler": job.sampler})
     if interrupt_requested():
         raise KeyboardInterrupt
     return ran

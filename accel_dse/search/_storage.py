@@ -11,7 +11,8 @@ Accepted URLs:
 * ``memory:``: in-process only, nothing kept (benchmarks, tests).
 
 RDB storages get Optuna's heartbeat (``heartbeat_interval``, ``grace_period``) with the
-stale-trial retry callback, so a killed worker's trial is failed and queued again.
+stale-trial retry callback (:class:`~accel_dse.search._owner.RetryDead`), so a killed worker's trial is
+failed and queued again.
 Problems are one-line :class:`~accel_dse.errors.StorageError`s; a storage is never created
 in a directory that does not exist, and a storage file must be a regular file (a FIFO, a
 device such as ``/dev/full`` or a socket is refused before it is opened).
@@ -40,15 +41,14 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from accel_dse.errors import StorageError
+from accel_dse.search._owner import MAX_RETRY, RetryDead
 
 __all__ = ["StorageSpec", "parse_storage", "check_location", "open_storage", "mask_url", "redact", "MAX_RETRY"]
 
-#: How often a trial of a dead worker is queued again before it is left failed.
-MAX_RETRY = 3
 _EXAMPLES = "sqlite:///runs/x/study.db, postgresql://user:pw@host:5432/db, journal:runs/x/study.journal"
 
 
@@ -334,7 +334,7 @@ def _open_rdb(
                 heartbeat = {
                     "heartbeat_interval": heartbeat_interval,
                     "grace_period": grace,
-                    "heartbeat_stale_trial_callback": RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+                    "heartbeat_stale_trial_callback": RetryDead(MAX_RETRY),
                 }
             storage = _create_rdb(url, engine_kwargs, heartbeat, read_only)
         if spec.kind == "sqlite" and spec.path is not None and not read_only:
