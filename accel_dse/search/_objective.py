@@ -21,7 +21,9 @@ into the study loop:
 
 Other user attributes: ``config`` (the full ``ArrayConfig``), ``config_hash``, ``metrics``
 (aggregate), ``workloads`` (workload -> metrics), ``constraint_values`` (Optuna convention:
-``<= 0`` is satisfied, one per constraint, in the metric's unit). The system attribute
+``<= 0`` is satisfied, one per constraint, in the metric's unit), and flat scalars for
+optuna-dashboard's table (:mod:`accel_dse.search._dashboard`): ``design.<field>``,
+``metric.<name>``, ``feasible``. The system attribute
 ``constraints`` holds the same values relative to each bound (what the samplers see).
 Storage writes are grouped (see :mod:`accel_dse.search._writes`): the worker attributes
 before the evaluation, the parameters together, the rest when the trial ends.
@@ -38,6 +40,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import AccelDseError, ConfigError, SearchError
+from accel_dse.search._dashboard import flat_design, flat_metrics
 from accel_dse.search._evaluator import Evaluation
 from accel_dse.search._interrupt import interrupt_requested, interruptible
 from accel_dse.search._owner import worker_identity
@@ -109,6 +112,7 @@ class SweepObjective:
     def _fail(self, attrs: dict[str, Any], status: str, reason: str) -> TrialFailed:
         attrs["status"] = status
         attrs["reason"] = reason
+        attrs["feasible"] = False
         return TrialFailed(f"{status}: {reason}")
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
@@ -142,6 +146,7 @@ class SweepObjective:
             raise self._fail(attrs, "invalid", str(exc)) from None
         attrs["config"] = config.to_dict()
         attrs["config_hash"] = config.config_hash
+        attrs.update(flat_design(attrs["config"]))
         try:
             with interruptible():
                 evaluation = self.evaluator.evaluate(config)
@@ -160,6 +165,7 @@ class SweepObjective:
         self._errors_in_a_row = 0
         metrics = {m: coerce_finite(v) for m, v in evaluation.metrics.items()}
         attrs["metrics"] = metrics
+        attrs.update(flat_metrics(metrics, space))
         attrs["workloads"] = {
             w: {m: coerce_finite(v) for m, v in d.items()} for w, d in evaluation.per_workload.items()
         }
@@ -193,6 +199,7 @@ class SweepObjective:
             attrs["reason"] = "; ".join(broken)
         else:
             attrs["status"] = "ok"
+        attrs["feasible"] = not broken
         if space.constraints:
             # Optuna's constraint record (read by TPE, NSGA-II and Optuna's best-trial logic),
             # relative to each bound so that excesses in different units add up sensibly.

@@ -30,6 +30,7 @@ from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
 from accel_dse.errors import AccelDseError, SearchError
+from accel_dse.search._dashboard import mark_best, name_metrics
 from accel_dse.search._grid import GridResult, add_grid_trials, grid_search
 from accel_dse.search._interrupt import deferred_interrupts, interrupt_requested
 from accel_dse.search._loop import run_trials
@@ -318,6 +319,7 @@ def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepRe
         before = len(study.get_trials(deepcopy=False))
         if config.sampler == "grid":
             grid = _run_grid(config, study, progress)
+            _mark(study, space)
             return SweepResult(study, spec, space, len(study.get_trials(deepcopy=False)) - before, recovered, grid)
         job = _WorkerJob(
             space=space, evaluator=config.evaluator, storage=config.storage, study_name=config.study_name,
@@ -334,9 +336,16 @@ def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepRe
             _fail_own_running(study, {os.getpid()})
             bar.close()
             raise
+        _mark(study, space)
         bar.close(study)
         ran = len(study.get_trials(deepcopy=False)) - before
         return SweepResult(study, spec, space, ran, recovered)
+
+
+def _mark(study: optuna.Study, space: DesignSpace) -> None:
+    """What optuna-dashboard shows: the objectives' names, the feasible best (see :mod:`._dashboard`)."""
+    name_metrics(study, space)
+    mark_best(study, space)
 
 
 def _run_grid(config: SweepConfig, study: optuna.Study, progress: TextIO | None) -> GridResult:

@@ -15,6 +15,7 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from accel_dse.errors import SearchError
+from accel_dse.search._dashboard import name_metrics
 from accel_dse.search._space import DesignSpace
 from accel_dse.search._writes import rdb_backend
 
@@ -114,6 +115,7 @@ def open_study(
         study.set_user_attr(ATTR_SPACE, space.to_dict())
         study.set_user_attr(ATTR_FINGERPRINT, space.fingerprint)
         study.set_user_attr(ATTR_OBJECTIVES, [o.name for o in space.objectives])
+        name_metrics(study, space)
     check_compatible(study, space, where=where)
     return study
 
