@@ -9,7 +9,8 @@ usage/config errors); ``--debug`` (anywhere on the line) shows the traceback ins
 user's environment or input causes outside accel-dse's own checks into one line and exit 2: an
 ``OSError`` (disk full, permission denied, name too long, ...), a ``RecursionError`` (input
 nested too deeply) and a ``SystemExit`` raised by a user's module while the command runs.
-Ctrl-C, SIGTERM and SIGHUP end it with exit 130.
+A module of an optional extra that is not installed (``cocotb`` of ``[sim]``, ...) is one line
+naming the extra, exit 2. Ctrl-C, SIGTERM and SIGHUP end it with exit 130.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ from accel_dse import __version__
 from accel_dse.errors import AccelDseError
 
 __all__ = ["main", "build_parser", "COMMANDS", "error_kind"]
+
+#: Top-level modules of the optional extras -> the extra that installs them (see pyproject.toml).
+EXTRAS = {
+    "cocotb": "sim", "cocotb_tools": "sim", "find_libpython": "sim", "matplotlib": "report", "psycopg": "postgres",
+}
 
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -151,6 +157,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _drop_stdout()
         return 0
+    except ModuleNotFoundError as exc:
+        extra = EXTRAS.get((exc.name or "").partition(".")[0])
+        if extra is None or debug:
+            raise
+        return _fail(f"accel-dse {args.command} needs {exc.name!r}, from the [{extra}] extra: "
+                     f"pip install 'accel-dse[{extra}]' (scripts/setup.sh installs every extra)", 2,
+                     "missing-extra" if as_json else None)
     except OSError as exc:
         if not debug:
             _drop_stdout()

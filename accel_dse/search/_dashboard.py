@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,7 +58,9 @@ def name_metrics(study: optuna.Study, space: DesignSpace) -> None:
     """Set the study's metric names to the objectives' names (once)."""
     names = [o.name for o in space.objectives]
     if study.metric_names != names:
-        study.set_metric_names(names)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(names)
 
 
 def mark_best(study: optuna.Study, space: DesignSpace) -> list[int]:

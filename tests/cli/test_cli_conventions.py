@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -56,3 +57,18 @@ def test_json_error_is_one_object_on_stderr_with_the_same_exit_code(argv, kind, 
     assert set(record) == {"error", "kind"} and record["kind"] == kind
     assert text in record["error"] and text in plain.err
     assert not plain.err.lstrip().startswith("{")  # without --json: text, as before
+
+
+
+def test_a_missing_optional_extra_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    study = tmp_path / "study.db"
+    assert main(["sweep", "--sampler", "random", "--trials", "3", "--storage", f"sqlite:///{study}",
+                 "--study", "s", "--quiet"]) == 0
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the [report] extra were not installed
+    argv = ["report", "--storage", f"sqlite:///{study}", "--study", "s", "--out", str(tmp_path / "r")]
+    assert main(argv) == 2
+    assert not (tmp_path / "r").exists()  # nothing half-written
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'accel-dse[report]'" in err
+    assert main([*argv, "--json"]) == 2
+    assert json.loads(capsys.readouterr().err)["kind"] == "missing-extra"
