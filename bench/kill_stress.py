@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import random
 import shutil
@@ -32,6 +33,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
+from accel_dse.errors import AccelDseError
 from accel_dse.search import open_storage, parse_storage
 from accel_dse.search._owner import MAX_RETRY
 
@@ -55,10 +57,14 @@ def stress(exe: str, url: str, out: Path, kills: int, max_wait: float, rng: rand
         jobs = 2 if i % 2 else 1
         proc = subprocess.Popen(_sweep(exe, url, out, 100_000, jobs, i), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(rng.uniform(0.0, max_wait))
+        wait = rng.uniform(0.0, max_wait)
+        time.sleep(wait)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        study = _load(url)
+        try:
+            study = _load(url)
+        except AccelDseError as exc:
+            raise SystemExit(f"after kill {i + 1} (jobs {jobs}, at {wait:.2f} s): {exc}") from None
         if study is not None:
             for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
                 seen.setdefault(t.number, (t.params, t.values))
@@ -101,13 +107,17 @@ def main() -> int:
     parser.add_argument("--storages", default="sqlite,journal", help="comma-separated: sqlite, journal")
     parser.add_argument("--postgres", default=None, help="also an (empty) PostgreSQL database URL")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work-dir", default=None, help="keep the study files here (default: a temporary directory)")
     parser.add_argument("--accel-dse", default=shutil.which("accel-dse") or str(Path(sys.executable).with_name(
         "accel-dse")))
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     rng = random.Random(args.seed)
     total: collections.Counter[str] = collections.Counter()
-    with tempfile.TemporaryDirectory(prefix="kill-stress-") as tmp:
+    if args.work_dir:
+        Path(args.work_dir).mkdir(parents=True, exist_ok=True)
+    with contextlib.nullcontext(args.work_dir) if args.work_dir else tempfile.TemporaryDirectory(
+            prefix="kill-stress-") as tmp:
         urls = {"sqlite": f"sqlite:///{tmp}/study.db", "journal": f"journal:{tmp}/study.journal"}
         chosen = [(kind, urls[kind]) for kind in args.storages.split(",") if kind]
         if args.postgres:
