@@ -343,7 +343,7 @@ def _open_rdb(
     except ImportError as exc:
         raise StorageError(
             f"no database driver for storage {spec.display!r} ({redact(_first_line(exc.__cause__ or exc), url)}); "
-            "for PostgreSQL install psycopg[binary]"
+            "for PostgreSQL: pip install 'accel-dse[postgres]' (the psycopg driver)"
         ) from None
     except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as exc:
         cause = exc.__cause__ if isinstance(exc, optuna.exceptions.StorageInternalError) and exc.__cause__ else exc
