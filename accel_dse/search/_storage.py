@@ -305,6 +305,31 @@ def _sqlite_url(spec: StorageSpec, read_only: bool) -> str:
     return f"sqlite:///file:{urllib.parse.quote(str(path))}?{query}&uri=true"
 
 
+def _check_sqlite(spec: StorageSpec) -> None:
+    """Refuse a file that is not a SQLite database, reading it through SQLite itself.
+
+    Not with Python's ``open()``: closing any descriptor of a database file drops every POSIX
+    lock this process holds on it, also those of its open SQLite connections (a sweep that runs
+    ``--verify-top`` opens its storage again while the sweep's connections are pooled). Another
+    process can then checkpoint and delete the WAL under them: seen as "database disk image is
+    malformed" and lost commits in ``bench/kill_stress.py``. SQLite keeps such descriptors open
+    until its locks are released.
+    """
+    import sqlite3
+
+    uri = f"file:{urllib.parse.quote(str(spec.path.absolute()))}?mode=ro" if spec.path is not None else ""
+    try:
+        connection = sqlite3.connect(uri, uri=True, timeout=60)
+        try:
+            connection.execute("PRAGMA schema_version").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            raise StorageError(f"storage {spec.display!r} is not a SQLite database") from None
+        # Anything else (a lock, a WAL file it may not create) is left to the real connection.
+
+
 def _open_rdb(
     spec: StorageSpec, heartbeat_interval: int | None, grace_period: int | None, read_only: bool = False
 ) -> BaseStorage:
@@ -315,9 +340,7 @@ def _open_rdb(
     if spec.kind == "sqlite":
         engine_kwargs["connect_args"] = {"timeout": 60}
         if spec.path is not None and spec.path.exists() and spec.path.stat().st_size > 0:
-            with spec.path.open("rb") as handle:
-                if handle.read(16) != b"SQLite format 3\x00":
-                    raise StorageError(f"storage {spec.display!r} is not a SQLite database")
+            _check_sqlite(spec)
         url = _sqlite_url(spec, read_only)
         fresh = spec.path is not None and (not spec.path.exists() or spec.path.stat().st_size == 0)
     elif spec.url.startswith("postgresql"):

@@ -174,3 +174,24 @@ def test_a_queued_trial_taken_by_a_worker_killed_before_it_wrote_its_owner_is_fa
     assert fail_dead_trials(study) == [trial.number]
     assert study.get_trials()[trial.number].user_attrs["status"] == "worker died"
     assert not [t for t in study.get_trials() if t.state == TrialState.RUNNING]
+
+
+def test_opening_a_storage_again_keeps_this_process_sqlite_locks(tmp_path):
+    """Closing a descriptor of a database file drops every POSIX lock of the process on it: never open it by hand."""
+    import sqlite3
+
+    path = tmp_path / "locks.db"
+    url = f"sqlite:///{path}"
+    # An existing database in rollback-journal mode (kept so: only a fresh one is switched to WAL),
+    # where a reader's SHARED lock is a lock on the database file itself.
+    sqlite3.connect(path).execute("CREATE TABLE mine (x)").connection.close()
+    open_storage(parse_storage(url))  # Optuna's tables
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM mine").fetchone()  # holds a SHARED lock until COMMIT
+    open_storage(parse_storage(url))  # as `sweep --verify-top` does while the sweep's connections are open
+    writer = subprocess.run(
+        [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=0, "
+         "isolation_level=None); c.execute('BEGIN EXCLUSIVE')", str(path)], capture_output=True, text=True)
+    reader.execute("COMMIT")
+    assert writer.returncode != 0 and "database is locked" in writer.stderr  # the reader still holds its lock
