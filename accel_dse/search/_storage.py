@@ -305,18 +305,24 @@ def _sqlite_url(spec: StorageSpec, read_only: bool) -> str:
     return f"sqlite:///file:{urllib.parse.quote(str(path))}?{query}&uri=true"
 
 
-def _check_sqlite(spec: StorageSpec) -> None:
-    """Refuse a file that is not a SQLite database, reading it through SQLite itself.
+def _check_sqlite(spec: StorageSpec, read_only: bool) -> None:
+    """Refuse a file that is not a SQLite database, reading it through SQLite itself (when writing).
 
     Not with Python's ``open()``: closing any descriptor of a database file drops every POSIX
     lock this process holds on it, also those of its open SQLite connections (a sweep that runs
     ``--verify-top`` opens its storage again while the sweep's connections are pooled). Another
     process can then checkpoint and delete the WAL under them: seen as "database disk image is
     malformed" and lost commits in ``bench/kill_stress.py``. SQLite keeps such descriptors open
-    until its locks are released.
+    until its locks are released. A read-only open reads the header bytes instead: a SQLite
+    connection to a WAL database would create its ``-wal`` and ``-shm`` files.
     """
     import sqlite3
 
+    if read_only and spec.path is not None:
+        with spec.path.open("rb") as handle:
+            if handle.read(16) != b"SQLite format 3\x00":
+                raise StorageError(f"storage {spec.display!r} is not a SQLite database")
+        return
     uri = f"file:{urllib.parse.quote(str(spec.path.absolute()))}?mode=ro" if spec.path is not None else ""
     try:
         connection = sqlite3.connect(uri, uri=True, timeout=60)
@@ -340,7 +346,7 @@ def _open_rdb(
     if spec.kind == "sqlite":
         engine_kwargs["connect_args"] = {"timeout": 60}
         if spec.path is not None and spec.path.exists() and spec.path.stat().st_size > 0:
-            _check_sqlite(spec)
+            _check_sqlite(spec, read_only)
         url = _sqlite_url(spec, read_only)
         fresh = spec.path is not None and (not spec.path.exists() or spec.path.stat().st_size == 0)
     elif spec.url.startswith("postgresql"):
