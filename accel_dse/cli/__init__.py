@@ -3,11 +3,14 @@
 Each subcommand lives in its own module of this package, listed in :data:`COMMANDS`; a module
 exposes ``register(subparsers)`` that adds its parser and sets ``func(args) -> int``.
 User errors (:class:`AccelDseError`) become one line on stderr and their exit code (2 for
-usage/config errors); ``--debug`` shows the traceback instead. The same boundary turns what the
+usage/config errors); ``--debug`` (anywhere on the line) shows the traceback instead. With
+``--json`` an error, a usage error too, is one JSON object on stderr instead,
+``{"error": MESSAGE, "kind": KIND}``, with the same exit code (:func:`error_kind`). The same boundary turns what the
 user's environment or input causes outside accel-dse's own checks into one line and exit 2: an
 ``OSError`` (disk full, permission denied, name too long, ...), a ``RecursionError`` (input
 nested too deeply) and a ``SystemExit`` raised by a user's module while the command runs.
-Ctrl-C, SIGTERM and SIGHUP end it with exit 130.
+A module of an optional extra that is not installed (``cocotb`` of ``[sim]``, ...) is one line
+naming the extra, exit 2. Ctrl-C, SIGTERM and SIGHUP end it with exit 130.
 """
 
 from __future__ import annotations
@@ -15,15 +18,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
+from typing import NoReturn
 
 from accel_dse import __version__
 from accel_dse.errors import AccelDseError
 
-__all__ = ["main", "build_parser", "COMMANDS"]
+__all__ = ["main", "build_parser", "COMMANDS", "error_kind"]
+
+#: Top-level modules of the optional extras -> the extra that installs them (see pyproject.toml).
+EXTRAS = {
+    "cocotb": "sim", "cocotb_tools": "sim", "find_libpython": "sim", "matplotlib": "report", "psycopg": "postgres",
+}
 
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -31,15 +41,56 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+class _UsageError(Exception):
+    """A command line argparse refused (its message, and the (sub)parser that refused it)."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors reach :func:`main` (to be shown as text or JSON), not ``sys.exit``."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(self, message)
+
+
+def _pop_flags(argv: Sequence[str]) -> tuple[list[str], bool, bool]:
+    """``argv`` without ``--debug`` (anywhere before a ``--``), whether it was there, whether ``--json`` is."""
+    args = list(argv)
+    end = args.index("--") if "--" in args else len(args)
+    debug = "--debug" in args[:end]
+    kept = [a for a in args[:end] if a != "--debug"] + args[end:]
+    return kept, debug, "--json" in args[:end]
+
+
+def error_kind(exc: BaseException) -> str:
+    """The ``kind`` of a ``--json`` error: ``config``, ``storage``, ... (the error class), ``usage``, ``os``, ..."""
+    if isinstance(exc, _UsageError):
+        return "usage"
+    if isinstance(exc, AccelDseError):
+        name = type(exc).__name__.removesuffix("Error")
+        return "".join(f"-{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name)) or "error"
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, RecursionError):
+        return "input"
+    if isinstance(exc, SystemExit):
+        return "user-module"
+    return "os"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="accel-dse",
         description="Design-space exploration for TPU-style systolic-array accelerators: "
         "generate RTL, verify it against JAX, model it, search it.",
     )
     parser.add_argument("--version", action="version", version=f"accel-dse {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks of errors (accepted anywhere on the command line)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         importlib.import_module(f"accel_dse.cli.{name}").register(sub)
@@ -72,39 +123,56 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
+    argv, debug, as_json = _pop_flags(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+
+    def fail(exc: BaseException, message: str, code: int) -> int:
+        if debug:
+            raise exc
+        return _fail(message, code, error_kind(exc) if as_json else None)
+
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        if not as_json:
+            exc.parser.print_usage(sys.stderr)
+            print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
+            return 2
+        return _fail(f"{exc.parser.prog}: {exc}", 2, "usage")
+    args.debug = debug
     try:
         with _terminate_as_interrupt():
             code = int(args.func(args) or 0)
             sys.stdout.flush()  # a full disk or closed pipe is reported here, not at exit
             return code
     except AccelDseError as exc:
-        if args.debug:
+        return fail(exc, str(exc), exc.exit_code)
+    except KeyboardInterrupt as exc:
+        if debug:
             raise
-        return _fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        if args.debug:
-            raise
+        if as_json:
+            return _fail("interrupted", 130, error_kind(exc))
         print("accel-dse: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         _drop_stdout()
         return 0
+    except ModuleNotFoundError as exc:
+        extra = EXTRAS.get((exc.name or "").partition(".")[0])
+        if extra is None or debug:
+            raise
+        return _fail(f"accel-dse {args.command} needs {exc.name!r}, from the [{extra}] extra: "
+                     f"pip install 'accel-dse[{extra}]' (scripts/setup.sh installs every extra)", 2,
+                     "missing-extra" if as_json else None)
     except OSError as exc:
-        if args.debug:
-            raise
-        _drop_stdout()
-        return _fail(os_error_text(exc), 2)
-    except RecursionError:
-        if args.debug:
-            raise
-        return _fail("input nested too deeply (Python's recursion limit); flatten it", 2)
+        if not debug:
+            _drop_stdout()
+        return fail(exc, os_error_text(exc), 2)
+    except RecursionError as exc:
+        return fail(exc, "input nested too deeply (Python's recursion limit); flatten it", 2)
     except SystemExit as exc:  # accel-dse never exits from inside a command: a user's module did
-        if args.debug:
-            raise
-        return _fail(f"a user module raised SystemExit({exc.code!r}) while {args.command} ran "
-                     "(a workload module must not call sys.exit or exit when imported)", 2)
+        return fail(exc, f"a user module raised SystemExit({exc.code!r}) while {args.command} ran "
+                    "(a workload module must not call sys.exit or exit when imported)", 2)
 
 
 def os_error_text(exc: OSError) -> str:
@@ -115,10 +183,12 @@ def os_error_text(exc: OSError) -> str:
     return f"{reason[:1].lower()}{reason[1:]}{where}"
 
 
-def _fail(message: str, code: int) -> int:
+def _fail(message: str, code: int, kind: str | None = None) -> int:
+    """Report an error on stderr (one line, or with ``kind`` one JSON object) and return ``code``."""
     line = " ".join(message.split("\n"))
+    text = f"accel-dse: error: {line}" if kind is None else json.dumps({"error": line, "kind": kind})
     try:
-        print(f"accel-dse: error: {line}", file=sys.stderr)
+        print(text, file=sys.stderr)
     except OSError:
         pass
     return code

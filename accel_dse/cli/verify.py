@@ -13,7 +13,7 @@ __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from accel_dse.verify import DEFAULT_SCALE, DEFAULT_SIMULATOR, DEFAULT_TIMEOUT_S
+    from accel_dse.verify import CLAIM_TTL_S, DEFAULT_SCALE, DEFAULT_SIMULATOR, DEFAULT_TIMEOUT_S
 
     parser = sub.add_parser(
         "verify",
@@ -36,6 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="seconds one design's simulation may run (default %(default)s)")
     parser.add_argument("--work-dir", metavar="DIR", help="simulation builds and runs (default ~/.cache/accel-dse/sim)")
     parser.add_argument("--no-synth", action="store_true", help="skip Yosys")
+    parser.add_argument("--share", action="store_true",
+                        help="split the designs with other 'verify --share' processes on this study (other machines "
+                        "too): each design is claimed once through the study's storage; a dead verifier's claim "
+                        "expires and is taken over")
+    parser.add_argument("--claim-ttl", default=str(CLAIM_TTL_S), metavar="S",
+                        help="--share: seconds without renewal before a claim expires (default %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=_verify)
 
@@ -62,6 +68,7 @@ def _verify(args: argparse.Namespace) -> int:
         simulator=args.simulator, max_ops=_number("--max-ops", args.max_ops, int),  # type: ignore[arg-type]
         timeout=timeout, work_dir=work_dir("--work-dir", args.work_dir), synth=not args.no_synth,
         progress=lambda line: print(f"accel-dse verify: {line}", file=sys.stderr, flush=True),
+        share=args.share, claim_ttl_s=_number("--claim-ttl", args.claim_ttl, float),  # type: ignore[arg-type]
     )
     failed = [r for r in results if not r.passed]
     if args.json:
@@ -75,5 +82,6 @@ def _verify(args: argparse.Namespace) -> int:
                        "cells", "transistors"], rows))
     for r in failed:
         emit(f"RTL VERIFICATION FAILED: trial {r.trial} ({r.design}): {r.reason}")
-    emit(f"{len(results) - len(failed)}/{len(results)} designs passed; results recorded in study {args.study!r}")
+    mine = " by this verifier" if args.share else ""
+    emit(f"{len(results) - len(failed)}/{len(results)} designs passed{mine}; results recorded in study {args.study!r}")
     return 1 if failed else 0

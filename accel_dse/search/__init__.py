@@ -21,6 +21,7 @@ from accel_dse.search._evaluator import BatchEvaluation, Evaluation, ModelEvalua
 from accel_dse.search._grid import MAX_GRID_POINTS, GridResult, grid_search, pareto_mask
 from accel_dse.search._metrics import METRIC_NAMES, METRIC_UNITS, OBJECTIVES, Constraint, Objective
 from accel_dse.search._objective import SweepObjective, TrialFailed
+from accel_dse.search._owner import fail_dead_trials
 from accel_dse.search._run import (
     MAX_HEARTBEAT_S,
     MAX_SEED,
@@ -34,7 +35,7 @@ from accel_dse.search._samplers import SAMPLERS, check_sampler, make_sampler
 from accel_dse.search._space import DesignSpace, Param, WorkloadSpec
 from accel_dse.search._space_file import load_space, parse_space, space_names
 from accel_dse.search._storage import StorageSpec, check_location, mask_url, open_storage, parse_storage, redact
-from accel_dse.search._study import MAX_STUDY_NAME, budget_used, check_study_name, fail_dead_trials, open_study
+from accel_dse.search._study import MAX_STUDY_NAME, budget_used, check_study_name, open_study
 from accel_dse.search._summary import best_trials, feasible_trials, summary_dict, summary_table
 
 __all__ = [

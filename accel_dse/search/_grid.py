@@ -19,6 +19,7 @@ import numpy as np
 import optuna
 
 from accel_dse.errors import ExportError, SearchError
+from accel_dse.search._dashboard import flat_design, flat_metrics
 from accel_dse.search._evaluator import ModelEvaluator
 from accel_dse.search._objective import coerce_finite
 from accel_dse.search._samplers import relative_excess
@@ -182,12 +183,15 @@ def add_grid_trials(study: optuna.Study, space: DesignSpace, evaluator: ModelEva
             "status": "ok",
             "source": "grid",
             "grid_index": int(index),
+            **flat_design(config.to_dict()),
+            **flat_metrics(metrics, space),
         }
         system_attrs: dict[str, Any] = {}
         if space.constraints:
             cv = [c.violation(metrics[c.metric] or 0.0) for c in space.constraints]
             user_attrs["constraint_values"] = cv
             system_attrs["constraints"] = relative_excess(cv, space)
+        user_attrs["feasible"] = all(v <= 0 for v in user_attrs.get("constraint_values", ()))
         trials.append(
             optuna.trial.create_trial(
                 params={name: params[name] for name in distributions},

@@ -12,7 +12,9 @@ cost about a fifth of a sweep's time (42 trials/s instead of 54, measured with
   and then at most once per heartbeat interval: a stale trial waits at most one interval
   longer than under ``study.optimize``, against a grace period of twice the interval.
 
-On storages without a heartbeat (journal, in-memory) there is no thread and no check.
+On storages without a heartbeat (journal, in-memory) there is no thread and no check. Every
+trial is created with its owner (:func:`~accel_dse.search._owner.ask_owned`), so a trial killed
+before its first heartbeat is still recognised as dead.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import optuna
 from optuna.storages import BaseStorage
 from optuna.trial import TrialState
+
+from accel_dse.search._owner import ask_owned, worker_identity
 
 __all__ = ["WorkerHeartbeat", "run_trials"]
 
@@ -108,13 +112,17 @@ def run_trials(
     stop: Callable[[optuna.Study], bool],
     after_trial: Callable[[optuna.Study], None] | None = None,
     timeout: float | None = None,
+    owner: Mapping[str, Any] | None = None,
 ) -> int:
     """Run trials of ``objective`` until ``stop(study)`` is true after a trial, or ``timeout`` s pass.
 
     An exception in ``catch`` fails the trial and the loop goes on; any other exception (and
     ``KeyboardInterrupt``) fails the trial and is raised. ``stop`` is also asked before the
-    first trial. Returns the trials run.
+    first trial. Each trial is created with its owner (``owner``, default this process's
+    :func:`~accel_dse.search._owner.worker_identity`) and gets its first heartbeat before the
+    sampler draws its design. Returns the trials run.
     """
+    owner = dict(owner) if owner is not None else worker_identity()
     start = time.monotonic()
     heartbeat = WorkerHeartbeat(study._storage)
     next_stale_check = start
@@ -129,8 +137,7 @@ def run_trials(
                 next_stale_check = now + heartbeat.interval
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # "heartbeat ... used with Study.optimize": see above
-                trial = study.ask()
-            heartbeat.start(trial._trial_id)
+                trial = ask_owned(study, owner, on_created=heartbeat.start)
             values: float | list[float] | None = None
             error: BaseException | None = None
             try:

@@ -23,7 +23,9 @@ into the study loop:
 
 Other user attributes: ``config`` (the full ``ArrayConfig``), ``config_hash``, ``metrics``
 (aggregate), ``workloads`` (workload -> metrics), ``constraint_values`` (Optuna convention:
-``<= 0`` is satisfied, one per constraint, in the metric's unit). The system attribute
+``<= 0`` is satisfied, one per constraint, in the metric's unit), and flat scalars for
+optuna-dashboard's table (:mod:`accel_dse.search._dashboard`): ``design.<field>``,
+``metric.<name>``, ``feasible``. The system attribute
 ``constraints`` holds the same values relative to each bound (what the samplers see).
 Storage writes are grouped (see :mod:`accel_dse.search._writes`): the worker attributes
 before the evaluation, the parameters together, the rest when the trial ends.
@@ -40,11 +42,12 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import AccelDseError, ConfigError, SearchError
+from accel_dse.search._dashboard import flat_design, flat_metrics
 from accel_dse.search._evaluator import Evaluation
 from accel_dse.search._interrupt import interrupt_requested, interruptible
+from accel_dse.search._owner import worker_identity
 from accel_dse.search._samplers import relative_excess
 from accel_dse.search._space import DesignSpace, Param
-from accel_dse.search._study import worker_identity
 from accel_dse.search._writes import write_attrs, write_params
 
 __all__ = ["Evaluator", "SweepObjective", "TrialFailed", "coerce_finite", "suggest"]
@@ -111,14 +114,17 @@ class SweepObjective:
     def _fail(self, attrs: dict[str, Any], status: str, reason: str) -> TrialFailed:
         attrs["status"] = status
         attrs["reason"] = reason
+        attrs["feasible"] = False
         return TrialFailed(f"{status}: {reason}")
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
-        # Written before the evaluation, with the drawn design in one transaction: a trial whose
-        # worker dies is still attributed to it.
+        # The worker and sampler, unless the trial was created with them (the sweep's loop does:
+        # accel_dse.search._owner), go with the drawn design in one transaction.
         drawn = trial.relative_params  # the whole design, drawn at once by the sweep's samplers
+        have = trial.user_attrs
+        owner = {k: v for k, v in {**self._identity, "sampler": self.sampler}.items() if have.get(k) != v}
         write_params(trial, {p.name: drawn[p.name] for p in self.space.free_params if p.name in drawn},
-                     self.space.distributions(), user={**self._identity, "sampler": self.sampler})
+                     self.space.distributions(), user=owner)
         attrs: dict[str, Any] = {}
         system: dict[str, Any] = {}
         try:
@@ -142,6 +148,7 @@ class SweepObjective:
             raise self._fail(attrs, "invalid", str(exc)) from None
         attrs["config"] = config.to_dict()
         attrs["config_hash"] = config.config_hash
+        attrs.update(flat_design(attrs["config"]))
         try:
             with interruptible():
                 evaluation = self.evaluator.evaluate(config)
@@ -160,6 +167,7 @@ class SweepObjective:
         self._errors_in_a_row = 0
         metrics = {m: coerce_finite(v) for m, v in evaluation.metrics.items()}
         attrs["metrics"] = metrics
+        attrs.update(flat_metrics(metrics, space))
         attrs["workloads"] = {
             w: {m: coerce_finite(v) for m, v in d.items()} for w, d in evaluation.per_workload.items()
         }
@@ -194,6 +202,7 @@ class SweepObjective:
             attrs["reason"] = "; ".join(broken)
         else:
             attrs["status"] = "ok"
+        attrs["feasible"] = not broken
         if space.constraints:
             # Optuna's constraint record (read by TPE, NSGA-II and Optuna's best-trial logic),
             # relative to each bound so that excesses in different units add up sensibly.

@@ -30,15 +30,17 @@ from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
 from accel_dse.errors import AccelDseError, SearchError
+from accel_dse.search._dashboard import mark_best, name_metrics
 from accel_dse.search._grid import GridResult, add_grid_trials, grid_search
 from accel_dse.search._interrupt import deferred_interrupts, interrupt_requested
 from accel_dse.search._loop import run_trials
 from accel_dse.search._objective import Evaluator, SweepObjective, TrialFailed
+from accel_dse.search._owner import fail_dead_trials, worker_identity
 from accel_dse.search._progress import Progress
 from accel_dse.search._samplers import check_sampler, make_sampler, takes_constraints
 from accel_dse.search._space import DesignSpace
 from accel_dse.search._storage import StorageSpec, check_location, open_storage, parse_storage
-from accel_dse.search._study import budget_used, check_study_name, fail_dead_trials, open_study
+from accel_dse.search._study import budget_used, check_study_name, open_study
 from accel_dse.search._summary import summary_dict
 
 __all__ = ["SweepConfig", "SweepResult", "run_sweep", "validate_sweep", "max_jobs", "MAX_SEED", "MAX_HEARTBEAT_S"]
@@ -200,7 +202,7 @@ def _work(job: _WorkerJob, storage: BaseStorage | None = None, progress: Progres
             progress.update(study)
 
     ran = run_trials(study, objective, catch=(TrialFailed,), stop=_Budget(job.n_trials), after_trial=drawn,
-                     timeout=job.timeout)
+                     timeout=job.timeout, owner={**worker_identity(), "sampler": job.sampler})
     if interrupt_requested():
         raise KeyboardInterrupt
     return ran
@@ -317,6 +319,7 @@ def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepRe
         before = len(study.get_trials(deepcopy=False))
         if config.sampler == "grid":
             grid = _run_grid(config, study, progress)
+            _mark(study, space)
             return SweepResult(study, spec, space, len(study.get_trials(deepcopy=False)) - before, recovered, grid)
         job = _WorkerJob(
             space=space, evaluator=config.evaluator, storage=config.storage, study_name=config.study_name,
@@ -333,9 +336,16 @@ def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepRe
             _fail_own_running(study, {os.getpid()})
             bar.close()
             raise
+        _mark(study, space)
         bar.close(study)
         ran = len(study.get_trials(deepcopy=False)) - before
         return SweepResult(study, spec, space, ran, recovered)
+
+
+def _mark(study: optuna.Study, space: DesignSpace) -> None:
+    """What optuna-dashboard shows: the objectives' names, the feasible best (see :mod:`._dashboard`)."""
+    name_metrics(study, space)
+    mark_best(study, space)
 
 
 def _run_grid(config: SweepConfig, study: optuna.Study, progress: TextIO | None) -> GridResult:

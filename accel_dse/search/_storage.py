@@ -11,7 +11,8 @@ Accepted URLs:
 * ``memory:``: in-process only, nothing kept (benchmarks, tests).
 
 RDB storages get Optuna's heartbeat (``heartbeat_interval``, ``grace_period``) with the
-stale-trial retry callback, so a killed worker's trial is failed and queued again.
+stale-trial retry callback (:class:`~accel_dse.search._owner.RetryDead`), so a killed worker's trial is
+failed and queued again.
 Problems are one-line :class:`~accel_dse.errors.StorageError`s; a storage is never created
 in a directory that does not exist, and a storage file must be a regular file (a FIFO, a
 device such as ``/dev/full`` or a socket is refused before it is opened).
@@ -40,15 +41,14 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from accel_dse.errors import StorageError
+from accel_dse.search._owner import MAX_RETRY, RetryDead
 
 __all__ = ["StorageSpec", "parse_storage", "check_location", "open_storage", "mask_url", "redact", "MAX_RETRY"]
 
-#: How often a trial of a dead worker is queued again before it is left failed.
-MAX_RETRY = 3
 _EXAMPLES = "sqlite:///runs/x/study.db, postgresql://user:pw@host:5432/db, journal:runs/x/study.journal"
 
 
@@ -305,6 +305,37 @@ def _sqlite_url(spec: StorageSpec, read_only: bool) -> str:
     return f"sqlite:///file:{urllib.parse.quote(str(path))}?{query}&uri=true"
 
 
+def _check_sqlite(spec: StorageSpec, read_only: bool) -> None:
+    """Refuse a file that is not a SQLite database, reading it through SQLite itself (when writing).
+
+    Not with Python's ``open()``: closing any descriptor of a database file drops every POSIX
+    lock this process holds on it, also those of its open SQLite connections (a sweep that runs
+    ``--verify-top`` opens its storage again while the sweep's connections are pooled). Another
+    process can then checkpoint and delete the WAL under them: seen as "database disk image is
+    malformed" and lost commits in ``bench/kill_stress.py``. SQLite keeps such descriptors open
+    until its locks are released. A read-only open reads the header bytes instead: a SQLite
+    connection to a WAL database would create its ``-wal`` and ``-shm`` files.
+    """
+    import sqlite3
+
+    if read_only and spec.path is not None:
+        with spec.path.open("rb") as handle:
+            if handle.read(16) != b"SQLite format 3\x00":
+                raise StorageError(f"storage {spec.display!r} is not a SQLite database")
+        return
+    uri = f"file:{urllib.parse.quote(str(spec.path.absolute()))}?mode=ro" if spec.path is not None else ""
+    try:
+        connection = sqlite3.connect(uri, uri=True, timeout=60)
+        try:
+            connection.execute("PRAGMA schema_version").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            raise StorageError(f"storage {spec.display!r} is not a SQLite database") from None
+        # Anything else (a lock, a WAL file it may not create) is left to the real connection.
+
+
 def _open_rdb(
     spec: StorageSpec, heartbeat_interval: int | None, grace_period: int | None, read_only: bool = False
 ) -> BaseStorage:
@@ -315,9 +346,7 @@ def _open_rdb(
     if spec.kind == "sqlite":
         engine_kwargs["connect_args"] = {"timeout": 60}
         if spec.path is not None and spec.path.exists() and spec.path.stat().st_size > 0:
-            with spec.path.open("rb") as handle:
-                if handle.read(16) != b"SQLite format 3\x00":
-                    raise StorageError(f"storage {spec.display!r} is not a SQLite database")
+            _check_sqlite(spec, read_only)
         url = _sqlite_url(spec, read_only)
         fresh = spec.path is not None and (not spec.path.exists() or spec.path.stat().st_size == 0)
     elif spec.url.startswith("postgresql"):
@@ -334,7 +363,7 @@ def _open_rdb(
                 heartbeat = {
                     "heartbeat_interval": heartbeat_interval,
                     "grace_period": grace,
-                    "heartbeat_stale_trial_callback": RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+                    "heartbeat_stale_trial_callback": RetryDead(MAX_RETRY),
                 }
             storage = _create_rdb(url, engine_kwargs, heartbeat, read_only)
         if spec.kind == "sqlite" and spec.path is not None and not read_only:
@@ -343,7 +372,7 @@ def _open_rdb(
     except ImportError as exc:
         raise StorageError(
             f"no database driver for storage {spec.display!r} ({redact(_first_line(exc.__cause__ or exc), url)}); "
-            "for PostgreSQL install psycopg[binary]"
+            "for PostgreSQL: pip install 'accel-dse[postgres]' (the psycopg driver)"
         ) from None
     except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as exc:
         cause = exc.__cause__ if isinstance(exc, optuna.exceptions.StorageInternalError) and exc.__cause__ else exc

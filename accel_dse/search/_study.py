@@ -1,4 +1,4 @@
-"""Creating, resuming and checking sweep studies; failing the trials of dead workers.
+"""Creating, resuming and checking sweep studies; counting the trial budget.
 
 A sweep study records what it searches in its user attributes (``accel_dse.*``: the space's
 objectives, fingerprint and canonical form). Resuming with the same ``--study`` name
@@ -8,20 +8,15 @@ silently replaced or mixed.
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import warnings
-from typing import Any
 
 import optuna
-from optuna.exceptions import UpdateFinishedTrialError
-from optuna.storages import BaseStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from accel_dse.errors import SearchError
+from accel_dse.search._dashboard import name_metrics
 from accel_dse.search._space import DesignSpace
-from accel_dse.search._storage import MAX_RETRY
 from accel_dse.search._writes import rdb_backend
 
 __all__ = [
@@ -30,10 +25,7 @@ __all__ = [
     "open_study",
     "study_exists",
     "check_compatible",
-    "fail_dead_trials",
     "budget_used",
-    "worker_identity",
-    "process_alive",
 ]
 
 #: Longest study name, characters (it becomes a directory name: ``runs/<study>``).
@@ -123,74 +115,9 @@ def open_study(
         study.set_user_attr(ATTR_SPACE, space.to_dict())
         study.set_user_attr(ATTR_FINGERPRINT, space.fingerprint)
         study.set_user_attr(ATTR_OBJECTIVES, [o.name for o in space.objectives])
+        name_metrics(study, space)
     check_compatible(study, space, where=where)
     return study
-
-
-def _proc_start(pid: int) -> str | None:
-    """Start time of process ``pid`` in clock ticks since boot (Linux), ``None`` if unknown."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    if fields and fields[0] in ("Z", "X"):
-        return "dead"
-    return fields[19] if len(fields) > 19 else None
-
-
-def worker_identity() -> dict[str, Any]:
-    """``host``, ``pid`` and ``pid_start`` of this process (what trials record)."""
-    pid = os.getpid()
-    return {"host": socket.gethostname(), "pid": pid, "pid_start": _proc_start(pid)}
-
-
-def process_alive(pid: object, start: object = None) -> bool:
-    """Whether process ``pid`` (started at ``start`` ticks, if known) is still running here."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    now = _proc_start(pid)
-    if now == "dead":
-        return False
-    return start is None or now is None or now == start
-
-
-def fail_dead_trials(study: optuna.Study) -> list[int]:
-    """Fail RUNNING trials whose worker (recorded host and pid) has died on this host.
-
-    Each one gets ``status = "worker died"`` and is queued again (as Optuna's heartbeat retry
-    callback does, up to ``MAX_RETRY`` times). Covers storages without heartbeat (journal) and
-    trials killed before their first heartbeat.
-
-    Returns:
-        Numbers of the trials failed.
-    """
-    host = socket.gethostname()
-    storage = study._storage
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
-    failed = []
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        attrs = trial.user_attrs
-        if attrs.get("host") != host or process_alive(attrs.get("pid"), attrs.get("pid_start")):
-            continue
-        try:
-            storage.set_trial_user_attr(trial._trial_id, "status", "worker died")
-            storage.set_trial_user_attr(trial._trial_id, "reason", f"worker pid {attrs.get('pid')} on {host} died")
-            changed = storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
-        except UpdateFinishedTrialError:
-            continue
-        if changed:
-            failed.append(trial.number)
-            retry(study, storage.get_trial(trial._trial_id))
-    return failed
 
 
 def _retried_numbers(trials: list[FrozenTrial]) -> set[int]:

@@ -6,10 +6,16 @@ set first for several objectives), simulates each on the workload with ``accel_d
 with ``rtl_gen.synth_stats``, and records pass/fail, RTL vs model cycles and the synthesis
 figures in the study (user attribute ``accel_dse.verify.<trial>``, see
 :mod:`accel_dse.report._study`: Optuna does not let a finished trial's own attributes change).
+
+With ``share=True`` several verifiers (processes, machines) against one study split the top K:
+each design is claimed once through the study's storage (:mod:`accel_dse.verify._claims`), a
+claim is renewed while its design is checked and expires when its verifier dies, and each
+verifier returns the designs it checked itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
@@ -17,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from accel_dse.errors import AccelDseError, ExportError
+from accel_dse.verify._claims import CLAIM_TTL_S, Claims
 
 __all__ = ["VerifyResult", "verify_top", "DEFAULT_SCALE", "DEFAULT_SIMULATOR", "DEFAULT_TIMEOUT_S"]
 
@@ -102,6 +109,8 @@ def verify_top(
     synth: bool = True,
     record: bool = True,
     progress: Callable[[str], None] | None = None,
+    share: bool = False,
+    claim_ttl_s: float = CLAIM_TTL_S,
 ) -> list[VerifyResult]:
     """RTL-simulate and synthesise the ``k`` best designs of a study; record the results in it.
 
@@ -119,9 +128,12 @@ def verify_top(
         synth: Also run ``rtl_gen.synth_stats``.
         record: Write each result into the study (``accel_dse.verify.<trial>``).
         progress: Called with one line per stage.
+        share: Split the designs with other verifiers of the same study (needs ``record``).
+        claim_ttl_s: With ``share``: seconds after which a dead verifier's claim is taken over.
 
     Returns:
-        One result per design, in ranking order. A design that fails is a result with
+        One result per design (with ``share``: per design this verifier checked), in ranking
+        order. A design that fails is a result with
         ``passed = False``, not an exception.
 
     Raises:
@@ -130,7 +142,7 @@ def verify_top(
         SimulationError: the simulator is missing or ``scale``/``max_ops`` are invalid.
         WorkloadError: an unknown or malformed workload (checked before anything is recorded).
     """
-    from accel_dse.report import load_study, trial_config
+    from accel_dse.report import load_study
     from accel_dse.simulate import find_simulator
 
     say = progress or (lambda _line: None)
@@ -140,6 +152,10 @@ def verify_top(
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
         raise ExportError(f"--scale must be a number in (0, 1], not {scale!r}")
     find_simulator(simulator)
+    if share and not record:
+        raise ExportError("--share needs the results recorded in the study (record=True)")
+    if share and (isinstance(claim_ttl_s, bool) or not isinstance(claim_ttl_s, (int, float)) or not claim_ttl_s > 0):
+        raise ExportError(f"claim_ttl_s must be a positive number of seconds, not {claim_ttl_s!r}")
     if workload_spec is not None:
         _resolve(workload_spec)  # an unknown workload is refused before anything is simulated or recorded
     view = load_study(storage_url, study_name, read_only=not record)
@@ -152,19 +168,55 @@ def verify_top(
     if not chosen:
         raise ExportError(f"study {study_name!r} has no feasible COMPLETE trial to verify")
     front = {t.number for t in layers[0]} if view.multi_objective else {chosen[0].number}
-    results = []
-    for rank, trial in enumerate(chosen):
-        config = trial_config(trial, study=f"study {study_name!r}")
-        say(f"[{rank + 1}/{len(chosen)}] trial {trial.number}: {config.short_name()} ({config.config_hash}) on "
-            f"{workload}, scale {scale:g}, {simulator}")
-        result = _verify_one(config, trial.number, rank, trial.number in front, workload=workload, scale=scale,
-                             simulator=simulator, max_ops=max_ops, timeout=timeout, work_dir=work_dir, synth=synth)
-        say(f"[{rank + 1}/{len(chosen)}] trial {trial.number}: "
-            + ("PASS" if result.passed else f"RTL VERIFICATION FAILED ({result.status}): {result.reason}"))
-        if record:
-            view.record_verification(trial.number, result.to_dict())
-        results.append(result)
+    claims = Claims(view.study._storage, study_name, ttl_s=float(claim_ttl_s)) if share else None
+    results: list[VerifyResult] = []
+    pending = list(enumerate(chosen))
+    while pending:
+        waiting = []
+        for rank, trial in pending:
+            tag = f"[{rank + 1}/{len(chosen)}] trial {trial.number}"
+            claim = claims.take(trial.number) if claims is not None else None
+            if claims is not None and claim is None:
+                if not claims.finished(trial.number):
+                    waiting.append((rank, trial))  # another verifier has it: done, or expired, later
+                continue
+            results.append(_checked(view, claims, claim, trial, rank, trial.number in front, tag, say,
+                                    workload=workload, scale=scale, simulator=simulator, max_ops=max_ops,
+                                    timeout=timeout, work_dir=work_dir, synth=synth, record=record,
+                                    study_name=study_name))
+        if waiting and claims is not None:
+            say(f"{len(waiting)} design(s) being verified elsewhere; waiting for them or for their claims to expire")
+            time.sleep(min(claims.ttl_s / 3, 10.0))
+        pending = waiting
+    results.sort(key=lambda r: r.rank)
     return results
+
+
+def _checked(view: Any, claims: Claims | None, claim: int | None, trial: Any, rank: int, pareto: bool, tag: str,
+             say: Callable[[str], None], *, record: bool, study_name: str, **how: Any) -> VerifyResult:
+    """Verify one trial's design (renewing its claim meanwhile), record the result, mark the claim done."""
+    from accel_dse.report import trial_config
+
+    config = trial_config(trial, study=f"study {study_name!r}")
+    say(f"{tag}: {config.short_name()} ({config.config_hash}) on {how['workload']}, scale {how['scale']:g}, "
+        f"{how['simulator']}")
+    keep: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if claims is not None and claim is not None:
+        keep = claims.keep_alive(claim)
+    try:
+        with keep:
+            result = _verify_one(config, trial.number, rank, pareto, **how)
+            verdict = "PASS" if result.passed else f"RTL VERIFICATION FAILED ({result.status}): {result.reason}"
+            say(f"{tag}: {verdict}")
+            if record:
+                view.record_verification(trial.number, result.to_dict())
+    except BaseException:
+        if claims is not None and claim is not None:
+            claims.release(claim)
+        raise
+    if claims is not None and claim is not None:
+        claims.done(claim)
+    return result
 
 
 def _resolve(spec: str) -> None:

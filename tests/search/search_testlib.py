@@ -62,6 +62,25 @@ def standin_evaluator(space=None, workloads=None):
     return ModelEvaluator([(name, weight, table[name]) for name, weight in specs], model="standin_model")
 
 
+def _stall_in_trial_creation(after: int) -> None:
+    """Make the (after+1)-th trial this process creates hang inside ``optuna.Trial(...)``, announcing it on stdout."""
+    import time
+
+    from optuna.trial import _trial
+
+    original = _trial.Trial.__init__
+    created = [0]
+
+    def stall(self, study, trial_id):
+        created[0] += 1
+        if created[0] > after:
+            print(f"stalled {trial_id}", flush=True)
+            time.sleep(3600)
+        original(self, study, trial_id)
+
+    _trial.Trial.__init__ = stall
+
+
 def _main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("storage")
@@ -71,7 +90,12 @@ def _main() -> int:
     parser.add_argument("--heartbeat", type=int, default=10)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--cli", metavar="SPACE_FILE", default=None, help="go through the CLI")
+    parser.add_argument("--stall-after", type=int, default=None, metavar="N",
+                        help="after N trials, stall forever as the next trial is created (before the sampler "
+                             "draws it: no parameter, no attribute written by the objective, no heartbeat yet)")
     args = parser.parse_args()
+    if args.stall_after is not None:
+        _stall_in_trial_creation(args.stall_after)
     if args.cli:
         import accel_dse.cli.sweep as sweep_cli
         from accel_dse.cli import main

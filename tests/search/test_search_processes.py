@@ -223,3 +223,39 @@ def test_postgresql_two_workers_one_killed(postgres_url, subprocess_env):
     assert "status" not in trials[victim.number].user_attrs or trials[victim.number].user_attrs["status"] != "ok"
     pids = {t.user_attrs.get("pid") for t in trials if t.state == TrialState.COMPLETE}
     assert pids == {slow.pid, fast.pid}
+
+
+def _zombie_then_resume(url: str, env: dict[str, str]) -> None:
+    """A worker killed right after creating a trial (before the sampler, the objective or a heartbeat ran)."""
+    proc = _start(url, env, "--sampler", "tpe", "--trials", "40", "--seed", "1", "--stall-after", "3",
+                  "--heartbeat", "10", delay=0.01)
+    line = proc.stdout.readline()
+    assert line.startswith("stalled"), proc.stderr.read()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    study = _study(url)
+    zombie = [t for t in study.get_trials() if t.state == TrialState.RUNNING]
+    assert len(zombie) == 1 and not zombie[0].params  # killed before the design was drawn
+    before = _snapshot(study)
+    space = make_space()
+    # Resumed at once: the 20 s grace period of the heartbeat has not passed, only the owner tells.
+    result = run_sweep(SweepConfig(space=space, evaluator=standin_evaluator(space), storage=url, study_name="k",
+                                   n_trials=len(before) + 3, seed=2))
+    assert result.recovered == [zombie[0].number]
+    trials = result.study.get_trials()
+    assert trials[zombie[0].number].user_attrs["status"] == "worker died"
+    assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+    assert len([t for t in trials if t.state == TrialState.COMPLETE]) == len(before) + 3
+    retry = [t for t in trials if t.system_attrs.get("failed_trial") == zombie[0].number]
+    assert len(retry) == 1 and retry[0].user_attrs["pid"] == os.getpid()  # not the dead worker's attributes
+
+
+@pytest.mark.parametrize("scheme", ["journal", "sqlite"])
+def test_trial_killed_as_it_is_created_is_failed_and_retried_on_resume(tmp_path, subprocess_env, scheme):
+    url = f"journal:{tmp_path}/study.journal" if scheme == "journal" else f"sqlite:///{tmp_path}/study.db"
+    _zombie_then_resume(url, subprocess_env)
+
+
+@pytest.mark.postgres
+def test_postgresql_trial_killed_as_it_is_created_is_failed_and_retried(postgres_url, subprocess_env):
+    _zombie_then_resume(postgres_url, subprocess_env)

@@ -14,7 +14,7 @@ from search_testlib import make_space
 
 from accel_dse.errors import SearchError, StorageError
 from accel_dse.search import budget_used, fail_dead_trials, open_storage, open_study, parse_storage
-from accel_dse.search._study import process_alive, worker_identity
+from accel_dse.search._owner import process_alive, worker_identity
 
 
 def test_parse_storage_kinds(tmp_path):
@@ -153,3 +153,45 @@ def test_process_alive():
     assert not process_alive(me["pid"], "1")  # same pid, other start time: a reused pid
     assert not process_alive(_dead_pid())
     assert not process_alive(None)
+
+
+@pytest.mark.parametrize("kind", ["journal", "sqlite"])
+def test_a_queued_trial_taken_by_a_worker_killed_before_it_wrote_its_owner_is_failed(tmp_path, kind, monkeypatch):
+    """The one moment a RUNNING trial has no owner: a retry just taken from the queue (one storage write)."""
+    from accel_dse.search import _owner
+
+    url = f"journal:{tmp_path}/j.log" if kind == "journal" else f"sqlite:///{tmp_path}/s.db"
+    storage = open_storage(parse_storage(url), heartbeat_interval=1, grace_period=1)
+    study = open_study(storage, "x", make_space(), where="test")
+    dead = _owner.ask_owned(study, {"host": worker_identity()["host"], "pid": _dead_pid()})
+    assert fail_dead_trials(study) == [dead.number]
+    taken = _owner._take_waiting(study)  # the worker is killed here, before ask_owned writes the owner
+    trial = next(t for t in study.get_trials() if t._trial_id == taken)
+    assert trial.state == TrialState.RUNNING and "host" not in trial.user_attrs and "status" not in trial.user_attrs
+    assert fail_dead_trials(study) == []  # it may still be a live worker's: within the grace period
+    monkeypatch.setattr(_owner, "OWNERLESS_GRACE_S", 0)
+    time.sleep(1.2)  # past the 1 s grace period of the heartbeat too
+    assert fail_dead_trials(study) == [trial.number]
+    assert study.get_trials()[trial.number].user_attrs["status"] == "worker died"
+    assert not [t for t in study.get_trials() if t.state == TrialState.RUNNING]
+
+
+def test_opening_a_storage_again_keeps_this_process_sqlite_locks(tmp_path):
+    """Closing a descriptor of a database file drops every POSIX lock of the process on it: never open it by hand."""
+    import sqlite3
+
+    path = tmp_path / "locks.db"
+    url = f"sqlite:///{path}"
+    # An existing database in rollback-journal mode (kept so: only a fresh one is switched to WAL),
+    # where a reader's SHARED lock is a lock on the database file itself.
+    sqlite3.connect(path).execute("CREATE TABLE mine (x)").connection.close()
+    open_storage(parse_storage(url))  # Optuna's tables
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM mine").fetchone()  # holds a SHARED lock until COMMIT
+    open_storage(parse_storage(url))  # as `sweep --verify-top` does while the sweep's connections are open
+    writer = subprocess.run(
+        [sys.executable, "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=0, "
+         "isolation_level=None); c.execute('BEGIN EXCLUSIVE')", str(path)], capture_output=True, text=True)
+    reader.execute("COMMIT")
+    assert writer.returncode != 0 and "database is locked" in writer.stderr  # the reader still holds its lock

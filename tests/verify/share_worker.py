@@ -1,0 +1,39 @@
+"""One ``verify --share`` process whose RTL check is a stand-in (no simulator build): for the shared-verify tests.
+
+``python share_worker.py URL STUDY K TTL_S [--die]`` verifies with a stand-in ``_verify_one``
+that takes 0.3 s and passes; with ``--die`` the process kills itself (SIGKILL, as a machine that
+loses power) inside its first design's check, holding the claim. Prints the trial numbers it
+verified, one JSON list, on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+
+def main() -> int:
+    url, study, k, ttl = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    die = "--die" in sys.argv
+    from accel_dse.verify import _run
+
+    def stand_in(config, number, rank, pareto, **how):
+        print(f"checking {number}", file=sys.stderr, flush=True)
+        if die:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.3)
+        return _run.VerifyResult(trial=number, rank=rank, pareto=pareto, config_hash=config.config_hash,
+                                 design=config.short_name(), passed=True, status="pass", simulator=how["simulator"],
+                                 workload=how["workload"], scale=how["scale"], reason=f"stand-in, pid {os.getpid()}")
+
+    _run._verify_one = stand_in
+    results = _run.verify_top(url, study, k, simulator="icarus", synth=False, share=True, claim_ttl_s=ttl)
+    print(json.dumps([r.trial for r in results]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

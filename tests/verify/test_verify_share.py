@@ -1,0 +1,50 @@
+"""Several ``verify --share`` processes split a study's top K; a killed verifier's claim expires and is taken over."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+from report_testlib import make_study
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+WORKER = str(HERE / "share_worker.py")
+TTL_S = 3.0
+K = 10
+
+
+def _start(url: str, *extra: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.Popen([sys.executable, WORKER, url, "s", str(K), str(TTL_S), *extra], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_verifiers_split_the_top_10_once_each_and_take_over_a_dead_ones_claim(tmp_path):
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    make_study(url, trials=60)
+    dead = _start(url, "--die")
+    _, err = dead.communicate(timeout=300)
+    assert dead.returncode == -9, err
+    victim = int(err.split("checking ")[1].split()[0])  # the design it held when it died
+    first, second = _start(url), _start(url)
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, outs
+    mine = [set(json.loads(out.strip().splitlines()[-1])) for out, _ in outs]
+    assert mine[0] and mine[1]  # both did some of the work
+    assert not mine[0] & mine[1]  # no design verified twice
+    study = optuna.load_study(study_name="s", storage=url)
+    recorded = {int(k.rsplit(".", 1)[1]) for k in study.user_attrs if k.startswith("accel_dse.verify.")}
+    assert len(recorded) == K and mine[0] | mine[1] == recorded  # the whole top 10, each once
+    assert victim in recorded  # the dead verifier's design was taken over
+    claims = optuna.load_study(study_name="s.verify-claims", storage=url).get_trials()
+    expired = [t for t in claims if t.state == TrialState.FAIL]
+    assert [t.user_attrs["target"] for t in expired] == [victim]
+    assert expired[0].user_attrs["reason"] == "claim expired"
+    done = [t.user_attrs["target"] for t in claims if t.state == TrialState.COMPLETE]
+    assert sorted(done) == sorted(recorded)  # one finished claim per design
