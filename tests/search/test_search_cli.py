@@ -8,6 +8,7 @@ import pytest
 from search_testlib import SMALL_SPACE_TOML, standin_evaluator
 
 from accel_dse.search import SweepConfig, load_space, run_sweep
+from tests.cli_testlib import assert_one_line_error
 
 # The small space on a real builtin workload (the CLI resolves workloads before opening storage).
 MLP_SPACE = SMALL_SPACE_TOML.replace('workloads = ["a"]', 'workloads = ["mlp"]')
@@ -23,17 +24,6 @@ def _space(tmp_path, text=MLP_SPACE, name="s.toml"):
     path = tmp_path / name
     path.write_text(text)
     return str(path)
-
-
-def _one_line_error(code, out, err, pattern):
-    import re
-
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("accel-dse: error: ")
-    assert re.search(pattern, lines[0]), lines[0]
-    assert out == ""
 
 
 def _free_port() -> int:
@@ -57,7 +47,7 @@ BAD_SPACES = [
 @pytest.mark.parametrize(("text", "pattern"), BAD_SPACES)
 def test_bad_space_files(run_cli, in_tmp, text, pattern):
     code, out, err = run_cli("sweep", "--space", _space(in_tmp, text), "--trials", "5")
-    _one_line_error(code, out, err, pattern)
+    assert_one_line_error(code, out, err, pattern)
     assert not (in_tmp / "runs").exists()
 
 
@@ -79,26 +69,26 @@ def test_bad_space_files(run_cli, in_tmp, text, pattern):
 )
 def test_bad_options(run_cli, in_tmp, args, pattern):
     code, out, err = run_cli("sweep", *args)
-    _one_line_error(code, out, err, pattern)
+    assert_one_line_error(code, out, err, pattern)
     assert list(in_tmp.iterdir()) == []  # no runs/ directory, no study file
 
 
 def test_mistyped_sqlite_directory_creates_nothing(run_cli, in_tmp):
     space = _space(in_tmp)
     code, out, err = run_cli("sweep", "--space", space, "--storage", f"sqlite:///{in_tmp}/rnus/x/study.db")
-    _one_line_error(code, out, err, r"directory '.*/rnus/x' of storage .* does not exist")
+    assert_one_line_error(code, out, err, r"directory '.*/rnus/x' of storage .* does not exist")
     assert sorted(p.name for p in in_tmp.iterdir()) == ["s.toml"]
     code, out, err = run_cli("sweep", "--space", space, "--storage", f"journal:{in_tmp}/nope/j.log")
-    _one_line_error(code, out, err, r"directory '.*/nope' of storage")
+    assert_one_line_error(code, out, err, r"directory '.*/nope' of storage")
     code, out, err = run_cli("sweep", "--space", space, "--out-dir", f"{in_tmp}/a/b/c")
-    _one_line_error(code, out, err, r"directory '.*/a/b' of --out-dir '.*/a/b/c' does not exist")
+    assert_one_line_error(code, out, err, r"directory '.*/a/b' of --out-dir '.*/a/b/c' does not exist")
     assert sorted(p.name for p in in_tmp.iterdir()) == ["s.toml"]
 
 
 def test_unreachable_postgres_is_one_line(run_cli, in_tmp):
     url = f"postgresql://me:secret@127.0.0.1:{_free_port()}/dse"
     code, out, err = run_cli("sweep", "--space", _space(in_tmp), "--storage", url, "--trials", "3")
-    _one_line_error(code, out, err, r"cannot open storage 'postgresql://me:\*\*\*@127.0.0.1:\d+/dse'")
+    assert_one_line_error(code, out, err, r"cannot open storage 'postgresql://me:\*\*\*@127.0.0.1:\d+/dse'")
     assert "secret" not in err and "Traceback" not in err
 
 
@@ -118,11 +108,12 @@ def test_existing_study_with_other_objectives_is_refused_untouched(run_cli, in_t
     before = snapshot()
     other = _space(in_tmp, MLP_SPACE.replace('objectives = ["edp"]', 'objectives = ["latency", "area"]'), "o.toml")
     code, out, err = run_cli("sweep", "--space", other, "--storage", url, "--study", "mine", "--trials", "20")
-    _one_line_error(code, out, err, r"study 'mine' in sqlite:///.* has objectives \['edp'\], not \['latency', 'area'\]"
-                                    r".*use another --study name")
+    assert_one_line_error(code, out, err,
+                          r"study 'mine' in sqlite:///.* has objectives \['edp'\], not \['latency', 'area'\]"
+                          r".*use another --study name")
     changed = _space(in_tmp, MLP_SPACE.replace("[4.0, 16.0, 64.0]", "[4.0, 16.0]"), "c.toml")
     code, out, err = run_cli("sweep", "--space", changed, "--storage", url, "--study", "mine", "--trials", "20")
-    _one_line_error(code, out, err, r"study 'mine' .* was made from another design space")
+    assert_one_line_error(code, out, err, r"study 'mine' .* was made from another design space")
     assert snapshot() == before
 
 

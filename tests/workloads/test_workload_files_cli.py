@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 
 import onnx
@@ -12,21 +11,13 @@ import pytest
 from onnx import TensorProto, helper
 
 import workloads
+from tests.cli_testlib import assert_one_line_error
 
 
 @pytest.fixture
 def in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def _one_line_error(code, out, err, pattern):
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("accel-dse: error: ")
-    assert re.search(pattern, lines[0]), lines[0]
-    assert out == ""
 
 
 def _small_onnx(path, nodes, inputs, weights, opset=17):
@@ -123,7 +114,7 @@ def test_zero_argument_function_needs_no_example_args(run_cli, in_tmp):
     wl = workloads.resolve("zero_arg_wl:forward")
     assert [(o.m, o.k, o.n) for o in wl.ops] == [(8, 32, 16)] and wl.source == "jax"
     assert wl.description == "Constants captured: nothing to pass."
-    _one_line_error(*run_cli("workloads", "show", "zero_arg_wl:needs"), r"gives no example arguments")
+    assert_one_line_error(*run_cli("workloads", "show", "zero_arg_wl:needs"), r"gives no example arguments")
 
 
 BAD = [
@@ -151,5 +142,5 @@ BAD = [
 @pytest.mark.parametrize(("make", "pattern"), BAD)
 def test_bad_workload_files_are_one_line_exit_2(run_cli, in_tmp, make, pattern):
     spec = make(in_tmp)
-    _one_line_error(*run_cli("workloads", "show", spec), pattern)
-    _one_line_error(*run_cli("evaluate", "--design", "tiny", "--workload", spec), pattern)
+    assert_one_line_error(*run_cli("workloads", "show", spec), pattern)
+    assert_one_line_error(*run_cli("evaluate", "--design", "tiny", "--workload", spec), pattern)
