@@ -133,20 +133,17 @@ def mapped_dims(df: Any, m: Any, k: Any, n: Any) -> tuple[Any, Any, Any]:
 
 def folds(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any) -> Any:
     """Number of array folds of one run."""
-    dr, dc, ds = mapped_dims(df, m, k, n)
-    return np.where(ds == 0, 0, _ceil_div(dr, rows) * _ceil_div(dc, cols))
+    return _run_terms(df, rows, cols, m, k, n, False)[0]
 
 
 def fold_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any) -> Any:
     """Steady-state cycles of one fold: ``max(Ds, R, 2)`` (shadow) or ``Ds + 2R + C`` (plain)."""
-    _, _, ds = mapped_dims(df, m, k, n)
-    return _fold_cycles(ds, rows, cols, shadow)
+    return _run_terms(df, rows, cols, m, k, n, shadow)[1]
 
 
 def run_tail(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any) -> Any:
     """Cycles a run adds once to ``F * fold_cycles``: its first fill and last drain (shadow; 0 plain)."""
-    _, _, ds = mapped_dims(df, m, k, n)
-    return _run_tail(df, ds, rows, cols, shadow)
+    return _run_terms(df, rows, cols, m, k, n, shadow)[2]
 
 
 def fold_terms(df: Any, ds: Any, rows: Any, cols: Any, shadow: Any) -> tuple[Any, Any]:
@@ -164,22 +161,19 @@ def fold_terms(df: Any, ds: Any, rows: Any, cols: Any, shadow: Any) -> tuple[Any
     return fold, tail
 
 
-def _fold_cycles(ds: Any, rows: Any, cols: Any, shadow: Any) -> Any:
-    ds, rows, cols = (np.asarray(x, dtype=np.int64) for x in (ds, rows, cols))
-    return fold_terms(0, ds, rows, cols, shadow)[0]
-
-
-def _run_tail(df: Any, ds: Any, rows: Any, cols: Any, shadow: Any) -> Any:
-    ds, rows, cols = (np.asarray(x, dtype=np.int64) for x in (ds, rows, cols))
-    return fold_terms(df, ds, rows, cols, shadow)[1]
+def _run_terms(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any) -> tuple[Any, Any, Any]:
+    """``(folds, fold_cycles, run_tail)`` of a run, int64."""
+    dr, dc, ds = mapped_dims(df, m, k, n)
+    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    f = np.where(ds == 0, 0, _ceil_div(dr, rows) * _ceil_div(dc, cols))
+    fold, tail = fold_terms(df, ds, rows, cols, shadow)
+    return f, fold, tail
 
 
 def run_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any) -> Any:
     """Cycles from ``start`` to ``done`` of one buffer-resident run (int64, broadcast)."""
-    _, _, ds = mapped_dims(df, m, k, n)
-    f = folds(df, rows, cols, m, k, n)
-    body = f * _fold_cycles(ds, rows, cols, shadow) + _run_tail(df, ds, rows, cols, shadow)
-    return np.where(f == 0, 0, body) + RUN_OVERHEAD
+    f, fold, tail = _run_terms(df, rows, cols, m, k, n, shadow)
+    return np.where(f == 0, 0, f * fold + tail) + RUN_OVERHEAD
 
 
 def buffer_depth_words(kib: Any, word_elems: Any, bits: Any) -> Any:
