@@ -302,21 +302,15 @@ class Controller(wiring.Component):
                 # FLUSH follows), OS's last slot is full length too (the marker after it must
                 # not move sums into a shadow whose previous drain is still passing through).
                 overlap = (Const(1) if os_flow else ~st_last) if shadow else Const(0)
+                # another STREAM slot follows at once (shadow only), or the FLUSH/TAIL does
+                follows = (~last_fold if os_flow else ~st_last) if shadow else Const(0)
                 with m.If(cnt == Mux(overlap, slot_last, ds_last)):
                     m.d.sync += cnt.eq(0)
-                    if os_flow:
+                    # OS hands the fold it streamed to the drain at every slot end; WS/IS latch the
+                    # fold loaded meanwhile as the next one to stream
+                    with m.If(follows | Const(int(os_flow))):
                         m.d.sync += [*start_stream(), *advance()]
-                        if shadow:
-                            with m.If(last_fold):
-                                m.next = "FLUSH"
-                        else:
-                            m.next = "FLUSH"
-                    elif shadow:
-                        with m.If(overlap):
-                            m.d.sync += [*start_stream(), *advance()]
-                        with m.Else():
-                            m.next = "FLUSH"
-                    else:
+                    with m.If(~follows):
                         m.next = "FLUSH"
                 with m.Else():
                     m.d.sync += cnt.eq(cnt + 1)

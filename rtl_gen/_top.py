@@ -225,7 +225,8 @@ class Accelerator(wiring.Component):
             array.first.eq(ctrl.first),
         ]
         # Column c's strobe (WS/IS load, OS drain) runs c cycles after column 0's, like its banks.
-        strobes = self._lane_controls(m, "shift_ctl", Cat(ctrl.shift, ctrl.phase), cfg.cols, True)
+        strobe = Cat(ctrl.shift, ctrl.phase) if cfg.shadow_stationary else ctrl.shift
+        strobes = self._lane_controls(m, "shift_ctl", strobe, cfg.cols)
         m.d.comb += array.shift.eq(Cat(*(tap[0] for tap in strobes)))
         if cfg.shadow_stationary:
             m.d.comb += array.phase.eq(Cat(*(tap[1] for tap in strobes)))
@@ -236,7 +237,7 @@ class Accelerator(wiring.Component):
             ("y", y_geo, ctrl.y_addr, ctrl.y_en, array.y),
         ):
             host_we = self.host_we & (self.host_sel == HOST_SEL[geo.name]) & ~busy
-            controls = self._lane_controls(m, f"{role}_ctl", Cat(addr, en), geo.elems, True)
+            controls = self._lane_controls(m, f"{role}_ctl", Cat(addr, en), geo.elems)
             for lane in range(geo.elems):
                 mem = memory.Memory(shape=geo.bits, depth=geo.mem_depth, init=[])
                 m.submodules[f"{geo.name}_bank{lane}"] = mem
@@ -257,7 +258,7 @@ class Accelerator(wiring.Component):
         o_geo = lay.ofmap
         m.submodules.update = update = OfmapUpdate(lanes=cfg.cols, acc_bits=cfg.acc_bits)
         ao = o_geo.addr_bits
-        taps = self._lane_controls(m, "o_ctl", Cat(ctrl.o_rd_addr, ctrl.o_rd_en, ctrl.o_add), cfg.cols + 1, True)
+        taps = self._lane_controls(m, "o_ctl", Cat(ctrl.o_rd_addr, ctrl.o_rd_en, ctrl.o_add), cfg.cols + 1)
         rd_ctl, wr_ctl = taps[:-1], taps[1:]
         m.d.comb += [
             update.result.eq(array.result),
@@ -304,9 +305,9 @@ class Accelerator(wiring.Component):
         m.d.comb += [stage.acc.eq(self.host_rdata), stage.params.eq(params), self.host_qdata.eq(stage.q)]
 
     @staticmethod
-    def _lane_controls(m: Module, name: str, control: Value, lanes: int, skewed: bool) -> list[Value]:
-        """``control`` for each lane: delayed by the lane index (``skewed``) or shared."""
-        if not skewed or lanes == 1:
+    def _lane_controls(m: Module, name: str, control: Value, lanes: int) -> list[Value]:
+        """``control`` for each lane, delayed by the lane index (a tapped delay line)."""
+        if lanes == 1:
             return [control] * lanes
         m.submodules[name] = line = DelayLine(taps=lanes, width=len(control))
         m.d.comb += line.i_data.eq(control)
