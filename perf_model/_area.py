@@ -81,7 +81,7 @@ from perf_model._output_stage import lane_um2, qparam_bits
 
 __all__ = [
     "PeCellArea", "AreaCoefficients", "HOROWITZ_AREA", "CALIBRATED_AREA", "DEFAULT_AREA",
-    "area_coefficients", "set_area_coefficients", "calibrate_pe_area", "design_area_mm2",
+    "area_coefficients", "set_area_coefficients", "calibrate_pe_area", "design_area_mm2", "skew_register_bits",
 ]
 
 _REF_NM = 45.0
@@ -381,6 +381,38 @@ def calibrate_pe_area(
     return result
 
 
+def skew_register_bits(
+    rows: Any, cols: Any, dataflow: Any, input_bits: Any, acc_bits: Any,
+    kib: tuple[Any, Any, Any], shadow: Any = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(outside, o_line)`` flip-flops of a design besides its PEs (vectorised, float).
+
+    ``outside`` counts what ``rtl_gen.Accelerator.register_stages`` lists (a test holds the two
+    equal): the lane-skewed bank controls and valid flags of both operands, the ofmap controls
+    (address, enable, add), the column strobes (and phases), the first-operand marker line (OS
+    or shadow) and the OS result register. ``o_line`` is the controller's ofmap-read line: its
+    depth (``R``, ``R + 1`` for OS with shadows) of address, enable, add, strobe and phase.
+    """
+    df = np.asarray(dataflow)
+    sh = np.asarray(shadow, dtype=bool)
+    R = np.asarray(rows, dtype=np.float64)
+    C = np.asarray(cols, dtype=np.float64)
+    ab = np.asarray(acc_bits, dtype=np.float64)
+    elems = timing.word_elems(df, rows, cols)
+    bits = (input_bits, input_bits, acc_bits)
+    address = [np.ceil(np.log2(np.maximum(timing.buffer_depth_words(kib[b], elems[b], bits[b]), 2)))
+               for b in range(3)]
+    is_os, is_is = df == _OS, df == timing.DATAFLOW_CODES["is"]
+    left_addr, top_addr = np.where(is_is, address[1], address[0]), np.where(is_is, address[0], address[1])
+    left = (R - 1) * (left_addr + 1) + R
+    top = (C - 1) * (top_addr + 1) + C
+    ofmap = C * (address[2] + 2)
+    strobes = (C - 1) * np.where(sh, 2.0, 1.0)
+    marker = np.where(is_os | sh, R - 1, 0.0)
+    outside = left + top + ofmap + strobes + marker + np.where(is_os, C * ab, 0.0)
+    return outside, (R + (is_os & sh)) * (address[2] + 4)
+
+
 def design_area_mm2(
     rows: np.ndarray, cols: np.ndarray, dataflow: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     kib: tuple[np.ndarray, np.ndarray, np.ndarray], tech_nm: np.ndarray, coefficients: AreaCoefficients | None = None,
@@ -399,24 +431,7 @@ def design_area_mm2(
     sh = np.asarray(shadow, dtype=bool)
     R = np.asarray(rows, dtype=np.float64)
     C = np.asarray(cols, dtype=np.float64)
-    ab = np.asarray(acc_bits, dtype=np.float64)
-    elems = timing.word_elems(df, rows, cols)
-    bits = (input_bits, input_bits, acc_bits)
-    address = [np.ceil(np.log2(np.maximum(timing.buffer_depth_words(kib[b], elems[b], bits[b]), 2)))
-               for b in range(3)]
-    is_os, is_is = df == _OS, df == timing.DATAFLOW_CODES["is"]
-    left_addr, top_addr = np.where(is_is, address[1], address[0]), np.where(is_is, address[0], address[1])
-    # rtl_gen.Accelerator.register_stages: lane-skewed bank controls and valid flags of both
-    # operands, the ofmap controls (address, enable, add), column strobes (and phases), the
-    # first-operand marker line (OS or shadow), the OS result register.
-    left = (R - 1) * (left_addr + 1) + R
-    top = (C - 1) * (top_addr + 1) + C
-    ofmap = C * (address[2] + 2)
-    strobes = (C - 1) * np.where(sh, 2.0, 1.0)
-    marker = np.where(is_os | sh, R - 1, 0.0)
-    skew_bits = left + top + ofmap + strobes + marker + np.where(is_os, C * ab, 0.0)
-    # the controller's o line: its depth (R, R + 1 for OS with shadows) of address, enable, add, strobe, phase
-    line_bits = (R + (is_os & sh)) * (address[2] + 4)
+    skew_bits, line_bits = skew_register_bits(rows, cols, df, input_bits, acc_bits, kib, sh)
     sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
     output_stage = C * lane_um2(input_bits, acc_bits) + qparam_bits(input_bits) * k.sram_um2_per_bit()
     um2 = (R * C * k.pe_um2(input_bits, acc_bits, df, sh) + (skew_bits + line_bits) * k.reg_bit_um2
