@@ -18,6 +18,7 @@ import pytest
 
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
+from tests.perf_model.model_testlib import hand_run_cycles
 
 TINY = load_design("tiny")  # 4x4 WS, ifmap/weight 4 KiB, ofmap 8 KiB, int8, acc 32
 
@@ -26,18 +27,10 @@ def tiny(df: str):
     return dataclasses.replace(TINY, dataflow=df)
 
 
-def run_cycles_by_hand(df: str, r: int, c: int, m: int, k: int, n: int, shadow: bool = True) -> int:
-    """perf_model.timing's contract, written out: plain ``1 + F * (Ds + 2R + C)``; shadow registers
-    (the presets' default) ``1 + (F - 1) * max(Ds, R, 2) + Ds + 2R + C`` (WS/IS) or
-    ``1 + F * max(Ds, R, 2) + 2R + C + 1`` (OS)."""
-    dr, dc, ds = {"ws": (k, n, m), "os": (m, n, k), "is": (k, m, n)}[df]
-    folds = math.ceil(dr / r) * math.ceil(dc / c)
-    if not shadow:
-        return 1 + folds * (ds + 2 * r + c)
-    slot = max(ds, r, 2)
-    if df == "os":
-        return 1 + folds * slot + 2 * r + c + 1
-    return 1 + (folds - 1) * slot + ds + 2 * r + c
+def run_cycles_by_hand(df: str, r: int, c: int, m: int, k: int, n: int) -> int:
+    """perf_model.timing's contract written out (tests/perf_model's by-hand formula), for the
+    presets' shadow registers."""
+    return hand_run_cycles({"ws": 0, "os": 1, "is": 2}[df], r, c, m, k, n, True)
 
 
 def assert_all_pass(report):
