@@ -4,8 +4,9 @@ Each design is claimed once, through the study's own storage: a companion study
 ``<study>.verify-claims`` holds one *claim trial* per design (user attribute ``target``: the
 sweep trial's number). A claim trial starts WAITING; a verifier takes it by moving it to
 RUNNING, which the storage does for one caller only (the compare-and-set Optuna's own trial
-queue relies on). The taker records itself (``host``, ``pid``) and an expiry time (``expires``,
-Unix seconds), pushed forward every third of ``ttl_s`` while it works; a claim whose expiry has
+queue relies on). The taker writes an expiry time (``expires``, Unix seconds) before that
+move, so no other verifier ever sees the claim RUNNING without a fresh expiry, then records
+itself (``host``, ``pid``); the expiry is pushed forward every third of ``ttl_s`` while it works; a claim whose expiry has
 passed (a dead or cut-off machine) is failed, which again succeeds for one caller only, and a
 fresh claim is queued for the design. A finished design's claim is COMPLETE.
 
@@ -85,10 +86,10 @@ class Claims:
                     pass
                 continue
             try:
+                self.renew(first._trial_id)  # before RUNNING: a RUNNING claim always has a fresh expiry
                 if self._storage.set_trial_state_values(first._trial_id, state=TrialState.RUNNING):
                     for key, value in self._owner.items():
                         self._storage.set_trial_user_attr(first._trial_id, key, value)
-                    self.renew(first._trial_id)
                     return first._trial_id
             except UpdateFinishedTrialError:
                 pass
