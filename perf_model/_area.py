@@ -383,14 +383,15 @@ def calibrate_pe_area(
 
 def skew_register_bits(
     rows: Any, cols: Any, dataflow: Any, input_bits: Any, acc_bits: Any,
-    kib: tuple[Any, Any, Any], shadow: Any = False,
+    kib: tuple[Any, Any, Any], shadow: Any = False, double_buffered: Any = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(outside, o_line)`` flip-flops of a design besides its PEs (vectorised, float).
 
     ``outside`` counts what ``rtl_gen.Accelerator.register_stages`` lists (a test holds the two
     equal): the lane-skewed bank controls and valid flags of both operands, the ofmap controls
     (address, enable, add), the column strobes (and phases), the first-operand marker line (OS
-    or shadow) and the OS result register. ``o_line`` is the controller's ofmap-read line: its
+    or shadow), the OS result register, the run's three base addresses and (double buffered,
+    the ofmap in two halves) the half of the host's ofmap read. ``o_line`` is the controller's ofmap-read line: its
     depth (``R``, ``R + 1`` for OS with shadows) of address, enable, add, strobe and phase.
     """
     df = np.asarray(dataflow)
@@ -409,14 +410,17 @@ def skew_register_bits(
     ofmap = C * (address[2] + 2)
     strobes = (C - 1) * np.where(sh, 2.0, 1.0)
     marker = np.where(is_os | sh, R - 1, 0.0)
-    outside = left + top + ofmap + strobes + marker + np.where(is_os, C * ab, 0.0)
+    bases = address[0] + address[1] + address[2]
+    halves = (np.asarray(double_buffered, dtype=bool)
+              & (timing.buffer_depth_words(kib[2], elems[2], acc_bits) >= 2)).astype(np.float64)
+    outside = left + top + ofmap + strobes + marker + np.where(is_os, C * ab, 0.0) + bases + halves
     return outside, (R + (is_os & sh)) * (address[2] + 4)
 
 
 def design_area_mm2(
     rows: np.ndarray, cols: np.ndarray, dataflow: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     kib: tuple[np.ndarray, np.ndarray, np.ndarray], tech_nm: np.ndarray, coefficients: AreaCoefficients | None = None,
-    shadow: np.ndarray | bool = False,
+    shadow: np.ndarray | bool = False, double_buffered: np.ndarray | bool = False,
 ) -> np.ndarray:
     """Area of whole designs in mm^2 (vectorised; see the module docstring).
 
@@ -425,13 +429,14 @@ def design_area_mm2(
         kib: the ifmap, weight and ofmap buffer sizes (KiB).
         coefficients: default :func:`area_coefficients`.
         shadow: ``shadow_stationary`` per design.
+        double_buffered: ``double_buffered`` per design.
     """
     k = coefficients or area_coefficients()
     df = np.asarray(dataflow)
     sh = np.asarray(shadow, dtype=bool)
     R = np.asarray(rows, dtype=np.float64)
     C = np.asarray(cols, dtype=np.float64)
-    skew_bits, line_bits = skew_register_bits(rows, cols, df, input_bits, acc_bits, kib, sh)
+    skew_bits, line_bits = skew_register_bits(rows, cols, df, input_bits, acc_bits, kib, sh, double_buffered)
     sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
     output_stage = C * lane_um2(input_bits, acc_bits) + qparam_bits(input_bits) * k.sram_um2_per_bit()
     um2 = (R * C * k.pe_um2(input_bits, acc_bits, df, sh) + (skew_bits + line_bits) * k.reg_bit_um2

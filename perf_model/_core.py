@@ -124,7 +124,7 @@ def evaluate_block(
     bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
     sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
     area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
-                               d.shadow_stationary)
+                               d.shadow_stationary, d.double_buffered)
     latency = total / rep(d.clock_mhz * 1e6)
     dram_read = sched.dram_read * inst
     dram_write = sched.dram_write * inst

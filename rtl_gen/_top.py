@@ -75,7 +75,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from amaranth import Cat, Module, Signal, Value
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -149,12 +149,21 @@ class Accelerator(wiring.Component):
                 "k": In(DIM_BITS),
                 "n": In(DIM_BITS),
                 "accumulate": In(1),
+                "x_base": In(self._roles()[0].addr_bits),
+                "y_base": In(self._roles()[1].addr_bits),
+                "o_base": In(lay.ofmap.addr_bits),
+                "host_overlap": In(1),
                 "start": In(1),
                 "busy": Out(1),
                 "done": Out(1),
                 "cycles": Out(CYCLES_BITS),
             }
         )
+
+    @property
+    def ofmap_halves(self) -> int:
+        """Words per half of the ofmap when it is two ping-pong memories (double buffered), else 0."""
+        return self.layout.ofmap.depth // 2 if self.config.double_buffered and self.layout.ofmap.depth >= 2 else 0
 
     @property
     def name(self) -> str:
@@ -189,6 +198,9 @@ class Accelerator(wiring.Component):
         add(y_geo.addr_bits + 1, c - 1)
         add(1, c)
         add(self.layout.ofmap.addr_bits + 2, c)
+        add(x_geo.addr_bits + y_geo.addr_bits + self.layout.ofmap.addr_bits, 1)  # the run's base addresses
+        if self.ofmap_halves:
+            add(1, 1)  # half of the host's ofmap read
         add(2 if cfg.shadow_stationary else 1, c - 1)  # column strobes (and phases)
         if cfg.dataflow is Dataflow.OS or cfg.shadow_stationary:
             add(1, r - 1)  # first-operand marker delay line
@@ -213,6 +225,11 @@ class Accelerator(wiring.Component):
             shadow=cfg.shadow_stationary,
         )
         busy = ctrl.busy
+        bases = {}
+        for name, width in (("x", x_geo.addr_bits), ("y", y_geo.addr_bits), ("o", lay.ofmap.addr_bits)):
+            bases[name] = reg = Signal(width, name=f"{name}_base_run")
+            with m.If(self.start & ~busy):
+                m.d.sync += reg.eq(getattr(self, f"{name}_base"))
         m.d.comb += [
             ctrl.start.eq(self.start),
             ctrl.m.eq(self.m),
@@ -236,8 +253,8 @@ class Accelerator(wiring.Component):
             ("x", x_geo, ctrl.x_addr, ctrl.x_en, array.x),
             ("y", y_geo, ctrl.y_addr, ctrl.y_en, array.y),
         ):
-            host_we = self.host_we & (self.host_sel == HOST_SEL[geo.name]) & ~busy
-            controls = self._lane_controls(m, f"{role}_ctl", Cat(addr, en), geo.elems)
+            host_we = self.host_we & (self.host_sel == HOST_SEL[geo.name]) & (~busy | self.host_overlap)
+            controls = self._lane_controls(m, f"{role}_ctl", Cat((addr + bases[role])[:len(addr)], en), geo.elems)
             for lane in range(geo.elems):
                 mem = memory.Memory(shape=geo.bits, depth=geo.mem_depth, init=[])
                 m.submodules[f"{geo.name}_bank{lane}"] = mem
@@ -258,7 +275,8 @@ class Accelerator(wiring.Component):
         o_geo = lay.ofmap
         m.submodules.update = update = OfmapUpdate(lanes=cfg.cols, acc_bits=cfg.acc_bits)
         ao = o_geo.addr_bits
-        taps = self._lane_controls(m, "o_ctl", Cat(ctrl.o_rd_addr, ctrl.o_rd_en, ctrl.o_add), cfg.cols + 1)
+        o_addr = (ctrl.o_rd_addr + bases["o"])[:ao]
+        taps = self._lane_controls(m, "o_ctl", Cat(o_addr, ctrl.o_rd_en, ctrl.o_add), cfg.cols + 1)
         rd_ctl, wr_ctl = taps[:-1], taps[1:]
         m.d.comb += [
             update.result.eq(array.result),
@@ -267,26 +285,44 @@ class Accelerator(wiring.Component):
             update.busy.eq(busy),
         ]
         host_o_we = self.host_we & (self.host_sel == HOST_SEL["ofmap"])
+        half = self.ofmap_halves
+        # Double buffered: two memories per lane, words [0, H) and [H, 2H); the run owns the half
+        # of its o_base, the host port (the DMA) the other one, so stores overlap the next run.
+        run_half = bases["o"] >= half if half else Const(0)
+        host_half = self.host_addr >= half if half else Const(0)
+        host_half_q = Signal()
+        if half:
+            m.d.sync += host_half_q.eq(host_half)
         for lane in range(cfg.cols):
-            mem = memory.Memory(shape=o_geo.bits, depth=o_geo.mem_depth, init=[])
-            m.submodules[f"ofmap_bank{lane}"] = mem
             bits = slice(lane * o_geo.bits, (lane + 1) * o_geo.bits)
-            rp = mem.read_port()
-            wp = mem.write_port()
-            m.d.comb += [
-                update.old[bits].eq(rp.data),
-                self.host_rdata[bits].eq(rp.data),
-                wp.data.eq(update.new[bits]),
-            ]
-            with m.If(busy):
-                m.d.comb += [
-                    rp.addr.eq(rd_ctl[lane][:ao]),
-                    rp.en.eq(rd_ctl[lane][ao]),
-                    wp.addr.eq(wr_ctl[lane][:ao]),
-                    wp.en.eq(wr_ctl[lane][ao]),
-                ]
-            with m.Else():
-                m.d.comb += [rp.addr.eq(self.host_addr), rp.en.eq(1), wp.addr.eq(self.host_addr), wp.en.eq(host_o_we)]
+            old, host = [], []
+            for h in range(2 if half else 1):
+                mem = memory.Memory(shape=o_geo.bits, depth=max(2, half) if half else o_geo.mem_depth, init=[])
+                m.submodules[f"ofmap_bank{lane}" + (f"_h{h}" if half else "")] = mem
+                rp = mem.read_port()
+                wp = mem.write_port()
+                offset = h * half
+                local = len(rp.addr)
+                m.d.comb += wp.data.eq(update.new[bits])
+                old.append(rp.data)
+                host.append(rp.data)
+                mine = busy & (run_half == h) if half else busy
+                with m.If(mine):
+                    m.d.comb += [
+                        rp.addr.eq((rd_ctl[lane][:ao] - offset)[:local]),
+                        rp.en.eq(rd_ctl[lane][ao]),
+                        wp.addr.eq((wr_ctl[lane][:ao] - offset)[:local]),
+                        wp.en.eq(wr_ctl[lane][ao]),
+                    ]
+                with m.Else():
+                    m.d.comb += [rp.addr.eq((self.host_addr - offset)[:local]), rp.en.eq(1),
+                                 wp.addr.eq((self.host_addr - offset)[:local]),
+                                 wp.en.eq(host_o_we & (host_half == h if half else 1))]
+            if half:
+                m.d.comb += [update.old[bits].eq(Mux(run_half, old[1], old[0])),
+                             self.host_rdata[bits].eq(Mux(host_half_q, host[1], host[0]))]
+            else:
+                m.d.comb += [update.old[bits].eq(old[0]), self.host_rdata[bits].eq(host[0])]
         self._output_stage(m, busy)
         return m
 
@@ -296,7 +332,7 @@ class Accelerator(wiring.Component):
         m.submodules.qparam = mem = memory.Memory(shape=q_geo.width, depth=q_geo.mem_depth, init=[])
         wp = mem.write_port()
         m.d.comb += [wp.addr.eq(self.host_addr), wp.data.eq(self.host_wdata[:q_geo.width]),
-                     wp.en.eq(self.host_we & (self.host_sel == HOST_SEL["qparam"]) & ~busy)]
+                     wp.en.eq(self.host_we & (self.host_sel == HOST_SEL["qparam"]) & (~busy | self.host_overlap))]
         rp = mem.read_port()
         m.d.comb += [rp.addr.eq(self.host_qsel), rp.en.eq(1)]
         m.submodules.output_stage = stage = OutputStage(lanes=cfg.cols, acc_bits=cfg.acc_bits,

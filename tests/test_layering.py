@@ -1,7 +1,8 @@
 """The layering of DESIGN.md, checked on the source with ``ast`` (not by eye).
 
-* ``accel_dse.config`` and ``accel_dse.errors``: the standard library only (config may use errors).
-* ``rtl_gen``: the standard library, amaranth, ``accel_dse.config``/``accel_dse.errors``, itself.
+* ``accel_dse.config``, ``accel_dse.errors`` and ``accel_dse.commands`` (the command encoding the
+  RTL decodes and the compiler emits): the standard library only (config may use errors).
+* ``rtl_gen``: the standard library, amaranth, those three leaves, itself.
 * ``perf_model``: never rtl_gen, amaranth, cocotb, jax, optuna; from ``workloads`` only the op records.
 * ``workloads``: never rtl_gen, perf_model, amaranth, cocotb, optuna; ``workloads.ops`` no jax.
 * ``accel_dse.search``: never rtl_gen, cocotb, amaranth; jax only in the RL agent's modules.
@@ -65,7 +66,7 @@ def test_rules_cover_existing_packages():
         assert (REPO / package / "__init__.py").is_file()
 
 
-@pytest.mark.parametrize("module", ["accel_dse.config", "accel_dse.errors"])
+@pytest.mark.parametrize("module", ["accel_dse.config", "accel_dse.errors", "accel_dse.commands"])
 def test_leaves_use_stdlib_only(module):
     def allowed(name, _path):
         return top(name) in STDLIB or name.startswith("accel_dse.errors")
@@ -73,8 +74,8 @@ def test_leaves_use_stdlib_only(module):
     assert violations(module, allowed) == []
 
 
-def test_rtl_gen_imports_only_amaranth_and_config():
-    ok_prefixes = ("amaranth", "accel_dse.config", "accel_dse.errors", "rtl_gen")
+def test_rtl_gen_imports_only_amaranth_config_and_the_command_encoding():
+    ok_prefixes = ("amaranth", "accel_dse.config", "accel_dse.errors", "accel_dse.commands", "rtl_gen")
 
     def allowed(name, _path):
         return top(name) in STDLIB or name.startswith(ok_prefixes) or name == "accel_dse"
@@ -92,7 +93,7 @@ def test_perf_model_never_imports_rtl_or_simulators():
         if top(name) == "workloads":
             return name == "workloads" or name.startswith("workloads.ops")
         if top(name) == "accel_dse":
-            return name.startswith(("accel_dse.config", "accel_dse.errors")) or name == "accel_dse"
+            return name.startswith(("accel_dse.config", "accel_dse.errors", "accel_dse.commands")) or name == "accel_dse"
         return True
 
     assert violations("perf_model", allowed) == []

@@ -89,11 +89,12 @@ def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
     assert default_cache_dir() == tmp_path / "x" / "accel-dse"
 
 
+@pytest.mark.parametrize("double", [True, False])
 @pytest.mark.parametrize("shadow", [True, False])
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 @pytest.mark.parametrize("rows,cols,kib",
                          [(4, 4, (4, 4, 8)), (3, 5, (1, 2, 1)), (1, 7, (1, 1, 1)), (16, 2, (64, 8, 32))])
-def test_area_model_counts_the_registers_the_accelerator_has(rows, cols, kib, dataflow, shadow) -> None:
+def test_area_model_counts_the_registers_the_accelerator_has(rows, cols, kib, dataflow, shadow, double) -> None:
     """perf_model prices the flops outside the PEs from its own count; it must be rtl_gen's."""
     from accel_dse.config import ArrayConfig
     from perf_model._area import skew_register_bits
@@ -101,7 +102,7 @@ def test_area_model_counts_the_registers_the_accelerator_has(rows, cols, kib, da
     from rtl_gen import Accelerator
 
     config = ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, ifmap_sram_kib=kib[0], weight_sram_kib=kib[1],
-                         ofmap_sram_kib=kib[2], shadow_stationary=shadow)
+                         ofmap_sram_kib=kib[2], shadow_stationary=shadow, double_buffered=double)
     rtl = sum(width * count for width, count in Accelerator(config).register_stages().items())
-    outside, _ = skew_register_bits(rows, cols, dataflow_code(dataflow), 8, 32, kib, shadow)
+    outside, _ = skew_register_bits(rows, cols, dataflow_code(dataflow), 8, 32, kib, shadow, config.double_buffered)
     assert float(outside) == rtl

@@ -1,0 +1,165 @@
+"""The accelerator's command encoding: what the command queue in DRAM holds (stdlib only).
+
+A program is ``QUEUE_LEN`` commands of :data:`COMMAND_BYTES` bytes each, little-endian, at the
+byte address ``QUEUE_BASE`` in DRAM (both set in the control registers). The accelerator reads
+the whole program into its command queue (``QUEUE_DEPTH`` commands; a longer program is the
+error ``ERROR_QUEUE``), then issues the commands in order, one at a time, to two units: the DMA
+engine (``LOAD``, ``STORE``) and the array (``RUN``). A command waits until its unit is idle and
+until the units named by its wait bits are idle; ``SYNC`` only waits. The program ends after its
+last command, when both units are idle: the DONE status and interrupt.
+
+Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed are zero::
+
+    all      opcode [0, 4)   wait_dma [4]   wait_run [5]
+    LOAD     buffer [6, 8)   dram_addr [32, 64)   dram_stride [64, 96)   rows [96, 112)
+    STORE    words [112, 128)   buf_addr [128, 160)   row_step [160, 192)   word_step [192, 224)
+             STORE only: requant [8]   q_by_row [9]   q_base [224, 240)
+    RUN      m [32, 64)   k [64, 96)   n [96, 128)   accumulate [128]
+             x_base [160, 192)   y_base [192, 224)   o_base [224, 256)
+
+``buffer``: 0 ifmap, 1 weight, 2 ofmap (raw accumulators), 3 qparam. A transfer moves ``rows``
+DRAM rows of ``words`` buffer words each: row ``r`` starts at byte ``dram_addr + r *
+dram_stride`` and holds its words back to back; word ``j`` of row ``r`` is buffer word
+``buf_addr + r * row_step + j * word_step``. A buffer word in DRAM is its lanes in order, each
+lane :func:`dram_lane_bytes` bytes (two's complement, little-endian): inputs 1 or 2 bytes, raw
+accumulators 4 or 8 (sign-extended), requantised outputs ``input_bits / 8``, qparam lanes 16
+(bias int32 at byte 0, multiplier int32 at 4, shift at 8, zero point, act_min, act_max as int16
+at 10, 12, 14). ``dram_addr`` and ``dram_stride`` must be multiples of the AXI data width
+(``ERROR_DRAM`` otherwise), every word address below the buffer's depth (``ERROR_BUFFER``).
+
+``STORE`` with ``requant`` reads the ofmap words through the output stage with qparam word
+``q_base + j`` (word ``j`` of each row; WS/OS) or ``q_base + r`` (``q_by_row``; IS) and writes
+``input_bits``-wide lanes; without it, raw accumulator lanes. ``RUN`` starts the array on an
+``m x k x n`` GEMM whose operands start at word ``x_base`` / ``y_base`` of the x / y buffers and
+whose outputs start at word ``o_base`` of the ofmap (``x``: ifmap for WS/OS, weight for IS).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = [
+    "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
+    "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
+    "ERROR_QUEUE", "ERROR_NAMES", "axi_data_bytes",
+]
+
+#: Bytes per command.
+COMMAND_BYTES = 32
+#: Commands the on-chip command queue holds.
+QUEUE_DEPTH = 4096
+
+# Error codes of the ERROR_CODE register.
+ERROR_NONE, ERROR_OPCODE, ERROR_BUFFER, ERROR_DRAM, ERROR_AXI, ERROR_QUEUE = range(6)
+ERROR_NAMES = {
+    ERROR_NONE: "none", ERROR_OPCODE: "bad opcode", ERROR_BUFFER: "buffer address out of range",
+    ERROR_DRAM: "DRAM address or stride not aligned to the AXI data width",
+    ERROR_AXI: "AXI error response", ERROR_QUEUE: "program longer than the command queue",
+}
+
+
+class Opcode:
+    """Values of the ``opcode`` field (0 is invalid, so a zeroed queue word is an error)."""
+
+    LOAD = 1
+    STORE = 2
+    RUN = 3
+    SYNC = 4
+
+
+class Buffer:
+    """Values of the ``buffer`` field."""
+
+    IFMAP = 0
+    WEIGHT = 1
+    OFMAP = 2
+    QPARAM = 3
+
+
+#: ``name -> (lsb, width)`` of every field (see the module docstring).
+FIELDS: dict[str, tuple[int, int]] = {
+    "opcode": (0, 4), "wait_dma": (4, 1), "wait_run": (5, 1), "buffer": (6, 2), "requant": (8, 1),
+    "q_by_row": (9, 1), "dram_addr": (32, 32), "dram_stride": (64, 32), "rows": (96, 16), "words": (112, 16),
+    "buf_addr": (128, 32), "row_step": (160, 32), "word_step": (192, 32), "q_base": (224, 16),
+    "m": (32, 32), "k": (64, 32), "n": (96, 32), "accumulate": (128, 1), "x_base": (160, 32),
+    "y_base": (192, 32), "o_base": (224, 32),
+}
+
+_PER_OP = {
+    Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step"),
+    Opcode.STORE: ("buffer", "requant", "q_by_row", "dram_addr", "dram_stride", "rows", "words", "buf_addr",
+                   "row_step", "word_step", "q_base"),
+    Opcode.RUN: ("m", "k", "n", "accumulate", "x_base", "y_base", "o_base"),
+    Opcode.SYNC: (),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """One command: its opcode, wait bits and the fields of its opcode (others must be 0)."""
+
+    opcode: int
+    wait_dma: int = 0
+    wait_run: int = 0
+    fields: tuple[tuple[str, int], ...] = ()
+
+    def __getitem__(self, name: str) -> int:
+        return dict(self.fields).get(name, 0)
+
+    @classmethod
+    def make(cls, opcode: int, *, wait_dma: int = 0, wait_run: int = 0, **fields: int) -> Command:
+        """A command from keyword fields; raises ``ValueError`` for a field that does not fit."""
+        allowed = _PER_OP.get(opcode)
+        if allowed is None:
+            raise ValueError(f"opcode must be one of {sorted(_PER_OP)}, not {opcode!r}")
+        for name, value in fields.items():
+            if name not in allowed:
+                raise ValueError(f"opcode {opcode} has no field {name!r}")
+            width = FIELDS[name][1]
+            if not 0 <= int(value) < (1 << width):
+                raise ValueError(f"{name} must fit in {width} bits, not {value}")
+        return cls(opcode, int(wait_dma), int(wait_run), tuple(sorted((k, int(v)) for k, v in fields.items())))
+
+
+def encode(command: Command) -> bytes:
+    """The :data:`COMMAND_BYTES` little-endian bytes of ``command``."""
+    word = command.opcode | command.wait_dma << 4 | command.wait_run << 5
+    for name, value in command.fields:
+        lsb, width = FIELDS[name]
+        word |= (value & ((1 << width) - 1)) << lsb
+    return word.to_bytes(COMMAND_BYTES, "little")
+
+
+def decode(raw: bytes) -> Command:
+    """The command in ``raw`` (inverse of :func:`encode` for valid opcodes)."""
+    word = int.from_bytes(raw, "little")
+    opcode = word & 0xF
+    names = _PER_OP.get(opcode, ())
+    fields = tuple(sorted((n, (word >> FIELDS[n][0]) & ((1 << FIELDS[n][1]) - 1)) for n in names))
+    return Command(opcode, (word >> 4) & 1, (word >> 5) & 1, fields)
+
+
+def dram_lane_bytes(buffer: int, input_bits: int, acc_bits: int, *, requant: bool = False) -> int:
+    """Bytes one lane of a ``buffer`` word occupies in DRAM (see the module docstring)."""
+    if buffer in (Buffer.IFMAP, Buffer.WEIGHT) or (buffer == Buffer.OFMAP and requant):
+        return input_bits // 8
+    if buffer == Buffer.OFMAP:
+        return 4 if acc_bits <= 32 else 8
+    return 16
+
+
+def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: float) -> int:
+    """AXI data width in bytes of a design: what ``dram_bytes_per_cycle`` asks, as a bus.
+
+    The smallest power of two at least ``dram_bytes_per_cycle``, but no wider than
+    :data:`COMMAND_BYTES` and than the largest power of two dividing a row or column of
+    inputs in bytes, so every buffer word in DRAM is a whole number of beats (an array of 12
+    rows of int8 gets a 4-byte bus whatever the bandwidth it asks).
+    """
+    want = 1
+    while want < dram_bytes_per_cycle and want < COMMAND_BYTES:
+        want *= 2
+    for lanes in (rows, cols):
+        size = lanes * (input_bits // 8)
+        want = min(want, size & -size)
+    return want

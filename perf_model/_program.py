@@ -1,0 +1,321 @@
+"""The compiler: the model's tiling of one GEMM, as a command program for the accelerator's queue.
+
+``compile_gemm`` turns :func:`~perf_model._plan.plan_tiles` into commands
+(:mod:`accel_dse.commands`) and a DRAM layout. The same program is what the RTL runs
+(``simulate``, ``export``) and what :func:`perf_model.program_timing.program_cycles` times, so
+model and RTL are one machine.
+
+DRAM layout (byte addresses; every tensor starts on a 4 KiB boundary, after the program): the
+matrices are stored so that one buffer word is one contiguous run of lanes (``R x C`` array,
+rows padded with zeros to whole words)::
+
+    dataflow   A (M x K)        B (K x N)        C (M x N)
+    WS         A   rows of K    B   rows of N    C   rows of N
+    OS         A^T rows of M    B   rows of N    C   rows of N
+    IS         A^T rows of M    B^T rows of K    C^T rows of M
+
+A row holds ``ceil(len / lanes) * lanes`` elements (``lanes`` of the buffer the matrix goes to)
+of ``dram_lane_bytes`` bytes: inputs ``input_bits / 8``, C raw accumulators (4 or 8 bytes) or,
+requantised, ``input_bits / 8``. The output stage's parameters (requantised ops) are one row of
+16-byte lanes per channel, ``ceil(N / C) * C`` (WS/OS) or ``N`` (IS) lanes.
+
+Schedule, per run of the plan (output tiles whole: the K tiles of one output tile run back to
+back, accumulating in the ofmap). Single buffered, everything in series: the run's changed
+input tiles are loaded (``wait_run``: the previous run has finished reading them), the run
+waits for the loads (``wait_dma``), and an output tile is stored when its last run is done.
+Double buffered (``double_buffered``): each buffer is used as two halves (words ``[0, H)`` and
+``[H, 2H)``, ``H = depth // 2``); a tile goes to the half its predecessor in that buffer did not
+use. The order ``RUN(i), STORE(output of run i-1), LOAD(inputs of run i+1), RUN(i+1)`` with
+``RUN(i+1)`` waiting for the DMA, so the store of one output tile and the loads of the next run
+overlap run ``i``: the ping-pong the model scores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from accel_dse.commands import (
+    COMMAND_BYTES,
+    QUEUE_DEPTH,
+    Buffer,
+    Command,
+    Opcode,
+    axi_data_bytes,
+    dram_lane_bytes,
+)
+from accel_dse.config import ArrayConfig, Dataflow
+from accel_dse.errors import ModelError
+from perf_model import timing
+from perf_model._plan import plan_tiles
+from workloads.ops import Gemm
+
+__all__ = ["TensorLayout", "GemmProgram", "compile_gemm", "QPARAM_CHANNELS", "PAGE"]
+
+#: Channels the output stage's parameter buffer holds (``rtl_gen``'s ``QPARAM_CHANNELS``).
+QPARAM_CHANNELS = 4096
+#: Alignment of every tensor in DRAM, bytes.
+PAGE = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorLayout:
+    """One matrix in DRAM: ``rows`` rows of ``row_elems`` elements of ``elem_bytes`` bytes.
+
+    ``transposed``: the rows are the matrix's columns (A^T, B^T, C^T of the module docstring).
+    ``shape``: the matrix's own ``(P, Q)``; the stored rows hold the first dims, padded.
+    """
+
+    name: str
+    base: int
+    rows: int
+    row_elems: int
+    elem_bytes: int
+    transposed: bool
+    shape: tuple[int, int]
+
+    @property
+    def pitch(self) -> int:
+        """Bytes from one row to the next."""
+        return self.row_elems * self.elem_bytes
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the tensor occupies."""
+        return self.rows * self.pitch
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmProgram:
+    """The commands and the DRAM layout of one GEMM instance on one design.
+
+    Attributes:
+        commands: the program, in queue order.
+        tensors: ``a``, ``b``, ``c`` (and ``q`` for a requantised op) layouts.
+        queue_base: byte address of the program (0).
+        dram_bytes: bytes of DRAM the program and its tensors span.
+        data_bytes: AXI data width.
+        requant: whether C leaves through the output stage.
+        runs: the plan's tiles ``(m0, m1, k0, k1, n0, n1, accumulate)``, in run order.
+    """
+
+    commands: tuple[Command, ...]
+    tensors: dict[str, TensorLayout]
+    queue_base: int
+    dram_bytes: int
+    data_bytes: int
+    requant: bool
+    runs: tuple[tuple[int, ...], ...]
+
+
+def _align(x: int, to: int) -> int:
+    return -(-x // to) * to
+
+
+def _lanes(config: ArrayConfig) -> dict[str, int]:
+    r, c = config.rows, config.cols
+    if config.dataflow is Dataflow.IS:
+        return {"a": c, "b": r, "c": c}
+    return {"a": r, "b": c, "c": c}
+
+
+def _transposed(dataflow: Dataflow) -> dict[str, bool]:
+    return {"a": dataflow is not Dataflow.WS, "b": dataflow is Dataflow.IS, "c": dataflow is Dataflow.IS}
+
+
+def _output_major(tiles: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The runs grouped so that the K tiles of each output tile run back to back (same set of runs)."""
+    groups: dict[tuple[int, int, int, int], list[tuple[int, ...]]] = {}
+    for tile in tiles:
+        groups.setdefault((tile[0], tile[1], tile[4], tile[5]), []).append(tile)
+    return [tile for group in groups.values() for tile in sorted(group, key=lambda t: t[2])]
+
+
+def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False,
+                 queue_depth: int = QUEUE_DEPTH) -> GemmProgram:
+    """The program of one ``m x k x n`` instance of ``gemm`` on ``config`` (module docstring).
+
+    Raises:
+        ModelError: the design cannot run the GEMM (the plan's reason), a requantised op with
+            more than :data:`QPARAM_CHANNELS` channels, a tile that does not fit its buffer,
+            or a program longer than ``queue_depth`` commands.
+    """
+    plan = plan_tiles(config, gemm)
+    if not plan.feasible:
+        raise ModelError(f"design {config.short_name()} cannot run {gemm.m}x{gemm.k}x{gemm.n}: {plan.reason}")
+    m, k, n = plan.m, plan.k, plan.n
+    if requant and n > QPARAM_CHANNELS:
+        raise ModelError(f"a requantised op has at most {QPARAM_CHANNELS} output channels, not n={n}")
+    W = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle)
+    lanes = _lanes(config)
+    tr = _transposed(config.dataflow)
+    ib, ab = config.input_bits, config.acc_bits
+    elem = {"a": dram_lane_bytes(Buffer.IFMAP, ib, ab), "b": dram_lane_bytes(Buffer.WEIGHT, ib, ab),
+            "c": dram_lane_bytes(Buffer.OFMAP, ib, ab, requant=requant)}
+    shapes = {"a": (m, k), "b": (k, n), "c": (m, n)}
+    runs = _output_major([tuple(int(v) for v in t) for t in plan.tiles()])
+    # Upper bound on the program length, to place the tensors after it.
+    upper = 2 + 4 * len(runs)
+    base = _align(min(upper, queue_depth + 1) * COMMAND_BYTES, PAGE)
+    tensors: dict[str, TensorLayout] = {}
+    for name in ("a", "b", "c"):
+        p, q = shapes[name]
+        rows, cols = (q, p) if tr[name] else (p, q)
+        t = TensorLayout(name, base, rows, _align(cols, lanes[name]), elem[name], tr[name], (p, q))
+        tensors[name] = t
+        base = _align(base + t.nbytes, PAGE)
+    if requant:
+        q_lanes = n if config.dataflow is Dataflow.IS else _align(n, config.cols)
+        tensors["q"] = TensorLayout("q", base, 1, q_lanes, 16, False, (1, n))
+        base = _align(base + tensors["q"].nbytes, PAGE)
+    depth = dict(zip(("a", "b", "c"), _buffer_depths(config), strict=True))
+    half = {b: (d // 2 if config.double_buffered else 0) for b, d in depth.items()}
+    cmds = _Builder(config, tensors, lanes, W)
+    if requant:
+        qt = tensors["q"]
+        per_word = 1 if config.dataflow is Dataflow.IS else config.cols
+        cmds.add(Command.make(Opcode.LOAD, buffer=Buffer.QPARAM, dram_addr=qt.base, dram_stride=qt.pitch, rows=1,
+                              words=qt.row_elems // per_word, buf_addr=0, row_step=0, word_step=1))
+    if config.double_buffered:
+        _double(cmds, runs, depth, half, requant)
+    else:
+        _single(cmds, runs, depth, requant)
+    if len(cmds.out) > queue_depth:
+        raise ModelError(f"the program of {m}x{k}x{n} on {config.short_name()} has {len(cmds.out)} commands, "
+                         f"more than the command queue's {queue_depth}")
+    return GemmProgram(tuple(cmds.out), tensors, 0, base, W, requant, tuple(runs))
+
+
+def _buffer_depths(config: ArrayConfig) -> tuple[int, int, int]:
+    """Words of the buffers holding A, B and C."""
+    el = timing.word_elems(timing.dataflow_code(config.dataflow.value), config.rows, config.cols)
+    kib = (config.ifmap_sram_kib, config.weight_sram_kib, config.ofmap_sram_kib)
+    bits = (config.input_bits, config.input_bits, config.acc_bits)
+    return tuple(int(timing.buffer_depth_words(kib[i], int(el[i]), bits[i])) for i in range(3))  # type: ignore[return-value]
+
+
+class _Builder:
+    """Transfer commands of tiles (the DRAM layout and the buffer word order of ``rtl_gen``)."""
+
+    def __init__(self, config: ArrayConfig, tensors: dict[str, TensorLayout], lanes: dict[str, int], W: int) -> None:
+        self.config = config
+        self.tensors = tensors
+        self.lanes = lanes
+        self.W = W
+        self.out: list[Command] = []
+        self.buffer = {"a": Buffer.IFMAP, "b": Buffer.WEIGHT, "c": Buffer.OFMAP}
+
+    def add(self, command: Command) -> None:
+        self.out.append(command)
+
+    def tile_words(self, name: str, tile: tuple[int, ...]) -> int:
+        rows, _, words = self._shape(name, tile)
+        return rows * words
+
+    def _shape(self, name: str, tile: tuple[int, ...]) -> tuple[int, int, int]:
+        """``(dram rows, first element of a row, words per row)`` of the tile of matrix ``name``."""
+        m0, m1, k0, k1, n0, n1 = tile[:6]
+        span = {"a": ((m0, m1), (k0, k1)), "b": ((k0, k1), (n0, n1)), "c": ((m0, m1), (n0, n1))}[name]
+        (p0, p1), (q0, q1) = span
+        t = self.tensors[name]
+        if t.transposed:
+            (p0, p1), (q0, q1) = (q0, q1), (p0, p1)
+        lanes = self.lanes[name]
+        if q0 % lanes:
+            raise ModelError(f"tile of {name.upper()} starts at column {q0}, not a whole word of {lanes} lanes")
+        return p1 - p0, q0, math.ceil((q1 - q0) / lanes)
+
+    def transfer(self, opcode: int, name: str, tile: tuple[int, ...], buf_addr: int, *, wait_run: bool = False,
+                 requant: bool = False, q_base: int = 0, q_by_row: bool = False) -> Command:
+        t = self.tensors[name]
+        rows, q0 = self._shape(name, tile)[:2]
+        words = self._shape(name, tile)[2]
+        first_row = (tile[0] if name in "ac" else tile[2]) if not t.transposed else \
+            {"a": tile[2], "b": tile[4], "c": tile[4]}[name]
+        addr = t.base + first_row * t.pitch + q0 * t.elem_bytes
+        fields = dict(buffer=self.buffer[name], dram_addr=addr, dram_stride=t.pitch, rows=rows, words=words,
+                      buf_addr=buf_addr, row_step=1, word_step=rows)
+        if opcode == Opcode.STORE:
+            fields.update(requant=int(requant), q_base=q_base, q_by_row=int(q_by_row))
+        return Command.make(opcode, wait_run=wait_run, **fields)
+
+    def run(self, tile: tuple[int, ...], bases: dict[str, int], *, wait_dma: bool = True) -> Command:
+        m0, m1, k0, k1, n0, n1, acc = tile
+        x, y = ("b", "a") if self.config.dataflow is Dataflow.IS else ("a", "b")
+        return Command.make(Opcode.RUN, wait_dma=wait_dma, m=m1 - m0, k=k1 - k0, n=n1 - n0, accumulate=int(acc),
+                            x_base=bases[x], y_base=bases[y], o_base=bases["c"])
+
+    def store(self, tile: tuple[int, ...], base: int, requant: bool, *, wait_run: bool) -> Command:
+        cfg = self.config
+        if cfg.dataflow is Dataflow.IS:
+            return self.transfer(Opcode.STORE, "c", tile, base, wait_run=wait_run, requant=requant,
+                                 q_base=tile[4], q_by_row=True)
+        return self.transfer(Opcode.STORE, "c", tile, base, wait_run=wait_run, requant=requant,
+                             q_base=tile[4] // cfg.cols)
+
+
+def _keys(tile: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
+    m0, m1, k0, k1, n0, n1 = tile[:6]
+    return {"a": (m0, m1, k0, k1), "b": (k0, k1, n0, n1), "c": (m0, m1, n0, n1)}
+
+
+def _last_of_output(runs: list[tuple[int, ...]], i: int) -> bool:
+    return i + 1 == len(runs) or _keys(runs[i + 1])["c"] != _keys(runs[i])["c"]
+
+
+def _check_fits(b: _Builder, tile: tuple[int, ...], room: dict[str, int]) -> None:
+    for name in ("a", "b", "c"):
+        words = b.tile_words(name, tile)
+        if words > room[name]:
+            raise ModelError(f"a tile of {name.upper()} needs {words} buffer words, more than the {room[name]} "
+                             f"it may use")
+
+
+def _single(b: _Builder, runs: list[tuple[int, ...]], depth: dict[str, int], requant: bool) -> None:
+    held: dict[str, tuple[int, ...] | None] = {"a": None, "b": None}
+    for i, tile in enumerate(runs):
+        _check_fits(b, tile, depth)
+        keys = _keys(tile)
+        for name in ("a", "b"):
+            if held[name] != keys[name]:
+                b.add(b.transfer(Opcode.LOAD, name, tile, 0, wait_run=True))
+                held[name] = keys[name]
+        b.add(b.run(tile, {"a": 0, "b": 0, "c": 0}))
+        if _last_of_output(runs, i):
+            b.add(b.store(tile, 0, requant, wait_run=True))
+
+
+def _double(b: _Builder, runs: list[tuple[int, ...]], depth: dict[str, int], half: dict[str, int],
+            requant: bool) -> None:
+    room = {name: half[name] for name in half}
+    held: dict[str, tuple[int, ...] | None] = {"a": None, "b": None, "c": None}
+    side = {"a": 1, "b": 1, "c": 1}  # the half used last (the first tile goes to half 0)
+    bases: list[dict[str, int]] = []
+    loads: list[list[Command]] = []
+    for tile in runs:
+        _check_fits(b, tile, room)
+        keys = _keys(tile)
+        here: list[Command] = []
+        for name in ("a", "b", "c"):
+            if held[name] != keys[name]:
+                side[name] ^= 1
+                held[name] = keys[name]
+                if name != "c":
+                    here.append(b.transfer(Opcode.LOAD, name, tile, side[name] * half[name]))
+        bases.append({name: side[name] * half[name] for name in side})
+        loads.append(here)
+    for cmd in loads[0]:
+        b.add(cmd)
+    pending: tuple[tuple[int, ...], int] | None = None  # an output tile whose store waits for the next run
+    for i, tile in enumerate(runs):
+        b.add(b.run(tile, bases[i]))
+        if pending is not None:
+            b.add(b.store(pending[0], pending[1], requant, wait_run=False))
+            pending = None
+        if i + 1 < len(runs):
+            for cmd in loads[i + 1]:
+                b.add(cmd)
+        if _last_of_output(runs, i):
+            pending = (tile, bases[i]["c"])
+    if pending is not None:
+        b.add(b.store(pending[0], pending[1], requant, wait_run=True))

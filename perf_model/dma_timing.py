@@ -1,0 +1,108 @@
+"""The DMA timing contract: cycles of one transfer between DRAM and a buffer.
+
+What ``rtl_gen._dma`` does against the DRAM model of ``rtl_gen._dram_model`` (latency ``L``:
+an AR or last W beat in cycle ``t`` is answered in cycle ``t + L + 1`` at the earliest, one
+beat per cycle, in order). Cycles are counted like a run's: ``start`` sampled at edge ``E0``,
+``busy`` low after edge ``E_n``; the functions return ``n``. Cycle ``c`` is the one between
+edges ``E_{c-1}`` and ``E_c``.
+
+A transfer's bursts (:func:`bursts`): each row of ``words * beats`` beats is split at
+:data:`MAX_BURST` beats and at :data:`PAGE_BYTES` boundaries. Burst ``i`` is issued in cycle
+``a_i = max(a_{i-1} + 1, done_{i-D} + 1)`` (``a_0 = 2``; ``D`` bursts in flight at most, a
+burst's slot frees the cycle after it completes).
+
+* Load: burst ``i``'s beats arrive in cycles ``s_i .. e_i``, ``s_i = max(a_i + L + 1, e_{i-1} +
+  1)``, ``e_i = s_i + len_i - 1``; a burst completes with its last beat (``done_i = e_i``);
+  ``n = e_last``.
+* Store: word ``q`` is read from the buffer in cycle ``r_q = max(r_{q-1} + 1, p_{q-F} + 1)``
+  (``r_0 = 1``, ``F`` = :data:`STORE_FIFO_WORDS`, ``p_q`` the cycle its last beat is sent) and
+  can be sent from cycle ``r_q + lat + 1`` (``lat`` 1 raw, 3 through the output stage). Beat
+  ``b`` (of word ``q``, burst ``i``) is sent in cycle ``max(prev + 1, r_q + lat + 1, a_i + 1)``;
+  burst ``i``'s response comes in cycle ``done_i = max(last beat + L + 1, done_{i-1} + 1)``;
+  ``n = done_last + 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+__all__ = ["MAX_BURST", "PAGE_BYTES", "STORE_FIFO_WORDS", "DMA_ISSUE_CYCLE", "bursts", "load_cycles",
+           "store_cycles"]
+
+#: Beats per AXI4 INCR burst at most.
+MAX_BURST = 256
+#: Bursts never cross a boundary of this many bytes.
+PAGE_BYTES = 4096
+#: Words the store path holds between the buffer read and the W channel.
+STORE_FIFO_WORDS = 8
+#: Cycle of the first burst's issue after ``start`` (the row length is computed in between).
+DMA_ISSUE_CYCLE = 2
+
+
+def bursts(addr: int, stride: int, rows: int, row_beats: int, data_bytes: int) -> Iterator[int]:
+    """Lengths (beats) of the bursts of a transfer, in issue order."""
+    page_beats = PAGE_BYTES // data_bytes
+    for r in range(rows):
+        cur = (addr + r * stride) // data_bytes
+        left = row_beats
+        while left:
+            n = min(left, MAX_BURST, page_beats - cur % page_beats)
+            yield n
+            cur += n
+            left -= n
+
+
+def load_cycles(lens: list[int], latency: int, outstanding: int) -> int:
+    """``n`` of a load whose bursts have lengths ``lens`` (module docstring)."""
+    if not lens:
+        return 0  # nothing to move: the engine never becomes busy
+    issue: list[int] = []
+    done: list[int] = []
+    last = 0
+    for i, n in enumerate(lens):
+        a = DMA_ISSUE_CYCLE if i == 0 else issue[-1] + 1
+        if i >= outstanding:
+            a = max(a, done[i - outstanding] + 1)
+        s = max(a + latency + 1, last + 1)
+        last = s + n - 1
+        issue.append(a)
+        done.append(last)
+    return last
+
+
+def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstanding: int, read_latency: int) -> int:
+    """``n`` of a store of ``words`` words of ``beats`` beats in bursts ``lens`` (module docstring)."""
+    if not lens:
+        return 0  # nothing to move: the engine never becomes busy
+    issue: list[int] = []
+    done: list[int] = []
+    read: list[int] = []
+    sent_word: list[int] = []  # cycle the last beat of each word is sent
+    prev = 0
+    burst, in_burst = 0, 0
+
+    def issue_cycle(i: int) -> int:
+        a = DMA_ISSUE_CYCLE if i == 0 else issue[i - 1] + 1
+        if i >= outstanding:
+            a = max(a, done[i - outstanding] + 1)
+        return a
+
+    # Bursts are issued as early as their slots allow; a slot frees on a response, which
+    # depends on beats sent, so issue times are computed lazily as beats reach each burst.
+    for q in range(words):
+        r = 1 if q == 0 else read[-1] + 1
+        if q >= STORE_FIFO_WORDS:
+            r = max(r, sent_word[q - STORE_FIFO_WORDS] + 1)
+        read.append(r)
+        for _ in range(beats):
+            while len(issue) <= burst:
+                issue.append(issue_cycle(len(issue)))
+            t = max(prev + 1, r + read_latency + 1, issue[burst] + 1)
+            prev = t
+            in_burst += 1
+            if in_burst == lens[burst]:
+                done.append(max(t + latency + 1, done[-1] + 1 if done else 0))
+                burst += 1
+                in_burst = 0
+        sent_word.append(prev)
+    return done[-1] + 1

@@ -1,0 +1,111 @@
+"""Total cycles of a command program: the sequencer's contract (``rtl_gen._sequencer``), walked.
+
+Cycle ``c`` lies between edges ``E_{c-1}`` and ``E_c``; the program is started at ``E0``. The
+fetch is a DMA load of the program (``len`` words of ``32 / W`` beats) issued at ``E1``, taking
+``f`` cycles (:mod:`perf_model.dma_timing`); the first command is decoded in cycle ``f + 4``.
+A command decoded in cycle ``c`` is issued at ``E_c`` if in cycle ``c`` its unit (the DMA for
+LOAD/STORE, the array for RUN) and the units its wait bits name are idle, else it is decoded
+again the next cycle. A unit issued at ``E_x`` with ``n`` cycles of work (``dma_timing``'s
+``load_cycles``/``store_cycles``, ``timing.run_cycles``) is busy in cycles ``x+1 .. x+n``. The
+next command is decoded two cycles after an issue. After the last command the program ends in
+the first cycle ``T`` in which both units are idle; the RTL's counters read ``total = T``,
+``compute`` = the sum of the runs' ``n``, ``stall = T - compute``.
+
+The DRAM side is the model of ``rtl_gen._dram_model`` with its latency; bandwidth is one beat of
+the AXI data width per cycle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from accel_dse.commands import COMMAND_BYTES, Command, Opcode
+from accel_dse.config import ArrayConfig
+from perf_model import dma_timing, timing
+
+__all__ = ["ProgramTiming", "program_cycles", "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES"]
+
+#: DRAM model latency used unless a test or a user names another (cycles).
+DEFAULT_DRAM_LATENCY = 20
+#: Cycles from the end of the fetch to the first decode.
+FETCH_DECODE_CYCLES = 3
+#: Cycles from one issue to the next decode.
+ISSUE_CYCLES = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramTiming:
+    """What the RTL's counters read at the end of a program, and the parts they come from.
+
+    Attributes:
+        total, compute, stall: the ``CYCLES_TOTAL``/``COMPUTE``/``DMA_STALL`` counters.
+        fetch: cycles of the program fetch.
+        dma: cycles the DMA engines were busy (loads and stores).
+        issue: the cycle each command was issued (edge index).
+    """
+
+    total: int
+    compute: int
+    stall: int
+    fetch: int
+    dma: int
+    issue: tuple[int, ...]
+
+
+def _transfer_cycles(cmd: Command, config: ArrayConfig, data_bytes: int, beats: dict[str, int], latency: int,
+                     outstanding: int) -> int:
+    rows, words = cmd["rows"], cmd["words"]
+    if cmd.opcode == Opcode.LOAD:
+        per_word = beats[("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]]
+    else:
+        per_word = beats["requant" if cmd["requant"] else "ofmap"]
+    lens = list(dma_timing.bursts(cmd["dram_addr"], cmd["dram_stride"], rows, words * per_word, data_bytes))
+    if cmd.opcode == Opcode.LOAD:
+        return dma_timing.load_cycles(lens, latency, outstanding)
+    read_latency = 3 if cmd["requant"] else 1
+    return dma_timing.store_cycles(lens, rows * words, per_word, latency, outstanding, read_latency)
+
+
+def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, data_bytes: int, beats: dict[str, int],
+                   queue_base: int = 0, latency: int = DEFAULT_DRAM_LATENCY, outstanding: int = 8) -> ProgramTiming:
+    """Walk ``commands`` under the sequencer's rules (module docstring).
+
+    Args:
+        config: the design (array shape and dataflow for the runs' cycles).
+        commands: the program.
+        data_bytes: AXI data width.
+        beats: beats per buffer word in DRAM, keys ``ifmap``, ``weight``, ``ofmap``, ``qparam``,
+            ``requant`` (``rtl_gen``'s ``AxiAccelerator.beats``).
+        queue_base: DRAM byte address of the program.
+        latency: the DRAM model's latency (cycles).
+        outstanding: bursts in flight per DMA engine.
+    """
+    cmd_beats = COMMAND_BYTES // data_bytes
+    fetch_lens = list(dma_timing.bursts(queue_base, 0, 1 if commands else 0, len(commands) * cmd_beats, data_bytes))
+    fetch = dma_timing.load_cycles(fetch_lens, latency, outstanding)
+    decode = 1 + fetch + FETCH_DECODE_CYCLES
+    dma_free = run_free = 0  # first cycle each unit is idle
+    compute = dma = 0
+    issued = []
+    df = timing.dataflow_code(config.dataflow.value)
+    for cmd in commands:
+        c = decode
+        is_dma = cmd.opcode in (Opcode.LOAD, Opcode.STORE)
+        if is_dma or cmd.wait_dma or cmd.opcode == Opcode.SYNC:
+            c = max(c, dma_free)
+        if cmd.opcode == Opcode.RUN or cmd.wait_run or cmd.opcode == Opcode.SYNC:
+            c = max(c, run_free)
+        if is_dma:
+            n = _transfer_cycles(cmd, config, data_bytes, beats, latency, outstanding)
+            dma_free = c + n + 1
+            dma += n
+        elif cmd.opcode == Opcode.RUN:
+            n = int(timing.run_cycles(df, config.rows, config.cols, cmd["m"], cmd["k"], cmd["n"],
+                                      config.shadow_stationary))
+            run_free = c + n + 1
+            compute += n
+        issued.append(c)
+        decode = c + ISSUE_CYCLES
+    end = max(decode - 1, dma_free, run_free) if commands else 1 + fetch + 1
+    return ProgramTiming(total=end, compute=compute, stall=end - compute, fetch=fetch, dma=dma, issue=tuple(issued))

@@ -1,0 +1,182 @@
+"""The whole accelerator as an SoC block: AXI4 manager to DRAM, command queue, DMA, array.
+
+:class:`AxiAccelerator` wraps the compute core (:class:`~rtl_gen._top.Accelerator`, whose host
+port becomes the DMA's port into the buffers) with the load and store DMA engines
+(``rtl_gen._dma``) on one AXI4 manager port ``m_axi_*`` and the command sequencer
+(``rtl_gen._sequencer``). The control side: ``ctl_start`` (one-cycle pulse), ``ctl_queue_base``
+and ``ctl_queue_len`` (sampled with it), ``ctl_busy``, ``ctl_done`` and ``ctl_error`` (pulses),
+``ctl_error_code``, ``ctl_error_pc`` and the three 64-bit cycle counters; the AXI4-Lite
+register block drives these in the exported top.
+
+DRAM words (:mod:`accel_dse.commands`) become buffer words by wiring: inputs lane for lane,
+raw accumulators truncated to ``acc_bits`` on loads and sign-extended on stores, qparam lanes
+from their 16-byte DRAM form to the output stage's fields.
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Module, Mux, Signal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from accel_dse.commands import QUEUE_DEPTH, Buffer, axi_data_bytes, dram_lane_bytes
+from accel_dse.config import ArrayConfig, Dataflow
+
+from ._axi import axi4_signature
+from ._dma import DmaLoad, DmaStore
+from ._output_stage import param_fields
+from ._pe import Fault
+from ._sequencer import COUNTER_BITS, Sequencer
+from ._top import QDATA_LATENCY, Accelerator, top_name
+
+__all__ = ["AxiAccelerator", "system_name", "dram_word_bytes", "OUTSTANDING"]
+
+#: Bursts each DMA engine keeps in flight.
+OUTSTANDING = 8
+
+
+def system_name(config: ArrayConfig, fault: Fault | None = None) -> str:
+    """Verilog module name of the SoC block: ``accel_axi_<config_hash>``."""
+    return top_name(config, fault).replace("accel_", "accel_axi_", 1)
+
+
+def dram_word_bytes(config: ArrayConfig) -> dict[str, int]:
+    """Bytes of one buffer word in DRAM: keys ifmap, weight, ofmap, qparam, requant, command."""
+    lanes = {"ifmap": config.cols if config.dataflow is Dataflow.IS else config.rows,
+             "weight": config.rows if config.dataflow is Dataflow.IS else config.cols,
+             "ofmap": config.cols, "qparam": 1 if config.dataflow is Dataflow.IS else config.cols}
+    ib, ab = config.input_bits, config.acc_bits
+    return {
+        "ifmap": lanes["ifmap"] * dram_lane_bytes(Buffer.IFMAP, ib, ab),
+        "weight": lanes["weight"] * dram_lane_bytes(Buffer.WEIGHT, ib, ab),
+        "ofmap": lanes["ofmap"] * dram_lane_bytes(Buffer.OFMAP, ib, ab),
+        "qparam": lanes["qparam"] * dram_lane_bytes(Buffer.QPARAM, ib, ab),
+        "requant": lanes["ofmap"] * dram_lane_bytes(Buffer.OFMAP, ib, ab, requant=True),
+        "command": 32,
+    }
+
+
+def _lanes(word: Value, lane_bits: int, keep: int, count: int, *, signed_extend: bool = False) -> Value:
+    """Lanes of ``lane_bits`` bits -> lanes of ``keep`` bits (truncate or sign-extend)."""
+    out = []
+    for i in range(count):
+        lane = word[i * lane_bits:(i + 1) * lane_bits]
+        if keep <= lane_bits:
+            out.append(lane[:keep])
+        else:
+            out.append(Cat(lane, lane[-1].replicate(keep - lane_bits)) if signed_extend else Cat(lane, 0))
+    return Cat(*out)
+
+
+class AxiAccelerator(wiring.Component):
+    """The SoC block of ``config`` (see the module docstring).
+
+    Args:
+        config: the design.
+        fault: test-only fault in one PE.
+        queue_depth: commands the command queue holds.
+        outstanding: bursts in flight per DMA engine.
+    """
+
+    def __init__(self, config: ArrayConfig, *, fault: Fault | None = None, queue_depth: int = QUEUE_DEPTH,
+                 outstanding: int = OUTSTANDING) -> None:
+        self.config = config
+        self.fault = fault
+        self.core = Accelerator(config, fault=fault)
+        self.data_bytes = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle)
+        self.word_bytes = dram_word_bytes(config)
+        self.beats = {k: v // self.data_bytes for k, v in self.word_bytes.items()}
+        self.max_beats = max(self.beats.values())
+        self.queue_depth = queue_depth
+        self.outstanding = outstanding
+        members = axi4_signature(self.data_bytes).members
+        super().__init__({
+            **{f"m_axi_{name}": member for name, member in members.items()},
+            "ctl_start": In(1), "ctl_queue_base": In(32), "ctl_queue_len": In(32),
+            "ctl_busy": Out(1), "ctl_done": Out(1), "ctl_error": Out(1), "ctl_error_code": Out(4),
+            "ctl_error_pc": Out(32), "ctl_cycles_total": Out(COUNTER_BITS), "ctl_cycles_compute": Out(COUNTER_BITS),
+            "ctl_cycles_stall": Out(COUNTER_BITS),
+        })
+
+    @property
+    def name(self) -> str:
+        """Verilog module name (see :func:`system_name`)."""
+        return system_name(self.config, self.fault)
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        cfg, lay, b = self.config, self.core.layout, self.beats
+        m.submodules.core = core = self.core
+        addr_bits = max(lay.host_addr_bits, 16)
+        common = {"data_bytes": self.data_bytes, "max_beats": self.max_beats, "outstanding": self.outstanding,
+                  "buf_addr_bits": addr_bits}
+        m.submodules.dma_load = ld = DmaLoad(**common)
+        m.submodules.dma_store = st = DmaStore(**common, latencies=(1, QDATA_LATENCY))
+        depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
+        m.submodules.seq = seq = Sequencer(
+            data_bytes=self.data_bytes, depth=self.queue_depth,
+            load_beats=(b["ifmap"], b["weight"], b["ofmap"], b["qparam"]), store_beats=(b["ofmap"], b["requant"]),
+            depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats)
+
+        # AXI: the load engine drives AR/R, the store engine AW/W/B.
+        for name in axi4_signature(self.data_bytes).members:
+            port = getattr(self, f"m_axi_{name}")
+            engine = ld if name.startswith(("ar", "r")) else st
+            inner = getattr(engine, name)
+            m.d.comb += (port.eq(inner) if name not in _INPUTS else inner.eq(port))
+
+        # Control.
+        m.d.comb += [
+            seq.start.eq(self.ctl_start), seq.queue_base.eq(self.ctl_queue_base), seq.queue_len.eq(self.ctl_queue_len),
+            self.ctl_busy.eq(seq.busy), self.ctl_done.eq(seq.done), self.ctl_error.eq(seq.error),
+            self.ctl_error_code.eq(seq.error_code), self.ctl_error_pc.eq(seq.error_pc),
+            self.ctl_cycles_total.eq(seq.cycles_total), self.ctl_cycles_compute.eq(seq.cycles_compute),
+            self.ctl_cycles_stall.eq(seq.cycles_stall),
+        ]
+        for engine, ctl in ((ld, seq.ld), (st, seq.st)):
+            for name in ("start", "addr", "stride", "rows", "words", "beats", "buf_addr", "row_step", "word_step"):
+                m.d.comb += getattr(engine, name).eq(getattr(ctl, name))
+            m.d.comb += [ctl.busy.eq(engine.busy), ctl.axi_error.eq(engine.axi_error)]
+        m.d.comb += [st.requant.eq(seq.st.requant), st.q_by_row.eq(seq.st.q_by_row)]
+        m.d.comb += [seq.cmd_we.eq(ld.word_we), seq.cmd_addr.eq(ld.word_addr), seq.cmd_data.eq(ld.word)]
+
+        # The array.
+        run = seq.run
+        m.d.comb += [core.start.eq(run.start), core.m.eq(run.m), core.k.eq(run.k), core.n.eq(run.n),
+                     core.accumulate.eq(run.accumulate), core.x_base.eq(run.x_base), core.y_base.eq(run.y_base),
+                     core.o_base.eq(run.o_base), run.busy.eq(core.busy), core.host_overlap.eq(1)]
+
+        # The core's host port is the DMA's: loads write, stores read (one transfer at a time).
+        ib, ab = cfg.input_bits, cfg.acc_bits
+        raw_lane = 8 * dram_lane_bytes(Buffer.OFMAP, ib, ab)
+        q_lane = 128
+        words = {
+            Buffer.IFMAP: ld.word[:lay.ifmap.width],
+            Buffer.WEIGHT: ld.word[:lay.weight.width],
+            Buffer.OFMAP: _lanes(ld.word, raw_lane, ab, cfg.cols),
+            Buffer.QPARAM: Cat(*(self._qparam_lane(ld.word[i * q_lane:(i + 1) * q_lane])
+                                 for i in range(lay.qparam.elems))),
+        }
+        wdata = Signal(len(core.host_wdata))
+        with m.Switch(seq.buffer):
+            for code, value in words.items():
+                with m.Case(code):
+                    m.d.comb += wdata.eq(value)
+        m.d.comb += [
+            core.host_sel.eq(seq.buffer),
+            core.host_addr.eq(Mux(ld.busy, ld.word_addr, st.word_addr)),
+            core.host_we.eq(ld.word_we & ~seq.fetching),
+            core.host_wdata.eq(wdata),
+            core.host_qsel.eq(seq.q_base + st.q_index),
+            st.word.eq(Mux(seq.st.requant, core.host_qdata,
+                           _lanes(core.host_rdata, ab, raw_lane, cfg.cols, signed_extend=True))),
+        ]
+        return m
+
+    def _qparam_lane(self, lane: Value) -> Value:
+        """A 16-byte DRAM qparam lane -> the output stage's parameter fields (low bits first)."""
+        at = {"bias": 0, "multiplier": 32, "shift": 64, "zero_point": 80, "act_min": 96, "act_max": 112}
+        return Cat(*(lane[at[name]:at[name] + bits] for name, bits in param_fields(self.config.input_bits)))
+
+
+_INPUTS = frozenset({"awready", "wready", "bresp", "bvalid", "arready", "rdata", "rresp", "rlast", "rvalid"})
