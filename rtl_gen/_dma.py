@@ -168,7 +168,7 @@ class DmaStore(_Transfer):
     ``word_read``/``word_addr``: a buffer read this cycle; ``word`` must carry that word (in DRAM
     format) ``latency`` cycles later, ``latency`` being :attr:`latencies` ``[requant]``.
     ``q_index``: the row (``q_by_row``) or word-in-row index of the word being read, for the
-    output stage's parameter select.
+    output stage's parameter select; ``requanting``: the transfer's ``requant``, held.
     """
 
     def __init__(self, *, data_bytes: int, max_beats: int, outstanding: int, buf_addr_bits: int,
@@ -183,7 +183,7 @@ class DmaStore(_Transfer):
                                                    "bready")}
         super().__init__(data_bytes=data_bytes, max_beats=max_beats, outstanding=outstanding,
                          buf_addr_bits=buf_addr_bits,
-                         extra={"requant": In(1), "q_by_row": In(1), "word_read": Out(1),
+                         extra={"requant": In(1), "q_by_row": In(1), "word_read": Out(1), "requanting": Out(1),
                                 "q_index": Out(TRANSFER_BITS), "word": In(8 * data_bytes * max_beats), **write})
 
     def elaborate(self, platform: object) -> Module:
@@ -213,7 +213,7 @@ class DmaStore(_Transfer):
         read = Signal()
         m.d.comb += [read.eq(reading & room), self.word_read.eq(read)]
         j, r, last, _ = self._addresses(m, read)
-        m.d.comb += self.q_index.eq(Mux(q_by_row, r, j))
+        m.d.comb += [self.q_index.eq(Mux(q_by_row, r, j)), self.requanting.eq(requant)]
         m.d.sync += pipe.eq(Cat(read, pipe[:-1]))
         arrive = Mux(requant, pipe[self.latencies[1] - 1], pipe[self.latencies[0] - 1])
         m.d.sync += in_pipe.eq(in_pipe + read - arrive)

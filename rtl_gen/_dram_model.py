@@ -13,12 +13,13 @@ Not for synthesis: the testbench's memory, with timing simple enough to state ex
 ``arready``/``awready`` are high while fewer than ``queue`` requests wait. An address beyond
 the memory answers DECERR (reads return 0, writes are dropped). The ``bd_*`` port is the
 testbench's backdoor: ``bd_we`` writes ``bd_wdata`` to word ``bd_addr`` at the clock edge,
-``bd_rdata`` is word ``bd_addr`` (combinational).
+``bd_rdata`` is word ``bd_addr`` (combinational). ``stall_seed`` (tests of back-pressure) holds
+every channel back on pseudo-random cycles, so the timing above no longer holds.
 """
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import fifo, memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
@@ -35,7 +36,7 @@ _DECERR = 3
 class DramModel(wiring.Component):
     """AXI4 subordinate RAM of ``words`` words of ``data_bytes`` bytes (see the module docstring)."""
 
-    def __init__(self, *, data_bytes: int, words: int, latency: int, queue: int = 16) -> None:
+    def __init__(self, *, data_bytes: int, words: int, latency: int, queue: int = 16, stall_seed: int = 0) -> None:
         if latency < 1 or queue < 1 or words < 2:
             raise ConfigError(
                 f"DRAM model needs latency >= 1, queue >= 1, words >= 2 (got {latency}, {queue}, {words})")
@@ -43,6 +44,7 @@ class DramModel(wiring.Component):
         self.words = words
         self.latency = latency
         self.queue = queue
+        self.stall_seed = stall_seed
         self.addr_bits = ceil_log2(words)
         super().__init__({
             "axi": In(axi4_signature(data_bytes)),
@@ -56,6 +58,12 @@ class DramModel(wiring.Component):
         m.submodules.mem = mem = memory.Memory(shape=8 * self.data_bytes, depth=self.words, init=[])
         now = Signal(32)
         m.d.sync += now.eq(now + 1)
+        # Back-pressure (tests): a 16-bit LFSR holds each channel back about half the cycles.
+        lfsr = Signal(16, init=self.stall_seed or 1)
+        m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
+
+        def go(bit: int) -> Signal:
+            return lfsr[bit] if self.stall_seed else Const(1)
         bd_w = mem.write_port()
         bd_r = mem.read_port(domain="comb")
         m.d.comb += [bd_w.addr.eq(self.bd_addr), bd_w.data.eq(self.bd_wdata), bd_w.en.eq(self.bd_we),
@@ -67,24 +75,27 @@ class DramModel(wiring.Component):
 
         # Reads.
         m.submodules.ar = ar = fifo.SyncFIFO(width=ADDR_BITS + 8 + 32, depth=self.queue)
-        m.d.comb += [ar.w_en.eq(bus.arvalid), ar.w_data.eq(Cat(bus.araddr, bus.arlen, now + self.latency)),
-                     bus.arready.eq(ar.w_rdy)]
+        m.d.comb += [ar.w_en.eq(bus.arvalid & go(0)), ar.w_data.eq(Cat(bus.araddr, bus.arlen, now + self.latency)),
+                     bus.arready.eq(ar.w_rdy & go(0))]
         head_addr, head_len, head_due = ar.r_data[:ADDR_BITS], ar.r_data[ADDR_BITS:ADDR_BITS + 8], ar.r_data[-32:]
         rd = mem.read_port(domain="comb")
         cur, left, active = Signal(ADDR_BITS), Signal(8), Signal()
         rvalid, rlast = Signal(), Signal()
         rdata, rresp = Signal(8 * self.data_bytes), Signal(2)
         m.d.comb += [bus.rvalid.eq(rvalid), bus.rlast.eq(rlast), bus.rdata.eq(rdata), bus.rresp.eq(rresp)]
-        free = ~rvalid | bus.rready
+        free = ~rvalid | bus.rready  # the output register is free (empty, or its beat taken now)
+        adv = free & go(1)  # ... and a next beat may be presented
         beat_addr = Signal(ADDR_BITS)
         begin = Signal()
-        m.d.comb += [begin.eq(free & ~active & ar.r_rdy & _reached(m, now, head_due)), ar.r_en.eq(begin)]
+        m.d.comb += [begin.eq(adv & ~active & ar.r_rdy & _reached(m, now, head_due)), ar.r_en.eq(begin)]
         m.d.comb += beat_addr.eq(cur)
         with m.If(begin):
             m.d.comb += beat_addr.eq(head_addr)
         index, out_of_range = word_of(beat_addr)
         m.d.comb += rd.addr.eq(index)
         with m.If(free):
+            m.d.sync += rvalid.eq(0)
+        with m.If(adv):
             m.d.sync += rvalid.eq(active | begin)
             with m.If(active | begin):
                 m.d.sync += [rdata.eq(rd.data & ~out_of_range.replicate(len(rdata))),
@@ -96,12 +107,13 @@ class DramModel(wiring.Component):
 
         # Writes.
         m.submodules.aw = aw = fifo.SyncFIFO(width=ADDR_BITS + 8, depth=self.queue)
-        m.d.comb += [aw.w_en.eq(bus.awvalid), aw.w_data.eq(Cat(bus.awaddr, bus.awlen)), bus.awready.eq(aw.w_rdy)]
+        m.d.comb += [aw.w_en.eq(bus.awvalid & go(2)), aw.w_data.eq(Cat(bus.awaddr, bus.awlen)),
+                     bus.awready.eq(aw.w_rdy & go(2))]
         w_cur, w_count, w_bad = Signal(ADDR_BITS), Signal(9), Signal()
         wr = mem.write_port(granularity=8)
         take = bus.wvalid & bus.wready
         addr = Signal(ADDR_BITS)
-        m.d.comb += [bus.wready.eq(aw.r_rdy), addr.eq(Mux(w_count == 0, aw.r_data[:ADDR_BITS], w_cur))]
+        m.d.comb += [bus.wready.eq(aw.r_rdy & go(3)), addr.eq(Mux(w_count == 0, aw.r_data[:ADDR_BITS], w_cur))]
         w_index, w_oor = word_of(addr)
         m.d.comb += [wr.addr.eq(w_index), wr.data.eq(bus.wdata),
                      wr.en.eq(bus.wstrb & (take & ~w_oor).replicate(self.data_bytes))]
@@ -116,7 +128,7 @@ class DramModel(wiring.Component):
         bvalid, bresp = Signal(), Signal(2)
         m.d.comb += [bus.bvalid.eq(bvalid), bus.bresp.eq(bresp)]
         b_free = ~bvalid | bus.bready
-        b_begin = b_free & b.r_rdy & _reached(m, now, b.r_data[2:])
+        b_begin = b_free & go(4) & b.r_rdy & _reached(m, now, b.r_data[2:])
         m.d.comb += b.r_en.eq(b_begin)
         with m.If(b_free):
             m.d.sync += [bvalid.eq(b_begin), bresp.eq(b.r_data[:2])]

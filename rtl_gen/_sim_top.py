@@ -21,15 +21,17 @@ def sim_name(config: ArrayConfig, fault: Fault | None = None) -> str:
 
 
 class SimSystem(wiring.Component):
-    """:class:`AxiAccelerator` + :class:`DramModel` (``dram_words`` words, ``latency`` cycles).
+    """:class:`AxiAccelerator` + :class:`DramModel` (``dram_words`` words, ``latency`` cycles,
+    ``stall_seed`` for back-pressure).
 
     Ports: the accelerator's ``ctl_*`` and the DRAM model's backdoor ``bd_*``.
     """
 
     def __init__(self, config: ArrayConfig, *, latency: int, dram_words: int, fault: Fault | None = None,
-                 **kwargs: int) -> None:
+                 stall_seed: int = 0, **kwargs: int) -> None:
         self.soc = AxiAccelerator(config, fault=fault, **kwargs)
-        self.dram = DramModel(data_bytes=self.soc.data_bytes, words=dram_words, latency=latency)
+        self.dram = DramModel(data_bytes=self.soc.data_bytes, words=dram_words, latency=latency,
+                              stall_seed=stall_seed)
         self.config = config
         self.fault = fault
         members = {name: member for name, member in self.soc.signature.members.items() if name.startswith("ctl_")}

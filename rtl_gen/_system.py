@@ -168,7 +168,7 @@ class AxiAccelerator(wiring.Component):
             core.host_we.eq(ld.word_we & ~seq.fetching),
             core.host_wdata.eq(wdata),
             core.host_qsel.eq(seq.q_base + st.q_index),
-            st.word.eq(Mux(seq.st.requant, core.host_qdata,
+            st.word.eq(Mux(st.requanting, core.host_qdata,
                            _lanes(core.host_rdata, ab, raw_lane, cfg.cols, signed_extend=True))),
         ]
         return m

@@ -1,0 +1,116 @@
+"""Run compiled programs on the SoC block + DRAM model in Amaranth's simulator (shared by tests)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from amaranth.sim import Simulator
+
+from accel_dse.commands import Command
+from accel_dse.config import ArrayConfig
+from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, unpack_tensor
+from perf_model._program import GemmProgram, compile_gemm
+from perf_model.program_timing import ProgramTiming, program_cycles
+from rtl_gen._sim_top import SimSystem
+from workloads.ops import Gemm, Requant
+
+
+@dataclasses.dataclass
+class SocRun:
+    """What one program did on the RTL, and what the model says it does."""
+
+    cycles: int  # start to busy low, counted by the testbench
+    total: int  # the counters
+    compute: int
+    stall: int
+    error_code: int
+    error_pc: int
+    dram: np.ndarray  # the DRAM image after the program
+    program: GemmProgram
+    model: ProgramTiming
+
+
+def small(dataflow: str = "ws", double: bool = True, rows: int = 2, cols: int = 2, bw: float = 2.0,
+          **kwargs: Any) -> ArrayConfig:
+    """A design small enough for Amaranth's simulator, with buffers that force several tiles."""
+    return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, ifmap_sram_kib=1, weight_sram_kib=1,
+                       ofmap_sram_kib=1, dram_bytes_per_cycle=bw, double_buffered=double, **kwargs)
+
+
+def qparam_fields(rq: Requant, n: int) -> list[tuple[int, ...]]:
+    """Per channel ``(bias, multiplier, shift, zero_point, act_min, act_max)`` of ``rq``."""
+    lo, hi = rq.bounds
+    vals = {name: rq.channel_values(name, n) for name in ("bias", "multiplier", "shift")}
+    return [(vals["bias"][c], vals["multiplier"][c], vals["shift"][c], rq.zero_point, lo, hi) for c in range(n)]
+
+
+def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int = 7, requant: Requant | None = None,
+            commands: list[Command] | None = None, dram_extra: int = 0, limit: int = 400_000,
+            queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0) -> SocRun:
+    """Compile ``a @ b`` for ``config``, run it from DRAM, return the counters and DRAM.
+
+    ``commands`` replaces the compiled program (malformed programs); ``queue_len`` the length
+    register; ``dram_extra`` adds bytes of DRAM beyond the image.
+    """
+    m, k = a.shape
+    n = b.shape[1]
+    prog = compile_gemm(config, Gemm(m=m, k=k, n=n), requant=requant is not None, queue_depth=256)
+    if commands is not None:
+        prog = dataclasses.replace(prog, commands=tuple(commands))
+    tensors = {"a": pack_tensor(prog.tensors["a"], a), "b": pack_tensor(prog.tensors["b"], b)}
+    if requant is not None:
+        tensors["q"] = pack_qparam_lanes(prog.tensors["q"], qparam_fields(requant, n))
+    W = prog.data_bytes
+    image = program_image(prog, tensors)
+    image = np.concatenate([image, np.zeros(dram_extra + (-(len(image) + dram_extra)) % W, np.uint8)])
+    dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=256,
+                    stall_seed=stall_seed)
+    model = program_cycles(config, prog.commands, data_bytes=W, beats=dut.soc.beats, latency=latency,
+                           outstanding=dut.soc.outstanding)
+    seen: dict[str, Any] = {}
+    words = image.reshape(-1, W)
+
+    async def bench(ctx: Any) -> None:
+        for i, word in enumerate(words):
+            value = int.from_bytes(bytes(word), "little")
+            if value:
+                ctx.set(dut.bd_addr, i)
+                ctx.set(dut.bd_wdata, value)
+                ctx.set(dut.bd_we, 1)
+                await ctx.tick()
+        ctx.set(dut.bd_we, 0)
+        ctx.set(dut.ctl_queue_base, queue_base)
+        ctx.set(dut.ctl_queue_len, len(prog.commands) if queue_len is None else queue_len)
+        ctx.set(dut.ctl_start, 1)
+        await ctx.tick()
+        ctx.set(dut.ctl_start, 0)
+        cycles = 1
+        while ctx.get(dut.ctl_busy):
+            await ctx.tick()
+            cycles += 1
+            if cycles > limit:
+                raise RuntimeError(f"the program did not end within {limit} cycles")
+        seen["cycles"] = cycles - 1
+        for name in ("total", "compute", "stall"):
+            seen[name] = ctx.get(getattr(dut, f"ctl_cycles_{name}"))
+        seen["code"] = ctx.get(dut.ctl_error_code)
+        seen["pc"] = ctx.get(dut.ctl_error_pc)
+        out = bytearray()
+        for i in range(len(words)):
+            ctx.set(dut.bd_addr, i)
+            out += ctx.get(dut.bd_rdata).to_bytes(W, "little")
+        seen["dram"] = np.frombuffer(bytes(out), np.uint8)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return SocRun(seen["cycles"], seen["total"], seen["compute"], seen["stall"], seen["code"], seen["pc"],
+                  seen["dram"], prog, model)
+
+
+def result(run: SocRun) -> np.ndarray:
+    """The C matrix the program left in DRAM."""
+    return unpack_tensor(run.program.tensors["c"], run.dram[run.program.tensors["c"].base:])
