@@ -3,8 +3,8 @@
 Public surface: the components (:class:`PE`, :class:`PERow`, :class:`PEBlock`, :class:`Skew`,
 :class:`DelayLine`, :class:`SystolicArray`, :class:`Controller`, :class:`OutputStage`,
 :class:`Accelerator`, the AXI4-Lite :class:`ControlRegisters`), the test-only
-:class:`Fault`, the buffer geometry (:func:`buffer_layout`), the control-register map (:data:`CONTROL_REGMAP`, rendered by
-:func:`c_header` and :func:`markdown_table`), the port map (:data:`PORT_MAP`,
+:class:`Fault`, the buffer geometry (:func:`buffer_layout`), the control-register map
+(:data:`CONTROL_REGMAP`, rendered by :func:`c_header` and :func:`markdown_table`), the port map (:data:`PORT_MAP`,
 the docstring of ``rtl_gen._top``), Verilog export (:func:`to_verilog`, :func:`write_verilog`),
 lint (:func:`lint_verilog`, :data:`LINT_WAIVERS`), synthesis figures (:func:`synth_stats`)
 and the FPGA flow (:func:`fpga_report`, :data:`FAMILIES`).

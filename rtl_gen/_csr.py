@@ -138,8 +138,11 @@ class ControlRegisters(wiring.Component):
             sources[f"CYCLES_{name.upper()}_HI"] = {"VALUE": snapshots[name]}
 
         def read_value(reg: Register) -> Value:
-            word = Signal(32, name=f"rd_{reg.name.lower()}")
-            for f in reg.fields:
+            # One concatenation, not a signal assigned piecewise: no ``always @*`` block, which
+            # Icarus would not evaluate at time 0 for inputs that never change.
+            parts: list[Value] = []
+            at = 0
+            for f in sorted(reg.fields, key=lambda f: f.lsb):
                 if reg.access == "RW":
                     src: Value = rw[reg.name][f.lsb:f.lsb + f.width]
                 elif f.value is not None:
@@ -148,8 +151,9 @@ class ControlRegisters(wiring.Component):
                     src = sources[reg.name][f.name]
                 else:
                     raise RtlError(f"control registers: no source for {reg.name}.{f.name}")
-                m.d.comb += word[f.lsb:f.lsb + f.width].eq(src)
-            return word
+                parts += [Const(0, f.lsb - at), src[:f.width]]
+                at = f.lsb + f.width
+            return Cat(*parts, Const(0, 32 - at))
 
         m.d.comb += [
             self.queue_base.eq(Cat(rw["QUEUE_BASE_LO"], rw["QUEUE_BASE_HI"])),

@@ -240,7 +240,8 @@ CONTROL_REGMAP = RegisterMap("accelerator control", 12, (
     Register("ID", 0x000, "RO", _word("MAGIC", "identifies the block", CSR_MAGIC), "block identifier"),
     Register("VERSION", 0x004, "RO", _word("VERSION", "register-map version", CSR_VERSION), "register-map version"),
     Register("CTRL", 0x008, "WO", _flag_fields(
-        ("START", "start the program at QUEUE_BASE (ignored while STATUS.BUSY); clears DONE, ERROR and the error registers"),
+        ("START", "start the program at QUEUE_BASE (ignored while STATUS.BUSY); clears DONE, ERROR and "
+                  "the error registers"),
         ("CLEAR", "clear STATUS.DONE, STATUS.ERROR, ERROR_CODE and ERROR_PC"),
     ), "control; self-clearing"),
     Register("STATUS", 0x00C, "RO", _flag_fields(
@@ -249,12 +250,15 @@ CONTROL_REGMAP = RegisterMap("accelerator control", 12, (
         ("ERROR", "the last program stopped with an error (sticky until CLEAR or START)"),
     ), "status"),
     Register("ERROR_CODE", 0x010, "RO", (
-        Field("CODE", 0, 4, "why the program stopped", enum=tuple((c.name, c.value, _ERROR_DOCS[c]) for c in ErrorCode)),
+        Field("CODE", 0, 4, "why the program stopped",
+              enum=tuple((c.name, c.value, _ERROR_DOCS[c]) for c in ErrorCode)),
     ), "error code of the last error (0 when ERROR is clear)"),
     Register("ERROR_PC", 0x014, "RO", _word("PC", "index of the failing command in the program"),
              "command index of the last error"),
-    Register("IRQ_ENABLE", 0x018, "RW", _flag_fields(*_IRQ_BITS), "interrupt enables; irq = |(IRQ_STATUS & IRQ_ENABLE)"),
-    Register("IRQ_STATUS", 0x01C, "W1C", _flag_fields(*_IRQ_BITS), "interrupt causes, set by the events, write 1 to clear"),
+    Register("IRQ_ENABLE", 0x018, "RW", _flag_fields(*_IRQ_BITS),
+             "interrupt enables; irq = |(IRQ_STATUS & IRQ_ENABLE)"),
+    Register("IRQ_STATUS", 0x01C, "W1C", _flag_fields(*_IRQ_BITS),
+             "interrupt causes, set by the events, write 1 to clear"),
     Register("QUEUE_BASE_LO", 0x020, "RW", _word("ADDR", "bits 31:0 of the program's DRAM byte address"),
              "command queue base address, low word"),
     Register("QUEUE_BASE_HI", 0x024, "RW", _word("ADDR", "bits 63:32 of the program's DRAM byte address"),

@@ -17,7 +17,7 @@ from axil_testlib import OKAY, ORDERS, SLVERR, AxilMaster
 
 from accel_dse.config import Dataflow
 from accel_dse.errors import RtlError
-from rtl_gen import ControlRegisters
+from rtl_gen import ControlRegisters, synth_component
 
 ID, VERSION, CTRL, STATUS, ERROR_CODE, ERROR_PC = 0x000, 0x004, 0x008, 0x00C, 0x010, 0x014
 IRQ_ENABLE, IRQ_STATUS, QUEUE_BASE_LO, QUEUE_BASE_HI, QUEUE_LEN = 0x018, 0x01C, 0x020, 0x024, 0x028
@@ -383,3 +383,12 @@ def test_verilog_has_the_axil_port_names_and_widths():
               "s_axil_bresp": 2, "s_axil_rresp": 2, "queue_base": 64, "cycles_total": 64, "error_code": 4}
     for port, bits in widths.items():
         assert re.search(rf"^\s*(input|output) (wire |reg )?\[{bits - 1}:0\] {port};", text, re.M), port
+
+
+def test_synthesis_keeps_exactly_the_documented_state():
+    figures = synth_component(ControlRegisters(**PARAMS), "accel_csr")
+    write_side = 10 + 1 + 32 + 4 + 1 + 1 + 1  # AW index (bits 11:2) + held, W data/strobe + held, bvalid, SLVERR
+    read_side = 1 + 1 + 32  # rvalid, SLVERR, rdata
+    state = 1 + 2 + 4 + 32 + 2 + 2 + 64 + 32 + 3 * 32  # start, DONE/ERROR, code, pc, irq en/status, queue, snapshots
+    assert figures["flops"] == write_side + read_side + state
+    assert figures["cells"] > figures["flops"]

@@ -83,7 +83,8 @@ def test_header_defines_agree_with_the_map():
             want |= {f"{name}_{code}": value for code, value, _ in f.enum}
     assert defines == want
     assert text.startswith("/*") and "do not edit" in text.splitlines()[0]
-    assert "#ifndef ACCEL_REGS_H\n#define ACCEL_REGS_H\n" in text and text.rstrip().endswith("#endif /* ACCEL_REGS_H */")
+    assert "#ifndef ACCEL_REGS_H\n#define ACCEL_REGS_H\n" in text
+    assert text.rstrip().endswith("#endif /* ACCEL_REGS_H */")
     # every #define line is one the regex read (no malformed ones it skipped, bar the guard)
     assert sum(line.startswith("#define") for line in text.splitlines()) == len(defines) + 1
 
@@ -129,8 +130,10 @@ def test_pipes_in_docs_are_escaped():
     (lambda: Field("f", 0, 1, ""), r"field name must be an upper-case identifier, not 'f'"),
     (lambda: Field("F", 31, 2, ""), r"field F must lie within bits 0..31, not lsb 31 width 2"),
     (lambda: Field("F", 0, 2, "", value=4), r"field F value 4 must fit in 2 bits, not 4"),
-    (lambda: Register("R", 6, "RO", (Field("F", 0, 1, ""),), ""), r"offset must be a non-negative multiple of 4, not 6"),
-    (lambda: Register("R", 0, "RW1", (Field("F", 0, 1, ""),), ""), r"access must be one of RO, WO, RW, W1C, not 'RW1'"),
+    (lambda: Register("R", 6, "RO", (Field("F", 0, 1, ""),), ""),
+     r"offset must be a non-negative multiple of 4, not 6"),
+    (lambda: Register("R", 0, "RW1", (Field("F", 0, 1, ""),), ""),
+     r"access must be one of RO, WO, RW, W1C, not 'RW1'"),
     (lambda: Register("R", 0, "RO", (Field("F", 0, 4, ""), Field("G", 3, 1, "")), ""), r"field G overlaps"),
     (lambda: RegisterMap("m", 4, (Register("A", 0, "RO", (Field("F", 0, 1, ""),), ""),
                                   Register("B", 0, "RO", (Field("F", 0, 1, ""),), ""))), r"B at 0x000 repeats"),
