@@ -2,8 +2,9 @@
 
 Public surface: the components (:class:`PE`, :class:`PERow`, :class:`PEBlock`, :class:`Skew`,
 :class:`DelayLine`, :class:`SystolicArray`, :class:`Controller`, :class:`OutputStage`,
-:class:`Accelerator`), the test-only
-:class:`Fault`, the buffer geometry (:func:`buffer_layout`), the port map (:data:`PORT_MAP`,
+:class:`Accelerator`, the AXI4-Lite :class:`ControlRegisters`), the test-only
+:class:`Fault`, the buffer geometry (:func:`buffer_layout`), the control-register map
+(:data:`CONTROL_REGMAP`, rendered by :func:`c_header` and :func:`markdown_table`), the port map (:data:`PORT_MAP`,
 the docstring of ``rtl_gen._top``), Verilog export (:func:`to_verilog`, :func:`write_verilog`),
 lint (:func:`lint_verilog`, :data:`LINT_WAIVERS`), synthesis figures (:func:`synth_stats`)
 and the FPGA flow (:func:`fpga_report`, :data:`FAMILIES`).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from ._array import Blackbox, PEBlock, PERow, SystolicArray
 from ._controller import Controller, mapped_dims
+from ._csr import AXIL_OKAY, AXIL_SLVERR, COUNTERS, ControlRegisters
 from ._export import block_rows, export_units, to_verilog, write_verilog
 from ._fpga import FAMILIES, fpga_flow, fpga_report
 from ._glue import OfmapUpdate, OperandGate
@@ -21,6 +23,18 @@ from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer
 from ._lint import LINT_WAIVERS, lint_args, lint_verilog, verilator_bin_dir
 from ._output_stage import OUTPUT_STAGE_LATENCY, QPARAM_CHANNELS, OutputStage, param_bits, param_fields
 from ._pe import PE, Fault
+from ._regmap import (
+    CONTROL_REGMAP,
+    CSR_MAGIC,
+    CSR_VERSION,
+    DATAFLOW_CODES,
+    ErrorCode,
+    Field,
+    Register,
+    RegisterMap,
+    c_header,
+    markdown_table,
+)
 from ._skew import DelayLine, Skew
 from ._synth import default_cache_dir, synth_component, synth_stats
 from ._top import HOST_SEL, QDATA_LATENCY, Accelerator, top_name
@@ -44,6 +58,20 @@ __all__ = [
     "param_fields",
     "Controller",
     "Accelerator",
+    "ControlRegisters",
+    "AXIL_OKAY",
+    "AXIL_SLVERR",
+    "COUNTERS",
+    "Field",
+    "Register",
+    "RegisterMap",
+    "ErrorCode",
+    "CONTROL_REGMAP",
+    "CSR_MAGIC",
+    "CSR_VERSION",
+    "DATAFLOW_CODES",
+    "c_header",
+    "markdown_table",
     "BufferGeometry",
     "BufferLayout",
     "buffer_layout",
