@@ -83,7 +83,7 @@ class Sequencer(wiring.Component):
             "row_step": Out(buf_addr_bits), "word_step": Out(buf_addr_bits), "busy": In(1), "axi_error": In(1),
         }
         super().__init__({
-            "start": In(1), "queue_base": In(ADDR_BITS), "queue_len": In(32),
+            "start": In(1), "queue_base": In(64), "queue_len": In(32),
             "busy": Out(1), "done": Out(1), "error": Out(1), "error_code": Out(4), "error_pc": Out(32),
             "cycles_total": Out(COUNTER_BITS), "cycles_compute": Out(COUNTER_BITS), "cycles_stall": Out(COUNTER_BITS),
             "ld": Out(wiring.Signature(transfer)),
@@ -175,13 +175,13 @@ class Sequencer(wiring.Component):
                     with m.If(self.queue_len > self.depth):
                         m.d.sync += fail(ERROR_QUEUE)
                         m.next = "FAIL"
-                    with m.Elif(misaligned(self.queue_base)):
+                    with m.Elif(misaligned(self.queue_base) | self.queue_base[ADDR_BITS:].any()):
                         m.d.sync += fail(ERROR_DRAM)
                         m.next = "FAIL"
                     with m.Else():
                         m.next = "FETCH"
             with m.State("FETCH"):
-                m.d.comb += [self.fetching.eq(1), self.ld.start.eq(1), self.ld.addr.eq(self.queue_base),
+                m.d.comb += [self.fetching.eq(1), self.ld.start.eq(1), self.ld.addr.eq(self.queue_base[:ADDR_BITS]),
                              self.ld.rows.eq(Mux(length == 0, 0, 1)), self.ld.words.eq(length),
                              self.ld.beats.eq(self.cmd_beats), self.ld.word_step.eq(1)]
                 m.next = "FETCH_WAIT"

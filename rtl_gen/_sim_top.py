@@ -24,7 +24,7 @@ class SimSystem(wiring.Component):
     """:class:`AxiAccelerator` + :class:`DramModel` (``dram_words`` words, ``latency`` cycles,
     ``stall_seed`` for back-pressure).
 
-    Ports: the accelerator's ``ctl_*`` and the DRAM model's backdoor ``bd_*``.
+    Ports: the accelerator's ``s_axil_*`` and ``irq``, and the DRAM model's backdoor ``bd_*``.
     """
 
     def __init__(self, config: ArrayConfig, *, latency: int, dram_words: int, fault: Fault | None = None,
@@ -34,7 +34,8 @@ class SimSystem(wiring.Component):
                               stall_seed=stall_seed)
         self.config = config
         self.fault = fault
-        members = {name: member for name, member in self.soc.signature.members.items() if name.startswith("ctl_")}
+        members = {name: member for name, member in self.soc.signature.members.items()
+                   if name.startswith("s_axil_") or name == "irq"}
         members.update({name: member for name, member in self.dram.signature.members.items()
                         if name.startswith("bd_")})
         super().__init__(members)
@@ -49,7 +50,7 @@ class SimSystem(wiring.Component):
         m.submodules.soc = soc = self.soc
         m.submodules.dram = dram = self.dram
         for name in self.signature.members:
-            inner = getattr(soc if name.startswith("ctl_") else dram, name)
+            inner = getattr(dram if name.startswith("bd_") else soc, name)
             outer = getattr(self, name)
             flow = self.signature.members[name].flow
             m.d.comb += inner.eq(outer) if flow == wiring.In else outer.eq(inner)

@@ -3,10 +3,16 @@
 :class:`AxiAccelerator` wraps the compute core (:class:`~rtl_gen._top.Accelerator`, whose host
 port becomes the DMA's port into the buffers) with the load and store DMA engines
 (``rtl_gen._dma``) on one AXI4 manager port ``m_axi_*`` and the command sequencer
-(``rtl_gen._sequencer``). The control side: ``ctl_start`` (one-cycle pulse), ``ctl_queue_base``
-and ``ctl_queue_len`` (sampled with it), ``ctl_busy``, ``ctl_done`` and ``ctl_error`` (pulses),
-``ctl_error_code``, ``ctl_error_pc`` and the three 64-bit cycle counters; the AXI4-Lite
-register block drives these in the exported top.
+(``rtl_gen._sequencer``), controlled through the AXI4-Lite register block ``s_axil_*``
+(``rtl_gen._csr``, map in ``rtl_gen._regmap``: start, status, error, queue base and length,
+cycle counters, interrupt enable and status) with the level interrupt ``irq``. Ports::
+
+    m_axi_*    AXI4 manager, data width ``accel_dse.commands.axi_data_bytes``, one ID
+    s_axil_*   AXI4-Lite subordinate, 32-bit data, 12-bit address
+    irq        out, high while an enabled interrupt status bit is set (DONE, ERROR)
+
+Software: write the program to DRAM, QUEUE_BASE_LO/HI and QUEUE_LEN, IRQ_ENABLE, then
+CTRL.START; wait for ``irq`` (or poll STATUS); read the counters.
 
 DRAM words (:mod:`accel_dse.commands`) become buffer words by wiring: inputs lane for lane,
 raw accumulators truncated to ``acc_bits`` on loads and sign-extended on stores, qparam lanes
@@ -23,10 +29,11 @@ from accel_dse.commands import QUEUE_DEPTH, Buffer, axi_data_bytes, dram_lane_by
 from accel_dse.config import ArrayConfig, Dataflow
 
 from ._axi import axi4_signature
+from ._csr import ControlRegisters
 from ._dma import DmaLoad, DmaStore
 from ._output_stage import param_fields
 from ._pe import Fault
-from ._sequencer import COUNTER_BITS, Sequencer
+from ._sequencer import Sequencer
 from ._top import QDATA_LATENCY, Accelerator, top_name
 
 __all__ = ["AxiAccelerator", "system_name", "dram_word_bytes", "OUTSTANDING"]
@@ -90,12 +97,17 @@ class AxiAccelerator(wiring.Component):
         self.queue_depth = queue_depth
         self.outstanding = outstanding
         members = axi4_signature(self.data_bytes).members
+        lay = self.core.layout
+        self.csr = ControlRegisters(rows=config.rows, cols=config.cols, dataflow=config.dataflow,
+                                    axi_data_bytes=self.data_bytes, ifmap_depth=lay.ifmap.depth,
+                                    weight_depth=lay.weight.depth, ofmap_depth=lay.ofmap.depth,
+                                    queue_depth=queue_depth)
+        csr_members = {name: member for name, member in self.csr.signature.members.items()
+                       if name.startswith("s_axil_")}
         super().__init__({
             **{f"m_axi_{name}": member for name, member in members.items()},
-            "ctl_start": In(1), "ctl_queue_base": In(32), "ctl_queue_len": In(32),
-            "ctl_busy": Out(1), "ctl_done": Out(1), "ctl_error": Out(1), "ctl_error_code": Out(4),
-            "ctl_error_pc": Out(32), "ctl_cycles_total": Out(COUNTER_BITS), "ctl_cycles_compute": Out(COUNTER_BITS),
-            "ctl_cycles_stall": Out(COUNTER_BITS),
+            **csr_members,
+            "irq": Out(1),
         })
 
     @property
@@ -125,13 +137,18 @@ class AxiAccelerator(wiring.Component):
             inner = getattr(engine, name)
             m.d.comb += (port.eq(inner) if name not in _INPUTS else inner.eq(port))
 
-        # Control.
+        # Control: the register block.
+        m.submodules.csr = csr = self.csr
+        for name, member in csr.signature.members.items():
+            if name.startswith("s_axil_"):
+                outer, inner = getattr(self, name), getattr(csr, name)
+                m.d.comb += inner.eq(outer) if member.flow == In else outer.eq(inner)
         m.d.comb += [
-            seq.start.eq(self.ctl_start), seq.queue_base.eq(self.ctl_queue_base), seq.queue_len.eq(self.ctl_queue_len),
-            self.ctl_busy.eq(seq.busy), self.ctl_done.eq(seq.done), self.ctl_error.eq(seq.error),
-            self.ctl_error_code.eq(seq.error_code), self.ctl_error_pc.eq(seq.error_pc),
-            self.ctl_cycles_total.eq(seq.cycles_total), self.ctl_cycles_compute.eq(seq.cycles_compute),
-            self.ctl_cycles_stall.eq(seq.cycles_stall),
+            seq.start.eq(csr.start), seq.queue_base.eq(csr.queue_base), seq.queue_len.eq(csr.queue_len),
+            csr.busy.eq(seq.busy), csr.done.eq(seq.done), csr.error.eq(seq.error),
+            csr.error_code.eq(seq.error_code), csr.error_pc.eq(seq.error_pc),
+            csr.cycles_total.eq(seq.cycles_total), csr.cycles_compute.eq(seq.cycles_compute),
+            csr.cycles_dma_stall.eq(seq.cycles_stall), self.irq.eq(csr.irq),
         ]
         for engine, ctl in ((ld, seq.ld), (st, seq.st)):
             for name in ("start", "addr", "stride", "rows", "words", "beats", "buf_addr", "row_step", "word_step"):

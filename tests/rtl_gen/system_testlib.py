@@ -8,25 +8,32 @@ from typing import Any
 import numpy as np
 from amaranth.sim import Simulator
 
+from axil_testlib import AxilMaster
+
 from accel_dse.commands import Command
 from accel_dse.config import ArrayConfig
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, unpack_tensor
 from perf_model._program import GemmProgram, compile_gemm
 from perf_model.program_timing import ProgramTiming, program_cycles
+from rtl_gen._regmap import CONTROL_REGMAP
 from rtl_gen._sim_top import SimSystem
 from workloads.ops import Gemm, Requant
+
+
+REG = {reg.name: reg.offset for reg in CONTROL_REGMAP}
 
 
 @dataclasses.dataclass
 class SocRun:
     """What one program did on the RTL, and what the model says it does."""
 
-    cycles: int  # start to busy low, counted by the testbench
+    cycles: int  # from the START write's response to irq, counted by the testbench
     total: int  # the counters
     compute: int
     stall: int
     error_code: int
     error_pc: int
+    status: int
     dram: np.ndarray  # the DRAM image after the program
     program: GemmProgram
     model: ProgramTiming
@@ -81,22 +88,26 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
                 ctx.set(dut.bd_we, 1)
                 await ctx.tick()
         ctx.set(dut.bd_we, 0)
-        ctx.set(dut.ctl_queue_base, queue_base)
-        ctx.set(dut.ctl_queue_len, len(prog.commands) if queue_len is None else queue_len)
-        ctx.set(dut.ctl_start, 1)
-        await ctx.tick()
-        ctx.set(dut.ctl_start, 0)
-        cycles = 1
-        while ctx.get(dut.ctl_busy):
+        bus = AxilMaster(ctx, dut)
+        await bus.reset()
+        await bus.write_ok(REG["QUEUE_BASE_LO"], queue_base & 0xFFFFFFFF)
+        await bus.write_ok(REG["QUEUE_BASE_HI"], queue_base >> 32)
+        await bus.write_ok(REG["QUEUE_LEN"], len(prog.commands) if queue_len is None else queue_len)
+        await bus.write_ok(REG["IRQ_ENABLE"], 0b11)
+        await bus.write_ok(REG["CTRL"], 1)
+        cycles = 0
+        while not ctx.get(dut.irq):
             await ctx.tick()
             cycles += 1
             if cycles > limit:
                 raise RuntimeError(f"the program did not end within {limit} cycles")
-        seen["cycles"] = cycles - 1
-        for name in ("total", "compute", "stall"):
-            seen[name] = ctx.get(getattr(dut, f"ctl_cycles_{name}"))
-        seen["code"] = ctx.get(dut.ctl_error_code)
-        seen["pc"] = ctx.get(dut.ctl_error_pc)
+        seen["cycles"] = cycles
+        for name, reg in (("total", "CYCLES_TOTAL"), ("compute", "CYCLES_COMPUTE"), ("stall", "CYCLES_DMA_STALL")):
+            lo = await bus.read_ok(REG[f"{reg}_LO"])
+            seen[name] = lo | await bus.read_ok(REG[f"{reg}_HI"]) << 32
+        seen["code"] = await bus.read_ok(REG["ERROR_CODE"])
+        seen["pc"] = await bus.read_ok(REG["ERROR_PC"])
+        seen["status"] = await bus.read_ok(REG["STATUS"])
         out = bytearray()
         for i in range(len(words)):
             ctx.set(dut.bd_addr, i)
@@ -108,7 +119,7 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
     sim.add_testbench(bench)
     sim.run()
     return SocRun(seen["cycles"], seen["total"], seen["compute"], seen["stall"], seen["code"], seen["pc"],
-                  seen["dram"], prog, model)
+                  seen["status"], seen["dram"], prog, model)
 
 
 def result(run: SocRun) -> np.ndarray:
