@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 from amaranth.sim import Simulator
-
 from axil_testlib import AxilMaster
 
 from accel_dse.commands import Command
@@ -18,7 +17,6 @@ from perf_model.program_timing import ProgramTiming, program_cycles
 from rtl_gen._regmap import CONTROL_REGMAP
 from rtl_gen._sim_top import SimSystem
 from workloads.ops import Gemm, Requant
-
 
 REG = {reg.name: reg.offset for reg in CONTROL_REGMAP}
 

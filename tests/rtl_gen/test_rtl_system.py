@@ -13,7 +13,14 @@ import pytest
 from system_testlib import result, run_soc, small
 
 from accel_dse.commands import (
-    ERROR_AXI, ERROR_BUFFER, ERROR_DRAM, ERROR_OPCODE, ERROR_QUEUE, Buffer, Command, Opcode,
+    ERROR_AXI,
+    ERROR_BUFFER,
+    ERROR_DRAM,
+    ERROR_OPCODE,
+    ERROR_QUEUE,
+    Buffer,
+    Command,
+    Opcode,
 )
 from workloads import Requant, output_stage
 
@@ -65,7 +72,8 @@ def test_double_buffering_is_faster_in_rtl_exactly_as_the_model_says():
 @pytest.mark.parametrize("dataflow", ["ws", "is"])
 def test_a_requantised_store_writes_the_output_stage_codes(dataflow):
     a, b = _operands(9, 14, 6, seed=5)
-    rq = Requant(multiplier=(1 << 30, 3 << 28, 1 << 29, 1 << 30, 5 << 27, 1 << 30), shift=(6,), bias=(7, -300, 0, 1, 2, 3),
+    rq = Requant(multiplier=(1 << 30, 3 << 28, 1 << 29, 1 << 30, 5 << 27, 1 << 30), shift=(6,),
+                 bias=(7, -300, 0, 1, 2, 3),
                  zero_point=-3, act_min=-100, act_max=90)
     run = run_soc(small(dataflow, True), a, b, requant=rq)
     expected = np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64)
