@@ -8,7 +8,8 @@ queue relies on). The taker writes an expiry time (``expires``, Unix seconds) be
 that move, so no other verifier ever sees the claim RUNNING without a fresh expiry, then
 records itself (``host``, ``pid``); the expiry is pushed forward every third of ``ttl_s`` while
 it works; a claim whose expiry has passed (a dead or cut-off machine) is failed, which again
-succeeds for one caller only, and a fresh claim is queued for the design. A finished design's claim is COMPLETE.
+succeeds for one caller only, and a fresh claim is queued for the design. A finished design's
+claim is COMPLETE.
 
 If two verifiers queue a claim for the same design at once, only the claim with the lowest
 trial number that has not failed counts (trial numbers only grow, so every verifier agrees).
