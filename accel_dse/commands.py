@@ -41,13 +41,13 @@ import dataclasses
 __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
     "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
-    "ERROR_QUEUE", "ERROR_NAMES", "axi_data_bytes",
+    "ERROR_QUEUE", "ERROR_NAMES", "axi_data_bytes", "dram_word_bytes",
 ]
 
 #: Bytes per command.
 COMMAND_BYTES = 32
-#: Commands the on-chip command queue holds.
-QUEUE_DEPTH = 4096
+#: Commands the on-chip command queue holds (16 KiB of SRAM).
+QUEUE_DEPTH = 512
 
 # Error codes of the ERROR_CODE register.
 ERROR_NONE, ERROR_OPCODE, ERROR_BUFFER, ERROR_DRAM, ERROR_AXI, ERROR_QUEUE = range(6)
@@ -163,3 +163,18 @@ def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: 
         size = lanes * (input_bits // 8)
         want = min(want, size & -size)
     return want
+
+
+def dram_word_bytes(rows: int, cols: int, input_stationary: bool, input_bits: int, acc_bits: int) -> dict[str, int]:
+    """Bytes of one buffer word in DRAM, by kind: ``ifmap``, ``weight``, ``ofmap`` (raw),
+    ``qparam``, ``requant`` (requantised ofmap) and ``command`` (``input_stationary``: IS)."""
+    lanes = {"ifmap": cols if input_stationary else rows, "weight": rows if input_stationary else cols,
+             "ofmap": cols, "qparam": 1 if input_stationary else cols}
+    return {
+        "ifmap": lanes["ifmap"] * dram_lane_bytes(Buffer.IFMAP, input_bits, acc_bits),
+        "weight": lanes["weight"] * dram_lane_bytes(Buffer.WEIGHT, input_bits, acc_bits),
+        "ofmap": lanes["ofmap"] * dram_lane_bytes(Buffer.OFMAP, input_bits, acc_bits),
+        "qparam": lanes["qparam"] * dram_lane_bytes(Buffer.QPARAM, input_bits, acc_bits),
+        "requant": lanes["ofmap"] * dram_lane_bytes(Buffer.OFMAP, input_bits, acc_bits, requant=True),
+        "command": COMMAND_BYTES,
+    }

@@ -56,10 +56,20 @@ from perf_model._designs import DesignArrays
 from perf_model._energy import DEFAULT_ENERGY, EnergyTable, tech_energy_scale
 from perf_model._fpga_resources import ECP5_DEVICES, ECP5_FIT, FpgaFit, bank_ebrs, fpga_resources, pe_resources
 from perf_model._plan import TilePlan, plan_tiles
+from perf_model._program import GemmProgram, TensorLayout, compile_gemm
 from perf_model._scalar import OpResult, WorkloadResult, evaluate, evaluate_op
 from perf_model._table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
+from perf_model.program_timing import ProgramTiming, axi_data_bytes, gemm_program_cycles, program_cycles, word_beats
 
 __all__ = [
+    "GemmProgram",
+    "TensorLayout",
+    "compile_gemm",
+    "ProgramTiming",
+    "axi_data_bytes",
+    "program_cycles",
+    "gemm_program_cycles",
+    "word_beats",
     "DesignArrays",
     "DesignTable",
     "evaluate_designs",

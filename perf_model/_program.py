@@ -97,6 +97,9 @@ class GemmProgram:
         data_bytes: AXI data width.
         requant: whether C leaves through the output stage.
         runs: the plan's tiles ``(m0, m1, k0, k1, n0, n1, accumulate)``, in run order.
+        chunks: ``(first, end)`` command indices of each queue-load: a program longer than the
+            command queue runs as consecutive programs (the host starts each after the last
+            one's interrupt), chunk ``j`` at byte ``queue_base + first * COMMAND_BYTES``.
     """
 
     commands: tuple[Command, ...]
@@ -106,6 +109,7 @@ class GemmProgram:
     data_bytes: int
     requant: bool
     runs: tuple[tuple[int, ...], ...]
+    chunks: tuple[tuple[int, int], ...]
 
 
 def _align(x: int, to: int) -> int:
@@ -137,8 +141,7 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False,
 
     Raises:
         ModelError: the design cannot run the GEMM (the plan's reason), a requantised op with
-            more than :data:`QPARAM_CHANNELS` channels, a tile that does not fit its buffer,
-            or a program longer than ``queue_depth`` commands.
+            more than :data:`QPARAM_CHANNELS` channels, or a tile that does not fit its buffer.
     """
     plan = plan_tiles(config, gemm)
     if not plan.feasible:
@@ -156,7 +159,7 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False,
     runs = _output_major([tuple(int(v) for v in t) for t in plan.tiles()])
     # Upper bound on the program length, to place the tensors after it.
     upper = 2 + 4 * len(runs)
-    base = _align(min(upper, queue_depth + 1) * COMMAND_BYTES, PAGE)
+    base = _align(upper * COMMAND_BYTES, PAGE)
     tensors: dict[str, TensorLayout] = {}
     for name in ("a", "b", "c"):
         p, q = shapes[name]
@@ -180,10 +183,11 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False,
         _double(cmds, runs, depth, half, requant)
     else:
         _single(cmds, runs, depth, requant)
-    if len(cmds.out) > queue_depth:
-        raise ModelError(f"the program of {m}x{k}x{n} on {config.short_name()} has {len(cmds.out)} commands, "
-                         f"more than the command queue's {queue_depth}")
-    return GemmProgram(tuple(cmds.out), tensors, 0, base, W, requant, tuple(runs))
+    if queue_depth < 1:
+        raise ModelError(f"queue_depth must be a positive number of commands, not {queue_depth}")
+    total = len(cmds.out)
+    chunks = tuple((i, min(i + queue_depth, total)) for i in range(0, total, queue_depth))
+    return GemmProgram(tuple(cmds.out), tensors, 0, base, W, requant, tuple(runs), chunks)
 
 
 def _buffer_depths(config: ArrayConfig) -> tuple[int, int, int]:

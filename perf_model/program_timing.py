@@ -20,11 +20,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from accel_dse import commands as cmd_encoding
 from accel_dse.commands import COMMAND_BYTES, Command, Opcode
 from accel_dse.config import ArrayConfig
 from perf_model import dma_timing, timing
 
-__all__ = ["ProgramTiming", "program_cycles", "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES"]
+__all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats", "DEFAULT_DRAM_LATENCY",
+           "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
 
 #: DRAM model latency used unless a test or a user names another (cycles).
 DEFAULT_DRAM_LATENCY = 20
@@ -32,6 +34,8 @@ DEFAULT_DRAM_LATENCY = 20
 FETCH_DECODE_CYCLES = 3
 #: Cycles from one issue to the next decode.
 ISSUE_CYCLES = 2
+#: Bursts each DMA engine keeps in flight (``rtl_gen._system.OUTSTANDING``; a test holds them equal).
+OUTSTANDING = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,20 +71,32 @@ def _transfer_cycles(cmd: Command, config: ArrayConfig, data_bytes: int, beats: 
     return dma_timing.store_cycles(lens, rows * words, per_word, latency, outstanding, read_latency)
 
 
-def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, data_bytes: int, beats: dict[str, int],
-                   queue_base: int = 0, latency: int = DEFAULT_DRAM_LATENCY, outstanding: int = 8) -> ProgramTiming:
+def axi_data_bytes(config: ArrayConfig) -> int:
+    """The AXI data width of ``config``'s memory interface, bytes (``accel_dse.commands``)."""
+    return cmd_encoding.axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle)
+
+
+def word_beats(config: ArrayConfig) -> dict[str, int]:
+    """AXI beats per buffer word in DRAM, by kind (``accel_dse.commands.dram_word_bytes``)."""
+    W = axi_data_bytes(config)
+    words = cmd_encoding.dram_word_bytes(config.rows, config.cols, config.dataflow.value == "is", config.input_bits,
+                                         config.acc_bits)
+    return {kind: size // W for kind, size in words.items()}
+
+
+def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_base: int = 0,
+                   latency: int = DEFAULT_DRAM_LATENCY, outstanding: int = OUTSTANDING) -> ProgramTiming:
     """Walk ``commands`` under the sequencer's rules (module docstring).
 
     Args:
-        config: the design (array shape and dataflow for the runs' cycles).
+        config: the design (array shape, dataflow, AXI width).
         commands: the program.
-        data_bytes: AXI data width.
-        beats: beats per buffer word in DRAM, keys ``ifmap``, ``weight``, ``ofmap``, ``qparam``,
-            ``requant`` (``rtl_gen``'s ``AxiAccelerator.beats``).
         queue_base: DRAM byte address of the program.
         latency: the DRAM model's latency (cycles).
-        outstanding: bursts in flight per DMA engine.
+        outstanding: bursts in flight per DMA engine (``rtl_gen``'s ``OUTSTANDING``).
     """
+    data_bytes = axi_data_bytes(config)
+    beats = word_beats(config)
     cmd_beats = COMMAND_BYTES // data_bytes
     fetch_lens = list(dma_timing.bursts(queue_base, 0, 1 if commands else 0, len(commands) * cmd_beats, data_bytes))
     fetch = dma_timing.load_cycles(fetch_lens, latency, outstanding)
@@ -109,3 +125,14 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, data_byt
         decode = c + ISSUE_CYCLES
     end = max(decode - 1, dma_free, run_free) if commands else 1 + fetch + 1
     return ProgramTiming(total=end, compute=compute, stall=end - compute, fetch=fetch, dma=dma, issue=tuple(issued))
+
+
+def gemm_program_cycles(config: ArrayConfig, program: object, *, latency: int = DEFAULT_DRAM_LATENCY,
+                        outstanding: int = OUTSTANDING) -> ProgramTiming:
+    """:func:`program_cycles` summed over the queue-loads of a ``GemmProgram`` (its ``chunks``)."""
+    parts = [program_cycles(config, program.commands[a:b], queue_base=program.queue_base  # type: ignore[attr-defined]
+                            + a * COMMAND_BYTES, latency=latency, outstanding=outstanding)
+             for a, b in program.chunks]  # type: ignore[attr-defined]
+    return ProgramTiming(total=sum(p.total for p in parts), compute=sum(p.compute for p in parts),
+                         stall=sum(p.stall for p in parts), fetch=sum(p.fetch for p in parts),
+                         dma=sum(p.dma for p in parts), issue=tuple(i for p in parts for i in p.issue))

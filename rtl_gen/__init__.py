@@ -2,13 +2,17 @@
 
 Public surface: the components (:class:`PE`, :class:`PERow`, :class:`PEBlock`, :class:`Skew`,
 :class:`DelayLine`, :class:`SystolicArray`, :class:`Controller`, :class:`OutputStage`,
-:class:`Accelerator`, the AXI4-Lite :class:`ControlRegisters`), the test-only
+:class:`Accelerator`, the AXI4-Lite :class:`ControlRegisters`; the whole SoC block
+:class:`AxiAccelerator` with AXI4 DMA and command queue, and its simulation top with a DRAM
+model, :class:`SimSystem`), the test-only
 :class:`Fault`, the buffer geometry (:func:`buffer_layout`), the control-register map
 (:data:`CONTROL_REGMAP`, rendered by :func:`c_header` and :func:`markdown_table`), the port map (:data:`PORT_MAP`,
-the docstring of ``rtl_gen._top``), Verilog export (:func:`to_verilog`, :func:`write_verilog`),
+the docstring of ``rtl_gen._top``), Verilog export (:func:`to_verilog`, :func:`write_verilog`,
+:func:`system_verilog`),
 lint (:func:`lint_verilog`, :data:`LINT_WAIVERS`), synthesis figures (:func:`synth_stats`)
 and the FPGA flow (:func:`fpga_report`, :data:`FAMILIES`).
-The timing and buffer contract with the performance model is ``perf_model.timing``.
+The timing and buffer contract with the performance model is ``perf_model.timing``, and for
+the memory system ``perf_model.dma_timing`` and ``perf_model.program_timing``.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 from ._array import Blackbox, PEBlock, PERow, SystolicArray
 from ._controller import Controller, mapped_dims
 from ._csr import AXIL_OKAY, AXIL_SLVERR, COUNTERS, ControlRegisters
-from ._export import block_rows, export_units, to_verilog, write_verilog
+from ._export import block_rows, export_units, system_verilog, to_verilog, write_verilog
 from ._fpga import FAMILIES, fpga_flow, fpga_report
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
@@ -37,6 +41,8 @@ from ._regmap import (
 )
 from ._skew import DelayLine, Skew
 from ._synth import default_cache_dir, synth_component, synth_stats
+from ._sim_top import SimSystem, sim_name
+from ._system import AxiAccelerator, dram_word_bytes, system_name
 from ._top import HOST_SEL, QDATA_LATENCY, Accelerator, top_name
 from ._top import __doc__ as PORT_MAP
 
@@ -83,6 +89,12 @@ __all__ = [
     "DIM_BITS",
     "CYCLES_BITS",
     "to_verilog",
+    "system_verilog",
+    "AxiAccelerator",
+    "SimSystem",
+    "system_name",
+    "sim_name",
+    "dram_word_bytes",
     "write_verilog",
     "export_units",
     "block_rows",

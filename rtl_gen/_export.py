@@ -123,6 +123,32 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
     return units + inner
 
 
+def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tuple[int, int] | None = None) -> str:
+    """Verilog of the SoC block (:class:`~rtl_gen._system.AxiAccelerator`, top ``accel_axi_<hash>``).
+
+    With ``dram = (latency, words)`` the simulation top instead (:class:`~rtl_gen._sim_top.SimSystem`,
+    ``accel_sim_<hash>``: the SoC block with the DRAM model). The compute core is the
+    hierarchical export's (:func:`export_units`), so large arrays convert as fast.
+
+    Raises:
+        ConfigError: the design cannot be built.
+        RtlError: Yosys failed to convert it.
+    """
+    from ._sim_top import SimSystem
+    from ._system import AxiAccelerator
+
+    units = export_units(config, fault=fault)
+    core = units[0][1]
+    if dram is None:
+        top: wiring.Component = AxiAccelerator(config, fault=fault, core=core)  # type: ignore[arg-type]
+    else:
+        top = SimSystem(config, fault=fault, latency=dram[0], dram_words=dram[1], core=core)
+    texts = [_convert(top, top.name)] + [_convert(component, name) for name, component in units[1:]]  # type: ignore[attr-defined]
+    header = texts[0].split("\n", 1)[0] if texts[0].startswith("/*") else ""
+    bodies = [t.split("\n", 1)[1] if t.startswith("/*") else t for t in texts]
+    return "\n".join([header, *(b.strip("\n") + "\n" for b in bodies)])
+
+
 def _convert(component: wiring.Component, name: str) -> str:
     try:
         with _without_zero_meminit():

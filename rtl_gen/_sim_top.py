@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from amaranth import Module
 from amaranth.lib import wiring
 
@@ -10,14 +12,14 @@ from accel_dse.config import ArrayConfig
 from ._axi import axi4_signature
 from ._dram_model import DramModel
 from ._pe import Fault
-from ._system import AxiAccelerator
+from ._system import AxiAccelerator, system_name
 
 __all__ = ["SimSystem", "sim_name"]
 
 
 def sim_name(config: ArrayConfig, fault: Fault | None = None) -> str:
     """Verilog module name of the simulation top."""
-    return AxiAccelerator(config, fault=fault).name.replace("accel_axi_", "accel_sim_", 1)
+    return system_name(config, fault).replace("accel_axi_", "accel_sim_", 1)
 
 
 class SimSystem(wiring.Component):
@@ -28,7 +30,7 @@ class SimSystem(wiring.Component):
     """
 
     def __init__(self, config: ArrayConfig, *, latency: int, dram_words: int, fault: Fault | None = None,
-                 stall_seed: int = 0, **kwargs: int) -> None:
+                 stall_seed: int = 0, **kwargs: Any) -> None:
         self.soc = AxiAccelerator(config, fault=fault, **kwargs)
         self.dram = DramModel(data_bytes=self.soc.data_bytes, words=dram_words, latency=latency,
                               stall_seed=stall_seed)

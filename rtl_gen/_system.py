@@ -25,6 +25,7 @@ from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from accel_dse import commands
 from accel_dse.commands import QUEUE_DEPTH, Buffer, axi_data_bytes, dram_lane_bytes
 from accel_dse.config import ArrayConfig, Dataflow
 
@@ -48,19 +49,9 @@ def system_name(config: ArrayConfig, fault: Fault | None = None) -> str:
 
 
 def dram_word_bytes(config: ArrayConfig) -> dict[str, int]:
-    """Bytes of one buffer word in DRAM: keys ifmap, weight, ofmap, qparam, requant, command."""
-    lanes = {"ifmap": config.cols if config.dataflow is Dataflow.IS else config.rows,
-             "weight": config.rows if config.dataflow is Dataflow.IS else config.cols,
-             "ofmap": config.cols, "qparam": 1 if config.dataflow is Dataflow.IS else config.cols}
-    ib, ab = config.input_bits, config.acc_bits
-    return {
-        "ifmap": lanes["ifmap"] * dram_lane_bytes(Buffer.IFMAP, ib, ab),
-        "weight": lanes["weight"] * dram_lane_bytes(Buffer.WEIGHT, ib, ab),
-        "ofmap": lanes["ofmap"] * dram_lane_bytes(Buffer.OFMAP, ib, ab),
-        "qparam": lanes["qparam"] * dram_lane_bytes(Buffer.QPARAM, ib, ab),
-        "requant": lanes["ofmap"] * dram_lane_bytes(Buffer.OFMAP, ib, ab, requant=True),
-        "command": 32,
-    }
+    """Bytes of one buffer word in DRAM (``accel_dse.commands.dram_word_bytes`` of ``config``)."""
+    return commands.dram_word_bytes(config.rows, config.cols, config.dataflow is Dataflow.IS, config.input_bits,
+                                    config.acc_bits)
 
 
 def _lanes(word: Value, lane_bits: int, keep: int, count: int, *, signed_extend: bool = False) -> Value:
@@ -83,13 +74,15 @@ class AxiAccelerator(wiring.Component):
         fault: test-only fault in one PE.
         queue_depth: commands the command queue holds.
         outstanding: bursts in flight per DMA engine.
+        core: the compute core (default ``Accelerator(config, fault=fault)``; the hierarchical
+            Verilog export passes one built from row-group blackboxes).
     """
 
     def __init__(self, config: ArrayConfig, *, fault: Fault | None = None, queue_depth: int = QUEUE_DEPTH,
-                 outstanding: int = OUTSTANDING) -> None:
+                 outstanding: int = OUTSTANDING, core: Accelerator | None = None) -> None:
         self.config = config
         self.fault = fault
-        self.core = Accelerator(config, fault=fault)
+        self.core = core if core is not None else Accelerator(config, fault=fault)
         self.data_bytes = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle)
         self.word_bytes = dram_word_bytes(config)
         self.beats = {k: v // self.data_bytes for k, v in self.word_bytes.items()}

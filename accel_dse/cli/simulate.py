@@ -41,6 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="run ops on independent data even when they chain into a network (by default "
                         "requantised ops whose shapes line up run as a network: each op reads the design's "
                         "int8 output of the op before)")
+    parser.add_argument("--host-port", action="store_true",
+                        help="debug path: run the compute core alone, its buffers written through the host "
+                        "port run by run (default: the whole SoC block from DRAM through AXI, with the "
+                        "command queue and DMA)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_simulate)
 
@@ -73,7 +77,7 @@ def _simulate(args: argparse.Namespace) -> int:
         timeout=args.timeout, work_dir=work_dir("--work-dir", args.work_dir), seed=args.seed,
         fault=_fault(args.inject_fault),
         progress=lambda line: print(f"accel-dse simulate: {line}", file=sys.stderr, flush=True),
-        chain=False if args.no_chain else None,
+        chain=False if args.no_chain else None, memory="host" if args.host_port else "dram",
     )
     if args.json:
         emit_json(report.to_dict())
@@ -87,21 +91,29 @@ def _print_report(report) -> None:  # noqa: ANN001 (SimulationReport)
     emit(f"# {d['rows']}x{d['cols']} {d['dataflow']} ({d['top']}) on {report.workload}, {report.simulator}"
          + (f", scale {report.scale:g}" if report.scale != 1 else ""))
     rows = []
+    dram = d.get("memory") == "dram"
     for op in report.ops:
         g = op.gemm
         shape = f"{g['m']}x{g['k']}x{g['n']}" + (f" x{g['batch']}" if g["batch"] > 1 else "")
         if op.scaled_from:
             shape += f" (from m={op.scaled_from['m']}" + (
                 f", batch={op.scaled_from['batch']})" if op.scaled_from["batch"] != g["batch"] else ")")
-        rows.append([op.name, shape, op.status, op.output_bits, op.mismatches,
-                     "-" if op.cycles_rtl is None else op.cycles_rtl, op.cycles_model,
-                     "yes" if op.cycles_match else "no", round(op.sim_seconds, 3), round(op.cycles_per_second)])
-    emit(format_table(["op", "m x k x n", "status", "out_bits", "mismatches", "cycles_rtl", "cycles_model", "match",
-                       "sim_s", "cycles/s"], rows))
+        row = [op.name, shape, op.status, op.output_bits, op.mismatches,
+               "-" if op.cycles_rtl is None else op.cycles_rtl, op.cycles_model, "yes" if op.cycles_match else "no"]
+        if dram:
+            row += ["-" if op.cycles_total_rtl is None else op.cycles_total_rtl, op.cycles_total_model,
+                    "yes" if op.total_cycles_match else "no"]
+        rows.append(row + [round(op.sim_seconds, 3), round(op.cycles_per_second)])
+    head = ["op", "m x k x n", "status", "out_bits", "mismatches", "compute_rtl", "compute_model", "match"]
+    if dram:
+        head += ["total_rtl", "total_model", "match"]
+    emit(format_table(head + ["sim_s", "cycles/s"], rows))
     t = report.totals()
     emit()
+    totals = (f"total cycles rtl {t['cycles_total_rtl']:,} vs model {t['cycles_total_model']:,}; " if dram else "")
     emit(f"total: {t['pass']}/{t['ops']} passed, {t['fail']} failed, {t['error']} errors, {t['timeout']} timed out; "
-         f"{t['mismatches']} mismatches; cycles rtl {t['cycles_rtl']:,} vs model {t['cycles_model']:,}; "
+         f"{t['mismatches']} mismatches; compute cycles rtl {t['cycles_rtl']:,} vs model {t['cycles_model']:,}; "
+         + totals +
          f"{t['sim_seconds']:.2f} s in the simulator ({t['cycles_per_second']:,.0f} cycles/s); build "
          + ("cached" if report.build_cached else f"{report.build_seconds:.1f} s"))
     for op in report.ops:

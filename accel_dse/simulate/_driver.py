@@ -86,6 +86,7 @@ def simulate(
     fault: Any = None,
     progress: Callable[[str], None] | None = None,
     chain: bool | None = None,
+    memory: str = "dram",
 ) -> SimulationReport:
     """Run ``workload`` on the Verilog of ``design`` and check it against JAX, op by op.
 
@@ -106,6 +107,9 @@ def simulate(
             output the design gave for the op before): ``None`` when they chain
             (``workloads.chain_link``: requantised, batch 1, shapes that line up), ``True`` to
             insist, ``False`` for independent per-op data.
+        memory: ``"dram"`` (default): the whole SoC block runs each op from DRAM through AXI
+            (command queue, DMA, interrupt; ``total_cycles_match`` per op); ``"host"``: the
+            compute core alone, its buffers written through the debug host port, run by run.
 
     Returns:
         The report; ``report.passed`` is True when every op is bit-exact with equal cycles
@@ -117,6 +121,8 @@ def simulate(
     """
     say = progress or (lambda _line: None)
     scale = _check_scale(scale)
+    if memory not in ("dram", "host"):
+        raise SimulationError(f"memory must be 'dram' or 'host', not {memory!r}")
     if max_ops is not None and (isinstance(max_ops, bool) or not isinstance(max_ops, int) or max_ops < 1):
         raise SimulationError(f"max_ops must be a positive integer, not {max_ops!r}")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -138,6 +144,11 @@ def simulate(
     if chained:
         notes.append(f"chained network of {len(selected)} ops: each op's input is the requantised output the "
                      "design gave for the op before")
+    if memory == "dram":
+        from accel_dse.simulate._dram_driver import run_dram
+
+        return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
+                        timeout=timeout, fault=fault, say=say, notes=notes)
     jobs, program = _prepare(design, selected, scale, seed, chained)
     scaled = [j for j in jobs if j.scaled_from]
     if scaled:

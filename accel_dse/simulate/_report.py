@@ -51,7 +51,12 @@ class OpResult:
         reason: Why the op failed, errored or timed out ("" when it passed).
         output_bits: Width of the checked outputs: ``input_bits`` when requantised through the
             output stage, else ``acc_bits`` (raw accumulators).
-        raw_mismatches: Raw accumulators of a requantised op that differ from JAX (both are checked).
+        raw_mismatches: Raw accumulators of a requantised op that differ from JAX (both are checked
+            on the host-port path; from DRAM only the requantised output leaves the chip).
+        cycles_total_rtl, cycles_total_model: From DRAM: the CYCLES_TOTAL counter summed over the
+            op's GEMM instances (program fetch, DMA stalls, fill and drain included), and
+            ``perf_model.program_timing``'s total for the same programs (None on the host port).
+        stall_cycles_rtl, stall_cycles_model: The same for CYCLES_DMA_STALL (cycles the array idles).
     """
 
     name: str
@@ -68,6 +73,17 @@ class OpResult:
     reason: str = ""
     output_bits: int = 32
     raw_mismatches: int = 0
+    cycles_total_rtl: int | None = None
+    cycles_total_model: int | None = None
+    stall_cycles_rtl: int | None = None
+    stall_cycles_model: int | None = None
+
+    @property
+    def total_cycles_match(self) -> bool | None:
+        """Whether the RTL's total-cycle counter equals the model's total (None: not run from DRAM)."""
+        if self.cycles_total_model is None:
+            return None
+        return self.cycles_total_rtl is not None and self.cycles_total_rtl == self.cycles_total_model
 
     @property
     def cycles_match(self) -> bool:
@@ -92,6 +108,11 @@ class OpResult:
             "cycles_rtl": self.cycles_rtl,
             "cycles_model": self.cycles_model,
             "cycles_match": self.cycles_match,
+            "cycles_total_rtl": self.cycles_total_rtl,
+            "cycles_total_model": self.cycles_total_model,
+            "stall_cycles_rtl": self.stall_cycles_rtl,
+            "stall_cycles_model": self.stall_cycles_model,
+            "total_cycles_match": self.total_cycles_match,
             "tiles": self.tiles,
             "sim_seconds": round(self.sim_seconds, 6),
             "sim_cycles": self.sim_cycles,
@@ -149,6 +170,9 @@ class SimulationReport:
             "cycles_rtl": sum(op.cycles_rtl or 0 for op in self.ops),
             "cycles_model": sum(op.cycles_model or 0 for op in self.ops),
             "cycles_match": all(op.cycles_match for op in self.ops),
+            "cycles_total_rtl": sum(op.cycles_total_rtl or 0 for op in self.ops),
+            "cycles_total_model": sum(op.cycles_total_model or 0 for op in self.ops),
+            "total_cycles_match": all(op.total_cycles_match is not False for op in self.ops),
             "sim_seconds": round(sim_seconds, 6),
             "sim_cycles": sim_cycles,
             "cycles_per_second": round(sim_cycles / sim_seconds, 1) if sim_seconds > 0 else 0.0,

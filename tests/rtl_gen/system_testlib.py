@@ -72,8 +72,7 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
     image = np.concatenate([image, np.zeros(dram_extra + (-(len(image) + dram_extra)) % W, np.uint8)])
     dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=256,
                     stall_seed=stall_seed)
-    model = program_cycles(config, prog.commands, data_bytes=W, beats=dut.soc.beats, latency=latency,
-                           outstanding=dut.soc.outstanding)
+    model = program_cycles(config, prog.commands, latency=latency)
     seen: dict[str, Any] = {}
     words = image.reshape(-1, W)
 

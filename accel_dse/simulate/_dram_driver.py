@@ -1,0 +1,206 @@
+"""The DRAM path of ``simulate``: compile each op, lay out DRAM, run the SoC block, check it.
+
+Every GEMM instance of an op is one program (``perf_model.compile_gemm``: the model's tiling as
+commands) with its own DRAM image; the expected total cycles are
+``perf_model.gemm_program_cycles`` of that program (one queue-load after another when it is
+longer than the command queue) against the same DRAM model (latency
+:data:`DRAM_LATENCY`), so ``total_cycles_match`` says the RTL is the machine the model scores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ModelError, SimulationError
+from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, unpack_tensor
+from accel_dse.simulate._dram_program import (
+    DramProgram, DramResult, layout_dict, read_dram_result, write_dram_program,
+)
+from accel_dse.simulate._process import ProcessOutcome
+from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
+
+__all__ = ["DramJob", "prepare_dram", "check_dram", "run_dram", "DRAM_LATENCY", "DRAM_TESTBENCH_MODULE",
+           "dram_words"]
+
+#: Latency of the simulated DRAM (cycles from an AR or last W beat to its answer).
+DRAM_LATENCY = 20
+DRAM_TESTBENCH_MODULE = "accel_dse.simulate._dram_testbench"
+_FIRST_MISMATCHES = 5
+
+
+@dataclasses.dataclass
+class DramJob:
+    """One op, compiled: what to run and what to expect."""
+
+    index: int
+    name: str
+    gemm: Any
+    scaled_from: dict[str, int] | None
+    expected: np.ndarray  # (batch, m, n)
+    c_layout: Any
+    cycles_model: int  # compute cycles (sum of the runs' run_cycles)
+    total_model: int
+    stall_model: int
+    runs: int
+    output_bits: int
+
+
+def dram_words(program: DramProgram) -> int:
+    """DRAM model words the images need: a power of two, at least 2**16 bytes' worth."""
+    W = int(program.meta["data_bytes"])
+    need = max([len(img) for img in program.images.values()] + [1 << 16])
+    return 1 << math.ceil(math.log2(-(-need // W)))
+
+
+def _qparams(rq: Any, first: int, n: int) -> list[tuple[int, ...]]:
+    lo, hi = rq.bounds
+    per = [rq.channel_values(f, n, first) for f in ("bias", "multiplier", "shift")]
+    return [(bias, mult, shift, rq.zero_point, lo, hi) for bias, mult, shift in zip(*per, strict=True)]
+
+
+def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float, seed: int,
+                 chained: bool, regs: dict[str, int], clock_period_ns: float) -> tuple[list[DramJob], DramProgram]:
+    """Compile and lay out every op (``results_dir`` of the program's meta is filled in later).
+
+    Raises:
+        SimulationError: an op the design cannot run (the compiler's reason).
+    """
+    import perf_model
+    import workloads
+    from workloads._reference import channel_start
+
+    W = perf_model.axi_data_bytes(design)
+    refs = workloads.chained_references([op for _, op, _ in selected], seed, bits=design.input_bits) \
+        if chained else None
+    jobs: list[DramJob] = []
+    ops_meta: list[dict[str, Any]] = []
+    images: dict[str, np.ndarray] = {}
+    for index, (name, op, _count) in enumerate(selected):
+        full = op.to_gemm()
+        rq = op.requant
+        m = max(1, math.ceil(full.m * scale))
+        batch = max(1, math.ceil(full.batch * scale))
+        gemm = workloads.Gemm(m=m, k=full.k, n=full.n, name=full.name)
+        try:
+            program = perf_model.compile_gemm(design, gemm, requant=rq is not None)
+        except ModelError as exc:
+            raise SimulationError(f"op {name!r}: {exc}") from exc
+        timing = perf_model.gemm_program_cycles(design, program, latency=DRAM_LATENCY)
+        expected = np.zeros((batch, m, full.n), dtype=np.int64)
+        instances = []
+        for instance in range(batch):
+            ref = refs[index] if refs is not None else workloads.reference(op, seed, index=instance,
+                                                                           bits=design.input_bits)
+            a, b = np.asarray(ref.a[:m]).astype(np.int64), np.asarray(ref.b).astype(np.int64)
+            expected[instance] = np.asarray(ref.c if ref.q is None else ref.q)[:m]
+            tensors = {"a": pack_tensor(program.tensors["a"], a), "b": pack_tensor(program.tensors["b"], b)}
+            if rq is not None:
+                tensors["q"] = pack_qparam_lanes(program.tensors["q"],
+                                                 _qparams(rq, channel_start(op, instance), full.n))
+            images[f"img_{index}_{instance}"] = program_image(program, tensors)
+            chunks = [[program.queue_base + a * 32, b - a] for a, b in program.chunks]
+            instances.append({"chunks": chunks, "limit": 4 * timing.total + 10_000,
+                              "a": layout_dict(program.tensors["a"]), "c": layout_dict(program.tensors["c"])})
+        ops_meta.append({"name": name, "a_src": index - 1 if chained and index > 0 else -1,
+                         "instances": instances})
+        jobs.append(DramJob(index, name, gemm, {"m": full.m, "batch": full.batch}
+                            if (m, batch) != (full.m, full.batch) else None, expected, program.tensors["c"],
+                            timing.compute, timing.total, timing.stall, len(program.runs),
+                            design.acc_bits if rq is None else design.input_bits))
+    meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta}
+    return jobs, DramProgram(meta, images)
+
+
+def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, run_dir: Path,
+               timeout: float | None) -> OpResult:
+    """The op's result: C against JAX, the counters against the model."""
+    batch = job.expected.shape[0]
+    base = OpResult(
+        name=job.name, status="error",
+        gemm={"m": job.gemm.m, "k": job.gemm.k, "n": job.gemm.n, "batch": batch},
+        scaled_from=job.scaled_from, cycles_model=job.cycles_model * batch, tiles=job.runs,
+        output_bits=job.output_bits, cycles_total_model=job.total_model * batch,
+        stall_cycles_model=job.stall_model * batch,
+    )
+    if raw is None:
+        if outcome.timed_out:
+            return dataclasses.replace(base, status="timeout", reason=f"simulation killed after the {timeout:g} s "
+                                       "timeout before this op finished")
+        return dataclasses.replace(base, reason=f"the simulation ended (exit {outcome.returncode}) without a result "
+                                   f"for this op; log: {run_dir / 'sim.log'}")
+    base = dataclasses.replace(base, sim_seconds=raw.seconds, sim_cycles=raw.sim_cycles)
+    if raw.error:
+        return dataclasses.replace(base, reason=raw.error)
+    codes = [int(c) for c in raw.error_code if c]
+    if codes:
+        from accel_dse.commands import ERROR_NAMES
+
+        return dataclasses.replace(base, reason=f"the accelerator stopped with error {codes[0]} "
+                                   f"({ERROR_NAMES.get(codes[0], '?')}) at command {int(raw.error_pc[0])}")
+    got = np.stack([unpack_tensor(job.c_layout, c) for c in raw.c])
+    wrong = np.argwhere(got != job.expected)
+    first = tuple(Mismatch((int(b), int(i), int(j)), int(job.expected[b, i, j]), int(got[b, i, j]))
+                  for b, i, j in wrong[:_FIRST_MISMATCHES])
+    result = dataclasses.replace(base, mismatches=len(wrong), first_mismatches=first,
+                                 cycles_rtl=int(raw.compute.sum()), cycles_total_rtl=int(raw.total.sum()),
+                                 stall_cycles_rtl=int(raw.stall.sum()))
+    problems = []
+    if len(wrong):
+        problems.append(f"{len(wrong)} of {got.size} outputs differ from JAX")
+    if result.cycles_rtl != result.cycles_model:
+        problems.append(f"the array was busy {result.cycles_rtl} cycles, the model says {result.cycles_model}")
+    if not result.total_cycles_match:
+        problems.append(f"RTL took {result.cycles_total_rtl} cycles in total, the model says "
+                        f"{result.cycles_total_model}")
+    return dataclasses.replace(result, status="fail" if problems else "pass", reason="; ".join(problems))
+
+
+def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: str, *, scale: float, seed: int,
+             chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
+             notes: list[str]) -> SimulationReport:
+    """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``)."""
+    import rtl_gen
+    from accel_dse.simulate import _driver
+    from accel_dse.simulate._build import build_design
+    from accel_dse.simulate._run import run_testbench
+
+    regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
+    jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, _driver.CLOCK_PERIOD_NS)
+    if any(j.scaled_from for j in jobs):
+        notes.append(f"scale {scale:g}: M and batch of {sum(bool(j.scaled_from) for j in jobs)} op(s) shrunk "
+                     "(rows of C are independent, so the first rows are checked exactly)")
+    notes.append(f"from DRAM through AXI: DRAM model latency {DRAM_LATENCY} cycles, one "
+                 f"{program.meta['data_bytes']}-byte beat per cycle")
+    words = dram_words(program)
+    top = rtl_gen.sim_name(design, fault)
+    say(f"generating Verilog for {top} (SoC block + {words * program.meta['data_bytes'] >> 10} KiB DRAM model)")
+    verilog = rtl_gen.system_verilog(design, fault=fault, dram=(DRAM_LATENCY, words))
+    say(f"building {top} with {sim.name} (cached by Verilog hash)")
+    build = build_design(verilog, top=top, simulator=sim, work_dir=work)
+    say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
+    run_dir, lock = _driver._new_run_dir(work)
+    try:
+        program.meta["results_dir"] = str(run_dir / "results")
+        path = run_dir / "dram_program.npz"
+        write_dram_program(path, program)
+        say(f"simulating {len(jobs)} op(s) from DRAM in one {sim.name} process; log: {run_dir / 'sim.log'}")
+        outcome = run_testbench(build, test_module=DRAM_TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
+                                env={"ACCEL_DSE_SIM_PROGRAM": str(path)})
+        results = [check_dram(job, read_dram_result(run_dir / "results", job.index), outcome, run_dir, timeout)
+                   for job in jobs]
+    finally:
+        lock.close()
+    design_info = {**design.to_dict(), "config_hash": design.config_hash, "top": top, "memory": "dram"}
+    if fault is not None:
+        design_info["fault"] = dataclasses.asdict(fault)
+    return SimulationReport(
+        design=design_info, workload=spec, simulator=sim.name, ops=tuple(results), scale=scale,
+        build_seconds=build.seconds, build_cached=build.cached, run_seconds=outcome.seconds,
+        run_dir=str(run_dir), notes=tuple(notes), network=_driver._network(results) if chained else None,
+    )

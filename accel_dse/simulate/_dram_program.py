@@ -1,0 +1,103 @@
+"""The files the DRAM-path driver and testbench exchange (numpy and stdlib only).
+
+``dram_program.npz``: ``meta`` (JSON) and one DRAM image per GEMM instance (``img_<op>_<i>``,
+uint8, the program and its tensors as :mod:`accel_dse.simulate._dram_image` lays them out).
+``meta``: ``data_bytes`` (AXI width), ``clock_period_ns``, ``regs`` (register name -> byte
+offset), ``results_dir`` and ``ops``: per op ``name``, ``a_src`` (-1, or the op whose
+requantised output is this op's A: a chained network) and ``instances``: per instance
+``chunks`` (``[queue base, commands]`` per queue-load), ``limit`` (cycles to wait for each interrupt) and the layouts ``a`` and ``c``
+(``TensorLayout`` fields). The testbench writes ``results/op_NNNN.npz`` per op (renamed into
+place when complete): per instance ``c_<i>`` (the C bytes read back from DRAM) and arrays
+``total``, ``compute``, ``stall``, ``error_code``, ``error_pc``, plus ``seconds``,
+``sim_cycles`` and ``error``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DramProgram", "DramResult", "write_dram_program", "read_dram_program", "write_dram_result",
+           "read_dram_result", "layout_dict", "layout_of"]
+
+
+def layout_dict(layout: Any) -> dict[str, Any]:
+    """A ``TensorLayout`` as plain JSON data."""
+    return {"name": layout.name, "base": layout.base, "rows": layout.rows, "row_elems": layout.row_elems,
+            "elem_bytes": layout.elem_bytes, "transposed": layout.transposed, "shape": list(layout.shape)}
+
+
+def layout_of(data: dict[str, Any]) -> SimpleNamespace:
+    """The object :mod:`~accel_dse.simulate._dram_image` takes, from :func:`layout_dict` data."""
+    ns = SimpleNamespace(**{**data, "shape": tuple(data["shape"])})
+    ns.pitch = ns.row_elems * ns.elem_bytes
+    ns.nbytes = ns.rows * ns.pitch
+    return ns
+
+
+@dataclasses.dataclass(frozen=True)
+class DramProgram:
+    """What the DRAM testbench runs (see the module docstring)."""
+
+    meta: dict[str, Any]
+    images: dict[str, np.ndarray]
+
+
+@dataclasses.dataclass(frozen=True)
+class DramResult:
+    """What the testbench saw for one op (see the module docstring)."""
+
+    c: list[np.ndarray]
+    total: np.ndarray
+    compute: np.ndarray
+    stall: np.ndarray
+    error_code: np.ndarray
+    error_pc: np.ndarray
+    seconds: float
+    sim_cycles: int
+    error: str = ""
+
+
+def write_dram_program(path: Path, program: DramProgram) -> None:
+    """Write ``program`` to ``path`` (``.npz``)."""
+    np.savez(path, meta=np.array(json.dumps(program.meta)), **program.images)
+
+
+def read_dram_program(path: Path) -> DramProgram:
+    """Read what :func:`write_dram_program` wrote."""
+    with np.load(path) as data:
+        meta = json.loads(str(data["meta"]))
+        return DramProgram(meta, {k: data[k] for k in data.files if k != "meta"})
+
+
+def _result_path(results_dir: Path, op: int) -> Path:
+    return Path(results_dir) / f"op_{op:04d}.npz"
+
+
+def write_dram_result(results_dir: Path, op: int, result: DramResult) -> None:
+    """Write one op's result atomically."""
+    final = _result_path(results_dir, op)
+    tmp = final.with_name(final.stem + ".tmp.npz")
+    arrays = {f"c_{i}": c for i, c in enumerate(result.c)}
+    np.savez(tmp, total=result.total, compute=result.compute, stall=result.stall, error_code=result.error_code,
+             error_pc=result.error_pc, seconds=np.float64(result.seconds), sim_cycles=np.int64(result.sim_cycles),
+             error=np.array(result.error), **arrays)
+    os.replace(tmp, final)
+
+
+def read_dram_result(results_dir: Path, op: int) -> DramResult | None:
+    """The result of op ``op``, or None if the testbench did not finish it."""
+    path = _result_path(results_dir, op)
+    if not path.is_file():
+        return None
+    with np.load(path) as data:
+        count = sum(1 for k in data.files if k.startswith("c_"))
+        return DramResult([data[f"c_{i}"] for i in range(count)], data["total"], data["compute"], data["stall"],
+                          data["error_code"], data["error_pc"], float(data["seconds"]), int(data["sim_cycles"]),
+                          str(data["error"]))

@@ -1,0 +1,207 @@
+"""The cocotb testbench of the DRAM path: programs run from DRAM on the SoC block, like an SoC would.
+
+Per GEMM instance: the DRAM image is written through the DRAM model's backdoor (everything but
+the C region, which the program writes), the control registers are set over AXI4-Lite
+(IRQ_ENABLE, then per queue-load QUEUE_BASE, QUEUE_LEN and CTRL.START), the testbench sleeps until ``irq`` rises
+(no Python runs per clock cycle meanwhile), reads the counters and status, clears the
+interrupt and reads C back through the backdoor. A chained op's A is the previous op's
+requantised C as the design wrote it, laid out anew here. The program comes in
+``ACCEL_DSE_SIM_PROGRAM`` (:mod:`accel_dse.simulate._dram_program`). Like the host-port
+testbench, every signal is driven just after a falling edge.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
+from cocotb.utils import get_sim_time
+
+from accel_dse.simulate._dram_image import pack_tensor, unpack_tensor
+from accel_dse.simulate._dram_program import DramResult, layout_of, read_dram_program, write_dram_result
+
+PROGRAM_ENV = "ACCEL_DSE_SIM_PROGRAM"
+_AXIL_INPUTS = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")
+_HANDSHAKE_LIMIT = 64
+
+
+class BusError(Exception):
+    """The register block did not answer, or answered with an error."""
+
+
+class Board:
+    """The DUT as a host CPU sees it: registers over AXI4-Lite, DRAM through the backdoor."""
+
+    def __init__(self, dut: Any, meta: dict[str, Any]) -> None:
+        self.dut = dut
+        self.regs = meta["regs"]
+        self.W = int(meta["data_bytes"])
+        self.period_ns = float(meta["clock_period_ns"])
+        self.falling = FallingEdge(dut.clk)
+
+    def sig(self, name: str) -> Any:
+        return getattr(self.dut, f"s_axil_{name}")
+
+    async def reset(self) -> None:
+        Clock(self.dut.clk, self.period_ns, unit="ns", impl="gpi").start()
+        for name in _AXIL_INPUTS:
+            self.sig(name).value = 0
+        for name in ("bd_addr", "bd_wdata", "bd_we"):
+            getattr(self.dut, name).value = 0
+        self.dut.rst.value = 1
+        await ClockCycles(self.dut.clk, 2, rising=False)
+        self.dut.rst.value = 0
+        await self.falling
+
+    async def _handshake(self, channel: str) -> None:
+        for _ in range(_HANDSHAKE_LIMIT):
+            ready = int(self.sig(f"{channel}ready").value)
+            await self.falling
+            if ready:
+                self.sig(f"{channel}valid").value = 0
+                return
+        raise BusError(f"no {channel}ready from the register block")
+
+    async def _response(self, channel: str) -> int:
+        self.sig(f"{channel}ready").value = 1
+        for _ in range(_HANDSHAKE_LIMIT):
+            if int(self.sig(f"{channel}valid").value):
+                resp = int(self.sig(f"{channel}resp").value)
+                data = int(self.sig("rdata").value) if channel == "r" else 0
+                await self.falling
+                self.sig(f"{channel}ready").value = 0
+                if resp:
+                    raise BusError(f"register access answered {resp:#x}")
+                return data
+            await self.falling
+        raise BusError(f"no {channel}valid from the register block")
+
+    async def write(self, name: str, value: int) -> None:
+        """One AXI4-Lite write of ``value`` to register ``name`` (AW and W together)."""
+        self.sig("awaddr").value = self.regs[name]
+        self.sig("wdata").value = value & 0xFFFFFFFF
+        self.sig("wstrb").value = 0xF
+        self.sig("awvalid").value = 1
+        self.sig("wvalid").value = 1
+        for _ in range(_HANDSHAKE_LIMIT):
+            aw, w = int(self.sig("awready").value), int(self.sig("wready").value)
+            await self.falling
+            if aw:
+                self.sig("awvalid").value = 0
+            if w:
+                self.sig("wvalid").value = 0
+            if not int(self.sig("awvalid").value) and not int(self.sig("wvalid").value):
+                break
+        else:
+            raise BusError(f"write of {name} not accepted")
+        await self._response("b")
+
+    async def read(self, name: str) -> int:
+        """One AXI4-Lite read of register ``name``."""
+        self.sig("araddr").value = self.regs[name]
+        self.sig("arvalid").value = 1
+        await self._handshake("ar")
+        return await self._response("r")
+
+    async def read64(self, name: str) -> int:
+        lo = await self.read(f"{name}_LO")
+        return lo | await self.read(f"{name}_HI") << 32
+
+    async def poke(self, image: np.ndarray, skip: tuple[int, int]) -> None:
+        """Write DRAM words of ``image`` (uint8) through the backdoor, except bytes ``skip``."""
+        W = self.W
+        words = image[: len(image) // W * W].reshape(-1, W)
+        raw = words.tobytes()
+        lo, hi = skip[0] // W, -(-skip[1] // W)
+        addr, data, we = self.dut.bd_addr, self.dut.bd_wdata, self.dut.bd_we
+        we.value = 1
+        for i in range(len(words)):
+            if lo <= i < hi:
+                continue
+            addr.value = i
+            data.value = int.from_bytes(raw[i * W:(i + 1) * W], "little")
+            await self.falling
+        we.value = 0
+
+    async def peek(self, base: int, nbytes: int) -> np.ndarray:
+        """Bytes ``base .. base + nbytes`` of DRAM through the backdoor."""
+        W = self.W
+        out = bytearray()
+        addr = self.dut.bd_addr
+        for i in range(base // W, -(-(base + nbytes) // W)):
+            addr.value = i
+            await self.falling
+            out += int(self.dut.bd_rdata.value).to_bytes(W, "little")
+        skip = base - base // W * W
+        return np.frombuffer(bytes(out[skip:skip + nbytes]), np.uint8)
+
+
+async def _instance(board: Board, image: np.ndarray, inst: dict[str, Any], a_bytes: np.ndarray | None
+                    ) -> tuple[np.ndarray, tuple[int, ...], str]:
+    c = layout_of(inst["c"])
+    if a_bytes is not None:
+        a = layout_of(inst["a"])
+        image = image.copy()
+        image[a.base:a.base + a.nbytes] = a_bytes
+    await board.poke(image, (c.base, c.base + c.nbytes))
+    await board.write("IRQ_ENABLE", 0b11)
+    sums = [0, 0, 0, 0, 0]
+    for base, length in inst["chunks"]:  # one queue-load after another
+        await board.write("QUEUE_BASE_LO", base & 0xFFFFFFFF)
+        await board.write("QUEUE_BASE_HI", base >> 32)
+        await board.write("QUEUE_LEN", length)
+        await board.write("CTRL", 1)
+        timer = Timer(board.period_ns * int(inst["limit"]), unit="ns")
+        fired = await First(RisingEdge(board.dut.irq), timer)
+        if fired is timer:
+            return np.zeros(0, np.uint8), tuple(sums), f"no interrupt within {inst['limit']} cycles of START"
+        await board.falling
+        for i, name in enumerate(("CYCLES_TOTAL", "CYCLES_COMPUTE", "CYCLES_DMA_STALL")):
+            sums[i] += await board.read64(name)
+        sums[3], sums[4] = await board.read("ERROR_CODE"), await board.read("ERROR_PC")
+        await board.write("IRQ_STATUS", 0b11)
+        if sums[3]:
+            break
+    return await board.peek(c.base, c.nbytes), tuple(sums), ""
+
+
+@cocotb.test()
+async def run_dram_program(dut: Any) -> None:
+    """Run every op of the program; results go to files, so a killed run keeps finished ops."""
+    program = read_dram_program(Path(os.environ[PROGRAM_ENV]))
+    meta = program.meta
+    results_dir = Path(meta["results_dir"])
+    results_dir.mkdir(parents=True, exist_ok=True)
+    board = Board(dut, meta)
+    await board.reset()
+    outputs: dict[int, tuple[Any, np.ndarray]] = {}  # op -> (its C layout, C of its first instance)
+    for index, op in enumerate(meta["ops"]):
+        started, t0 = time.monotonic(), get_sim_time("ns")
+        cs, counters, error = [], [], ""
+        for i, inst in enumerate(op["instances"]):
+            a_bytes = None
+            if op["a_src"] >= 0:
+                layout, c_raw = outputs[op["a_src"]]
+                a_bytes = pack_tensor(layout_of(inst["a"]), unpack_tensor(layout, c_raw))
+            try:
+                c, values, error = await _instance(board, program.images[f"img_{index}_{i}"], inst, a_bytes)
+            except BusError as exc:
+                c, values, error = np.zeros(0, np.uint8), (0, 0, 0, 0, 0), str(exc)
+            cs.append(c)
+            counters.append(values)
+            if error:
+                break
+            if i == 0:
+                outputs[index] = (layout_of(inst["c"]), c)
+        cols = np.array(counters, dtype=np.int64).reshape(-1, 5)
+        write_dram_result(results_dir, index, DramResult(
+            cs, cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 4], time.monotonic() - started,
+            int((get_sim_time("ns") - t0) / board.period_ns), error))
+        if error:
+            return
