@@ -25,8 +25,8 @@ from accel_dse.commands import COMMAND_BYTES, Command, Opcode
 from accel_dse.config import ArrayConfig
 from perf_model import dma_timing, timing
 
-__all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats", "DEFAULT_DRAM_LATENCY",
-           "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
+__all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
+           "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
 
 #: DRAM model latency used unless a test or a user names another (cycles).
 DEFAULT_DRAM_LATENCY = 20

@@ -39,9 +39,9 @@ from ._regmap import (
     c_header,
     markdown_table,
 )
+from ._sim_top import SimSystem, sim_name
 from ._skew import DelayLine, Skew
 from ._synth import default_cache_dir, synth_component, synth_stats
-from ._sim_top import SimSystem, sim_name
 from ._system import AxiAccelerator, dram_word_bytes, system_name
 from ._top import HOST_SEL, QDATA_LATENCY, Accelerator, top_name
 from ._top import __doc__ as PORT_MAP

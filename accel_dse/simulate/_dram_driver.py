@@ -20,7 +20,11 @@ from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError, SimulationError
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, unpack_tensor
 from accel_dse.simulate._dram_program import (
-    DramProgram, DramResult, layout_dict, read_dram_result, write_dram_program,
+    DramProgram,
+    DramResult,
+    layout_dict,
+    read_dram_result,
+    write_dram_program,
 )
 from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
