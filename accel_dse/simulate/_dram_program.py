@@ -7,9 +7,9 @@ offset), ``results_dir`` and ``ops``: per op ``name``, ``a_src`` (-1, or the op 
 requantised output is this op's A: a chained network) and ``instances``: per instance
 ``chunks`` (``[queue base, commands]`` per queue-load), ``limit`` (cycles to wait for each
 interrupt) and the layouts ``a`` and ``c`` (``TensorLayout`` fields). The testbench writes
-``results/op_NNNN.npz`` per op (renamed into place when complete): per instance ``c_<i>`` (the C bytes read back from DRAM) and arrays
-``total``, ``compute``, ``stall``, ``error_code``, ``error_pc``, plus ``seconds``,
-``sim_cycles`` and ``error``.
+``results/op_NNNN.npz`` per op (renamed into place when complete): per instance ``c_<i>``
+(the C bytes read back from DRAM) and arrays ``total``, ``compute``, ``stall``,
+``error_code``, ``error_pc``, plus ``seconds``, ``sim_cycles`` and ``error``.
 """
 
 from __future__ import annotations
