@@ -77,6 +77,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     """
     import perf_model
     import workloads
+    from accel_dse.simulate import _driver
     from workloads._reference import channel_start
 
     W = perf_model.axi_data_bytes(design)
@@ -91,6 +92,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         m = max(1, math.ceil(full.m * scale))
         batch = max(1, math.ceil(full.batch * scale))
         gemm = workloads.Gemm(m=m, k=full.k, n=full.n, name=full.name)
+        _driver._plan(design, gemm, name)  # an infeasible design: the model's reason, as on the host port
         try:
             program = perf_model.compile_gemm(design, gemm, requant=rq is not None)
         except ModelError as exc:

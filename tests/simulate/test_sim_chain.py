@@ -87,8 +87,9 @@ def test_chained_inputs_come_from_the_design_not_the_program():
 
 
 def test_fault_injected_network_fails_every_check(run_cli, sim_cache):
+    """On the host port both the requantised outputs and the raw accumulators are read back."""
     code, out, err = run_cli("simulate", "--design", "tiny", "--workload", "mlp:batch=6,d_in=24,hidden=20,layers=2,"
-                             "d_out=5", "--simulator", "icarus", "--inject-fault", "1,2,0,1", "--json",
+                             "d_out=5", "--simulator", "icarus", "--inject-fault", "1,2,0,1", "--json", "--host-port",
                              "--work-dir", str(sim_cache))
     assert code == 1, err
     report = json.loads(out)

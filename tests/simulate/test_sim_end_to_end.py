@@ -107,8 +107,9 @@ def test_mlp_end_to_end_in_verilator_via_the_cli(run_cli, sim_cache):
         m, k, n = op["gemm"]["m"], op["gemm"]["k"], op["gemm"]["n"]
         assert op["cycles_rtl"] == run_cycles_by_hand("ws", 4, 4, m, k, n)  # each layer fits one run
         assert op["cycles_per_second"] > 0
+        assert op["total_cycles_match"] is True  # from DRAM: the whole SoC block's counter
     # Only the top's ports are public to cocotb (no --public-flat-rw): the .vlt names exactly
-    # the Accelerator's signature plus the clock and reset the export adds.
+    # the simulation top's signature (registers, interrupt, DRAM backdoor) plus clock and reset.
     import re
 
     import rtl_gen
@@ -116,9 +117,10 @@ def test_mlp_end_to_end_in_verilator_via_the_cli(run_cli, sim_cache):
     top = report["design"]["top"]
     (vlt,) = sim_cache.glob(f"builds/{top}-verilator-*/{top}.vlt")
     public = set(re.findall(r'-module "' + top + r'" -var "([^"]+)"', vlt.read_text()))
-    accelerator = rtl_gen.Accelerator(TINY)
-    accelerator._MustUse__silence = True  # only its signature is wanted, never elaborated
-    assert public == set(accelerator.signature.members) | {"clk", "rst"}
+    system = rtl_gen.SimSystem(TINY, latency=20, dram_words=2)
+    for unit in (system, system.soc, system.soc.core, system.soc.csr, system.dram):
+        unit._MustUse__silence = True  # only the signature is wanted, never elaborated
+    assert public == set(system.signature.members) | {"clk", "rst"}
 
 
 def test_fault_injected_design_is_caught(run_cli, sim_cache):
@@ -158,7 +160,7 @@ def test_a_run_that_never_finishes_fails_its_op_and_the_next_op_still_runs(monke
 
     monkeypatch.setattr(_driver, "_watchdog_cycles", first_run_gets_one_cycle)
     report = simulate(tiny("ws"), "mlp:batch=4,d_in=8,hidden=8,layers=1,d_out=4", simulator="icarus",
-                      work_dir=sim_cache, chain=False)
+                      work_dir=sim_cache, chain=False, memory="host")
     first, second = report.ops
     assert first.status == "error" and "done did not rise within 1 cycles" in first.reason
     assert first.cycles_rtl is None and not first.cycles_match
