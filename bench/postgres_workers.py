@@ -21,8 +21,7 @@ machines) on one study, each stopped by ``--timeout``. Afterwards it prints:
 
 Usage: ``.venv/bin/python bench/postgres_workers.py [--workers 24] [--seconds 45] [--sampler tpe]``
 (``--seconds 30`` took 107 s on 2 shared cores: the 24 workers' start-up, ~2 s of CPU each, comes
-first, and the last of them began its first trial about 70 s after the first; ``--keep-log FILE`` keeps
-the server log).
+first: trials ran for the last 37 s of it; ``--keep-log FILE`` keeps the server log).
 Needs the ``postgresql`` server package and psycopg (``pip install -e '.[postgres]'``).
 """
 
