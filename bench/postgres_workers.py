@@ -19,9 +19,9 @@ machines) on one study, each stopped by ``--timeout``. Afterwards it prints:
   ``pg_locks`` entries not granted; (3) ``pg_stat_database``: deadlocks, commits and rollbacks
   of the run. Also the peak of connections to the database.
 
-Usage: ``.venv/bin/python bench/postgres_workers.py [--workers 24] [--seconds 45] [--sampler tpe]``
+Usage: ``.venv/bin/python bench/postgres_workers.py [--workers 24] [--seconds 30] [--sampler tpe]``
 (``--seconds 30`` took 107 s on 2 shared cores: the 24 workers' start-up, ~2 s of CPU each, comes
-first: trials ran for the last 37 s of it; ``--keep-log FILE`` keeps the server log).
+first: trials ran during 37 s of it; ``--keep-log FILE`` keeps the server log).
 Needs the ``postgresql`` server package and psycopg (``pip install -e '.[postgres]'``).
 """
 
@@ -179,7 +179,7 @@ def _rate(trials: list[optuna.trial.FrozenTrial], start: datetime, end: datetime
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=24)
-    parser.add_argument("--seconds", type=float, default=45.0, help="each worker's --timeout")
+    parser.add_argument("--seconds", type=float, default=30.0, help="each worker's --timeout")
     parser.add_argument("--sampler", default="tpe")
     parser.add_argument("--space", default="edge-int8")
     parser.add_argument("--accel-dse", default=str(Path(sys.executable).parent / "accel-dse"))
