@@ -14,6 +14,14 @@ loop sampler runs from several seeds and the script prints, as the median over t
   difference to ``random``). ``bo`` refits its GPs every trial and runs at most
   :data:`BO_TRIALS` trials.
 
+``optuna-gp`` is Optuna's own ``GPSampler`` (constrained log-EI over a Matern-5/2 GP; it needs
+torch, which accel-dse does not depend on: ``pip install torch`` into the venv), so that the
+case for ``bo`` is measured rather than assumed. It runs through the sweep's own objective and
+trial loop, wrapped in the same :class:`~accel_dse.search._distinct.DistinctSampler` as TPE (a
+repeat moves to an unseen neighbour), reads the same relative constraint excesses from the
+trials, and is capped at :data:`GP_TRIALS` trials (it refits and optimises its acquisition
+every trial too). Without torch its row says so with the import error.
+
 For ``random`` the exact expectation is also printed from the grid: uniform sampling hits
 the within-1 % set (a fraction ``p`` of the space) after a geometric number of trials, median
 ``ceil(log(0.5) / log(1 - p))`` (same for 5 %). Targets (issue 7): the best sampler within 1 % in <= 200
@@ -28,9 +36,12 @@ Last, the throughput of a model-only sweep (random sampler, so the figure is the
 machinery plus the model, not a sampler's own cost), trials/s per worker, on in-memory,
 SQLite and journal storage (target >= 50).
 
-Usage: ``.venv/bin/python bench/search_efficiency.py [--seeds 5] [--trials 1000] [--space edge-int8]``
-(about 17 minutes on 2 cores: bo 9 (5 x 500 trials), CMA-ES and TPE 3 each; ``--quick`` for a 3-seed,
-200-trial smoke run; ``--no-throughput``).
+Usage: ``.venv/bin/python bench/search_efficiency.py [--seeds 5] [--trials 1000] [--space edge-int8]
+[--samplers bo,optuna-gp]``
+(about 17 minutes on 2 cores without optuna-gp: bo 9 (5 x 500 trials), CMA-ES and TPE 3 each; optuna-gp
+took 3.7 min per 300-trial run, 1.1 s a trial by the 300th; ``--quick`` for a 3-seed, 200-trial smoke run;
+``--no-throughput``; ``--seeds 3 --trials 300 --samplers bo,optuna-gp,tpe,random --no-throughput`` compares
+the two GP samplers in about 15 minutes).
 """
 
 from __future__ import annotations
@@ -43,6 +54,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+# torch (GPSampler) and OpenBLAS read these at import: one thread each, as the sweep's workers run.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
@@ -60,6 +75,10 @@ from accel_dse.search import (  # noqa: E402
     parse_space,
     run_sweep,
 )
+from accel_dse.search._distinct import DistinctSampler  # noqa: E402
+from accel_dse.search._loop import run_trials  # noqa: E402
+from accel_dse.search._objective import SweepObjective, TrialFailed  # noqa: E402
+from accel_dse.search._study import open_study  # noqa: E402
 
 SPACE = {
     "name": "bench-78k",
@@ -79,9 +98,38 @@ SPACE = {
         "tech_nm": 28,
     },
 }
-SAMPLERS = ["tpe", "nsga2", "cmaes", "rl", "bo", "random"]
+SAMPLERS = ["tpe", "nsga2", "cmaes", "rl", "bo", "optuna-gp", "random"]
 #: Trials a bo run is capped at (it refits its GPs every trial: ~0.1-0.4 s of sampling per trial).
 BO_TRIALS = 500
+#: Trials an optuna-gp run is capped at (as bo).
+GP_TRIALS = BO_TRIALS
+#: Trial caps of the costly samplers (the others run ``--trials``).
+CAPS = {"bo": BO_TRIALS, "optuna-gp": GP_TRIALS}
+
+
+def gp_missing() -> str | None:
+    """Why Optuna's GPSampler cannot run here (its import error), or ``None`` when it can."""
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def optuna_gp_study(space, evaluator, seed: int, trials: int) -> optuna.Study:
+    """A run of Optuna's GPSampler through the sweep's objective and trial loop (in memory)."""
+    import warnings
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        inner = optuna.samplers.GPSampler(seed=seed, deterministic_objective=True, warn_independent_sampling=False)
+    sampler = DistinctSampler(inner, space, retries=4, neighbours=True, seed=seed)
+    study = open_study(optuna.storages.InMemoryStorage(), f"optuna-gp-{seed}", space, where="memory",
+                       sampler=sampler)
+    objective = SweepObjective(space, evaluator, constraints_complete=True, sampler="optuna-gp")
+    run_trials(study, objective, catch=(TrialFailed,), stop=lambda s: len(s.trials) >= trials)
+    return study
 
 
 def best_curve(study: optuna.Study, n: int) -> np.ndarray:
@@ -104,9 +152,12 @@ def trials_to(curve: np.ndarray, target: float) -> int | None:
 def run_one(space, evaluator, sampler: str, seed: int, trials: int) -> tuple[np.ndarray, int, float]:
     """Best-so-far curve of one seeded run, the trials that repeated a design, and the mean
     wall time of its last 100 trials (sampling + evaluation + storage; s)."""
-    config = SweepConfig(space=space, evaluator=evaluator, storage="memory:", study_name=f"{sampler}-{seed}",
-                         sampler=sampler, n_trials=trials, seed=seed)
-    study = run_sweep(config).study
+    if sampler == "optuna-gp":
+        study = optuna_gp_study(space, evaluator, seed, trials)
+    else:
+        config = SweepConfig(space=space, evaluator=evaluator, storage="memory:", study_name=f"{sampler}-{seed}",
+                             sampler=sampler, n_trials=trials, seed=seed)
+        study = run_sweep(config).study
     hashes = [t.user_attrs.get("config_hash") for t in study.get_trials(deepcopy=False)]
     hashes = [h for h in hashes if h is not None]
     last = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)[-100:]
@@ -169,7 +220,7 @@ def main() -> None:
               f"sampling needs {1 / p:,.0f} trials on average, median {random_medians[tol]:,}")
     print()
 
-    header = f"{'sampler':8} {'to 1% (median)':>14}  {'per seed':26}  {'to 5%':>6}" + "".join(
+    header = f"{'sampler':9} {'to 1% (median)':>14}  {'per seed':26}  {'to 5%':>6}" + "".join(
         f"  {'best/opt @' + str(c):>13}" for c in checkpoints) + f"  {'repeats':>7}  {'s/run':>6}  {'s/trial':>7}"
     print(header)
     print("-" * len(header))
@@ -177,7 +228,11 @@ def main() -> None:
     medians5: dict[str, float] = {}
     for sampler in [s for s in args.samplers.split(",") if s]:
         curves, seconds, repeats, per_trial = [], [], [], []
-        n_run = min(trials, BO_TRIALS) if sampler == "bo" else trials
+        n_run = min(trials, CAPS.get(sampler, trials))
+        missing = gp_missing() if sampler == "optuna-gp" else None
+        if missing is not None:
+            print(f"{sampler:9} not run: Optuna's GPSampler needs torch ({missing})", flush=True)
+            continue
         for seed in range(seeds):
             t0 = time.perf_counter()
             curve, repeated, last = run_one(space, evaluator, sampler, seed, n_run)
@@ -197,10 +252,11 @@ def main() -> None:
         five_shown = "none" if math.isinf(five) else f"{five:g}"
         ratios = "".join(f"  {fmt_ratio([c[cp - 1] / optimum for c in curves]):>13}" if cp <= n_run
                          else f"  {'n/a':>13}" for cp in checkpoints)
-        print(f"{sampler:8} {shown:>14}  {per_seed:26}  {five_shown:>6}{ratios}  {sum(repeats):7d}  "
+        print(f"{sampler:9} {shown:>14}  {per_seed:26}  {five_shown:>6}{ratios}  {sum(repeats):7d}  "
               f"{statistics.median(seconds):6.1f}  {statistics.median(per_trial):7.3f}", flush=True)
     print(f"(- = not within 1% after {trials} trials; a median of 'none' means most seeds did not get there; "
-          f"bo runs at most {BO_TRIALS} trials (n/a beyond); s/trial = mean wall time of a run's last 100 trials, "
+          f"bo runs at most {BO_TRIALS} trials, optuna-gp at most {GP_TRIALS} (n/a beyond); "
+          "s/trial = mean wall time of a run's last 100 trials, "
           "sampling + model + storage, median over seeds)")
     print()
     for tol, found in ((1, medians), (5, medians5)):

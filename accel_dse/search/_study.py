@@ -4,11 +4,18 @@ A sweep study records what it searches in its user attributes (``accel_dse.*``: 
 objectives, fingerprint and canonical form). Resuming with the same ``--study`` name
 continues it; a name that exists with other objectives or another space is refused, never
 silently replaced or mixed.
+
+Optuna creates a study and its attributes in separate writes, so a worker on another machine
+can find the study before its creator has marked it (24 sweeps started at once on one
+PostgreSQL study: one in 24 was refused as "not made by accel-dse sweep"). A study that has
+neither the mark nor any trial is therefore given :data:`SETUP_WAIT_S` seconds to get its mark
+before it is refused.
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 import optuna
 from optuna.storages import BaseStorage
@@ -36,6 +43,8 @@ ATTR_OBJECTIVES = "accel_dse.objectives"
 ATTR_FINGERPRINT = "accel_dse.space_fingerprint"
 ATTR_SPACE = "accel_dse.space"
 ATTR_SPACE_NAME = "accel_dse.space_name"
+#: Seconds a worker waits for another worker to mark a study it has just created (see the module notes).
+SETUP_WAIT_S = 15.0
 
 
 def check_study_name(name: object, option: str = "--study") -> str:
@@ -99,10 +108,19 @@ def open_study(
     where: str,
     sampler: optuna.samplers.BaseSampler | None = None,
     create: bool = True,
+    setup_wait_s: float = SETUP_WAIT_S,
 ) -> optuna.Study:
-    """Load study ``name`` after checking it fits ``space``, or create it (when ``create``)."""
+    """Load study ``name`` after checking it fits ``space``, or create it (when ``create``).
+
+    An existing study with neither accel-dse's mark nor a trial gets ``setup_wait_s`` seconds
+    to be marked by the worker creating it before it is refused (see the module notes).
+    """
     if study_exists(storage, name):
         study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+        deadline = time.monotonic() + setup_wait_s
+        while (ATTR_OBJECTIVES not in study.user_attrs and not study.get_trials(deepcopy=False)
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
         check_compatible(study, space, where=where)
         return study
     if not create:

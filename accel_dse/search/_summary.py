@@ -17,7 +17,7 @@ from accel_dse.search._grid import pareto_mask
 from accel_dse.search._metrics import METRIC_UNITS
 from accel_dse.search._space import DesignSpace
 
-__all__ = ["feasible_trials", "best_trials", "summary_dict", "summary_table"]
+__all__ = ["feasible_trials", "best_trials", "free_values", "summary_dict", "summary_table"]
 
 
 def _is_feasible(trial: FrozenTrial) -> bool:
@@ -57,7 +57,8 @@ def best_trials(study: optuna.Study, space: DesignSpace, *, top: int = 5) -> lis
     return [trials[i] for i in front]
 
 
-def _free_values(space: DesignSpace, trial: FrozenTrial) -> dict[str, Any]:
+def free_values(space: DesignSpace, trial: FrozenTrial) -> dict[str, Any]:
+    """The decoded values of ``space``'s free fields in ``trial``, by field name."""
     config = trial.user_attrs.get("config")
     if config is not None:
         return {p.field: config[p.field] for p in space.free_params}
@@ -77,7 +78,7 @@ def summary_dict(study: optuna.Study, space: DesignSpace, *, storage: str, top: 
     for t in best_trials(study, space, top=top):
         best.append({
             "trial": t.number,
-            "params": _free_values(space, t),
+            "params": free_values(space, t),
             "values": {o.name: float(v) for o, v in zip(space.objectives, t.values, strict=True)},
             "config_hash": t.user_attrs.get("config_hash"),
             "metrics": {k: v for k, v in (t.user_attrs.get("metrics") or {}).items() if v is not None},

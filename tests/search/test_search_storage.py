@@ -77,6 +77,29 @@ def test_unreachable_server_is_one_line():
     assert time.monotonic() - start < 30
 
 
+def test_a_worker_joining_a_study_its_creator_has_not_marked_yet_waits_for_the_mark(tmp_path):
+    """Optuna creates a study and its attributes in separate writes: a second sweep can see it in between."""
+    import threading
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    space = make_space()
+    marked = open_study(open_storage(parse_storage(f"sqlite:///{tmp_path}/ref.db")), "x", space, where="test")
+    bare = optuna.create_study(storage=open_storage(parse_storage(url)), study_name="x")  # created, not marked
+
+    def creator_marks() -> None:
+        time.sleep(0.5)
+        for key, value in marked.user_attrs.items():
+            bare.set_user_attr(key, value)
+
+    creator = threading.Thread(target=creator_marks)
+    creator.start()
+    try:
+        joined = open_study(open_storage(parse_storage(url)), "x", space, where="test", create=False)
+    finally:
+        creator.join()
+    assert joined.user_attrs["accel_dse.objectives"] == ["edp"]
+
+
 def test_study_compatibility(tmp_path):
     storage = open_storage(parse_storage(f"sqlite:///{tmp_path}/s.db"))
     space = make_space()
@@ -91,7 +114,7 @@ def test_study_compatibility(tmp_path):
         open_study(storage, "x", make_space(constraints=["area_mm2 <= 1"]), where="test")
     optuna.create_study(storage=storage, study_name="foreign")
     with pytest.raises(SearchError, match="was not made by accel-dse sweep"):
-        open_study(storage, "foreign", space, where="test")
+        open_study(storage, "foreign", space, where="test", setup_wait_s=0.3)
     with pytest.raises(SearchError, match="no study 'missing'"):
         open_study(storage, "missing", space, where="test", create=False)
     # Refusals left the study as it was.
