@@ -15,10 +15,12 @@ from amaranth.utils import exact_log2
 
 from accel_dse.errors import ConfigError
 
-__all__ = ["ADDR_BITS", "MAX_BURST", "PAGE_BYTES", "axi4_signature", "BurstIssuer"]
+__all__ = ["ADDR_BITS", "ID_BITS", "MAX_BURST", "PAGE_BYTES", "axi4_signature", "BurstIssuer"]
 
 #: DRAM byte-address width.
 ADDR_BITS = 32
+#: Width of the (constant zero) transaction IDs: one ID, so transactions complete in order.
+ID_BITS = 4
 #: Beats per burst at most (AXI4 INCR).
 MAX_BURST = 256
 #: A burst never crosses a boundary of this many bytes (AXI4 rule).
@@ -29,6 +31,7 @@ def axi4_signature(data_bytes: int) -> wiring.Signature:
     """An AXI4 manager interface (``Out`` = driven by the manager) with ``data_bytes``-wide data."""
     exact_log2(data_bytes)
     return wiring.Signature({
+        "awid": Out(ID_BITS), "bid": In(ID_BITS), "arid": Out(ID_BITS), "rid": In(ID_BITS),
         "awaddr": Out(ADDR_BITS), "awlen": Out(8), "awsize": Out(3), "awburst": Out(2), "awvalid": Out(1),
         "awready": In(1),
         "wdata": Out(8 * data_bytes), "wstrb": Out(data_bytes), "wlast": Out(1), "wvalid": Out(1), "wready": In(1),

@@ -126,7 +126,7 @@ class DramModel(wiring.Component):
             with m.If(burst_end):
                 m.d.sync += [w_count.eq(0), w_bad.eq(0)]
         bvalid, bresp = Signal(), Signal(2)
-        m.d.comb += [bus.bvalid.eq(bvalid), bus.bresp.eq(bresp)]
+        m.d.comb += [bus.bvalid.eq(bvalid), bus.bresp.eq(bresp), bus.bid.eq(0), bus.rid.eq(0)]
         b_free = ~bvalid | bus.bready
         b_begin = b_free & go(4) & b.r_rdy & _reached(m, now, b.r_data[2:])
         m.d.comb += b.r_en.eq(b_begin)

@@ -126,6 +126,10 @@ class AxiAccelerator(wiring.Component):
         # AXI: the load engine drives AR/R, the store engine AW/W/B.
         for name in axi4_signature(self.data_bytes).members:
             port = getattr(self, f"m_axi_{name}")
+            if name in ("awid", "arid", "bid", "rid"):  # one ID: 0 out, responses' IDs not looked at
+                if name in ("awid", "arid"):
+                    m.d.comb += port.eq(0)
+                continue
             engine = ld if name.startswith(("ar", "r")) else st
             inner = getattr(engine, name)
             m.d.comb += (port.eq(inner) if name not in _INPUTS else inner.eq(port))

@@ -14,6 +14,10 @@ export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/col
     host_qdata   out  C*b                   requantised ofmap word of host_addr/host_qsel 3 cycles back
     m, k, n      in   32 each               GEMM dimensions, sampled with start
     accumulate   in   1                     sampled with start: add results to the ofmap
+    x_base       in   x buffer address width  sampled with start: word offset of the run's x operand
+    y_base       in   y buffer address width  sampled with start: word offset of the run's y operand
+    o_base       in   ofmap address width     sampled with start: word offset of the run's outputs
+    host_overlap in   1                     let host writes to ifmap/weight/qparam through while busy
     start        in   1                     one-cycle pulse; ignored while busy
     busy         out  1                     high from the cycle after start until done
     done         out  1                     rises when the run ends, stays high until the next start

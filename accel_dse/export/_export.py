@@ -19,6 +19,7 @@ from accel_dse.config import ArrayConfig
 from accel_dse.errors import ExportError
 from accel_dse.export._manifest import build_manifest, sha256
 from accel_dse.export._readme import readme_text
+from accel_dse.export._soc import soc_files
 from accel_dse.export._synth import synth_document
 from accel_dse.export._writer import atomic_dir, check_out_dir
 
@@ -27,7 +28,7 @@ __all__ = ["ExportResult", "export_design", "DEFAULT_WORKLOAD", "STANDALONE_FILE
 #: Workload of the predictions when neither the caller nor a study names one.
 DEFAULT_WORKLOAD = "gemm"
 #: The standalone testbench files copied into every export.
-STANDALONE_FILES = ("tb_accel.py", "run.py")
+STANDALONE_FILES = ("tb_accel.py", "tb_axi.py", "run.py")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,8 +153,11 @@ def export_design(
         config, top=top, verilog_file=verilog_file, verilog=verilog, workload=spec, predicted=predicted,
         source=source or {"kind": "api"},
     )
+    say("generating the AXI SoC block, its register map and its test cases")
+    soc = soc_files(config)
     files = [
         (verilog_file, verilog),
+        *soc,
         ("design.json", json_text(manifest)),
         ("synth.json", json_text(synth_doc if synth_doc is not None else {"skipped": "synthesis not requested"})),
         *((name, _standalone(name)) for name in STANDALONE_FILES),

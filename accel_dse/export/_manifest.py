@@ -143,7 +143,11 @@ def ports_section(config: ArrayConfig) -> list[dict[str, Any]]:
         "host_sel": 2, "host_addr": layout.host_addr_bits, "host_wdata": layout.host_data_bits,
         "host_we": 1, "host_rdata": layout.ofmap.width, "host_qsel": layout.qparam.addr_bits,
         "host_qdata": config.cols * config.input_bits, "m": rtl_gen.DIM_BITS, "k": rtl_gen.DIM_BITS,
-        "n": rtl_gen.DIM_BITS, "accumulate": 1, "start": 1, "busy": 1, "done": 1, "cycles": rtl_gen.CYCLES_BITS,
+        "n": rtl_gen.DIM_BITS, "accumulate": 1,
+        "x_base": (layout.weight if config.dataflow.value == "is" else layout.ifmap).addr_bits,
+        "y_base": (layout.ifmap if config.dataflow.value == "is" else layout.weight).addr_bits,
+        "o_base": layout.ofmap.addr_bits, "host_overlap": 1,
+        "start": 1, "busy": 1, "done": 1, "cycles": rtl_gen.CYCLES_BITS,
     }
     meanings: dict[str, tuple[str, str]] = {}
     for line in str(rtl_gen.PORT_MAP).splitlines():

