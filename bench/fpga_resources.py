@@ -29,7 +29,7 @@ import numpy as np
 
 from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
-from perf_model import DesignArrays, FmaxFit, FpgaFit, fpga_fmax_arrays, fpga_resources
+from perf_model import ECP5_FIT, DesignArrays, FmaxFit, FpgaFit, fpga_fmax_arrays, fpga_resources
 
 RECORD = Path(__file__).with_name("fpga_measured.json")
 RESOURCES = ("luts", "ffs", "dsps", "brams")
@@ -90,14 +90,17 @@ def _line(points: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def fit_fmax(out_points: list[tuple[ArrayConfig, float]], pe_points: list[tuple[ArrayConfig, float]]) -> FmaxFit:
-    """Path fits: output stage on ``out_points``, PE path on the WS/IS ``pe_points``, OS extra from the OS ones."""
+    """Path fits: output stage on the 32-bit ``out_points`` (the wider ones: its per-bit term), PE path on
+    the WS/IS ``pe_points``, OS extra from the OS ones."""
     spread = lambda cfg: float(np.sqrt(cfg.rows * cfg.cols))  # noqa: E731
-    out_base, out_slope = _line([(spread(c), d) for c, d in out_points])
+    out_base, out_slope = _line([(spread(c), d) for c, d in out_points if c.acc_bits <= 32])
+    wide = [(d - out_base - out_slope * spread(c)) / (c.acc_bits - 32) for c, d in out_points if c.acc_bits > 32]
     pe_base, pe_slope = _line([(spread(c), d) for c, d in pe_points if c.dataflow.value != "os"])
     os_extra = [d - (pe_base + pe_slope * spread(c)) for c, d in pe_points if c.dataflow.value == "os"]
     return FmaxFit(pe_ns=round(pe_base, 3), pe_per_step_ns=round(pe_slope, 3),
                    pe_os_extra_ns=round(float(np.mean(os_extra)) if os_extra else 0.0, 3),
-                   output_stage_ns=round(out_base, 3), output_stage_per_step_ns=round(out_slope, 3))
+                   output_stage_ns=round(out_base, 3), output_stage_per_step_ns=round(out_slope, 3),
+                   output_stage_per_acc_bit_ns=round(float(np.mean(wide)), 3) if wide else 0.0)
 
 
 def _fmax(cfg: ArrayConfig, fit: FmaxFit) -> float:
@@ -117,23 +120,26 @@ def main() -> None:
     names = list(measured)
 
     everything = fit_resources(names, measured)
+    print(f"shipped resource fit (perf_model.ECP5_FIT): {dataclasses.asdict(ECP5_FIT)}")
     print(f"resource fit on all {len(names)} designs: {dataclasses.asdict(everything)}")
-    print(f"{'design':>10} {'rtl':>8}  " + "  ".join(f"{r + ' tool/model/err (LOO err)':>34}" for r in RESOURCES))
+    print("per resource: tool, shipped-fit model and error, error of the fit on all, leave-one-out error")
+    print(f"{'design':>10} {'rtl':>8}  " + "  ".join(f"{r + ' tool/model/err/all/LOO':>38}" for r in RESOURCES))
     for name in names:
         cfg = DESIGNS[name]
-        model = fpga_resources(cfg, everything)
+        shipped, model = fpga_resources(cfg), fpga_resources(cfg, everything)
         loo = fpga_resources(cfg, fit_resources([n for n in names if n != name], measured))
         cells = []
         for res in RESOURCES:
             got = measured[name][res]
-            cells.append(f"{got:>7} {model[res]:>7} {100 * (model[res] - got) / got:>+6.1f} % "
-                         f"({100 * (loo[res] - got) / got:>+6.1f} %)")
-        print(f"{name:>10} {measured[name]['rtl']:>8}  " + "  ".join(f"{c:>34}" for c in cells))
+            err = [100 * (m[res] - got) / got for m in (shipped, model, loo)]
+            cells.append(f"{got:>6} {shipped[res]:>6} {err[0]:>+6.1f} % {err[1]:>+6.1f} % {err[2]:>+6.1f} %")
+        print(f"{name:>10} {measured[name]['rtl']:>8}  " + "  ".join(f"{c:>38}" for c in cells))
 
     out_points = [(DESIGNS[n], measured[n]["path"]["delay_ns"]) for n in names]
     pe_points = [(DESIGNS[p["design"]], p["delay_ns"]) for p in record["pe_paths"]]
     fit = fit_fmax(out_points, pe_points)
-    print(f"\nFmax fit (delay = base + per step * sqrt(PEs), ns): {dataclasses.asdict(fit)}")
+    print(f"\nFmax fit (delay = base + per step * sqrt(PEs) [+ per acc bit beyond 32], ns): "
+          f"{dataclasses.asdict(fit)}")
     print("PE MAC path points (before the output stage, rtl " + record["pe_paths_rtl"] + "): "
           + ", ".join(f"{p['design']} {p['delay_ns']:.2f} ns" for p in record["pe_paths"]))
     print(f"{'design':>10} {'path':>28} {'ns':>6} {'tool MHz':>9} {'model MHz':>10} {'err':>7} {'LOO err':>8}")

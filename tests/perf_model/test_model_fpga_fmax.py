@@ -40,6 +40,8 @@ _BASE = {"input_bits": 8, "acc_bits": 32, "clock_mhz": 100.0}
          36.79),
         (ArrayConfig(rows=8, cols=8, dataflow="is", ifmap_sram_kib=16, weight_sram_kib=16, ofmap_sram_kib=32,
                      **_BASE), 32.74),
+        (ArrayConfig(rows=4, cols=4, dataflow="ws", input_bits=16, acc_bits=48, ifmap_sram_kib=8, weight_sram_kib=8,
+                     ofmap_sram_kib=16, clock_mhz=100.0), 34.71),
     ],
 )
 def test_fmax_within_5_percent_of_nextpnr(config: ArrayConfig, mhz: float) -> None:
