@@ -68,6 +68,9 @@ def main() -> int:
     print(f"batch, ecp5 85k target: {t_fpga:.3f} s -> {n / t_fpga:,.0f} designs/s "
           f"({100 * (t_fpga - t_plain) / t_plain:+.1f} %)")
     print(f"fpga_metrics alone    : {t_metrics * 1e3:.1f} ms -> {n / t_metrics:,.0f} designs/s")
+    one = designs.take(np.arange(1))
+    t_one = _best(args.repeat, lambda: [perf_model.fpga_metrics(one, "ecp5", "85k") for _ in range(200)]) / 200
+    print(f"fpga_metrics on one design: {t_one * 1e6:.0f} us per call")
 
     configs = [ArrayConfig(**{k: _CODES[v[i]] if k == "dataflow" else v[i].item() for k, v in full.items()})
                for i in range(0, n, max(1, n // args.single))][: args.single]
