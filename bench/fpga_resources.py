@@ -148,8 +148,9 @@ def main() -> None:
         loo = fit_fmax([p for n, p in zip(names, out_points, strict=True) if n != name], pe_points)
         model, left_out = _fmax(cfg, fit), _fmax(cfg, loo)
         path = measured[name]["path"]
+        err, loo_err = 100 * (model - got) / got, 100 * (left_out - got) / got
         print(f"{name:>10} {path['from'] + ' -> ' + path['to'].split('_TRELLIS')[0]:>28} {path['delay_ns']:>6.2f} "
-              f"{got:>9.2f} {model:>10.2f} {100 * (model - got) / got:>+6.1f} % {100 * (left_out - got) / got:>+7.1f} %")
+              f"{got:>9.2f} {model:>10.2f} {err:>+6.1f} % {loo_err:>+7.1f} %")
 
 
 if __name__ == "__main__":

@@ -24,11 +24,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from model_throughput import grid_columns  # noqa: E402
+
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.config import FIELD_NAMES, ArrayConfig  # noqa: E402
 from accel_dse.search import FpgaTarget, ModelEvaluator  # noqa: E402
-from model_throughput import grid_columns  # noqa: E402
 
 _CODES = ("ws", "os", "is")
 

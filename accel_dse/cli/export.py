@@ -61,9 +61,7 @@ def _source(args: argparse.Namespace):  # noqa: ANN202 (DesignSource, imported l
 
 
 def _export(args: argparse.Namespace) -> int:
-    from accel_dse.export import check_out_dir, export_design
-
-    from accel_dse.export import fpga_line, resolve_fpga
+    from accel_dse.export import check_out_dir, export_design, fpga_line, resolve_fpga
 
     check_out_dir(args.out, force=args.force)
     if args.fpga_device is not None and args.fpga is None:

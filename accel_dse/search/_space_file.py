@@ -179,13 +179,13 @@ def _parse_fpga(value: object, source: str) -> tuple[FpgaTarget | None, bool]:
     if device is None and key == "device":
         raise ConfigError(f"{where}: 'device' is missing (one of {', '.join(FPGA_DEVICES[family])})")
     try:
-        fpga_device(family, device)
+        fpga_device(family, device)  # type: ignore[arg-type]  # checks the types and names, raises if bad
     except AccelDseError as exc:
         raise ConfigError(f"{where}.{key}: {exc}") from None
     fit = value.get("fit", True)
     if not isinstance(fit, bool):
         raise ConfigError(f"{where}: fit must be true or false, not {fit!r}")
-    return FpgaTarget(family=family, device=device), fit
+    return FpgaTarget(family=str(family), device=str(device)), fit
 
 
 def _parse_workloads(value: object, source: str) -> tuple[WorkloadSpec, ...]:
