@@ -65,7 +65,7 @@ from perf_model._fpga_resources import (
     fpga_resources,
     pe_resources,
 )
-from perf_model._fpga_target import FPGA_METRICS, fpga_device, fpga_metrics
+from perf_model._fpga_target import fpga_device, fpga_metrics
 from perf_model._plan import TilePlan, plan_tiles
 from perf_model._scalar import OpResult, WorkloadResult, evaluate, evaluate_op
 from perf_model._table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
@@ -100,7 +100,6 @@ __all__ = [
     "fpga_resource_arrays",
     "pe_resources",
     "FPGA_DEVICES",
-    "FPGA_METRICS",
     "fpga_device",
     "fpga_metrics",
     "FmaxFit",

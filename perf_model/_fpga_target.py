@@ -19,17 +19,7 @@ from perf_model._designs import DesignArrays
 from perf_model._fpga_fmax import fpga_fmax_arrays
 from perf_model._fpga_resources import FPGA_DEVICES, fpga_resource_arrays
 
-__all__ = ["FPGA_METRICS", "fpga_device", "fpga_metrics"]
-
-#: The metrics of :func:`fpga_metrics` -> unit.
-FPGA_METRICS: dict[str, str] = {
-    "luts": "logic cells",
-    "ffs": "FFs",
-    "dsps": "DSP blocks",
-    "brams": "block RAMs",
-    "fmax_mhz": "MHz",
-    "fpga_utilization": "fraction",
-}
+__all__ = ["fpga_device", "fpga_metrics"]
 
 
 def fpga_device(family: str, device: str) -> dict[str, int]:
@@ -48,7 +38,7 @@ def fpga_device(family: str, device: str) -> dict[str, int]:
 
 
 def fpga_metrics(designs: DesignArrays, family: str, device: str) -> dict[str, np.ndarray]:
-    """:data:`FPGA_METRICS` of each design on ``device`` of ``family``, float64 arrays.
+    """The metrics of the module docstring of each design on ``device`` of ``family``, float64 arrays.
 
     Raises:
         ModelError: an unknown family or device.

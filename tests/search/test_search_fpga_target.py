@@ -13,6 +13,7 @@ import perf_model
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ConfigError
 from accel_dse.search import FpgaTarget, ModelEvaluator
+from accel_dse.search._metrics import FPGA_METRIC_UNITS
 from tests.cli_testlib import assert_one_line_error
 
 ECP5_85K = {"family": "ecp5", "device": "85k"}
@@ -65,6 +66,7 @@ def test_evaluator_adds_the_device_metrics():
     plain = ModelEvaluator([("g", 1.0, op)]).evaluate_columns(columns)
     target = ModelEvaluator([("g", 1.0, op)], fpga=FpgaTarget("ecp5", "45k")).evaluate_columns(columns)
     assert "luts" not in plain.metrics
+    assert set(target.metrics) - set(plain.metrics) == set(FPGA_METRIC_UNITS)  # the metric names the search knows
     expected = perf_model.fpga_metrics(perf_model.DesignArrays.from_configs(configs), "ecp5", "45k")
     for name, values in expected.items():
         np.testing.assert_array_equal(target.metrics[name], values)
