@@ -4,9 +4,10 @@ After a model-driven sweep, :func:`verify_top` takes the top-K feasible designs 
 set first for several objectives), simulates each on the workload with ``accel_dse.simulate``
 (each op's M and batch scaled by ``scale``, as ``accel-dse simulate --scale``), synthesises it
 with ``rtl_gen.synth_stats``, and records pass/fail, RTL vs model cycles and the synthesis
-figures in the study (and with ``fpga``, the place-and-route figures of ``accel-dse rtl fpga``:
-fits, Fmax, resources used, beside the resource model's prediction) (user attribute ``accel_dse.verify.<trial>``, see
+figures in the study (user attribute ``accel_dse.verify.<trial>``, see
 :mod:`accel_dse.report._study`: Optuna does not let a finished trial's own attributes change).
+With ``fpga`` it also places and routes each design (``accel-dse rtl fpga``'s flow, cached) and
+records fits, Fmax and the resources used beside the resource model's prediction.
 
 With ``share=True`` several verifiers (processes, machines) against one study split the top K:
 each design is claimed once through the study's storage (:mod:`accel_dse.verify._claims`), a
