@@ -63,8 +63,11 @@ def test_export_from_a_study_places_on_its_device(run_cli, tmp_path, monkeypatch
     make_study(url, trials=4, fpga={"family": "ecp5", "device": "45k"})
     calls = stub_flow(monkeypatch, tmp_path / "cache")
     out = tmp_path / "pkg"
-    code, _, err = run_cli("export", "--storage", url, "--study", "s", "--trial", "best", "--out", str(out),
-                           "--no-synth", "--fpga", "ecp5")
+    code, stdout, err = run_cli("export", "--storage", url, "--study", "s", "--trial", "best", "--out", str(out),
+                                "--no-synth", "--fpga", "ecp5", "--json")
     assert code == 0, err
     assert [c["device"] for c in calls] == ["45k"]
+    summary = json.loads(stdout)["fpga"]
+    assert (summary["device"], summary["fits"], summary["fmax_mhz"]) == ("45k", True, {"clk": 60.71})
+    assert "fpga.json" in json.loads(stdout)["files"]
     assert json.loads((out / "fpga.json").read_text())["commands"]["nextpnr"][1] == "--45k"
