@@ -115,16 +115,18 @@ def pe_resources(config: ArrayConfig) -> dict[str, int]:
 
 def _output_stage_arrays(d: DesignArrays) -> tuple[np.ndarray, np.ndarray]:
     ab = np.maximum(d.acc_bits, 32)
-    return d.cols * (879.0 + (952.0 - 879.0) / 16.0 * (ab - 32)), d.cols * 101.0
+    wider_out = d.input_bits - 8  # the lanes' outputs are input_bits wide
+    cells = 879.0 + (952.0 - 879.0) / 16.0 * (ab - 32) + (917.0 - 952.0) / 8.0 * wider_out
+    return d.cols * cells, d.cols * (101.0 + (133.0 - 101.0) / 8.0 * wider_out)
 
 
 def output_stage_resources(config: ArrayConfig) -> tuple[float, float]:
     """Logic cells and FFs of the ``C`` output-stage lanes.
 
-    ``synth_ecp5`` of one ``rtl_gen.OutputStage`` lane with 8-bit outputs (Yosys 0.70): 561 LUT4
-    + 159 CCU2C (2 cells each) = 879 cells and 101 FFs at 32-bit accumulators, 600 + 176 = 952
-    cells at 48 (the same FFs); linear in ``acc_bits`` between and above. 16-bit outputs are
-    not measured (taken as 8-bit).
+    ``synth_ecp5`` of one ``rtl_gen.OutputStage`` lane (Yosys 0.70): 561 LUT4 + 159 CCU2C (2 cells
+    each) = 879 cells and 101 FFs at 32-bit accumulators and 8-bit outputs, 600 + 176 = 952
+    cells at 48-bit accumulators (the same FFs), 565 + 176 = 917 cells and 133 FFs at 48-bit
+    accumulators and 16-bit outputs; linear in ``acc_bits`` and in the output width between.
     """
     luts, ffs = _output_stage_arrays(DesignArrays.from_configs([config]))
     return float(luts[0]), float(ffs[0])
