@@ -54,7 +54,18 @@ from perf_model._area import (
 )
 from perf_model._designs import DesignArrays
 from perf_model._energy import DEFAULT_ENERGY, EnergyTable, tech_energy_scale
-from perf_model._fpga_resources import ECP5_DEVICES, ECP5_FIT, FpgaFit, bank_ebrs, fpga_resources, pe_resources
+from perf_model._fpga_fmax import ECP5_FMAX_FIT, FmaxFit, fpga_fmax_arrays, fpga_fmax_mhz, fpga_path_arrays
+from perf_model._fpga_resources import (
+    ECP5_DEVICES,
+    ECP5_FIT,
+    FPGA_DEVICES,
+    FpgaFit,
+    bank_ebrs,
+    fpga_resource_arrays,
+    fpga_resources,
+    pe_resources,
+)
+from perf_model._fpga_target import fpga_device, fpga_metrics
 from perf_model._plan import TilePlan, plan_tiles
 from perf_model._program import GemmProgram, TensorLayout, compile_gemm
 from perf_model._scalar import OpResult, WorkloadResult, evaluate, evaluate_op
@@ -96,5 +107,14 @@ __all__ = [
     "ECP5_DEVICES",
     "bank_ebrs",
     "fpga_resources",
+    "fpga_resource_arrays",
     "pe_resources",
+    "FPGA_DEVICES",
+    "fpga_device",
+    "fpga_metrics",
+    "FmaxFit",
+    "ECP5_FMAX_FIT",
+    "fpga_path_arrays",
+    "fpga_fmax_arrays",
+    "fpga_fmax_mhz",
 ]

@@ -22,23 +22,33 @@ The PE terms are exact counts of the synthesised PE cells (Yosys ``synth_ecp5``)
 ``*_fixed`` (the controller, CSRs and host-port muxes) and ``*_per_lane`` (a bank's control
 delay line, read-valid flag, operand gate or ofmap update, and Yosys's read/write collision
 logic around each block RAM) are the fitted part.
+
+Everything is vectorised over a :class:`~perf_model.DesignArrays` batch
+(:func:`fpga_resource_arrays`, microseconds per thousand designs: the sweep's FPGA target);
+:func:`fpga_resources`, :func:`pe_resources` and :func:`bank_ebrs` are the one-design views of
+the same code.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
+from typing import Any
 
-from accel_dse.config import ArrayConfig, Dataflow
+import numpy as np
+
+from accel_dse.config import ArrayConfig
+from perf_model._designs import DesignArrays
 from perf_model._output_stage import QPARAM_CHANNELS, param_bits
 
-__all__ = ["FpgaFit", "ECP5_FIT", "output_stage_resources", "ECP5_DEVICES", "bank_ebrs", "fpga_resources",
-           "pe_resources"]
+__all__ = ["FpgaFit", "ECP5_FIT", "ECP5_DEVICES", "FPGA_DEVICES", "output_stage_resources", "bank_ebrs",
+           "fpga_resources", "fpga_resource_arrays", "pe_resources"]
 
 #: DP16KD aspect ratios (depth, data bits).
 _EBR_MODES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 #: A bank of at most this many bits goes to LUT RAM (measured: 64 x 8 does, 64 x 32 does not).
 _LUTRAM_MAX_BITS = 1024
+#: Dataflow codes of ``perf_model.timing`` (ws 0, os 1, is 2).
+_OS, _IS = 1, 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +65,8 @@ class FpgaFit:
 #: and the output stage, see docs/fpga.md).
 ECP5_FIT = FpgaFit(ff_fixed=651.5, ff_per_lane=63.2, lut_fixed=1231.7, lut_per_lane=71.7)
 
-#: Capacity of ECP5 parts: logic cells (TRELLIS_COMB), FFs, MULT18X18D, DP16KD.
+#: Capacity of ECP5 parts as nextpnr reports them: logic cells (TRELLIS_COMB), FFs, MULT18X18D, DP16KD.
+#: (nextpnr places a 12k on the 25k die, so the two report the same capacity.)
 ECP5_DEVICES: dict[str, dict[str, int]] = {
     "12k": {"luts": 24288, "ffs": 24288, "dsps": 28, "brams": 56},
     "25k": {"luts": 24288, "ffs": 24288, "dsps": 28, "brams": 56},
@@ -63,55 +74,107 @@ ECP5_DEVICES: dict[str, dict[str, int]] = {
     "85k": {"luts": 83640, "ffs": 83640, "dsps": 156, "brams": 208},
 }
 
+#: Family -> device -> capacity, for every device the resource model covers (the ECP5-5G and
+#: ``um`` parts are the same dies as the plain ones).
+FPGA_DEVICES: dict[str, dict[str, dict[str, int]]] = {
+    "ecp5": {**ECP5_DEVICES, **{f"{kind}-{size}": ECP5_DEVICES[size] for kind in ("um", "um5g")
+                                for size in ("25k", "45k", "85k")}},
+}
+
+
+def _ebrs(depth: Any, bits: Any) -> np.ndarray:
+    """DP16KD block RAMs of ``depth`` x ``bits`` banks (0: LUT RAM), elementwise."""
+    depth, bits = np.asarray(depth, dtype=np.int64), np.asarray(bits, dtype=np.int64)
+    fewest = np.min([-(-bits // w) * -(-depth // d) for d, w in _EBR_MODES], axis=0)
+    return np.where(depth * bits <= _LUTRAM_MAX_BITS, 0, fewest)
+
 
 def bank_ebrs(depth: int, bits: int) -> int:
     """DP16KD block RAMs one ``depth`` x ``bits`` bank maps to (0: LUT RAM)."""
-    if depth * bits <= _LUTRAM_MAX_BITS:
-        return 0
-    return min(math.ceil(bits / w) * math.ceil(depth / d) for d, w in _EBR_MODES)
+    return int(_ebrs(depth, bits))
+
+
+def _pe_arrays(d: DesignArrays) -> tuple[np.ndarray, np.ndarray]:
+    """Flip-flops and logic cells of all PEs (the module docstring's table), per design."""
+    ib, ab, sh = d.input_bits, d.acc_bits, d.shadow_stationary.astype(np.int64)
+    r, c = d.rows, d.cols
+    carry = 2 * -(-ab // 2)
+    is_os = d.dataflow == _OS
+    inner, top = (r - 1) * c, c
+    ff = np.where(is_os, r * c * (2 * ib + ab + 1 + sh * (ab + 1)),
+                  inner * (2 * ib + ab) + top * 4 * ib + r * c * sh * (ib + 2))
+    lut = np.where(is_os, r * c * (carry + 2 * ab + 1), inner * carry + r * c * sh * (ib + 1))
+    return ff, lut
 
 
 def pe_resources(config: ArrayConfig) -> dict[str, int]:
     """Flip-flops and logic cells of all PEs of ``config`` (the module docstring's table)."""
-    ib, ab, sh = config.input_bits, config.acc_bits, int(config.shadow_stationary)
-    r, c = config.rows, config.cols
-    carry = 2 * math.ceil(ab / 2)
-    if config.dataflow is Dataflow.OS:
-        ff = r * c * (2 * ib + ab + 1 + sh * (ab + 1))
-        lut = r * c * (carry + 2 * ab + 1)
-    else:
-        inner, top = (r - 1) * c, c
-        ff = inner * (2 * ib + ab) + top * 4 * ib + r * c * sh * (ib + 2)
-        lut = inner * carry + r * c * sh * (ib + 1)
-    return {"ffs": ff, "luts": lut}
+    ff, lut = _pe_arrays(DesignArrays.from_configs([config]))
+    return {"ffs": int(ff[0]), "luts": int(lut[0])}
+
+
+def _output_stage_arrays(d: DesignArrays) -> tuple[np.ndarray, np.ndarray]:
+    ab = np.maximum(d.acc_bits, 32)
+    wider_out = d.input_bits - 8  # the lanes' outputs are input_bits wide
+    cells = 879.0 + (952.0 - 879.0) / 16.0 * (ab - 32) + (917.0 - 952.0) / 8.0 * wider_out
+    return d.cols * cells, d.cols * (101.0 + (133.0 - 101.0) / 8.0 * wider_out)
 
 
 def output_stage_resources(config: ArrayConfig) -> tuple[float, float]:
     """Logic cells and FFs of the ``C`` output-stage lanes.
 
-    ``synth_ecp5`` of one ``rtl_gen.OutputStage`` lane with 8-bit outputs (Yosys 0.70): 561 LUT4
-    + 159 CCU2C (2 cells each) = 879 cells and 101 FFs at 32-bit accumulators, 600 + 176 = 952
-    cells at 48 (the same FFs); linear in ``acc_bits`` between and above. 16-bit outputs are
-    not measured (taken as 8-bit).
+    ``synth_ecp5`` of one ``rtl_gen.OutputStage`` lane (Yosys 0.70): 561 LUT4 + 159 CCU2C (2 cells
+    each) = 879 cells and 101 FFs at 32-bit accumulators and 8-bit outputs, 600 + 176 = 952
+    cells at 48-bit accumulators (the same FFs), 565 + 176 = 917 cells and 133 FFs at 48-bit
+    accumulators and 16-bit outputs; linear in ``acc_bits`` and in the output width between.
     """
-    ab = max(config.acc_bits, 32)
-    return config.cols * (879.0 + (952.0 - 879.0) / 16.0 * (ab - 32)), config.cols * 101.0
+    luts, ffs = _output_stage_arrays(DesignArrays.from_configs([config]))
+    return float(luts[0]), float(ffs[0])
 
 
-def _banks(config: ArrayConfig) -> list[tuple[int, int]]:
-    """``(depth, bits)`` of every per-lane bank (as ``rtl_gen.buffer_layout``; at least 2 words)."""
-    r, c = config.rows, config.cols
-    is_is = config.dataflow is Dataflow.IS
-    spec = (
-        (config.ifmap_sram_kib, c if is_is else r, config.input_bits),
-        (config.weight_sram_kib, r if is_is else c, config.input_bits),
-        (config.ofmap_sram_kib, c, config.acc_bits),
-    )
-    return [(max(2, kib * 8192 // (lanes * bits)), bits) for kib, lanes, bits in spec for _ in range(lanes)]
+def _block_rams(d: DesignArrays) -> np.ndarray:
+    """DP16KD of the per-lane banks (as ``rtl_gen.buffer_layout``; at least 2 words) and the qparam memory."""
+    r, c, ib, ab = d.rows, d.cols, d.input_bits, d.acc_bits
+    is_is = d.dataflow == _IS
+    total = np.zeros(len(d), dtype=np.int64)
+    for kib, lanes, bits in ((d.ifmap_sram_kib, np.where(is_is, c, r), ib),
+                             (d.weight_sram_kib, np.where(is_is, r, c), ib),
+                             (d.ofmap_sram_kib, c, ab)):
+        total += lanes * _ebrs(np.maximum(2, kib * 8192 // (lanes * bits)), bits)
+    # The output stage's qparam memory: one word of every lane's parameters per column fold
+    # (IS: one lane per channel).
+    q_lanes = np.where(is_is, 1, c)
+    q_depth = np.maximum(2, -(-QPARAM_CHANNELS // q_lanes))
+    return total + _ebrs(q_depth, q_lanes * param_bits(ib).astype(np.int64))
+
+
+def fpga_resource_arrays(designs: DesignArrays, fit: FpgaFit = ECP5_FIT) -> dict[str, np.ndarray]:
+    """ECP5 ``luts`` (logic cells), ``ffs``, ``dsps`` and ``brams`` of each design's accelerator top.
+
+    Args:
+        designs: the designs.
+        fit: the fitted terms (default :data:`ECP5_FIT`).
+
+    Returns:
+        Resource -> int64 array, one count per design.
+    """
+    d = designs
+    pe_ff, pe_lut = _pe_arrays(d)
+    pe_ff = pe_ff + np.where(d.dataflow == _OS, d.cols * d.acc_bits, 0)  # OS: the result register per column
+    lanes = d.rows + 2 * d.cols  # one bank per ifmap, weight and ofmap lane (R + C + C in every dataflow)
+    out_luts, out_ffs = _output_stage_arrays(d)
+    # One MULT18X18D per PE multiplier; the output stage's 32 x 32 Q31 multiply takes 4 per lane.
+    dsps = d.rows * d.cols * (-(-d.input_bits // 18)) ** 2 + d.cols * 4
+    return {
+        "luts": np.rint(pe_lut + out_luts + fit.lut_fixed + fit.lut_per_lane * lanes).astype(np.int64),
+        "ffs": np.rint(pe_ff + out_ffs + fit.ff_fixed + fit.ff_per_lane * lanes).astype(np.int64),
+        "dsps": dsps.astype(np.int64),
+        "brams": _block_rams(d),
+    }
 
 
 def fpga_resources(config: ArrayConfig, fit: FpgaFit = ECP5_FIT) -> dict[str, int]:
-    """ECP5 ``luts`` (logic cells), ``ffs``, ``dsps`` and ``brams`` of the accelerator top.
+    """ECP5 ``luts`` (logic cells), ``ffs``, ``dsps`` and ``brams`` of ``config``'s accelerator top.
 
     Args:
         config: the design.
@@ -120,20 +183,5 @@ def fpga_resources(config: ArrayConfig, fit: FpgaFit = ECP5_FIT) -> dict[str, in
     Returns:
         Resource counts (integers).
     """
-    banks = _banks(config)
-    pe = pe_resources(config)
-    # The output stage: one 32 x 32 Q31 multiply per lane (4 MULT18X18D) and the qparam memory,
-    # one word of every lane's parameters per column fold (IS: one lane per channel).
-    q_lanes = 1 if config.dataflow is Dataflow.IS else config.cols
-    q_depth = max(2, -(-QPARAM_CHANNELS // q_lanes))
-    q_bank = (q_depth, q_lanes * int(param_bits(config.input_bits)))
-    if config.dataflow is Dataflow.OS:
-        pe["ffs"] += config.cols * config.acc_bits  # the result register, one per column
-    lanes = len(banks)
-    out_luts, out_ffs = output_stage_resources(config)
-    return {
-        "luts": round(pe["luts"] + out_luts + fit.lut_fixed + fit.lut_per_lane * lanes),
-        "ffs": round(pe["ffs"] + out_ffs + fit.ff_fixed + fit.ff_per_lane * lanes),
-        "dsps": config.pes * math.ceil(config.input_bits / 18) ** 2 + config.cols * math.ceil(32 / 18) ** 2,
-        "brams": sum(bank_ebrs(depth, bits) for depth, bits in banks) + bank_ebrs(*q_bank),
-    }
+    arrays = fpga_resource_arrays(DesignArrays.from_configs([config]), fit)
+    return {k: int(v[0]) for k, v in arrays.items()}

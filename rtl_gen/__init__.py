@@ -21,7 +21,7 @@ from ._array import Blackbox, PEBlock, PERow, SystolicArray
 from ._controller import Controller, mapped_dims
 from ._csr import AXIL_OKAY, AXIL_SLVERR, COUNTERS, ControlRegisters
 from ._export import block_rows, export_units, system_verilog, to_verilog, write_verilog
-from ._fpga import FAMILIES, fpga_flow, fpga_report
+from ._fpga import FAMILIES, flow_commands, fpga_flow, fpga_report, resolve_device
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
 from ._lint import LINT_WAIVERS, lint_args, lint_verilog, verilator_bin_dir
@@ -108,4 +108,6 @@ __all__ = [
     "FAMILIES",
     "fpga_flow",
     "fpga_report",
+    "flow_commands",
+    "resolve_device",
 ]

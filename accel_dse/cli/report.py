@@ -62,6 +62,12 @@ def _report(args: argparse.Namespace) -> int:
     if report["best"]:
         pick = report["best"]["pick"]
         emit(f"best: trial {report['best']['trial']}" + (f" ({pick} on the Pareto set)" if pick else ""))
+    for f in report["fpga"]:
+        model = f"model {f['model_fmax_mhz']:.1f} MHz" if f["model_fmax_mhz"] is not None else "no model"
+        used = ", ".join(f"{r} {f[r]} (model {f['model_' + r]})" for r in ("luts", "ffs", "dsps", "brams")
+                         if f[r] is not None)
+        emit(f"fpga trial {f['trial']}: " + (f"{f['family']} {f['device']}: FAILED: {f['error']}" if f["error"]
+                                             else f"{f['line']}, {model}; {used}"))
     for number in report["rtl_failed"]:
         v = report["verification"][str(number)]
         emit(f"RTL VERIFICATION FAILED: trial {number} ({v.get('design', '')}): {v.get('reason', '')}")

@@ -80,6 +80,7 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def _fpga(args: argparse.Namespace) -> int:
+    from accel_dse.export import overflow_text
     from rtl_gen import fpga_report
 
     config = load_design(args.design)
@@ -93,9 +94,7 @@ def _fpga(args: argparse.Namespace) -> int:
     emit(f"# {config.short_name()}  top = {rep['top']}  {rep['family']} {rep['device']} {where} "
          f"seed {rep['seed']} ({source})")
     if not rep["fits"]:
-        over = ", ".join(f"{k} {v['used']}/{v['available']}" if v["used"] >= 0 else k
-                         for k, v in rep["overflow"].items())
-        emit(f"fits: no ({over})")
+        emit(f"fits: no ({overflow_text(rep['overflow'])})")
         return 0
     emit(format_table(["resource", "cells"], [[k, v] for k, v in rep["resources"].items()]))
     emit(format_table(["bel", "used", "available", "%"],

@@ -230,7 +230,7 @@ def _evaluator(space: Any) -> Any:
     import workloads
     from accel_dse.search import ModelEvaluator
 
-    return ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads])
+    return ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads], fpga=space.fpga)
 
 
 def _print_summary(result: Any, summary: dict[str, Any], summary_table: Any) -> None:

@@ -36,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="seconds one design's simulation may run (default %(default)s)")
     parser.add_argument("--work-dir", metavar="DIR", help="simulation builds and runs (default ~/.cache/accel-dse/sim)")
     parser.add_argument("--no-synth", action="store_true", help="skip Yosys")
+    parser.add_argument("--fpga", metavar="FAMILY",
+                        help="also place and route each design on this FPGA family (ecp5, nexus, gatemate; cached); "
+                        "fits, Fmax and resources go into the study")
+    parser.add_argument("--fpga-device", metavar="DEVICE",
+                        help="with --fpga: the device (default: the study's [fpga] device, else the family's default)")
     parser.add_argument("--share", action="store_true",
                         help="split the designs with other 'verify --share' processes on this study (other machines "
                         "too): each design is claimed once through the study's storage; a dead verifier's claim "
@@ -57,8 +62,11 @@ def _number(option: str, text: str | None, kind: type) -> float | int | None:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from accel_dse.export import fpga_line
     from accel_dse.verify import verify_top
 
+    if args.fpga_device is not None and args.fpga is None:
+        raise ExportError("--fpga-device needs --fpga FAMILY")
     timeout = _number("--timeout", args.timeout, float)
     if timeout is not None and not timeout > 0:
         raise ExportError(f"--timeout must be a positive number of seconds, not {args.timeout!r}")
@@ -69,6 +77,7 @@ def _verify(args: argparse.Namespace) -> int:
         timeout=timeout, work_dir=work_dir("--work-dir", args.work_dir), synth=not args.no_synth,
         progress=lambda line: print(f"accel-dse verify: {line}", file=sys.stderr, flush=True),
         share=args.share, claim_ttl_s=_number("--claim-ttl", args.claim_ttl, float),  # type: ignore[arg-type]
+        fpga=args.fpga, fpga_device=args.fpga_device,
     )
     failed = [r for r in results if not r.passed]
     if args.json:
@@ -80,6 +89,10 @@ def _verify(args: argparse.Namespace) -> int:
              r.synth.get("transistors", "-")] for r in results]
     emit(format_table(["trial", "design", "pareto", "rtl", "ops", "mismatches", "cycles_rtl", "cycles_model",
                        "cells", "transistors"], rows))
+    for r in results:
+        if r.fpga:
+            emit(f"trial {r.trial} fpga " + (f"{r.fpga['family']} {r.fpga['device']}: FAILED: {r.fpga['error']}"
+                                             if "error" in r.fpga else fpga_line(r.fpga)))
     for r in failed:
         emit(f"RTL VERIFICATION FAILED: trial {r.trial} ({r.design}): {r.reason}")
     mine = " by this verifier" if args.share else ""

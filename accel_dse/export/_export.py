@@ -1,6 +1,10 @@
 """``export_design``: write a design's Verilog, manifest, testbench, synthesis figures and README.
 
-Everything is computed first (Verilog, predictions, synthesis), then written into a temp dir
+With ``fpga`` it also places and routes the design (``rtl_gen.fpga_report``, cached) and adds
+``fpga.json`` (the report, the command lines, the resource model's prediction) and
+``fpga_flow.sh`` (those commands as a script that reproduces the run beside the Verilog).
+
+Everything is computed first (Verilog, predictions, synthesis, place and route), then written into a temp dir
 beside ``out`` that is renamed to ``out`` at the end (:mod:`accel_dse.export._writer`): an
 export that fails or is interrupted leaves no ``out`` and no temp dir.
 """
@@ -17,6 +21,7 @@ from typing import Any
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ExportError
+from accel_dse.export._fpga import fpga_document, fpga_script
 from accel_dse.export._manifest import build_manifest, sha256
 from accel_dse.export._readme import readme_text
 from accel_dse.export._soc import soc_files
@@ -44,6 +49,7 @@ class ExportResult:
         workload: Workload of the predictions.
         predicted: Model totals on that workload (``{}`` when infeasible).
         synth: ``synth.json`` content, ``None`` when synthesis was skipped.
+        fpga: ``fpga.json`` content, ``None`` without ``--fpga``.
     """
 
     out: Path
@@ -54,6 +60,7 @@ class ExportResult:
     workload: str
     predicted: dict[str, Any]
     synth: dict[str, Any] | None
+    fpga: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (``accel-dse export --json``)."""
@@ -61,6 +68,9 @@ class ExportResult:
             "out": str(self.out), "top": self.top, "config_hash": self.config_hash, "files": list(self.files),
             "verilog_sha256": self.verilog_sha256, "workload": self.workload, "predicted": self.predicted,
             "synth": None if self.synth is None else {k: self.synth[k] for k in ("cells", "transistors")},
+            "fpga": None if self.fpga is None else {k: self.fpga["report"][k] for k in
+                                                    ("family", "device", "fits", "overflow", "fmax_mhz",
+                                                     "utilisation")},
         }
 
 
@@ -113,6 +123,8 @@ def export_design(
     force: bool = False,
     source: Mapping[str, Any] | None = None,
     synth: bool = True,
+    fpga: str | None = None,
+    fpga_device: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ExportResult:
     """Write the export of ``config`` into the new directory ``out``.
@@ -124,6 +136,8 @@ def export_design(
         force: Replace an existing non-empty ``out`` that is an earlier accel-dse output (never other files).
         source: Provenance for ``design.json`` (default: ``{"kind": "api"}``).
         synth: Run Yosys for ``synth.json`` (``False`` writes ``{"skipped": ...}`` instead).
+        fpga: An FPGA family (``"ecp5"``): place and route for ``fpga.json`` and ``fpga_flow.sh``.
+        fpga_device: Its device (default the family's default).
         progress: Called with one line at each stage.
 
     Returns:
@@ -133,10 +147,15 @@ def export_design(
         ExportError: ``out`` is a file, not writable, or non-empty without ``force``.
         WorkloadError: an unknown workload.
         RtlError: the Verilog or the synthesis failed.
+        ConfigError: an unknown FPGA family or device.
+        FpgaToolError: Yosys or nextpnr failed (nothing is written).
     """
     say = progress or (lambda _line: None)
     final = check_out_dir(out, force=force)
     import rtl_gen
+
+    if fpga is not None:
+        fpga_device = rtl_gen.resolve_device(fpga, fpga_device)  # a bad family or device before any work
 
     spec = workload or DEFAULT_WORKLOAD
     say(f"predicting {config.short_name()} on {spec} with the analytic model")
@@ -149,6 +168,10 @@ def export_design(
     if synth:
         say("synthesising with Yosys (PE, controller and glue, scaled; cached)")
         synth_doc = synth_document(config)
+    fpga_doc: dict[str, Any] | None = None
+    if fpga is not None:
+        say(f"placing and routing on {fpga} {fpga_device} (Yosys + nextpnr; cached; minutes the first time)")
+        fpga_doc = fpga_document(config, fpga, fpga_device, verilog_file=verilog_file)
     manifest = build_manifest(
         config, top=top, verilog_file=verilog_file, verilog=verilog, workload=spec, predicted=predicted,
         source=source or {"kind": "api"},
@@ -161,7 +184,8 @@ def export_design(
         ("design.json", json_text(manifest)),
         ("synth.json", json_text(synth_doc if synth_doc is not None else {"skipped": "synthesis not requested"})),
         *((name, _standalone(name)) for name in STANDALONE_FILES),
-        ("README.md", readme_text(manifest, synth_doc)),
+        *((("fpga.json", json_text(fpga_doc)), ("fpga_flow.sh", fpga_script(fpga_doc))) if fpga_doc else ()),
+        ("README.md", readme_text(manifest, synth_doc, fpga_doc)),
     ]
     with atomic_dir(out, force=force) as tmp:
         for name, text in files:
@@ -170,5 +194,5 @@ def export_design(
     return ExportResult(
         out=final, top=top, config_hash=config.config_hash, files=tuple(name for name, _ in files),
         verilog_sha256=sha256(verilog), workload=spec, predicted=dict(predicted.get("total") or {}),
-        synth=synth_doc,
+        synth=synth_doc, fpga=fpga_doc,
     )

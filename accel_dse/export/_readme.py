@@ -16,8 +16,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def readme_text(manifest: Mapping[str, Any], synth: Mapping[str, Any] | None) -> str:
-    """Markdown for the design of ``manifest`` (``design.json``) and its ``synth.json``."""
+def readme_text(manifest: Mapping[str, Any], synth: Mapping[str, Any] | None,
+                fpga: Mapping[str, Any] | None = None) -> str:
+    """Markdown for the design of ``manifest`` (``design.json``), its ``synth.json`` and ``fpga.json``."""
     d = manifest["design"]
     top = manifest["top"]
     vfile = manifest["verilog"]["file"]
@@ -37,6 +38,8 @@ def readme_text(manifest: Mapping[str, Any], synth: Mapping[str, Any] | None) ->
         "- `synth.json`: Yosys synthesis figures (cells, transistor estimate; SRAM buffers excluded).",
         "- `tb_accel.py`, `run.py`: a standalone cocotb testbench and its runner (cocotb, numpy and a simulator; "
         "no accel-dse needed).",
+        *(["- `fpga.json`, `fpga_flow.sh`: the FPGA place-and-route report (resources, Fmax, critical path, the "
+           "resource model's prediction) and the Yosys and nextpnr commands that produced it."] if fpga else []),
         "",
         "## Re-verify",
         "",
@@ -76,6 +79,13 @@ def readme_text(manifest: Mapping[str, Any], synth: Mapping[str, Any] | None) ->
         lines += ["", "## Synthesis (Yosys)", "",
                   f"{_fmt(synth['cells'])} cells, about {_fmt(synth['transistors'])} transistors "
                   f"({synth.get('tool', 'yosys')}; {synth.get('excluded', '')} excluded)."]
+    if fpga:
+        from accel_dse.export._fpga import fpga_line
+
+        rep = fpga["report"]
+        used = ", ".join(f"{k} {v['used']}/{v['available']}" for k, v in (rep.get("utilisation") or {}).items())
+        lines += ["", "## FPGA (Yosys + nextpnr)", "",
+                  f"{fpga_line(rep)}; {used}. Reproduce: `sh fpga_flow.sh`."]
     src = manifest.get("source") or {}
     if src.get("kind") == "study":
         lines += ["", "## Source", "",

@@ -81,5 +81,7 @@ def design_from_study(storage: str, study: str, trial: str, *, pick: str | None 
     rtl = view.verification(chosen.number)
     if rtl is not None:
         info["rtl_verification"] = rtl
+    if view.space.get("fpga"):
+        info["fpga_target"] = view.space["fpga"]
     workloads = view.workloads
     return DesignSource(config, info, workloads[0] if workloads else None)

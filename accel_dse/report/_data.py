@@ -168,7 +168,9 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
         ``study``, ``storage``, ``objectives``, ``constraints``, ``workloads``, ``states``,
         ``n_trials``, ``n_feasible``, ``interrupted``, ``pareto`` (trial numbers), ``top``
         (rows), ``best`` (trial, pick), ``breakdown`` and ``roofline`` (or ``None``), ``history``,
-        ``verification`` (trial -> result), ``rtl_failed`` (trial numbers), ``notes``.
+        ``verification`` (trial -> result), ``rtl_failed`` (trial numbers), ``fpga_target``
+        (the space's ``[fpga]`` table or ``None``), ``fpga`` (rows of place-and-route results
+        recorded by ``verify --fpga``, beside the model's prediction), ``notes``.
     """
     notes: list[str] = []
     states = view.state_counts()
@@ -230,8 +232,40 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
         "scatter": _scatter(view),
         "verification": verification,
         "rtl_failed": rtl_failed,
+        "fpga_target": view.space.get("fpga"),
+        "fpga": fpga_rows(verification),
         "notes": notes,
     }
+
+
+#: Resources compared in :func:`fpga_rows` (the model's names; ECP5 bel types mapped to them).
+FPGA_RESOURCES = ("luts", "ffs", "dsps", "brams")
+
+
+def fpga_rows(verification: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per trial with recorded place-and-route figures: tool vs the resource model.
+
+    Each row: ``trial``, ``family``, ``device``, ``line`` (one line: fits, Fmax, target),
+    ``fmax_mhz`` and ``model_fmax_mhz``, ``<resource>`` and ``model_<resource>`` for
+    :data:`FPGA_RESOURCES`, ``error`` (the tools failed, else ``""``).
+    """
+    from accel_dse.export import fpga_line
+
+    rows = []
+    for number, v in verification.items():
+        placed = v.get("fpga") or {}
+        if not placed:
+            continue
+        model = placed.get("model") or {}
+        used = placed.get("used") or {}
+        error = placed.get("error", "")
+        rows.append({
+            "trial": int(number), "family": placed.get("family"), "device": placed.get("device"),
+            "line": "" if error else fpga_line(placed), "error": error,
+            "fmax_mhz": placed.get("fmax_mhz"), "model_fmax_mhz": model.get("fmax_mhz"),
+            **{r: used.get(r) for r in FPGA_RESOURCES}, **{f"model_{r}": model.get(r) for r in FPGA_RESOURCES},
+        })
+    return rows
 
 
 def _scatter(view: StudyView) -> list[dict[str, Any]]:

@@ -8,6 +8,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from accel_dse.report._data import FPGA_RESOURCES
+
 __all__ = ["html_page", "plotly_available", "optuna_figures"]
 
 _STYLE = """
@@ -152,6 +154,12 @@ def html_page(report: dict[str, Any], images: Sequence[str], extras: Sequence[tu
                          synth.get("transistors"), v.get("reason", "")])
             classes.append("" if v.get("passed") else "rtlfail")
         parts.append(_table(headers, rows, classes))
+    if report.get("fpga"):
+        parts.append("<h2>FPGA place and route (nextpnr vs the resource model)</h2>")
+        headers = ["trial", "result", "fmax_mhz", "model", *[f"{r} / model" for r in FPGA_RESOURCES]]
+        rows = [[f["trial"], f["error"] and f"FAILED: {f['error']}" or f["line"], f["fmax_mhz"], f["model_fmax_mhz"],
+                 *[f"{f[r]} / {f['model_' + r]}" for r in FPGA_RESOURCES]] for f in report["fpga"]]
+        parts.append(_table(headers, rows))
     for title, fragment in extras:
         parts.append(f"<h2>{e(title)}</h2>{fragment}")
     parts.append("<p><small>accel-dse report; data in report.json</small></p></body></html>")

@@ -9,7 +9,8 @@ another evaluator with the same ``evaluate(config) -> Evaluation`` method.
 Typical use::
 
     space = load_space("edge-int8")
-    evaluator = ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads])
+    evaluator = ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads],
+                               fpga=space.fpga)
     result = run_sweep(SweepConfig(space=space, evaluator=evaluator, storage="sqlite:///study.db",
                                    study_name=space.name, n_trials=200))
     print(result.summary()["best"])
@@ -32,7 +33,7 @@ from accel_dse.search._run import (
     validate_sweep,
 )
 from accel_dse.search._samplers import SAMPLERS, check_sampler, make_sampler
-from accel_dse.search._space import DesignSpace, Param, WorkloadSpec
+from accel_dse.search._space import DesignSpace, FpgaTarget, Param, WorkloadSpec
 from accel_dse.search._space_file import load_space, parse_space, space_names
 from accel_dse.search._storage import StorageSpec, check_location, mask_url, open_storage, parse_storage, redact
 from accel_dse.search._study import MAX_STUDY_NAME, budget_used, check_study_name, open_study
@@ -40,6 +41,7 @@ from accel_dse.search._summary import best_trials, feasible_trials, summary_dict
 
 __all__ = [
     "DesignSpace",
+    "FpgaTarget",
     "Param",
     "WorkloadSpec",
     "load_space",

@@ -11,6 +11,10 @@ on a whole batch of designs and aggregates the per-workload totals with the spac
 
 With one workload the aggregate is exactly the model's figure. A design is feasible when it
 is feasible on every workload; the reason of the first infeasible one is kept.
+
+With an FPGA target (``fpga``, a space's ``[fpga]`` table) the metrics also hold the device's
+:data:`~accel_dse.search._metrics.FPGA_METRIC_UNITS` from ``perf_model.fpga_metrics`` (one
+vectorised call per batch; they describe the design, not a workload).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import numpy as np
 
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.errors import ModelError
-from accel_dse.search._metrics import METRIC_NAMES
+from accel_dse.search._metrics import FPGA_METRIC_UNITS, METRIC_NAMES
+from accel_dse.search._space import FpgaTarget
 
 __all__ = ["Evaluation", "BatchEvaluation", "ModelEvaluator", "MAX_METRICS"]
 
@@ -79,10 +84,12 @@ class ModelEvaluator:
             (a ``workloads.Workload`` or a sequence of ``(op, count)``). Weights > 0.
         model: Name of the module that provides ``DesignArrays`` and ``evaluate_designs``
             (the real ``perf_model`` by default; a name keeps the evaluator picklable for
-            worker processes).
+            worker processes); with ``fpga`` also ``fpga_metrics``.
+        fpga: The FPGA target whose metrics are added (``None``: none).
     """
 
-    def __init__(self, workloads: Sequence[tuple[str, float, Any]], *, model: str = "perf_model") -> None:
+    def __init__(self, workloads: Sequence[tuple[str, float, Any]], *, model: str = "perf_model",
+                 fpga: FpgaTarget | None = None) -> None:
         if not workloads:
             raise ModelError("an evaluator needs at least one workload, not none")
         total = 0.0
@@ -92,6 +99,7 @@ class ModelEvaluator:
             total += float(weight)
         self.workloads = [(str(n), float(w) / total, wl) for n, w, wl in workloads]
         self.model = model
+        self.fpga = fpga
         self._module: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -129,7 +137,8 @@ class ModelEvaluator:
         feasible = valid.copy()
         overflow = np.zeros(n, dtype=bool)
         reason = ["" if ok else "acc_bits must be >= 2 * input_bits" for ok in valid]
-        metrics = {m: np.zeros(n) for m in METRIC_NAMES}
+        names = METRIC_NAMES + (tuple(FPGA_METRIC_UNITS) if self.fpga is not None else ())
+        metrics = {m: np.zeros(n) for m in names}
         details: dict[str, dict[str, np.ndarray]] = {}
         index = np.flatnonzero(valid)
         if index.size:
@@ -160,6 +169,9 @@ class ModelEvaluator:
                     for m, values in detail.items():
                         full[m][index] = values
                     details[name] = full
+            if self.fpga is not None:
+                for m, values in perf.fpga_metrics(designs, self.fpga.family, self.fpga.device).items():
+                    metrics[m][index] = values
         for m in metrics:
             metrics[m][~feasible] = 0.0
         batch = BatchEvaluation(feasible=feasible, reason=reason, metrics=metrics, overflow=overflow)

@@ -4,6 +4,10 @@ The performance model reports, per design, the metrics of ``perf_model.DesignTab
 (:data:`METRIC_NAMES`). An *objective* is one of the short names of :data:`OBJECTIVES`,
 each bound to a metric and a direction; a *constraint* bounds any metric
 (``"area_mm2 <= 50"``); objective short names are accepted there too (``"area <= 50"``).
+
+A space with an FPGA target (``[fpga]``, see :mod:`accel_dse.search._space_file`) also has the
+metrics of :data:`FPGA_METRIC_UNITS` (``perf_model.fpga_metrics``: predicted resources, Fmax and
+utilisation of the device); ``dsp``, ``bram``, ``lut``, ``ff`` and ``fmax`` name them too.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ __all__ = [
     "parse_objective",
     "parse_constraint",
     "metric_of",
+    "FPGA_METRIC_UNITS",
+    "METRIC_ALIASES",
+    "unit_of",
 ]
 
 #: Metric -> unit, as reported by ``perf_model.DesignTable`` (totals over a workload).
@@ -53,6 +60,18 @@ METRIC_UNITS: dict[str, str] = {
     "utilization": "fraction",
 }
 METRIC_NAMES: tuple[str, ...] = tuple(METRIC_UNITS)
+
+#: Metric -> unit of the FPGA target's metrics (per design, the same on every workload).
+FPGA_METRIC_UNITS: dict[str, str] = {
+    "luts": "logic cells",
+    "ffs": "FFs",
+    "dsps": "DSP blocks",
+    "brams": "block RAMs",
+    "fmax_mhz": "MHz",
+    "fpga_utilization": "fraction",
+}
+#: Other names of metrics accepted in constraints.
+METRIC_ALIASES: dict[str, str] = {"lut": "luts", "ff": "ffs", "dsp": "dsps", "bram": "brams", "fmax": "fmax_mhz"}
 
 #: Objective short name -> (metric, "minimize" | "maximize").
 OBJECTIVES: dict[str, tuple[str, str]] = {
@@ -107,16 +126,24 @@ class Constraint:
         return f"{self.metric} {self.op} {self.bound:g}"
 
 
+def unit_of(metric: str) -> str:
+    """The unit of ``metric`` (a model or FPGA-target metric)."""
+    return METRIC_UNITS.get(metric) or FPGA_METRIC_UNITS[metric]
+
+
 def metric_of(name: str, *, where: str) -> str:
     """The metric called ``name`` (a metric or an objective short name), else ``ConfigError``."""
-    if name in METRIC_UNITS:
+    if name in METRIC_UNITS or name in FPGA_METRIC_UNITS:
         return name
     if name in OBJECTIVES:
         return OBJECTIVES[name][0]
-    known = sorted(set(METRIC_NAMES) | set(OBJECTIVES))
+    if name in METRIC_ALIASES:
+        return METRIC_ALIASES[name]
+    known = sorted(set(METRIC_NAMES) | set(OBJECTIVES) | set(FPGA_METRIC_UNITS) | set(METRIC_ALIASES))
     close = difflib.get_close_matches(name, known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise ConfigError(f"{where}: unknown metric {name!r}{hint}; metrics: {', '.join(METRIC_NAMES)}")
+    raise ConfigError(f"{where}: unknown metric {name!r}{hint}; metrics: {', '.join(METRIC_NAMES)}; "
+                      f"with an [fpga] target also {', '.join(FPGA_METRIC_UNITS)}")
 
 
 def parse_objective(name: object, *, where: str) -> Objective:

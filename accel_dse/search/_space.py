@@ -26,7 +26,7 @@ from accel_dse.config import FIELD_NAMES, ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
 from accel_dse.search._metrics import Constraint, Objective
 
-__all__ = ["Param", "WorkloadSpec", "DesignSpace"]
+__all__ = ["Param", "WorkloadSpec", "FpgaTarget", "DesignSpace"]
 
 _FLOAT_FIELDS = ("dram_bytes_per_cycle", "clock_mhz")
 
@@ -188,6 +188,22 @@ class WorkloadSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class FpgaTarget:
+    """The FPGA a space targets (its ``[fpga]`` table): the sweep adds the device's metrics.
+
+    Attributes:
+        family: FPGA family (``"ecp5"``).
+        device: Device of that family (``"85k"``).
+    """
+
+    family: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.family} {self.device}"
+
+
+@dataclasses.dataclass(frozen=True)
 class DesignSpace:
     """A validated design space.
 
@@ -199,6 +215,7 @@ class DesignSpace:
         objectives: One (single-objective) or more (Pareto) objectives.
         constraints: Bounds every reported design must meet.
         source: Where the space came from (for messages).
+        fpga: The FPGA target (``None``: none; then the FPGA metrics do not exist).
     """
 
     name: str
@@ -208,6 +225,7 @@ class DesignSpace:
     objectives: tuple[Objective, ...]
     constraints: tuple[Constraint, ...] = ()
     source: str = "space"
+    fpga: FpgaTarget | None = None
 
     # -- the search view ------------------------------------------------------------------
     @property
@@ -307,12 +325,15 @@ class DesignSpace:
     # -- identity ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Canonical JSON-ready form of everything that defines the search problem."""
-        return {
+        out: dict[str, Any] = {
             "params": {p.field: p.to_dict() for p in self.params},
             "workloads": [{"spec": w.spec, "weight": w.weight} for w in self.workloads],
             "objectives": [o.name for o in self.objectives],
             "constraints": [str(c) for c in self.constraints],
         }
+        if self.fpga is not None:  # only then: the fingerprints of spaces without a target stay as they were
+            out["fpga"] = {"family": self.fpga.family, "device": self.fpga.device}
+        return out
 
     @property
     def fingerprint(self) -> str:

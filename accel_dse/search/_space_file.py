@@ -21,6 +21,16 @@ range::
     clock_mhz = { low = 400.0, high = 1000.0, step = 100.0 }
     input_bits = 8                                     # fixed
 
+    [fpga]                                     # optional: an FPGA target
+    family = "ecp5"                            # the families perf_model's resource model covers
+    device = "85k"
+    fit = true                                 # default: adds "fpga_utilization <= 1"
+
+With an ``[fpga]`` table the sweep also reports the FPGA metrics of that device
+(:data:`~accel_dse.search._metrics.FPGA_METRIC_UNITS`: ``luts``, ``ffs``, ``dsps``, ``brams``,
+``fmax_mhz``, ``fpga_utilization``) and constraints may bound them (``"dsps <= 156"``,
+``"fmax_mhz >= 40"``); without one, a constraint on them is an error.
+
 Fields left out take the ``ArrayConfig`` default (``rows`` and ``cols`` have none: set them).
 Every error is one :class:`~accel_dse.errors.ConfigError` naming the file, the key, the rule
 and the bad value; a :class:`DesignSpace` that exists is valid.
@@ -39,16 +49,17 @@ from typing import Any, TypeGuard
 
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.designs import parse_toml, read_toml
-from accel_dse.errors import ConfigError
-from accel_dse.search._metrics import Constraint, Objective, parse_constraint, parse_objective
-from accel_dse.search._space import _FLOAT_FIELDS, DesignSpace, Param, WorkloadSpec, _is_number, _jsonable
+from accel_dse.errors import AccelDseError, ConfigError
+from accel_dse.search._metrics import FPGA_METRIC_UNITS, Constraint, Objective, parse_constraint, parse_objective
+from accel_dse.search._space import _FLOAT_FIELDS, DesignSpace, FpgaTarget, Param, WorkloadSpec, _is_number, _jsonable
 
 __all__ = ["load_space", "parse_space", "space_names"]
 
 _INT_FIELDS = ("rows", "cols", "input_bits", "acc_bits", "ifmap_sram_kib", "weight_sram_kib",
                "ofmap_sram_kib", "tech_nm")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_TOP_KEYS = ("name", "description", "objectives", "constraints", "workloads", "params")
+_TOP_KEYS = ("name", "description", "objectives", "constraints", "workloads", "params", "fpga")
+_FPGA_KEYS = ("family", "device", "fit")
 _RANGE_KEYS = ("low", "high", "step", "scale")
 _SCALES = ("linear", "log", "pow2")
 #: A complete, valid base design used to check one field value at a time.
@@ -104,14 +115,24 @@ def parse_space(doc: Mapping[str, Any], *, source: str = "space", default_name: 
     description = doc.get("description", "")
     if not isinstance(description, str):
         raise ConfigError(f"{source}: description must be a string, not {description!r}")
+    fpga, fit = _parse_fpga(doc.get("fpga"), source)
+    constraints = _parse_constraints(doc.get("constraints", []), source)
+    if fpga is None:
+        for c in constraints:
+            if c.metric in FPGA_METRIC_UNITS:
+                raise ConfigError(f"{source}: constraint '{c}' bounds an FPGA metric: name the device in an "
+                                  "[fpga] table (family = \"ecp5\", device = \"85k\")")
+    elif fit and not any(c.metric == "fpga_utilization" for c in constraints):
+        constraints += (Constraint(metric="fpga_utilization", op="<=", bound=1.0),)
     return DesignSpace(
         name=name,
         description=description,
         params=_parse_params(doc.get("params"), source),
         workloads=_parse_workloads(doc.get("workloads"), source),
         objectives=_parse_objectives(doc.get("objectives"), source),
-        constraints=_parse_constraints(doc.get("constraints", []), source),
+        constraints=constraints,
         source=source,
+        fpga=fpga,
     )
 
 
@@ -138,6 +159,33 @@ def _parse_constraints(value: object, source: str) -> tuple[Constraint, ...]:
     if not isinstance(items, list):
         raise ConfigError(f"{source}: constraints must be a list of strings like 'area_mm2 <= 50', not {value!r}")
     return tuple(parse_constraint(c, where=source) for c in items)
+
+
+def _parse_fpga(value: object, source: str) -> tuple[FpgaTarget | None, bool]:
+    """The ``[fpga]`` table: ``(target, fit)``; ``(None, False)`` when there is none."""
+    if value is None:
+        return None, False
+    where = f"{source}: fpga"
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table with family and device, not {value!r}")
+    for key in value:
+        if key not in _FPGA_KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r}{_hint(key, _FPGA_KEYS)}")
+    from perf_model import FPGA_DEVICES, fpga_device
+
+    family = value.get("family", "ecp5")
+    device = value.get("device")
+    key = "device" if isinstance(family, str) and family in FPGA_DEVICES else "family"
+    if device is None and key == "device":
+        raise ConfigError(f"{where}: 'device' is missing (one of {', '.join(FPGA_DEVICES[family])})")
+    try:
+        fpga_device(family, device)  # type: ignore[arg-type]  # checks the types and names, raises if bad
+    except AccelDseError as exc:
+        raise ConfigError(f"{where}.{key}: {exc}") from None
+    fit = value.get("fit", True)
+    if not isinstance(fit, bool):
+        raise ConfigError(f"{where}: fit must be true or false, not {fit!r}")
+    return FpgaTarget(family=str(family), device=str(device)), fit
 
 
 def _parse_workloads(value: object, source: str) -> tuple[WorkloadSpec, ...]:

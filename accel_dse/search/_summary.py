@@ -14,7 +14,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from accel_dse.search._grid import pareto_mask
-from accel_dse.search._metrics import METRIC_UNITS
+from accel_dse.search._metrics import METRIC_UNITS, unit_of
 from accel_dse.search._space import DesignSpace
 
 __all__ = ["feasible_trials", "best_trials", "free_values", "summary_dict", "summary_table"]
@@ -100,7 +100,7 @@ def summary_table(summary: dict[str, Any], space: DesignSpace, *, limit: int = 2
     extra = list(dict.fromkeys(extra))
     headers = ["trial", *free]
     headers += [f"{o.name} [{METRIC_UNITS[o.metric]}]" for o in space.objectives]
-    headers += [f"{m} [{METRIC_UNITS[m]}]" for m in extra]
+    headers += [f"{m} [{unit_of(m)}]" for m in extra]
     headers.append("config_hash")
     rows = []
     for entry in summary["best"][:limit]:

@@ -1,4 +1,4 @@
-"""Multi-fidelity check of a study's best designs: RTL simulation and Yosys synthesis.
+"""Multi-fidelity check of a study's best designs: RTL simulation, Yosys synthesis, FPGA place and route.
 
 After a model-driven sweep, :func:`verify_top` takes the top-K feasible designs (the Pareto
 set first for several objectives), simulates each on the workload with ``accel_dse.simulate``
@@ -6,6 +6,8 @@ set first for several objectives), simulates each on the workload with ``accel_d
 with ``rtl_gen.synth_stats``, and records pass/fail, RTL vs model cycles and the synthesis
 figures in the study (user attribute ``accel_dse.verify.<trial>``, see
 :mod:`accel_dse.report._study`: Optuna does not let a finished trial's own attributes change).
+With ``fpga`` it also places and routes each design (``accel-dse rtl fpga``'s flow, cached) and
+records fits, Fmax and the resources used beside the resource model's prediction.
 
 With ``share=True`` several verifiers (processes, machines) against one study split the top K:
 each design is claimed once through the study's storage (:mod:`accel_dse.verify._claims`), a
@@ -51,6 +53,8 @@ class VerifyResult:
         mismatches: Output elements that differ from JAX, over all ops.
         cycles_rtl, cycles_model: Sums over the simulated ops (``None`` if nothing ran).
         synth: ``{"cells", "transistors"}`` of ``rtl_gen.synth_stats`` (``{"error": ...}`` if it failed).
+        fpga: ``accel_dse.export.fpga_figures`` of the place and route (``{}``: not asked;
+            ``{"family", "device", "error"}`` if the tools failed).
         reason: Why it failed ("" when it passed).
         seconds: Wall time of simulation and synthesis, s.
         run_dir: The simulation's run directory.
@@ -72,6 +76,7 @@ class VerifyResult:
     cycles_rtl: int | None = None
     cycles_model: int | None = None
     synth: dict[str, Any] = dataclasses.field(default_factory=dict)
+    fpga: dict[str, Any] = dataclasses.field(default_factory=dict)
     reason: str = ""
     seconds: float = 0.0
     run_dir: str = ""
@@ -111,6 +116,8 @@ def verify_top(
     progress: Callable[[str], None] | None = None,
     share: bool = False,
     claim_ttl_s: float = CLAIM_TTL_S,
+    fpga: str | None = None,
+    fpga_device: str | None = None,
 ) -> list[VerifyResult]:
     """RTL-simulate and synthesise the ``k`` best designs of a study; record the results in it.
 
@@ -130,6 +137,9 @@ def verify_top(
         progress: Called with one line per stage.
         share: Split the designs with other verifiers of the same study (needs ``record``).
         claim_ttl_s: With ``share``: seconds after which a dead verifier's claim is taken over.
+        fpga: Also place and route each design on this FPGA family (``"ecp5"``; cached).
+        fpga_device: Its device (default: the study's ``[fpga]`` device when it is of that
+            family, else the family's default).
 
     Returns:
         One result per design (with ``share``: per design this verifier checked), in ranking
@@ -141,6 +151,7 @@ def verify_top(
             feasible trial, no workload.
         SimulationError: the simulator is missing or ``scale``/``max_ops`` are invalid.
         WorkloadError: an unknown or malformed workload (checked before anything is recorded).
+        ConfigError: an unknown FPGA family or device (checked before anything runs).
     """
     from accel_dse.report import load_study
     from accel_dse.simulate import find_simulator
@@ -159,6 +170,10 @@ def verify_top(
     if workload_spec is not None:
         _resolve(workload_spec)  # an unknown workload is refused before anything is simulated or recorded
     view = load_study(storage_url, study_name, read_only=not record)
+    if fpga is not None:
+        from accel_dse.export import resolve_fpga
+
+        fpga_device = resolve_fpga(fpga, fpga_device, view.space.get("fpga"))
     workload = workload_spec or (view.workloads[0] if view.workloads else None)
     if workload is None:
         raise ExportError(f"study {study_name!r} records no workload: give --workload")
@@ -183,7 +198,7 @@ def verify_top(
             results.append(_checked(view, claims, claim, trial, rank, trial.number in front, tag, say,
                                     workload=workload, scale=scale, simulator=simulator, max_ops=max_ops,
                                     timeout=timeout, work_dir=work_dir, synth=synth, record=record,
-                                    study_name=study_name))
+                                    study_name=study_name, fpga=fpga, fpga_device=fpga_device))
         if waiting and claims is not None:
             say(f"{len(waiting)} design(s) being verified elsewhere; waiting for them or for their claims to expire")
             time.sleep(min(claims.ttl_s / 3, 10.0))
@@ -227,7 +242,8 @@ def _resolve(spec: str) -> None:
 
 
 def _verify_one(config: Any, number: int, rank: int, pareto: bool, *, workload: str, scale: float, simulator: str,
-                max_ops: int | None, timeout: float | None, work_dir: str | Path | None, synth: bool) -> VerifyResult:
+                max_ops: int | None, timeout: float | None, work_dir: str | Path | None, synth: bool,
+                fpga: str | None, fpga_device: str | None) -> VerifyResult:
     from accel_dse.simulate import simulate
 
     start = time.perf_counter()
@@ -261,4 +277,12 @@ def _verify_one(config: Any, number: int, rank: int, pareto: bool, *, workload: 
             figures = {"cells": stats["total"]["cells"], "transistors": stats["total"]["transistors"]}
         except AccelDseError as exc:
             figures = {"error": str(exc)}
-    return VerifyResult(**base, **fields, synth=figures, seconds=round(time.perf_counter() - start, 3))
+    placed: dict[str, Any] = {}
+    if fpga is not None:
+        from accel_dse.export import fpga_document, fpga_figures
+
+        try:
+            placed = fpga_figures(fpga_document(config, fpga, fpga_device))
+        except AccelDseError as exc:
+            placed = {"family": fpga, "device": fpga_device, "error": str(exc)}
+    return VerifyResult(**base, **fields, synth=figures, fpga=placed, seconds=round(time.perf_counter() - start, 3))

@@ -68,3 +68,14 @@ def test_logic_and_flops_within_10_percent_of_nextpnr(config: ArrayConfig, luts:
     model = fpga_resources(config)  # measured: LUTs within 2.1 %, FFs within 6.7 % (issue 15's target: 10 %)
     assert model["luts"] == pytest.approx(luts, rel=0.10)
     assert model["ffs"] == pytest.approx(ffs, rel=0.10)
+
+
+@pytest.mark.parametrize(
+    ("input_bits", "acc_bits", "cells", "ffs"),  # synth_ecp5 of one rtl_gen.OutputStage lane: LUT4 + 2 CCU2C, FF
+    [(8, 32, 561 + 2 * 159, 101), (8, 48, 600 + 2 * 176, 101), (16, 48, 565 + 2 * 176, 133)],
+)
+def test_output_stage_lanes_match_synth_ecp5(input_bits: int, acc_bits: int, cells: int, ffs: int) -> None:
+    from perf_model._fpga_resources import output_stage_resources
+
+    cfg = ArrayConfig(rows=2, cols=3, input_bits=input_bits, acc_bits=acc_bits)
+    assert output_stage_resources(cfg) == (3 * cells, 3 * ffs)

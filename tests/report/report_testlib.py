@@ -23,11 +23,13 @@ WIDE_PARAMS = {"rows": {"low": 2, "high": 32, "scale": "pow2"}, "cols": {"low": 
 
 
 def make_space(objectives: list[str], *, params: dict[str, Any] | None = None, workload: str = TINY_WORKLOAD,
-               constraints: list[str] | None = None):
+               constraints: list[str] | None = None, fpga: dict[str, Any] | None = None):
     from accel_dse.search import parse_space
 
     doc = {"name": "t", "objectives": objectives, "workloads": [{"spec": workload}],
            "params": params or TINY_PARAMS, "constraints": constraints or []}
+    if fpga is not None:
+        doc["fpga"] = fpga
     return parse_space(doc, source="test space")
 
 
@@ -38,7 +40,8 @@ def make_study(storage: str, *, study: str = "s", objectives: list[str] | None =
     from accel_dse.search import ModelEvaluator, SweepConfig, run_sweep
 
     space = make_space(objectives or ["edp"], **space_args)
-    evaluator = ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads])
+    evaluator = ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads],
+                               fpga=space.fpga)
     return run_sweep(SweepConfig(space=space, evaluator=evaluator, storage=storage, study_name=study,
                                  sampler=sampler, n_trials=trials, seed=seed, grid_keep=5))
 
