@@ -66,7 +66,8 @@ class DramResult:
 
 def write_dram_program(path: Path, program: DramProgram) -> None:
     """Write ``program`` to ``path`` (``.npz``)."""
-    np.savez(path, meta=np.array(json.dumps(program.meta)), **program.images)
+    arrays: dict[str, Any] = dict(program.images)
+    np.savez(path, meta=np.array(json.dumps(program.meta)), **arrays)
 
 
 def read_dram_program(path: Path) -> DramProgram:
@@ -84,7 +85,7 @@ def write_dram_result(results_dir: Path, op: int, result: DramResult) -> None:
     """Write one op's result atomically."""
     final = _result_path(results_dir, op)
     tmp = final.with_name(final.stem + ".tmp.npz")
-    arrays = {f"c_{i}": c for i, c in enumerate(result.c)}
+    arrays: dict[str, Any] = {f"c_{i}": c for i, c in enumerate(result.c)}
     np.savez(tmp, total=result.total, compute=result.compute, stall=result.stall, error_code=result.error_code,
              error_pc=result.error_pc, seconds=np.float64(result.seconds), sim_cycles=np.int64(result.sim_cycles),
              error=np.array(result.error), **arrays)

