@@ -114,7 +114,8 @@ def supply_voltage(clock_mhz: Any, f_max_mhz: Any, tech_nm: Any) -> np.ndarray:
         fast = _g(mid, vth) >= target
         hi = np.where(fast, mid, hi)
         lo = np.where(fast, lo, mid)
-    return np.where(_g(vmin, vth) >= target, vmin, hi)
+    ratio = np.asarray(clock_mhz, dtype=np.float64) / np.asarray(f_max_mhz, dtype=np.float64)
+    return np.where(ratio >= 1.0, vnom, np.where(_g(vmin, vth) >= target, vmin, hi))
 
 
 def leakage_w_per_mm2(tech_nm: Any, vdd: Any) -> np.ndarray:

@@ -8,10 +8,24 @@ double-buffered roofline run by run). It shares no code with the closed forms it
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
+import perf_model
+from accel_dse.config import ArrayConfig
 from perf_model import timing
+
+#: A clock that every design these tests build reaches at every node (the slowest, 16-bit
+#: operands into 64-bit accumulators at 180 nm, reaches about 200 MHz): for tests of tiling,
+#: traffic or area, where the clock only has to be feasible.
+SLOW_MHZ = 100.0
+
+
+def at_nominal_supply(config: ArrayConfig) -> ArrayConfig:
+    """``config`` clocked at its f_max, so it runs at the node's nominal supply (``V = V_nom``):
+    its dynamic energies are the per-access figures of the energy table times the node's scale."""
+    return dataclasses.replace(config, clock_mhz=perf_model.design_fmax(config)["f_max_mhz"])
 
 #: GEMM dim of the mapped dims (rows-dim, cols-dim, streamed) per dataflow code.
 GEMM_OF = {0: ("k", "n", "m"), 1: ("m", "n", "k"), 2: ("k", "m", "n")}
