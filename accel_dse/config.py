@@ -24,7 +24,8 @@ from typing import Any
 
 from accel_dse.errors import ConfigError
 
-__all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "MemoryKind", "MEMORY_KINDS", "MEMORY_NAMES", "NO_MEMORY"]
+__all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "MemoryKind", "MEMORY_KINDS", "MEMORY_NAMES",
+           "NO_MEMORY"]
 
 #: Supported operand widths (signed integers).
 INPUT_BITS = (8, 16)

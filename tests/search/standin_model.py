@@ -11,7 +11,8 @@ recompute expected values by hand:
   dram_bytes_per_cycle - compute cycles) (0 when double buffered is False: added instead);
 * area (mm^2) = (rows*cols*(input_bits/8)^2 * 0.002 + total SRAM KiB * 0.003) * (tech_nm/28)^2;
 * energy (pJ) = macs * 0.25 * (input_bits/8)^2 + dram bytes * 20 + sram bytes * 1;
-* latency = total cycles / clock (the memory kind ``dram`` is ignored); power = energy / latency; tops = 2 * macs / latency / 1e12.
+* latency = total cycles / clock (``dram``, the memory kind, is ignored);
+  power = energy / latency; tops = 2 * macs / latency / 1e12.
 
 Environment knobs for process tests: ``STANDIN_DELAY_S`` sleeps that long per call;
 ``STANDIN_MARKER_DIR`` touches ``<dir>/<pid>-<n>`` at each call; ``STANDIN_NAN_CLOCK`` makes
