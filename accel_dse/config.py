@@ -6,7 +6,9 @@ variants are made by copy (``dataclasses.replace(config, rows=32)``), which chec
 
 Units are in the field names: ``*_kib`` are KiB (1024 bytes) of on-chip SRAM,
 ``dram_bytes_per_cycle`` is bytes per accelerator clock cycle, ``clock_mhz`` is MHz and
-``tech_nm`` the technology node in nanometres.
+``tech_nm`` the technology node in nanometres. ``dram`` optionally names the memory part
+(:data:`MEMORY_KINDS`, with its GB/s and pJ/bit and their sources); ``"none"`` keeps the
+bandwidth a plain per-cycle figure.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import Any
 
 from accel_dse.errors import ConfigError
 
-__all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES"]
+__all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "MemoryKind", "MEMORY_KINDS", "MEMORY_NAMES",
+           "NO_MEMORY"]
 
 #: Supported operand widths (signed integers).
 INPUT_BITS = (8, 16)
@@ -55,6 +58,46 @@ class Dataflow(enum.StrEnum):
                     return member
         choices = ", ".join(m.value for m in cls)
         raise ConfigError(f"dataflow must be one of {choices}, not {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryKind:
+    """One off-chip memory part: its peak bandwidth and its access energy.
+
+    Attributes:
+        name: the name a design uses (``dram = "ddr4-3200-x64"``).
+        gb_per_s: peak bandwidth, 1e9 bytes per second (transfer rate x interface width).
+        pj_per_bit: energy per bit moved (DRAM core, I/O and interface), pJ.
+        source: where the two figures come from.
+    """
+
+    name: str
+    gb_per_s: float
+    pj_per_bit: float
+    source: str
+
+
+#: The value of ``dram`` that names no part: bandwidth is ``dram_bytes_per_cycle`` at any clock.
+NO_MEMORY = "none"
+
+#: Known memory kinds, by name. Bandwidth is the JEDEC transfer rate times the interface width
+#: (JESD79-3 DDR3, JESD79-4 DDR4, JESD209-5 LPDDR5, JESD235 HBM2E); energy per bit from the
+#: sources named per entry (docs/physical.md has the table and the reasoning).
+MEMORY_KINDS: dict[str, MemoryKind] = {m.name: m for m in (
+    MemoryKind("ddr3-1600-x64", 12.8, 30.5,
+               "1600 MT/s x 8 B; Horowitz ISSCC 2014: 1.3-2.6 nJ per 64-bit access (midpoint)"),
+    MemoryKind("ddr3-2133-2x64", 34.1, 30.5,
+               "two 2133 MT/s x 8 B channels, TPU v1's 34 GB/s (Jouppi et al. ISCA 2017); "
+               "energy as ddr3-1600-x64"),
+    MemoryKind("ddr4-3200-x64", 25.6, 15.0,
+               "3200 MT/s x 8 B; ~15 pJ/bit for DDR4 (O'Connor et al. MICRO 2017, Fig. 1 range)"),
+    MemoryKind("lpddr5-x32", 25.6, 5.0,
+               "6400 MT/s x 4 B; ~5 pJ/bit for LPDDR4/5-class mobile DRAM (O'Connor et al. MICRO 2017)"),
+    MemoryKind("hbm2e", 409.6, 3.9,
+               "3.2 Gb/s per pin x 1024 pins per stack; HBM2 3.9 pJ/bit (O'Connor et al. MICRO 2017)"),
+)}
+#: ``dram`` values in code order (``perf_model`` keeps them as integer codes, ``none`` = 0).
+MEMORY_NAMES: tuple[str, ...] = (NO_MEMORY, *MEMORY_KINDS)
 
 
 def _check_int(name: str, value: object, low: int, high: int, rule: str | None = None) -> None:
@@ -108,6 +151,9 @@ class ArrayConfig:
             while the current fold streams (TPU v1's weight double buffering), OS drains the
             finished results while the next fold accumulates. Costs one register per PE.
         tech_nm: technology node for energy and area scaling, nm (5..180).
+        dram: the off-chip memory part, a name of :data:`MEMORY_KINDS`, or ``"none"``
+            (default): with a part, the bandwidth the model uses is
+            ``min(dram_bytes_per_cycle, GB/s / clock)`` and DRAM energy is the part's pJ/bit.
     """
 
     rows: int
@@ -123,6 +169,7 @@ class ArrayConfig:
     double_buffered: bool = True
     shadow_stationary: bool = True
     tech_nm: int = 45
+    dram: str = NO_MEMORY
 
     def __post_init__(self) -> None:
         _check_int("rows", self.rows, 1, _MAX_DIM)
@@ -147,6 +194,8 @@ class ArrayConfig:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, not {getattr(self, name)!r}")
         _check_int("tech_nm", self.tech_nm, *_TECH_NM)
+        if not isinstance(self.dram, str) or self.dram not in MEMORY_NAMES:
+            raise ConfigError(f"dram must be one of {', '.join(MEMORY_NAMES)}, not {self.dram!r}")
 
     # -- derived figures -------------------------------------------------------------------
     @property
@@ -184,14 +233,24 @@ class ArrayConfig:
 
     @property
     def config_hash(self) -> str:
-        """Stable 12-hex-digit SHA-256 digest of the canonical JSON of :meth:`to_dict`."""
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """Stable 12-hex-digit SHA-256 digest of the canonical JSON of :meth:`to_dict`.
+
+        Fields added after designs were first hashed are left out while they hold their
+        neutral default (:data:`_HASH_NEUTRAL`: ``dram = "none"``), so an existing design keeps
+        its hash (studies, claims and caches keyed by it stay valid).
+        """
+        data = {k: v for k, v in self.to_dict().items() if _HASH_NEUTRAL.get(k, _UNSET) != v}
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     def short_name(self) -> str:
         """Human-readable one-word summary, e.g. ``16x16-ws-i8``."""
         return f"{self.rows}x{self.cols}-{self.dataflow.value}-i{self.input_bits}"
 
+
+_UNSET = object()
+#: Fields left out of ``config_hash`` while they hold these values (see ``config_hash``).
+_HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY}
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ArrayConfig))
 _REQUIRED = tuple(

@@ -38,7 +38,16 @@ How the rest is modelled, module by module:
   multiplier, adder and accumulator-extension terms per cell), calibrated to Yosys by default
   (:data:`CALIBRATED_AREA`; the Horowitz-derived prior is :data:`HOROWITZ_AREA`), with sources
   and the calibration hook (:func:`calibrate_pe_area`, :func:`set_area_coefficients`):
-  :mod:`perf_model._area`.
+  :mod:`perf_model._area`;
+* the clock the logic reaches: per pipeline stage (PE multiply-accumulate, controller, SRAM
+  access) a critical-path depth in FO4 from our RTL synthesised with Yosys/ABC, times the
+  node's FO4 delay; a design whose ``clock_mhz`` exceeds its ``f_max`` is infeasible with a
+  reason naming both: :mod:`perf_model._fmax` (calibration points in ``_fmax_fit``);
+* supply voltage and leakage: the lowest supply that meets the clock on an alpha-power
+  voltage-frequency curve per node, dynamic energy times ``(V / V_nom)^2``, leakage power per
+  mm^2 per node (on by default) times the runtime: :mod:`perf_model._technology`;
+* the memory part a design names (``dram``): bandwidth ``min(dram_bytes_per_cycle, GB/s /
+  clock)`` and its pJ/bit: :mod:`perf_model._memory`.
 """
 
 from __future__ import annotations
@@ -54,6 +63,8 @@ from perf_model._area import (
 )
 from perf_model._designs import DesignArrays
 from perf_model._energy import DEFAULT_ENERGY, EnergyTable, tech_energy_scale
+from perf_model._fmax import STAGES as TIMING_STAGES
+from perf_model._fmax import design_fmax
 from perf_model._fpga_fmax import ECP5_FMAX_FIT, FmaxFit, fpga_fmax_arrays, fpga_fmax_mhz, fpga_path_arrays
 from perf_model._fpga_resources import (
     ECP5_DEVICES,
@@ -66,10 +77,12 @@ from perf_model._fpga_resources import (
     pe_resources,
 )
 from perf_model._fpga_target import fpga_device, fpga_metrics
+from perf_model._memory import effective_dram_bytes_per_cycle
 from perf_model._plan import TilePlan, plan_tiles
 from perf_model._program import GemmProgram, TensorLayout, compile_gemm
 from perf_model._scalar import OpResult, WorkloadResult, evaluate, evaluate_op
 from perf_model._table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
+from perf_model._technology import fo4_ps, supply_voltage
 from perf_model.program_timing import ProgramTiming, axi_data_bytes, gemm_program_cycles, program_cycles, word_beats
 
 __all__ = [
@@ -117,4 +130,9 @@ __all__ = [
     "fpga_path_arrays",
     "fpga_fmax_arrays",
     "fpga_fmax_mhz",
+    "design_fmax",
+    "TIMING_STAGES",
+    "effective_dram_bytes_per_cycle",
+    "fo4_ps",
+    "supply_voltage",
 ]

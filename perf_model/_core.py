@@ -15,6 +15,8 @@ from perf_model import timing
 from perf_model._area import AreaCoefficients, design_area_mm2
 from perf_model._designs import DesignArrays
 from perf_model._energy import EnergyTable, tech_energy_scale
+from perf_model._fmax import clock_reason, fmax_mhz, stage_depths_fo4
+from perf_model._memory import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model._ops import OpArrays
 from perf_model._output_stage import output_stage_pj
 from perf_model._problem import (
@@ -30,6 +32,7 @@ from perf_model._problem import (
     take_rows,
 )
 from perf_model._schedule import Schedule, op_cycles, schedule
+from perf_model._technology import nominal_vdd, supply_voltage
 from perf_model._tiling import ORDERS, choose_tiles, gemm_tile
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
@@ -47,6 +50,9 @@ class Block:
     ``energy`` holds the breakdown by part (per buffer for SRAM). Infeasible pairs hold zeros.
     ``area_mm2`` is per design (``(designs,)``). ``overflow`` marks pairs whose tiles fit but
     whose reduction can overflow the accumulator (:func:`overflows`); they are not feasible.
+    Per design too: ``f_max_mhz`` (:mod:`perf_model._fmax`), ``vdd`` (the supply that meets
+    ``clock_mhz``, :func:`perf_model._technology.supply_voltage`) and ``clock_ok``
+    (``clock_mhz <= f_max_mhz``; a design that fails it is infeasible in every op).
     """
 
     feasible: np.ndarray
@@ -64,6 +70,11 @@ class Block:
     area_mm2: np.ndarray
     tile: np.ndarray
     order: np.ndarray
+    f_max_mhz: np.ndarray
+    vdd: np.ndarray
+    clock_ok: np.ndarray
+    _critical: np.ndarray
+    _depths: np.ndarray
     _problem: Problem
     _names: tuple[str, ...]
     _designs: DesignArrays
@@ -77,12 +88,25 @@ class Block:
         first = bad[rows].argmax(axis=1)
         flat = rows * len(self._names) + first
         texts = _failures(self._problem, flat, self._names, self._designs, self.overflow.reshape(-1)[flat])
+        for j, i in enumerate(rows.tolist()):
+            if not self.clock_ok[i]:
+                texts[j] = self.clock_failure(i)
         return dict(zip(rows.tolist(), texts, strict=True))
+
+    def clock_failure(self, i: int) -> str:
+        """Why design ``i`` cannot run at its clock (``""`` if it can)."""
+        if self.clock_ok[i]:
+            return ""
+        stage = int(self._critical[i])
+        return clock_reason(float(self._designs.clock_mhz[i]), float(self.f_max_mhz[i]),
+                            int(self._designs.tech_nm[i]), stage, float(self._depths[stage, i]))
 
     def failure(self, i: int, o: int) -> str:
         """Reason op ``o`` is infeasible on design ``i`` (``""`` if it is feasible)."""
         if self.feasible[i, o]:
             return ""
+        if not self.clock_ok[i]:
+            return self.clock_failure(i)
         return _failures(self._problem, np.array([i * len(self._names) + o]), self._names, self._designs,
                          self.overflow[i, o:o + 1])[0]
 
@@ -106,18 +130,24 @@ def evaluate_block(
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
                       rep(buf), np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
     tiling = choose_tiles(p, allow_spill=allow_spill)
-    bw = rep(d.dram_bytes_per_cycle)
+    bw = rep(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
     with np.errstate(divide="ignore", invalid="ignore"):
         sched = schedule(p, tiling, bw, roofline=bool(d.double_buffered.any()))
     inst = np.tile(ops.instances, nd)
     _accumulators_in_sram(p, sched, rep(d.acc_bits) / out_bits)
     compute, total = op_cycles(sched, inst, bw, rep(d.double_buffered))
-    overflow = tiling.feasible & overflows(p.gemm[1], rep(d.input_bits), rep(d.acc_bits))
-    ok = tiling.feasible & ~overflow
+    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
+    f_max, critical = fmax_mhz(depths, d.tech_nm)
+    clock_ok = d.clock_mhz <= f_max
+    vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
+    overflow = tiling.feasible & overflows(p.gemm[1], rep(d.input_bits), rep(d.acc_bits)) & rep(clock_ok)
+    ok = tiling.feasible & ~overflow & rep(clock_ok)
     macs = np.tile(ops.macs, nd)
 
-    # Energy (pJ): per-access figures at 45 nm times the node's scale (see _energy).
-    scale = rep(tech_energy_scale(d.tech_nm))
+    # Energy (pJ): per-access figures at 45 nm times the node's scale (see _energy), times
+    # (V / V_nom)^2 at the supply that meets the clock (see _technology).
+    v_ratio = vdd / nominal_vdd(d.tech_nm)
+    scale = rep(tech_energy_scale(d.tech_nm) * v_ratio**2)
     ib, ab = rep(d.input_bits).astype(np.float64), rep(d.acc_bits).astype(np.float64)
     macs_f = macs.astype(np.float64)
     reg_bits = np.where(p.df == 1, 2 * ib + ab, ib + ab)  # registers written per MAC (rtl_gen PE)
@@ -139,10 +169,11 @@ def evaluate_block(
     parts = {
         "mac": macs_f * energy.mac_pj(ib, ab) * scale,
         "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
-        "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0)) * energy.dram_pj_per_byte,
+        "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0))
+        * rep(dram_pj_per_byte(d.dram, energy.dram_pj_per_byte)),
         "output_stage": np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)
         * output_stage_pj(energy, ib, ab) * scale,
-        "leakage": energy.leakage_w_per_mm2 * rep(area_mm2) * latency * 1e12,
+        "leakage": rep(energy.leakage_density(d.tech_nm, vdd) * area_mm2) * latency * 1e12,
     }
     # SRAM traffic is per operand (by free dim); each operand lives in its own buffer.
     by_free = (sram_read + sram_write) * take_rows(sram_pj, row_index(FREE_OPERAND, p.df))
@@ -167,6 +198,11 @@ def evaluate_block(
         area_mm2=area_mm2,
         tile=gemm_tile(p, tiling.t).reshape((3,) + shape),
         order=tiling.order.reshape(shape),
+        f_max_mhz=f_max,
+        vdd=vdd,
+        clock_ok=clock_ok,
+        _critical=critical,
+        _depths=depths,
         _problem=p,
         _names=ops.names,
         _designs=d,

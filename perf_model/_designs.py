@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import INPUT_BITS, ArrayConfig, Dataflow
+from accel_dse.config import INPUT_BITS, MEMORY_NAMES, ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
 from perf_model import timing
 
@@ -47,6 +47,8 @@ class DesignArrays:
         double_buffered: ping-pong buffers (bool).
         shadow_stationary: shadow stationary registers in the PEs (bool).
         tech_nm: technology node in nm (int64).
+        dram: memory kind codes, the index in :data:`accel_dse.config.MEMORY_NAMES` (int64:
+            ``none`` 0); ``from_columns`` also takes the names.
     """
 
     rows: np.ndarray
@@ -62,6 +64,7 @@ class DesignArrays:
     double_buffered: np.ndarray
     shadow_stationary: np.ndarray
     tech_nm: np.ndarray
+    dram: np.ndarray
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
@@ -78,6 +81,8 @@ class DesignArrays:
             values = [getattr(c, name) for c in configs]
             if name == "dataflow":
                 values = [timing.dataflow_code(v) for v in values]
+            elif name == "dram":
+                values = [MEMORY_NAMES.index(v) for v in values]
             columns[name] = values
         return cls._build(columns)
 
@@ -105,7 +110,8 @@ class DesignArrays:
                 columns[field.name] = arrays[field.name]
             else:
                 default = field.default
-                columns[field.name] = timing.dataflow_code(default) if field.name == "dataflow" else default
+                columns[field.name] = (timing.dataflow_code(default) if field.name == "dataflow"
+                                       else MEMORY_NAMES.index(default) if field.name == "dram" else default)
         return cls._build(columns)
 
     @classmethod
@@ -121,6 +127,16 @@ class DesignArrays:
                 bad = flow.reshape(-1)[int(np.argmax(codes.reshape(-1) < 0))]
                 raise ModelError(f"dataflow must be one of ws, os, is, not {str(bad)!r}")
             raw["dataflow"] = codes
+        memory = raw["dram"]
+        if memory.dtype.kind in "USO":
+            names = memory.astype(str)
+            codes = np.full(names.shape, -1, dtype=np.int64)
+            for code, name in enumerate(MEMORY_NAMES):
+                codes[names == name] = code
+            if (codes < 0).any():
+                bad = memory.reshape(-1)[int(np.argmax(codes.reshape(-1) < 0))]
+                raise ModelError(f"dram must be one of {', '.join(MEMORY_NAMES)}, not {str(bad)!r}")
+            raw["dram"] = codes
         try:
             shaped = np.broadcast_arrays(*raw.values())
         except ValueError as exc:
@@ -128,7 +144,7 @@ class DesignArrays:
             raise ModelError(f"design columns do not broadcast to one length: {shapes}") from exc
         full = {name: np.ascontiguousarray(a).reshape(-1) for name, a in zip(raw, shaped, strict=True)}
         out: dict[str, np.ndarray] = {}
-        for name in _INT_FIELDS + ("dataflow",):
+        for name in _INT_FIELDS + ("dataflow", "dram"):
             out[name] = _as_int(name, full[name])
         for name in _FLOAT_FIELDS:
             out[name] = _as_float(name, full[name])
@@ -146,7 +162,8 @@ class DesignArrays:
         values: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)[i].item()
-            values[f.name] = _CODE_TO_DATAFLOW[value] if f.name == "dataflow" else value
+            values[f.name] = (_CODE_TO_DATAFLOW[value] if f.name == "dataflow"
+                              else MEMORY_NAMES[value] if f.name == "dram" else value)
         return ArrayConfig(**values)
 
 
@@ -189,3 +206,6 @@ def _check(cols: dict[str, np.ndarray]) -> None:
     flow = cols["dataflow"]
     _first_bad("dataflow", flow, ~np.isin(flow, list(timing.DATAFLOW_CODES.values())),
                "a dataflow code 0 (ws), 1 (os) or 2 (is)")
+    memory = cols["dram"]
+    _first_bad("dram", memory, (memory < 0) | (memory >= len(MEMORY_NAMES)),
+               f"a memory code in [0, {len(MEMORY_NAMES) - 1}] (none, {', '.join(MEMORY_NAMES[1:])})")

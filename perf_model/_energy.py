@@ -16,6 +16,8 @@ registers: we assume one flip-flop bit written costs about one full-adder bit, i
 (``leakage_w_per_mm2 = 0``): we have no generic per-node figure we trust; set it to study it.
 
 Technology scaling (first order, documented rather than precise): dynamic energy ``C V^2``
+at the node's nominal supply (the model then scales it by ``(V / V_nom) ** 2`` at the supply
+that meets the design's clock, :func:`perf_model._technology.supply_voltage`)
 with capacitance proportional to the feature size and the nominal core supply of the node::
 
     E(tech) = E(45) * (tech / 45) * (V(tech) / 0.9 V) ** 2
@@ -33,13 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perf_model._technology import NOMINAL_VDD, leakage_w_per_mm2, nominal_vdd
+
 __all__ = ["EnergyTable", "DEFAULT_ENERGY", "tech_energy_scale", "NOMINAL_VDD"]
 
-#: Typical nominal core supply (V) per node (nm); 45 nm at 0.9 V as in Horowitz's figures.
-NOMINAL_VDD: tuple[tuple[int, float], ...] = (
-    (5, 0.65), (7, 0.70), (10, 0.75), (14, 0.80), (16, 0.80), (22, 0.80), (28, 0.90), (32, 0.90),
-    (45, 0.90), (65, 1.00), (90, 1.00), (130, 1.20), (180, 1.80),
-)
 _REF_NM = 45
 
 
@@ -69,7 +68,8 @@ class EnergyTable:
         sram_kib: SRAM capacities (KiB) of the reference points.
         sram_pj_per_64b: energy of a 64-bit SRAM access at those capacities.
         dram_pj_per_64b: energy of a 64-bit DRAM access (not technology scaled).
-        leakage_w_per_mm2: static power per mm^2 of die (0: off).
+        leakage_w_per_mm2: static power per mm^2 of die at nominal supply (``None``: the
+            per-node figures of :mod:`perf_model._technology`; 0: off).
     """
 
     mult_8b_pj: float = 0.2
@@ -80,7 +80,7 @@ class EnergyTable:
     sram_kib: tuple[float, ...] = (8.0, 32.0, 1024.0)
     sram_pj_per_64b: tuple[float, ...] = (10.0, 20.0, 100.0)
     dram_pj_per_64b: float = (1300.0 + 2600.0) / 2
-    leakage_w_per_mm2: float = 0.0
+    leakage_w_per_mm2: float | None = None
 
     def mac_pj(self, input_bits: np.ndarray, acc_bits: np.ndarray) -> np.ndarray:
         """One multiply (``input_bits``) and one accumulate (``acc_bits``) at 45 nm, pJ."""
@@ -98,6 +98,12 @@ class EnergyTable:
         out = np.where(q < x[0], y[0] + lo_slope * (q - x[0]),
                        np.where(q > x[-1], y[-1] + hi_slope * (q - x[-1]), inside))
         return np.exp(out)
+
+    def leakage_density(self, tech_nm: np.ndarray, vdd: np.ndarray) -> np.ndarray:
+        """Leakage power per mm^2 at ``tech_nm`` and supply ``vdd``, W/mm^2 (vectorised)."""
+        if self.leakage_w_per_mm2 is None:
+            return leakage_w_per_mm2(tech_nm, vdd)
+        return self.leakage_w_per_mm2 * (np.asarray(vdd) / nominal_vdd(tech_nm)) ** 3
 
     @property
     def dram_pj_per_byte(self) -> float:

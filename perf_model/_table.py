@@ -55,6 +55,9 @@ class DesignTable:
         tops_per_w: ``tops / power_w``.
         edp: energy-delay product, J*s.
         utilization: ``macs / (rows * cols * total_cycles)``.
+        f_max_mhz: the clock the design's logic reaches (``perf_model._fmax``), MHz; a design
+            whose ``clock_mhz`` exceeds it is infeasible with a reason naming both.
+        vdd: the supply that meets ``clock_mhz`` on the node's voltage-frequency curve, V.
     """
 
     feasible: np.ndarray
@@ -76,6 +79,8 @@ class DesignTable:
     tops_per_w: np.ndarray
     edp: np.ndarray
     utilization: np.ndarray
+    f_max_mhz: np.ndarray
+    vdd: np.ndarray
     energy_breakdown: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -134,6 +139,8 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> tuple[dict[str, 
             "tops_per_w": tops / power,
             "edp": energy * 1e-12 * latency,
             "utilization": macs / (np.asarray(rows, dtype=np.float64) * cols * total),
+            "f_max_mhz": block.f_max_mhz,
+            "vdd": block.vdd,
         }
     for name, values in out.items():
         if name != "feasible":

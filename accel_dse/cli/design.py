@@ -6,6 +6,7 @@ import argparse
 
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.designs import load_design, load_preset, preset_names
+from accel_dse.errors import ConfigError
 
 __all__ = ["register"]
 
@@ -23,11 +24,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
+    import perf_model
+
     config = load_design(args.design)
+    timing = perf_model.design_fmax(config)
+    if not timing["clock_ok"]:
+        raise ConfigError(f"{args.design}: {timing['reason']}")
+    vdd = float(perf_model.supply_voltage(config.clock_mhz, timing["f_max_mhz"], config.tech_nm))
     if args.json:
-        emit_json({"design": config.to_dict(), "config_hash": config.config_hash})
+        emit_json({"design": config.to_dict(), "config_hash": config.config_hash,
+                   "timing": {**timing, "vdd": vdd}})
         return 0
     emit(f"# {config.short_name()}  config_hash = {config.config_hash}")
+    stage = timing["stages"][timing["critical"]]
+    emit(f"# f_max = {timing['f_max_mhz']:.0f} MHz at {config.tech_nm} nm (critical: {timing['critical']}, "
+         f"{stage['fo4']:.1f} FO4 of logic); vdd = {vdd:.3f} V at {config.clock_mhz:g} MHz; "
+         f"output stage alone {timing['output_stage']['f_mhz']:.0f} MHz")
     emit("[design]")
     for key, value in config.to_dict().items():
         if isinstance(value, bool):

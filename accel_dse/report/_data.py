@@ -116,8 +116,12 @@ def per_op_breakdown(config: Any, workload: str) -> dict[str, Any]:
 
 def roofline(config: Any, breakdown: dict[str, Any]) -> dict[str, Any]:
     """Roofline of ``config``: peak MACs/cycle, DRAM bytes/cycle, ridge point, and the ops on it."""
+    import perf_model
+
     peak = config.rows * config.cols
-    bandwidth = config.dram_bytes_per_cycle
+    # what the model uses: the per-cycle limit, capped by a named memory part's GB/s at the clock
+    bandwidth = float(perf_model.effective_dram_bytes_per_cycle(config.dram_bytes_per_cycle, config.dram,
+                                                                config.clock_mhz))
     points = [
         {"name": op["name"], "intensity": op["intensity_macs_per_byte"], "macs_per_cycle": op["macs_per_cycle"],
          "bound": "compute" if (op["intensity_macs_per_byte"] or math.inf) * bandwidth >= peak else "memory"}

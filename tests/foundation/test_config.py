@@ -96,13 +96,20 @@ def test_keyword_only():
         ArrayConfig(4, 4)  # type: ignore[misc]
 
 
+def _sha12(data: dict) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
+
+
 def test_config_hash_is_sha256_of_canonical_json():
+    # dram at its neutral default ("none") is left out, so designs hashed before the field
+    # existed keep their hash; a named memory is part of the hash.
     c = ArrayConfig(rows=16, cols=8, dataflow="os", clock_mhz=700)
-    expected = hashlib.sha256(
-        json.dumps(c.to_dict(), sort_keys=True, separators=(",", ":")).encode()
-    ).hexdigest()[:12]
-    assert c.config_hash == expected
+    without_dram = {k: v for k, v in c.to_dict().items() if k != "dram"}
+    assert c.to_dict()["dram"] == "none"
+    assert c.config_hash == _sha12(without_dram)
     assert len(c.config_hash) == 12
+    named = dataclasses.replace(c, dram="hbm2e")
+    assert named.config_hash == _sha12(named.to_dict()) != c.config_hash
 
 
 def test_hash_ignores_int_vs_float_spelling_of_floats():

@@ -8,10 +8,29 @@ double-buffered roofline run by run). It shares no code with the closed forms it
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import itertools
+import json
 import math
+import os
+from collections.abc import Callable
+from typing import Any
 
+import perf_model
+from accel_dse.config import ArrayConfig
 from perf_model import timing
+
+#: A clock that every design these tests build reaches at every node (the slowest, 16-bit
+#: operands into 64-bit accumulators at 180 nm, reaches about 200 MHz): for tests of tiling,
+#: traffic or area, where the clock only has to be feasible.
+SLOW_MHZ = 100.0
+
+
+def at_nominal_supply(config: ArrayConfig) -> ArrayConfig:
+    """``config`` clocked at its f_max, so it runs at the node's nominal supply (``V = V_nom``):
+    its dynamic energies are the per-access figures of the energy table times the node's scale."""
+    return dataclasses.replace(config, clock_mhz=perf_model.design_fmax(config)["f_max_mhz"])
 
 #: GEMM dim of the mapped dims (rows-dim, cols-dim, streamed) per dataflow code.
 GEMM_OF = {0: ("k", "n", "m"), 1: ("m", "n", "k"), 2: ("k", "m", "n")}
@@ -77,3 +96,20 @@ def reference(df, R, C, dims, tile, order, ib, ab, bw, instances, double_buffere
         x = (load if i > 0 else 0.0) + (store if i < last else 0.0)
         total += max(cyc, x / bw)
     return compute, total, reads, writes
+
+
+def cached_figures(folder: str, key: list[Any], measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``measure()`` (a synthesis run's JSON figures), cached under ``default_cache_dir()/folder``
+    by a hash of ``key`` (everything that determines them: Verilog, tool version, script)."""
+    from rtl_gen import default_cache_dir
+
+    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:24]
+    path = default_cache_dir() / folder / f"{digest}.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    figures = measure()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(figures), encoding="utf-8")
+    tmp.replace(path)
+    return figures

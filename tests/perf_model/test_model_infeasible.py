@@ -106,4 +106,6 @@ def test_extreme_designs_stay_finite():
     for name in ("compute_cycles", "stall_cycles", "total_cycles", "energy_pj", "latency_s", "power_w",
                  "tops_per_w", "edp", "utilization", "area_mm2"):
         assert np.isfinite(getattr(t, name)).all(), name
-    assert t.feasible[0] and t.feasible[1]
+    assert t.feasible[0]
+    # 100 GHz is beyond any logic at 5 nm: infeasible, the reason naming the clock and f_max.
+    assert not t.feasible[1] and "clock_mhz = 100000 exceeds f_max" in t.reason[1]

@@ -9,6 +9,7 @@ import math
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from model_testlib import SLOW_MHZ
 
 import perf_model
 import perf_model._table as table_module
@@ -145,7 +146,7 @@ def _random_columns(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
                 input_bits=input_bits, acc_bits=2 * input_bits + rng.integers(0, 17, n),
                 ifmap_sram_kib=rng.integers(1, 64, n), weight_sram_kib=rng.integers(1, 64, n),
                 ofmap_sram_kib=rng.integers(1, 64, n), dram_bytes_per_cycle=rng.uniform(0.25, 64.0, n),
-                double_buffered=rng.integers(0, 2, n).astype(bool))
+                double_buffered=rng.integers(0, 2, n).astype(bool), clock_mhz=np.full(n, SLOW_MHZ))
 
 
 def test_monotone_in_buffers_and_bandwidth_on_many_random_pairs():

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from model_testlib import SLOW_MHZ, at_nominal_supply
 
 import perf_model
 from accel_dse.config import ArrayConfig
@@ -43,7 +44,8 @@ def test_output_stage_energy_per_element_by_hand():
 
     per_element = 3.1 + 0.1 + add(64) + 3 * add(8) + (69 + 32) * 0.1 / 32 + sram_per_byte(4096 * 93 / 8192) * 93 / 8
     op = Gemm(m=10, k=20, n=30, requant=RQ)
-    got = perf_model.evaluate_op(dataclasses.replace(EDGE, tech_nm=45), op).energy_breakdown["output_stage"]
+    got = perf_model.evaluate_op(at_nominal_supply(dataclasses.replace(EDGE, tech_nm=45)), op).energy_breakdown[
+        "output_stage"]
     assert got == pytest.approx(10 * 30 * per_element, rel=1e-9)
 
 
@@ -51,7 +53,8 @@ def test_output_stage_energy_per_element_by_hand():
 def test_overflow_bound_is_exact(ib, ab, k_max):
     # the largest sum is k * (2^(b-1))^2 (all operands -2^(b-1)); it must fit 2^(a-1) - 1
     assert k_max * 4 ** (ib - 1) <= 2 ** (ab - 1) - 1 < (k_max + 1) * 4 ** (ib - 1)
-    config = ArrayConfig(rows=4, cols=4, input_bits=ib, acc_bits=ab, ifmap_sram_kib=512, weight_sram_kib=512)
+    config = ArrayConfig(rows=4, cols=4, input_bits=ib, acc_bits=ab, ifmap_sram_kib=512, weight_sram_kib=512,
+                         clock_mhz=SLOW_MHZ)
     fits = perf_model.evaluate_op(config, Gemm(m=1, k=k_max, n=1))
     over = perf_model.evaluate_op(config, Gemm(m=1, k=k_max + 1, n=1, name="big"))
     assert fits.status == "ok"

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_testlib import SLOW_MHZ
 from tiling_testlib import exhaustive_optimum, grid_bound, gridded_folds, random_pair, reference_bytes
 
 import perf_model
@@ -65,7 +66,8 @@ def test_chosen_tiling_against_every_legal_tiling_on_a_random_sample(seed):
        m=st.integers(1, 200), k=st.integers(1, 200), n=st.integers(1, 200))
 def test_chosen_tiling_against_every_legal_tiling(rows, cols, dataflow, ib, ab_extra, kib, db, m, k, n):
     config = ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, input_bits=ib, acc_bits=2 * ib + ab_extra,
-                         ifmap_sram_kib=kib[0], weight_sram_kib=kib[1], ofmap_sram_kib=kib[2], double_buffered=db)
+                         ifmap_sram_kib=kib[0], weight_sram_kib=kib[1], ofmap_sram_kib=kib[2], double_buffered=db,
+                         clock_mhz=SLOW_MHZ)
     check_against_exhaustive(config, Gemm(m=m, k=k, n=n))
 
 

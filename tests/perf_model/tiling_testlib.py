@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from model_testlib import GEMM_OF, reference
+from model_testlib import GEMM_OF, SLOW_MHZ, reference
 
 from accel_dse.config import ArrayConfig
 from perf_model import timing
@@ -168,7 +168,7 @@ def random_pair(rng: np.random.Generator, max_dim: int = 300) -> tuple[ArrayConf
         rows=int(rng.choice([1, 2, 3, 4, 8, 16])), cols=int(rng.choice([1, 2, 3, 4, 8, 16])),
         dataflow=str(rng.choice(["ws", "os", "is"])), input_bits=ib, acc_bits=int(rng.integers(2 * ib, 65)),
         ifmap_sram_kib=int(rng.integers(1, 3)), weight_sram_kib=int(rng.integers(1, 3)),
-        ofmap_sram_kib=int(rng.integers(1, 3)), double_buffered=bool(rng.integers(0, 2)),
+        ofmap_sram_kib=int(rng.integers(1, 3)), double_buffered=bool(rng.integers(0, 2)), clock_mhz=SLOW_MHZ,
     )
     m, k, n = (int(rng.integers(1, max_dim + 1)) for _ in range(3))
     return config, Gemm(m=m, k=k, n=n)

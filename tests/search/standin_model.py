@@ -11,7 +11,8 @@ recompute expected values by hand:
   dram_bytes_per_cycle - compute cycles) (0 when double buffered is False: added instead);
 * area (mm^2) = (rows*cols*(input_bits/8)^2 * 0.002 + total SRAM KiB * 0.003) * (tech_nm/28)^2;
 * energy (pJ) = macs * 0.25 * (input_bits/8)^2 + dram bytes * 20 + sram bytes * 1;
-* latency = total cycles / clock; power = energy / latency; tops = 2 * macs / latency / 1e12.
+* latency = total cycles / clock (``dram``, the memory kind, is ignored);
+  power = energy / latency; tops = 2 * macs / latency / 1e12.
 
 Environment knobs for process tests: ``STANDIN_DELAY_S`` sleeps that long per call;
 ``STANDIN_MARKER_DIR`` touches ``<dir>/<pid>-<n>`` at each call; ``STANDIN_NAN_CLOCK`` makes
@@ -31,7 +32,7 @@ from perf_model.timing import run_cycles
 
 FIELDS = ("rows", "cols", "dataflow", "input_bits", "acc_bits", "ifmap_sram_kib", "weight_sram_kib",
           "ofmap_sram_kib", "dram_bytes_per_cycle", "clock_mhz", "double_buffered", "shadow_stationary",
-          "tech_nm")
+          "tech_nm", "dram")
 CALLS = [0]
 
 
@@ -50,6 +51,7 @@ class DesignArrays:
     double_buffered: np.ndarray
     shadow_stationary: np.ndarray
     tech_nm: np.ndarray
+    dram: np.ndarray  # the memory kind: carried, not used by the formulas
 
     @classmethod
     def from_columns(cls, **arrays):
