@@ -59,6 +59,9 @@ from perf_model._area import (
     PeCellArea,
     area_coefficients,
     calibrate_pe_area,
+    dma_word_bits,
+    memory_system_logic_um2,
+    memory_system_um2,
     set_area_coefficients,
 )
 from perf_model._designs import DesignArrays
@@ -86,6 +89,9 @@ from perf_model._technology import fo4_ps, supply_voltage
 from perf_model.program_timing import ProgramTiming, axi_data_bytes, gemm_program_cycles, program_cycles, word_beats
 
 __all__ = [
+    "dma_word_bits",
+    "memory_system_um2",
+    "memory_system_logic_um2",
     "GemmProgram",
     "TensorLayout",
     "compile_gemm",

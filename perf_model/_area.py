@@ -82,6 +82,7 @@ from perf_model._output_stage import lane_um2, qparam_bits
 __all__ = [
     "PeCellArea", "AreaCoefficients", "HOROWITZ_AREA", "CALIBRATED_AREA", "DEFAULT_AREA",
     "area_coefficients", "set_area_coefficients", "calibrate_pe_area", "design_area_mm2", "skew_register_bits",
+    "memory_system_um2", "memory_system_logic_um2", "dma_word_bits",
 ]
 
 _REF_NM = 45.0
@@ -417,6 +418,43 @@ def skew_register_bits(
     return outside, (R + (is_os & sh)) * (address[2] + 4)
 
 
+#: Memory system logic (DMA engines, sequencer, control registers) at 45 nm, µm^2: a fixed part
+#: and a part per bit of the DMA's widest DRAM word (its assembly register, store FIFO and lane
+#: wiring), fitted by ``bench/memory_system_area.py --fit`` on Yosys of our own RTL (NanGate45
+#: prices): 2x2 to 16x16 arrays, 256 to 2048 word bits, within 1 % of the fit.
+MEMORY_SYSTEM_FIXED_UM2 = 36389.4
+MEMORY_SYSTEM_PER_WORD_BIT_UM2 = 76.787
+#: Bits of the on-chip command queue (``accel_dse.commands``: 512 commands of 32 bytes), priced as SRAM.
+QUEUE_BITS = 512 * 32 * 8
+
+
+def _dma_word_bits(rows: Any, cols: Any, dataflow: Any, input_bits: Any, acc_bits: Any) -> np.ndarray:
+    """Vectorised :func:`dma_word_bits` over design columns (``accel_dse.commands.dram_word_bytes``)."""
+    is_is = np.asarray(dataflow) == timing.DATAFLOW_CODES["is"]
+    R, C = np.asarray(rows, dtype=np.float64), np.asarray(cols, dtype=np.float64)
+    ib = np.asarray(input_bits, dtype=np.float64)
+    raw = np.where(np.asarray(acc_bits) <= 32, 32.0, 64.0)
+    command = np.full_like(R, 8.0 * 32)  # a command word (32 bytes)
+    return np.maximum.reduce([R * ib, C * ib, C * raw, np.where(is_is, 128.0, 128.0 * C), command])
+
+
+def dma_word_bits(config: Any) -> int:
+    """Bits of the DMA's widest DRAM word for ``config`` (``rtl_gen``'s ``max_beats * data_bytes * 8``)."""
+    return int(_dma_word_bits(config.rows, config.cols, timing.dataflow_code(config.dataflow.value),
+                              config.input_bits, config.acc_bits))
+
+
+def memory_system_logic_um2(word_bits: Any) -> np.ndarray:
+    """Logic of the memory system at 45 nm, µm^2, from the DMA's widest word (vectorised)."""
+    return MEMORY_SYSTEM_FIXED_UM2 + MEMORY_SYSTEM_PER_WORD_BIT_UM2 * np.asarray(word_bits, dtype=np.float64)
+
+
+def memory_system_um2(config: Any, coefficients: AreaCoefficients | None = None) -> float:
+    """Area of ``config``'s memory system at 45 nm, µm^2: logic plus the command queue's SRAM."""
+    k = coefficients or area_coefficients()
+    return float(memory_system_logic_um2(dma_word_bits(config)) + QUEUE_BITS * k.sram_um2_per_bit())
+
+
 def design_area_mm2(
     rows: np.ndarray, cols: np.ndarray, dataflow: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     kib: tuple[np.ndarray, np.ndarray, np.ndarray], tech_nm: np.ndarray, coefficients: AreaCoefficients | None = None,
@@ -439,6 +477,8 @@ def design_area_mm2(
     skew_bits, line_bits = skew_register_bits(rows, cols, df, input_bits, acc_bits, kib, sh, double_buffered)
     sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
     output_stage = C * lane_um2(input_bits, acc_bits) + qparam_bits(input_bits) * k.sram_um2_per_bit()
+    memory_system = (memory_system_logic_um2(_dma_word_bits(rows, cols, df, input_bits, acc_bits))
+                     + QUEUE_BITS * k.sram_um2_per_bit())
     um2 = (R * C * k.pe_um2(input_bits, acc_bits, df, sh) + (skew_bits + line_bits) * k.reg_bit_um2
-           + k.controller_um2 + sram_kib * 8192 * k.sram_um2_per_bit() + output_stage)
+           + k.controller_um2 + sram_kib * 8192 * k.sram_um2_per_bit() + output_stage + memory_system)
     return um2 * 1e-6 * (np.asarray(tech_nm, dtype=np.float64) / _REF_NM) ** 2

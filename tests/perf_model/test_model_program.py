@@ -1,0 +1,90 @@
+"""The compiler and the command encoding: what the queue holds, and what the compiler refuses."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from accel_dse import commands
+from accel_dse.commands import Buffer, Command, Opcode, decode, encode
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ModelError
+from perf_model import compile_gemm, gemm_program_cycles, program_timing
+from workloads.ops import Gemm
+
+SMALL = ArrayConfig(rows=2, cols=2, ifmap_sram_kib=1, weight_sram_kib=1, ofmap_sram_kib=1, dram_bytes_per_cycle=2)
+
+
+def test_every_field_round_trips_through_its_bits():
+    cmd = Command.make(Opcode.STORE, wait_run=1, buffer=Buffer.OFMAP, requant=1, q_by_row=1, dram_addr=0xDEADBEEC,
+                       dram_stride=0x1234, rows=0xFFFF, words=7, buf_addr=99, row_step=1, word_step=0xFFFFFFFF,
+                       q_base=4095)
+    raw = encode(cmd)
+    assert len(raw) == commands.COMMAND_BYTES and decode(raw) == cmd
+    word = int.from_bytes(raw, "little")
+    assert word & 0xF == Opcode.STORE and (word >> 5) & 1 == 1  # opcode in bits 0-3, wait_run in bit 5
+    assert (word >> 32) & 0xFFFFFFFF == 0xDEADBEEC  # dram_addr at bit 32, as commands.md documents
+
+
+def test_a_field_that_does_not_fit_or_does_not_belong_is_refused():
+    with pytest.raises(ValueError, match="rows must fit in 16 bits"):
+        Command.make(Opcode.LOAD, rows=1 << 16)
+    with pytest.raises(ValueError, match="has no field 'm'"):
+        Command.make(Opcode.LOAD, m=3)
+    with pytest.raises(ValueError, match="opcode must be one of"):
+        Command.make(0)
+
+
+def test_the_compiler_emits_the_runs_of_the_plan_and_stores_each_output_tile_once():
+    program = compile_gemm(SMALL, Gemm(m=40, k=48, n=12))
+    runs = [c for c in program.commands if c.opcode == Opcode.RUN]
+    stores = [c for c in program.commands if c.opcode == Opcode.STORE]
+    assert len(runs) == len(program.runs) > 1
+    outputs = {(t[0], t[1], t[4], t[5]) for t in program.runs}
+    assert len(stores) == len(outputs)
+    assert sum(c["m"] * c["k"] * c["n"] for c in runs) == 40 * 48 * 12  # the runs cover the GEMM once
+
+
+def test_tensors_are_page_aligned_and_do_not_overlap_the_program_or_each_other():
+    program = compile_gemm(SMALL, Gemm(m=40, k=48, n=12), requant=True)
+    spans = sorted((t.base, t.base + t.nbytes) for t in program.tensors.values())
+    assert spans[0][0] >= len(program.commands) * commands.COMMAND_BYTES
+    assert all(a % 4096 == 0 for a, _ in spans)
+    assert all(end <= nxt for (_, end), (nxt, _) in zip(spans, spans[1:], strict=False))
+
+
+def test_a_program_longer_than_the_queue_becomes_consecutive_queue_loads_with_the_same_runs():
+    long = compile_gemm(SMALL, Gemm(m=40, k=48, n=12), queue_depth=3)
+    assert [b - a for a, b in long.chunks][:-1] == [3] * (len(long.chunks) - 1)
+    assert long.chunks[-1][1] == len(long.commands)
+    whole = compile_gemm(SMALL, Gemm(m=40, k=48, n=12))
+    assert long.commands == whole.commands
+    # each queue-load drains the pipeline: never faster, the same compute
+    a, b = gemm_program_cycles(SMALL, long), gemm_program_cycles(SMALL, whole)
+    assert a.compute == b.compute and a.total > b.total
+
+
+def test_the_compiler_refuses_what_the_rtl_cannot_run():
+    with pytest.raises(ModelError, match="at most 4096 output channels"):
+        compile_gemm(SMALL, Gemm(m=2, k=2, n=4097), requant=True)
+    tight = dataclasses.replace(SMALL, rows=64, cols=64)
+    with pytest.raises(ModelError, match="cannot run"):
+        compile_gemm(tight, Gemm(m=8, k=8, n=8))
+
+
+def test_the_error_codes_and_the_dma_depth_agree_between_rtl_and_model():
+    import rtl_gen
+    from rtl_gen._regmap import ErrorCode
+    from rtl_gen._system import OUTSTANDING
+
+    assert {e.value for e in ErrorCode} == set(commands.ERROR_NAMES)
+    assert ErrorCode.BAD_OPCODE == commands.ERROR_OPCODE and ErrorCode.QUEUE_OVERFLOW == commands.ERROR_QUEUE
+    assert OUTSTANDING == program_timing.OUTSTANDING
+    assert rtl_gen.AxiAccelerator  # the SoC block is public
+
+
+@pytest.mark.parametrize("bw,want", [(0.5, 1), (3.0, 4), (16.0, 16), (48.57, 32), (1e6, 32)])
+def test_the_axi_width_is_the_bandwidth_as_a_bus(bw, want):
+    assert commands.axi_data_bytes(64, 64, 8, bw) == want
+    assert commands.axi_data_bytes(12, 64, 8, bw) == min(want, 4)  # 12 bytes a row: 4-byte beats
