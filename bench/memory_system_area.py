@@ -2,9 +2,10 @@
 
 For each design: Yosys synthesis of the load and store DMA engines, the sequencer (with a
 2-command queue: the queue itself is SRAM, priced as SRAM by the model) and the control
-registers, priced with the NanGate45 cells of ``bench/area_calibration.py``; beside it the model's
-``perf_model.memory_system_logic_um2`` for the same design (the model adds the queue's SRAM). ``--fit`` prints the least-squares
-``(fixed, per DMA word bit)`` the model's constants come from.
+registers, priced with the NanGate45 cells of ``bench/area_calibration.py``; beside it the
+model's ``perf_model.memory_system_logic_um2`` for the same design (the model adds the queue's
+SRAM). ``--fit`` prints the least-squares ``(fixed, per DMA word bit)`` the model's constants
+come from.
 
 Usage: ``python bench/memory_system_area.py [--fit]`` (seconds to a minute per design).
 """
@@ -26,7 +27,7 @@ from area_calibration import yosys_gates  # noqa: E402
 
 import perf_model  # noqa: E402
 from accel_dse.config import ArrayConfig  # noqa: E402
-from rtl_gen import AxiAccelerator  # noqa: E402
+from rtl_gen._system import memory_system_units  # noqa: E402
 
 #: Designs measured: the shell grows with the DMA's widest DRAM word (the qparam word: 16 bytes a column).
 DESIGNS = (
@@ -37,31 +38,10 @@ DESIGNS = (
 )
 
 
-def _units(config: ArrayConfig) -> list[tuple[str, object]]:
-    """The memory system's components as the SoC block builds them (queue of 2 commands: its
-    SRAM is priced as SRAM by the model, not as flops here)."""
-    from rtl_gen._dma import DmaLoad, DmaStore
-    from rtl_gen._sequencer import Sequencer
-    from rtl_gen._top import QDATA_LATENCY
-
-    soc = AxiAccelerator(config, queue_depth=2)
-    lay, b = soc.core.layout, soc.beats
-    common = {"data_bytes": soc.data_bytes, "max_beats": soc.max_beats, "outstanding": soc.outstanding,
-              "buf_addr_bits": max(lay.host_addr_bits, 16)}
-    seq = Sequencer(data_bytes=soc.data_bytes, depth=2, load_beats=(b["ifmap"], b["weight"], b["ofmap"], b["qparam"]),
-                    store_beats=(b["ofmap"], b["requant"]),
-                    depths=(lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth),
-                    buf_addr_bits=common["buf_addr_bits"], max_beats=soc.max_beats)
-    for unit in (soc, soc.core):
-        unit._MustUse__silence = True  # type: ignore[attr-defined]
-    return [("dma_load", DmaLoad(**common)), ("dma_store", DmaStore(**common, latencies=(1, QDATA_LATENCY))),
-            ("sequencer", seq), ("csr", soc.csr)]
-
-
 def shell(config: ArrayConfig) -> dict:
     area = flops = seconds = 0.0
-    for name, unit in _units(config):
-        g = yosys_gates(name, verilog.convert(unit, name=name, emit_src=False, strip_internal_attrs=True))
+    for name, _, build in memory_system_units(config):
+        g = yosys_gates(name, verilog.convert(build(), name=name, emit_src=False, strip_internal_attrs=True))
         area, flops, seconds = area + g["area_um2"], flops + g["flops"], seconds + g["seconds"]
     return {"area_um2": area, "flops": int(flops), "word_bits": perf_model.dma_word_bits(config), "seconds": seconds}
 

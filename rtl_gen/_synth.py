@@ -267,6 +267,10 @@ def synth_stats(
     if top_row:
         pieces.insert(1, ("pe_top_row", pe_params, lambda: TopRowPE(input_bits=ib, acc_bits=ab, shadow=sh),
                           top_row, "pe_top"))
+    from ._system import memory_system_units
+
+    for part, params, build in memory_system_units(config):
+        pieces.append((part, params, build, 1, part))
     for bits, count in sorted(stage_counts.items()):
         pieces.append((f"stage_{bits}b", {"width": bits},
                        (lambda w=bits: DelayLine(taps=2, width=w)), count, f"stage{bits}"))
@@ -296,7 +300,8 @@ def synth_stats(
         "parts": parts,
         "array": scaled(["pe", "pe_top_row"] if top_row else ["pe"]),
         "total": scaled(list(parts)),
-        "excluded": "on-chip SRAM banks (ifmap, weight, ofmap, qparam) and the host-port address/enable muxes",
+        "excluded": "on-chip SRAM (ifmap, weight, ofmap, qparam buffers and the command queue) and the "
+                    "host-port address/enable muxes",
     }
     if full_array:
         array = SystolicArray.from_config(config, skew=False)

@@ -21,6 +21,9 @@ from their 16-byte DRAM form to the output stage's fields.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -37,7 +40,7 @@ from ._pe import Fault
 from ._sequencer import Sequencer
 from ._top import QDATA_LATENCY, Accelerator, top_name
 
-__all__ = ["AxiAccelerator", "system_name", "dram_word_bytes", "OUTSTANDING"]
+__all__ = ["AxiAccelerator", "system_name", "dram_word_bytes", "memory_system_units", "OUTSTANDING"]
 
 #: Bursts each DMA engine keeps in flight.
 OUTSTANDING = 8
@@ -194,3 +197,29 @@ class AxiAccelerator(wiring.Component):
 
 
 _INPUTS = frozenset({"awready", "wready", "bresp", "bvalid", "arready", "rdata", "rresp", "rlast", "rvalid"})
+
+
+def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], Callable[[], wiring.Component]]]:
+    """The SoC block's parts outside the core, as it builds them: ``(name, parameters, build)``
+    for the load and store DMA engines, the sequencer (with a 2-command queue: synthesis and the
+    area model price the queue as SRAM) and the control registers."""
+    soc = AxiAccelerator(config, queue_depth=2)
+    lay, b = soc.core.layout, soc.beats
+    for unit in (soc, soc.core, soc.csr):
+        unit._MustUse__silence = True  # type: ignore[attr-defined]  # parameters only, never elaborated
+    common = {"data_bytes": soc.data_bytes, "max_beats": soc.max_beats, "outstanding": soc.outstanding,
+              "buf_addr_bits": max(lay.host_addr_bits, 16)}
+    depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
+    seq = {"data_bytes": soc.data_bytes, "depth": 2, "load_beats": (b["ifmap"], b["weight"], b["ofmap"], b["qparam"]),
+           "store_beats": (b["ofmap"], b["requant"]), "depths": depths, "buf_addr_bits": common["buf_addr_bits"],
+           "max_beats": soc.max_beats}
+    csr = {"rows": config.rows, "cols": config.cols, "dataflow": config.dataflow, "axi_data_bytes": soc.data_bytes,
+           "ifmap_depth": lay.ifmap.depth, "weight_depth": lay.weight.depth, "ofmap_depth": lay.ofmap.depth,
+           "queue_depth": QUEUE_DEPTH}
+    return [
+        ("dma_load", common, lambda: DmaLoad(**common)),
+        ("dma_store", {**common, "latencies": (1, QDATA_LATENCY)},
+         lambda: DmaStore(**common, latencies=(1, QDATA_LATENCY))),
+        ("sequencer", seq, lambda: Sequencer(**seq)),  # type: ignore[arg-type]
+        ("control_registers", {**csr, "dataflow": config.dataflow.value}, lambda: ControlRegisters(**csr)),  # type: ignore[arg-type]
+    ]

@@ -95,6 +95,16 @@ def test_exported_verilog_is_lint_clean(tmp_path: Path, preset: str, dataflow: s
     assert lint_verilog(path, top_name(config)) == []
 
 
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+def test_the_soc_verilog_is_lint_clean(tmp_path: Path, dataflow: str) -> None:
+    from rtl_gen import system_name, system_verilog
+
+    config = _variant("tiny", dataflow)
+    path = tmp_path / "soc.v"
+    path.write_text(system_verilog(config))
+    assert lint_verilog(path, system_name(config)) == []
+
+
 def test_lint_catches_a_real_problem(tmp_path: Path) -> None:
     path = tmp_path / "bad.v"
     path.write_text("module bad(input clk, input a, output reg y);\n  always @(posedge clk) y = a;\nendmodule\n")

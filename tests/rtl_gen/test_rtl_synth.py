@@ -49,10 +49,13 @@ def test_synth_stats_scales_pieces_and_caches_them(tmp_path: Path, monkeypatch: 
     # bank control delay lines, lane i i cycles late: x and y (10-bit address + enable) 3 registers
     # each, ofmap (9-bit address + enable + add) 4 (one per lane: the write is a tap later);
     # 1 bit: read-valid flags 4 x + 4 y lanes, first-marker line 3 (the shadow PEs swap on it);
-    # 2 bits: column strobe + phase, 3 (column c c cycles late)
+    # 2 bits: column strobe + phase, 3 (column c c cycles late); the run's base addresses
+    # (10 + 10 + 9 bits) and, double buffered, the host's ofmap half (1 bit)
     assert {k: v["count"] for k, v in parts.items() if k.startswith("stage_")} == {
-        "stage_1b": 11, "stage_2b": 3, "stage_11b": 3 + 3 + 4,
+        "stage_1b": 11 + 1, "stage_2b": 3, "stage_11b": 3 + 3 + 4, "stage_29b": 1,
     }
+    for part in ("dma_load", "dma_store", "sequencer", "control_registers"):  # the memory system, once each
+        assert parts[part]["count"] == 1
     assert stats["total"]["cells"] == sum(p["cells"] * p["count"] for p in parts.values())
     assert stats["total"]["transistors"] == 7 * stats["total"]["cells"]
     assert stats["array"]["cells"] == 12 * parts["pe"]["cells"] + 4 * parts["pe_top_row"]["cells"]
@@ -73,7 +76,7 @@ def test_synth_stats_scales_pieces_and_caches_them(tmp_path: Path, monkeypatch: 
     plain = synth_stats(tiny.__class__(**{**tiny.to_dict(), "shadow_stationary": False}), cache_dir=tmp_path)
     # no shadow: no first-marker line for WS, the column strobe alone
     assert {k: v["count"] for k, v in plain["parts"].items() if k.startswith("stage_")} == {
-        "stage_1b": 8 + 3, "stage_11b": 3 + 3 + 4,
+        "stage_1b": 8 + 3 + 1, "stage_11b": 3 + 3 + 4, "stage_29b": 1,
     }
     assert not plain["parts"]["pe"]["cached"]  # the plain PE is another piece of logic
 
