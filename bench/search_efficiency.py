@@ -28,8 +28,8 @@ the within-1 % set (a fraction ``p`` of the space) after a geometric number of t
 trials and >= 5x fewer trials than random.
 
 The fixed space is a hard one: its optimum sits on the power limit and only 1 of its designs
-is within 1 % (6 within 5 %; 2 and 13 with the model before clock, voltage and DRAM parts), scattered over array shapes, clocks and bandwidths. ``--space
-edge-int8`` runs the same figures on the shipped default space instead (4 million designs,
+is within 1 % (6 within 5 %; 2 and 13 with the model before clock, voltage and DRAM parts),
+scattered over array shapes, clocks and bandwidths. ``--space edge-int8`` runs the same figures on the shipped default space instead (4 million designs,
 finer buffer, clock and output-buffer steps; its grid takes a few minutes).
 
 Last, the throughput of a model-only sweep (random sampler, so the figure is the sweep
