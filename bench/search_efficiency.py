@@ -27,10 +27,11 @@ the within-1 % set (a fraction ``p`` of the space) after a geometric number of t
 ``ceil(log(0.5) / log(1 - p))`` (same for 5 %). Targets (issue 7): the best sampler within 1 % in <= 200
 trials and >= 5x fewer trials than random.
 
-The fixed space is a hard one: its optimum sits on the power limit and only 1 of its designs
-is within 1 % (6 within 5 %; 2 and 13 with the model before clock, voltage and DRAM parts),
-scattered over array shapes, clocks and bandwidths. ``--space edge-int8`` runs the same figures on the shipped default space instead (4 million designs,
-finer buffer, clock and output-buffer steps; its grid takes a few minutes).
+The fixed space is a hard one: its optimum sits on the power limit and only 1 of its designs is
+within 1 % (6 within 5 %; 2 and 13 with the model before clock, voltage and DRAM parts), scattered
+over array shapes, clocks and bandwidths. ``--space edge-int8`` runs the same figures on the shipped
+default space instead (4 million designs, finer buffer, clock and output-buffer steps; its grid
+takes a few minutes).
 
 Last, the throughput of a model-only sweep (random sampler, so the figure is the sweep
 machinery plus the model, not a sampler's own cost), trials/s per worker, on in-memory,
