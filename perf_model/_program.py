@@ -50,7 +50,7 @@ from perf_model import timing
 from perf_model._plan import plan_tiles
 from workloads.ops import Gemm
 
-__all__ = ["TensorLayout", "GemmProgram", "compile_gemm", "QPARAM_CHANNELS", "PAGE"]
+__all__ = ["TensorLayout", "GemmProgram", "compile_gemm", "output_major", "QPARAM_CHANNELS", "PAGE"]
 
 #: Channels the output stage's parameter buffer holds (``rtl_gen``'s ``QPARAM_CHANNELS``).
 QPARAM_CHANNELS = 4096
@@ -127,8 +127,14 @@ def _transposed(dataflow: Dataflow) -> dict[str, bool]:
     return {"a": dataflow is not Dataflow.WS, "b": dataflow is Dataflow.IS, "c": dataflow is Dataflow.IS}
 
 
-def _output_major(tiles: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """The runs grouped so that the K tiles of each output tile run back to back (same set of runs)."""
+def output_major(tiles: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The same runs, grouped so that all K tiles of one output tile run back to back.
+
+    The ofmap buffer holds the partial sums of one run's output tile, so the runs accumulating
+    into one output tile must be consecutive. A plan whose loop order already has K innermost
+    (or K unsplit) comes back unchanged; otherwise each output tile's runs move up to its first
+    run. The set of runs, hence the compute cycles, is the same.
+    """
     groups: dict[tuple[int, int, int, int], list[tuple[int, ...]]] = {}
     for tile in tiles:
         groups.setdefault((tile[0], tile[1], tile[4], tile[5]), []).append(tile)
@@ -156,7 +162,7 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False,
     elem = {"a": dram_lane_bytes(Buffer.IFMAP, ib, ab), "b": dram_lane_bytes(Buffer.WEIGHT, ib, ab),
             "c": dram_lane_bytes(Buffer.OFMAP, ib, ab, requant=requant)}
     shapes = {"a": (m, k), "b": (k, n), "c": (m, n)}
-    runs = _output_major([tuple(int(v) for v in t) for t in plan.tiles()])
+    runs = output_major([tuple(int(v) for v in t) for t in plan.tiles()])
     # Upper bound on the program length, to place the tensors after it.
     upper = 2 + 4 * len(runs)
     base = _align(upper * COMMAND_BYTES, PAGE)
@@ -213,11 +219,11 @@ class _Builder:
         self.out.append(command)
 
     def tile_words(self, name: str, tile: tuple[int, ...]) -> int:
-        rows, _, words = self._shape(name, tile)
+        _, rows, _, words = self._shape(name, tile)
         return rows * words
 
-    def _shape(self, name: str, tile: tuple[int, ...]) -> tuple[int, int, int]:
-        """``(dram rows, first element of a row, words per row)`` of the tile of matrix ``name``."""
+    def _shape(self, name: str, tile: tuple[int, ...]) -> tuple[int, int, int, int]:
+        """``(first dram row, dram rows, first element of a row, words per row)`` of the tile of ``name``."""
         m0, m1, k0, k1, n0, n1 = tile[:6]
         span = {"a": ((m0, m1), (k0, k1)), "b": ((k0, k1), (n0, n1)), "c": ((m0, m1), (n0, n1))}[name]
         (p0, p1), (q0, q1) = span
@@ -227,15 +233,12 @@ class _Builder:
         lanes = self.lanes[name]
         if q0 % lanes:
             raise ModelError(f"tile of {name.upper()} starts at column {q0}, not a whole word of {lanes} lanes")
-        return p1 - p0, q0, math.ceil((q1 - q0) / lanes)
+        return p0, p1 - p0, q0, math.ceil((q1 - q0) / lanes)
 
     def transfer(self, opcode: int, name: str, tile: tuple[int, ...], buf_addr: int, *, wait_run: bool = False,
                  requant: bool = False, q_base: int = 0, q_by_row: bool = False) -> Command:
         t = self.tensors[name]
-        rows, q0 = self._shape(name, tile)[:2]
-        words = self._shape(name, tile)[2]
-        first_row = (tile[0] if name in "ac" else tile[2]) if not t.transposed else \
-            {"a": tile[2], "b": tile[4], "c": tile[4]}[name]
+        first_row, rows, q0, words = self._shape(name, tile)
         addr = t.base + first_row * t.pitch + q0 * t.elem_bytes
         fields = dict(buffer=self.buffer[name], dram_addr=addr, dram_stride=t.pitch, rows=rows, words=words,
                       buf_addr=buf_addr, row_step=1, word_step=rows)
@@ -291,13 +294,12 @@ def _single(b: _Builder, runs: list[tuple[int, ...]], depth: dict[str, int], req
 
 def _double(b: _Builder, runs: list[tuple[int, ...]], depth: dict[str, int], half: dict[str, int],
             requant: bool) -> None:
-    room = {name: half[name] for name in half}
     held: dict[str, tuple[int, ...] | None] = {"a": None, "b": None, "c": None}
     side = {"a": 1, "b": 1, "c": 1}  # the half used last (the first tile goes to half 0)
     bases: list[dict[str, int]] = []
     loads: list[list[Command]] = []
     for tile in runs:
-        _check_fits(b, tile, room)
+        _check_fits(b, tile, half)
         keys = _keys(tile)
         here: list[Command] = []
         for name in ("a", "b", "c"):

@@ -57,7 +57,7 @@ class ProgramTiming:
     issue: tuple[int, ...]
 
 
-def _transfer_cycles(cmd: Command, config: ArrayConfig, data_bytes: int, beats: dict[str, int], latency: int,
+def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], latency: int,
                      outstanding: int) -> int:
     rows, words = cmd["rows"], cmd["words"]
     if cmd.opcode == Opcode.LOAD:
@@ -113,7 +113,7 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
         if cmd.opcode == Opcode.RUN or cmd.wait_run or cmd.opcode == Opcode.SYNC:
             c = max(c, run_free)
         if is_dma:
-            n = _transfer_cycles(cmd, config, data_bytes, beats, latency, outstanding)
+            n = _transfer_cycles(cmd, data_bytes, beats, latency, outstanding)
             dma_free = c + n + 1
             dma += n
         elif cmd.opcode == Opcode.RUN:

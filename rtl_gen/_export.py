@@ -143,7 +143,12 @@ def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tup
         top: wiring.Component = AxiAccelerator(config, fault=fault, core=core)  # type: ignore[arg-type]
     else:
         top = SimSystem(config, fault=fault, latency=dram[0], dram_words=dram[1], core=core)
-    texts = [_convert(top, top.name)] + [_convert(component, name) for name, component in units[1:]]  # type: ignore[attr-defined]
+    return _joined([_convert(top, top.name)]  # type: ignore[attr-defined]
+                   + [_convert(component, name) for name, component in units[1:]])
+
+
+def _joined(texts: list[str]) -> str:
+    """Converted modules as one file: the first generator comment once, then every module."""
     header = texts[0].split("\n", 1)[0] if texts[0].startswith("/*") else ""
     bodies = [t.split("\n", 1)[1] if t.startswith("/*") else t for t in texts]
     return "\n".join([header, *(b.strip("\n") + "\n" for b in bodies)])
@@ -177,10 +182,7 @@ def to_verilog(config: ArrayConfig, *, fault: Fault | None = None, flat: bool = 
     """
     if flat:
         return _convert(Accelerator(config, fault=fault), top_name(config, fault))
-    texts = [_convert(component, name) for name, component in export_units(config, fault=fault)]
-    header = texts[0].split("\n", 1)[0] if texts[0].startswith("/*") else ""
-    bodies = [t.split("\n", 1)[1] if t.startswith("/*") else t for t in texts]
-    return "\n".join([header, *(b.strip("\n") + "\n" for b in bodies)])
+    return _joined([_convert(component, name) for name, component in export_units(config, fault=fault)])
 
 
 def write_verilog(

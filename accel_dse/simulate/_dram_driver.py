@@ -18,7 +18,13 @@ import numpy as np
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError, SimulationError
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, unpack_tensor
+from accel_dse.simulate._dram_image import (
+    pack_qparam_lanes,
+    pack_tensor,
+    program_image,
+    qparam_fields,
+    unpack_tensor,
+)
 from accel_dse.simulate._dram_program import (
     DramProgram,
     DramResult,
@@ -62,12 +68,6 @@ def dram_words(program: DramProgram) -> int:
     return 1 << math.ceil(math.log2(-(-need // W)))
 
 
-def _qparams(rq: Any, first: int, n: int) -> list[tuple[int, ...]]:
-    lo, hi = rq.bounds
-    per = [rq.channel_values(f, n, first) for f in ("bias", "multiplier", "shift")]
-    return [(bias, mult, shift, rq.zero_point, lo, hi) for bias, mult, shift in zip(*per, strict=True)]
-
-
 def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float, seed: int,
                  chained: bool, regs: dict[str, int], clock_period_ns: float) -> tuple[list[DramJob], DramProgram]:
     """Compile and lay out every op (``results_dir`` of the program's meta is filled in later).
@@ -108,7 +108,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
             tensors = {"a": pack_tensor(program.tensors["a"], a), "b": pack_tensor(program.tensors["b"], b)}
             if rq is not None:
                 tensors["q"] = pack_qparam_lanes(program.tensors["q"],
-                                                 _qparams(rq, channel_start(op, instance), full.n))
+                                                 qparam_fields(rq, full.n, channel_start(op, instance)))
             images[f"img_{index}_{instance}"] = program_image(program, tensors)
             chunks = [[program.queue_base + a * 32, b - a] for a, b in program.chunks]
             instances.append({"chunks": chunks, "limit": 4 * timing.total + 10_000,
@@ -134,15 +134,11 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
         output_bits=job.output_bits, cycles_total_model=job.total_model * batch,
         stall_cycles_model=job.stall_model * batch,
     )
-    if raw is None:
-        if outcome.timed_out:
-            return dataclasses.replace(base, status="timeout", reason=f"simulation killed after the {timeout:g} s "
-                                       "timeout before this op finished")
-        return dataclasses.replace(base, reason=f"the simulation ended (exit {outcome.returncode}) without a result "
-                                   f"for this op; log: {run_dir / 'sim.log'}")
+    from accel_dse.simulate._driver import unfinished
+
+    if raw is None or raw.error:
+        return unfinished(base, raw, outcome, run_dir, timeout)
     base = dataclasses.replace(base, sim_seconds=raw.seconds, sim_cycles=raw.sim_cycles)
-    if raw.error:
-        return dataclasses.replace(base, reason=raw.error)
     codes = [int(c) for c in raw.error_code if c]
     if codes:
         from accel_dse.commands import ERROR_NAMES

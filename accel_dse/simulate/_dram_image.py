@@ -15,7 +15,7 @@ import numpy as np
 
 from accel_dse.commands import encode
 
-__all__ = ["pack_tensor", "unpack_tensor", "pack_qparam_lanes", "program_image"]
+__all__ = ["pack_tensor", "unpack_tensor", "qparam_fields", "pack_qparam_lanes", "program_image"]
 
 _QPARAM_AT = {"bias": (0, 4), "multiplier": (4, 4), "shift": (8, 1), "zero_point": (10, 2), "act_min": (12, 2),
               "act_max": (14, 2)}
@@ -43,6 +43,14 @@ def unpack_tensor(layout: Any, raw: np.ndarray) -> np.ndarray:
     p, q = layout.shape
     stored = rows[:, :(p if layout.transposed else q)].astype(np.int64)
     return stored.T if layout.transposed else stored
+
+
+def qparam_fields(rq: Any, count: int, first: int = 0) -> list[tuple[int, ...]]:
+    """``(bias, multiplier, shift, zero_point, act_min, act_max)`` of channels ``first ..
+    first + count - 1`` of the ``workloads.Requant`` record ``rq`` (the output stage's order)."""
+    lo, hi = rq.bounds
+    per = [rq.channel_values(f, count, first) for f in ("bias", "multiplier", "shift")]
+    return [(bias, mult, shift, rq.zero_point, lo, hi) for bias, mult, shift in zip(*per, strict=True)]
 
 
 def pack_qparam_lanes(layout: Any, fields: Sequence[tuple[int, ...]]) -> np.ndarray:

@@ -26,6 +26,7 @@ import numpy as np
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import SimulationError
 from accel_dse.simulate._build import build_design, default_work_dir
+from accel_dse.simulate._dram_image import qparam_fields
 from accel_dse.simulate._layout import ofmap_words, pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
 from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._program import (
@@ -39,6 +40,7 @@ from accel_dse.simulate._program import (
 from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
 from accel_dse.simulate._run import run_testbench
 from accel_dse.simulate._tools import find_simulator
+from perf_model._program import output_major
 
 __all__ = ["simulate", "DEFAULT_TIMEOUT_S", "FIRST_MISMATCHES"]
 
@@ -316,21 +318,7 @@ def _plan(design: ArrayConfig, gemm: Any, name: str) -> list[tuple[int, ...]]:
         raise SimulationError(
             f"design {design.short_name()} cannot run op {name!r} (m={gemm.m}, k={gemm.k}, n={gemm.n}): {reason}"
         )
-    return _output_major([tuple(int(v) for v in t) for t in plan.tiles()])
-
-
-def _output_major(tiles: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """The same runs, grouped so that all K tiles of one output tile run back to back.
-
-    The ofmap buffer holds the partial sums of one run's output tile (addresses from 0), so
-    the runs accumulating into one output tile must be consecutive. A plan whose loop order
-    already has K innermost (or K unsplit) comes back unchanged; otherwise each output tile's
-    runs move up to its first run. The set of runs, hence the compute cycles, is the same.
-    """
-    groups: dict[tuple[int, int, int, int], list[tuple[int, ...]]] = {}
-    for tile in tiles:
-        groups.setdefault((tile[0], tile[1], tile[4], tile[5]), []).append(tile)
-    return [tile for group in groups.values() for tile in sorted(group, key=lambda t: t[2])]
+    return output_major([tuple(int(v) for v in t) for t in plan.tiles()])
 
 
 def _prepare(
@@ -439,10 +427,7 @@ def _prepare(
 def _qparam_words(design: ArrayConfig, rq: Any, first: int, count: int, widths: tuple[int, ...], depth: int,
                   name: str) -> np.ndarray:
     """qparam words of channels ``first .. first + count - 1`` of ``rq`` (``rtl_gen`` port map order)."""
-    lo, hi = rq.bounds
-    per = [rq.channel_values(f, count, first) for f in ("bias", "multiplier", "shift")]
-    words = pack_qparams(design, [(bias, mult, shift, rq.zero_point, lo, hi)
-                                  for bias, mult, shift in zip(*per, strict=True)], widths)
+    words = pack_qparams(design, qparam_fields(rq, count, first), widths)
     if len(words) > depth:
         raise SimulationError(f"op {name!r}: a tile of {count} output channels needs {len(words)} qparam words, "
                               f"more than the {depth} the design's parameter buffer holds")
@@ -474,6 +459,18 @@ def _port(design: ArrayConfig) -> dict[str, Any]:
     }
 
 
+def unfinished(base: OpResult, raw: Any, outcome: ProcessOutcome, run_dir: Path, timeout: float | None) -> OpResult:
+    """``base`` for an op the testbench did not finish: no result (killed at the timeout, or the
+    simulator ended), or a result that carries the testbench's error (``raw.error``)."""
+    if raw is None:
+        if outcome.timed_out:
+            return dataclasses.replace(base, status="timeout", reason=f"simulation killed after the {timeout:g} s "
+                                       "timeout before this op finished")
+        return dataclasses.replace(base, reason=f"the simulation ended (exit {outcome.returncode}) without a result "
+                                   f"for this op; log: {run_dir / 'sim.log'}")
+    return dataclasses.replace(base, sim_seconds=raw.seconds, sim_cycles=raw.sim_cycles, reason=raw.error)
+
+
 def _check(
     design: ArrayConfig, job: _Job, raw: OpRaw | None, outcome: ProcessOutcome, run_dir: Path,
     timeout: float | None,
@@ -484,15 +481,9 @@ def _check(
         gemm={"m": job.gemm.m, "k": job.gemm.k, "n": job.gemm.n, "batch": job.gemm.batch},
         scaled_from=job.scaled_from, cycles_model=job.cycles_model, tiles=job.runs, output_bits=job.output_bits,
     )
-    if raw is None:
-        if outcome.timed_out:
-            return dataclasses.replace(base, status="timeout", reason=f"simulation killed after the {timeout:g} s "
-                                       "timeout before this op finished")
-        return dataclasses.replace(base, reason=f"the simulation ended (exit {outcome.returncode}) without a result "
-                                   f"for this op; log: {run_dir / 'sim.log'}")
+    if raw is None or raw.error:
+        return unfinished(base, raw, outcome, run_dir, timeout)
     base = dataclasses.replace(base, sim_seconds=raw.seconds, sim_cycles=raw.sim_cycles)
-    if raw.error:
-        return dataclasses.replace(base, reason=raw.error)
     raw_got = np.zeros_like(job.expected)
     q_got = np.zeros_like(job.expected) if job.raw_expected is not None else None
     offset = 0

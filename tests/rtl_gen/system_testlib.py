@@ -11,7 +11,13 @@ from axil_testlib import AxilMaster
 
 from accel_dse.commands import Command
 from accel_dse.config import ArrayConfig
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, unpack_tensor
+from accel_dse.simulate._dram_image import (
+    pack_qparam_lanes,
+    pack_tensor,
+    program_image,
+    qparam_fields,
+    unpack_tensor,
+)
 from perf_model._program import GemmProgram, compile_gemm
 from perf_model.program_timing import ProgramTiming, program_cycles
 from rtl_gen._regmap import CONTROL_REGMAP
@@ -42,13 +48,6 @@ def small(dataflow: str = "ws", double: bool = True, rows: int = 2, cols: int = 
     """A design small enough for Amaranth's simulator, with buffers that force several tiles."""
     return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, ifmap_sram_kib=1, weight_sram_kib=1,
                        ofmap_sram_kib=1, dram_bytes_per_cycle=bw, double_buffered=double, **kwargs)
-
-
-def qparam_fields(rq: Requant, n: int) -> list[tuple[int, ...]]:
-    """Per channel ``(bias, multiplier, shift, zero_point, act_min, act_max)`` of ``rq``."""
-    lo, hi = rq.bounds
-    vals = {name: rq.channel_values(name, n) for name in ("bias", "multiplier", "shift")}
-    return [(vals["bias"][c], vals["multiplier"][c], vals["shift"][c], rq.zero_point, lo, hi) for c in range(n)]
 
 
 def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int = 7, requant: Requant | None = None,
