@@ -15,7 +15,7 @@ from amaranth.utils import exact_log2
 
 from accel_dse.errors import ConfigError
 
-__all__ = ["ADDR_BITS", "ID_BITS", "MAX_BURST", "PAGE_BYTES", "axi4_signature", "BurstIssuer"]
+__all__ = ["ADDR_BITS", "ID_BITS", "MAX_BURST", "PAGE_BYTES", "axi4_signature", "axi4_channels", "BurstIssuer"]
 
 #: DRAM byte-address width.
 ADDR_BITS = 32
@@ -40,6 +40,14 @@ def axi4_signature(data_bytes: int) -> wiring.Signature:
         "arready": In(1),
         "rdata": In(8 * data_bytes), "rresp": In(2), "rlast": In(1), "rvalid": In(1), "rready": Out(1),
     })
+
+
+def axi4_channels(data_bytes: int, side: str) -> dict[str, wiring.Member]:
+    """The members of :func:`axi4_signature` on one side: ``"read"`` (AR, R) or ``"write"`` (AW,
+    W, B), IDs left out (one ID, tied off by the top)."""
+    prefixes = ("ar", "r") if side == "read" else ("aw", "w", "b")
+    return {name: member for name, member in axi4_signature(data_bytes).members.items()
+            if name.startswith(prefixes) and name not in ("awid", "bid", "arid", "rid")}
 
 
 class BurstIssuer(wiring.Component):

@@ -27,7 +27,7 @@ from amaranth.utils import exact_log2
 
 from accel_dse.errors import ConfigError
 
-from ._axi import ADDR_BITS, BurstIssuer, axi4_signature
+from ._axi import ADDR_BITS, BurstIssuer, axi4_channels
 
 __all__ = ["DmaLoad", "DmaStore", "STORE_FIFO_WORDS", "TRANSFER_BITS"]
 
@@ -112,11 +112,7 @@ class DmaLoad(_Transfer):
     """DRAM -> buffer (see the module docstring). ``word_we``/``word_addr``/``word``: the buffer write."""
 
     def __init__(self, *, data_bytes: int, max_beats: int, outstanding: int, buf_addr_bits: int) -> None:
-
-        self._sig = axi4_signature(data_bytes)
-        members = self._sig.members
-        read = {name: members[name] for name in ("araddr", "arlen", "arsize", "arburst", "arvalid", "arready",
-                                                  "rdata", "rresp", "rlast", "rvalid", "rready")}
+        read = axi4_channels(data_bytes, "read")
         super().__init__(data_bytes=data_bytes, max_beats=max_beats, outstanding=outstanding,
                          buf_addr_bits=buf_addr_bits,
                          extra={"word_we": Out(1), "word": Out(8 * data_bytes * max_beats), **read})
@@ -173,14 +169,10 @@ class DmaStore(_Transfer):
 
     def __init__(self, *, data_bytes: int, max_beats: int, outstanding: int, buf_addr_bits: int,
                  latencies: tuple[int, int]) -> None:
-
         self.latencies = latencies
         if max(latencies) + 1 > STORE_FIFO_WORDS:
             raise ConfigError(f"buffer read latency must be below {STORE_FIFO_WORDS}, not {max(latencies)}")
-        members = axi4_signature(data_bytes).members
-        write = {name: members[name] for name in ("awaddr", "awlen", "awsize", "awburst", "awvalid", "awready",
-                                                   "wdata", "wstrb", "wlast", "wvalid", "wready", "bresp", "bvalid",
-                                                   "bready")}
+        write = axi4_channels(data_bytes, "write")
         super().__init__(data_bytes=data_bytes, max_beats=max_beats, outstanding=outstanding,
                          buf_addr_bits=buf_addr_bits,
                          extra={"requant": In(1), "q_by_row": In(1), "word_read": Out(1), "requanting": Out(1),

@@ -32,7 +32,7 @@ from accel_dse import commands
 from accel_dse.commands import QUEUE_DEPTH, Buffer, axi_data_bytes, dram_lane_bytes
 from accel_dse.config import ArrayConfig, Dataflow
 
-from ._axi import axi4_signature
+from ._axi import axi4_channels, axi4_signature
 from ._csr import ControlRegisters
 from ._dma import DmaLoad, DmaStore
 from ._output_stage import param_fields
@@ -127,15 +127,11 @@ class AxiAccelerator(wiring.Component):
             depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats)
 
         # AXI: the load engine drives AR/R, the store engine AW/W/B.
-        for name in axi4_signature(self.data_bytes).members:
-            port = getattr(self, f"m_axi_{name}")
-            if name in ("awid", "arid", "bid", "rid"):  # one ID: 0 out, responses' IDs not looked at
-                if name in ("awid", "arid"):
-                    m.d.comb += port.eq(0)
-                continue
-            engine = ld if name.startswith(("ar", "r")) else st
-            inner = getattr(engine, name)
-            m.d.comb += (port.eq(inner) if name not in _INPUTS else inner.eq(port))
+        m.d.comb += [self.m_axi_awid.eq(0), self.m_axi_arid.eq(0)]  # one ID; the responses' IDs are not looked at
+        for engine, side in ((ld, "read"), (st, "write")):
+            for name, member in axi4_channels(self.data_bytes, side).items():
+                port, inner = getattr(self, f"m_axi_{name}"), getattr(engine, name)
+                m.d.comb += port.eq(inner) if member.flow == Out else inner.eq(port)
 
         # Control: the register block.
         m.submodules.csr = csr = self.csr
@@ -195,8 +191,6 @@ class AxiAccelerator(wiring.Component):
         at = {"bias": 0, "multiplier": 32, "shift": 64, "zero_point": 80, "act_min": 96, "act_max": 112}
         return Cat(*(lane[at[name]:at[name] + bits] for name, bits in param_fields(self.config.input_bits)))
 
-
-_INPUTS = frozenset({"awready", "wready", "bresp", "bvalid", "arready", "rdata", "rresp", "rlast", "rvalid"})
 
 
 def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], Callable[[], wiring.Component]]]:
