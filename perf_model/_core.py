@@ -34,6 +34,7 @@ from perf_model._problem import (
 from perf_model._schedule import Schedule, op_cycles, schedule
 from perf_model._technology import nominal_vdd, supply_voltage
 from perf_model._tiling import ORDERS, choose_tiles, gemm_tile
+from perf_model._transfers import memory_arrays
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
 
@@ -131,11 +132,13 @@ def evaluate_block(
                       rep(buf), np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
     tiling = choose_tiles(p, allow_spill=allow_spill)
     bw = rep(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
+    memory = memory_arrays(p.df, p.R, p.C, rep(d.input_bits), rep(d.acc_bits), rep(d.dram_bytes_per_cycle), bw,
+                           requant, p.gemm[2])
     with np.errstate(divide="ignore", invalid="ignore"):
-        sched = schedule(p, tiling, bw, roofline=bool(d.double_buffered.any()))
+        sched = schedule(p, tiling, memory, double=bool(d.double_buffered.any()))
     inst = np.tile(ops.instances, nd)
     _accumulators_in_sram(p, sched, rep(d.acc_bits) / out_bits)
-    compute, total = op_cycles(sched, inst, bw, rep(d.double_buffered))
+    compute, total = op_cycles(sched, inst, rep(d.double_buffered))
     depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     clock_ok = d.clock_mhz <= f_max

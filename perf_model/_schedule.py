@@ -1,26 +1,30 @@
-"""Cycles, DRAM/SRAM traffic and stalls of a tiled GEMM, in closed form over tile classes.
+"""Cycles, DRAM/SRAM traffic and stalls of a tiled GEMM, in closed form over run classes.
 
 The runs of one GEMM instance are the tiles of its :class:`~perf_model._tiling.Tiling`, in loop
-order. Per run ``i`` (all per instance; an op's ``count * batch`` instances run back to back):
+order; ``perf_model._program.compile_gemm`` turns them into the command program the RTL runs and
+:func:`perf_model.program_timing.program_cycles` walks. This module computes that walk's total
+without walking: the same program, counted by classes of runs, vectorised over design-op elements.
 
-* ``cyc_i = timing.run_cycles(tile)`` (the RTL contract; compute cycles are their sum);
-* ``load_i``: the bytes of every input tile whose indices changed since run ``i - 1`` (all of
-  them at the first run), plus the partial sums of the output tile when it changed and its
-  reduction index is not 0 (a spill being read back);
-* ``store_i``: the output tile's bytes when the next run has another output tile (or this is
-  the last run).
+Per run ``i``: ``cyc_i = timing.run_cycles(tile)`` (compute cycles are their sum); its loads are
+the input tiles whose indices changed since run ``i - 1`` (all at the first run); an output tile
+is stored after its last run. Every command costs the sequencer ``n + 1`` cycles of its unit
+(``n``: ``timing.run_cycles`` of a RUN, :class:`~perf_model._transfers.Memory` ``load`` /
+``store`` of a transfer: rows, beats, DRAM latency, bursts in flight); a program of ``c``
+commands adds its fetch and first decode per queue-load (``Memory.program``). Then::
 
-Without double buffering transfers and compute serialise:
-``total = sum(cyc_i) + sum(load_i + store_i) / bw``. With double (ping-pong) buffering each
-run's transfers overlap compute, roofline per tile, except the very first loads and the very
-last store, which nothing can hide::
+    single buffered   total = fetch + sum over commands of (n + 1)
+    double buffered   total = fetch + pre + sum_i max(cyc_i + 1, 2 + S_i) + store_last
 
-    total = load_first / bw + sum_i max(cyc_i, x_i) + store_last / bw
-    x_i   = (load_i [not the op's first run] + store_i [not the op's last run]) / bw
+``pre``: the first run's loads (and the output stage's parameters); ``S_i``: the DMA commands
+the compiler puts between ``RUN(i)`` and ``RUN(i + 1)``, the store of run ``i - 1``'s output
+(if it was an output tile's last run) and the loads of run ``i + 1``, each ``n + 1``, on one DMA
+engine while the array computes run ``i``; 2 cycles of issue before the first of them. Both are
+exact for the walk of one queue-load (every row of a transfer inside one 4 KiB page); a program
+longer than the queue (``QUEUE_DEPTH`` commands) also drains the ping-pong at each queue-load
+boundary, at most one period per boundary (``Schedule.boundary_bound``).
 
-``bw = dram_bytes_per_cycle``; stall cycles are ``total - compute`` (fractional: bandwidth is
-an average). The sums run over 27 classes of runs (first / middle / last index along each
-loop position), each class with a count, so nothing loops over tiles.
+The sums run over classes of runs (first / middle / next-to-last / last index along each loop
+position, as the pairing needs), each class with a count, so nothing loops over tiles.
 
 SRAM accesses by the array: the operand spanning ``(r, c)`` is touched once per ``s`` tile,
 the one spanning ``(s, r)`` once per column fold, the one spanning ``(s, c)`` once per row
@@ -36,9 +40,11 @@ from itertools import product
 
 import numpy as np
 
+from accel_dse.commands import QUEUE_DEPTH
 from perf_model import timing
 from perf_model._problem import Problem, row_index, take_rows
 from perf_model._tiling import ORDERS, Tiling, gemm_tile
+from perf_model._transfers import Memory
 
 __all__ = ["Schedule", "schedule", "op_cycles", "fast_cycles_ok"]
 
@@ -49,6 +55,16 @@ _FIRST, _MID, _LAST = 0, 1, 2  # run classes along one loop: first index, middle
 _CLASSES = (_FIRST, _MID, _LAST)
 # Every run class of a 3-deep loop nest (class along positions 0, 1, 2), in product order.
 _CLASS_TRIPLES: tuple[tuple[int, int, int], ...] = tuple((a, b, c) for a, b, c in product(_CLASSES, repeat=3))
+# A transfer's DRAM rows and words by the operand's free mapped dim (compiler's layout, _program):
+# free r -> rows along s, words along c; free c -> rows s, words r; free s -> rows r, words c.
+_ROWS_DIM = np.array([2, 2, 0])
+_WORDS_DIM = np.array([1, 0, 1])
+# Per loop order and position j: is the operand free at j laid out with its rows along the outer
+# of the other two positions; are its words along r (R lanes, else C).
+_ROWS_OUTER = np.array([[_ORDER_INVERSE[o][_ROWS_DIM[ORDERS[o][j]]] == min(q for q in range(3) if q != j)
+                         for j in range(3)] for o in range(len(ORDERS))])
+_WORDS_ON_R = np.array([[_WORDS_DIM[ORDERS[o][j]] == 0 for j in range(3)] for o in range(len(ORDERS))])
+_ISSUE = 2.0  # cycles from an issue to the next decode (program_timing.ISSUE_CYCLES)
 
 
 @dataclass
@@ -59,12 +75,11 @@ class Schedule:
         compute_cycles: sum of ``timing.run_cycles`` over the runs.
         folds: array folds over the runs.
         runs: number of runs (tiles).
-        overlapped: ``sum_i max(cyc_i, x_i)`` with every transfer included (cycles).
-        first_correction, last_correction: change of that sum when the op's first run's loads
-            / last run's store are taken out of the overlap (they are exposed instead).
-        single_correction: the same for an op of a single run (both at once).
-        exposed: cycles of the first run's loads plus the last run's store.
-        single_run: the instance has one run.
+        total_single, total_double: total cycles of the instance's program, single and double
+            buffered (the walk's ``total``; zeros when no memory interface was given).
+        commands: commands of the program.
+        boundary_bound: how many cycles the queue-load boundaries of a double-buffered program
+            may add to ``total_double`` at most (0 for a program that fits the queue).
         dram_read, dram_write: DRAM bytes ``(3, N)`` of the operand free in r, c, s (its
             buffer: ``Problem.operand``, A ifmap, B weight, C ofmap).
         sram_read, sram_write: SRAM bytes ``(3, N)`` in the buffer of the operand free in r, c, s.
@@ -73,12 +88,10 @@ class Schedule:
     compute_cycles: np.ndarray
     folds: np.ndarray
     runs: np.ndarray
-    overlapped: np.ndarray
-    first_correction: np.ndarray
-    last_correction: np.ndarray
-    single_correction: np.ndarray
-    exposed: np.ndarray
-    single_run: np.ndarray
+    total_single: np.ndarray
+    total_double: np.ndarray
+    commands: np.ndarray
+    boundary_bound: np.ndarray
     dram_read: np.ndarray
     dram_write: np.ndarray
     sram_read: np.ndarray
@@ -162,12 +175,14 @@ def _times(a: np.ndarray, flag: Bool) -> np.ndarray | float:
     return a * flag
 
 
-def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = True) -> Schedule:
+def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None, *, double: bool = True) -> Schedule:
     """Evaluate the tiling of every element of ``p`` (see the module docstring).
 
-    ``roofline=False`` skips the double-buffered overlap terms (all elements single-buffered).
+    ``memory`` ``None`` computes traffic alone (totals 0); ``double=False`` skips the
+    double-buffered totals (no element is double buffered).
     """
-    t, D = tiling.t, p.D
+    D = p.D
+    t = np.minimum(tiling.t, D)  # a tile never exceeds its dim (the first tile's size, also with one tile)
     n = np.ceil(D / t)
     last = D - (n - 1) * t  # size of the last tile along each dim (== t when it divides)
     fr = (n[0] - 1) * np.ceil(t[0] / p.R) + np.ceil(last[0] / p.R)  # row folds over the r tiles
@@ -183,7 +198,6 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
         fold_sum = (n[2] - 1) * fold_t + fold_l  # over the s tiles
         tail_sum = (n[2] - 1) * tail_t + tail_l
         compute = fr * fc * fold_sum + n[0] * n[1] * tail_sum + runs * timing.RUN_OVERHEAD
-        last_cyc = _shape_cycles(p, last[:, None, :])[0]
     else:  # 8 shape classes (full / last tile along r, c, s), each from timing.run_cycles
         shapes = np.empty((3, 8, len(p)))
         counts = np.ones((8, len(p)))
@@ -194,7 +208,6 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
                 counts[cls] *= 1.0 if is_last else n[d] - 1
         cyc8 = _shape_cycles(p, shapes)
         compute = (counts * cyc8).sum(axis=0)
-        last_cyc = cyc8[7]  # every dim at its last tile
 
     # DRAM traffic: each operand f times over (see the docstring of _tiling).
     order = _ORDER_ARRAY[tiling.order].T  # (3 positions, N): mapped dim at each loop position
@@ -219,199 +232,269 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
     sram_write += dram_read  # what DRAM brings lands in the operand's buffer
     sram_read += dram_write  # what goes to DRAM leaves it
 
-    if not roofline:
-        zero = np.zeros(len(p))
-        exposure = _Exposure(zero, zero, zero, zero, zero, zero, zero)
-    else:
-        classes = _RunClasses(p, t, last, order, by_position, npos, cyc8, bw)
+    zero = np.zeros(len(p))
+    totals = _Totals(zero, zero, zero, zero)
+    if memory is not None:
+        classes = _RunClasses(p, t, last, n, order, by_position, cyc8, memory, tiling.order, double)
         rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
         if (order[2] == rho).all():  # the reduction loop innermost: every default tiling
-            exposure = _roofline_rho_inner(classes, last_cyc)
+            totals = _rho_inner(classes)
         else:
-            exposure = _roofline_any_order(classes, take_rows(p.is_out, by_position))
+            totals = _any_order(classes, take_rows(p.is_out, by_position))
+    commands = runs + totals.transfers + (memory.qparam_cycles > 0 if memory is not None else 0.0)
+    fetch = memory.program(commands) if memory is not None else zero
     return Schedule(
-        compute_cycles=compute, folds=folds, runs=runs, overlapped=exposure.overlapped,
-        first_correction=(np.maximum(exposure.first_cyc, exposure.first_x - exposure.first_load)
-                          - np.maximum(exposure.first_cyc, exposure.first_x)),
-        last_correction=(np.maximum(exposure.last_cyc, exposure.last_x - exposure.last_store)
-                         - np.maximum(exposure.last_cyc, exposure.last_x)),
-        single_correction=exposure.first_cyc - np.maximum(exposure.first_cyc, exposure.first_x),
-        exposed=exposure.first_load + exposure.last_store, single_run=runs == 1,
+        compute_cycles=compute, folds=folds, runs=runs, total_single=fetch + totals.single,
+        total_double=fetch + totals.double, commands=commands, boundary_bound=totals.boundary(commands),
         dram_read=dram_read, dram_write=dram_write, sram_read=sram_read, sram_write=sram_write,
     )
 
 
-def op_cycles(s: Schedule, instances: np.ndarray, bw: np.ndarray, double_buffered: np.ndarray,
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """``(compute, total)`` cycles of an op of ``instances`` back-to-back GEMM instances.
-
-    With double buffering the first run of each instance but the first overlaps the previous
-    instance, so only the op's very first loads and very last store are exposed.
-    """
+def op_cycles(s: Schedule, instances: np.ndarray, double_buffered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(compute, total)`` cycles of an op of ``instances`` GEMM instances, each its own program
+    (started by the host after the previous one's interrupt, as ``simulate`` runs them)."""
     compute = s.compute_cycles * instances
-    serial = compute + (s.dram_read.sum(axis=0) + s.dram_write.sum(axis=0)) * instances / bw
-    one = s.single_run & (instances == 1)
-    correction = np.where(one, s.single_correction, s.first_correction + s.last_correction)
-    overlapped = s.overlapped * instances + correction + s.exposed
-    total = np.where(double_buffered, overlapped, serial)
+    total = np.where(double_buffered, s.total_double, s.total_single) * instances
     return compute, np.maximum(total, compute)
 
 
 @dataclass
-class _Exposure:
-    """``sum count * max(cyc, x)`` over the run classes, and the op's first and last runs
-    (all in cycles: ``x``, loads and stores are bytes / bandwidth)."""
+class _Totals:
+    """Per-instance sums over the run classes (cycles), without the program fetch.
 
-    overlapped: np.ndarray
-    first_cyc: np.ndarray
-    first_x: np.ndarray
-    first_load: np.ndarray
-    last_cyc: np.ndarray
-    last_x: np.ndarray
-    last_store: np.ndarray
+    ``single``/``double``: the program's command chain, single and double buffered; ``transfers``:
+    LOAD and STORE commands (without the output stage's parameters); ``period``: the most one
+    double-buffered period can gain from being cut by a queue-load boundary (``min(cyc + 1, S)``).
+    """
+
+    single: np.ndarray
+    double: np.ndarray
+    transfers: np.ndarray
+    period: np.ndarray
+
+    def boundary(self, commands: np.ndarray) -> np.ndarray:
+        """Bound on what the queue-load boundaries of ``commands`` commands add (double buffered).
+
+        A boundary after the ``k``-th command of the period of run ``i`` ends the queue-load when
+        the array and the DMA are idle and runs the period's remaining transfers (``S_a`` of its
+        ``S_i = S_b + S_a``) after the next fetch: ``max(A, 2 + S_b) + S_a - max(A, 2 + S_i)``
+        cycles more (``A = cyc_i + 1``), between 0 and ``min(A, S_i)``; the fetch itself is in
+        ``Memory.program``.
+        """
+        return np.maximum(np.ceil(commands / QUEUE_DEPTH) - 1.0, 0.0) * self.period
 
 
 class _RunClasses:
-    """Sizes, counts and cycles of the runs of each class, per loop position.
+    """Sizes, counts, cycles and transfer cycles of runs, per loop position (internal).
 
-    A run's class along a loop is FIRST (index 0), MID (0 < index < N - 1) or LAST
-    (index N - 1 > 0); along a loop with one tile only FIRST exists (and it is also the last).
+    Along loop position ``j`` (``n_j`` tiles of ``t_j``, the last of ``l_j``) a run's tile is full
+    (key ``"T"``) or the last one (``"L"``); ``"N"`` is the tile after index 0 (the last when
+    ``n_j = 2``). Category counts (runs of one instance along ``j``): ``A`` indices ``0 .. n-2``,
+    ``E`` the last one; ``A0``/``Ap`` and ``E0``/``Ep`` the same split by index 0 or not; along a
+    loop that advances: ``Z`` index 0 (``n >= 2``), ``M`` indices ``1 .. n-3``, ``P`` index ``n - 2``
+    (``n >= 3``).
     """
 
-    def __init__(self, p: Problem, t: np.ndarray, last: np.ndarray, order: np.ndarray, by_position: np.ndarray,
-                 npos: np.ndarray, cyc8: np.ndarray | None, bw: np.ndarray) -> None:
-        tpos = take_rows(t, by_position)
-        lpos = take_rows(last, by_position)
+    def __init__(self, p: Problem, t: np.ndarray, last: np.ndarray, n: np.ndarray, order: np.ndarray,
+                 by_position: np.ndarray, cyc8: np.ndarray | None, memory: Memory, order_index: np.ndarray,
+                 double: bool) -> None:
         self.n_elem = len(p)
-        self.many = [npos[j] > 1 for j in range(3)]  # several tiles along position j
-        self.size = {
-            _FIRST: [np.where(self.many[j], tpos[j], lpos[j]) for j in range(3)],
-            _MID: [tpos[j] for j in range(3)],
-            _LAST: [lpos[j] for j in range(3)],
-        }
-        self.count: dict[int, list[np.ndarray | None]] = {
-            _FIRST: [None, None, None],  # one run class instance: a factor of 1
-            _MID: [np.maximum(npos[j] - 2, 0.0) for j in range(3)],
-            _LAST: [self.many[j].astype(np.float64) for j in range(3)],
-        }
-        self.is_last: dict[int, list[Bool]] = {
-            _FIRST: [_not(self.many[j]) for j in range(3)],
-            _MID: [False, False, False],
-            _LAST: [True, True, True],
-        }
-        # Transfers in cycles: bytes per element of the operand free at each position / bw.
-        eb = take_rows(p.elem_bytes, by_position)
-        inv_bw = 1.0 / bw
-        self.eb_cycles = [eb[j] * inv_bw for j in range(3)]
+        self.double = double
+        tpos, lpos, npos = take_rows(t, by_position), take_rows(last, by_position), take_rows(n, by_position)
+        self.npos = npos
+        self.many = [npos[j] > 1 for j in range(3)]
+        self.two = [npos[j] == 2 for j in range(3)]
+        self.size = [{"T": tpos[j], "L": lpos[j]} for j in range(3)]
+        self._count: list[dict[str, np.ndarray | None]] = [
+            {"A": npos[j] - 1, "E": None, "Ap": np.maximum(npos[j] - 2, 0.0), "Z": self.many[j] * 1.0,
+             "M": np.maximum(npos[j] - 3, 0.0), "P": (npos[j] > 2) * 1.0, "1": None}
+            for j in range(3)]
+        for j in range(3):
+            self._count[j]["A0"] = self._count[j]["Ep"] = self._count[j]["Z"]
+        self.memory = memory
+        self.rows_outer = _ROWS_OUTER[order_index].T
+        self.lanes = np.where(_WORDS_ON_R[order_index].T, p.R, p.C)
+        self.word_beats = take_rows(memory.word_beats, by_position)
         self.run_overhead = float(timing.RUN_OVERHEAD)
         self.cyc8 = cyc8
         self.bit = (1 << order).astype(np.int64)
-        self.factor: dict[int, list[np.ndarray]] | None = None
-        self.offset: dict[int, list[np.ndarray]] | None = None
+        self.factor: dict[str, list[np.ndarray]] | None = None
+        self.offset: dict[str, list[np.ndarray]] | None = None
         if cyc8 is None:  # fast path: run_cycles is a product of one factor per loop position plus
             # the streamed dim's tail: ceil(r/R) ceil(c/C) fold(s) + tail(s) + RO
             gpos = take_rows(np.stack([p.R, p.C, np.ones(len(p))]), by_position)
             streamed = [order[j] == 2 for j in range(3)]
             self.factor, self.offset = {}, {}
-            for c in _CLASSES:
-                self.factor[c], self.offset[c] = [], []
+            for key in ("T", "L"):
+                self.factor[key], self.offset[key] = [], []
                 for j in range(3):
-                    fold, tail = timing.fold_terms(p.df, self.size[c][j], p.R, p.C, p.shadow)
-                    self.factor[c].append(np.where(streamed[j], fold, np.ceil(self.size[c][j] / gpos[j])))
-                    self.offset[c].append(np.where(streamed[j], tail, 0.0))
-        self._outer_cycles: dict[tuple[int, int], np.ndarray] = {}
-        self._tile: dict[tuple[int, int, int], np.ndarray] = {}
+                    fold, tail = timing.fold_terms(p.df, self.size[j][key], p.R, p.C, p.shadow)
+                    self.factor[key].append(np.where(streamed[j], fold, np.ceil(self.size[j][key] / gpos[j])))
+                    self.offset[key].append(np.where(streamed[j], tail, 0.0))
+        self._cache: dict[tuple[object, ...], np.ndarray] = {}
 
-    def runs(self, cats: tuple[int, int, int]) -> np.ndarray | float:
-        """How many runs of each instance are of class ``cats``."""
+    def count(self, cats: tuple[str, str, str]) -> np.ndarray | float:
+        """Runs of one instance in the class with categories ``cats`` along positions 0, 1, 2."""
         out: np.ndarray | float = 1.0
         for j in range(3):
-            factor = self.count[cats[j]][j]
+            factor = self._count[j][cats[j]]
             if factor is not None:
                 out = out * factor
         return out
 
-    def cycles(self, cats: tuple[int, int, int]) -> np.ndarray:
-        """``run_cycles`` of a run of class ``cats``."""
-        if self.factor is not None and self.offset is not None:
-            key = (cats[0], cats[1])
-            if key not in self._outer_cycles:
-                self._outer_cycles[key] = self.factor[cats[0]][0] * self.factor[cats[1]][1]
-            tail = self.offset[cats[0]][0] + self.offset[cats[1]][1] + self.offset[cats[2]][2]
-            return self._outer_cycles[key] * self.factor[cats[2]][2] + tail + self.run_overhead
-        idx = sum((_times(self.bit[j], self.is_last[cats[j]][j]) for j in range(3)),
-                  start=np.zeros(self.n_elem, dtype=np.int64))
-        return np.take_along_axis(self.cyc8, np.asarray(idx, dtype=np.int64)[None], axis=0)[0]
+    def cycles(self, keys: tuple[str, str, str]) -> np.ndarray:
+        """``run_cycles + 1`` (the run's cost in the chain) of a run with tile keys ``keys``."""
+        key = ("cyc", *keys)
+        if key not in self._cache:
+            if self.factor is not None and self.offset is not None:
+                f, o = self.factor, self.offset
+                cyc = (f[keys[0]][0] * f[keys[1]][1] * f[keys[2]][2] + o[keys[0]][0] + o[keys[1]][1]
+                       + o[keys[2]][2] + self.run_overhead)
+            else:
+                idx = sum((self.bit[j] * (keys[j] == "L") for j in range(3)),
+                          start=np.zeros(self.n_elem, dtype=np.int64))
+                cyc = np.take_along_axis(self.cyc8, idx[None], axis=0)[0]
+            self._cache[key] = cyc + 1.0
+        return self._cache[key]
 
-    def tile(self, j: int, cats: tuple[int, int, int]) -> np.ndarray:
-        """Cycles to move the tile of the operand free at position ``j`` in a run of class ``cats``."""
-        a, b = (q for q in range(3) if q != j)
-        key = (j, cats[a], cats[b])
-        if key not in self._tile:
-            self._tile[key] = self.eb_cycles[j] * self.size[cats[a]][a] * self.size[cats[b]][b]
-        return self._tile[key]
+    def transfer(self, j: int, keys: tuple[str, str], store: bool = False) -> np.ndarray:
+        """``n + 1`` of the LOAD (or STORE) of the tile of the operand free at position ``j`` whose
+        keys along the other two positions (in position order) are ``keys``."""
+        key = ("st" if store else "ld", j, *keys)
+        if key not in self._cache:
+            a, b = (q for q in range(3) if q != j)
+            if "N" in keys:  # the tile after index 0: the last one when there are two
+                q = a if keys[0] == "N" else b
+                swap = {"N": "L"}
+                as_last = self.transfer(j, tuple(swap.get(k, k) for k in keys), store)  # type: ignore[arg-type]
+                as_full = self.transfer(j, tuple("T" if k == "N" else k for k in keys), store)  # type: ignore[arg-type]
+                self._cache[key] = np.where(self.two[q], as_last, as_full)
+                return self._cache[key]
+            za, zb = self.size[a][keys[0]], self.size[b][keys[1]]
+            outer = self.rows_outer[j]
+            rows, across = np.where(outer, za, zb), np.where(outer, zb, za)
+            beats = np.ceil(across / self.lanes[j]) * self.word_beats[j]
+            self._cache[key] = self.memory.store(rows, beats) if store else self.memory.load(rows, beats)
+        return self._cache[key]
 
 
-def _roofline_rho_inner(rc: _RunClasses, last_cyc: np.ndarray) -> _Exposure:
-    """The 27-class roofline when the reduction loop is innermost (every default tiling).
+class _Sums:
+    """Accumulates ``count * (A + S)`` (single) and ``count * max(A, 2 + S)`` (double) over classes."""
 
-    Positions 0 and 1 hold the inputs' free dims, position 2 the output's (the reduction dim).
-    The output tile is written when a run is the last along position 2 and never read back
-    (it is never revisited); both inputs span position 2, so they reload whenever it moves; at
-    position 2's first index, the loop that moved decides which input reloads.
+    def __init__(self, rc: _RunClasses) -> None:
+        zero = np.zeros(rc.n_elem)
+        self.rc = rc
+        self.single, self.double, self.transfers, self.period = zero, zero.copy(), zero.copy(), zero.copy()
+
+    def add(self, count: np.ndarray | float, cyc: np.ndarray, dma: list[tuple[np.ndarray, Bool]]) -> None:
+        """One class: ``count`` runs of ``cyc`` (``run_cycles + 1``) with DMA commands ``(cycles, present)``."""
+        s: np.ndarray | float = 0.0
+        moves: np.ndarray | float = 0.0
+        for cycles, present in dma:
+            if present is not False:
+                s = s + _times(cycles, present)
+                moves = moves + (1.0 if present is True else present)
+        self.single = self.single + count * (cyc + s)
+        self.transfers = self.transfers + count * moves
+        if self.rc.double:
+            if isinstance(s, float):
+                self.double = self.double + count * cyc
+            else:
+                self.double = self.double + count * np.maximum(cyc, _ISSUE + s)
+                self.period = np.maximum(self.period, np.minimum(cyc, s))
+
+
+def _inner_loads(rc: _RunClasses, moved: int, first1: Bool) -> tuple[Bool, Bool]:
+    """Whether a run loads the inputs free at positions 0 and 1, reduction loop innermost.
+
+    ``moved``: the loop position that advanced into the run (-1 for the op's first run; the
+    loops inside it wrapped to index 0); ``first1``: the run's position-1 index is 0. Input 0
+    spans positions 1 and 2, input 1 positions 0 and 2: a tile reloads when an index it spans
+    changed. The one place the schedule decides what is loaded.
+    """
+    if moved in (-1, 2):
+        return True, True
+    if moved == 1:
+        return True, rc.many[2]
+    return _or(rc.many[1], rc.many[2]), True
+
+
+def _rho_inner(rc: _RunClasses) -> _Totals:
+    """The program's chain when the reduction loop is innermost (every default tiling).
+
+    Positions 0 and 1 hold the inputs' free dims, position 2 the output's (the reduction dim):
+    an output tile is stored once, after its last run (index ``n_2 - 1`` along position 2), by
+    the period of the next run. Runs are grouped by which loop advances after them (2; 1 with 2
+    at its last index; 0; none: the op's last run), which fixes the next run's loads and tile
+    sizes, and by whether they are at index 0 along position 2 (the previous output tile is
+    stored in their period) and which tile that was.
+    """
+    sums = _Sums(rc)
+    st = rc.transfer
+    i2zero = _not(rc.many[2])  # with one tile along position 2 every run starts an output tile
+
+    def period(cats: tuple[str, str, str], own: tuple[str, str, str], store: tuple[Bool, tuple[str, str]],
+               moved: int, first1: Bool, next0: tuple[str, str], next1: tuple[str, str]) -> None:
+        dma: list[tuple[np.ndarray, Bool]] = []
+        if store[0] is not False:
+            dma.append((st(2, store[1], True), store[0]))
+        if moved >= 0:
+            load0, load1 = _inner_loads(rc, moved, first1)
+            dma += [(st(0, next0), load0), (st(1, next1), load1)]
+        sums.add(rc.count(cats), rc.cycles(own), dma)
+
+    # Position 2 advances after the run (index i2 <= n2 - 2; the next run's tile along 2 is "N"
+    # after index 0, full after 1 .. n2 - 3, the last after n2 - 2).
+    period(("1", "1", "Z"), ("T", "T", "T"), (False, ("T", "T")), 2, True, ("T", "N"), ("T", "N"))
+    for c0, k0 in (("Ap", "T"), ("Ep", "L")):  # index 0 along 1, along 0 not: stores (i0 - 1, n1 - 1)
+        period((c0, "1", "Z"), (k0, "T", "T"), (True, ("T", "L")), 2, True, ("T", "N"), (k0, "N"))
+    for c1, k1 in (("Ap", "T"), ("Ep", "L")):
+        for c0, k0 in (("A", "T"), ("E", "L")):  # index >= 1 along 1: stores (i0, i1 - 1)
+            period((c0, c1, "Z"), (k0, k1, "T"), (True, (k0, "T")), 2, False, (k1, "N"), (k0, "N"))
+    for c2, k2 in (("M", "T"), ("P", "L")):
+        for c1, k1, first1 in (("A0", "T", True), ("Ap", "T", False), ("E", "L", _not(rc.many[1]))):
+            for c0, k0 in (("A", "T"), ("E", "L")):
+                period((c0, c1, c2), (k0, k1, "T"), (False, ("T", "T")), 2, first1, (k1, k2), (k0, k2))
+    # Position 1 advances (last index along 2; with one tile along 2 the previous output is stored).
+    period(("1", "Z", "1"), ("T", "T", "L"), (False, ("T", "T")), 1, False, ("N", "T"), ("T", "T"))
+    for c0, k0 in (("Ap", "T"), ("Ep", "L")):
+        period((c0, "Z", "1"), (k0, "T", "L"), (i2zero, ("T", "L")), 1, False, ("N", "T"), (k0, "T"))
+    for c1, k1 in (("M", "T"), ("P", "L")):
+        for c0, k0 in (("A", "T"), ("E", "L")):
+            period((c0, c1, "1"), (k0, "T", "L"), (i2zero, (k0, "T")), 1, False, (k1, "T"), (k0, "T"))
+    # Position 0 advances (last index along 1 and 2).
+    for c0, k0, stored in (("Z", "N", _and(i2zero, rc.many[1])), ("M", "T", i2zero), ("P", "L", i2zero)):
+        period((c0, "1", "1"), ("T", "L", "L"), (stored, ("T", "T")), 0, True, ("T", "T"), (k0, "T"))
+    # The op's last run: the previous output tile (if it started at index 0 along 2), then its own.
+    previous = np.where(rc.many[1], st(2, ("L", "T"), True), st(2, ("T", "T"), True))
+    sums.add(1.0, rc.cycles(("L", "L", "L")), [(previous, _and(i2zero, _or(rc.many[0], rc.many[1])))])
+    pre = st(0, ("T", "T")) + st(1, ("T", "T")) + rc.memory.qparam_cycles
+    post = st(2, ("L", "L"), True)
+    return _Totals(sums.single + pre + post, sums.double + pre + post, sums.transfers + 3.0, sums.period)
+
+
+def _any_order(rc: _RunClasses, is_out: np.ndarray) -> _Totals:
+    """The chain for any loop order, spilling tilings included (the RTL runs none of these).
+
+    Each run's own loads (inputs that changed, partial sums read back) and its output's store
+    (when the next run has another output tile) go in its period; the op's first loads and last
+    store are exposed, as in the ping-pong the compiler builds for the reduction-innermost order.
     """
     many = rc.many
-    overlapped = np.zeros(rc.n_elem)
-    for cats in _CLASS_TRIPLES:
-        c0, c1, c2 = cats
-        tb0, tb1 = rc.tile(0, cats), rc.tile(1, cats)
-        if c2 != _FIRST:  # position 2 moved: both inputs reload
-            x = tb0 + tb1
-        elif c1 != _FIRST:  # position 1 moved (2 wrapped if it has several tiles)
-            x = tb0 + _times(tb1, many[2])
-        elif c0 != _FIRST:  # position 0 moved
-            x = _times(tb0, _or(many[1], many[2])) + tb1
-        else:  # the first run
-            x = tb0 + tb1
-        if c2 == _LAST:
-            x = x + rc.tile(2, cats)
-        elif c2 == _FIRST:
-            x = x + _times(rc.tile(2, cats), _not(many[2]))
-        overlapped += rc.runs(cats) * np.maximum(rc.cycles(cats), x)
-    first = (_FIRST, _FIRST, _FIRST)
-    first_load = rc.tile(0, first) + rc.tile(1, first)
-    final = (_LAST, _LAST, _LAST)  # sizes of the last run (last tile along every dim)
-    last_store = rc.tile(2, final)
-    # The last run's level is the innermost position with several tiles (all: the first run).
-    load0 = many[2] | many[1] | ~many[0]
-    load1 = many[2] | ~many[1]
-    return _Exposure(
-        overlapped=overlapped, first_cyc=rc.cycles(first),
-        first_x=first_load + _times(rc.tile(2, first), _not(many[2])), first_load=first_load,
-        last_cyc=last_cyc, last_x=rc.tile(0, final) * load0 + rc.tile(1, final) * load1 + last_store,
-        last_store=last_store,
-    )
-
-
-def _roofline_any_order(rc: _RunClasses, is_out: np.ndarray) -> _Exposure:
-    """The 27-class roofline for any loop order (spilling tilings included)."""
-    many = rc.many
     outp = [is_out[0], is_out[1], is_out[2]]
-    overlapped = np.zeros(rc.n_elem)
-    first: dict[str, np.ndarray | float] = {}
-    final: dict[str, np.ndarray | float] = {"cyc": 0.0, "x": 0.0, "store": 0.0}
+    sums = _Sums(rc)
+    cat = {_FIRST: ("1", "T"), _MID: ("Ap", "T"), _LAST: ("Ep", "L")}  # (count, tile key) by class
+    first_load: np.ndarray | float = 0.0
+    last_store: np.ndarray | float = 0.0
+    exposed_moves: np.ndarray | float = 0.0
     for cats in _CLASS_TRIPLES:
-        count = rc.runs(cats)
-        cyc = rc.cycles(cats)
-        is_last = [rc.is_last[cats[j]][j] for j in range(3)]
-        # Which loop indices changed since the previous run (all, at the first run).
+        is_last = [_not(many[j]) if cats[j] == _FIRST else cats[j] == _LAST for j in range(3)]
         is_first = all(c == _FIRST for c in cats)
         level = max((j for j in range(3) if cats[j] != _FIRST), default=-1)
         changed: list[Bool] = [
             True if is_first else (j == level or (j > level and many[j])) if j >= level else False
             for j in range(3)
         ]
-        # Which change at the next run (none after the last run).
         nxt = [_not(is_last[j]) for j in range(3)]
         next_changed: list[Bool] = [
             _and(_not(nxt[1]), _not(nxt[2]), nxt[0]),
@@ -419,26 +502,25 @@ def _roofline_any_order(rc: _RunClasses, is_out: np.ndarray) -> _Exposure:
             _or(nxt[2], _and(_or(nxt[1], nxt[0]), many[2])),
         ]
         is_final = _and(*is_last)
-        load: np.ndarray | float = 0.0
-        store: np.ndarray | float = 0.0
+        keys = tuple(cat[c][1] for c in cats)
+        dma: list[tuple[np.ndarray, Bool]] = []
         for j in range(3):
             others = [q for q in range(3) if q != j]
+            own = (keys[others[0]], keys[others[1]])
             loaded = _or(*(changed[q] for q in others))
             if cats[j] == _FIRST:  # reduction index 0 if the output is free here: nothing to read back
                 loaded = _and(loaded, _not(outp[j]))
-            if loaded is not False:
-                load = load + _times(rc.tile(j, cats), loaded)
             stored = _and(outp[j], _or(is_final, *(next_changed[q] for q in others)))
-            if stored is not False:
-                store = store + _times(rc.tile(j, cats), stored)
-        x = load + store
-        overlapped += count * np.maximum(cyc, x)
-        if is_first:
-            first = {"cyc": cyc, "x": x, "load": load}
-        if is_final is not False:
-            w = _times(np.asarray(count, dtype=np.float64), is_final)
-            final["cyc"] = final["cyc"] + w * cyc
-            final["x"] = final["x"] + w * x
-            final["store"] = final["store"] + w * store
-    return _Exposure(overlapped, np.asarray(first["cyc"]), np.asarray(first["x"]), np.asarray(first["load"]),
-                     np.asarray(final["cyc"]), np.asarray(final["x"]), np.asarray(final["store"]))
+            if is_first:
+                first_load = first_load + _times(rc.transfer(j, own), loaded)
+                exposed_moves = exposed_moves + _times(np.ones(rc.n_elem), loaded)
+            else:
+                dma.append((rc.transfer(j, own), loaded))
+            final_store = _and(stored, is_final)
+            dma.append((rc.transfer(j, own, True), _and(stored, _not(is_final))))
+            if final_store is not False:
+                last_store = last_store + _times(rc.transfer(j, own, True), final_store)
+                exposed_moves = exposed_moves + _times(np.ones(rc.n_elem), final_store)
+        sums.add(rc.count(tuple(cat[c][0] for c in cats)), rc.cycles(keys), dma)  # type: ignore[arg-type]
+    extra = first_load + last_store + rc.memory.qparam_cycles
+    return _Totals(sums.single + extra, sums.double + extra, sums.transfers + exposed_moves, sums.period)

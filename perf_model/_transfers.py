@@ -1,0 +1,135 @@
+"""The memory interface in closed form: cycles of one DMA transfer and of a program fetch (internal).
+
+The sweep's vectorised form of :mod:`perf_model.dma_timing` and :mod:`perf_model.program_timing`
+(the walk the RTL's counters equal). Per design-op element:
+
+* the AXI data width ``W`` (:func:`axi_data_bytes`, the vectorised
+  ``accel_dse.commands.axi_data_bytes``) and the beats of one buffer word in DRAM per operand;
+* the DRAM the sweep assumes: latency :data:`LATENCY` (``program_timing.DEFAULT_DRAM_LATENCY``)
+  and one beat every ``beat`` cycles, ``beat = W / min(W, bandwidth)`` where ``bandwidth`` is the
+  design's sustained bytes per cycle (``perf_model._memory``). The RTL's DRAM model delivers one
+  beat per cycle (``beat = 1``: the design asks for at least the bus width and its memory part
+  keeps up); a slower memory (``beat > 1``) is scored by the same formulas with every beat
+  stretched, which the RTL never runs.
+
+A transfer of ``rows`` DRAM rows of ``b`` beats (a row is one burst, split at 256 beats) with at
+most ``D`` bursts in flight (:data:`OUTSTANDING`) takes, from the recurrences of
+``dma_timing`` with every row starting inside one 4 KiB page::
+
+    load   n = L + 2 + rows * b + q * max(0, L + 1 - (D - 1) * b)
+    store  n = lat + L + 3 + rows * b + q * max(0, L + 2 - (D - 1) * b),     q = (rows - 1) // D
+
+Bandwidth-bound (``(D - 1) * b`` covers a round trip) the beats stream back to back after one
+latency; latency-bound (rows of one or two beats), every ``D`` bursts wait for the response
+of the burst ``D`` earlier. ``lat`` is the store path's buffer read latency
+(:data:`STORE_READ_LATENCY`: raw words, or through the output stage). Both formulas equal
+``dma_timing.load_cycles`` / ``store_cycles`` for every row count, row length and latency
+(tests/perf_model/test_model_fast_walk.py). Rows crossing a 4 KiB page are split into two
+bursts by the RTL; this form does not see that (the bound is in ``docs/memory_system.md``).
+
+A queue-load of ``c`` commands is fetched as one row of ``c * 32 / W`` beats: ``L + 2 + c * 32 / W``
+cycles (bursts of at least 128 beats: always bandwidth-bound), then
+:data:`~perf_model.program_timing.FETCH_DECODE_CYCLES` + 1 cycles to the first decode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH
+from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
+
+__all__ = ["Memory", "memory_arrays", "axi_data_bytes", "LATENCY", "STORE_READ_LATENCY"]
+
+#: DRAM latency the sweep assumes (cycles): the simulator's DRAM model's.
+LATENCY = DEFAULT_DRAM_LATENCY
+#: Buffer read latency of the store path (cycles): raw accumulators, and through the output stage
+#: (``program_timing``'s store timing; a test holds them equal).
+STORE_READ_LATENCY = (1, 3)
+#: Cycles a program costs per queue-load besides fetching its commands: the fetch's start and
+#: latency (``L + 2``) and the decode of the first command.
+_CHUNK_CYCLES = LATENCY + 2 + FETCH_DECODE_CYCLES + 1
+_LANE_BYTES_RAW = (4, 8)  # raw accumulator lanes in DRAM: acc_bits <= 32, else
+
+
+def axi_data_bytes(rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
+                   dram_bytes_per_cycle: np.ndarray) -> np.ndarray:
+    """AXI data width, bytes (vectorised ``accel_dse.commands.axi_data_bytes``)."""
+    bw = np.asarray(dram_bytes_per_cycle, dtype=np.float64)
+    want = np.exp2(np.ceil(np.log2(np.clip(bw, 1.0, COMMAND_BYTES)))).astype(np.int64)
+    ib = np.asarray(input_bits, dtype=np.int64) // 8
+    for lanes in (rows, cols):
+        size = np.asarray(lanes, dtype=np.int64) * ib
+        want = np.minimum(want, size & -size)
+    return want
+
+
+@dataclass
+class Memory:
+    """Per-element parameters of the memory interface (float64 arrays of shape ``(N,)`` unless noted).
+
+    Attributes:
+        data_bytes: AXI data width ``W``.
+        beat: DRAM cycles per beat (1 on the RTL's DRAM model).
+        word_beats: ``(3, N)`` beats per buffer word of the operand free in r, c, s.
+        read_latency: the store path's read latency (:data:`STORE_READ_LATENCY`).
+        qparam_cycles: command cycles (``n + 1``) of the output stage's parameter load (0: none).
+    """
+
+    data_bytes: np.ndarray
+    beat: np.ndarray
+    word_beats: np.ndarray
+    read_latency: np.ndarray
+    qparam_cycles: np.ndarray
+
+    def load(self, rows: np.ndarray, row_beats: np.ndarray) -> np.ndarray:
+        """Cycles of a LOAD command in the sequencer's chain, ``n + 1`` (module docstring)."""
+        stream = row_beats * self.beat
+        wait = np.maximum(LATENCY + 1 - (OUTSTANDING - 1) * stream, 0.0)
+        return (LATENCY + 3) + rows * stream + np.floor((rows - 1) / OUTSTANDING) * wait
+
+    def store(self, rows: np.ndarray, row_beats: np.ndarray) -> np.ndarray:
+        """Cycles of a STORE command in the sequencer's chain, ``n + 1`` (module docstring)."""
+        stream = row_beats * self.beat
+        wait = np.maximum(LATENCY + 2 - (OUTSTANDING - 1) * stream, 0.0)
+        return self.read_latency + (LATENCY + 4) + rows * stream + np.floor((rows - 1) / OUTSTANDING) * wait
+
+    def program(self, commands: np.ndarray) -> np.ndarray:
+        """Cycles of fetching ``commands`` commands in queue-loads of ``QUEUE_DEPTH`` and decoding the first
+        of each (the rest of the program is the commands' own chain)."""
+        loads = np.ceil(commands / QUEUE_DEPTH)
+        return loads * _CHUNK_CYCLES + commands * (COMMAND_BYTES * self.beat / self.data_bytes)
+
+
+def memory_arrays(df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
+                  acc_bits: np.ndarray, dram_bytes_per_cycle: np.ndarray, bandwidth: np.ndarray,
+                  requant: np.ndarray, n: np.ndarray) -> Memory:
+    """:class:`Memory` of every element from its design columns.
+
+    Args:
+        df, rows, cols, input_bits, acc_bits, dram_bytes_per_cycle: ``(N,)`` design columns.
+        bandwidth: ``(N,)`` sustained DRAM bytes per cycle (``effective_dram_bytes_per_cycle``).
+        requant: ``(N,)`` bool, the op's output leaves through the output stage.
+        n: ``(N,)`` the GEMM's ``n`` (output channels: the parameter row's length).
+    """
+    W = axi_data_bytes(rows, cols, input_bits, dram_bytes_per_cycle).astype(np.float64)
+    R = np.asarray(rows, dtype=np.float64)
+    C = np.asarray(cols, dtype=np.float64)
+    ib = np.asarray(input_bits, dtype=np.float64) / 8.0
+    raw = np.where(np.asarray(acc_bits) <= 32, *_LANE_BYTES_RAW).astype(np.float64)
+    out = np.where(requant, ib, raw)
+    # The operand free in r and in s have words along c (C lanes), the one free in c along r (R lanes);
+    # the one free in the reduction dim is the output (r for WS/IS, s for OS).
+    out_free = np.where(np.asarray(df) == 1, 2, 0)
+    lane_bytes = np.stack([np.where(out_free == f, out, ib) for f in range(3)])
+    word_beats = lane_bytes * np.stack([C, R, C]) / W
+    beat = W / np.minimum(W, np.asarray(bandwidth, dtype=np.float64))
+    # The parameters: one row of 16-byte lanes, words of one lane (IS) or C lanes, whole beats per word.
+    per_word = np.where(np.asarray(df) == 2, 1.0, C)
+    q_words = np.where(np.asarray(df) == 2, n, np.ceil(n / C))
+    q_beats = q_words * np.floor(per_word * 16.0 / W)
+    qparam = np.where(requant, np.where(q_beats > 0, (LATENCY + 3) + q_beats * beat, 1.0), 0.0)
+    latency = np.where(requant, STORE_READ_LATENCY[1], STORE_READ_LATENCY[0]).astype(np.float64)
+    return Memory(data_bytes=W, beat=beat, word_beats=word_beats, read_latency=latency, qparam_cycles=qparam)
