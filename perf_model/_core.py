@@ -49,6 +49,8 @@ class Block:
 
     Traffic arrays have a leading axis of 3: the operands by free dim (see ``Schedule``);
     ``energy`` holds the breakdown by part (per buffer for SRAM). Infeasible pairs hold zeros.
+    ``boundary_cycles``: how many cycles the queue-load boundaries of a double-buffered program may
+    add to ``total_cycles`` at most (``perf_model._schedule``; 0 when the program fits the queue).
     ``area_mm2`` is per design (``(designs,)``). ``overflow`` marks pairs whose tiles fit but
     whose reduction can overflow the accumulator (:func:`overflows`); they are not feasible.
     Per design too: ``f_max_mhz`` (:mod:`perf_model._fmax`), ``vdd`` (the supply that meets
@@ -60,6 +62,7 @@ class Block:
     overflow: np.ndarray
     compute_cycles: np.ndarray
     total_cycles: np.ndarray
+    boundary_cycles: np.ndarray
     folds: np.ndarray
     macs: np.ndarray
     dram_read: np.ndarray
@@ -190,6 +193,7 @@ def evaluate_block(
         overflow=overflow.reshape(shape),
         compute_cycles=_zero(compute, ok).reshape(shape),
         total_cycles=_zero(total, ok).reshape(shape),
+        boundary_cycles=_zero(np.where(rep(d.double_buffered), sched.boundary_bound * inst, 0.0), ok).reshape(shape),
         folds=_zero(sched.folds * inst, ok).reshape(shape),
         macs=np.where(ok, macs, 0).reshape(shape),
         dram_read=_zero(dram_read, ok).reshape((3,) + shape),

@@ -109,7 +109,7 @@ def tiling_bytes(config: ArrayConfig, gemm: Gemm, t: np.ndarray, order: np.ndarr
     n = t.shape[1]
     p = block._problem.take(np.zeros(n, dtype=np.int64))
     tiling = Tiling(feasible=np.ones(n, dtype=bool), t=t.astype(np.float64), order=order, traffic=np.zeros(n))
-    s = schedule(p, tiling, np.ones(n), roofline=False)
+    s = schedule(p, tiling)  # traffic alone
     return np.asarray(s.dram_read.sum(axis=0) + s.dram_write.sum(axis=0))
 
 
