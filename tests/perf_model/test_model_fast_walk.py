@@ -1,0 +1,170 @@
+"""The sweep's vectorised cycle model against the program walk the RTL's counters equal.
+
+``perf_model.gemm_program_cycles`` walks the compiled program command by command (tested cycle
+for cycle against the RTL in tests/rtl_gen and tests/simulate); the vectorised model must give
+the same total, except for the two terms ``docs/memory_system.md`` bounds: rows that cross a
+4 KiB page (each split adds 0 .. L + 2 cycles) and queue-load boundaries of a double-buffered
+program (``Block.boundary_cycles``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import perf_model
+from accel_dse import commands
+from accel_dse.commands import Command, Opcode
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ModelError
+from perf_model import dma_timing, program_timing
+from perf_model._area import area_coefficients
+from perf_model._core import evaluate_block
+from perf_model._designs import DesignArrays
+from perf_model._energy import DEFAULT_ENERGY
+from perf_model._ops import op_arrays
+from perf_model._transfers import LATENCY, STORE_READ_LATENCY, Memory, axi_data_bytes
+from workloads.ops import Gemm, Requant
+
+REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))
+D = program_timing.OUTSTANDING
+
+
+def memory(read_latency: int) -> Memory:
+    one = np.ones(1)
+    return Memory(data_bytes=one, beat=one, word_beats=np.ones((3, 1)), read_latency=one * read_latency,
+                  qparam_cycles=0 * one)
+
+
+def row_bursts(rows: int, row_beats: int) -> list[int]:
+    """Bursts of rows that cross no page: each row split at 256 beats."""
+    out = []
+    for _ in range(rows):
+        left = row_beats
+        while left:
+            out.append(min(left, dma_timing.MAX_BURST))
+            left -= out[-1]
+    return out
+
+
+@pytest.mark.parametrize("read_latency", STORE_READ_LATENCY)
+def test_transfer_closed_forms_equal_the_dma_recurrences(read_latency):
+    mem = memory(read_latency)
+    for rows in [*range(1, 34), 64, 100, 257]:
+        for beats in [*range(1, 13), 255, 256, 257, 300, 513]:
+            lens = row_bursts(rows, beats)
+            load = dma_timing.load_cycles(lens, LATENCY, D)
+            assert mem.load(np.array([rows]), np.array([beats]))[0] == load + 1, (rows, beats)
+            for per_word in (1, 2, 4):
+                if beats % per_word:
+                    continue
+                store = dma_timing.store_cycles(lens, rows * beats // per_word, per_word, LATENCY, D, read_latency)
+                assert mem.store(np.array([rows]), np.array([beats]))[0] == store + 1, (rows, beats, per_word)
+
+
+def test_a_page_split_costs_a_transfer_at_most_one_round_trip():
+    rng = np.random.default_rng(3)
+    mem = {lat: memory(lat) for lat in STORE_READ_LATENCY}
+    split_cases = 0
+    for _ in range(3000):
+        W = int(rng.choice([1, 2, 4, 8, 16, 32]))
+        beats = int(rng.choice([1, 2, 3, 4, 5, 7, 8, 16, 300]))
+        rows = int(rng.integers(1, 50))
+        pitch = W * int(rng.choice([beats, beats + 1, 4096 // W, rng.integers(beats, 3 * beats + 600)]))
+        lens = list(dma_timing.bursts(W * int(rng.integers(0, 4096)), pitch, rows, beats, W))
+        splits = len(lens) - len(row_bursts(rows, beats))
+        split_cases += splits > 0
+        lat = int(rng.choice(STORE_READ_LATENCY))
+        per_word = int(rng.choice([p for p in (1, 2, 4) if beats % p == 0]))
+        r, b = np.array([rows]), np.array([beats])
+        extra_load = dma_timing.load_cycles(lens, LATENCY, D) + 1 - mem[lat].load(r, b)[0]
+        extra_store = (dma_timing.store_cycles(lens, rows * beats // per_word, per_word, LATENCY, D, lat) + 1
+                       - mem[lat].store(r, b)[0])
+        for extra in (extra_load, extra_store):
+            assert 0 <= extra <= (LATENCY + 2) * splits, (W, beats, rows, pitch, splits, extra)
+    assert split_cases > 500
+
+
+def test_the_vectorised_bus_width_is_the_command_encodings():
+    rows, cols, bits, bw = (a.ravel() for a in np.meshgrid([1, 2, 3, 4, 6, 8, 12, 16, 32, 64], [1, 2, 5, 8, 16],
+                                                              [8, 16], [0.5, 1, 2, 3, 4, 8, 16, 32, 64, 1e5]))
+    got = axi_data_bytes(rows, cols, bits, bw)
+    want = [commands.axi_data_bytes(int(r), int(c), int(b), float(w)) for r, c, b, w in zip(rows, cols, bits, bw,
+                                                                                             strict=True)]
+    assert got.tolist() == want
+
+
+@pytest.mark.parametrize("requant", [False, True])
+def test_the_store_read_latency_is_the_walks(requant):
+    config = ArrayConfig(rows=4, cols=4, dram_bytes_per_cycle=4.0, dram="none")
+    beats = program_timing.word_beats(config)["requant" if requant else "ofmap"]
+    store = Command.make(Opcode.STORE, buffer=2, dram_addr=0, dram_stride=64, rows=5, words=1, buf_addr=0,
+                         row_step=1, word_step=5, requant=int(requant))
+    walk = program_timing._transfer_cycles(store, 4, program_timing.word_beats(config), LATENCY, D)
+    mem = memory(STORE_READ_LATENCY[int(requant)])
+    assert mem.store(np.array([5]), np.array([beats]))[0] == walk + 1
+
+
+def random_case(rng: np.random.Generator) -> tuple[ArrayConfig, Gemm, bool]:
+    config = ArrayConfig(
+        rows=int(rng.choice([2, 3, 4, 8, 12, 16])), cols=int(rng.choice([2, 4, 6, 8, 16])),
+        dataflow=str(rng.choice(["ws", "os", "is"])), ifmap_sram_kib=int(rng.choice([1, 2, 4, 16])),
+        weight_sram_kib=int(rng.choice([1, 2, 4, 16])), ofmap_sram_kib=int(rng.choice([1, 2, 4, 16])),
+        dram_bytes_per_cycle=float(rng.choice([1, 2, 4, 8, 32])), double_buffered=bool(rng.integers(0, 2)),
+        shadow_stationary=bool(rng.integers(0, 2)), dram="none",
+    )
+    return config, Gemm(m=int(rng.integers(1, 200)), k=int(rng.integers(1, 200)), n=int(rng.integers(1, 200))), \
+        bool(rng.integers(0, 2))
+
+
+def page_splits(config: ArrayConfig, program: perf_model.GemmProgram) -> int:
+    """Bursts the program's transfers have beyond one per row and 256 beats (rows split at a page)."""
+    beats = program_timing.word_beats(config)
+    out = 0
+    for cmd in program.commands:
+        if cmd.opcode not in (Opcode.LOAD, Opcode.STORE):
+            continue
+        if cmd.opcode == Opcode.LOAD:
+            per_word = beats[("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]]
+        else:
+            per_word = beats["requant" if cmd["requant"] else "ofmap"]
+        row = cmd["words"] * per_word
+        lens = dma_timing.bursts(cmd["dram_addr"], cmd["dram_stride"], cmd["rows"], row, program.data_bytes)
+        out += sum(1 for _ in lens) - cmd["rows"] * math.ceil(row / dma_timing.MAX_BURST)
+    return out
+
+
+@pytest.mark.parametrize("pages", [False, True])
+def test_the_fast_model_is_the_walk_on_random_designs(pages, monkeypatch):
+    """Without page boundaries (``pages=False``) every single-buffered program and every program of
+    one queue-load is exact; with them the walk is slower by at most the stated bound."""
+    if not pages:
+        monkeypatch.setattr(dma_timing, "PAGE_BYTES", 1 << 40)
+    rng = np.random.default_rng(2024)
+    exact = chunked = split = cases = 0
+    while cases < 40:
+        config, gemm, requant = random_case(rng)
+        try:
+            program = perf_model.compile_gemm(config, gemm, requant=requant)
+        except ModelError:
+            continue
+        cases += 1
+        walk = perf_model.gemm_program_cycles(config, program)
+        op = Gemm(m=gemm.m, k=gemm.k, n=gemm.n, requant=REQUANT if requant else None)
+        block = evaluate_block(DesignArrays.from_configs([config]), op_arrays([(op, 1)]), DEFAULT_ENERGY,
+                               area_coefficients())
+        total, compute = block.total_cycles[0, 0], block.compute_cycles[0, 0]
+        splits = page_splits(config, program)
+        slack = block.boundary_cycles[0, 0] + (LATENCY + 2) * splits
+        where = f"{config} {gemm} requant={requant}: walk {walk.total}, fast {total}"
+        assert compute == walk.compute, where
+        assert 0 <= walk.total - total <= slack, where
+        if splits == 0 and (len(program.chunks) == 1 or not config.double_buffered):
+            assert total == walk.total and total - compute == walk.stall, where
+        exact += total == walk.total
+        chunked += len(program.chunks) > 1 and config.double_buffered
+        split += splits > 0
+    assert split == 0 if not pages else split >= 20, split
+    assert exact >= (36 if not pages else 20) and chunked >= 3, (exact, chunked)
