@@ -235,7 +235,7 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None, *, double
     zero = np.zeros(len(p))
     totals = _Totals(zero, zero, zero, zero)
     if memory is not None:
-        classes = _RunClasses(p, t, last, n, order, by_position, cyc8, memory, tiling.order, double)
+        classes = _RunClasses(p, t, last, n, order, by_position, cyc8, memory, tiling.order, double, compute)
         rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
         if (order[2] == rho).all():  # the reduction loop innermost: every default tiling
             totals = _rho_inner(classes)
@@ -263,8 +263,9 @@ class _Totals:
     """Per-instance sums over the run classes (cycles), without the program fetch.
 
     ``single``/``double``: the program's command chain, single and double buffered; ``transfers``:
-    LOAD and STORE commands (without the output stage's parameters); ``period``: the most one
-    double-buffered period can gain from being cut by a queue-load boundary (``min(cyc + 1, S)``).
+    LOAD and STORE commands (without the output stage's parameters); ``period``: at least the
+    most one double-buffered period can gain from being cut by a queue-load boundary
+    (``min(cyc_i + 1, S_i)``, bounded by the full tiles' run and transfers).
     """
 
     single: np.ndarray
@@ -297,8 +298,10 @@ class _RunClasses:
 
     def __init__(self, p: Problem, t: np.ndarray, last: np.ndarray, n: np.ndarray, order: np.ndarray,
                  by_position: np.ndarray, cyc8: np.ndarray | None, memory: Memory, order_index: np.ndarray,
-                 double: bool) -> None:
+                 double: bool, compute: np.ndarray) -> None:
         self.n_elem = len(p)
+        self.compute = compute
+        self.runs = n[0] * n[1] * n[2]
         self.double = double
         tpos, lpos, npos = take_rows(t, by_position), take_rows(last, by_position), take_rows(n, by_position)
         self.npos = npos
@@ -379,12 +382,14 @@ class _RunClasses:
 
 
 class _Sums:
-    """Accumulates ``count * (A + S)`` (single) and ``count * max(A, 2 + S)`` (double) over classes."""
+    """Accumulates ``count * S`` (the single-buffered chain less its runs) and ``count * max(A, 2 + S)``
+    (double buffered) over run classes, with ``A = run_cycles + 1`` and ``S`` the class's DMA commands."""
 
     def __init__(self, rc: _RunClasses) -> None:
-        zero = np.zeros(rc.n_elem)
         self.rc = rc
-        self.single, self.double, self.transfers, self.period = zero, zero.copy(), zero.copy(), zero.copy()
+        self.dma = np.zeros(rc.n_elem)
+        self.double = np.zeros(rc.n_elem)
+        self.transfers = np.zeros(rc.n_elem)
 
     def add(self, count: np.ndarray | float, cyc: np.ndarray, dma: list[tuple[np.ndarray, Bool]]) -> None:
         """One class: ``count`` runs of ``cyc`` (``run_cycles + 1``) with DMA commands ``(cycles, present)``."""
@@ -394,14 +399,20 @@ class _Sums:
             if present is not False:
                 s = s + _times(cycles, present)
                 moves = moves + (1.0 if present is True else present)
-        self.single = self.single + count * (cyc + s)
-        self.transfers = self.transfers + count * moves
+        if isinstance(s, float):
+            if self.rc.double:
+                self.double += count * cyc
+            return
+        self.dma += count * s
+        self.transfers += count * moves
         if self.rc.double:
-            if isinstance(s, float):
-                self.double = self.double + count * cyc
-            else:
-                self.double = self.double + count * np.maximum(cyc, _ISSUE + s)
-                self.period = np.maximum(self.period, np.minimum(cyc, s))
+            self.double += count * np.maximum(cyc, _ISSUE + s)
+
+    def totals(self, compute: np.ndarray, runs: np.ndarray, pre: np.ndarray, post: np.ndarray,
+               period: np.ndarray, moves: np.ndarray | float) -> _Totals:
+        """The instance's chain: ``pre`` and ``post`` (exposed commands) around the classes."""
+        single = compute + runs + self.dma + pre + post
+        return _Totals(single, self.double + pre + post, self.transfers + moves, period)
 
 
 def _inner_loads(rc: _RunClasses, moved: int, first1: Bool) -> tuple[Bool, Bool]:
@@ -470,7 +481,9 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
     sums.add(1.0, rc.cycles(("L", "L", "L")), [(previous, _and(i2zero, _or(rc.many[0], rc.many[1])))])
     pre = st(0, ("T", "T")) + st(1, ("T", "T")) + rc.memory.qparam_cycles
     post = st(2, ("L", "L"), True)
-    return _Totals(sums.single + pre + post, sums.double + pre + post, sums.transfers + 3.0, sums.period)
+    # A period's DMA commands are at most the full tiles' (transfer cycles grow with tile sizes).
+    period = np.minimum(rc.cycles(("T", "T", "T")), st(0, ("T", "T")) + st(1, ("T", "T")) + st(2, ("T", "T"), True))
+    return sums.totals(rc.compute, rc.runs, pre, post, period, 3.0)
 
 
 def _any_order(rc: _RunClasses, is_out: np.ndarray) -> _Totals:
@@ -522,5 +535,7 @@ def _any_order(rc: _RunClasses, is_out: np.ndarray) -> _Totals:
                 last_store = last_store + _times(rc.transfer(j, own, True), final_store)
                 exposed_moves = exposed_moves + _times(np.ones(rc.n_elem), final_store)
         sums.add(rc.count(tuple(cat[c][0] for c in cats)), rc.cycles(keys), dma)  # type: ignore[arg-type]
-    extra = first_load + last_store + rc.memory.qparam_cycles
-    return _Totals(sums.single + extra, sums.double + extra, sums.transfers + exposed_moves, sums.period)
+    pre = first_load + rc.memory.qparam_cycles
+    full = [rc.transfer(j, ("T", "T")) + rc.transfer(j, ("T", "T"), True) for j in range(3)]
+    period = np.minimum(rc.cycles(("T", "T", "T")), full[0] + full[1] + full[2])
+    return sums.totals(rc.compute, rc.runs, np.asarray(pre), np.asarray(last_store), period, exposed_moves)
