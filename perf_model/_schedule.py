@@ -202,7 +202,7 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
     npos = take_rows(n, by_position)
     factor_pos = np.stack([
         1.0 + (npos[0] - 1) * ((npos[1] > 1) | (npos[2] > 1)),
-        1.0 + (npos[1] - 1) * (npos[2] > 1),
+        np.where(tiling.resident, 1.0, 1.0 + (npos[1] - 1) * (npos[2] > 1)),  # a resident strip: once
         np.ones(len(p)),
     ])
     factor = take_rows(factor_pos, row_index(_ORDER_INVERSE, tiling.order))  # back to mapped dims
@@ -226,7 +226,7 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
         classes = _RunClasses(p, t, last, order, by_position, npos, cyc8, bw)
         rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
         if (order[2] == rho).all():  # the reduction loop innermost: every default tiling
-            exposure = _roofline_rho_inner(classes, last_cyc)
+            exposure = _roofline_rho_inner(classes, last_cyc, tiling.resident)
         else:
             exposure = _roofline_any_order(classes, take_rows(p.is_out, by_position))
     return Schedule(
@@ -352,19 +352,23 @@ class _RunClasses:
         return self._tile[key]
 
 
-def _roofline_rho_inner(rc: _RunClasses, last_cyc: np.ndarray) -> _Exposure:
+def _roofline_rho_inner(rc: _RunClasses, last_cyc: np.ndarray, resident: np.ndarray) -> _Exposure:
     """The 27-class roofline when the reduction loop is innermost (every default tiling).
 
     Positions 0 and 1 hold the inputs' free dims, position 2 the output's (the reduction dim).
     The output tile is written when a run is the last along position 2 and never read back
     (it is never revisited); both inputs span position 2, so they reload whenever it moves; at
-    position 2's first index, the loop that moved decides which input reloads.
+    position 2's first index, the loop that moved decides which input reloads. A resident strip
+    (``resident``: the input free at position 1) is only loaded while position 1 is at its first
+    index.
     """
     many = rc.many
     overlapped = np.zeros(rc.n_elem)
+    reloads = ~resident  # the input free at position 1 reloads when position 1 moves
     for cats in _CLASS_TRIPLES:
         c0, c1, c2 = cats
-        tb0, tb1 = rc.tile(0, cats), rc.tile(1, cats)
+        tb0 = rc.tile(0, cats)
+        tb1 = rc.tile(1, cats) if c1 == _FIRST else rc.tile(1, cats) * reloads
         if c2 != _FIRST:  # position 2 moved: both inputs reload
             x = tb0 + tb1
         elif c1 != _FIRST:  # position 1 moved (2 wrapped if it has several tiles)
@@ -384,7 +388,7 @@ def _roofline_rho_inner(rc: _RunClasses, last_cyc: np.ndarray) -> _Exposure:
     last_store = rc.tile(2, final)
     # The last run's level is the innermost position with several tiles (all: the first run).
     load0 = many[2] | many[1] | ~many[0]
-    load1 = many[2] | ~many[1]
+    load1 = (many[2] | ~many[1]) & reloads
     return _Exposure(
         overlapped=overlapped, first_cyc=rc.cycles(first),
         first_x=first_load + _times(rc.tile(2, first), _not(many[2])), first_load=first_load,
