@@ -51,6 +51,7 @@ class Block:
     ``energy`` holds the breakdown by part (per buffer for SRAM). Infeasible pairs hold zeros.
     ``boundary_cycles``: how many cycles the queue-load boundaries of a double-buffered program may
     add to ``total_cycles`` at most (``perf_model._schedule``; 0 when the program fits the queue).
+    ``resident`` marks tilings holding a resident input strip (``perf_model._tiling``).
     ``area_mm2`` is per design (``(designs,)``). ``overflow`` marks pairs whose tiles fit but
     whose reduction can overflow the accumulator (:func:`overflows`); they are not feasible.
     Per design too: ``f_max_mhz`` (:mod:`perf_model._fmax`), ``vdd`` (the supply that meets
@@ -74,6 +75,7 @@ class Block:
     area_mm2: np.ndarray
     tile: np.ndarray
     order: np.ndarray
+    resident: np.ndarray
     f_max_mhz: np.ndarray
     vdd: np.ndarray
     clock_ok: np.ndarray
@@ -205,6 +207,7 @@ def evaluate_block(
         area_mm2=area_mm2,
         tile=gemm_tile(p, tiling.t).reshape((3,) + shape),
         order=tiling.order.reshape(shape),
+        resident=tiling.resident.reshape(shape),
         f_max_mhz=f_max,
         vdd=vdd,
         clock_ok=clock_ok,

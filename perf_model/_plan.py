@@ -33,6 +33,8 @@ class TilePlan:
         mt, kt, nt: tile dims (edge tiles are smaller).
         order: GEMM dims of the tile loops, outer to inner, e.g. ``("m", "n", "k")``.
         dataflow, rows, cols: the design's array (to compute cycles).
+        resident: ``"a"`` or ``"b"`` when that input stays in its buffer as a whole strip across
+            the middle loop (``perf_model._tiling``: read from DRAM once), else ``""``.
     """
 
     status: str
@@ -48,6 +50,7 @@ class TilePlan:
     rows: int
     cols: int
     shadow: bool
+    resident: str = ""
 
     @property
     def feasible(self) -> bool:
@@ -105,8 +108,9 @@ def plan_tiles(config: ArrayConfig, gemm: Gemm | Conv2d) -> TilePlan:
     ok = bool(block.feasible[0, 0])
     mt, kt, nt = (int(v) for v in np.asarray(block.tile[:, 0, 0]))
     outer, middle, inner = order_names(df, int(block.order[0, 0])).split(",")
+    resident = ("a" if middle == "n" else "b") if ok and bool(block.resident[0, 0]) else ""
     return TilePlan(
         status="ok" if ok else "infeasible", reason=block.failure(0, 0), m=g.m, k=g.k, n=g.n,
         mt=mt, kt=kt, nt=nt, order=(outer, middle, inner), dataflow=df, rows=config.rows, cols=config.cols,
-        shadow=config.shadow_stationary,
+        shadow=config.shadow_stationary, resident=resident,
     )

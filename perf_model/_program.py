@@ -28,6 +28,11 @@ Double buffered (``double_buffered``): each buffer is used as two halves (words 
 use. The order ``RUN(i), STORE(output of run i-1), LOAD(inputs of run i+1), RUN(i+1)`` with
 ``RUN(i+1)`` waiting for the DMA, so the store of one output tile and the loads of the next run
 overlap run ``i``: the ping-pong the model scores.
+
+A resident input (``TilePlan.resident``: the plan's strip, :mod:`perf_model._tiling`) is placed
+as a strip: its K sub-tile ``j`` at ``j`` full sub-tiles past the strip's base (in the half of
+the strip when double buffered), loaded by the first run that needs it and read by the RUN
+commands of later runs at that address, so it crosses the DRAM interface once per strip.
 """
 
 from __future__ import annotations
@@ -185,10 +190,9 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False,
         per_word = 1 if config.dataflow is Dataflow.IS else config.cols
         cmds.add(Command.make(Opcode.LOAD, buffer=Buffer.QPARAM, dram_addr=qt.base, dram_stride=qt.pitch, rows=1,
                               words=qt.row_elems // per_word, buf_addr=0, row_step=0, word_step=1))
-    if config.double_buffered:
-        _double(cmds, runs, depth, half, requant)
-    else:
-        _single(cmds, runs, depth, requant)
+    room = half if config.double_buffered else depth
+    placed = _place(cmds, runs, room, half, plan.resident, plan.kt)
+    (_double if config.double_buffered else _single)(cmds, runs, placed, requant)
     if queue_depth < 1:
         raise ModelError(f"queue_depth must be a positive number of commands, not {queue_depth}")
     total = len(cmds.out)
@@ -270,46 +274,76 @@ def _last_of_output(runs: list[tuple[int, ...]], i: int) -> bool:
     return i + 1 == len(runs) or _keys(runs[i + 1])["c"] != _keys(runs[i])["c"]
 
 
-def _check_fits(b: _Builder, tile: tuple[int, ...], room: dict[str, int]) -> None:
-    for name in ("a", "b", "c"):
-        words = b.tile_words(name, tile)
-        if words > room[name]:
-            raise ModelError(f"a tile of {name.upper()} needs {words} buffer words, more than the {room[name]} "
-                             f"it may use")
+def _strip_keys(name: str, tile: tuple[int, ...]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``(strip, sub-tile)`` keys of a resident input's tile: its non-K range, and its K range."""
+    m0, m1, k0, k1, n0, n1 = tile[:6]
+    return ((m0, m1) if name == "a" else (n0, n1)), (k0, k1)
 
 
-def _single(b: _Builder, runs: list[tuple[int, ...]], depth: dict[str, int], requant: bool) -> None:
-    held: dict[str, tuple[int, ...] | None] = {"a": None, "b": None}
-    for i, tile in enumerate(runs):
-        _check_fits(b, tile, depth)
-        keys = _keys(tile)
-        for name in ("a", "b"):
-            if held[name] != keys[name]:
-                b.add(b.transfer(Opcode.LOAD, name, tile, 0, wait_run=True))
-                held[name] = keys[name]
-        b.add(b.run(tile, {"a": 0, "b": 0, "c": 0}))
-        if _last_of_output(runs, i):
-            b.add(b.store(tile, 0, requant, wait_run=True))
+def _place(b: _Builder, runs: list[tuple[int, ...]], room: dict[str, int], half: dict[str, int], resident: str,
+           kt: int) -> list[tuple[dict[str, int], list[tuple[str, int]]]]:
+    """Per run: the buffer base of each operand's tile, and the ``(input, buffer address)`` loads
+    it needs first.
 
+    A tile goes to base ``side * half`` (``half`` 0 single buffered), the side flipping when the
+    operand's tile changes. The ``resident`` input (``""``: none) keeps a whole strip: its K
+    sub-tile ``j`` sits at ``j`` full sub-tiles past the strip's base and is loaded once per
+    strip. ``room``: words each operand may use from its base.
 
-def _double(b: _Builder, runs: list[tuple[int, ...]], depth: dict[str, int], half: dict[str, int],
-            requant: bool) -> None:
+    Raises:
+        ModelError: a tile (or a resident strip) does not fit its room.
+    """
     held: dict[str, tuple[int, ...] | None] = {"a": None, "b": None, "c": None}
     side = {"a": 1, "b": 1, "c": 1}  # the half used last (the first tile goes to half 0)
-    bases: list[dict[str, int]] = []
-    loads: list[list[Command]] = []
+    in_strip: set[tuple[int, int]] = set()
+    placed: list[tuple[dict[str, int], list[tuple[str, int]]]] = []
     for tile in runs:
-        _check_fits(b, tile, half)
         keys = _keys(tile)
-        here: list[Command] = []
+        bases: dict[str, int] = {}
+        loads: list[tuple[str, int]] = []
         for name in ("a", "b", "c"):
-            if held[name] != keys[name]:
+            offset = 0
+            if name == resident:
+                strip, sub = _strip_keys(name, tile)
+                if held[name] != strip:
+                    side[name] ^= 1
+                    held[name] = strip
+                    in_strip.clear()
+                full = (tile[0], tile[1], tile[2], tile[2] + kt, tile[4], tile[5])
+                offset = tile[2] // kt * b.tile_words(name, full)
+                if sub not in in_strip:
+                    in_strip.add(sub)
+                    loads.append((name, side[name] * half[name] + offset))
+            elif held[name] != keys[name]:
                 side[name] ^= 1
                 held[name] = keys[name]
                 if name != "c":
-                    here.append(b.transfer(Opcode.LOAD, name, tile, side[name] * half[name]))
-        bases.append({name: side[name] * half[name] for name in side})
-        loads.append(here)
+                    loads.append((name, side[name] * half[name]))
+            words = offset + b.tile_words(name, tile)
+            if words > room[name]:
+                what = "strip" if name == resident else "tile"
+                raise ModelError(f"a {what} of {name.upper()} needs {words} buffer words, more than the "
+                                 f"{room[name]} it may use")
+            bases[name] = side[name] * half[name] + offset
+        placed.append((bases, loads))
+    return placed
+
+
+def _single(b: _Builder, runs: list[tuple[int, ...]], placed: list[tuple[dict[str, int], list[tuple[str, int]]]],
+            requant: bool) -> None:
+    for i, (tile, (bases, loads)) in enumerate(zip(runs, placed, strict=True)):
+        for name, addr in loads:
+            b.add(b.transfer(Opcode.LOAD, name, tile, addr, wait_run=True))
+        b.add(b.run(tile, bases))
+        if _last_of_output(runs, i):
+            b.add(b.store(tile, bases["c"], requant, wait_run=True))
+
+
+def _double(b: _Builder, runs: list[tuple[int, ...]], placed: list[tuple[dict[str, int], list[tuple[str, int]]]],
+            requant: bool) -> None:
+    bases = [p[0] for p in placed]
+    loads = [[b.transfer(Opcode.LOAD, name, tile, addr) for name, addr in p[1]]
+             for tile, p in zip(runs, placed, strict=True)]
     for cmd in loads[0]:
         b.add(cmd)
     pending: tuple[tuple[int, ...], int] | None = None  # an output tile whose store waits for the next run

@@ -215,7 +215,7 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None, *, double
     npos = take_rows(n, by_position)
     factor_pos = np.stack([
         1.0 + (npos[0] - 1) * ((npos[1] > 1) | (npos[2] > 1)),
-        1.0 + (npos[1] - 1) * (npos[2] > 1),
+        np.where(tiling.resident, 1.0, 1.0 + (npos[1] - 1) * (npos[2] > 1)),  # a resident strip: once
         np.ones(len(p)),
     ])
     factor = take_rows(factor_pos, row_index(_ORDER_INVERSE, tiling.order))  # back to mapped dims
@@ -235,7 +235,7 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None, *, double
     zero = np.zeros(len(p))
     totals = _Totals(zero, zero, zero, zero)
     if memory is not None:
-        classes = _RunClasses(p, t, last, n, order, by_position, cyc8, memory, tiling.order, double, compute)
+        classes = _RunClasses(p, t, last, n, order, by_position, cyc8, memory, tiling, double, compute)
         rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
         if (order[2] == rho).all():  # the reduction loop innermost: every default tiling
             totals = _rho_inner(classes)
@@ -297,8 +297,10 @@ class _RunClasses:
     """
 
     def __init__(self, p: Problem, t: np.ndarray, last: np.ndarray, n: np.ndarray, order: np.ndarray,
-                 by_position: np.ndarray, cyc8: np.ndarray | None, memory: Memory, order_index: np.ndarray,
+                 by_position: np.ndarray, cyc8: np.ndarray | None, memory: Memory, tiling: Tiling,
                  double: bool, compute: np.ndarray) -> None:
+        order_index = tiling.order
+        self.resident = tiling.resident
         self.n_elem = len(p)
         self.compute = compute
         self.runs = n[0] * n[1] * n[2]
@@ -421,13 +423,16 @@ def _inner_loads(rc: _RunClasses, moved: int, first1: Bool) -> tuple[Bool, Bool]
     ``moved``: the loop position that advanced into the run (-1 for the op's first run; the
     loops inside it wrapped to index 0); ``first1``: the run's position-1 index is 0. Input 0
     spans positions 1 and 2, input 1 positions 0 and 2: a tile reloads when an index it spans
-    changed. The one place the schedule decides what is loaded.
+    changed; a resident strip (``Tiling.resident``: input 1 held whole along position 2) only
+    while position 1 is at index 0. The one place the schedule decides what is loaded.
     """
     if moved in (-1, 2):
-        return True, True
-    if moved == 1:
-        return True, rc.many[2]
-    return _or(rc.many[1], rc.many[2]), True
+        load0, load1 = True, True
+    elif moved == 1:
+        load0, load1 = True, rc.many[2]
+    else:
+        load0, load1 = _or(rc.many[1], rc.many[2]), True
+    return load0, _and(load1, _or(first1, ~rc.resident))
 
 
 def _rho_inner(rc: _RunClasses) -> _Totals:

@@ -45,6 +45,16 @@ only ``N_o3 > 1`` changed), and a rho-innermost F1 whose ``t_rho`` reached the w
 matched by a rho-whole F1. So a design with bigger buffers always has a candidate at least as
 good as each of the smaller design's: DRAM bytes never grow with buffer size (tests check it).
 Tiling ignores bandwidth, so more bandwidth never costs cycles either.
+
+Resident operand. With ``rho`` innermost in order ``(o1, o2, rho)``, the input spanning ``o1``
+and ``rho`` normally reloads at every step of ``o2`` (``f = N_o2``). When its whole strip
+``t_o1 x D_rho`` fits its buffer (half of it when double buffered), it can stay there instead:
+the runs of the first ``o2`` step load their sub-tiles into consecutive slots of the strip and
+the later steps read them back (the RUN command's base addresses), so it is read from DRAM once
+(``f = 1``). The rho-innermost family tries this for both of its orders (the strip of the
+operand free in ``x`` under ``(g, x, rho)``, of the one free in ``g`` under ``(x, g, rho)``);
+``Tiling.resident`` marks the tilings that use it. A strip fits more often in a bigger buffer,
+so the monotonicity above still holds.
 """
 
 from __future__ import annotations
@@ -106,12 +116,15 @@ class Tiling:
         t: ``(3, N)`` tile dims along r, c, s (float, whole numbers).
         order: index into :data:`ORDERS` (int64).
         traffic: DRAM bytes of one instance (reads + writes).
+        resident: bool, the input free at loop position 1 stays in its buffer as a whole strip
+            across that loop (module docstring); only with the reduction loop innermost.
     """
 
     feasible: np.ndarray
     t: np.ndarray
     order: np.ndarray
     traffic: np.ndarray
+    resident: np.ndarray
 
 
 def tile_words(p: Problem, t: np.ndarray) -> np.ndarray:
@@ -142,6 +155,7 @@ class _Search:
         self.weight = p.bytes * (1.0 + p.is_out)  # the output costs 2f - 1: f writes, f - 1 reads
         self.base = self.weight - p.out_bytes  # the innermost operand's cost (f = 1), minus the 1
         self._grid: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
+        self._strip_limit: dict[tuple[int, int, int], np.ndarray] = {}
 
     def grid(self, dim: int, level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """``(tile, tile count, folds per tile)`` along ``dim`` at grid ``level`` (0 smallest,
@@ -225,6 +239,62 @@ class _Search:
             return np.minimum(a, b), b < a
         return np.where(n3 > 1, a + b, np.minimum(a, b)), (b < a) & (n3 <= 1)
 
+    def strip_words(self, held: int, other: int, o3: int, t_other: np.ndarray) -> np.ndarray:
+        """Words of the strip of the operand free in ``held``: ``t_other`` along ``other``, the
+        whole ``D_o3`` along ``o3`` (:func:`tile_words` for one operand)."""
+        t = {other: t_other, o3: self.D[o3]}
+        if held == 0:
+            return t[2] * np.ceil(t[1] / self.p.C)
+        if held == 1:
+            return t[2] * np.ceil(t[0] / self.p.R)
+        return t[0] * np.ceil(t[1] / self.p.C)
+
+    def resident_x(self, family: _Family, tiles: dict[int, np.ndarray], n: dict[int, np.ndarray | float],
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """``(extra bytes, fits)`` of order ``(g, x, rho)`` with the operand free in ``x`` (its
+        strip ``t_g x D_rho``) resident: only the one free in ``g`` reloads, ``w_g (N_g - 1)``.
+        A strip is only worth holding when its loop and ``rho`` both have several tiles."""
+        g, x, o3 = family[:3]
+        fits = (self.strip_words(x, g, o3, tiles[g]) <= self.cap[x]) & (n[o3] > 1) & (n[x] > 1)
+        return self.weight[g] * (n[g] - 1.0), fits
+
+    def strip_limit(self, family: _Family) -> np.ndarray:
+        """Largest ``t_x`` whose strip of the operand free in ``g`` (``t_x x D_rho``) fits.
+
+        The strip's words grow linearly in ``t_x`` (rows along s, folds along r and c), so the
+        limit is one division; it only grows with the buffer.
+        """
+        g, x, o3 = family[:3]
+        key = (g, x, o3)
+        if key not in self._strip_limit:
+            p = self.p
+            gran = p.R if x == 0 else p.C if x == 1 else np.ones(len(p))
+            units = np.floor(self.cap[g] / self.strip_words(g, x, o3, gran)) * gran
+            self._strip_limit[key] = np.where(units >= self.D[x], self.D[x], units)
+        return self._strip_limit[key]
+
+    def resident_g(self, family: _Family, tiles: dict[int, np.ndarray]) -> tuple[
+            dict[int, np.ndarray], dict[int, np.ndarray | float], np.ndarray, np.ndarray] | None:
+        """The candidate of order ``(x, g, rho)`` holding the operand free in ``g`` (strip
+        ``t_x x D_rho``): ``t_x`` the F1 one cut to :meth:`strip_limit`, ``t_rho`` as large as
+        fits beside it. Returns ``(tiles, counts, valid, extra bytes)``, valid only where the
+        strip is worth holding (both ``g`` and ``rho`` have several tiles), or ``None`` if it is
+        nowhere.
+        """
+        g, x, o3 = family[:3]
+        D = self.D
+        tx = np.minimum(tiles[x], self.strip_limit(family))
+        n_g = np.ceil(D[g] / tiles[g])
+        valid = (tx >= self.mins[x]) & (n_g > 1)
+        if not valid.any():
+            return None
+        tx1 = np.maximum(tx, 1.0)
+        t3 = self.largest(o3, {g: tiles[g], x: tx1}, {g: self.fold(g, tiles[g]), x: self.fold(x, tx1)})
+        n_x, n_3 = np.ceil(D[x] / tx1), np.ceil(D[o3] / np.maximum(t3, 1.0))
+        valid &= (t3 >= self.mins[o3]) & (n_3 > 1)  # else the F1 candidate is at least as good
+        counts: dict[int, np.ndarray | float] = {g: n_g, x: n_x, o3: n_3}
+        return {g: tiles[g], x: tx, o3: t3}, counts, valid, self.weight[x] * (n_x - 1.0)
+
     def total(self) -> np.ndarray:
         """DRAM bytes of one instance with every operand moved once."""
         return self.weight.sum(axis=0) - self.p.out_bytes
@@ -248,7 +318,8 @@ def choose_tiles(p: Problem, *, allow_spill: bool = False) -> Tiling:
     if allow_spill:
         return _choose(p, _ALL_FAMILIES)
     out = Tiling(feasible=np.zeros(len(p), dtype=bool), t=p.mins.copy(),
-                 order=np.zeros(len(p), dtype=np.int64), traffic=np.zeros(len(p)))
+                 order=np.zeros(len(p), dtype=np.int64), traffic=np.zeros(len(p)),
+                 resident=np.zeros(len(p), dtype=bool))
     is_os = p.df == 1
     for rho, members in ((0, np.flatnonzero(~is_os)), (2, np.flatnonzero(is_os))):
         if members.size == 0:
@@ -258,7 +329,7 @@ def choose_tiles(p: Problem, *, allow_spill: bool = False) -> Tiling:
         if members[-1] - members[0] + 1 == members.size:  # contiguous: views, no copies
             index = slice(int(members[0]), int(members[-1]) + 1)
         sub_p = p if whole else p.take(index)
-        sub = _choose(sub_p, _SPILL_FREE[rho])
+        sub = _choose(sub_p, _SPILL_FREE[rho], rho)
         # A single tile along rho: its loop is trivial; put it innermost (same runs).
         # (Infeasible elements get a rho-innermost order too: every default order has rho last.)
         single = (sub_p.D[rho] <= sub.t[rho]) | ~sub.feasible
@@ -269,36 +340,56 @@ def choose_tiles(p: Problem, *, allow_spill: bool = False) -> Tiling:
         out.t[:, index] = sub.t
         out.order[index] = sub.order
         out.traffic[index] = sub.traffic
+        out.resident[index] = sub.resident
     return out
 
 
-def _choose(p: Problem, families: tuple[_Family, ...]) -> Tiling:
+def _choose(p: Problem, families: tuple[_Family, ...], rho: int | None = None) -> Tiling:
+    """The best candidate of ``families``; with ``rho`` given, resident strips are tried too."""
     search = _Search(p)
     n_elem = len(p)
     best_cost = np.full(n_elem, np.inf)
     best_proxy = np.full(n_elem, np.inf)
     best_t = p.mins.copy()
     best_order = np.zeros(n_elem, dtype=np.int64)
+    best_resident = np.zeros(n_elem, dtype=bool)
+
+    def consider(tiles: dict[int, np.ndarray], counts: dict[int, np.ndarray | float], cost: np.ndarray,
+                 valid: np.ndarray, order: np.ndarray | int, resident: np.ndarray | bool) -> None:
+        cost = np.where(valid, cost, np.inf)
+        proxy = search.compute_proxy(counts)
+        better = (cost < best_cost) | ((cost == best_cost) & (proxy < best_proxy) & valid)
+        np.copyto(best_cost, cost, where=better)
+        np.copyto(best_proxy, proxy, where=better)
+        for dim in range(3):
+            np.copyto(best_t[dim], tiles[dim], where=better)
+        np.copyto(best_order, order, where=better)
+        np.copyto(best_resident, resident, where=better)
+
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for family, tiles, counts, valid in search.candidates(families):
             g, x, o3 = family[:3]
             cost, use_b = search.extra_cost(family, counts)
             order = _ORDER_INDEX[(g, x, o3)] if use_b is False else np.where(
                 use_b, _ORDER_INDEX[(x, g, o3)], _ORDER_INDEX[(g, x, o3)])
-            cost = np.where(valid, cost, np.inf)
-            proxy = search.compute_proxy(counts)
-            better = (cost < best_cost) | ((cost == best_cost) & (proxy < best_proxy) & valid)
-            np.copyto(best_cost, cost, where=better)
-            np.copyto(best_proxy, proxy, where=better)
-            for dim in range(3):
-                np.copyto(best_t[dim], tiles[dim], where=better)
-            np.copyto(best_order, order, where=better)
+            resident: np.ndarray | bool = False
+            if rho is not None and o3 == rho and family[4]:  # resident strips (module docstring)
+                cost_x, fits_x = search.resident_x(family, tiles, counts)
+                resident = fits_x & (cost_x < cost)
+                order = np.where(resident, _ORDER_INDEX[(g, x, o3)], order)
+                cost = np.where(resident, cost_x, cost)
+                held_g = search.resident_g(family, tiles)
+                if held_g is not None:
+                    tiles_g, counts_g, valid_g, cost_g = held_g
+                    consider(tiles_g, counts_g, cost_g, valid & valid_g, _ORDER_INDEX[(x, g, o3)], valid_g)
+            consider(tiles, counts, cost, valid, order, resident)
     feasible = np.isfinite(best_cost)
     best_cost += search.total()
     # The contract decides: the chosen tile must fit timing.run_words (see module docstring).
     feasible &= fits_contract(p, best_t)
     best_cost[~feasible] = 0.0
-    return Tiling(feasible=feasible, t=best_t, order=best_order, traffic=best_cost)
+    return Tiling(feasible=feasible, t=best_t, order=best_order, traffic=best_cost,
+                  resident=best_resident & feasible)
 
 
 def gemm_tile(p: Problem, t: np.ndarray) -> np.ndarray:

@@ -59,20 +59,33 @@ def runs(df: int, dims: dict[str, int], tile: dict[str, int], order: tuple[int, 
         yield {d: (s0, min(s0 + tile[d], dims[d])) for d, s0 in zip(loops, starts, strict=True)}
 
 
-def reference(df, R, C, dims, tile, order, ib, ab, bw, instances, double_buffered, shadow):
-    """``(compute, total, dram_read, dram_write)`` of an op, by brute force over its runs."""
+def reference(df, R, C, dims, tile, order, ib, ab, bw, instances, double_buffered, shadow, resident=""):
+    """``(compute, total, dram_read, dram_write)`` of an op, by brute force over its runs.
+
+    ``resident`` (``"a"``/``"b"``): that input keeps every K tile of its current strip (its
+    non-K range) in the buffer and loads each only once per strip.
+    """
     operand_dims = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
     elem = {"A": ib / 8, "B": ib / 8, "C": ab / 8}
     seq = []
     for _ in range(instances):
         held: dict[str, tuple] = {}
+        strip: dict[str, set] = {}
         inst_runs = list(runs(df, dims, tile, order))
         for i, run in enumerate(inst_runs):
             size = {d: run[d][1] - run[d][0] for d in "mkn"}
             load = 0.0
             for op in ("A", "B"):
                 key = tuple(run[d] for d in operand_dims[op])
-                if held.get(op) != key:
+                new = held.get(op) != key
+                if op.lower() == resident:
+                    outer = run["m" if op == "A" else "n"]
+                    if held.get(op + "strip") != outer:
+                        held[op + "strip"] = outer
+                        strip[op] = set()
+                    new = key not in strip[op]
+                    strip[op].add(key)
+                if new:
                     load += elem[op] * size[operand_dims[op][0]] * size[operand_dims[op][1]]
                     held[op] = key
             ckey = tuple(run[d] for d in operand_dims["C"])

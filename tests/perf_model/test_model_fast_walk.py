@@ -143,7 +143,7 @@ def test_the_fast_model_is_the_walk_on_random_designs(pages, monkeypatch):
     if not pages:
         monkeypatch.setattr(dma_timing, "PAGE_BYTES", 1 << 40)
     rng = np.random.default_rng(2024)
-    exact = chunked = split = cases = 0
+    exact = chunked = split = cases = resident = 0
     while cases < 40:
         config, gemm, requant = random_case(rng)
         try:
@@ -166,5 +166,6 @@ def test_the_fast_model_is_the_walk_on_random_designs(pages, monkeypatch):
         exact += total == walk.total
         chunked += len(program.chunks) > 1 and config.double_buffered
         split += splits > 0
+        resident += bool(block.resident[0, 0])
     assert split == 0 if not pages else split >= 20, split
-    assert exact >= (36 if not pages else 20) and chunked >= 3, (exact, chunked)
+    assert exact >= (36 if not pages else 20) and chunked >= 3 and resident >= 3, (exact, chunked, resident)

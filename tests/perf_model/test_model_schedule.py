@@ -34,7 +34,7 @@ def random_config(rng: np.random.Generator) -> ArrayConfig:
 
 def test_default_tilings_match_the_per_run_reference():
     rng = np.random.default_rng(11)
-    checked = 0
+    checked = resident = 0
     for _ in range(250):
         config = random_config(rng)
         gemm = Gemm(m=int(rng.integers(1, 90)), k=int(rng.integers(1, 90)), n=int(rng.integers(1, 90)),
@@ -48,11 +48,12 @@ def test_default_tilings_match_the_per_run_reference():
         expected = reference(df, config.rows, config.cols, {"m": gemm.m, "k": gemm.k, "n": gemm.n},
                              {"m": plan.mt, "k": plan.kt, "n": plan.nt}, order, config.input_bits,
                              config.acc_bits, config.dram_bytes_per_cycle, gemm.batch, config.double_buffered,
-                             config.shadow_stationary)
+                             config.shadow_stationary, plan.resident)
         got = (result.compute_cycles, result.dram_read_bytes, result.dram_write_bytes)
         np.testing.assert_allclose(got, (expected[0], *expected[2:]), rtol=1e-9, err_msg=f"{config} {gemm} {plan}")
         checked += 1
-    assert checked > 150
+        resident += bool(plan.resident)
+    assert checked > 150 and resident > 10  # resident strips among them
 
 
 @pytest.mark.parametrize("fast", [True, False])
@@ -71,7 +72,8 @@ def test_any_tiling_and_order_matches_the_per_run_reference(fast, monkeypatch):
                           np.full((3, 1), 1e9), np.array([[m], [k], [n]]), np.array([shadow]))
         t = np.array([[rng.integers(1, p.D[x, 0] + 1)] for x in range(3)], dtype=float)
         order = int(rng.integers(0, 6))
-        tiling = Tiling(feasible=np.array([True]), t=t, order=np.array([order]), traffic=np.zeros(1))
+        tiling = Tiling(feasible=np.array([True]), t=t, order=np.array([order]), traffic=np.zeros(1),
+                        resident=np.zeros(1, dtype=bool))
         bw, inst, db = float(rng.choice([0.5, 1.0, 3.0, 16.0])), int(rng.integers(1, 3)), bool(rng.integers(0, 2))
         memory = memory_arrays(p.df, p.R, p.C, np.array([8]), np.array([ab]), np.array([bw]), np.array([bw]),
                                np.array([False]), p.gemm[2])

@@ -38,7 +38,8 @@ def check_against_exhaustive(config: ArrayConfig, gemm: Gemm) -> str:
         assert result.status == "overflow", f"{label}: the accumulator can overflow, model says {result.status}"
         return "overflow"
     assert result.status == "ok", f"{label}: {best.legal} legal tilings, model says {result.reason}"
-    assert reference_bytes(config, gemm, best.tile, best.order) == pytest.approx(best.bytes, rel=REL), label
+    assert reference_bytes(config, gemm, best.tile, best.order, best.resident) == pytest.approx(best.bytes, rel=REL), \
+        label
     got = result.dram_read_bytes + result.dram_write_bytes
     assert got >= best.bytes * (1 - REL), f"{label}: {got} bytes beats every legal tiling ({best.bytes})"
     if best.single_k_bytes <= best.bytes * (1 + REL):

@@ -10,7 +10,9 @@ Every legal tiling of one GEMM instance on one design, under the RTL's rules as
   needs, against :func:`perf_model.timing.buffer_depth_words` (half of it when double
   buffered);
 * a loop order is spill-free when partial sums never leave the ofmap buffer: the reduction
-  dimension innermost, or a single tile along it.
+  dimension innermost, or a single tile along it;
+* with the reduction innermost, the input free in the middle loop may also be held resident
+  when its whole strip (the outer loop's tile by the whole K) fits its buffer.
 
 Each tiling is scored with the model's own per-tiling traffic (``perf_model._schedule.schedule``
 on the very ``Problem`` the model builds for the pair), so the scores follow any change of the
@@ -51,6 +53,7 @@ class Optimum:
         single_k_bytes: least DRAM bytes among those with a single tile along K (``inf``: none).
         tile: ``{"m", "k", "n"}`` tile of an optimal tiling.
         order: its loop order, mapped dims outer to inner.
+        resident: ``"a"``/``"b"``, the input it holds resident (``""``: none).
     """
 
     legal: int
@@ -58,6 +61,7 @@ class Optimum:
     single_k_bytes: float
     tile: dict[str, int]
     order: tuple[int, int, int]
+    resident: str = ""
 
 
 def mapped(config: ArrayConfig, gemm: Gemm) -> tuple[int, tuple[int, int, int]]:
@@ -77,8 +81,10 @@ def capacities(config: ArrayConfig) -> tuple[int, int, int]:
     return tuple(c // 2 if config.double_buffered else c for c in caps)  # type: ignore[return-value]
 
 
-def legal_tilings(config: ArrayConfig, gemm: Gemm, *, s_min: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Every legal ``(tile, order)``: ``(3, N)`` mapped tiles and ``(N,)`` indices into ``ORDERS``."""
+def legal_tilings(config: ArrayConfig, gemm: Gemm, *, s_min: int | None = None,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every legal ``(tile, order, resident)``: ``(3, N)`` mapped tiles, ``(N,)`` indices into
+    ``ORDERS`` and ``(N,)`` bools (the middle loop's input held as a strip)."""
     df, (dr, dc, ds) = mapped(config, gemm)
     R, C = config.rows, config.cols
     tr = np.unique(np.minimum(dr, R * np.arange(1, -(-dr // R) + 1)))
@@ -90,36 +96,47 @@ def legal_tilings(config: ArrayConfig, gemm: Gemm, *, s_min: int | None = None) 
     mt, kt, nt = (t[names.index(d)] for d in "mkn")
     words = timing.run_words(df, R, C, mt, kt, nt)
     cap = capacities(config)
-    t = t[:, (words[0] <= cap[0]) & (words[1] <= cap[1]) & (words[2] <= cap[2])]
+    fits = (words[0] <= cap[0]) & (words[1] <= cap[1]) & (words[2] <= cap[2])
+    t, mt, kt, nt = t[:, fits], mt[fits], kt[fits], nt[fits]
     k_dim = names.index("k")
     k_whole = t[k_dim] >= (dr, dc, ds)[k_dim]
-    tiles, orders = [], []
+    strip = timing.run_words(df, R, C, mt, np.full_like(kt, gemm.k), nt)  # every tile with the whole K
+    tiles, orders, resident = [], [], []
     for index, order in enumerate(ORDERS):
         spill_free = k_whole | (order[2] == k_dim)
         tiles.append(t[:, spill_free])
         orders.append(np.full(int(spill_free.sum()), index))
-    return np.concatenate(tiles, axis=1), np.concatenate(orders)
+        resident.append(np.zeros(int(spill_free.sum()), dtype=bool))
+        if order[2] == k_dim:  # the middle loop's input (free in it) held: A when it is n, B when m
+            buffer = 0 if names[order[1]] == "n" else 1
+            held = strip[buffer] <= cap[buffer]
+            tiles.append(t[:, held])
+            orders.append(np.full(int(held.sum()), index))
+            resident.append(np.ones(int(held.sum()), dtype=bool))
+    return np.concatenate(tiles, axis=1), np.concatenate(orders), np.concatenate(resident)
 
 
-def tiling_bytes(config: ArrayConfig, gemm: Gemm, t: np.ndarray, order: np.ndarray) -> np.ndarray:
+def tiling_bytes(config: ArrayConfig, gemm: Gemm, t: np.ndarray, order: np.ndarray,
+                 resident: np.ndarray | None = None) -> np.ndarray:
     """DRAM bytes (reads + writes) of one instance under each tiling, by the model's traffic rules."""
     designs = DesignArrays.from_configs([config])
     block = evaluate_block(designs, op_arrays([(Gemm(m=gemm.m, k=gemm.k, n=gemm.n), 1)]), DEFAULT_ENERGY,
                            area_coefficients())
     n = t.shape[1]
     p = block._problem.take(np.zeros(n, dtype=np.int64))
-    tiling = Tiling(feasible=np.ones(n, dtype=bool), t=t.astype(np.float64), order=order, traffic=np.zeros(n))
+    tiling = Tiling(feasible=np.ones(n, dtype=bool), t=t.astype(np.float64), order=order, traffic=np.zeros(n),
+                    resident=np.zeros(n, dtype=bool) if resident is None else resident)
     s = schedule(p, tiling)  # traffic alone
     return np.asarray(s.dram_read.sum(axis=0) + s.dram_write.sum(axis=0))
 
 
 def exhaustive_optimum(config: ArrayConfig, gemm: Gemm, *, s_min: int | None = None) -> Optimum:
     """The least DRAM bytes over every legal spill-free tiling of one instance of ``gemm``."""
-    t, order = legal_tilings(config, gemm, s_min=s_min)
+    t, order, resident = legal_tilings(config, gemm, s_min=s_min)
     if t.shape[1] == 0:
         return Optimum(legal=0, bytes=math.inf, single_k_bytes=math.inf, tile={}, order=(0, 1, 2))
     df, dims = mapped(config, gemm)
-    scores = tiling_bytes(config, gemm, t, order)
+    scores = tiling_bytes(config, gemm, t, order, resident)
     best = int(np.argmin(scores))
     k_dim = GEMM_OF[df].index("k")
     single = t[k_dim] >= dims[k_dim]
@@ -127,15 +144,17 @@ def exhaustive_optimum(config: ArrayConfig, gemm: Gemm, *, s_min: int | None = N
         legal=int(t.shape[1]), bytes=float(scores[best]),
         single_k_bytes=float(scores[single].min()) if single.any() else math.inf,
         tile={GEMM_OF[df][x]: int(t[x, best]) for x in range(3)}, order=ORDERS[int(order[best])],
+        resident=("a" if GEMM_OF[df][ORDERS[int(order[best])][1]] == "n" else "b") if resident[best] else "",
     )
 
 
-def reference_bytes(config: ArrayConfig, gemm: Gemm, tile: dict[str, int], order: tuple[int, int, int]) -> float:
+def reference_bytes(config: ArrayConfig, gemm: Gemm, tile: dict[str, int], order: tuple[int, int, int],
+                    resident: str = "") -> float:
     """DRAM bytes of one instance under a tiling, by the run-by-run reference."""
     df = timing.dataflow_code(config.dataflow)
     _, _, reads, writes = reference(df, config.rows, config.cols, {"m": gemm.m, "k": gemm.k, "n": gemm.n}, tile,
                                     order, config.input_bits, config.acc_bits, 1.0, 1, False,
-                                    config.shadow_stationary)
+                                    config.shadow_stationary, resident)
     return float(reads + writes)
 
 

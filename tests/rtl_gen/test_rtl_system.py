@@ -7,6 +7,8 @@ and malformed programs (an error status, never a hang or a write outside the ten
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -22,7 +24,9 @@ from accel_dse.commands import (
     Command,
     Opcode,
 )
+from perf_model import plan_tiles
 from workloads import Requant, output_stage
+from workloads.ops import Gemm
 
 
 def _jax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -55,6 +59,34 @@ def test_total_cycles_match_across_axi_widths_and_dram_latencies(bw, latency):
     a, b = _operands(24, 20, 8, seed=bw)
     run = run_soc(small("ws", True, rows=4, cols=4, bw=bw), a, b, latency=latency)
     assert run.program.data_bytes == bw
+    np.testing.assert_array_equal(result(run), _jax(a, b))
+    assert run.total == run.model.total and run.compute == run.model.compute
+
+
+# Plans that keep one input as a resident strip (perf_model._tiling), per dataflow and buffer setting.
+_RESIDENT = [("ws", True, (2, 1, 8), (18, 47, 55), "a"), ("ws", False, (4, 1, 1), (6, 62, 50), "a"),
+             ("os", True, (1, 1, 2), (49, 34, 5), "b"), ("is", True, (1, 1, 2), (9, 38, 46), "a")]
+
+
+@pytest.mark.parametrize("dataflow,double,kib,gemm,held", _RESIDENT)
+def test_a_resident_strip_is_loaded_once_and_read_back_bit_exact_in_the_models_cycles(dataflow, double, kib,
+                                                                                     gemm, held):
+    m, k, n = gemm
+    a, b = _operands(m, k, n, seed=m)
+    config = dataclasses.replace(small(dataflow, double), ifmap_sram_kib=kib[0], weight_sram_kib=kib[1],
+                                 ofmap_sram_kib=kib[2])
+    run = run_soc(config, a, b, limit=2_000_000)
+    plan = run.program
+    assert plan_tiles(config, Gemm(m=m, k=k, n=n)).resident == held
+    buffer = Buffer.IFMAP if held == "a" else Buffer.WEIGHT
+    loads = [c for c in plan.commands if c.opcode == Opcode.LOAD and c["buffer"] == buffer]
+    tensor = plan.tensors[held]
+    words = tensor.rows * tensor.row_elems // 2  # a buffer word holds 2 lanes on a 2 x 2 array
+    assert sum(c["rows"] * c["words"] for c in loads) == words  # every word of the strip crosses DRAM once
+    runs = [c for c in plan.commands if c.opcode == Opcode.RUN]
+    base = "x_base" if (held == "a") != (dataflow == "is") else "y_base"
+    assert len({c[base] for c in runs}) > 1  # runs read sub-tiles at several places of the strip
+    assert run.error_code == 0
     np.testing.assert_array_equal(result(run), _jax(a, b))
     assert run.total == run.model.total and run.compute == run.model.compute
 
