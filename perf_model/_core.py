@@ -140,10 +140,10 @@ def evaluate_block(
     memory = memory_arrays(p.df, p.R, p.C, rep(d.input_bits), rep(d.acc_bits), rep(d.dram_bytes_per_cycle), bw,
                            requant, p.gemm[2])
     with np.errstate(divide="ignore", invalid="ignore"):
-        sched = schedule(p, tiling, memory, double=bool(d.double_buffered.any()))
+        sched = schedule(p, tiling, memory, rep(d.double_buffered))
     inst = np.tile(ops.instances, nd)
     _accumulators_in_sram(p, sched, rep(d.acc_bits) / out_bits)
-    compute, total = op_cycles(sched, inst, rep(d.double_buffered))
+    compute, total = op_cycles(sched, inst)
     depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     clock_ok = d.clock_mhz <= f_max

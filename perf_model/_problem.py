@@ -52,7 +52,9 @@ def row_index(table: np.ndarray, code: np.ndarray) -> np.ndarray:
     ``np.take_along_axis(values, table[code].T, axis=0)``, several times faster.
     """
     n = code.shape[0]
-    return (table.T * n)[:, code] + np.arange(n)
+    out = (table.T * n)[:, code]
+    out += np.arange(n)  # in place: one (3, N) array, not two
+    return out
 
 
 def take_rows(values: np.ndarray, index: np.ndarray) -> np.ndarray:

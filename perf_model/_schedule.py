@@ -75,8 +75,8 @@ class Schedule:
         compute_cycles: sum of ``timing.run_cycles`` over the runs.
         folds: array folds over the runs.
         runs: number of runs (tiles).
-        total_single, total_double: total cycles of the instance's program, single and double
-            buffered (the walk's ``total``; zeros when no memory interface was given).
+        total: total cycles of the instance's program, single or double buffered as the element is
+            (the walk's ``total``; zeros when no memory interface was given).
         commands: commands of the program.
         boundary_bound: how many cycles the queue-load boundaries of a double-buffered program
             may add to ``total_double`` at most (0 for a program that fits the queue).
@@ -88,8 +88,7 @@ class Schedule:
     compute_cycles: np.ndarray
     folds: np.ndarray
     runs: np.ndarray
-    total_single: np.ndarray
-    total_double: np.ndarray
+    total: np.ndarray
     commands: np.ndarray
     boundary_bound: np.ndarray
     dram_read: np.ndarray
@@ -175,11 +174,12 @@ def _times(a: np.ndarray, flag: Bool) -> np.ndarray | float:
     return a * flag
 
 
-def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None, *, double: bool = True) -> Schedule:
+def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
+             double_buffered: np.ndarray | bool = False) -> Schedule:
     """Evaluate the tiling of every element of ``p`` (see the module docstring).
 
-    ``memory`` ``None`` computes traffic alone (totals 0); ``double=False`` skips the
-    double-buffered totals (no element is double buffered).
+    ``memory`` ``None`` computes traffic alone (totals 0); ``double_buffered``: per element (or
+    for all), the program is the ping-pong one.
     """
     D = p.D
     t = np.minimum(tiling.t, D)  # a tile never exceeds its dim (the first tile's size, also with one tile)
@@ -192,6 +192,7 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None, *, double
 
     # Compute cycles: the sum of run_cycles over the tiles.
     cyc8: np.ndarray | None = None
+    fold_t = tail_t = fold_l = tail_l = np.zeros(0)
     if fast_cycles_ok():  # ceil(r/R) ceil(c/C) fold(s) + tail(s) + RO summed over tiles factorises
         fold_t, tail_t = timing.fold_terms(p.df, t[2], p.R, p.C, p.shadow)
         fold_l, tail_l = timing.fold_terms(p.df, last[2], p.R, p.C, p.shadow)
@@ -233,9 +234,11 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None, *, double
     sram_read += dram_write  # what goes to DRAM leaves it
 
     zero = np.zeros(len(p))
-    totals = _Totals(zero, zero, zero, zero)
+    totals = _Totals(zero, zero, zero)
     if memory is not None:
-        classes = _RunClasses(p, t, last, n, order, by_position, cyc8, memory, tiling, double, compute)
+        streamed = (fold_t, tail_t, fold_l, tail_l) if cyc8 is None else None
+        classes = _RunClasses(p, t, last, n, order, by_position, cyc8, streamed, memory, tiling,
+                              np.broadcast_to(np.asarray(double_buffered, dtype=bool), (len(p),)), compute)
         rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
         if (order[2] == rho).all():  # the reduction loop innermost: every default tiling
             totals = _rho_inner(classes)
@@ -244,17 +247,17 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None, *, double
     commands = runs + totals.transfers + (memory.qparam_cycles > 0 if memory is not None else 0.0)
     fetch = memory.program(commands) if memory is not None else zero
     return Schedule(
-        compute_cycles=compute, folds=folds, runs=runs, total_single=fetch + totals.single,
-        total_double=fetch + totals.double, commands=commands, boundary_bound=totals.boundary(commands),
+        compute_cycles=compute, folds=folds, runs=runs, total=fetch + totals.total, commands=commands,
+        boundary_bound=totals.boundary(commands),
         dram_read=dram_read, dram_write=dram_write, sram_read=sram_read, sram_write=sram_write,
     )
 
 
-def op_cycles(s: Schedule, instances: np.ndarray, double_buffered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def op_cycles(s: Schedule, instances: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(compute, total)`` cycles of an op of ``instances`` GEMM instances, each its own program
     (started by the host after the previous one's interrupt, as ``simulate`` runs them)."""
     compute = s.compute_cycles * instances
-    total = np.where(double_buffered, s.total_double, s.total_single) * instances
+    total = s.total * instances
     return compute, np.maximum(total, compute)
 
 
@@ -262,14 +265,13 @@ def op_cycles(s: Schedule, instances: np.ndarray, double_buffered: np.ndarray) -
 class _Totals:
     """Per-instance sums over the run classes (cycles), without the program fetch.
 
-    ``single``/``double``: the program's command chain, single and double buffered; ``transfers``:
+    ``total``: the program's command chain, single or double buffered; ``transfers``:
     LOAD and STORE commands (without the output stage's parameters); ``period``: at least the
     most one double-buffered period can gain from being cut by a queue-load boundary
     (``min(cyc_i + 1, S_i)``, bounded by the full tiles' run and transfers).
     """
 
-    single: np.ndarray
-    double: np.ndarray
+    total: np.ndarray
     transfers: np.ndarray
     period: np.ndarray
 
@@ -297,15 +299,21 @@ class _RunClasses:
     """
 
     def __init__(self, p: Problem, t: np.ndarray, last: np.ndarray, n: np.ndarray, order: np.ndarray,
-                 by_position: np.ndarray, cyc8: np.ndarray | None, memory: Memory, tiling: Tiling,
-                 double: bool, compute: np.ndarray) -> None:
-        order_index = tiling.order
+                 by_position: np.ndarray, cyc8: np.ndarray | None,
+                 streamed: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None, memory: Memory,
+                 tiling: Tiling, double_buffered: np.ndarray, compute: np.ndarray) -> None:
         self.resident = tiling.resident
+        self.run_overhead = float(timing.RUN_OVERHEAD)
         self.n_elem = len(p)
         self.compute = compute
         self.runs = n[0] * n[1] * n[2]
-        self.double = double
-        tpos, lpos, npos = take_rows(t, by_position), take_rows(last, by_position), take_rows(n, by_position)
+        self.double_buffered = double_buffered
+        self.any_double = bool(double_buffered.any())
+        self.all_double = bool(double_buffered.all())
+        self.not_resident = ~tiling.resident
+        # Per position, gathered row by row: (N,) arrays stay off the allocator's mmap path.
+        tpos, lpos, npos = ([z.reshape(-1).take(by_position[j]) for j in range(3)] for z in (t, last, n))
+        dim = [[order[j] == x for x in range(3)] for j in range(3)]  # mapped dim x at position j
         self.npos = npos
         self.many = [npos[j] > 1 for j in range(3)]
         self.two = [npos[j] == 2 for j in range(3)]
@@ -317,26 +325,31 @@ class _RunClasses:
         for j in range(3):
             self._count[j]["A0"] = self._count[j]["Ep"] = self._count[j]["Z"]
         self.memory = memory
-        self.rows_outer = _ROWS_OUTER[order_index].T
-        self.lanes = np.where(_WORDS_ON_R[order_index].T, p.R, p.C)
-        self.word_beats = take_rows(memory.word_beats, by_position)
-        self.run_overhead = float(timing.RUN_OVERHEAD)
+        self.rows_outer = [np.ascontiguousarray(_ROWS_OUTER[tiling.order][:, j]) for j in range(3)]
+        on_r = _WORDS_ON_R[tiling.order]
+        self.lanes = [np.where(on_r[:, j], p.R, p.C) for j in range(3)]
+        wb = memory.word_beats
+        self.word_beats = [np.where(dim[j][0], wb[0], np.where(dim[j][1], wb[1], wb[2])) for j in range(3)]
         self.cyc8 = cyc8
         self.bit = (1 << order).astype(np.int64)
         self.factor: dict[str, list[np.ndarray]] | None = None
         self.offset: dict[str, list[np.ndarray]] | None = None
-        if cyc8 is None:  # fast path: run_cycles is a product of one factor per loop position plus
-            # the streamed dim's tail: ceil(r/R) ceil(c/C) fold(s) + tail(s) + RO
-            gpos = take_rows(np.stack([p.R, p.C, np.ones(len(p))]), by_position)
-            streamed = [order[j] == 2 for j in range(3)]
+        if streamed is not None:  # fast path: run_cycles is a product of one factor per mapped dim plus
+            # the streamed dim's tail, ceil(r/R) ceil(c/C) fold(s) + tail(s) + RO: to loop positions
+            fold_t, tail_t, fold_l, tail_l = streamed
             self.factor, self.offset = {}, {}
-            for key in ("T", "L"):
-                self.factor[key], self.offset[key] = [], []
-                for j in range(3):
-                    fold, tail = timing.fold_terms(p.df, self.size[j][key], p.R, p.C, p.shadow)
-                    self.factor[key].append(np.where(streamed[j], fold, np.ceil(self.size[j][key] / gpos[j])))
-                    self.offset[key].append(np.where(streamed[j], tail, 0.0))
+            gran = [np.where(dim[j][0], p.R, p.C) for j in range(3)]
+            for key, fold, tail in (("T", fold_t, tail_t), ("L", fold_l, tail_l)):
+                size = self.size_list(key)
+                self.factor[key] = [np.where(dim[j][2], fold, np.ceil(size[j] / gran[j])) for j in range(3)]
+                self.offset[key] = [np.where(dim[j][2], tail, 0.0) for j in range(3)]
+                self.offset[key][0] += self.run_overhead - 1.0  # cycles() returns run_cycles - 1
         self._cache: dict[tuple[object, ...], np.ndarray] = {}
+        self._parts: dict[tuple[int, bool], dict[str, dict[str, np.ndarray]]] = {}
+
+    def size_list(self, key: str) -> list[np.ndarray]:
+        """Tile sizes ``key`` (``"T"``, ``"L"``) along positions 0, 1, 2."""
+        return [self.size[j][key] for j in range(3)]
 
     def count(self, cats: tuple[str, str, str]) -> np.ndarray | float:
         """Runs of one instance in the class with categories ``cats`` along positions 0, 1, 2."""
@@ -347,19 +360,34 @@ class _RunClasses:
                 out = out * factor
         return out
 
+    def period_cycles(self, keys: tuple[str, str, str]) -> np.ndarray:
+        """:meth:`cycles`, and ``-inf`` for single-buffered elements: ``max(A - 2, S)`` is then ``S``, the
+        transfers' own cycles, so one sum serves both settings (:class:`_Sums`)."""
+        key = ("period", *keys)
+        if key not in self._cache:
+            cyc = self.cycles(keys)
+            self._cache[key] = cyc if self.all_double else np.where(self.double_buffered, cyc, -np.inf)
+        return self._cache[key]
+
     def cycles(self, keys: tuple[str, str, str]) -> np.ndarray:
-        """``run_cycles + 1`` (the run's cost in the chain) of a run with tile keys ``keys``."""
+        """``run_cycles - 1`` of a run with tile keys ``keys`` (its cost in the chain, ``run_cycles + 1``,
+        less the 2 cycles of issue a double-buffered period starts with)."""
         key = ("cyc", *keys)
         if key not in self._cache:
             if self.factor is not None and self.offset is not None:
-                f, o = self.factor, self.offset
-                cyc = (f[keys[0]][0] * f[keys[1]][1] * f[keys[2]][2] + o[keys[0]][0] + o[keys[1]][1]
-                       + o[keys[2]][2] + self.run_overhead)
+                f, o = self.factor, self.offset  # o along position 0 holds RUN_OVERHEAD - 1
+                cyc = f[keys[0]][0] * f[keys[1]][1]
+                cyc *= f[keys[2]][2]
+                cyc += o[keys[0]][0]
+                cyc += o[keys[1]][1]
+                cyc += o[keys[2]][2]
+                self._cache[key] = cyc
+                return cyc
             else:
                 idx = sum((self.bit[j] * (keys[j] == "L") for j in range(3)),
                           start=np.zeros(self.n_elem, dtype=np.int64))
                 cyc = np.take_along_axis(self.cyc8, idx[None], axis=0)[0]
-            self._cache[key] = cyc + 1.0
+            self._cache[key] = cyc - 1.0
         return self._cache[key]
 
     def transfer(self, j: int, keys: tuple[str, str], store: bool = False) -> np.ndarray:
@@ -370,51 +398,87 @@ class _RunClasses:
             a, b = (q for q in range(3) if q != j)
             if "N" in keys:  # the tile after index 0: the last one when there are two
                 q = a if keys[0] == "N" else b
-                swap = {"N": "L"}
-                as_last = self.transfer(j, tuple(swap.get(k, k) for k in keys), store)  # type: ignore[arg-type]
-                as_full = self.transfer(j, tuple("T" if k == "N" else k for k in keys), store)  # type: ignore[arg-type]
-                self._cache[key] = np.where(self.two[q], as_last, as_full)
+                last = (keys[0].replace("N", "L"), keys[1].replace("N", "L"))
+                full = (keys[0].replace("N", "T"), keys[1].replace("N", "T"))
+                self._cache[key] = np.where(self.two[q], self.transfer(j, last, store), self.transfer(j, full, store))
                 return self._cache[key]
-            za, zb = self.size[a][keys[0]], self.size[b][keys[1]]
-            outer = self.rows_outer[j]
-            rows, across = np.where(outer, za, zb), np.where(outer, zb, za)
-            beats = np.ceil(across / self.lanes[j]) * self.word_beats[j]
-            self._cache[key] = self.memory.store(rows, beats) if store else self.memory.load(rows, beats)
+            if keys[0] == keys[1]:
+                self._cache[key] = self._by_rows(j, keys[0], keys[1], store)
+            else:  # which of the two positions holds the DRAM rows is the element's loop order's
+                self._cache[key] = np.where(self.rows_outer[j], self._by_rows(j, keys[0], keys[1], store),
+                                            self._by_rows(j, keys[1], keys[0], store))
+        return self._cache[key]
+
+    def _by_rows(self, j: int, rows_key: str, words_key: str, store: bool) -> np.ndarray:
+        """``n + 1`` of a transfer of the operand free at ``j`` with rows of tile ``rows_key`` along the
+        position holding its DRAM rows, words of ``words_key`` along the other."""
+        key = ("rows", j, rows_key, words_key, store)
+        if key not in self._cache:
+            parts = self._parts.get((j, store))
+            if parts is None:
+                a, b = (q for q in range(3) if q != j)
+                outer = self.rows_outer[j]
+                parts = {"rows": {}, "groups": {}, "stream": {}, "wait": {}}
+                for k in ("T", "L"):
+                    rows = np.where(outer, self.size[a][k], self.size[b][k])
+                    across = np.where(outer, self.size[b][k], self.size[a][k])
+                    parts["rows"][k], parts["groups"][k] = rows, self.memory.groups(rows)
+                    beats = np.ceil(across / self.lanes[j]) * self.word_beats[j]
+                    parts["stream"][k], parts["wait"][k] = self.memory.row_terms(beats, store)
+                self._parts[(j, store)] = parts
+            self._cache[key] = self.memory.chain(parts["rows"][rows_key], parts["groups"][rows_key],
+                                                 parts["stream"][words_key], parts["wait"][words_key], store)
         return self._cache[key]
 
 
 class _Sums:
-    """Accumulates ``count * S`` (the single-buffered chain less its runs) and ``count * max(A, 2 + S)``
-    (double buffered) over run classes, with ``A = run_cycles + 1`` and ``S`` the class's DMA commands."""
+    """Accumulates ``count * max(A - 2, S)`` over run classes (``A = run_cycles + 1``, ``S`` the class's DMA
+    commands): double buffered, the periods less their 2 cycles of issue; single buffered (where
+    ``A - 2`` is ``-inf``, :meth:`_RunClasses.period_cycles`), the transfers alone. With
+    ``count_moves`` it also counts the DMA commands."""
 
-    def __init__(self, rc: _RunClasses) -> None:
+    def __init__(self, rc: _RunClasses, count_moves: bool) -> None:
         self.rc = rc
-        self.dma = np.zeros(rc.n_elem)
-        self.double = np.zeros(rc.n_elem)
+        self.count_moves = count_moves
+        self.acc = np.zeros(rc.n_elem)
         self.transfers = np.zeros(rc.n_elem)
+        self._s = np.empty(rc.n_elem)  # scratch: the class's S, then count * max(A - 2, S)
+        self._t = np.empty(rc.n_elem)
 
-    def add(self, count: np.ndarray | float, cyc: np.ndarray, dma: list[tuple[np.ndarray, Bool]]) -> None:
-        """One class: ``count`` runs of ``cyc`` (``run_cycles + 1``) with DMA commands ``(cycles, present)``."""
-        s: np.ndarray | float = 0.0
+    def add(self, count: np.ndarray | float, keys: tuple[str, str, str], dma: list[tuple[np.ndarray, Bool]]) -> None:
+        """One class: ``count`` runs of tile keys ``keys`` with DMA commands ``(cycles, present)``."""
+        s, t, rc = self._s, self._t, self.rc
         moves: np.ndarray | float = 0.0
-        for cycles, present in dma:
-            if present is not False:
-                s = s + _times(cycles, present)
-                moves = moves + (1.0 if present is True else present)
-        if isinstance(s, float):
-            if self.rc.double:
-                self.double += count * cyc
+        empty = True
+        for cycles, present in dma:  # s = sum of the commands present (in place: no allocations)
+            if present is False:
+                continue
+            if present is True:
+                np.add(s, cycles, out=s) if not empty else np.copyto(s, cycles)
+            else:
+                np.multiply(cycles, present, out=t)
+                np.add(s, t, out=s) if not empty else np.copyto(s, t)
+            empty = False
+            moves = moves + (1.0 if present is True else present)
+        if empty:  # a run without transfers: its cycles, double buffered (nothing single buffered)
+            if rc.any_double:
+                np.maximum(rc.period_cycles(keys), 0.0, out=s)
+                s *= count
+                self.acc += s
             return
-        self.dma += count * s
-        self.transfers += count * moves
-        if self.rc.double:
-            self.double += count * np.maximum(cyc, _ISSUE + s)
+        if self.count_moves:
+            self.transfers += count * moves
+        if rc.any_double:
+            np.maximum(rc.period_cycles(keys), s, out=s)
+        s *= count
+        self.acc += s
 
-    def totals(self, compute: np.ndarray, runs: np.ndarray, pre: np.ndarray, post: np.ndarray,
-               period: np.ndarray, moves: np.ndarray | float) -> _Totals:
-        """The instance's chain: ``pre`` and ``post`` (exposed commands) around the classes."""
-        single = compute + runs + self.dma + pre + post
-        return _Totals(single, self.double + pre + post, self.transfers + moves, period)
+    def totals(self, pre: np.ndarray, post: np.ndarray, period: np.ndarray, moves: np.ndarray | float) -> _Totals:
+        """The instance's chain: ``pre`` and ``post`` (exposed commands) around the classes; single
+        buffered every run adds ``run_cycles + 1``, double buffered each period its 2 cycles of issue."""
+        rc = self.rc
+        runs = np.where(rc.double_buffered, _ISSUE * rc.runs, rc.compute + rc.runs)
+        return _Totals(self.acc + runs + pre + post, self.transfers + moves, period)
 
 
 def _inner_loads(rc: _RunClasses, moved: int, first1: Bool) -> tuple[Bool, Bool]:
@@ -432,7 +496,7 @@ def _inner_loads(rc: _RunClasses, moved: int, first1: Bool) -> tuple[Bool, Bool]
         load0, load1 = True, rc.many[2]
     else:
         load0, load1 = _or(rc.many[1], rc.many[2]), True
-    return load0, _and(load1, _or(first1, ~rc.resident))
+    return load0, _and(load1, _or(first1, rc.not_resident))
 
 
 def _rho_inner(rc: _RunClasses) -> _Totals:
@@ -445,7 +509,7 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
     sizes, and by whether they are at index 0 along position 2 (the previous output tile is
     stored in their period) and which tile that was.
     """
-    sums = _Sums(rc)
+    sums = _Sums(rc, False)
     st = rc.transfer
     i2zero = _not(rc.many[2])  # with one tile along position 2 every run starts an output tile
 
@@ -457,7 +521,7 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
         if moved >= 0:
             load0, load1 = _inner_loads(rc, moved, first1)
             dma += [(st(0, next0), load0), (st(1, next1), load1)]
-        sums.add(rc.count(cats), rc.cycles(own), dma)
+        sums.add(rc.count(cats), own, dma)
 
     # Position 2 advances after the run (index i2 <= n2 - 2; the next run's tile along 2 is "N"
     # after index 0, full after 1 .. n2 - 3, the last after n2 - 2).
@@ -468,7 +532,9 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
         for c0, k0 in (("A", "T"), ("E", "L")):  # index >= 1 along 1: stores (i0, i1 - 1)
             period((c0, c1, "Z"), (k0, k1, "T"), (True, (k0, "T")), 2, False, (k1, "N"), (k0, "N"))
     for c2, k2 in (("M", "T"), ("P", "L")):
-        for c1, k1, first1 in (("A0", "T", True), ("Ap", "T", False), ("E", "L", _not(rc.many[1]))):
+        # (Without resident strips in the batch, index 0 along position 1 needs no class of its own.)
+        split = (("A0", "T", True), ("Ap", "T", False), ("E", "L", _not(rc.many[1])))
+        for c1, k1, first1 in split if rc.resident.any() else (("A", "T", True), ("E", "L", True)):
             for c0, k0 in (("A", "T"), ("E", "L")):
                 period((c0, c1, c2), (k0, k1, "T"), (False, ("T", "T")), 2, first1, (k1, k2), (k0, k2))
     # Position 1 advances (last index along 2; with one tile along 2 the previous output is stored).
@@ -483,12 +549,21 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
         period((c0, "1", "1"), ("T", "L", "L"), (stored, ("T", "T")), 0, True, ("T", "T"), (k0, "T"))
     # The op's last run: the previous output tile (if it started at index 0 along 2), then its own.
     previous = np.where(rc.many[1], st(2, ("L", "T"), True), st(2, ("T", "T"), True))
-    sums.add(1.0, rc.cycles(("L", "L", "L")), [(previous, _and(i2zero, _or(rc.many[0], rc.many[1])))])
+    sums.add(1.0, ("L", "L", "L"), [(previous, _and(i2zero, _or(rc.many[0], rc.many[1])))])
     pre = st(0, ("T", "T")) + st(1, ("T", "T")) + rc.memory.qparam_cycles
     post = st(2, ("L", "L"), True)
     # A period's DMA commands are at most the full tiles' (transfer cycles grow with tile sizes).
-    period = np.minimum(rc.cycles(("T", "T", "T")), st(0, ("T", "T")) + st(1, ("T", "T")) + st(2, ("T", "T"), True))
-    return sums.totals(rc.compute, rc.runs, pre, post, period, 3.0)
+    period = np.minimum(rc.cycles(("T", "T", "T")) + _ISSUE,
+                        st(0, ("T", "T")) + st(1, ("T", "T")) + st(2, ("T", "T"), True))
+    # LOADs: by the loop that advanced into the run (runs of each kind, and how many at index 0
+    # along position 1), from the one load rule; a STORE per output tile.
+    n0, n1, n2 = rc.npos
+    loads: np.ndarray | float = 0.0
+    for runs, moved, first1 in ((1.0, -1, True), (n0 * (n2 - 1), 2, True), (n0 * (n1 - 1) * (n2 - 1), 2, False),
+                                (n0 * (n1 - 1), 1, False), (n0 - 1, 0, True)):
+        for flag in _inner_loads(rc, moved, first1):
+            loads = loads + _times(runs, flag)
+    return sums.totals(pre, post, period, loads + n0 * n1)
 
 
 def _any_order(rc: _RunClasses, is_out: np.ndarray) -> _Totals:
@@ -500,7 +575,7 @@ def _any_order(rc: _RunClasses, is_out: np.ndarray) -> _Totals:
     """
     many = rc.many
     outp = [is_out[0], is_out[1], is_out[2]]
-    sums = _Sums(rc)
+    sums = _Sums(rc, True)
     cat = {_FIRST: ("1", "T"), _MID: ("Ap", "T"), _LAST: ("Ep", "L")}  # (count, tile key) by class
     first_load: np.ndarray | float = 0.0
     last_store: np.ndarray | float = 0.0
@@ -539,8 +614,8 @@ def _any_order(rc: _RunClasses, is_out: np.ndarray) -> _Totals:
             if final_store is not False:
                 last_store = last_store + _times(rc.transfer(j, own, True), final_store)
                 exposed_moves = exposed_moves + _times(np.ones(rc.n_elem), final_store)
-        sums.add(rc.count(tuple(cat[c][0] for c in cats)), rc.cycles(keys), dma)  # type: ignore[arg-type]
+        sums.add(rc.count(tuple(cat[c][0] for c in cats)), keys, dma)  # type: ignore[arg-type]
     pre = first_load + rc.memory.qparam_cycles
     full = [rc.transfer(j, ("T", "T")) + rc.transfer(j, ("T", "T"), True) for j in range(3)]
-    period = np.minimum(rc.cycles(("T", "T", "T")), full[0] + full[1] + full[2])
-    return sums.totals(rc.compute, rc.runs, np.asarray(pre), np.asarray(last_store), period, exposed_moves)
+    period = np.minimum(rc.cycles(("T", "T", "T")) + _ISSUE, full[0] + full[1] + full[2])
+    return sums.totals(np.asarray(pre), np.asarray(last_store), period, exposed_moves)

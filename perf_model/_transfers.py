@@ -73,28 +73,44 @@ class Memory:
     Attributes:
         data_bytes: AXI data width ``W``.
         beat: DRAM cycles per beat (1 on the RTL's DRAM model).
-        word_beats: ``(3, N)`` beats per buffer word of the operand free in r, c, s.
+        word_beats: beats per buffer word of the operand free in r, c, s (three ``(N,)`` arrays).
         read_latency: the store path's read latency (:data:`STORE_READ_LATENCY`).
         qparam_cycles: command cycles (``n + 1``) of the output stage's parameter load (0: none).
     """
 
     data_bytes: np.ndarray
     beat: np.ndarray
-    word_beats: np.ndarray
+    word_beats: tuple[np.ndarray, np.ndarray, np.ndarray]
     read_latency: np.ndarray
     qparam_cycles: np.ndarray
 
     def load(self, rows: np.ndarray, row_beats: np.ndarray) -> np.ndarray:
         """Cycles of a LOAD command in the sequencer's chain, ``n + 1`` (module docstring)."""
-        stream = row_beats * self.beat
-        wait = np.maximum(LATENCY + 1 - (OUTSTANDING - 1) * stream, 0.0)
-        return (LATENCY + 3) + rows * stream + np.floor((rows - 1) / OUTSTANDING) * wait
+        return self.chain(rows, self.groups(rows), *self.row_terms(row_beats, False), False)
 
     def store(self, rows: np.ndarray, row_beats: np.ndarray) -> np.ndarray:
         """Cycles of a STORE command in the sequencer's chain, ``n + 1`` (module docstring)."""
+        return self.chain(rows, self.groups(rows), *self.row_terms(row_beats, True), True)
+
+    @staticmethod
+    def groups(rows: np.ndarray) -> np.ndarray:
+        """``q``: the groups of :data:`OUTSTANDING` bursts after the first that wait for a slot."""
+        return np.floor((rows - 1) / OUTSTANDING)
+
+    def row_terms(self, row_beats: np.ndarray, store: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``(cycles a row's beats stream, wait of a latency-bound group)`` for rows of ``row_beats``."""
         stream = row_beats * self.beat
-        wait = np.maximum(LATENCY + 2 - (OUTSTANDING - 1) * stream, 0.0)
-        return self.read_latency + (LATENCY + 4) + rows * stream + np.floor((rows - 1) / OUTSTANDING) * wait
+        return stream, np.maximum((LATENCY + 1 + store) - (OUTSTANDING - 1) * stream, 0.0)
+
+    def chain(self, rows: np.ndarray, groups: np.ndarray, stream: np.ndarray, wait: np.ndarray,
+              store: bool) -> np.ndarray:
+        """``n + 1`` from :meth:`groups` of ``rows`` and :meth:`row_terms` (the parts vary apart)."""
+        out = rows * stream
+        out += groups * wait
+        if store:
+            out += self.read_latency
+        out += (LATENCY + 4) if store else LATENCY + 3.0
+        return out
 
     def program(self, commands: np.ndarray) -> np.ndarray:
         """Cycles of fetching ``commands`` commands in queue-loads of ``QUEUE_DEPTH`` and decoding the first
@@ -123,8 +139,7 @@ def memory_arrays(df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits
     # The operand free in r and in s have words along c (C lanes), the one free in c along r (R lanes);
     # the one free in the reduction dim is the output (r for WS/IS, s for OS).
     out_free = np.where(np.asarray(df) == 1, 2, 0)
-    lane_bytes = np.stack([np.where(out_free == f, out, ib) for f in range(3)])
-    word_beats = lane_bytes * np.stack([C, R, C]) / W
+    word_beats = tuple(np.where(out_free == f, out, ib) * (lanes / W) for f, lanes in enumerate((C, R, C)))
     beat = W / np.minimum(W, np.asarray(bandwidth, dtype=np.float64))
     # The parameters: one row of 16-byte lanes, words of one lane (IS) or C lanes, whole beats per word.
     per_word = np.where(np.asarray(df) == 2, 1.0, C)

@@ -34,7 +34,7 @@ D = program_timing.OUTSTANDING
 
 def memory(read_latency: int) -> Memory:
     one = np.ones(1)
-    return Memory(data_bytes=one, beat=one, word_beats=np.ones((3, 1)), read_latency=one * read_latency,
+    return Memory(data_bytes=one, beat=one, word_beats=(one, one, one), read_latency=one * read_latency,
                   qparam_cycles=0 * one)
 
 

@@ -77,15 +77,16 @@ def test_any_tiling_and_order_matches_the_per_run_reference(fast, monkeypatch):
         bw, inst, db = float(rng.choice([0.5, 1.0, 3.0, 16.0])), int(rng.integers(1, 3)), bool(rng.integers(0, 2))
         memory = memory_arrays(p.df, p.R, p.C, np.array([8]), np.array([ab]), np.array([bw]), np.array([bw]),
                                np.array([False]), p.gemm[2])
-        s = schedule(p, tiling, memory)
-        compute, total = op_cycles(s, np.array([float(inst)]), np.array([db]))
+        s = schedule(p, tiling, memory, db)
+        compute, total = op_cycles(s, np.array([float(inst)]))
         tile = {GEMM_OF[df][x]: int(t[x, 0]) for x in range(3)}
         expected = reference(df, R, C, {"m": m, "k": k, "n": n}, tile, ORDERS[order], 8, ab, bw, inst, db, shadow)
         got = (compute[0], s.dram_read.sum() * inst, s.dram_write.sum() * inst)
         np.testing.assert_allclose(got, (expected[0], *expected[2:]), rtol=1e-9, atol=1e-9)
         # Every transfer and run is a command of the chain: the ping-pong only hides cycles.
-        assert compute[0] < total[0] <= s.total_single[0] * inst
-        assert s.total_double[0] <= s.total_single[0]
+        single, double = (schedule(p, tiling, memory, x).total[0] for x in (False, True))
+        assert compute[0] < total[0] == (double if db else single) * inst
+        assert double <= single
 
 
 def test_single_run_transfers_by_hand():
