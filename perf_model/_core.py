@@ -34,7 +34,7 @@ from perf_model._problem import (
 from perf_model._schedule import Schedule, op_cycles, schedule
 from perf_model._technology import nominal_vdd, supply_voltage
 from perf_model._tiling import ORDERS, choose_tiles, gemm_tile
-from perf_model._transfers import memory_arrays
+from perf_model._transfers import axi_data_bytes, memory_arrays
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
 
@@ -137,8 +137,8 @@ def evaluate_block(
                       rep(buf), np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
     tiling = choose_tiles(p, allow_spill=allow_spill)
     bw = rep(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
-    memory = memory_arrays(p.df, p.R, p.C, rep(d.input_bits), rep(d.acc_bits), rep(d.dram_bytes_per_cycle), bw,
-                           requant, p.gemm[2])
+    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle)  # per design, then per element
+    memory = memory_arrays(p.df, p.R, p.C, rep(d.input_bits), rep(d.acc_bits), rep(axi), bw, requant, p.gemm[2])
     with np.errstate(divide="ignore", invalid="ignore"):
         sched = schedule(p, tiling, memory, rep(d.double_buffered))
     inst = np.tile(ops.instances, nd)

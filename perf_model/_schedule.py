@@ -313,21 +313,22 @@ class _RunClasses:
         self.not_resident = ~tiling.resident
         # Per position, gathered row by row: (N,) arrays stay off the allocator's mmap path.
         tpos, lpos, npos = ([z.reshape(-1).take(by_position[j]) for j in range(3)] for z in (t, last, n))
-        dim = [[order[j] == x for x in range(3)] for j in range(3)]  # mapped dim x at position j
+        code = tiling.order
+        at = [_ORDER_ARRAY[:, j].take(code) for j in range(3)]  # mapped dim at position j, contiguous
+        dim = [[at[j] == x for x in range(3)] for j in range(3)]  # mapped dim x at position j
         self.npos = npos
         self.many = [npos[j] > 1 for j in range(3)]
         self.two = [npos[j] == 2 for j in range(3)]
         self.size = [{"T": tpos[j], "L": lpos[j]} for j in range(3)]
         self._count: list[dict[str, np.ndarray | None]] = [
-            {"A": npos[j] - 1, "E": None, "Ap": np.maximum(npos[j] - 2, 0.0), "Z": self.many[j] * 1.0,
-             "M": np.maximum(npos[j] - 3, 0.0), "P": (npos[j] > 2) * 1.0, "1": None}
+            {"A": npos[j] - 1, "E": None, "Ap": np.maximum(npos[j] - 2, 0.0), "Z": self.many[j].astype(np.float64),
+             "M": np.maximum(npos[j] - 3, 0.0), "P": (npos[j] > 2).astype(np.float64), "1": None}
             for j in range(3)]
         for j in range(3):
             self._count[j]["A0"] = self._count[j]["Ep"] = self._count[j]["Z"]
         self.memory = memory
-        self.rows_outer = [np.ascontiguousarray(_ROWS_OUTER[tiling.order][:, j]) for j in range(3)]
-        on_r = _WORDS_ON_R[tiling.order]
-        self.lanes = [np.where(on_r[:, j], p.R, p.C) for j in range(3)]
+        self.rows_outer = [_ROWS_OUTER[:, j].take(code) for j in range(3)]
+        self.lanes = [np.where(_WORDS_ON_R[:, j].take(code), p.R, p.C) for j in range(3)]
         wb = memory.word_beats
         self.word_beats = [np.where(dim[j][0], wb[0], np.where(dim[j][1], wb[1], wb[2])) for j in range(3)]
         self.cyc8 = cyc8

@@ -120,17 +120,18 @@ class Memory:
 
 
 def memory_arrays(df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
-                  acc_bits: np.ndarray, dram_bytes_per_cycle: np.ndarray, bandwidth: np.ndarray,
+                  acc_bits: np.ndarray, data_bytes: np.ndarray, bandwidth: np.ndarray,
                   requant: np.ndarray, n: np.ndarray) -> Memory:
     """:class:`Memory` of every element from its design columns.
 
     Args:
-        df, rows, cols, input_bits, acc_bits, dram_bytes_per_cycle: ``(N,)`` design columns.
+        df, rows, cols, input_bits, acc_bits: ``(N,)`` design columns.
+        data_bytes: ``(N,)`` the AXI width (:func:`axi_data_bytes` of the design).
         bandwidth: ``(N,)`` sustained DRAM bytes per cycle (``effective_dram_bytes_per_cycle``).
         requant: ``(N,)`` bool, the op's output leaves through the output stage.
         n: ``(N,)`` the GEMM's ``n`` (output channels: the parameter row's length).
     """
-    W = axi_data_bytes(rows, cols, input_bits, dram_bytes_per_cycle).astype(np.float64)
+    W = np.asarray(data_bytes, dtype=np.float64)
     R = np.asarray(rows, dtype=np.float64)
     C = np.asarray(cols, dtype=np.float64)
     ib = np.asarray(input_bits, dtype=np.float64) / 8.0

@@ -18,7 +18,7 @@ from accel_dse.designs import load_preset
 from perf_model._problem import build_problem
 from perf_model._schedule import op_cycles, schedule
 from perf_model._tiling import ORDERS, Tiling
-from perf_model._transfers import memory_arrays
+from perf_model._transfers import axi_data_bytes, memory_arrays
 from workloads.ops import Conv2d, Gemm
 
 
@@ -75,7 +75,8 @@ def test_any_tiling_and_order_matches_the_per_run_reference(fast, monkeypatch):
         tiling = Tiling(feasible=np.array([True]), t=t, order=np.array([order]), traffic=np.zeros(1),
                         resident=np.zeros(1, dtype=bool))
         bw, inst, db = float(rng.choice([0.5, 1.0, 3.0, 16.0])), int(rng.integers(1, 3)), bool(rng.integers(0, 2))
-        memory = memory_arrays(p.df, p.R, p.C, np.array([8]), np.array([ab]), np.array([bw]), np.array([bw]),
+        width = axi_data_bytes(p.R.astype(int), p.C.astype(int), np.array([8]), np.array([bw]))
+        memory = memory_arrays(p.df, p.R, p.C, np.array([8]), np.array([ab]), width, np.array([bw]),
                                np.array([False]), p.gemm[2])
         s = schedule(p, tiling, memory, db)
         compute, total = op_cycles(s, np.array([float(inst)]))
