@@ -284,7 +284,7 @@ class _Totals:
         cycles more (``A = cyc_i + 1``), between 0 and ``min(A, S_i)``; the fetch itself is in
         ``Memory.program``.
         """
-        return np.maximum(np.ceil(commands / QUEUE_DEPTH) - 1.0, 0.0) * self.period
+        return np.maximum(np.ceil(commands / QUEUE_DEPTH) - 1.0, 0.0) * np.maximum(self.period, 0.0)
 
 
 class _RunClasses:
@@ -310,6 +310,7 @@ class _RunClasses:
         self.double_buffered = double_buffered
         self.any_double = bool(double_buffered.any())
         self.all_double = bool(double_buffered.all())
+        self.single_buffered = ~double_buffered
         self.not_resident = ~tiling.resident
         # Per position, gathered row by row: (N,) arrays stay off the allocator's mmap path.
         tpos, lpos, npos = ([z.reshape(-1).take(by_position[j]) for j in range(3)] for z in (t, last, n))
@@ -352,6 +353,19 @@ class _RunClasses:
         """Tile sizes ``key`` (``"T"``, ``"L"``) along positions 0, 1, 2."""
         return [self.size[j][key] for j in range(3)]
 
+    def prepare(self, transfers: tuple[tuple[int, tuple[str, str], bool], ...]) -> None:
+        """Compute every run's cycles and the ``(position, keys, store)`` transfers, then drop what they
+        were built from: fewer arrays alive at once (the allocator then reuses its heap)."""
+        for keys in product("TL", repeat=3):
+            self.cycles(keys)  # type: ignore[arg-type]
+        self.factor = self.offset = None
+        for index, (j, keys, store) in enumerate(transfers):
+            self.transfer(j, keys, store)
+            if index + 1 == len(transfers) or transfers[index + 1][0] != j:  # this operand is done
+                del self._parts[(j, store)]
+                for key in [k for k in self._cache if k[:2] == ("rows", j)]:
+                    del self._cache[key]
+
     def count(self, cats: tuple[str, str, str]) -> np.ndarray | float:
         """Runs of one instance in the class with categories ``cats`` along positions 0, 1, 2."""
         out: np.ndarray | float = 1.0
@@ -361,18 +375,11 @@ class _RunClasses:
                 out = out * factor
         return out
 
-    def period_cycles(self, keys: tuple[str, str, str]) -> np.ndarray:
-        """:meth:`cycles`, and ``-inf`` for single-buffered elements: ``max(A - 2, S)`` is then ``S``, the
-        transfers' own cycles, so one sum serves both settings (:class:`_Sums`)."""
-        key = ("period", *keys)
-        if key not in self._cache:
-            cyc = self.cycles(keys)
-            self._cache[key] = cyc if self.all_double else np.where(self.double_buffered, cyc, -np.inf)
-        return self._cache[key]
-
     def cycles(self, keys: tuple[str, str, str]) -> np.ndarray:
         """``run_cycles - 1`` of a run with tile keys ``keys`` (its cost in the chain, ``run_cycles + 1``,
-        less the 2 cycles of issue a double-buffered period starts with)."""
+        less the 2 cycles of issue a double-buffered period starts with), and ``-inf`` for
+        single-buffered elements: ``max(A - 2, S)`` is then ``S``, the transfers' own cycles, so one
+        sum serves both settings (:class:`_Sums`)."""
         key = ("cyc", *keys)
         if key not in self._cache:
             if self.factor is not None and self.offset is not None:
@@ -382,13 +389,17 @@ class _RunClasses:
                 cyc += o[keys[0]][0]
                 cyc += o[keys[1]][1]
                 cyc += o[keys[2]][2]
+                if not self.all_double:
+                    np.copyto(cyc, -np.inf, where=self.single_buffered)
                 self._cache[key] = cyc
                 return cyc
             else:
                 idx = sum((self.bit[j] * (keys[j] == "L") for j in range(3)),
                           start=np.zeros(self.n_elem, dtype=np.int64))
-                cyc = np.take_along_axis(self.cyc8, idx[None], axis=0)[0]
-            self._cache[key] = cyc - 1.0
+                cyc = np.take_along_axis(self.cyc8, idx[None], axis=0)[0] - 1.0
+                if not self.all_double:
+                    np.copyto(cyc, -np.inf, where=self.single_buffered)
+            self._cache[key] = cyc
         return self._cache[key]
 
     def transfer(self, j: int, keys: tuple[str, str], store: bool = False) -> np.ndarray:
@@ -435,7 +446,7 @@ class _RunClasses:
 class _Sums:
     """Accumulates ``count * max(A - 2, S)`` over run classes (``A = run_cycles + 1``, ``S`` the class's DMA
     commands): double buffered, the periods less their 2 cycles of issue; single buffered (where
-    ``A - 2`` is ``-inf``, :meth:`_RunClasses.period_cycles`), the transfers alone. With
+    ``A - 2`` is ``-inf``, :meth:`_RunClasses.cycles`), the transfers alone. With
     ``count_moves`` it also counts the DMA commands."""
 
     def __init__(self, rc: _RunClasses, count_moves: bool) -> None:
@@ -463,14 +474,14 @@ class _Sums:
             moves = moves + (1.0 if present is True else present)
         if empty:  # a run without transfers: its cycles, double buffered (nothing single buffered)
             if rc.any_double:
-                np.maximum(rc.period_cycles(keys), 0.0, out=s)
+                np.maximum(rc.cycles(keys), 0.0, out=s)
                 s *= count
                 self.acc += s
             return
         if self.count_moves:
             self.transfers += count * moves
         if rc.any_double:
-            np.maximum(rc.period_cycles(keys), s, out=s)
+            np.maximum(rc.cycles(keys), s, out=s)
         s *= count
         self.acc += s
 
@@ -510,6 +521,9 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
     sizes, and by whether they are at index 0 along position 2 (the previous output tile is
     stored in their period) and which tile that was.
     """
+    inputs = (("T", "N"), ("L", "N"), ("T", "T"), ("T", "L"), ("L", "T"), ("L", "L"), ("N", "T"))
+    rc.prepare(tuple((j, keys, False) for j in (0, 1) for keys in inputs)
+               + tuple((2, keys, True) for keys in (("T", "T"), ("T", "L"), ("L", "T"), ("L", "L"))))
     sums = _Sums(rc, False)
     st = rc.transfer
     i2zero = _not(rc.many[2])  # with one tile along position 2 every run starts an output tile
@@ -554,7 +568,7 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
     pre = st(0, ("T", "T")) + st(1, ("T", "T")) + rc.memory.qparam_cycles
     post = st(2, ("L", "L"), True)
     # A period's DMA commands are at most the full tiles' (transfer cycles grow with tile sizes).
-    period = np.minimum(rc.cycles(("T", "T", "T")) + _ISSUE,
+    period = np.minimum(rc.cycles(("T", "T", "T")) + _ISSUE,  # -inf single buffered: no bound needed
                         st(0, ("T", "T")) + st(1, ("T", "T")) + st(2, ("T", "T"), True))
     # LOADs: by the loop that advanced into the run (runs of each kind, and how many at index 0
     # along position 1), from the one load rule; a STORE per output tile.
@@ -618,5 +632,5 @@ def _any_order(rc: _RunClasses, is_out: np.ndarray) -> _Totals:
         sums.add(rc.count(tuple(cat[c][0] for c in cats)), keys, dma)  # type: ignore[arg-type]
     pre = first_load + rc.memory.qparam_cycles
     full = [rc.transfer(j, ("T", "T")) + rc.transfer(j, ("T", "T"), True) for j in range(3)]
-    period = np.minimum(rc.cycles(("T", "T", "T")) + _ISSUE, full[0] + full[1] + full[2])
+    period = np.minimum(rc.cycles(("T", "T", "T")) + _ISSUE, full[0] + full[1] + full[2])  # -inf: single
     return sums.totals(np.asarray(pre), np.asarray(last_store), period, exposed_moves)
