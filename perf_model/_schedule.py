@@ -16,7 +16,12 @@ run's transfers overlap compute, roofline per tile, except the very first loads 
 last store, which nothing can hide::
 
     total = load_first / bw + sum_i max(cyc_i, x_i) + store_last / bw
-    x_i   = (load_i [not the op's first run] + store_i [not the op's last run]) / bw
+    x_i   = (load_i [not the first run] + store_i [not the last run]) / bw
+
+where, with the reduction loop innermost (every default tiling), ``store_i`` is the run's even
+part of the previous output tile's store (the compiler spreads it over the next output tile's
+runs), and otherwise the store of the output tile run ``i`` completes. Every instance of an op
+is a program of its own, so an op of ``I`` instances takes ``I`` times one instance.
 
 ``bw = dram_bytes_per_cycle``; stall cycles are ``total - compute`` (fractional: bandwidth is
 an average). The sums run over 27 classes of runs (first / middle / last index along each
@@ -221,7 +226,7 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
 
     if not roofline:
         zero = np.zeros(len(p))
-        exposure = _Exposure(zero, zero, zero, zero, zero, zero, zero)
+        exposure = _Exposure(zero, zero, zero, zero, zero, zero, zero, zero)
     else:
         classes = _RunClasses(p, t, last, order, by_position, npos, cyc8, bw)
         rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
@@ -233,7 +238,7 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
         compute_cycles=compute, folds=folds, runs=runs, overlapped=exposure.overlapped,
         first_correction=(np.maximum(exposure.first_cyc, exposure.first_x - exposure.first_load)
                           - np.maximum(exposure.first_cyc, exposure.first_x)),
-        last_correction=(np.maximum(exposure.last_cyc, exposure.last_x - exposure.last_store)
+        last_correction=(np.maximum(exposure.last_cyc, exposure.last_x - exposure.last_in_x)
                          - np.maximum(exposure.last_cyc, exposure.last_x)),
         single_correction=exposure.first_cyc - np.maximum(exposure.first_cyc, exposure.first_x),
         exposed=exposure.first_load + exposure.last_store, single_run=runs == 1,
@@ -243,16 +248,15 @@ def schedule(p: Problem, tiling: Tiling, bw: np.ndarray, *, roofline: bool = Tru
 
 def op_cycles(s: Schedule, instances: np.ndarray, bw: np.ndarray, double_buffered: np.ndarray,
               ) -> tuple[np.ndarray, np.ndarray]:
-    """``(compute, total)`` cycles of an op of ``instances`` back-to-back GEMM instances.
+    """``(compute, total)`` cycles of an op of ``instances`` GEMM instances, one after another.
 
-    With double buffering the first run of each instance but the first overlaps the previous
-    instance, so only the op's very first loads and very last store are exposed.
+    Every instance is a program of its own (the compiler's), so its first loads and last store
+    are exposed each time: the op takes ``instances`` times one instance.
     """
     compute = s.compute_cycles * instances
     serial = compute + (s.dram_read.sum(axis=0) + s.dram_write.sum(axis=0)) * instances / bw
-    one = s.single_run & (instances == 1)
-    correction = np.where(one, s.single_correction, s.first_correction + s.last_correction)
-    overlapped = s.overlapped * instances + correction + s.exposed
+    correction = np.where(s.single_run, s.single_correction, s.first_correction + s.last_correction)
+    overlapped = (s.overlapped + correction + s.exposed) * instances
     total = np.where(double_buffered, overlapped, serial)
     return compute, np.maximum(total, compute)
 
@@ -269,6 +273,7 @@ class _Exposure:
     last_cyc: np.ndarray
     last_x: np.ndarray
     last_store: np.ndarray
+    last_in_x: np.ndarray | float  # the part of ``last_store`` that ``last_x`` includes
 
 
 class _RunClasses:
@@ -283,6 +288,7 @@ class _RunClasses:
         tpos = take_rows(t, by_position)
         lpos = take_rows(last, by_position)
         self.n_elem = len(p)
+        self.npos = npos  # tiles along each position
         self.many = [npos[j] > 1 for j in range(3)]  # several tiles along position j
         self.size = {
             _FIRST: [np.where(self.many[j], tpos[j], lpos[j]) for j in range(3)],
@@ -356,15 +362,27 @@ def _roofline_rho_inner(rc: _RunClasses, last_cyc: np.ndarray, resident: np.ndar
     """The 27-class roofline when the reduction loop is innermost (every default tiling).
 
     Positions 0 and 1 hold the inputs' free dims, position 2 the output's (the reduction dim).
-    The output tile is written when a run is the last along position 2 and never read back
-    (it is never revisited); both inputs span position 2, so they reload whenever it moves; at
-    position 2's first index, the loop that moved decides which input reloads. A resident strip
-    (``resident``: the input free at position 1) is only loaded while position 1 is at its first
-    index.
+    Both inputs span position 2, so they reload whenever it moves; at position 2's first index,
+    the loop that moved decides which input reloads. A resident strip (``resident``: the input
+    free at position 1) is only loaded while position 1 is at its first index. An output tile is
+    never revisited; its store is spread evenly over the runs of the next output tile (the
+    compiler's store parts, ``perf_model._program``), and the last one is stored after the last
+    run, exposed.
     """
     many = rc.many
     overlapped = np.zeros(rc.n_elem)
     reloads = ~resident  # the input free at position 1 reloads when position 1 moves
+    full0, full1, last0, last1 = rc.size[_MID][0], rc.size[_MID][1], rc.size[_LAST][0], rc.size[_LAST][1]
+    part = rc.eb_cycles[2] / rc.npos[2]  # per run and element of the previous output tile
+
+    def previous_part(c0: int, c1: int) -> np.ndarray | float:
+        """The part of the previous output tile's store a run of classes ``c0``, ``c1`` carries."""
+        if c1 != _FIRST:  # the tile before along position 1: full along it
+            return part * rc.size[c0][0] * full1
+        if c0 != _FIRST:  # the last tile along position 1 of the previous index along 0
+            return part * full0 * last1
+        return 0.0  # the first output tile has no predecessor
+
     for cats in _CLASS_TRIPLES:
         c0, c1, c2 = cats
         tb0 = rc.tile(0, cats)
@@ -377,10 +395,7 @@ def _roofline_rho_inner(rc: _RunClasses, last_cyc: np.ndarray, resident: np.ndar
             x = _times(tb0, _or(many[1], many[2])) + tb1
         else:  # the first run
             x = tb0 + tb1
-        if c2 == _LAST:
-            x = x + rc.tile(2, cats)
-        elif c2 == _FIRST:
-            x = x + _times(rc.tile(2, cats), _not(many[2]))
+        x = x + previous_part(c0, c1)
         overlapped += rc.runs(cats) * np.maximum(rc.cycles(cats), x)
     first = (_FIRST, _FIRST, _FIRST)
     first_load = rc.tile(0, first) + rc.tile(1, first)
@@ -389,11 +404,11 @@ def _roofline_rho_inner(rc: _RunClasses, last_cyc: np.ndarray, resident: np.ndar
     # The last run's level is the innermost position with several tiles (all: the first run).
     load0 = many[2] | many[1] | ~many[0]
     load1 = (many[2] | ~many[1]) & reloads
+    final_part = np.where(many[1], part * last0 * full1, np.where(many[0], part * full0 * last1, 0.0))
     return _Exposure(
-        overlapped=overlapped, first_cyc=rc.cycles(first),
-        first_x=first_load + _times(rc.tile(2, first), _not(many[2])), first_load=first_load,
-        last_cyc=last_cyc, last_x=rc.tile(0, final) * load0 + rc.tile(1, final) * load1 + last_store,
-        last_store=last_store,
+        overlapped=overlapped, first_cyc=rc.cycles(first), first_x=first_load, first_load=first_load,
+        last_cyc=last_cyc, last_x=rc.tile(0, final) * load0 + rc.tile(1, final) * load1 + final_part,
+        last_store=last_store, last_in_x=0.0,
     )
 
 
@@ -445,4 +460,5 @@ def _roofline_any_order(rc: _RunClasses, is_out: np.ndarray) -> _Exposure:
             final["x"] = final["x"] + w * x
             final["store"] = final["store"] + w * store
     return _Exposure(overlapped, np.asarray(first["cyc"]), np.asarray(first["x"]), np.asarray(first["load"]),
-                     np.asarray(final["cyc"]), np.asarray(final["x"]), np.asarray(final["store"]))
+                     np.asarray(final["cyc"]), np.asarray(final["x"]), np.asarray(final["store"]),
+                     np.asarray(final["store"]))
