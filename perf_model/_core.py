@@ -251,6 +251,13 @@ def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray) -> Non
     sched.dram_write = sched.dram_write + spilled
 
 
+def resident_name(df: int, order: int, resident: bool) -> str:
+    """The input a tiling holds resident: ``"a"`` (middle loop n) or ``"b"`` (m), ``""`` if none."""
+    if not resident:
+        return ""
+    return "a" if order_names(df, order).split(",")[1] == "n" else "b"
+
+
 def order_names(df: int, order: int) -> str:
     """Loop order of a tiling as GEMM dims outer to inner, e.g. ``"m,n,k"``."""
     return ",".join(_GEMM_DIMS[MAPPED_GEMM[df][x]] for x in ORDERS[order])

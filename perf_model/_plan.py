@@ -12,7 +12,7 @@ from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
 from perf_model import timing
 from perf_model._area import area_coefficients
-from perf_model._core import evaluate_block, order_names
+from perf_model._core import evaluate_block, order_names, resident_name
 from perf_model._designs import DesignArrays
 from perf_model._energy import DEFAULT_ENERGY
 from perf_model._ops import op_arrays
@@ -108,7 +108,7 @@ def plan_tiles(config: ArrayConfig, gemm: Gemm | Conv2d) -> TilePlan:
     ok = bool(block.feasible[0, 0])
     mt, kt, nt = (int(v) for v in np.asarray(block.tile[:, 0, 0]))
     outer, middle, inner = order_names(df, int(block.order[0, 0])).split(",")
-    resident = ("a" if middle == "n" else "b") if ok and bool(block.resident[0, 0]) else ""
+    resident = resident_name(df, int(block.order[0, 0]), ok and bool(block.resident[0, 0]))
     return TilePlan(
         status="ok" if ok else "infeasible", reason=block.failure(0, 0), m=g.m, k=g.k, n=g.n,
         mt=mt, kt=kt, nt=nt, order=(outer, middle, inner), dataflow=df, rows=config.rows, cols=config.cols,

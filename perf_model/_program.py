@@ -25,9 +25,13 @@ input tiles are loaded (``wait_run``: the previous run has finished reading them
 waits for the loads (``wait_dma``), and an output tile is stored when its last run is done.
 Double buffered (``double_buffered``): each buffer is used as two halves (words ``[0, H)`` and
 ``[H, 2H)``, ``H = depth // 2``); a tile goes to the half its predecessor in that buffer did not
-use. The order ``RUN(i), STORE(output of run i-1), LOAD(inputs of run i+1), RUN(i+1)`` with
-``RUN(i+1)`` waiting for the DMA, so the store of one output tile and the loads of the next run
-overlap run ``i``: the ping-pong the model scores.
+use. The order ``RUN(i), STORE(part j of the previous output tile), LOAD(inputs of run i+1),
+RUN(i+1)`` with ``RUN(i+1)`` waiting for the DMA, so the loads of the next run and a part of the
+previous output tile's store overlap run ``i``: the ping-pong the model scores. An output tile
+is stored in as many parts (runs of consecutive DRAM rows, as even as whole rows allow) as the
+next output tile has runs, the ``j``-th after that tile's ``j``-th RUN, so a large tile's store
+is spread over the K loop instead of stalling one run; the last output tile is stored whole
+after the last run.
 
 A resident input (``TilePlan.resident``: the plan's strip, :mod:`perf_model._tiling`) is placed
 as a strip: its K sub-tile ``j`` at ``j`` full sub-tiles past the strip's base (in the half of
@@ -240,12 +244,16 @@ class _Builder:
         return p0, p1 - p0, q0, math.ceil((q1 - q0) / lanes)
 
     def transfer(self, opcode: int, name: str, tile: tuple[int, ...], buf_addr: int, *, wait_run: bool = False,
-                 requant: bool = False, q_base: int = 0, q_by_row: bool = False) -> Command:
+                 requant: bool = False, q_base: int = 0, q_by_row: bool = False,
+                 part: tuple[int, int] | None = None) -> Command:
+        """The LOAD/STORE of ``name``'s tile at ``buf_addr``; ``part`` ``(r0, r1)``: only its DRAM
+        rows ``r0 .. r1 - 1`` (buffer words keep their places in the whole tile)."""
         t = self.tensors[name]
         first_row, rows, q0, words = self._shape(name, tile)
-        addr = t.base + first_row * t.pitch + q0 * t.elem_bytes
-        fields = dict(buffer=self.buffer[name], dram_addr=addr, dram_stride=t.pitch, rows=rows, words=words,
-                      buf_addr=buf_addr, row_step=1, word_step=rows)
+        r0, r1 = part if part is not None else (0, rows)
+        addr = t.base + (first_row + r0) * t.pitch + q0 * t.elem_bytes
+        fields = dict(buffer=self.buffer[name], dram_addr=addr, dram_stride=t.pitch, rows=r1 - r0, words=words,
+                      buf_addr=buf_addr + r0, row_step=1, word_step=rows)
         if opcode == Opcode.STORE:
             fields.update(requant=int(requant), q_base=q_base, q_by_row=int(q_by_row))
         return Command.make(opcode, wait_run=wait_run, **fields)
@@ -256,13 +264,24 @@ class _Builder:
         return Command.make(Opcode.RUN, wait_dma=wait_dma, m=m1 - m0, k=k1 - k0, n=n1 - n0, accumulate=int(acc),
                             x_base=bases[x], y_base=bases[y], o_base=bases["c"])
 
-    def store(self, tile: tuple[int, ...], base: int, requant: bool, *, wait_run: bool) -> Command:
+    def store(self, tile: tuple[int, ...], base: int, requant: bool, *, wait_run: bool,
+              part: tuple[int, int] | None = None) -> Command:
+        """The STORE of the output tile (or of its DRAM rows ``part``, see :meth:`transfer`)."""
         cfg = self.config
-        if cfg.dataflow is Dataflow.IS:
+        if cfg.dataflow is Dataflow.IS:  # DRAM rows are channels: the parameters follow the row
+            r0 = part[0] if part is not None else 0
             return self.transfer(Opcode.STORE, "c", tile, base, wait_run=wait_run, requant=requant,
-                                 q_base=tile[4], q_by_row=True)
+                                 q_base=tile[4] + r0, q_by_row=True, part=part)
         return self.transfer(Opcode.STORE, "c", tile, base, wait_run=wait_run, requant=requant,
-                             q_base=tile[4] // cfg.cols)
+                             q_base=tile[4] // cfg.cols, part=part)
+
+    def store_parts(self, tile: tuple[int, ...], base: int, requant: bool, parts: int) -> list[Command]:
+        """The STORE of the output tile as up to ``parts`` commands of consecutive DRAM rows
+        (as even as whole rows allow; none empty)."""
+        rows = self._shape("c", tile)[1]
+        bounds = sorted({j * rows // parts for j in range(parts + 1)})
+        return [self.store(tile, base, requant, wait_run=False, part=(r0, r1))
+                for r0, r1 in zip(bounds, bounds[1:], strict=False)]
 
 
 def _keys(tile: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
@@ -346,16 +365,18 @@ def _double(b: _Builder, runs: list[tuple[int, ...]], placed: list[tuple[dict[st
              for tile, p in zip(runs, placed, strict=True)]
     for cmd in loads[0]:
         b.add(cmd)
-    pending: tuple[tuple[int, ...], int] | None = None  # an output tile whose store waits for the next run
+    ends = [i for i in range(len(runs)) if _last_of_output(runs, i)]  # last run of each output tile
+    following = dict(zip(ends, [b - a for a, b in zip(ends, ends[1:], strict=False)] + [0], strict=True))
+    pieces: list[Command] = []  # the previous output tile's store, one part per run of this one
     for i, tile in enumerate(runs):
         b.add(b.run(tile, bases[i]))
-        if pending is not None:
-            b.add(b.store(pending[0], pending[1], requant, wait_run=False))
-            pending = None
+        if pieces:
+            b.add(pieces.pop(0))
         if i + 1 < len(runs):
             for cmd in loads[i + 1]:
                 b.add(cmd)
-        if _last_of_output(runs, i):
-            pending = (tile, bases[i]["c"])
-    if pending is not None:
-        b.add(b.store(pending[0], pending[1], requant, wait_run=True))
+        if i in following:  # an output tile is complete: its store rides on the next tile's runs
+            if following[i]:
+                pieces = b.store_parts(tile, bases[i]["c"], requant, following[i])
+            else:
+                b.add(b.store(tile, bases[i]["c"], requant, wait_run=True))

@@ -8,7 +8,7 @@ from typing import Any
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
 from perf_model._area import AreaCoefficients, area_coefficients
-from perf_model._core import ENERGY_PARTS, evaluate_block, order_names
+from perf_model._core import ENERGY_PARTS, evaluate_block, order_names, resident_name
 from perf_model._designs import DesignArrays
 from perf_model._energy import DEFAULT_ENERGY, EnergyTable
 from perf_model._ops import op_arrays
@@ -37,7 +37,8 @@ class OpResult:
             ``"overflow"`` (the reduction can overflow ``acc_bits``), and ``reason`` (``""`` if ok).
         count: how often the op runs; ``instances``: GEMM instances (``count * batch``).
         gemm: ``(m, k, n)`` of one instance; ``tile``: ``(mt, kt, nt)``; ``loop_order``: GEMM
-            dims of the tile loops, outer to inner (e.g. ``"m,n,k"``).
+            dims of the tile loops, outer to inner (e.g. ``"m,n,k"``); ``resident``: ``"a"`` or
+            ``"b"``, the input held in its buffer as a whole strip (read from DRAM once), or ``""``.
         folds, compute_cycles, stall_cycles, total_cycles, utilization, macs: as in the issue.
         dram_read_bytes, dram_write_bytes, sram_read_bytes, sram_write_bytes: bytes.
         energy_pj: energy, pJ (``energy_breakdown`` by component); latency_s: seconds.
@@ -51,6 +52,7 @@ class OpResult:
     gemm: tuple[int, int, int]
     tile: tuple[int, int, int]
     loop_order: str
+    resident: str
     folds: int
     compute_cycles: int
     stall_cycles: float
@@ -71,7 +73,8 @@ class OpResult:
         for key in OP_KEYS:
             out[key] = _num(getattr(self, key)) if key != "utilization" else float(self.utilization)
         out["reason"] = self.reason
-        out["tile"] = {"m": self.tile[0], "k": self.tile[1], "n": self.tile[2], "order": self.loop_order}
+        out["tile"] = {"m": self.tile[0], "k": self.tile[1], "n": self.tile[2], "order": self.loop_order,
+                       "resident": self.resident}
         return out
 
 
@@ -135,6 +138,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
             gemm=(m, k, n),
             tile=(mt, kt, nt),
             loop_order=order_names(df, int(block.order[0, o])),
+            resident=resident_name(df, int(block.order[0, o]), ok and bool(block.resident[0, o])),
             folds=int(round(float(block.folds[0, o]))),
             compute_cycles=compute,
             stall_cycles=max(total - compute, 0.0),

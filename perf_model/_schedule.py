@@ -34,6 +34,7 @@ fold; the output is written each time it is touched and read back each time but 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from itertools import product
@@ -348,6 +349,7 @@ class _RunClasses:
                 self.offset[key][0] += self.run_overhead - 1.0  # cycles() returns run_cycles - 1
         self._cache: dict[tuple[object, ...], np.ndarray] = {}
         self._parts: dict[tuple[int, bool], dict[str, dict[str, np.ndarray]]] = {}
+        self._parts_cache: dict[tuple[str, ...], dict[str, np.ndarray]] = {}
 
     def size_list(self, key: str) -> list[np.ndarray]:
         """Tile sizes ``key`` (``"T"``, ``"L"``) along positions 0, 1, 2."""
@@ -365,6 +367,50 @@ class _RunClasses:
                 del self._parts[(j, store)]
                 for key in [k for k in self._cache if k[:2] == ("rows", j)]:
                     del self._cache[key]
+
+    def store_parts(self, combo: tuple[str, str]) -> dict[str, np.ndarray]:
+        """The store of the output tile with keys ``combo`` along positions 0 and 1, as the runs of the
+        next output tile carry it (double buffered: ``perf_model._program`` splits it into
+        ``P = n_2`` parts of consecutive DRAM rows, ``floor((k + 1) R / P) - floor(k R / P)`` rows
+        after the next tile's ``k``-th run, or one row after each of its first ``R`` runs when
+        ``R < P``; single buffered: whole, in the period of the next tile's first run).
+
+        Returns ``n + 1`` of the part at index 0 (``"first"``), ``P - 2`` (``"pen"``), ``P - 1``
+        (``"last"``), of a part of ``q + 1`` and of ``q`` rows (``"big"``, ``"small"``; 0 if ``q`` is 0),
+        how many of the indices ``1 .. P - 3`` carry ``q + 1`` rows (``"mid_big"``) and the store
+        commands (``"count"``, double buffered).
+        """
+        key = ("parts", *combo)
+        if key in self._parts_cache:
+            return self._parts_cache[key]
+        mem, P = self.memory, self.npos[2]
+        outer = self.rows_outer[2]
+        za, zb = self.size[0][combo[0]], self.size[1][combo[1]]
+        R = np.where(outer, za, zb)
+        beats = np.ceil(np.where(outer, zb, za) / self.lanes[2]) * self.word_beats[2]
+        stream, wait = mem.row_terms(beats, True)
+        ge = R >= P
+        q = np.where(ge, np.floor(R / P), 0.0)
+        rem = R - q * P
+        big = mem.chain(q + 1.0, mem.groups(q + 1.0), stream, wait, True)
+        small = np.where(q > 0, mem.chain(q, mem.groups(q), stream, wait, True), 0.0)
+        big_last = ge & (rem > 0)
+        pen_rows = np.floor((P - 1) * R / P) - np.floor((P - 2) * R / P)
+        big_pen = np.where(ge, pen_rows > q, R == P - 1)
+        mid_big = np.where(ge, rem - big_last - big_pen * (P >= 3), np.clip(R - 1, 0.0, np.maximum(P - 3, 0.0)))
+        out = {"first": np.where(ge, small, big), "pen": np.where(big_pen, big, small),
+               "last": np.where(big_last, big, small), "big": big, "small": small, "mid_big": mid_big,
+               "count": np.where(ge, P, R)}
+        if not self.all_double:  # single buffered: the whole tile, at index 0 along position 2
+            whole = self.transfer(2, combo, True)
+            db = self.double_buffered
+            out["first"] = np.where(db, out["first"], whole)
+            out["last"] = np.where(db, out["last"], np.where(P == 1, whole, 0.0))
+            for name in ("pen", "big", "small"):
+                out[name] = np.where(db, out[name], 0.0)
+            out["count"] = np.where(db, out["count"], 1.0)
+        self._parts_cache[key] = out
+        return out
 
     def count(self, cats: tuple[str, str, str]) -> np.ndarray | float:
         """Runs of one instance in the class with categories ``cats`` along positions 0, 1, 2."""
@@ -514,71 +560,90 @@ def _inner_loads(rc: _RunClasses, moved: int, first1: Bool) -> tuple[Bool, Bool]
 def _rho_inner(rc: _RunClasses) -> _Totals:
     """The program's chain when the reduction loop is innermost (every default tiling).
 
-    Positions 0 and 1 hold the inputs' free dims, position 2 the output's (the reduction dim):
-    an output tile is stored once, after its last run (index ``n_2 - 1`` along position 2), by
-    the period of the next run. Runs are grouped by which loop advances after them (2; 1 with 2
-    at its last index; 0; none: the op's last run), which fixes the next run's loads and tile
-    sizes, and by whether they are at index 0 along position 2 (the previous output tile is
-    stored in their period) and which tile that was.
+    Positions 0 and 1 hold the inputs' free dims, position 2 the output's (the reduction dim).
+    Runs are grouped by which loop advances after them (2; 1 with 2 at its last index; 0; none:
+    the op's last run), which fixes the next run's loads and tile sizes; by their index along
+    position 2, which fixes the part of the previous output tile's store in their period
+    (:meth:`_RunClasses.store_parts`); and by whether they belong to the first output tile
+    (no store), to one at index 0 along position 1 (the previous tile is the last along 1 of
+    the previous index along 0) or to another (the previous tile is the one before along 1).
     """
     inputs = (("T", "N"), ("L", "N"), ("T", "T"), ("T", "L"), ("L", "T"), ("L", "L"), ("N", "T"))
     rc.prepare(tuple((j, keys, False) for j in (0, 1) for keys in inputs)
                + tuple((2, keys, True) for keys in (("T", "T"), ("T", "L"), ("L", "T"), ("L", "L"))))
     sums = _Sums(rc, False)
     st = rc.transfer
-    i2zero = _not(rc.many[2])  # with one tile along position 2 every run starts an output tile
+    parts = {combo: rc.store_parts(combo) for combo in (("T", "L"), ("T", "T"), ("L", "T"))}
 
-    def period(cats: tuple[str, str, str], own: tuple[str, str, str], store: tuple[Bool, tuple[str, str]],
+    def period(count: np.ndarray | float, own: tuple[str, str, str], store: tuple[Bool, np.ndarray | None],
                moved: int, first1: Bool, next0: tuple[str, str], next1: tuple[str, str]) -> None:
         dma: list[tuple[np.ndarray, Bool]] = []
-        if store[0] is not False:
-            dma.append((st(2, store[1], True), store[0]))
+        if store[0] is not False and store[1] is not None:
+            dma.append((store[1], store[0]))
         if moved >= 0:
             load0, load1 = _inner_loads(rc, moved, first1)
             dma += [(st(0, next0), load0), (st(1, next1), load1)]
-        sums.add(rc.count(cats), own, dma)
+        sums.add(count, own, dma)
 
-    # Position 2 advances after the run (index i2 <= n2 - 2; the next run's tile along 2 is "N"
-    # after index 0, full after 1 .. n2 - 3, the last after n2 - 2).
-    period(("1", "1", "Z"), ("T", "T", "T"), (False, ("T", "T")), 2, True, ("T", "N"), ("T", "N"))
-    for c0, k0 in (("Ap", "T"), ("Ep", "L")):  # index 0 along 1, along 0 not: stores (i0 - 1, n1 - 1)
-        period((c0, "1", "Z"), (k0, "T", "T"), (True, ("T", "L")), 2, True, ("T", "N"), (k0, "N"))
-    for c1, k1 in (("Ap", "T"), ("Ep", "L")):
-        for c0, k0 in (("A", "T"), ("E", "L")):  # index >= 1 along 1: stores (i0, i1 - 1)
-            period((c0, c1, "Z"), (k0, k1, "T"), (True, (k0, "T")), 2, False, (k1, "N"), (k0, "N"))
-    for c2, k2 in (("M", "T"), ("P", "L")):
-        # (Without resident strips in the batch, index 0 along position 1 needs no class of its own.)
-        split = (("A0", "T", True), ("Ap", "T", False), ("E", "L", _not(rc.many[1])))
-        for c1, k1, first1 in split if rc.resident.any() else (("A", "T", True), ("E", "L", True)):
-            for c0, k0 in (("A", "T"), ("E", "L")):
-                period((c0, c1, c2), (k0, k1, "T"), (False, ("T", "T")), 2, first1, (k1, k2), (k0, k2))
-    # Position 1 advances (last index along 2; with one tile along 2 the previous output is stored).
-    period(("1", "Z", "1"), ("T", "T", "L"), (False, ("T", "T")), 1, False, ("N", "T"), ("T", "T"))
-    for c0, k0 in (("Ap", "T"), ("Ep", "L")):
-        period((c0, "Z", "1"), (k0, "T", "L"), (i2zero, ("T", "L")), 1, False, ("N", "T"), (k0, "T"))
-    for c1, k1 in (("M", "T"), ("P", "L")):
-        for c0, k0 in (("A", "T"), ("E", "L")):
-            period((c0, c1, "1"), (k0, "T", "L"), (i2zero, (k0, "T")), 1, False, (k1, "T"), (k0, "T"))
-    # Position 0 advances (last index along 1 and 2).
-    for c0, k0, stored in (("Z", "N", _and(i2zero, rc.many[1])), ("M", "T", i2zero), ("P", "L", i2zero)):
-        period((c0, "1", "1"), ("T", "L", "L"), (stored, ("T", "T")), 0, True, ("T", "T"), (k0, "T"))
-    # The op's last run: the previous output tile (if it started at index 0 along 2), then its own.
-    previous = np.where(rc.many[1], st(2, ("L", "T"), True), st(2, ("T", "T"), True))
-    sums.add(1.0, ("L", "L", "L"), [(previous, _and(i2zero, _or(rc.many[0], rc.many[1])))])
+    def tiles(c2: str, k2: str, part: str, moved: int, own2: str, nxt: Callable[[str, str], tuple[tuple[str, str],
+                                                                                                  tuple[str, str]]],
+              c1s: tuple[tuple[str, str, str], ...]) -> None:
+        """The runs at position-2 category ``c2`` (own tile key ``own2``), carrying store part ``part``,
+        over every output tile; ``c1s``: position-1 categories ``(category, key, next key)``."""
+        for c1, k1, nk1 in c1s:
+            zero1 = c1 in ("1", "Z")  # index 0 along position 1
+            pos0 = ((("1", "T", None), ("Ap", "T", ("T", "L")), ("Ep", "L", ("T", "L"))) if zero1 else
+                    (("A", "T", "own"), ("E", "L", "own")))
+            for c0, k0, combo in pos0:
+                if combo == "own":
+                    combo = (k0, "T")
+                cats = (c0, c1, c2)
+                if combo is None:  # the first output tile: nothing to store
+                    count, cycles = rc.count(cats if c2 not in ("Mb", "Ms") else (c0, c1, "M")), None
+                    if c2 == "Ms":
+                        continue
+                else:
+                    pp = parts[combo]
+                    count, cycles = rc.count(cats if c2 not in ("Mb", "Ms") else (c0, c1, "1")), pp[part]
+                    if c2 == "Mb":
+                        count = count * pp["mid_big"]
+                    elif c2 == "Ms":
+                        count = count * (rc.count(("1", "1", "M")) - pp["mid_big"])
+                next0, next1 = nxt(k0, nk1 if moved == 1 else k1)
+                # The loading run is at index 0 along position 1 only if position 2 advanced into it.
+                period(count, (k0, k1, own2), (True, cycles), moved, zero1 and moved == 2, next0, next1)
+
+    inner1 = (("1", "T", ""), ("Ap", "T", ""), ("Ep", "L", ""))
+    # Position 2 advances after the run (index i2 <= n2 - 2): the next run's tile along 2 is "N"
+    # after index 0, full after 1 .. n2 - 3, the last after n2 - 2; store parts by index.
+    for c2, k2n, part in (("Z", "N", "first"), ("Mb", "T", "big"), ("Ms", "T", "small"), ("P", "L", "pen")):
+        tiles(c2, k2n, part, 2, "T", lambda k0, k1, k2n=k2n: ((k1, k2n), (k0, k2n)), inner1)
+    # Position 1 advances (last index along 2).
+    tiles("1", "L", "last", 1, "L", lambda k0, nk1: ((nk1, "T"), (k0, "T")),
+          (("Z", "T", "N"), ("M", "T", "T"), ("P", "T", "L")))
+    # Position 0 advances (last index along 1 and 2); the previous output tile is full along 0 and 1.
+    last = parts[("T", "T")]["last"]
+    for c0, k0, stored in (("Z", "N", rc.many[1]), ("M", "T", True), ("P", "L", True)):
+        period(rc.count((c0, "1", "1")), ("T", "L", "L"), (stored, last), 0, True, ("T", "T"), (k0, "T"))
+    # The op's last run: the last part of the previous output tile, then its own store, whole.
+    previous = np.where(rc.many[1], parts[("L", "T")]["last"], last)
+    sums.add(1.0, ("L", "L", "L"), [(previous, _or(rc.many[0], rc.many[1]))])
     pre = st(0, ("T", "T")) + st(1, ("T", "T")) + rc.memory.qparam_cycles
     post = st(2, ("L", "L"), True)
     # A period's DMA commands are at most the full tiles' (transfer cycles grow with tile sizes).
-    period = np.minimum(rc.cycles(("T", "T", "T")) + _ISSUE,  # -inf single buffered: no bound needed
-                        st(0, ("T", "T")) + st(1, ("T", "T")) + st(2, ("T", "T"), True))
+    period_bound = np.minimum(rc.cycles(("T", "T", "T")) + _ISSUE,  # -inf single buffered: no bound needed
+                              st(0, ("T", "T")) + st(1, ("T", "T")) + st(2, ("T", "T"), True))
     # LOADs: by the loop that advanced into the run (runs of each kind, and how many at index 0
-    # along position 1), from the one load rule; a STORE per output tile.
+    # along position 1), from the one load rule; STOREs: one per output tile, or its parts.
     n0, n1, n2 = rc.npos
     loads: np.ndarray | float = 0.0
     for runs, moved, first1 in ((1.0, -1, True), (n0 * (n2 - 1), 2, True), (n0 * (n1 - 1) * (n2 - 1), 2, False),
                                 (n0 * (n1 - 1), 1, False), (n0 - 1, 0, True)):
         for flag in _inner_loads(rc, moved, first1):
             loads = loads + _times(runs, flag)
-    return sums.totals(pre, post, period, loads + n0 * n1)
+    stores = ((n0 - 1) * (n1 - 1) * parts[("T", "T")]["count"] + (n0 - 1) * parts[("T", "L")]["count"]
+              + (n1 - 1) * parts[("L", "T")]["count"] + 1.0)
+    return sums.totals(pre, post, period_bound, loads + stores)
 
 
 def _any_order(rc: _RunClasses, is_out: np.ndarray) -> _Totals:

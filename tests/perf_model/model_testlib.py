@@ -63,50 +63,65 @@ def reference(df, R, C, dims, tile, order, ib, ab, bw, instances, double_buffere
     """``(compute, total, dram_read, dram_write)`` of an op, by brute force over its runs.
 
     ``resident`` (``"a"``/``"b"``): that input keeps every K tile of its current strip (its
-    non-K range) in the buffer and loads each only once per strip.
+    non-K range) in the buffer and loads each only once per strip. Every instance is its own
+    program (the compiler's), so instances add up. Double buffered with K innermost, an output
+    tile's store is spread evenly over the runs of the next output tile (the compiler's store
+    parts); otherwise it rides on the run that completes it.
     """
+    one = _reference_instance(df, R, C, dims, tile, order, ib, ab, bw, double_buffered, shadow, resident)
+    return tuple(instances * v for v in one)
+
+
+def _reference_instance(df, R, C, dims, tile, order, ib, ab, bw, double_buffered, shadow, resident):
     operand_dims = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
     elem = {"A": ib / 8, "B": ib / 8, "C": ab / 8}
     seq = []
-    for _ in range(instances):
-        held: dict[str, tuple] = {}
-        strip: dict[str, set] = {}
-        inst_runs = list(runs(df, dims, tile, order))
-        for i, run in enumerate(inst_runs):
-            size = {d: run[d][1] - run[d][0] for d in "mkn"}
-            load = 0.0
-            for op in ("A", "B"):
-                key = tuple(run[d] for d in operand_dims[op])
-                new = held.get(op) != key
-                if op.lower() == resident:
-                    outer = run["m" if op == "A" else "n"]
-                    if held.get(op + "strip") != outer:
-                        held[op + "strip"] = outer
-                        strip[op] = set()
-                    new = key not in strip[op]
-                    strip[op].add(key)
-                if new:
-                    load += elem[op] * size[operand_dims[op][0]] * size[operand_dims[op][1]]
-                    held[op] = key
-            ckey = tuple(run[d] for d in operand_dims["C"])
-            c_bytes = elem["C"] * size["m"] * size["n"]
-            if held.get("C") != ckey:
-                held["C"] = ckey
-                if run["k"][0] > 0:  # partial sums of a revisited output tile come back
-                    load += c_bytes
-            nxt = inst_runs[i + 1] if i + 1 < len(inst_runs) else None
-            store = c_bytes if nxt is None or tuple(nxt[d] for d in operand_dims["C"]) != ckey else 0.0
-            cyc = hand_run_cycles(df, R, C, size["m"], size["k"], size["n"], shadow)
-            seq.append((cyc, load, store))
+    k_inner = GEMM_OF[df][order[2]] == "k"
+    held: dict[str, tuple] = {}
+    strip: dict[str, set] = {}
+    inst_runs = list(runs(df, dims, tile, order))
+    for i, run in enumerate(inst_runs):
+        size = {d: run[d][1] - run[d][0] for d in "mkn"}
+        load = 0.0
+        for op in ("A", "B"):
+            key = tuple(run[d] for d in operand_dims[op])
+            new = held.get(op) != key
+            if op.lower() == resident:
+                outer = run["m" if op == "A" else "n"]
+                if held.get(op + "strip") != outer:
+                    held[op + "strip"] = outer
+                    strip[op] = set()
+                new = key not in strip[op]
+                strip[op].add(key)
+            if new:
+                load += elem[op] * size[operand_dims[op][0]] * size[operand_dims[op][1]]
+                held[op] = key
+        ckey = tuple(run[d] for d in operand_dims["C"])
+        c_bytes = elem["C"] * size["m"] * size["n"]
+        if held.get("C") != ckey:
+            held["C"] = ckey
+            if run["k"][0] > 0:  # partial sums of a revisited output tile come back
+                load += c_bytes
+        nxt = inst_runs[i + 1] if i + 1 < len(inst_runs) else None
+        store = c_bytes if nxt is None or tuple(nxt[d] for d in operand_dims["C"]) != ckey else 0.0
+        cyc = hand_run_cycles(df, R, C, size["m"], size["k"], size["n"], shadow)
+        seq.append((cyc, load, store))
     compute = sum(s[0] for s in seq)
     reads = sum(s[1] for s in seq)
     writes = sum(s[2] for s in seq)
     if not double_buffered:
         return compute, compute + (reads + writes) / bw, reads, writes
-    total = seq[0][1] / bw + seq[-1][2] / bw
     last = len(seq) - 1
-    for i, (cyc, load, store) in enumerate(seq):
-        x = (load if i > 0 else 0.0) + (store if i < last else 0.0)
+    carried = [store if i < last else 0.0 for i, (_, _, store) in enumerate(seq)]  # store of run i's output
+    if k_inner:  # spread each output tile's store over the next output tile's runs
+        ends = [i for i, (_, _, store) in enumerate(seq) if store]
+        carried = [0.0] * len(seq)
+        for a, b in zip(ends, ends[1:], strict=False):
+            for j in range(a + 1, b + 1):
+                carried[j] = seq[a][2] / (b - a)
+    total = seq[0][1] / bw + seq[-1][2] / bw
+    for i, (cyc, load, _) in enumerate(seq):
+        x = (load if i > 0 else 0.0) + carried[i]
         total += max(cyc, x / bw)
     return compute, total, reads, writes
 

@@ -36,14 +36,23 @@ def test_a_field_that_does_not_fit_or_does_not_belong_is_refused():
         Command.make(0)
 
 
-def test_the_compiler_emits_the_runs_of_the_plan_and_stores_each_output_tile_once():
-    program = compile_gemm(SMALL, Gemm(m=40, k=48, n=12))
+@pytest.mark.parametrize("double", [True, False])
+def test_the_compiler_emits_the_runs_of_the_plan_and_stores_each_output_row_once(double):
+    config = dataclasses.replace(SMALL, double_buffered=double)
+    program = compile_gemm(config, Gemm(m=40, k=48, n=12))
     runs = [c for c in program.commands if c.opcode == Opcode.RUN]
     stores = [c for c in program.commands if c.opcode == Opcode.STORE]
     assert len(runs) == len(program.runs) > 1
-    outputs = {(t[0], t[1], t[4], t[5]) for t in program.runs}
-    assert len(stores) == len(outputs)
     assert sum(c["m"] * c["k"] * c["n"] for c in runs) == 40 * 48 * 12  # the runs cover the GEMM once
+    c = program.tensors["c"]
+    rows = [s["dram_addr"] - c.base + r * s["dram_stride"] for s in stores for r in range(s["rows"])]
+    assert sorted(rows) == [r * c.pitch for r in range(c.rows)]  # every DRAM row of C written exactly once
+    outputs = {(t[0], t[1], t[4], t[5]) for t in program.runs}
+    if double:  # each output tile but the last is stored in parts, one per run of the next one
+        per_tile = len(program.runs) // len(outputs)
+        assert len(stores) == (len(outputs) - 1) * per_tile + 1 and per_tile > 1
+    else:
+        assert len(stores) == len(outputs)
 
 
 def test_tensors_are_page_aligned_and_do_not_overlap_the_program_or_each_other():

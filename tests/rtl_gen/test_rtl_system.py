@@ -113,6 +113,19 @@ def test_a_requantised_store_writes_the_output_stage_codes(dataflow):
     assert run.total == run.model.total
 
 
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+def test_an_output_tile_stored_in_parts_keeps_every_channels_parameters(dataflow):
+    a, b = _operands(30, 64, 10, seed=11)
+    rq = Requant(multiplier=tuple((1 << 30) + (i << 26) for i in range(10)), shift=(7,),
+                 bias=tuple(range(-500, 500, 100)), zero_point=2, act_min=-90, act_max=100)
+    run = run_soc(small(dataflow, True), a, b, requant=rq)
+    stores = [c for c in run.program.commands if c.opcode == Opcode.STORE]
+    outputs = {(t[0], t[1], t[4], t[5]) for t in run.program.runs}
+    assert len(stores) > len(outputs) > 1  # parts of output tiles ride on the next tile's runs
+    np.testing.assert_array_equal(result(run), np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64))
+    assert run.total == run.model.total
+
+
 @pytest.mark.parametrize("dataflow,double", [("ws", True), ("os", False), ("is", True)])
 def test_back_pressure_on_every_axi_channel_never_corrupts_data(dataflow, double):
     a, b = _operands(20, 24, 10, seed=7)
