@@ -548,6 +548,8 @@ def _inner_loads(rc: _RunClasses, moved: int, first1: Bool) -> tuple[Bool, Bool]
     changed; a resident strip (``Tiling.resident``: input 1 held whole along position 2) only
     while position 1 is at index 0. The one place the schedule decides what is loaded.
     """
+    load0: Bool
+    load1: Bool
     if moved in (-1, 2):
         load0, load1 = True, True
     elif moved == 1:
@@ -592,11 +594,10 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
         over every output tile; ``c1s``: position-1 categories ``(category, key, next key)``."""
         for c1, k1, nk1 in c1s:
             zero1 = c1 in ("1", "Z")  # index 0 along position 1
-            pos0 = ((("1", "T", None), ("Ap", "T", ("T", "L")), ("Ep", "L", ("T", "L"))) if zero1 else
-                    (("A", "T", "own"), ("E", "L", "own")))
+            pos0: tuple[tuple[str, str, tuple[str, str] | None], ...] = (
+                (("1", "T", None), ("Ap", "T", ("T", "L")), ("Ep", "L", ("T", "L"))) if zero1 else
+                (("A", "T", ("T", "T")), ("E", "L", ("L", "T"))))  # the previous tile: (i0, i1 - 1)
             for c0, k0, combo in pos0:
-                if combo == "own":
-                    combo = (k0, "T")
                 cats = (c0, c1, c2)
                 if combo is None:  # the first output tile: nothing to store
                     count, cycles = rc.count(cats if c2 not in ("Mb", "Ms") else (c0, c1, "M")), None
@@ -617,10 +618,16 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
     # Position 2 advances after the run (index i2 <= n2 - 2): the next run's tile along 2 is "N"
     # after index 0, full after 1 .. n2 - 3, the last after n2 - 2; store parts by index.
     for c2, k2n, part in (("Z", "N", "first"), ("Mb", "T", "big"), ("Ms", "T", "small"), ("P", "L", "pen")):
-        tiles(c2, k2n, part, 2, "T", lambda k0, k1, k2n=k2n: ((k1, k2n), (k0, k2n)), inner1)
+        def along2(k0: str, k1: str, k2n: str = k2n) -> tuple[tuple[str, str], tuple[str, str]]:
+            return (k1, k2n), (k0, k2n)
+
+        tiles(c2, k2n, part, 2, "T", along2, inner1)
+
     # Position 1 advances (last index along 2).
-    tiles("1", "L", "last", 1, "L", lambda k0, nk1: ((nk1, "T"), (k0, "T")),
-          (("Z", "T", "N"), ("M", "T", "T"), ("P", "T", "L")))
+    def along1(k0: str, nk1: str) -> tuple[tuple[str, str], tuple[str, str]]:
+        return (nk1, "T"), (k0, "T")
+
+    tiles("1", "L", "last", 1, "L", along1, (("Z", "T", "N"), ("M", "T", "T"), ("P", "T", "L")))
     # Position 0 advances (last index along 1 and 2); the previous output tile is full along 0 and 1.
     last = parts[("T", "T")]["last"]
     for c0, k0, stored in (("Z", "N", rc.many[1]), ("M", "T", True), ("P", "L", True)):
@@ -640,7 +647,8 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
     for runs, moved, first1 in ((1.0, -1, True), (n0 * (n2 - 1), 2, True), (n0 * (n1 - 1) * (n2 - 1), 2, False),
                                 (n0 * (n1 - 1), 1, False), (n0 - 1, 0, True)):
         for flag in _inner_loads(rc, moved, first1):
-            loads = loads + _times(runs, flag)
+            if flag is not False:
+                loads = loads + runs * (1.0 if flag is True else flag)
     stores = ((n0 - 1) * (n1 - 1) * parts[("T", "T")]["count"] + (n0 - 1) * parts[("T", "L")]["count"]
               + (n1 - 1) * parts[("L", "T")]["count"] + 1.0)
     return sums.totals(pre, post, period_bound, loads + stores)

@@ -140,7 +140,8 @@ def memory_arrays(df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits
     # The operand free in r and in s have words along c (C lanes), the one free in c along r (R lanes);
     # the one free in the reduction dim is the output (r for WS/IS, s for OS).
     out_free = np.where(np.asarray(df) == 1, 2, 0)
-    word_beats = tuple(np.where(out_free == f, out, ib) * (lanes / W) for f, lanes in enumerate((C, R, C)))
+    beats = [np.where(out_free == f, out, ib) * (lanes / W) for f, lanes in enumerate((C, R, C))]
+    word_beats = (beats[0], beats[1], beats[2])
     beat = W / np.minimum(W, np.asarray(bandwidth, dtype=np.float64))
     # The parameters: one row of 16-byte lanes, words of one lane (IS) or C lanes, whole beats per word.
     per_word = np.where(np.asarray(df) == 2, 1.0, C)

@@ -86,8 +86,8 @@ def test_any_tiling_and_order_matches_the_per_run_reference(fast, monkeypatch):
         np.testing.assert_allclose(got, (expected[0], *expected[2:]), rtol=1e-9, atol=1e-9)
         # Every transfer and run is a command of the chain: the ping-pong only hides cycles.
         single, double = (schedule(p, tiling, memory, x).total[0] for x in (False, True))
+        # (Double buffered can be slower on tiny runs: each store part pays a DRAM round trip.)
         assert compute[0] < total[0] == (double if db else single) * inst
-        assert double <= single
 
 
 def test_single_run_transfers_by_hand():
