@@ -384,6 +384,16 @@ class _RunClasses:
         if key in self._parts_cache:
             return self._parts_cache[key]
         mem, P = self.memory, self.npos[2]
+        if not self.any_double or not self.many[2].any():  # whole stores: single buffered, or one part
+            whole = self.transfer(2, combo, True)
+            zero = np.zeros(self.n_elem)
+            one_part = ~self.many[2] if self.any_double else False
+            out = {"first": whole, "pen": zero, "last": np.where(one_part, whole, 0.0) if self.any_double else zero,
+                   "big": zero, "small": zero, "mid_big": zero, "count": np.ones(self.n_elem)}
+            if not self.any_double:
+                out["last"] = np.where(P == 1, whole, 0.0)
+            self._parts_cache[key] = out
+            return out
         outer = self.rows_outer[2]
         za, zb = self.size[0][combo[0]], self.size[1][combo[1]]
         R = np.where(outer, za, zb)
@@ -458,7 +468,9 @@ class _RunClasses:
                 q = a if keys[0] == "N" else b
                 last = (keys[0].replace("N", "L"), keys[1].replace("N", "L"))
                 full = (keys[0].replace("N", "T"), keys[1].replace("N", "T"))
-                self._cache[key] = np.where(self.two[q], self.transfer(j, last, store), self.transfer(j, full, store))
+                two = self.two[q]
+                self._cache[key] = (np.where(two, self.transfer(j, last, store), self.transfer(j, full, store))
+                                    if two.any() else self.transfer(j, full, store))
                 return self._cache[key]
             if keys[0] == keys[1]:
                 self._cache[key] = self._by_rows(j, keys[0], keys[1], store)
@@ -505,6 +517,8 @@ class _Sums:
 
     def add(self, count: np.ndarray | float, keys: tuple[str, str, str], dma: list[tuple[np.ndarray, Bool]]) -> None:
         """One class: ``count`` runs of tile keys ``keys`` with DMA commands ``(cycles, present)``."""
+        if not isinstance(count, float) and not count.any():  # no element has runs of this class
+            return
         s, t, rc = self._s, self._t, self.rc
         moves: np.ndarray | float = 0.0
         empty = True
