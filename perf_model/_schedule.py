@@ -16,15 +16,17 @@ commands adds its fetch and first decode per queue-load (``Memory.program``). Th
     double buffered   total = fetch + pre + sum_i max(cyc_i + 1, 2 + S_i) + store_last
 
 ``pre``: the first run's loads (and the output stage's parameters); ``S_i``: the DMA commands
-the compiler puts between ``RUN(i)`` and ``RUN(i + 1)``, the store of run ``i - 1``'s output
-(if it was an output tile's last run) and the loads of run ``i + 1``, each ``n + 1``, on one DMA
+the compiler puts between ``RUN(i)`` and ``RUN(i + 1)``, run ``i``'s part of the previous output
+tile's store (``perf_model._program`` spreads it over the next tile's runs; single buffered it
+is whole, after the tile's last run) and the loads of run ``i + 1``, each ``n + 1``, on one DMA
 engine while the array computes run ``i``; 2 cycles of issue before the first of them. Both are
 exact for the walk of one queue-load (every row of a transfer inside one 4 KiB page); a program
 longer than the queue (``QUEUE_DEPTH`` commands) also drains the ping-pong at each queue-load
 boundary, at most one period per boundary (``Schedule.boundary_bound``).
 
 The sums run over classes of runs (first / middle / next-to-last / last index along each loop
-position, as the pairing needs), each class with a count, so nothing loops over tiles.
+position, as the pairing and the store parts need), each class with a count, so nothing loops
+over tiles.
 
 SRAM accesses by the array: the operand spanning ``(r, c)`` is touched once per ``s`` tile,
 the one spanning ``(s, r)`` once per column fold, the one spanning ``(s, c)`` once per row
