@@ -424,6 +424,11 @@ class _RunClasses:
         self._parts_cache[key] = out
         return out
 
+    def count_of(self, j: int, category: str) -> np.ndarray | float:
+        """Indices along position ``j`` in ``category`` (1 for the single-index ones)."""
+        factor = self._count[j][category]
+        return 1.0 if factor is None else factor
+
     def count(self, cats: tuple[str, str, str]) -> np.ndarray | float:
         """Runs of one instance in the class with categories ``cats`` along positions 0, 1, 2."""
         out: np.ndarray | float = 1.0
@@ -589,6 +594,8 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
     inputs = (("T", "N"), ("L", "N"), ("T", "T"), ("T", "L"), ("L", "T"), ("L", "L"), ("N", "T"))
     rc.prepare(tuple((j, keys, False) for j in (0, 1) for keys in inputs)
                + tuple((2, keys, True) for keys in (("T", "T"), ("T", "L"), ("L", "T"), ("L", "L"))))
+    if not rc.any_double:
+        return _rho_inner_single(rc)
     sums = _Sums(rc, False)
     st = rc.transfer
     parts = {combo: rc.store_parts(combo) for combo in (("T", "L"), ("T", "T"), ("L", "T"))}
@@ -668,6 +675,52 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
     stores = ((n0 - 1) * (n1 - 1) * parts[("T", "T")]["count"] + (n0 - 1) * parts[("T", "L")]["count"]
               + (n1 - 1) * parts[("L", "T")]["count"] + 1.0)
     return sums.totals(pre, post, period_bound, loads + stores)
+
+
+def _rho_inner_single(rc: _RunClasses) -> _Totals:
+    """:func:`_rho_inner` when no element is double buffered: the chain is every command in series,
+    so its sum is linear: each transfer's cycles times how many runs load (store) a tile of its
+    sizes, by the loop that advanced into the run (the flags of :func:`_inner_loads`)."""
+    n0, n1, n2 = rc.npos
+    st = rc.transfer
+    # Indices of each tile key: along j all of them ("T" n - 1, "L" 1), or from index 1 on.
+    Range = tuple[np.ndarray | float, np.ndarray | float]
+    later: list[Range] = [(rc.count_of(j, "Ap"), rc.count_of(j, "Ep")) for j in range(3)]
+
+    def over(j: int, pa: Range, pb: Range) -> np.ndarray:
+        """Sum of the transfer of the input free at ``j`` over index ranges ``pa``, ``pb`` (how many
+        full and last tiles) along its two positions."""
+        out: np.ndarray | float = 0.0
+        for ka, ca in (("T", pa[0]), ("L", pa[1])):
+            for kb, cb in (("T", pb[0]), ("L", pb[1])):
+                if not (isinstance(ca, float) and ca == 0.0 or isinstance(cb, float) and cb == 0.0):
+                    out = out + ca * cb * st(j, (ka, kb))
+        return np.asarray(out)
+
+    all0: Range = (n0 - 1, 1.0)
+    later1, later2 = later[1], later[2]
+    once: Range = (1.0, 0.0)  # index 0 alone (a full tile, or the only one)
+    total: np.ndarray | float = st(0, ("T", "T")) + st(1, ("T", "T"))  # the first run's loads
+    for moved, first1, range0, range1, range2 in (
+            (2, True, all0, once, later2), (2, False, all0, later1, later2), (1, False, all0, later1, once),
+            (0, True, later[0], once, once)):
+        load0, load1 = _inner_loads(rc, moved, first1)
+        if load0 is not False:
+            runs0 = range0[0] + range0[1]  # input 0 does not span position 0
+            total = total + _times(runs0 * over(0, range1, range2), load0)
+        if load1 is not False:
+            runs1 = range1[0] + range1[1]  # input 1 does not span position 1
+            total = total + _times(runs1 * over(1, range0, range2), load1)
+    stores = ((n0 - 1) * (n1 - 1) * st(2, ("T", "T"), True) + (n0 - 1) * st(2, ("T", "L"), True)
+              + (n1 - 1) * st(2, ("L", "T"), True) + st(2, ("L", "L"), True))
+    loads: np.ndarray | float = 0.0
+    for runs, moved, first1 in ((1.0, -1, True), (n0 * (n2 - 1), 2, True), (n0 * (n1 - 1) * (n2 - 1), 2, False),
+                                (n0 * (n1 - 1), 1, False), (n0 - 1, 0, True)):
+        for flag in _inner_loads(rc, moved, first1):
+            if flag is not False:
+                loads = loads + runs * (1.0 if flag is True else flag)
+    chain = rc.compute + rc.runs + total + stores + rc.memory.qparam_cycles
+    return _Totals(np.asarray(chain), np.asarray(loads + n0 * n1), np.zeros(rc.n_elem))
 
 
 def _any_order(rc: _RunClasses, is_out: np.ndarray) -> _Totals:
