@@ -580,6 +580,19 @@ def _inner_loads(rc: _RunClasses, moved: int, first1: Bool) -> tuple[Bool, Bool]
     return load0, _and(load1, _or(first1, rc.not_resident))
 
 
+def _load_commands(rc: _RunClasses) -> np.ndarray | float:
+    """LOAD commands of an instance, reduction loop innermost: the runs by the loop that advanced
+    into them (and how many at index 0 along position 1), each with the one load rule's flags."""
+    n0, n1, n2 = rc.npos
+    loads: np.ndarray | float = 0.0
+    for runs, moved, first1 in ((1.0, -1, True), (n0 * (n2 - 1), 2, True), (n0 * (n1 - 1) * (n2 - 1), 2, False),
+                                (n0 * (n1 - 1), 1, False), (n0 - 1, 0, True)):
+        for flag in _inner_loads(rc, moved, first1):
+            if flag is not False:
+                loads = loads + runs * (1.0 if flag is True else flag)
+    return loads
+
+
 def _rho_inner(rc: _RunClasses) -> _Totals:
     """The program's chain when the reduction loop is innermost (every default tiling).
 
@@ -663,15 +676,9 @@ def _rho_inner(rc: _RunClasses) -> _Totals:
     # A period's DMA commands are at most the full tiles' (transfer cycles grow with tile sizes).
     period_bound = np.minimum(rc.cycles(("T", "T", "T")) + _ISSUE,  # -inf single buffered: no bound needed
                               st(0, ("T", "T")) + st(1, ("T", "T")) + st(2, ("T", "T"), True))
-    # LOADs: by the loop that advanced into the run (runs of each kind, and how many at index 0
-    # along position 1), from the one load rule; STOREs: one per output tile, or its parts.
+    # STOREs: one per output tile, or its parts.
     n0, n1, n2 = rc.npos
-    loads: np.ndarray | float = 0.0
-    for runs, moved, first1 in ((1.0, -1, True), (n0 * (n2 - 1), 2, True), (n0 * (n1 - 1) * (n2 - 1), 2, False),
-                                (n0 * (n1 - 1), 1, False), (n0 - 1, 0, True)):
-        for flag in _inner_loads(rc, moved, first1):
-            if flag is not False:
-                loads = loads + runs * (1.0 if flag is True else flag)
+    loads = _load_commands(rc)
     stores = ((n0 - 1) * (n1 - 1) * parts[("T", "T")]["count"] + (n0 - 1) * parts[("T", "L")]["count"]
               + (n1 - 1) * parts[("L", "T")]["count"] + 1.0)
     return sums.totals(pre, post, period_bound, loads + stores)
@@ -713,12 +720,7 @@ def _rho_inner_single(rc: _RunClasses) -> _Totals:
             total = total + _times(runs1 * over(1, range0, range2), load1)
     stores = ((n0 - 1) * (n1 - 1) * st(2, ("T", "T"), True) + (n0 - 1) * st(2, ("T", "L"), True)
               + (n1 - 1) * st(2, ("L", "T"), True) + st(2, ("L", "L"), True))
-    loads: np.ndarray | float = 0.0
-    for runs, moved, first1 in ((1.0, -1, True), (n0 * (n2 - 1), 2, True), (n0 * (n1 - 1) * (n2 - 1), 2, False),
-                                (n0 * (n1 - 1), 1, False), (n0 - 1, 0, True)):
-        for flag in _inner_loads(rc, moved, first1):
-            if flag is not False:
-                loads = loads + runs * (1.0 if flag is True else flag)
+    loads = _load_commands(rc)
     chain = rc.compute + rc.runs + total + stores + rc.memory.qparam_cycles
     return _Totals(np.asarray(chain), np.asarray(loads + n0 * n1), np.zeros(rc.n_elem))
 
