@@ -34,7 +34,14 @@ from accel_dse.simulate._dram_program import (
 )
 from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
-from accel_dse.simulate._runs import CLOCK_PERIOD_NS, FIRST_MISMATCHES, network, new_run_dir, plan_runs, unfinished
+from accel_dse.simulate._runs import (
+    CLOCK_PERIOD_NS,
+    FIRST_MISMATCHES,
+    new_run_dir,
+    plan_runs,
+    report,
+    unfinished,
+)
 
 __all__ = ["DramJob", "prepare_dram", "check_dram", "run_dram", "DRAM_LATENCY", "DRAM_TESTBENCH_MODULE",
            "dram_words"]
@@ -195,11 +202,5 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
                    for job in jobs]
     finally:
         lock.close()
-    design_info = {**design.to_dict(), "config_hash": design.config_hash, "top": top, "memory": "dram"}
-    if fault is not None:
-        design_info["fault"] = dataclasses.asdict(fault)
-    return SimulationReport(
-        design=design_info, workload=spec, simulator=sim.name, ops=tuple(results), scale=scale,
-        build_seconds=build.seconds, build_cached=build.cached, run_seconds=outcome.seconds,
-        run_dir=str(run_dir), notes=tuple(notes), network=network(results) if chained else None,
-    )
+    return report(design, top=top, fault=fault, spec=spec, sim=sim, results=results, scale=scale, build=build,
+                  outcome=outcome, run_dir=run_dir, notes=notes, chained=chained, memory="dram")

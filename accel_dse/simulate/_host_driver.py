@@ -37,7 +37,14 @@ from accel_dse.simulate._program import (
 )
 from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
 from accel_dse.simulate._run import run_testbench
-from accel_dse.simulate._runs import CLOCK_PERIOD_NS, FIRST_MISMATCHES, network, new_run_dir, plan_runs, unfinished
+from accel_dse.simulate._runs import (
+    CLOCK_PERIOD_NS,
+    FIRST_MISMATCHES,
+    new_run_dir,
+    plan_runs,
+    report,
+    unfinished,
+)
 
 __all__ = ["run_host_port"]
 
@@ -100,14 +107,8 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
         ]
     finally:
         lock.close()
-    design_info = {**design.to_dict(), "config_hash": design.config_hash, "top": top}
-    if fault is not None:
-        design_info["fault"] = dataclasses.asdict(fault)
-    return SimulationReport(
-        design=design_info, workload=spec, simulator=sim.name, ops=tuple(results), scale=scale,
-        build_seconds=build.seconds, build_cached=build.cached, run_seconds=outcome.seconds,
-        run_dir=str(run_dir), notes=tuple(notes), network=network(results) if chained else None,
-    )
+    return report(design, top=top, fault=fault, spec=spec, sim=sim, results=results, scale=scale, build=build,
+                  outcome=outcome, run_dir=run_dir, notes=notes, chained=chained)
 
 
 def _progress(jobs: list[_Job], run_dir: Path, say: Callable[[str], None]) -> Callable[[], None]:

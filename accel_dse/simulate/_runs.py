@@ -15,10 +15,11 @@ from typing import IO, Any
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import SimulationError
 from accel_dse.simulate._process import ProcessOutcome
-from accel_dse.simulate._report import OpResult
+from accel_dse.simulate._report import OpResult, SimulationReport
 from perf_model._program import output_major
 
-__all__ = ["new_run_dir", "plan_runs", "unfinished", "network", "FIRST_MISMATCHES", "KEEP_RUNS", "CLOCK_PERIOD_NS"]
+__all__ = ["new_run_dir", "plan_runs", "unfinished", "network", "report", "FIRST_MISMATCHES", "KEEP_RUNS",
+           "CLOCK_PERIOD_NS"]
 
 #: Mismatches listed per op (the count covers all of them).
 FIRST_MISMATCHES = 5
@@ -96,3 +97,17 @@ def network(results: list[OpResult]) -> dict[str, Any]:
                          "mismatches": final.mismatches if finished else None,
                          "match": finished and final.mismatches == 0},
     }
+
+
+def report(design: ArrayConfig, *, top: str, fault: Any, spec: str, sim: Any, results: list[OpResult], scale: float,
+           build: Any, outcome: ProcessOutcome, run_dir: Path, notes: list[str], chained: bool,
+           **design_extra: Any) -> SimulationReport:
+    """The ``SimulationReport`` of a finished run of either path (``design_extra``: more design keys)."""
+    design_info = {**design.to_dict(), "config_hash": design.config_hash, "top": top, **design_extra}
+    if fault is not None:
+        design_info["fault"] = dataclasses.asdict(fault)
+    return SimulationReport(
+        design=design_info, workload=spec, simulator=sim.name, ops=tuple(results), scale=scale,
+        build_seconds=build.seconds, build_cached=build.cached, run_seconds=outcome.seconds,
+        run_dir=str(run_dir), notes=tuple(notes), network=network(results) if chained else None,
+    )
