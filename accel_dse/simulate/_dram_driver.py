@@ -34,6 +34,14 @@ from accel_dse.simulate._dram_program import (
 )
 from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
+from accel_dse.simulate._runs import (
+    CLOCK_PERIOD_NS,
+    FIRST_MISMATCHES,
+    new_run_dir,
+    plan_runs,
+    report,
+    unfinished,
+)
 
 __all__ = ["DramJob", "prepare_dram", "check_dram", "run_dram", "DRAM_LATENCY", "DRAM_TESTBENCH_MODULE",
            "dram_words"]
@@ -41,7 +49,6 @@ __all__ = ["DramJob", "prepare_dram", "check_dram", "run_dram", "DRAM_LATENCY", 
 #: Latency of the simulated DRAM (cycles from an AR or last W beat to its answer).
 DRAM_LATENCY = 20
 DRAM_TESTBENCH_MODULE = "accel_dse.simulate._dram_testbench"
-_FIRST_MISMATCHES = 5
 
 
 @dataclasses.dataclass
@@ -77,7 +84,6 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     """
     import perf_model
     import workloads
-    from accel_dse.simulate import _driver
     from workloads._reference import channel_start
 
     W = perf_model.axi_data_bytes(design)
@@ -92,7 +98,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         m = max(1, math.ceil(full.m * scale))
         batch = max(1, math.ceil(full.batch * scale))
         gemm = workloads.Gemm(m=m, k=full.k, n=full.n, name=full.name)
-        _driver._plan(design, gemm, name)  # an infeasible design: the model's reason, as on the host port
+        plan_runs(design, gemm, name)  # an infeasible design: the model's reason, as on the host port
         try:
             program = perf_model.compile_gemm(design, gemm, requant=rq is not None)
         except ModelError as exc:
@@ -134,7 +140,6 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
         output_bits=job.output_bits, cycles_total_model=job.total_model * batch,
         stall_cycles_model=job.stall_model * batch,
     )
-    from accel_dse.simulate._driver import unfinished
 
     if raw is None or raw.error:
         return unfinished(base, raw, outcome, run_dir, timeout)
@@ -148,7 +153,7 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
     got = np.stack([unpack_tensor(job.c_layout, c) for c in raw.c])
     wrong = np.argwhere(got != job.expected)
     first = tuple(Mismatch((int(b), int(i), int(j)), int(job.expected[b, i, j]), int(got[b, i, j]))
-                  for b, i, j in wrong[:_FIRST_MISMATCHES])
+                  for b, i, j in wrong[:FIRST_MISMATCHES])
     result = dataclasses.replace(base, mismatches=len(wrong), first_mismatches=first,
                                  cycles_rtl=int(raw.compute.sum()), cycles_total_rtl=int(raw.total.sum()),
                                  stall_cycles_rtl=int(raw.stall.sum()))
@@ -168,12 +173,11 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
              notes: list[str]) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``)."""
     import rtl_gen
-    from accel_dse.simulate import _driver
     from accel_dse.simulate._build import build_design
     from accel_dse.simulate._run import run_testbench
 
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
-    jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, _driver.CLOCK_PERIOD_NS)
+    jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS)
     if any(j.scaled_from for j in jobs):
         notes.append(f"scale {scale:g}: M and batch of {sum(bool(j.scaled_from) for j in jobs)} op(s) shrunk "
                      "(rows of C are independent, so the first rows are checked exactly)")
@@ -186,7 +190,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
     build = build_design(verilog, top=top, simulator=sim, work_dir=work)
     say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
-    run_dir, lock = _driver._new_run_dir(work)
+    run_dir, lock = new_run_dir(work)
     try:
         program.meta["results_dir"] = str(run_dir / "results")
         path = run_dir / "dram_program.npz"
@@ -198,11 +202,5 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
                    for job in jobs]
     finally:
         lock.close()
-    design_info = {**design.to_dict(), "config_hash": design.config_hash, "top": top, "memory": "dram"}
-    if fault is not None:
-        design_info["fault"] = dataclasses.asdict(fault)
-    return SimulationReport(
-        design=design_info, workload=spec, simulator=sim.name, ops=tuple(results), scale=scale,
-        build_seconds=build.seconds, build_cached=build.cached, run_seconds=outcome.seconds,
-        run_dir=str(run_dir), notes=tuple(notes), network=_driver._network(results) if chained else None,
-    )
+    return report(design, top=top, fault=fault, spec=spec, sim=sim, results=results, scale=scale, build=build,
+                  outcome=outcome, run_dir=run_dir, notes=notes, chained=chained, memory="dram")

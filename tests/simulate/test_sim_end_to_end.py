@@ -150,7 +150,7 @@ def test_fault_injected_design_is_caught(run_cli, sim_cache):
 
 
 def test_a_run_that_never_finishes_fails_its_op_and_the_next_op_still_runs(monkeypatch, sim_cache):
-    from accel_dse.simulate import _driver
+    from accel_dse.simulate import _host_driver
 
     calls = []
 
@@ -158,7 +158,7 @@ def test_a_run_that_never_finishes_fails_its_op_and_the_next_op_still_runs(monke
         calls.append(run_cycles)
         return 1 if len(calls) == 1 else 2 * run_cycles + 64
 
-    monkeypatch.setattr(_driver, "_watchdog_cycles", first_run_gets_one_cycle)
+    monkeypatch.setattr(_host_driver, "_watchdog_cycles", first_run_gets_one_cycle)
     report = simulate(tiny("ws"), "mlp:batch=4,d_in=8,hidden=8,layers=1,d_out=4", simulator="icarus",
                       work_dir=sim_cache, chain=False, memory="host")
     first, second = report.ops
