@@ -7,7 +7,7 @@ apps' exact layer shapes are not published, so each row here is one GEMM layer w
 count and batch follow Table 1 (e.g. MLP0: 5 FC layers, 20 M weights, batch 200 ->
 200 x 2048 x 2048); "CNN-like" is the issue's 4096^3 GEMM and ResNet-18 at batch 8. Outputs
 leave as int8 (``requant=1``) as the TPU's activation pipeline writes them, and for the large
-GEMM also as raw int32, whose 64 MiB of outputs alone bound it at 50.6 %.
+GEMM also as raw int32. DRAM data arrive through the RTL's AXI bus, at most 32 bytes a beat.
 
 Printed per row: utilisation (MACs / (PEs x total cycles)), the same over compute cycles only
 (what the array's shape and fill/drain allow with infinite bandwidth), compute and total cycles, DRAM
@@ -40,7 +40,7 @@ ROWS = (
     ("LSTM1-like: 96 x 1280 x 1280 (batch 96)",
      "gemm:m=96,k=1280,n=1280,requant=1", "LSTM: memory-bound, lower still"),
     ("CNN-like: 4096 x 4096 x 4096, int8 out", "gemm:m=4096,k=4096,n=4096,requant=1", "CNN: >= 60 %"),
-    ("CNN-like: 4096 x 4096 x 4096, int32 out", "gemm:m=4096,k=4096,n=4096", "(bounded at 50.6 %)"),
+    ("CNN-like: 4096 x 4096 x 4096, int32 out", "gemm:m=4096,k=4096,n=4096", "(the TPU writes int8)"),
     ("ResNet-18 at batch 8 (whole network)", "resnet18:batch=8", "CNN: compute-bound layers"),
 )
 

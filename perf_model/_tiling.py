@@ -358,7 +358,8 @@ def _choose(p: Problem, families: tuple[_Family, ...], rho: int | None = None) -
                  valid: np.ndarray, order: np.ndarray | int, resident: np.ndarray | bool) -> None:
         cost = np.where(valid, cost, np.inf)
         proxy = search.compute_proxy(counts)
-        better = (cost < best_cost) | ((cost == best_cost) & (proxy < best_proxy) & valid)
+        better = cost < best_cost  # invalid candidates cost inf: they only ever tie an inf best
+        better |= (cost == best_cost) & (proxy < best_proxy)
         np.copyto(best_cost, cost, where=better)
         np.copyto(best_proxy, proxy, where=better)
         for dim in range(3):
@@ -373,7 +374,8 @@ def _choose(p: Problem, families: tuple[_Family, ...], rho: int | None = None) -
             order = _ORDER_INDEX[(g, x, o3)] if use_b is False else np.where(
                 use_b, _ORDER_INDEX[(x, g, o3)], _ORDER_INDEX[(g, x, o3)])
             resident: np.ndarray | bool = False
-            if rho is not None and o3 == rho and family[4]:  # resident strips (module docstring)
+            split = counts[o3]  # a strip only pays where the reduction loop has several tiles
+            if rho is not None and o3 == rho and family[4] and not isinstance(split, float) and (split > 1).any():
                 cost_x, fits_x = search.resident_x(family, tiles, counts)
                 resident = fits_x & (cost_x < cost)
                 order = np.where(resident, _ORDER_INDEX[(g, x, o3)], order)
@@ -381,9 +383,20 @@ def _choose(p: Problem, families: tuple[_Family, ...], rho: int | None = None) -
                 held_g = search.resident_g(family, tiles)
                 if held_g is not None:
                     tiles_g, counts_g, valid_g, cost_g = held_g
-                    consider(tiles_g, counts_g, cost_g, valid & valid_g, _ORDER_INDEX[(x, g, o3)], valid_g)
+                    cut = tiles_g[x] < tiles[x]  # the strip limit moved the tile: a candidate of its own
+                    use_g = valid_g & ~cut & (cost_g < cost)  # else the same tiles: one more order of this one
+                    order = np.where(use_g, _ORDER_INDEX[(x, g, o3)], order)
+                    cost = np.where(use_g, cost_g, cost)
+                    resident = resident | use_g
+                    valid_cut = valid & valid_g & cut
+                    if valid_cut.any():
+                        consider(tiles_g, counts_g, cost_g, valid_cut, _ORDER_INDEX[(x, g, o3)], True)
             consider(tiles, counts, cost, valid, order, resident)
     feasible = np.isfinite(best_cost)
+    never = ~feasible  # no valid candidate: back to the smallest tile (an inf tie may have moved it)
+    best_t[:, never] = p.mins[:, never]
+    best_order[never] = 0
+    best_resident[never] = False
     best_cost += search.total()
     # The contract decides: the chosen tile must fit timing.run_words (see module docstring).
     feasible &= fits_contract(p, best_t)
