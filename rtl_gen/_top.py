@@ -32,16 +32,17 @@ a fixed latency of one cycle: present ``host_addr`` before an edge, read ``host_
 undefined after reset in exported Verilog (zero in the Amaranth simulator): write what a run reads.
 
 Output stage (``rtl_gen._output_stage``): ``host_qdata`` is the ofmap word read at ``host_addr``
-requantised lane by lane with the parameter word at ``host_qsel`` of the qparam buffer, with
-a fixed latency of ``QDATA_LATENCY = 1 + OUTPUT_STAGE_LATENCY`` cycles (the buffer reads, then
-the stage's registers, ``accel_dse.commands.store_read_latency``; pipelined, one word per cycle). Present ``host_addr`` and ``host_qsel`` together.
-``host_rdata`` (raw ``acc_bits`` lanes) is unchanged and stays available (partial sums, raw
-outputs). qparam words (written with ``host_sel = 3``) hold ``param_bits(b) = 69 + 3b`` bits
-per lane: bias (32), multiplier (32), shift (5), zero point, act_min, act_max (``b`` each),
-from bit 0 up. WS/OS: a word holds ``C`` lanes, lane ``c`` of word ``f`` for output channel
-``f*C + c`` of the run, so read ofmap word ``nf*M + m`` with ``host_qsel = nf``. IS: a word
-holds one lane, broadcast to every lane (an IS ofmap word is one channel), so read ofmap word
-``mf*N + n`` with ``host_qsel = n``. The buffer holds ``QPARAM_CHANNELS = 4096`` channels.
+requantised lane by lane with the parameter word at ``host_qsel`` of the qparam buffer, with a
+fixed latency of ``QDATA_LATENCY = 1 + OUTPUT_STAGE_LATENCY = 7`` cycles (the buffer reads, then
+the stage's registers: ``accel_dse.commands.store_read_latency``; pipelined, one word per
+cycle). Present ``host_addr`` and ``host_qsel`` together. ``host_rdata`` (raw ``acc_bits``
+lanes) is unchanged and stays available (partial sums, raw outputs). qparam words (written with
+``host_sel = 3``) hold ``param_bits(b) = 69 + 3b`` bits per lane: bias (32), multiplier (32),
+shift (5), zero point, act_min, act_max (``b`` each), from bit 0 up. WS/OS: a word holds ``C``
+lanes, lane ``c`` of word ``f`` for output channel ``f*C + c`` of the run, so read ofmap word
+``nf*M + m`` with ``host_qsel = nf``. IS: a word holds one lane, broadcast to every lane (an IS
+ofmap word is one channel), so read ofmap word ``mf*N + n`` with ``host_qsel = n``. The buffer
+holds ``QPARAM_CHANNELS = 4096`` channels.
 
 Buffer words: lane ``i`` of a word holds bits ``[i*w, (i+1)*w)`` with ``w = b`` for the ifmap and
 weight buffers and ``w = a`` for the ofmap, two's complement. Lanes marked "pad" (beyond the
