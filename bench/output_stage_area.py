@@ -6,7 +6,7 @@ for ``input_bits`` 8, 16 and ``acc_bits`` 16..64. The model of one lane at 45 nm
 
     lane_um2 = base + per_input_bit * ib + per_wide_acc_bit * (max(ab, 32) - 32)
 
-(the carry-save 32 x 32 multiplier, its pipelined 64-bit sum and the shifter are fixed; the
+(the four 16 x 16 multipliers, their pipelined 64-bit sum and the shifter are fixed; the
 saturation of accumulators wider than 32 bits grows with them; the zero-point add, the clamps
 and the parameters registered along the pipeline with ``ib``), fitted by least squares. Printed:
 Yosys area, flops, transistors, the fit and its error per point. ``--write`` stores the fit in

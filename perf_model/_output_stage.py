@@ -46,8 +46,8 @@ def lane_register_bits(input_bits: Any) -> np.ndarray:
     """Flip-flop bits of one lane (``rtl_gen.OutputStage.register_bits``; a test holds them equal).
 
     Per stage, with ``b = input_bits`` outputs and the ``5 + 3b`` bits of shift, zero point and
-    bounds carried along to stage 5: the sum acc + bias (35) and the multiplier (32); the two
-    carry-save rows (2 x 64); bits 30-31 of the low sum, its carry and the high halves of both rows
+    bounds carried along to stage 5: the sum acc + bias (35) and the multiplier (32); the four
+    16 x 16 products (4 x 32); bits 30-31 of the low sum, its carry and the high halves of both rows
     (2 + 1 + 2 x 32); the product from bit 30 (34); z (``b + 3``) and the bounds (``2b``); q (``b``).
     """
     b = np.asarray(input_bits, dtype=np.float64)

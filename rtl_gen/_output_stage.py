@@ -15,13 +15,14 @@ Saturation to ``out_bits`` is ``act_min``/``act_max`` at the ends of the range; 
 Pipeline: :data:`OUTPUT_STAGE_LATENCY` register stages (``accel_dse.commands``, the timing
 contract the model reads), so ``q`` is valid that many cycles after ``acc`` and ``params``; one
 result per cycle, every parameter a stage still needs registered along with the data. Each
-stage holds at most one carry chain, of at most 32 bits, so its logic depth stays below the
-PE's multiply-accumulate (``bench/fmax_calibration.py``; ``perf_model._fmax``)::
+stage holds at most one carry chain (of at most 35 bits, or a 16 x 16 multiply), so its logic
+depth stays below the PE's multiply-accumulate (``bench/fmax_calibration.py``; ``perf_model._fmax``)::
 
     1  acc saturated to 34 bits (the same x whatever the bias), + bias: 35 bits
-    2  x = int32 saturation; the 32 partial products of x * multiplier (two's complement:
-       the sign row negated) reduced by a carry-save (3:2) tree to two 64-bit rows
-    3  low 32 bits of the rows' sum (kept from bit 30) and its carry
+    2  x = int32 saturation; the four 16 x 16 products of the halves of x and the
+       multiplier (the low halves unsigned, the high signed; a DSP block's size on an FPGA)
+    3  a carry-save (3:2) step twice: the four shifted products as two 64-bit rows; the low
+       32 bits of their sum (kept from bit 30) and its carry
     4  high 32 bits: prod >> 30
     5  t = prod >> (30 + shift), saturated to out_bits + 2 bits (the same q);
        z = (t + 2 * zero_point + 1) >> 1, which is y + zero_point (for k >= 1,
@@ -142,9 +143,10 @@ class _Lane:
             self.bits += len(regs[name])
         return regs
 
-    def wire(self, name: str, value: Value) -> Signal:
-        """``value`` as a named combinational signal (shared by its uses, not copied into each)."""
-        sig = Signal(value.shape(), name=f"{name}{self.lane}")
+    def wire(self, name: str, value: Value, bits: int | None = None) -> Signal:
+        """``value`` as a named combinational signal (shared by its uses, not copied into each),
+        of ``bits`` bits (extended by its signedness, or truncated) if given."""
+        sig = Signal(value.shape() if bits is None else bits, name=f"{name}{self.lane}")
         self.m.d.comb += sig.eq(value)
         return sig
 
@@ -183,19 +185,21 @@ class _Lane:
         # stage 1: acc + bias
         total, held = self.add(_saturate(acc, 34), field["bias"], 35, 0, held, stages=1)
         x = _saturate(total.as_signed(), 32)
-        # stage 2: saturation, the partial products and the carry-save tree
-        x64 = self.wire("x", Cat(x, x[-1].replicate(32)))
+        # stage 2: saturation and the four 16 x 16 products of the halves of x and the multiplier
+        x = self.wire("x", x)
         mult = held["mult"]
-        rows: list[Value] = [self.wire(f"pp{i}_", ((x64 & mult[i].replicate(64)) << i)[:64]) for i in range(31)]
-        rows += [self.wire("pp31_", ((~(x64 & mult[31].replicate(64))) << 31)[:64]), Const(1 << 31, 64)]
+        halves = {"x": (x[:16], x[16:].as_signed()), "m": (mult[:16], mult[16:].as_signed())}
+        parts = {f"p{i}{j}": halves["x"][i] * halves["m"][j] for i in (0, 1) for j in (0, 1)}
+        regs = self.step({**parts, **{k: v for k, v in held.items() if k != "mult"}})
+        held = {k: regs[k] for k in ("shift", "zp", "lo", "hi")}
+        # stages 3-4: their sum (a 4:2 carry-save step, then two 32-bit halves), prod >> 30 (34 bits)
+        rows: list[Value] = [self.wire(f"row{k}_", regs[k] << (16 * (int(k[1]) + int(k[2]))), 64)
+                             for k in ("p00", "p01", "p10", "p11")]
         while len(rows) > 2:
             a, b, c, *rest = rows
             rows = [*rest, self.wire(f"csa{len(rest)}s", a ^ b ^ c),
                     self.wire(f"csa{len(rest)}c", (((a & b) | (a & c) | (b & c)) << 1)[:64])]
-        regs = self.step({"sum": rows[0], "cry": rows[1], **{k: v for k, v in held.items() if k != "mult"}})
-        held = {k: regs[k] for k in ("shift", "zp", "lo", "hi")}
-        # stages 3-4: prod >> 30 (34 bits)
-        prod30, held = self.add(regs["sum"], regs["cry"], 64, 30, held, stages=2)
+        prod30, held = self.add(rows[0], rows[1], 64, 30, held, stages=2)
         # stage 5: the shift, saturation and the rounding add with the zero point
         t = _saturate(prod30.as_signed() >> held["shift"], ob + 2)
         regs = self.step({"z": (t + Cat(Const(1, 1), held["zp"]).as_signed()) >> 1, "lo": held["lo"],
