@@ -14,10 +14,11 @@ model; the fit and its measured points are in ``perf_model/_fmax_fit.py``):
   ``c0 + c1 * input_bits + c2 * log2(acc_bits)`` per PE cell (WS, also IS; OS);
 * ``output_stage``: the deepest of the requantisation lane's register stages
   (``rtl_gen._output_stage``: ``OUTPUT_STAGE_LATENCY`` stages, the 32 x 32 multiply as four
-  16 x 16 products summed over the next two, carry chains of at most 35 bits each), ``c0 + c1 * input_bits + c2 * log2(acc_bits)`` with
-  ``out_bits = input_bits``, per lane: 65 to 69 FO4 measured, below both PE cells at 8 or 16
-  bits with accumulators of 32 bits or more (the shipped designs), so it sets f_max only where
-  the PE is shallow and the controller too (8-bit WS/IS with 16- to 28-bit accumulators);
+  16 x 16 products summed over the next two, carry chains of at most 35 bits each),
+  ``c0 + c1 * input_bits + c2 * log2(acc_bits)`` with ``out_bits = input_bits``, per lane: 65 to
+  69 FO4 measured, below both PE cells at 8 or 16 bits with accumulators of 32 bits or more
+  (the shipped designs), so it sets f_max only where the PE is shallow and the controller too
+  (8-bit WS/IS with 16- to 28-bit accumulators);
 * ``controller``: the fold sequencer and address generator, per dataflow (its deepest point).
 
 ``sram``: the buffer's access time, which Yosys does not see (the buffers are memories). After
