@@ -41,13 +41,17 @@ import dataclasses
 __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
     "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
-    "ERROR_QUEUE", "ERROR_NAMES", "axi_data_bytes", "dram_word_bytes",
+    "ERROR_QUEUE", "ERROR_NAMES", "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
+    "store_read_latency",
 ]
 
 #: Bytes per command.
 COMMAND_BYTES = 32
 #: Commands the on-chip command queue holds (16 KiB of SRAM).
 QUEUE_DEPTH = 512
+#: Register stages of the output stage (``rtl_gen._output_stage``): a requantised word leaves
+#: it this many cycles after its ofmap word enters. The timing contract of both the RTL and the model.
+OUTPUT_STAGE_LATENCY = 6
 
 # Error codes of the ERROR_CODE register.
 ERROR_NONE, ERROR_OPCODE, ERROR_BUFFER, ERROR_DRAM, ERROR_AXI, ERROR_QUEUE = range(6)
@@ -178,3 +182,9 @@ def dram_word_bytes(rows: int, cols: int, input_stationary: bool, input_bits: in
         "requant": lanes["ofmap"] * dram_lane_bytes(Buffer.OFMAP, input_bits, acc_bits, requant=True),
         "command": COMMAND_BYTES,
     }
+
+
+def store_read_latency(requant: bool) -> int:
+    """Cycles from a ``STORE``'s ofmap read to its word at the DMA: the buffer read (1), plus the
+    output stage's :data:`OUTPUT_STAGE_LATENCY` with ``requant``."""
+    return 1 + (OUTPUT_STAGE_LATENCY if requant else 0)

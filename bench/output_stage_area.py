@@ -6,11 +6,11 @@ for ``input_bits`` 8, 16 and ``acc_bits`` 16..64. The model of one lane at 45 nm
 
     lane_um2 = base + per_input_bit * ib + per_wide_acc_bit * (max(ab, 32) - 32)
 
-(the 32 x 32 multiplier and 64-bit rounding shifter are fixed; the bias add and the int32
-saturation grow with accumulators wider than 32 bits; the zero-point add, clamps and output
-registers with ``ib``), fitted by least squares. Printed: Yosys area, flops, transistors, the
-fit and its error per point. ``--write`` stores the fit in ``perf_model/_output_stage_fit.py``.
-Exit status 1 when a point is more than 10% off.
+(the four 16 x 16 multipliers, their pipelined 64-bit sum and the shifter are fixed; the
+saturation of accumulators wider than 32 bits grows with them; the zero-point add, the clamps
+and the parameters registered along the pipeline with ``ib``), fitted by least squares. Printed:
+Yosys area, flops, transistors, the fit and its error per point. ``--write`` stores the fit in
+``perf_model/_output_stage_fit.py``. Exit status 1 when a point is more than 10% off.
 
 Usage: ``.venv/bin/python bench/output_stage_area.py [--write]``
 """

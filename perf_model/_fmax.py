@@ -12,14 +12,14 @@ model; the fit and its measured points are in ``perf_model/_fmax_fit.py``):
 
 * ``pe``: the PE's multiply-accumulate (``input_bits`` product into the ``acc_bits`` sum),
   ``c0 + c1 * input_bits + c2 * log2(acc_bits)`` per PE cell (WS, also IS; OS);
-* ``controller``: the fold sequencer and address generator, per dataflow (its deepest point);
-* ``output_stage``: one requantisation lane's deepest stage (the 32 x 32 multiply). It is
-  measured and reported (:func:`output_stage_fmax_mhz`, ``accel-dse design check``) but does
-  not bound ``f_max``: our RTL registers the lane twice, and its multiply is about twice the
-  PE's depth, so counting it would put every shipped design (1 GHz at 45 and 28 nm) out of
-  reach on a stage that is off the systolic loop and can be pipelined deeper at a cost of a
-  few cycles per run. Until ``rtl_gen``'s output stage is pipelined to the PE's depth (an RTL
-  and timing-contract change), ``f_max`` is the array's, the controller's and the buffers'.
+* ``output_stage``: the deepest of the requantisation lane's register stages
+  (``rtl_gen._output_stage``: ``OUTPUT_STAGE_LATENCY`` stages, the 32 x 32 multiply as four
+  16 x 16 products summed over the next two, carry chains of at most 35 bits each),
+  ``c0 + c1 * input_bits + c2 * log2(acc_bits)`` with ``out_bits = input_bits``, per lane: 65 to
+  69 FO4 measured, below both PE cells at 8 or 16 bits with accumulators of 32 bits or more
+  (the shipped designs), so it sets f_max only where the PE is shallow and the controller too
+  (8-bit WS/IS with 16- to 28-bit accumulators);
+* ``controller``: the fold sequencer and address generator, per dataflow (its deepest point).
 
 ``sram``: the buffer's access time, which Yosys does not see (the buffers are memories). After
 B. S. Amrutur and M. A. Horowitz, "Speed and power scaling of SRAMs", IEEE JSSC 35(2), 2000
@@ -47,13 +47,13 @@ from perf_model._designs import DesignArrays
 from perf_model._technology import fo4_ps
 
 __all__ = ["STAGES", "SEQUENCING_FO4", "stage_depths_fo4", "fmax_mhz", "fo4_ps", "pe_depth_fo4",
-           "clock_reason", "output_stage_depth_fo4", "output_stage_fmax_mhz", "design_fmax"]
+           "clock_reason", "output_stage_depth_fo4", "design_fmax"]
 
-#: Pipeline stages that bound ``f_max``, in report order (the output stage: module docstring).
-STAGES = ("pe", "controller", "sram")
+#: Pipeline stages that bound ``f_max``, in report order (module docstring).
+STAGES = ("pe", "output_stage", "controller", "sram")
 #: What each stage is, for reasons.
 STAGE_TEXT = {
-    "pe": "PE multiply-accumulate", "output_stage": "output stage requant multiply",
+    "pe": "PE multiply-accumulate", "output_stage": "output stage (requantisation)",
     "controller": "controller", "sram": "SRAM access",
 }
 SEQUENCING_FO4 = 3.0
@@ -83,24 +83,20 @@ def sram_depth_fo4(bank_kib: Any) -> np.ndarray:
 
 def stage_depths_fo4(dataflow: Any, input_bits: Any, acc_bits: Any, kib: tuple[Any, Any, Any],
                      double_buffered: Any) -> np.ndarray:
-    """Logic depth of each stage of :data:`STAGES`, FO4, shape ``(3, designs)``."""
+    """Logic depth of each stage of :data:`STAGES`, FO4, shape ``(len(STAGES), designs)``."""
     ib = np.asarray(input_bits, dtype=np.float64)
     ab = np.asarray(acc_bits, dtype=np.float64)
     largest = np.max(np.stack([np.asarray(k, dtype=np.float64) for k in kib]), axis=0)
     bank = largest / np.where(double_buffered, 2.0, 1.0)
     return np.stack(np.broadcast_arrays(
-        pe_depth_fo4(ib, ab, dataflow), _CTRL[np.asarray(dataflow, dtype=np.int64)], sram_depth_fo4(bank)))
+        pe_depth_fo4(ib, ab, dataflow), output_stage_depth_fo4(ib, ab), _CTRL[np.asarray(dataflow, dtype=np.int64)],
+        sram_depth_fo4(bank)))
 
 
 def output_stage_depth_fo4(input_bits: Any, acc_bits: Any) -> np.ndarray:
     """Logic depth of the output stage's deepest register stage, FO4 (the Yosys fit)."""
     return _linear(fit.OUTPUT_STAGE_FO4, np.asarray(input_bits, dtype=np.float64),
                    np.asarray(acc_bits, dtype=np.float64))
-
-
-def output_stage_fmax_mhz(input_bits: Any, acc_bits: Any, tech_nm: Any) -> np.ndarray:
-    """The clock the output stage alone reaches, MHz (reported, not a bound: module docstring)."""
-    return 1e6 / ((output_stage_depth_fo4(input_bits, acc_bits) + SEQUENCING_FO4) * fo4_ps(tech_nm))
 
 
 def fmax_mhz(depths_fo4: np.ndarray, tech_nm: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -121,8 +117,8 @@ def design_fmax(config: Any) -> dict[str, Any]:
     """Timing of one ``ArrayConfig``: f_max, its critical stage, every stage's depth and period.
 
     Returns:
-        ``{"f_max_mhz", "critical", "fo4_ps", "stages": {name: {"fo4", "period_ps", "f_mhz"}},
-        "output_stage": {...}, "clock_ok", "reason"}`` (``reason`` ``""`` when the clock is met).
+        ``{"f_max_mhz", "critical", "fo4_ps", "stages": {name: {"fo4", "period_ps", "f_mhz"}}, "clock_ok",
+        "reason"}`` (``stages`` in :data:`STAGES` order; ``reason`` ``""`` when the clock is met).
     """
     d = DesignArrays.from_configs([config])
     kib = (d.ifmap_sram_kib, d.weight_sram_kib, d.ofmap_sram_kib)
@@ -139,7 +135,6 @@ def design_fmax(config: Any) -> dict[str, Any]:
     stage = int(critical[0])
     return {
         "f_max_mhz": float(f_max[0]), "critical": STAGES[stage], "fo4_ps": unit, "stages": stages,
-        "output_stage": entry(float(output_stage_depth_fo4(config.input_bits, config.acc_bits))),
         "clock_ok": ok,
         "reason": "" if ok else clock_reason(config.clock_mhz, float(f_max[0]), config.tech_nm, stage,
                                               float(depths[stage, 0])),

@@ -16,7 +16,8 @@ burst's slot frees the cycle after it completes).
   ``n = e_last``.
 * Store: word ``q`` is read from the buffer in cycle ``r_q = max(r_{q-1} + 1, p_{q-F} + 1)``
   (``r_0 = 1``, ``F`` = :data:`STORE_FIFO_WORDS`, ``p_q`` the cycle its last beat is sent) and
-  can be sent from cycle ``r_q + lat + 1`` (``lat`` 1 raw, 3 through the output stage). Beat
+  can be sent from cycle ``r_q + lat + 1`` (``lat`` = ``accel_dse.commands.store_read_latency``:
+  1 raw, ``1 + OUTPUT_STAGE_LATENCY`` = 7 through the output stage). Beat
   ``b`` (of word ``q``, burst ``i``) is sent in cycle ``max(prev + 1, r_q + lat + 1, a_i + 1)``;
   burst ``i``'s response comes in cycle ``done_i = max(last beat + L + 1, done_{i-1} + 1)``;
   ``n = done_last + 1``.

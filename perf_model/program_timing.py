@@ -67,7 +67,7 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
     lens = list(dma_timing.bursts(cmd["dram_addr"], cmd["dram_stride"], rows, words * per_word, data_bytes))
     if cmd.opcode == Opcode.LOAD:
         return dma_timing.load_cycles(lens, latency, outstanding)
-    read_latency = 3 if cmd["requant"] else 1
+    read_latency = cmd_encoding.store_read_latency(bool(cmd["requant"]))
     return dma_timing.store_cycles(lens, rows * words, per_word, latency, outstanding, read_latency)
 
 

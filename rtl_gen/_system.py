@@ -38,12 +38,14 @@ from ._dma import DmaLoad, DmaStore
 from ._output_stage import param_fields
 from ._pe import Fault
 from ._sequencer import Sequencer
-from ._top import QDATA_LATENCY, Accelerator, top_name
+from ._top import Accelerator, top_name
 
 __all__ = ["AxiAccelerator", "system_name", "dram_word_bytes", "memory_system_units", "OUTSTANDING"]
 
 #: Bursts each DMA engine keeps in flight.
 OUTSTANDING = 8
+#: The store engine's buffer read latency, raw and through the output stage (its timing contract).
+STORE_LATENCIES = (commands.store_read_latency(False), commands.store_read_latency(True))
 
 
 def system_name(config: ArrayConfig, fault: Fault | None = None) -> str:
@@ -119,7 +121,7 @@ class AxiAccelerator(wiring.Component):
         common = {"data_bytes": self.data_bytes, "max_beats": self.max_beats, "outstanding": self.outstanding,
                   "buf_addr_bits": addr_bits}
         m.submodules.dma_load = ld = DmaLoad(**common)
-        m.submodules.dma_store = st = DmaStore(**common, latencies=(1, QDATA_LATENCY))
+        m.submodules.dma_store = st = DmaStore(**common, latencies=STORE_LATENCIES)
         depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
         m.submodules.seq = seq = Sequencer(
             data_bytes=self.data_bytes, depth=self.queue_depth,
@@ -212,8 +214,8 @@ def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], 
            "queue_depth": QUEUE_DEPTH}
     return [
         ("dma_load", common, lambda: DmaLoad(**common)),
-        ("dma_store", {**common, "latencies": (1, QDATA_LATENCY)},
-         lambda: DmaStore(**common, latencies=(1, QDATA_LATENCY))),
+        ("dma_store", {**common, "latencies": STORE_LATENCIES},
+         lambda: DmaStore(**common, latencies=STORE_LATENCIES)),
         ("sequencer", seq, lambda: Sequencer(**seq)),  # type: ignore[arg-type]
         ("control_registers", {**csr, "dataflow": config.dataflow.value}, lambda: ControlRegisters(**csr)),  # type: ignore[arg-type]
     ]

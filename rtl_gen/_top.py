@@ -32,16 +32,17 @@ a fixed latency of one cycle: present ``host_addr`` before an edge, read ``host_
 undefined after reset in exported Verilog (zero in the Amaranth simulator): write what a run reads.
 
 Output stage (``rtl_gen._output_stage``): ``host_qdata`` is the ofmap word read at ``host_addr``
-requantised lane by lane with the parameter word at ``host_qsel`` of the qparam buffer, with
-a fixed latency of ``QDATA_LATENCY = 3`` cycles (the buffer reads, then the stage's two
-registers; pipelined, one word per cycle). Present ``host_addr`` and ``host_qsel`` together.
-``host_rdata`` (raw ``acc_bits`` lanes) is unchanged and stays available (partial sums, raw
-outputs). qparam words (written with ``host_sel = 3``) hold ``param_bits(b) = 69 + 3b`` bits
-per lane: bias (32), multiplier (32), shift (5), zero point, act_min, act_max (``b`` each),
-from bit 0 up. WS/OS: a word holds ``C`` lanes, lane ``c`` of word ``f`` for output channel
-``f*C + c`` of the run, so read ofmap word ``nf*M + m`` with ``host_qsel = nf``. IS: a word
-holds one lane, broadcast to every lane (an IS ofmap word is one channel), so read ofmap word
-``mf*N + n`` with ``host_qsel = n``. The buffer holds ``QPARAM_CHANNELS = 4096`` channels.
+requantised lane by lane with the parameter word at ``host_qsel`` of the qparam buffer, with a
+fixed latency of ``QDATA_LATENCY = 1 + OUTPUT_STAGE_LATENCY = 7`` cycles (the buffer reads, then
+the stage's registers: ``accel_dse.commands.store_read_latency``; pipelined, one word per
+cycle). Present ``host_addr`` and ``host_qsel`` together. ``host_rdata`` (raw ``acc_bits``
+lanes) is unchanged and stays available (partial sums, raw outputs). qparam words (written with
+``host_sel = 3``) hold ``param_bits(b) = 69 + 3b`` bits per lane: bias (32), multiplier (32),
+shift (5), zero point, act_min, act_max (``b`` each), from bit 0 up. WS/OS: a word holds ``C``
+lanes, lane ``c`` of word ``f`` for output channel ``f*C + c`` of the run, so read ofmap word
+``nf*M + m`` with ``host_qsel = nf``. IS: a word holds one lane, broadcast to every lane (an IS
+ofmap word is one channel), so read ofmap word ``mf*N + n`` with ``host_qsel = n``. The buffer
+holds ``QPARAM_CHANNELS = 4096`` channels.
 
 Buffer words: lane ``i`` of a word holds bits ``[i*w, (i+1)*w)`` with ``w = b`` for the ifmap and
 weight buffers and ``w = a`` for the ofmap, two's complement. Lanes marked "pad" (beyond the
@@ -83,13 +84,14 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from accel_dse.commands import store_read_latency
 from accel_dse.config import ArrayConfig, Dataflow
 
 from ._array import SystolicArray
 from ._controller import Controller
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
-from ._output_stage import OUTPUT_STAGE_LATENCY, OutputStage
+from ._output_stage import OutputStage
 from ._pe import Fault
 from ._skew import DelayLine
 
@@ -98,7 +100,7 @@ __all__ = ["Accelerator", "HOST_SEL", "QDATA_LATENCY", "top_name"]
 #: Values of ``host_sel``.
 HOST_SEL = {"ifmap": 0, "weight": 1, "ofmap": 2, "qparam": 3}
 #: Cycles from ``host_addr``/``host_qsel`` to ``host_qdata`` (buffer read + output stage).
-QDATA_LATENCY = 1 + OUTPUT_STAGE_LATENCY
+QDATA_LATENCY = store_read_latency(True)
 
 
 def top_name(config: ArrayConfig, fault: Fault | None = None) -> str:

