@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH
+from accel_dse.commands import COMMAND_BYTES, QPARAM_LANE_BYTES, QUEUE_DEPTH, store_read_latency
 from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
 
 __all__ = ["Memory", "memory_arrays", "axi_data_bytes", "LATENCY", "STORE_READ_LATENCY"]
@@ -46,8 +46,8 @@ __all__ = ["Memory", "memory_arrays", "axi_data_bytes", "LATENCY", "STORE_READ_L
 #: DRAM latency the sweep assumes (cycles): the simulator's DRAM model's.
 LATENCY = DEFAULT_DRAM_LATENCY
 #: Buffer read latency of the store path (cycles): raw accumulators, and through the output stage
-#: (``program_timing``'s store timing; a test holds them equal).
-STORE_READ_LATENCY = (1, 3)
+#: (``accel_dse.commands.store_read_latency``, which the RTL's DMA and the walk read too).
+STORE_READ_LATENCY = (store_read_latency(False), store_read_latency(True))
 #: Cycles a program costs per queue-load besides fetching its commands: the fetch's start and
 #: latency (``L + 2``) and the decode of the first command.
 _CHUNK_CYCLES = LATENCY + 2 + FETCH_DECODE_CYCLES + 1
@@ -55,7 +55,7 @@ _LANE_BYTES_RAW = (4, 8)  # raw accumulator lanes in DRAM: acc_bits <= 32, else
 
 
 def axi_data_bytes(rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
-                   dram_bytes_per_cycle: np.ndarray) -> np.ndarray:
+                   dram_bytes_per_cycle: np.ndarray, input_stationary: np.ndarray | bool = False) -> np.ndarray:
     """AXI data width, bytes (vectorised ``accel_dse.commands.axi_data_bytes``)."""
     bw = np.asarray(dram_bytes_per_cycle, dtype=np.float64)
     want = np.exp2(np.ceil(np.log2(np.clip(bw, 1.0, COMMAND_BYTES)))).astype(np.int64)
@@ -63,7 +63,7 @@ def axi_data_bytes(rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
     for lanes in (rows, cols):
         size = np.asarray(lanes, dtype=np.int64) * ib
         want = np.minimum(want, size & -size)
-    return want
+    return np.where(input_stationary, np.minimum(want, QPARAM_LANE_BYTES), want)
 
 
 @dataclass

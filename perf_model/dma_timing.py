@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from accel_dse import commands
+
 __all__ = ["MAX_BURST", "PAGE_BYTES", "STORE_FIFO_WORDS", "DMA_ISSUE_CYCLE", "bursts", "load_cycles",
            "store_cycles"]
 
@@ -34,8 +36,8 @@ __all__ = ["MAX_BURST", "PAGE_BYTES", "STORE_FIFO_WORDS", "DMA_ISSUE_CYCLE", "bu
 MAX_BURST = 256
 #: Bursts never cross a boundary of this many bytes.
 PAGE_BYTES = 4096
-#: Words the store path holds between the buffer read and the W channel.
-STORE_FIFO_WORDS = 8
+#: Words the store path holds between the buffer read and the W channel (``accel_dse.commands``).
+STORE_FIFO_WORDS = commands.STORE_FIFO_WORDS
 #: Cycle of the first burst's issue after ``start`` (the row length is computed in between).
 DMA_ISSUE_CYCLE = 2
 

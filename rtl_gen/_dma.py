@@ -25,6 +25,7 @@ from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from accel_dse import commands
 from accel_dse.errors import ConfigError
 
 from ._axi import ADDR_BITS, BurstIssuer, axi4_channels
@@ -33,8 +34,9 @@ __all__ = ["DmaLoad", "DmaStore", "STORE_FIFO_WORDS", "TRANSFER_BITS"]
 
 #: Width of ``rows``, ``words`` and the step fields.
 TRANSFER_BITS = 32
-#: Words the store FIFO holds (covers the buffer read latency).
-STORE_FIFO_WORDS = 8
+#: Words the store FIFO holds, reads in flight included (``accel_dse.commands``: the requantised
+#: read latency plus 2, so one-beat words still stream a beat a cycle).
+STORE_FIFO_WORDS = commands.STORE_FIFO_WORDS
 
 
 def _check(data_bytes: int, max_beats: int, outstanding: int) -> None:
