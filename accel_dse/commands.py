@@ -42,11 +42,13 @@ __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
     "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
     "ERROR_QUEUE", "ERROR_NAMES", "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
-    "store_read_latency",
+    "store_read_latency", "STORE_FIFO_WORDS",
 ]
 
 #: Bytes per command.
 COMMAND_BYTES = 32
+#: Bytes of one output-stage parameter lane in DRAM.
+QPARAM_LANE_BYTES = 16
 #: Commands the on-chip command queue holds (16 KiB of SRAM).
 QUEUE_DEPTH = 512
 #: Register stages of the output stage (``rtl_gen._output_stage``): a requantised word leaves
@@ -149,16 +151,18 @@ def dram_lane_bytes(buffer: int, input_bits: int, acc_bits: int, *, requant: boo
         return input_bits // 8
     if buffer == Buffer.OFMAP:
         return 4 if acc_bits <= 32 else 8
-    return 16
+    return QPARAM_LANE_BYTES
 
 
-def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: float) -> int:
+def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: float,
+                   input_stationary: bool = False) -> int:
     """AXI data width in bytes of a design: what ``dram_bytes_per_cycle`` asks, as a bus.
 
     The smallest power of two at least ``dram_bytes_per_cycle``, but no wider than
     :data:`COMMAND_BYTES` and than the largest power of two dividing a row or column of
     inputs in bytes, so every buffer word in DRAM is a whole number of beats (an array of 12
-    rows of int8 gets a 4-byte bus whatever the bandwidth it asks).
+    rows of int8 gets a 4-byte bus whatever the bandwidth it asks). Input stationary, a word of
+    the output stage's parameters is one 16-byte lane, so the bus is at most 16 bytes there.
     """
     want = 1
     while want < dram_bytes_per_cycle and want < COMMAND_BYTES:
@@ -166,6 +170,8 @@ def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: 
     for lanes in (rows, cols):
         size = lanes * (input_bits // 8)
         want = min(want, size & -size)
+    if input_stationary:
+        want = min(want, QPARAM_LANE_BYTES)
     return want
 
 
@@ -188,3 +194,10 @@ def store_read_latency(requant: bool) -> int:
     """Cycles from a ``STORE``'s ofmap read to its word at the DMA: the buffer read (1), plus the
     output stage's :data:`OUTPUT_STAGE_LATENCY` with ``requant``."""
     return 1 + (OUTPUT_STAGE_LATENCY if requant else 0)
+
+
+#: Words the store path holds between the buffer read and the W channel (reads in flight
+#: included): the requantised read latency plus 2, the least with which a store of one-beat
+#: words still sends a beat every cycle (a word read in cycle ``r`` leaves in ``r + latency + 1``
+#: and frees its place the cycle after).
+STORE_FIFO_WORDS = store_read_latency(True) + 2

@@ -137,7 +137,8 @@ def evaluate_block(
                       rep(buf), np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
     tiling = choose_tiles(p, allow_spill=allow_spill)
     bw = rep(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
-    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle)  # per design, then per element
+    # the AXI width per design (rep makes it per element)
+    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2)
     memory = memory_arrays(p.df, p.R, p.C, rep(d.input_bits), rep(d.acc_bits), rep(axi), bw, requant, p.gemm[2])
     with np.errstate(divide="ignore", invalid="ignore"):
         sched = schedule(p, tiling, memory, rep(d.double_buffered))

@@ -164,7 +164,8 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False,
     m, k, n = plan.m, plan.k, plan.n
     if requant and n > QPARAM_CHANNELS:
         raise ModelError(f"a requantised op has at most {QPARAM_CHANNELS} output channels, not n={n}")
-    W = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle)
+    W = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
+                       config.dataflow is Dataflow.IS)
     lanes = _lanes(config)
     tr = _transposed(config.dataflow)
     ib, ab = config.input_bits, config.acc_bits

@@ -73,7 +73,8 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
 
 def axi_data_bytes(config: ArrayConfig) -> int:
     """The AXI data width of ``config``'s memory interface, bytes (``accel_dse.commands``)."""
-    return cmd_encoding.axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle)
+    return cmd_encoding.axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
+                                       config.dataflow.value == "is")
 
 
 def word_beats(config: ArrayConfig) -> dict[str, int]:

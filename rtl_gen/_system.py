@@ -88,7 +88,8 @@ class AxiAccelerator(wiring.Component):
         self.config = config
         self.fault = fault
         self.core = core if core is not None else Accelerator(config, fault=fault)
-        self.data_bytes = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle)
+        self.data_bytes = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
+                                         config.dataflow.value == "is")
         self.word_bytes = dram_word_bytes(config)
         self.beats = {k: v // self.data_bytes for k, v in self.word_bytes.items()}
         self.max_beats = max(self.beats.values())

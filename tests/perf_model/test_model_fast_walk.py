@@ -90,10 +90,12 @@ def test_a_page_split_costs_a_transfer_at_most_one_round_trip():
 def test_the_vectorised_bus_width_is_the_command_encodings():
     rows, cols, bits, bw = (a.ravel() for a in np.meshgrid([1, 2, 3, 4, 6, 8, 12, 16, 32, 64], [1, 2, 5, 8, 16],
                                                               [8, 16], [0.5, 1, 2, 3, 4, 8, 16, 32, 64, 1e5]))
-    got = axi_data_bytes(rows, cols, bits, bw)
-    want = [commands.axi_data_bytes(int(r), int(c), int(b), float(w)) for r, c, b, w in zip(rows, cols, bits, bw,
-                                                                                             strict=True)]
-    assert got.tolist() == want
+    for stationary in (False, True):
+        got = axi_data_bytes(rows, cols, bits, bw, stationary)
+        want = [commands.axi_data_bytes(int(r), int(c), int(b), float(w), stationary)
+                for r, c, b, w in zip(rows, cols, bits, bw, strict=True)]
+        assert got.tolist() == want
+    assert axi_data_bytes(np.array([64]), np.array([64]), np.array([8]), np.array([64.0]), True)[0] == 16
 
 
 @pytest.mark.parametrize("requant", [False, True])

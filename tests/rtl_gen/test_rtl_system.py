@@ -127,6 +127,20 @@ def test_an_output_tile_stored_in_parts_keeps_every_channels_parameters(dataflow
     assert run.total == run.model.total
 
 
+def test_input_stationary_keeps_the_bus_within_one_parameter_lane():
+    # Input stationary, an output-stage parameter word is one 16-byte lane: a 32-byte bus would
+    # give it 0 beats and the parameter load would never finish (it did, before the cap).
+    config = dataclasses.replace(small("is", True, rows=32, cols=32, bw=32), ifmap_sram_kib=8, weight_sram_kib=8,
+                                 ofmap_sram_kib=8)
+    a, b = _operands(8, 40, 8, seed=13)
+    rq = Requant(multiplier=(1 << 30,), shift=(6,), bias=(5,), zero_point=0, act_min=-128, act_max=127)
+    run = run_soc(config, a, b, requant=rq)
+    assert run.program.data_bytes == 16
+    assert run.error_code == 0
+    np.testing.assert_array_equal(result(run), np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64))
+    assert run.total == run.model.total
+
+
 @pytest.mark.parametrize("dataflow,double", [("ws", True), ("os", False), ("is", True)])
 def test_back_pressure_on_every_axi_channel_never_corrupts_data(dataflow, double):
     a, b = _operands(20, 24, 10, seed=7)
