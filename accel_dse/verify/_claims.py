@@ -1,19 +1,21 @@
 """Sharing a study's top-K verification between several ``accel-dse verify`` processes (machines).
 
 Each design is claimed once, through the study's own storage: a companion study
-``<study>.verify-claims`` holds one *claim trial* per design (user attribute ``target``: the
-sweep trial's number). A claim trial starts WAITING; a verifier takes it by moving it to
-RUNNING, which the storage does for one caller only (the compare-and-set Optuna's own trial
-queue relies on). The taker writes an expiry time (``expires``, Unix seconds) before
-that move, so no other verifier ever sees the claim RUNNING without a fresh expiry, then
-records itself (``host``, ``pid``); the expiry is pushed forward every third of ``ttl_s`` while
-it works; a claim whose expiry has passed (a dead or cut-off machine) is failed, which again
-succeeds for one caller only, and a fresh claim is queued for the design. A finished design's
-claim is COMPLETE.
+``<study>.verify-claims`` holds *claim trials* (user attributes ``target``: the sweep trial's
+number; ``owner``: a token of the verifier that made it; ``expires``: Unix seconds; ``host``,
+``pid``). A verifier takes a design by *bidding*: it creates a claim trial carrying its token
+and a fresh expiry in one step, then reads the design's claims back; the lowest-numbered claim
+that has not failed wins, and a losing bid is failed at once. Trial numbers are handed out in
+creation order inside the storage's own transaction, so every verifier agrees on the winner.
+(A compare-and-set of the trial state, WAITING to RUNNING, is not enough: on SQLite two
+processes can both read WAITING and both write RUNNING, and a design was verified twice.)
 
-If two verifiers queue a claim for the same design at once, only the claim with the lowest
-trial number that has not failed counts (trial numbers only grow, so every verifier agrees).
-Clocks of the machines are assumed to agree to well within ``ttl_s``.
+The winner moves its claim to RUNNING and pushes its expiry forward every third of ``ttl_s``
+while it works. A claim whose expiry has passed (a dead or cut-off machine) is failed by the
+next verifier that looks, which then bids. A finished design's claim is COMPLETE.
+
+If two verifiers bid for the same design at once, the lower trial number wins; the other
+fails its bid. Clocks of the machines are assumed to agree to well within ``ttl_s``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -59,8 +62,20 @@ class Claims:
         trials = self.study.get_trials(deepcopy=False)
         return sorted((t for t in trials if t.user_attrs.get("target") == target), key=lambda t: t.number)
 
-    def _queue(self, target: int) -> None:
-        self.study.enqueue_trial({}, user_attrs={"target": target}, skip_if_exists=False)
+    def _bid(self, target: int) -> str:
+        """Create a claim trial for ``target`` with this verifier's token and a fresh expiry; the token."""
+        token = uuid.uuid4().hex
+        attrs = {"target": target, "owner": token, "expires": self._clock() + self.ttl_s, **self._owner}
+        self.study.enqueue_trial({}, user_attrs=attrs, skip_if_exists=False)
+        return token
+
+    def _live(self, claim: FrozenTrial) -> bool:
+        return float(claim.user_attrs.get("expires", 0.0)) > self._clock()
+
+    def _fail(self, claim: FrozenTrial, reason: str) -> None:
+        with contextlib.suppress(UpdateFinishedTrialError):
+            self._storage.set_trial_user_attr(claim._trial_id, "reason", reason)
+            self._storage.set_trial_state_values(claim._trial_id, state=TrialState.FAIL)
 
     def finished(self, target: int) -> bool:
         """Whether sweep trial ``target``'s design has been verified (by any verifier)."""
@@ -68,32 +83,25 @@ class Claims:
 
     def take(self, target: int) -> int | None:
         """Claim sweep trial ``target`` for this process; the claim trial's id, or ``None`` if it is taken or done."""
-        for _ in range(3):
-            claims = [t for t in self._claims(target) if t.state != TrialState.FAIL]
-            if any(t.state == TrialState.COMPLETE for t in claims):
-                return None
-            if not claims:
-                self._queue(target)
-                continue
-            first = claims[0]
-            if first.state == TrialState.RUNNING:
-                if float(first.user_attrs.get("expires", 0.0)) > self._clock():
-                    return None  # a live verifier has it
-                try:  # expired: fail it (one caller succeeds) and queue a fresh claim
-                    self._storage.set_trial_user_attr(first._trial_id, "reason", "claim expired")
-                    if self._storage.set_trial_state_values(first._trial_id, state=TrialState.FAIL):
-                        self._queue(target)
-                except UpdateFinishedTrialError:
-                    pass
-                continue
-            try:
-                self.renew(first._trial_id)  # before RUNNING: a RUNNING claim always has a fresh expiry
-                if self._storage.set_trial_state_values(first._trial_id, state=TrialState.RUNNING):
-                    for key, value in self._owner.items():
-                        self._storage.set_trial_user_attr(first._trial_id, key, value)
-                    return first._trial_id
-            except UpdateFinishedTrialError:
-                pass
+        claims = [t for t in self._claims(target) if t.state != TrialState.FAIL]
+        if any(t.state == TrialState.COMPLETE for t in claims):
+            return None
+        if claims and self._live(claims[0]):
+            return None  # a live verifier has it
+        for stale in claims:  # expired (or never owned): fail them, then bid
+            if not self._live(stale):
+                self._fail(stale, "claim expired")
+        return self._resolve(target, self._bid(target))
+
+    def _resolve(self, target: int, token: str) -> int | None:
+        """After bidding with ``token``: the claim's id if it is the lowest live one, else fail it and ``None``."""
+        claims = [t for t in self._claims(target) if t.state != TrialState.FAIL]
+        mine = next(t for t in claims if t.user_attrs.get("owner") == token)
+        winner = claims[0]
+        if winner.number == mine.number and not any(t.state == TrialState.COMPLETE for t in claims):
+            self._storage.set_trial_state_values(mine._trial_id, state=TrialState.RUNNING)
+            return mine._trial_id
+        self._fail(mine, "lost the bid")
         return None
 
     def renew(self, claim_id: int) -> None:
@@ -111,12 +119,9 @@ class Claims:
 
     def release(self, claim_id: int) -> None:
         """Give the claim back unfinished (an error or Ctrl-C): another verifier may take the design."""
-        target = self._storage.get_trial(claim_id).user_attrs.get("target")
-        try:
-            if self._storage.set_trial_state_values(claim_id, state=TrialState.FAIL) and target is not None:
-                self._queue(int(target))
-        except UpdateFinishedTrialError:
-            pass
+        with contextlib.suppress(UpdateFinishedTrialError):
+            self._storage.set_trial_user_attr(claim_id, "reason", "released")
+            self._storage.set_trial_state_values(claim_id, state=TrialState.FAIL)
 
     def keep_alive(self, claim_id: int) -> _Renewer:
         """A context manager that renews claim ``claim_id`` every third of ``ttl_s`` while the design is checked."""
@@ -136,6 +141,8 @@ class _Renewer:
                 self._claims.renew(self._claim_id)
             except UpdateFinishedTrialError:  # taken over after a stall: nothing left to renew
                 return
+            except Exception:  # noqa: BLE001 - a transient storage error (a busy SQLite file) must not end
+                continue  # the renewals: try again next tick; if it persists, the claim expires (module notes)
 
     def __enter__(self) -> _Renewer:
         self._thread.start()

@@ -48,3 +48,17 @@ def test_an_expired_claim_is_failed_once_and_the_design_taken_over(tmp_path):
     assert states == ["FAIL", "RUNNING"]
     alive.done(taken)
     assert alive.finished(3) and dead.take(3) is None
+
+
+def test_two_bids_at_once_leave_one_owner(tmp_path):
+    # Both verifiers bid before either reads the claims back: the lower trial number wins, the
+    # other bid fails (a state compare-and-set let both win on SQLite: a design verified twice).
+    url = _storage(tmp_path)
+    first, second = Claims(url, "s", ttl_s=60.0), Claims(url, "s", ttl_s=60.0)
+    tokens = first._bid(5), second._bid(5)
+    won = [first._resolve(5, tokens[0]), second._resolve(5, tokens[1])]
+    assert won[0] is not None and won[1] is None
+    claims = sorted((t for t in first.study.get_trials() if t.user_attrs.get("target") == 5), key=lambda t: t.number)
+    assert [t.state for t in claims] == [TrialState.RUNNING, TrialState.FAIL]
+    assert claims[1].user_attrs["reason"] == "lost the bid"
+    assert second.take(5) is None  # and the winner's claim is live for everyone

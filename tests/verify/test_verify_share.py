@@ -15,7 +15,7 @@ from report_testlib import make_study
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 WORKER = str(HERE / "share_worker.py")
-TTL_S = 3.0
+TTL_S = 6.0  # renewed every 2 s: room for a loaded 2-core machine
 K = 10
 
 
@@ -43,8 +43,9 @@ def test_two_verifiers_split_the_top_10_once_each_and_take_over_a_dead_ones_clai
     assert len(recorded) == K and mine[0] | mine[1] == recorded  # the whole top 10, each once
     assert victim in recorded  # the dead verifier's design was taken over
     claims = optuna.load_study(study_name="s.verify-claims", storage=url).get_trials()
-    expired = [t for t in claims if t.state == TrialState.FAIL]
+    failed = [t for t in claims if t.state == TrialState.FAIL]
+    expired = [t for t in failed if t.user_attrs["reason"] == "claim expired"]
     assert [t.user_attrs["target"] for t in expired] == [victim]
-    assert expired[0].user_attrs["reason"] == "claim expired"
+    assert all(t.user_attrs["reason"] == "lost the bid" for t in failed if t not in expired)  # nothing else failed
     done = [t.user_attrs["target"] for t in claims if t.state == TrialState.COMPLETE]
     assert sorted(done) == sorted(recorded)  # one finished claim per design
