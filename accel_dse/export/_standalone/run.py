@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -117,30 +118,31 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, s
     )
     total, failed = get_results(results_xml)
     if soc:
-        return _soc_report(tag, build_dir, total, failed)
-    report = build_dir / "tb_results.json"
-    if report.is_file():
-        data = json.loads(report.read_text("utf-8"))
-        for g in data["gemms"]:
-            say(f"[{name}] gemm {g['index']}: {g['m']}x{g['k']}x{g['n']}"
-                f"{' (accumulate)' if g['accumulate'] else ''}: {g['mismatches']} mismatches, "
-                f"cycles {g['cycles']} (formula {g['cycles_formula']})")
-        for problem in data["problems"]:
-            say(f"[{name}] FAIL: {problem}")
-    ok = total > 0 and failed == 0 and report.is_file()
-    say(f"[{name}] {'PASSED' if ok else 'FAILED'} (log: {build_dir / 'sim.log'})")
-    return ok
+        return _report(tag, build_dir, "tb_axi_results.json", "cases", _soc_case, total, failed)
+    return _report(tag, build_dir, "tb_results.json", "gemms", _core_gemm, total, failed)
 
 
-def _soc_report(tag: str, build_dir: Path, total: int, failed: int) -> bool:
-    report = build_dir / "tb_axi_results.json"
+def _core_gemm(g: dict) -> str:
+    return (f"gemm {g['index']}: {g['m']}x{g['k']}x{g['n']}{' (accumulate)' if g['accumulate'] else ''}: "
+            f"{g['mismatches']} mismatches, cycles {g['cycles']} (formula {g['cycles_formula']})")
+
+
+def _soc_case(c: dict) -> str:
+    return (f"gemm {c['index']}: {c['m']}x{c['k']}x{c['n']}{' requantised' if c['requant'] else ''}: "
+            f"{c['mismatches']} mismatches, cycles total {c['cycles_total']} (compute {c['cycles_compute']}, "
+            f"model {c['model_compute_cycles']}; the model's total for simulate's DRAM model: "
+            f"{c['model_total_cycles_dram_model']})")
+
+
+def _report(tag: str, build_dir: Path, file: str, key: str, describe: Callable[[dict], str], total: int,
+            failed: int) -> bool:
+    """Print the testbench's JSON results (one line per entry of ``key``, then its problems) and
+    the verdict: passed when every cocotb test passed and the results file exists."""
+    report = build_dir / file
     if report.is_file():
         data = json.loads(report.read_text("utf-8"))
-        for c in data["cases"]:
-            say(f"[{tag}] gemm {c['index']}: {c['m']}x{c['k']}x{c['n']}{' requantised' if c['requant'] else ''}: "
-                f"{c['mismatches']} mismatches, cycles total {c['cycles_total']} (compute {c['cycles_compute']}, "
-                f"model {c['model_compute_cycles']}; the model's total for simulate's DRAM model: "
-                f"{c['model_total_cycles_dram_model']})")
+        for entry in data[key]:
+            say(f"[{tag}] {describe(entry)}")
         for problem in data["problems"]:
             say(f"[{tag}] FAIL: {problem}")
     ok = total > 0 and failed == 0 and report.is_file()
