@@ -62,6 +62,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import permutations
+from typing import Any
 
 import numpy as np
 
@@ -127,14 +128,22 @@ class Tiling:
     resident: np.ndarray
 
 
+def operand_words(p: Problem, free: int, t: Any) -> np.ndarray:
+    """Words a tile needs from the operand free in mapped dim ``free``; ``t`` gives the tile along
+    the other two dims (a ``(3, N)`` array, or a mapping of those two dims)."""
+    if free == 0:
+        return t[2] * np.ceil(t[1] / p.C)
+    if free == 1:
+        return t[2] * np.ceil(t[0] / p.R)
+    return t[0] * np.ceil(t[1] / p.C)
+
+
 def tile_words(p: Problem, t: np.ndarray) -> np.ndarray:
     """``(3, N)`` words the tile ``t`` needs from the operand free in r, c, s (closed form).
 
     Must equal :func:`timing.run_words` (mapped back to buffers); a test checks it.
     """
-    a = np.ceil(t[0] / p.R)
-    b = np.ceil(t[1] / p.C)
-    return np.stack([t[2] * b, t[2] * a, t[0] * b])
+    return np.stack([operand_words(p, free, t) for free in range(3)])
 
 
 class _Search:
@@ -241,13 +250,8 @@ class _Search:
 
     def strip_words(self, held: int, other: int, o3: int, t_other: np.ndarray) -> np.ndarray:
         """Words of the strip of the operand free in ``held``: ``t_other`` along ``other``, the
-        whole ``D_o3`` along ``o3`` (:func:`tile_words` for one operand)."""
-        t = {other: t_other, o3: self.D[o3]}
-        if held == 0:
-            return t[2] * np.ceil(t[1] / self.p.C)
-        if held == 1:
-            return t[2] * np.ceil(t[0] / self.p.R)
-        return t[0] * np.ceil(t[1] / self.p.C)
+        whole ``D_o3`` along ``o3``."""
+        return operand_words(self.p, held, {other: t_other, o3: self.D[o3]})
 
     def resident_x(self, family: _Family, tiles: dict[int, np.ndarray], n: dict[int, np.ndarray | float],
                    ) -> tuple[np.ndarray, np.ndarray]:
