@@ -4,7 +4,7 @@ A program is ``QUEUE_LEN`` commands of :data:`COMMAND_BYTES` bytes each, little-
 byte address ``QUEUE_BASE`` in DRAM (both set in the control registers). The accelerator reads
 the whole program into its command queue (``QUEUE_DEPTH`` commands; a longer program is the
 error ``ERROR_QUEUE``), then issues the commands in order, one at a time, to two units: the DMA
-engine (``LOAD``, ``STORE``) and the array (``RUN``). A command waits until its unit is idle and
+engine (``LOAD``, ``STORE``, ``MOVE``) and the array (``RUN``). A command waits until its unit is idle and
 until the units named by its wait bits are idle; ``SYNC`` only waits. The program ends after its
 last command, when both units are idle: the DONE status and interrupt.
 
@@ -14,8 +14,10 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
     LOAD     buffer [6, 8)   dram_addr [32, 64)   dram_stride [64, 96)   rows [96, 112)
     STORE    words [112, 128)   buf_addr [128, 160)   row_step [160, 192)   word_step [192, 224)
              STORE only: requant [8]   q_by_row [9]   q_base [224, 240)
-    RUN      m [32, 64)   k [64, 96)   n [96, 128)   accumulate [128]
+    RUN      m [32, 64)   k [64, 96)   n [96, 128)   accumulate [128]   x_stride [136, 160)
              x_base [160, 192)   y_base [192, 224)   o_base [224, 256)
+    MOVE     dst_word_step [10, 32)   dst_addr [32, 64)   dst_row_step [64, 96)   rows, words,
+             buf_addr, row_step, word_step, q_by_row, q_base as STORE
 
 ``buffer``: 0 ifmap, 1 weight, 2 ofmap (raw accumulators), 3 qparam. A transfer moves ``rows``
 DRAM rows of ``words`` buffer words each: row ``r`` starts at byte ``dram_addr + r *
@@ -31,7 +33,18 @@ at 10, 12, 14). ``dram_addr`` and ``dram_stride`` must be multiples of the AXI d
 ``q_base + j`` (word ``j`` of each row; WS/OS) or ``q_base + r`` (``q_by_row``; IS) and writes
 ``input_bits``-wide lanes; without it, raw accumulator lanes. ``RUN`` starts the array on an
 ``m x k x n`` GEMM whose operands start at word ``x_base`` / ``y_base`` of the x / y buffers and
-whose outputs start at word ``o_base`` of the ofmap (``x``: ifmap for WS/OS, weight for IS).
+whose outputs start at word ``o_base`` of the ofmap (``x``: ifmap for WS/OS, weight for IS);
+the x words of row-fold ``f`` start ``f * x_stride`` words past ``x_base`` (0: packed, the run's
+streamed length), so a run can read its operand in place from a larger matrix held on chip.
+
+``MOVE`` keeps an output on chip (on-chip reuse across layers): it reads ``rows x words`` ofmap
+words as a requantised ``STORE`` does (same address walk, parameters and output stage) and
+writes each requantised word, ``input_bits``-wide lanes, to ifmap word ``dst_addr + r *
+dst_row_step + j * dst_word_step`` instead of DRAM. A requantised ofmap word has ``C`` lanes and
+an ifmap word ``R``: only a design with ``R == C`` moves (WS/OS keep the ofmap row by row, so a
+WS output is the next layer's ``A`` word for word; ``ERROR_BUFFER`` for any destination beyond
+the ifmap). It occupies the DMA unit (one word a cycle, no DRAM traffic):
+:func:`move_cycles`.
 """
 
 from __future__ import annotations
@@ -42,7 +55,7 @@ __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
     "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
     "ERROR_QUEUE", "ERROR_NAMES", "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
-    "store_read_latency", "STORE_FIFO_WORDS",
+    "store_read_latency", "STORE_FIFO_WORDS", "move_cycles",
 ]
 
 #: Bytes per command.
@@ -71,6 +84,7 @@ class Opcode:
     STORE = 2
     RUN = 3
     SYNC = 4
+    MOVE = 5
 
 
 class Buffer:
@@ -88,15 +102,18 @@ FIELDS: dict[str, tuple[int, int]] = {
     "q_by_row": (9, 1), "dram_addr": (32, 32), "dram_stride": (64, 32), "rows": (96, 16), "words": (112, 16),
     "buf_addr": (128, 32), "row_step": (160, 32), "word_step": (192, 32), "q_base": (224, 16),
     "m": (32, 32), "k": (64, 32), "n": (96, 32), "accumulate": (128, 1), "x_base": (160, 32),
-    "y_base": (192, 32), "o_base": (224, 32),
+    "y_base": (192, 32), "o_base": (224, 32), "x_stride": (136, 24),
+    "dst_word_step": (10, 22), "dst_addr": (32, 32), "dst_row_step": (64, 32),
 }
 
 _PER_OP = {
     Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step"),
     Opcode.STORE: ("buffer", "requant", "q_by_row", "dram_addr", "dram_stride", "rows", "words", "buf_addr",
                    "row_step", "word_step", "q_base"),
-    Opcode.RUN: ("m", "k", "n", "accumulate", "x_base", "y_base", "o_base"),
+    Opcode.RUN: ("m", "k", "n", "accumulate", "x_stride", "x_base", "y_base", "o_base"),
     Opcode.SYNC: (),
+    Opcode.MOVE: ("q_by_row", "dst_word_step", "dst_addr", "dst_row_step", "rows", "words", "buf_addr", "row_step",
+                  "word_step", "q_base"),
 }
 
 
@@ -201,3 +218,11 @@ def store_read_latency(requant: bool) -> int:
 #: words still sends a beat every cycle (a word read in cycle ``r`` leaves in ``r + latency + 1``
 #: and frees its place the cycle after).
 STORE_FIFO_WORDS = store_read_latency(True) + 2
+
+
+def move_cycles(rows: int, words: int) -> int:
+    """Cycles a ``MOVE`` of ``rows x words`` words keeps the DMA unit busy: one ofmap read a cycle,
+    each word written to the ifmap :func:`store_read_latency` ``(True)`` cycles after its read;
+    0 for an empty move. Issued at edge ``E_d``, the unit is busy from cycle ``d + 1`` to ``d + n``."""
+    count = rows * words
+    return count + store_read_latency(True) if count else 0

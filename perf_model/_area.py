@@ -418,12 +418,12 @@ def skew_register_bits(
     return outside, (R + (is_os & sh)) * (address[2] + 4)
 
 
-#: Memory system logic (DMA engines, sequencer, control registers) at 45 nm, µm^2: a fixed part
+#: Memory system logic (DMA engines, move engine, sequencer, control registers) at 45 nm, µm^2: a fixed part
 #: and a part per bit of the DMA's widest DRAM word (its assembly register, store FIFO and lane
 #: wiring), fitted by ``bench/memory_system_area.py --fit`` on Yosys of our own RTL (NanGate45
 #: prices): 2x2 to 16x16 arrays, 256 to 2048 word bits, within 1 % of the fit.
-MEMORY_SYSTEM_FIXED_UM2 = 36389.4
-MEMORY_SYSTEM_PER_WORD_BIT_UM2 = 76.787
+MEMORY_SYSTEM_FIXED_UM2 = 47401.3
+MEMORY_SYSTEM_PER_WORD_BIT_UM2 = 85.040
 #: Bits of the on-chip command queue (``accel_dse.commands``: 512 commands of 32 bytes), priced as SRAM.
 QUEUE_BITS = 512 * 32 * 8
 

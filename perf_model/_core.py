@@ -7,7 +7,7 @@ as ``(designs, ops)`` arrays so totals over a workload are plain sums along the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from perf_model._problem import (
     row_index,
     take_rows,
 )
+from perf_model._reuse import candidate_links, flags_from_links
 from perf_model._schedule import Schedule, op_cycles, schedule
 from perf_model._technology import nominal_vdd, supply_voltage
 from perf_model._tiling import ORDERS, choose_tiles, gemm_tile
@@ -41,6 +42,7 @@ __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
 #: Components of the energy breakdown, in report order.
 ENERGY_PARTS = ("mac", "register", "sram_ifmap", "sram_weight", "sram_ofmap", "output_stage", "dram", "leakage")
 _GEMM_DIMS = "mkn"
+_NO_LIMIT = 1 << 50  # ifmap words of an op whose A is on chip already: its A tiles need none
 
 
 @dataclass
@@ -51,7 +53,9 @@ class Block:
     ``energy`` holds the breakdown by part (per buffer for SRAM). Infeasible pairs hold zeros.
     ``boundary_cycles``: how many cycles the queue-load boundaries of a double-buffered program may
     add to ``total_cycles`` at most (``perf_model._schedule``; 0 when the program fits the queue).
-    ``resident`` marks tilings holding a resident input strip (``perf_model._tiling``).
+    ``resident`` marks tilings holding a resident input strip (``perf_model._tiling``);
+    ``a_on_chip``/``c_on_chip`` ops whose input the op before left in the ifmap and whose output
+    stays there for the next (on-chip reuse, ``perf_model._reuse``).
     ``area_mm2`` is per design (``(designs,)``). ``overflow`` marks pairs whose tiles fit but
     whose reduction can overflow the accumulator (:func:`overflows`); they are not feasible.
     Per design too: ``f_max_mhz`` (:mod:`perf_model._fmax`), ``vdd`` (the supply that meets
@@ -76,6 +80,8 @@ class Block:
     tile: np.ndarray
     order: np.ndarray
     resident: np.ndarray
+    a_on_chip: np.ndarray
+    c_on_chip: np.ndarray
     f_max_mhz: np.ndarray
     vdd: np.ndarray
     clock_ok: np.ndarray
@@ -119,9 +125,18 @@ class Block:
 
 def evaluate_block(
     designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
-    *, allow_spill: bool = False,
+    *, allow_spill: bool = False, reuse: bool = False, ifmap_reserve: np.ndarray | None = None,
+    a_on_chip: np.ndarray | None = None, c_on_chip: np.ndarray | None = None,
 ) -> Block:
-    """Evaluate every design of ``designs`` on every op of ``ops``."""
+    """Evaluate every design of ``designs`` on every op of ``ops``.
+
+    ``reuse``: keep the workload's links on chip where a design can (``perf_model._reuse``).
+    The flags it derives, per ``(designs, ops)`` element, may also be given directly (the
+    compiler's plan of one op): ``ifmap_reserve``, ifmap words the op's tiles may not use;
+    ``a_on_chip``, ``A`` is in the ifmap already; ``c_on_chip``, the output is moved there.
+    """
+    if reuse and ops.link.any():
+        return _with_reuse(designs, ops, energy, area, allow_spill)
     nd, no = len(designs), len(ops)
     shape = (nd, no)
     d = designs
@@ -130,18 +145,31 @@ def evaluate_block(
         return np.repeat(values, no, axis=-1)
 
     kib = (d.ifmap_sram_kib, d.weight_sram_kib, d.ofmap_sram_kib)
-    buf = buffer_words(d.dataflow, d.rows, d.cols, d.input_bits, d.acc_bits, kib, d.double_buffered)
+    buf = rep(buffer_words(d.dataflow, d.rows, d.cols, d.input_bits, d.acc_bits, kib, d.double_buffered))
+    a_chip = None if a_on_chip is None or not a_on_chip.any() else a_on_chip.reshape(-1)
+    c_chip = None if c_on_chip is None or not c_on_chip.any() else c_on_chip.reshape(-1)
+    if ifmap_reserve is not None:
+        whole = rep(buffer_words(d.dataflow, d.rows, d.cols, d.input_bits, d.acc_bits, kib,
+                                 np.zeros(nd, dtype=bool))[0])
+        left = np.maximum(whole - np.asarray(ifmap_reserve, dtype=np.int64).reshape(-1), 0)
+        buf[0] = np.where(rep(d.double_buffered), left // 2, left)
+    if a_chip is not None:  # A is in the ifmap already: its tiles take no room
+        buf[0] = np.where(a_chip, _NO_LIMIT, buf[0])
     requant = np.tile(ops.requant, nd)
     out_bits = np.where(requant, rep(d.input_bits), rep(d.acc_bits))
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
-                      rep(buf), np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
-    tiling = choose_tiles(p, allow_spill=allow_spill)
+                      buf, np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
+    # A already on chip costs the tiling no DRAM bytes.
+    tiling = choose_tiles(p if a_chip is None else replace(p, bytes=np.where(a_chip & (p.operand == 0), 0.0, p.bytes)),
+                          allow_spill=allow_spill)
     bw = rep(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
     # the AXI width per design (rep makes it per element)
     axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2)
     memory = memory_arrays(p.df, p.R, p.C, rep(d.input_bits), rep(d.acc_bits), rep(axi), bw, requant, p.gemm[2])
+    if c_chip is not None:
+        memory.move = c_chip
     with np.errstate(divide="ignore", invalid="ignore"):
-        sched = schedule(p, tiling, memory, rep(d.double_buffered))
+        sched = schedule(p, tiling, memory, rep(d.double_buffered), a_chip, c_chip)
     inst = np.tile(ops.instances, nd)
     _accumulators_in_sram(p, sched, rep(d.acc_bits) / out_bits)
     compute, total = op_cycles(sched, inst)
@@ -209,6 +237,8 @@ def evaluate_block(
         tile=gemm_tile(p, tiling.t).reshape((3,) + shape),
         order=tiling.order.reshape(shape),
         resident=tiling.resident.reshape(shape),
+        a_on_chip=(a_chip if a_chip is not None else np.zeros(nd * no, dtype=bool)).reshape(shape) & ok.reshape(shape),
+        c_on_chip=(c_chip if c_chip is not None else np.zeros(nd * no, dtype=bool)).reshape(shape) & ok.reshape(shape),
         f_max_mhz=f_max,
         vdd=vdd,
         clock_ok=clock_ok,
@@ -218,6 +248,21 @@ def evaluate_block(
         _names=ops.names,
         _designs=d,
     )
+
+
+def _with_reuse(designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
+                allow_spill: bool) -> Block:
+    """:func:`evaluate_block` with the links ``perf_model._reuse`` keeps on chip: the candidate
+    links' producers are first tiled beside their regions; those that fit keep their link."""
+    candidate, size = candidate_links(designs, ops)
+    links = candidate
+    if candidate.any():  # the tiling rule: each producer fits beside its region as a run's first op
+        trial = evaluate_block(designs, ops, energy, area, allow_spill=allow_spill, ifmap_reserve=size,
+                               c_on_chip=candidate)
+        links = candidate & trial.feasible
+    flags = flags_from_links(links, size)
+    return evaluate_block(designs, ops, energy, area, allow_spill=allow_spill, ifmap_reserve=flags.reserve,
+                          a_on_chip=flags.a_on_chip, c_on_chip=flags.c_on_chip)
 
 
 def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from accel_dse.errors import ModelError
-from workloads.ops import Conv2d, Gemm, Op, Workload
+from workloads.ops import Conv2d, Gemm, Op, Workload, chain_link
 
 __all__ = ["OpArrays", "op_arrays"]
 
@@ -28,6 +28,9 @@ class OpArrays:
         macs: multiply-accumulates per op, all instances (int64).
         requant: bool per op, its outputs leave through the output stage (``op.requant``), at
             ``input_bits`` instead of ``acc_bits``.
+        link: bool per op, its output is the next op's ``A`` as is (the next op's
+            ``a_from_previous``, ``workloads.chain_link`` shapes, equal counts): a link on-chip
+            reuse may keep in the ifmap (``perf_model._reuse``); False for the last op.
     """
 
     names: tuple[str, ...]
@@ -37,6 +40,7 @@ class OpArrays:
     instances: np.ndarray
     macs: np.ndarray
     requant: np.ndarray
+    link: np.ndarray
 
     def __len__(self) -> int:
         return len(self.names)
@@ -76,5 +80,7 @@ def op_arrays(ops: Workload | Sequence[tuple[Op, int]]) -> OpArrays:
     instances = np.array(inst, dtype=np.float64)
     macs = np.array([i * m * k * n for i, (m, k, n) in zip(inst, dims, strict=True)], dtype=np.int64)
     requant = np.array([op.requant is not None for op in records], dtype=bool)
+    link = np.array([i + 1 < len(records) and records[i + 1].a_from_previous and counts[i] == counts[i + 1]
+                     and chain_link(records[i], records[i + 1]) for i in range(len(records))], dtype=bool)
     return OpArrays(names=tuple(names), ops=tuple(records), counts=tuple(counts), gemm=gemm_dims,
-                    instances=instances, macs=macs, requant=requant)
+                    instances=instances, macs=macs, requant=requant, link=link)

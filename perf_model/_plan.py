@@ -87,11 +87,14 @@ class TilePlan:
         return total
 
 
-def plan_tiles(config: ArrayConfig, gemm: Gemm | Conv2d) -> TilePlan:
+def plan_tiles(config: ArrayConfig, gemm: Gemm | Conv2d, *, ifmap_reserve: int = 0,
+               a_on_chip: bool = False) -> TilePlan:
     """The tiling the model uses for one instance of ``gemm`` on ``config``.
 
     A ``Conv2d`` is planned as its im2col GEMM; ``batch`` is ignored (every instance is tiled
-    the same way).
+    the same way). On-chip reuse (``perf_model._chain``): ``ifmap_reserve``, ifmap words the
+    tiles may not use (held for the next layer's input); ``a_on_chip``, ``A`` is in the ifmap
+    already (its tiles take no room and no DRAM bytes).
 
     Raises:
         ModelError: ``config`` is not an ``ArrayConfig`` or ``gemm`` not an op record.
@@ -103,7 +106,9 @@ def plan_tiles(config: ArrayConfig, gemm: Gemm | Conv2d) -> TilePlan:
     g = gemm.to_gemm()
     one = Gemm(m=g.m, k=g.k, n=g.n, name=g.name)
     designs = DesignArrays.from_configs([config])
-    block = evaluate_block(designs, op_arrays([(one, 1)]), DEFAULT_ENERGY, area_coefficients())
+    block = evaluate_block(designs, op_arrays([(one, 1)]), DEFAULT_ENERGY, area_coefficients(),
+                           ifmap_reserve=np.array([[ifmap_reserve]]) if ifmap_reserve else None,
+                           a_on_chip=np.array([[True]]) if a_on_chip else None)
     df = int(designs.dataflow[0])
     ok = bool(block.feasible[0, 0])
     mt, kt, nt = (int(v) for v in np.asarray(block.tile[:, 0, 0]))

@@ -37,6 +37,14 @@ A resident input (``TilePlan.resident``: the plan's strip, :mod:`perf_model._til
 as a strip: its K sub-tile ``j`` at ``j`` full sub-tiles past the strip's base (in the half of
 the strip when double buffered), loaded by the first run that needs it and read by the RUN
 commands of later runs at that address, so it crosses the DRAM interface once per strip.
+
+On-chip reuse (``perf_model._chain``; WS with ``R == C``, a requantised op): ``c_region`` sends
+the output to the ifmap instead of DRAM, each STORE becoming a ``MOVE`` of the same words to
+ifmap word ``c_region + (n // C) * M + m`` (the next layer's ``A`` in the ifmap layout of a run of
+all ``M`` rows); the A tiles then use only the ifmap words below ``ifmap_words``. ``a_region``
+is the other end: the whole ``A`` already sits in the ifmap from ``a_region`` on in that layout,
+so no A tile is loaded and each RUN reads its A tile in place (``x_base`` at its first row and
+fold, ``x_stride = M``).
 """
 
 from __future__ import annotations
@@ -59,7 +67,8 @@ from perf_model import timing
 from perf_model._plan import plan_tiles
 from workloads.ops import Gemm
 
-__all__ = ["TensorLayout", "GemmProgram", "compile_gemm", "output_major", "QPARAM_CHANNELS", "PAGE"]
+__all__ = ["TensorLayout", "GemmProgram", "compile_gemm", "output_major", "reuse_possible", "QPARAM_CHANNELS",
+           "PAGE"]
 
 #: Channels the output stage's parameter buffer holds (``rtl_gen``'s ``QPARAM_CHANNELS``).
 QPARAM_CHANNELS = 4096
@@ -150,15 +159,33 @@ def output_major(tiles: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
     return [tile for group in groups.values() for tile in sorted(group, key=lambda t: t[2])]
 
 
-def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False,
-                 queue_depth: int = QUEUE_DEPTH) -> GemmProgram:
+def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queue_depth: int = QUEUE_DEPTH,
+                 a_region: int | None = None, c_region: int | None = None,
+                 ifmap_words: int | None = None) -> GemmProgram:
     """The program of one ``m x k x n`` instance of ``gemm`` on ``config`` (module docstring).
+
+    Args:
+        config, gemm, requant, queue_depth: the design, the GEMM, whether C leaves through the
+            output stage, commands per queue-load.
+        a_region: ifmap word where the whole A already is (on-chip reuse), or ``None``.
+        c_region: ifmap word where C goes as the next layer's A (on-chip reuse), or ``None``.
+        ifmap_words: ifmap words the A tiles may use (default: the whole buffer).
 
     Raises:
         ModelError: the design cannot run the GEMM (the plan's reason), a requantised op with
-            more than :data:`QPARAM_CHANNELS` channels, or a tile that does not fit its buffer.
+            more than :data:`QPARAM_CHANNELS` channels, a tile that does not fit its buffer, or
+            reuse on a design or op that cannot have it.
     """
-    plan = plan_tiles(config, gemm)
+    if (a_region is not None or c_region is not None) and not reuse_possible(config):
+        raise ModelError(f"design {config.short_name()} cannot keep a layer on chip: on-chip reuse needs a "
+                         f"weight-stationary array with rows == cols")
+    if c_region is not None and not requant:
+        raise ModelError("only a requantised output can stay on chip (c_region needs requant)")
+    depth_a = _buffer_depths(config)[0]
+    reserve = 0 if ifmap_words is None else depth_a - ifmap_words
+    if not 0 <= reserve < depth_a:
+        raise ModelError(f"ifmap_words must be in 1 .. {depth_a}, not {ifmap_words}")
+    plan = plan_tiles(config, gemm, ifmap_reserve=reserve, a_on_chip=a_region is not None)
     if not plan.feasible:
         raise ModelError(f"design {config.short_name()} cannot run {gemm.m}x{gemm.k}x{gemm.n}: {plan.reason}")
     m, k, n = plan.m, plan.k, plan.n
@@ -188,21 +215,31 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False,
         tensors["q"] = TensorLayout("q", base, 1, q_lanes, 16, False, (1, n))
         base = _align(base + tensors["q"].nbytes, PAGE)
     depth = dict(zip(("a", "b", "c"), _buffer_depths(config), strict=True))
+    depth["a"] -= reserve
     half = {b: (d // 2 if config.double_buffered else 0) for b, d in depth.items()}
-    cmds = _Builder(config, tensors, lanes, W)
+    cmds = _Builder(config, tensors, lanes, W, m, a_region, c_region)
     if requant:
         qt = tensors["q"]
         per_word = 1 if config.dataflow is Dataflow.IS else config.cols
         cmds.add(Command.make(Opcode.LOAD, buffer=Buffer.QPARAM, dram_addr=qt.base, dram_stride=qt.pitch, rows=1,
                               words=qt.row_elems // per_word, buf_addr=0, row_step=0, word_step=1))
     room = half if config.double_buffered else depth
-    placed = _place(cmds, runs, room, half, plan.resident, plan.kt)
+    resident = "" if a_region is not None and plan.resident == "a" else plan.resident  # A is never loaded
+    placed = _place(cmds, runs, room, half, resident, plan.kt,
+                    ("b", "c") if a_region is not None else ("a", "b", "c"))
     (_double if config.double_buffered else _single)(cmds, runs, placed, requant)
     if queue_depth < 1:
         raise ModelError(f"queue_depth must be a positive number of commands, not {queue_depth}")
     total = len(cmds.out)
     chunks = tuple((i, min(i + queue_depth, total)) for i in range(0, total, queue_depth))
     return GemmProgram(tuple(cmds.out), tensors, 0, base, W, requant, tuple(runs), chunks)
+
+
+def reuse_possible(config: ArrayConfig) -> bool:
+    """Whether ``config`` can keep a layer's output on chip as the next layer's input: a ``MOVE``
+    needs ifmap and ofmap words of equal lanes, and the next layer reads it as its ``A`` in the
+    WS layout (OS holds ``A`` transposed; IS streams ``B`` from the ifmap)."""
+    return config.dataflow is Dataflow.WS and config.rows == config.cols
 
 
 def _buffer_depths(config: ArrayConfig) -> tuple[int, int, int]:
@@ -216,8 +253,12 @@ def _buffer_depths(config: ArrayConfig) -> tuple[int, int, int]:
 class _Builder:
     """Transfer commands of tiles (the DRAM layout and the buffer word order of ``rtl_gen``)."""
 
-    def __init__(self, config: ArrayConfig, tensors: dict[str, TensorLayout], lanes: dict[str, int], W: int) -> None:
+    def __init__(self, config: ArrayConfig, tensors: dict[str, TensorLayout], lanes: dict[str, int], W: int,
+                 m: int = 0, a_region: int | None = None, c_region: int | None = None) -> None:
         self.config = config
+        self.m = m
+        self.a_region = a_region
+        self.c_region = c_region
         self.tensors = tensors
         self.lanes = lanes
         self.W = W
@@ -262,13 +303,26 @@ class _Builder:
     def run(self, tile: tuple[int, ...], bases: dict[str, int], *, wait_dma: bool = True) -> Command:
         m0, m1, k0, k1, n0, n1, acc = tile
         x, y = ("b", "a") if self.config.dataflow is Dataflow.IS else ("a", "b")
+        if self.a_region is not None:  # A read in place (WS: x is A)
+            return Command.make(Opcode.RUN, wait_dma=wait_dma, m=m1 - m0, k=k1 - k0, n=n1 - n0, accumulate=int(acc),
+                                x_base=self.a_region + k0 // self.config.rows * self.m + m0, x_stride=self.m,
+                                y_base=bases[y], o_base=bases["c"])
         return Command.make(Opcode.RUN, wait_dma=wait_dma, m=m1 - m0, k=k1 - k0, n=n1 - n0, accumulate=int(acc),
                             x_base=bases[x], y_base=bases[y], o_base=bases["c"])
 
     def store(self, tile: tuple[int, ...], base: int, requant: bool, *, wait_run: bool,
               part: tuple[int, int] | None = None) -> Command:
-        """The STORE of the output tile (or of its DRAM rows ``part``, see :meth:`transfer`)."""
+        """The STORE of the output tile (or of its DRAM rows ``part``, see :meth:`transfer`); its MOVE
+        into the ifmap with ``c_region``."""
         cfg = self.config
+        if self.c_region is not None:
+            store = self.transfer(Opcode.STORE, "c", tile, base, requant=True, q_base=tile[4] // cfg.cols, part=part)
+            r0 = part[0] if part is not None else 0
+            return Command.make(Opcode.MOVE, wait_run=wait_run, rows=store["rows"], words=store["words"],
+                                buf_addr=store["buf_addr"], row_step=store["row_step"], word_step=store["word_step"],
+                                q_base=store["q_base"],
+                                dst_addr=self.c_region + tile[4] // cfg.cols * self.m + tile[0] + r0,
+                                dst_row_step=1, dst_word_step=self.m)
         if cfg.dataflow is Dataflow.IS:  # DRAM rows are channels: the parameters follow the row
             r0 = part[0] if part is not None else 0
             return self.transfer(Opcode.STORE, "c", tile, base, wait_run=wait_run, requant=requant,
@@ -301,14 +355,15 @@ def _strip_keys(name: str, tile: tuple[int, ...]) -> tuple[tuple[int, int], tupl
 
 
 def _place(b: _Builder, runs: list[tuple[int, ...]], room: dict[str, int], half: dict[str, int], resident: str,
-           kt: int) -> list[tuple[dict[str, int], list[tuple[str, int]]]]:
+           kt: int, names: tuple[str, ...] = ("a", "b", "c")) -> list[tuple[dict[str, int], list[tuple[str, int]]]]:
     """Per run: the buffer base of each operand's tile, and the ``(input, buffer address)`` loads
     it needs first.
 
     A tile goes to base ``side * half`` (``half`` 0 single buffered), the side flipping when the
     operand's tile changes. The ``resident`` input (``""``: none) keeps a whole strip: its K
     sub-tile ``j`` sits at ``j`` full sub-tiles past the strip's base and is loaded once per
-    strip. ``room``: words each operand may use from its base.
+    strip. ``room``: words each operand may use from its base; ``names``: the operands placed
+    (A is not when it is on chip already).
 
     Raises:
         ModelError: a tile (or a resident strip) does not fit its room.
@@ -321,7 +376,7 @@ def _place(b: _Builder, runs: list[tuple[int, ...]], room: dict[str, int], half:
         keys = _keys(tile)
         bases: dict[str, int] = {}
         loads: list[tuple[str, int]] = []
-        for name in ("a", "b", "c"):
+        for name in names:
             offset = 0
             if name == resident:
                 strip, sub = _strip_keys(name, tile)

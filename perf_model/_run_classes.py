@@ -120,7 +120,8 @@ class RunClasses:
     def __init__(self, p: Problem, t: np.ndarray, last: np.ndarray, n: np.ndarray, order: np.ndarray,
                  by_position: np.ndarray, cyc8: np.ndarray | None,
                  streamed: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None, memory: Memory,
-                 tiling: Tiling, double_buffered: np.ndarray, compute: np.ndarray) -> None:
+                 tiling: Tiling, double_buffered: np.ndarray, compute: np.ndarray,
+                 a_on_chip: np.ndarray | None = None) -> None:
         self.resident = tiling.resident
         self.run_overhead = float(timing.RUN_OVERHEAD)
         self.n_elem = len(p)
@@ -137,6 +138,13 @@ class RunClasses:
         at = [ORDER_ARRAY[:, j].take(code) for j in range(3)]  # mapped dim at position j, contiguous
         dim = [[at[j] == x for x in range(3)] for j in range(3)]  # mapped dim x at position j
         self.npos = npos
+        # Whether the operand free at each position is loaded at all: not the A an earlier op left
+        # in the ifmap (on-chip reuse, perf_model._chain: it is read in place).
+        self.loaded: list[Bool] = [True, True, True]
+        if a_on_chip is not None and a_on_chip.any():
+            operand = [np.where(dim[j][0], p.operand[0], np.where(dim[j][1], p.operand[1], p.operand[2]))
+                       for j in range(3)]
+            self.loaded = [~(a_on_chip & (operand[j] == 0)) for j in range(3)]
         self.many = [npos[j] > 1 for j in range(3)]
         self.two = [npos[j] == 2 for j in range(3)]
         self.size = [{"T": tpos[j], "L": lpos[j]} for j in range(3)]
@@ -393,7 +401,7 @@ def _inner_loads(rc: RunClasses, moved: int, first1: Bool) -> tuple[Bool, Bool]:
         load0, load1 = True, rc.many[2]
     else:
         load0, load1 = _or(rc.many[1], rc.many[2]), True
-    return load0, _and(load1, _or(first1, rc.not_resident))
+    return _and(load0, rc.loaded[0]), _and(load1, _or(first1, rc.not_resident), rc.loaded[1])
 
 
 def _load_commands(rc: RunClasses) -> np.ndarray | float:
@@ -487,7 +495,7 @@ def rho_inner(rc: RunClasses) -> Totals:
     # The op's last run: the last part of the previous output tile, then its own store, whole.
     previous = np.where(rc.many[1], parts[("L", "T")]["last"], last)
     sums.add(1.0, ("L", "L", "L"), [(previous, _or(rc.many[0], rc.many[1]))])
-    pre = st(0, ("T", "T")) + st(1, ("T", "T")) + rc.memory.qparam_cycles
+    pre = _times(st(0, ("T", "T")), rc.loaded[0]) + _times(st(1, ("T", "T")), rc.loaded[1]) + rc.memory.qparam_cycles
     post = st(2, ("L", "L"), True)
     # A period's DMA commands are at most the full tiles' (transfer cycles grow with tile sizes).
     period_bound = np.minimum(rc.cycles(("T", "T", "T")) + _ISSUE,  # -inf single buffered: no bound needed
@@ -523,7 +531,8 @@ def _rho_inner_single(rc: RunClasses) -> Totals:
     all0: Range = (n0 - 1, 1.0)
     later1, later2 = later[1], later[2]
     once: Range = (1.0, 0.0)  # index 0 alone (a full tile, or the only one)
-    total: np.ndarray | float = st(0, ("T", "T")) + st(1, ("T", "T"))  # the first run's loads
+    total: np.ndarray | float = (_times(st(0, ("T", "T")), rc.loaded[0])  # the first run's loads
+                                 + _times(st(1, ("T", "T")), rc.loaded[1]))
     for moved, first1, range0, range1, range2 in (
             (2, True, all0, once, later2), (2, False, all0, later1, later2), (1, False, all0, later1, once),
             (0, True, later[0], once, once)):

@@ -39,6 +39,9 @@ class OpResult:
         gemm: ``(m, k, n)`` of one instance; ``tile``: ``(mt, kt, nt)``; ``loop_order``: GEMM
             dims of the tile loops, outer to inner (e.g. ``"m,n,k"``); ``resident``: ``"a"`` or
             ``"b"``, the input held in its buffer as a whole strip (read from DRAM once), or ``""``.
+        on_chip: on-chip reuse across layers (``perf_model._reuse``): ``"in"`` (the op before left
+            ``A`` in the ifmap), ``"out"`` (the output stays there for the next op), ``"in,out"``,
+            or ``""``.
         folds, compute_cycles, stall_cycles, total_cycles, utilization, macs: as in the issue.
         dram_read_bytes, dram_write_bytes, sram_read_bytes, sram_write_bytes: bytes.
         energy_pj: energy, pJ (``energy_breakdown`` by component); latency_s: seconds.
@@ -53,6 +56,7 @@ class OpResult:
     tile: tuple[int, int, int]
     loop_order: str
     resident: str
+    on_chip: str
     folds: int
     compute_cycles: int
     stall_cycles: float
@@ -75,6 +79,7 @@ class OpResult:
         out["reason"] = self.reason
         out["tile"] = {"m": self.tile[0], "k": self.tile[1], "n": self.tile[2], "order": self.loop_order,
                        "resident": self.resident}
+        out["on_chip"] = self.on_chip
         return out
 
 
@@ -112,12 +117,12 @@ class WorkloadResult:
 
 
 def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | None,
-              area: AreaCoefficients | None) -> WorkloadResult:
+              area: AreaCoefficients | None, reuse: bool = True) -> WorkloadResult:
     if not isinstance(config, ArrayConfig):
         raise ModelError(f"config must be an ArrayConfig, not {config!r}")
     opa = op_arrays(ops)
     designs = DesignArrays.from_configs([config])
-    block = evaluate_block(designs, opa, energy or DEFAULT_ENERGY, area or area_coefficients())
+    block = evaluate_block(designs, opa, energy or DEFAULT_ENERGY, area or area_coefficients(), reuse=reuse)
     tot, breakdown = totals(block, designs.rows, designs.cols)
     pes = config.rows * config.cols
     df = int(designs.dataflow[0])
@@ -139,6 +144,8 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
             tile=(mt, kt, nt),
             loop_order=order_names(df, int(block.order[0, o])),
             resident=resident_name(df, int(block.order[0, o]), ok and bool(block.resident[0, o])),
+            on_chip=",".join(side for side, flag in (("in", block.a_on_chip[0, o]), ("out", block.c_on_chip[0, o]))
+                             if flag),
             folds=int(round(float(block.folds[0, o]))),
             compute_cycles=compute,
             stall_cycles=max(total - compute, 0.0),
@@ -175,15 +182,18 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
 
 
 def evaluate(config: ArrayConfig, workload: Workload, *, energy: EnergyTable | None = None,
-             area: AreaCoefficients | None = None) -> WorkloadResult:
+             area: AreaCoefficients | None = None, reuse: bool = True) -> WorkloadResult:
     """One design on a whole workload (per-op results and totals).
+
+    ``reuse``: keep an op's output on chip as the next op's input where the workload and the
+    design allow it (``perf_model._reuse``); ``False`` sends every output through DRAM.
 
     Raises:
         ModelError: ``config`` is not an ``ArrayConfig`` or ``workload`` not a ``Workload``.
     """
     if not isinstance(workload, Workload):
         raise ModelError(f"workload must be a Workload, not {type(workload).__name__}")
-    return _evaluate(config, workload, workload.name, energy, area)
+    return _evaluate(config, workload, workload.name, energy, area, reuse)
 
 
 def evaluate_op(config: ArrayConfig, op: Op, count: int = 1, *, energy: EnergyTable | None = None,

@@ -121,11 +121,15 @@ def _shape_cycles(p: Problem, z: np.ndarray) -> np.ndarray:
 
 
 def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
-             double_buffered: np.ndarray | bool = False) -> Schedule:
+             double_buffered: np.ndarray | bool = False, a_on_chip: np.ndarray | None = None,
+             c_on_chip: np.ndarray | None = None) -> Schedule:
     """Evaluate the tiling of every element of ``p`` (see the module docstring).
 
     ``memory`` ``None`` computes traffic alone (totals 0); ``double_buffered``: per element (or
-    for all), the program is the ping-pong one.
+    for all), the program is the ping-pong one. On-chip reuse (``perf_model._chain``), per
+    element: ``a_on_chip``, ``A`` is already in the ifmap (no A loads, no A bytes from DRAM; the
+    ifmap is written with it once, by the op before); ``c_on_chip``, the output is MOVEd into the
+    ifmap (``memory.move``: no C bytes to DRAM).
     """
     D = p.D
     t = np.minimum(tiling.t, D)  # a tile never exceeds its dim (the first tile's size, also with one tile)
@@ -178,13 +182,20 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
     sram_write = np.where(p.is_out, touch_bytes, 0.0)
     sram_write += dram_read  # what DRAM brings lands in the operand's buffer
     sram_read += dram_write  # what goes to DRAM leaves it
+    if a_on_chip is not None:  # A crosses no DRAM; it was written into the ifmap once
+        own = a_on_chip & (p.operand == 0)
+        sram_write = np.where(own, sram_write - dram_read + p.bytes, sram_write)
+        dram_read = np.where(own, 0.0, dram_read)
+    if c_on_chip is not None:  # the output leaves the ofmap for the ifmap, not for DRAM
+        dram_write = np.where(c_on_chip & p.is_out, 0.0, dram_write)
 
     zero = np.zeros(len(p))
     totals = Totals(zero, zero, zero)
     if memory is not None:
         streamed = (fold_t, tail_t, fold_l, tail_l) if cyc8 is None else None
         classes = RunClasses(p, t, last, n, order, by_position, cyc8, streamed, memory, tiling,
-                              np.broadcast_to(np.asarray(double_buffered, dtype=bool), (len(p),)), compute)
+                              np.broadcast_to(np.asarray(double_buffered, dtype=bool), (len(p),)), compute,
+                              a_on_chip)
         rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
         if (order[2] == rho).all():  # the reduction loop innermost: every default tiling
             totals = rho_inner(classes)

@@ -156,7 +156,7 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> tuple[dict[str, 
 
 def evaluate_designs(
     designs: DesignArrays, ops: Workload | Sequence[tuple[Op, int]], *, energy: EnergyTable | None = None,
-    area: AreaCoefficients | None = None, allow_spill: bool = False,
+    area: AreaCoefficients | None = None, allow_spill: bool = False, reuse: bool = True,
 ) -> DesignTable:
     """Totals per design over a workload, vectorised over designs x ops.
 
@@ -166,6 +166,7 @@ def evaluate_designs(
         energy: per-access energies (default: :data:`DEFAULT_ENERGY`).
         area: area coefficients (default: the current :func:`area_coefficients`).
         allow_spill: let tilings spill partial sums to DRAM (see ``choose_tiles``).
+        reuse: keep outputs on chip as the next op's input where possible (``perf_model._reuse``).
 
     Returns:
         A :class:`DesignTable` with one element per design.
@@ -199,7 +200,7 @@ def evaluate_designs(
                 chunk = designs.take(slice(int(index[0]), int(index[-1]) + 1))
             else:
                 chunk = designs.take(index)
-            block = evaluate_block(chunk, opa, energy, area, allow_spill=allow_spill)
+            block = evaluate_block(chunk, opa, energy, area, allow_spill=allow_spill, reuse=reuse)
             columns, breakdown = totals(block, chunk.rows, chunk.cols)
             parts.append(columns)
             breakdowns.append(breakdown)

@@ -27,6 +27,10 @@ of the burst ``D`` earlier. ``lat`` is the store path's buffer read latency
 (tests/perf_model/test_model_fast_walk.py). Rows crossing a 4 KiB page are split into two
 bursts by the RTL; this form does not see that (the bound is in ``docs/memory_system.md``).
 
+A ``MOVE`` (on-chip reuse: the output tile goes to the ifmap instead of DRAM, ``perf_model._chain``)
+takes the place of a STORE of the same words: ``n + 1 = rows * words + 7 + 1``
+(``accel_dse.commands.move_cycles``: a word a cycle through the output stage, no DRAM).
+
 A queue-load of ``c`` commands is fetched as one row of ``c * 32 / W`` beats: ``L + 2 + c * 32 / W``
 cycles (bursts of at least 128 beats: always bandwidth-bound), then
 :data:`~perf_model.program_timing.FETCH_DECODE_CYCLES` + 1 cycles to the first decode.
@@ -38,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accel_dse.commands import COMMAND_BYTES, QPARAM_LANE_BYTES, QUEUE_DEPTH, store_read_latency
+from accel_dse.commands import COMMAND_BYTES, QPARAM_LANE_BYTES, QUEUE_DEPTH, move_cycles, store_read_latency
 from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
 
 __all__ = ["Memory", "memory_arrays", "axi_data_bytes", "LATENCY", "STORE_READ_LATENCY"]
@@ -52,6 +56,8 @@ STORE_READ_LATENCY = (store_read_latency(False), store_read_latency(True))
 #: latency (``L + 2``) and the decode of the first command.
 _CHUNK_CYCLES = LATENCY + 2 + FETCH_DECODE_CYCLES + 1
 _LANE_BYTES_RAW = (4, 8)  # raw accumulator lanes in DRAM: acc_bits <= 32, else
+#: ``n + 1`` of a MOVE less its words (``move_cycles(1, 1) - 1`` is the output stage's latency).
+_MOVE_FIXED = float(move_cycles(1, 1) - 1 + 1)
 
 
 def axi_data_bytes(rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
@@ -76,6 +82,9 @@ class Memory:
         word_beats: beats per buffer word of the operand free in r, c, s (three ``(N,)`` arrays).
         read_latency: the store path's read latency (:data:`STORE_READ_LATENCY`).
         qparam_cycles: command cycles (``n + 1``) of the output stage's parameter load (0: none).
+        move: bool per element, the output's STOREs are MOVEs into the ifmap (on-chip reuse), or
+            ``False`` for none.
+        out_beats: beats of one stored output word (the STORE's), to count a MOVE's words.
     """
 
     data_bytes: np.ndarray
@@ -83,6 +92,8 @@ class Memory:
     word_beats: tuple[np.ndarray, np.ndarray, np.ndarray]
     read_latency: np.ndarray
     qparam_cycles: np.ndarray
+    move: np.ndarray | bool = False
+    out_beats: np.ndarray | None = None
 
     def load(self, rows: np.ndarray, row_beats: np.ndarray) -> np.ndarray:
         """Cycles of a LOAD command in the sequencer's chain, ``n + 1`` (module docstring)."""
@@ -110,6 +121,9 @@ class Memory:
         if store:
             out += self.read_latency
         out += (LATENCY + 4) if store else LATENCY + 3.0
+        if store and self.move is not False and self.out_beats is not None:  # MOVEs: a word a cycle
+            words = np.rint(stream / (self.beat * self.out_beats))
+            out = np.where(self.move, rows * words + _MOVE_FIXED, out)
         return out
 
     def program(self, commands: np.ndarray) -> np.ndarray:
@@ -149,4 +163,5 @@ def memory_arrays(df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits
     q_beats = q_words * np.floor(per_word * 16.0 / W)
     qparam = np.where(requant, np.where(q_beats > 0, (LATENCY + 3) + q_beats * beat, 1.0), 0.0)
     latency = np.where(requant, STORE_READ_LATENCY[1], STORE_READ_LATENCY[0]).astype(np.float64)
-    return Memory(data_bytes=W, beat=beat, word_beats=word_beats, read_latency=latency, qparam_cycles=qparam)
+    return Memory(data_bytes=W, beat=beat, word_beats=word_beats, read_latency=latency, qparam_cycles=qparam,
+                  out_beats=np.where(out_free == 2, word_beats[2], word_beats[0]))

@@ -4,9 +4,10 @@ Cycle ``c`` lies between edges ``E_{c-1}`` and ``E_c``; the program is started a
 fetch is a DMA load of the program (``len`` words of ``32 / W`` beats) issued at ``E1``, taking
 ``f`` cycles (:mod:`perf_model.dma_timing`); the first command is decoded in cycle ``f + 4``.
 A command decoded in cycle ``c`` is issued at ``E_c`` if in cycle ``c`` its unit (the DMA for
-LOAD/STORE, the array for RUN) and the units its wait bits name are idle, else it is decoded
+LOAD/STORE/MOVE, the array for RUN) and the units its wait bits name are idle, else it is decoded
 again the next cycle. A unit issued at ``E_x`` with ``n`` cycles of work (``dma_timing``'s
-``load_cycles``/``store_cycles``, ``timing.run_cycles``) is busy in cycles ``x+1 .. x+n``. The
+``load_cycles``/``store_cycles``, ``commands.move_cycles``, ``timing.run_cycles``) is busy in
+cycles ``x+1 .. x+n``. The
 next command is decoded two cycles after an issue. After the last command the program ends in
 the first cycle ``T`` in which both units are idle; the RTL's counters read ``total = T``,
 ``compute`` = the sum of the runs' ``n``, ``stall = T - compute``.
@@ -60,6 +61,8 @@ class ProgramTiming:
 def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], latency: int,
                      outstanding: int) -> int:
     rows, words = cmd["rows"], cmd["words"]
+    if cmd.opcode == Opcode.MOVE:
+        return cmd_encoding.move_cycles(rows, words)
     if cmd.opcode == Opcode.LOAD:
         per_word = beats[("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]]
     else:
@@ -108,7 +111,7 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
     df = timing.dataflow_code(config.dataflow.value)
     for cmd in commands:
         c = decode
-        is_dma = cmd.opcode in (Opcode.LOAD, Opcode.STORE)
+        is_dma = cmd.opcode in (Opcode.LOAD, Opcode.STORE, Opcode.MOVE)
         if is_dma or cmd.wait_dma or cmd.opcode == Opcode.SYNC:
             c = max(c, dma_free)
         if cmd.opcode == Opcode.RUN or cmd.wait_run or cmd.opcode == Opcode.SYNC:

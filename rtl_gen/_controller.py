@@ -8,12 +8,16 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from accel_dse.commands import FIELDS
 from accel_dse.config import Dataflow
 
 from ._layout import CYCLES_BITS, DIM_BITS
 from ._skew import DelayLine
 
-__all__ = ["Controller", "mapped_dims"]
+__all__ = ["Controller", "mapped_dims", "X_STRIDE_BITS"]
+
+#: Width of a run's ``x_stride`` (the RUN command's field).
+X_STRIDE_BITS = FIELDS["x_stride"][1]
 
 T = TypeVar("T")
 
@@ -39,7 +43,7 @@ class Controller(wiring.Component):
     ``rf < ceil(Dr/R)`` (inner loop) and column-folds ``cf < ceil(Dc/C)`` (outer loop). Word
     addresses (``r`` a row of the fold, ``s < Ds`` a streamed index)::
 
-        x: rf*Ds + s                      (all dataflows)
+        x: rf*Sx + s                      (all dataflows; Sx = x_stride, or Ds when it is 0)
         y: cf*Dr + rf*R + r  (WS/IS)      cf*Ds + s  (OS)
         o: cf*Ds + s         (WS/IS)      cf*Dr + rf*R + r  (OS)
 
@@ -95,6 +99,7 @@ class Controller(wiring.Component):
                 "k": In(DIM_BITS),
                 "n": In(DIM_BITS),
                 "accumulate": In(1),
+                "x_stride": In(X_STRIDE_BITS),
                 "busy": Out(1),
                 "done": Out(1),
                 "cycles": Out(CYCLES_BITS),
@@ -132,6 +137,7 @@ class Controller(wiring.Component):
         cs_bits, cr_bits = (ay, ao) if os_flow else (ao, ay)
 
         ds = Signal(DIM_BITS)
+        x_step = Signal(DIM_BITS)  # words from one row-fold's x words to the next's
         ds_last = Signal(DIM_BITS)
         slot_last = Signal(DIM_BITS)  # max(Ds, R, 2) - 1
         dr = Signal(DIM_BITS)
@@ -160,7 +166,7 @@ class Controller(wiring.Component):
             return [
                 row_off.eq(Mux(last_row, 0, row_off + rows)),
                 col_off.eq(Mux(last_row, col_off + cols, col_off)),
-                base_rs.eq(Mux(last_row, 0, base_rs + ds)),
+                base_rs.eq(Mux(last_row, 0, base_rs + x_step)),
                 base_cs.eq(Mux(last_row, base_cs + ds, base_cs)),
                 cf_dr.eq(Mux(last_row, cf_dr + dr, cf_dr)),
                 base_cr.eq(Mux(last_row, cf_dr + dr, base_cr + rows)),
@@ -262,6 +268,7 @@ class Controller(wiring.Component):
                 with m.If(self.start):
                     m.d.sync += [
                         ds.eq(ds_port),
+                        x_step.eq(Mux(self.x_stride != 0, self.x_stride, ds_port)),
                         ds_last.eq(ds_port - 1),
                         dr.eq(dr_port),
                         dc.eq(dc_port),

@@ -3,8 +3,9 @@
 Commands and their encoding: :mod:`accel_dse.commands`. On ``start`` the sequencer checks the
 queue registers (length at most ``depth``, base aligned to the AXI data width), reads the whole
 program with the load DMA into its command memory, then decodes one command per slot and
-issues it to its unit (the DMA engines or the array) once the unit is idle and the waits it
-names are met.
+issues it to its unit (the DMA engines, the on-chip move engine or the array) once the unit is
+idle and the waits it names are met. The DMA unit is the load and store engines and the move
+engine together: one transfer at a time.
 
 Timing (``perf_model.program_timing`` states it for the model): ``start`` sampled at edge
 ``E0``; the fetch is a DMA load of ``len`` words of ``32 / data_bytes`` beats started at
@@ -64,11 +65,13 @@ class Sequencer(wiring.Component):
         depths: words of each buffer (index: ``Buffer``).
         buf_addr_bits: width of buffer word addresses.
         max_beats: the DMA's ``beats`` range.
+        can_move: the design can ``MOVE`` (ifmap and ofmap words have equal lanes); else a
+            ``MOVE`` is ``ERROR_OPCODE``.
     """
 
     def __init__(self, *, data_bytes: int, depth: int, load_beats: tuple[int, int, int, int],
                  store_beats: tuple[int, int], depths: tuple[int, int, int, int], buf_addr_bits: int,
-                 max_beats: int) -> None:
+                 max_beats: int, can_move: bool = True) -> None:
         if data_bytes > COMMAND_BYTES:
             raise ConfigError(f"AXI data bytes must be at most {COMMAND_BYTES}, not {data_bytes}")
         self.data_bytes = data_bytes
@@ -76,6 +79,7 @@ class Sequencer(wiring.Component):
         self.load_beats = load_beats
         self.store_beats = store_beats
         self.depths = depths
+        self.can_move = can_move
         self.cmd_beats = COMMAND_BYTES // data_bytes
         transfer = {
             "start": Out(1), "addr": Out(ADDR_BITS), "stride": Out(ADDR_BITS), "rows": Out(TRANSFER_BITS),
@@ -90,8 +94,13 @@ class Sequencer(wiring.Component):
             "st": Out(wiring.Signature({**transfer, "requant": Out(1), "q_by_row": Out(1)})),
             "fetching": Out(1), "buffer": Out(2), "q_base": Out(16),
             "cmd_we": In(1), "cmd_addr": In(buf_addr_bits), "cmd_data": In(8 * data_bytes * max_beats),
+            "mv": Out(wiring.Signature({
+                "start": Out(1), "rows": Out(16), "words": Out(16), "q_by_row": Out(1), "buf_addr": Out(buf_addr_bits),
+                "row_step": Out(buf_addr_bits), "word_step": Out(buf_addr_bits), "dst_addr": Out(buf_addr_bits),
+                "dst_row_step": Out(buf_addr_bits), "dst_word_step": Out(buf_addr_bits), "busy": In(1),
+            })),
             "run": Out(wiring.Signature({
-                "start": Out(1), "m": Out(32), "k": Out(32), "n": Out(32), "accumulate": Out(1),
+                "start": Out(1), "m": Out(32), "k": Out(32), "n": Out(32), "accumulate": Out(1), "x_stride": Out(24),
                 "x_base": Out(32), "y_base": Out(32), "o_base": Out(32), "busy": In(1),
             })),
         })
@@ -108,7 +117,7 @@ class Sequencer(wiring.Component):
         cmd = rp.data
         m.d.comb += rp.addr.eq(pc[:ceil_log2(max(2, self.depth))])
         op = _field(cmd, "opcode")
-        dma_busy = self.ld.busy | self.st.busy
+        dma_busy = self.ld.busy | self.st.busy | self.mv.busy
         run_busy = self.run.busy
         axi_err = (self.ld.axi_error & ~self.ld.busy) | (self.st.axi_error & ~self.st.busy)
         low = exact_log2(self.data_bytes)
@@ -126,15 +135,23 @@ class Sequencer(wiring.Component):
         m.d.comb += depth.eq(Mux(buffer == 0, self.depths[0], Mux(buffer == 1, self.depths[1],
                                                                      Mux(buffer == 2, self.depths[2], self.depths[3]))))
         out_of_range = (rows != 0) & (words != 0) & (last >= depth)
+        # A MOVE reads the ofmap and writes the ifmap.
+        is_move = op == Opcode.MOVE
+        dst_last = Signal(64)
+        m.d.comb += dst_last.eq(_field(cmd, "dst_addr") + (rows - 1) * _field(cmd, "dst_row_step")
+                                + (words - 1) * _field(cmd, "dst_word_step"))
+        move_bad = (rows != 0) & (words != 0) & ((last >= self.depths[Buffer.OFMAP])
+                                                 | (dst_last >= self.depths[Buffer.IFMAP]))
         store_bad = (op == Opcode.STORE) & (buffer != Buffer.OFMAP)
         requant = _field(cmd, "requant")
         lb = self.load_beats
         load_beats = Mux(buffer == 0, lb[0], Mux(buffer == 1, lb[1], Mux(buffer == 2, lb[2], lb[3])))
         store_beats = Mux(requant, self.store_beats[1], self.store_beats[0])
         is_transfer = (op == Opcode.LOAD) | (op == Opcode.STORE)
+        uses_dma = is_transfer | is_move
         blocked = Signal()
         m.d.comb += blocked.eq(
-            Mux(is_transfer, dma_busy, 0) | ((op == Opcode.RUN) & run_busy)
+            Mux(uses_dma, dma_busy, 0) | ((op == Opcode.RUN) & run_busy)
             | ((op == Opcode.SYNC) & (dma_busy | run_busy))
             | (_field(cmd, "wait_dma") & dma_busy) | (_field(cmd, "wait_run") & run_busy))
 
@@ -165,6 +182,10 @@ class Sequencer(wiring.Component):
             self.st.beats.eq(store_beats), self.st.requant.eq(requant), self.st.q_by_row.eq(_field(cmd, "q_by_row")),
             self.run.m.eq(_field(cmd, "m")), self.run.k.eq(_field(cmd, "k")), self.run.n.eq(_field(cmd, "n")),
             self.run.accumulate.eq(_field(cmd, "accumulate")), self.run.x_base.eq(_field(cmd, "x_base")),
+            self.run.x_stride.eq(_field(cmd, "x_stride")),
+            *(getattr(self.mv, name).eq(_field(cmd, name)) for name in (
+                "rows", "words", "q_by_row", "buf_addr", "row_step", "word_step", "dst_addr", "dst_row_step",
+                "dst_word_step")),
             self.run.y_base.eq(_field(cmd, "y_base")), self.run.o_base.eq(_field(cmd, "o_base")),
         ]
         with m.FSM():
@@ -202,10 +223,10 @@ class Sequencer(wiring.Component):
                 with m.If(axi_err):
                     m.d.sync += fail(ERROR_AXI)
                     m.next = "FAIL"
-                with m.Elif((op == 0) | (op > Opcode.SYNC)):
+                with m.Elif((op == 0) | (op > Opcode.MOVE) | (is_move & int(not self.can_move))):
                     m.d.sync += fail(ERROR_OPCODE)
                     m.next = "FAIL"
-                with m.Elif(is_transfer & (out_of_range | store_bad)):
+                with m.Elif((is_transfer & (out_of_range | store_bad)) | (is_move & move_bad)):
                     m.d.sync += fail(ERROR_BUFFER)
                     m.next = "FAIL"
                 with m.Elif(is_transfer & misaligned(_field(cmd, "dram_addr"), _field(cmd, "dram_stride"))):
@@ -213,8 +234,8 @@ class Sequencer(wiring.Component):
                     m.next = "FAIL"
                 with m.Elif(~blocked):
                     m.d.comb += [self.ld.start.eq(op == Opcode.LOAD), self.st.start.eq(op == Opcode.STORE),
-                                 self.run.start.eq(op == Opcode.RUN)]
-                    with m.If(op == Opcode.STORE):
+                                 self.run.start.eq(op == Opcode.RUN), self.mv.start.eq(is_move)]
+                    with m.If((op == Opcode.STORE) | is_move):
                         m.d.sync += self.q_base.eq(_field(cmd, "q_base"))
                     with m.If(is_transfer):
                         m.d.sync += buffer_reg.eq(buffer)

@@ -35,6 +35,7 @@ from accel_dse.config import ArrayConfig, Dataflow
 from ._axi import axi4_channels, axi4_signature
 from ._csr import ControlRegisters
 from ._dma import DmaLoad, DmaStore
+from ._move import MoveEngine
 from ._output_stage import param_fields
 from ._pe import Fault
 from ._sequencer import Sequencer
@@ -127,7 +128,8 @@ class AxiAccelerator(wiring.Component):
         m.submodules.seq = seq = Sequencer(
             data_bytes=self.data_bytes, depth=self.queue_depth,
             load_beats=(b["ifmap"], b["weight"], b["ofmap"], b["qparam"]), store_beats=(b["ofmap"], b["requant"]),
-            depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats)
+            depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats, can_move=core.can_move)
+        m.submodules.move = mv = MoveEngine(latency=STORE_LATENCIES[1], src_bits=addr_bits, dst_bits=addr_bits)
 
         # AXI: the load engine drives AR/R, the store engine AW/W/B.
         m.d.comb += [self.m_axi_awid.eq(0), self.m_axi_arid.eq(0)]  # one ID; the responses' IDs are not looked at
@@ -154,15 +156,21 @@ class AxiAccelerator(wiring.Component):
                 m.d.comb += getattr(engine, name).eq(getattr(ctl, name))
             m.d.comb += [ctl.busy.eq(engine.busy), ctl.axi_error.eq(engine.axi_error)]
         m.d.comb += [st.requant.eq(seq.st.requant), st.q_by_row.eq(seq.st.q_by_row)]
+        for name in ("start", "rows", "words", "q_by_row", "buf_addr", "row_step", "word_step", "dst_addr",
+                     "dst_row_step", "dst_word_step"):
+            m.d.comb += getattr(mv, name).eq(getattr(seq.mv, name))
+        m.d.comb += seq.mv.busy.eq(mv.busy)
         m.d.comb += [seq.cmd_we.eq(ld.word_we), seq.cmd_addr.eq(ld.word_addr), seq.cmd_data.eq(ld.word)]
 
         # The array.
         run = seq.run
         m.d.comb += [core.start.eq(run.start), core.m.eq(run.m), core.k.eq(run.k), core.n.eq(run.n),
                      core.accumulate.eq(run.accumulate), core.x_base.eq(run.x_base), core.y_base.eq(run.y_base),
-                     core.o_base.eq(run.o_base), run.busy.eq(core.busy), core.host_overlap.eq(1)]
+                     core.o_base.eq(run.o_base), core.x_stride.eq(run.x_stride), run.busy.eq(core.busy),
+                     core.host_overlap.eq(1)]
 
-        # The core's host port is the DMA's: loads write, stores read (one transfer at a time).
+        # The core's host port is the DMA's: loads write, stores and moves read (one transfer at a
+        # time); a move writes the ifmap through its own port.
         ib, ab = cfg.input_bits, cfg.acc_bits
         raw_lane = 8 * dram_lane_bytes(Buffer.OFMAP, ib, ab)
         q_lane = 128
@@ -180,10 +188,11 @@ class AxiAccelerator(wiring.Component):
                     m.d.comb += wdata.eq(value)
         m.d.comb += [
             core.host_sel.eq(seq.buffer),
-            core.host_addr.eq(Mux(ld.busy, ld.word_addr, st.word_addr)),
+            core.host_addr.eq(Mux(ld.busy, ld.word_addr, Mux(mv.reading, mv.src_addr, st.word_addr))),
             core.host_we.eq(ld.word_we & ~seq.fetching),
             core.host_wdata.eq(wdata),
-            core.host_qsel.eq(seq.q_base + st.q_index),
+            core.host_qsel.eq(seq.q_base + Mux(mv.reading, mv.q_index, st.q_index)),
+            core.move_we.eq(mv.dst_we), core.move_addr.eq(mv.dst),
             st.word.eq(Mux(st.requanting, core.host_qdata,
                            _lanes(core.host_rdata, ab, raw_lane, cfg.cols, signed_extend=True))),
         ]
@@ -198,8 +207,8 @@ class AxiAccelerator(wiring.Component):
 
 def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], Callable[[], wiring.Component]]]:
     """The SoC block's parts outside the core, as it builds them: ``(name, parameters, build)``
-    for the load and store DMA engines, the sequencer (with a 2-command queue: synthesis and the
-    area model price the queue as SRAM) and the control registers."""
+    for the load and store DMA engines, the on-chip move engine, the sequencer (with a 2-command
+    queue: synthesis and the area model price the queue as SRAM) and the control registers."""
     soc = AxiAccelerator(config, queue_depth=2)
     lay, b = soc.core.layout, soc.beats
     for unit in (soc, soc.core, soc.csr):
@@ -209,7 +218,8 @@ def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], 
     depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
     seq = {"data_bytes": soc.data_bytes, "depth": 2, "load_beats": (b["ifmap"], b["weight"], b["ofmap"], b["qparam"]),
            "store_beats": (b["ofmap"], b["requant"]), "depths": depths, "buf_addr_bits": common["buf_addr_bits"],
-           "max_beats": soc.max_beats}
+           "max_beats": soc.max_beats, "can_move": soc.core.can_move}
+    move = {"latency": STORE_LATENCIES[1], "src_bits": common["buf_addr_bits"], "dst_bits": common["buf_addr_bits"]}
     csr = {"rows": config.rows, "cols": config.cols, "dataflow": config.dataflow, "axi_data_bytes": soc.data_bytes,
            "ifmap_depth": lay.ifmap.depth, "weight_depth": lay.weight.depth, "ofmap_depth": lay.ofmap.depth,
            "queue_depth": QUEUE_DEPTH}
@@ -217,6 +227,7 @@ def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], 
         ("dma_load", common, lambda: DmaLoad(**common)),
         ("dma_store", {**common, "latencies": STORE_LATENCIES},
          lambda: DmaStore(**common, latencies=STORE_LATENCIES)),
+        ("move", move, lambda: MoveEngine(**move)),
         ("sequencer", seq, lambda: Sequencer(**seq)),  # type: ignore[arg-type]
         ("control_registers", {**csr, "dataflow": config.dataflow.value}, lambda: ControlRegisters(**csr)),  # type: ignore[arg-type]
     ]

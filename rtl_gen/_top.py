@@ -17,6 +17,10 @@ export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/col
     x_base       in   x buffer address width  sampled with start: word offset of the run's x operand
     y_base       in   y buffer address width  sampled with start: word offset of the run's y operand
     o_base       in   ofmap address width     sampled with start: word offset of the run's outputs
+    x_stride     in   24                    sampled with start: words between the x words of two
+                                            row-folds (0: the run's streamed length, packed)
+    move_we      in   1                     write host_qdata to ifmap word move_addr this cycle
+    move_addr    in   ifmap address width   (the on-chip MOVE: ifmap and ofmap lanes must agree)
     host_overlap in   1                     let host writes to ifmap/weight/qparam through while busy
     start        in   1                     one-cycle pulse; ignored while busy
     busy         out  1                     high from the cycle after start until done
@@ -88,7 +92,7 @@ from accel_dse.commands import store_read_latency
 from accel_dse.config import ArrayConfig, Dataflow
 
 from ._array import SystolicArray
-from ._controller import Controller
+from ._controller import X_STRIDE_BITS, Controller
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
 from ._output_stage import OutputStage
@@ -158,6 +162,9 @@ class Accelerator(wiring.Component):
                 "x_base": In(self._roles()[0].addr_bits),
                 "y_base": In(self._roles()[1].addr_bits),
                 "o_base": In(lay.ofmap.addr_bits),
+                "x_stride": In(X_STRIDE_BITS),
+                "move_we": In(1),
+                "move_addr": In(lay.ifmap.addr_bits),
                 "host_overlap": In(1),
                 "start": In(1),
                 "busy": Out(1),
@@ -170,6 +177,11 @@ class Accelerator(wiring.Component):
     def ofmap_halves(self) -> int:
         """Words per half of the ofmap when it is two ping-pong memories (double buffered), else 0."""
         return self.layout.ofmap.depth // 2 if self.config.double_buffered and self.layout.ofmap.depth >= 2 else 0
+
+    @property
+    def can_move(self) -> bool:
+        """Whether a requantised ofmap word is an ifmap word (equal lanes: ``R == C``, or IS)."""
+        return self.layout.ifmap.elems == self.config.cols
 
     @property
     def name(self) -> str:
@@ -242,6 +254,7 @@ class Accelerator(wiring.Component):
             ctrl.k.eq(self.k),
             ctrl.n.eq(self.n),
             ctrl.accumulate.eq(self.accumulate),
+            ctrl.x_stride.eq(self.x_stride),
             self.busy.eq(busy),
             self.done.eq(ctrl.done),
             self.cycles.eq(ctrl.cycles),
@@ -267,6 +280,9 @@ class Accelerator(wiring.Component):
                 bits = slice(lane * geo.bits, (lane + 1) * geo.bits)
                 wp = mem.write_port()
                 m.d.comb += [wp.addr.eq(self.host_addr), wp.data.eq(self.host_wdata[bits]), wp.en.eq(host_we)]
+                if geo.name == "ifmap" and self.can_move:  # a MOVE's requantised word, lane for lane
+                    with m.If(self.move_we):
+                        m.d.comb += [wp.addr.eq(self.move_addr), wp.data.eq(self.host_qdata[bits]), wp.en.eq(1)]
                 ctl = controls[lane]
                 rp = mem.read_port()
                 m.d.comb += [rp.addr.eq(ctl[:-1]), rp.en.eq(ctl[-1])]

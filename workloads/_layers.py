@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from workloads._requant import derived_requant, output_stage
+from workloads._requant import derived_requant, note_input, output_stage
 
 __all__ = ["Form", "FORMS", "ParamMaker"]
 
@@ -94,15 +94,18 @@ class Form:
     # -- matrix work --------------------------------------------------------------------------
     def dense(self, x: jax.Array, w: jax.Array, activation: str | None = None) -> jax.Array:
         """``x[..., k] @ w[k, n]``, requantised (with a fused ``activation``)."""
+        note_input(x)
         acc = lax.dot_general(x, w, (((x.ndim - 1,), (0,)), ((), ())), preferred_element_type=self.acc_dtype)
         return self.requant(acc, w.shape[0], activation)
 
     def dot(self, a: jax.Array, b: jax.Array, dims: Any, k: int) -> jax.Array:
         """``lax.dot_general(a, b, dims)`` (``a`` is the GEMM's A), requantised for contraction ``k``."""
+        note_input(a)
         return self.requant(lax.dot_general(a, b, dims, preferred_element_type=self.acc_dtype), k)
 
     def einsum(self, spec: str, a: jax.Array, b: jax.Array, k: int) -> jax.Array:
         """``jnp.einsum(spec, a, b)`` with exact accumulation, requantised for contraction length ``k``."""
+        note_input(None)  # which operand einsum makes the GEMM's A is its choice: never chained
         acc = jnp.einsum(spec, a, b, preferred_element_type=self.acc_dtype)
         return self.requant(acc, k)
 
@@ -110,6 +113,7 @@ class Form:
              activation: str | None = None) -> jax.Array:
         """2-D convolution of NHWC ``x`` with HWIO ``w``, symmetric padding ``pad``, requantised
         (with a fused ``activation``)."""
+        note_input(x)
         acc = lax.conv_general_dilated(
             x, w, (stride, stride), ((pad, pad), (pad, pad)),
             dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=groups,

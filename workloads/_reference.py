@@ -36,7 +36,7 @@ from jax import lax
 
 from accel_dse.errors import WorkloadError
 from workloads._requant import output_stage
-from workloads.ops import Conv2d, Gemm, Op
+from workloads.ops import Conv2d, Gemm, Op, chain_link
 
 __all__ = ["Reference", "reference", "im2col", "chained_references", "chain_link"]
 
@@ -219,25 +219,6 @@ def reference(op: Op, seed: int = 0, *, index: int = 0, bits: int = 8) -> Refere
     if isinstance(op, Gemm):
         return _requantised(_gemm_reference(op, seed, index, bits))
     return _requantised(_conv_reference(op, seed, index, bits))
-
-
-def chain_link(prev: Op, nxt: Op) -> bool:
-    """Whether ``nxt`` can take ``prev``'s requantised output as its input matrix ``A`` as is.
-
-    Both must be requantised single-instance ops whose GEMM view is the matrix itself (a
-    ``Gemm``, or a 1x1 stride-1 unpadded undilated ungrouped ``Conv2d``), with
-    ``nxt.m == prev.m`` and ``nxt.k == prev.n``.
-    """
-    def plain(op: Op) -> bool:
-        if op.requant is None or op.to_gemm().batch != 1:
-            return False
-        if isinstance(op, Conv2d):
-            return (op.kh, op.kw, op.stride_h, op.stride_w, op.pad_h, op.pad_w, op.pad_h_hi, op.pad_w_hi,
-                    op.dilation_h, op.dilation_w) == (1, 1, 1, 1, 0, 0, 0, 0, 1, 1)
-        return True
-
-    a, b = prev.to_gemm(), nxt.to_gemm()
-    return plain(prev) and plain(nxt) and b.m == a.m and b.k == a.n
 
 
 def chained_references(ops: Sequence[Op], seed: int = 0, *, bits: int = 8) -> list[Reference]:

@@ -226,10 +226,11 @@ def _trace_builtin(name: str, options: tuple[tuple[str, int], ...]) -> Workload:
     settings = _settings(name, options)
     model = _build(name, "int8", settings)
     text = ", ".join(f"{k}={v}" for k, v in settings.items())
-    with recording() as params:
+    flow: list[bool] = []
+    with recording(flow) as params:
         workload = trace(model.fn, *model.example_args(), name=_canonical(name, options),
                          description=f"{_BUILTINS[name].description} [{text}]", source="builtin")
-    return with_requant(workload, params) if settings["requant"] else workload
+    return with_flow(with_requant(workload, params), flow) if settings["requant"] else workload
 
 
 def with_requant(workload: Workload, params: Sequence[Requant]) -> Workload:
@@ -246,13 +247,28 @@ def with_requant(workload: Workload, params: Sequence[Requant]) -> Workload:
     return dataclasses.replace(workload, ops=ops)
 
 
+def with_flow(workload: Workload, flow: Sequence[bool]) -> Workload:
+    """``workload`` with ``a_from_previous`` set on op ``i`` where ``flow[i]`` (the tracing's
+    :func:`workloads._requant.note_input` flags, one per matmul in trace order) says its ``A`` is
+    the previous op's requantised output; unchanged unless there is one flag per op and both
+    ops are requantised."""
+    if len(flow) != len(workload.ops):
+        return workload
+    ops = list(workload.ops)
+    for i in range(1, len(ops)):
+        if flow[i] and ops[i].requant is not None and ops[i - 1].requant is not None:
+            ops[i] = dataclasses.replace(ops[i], a_from_previous=True)
+    return dataclasses.replace(workload, ops=tuple(ops))
+
+
 @functools.lru_cache(maxsize=32)
 def _trace_user(spec: str) -> Workload:
     fn, args = load_user_function(spec)
     doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
-    with recording() as params:
+    flow: list[bool] = []
+    with recording(flow) as params:
         workload = trace(fn, *args, name=spec, description=doc[0] if doc else "", source="jax")
-    return with_requant(workload, params)
+    return with_flow(with_requant(workload, params), flow)
 
 
 def resolve(spec: str) -> Workload:

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from workloads.ops import Requant
 
-__all__ = ["output_stage", "derived_requant", "recording", "record", "ACTIVATION_RMS", "ACTIVATIONS"]
+__all__ = ["output_stage", "derived_requant", "recording", "record", "note_input", "ACTIVATION_RMS", "ACTIVATIONS"]
 
 #: Assumed RMS of every int8 layer input and target RMS of every layer output (after its
 #: activation), in codes: a quarter of the range, so +-4 sigma spans the int8 codes.
@@ -31,6 +31,8 @@ ACTIVATIONS: dict[str | None, tuple[int | None, int | None]] = {None: (None, Non
                                                                  "relu6": (0, 96)}
 
 _LOG: contextvars.ContextVar[list[Requant] | None] = contextvars.ContextVar("requant_log", default=None)
+# Inside a recording: every matmul's "A is the last output stage's result" flag, and that result.
+_FLOW: contextvars.ContextVar[tuple[list[bool], list[Any]] | None] = contextvars.ContextVar("flow_log", default=None)
 
 
 def output_stage(acc: Any, rq: Requant, *, start: int = 0) -> jax.Array:
@@ -60,7 +62,11 @@ def output_stage(acc: Any, rq: Requant, *, start: int = 0) -> jax.Array:
         y = jnp.right_shift(x * mult + half, shift)  # arithmetic: floor division by 2**(31 + s)
         lo, hi = rq.bounds
         q = jnp.minimum(jnp.maximum(y + rq.zero_point, lo), hi)
-        return q.astype(out_dtype)
+        out = q.astype(out_dtype)
+    flow = _FLOW.get()
+    if flow is not None:
+        flow[1][:] = [out]
+    return out
 
 
 def derived_requant(k: int, activation: str | None = None, *, bits: int = 8,
@@ -97,14 +103,27 @@ def derived_requant(k: int, activation: str | None = None, *, bits: int = 8,
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[list[Requant]]:
-    """Collect the :class:`Requant` of every :func:`record` call made inside, in call order."""
+def recording(flow: list[bool] | None = None) -> Iterator[list[Requant]]:
+    """Collect the :class:`Requant` of every :func:`record` call made inside, in call order, and
+    into ``flow`` the flag of every :func:`note_input` call."""
     log: list[Requant] = []
     token = _LOG.set(log)
+    flow_token = _FLOW.set((flow, []) if flow is not None else None)
     try:
         yield log
     finally:
         _LOG.reset(token)
+        _FLOW.reset(flow_token)
+
+
+def note_input(a: Any) -> None:
+    """Note (in the active :func:`recording`) whether ``a``, the ``A`` of the matmul about to be
+    issued, is the very array the last :func:`output_stage` returned: the previous op's output
+    with nothing in between (an activation other than the stage's clamp, a residual add, a
+    reshape all make a new array)."""
+    flow = _FLOW.get()
+    if flow is not None:
+        flow[0].append(bool(flow[1]) and a is flow[1][0])
 
 
 def record(rq: Requant) -> Requant:

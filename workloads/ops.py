@@ -33,7 +33,7 @@ from typing import ClassVar, TypeAlias
 
 from accel_dse.errors import WorkloadError
 
-__all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant", "REQUANT_ROUNDING"]
+__all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant", "REQUANT_ROUNDING", "chain_link"]
 
 #: Most multiply-accumulates an op, or one run of a workload, may have: 2**48 (about 2.8e14).
 #: The model's cycle, byte and energy counts are int64 / float64 products of the dimensions;
@@ -207,6 +207,9 @@ class Gemm:
         requant: How ``C`` leaves the accelerator: ``None`` raw accumulators (``acc_bits``), or
             a :class:`Requant` (``bits``-bit outputs) with 1, ``n`` or ``batch * n`` channel values
             (instance ``i`` uses channels ``i*n .. i*n+n-1`` of ``batch * n``).
+        a_from_previous: ``A`` is the previous op's requantised output as it left the output
+            stage (the tracer saw the one feed the other with nothing in between), so an
+            accelerator may keep it on chip (``perf_model``'s on-chip reuse); not part of equality.
     """
 
     kind: ClassVar[str] = "gemm"
@@ -218,6 +221,7 @@ class Gemm:
     name: str = ""
     origin: str = field(default="", compare=False)
     requant: Requant | None = None
+    a_from_previous: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         for dim in ("m", "k", "n", "batch"):
@@ -294,6 +298,7 @@ class Conv2d:
     name: str = ""
     origin: str = field(default="", compare=False)
     requant: Requant | None = None
+    a_from_previous: bool = field(default=False, compare=False)  # as Gemm's
 
     def __post_init__(self) -> None:
         for dim in ("n", "h", "w", "c_in", "c_out", "kh", "kw", "stride_h", "stride_w",
@@ -369,6 +374,7 @@ class Conv2d:
             name=self.name,
             origin=self.origin,
             requant=self.requant,
+            a_from_previous=self.a_from_previous,
         )
 
 
@@ -442,3 +448,22 @@ class Workload:
     def weight_bytes(self, bits: int) -> int:
         """Bytes of all weights read by one run (each op's weights times its count)."""
         return sum(op.weight_bytes(bits) * count for op, count in zip(self.ops, self.counts, strict=True))
+
+
+def chain_link(prev: Op, nxt: Op) -> bool:
+    """Whether ``nxt`` can take ``prev``'s requantised output as its input matrix ``A`` as is.
+
+    Both must be requantised single-instance ops whose GEMM view is the matrix itself (a
+    ``Gemm``, or a 1x1 stride-1 unpadded undilated ungrouped ``Conv2d``), with
+    ``nxt.m == prev.m`` and ``nxt.k == prev.n``.
+    """
+    def plain(op: Op) -> bool:
+        if op.requant is None or op.to_gemm().batch != 1:
+            return False
+        if isinstance(op, Conv2d):
+            return (op.kh, op.kw, op.stride_h, op.stride_w, op.pad_h, op.pad_w, op.pad_h_hi, op.pad_w_hi,
+                    op.dilation_h, op.dilation_w) == (1, 1, 1, 1, 0, 0, 0, 0, 1, 1)
+        return True
+
+    a, b = prev.to_gemm(), nxt.to_gemm()
+    return plain(prev) and plain(nxt) and b.m == a.m and b.k == a.n

@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--workload", required=True, metavar="W",
                         help="workload spec: NAME[:k=v,...] (e.g. resnet18, bert_base:seq=128) or module:function")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--no-reuse", action="store_true",
+                        help="send every op's output through DRAM (by default an output the next op takes as "
+                        "its input as is stays on chip where the design can keep it: the on_chip column)")
     parser.set_defaults(func=_evaluate)
 
 
@@ -31,7 +34,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     config = load_design(args.design)
     workload = workloads.resolve(args.workload)
-    result = perf_model.evaluate(config, workload)
+    result = perf_model.evaluate(config, workload, reuse=not args.no_reuse)
     if args.json:
         emit_json(result.to_dict())
         return 0
@@ -41,9 +44,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         rows.append([op.name, op.count, f"{op.gemm[0]}x{op.gemm[1]}x{op.gemm[2]}",
                      f"{op.tile[0]}x{op.tile[1]}x{op.tile[2]}", op.folds, op.compute_cycles,
                      round(op.stall_cycles), op.utilization, op.dram_read_bytes + op.dram_write_bytes,
-                     op.energy_pj * 1e-6, op.status])
+                     op.energy_pj * 1e-6, op.on_chip or "-", op.status])
     emit(format_table(["op", "count", "m x k x n", "tile", "folds", "compute", "stall", "util",
-                       "dram_bytes", "energy_uJ", "status"], rows))
+                       "dram_bytes", "energy_uJ", "on_chip", "status"], rows))
     total = result.total
     emit("")
     if result.status != "ok":

@@ -5,6 +5,11 @@ commands) with its own DRAM image; the expected total cycles are
 ``perf_model.gemm_program_cycles`` of that program (one queue-load after another when it is
 longer than the command queue) against the same DRAM model (latency
 :data:`DRAM_LATENCY`), so ``total_cycles_match`` says the RTL is the machine the model scores.
+
+A chained network with ``reuse`` is compiled as one chain (``perf_model._chain``): where a
+link stays on chip the producer MOVEs its output into the ifmap and the consumer reads it there
+(the programs run one after the other in one simulation, so the ifmap keeps it); such an op's
+output never reaches DRAM and is checked through the ops after it.
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ class DramJob:
     stall_model: int
     runs: int
     output_bits: int
+    kept_on_chip: bool = False  # the output went to the next op through the ifmap, not to DRAM
 
 
 def dram_words(program: DramProgram) -> int:
@@ -76,7 +82,8 @@ def dram_words(program: DramProgram) -> int:
 
 
 def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float, seed: int,
-                 chained: bool, regs: dict[str, int], clock_period_ns: float) -> tuple[list[DramJob], DramProgram]:
+                 chained: bool, regs: dict[str, int], clock_period_ns: float, *,
+                 reuse: bool = False) -> tuple[list[DramJob], DramProgram]:
     """Compile and lay out every op (``results_dir`` of the program's meta is filled in later).
 
     Raises:
@@ -92,6 +99,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     jobs: list[DramJob] = []
     ops_meta: list[dict[str, Any]] = []
     images: dict[str, np.ndarray] = {}
+    chain_programs, plan = _chain_programs(design, selected, scale) if chained and reuse else (None, None)
     for index, (name, op, _count) in enumerate(selected):
         full = op.to_gemm()
         rq = op.requant
@@ -100,7 +108,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         gemm = workloads.Gemm(m=m, k=full.k, n=full.n, name=full.name)
         plan_runs(design, gemm, name)  # an infeasible design: the model's reason, as on the host port
         try:
-            program = perf_model.compile_gemm(design, gemm, requant=rq is not None)
+            program = chain_programs[index] if chain_programs is not None else \
+                perf_model.compile_gemm(design, gemm, requant=rq is not None)
         except ModelError as exc:
             raise SimulationError(f"op {name!r}: {exc}") from exc
         timing = perf_model.gemm_program_cycles(design, program, latency=DRAM_LATENCY)
@@ -119,14 +128,32 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
             chunks = [[program.queue_base + a * 32, b - a] for a, b in program.chunks]
             instances.append({"chunks": chunks, "limit": 4 * timing.total + 10_000,
                               "a": layout_dict(program.tensors["a"]), "c": layout_dict(program.tensors["c"])})
-        ops_meta.append({"name": name, "a_src": index - 1 if chained and index > 0 else -1,
+        a_on_chip = plan is not None and plan.a_region(index) is not None
+        ops_meta.append({"name": name, "a_src": index - 1 if chained and index > 0 and not a_on_chip else -1,
                          "instances": instances})
         jobs.append(DramJob(index, name, gemm, {"m": full.m, "batch": full.batch}
                             if (m, batch) != (full.m, full.batch) else None, expected, program.tensors["c"],
                             timing.compute, timing.total, timing.stall, len(program.runs),
-                            design.acc_bits if rq is None else design.input_bits))
+                            design.acc_bits if rq is None else design.input_bits,
+                            kept_on_chip=plan is not None and plan.c_region(index) is not None))
     meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta}
     return jobs, DramProgram(meta, images)
+
+
+def _chain_programs(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float) -> tuple[Any, Any]:
+    """The programs of a chained network compiled as one chain (on-chip reuse), and its plan."""
+    from perf_model._chain import compile_chain
+    from workloads import Gemm
+
+    gemms = []
+    for name, op, _ in selected:
+        full = op.to_gemm()
+        gemms.append(Gemm(m=max(1, math.ceil(full.m * scale)), k=full.k, n=full.n, name=full.name or name))
+    try:
+        plan, programs = compile_chain(design, gemms, [True] * len(gemms))
+    except ModelError as exc:
+        raise SimulationError(f"chain: {exc}") from exc
+    return programs, plan
 
 
 def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, run_dir: Path,
@@ -150,7 +177,10 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
 
         return dataclasses.replace(base, reason=f"the accelerator stopped with error {codes[0]} "
                                    f"({ERROR_NAMES.get(codes[0], '?')}) at command {int(raw.error_pc[0])}")
-    got = np.stack([unpack_tensor(job.c_layout, c) for c in raw.c])
+    if job.kept_on_chip:  # nothing in DRAM to read: the next ops (and the network) check it
+        got = job.expected
+    else:
+        got = np.stack([unpack_tensor(job.c_layout, c) for c in raw.c])
     wrong = np.argwhere(got != job.expected)
     first = tuple(Mismatch((int(b), int(i), int(j)), int(job.expected[b, i, j]), int(got[b, i, j]))
                   for b, i, j in wrong[:FIRST_MISMATCHES])
@@ -170,14 +200,18 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
 
 def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: str, *, scale: float, seed: int,
              chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
-             notes: list[str]) -> SimulationReport:
+             notes: list[str], reuse: bool = True) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``)."""
     import rtl_gen
     from accel_dse.simulate._build import build_design
     from accel_dse.simulate._run import run_testbench
 
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
-    jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS)
+    jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse)
+    kept = sum(j.kept_on_chip for j in jobs)
+    if chained:
+        notes.append(f"on-chip reuse: {kept} of {len(jobs) - 1} link(s) kept in the ifmap (MOVE, read in place)"
+                     if reuse else "on-chip reuse off: every op's output goes through DRAM")
     if any(j.scaled_from for j in jobs):
         notes.append(f"scale {scale:g}: M and batch of {sum(bool(j.scaled_from) for j in jobs)} op(s) shrunk "
                      "(rows of C are independent, so the first rows are checked exactly)")

@@ -39,6 +39,7 @@ def simulate(
     progress: Callable[[str], None] | None = None,
     chain: bool | None = None,
     memory: str = "dram",
+    reuse: bool = True,
 ) -> SimulationReport:
     """Run ``workload`` on the Verilog of ``design`` and check it against JAX, op by op.
 
@@ -62,6 +63,9 @@ def simulate(
         memory: ``"dram"`` (default): the whole SoC block runs each op from DRAM through AXI
             (command queue, DMA, interrupt; ``total_cycles_match`` per op); ``"host"``: the
             compute core alone, its buffers written through the debug host port, run by run.
+        reuse: In a chained network from DRAM, keep each output on chip as the next op's
+            input where the design can (``perf_model._chain``: ``MOVE`` into the ifmap, read in
+            place); such an op's output is checked through the next op and the network's.
 
     Returns:
         The report; ``report.passed`` is True when every op is bit-exact with equal cycles
@@ -100,7 +104,7 @@ def simulate(
         from accel_dse.simulate._dram_driver import run_dram
 
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
-                        timeout=timeout, fault=fault, say=say, notes=notes)
+                        timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse)
     from accel_dse.simulate._host_driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,

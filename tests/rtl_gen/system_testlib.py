@@ -121,3 +121,82 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
 def result(run: SocRun) -> np.ndarray:
     """The C matrix the program left in DRAM."""
     return unpack_tensor(run.program.tensors["c"], run.dram[run.program.tensors["c"].base:])
+
+
+@dataclasses.dataclass
+class ChainRun:
+    """A chain of requantised GEMMs run program after program on one SoC (no reset between)."""
+
+    out: np.ndarray  # the last op's output, from DRAM
+    totals: list[int]  # each program's CYCLES_TOTAL
+    models: list[int]  # each program's walk total
+    regions: tuple[int | None, ...]
+    programs: tuple[GemmProgram, ...]
+    codes: list[int]
+
+
+def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requants: list[Requant], *,
+                  reuse: bool, latency: int = 7, limit: int = 400_000) -> ChainRun:
+    """Run ``a @ bs[0]`` requantised, its output ``@ bs[1]``, ...: with ``reuse`` the chain's
+    programs of ``perf_model._chain`` (outputs kept on chip where they fit), else every layer
+    through DRAM (the testbench copies each output into the next op's A)."""
+    from perf_model._chain import compile_chain
+
+    gemms = [Gemm(m=a.shape[0], k=b.shape[0], n=b.shape[1]) for b in bs]
+    plan, programs = compile_chain(config, gemms, [True] * len(bs), reuse=reuse, queue_depth=256)
+    W = programs[0].data_bytes
+    images = []
+    for i, (prog, b, rq) in enumerate(zip(programs, bs, requants, strict=True)):
+        tensors = {"a": pack_tensor(prog.tensors["a"], a if i == 0 else np.zeros((a.shape[0], b.shape[0]), int)),
+                   "b": pack_tensor(prog.tensors["b"], b),
+                   "q": pack_qparam_lanes(prog.tensors["q"], qparam_fields(rq, b.shape[1]))}
+        image = program_image(prog, tensors)
+        images.append(np.concatenate([image, np.zeros(-len(image) % W, np.uint8)]))
+    words = max(len(img) for img in images) // W
+    dut = SimSystem(config, latency=latency, dram_words=max(2, words), queue_depth=256)
+    seen: dict[str, Any] = {"totals": [], "codes": []}
+
+    async def bench(ctx: Any) -> None:
+        bus = AxilMaster(ctx, dut)
+        await bus.reset()
+        previous: np.ndarray | None = None
+        for i, (prog, image) in enumerate(zip(programs, images, strict=True)):
+            image = image.copy()
+            if previous is not None and plan.regions[i - 1] is None:  # the link goes through DRAM
+                t = prog.tensors["a"]
+                image[t.base:t.base + t.nbytes] = pack_tensor(t, previous)
+            for w, word in enumerate(image.reshape(-1, W)):
+                ctx.set(dut.bd_addr, w)
+                ctx.set(dut.bd_wdata, int.from_bytes(bytes(word), "little"))
+                ctx.set(dut.bd_we, 1)
+                await ctx.tick()
+            ctx.set(dut.bd_we, 0)
+            await bus.write_ok(REG["QUEUE_BASE_LO"], 0)
+            await bus.write_ok(REG["QUEUE_BASE_HI"], 0)
+            await bus.write_ok(REG["QUEUE_LEN"], len(prog.commands))
+            await bus.write_ok(REG["IRQ_ENABLE"], 0b11)
+            await bus.write_ok(REG["CTRL"], 1)
+            cycles = 0
+            while not ctx.get(dut.irq):
+                await ctx.tick()
+                cycles += 1
+                if cycles > limit:
+                    raise RuntimeError(f"program {i} did not end within {limit} cycles")
+            lo = await bus.read_ok(REG["CYCLES_TOTAL_LO"])
+            seen["totals"].append(lo | await bus.read_ok(REG["CYCLES_TOTAL_HI"]) << 32)
+            seen["codes"].append(await bus.read_ok(REG["ERROR_CODE"]))
+            await bus.write_ok(REG["IRQ_STATUS"], 0b11)  # clear DONE before the next program
+            out = bytearray()
+            for w in range(len(image) // W):
+                ctx.set(dut.bd_addr, w)
+                out += ctx.get(dut.bd_rdata).to_bytes(W, "little")
+            dram = np.frombuffer(bytes(out), np.uint8)
+            previous = unpack_tensor(prog.tensors["c"], dram[prog.tensors["c"].base:])
+        seen["out"] = previous
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    models = [program_cycles(config, p.commands, latency=latency).total for p in programs]
+    return ChainRun(seen["out"], seen["totals"], models, plan.regions, programs, seen["codes"])

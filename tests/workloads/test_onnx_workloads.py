@@ -32,9 +32,10 @@ def _model(tmp_path, nodes, inputs, weights, name="g.onnx", opset=17, outputs=("
 
 
 def _geometry(op):
-    """Everything about an op but its labels (name, origin) and output-stage parameters (a file has none)."""
+    """Everything about an op but its labels (name, origin), output-stage parameters and the link to the op
+    before (a file has neither: only the tracer of a requantised model finds them)."""
     return (op.kind, {f.name: getattr(op, f.name) for f in dataclasses.fields(op)
-                      if f.name not in ("name", "origin", "requant")})
+                      if f.name not in ("name", "origin", "requant", "a_from_previous")})
 
 
 def test_grouped_padded_strided_conv_by_hand(tmp_path):

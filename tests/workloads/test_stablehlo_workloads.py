@@ -22,9 +22,10 @@ SPECS = ["resnet18:res=64", "mobilenet_v2:res=64", "alexnet:res=96", "bert_base:
 
 
 def _shapes(wl):
-    """Per op: its geometry and run count, without labels and output-stage parameters (a file has none)."""
+    """Per op: its geometry and run count, without labels, output-stage parameters and the link to the op
+    before (a file has neither: only the tracer of a requantised model finds them)."""
     return [(op.kind, {f.name: getattr(op, f.name) for f in dataclasses.fields(op)
-                       if f.name not in ("name", "origin", "requant")}, c)
+                       if f.name not in ("name", "origin", "requant", "a_from_previous")}, c)
             for op, c in zip(wl.ops, wl.counts, strict=True)]
 
 
