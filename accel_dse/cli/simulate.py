@@ -41,6 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="run ops on independent data even when they chain into a network (by default "
                         "requantised ops whose shapes line up run as a network: each op reads the design's "
                         "int8 output of the op before)")
+    parser.add_argument("--no-reuse", action="store_true",
+                        help="in a chained network, send every op's output through DRAM (by default an output "
+                        "stays in the ifmap as the next op's input where the design can keep it: MOVE, read in "
+                        "place; such an op shows mismatches 'on chip', checked through the ops after it)")
     parser.add_argument("--host-port", action="store_true",
                         help="debug path: run the compute core alone, its buffers written through the host "
                         "port run by run (default: the whole SoC block from DRAM through AXI, with the "
@@ -78,6 +82,7 @@ def _simulate(args: argparse.Namespace) -> int:
         fault=_fault(args.inject_fault),
         progress=lambda line: print(f"accel-dse simulate: {line}", file=sys.stderr, flush=True),
         chain=False if args.no_chain else None, memory="host" if args.host_port else "dram",
+        reuse=not args.no_reuse,
     )
     if args.json:
         emit_json(report.to_dict())
@@ -98,7 +103,7 @@ def _print_report(report) -> None:  # noqa: ANN001 (SimulationReport)
         if op.scaled_from:
             shape += f" (from m={op.scaled_from['m']}" + (
                 f", batch={op.scaled_from['batch']})" if op.scaled_from["batch"] != g["batch"] else ")")
-        row = [op.name, shape, op.status, op.output_bits, op.mismatches,
+        row = [op.name, shape, op.status, op.output_bits, "on chip" if op.on_chip else op.mismatches,
                "-" if op.cycles_rtl is None else op.cycles_rtl, op.cycles_model, "yes" if op.cycles_match else "no"]
         if dram:
             row += ["-" if op.cycles_total_rtl is None else op.cycles_total_rtl, op.cycles_total_model,

@@ -130,6 +130,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                               "a": layout_dict(program.tensors["a"]), "c": layout_dict(program.tensors["c"])})
         a_on_chip = plan is not None and plan.a_region(index) is not None
         ops_meta.append({"name": name, "a_src": index - 1 if chained and index > 0 and not a_on_chip else -1,
+                         "on_chip": plan is not None and plan.c_region(index) is not None,
                          "instances": instances})
         jobs.append(DramJob(index, name, gemm, {"m": full.m, "batch": full.batch}
                             if (m, batch) != (full.m, full.batch) else None, expected, program.tensors["c"],
@@ -177,11 +178,13 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
 
         return dataclasses.replace(base, reason=f"the accelerator stopped with error {codes[0]} "
                                    f"({ERROR_NAMES.get(codes[0], '?')}) at command {int(raw.error_pc[0])}")
-    if job.kept_on_chip:  # nothing in DRAM to read: the next ops (and the network) check it
+    if job.kept_on_chip:  # nothing in DRAM to read: the ops after it (and the network) check it
+        wrong = np.zeros((0, 3), dtype=np.int64)
         got = job.expected
+        base = dataclasses.replace(base, on_chip=True)
     else:
         got = np.stack([unpack_tensor(job.c_layout, c) for c in raw.c])
-    wrong = np.argwhere(got != job.expected)
+        wrong = np.argwhere(got != job.expected)
     first = tuple(Mismatch((int(b), int(i), int(j)), int(job.expected[b, i, j]), int(got[b, i, j]))
                   for b, i, j in wrong[:FIRST_MISMATCHES])
     result = dataclasses.replace(base, mismatches=len(wrong), first_mismatches=first,

@@ -57,6 +57,9 @@ class OpResult:
             op's GEMM instances (program fetch, DMA stalls, fill and drain included), and
             ``perf_model.program_timing``'s total for the same programs (None on the host port).
         stall_cycles_rtl, stall_cycles_model: The same for CYCLES_DMA_STALL (cycles the array idles).
+        on_chip: The output stayed in the ifmap as the next op's input (on-chip reuse in a chained
+            network from DRAM): it never reaches DRAM, so it is checked through the ops after it
+            (their outputs, and the network's final one), not read back here.
     """
 
     name: str
@@ -77,6 +80,7 @@ class OpResult:
     cycles_total_model: int | None = None
     stall_cycles_rtl: int | None = None
     stall_cycles_model: int | None = None
+    on_chip: bool = False
 
     @property
     def total_cycles_match(self) -> bool | None:
@@ -105,6 +109,7 @@ class OpResult:
             "output_bits": self.output_bits,
             "mismatches": {"count": self.mismatches, "first": [m.to_dict() for m in self.first_mismatches]},
             "raw_mismatches": self.raw_mismatches,
+            "on_chip": self.on_chip,
             "cycles_rtl": self.cycles_rtl,
             "cycles_model": self.cycles_model,
             "cycles_match": self.cycles_match,

@@ -116,3 +116,15 @@ def test_no_chain_runs_requantised_ops_on_their_own_data(run_cli, sim_cache):
                              "--work-dir", str(sim_cache))
     assert code == 0, err
     assert "network: 2 chained ops, passed; final output fc.1 (12 x 8-bit) matches JAX" in out
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_a_square_ws_array_keeps_the_network_on_chip_from_dram_bit_exact_in_the_models_cycles(reuse, sim_cache):
+    report = simulate(TINY, NET, simulator="icarus", work_dir=sim_cache, reuse=reuse)
+    assert [op.on_chip for op in report.ops] == ([True, True, False] if reuse else [False, False, False])
+    for op in report.ops:
+        assert op.status == "pass", (op.name, op.reason)
+        assert op.total_cycles_match and op.cycles_total_rtl == op.cycles_total_model
+    assert report.network is not None and report.network["passed"]
+    assert report.network["final_output"]["mismatches"] == 0 and report.network["final_output"]["match"]
+    assert any("on-chip reuse: 2 of 2 link(s)" in note for note in report.notes) == reuse
