@@ -14,7 +14,7 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
     LOAD     buffer [6, 8)   dram_addr [32, 64)   dram_stride [64, 96)   rows [96, 112)
     STORE    words [112, 128)   buf_addr [128, 160)   row_step [160, 192)   word_step [192, 224)
              STORE only: requant [8]   q_by_row [9]   q_base [224, 240)
-    RUN      m [32, 64)   k [64, 96)   n [96, 128)   accumulate [128]   x_stride [136, 160)
+    RUN      m [32, 64)   k [64, 96)   n [96, 128)   accumulate [128]   a_stride [136, 160)
              x_base [160, 192)   y_base [192, 224)   o_base [224, 256)
     MOVE     dst_word_step [10, 32)   dst_addr [32, 64)   dst_row_step [64, 96)   rows, words,
              buf_addr, row_step, word_step, q_by_row, q_base as STORE
@@ -34,17 +34,19 @@ at 10, 12, 14). ``dram_addr`` and ``dram_stride`` must be multiples of the AXI d
 ``input_bits``-wide lanes; without it, raw accumulator lanes. ``RUN`` starts the array on an
 ``m x k x n`` GEMM whose operands start at word ``x_base`` / ``y_base`` of the x / y buffers and
 whose outputs start at word ``o_base`` of the ofmap (``x``: ifmap for WS/OS, weight for IS);
-the x words of row-fold ``f`` start ``f * x_stride`` words past ``x_base`` (0: packed, the run's
-streamed length), so a run can read its operand in place from a larger matrix held on chip.
+a nonzero ``a_stride`` spaces the folds of ``A`` that many words apart (WS/OS: the x words of
+row-fold ``f`` start ``f * a_stride`` past ``x_base``; IS: the y words of column-fold ``f``,
+``f * a_stride`` past ``y_base``; 0: packed), so a run can read its ``A`` tile in place from a
+larger matrix held on chip.
 
 ``MOVE`` keeps an output on chip (on-chip reuse across layers): it reads ``rows x words`` ofmap
 words as a requantised ``STORE`` does (same address walk, parameters and output stage) and
 writes each requantised word, ``input_bits``-wide lanes, to ifmap word ``dst_addr + r *
-dst_row_step + j * dst_word_step`` instead of DRAM. A requantised ofmap word has ``C`` lanes and
-an ifmap word ``R``: only a design with ``R == C`` moves (WS/OS keep the ofmap row by row, so a
-WS output is the next layer's ``A`` word for word; ``ERROR_BUFFER`` for any destination beyond
-the ifmap). It occupies the DMA unit (one word a cycle, no DRAM traffic):
-:func:`move_cycles`.
+dst_row_step + j * dst_word_step`` instead of DRAM. A requantised ofmap word has ``C`` lanes, an
+ifmap word ``R`` (WS/OS) or ``C`` (IS): a WS/OS design moves only with ``R == C`` (``ERROR_OPCODE``
+otherwise), and then a WS output word is a word of the next layer's ``A``, as an IS one is on any
+shape. ``ERROR_BUFFER`` for a source beyond the ofmap or a destination beyond the ifmap. It
+occupies the DMA unit (one word a cycle, no DRAM traffic): :func:`move_cycles`.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ FIELDS: dict[str, tuple[int, int]] = {
     "q_by_row": (9, 1), "dram_addr": (32, 32), "dram_stride": (64, 32), "rows": (96, 16), "words": (112, 16),
     "buf_addr": (128, 32), "row_step": (160, 32), "word_step": (192, 32), "q_base": (224, 16),
     "m": (32, 32), "k": (64, 32), "n": (96, 32), "accumulate": (128, 1), "x_base": (160, 32),
-    "y_base": (192, 32), "o_base": (224, 32), "x_stride": (136, 24),
+    "y_base": (192, 32), "o_base": (224, 32), "a_stride": (136, 24),
     "dst_word_step": (10, 22), "dst_addr": (32, 32), "dst_row_step": (64, 32),
 }
 
@@ -110,7 +112,7 @@ _PER_OP = {
     Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step"),
     Opcode.STORE: ("buffer", "requant", "q_by_row", "dram_addr", "dram_stride", "rows", "words", "buf_addr",
                    "row_step", "word_step", "q_base"),
-    Opcode.RUN: ("m", "k", "n", "accumulate", "x_stride", "x_base", "y_base", "o_base"),
+    Opcode.RUN: ("m", "k", "n", "accumulate", "a_stride", "x_base", "y_base", "o_base"),
     Opcode.SYNC: (),
     Opcode.MOVE: ("q_by_row", "dst_word_step", "dst_addr", "dst_row_step", "rows", "words", "buf_addr", "row_step",
                   "word_step", "q_base"),

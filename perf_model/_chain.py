@@ -3,8 +3,8 @@
 A chain is a sequence of requantised GEMMs where each one's ``A`` is the previous one's
 output (``workloads.chain_link``: ``m`` equal, ``k`` = the previous ``n``). Link ``i`` (op ``i``
 to op ``i + 1``) is kept on chip when the design can move an output into its ifmap
-(:func:`perf_model._program.reuse_possible`: WS, ``R == C``) and the next ``A``, ``S_i = M *
-ceil(N_i / R)`` ifmap words, takes at most half of the ifmap (``D``). Its region alternates
+(:func:`perf_model._program.reuse_possible`: WS with ``R == C``, or IS) and the next ``A``,
+``S_i`` ifmap words (:func:`region_words`), takes at most half of the ifmap (``D``). Its region alternates
 between the top (``[D - S_i, D)``, the first link of a run of on-chip links) and the bottom
 (``[0, S_i)``) of the ifmap, so an op reading its ``A`` from one region writes the next into
 the other. Op ``i`` then:
@@ -33,7 +33,10 @@ __all__ = ["ChainPlan", "compile_chain", "region_words"]
 
 
 def region_words(config: ArrayConfig, gemm: Gemm) -> int:
-    """Ifmap words ``gemm``'s output takes as the next layer's ``A``: ``M * ceil(N / R)``."""
+    """Ifmap words ``gemm``'s output takes as the next layer's ``A``: ``M * ceil(N / R)`` (WS),
+    ``ceil(M / C) * N`` (IS)."""
+    if config.dataflow.value == "is":
+        return -(-gemm.m // config.cols) * gemm.n
     return gemm.m * -(-gemm.n // config.rows)
 
 

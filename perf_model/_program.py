@@ -38,13 +38,13 @@ as a strip: its K sub-tile ``j`` at ``j`` full sub-tiles past the strip's base (
 the strip when double buffered), loaded by the first run that needs it and read by the RUN
 commands of later runs at that address, so it crosses the DRAM interface once per strip.
 
-On-chip reuse (``perf_model._chain``; WS with ``R == C``, a requantised op): ``c_region`` sends
-the output to the ifmap instead of DRAM, each STORE becoming a ``MOVE`` of the same words to
-ifmap word ``c_region + (n // C) * M + m`` (the next layer's ``A`` in the ifmap layout of a run of
-all ``M`` rows); the A tiles then use only the ifmap words below ``ifmap_words``. ``a_region``
-is the other end: the whole ``A`` already sits in the ifmap from ``a_region`` on in that layout,
-so no A tile is loaded and each RUN reads its A tile in place (``x_base`` at its first row and
-fold, ``x_stride = M``).
+On-chip reuse (``perf_model._chain``; WS with ``R == C``, or IS; a requantised op): ``c_region``
+sends the output to the ifmap instead of DRAM, each STORE becoming a ``MOVE`` of the same words to
+the next layer's ``A`` in the ifmap layout of a run over the whole matrix: word ``c_region + (n //
+C) * M + m`` (WS) or ``c_region + (m // C) * N + n`` (IS); the A tiles then use only the ifmap
+words below ``ifmap_words``. ``a_region`` is the other end: the whole ``A`` already sits in the
+ifmap from ``a_region`` on in that layout, so no A tile is loaded and each RUN reads its A tile in
+place (its base at the tile's first word, ``a_stride`` ``M`` (WS) or ``K`` (IS) between folds).
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
     """
     if (a_region is not None or c_region is not None) and not reuse_possible(config):
         raise ModelError(f"design {config.short_name()} cannot keep a layer on chip: on-chip reuse needs a "
-                         f"weight-stationary array with rows == cols")
+                         f"weight-stationary array with rows == cols, or an input-stationary one")
     if c_region is not None and not requant:
         raise ModelError("only a requantised output can stay on chip (c_region needs requant)")
     depth_a = _buffer_depths(config)[0]
@@ -217,7 +217,7 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
     depth = dict(zip(("a", "b", "c"), _buffer_depths(config), strict=True))
     depth["a"] -= reserve
     half = {b: (d // 2 if config.double_buffered else 0) for b, d in depth.items()}
-    cmds = _Builder(config, tensors, lanes, W, m, a_region, c_region)
+    cmds = _Builder(config, tensors, lanes, W, (m, k, n), a_region, c_region)
     if requant:
         qt = tensors["q"]
         per_word = 1 if config.dataflow is Dataflow.IS else config.cols
@@ -237,9 +237,10 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
 
 def reuse_possible(config: ArrayConfig) -> bool:
     """Whether ``config`` can keep a layer's output on chip as the next layer's input: a ``MOVE``
-    needs ifmap and ofmap words of equal lanes, and the next layer reads it as its ``A`` in the
-    WS layout (OS holds ``A`` transposed; IS streams ``B`` from the ifmap)."""
-    return config.dataflow is Dataflow.WS and config.rows == config.cols
+    needs ifmap and ofmap words of equal lanes (WS with ``R == C``; IS, whose ifmap words have
+    ``C`` lanes like the ofmap's), and an output word must be a word of the next ``A`` (OS holds
+    ``A`` transposed)."""
+    return config.dataflow is Dataflow.IS or (config.dataflow is Dataflow.WS and config.rows == config.cols)
 
 
 def _buffer_depths(config: ArrayConfig) -> tuple[int, int, int]:
@@ -254,9 +255,10 @@ class _Builder:
     """Transfer commands of tiles (the DRAM layout and the buffer word order of ``rtl_gen``)."""
 
     def __init__(self, config: ArrayConfig, tensors: dict[str, TensorLayout], lanes: dict[str, int], W: int,
-                 m: int = 0, a_region: int | None = None, c_region: int | None = None) -> None:
+                 dims: tuple[int, int, int] = (0, 0, 0), a_region: int | None = None,
+                 c_region: int | None = None) -> None:
         self.config = config
-        self.m = m
+        self.m, self.k, self.n = dims
         self.a_region = a_region
         self.c_region = c_region
         self.tensors = tensors
@@ -303,10 +305,13 @@ class _Builder:
     def run(self, tile: tuple[int, ...], bases: dict[str, int], *, wait_dma: bool = True) -> Command:
         m0, m1, k0, k1, n0, n1, acc = tile
         x, y = ("b", "a") if self.config.dataflow is Dataflow.IS else ("a", "b")
-        if self.a_region is not None:  # A read in place (WS: x is A)
+        if self.a_region is not None:  # A read in place: WS, its k-folds M apart; IS, its m-folds K apart
+            is_ = self.config.dataflow is Dataflow.IS
+            at = self.a_region + (m0 // self.config.cols * self.k + k0 if is_ else k0 // self.config.rows * self.m + m0)
+            bases = {**bases, "a": at}
             return Command.make(Opcode.RUN, wait_dma=wait_dma, m=m1 - m0, k=k1 - k0, n=n1 - n0, accumulate=int(acc),
-                                x_base=self.a_region + k0 // self.config.rows * self.m + m0, x_stride=self.m,
-                                y_base=bases[y], o_base=bases["c"])
+                                a_stride=self.k if is_ else self.m, x_base=bases[x], y_base=bases[y],
+                                o_base=bases["c"])
         return Command.make(Opcode.RUN, wait_dma=wait_dma, m=m1 - m0, k=k1 - k0, n=n1 - n0, accumulate=int(acc),
                             x_base=bases[x], y_base=bases[y], o_base=bases["c"])
 
@@ -315,20 +320,22 @@ class _Builder:
         """The STORE of the output tile (or of its DRAM rows ``part``, see :meth:`transfer`); its MOVE
         into the ifmap with ``c_region``."""
         cfg = self.config
-        if self.c_region is not None:
-            store = self.transfer(Opcode.STORE, "c", tile, base, requant=True, q_base=tile[4] // cfg.cols, part=part)
-            r0 = part[0] if part is not None else 0
-            return Command.make(Opcode.MOVE, wait_run=wait_run, rows=store["rows"], words=store["words"],
-                                buf_addr=store["buf_addr"], row_step=store["row_step"], word_step=store["word_step"],
-                                q_base=store["q_base"],
-                                dst_addr=self.c_region + tile[4] // cfg.cols * self.m + tile[0] + r0,
-                                dst_row_step=1, dst_word_step=self.m)
-        if cfg.dataflow is Dataflow.IS:  # DRAM rows are channels: the parameters follow the row
-            r0 = part[0] if part is not None else 0
-            return self.transfer(Opcode.STORE, "c", tile, base, wait_run=wait_run, requant=requant,
-                                 q_base=tile[4] + r0, q_by_row=True, part=part)
-        return self.transfer(Opcode.STORE, "c", tile, base, wait_run=wait_run, requant=requant,
-                             q_base=tile[4] // cfg.cols, part=part)
+        r0 = part[0] if part is not None else 0
+        is_ = cfg.dataflow is Dataflow.IS
+        if is_:  # DRAM rows are channels: the parameters follow the row
+            store = self.transfer(Opcode.STORE, "c", tile, base, wait_run=wait_run, requant=requant,
+                                  q_base=tile[4] + r0, q_by_row=True, part=part)
+        else:
+            store = self.transfer(Opcode.STORE, "c", tile, base, wait_run=wait_run, requant=requant,
+                                  q_base=tile[4] // cfg.cols, part=part)
+        if self.c_region is None:
+            return store
+        # The same words into the next A: WS rows m, words n-folds; IS rows n, words m-folds.
+        dst = (tile[0] // cfg.cols * self.n + tile[4] + r0) if is_ else (tile[4] // cfg.cols * self.m + tile[0] + r0)
+        return Command.make(Opcode.MOVE, wait_run=wait_run, rows=store["rows"], words=store["words"],
+                            buf_addr=store["buf_addr"], row_step=store["row_step"], word_step=store["word_step"],
+                            q_base=store["q_base"], q_by_row=store["q_by_row"], dst_addr=self.c_region + dst,
+                            dst_row_step=1, dst_word_step=self.n if is_ else self.m)
 
     def store_parts(self, tile: tuple[int, ...], base: int, requant: bool, parts: int) -> list[Command]:
         """The STORE of the output tile as up to ``parts`` commands of consecutive DRAM rows

@@ -5,9 +5,9 @@ Link ``i`` (op ``i``'s output is op ``i + 1``'s ``A`` as is: ``OpArrays.link``) 
 ifmap on a design when
 
 * the design can move an output into its ifmap and read it as ``A`` in place: weight stationary
-  with ``rows == cols`` (``perf_model._program.reuse_possible``);
-* op ``i`` is requantised, and its output, ``S = M * ceil(N / R)`` ifmap words, takes at most
-  half of the ifmap (the next link's region goes in the other half);
+  with ``rows == cols``, or input stationary (``perf_model._program.reuse_possible``);
+* op ``i`` is requantised, and its output, ``S = M * ceil(N / R)`` (WS) or ``ceil(M / C) * N``
+  (IS) ifmap words, takes at most half of the ifmap (the next link's region goes in the other half);
 * op ``i`` can be tiled with its ``A`` in the ifmap words below that region (as the first op of
   a run of kept links does; one later in the run reads its ``A`` in place and needs no room).
 
@@ -39,9 +39,12 @@ class ReuseFlags:
 
 
 def region_words(designs: DesignArrays, ops: OpArrays) -> np.ndarray:
-    """``(designs, ops)`` ifmap words of each op's output as the next ``A``: ``M * ceil(N / R)``."""
-    m, n = ops.gemm[0], ops.gemm[2]
-    return m[None, :] * np.ceil(n[None, :] / designs.rows[:, None])
+    """``(designs, ops)`` ifmap words of each op's output as the next ``A``: ``M * ceil(N / R)``
+    (WS), ``ceil(M / C) * N`` (IS)."""
+    m, n = ops.gemm[0][None, :], ops.gemm[2][None, :]
+    ws = m * np.ceil(n / designs.rows[:, None])
+    is_ = np.ceil(m / designs.cols[:, None]) * n
+    return np.where((designs.dataflow == 2)[:, None], is_, ws)
 
 
 def ifmap_depth(designs: DesignArrays) -> np.ndarray:
@@ -55,7 +58,7 @@ def candidate_links(designs: DesignArrays, ops: OpArrays) -> tuple[np.ndarray, n
     """``(candidate, size)``: ``(designs, ops)`` links that meet every rule but the tiling's, and
     their region words."""
     size = region_words(designs, ops)
-    can = (designs.dataflow == 0) & (designs.rows == designs.cols)
+    can = ((designs.dataflow == 0) & (designs.rows == designs.cols)) | (designs.dataflow == 2)
     ok = can[:, None] & ops.link[None, :] & ops.requant[None, :] & (2 * size <= ifmap_depth(designs)[:, None])
     return ok, np.where(ok, size, 0.0)
 

@@ -18,7 +18,7 @@ the memory system ``perf_model.dma_timing`` and ``perf_model.program_timing``.
 from __future__ import annotations
 
 from ._array import Blackbox, PEBlock, PERow, SystolicArray
-from ._controller import X_STRIDE_BITS, Controller, mapped_dims
+from ._controller import A_STRIDE_BITS, Controller, mapped_dims
 from ._csr import AXIL_OKAY, AXIL_SLVERR, COUNTERS, ControlRegisters
 from ._export import block_rows, export_units, system_verilog, to_verilog, write_verilog
 from ._fpga import FAMILIES, flow_commands, fpga_flow, fpga_report, resolve_device
@@ -87,7 +87,7 @@ __all__ = [
     "QDATA_LATENCY",
     "PORT_MAP",
     "DIM_BITS",
-    "X_STRIDE_BITS",
+    "A_STRIDE_BITS",
     "CYCLES_BITS",
     "to_verilog",
     "system_verilog",

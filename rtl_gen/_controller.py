@@ -14,10 +14,10 @@ from accel_dse.config import Dataflow
 from ._layout import CYCLES_BITS, DIM_BITS
 from ._skew import DelayLine
 
-__all__ = ["Controller", "mapped_dims", "X_STRIDE_BITS"]
+__all__ = ["Controller", "mapped_dims", "A_STRIDE_BITS"]
 
-#: Width of a run's ``x_stride`` (the RUN command's field).
-X_STRIDE_BITS = FIELDS["x_stride"][1]
+#: Width of a run's ``a_stride`` (the RUN command's field).
+A_STRIDE_BITS = FIELDS["a_stride"][1]
 
 T = TypeVar("T")
 
@@ -43,8 +43,12 @@ class Controller(wiring.Component):
     ``rf < ceil(Dr/R)`` (inner loop) and column-folds ``cf < ceil(Dc/C)`` (outer loop). Word
     addresses (``r`` a row of the fold, ``s < Ds`` a streamed index)::
 
-        x: rf*Sx + s                      (all dataflows; Sx = x_stride, or Ds when it is 0)
-        y: cf*Dr + rf*R + r  (WS/IS)      cf*Ds + s  (OS)
+        x: rf*Sx + s                      (all dataflows)
+        y: cf*Sy + rf*R + r  (WS/IS)      cf*Ds + s  (OS)
+
+    ``Sx = Ds`` and ``Sy = Dr``, except that a nonzero ``a_stride`` replaces the one of ``A``'s
+    buffer (``Sx`` for WS/OS, ``Sy`` for IS): a run then reads its A tile in place from a
+    larger matrix held on chip (on-chip reuse across layers).
         o: cf*Ds + s         (WS/IS)      cf*Dr + rf*R + r  (OS)
 
     Rows ``rf*R + r >= Dr`` of an edge fold are never read (WS/IS: zeros are loaded instead)
@@ -99,7 +103,7 @@ class Controller(wiring.Component):
                 "k": In(DIM_BITS),
                 "n": In(DIM_BITS),
                 "accumulate": In(1),
-                "x_stride": In(X_STRIDE_BITS),
+                "a_stride": In(A_STRIDE_BITS),
                 "busy": Out(1),
                 "done": Out(1),
                 "cycles": Out(CYCLES_BITS),
@@ -137,7 +141,8 @@ class Controller(wiring.Component):
         cs_bits, cr_bits = (ay, ao) if os_flow else (ao, ay)
 
         ds = Signal(DIM_BITS)
-        x_step = Signal(DIM_BITS)  # words from one row-fold's x words to the next's
+        x_step = Signal(DIM_BITS)  # words from one row-fold's x words to the next's (Sx)
+        y_step = Signal(DIM_BITS)  # words from one column-fold's y words to the next's (Sy, WS/IS)
         ds_last = Signal(DIM_BITS)
         slot_last = Signal(DIM_BITS)  # max(Ds, R, 2) - 1
         dr = Signal(DIM_BITS)
@@ -168,8 +173,8 @@ class Controller(wiring.Component):
                 col_off.eq(Mux(last_row, col_off + cols, col_off)),
                 base_rs.eq(Mux(last_row, 0, base_rs + x_step)),
                 base_cs.eq(Mux(last_row, base_cs + ds, base_cs)),
-                cf_dr.eq(Mux(last_row, cf_dr + dr, cf_dr)),
-                base_cr.eq(Mux(last_row, cf_dr + dr, base_cr + rows)),
+                cf_dr.eq(Mux(last_row, cf_dr + y_step, cf_dr)),
+                base_cr.eq(Mux(last_row, cf_dr + y_step, base_cr + rows)),
             ]
 
         busy = Signal()
@@ -255,6 +260,7 @@ class Controller(wiring.Component):
             return [st_base.eq(base_rs), st_obase.eq(base_cs), st_add.eq(acc_flag | (row_off != 0)),
                     st_last.eq(last_fold)]
 
+        is_flow = Const(int(self.dataflow is Dataflow.IS))  # A is y (the stationary operand), else x
         first_phase = "STREAM" if os_flow else "LOAD"
         ds_port, dr_port, dc_port = mapped_dims(self.dataflow, self.m, self.k, self.n)
         with m.FSM(init="IDLE"):
@@ -268,7 +274,8 @@ class Controller(wiring.Component):
                 with m.If(self.start):
                     m.d.sync += [
                         ds.eq(ds_port),
-                        x_step.eq(Mux(self.x_stride != 0, self.x_stride, ds_port)),
+                        x_step.eq(Mux((self.a_stride != 0) & ~is_flow, self.a_stride, ds_port)),
+                        y_step.eq(Mux((self.a_stride != 0) & is_flow, self.a_stride, dr_port)),
                         ds_last.eq(ds_port - 1),
                         dr.eq(dr_port),
                         dc.eq(dc_port),

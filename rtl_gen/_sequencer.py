@@ -100,7 +100,7 @@ class Sequencer(wiring.Component):
                 "dst_row_step": Out(buf_addr_bits), "dst_word_step": Out(buf_addr_bits), "busy": In(1),
             })),
             "run": Out(wiring.Signature({
-                "start": Out(1), "m": Out(32), "k": Out(32), "n": Out(32), "accumulate": Out(1), "x_stride": Out(24),
+                "start": Out(1), "m": Out(32), "k": Out(32), "n": Out(32), "accumulate": Out(1), "a_stride": Out(24),
                 "x_base": Out(32), "y_base": Out(32), "o_base": Out(32), "busy": In(1),
             })),
         })
@@ -182,7 +182,7 @@ class Sequencer(wiring.Component):
             self.st.beats.eq(store_beats), self.st.requant.eq(requant), self.st.q_by_row.eq(_field(cmd, "q_by_row")),
             self.run.m.eq(_field(cmd, "m")), self.run.k.eq(_field(cmd, "k")), self.run.n.eq(_field(cmd, "n")),
             self.run.accumulate.eq(_field(cmd, "accumulate")), self.run.x_base.eq(_field(cmd, "x_base")),
-            self.run.x_stride.eq(_field(cmd, "x_stride")),
+            self.run.a_stride.eq(_field(cmd, "a_stride")),
             *(getattr(self.mv, name).eq(_field(cmd, name)) for name in (
                 "rows", "words", "q_by_row", "buf_addr", "row_step", "word_step", "dst_addr", "dst_row_step",
                 "dst_word_step")),

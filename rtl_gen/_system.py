@@ -166,7 +166,7 @@ class AxiAccelerator(wiring.Component):
         run = seq.run
         m.d.comb += [core.start.eq(run.start), core.m.eq(run.m), core.k.eq(run.k), core.n.eq(run.n),
                      core.accumulate.eq(run.accumulate), core.x_base.eq(run.x_base), core.y_base.eq(run.y_base),
-                     core.o_base.eq(run.o_base), core.x_stride.eq(run.x_stride), run.busy.eq(core.busy),
+                     core.o_base.eq(run.o_base), core.a_stride.eq(run.a_stride), run.busy.eq(core.busy),
                      core.host_overlap.eq(1)]
 
         # The core's host port is the DMA's: loads write, stores and moves read (one transfer at a

@@ -17,8 +17,8 @@ export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/col
     x_base       in   x buffer address width  sampled with start: word offset of the run's x operand
     y_base       in   y buffer address width  sampled with start: word offset of the run's y operand
     o_base       in   ofmap address width     sampled with start: word offset of the run's outputs
-    x_stride     in   24                    sampled with start: words between the x words of two
-                                            row-folds (0: the run's streamed length, packed)
+    a_stride     in   24                    sampled with start: words between two folds of A (x
+                                            row-folds WS/OS, y column-folds IS; 0: packed)
     move_we      in   1                     write host_qdata to ifmap word move_addr this cycle
     move_addr    in   ifmap address width   (the on-chip MOVE: ifmap and ofmap lanes must agree)
     host_overlap in   1                     let host writes to ifmap/weight/qparam through while busy
@@ -92,7 +92,7 @@ from accel_dse.commands import store_read_latency
 from accel_dse.config import ArrayConfig, Dataflow
 
 from ._array import SystolicArray
-from ._controller import X_STRIDE_BITS, Controller
+from ._controller import A_STRIDE_BITS, Controller
 from ._glue import OfmapUpdate, OperandGate
 from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
 from ._output_stage import OutputStage
@@ -162,7 +162,7 @@ class Accelerator(wiring.Component):
                 "x_base": In(self._roles()[0].addr_bits),
                 "y_base": In(self._roles()[1].addr_bits),
                 "o_base": In(lay.ofmap.addr_bits),
-                "x_stride": In(X_STRIDE_BITS),
+                "a_stride": In(A_STRIDE_BITS),
                 "move_we": In(1),
                 "move_addr": In(lay.ifmap.addr_bits),
                 "host_overlap": In(1),
@@ -254,7 +254,7 @@ class Accelerator(wiring.Component):
             ctrl.k.eq(self.k),
             ctrl.n.eq(self.n),
             ctrl.accumulate.eq(self.accumulate),
-            ctrl.x_stride.eq(self.x_stride),
+            ctrl.a_stride.eq(self.a_stride),
             self.busy.eq(busy),
             self.done.eq(ctrl.done),
             self.cycles.eq(ctrl.cycles),

@@ -146,7 +146,7 @@ def ports_section(config: ArrayConfig) -> list[dict[str, Any]]:
         "n": rtl_gen.DIM_BITS, "accumulate": 1,
         "x_base": (layout.weight if config.dataflow.value == "is" else layout.ifmap).addr_bits,
         "y_base": (layout.ifmap if config.dataflow.value == "is" else layout.weight).addr_bits,
-        "o_base": layout.ofmap.addr_bits, "x_stride": rtl_gen.X_STRIDE_BITS, "move_we": 1,
+        "o_base": layout.ofmap.addr_bits, "a_stride": rtl_gen.A_STRIDE_BITS, "move_we": 1,
         "move_addr": layout.ifmap.addr_bits, "host_overlap": 1,
         "start": 1, "busy": 1, "done": 1, "cycles": rtl_gen.CYCLES_BITS,
     }

@@ -74,7 +74,7 @@ class HostPort:
     async def reset(self) -> None:
         """Drive every input to 0 and hold reset for ``reset_cycles`` (Icarus starts with X)."""
         for logical in ("sel", "addr", "wdata", "we", "m", "k", "n", "accumulate", "start", "qsel", "x_base",
-                        "y_base", "o_base", "host_overlap", "x_stride", "move_we", "move_addr"):
+                        "y_base", "o_base", "host_overlap", "a_stride", "move_we", "move_addr"):
             self.sig[logical].value = 0  # bases 0, no overlap, no moves: the host port runs one tile at a time
         self.sig["rst"].value = 1
         await ClockCycles(self.sig["clk"], self.reset_cycles, rising=False)

@@ -46,7 +46,9 @@ def _random_cases(count: int, seed: int):  # noqa: ANN202 - (config, gemms) pair
     out = []
     while len(out) < count:
         r = int(rng.choice([2, 4, 8, 16]))
-        config = ArrayConfig(rows=r, cols=r, dataflow="ws", ifmap_sram_kib=int(rng.choice([2, 8, 32])),
+        dataflow = str(rng.choice(["ws", "is"]))  # IS moves on any shape: its ifmap words have C lanes
+        c = r if dataflow == "ws" else int(rng.choice([2, 3, 4, 8]))
+        config = ArrayConfig(rows=r, cols=c, dataflow=dataflow, ifmap_sram_kib=int(rng.choice([2, 8, 32])),
                              weight_sram_kib=int(rng.choice([1, 2, 4])), ofmap_sram_kib=int(rng.choice([2, 4, 8])),
                              dram_bytes_per_cycle=float(rng.choice([2, 4, 8, 16])),
                              double_buffered=bool(rng.integers(2)), shadow_stationary=bool(rng.integers(2)))
@@ -99,9 +101,8 @@ def test_a_kept_link_moves_no_bytes_through_dram_and_is_faster(double):
 
 def test_a_design_that_cannot_move_keeps_every_link_in_dram():
     gemms = _chain(64, [32, 32, 32, 32])
-    for config in (ArrayConfig(rows=8, cols=16, ifmap_sram_kib=64),  # rows != cols
+    for config in (ArrayConfig(rows=8, cols=16, ifmap_sram_kib=64),  # WS with rows != cols
                    ArrayConfig(rows=8, cols=8, dataflow="os", ifmap_sram_kib=64),
-                   ArrayConfig(rows=8, cols=8, dataflow="is", ifmap_sram_kib=64),
                    ArrayConfig(rows=8, cols=8, ifmap_sram_kib=1)):  # the region needs more than half the ifmap
         block = _block(config, gemms)
         assert not block.c_on_chip.any() and not block.a_on_chip.any(), config
@@ -109,9 +110,21 @@ def test_a_design_that_cannot_move_keeps_every_link_in_dram():
         assert plan.regions == (None, None)
 
 
+def test_input_stationary_keeps_links_on_any_shape():
+    config = ArrayConfig(rows=8, cols=4, dataflow="is", ifmap_sram_kib=64)
+    gemms = _chain(64, [32, 32, 32, 32])
+    block = _block(config, gemms)
+    plan, programs = compile_chain(config, gemms, [True] * 3)
+    assert block.c_on_chip[0].tolist() == [True, True, False] and plan.regions[0] is not None
+    walk = [program_timing.gemm_program_cycles(config, p).total for p in programs]
+    assert block.total_cycles[0].tolist() == walk
+
+
 def test_reuse_on_a_design_without_it_is_a_clear_error():
-    with pytest.raises(ModelError, match="weight-stationary array with rows == cols"):
+    with pytest.raises(ModelError, match="weight-stationary array with rows == cols, or an input-stationary one"):
         compile_gemm(ArrayConfig(rows=8, cols=8, dataflow="os"), Gemm(m=8, k=8, n=8), requant=True, c_region=0)
+    with pytest.raises(ModelError, match="rows == cols"):
+        compile_gemm(ArrayConfig(rows=8, cols=4), Gemm(m=8, k=8, n=8), requant=True, a_region=0)
     with pytest.raises(ModelError, match="only a requantised output can stay on chip"):
         compile_gemm(ArrayConfig(rows=8, cols=8), Gemm(m=8, k=8, n=8), c_region=0)
 

@@ -207,7 +207,7 @@ def iverilog_testbench(config: ArrayConfig, top: str, a: np.ndarray, b: np.ndarr
         f"  {top} dut(.clk(clk), .rst(rst), .host_sel(host_sel), .host_addr(host_addr),",
         "    .host_wdata(host_wdata), .host_we(host_we), .host_rdata(host_rdata), .m(m), .k(k), .n(n),",
         "    .accumulate(accumulate), .start(start), .busy(busy), .done(done), .cycles(cycles),",
-        "    .x_base(0), .y_base(0), .o_base(0), .host_overlap(1'b0), .host_qsel(0), .x_stride(0), .move_we(1'b0),",
+        "    .x_base(0), .y_base(0), .o_base(0), .host_overlap(1'b0), .host_qsel(0), .a_stride(0), .move_we(1'b0),",
         "    .move_addr(0));",
         "  always #5 clk = ~clk;",
         "  initial begin",

@@ -10,6 +10,7 @@ import pytest
 from system_testlib import run_soc_chain, small
 
 from accel_dse.commands import Buffer, Opcode
+from accel_dse.config import ArrayConfig
 from workloads import Requant, output_stage
 
 
@@ -31,11 +32,13 @@ def _layers(m: int, dims: list[int], seed: int) -> tuple[np.ndarray, list[np.nda
     return a, bs, rqs
 
 
+@pytest.mark.parametrize("dataflow,rows,cols", [("ws", 2, 2), ("is", 2, 3)])
 @pytest.mark.parametrize("double", [True, False])
-def test_a_three_layer_chain_kept_on_chip_is_bit_exact_and_takes_the_walks_cycles(double):
+def test_a_three_layer_chain_kept_on_chip_is_bit_exact_and_takes_the_walks_cycles(dataflow, rows, cols, double):
     a, bs, rqs = _layers(80, [10, 6, 5, 3], seed=3)
     expected = _network(a, bs, rqs)
-    runs = {reuse: run_soc_chain(small("ws", double), a, bs, rqs, reuse=reuse) for reuse in (True, False)}
+    config = small(dataflow, double, rows=rows, cols=cols)
+    runs = {reuse: run_soc_chain(config, a, bs, rqs, reuse=reuse) for reuse in (True, False)}
     on, off = runs[True], runs[False]
     assert on.regions[0] is not None and on.regions[1] is not None and off.regions == (None, None)
     assert on.regions[0] != on.regions[1]  # the two links' regions alternate ends of the ifmap
@@ -49,6 +52,20 @@ def test_a_three_layer_chain_kept_on_chip_is_bit_exact_and_takes_the_walks_cycle
     assert all((Opcode.LOAD, Buffer.IFMAP) not in o for o in ops[1:])
     assert all(any(code == Opcode.MOVE for code, _ in o) for o in ops[:2])
     assert sum(on.totals) < sum(off.totals)
-    # Double buffered, the tiles split M, so the in-place reads need the RUN's x_stride.
-    assert not double or any(c.opcode == Opcode.RUN and c["x_stride"] != c["m"]
-                             for p in on.programs[1:] for c in p.commands)
+    # WS double buffered, the tiles split M, so the in-place reads need the RUN's a_stride.
+    assert dataflow != "ws" or not double or any(c.opcode == Opcode.RUN and c["a_stride"] != c["m"]
+                                                 for p in on.programs[1:] for c in p.commands)
+
+
+def test_input_stationary_reads_a_k_split_input_in_place_through_its_column_fold_stride():
+    """IS holds A in the ifmap by m-fold: a run over part of K reads its folds ``K`` words apart."""
+    a, bs, rqs = _layers(6, [10, 300, 5], seed=9)
+    config = ArrayConfig(rows=2, cols=3, dataflow="is", ifmap_sram_kib=4, weight_sram_kib=1, ofmap_sram_kib=1,
+                         dram_bytes_per_cycle=2, double_buffered=True)
+    run = run_soc_chain(config, a, bs, rqs, reuse=True)
+    assert run.regions[0] is not None and run.codes == [0, 0]
+    runs = [c for c in run.programs[1].commands if c.opcode == Opcode.RUN]
+    assert any(c["k"] < 300 and c["a_stride"] == 300 for c in runs) and len({c["m"] for c in runs}) >= 1
+    assert any(c["m"] > 3 for c in runs)  # two m-folds in one run: the stride is used
+    np.testing.assert_array_equal(run.out, _network(a, bs, rqs))
+    assert run.totals == run.models

@@ -104,7 +104,7 @@ class Port:
     async def reset(self) -> None:
         dut = self.dut
         for name in ("host_sel", "host_addr", "host_wdata", "host_we", "m", "k", "n", "accumulate", "start",
-                     "x_base", "y_base", "o_base", "host_overlap", "host_qsel", "x_stride", "move_we", "move_addr"):
+                     "x_base", "y_base", "o_base", "host_overlap", "host_qsel", "a_stride", "move_we", "move_addr"):
             getattr(dut, name).value = 0
         dut.rst.value = 1
         await ClockCycles(dut.clk, 2, rising=False)
