@@ -156,7 +156,9 @@ def evaluate_block(
     if a_chip is not None:  # A is in the ifmap already: its tiles take no room
         buf[0] = np.where(a_chip, _NO_LIMIT, buf[0])
     requant = np.tile(ops.requant, nd)
-    out_bits = np.where(requant, rep(d.input_bits), rep(d.acc_bits))
+    # An output leaves as input_bits lanes (requantised) or as raw accumulator lanes of 4 or 8
+    # bytes (accel_dse.commands.dram_lane_bytes: the DRAM layout the RTL writes).
+    out_bits = np.where(requant, rep(d.input_bits), np.where(rep(d.acc_bits) <= 32, 32, 64))  # as build_problem's
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
                       buf, np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
     # A already on chip costs the tiling no DRAM bytes.
@@ -171,7 +173,7 @@ def evaluate_block(
     with np.errstate(divide="ignore", invalid="ignore"):
         sched = schedule(p, tiling, memory, rep(d.double_buffered), a_chip, c_chip)
     inst = np.tile(ops.instances, nd)
-    _accumulators_in_sram(p, sched, rep(d.acc_bits) / out_bits)
+    _accumulators_in_sram(p, sched, rep(d.acc_bits) / out_bits, requant)
     compute, total = op_cycles(sched, inst)
     depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
@@ -278,21 +280,22 @@ def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray) -> np
     return np.asarray(k, dtype=np.float64) * 2.0 ** (2 * ib - 2) > 2.0 ** (ab - 1) - 1
 
 
-def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray) -> None:
+def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray, requant: np.ndarray) -> None:
     """Put the output's on-chip and spilled traffic back at ``acc_bits`` (``ratio = acc / out bits``).
 
-    The schedule counts the output at ``p.elem_bytes`` (``input_bits`` when requantised): right
-    for its final store to DRAM, but the ofmap buffer holds ``acc_bits`` partial sums and the
-    output stage reads them there, so the output's SRAM bytes scale by ``ratio``, and partial
-    sums spilled to DRAM (``allow_spill``: every DRAM read of the output) go both ways at
-    ``acc_bits``. (The roofline's transfer times still use the stored width for spilled
-    partial sums: a small underestimate of stalls, with spilling only.)
+    The schedule counts the output at ``p.elem_bytes`` (as it leaves: ``input_bits`` when
+    requantised, else the 4- or 8-byte raw lane): right for its final store to DRAM, but the
+    ofmap buffer holds ``acc_bits`` partial sums and the output stage reads them there, so the
+    output's SRAM bytes scale by ``ratio``, and partial sums of a requantised op spilled to DRAM
+    (``allow_spill``: every DRAM read of the output) go both ways at ``acc_bits`` (a raw op's
+    spill is in its stored lanes already). (The roofline's transfer times still use the stored
+    width for spilled partial sums: a small underestimate of stalls, with spilling only.)
     """
     out = p.is_out
     scale = np.where(out, ratio, 1.0)
     sched.sram_read = sched.sram_read * scale
     sched.sram_write = sched.sram_write * scale
-    spilled = np.where(out, sched.dram_read * (ratio - 1.0), 0.0)
+    spilled = np.where(out & requant, sched.dram_read * (ratio - 1.0), 0.0)
     sched.dram_read = sched.dram_read + spilled
     sched.dram_write = sched.dram_write + spilled
 

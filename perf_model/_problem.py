@@ -155,9 +155,10 @@ def build_problem(
         buf_words: ``(3, N)`` usable words of the ifmap, weight, ofmap buffers.
         gemm: ``(3, N)`` GEMM dims ``m, k, n`` of one instance.
         shadow: ``(N,)`` (or one) ``shadow_stationary`` flag per element.
-        out_bits: ``(N,)`` bits of an output element as it leaves the accelerator (default
-            ``acc_bits``; ``input_bits`` for a requantised op). The ofmap buffer still holds
-            ``acc_bits`` words (``buf_words``).
+        out_bits: ``(N,)`` bits of an output element as it leaves the accelerator (default: a raw
+            accumulator lane of the DRAM layout, 32 bits up to ``acc_bits`` 32, else 64;
+            ``input_bits`` for a requantised op). The ofmap buffer still holds ``acc_bits`` words
+            (``buf_words``).
     """
     df = np.asarray(df, dtype=np.int64)
     R = np.asarray(rows, dtype=np.float64)
@@ -168,7 +169,8 @@ def build_problem(
     by_operand = row_index(FREE_OPERAND, df)
     cap = take_rows(np.asarray(buf_words, dtype=np.float64), by_operand)
     ib = np.asarray(input_bits, dtype=np.float64) / 8.0
-    ab = np.asarray(acc_bits if out_bits is None else out_bits, dtype=np.float64) / 8.0
+    raw = np.where(np.asarray(acc_bits) <= 32, 32.0, 64.0)
+    ab = np.asarray(raw if out_bits is None else out_bits, dtype=np.float64) / 8.0
     m, k, n = gemm
     op_bytes = np.stack([m * k * ib, k * n * ib, m * n * ab])
     op_elem = np.stack([ib, ib, ab])

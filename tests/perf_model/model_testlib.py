@@ -74,7 +74,8 @@ def reference(df, R, C, dims, tile, order, ib, ab, bw, instances, double_buffere
 
 def _reference_instance(df, R, C, dims, tile, order, ib, ab, bw, double_buffered, shadow, resident):
     operand_dims = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
-    elem = {"A": ib / 8, "B": ib / 8, "C": ab / 8}
+    # Raw outputs leave as the DRAM layout's accumulator lanes: 4 bytes up to 32 bits, else 8.
+    elem = {"A": ib / 8, "B": ib / 8, "C": 4.0 if ab <= 32 else 8.0}
     seq = []
     k_inner = GEMM_OF[df][order[2]] == "k"
     held: dict[str, tuple] = {}
