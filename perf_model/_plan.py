@@ -92,7 +92,7 @@ def plan_tiles(config: ArrayConfig, gemm: Gemm | Conv2d, *, ifmap_reserve: int =
     """The tiling the model uses for one instance of ``gemm`` on ``config``.
 
     A ``Conv2d`` is planned as its im2col GEMM; ``batch`` is ignored (every instance is tiled
-    the same way). On-chip reuse (``perf_model._chain``): ``ifmap_reserve``, ifmap words the
+    the same way). On-chip reuse (``perf_model._reuse_programs``): ``ifmap_reserve``, ifmap words the
     tiles may not use (held for the next layer's input); ``a_on_chip``, ``A`` is in the ifmap
     already (its tiles take no room and no DRAM bytes).
 

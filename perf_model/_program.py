@@ -38,7 +38,7 @@ as a strip: its K sub-tile ``j`` at ``j`` full sub-tiles past the strip's base (
 the strip when double buffered), loaded by the first run that needs it and read by the RUN
 commands of later runs at that address, so it crosses the DRAM interface once per strip.
 
-On-chip reuse (``perf_model._chain``; WS with ``R == C``, or IS; a requantised op): ``c_region``
+On-chip reuse (``perf_model._reuse_programs``; WS with ``R == C``, or IS; a requantised op): ``c_region``
 sends the output to the ifmap instead of DRAM, each STORE becoming a ``MOVE`` of the same words to
 the next layer's ``A`` in the ifmap layout of a run over the whole matrix: word ``c_region + (n //
 C) * M + m`` (WS) or ``c_region + (m // C) * N + n`` (IS); the A tiles then use only the ifmap

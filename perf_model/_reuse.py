@@ -1,5 +1,5 @@
 """On-chip reuse across layers in the vectorised model: which links of a workload stay on chip,
-per design (internal; the rule of ``perf_model._chain``, which the compiler follows).
+per design (internal; the rule of ``perf_model._reuse_programs``, which the compiler follows).
 
 Link ``i`` (op ``i``'s output is op ``i + 1``'s ``A`` as is: ``OpArrays.link``) is kept in the
 ifmap on a design when

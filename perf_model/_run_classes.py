@@ -139,7 +139,7 @@ class RunClasses:
         dim = [[at[j] == x for x in range(3)] for j in range(3)]  # mapped dim x at position j
         self.npos = npos
         # Whether the operand free at each position is loaded at all: not the A an earlier op left
-        # in the ifmap (on-chip reuse, perf_model._chain: it is read in place).
+        # in the ifmap (on-chip reuse, perf_model._reuse_programs: it is read in place).
         self.loaded: list[Bool] = [True, True, True]
         if a_on_chip is not None and a_on_chip.any():
             operand = [np.where(dim[j][0], p.operand[0], np.where(dim[j][1], p.operand[1], p.operand[2]))

@@ -126,7 +126,7 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
     """Evaluate the tiling of every element of ``p`` (see the module docstring).
 
     ``memory`` ``None`` computes traffic alone (totals 0); ``double_buffered``: per element (or
-    for all), the program is the ping-pong one. On-chip reuse (``perf_model._chain``), per
+    for all), the program is the ping-pong one. On-chip reuse (``perf_model._reuse_programs``), per
     element: ``a_on_chip``, ``A`` is already in the ifmap (no A loads, no A bytes from DRAM; the
     ifmap is written with it once, by the op before); ``c_on_chip``, the output is MOVEd into the
     ifmap (``memory.move``: no C bytes to DRAM).

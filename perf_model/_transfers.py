@@ -27,7 +27,7 @@ of the burst ``D`` earlier. ``lat`` is the store path's buffer read latency
 (tests/perf_model/test_model_fast_walk.py). Rows crossing a 4 KiB page are split into two
 bursts by the RTL; this form does not see that (the bound is in ``docs/memory_system.md``).
 
-A ``MOVE`` (on-chip reuse: the output tile goes to the ifmap instead of DRAM, ``perf_model._chain``)
+A ``MOVE`` (on-chip reuse: the output tile goes to the ifmap instead of DRAM, ``perf_model._reuse_programs``)
 takes the place of a STORE of the same words: ``n + 1 = rows * words + 7 + 1``
 (``accel_dse.commands.move_cycles``: a word a cycle through the output stage, no DRAM).
 

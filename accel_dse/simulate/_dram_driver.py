@@ -6,7 +6,7 @@ commands) with its own DRAM image; the expected total cycles are
 longer than the command queue) against the same DRAM model (latency
 :data:`DRAM_LATENCY`), so ``total_cycles_match`` says the RTL is the machine the model scores.
 
-A chained network with ``reuse`` is compiled as one chain (``perf_model._chain``): where a
+A chained network with ``reuse`` is compiled as one chain (``perf_model._reuse_programs``): where a
 link stays on chip the producer MOVEs its output into the ifmap and the consumer reads it there
 (the programs run one after the other in one simulation, so the ifmap keeps it); such an op's
 output never reaches DRAM and is checked through the ops after it.
@@ -143,7 +143,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
 
 def _chain_programs(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float) -> tuple[Any, Any]:
     """The programs of a chained network compiled as one chain (on-chip reuse), and its plan."""
-    from perf_model._chain import compile_chain
+    from perf_model._reuse_programs import compile_chain
     from workloads import Gemm
 
     gemms = []

@@ -138,9 +138,9 @@ class ChainRun:
 def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requants: list[Requant], *,
                   reuse: bool, latency: int = 7, limit: int = 400_000) -> ChainRun:
     """Run ``a @ bs[0]`` requantised, its output ``@ bs[1]``, ...: with ``reuse`` the chain's
-    programs of ``perf_model._chain`` (outputs kept on chip where they fit), else every layer
+    programs of ``perf_model._reuse_programs`` (outputs kept on chip where they fit), else every layer
     through DRAM (the testbench copies each output into the next op's A)."""
-    from perf_model._chain import compile_chain
+    from perf_model._reuse_programs import compile_chain
 
     gemms = [Gemm(m=a.shape[0], k=b.shape[0], n=b.shape[1]) for b in bs]
     plan, programs = compile_chain(config, gemms, [True] * len(bs), reuse=reuse, queue_depth=256)
