@@ -33,7 +33,7 @@ from perf_model._problem import (
 )
 from perf_model._schedule import Schedule, op_cycles, schedule
 from perf_model._technology import nominal_vdd, supply_voltage
-from perf_model._tiling import ORDERS, choose_tiles, gemm_tile
+from perf_model._tiling import ORDERS, Tiling, choose_tiles, fits_contract, gemm_tile, unfit_tiling
 from perf_model._transfers import axi_data_bytes, memory_arrays
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
@@ -135,15 +135,8 @@ def evaluate_block(
     out_bits = np.where(requant, rep(d.input_bits), rep(d.acc_bits))
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
                       rep(buf), np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
-    tiling = choose_tiles(p, allow_spill=allow_spill)
-    bw = rep(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
-    # the AXI width per design (rep makes it per element)
-    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2)
-    memory = memory_arrays(p.df, p.R, p.C, rep(d.input_bits), rep(d.acc_bits), rep(axi), bw, requant, p.gemm[2])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sched = schedule(p, tiling, memory, rep(d.double_buffered))
+    tiling, sched = _tile_and_schedule(p, d, no, requant, out_bits, allow_spill)
     inst = np.tile(ops.instances, nd)
-    _accumulators_in_sram(p, sched, rep(d.acc_bits) / out_bits)
     compute, total = op_cycles(sched, inst)
     depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
@@ -218,6 +211,40 @@ def evaluate_block(
         _names=ops.names,
         _designs=d,
     )
+
+
+def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray, out_bits: np.ndarray,
+                       allow_spill: bool) -> tuple[Tiling, Schedule]:
+    """Tiling and schedule of every element of ``p`` (designs ``d`` x ``no`` ops, design-major).
+
+    Only the elements whose smallest tile fits are searched and scheduled (often a quarter of a
+    sweep's are not): the others get :func:`unfit_tiling` and a schedule of zeros, which the
+    caller zeroes anyway (they are infeasible).
+    """
+    live = fits_contract(p, p.mins)
+    index = None if live.all() else np.flatnonzero(live)
+    design = None if index is None else index // no  # the design of each live element
+
+    def per_element(values: np.ndarray) -> np.ndarray:  # a design column at the live elements
+        return np.repeat(values, no, axis=-1) if design is None else values.take(design, axis=-1)
+
+    def live_only(values: np.ndarray) -> np.ndarray:  # an element column at the live elements
+        return values if index is None else values.take(index, axis=-1)
+
+    lp = p if index is None else p.take(index)
+    tiling = choose_tiles(lp, allow_spill=allow_spill)
+    bw = per_element(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
+    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2)
+    memory = memory_arrays(lp.df, lp.R, lp.C, per_element(d.input_bits), per_element(d.acc_bits),
+                           per_element(axi), bw, live_only(requant), lp.gemm[2])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sched = schedule(lp, tiling, memory, per_element(d.double_buffered))
+    _accumulators_in_sram(lp, sched, per_element(d.acc_bits) / live_only(out_bits))
+    if index is None:
+        return tiling, sched
+    full = unfit_tiling(p, allow_spill=allow_spill)
+    full.put(index, tiling)
+    return full, sched.widen(index, len(p))
 
 
 def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray) -> np.ndarray:

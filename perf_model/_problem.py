@@ -117,8 +117,11 @@ class Problem:
         return int(self.df.shape[0])
 
     def take(self, index: np.ndarray | slice) -> Problem:
-        """The elements at ``index`` (along the last axis of every array)."""
-        return Problem(**{f.name: getattr(self, f.name)[..., index] for f in fields(self)})
+        """The elements at ``index`` (a slice or integer indices, along the last axis of every array)."""
+        if isinstance(index, slice):
+            return Problem(**{f.name: getattr(self, f.name)[..., index] for f in fields(self)})
+        # np.take along the last axis: several times faster than ``[..., index]`` on (3, N) arrays
+        return Problem(**{f.name: getattr(self, f.name).take(index, axis=-1) for f in fields(self)})
 
     @property
     def mins(self) -> np.ndarray:

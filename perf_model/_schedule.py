@@ -36,7 +36,7 @@ fold; the output is written each time it is touched and read back each time but 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 
 import numpy as np
@@ -78,6 +78,16 @@ class Schedule:
     dram_write: np.ndarray
     sram_read: np.ndarray
     sram_write: np.ndarray
+
+    def widen(self, index: np.ndarray, n: int) -> Schedule:
+        """This schedule of elements ``index`` of ``n`` as a schedule of all ``n``, zeros elsewhere."""
+        out = {}
+        for f in fields(self):
+            values = getattr(self, f.name)
+            full = np.zeros(values.shape[:-1] + (n,))
+            full[..., index] = values
+            out[f.name] = full
+        return Schedule(**out)
 
 
 @cache

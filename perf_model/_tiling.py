@@ -69,7 +69,7 @@ import numpy as np
 from perf_model import timing
 from perf_model._problem import GEMM_MAPPED, Problem, row_index, take_rows
 
-__all__ = ["Tiling", "choose_tiles", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile", "fits_contract"]
+__all__ = ["Tiling", "choose_tiles", "unfit_tiling", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile", "fits_contract"]
 
 #: Loop orders (outer -> inner) over mapped dims r 0, c 1, s 2; a tiling stores the index.
 ORDERS: tuple[tuple[int, int, int], ...] = tuple((a, b, c) for a, b, c in permutations(range(3)))
@@ -126,6 +126,29 @@ class Tiling:
     order: np.ndarray
     traffic: np.ndarray
     resident: np.ndarray
+
+    def put(self, index: np.ndarray | slice, sub: Tiling) -> None:
+        """Set the elements at ``index`` to those of ``sub`` (in place)."""
+        self.feasible[index] = sub.feasible
+        self.t[:, index] = sub.t
+        self.order[index] = sub.order
+        self.traffic[index] = sub.traffic
+        self.resident[index] = sub.resident
+
+
+def unfit_tiling(p: Problem, *, allow_spill: bool = False) -> Tiling:
+    """What :func:`choose_tiles` gives an element whose smallest tile (``Problem.mins``) does not fit,
+    for every element of ``p``: infeasible, the smallest tile, order 0 (with ``rho`` moved innermost
+    unless ``allow_spill``), nothing resident, no traffic.
+
+    Every candidate of the search is at least the smallest tile along each dim and a tile's words only
+    grow with its dims, so no candidate fits where the smallest tile does not: the caller may skip them.
+    """
+    order = np.zeros(len(p), dtype=np.int64)
+    if not allow_spill:
+        order = np.where(p.df == 1, _RHO_INNER[2][0], _RHO_INNER[0][0])
+    return Tiling(feasible=np.zeros(len(p), dtype=bool), t=p.mins, order=order, traffic=np.zeros(len(p)),
+                  resident=np.zeros(len(p), dtype=bool))
 
 
 def operand_words(p: Problem, free: int, t: Any) -> np.ndarray:
@@ -340,11 +363,7 @@ def choose_tiles(p: Problem, *, allow_spill: bool = False) -> Tiling:
         sub.order = np.where(single, _RHO_INNER[rho][sub.order], sub.order)
         if whole:
             return sub
-        out.feasible[index] = sub.feasible
-        out.t[:, index] = sub.t
-        out.order[index] = sub.order
-        out.traffic[index] = sub.traffic
-        out.resident[index] = sub.resident
+        out.put(index, sub)
     return out
 
 
