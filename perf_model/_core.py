@@ -33,7 +33,7 @@ from perf_model._problem import (
 )
 from perf_model._schedule import Schedule, op_cycles, schedule
 from perf_model._technology import nominal_vdd, supply_voltage
-from perf_model._tiling import ORDERS, Tiling, choose_tiles, fits_contract, gemm_tile, unfit_tiling
+from perf_model._tiling import ORDERS, Tiling, choose_tiles, gemm_tile, smallest_fits, unfit_tiling
 from perf_model._transfers import axi_data_bytes, memory_arrays
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
@@ -221,7 +221,7 @@ def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray
     sweep's are not): the others get :func:`unfit_tiling` and a schedule of zeros, which the
     caller zeroes anyway (they are infeasible).
     """
-    live = fits_contract(p, p.mins)
+    live = smallest_fits(p)
     index = None if live.all() else np.flatnonzero(live)
     design = None if index is None else index // no  # the design of each live element
 

@@ -29,7 +29,7 @@ from perf_model import timing
 
 __all__ = [
     "Problem", "build_problem", "MAPPED_GEMM", "GEMM_MAPPED", "FREE_OPERAND", "OPERAND_FREE", "BUFFER_NAMES",
-    "OPERAND_NAMES", "row_index", "take_rows",
+    "OPERAND_NAMES", "row_index", "take_rows", "put_columns",
 ]
 
 #: GEMM dimension (m 0, k 1, n 2) of the mapped dimensions (r, c, s), per dataflow code.
@@ -74,6 +74,16 @@ _ARANGE: dict[int, np.ndarray] = {}
 def take_rows(values: np.ndarray, index: np.ndarray) -> np.ndarray:
     """Gather ``(3, N)`` ``values`` with a :func:`row_index` (shape of ``index``)."""
     return np.ascontiguousarray(values).reshape(-1).take(index)
+
+
+def put_columns(out: np.ndarray, index: np.ndarray | slice, values: np.ndarray) -> None:
+    """``out[..., index] = values`` for ``(N,)`` or ``(3, N)`` arrays, row by row (on ``(3, N)``
+    arrays several times faster than one fancy assignment)."""
+    if out.ndim == 1:
+        out[index] = values
+        return
+    for row in range(out.shape[0]):
+        out[row][index] = values[row]
 
 
 @dataclass

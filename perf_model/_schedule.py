@@ -42,7 +42,7 @@ from functools import cache
 import numpy as np
 
 from perf_model import timing
-from perf_model._problem import Problem, row_index, take_rows
+from perf_model._problem import Problem, put_columns, row_index, take_rows
 from perf_model._run_classes import ORDER_ARRAY, ORDER_INVERSE, RunClasses, Totals, any_order, rho_inner
 from perf_model._tiling import Tiling, gemm_tile
 from perf_model._transfers import Memory
@@ -84,9 +84,8 @@ class Schedule:
         out = {}
         for f in fields(self):
             values = getattr(self, f.name)
-            full = np.zeros(values.shape[:-1] + (n,))
-            full[..., index] = values
-            out[f.name] = full
+            out[f.name] = np.zeros(values.shape[:-1] + (n,))
+            put_columns(out[f.name], index, values)
         return Schedule(**out)
 
 

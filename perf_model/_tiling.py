@@ -60,16 +60,16 @@ so the monotonicity above still holds.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import permutations
 from typing import Any
 
 import numpy as np
 
 from perf_model import timing
-from perf_model._problem import GEMM_MAPPED, Problem, row_index, take_rows
+from perf_model._problem import GEMM_MAPPED, Problem, put_columns, row_index, take_rows
 
-__all__ = ["Tiling", "choose_tiles", "unfit_tiling", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile", "fits_contract"]
+__all__ = ["Tiling", "choose_tiles", "unfit_tiling", "smallest_fits", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile", "fits_contract"]
 
 #: Loop orders (outer -> inner) over mapped dims r 0, c 1, s 2; a tiling stores the index.
 ORDERS: tuple[tuple[int, int, int], ...] = tuple((a, b, c) for a, b, c in permutations(range(3)))
@@ -129,11 +129,8 @@ class Tiling:
 
     def put(self, index: np.ndarray | slice, sub: Tiling) -> None:
         """Set the elements at ``index`` to those of ``sub`` (in place)."""
-        self.feasible[index] = sub.feasible
-        self.t[:, index] = sub.t
-        self.order[index] = sub.order
-        self.traffic[index] = sub.traffic
-        self.resident[index] = sub.resident
+        for f in fields(self):
+            put_columns(getattr(self, f.name), index, getattr(sub, f.name))
 
 
 def unfit_tiling(p: Problem, *, allow_spill: bool = False) -> Tiling:
@@ -142,7 +139,8 @@ def unfit_tiling(p: Problem, *, allow_spill: bool = False) -> Tiling:
     unless ``allow_spill``), nothing resident, no traffic.
 
     Every candidate of the search is at least the smallest tile along each dim and a tile's words only
-    grow with its dims, so no candidate fits where the smallest tile does not: the caller may skip them.
+    grow with its dims, so no candidate fits where the smallest tile does not (:func:`smallest_fits`):
+    the caller may skip those elements.
     """
     order = np.zeros(len(p), dtype=np.int64)
     if not allow_spill:
@@ -159,6 +157,12 @@ def operand_words(p: Problem, free: int, t: Any) -> np.ndarray:
     if free == 1:
         return t[2] * np.ceil(t[0] / p.R)
     return t[0] * np.ceil(t[1] / p.C)
+
+
+def smallest_fits(p: Problem) -> np.ndarray:
+    """Whether the smallest tile (``Problem.mins``) fits every buffer, by :func:`tile_words` (the closed
+    form the search's candidates are checked with)."""
+    return (tile_words(p, p.mins) <= p.cap).all(axis=0)
 
 
 def tile_words(p: Problem, t: np.ndarray) -> np.ndarray:
