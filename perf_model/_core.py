@@ -150,9 +150,11 @@ def evaluate_block(
     # (V / V_nom)^2 at the supply that meets the clock (see _technology).
     v_ratio = vdd / nominal_vdd(d.tech_nm)
     scale = rep(tech_energy_scale(d.tech_nm) * v_ratio**2)
-    ib, ab = rep(d.input_bits).astype(np.float64), rep(d.acc_bits).astype(np.float64)
+    # Figures that depend on the design alone are computed per design and repeated over its ops.
+    ib_d, ab_d = d.input_bits.astype(np.float64), d.acc_bits.astype(np.float64)
+    ib = rep(ib_d)
     macs_f = macs.astype(np.float64)
-    reg_bits = np.where(p.df == 1, 2 * ib + ab, ib + ab)  # registers written per MAC (rtl_gen PE)
+    reg_bits = rep(np.where(d.dataflow == 1, 2 * ib_d + ab_d, ib_d + ab_d))  # registers written per MAC (rtl_gen PE)
     bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
     sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
     area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
@@ -166,15 +168,15 @@ def evaluate_block(
     # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on
     # average, plus the swap (WS/IS) or capture (OS) into or out of the shadow.
     R_f, C_f = p.R, p.C
-    chain_writes = np.where(p.shadow, (R_f + 1) / 2 + 1, R_f)
-    chain_bits = sched.folds * inst * R_f * C_f * chain_writes * np.where(p.df == 1, ab, ib)
+    chain_writes = rep(np.where(d.shadow_stationary, (d.rows + 1) / 2 + 1, d.rows))
+    chain_bits = sched.folds * inst * R_f * C_f * chain_writes * rep(np.where(d.dataflow == 1, ab_d, ib_d))
     parts = {
-        "mac": macs_f * energy.mac_pj(ib, ab) * scale,
+        "mac": macs_f * rep(energy.mac_pj(ib_d, ab_d)) * scale,
         "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
         "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0))
         * rep(dram_pj_per_byte(d.dram, energy.dram_pj_per_byte)),
         "output_stage": np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)
-        * output_stage_pj(energy, ib, ab) * scale,
+        * rep(output_stage_pj(energy, ib_d, ab_d)) * scale,
         "leakage": rep(energy.leakage_density(d.tech_nm, vdd) * area_mm2) * latency * 1e12,
     }
     # SRAM traffic is per operand (by free dim); each operand lives in its own buffer.
