@@ -155,7 +155,7 @@ class RunClasses:
         self.bit = (1 << order).astype(np.int64)
         self.factor: dict[str, list[np.ndarray]] | None = None
         self.offset: dict[str, list[np.ndarray]] | None = None
-        if streamed is not None:  # fast path: run_cycles is a product of one factor per mapped dim plus
+        if streamed is not None and self.any_double:  # fast path: run_cycles is a product of one factor per mapped dim plus
             # the streamed dim's tail, ceil(r/R) ceil(c/C) fold(s) + tail(s) + RO: to loop positions
             fold_t, tail_t, fold_l, tail_l = streamed
             self.factor, self.offset = {}, {}
@@ -175,9 +175,11 @@ class RunClasses:
 
     def prepare(self, transfers: tuple[tuple[int, tuple[str, str], bool], ...]) -> None:
         """Compute every run's cycles and the ``(position, keys, store)`` transfers, then drop what they
-        were built from: fewer arrays alive at once (the allocator then reuses its heap)."""
-        for keys in product("TL", repeat=3):
-            self.cycles(keys)  # type: ignore[arg-type]
+        were built from: fewer arrays alive at once (the allocator then reuses its heap). Run cycles only
+        matter double buffered (single buffered every run is in series: ``compute`` holds them)."""
+        if self.any_double:
+            for keys in product("TL", repeat=3):
+                self.cycles(keys)  # type: ignore[arg-type]
         self.factor = self.offset = None
         for index, (j, keys, store) in enumerate(transfers):
             self.transfer(j, keys, store)
@@ -261,7 +263,9 @@ class RunClasses:
         sum serves both settings (:class:`_Sums`)."""
         key = ("cyc", *keys)
         if key not in self._cache:
-            if self.factor is not None and self.offset is not None:
+            if not self.any_double:  # every element single buffered
+                self._cache[key] = np.full(self.n_elem, -np.inf)
+            elif self.factor is not None and self.offset is not None:
                 f, o = self.factor, self.offset  # o along position 0 holds RUN_OVERHEAD - 1
                 cyc = f[keys[0]][0] * f[keys[1]][1]
                 cyc *= f[keys[2]][2]
@@ -271,14 +275,13 @@ class RunClasses:
                 if not self.all_double:
                     np.copyto(cyc, -np.inf, where=self.single_buffered)
                 self._cache[key] = cyc
-                return cyc
             else:
                 idx = sum((self.bit[j] * (keys[j] == "L") for j in range(3)),
                           start=np.zeros(self.n_elem, dtype=np.int64))
                 cyc = np.take_along_axis(self.cyc8, idx[None], axis=0)[0] - 1.0
                 if not self.all_double:
                     np.copyto(cyc, -np.inf, where=self.single_buffered)
-            self._cache[key] = cyc
+                self._cache[key] = cyc
         return self._cache[key]
 
     def transfer(self, j: int, keys: tuple[str, str], store: bool = False) -> np.ndarray:
@@ -420,7 +423,9 @@ def rho_inner(rc: RunClasses) -> Totals:
     (no store), to one at index 0 along position 1 (the previous tile is the last along 1 of
     the previous index along 0) or to another (the previous tile is the one before along 1).
     """
-    inputs = (("T", "N"), ("L", "N"), ("T", "T"), ("T", "L"), ("L", "T"), ("L", "L"), ("N", "T"))
+    inputs = (("T", "T"), ("T", "L"), ("L", "T"), ("L", "L"))
+    if rc.any_double:  # the loads of the tile after index 0 (single buffered they are summed by size)
+        inputs += (("T", "N"), ("L", "N"), ("N", "T"))
     rc.prepare(tuple((j, keys, False) for j in (0, 1) for keys in inputs)
                + tuple((2, keys, True) for keys in (("T", "T"), ("T", "L"), ("L", "T"), ("L", "L"))))
     if not rc.any_double:
