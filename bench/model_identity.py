@@ -1,7 +1,9 @@
 """Whether two versions of the analytic model give the same figures on the throughput bench's grid.
 
 ``--save FILE`` evaluates the grid of ``bench/model_throughput.py`` (15,552 designs x ResNet-18 +
-BERT-base) with ``perf_model.evaluate_designs``, default tilings and ``allow_spill``, and writes
+BERT-base) with ``perf_model.evaluate_designs``, default tilings and ``allow_spill``, and a fifth of
+it with clocks, accumulators, nodes and memories that make designs infeasible for every reason
+(:func:`stress_columns`), and writes
 every column of both tables (energy breakdown and reasons included) and the per design-op
 arrays of ``evaluate_block`` (tiles, orders, cycles, traffic, energy by part) to an ``.npz``.
 ``--compare FILE`` evaluates the same with the code in this checkout and prints, per array,
@@ -38,15 +40,28 @@ _BLOCK_FIELDS = ("feasible", "overflow", "compute_cycles", "total_cycles", "boun
                  "dram_read", "dram_write", "sram_read", "sram_write", "latency_s", "tile", "order", "resident")
 
 
+def stress_columns() -> dict[str, np.ndarray]:
+    """Every 5th design of the grid with clocks some cannot reach, narrow accumulators some reductions
+    overflow, other nodes and memories, shadows off: the infeasible reasons of every kind."""
+    columns = {k: v[::5] for k, v in grid_columns().items()}
+    n = len(columns["rows"])
+    cycle = np.arange(n)
+    columns["clock_mhz"] = np.array([400.0, 1000.0, 2500.0])[cycle % 3]
+    columns["acc_bits"] = np.where(cycle % 4 == 0, 2 * columns["input_bits"], columns["acc_bits"])
+    columns["tech_nm"] = np.array([7, 28, 180])[cycle % 5 % 3]
+    columns["dram"] = np.array(["none", "ddr4-3200-x64", "hbm2e"])[cycle % 7 % 3]
+    columns["shadow_stationary"] = cycle % 6 != 1
+    return columns
+
+
 def figures() -> dict[str, np.ndarray]:
     """Every figure of the grid, by name."""
     ops = [(op, c) for name in ("resnet18", "bert_base")
            for w in (workloads.resolve(name),) for op, c in zip(w.ops, w.counts, strict=True)]
-    columns = grid_columns()
-    designs = perf_model.DesignArrays.from_columns(**columns)
     out: dict[str, np.ndarray] = {}
-    for spill in (False, True):
-        tag = "spill." if spill else ""
+    for spill, columns in ((False, grid_columns()), (True, grid_columns()), (False, stress_columns())):
+        designs = perf_model.DesignArrays.from_columns(**columns)
+        tag = "spill." if spill else "stress." if "dram" in columns else ""
         table = perf_model.evaluate_designs(designs, ops, allow_spill=spill)
         for f in fields(table):
             if f.name == "energy_breakdown":
