@@ -94,9 +94,8 @@ class Block:
         first = bad[rows].argmax(axis=1)
         flat = rows * len(self._names) + first
         texts = _failures(self._problem, flat, self._names, self._designs, self.overflow.reshape(-1)[flat])
-        for j, i in enumerate(rows.tolist()):
-            if not self.clock_ok[i]:
-                texts[j] = self.clock_failure(i)
+        for j in np.flatnonzero(~self.clock_ok[rows]).tolist():
+            texts[j] = self.clock_failure(int(rows[j]))
         return dict(zip(rows.tolist(), texts, strict=True))
 
     def clock_failure(self, i: int) -> str:
@@ -142,7 +141,9 @@ def evaluate_block(
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     clock_ok = d.clock_mhz <= f_max
     vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
-    overflow = tiling.feasible & overflows(p.gemm[1], rep(d.input_bits), rep(d.acc_bits)) & rep(clock_ok)
+    # (nd, no) against (nd, 1): the powers of two per design, broadcast over its ops
+    k = p.gemm[1].reshape(shape)
+    overflow = tiling.feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None]).reshape(-1) & rep(clock_ok)
     ok = tiling.feasible & ~overflow & rep(clock_ok)
     macs = np.tile(ops.macs, nd)
 
@@ -310,26 +311,29 @@ def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: Des
     mins = p.mins[:, flat]
     sub_df, R, C = p.df[flat], p.R[flat].astype(np.int64), p.C[flat].astype(np.int64)
     mt, kt, nt = take_rows(mins, row_index(GEMM_MAPPED, sub_df)).astype(np.int64)
-    need = np.stack(timing.run_words(sub_df, R, C, mt, kt, nt)).T.tolist()
-    have = p.buf_cap[:, flat].T.astype(np.int64).tolist()
+    need = np.stack(timing.run_words(sub_df, R, C, mt, kt, nt)).T
+    have = p.buf_cap[:, flat].T.astype(np.int64)
+    short = need > have
+    first = np.where(short.any(axis=1), short.argmax(axis=1), -1).tolist()  # the first buffer too small
+    need_at = need.tolist()
+    have_at = have.tolist()
     kib = np.stack([designs.ifmap_sram_kib, designs.weight_sram_kib, designs.ofmap_sram_kib]).T.tolist()
     double = designs.double_buffered.tolist()
     out = []
-    for j, (e, mj, kj, nj) in enumerate(zip(flat.tolist(), mt.tolist(), kt.tolist(), nt.tolist(), strict=True)):
+    for j, (e, mj, kj, nj, b, over) in enumerate(zip(flat.tolist(), mt.tolist(), kt.tolist(), nt.tolist(), first,
+                                                     np.asarray(overflow).tolist(), strict=True)):
         i, o = divmod(e, n_ops)
-        if overflow[j]:
+        if over:
             out.append(_overflow_reason(names[o], int(p.gemm[1, e]), int(designs.input_bits[i]),
                                         int(designs.acc_bits[i])))
             continue
         dims = f"m x k x n = {mj} x {kj} x {nj}"
-        text = f"op {names[o]!r}: no tile fits the buffers (smallest tile {dims})"
-        for b, name in enumerate(BUFFER_NAMES):
-            if need[j][b] > have[j][b]:
-                half = " per half (double buffered)" if double[i] else ""
-                text = (f"op {names[o]!r}: the {name} buffer ({kib[i][b]} KiB) holds {have[j][b]} words"
-                        f"{half} but the smallest tile ({dims}) needs {need[j][b]}")
-                break
-        out.append(text)
+        if b < 0:
+            out.append(f"op {names[o]!r}: no tile fits the buffers (smallest tile {dims})")
+            continue
+        half = " per half (double buffered)" if double[i] else ""
+        out.append(f"op {names[o]!r}: the {BUFFER_NAMES[b]} buffer ({kib[i][b]} KiB) holds {have_at[j][b]} words"
+                   f"{half} but the smallest tile ({dims}) needs {need_at[j][b]}")
     return out
 
 

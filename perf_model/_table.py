@@ -144,9 +144,8 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> tuple[dict[str, 
             "vdd": block.vdd,
         }
     for name, values in out.items():
-        if name != "feasible":
-            clean = np.where(feasible, values, 0)
-            out[name] = np.nan_to_num(clean, nan=0.0, posinf=0.0, neginf=0.0).astype(values.dtype)
+        if name != "feasible":  # 0 for infeasible designs, and for any nan or inf
+            out[name] = np.where(feasible & np.isfinite(values), values, 0).astype(values.dtype, copy=False)
     out["failed_finite"] = failed_finite
     # the first op that is not ok decides the design's status (the reason is that op's)
     bad = ~block.feasible

@@ -145,7 +145,7 @@ def unfit_tiling(p: Problem, *, allow_spill: bool = False) -> Tiling:
     order = np.zeros(len(p), dtype=np.int64)
     if not allow_spill:
         order = np.where(p.df == 1, _RHO_INNER[2][0], _RHO_INNER[0][0])
-    return Tiling(feasible=np.zeros(len(p), dtype=bool), t=p.mins, order=order, traffic=np.zeros(len(p)),
+    return Tiling(feasible=np.zeros(len(p), dtype=bool), t=p.mins.copy(), order=order, traffic=np.zeros(len(p)),
                   resident=np.zeros(len(p), dtype=bool))
 
 
@@ -421,9 +421,10 @@ def _choose(p: Problem, families: tuple[_Family, ...], rho: int | None = None) -
             consider(tiles, counts, cost, valid, order, resident)
     feasible = np.isfinite(best_cost)
     never = ~feasible  # no valid candidate: back to the smallest tile (an inf tie may have moved it)
-    best_t[:, never] = p.mins[:, never]
-    best_order[never] = 0
-    best_resident[never] = False
+    if never.any():
+        best_t[:, never] = p.mins[:, never]
+        best_order[never] = 0
+        best_resident[never] = False
     best_cost += search.total()
     # The contract decides: the chosen tile must fit timing.run_words (see module docstring).
     feasible &= fits_contract(p, best_t)
