@@ -26,9 +26,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from model_throughput import grid_columns  # noqa: E402
+
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from model_throughput import grid_columns  # noqa: E402
 from perf_model._area import area_coefficients  # noqa: E402
 from perf_model._core import evaluate_block  # noqa: E402
 from perf_model._energy import DEFAULT_ENERGY  # noqa: E402

@@ -42,8 +42,9 @@ from functools import cache
 import numpy as np
 
 from perf_model import timing
+from perf_model._chain import Totals, any_order, rho_inner
 from perf_model._problem import Problem, put_columns, row_index, take_rows
-from perf_model._run_classes import ORDER_ARRAY, ORDER_INVERSE, RunClasses, Totals, any_order, rho_inner
+from perf_model._run_classes import ORDER_ARRAY, ORDER_INVERSE, RunClasses
 from perf_model._tiling import Tiling, gemm_tile
 from perf_model._transfers import Memory
 

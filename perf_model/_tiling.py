@@ -69,7 +69,10 @@ import numpy as np
 from perf_model import timing
 from perf_model._problem import GEMM_MAPPED, Problem, put_columns, row_index, take_rows
 
-__all__ = ["Tiling", "choose_tiles", "unfit_tiling", "smallest_fits", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile", "fits_contract"]
+__all__ = [
+    "Tiling", "choose_tiles", "unfit_tiling", "smallest_fits", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile",
+    "fits_contract",
+]
 
 #: Loop orders (outer -> inner) over mapped dims r 0, c 1, s 2; a tiling stores the index.
 ORDERS: tuple[tuple[int, int, int], ...] = tuple((a, b, c) for a, b, c in permutations(range(3)))
@@ -162,7 +165,7 @@ def operand_words(p: Problem, free: int, t: Any) -> np.ndarray:
 def smallest_fits(p: Problem) -> np.ndarray:
     """Whether the smallest tile (``Problem.mins``) fits every buffer, by :func:`tile_words` (the closed
     form the search's candidates are checked with)."""
-    return (tile_words(p, p.mins) <= p.cap).all(axis=0)
+    return np.asarray((tile_words(p, p.mins) <= p.cap).all(axis=0))
 
 
 def tile_words(p: Problem, t: np.ndarray) -> np.ndarray:
