@@ -42,10 +42,9 @@ class RunClasses:
     (``n >= 3``).
     """
 
-    def __init__(self, p: Problem, t: np.ndarray, last: np.ndarray, n: np.ndarray, order: np.ndarray,
-                 by_position: np.ndarray, cyc8: np.ndarray | None,
-                 streamed: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None, memory: Memory,
-                 tiling: Tiling, double_buffered: np.ndarray, compute: np.ndarray) -> None:
+    def __init__(self, p: Problem, t: np.ndarray, last: np.ndarray, n: np.ndarray, by_position: np.ndarray,
+                 cyc8: np.ndarray | None, streamed: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
+                 memory: Memory, tiling: Tiling, double_buffered: np.ndarray, compute: np.ndarray) -> None:
         self.resident = tiling.resident
         self.run_overhead = float(timing.RUN_OVERHEAD)
         self.n_elem = len(p)
@@ -77,7 +76,7 @@ class RunClasses:
         wb = memory.word_beats
         self.word_beats = [np.where(dim[j][0], wb[0], np.where(dim[j][1], wb[1], wb[2])) for j in range(3)]
         self.cyc8 = cyc8
-        self.bit = (1 << order).astype(np.int64)
+        self.bit = [np.left_shift(1, at[j]) for j in range(3)] if cyc8 is not None else []  # cyc8 row bits
         self.factor: dict[str, list[np.ndarray]] | None = None
         self.offset: dict[str, list[np.ndarray]] | None = None
         if streamed is not None and self.any_double:  # fast path: run_cycles is a product of one factor per

@@ -167,7 +167,6 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
         compute = (counts * cyc8).sum(axis=0)
 
     # DRAM traffic: each operand f times over (see the docstring of _tiling).
-    order = ORDER_ARRAY[tiling.order].T  # (3 positions, N): mapped dim at each loop position
     by_position = row_index(ORDER_ARRAY, tiling.order)
     npos = take_rows(n, by_position)
     factor_pos = np.stack([
@@ -193,10 +192,10 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
     totals = Totals(zero, zero, zero)
     if memory is not None:
         streamed = (fold_t, tail_t, fold_l, tail_l) if cyc8 is None else None
-        classes = RunClasses(p, t, last, n, order, by_position, cyc8, streamed, memory, tiling,
+        classes = RunClasses(p, t, last, n, by_position, cyc8, streamed, memory, tiling,
                               np.broadcast_to(np.asarray(double_buffered, dtype=bool), (len(p),)), compute)
         rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
-        if (order[2] == rho).all():  # the reduction loop innermost: every default tiling
+        if (ORDER_ARRAY[:, 2].take(tiling.order) == rho).all():  # the reduction loop innermost: every default tiling
             totals = rho_inner(classes)
         else:
             totals = any_order(classes, take_rows(p.is_out, by_position))
