@@ -7,6 +7,7 @@ into :class:`Totals` (``perf_model._schedule``'s module docstring states the rul
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import product
@@ -28,28 +29,26 @@ _ISSUE = float(ISSUE_CYCLES)  # cycles from an issue to the next decode
 
 
 # Boolean helpers that fold Python constants away, so static parts of the class logic cost nothing.
-def _or(*xs: Bool) -> Bool:
-    arrays: list[Bool] = [x for x in xs if x is not False]
-    if any(x is True for x in arrays):
-        return True
+def _fold(xs: tuple[Bool, ...], unit: bool, op: Callable[[Bool, Bool], Bool]) -> Bool:
+    """``xs`` combined by ``op`` (``|`` with ``unit`` False, ``&`` with True): ``unit`` drops out,
+    its negation absorbs."""
+    arrays = [x for x in xs if x is not unit]
+    if any(x is (not unit) for x in arrays):
+        return not unit
     if not arrays:
-        return False
+        return unit
     out = arrays[0]
     for x in arrays[1:]:
-        out = out | x
+        out = op(out, x)
     return out
+
+
+def _or(*xs: Bool) -> Bool:
+    return _fold(xs, False, operator.or_)
 
 
 def _and(*xs: Bool) -> Bool:
-    arrays: list[Bool] = [x for x in xs if x is not True]
-    if any(x is False for x in arrays):
-        return False
-    if not arrays:
-        return True
-    out = arrays[0]
-    for x in arrays[1:]:
-        out = out & x
-    return out
+    return _fold(xs, True, operator.and_)
 
 
 def _not(x: Bool) -> Bool:
