@@ -224,10 +224,11 @@ def _keep_freed_heap() -> None:
     its heap back to the OS past a trim threshold, twice its mmap threshold (128 KiB at start,
     raised to the size of the largest mmapped chunk freed so far, at most 32 MiB), so with only
     arrays of a few hundred KB freed it trims after every block and faults the pages back in:
-    measured 38,000 minor page faults and 74 ms of system time in the 0.5 s of
-    ``bench/model_throughput.py``'s grid. Freeing one 8 MiB array (mmapped) raises the thresholds
-    to 8 MiB and 16 MiB, as in any numpy program that has freed such an array once. Elsewhere it
-    costs nothing: ``np.empty`` touches no page.
+    measured 11,000 to 38,000 minor page faults and 18 to 74 ms of system time (it varies from
+    process to process) in the 0.45-0.5 s of ``bench/model_throughput.py``'s grid, 7 with this.
+    Freeing one 8 MiB array (mmapped) raises the thresholds to 8 MiB and 16 MiB, as in any numpy
+    program that has freed such an array once. Elsewhere it costs nothing: ``np.empty`` touches no
+    page.
     """
     np.empty(1 << 20)
 
