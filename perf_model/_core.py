@@ -34,7 +34,7 @@ from perf_model._problem import (
 from perf_model._reuse import candidate_links, flags_from_links
 from perf_model._schedule import Schedule, op_cycles, schedule
 from perf_model._technology import nominal_vdd, supply_voltage
-from perf_model._tiling import ORDERS, choose_tiles, gemm_tile
+from perf_model._tiling import ORDERS, Tiling, choose_tiles, gemm_tile, smallest_fits, unfit_tiling
 from perf_model._transfers import axi_data_bytes, memory_arrays
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
@@ -100,9 +100,8 @@ class Block:
         first = bad[rows].argmax(axis=1)
         flat = rows * len(self._names) + first
         texts = _failures(self._problem, flat, self._names, self._designs, self.overflow.reshape(-1)[flat])
-        for j, i in enumerate(rows.tolist()):
-            if not self.clock_ok[i]:
-                texts[j] = self.clock_failure(i)
+        for j in np.flatnonzero(~self.clock_ok[rows]).tolist():
+            texts[j] = self.clock_failure(int(rows[j]))
         return dict(zip(rows.tolist(), texts, strict=True))
 
     def clock_failure(self, i: int) -> str:
@@ -161,25 +160,16 @@ def evaluate_block(
     out_bits = np.where(requant, rep(d.input_bits), np.where(rep(d.acc_bits) <= 32, 32, 64))  # as build_problem's
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
                       buf, np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
-    # A already on chip costs the tiling no DRAM bytes.
-    tiling = choose_tiles(p if a_chip is None else replace(p, bytes=np.where(a_chip & (p.operand == 0), 0.0, p.bytes)),
-                          allow_spill=allow_spill)
-    bw = rep(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
-    # the AXI width per design (rep makes it per element)
-    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2)
-    memory = memory_arrays(p.df, p.R, p.C, rep(d.input_bits), rep(d.acc_bits), rep(axi), bw, requant, p.gemm[2])
-    if c_chip is not None:
-        memory.move = c_chip
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sched = schedule(p, tiling, memory, rep(d.double_buffered), a_chip, c_chip)
+    tiling, sched = _tile_and_schedule(p, d, no, requant, out_bits, allow_spill, a_chip, c_chip)
     inst = np.tile(ops.instances, nd)
-    _accumulators_in_sram(p, sched, rep(d.acc_bits) / out_bits, requant)
     compute, total = op_cycles(sched, inst)
     depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     clock_ok = d.clock_mhz <= f_max
     vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
-    overflow = tiling.feasible & overflows(p.gemm[1], rep(d.input_bits), rep(d.acc_bits)) & rep(clock_ok)
+    # (nd, no) against (nd, 1): the powers of two per design, broadcast over its ops
+    k = p.gemm[1].reshape(shape)
+    overflow = tiling.feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None]).reshape(-1) & rep(clock_ok)
     ok = tiling.feasible & ~overflow & rep(clock_ok)
     macs = np.tile(ops.macs, nd)
 
@@ -187,9 +177,11 @@ def evaluate_block(
     # (V / V_nom)^2 at the supply that meets the clock (see _technology).
     v_ratio = vdd / nominal_vdd(d.tech_nm)
     scale = rep(tech_energy_scale(d.tech_nm) * v_ratio**2)
-    ib, ab = rep(d.input_bits).astype(np.float64), rep(d.acc_bits).astype(np.float64)
+    # Figures that depend on the design alone are computed per design and repeated over its ops.
+    ib_d, ab_d = d.input_bits.astype(np.float64), d.acc_bits.astype(np.float64)
+    ib = rep(ib_d)
     macs_f = macs.astype(np.float64)
-    reg_bits = np.where(p.df == 1, 2 * ib + ab, ib + ab)  # registers written per MAC (rtl_gen PE)
+    reg_bits = rep(np.where(d.dataflow == 1, 2 * ib_d + ab_d, ib_d + ab_d))  # registers written per MAC (rtl_gen PE)
     bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
     sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
     area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
@@ -203,15 +195,15 @@ def evaluate_block(
     # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on
     # average, plus the swap (WS/IS) or capture (OS) into or out of the shadow.
     R_f, C_f = p.R, p.C
-    chain_writes = np.where(p.shadow, (R_f + 1) / 2 + 1, R_f)
-    chain_bits = sched.folds * inst * R_f * C_f * chain_writes * np.where(p.df == 1, ab, ib)
+    chain_writes = rep(np.where(d.shadow_stationary, (d.rows + 1) / 2 + 1, d.rows))
+    chain_bits = sched.folds * inst * R_f * C_f * chain_writes * rep(np.where(d.dataflow == 1, ab_d, ib_d))
     parts = {
-        "mac": macs_f * energy.mac_pj(ib, ab) * scale,
+        "mac": macs_f * rep(energy.mac_pj(ib_d, ab_d)) * scale,
         "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
         "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0))
         * rep(dram_pj_per_byte(d.dram, energy.dram_pj_per_byte)),
         "output_stage": np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)
-        * output_stage_pj(energy, ib, ab) * scale,
+        * rep(output_stage_pj(energy, ib_d, ab_d)) * scale,
         "leakage": rep(energy.leakage_density(d.tech_nm, vdd) * area_mm2) * latency * 1e12,
     }
     # SRAM traffic is per operand (by free dim); each operand lives in its own buffer.
@@ -265,6 +257,50 @@ def _with_reuse(designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area:
     flags = flags_from_links(links, size)
     return evaluate_block(designs, ops, energy, area, allow_spill=allow_spill, ifmap_reserve=flags.reserve,
                           a_on_chip=flags.a_on_chip, c_on_chip=flags.c_on_chip)
+
+
+def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray, out_bits: np.ndarray,
+                       allow_spill: bool, a_chip: np.ndarray | None = None,
+                       c_chip: np.ndarray | None = None) -> tuple[Tiling, Schedule]:
+    """Tiling and schedule of every element of ``p`` (designs ``d`` x ``no`` ops, design-major).
+
+    ``a_chip``/``c_chip``: per element, ``A`` is in the ifmap already (the tiling counts no DRAM
+    bytes for it, the schedule loads none) and the output is moved there (on-chip reuse).
+
+    Only the elements whose smallest tile fits are searched and scheduled (often a quarter of a
+    sweep's are not): the others get :func:`unfit_tiling` and a schedule of zeros, which the
+    caller zeroes anyway (they are infeasible).
+    """
+    live = smallest_fits(p)
+    index = None if live.all() else np.flatnonzero(live)
+    design = None if index is None else index // no  # the design of each live element
+
+    def per_element(values: np.ndarray) -> np.ndarray:  # a design column at the live elements
+        return np.repeat(values, no, axis=-1) if design is None else values.take(design, axis=-1)
+
+    def live_only(values: np.ndarray) -> np.ndarray:  # an element column at the live elements
+        return values if index is None else values.take(index, axis=-1)
+
+    lp = p if index is None else p.take(index)
+    a_live = None if a_chip is None else live_only(a_chip)
+    c_live = None if c_chip is None else live_only(c_chip)
+    # A already on chip costs the tiling no DRAM bytes.
+    searched = lp if a_live is None else replace(lp, bytes=np.where(a_live & (lp.operand == 0), 0.0, lp.bytes))
+    tiling = choose_tiles(searched, allow_spill=allow_spill)
+    bw = per_element(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
+    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2)
+    memory = memory_arrays(lp.df, lp.R, lp.C, per_element(d.input_bits), per_element(d.acc_bits),
+                           per_element(axi), bw, live_only(requant), lp.gemm[2])
+    if c_live is not None:
+        memory.move = c_live
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sched = schedule(lp, tiling, memory, per_element(d.double_buffered), a_live, c_live)
+    _accumulators_in_sram(lp, sched, per_element(d.acc_bits) / live_only(out_bits), live_only(requant))
+    if index is None:
+        return tiling, sched
+    full = unfit_tiling(p, allow_spill=allow_spill)
+    full.put(index, tiling)
+    return full, sched.widen(index, len(p))
 
 
 def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray) -> np.ndarray:
@@ -329,26 +365,29 @@ def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: Des
     mins = p.mins[:, flat]
     sub_df, R, C = p.df[flat], p.R[flat].astype(np.int64), p.C[flat].astype(np.int64)
     mt, kt, nt = take_rows(mins, row_index(GEMM_MAPPED, sub_df)).astype(np.int64)
-    need = np.stack(timing.run_words(sub_df, R, C, mt, kt, nt)).T.tolist()
-    have = p.buf_cap[:, flat].T.astype(np.int64).tolist()
+    need = np.stack(timing.run_words(sub_df, R, C, mt, kt, nt)).T
+    have = p.buf_cap[:, flat].T.astype(np.int64)
+    short = need > have
+    first = np.where(short.any(axis=1), short.argmax(axis=1), -1).tolist()  # the first buffer too small
+    need_at = need.tolist()
+    have_at = have.tolist()
     kib = np.stack([designs.ifmap_sram_kib, designs.weight_sram_kib, designs.ofmap_sram_kib]).T.tolist()
     double = designs.double_buffered.tolist()
     out = []
-    for j, (e, mj, kj, nj) in enumerate(zip(flat.tolist(), mt.tolist(), kt.tolist(), nt.tolist(), strict=True)):
+    for j, (e, mj, kj, nj, b, over) in enumerate(zip(flat.tolist(), mt.tolist(), kt.tolist(), nt.tolist(), first,
+                                                     np.asarray(overflow).tolist(), strict=True)):
         i, o = divmod(e, n_ops)
-        if overflow[j]:
+        if over:
             out.append(_overflow_reason(names[o], int(p.gemm[1, e]), int(designs.input_bits[i]),
                                         int(designs.acc_bits[i])))
             continue
         dims = f"m x k x n = {mj} x {kj} x {nj}"
-        text = f"op {names[o]!r}: no tile fits the buffers (smallest tile {dims})"
-        for b, name in enumerate(BUFFER_NAMES):
-            if need[j][b] > have[j][b]:
-                half = " per half (double buffered)" if double[i] else ""
-                text = (f"op {names[o]!r}: the {name} buffer ({kib[i][b]} KiB) holds {have[j][b]} words"
-                        f"{half} but the smallest tile ({dims}) needs {need[j][b]}")
-                break
-        out.append(text)
+        if b < 0:
+            out.append(f"op {names[o]!r}: no tile fits the buffers (smallest tile {dims})")
+            continue
+        half = " per half (double buffered)" if double[i] else ""
+        out.append(f"op {names[o]!r}: the {BUFFER_NAMES[b]} buffer ({kib[i][b]} KiB) holds {have_at[j][b]} words"
+                   f"{half} but the smallest tile ({dims}) needs {need_at[j][b]}")
     return out
 
 

@@ -36,14 +36,15 @@ fold; the output is written each time it is touched and read back each time but 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 
 import numpy as np
 
 from perf_model import timing
-from perf_model._problem import Problem, row_index, take_rows
-from perf_model._run_classes import ORDER_ARRAY, ORDER_INVERSE, RunClasses, Totals, any_order, rho_inner
+from perf_model._chain import Totals, any_order, rho_inner
+from perf_model._problem import Problem, put_columns, row_index, take_rows
+from perf_model._run_classes import ORDER_ARRAY, ORDER_INVERSE, RunClasses
 from perf_model._tiling import Tiling, gemm_tile
 from perf_model._transfers import Memory
 
@@ -78,6 +79,15 @@ class Schedule:
     dram_write: np.ndarray
     sram_read: np.ndarray
     sram_write: np.ndarray
+
+    def widen(self, index: np.ndarray, n: int) -> Schedule:
+        """This schedule of elements ``index`` of ``n`` as a schedule of all ``n``, zeros elsewhere."""
+        out = {}
+        for f in fields(self):
+            values = getattr(self, f.name)
+            out[f.name] = np.zeros(values.shape[:-1] + (n,))
+            put_columns(out[f.name], index, values)
+        return Schedule(**out)
 
 
 @cache
@@ -161,7 +171,6 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
         compute = (counts * cyc8).sum(axis=0)
 
     # DRAM traffic: each operand f times over (see the docstring of _tiling).
-    order = ORDER_ARRAY[tiling.order].T  # (3 positions, N): mapped dim at each loop position
     by_position = row_index(ORDER_ARRAY, tiling.order)
     npos = take_rows(n, by_position)
     factor_pos = np.stack([
@@ -193,11 +202,11 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
     totals = Totals(zero, zero, zero)
     if memory is not None:
         streamed = (fold_t, tail_t, fold_l, tail_l) if cyc8 is None else None
-        classes = RunClasses(p, t, last, n, order, by_position, cyc8, streamed, memory, tiling,
+        classes = RunClasses(p, t, last, n, by_position, cyc8, streamed, memory, tiling,
                               np.broadcast_to(np.asarray(double_buffered, dtype=bool), (len(p),)), compute,
                               a_on_chip)
         rho = np.where(p.df == 1, 2, 0)  # reduction dim: the output is free in it
-        if (order[2] == rho).all():  # the reduction loop innermost: every default tiling
+        if (ORDER_ARRAY[:, 2].take(tiling.order) == rho).all():  # the reduction loop innermost: every default tiling
             totals = rho_inner(classes)
         else:
             totals = any_order(classes, take_rows(p.is_out, by_position))

@@ -60,16 +60,19 @@ so the monotonicity above still holds.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import permutations
 from typing import Any
 
 import numpy as np
 
 from perf_model import timing
-from perf_model._problem import GEMM_MAPPED, Problem, row_index, take_rows
+from perf_model._problem import GEMM_MAPPED, Problem, put_columns, row_index, take_rows
 
-__all__ = ["Tiling", "choose_tiles", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile", "fits_contract"]
+__all__ = [
+    "Tiling", "choose_tiles", "unfit_tiling", "smallest_fits", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile",
+    "fits_contract",
+]
 
 #: Loop orders (outer -> inner) over mapped dims r 0, c 1, s 2; a tiling stores the index.
 ORDERS: tuple[tuple[int, int, int], ...] = tuple((a, b, c) for a, b, c in permutations(range(3)))
@@ -127,6 +130,27 @@ class Tiling:
     traffic: np.ndarray
     resident: np.ndarray
 
+    def put(self, index: np.ndarray | slice, sub: Tiling) -> None:
+        """Set the elements at ``index`` to those of ``sub`` (in place)."""
+        for f in fields(self):
+            put_columns(getattr(self, f.name), index, getattr(sub, f.name))
+
+
+def unfit_tiling(p: Problem, *, allow_spill: bool = False) -> Tiling:
+    """What :func:`choose_tiles` gives an element whose smallest tile (``Problem.mins``) does not fit,
+    for every element of ``p``: infeasible, the smallest tile, order 0 (with ``rho`` moved innermost
+    unless ``allow_spill``), nothing resident, no traffic.
+
+    Every candidate of the search is at least the smallest tile along each dim and a tile's words only
+    grow with its dims, so no candidate fits where the smallest tile does not (:func:`smallest_fits`):
+    the caller may skip those elements.
+    """
+    order = np.zeros(len(p), dtype=np.int64)
+    if not allow_spill:
+        order = np.where(p.df == 1, _RHO_INNER[2][0], _RHO_INNER[0][0])
+    return Tiling(feasible=np.zeros(len(p), dtype=bool), t=p.mins.copy(), order=order, traffic=np.zeros(len(p)),
+                  resident=np.zeros(len(p), dtype=bool))
+
 
 def operand_words(p: Problem, free: int, t: Any) -> np.ndarray:
     """Words a tile needs from the operand free in mapped dim ``free``; ``t`` gives the tile along
@@ -136,6 +160,12 @@ def operand_words(p: Problem, free: int, t: Any) -> np.ndarray:
     if free == 1:
         return t[2] * np.ceil(t[0] / p.R)
     return t[0] * np.ceil(t[1] / p.C)
+
+
+def smallest_fits(p: Problem) -> np.ndarray:
+    """Whether the smallest tile (``Problem.mins``) fits every buffer, by :func:`tile_words` (the closed
+    form the search's candidates are checked with)."""
+    return np.asarray((tile_words(p, p.mins) <= p.cap).all(axis=0))
 
 
 def tile_words(p: Problem, t: np.ndarray) -> np.ndarray:
@@ -340,11 +370,7 @@ def choose_tiles(p: Problem, *, allow_spill: bool = False) -> Tiling:
         sub.order = np.where(single, _RHO_INNER[rho][sub.order], sub.order)
         if whole:
             return sub
-        out.feasible[index] = sub.feasible
-        out.t[:, index] = sub.t
-        out.order[index] = sub.order
-        out.traffic[index] = sub.traffic
-        out.resident[index] = sub.resident
+        out.put(index, sub)
     return out
 
 
@@ -398,9 +424,10 @@ def _choose(p: Problem, families: tuple[_Family, ...], rho: int | None = None) -
             consider(tiles, counts, cost, valid, order, resident)
     feasible = np.isfinite(best_cost)
     never = ~feasible  # no valid candidate: back to the smallest tile (an inf tie may have moved it)
-    best_t[:, never] = p.mins[:, never]
-    best_order[never] = 0
-    best_resident[never] = False
+    if never.any():
+        best_t[:, never] = p.mins[:, never]
+        best_order[never] = 0
+        best_resident[never] = False
     best_cost += search.total()
     # The contract decides: the chosen tile must fit timing.run_words (see module docstring).
     feasible &= fits_contract(p, best_t)
