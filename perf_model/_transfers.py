@@ -31,8 +31,11 @@ A ``MOVE`` (on-chip reuse: the output tile goes to the ifmap instead of DRAM, ``
 takes the place of a STORE of the same words: ``n + 1 = rows * words + 7 + 1``
 (``accel_dse.commands.move_cycles``: a word a cycle through the output stage, no DRAM).
 
-A queue-load of ``c`` commands is fetched as one row of ``c * 32 / W`` beats: ``L + 2 + c * 32 / W``
-cycles (bursts of at least 128 beats: always bandwidth-bound), then
+A queue-load of ``c`` commands is fetched as one row of ``ceil(c * 32 / W)`` beats
+(``accel_dse.commands.fetch_beats``: a bus wider than a command reads whole beats):
+``L + 2 + ceil(c * 32 / W)`` cycles (bursts of at least 128 beats: always bandwidth-bound;
+queue-loads before the last hold ``QUEUE_DEPTH`` commands, whole beats, so the program's fetch
+beats are ``ceil(commands * 32 / W)``), then
 :data:`~perf_model.program_timing.FETCH_DECODE_CYCLES` + 1 cycles to the first decode.
 """
 
@@ -42,7 +45,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accel_dse.commands import COMMAND_BYTES, QPARAM_LANE_BYTES, QUEUE_DEPTH, move_cycles, store_read_latency
+from accel_dse.commands import (
+    COMMAND_BYTES,
+    MAX_AXI_DATA_BYTES,
+    QPARAM_LANE_BYTES,
+    QUEUE_DEPTH,
+    move_cycles,
+    store_read_latency,
+)
 from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
 
 __all__ = ["Memory", "memory_arrays", "axi_data_bytes", "LATENCY", "STORE_READ_LATENCY"]
@@ -64,7 +74,7 @@ def axi_data_bytes(rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
                    dram_bytes_per_cycle: np.ndarray, input_stationary: np.ndarray | bool = False) -> np.ndarray:
     """AXI data width, bytes (vectorised ``accel_dse.commands.axi_data_bytes``)."""
     bw = np.asarray(dram_bytes_per_cycle, dtype=np.float64)
-    want = np.exp2(np.ceil(np.log2(np.clip(bw, 1.0, COMMAND_BYTES)))).astype(np.int64)
+    want = np.exp2(np.ceil(np.log2(np.clip(bw, 1.0, MAX_AXI_DATA_BYTES)))).astype(np.int64)
     ib = np.asarray(input_bits, dtype=np.int64) // 8
     for lanes in (rows, cols):
         size = np.asarray(lanes, dtype=np.int64) * ib
@@ -130,7 +140,7 @@ class Memory:
         """Cycles of fetching ``commands`` commands in queue-loads of ``QUEUE_DEPTH`` and decoding the first
         of each (the rest of the program is the commands' own chain)."""
         loads = np.ceil(commands / QUEUE_DEPTH)
-        return loads * _CHUNK_CYCLES + commands * (COMMAND_BYTES * self.beat / self.data_bytes)
+        return loads * _CHUNK_CYCLES + np.ceil(commands * COMMAND_BYTES / self.data_bytes) * self.beat
 
 
 def memory_arrays(df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,

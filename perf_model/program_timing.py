@@ -1,7 +1,8 @@
 """Total cycles of a command program: the sequencer's contract (``rtl_gen._sequencer``), walked.
 
 Cycle ``c`` lies between edges ``E_{c-1}`` and ``E_c``; the program is started at ``E0``. The
-fetch is a DMA load of the program (``len`` words of ``32 / W`` beats) issued at ``E1``, taking
+fetch is a DMA load of the program (``len`` words of ``32 / W`` beats, or ``ceil(len * 32 / W)``
+words of one beat on a bus wider than a command: ``accel_dse.commands.fetch_beats``) issued at ``E1``, taking
 ``f`` cycles (:mod:`perf_model.dma_timing`); the first command is decoded in cycle ``f + 4``.
 A command decoded in cycle ``c`` is issued at ``E_c`` if in cycle ``c`` its unit (the DMA for
 LOAD/STORE/MOVE, the array for RUN) and the units its wait bits name are idle, else it is decoded
@@ -101,8 +102,8 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
     """
     data_bytes = axi_data_bytes(config)
     beats = word_beats(config)
-    cmd_beats = COMMAND_BYTES // data_bytes
-    fetch_lens = list(dma_timing.bursts(queue_base, 0, 1 if commands else 0, len(commands) * cmd_beats, data_bytes))
+    fetch_beats = cmd_encoding.fetch_beats(len(commands), data_bytes)
+    fetch_lens = list(dma_timing.bursts(queue_base, 0, 1 if commands else 0, fetch_beats, data_bytes))
     fetch = dma_timing.load_cycles(fetch_lens, latency, outstanding)
     decode = 1 + fetch + FETCH_DECODE_CYCLES
     dma_free = run_free = 0  # first cycle each unit is idle

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from accel_dse.commands import (
     Command,
     Opcode,
 )
+from accel_dse.config import ArrayConfig
 from perf_model import plan_tiles
 from workloads import Requant, output_stage
 from workloads.ops import Gemm
@@ -139,6 +141,39 @@ def test_input_stationary_keeps_the_bus_within_one_parameter_lane():
     assert run.error_code == 0
     np.testing.assert_array_equal(result(run), np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64))
     assert run.total == run.model.total
+
+
+def _wide_bus() -> ArrayConfig:
+    """A design on a 64-byte bus: 32 x 32 int16 (a row of inputs is 64 bytes) asking 64 B/cycle."""
+    return dataclasses.replace(small("ws", True, rows=32, cols=32, bw=64), input_bits=16, acc_bits=48,
+                               clock_mhz=500.0, ifmap_sram_kib=4, weight_sram_kib=4, ofmap_sram_kib=16)
+
+
+# (m, k, n), requantised, queue depth, program length parity: two commands a beat, so an odd
+# length reads one command's bytes past the program; a short queue splits it into queue-loads.
+_WIDE = [((30, 70, 20), False, 256, "even"), ((30, 70, 20), True, 256, "odd"), ((8, 70, 40), False, 4, "odd")]
+
+
+@pytest.mark.parametrize("gemm,requant,queue_depth,parity", _WIDE)
+def test_a_64_byte_bus_fetches_two_commands_a_beat_bit_exact_in_the_models_cycles(gemm, requant, queue_depth,
+                                                                                    parity):
+    m, k, n = gemm
+    rng = np.random.default_rng(m + k)
+    a, b = rng.integers(-1 << 15, 1 << 15, (m, k)), rng.integers(-1 << 15, 1 << 15, (k, n))
+    rq = Requant(multiplier=(1 << 30,), shift=(20,), bias=(-7,), zero_point=3, act_min=-30_000, act_max=29_000,
+                 bits=16) if requant else None
+    run = run_soc(_wide_bus(), a, b, requant=rq, queue_depth=queue_depth)
+    prog = run.program
+    assert prog.data_bytes == 64
+    assert (prog.chunks[-1][1] - prog.chunks[-1][0]) % 2 == (parity == "odd")  # the last queue-load's
+    assert len(prog.chunks) == (1 if queue_depth >= len(prog.commands) else -(-len(prog.commands) // queue_depth))
+    assert run.error_code == 0
+    with jax.enable_x64(True):
+        acc = np.asarray(jnp.matmul(jnp.asarray(a, jnp.int16), jnp.asarray(b, jnp.int16),
+                                    preferred_element_type=jnp.int64))
+        want = np.asarray(output_stage(acc, rq)).astype(np.int64) if rq is not None else acc
+    np.testing.assert_array_equal(result(run), want)
+    assert run.total == run.model.total and run.compute == run.model.compute and run.stall == run.model.stall
 
 
 @pytest.mark.parametrize("dataflow,double", [("ws", True), ("os", False), ("is", True)])
