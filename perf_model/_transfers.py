@@ -7,10 +7,14 @@ The sweep's vectorised form of :mod:`perf_model.dma_timing` and :mod:`perf_model
   ``accel_dse.commands.axi_data_bytes``) and the beats of one buffer word in DRAM per operand;
 * the DRAM the sweep assumes: latency :data:`LATENCY` (``program_timing.DEFAULT_DRAM_LATENCY``)
   and one beat every ``beat`` cycles, ``beat = W / min(W, bandwidth)`` where ``bandwidth`` is the
-  design's sustained bytes per cycle (``perf_model._memory``). The RTL's DRAM model delivers one
-  beat per cycle (``beat = 1``: the design asks for at least the bus width and its memory part
-  keeps up); a slower memory (``beat > 1``) is scored by the same formulas with every beat
-  stretched, which the RTL never runs.
+  design's sustained bytes per cycle (``perf_model._memory``). ``beat = 1``: the design asks for
+  at least the bus width and its memory part keeps up, the RTL's DRAM model delivers one beat per
+  cycle, and these formulas are the walk. A slower memory (``beat > 1``) is scored by the same
+  formulas with every beat stretched; the RTL's DRAM model then paces its beats on a credit
+  (``perf_model.dma_timing.Pace``, ``program_timing.dram_rate``) which an idle memory saves, so
+  the walk's beats after a pause come sooner and this form is above the paced walk, by at most
+  ``(beat - 1) * b * (rows - q * (D - 1)) + beat`` per transfer and ``beat`` per queue-load
+  (tests/perf_model/test_model_fast_walk.py; ``docs/memory_system.md``).
 
 A transfer of ``rows`` DRAM rows of ``b`` beats (a row is one burst, split at 256 beats) with at
 most ``D`` bursts in flight (:data:`OUTSTANDING`) takes, from the recurrences of

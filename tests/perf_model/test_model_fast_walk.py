@@ -9,6 +9,7 @@ program (``Block.boundary_cycles``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -185,3 +186,60 @@ def test_the_fast_model_is_the_walk_on_random_designs(pages, wide, monkeypatch):
     assert odd >= 10 if wide else odd == 0, odd  # programs whose fetch ends in a part-filled beat
     assert split == 0 if not pages else split >= (10 if wide else 20), split
     assert exact >= (36 if not pages else 20) and chunked >= 3 and resident >= 3, (exact, chunked, resident)
+
+
+def pacing_slack(config: ArrayConfig, program: perf_model.GemmProgram, beat: float) -> float:
+    """What the fast model may overstate a paced walk by (``docs/memory_system.md``): per transfer
+    ``(beat - 1) * b * (rows - q * (D - 1)) + beat`` (``b`` beats a row, ``q = (rows - 1) // D``),
+    and one beat for each queue-load's fetch."""
+    beats = program_timing.word_beats(config)
+    out = beat * len(program.chunks)
+    for cmd in program.commands:
+        if cmd.opcode not in (Opcode.LOAD, Opcode.STORE):
+            continue
+        if cmd.opcode == Opcode.LOAD:
+            per_word = beats[("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]]
+        else:
+            per_word = beats["requant" if cmd["requant"] else "ofmap"]
+        rows, q = cmd["rows"], (cmd["rows"] - 1) // D
+        out += (beat - 1) * cmd["words"] * per_word * (rows - q * (D - 1)) + beat
+    return out
+
+
+@pytest.mark.parametrize("pages", [False, True])
+def test_the_fast_model_bounds_the_paced_walk_on_random_designs(pages, monkeypatch):
+    """A memory slower than the bus (``program_timing.dram_rate``): the fast model stretches every
+    beat by ``beat = W / rate``, the walk (and the RTL's DRAM model) moves beats on a credit that
+    an idle memory saves (up to two beats' worth), so the fast model is above the walk, by at most
+    :func:`pacing_slack`; below it only by the unpaced bound's page splits and queue-load boundaries."""
+    if not pages:
+        monkeypatch.setattr(dma_timing, "PAGE_BYTES", 1 << 40)
+    rng = np.random.default_rng(99)
+    cases = wide = 0
+    over = []
+    while cases < 40:
+        config, gemm, requant = random_case(rng, bool(cases % 3 == 0))
+        W = program_timing.axi_data_bytes(config)
+        config = dataclasses.replace(config, dram_bytes_per_cycle=W * float(rng.choice([0.55, 0.7, 0.76, 0.9])))
+        try:
+            program = perf_model.compile_gemm(config, gemm, requant=requant)
+        except ModelError:
+            continue
+        rate = program_timing.dram_rate(config)
+        if W < 2 or rate is None or program.data_bytes != W:
+            continue
+        cases += 1
+        wide += W >= 64
+        walk = perf_model.gemm_program_cycles(config, program, rate=rate)
+        op = Gemm(m=gemm.m, k=gemm.k, n=gemm.n, requant=REQUANT if requant else None)
+        block = evaluate_block(DesignArrays.from_configs([config]), op_arrays([(op, 1)]), DEFAULT_ENERGY,
+                               area_coefficients())
+        total = float(block.total_cycles[0, 0])
+        below = block.boundary_cycles[0, 0] + (LATENCY + 2) * page_splits(config, program)
+        above = pacing_slack(config, program, W / float(rate))
+        where = f"{config} {gemm} requant={requant}: walk {walk.total}, fast {total}, slack {above}"
+        assert block.compute_cycles[0, 0] == walk.compute, where
+        assert -below <= total - walk.total <= above, where
+        over.append((total - walk.total) / walk.total)
+    assert wide >= 10, wide
+    assert max(over) > 0.001, max(over)  # the credit really saves cycles (the bound is not vacuous)

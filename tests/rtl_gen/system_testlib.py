@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -57,12 +58,13 @@ def small(dataflow: str = "ws", double: bool = True, rows: int = 2, cols: int = 
 def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int = 7, requant: Requant | None = None,
             commands: list[Command] | None = None, dram_extra: int = 0, limit: int = 400_000,
             queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0,
-            queue_depth: int = 256) -> SocRun:
+            queue_depth: int = 256, rate: Fraction | None = None) -> SocRun:
     """Compile ``a @ b`` for ``config``, run it from DRAM, return the counters and DRAM.
 
     ``commands`` replaces the compiled program (malformed programs); ``queue_len`` the length
     register; ``dram_extra`` adds bytes of DRAM beyond the image. A program longer than
     ``queue_depth`` runs as the compiler's queue-loads, one START after another's interrupt.
+    ``rate``: the DRAM model paces its beats to that many bytes a cycle, and so does the walk.
     """
     m, k = a.shape
     n = b.shape[1]
@@ -76,11 +78,11 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
     image = program_image(prog, tensors)
     image = np.concatenate([image, np.zeros(dram_extra + (-(len(image) + dram_extra)) % W, np.uint8)])
     dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=queue_depth,
-                    stall_seed=stall_seed)
+                    stall_seed=stall_seed, rate=None if rate is None else (rate.numerator, rate.denominator))
     if len(prog.chunks) > 1:
-        model = gemm_program_cycles(config, prog, latency=latency)
+        model = gemm_program_cycles(config, prog, latency=latency, rate=rate)
     else:
-        model = program_cycles(config, prog.commands, latency=latency)
+        model = program_cycles(config, prog.commands, latency=latency, rate=rate)
     seen: dict[str, Any] = {}
     words = image.reshape(-1, W)
 
