@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -129,17 +130,20 @@ def random_case(rng: np.random.Generator, wide: bool = False) -> tuple[ArrayConf
         bool(rng.integers(0, 2))
 
 
+def transfers(config: ArrayConfig, program: perf_model.GemmProgram) -> Iterator[tuple[Command, int]]:
+    """The program's LOAD and STORE commands, each with the beats of one of its buffer words."""
+    beats = program_timing.word_beats(config)
+    for cmd in program.commands:
+        if cmd.opcode == Opcode.LOAD:
+            yield cmd, beats[("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]]
+        elif cmd.opcode == Opcode.STORE:
+            yield cmd, beats["requant" if cmd["requant"] else "ofmap"]
+
+
 def page_splits(config: ArrayConfig, program: perf_model.GemmProgram) -> int:
     """Bursts the program's transfers have beyond one per row and 256 beats (rows split at a page)."""
-    beats = program_timing.word_beats(config)
     out = 0
-    for cmd in program.commands:
-        if cmd.opcode not in (Opcode.LOAD, Opcode.STORE):
-            continue
-        if cmd.opcode == Opcode.LOAD:
-            per_word = beats[("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]]
-        else:
-            per_word = beats["requant" if cmd["requant"] else "ofmap"]
+    for cmd, per_word in transfers(config, program):
         row = cmd["words"] * per_word
         lens = dma_timing.bursts(cmd["dram_addr"], cmd["dram_stride"], cmd["rows"], row, program.data_bytes)
         out += sum(1 for _ in lens) - cmd["rows"] * math.ceil(row / dma_timing.MAX_BURST)
@@ -192,15 +196,8 @@ def pacing_slack(config: ArrayConfig, program: perf_model.GemmProgram, beat: flo
     """What the fast model may overstate a paced walk by (``docs/memory_system.md``): per transfer
     ``(beat - 1) * b * (rows - q * (D - 1)) + beat`` (``b`` beats a row, ``q = (rows - 1) // D``),
     and one beat for each queue-load's fetch."""
-    beats = program_timing.word_beats(config)
     out = beat * len(program.chunks)
-    for cmd in program.commands:
-        if cmd.opcode not in (Opcode.LOAD, Opcode.STORE):
-            continue
-        if cmd.opcode == Opcode.LOAD:
-            per_word = beats[("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]]
-        else:
-            per_word = beats["requant" if cmd["requant"] else "ofmap"]
+    for cmd, per_word in transfers(config, program):
         rows, q = cmd["rows"], (cmd["rows"] - 1) // D
         out += (beat - 1) * cmd["words"] * per_word * (rows - q * (D - 1)) + beat
     return out
