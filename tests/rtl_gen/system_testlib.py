@@ -156,10 +156,11 @@ class ChainRun:
 
 
 def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requants: list[Requant], *,
-                  reuse: bool, latency: int = 7, limit: int = 400_000) -> ChainRun:
+                  reuse: bool, latency: int = 7, limit: int = 400_000, rate: Fraction | None = None) -> ChainRun:
     """Run ``a @ bs[0]`` requantised, its output ``@ bs[1]``, ...: with ``reuse`` the chain's
     programs of ``perf_model._reuse_programs`` (outputs kept on chip where they fit), else every layer
-    through DRAM (the testbench copies each output into the next op's A)."""
+    through DRAM (the testbench copies each output into the next op's A). ``rate``: a paced DRAM
+    (as :func:`run_soc`)."""
     from perf_model._reuse_programs import compile_chain
 
     gemms = [Gemm(m=a.shape[0], k=b.shape[0], n=b.shape[1]) for b in bs]
@@ -173,7 +174,8 @@ def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requ
         image = program_image(prog, tensors)
         images.append(np.concatenate([image, np.zeros(-len(image) % W, np.uint8)]))
     words = max(len(img) for img in images) // W
-    dut = SimSystem(config, latency=latency, dram_words=max(2, words), queue_depth=256)
+    dut = SimSystem(config, latency=latency, dram_words=max(2, words), queue_depth=256,
+                    rate=None if rate is None else (rate.numerator, rate.denominator))
     seen: dict[str, Any] = {"totals": [], "codes": []}
 
     async def bench(ctx: Any) -> None:
@@ -218,5 +220,5 @@ def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requ
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    models = [program_cycles(config, p.commands, latency=latency).total for p in programs]
+    models = [program_cycles(config, p.commands, latency=latency, rate=rate).total for p in programs]
     return ChainRun(seen["out"], seen["totals"], models, plan.regions, programs, seen["codes"])
