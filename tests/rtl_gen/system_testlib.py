@@ -48,6 +48,21 @@ class SocRun:
     model: ProgramTiming
 
 
+async def _start(ctx: Any, bus: AxilMaster, dut: SimSystem, base: int, length: int, limit: int, what: str) -> int:
+    """Write QUEUE_BASE, QUEUE_LEN and CTRL.START; the cycles until ``irq`` (at most ``limit``)."""
+    await bus.write_ok(REG["QUEUE_BASE_LO"], base & 0xFFFFFFFF)
+    await bus.write_ok(REG["QUEUE_BASE_HI"], base >> 32)
+    await bus.write_ok(REG["QUEUE_LEN"], length)
+    await bus.write_ok(REG["CTRL"], 1)
+    cycles = 0
+    while not ctx.get(dut.irq):
+        await ctx.tick()
+        cycles += 1
+        if cycles > limit:
+            raise RuntimeError(f"{what} did not end within {limit} cycles")
+    return cycles
+
+
 def small(dataflow: str = "ws", double: bool = True, rows: int = 2, cols: int = 2, bw: float = 2.0,
           **kwargs: Any) -> ArrayConfig:
     """A design small enough for Amaranth's simulator, with buffers that force several tiles."""
@@ -102,18 +117,8 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
         for i, (first, end) in enumerate(prog.chunks):
             if i:
                 await bus.write_ok(REG["IRQ_STATUS"], 0b11)
-            base = queue_base + first * 32
-            await bus.write_ok(REG["QUEUE_BASE_LO"], base & 0xFFFFFFFF)
-            await bus.write_ok(REG["QUEUE_BASE_HI"], base >> 32)
-            await bus.write_ok(REG["QUEUE_LEN"], end - first if queue_len is None else queue_len)
-            await bus.write_ok(REG["CTRL"], 1)
-            cycles = 0
-            while not ctx.get(dut.irq):
-                await ctx.tick()
-                cycles += 1
-                if cycles > limit:
-                    raise RuntimeError(f"the program did not end within {limit} cycles")
-            seen["cycles"] = cycles
+            seen["cycles"] = await _start(ctx, bus, dut, queue_base + first * 32,
+                                          end - first if queue_len is None else queue_len, limit, "the program")
             for name, reg in (("total", "CYCLES_TOTAL"), ("compute", "CYCLES_COMPUTE"),
                               ("stall", "CYCLES_DMA_STALL")):
                 lo = await bus.read_ok(REG[f"{reg}_LO"])
@@ -193,17 +198,8 @@ def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requ
                 ctx.set(dut.bd_we, 1)
                 await ctx.tick()
             ctx.set(dut.bd_we, 0)
-            await bus.write_ok(REG["QUEUE_BASE_LO"], 0)
-            await bus.write_ok(REG["QUEUE_BASE_HI"], 0)
-            await bus.write_ok(REG["QUEUE_LEN"], len(prog.commands))
             await bus.write_ok(REG["IRQ_ENABLE"], 0b11)
-            await bus.write_ok(REG["CTRL"], 1)
-            cycles = 0
-            while not ctx.get(dut.irq):
-                await ctx.tick()
-                cycles += 1
-                if cycles > limit:
-                    raise RuntimeError(f"program {i} did not end within {limit} cycles")
+            await _start(ctx, bus, dut, 0, len(prog.commands), limit, f"program {i}")
             lo = await bus.read_ok(REG["CYCLES_TOTAL_LO"])
             seen["totals"].append(lo | await bus.read_ok(REG["CYCLES_TOTAL_HI"]) << 32)
             seen["codes"].append(await bus.read_ok(REG["ERROR_CODE"]))
