@@ -1,9 +1,14 @@
 """The accelerator's command encoding: what the command queue in DRAM holds (stdlib only).
 
 A program is ``QUEUE_LEN`` commands of :data:`COMMAND_BYTES` bytes each, little-endian, at the
-byte address ``QUEUE_BASE`` in DRAM (both set in the control registers). The accelerator reads
-the whole program into its command queue (``QUEUE_DEPTH`` commands; a longer program is the
-error ``ERROR_QUEUE``), then issues the commands in order, one at a time, to two units: the DMA
+byte address ``QUEUE_BASE`` in DRAM (both set in the control registers; ``QUEUE_BASE`` a
+multiple of the AXI data width). The accelerator reads the whole program into its command
+queue (``QUEUE_DEPTH`` commands; a longer program is the error ``ERROR_QUEUE``) in whole beats:
+:func:`fetch_beats` beats from ``QUEUE_BASE``. On a bus wider than one command (``W`` of 64 or
+128 bytes, :func:`queue_entry_commands` commands a beat) a program whose length is not a
+multiple of ``W / 32`` is read up to the end of its last beat, at most ``W - 32`` bytes past
+its last command: the host keeps those bytes inside DRAM (any contents; they are never
+decoded). It then issues the commands in order, one at a time, to two units: the DMA
 engine (``LOAD``, ``STORE``, ``MOVE``) and the array (``RUN``). A command waits until its unit is idle and
 until the units named by its wait bits are idle; ``SYNC`` only waits. The program ends after its
 last command, when both units are idle: the DONE status and interrupt.
@@ -57,11 +62,15 @@ __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
     "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
     "ERROR_QUEUE", "ERROR_NAMES", "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
-    "store_read_latency", "STORE_FIFO_WORDS", "move_cycles",
+    "store_read_latency", "STORE_FIFO_WORDS", "move_cycles", "MAX_AXI_DATA_BYTES", "queue_entry_commands",
+    "fetch_beats",
 ]
 
 #: Bytes per command.
 COMMAND_BYTES = 32
+#: Widest AXI data bus, bytes: 1024 bits, the largest data width AXI4 defines. A beat of it
+#: carries ``MAX_AXI_DATA_BYTES / COMMAND_BYTES`` = 4 commands of the program fetch.
+MAX_AXI_DATA_BYTES = 128
 #: Bytes of one output-stage parameter lane in DRAM.
 QPARAM_LANE_BYTES = 16
 #: Commands the on-chip command queue holds (16 KiB of SRAM).
@@ -178,13 +187,13 @@ def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: 
     """AXI data width in bytes of a design: what ``dram_bytes_per_cycle`` asks, as a bus.
 
     The smallest power of two at least ``dram_bytes_per_cycle``, but no wider than
-    :data:`COMMAND_BYTES` and than the largest power of two dividing a row or column of
+    :data:`MAX_AXI_DATA_BYTES` and than the largest power of two dividing a row or column of
     inputs in bytes, so every buffer word in DRAM is a whole number of beats (an array of 12
     rows of int8 gets a 4-byte bus whatever the bandwidth it asks). Input stationary, a word of
     the output stage's parameters is one 16-byte lane, so the bus is at most 16 bytes there.
     """
     want = 1
-    while want < dram_bytes_per_cycle and want < COMMAND_BYTES:
+    while want < dram_bytes_per_cycle and want < MAX_AXI_DATA_BYTES:
         want *= 2
     for lanes in (rows, cols):
         size = lanes * (input_bits // 8)
@@ -192,6 +201,18 @@ def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: 
     if input_stationary:
         want = min(want, QPARAM_LANE_BYTES)
     return want
+
+
+def queue_entry_commands(data_bytes: int) -> int:
+    """Commands per command-queue entry on a ``data_bytes`` bus: one, or ``data_bytes / 32`` when a
+    beat holds several (the sequencer stores one beat per entry then)."""
+    return max(1, data_bytes // COMMAND_BYTES)
+
+
+def fetch_beats(commands: int, data_bytes: int) -> int:
+    """AXI beats of fetching a program of ``commands`` commands: ``ceil(commands * 32 / W)``
+    (whole beats; the last may run past the program, module docstring)."""
+    return -(-commands * COMMAND_BYTES // data_bytes)
 
 
 def dram_word_bytes(rows: int, cols: int, input_stationary: bool, input_bits: int, acc_bits: int) -> dict[str, int]:

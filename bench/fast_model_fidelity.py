@@ -9,9 +9,11 @@ against the simulator's DRAM model, latency ``DEFAULT_DRAM_LATENCY``). Then the 
 buffer settings). Nothing is asserted: this prints figures.
 
 The designs name no memory part (``dram = "none"``) and power-of-two bandwidths, so the bus is
-what the design asks and the DRAM model is the walk's.
+what the design asks and the DRAM model is the walk's. ``--paced N`` adds N cases whose
+bandwidth is 55-90 % of their bus (2 to 128 bytes, arrays up to 64 x 64): the walk paces the
+beats as the RTL's DRAM model does (``perf_model.dram_rate``), the sweep's model stretches them.
 
-Usage: ``python bench/fast_model_fidelity.py [--cases 400] [--seed 1] [--no-layers]``.
+Usage: ``python bench/fast_model_fidelity.py [--cases 400] [--seed 1] [--paced 200] [--no-layers]``.
 """
 
 from __future__ import annotations
@@ -40,17 +42,22 @@ LAYERS = (("resnet18", "layer1.0.conv1"), ("resnet18", "layer3.0.conv1"), ("bert
           ("bert_base:seq=128", "ffn_in"))
 
 
-def random_case(rng: np.random.Generator) -> tuple[ArrayConfig, Gemm]:
-    """A random design and GEMM: small arrays and buffers with small ops, or larger ones."""
+def random_case(rng: np.random.Generator, paced: bool = False) -> tuple[ArrayConfig, Gemm]:
+    """A random design and GEMM: small arrays and buffers with small ops, or larger ones;
+    ``paced``: a bandwidth 55-90 % of a bus of 2 to 128 bytes."""
     large = rng.random() < 0.3
-    sizes = [8, 12, 16, 32] if large else [2, 3, 4, 6, 8, 12, 16]
+    sizes = ([8, 16, 32, 64] if paced else [8, 12, 16, 32]) if large else [2, 3, 4, 6, 8, 12, 16]
     kib = [8, 16, 32, 64] if large else [1, 2, 4, 8, 16]
+    buses = [2, 4, 8, 16, 32, 64, 128] if paced else [1, 2, 4, 8, 16, 32]
     config = ArrayConfig(
         rows=int(rng.choice(sizes)), cols=int(rng.choice(sizes)), dataflow=str(rng.choice(["ws", "os", "is"])),
         ifmap_sram_kib=int(rng.choice(kib)), weight_sram_kib=int(rng.choice(kib)), ofmap_sram_kib=int(rng.choice(kib)),
-        dram_bytes_per_cycle=float(rng.choice([1, 2, 4, 8, 16, 32])), double_buffered=bool(rng.integers(0, 2)),
+        dram_bytes_per_cycle=float(rng.choice(buses)), double_buffered=bool(rng.integers(0, 2)),
         shadow_stationary=bool(rng.integers(0, 2)), dram="none",
     )
+    if paced:
+        config = dataclasses.replace(config, dram_bytes_per_cycle=config.dram_bytes_per_cycle
+                                     * float(rng.choice([0.55, 0.7, 0.76, 0.9])))
     top = 1200 if large else 300
     m, k, n = (int(rng.integers(1, top)) for _ in range(3))
     return config, Gemm(m=m, k=k, n=n, requant=REQUANT if rng.random() < 0.5 else None)
@@ -63,7 +70,7 @@ def ratio(config: ArrayConfig, gemm: Gemm) -> tuple[float, int] | None:
                                           requant=gemm.requant is not None)
     except AccelDseError:
         return None
-    walk = perf_model.gemm_program_cycles(config, program)
+    walk = perf_model.gemm_program_cycles(config, program, rate=perf_model.dram_rate(config))
     fast = perf_model.evaluate_op(config, gemm)
     return fast.total_cycles / walk.total, walk.total
 
@@ -75,17 +82,20 @@ def summary(label: str, ratios: np.ndarray) -> None:
           f"within 1% {np.mean(dev <= 0.01):.1%}  exact {np.mean(dev == 0):.1%}")
 
 
-def random_rows(cases: int, seed: int) -> None:
+def random_rows(cases: int, seed: int, paced: bool = False) -> None:
     rng = np.random.default_rng(seed)
     rows: list[tuple[float, ArrayConfig, Gemm]] = []
     start = time.perf_counter()
     while len(rows) < cases:
-        config, gemm = random_case(rng)
+        config, gemm = random_case(rng, paced)
+        if paced and perf_model.dram_rate(config) is None:
+            continue  # the array's rows capped the bus below the bandwidth: not paced
         got = ratio(config, gemm)
         if got is not None:
             rows.append((got[0], config, gemm))
     r = np.array([x[0] for x in rows])
-    print(f"{cases} random design x op cases (seed {seed}, {time.perf_counter() - start:.0f} s): fast / walk")
+    what = "paced-memory " if paced else ""
+    print(f"\n{cases} random {what}design x op cases (seed {seed}, {time.perf_counter() - start:.0f} s): fast / walk")
     summary("all", r)
     for name, keep in (("double buffered", [c.double_buffered for _, c, _ in rows]),
                        ("single buffered", [not c.double_buffered for _, c, _ in rows]),
@@ -121,12 +131,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", type=int, default=400, help="random design x op cases (default 400)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument("--paced", type=int, default=0, help="random cases on a memory slower than the bus")
     parser.add_argument("--no-layers", action="store_true", help="skip the layer table")
     args = parser.parse_args()
     if args.cases < 1:
         print(f"fast_model_fidelity: --cases must be a positive number, not {args.cases}", file=sys.stderr)
         return 2
     random_rows(args.cases, args.seed)
+    if args.paced > 0:
+        random_rows(args.paced, args.seed, paced=True)
     if not args.no_layers:
         layer_rows()
     return 0

@@ -7,7 +7,8 @@ apps' exact layer shapes are not published, so each row here is one GEMM layer w
 count and batch follow Table 1 (e.g. MLP0: 5 FC layers, 20 M weights, batch 200 ->
 200 x 2048 x 2048); "CNN-like" is the issue's 4096^3 GEMM and ResNet-18 at batch 8. Outputs
 leave as int8 (``requant=1``) as the TPU's activation pipeline writes them, and for the large
-GEMM also as raw int32. DRAM data arrive through the RTL's AXI bus, at most 32 bytes a beat.
+GEMM also as raw int32. DRAM data arrive through the RTL's AXI bus (64 bytes for ``tpu-v1``),
+paced to the memory's bytes per cycle when that is less than a beat a cycle.
 
 Printed per row: utilisation (MACs / (PEs x total cycles)), the same over compute cycles only
 (what the array's shape and fill/drain allow with infinite bandwidth), compute and total cycles, DRAM

@@ -86,7 +86,14 @@ from perf_model._program import GemmProgram, TensorLayout, compile_gemm
 from perf_model._scalar import OpResult, WorkloadResult, evaluate, evaluate_op
 from perf_model._table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
 from perf_model._technology import fo4_ps, supply_voltage
-from perf_model.program_timing import ProgramTiming, axi_data_bytes, gemm_program_cycles, program_cycles, word_beats
+from perf_model.program_timing import (
+    ProgramTiming,
+    axi_data_bytes,
+    dram_rate,
+    gemm_program_cycles,
+    program_cycles,
+    word_beats,
+)
 
 __all__ = [
     "dma_word_bits",
@@ -97,6 +104,7 @@ __all__ = [
     "compile_gemm",
     "ProgramTiming",
     "axi_data_bytes",
+    "dram_rate",
     "program_cycles",
     "gemm_program_cycles",
     "word_beats",

@@ -5,7 +5,9 @@
 (``simulate``, ``export``) and what :func:`perf_model.program_timing.program_cycles` times, so
 model and RTL are one machine.
 
-DRAM layout (byte addresses; every tensor starts on a 4 KiB boundary, after the program): the
+DRAM layout (byte addresses; every tensor starts on a 4 KiB boundary, after the program, so the
+last beat of the program's fetch, which on a bus wider than one command may run up to ``W - 32``
+bytes past the last command, stays inside the image; ``accel_dse.commands``): the
 matrices are stored so that one buffer word is one contiguous run of lanes (``R x C`` array,
 rows padded with zeros to whole words)::
 
@@ -60,6 +62,7 @@ from accel_dse.commands import (
     Opcode,
     axi_data_bytes,
     dram_lane_bytes,
+    queue_entry_commands,
 )
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
@@ -117,7 +120,8 @@ class GemmProgram:
         runs: the plan's tiles ``(m0, m1, k0, k1, n0, n1, accumulate)``, in run order.
         chunks: ``(first, end)`` command indices of each queue-load: a program longer than the
             command queue runs as consecutive programs (the host starts each after the last
-            one's interrupt), chunk ``j`` at byte ``queue_base + first * COMMAND_BYTES``.
+            one's interrupt), chunk ``j`` at byte ``queue_base + first * COMMAND_BYTES`` (a multiple
+            of the bus width: ``queue_depth`` is a multiple of the commands a beat holds).
     """
 
     commands: tuple[Command, ...]
@@ -230,6 +234,9 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
     (_double if config.double_buffered else _single)(cmds, runs, placed, requant)
     if queue_depth < 1:
         raise ModelError(f"queue_depth must be a positive number of commands, not {queue_depth}")
+    if queue_depth % queue_entry_commands(W):
+        raise ModelError(f"queue_depth must be a multiple of {queue_entry_commands(W)} commands on a {W}-byte bus "
+                         f"(each queue-load starts on a beat), not {queue_depth}")
     total = len(cmds.out)
     chunks = tuple((i, min(i + queue_depth, total)) for i in range(0, total, queue_depth))
     return GemmProgram(tuple(cmds.out), tensors, 0, base, W, requant, tuple(runs), chunks)

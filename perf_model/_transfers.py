@@ -7,10 +7,14 @@ The sweep's vectorised form of :mod:`perf_model.dma_timing` and :mod:`perf_model
   ``accel_dse.commands.axi_data_bytes``) and the beats of one buffer word in DRAM per operand;
 * the DRAM the sweep assumes: latency :data:`LATENCY` (``program_timing.DEFAULT_DRAM_LATENCY``)
   and one beat every ``beat`` cycles, ``beat = W / min(W, bandwidth)`` where ``bandwidth`` is the
-  design's sustained bytes per cycle (``perf_model._memory``). The RTL's DRAM model delivers one
-  beat per cycle (``beat = 1``: the design asks for at least the bus width and its memory part
-  keeps up); a slower memory (``beat > 1``) is scored by the same formulas with every beat
-  stretched, which the RTL never runs.
+  design's sustained bytes per cycle (``perf_model._memory``). ``beat = 1``: the design asks for
+  at least the bus width and its memory part keeps up, the RTL's DRAM model delivers one beat per
+  cycle, and these formulas are the walk. A slower memory (``beat > 1``) is scored by the same
+  formulas with every beat stretched; the RTL's DRAM model then paces its beats on a credit
+  (``perf_model.dma_timing.Pace``, ``program_timing.dram_rate``) which an idle memory saves, so
+  the walk's beats after a pause come sooner and this form is above the paced walk, by at most
+  ``(beat - 1) * b * (rows - q * (D - 1)) + beat`` per transfer and ``beat`` per queue-load
+  (tests/perf_model/test_model_fast_walk.py; ``docs/memory_system.md``).
 
 A transfer of ``rows`` DRAM rows of ``b`` beats (a row is one burst, split at 256 beats) with at
 most ``D`` bursts in flight (:data:`OUTSTANDING`) takes, from the recurrences of
@@ -31,8 +35,11 @@ A ``MOVE`` (on-chip reuse: the output tile goes to the ifmap instead of DRAM, ``
 takes the place of a STORE of the same words: ``n + 1 = rows * words + 7 + 1``
 (``accel_dse.commands.move_cycles``: a word a cycle through the output stage, no DRAM).
 
-A queue-load of ``c`` commands is fetched as one row of ``c * 32 / W`` beats: ``L + 2 + c * 32 / W``
-cycles (bursts of at least 128 beats: always bandwidth-bound), then
+A queue-load of ``c`` commands is fetched as one row of ``ceil(c * 32 / W)`` beats
+(``accel_dse.commands.fetch_beats``: a bus wider than a command reads whole beats):
+``L + 2 + ceil(c * 32 / W)`` cycles (bursts of at least 128 beats: always bandwidth-bound;
+queue-loads before the last hold ``QUEUE_DEPTH`` commands, whole beats, so the program's fetch
+beats are ``ceil(commands * 32 / W)``), then
 :data:`~perf_model.program_timing.FETCH_DECODE_CYCLES` + 1 cycles to the first decode.
 """
 
@@ -42,7 +49,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accel_dse.commands import COMMAND_BYTES, QPARAM_LANE_BYTES, QUEUE_DEPTH, move_cycles, store_read_latency
+from accel_dse.commands import (
+    COMMAND_BYTES,
+    MAX_AXI_DATA_BYTES,
+    QPARAM_LANE_BYTES,
+    QUEUE_DEPTH,
+    move_cycles,
+    store_read_latency,
+)
 from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
 
 __all__ = ["Memory", "memory_arrays", "axi_data_bytes", "LATENCY", "STORE_READ_LATENCY"]
@@ -64,7 +78,7 @@ def axi_data_bytes(rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
                    dram_bytes_per_cycle: np.ndarray, input_stationary: np.ndarray | bool = False) -> np.ndarray:
     """AXI data width, bytes (vectorised ``accel_dse.commands.axi_data_bytes``)."""
     bw = np.asarray(dram_bytes_per_cycle, dtype=np.float64)
-    want = np.exp2(np.ceil(np.log2(np.clip(bw, 1.0, COMMAND_BYTES)))).astype(np.int64)
+    want = np.exp2(np.ceil(np.log2(np.clip(bw, 1.0, MAX_AXI_DATA_BYTES)))).astype(np.int64)
     ib = np.asarray(input_bits, dtype=np.int64) // 8
     for lanes in (rows, cols):
         size = np.asarray(lanes, dtype=np.int64) * ib
@@ -130,7 +144,7 @@ class Memory:
         """Cycles of fetching ``commands`` commands in queue-loads of ``QUEUE_DEPTH`` and decoding the first
         of each (the rest of the program is the commands' own chain)."""
         loads = np.ceil(commands / QUEUE_DEPTH)
-        return loads * _CHUNK_CYCLES + commands * (COMMAND_BYTES * self.beat / self.data_bytes)
+        return loads * _CHUNK_CYCLES + np.ceil(commands * COMMAND_BYTES / self.data_bytes) * self.beat
 
 
 def memory_arrays(df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,

@@ -21,16 +21,28 @@ burst's slot frees the cycle after it completes).
   ``b`` (of word ``q``, burst ``i``) is sent in cycle ``max(prev + 1, r_q + lat + 1, a_i + 1)``;
   burst ``i``'s response comes in cycle ``done_i = max(last beat + L + 1, done_{i-1} + 1)``;
   ``n = done_last + 1``.
+
+Paced DRAM (:class:`Pace`, the DRAM model's ``rate``): a memory slower than the bus moves a
+data beat only when a credit of ``W`` bytes is there. The credit, counted in ``1 / den`` bytes,
+gains ``num`` each cycle (``num / den`` bytes a cycle, below ``W``), loses ``W * den`` for each
+beat moved, and saturates at ``W * den + num - 1`` (the most a stream at the full rate holds, so
+a stream keeps the exact rate and only an idle memory stops saving). Read and write beats share
+it; a read beat moves in the cycle before it arrives (the model's output register is loaded), a
+write beat in the cycle it is taken. The recurrences then wait for the credit: a load's beat
+arrives at ``max(the cycle above, m + 1)``, ``m`` the first cycle from the one before with
+credit; a store's beat is sent in the first cycle with credit from the one above. Both take
+``at``, the absolute cycle of their ``E0``, to place the shared credit in time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from fractions import Fraction
 
 from accel_dse import commands
 
 __all__ = ["MAX_BURST", "PAGE_BYTES", "STORE_FIFO_WORDS", "DMA_ISSUE_CYCLE", "bursts", "load_cycles",
-           "store_cycles"]
+           "store_cycles", "Pace"]
 
 #: Beats per AXI4 INCR burst at most.
 MAX_BURST = 256
@@ -40,6 +52,31 @@ PAGE_BYTES = 4096
 STORE_FIFO_WORDS = commands.STORE_FIFO_WORDS
 #: Cycle of the first burst's issue after ``start`` (the row length is computed in between).
 DMA_ISSUE_CYCLE = 2
+
+
+class Pace:
+    """The DRAM's shared beat credit (module docstring), full at cycle 0.
+
+    Args:
+        rate: bytes a cycle, ``num / den`` (below ``data_bytes``).
+        data_bytes: the AXI data width ``W``.
+    """
+
+    def __init__(self, rate: Fraction, data_bytes: int) -> None:
+        self.num, self.den = rate.numerator, rate.denominator
+        self.need = data_bytes * self.den
+        if not 0 < self.num < self.need:
+            raise ValueError(f"a paced rate must be above 0 and below {data_bytes} bytes a cycle, not {rate}")
+        self.cap = self.need + self.num - 1
+        self.cycle, self.credit = 0, self.cap  # credit at the start of ``cycle``, no beat since
+
+    def move(self, earliest: int) -> int:
+        """The first cycle from ``earliest`` (absolute) in which a beat can move; moves it there."""
+        wait = -(-(self.need - self.credit) // self.num)  # cycles from ``self.cycle`` to enough credit
+        t = max(earliest, self.cycle + max(wait, 0))
+        credit = min(self.credit + (t - self.cycle) * self.num, self.cap)
+        self.cycle, self.credit = t + 1, credit + self.num - self.need
+        return t
 
 
 def bursts(addr: int, stride: int, rows: int, row_beats: int, data_bytes: int) -> Iterator[int]:
@@ -55,8 +92,9 @@ def bursts(addr: int, stride: int, rows: int, row_beats: int, data_bytes: int) -
             left -= n
 
 
-def load_cycles(lens: list[int], latency: int, outstanding: int) -> int:
-    """``n`` of a load whose bursts have lengths ``lens`` (module docstring)."""
+def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | None = None, at: int = 0) -> int:
+    """``n`` of a load whose bursts have lengths ``lens`` (module docstring; ``pace``: a paced DRAM,
+    ``at`` the absolute cycle of ``E0``)."""
     if not lens:
         return 0  # nothing to move: the engine never becomes busy
     issue: list[int] = []
@@ -67,14 +105,21 @@ def load_cycles(lens: list[int], latency: int, outstanding: int) -> int:
         if i >= outstanding:
             a = max(a, done[i - outstanding] + 1)
         s = max(a + latency + 1, last + 1)
-        last = s + n - 1
+        if pace is None:
+            last = s + n - 1
+        else:
+            for _ in range(n):
+                last = pace.move(at + s - 1) - at + 1
+                s = last + 1
         issue.append(a)
         done.append(last)
     return last
 
 
-def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstanding: int, read_latency: int) -> int:
-    """``n`` of a store of ``words`` words of ``beats`` beats in bursts ``lens`` (module docstring)."""
+def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstanding: int, read_latency: int,
+                 pace: Pace | None = None, at: int = 0) -> int:
+    """``n`` of a store of ``words`` words of ``beats`` beats in bursts ``lens`` (module docstring;
+    ``pace``: a paced DRAM, ``at`` the absolute cycle of ``E0``)."""
     if not lens:
         return 0  # nothing to move: the engine never becomes busy
     issue: list[int] = []
@@ -101,6 +146,8 @@ def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstand
             while len(issue) <= burst:
                 issue.append(issue_cycle(len(issue)))
             t = max(prev + 1, r + read_latency + 1, issue[burst] + 1)
+            if pace is not None:
+                t = pace.move(at + t) - at
             prev = t
             in_burst += 1
             if in_burst == lens[burst]:

@@ -1,7 +1,8 @@
 """Total cycles of a command program: the sequencer's contract (``rtl_gen._sequencer``), walked.
 
 Cycle ``c`` lies between edges ``E_{c-1}`` and ``E_c``; the program is started at ``E0``. The
-fetch is a DMA load of the program (``len`` words of ``32 / W`` beats) issued at ``E1``, taking
+fetch is a DMA load of the program (``len`` words of ``32 / W`` beats, or ``ceil(len * 32 / W)``
+words of one beat on a bus wider than a command: ``accel_dse.commands.fetch_beats``) issued at ``E1``, taking
 ``f`` cycles (:mod:`perf_model.dma_timing`); the first command is decoded in cycle ``f + 4``.
 A command decoded in cycle ``c`` is issued at ``E_c`` if in cycle ``c`` its unit (the DMA for
 LOAD/STORE/MOVE, the array for RUN) and the units its wait bits name are idle, else it is decoded
@@ -13,20 +14,25 @@ the first cycle ``T`` in which both units are idle; the RTL's counters read ``to
 ``compute`` = the sum of the runs' ``n``, ``stall = T - compute``.
 
 The DRAM side is the model of ``rtl_gen._dram_model`` with its latency; bandwidth is one beat of
-the AXI data width per cycle.
+the AXI data width per cycle, or, with ``rate`` (the model's ``rate`` setting, :func:`dram_rate`
+of the design), the paced beats of :class:`perf_model.dma_timing.Pace`: one credit shared by
+every transfer of a queue-load, full when it starts (the host's register writes between two
+queue-loads are more cycles than the credit takes to fill, ``W / rate + 1``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from fractions import Fraction
 
 from accel_dse import commands as cmd_encoding
 from accel_dse.commands import COMMAND_BYTES, Command, Opcode
 from accel_dse.config import ArrayConfig
 from perf_model import dma_timing, timing
+from perf_model._memory import effective_dram_bytes_per_cycle
 
-__all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
+__all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats", "dram_rate",
            "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
 
 #: DRAM model latency used unless a test or a user names another (cycles).
@@ -58,8 +64,12 @@ class ProgramTiming:
     issue: tuple[int, ...]
 
 
+#: Largest denominator of a paced rate (bytes a cycle as ``num / den``, :func:`dram_rate`).
+RATE_DENOMINATOR = 1000
+
+
 def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], latency: int,
-                     outstanding: int) -> int:
+                     outstanding: int, pace: dma_timing.Pace | None = None, at: int = 0) -> int:
     rows, words = cmd["rows"], cmd["words"]
     if cmd.opcode == Opcode.MOVE:
         return cmd_encoding.move_cycles(rows, words)
@@ -69,9 +79,9 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
         per_word = beats["requant" if cmd["requant"] else "ofmap"]
     lens = list(dma_timing.bursts(cmd["dram_addr"], cmd["dram_stride"], rows, words * per_word, data_bytes))
     if cmd.opcode == Opcode.LOAD:
-        return dma_timing.load_cycles(lens, latency, outstanding)
+        return dma_timing.load_cycles(lens, latency, outstanding, pace, at)
     read_latency = cmd_encoding.store_read_latency(bool(cmd["requant"]))
-    return dma_timing.store_cycles(lens, rows * words, per_word, latency, outstanding, read_latency)
+    return dma_timing.store_cycles(lens, rows * words, per_word, latency, outstanding, read_latency, pace, at)
 
 
 def axi_data_bytes(config: ArrayConfig) -> int:
@@ -88,8 +98,18 @@ def word_beats(config: ArrayConfig) -> dict[str, int]:
     return {kind: size // W for kind, size in words.items()}
 
 
+def dram_rate(config: ArrayConfig) -> Fraction | None:
+    """The DRAM pacing of ``config``: its sustained bytes a cycle (``perf_model._memory``) as a
+    fraction of denominator at most :data:`RATE_DENOMINATOR`, or ``None`` when that is at least
+    the bus width (one beat a cycle)."""
+    rate = float(effective_dram_bytes_per_cycle(config.dram_bytes_per_cycle, config.dram, config.clock_mhz))
+    paced = Fraction(rate).limit_denominator(RATE_DENOMINATOR)
+    return paced if paced < axi_data_bytes(config) else None
+
+
 def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_base: int = 0,
-                   latency: int = DEFAULT_DRAM_LATENCY, outstanding: int = OUTSTANDING) -> ProgramTiming:
+                   latency: int = DEFAULT_DRAM_LATENCY, outstanding: int = OUTSTANDING,
+                   rate: Fraction | None = None) -> ProgramTiming:
     """Walk ``commands`` under the sequencer's rules (module docstring).
 
     Args:
@@ -98,12 +118,14 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
         queue_base: DRAM byte address of the program.
         latency: the DRAM model's latency (cycles).
         outstanding: bursts in flight per DMA engine (``rtl_gen``'s ``OUTSTANDING``).
+        rate: the DRAM's paced bytes a cycle (module docstring; ``None``: a beat every cycle).
     """
     data_bytes = axi_data_bytes(config)
+    pace = dma_timing.Pace(rate, data_bytes) if rate is not None else None
     beats = word_beats(config)
-    cmd_beats = COMMAND_BYTES // data_bytes
-    fetch_lens = list(dma_timing.bursts(queue_base, 0, 1 if commands else 0, len(commands) * cmd_beats, data_bytes))
-    fetch = dma_timing.load_cycles(fetch_lens, latency, outstanding)
+    fetch_beats = cmd_encoding.fetch_beats(len(commands), data_bytes)
+    fetch_lens = list(dma_timing.bursts(queue_base, 0, 1 if commands else 0, fetch_beats, data_bytes))
+    fetch = dma_timing.load_cycles(fetch_lens, latency, outstanding, pace, 1)
     decode = 1 + fetch + FETCH_DECODE_CYCLES
     dma_free = run_free = 0  # first cycle each unit is idle
     compute = dma = 0
@@ -117,7 +139,7 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
         if cmd.opcode == Opcode.RUN or cmd.wait_run or cmd.opcode == Opcode.SYNC:
             c = max(c, run_free)
         if is_dma:
-            n = _transfer_cycles(cmd, data_bytes, beats, latency, outstanding)
+            n = _transfer_cycles(cmd, data_bytes, beats, latency, outstanding, pace, c)
             dma_free = c + n + 1
             dma += n
         elif cmd.opcode == Opcode.RUN:
@@ -132,10 +154,10 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
 
 
 def gemm_program_cycles(config: ArrayConfig, program: object, *, latency: int = DEFAULT_DRAM_LATENCY,
-                        outstanding: int = OUTSTANDING) -> ProgramTiming:
+                        outstanding: int = OUTSTANDING, rate: Fraction | None = None) -> ProgramTiming:
     """:func:`program_cycles` summed over the queue-loads of a ``GemmProgram`` (its ``chunks``)."""
     parts = [program_cycles(config, program.commands[a:b], queue_base=program.queue_base  # type: ignore[attr-defined]
-                            + a * COMMAND_BYTES, latency=latency, outstanding=outstanding)
+                            + a * COMMAND_BYTES, latency=latency, outstanding=outstanding, rate=rate)
              for a, b in program.chunks]  # type: ignore[attr-defined]
     return ProgramTiming(total=sum(p.total for p in parts), compute=sum(p.compute for p in parts),
                          stall=sum(p.stall for p in parts), fetch=sum(p.fetch for p in parts),

@@ -10,6 +10,13 @@ Not for synthesis: the testbench's memory, with timing simple enough to state ex
     write  W beats are taken one per cycle (wready) for the oldest accepted AW; its B response
            is valid ``latency + 1`` cycles after its last W beat at the earliest, in order.
 
+``rate`` (``(num, den)``: ``num / den`` bytes a cycle, below ``data_bytes``) paces the data
+beats of both directions with one credit counter, in ``1 / den`` bytes: ``num`` more each
+cycle, ``data_bytes * den`` less for each beat moved (an R beat as it is loaded into the output
+register, a W beat as it is taken), saturating at ``data_bytes * den + num - 1``, full at reset;
+a beat moves only while the credit is at least ``data_bytes * den`` (reads first, a write beat
+in the same cycle needs credit for both). ``perf_model.dma_timing.Pace`` is the same rule.
+
 ``arready``/``awready`` are high while fewer than ``queue`` requests wait. An address beyond
 the memory answers DECERR (reads return 0, writes are dropped). The ``bd_*`` port is the
 testbench's backdoor: ``bd_we`` writes ``bd_wdata`` to word ``bd_addr`` at the clock edge,
@@ -36,10 +43,15 @@ _DECERR = 3
 class DramModel(wiring.Component):
     """AXI4 subordinate RAM of ``words`` words of ``data_bytes`` bytes (see the module docstring)."""
 
-    def __init__(self, *, data_bytes: int, words: int, latency: int, queue: int = 16, stall_seed: int = 0) -> None:
+    def __init__(self, *, data_bytes: int, words: int, latency: int, queue: int = 16, stall_seed: int = 0,
+                 rate: tuple[int, int] | None = None) -> None:
         if latency < 1 or queue < 1 or words < 2:
             raise ConfigError(
                 f"DRAM model needs latency >= 1, queue >= 1, words >= 2 (got {latency}, {queue}, {words})")
+        if rate is not None and not (rate[1] >= 1 and 0 < rate[0] < data_bytes * rate[1]):
+            raise ConfigError(f"DRAM model rate must be num / den bytes a cycle, above 0 and below {data_bytes}, "
+                              f"not {rate[0]} / {rate[1]}")
+        self.rate = rate
         self.data_bytes = data_bytes
         self.words = words
         self.latency = latency
@@ -64,6 +76,20 @@ class DramModel(wiring.Component):
 
         def go(bit: int) -> Signal:
             return lfsr[bit] if self.stall_seed else Const(1)
+
+        # Pacing: one credit for the data beats of both directions (module docstring).
+        read_ok, write_ok = Const(1), Const(1)
+        read_moves, write_moves = Signal(), Signal()
+        if self.rate is not None:
+            num, den = self.rate
+            need = self.data_bytes * den
+            cap = need + num - 1
+            credit = Signal(range(cap + num + 1), init=cap)
+            read_ok = credit >= need
+            write_ok = credit >= Mux(read_moves, 2 * need, need)
+            after = Signal(range(cap + num + 1))
+            m.d.comb += after.eq(credit + num - Mux(read_moves, need, 0) - Mux(write_moves, need, 0))
+            m.d.sync += credit.eq(Mux(after > cap, cap, after))
         bd_w = mem.write_port()
         bd_r = mem.read_port(domain="comb")
         m.d.comb += [bd_w.addr.eq(self.bd_addr), bd_w.data.eq(self.bd_wdata), bd_w.en.eq(self.bd_we),
@@ -84,7 +110,7 @@ class DramModel(wiring.Component):
         rdata, rresp = Signal(8 * self.data_bytes), Signal(2)
         m.d.comb += [bus.rvalid.eq(rvalid), bus.rlast.eq(rlast), bus.rdata.eq(rdata), bus.rresp.eq(rresp)]
         free = ~rvalid | bus.rready  # the output register is free (empty, or its beat taken now)
-        adv = free & go(1)  # ... and a next beat may be presented
+        adv = free & go(1) & read_ok  # ... and a next beat may be presented
         beat_addr = Signal(ADDR_BITS)
         begin = Signal()
         m.d.comb += [begin.eq(adv & ~active & ar.r_rdy & _reached(m, now, head_due)), ar.r_en.eq(begin)]
@@ -95,6 +121,7 @@ class DramModel(wiring.Component):
         m.d.comb += rd.addr.eq(index)
         with m.If(free):
             m.d.sync += rvalid.eq(0)
+        m.d.comb += read_moves.eq(adv & (active | begin))
         with m.If(adv):
             m.d.sync += rvalid.eq(active | begin)
             with m.If(active | begin):
@@ -113,7 +140,8 @@ class DramModel(wiring.Component):
         wr = mem.write_port(granularity=8)
         take = bus.wvalid & bus.wready
         addr = Signal(ADDR_BITS)
-        m.d.comb += [bus.wready.eq(aw.r_rdy & go(3)), addr.eq(Mux(w_count == 0, aw.r_data[:ADDR_BITS], w_cur))]
+        m.d.comb += [bus.wready.eq(aw.r_rdy & go(3) & write_ok), write_moves.eq(take),
+                     addr.eq(Mux(w_count == 0, aw.r_data[:ADDR_BITS], w_cur))]
         w_index, w_oor = word_of(addr)
         m.d.comb += [wr.addr.eq(w_index), wr.data.eq(bus.wdata),
                      wr.en.eq(bus.wstrb & (take & ~w_oor).replicate(self.data_bytes))]

@@ -123,11 +123,13 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
     return units + inner
 
 
-def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tuple[int, int] | None = None) -> str:
+def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tuple[int, int] | None = None,
+                   rate: tuple[int, int] | None = None) -> str:
     """Verilog of the SoC block (:class:`~rtl_gen._system.AxiAccelerator`, top ``accel_axi_<hash>``).
 
     With ``dram = (latency, words)`` the simulation top instead (:class:`~rtl_gen._sim_top.SimSystem`,
-    ``accel_sim_<hash>``: the SoC block with the DRAM model). The compute core is the
+    ``accel_sim_<hash>``: the SoC block with the DRAM model, paced to ``rate`` ``(num, den)`` bytes a
+    cycle when given: :class:`~rtl_gen._dram_model.DramModel`). The compute core is the
     hierarchical export's (:func:`export_units`), so large arrays convert as fast.
 
     Raises:
@@ -142,7 +144,7 @@ def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tup
     if dram is None:
         top: wiring.Component = AxiAccelerator(config, fault=fault, core=core)  # type: ignore[arg-type]
     else:
-        top = SimSystem(config, fault=fault, latency=dram[0], dram_words=dram[1], core=core)
+        top = SimSystem(config, fault=fault, latency=dram[0], dram_words=dram[1], rate=rate, core=core)
     return _joined([_convert(top, top.name)]  # type: ignore[attr-defined]
                    + [_convert(component, name) for name, component in units[1:]])
 

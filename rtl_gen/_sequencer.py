@@ -5,10 +5,14 @@ queue registers (length at most ``depth``, base aligned to the AXI data width), 
 program with the load DMA into its command memory, then decodes one command per slot and
 issues it to its unit (the DMA engines, the on-chip move engine or the array) once the unit is
 idle and the waits it names are met. The DMA unit is the load and store engines and the move
-engine together: one transfer at a time.
+engine together: one transfer at a time. On a bus of at most 32 bytes an entry of the command
+memory is one command (a DMA word of ``32 / data_bytes`` beats); on a wider one (``P =
+data_bytes / 32`` commands a beat) an entry is one beat, ``ceil(depth / P)`` entries, and
+command ``pc`` is slice ``pc % P`` of entry ``pc // P``.
 
 Timing (``perf_model.program_timing`` states it for the model): ``start`` sampled at edge
-``E0``; the fetch is a DMA load of ``len`` words of ``32 / data_bytes`` beats started at
+``E0``; the fetch is a DMA load of ``len`` words of ``32 / data_bytes`` beats (``ceil(len /
+P)`` words of one beat on a wider bus: ``accel_dse.commands.fetch_beats`` beats) started at
 ``E1``; it ends at ``E_{1+f}`` (``f`` = its DMA cycles). Command ``i`` is read in the cycle after
 the previous one was issued (the first in the cycle after the fetch ended) and decoded in the
 next; it is issued at the end of the first decode cycle in which it is not blocked (its unit's
@@ -35,8 +39,10 @@ from accel_dse.commands import (
     ERROR_OPCODE,
     ERROR_QUEUE,
     FIELDS,
+    MAX_AXI_DATA_BYTES,
     Buffer,
     Opcode,
+    queue_entry_commands,
 )
 from accel_dse.errors import ConfigError
 
@@ -58,7 +64,7 @@ class Sequencer(wiring.Component):
     """See the module docstring.
 
     Args:
-        data_bytes: AXI data width in bytes (power of two, at most :data:`COMMAND_BYTES`).
+        data_bytes: AXI data width in bytes (power of two, at most :data:`MAX_AXI_DATA_BYTES`).
         depth: commands the queue holds.
         load_beats: beats per buffer word of each buffer (index: ``Buffer``) for loads.
         store_beats: beats per ofmap word stored raw and requantised.
@@ -72,15 +78,16 @@ class Sequencer(wiring.Component):
     def __init__(self, *, data_bytes: int, depth: int, load_beats: tuple[int, int, int, int],
                  store_beats: tuple[int, int], depths: tuple[int, int, int, int], buf_addr_bits: int,
                  max_beats: int, can_move: bool = True) -> None:
-        if data_bytes > COMMAND_BYTES:
-            raise ConfigError(f"AXI data bytes must be at most {COMMAND_BYTES}, not {data_bytes}")
+        if data_bytes > MAX_AXI_DATA_BYTES:
+            raise ConfigError(f"AXI data bytes must be at most {MAX_AXI_DATA_BYTES}, not {data_bytes}")
         self.data_bytes = data_bytes
         self.depth = depth
         self.load_beats = load_beats
         self.store_beats = store_beats
         self.depths = depths
         self.can_move = can_move
-        self.cmd_beats = COMMAND_BYTES // data_bytes
+        self.per_entry = queue_entry_commands(data_bytes)  # commands per queue entry (P)
+        self.cmd_beats = max(1, COMMAND_BYTES // data_bytes)  # beats per queue entry
         transfer = {
             "start": Out(1), "addr": Out(ADDR_BITS), "stride": Out(ADDR_BITS), "rows": Out(TRANSFER_BITS),
             "words": Out(TRANSFER_BITS), "beats": Out(range(max_beats + 1)), "buf_addr": Out(buf_addr_bits),
@@ -107,15 +114,18 @@ class Sequencer(wiring.Component):
 
     def elaborate(self, platform: object) -> Module:  # noqa: C901 - one FSM, read top to bottom
         m = Module()
-        m.submodules.queue = queue = memory.Memory(shape=8 * COMMAND_BYTES, depth=max(2, self.depth), init=[])
+        per = self.per_entry
+        sel = exact_log2(per)
+        entries = max(2, -(-self.depth // per))
+        m.submodules.queue = queue = memory.Memory(shape=8 * COMMAND_BYTES * per, depth=entries, init=[])
         wp = queue.write_port()
         rp = queue.read_port()
-        m.d.comb += [wp.addr.eq(self.cmd_addr), wp.data.eq(self.cmd_data[:8 * COMMAND_BYTES]),
+        m.d.comb += [wp.addr.eq(self.cmd_addr), wp.data.eq(self.cmd_data[:8 * COMMAND_BYTES * per]),
                      wp.en.eq(self.cmd_we & self.fetching)]
         pc = Signal(32)
         length = Signal(32)
-        cmd = rp.data
-        m.d.comb += rp.addr.eq(pc[:ceil_log2(max(2, self.depth))])
+        m.d.comb += rp.addr.eq(pc[sel:sel + ceil_log2(entries)])
+        cmd = rp.data.word_select(pc[:sel], 8 * COMMAND_BYTES) if per > 1 else rp.data
         op = _field(cmd, "opcode")
         dma_busy = self.ld.busy | self.st.busy | self.mv.busy
         run_busy = self.run.busy
@@ -203,7 +213,7 @@ class Sequencer(wiring.Component):
                         m.next = "FETCH"
             with m.State("FETCH"):
                 m.d.comb += [self.fetching.eq(1), self.ld.start.eq(1), self.ld.addr.eq(self.queue_base[:ADDR_BITS]),
-                             self.ld.rows.eq(Mux(length == 0, 0, 1)), self.ld.words.eq(length),
+                             self.ld.rows.eq(Mux(length == 0, 0, 1)), self.ld.words.eq((length + per - 1) >> sel),
                              self.ld.beats.eq(self.cmd_beats), self.ld.word_step.eq(1)]
                 m.next = "FETCH_WAIT"
             with m.State("FETCH_WAIT"):

@@ -24,16 +24,16 @@ def sim_name(config: ArrayConfig, fault: Fault | None = None) -> str:
 
 class SimSystem(wiring.Component):
     """:class:`AxiAccelerator` + :class:`DramModel` (``dram_words`` words, ``latency`` cycles,
-    ``stall_seed`` for back-pressure).
+    ``stall_seed`` for back-pressure, ``rate`` ``(num, den)`` bytes a cycle for a paced memory).
 
     Ports: the accelerator's ``s_axil_*`` and ``irq``, and the DRAM model's backdoor ``bd_*``.
     """
 
     def __init__(self, config: ArrayConfig, *, latency: int, dram_words: int, fault: Fault | None = None,
-                 stall_seed: int = 0, **kwargs: Any) -> None:
+                 stall_seed: int = 0, rate: tuple[int, int] | None = None, **kwargs: Any) -> None:
         self.soc = AxiAccelerator(config, fault=fault, **kwargs)
         self.dram = DramModel(data_bytes=self.soc.data_bytes, words=dram_words, latency=latency,
-                              stall_seed=stall_seed)
+                              stall_seed=stall_seed, rate=rate)
         self.config = config
         self.fault = fault
         members = {name: member for name, member in self.soc.signature.members.items()

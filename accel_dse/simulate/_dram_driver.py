@@ -4,7 +4,9 @@ Every GEMM instance of an op is one program (``perf_model.compile_gemm``: the mo
 commands) with its own DRAM image; the expected total cycles are
 ``perf_model.gemm_program_cycles`` of that program (one queue-load after another when it is
 longer than the command queue) against the same DRAM model (latency
-:data:`DRAM_LATENCY`), so ``total_cycles_match`` says the RTL is the machine the model scores.
+:data:`DRAM_LATENCY`; a design whose memory is slower than its bus, ``perf_model.dram_rate``,
+gets a DRAM model paced to that rate and the walk the same pacing), so ``total_cycles_match``
+says the RTL is the machine the model scores.
 
 A chained network with ``reuse`` is compiled as one chain (``perf_model._reuse_programs``): where a
 link stays on chip the producer MOVEs its output into the ifmap and the consumer reads it there
@@ -112,7 +114,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                 perf_model.compile_gemm(design, gemm, requant=rq is not None)
         except ModelError as exc:
             raise SimulationError(f"op {name!r}: {exc}") from exc
-        timing = perf_model.gemm_program_cycles(design, program, latency=DRAM_LATENCY)
+        timing = perf_model.gemm_program_cycles(design, program, latency=DRAM_LATENCY,
+                                                rate=perf_model.dram_rate(design))
         expected = np.zeros((batch, m, full.n), dtype=np.int64)
         instances = []
         for instance in range(batch):
@@ -218,12 +221,18 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     if any(j.scaled_from for j in jobs):
         notes.append(f"scale {scale:g}: M and batch of {sum(bool(j.scaled_from) for j in jobs)} op(s) shrunk "
                      "(rows of C are independent, so the first rows are checked exactly)")
-    notes.append(f"from DRAM through AXI: DRAM model latency {DRAM_LATENCY} cycles, one "
-                 f"{program.meta['data_bytes']}-byte beat per cycle")
+    import perf_model
+
+    rate = perf_model.dram_rate(design)
+    W = program.meta["data_bytes"]
+    pace = f"one {W}-byte beat per cycle" if rate is None else \
+        f"{W}-byte beats paced to {float(rate):g} bytes per cycle (the design's memory)"
+    notes.append(f"from DRAM through AXI: DRAM model latency {DRAM_LATENCY} cycles, {pace}")
     words = dram_words(program)
     top = rtl_gen.sim_name(design, fault)
-    say(f"generating Verilog for {top} (SoC block + {words * program.meta['data_bytes'] >> 10} KiB DRAM model)")
-    verilog = rtl_gen.system_verilog(design, fault=fault, dram=(DRAM_LATENCY, words))
+    say(f"generating Verilog for {top} (SoC block + {words * W >> 10} KiB DRAM model)")
+    verilog = rtl_gen.system_verilog(design, fault=fault, dram=(DRAM_LATENCY, words),
+                                     rate=None if rate is None else (rate.numerator, rate.denominator))
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
     build = build_design(verilog, top=top, simulator=sim, work_dir=work)
     say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")

@@ -93,7 +93,8 @@ def test_the_error_codes_and_the_dma_depth_agree_between_rtl_and_model():
     assert rtl_gen.AxiAccelerator  # the SoC block is public
 
 
-@pytest.mark.parametrize("bw,want", [(0.5, 1), (3.0, 4), (16.0, 16), (48.57, 32), (1e6, 32)])
+@pytest.mark.parametrize("bw,want", [(0.5, 1), (3.0, 4), (16.0, 16), (48.57, 64), (100.0, 128), (1e6, 128)])
 def test_the_axi_width_is_the_bandwidth_as_a_bus(bw, want):
-    assert commands.axi_data_bytes(64, 64, 8, bw) == want
+    assert commands.axi_data_bytes(256, 128, 8, bw) == want  # up to 1024 bits, AXI4's widest
+    assert commands.axi_data_bytes(64, 64, 8, bw) == min(want, 64)  # 64 bytes a row: beats of at most 64
     assert commands.axi_data_bytes(12, 64, 8, bw) == min(want, 4)  # 12 bytes a row: 4-byte beats

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -19,20 +21,23 @@ from accel_dse.simulate._dram_image import (
     unpack_tensor,
 )
 from perf_model._program import GemmProgram, compile_gemm
-from perf_model.program_timing import ProgramTiming, program_cycles
+from perf_model.program_timing import ProgramTiming, gemm_program_cycles, program_cycles
 from rtl_gen._regmap import CONTROL_REGMAP
 from rtl_gen._sim_top import SimSystem
 from workloads.ops import Gemm, Requant
 
 REG = {reg.name: reg.offset for reg in CONTROL_REGMAP}
+# A 32 x 32 array's wide words become expressions of thousands of terms in the Python simulator's
+# generated code, which Python's compiler nests one level per term.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 
 
 @dataclasses.dataclass
 class SocRun:
     """What one program did on the RTL, and what the model says it does."""
 
-    cycles: int  # from the START write's response to irq, counted by the testbench
-    total: int  # the counters
+    cycles: int  # from the START write's response to irq (of the last queue-load), counted by the testbench
+    total: int  # the counters (summed over the queue-loads)
     compute: int
     stall: int
     error_code: int
@@ -41,6 +46,21 @@ class SocRun:
     dram: np.ndarray  # the DRAM image after the program
     program: GemmProgram
     model: ProgramTiming
+
+
+async def _start(ctx: Any, bus: AxilMaster, dut: SimSystem, base: int, length: int, limit: int, what: str) -> int:
+    """Write QUEUE_BASE, QUEUE_LEN and CTRL.START; the cycles until ``irq`` (at most ``limit``)."""
+    await bus.write_ok(REG["QUEUE_BASE_LO"], base & 0xFFFFFFFF)
+    await bus.write_ok(REG["QUEUE_BASE_HI"], base >> 32)
+    await bus.write_ok(REG["QUEUE_LEN"], length)
+    await bus.write_ok(REG["CTRL"], 1)
+    cycles = 0
+    while not ctx.get(dut.irq):
+        await ctx.tick()
+        cycles += 1
+        if cycles > limit:
+            raise RuntimeError(f"{what} did not end within {limit} cycles")
+    return cycles
 
 
 def small(dataflow: str = "ws", double: bool = True, rows: int = 2, cols: int = 2, bw: float = 2.0,
@@ -52,26 +72,32 @@ def small(dataflow: str = "ws", double: bool = True, rows: int = 2, cols: int = 
 
 def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int = 7, requant: Requant | None = None,
             commands: list[Command] | None = None, dram_extra: int = 0, limit: int = 400_000,
-            queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0) -> SocRun:
+            queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0,
+            queue_depth: int = 256, rate: Fraction | None = None) -> SocRun:
     """Compile ``a @ b`` for ``config``, run it from DRAM, return the counters and DRAM.
 
     ``commands`` replaces the compiled program (malformed programs); ``queue_len`` the length
-    register; ``dram_extra`` adds bytes of DRAM beyond the image.
+    register; ``dram_extra`` adds bytes of DRAM beyond the image. A program longer than
+    ``queue_depth`` runs as the compiler's queue-loads, one START after another's interrupt.
+    ``rate``: the DRAM model paces its beats to that many bytes a cycle, and so does the walk.
     """
     m, k = a.shape
     n = b.shape[1]
-    prog = compile_gemm(config, Gemm(m=m, k=k, n=n), requant=requant is not None, queue_depth=256)
+    prog = compile_gemm(config, Gemm(m=m, k=k, n=n), requant=requant is not None, queue_depth=queue_depth)
     if commands is not None:
-        prog = dataclasses.replace(prog, commands=tuple(commands))
+        prog = dataclasses.replace(prog, commands=tuple(commands), chunks=((0, len(commands)),))
     tensors = {"a": pack_tensor(prog.tensors["a"], a), "b": pack_tensor(prog.tensors["b"], b)}
     if requant is not None:
         tensors["q"] = pack_qparam_lanes(prog.tensors["q"], qparam_fields(requant, n))
     W = prog.data_bytes
     image = program_image(prog, tensors)
     image = np.concatenate([image, np.zeros(dram_extra + (-(len(image) + dram_extra)) % W, np.uint8)])
-    dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=256,
-                    stall_seed=stall_seed)
-    model = program_cycles(config, prog.commands, latency=latency)
+    dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=queue_depth,
+                    stall_seed=stall_seed, rate=None if rate is None else (rate.numerator, rate.denominator))
+    if len(prog.chunks) > 1:
+        model = gemm_program_cycles(config, prog, latency=latency, rate=rate)
+    else:
+        model = program_cycles(config, prog.commands, latency=latency, rate=rate)
     seen: dict[str, Any] = {}
     words = image.reshape(-1, W)
 
@@ -86,24 +112,23 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
         ctx.set(dut.bd_we, 0)
         bus = AxilMaster(ctx, dut)
         await bus.reset()
-        await bus.write_ok(REG["QUEUE_BASE_LO"], queue_base & 0xFFFFFFFF)
-        await bus.write_ok(REG["QUEUE_BASE_HI"], queue_base >> 32)
-        await bus.write_ok(REG["QUEUE_LEN"], len(prog.commands) if queue_len is None else queue_len)
         await bus.write_ok(REG["IRQ_ENABLE"], 0b11)
-        await bus.write_ok(REG["CTRL"], 1)
-        cycles = 0
-        while not ctx.get(dut.irq):
-            await ctx.tick()
-            cycles += 1
-            if cycles > limit:
-                raise RuntimeError(f"the program did not end within {limit} cycles")
-        seen["cycles"] = cycles
-        for name, reg in (("total", "CYCLES_TOTAL"), ("compute", "CYCLES_COMPUTE"), ("stall", "CYCLES_DMA_STALL")):
-            lo = await bus.read_ok(REG[f"{reg}_LO"])
-            seen[name] = lo | await bus.read_ok(REG[f"{reg}_HI"]) << 32
-        seen["code"] = await bus.read_ok(REG["ERROR_CODE"])
-        seen["pc"] = await bus.read_ok(REG["ERROR_PC"])
-        seen["status"] = await bus.read_ok(REG["STATUS"])
+        counters = {"total": 0, "compute": 0, "stall": 0}
+        for i, (first, end) in enumerate(prog.chunks):
+            if i:
+                await bus.write_ok(REG["IRQ_STATUS"], 0b11)
+            seen["cycles"] = await _start(ctx, bus, dut, queue_base + first * 32,
+                                          end - first if queue_len is None else queue_len, limit, "the program")
+            for name, reg in (("total", "CYCLES_TOTAL"), ("compute", "CYCLES_COMPUTE"),
+                              ("stall", "CYCLES_DMA_STALL")):
+                lo = await bus.read_ok(REG[f"{reg}_LO"])
+                counters[name] += lo | await bus.read_ok(REG[f"{reg}_HI"]) << 32
+            seen["code"] = await bus.read_ok(REG["ERROR_CODE"])
+            seen["pc"] = await bus.read_ok(REG["ERROR_PC"])
+            seen["status"] = await bus.read_ok(REG["STATUS"])
+            if seen["code"]:
+                break
+        seen.update(counters)
         out = bytearray()
         for i in range(len(words)):
             ctx.set(dut.bd_addr, i)
@@ -136,10 +161,11 @@ class ChainRun:
 
 
 def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requants: list[Requant], *,
-                  reuse: bool, latency: int = 7, limit: int = 400_000) -> ChainRun:
+                  reuse: bool, latency: int = 7, limit: int = 400_000, rate: Fraction | None = None) -> ChainRun:
     """Run ``a @ bs[0]`` requantised, its output ``@ bs[1]``, ...: with ``reuse`` the chain's
     programs of ``perf_model._reuse_programs`` (outputs kept on chip where they fit), else every layer
-    through DRAM (the testbench copies each output into the next op's A)."""
+    through DRAM (the testbench copies each output into the next op's A). ``rate``: a paced DRAM
+    (as :func:`run_soc`)."""
     from perf_model._reuse_programs import compile_chain
 
     gemms = [Gemm(m=a.shape[0], k=b.shape[0], n=b.shape[1]) for b in bs]
@@ -153,7 +179,8 @@ def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requ
         image = program_image(prog, tensors)
         images.append(np.concatenate([image, np.zeros(-len(image) % W, np.uint8)]))
     words = max(len(img) for img in images) // W
-    dut = SimSystem(config, latency=latency, dram_words=max(2, words), queue_depth=256)
+    dut = SimSystem(config, latency=latency, dram_words=max(2, words), queue_depth=256,
+                    rate=None if rate is None else (rate.numerator, rate.denominator))
     seen: dict[str, Any] = {"totals": [], "codes": []}
 
     async def bench(ctx: Any) -> None:
@@ -171,17 +198,8 @@ def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requ
                 ctx.set(dut.bd_we, 1)
                 await ctx.tick()
             ctx.set(dut.bd_we, 0)
-            await bus.write_ok(REG["QUEUE_BASE_LO"], 0)
-            await bus.write_ok(REG["QUEUE_BASE_HI"], 0)
-            await bus.write_ok(REG["QUEUE_LEN"], len(prog.commands))
             await bus.write_ok(REG["IRQ_ENABLE"], 0b11)
-            await bus.write_ok(REG["CTRL"], 1)
-            cycles = 0
-            while not ctx.get(dut.irq):
-                await ctx.tick()
-                cycles += 1
-                if cycles > limit:
-                    raise RuntimeError(f"program {i} did not end within {limit} cycles")
+            await _start(ctx, bus, dut, 0, len(prog.commands), limit, f"program {i}")
             lo = await bus.read_ok(REG["CYCLES_TOTAL_LO"])
             seen["totals"].append(lo | await bus.read_ok(REG["CYCLES_TOTAL_HI"]) << 32)
             seen["codes"].append(await bus.read_ok(REG["ERROR_CODE"]))
@@ -198,5 +216,5 @@ def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requ
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    models = [program_cycles(config, p.commands, latency=latency).total for p in programs]
+    models = [program_cycles(config, p.commands, latency=latency, rate=rate).total for p in programs]
     return ChainRun(seen["out"], seen["totals"], models, plan.regions, programs, seen["codes"])

@@ -4,6 +4,10 @@ equal to the walk's, with reuse on and off."""
 
 from __future__ import annotations
 
+import dataclasses
+from fractions import Fraction
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -11,6 +15,7 @@ from system_testlib import run_soc_chain, small
 
 from accel_dse.commands import Buffer, Opcode
 from accel_dse.config import ArrayConfig
+from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads import Requant, output_stage
 
 
@@ -55,6 +60,29 @@ def test_a_three_layer_chain_kept_on_chip_is_bit_exact_and_takes_the_walks_cycle
     # WS double buffered, the tiles split M, so the in-place reads need the RUN's a_stride.
     assert dataflow != "ws" or not double or any(c.opcode == Opcode.RUN and c["a_stride"] != c["m"]
                                                  for p in on.programs[1:] for c in p.commands)
+
+
+def test_a_chain_kept_on_chip_on_a_paced_64_byte_bus_takes_the_walks_cycles():
+    """32 x 32 int16 on a 64-byte bus paced to 48.57 B/cycle: MOVE and in-place reads with two
+    commands a beat and the beats on credit."""
+    config = dataclasses.replace(small("ws", True, rows=32, cols=32, bw=48.57), input_bits=16, acc_bits=48,
+                                 clock_mhz=500.0, ifmap_sram_kib=16, weight_sram_kib=8, ofmap_sram_kib=16)
+    rate = dram_rate(config)
+    assert axi_data_bytes(config) == 64 and rate == Fraction(4857, 100)
+    rng = np.random.default_rng(5)
+    a = rng.integers(-1 << 15, 1 << 15, (40, 32))
+    bs = [rng.integers(-1 << 15, 1 << 15, (32, 32)), rng.integers(-1 << 15, 1 << 15, (32, 24))]
+    rqs = [Requant(multiplier=(1 << 30,), shift=(18,), bias=(-9,), zero_point=2, act_min=-30_000, act_max=30_000,
+                   bits=16) for _ in bs]
+    run = run_soc_chain(config, a, bs, rqs, reuse=True, rate=rate)
+    assert run.regions[0] is not None and run.codes == [0, 0]
+    with jax.enable_x64(True):
+        x = a
+        for b, rq in zip(bs, rqs, strict=True):
+            acc = jnp.matmul(jnp.asarray(x, jnp.int16), jnp.asarray(b, jnp.int16), preferred_element_type=jnp.int64)
+            x = np.asarray(output_stage(acc, rq)).astype(np.int64)
+    np.testing.assert_array_equal(run.out, x)
+    assert run.totals == run.models
 
 
 def test_input_stationary_reads_a_k_split_input_in_place_through_its_column_fold_stride():

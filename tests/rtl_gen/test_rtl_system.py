@@ -8,7 +8,9 @@ and malformed programs (an error status, never a hang or a write outside the ten
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -24,7 +26,9 @@ from accel_dse.commands import (
     Command,
     Opcode,
 )
-from perf_model import plan_tiles
+from accel_dse.config import ArrayConfig
+from perf_model import plan_tiles, program_timing
+from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads import Requant, output_stage
 from workloads.ops import Gemm
 
@@ -139,6 +143,100 @@ def test_input_stationary_keeps_the_bus_within_one_parameter_lane():
     assert run.error_code == 0
     np.testing.assert_array_equal(result(run), np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64))
     assert run.total == run.model.total
+
+
+def _wide_bus() -> ArrayConfig:
+    """A design on a 64-byte bus: 32 x 32 int16 (a row of inputs is 64 bytes) asking 64 B/cycle."""
+    return dataclasses.replace(small("ws", True, rows=32, cols=32, bw=64), input_bits=16, acc_bits=48,
+                               clock_mhz=500.0, ifmap_sram_kib=4, weight_sram_kib=4, ofmap_sram_kib=16)
+
+
+# (m, k, n), requantised, queue depth, program length parity: two commands a beat, so an odd
+# length reads one command's bytes past the program; a short queue splits it into queue-loads.
+_WIDE = [((30, 70, 20), False, 256, "even"), ((30, 70, 20), True, 256, "odd"), ((8, 70, 40), False, 4, "odd")]
+
+
+@pytest.mark.parametrize("gemm,requant,queue_depth,parity", _WIDE)
+def test_a_64_byte_bus_fetches_two_commands_a_beat_bit_exact_in_the_models_cycles(gemm, requant, queue_depth,
+                                                                                    parity):
+    m, k, n = gemm
+    rng = np.random.default_rng(m + k)
+    a, b = rng.integers(-1 << 15, 1 << 15, (m, k)), rng.integers(-1 << 15, 1 << 15, (k, n))
+    rq = Requant(multiplier=(1 << 30,), shift=(20,), bias=(-7,), zero_point=3, act_min=-30_000, act_max=29_000,
+                 bits=16) if requant else None
+    run = run_soc(_wide_bus(), a, b, requant=rq, queue_depth=queue_depth)
+    prog = run.program
+    assert prog.data_bytes == 64
+    assert (prog.chunks[-1][1] - prog.chunks[-1][0]) % 2 == (parity == "odd")  # the last queue-load's
+    assert len(prog.chunks) == (1 if queue_depth >= len(prog.commands) else -(-len(prog.commands) // queue_depth))
+    assert run.error_code == 0
+    with jax.enable_x64(True):
+        acc = np.asarray(jnp.matmul(jnp.asarray(a, jnp.int16), jnp.asarray(b, jnp.int16),
+                                    preferred_element_type=jnp.int64))
+        want = np.asarray(output_stage(acc, rq)).astype(np.int64) if rq is not None else acc
+    np.testing.assert_array_equal(result(run), want)
+    assert run.total == run.model.total and run.compute == run.model.compute and run.stall == run.model.stall
+
+
+# A memory slower than the bus: (dataflow, double buffered, rate in bytes a cycle on a 4-byte bus, latency, requant).
+_PACED = [("ws", True, Fraction(3), 7, False), ("os", False, Fraction(5, 2), 3, True),
+          ("is", True, Fraction(7, 3), 1, False), ("ws", False, Fraction(1, 3), 7, True)]
+
+
+@pytest.mark.parametrize("dataflow,double,rate,latency,requant", _PACED)
+def test_a_paced_dram_moves_beats_on_credit_and_the_walk_counts_every_cycle(dataflow, double, rate, latency,
+                                                                            requant):
+    a, b = _operands(24, 20, 8, seed=int(rate * 6))
+    rq = Requant(multiplier=(1 << 30,), shift=(5,), bias=(3,), zero_point=1, act_min=-100, act_max=110)
+    config = small(dataflow, double, rows=4, cols=4, bw=4)
+    runs = {paced: run_soc(config, a, b, latency=latency, rate=rate if paced else None,
+                           requant=rq if requant else None) for paced in (False, True)}
+    want = np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64) if requant else _jax(a, b)
+    for run in runs.values():
+        assert run.error_code == 0
+        np.testing.assert_array_equal(result(run), want)
+        assert run.total == run.model.total and run.stall == run.model.stall
+    moved = sum(c["rows"] * c["words"] for c in runs[True].program.commands if c.opcode in (Opcode.LOAD, Opcode.STORE))
+    assert runs[True].total - runs[False].total >= moved * (4 / rate - 1) / 2  # the beats really wait
+
+
+@pytest.mark.parametrize("rate", [Fraction(1, 3), Fraction(5, 2), Fraction(7, 3)])
+def test_a_store_right_after_a_load_waits_for_the_credit_the_reads_left(rate):
+    # The compiler never issues a STORE right after a LOAD; by hand, the first write beats find the
+    # credit the last read beats left (a read beat spends it the cycle before it arrives).
+    config = small("ws", True, rows=4, cols=4, bw=4)
+    a, b = _operands(4, 4, 4)
+    tensors = run_soc(config, a, b).program.tensors
+    program = [_cmd(Opcode.LOAD, buffer=Buffer.IFMAP, dram_addr=tensors["a"].base, dram_stride=0, rows=1, words=4,
+                    buf_addr=0, row_step=0, word_step=1),
+               _cmd(Opcode.STORE, buffer=Buffer.OFMAP, dram_addr=tensors["c"].base, dram_stride=0, rows=1, words=3,
+                    buf_addr=0, row_step=0, word_step=1),
+               _cmd(Opcode.LOAD, buffer=Buffer.WEIGHT, dram_addr=tensors["b"].base, dram_stride=0, rows=1, words=2,
+                    buf_addr=0, row_step=0, word_step=1),
+               _cmd(Opcode.STORE, buffer=Buffer.OFMAP, dram_addr=tensors["c"].base, dram_stride=0, rows=1, words=1,
+                    buf_addr=0, row_step=0, word_step=1)]  # the program ends when this store does
+    run = run_soc(config, a, b, commands=program, latency=2, rate=rate)
+    assert run.error_code == 0
+    assert run.total == run.model.total
+
+
+def test_tpu_v1s_ddr3_rate_on_a_64_byte_bus_in_the_walks_cycles():
+    """48.57 B/cycle (``tpu-v1``'s DDR3 at 700 MHz) round up to a 64-byte bus, which the DRAM
+    model paces to 4857/100 bytes a cycle; requantised, in several queue-loads."""
+    config = dataclasses.replace(_wide_bus(), dram_bytes_per_cycle=48.57)
+    rate = dram_rate(config)
+    assert rate == Fraction(4857, 100) and axi_data_bytes(config) == 64
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-1 << 15, 1 << 15, (8, 70)), rng.integers(-1 << 15, 1 << 15, (70, 40))
+    rq = Requant(multiplier=(1 << 30,), shift=(20,), bias=(-7,), zero_point=3, act_min=-30_000, act_max=29_000,
+                 bits=16)
+    run = run_soc(config, a, b, requant=rq, queue_depth=4, rate=rate)
+    assert len(run.program.chunks) > 1 and run.error_code == 0
+    with jax.enable_x64(True):
+        acc = jnp.matmul(jnp.asarray(a, jnp.int16), jnp.asarray(b, jnp.int16), preferred_element_type=jnp.int64)
+        np.testing.assert_array_equal(result(run), np.asarray(output_stage(acc, rq)).astype(np.int64))
+    assert run.total == run.model.total and run.stall == run.model.stall
+    assert run.total > program_timing.gemm_program_cycles(config, run.program, latency=7).total
 
 
 @pytest.mark.parametrize("dataflow,double", [("ws", True), ("os", False), ("is", True)])

@@ -49,6 +49,19 @@ def test_double_buffering_and_a_wider_bus_are_faster_in_rtl_as_the_model_says(si
     assert totals[(True, 4.0)] < totals[(True, 1.0)]
 
 
+def test_a_memory_slower_than_the_bus_is_paced_in_rtl_exactly_as_the_walk(sim_cache):
+    # 3 B/cycle asks a 4-byte bus: the DRAM model moves a beat only on 4 bytes of credit.
+    totals = {}
+    for bw in (4.0, 3.0):
+        report = simulate(_tiny("ws", True, dram_bytes_per_cycle=bw), "gemm:m=48,k=40,n=24,requant=1",
+                          simulator="icarus", work_dir=sim_cache)
+        (op,) = report.ops
+        assert op.status == "pass" and op.total_cycles_match, op.reason
+        assert any("paced to 3 bytes per cycle" in note for note in report.notes) == (bw == 3.0), report.notes
+        totals[bw] = op.cycles_total_rtl
+    assert totals[3.0] > totals[4.0]
+
+
 def test_the_json_report_carries_the_total_cycle_fields(run_cli, sim_cache):
     code, out, err = run_cli("simulate", "--design", "tiny", "--workload", "gemm:m=16,k=24,n=12", "--simulator",
                              "icarus", "--json", "--work-dir", str(sim_cache))
