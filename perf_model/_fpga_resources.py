@@ -116,17 +116,19 @@ def pe_resources(config: ArrayConfig) -> dict[str, int]:
 def _output_stage_arrays(d: DesignArrays) -> tuple[np.ndarray, np.ndarray]:
     ab = np.maximum(d.acc_bits, 32)
     wider_out = d.input_bits - 8  # the lanes' outputs are input_bits wide
-    cells = 879.0 + (952.0 - 879.0) / 16.0 * (ab - 32) + (917.0 - 952.0) / 8.0 * wider_out
-    return d.cols * cells, d.cols * (101.0 + (133.0 - 101.0) / 8.0 * wider_out)
+    cells = 619.0 + (711.0 - 619.0) / 16.0 * (ab - 32) + (678.0 - 711.0) / 8.0 * wider_out
+    ffs = 428.0 + (430.0 - 428.0) / 16.0 * (ab - 32) + (558.0 - 430.0) / 8.0 * wider_out
+    return d.cols * cells, d.cols * ffs
 
 
 def output_stage_resources(config: ArrayConfig) -> tuple[float, float]:
     """Logic cells and FFs of the ``C`` output-stage lanes.
 
-    ``synth_ecp5`` of one ``rtl_gen.OutputStage`` lane (Yosys 0.70): 561 LUT4 + 159 CCU2C (2 cells
-    each) = 879 cells and 101 FFs at 32-bit accumulators and 8-bit outputs, 600 + 176 = 952
-    cells at 48-bit accumulators (the same FFs), 565 + 176 = 917 cells and 133 FFs at 48-bit
-    accumulators and 16-bit outputs; linear in ``acc_bits`` and in the output width between.
+    ``synth_ecp5`` of one ``rtl_gen.OutputStage`` lane, six register stages (Yosys 0.70): 499 LUT4
+    + 60 CCU2C (2 cells each) = 619 cells and 428 FFs at 32-bit accumulators and 8-bit outputs,
+    591 + 2 * 60 = 711 cells and 430 FFs at 48-bit accumulators, 526 + 2 * 76 = 678 cells and 558
+    FFs at 48-bit accumulators and 16-bit outputs; linear in ``acc_bits`` and in the output width
+    between.
     """
     luts, ffs = _output_stage_arrays(DesignArrays.from_configs([config]))
     return float(luts[0]), float(ffs[0])
