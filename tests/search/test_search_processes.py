@@ -141,7 +141,8 @@ def _wait_mid_trial_any(url: str, proc: subprocess.Popen, timeout: float = 90) -
                        if t.state == TrialState.RUNNING and len(t.params) == N_FREE]
             done = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
             if running and len(done) >= 2:
-                return running[0].number
+                # the newest: with two jobs the older one may finish before the signal lands
+                return max(running, key=lambda t: t.datetime_start).number
         time.sleep(0.05)
     raise AssertionError("no trial was ever running")
 
