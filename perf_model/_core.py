@@ -31,7 +31,7 @@ from perf_model._problem import (
     row_index,
     take_rows,
 )
-from perf_model._reuse import candidate_links, flags_from_links
+from perf_model._reuse import candidate_links, flags_from_links, ifmap_depth
 from perf_model._schedule import Schedule, op_cycles, schedule
 from perf_model._technology import nominal_vdd, supply_voltage
 from perf_model._tiling import ORDERS, Tiling, choose_tiles, gemm_tile, smallest_fits, unfit_tiling
@@ -148,9 +148,7 @@ def evaluate_block(
     a_chip = None if a_on_chip is None or not a_on_chip.any() else a_on_chip.reshape(-1)
     c_chip = None if c_on_chip is None or not c_on_chip.any() else c_on_chip.reshape(-1)
     if ifmap_reserve is not None:
-        whole = rep(buffer_words(d.dataflow, d.rows, d.cols, d.input_bits, d.acc_bits, kib,
-                                 np.zeros(nd, dtype=bool))[0])
-        left = np.maximum(whole - np.asarray(ifmap_reserve, dtype=np.int64).reshape(-1), 0)
+        left = np.maximum(rep(ifmap_depth(d)) - np.asarray(ifmap_reserve, dtype=np.int64).reshape(-1), 0)
         buf[0] = np.where(rep(d.double_buffered), left // 2, left)
     if a_chip is not None:  # A is in the ifmap already: its tiles take no room
         buf[0] = np.where(a_chip, _NO_LIMIT, buf[0])

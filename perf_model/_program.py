@@ -68,6 +68,7 @@ from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
 from perf_model import timing
 from perf_model._plan import plan_tiles
+from perf_model._reuse import can_move
 from workloads.ops import Gemm
 
 __all__ = ["TensorLayout", "GemmProgram", "compile_gemm", "output_major", "reuse_possible", "QPARAM_CHANNELS",
@@ -185,10 +186,10 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
                          f"weight-stationary array with rows == cols, or an input-stationary one")
     if c_region is not None and not requant:
         raise ModelError("only a requantised output can stay on chip (c_region needs requant)")
-    depth_a = _buffer_depths(config)[0]
-    reserve = 0 if ifmap_words is None else depth_a - ifmap_words
-    if not 0 <= reserve < depth_a:
-        raise ModelError(f"ifmap_words must be in 1 .. {depth_a}, not {ifmap_words}")
+    depths = _buffer_depths(config)
+    reserve = 0 if ifmap_words is None else depths[0] - ifmap_words
+    if not 0 <= reserve < depths[0]:
+        raise ModelError(f"ifmap_words must be in 1 .. {depths[0]}, not {ifmap_words}")
     plan = plan_tiles(config, gemm, ifmap_reserve=reserve, a_on_chip=a_region is not None)
     if not plan.feasible:
         raise ModelError(f"design {config.short_name()} cannot run {gemm.m}x{gemm.k}x{gemm.n}: {plan.reason}")
@@ -218,7 +219,7 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
         q_lanes = n if config.dataflow is Dataflow.IS else _align(n, config.cols)
         tensors["q"] = TensorLayout("q", base, 1, q_lanes, 16, False, (1, n))
         base = _align(base + tensors["q"].nbytes, PAGE)
-    depth = dict(zip(("a", "b", "c"), _buffer_depths(config), strict=True))
+    depth = dict(zip(("a", "b", "c"), depths, strict=True))
     depth["a"] -= reserve
     half = {b: (d // 2 if config.double_buffered else 0) for b, d in depth.items()}
     cmds = _Builder(config, tensors, lanes, W, (m, k, n), a_region, c_region)
@@ -243,11 +244,9 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
 
 
 def reuse_possible(config: ArrayConfig) -> bool:
-    """Whether ``config`` can keep a layer's output on chip as the next layer's input: a ``MOVE``
-    needs ifmap and ofmap words of equal lanes (WS with ``R == C``; IS, whose ifmap words have
-    ``C`` lanes like the ofmap's), and an output word must be a word of the next ``A`` (OS holds
-    ``A`` transposed)."""
-    return config.dataflow is Dataflow.IS or (config.dataflow is Dataflow.WS and config.rows == config.cols)
+    """Whether ``config`` can keep a layer's output on chip as the next layer's input
+    (:func:`perf_model._reuse.can_move`, the model's rule)."""
+    return bool(can_move(timing.dataflow_code(config.dataflow.value), config.rows, config.cols))
 
 
 def _buffer_depths(config: ArrayConfig) -> tuple[int, int, int]:
@@ -311,16 +310,15 @@ class _Builder:
 
     def run(self, tile: tuple[int, ...], bases: dict[str, int], *, wait_dma: bool = True) -> Command:
         m0, m1, k0, k1, n0, n1, acc = tile
-        x, y = ("b", "a") if self.config.dataflow is Dataflow.IS else ("a", "b")
+        is_ = self.config.dataflow is Dataflow.IS
+        x, y = ("b", "a") if is_ else ("a", "b")
+        stride: dict[str, int] = {}
         if self.a_region is not None:  # A read in place: WS, its k-folds M apart; IS, its m-folds K apart
-            is_ = self.config.dataflow is Dataflow.IS
             at = self.a_region + (m0 // self.config.cols * self.k + k0 if is_ else k0 // self.config.rows * self.m + m0)
             bases = {**bases, "a": at}
-            return Command.make(Opcode.RUN, wait_dma=wait_dma, m=m1 - m0, k=k1 - k0, n=n1 - n0, accumulate=int(acc),
-                                a_stride=self.k if is_ else self.m, x_base=bases[x], y_base=bases[y],
-                                o_base=bases["c"])
+            stride["a_stride"] = self.k if is_ else self.m
         return Command.make(Opcode.RUN, wait_dma=wait_dma, m=m1 - m0, k=k1 - k0, n=n1 - n0, accumulate=int(acc),
-                            x_base=bases[x], y_base=bases[y], o_base=bases["c"])
+                            x_base=bases[x], y_base=bases[y], o_base=bases["c"], **stride)
 
     def store(self, tile: tuple[int, ...], base: int, requant: bool, *, wait_run: bool,
               part: tuple[int, int] | None = None) -> Command:

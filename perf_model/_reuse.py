@@ -5,7 +5,7 @@ Link ``i`` (op ``i``'s output is op ``i + 1``'s ``A`` as is: ``OpArrays.link``) 
 ifmap on a design when
 
 * the design can move an output into its ifmap and read it as ``A`` in place: weight stationary
-  with ``rows == cols``, or input stationary (``perf_model._program.reuse_possible``);
+  with ``rows == cols``, or input stationary (:func:`can_move`);
 * op ``i`` is requantised, and its output, ``S = M * ceil(N / R)`` (WS) or ``ceil(M / C) * N``
   (IS) ifmap words, takes at most half of the ifmap (the next link's region goes in the other half);
 * op ``i`` can be tiled with its ``A`` in the ifmap words below that region (as the first op of
@@ -18,6 +18,7 @@ Then op ``i`` moves its output into the ifmap (``c_on_chip``), op ``i + 1`` load
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,9 @@ from perf_model._designs import DesignArrays
 from perf_model._ops import OpArrays
 from perf_model._problem import buffer_words
 
-__all__ = ["ReuseFlags", "candidate_links", "flags_from_links"]
+__all__ = ["ReuseFlags", "can_move", "region_words", "ifmap_depth", "candidate_links", "flags_from_links"]
+
+_WS, _IS = 0, 2  # dataflow codes (perf_model.timing)
 
 
 @dataclass(frozen=True)
@@ -38,13 +41,20 @@ class ReuseFlags:
     reserve: np.ndarray
 
 
-def region_words(designs: DesignArrays, ops: OpArrays) -> np.ndarray:
-    """``(designs, ops)`` ifmap words of each op's output as the next ``A``: ``M * ceil(N / R)``
-    (WS), ``ceil(M / C) * N`` (IS)."""
-    m, n = ops.gemm[0][None, :], ops.gemm[2][None, :]
-    ws = m * np.ceil(n / designs.rows[:, None])
-    is_ = np.ceil(m / designs.cols[:, None]) * n
-    return np.where((designs.dataflow == 2)[:, None], is_, ws)
+def can_move(dataflow: Any, rows: Any, cols: Any) -> np.ndarray:
+    """Whether a design can keep a layer's output on chip as the next layer's input (dataflow
+    codes; arrays or scalars, broadcast): a ``MOVE`` needs ifmap and ofmap words of equal lanes
+    (WS with ``R == C``; IS, whose ifmap words have ``C`` lanes like the ofmap's), and an output
+    word must be a word of the next ``A`` (OS holds ``A`` transposed)."""
+    dataflow, rows, cols = np.asarray(dataflow), np.asarray(rows), np.asarray(cols)
+    return ((dataflow == _WS) & (rows == cols)) | (dataflow == _IS)
+
+
+def region_words(dataflow: Any, rows: Any, cols: Any, m: Any, n: Any) -> np.ndarray:
+    """Ifmap words an ``m x n`` output takes as the next layer's ``A`` (broadcast): ``M * ceil(N /
+    R)`` (WS), ``ceil(M / C) * N`` (IS)."""
+    m, n = np.asarray(m, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    return np.where(np.asarray(dataflow) == _IS, np.ceil(m / cols) * n, m * np.ceil(n / rows))
 
 
 def ifmap_depth(designs: DesignArrays) -> np.ndarray:
@@ -57,9 +67,11 @@ def ifmap_depth(designs: DesignArrays) -> np.ndarray:
 def candidate_links(designs: DesignArrays, ops: OpArrays) -> tuple[np.ndarray, np.ndarray]:
     """``(candidate, size)``: ``(designs, ops)`` links that meet every rule but the tiling's, and
     their region words."""
-    size = region_words(designs, ops)
-    can = ((designs.dataflow == 0) & (designs.rows == designs.cols)) | (designs.dataflow == 2)
-    ok = can[:, None] & ops.link[None, :] & ops.requant[None, :] & (2 * size <= ifmap_depth(designs)[:, None])
+    d = designs
+    size = region_words(d.dataflow[:, None], d.rows[:, None], d.cols[:, None], ops.gemm[0][None, :],
+                        ops.gemm[2][None, :])
+    ok = (can_move(d.dataflow, d.rows, d.cols)[:, None] & ops.link[None, :] & ops.requant[None, :]
+          & (2 * size <= ifmap_depth(d)[:, None]))
     return ok, np.where(ok, size, 0.0)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
+from perf_model import _reuse, timing
 from perf_model._plan import plan_tiles
 from perf_model._program import QUEUE_DEPTH, GemmProgram, _buffer_depths, compile_gemm, reuse_possible
 from workloads.ops import Gemm
@@ -33,11 +34,10 @@ __all__ = ["ChainPlan", "compile_chain", "region_words"]
 
 
 def region_words(config: ArrayConfig, gemm: Gemm) -> int:
-    """Ifmap words ``gemm``'s output takes as the next layer's ``A``: ``M * ceil(N / R)`` (WS),
-    ``ceil(M / C) * N`` (IS)."""
-    if config.dataflow.value == "is":
-        return -(-gemm.m // config.cols) * gemm.n
-    return gemm.m * -(-gemm.n // config.rows)
+    """Ifmap words ``gemm``'s output takes as the next layer's ``A`` (the model's
+    :func:`perf_model._reuse.region_words`)."""
+    return int(_reuse.region_words(timing.dataflow_code(config.dataflow.value), config.rows, config.cols, gemm.m,
+                                   gemm.n))
 
 
 @dataclass(frozen=True)

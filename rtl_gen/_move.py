@@ -19,7 +19,12 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.errors import ConfigError
 
-__all__ = ["MoveEngine"]
+__all__ = ["MoveEngine", "MOVE_FIELDS"]
+
+#: The ``MOVE`` command's fields the engine takes (its inputs besides ``start``), as named in
+#: ``accel_dse.commands.FIELDS``.
+MOVE_FIELDS = ("rows", "words", "q_by_row", "buf_addr", "row_step", "word_step", "dst_addr", "dst_row_step",
+               "dst_word_step")
 
 
 class MoveEngine(wiring.Component):

@@ -48,6 +48,7 @@ from accel_dse.errors import ConfigError
 
 from ._axi import ADDR_BITS
 from ._dma import TRANSFER_BITS
+from ._move import MOVE_FIELDS
 
 __all__ = ["Sequencer", "COUNTER_BITS"]
 
@@ -193,9 +194,7 @@ class Sequencer(wiring.Component):
             self.run.m.eq(_field(cmd, "m")), self.run.k.eq(_field(cmd, "k")), self.run.n.eq(_field(cmd, "n")),
             self.run.accumulate.eq(_field(cmd, "accumulate")), self.run.x_base.eq(_field(cmd, "x_base")),
             self.run.a_stride.eq(_field(cmd, "a_stride")),
-            *(getattr(self.mv, name).eq(_field(cmd, name)) for name in (
-                "rows", "words", "q_by_row", "buf_addr", "row_step", "word_step", "dst_addr", "dst_row_step",
-                "dst_word_step")),
+            *(getattr(self.mv, name).eq(_field(cmd, name)) for name in MOVE_FIELDS),
             self.run.y_base.eq(_field(cmd, "y_base")), self.run.o_base.eq(_field(cmd, "o_base")),
         ]
         with m.FSM():

@@ -35,7 +35,7 @@ from accel_dse.config import ArrayConfig, Dataflow
 from ._axi import axi4_channels, axi4_signature
 from ._csr import ControlRegisters
 from ._dma import DmaLoad, DmaStore
-from ._move import MoveEngine
+from ._move import MOVE_FIELDS, MoveEngine
 from ._output_stage import param_fields
 from ._pe import Fault
 from ._sequencer import Sequencer
@@ -156,8 +156,7 @@ class AxiAccelerator(wiring.Component):
                 m.d.comb += getattr(engine, name).eq(getattr(ctl, name))
             m.d.comb += [ctl.busy.eq(engine.busy), ctl.axi_error.eq(engine.axi_error)]
         m.d.comb += [st.requant.eq(seq.st.requant), st.q_by_row.eq(seq.st.q_by_row)]
-        for name in ("start", "rows", "words", "q_by_row", "buf_addr", "row_step", "word_step", "dst_addr",
-                     "dst_row_step", "dst_word_step"):
+        for name in ("start", *MOVE_FIELDS):
             m.d.comb += getattr(mv, name).eq(getattr(seq.mv, name))
         m.d.comb += seq.mv.busy.eq(mv.busy)
         m.d.comb += [seq.cmd_we.eq(ld.word_we), seq.cmd_addr.eq(ld.word_addr), seq.cmd_data.eq(ld.word)]

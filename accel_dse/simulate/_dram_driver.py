@@ -101,13 +101,16 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     jobs: list[DramJob] = []
     ops_meta: list[dict[str, Any]] = []
     images: dict[str, np.ndarray] = {}
-    chain_programs, plan = _chain_programs(design, selected, scale) if chained and reuse else (None, None)
+    fulls = [op.to_gemm() for _, op, _ in selected]
+    gemms = [workloads.Gemm(m=max(1, math.ceil(f.m * scale)), k=f.k, n=f.n, name=f.name)  # one instance, M scaled
+             for f in fulls]
+    chain_programs, plan = _chain_programs(design, gemms) if chained and reuse else (None, None)
     for index, (name, op, _count) in enumerate(selected):
-        full = op.to_gemm()
+        full = fulls[index]
         rq = op.requant
-        m = max(1, math.ceil(full.m * scale))
+        gemm = gemms[index]
+        m = gemm.m
         batch = max(1, math.ceil(full.batch * scale))
-        gemm = workloads.Gemm(m=m, k=full.k, n=full.n, name=full.name)
         plan_runs(design, gemm, name)  # an infeasible design: the model's reason, as on the host port
         try:
             program = chain_programs[index] if chain_programs is not None else \
@@ -132,27 +135,22 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
             instances.append({"chunks": chunks, "limit": 4 * timing.total + 10_000,
                               "a": layout_dict(program.tensors["a"]), "c": layout_dict(program.tensors["c"])})
         a_on_chip = plan is not None and plan.a_region(index) is not None
+        c_on_chip = plan is not None and plan.c_region(index) is not None
         ops_meta.append({"name": name, "a_src": index - 1 if chained and index > 0 and not a_on_chip else -1,
-                         "on_chip": plan is not None and plan.c_region(index) is not None,
-                         "instances": instances})
+                         "on_chip": c_on_chip, "instances": instances})
         jobs.append(DramJob(index, name, gemm, {"m": full.m, "batch": full.batch}
                             if (m, batch) != (full.m, full.batch) else None, expected, program.tensors["c"],
                             timing.compute, timing.total, timing.stall, len(program.runs),
                             design.acc_bits if rq is None else design.input_bits,
-                            kept_on_chip=plan is not None and plan.c_region(index) is not None))
+                            kept_on_chip=c_on_chip))
     meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta}
     return jobs, DramProgram(meta, images)
 
 
-def _chain_programs(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float) -> tuple[Any, Any]:
-    """The programs of a chained network compiled as one chain (on-chip reuse), and its plan."""
+def _chain_programs(design: ArrayConfig, gemms: list[Any]) -> tuple[Any, Any]:
+    """The programs of a chained network's GEMMs compiled as one chain (on-chip reuse), and its plan."""
     from perf_model._reuse_programs import compile_chain
-    from workloads import Gemm
 
-    gemms = []
-    for name, op, _ in selected:
-        full = op.to_gemm()
-        gemms.append(Gemm(m=max(1, math.ceil(full.m * scale)), k=full.k, n=full.n, name=full.name or name))
     try:
         plan, programs = compile_chain(design, gemms, [True] * len(gemms))
     except ModelError as exc:
