@@ -187,7 +187,7 @@ def export_design(
         *((("fpga.json", json_text(fpga_doc)), ("fpga_flow.sh", fpga_script(fpga_doc))) if fpga_doc else ()),
         ("README.md", readme_text(manifest, synth_doc, fpga_doc)),
     ]
-    with atomic_dir(out, force=force) as tmp:
+    with atomic_dir(out, kind="export", force=force) as tmp:
         for name, text in files:
             _write(tmp, name, text)
     say(f"wrote {len(files)} files to {final}")

@@ -5,35 +5,47 @@ it, which is renamed to ``DIR`` at the end or removed on any error (an interrupt
 report leaves no half-written ``DIR``). Nothing is written outside ``DIR`` and that temp dir: the
 parent directory must already exist.
 
-Every output directory holds a marker file, :data:`MARKER`, listing the files accel-dse wrote
-into it. An existing empty ``DIR`` is replaced; a non-empty one only with ``force`` and only when
-it is an earlier accel-dse output: its marker is there and it holds nothing but the files the
-marker lists (and what an export's own ``run.py`` makes: :data:`RUNNER_FILES`). ``force`` never
-deletes a file accel-dse did not write. The file system root, the home directory, the current
-directory and its parents, and mount points are refused whatever ``force`` says. A replaced
-directory is moved aside to ``.DIR.old-XXXX``, the new one renamed in, then the old one deleted
-(if the rename fails the old one is put back).
+Every output directory holds a marker file, :data:`MARKER`, that records each file accel-dse
+wrote into it with its size and SHA-256, and which kind of output it is (``export`` or
+``report``). An existing empty ``DIR`` is replaced; a non-empty one only with ``force``, and only
+when every file in it (at any depth) still matches that record. The one exception is an export's
+build folder, :data:`BUILD_DIR`: the export's own ``run.py`` builds there and records what it
+wrote in :data:`BUILD_MANIFEST`, and those files must match that record the same way. Anything
+else (an unlisted or changed file, a symbolic link, a marker that is missing, unreadable or of
+another format) refuses, naming the file. ``force`` never deletes a file accel-dse did not write.
+The file system root, the home directory, the current directory and its parents, and mount points
+are refused whatever ``force`` says. A replaced directory is moved aside to ``.DIR.old-XXXX`` and
+checked again there (nothing can be added to it under its old name any more), the new one renamed
+in, then the old one deleted; if anything fails the old one is put back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from accel_dse.errors import ExportError
 
-__all__ = ["check_out_dir", "atomic_dir", "MARKER", "RUNNER_FILES"]
+__all__ = ["check_out_dir", "atomic_dir", "MARKER", "BUILD_DIR", "BUILD_MANIFEST", "MARKER_FORMAT", "file_record"]
 
 #: The marker file of every directory :func:`atomic_dir` creates (JSON: who wrote it, which files).
 MARKER = ".accel-dse-output"
-#: What an export's standalone ``run.py`` creates inside the export (may be replaced with it).
-RUNNER_FILES = ("sim_build", "__pycache__")
-_FORCE_RULE = "--force replaces only an earlier accel-dse output or an empty directory"
+#: The marker's format: 2 records each file's size and SHA-256 (format 1 listed names only).
+MARKER_FORMAT = 2
+#: The folder an export's standalone ``run.py`` builds in (the only folder ``--force`` accepts
+#: beside the recorded files, and only in an export).
+BUILD_DIR = "sim_build"
+#: The record ``run.py`` keeps of the files it wrote under :data:`BUILD_DIR` (same layout as the marker).
+BUILD_MANIFEST = ".accel-dse-build"
+_KINDS = ("export", "report")
+_FORCE_RULE = "--force replaces only an earlier accel-dse output whose files are unchanged, or an empty directory"
 
 
 def _absolute(text: str, option: str) -> Path:
@@ -65,35 +77,108 @@ def _protected(path: Path) -> str | None:
     return None
 
 
-def _marker_files(path: Path) -> set[str] | None:
-    """The files the marker of ``path`` lists, ``None`` without a (readable, valid) marker."""
-    marker = path / MARKER
-    if marker.is_symlink() or not marker.is_file():
+def file_record(path: Path) -> dict[str, int | str]:
+    """What a marker records of one regular file: its size in bytes and its SHA-256 (hex)."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+def _read_record(path: Path, written_by: tuple[str, ...]) -> tuple[str, dict[str, dict]] | None:
+    """``(kind, {relative path: {size, sha256}})`` from the marker file ``path``; ``None`` if it is
+    missing, a link, unreadable or not a valid record of the current format."""
+    if path.is_symlink() or not path.is_file():
         return None
     try:
-        data = json.loads(marker.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    files = data.get("files") if isinstance(data, dict) and data.get("written_by") == "accel-dse" else None
-    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+    if not isinstance(data, dict) or data.get("written_by") not in written_by or data.get("format") != MARKER_FORMAT:
         return None
-    return set(files)
+    files = data.get("files")
+    if not isinstance(files, dict):
+        return None
+    for name, entry in files.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("size"), int):
+            return None
+        if not isinstance(entry.get("sha256"), str):
+            return None
+        if name.startswith("/") or ".." in name.split("/") or not name:
+            return None
+    kind = data.get("kind", "")
+    return (kind if isinstance(kind, str) else ""), files
+
+
+def _entries(root: Path) -> Iterator[tuple[str, Path]]:
+    """Every entry below ``root`` (depth first, sorted) as ``(relative posix path, path)``; links are
+    yielded, not followed."""
+    for entry in sorted(root.iterdir()):
+        rel = entry.relative_to(root).as_posix()
+        yield rel, entry
+        if entry.is_dir() and not entry.is_symlink():
+            for sub, path in _entries(entry):
+                yield f"{rel}/{sub}", path
+
+
+def _first_unrecorded(path: Path) -> tuple[str, str] | None:
+    """The first entry of the directory ``path`` that ``--force`` may not delete, with why; ``None``
+    when everything in it is what accel-dse recorded writing."""
+    record = _read_record(path / MARKER, ("accel-dse",))
+    if record is None:
+        return MARKER, "a marker that records no size and SHA-256 of its files (hand-written, damaged or older)"
+    kind, files = record
+    build: dict[str, dict] | None = None
+    if kind == "export" and (path / BUILD_DIR).is_dir() and not (path / BUILD_DIR).is_symlink():
+        found = _read_record(path / BUILD_DIR / BUILD_MANIFEST, ("accel-dse run.py",))
+        build = found[1] if found is not None else {}
+    dirs = {"/".join(name.split("/")[:i]) for name in files for i in range(1, name.count("/") + 1)}
+    for rel, entry in _entries(path):
+        if rel == MARKER:
+            continue
+        mode = entry.lstat().st_mode
+        in_build = build is not None and (rel == BUILD_DIR or rel.startswith(BUILD_DIR + "/"))
+        if stat.S_ISLNK(mode):
+            return rel, "a symbolic link accel-dse did not write"
+        if stat.S_ISDIR(mode):
+            if in_build or rel in dirs:
+                continue
+            return rel, "a folder accel-dse did not write"
+        if not stat.S_ISREG(mode):
+            return rel, "not a regular file accel-dse wrote"
+        if in_build:
+            sub = rel[len(BUILD_DIR) + 1:]
+            expected = None if sub == BUILD_MANIFEST else build.get(sub)  # type: ignore[union-attr]
+            if sub == BUILD_MANIFEST:
+                continue
+        else:
+            expected = files.get(rel)
+        if expected is None:
+            return rel, "a file accel-dse did not write"
+        if file_record(entry) != {"size": expected["size"], "sha256": expected["sha256"]}:
+            return rel, "changed since accel-dse wrote it"
+    return None
 
 
 def _check_replaceable(path: Path, text: str, option: str) -> None:
     """Refuse to replace the non-empty directory ``path`` unless accel-dse wrote everything in it."""
-    listed = _marker_files(path)
-    if listed is None:
+    marker = path / MARKER
+    if not marker.exists() and not marker.is_symlink():
         raise ExportError(
             f"{option} {text!r} exists, is not empty and is not an accel-dse output (no {MARKER} file); "
             f"{_FORCE_RULE}: choose another path"
         )
-    foreign = sorted(p.name for p in path.iterdir() if p.name not in listed | {MARKER, *RUNNER_FILES})
-    if foreign:
-        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+    try:
+        found = _first_unrecorded(path)
+    except OSError as exc:
+        raise ExportError(f"{option} {text!r} cannot be checked: {exc.strerror or exc}; {_FORCE_RULE}") from None
+    if found is not None:
+        rel, why = found
         raise ExportError(
-            f"{option} {text!r} holds {foreign[0]!r}{more}, which accel-dse did not write; "
-            f"{_FORCE_RULE}: move it or choose another path"
+            f"{option} {text!r} holds {rel!r}, {why}; {_FORCE_RULE}: move it or choose another path"
         )
 
 
@@ -138,19 +223,24 @@ def _check_out_dir(text: str, *, force: bool, option: str) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_dir(out: str | Path, *, force: bool = False, option: str = "--out") -> Iterator[Path]:
+def atomic_dir(out: str | Path, *, kind: str, force: bool = False, option: str = "--out") -> Iterator[Path]:
     """Yield a fresh temp dir beside ``out``; on success it becomes ``out``, on error it is removed.
 
-    The marker file :data:`MARKER` listing the files written is added before the rename.
+    The marker file :data:`MARKER`, recording every file written (size and SHA-256), is added
+    before the rename.
 
     Args:
         out: The directory to create (its parent must exist).
-        force: Replace an existing non-empty ``out`` that is an earlier accel-dse output.
+        kind: What the directory holds, ``"export"`` or ``"report"`` (only an export may later hold
+            its runner's :data:`BUILD_DIR`).
+        force: Replace an existing non-empty ``out`` whose files all match its marker's record.
         option: Name of the command-line option, for messages.
 
     Raises:
         ExportError: see :func:`check_out_dir`; or the temp dir cannot be made, written or renamed.
     """
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {_KINDS}, not {kind!r}")
     final = check_out_dir(out, force=force, option=option)
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
@@ -158,19 +248,20 @@ def atomic_dir(out: str | Path, *, force: bool = False, option: str = "--out") -
         raise ExportError(f"{option} {str(out)!r} is not writable: {exc.strerror or exc}") from None
     try:
         yield tmp
-        _write_marker(tmp, option)
+        _write_marker(tmp, kind, option)
         _replace(tmp, final, text=str(out), force=force, option=option)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
-def _write_marker(folder: Path, option: str) -> None:
+def _write_marker(folder: Path, kind: str, option: str) -> None:
     from accel_dse import __version__
 
-    files = sorted(p.name for p in folder.iterdir())
-    document = {"written_by": "accel-dse", "version": __version__, "files": files}
     try:
+        files = {rel: file_record(path) for rel, path in _entries(folder) if path.is_file() and not path.is_symlink()}
+        document = {"written_by": "accel-dse", "format": MARKER_FORMAT, "version": __version__, "kind": kind,
+                    "files": files}
         (folder / MARKER).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
         raise ExportError(f"cannot write {MARKER} for {option} {str(folder.parent)!r}: {exc.strerror or exc}") from None
@@ -194,6 +285,11 @@ def _replace(tmp: Path, final: Path, *, text: str, force: bool, option: str) -> 
                 final.rename(old)
             except OSError as exc:
                 raise ExportError(f"cannot move {option} {text!r} aside: {exc.strerror or exc}") from None
+            try:  # once more where nothing can reach it by its old name: what is deleted is what was checked
+                _check_replaceable(old, text, option)
+            except ExportError:
+                old.rename(final)
+                raise
         else:
             try:
                 final.rmdir()

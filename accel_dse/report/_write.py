@@ -32,7 +32,7 @@ def write_report(
     files = [*PLOTS, "report.json", "index.html"]
     report["out"] = str(final)
     report["files"] = files
-    with atomic_dir(final, force=force) as tmp:
+    with atomic_dir(final, kind="report", force=force) as tmp:
         for name, draw in PLOTS.items():
             draw(report, tmp / name)
         (tmp / "report.json").write_text(json_text(report), encoding="utf-8")

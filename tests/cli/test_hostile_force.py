@@ -78,14 +78,123 @@ def test_force_replaces_an_earlier_export_but_not_a_file_added_to_it(run_cli, tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]  # no temp or old dir left
 
 
-def test_a_forged_marker_does_not_cover_unlisted_files(run_cli, tmp_path):
+def _force_export(run_cli, out):
+    return run_cli("export", "--design", "tiny", "--no-synth", "--out", str(out), "--force")
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_a_forged_name_list_marker_is_refused_naming_the_marker(run_cli, tmp_path):
     out = tmp_path / "exp"
     _user_files(out)
-    (out / ".accel-dse-output").write_text(json.dumps({"written_by": "accel-dse", "files": ["thesis.tex"]}))
+    (out / "keepme.txt").write_text("mine")
+    (out / ".accel-dse-output").write_text(json.dumps(
+        {"written_by": "accel-dse", "files": ["thesis.tex", "keepme.txt", "data"]}))
+    before = snapshot(tmp_path)
+    line = one_line(*_force_export(run_cli, out))
+    assert "'.accel-dse-output'" in line and "SHA-256" in line
+    assert snapshot(tmp_path) == before
+
+
+def test_a_forged_record_that_does_not_match_the_file_is_refused(run_cli, tmp_path):
+    out = tmp_path / "exp"
+    out.mkdir()
+    (out / "keepme.txt").write_text("mine")
+    for size, digest in ((4, _sha256(b"other")), (3, _sha256(b"mine"))):
+        (out / ".accel-dse-output").write_text(json.dumps({
+            "written_by": "accel-dse", "format": 2, "kind": "export",
+            "files": {"keepme.txt": {"size": size, "sha256": digest}}}))
+        before = snapshot(tmp_path)
+        line = one_line(*_force_export(run_cli, out))
+        assert "'keepme.txt'" in line and "changed since accel-dse wrote it" in line
+        assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("place", ["sim_build/precious.txt", "__pycache__/precious.pyc", "sim_build/icarus/x.txt"])
+def test_a_report_folder_exempts_no_build_folder(run_cli, tmp_path, place):
+    from accel_dse.export import atomic_dir
+
+    out = tmp_path / "rep"
+    with atomic_dir(out, kind="report") as tmp:  # as write_report makes it
+        (tmp / "report.json").write_text("{}\n")
+        (tmp / "index.html").write_text("<html></html>\n")
+    (out / place).parent.mkdir(parents=True, exist_ok=True)
+    (out / place).write_text("years of work")
     before = snapshot(tmp_path)
     line = one_line(*run_cli("export", "--design", "tiny", "--no-synth", "--out", str(out), "--force"))
-    assert "'data'" in line and "did not write" in line
+    assert repr(place.split("/")[0]) in line and "did not write" in line
     assert snapshot(tmp_path) == before
+
+
+def test_an_export_build_folder_is_accepted_only_as_its_runner_recorded_it(run_cli, tmp_path):
+    out = tmp_path / "exp"
+    code, _, err = run_cli("export", "--design", "tiny", "--no-synth", "--out", str(out))
+    assert code == 0, err
+    build = out / "sim_build"
+    (build / "icarus").mkdir(parents=True)
+    (build / "icarus" / "sim.vvp").write_text("#! vvp\n")
+    manifest = {"written_by": "accel-dse run.py", "format": 2,
+                "files": {"icarus/sim.vvp": {"size": 7, "sha256": _sha256(b"#! vvp\n")}}}
+    (build / ".accel-dse-build").write_text(json.dumps(manifest))
+    (build / "precious.txt").write_text("mine")  # in the build folder, but not recorded by the runner
+    before = snapshot(tmp_path)
+    line = one_line(*_force_export(run_cli, out))
+    assert "'sim_build/precious.txt'" in line and "did not write" in line
+    assert snapshot(tmp_path) == before
+    (build / "precious.txt").unlink()
+    (build / "icarus" / "sim.vvp").write_text("#! vvp, edited\n")  # recorded, but changed since
+    line = one_line(*_force_export(run_cli, out))
+    assert "'sim_build/icarus/sim.vvp'" in line and "changed" in line
+    (build / "icarus" / "sim.vvp").write_text("#! vvp\n")
+    code, _, err = _force_export(run_cli, out)
+    assert code == 0, err
+    assert not build.exists() and (out / "design.json").is_file()
+
+
+@pytest.mark.parametrize("change", ["edit", "link", "folder"])
+def test_a_changed_or_added_entry_in_an_export_is_refused(run_cli, tmp_path, change):
+    out = tmp_path / "exp"
+    code, _, err = run_cli("export", "--design", "tiny", "--no-synth", "--out", str(out))
+    assert code == 0, err
+    marker = json.loads((out / ".accel-dse-output").read_text())
+    assert marker["kind"] == "export" and marker["files"]["design.json"]["sha256"] == _sha256(
+        (out / "design.json").read_bytes())
+    if change == "edit":
+        (out / "README.md").write_text((out / "README.md").read_text() + "my notes\n")
+        name = "README.md"
+    elif change == "link":
+        (out / "mine").symlink_to(tmp_path)
+        name = "mine"
+    else:
+        (out / "results").mkdir()
+        name = "results"
+    before = snapshot(tmp_path)
+    line = one_line(*_force_export(run_cli, out))
+    assert repr(name) in line
+    assert snapshot(tmp_path) == before
+
+
+def test_a_file_added_between_the_check_and_the_replace_is_not_deleted(run_cli, tmp_path, monkeypatch):
+    import accel_dse.export._writer as writer
+
+    out = tmp_path / "exp"
+    code, _, err = run_cli("export", "--design", "tiny", "--no-synth", "--out", str(out))
+    assert code == 0, err
+    real_replace = writer._replace
+
+    def late_write(tmp, final, **kwargs):
+        (final / "late.txt").write_text("written while the export ran")
+        return real_replace(tmp, final, **kwargs)
+
+    monkeypatch.setattr(writer, "_replace", late_write)
+    line = one_line(*_force_export(run_cli, out))
+    assert "'late.txt'" in line
+    assert (out / "late.txt").read_text() == "written while the export ran"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]
 
 
 @pytest.mark.parametrize("out", ["", "   ", "~nosuchuser_accel/x", "x" * 300])

@@ -154,6 +154,34 @@ def test_exported_runner_passes_in_icarus_in_a_temp_dir(tiny_export, tmp_path):
     assert all(c["cycles_total"] > c["cycles_compute"] == c["model_compute_cycles"] for c in soc["cases"])
 
 
+
+def test_force_replaces_a_run_export_but_not_a_file_added_to_its_build_folder(tiny_export, tmp_path, run_cli):
+    out, _ = tiny_export
+    copy = tmp_path / "elsewhere"
+    shutil.copytree(out, copy)
+    proc = _run(copy, "--simulator", "icarus", "--target", "core")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not list(copy.rglob("__pycache__"))  # the runner writes no bytecode into the export
+    recorded = json.loads((copy / "sim_build" / ".accel-dse-build").read_text())["files"]
+    built = {p.relative_to(copy / "sim_build").as_posix() for p in (copy / "sim_build").rglob("*")
+             if p.is_file() and p.name != ".accel-dse-build"}
+    assert built and set(recorded) == built
+    precious = copy / "sim_build" / "icarus" / "precious.txt"
+    precious.write_text("mine")
+    os.utime(precious, (precious.stat().st_mtime - 3600,) * 2)  # the user's file, from before the next run
+    line = one_line_error(*run_cli("export", "--design", "tiny", "--no-synth", "--out", str(copy), "--force"))
+    assert "'sim_build/icarus/precious.txt'" in line and "did not write" in line
+    assert (copy / "sim_build" / "icarus" / "precious.txt").read_text() == "mine"
+    proc = _run(copy, "--simulator", "icarus", "--target", "core")  # a later run does not adopt it
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = one_line_error(*run_cli("export", "--design", "tiny", "--no-synth", "--out", str(copy), "--force"))
+    assert "'sim_build/icarus/precious.txt'" in line
+    (copy / "sim_build" / "icarus" / "precious.txt").unlink()
+    code, _, err = run_cli("export", "--design", "tiny", "--no-synth", "--out", str(copy), "--force")
+    assert code == 0, err
+    assert not (copy / "sim_build").exists()
+
+
 def test_the_register_header_and_the_command_format_ship_with_the_export(tiny_export):
     import rtl_gen
     from accel_dse import commands
@@ -250,10 +278,11 @@ def test_interrupted_export_leaves_no_half_written_dir(monkeypatch, run_cli, tmp
     import accel_dse.export._export as exporter
 
     out = tmp_path / "x"
-    if existing:  # an earlier output: its marker lists old.txt
-        out.mkdir()
-        (out / "old.txt").write_text("old")
-        (out / ".accel-dse-output").write_text(json.dumps({"written_by": "accel-dse", "files": ["old.txt"]}))
+    if existing:  # an earlier output: its marker records old.txt
+        from accel_dse.export import atomic_dir
+
+        with atomic_dir(out, kind="export") as tmp:
+            (tmp / "old.txt").write_text("old")
     real = exporter._write
     written = []
 

