@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from accel_dse.export import check_out_dir
+    from accel_dse.output_dir import check_out_dir
     from accel_dse.report import load_study, write_report
 
     check_out_dir(args.out, force=args.force)

@@ -12,11 +12,11 @@ short form ``verify --fpga`` records in a study.
 
 from __future__ import annotations
 
-from accel_dse.export._export import DEFAULT_WORKLOAD, STANDALONE_FILES, ExportResult, export_design, json_text
+from accel_dse.export._export import DEFAULT_WORKLOAD, STANDALONE_FILES, ExportResult, export_design
 from accel_dse.export._fpga import fpga_document, fpga_figures, fpga_line, overflow_text, resolve_fpga
 from accel_dse.export._manifest import CYCLE_FORMULA, DIM_MAPPING, FORMAT, check_gemms
 from accel_dse.export._source import DesignSource, design_from_spec, design_from_study, parse_trial
-from accel_dse.export._writer import atomic_dir, check_out_dir
+from accel_dse.output_dir import atomic_dir, check_out_dir, json_text
 
 __all__ = [
     "export_design",

@@ -5,15 +5,13 @@ With ``fpga`` it also places and routes the design (``rtl_gen.fpga_report``, cac
 ``fpga_flow.sh`` (those commands as a script that reproduces the run beside the Verilog).
 
 Everything is computed first (Verilog, predictions, synthesis, place and route), then written into a temp dir
-beside ``out`` that is renamed to ``out`` at the end (:mod:`accel_dse.export._writer`): an
+beside ``out`` that is renamed to ``out`` at the end (:mod:`accel_dse.output_dir`): an
 export that fails or is interrupted leaves no ``out`` and no temp dir.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -26,9 +24,9 @@ from accel_dse.export._manifest import build_manifest, sha256
 from accel_dse.export._readme import readme_text
 from accel_dse.export._soc import soc_files
 from accel_dse.export._synth import synth_document
-from accel_dse.export._writer import atomic_dir, check_out_dir
+from accel_dse.output_dir import atomic_dir, check_out_dir, json_text
 
-__all__ = ["ExportResult", "export_design", "DEFAULT_WORKLOAD", "STANDALONE_FILES", "json_text"]
+__all__ = ["ExportResult", "export_design", "DEFAULT_WORKLOAD", "STANDALONE_FILES"]
 
 #: Workload of the predictions when neither the caller nor a study names one.
 DEFAULT_WORKLOAD = "gemm"
@@ -72,22 +70,6 @@ class ExportResult:
                                                     ("family", "device", "fits", "overflow", "fmax_mhz",
                                                      "utilisation")},
         }
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with non-finite floats replaced by ``None`` (JSON has no NaN/inf)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def json_text(document: Any) -> str:
-    """Indented JSON of ``document`` (non-finite numbers as ``null``), newline-terminated."""
-    return json.dumps(_finite(document), indent=2, allow_nan=False) + "\n"
 
 
 def predict(config: ArrayConfig, workload: str) -> dict[str, Any]:

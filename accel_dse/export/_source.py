@@ -61,7 +61,7 @@ def design_from_study(storage: str, study: str, trial: str, *, pick: str | None 
         ExportError: no such study or trial, a trial that did not complete, ``best`` on a
             multi-objective study without ``pick``, a trial without a recorded design.
     """
-    from accel_dse.report import load_study, trial_config
+    from accel_dse.study_view import load_study, trial_config
 
     number = parse_trial(trial)
     view = load_study(storage, study)

@@ -9,7 +9,8 @@ PNGs (matplotlib, Agg), ``report.json`` and ``index.html`` into a new directory.
 from __future__ import annotations
 
 from accel_dse.report._data import build_report, per_op_breakdown, roofline, sampler_of
-from accel_dse.report._study import (
+from accel_dse.report._write import write_report
+from accel_dse.study_view import (
     VERIFY_ATTR_PREFIX,
     ObjectiveInfo,
     StudyView,
@@ -17,7 +18,6 @@ from accel_dse.report._study import (
     pick_choices,
     trial_config,
 )
-from accel_dse.report._write import write_report
 
 __all__ = [
     "build_report",

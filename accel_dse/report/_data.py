@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from accel_dse.errors import AccelDseError
-from accel_dse.report._study import StudyView, trial_config, trial_table
+from accel_dse.study_view import StudyView, trial_config, trial_table
 
 __all__ = ["build_report", "sampler_of", "per_op_breakdown", "roofline", "TOP_ROWS"]
 

@@ -8,7 +8,7 @@ from typing import Any
 from accel_dse.report._data import build_report
 from accel_dse.report._html import html_page, optuna_figures
 from accel_dse.report._plots import PLOTS
-from accel_dse.report._study import StudyView
+from accel_dse.study_view import StudyView
 
 __all__ = ["write_report"]
 
@@ -25,7 +25,7 @@ def write_report(
     Raises:
         ExportError: ``out`` is a file, not writable, or non-empty without ``force``.
     """
-    from accel_dse.export import atomic_dir, check_out_dir, json_text
+    from accel_dse.output_dir import atomic_dir, check_out_dir, json_text
 
     final = check_out_dir(out, force=force)
     report = build_report(view, workload=workload, pick=pick)

@@ -5,7 +5,7 @@ set first for several objectives), simulates each on the workload with ``accel_d
 (each op's M and batch scaled by ``scale``, as ``accel-dse simulate --scale``), synthesises it
 with ``rtl_gen.synth_stats``, and records pass/fail, RTL vs model cycles and the synthesis
 figures in the study (user attribute ``accel_dse.verify.<trial>``, see
-:mod:`accel_dse.report._study`: Optuna does not let a finished trial's own attributes change).
+:mod:`accel_dse.study_view`: Optuna does not let a finished trial's own attributes change).
 With ``fpga`` it also places and routes each design (``accel-dse rtl fpga``'s flow, cached) and
 records fits, Fmax and the resources used beside the resource model's prediction.
 

@@ -179,7 +179,7 @@ def test_a_changed_or_added_entry_in_an_export_is_refused(run_cli, tmp_path, cha
 
 
 def test_a_file_added_between_the_check_and_the_replace_is_not_deleted(run_cli, tmp_path, monkeypatch):
-    import accel_dse.export._writer as writer
+    import accel_dse.output_dir as writer
 
     out = tmp_path / "exp"
     code, _, err = run_cli("export", "--design", "tiny", "--no-synth", "--out", str(out))

@@ -1,4 +1,6 @@
-"""Atomic output directories: write everything into a sibling temp dir, then rename it into place.
+"""Output directories of export and report: atomic, marked, replaced only when unchanged; their JSON text.
+
+Atomic output directories: write everything into a sibling temp dir, then rename it into place.
 
 ``DIR`` is created only when every file was written: the files go into ``.DIR.tmp-XXXX`` beside
 it, which is renamed to ``DIR`` at the end or removed on any error (an interrupted export or
@@ -24,16 +26,20 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from accel_dse.errors import ExportError
 
-__all__ = ["check_out_dir", "atomic_dir", "MARKER", "BUILD_DIR", "BUILD_MANIFEST", "MARKER_FORMAT", "file_record"]
+__all__ = [
+    "check_out_dir", "atomic_dir", "MARKER", "BUILD_DIR", "BUILD_MANIFEST", "MARKER_FORMAT", "file_record", "json_text",
+]
 
 #: The marker file of every directory :func:`atomic_dir` creates (JSON: who wrote it, which files).
 MARKER = ".accel-dse-output"
@@ -303,3 +309,19 @@ def _replace(tmp: Path, final: Path, *, text: str, force: bool, option: str) -> 
         raise ExportError(f"cannot create {option} {text!r}: {exc.strerror or exc}") from None
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with non-finite floats replaced by ``None`` (JSON has no NaN/inf)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_text(document: Any) -> str:
+    """Indented JSON of ``document`` (non-finite numbers as ``null``), newline-terminated."""
+    return json.dumps(_finite(document), indent=2, allow_nan=False) + "\n"
