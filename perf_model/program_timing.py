@@ -30,7 +30,7 @@ from accel_dse import commands as cmd_encoding
 from accel_dse.commands import COMMAND_BYTES, Command, Opcode
 from accel_dse.config import ArrayConfig
 from perf_model import dma_timing, timing
-from perf_model._memory import effective_dram_bytes_per_cycle
+from perf_model._memory_parts import effective_dram_bytes_per_cycle
 
 __all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats", "dram_rate",
            "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
@@ -99,7 +99,7 @@ def word_beats(config: ArrayConfig) -> dict[str, int]:
 
 
 def dram_rate(config: ArrayConfig) -> Fraction | None:
-    """The DRAM pacing of ``config``: its sustained bytes a cycle (``perf_model._memory``) as a
+    """The DRAM pacing of ``config``: its sustained bytes a cycle (``perf_model._memory_parts``) as a
     fraction of denominator at most :data:`RATE_DENOMINATOR`, or ``None`` when that is at least
     the bus width (one beat a cycle)."""
     rate = float(effective_dram_bytes_per_cycle(config.dram_bytes_per_cycle, config.dram, config.clock_mhz))

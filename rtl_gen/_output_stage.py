@@ -16,7 +16,7 @@ Pipeline: :data:`OUTPUT_STAGE_LATENCY` register stages (``accel_dse.commands``, 
 contract the model reads), so ``q`` is valid that many cycles after ``acc`` and ``params``; one
 result per cycle, every parameter a stage still needs registered along with the data. Each
 stage holds at most one carry chain (of at most 35 bits, or a 16 x 16 multiply), so its logic
-depth stays below the PE's multiply-accumulate (``bench/fmax_calibration.py``; ``perf_model._fmax``)::
+depth stays below the PE's multiply-accumulate (``bench/fmax_calibration.py``; ``perf_model.physical.fmax``)::
 
     1  acc saturated to 34 bits (the same x whatever the bias), + bias: 35 bits
     2  x = int32 saturation; the four 16 x 16 products of the halves of x and the

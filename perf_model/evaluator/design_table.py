@@ -9,11 +9,11 @@ from functools import cache
 import numpy as np
 
 from accel_dse.errors import ModelError
-from perf_model._area import AreaCoefficients, area_coefficients
-from perf_model._core import ENERGY_PARTS, Block, evaluate_block
-from perf_model._designs import DesignArrays
-from perf_model._energy import DEFAULT_ENERGY, EnergyTable
-from perf_model._ops import op_arrays
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import op_arrays
+from perf_model.evaluator.block import ENERGY_PARTS, Block, evaluate_block
+from perf_model.physical.area import AreaCoefficients, area_coefficients
+from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
 from workloads.ops import Op, Workload
 
 __all__ = ["DesignTable", "evaluate_designs", "METRICS", "OBJECTIVE_METRICS", "totals"]
@@ -56,7 +56,7 @@ class DesignTable:
         tops_per_w: ``tops / power_w``.
         edp: energy-delay product, J*s.
         utilization: ``macs / (rows * cols * total_cycles)``.
-        f_max_mhz: the clock the design's logic reaches (``perf_model._fmax``), MHz; a design
+        f_max_mhz: the clock the design's logic reaches (``perf_model.physical.fmax``), MHz; a design
             whose ``clock_mhz`` exceeds it is infeasible with a reason naming both.
         vdd: the supply that meets ``clock_mhz`` on the node's voltage-frequency curve, V.
     """
@@ -166,7 +166,7 @@ def evaluate_designs(
         energy: per-access energies (default: :data:`DEFAULT_ENERGY`).
         area: area coefficients (default: the current :func:`area_coefficients`).
         allow_spill: let tilings spill partial sums to DRAM (see ``choose_tiles``).
-        reuse: keep outputs on chip as the next op's input where possible (``perf_model._reuse``).
+        reuse: keep outputs on chip as the next op's input where possible (``perf_model.evaluator.reuse_links``).
 
     Returns:
         A :class:`DesignTable` with one element per design.

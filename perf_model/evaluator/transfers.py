@@ -7,7 +7,7 @@ The sweep's vectorised form of :mod:`perf_model.dma_timing` and :mod:`perf_model
   ``accel_dse.commands.axi_data_bytes``) and the beats of one buffer word in DRAM per operand;
 * the DRAM the sweep assumes: latency :data:`LATENCY` (``program_timing.DEFAULT_DRAM_LATENCY``)
   and one beat every ``beat`` cycles, ``beat = W / min(W, bandwidth)`` where ``bandwidth`` is the
-  design's sustained bytes per cycle (``perf_model._memory``). ``beat = 1``: the design asks for
+  design's sustained bytes per cycle (``perf_model._memory_parts``). ``beat = 1``: the design asks for
   at least the bus width and its memory part keeps up, the RTL's DRAM model delivers one beat per
   cycle, and these formulas are the walk. A slower memory (``beat > 1``) is scored by the same
   formulas with every beat stretched; the RTL's DRAM model then paces its beats on a credit
@@ -31,7 +31,7 @@ of the burst ``D`` earlier. ``lat`` is the store path's buffer read latency
 (tests/perf_model/test_model_fast_walk.py). Rows crossing a 4 KiB page are split into two
 bursts by the RTL; this form does not see that (the bound is in ``docs/memory_system.md``).
 
-A ``MOVE`` (on-chip reuse: the output tile goes to the ifmap instead of DRAM, ``perf_model._reuse_programs``)
+A ``MOVE`` (on-chip reuse: the output tile goes to the ifmap instead of DRAM, ``perf_model.compiler.chain``)
 takes the place of a STORE of the same words: ``n + 1 = rows * words + 7 + 1``
 (``accel_dse.commands.move_cycles``: a word a cycle through the output stage, no DRAM).
 

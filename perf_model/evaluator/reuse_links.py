@@ -1,5 +1,5 @@
 """On-chip reuse across layers in the vectorised model: which links of a workload stay on chip,
-per design (internal; the rule of ``perf_model._reuse_programs``, which the compiler follows).
+per design (internal; the rule of ``perf_model.compiler.chain``, which the compiler follows).
 
 Link ``i`` (op ``i``'s output is op ``i + 1``'s ``A`` as is: ``OpArrays.link``) is kept in the
 ifmap on a design when
@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from perf_model._designs import DesignArrays
-from perf_model._ops import OpArrays
-from perf_model._problem import buffer_words
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import OpArrays
+from perf_model.evaluator.problem import buffer_words
 
 __all__ = ["ReuseFlags", "can_move", "region_words", "ifmap_depth", "candidate_links", "flags_from_links"]
 

@@ -1,6 +1,6 @@
 """The vectorised core: a block of designs x ops in one pass of numpy (internal).
 
-Every design-op pair becomes one element of a flat :class:`~perf_model._problem.Problem`;
+Every design-op pair becomes one element of a flat :class:`~perf_model.evaluator.problem.Problem`;
 tiling, schedule and energy are array expressions over all elements at once. Results come back
 as ``(designs, ops)`` arrays so totals over a workload are plain sums along the op axis.
 """
@@ -12,14 +12,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from perf_model import timing
-from perf_model._area import AreaCoefficients, design_area_mm2
-from perf_model._designs import DesignArrays
-from perf_model._energy import EnergyTable, tech_energy_scale
-from perf_model._fmax import clock_reason, fmax_mhz, stage_depths_fo4
-from perf_model._memory import dram_pj_per_byte, effective_dram_bytes_per_cycle
-from perf_model._ops import OpArrays
-from perf_model._output_stage import output_stage_pj
-from perf_model._problem import (
+from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import OpArrays
+from perf_model.evaluator.problem import (
     BUFFER_NAMES,
     FREE_OPERAND,
     GEMM_MAPPED,
@@ -31,11 +27,15 @@ from perf_model._problem import (
     row_index,
     take_rows,
 )
-from perf_model._reuse import candidate_links, flags_from_links, ifmap_depth
-from perf_model._schedule import Schedule, op_cycles, schedule
-from perf_model._technology import nominal_vdd, supply_voltage
-from perf_model._tiling import ORDERS, Tiling, choose_tiles, gemm_tile, smallest_fits, unfit_tiling
-from perf_model._transfers import axi_data_bytes, memory_arrays
+from perf_model.evaluator.reuse_links import candidate_links, flags_from_links, ifmap_depth
+from perf_model.evaluator.schedule import Schedule, op_cycles, schedule
+from perf_model.evaluator.tiling import ORDERS, Tiling, choose_tiles, gemm_tile, smallest_fits, unfit_tiling
+from perf_model.evaluator.transfers import axi_data_bytes, memory_arrays
+from perf_model.physical.area import AreaCoefficients, design_area_mm2
+from perf_model.physical.energy import EnergyTable, tech_energy_scale
+from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
+from perf_model.physical.output_stage import output_stage_pj
+from perf_model.physical.technology import nominal_vdd, supply_voltage
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
 
@@ -52,14 +52,14 @@ class Block:
     Traffic arrays have a leading axis of 3: the operands by free dim (see ``Schedule``);
     ``energy`` holds the breakdown by part (per buffer for SRAM). Infeasible pairs hold zeros.
     ``boundary_cycles``: how many cycles the queue-load boundaries of a double-buffered program may
-    add to ``total_cycles`` at most (``perf_model._schedule``; 0 when the program fits the queue).
-    ``resident`` marks tilings holding a resident input strip (``perf_model._tiling``);
+    add to ``total_cycles`` at most (``perf_model.evaluator.schedule``; 0 when the program fits the queue).
+    ``resident`` marks tilings holding a resident input strip (``perf_model.evaluator.tiling``);
     ``a_on_chip``/``c_on_chip`` ops whose input the op before left in the ifmap and whose output
-    stays there for the next (on-chip reuse, ``perf_model._reuse``).
+    stays there for the next (on-chip reuse, ``perf_model.evaluator.reuse_links``).
     ``area_mm2`` is per design (``(designs,)``). ``overflow`` marks pairs whose tiles fit but
     whose reduction can overflow the accumulator (:func:`overflows`); they are not feasible.
-    Per design too: ``f_max_mhz`` (:mod:`perf_model._fmax`), ``vdd`` (the supply that meets
-    ``clock_mhz``, :func:`perf_model._technology.supply_voltage`) and ``clock_ok``
+    Per design too: ``f_max_mhz`` (:mod:`perf_model.physical.fmax`), ``vdd`` (the supply that meets
+    ``clock_mhz``, :func:`perf_model.physical.technology.supply_voltage`) and ``clock_ok``
     (``clock_mhz <= f_max_mhz``; a design that fails it is infeasible in every op).
     """
 
@@ -129,7 +129,7 @@ def evaluate_block(
 ) -> Block:
     """Evaluate every design of ``designs`` on every op of ``ops``.
 
-    ``reuse``: keep the workload's links on chip where a design can (``perf_model._reuse``).
+    ``reuse``: keep the workload's links on chip where a design can (``perf_model.evaluator.reuse_links``).
     The flags it derives, per ``(designs, ops)`` element, may also be given directly (the
     compiler's plan of one op): ``ifmap_reserve``, ifmap words the op's tiles may not use;
     ``a_on_chip``, ``A`` is in the ifmap already; ``c_on_chip``, the output is moved there.
@@ -244,7 +244,7 @@ def evaluate_block(
 
 def _with_reuse(designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
                 allow_spill: bool) -> Block:
-    """:func:`evaluate_block` with the links ``perf_model._reuse`` keeps on chip: the candidate
+    """:func:`evaluate_block` with the links ``perf_model.evaluator.reuse_links`` keeps on chip: the candidate
     links' producers are first tiled beside their regions; those that fit keep their link."""
     candidate, size = candidate_links(designs, ops)
     links = candidate

@@ -1,9 +1,9 @@
-"""The run classes of a tiled GEMM (internal to ``_schedule``).
+"""The run classes of a tiled GEMM (internal to ``schedule``).
 
 A tiling's runs fall into classes by their index along each loop position (first, middle ones,
 last); :class:`RunClasses` holds their sizes, counts, cycles and transfer cycles, which
-:mod:`perf_model._chain` sums into the program walk's total (``perf_model._schedule``'s module
-docstring states the rules).
+:mod:`perf_model.evaluator.sequencer_periods` sums into the program walk's total
+(``perf_model.evaluator.schedule``'s module docstring states the rules).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from itertools import product
 import numpy as np
 
 from perf_model import timing
-from perf_model._problem import Problem
-from perf_model._tiling import ORDERS, Tiling
-from perf_model._transfers import Memory
+from perf_model.evaluator.problem import Problem
+from perf_model.evaluator.tiling import ORDERS, Tiling
+from perf_model.evaluator.transfers import Memory
 
 __all__ = ["RunClasses", "ORDER_ARRAY", "ORDER_INVERSE"]
 
@@ -63,7 +63,7 @@ class RunClasses:
         dim = [[at[j] == x for x in range(3)] for j in range(3)]  # mapped dim x at position j
         self.npos = npos
         # Whether the operand free at each position is loaded at all: not the A an earlier op left
-        # in the ifmap (on-chip reuse, perf_model._reuse_programs: it is read in place).
+        # in the ifmap (on-chip reuse, perf_model.compiler.chain: it is read in place).
         self.loaded: list[bool | np.ndarray] = [True, True, True]
         if a_on_chip is not None and a_on_chip.any():
             operand = [np.where(dim[j][0], p.operand[0], np.where(dim[j][1], p.operand[1], p.operand[2]))
@@ -122,7 +122,7 @@ class RunClasses:
 
     def store_parts(self, combo: tuple[str, str]) -> dict[str, np.ndarray]:
         """The store of the output tile with keys ``combo`` along positions 0 and 1, as the runs of the
-        next output tile carry it (double buffered: ``perf_model._program`` splits it into
+        next output tile carry it (double buffered: ``perf_model.compiler.program`` splits it into
         ``P = n_2`` parts of consecutive DRAM rows, ``floor((k + 1) R / P) - floor(k R / P)`` rows
         after the next tile's ``k``-th run, or one row after each of its first ``R`` runs when
         ``R < P``; single buffered: whole, in the period of the next tile's first run).

@@ -11,11 +11,11 @@ import numpy as np
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
 from perf_model import timing
-from perf_model._area import area_coefficients
-from perf_model._core import evaluate_block, order_names, resident_name
-from perf_model._designs import DesignArrays
-from perf_model._energy import DEFAULT_ENERGY
-from perf_model._ops import op_arrays
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import op_arrays
+from perf_model.evaluator.block import evaluate_block, order_names, resident_name
+from perf_model.physical.area import area_coefficients
+from perf_model.physical.energy import DEFAULT_ENERGY
 from workloads.ops import Conv2d, Gemm
 
 __all__ = ["TilePlan", "plan_tiles"]
@@ -34,7 +34,7 @@ class TilePlan:
         order: GEMM dims of the tile loops, outer to inner, e.g. ``("m", "n", "k")``.
         dataflow, rows, cols: the design's array (to compute cycles).
         resident: ``"a"`` or ``"b"`` when that input stays in its buffer as a whole strip across
-            the middle loop (``perf_model._tiling``: read from DRAM once), else ``""``.
+            the middle loop (``perf_model.evaluator.tiling``: read from DRAM once), else ``""``.
     """
 
     status: str
@@ -92,7 +92,7 @@ def plan_tiles(config: ArrayConfig, gemm: Gemm | Conv2d, *, ifmap_reserve: int =
     """The tiling the model uses for one instance of ``gemm`` on ``config``.
 
     A ``Conv2d`` is planned as its im2col GEMM; ``batch`` is ignored (every instance is tiled
-    the same way). On-chip reuse (``perf_model._reuse_programs``): ``ifmap_reserve``, ifmap words the
+    the same way). On-chip reuse (``perf_model.compiler.chain``): ``ifmap_reserve``, ifmap words the
     tiles may not use (held for the next layer's input); ``a_on_chip``, ``A`` is in the ifmap
     already (its tiles take no room and no DRAM bytes).
 

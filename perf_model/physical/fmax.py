@@ -1,14 +1,14 @@
 """The clock a design's logic reaches: critical-path delay per pipeline stage at ``tech_nm`` (internal).
 
 Every stage is a register-to-register path, its delay counted in FO4 inverter delays and
-converted to time with the node's FO4 (:func:`perf_model._technology.fo4_ps`)::
+converted to time with the node's FO4 (:func:`perf_model.physical.technology.fo4_ps`)::
 
     period(stage) = (depth_fo4(stage) + SEQUENCING_FO4) * fo4_ps(tech_nm)
     f_max         = 1 / max over stages of period(stage)      (at the node's nominal supply)
 
 Depths of the logic stages come from our own RTL synthesised with Yosys and ABC
 (``bench/fmax_calibration.py``: longest path of the mapped netlist on a logical-effort gate
-model; the fit and its measured points are in ``perf_model/_fmax_fit.py``):
+model; the fit and its measured points are in ``perf_model/physical/fmax_fit.py``):
 
 * ``pe``: the PE's multiply-accumulate (``input_bits`` product into the ``acc_bits`` sum),
   ``c0 + c1 * input_bits + c2 * log2(acc_bits)`` per PE cell (WS, also IS; OS);
@@ -41,10 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from perf_model import _fmax_fit as fit
 from perf_model import timing
-from perf_model._designs import DesignArrays
-from perf_model._technology import fo4_ps
+from perf_model.arrays.designs import DesignArrays
+from perf_model.physical import fmax_fit as fit
+from perf_model.physical.technology import fo4_ps
 
 __all__ = ["STAGES", "SEQUENCING_FO4", "stage_depths_fo4", "fmax_mhz", "fo4_ps", "pe_depth_fo4",
            "clock_reason", "output_stage_depth_fo4", "design_fmax"]

@@ -30,7 +30,7 @@ class OpArrays:
             ``input_bits`` instead of ``acc_bits``.
         link: bool per op, its output is the next op's ``A`` as is (the next op's
             ``a_from_previous``, ``workloads.chain_link`` shapes, equal counts): a link on-chip
-            reuse may keep in the ifmap (``perf_model._reuse``); False for the last op.
+            reuse may keep in the ifmap (``perf_model.evaluator.reuse_links``); False for the last op.
     """
 
     names: tuple[str, ...]

@@ -1,7 +1,7 @@
 """The FPGA metrics of designs on one device: resources, utilisation and Fmax (the sweep's FPGA target).
 
-:func:`fpga_metrics` puts the resource model (:mod:`perf_model._fpga_resources`) and the Fmax
-model (:mod:`perf_model._fpga_fmax`) together for a named device::
+:func:`fpga_metrics` puts the resource model (:mod:`perf_model.fpga.resources`) and the Fmax
+model (:mod:`perf_model.fpga.fmax`) together for a named device::
 
     luts, ffs, dsps, brams   predicted counts (ECP5: TRELLIS_COMB, TRELLIS_FF, MULT18X18D, DP16KD)
     fmax_mhz                 predicted Fmax, MHz
@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from accel_dse.errors import ModelError
-from perf_model._designs import DesignArrays
-from perf_model._fpga_fmax import fpga_fmax_arrays
-from perf_model._fpga_resources import FPGA_DEVICES, fpga_resource_arrays
+from perf_model.arrays.designs import DesignArrays
+from perf_model.fpga.fmax import fpga_fmax_arrays
+from perf_model.fpga.resources import FPGA_DEVICES, fpga_resource_arrays
 
 __all__ = ["fpga_device", "fpga_metrics"]
 

@@ -3,7 +3,7 @@
 A chain is a sequence of requantised GEMMs where each one's ``A`` is the previous one's
 output (``workloads.chain_link``: ``m`` equal, ``k`` = the previous ``n``). Link ``i`` (op ``i``
 to op ``i + 1``) is kept on chip when the design can move an output into its ifmap
-(:func:`perf_model._program.reuse_possible`: WS with ``R == C``, or IS) and the next ``A``,
+(:func:`perf_model.compiler.program.reuse_possible`: WS with ``R == C``, or IS) and the next ``A``,
 ``S_i`` ifmap words (:func:`region_words`), takes at most half of the ifmap (``D``). Its region alternates
 between the top (``[D - S_i, D)``, the first link of a run of on-chip links) and the bottom
 (``[0, S_i)``) of the ifmap, so an op reading its ``A`` from one region writes the next into
@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
-from perf_model import _reuse, timing
-from perf_model._plan import plan_tiles
-from perf_model._program import QUEUE_DEPTH, GemmProgram, _buffer_depths, compile_gemm, reuse_possible
+from perf_model import timing
+from perf_model.compiler.plan import plan_tiles
+from perf_model.compiler.program import QUEUE_DEPTH, GemmProgram, _buffer_depths, compile_gemm, reuse_possible
+from perf_model.evaluator import reuse_links
 from workloads.ops import Gemm
 
 __all__ = ["ChainPlan", "compile_chain", "region_words"]
@@ -35,8 +36,8 @@ __all__ = ["ChainPlan", "compile_chain", "region_words"]
 
 def region_words(config: ArrayConfig, gemm: Gemm) -> int:
     """Ifmap words ``gemm``'s output takes as the next layer's ``A`` (the model's
-    :func:`perf_model._reuse.region_words`)."""
-    return int(_reuse.region_words(timing.dataflow_code(config.dataflow.value), config.rows, config.cols, gemm.m,
+    :func:`perf_model.evaluator.reuse_links.region_words`)."""
+    return int(reuse_links.region_words(timing.dataflow_code(config.dataflow.value), config.rows, config.cols, gemm.m,
                                    gemm.n))
 
 
@@ -77,11 +78,11 @@ def compile_chain(config: ArrayConfig, gemms: Sequence[Gemm], requants: Sequence
 
     A link is kept on chip when the design can move, the producer is requantised, its region
     takes at most half the ifmap and the producer can be tiled beside it as the first op of a
-    run would be (``perf_model._reuse``: the model's rule, so both keep the same links).
+    run would be (``perf_model.evaluator.reuse_links``: the model's rule, so both keep the same links).
 
     Raises:
         ModelError: ``gemms`` and ``requants`` differ in length, two neighbours do not chain,
-            or as :func:`perf_model._program.compile_gemm`.
+            or as :func:`perf_model.compiler.program.compile_gemm`.
     """
     _check(gemms, requants)
     depth = _buffer_depths(config)[0]

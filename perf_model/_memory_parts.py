@@ -7,7 +7,7 @@ A design's ``dram`` names a part of :data:`accel_dse.config.MEMORY_KINDS` (code 
     bytes per cycle = dram_bytes_per_cycle                                  ("none")
 
 so ``dram_bytes_per_cycle`` stays the interface's limit and the part adds its peak GB/s, which
-buys fewer bytes per cycle at a faster clock. The cycle model (``perf_model._transfers``) moves
+buys fewer bytes per cycle at a faster clock. The cycle model (``perf_model.evaluator.transfers``) moves
 at most one beat of the AXI bus per cycle and stretches each beat when this figure is below it.
 DRAM energy per byte is the part's pJ/bit times 8, or the energy table's figure for ``"none"``.
 """

@@ -1,7 +1,7 @@
 """Per-node technology figures: gate delay (FO4), the voltage-frequency curve, leakage (internal).
 
 **FO4 delay.** The delay of an inverter driving four copies of itself, the unit in which the
-timing model (:mod:`perf_model._fmax`) counts logic depth. Horowitz's rule of thumb puts it
+timing model (:mod:`perf_model.physical.fmax`) counts logic depth. Horowitz's rule of thumb puts it
 at about 500 ps per µm of effective gate length in the worst-case corner, about 360 ps per
 µm of drawn length (R. Ho, K. W. Mai and M. A. Horowitz, "The future of wires", Proc. IEEE
 89(4), 2001; used by V. Agarwal et al., "Clock rate versus IPC", ISCA 2000, and

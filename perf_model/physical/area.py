@@ -31,7 +31,7 @@ argument of the evaluators):
 * :data:`CALIBRATED_AREA`, the default (also what ``AreaCoefficients()`` gives): per-cell
   logic terms fitted to Yosys gate counts of ``rtl_gen``'s PE cells priced with NanGate
   FreePDK45 X1 cell areas (``bench/area_calibration.py``, which writes
-  ``perf_model/_pe_area_fit.py``; max error of every measured PE in that file's docstring).
+  ``perf_model/physical/pe_area_fit.py``; max error of every measured PE in that file's docstring).
   The fit fixes ``alpha_m = 2`` (an array multiplier has ``ib^2`` partial-product bits) and
   ``alpha_a = 1`` (a carry chain per bit) and solves ``mult_8b``, ``add_8b``, ``ext_bit`` by
   non-negative least squares in relative error.
@@ -55,7 +55,7 @@ controller's o line of ``R`` (OS with shadows ``R + 1``) times ``address bits + 
 
 **Output stage.** ``C`` lanes of the Yosys-calibrated output-stage lane and the qparam SRAM
 (4096 channels of ``69 + 3 * input_bits`` bits, priced per bit like the buffers):
-:mod:`perf_model._output_stage`.
+:mod:`perf_model.physical.output_stage`.
 
 Area scales with the square of the feature size: ``A(tech) = A(45) * (tech / 45) ** 2``.
 
@@ -76,8 +76,9 @@ import numpy as np
 
 from accel_dse.config import Dataflow
 from accel_dse.errors import AccelDseError, ModelError
-from perf_model import _pe_area_fit, timing
-from perf_model._output_stage import lane_um2, qparam_bits
+from perf_model import timing
+from perf_model.physical import pe_area_fit
+from perf_model.physical.output_stage import lane_um2, qparam_bits
 
 __all__ = [
     "PeCellArea", "AreaCoefficients", "HOROWITZ_AREA", "CALIBRATED_AREA", "DEFAULT_AREA",
@@ -184,7 +185,7 @@ def _codes(dataflow: Any) -> np.ndarray:
 
 
 _HOROWITZ_CELL = PeCellArea(mult_8b_um2=282.0, mult_32b_um2=3495.0, add_8b_um2=36.0, add_32b_um2=137.0)
-_FITTED_CELLS = {cell: PeCellArea(**_pe_area_fit.COEFFICIENTS_BY_CELL[cell]) for cell in _CELLS}
+_FITTED_CELLS = {cell: PeCellArea(**pe_area_fit.COEFFICIENTS_BY_CELL[cell]) for cell in _CELLS}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,8 +206,8 @@ class AreaCoefficients:
 
     ws_cell: PeCellArea = _FITTED_CELLS["ws"]
     os_cell: PeCellArea = _FITTED_CELLS["os"]
-    reg_bit_um2: float = _pe_area_fit.REG_BIT_UM2
-    mux_um2: float = _pe_area_fit.MUX_UM2
+    reg_bit_um2: float = pe_area_fit.REG_BIT_UM2
+    mux_um2: float = pe_area_fit.MUX_UM2
     sram_cell_um2: float = 0.346
     sram_efficiency: float = 0.6
     controller_um2: float = 20000.0

@@ -17,7 +17,7 @@ registers: we assume one flip-flop bit written costs about one full-adder bit, i
 
 Technology scaling (first order, documented rather than precise): dynamic energy ``C V^2``
 at the node's nominal supply (the model then scales it by ``(V / V_nom) ** 2`` at the supply
-that meets the design's clock, :func:`perf_model._technology.supply_voltage`)
+that meets the design's clock, :func:`perf_model.physical.technology.supply_voltage`)
 with capacitance proportional to the feature size and the nominal core supply of the node::
 
     E(tech) = E(45) * (tech / 45) * (V(tech) / 0.9 V) ** 2
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perf_model._technology import NOMINAL_VDD, leakage_w_per_mm2, nominal_vdd
+from perf_model.physical.technology import NOMINAL_VDD, leakage_w_per_mm2, nominal_vdd
 
 __all__ = ["EnergyTable", "DEFAULT_ENERGY", "tech_energy_scale", "NOMINAL_VDD"]
 
@@ -69,7 +69,7 @@ class EnergyTable:
         sram_pj_per_64b: energy of a 64-bit SRAM access at those capacities.
         dram_pj_per_64b: energy of a 64-bit DRAM access (not technology scaled).
         leakage_w_per_mm2: static power per mm^2 of die at nominal supply (``None``: the
-            per-node figures of :mod:`perf_model._technology`; 0: off).
+            per-node figures of :mod:`perf_model.physical.technology`; 0: off).
     """
 
     mult_8b_pj: float = 0.2

@@ -1,6 +1,6 @@
 """Buffer tiling: which tile of a GEMM sits in the buffers per run, and in which loop order.
 
-A *tile* ``(t_r, t_c, t_s)`` (mapped coordinates, see :mod:`perf_model._problem`) is one run of
+A *tile* ``(t_r, t_c, t_s)`` (mapped coordinates, see :mod:`perf_model.evaluator.problem`) is one run of
 the array (one ``start`` of the RTL): it must fit the buffers (:func:`timing.run_words` against
 :func:`timing.buffer_depth_words`, half of it when double buffered). Tiles are visited by three
 nested loops in some *order* ``(o1, o2, o3)`` (outer to inner). Between consecutive runs a
@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from perf_model import timing
-from perf_model._problem import GEMM_MAPPED, Problem, put_columns, row_index, take_rows
+from perf_model.evaluator.problem import GEMM_MAPPED, Problem, put_columns, row_index, take_rows
 
 __all__ = [
     "Tiling", "choose_tiles", "unfit_tiling", "smallest_fits", "ORDERS", "GRID_LEVELS", "tile_words", "gemm_tile",

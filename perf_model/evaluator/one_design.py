@@ -7,12 +7,12 @@ from typing import Any
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
-from perf_model._area import AreaCoefficients, area_coefficients
-from perf_model._core import ENERGY_PARTS, evaluate_block, order_names, resident_name
-from perf_model._designs import DesignArrays
-from perf_model._energy import DEFAULT_ENERGY, EnergyTable
-from perf_model._ops import op_arrays
-from perf_model._table import totals
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import op_arrays
+from perf_model.evaluator.block import ENERGY_PARTS, evaluate_block, order_names, resident_name
+from perf_model.evaluator.design_table import totals
+from perf_model.physical.area import AreaCoefficients, area_coefficients
+from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
 from workloads.ops import Conv2d, Gemm, Op, Workload
 
 __all__ = ["OpResult", "WorkloadResult", "evaluate", "evaluate_op"]
@@ -39,7 +39,7 @@ class OpResult:
         gemm: ``(m, k, n)`` of one instance; ``tile``: ``(mt, kt, nt)``; ``loop_order``: GEMM
             dims of the tile loops, outer to inner (e.g. ``"m,n,k"``); ``resident``: ``"a"`` or
             ``"b"``, the input held in its buffer as a whole strip (read from DRAM once), or ``""``.
-        on_chip: on-chip reuse across layers (``perf_model._reuse``): ``"in"`` (the op before left
+        on_chip: on-chip reuse across layers (``perf_model.evaluator.reuse_links``): ``"in"`` (the op before left
             ``A`` in the ifmap), ``"out"`` (the output stays there for the next op), ``"in,out"``,
             or ``""``.
         folds, compute_cycles, stall_cycles, total_cycles, utilization, macs: as in the issue.
@@ -186,7 +186,7 @@ def evaluate(config: ArrayConfig, workload: Workload, *, energy: EnergyTable | N
     """One design on a whole workload (per-op results and totals).
 
     ``reuse``: keep an op's output on chip as the next op's input where the workload and the
-    design allow it (``perf_model._reuse``); ``False`` sends every output through DRAM.
+    design allow it (``perf_model.evaluator.reuse_links``); ``False`` sends every output through DRAM.
 
     Raises:
         ModelError: ``config`` is not an ``ArrayConfig`` or ``workload`` not a ``Workload``.

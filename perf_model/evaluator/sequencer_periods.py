@@ -1,8 +1,8 @@
-"""The sequencer's periods summed over the run classes of a tiled GEMM (internal to ``_schedule``).
+"""The sequencer's periods summed over the run classes of a tiled GEMM (internal to ``schedule``).
 
 :func:`rho_inner` (every default tiling), its single-buffered form and :func:`any_order` sum the
-program walk's command chain over the classes of :class:`~perf_model._run_classes.RunClasses`
-into :class:`Totals` (``perf_model._schedule``'s module docstring states the rules).
+program walk's command chain over the classes of :class:`~perf_model.evaluator.run_classes.RunClasses`
+into :class:`Totals` (``perf_model.evaluator.schedule``'s module docstring states the rules).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from itertools import product
 import numpy as np
 
 from accel_dse.commands import QUEUE_DEPTH
-from perf_model._run_classes import RunClasses
+from perf_model.evaluator.run_classes import RunClasses
 from perf_model.program_timing import ISSUE_CYCLES
 
 __all__ = ["Totals", "rho_inner", "any_order", "Bool"]

@@ -1,6 +1,6 @@
 """The compiler: the model's tiling of one GEMM, as a command program for the accelerator's queue.
 
-``compile_gemm`` turns :func:`~perf_model._plan.plan_tiles` into commands
+``compile_gemm`` turns :func:`~perf_model.compiler.plan.plan_tiles` into commands
 (:mod:`accel_dse.commands`) and a DRAM layout. The same program is what the RTL runs
 (``simulate``, ``export``) and what :func:`perf_model.program_timing.program_cycles` times, so
 model and RTL are one machine.
@@ -35,12 +35,12 @@ next output tile has runs, the ``j``-th after that tile's ``j``-th RUN, so a lar
 is spread over the K loop instead of stalling one run; the last output tile is stored whole
 after the last run.
 
-A resident input (``TilePlan.resident``: the plan's strip, :mod:`perf_model._tiling`) is placed
+A resident input (``TilePlan.resident``: the plan's strip, :mod:`perf_model.evaluator.tiling`) is placed
 as a strip: its K sub-tile ``j`` at ``j`` full sub-tiles past the strip's base (in the half of
 the strip when double buffered), loaded by the first run that needs it and read by the RUN
 commands of later runs at that address, so it crosses the DRAM interface once per strip.
 
-On-chip reuse (``perf_model._reuse_programs``; WS with ``R == C``, or IS; a requantised op): ``c_region``
+On-chip reuse (``perf_model.compiler.chain``; WS with ``R == C``, or IS; a requantised op): ``c_region``
 sends the output to the ifmap instead of DRAM, each STORE becoming a ``MOVE`` of the same words to
 the next layer's ``A`` in the ifmap layout of a run over the whole matrix: word ``c_region + (n //
 C) * M + m`` (WS) or ``c_region + (m // C) * N + n`` (IS); the A tiles then use only the ifmap
@@ -67,8 +67,8 @@ from accel_dse.commands import (
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
 from perf_model import timing
-from perf_model._plan import plan_tiles
-from perf_model._reuse import can_move
+from perf_model.compiler.plan import plan_tiles
+from perf_model.evaluator.reuse_links import can_move
 from workloads.ops import Gemm
 
 __all__ = ["TensorLayout", "GemmProgram", "compile_gemm", "output_major", "reuse_possible", "QPARAM_CHANNELS",
@@ -245,7 +245,7 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
 
 def reuse_possible(config: ArrayConfig) -> bool:
     """Whether ``config`` can keep a layer's output on chip as the next layer's input
-    (:func:`perf_model._reuse.can_move`, the model's rule)."""
+    (:func:`perf_model.evaluator.reuse_links.can_move`, the model's rule)."""
     return bool(can_move(timing.dataflow_code(config.dataflow.value), config.rows, config.cols))
 
 

@@ -1,14 +1,14 @@
 """Cycles, DRAM/SRAM traffic and stalls of a tiled GEMM, in closed form over run classes.
 
-The runs of one GEMM instance are the tiles of its :class:`~perf_model._tiling.Tiling`, in loop
-order; ``perf_model._program.compile_gemm`` turns them into the command program the RTL runs and
+The runs of one GEMM instance are the tiles of its :class:`~perf_model.evaluator.tiling.Tiling`, in loop
+order; ``perf_model.compiler.program.compile_gemm`` turns them into the command program the RTL runs and
 :func:`perf_model.program_timing.program_cycles` walks. This module computes that walk's total
 without walking: the same program, counted by classes of runs, vectorised over design-op elements.
 
 Per run ``i``: ``cyc_i = timing.run_cycles(tile)`` (compute cycles are their sum); its loads are
 the input tiles whose indices changed since run ``i - 1`` (all at the first run); an output tile
 is stored after its last run. Every command costs the sequencer ``n + 1`` cycles of its unit
-(``n``: ``timing.run_cycles`` of a RUN, :class:`~perf_model._transfers.Memory` ``load`` /
+(``n``: ``timing.run_cycles`` of a RUN, :class:`~perf_model.evaluator.transfers.Memory` ``load`` /
 ``store`` of a transfer: rows, beats, DRAM latency, bursts in flight); a program of ``c``
 commands adds its fetch and first decode per queue-load (``Memory.program``). Then::
 
@@ -17,7 +17,7 @@ commands adds its fetch and first decode per queue-load (``Memory.program``). Th
 
 ``pre``: the first run's loads (and the output stage's parameters); ``S_i``: the DMA commands
 the compiler puts between ``RUN(i)`` and ``RUN(i + 1)``, run ``i``'s part of the previous output
-tile's store (``perf_model._program`` spreads it over the next tile's runs; single buffered it
+tile's store (``perf_model.compiler.program`` spreads it over the next tile's runs; single buffered it
 is whole, after the tile's last run) and the loads of run ``i + 1``, each ``n + 1``, on one DMA
 engine while the array computes run ``i``; 2 cycles of issue before the first of them. Both are
 exact for the walk of one queue-load (every row of a transfer inside one 4 KiB page); a program
@@ -42,11 +42,11 @@ from functools import cache
 import numpy as np
 
 from perf_model import timing
-from perf_model._chain import Totals, any_order, rho_inner
-from perf_model._problem import Problem, put_columns, row_index, take_rows
-from perf_model._run_classes import ORDER_ARRAY, ORDER_INVERSE, RunClasses
-from perf_model._tiling import Tiling, gemm_tile
-from perf_model._transfers import Memory
+from perf_model.evaluator.problem import Problem, put_columns, row_index, take_rows
+from perf_model.evaluator.run_classes import ORDER_ARRAY, ORDER_INVERSE, RunClasses
+from perf_model.evaluator.sequencer_periods import Totals, any_order, rho_inner
+from perf_model.evaluator.tiling import Tiling, gemm_tile
+from perf_model.evaluator.transfers import Memory
 
 __all__ = ["Schedule", "schedule", "op_cycles", "fast_cycles_ok"]
 
@@ -136,7 +136,7 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
     """Evaluate the tiling of every element of ``p`` (see the module docstring).
 
     ``memory`` ``None`` computes traffic alone (totals 0); ``double_buffered``: per element (or
-    for all), the program is the ping-pong one. On-chip reuse (``perf_model._reuse_programs``), per
+    for all), the program is the ping-pong one. On-chip reuse (``perf_model.compiler.chain``), per
     element: ``a_on_chip``, ``A`` is already in the ifmap (no A loads, no A bytes from DRAM; the
     ifmap is written with it once, by the op before); ``c_on_chip``, the output is MOVEd into the
     ifmap (``memory.move``: no C bytes to DRAM).

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from accel_dse.config import ArrayConfig
-from perf_model._designs import DesignArrays
-from perf_model._output_stage import QPARAM_CHANNELS, param_bits
+from perf_model.arrays.designs import DesignArrays
+from perf_model.physical.output_stage import QPARAM_CHANNELS, param_bits
 
 __all__ = ["FpgaFit", "ECP5_FIT", "ECP5_DEVICES", "FPGA_DEVICES", "output_stage_resources", "bank_ebrs",
            "fpga_resources", "fpga_resource_arrays", "pe_resources"]

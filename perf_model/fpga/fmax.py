@@ -33,7 +33,7 @@ import dataclasses
 import numpy as np
 
 from accel_dse.config import ArrayConfig
-from perf_model._designs import DesignArrays
+from perf_model.arrays.designs import DesignArrays
 
 __all__ = ["FmaxFit", "ECP5_FMAX_FIT", "fpga_path_arrays", "fpga_fmax_arrays", "fpga_fmax_mhz"]
 

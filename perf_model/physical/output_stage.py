@@ -14,7 +14,7 @@ and three of ``input_bits`` (zero point, two clamps), :func:`lane_register_bits`
 the read of its ``param_bits`` from the qparam SRAM (its per-byte energy at that bank's size).
 
 Area at 45 nm: ``cols`` lanes of the Yosys-calibrated lane (``bench/output_stage_area.py``,
-``perf_model/_output_stage_fit.py``) plus the qparam SRAM priced per bit like the buffers.
+``perf_model/physical/output_stage_fit.py``) plus the qparam SRAM priced per bit like the buffers.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from perf_model import _output_stage_fit as fit
-from perf_model._energy import EnergyTable, _power_law
+from perf_model.physical import output_stage_fit as fit
+from perf_model.physical.energy import EnergyTable, _power_law
 
 __all__ = ["QPARAM_CHANNELS", "param_bits", "qparam_bits", "lane_register_bits", "output_stage_pj", "lane_um2"]
 
