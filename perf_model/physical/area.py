@@ -1,6 +1,6 @@
 """Silicon area in mm^2: a dataflow-aware PE model calibrated to Yosys, and its calibration hook.
 
-**PE.** ``rtl_gen`` builds two PE cells (``rtl_gen/_pe.py``); input stationary is weight
+**PE.** ``rtl_gen`` builds two PE cells (``rtl_gen/core/pe.py``); input stationary is weight
 stationary on the transposed problem and uses the WS cell. A PE's area at 45 nm is the sum of
 five terms, counted from the RTL (structure) and priced per cell (:class:`PeCellArea`)::
 

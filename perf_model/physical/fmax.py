@@ -13,7 +13,7 @@ model; the fit and its measured points are in ``perf_model/physical/fmax_fit.py`
 * ``pe``: the PE's multiply-accumulate (``input_bits`` product into the ``acc_bits`` sum),
   ``c0 + c1 * input_bits + c2 * log2(acc_bits)`` per PE cell (WS, also IS; OS);
 * ``output_stage``: the deepest of the requantisation lane's register stages
-  (``rtl_gen._output_stage``: ``OUTPUT_STAGE_LATENCY`` stages, the 32 x 32 multiply as four
+  (``rtl_gen.core.output_stage``: ``OUTPUT_STAGE_LATENCY`` stages, the 32 x 32 multiply as four
   16 x 16 products summed over the next two, carry chains of at most 35 bits each),
   ``c0 + c1 * input_bits + c2 * log2(acc_bits)`` with ``out_bits = input_bits``, per lane: 65 to
   69 FO4 measured, below both PE cells at 8 or 16 bits with accumulators of 32 bits or more

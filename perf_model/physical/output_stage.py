@@ -1,6 +1,6 @@
 """The output stage in the model: its energy per output element and its area (internal).
 
-Mirrors ``rtl_gen._output_stage`` (which ``perf_model`` may not import; ``tests/rtl_gen``
+Mirrors ``rtl_gen.core.output_stage`` (which ``perf_model`` may not import; ``tests/rtl_gen``
 checks the constants agree): per lane an int32 bias add, a 32 x 32 multiply, a 64-bit
 sum and arithmetic shift, a zero-point add and two clamps, in ``OUTPUT_STAGE_LATENCY`` register
 stages of :func:`lane_register_bits` bits;

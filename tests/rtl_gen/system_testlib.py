@@ -22,8 +22,8 @@ from accel_dse.simulate._dram_image import (
 )
 from perf_model.compiler.program import GemmProgram, compile_gemm
 from perf_model.program_timing import ProgramTiming, gemm_program_cycles, program_cycles
-from rtl_gen._regmap import CONTROL_REGMAP
-from rtl_gen._sim_top import SimSystem
+from rtl_gen.soc.regmap import CONTROL_REGMAP
+from rtl_gen.soc.sim_system import SimSystem
 from workloads.ops import Gemm, Requant
 
 REG = {reg.name: reg.offset for reg in CONTROL_REGMAP}

@@ -10,9 +10,8 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.commands import FIELDS
 from accel_dse.config import Dataflow
-
-from ._layout import CYCLES_BITS, DIM_BITS
-from ._skew import DelayLine
+from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS
+from rtl_gen.core.skew import DelayLine
 
 __all__ = ["Controller", "mapped_dims", "A_STRIDE_BITS"]
 

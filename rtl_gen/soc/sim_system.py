@@ -8,11 +8,10 @@ from amaranth import Module
 from amaranth.lib import wiring
 
 from accel_dse.config import ArrayConfig
-
-from ._axi import axi4_signature
-from ._dram_model import DramModel
-from ._pe import Fault
-from ._system import AxiAccelerator, system_name
+from rtl_gen.core.pe import Fault
+from rtl_gen.soc.axi import axi4_signature
+from rtl_gen.soc.dram_model import DramModel
+from rtl_gen.soc.system import AxiAccelerator, system_name
 
 __all__ = ["SimSystem", "sim_name"]
 

@@ -1,10 +1,10 @@
 """The whole accelerator as an SoC block: AXI4 manager to DRAM, command queue, DMA, array.
 
-:class:`AxiAccelerator` wraps the compute core (:class:`~rtl_gen._top.Accelerator`, whose host
+:class:`AxiAccelerator` wraps the compute core (:class:`~rtl_gen.core.accelerator.Accelerator`, whose host
 port becomes the DMA's port into the buffers) with the load and store DMA engines
-(``rtl_gen._dma``) on one AXI4 manager port ``m_axi_*`` and the command sequencer
-(``rtl_gen._sequencer``), controlled through the AXI4-Lite register block ``s_axil_*``
-(``rtl_gen._csr``, map in ``rtl_gen._regmap``: start, status, error, queue base and length,
+(``rtl_gen.soc.dma``) on one AXI4 manager port ``m_axi_*`` and the command sequencer
+(``rtl_gen.soc.sequencer``), controlled through the AXI4-Lite register block ``s_axil_*``
+(``rtl_gen.soc.csr``, map in ``rtl_gen.soc.regmap``: start, status, error, queue base and length,
 cycle counters, interrupt enable and status) with the level interrupt ``irq``. Ports::
 
     m_axi_*    AXI4 manager, data width ``accel_dse.commands.axi_data_bytes``, one ID
@@ -31,15 +31,14 @@ from amaranth.lib.wiring import In, Out
 from accel_dse import commands
 from accel_dse.commands import QUEUE_DEPTH, Buffer, axi_data_bytes, dram_lane_bytes
 from accel_dse.config import ArrayConfig, Dataflow
-
-from ._axi import axi4_channels, axi4_signature
-from ._csr import ControlRegisters
-from ._dma import DmaLoad, DmaStore
-from ._move import MOVE_FIELDS, MoveEngine
-from ._output_stage import param_fields
-from ._pe import Fault
-from ._sequencer import Sequencer
-from ._top import Accelerator, top_name
+from rtl_gen.core.accelerator import Accelerator, top_name
+from rtl_gen.core.output_stage import param_fields
+from rtl_gen.core.pe import Fault
+from rtl_gen.soc.axi import axi4_channels, axi4_signature
+from rtl_gen.soc.csr import ControlRegisters
+from rtl_gen.soc.dma import DmaLoad, DmaStore
+from rtl_gen.soc.move import MOVE_FIELDS, MoveEngine
+from rtl_gen.soc.sequencer import Sequencer
 
 __all__ = ["AxiAccelerator", "system_name", "dram_word_bytes", "memory_system_units", "OUTSTANDING"]
 

@@ -35,7 +35,7 @@ a fixed latency of one cycle: present ``host_addr`` before an edge, read ``host_
 (valid while not busy; the ofmap read port is the controller's during a run). Buffer contents are
 undefined after reset in exported Verilog (zero in the Amaranth simulator): write what a run reads.
 
-Output stage (``rtl_gen._output_stage``): ``host_qdata`` is the ofmap word read at ``host_addr``
+Output stage (``rtl_gen.core.output_stage``): ``host_qdata`` is the ofmap word read at ``host_addr``
 requantised lane by lane with the parameter word at ``host_qsel`` of the qparam buffer, with a
 fixed latency of ``QDATA_LATENCY = 1 + OUTPUT_STAGE_LATENCY = 7`` cycles (the buffer reads, then
 the stage's registers: ``accel_dse.commands.store_read_latency``; pipelined, one word per
@@ -90,14 +90,13 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.commands import store_read_latency
 from accel_dse.config import ArrayConfig, Dataflow
-
-from ._array import SystolicArray
-from ._controller import A_STRIDE_BITS, Controller
-from ._glue import OfmapUpdate, OperandGate
-from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
-from ._output_stage import OutputStage
-from ._pe import Fault
-from ._skew import DelayLine
+from rtl_gen.core.array import SystolicArray
+from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
+from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
+from rtl_gen.core.controller import A_STRIDE_BITS, Controller
+from rtl_gen.core.output_stage import OutputStage
+from rtl_gen.core.pe import Fault
+from rtl_gen.core.skew import DelayLine
 
 __all__ = ["Accelerator", "HOST_SEL", "QDATA_LATENCY", "top_name"]
 
@@ -116,7 +115,7 @@ def top_name(config: ArrayConfig, fault: Fault | None = None) -> str:
 class Accelerator(wiring.Component):
     """A TPU-style accelerator that runs a buffer-resident tiled GEMM after one ``start``.
 
-    See the module docstring of ``rtl_gen._top`` (re-exported as ``rtl_gen.PORT_MAP``) for the
+    See the module docstring of ``rtl_gen.core.accelerator`` (re-exported as ``rtl_gen.PORT_MAP``) for the
     ports, timing and buffer layouts.
 
     Args:

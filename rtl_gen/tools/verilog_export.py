@@ -14,10 +14,9 @@ from amaranth.lib import wiring
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ExportError, RtlError
-
-from ._array import Blackbox, PEBlock, PERow
-from ._pe import PE, Fault
-from ._top import Accelerator, top_name
+from rtl_gen.core.accelerator import Accelerator, top_name
+from rtl_gen.core.array import Blackbox, PEBlock, PERow
+from rtl_gen.core.pe import PE, Fault
 
 __all__ = ["to_verilog", "write_verilog", "export_units", "block_rows"]
 
@@ -125,19 +124,19 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
 
 def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tuple[int, int] | None = None,
                    rate: tuple[int, int] | None = None) -> str:
-    """Verilog of the SoC block (:class:`~rtl_gen._system.AxiAccelerator`, top ``accel_axi_<hash>``).
+    """Verilog of the SoC block (:class:`~rtl_gen.soc.system.AxiAccelerator`, top ``accel_axi_<hash>``).
 
-    With ``dram = (latency, words)`` the simulation top instead (:class:`~rtl_gen._sim_top.SimSystem`,
+    With ``dram = (latency, words)`` the simulation top instead (:class:`~rtl_gen.soc.sim_system.SimSystem`,
     ``accel_sim_<hash>``: the SoC block with the DRAM model, paced to ``rate`` ``(num, den)`` bytes a
-    cycle when given: :class:`~rtl_gen._dram_model.DramModel`). The compute core is the
+    cycle when given: :class:`~rtl_gen.soc.dram_model.DramModel`). The compute core is the
     hierarchical export's (:func:`export_units`), so large arrays convert as fast.
 
     Raises:
         ConfigError: the design cannot be built.
         RtlError: Yosys failed to convert it.
     """
-    from ._sim_top import SimSystem
-    from ._system import AxiAccelerator
+    from rtl_gen.soc.sim_system import SimSystem
+    from rtl_gen.soc.system import AxiAccelerator
 
     units = export_units(config, fault=fault)
     core = units[0][1]

@@ -41,7 +41,7 @@ from accel_dse.errors import ConfigError
 
 __all__ = ["OutputStage", "param_fields", "param_bits", "OUTPUT_STAGE_LATENCY", "QPARAM_CHANNELS"]
 
-#: Output channels the accelerator's parameter buffer holds per run (see ``rtl_gen._top``).
+#: Output channels the accelerator's parameter buffer holds per run (see ``rtl_gen.core.accelerator``).
 QPARAM_CHANNELS = 4096
 
 

@@ -45,10 +45,9 @@ from accel_dse.commands import (
     queue_entry_commands,
 )
 from accel_dse.errors import ConfigError
-
-from ._axi import ADDR_BITS
-from ._dma import TRANSFER_BITS
-from ._move import MOVE_FIELDS
+from rtl_gen.soc.axi import ADDR_BITS
+from rtl_gen.soc.dma import TRANSFER_BITS
+from rtl_gen.soc.move import MOVE_FIELDS
 
 __all__ = ["Sequencer", "COUNTER_BITS"]
 

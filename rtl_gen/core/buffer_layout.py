@@ -13,8 +13,7 @@ from amaranth.utils import ceil_log2
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
-
-from ._output_stage import QPARAM_CHANNELS, param_bits
+from rtl_gen.core.output_stage import QPARAM_CHANNELS, param_bits
 
 __all__ = ["BufferGeometry", "BufferLayout", "buffer_layout", "CYCLES_BITS", "DIM_BITS"]
 

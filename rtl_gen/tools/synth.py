@@ -45,15 +45,14 @@ from amaranth.lib.wiring import In
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import RtlError
-
-from ._array import SystolicArray
-from ._controller import Controller
-from ._glue import OfmapUpdate, OperandGate
-from ._layout import buffer_layout
-from ._output_stage import OutputStage
-from ._pe import PE, pe_signature
-from ._skew import DelayLine
-from ._top import Accelerator, top_name
+from rtl_gen.core.accelerator import Accelerator, top_name
+from rtl_gen.core.array import SystolicArray
+from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
+from rtl_gen.core.buffer_layout import buffer_layout
+from rtl_gen.core.controller import Controller
+from rtl_gen.core.output_stage import OutputStage
+from rtl_gen.core.pe import PE, pe_signature
+from rtl_gen.core.skew import DelayLine
 
 __all__ = [
     "synth_stats", "synth_component", "default_cache_dir", "yosys_command", "tool_command", "cached_json", "TopRowPE",
@@ -124,9 +123,11 @@ def yosys_command() -> list[str]:
 
 
 def _source_digest() -> str:
+    """A digest of every rtl_gen source file (its subpackages included), the synthesis cache's key."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode())
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -267,7 +268,7 @@ def synth_stats(
     if top_row:
         pieces.insert(1, ("pe_top_row", pe_params, lambda: TopRowPE(input_bits=ib, acc_bits=ab, shadow=sh),
                           top_row, "pe_top"))
-    from ._system import memory_system_units
+    from rtl_gen.soc.system import memory_system_units
 
     for part, params, build in memory_system_units(config):
         pieces.append((part, params, build, 1, part))

@@ -1,4 +1,4 @@
-"""The control registers: an AXI4-Lite slave over ``rtl_gen._regmap.CONTROL_REGMAP``.
+"""The control registers: an AXI4-Lite slave over ``rtl_gen.soc.regmap.CONTROL_REGMAP``.
 
 Bus side: AXI4-Lite, 32-bit data, 12-bit byte address (``s_axil_*`` ports, the names
 cocotbext-axi's ``AxiLiteBus.from_prefix(dut, "s_axil")`` looks for; no ``*prot``). The
@@ -42,8 +42,7 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import Dataflow
 from accel_dse.errors import RtlError
-
-from ._regmap import CONTROL_REGMAP, DATAFLOW_CODES, Register
+from rtl_gen.soc.regmap import CONTROL_REGMAP, DATAFLOW_CODES, Register
 
 __all__ = ["ControlRegisters", "AXIL_OKAY", "AXIL_SLVERR", "COUNTERS"]
 

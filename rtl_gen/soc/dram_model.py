@@ -32,8 +32,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from accel_dse.errors import ConfigError
-
-from ._axi import ADDR_BITS, axi4_signature
+from rtl_gen.soc.axi import ADDR_BITS, axi4_signature
 
 __all__ = ["DramModel"]
 

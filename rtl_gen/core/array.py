@@ -10,9 +10,8 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
-
-from ._pe import PE, Fault, pe_widths
-from ._skew import DelayLine, Skew
+from rtl_gen.core.pe import PE, Fault, pe_widths
+from rtl_gen.core.skew import DelayLine, Skew
 
 __all__ = ["SystolicArray", "PEBlock", "PERow", "Blackbox"]
 
@@ -258,7 +257,7 @@ class SystolicArray(wiring.Component):
     lane ``r`` of ``x`` (and, OS, lane ``c`` of ``y``) already delayed by ``r`` (``c``) cycles,
     and WS/IS ``result`` lane ``c`` is the bottom partial sum of column ``c``, ``c`` cycles
     after lane 0 (``rows + c`` after the un-delayed word). The accelerator does this with
-    per-lane buffer banks addressed on a tapped delay line (see ``rtl_gen._top``). ``first``
+    per-lane buffer banks addressed on a tapped delay line (see ``rtl_gen.core.accelerator``). ``first``
     is delayed per row inside the array in both modes. With ``skew=False`` ``shift`` has one
     bit per column, each already delayed by its column index like the caller's ``y`` lanes
     (WS/IS) or result lanes (OS); with ``skew=True`` it is one bit for every column. With

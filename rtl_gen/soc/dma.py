@@ -27,8 +27,7 @@ from amaranth.utils import exact_log2
 
 from accel_dse import commands
 from accel_dse.errors import ConfigError
-
-from ._axi import ADDR_BITS, BurstIssuer, axi4_channels
+from rtl_gen.soc.axi import ADDR_BITS, BurstIssuer, axi4_channels
 
 __all__ = ["DmaLoad", "DmaStore", "STORE_FIFO_WORDS", "TRANSFER_BITS"]
 
