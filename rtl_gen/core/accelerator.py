@@ -1,3 +1,5 @@
+# This docstring is exported verbatim (rtl_gen.PORT_MAP, design.json's port_map); it names the output stage by
+# its module's name before the subpackages (now rtl_gen.core.output_stage) so that exports stay byte-identical.
 """The complete accelerator: buffers, host port, controller, systolic array.
 
 Port map of :class:`Accelerator` (Verilog/cocotb names; ``clk`` and ``rst`` are added by the
@@ -35,7 +37,7 @@ a fixed latency of one cycle: present ``host_addr`` before an edge, read ``host_
 (valid while not busy; the ofmap read port is the controller's during a run). Buffer contents are
 undefined after reset in exported Verilog (zero in the Amaranth simulator): write what a run reads.
 
-Output stage (``rtl_gen.core.output_stage``): ``host_qdata`` is the ofmap word read at ``host_addr``
+Output stage (``rtl_gen._output_stage``): ``host_qdata`` is the ofmap word read at ``host_addr``
 requantised lane by lane with the parameter word at ``host_qsel`` of the qparam buffer, with a
 fixed latency of ``QDATA_LATENCY = 1 + OUTPUT_STAGE_LATENCY = 7`` cycles (the buffer reads, then
 the stage's registers: ``accel_dse.commands.store_read_latency``; pipelined, one word per
