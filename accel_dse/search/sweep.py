@@ -7,7 +7,7 @@ does not exist is refused before a file is created.
 
 ``--jobs J`` starts J worker processes (spawned, so the RL agent's JAX runtime is never
 forked) against the same storage; the parent draws the progress from the storage and fails
-the trials of a worker that died. Ctrl-C / SIGTERM (see :mod:`accel_dse.search._interrupt`): the
+the trials of a worker that died. Ctrl-C / SIGTERM (see :mod:`accel_dse.search.study.interrupt`): the
 running trials end FAIL (``status = "interrupted"``), the parent forwards SIGTERM to its workers,
 and :class:`KeyboardInterrupt` reaches the caller (the CLI exits 130).
 """
@@ -30,18 +30,18 @@ from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
 from accel_dse.errors import AccelDseError, SearchError
-from accel_dse.search._dashboard import mark_best, name_metrics
-from accel_dse.search._grid import GridResult, add_grid_trials, grid_search
-from accel_dse.search._interrupt import deferred_interrupts, interrupt_requested
-from accel_dse.search._loop import run_trials
-from accel_dse.search._objective import Evaluator, SweepObjective, TrialFailed
-from accel_dse.search._owner import fail_dead_trials, worker_identity
-from accel_dse.search._progress import Progress
-from accel_dse.search._samplers import check_sampler, make_sampler, takes_constraints
-from accel_dse.search._space import DesignSpace
-from accel_dse.search._storage import StorageSpec, check_location, open_storage, parse_storage
-from accel_dse.search._study import budget_used, check_study_name, open_study
-from accel_dse.search._summary import summary_dict
+from accel_dse.search.samplers.registry import check_sampler, make_sampler, takes_constraints
+from accel_dse.search.scoring.grid import GridResult, add_grid_trials, grid_search
+from accel_dse.search.scoring.objective import Evaluator, SweepObjective, TrialFailed
+from accel_dse.search.space.design_space import DesignSpace
+from accel_dse.search.study.dashboard import mark_best, name_metrics
+from accel_dse.search.study.interrupt import deferred_interrupts, interrupt_requested
+from accel_dse.search.study.loop import run_trials
+from accel_dse.search.study.owner import fail_dead_trials, worker_identity
+from accel_dse.search.study.progress import Progress
+from accel_dse.search.study.storage import StorageSpec, check_location, open_storage, parse_storage
+from accel_dse.search.study.study import budget_used, check_study_name, open_study
+from accel_dse.search.study.summary import summary_dict
 
 __all__ = ["SweepConfig", "SweepResult", "run_sweep", "validate_sweep", "max_jobs", "MAX_SEED", "MAX_HEARTBEAT_S"]
 
@@ -65,7 +65,7 @@ class SweepConfig:
     Attributes:
         space: The design space.
         evaluator: Scores designs (``ModelEvaluator``; picklable when ``jobs > 1``).
-        storage: Storage URL (see :mod:`accel_dse.search._storage`).
+        storage: Storage URL (see :mod:`accel_dse.search.study.storage`).
         study_name: Study to create or continue.
         sampler: One of ``SAMPLERS``.
         n_trials: Trials the whole study should hold (finished or running; a retried trial once).

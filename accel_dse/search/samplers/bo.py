@@ -1,10 +1,10 @@
 """``bo``: Bayesian optimisation with Gaussian processes and constraint models, as an Optuna sampler.
 
-* **Encoding** (:mod:`accel_dse.search._bo_encoding`): every free parameter to coordinates in
+* **Encoding** (:mod:`accel_dse.search.samplers.bo_encoding`): every free parameter to coordinates in
   [0, 1]: ordered values (a pow2 exponent, a numeric choice's position, an integer or real
   range, log ranges in log space) as one normalised coordinate, unordered categories
   (dataflow, booleans) one-hot.
-* **Surrogates** (:mod:`accel_dse.search._gp`): a GP (Matern-5/2, ARD) on the log objective
+* **Surrogates** (:mod:`accel_dse.search.samplers.gp`): a GP (Matern-5/2, ARD) on the log objective
   (sign-flipped for a maximised one), one GP per constraint on ``log(metric / bound)`` (so
   ``<= 0`` is met), and, once a design has failed (infeasible, invalid, non-finite), a GP on
   the failure indicator (1 failed, 0 ran) read as the probability that a design runs; a
@@ -58,12 +58,12 @@ from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 from threadpoolctl import ThreadpoolController
 
-from accel_dse.search._bo_encoding import Encoder
-from accel_dse.search._design_sampler import DesignSampler
-from accel_dse.search._distinct import holds_design
-from accel_dse.search._gp import GaussianProcess, fit_gp, log_expected_improvement, log_prob_below
-from accel_dse.search._samplers import relative_excess
-from accel_dse.search._space import DesignSpace
+from accel_dse.search.samplers.bo_encoding import Encoder
+from accel_dse.search.samplers.design_sampler import DesignSampler
+from accel_dse.search.samplers.distinct import holds_design
+from accel_dse.search.samplers.gp import GaussianProcess, fit_gp, log_expected_improvement, log_prob_below
+from accel_dse.search.space.design_space import DesignSpace
+from accel_dse.search.space.trial_values import relative_excess
 
 __all__ = ["BayesOptSampler", "HELD_KEY", "MAX_GRID", "MAX_CANDIDATES", "PROPOSAL_KEY", "SETTLE_TIMEOUT_S",
            "parego_scalarise"]

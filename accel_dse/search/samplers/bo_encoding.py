@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
-from accel_dse.search._space import DesignSpace
+from accel_dse.search.space.design_space import DesignSpace
 
 __all__ = ["Encoder"]
 

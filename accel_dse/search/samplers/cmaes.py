@@ -21,8 +21,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from accel_dse.search._samplers import relative_excess
-from accel_dse.search._space import DesignSpace
+from accel_dse.search.space.design_space import DesignSpace
+from accel_dse.search.space.trial_values import relative_excess
 
 __all__ = ["PenalisedCmaEsSampler"]
 

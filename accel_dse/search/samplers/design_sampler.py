@@ -9,7 +9,7 @@ from optuna.distributions import BaseDistribution
 from optuna.study import Study
 from optuna.trial import FrozenTrial
 
-from accel_dse.search._space import DesignSpace
+from accel_dse.search.space.design_space import DesignSpace
 
 __all__ = ["DesignSampler"]
 

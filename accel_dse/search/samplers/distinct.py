@@ -25,8 +25,8 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from accel_dse.search._design_sampler import DesignSampler
-from accel_dse.search._space import DesignSpace
+from accel_dse.search.samplers.design_sampler import DesignSampler
+from accel_dse.search.space.design_space import DesignSpace
 
 __all__ = ["DistinctSampler", "REPEATABLE_STATUS", "holds_design"]
 

@@ -10,14 +10,14 @@ name       what                                                                 
            a univariate TPE                                                     (see below)
 ``random`` uniform random sampling                                              (none needed)
 ``grid``   exhaustive: every point scored by the vectorised model, not a loop   filtered
-           of trials (see :mod:`accel_dse.search._grid`)
-``rl``     policy-gradient agent written with JAX (:mod:`accel_dse.search._rl`) in the reward
+           of trials (see :mod:`accel_dse.search.scoring.grid`)
+``rl``     policy-gradient agent written with JAX (:mod:`accel_dse.search.samplers.rl`) in the reward
 ``bo``     Bayesian optimisation: a GP on the log objective, constrained        a GP per constraint
            log-EI over the unseen designs, ParEGO for several objectives,       (P(met))
-           kriging believer for parallel workers (:mod:`accel_dse.search._bo`)
+           kriging believer for parallel workers (:mod:`accel_dse.search.samplers.bo`)
 =========  ===================================================================  ===================
 
-Every loop sampler is wrapped in :class:`~accel_dse.search._distinct.DistinctSampler`, so no
+Every loop sampler is wrapped in :class:`~accel_dse.search.samplers.distinct.DistinctSampler`, so no
 trial is spent on a design the study already holds. A design that breaks a constraint is a
 COMPLETE trial with its true objective values and ``constraint_values`` for every sampler; the
 samplers see Optuna's ``constraints`` system attribute, which the objective sets to each
@@ -28,15 +28,14 @@ in different units (mm^2, W) add up sensibly (TPE and NSGA-II read it as Optuna'
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 
 import optuna
 
 from accel_dse.errors import SearchError
-from accel_dse.search._distinct import DistinctSampler
-from accel_dse.search._space import DesignSpace
+from accel_dse.search.samplers.distinct import DistinctSampler
+from accel_dse.search.space.design_space import DesignSpace
 
-__all__ = ["SAMPLERS", "check_sampler", "make_sampler", "takes_constraints", "relative_excess"]
+__all__ = ["SAMPLERS", "check_sampler", "make_sampler", "takes_constraints"]
 
 SAMPLERS: tuple[str, ...] = ("tpe", "nsga2", "cmaes", "random", "grid", "rl", "bo")
 _WITH_CONSTRAINTS = ("tpe", "nsga2", "rl", "cmaes", "random", "bo")
@@ -61,12 +60,6 @@ def check_sampler(name: str, space: DesignSpace) -> None:
 def takes_constraints(name: str) -> bool:
     """Whether sampler ``name`` handles constraint violations itself (trials stay COMPLETE)."""
     return name in _WITH_CONSTRAINTS
-
-
-def relative_excess(values: Sequence[float], space: DesignSpace) -> list[float]:
-    """Constraint values (``<= 0`` met, the excess otherwise) divided by each bound's magnitude."""
-    return [float(v) / abs(c.bound) if c.bound != 0 else float(v)
-            for v, c in zip(values, space.constraints, strict=False)]
 
 
 def make_sampler(name: str, space: DesignSpace, *, seed: int | None = None) -> DistinctSampler:
@@ -94,7 +87,7 @@ def _make_inner(name: str, space: DesignSpace, *, seed: int | None = None) -> op
             population = max(8, min(50, 4 * len(space.free_params)))
             return optuna.samplers.NSGAIISampler(seed=seed, population_size=population)
         if name == "cmaes":
-            from accel_dse.search._cmaes import PenalisedCmaEsSampler
+            from accel_dse.search.samplers.cmaes import PenalisedCmaEsSampler
 
             return PenalisedCmaEsSampler(
                 space,
@@ -106,11 +99,11 @@ def _make_inner(name: str, space: DesignSpace, *, seed: int | None = None) -> op
         if name == "random":
             return optuna.samplers.RandomSampler(seed=seed)
         if name == "rl":
-            from accel_dse.search._rl import PolicyGradientSampler
+            from accel_dse.search.samplers.rl import PolicyGradientSampler
 
             return PolicyGradientSampler(space, seed=seed)
         if name == "bo":
-            from accel_dse.search._bo import BayesOptSampler
+            from accel_dse.search.samplers.bo import BayesOptSampler
 
             return BayesOptSampler(space, seed=seed)
     raise SearchError(f"sampler {name!r} does not run as a loop of trials")

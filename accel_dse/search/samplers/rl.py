@@ -43,8 +43,8 @@ import numpy as np
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
-from accel_dse.search._design_sampler import DesignSampler
-from accel_dse.search._space import DesignSpace, Param
+from accel_dse.search.samplers.design_sampler import DesignSampler
+from accel_dse.search.space.design_space import DesignSpace, Param
 
 __all__ = ["PolicyGradientSampler", "MAX_BINS", "WINDOW", "UPDATE_EVERY"]
 

@@ -13,7 +13,7 @@ With one workload the aggregate is exactly the model's figure. A design is feasi
 is feasible on every workload; the reason of the first infeasible one is kept.
 
 With an FPGA target (``fpga``, a space's ``[fpga]`` table) the metrics also hold the device's
-:data:`~accel_dse.search._metrics.FPGA_METRIC_UNITS` from ``perf_model.fpga_metrics`` (one
+:data:`~accel_dse.search.space.metrics.FPGA_METRIC_UNITS` from ``perf_model.fpga_metrics`` (one
 vectorised call per batch; they describe the design, not a workload).
 """
 
@@ -29,8 +29,8 @@ import numpy as np
 
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.errors import ModelError
-from accel_dse.search._metrics import FPGA_METRIC_UNITS, METRIC_NAMES
-from accel_dse.search._space import FpgaTarget
+from accel_dse.search.space.design_space import FpgaTarget
+from accel_dse.search.space.metrics import FPGA_METRIC_UNITS, METRIC_NAMES
 
 __all__ = ["Evaluation", "BatchEvaluation", "ModelEvaluator", "MAX_METRICS"]
 

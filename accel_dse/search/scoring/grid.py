@@ -19,13 +19,11 @@ import numpy as np
 import optuna
 
 from accel_dse.errors import ExportError, SearchError
-from accel_dse.search._dashboard import flat_design, flat_metrics
-from accel_dse.search._evaluator import ModelEvaluator
-from accel_dse.search._objective import coerce_finite
-from accel_dse.search._samplers import relative_excess
-from accel_dse.search._space import DesignSpace
+from accel_dse.search.scoring.evaluator import ModelEvaluator
+from accel_dse.search.space.design_space import DesignSpace
+from accel_dse.search.space.trial_values import coerce_finite, flat_design, flat_metrics, pareto_mask, relative_excess
 
-__all__ = ["GridResult", "grid_search", "pareto_mask", "add_grid_trials", "MAX_GRID_POINTS"]
+__all__ = ["GridResult", "grid_search", "add_grid_trials", "MAX_GRID_POINTS"]
 
 #: Largest space the grid sampler enumerates.
 MAX_GRID_POINTS = 10_000_000
@@ -50,27 +48,6 @@ class GridResult:
     n_feasible: int
     index: np.ndarray
     values: np.ndarray
-
-
-def pareto_mask(points: np.ndarray) -> np.ndarray:
-    """Which rows of ``points`` no other row dominates (all objectives minimised; ties kept)."""
-    n = len(points)
-    if n == 0:
-        return np.zeros(0, dtype=bool)
-    order = np.lexsort(points.T[::-1])
-    front: list[int] = []
-    front_pts = np.empty((0, points.shape[1]))
-    for i in order:
-        p = points[i]
-        if front:
-            dominated = np.any(np.all(front_pts <= p, axis=1) & np.any(front_pts < p, axis=1))
-            if dominated:
-                continue
-        front.append(int(i))
-        front_pts = np.vstack([front_pts, p])
-    mask = np.zeros(n, dtype=bool)
-    mask[front] = True
-    return mask
 
 
 def grid_search(

@@ -24,17 +24,15 @@ into the study loop:
 Other user attributes: ``config`` (the full ``ArrayConfig``), ``config_hash``, ``metrics``
 (aggregate), ``workloads`` (workload -> metrics), ``constraint_values`` (Optuna convention:
 ``<= 0`` is satisfied, one per constraint, in the metric's unit), and flat scalars for
-optuna-dashboard's table (:mod:`accel_dse.search._dashboard`): ``design.<field>``,
+optuna-dashboard's table (:mod:`accel_dse.search.study.dashboard`): ``design.<field>``,
 ``metric.<name>``, ``feasible``. The system attribute
 ``constraints`` holds the same values relative to each bound (what the samplers see).
-Storage writes are grouped (see :mod:`accel_dse.search._writes`): the worker attributes
+Storage writes are grouped (see :mod:`accel_dse.search.study.writes`): the worker attributes
 before the evaluation, the parameters together, the rest when the trial ends.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any, Protocol
 
 import optuna
@@ -42,15 +40,14 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import AccelDseError, ConfigError, SearchError
-from accel_dse.search._dashboard import flat_design, flat_metrics
-from accel_dse.search._evaluator import Evaluation
-from accel_dse.search._interrupt import interrupt_requested, interruptible
-from accel_dse.search._owner import worker_identity
-from accel_dse.search._samplers import relative_excess
-from accel_dse.search._space import DesignSpace, Param
-from accel_dse.search._writes import write_attrs, write_params
+from accel_dse.search.scoring.evaluator import Evaluation
+from accel_dse.search.space.design_space import DesignSpace, Param
+from accel_dse.search.space.trial_values import coerce_finite, flat_design, flat_metrics, relative_excess
+from accel_dse.search.study.interrupt import interrupt_requested, interruptible
+from accel_dse.search.study.owner import worker_identity
+from accel_dse.search.study.writes import write_attrs, write_params
 
-__all__ = ["Evaluator", "SweepObjective", "TrialFailed", "coerce_finite", "suggest"]
+__all__ = ["Evaluator", "SweepObjective", "TrialFailed", "suggest"]
 
 #: Unexpected evaluator errors in a row that stop a sweep (a broken evaluator, not a bad design).
 MAX_CONSECUTIVE_ERRORS = 20
@@ -68,14 +65,6 @@ class Evaluator(Protocol):
 
 class TrialFailed(Exception):
     """A design that failed a guard; the trial ends FAIL and the sweep goes on."""
-
-
-def coerce_finite(value: object) -> float | None:
-    """``value`` as a finite Python float, or ``None`` (NaN, inf, strings, bools, None)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    out = float(value)
-    return out if math.isfinite(out) else None
 
 
 def suggest(trial: optuna.Trial, param: Param) -> Any:
@@ -119,7 +108,7 @@ class SweepObjective:
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
         # The worker and sampler, unless the trial was created with them (the sweep's loop does:
-        # accel_dse.search._owner), go with the drawn design in one transaction.
+        # accel_dse.search.study.owner), go with the drawn design in one transaction.
         drawn = trial.relative_params  # the whole design, drawn at once by the sweep's samplers
         have = trial.user_attrs
         owner = {k: v for k, v in {**self._identity, "sampler": self.sampler}.items() if have.get(k) != v}

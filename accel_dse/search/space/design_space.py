@@ -1,6 +1,6 @@
 """The design space: its parameters (:class:`Param`), workloads and objectives (:class:`DesignSpace`).
 
-A space is built from a space file by :mod:`accel_dse.search._space_file`; a
+A space is built from a space file by :mod:`accel_dse.search.space.space_file`; a
 :class:`DesignSpace` that exists is valid. It maps Optuna parameters to ``ArrayConfig``
 fields and enumerates its grid.
 """
@@ -24,7 +24,7 @@ from optuna.distributions import (
 
 from accel_dse.config import FIELD_NAMES, ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
-from accel_dse.search._metrics import Constraint, Objective
+from accel_dse.search.space.metrics import Constraint, Objective
 
 __all__ = ["Param", "WorkloadSpec", "FpgaTarget", "DesignSpace"]
 

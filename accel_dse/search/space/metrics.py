@@ -5,7 +5,7 @@ The performance model reports, per design, the metrics of ``perf_model.DesignTab
 each bound to a metric and a direction; a *constraint* bounds any metric
 (``"area_mm2 <= 50"``); objective short names are accepted there too (``"area <= 50"``).
 
-A space with an FPGA target (``[fpga]``, see :mod:`accel_dse.search._space_file`) also has the
+A space with an FPGA target (``[fpga]``, see :mod:`accel_dse.search.space.space_file`) also has the
 metrics of :data:`FPGA_METRIC_UNITS` (``perf_model.fpga_metrics``: predicted resources, Fmax and
 utilisation of the device); ``dsp``, ``bram``, ``lut``, ``ff`` and ``fmax`` name them too.
 """

@@ -27,7 +27,7 @@ range::
     fit = true                                 # default: adds "fpga_utilization <= 1"
 
 With an ``[fpga]`` table the sweep also reports the FPGA metrics of that device
-(:data:`~accel_dse.search._metrics.FPGA_METRIC_UNITS`: ``luts``, ``ffs``, ``dsps``, ``brams``,
+(:data:`~accel_dse.search.space.metrics.FPGA_METRIC_UNITS`: ``luts``, ``ffs``, ``dsps``, ``brams``,
 ``fmax_mhz``, ``fpga_utilization``) and constraints may bound them (``"dsps <= 156"``,
 ``"fmax_mhz >= 40"``); without one, a constraint on them is an error.
 
@@ -50,8 +50,16 @@ from typing import Any, TypeGuard
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.designs import parse_toml, read_toml
 from accel_dse.errors import AccelDseError, ConfigError
-from accel_dse.search._metrics import FPGA_METRIC_UNITS, Constraint, Objective, parse_constraint, parse_objective
-from accel_dse.search._space import _FLOAT_FIELDS, DesignSpace, FpgaTarget, Param, WorkloadSpec, _is_number, _jsonable
+from accel_dse.search.space.design_space import (
+    _FLOAT_FIELDS,
+    DesignSpace,
+    FpgaTarget,
+    Param,
+    WorkloadSpec,
+    _is_number,
+    _jsonable,
+)
+from accel_dse.search.space.metrics import FPGA_METRIC_UNITS, Constraint, Objective, parse_constraint, parse_objective
 
 __all__ = ["load_space", "parse_space", "space_names"]
 

@@ -24,7 +24,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -32,10 +31,11 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial
 
-from accel_dse.search._space import DesignSpace
+from accel_dse.search.space.design_space import DesignSpace
+from accel_dse.search.study.summary import best_trials, free_values
 
-__all__ = ["ATTR_BEST_FEASIBLE", "MAIN_METRICS", "NOTE_PIECE_CHARS", "NOTE_VERSION_KEY", "NOTE_PIECE_PREFIX",
-           "best_note", "flat_design", "flat_metrics", "mark_best", "name_metrics", "study_note", "write_study_note"]
+__all__ = ["ATTR_BEST_FEASIBLE", "NOTE_PIECE_CHARS", "NOTE_VERSION_KEY", "NOTE_PIECE_PREFIX",
+           "best_note", "mark_best", "name_metrics", "study_note", "write_study_note"]
 
 #: Study user attribute: trial numbers of the feasible best (see the module notes).
 ATTR_BEST_FEASIBLE = "accel_dse.best_feasible"
@@ -46,31 +46,6 @@ NOTE_PIECE_PREFIX = "dashboard:note_str:"
 NOTE_PIECE_CHARS = 2045
 #: Pareto trials listed in the note (all of them are in :data:`ATTR_BEST_FEASIBLE`).
 NOTE_MAX_TRIALS = 20
-#: Metrics copied into ``metric.<name>`` user attributes (with the space's objective and constraint metrics).
-MAIN_METRICS = ("latency_s", "energy_pj", "edp", "area_mm2", "power_w", "tops", "tops_per_w", "total_cycles")
-
-
-def _scalar(value: object) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, (bool, int, str))
-
-
-def flat_design(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``design.<field>`` for each scalar field of an ``ArrayConfig.to_dict()``."""
-    return {f"design.{k}": v for k, v in config.items() if _scalar(v)}
-
-
-def flat_metrics(metrics: Mapping[str, float | None], space: DesignSpace) -> dict[str, float]:
-    """``metric.<name>`` for the main metrics and those of the space's objectives and constraints (finite only)."""
-    names = dict.fromkeys([*MAIN_METRICS, *(o.metric for o in space.objectives),
-                           *(c.metric for c in space.constraints)])
-    out = {}
-    for name in names:
-        value = metrics.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            out[f"metric.{name}"] = float(value)
-    return out
 
 
 def name_metrics(study: optuna.Study, space: DesignSpace) -> None:
@@ -88,8 +63,6 @@ def _num(value: object) -> str:
 
 def best_note(trials: list[FrozenTrial], space: DesignSpace) -> str:
     """The study note (Markdown) naming the feasible best ``trials`` with their values and designs."""
-    from accel_dse.search._summary import free_values  # here: see mark_best
-
     several = len(space.objectives) > 1
     lines = ["## Feasible best (accel-dse)", ""]
     if not trials:
@@ -142,8 +115,6 @@ def write_study_note(study: optuna.Study, body: str) -> bool:
 
 def mark_best(study: optuna.Study, space: DesignSpace) -> list[int]:
     """Record the feasible best trials in :data:`ATTR_BEST_FEASIBLE` and the study note; returns their numbers."""
-    from accel_dse.search._summary import best_trials  # here: _summary -> _grid -> _objective -> this module
-
     best = best_trials(study, space, top=1)
     numbers = [t.number for t in best]
     if study.user_attrs.get(ATTR_BEST_FEASIBLE) != numbers:

@@ -13,7 +13,7 @@ cost about a fifth of a sweep's time (42 trials/s instead of 54, measured with
   longer than under ``study.optimize``, against a grace period of twice the interval.
 
 On storages without a heartbeat (journal, in-memory) there is no thread and no check. Every
-trial is created with its owner (:func:`~accel_dse.search._owner.ask_owned`), so a trial killed
+trial is created with its owner (:func:`~accel_dse.search.study.owner.ask_owned`), so a trial killed
 before its first heartbeat is still recognised as dead.
 """
 
@@ -29,7 +29,7 @@ import optuna
 from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
-from accel_dse.search._owner import ask_owned, worker_identity
+from accel_dse.search.study.owner import ask_owned, worker_identity
 
 __all__ = ["WorkerHeartbeat", "run_trials"]
 
@@ -119,7 +119,7 @@ def run_trials(
     An exception in ``catch`` fails the trial and the loop goes on; any other exception (and
     ``KeyboardInterrupt``) fails the trial and is raised. ``stop`` is also asked before the
     first trial. Each trial is created with its owner (``owner``, default this process's
-    :func:`~accel_dse.search._owner.worker_identity`) and gets its first heartbeat before the
+    :func:`~accel_dse.search.study.owner.worker_identity`) and gets its first heartbeat before the
     sampler draws its design. Returns the trials run.
     """
     owner = dict(owner) if owner is not None else worker_identity()

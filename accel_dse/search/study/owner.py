@@ -13,7 +13,7 @@ forever. Two things make that hold on every storage (SQLite, PostgreSQL, journal
   an owner on this host whose process (pid and start time) is gone is dead; on an RDB storage
   with heartbeat, a trial with no heartbeat row at all that started more than the grace period
   ago is dead (every sweep worker records one as soon as it has the trial, see
-  :mod:`accel_dse.search._loop`; one with a stale heartbeat is Optuna's own stale-trial check);
+  :mod:`accel_dse.search.study.loop`; one with a stale heartbeat is Optuna's own stale-trial check);
   a trial with no owner that started more than the grace period ago is dead on any storage.
 
 The one trial that briefly has no owner is a queued retry (WAITING) that a worker takes: the
@@ -35,7 +35,7 @@ import optuna
 from optuna.exceptions import UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
 
-from accel_dse.search._writes import rdb_backend
+from accel_dse.search.study.writes import rdb_backend
 
 __all__ = [
     "MAX_RETRY",

@@ -12,10 +12,10 @@ from typing import TextIO
 import optuna
 from optuna.trial import TrialState
 
-from accel_dse.search._metrics import METRIC_UNITS
-from accel_dse.search._space import DesignSpace
-from accel_dse.search._study import budget_used
-from accel_dse.search._summary import best_trials
+from accel_dse.search.space.design_space import DesignSpace
+from accel_dse.search.space.metrics import METRIC_UNITS
+from accel_dse.search.study.study import budget_used
+from accel_dse.search.study.summary import best_trials
 
 __all__ = ["Progress"]
 

@@ -22,9 +22,9 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
 from accel_dse.errors import SearchError
-from accel_dse.search._dashboard import name_metrics
-from accel_dse.search._space import DesignSpace
-from accel_dse.search._writes import rdb_backend
+from accel_dse.search.space.design_space import DesignSpace
+from accel_dse.search.study.dashboard import name_metrics
+from accel_dse.search.study.writes import rdb_backend
 
 __all__ = [
     "check_study_name",

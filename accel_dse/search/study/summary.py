@@ -13,9 +13,9 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from accel_dse.search._grid import pareto_mask
-from accel_dse.search._metrics import METRIC_UNITS, unit_of
-from accel_dse.search._space import DesignSpace
+from accel_dse.search.space.design_space import DesignSpace
+from accel_dse.search.space.metrics import METRIC_UNITS, unit_of
+from accel_dse.search.space.trial_values import pareto_mask
 
 __all__ = ["feasible_trials", "best_trials", "free_values", "summary_dict", "summary_table"]
 
