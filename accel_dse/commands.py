@@ -75,7 +75,7 @@ MAX_AXI_DATA_BYTES = 128
 QPARAM_LANE_BYTES = 16
 #: Commands the on-chip command queue holds (16 KiB of SRAM).
 QUEUE_DEPTH = 512
-#: Register stages of the output stage (``rtl_gen._output_stage``): a requantised word leaves
+#: Register stages of the output stage (``rtl_gen.core.output_stage``): a requantised word leaves
 #: it this many cycles after its ofmap word enters. The timing contract of both the RTL and the model.
 OUTPUT_STAGE_LATENCY = 6
 
