@@ -208,7 +208,7 @@ def _share(total: int, parts: int) -> int:
 def layer_ops(shape: LlmShape, *, seqs: int, q_len: int, kv_len: int, tp: int = 1, ep: int = 1) -> list[Gemm]:
     """The forward GEMMs of one layer on one chip: ``seqs`` sequences of ``q_len`` new tokens
     attending to ``kv_len`` tokens (``kv_len = q_len`` in training and prefill), split ``tp`` ways
-    (heads, FFN columns) and, for MoE, ``ep`` ways over experts (key/value heads fewer than
+    (heads, FFN columns, the router's experts) and, for MoE, ``ep`` ways over experts (key/value heads fewer than
     ``tp`` are replicated). Names: ``qkv``, ``scores``, ``context``, ``out``, then ``gate``,
     ``up``, ``down`` (``router``, ``expert_gate``, ``expert_up``, ``expert_down`` for MoE)."""
     tokens = seqs * q_len
@@ -225,7 +225,7 @@ def layer_ops(shape: LlmShape, *, seqs: int, q_len: int, kv_len: int, tp: int = 
         local = shape.experts // ep
         per_expert = _share(tokens * ep * shape.top_k, shape.experts)
         width = _share(shape.expert_ffn, tp)
-        ops.append(Gemm(m=tokens, k=shape.d, n=shape.experts, name="router"))
+        ops.append(Gemm(m=tokens, k=shape.d, n=_share(shape.experts, tp), name="router"))
         if shape.gated:
             ops.append(Gemm(m=per_expert, k=shape.d, n=width, batch=local, name="expert_gate"))
         ops.append(Gemm(m=per_expert, k=shape.d, n=width, batch=local, name="expert_up"))

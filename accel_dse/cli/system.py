@@ -27,17 +27,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--model", required=True, metavar="NAME[:k=v,...]",
                     help="LLM shape, e.g. llama70b or qwen3_moe_235b:layers=48 (see 'system models')")
     ev.add_argument("--mode", choices=("train", "serve"), default="train", help="training step or serving")
-    ev.add_argument("--batch", type=_positive("--batch"), default=None,
+    ev.add_argument("--batch", type=int, default=None,
                     help="sequences in the global batch (default 1024 training, 256 serving)")
-    ev.add_argument("--seq", type=_positive("--seq"), default=2048, help="sequence (training) or prompt length")
-    ev.add_argument("--gen", type=_positive("--gen"), default=128, help="tokens generated per sequence (serving)")
+    ev.add_argument("--seq", type=int, default=2048, help="sequence (training) or prompt length")
+    ev.add_argument("--gen", type=int, default=128, help="tokens generated per sequence (serving)")
     ev.add_argument("--materialised-attention", action="store_true",
                     help="attention scores go through HBM (no fused attention)")
     ev.add_argument("--split", metavar="k=v,...", default=None,
                     help="the split: dp, tp, pp, ep, zero, microbatch, recompute, overlap (e.g. dp=64,tp=8,pp=8); "
                     "default: the file's [split], else searched")
     ev.add_argument("--dims", metavar="A[,B[,C]]", default=None, help="override the topology's dims")
-    ev.add_argument("--pods", type=_positive("--pods"), default=None, help="override the number of pods")
+    ev.add_argument("--pods", type=int, default=None, help="override the number of pods")
     ev.add_argument("--json", action="store_true", help="print JSON")
     ev.set_defaults(func=_evaluate)
     pr = cmds.add_parser("presets", help="list the shipped systems")
@@ -46,16 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     md.set_defaults(func=_models)
 
 
-def _positive(flag: str) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise ConfigError(f"{flag} must be a positive integer, not {text!r}") from None
-        if value <= 0:
-            raise ConfigError(f"{flag} must be a positive integer, not {value}")
-        return value
-    return parse
+def _check_positive(args: argparse.Namespace) -> None:
+    for flag in ("batch", "seq", "gen", "pods"):
+        value = getattr(args, flag)
+        if value is not None and value <= 0:
+            raise ConfigError(f"--{flag} must be a positive integer, not {value}")
 
 
 def parse_split(text: str) -> Any:
@@ -87,6 +82,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from perf_model.pod import evaluate_system, split_problem
     from workloads.llm_ops import LlmJob, parse_llm_spec
 
+    _check_positive(args)
     system, split = load_system(args.system)
     changes: dict[str, Any] = {}
     if args.dims is not None:

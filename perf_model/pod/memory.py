@@ -1,7 +1,7 @@
 """Bytes one chip holds: weights, gradients, optimizer state, activations, KV cache (pure functions).
 
-* Weights of the chip's stage: ``layers / pp`` layers with attention and dense FFN over ``tp``,
-  experts over ``ep * tp``, the router whole, the embedding (first stage) or LM head (last stage)
+* Weights of the chip's stage: ``layers / pp`` layers with attention, dense FFN and router over ``tp``,
+  experts over ``ep * tp``, the embedding (first stage) or LM head (last stage)
   over ``tp``; at the operand width (``input_bits / 8`` bytes).
 * Training adds gradients (operand width) and Adam's state (fp32 master weights, first and second
   moments: 12 bytes per weight). ZeRO shards them over ``dp``: stage 1 the optimizer state, 2 and
@@ -30,7 +30,7 @@ OPTIMIZER_BYTES = 12
 def stage_params(shape: LlmShape, split: Split, *, last: bool) -> tuple[float, float]:
     """Weights on one chip of the first or last stage: ``(dense, expert)`` counts."""
     layers = shape.layers // split.pp
-    dense = layers * (shape.attention_params / split.tp + shape.ffn_params / split.tp + shape.router_params)
+    dense = layers * (shape.attention_params + shape.ffn_params + shape.router_params) / split.tp
     dense += shape.head_params / split.tp if (last or split.pp == 1) else 0
     dense += shape.head_params / split.tp if (not last or split.pp == 1) else 0
     expert = layers * shape.expert_params / (split.ep * split.tp)
