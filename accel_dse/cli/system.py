@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "default: the file's [split], else searched")
     ev.add_argument("--dims", metavar="A[,B[,C]]", default=None, help="override the topology's dims")
     ev.add_argument("--pods", type=int, default=None, help="override the number of pods")
+    ev.add_argument("--figure", metavar="FILE.png", default=None,
+                    help="also draw the time breakdown (compute, elementwise, exposed communication, bubble, "
+                    "optimizer) of the best splits, the chosen one first (needs the [report] extra)")
     ev.add_argument("--json", action="store_true", help="print JSON")
     ev.set_defaults(func=_evaluate)
     pr = cmds.add_parser("presets", help="list the shipped systems")
@@ -78,11 +81,13 @@ def parse_split(text: str) -> Any:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from accel_dse.cli._paths import output_file
     from accel_dse.system_files import load_system
-    from perf_model.pod import evaluate_system, split_problem
+    from perf_model.pod import evaluate_split, rank_splits, split_problem
     from workloads.llm_ops import LlmJob, parse_llm_spec
 
     _check_positive(args)
+    figure = output_file("--figure", args.figure, suffix=".png")
     system, split = load_system(args.system)
     changes: dict[str, Any] = {}
     if args.dims is not None:
@@ -103,12 +108,37 @@ def _evaluate(args: argparse.Namespace) -> int:
         why = split_problem(system, job, split)
         if why:
             raise ConfigError(f"split {split.label()}: {why}")
-    result = evaluate_system(system, job, split)
+    if split is not None:
+        result = evaluate_split(system, job, split)
+        ranked = [result]
+    else:
+        ranked = rank_splits(system, job)
+        result = dataclasses.replace(ranked[0], searched=len(ranked))
+    if figure is not None:
+        _figure(figure, result, ranked)
     if args.json:
         emit_json(result.to_dict())
         return 0
     _print(result)
     return 0
+
+
+def _figure(path: Any, result: Any, ranked: list[Any]) -> None:
+    """The chosen split and the fastest split of each other (tp, pp, ep), at most 12 bars."""
+    from accel_dse.errors import ExportError
+    from accel_dse.report import system_breakdown_png
+
+    shown, seen = [result], {(result.split.tp, result.split.pp, result.split.ep)}
+    for r in ranked:
+        key = (r.split.tp, r.split.pp, r.split.ep)
+        if r.ok and key not in seen and len(shown) < 12:
+            shown.append(r)
+            seen.add(key)
+    title = f"{result.system.name or 'system'}, {result.system.chips} chips: {result.job.name}"
+    try:
+        system_breakdown_png(shown, path, title)
+    except OSError as exc:
+        raise ExportError(f"cannot write --figure {str(path)!r}: {exc.strerror or exc}") from None
 
 
 def _print(result: Any) -> None:

@@ -18,6 +18,7 @@ from perf_model.pod.evaluate import (
     candidate_splits,
     evaluate_split,
     evaluate_system,
+    rank_splits,
     split_problem,
 )
 from perf_model.pod.memory import chip_memory, stage_params
@@ -25,7 +26,7 @@ from perf_model.pod.steps import Pass, core_op, passes
 from perf_model.pod.topology import Axis, Segment, place, system_axes
 
 __all__ = [
-    "evaluate_system", "evaluate_split", "candidate_splits", "split_problem", "SystemResult", "OpCosts",
+    "evaluate_system", "evaluate_split", "candidate_splits", "rank_splits", "split_problem", "SystemResult", "OpCosts",
     "LINK_PJ_PER_BIT", "chip_memory", "stage_params", "Pass", "passes", "core_op", "Axis", "Segment", "place",
     "system_axes", "all_gather", "all_reduce", "all_to_all", "p2p", "reduce_scatter",
 ]

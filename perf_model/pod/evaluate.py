@@ -35,6 +35,7 @@ at :data:`LINK_PJ_PER_BIT`.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
 
 __all__ = ["SystemResult", "OpCosts", "evaluate_system", "evaluate_split", "candidate_splits", "split_problem",
-           "LINK_PJ_PER_BIT"]
+           "rank_splits", "LINK_PJ_PER_BIT"]
 
 #: Energy per bit sent over an inter-chip or DCN link, pJ (an assumption: off-package SerDes are
 #: quoted at a few to ~10 pJ/bit; stated, not fitted).
@@ -323,26 +324,24 @@ def _objective(result: SystemResult) -> float:
     return 1.0 / result.metrics["tokens_per_s"]
 
 
+def rank_splits(system: SystemConfig, job: LlmJob, splits: list[Split] | None = None) -> list[SystemResult]:
+    """Every split of ``splits`` (default: :func:`candidate_splits`) evaluated, the feasible ones
+    first, fastest first (training: step time; serving: tokens/s), then the infeasible ones by
+    the memory they need."""
+    costs = OpCosts(system.chip)
+    tries = splits if splits is not None else candidate_splits(system, job)
+    results = [evaluate_split(system, job, s, costs) for s in tries]
+    return sorted(results, key=lambda r: (0, _objective(r)) if r.ok else (1, r.memory.get("total", math.inf)))
+
+
 def evaluate_system(system: SystemConfig, job: LlmJob, split: Split | None = None, *,
                     splits: list[Split] | None = None) -> SystemResult:
     """The job on the system: with ``split`` that split, else the best of ``splits`` (default:
     :func:`candidate_splits`) by step time (training) or tokens/s (serving). When none fits, the
     result is infeasible with the reason of the split that needed the least memory."""
-    costs = OpCosts(system.chip)
     if split is not None:
-        return evaluate_split(system, job, split, costs)
-    tries = splits if splits is not None else candidate_splits(system, job)
-    best: SystemResult | None = None
-    closest: SystemResult | None = None
-    for s in tries:
-        r = evaluate_split(system, job, s, costs)
-        if r.ok:
-            if best is None or _objective(r) < _objective(best):
-                best = r
-        elif closest is None or (r.memory.get("total", math.inf) < closest.memory.get("total", math.inf)):
-            closest = r
-    chosen = best or closest
-    if chosen is None:
+        return evaluate_split(system, job, split)
+    ranked = rank_splits(system, job, splits)
+    if not ranked:
         return _fail(system, job, Split(dp=system.chips), f"no split of {system.chips} chips fits {job.shape.name}")
-    return SystemResult(chosen.status, chosen.reason, system, job, chosen.split, chosen.metrics, chosen.breakdown,
-                        chosen.memory, searched=len(tries))
+    return dataclasses.replace(ranked[0], searched=len(ranked))

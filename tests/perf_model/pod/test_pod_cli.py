@@ -73,3 +73,15 @@ def test_bad_system_files_are_one_line_exit_2(run_cli, tmp_path):
     bad_dims.write_text("[system]\nchip = 'edge'\ntopology = 'torus2d'\ndims = [4, 4]\nchips = 12\n")
     code, out, err = run_cli("system", "evaluate", "--system", str(bad_dims), "--model", "llama7b")
     assert_one_line_error(code, out, err, r"make 16 chips, not the 12 chips given")
+
+
+def test_figure_of_the_time_breakdown(run_cli, tmp_path):
+    path = tmp_path / "breakdown.png"
+    code, out, err = run_cli("system", "evaluate", *SMALL, "--batch", "16", "--figure", str(path))
+    assert code == 0, err
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["breakdown.png"]  # no temporary file left
+    code, out, err = run_cli("system", "evaluate", *SMALL, "--figure", str(tmp_path))
+    assert_one_line_error(code, out, err, r"--figure must be a file name ending in \.png")
+    code, out, err = run_cli("system", "evaluate", *SMALL, "--figure", str(tmp_path / "no" / "f.png"))
+    assert_one_line_error(code, out, err, r"does not exist")
