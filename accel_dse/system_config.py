@@ -47,9 +47,9 @@ def _int(owner: str, name: str, value: object, low: int = 1, high: int = _MAX_CH
 
 
 def _float(owner: str, name: str, value: object, *, zero_ok: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if ok and (value >= 0 if zero_ok else value > 0):
-        return float(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        if value >= 0 if zero_ok else value > 0:
+            return float(value)
     rule = "a non-negative finite number" if zero_ok else "a positive finite number"
     raise ConfigError(f"{owner} {name} must be {rule}, not {value!r}")
 

@@ -138,7 +138,7 @@ class LlmShape:
 
     def with_options(self, **options: int) -> LlmShape:
         try:
-            return dataclasses.replace(self, **options)
+            return dataclasses.replace(self, **options)  # type: ignore[arg-type]
         except TypeError as exc:
             raise WorkloadError(f"llm {self.name}: {exc}") from None
 
