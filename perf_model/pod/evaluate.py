@@ -47,7 +47,7 @@ from perf_model import DEFAULT_ENERGY, effective_dram_bytes_per_cycle, evaluate
 from perf_model.pod import collectives as coll
 from perf_model.pod.memory import chip_memory, stage_params
 from perf_model.pod.steps import Pass, passes
-from perf_model.pod.topology import Segment, place, system_axes
+from perf_model.pod.topology import Segment, merge_axes, place, system_axes
 from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
 
@@ -181,7 +181,7 @@ def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCos
     groups = place({"tp": split.tp, "ep": split.ep, "dp": split.dp // split.ep, "pp": split.pp}, system_axes(system))
     if isinstance(groups, str):
         return _fail(system, job, split, groups)
-    groups["dp_all"] = groups["ep"] + groups["dp"]
+    groups["dp_all"] = merge_axes(groups["ep"] + groups["dp"])
     costs = costs or OpCosts(system.chip)
     seqs = job.batch // split.dp
     m = seqs // split.microbatch

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from accel_dse.system_config import SystemConfig
 
-__all__ = ["Axis", "Segment", "system_axes", "place", "GROUP_ORDER"]
+__all__ = ["Axis", "Segment", "system_axes", "place", "merge_axes", "GROUP_ORDER"]
 
 #: The order in which a split's groups are placed, innermost first.
 GROUP_ORDER = ("tp", "ep", "dp", "pp")
@@ -53,6 +53,21 @@ class Segment:
     ring: bool
     switch: bool
     dcn: bool = False
+    axis: int = -1
+
+
+def merge_axes(segments: list[Segment]) -> list[Segment]:
+    """Pieces of one group on the same axis as one piece (a group made of two placed groups,
+    ``ep`` and ``dp / ep``): their members multiply, the inner piece's bandwidth (the smaller
+    stride) holds, and it is a ring when the outer piece closes one."""
+    out: list[Segment] = []
+    for seg in segments:
+        if out and seg.axis >= 0 and out[-1].axis == seg.axis:
+            prev = out.pop()
+            seg = Segment(prev.n * seg.n, max(prev.bw, seg.bw), seg.latency_s, prev.ring or seg.ring, seg.switch,
+                          seg.dcn, seg.axis)
+        out.append(seg)
+    return out
 
 
 def system_axes(system: SystemConfig) -> list[Axis]:
@@ -92,11 +107,11 @@ def place(sizes: dict[str, int], axes: list[Axis]) -> dict[str, list[Segment]] |
                 continue
             share = 1 if axis.switch else stride
             if g % left == 0:
-                segs.append(Segment(left, axis.bw / share, axis.latency_s, axis.wrap, axis.switch, axis.dcn))
+                segs.append(Segment(left, axis.bw / share, axis.latency_s, axis.wrap, axis.switch, axis.dcn, a))
                 g //= left
                 a, stride = a + 1, 1
             elif left % g == 0:
-                segs.append(Segment(g, axis.bw / share, axis.latency_s, False, axis.switch, axis.dcn))
+                segs.append(Segment(g, axis.bw / share, axis.latency_s, False, axis.switch, axis.dcn, a))
                 stride *= g
                 g = 1
             else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from perf_model.pod import Axis, Segment, all_gather, all_reduce, all_to_all, p2p, place, reduce_scatter
+from perf_model.pod.topology import merge_axes
 
 B = 1000.0  # bytes/s one way per link
 S = 4000.0  # bytes
@@ -61,8 +62,8 @@ def test_placement_on_a_ring_of_4_shares_links_between_interleaved_groups():
     axes = [Axis(4, B, 0.0, True, False)]
     groups = place({"tp": 2, "dp": 2}, axes)
     assert isinstance(groups, dict)
-    assert groups["tp"] == [Segment(2, B, 0.0, False, False)]  # neighbours, a line of 2
-    assert groups["dp"] == [Segment(2, B / 2, 0.0, True, False)]  # 2 apart, closes the ring, links shared by 2
+    assert groups["tp"] == [Segment(2, B, 0.0, False, False, axis=0)]  # neighbours, a line of 2
+    assert groups["dp"] == [Segment(2, B / 2, 0.0, True, False, axis=0)]  # 2 apart, a ring, links shared by 2
     # dp's ring: (1/2) S over 2 * B/2
     assert reduce_scatter(groups["dp"], S) == pytest.approx(0.5 * S / B)
 
@@ -71,12 +72,21 @@ def test_placement_over_two_axes_and_the_dcn():
     axes = [Axis(4, B, 0.0, True, False), Axis(4, B, 0.0, True, False), Axis(2, 50.0, 0.0, False, True, True)]
     groups = place({"tp": 4, "dp": 8}, axes)
     assert isinstance(groups, dict)
-    assert groups["tp"] == [Segment(4, B, 0.0, True, False)]
-    assert groups["dp"] == [Segment(4, B, 0.0, True, False), Segment(2, 50.0, 0.0, False, True, True)]
+    assert groups["tp"] == [Segment(4, B, 0.0, True, False, axis=0)]
+    assert groups["dp"] == [Segment(4, B, 0.0, True, False, axis=1), Segment(2, 50.0, 0.0, False, True, True, axis=2)]
 
 
 def test_a_group_that_does_not_tile_the_axes_is_refused_with_a_reason():
-    reason = place({"tp": 3, "dp": 2}, [Axis(6, B, 0.0, True, False)])
-    assert reason == {"tp": [Segment(3, B, 0.0, False, False)], "dp": [Segment(2, B / 3, 0.0, True, False)]}
+    fits = place({"tp": 3, "dp": 2}, [Axis(6, B, 0.0, True, False)])
+    assert fits == {"tp": [Segment(3, B, 0.0, False, False, axis=0)], "dp": [Segment(2, B / 3, 0.0, True, False, axis=0)]}
     bad = place({"tp": 4, "dp": 2}, [Axis(6, B, 0.0, True, False), Axis(4, B, 0.0, True, False)])
     assert isinstance(bad, str) and "does not tile" in bad
+
+
+def test_two_groups_on_one_axis_reduce_as_one_ring():
+    axes = [Axis(8, B, 0.0, True, False)]
+    groups = place({"ep": 2, "dp": 4}, axes)
+    assert isinstance(groups, dict)
+    whole = merge_axes(groups["ep"] + groups["dp"])
+    assert whole == [Segment(8, B, 0.0, True, False, axis=0)]  # the whole closed axis
+    assert reduce_scatter(whole, S) == pytest.approx(7 / 8 * S / (2 * B))
