@@ -78,7 +78,8 @@ def test_placement_over_two_axes_and_the_dcn():
 
 def test_a_group_that_does_not_tile_the_axes_is_refused_with_a_reason():
     fits = place({"tp": 3, "dp": 2}, [Axis(6, B, 0.0, True, False)])
-    assert fits == {"tp": [Segment(3, B, 0.0, False, False, axis=0)], "dp": [Segment(2, B / 3, 0.0, True, False, axis=0)]}
+    assert fits == {"tp": [Segment(3, B, 0.0, False, False, axis=0)],
+                    "dp": [Segment(2, B / 3, 0.0, True, False, axis=0)]}
     bad = place({"tp": 4, "dp": 2}, [Axis(6, B, 0.0, True, False), Axis(4, B, 0.0, True, False)])
     assert isinstance(bad, str) and "does not tile" in bad
 
