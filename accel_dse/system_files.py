@@ -34,7 +34,11 @@ from accel_dse.designs import design_from_document, load_design, parse_toml, rea
 from accel_dse.errors import ConfigError
 from accel_dse.system_config import Split, SystemConfig
 
-__all__ = ["load_system", "system_preset_names", "parse_system_toml", "system_from_document"]
+__all__ = ["load_system", "system_preset_names", "parse_system_toml", "system_from_document", "llm_job_from_table",
+           "LLM_KEYS"]
+
+#: Keys of an ``[llm]`` table (the job of a system sweep): ``model`` is a spec such as ``"llama70b"``.
+LLM_KEYS = ("model", "mode", "batch", "seq", "gen", "fused_attention")
 
 
 def system_preset_names() -> list[str]:
@@ -97,3 +101,24 @@ def load_system(spec: str | Path) -> tuple[SystemConfig, Split | None]:
         return parse_system_toml(body, source=f"system preset {text!r}")
     raise ConfigError(f"system {text!r} is neither a system file nor a preset "
                       f"(presets: {', '.join(system_preset_names())})")
+
+
+def llm_job_from_table(table: object, *, where: str = "[llm]") -> Any:
+    """The ``LlmJob`` of an ``[llm]`` table (``model``, ``mode``, ``batch``, ``seq``, ``gen``,
+    ``fused_attention``); errors are one-line ``ConfigError`` naming the key."""
+    from accel_dse.errors import WorkloadError
+    from workloads.llm_ops import LlmJob, parse_llm_spec
+
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table with model, mode, batch, seq, gen, not {table!r}")
+    for key in table:
+        if key not in LLM_KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(LLM_KEYS)})")
+    model = table.get("model")
+    if not isinstance(model, str):
+        raise ConfigError(f"{where}: model must be an LLM name such as \"llama70b\", not {model!r}")
+    fields = {k: table[k] for k in LLM_KEYS[1:] if k in table}
+    try:
+        return LlmJob(shape=parse_llm_spec(model), **fields)
+    except WorkloadError as exc:
+        raise ConfigError(f"{where}: {exc}") from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from perf_model.pod.collectives import all_gather, all_reduce, all_to_all, p2p, reduce_scatter
 from perf_model.pod.evaluate import (
     LINK_PJ_PER_BIT,
+    SYSTEM_METRICS,
     OpCosts,
     SystemResult,
     candidate_splits,
@@ -27,6 +28,6 @@ from perf_model.pod.topology import Axis, Segment, place, system_axes
 
 __all__ = [
     "evaluate_system", "evaluate_split", "candidate_splits", "rank_splits", "split_problem", "SystemResult", "OpCosts",
-    "LINK_PJ_PER_BIT", "chip_memory", "stage_params", "Pass", "passes", "core_op", "Axis", "Segment", "place",
-    "system_axes", "all_gather", "all_reduce", "all_to_all", "p2p", "reduce_scatter",
+    "LINK_PJ_PER_BIT", "SYSTEM_METRICS", "chip_memory", "stage_params", "Pass", "passes", "core_op", "Axis",
+    "Segment", "place", "system_axes", "all_gather", "all_reduce", "all_to_all", "p2p", "reduce_scatter",
 ]

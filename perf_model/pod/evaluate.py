@@ -52,13 +52,21 @@ from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
 
 __all__ = ["SystemResult", "OpCosts", "evaluate_system", "evaluate_split", "candidate_splits", "split_problem",
-           "rank_splits", "LINK_PJ_PER_BIT"]
+           "rank_splits", "LINK_PJ_PER_BIT", "SYSTEM_METRICS"]
 
 #: Energy per bit sent over an inter-chip or DCN link, pJ (an assumption: off-package SerDes are
 #: quoted at a few to ~10 pJ/bit; stated, not fitted).
 LINK_PJ_PER_BIT = 10.0
 #: Bytes through HBM per weight of the optimizer shard in one Adam update (see the module docstring).
 OPTIMIZER_IO_BYTES = 28
+
+
+#: Metrics of :meth:`SystemResult.flat_metrics` and their units.
+SYSTEM_METRICS: dict[str, str] = {
+    "step_s": "s", "mfu": "fraction", "tokens_per_s": "tokens/s", "tokens_per_s_per_chip": "tokens/s",
+    "ttft_s": "s", "tpot_s": "s", "hbm_used_gib": "GiB", "system_energy_j": "J", "exposed_comm_s": "s",
+    "bubble_s": "s",
+}
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,19 @@ class SystemResult:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def flat_metrics(self) -> dict[str, float]:
+        """The figures a sweep can optimise or bound, by name (:data:`SYSTEM_METRICS`; 0 when infeasible)."""
+        ok = self.ok
+        m, b = self.metrics, self.breakdown
+        values = {
+            "step_s": m.get("step_s", 0.0), "mfu": m.get("mfu", 0.0), "tokens_per_s": m.get("tokens_per_s", 0.0),
+            "tokens_per_s_per_chip": m.get("tokens_per_s_per_chip", 0.0), "ttft_s": m.get("ttft_s", 0.0),
+            "tpot_s": m.get("tpot_s", 0.0), "hbm_used_gib": self.memory.get("total", 0.0) / 2**30,
+            "system_energy_j": m.get("energy_j", 0.0), "exposed_comm_s": b.get("exposed_comm_s", 0.0),
+            "bubble_s": b.get("bubble_s", 0.0),
+        }
+        return {k: float(v) if ok else 0.0 for k, v in values.items()}
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "reason": self.reason, "job": self.job.name, "mode": self.job.mode,
