@@ -166,7 +166,7 @@ ALLOWED_CYCLES: dict[tuple[str, ...], str] = {}
 #: subpackage and of lower floors only (never a sibling on its floor). ``""`` is the package's own
 #: top-level modules except its ``__init__`` (the public surface, which may import anything).
 FLOORS: dict[str, dict[str, int]] = {
-    "perf_model": {"": 0, "arrays": 1, "physical": 2, "fpga": 3, "evaluator": 3, "compiler": 4},
+    "perf_model": {"": 0, "arrays": 1, "physical": 2, "fpga": 3, "evaluator": 3, "compiler": 4, "pod": 5},
     "rtl_gen": {"core": 0, "soc": 1, "tools": 2},
     "accel_dse.search": {"space": 0, "samplers": 1, "study": 1, "scoring": 2, "": 3},
 }

@@ -43,7 +43,9 @@ from typing import Any
 
 from accel_dse.config import MEMORY_KINDS, ArrayConfig
 from accel_dse.system_config import Split, SystemConfig
-from perf_model import DEFAULT_ENERGY, effective_dram_bytes_per_cycle, evaluate
+from perf_model._memory_parts import effective_dram_bytes_per_cycle
+from perf_model.evaluator.one_design import evaluate
+from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.pod import collectives as coll
 from perf_model.pod.memory import chip_memory, stage_params
 from perf_model.pod.steps import Pass, passes
@@ -119,6 +121,8 @@ class OpCosts:
     def __init__(self, chip: ArrayConfig) -> None:
         self.chip = chip
         self._cost: dict[tuple[int, int, int, int], tuple[float, float, str]] = {}
+        #: One core's area (the single-chip model's ``area_mm2``), once a feasible op set was evaluated.
+        self.area_mm2 = 0.0
 
     @staticmethod
     def key(op: Gemm) -> tuple[int, int, int, int]:
@@ -134,6 +138,7 @@ class OpCosts:
         if not new:
             return
         result = evaluate(self.chip, Workload(name="pod ops", ops=tuple(new.values())), reuse=False)
+        self.area_mm2 = self.area_mm2 or float(result.total.get("area_mm2", 0.0))
         for k, r in zip(new, result.ops, strict=True):
             self._cost[k] = (r.latency_s, r.energy_pj, "" if r.status == "ok" else r.reason)
 
@@ -209,8 +214,8 @@ def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCos
     memory = chip_memory(system, job, split, m)
     memory["hbm_bytes"] = system.hbm_bytes
     if memory["total"] > system.hbm_bytes:
-        parts = ", ".join(f"{k} {v / 2**30:.1f}" for k, v in memory.items() if k not in ("total", "hbm_bytes") and v)
-        return SystemResult("infeasible", f"needs {memory['total'] / 2**30:.1f} GiB per chip ({parts}), more than "
+        parts = ", ".join(f"{k} {v / 2**30:.3g}" for k, v in memory.items() if k not in ("total", "hbm_bytes") and v)
+        return SystemResult("infeasible", f"needs {memory['total'] / 2**30:.3g} GiB per chip ({parts}), more than "
                             f"the {system.hbm_gib:g} GiB of HBM", system, job, split, memory=memory)
     hbm_bps, dram_pj = _hbm(system)
     mb = split.microbatch
@@ -345,11 +350,12 @@ def _objective(result: SystemResult) -> float:
     return 1.0 / result.metrics["tokens_per_s"]
 
 
-def rank_splits(system: SystemConfig, job: LlmJob, splits: list[Split] | None = None) -> list[SystemResult]:
+def rank_splits(system: SystemConfig, job: LlmJob, splits: list[Split] | None = None,
+                costs: OpCosts | None = None) -> list[SystemResult]:
     """Every split of ``splits`` (default: :func:`candidate_splits`) evaluated, the feasible ones
     first, fastest first (training: step time; serving: tokens/s), then the infeasible ones by
-    the memory they need."""
-    costs = OpCosts(system.chip)
+    the memory they need (``costs``: op times of the system's chip already known)."""
+    costs = costs if costs is not None and costs.chip == system.chip else OpCosts(system.chip)
     tries = splits if splits is not None else candidate_splits(system, job)
     results = [evaluate_split(system, job, s, costs) for s in tries]
     return sorted(results, key=lambda r: (0, _objective(r)) if r.ok else (1, r.memory.get("total", math.inf)))
