@@ -6,15 +6,21 @@
    each point a full split search (the first point of a chip pays its ops' single-chip
    evaluation; link and capacity variants reuse them): designs/s and splits/s.
 
-For comparison it prints the single-chip model's speed on one op set (``perf_model.evaluate``).
-Usage: ``.venv/bin/python bench/system_sweep.py``
+3. ``accel-dse sweep`` (random sampler, SQLite, 100 trials) on the shipped pod space
+   ``pod-llama70b`` beside the single-chip space ``edge-int8``: trials/s of each (wall time of the
+   sweep's own loop as it prints it, the workload tracing before it excluded).
+
+Usage: ``.venv/bin/python bench/system_sweep.py`` (``--no-sweep`` skips part 3)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,5 +74,20 @@ def main() -> None:
           f"{len(grid) / dt:.2f} designs/s, {splits / dt:,.0f} splits/s ({len(costs_by_chip)} distinct chips)")
 
 
+def sweeps(trials: int = 100) -> None:
+    for space in ("edge-int8", "pod-llama70b"):
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, "-m", "accel_dse", "sweep", "--space", space, "--trials", str(trials), "--sampler",
+                   "random", "--seed", "0", "--storage", f"sqlite:///{tmp}/s.db", "--out-dir", tmp]
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+            total = time.perf_counter() - t0
+            rates = re.findall(r"([0-9.]+) trials/s", proc.stderr + proc.stdout)
+            print(f"sweep {space}: {trials} random trials, {total:.1f} s with start-up; the loop's own rate "
+                  f"{rates[-1] if rates else '?'} trials/s (exit {proc.returncode})")
+
+
 if __name__ == "__main__":
     main()
+    if "--no-sweep" not in sys.argv:
+        sweeps()
