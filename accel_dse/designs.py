@@ -73,7 +73,7 @@ def parse_design_toml(text: str, *, source: str = "design") -> ArrayConfig:
 
 def design_from_document(doc: dict[str, Any], *, source: str) -> ArrayConfig:
     """Build an ``ArrayConfig`` from a parsed design document (one ``[design]`` table)."""
-    extra = [k for k in doc if k != "design"]
+    extra = [k for k in doc if k not in ("design", "system", "split")]  # a system file holds a design too
     if extra:
         raise ConfigError(f"{source}: unknown top-level key {extra[0]!r} (a design file holds one [design] table)")
     if "design" not in doc:

@@ -37,7 +37,7 @@ EXTRAS = {
 
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
-    "design", "workloads", "evaluate", "sweep", "simulate", "rtl", "export", "report", "verify",
+    "design", "workloads", "evaluate", "system", "sweep", "simulate", "rtl", "export", "report", "verify",
 )
 
 

@@ -109,7 +109,8 @@ def _list_spaces(as_json: bool) -> int:
             size: Any = s.grid_size()
         except Exception:  # noqa: BLE001 - a continuous range: no finite size
             size = "continuous"
-        rows.append([s.name, ", ".join(o.name for o in s.objectives), ", ".join(w.spec for w in s.workloads),
+        work = ", ".join(w.spec for w in s.workloads) or " ".join(f"{k}={v}" for k, v in (s.pod.llm if s.pod else ()))
+        rows.append([s.name, ", ".join(o.name for o in s.objectives), work,
                      size, s.description])
     emit(format_table(["space", "objectives", "workloads", "designs", "description"], rows))
     return 0
@@ -226,7 +227,12 @@ def _verify_top(storage: str, study_name: str, verify: dict[str, Any]) -> list[A
 
 
 def _evaluator(space: Any) -> Any:
-    """Resolve the space's workloads here (this imports JAX to trace) and build the model evaluator."""
+    """Resolve the space's workloads here (this imports JAX to trace) and build the model evaluator
+    (a pod space's: the system model on its LLM job)."""
+    if space.pod is not None:
+        from accel_dse.search import PodEvaluator
+
+        return PodEvaluator(space.pod)
     import workloads
     from accel_dse.search import ModelEvaluator
 
