@@ -22,9 +22,10 @@ Mapping of primitives to op records:
   gradients of grouped convs), lower directly to the im2col :class:`~workloads.ops.Gemm`.
 
 Every other primitive is counted (times its multiplier) in ``Workload.other_primitives``, and
-the elements it writes in ``Workload.other_elements``: that is the work the array does not run. Op names come from ``jax.named_scope`` (falling back to
-``dot<i>`` / ``conv<i>``); each op's ``origin`` is the primitive and the user's source line
-that issued it (``"dot_general at model.py:12 (forward)"``).
+the elements it writes in ``Workload.other_elements``: that is the work the array does not run.
+Op names come from ``jax.named_scope`` (falling back to ``dot<i>`` / ``conv<i>``); each op's
+``origin`` is the primitive and the user's source line that issued it (``"dot_general at
+model.py:12 (forward)"``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-
 from typing import Any
 
 from accel_dse.cli._output import emit, emit_json, format_table
@@ -57,7 +56,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         emit("")
         emit(format_table(["energy part", unit, "share %"],
                           [[name, v, share] for name, v, share in zip(parts, values, shares, strict=True)]))
-    host = host_work_lines(workload, head="host work, left out of the figures above (no vector unit is modelled yet), per workload")
+    host = host_work_lines(workload, head="host work, left out of the figures above (no vector unit is modelled yet)")
     if host:
         emit("")
         for line in host:
