@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from accel_dse.cli._output import emit, emit_json
@@ -96,5 +97,6 @@ def _export(args: argparse.Namespace) -> int:
     rtl = source.info.get("rtl_verification")
     if isinstance(rtl, dict) and not rtl.get("passed", False):
         emit(f"WARNING: this design FAILED RTL verification in the study: {rtl.get('reason', '')}")
-    emit(f"re-verify: cd {result.out} && python run.py")
+    emit(f"re-verify: cd {shlex.quote(str(result.out))} && {shlex.quote(sys.executable)} run.py"
+         "   (a Python with numpy and cocotb: this one)")
     return 0

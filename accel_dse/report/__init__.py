@@ -9,6 +9,7 @@ PNGs (matplotlib, Agg), ``report.json`` and ``index.html`` into a new directory.
 from __future__ import annotations
 
 from accel_dse.report._data import build_report, per_op_breakdown, roofline, sampler_of
+from accel_dse.report._format import metric_column
 from accel_dse.report._study import (
     VERIFY_ATTR_PREFIX,
     ObjectiveInfo,
@@ -31,4 +32,5 @@ __all__ = [
     "trial_config",
     "pick_choices",
     "VERIFY_ATTR_PREFIX",
+    "metric_column",
 ]

