@@ -6,6 +6,8 @@ Usage (in the export directory)::
     python run.py --simulator all       # every installed simulator
     python run.py --simulator icarus    # one simulator only
     python run.py --target soc          # only the AXI SoC block (DRAM image, registers, interrupt)
+    python run.py --waves               # also trace the run: sim_build/<simulator>/waves.fst (Icarus)
+                                        # or dump.vcd (Verilator); off by default (slower)
 
 Needs Python 3.10+, numpy, cocotb 2.x (and cocotbext-axi for the SoC block) and a simulator;
 a missing package is one line naming it and the Python to use, exit 2 (``design.json``'s
@@ -147,7 +149,19 @@ def ports_only_verilator():  # noqa: ANN201 - a cocotb_tools runner
     return PortsOnlyVerilator()
 
 
-def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, soc: bool = False) -> bool:
+#: Icarus module that opens the waveform file and dumps the top (Verilog-2005: cocotb's own
+#: dump module is SystemVerilog, which the -g2005 above rejects).
+WAVES_MODULE = "accel_dse_waves"
+
+
+def icarus_dump_module(top: str) -> str:
+    return (f"module {WAVES_MODULE};\n  reg [8*1024-1:0] path;\n  initial begin\n"
+            '    if ($value$plusargs("dumpfile_path=%s", path)) $dumpfile(path);\n'
+            f"    $dumpvars(0, {top});\n  end\nendmodule\n")
+
+
+def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, soc: bool = False,
+            waves: bool = False) -> bool:
     from cocotb_tools.runner import get_results, get_runner
 
     os.environ.update(env)
@@ -168,10 +182,19 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, s
             f'public_flat_rw -module "{top}" -var "{p["name"]}"\n' for p in ports), "utf-8")
         sources.insert(0, vlt)
     say(f"[{tag}] building {sources[-1].name} (top {top}) in {build_dir}")
+    build_args = list(ICARUS_ARGS if name == "icarus" else VERILATOR_ARGS)
+    trace = build_dir / ("waves.fst" if name == "icarus" else "dump.vcd")
+    if waves:
+        trace.unlink(missing_ok=True)
+        if name == "icarus":
+            dump = build_dir / f"{WAVES_MODULE}.v"
+            dump.write_text(icarus_dump_module(top), "utf-8")
+            sources.append(dump)
+            build_args += ["-s", WAVES_MODULE]
     runner.build(
         sources=sources, hdl_toplevel=top, build_dir=build_dir, always=True,
-        build_args=ICARUS_ARGS if name == "icarus" else VERILATOR_ARGS, timescale=("1ns", "1ps"),
-        log_file=build_dir / "build.log",
+        build_args=build_args, timescale=("1ns", "1ps"),
+        log_file=build_dir / "build.log", waves=waves and name == "verilator",
     )
     results_xml = build_dir / "results.xml"
     results_xml.unlink(missing_ok=True)
@@ -183,8 +206,11 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, s
         test_dir=build_dir, results_xml=str(results_xml), timescale=("1ns", "1ps"),
         extra_env={"ACCEL_EXPORT_DIR": str(HERE), "COCOTB_REWRITE_ASSERTION_FILES": "",
                    "PYTHONDONTWRITEBYTECODE": "1"},
-        log_file=build_dir / "sim.log",
+        log_file=build_dir / "sim.log", waves=waves,
+        plusargs=[f"+dumpfile_path={trace}"] if waves and name == "icarus" else [],
     )
+    if waves:
+        say(f"[{tag}] waves: {trace}" if trace.is_file() else f"[{tag}] waves: no trace was written")
     total, failed = get_results(results_xml)
     if soc:
         return _report(tag, build_dir, "tb_axi_results.json", "cases", _soc_case, total, failed)
@@ -250,6 +276,9 @@ def _main(argv: list[str] | None) -> int:
                         help="core: the compute core through its host port; soc: the AXI SoC block with its "
                         "command queue and DMA (needs cocotbext-axi); all (default): both")
     parser.add_argument("--build-dir", default=str(HERE / "sim_build"), help="default: ./sim_build")
+    parser.add_argument("--waves", action="store_true",
+                        help="trace the run: waves.fst (Icarus) or dump.vcd (Verilator) in the build folder; "
+                        "slower, off by default")
     args = parser.parse_args(argv)
     os.environ.pop("PYTEST_CURRENT_TEST", None)  # cocotb's runner behaves differently under pytest
     if str(HERE) not in sys.path:
@@ -270,7 +299,7 @@ def _main(argv: list[str] | None) -> int:
     build_root = Path(args.build_dir).resolve()
     started = time.time()
     try:
-        ran, ok = _run_wanted(args.target, design, wanted, build_root)
+        ran, ok = _run_wanted(args.target, design, wanted, build_root, waves=args.waves)
     finally:
         if build_root.is_dir():
             record_build(build_root, started)
@@ -280,7 +309,8 @@ def _main(argv: list[str] | None) -> int:
     return 0 if ok else 1
 
 
-def _run_wanted(target: str, design: dict, wanted: list[str], build_root: Path) -> tuple[int, bool]:
+def _run_wanted(target: str, design: dict, wanted: list[str], build_root: Path,
+                waves: bool = False) -> tuple[int, bool]:
     """Build and run each wanted simulator (core and/or SoC); ``(runs started, all passed)``."""
     ran, ok = 0, True
     for name in wanted:
@@ -296,7 +326,7 @@ def _run_wanted(target: str, design: dict, wanted: list[str], build_root: Path) 
                 continue
             ran += 1
             try:
-                ok = run_one(name, design, env, build_root, soc=soc) and ok
+                ok = run_one(name, design, env, build_root, soc=soc, waves=waves) and ok
             except (RuntimeError, OSError, SystemExit) as exc:
                 say(f"[{name}] FAILED: {exc}")
                 ok = False
