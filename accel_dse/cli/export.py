@@ -61,6 +61,22 @@ def _source(args: argparse.Namespace):  # noqa: ANN202 (DesignSource, imported l
     return design_from_study(args.storage, args.study, args.trial, pick=args.pick)
 
 
+def _stage_lines(prefix: str):  # noqa: ANN202 - a progress callback
+    """A progress callback: each stage on its own stderr line, with the time the stage before it took
+    (the long ones, Verilog and synthesis of a large array, take minutes)."""
+    import time
+
+    last = [time.monotonic(), ""]
+
+    def say(line: str) -> None:
+        now = time.monotonic()
+        took = f" (previous step took {now - last[0]:.1f} s)" if last[1] and now - last[0] >= 1 else ""
+        print(f"{prefix}: {line}{took}", file=sys.stderr, flush=True)
+        last[0], last[1] = now, line
+
+    return say
+
+
 def _export(args: argparse.Namespace) -> int:
     from accel_dse.export import check_out_dir, export_design, fpga_line, resolve_fpga
 
@@ -72,7 +88,7 @@ def _export(args: argparse.Namespace) -> int:
     result = export_design(
         source.config, args.out, workload=args.workload or source.workload, force=args.force, source=source.info,
         synth=not args.no_synth, fpga=args.fpga, fpga_device=device,
-        progress=lambda line: print(f"accel-dse export: {line}", file=sys.stderr, flush=True),
+        progress=_stage_lines("accel-dse export"),
     )
     if args.json:
         emit_json(result.to_dict())

@@ -239,9 +239,19 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
         program.meta["results_dir"] = str(run_dir / "results")
         path = run_dir / "dram_program.npz"
         write_dram_program(path, program)
+        from accel_dse.simulate._dram_program import dram_result_path
+        from accel_dse.simulate._eta import expectation, measured_speed, op_poll, record_speed
+
+        cycles = [job.total_model * job.expected.shape[0] for job in jobs]
         say(f"simulating {len(jobs)} op(s) from DRAM in one {sim.name} process; log: {run_dir / 'sim.log'}")
+        say(expectation(sum(cycles), measured_speed(build.directory)))
+        poll = op_poll([job.name for job in jobs], cycles,
+                       lambda i: dram_result_path(run_dir / "results", jobs[i].index).is_file(), say)
         outcome = run_testbench(build, test_module=DRAM_TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
-                                env={"ACCEL_DSE_SIM_PROGRAM": str(path)}, waves=waves)
+                                env={"ACCEL_DSE_SIM_PROGRAM": str(path)}, waves=waves, poll=poll)
+        poll()  # the ops that finished after the last poll
+        if outcome.ok and not waves:  # a traced run is slower: not the speed to expect
+            record_speed(build.directory, sum(cycles), outcome.seconds)
         results = [check_dram(job, read_dram_result(run_dir / "results", job.index), outcome, run_dir, timeout)
                    for job in jobs]
     finally:

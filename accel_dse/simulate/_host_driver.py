@@ -95,12 +95,21 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
         program = dataclasses.replace(program, results_dir=str(run_dir / "results"))
         program_path = run_dir / "program.npz"
         write_program(program_path, program)
+        from accel_dse.simulate._eta import expectation, measured_speed, op_poll, record_speed
+
         say(f"simulating {len(program.runs)} run(s) in one {sim.name} process (timeout "
             f"{'none' if timeout is None else f'{timeout:g} s'}); log: {run_dir / 'sim.log'}")
+        cycles = [job.cycles_model * job.expected.shape[0] for job in jobs]
+        say(expectation(sum(cycles), measured_speed(build.directory)))
+        poll = op_poll([job.name for job in jobs], cycles,
+                       lambda i: op_result_path(run_dir / "results", jobs[i].index).is_file(), say)
         outcome = run_testbench(
             build, test_module=TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
-            env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)}, poll=_progress(jobs, run_dir, say), waves=waves,
+            env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)}, poll=poll, waves=waves,
         )
+        poll()  # the ops that finished after the last poll
+        if outcome.ok and not waves:
+            record_speed(build.directory, sum(cycles), outcome.seconds)
         results = [
             _check(design, job, read_op_result(run_dir / "results", job.index), outcome, run_dir, timeout)
             for job in jobs
@@ -110,19 +119,6 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
     return report(design, top=top, fault=fault, spec=spec, sim=sim, results=results, scale=scale, build=build,
                   outcome=outcome, run_dir=run_dir, notes=notes, chained=chained,
                   waves=waves_file(build, run_dir) if waves else None)
-
-
-def _progress(jobs: list[_Job], run_dir: Path, say: Callable[[str], None]) -> Callable[[], None]:
-    """A poll callback announcing each op whose result file has appeared."""
-    seen = 0
-
-    def poll() -> None:
-        nonlocal seen
-        while seen < len(jobs) and op_result_path(run_dir / "results", jobs[seen].index).is_file():
-            seen += 1
-            say(f"finished op {seen}/{len(jobs)}: {jobs[seen - 1].name}")
-
-    return poll
 
 
 def _prepare(

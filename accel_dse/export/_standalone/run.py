@@ -160,6 +160,22 @@ def icarus_dump_module(top: str) -> str:
             f"    $dumpvars(0, {top});\n  end\nendmodule\n")
 
 
+#: Where a run keeps its duration (the next run's expectation).
+LAST_RUN = "last_run.json"
+
+
+def _expected(build_dir: Path, design: dict, soc: bool) -> str:
+    """What to expect of the run: the cycles the array computes and the last run's time here."""
+    try:
+        last = float(json.loads((build_dir / LAST_RUN).read_text("utf-8"))["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        last = None
+    cycles = "" if soc else f" ({sum(g['cycles'] for g in design['check']['gemms']):,} compute cycles plus the " \
+        "host-port writes and reads)"
+    return cycles + (f"; the last run here took {last:.0f} s" if last is not None else
+                     "; the first run here measures how long it takes (minutes for large arrays)")
+
+
 def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, soc: bool = False,
             waves: bool = False) -> bool:
     from cocotb_tools.runner import get_results, get_runner
@@ -181,6 +197,7 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, s
         vlt.write_text("`verilator_config\n" + "".join(
             f'public_flat_rw -module "{top}" -var "{p["name"]}"\n' for p in ports), "utf-8")
         sources.insert(0, vlt)
+    begun = time.monotonic()
     say(f"[{tag}] building {sources[-1].name} (top {top}) in {build_dir}")
     build_args = list(ICARUS_ARGS if name == "icarus" else VERILATOR_ARGS)
     trace = build_dir / ("waves.fst" if name == "icarus" else "dump.vcd")
@@ -200,7 +217,8 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, s
     results_xml.unlink(missing_ok=True)
     (build_dir / "tb_results.json").unlink(missing_ok=True)
     (build_dir / "tb_axi_results.json").unlink(missing_ok=True)
-    say(f"[{tag}] running {module}")
+    built = time.monotonic()
+    say(f"[{tag}] built in {built - begun:.1f} s; running {module}" + _expected(build_dir, design, soc))
     runner.test(
         test_module=module, hdl_toplevel=top, hdl_toplevel_lang="verilog", build_dir=build_dir,
         test_dir=build_dir, results_xml=str(results_xml), timescale=("1ns", "1ps"),
@@ -209,6 +227,10 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, s
         log_file=build_dir / "sim.log", waves=waves,
         plusargs=[f"+dumpfile_path={trace}"] if waves and name == "icarus" else [],
     )
+    seconds = time.monotonic() - built
+    say(f"[{tag}] {module} ran in {seconds:.1f} s")
+    if not waves:  # a traced run is slower: not the time to expect next
+        (build_dir / LAST_RUN).write_text(json.dumps({"seconds": seconds}), "utf-8")
     if waves:
         say(f"[{tag}] waves: {trace}" if trace.is_file() else f"[{tag}] waves: no trace was written")
     total, failed = get_results(results_xml)
