@@ -156,12 +156,11 @@ def _metric_table(best: Sequence[dict[str, Any]], space: Any) -> tuple[list[str]
             continue
         unit, factor = _OBJECTIVE_UNITS.get(o.metric, ("", 1.0))
         values = [None if (v := b["values"].get(o.name)) is None else float(v) * factor for b in best]
-        scale = column_scale(values, unit) if unit else None
-        if scale is not None:
-            values = [None if v is None else v / scale.factor for v in values]
         headers.append(o.name.upper() if o.name == "edp" else o.name)
-        if scale is not None:
-            headers[-1] += f" {scale.unit}"
+        if unit:
+            objective_scale = column_scale(values, unit)
+            values = [None if v is None else v / objective_scale.factor for v in values]
+            headers[-1] += f" {objective_scale.unit}"
         columns.append(fixed(values))
     shown = _SHOWN | {o.metric for o in space.objectives}
     for metric in dict.fromkeys(c.metric for c in space.constraints if c.metric not in shown):

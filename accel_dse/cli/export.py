@@ -66,13 +66,13 @@ def _stage_lines(prefix: str):  # noqa: ANN202 - a progress callback
     (the long ones, Verilog and synthesis of a large array, take minutes)."""
     import time
 
-    last = [time.monotonic(), ""]
+    last = {"at": time.monotonic(), "steps": 0.0}
 
     def say(line: str) -> None:
         now = time.monotonic()
-        took = f" (previous step took {now - last[0]:.1f} s)" if last[1] and now - last[0] >= 1 else ""
+        took = f" (previous step took {now - last['at']:.1f} s)" if last["steps"] and now - last["at"] >= 1 else ""
         print(f"{prefix}: {line}{took}", file=sys.stderr, flush=True)
-        last[0], last[1] = now, line
+        last["at"], last["steps"] = now, last["steps"] + 1
 
     return say
 

@@ -42,14 +42,16 @@ def axis_scale(metric: str | None, values: Sequence[float | None]) -> tuple[floa
     unit, factor, prefixed = DISPLAY.get(metric or "", ("", 1.0, False))
     if not prefixed:
         return 1.0 / factor, unit
-    scale = column_scale([v * factor for v in values if _number(v)], unit, highest=1e12 if unit in ("MAC", "B")
-                         else 1.0)
+    scale = column_scale([float(v) * factor for v in values if v is not None and _number(v)], unit,
+                         highest=1e12 if unit in ("MAC", "B") else 1.0)
     return scale.factor / factor, scale.unit
 
 
 def metric_column(metric: str | None, values: Sequence[object]) -> tuple[str, list[str]]:
     """``(unit, cells)`` of a column of ``metric``'s stored values; ``None`` -> empty cell."""
     if metric is not None and (metric.endswith(_WHOLE) or metric in _WHOLE):
-        return "", [f"{round(v):,}" if _number(v) else ("" if v is None else str(v)) for v in values]
-    divide, unit = axis_scale(metric, [v for v in values if _number(v)])  # type: ignore[misc]
-    return unit, fixed([v / divide if _number(v) else v for v in values])  # type: ignore[operator]
+        return "", [f"{round(float(v)):,}" if isinstance(v, (int, float)) and _number(v)
+                    else ("" if v is None else str(v)) for v in values]
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and _number(v)]
+    divide, unit = axis_scale(metric, numbers)
+    return unit, fixed([float(v) / divide if isinstance(v, (int, float)) and _number(v) else v for v in values])
