@@ -35,6 +35,8 @@ class Collected:
     ops: list[Op] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
     others: Counter[str] = field(default_factory=Counter)
+    #: Output elements of the other primitives (times how often each runs), where the reader knows them.
+    elements: Counter[str] = field(default_factory=Counter)
 
     @property
     def macs(self) -> int:
@@ -55,6 +57,8 @@ class Collected:
         self.counts.extend(c * times for c in other.counts)
         for name, count in other.others.items():
             self.others[name] += count * times
+        for name, count in other.elements.items():
+            self.elements[name] += count * times
 
 
 def _prod(values: Sequence[int]) -> int:
@@ -151,5 +155,5 @@ def to_workload(found: Collected, *, name: str, description: str, source: str, l
         seen = ", ".join(f"{p} x{c}" for p, c in sorted(found.others.items())) or "no primitives"
         raise WorkloadError(f"{name} contains no matmul or convolution ({looked_for}); it has: {seen}")
     return Workload(name=name, ops=tuple(found.ops), counts=tuple(found.counts),
-                    other_primitives=tuple(sorted(found.others.items())), description=description,
-                    source=source)
+                    other_primitives=tuple(sorted(found.others.items())),
+                    other_elements=tuple(sorted(found.elements.items())), description=description, source=source)

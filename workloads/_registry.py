@@ -135,6 +135,21 @@ def builtin_options(name: str) -> dict[str, int]:
     return {k: default for k, (default, _) in _lookup(name).options.items()}
 
 
+def builtin_settings(spec: str) -> tuple[str, dict[str, int]] | None:
+    """``(name, every option with its value)`` of a builtin spec (defaults filled in), else ``None``.
+
+    ``"resnet18"`` -> ``("resnet18", {"batch": 1, "res": 224, ...})``; a user function or a
+    file -> ``None``. A bad builtin spec raises ``WorkloadError`` as :func:`resolve` does.
+    """
+    if not isinstance(spec, str) or split_file_spec(spec.strip()) is not None:
+        return None
+    parsed = _split(spec.strip())
+    if parsed is None:
+        return None
+    name, options = parsed
+    return name, builtin_options(name) | dict(options)
+
+
 def _lookup(name: str) -> _Builtin:
     builtin = _BUILTINS.get(name)
     if builtin is None:

@@ -21,10 +21,11 @@ Mapping of primitives to op records:
   crops the input. Three or more spatial dimensions, or ``batch_group_count > 1`` (weight
   gradients of grouped convs), lower directly to the im2col :class:`~workloads.ops.Gemm`.
 
-Every other primitive is counted (times its multiplier) in ``Workload.other_primitives``: that
-is the work the array does not run. Op names come from ``jax.named_scope`` (falling back to
-``dot<i>`` / ``conv<i>``); each op's ``origin`` is the primitive and the user's source line
-that issued it (``"dot_general at model.py:12 (forward)"``).
+Every other primitive is counted (times its multiplier) in ``Workload.other_primitives``, and
+the elements it writes in ``Workload.other_elements``: that is the work the array does not run.
+Op names come from ``jax.named_scope`` (falling back to ``dot<i>`` / ``conv<i>``); each op's
+``origin`` is the primitive and the user's source line that issued it (``"dot_general at
+model.py:12 (forward)"``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,17 @@ def _label(eqn: Any, fallback: str) -> str:
     if "()" in stack:  # a transform around no scope, e.g. "transpose(jvp())"
         return stack.replace("()", f"({fallback})", 1)
     return stack
+
+
+def _out_elements(eqn: Any) -> int:
+    """Elements the equation writes (the product of each output's shape, summed over outputs)."""
+    total = 0
+    for var in eqn.outvars:
+        size = 1
+        for dim in getattr(getattr(var, "aval", None), "shape", ()) or ():
+            size *= int(dim) if isinstance(dim, int) else 1
+        total += size
+    return total
 
 
 def _origin(eqn: Any) -> str:
@@ -121,6 +133,7 @@ class _Walker:
                         out.extend(self.walk(sub, mult))
                 else:
                     out.others[prim] += mult
+                    out.elements[prim] += mult * _out_elements(eqn)
         return out
 
 

@@ -397,6 +397,9 @@ class Workload:
             layers, ...). Empty means every op runs once.
         other_primitives: Non-matmul JAX primitives the tracer saw, with how often each runs
             (work the array does not do), sorted by name.
+        other_elements: The elements each of those primitives writes in one run of the workload
+            (its outputs' sizes times how often it runs), sorted by name; empty where the reader
+            does not know them (ONNX, StableHLO and the file formats).
         description: One line for humans.
         source: What the ops were read from: ``"builtin"``, ``"jax"`` (a user's function),
             ``"onnx"``, ``"stablehlo"``, ``"scalesim"`` or ``"timeloop"`` (empty: not said).
@@ -409,6 +412,7 @@ class Workload:
     ops: tuple[Op, ...]
     counts: tuple[int, ...] = ()
     other_primitives: tuple[tuple[str, int], ...] = ()
+    other_elements: tuple[tuple[str, int], ...] = ()
     description: str = ""
     source: str = ""
 
@@ -428,12 +432,15 @@ class Workload:
         counts = tuple(_positive_int("workload", "count", c) for c in counts)
         others = tuple((str(p), _nonneg_int("workload", f"count of {p}", c))
                        for p, c in self.other_primitives)
+        elements = tuple((str(p), _nonneg_int("workload", f"elements of {p}", c))
+                         for p, c in self.other_elements)
         if not isinstance(self.description, str):
             raise WorkloadError(f"workload description must be a string, not {self.description!r}")
         _check_name("workload", self.source, "source")
         object.__setattr__(self, "ops", ops)
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "other_primitives", others)
+        object.__setattr__(self, "other_elements", elements)
         _check_macs(f"workload {self.name!r}", self.total_macs, "sum of count * MACs")
 
     @property

@@ -3,7 +3,8 @@
 Each subcommand lives in its own module of this package, listed in :data:`COMMANDS`; a module
 exposes ``register(subparsers)`` that adds its parser and sets ``func(args) -> int``.
 User errors (:class:`AccelDseError`) become one line on stderr and their exit code (2 for
-usage/config errors); ``--debug`` (anywhere on the line) shows the traceback instead. With
+usage/config errors); ``--debug`` (anywhere on the line) shows the traceback too and keeps the
+exit status (a script that adds ``--debug`` sees the same code). With
 ``--json`` an error, a usage error too, is one JSON object on stderr instead,
 ``{"error": MESSAGE, "kind": KIND}``, with the same exit code (:func:`error_kind`). The same boundary turns what the
 user's environment or input causes outside accel-dse's own checks into one line and exit 2: an
@@ -22,6 +23,7 @@ import json
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
@@ -70,7 +72,7 @@ def error_kind(exc: BaseException) -> str:
     if isinstance(exc, _UsageError):
         return "usage"
     if isinstance(exc, AccelDseError):
-        name = type(exc).__name__.removesuffix("Error")
+        name = type(exc).__name__.removesuffix("Errors").removesuffix("Error")  # ConfigErrors: several of a kind
         return "".join(f"-{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name)) or "error"
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted"
@@ -128,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def fail(exc: BaseException, message: str, code: int) -> int:
         if debug:
-            raise exc
+            _traceback(exc)
         return _fail(message, code, error_kind(exc) if as_json else None)
 
     try:
@@ -146,10 +148,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()  # a full disk or closed pipe is reported here, not at exit
             return code
     except AccelDseError as exc:
-        return fail(exc, str(exc), exc.exit_code)
+        lines = getattr(exc, "messages", None)
+        if lines and not as_json:  # several problems found in one pass: one error line each
+            if debug:
+                _traceback(exc)
+            for line in lines:
+                _fail(line, exc.exit_code)
+            return exc.exit_code
+        return fail(exc, "; ".join(lines) if lines else str(exc), exc.exit_code)
     except KeyboardInterrupt as exc:
         if debug:
-            raise
+            _traceback(exc)
         if as_json:
             return _fail("interrupted", 130, error_kind(exc))
         print("accel-dse: interrupted", file=sys.stderr)
@@ -159,8 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except ModuleNotFoundError as exc:
         extra = EXTRAS.get((exc.name or "").partition(".")[0])
-        if extra is None or debug:
+        if extra is None:
             raise
+        if debug:
+            _traceback(exc)
         return _fail(f"accel-dse {args.command} needs {exc.name!r}, from the [{extra}] extra: "
                      f"pip install 'accel-dse[{extra}]' (scripts/setup.sh installs every extra)", 2,
                      "missing-extra" if as_json else None)
@@ -192,6 +203,13 @@ def _fail(message: str, code: int, kind: str | None = None) -> int:
     except OSError:
         pass
     return code
+
+
+def _traceback(exc: BaseException) -> None:
+    """``--debug``: the error's traceback on stderr (the one-line message and exit status follow as without it)."""
+    with contextlib.suppress(OSError):
+        traceback.print_exception(exc, file=sys.stderr)
+        sys.stderr.flush()
 
 
 def _drop_stdout() -> None:

@@ -52,13 +52,24 @@ def _report(args: argparse.Namespace) -> int:
         more = len(report["top"]) > 20
         emit(("Pareto set" if len(objectives) > 1 else "top designs") + (" (first 20; see index.html)" if more else "")
              + ":")
+        from accel_dse.report import metric_column
+
+        top = report["top"][:20]
+        columns, headers = [], []
+        for o in report["objectives"]:
+            unit, cells = metric_column(o.get("metric"), [r["values"][o["name"]] for r in top])
+            headers.append(f"{o['name']} {unit}".strip())
+            columns.append(cells)
+        for m in extra:
+            unit, cells = metric_column(m, [r["metrics"].get(m) for r in top])
+            headers.append(f"{m.removesuffix('_mm2')} {unit}".strip())
+            columns.append(cells)
         rows = []
-        for r in report["top"][:20]:
+        for i, r in enumerate(top):
             rtl = r["rtl"]
-            rows.append([r["trial"], r["design"], *[r["values"][n] for n in objectives],
-                         *[r["metrics"].get(m, "") for m in extra], r["sampler"],
+            rows.append([r["trial"], r["design"], *[c[i] for c in columns], r["sampler"],
                          "" if rtl is None else ("pass" if rtl.get("passed") else "FAIL")])
-        emit(format_table(["trial", "design", *objectives, *extra, "sampler", "rtl"], rows))
+        emit(format_table(["trial", "design", *headers, "sampler", "rtl"], rows))
     if report["best"]:
         pick = report["best"]["pick"]
         emit(f"best: trial {report['best']['trial']}" + (f" ({pick} on the Pareto set)" if pick else ""))

@@ -49,6 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="debug path: run the compute core alone, its buffers written through the host "
                         "port run by run (default: the whole SoC block from DRAM through AXI, with the "
                         "command queue and DMA)")
+    parser.add_argument("--waves", action="store_true",
+                        help="write a waveform trace of the run (Icarus: FST, Verilator: VCD) into the run directory "
+                        "and print its path; it covers the ops simulated, so pick the failing one with --ops NAME "
+                        "(a separate cached build; off by default: tracing slows the simulator)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_simulate)
 
@@ -82,7 +86,7 @@ def _simulate(args: argparse.Namespace) -> int:
         fault=_fault(args.inject_fault),
         progress=lambda line: print(f"accel-dse simulate: {line}", file=sys.stderr, flush=True),
         chain=False if args.no_chain else None, memory="host" if args.host_port else "dram",
-        reuse=not args.no_reuse,
+        reuse=not args.no_reuse, waves=args.waves,
     )
     if args.json:
         emit_json(report.to_dict())
@@ -135,4 +139,10 @@ def _print_report(report) -> None:  # noqa: ANN001 (SimulationReport)
     for note in report.notes:
         emit(f"note: {note}")
     emit(f"run directory: {report.run_dir}")
+    if report.waves:
+        emit(f"waves: {report.waves}")
+        failing = [op.name for op in report.ops if op.status != "pass"]
+        if failing and len(report.ops) > 1:
+            emit(f"  (the trace covers all {len(report.ops)} ops; --ops {failing[0]} --waves traces the first "
+                 "failing op alone)")
     emit("PASSED" if report.passed else "FAILED")

@@ -8,7 +8,7 @@ from typing import Any
 
 from accel_dse.cli._output import emit, emit_json, format_table
 
-__all__ = ["register", "workload_json"]
+__all__ = ["register", "workload_json", "host_work_lines"]
 
 _SPEC_HELP = ("NAME[:k=v,...] (e.g. bert_base:seq=128), package.module:function, or a file: model.onnx[:batch=8], "
               "model.mlir, a jax.export artefact, a SCALE-Sim .csv, a Timeloop .yaml")
@@ -61,7 +61,9 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
     jaxpr equation or file line it came from), ``kind``, ``m``, ``k``, ``n``, ``batch``, ``count``,
     ``macs`` = ``count * op.macs``, ``weight_bytes`` (one run), for a conv ``conv`` with its
     fields, and ``requant``: ``null`` for raw outputs, else the ``Requant`` fields), ``total_macs``,
-    ``total_weight_bytes`` (all runs) and ``other_primitives`` (name -> count).
+    ``total_weight_bytes`` (all runs), ``other_primitives`` (name -> how often it runs) and
+    ``other_elements`` (name -> the elements it writes in one run of the workload; empty where
+    the workload's reader does not know them).
     """
     ops = []
     for op, count in zip(workload.ops, workload.counts, strict=True):
@@ -84,6 +86,7 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
         "total_macs": workload.total_macs,
         "total_weight_bytes": workload.weight_bytes(bits),
         "other_primitives": dict(workload.other_primitives),
+        "other_elements": dict(workload.other_elements),
     }
 
 
@@ -105,7 +108,26 @@ def _show(args: argparse.Namespace) -> int:
                        f"weight_bytes@{args.bits}b"], rows))
     emit(f"total: {len(rows)} ops, {data['total_macs']:,} MACs ({data['total_macs'] / 1e9:.3f} G), "
          f"{data['total_weight_bytes']:,} weight bytes")
-    if data["other_primitives"]:
-        others = ", ".join(f"{p} x{c}" for p, c in data["other_primitives"].items())
-        emit(f"not run on the array: {others}")
+    for line in host_work_lines(workload):
+        emit(line)
     return 0
+
+
+def host_work_lines(workload: Any, width: int = 100, head: str = "not run on the array") -> list[str]:
+    """The work not run on the array (until a vector unit models it), wrapped at ``width``:
+    each primitive with how often it runs and, where known, the elements it writes."""
+    import textwrap
+
+    from accel_dse.units import count
+
+    if not workload.other_primitives:
+        return []
+    elements = dict(workload.other_elements)
+    parts = [f"{p} x{c}" + (f" ({count(elements[p])} elements)" if p in elements else "")
+             for p, c in workload.other_primitives]
+    total = sum(elements.values())
+    head += (f" ({count(total)} elements in all)" if elements else "") + ": "
+    nbsp = "\u00a0"  # an item is never split over two lines
+    text = head + ", ".join(part.replace(" ", nbsp) for part in parts)
+    lines = textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+    return [line.replace(nbsp, " ") for line in lines]

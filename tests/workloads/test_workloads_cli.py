@@ -85,7 +85,16 @@ def test_show_bert_text(run_cli):
     assert scores[1:7] == ["gemm", "128", "64", "128", "12", "1"]
     total = resolve("bert_base:seq=128").total_macs
     assert f"{total:,} MACs" in out
-    assert "not run on the array:" in out and "exp x1" in out
+    assert "not run on the array (" in out
+    assert "exp x1 (197 k elements)" in " ".join(out.split())  # softmax: 12 heads x 128 x 128
+
+
+def test_show_json_counts_the_host_elements(run_cli):
+    _, out, _ = run_cli("workloads", "show", "bert_base:seq=128", "--json")
+    data = json.loads(out)
+    assert data["other_elements"]["exp"] == 12 * 128 * 128
+    assert data["other_elements"]["tanh"] == 128 * 3072  # GELU over the FFN's hidden layer
+    assert set(data["other_elements"]) == set(data["other_primitives"])
 
 
 def test_show_counts_scanned_layers(run_cli):
