@@ -14,12 +14,15 @@ measured errors, from ``bench/int_ops_accuracy.py``):
 * ``mul``: ``sat8(rshr(a * b, 4))``. ``relu``, ``relu6`` (clamp at 96, the code of 6.0): exact.
 * ``maxpool``: the window's max, padding never wins (-128). ``avgpool``: ``sat8(rdiv(sum, wh * ww))``
   (padding counts as zeros in the divisor, PyTorch's ``count_include_pad``).
-* ``layernorm`` / ``rmsnorm`` over the last axis (n values, unit gain): mean ``m = rdiv(16 * sum, n)``
-  (layernorm; rmsnorm: 0), ``d = 16 * x - m``; ``q = sum(rshr(d * d, R)) + eps_q`` with
-  ``R = max(0, bitlen(n - 1) - 6)`` (so ``q < 2**30``), ``eps_q = round(eps * 2**16 * n / 2**R)``;
-  ``p = (clz(max(q, 1)) - 2) // 2``, ``s = isqrt(q << 2p)`` (digit by digit, exact floor, in
-  ``[2**14, 2**15)``); ``f = rdiv(c_n * 2**15, s)`` with ``c_n = round(2**12 * sqrt(n / 2**R))``;
-  ``out = sat8(rshr(d * f, 23 - p))``: one square root and one division per row.
+* ``layernorm`` / ``rmsnorm`` over the last axis (n < 2**17 values, unit gain): ``d = 128 x - m``
+  with ``m = rdiv(128 * sum x, n)`` (layernorm; rmsnorm: 0), so ``|d| < 2**15`` and
+  ``out = 16 d sqrt(n) / sqrt(sum d**2 + eps_d)``, ``eps_d = round(eps * n * 2**22)``. A row shift
+  ``R = max(0, bitlen(n - 1) + 2 bitlen(max |d|) - 28)`` keeps
+  ``q = max(sum rshr(d**2, R) + rshr(eps_d, R), 1) < 2**29`` (exact when R = 0);
+  ``q2 = q << (R & 1)``, ``p = (clz(q2) - 2) // 2``, ``s = isqrt(q2 << 2p)`` (digit by digit, the
+  exact floor, in ``[2**14, 2**15)``); ``f = rdiv(c << 14, s)`` with ``c = round(sqrt(n) 2**b)``,
+  ``b = 15 - ceil(bitlen(n - 1) / 2)``; ``out = sat8(rshr(d * f, 10 + b + (R >> 1) - p))``: one
+  square root and one division per row.
 * ``softmax`` over the last axis (I-BERT's i-exp): ``x = (s - rowmax) * round(2**12 * scale)``
   (Q16, <= 0), ``z = floor(-x / ln2_16)``, ``r = x + z * ln2_16``, ``t = rshr(r + b_16, 2)``,
   ``e = (rshr(a_15 * rshr(t * t, 14), 15) + c_14) >> z`` (Q14; ``exp(r) ~ 0.3585 (r + 1.353)**2 +
@@ -61,6 +64,7 @@ FRAC = FRAC_BITS
 MARKER_PREFIX = "vector_op."
 _I32 = jnp.int32
 _ADD_SHIFT = 14
+_NORM_GUARD = 7  # extra fractional bits of the centred values d (|d| < 2**15)
 #: I-BERT's second-order fits: exp(r) ~ a (r + b)**2 + c on (-ln 2, 0]; erf(v) ~ 1 + a (min(v, -b) + b)**2.
 _EXP_A, _EXP_B, _EXP_C = 0.3585, 1.353, 0.344
 _ERF_A, _ERF_B = -0.2888, -1.769
@@ -152,15 +156,18 @@ def _avgpool_k(x: jax.Array, **p: int) -> jax.Array:
     return _sat8(rdiv(total, p["window_h"] * p["window_w"]))
 
 
-def _norm_k(x: jax.Array, *, center: int, sq_shift: int, rsqrt_const: int, eps: int) -> jax.Array:
+def _norm_k(x: jax.Array, *, center: int, rsqrt_const: int, rsqrt_bits: int, eps: int) -> jax.Array:
     n = x.shape[-1]
-    d = x.astype(_I32) * (1 << FRAC)
+    d = x.astype(_I32) * (1 << _NORM_GUARD)
     if center:
-        d = d - rdiv(x.astype(_I32).sum(-1, keepdims=True) * (1 << FRAC), n)
-    q = jnp.maximum(rshr(d * d, sq_shift).sum(-1, keepdims=True) + eps, 1)
+        d = d - rdiv(x.astype(_I32).sum(-1, keepdims=True) * (1 << _NORM_GUARD), n)
+    width = 32 - lax.clz(jnp.abs(d).max(-1, keepdims=True))  # bits of the row's largest |d|
+    r = jnp.maximum((n - 1).bit_length() + 2 * width - 28, 0)  # so that q < 2**29
+    q = jnp.maximum(rshr(d * d, r).sum(-1, keepdims=True) + rshr(jnp.full_like(r, eps), r), 1)
+    q = jnp.left_shift(q, r & 1)  # q * 2**r = q2 * 4**(r >> 1), q2 < 2**30
     p = jnp.right_shift(lax.clz(q) - 2, 1)
-    f = rdiv(_I32(rsqrt_const << 15), isqrt(jnp.left_shift(q, 2 * p)))
-    return _sat8(rshr(d * f, 23 - p))
+    f = rdiv(_I32(rsqrt_const << 14), isqrt(jnp.left_shift(q, 2 * p)))
+    return _sat8(rshr(d * f, 10 + rsqrt_bits + jnp.right_shift(r, 1) - p))
 
 
 def _softmax_k(s: jax.Array, *, in_mult: int, ln2: int, poly_b: int, poly_a: int, poly_c: int,
@@ -225,12 +232,13 @@ def add_params(scale_a: float, scale_b: float, scale_out: float) -> dict[str, in
 
 
 def norm_params(n: int, eps: float) -> dict[str, int]:
-    """``sq_shift``, ``rsqrt_const`` and ``eps`` of a normalisation over ``n`` values (``n < 2**20``)."""
-    if not 1 <= n < 1 << 20:
-        raise WorkloadError(f"normalised rows must hold 1 to 2**20 - 1 values, not {n}")
-    r = max(0, (n - 1).bit_length() - 6)
-    return {"sq_shift": r, "rsqrt_const": round(4096 * math.sqrt(n / (1 << r))),
-            "eps": round(eps * (1 << 2 * (FRAC + 4)) * n / (1 << r))}
+    """``rsqrt_const = round(sqrt(n) * 2**rsqrt_bits)`` (in ``[2**14, 2**15]``), ``rsqrt_bits`` and
+    ``eps`` (``eps * n`` in units of ``d**2``) of a normalisation over ``n < 2**17`` values."""
+    if not 1 <= n < 1 << 17:
+        raise WorkloadError(f"normalised rows must hold 1 to 2**17 - 1 values, not {n}")
+    bits = 15 - ((n - 1).bit_length() + 1) // 2
+    return {"rsqrt_const": round(math.sqrt(n) * (1 << bits)), "rsqrt_bits": bits,
+            "eps": round(eps * n * (1 << 2 * (FRAC + _NORM_GUARD)))}
 
 
 def softmax_params(scale: float, causal_offset: int | None) -> dict[str, int]:

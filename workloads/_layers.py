@@ -14,9 +14,11 @@ shapes, so they trace to the same ops; they differ in numbers:
   :class:`~workloads.vector_ops.VectorOp`.
 * ``float``: float32 weights drawn from ``N(0, 1/fan_in)`` and float32 activations.
 * ``float_ref``: the int8 form's weights and inputs (the same draws) as float32 codes, every op
-  in float32 with nothing rounded or saturated (a requantisation is its real scale, an
-  activation its clamp): the float reference the int8 form's accuracy is measured against
-  (``bench/int_ops_accuracy.py``).
+  in float32 with nothing rounded (a requantisation is its real scale), saturating where the
+  int8 form saturates (the int8 range, an activation's clamp): the float reference the int8
+  form's accuracy is measured against (``bench/int_ops_accuracy.py``).
+* ``int8_float_vector``: the int8 form with the vector ops in float32 between the
+  requantisations, rounded back to codes (the builtins before the integer ops).
 
 Parameters are drawn from ``jax.random`` with a key per tensor, so they are deterministic for a
 seed. Layouts: activations NHWC, conv weights HWIO, dense weights ``(in, out)``.
@@ -48,10 +50,16 @@ class Form:
     """One numeric form of the builtin models ("int8", "float" or "float_ref")."""
 
     name: str
+    vector: str = "int"  # int8 only: "float" runs the vector ops in float32 between requantisations
 
     @property
     def is_int8(self) -> bool:
         return self.name == "int8"
+
+    @property
+    def int_vector(self) -> bool:
+        """The vector ops run in integers (:mod:`workloads._int_ops`): the int8 form's default."""
+        return self.is_int8 and self.vector == "int"
 
     @property
     def codes(self) -> bool:
@@ -86,7 +94,7 @@ class Form:
         """Bring an accumulator of ``k``-long dot products back to the activation type.
 
         int8: the output stage with :func:`derived_requant` parameters (noted for the tracer);
-        float_ref: ``acc`` times the same parameters' real scale, then the activation's clamp;
+        float_ref: ``acc`` times the same parameters' real scale, clamped as the output stage clamps;
         float: ``acc`` through ``activation`` (``None``, ``"relu"`` or ``"relu6"``).
         """
         if self.is_int8:
@@ -95,7 +103,7 @@ class Form:
             rq = derived_requant(k, activation)
             lo, hi = ACTIVATIONS[activation]
             y = acc * (rq.multiplier[0] * 2.0 ** -(31 + rq.shift[0]))
-            return jnp.clip(y, lo, hi) if activation is not None else y
+            return jnp.clip(y, -128 if lo is None else lo, 127 if hi is None else hi)
         if activation is None:
             return acc
         return jnp.maximum(acc, 0.0) if activation == "relu" else jnp.clip(acc, 0.0, 6.0)
@@ -105,10 +113,10 @@ class Form:
         return x.astype(jnp.float32) / _SCALE if self.codes else x
 
     def from_float(self, y: jax.Array) -> jax.Array:
-        """Float32 values back to activation codes (int8: round and saturate; float_ref: unrounded)."""
+        """Float32 values back to activation codes (int8: round and saturate; float_ref: saturate only)."""
         if self.is_int8:
             return jnp.clip(jnp.round(y * _SCALE), -128, 127).astype(jnp.int8)
-        return y * _SCALE if self.codes else y
+        return jnp.clip(y * _SCALE, -128, 127) if self.codes else y
 
     # -- matrix work --------------------------------------------------------------------------
     def dense(self, x: jax.Array, w: jax.Array, activation: str | None = None) -> jax.Array:
@@ -143,38 +151,41 @@ class Form:
     # -- element-wise and reductions (int8: integer-only, workloads._int_ops) -----------------
     def add(self, a: jax.Array, b: jax.Array) -> jax.Array:
         """Residual add (int8: of two 4-fractional-bit inputs, rounded and saturating)."""
-        return _int_ops.add(a, b) if self.is_int8 else a + b
+        if self.int_vector:
+            return _int_ops.add(a, b)
+        return self.from_float(self.to_float(a) + self.to_float(b))
 
     def relu(self, x: jax.Array) -> jax.Array:
-        return _int_ops.relu(x) if self.is_int8 else jnp.maximum(x, jnp.zeros((), x.dtype))
+        return _int_ops.relu(x) if self.int_vector else jnp.maximum(x, jnp.zeros((), x.dtype))
 
     def relu6(self, x: jax.Array) -> jax.Array:
-        if self.is_int8:
+        if self.int_vector:
             return _int_ops.relu6(x)
-        return jnp.clip(x, 0.0, 6 * _SCALE if self.codes else 6.0)
+        six = jnp.asarray(6 * _SCALE if self.codes else 6.0, x.dtype)
+        return jnp.clip(x, jnp.zeros((), x.dtype), six)
 
     def gelu(self, x: jax.Array) -> jax.Array:
         """GELU, the erf form (int8: I-BERT's integer polynomial)."""
-        if self.is_int8:
+        if self.int_vector:
             return _int_ops.gelu(x)
         return self.from_float(jax.nn.gelu(self.to_float(x), approximate=False))
 
     def silu(self, x: jax.Array, gate: jax.Array | None = None) -> jax.Array:
         """SiLU, times ``gate`` when given (SwiGLU's gating multiply)."""
-        if self.is_int8:
+        if self.int_vector:
             return _int_ops.silu(x, gate)
         y = jax.nn.silu(self.to_float(x))
         return self.from_float(y if gate is None else y * self.to_float(gate))
 
     def mul(self, a: jax.Array, b: jax.Array) -> jax.Array:
         """Element-wise product of two activations."""
-        if self.is_int8:
+        if self.int_vector:
             return _int_ops.mul(a, b)
         return self.from_float(self.to_float(a) * self.to_float(b))
 
     def layernorm(self, x: jax.Array) -> jax.Array:
         """Layer normalisation over the last axis (unit gain, zero bias, eps 1e-5)."""
-        if self.is_int8:
+        if self.int_vector:
             return _int_ops.layernorm(x)
         v = self.to_float(x)
         mean = v.mean(-1, keepdims=True)
@@ -183,7 +194,7 @@ class Form:
 
     def rmsnorm(self, x: jax.Array) -> jax.Array:
         """RMS normalisation over the last axis (unit gain, eps 1e-6)."""
-        if self.is_int8:
+        if self.int_vector:
             return _int_ops.rmsnorm(x)
         v = self.to_float(x)
         return self.from_float(v * lax.rsqrt((v * v).mean(-1, keepdims=True) + 1e-6))
@@ -194,18 +205,20 @@ class Form:
 
         int8 (and float_ref) probabilities are the codes ``round(p * 127)`` (0..127).
         """
-        if self.is_int8:
+        if self.int_vector:
             return _int_ops.softmax(scores, scale=scale, causal_offset=causal_offset)
         s = self.to_float(scores) * scale
         if causal_offset is not None:
             q_pos = jnp.arange(s.shape[-2])[:, None]
             s = jnp.where(jnp.arange(s.shape[-1])[None, :] <= causal_offset + q_pos, s, -jnp.inf)
         p = jax.nn.softmax(s, axis=-1)
+        if self.is_int8:
+            return jnp.round(p * 127).astype(jnp.int8)
         return p * 127 if self.codes else p
 
     def rope(self, x: jax.Array, start: int) -> jax.Array:
         """Rotary position embedding of ``(b, s, h, dh)`` activations at positions ``start, start+1, ...``."""
-        if self.is_int8:
+        if self.int_vector:
             return _int_ops.rope(x, start=start)
         _, s, _, dh = x.shape
         half = dh // 2
@@ -219,17 +232,23 @@ class Form:
 
     def maxpool(self, x: jax.Array, *, window: int, stride: int, pad: int) -> jax.Array:
         """Max pooling over H and W of NHWC ``x``."""
-        if self.is_int8:
+        if self.int_vector:
             return _int_ops.maxpool(x, window=window, stride=stride, pad=pad)
-        return lax.reduce_window(x, jnp.asarray(-jnp.inf, x.dtype), lax.max, (1, window, window, 1),
+        init = jnp.asarray(-128 if self.is_int8 else -jnp.inf, x.dtype)
+        return lax.reduce_window(x, init, lax.max, (1, window, window, 1),
                                  (1, stride, stride, 1), ((0, 0), (pad, pad), (pad, pad), (0, 0)))
 
     def global_avgpool(self, x: jax.Array) -> jax.Array:
         """Mean over H and W of NHWC ``x`` -> ``(N, C)`` (int8: rounded half up)."""
-        return _int_ops.global_avgpool(x) if self.is_int8 else x.mean(axis=(1, 2))
+        if self.int_vector:
+            return _int_ops.global_avgpool(x)
+        return self.from_float(self.to_float(x).mean(axis=(1, 2)))
 
 
-FORMS = {"int8": Form("int8"), "float": Form("float"), "float_ref": Form("float_ref")}
+#: ``int8_float_vector``: the int8 form with the vector ops in float32 between the requantisations
+#: (rounded back to codes), as before the integer ops: isolates their share of the error.
+FORMS = {"int8": Form("int8"), "float": Form("float"), "float_ref": Form("float_ref"),
+         "int8_float_vector": Form("int8", vector="float")}
 
 
 class ParamMaker:

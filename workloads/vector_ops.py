@@ -15,7 +15,7 @@ Kinds (:data:`VECTOR_KINDS`) and their parameters as the builtins' int8 form emi
 * ``mul``: ``shift``; ``relu``; ``relu6``: ``act_max`` (the code of 6.0);
 * ``maxpool``, ``avgpool``: ``window_h``, ``window_w``, ``stride_h``, ``stride_w``, ``pad_h``, ``pad_w``
   (a global average pool is the window of the whole map);
-* ``layernorm``, ``rmsnorm``: ``sq_shift``, ``rsqrt_const``, ``eps``;
+* ``layernorm``, ``rmsnorm``: ``rsqrt_const``, ``rsqrt_bits``, ``eps``;
 * ``softmax``: ``in_mult``, ``ln2``, ``poly_b``, ``poly_a``, ``poly_c``, ``causal_offset`` (-1: no mask);
 * ``gelu``: ``in_mult``, ``clip``, ``poly_a``; ``silu``: ``gated`` (0 or 1);
 * ``rope``: ``start`` (first position), ``theta`` (the frequency base).
