@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.designs import load_design
@@ -35,8 +36,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     config = load_design(args.design)
     workload = workloads.resolve(args.workload)
     result = perf_model.evaluate(config, workload, reuse=not args.no_reuse)
+    host = _host_work(workload)
     if args.json:
-        emit_json(result.to_dict())
+        emit_json(result.to_dict() | {"host_work": host})
         return 0
     emit(f"# {config.short_name()} ({config.config_hash}) on {workload.name}: {result.status}")
     rows = []
@@ -47,6 +49,9 @@ def _evaluate(args: argparse.Namespace) -> int:
                      op.energy_pj * 1e-6, op.on_chip or "-", op.status])
     emit(format_table(["op", "count", "m x k x n", "tile", "folds", "compute", "stall", "util",
                        "dram_bytes", "energy_uJ", "on_chip", "status"], rows))
+    if host:
+        emit("host work (vector ops, no cycles until the vector unit lands): "
+             + ", ".join(f"{h['kind']} {h['elements']:,} elements" for h in host))
     total = result.total
     emit("")
     if result.status != "ok":
@@ -74,3 +79,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     emit(format_table(["energy part", "uJ", "share"],
                       [[name, value * 1e-6, value / energy] for name, value in parts.items()]))
     return 0
+
+
+def _host_work(workload: Any) -> list[dict[str, Any]]:
+    """The workload's vector ops by kind (first-seen order) with runs and elements (all runs): work
+    the model gives no cycles, run on the host until the vector unit lands."""
+    kinds: dict[str, dict[str, Any]] = {}
+    for op, count in zip(workload.vector_ops, workload.vector_counts, strict=True):
+        entry = kinds.setdefault(op.kind, {"kind": op.kind, "runs": 0, "elements": 0})
+        entry["runs"] += count
+        entry["elements"] += op.elements * count
+    return list(kinds.values())
