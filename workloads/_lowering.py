@@ -158,10 +158,5 @@ def to_workload(found: Collected, *, name: str, description: str, source: str, l
         raise WorkloadError(f"{name} contains no matmul or convolution ({looked_for}); it has: {seen}")
     return Workload(name=name, ops=tuple(found.ops), counts=tuple(found.counts),
                     other_primitives=tuple(sorted(found.others.items())), description=description,
-                    source=source, **vector_fields(found))
-
-
-def vector_fields(found: Collected) -> dict[str, tuple[object, ...]]:
-    """The ``Workload`` keyword arguments of the vector ops in ``found``."""
-    return {"vector_ops": tuple(v[0] for v in found.vector), "vector_counts": tuple(v[1] for v in found.vector),
-            "vector_after": tuple(v[2] for v in found.vector)}
+                    source=source, vector_ops=tuple(v[0] for v in found.vector),
+                    vector_counts=tuple(v[1] for v in found.vector), vector_after=tuple(v[2] for v in found.vector))

@@ -88,7 +88,7 @@ class VectorOp:
             if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not 0 <= axis < len(self.shape):
                 raise WorkloadError(f"{owner} axis must be an integer in [0, {len(self.shape) - 1}], not {axis!r}")
             object.__setattr__(self, "axis", int(axis))
-        pairs = []
+        pairs: list[tuple[str, int]] = []
         for item in self.params:
             if (not isinstance(item, tuple) or len(item) != 2 or not isinstance(item[0], str)
                     or isinstance(item[1], bool) or not isinstance(item[1], numbers.Integral)):
@@ -142,8 +142,8 @@ def check_vector_fields(ops: Any, counts: Any, after: Any, matrix_ops: int) -> t
         if len(values) != len(ops):
             raise WorkloadError(f"workload {label} must have one entry per vector op ({len(ops)}), not {len(values)}")
         for v in values:
-            if (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low
-                    or (high is not None and v > high)):
+            if (isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < low
+                    or (high is not None and int(v) > high)):
                 rule = f"an integer in [{low}, {high}]" if high is not None else f"an integer >= {low}"
                 raise WorkloadError(f"workload {label} entries must each be {rule}, not {v!r}")
     return ops, tuple(int(c) for c in counts), tuple(int(a) for a in after)
