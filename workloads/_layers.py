@@ -47,7 +47,7 @@ _SCALE = float(1 << _FRAC_BITS)
 
 @dataclass(frozen=True)
 class Form:
-    """One numeric form of the builtin models ("int8", "float" or "float_ref")."""
+    """One numeric form of the builtin models (``FORMS``: "int8", "float", "float_ref", "int8_float_vector")."""
 
     name: str
     vector: str = "int"  # int8 only: "float" runs the vector ops in float32 between requantisations
