@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from accel_dse.errors import WorkloadError
-from workloads.ops import Conv2d, Gemm, Op, Workload
+from workloads.ops import Conv2d, Gemm, Op, VectorOp, Workload
 
 __all__ = ["Collected", "dot_op", "conv_op", "to_workload"]
 
@@ -37,6 +37,7 @@ class Collected:
     others: Counter[str] = field(default_factory=Counter)
     #: Output elements of the other primitives (times how often each runs), where the reader knows them.
     elements: Counter[str] = field(default_factory=Counter)
+    vector: list[tuple[VectorOp, int, int]] = field(default_factory=list)  # (op, count, matrix ops before it)
 
     @property
     def macs(self) -> int:
@@ -51,8 +52,13 @@ class Collected:
             self.ops.append(op)
             self.counts.append(mult)
 
+    def add_vector(self, op: VectorOp, mult: int) -> None:
+        """Record the vector op ``op`` running ``mult`` times, after the matrix ops so far."""
+        self.vector.append((op, mult, len(self.ops)))
+
     def extend(self, other: Collected, times: int = 1) -> None:
         """Append everything in ``other``, each count multiplied by ``times``."""
+        self.vector.extend((op, c * times, after + len(self.ops)) for op, c, after in other.vector)
         self.ops.extend(other.ops)
         self.counts.extend(c * times for c in other.counts)
         for name, count in other.others.items():
@@ -156,4 +162,6 @@ def to_workload(found: Collected, *, name: str, description: str, source: str, l
         raise WorkloadError(f"{name} contains no matmul or convolution ({looked_for}); it has: {seen}")
     return Workload(name=name, ops=tuple(found.ops), counts=tuple(found.counts),
                     other_primitives=tuple(sorted(found.others.items())),
-                    other_elements=tuple(sorted(found.elements.items())), description=description, source=source)
+                    other_elements=tuple(sorted(found.elements.items())), description=description,
+                    source=source, vector_ops=tuple(v[0] for v in found.vector),
+                    vector_counts=tuple(v[1] for v in found.vector), vector_after=tuple(v[2] for v in found.vector))

@@ -23,9 +23,10 @@ Lowering (default domain, opsets :data:`MIN_OPSET` to the installed onnx's newes
 
 Ops that do matrix work this cannot lower (``Einsum``, ``LSTM``, ``GRU``, ``RNN``,
 ``Attention``, custom-domain ops such as ``com.microsoft.FusedConv``, and control flow holding
-any of the above) are errors naming the op and the node. Every other node is counted in
-``other_primitives`` by op type. Op names are the node names; ``origin`` is
-``"node #i 'name' (OpType)"``.
+any of the above) are errors naming the op and the node. ``Add``, ``Gelu``,
+``LayerNormalization`` and ``Softmax`` become :class:`~workloads.vector_ops.VectorOp` records
+(kind, shape, axis). Every other node is counted in ``other_primitives`` by op type. Op names
+are the node names; ``origin`` is ``"node #i 'name' (OpType)"``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 
 from accel_dse.errors import WorkloadError
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
-from workloads.ops import Gemm, Op, Workload
+from workloads.ops import Gemm, Op, VectorOp, Workload
 
 __all__ = ["load_onnx", "MIN_OPSET"]
 
@@ -321,8 +322,38 @@ def _walk(model: Any, shapes: Mapping[str, list[int | str | None]], what: str) -
             if inner:
                 raise WorkloadError(f"{nd.where}: control flow holding {inner[0]} is not supported; "
                                     "export the model unrolled (static loops, no If)")
-            out.others[op_type if default_domain else f"{node.domain}.{op_type}"] += 1
+            vector = _vector_op(nd) if default_domain else None
+            if vector is not None:
+                out.add_vector(vector, 1)
+            else:
+                out.others[op_type if default_domain else f"{node.domain}.{op_type}"] += 1
     return out
+
+
+#: ONNX ops that map to vector op records (kind), and whether they reduce along an ``axis``.
+_VECTOR_KINDS = {"Add": ("add", False), "Gelu": ("gelu", False), "LayerNormalization": ("layernorm", True),
+                 "Softmax": ("softmax", True)}
+
+
+def _vector_op(nd: _Node) -> VectorOp | None:
+    """The :class:`VectorOp` of an ``Add``, ``Gelu``, ``LayerNormalization`` or ``Softmax`` node whose
+    shapes are known (else ``None``: the node stays counted by name). The record holds the kind,
+    the shapes and the axis; the integer parameters come with a quantisation the graph does not give."""
+    if nd.op_type not in _VECTOR_KINDS or not nd.node.input or not nd.node.output:
+        return None
+    kind, reduces = _VECTOR_KINDS[nd.op_type]
+    shape, out = nd.shapes.get(nd.node.input[0]), nd.shapes.get(nd.node.output[0])
+    if kind == "add":  # a broadcasting add: the output is the element-wise work
+        shape = out
+    if not shape or not all(isinstance(d, int) and d > 0 for d in shape):
+        return None
+    dims = [int(d) for d in shape]  # type: ignore[arg-type]
+    axis = None
+    if reduces:
+        axis = int(nd.attrs.get("axis", -1)) % len(dims)
+        if kind == "layernorm":  # LayerNormalization normalises axes axis..last: one row of their product
+            dims, axis = dims[:axis] + [math.prod(dims[axis:])], axis
+    return VectorOp(kind=kind, shape=tuple(dims), axis=axis, name=nd.name, origin=nd.origin)
 
 
 def load_onnx(path: Path, options: Mapping[str, int], *, name: str, what: str) -> Workload:

@@ -32,8 +32,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar, TypeAlias
 
 from accel_dse.errors import WorkloadError
+from workloads.vector_ops import VECTOR_KINDS, VectorOp, check_vector_fields
 
-__all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant", "REQUANT_ROUNDING", "chain_link"]
+__all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant", "REQUANT_ROUNDING", "chain_link",
+           "VectorOp", "VECTOR_KINDS"]
 
 #: Most multiply-accumulates an op, or one run of a workload, may have: 2**48 (about 2.8e14).
 #: The model's cycle, byte and energy counts are int64 / float64 products of the dimensions;
@@ -403,6 +405,11 @@ class Workload:
         description: One line for humans.
         source: What the ops were read from: ``"builtin"``, ``"jax"`` (a user's function),
             ``"onnx"``, ``"stablehlo"``, ``"scalesim"`` or ``"timeloop"`` (empty: not said).
+        vector_ops: The vector work between the matrix ops (:class:`~workloads.vector_ops.VectorOp`),
+            in program order; it runs on the host until the vector unit lands (no model cycles).
+        vector_counts: ``vector_counts[i]`` is how many times ``vector_ops[i]`` runs (empty: once each).
+        vector_after: ``vector_after[i]`` is how many matrix ops precede ``vector_ops[i]`` in
+            program order (empty: all of them).
 
     The performance model treats op ``i`` as ``counts[i] * ops[i].to_gemm().batch`` independent
     ``m x k x n`` GEMMs.
@@ -415,6 +422,9 @@ class Workload:
     other_elements: tuple[tuple[str, int], ...] = ()
     description: str = ""
     source: str = ""
+    vector_ops: tuple[VectorOp, ...] = ()
+    vector_counts: tuple[int, ...] = ()
+    vector_after: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         _check_name("workload", self.name)
@@ -441,6 +451,9 @@ class Workload:
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "other_primitives", others)
         object.__setattr__(self, "other_elements", elements)
+        vector = check_vector_fields(self.vector_ops, self.vector_counts, self.vector_after, len(ops))
+        for key, value in zip(("vector_ops", "vector_counts", "vector_after"), vector, strict=True):
+            object.__setattr__(self, key, value)
         _check_macs(f"workload {self.name!r}", self.total_macs, "sum of count * MACs")
 
     @property

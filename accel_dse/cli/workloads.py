@@ -61,9 +61,12 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
     jaxpr equation or file line it came from), ``kind``, ``m``, ``k``, ``n``, ``batch``, ``count``,
     ``macs`` = ``count * op.macs``, ``weight_bytes`` (one run), for a conv ``conv`` with its
     fields, and ``requant``: ``null`` for raw outputs, else the ``Requant`` fields), ``total_macs``,
-    ``total_weight_bytes`` (all runs), ``other_primitives`` (name -> how often it runs) and
-    ``other_elements`` (name -> the elements it writes in one run of the workload; empty where
-    the workload's reader does not know them).
+    ``total_weight_bytes`` (all runs), ``vector_ops`` (each ``name``, ``origin``, ``kind``, ``shape``,
+    ``out_shape``, ``axis``, ``params`` (name -> int), ``count``, ``elements`` = ``count`` times its
+    input's elements, ``after`` = matrix ops before it; they run on the host until the vector unit
+    lands), ``vector_elements`` (kind -> elements, all runs) ``other_primitives`` (name -> how often it
+    runs) and ``other_elements`` (name -> the elements it writes in one run of the workload; empty
+    where the workload's reader does not know them).
     """
     ops = []
     for op, count in zip(workload.ops, workload.counts, strict=True):
@@ -77,6 +80,14 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
             entry["conv"] = {f.name: getattr(op, f.name) for f in dataclasses.fields(op)
                              if f.name not in ("name", "origin", "requant")}
         ops.append(entry)
+    vector = [{"name": v.name, "origin": v.origin, "kind": v.kind, "shape": list(v.shape),
+               "out_shape": list(v.out_shape), "axis": v.axis, "params": dict(v.params), "count": count,
+               "elements": v.elements * count, "after": after}
+              for v, count, after in zip(workload.vector_ops, workload.vector_counts, workload.vector_after,
+                                         strict=True)]
+    by_kind: dict[str, int] = {}
+    for entry in vector:
+        by_kind[entry["kind"]] = by_kind.get(entry["kind"], 0) + entry["elements"]
     return {
         "workload": workload.name,
         "source": workload.source,
@@ -85,6 +96,8 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
         "ops": ops,
         "total_macs": workload.total_macs,
         "total_weight_bytes": workload.weight_bytes(bits),
+        "vector_ops": vector,
+        "vector_elements": by_kind,
         "other_primitives": dict(workload.other_primitives),
         "other_elements": dict(workload.other_elements),
     }
@@ -108,6 +121,13 @@ def _show(args: argparse.Namespace) -> int:
                        f"weight_bytes@{args.bits}b"], rows))
     emit(f"total: {len(rows)} ops, {data['total_macs']:,} MACs ({data['total_macs'] / 1e9:.3f} G), "
          f"{data['total_weight_bytes']:,} weight bytes")
+    if data["vector_ops"]:
+        ops_by_kind: dict[str, int] = {}
+        for entry in data["vector_ops"]:
+            ops_by_kind[entry["kind"]] = ops_by_kind.get(entry["kind"], 0) + entry["count"]
+        emit(format_table(["vector op", "runs", "elements"],
+                          [[k, ops_by_kind[k], e] for k, e in data["vector_elements"].items()]))
+        emit("vector ops run on the host until the vector unit lands (no cycles in the model)")
     for line in host_work_lines(workload):
         emit(line)
     return 0

@@ -57,10 +57,12 @@ def test_evaluate_bert_shows_heads_as_instances_and_the_host_work(run_cli):
     assert float(scores[4]) == 0.20  # 12 x 512 x 64 x 512 = 0.201 G MACs
     assert rows["attention/query"][1:4] == ["1", "1", "512x768x768"]
     assert any(line.startswith("utilisation ") and line.endswith(" %") for line in lines)
-    host = out[out.index("host work"):]
-    flat = " ".join(host.split())
-    assert "exp x1 (3.15 M elements)" in flat  # softmax: 12 heads x 512 x 512 exponentials
-    assert "tanh x1 (1.57 M elements)" in flat  # GELU: 512 x 3072
+    vector = out[out.index("vector ops, run on the host"):out.index("other host work")]
+    rows = {line.split()[0]: line.split()[1:] for line in vector.splitlines()[3:]}
+    assert rows["softmax"] == ["1", f"{12 * 512 * 512:,}"]  # 12 heads x 512 x 512 scores
+    assert rows["gelu"] == ["1", f"{512 * 3072:,}"]  # the FFN's hidden layer
+    other = " ".join(out[out.index("other host work"):].split())
+    assert "transpose x1 (393 k elements)" in other  # what is left, with its element count
     assert "e+0" not in out and "e-0" not in out
 
 
