@@ -58,7 +58,7 @@ def test_evaluate_bert_shows_heads_as_instances_and_the_host_work(run_cli):
     assert rows["attention/query"][1:4] == ["1", "1", "512x768x768"]
     assert any(line.startswith("utilisation ") and line.endswith(" %") for line in lines)
     vector = out[out.index("vector ops, run on the host"):out.index("other host work")]
-    rows = {line.split()[0]: line.split()[1:] for line in vector.splitlines()[3:]}
+    rows = {line.split()[0]: line.split()[1:] for line in vector.splitlines()[3:] if line.strip()}
     assert rows["softmax"] == ["1", f"{12 * 512 * 512:,}"]  # 12 heads x 512 x 512 scores
     assert rows["gelu"] == ["1", f"{512 * 3072:,}"]  # the FFN's hidden layer
     other = " ".join(out[out.index("other host work"):].split())
