@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from accel_dse.errors import WorkloadError
+from accel_dse.text import shown
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
 from workloads.ops import Gemm, Op, Workload
 
@@ -54,7 +55,12 @@ _SUBGRAPH_OPS = (*_MATMULS, *_CONVS, "Gemm", "ConvTranspose", *_UNSUPPORTED)
 
 def _one_line(exc: BaseException) -> str:
     text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"{type(exc).__name__}: {shown(text)}" if text else type(exc).__name__
+
+
+def _q(text: object) -> str:
+    """A name from the file, quoted for a message (escaped and cut by :func:`accel_dse.text.shown`)."""
+    return shown(repr(text), 80)
 
 
 def _read(path: Path, what: str) -> Any:
@@ -92,8 +98,8 @@ def _set_input_dims(model: Any, options: Mapping[str, int], what: str) -> None:
                 symbols.add(dim.dim_param)
     unknown = sorted(set(options) - symbols - {"batch"})
     if unknown:
-        named = ", ".join(sorted(symbols)) or "none"
-        raise WorkloadError(f"{what} has no symbolic dimension {unknown[0]!r}; give batch=SIZE or one of its "
+        named = shown(", ".join(sorted(symbols)), 200) or "none"
+        raise WorkloadError(f"{what} has no symbolic dimension {_q(unknown[0])}; give batch=SIZE or one of its "
                             f"symbolic dimensions ({named})")
     for value in graph.input:
         if value.name in weights or not value.type.HasField("tensor_type"):
@@ -105,12 +111,12 @@ def _set_input_dims(model: Any, options: Mapping[str, int], what: str) -> None:
                 if dim.dim_param not in options:
                     alt = " (or batch=SIZE)" if i == 0 else ""
                     raise WorkloadError(
-                        f"{what}: input {value.name!r} dimension {i} is symbolic ({dim.dim_param!r}) and has "
-                        f"no value; give its size: {what}:{dim.dim_param}=SIZE{alt}")
+                        f"{what}: input {_q(value.name)} dimension {i} is symbolic ({_q(dim.dim_param)}) and has "
+                        f"no value; give its size: {what}:{shown(dim.dim_param, 40)}=SIZE{alt}")
                 dim.dim_value = options[dim.dim_param]
             elif not dim.HasField("dim_value"):
                 how = f"give it with {what}:batch=SIZE" if i == 0 else "and no name to set it by"
-                raise WorkloadError(f"{what}: input {value.name!r} dimension {i} has no size; {how}")
+                raise WorkloadError(f"{what}: input {_q(value.name)} dimension {i} has no size; {how}")
 
 
 def _shapes(model: Any) -> dict[str, list[int | str | None]]:
@@ -139,9 +145,9 @@ class _Node:
 
         self.node = node
         self.op_type = node.op_type
-        self.name = node.name or f"{node.op_type.lower()}{index}"
-        label = f" {node.name!r}" if node.name else ""
-        self.origin = f"node #{index}{label} ({node.op_type})"
+        self.name = node.name or f"{shown(node.op_type, 40).lower()}{index}"
+        label = f" {_q(node.name)}" if node.name else ""
+        self.origin = f"node #{index}{label} ({shown(node.op_type, 40)})"
         self.where = f"{what}: {self.origin}"
         self.shapes = shapes
         self.attrs: dict[str, Any] = {}
@@ -155,14 +161,14 @@ class _Node:
         tensor = self.node.input[index]
         dims = self.shapes.get(tensor)
         if dims is None:
-            raise WorkloadError(f"{self.where}: the shape of input {tensor!r} is unknown after shape inference "
+            raise WorkloadError(f"{self.where}: the shape of input {_q(tensor)} is unknown after shape inference "
                                 "(a Reshape or Expand whose target shape is stripped or external data leaves "
                                 "it unknown: keep those small shape tensors in the file)")
         sizes = []
         for i, d in enumerate(dims):
             if not isinstance(d, int):
-                hint = f"symbolic ({d!r}): give its size as :{d}=SIZE" if isinstance(d, str) else "unknown"
-                raise WorkloadError(f"{self.where}: input {tensor!r} dimension {i} is {hint}")
+                hint = f"symbolic ({_q(d)}): give its size as :{shown(d, 40)}=SIZE" if isinstance(d, str) else "unknown"
+                raise WorkloadError(f"{self.where}: input {_q(tensor)} dimension {i} is {hint}")
             sizes.append(d)
         return sizes
 
@@ -237,7 +243,7 @@ def _conv(nd: _Node, x_index: int, w_index: int) -> Op | None:
         flat = nd.ints("pads", [0] * (2 * rank))
         pads = list(zip(flat[:rank], flat[rank:], strict=True))
     else:
-        raise WorkloadError(f"{nd.where}: auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, not {auto!r}")
+        raise WorkloadError(f"{nd.where}: auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, not {_q(auto)}")
     groups = int(nd.attrs.get("group", 1))
     return _checked(nd, conv_op(n=x[0], c_in=x[1], c_out=w[0], spatial=x[2:], kernel=kernel, strides=strides,
                                 padding=pads, rhs_dilation=dil, groups=groups, name=nd.name, origin=nd.origin))
@@ -313,13 +319,13 @@ def _walk(model: Any, shapes: Mapping[str, list[int | str | None]], what: str) -
         elif default_domain and op_type == "ConvTranspose":
             out.add(_conv_transpose(nd), 1, op_type)
         elif op_type in _UNSUPPORTED or (not default_domain and any(w in op_type for w in _MATRIX_WORDS)):
-            domain = "" if default_domain else f" of domain {node.domain}"
-            raise WorkloadError(f"{nd.where}: op {op_type}{domain} is not supported (only MatMul, Gemm, Conv and "
-                                "ConvTranspose lower to the array); rewrite it as MatMul/Conv before export")
+            domain = "" if default_domain else f" of domain {shown(node.domain, 40)}"
+            raise WorkloadError(f"{nd.where}: op {shown(op_type, 40)}{domain} is not supported (only MatMul, Gemm, "
+                                "Conv and ConvTranspose lower to the array); rewrite it as MatMul/Conv before export")
         else:
             inner = _subgraph_ops(node)
             if inner:
-                raise WorkloadError(f"{nd.where}: control flow holding {inner[0]} is not supported; "
+                raise WorkloadError(f"{nd.where}: control flow holding {shown(inner[0], 40)} is not supported; "
                                     "export the model unrolled (static loops, no If)")
             out.others[op_type if default_domain else f"{node.domain}.{op_type}"] += 1
     return out
@@ -349,6 +355,6 @@ def load_onnx(path: Path, options: Mapping[str, int], *, name: str, what: str) -
     except Exception as exc:  # onnx raises InferenceError, ValidationError, ...
         raise WorkloadError(f"{what}: ONNX shape inference failed: {_one_line(exc)}") from exc
     found = _walk(inferred, _shapes(inferred), what)
-    producer = f" from {model.producer_name}" if model.producer_name else ""
-    return to_workload(found, name=name, description=f"ONNX graph {model.graph.name or what}{producer}",
+    producer = f" from {shown(model.producer_name, 60)}" if model.producer_name else ""
+    return to_workload(found, name=name, description=f"ONNX graph {shown(model.graph.name or what)}{producer}",
                        source="onnx", looked_for="MatMul, Gemm, Conv, ConvTranspose")

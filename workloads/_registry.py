@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from accel_dse.errors import WorkloadError
-from workloads._files import load_file, split_file_spec
+from accel_dse.text import INT_RULE, parse_int, shown
+from workloads._files import MAX_OPTION, load_file, split_file_spec
 from workloads._layers import FORMS
 from workloads._model import Model
 from workloads._models_cnn import alexnet, mobilenet_v2, resnet18
@@ -51,8 +52,6 @@ def _heads_divide(name: str, d: int, heads: int, even: bool) -> str | None:
 
 #: Largest value of a repeat option (how many layers, tables or heads a builtin builds and traces).
 MAX_REPEAT = 1024
-#: Largest value of any other builtin option (a dimension).
-MAX_OPTION = 2**31 - 1
 _REPEAT_OPTIONS = frozenset({"layers", "tables", "heads"})
 
 
@@ -161,10 +160,9 @@ def _parse_options(name: str, text: str) -> tuple[tuple[str, int], ...]:
             raise WorkloadError(f"{name} option {key} is given twice")
         minimum = builtin.options[key][1]
         rule = "a positive integer" if minimum >= 1 else "a non-negative integer" if minimum == 0 else "an integer"
-        try:
-            number = int(value, 10)
-        except ValueError:
-            raise WorkloadError(f"{name} option {key} must be {rule}, not {value!r}") from None
+        number = parse_int(value)
+        if number is None:
+            raise WorkloadError(f"{name} option {key} must be {rule}, not {shown(repr(value), 40)} ({INT_RULE})")
         if number < minimum:
             raise WorkloadError(f"{name} option {key} must be {rule}, not {number}")
         if number > option_limit(key):
