@@ -27,7 +27,7 @@ from workloads._models_mlp import dlrm_mlp, gemm, mlp
 from workloads._models_transformer import bert_base, gpt2_decode, llama_block
 from workloads._requant import recording
 from workloads._tracer import trace
-from workloads._user import load_user_function
+from workloads._user_child import trace_user
 from workloads.ops import Requant, Workload
 
 __all__ = ["resolve", "builtin_names", "builtin_descriptions", "builtin_options", "builtin_model", "option_limit",
@@ -261,11 +261,7 @@ def with_flow(workload: Workload, flow: Sequence[bool]) -> Workload:
 
 @functools.lru_cache(maxsize=32)
 def _trace_user(spec: str) -> Workload:
-    fn, args = load_user_function(spec)
-    doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
-    flow: list[bool] = []
-    with recording(flow) as params:
-        workload = trace(fn, *args, name=spec, description=doc[0] if doc else "", source="jax")
+    workload, params, flow = trace_user(spec)  # in a child process: see workloads._user_child
     return with_flow(with_requant(workload, params), flow)
 
 
