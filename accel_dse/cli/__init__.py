@@ -8,7 +8,9 @@ usage/config errors); ``--debug`` (anywhere on the line) shows the traceback ins
 ``{"error": MESSAGE, "kind": KIND}``, with the same exit code (:func:`error_kind`). The same boundary turns what the
 user's environment or input causes outside accel-dse's own checks into one line and exit 2: an
 ``OSError`` (disk full, permission denied, name too long, ...), a ``RecursionError`` (input
-nested too deeply) and a ``SystemExit`` raised by a user's module while the command runs.
+nested too deeply), a ``SystemExit`` raised by a user's module while the command runs, and a
+failure of the study storage's database layer (a read-only or immutable SQLite file, a full
+disk, a lock: :func:`accel_dse.storage_failure.storage_failure_text`, naming the storage).
 A module of an optional extra that is not installed (``cocotb`` of ``[sim]``, ...) is one line
 naming the extra, exit 2. Ctrl-C, SIGTERM and SIGHUP end it with exit 130.
 """
@@ -27,6 +29,7 @@ from typing import NoReturn
 
 from accel_dse import __version__
 from accel_dse.errors import AccelDseError
+from accel_dse.storage_failure import storage_failure_text
 
 __all__ = ["main", "build_parser", "COMMANDS", "error_kind"]
 
@@ -167,12 +170,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         if not debug:
             _drop_stdout()
+        storage = getattr(args, "storage", None)
+        if isinstance(storage, str) and exc.filename is not None and str(exc.filename) in storage and not debug:
+            return _fail(storage_failure_text(exc, storage) or os_error_text(exc), 2, "storage" if as_json else None)
         return fail(exc, os_error_text(exc), 2)
     except RecursionError as exc:
         return fail(exc, "input nested too deeply (Python's recursion limit); flatten it", 2)
     except SystemExit as exc:  # accel-dse never exits from inside a command: a user's module did
         return fail(exc, f"a user module raised SystemExit({exc.code!r}) while {args.command} ran "
                     "(a workload module must not call sys.exit or exit when imported)", 2)
+    except Exception as exc:
+        text = storage_failure_text(exc, getattr(args, "storage", None))
+        if text is None or debug:
+            raise
+        return _fail(text, 2, "storage" if as_json else None)
 
 
 def os_error_text(exc: OSError) -> str:
