@@ -5,7 +5,8 @@ exposes ``register(subparsers)`` that adds its parser and sets ``func(args) -> i
 User errors (:class:`AccelDseError`) become one line on stderr and their exit code (2 for
 usage/config errors); ``--debug`` (anywhere on the line) shows the traceback instead. With
 ``--json`` an error, a usage error too, is one JSON object on stderr instead,
-``{"error": MESSAGE, "kind": KIND}``, with the same exit code (:func:`error_kind`). The same boundary turns what the
+``{"error": MESSAGE, "kind": KIND}``, with the same exit code (:func:`error_kind`). The line has
+its control characters escaped and is cut to :data:`ERROR_LIMIT` characters. The same boundary turns what the
 user's environment or input causes outside accel-dse's own checks into one line and exit 2: an
 ``OSError`` (disk full, permission denied, name too long, ...), a ``RecursionError`` (input
 nested too deeply), a ``SystemExit`` raised by a user's module while the command runs, and a
@@ -30,6 +31,7 @@ from typing import NoReturn
 from accel_dse import __version__
 from accel_dse.errors import AccelDseError
 from accel_dse.storage_failure import storage_failure_text
+from accel_dse.text import shown
 
 __all__ = ["main", "build_parser", "COMMANDS", "error_kind"]
 
@@ -37,6 +39,9 @@ __all__ = ["main", "build_parser", "COMMANDS", "error_kind"]
 EXTRAS = {
     "cocotb": "sim", "cocotb_tools": "sim", "find_libpython": "sim", "matplotlib": "report", "psycopg": "postgres",
 }
+
+#: Longest error line printed (longer ones are cut, ending in ``...``).
+ERROR_LIMIT = 2000
 
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -196,7 +201,7 @@ def os_error_text(exc: OSError) -> str:
 
 def _fail(message: str, code: int, kind: str | None = None) -> int:
     """Report an error on stderr (one line, or with ``kind`` one JSON object) and return ``code``."""
-    line = " ".join(message.split("\n"))
+    line = shown(" ".join(message.split("\n")), ERROR_LIMIT)  # text from a file may hold escapes and be huge
     text = f"accel-dse: error: {line}" if kind is None else json.dumps({"error": line, "kind": kind})
     try:
         print(text, file=sys.stderr)
