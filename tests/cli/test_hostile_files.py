@@ -151,3 +151,16 @@ def test_onnx_node_names_are_escaped(run_cli, tmp_path):
     assert code == 0, err
     assert "\x1b" not in out and "\x07" not in out
     assert "a\\nb\\x1b]0;title\\x07" in out
+
+
+@pytest.mark.parametrize("argv, shown", [
+    (("sweep", "--trials", "８", "--quiet"), "--trials must be an integer written with ASCII digits 0-9"),
+    (("sweep", "--seed", "1_0", "--quiet"), "--seed must be an integer written with ASCII digits 0-9"),
+    (("workloads", "show", "gemm", "--bits", "８", "--json"), "argument --bits: must be an integer written with ASCII"),
+])
+def test_command_line_integers_are_ascii_digits_only(run_cli, tmp_path, monkeypatch, argv, shown):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(*argv)
+    assert (code, out) == (2, "")
+    assert shown in err and len(err.strip().splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []
