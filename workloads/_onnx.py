@@ -31,7 +31,7 @@ any of the above) are errors naming the op and the node. Every other node is cou
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ _CONVS = {"Conv": (0, 1), "ConvInteger": (0, 1), "QLinearConv": (0, 3)}  # op ->
 _UNSUPPORTED = ("Einsum", "LSTM", "GRU", "RNN", "Attention", "MultiHeadAttention", "DeformConv")
 #: A custom-domain op (com.microsoft's FusedConv, ...) with one of these in its name does matrix work.
 _MATRIX_WORDS = ("MatMul", "Conv", "Gemm", "Attention")
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 _SUBGRAPH_OPS = (*_MATMULS, *_CONVS, "Gemm", "ConvTranspose", *_UNSUPPORTED)
 
 
@@ -172,8 +173,26 @@ class _Node:
             sizes.append(d)
         return sizes
 
-    def ints(self, key: str, default: Sequence[int]) -> list[int]:
-        return [int(v) for v in self.attrs.get(key, default)]
+    def ints(self, key: str, default: Sequence[int], length: int | None = None) -> list[int]:
+        """Attribute ``key``, a list of integers (``length`` of them if given; ``default`` when absent)."""
+        value = self.attrs.get(key, default)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) for v in value):
+            raise WorkloadError(f"{self.where}: attribute {key} must be a list of integers, not {_q(value)}")
+        if length is not None and len(value) != length:
+            raise WorkloadError(f"{self.where}: attribute {key} must hold {length} integers, not {len(value)}")
+        return [int(v) for v in value]
+
+    def pads(self, rank: int) -> list[tuple[int, int]]:
+        """The explicit ``pads`` (begin values, then end values) as ``(begin, end)`` per spatial axis."""
+        flat = self.ints("pads", [0] * (2 * rank), 2 * rank)
+        return list(zip(flat[:rank], flat[rank:], strict=True))
+
+    def int(self, key: str, default: int) -> int:
+        """Attribute ``key``, an integer (``default`` when absent)."""
+        value = self.attrs.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise WorkloadError(f"{self.where}: attribute {key} must be an integer, not {_q(value)}")
+        return value
 
     def output_spatial(self) -> list[int] | None:
         dims = self.shapes.get(self.node.output[0]) if self.node.output else None
@@ -209,8 +228,8 @@ def _gemm(nd: _Node) -> Gemm | None:
     a, b = nd.shape(0), nd.shape(1)
     if len(a) != 2 or len(b) != 2:
         raise WorkloadError(f"{nd.where}: Gemm operands must be 2-D, not {a} and {b}")
-    a_contract = 0 if nd.attrs.get("transA", 0) else 1
-    b_contract = 1 if nd.attrs.get("transB", 0) else 0
+    a_contract = 0 if nd.int("transA", 0) else 1
+    b_contract = 1 if nd.int("transB", 0) else 0
     if a[a_contract] != b[b_contract]:
         raise WorkloadError(f"{nd.where}: Gemm contraction sizes differ: A {a} (transA={1 - a_contract}) and "
                             f"B {b} (transB={b_contract})")
@@ -232,19 +251,18 @@ def _conv(nd: _Node, x_index: int, w_index: int) -> Op | None:
     rank = len(x) - 2
     if rank < 1 or len(w) != len(x):
         raise WorkloadError(f"{nd.where}: Conv input {x} and weight {w} must both be N x C x spatial...")
-    kernel = nd.ints("kernel_shape", w[2:])
-    strides, dil = nd.ints("strides", [1] * rank), nd.ints("dilations", [1] * rank)
+    kernel = nd.ints("kernel_shape", w[2:], rank)
+    strides, dil = nd.ints("strides", [1] * rank, rank), nd.ints("dilations", [1] * rank, rank)
     auto = nd.attrs.get("auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         pads = _same_pads(x[2:], kernel, strides, dil, auto == "SAME_UPPER")
     elif auto == "VALID":
         pads = [(0, 0)] * rank
     elif auto == "NOTSET":
-        flat = nd.ints("pads", [0] * (2 * rank))
-        pads = list(zip(flat[:rank], flat[rank:], strict=True))
+        pads = nd.pads(rank)
     else:
         raise WorkloadError(f"{nd.where}: auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, not {_q(auto)}")
-    groups = int(nd.attrs.get("group", 1))
+    groups = nd.int("group", 1)
     return _checked(nd, conv_op(n=x[0], c_in=x[1], c_out=w[0], spatial=x[2:], kernel=kernel, strides=strides,
                                 padding=pads, rhs_dilation=dil, groups=groups, name=nd.name, origin=nd.origin))
 
@@ -254,11 +272,13 @@ def _conv_transpose(nd: _Node) -> Op | None:
     rank = len(x) - 2
     if rank < 1 or len(w) != len(x):
         raise WorkloadError(f"{nd.where}: ConvTranspose input {x} and weight {w} must both be N x C x spatial...")
-    groups = int(nd.attrs.get("group", 1))
-    kernel = nd.ints("kernel_shape", w[2:])
-    strides, dil = nd.ints("strides", [1] * rank), nd.ints("dilations", [1] * rank)
-    out_pad = nd.ints("output_padding", [0] * rank)
+    groups = nd.int("group", 1)
+    kernel = nd.ints("kernel_shape", w[2:], rank)
+    strides, dil = nd.ints("strides", [1] * rank, rank), nd.ints("dilations", [1] * rank, rank)
+    out_pad = nd.ints("output_padding", [0] * rank, rank)
     auto = nd.attrs.get("auto_pad", "NOTSET")
+    if auto not in _AUTO_PADS:
+        raise WorkloadError(f"{nd.where}: auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, not {_q(auto)}")
     target = nd.ints("output_shape", [])[-rank:] if "output_shape" in nd.attrs else None
     if target is None and auto in ("SAME_UPPER", "SAME_LOWER"):
         target = [size * s for size, s in zip(x[2:], strides, strict=True)]
@@ -271,8 +291,7 @@ def _conv_transpose(nd: _Node) -> Op | None:
     elif auto == "VALID":
         pads = [(0, 0)] * rank
     else:
-        flat = nd.ints("pads", [0] * (2 * rank))
-        pads = list(zip(flat[:rank], flat[rank:], strict=True))
+        pads = nd.pads(rank)
     padding = [(d * (k - 1) - lo, d * (k - 1) - hi + op)
                for d, k, (lo, hi), op in zip(dil, kernel, pads, out_pad, strict=True)]
     return _checked(nd, conv_op(n=x[0], c_in=x[1], c_out=w[1] * groups, spatial=x[2:], kernel=kernel,
@@ -304,20 +323,29 @@ def _subgraph_ops(node: Any) -> list[str]:
     return found
 
 
+def _lowering(op_type: str) -> Callable[[_Node], Op | None] | None:
+    """How a default-domain node of ``op_type`` becomes an op record, or ``None`` (not a matrix op)."""
+    if op_type in _MATMULS:
+        return lambda nd: _matmul(nd, *_MATMULS[op_type])
+    if op_type in _CONVS:
+        return lambda nd: _conv(nd, *_CONVS[op_type])
+    return {"Gemm": _gemm, "ConvTranspose": _conv_transpose}.get(op_type)
+
+
 def _walk(model: Any, shapes: Mapping[str, list[int | str | None]], what: str) -> Collected:
     out = Collected()
     for index, node in enumerate(model.graph.node):
         op_type = node.op_type
         default_domain = node.domain in ("", "ai.onnx")
         nd = _Node(node, index, shapes, what)
-        if default_domain and op_type in _MATMULS:
-            out.add(_matmul(nd, *_MATMULS[op_type]), 1, op_type)
-        elif default_domain and op_type == "Gemm":
-            out.add(_gemm(nd), 1, op_type)
-        elif default_domain and op_type in _CONVS:
-            out.add(_conv(nd, *_CONVS[op_type]), 1, op_type)
-        elif default_domain and op_type == "ConvTranspose":
-            out.add(_conv_transpose(nd), 1, op_type)
+        lower = _lowering(op_type) if default_domain else None
+        if lower is not None:
+            try:
+                op = lower(nd)
+            except WorkloadError as exc:  # an op record's own rule: say which node broke it
+                text = str(exc)
+                raise WorkloadError(text if text.startswith(what) else f"{nd.where}: {text}") from None
+            out.add(op, 1, op_type)
         elif op_type in _UNSUPPORTED or (not default_domain and any(w in op_type for w in _MATRIX_WORDS)):
             domain = "" if default_domain else f" of domain {shown(node.domain, 40)}"
             raise WorkloadError(f"{nd.where}: op {shown(op_type, 40)}{domain} is not supported (only MatMul, Gemm, "

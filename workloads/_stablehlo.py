@@ -205,8 +205,12 @@ class _Walker:
             raise WorkloadError(f"{self.what}: func.call of @{shown(name, 80)}, which the module does not define")
         if name in self.active:
             raise WorkloadError(f"{self.what}: @{shown(name, 80)} calls itself; recursion is not supported")
+        body = self.funcs[name].regions[0].blocks
+        if len(body) == 0:
+            raise WorkloadError(f"{self.what}: @{shown(name, 80)} is declared without a body; the module must "
+                                "define every function it calls")
         self.active.add(name)
-        found = self.block_ops(self.funcs[name].regions[0].blocks[0], name)
+        found = self.block_ops(body[0], name)
         self.active.discard(name)
         self.memo[name] = found
         return found

@@ -164,3 +164,41 @@ def test_command_line_integers_are_ascii_digits_only(run_cli, tmp_path, monkeypa
     assert (code, out) == (2, "")
     assert shown in err and len(err.strip().splitlines()) == 1, err
     assert list(tmp_path.iterdir()) == []
+
+
+def _conv_onnx(path, op: str, **attrs):
+    """An ONNX graph of one ``op`` (Conv or ConvTranspose) on a 1x3x16x16 input, with ``attrs``."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [8, 3, 3, 3], [0.0] * 216)
+    node = helper.make_node(op, ["x", "w"], ["y"], name="c", **attrs)
+    graph = helper.make_graph([node], "g", [x], [y], [w])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("op, attrs, rule", [
+    ("Conv", {"group": [0, 0]}, "node #0 'c' (Conv): attribute group must be an integer, not [0, 0]"),
+    ("Conv", {"group": 0}, "node #0 'c' (Conv): conv2d groups must be a positive integer, not 0"),
+    ("ConvTranspose", {"auto_pad": "WHAT"}, "node #0 'c' (ConvTranspose): auto_pad must be NOTSET, SAME_UPPER"),
+])
+def test_malformed_onnx_attributes_name_the_node(run_cli, tmp_path, op, attrs, rule):
+    path = _conv_onnx(tmp_path / "c.onnx", op, **attrs)
+    line = one_line(*run_cli("workloads", "show", str(path)))
+    assert line.startswith(f"{path}: ") and rule in line, line
+
+
+@pytest.mark.parametrize("text", [
+    "module {\n  func.func private @main(%a: tensor<4x4xi8>) -> tensor<4x4xi8>\n}\n",
+    ("module {\n  func.func private @ext(%a: tensor<4x4xi8>) -> tensor<4x4xi8>\n"
+     "  func.func public @main(%a: tensor<4x4xi8>) -> tensor<4x4xi8> {\n"
+     "    %0 = func.call @ext(%a) : (tensor<4x4xi8>) -> tensor<4x4xi8>\n    return %0 : tensor<4x4xi8>\n  }\n}\n"),
+])
+def test_a_stablehlo_function_without_a_body(run_cli, tmp_path, text):
+    path = tmp_path / "decl.mlir"
+    path.write_text(text)
+    line = one_line(*run_cli("workloads", "show", str(path)))
+    assert "is declared without a body; the module must define every function it calls" in line, line
