@@ -172,6 +172,25 @@ def _mapping(value: object, field: str, what: str) -> Mapping[str, Any]:
     return value
 
 
+def _timeloop_op(dims: set[str], instance: Mapping[str, Any], layer: str, what: str) -> Op:
+    """The op of a Timeloop problem: a CNN layer (dims ``C M R S N P Q`` [``G``]) or a GEMM (``M N K``)."""
+    if {"C", "M", "R", "S", "P", "Q"} <= dims:
+        get = {k: _instance_int(instance, k, 1 if k in ("N", "G") else None, what)
+               for k in ("C", "M", "R", "S", "N", "P", "Q", "G")}
+        coeff = {k: _instance_int(instance, k, 1, what) for k in ("Hstride", "Wstride", "Hdilation", "Wdilation")}
+        h = (get["Q"] - 1) * coeff["Hstride"] + (get["S"] - 1) * coeff["Hdilation"] + 1
+        w = (get["P"] - 1) * coeff["Wstride"] + (get["R"] - 1) * coeff["Wdilation"] + 1
+        return Conv2d(n=get["N"], h=h, w=w, c_in=get["C"] * get["G"], c_out=get["M"] * get["G"], kh=get["S"],
+                      kw=get["R"], stride_h=coeff["Hstride"], stride_w=coeff["Wstride"],
+                      dilation_h=coeff["Hdilation"], dilation_w=coeff["Wdilation"], groups=get["G"],
+                      name=layer, origin=f"{what}: problem.instance")
+    if dims == {"M", "N", "K"}:
+        m, n, k = (_instance_int(instance, d, None, what) for d in ("M", "N", "K"))
+        return Gemm(m=m, k=k, n=n, name=layer, origin=f"{what}: problem.instance")
+    raise WorkloadError(f"{what}: problem dimensions {shown(sorted(dims))} are neither a CNN layer (C M R S N P Q) "
+                        "nor a GEMM (M N K)")
+
+
 def load_timeloop_yaml(text: str, *, name: str, what: str) -> Workload:
     """A :class:`Workload` of one layer from a Timeloop problem file (CNN-layer or GEMM shape).
 
@@ -191,20 +210,9 @@ def load_timeloop_yaml(text: str, *, name: str, what: str) -> Workload:
     if isinstance(label, (list, dict)):
         raise WorkloadError(f"{what}: problem.shape.name must be a name, not {_kind(label)}")
     layer = str(label or "layer")
-    if {"C", "M", "R", "S", "P", "Q"} <= dims:
-        get = {k: _instance_int(instance, k, 1 if k in ("N", "G") else None, what)
-               for k in ("C", "M", "R", "S", "N", "P", "Q", "G")}
-        coeff = {k: _instance_int(instance, k, 1, what) for k in ("Hstride", "Wstride", "Hdilation", "Wdilation")}
-        h = (get["Q"] - 1) * coeff["Hstride"] + (get["S"] - 1) * coeff["Hdilation"] + 1
-        w = (get["P"] - 1) * coeff["Wstride"] + (get["R"] - 1) * coeff["Wdilation"] + 1
-        op: Op = Conv2d(n=get["N"], h=h, w=w, c_in=get["C"] * get["G"], c_out=get["M"] * get["G"], kh=get["S"],
-                        kw=get["R"], stride_h=coeff["Hstride"], stride_w=coeff["Wstride"],
-                        dilation_h=coeff["Hdilation"], dilation_w=coeff["Wdilation"], groups=get["G"],
-                        name=layer, origin=f"{what}: problem.instance")
-    elif dims == {"M", "N", "K"}:
-        m, n, k = (_instance_int(instance, d, None, what) for d in ("M", "N", "K"))
-        op = Gemm(m=m, k=k, n=n, name=layer, origin=f"{what}: problem.instance")
-    else:
-        raise WorkloadError(f"{what}: problem dimensions {shown(sorted(dims))} are neither a CNN layer (C M R S N P Q) "
-                            "nor a GEMM (M N K)")
+    try:
+        op = _timeloop_op(dims, instance, layer, what)
+    except WorkloadError as exc:  # an op record's own rule (a size beyond 2**48 MACs, ...): name the file
+        text = str(exc)
+        raise WorkloadError(text if text.startswith(what) else f"{what}: problem.instance: {text}") from None
     return Workload(name=name, ops=(op,), description=f"Timeloop problem {what}", source="timeloop")
