@@ -1,7 +1,8 @@
 """Seeded fuzzing of every input format through the commands that read it.
 
 Each format's example input (ONNX, StableHLO text, SCALE-Sim CSV, Timeloop YAML, design TOML,
-space TOML) is mutated :data:`CASES` times with a fixed seed (byte flips, cut and repeated
+space TOML) and its known-hostile inputs (:data:`HOSTILE`: issue 24's cases) are run, then
+mutated :data:`CASES` times with a fixed seed (byte flips, cut and repeated
 spans, deep brackets, control characters, huge, negative, full-width and underscored numbers,
 YAML aliases; for ONNX also edits of the graph: dims, names, op types). Every command that
 takes the input must then: exit 0 or 2; on exit 2 print exactly one line (no traceback); print
@@ -122,8 +123,11 @@ def _example_onnx() -> bytes:
 
 def _workload_commands(path: str, target: Path) -> list[tuple[str, ...]]:
     spec = f"{path}:N=2" if path.endswith(".onnx") else path
-    return [("workloads", "show", spec), ("workloads", "show", "--json", spec),
-            ("evaluate", "--design", "tiny", "--workload", spec)]
+    commands = [("workloads", "show", spec), ("workloads", "show", "--json", spec),
+                ("evaluate", "--design", "tiny", "--workload", spec)]
+    if path.endswith(".onnx"):
+        commands.append(("workloads", "show", "--json", f"{path}:N=99999999999999999999"))
+    return commands
 
 
 def _design_commands(path: str, target: Path) -> list[tuple[str, ...]]:
@@ -134,6 +138,30 @@ def _space_commands(path: str, target: Path) -> list[tuple[str, ...]]:
     return [("sweep", "--space", path, "--trials", "1", "--sampler", "random", "--quiet", "--out-dir",
              str(target / "run"), "--storage", f"journal:{target / 'study.journal'}")]
 
+
+def _renamed_onnx() -> bytes:
+    import onnx
+
+    model = onnx.ModelProto()
+    model.ParseFromString(_example_onnx())
+    model.graph.node[0].name = "conv\x1b]0;title\x07\n" + "n" * 5000
+    return model.SerializeToString()
+
+
+NESTED = b"[" * 20_000 + b"]" * 20_000
+ALIASES = b"".join(b"%c: &%c [%s]\n" % (97 + i, 97 + i, b", ".join([b"*%c" % (96 + i) if i else b"lol"] * 9))
+                   for i in range(7))
+
+#: Known-hostile inputs (issue 24's cases) the mutations also start from: nesting that overflowed
+#: MLIR's native parser, a YAML alias bomb, malformed Timeloop dimensions, names with escapes.
+HOSTILE = {
+    "stablehlo": [MLIR.encode().replace(b"mhlo.num_replicas = 1 : i32", b"mhlo.x = " + NESTED)],
+    "timeloop": [ALIASES + YAML.encode().replace(b"name: CNN-Layer", b"name: *g"),
+                 YAML.encode().replace(b"[C, M, R, S, N, P, Q]", b"7"),
+                 YAML.encode().replace(b"[C, M, R, S, N, P, Q]", b"[[C, M], R, S, N, P, Q]")],
+    "csv": [CSV.encode().replace(b"fc1", b"fc\x1b[2J\x07" + b"x" * 5000)],
+    "onnx": [_renamed_onnx()],
+}
 
 FORMATS = {
     "onnx": ("model.onnx", _example_onnx, _mutate_onnx, _workload_commands),
@@ -170,10 +198,11 @@ def test_mutated_inputs_keep_the_bad_input_contract(run_cli, tmp_path, monkeypat
         folder.mkdir()
     monkeypatch.chdir(cwd)
     rng = random.Random(f"{SEED}-{fmt}")
-    base = example()
+    hostile = HOSTILE.get(fmt, [])
+    starts = [example(), *hostile]
     exits = {0: 0, 2: 0}
-    for case in range(CASES):
-        data = mutate(base, rng)
+    for case in range(len(hostile) + CASES):
+        data = hostile[case] if case < len(hostile) else mutate(rng.choice(starts), rng)
         path = inputs / name
         path.write_bytes(data)
         before = snapshot(inputs, cwd)
