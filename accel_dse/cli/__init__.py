@@ -176,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not debug:
             _drop_stdout()
         storage = getattr(args, "storage", None)
-        if isinstance(storage, str) and exc.filename is not None and str(exc.filename) in storage and not debug:
+        if isinstance(storage, str) and exc.filename and str(exc.filename) in storage and not debug:
             return _fail(storage_failure_text(exc, storage) or os_error_text(exc), 2, "storage" if as_json else None)
         return fail(exc, os_error_text(exc), 2)
     except RecursionError as exc:

@@ -77,7 +77,7 @@ def _int(option: str, text: str | None, *, minimum: int = 1) -> int | None:
         return None
     value = parse_int(text)
     if value is None:
-        raise SearchError(f"{option} must be an integer {INT_RULE}, not {shown(repr(text), 60)}")
+        raise SearchError(f"{option} must be an integer, not {shown(repr(text), 60)} ({INT_RULE})")
     if value < minimum:
         rule = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise SearchError(f"{option} must be {rule}, not {value}")

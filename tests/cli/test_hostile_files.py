@@ -154,8 +154,8 @@ def test_onnx_node_names_are_escaped(run_cli, tmp_path):
 
 
 @pytest.mark.parametrize("argv, shown", [
-    (("sweep", "--trials", "８", "--quiet"), "--trials must be an integer written with ASCII digits 0-9"),
-    (("sweep", "--seed", "1_0", "--quiet"), "--seed must be an integer written with ASCII digits 0-9"),
+    (("sweep", "--trials", "８", "--quiet"), "--trials must be an integer, not '８' (written with ASCII digits 0-9"),
+    (("sweep", "--seed", "1_0", "--quiet"), "--seed must be an integer, not '1_0' (written with ASCII digits 0-9"),
     (("workloads", "show", "gemm", "--bits", "８", "--json"), "argument --bits: must be an integer written with ASCII"),
 ])
 def test_command_line_integers_are_ascii_digits_only(run_cli, tmp_path, monkeypatch, argv, shown):
