@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from accel_dse.errors import WorkloadError
+from accel_dse.text import shown
 from workloads.ops import Conv2d, Gemm, Op, VectorOp, Workload
 
 __all__ = ["Collected", "dot_op", "conv_op", "to_workload"]
@@ -159,7 +160,7 @@ def to_workload(found: Collected, *, name: str, description: str, source: str, l
     """
     if not found.ops:
         seen = ", ".join(f"{p} x{c}" for p, c in sorted(found.others.items())) or "no primitives"
-        raise WorkloadError(f"{name} contains no matmul or convolution ({looked_for}); it has: {seen}")
+        raise WorkloadError(f"{name} contains no matmul or convolution ({looked_for}); it has: {shown(seen, 300)}")
     return Workload(name=name, ops=tuple(found.ops), counts=tuple(found.counts),
                     other_primitives=tuple(sorted(found.others.items())),
                     other_elements=tuple(sorted(found.elements.items())), description=description,

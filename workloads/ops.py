@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, TypeAlias
 
 from accel_dse.errors import WorkloadError
+from accel_dse.text import NAME_LIMIT, shown
 from workloads.vector_ops import VECTOR_KINDS, VectorOp, check_vector_fields
 
 __all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant", "REQUANT_ROUNDING", "chain_link",
@@ -41,6 +42,9 @@ __all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant",
 #: The model's cycle, byte and energy counts are int64 / float64 products of the dimensions;
 #: below this limit they are exact (cycles stay below 2**63 even on a 1 x 1 array).
 MAX_MACS = 2**48
+
+#: Longest ``origin`` or workload ``description`` kept (names: :data:`accel_dse.text.NAME_LIMIT`).
+ORIGIN_LIMIT = 300
 
 
 def _positive_int(owner: str, name: str, value: object) -> int:
@@ -67,7 +71,15 @@ def _check_macs(owner: str, macs: int, what: str) -> None:
 
 def _check_name(owner: str, value: object, what: str = "name") -> None:
     if not isinstance(value, str):
-        raise WorkloadError(f"{owner} {what} must be a string, not {value!r}")
+        raise WorkloadError(f"{owner} {what} must be a string, not {shown(repr(value))}")
+
+
+def _set_shown(record: object, owner: str, field_name: str, limit: int = NAME_LIMIT) -> None:
+    """Check the text field ``field_name`` and keep it as :func:`accel_dse.text.shown` makes it
+    (names come from files and graphs: control characters escaped, cut to ``limit``)."""
+    value = getattr(record, field_name)
+    _check_name(owner, value, field_name)
+    object.__setattr__(record, field_name, shown(value, limit))
 
 
 def _bytes(elements: int, bits: int) -> int:
@@ -228,8 +240,8 @@ class Gemm:
     def __post_init__(self) -> None:
         for dim in ("m", "k", "n", "batch"):
             object.__setattr__(self, dim, _positive_int("gemm", dim, getattr(self, dim)))
-        _check_name("gemm", self.name)
-        _check_name("gemm", self.origin, "origin")
+        _set_shown(self, "gemm", "name")
+        _set_shown(self, "gemm", "origin", ORIGIN_LIMIT)
         _check_macs("gemm", self.macs, "batch * m * k * n")
         _check_requant("gemm", self.requant, (self.n, self.batch * self.n))
 
@@ -312,7 +324,7 @@ class Conv2d:
             given = getattr(self, hi_name)
             object.__setattr__(self, hi_name, getattr(self, lo_name) if given is None
                                else _nonneg_int("conv2d", hi_name, given))
-        _check_name("conv2d", self.name)
+        _set_shown(self, "conv2d", "name")
         _check_requant("conv2d", self.requant, (self.c_out,))
         for dim in ("c_in", "c_out"):
             value = getattr(self, dim)
@@ -330,7 +342,7 @@ class Conv2d:
                     f"conv2d k{axis}={kernel} (dilated span {span}) must fit the padded input "
                     f"{axis}={size}+{lo}+{hi}, not exceed it"
                 )
-        _check_name("conv2d", self.origin, "origin")
+        _set_shown(self, "conv2d", "origin", ORIGIN_LIMIT)
         _check_macs("conv2d", self.macs, "n * out_h * out_w * c_out * kh * kw * c_in / groups")
 
     @property
@@ -440,12 +452,11 @@ class Workload:
                 f"workload counts must have one entry per op ({len(ops)}), not {len(counts)}"
             )
         counts = tuple(_positive_int("workload", "count", c) for c in counts)
-        others = tuple((str(p), _nonneg_int("workload", f"count of {p}", c))
+        others = tuple((shown(p), _nonneg_int("workload", f"count of {shown(p)}", c))
                        for p, c in self.other_primitives)
-        elements = tuple((str(p), _nonneg_int("workload", f"elements of {p}", c))
+        elements = tuple((shown(p), _nonneg_int("workload", f"elements of {shown(p)}", c))
                          for p, c in self.other_elements)
-        if not isinstance(self.description, str):
-            raise WorkloadError(f"workload description must be a string, not {self.description!r}")
+        _set_shown(self, "workload", "description", ORIGIN_LIMIT)
         _check_name("workload", self.source, "source")
         object.__setattr__(self, "ops", ops)
         object.__setattr__(self, "counts", counts)

@@ -6,10 +6,13 @@ User errors (:class:`AccelDseError`) become one line on stderr and their exit co
 usage/config errors); ``--debug`` (anywhere on the line) shows the traceback too and keeps the
 exit status (a script that adds ``--debug`` sees the same code). With
 ``--json`` an error, a usage error too, is one JSON object on stderr instead,
-``{"error": MESSAGE, "kind": KIND}``, with the same exit code (:func:`error_kind`). The same boundary turns what the
+``{"error": MESSAGE, "kind": KIND}``, with the same exit code (:func:`error_kind`). The line has
+its control characters escaped and is cut to :data:`ERROR_LIMIT` characters. The same boundary turns what the
 user's environment or input causes outside accel-dse's own checks into one line and exit 2: an
 ``OSError`` (disk full, permission denied, name too long, ...), a ``RecursionError`` (input
-nested too deeply) and a ``SystemExit`` raised by a user's module while the command runs.
+nested too deeply), a ``SystemExit`` raised by a user's module while the command runs, and a
+failure of the study storage's database layer (a read-only or immutable SQLite file, a full
+disk, a lock: :func:`accel_dse.storage_failure.storage_failure_text`, naming the storage).
 A module of an optional extra that is not installed (``cocotb`` of ``[sim]``, ...) is one line
 naming the extra, exit 2. Ctrl-C, SIGTERM and SIGHUP end it with exit 130.
 """
@@ -29,6 +32,8 @@ from typing import NoReturn
 
 from accel_dse import __version__
 from accel_dse.errors import AccelDseError
+from accel_dse.storage_failure import storage_failure_text
+from accel_dse.text import shown
 
 __all__ = ["main", "build_parser", "COMMANDS", "error_kind"]
 
@@ -36,6 +41,9 @@ __all__ = ["main", "build_parser", "COMMANDS", "error_kind"]
 EXTRAS = {
     "cocotb": "sim", "cocotb_tools": "sim", "find_libpython": "sim", "matplotlib": "report", "psycopg": "postgres",
 }
+
+#: Longest error line printed (longer ones are cut, ending in ``...``).
+ERROR_LIMIT = 2000
 
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -178,12 +186,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         if not debug:
             _drop_stdout()
+        storage = getattr(args, "storage", None)
+        if isinstance(storage, str) and exc.filename and str(exc.filename) in storage and not debug:
+            return _fail(storage_failure_text(exc, storage) or os_error_text(exc), 2, "storage" if as_json else None)
         return fail(exc, os_error_text(exc), 2)
     except RecursionError as exc:
         return fail(exc, "input nested too deeply (Python's recursion limit); flatten it", 2)
     except SystemExit as exc:  # accel-dse never exits from inside a command: a user's module did
         return fail(exc, f"a user module raised SystemExit({exc.code!r}) while {args.command} ran "
                     "(a workload module must not call sys.exit or exit when imported)", 2)
+    except Exception as exc:
+        text = storage_failure_text(exc, getattr(args, "storage", None))
+        if text is None or debug:
+            raise
+        return _fail(text, 2, "storage" if as_json else None)
 
 
 def os_error_text(exc: OSError) -> str:
@@ -196,7 +212,7 @@ def os_error_text(exc: OSError) -> str:
 
 def _fail(message: str, code: int, kind: str | None = None) -> int:
     """Report an error on stderr (one line, or with ``kind`` one JSON object) and return ``code``."""
-    line = " ".join(message.split("\n"))
+    line = shown(" ".join(message.split("\n")), ERROR_LIMIT)  # text from a file may hold escapes and be huge
     text = f"accel-dse: error: {line}" if kind is None else json.dumps({"error": line, "kind": kind})
     try:
         print(text, file=sys.stderr)

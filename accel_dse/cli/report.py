@@ -21,7 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--study", required=True, metavar="NAME", help="study name")
     parser.add_argument("--out", required=True, metavar="DIR", help="directory to create (its parent must exist)")
     parser.add_argument("--workload", metavar="W",
-                        help="workload of the per-op breakdown and roofline (default: the study's first)")
+                        help="workload of the per-op breakdown and roofline (default: the study's first); one that "
+                        "cannot be read is an error (exit 2) unless --best-effort")
+    parser.add_argument("--best-effort", action="store_true",
+                        help="write the report even when the --workload cannot be read (its breakdown is left out "
+                        "with a note)")
     parser.add_argument("--pick", metavar="RULE",
                         help="multi-objective: which Pareto design is broken down, e.g. min-edp (the default)")
     parser.add_argument("--force", action="store_true", help="replace DIR if it exists and is not empty")
@@ -34,6 +38,10 @@ def _report(args: argparse.Namespace) -> int:
     from accel_dse.report import load_study, write_report
 
     check_out_dir(args.out, force=args.force)
+    if args.workload is not None and not args.best_effort:
+        import workloads
+
+        workloads.resolve(args.workload)  # a bad --workload fails here, before anything is written (cached)
     view = load_study(args.storage, args.study)
     if args.pick is not None:
         view.parse_pick(args.pick)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.cli._paths import work_dir
 from accel_dse.errors import SimulationError
+from accel_dse.text import parse_int
 
 __all__ = ["register"]
 
@@ -26,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--workload", required=True, metavar="W", help="workload spec, e.g. mlp or bert_base:seq=16")
     pick = parser.add_mutually_exclusive_group()
     pick.add_argument("--ops", metavar="NAME,...", help="only these ops (comma-separated names)")
-    pick.add_argument("--max-ops", type=int, metavar="N", help="only the first N ops")
+    pick.add_argument("--max-ops", type=ascii_int, metavar="N", help="only the first N ops")
     parser.add_argument("--scale", type=float, default=1.0, metavar="F",
                         help="shrink each op's M and batch by F in (0, 1] (default 1: no scaling)")
     parser.add_argument("--simulator", choices=SIMULATORS, default=SIMULATORS[0], help="default: %(default)s")
@@ -34,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="seconds the simulation may run before it is killed (default %(default)g)")
     parser.add_argument("--work-dir", metavar="DIR",
                         help="builds and runs directory (default ~/.cache/accel-dse/sim)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the reference operands (default 0)")
+    parser.add_argument("--seed", type=ascii_int, default=0, help="seed of the reference operands (default 0)")
     parser.add_argument("--inject-fault", metavar="ROW,COL[,BIT[,STUCK]]",
                         help="test only: break one PE (stuck product bit) to prove the checker fails")
     parser.add_argument("--no-chain", action="store_true",
@@ -61,10 +63,8 @@ def _fault(text: str | None):  # noqa: ANN202 (rtl_gen.Fault, imported lazily)
     if text is None:
         return None
     parts = text.split(",")
-    try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        values = []
+    parsed = [parse_int(p) for p in parts]
+    values = [v for v in parsed if v is not None] if None not in parsed else []
     if not 2 <= len(values) <= 4:
         raise SimulationError(f"--inject-fault must be ROW,COL[,BIT[,STUCK]] integers, not {text!r}")
     from rtl_gen import Fault

@@ -18,6 +18,7 @@ from typing import Any
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.cli._paths import output_file, work_dir
 from accel_dse.errors import SearchError
+from accel_dse.text import INT_RULE, parse_int, shown
 
 __all__ = ["register"]
 
@@ -74,10 +75,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _int(option: str, text: str | None, *, minimum: int = 1) -> int | None:
     if text is None:
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise SearchError(f"{option} must be an integer, not {text!r}") from None
+    value = parse_int(text)
+    if value is None:
+        raise SearchError(f"{option} must be an integer, not {shown(repr(text), 60)} ({INT_RULE})")
     if value < minimum:
         rule = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise SearchError(f"{option} must be {rule}, not {value}")

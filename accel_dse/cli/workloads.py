@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 from typing import Any
 
+from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
 
 __all__ = ["register", "workload_json", "host_work_lines"]
@@ -29,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "count, MACs (all runs) and weight bytes; then the totals and the non-matmul primitives.",
     )
     show.add_argument("workload", metavar="SPEC", help=_SPEC_HELP)
-    show.add_argument("--bits", type=int, default=8, help="element width for byte counts (default 8)")
+    show.add_argument("--bits", type=ascii_int, default=8, help="element width for byte counts (default 8)")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(func=_show)
 
