@@ -7,6 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Wall time is not what the property tests check: on a loaded machine (CI runs the suite on both
+# cores beside simulator builds) Hypothesis's per-example deadline and its too-slow health check
+# fail tests whose properties hold. Explicit @settings still set their own example counts.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -15,7 +15,8 @@ recompute expected values by hand:
   power = energy / latency; tops = 2 * macs / latency / 1e12.
 
 Environment knobs for process tests: ``STANDIN_DELAY_S`` sleeps that long per call;
-``STANDIN_MARKER_DIR`` touches ``<dir>/<pid>-<n>`` at each call; ``STANDIN_NAN_CLOCK`` makes
+``STANDIN_MARKER_DIR`` touches ``<dir>/<pid>-<n>`` at each call; ``STANDIN_HANG_AT`` makes the
+process's call of that number sleep for an hour (a trial that is certainly still running); ``STANDIN_NAN_CLOCK`` makes
 designs at that clock return NaN latency; ``STANDIN_RAISE_CLOCK`` makes them raise.
 """
 
@@ -102,6 +103,8 @@ def evaluate_designs(d: DesignArrays, workload) -> Table:
         Path(marker, f"{os.getpid()}-{CALLS[0]}").touch()
     if delay:
         time.sleep(delay)
+    if os.environ.get("STANDIN_HANG_AT") == str(CALLS[0]):
+        time.sleep(3600)
     raise_clock = os.environ.get("STANDIN_RAISE_CLOCK")
     if raise_clock and np.any(d.clock_mhz == float(raise_clock)):
         raise RuntimeError("stand-in evaluator blew up")

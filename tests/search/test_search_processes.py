@@ -32,8 +32,11 @@ def _study(url: str) -> optuna.Study | None:
     return optuna.load_study(study_name="k", storage=storage)
 
 
-def _start(url: str, env: dict[str, str], *args: str, delay: float = 0.3) -> subprocess.Popen:
+def _start(url: str, env: dict[str, str], *args: str, delay: float = 0.3, hang_at: int | None = None
+           ) -> subprocess.Popen:
     env = dict(env, STANDIN_DELAY_S=str(delay))
+    if hang_at is not None:
+        env["STANDIN_HANG_AT"] = str(hang_at)
     return subprocess.Popen([sys.executable, SCRIPT, url, *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -78,7 +81,9 @@ def _check_after_kill(study: optuna.Study, before: dict[int, tuple], killed: int
 @pytest.mark.parametrize("scheme", ["journal", "sqlite"])
 def test_kill_9_mid_trial_then_resume_loses_nothing(tmp_path, subprocess_env, monkeypatch, scheme):
     url = f"journal:{tmp_path}/study.journal" if scheme == "journal" else f"sqlite:///{tmp_path}/study.db"
-    proc = _start(url, subprocess_env, "--sampler", "tpe", "--trials", "40", "--seed", "1")
+    # The worker's fourth evaluation never returns, so the trial seen running is still running when
+    # SIGKILL lands (with a short sleep, a loaded machine let it complete first).
+    proc = _start(url, subprocess_env, "--sampler", "tpe", "--trials", "40", "--seed", "1", hang_at=4)
     victim = _wait_mid_trial(url, proc, completes=3)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
