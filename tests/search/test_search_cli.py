@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 
 import pytest
@@ -151,4 +152,8 @@ def test_progress_lines_on_a_pipe(tmp_path):
     assert len(lines) == 2
     best = min(t.value for t in result.study.get_trials() if t.value is not None)
     assert lines[-1].startswith("[################----] 8/10 trials  best edp: ")
-    assert f"{best:.4g} J*s" in lines[-1] and lines[-1].endswith("trials/s")
+    shown = re.search(r"best edp: ([0-9.]+) ([munµp]?)J·s \(trial \d+\)", lines[-1])
+    assert shown, lines[-1]  # an SI prefix, not 2.863e-05 J*s
+    prefix = {"": 1.0, "m": 1e-3, "µ": 1e-6, "u": 1e-6, "n": 1e-9, "p": 1e-12}[shown.group(2)]
+    assert float(shown.group(1)) * prefix == pytest.approx(best, rel=5e-3)
+    assert 1.0 <= float(shown.group(1)) < 1000.0 and lines[-1].endswith("trials/s")

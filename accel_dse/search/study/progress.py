@@ -16,8 +16,21 @@ from accel_dse.search.space.design_space import DesignSpace
 from accel_dse.search.space.metrics import unit_of
 from accel_dse.search.study.study import budget_used
 from accel_dse.search.study.summary import best_trials
+from accel_dse.units import eng, percent
 
 __all__ = ["Progress"]
+
+
+def _shown(value: float, unit: str) -> str:
+    """An objective's value as people read it: an SI prefix on physical units (``28.6 µJ·s``, not
+    ``2.863e-05 J*s``), energy in joules, fractions as percentages, other units as they are."""
+    if unit in ("s", "J", "W", "J*s"):
+        return eng(value, unit.replace("*", "·"))
+    if unit == "pJ":
+        return eng(value * 1e-12, "J")
+    if unit == "fraction":
+        return percent(value)
+    return f"{value:.4g} {unit}".rstrip()
 
 
 class Progress:
@@ -47,7 +60,7 @@ class Progress:
         if self.space.is_multi_objective:
             return f"pareto: {len(best)} designs"
         o = self.space.objectives[0]
-        return f"best {o.name}: {best[0].values[0]:.4g} {unit_of(o.metric)} (trial {best[0].number})"
+        return f"best {o.name}: {_shown(best[0].values[0], unit_of(o.metric))} (trial {best[0].number})"
 
     def update(self, study: optuna.Study, *, force: bool = False) -> None:
         """Redraw if enough time passed since the last draw (or ``force``)."""
