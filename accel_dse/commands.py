@@ -24,8 +24,9 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
     MOVE     dst_word_step [10, 32)   dst_addr [32, 64)   dst_row_step [64, 96)   rows, words,
              buf_addr, row_step, word_step, q_by_row, q_base as STORE
     RUN      window [6]  (A through the convolution window of the last WINDOW command)
-    WINDOW   in_w [32, 48)   in_h [48, 64)   out_w [64, 80)   stride [80, 84)   dilation [84, 88)
-             kw [88, 92)   pad_top [96, 104)   pad_left [104, 112)   cblocks [112, 128)
+    WINDOW   stride_h [8, 12)   dilation_h [12, 16)   in_w [32, 48)   in_h [48, 64)   out_w [64, 80)
+             stride_w [80, 84)   dilation_w [84, 88)   kw [88, 92)   pad_top [96, 104)   pad_left [104, 112)
+             cblocks [112, 128)
              origin [128, 160) (two's complement)   px_step [160, 176)   row_step_w [176, 208)
              kx_step [208, 224)   ky_step [224, 256)
 
@@ -57,14 +58,14 @@ order (``cw`` words per pixel, ``R`` channels a word, zero lanes beyond the chan
 row-fold ``f`` is kernel tap ``(ky, kx)`` and channel word ``cb`` with ``f = (ky * kw + kx) *
 cblocks + cb``, its streamed row ``s`` the output pixel ``(oy, ox) = divmod(s, out_w)``. The
 word read is ``x_base + origin + ky * ky_step + kx * kx_step + cb + oy * row_step_w + ox *
-px_step`` for the input pixel ``iy = oy * stride + ky * dilation - pad_top``, ``ix = ox * stride
-+ kx * dilation - pad_left``; when ``iy`` is outside ``[0, in_h)`` or ``ix`` outside ``[0,
-in_w)`` no word is read and the lanes are zero (padding made on chip). The compiler sets
-``origin = -(pad_top * in_w + pad_left) * cw``, ``px_step = stride * cw``, ``row_step_w =
-stride * in_w * cw``, ``kx_step = dilation * cw`` and ``ky_step = dilation * in_w * cw``
+px_step`` for the input pixel ``iy = oy * stride_h + ky * dilation_h - pad_top``, ``ix = ox *
+stride_w + kx * dilation_w - pad_left``; when ``iy`` is outside ``[0, in_h)`` or ``ix`` outside
+``[0, in_w)`` no word is read and the lanes are zero (padding made on chip). The compiler sets
+``origin = -(pad_top * in_w + pad_left) * cw``, ``px_step = stride_w * cw``, ``row_step_w =
+stride_h * in_w * cw``, ``kx_step = dilation_w * cw`` and ``ky_step = dilation_h * in_w * cw``
 (``perf_model._conv_window``). A word address outside the ifmap stops the program with
-``ERROR_WINDOW`` (the word is not read), as does a ``WINDOW`` with a zero ``stride``,
-``dilation``, ``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w``.
+``ERROR_WINDOW`` (the word is not read), as does a ``WINDOW`` with a zero stride, dilation,
+``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w``.
 
 ``MOVE`` keeps an output on chip (on-chip reuse across layers): it reads ``rows x words`` ofmap
 words as a requantised ``STORE`` does (same address walk, parameters and output stage) and
@@ -140,13 +141,15 @@ FIELDS: dict[str, tuple[int, int]] = {
     "m": (32, 32), "k": (64, 32), "n": (96, 32), "accumulate": (128, 1), "x_base": (160, 32),
     "y_base": (192, 32), "o_base": (224, 32), "a_stride": (136, 24),
     "dst_word_step": (10, 22), "dst_addr": (32, 32), "dst_row_step": (64, 32),
-    "window": (6, 1), "in_w": (32, 16), "in_h": (48, 16), "out_w": (64, 16), "stride": (80, 4), "dilation": (84, 4),
+    "window": (6, 1), "stride_h": (8, 4), "dilation_h": (12, 4), "in_w": (32, 16), "in_h": (48, 16),
+    "out_w": (64, 16), "stride_w": (80, 4), "dilation_w": (84, 4),
     "kw": (88, 4), "pad_top": (96, 8), "pad_left": (104, 8), "cblocks": (112, 16), "origin": (128, 32),
     "px_step": (160, 16), "row_step_w": (176, 32), "kx_step": (208, 16), "ky_step": (224, 32),
 }
 
 #: The fields of a ``WINDOW`` command, in the order the RTL latches them.
-WINDOW_FIELDS = ("in_w", "in_h", "out_w", "stride", "dilation", "kw", "pad_top", "pad_left", "cblocks", "origin",
+WINDOW_FIELDS = ("in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", "dilation_w", "kw", "pad_top",
+                 "pad_left", "cblocks", "origin",
                  "px_step", "row_step_w", "kx_step", "ky_step")
 
 _PER_OP = {

@@ -24,7 +24,7 @@ class ConvWindow:
     Attributes:
         in_w, in_h: the band's input pixels across and its rows.
         out_w: output pixels per output row.
-        stride, dilation, kw: the kernel's stride, dilation and width.
+        stride_h, stride_w, dilation_h, dilation_w, kw: the kernel's strides, dilations and width.
         pad_top, pad_left: rows and columns of padding above and left of the band.
         cw: ifmap words per pixel in the band.
         cblocks: channel words a tap reads (row-folds per tap).
@@ -33,8 +33,10 @@ class ConvWindow:
     in_w: int
     in_h: int
     out_w: int
-    stride: int
-    dilation: int
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
     kw: int
     pad_top: int
     pad_left: int
@@ -45,11 +47,12 @@ class ConvWindow:
     def fields(self) -> dict[str, int]:
         """The ``WINDOW`` command's fields (``origin`` as a signed number)."""
         cw = self.cw
-        return {"in_w": self.in_w, "in_h": self.in_h, "out_w": self.out_w, "stride": self.stride,
-                "dilation": self.dilation, "kw": self.kw, "pad_top": self.pad_top, "pad_left": self.pad_left,
-                "cblocks": self.cblocks, "origin": -(self.pad_top * self.in_w + self.pad_left) * cw,
-                "px_step": self.stride * cw, "row_step_w": self.stride * self.in_w * cw,
-                "kx_step": self.dilation * cw, "ky_step": self.dilation * self.in_w * cw}
+        return {"in_w": self.in_w, "in_h": self.in_h, "out_w": self.out_w, "stride_h": self.stride_h,
+                "stride_w": self.stride_w, "dilation_h": self.dilation_h, "dilation_w": self.dilation_w,
+                "kw": self.kw, "pad_top": self.pad_top, "pad_left": self.pad_left, "cblocks": self.cblocks,
+                "origin": -(self.pad_top * self.in_w + self.pad_left) * cw, "px_step": self.stride_w * cw,
+                "row_step_w": self.stride_h * self.in_w * cw, "kx_step": self.dilation_w * cw,
+                "ky_step": self.dilation_h * self.in_w * cw}
 
     def check(self, what: str) -> None:
         """Raise ``ModelError`` naming ``what`` and the field when a field does not fit its encoding."""
@@ -73,8 +76,8 @@ class ConvWindow:
         tap, cb = divmod(fold, self.cblocks)
         ky, kx = divmod(tap, self.kw)
         oy, ox = divmod(s, self.out_w)
-        iy = oy * self.stride + ky * self.dilation - self.pad_top
-        ix = ox * self.stride + kx * self.dilation - self.pad_left
+        iy = oy * self.stride_h + ky * self.dilation_h - self.pad_top
+        ix = ox * self.stride_w + kx * self.dilation_w - self.pad_left
         if not (0 <= iy < self.in_h and 0 <= ix < self.in_w):
             return None
         return (iy * self.in_w + ix) * self.cw + cb

@@ -80,10 +80,10 @@ class ConvAddressGenerator(wiring.Component):
             with m.Elif(cb + 1 != f["cblocks"]):
                 m.d.sync += cb.eq(cb + 1)
             with m.Elif(kx + 1 != f["kw"]):
-                m.d.sync += [cb.eq(0), kx.eq(kx + 1), ix0.eq(ix0 + f["dilation"]),
+                m.d.sync += [cb.eq(0), kx.eq(kx + 1), ix0.eq(ix0 + f["dilation_w"]),
                              tap_word.eq(tap_word + f["kx_step"])]
             with m.Else():
-                m.d.sync += [cb.eq(0), kx.eq(0), ix0.eq(-f["pad_left"]), iy0.eq(iy0 + f["dilation"]),
+                m.d.sync += [cb.eq(0), kx.eq(0), ix0.eq(-f["pad_left"]), iy0.eq(iy0 + f["dilation_h"]),
                              row_word.eq(row_word + f["ky_step"]), tap_word.eq(row_word + f["ky_step"])]
 
         # The stream (the fold streaming, at its current output pixel).
@@ -95,10 +95,10 @@ class ConvAddressGenerator(wiring.Component):
                          line_word.eq(tap_word + cb)]
         with m.Elif(self.step):
             with m.If(ox + 1 == f["out_w"]):
-                m.d.sync += [ox.eq(0), iy.eq(iy + f["stride"]), ix.eq(ix_first),
+                m.d.sync += [ox.eq(0), iy.eq(iy + f["stride_h"]), ix.eq(ix_first),
                              line_word.eq(line_word + f["row_step_w"]), px_word.eq(line_word + f["row_step_w"])]
             with m.Else():
-                m.d.sync += [ox.eq(ox + 1), ix.eq(ix + f["stride"]), px_word.eq(px_word + f["px_step"])]
+                m.d.sync += [ox.eq(ox + 1), ix.eq(ix + f["stride_w"]), px_word.eq(px_word + f["px_step"])]
         m.d.comb += [
             self.addr.eq(px_word),
             self.pad.eq((iy < 0) | (iy >= f["in_h"]) | (ix < 0) | (ix >= f["in_w"])),

@@ -147,8 +147,8 @@ class Sequencer(wiring.Component):
         axi_err = (self.ld.axi_error & ~self.ld.busy) | (self.st.axi_error & ~self.st.busy)
         win_err = self.run.window_error & ~run_busy
         is_window = op == Opcode.WINDOW
-        window_bad = Cat(*(_field(cmd, name) == 0 for name in ("stride", "dilation", "kw", "cblocks", "in_w", "in_h",
-                                                                "out_w"))).any()
+        window_bad = Cat(*(_field(cmd, name) == 0 for name in ("stride_h", "stride_w", "dilation_h", "dilation_w", "kw",
+                                                                "cblocks", "in_w", "in_h", "out_w"))).any()
         window_run_bad = (op == Opcode.RUN) & _field(cmd, "window") & int(not self.can_window)
         low = exact_log2(self.data_bytes)
 

@@ -19,12 +19,13 @@ from rtl_gen._conv_addr import ConvAddressGenerator
 
 
 def _random_window(rng: random.Random) -> tuple[ConvWindow, int, int, int]:
-    stride, dil, kw, kh = rng.randint(1, 3), rng.randint(1, 3), rng.choice([1, 2, 3, 5, 7]), rng.randint(1, 4)
+    kw, kh = rng.choice([1, 2, 3, 5, 7]), rng.randint(1, 4)
     in_w, in_h = rng.randint(1, 9), rng.randint(1, 7)
     out_w = rng.randint(1, 6)
     cw = rng.randint(1, 3)
     cblocks = rng.randint(1, cw)
-    win = ConvWindow(in_w=in_w, in_h=in_h, out_w=out_w, stride=stride, dilation=dil, kw=kw,
+    win = ConvWindow(in_w=in_w, in_h=in_h, out_w=out_w, stride_h=rng.randint(1, 3), stride_w=rng.randint(1, 3),
+                     dilation_h=rng.randint(1, 3), dilation_w=rng.randint(1, 3), kw=kw,
                      pad_top=rng.randint(0, 3), pad_left=rng.randint(0, 3), cw=cw, cblocks=cblocks)
     m = rng.randint(1, 3 * out_w)
     return win, kh * kw * cblocks, rng.randint(1, 2), m
@@ -82,7 +83,8 @@ def test_the_address_generator_walks_random_windows_like_the_reference(seed):
 
 
 def test_a_3x3_same_window_pads_the_border_and_reads_each_interior_pixel():
-    win = ConvWindow(in_w=4, in_h=3, out_w=4, stride=1, dilation=1, kw=3, pad_top=1, pad_left=1, cw=1, cblocks=1)
+    win = ConvWindow(in_w=4, in_h=3, out_w=4, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, kw=3, pad_top=1,
+                     pad_left=1, cw=1, cblocks=1)
     reads = win.reads(9, 1, 12)
     assert reads[0] is None  # tap (0, 0) of output pixel (0, 0) is the top-left pad
     assert reads[4 * 12 + 5] == 5  # centre tap reads the pixel itself
