@@ -26,9 +26,8 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
     RUN      window [6]  (A through the convolution window of the last WINDOW command)
     WINDOW   stride_h [8, 12)   dilation_h [12, 16)   in_w [32, 48)   in_h [48, 64)   out_w [64, 80)
              stride_w [80, 84)   dilation_w [84, 88)   kw [88, 92)   pad_top [96, 104)   pad_left [104, 112)
-             cblocks [112, 128)
-             origin [128, 160) (two's complement)   px_step [160, 176)   row_step_w [176, 208)
-             kx_step [208, 224)   ky_step [224, 256)
+             cblocks [112, 128)   origin [128, 160)   px_step [160, 176)   row_step_w [176, 208)
+             kx_step [208, 224)   ky_step [224, 256)   (pad_top, pad_left, origin: two's complement)
 
 ``buffer``: 0 ifmap, 1 weight, 2 ofmap (raw accumulators), 3 qparam. A transfer moves ``rows``
 DRAM rows of ``words`` buffer words each: row ``r`` starts at byte ``dram_addr + r *
@@ -60,7 +59,10 @@ cblocks + cb``, its streamed row ``s`` the output pixel ``(oy, ox) = divmod(s, o
 word read is ``x_base + origin + ky * ky_step + kx * kx_step + cb + oy * row_step_w + ox *
 px_step`` for the input pixel ``iy = oy * stride_h + ky * dilation_h - pad_top``, ``ix = ox *
 stride_w + kx * dilation_w - pad_left``; when ``iy`` is outside ``[0, in_h)`` or ``ix`` outside
-``[0, in_w)`` no word is read and the lanes are zero (padding made on chip). The compiler sets
+``[0, in_w)`` no word is read and the lanes are zero (padding made on chip). ``kw`` is the taps a kernel
+row of the run has: a run may read a tile of the kernel's taps (whole kernel rows, or part of
+one), its pads then shifted by the first tap's offset (negative when the tile skips band rows or
+columns). The compiler sets
 ``origin = -(pad_top * in_w + pad_left) * cw``, ``px_step = stride_w * cw``, ``row_step_w =
 stride_h * in_w * cw``, ``kx_step = dilation_w * cw`` and ``ky_step = dilation_h * in_w * cw``
 (``perf_model._conv_window``). A word address outside the ifmap stops the program with
@@ -84,8 +86,8 @@ import dataclasses
 __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
     "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
-    "ERROR_QUEUE", "ERROR_WINDOW", "ERROR_NAMES", "WINDOW_FIELDS", "axi_data_bytes", "dram_word_bytes",
-    "OUTPUT_STAGE_LATENCY",
+    "ERROR_QUEUE", "ERROR_WINDOW", "ERROR_NAMES", "WINDOW_FIELDS", "SIGNED_WINDOW_FIELDS", "axi_data_bytes",
+    "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
     "store_read_latency", "STORE_FIFO_WORDS", "move_cycles", "MAX_AXI_DATA_BYTES", "queue_entry_commands",
     "fetch_beats",
 ]
@@ -147,6 +149,9 @@ FIELDS: dict[str, tuple[int, int]] = {
     "px_step": (160, 16), "row_step_w": (176, 32), "kx_step": (208, 16), "ky_step": (224, 32),
 }
 
+#: The ``WINDOW`` fields that are two's complement (a tap tile's pads may be negative: the band's
+#: rows above the tile's first kernel row are skipped).
+SIGNED_WINDOW_FIELDS = ("pad_top", "pad_left", "origin")
 #: The fields of a ``WINDOW`` command, in the order the RTL latches them.
 WINDOW_FIELDS = ("in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", "dilation_w", "kw", "pad_top",
                  "pad_left", "cblocks", "origin",

@@ -15,15 +15,18 @@ them unchanged:
   ``oy0 * stride_h - pad_top .. (oy1 - 1) * stride_h - pad_top + (kh - 1) * dilation_h``
   clipped to the image (all columns);
 * ``n`` in tiles of ``n_t`` filters (whole array columns);
-* ``k`` in channel blocks of ``c_t`` words: a run reads every tap of its block, so its ``K`` is
-  ``taps * words * R``. A filter tile of a grouped convolution reads only the channel words its
+* ``k`` in channel blocks of ``c_t`` words, each in tap tiles of ``taps_t`` taps (whole kernel
+  rows, or part of one row when a row's taps do not fit the weight buffer), channel blocks
+  outer: a run's ``K`` is ``taps_t * words * R``, its window the band's with the pads shifted by
+  its first tap. A filter tile of a grouped convolution reads only the channel words its
   groups span (depthwise: one word per ``R`` filters); the weights of the other lanes are zero.
+  The band of a channel block stays in the ifmap while its tap tiles run.
 
 DRAM layout (every tensor on a 4 KiB page after the program):
 
     a  the image, NHWC: ``h * w`` rows (pixels) of ``ceil(c_in / R) * R`` channels (zero padded)
     b  the weights as the runs read them: for filter ``j`` (column), its tile's K rows in run
-       order (channel block, tap ``ky * kw + kx``, channel word, lane), zeros elsewhere
+       order (channel block, tap tile, tap ``(ky, kx)``, channel word, lane), zeros elsewhere
     c  the output, NHWC: ``out_h * out_w`` rows of ``ceil(c_out / C) * C`` channels (as a GEMM's C)
     q  the output stage's parameters (requantised ops), as for a GEMM
 
@@ -44,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterator
+from itertools import product
 
 import numpy as np
 
@@ -68,6 +72,7 @@ from workloads.ops import Conv2d
 __all__ = ["ConvTiling", "ConvProgram", "compile_conv", "conv_tiling", "conv_weight_matrix", "conv_served"]
 
 Tile = tuple[int, int, int, int, int, int, bool]
+Part = tuple[int, int, int, int, int, int]
 
 
 def conv_served(config: ArrayConfig) -> str:
@@ -80,7 +85,7 @@ def conv_served(config: ArrayConfig) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ConvTiling:
-    """A conv tiling: output rows, filters and channel words per tile, and the loop order.
+    """A conv tiling: output rows, filters, channel words and taps per tile, and the loop order.
 
     ``order``: ``"mn"`` (output rows outer, filters inner) or ``"nm"``; channel blocks innermost.
     ``status``/``reason`` as a ``TilePlan``'s.
@@ -91,6 +96,7 @@ class ConvTiling:
     rows_t: int = 0
     n_t: int = 0
     c_t: int = 0
+    taps_t: int = 0
     order: str = "mn"
     dram_bytes: int = 0
 
@@ -128,33 +134,38 @@ class _Geometry:
         g0, g1 = n0 // self.cpo, (n1 - 1) // self.cpo
         return g0 * self.cpg // self.R, math.ceil((g1 + 1) * self.cpg / self.R)
 
-    def tiles(self, t: ConvTiling) -> Iterator[tuple[Tile, tuple[int, int]]]:
-        """The runs of tiling ``t`` and the channel words each reads, in order (K innermost)."""
+    def tap_tiles(self, taps_t: int) -> list[tuple[int, int, int, int]]:
+        """``(ky0, ky1, kx0, kx1)`` of each tap tile of ``taps_t`` taps: whole kernel rows when
+        ``taps_t >= kw`` (``taps_t // kw`` rows a tile), else parts of one row."""
+        kh, kw = self.conv.kh, self.conv.kw
+        if taps_t >= kw:
+            step = taps_t // kw
+            return [(ky, min(ky + step, kh), 0, kw) for ky in range(0, kh, step)]
+        return [(ky, ky + 1, kx, min(kx + taps_t, kw)) for ky in range(kh) for kx in range(0, kw, taps_t)]
+
+    def tiles(self, t: ConvTiling) -> Iterator[tuple[Tile, Part]]:
+        """The runs of tiling ``t`` and the part of the kernel each reads (channel words and tap
+        tile: ``(c0, c1, ky0, ky1, kx0, kx1)``), in order (K innermost)."""
         m_tiles = [(oy * self.out_w, min(oy + t.rows_t, self.out_h) * self.out_w)
                    for oy in range(0, self.out_h, t.rows_t)]
         n_tiles = [(n0, min(n0 + t.n_t, self.N)) for n0 in range(0, self.N, t.n_t)]
         pairs = ([(mt, nt) for mt in m_tiles for nt in n_tiles] if t.order == "mn"
                  else [(mt, nt) for nt in n_tiles for mt in m_tiles])
-        per_word = self.taps * self.R
+        taps = self.tap_tiles(t.taps_t)
         for (m0, m1), (n0, n1) in pairs:
             w0, w1 = self.filter_words(n0, n1)
+            k = 0
             for c0 in range(w0, w1, t.c_t):
                 c1 = min(c0 + t.c_t, w1)
-                yield (m0, m1, (c0 - w0) * per_word, (c1 - w0) * per_word, n0, n1, c0 > w0), (c0, c1)
+                for ky0, ky1, kx0, kx1 in taps:
+                    size = (ky1 - ky0) * (kx1 - kx0) * (c1 - c0) * self.R
+                    yield (m0, m1, k, k + size, n0, n1, k > 0), (c0, c1, ky0, ky1, kx0, kx1)
+                    k += size
 
 
 def _room(config: ArrayConfig) -> tuple[int, int, int]:
     depths = _buffer_depths(config)
     return tuple(d // 2 if config.double_buffered else d for d in depths)  # type: ignore[return-value]
-
-
-def _tile_words(g: _Geometry, tile: Tile, words: tuple[int, int]) -> tuple[int, int, int]:
-    """Words of the band, the weight tile and the output tile of one run."""
-    m0, m1, k0, k1, n0, n1, _ = tile
-    oy0, oy1 = m0 // g.out_w, -(-m1 // g.out_w)
-    band = g.band(oy0, oy1)[1] * g.conv.w * (words[1] - words[0])
-    cf = math.ceil((n1 - n0) / g.C)
-    return band, (k1 - k0) * cf, (m1 - m0) * cf
 
 
 def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
@@ -164,18 +175,19 @@ def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     out = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
     held_a = held_b = None
     total = 0
-    for tile, words in g.tiles(t):
+    for tile, part in g.tiles(t):
         m0, m1, k0, k1, n0, n1, _ = tile
-        key_a = (m0, m1, words)
+        key_a = (m0, m1, part[:2])
         if key_a != held_a:
             held_a = key_a
             oy0, oy1 = m0 // g.out_w, -(-m1 // g.out_w)
-            total += g.band(oy0, oy1)[1] * g.conv.w * (words[1] - words[0]) * R * ib
+            total += g.band(oy0, oy1)[1] * g.conv.w * (part[1] - part[0]) * R * ib
         key_b = (k0, k1, n0, n1)
         if key_b != held_b:
             held_b = key_b
             total += (k1 - k0) * math.ceil((n1 - n0) / C) * C * ib
-        if k1 == (g.filter_words(n0, n1)[1] - g.filter_words(n0, n1)[0]) * g.taps * R:  # last block: stored
+        w0, w1 = g.filter_words(n0, n1)
+        if k1 == (w1 - w0) * g.taps * R:  # the output tile's last run: stored
             total += (m1 - m0) * math.ceil((n1 - n0) / C) * C * out
     return total
 
@@ -187,6 +199,11 @@ def _levels(top: int, step: int = 1) -> list[int]:
         out.append(v)
         v *= 2
     return [*out, top]
+
+
+def _tap_levels(kh: int, kw: int) -> list[int]:
+    """Taps per tap tile: whole kernel rows (powers of two of them, and all), parts of a row."""
+    return sorted({*(r * kw for r in _levels(kh)), *_levels(kw)}, reverse=True)
 
 
 def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> ConvTiling:
@@ -204,12 +221,12 @@ def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> 
             band = g.band_rows(rows_t) * conv.w * c_t
             if band > room[0]:
                 continue
-            for n_t in _levels(g.N, min(g.C, g.N)):
-                k_words = g.taps * g.R * c_t * math.ceil(min(n_t, g.N) / g.C)
+            for n_t, taps_t in product(_levels(g.N, min(g.C, g.N)), _tap_levels(conv.kh, conv.kw)):
+                k_words = taps_t * g.R * c_t * math.ceil(min(n_t, g.N) / g.C)
                 if k_words > room[1] or rows_t * g.out_w * math.ceil(n_t / g.C) > room[2]:
                     continue
                 for order in ("mn", "nm"):
-                    t = ConvTiling("ok", "", rows_t, n_t, c_t, order)
+                    t = ConvTiling("ok", "", rows_t, n_t, c_t, taps_t, order)
                     runs = sum(1 for _ in g.tiles(t))
                     score = (_dram_bytes(g, t, requant), runs)
                     if best is None or score < best[0]:
@@ -218,8 +235,8 @@ def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> 
         need = g.band_rows(1) * conv.w
         what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
         return ConvTiling("infeasible", f"{what}: the band of one output row with one channel word per pixel needs "
-                                        f"{need} ifmap words (and a tap block {g.taps * g.R} weight words), more than "
-                                        f"the {room[0]} ifmap / {room[1]} weight words a tile may use")
+                                        f"{need} ifmap words (and one tap {g.R} weight words), more than the "
+                                        f"{room[0]} ifmap / {room[1]} weight words a tile may use")
     return best[1]
 
 
@@ -228,34 +245,35 @@ class ConvProgram(GemmProgram):
     """A ``GemmProgram`` of one conv image, with its tiling (``tensors['a']`` is the NHWC image)."""
 
     tiling: ConvTiling = ConvTiling("ok", "")
-    channel_words: tuple[tuple[int, int], ...] = ()
+    parts: tuple[Part, ...] = ()  # per run: channel words and tap tile ``(c0, c1, ky0, ky1, kx0, kx1)``
 
 
 class _ConvBuilder(_Builder):
     """The GEMM compiler's builder with the A side as bands and each RUN behind its WINDOW."""
 
-    def __init__(self, g: _Geometry, tensors: dict[str, TensorLayout], W: int, words: dict[Tile, tuple[int, int]],
+    def __init__(self, g: _Geometry, tensors: dict[str, TensorLayout], W: int, parts: dict[Tile, Part],
                  name: str) -> None:
         super().__init__(g.config, tensors, {"a": g.R, "b": g.C, "c": g.C}, W, (g.M, 0, g.N))
-        self.g, self.words, self.name = g, words, name
+        self.g, self.parts, self.name = g, parts, name
         self.window: ConvWindow | None = None
 
-    def _band(self, tile: tuple[int, ...]) -> tuple[int, int, int, tuple[int, int]]:
+    def _band(self, tile: tuple[int, ...]) -> tuple[int, int, int, Part]:
+        """``(first input row, rows, pad_top, part)`` of the band a run reads."""
         m0, m1 = tile[0], tile[1]
         oy0, oy1 = m0 // self.g.out_w, -(-m1 // self.g.out_w)
-        return (*self.g.band(oy0, oy1), self.words[tuple(tile[:7])])  # type: ignore[index]
+        return (*self.g.band(oy0, oy1), self.parts[tuple(tile[:7])])  # type: ignore[index]
 
     def tile_words(self, name: str, tile: tuple[int, ...]) -> int:
         if name != "a":
             return super().tile_words(name, tile)
-        _, rows, _, (c0, c1) = self._band(tile)
-        return rows * self.g.conv.w * (c1 - c0)
+        _, rows, _, part = self._band(tile)
+        return rows * self.g.conv.w * (part[1] - part[0])
 
     def transfer(self, opcode: int, name: str, tile: tuple[int, ...], buf_addr: int, *, wait_run: bool = False,
                  **kwargs: object) -> Command:
         if name != "a":
             return super().transfer(opcode, name, tile, buf_addr, wait_run=wait_run, **kwargs)  # type: ignore[arg-type]
-        r0, rows, _, (c0, c1) = self._band(tile)
+        r0, rows, _, (c0, c1, *_) = self._band(tile)
         t, w, ct = self.tensors["a"], self.g.conv.w, c1 - c0
         addr = t.base + r0 * w * t.pitch + c0 * self.g.R * t.elem_bytes
         if ct == self.g.words:  # whole pixels: one DRAM row per input row
@@ -270,11 +288,12 @@ class _ConvBuilder(_Builder):
 
     def run(self, tile: tuple[int, ...], bases: dict[str, int], *, wait_dma: bool = True) -> Command:
         """The RUN of ``tile`` with ``window``; its WINDOW goes first when it differs from the last one."""
-        _, rows, pad_top, (c0, c1) = self._band(tile)
+        _, rows, pad_top, (c0, c1, ky0, _, kx0, kx1) = self._band(tile)
         cv = self.g.conv
         window = ConvWindow(in_w=cv.w, in_h=rows, out_w=self.g.out_w, stride_h=cv.stride_h, stride_w=cv.stride_w,
-                            dilation_h=cv.dilation_h, dilation_w=cv.dilation_w, kw=cv.kw, pad_top=pad_top,
-                            pad_left=cv.pad_w, cw=c1 - c0, cblocks=c1 - c0)
+                            dilation_h=cv.dilation_h, dilation_w=cv.dilation_w, kw=kx1 - kx0,
+                            pad_top=pad_top - ky0 * cv.dilation_h, pad_left=cv.pad_w - kx0 * cv.dilation_w,
+                            cw=c1 - c0, cblocks=c1 - c0)
         if window != self.window:
             self.add(window.command(what=self.name))
             self.window = window
@@ -293,7 +312,7 @@ def _place(b: _ConvBuilder, runs: list[Tile], room: tuple[int, int, int], half: 
     out = []
     for tile in runs:
         m0, m1, k0, k1, n0, n1, _ = tile
-        keys = {"a": (m0, m1, b.words[tile]), "b": (k0, k1, n0, n1), "c": (m0, m1, n0, n1)}
+        keys = {"a": (m0, m1, b.parts[tile][:2]), "b": (k0, k1, n0, n1), "c": (m0, m1, n0, n1)}
         bases, loads = {}, []
         for i, name in enumerate(("a", "b", "c")):
             if held[name] != keys[name]:
@@ -310,16 +329,21 @@ def _place(b: _ConvBuilder, runs: list[Tile], room: tuple[int, int, int], half: 
     return out
 
 
-def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False,
-                 queue_depth: int = QUEUE_DEPTH) -> ConvProgram:
-    """The program of one image of ``conv`` on ``config`` (module docstring).
+def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, queue_depth: int = QUEUE_DEPTH,
+                 tiling: ConvTiling | None = None) -> ConvProgram:
+    """The program of one image of ``conv`` on ``config`` (module docstring); ``tiling`` replaces
+    the search's (tests: tap tiles on a small array).
 
     Raises:
         ModelError: the design does not build windows (not WS), the conv is infeasible (the
             tiling's reason), a window field or a transfer does not fit its encoding, or a
             requantised op has more than :data:`QPARAM_CHANNELS` channels.
     """
-    tiling = conv_tiling(config, conv, requant=requant)
+    why = conv_served(config)
+    if why:
+        raise ModelError(f"design {config.short_name()}: {why}")
+    if tiling is None:
+        tiling = conv_tiling(config, conv, requant=requant)
     if not tiling.feasible:
         raise ModelError(f"design {config.short_name()} cannot run the conv on chip: {tiling.reason}")
     if requant and conv.c_out > QPARAM_CHANNELS:
@@ -327,7 +351,7 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False,
     g = _Geometry(config, conv)
     pairs = list(g.tiles(tiling))
     runs = [t for t, _ in pairs]
-    words = {t: w for t, w in pairs}
+    parts = dict(pairs)
     k_rows = max(t[3] for t in runs)
     W = axi_data_bytes(config)
     ib = config.input_bits // 8
@@ -343,7 +367,7 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False,
         tensors["q"] = TensorLayout("q", base, 1, _align(g.N, g.C), 16, False, (1, g.N))
         base = _align(base + tensors["q"].nbytes, PAGE)
     what = conv.name or "conv"
-    b = _ConvBuilder(g, tensors, W, words, what)
+    b = _ConvBuilder(g, tensors, W, parts, what)
     if requant:
         qt = tensors["q"]
         b.add(Command.make(Opcode.LOAD, buffer=Buffer.QPARAM, dram_addr=qt.base, dram_stride=qt.pitch, rows=1,
@@ -358,7 +382,7 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False,
     total = len(b.out)
     chunks = tuple((i, min(i + queue_depth, total)) for i in range(0, total, queue_depth))
     return ConvProgram(tuple(b.out), tensors, 0, base, W, requant, tuple(runs), chunks, tiling,
-                       tuple(words[t] for t in runs))
+                       tuple(parts[t] for t in runs))
 
 
 def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: np.ndarray) -> np.ndarray:
@@ -372,7 +396,7 @@ def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: n
     R = rows
     out = np.zeros(program.tensors["b"].shape, dtype=np.int64)
     done = set()
-    for tile, (c0, c1) in zip(program.runs, program.channel_words, strict=True):
+    for tile, (c0, c1, ky0, ky1, kx0, kx1) in zip(program.runs, program.parts, strict=True):
         k0, k1, n0, n1 = tile[2:6]
         if (k0, n0, n1) in done:
             continue
@@ -382,11 +406,11 @@ def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: n
         group = ns // cpo
         inside = (chans[:, None] >= group[None, :] * cpg) & (chans[:, None] < (group[None, :] + 1) * cpg)
         local = np.clip(chans[:, None] - group[None, :] * cpg, 0, cpg - 1)
-        for tap in range(conv.kh * conv.kw):
-            ky, kx = divmod(tap, conv.kw)
-            block = np.where(inside, w[ky, kx][local, ns[None, :]], 0)
-            at = k0 + tap * len(chans)
-            out[at:at + len(chans), n0:n1] = block
-        if k0 + conv.kh * conv.kw * len(chans) != k1:
-            raise ModelError(f"a run of {k1 - k0} weight rows reads {c1 - c0} channel words of {R} lanes")
+        at = k0
+        for ky in range(ky0, ky1):
+            for kx in range(kx0, kx1):
+                out[at:at + len(chans), n0:n1] = np.where(inside, w[ky, kx][local, ns[None, :]], 0)
+                at += len(chans)
+        if at != k1:
+            raise ModelError(f"a run of {k1 - k0} weight rows reads {at - k0} (its taps and channel words)")
     return out

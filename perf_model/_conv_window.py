@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from accel_dse.commands import FIELDS, Command, Opcode
+from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, Command, Opcode
 from accel_dse.errors import ModelError
 
 __all__ = ["ConvWindow"]
@@ -25,7 +25,8 @@ class ConvWindow:
         in_w, in_h: the band's input pixels across and its rows.
         out_w: output pixels per output row.
         stride_h, stride_w, dilation_h, dilation_w, kw: the kernel's strides, dilations and width.
-        pad_top, pad_left: rows and columns of padding above and left of the band.
+        pad_top, pad_left: rows and columns of padding above and left of the band, as the run's
+            first tap sees them (negative: band rows or columns it skips).
         cw: ifmap words per pixel in the band.
         cblocks: channel words a tap reads (row-folds per tap).
     """
@@ -58,7 +59,8 @@ class ConvWindow:
         """Raise ``ModelError`` naming ``what`` and the field when a field does not fit its encoding."""
         for name, value in self.fields.items():
             width = FIELDS[name][1]
-            low, high = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if name == "origin" else (0, (1 << width) - 1)
+            signed = name in SIGNED_WINDOW_FIELDS
+            low, high = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
             if not low <= value <= high:
                 raise ModelError(f"{what}: the convolution window's {name} must be in {low} .. {high} (its "
                                  f"{width}-bit field), not {value}")
@@ -67,7 +69,8 @@ class ConvWindow:
         """The ``WINDOW`` command (fields checked: :meth:`check`)."""
         self.check(what)
         fields = dict(self.fields)
-        fields["origin"] &= (1 << FIELDS["origin"][1]) - 1
+        for name in SIGNED_WINDOW_FIELDS:
+            fields[name] &= (1 << FIELDS[name][1]) - 1
         return Command.make(Opcode.WINDOW, **fields)
 
     def read(self, fold: int, s: int) -> int | None:

@@ -8,7 +8,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from accel_dse.commands import FIELDS, WINDOW_FIELDS
+from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS
 from accel_dse.config import Dataflow
 
 from ._conv_addr import ADDR_BITS as WINDOW_ADDR_BITS
@@ -126,7 +126,7 @@ class Controller(wiring.Component):
                 "o_rd_addr": Out(self.o_addr_bits),
                 "o_add": Out(1),
                 "window": In(1),
-                **{name: In(signed(FIELDS[name][1]) if name == "origin" else FIELDS[name][1])
+                **{name: In(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
                    for name in WINDOW_FIELDS},
                 "x_win": Out(1),
                 "x_win_addr": Out(signed(WINDOW_ADDR_BITS)),

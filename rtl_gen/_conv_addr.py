@@ -26,7 +26,7 @@ from amaranth import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from accel_dse.commands import FIELDS, WINDOW_FIELDS
+from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS
 
 __all__ = ["ConvAddressGenerator", "ADDR_BITS", "COORD_BITS"]
 
@@ -41,7 +41,7 @@ class ConvAddressGenerator(wiring.Component):
     ``start``, ``latch``, ``advance``, ``wrap``, ``step``; outputs ``addr`` (signed) and ``pad``."""
 
     def __init__(self) -> None:
-        ports = {name: In(signed(FIELDS[name][1]) if name == "origin" else FIELDS[name][1])
+        ports = {name: In(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
                  for name in WINDOW_FIELDS}
         super().__init__({
             **ports, "start": In(1), "latch": In(1), "advance": In(1), "wrap": In(1), "step": In(1),

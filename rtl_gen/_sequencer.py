@@ -41,6 +41,7 @@ from accel_dse.commands import (
     ERROR_WINDOW,
     FIELDS,
     MAX_AXI_DATA_BYTES,
+    SIGNED_WINDOW_FIELDS,
     WINDOW_FIELDS,
     Buffer,
     Opcode,
@@ -122,7 +123,7 @@ class Sequencer(wiring.Component):
                 "start": Out(1), "m": Out(32), "k": Out(32), "n": Out(32), "accumulate": Out(1), "a_stride": Out(24),
                 "x_base": Out(32), "y_base": Out(32), "o_base": Out(32), "busy": In(1),
                 "window": Out(1), "window_error": In(1),
-                **{name: Out(signed(FIELDS[name][1]) if name == "origin" else FIELDS[name][1])
+                **{name: Out(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
                    for name in WINDOW_FIELDS},
             })),
         })

@@ -92,7 +92,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from accel_dse.commands import FIELDS, WINDOW_FIELDS, store_read_latency
+from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS, store_read_latency
 from accel_dse.config import ArrayConfig, Dataflow
 
 from ._array import SystolicArray
@@ -171,7 +171,7 @@ class Accelerator(wiring.Component):
                 "move_addr": In(lay.ifmap.addr_bits),
                 "host_overlap": In(1),
                 "window": In(1),
-                **{name: In(signed(FIELDS[name][1]) if name == "origin" else FIELDS[name][1])
+                **{name: In(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
                    for name in WINDOW_FIELDS},
                 "window_error": Out(1),
                 "start": In(1),

@@ -36,10 +36,11 @@ def operands(conv: Conv2d, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_conv(config: ArrayConfig, conv: Conv2d, *, seed: int = 0, requant: Requant | None = None,
-             edit: Any = None, **kwargs: Any) -> tuple[SocRun, np.ndarray, np.ndarray]:
-    """Compile one image of ``conv``, run it from DRAM; ``(run, output from DRAM, JAX reference)``.
-    ``edit(program) -> program`` changes the program before it runs (malformed programs)."""
-    prog = compile_conv(config, conv, requant=requant is not None, queue_depth=256)
+             edit: Any = None, tiling: Any = None, **kwargs: Any) -> tuple[SocRun, np.ndarray, np.ndarray]:
+    """Compile one image of ``conv`` (with ``tiling``, else the search's), run it from DRAM; ``(run,
+    output from DRAM, JAX reference)``. ``edit(program) -> program`` changes the program before it
+    runs (malformed programs)."""
+    prog = compile_conv(config, conv, requant=requant is not None, queue_depth=256, tiling=tiling)
     x, w = operands(conv, seed)
     tensors = {"a": pack_tensor(prog.tensors["a"], x[0].reshape(conv.h * conv.w, conv.c_in)),
                "b": pack_tensor(prog.tensors["b"], conv_weight_matrix(conv, prog, config.rows, w))}

@@ -17,6 +17,7 @@ from conv_testlib import run_conv
 from system_testlib import run_soc, small
 
 from accel_dse.commands import ERROR_OPCODE, ERROR_WINDOW, Command, Opcode
+from perf_model._conv_program import ConvTiling
 from rtl_gen import Fault
 from workloads.ops import Conv2d, Requant
 
@@ -50,6 +51,21 @@ def test_a_conv_from_nhwc_in_dram_is_bit_exact_in_the_walks_cycles(name):
     loads = sum(c["rows"] * c["words"] * 4 for c in run.program.commands
                 if c.opcode == Opcode.LOAD and c["buffer"] == 0)
     assert loads < conv.kh * conv.kw * conv.h * conv.w * 4 * -(-conv.c_in // 4) or conv.kh == 1
+
+
+@pytest.mark.parametrize("taps_t", [10, 2, 1])
+def test_tap_tiles_read_the_resident_band_with_shifted_pads(taps_t):
+    # 5 x 5 kernel: tiles of two kernel rows, of two taps of a row, of one tap; 2 channel blocks
+    conv = Conv2d(n=1, h=6, w=5, c_in=6, c_out=4, kh=5, kw=5, pad_h=2, pad_w=2, pad_w_hi=1)
+    tiling = ConvTiling("ok", "", rows_t=3, n_t=4, c_t=1, taps_t=taps_t, order="mn")
+    run, out, ref = run_conv(small("ws", True, rows=4, cols=4), conv, tiling=tiling)
+    assert run.error_code == 0
+    np.testing.assert_array_equal(out, ref)
+    assert run.total == run.model.total
+    windows = [c for c in run.program.commands if c.opcode == Opcode.WINDOW]
+    assert any(c["pad_top"] >= 1 << 7 for c in windows)  # a negative pad (two's complement): rows skipped
+    bands = [c for c in run.program.commands if c.opcode == Opcode.LOAD and c["buffer"] == 0]
+    assert len(bands) == 2 * 2  # per output-row tile and channel block, not per tap tile
 
 
 @pytest.mark.parametrize("double", [True, False])
