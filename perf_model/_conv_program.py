@@ -69,7 +69,8 @@ from perf_model._program import (
 from perf_model.program_timing import axi_data_bytes
 from workloads.ops import Conv2d
 
-__all__ = ["ConvTiling", "ConvProgram", "compile_conv", "conv_tiling", "conv_weight_matrix", "conv_served"]
+__all__ = ["ConvTiling", "ConvProgram", "compile_conv", "conv_tiling", "conv_weight_matrix", "conv_served",
+           "conv_path", "conv_estimate"]
 
 Tile = tuple[int, int, int, int, int, int, bool]
 Part = tuple[int, int, int, int, int, int]
@@ -168,8 +169,40 @@ def _room(config: ArrayConfig) -> tuple[int, int, int]:
     return tuple(d // 2 if config.double_buffered else d for d in depths)  # type: ignore[return-value]
 
 
+def _sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Of an ungrouped conv's tiling: band rows per output-row tile, output pixels per tile,
+    filters per filter tile, and ``K`` of the runs of one output tile (in order)."""
+    bands = [g.band(oy, min(oy + t.rows_t, g.out_h))[1] for oy in range(0, g.out_h, t.rows_t)]
+    pixels = [(min(oy + t.rows_t, g.out_h) - oy) * g.out_w for oy in range(0, g.out_h, t.rows_t)]
+    filters = [min(t.n_t, g.N - n0) for n0 in range(0, g.N, t.n_t)]
+    taps = [(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t.taps_t)]
+    ks = [tp * min(t.c_t, g.words - c0) * g.R for c0 in range(0, g.words, t.c_t) for tp in taps]
+    return bands, pixels, filters, ks
+
+
 def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
-    """DRAM bytes of tiling ``t``: each band, weight tile and output tile as the schedule moves them."""
+    """DRAM bytes of tiling ``t``: each band, weight tile and output tile as the schedule moves them
+    (closed form for an ungrouped conv, :func:`_walk_bytes` otherwise)."""
+    if g.conv.groups > 1:
+        return _walk_bytes(g, t, requant)
+    cfg, R, C = g.config, g.R, g.C
+    ib = cfg.input_bits // 8
+    out = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
+    bands, _, filters, ks = _sizes(g, t)
+    mt, nt, per_pair = len(bands), len(filters), len(ks)
+    blocks = -(-g.words // t.c_t)
+    band_once = sum(bands) * g.conv.w * g.words * R * ib
+    shared_a = blocks == 1 and (t.order == "mn" or mt == 1)  # consecutive output tiles keep the band
+    a = band_once * (1 if shared_a else nt)
+    cols = sum(-(-f // C) * C for f in filters)
+    b_once = g.taps * g.words * R * cols * ib
+    shared_b = per_pair == 1 and (t.order == "nm" or nt == 1)
+    b = b_once * (1 if shared_b else mt)
+    return a + b + g.M * cols * out
+
+
+def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
+    """DRAM bytes of tiling ``t``, run by run (any conv)."""
     R, C, cfg = g.R, g.C, g.config
     ib = cfg.input_bits // 8
     out = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
@@ -227,10 +260,10 @@ def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> 
                     continue
                 for order in ("mn", "nm"):
                     t = ConvTiling("ok", "", rows_t, n_t, c_t, taps_t, order)
-                    runs = sum(1 for _ in g.tiles(t))
-                    score = (_dram_bytes(g, t, requant), runs)
+                    t = dataclasses.replace(t, dram_bytes=_dram_bytes(g, t, requant))
+                    score = (_estimate(g, t), t.dram_bytes)
                     if best is None or score < best[0]:
-                        best = (score, dataclasses.replace(t, dram_bytes=score[0]))
+                        best = (score, t)
     if best is None:
         need = g.band_rows(1) * conv.w
         what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
@@ -327,6 +360,55 @@ def _place(b: _ConvBuilder, runs: list[Tile], room: tuple[int, int, int], half: 
             bases[name] = side[name] * half[i]
         out.append((bases, loads))
     return out
+
+
+def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:
+    """Cycles of one image on chip, estimated (for the choice of :func:`conv_path`, not a result):
+    the runs' ``run_cycles`` and the tiling's DRAM bytes at the design's rate, overlapped when
+    double buffered, in series when not."""
+    return _estimate(_Geometry(config, conv), tiling)
+
+
+def _estimate(g: _Geometry, t: ConvTiling) -> int:
+    """:func:`conv_estimate` (run cycles in closed form for an ungrouped conv)."""
+    from perf_model import timing
+    from perf_model.program_timing import dram_rate
+
+    config = g.config
+    if g.conv.groups > 1:
+        runs = np.array([(r[1] - r[0], r[3] - r[2], r[5] - r[4]) for r, _ in g.tiles(t)]).T
+        compute = int(timing.run_cycles(0, g.R, g.C, runs[0], runs[1], runs[2], config.shadow_stationary).sum())
+    else:
+        _, pixels, filters, ks = _sizes(g, t)
+        mm, kk, nn = np.meshgrid(pixels, ks, filters, indexing="ij")
+        compute = int(timing.run_cycles(0, g.R, g.C, mm, kk, nn, config.shadow_stationary).sum())
+    rate = dram_rate(config)
+    dma = t.dram_bytes / float(rate if rate is not None else axi_data_bytes(config))
+    return int(max(compute, dma) if config.double_buffered else compute + dma)
+
+
+def conv_path(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> tuple[str, str]:
+    """``("chip", "")`` when ``config`` runs ``conv`` with windows built on chip, else ``("host",
+    reason)``: the host builds the im2col ``A`` (a design that does not build windows, or one on
+    which the model scores the im2col GEMM faster than the on-chip estimate, :func:`conv_estimate`,
+    times the images: few input channels on many array rows, as in a network's first layer, or a
+    batch whose weights the im2col GEMM reads once and the per-image programs once an image). An on-chip conv that
+    does not fit is ``("infeasible", reason)`` (the reason names the op and the words it needs)."""
+    why = conv_served(config)
+    if why:
+        return "host", why
+    tiling = conv_tiling(config, conv, requant=requant)
+    if not tiling.feasible:
+        return "infeasible", tiling.reason
+    from perf_model._scalar import evaluate_op
+
+    host = evaluate_op(config, conv)  # all images in one GEMM: the weights are read once for the batch
+    chip = conv_estimate(config, conv, tiling) * conv.n  # one program an image
+    if host.status == "ok" and host.total_cycles < chip:
+        return "host", (f"{conv.name or 'conv'}: the host's im2col GEMM takes {host.total_cycles:,.0f} cycles, "
+                        f"windows on chip about {chip:,} ({conv.c_in} input channels on {config.rows} rows, "
+                        f"{conv.n} image(s) each reading the weights)")
+    return "chip", ""
 
 
 def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, queue_depth: int = QUEUE_DEPTH,
