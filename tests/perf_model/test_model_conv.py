@@ -29,7 +29,8 @@ def _random(rng: random.Random) -> tuple[ArrayConfig, Conv2d]:
     groups = rng.choice([1, 1, 2, 3])
     dil = rng.choice([1, 2])
     conv = Conv2d(n=1, h=rng.randint(dil * (kh - 1) + 1, 12), w=rng.randint(kw, 12), c_in=groups * rng.randint(1, 7),
-                  c_out=groups * rng.randint(1, 6), kh=kh, kw=kw, stride_h=rng.randint(1, 2), stride_w=rng.randint(1, 3),
+                  c_out=groups * rng.randint(1, 6), kh=kh, kw=kw, stride_h=rng.randint(1, 2),
+                  stride_w=rng.randint(1, 3),
                   pad_h=rng.randint(0, kh // 2), pad_w=rng.randint(0, kw // 2), pad_w_hi=rng.randint(0, kw // 2),
                   dilation_h=dil, groups=groups)
     config = ArrayConfig(rows=rng.choice([2, 4, 8]), cols=rng.choice([2, 4]), dataflow="ws", ifmap_sram_kib=1,
@@ -69,7 +70,8 @@ def test_the_closed_form_bytes_equal_the_run_by_run_count():
         config, conv = _random(rng)
         g = _Geometry(config, conv)
         t = ConvTiling("ok", "", rng.choice(_levels(g.out_h)), rng.choice(_levels(g.N, min(g.C, g.N))),
-                       rng.choice(_levels(g.words)), rng.choice(_tap_levels(conv.kh, conv.kw)), rng.choice(["mn", "nm"]))
+                       rng.choice(_levels(g.words)), rng.choice(_tap_levels(conv.kh, conv.kw)),
+                       rng.choice(["mn", "nm"]))
         for requant in (False, True):
             assert _dram_bytes(g, t, requant) == _walk_bytes(g, t, requant), (conv, t)
 
