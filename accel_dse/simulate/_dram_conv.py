@@ -21,13 +21,23 @@ from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, progr
 __all__ = ["on_chip_conv", "conv_instances"]
 
 
-def on_chip_conv(design: ArrayConfig, op: Any, chained: bool) -> bool:
-    """Whether ``simulate`` runs ``op`` as a conv on chip: a ``Conv2d`` on a design that builds
-    windows (weight stationary), outside a chained network (its links are GEMM-shaped)."""
-    from perf_model._conv_program import conv_served
+def on_chip_conv(design: ArrayConfig, name: str, op: Any, chained: bool) -> str:
+    """How ``simulate`` runs ``op``: ``""`` (not a conv, or in a chained network, whose links are
+    GEMM-shaped: as today), ``"chip"`` (windows built on chip) or the reason the host builds the
+    im2col ``A`` (``perf_model._conv_program.conv_path``, the model's choice).
+
+    Raises:
+        SimulationError: the conv does not fit on chip (the reason names the op and its words).
+    """
+    from perf_model._conv_program import conv_path
     from workloads.ops import Conv2d
 
-    return isinstance(op, Conv2d) and not chained and not conv_served(design)
+    if not isinstance(op, Conv2d) or chained:
+        return ""
+    path, why = conv_path(design, op, requant=op.requant is not None)
+    if path == "infeasible":
+        raise SimulationError(f"op {name!r}: design {design.short_name()} cannot run the conv on chip: {why}")
+    return "chip" if path == "chip" else why
 
 
 def conv_instances(design: ArrayConfig, name: str, op: Any, seed: int, scale: float, latency: int

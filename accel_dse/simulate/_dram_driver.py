@@ -107,8 +107,12 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     gemms = [workloads.Gemm(m=max(1, math.ceil(f.m * scale)), k=f.k, n=f.n, name=f.name)  # one instance, M scaled
              for f in fulls]
     chain_programs, plan = _chain_programs(design, gemms) if chained and reuse else (None, None)
+    host_convs: list[str] = []
     for index, (name, op, _count) in enumerate(selected):
-        if on_chip_conv(design, op, chained):
+        path = on_chip_conv(design, name, op, chained)
+        if path and path != "chip":
+            host_convs.append(path)
+        if path == "chip":
             program, timing, expected, dram, gemm = conv_instances(design, name, op, seed, scale, DRAM_LATENCY)
             instances = []
             for instance, image in enumerate(dram):
@@ -159,7 +163,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                             timing.compute, timing.total, timing.stall, len(program.runs),
                             design.acc_bits if rq is None else design.input_bits,
                             kept_on_chip=c_on_chip))
-    meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta}
+    meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta,
+            "host_convs": host_convs}
     return jobs, DramProgram(meta, images)
 
 
@@ -230,12 +235,13 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse)
     kept = sum(j.kept_on_chip for j in jobs)
     convs = sum(j.conv for j in jobs)
-    from perf_model._conv_program import conv_served
     from workloads.ops import Conv2d
 
-    if len(jobs) > convs and any(isinstance(op, Conv2d) for _, op, _ in selected):
-        why = conv_served(design) or "a chained network's links are GEMM-shaped"
+    for why in program.meta.get("host_convs", []):
         notes.append(f"conv windows built by the host (im2col A through DRAM): {why}")
+    if chained and any(isinstance(op, Conv2d) for _, op, _ in selected):
+        notes.append("conv windows built by the host (im2col A through DRAM): a chained network's links are "
+                     "GEMM-shaped")
     if convs:
         notes.append(f"{convs} conv op(s) run from NHWC activations in DRAM, kernel windows built on chip "
                      "(one program per image; M is not scaled)")
