@@ -285,10 +285,11 @@ class _ConvBuilder(_Builder):
     """The GEMM compiler's builder with the A side as bands and each RUN behind its WINDOW."""
 
     def __init__(self, g: _Geometry, tensors: dict[str, TensorLayout], W: int, parts: dict[Tile, Part],
-                 name: str) -> None:
+                 name: str, queue_depth: int) -> None:
         super().__init__(g.config, tensors, {"a": g.R, "b": g.C, "c": g.C}, W, (g.M, 0, g.N))
-        self.g, self.parts, self.name = g, parts, name
+        self.g, self.parts, self.name, self.queue_depth = g, parts, name, queue_depth
         self.window: ConvWindow | None = None
+        self.window_load = -1  # the queue-load of the last WINDOW
 
     def _band(self, tile: tuple[int, ...]) -> tuple[int, int, int, Part]:
         """``(first input row, rows, pad_top, part)`` of the band a run reads."""
@@ -320,16 +321,17 @@ class _ConvBuilder(_Builder):
                             word_step=1, **fields)
 
     def run(self, tile: tuple[int, ...], bases: dict[str, int], *, wait_dma: bool = True) -> Command:
-        """The RUN of ``tile`` with ``window``; its WINDOW goes first when it differs from the last one."""
+        """The RUN of ``tile`` with ``window``; its WINDOW goes first when it differs from the last one
+        or the RUN starts a new queue-load (the window registers are cleared at each START)."""
         _, rows, pad_top, (c0, c1, ky0, _, kx0, kx1) = self._band(tile)
         cv = self.g.conv
         window = ConvWindow(in_w=cv.w, in_h=rows, out_w=self.g.out_w, stride_h=cv.stride_h, stride_w=cv.stride_w,
                             dilation_h=cv.dilation_h, dilation_w=cv.dilation_w, kw=kx1 - kx0,
                             pad_top=pad_top - ky0 * cv.dilation_h, pad_left=cv.pad_w - kx0 * cv.dilation_w,
                             cw=c1 - c0, cblocks=c1 - c0)
-        if window != self.window:
+        while window != self.window or len(self.out) // self.queue_depth != self.window_load:
+            self.window, self.window_load = window, len(self.out) // self.queue_depth
             self.add(window.command(what=self.name))
-            self.window = window
         m0, m1, k0, k1, n0, n1, acc = tile
         return Command.make(Opcode.RUN, wait_dma=wait_dma, m=m1 - m0, k=k1 - k0, n=n1 - n0, accumulate=int(acc),
                             x_base=bases["a"], y_base=bases["b"], o_base=bases["c"], window=1)
@@ -449,7 +451,10 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
         tensors["q"] = TensorLayout("q", base, 1, _align(g.N, g.C), 16, False, (1, g.N))
         base = _align(base + tensors["q"].nbytes, PAGE)
     what = conv.name or "conv"
-    b = _ConvBuilder(g, tensors, W, parts, what)
+    if queue_depth < 1 or queue_depth % queue_entry_commands(W):
+        raise ModelError(f"queue_depth must be a positive multiple of {queue_entry_commands(W)} commands, "
+                         f"not {queue_depth}")
+    b = _ConvBuilder(g, tensors, W, parts, what, queue_depth)
     if requant:
         qt = tensors["q"]
         b.add(Command.make(Opcode.LOAD, buffer=Buffer.QPARAM, dram_addr=qt.base, dram_stride=qt.pitch, rows=1,
@@ -458,9 +463,6 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     half = tuple(r if config.double_buffered else 0 for r in room)
     placed = _place(b, runs, room, half)  # type: ignore[arg-type]
     (_double if config.double_buffered else _single)(b, runs, placed, requant)  # type: ignore[arg-type]
-    if queue_depth < 1 or queue_depth % queue_entry_commands(W):
-        raise ModelError(f"queue_depth must be a positive multiple of {queue_entry_commands(W)} commands, "
-                         f"not {queue_depth}")
     total = len(b.out)
     chunks = tuple((i, min(i + queue_depth, total)) for i in range(0, total, queue_depth))
     return ConvProgram(tuple(b.out), tensors, 0, base, W, requant, tuple(runs), chunks, tiling,

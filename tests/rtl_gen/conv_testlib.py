@@ -36,11 +36,12 @@ def operands(conv: Conv2d, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_conv(config: ArrayConfig, conv: Conv2d, *, seed: int = 0, requant: Requant | None = None,
-             edit: Any = None, tiling: Any = None, **kwargs: Any) -> tuple[SocRun, np.ndarray, np.ndarray]:
+             edit: Any = None, tiling: Any = None, queue_depth: int = 256,
+             **kwargs: Any) -> tuple[SocRun, np.ndarray, np.ndarray]:
     """Compile one image of ``conv`` (with ``tiling``, else the search's), run it from DRAM; ``(run,
     output from DRAM, JAX reference)``. ``edit(program) -> program`` changes the program before it
     runs (malformed programs)."""
-    prog = compile_conv(config, conv, requant=requant is not None, queue_depth=256, tiling=tiling)
+    prog = compile_conv(config, conv, requant=requant is not None, queue_depth=queue_depth, tiling=tiling)
     x, w = operands(conv, seed)
     tensors = {"a": pack_tensor(prog.tensors["a"], x[0].reshape(conv.h * conv.w, conv.c_in)),
                "b": pack_tensor(prog.tensors["b"], conv_weight_matrix(conv, prog, config.rows, w))}
@@ -50,7 +51,7 @@ def run_conv(config: ArrayConfig, conv: Conv2d, *, seed: int = 0, requant: Requa
         prog = edit(prog)
     image = program_image(prog, tensors)
     image = np.concatenate([image, np.zeros(-len(image) % prog.data_bytes, np.uint8)])
-    run = run_image(config, prog, image, **kwargs)
+    run = run_image(config, prog, image, queue_depth=queue_depth, **kwargs)
     c = prog.tensors["c"]
     out = unpack_tensor(c, run.dram[c.base:]).reshape(1, conv.out_h, conv.out_w, conv.c_out)
     return run, out, conv_reference(conv, x, w, requant)

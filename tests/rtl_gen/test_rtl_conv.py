@@ -69,6 +69,21 @@ def test_tap_tiles_read_the_resident_band_with_shifted_pads(taps_t):
 
 
 @pytest.mark.parametrize("double", [True, False])
+def test_a_conv_over_several_queue_loads_sets_its_window_again_in_each(double):
+    conv = Conv2d(n=1, h=3, w=3, c_in=8, c_out=4, kh=3, kw=3, pad_h=1, pad_w=1)
+    tiling = ConvTiling("ok", "", rows_t=3, n_t=4, c_t=1, taps_t=1, order="mn")  # 18 runs, one window each
+    run, out, ref = run_conv(small("ws", double, rows=4, cols=4), conv, tiling=tiling, queue_depth=8)
+    assert len(run.program.chunks) > 3
+    assert run.error_code == 0
+    np.testing.assert_array_equal(out, ref)
+    assert run.total == run.model.total
+    for first, end in run.program.chunks:  # every queue-load sets the window before its first window run
+        ops = [c.opcode for c in run.program.commands[first:end]]
+        if Opcode.RUN in ops:
+            assert Opcode.WINDOW in ops[:ops.index(Opcode.RUN)]
+
+
+@pytest.mark.parametrize("double", [True, False])
 def test_a_requantised_conv_writes_the_output_stage_codes(double):
     conv = Conv2d(n=1, h=6, w=5, c_in=5, c_out=6, kh=3, kw=3, pad_h=1, pad_w=1, stride_w=2, pad_w_hi=0)
     rq = Requant(multiplier=tuple((1 << 30) + (i << 26) for i in range(6)), shift=(9,), bias=(3,), zero_point=2,
