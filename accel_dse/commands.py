@@ -65,7 +65,7 @@ one), its pads then shifted by the first tap's offset (negative when the tile sk
 columns). The compiler sets
 ``origin = -(pad_top * in_w + pad_left) * cw``, ``px_step = stride_w * cw``, ``row_step_w =
 stride_h * in_w * cw``, ``kx_step = dilation_w * cw`` and ``ky_step = dilation_h * in_w * cw``
-(``perf_model._conv_window``). A word address outside the ifmap stops the program with
+(``perf_model.compiler.conv_window``). A word address outside the ifmap stops the program with
 ``ERROR_WINDOW`` (the word is not read), as does a ``WINDOW`` with a zero stride, dilation,
 ``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w``.
 
@@ -101,7 +101,7 @@ MAX_AXI_DATA_BYTES = 128
 QPARAM_LANE_BYTES = 16
 #: Commands the on-chip command queue holds (16 KiB of SRAM).
 QUEUE_DEPTH = 512
-#: Register stages of the output stage (``rtl_gen._output_stage``): a requantised word leaves
+#: Register stages of the output stage (``rtl_gen.core.output_stage``): a requantised word leaves
 #: it this many cycles after its ofmap word enters. The timing contract of both the RTL and the model.
 OUTPUT_STAGE_LATENCY = 6
 

@@ -2,11 +2,11 @@
 
 Model (default): each workload on each design, before (every conv as the host's im2col GEMM,
 ``perf_model.evaluate`` without on-chip reuse) and after (each conv the design runs on chip,
-``perf_model._conv_program.conv_path``, as its ``compile_conv`` program, one per image, timed by the
+``perf_model.compiler.conv.conv_path``, as its ``compile_conv`` program, one per image, timed by the
 program walk ``gemm_program_cycles`` and its DRAM bytes counted from the program's transfers; the
 other ops as before). Utilisation: MACs over total cycles times the array's PEs.
 
-``--area``: the convolution address generator synthesised with Yosys (``rtl_gen._conv_addr``) and
+``--area``: the convolution address generator synthesised with Yosys (``rtl_gen.core.conv_addr``) and
 the core's window range check, against ``edge``'s logic (``rtl_gen.synth_stats``, SRAM excluded).
 
 ``--sim``: simulator speed: one conv of ``resnet18:res=32`` from DRAM on ``tiny`` (``accel-dse
@@ -31,7 +31,7 @@ import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes  # noqa: E402
 from accel_dse.designs import load_design  # noqa: E402
-from perf_model._conv_program import compile_conv, conv_path  # noqa: E402
+from perf_model.compiler.conv import compile_conv, conv_path  # noqa: E402
 from workloads.ops import Conv2d  # noqa: E402
 
 CASES = (("edge", "resnet18"), ("tpu-v1", "resnet18:batch=8"), ("edge", "mobilenet_v2"), ("tpu-v1", "mobilenet_v2"),
@@ -97,8 +97,8 @@ def area() -> None:
     from amaranth.lib.wiring import In, Out
 
     import rtl_gen
-    from rtl_gen._conv_addr import ConvAddressGenerator
-    from rtl_gen._synth import synth_component
+    from rtl_gen.core.conv_addr import ConvAddressGenerator
+    from rtl_gen.tools.synth import synth_component
 
     class RangeCheck(wiring.Component):
         """The core's window check: base + word, outside [0, depth)."""

@@ -19,8 +19,8 @@ Stages and points: the PE cells (WS, also used by IS; OS) over ``input_bits x ac
 the controller per dataflow over array sizes and shadow settings, one output-stage lane
 (``out_bits = input_bits``) over ``input_bits x acc_bits``, its deepest register stage, all with
 the same script. Printed: every point's depth (FO4 and gate levels), the fits of
-``perf_model._fmax`` against them with their errors, and the PE's f_max per node. ``--write``
-stores the points and fits in ``perf_model/_fmax_fit.py`` (which the model loads). Exit status
+``perf_model.physical.fmax`` against them with their errors, and the PE's f_max per node. ``--write``
+stores the points and fits in ``perf_model/physical/fmax_fit.py`` (which the model loads). Exit status
 1 when a PE point of the fit is more than :data:`TARGET` off, or an output-stage point more
 than :data:`OUTPUT_TARGET`.
 
@@ -206,10 +206,10 @@ def _rows(points: list[tuple[Any, ...]]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write perf_model/_fmax_fit.py")
+    parser.add_argument("--write", action="store_true", help="write perf_model/physical/fmax_fit.py")
     parser.add_argument("--quick", action="store_true", help="PEs only (never written)")
     args = parser.parse_args()
-    import perf_model._fmax as fmax
+    import perf_model.physical.fmax as fmax
 
     pe_points = []
     for cell, (ib, ab) in itertools.product(("ws", "os"), PE_GRID):
@@ -275,7 +275,7 @@ def main() -> int:
             pe_error=", ".join(f"{c} {e:.1%}" for c, e in pe_err.items()), os_error=f"{os_err:.1%}",
             pe=repr(pe_fit), ostage=repr(os_fit), ctrl=repr(ctrl), pe_max=repr(pe_err), os_max=repr(os_err),
             pe_points=_rows(pe_points), os_points=_rows(os_points), ctrl_points=_rows(ctrl_points))
-        path = REPO / "perf_model" / "_fmax_fit.py"
+        path = REPO / "perf_model" / "physical" / "fmax_fit.py"
         path.write_text(text, "utf-8")
         print(f"wrote {path.relative_to(REPO)}")
     return 0 if ok else 1

@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """How one per-lane buffer bank of the accelerator maps onto ECP5 memory (Yosys ``synth_ecp5``).
 
-Each bank in ``rtl_gen._top`` is an Amaranth ``Memory`` of ``depth`` words of one lane
+Each bank in ``rtl_gen.core.accelerator`` is an Amaranth ``Memory`` of ``depth`` words of one lane
 (8-bit operands, 32-bit ofmap partial sums) with one write port and one synchronous read
 port with enable. This synthesises exactly that shape alone for a grid of depths and prints
 the cells Yosys maps it to (DP16KD block RAM, TRELLIS_DPR16X4 LUT RAM, flip-flops) and the
@@ -19,7 +19,7 @@ from amaranth.back import verilog
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen._fpga import fpga_cells
+from rtl_gen.tools.fpga import fpga_cells
 
 EBR_BITS = 18 * 1024
 

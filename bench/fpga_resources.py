@@ -10,7 +10,7 @@ record; without it nothing is placed and routed.
 
 Printed: the resource model's fitted terms (fixed and per buffer lane, least squares on all
 designs) and its error per design, fitted and leave-one-out; then the Fmax model's path fits
-(``perf_model._fpga_fmax``: delay = base + per step * sqrt(PEs), output-stage path from the
+(``perf_model.fpga.fmax``: delay = base + per step * sqrt(PEs), output-stage path from the
 designs above, PE MAC path from the ``pe_paths`` points measured before the output stage
 existed) and its error per design, fitted and leave-one-out.
 

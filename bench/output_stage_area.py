@@ -10,7 +10,7 @@ for ``input_bits`` 8, 16 and ``acc_bits`` 16..64. The model of one lane at 45 nm
 saturation of accumulators wider than 32 bits grows with them; the zero-point add, the clamps
 and the parameters registered along the pipeline with ``ib``), fitted by least squares. Printed:
 Yosys area, flops, transistors, the fit and its error per point. ``--write`` stores the fit in
-``perf_model/_output_stage_fit.py``. Exit status 1 when a point is more than 10% off.
+``perf_model/physical/output_stage_fit.py``. Exit status 1 when a point is more than 10% off.
 
 Usage: ``.venv/bin/python bench/output_stage_area.py [--write]``
 """
@@ -41,7 +41,7 @@ def features(ib: int, ab: int) -> list[float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="write perf_model/_output_stage_fit.py")
+    parser.add_argument("--write", action="store_true", help="write perf_model/physical/output_stage_fit.py")
     args = parser.parse_args()
     from amaranth.back import verilog
 
@@ -85,8 +85,8 @@ MAX_ERROR = {np.abs(errors).max():.4f}
 #: Measured points ``(input_bits, acc_bits, yosys_area_um2, transistors, flops)``.
 POINTS = [
 ''' + "".join(f"    ({ib}, {ab}, {area:.3f}, {tr}, {fl}),\n" for ib, ab, area, tr, fl in points) + "]\n"
-        (REPO / "perf_model" / "_output_stage_fit.py").write_text(body, "utf-8")
-        print("wrote perf_model/_output_stage_fit.py")
+        (REPO / "perf_model" / "physical" / "output_stage_fit.py").write_text(body, "utf-8")
+        print("wrote perf_model/physical/output_stage_fit.py")
     return 1 if np.abs(errors).max() > TARGET else 0
 
 

@@ -3,7 +3,7 @@
 Model (default): every workload on every design, ``perf_model.evaluate`` with ``reuse`` on and
 off: DRAM bytes, utilisation, total cycles, and how many of the workload's links stay on chip
 (an op's output is the next op's ``A`` as is: ``Op.a_from_previous``, which the tracer sets;
-the design must be WS with ``rows == cols`` and hold both regions, ``perf_model._reuse``).
+the design must be WS with ``rows == cols`` and hold both regions, ``perf_model.evaluator.reuse_links``).
 
 ``--rtl``: the chained network of ``--rtl-workload`` simulated from DRAM (``accel-dse simulate``'s
 path, Verilator) on ``--rtl-design`` with an ifmap of ``--rtl-ifmap-kib``, reuse on and off: RTL

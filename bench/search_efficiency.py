@@ -17,7 +17,7 @@ loop sampler runs from several seeds and the script prints, as the median over t
 ``optuna-gp`` is Optuna's own ``GPSampler`` (constrained log-EI over a Matern-5/2 GP; it needs
 torch, which accel-dse does not depend on: ``pip install torch`` into the venv), so that the
 case for ``bo`` is measured rather than assumed. It runs through the sweep's own objective and
-trial loop, wrapped in the same :class:`~accel_dse.search._distinct.DistinctSampler` as TPE (a
+trial loop, wrapped in the same :class:`~accel_dse.search.samplers.distinct.DistinctSampler` as TPE (a
 repeat moves to an unseen neighbour), reads the same relative constraint excesses from the
 trials, and is capped at :data:`GP_TRIALS` trials (it refits and optimises its acquisition
 every trial too). Without torch its row says so with the import error.
@@ -76,10 +76,10 @@ from accel_dse.search import (  # noqa: E402
     parse_space,
     run_sweep,
 )
-from accel_dse.search._distinct import DistinctSampler  # noqa: E402
-from accel_dse.search._loop import run_trials  # noqa: E402
-from accel_dse.search._objective import SweepObjective, TrialFailed  # noqa: E402
-from accel_dse.search._study import open_study  # noqa: E402
+from accel_dse.search.samplers.distinct import DistinctSampler  # noqa: E402
+from accel_dse.search.scoring.objective import SweepObjective, TrialFailed  # noqa: E402
+from accel_dse.search.study.loop import run_trials  # noqa: E402
+from accel_dse.search.study.study import open_study  # noqa: E402
 
 SPACE = {
     "name": "bench-78k",

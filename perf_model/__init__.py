@@ -24,35 +24,53 @@ reads the contract's constants (and checks its formula) at run time.
 How the rest is modelled, module by module:
 
 * tiling and loop order, DRAM-minimal and spill-free (partial sums stay in the ofmap buffer):
-  :mod:`perf_model._tiling`; a design whose buffers cannot hold the smallest tile is infeasible
+  :mod:`perf_model.evaluator.tiling`; a design whose buffers cannot hold the smallest tile is infeasible
   (a result with a reason naming the buffer and the tile);
 * DRAM/SRAM bytes, stalls from ``dram_bytes_per_cycle`` (per-tile roofline with double
-  buffering, serial without): :mod:`perf_model._schedule`; outputs leave at ``acc_bits``, or at
+  buffering, serial without): :mod:`perf_model.evaluator.schedule`; outputs leave at ``acc_bits``, or at
   ``input_bits`` through the output stage when the op is requantised (``op.requant``; the ofmap
-  buffer still accumulates at ``acc_bits``); its energy and area: :mod:`perf_model._output_stage`;
+  buffer still accumulates at ``acc_bits``); its energy and area: :mod:`perf_model.physical.output_stage`;
 * an op whose reduction can overflow the accumulator (``K * 4**(b-1) > 2**(a-1) - 1``, exact)
   has status ``overflow`` (a reason naming the op, K and ``acc_bits``), like an infeasible one;
 * energy per access with sources (Horowitz ISSCC 2014) and scaling to ``tech_nm``:
-  :mod:`perf_model._energy`;
+  :mod:`perf_model.physical.energy`;
 * area: a dataflow-aware PE (each cell's registers and selects as ``rtl_gen`` builds them,
   multiplier, adder and accumulator-extension terms per cell), calibrated to Yosys by default
   (:data:`CALIBRATED_AREA`; the Horowitz-derived prior is :data:`HOROWITZ_AREA`), with sources
   and the calibration hook (:func:`calibrate_pe_area`, :func:`set_area_coefficients`):
-  :mod:`perf_model._area`;
+  :mod:`perf_model.physical.area`;
 * the clock the logic reaches: per pipeline stage (PE multiply-accumulate, controller, SRAM
   access) a critical-path depth in FO4 from our RTL synthesised with Yosys/ABC, times the
   node's FO4 delay; a design whose ``clock_mhz`` exceeds its ``f_max`` is infeasible with a
-  reason naming both: :mod:`perf_model._fmax` (calibration points in ``_fmax_fit``);
+  reason naming both: :mod:`perf_model.physical.fmax` (calibration points in ``fmax_fit``);
 * supply voltage and leakage: the lowest supply that meets the clock on an alpha-power
   voltage-frequency curve per node, dynamic energy times ``(V / V_nom)^2``, leakage power per
-  mm^2 per node (on by default) times the runtime: :mod:`perf_model._technology`;
+  mm^2 per node (on by default) times the runtime: :mod:`perf_model.physical.technology`;
 * the memory part a design names (``dram``): bandwidth ``min(dram_bytes_per_cycle, GB/s /
-  clock)`` and its pJ/bit: :mod:`perf_model._memory`.
+  clock)`` and its pJ/bit: :mod:`perf_model._memory_parts`.
 """
 
 from __future__ import annotations
 
-from perf_model._area import (
+from perf_model._memory_parts import effective_dram_bytes_per_cycle
+from perf_model.arrays.designs import DesignArrays
+from perf_model.compiler.plan import TilePlan, plan_tiles
+from perf_model.compiler.program import GemmProgram, TensorLayout, compile_gemm
+from perf_model.evaluator.design_table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
+from perf_model.evaluator.one_design import OpResult, WorkloadResult, evaluate, evaluate_op
+from perf_model.fpga.fmax import ECP5_FMAX_FIT, FmaxFit, fpga_fmax_arrays, fpga_fmax_mhz, fpga_path_arrays
+from perf_model.fpga.metrics import fpga_device, fpga_metrics
+from perf_model.fpga.resources import (
+    ECP5_DEVICES,
+    ECP5_FIT,
+    FPGA_DEVICES,
+    FpgaFit,
+    bank_ebrs,
+    fpga_resource_arrays,
+    fpga_resources,
+    pe_resources,
+)
+from perf_model.physical.area import (
     CALIBRATED_AREA,
     HOROWITZ_AREA,
     AreaCoefficients,
@@ -64,28 +82,10 @@ from perf_model._area import (
     memory_system_um2,
     set_area_coefficients,
 )
-from perf_model._designs import DesignArrays
-from perf_model._energy import DEFAULT_ENERGY, EnergyTable, tech_energy_scale
-from perf_model._fmax import STAGES as TIMING_STAGES
-from perf_model._fmax import design_fmax
-from perf_model._fpga_fmax import ECP5_FMAX_FIT, FmaxFit, fpga_fmax_arrays, fpga_fmax_mhz, fpga_path_arrays
-from perf_model._fpga_resources import (
-    ECP5_DEVICES,
-    ECP5_FIT,
-    FPGA_DEVICES,
-    FpgaFit,
-    bank_ebrs,
-    fpga_resource_arrays,
-    fpga_resources,
-    pe_resources,
-)
-from perf_model._fpga_target import fpga_device, fpga_metrics
-from perf_model._memory import effective_dram_bytes_per_cycle
-from perf_model._plan import TilePlan, plan_tiles
-from perf_model._program import GemmProgram, TensorLayout, compile_gemm
-from perf_model._scalar import OpResult, WorkloadResult, evaluate, evaluate_op
-from perf_model._table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
-from perf_model._technology import fo4_ps, supply_voltage
+from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable, tech_energy_scale
+from perf_model.physical.fmax import STAGES as TIMING_STAGES
+from perf_model.physical.fmax import design_fmax
+from perf_model.physical.technology import fo4_ps, supply_voltage
 from perf_model.program_timing import (
     ProgramTiming,
     axi_data_bytes,

@@ -1,6 +1,6 @@
 """The DMA timing contract: cycles of one transfer between DRAM and a buffer.
 
-What ``rtl_gen._dma`` does against the DRAM model of ``rtl_gen._dram_model`` (latency ``L``:
+What ``rtl_gen.soc.dma`` does against the DRAM model of ``rtl_gen.soc.dram_model`` (latency ``L``:
 an AR or last W beat in cycle ``t`` is answered in cycle ``t + L + 1`` at the earliest, one
 beat per cycle, in order). Cycles are counted like a run's: ``start`` sampled at edge ``E0``,
 ``busy`` low after edge ``E_n``; the functions return ``n``. Cycle ``c`` is the one between

@@ -1,4 +1,4 @@
-"""Total cycles of a command program: the sequencer's contract (``rtl_gen._sequencer``), walked.
+"""Total cycles of a command program: the sequencer's contract (``rtl_gen.soc.sequencer``), walked.
 
 Cycle ``c`` lies between edges ``E_{c-1}`` and ``E_c``; the program is started at ``E0``. The
 fetch is a DMA load of the program (``len`` words of ``32 / W`` beats, or ``ceil(len * 32 / W)``
@@ -13,7 +13,7 @@ next command is decoded two cycles after an issue. After the last command the pr
 the first cycle ``T`` in which both units are idle; the RTL's counters read ``total = T``,
 ``compute`` = the sum of the runs' ``n``, ``stall = T - compute``.
 
-The DRAM side is the model of ``rtl_gen._dram_model`` with its latency; bandwidth is one beat of
+The DRAM side is the model of ``rtl_gen.soc.dram_model`` with its latency; bandwidth is one beat of
 the AXI data width per cycle, or, with ``rate`` (the model's ``rate`` setting, :func:`dram_rate`
 of the design), the paced beats of :class:`perf_model.dma_timing.Pace`: one credit shared by
 every transfer of a queue-load, full when it starts (the host's register writes between two
@@ -30,7 +30,7 @@ from accel_dse import commands as cmd_encoding
 from accel_dse.commands import COMMAND_BYTES, Command, Opcode
 from accel_dse.config import ArrayConfig
 from perf_model import dma_timing, timing
-from perf_model._memory import effective_dram_bytes_per_cycle
+from perf_model._memory_parts import effective_dram_bytes_per_cycle
 
 __all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats", "dram_rate",
            "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
@@ -41,7 +41,7 @@ DEFAULT_DRAM_LATENCY = 20
 FETCH_DECODE_CYCLES = 3
 #: Cycles from one issue to the next decode.
 ISSUE_CYCLES = 2
-#: Bursts each DMA engine keeps in flight (``rtl_gen._system.OUTSTANDING``; a test holds them equal).
+#: Bursts each DMA engine keeps in flight (``rtl_gen.soc.system.OUTSTANDING``; a test holds them equal).
 OUTSTANDING = 8
 
 
@@ -99,7 +99,7 @@ def word_beats(config: ArrayConfig) -> dict[str, int]:
 
 
 def dram_rate(config: ArrayConfig) -> Fraction | None:
-    """The DRAM pacing of ``config``: its sustained bytes a cycle (``perf_model._memory``) as a
+    """The DRAM pacing of ``config``: its sustained bytes a cycle (``perf_model._memory_parts``) as a
     fraction of denominator at most :data:`RATE_DENOMINATOR`, or ``None`` when that is at least
     the bus width (one beat a cycle)."""
     rate = float(effective_dram_bytes_per_cycle(config.dram_bytes_per_cycle, config.dram, config.clock_mhz))

@@ -76,7 +76,7 @@ with word addresses and lanes (``mf = m // R`` etc.: the fold of the row/column 
     OS  ifmap  mf*K + k: A[mf*R:+R, k]   weight  nf*K + k: B[k, nf*C:+C]   ofmap  nf*M + m: C[m, nf*C:+C]
     IS  ifmap  mf*K + k: A[mf*C:+C, k]   weight  kf*N + n: B[kf*R:+R, n]   ofmap  mf*N + n: C[mf*C:+C, n]
 
-(lane ``i`` at bits ``[i*bits, (i+1)*bits)``; the ``rtl_gen._top`` docstring has the port map).
+(lane ``i`` at bits ``[i*bits, (i+1)*bits)``; the ``rtl_gen.core.accelerator`` docstring has the port map).
 A buffer of ``kib`` KiB with ``e``-element words of ``b`` bits holds
 ``floor(kib * 8192 / (e * b))`` words. All functions take scalars or numpy arrays (broadcast).
 """

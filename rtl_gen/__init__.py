@@ -7,7 +7,7 @@ Public surface: the components (:class:`PE`, :class:`PERow`, :class:`PEBlock`, :
 model, :class:`SimSystem`), the test-only
 :class:`Fault`, the buffer geometry (:func:`buffer_layout`), the control-register map
 (:data:`CONTROL_REGMAP`, rendered by :func:`c_header` and :func:`markdown_table`), the port map (:data:`PORT_MAP`,
-the docstring of ``rtl_gen._top``), Verilog export (:func:`to_verilog`, :func:`write_verilog`,
+the docstring of ``rtl_gen.core.accelerator``), Verilog export (:func:`to_verilog`, :func:`write_verilog`,
 :func:`system_verilog`),
 lint (:func:`lint_verilog`, :data:`LINT_WAIVERS`), synthesis figures (:func:`synth_stats`)
 and the FPGA flow (:func:`fpga_report`, :data:`FAMILIES`).
@@ -17,17 +17,17 @@ the memory system ``perf_model.dma_timing`` and ``perf_model.program_timing``.
 
 from __future__ import annotations
 
-from ._array import Blackbox, PEBlock, PERow, SystolicArray
-from ._controller import A_STRIDE_BITS, Controller, mapped_dims
-from ._csr import AXIL_OKAY, AXIL_SLVERR, COUNTERS, ControlRegisters
-from ._export import block_rows, export_units, system_verilog, to_verilog, write_verilog
-from ._fpga import FAMILIES, flow_commands, fpga_flow, fpga_report, resolve_device
-from ._glue import OfmapUpdate, OperandGate
-from ._layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
-from ._lint import LINT_WAIVERS, lint_args, lint_verilog, verilator_bin_dir
-from ._output_stage import OUTPUT_STAGE_LATENCY, QPARAM_CHANNELS, OutputStage, param_bits, param_fields
-from ._pe import PE, Fault
-from ._regmap import (
+from rtl_gen.core.accelerator import HOST_SEL, QDATA_LATENCY, Accelerator, top_name
+from rtl_gen.core.accelerator import __doc__ as PORT_MAP
+from rtl_gen.core.array import Blackbox, PEBlock, PERow, SystolicArray
+from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
+from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
+from rtl_gen.core.controller import A_STRIDE_BITS, Controller, mapped_dims
+from rtl_gen.core.output_stage import OUTPUT_STAGE_LATENCY, QPARAM_CHANNELS, OutputStage, param_bits, param_fields
+from rtl_gen.core.pe import PE, Fault
+from rtl_gen.core.skew import DelayLine, Skew
+from rtl_gen.soc.csr import AXIL_OKAY, AXIL_SLVERR, COUNTERS, ControlRegisters
+from rtl_gen.soc.regmap import (
     CONTROL_REGMAP,
     CSR_MAGIC,
     CSR_VERSION,
@@ -39,12 +39,12 @@ from ._regmap import (
     c_header,
     markdown_table,
 )
-from ._sim_top import SimSystem, sim_name
-from ._skew import DelayLine, Skew
-from ._synth import default_cache_dir, synth_component, synth_stats
-from ._system import AxiAccelerator, dram_word_bytes, system_name
-from ._top import HOST_SEL, QDATA_LATENCY, Accelerator, top_name
-from ._top import __doc__ as PORT_MAP
+from rtl_gen.soc.sim_system import SimSystem, sim_name
+from rtl_gen.soc.system import AxiAccelerator, dram_word_bytes, system_name
+from rtl_gen.tools.fpga import FAMILIES, flow_commands, fpga_flow, fpga_report, resolve_device
+from rtl_gen.tools.lint import LINT_WAIVERS, lint_args, lint_verilog, verilator_bin_dir
+from rtl_gen.tools.synth import default_cache_dir, synth_component, synth_stats
+from rtl_gen.tools.verilog_export import block_rows, export_units, system_verilog, to_verilog, write_verilog
 
 __all__ = [
     "PE",

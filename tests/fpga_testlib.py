@@ -1,6 +1,6 @@
 """A stand-in for nextpnr in tests: ``rtl_gen``'s flow replaced by captured output of a real run.
 
-The report is ``rtl_gen._fpga.summarise`` of the files in ``tests/rtl_gen/data`` (Yosys 0.70 and
+The report is ``rtl_gen.tools.fpga.summarise`` of the files in ``tests/rtl_gen/data`` (Yosys 0.70 and
 nextpnr 0.11.1 on ``tiny``, ECP5-85k): real tool output, read by the real parser; only the
 minutes of place and route are skipped. Reports go through the real cache (point
 ``ACCEL_DSE_CACHE_DIR`` at a temporary folder).
@@ -20,7 +20,7 @@ DATA = Path(__file__).resolve().parent / "rtl_gen" / "data"
 def captured_report(freq_mhz: float) -> dict[str, Any]:
     """The summary of the captured ``tiny`` run (Fmax 60.71 MHz, 16 MULT18X18D, 12 DP16KD)."""
     from rtl_gen import FAMILIES
-    from rtl_gen._fpga import parse_yosys_cells, summarise
+    from rtl_gen.tools.fpga import parse_yosys_cells, summarise
 
     cells = parse_yosys_cells((DATA / "ecp5_tiny_stat.txt").read_text(encoding="utf-8"))
     log = (DATA / "ecp5_tiny_pnr.log").read_text(encoding="utf-8")
@@ -29,8 +29,8 @@ def captured_report(freq_mhz: float) -> dict[str, Any]:
 
 
 def stub_flow(monkeypatch: pytest.MonkeyPatch, cache: Path, *, error: Exception | None = None) -> list[dict[str, Any]]:
-    """Replace ``rtl_gen._fpga.fpga_flow``; returns the list of its calls (``verilog``, ``top`` and keywords)."""
-    import rtl_gen._fpga as fpga_mod
+    """Replace ``rtl_gen.tools.fpga.fpga_flow``; returns the list of its calls (``verilog``, ``top`` and keywords)."""
+    import rtl_gen.tools.fpga as fpga_mod
 
     calls: list[dict[str, Any]] = []
 

@@ -18,12 +18,19 @@ Typical use::
 
 from __future__ import annotations
 
-from accel_dse.search._evaluator import BatchEvaluation, Evaluation, ModelEvaluator
-from accel_dse.search._grid import MAX_GRID_POINTS, GridResult, grid_search, pareto_mask
-from accel_dse.search._metrics import METRIC_NAMES, METRIC_UNITS, OBJECTIVES, Constraint, Objective
-from accel_dse.search._objective import SweepObjective, TrialFailed
-from accel_dse.search._owner import fail_dead_trials
-from accel_dse.search._run import (
+from accel_dse.search.samplers.registry import SAMPLERS, check_sampler, make_sampler
+from accel_dse.search.scoring.evaluator import BatchEvaluation, Evaluation, ModelEvaluator
+from accel_dse.search.scoring.grid import MAX_GRID_POINTS, GridResult, grid_search
+from accel_dse.search.scoring.objective import SweepObjective, TrialFailed
+from accel_dse.search.space.design_space import DesignSpace, FpgaTarget, Param, WorkloadSpec
+from accel_dse.search.space.metrics import METRIC_NAMES, METRIC_UNITS, OBJECTIVES, Constraint, Objective
+from accel_dse.search.space.space_file import load_space, parse_space, space_names
+from accel_dse.search.space.trial_values import pareto_mask
+from accel_dse.search.study.owner import fail_dead_trials
+from accel_dse.search.study.storage import StorageSpec, check_location, mask_url, open_storage, parse_storage, redact
+from accel_dse.search.study.study import MAX_STUDY_NAME, budget_used, check_study_name, open_study
+from accel_dse.search.study.summary import best_trials, feasible_trials, summary_dict, summary_table
+from accel_dse.search.sweep import (
     MAX_HEARTBEAT_S,
     MAX_SEED,
     SweepConfig,
@@ -32,12 +39,6 @@ from accel_dse.search._run import (
     run_sweep,
     validate_sweep,
 )
-from accel_dse.search._samplers import SAMPLERS, check_sampler, make_sampler
-from accel_dse.search._space import DesignSpace, FpgaTarget, Param, WorkloadSpec
-from accel_dse.search._space_file import load_space, parse_space, space_names
-from accel_dse.search._storage import StorageSpec, check_location, mask_url, open_storage, parse_storage, redact
-from accel_dse.search._study import MAX_STUDY_NAME, budget_used, check_study_name, open_study
-from accel_dse.search._summary import best_trials, feasible_trials, summary_dict, summary_table
 
 __all__ = [
     "DesignSpace",

@@ -1,6 +1,6 @@
 """A conv op from NHWC activations in DRAM (``simulate``'s DRAM path, weight-stationary designs).
 
-Each image of the op is one program of ``perf_model._conv_program.compile_conv``: its DRAM
+Each image of the op is one program of ``perf_model.compiler.conv.compile_conv``: its DRAM
 image holds the NHWC input (not an im2col matrix) and the weights in the runs' order; the RTL
 builds the windows. Expected output: ``workloads.conv_nhwc_reference`` (``lax.conv_general_dilated``
 over every group at once), row ``(out_y, out_x)``, column the output channel. Expected cycles:
@@ -24,12 +24,12 @@ __all__ = ["on_chip_conv", "conv_instances"]
 def on_chip_conv(design: ArrayConfig, name: str, op: Any, chained: bool) -> str:
     """How ``simulate`` runs ``op``: ``""`` (not a conv, or in a chained network, whose links are
     GEMM-shaped: as today), ``"chip"`` (windows built on chip) or the reason the host builds the
-    im2col ``A`` (``perf_model._conv_program.conv_path``, the model's choice).
+    im2col ``A`` (``perf_model.compiler.conv.conv_path``, the model's choice).
 
     Raises:
         SimulationError: the conv does not fit on chip (the reason names the op and its words).
     """
-    from perf_model._conv_program import conv_path
+    from perf_model.compiler.conv import conv_path
     from workloads.ops import Conv2d
 
     if not isinstance(op, Conv2d) or chained:
@@ -50,7 +50,7 @@ def conv_instances(design: ArrayConfig, name: str, op: Any, seed: int, scale: fl
     """
     import perf_model
     import workloads
-    from perf_model._conv_program import compile_conv, conv_weight_matrix
+    from perf_model.compiler.conv import compile_conv, conv_weight_matrix
 
     try:
         program = compile_conv(design, op, requant=op.requant is not None)

@@ -8,7 +8,7 @@ longer than the command queue) against the same DRAM model (latency
 gets a DRAM model paced to that rate and the walk the same pacing), so ``total_cycles_match``
 says the RTL is the machine the model scores.
 
-A chained network with ``reuse`` is compiled as one chain (``perf_model._reuse_programs``): where a
+A chained network with ``reuse`` is compiled as one chain (``perf_model.compiler.chain``): where a
 link stays on chip the producer MOVEs its output into the ifmap and the consumer reads it there
 (the programs run one after the other in one simulation, so the ifmap keeps it); such an op's
 output never reaches DRAM and is checked through the ops after it.
@@ -170,7 +170,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
 
 def _chain_programs(design: ArrayConfig, gemms: list[Any]) -> tuple[Any, Any]:
     """The programs of a chained network's GEMMs compiled as one chain (on-chip reuse), and its plan."""
-    from perf_model._reuse_programs import compile_chain
+    from perf_model.compiler.chain import compile_chain
 
     try:
         plan, programs = compile_chain(design, gemms, [True] * len(gemms))

@@ -1,6 +1,6 @@
 """DRAM images: a compiled program and its tensors as bytes, and results read back (numpy only).
 
-The layout is :mod:`perf_model._program`'s (``TensorLayout``): rows of little-endian two's
+The layout is :mod:`perf_model.compiler.program`'s (``TensorLayout``): rows of little-endian two's
 complement lanes, padded with zeros to whole buffer words; the program's commands at its
 ``queue_base``. Runs inside the simulator process too, so it imports numpy and the stdlib-only
 command encoding, never JAX.

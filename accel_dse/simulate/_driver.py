@@ -64,7 +64,7 @@ def simulate(
             (command queue, DMA, interrupt; ``total_cycles_match`` per op); ``"host"``: the
             compute core alone, its buffers written through the debug host port, run by run.
         reuse: In a chained network from DRAM, keep each output on chip as the next op's
-            input where the design can (``perf_model._reuse_programs``: ``MOVE`` into the ifmap, read in
+            input where the design can (``perf_model.compiler.chain``: ``MOVE`` into the ifmap, read in
             place); such an op's output is checked through the next op and the network's.
 
     Returns:

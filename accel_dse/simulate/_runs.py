@@ -16,7 +16,7 @@ from accel_dse.config import ArrayConfig
 from accel_dse.errors import SimulationError
 from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._report import OpResult, SimulationReport
-from perf_model._program import output_major
+from perf_model.compiler.program import output_major
 
 __all__ = ["new_run_dir", "plan_runs", "unfinished", "network", "report", "FIRST_MISMATCHES", "KEEP_RUNS",
            "CLOCK_PERIOD_NS"]

@@ -7,9 +7,9 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["snapshot", "one_line", "ERROR_PREFIX"]
+from tests.cli_testlib import ERROR_PREFIX, one_line_error
 
-ERROR_PREFIX = "accel-dse: error: "
+__all__ = ["snapshot", "one_line", "ERROR_PREFIX"]
 
 
 def snapshot(*roots: Path) -> dict[str, tuple[str, int, str]]:
@@ -36,11 +36,5 @@ def snapshot(*roots: Path) -> dict[str, tuple[str, int, str]]:
 
 
 def one_line(code: int, out: str, err: str, *, status: int = 2) -> str:
-    """Check the bad-input contract: exit ``status``, one stderr line, no traceback; return the line."""
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(("accel-dse export:",
-                                                                                          "accel-dse verify:"))]
-    assert code == status, (code, out, err)
-    assert "Traceback" not in err and "Traceback" not in out, err
-    assert len(lines) == 1, err
-    assert lines[0].startswith(ERROR_PREFIX), lines[0]
-    return lines[0][len(ERROR_PREFIX):]
+    """Check the bad-input contract (:func:`tests.cli_testlib.one_line_error`); return the line without its prefix."""
+    return one_line_error(code, out, err, status=status)[len(ERROR_PREFIX):]

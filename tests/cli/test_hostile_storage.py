@@ -167,7 +167,7 @@ def test_verify_keeps_the_journal_mode_of_a_plain_optuna_database(plain_optuna, 
 def test_a_study_in_a_directory_without_write_permission_is_reported(swept, run_cli, tmp_path, monkeypatch):
     # Tests run as root, for whom chmod does not bite: deny write access to the study's directory the way
     # os.access answers an ordinary user, and check the report reads it as immutable, writing nothing.
-    import accel_dse.search._storage as storage_module
+    import accel_dse.search.study.storage as storage_module
 
     folder, _ = swept
     place = tmp_path / "ro"

@@ -16,8 +16,9 @@ import sys
 
 import optuna
 import pytest
-from report_testlib import feasible, make_study, one_line_error, pareto_numbers
+from report_testlib import feasible, make_study, pareto_numbers
 
+from tests.cli_testlib import one_line_error
 from tests.proc_testlib import session_members
 
 FILES = {"design.json", "synth.json", "tb_accel.py", "tb_axi.py", "run.py", "README.md", ".accel-dse-output",

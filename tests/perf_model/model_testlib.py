@@ -1,7 +1,7 @@
 """Helpers for the perf-model tests: an obvious per-run reference and the cycle formula by hand.
 
 The reference walks the tiles of a tiling one Python iteration per run and applies the per-run
-definitions of ``perf_model._schedule``'s docstring literally (loads of tiles that changed,
+definitions of ``perf_model.evaluator.schedule``'s docstring literally (loads of tiles that changed,
 read-back of revisited partial sums, stores when the output tile changes, and the
 double-buffered roofline run by run). It shares no code with the closed forms it checks.
 """

@@ -1,6 +1,6 @@
 """Area: the dataflow-aware PE against Yosys measurements, by-hand totals, selection, calibration hook.
 
-``perf_model._pe_area_fit.POINTS`` are Yosys gate counts of ``rtl_gen``'s PE cells priced with
+``perf_model.physical.pe_area_fit.POINTS`` are Yosys gate counts of ``rtl_gen``'s PE cells priced with
 NanGate45 cell areas (bench/area_calibration.py): an independent measurement of what the PE
 model is meant to predict, so the calibrated model is checked against them, not against itself.
 """
@@ -17,8 +17,8 @@ from model_testlib import SLOW_MHZ
 import perf_model
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
-from perf_model import _output_stage_fit as fit
-from perf_model._pe_area_fit import POINTS
+from perf_model.physical import output_stage_fit as fit
+from perf_model.physical.pe_area_fit import POINTS
 from workloads.ops import Gemm, Workload
 
 DFF, MUX = 4.522, 1.862  # NanGate FreePDK45 DFF_X1, MUX2_X1 (µm^2)
@@ -127,7 +127,7 @@ def test_area_by_hand_and_scaling():
     # The run's base addresses (9 + 9 + 8 bits) and, double buffered, the host's ofmap half (1).
     skew_bases = (9 + 9 + 8 + 1) * DFF
     # Memory system: the DMA's widest DRAM word is a qparam word, 8 lanes of 16 bytes = 1024 bits;
-    # logic fixed + per bit (perf_model._area's fitted constants), and the 512 x 32-byte command queue.
+    # logic fixed + per bit (perf_model.physical.area's fitted constants), and the 512 x 32-byte command queue.
     out_stage += 47401.3 + 85.040 * 1024 + 512 * 32 * 8 * 0.346 / 0.6
     skew_ws += skew_bases
     assert _area(config, prior) == pytest.approx((32 * pe_ws + skew_ws + 20000 + sram + out_stage) * 1e-6)

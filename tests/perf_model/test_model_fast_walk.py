@@ -22,12 +22,12 @@ from accel_dse.commands import Command, Opcode
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
 from perf_model import dma_timing, program_timing
-from perf_model._area import area_coefficients
-from perf_model._core import evaluate_block
-from perf_model._designs import DesignArrays
-from perf_model._energy import DEFAULT_ENERGY
-from perf_model._ops import op_arrays
-from perf_model._transfers import LATENCY, STORE_READ_LATENCY, Memory, axi_data_bytes
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import op_arrays
+from perf_model.evaluator.block import evaluate_block
+from perf_model.evaluator.transfers import LATENCY, STORE_READ_LATENCY, Memory, axi_data_bytes
+from perf_model.physical.area import area_coefficients
+from perf_model.physical.energy import DEFAULT_ENERGY
 from workloads.ops import Gemm, Requant
 
 REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))

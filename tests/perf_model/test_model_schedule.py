@@ -12,13 +12,13 @@ import pytest
 from model_testlib import GEMM_OF, reference
 
 import perf_model
-import perf_model._schedule
+import perf_model.evaluator.schedule
 from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
-from perf_model._problem import build_problem
-from perf_model._schedule import op_cycles, schedule
-from perf_model._tiling import ORDERS, Tiling
-from perf_model._transfers import axi_data_bytes, memory_arrays
+from perf_model.evaluator.problem import build_problem
+from perf_model.evaluator.schedule import op_cycles, schedule
+from perf_model.evaluator.tiling import ORDERS, Tiling
+from perf_model.evaluator.transfers import axi_data_bytes, memory_arrays
 from workloads.ops import Conv2d, Gemm
 
 
@@ -61,7 +61,7 @@ def test_any_tiling_and_order_matches_the_per_run_reference(fast, monkeypatch):
     """Including orders that spill partial sums to DRAM (not used by default, still modelled),
     with the product-form cycles and with per-shape calls of timing.run_cycles."""
     if not fast:
-        monkeypatch.setattr(perf_model._schedule, "fast_cycles_ok", lambda: False)
+        monkeypatch.setattr(perf_model.evaluator.schedule, "fast_cycles_ok", lambda: False)
     rng = np.random.default_rng(5)
     for _ in range(300):
         df, R, C = int(rng.integers(0, 3)), int(rng.integers(1, 6)), int(rng.integers(1, 6))

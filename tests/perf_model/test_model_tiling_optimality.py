@@ -1,6 +1,6 @@
 """The chosen tiling against an exhaustive search over every legal tiling (tiling_testlib).
 
-Claims held (``perf_model._tiling``): a design is infeasible for a GEMM exactly when no legal
+Claims held (``perf_model.evaluator.tiling``): a design is infeasible for a GEMM exactly when no legal
 tile fits; the chosen tiling is legal, so it never beats the exhaustive optimum; when an
 optimal tiling has a single K tile the candidates reach it exactly (those families have no
 grid); otherwise the reduction-innermost family grids one outer dim, and the traffic is at

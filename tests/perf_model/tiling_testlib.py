@@ -1,9 +1,9 @@
 """Exhaustive tiling search for the perf-model tests and bench/tiling_optimality.py.
 
 Every legal tiling of one GEMM instance on one design, under the RTL's rules as
-``perf_model._tiling`` states them:
+``perf_model.evaluator.tiling`` states them:
 
-* a tile ``(t_r, t_c, t_s)`` (mapped dims, see ``perf_model._problem``) is whole folds along r
+* a tile ``(t_r, t_c, t_s)`` (mapped dims, see ``perf_model.evaluator.problem``) is whole folds along r
   and c (a multiple of R / C, or the whole dimension) and any length ``s_min <= t_s <= D_s``
   along s (``s_min`` defaults to the model's documented floor ``min(D_s, max(R, C))``);
 * it fits when every buffer holds the words :func:`perf_model.timing.run_words` says a run
@@ -14,7 +14,7 @@ Every legal tiling of one GEMM instance on one design, under the RTL's rules as
 * with the reduction innermost, the input free in the middle loop may also be held resident
   when its whole strip (the outer loop's tile by the whole K) fits its buffer.
 
-Each tiling is scored with the model's own per-tiling traffic (``perf_model._schedule.schedule``
+Each tiling is scored with the model's own per-tiling traffic (``perf_model.evaluator.schedule.schedule``
 on the very ``Problem`` the model builds for the pair), so the scores follow any change of the
 traffic rules; :func:`check_optimum` re-scores the best one with the run-by-run reference of
 ``model_testlib``. Nothing here calls the candidate search under test.
@@ -30,13 +30,13 @@ from model_testlib import GEMM_OF, SLOW_MHZ, reference
 
 from accel_dse.config import ArrayConfig
 from perf_model import timing
-from perf_model._area import area_coefficients
-from perf_model._core import evaluate_block
-from perf_model._designs import DesignArrays
-from perf_model._energy import DEFAULT_ENERGY
-from perf_model._ops import op_arrays
-from perf_model._schedule import schedule
-from perf_model._tiling import ORDERS, Tiling
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import op_arrays
+from perf_model.evaluator.block import evaluate_block
+from perf_model.evaluator.schedule import schedule
+from perf_model.evaluator.tiling import ORDERS, Tiling
+from perf_model.physical.area import area_coefficients
+from perf_model.physical.energy import DEFAULT_ENERGY
 from workloads.ops import Gemm
 
 #: Grid resolution the bound of :func:`grid_bound` is stated for (the tiling docstring's grid).

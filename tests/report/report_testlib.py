@@ -81,12 +81,3 @@ def pareto_numbers(trials: list[Any], signs: list[float]) -> set[int]:
         if not dominated:
             out.add(n)
     return out
-
-
-def one_line_error(code: int, out: str, err: str) -> str:
-    """Check the CLI's bad-input contract: exit 2, one stderr line; returns that line."""
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("accel-dse export:")]
-    assert code == 2, (code, out, err)
-    assert len(lines) == 1, err
-    assert lines[0].startswith("accel-dse: error: ")
-    return lines[0]

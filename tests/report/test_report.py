@@ -7,7 +7,9 @@ import math
 
 import optuna
 import pytest
-from report_testlib import add_fail_and_running, feasible, make_study, one_line_error, pareto_numbers
+from report_testlib import add_fail_and_running, feasible, make_study, pareto_numbers
+
+from tests.cli_testlib import one_line_error
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -1,5 +1,5 @@
 """Test helpers: pack GEMM operands by the documented buffer layout (written here from the
-table in the ``rtl_gen._top`` docstring, independently of the library) and run the
+table in the ``rtl_gen.core.accelerator`` docstring, independently of the library) and run the
 accelerator in Amaranth's simulator through its host port."""
 
 from __future__ import annotations

@@ -20,10 +20,10 @@ from accel_dse.simulate._dram_image import (
     qparam_fields,
     unpack_tensor,
 )
-from perf_model._program import GemmProgram, compile_gemm
+from perf_model.compiler.program import GemmProgram, compile_gemm
 from perf_model.program_timing import ProgramTiming, gemm_program_cycles, program_cycles
-from rtl_gen._regmap import CONTROL_REGMAP
-from rtl_gen._sim_top import SimSystem
+from rtl_gen.soc.regmap import CONTROL_REGMAP
+from rtl_gen.soc.sim_system import SimSystem
 from workloads.ops import Gemm, Requant
 
 REG = {reg.name: reg.offset for reg in CONTROL_REGMAP}
@@ -173,10 +173,10 @@ class ChainRun:
 def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requants: list[Requant], *,
                   reuse: bool, latency: int = 7, limit: int = 400_000, rate: Fraction | None = None) -> ChainRun:
     """Run ``a @ bs[0]`` requantised, its output ``@ bs[1]``, ...: with ``reuse`` the chain's
-    programs of ``perf_model._reuse_programs`` (outputs kept on chip where they fit), else every layer
+    programs of ``perf_model.compiler.chain`` (outputs kept on chip where they fit), else every layer
     through DRAM (the testbench copies each output into the next op's A). ``rate``: a paced DRAM
     (as :func:`run_soc`)."""
-    from perf_model._reuse_programs import compile_chain
+    from perf_model.compiler.chain import compile_chain
 
     gemms = [Gemm(m=a.shape[0], k=b.shape[0], n=b.shape[1]) for b in bs]
     plan, programs = compile_chain(config, gemms, [True] * len(bs), reuse=reuse, queue_depth=256)

@@ -2,7 +2,7 @@
 """The AXI4-Lite control registers in Amaranth's simulator, driven by ``axil_testlib.AxilMaster``.
 
 Offsets and bit positions below are the register map of issue #13, written here from the
-issue, not read from ``rtl_gen._regmap``."""
+issue, not read from ``rtl_gen.soc.regmap``."""
 
 from __future__ import annotations
 

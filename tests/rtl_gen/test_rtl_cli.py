@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import rtl_gen._synth as synth_mod
+import rtl_gen.tools.synth as synth_mod
 from accel_dse.designs import load_preset
 
 

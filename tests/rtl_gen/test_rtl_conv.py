@@ -2,7 +2,7 @@
 
 Amaranth's simulator runs the SoC block (a 4 x 4 weight-stationary array, 1 KiB buffers, so
 the convs are tiled in bands, filter tiles and channel blocks) on programs of
-``perf_model._conv_program.compile_conv``; outputs against ``lax.conv_general_dilated`` (int8,
+``perf_model.compiler.conv.compile_conv``; outputs against ``lax.conv_general_dilated`` (int8,
 int32 accumulation), total cycles against the program walk. Malformed window commands stop the
 program with an error code.
 """
@@ -17,7 +17,7 @@ from conv_testlib import run_conv
 from system_testlib import run_soc, small
 
 from accel_dse.commands import ERROR_OPCODE, ERROR_WINDOW, Command, Opcode
-from perf_model._conv_program import ConvTiling
+from perf_model.compiler.conv import ConvTiling
 from rtl_gen import Fault
 from workloads.ops import Conv2d, Requant
 

@@ -1,4 +1,4 @@
-"""The convolution address generator (``rtl_gen._conv_addr``) walks the window bit-exactly.
+"""The convolution address generator (``rtl_gen.core.conv_addr``) walks the window bit-exactly.
 
 Amaranth's simulator drives its strobes in the controller's order (a latch and an advance per
 fold, ``wrap`` on each column-fold's last row-fold, steps with random gaps) for many random
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from amaranth.sim import Simulator
 
-from perf_model._conv_window import ConvWindow
-from rtl_gen._conv_addr import ConvAddressGenerator
+from perf_model.compiler.conv_window import ConvWindow
+from rtl_gen.core.conv_addr import ConvAddressGenerator
 
 
 def _random_window(rng: random.Random) -> tuple[ConvWindow, int, int, int]:

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-import rtl_gen._fpga as fpga_mod
+import rtl_gen.tools.fpga as fpga_mod
 from accel_dse.designs import load_preset
 from accel_dse.errors import ConfigError, FpgaToolError, RtlError
 from rtl_gen import FAMILIES, fpga_report
-from rtl_gen._fpga import critical_path, parse_fmax, parse_utilisation, parse_yosys_cells, summarise
-from rtl_gen._synth import tool_command
+from rtl_gen.tools.fpga import critical_path, parse_fmax, parse_utilisation, parse_yosys_cells, summarise
+from rtl_gen.tools.synth import tool_command
 
 DATA = Path(__file__).resolve().parent / "data"
 ECP5 = FAMILIES["ecp5"]

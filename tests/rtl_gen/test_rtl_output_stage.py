@@ -125,7 +125,7 @@ def test_bad_widths_are_config_errors():
 
 def test_model_mirrors_the_generator_constants():
     from accel_dse.config import ArrayConfig
-    from perf_model import _output_stage as model
+    from perf_model.physical import output_stage as model
     from rtl_gen import QPARAM_CHANNELS, buffer_layout, param_bits
 
     assert model.QPARAM_CHANNELS == QPARAM_CHANNELS
@@ -156,7 +156,7 @@ def test_parameters_that_change_every_cycle_follow_their_own_row_through_the_pip
 
 @pytest.mark.parametrize("acc_bits,bits", [(16, 8), (32, 8), (48, 8), (64, 16), (32, 16), (32, 2)])
 def test_the_stage_has_the_contracted_latency_and_the_register_count_the_model_prices(acc_bits, bits):
-    from perf_model import _output_stage as model
+    from perf_model.physical import output_stage as model
 
     dut = OutputStage(lanes=3, acc_bits=acc_bits, out_bits=bits)
     assert dut.stages() == OUTPUT_STAGE_LATENCY

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import rtl_gen._synth as synth_mod
+import rtl_gen.tools.synth as synth_mod
 from accel_dse.designs import load_preset
 from rtl_gen import PE, default_cache_dir, synth_component, synth_stats
 
@@ -100,7 +100,7 @@ def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_area_model_counts_the_registers_the_accelerator_has(rows, cols, kib, dataflow, shadow, double) -> None:
     """perf_model prices the flops outside the PEs from its own count; it must be rtl_gen's."""
     from accel_dse.config import ArrayConfig
-    from perf_model._area import skew_register_bits
+    from perf_model.physical.area import skew_register_bits
     from perf_model.timing import dataflow_code
     from rtl_gen import Accelerator
 

@@ -1,6 +1,6 @@
 """The SoC block runs compiled programs from DRAM: bit-exact against JAX, total cycles equal to the model.
 
-Amaranth's simulator, the DRAM model of ``rtl_gen._dram_model`` behind the AXI4 port. Every
+Amaranth's simulator, the DRAM model of ``rtl_gen.soc.dram_model`` behind the AXI4 port. Every
 dataflow, both buffer settings, several AXI widths and DRAM latencies, requantised stores,
 and malformed programs (an error status, never a hang or a write outside the tensors).
 """
@@ -67,7 +67,7 @@ def test_total_cycles_match_across_axi_widths_and_dram_latencies(bw, latency):
     assert run.total == run.model.total and run.compute == run.model.compute
 
 
-# Plans that keep one input as a resident strip (perf_model._tiling), per dataflow and buffer setting.
+# Plans that keep one input as a resident strip (perf_model.evaluator.tiling), per dataflow and buffer setting.
 _RESIDENT = [("ws", True, (2, 1, 8), (18, 47, 55), "a"), ("ws", False, (4, 1, 1), (6, 62, 50), "a"),
              ("ws", True, (1, 2, 2), (61, 48, 7), "b"), ("os", True, (1, 1, 2), (49, 34, 5), "b"),
              ("is", True, (1, 1, 2), (9, 38, 46), "a"), ("is", True, (1, 8, 1), (51, 55, 4), "b")]

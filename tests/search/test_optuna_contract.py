@@ -19,8 +19,8 @@ import pytest
 from search_testlib import make_space
 
 from accel_dse.search import open_storage, open_study, parse_storage
-from accel_dse.search._owner import ask_owned
-from accel_dse.search._writes import _rdb, rdb_backend
+from accel_dse.search.study.owner import ask_owned
+from accel_dse.search.study.writes import _rdb, rdb_backend
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 

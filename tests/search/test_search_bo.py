@@ -13,11 +13,17 @@ import test_search_samplers as contract
 from optuna.trial import TrialState
 from search_testlib import SMALL_SPACE, SMALL_SPACE_TOML, make_space, standin_evaluator
 
-import accel_dse.search._bo as bo_module
+import accel_dse.search.samplers.bo as bo_module
 from accel_dse.search import SweepConfig, best_trials, grid_search, parse_space, run_sweep
-from accel_dse.search._bo import HELD_KEY, PROPOSAL_KEY, BayesOptSampler, parego_scalarise
-from accel_dse.search._bo_encoding import Encoder
-from accel_dse.search._gp import GaussianProcess, _neg_lml, expected_improvement, fit_gp, log_expected_improvement
+from accel_dse.search.samplers.bo import HELD_KEY, PROPOSAL_KEY, BayesOptSampler, parego_scalarise
+from accel_dse.search.samplers.bo_encoding import Encoder
+from accel_dse.search.samplers.gp import (
+    GaussianProcess,
+    _neg_lml,
+    expected_improvement,
+    fit_gp,
+    log_expected_improvement,
+)
 
 
 # -- the GP against a textbook computation ------------------------------------------------------

@@ -137,7 +137,7 @@ def test_progress_lines_on_a_pipe(tmp_path):
 
     from search_testlib import make_space
 
-    from accel_dse.search._progress import Progress
+    from accel_dse.search.study.progress import Progress
 
     space = make_space()
     result = run_sweep(SweepConfig(space=space, evaluator=standin_evaluator(space), storage="memory:",

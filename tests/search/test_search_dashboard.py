@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 from search_testlib import make_space, standin_evaluator
 
 from accel_dse.search import SweepConfig, run_sweep
-from accel_dse.search._dashboard import NOTE_PIECE_CHARS, write_study_note
+from accel_dse.search.study.dashboard import NOTE_PIECE_CHARS, write_study_note
 
 BOUND_MM2 = 1.7  # about the median area of the stand-in designs: half are infeasible
 

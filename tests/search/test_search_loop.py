@@ -11,9 +11,9 @@ from optuna.storages._rdb import models
 from optuna.storages._rdb.storage import _create_scoped_session
 from optuna.trial import TrialState
 
-from accel_dse.search._loop import WorkerHeartbeat, run_trials
-from accel_dse.search._objective import TrialFailed
-from accel_dse.search._storage import open_storage, parse_storage
+from accel_dse.search.scoring.objective import TrialFailed
+from accel_dse.search.study.loop import WorkerHeartbeat, run_trials
+from accel_dse.search.study.storage import open_storage, parse_storage
 
 DIST = {"x": IntDistribution(0, 100)}
 

@@ -14,7 +14,7 @@ from search_testlib import WORKLOAD_A, WORKLOAD_B, make_space, standin_evaluator
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.errors import SearchError
 from accel_dse.search import SweepConfig, SweepObjective, TrialFailed, run_sweep
-from accel_dse.search._objective import coerce_finite
+from accel_dse.search.space.trial_values import coerce_finite
 
 CONFIG = ArrayConfig(rows=16, cols=8, dataflow="os", weight_sram_kib=4, dram_bytes_per_cycle=8.0, tech_nm=28)
 

@@ -8,7 +8,7 @@ import pytest
 from optuna.trial import TrialState
 from search_testlib import SMALL_SPACE, make_space
 
-from accel_dse.search._rl import MAX_BINS, PolicyGradientSampler, _param_actions, pareto_ranks
+from accel_dse.search.samplers.rl import MAX_BINS, PolicyGradientSampler, _param_actions, pareto_ranks
 
 
 def test_actions_cover_each_parameter():

@@ -12,7 +12,7 @@ from search_testlib import SMALL_SPACE, make_space
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.errors import ConfigError
 from accel_dse.search import OBJECTIVES, load_space, parse_space, space_names
-from accel_dse.search._metrics import parse_constraint
+from accel_dse.search.space.metrics import parse_constraint
 
 
 def test_param_kinds_and_distributions(small_space):

@@ -14,7 +14,7 @@ from search_testlib import make_space
 
 from accel_dse.errors import SearchError, StorageError
 from accel_dse.search import budget_used, fail_dead_trials, open_storage, open_study, parse_storage
-from accel_dse.search._owner import process_alive, worker_identity
+from accel_dse.search.study.owner import process_alive, worker_identity
 
 
 def test_parse_storage_kinds(tmp_path):
@@ -183,18 +183,18 @@ def test_process_alive():
 @pytest.mark.parametrize("kind", ["journal", "sqlite"])
 def test_a_queued_trial_taken_by_a_worker_killed_before_it_wrote_its_owner_is_failed(tmp_path, kind, monkeypatch):
     """The one moment a RUNNING trial has no owner: a retry just taken from the queue (one storage write)."""
-    from accel_dse.search import _owner
+    from accel_dse.search.study import owner
 
     url = f"journal:{tmp_path}/j.log" if kind == "journal" else f"sqlite:///{tmp_path}/s.db"
     storage = open_storage(parse_storage(url), heartbeat_interval=1, grace_period=1)
     study = open_study(storage, "x", make_space(), where="test")
-    dead = _owner.ask_owned(study, {"host": worker_identity()["host"], "pid": _dead_pid()})
+    dead = owner.ask_owned(study, {"host": worker_identity()["host"], "pid": _dead_pid()})
     assert fail_dead_trials(study) == [dead.number]
-    taken = _owner._take_waiting(study)  # the worker is killed here, before ask_owned writes the owner
+    taken = owner._take_waiting(study)  # the worker is killed here, before ask_owned writes the owner
     trial = next(t for t in study.get_trials() if t._trial_id == taken)
     assert trial.state == TrialState.RUNNING and "host" not in trial.user_attrs and "status" not in trial.user_attrs
     assert fail_dead_trials(study) == []  # it may still be a live worker's: within the grace period
-    monkeypatch.setattr(_owner, "OWNERLESS_GRACE_S", 0)
+    monkeypatch.setattr(owner, "OWNERLESS_GRACE_S", 0)
     time.sleep(1.2)  # past the 1 s grace period of the heartbeat too
     assert fail_dead_trials(study) == [trial.number]
     assert study.get_trials()[trial.number].user_attrs["status"] == "worker died"

@@ -15,7 +15,7 @@ import pytest
 
 from accel_dse.errors import SimulationError
 from accel_dse.simulate import OpResult, SimulationReport, build_design, find_simulator
-from perf_model._program import output_major as _output_major
+from perf_model.compiler.program import output_major as _output_major
 from tests.proc_testlib import alive, children
 
 GEMM = "gemm:m=8,k=8,n=8"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import optuna
-from report_testlib import TINY_WORKLOAD, feasible, make_study, one_line_error, pareto_numbers
+from report_testlib import TINY_WORKLOAD, feasible, make_study, pareto_numbers
+
+from tests.cli_testlib import one_line_error
 
 
 def _pareto_in_order(url):

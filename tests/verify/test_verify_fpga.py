@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 
 import optuna
-from report_testlib import make_study, one_line_error
+from report_testlib import make_study
 
 from accel_dse.errors import FpgaToolError
+from tests.cli_testlib import one_line_error
 from tests.fpga_testlib import stub_flow
 
 

@@ -1,0 +1,191 @@
+"""Scoring designs: the performance model over a space's weighted workloads.
+
+The search core sees only this: designs (``ArrayConfig`` or columns of field values) in,
+metrics out. :class:`ModelEvaluator` calls ``perf_model.evaluate_designs`` once per workload
+on a whole batch of designs and aggregates the per-workload totals with the space's weights
+(normalised to sum to 1):
+
+* ``area_mm2`` and ``power_w``: the maximum over the workloads (the chip must fit its area
+  and power budget on every workload);
+* every other metric: the weighted mean over the workloads.
+
+With one workload the aggregate is exactly the model's figure. A design is feasible when it
+is feasible on every workload; the reason of the first infeasible one is kept.
+
+With an FPGA target (``fpga``, a space's ``[fpga]`` table) the metrics also hold the device's
+:data:`~accel_dse.search.space.metrics.FPGA_METRIC_UNITS` from ``perf_model.fpga_metrics`` (one
+vectorised call per batch; they describe the design, not a workload).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from accel_dse.config import FIELD_NAMES, ArrayConfig
+from accel_dse.errors import ModelError
+from accel_dse.search.space.design_space import FpgaTarget
+from accel_dse.search.space.metrics import FPGA_METRIC_UNITS, METRIC_NAMES
+
+__all__ = ["Evaluation", "BatchEvaluation", "ModelEvaluator", "MAX_METRICS"]
+
+#: Metrics aggregated by their maximum over the workloads (the rest: weighted mean).
+MAX_METRICS = ("area_mm2", "power_w")
+_DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """The score of one design.
+
+    Attributes:
+        feasible: Whether the design can run every workload (buffers fit, ...).
+        reason: Why not, ``""`` when feasible.
+        metrics: Aggregate metric -> value (units of :data:`~accel_dse.search.METRIC_UNITS`).
+        per_workload: Workload spec -> metric -> value.
+        overflow: The design is not feasible because an op's reduction can overflow its
+            accumulators (``acc_bits`` too small for K), not for want of buffer space.
+    """
+
+    feasible: bool
+    reason: str
+    metrics: dict[str, float]
+    per_workload: dict[str, dict[str, float]]
+    overflow: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchEvaluation:
+    """Scores of many designs, one array element per design.
+
+    Attributes:
+        feasible: bool array.
+        reason: ``""`` for feasible designs, the reason otherwise.
+        metrics: Aggregate metric -> float64 array (0 where infeasible).
+        overflow: bool array, infeasible by accumulator overflow (see :class:`Evaluation`).
+    """
+
+    feasible: np.ndarray
+    reason: list[str]
+    metrics: dict[str, np.ndarray]
+    overflow: np.ndarray | None = None
+
+
+class ModelEvaluator:
+    """Scores designs with an analytic model over weighted workloads.
+
+    Args:
+        workloads: ``(name, weight, workload)`` triples; ``workload`` is what the model takes
+            (a ``workloads.Workload`` or a sequence of ``(op, count)``). Weights > 0.
+        model: Name of the module that provides ``DesignArrays`` and ``evaluate_designs``
+            (the real ``perf_model`` by default; a name keeps the evaluator picklable for
+            worker processes); with ``fpga`` also ``fpga_metrics``.
+        fpga: The FPGA target whose metrics are added (``None``: none).
+    """
+
+    def __init__(self, workloads: Sequence[tuple[str, float, Any]], *, model: str = "perf_model",
+                 fpga: FpgaTarget | None = None) -> None:
+        if not workloads:
+            raise ModelError("an evaluator needs at least one workload, not none")
+        total = 0.0
+        for name, weight, _ in workloads:
+            if not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight <= 0:
+                raise ModelError(f"weight of workload {name!r} must be a positive finite number, not {weight!r}")
+            total += float(weight)
+        self.workloads = [(str(n), float(w) / total, wl) for n, w, wl in workloads]
+        self.model = model
+        self.fpga = fpga
+        self._module: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_module"] = None
+        return state
+
+    def _perf(self) -> Any:
+        if self._module is None:
+            self._module = importlib.import_module(self.model)
+        return self._module
+
+    # -- batches ---------------------------------------------------------------------------
+    def evaluate_columns(
+        self, columns: Mapping[str, Any], *, per_workload: bool = False
+    ) -> BatchEvaluation | tuple[BatchEvaluation, dict[str, dict[str, np.ndarray]]]:
+        """Score the designs given as columns of ``ArrayConfig`` field values.
+
+        Args:
+            columns: Field -> array (one element per design); ``dataflow`` as strings or codes.
+                Designs that break a cross-field rule (``acc_bits < 2 * input_bits``) come
+                back infeasible with that reason instead of raising.
+            per_workload: Also return workload -> metric -> array.
+
+        Returns:
+            The aggregate :class:`BatchEvaluation` (and the per-workload arrays if asked).
+        """
+        cols = {f: np.asarray(columns[f]) for f in FIELD_NAMES}
+        n = len(cols["rows"])
+        dataflow = cols["dataflow"]
+        if dataflow.dtype.kind in ("U", "S", "O"):
+            cols["dataflow"] = np.array([_DATAFLOW_CODES[str(getattr(d, "value", d))] for d in dataflow],
+                                        dtype=np.int64)
+        valid = cols["acc_bits"].astype(np.int64) >= 2 * cols["input_bits"].astype(np.int64)
+        feasible = valid.copy()
+        overflow = np.zeros(n, dtype=bool)
+        reason = ["" if ok else "acc_bits must be >= 2 * input_bits" for ok in valid]
+        names = METRIC_NAMES + (tuple(FPGA_METRIC_UNITS) if self.fpga is not None else ())
+        metrics = {m: np.zeros(n) for m in names}
+        details: dict[str, dict[str, np.ndarray]] = {}
+        index = np.flatnonzero(valid)
+        if index.size:
+            perf = self._perf()
+            designs = perf.DesignArrays.from_columns(**{f: cols[f][index] for f in FIELD_NAMES})
+            for name, weight, workload in self.workloads:
+                table = perf.evaluate_designs(designs, workload)
+                ok = np.asarray(table.feasible, dtype=bool)
+                over = np.asarray(getattr(table, "overflow", np.zeros(len(ok), dtype=bool)), dtype=bool)
+                for j in np.flatnonzero(~ok):
+                    i = index[j]
+                    if feasible[i]:
+                        feasible[i] = False
+                        overflow[i] = over[j]
+                        reason[i] = f"{name}: {table.reason[j]}"
+                detail = {}
+                for m in METRIC_NAMES:
+                    if not hasattr(table, m):
+                        continue
+                    values = np.asarray(getattr(table, m), dtype=np.float64)
+                    detail[m] = values
+                    if m in MAX_METRICS:
+                        metrics[m][index] = np.maximum(metrics[m][index], values)
+                    else:
+                        metrics[m][index] += weight * values
+                if per_workload:
+                    full = {m: np.zeros(n) for m in detail}
+                    for m, values in detail.items():
+                        full[m][index] = values
+                    details[name] = full
+            if self.fpga is not None:
+                for m, values in perf.fpga_metrics(designs, self.fpga.family, self.fpga.device).items():
+                    metrics[m][index] = values
+        for m in metrics:
+            metrics[m][~feasible] = 0.0
+        batch = BatchEvaluation(feasible=feasible, reason=reason, metrics=metrics, overflow=overflow)
+        return (batch, details) if per_workload else batch
+
+    # -- one design ------------------------------------------------------------------------
+    def evaluate(self, config: ArrayConfig) -> Evaluation:
+        """Score one design (the same vectorised code on a batch of one)."""
+        data = config.to_dict()
+        columns = {f: np.array([data[f]]) for f in FIELD_NAMES}
+        batch, details = self.evaluate_columns(columns, per_workload=True)  # type: ignore[misc]
+        metrics = {m: float(v[0]) for m, v in batch.metrics.items()}
+        per_workload = {w: {m: float(v[0]) for m, v in d.items()} for w, d in details.items()}
+        return Evaluation(
+            feasible=bool(batch.feasible[0]), reason=batch.reason[0], metrics=metrics, per_workload=per_workload,
+            overflow=bool(batch.overflow[0]) if batch.overflow is not None else False,
+        )

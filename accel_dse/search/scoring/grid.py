@@ -1,0 +1,183 @@
+"""``grid``: exhaustive search with the vectorised model (no trial loop).
+
+Every point of the space (up to :data:`MAX_GRID_POINTS`) is scored in chunks by
+``ModelEvaluator.evaluate_columns``; the best feasible designs (top ``keep`` for one
+objective, the whole Pareto set for several, both after the constraints) are written into
+the study as COMPLETE trials with the same user attributes as sampled trials, so reports and
+summaries read them like any other. The full table (every point's index, objective values,
+feasibility and constraint violation) is optionally saved as a ``.npz``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+
+from accel_dse.errors import ExportError, SearchError
+from accel_dse.search.scoring.evaluator import ModelEvaluator
+from accel_dse.search.space.design_space import DesignSpace
+from accel_dse.search.space.trial_values import coerce_finite, flat_design, flat_metrics, pareto_mask, relative_excess
+
+__all__ = ["GridResult", "grid_search", "add_grid_trials", "MAX_GRID_POINTS"]
+
+#: Largest space the grid sampler enumerates.
+MAX_GRID_POINTS = 10_000_000
+_CHUNK = 32_768
+#: Largest Pareto set written into a study (evenly thinned along the first objective beyond it).
+MAX_PARETO_KEPT = 5_000
+
+
+@dataclasses.dataclass(frozen=True)
+class GridResult:
+    """What an exhaustive search found.
+
+    Attributes:
+        size: Points in the space.
+        n_feasible: Points the model can run and that meet every constraint.
+        index: Grid indices of the kept designs, best first (single objective) or sorted by
+            the first objective (Pareto set).
+        values: Objective values of the kept designs, shape ``(kept, objectives)``.
+    """
+
+    size: int
+    n_feasible: int
+    index: np.ndarray
+    values: np.ndarray
+
+
+def grid_search(
+    space: DesignSpace,
+    evaluator: ModelEvaluator,
+    *,
+    keep: int = 20,
+    table: Path | None = None,
+    chunk: int = _CHUNK,
+    on_chunk: Callable[[int, int], None] | None = None,
+) -> GridResult:
+    """Score every point of ``space`` and keep the best.
+
+    Args:
+        space: A space whose every parameter is finite (ranges with steps, pow2, choices).
+        evaluator: Vectorised evaluator (``evaluate_columns``).
+        keep: Designs kept for a single objective.
+        table: Where to save the full table (``.npz``), or ``None``.
+        chunk: Designs per model call.
+        on_chunk: Called with ``(points done, size)`` after each chunk.
+
+    Raises:
+        SearchError: the space has more than :data:`MAX_GRID_POINTS` points.
+        ConfigError: a parameter is a continuous range.
+    """
+    size = space.grid_size()
+    if size > MAX_GRID_POINTS:
+        raise SearchError(
+            f"{space.source} has {size:,} points; the grid sampler enumerates at most {MAX_GRID_POINTS:,} "
+            "(use another sampler or narrow the space)"
+        )
+    k = len(space.objectives)
+    signs = np.array([o.sign for o in space.objectives])
+    best_index = np.zeros(0, dtype=np.int64)
+    best_scores = np.zeros((0, k))
+    n_feasible = 0
+    tables: dict[str, list[np.ndarray]] = {"feasible": [], "violation": []}
+    for o in space.objectives:
+        tables[o.name] = []
+    for start in range(0, size, chunk):
+        stop = min(size, start + chunk)
+        batch = evaluator.evaluate_columns(space.grid_columns(start, stop))
+        ok = np.asarray(batch.feasible, dtype=bool).copy()  # type: ignore[union-attr]
+        metrics = batch.metrics  # type: ignore[union-attr]
+        violation = np.zeros(stop - start)
+        for c in space.constraints:
+            violation += np.maximum(0.0, c.violation(metrics[c.metric]))
+        values = np.stack([metrics[o.metric] for o in space.objectives], axis=1)
+        ok &= np.all(np.isfinite(values), axis=1) & (violation == 0)
+        n_feasible += int(ok.sum())
+        if table is not None:
+            tables["feasible"].append(np.asarray(batch.feasible, dtype=bool))  # type: ignore[union-attr]
+            tables["violation"].append(violation.astype(np.float32))
+            for j, o in enumerate(space.objectives):
+                tables[o.name].append(values[:, j])
+        idx = np.flatnonzero(ok)
+        cand_index = np.concatenate([best_index, start + idx])
+        cand_scores = np.concatenate([best_scores, values[idx] * signs])
+        if k == 1:
+            order = np.argsort(cand_scores[:, 0], kind="stable")[:keep]
+        else:
+            mask = pareto_mask(cand_scores)
+            order = np.flatnonzero(mask)
+            order = order[np.lexsort(cand_scores[order].T[::-1])]
+        best_index, best_scores = cand_index[order], cand_scores[order]
+        if on_chunk is not None:
+            on_chunk(stop, size)
+    if k > 1 and len(best_index) > MAX_PARETO_KEPT:
+        pick = np.unique(np.linspace(0, len(best_index) - 1, MAX_PARETO_KEPT).round().astype(np.int64))
+        best_index, best_scores = best_index[pick], best_scores[pick]
+    if table is not None:
+        _save_table(table, size, tables)
+    return GridResult(size=size, n_feasible=n_feasible, index=best_index, values=best_scores * signs)
+
+
+def _save_table(path: Path, size: int, tables: dict[str, list[np.ndarray]]) -> None:
+    if not path.parent.is_dir():
+        raise ExportError(f"directory {str(path.parent)!r} of the grid table does not exist")
+    arrays: dict[str, Any] = {"index": np.arange(size, dtype=np.int64)}
+    arrays.update({name: np.concatenate(parts) for name, parts in tables.items()})
+    try:
+        np.savez_compressed(path, **arrays)
+    except OSError as exc:
+        raise ExportError(f"cannot write grid table {str(path)!r}: {exc}") from None
+
+
+def add_grid_trials(study: optuna.Study, space: DesignSpace, evaluator: ModelEvaluator, result: GridResult) -> int:
+    """Write the kept designs into ``study`` (skipping designs already in it); returns how many."""
+    seen = {t.user_attrs.get("config_hash") for t in study.get_trials(deepcopy=False)}
+    distributions = space.distributions()
+    trials = []
+    for index in result.index:
+        params = space.grid_params(int(index))
+        config = space.design(params)
+        if config.config_hash in seen:
+            continue
+        seen.add(config.config_hash)
+        ev = evaluator.evaluate(config)
+        metrics = {m: coerce_finite(v) for m, v in ev.metrics.items()}
+        maybe = [metrics[o.metric] for o in space.objectives]
+        values = [v for v in maybe if v is not None]
+        if len(values) != len(maybe):
+            continue
+        user_attrs: dict[str, Any] = {
+            "sampler": "grid",
+            "config": config.to_dict(),
+            "config_hash": config.config_hash,
+            "metrics": metrics,
+            "workloads": {w: {m: coerce_finite(v) for m, v in d.items()} for w, d in ev.per_workload.items()},
+            "status": "ok",
+            "source": "grid",
+            "grid_index": int(index),
+            **flat_design(config.to_dict()),
+            **flat_metrics(metrics, space),
+        }
+        system_attrs: dict[str, Any] = {}
+        if space.constraints:
+            cv = [c.violation(metrics[c.metric] or 0.0) for c in space.constraints]
+            user_attrs["constraint_values"] = cv
+            system_attrs["constraints"] = relative_excess(cv, space)
+        user_attrs["feasible"] = all(v <= 0 for v in user_attrs.get("constraint_values", ()))
+        trials.append(
+            optuna.trial.create_trial(
+                params={name: params[name] for name in distributions},
+                distributions=distributions,
+                values=values,
+                user_attrs=user_attrs,
+                system_attrs=system_attrs,
+            )
+        )
+    study.add_trials(trials)
+    return len(trials)
+

@@ -1,0 +1,396 @@
+"""The vectorised core: a block of designs x ops in one pass of numpy (internal).
+
+Every design-op pair becomes one element of a flat :class:`~perf_model.evaluator.problem.Problem`;
+tiling, schedule and energy are array expressions over all elements at once. Results come back
+as ``(designs, ops)`` arrays so totals over a workload are plain sums along the op axis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from perf_model import timing
+from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import OpArrays
+from perf_model.evaluator.problem import (
+    BUFFER_NAMES,
+    FREE_OPERAND,
+    GEMM_MAPPED,
+    MAPPED_GEMM,
+    OPERAND_FREE,
+    Problem,
+    buffer_words,
+    build_problem,
+    row_index,
+    take_rows,
+)
+from perf_model.evaluator.reuse_links import candidate_links, flags_from_links, ifmap_depth
+from perf_model.evaluator.schedule import Schedule, op_cycles, schedule
+from perf_model.evaluator.tiling import ORDERS, Tiling, choose_tiles, gemm_tile, smallest_fits, unfit_tiling
+from perf_model.evaluator.transfers import axi_data_bytes, memory_arrays
+from perf_model.physical.area import AreaCoefficients, design_area_mm2
+from perf_model.physical.energy import EnergyTable, tech_energy_scale
+from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
+from perf_model.physical.output_stage import output_stage_pj
+from perf_model.physical.technology import nominal_vdd, supply_voltage
+
+__all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
+
+#: Components of the energy breakdown, in report order.
+ENERGY_PARTS = ("mac", "register", "sram_ifmap", "sram_weight", "sram_ofmap", "output_stage", "dram", "leakage")
+_GEMM_DIMS = "mkn"
+_NO_LIMIT = 1 << 50  # ifmap words of an op whose A is on chip already: its A tiles need none
+
+
+@dataclass
+class Block:
+    """Per design-op results of a block, arrays of shape ``(designs, ops)``.
+
+    Traffic arrays have a leading axis of 3: the operands by free dim (see ``Schedule``);
+    ``energy`` holds the breakdown by part (per buffer for SRAM). Infeasible pairs hold zeros.
+    ``boundary_cycles``: how many cycles the queue-load boundaries of a double-buffered program may
+    add to ``total_cycles`` at most (``perf_model.evaluator.schedule``; 0 when the program fits the queue).
+    ``resident`` marks tilings holding a resident input strip (``perf_model.evaluator.tiling``);
+    ``a_on_chip``/``c_on_chip`` ops whose input the op before left in the ifmap and whose output
+    stays there for the next (on-chip reuse, ``perf_model.evaluator.reuse_links``).
+    ``area_mm2`` is per design (``(designs,)``). ``overflow`` marks pairs whose tiles fit but
+    whose reduction can overflow the accumulator (:func:`overflows`); they are not feasible.
+    Per design too: ``f_max_mhz`` (:mod:`perf_model.physical.fmax`), ``vdd`` (the supply that meets
+    ``clock_mhz``, :func:`perf_model.physical.technology.supply_voltage`) and ``clock_ok``
+    (``clock_mhz <= f_max_mhz``; a design that fails it is infeasible in every op).
+    """
+
+    feasible: np.ndarray
+    overflow: np.ndarray
+    compute_cycles: np.ndarray
+    total_cycles: np.ndarray
+    boundary_cycles: np.ndarray
+    folds: np.ndarray
+    macs: np.ndarray
+    dram_read: np.ndarray
+    dram_write: np.ndarray
+    sram_read: np.ndarray
+    sram_write: np.ndarray
+    energy: dict[str, np.ndarray]
+    latency_s: np.ndarray
+    area_mm2: np.ndarray
+    tile: np.ndarray
+    order: np.ndarray
+    resident: np.ndarray
+    a_on_chip: np.ndarray
+    c_on_chip: np.ndarray
+    f_max_mhz: np.ndarray
+    vdd: np.ndarray
+    clock_ok: np.ndarray
+    _critical: np.ndarray
+    _depths: np.ndarray
+    _problem: Problem
+    _names: tuple[str, ...]
+    _designs: DesignArrays
+
+    def first_failures(self) -> dict[int, str]:
+        """Design index -> reason of its first infeasible op (designs with one)."""
+        bad = ~self.feasible
+        rows = np.flatnonzero(bad.any(axis=1))
+        if rows.size == 0:
+            return {}
+        first = bad[rows].argmax(axis=1)
+        flat = rows * len(self._names) + first
+        texts = _failures(self._problem, flat, self._names, self._designs, self.overflow.reshape(-1)[flat])
+        for j in np.flatnonzero(~self.clock_ok[rows]).tolist():
+            texts[j] = self.clock_failure(int(rows[j]))
+        return dict(zip(rows.tolist(), texts, strict=True))
+
+    def clock_failure(self, i: int) -> str:
+        """Why design ``i`` cannot run at its clock (``""`` if it can)."""
+        if self.clock_ok[i]:
+            return ""
+        stage = int(self._critical[i])
+        return clock_reason(float(self._designs.clock_mhz[i]), float(self.f_max_mhz[i]),
+                            int(self._designs.tech_nm[i]), stage, float(self._depths[stage, i]))
+
+    def failure(self, i: int, o: int) -> str:
+        """Reason op ``o`` is infeasible on design ``i`` (``""`` if it is feasible)."""
+        if self.feasible[i, o]:
+            return ""
+        if not self.clock_ok[i]:
+            return self.clock_failure(i)
+        return _failures(self._problem, np.array([i * len(self._names) + o]), self._names, self._designs,
+                         self.overflow[i, o:o + 1])[0]
+
+
+def evaluate_block(
+    designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
+    *, allow_spill: bool = False, reuse: bool = False, ifmap_reserve: np.ndarray | None = None,
+    a_on_chip: np.ndarray | None = None, c_on_chip: np.ndarray | None = None,
+) -> Block:
+    """Evaluate every design of ``designs`` on every op of ``ops``.
+
+    ``reuse``: keep the workload's links on chip where a design can (``perf_model.evaluator.reuse_links``).
+    The flags it derives, per ``(designs, ops)`` element, may also be given directly (the
+    compiler's plan of one op): ``ifmap_reserve``, ifmap words the op's tiles may not use;
+    ``a_on_chip``, ``A`` is in the ifmap already; ``c_on_chip``, the output is moved there.
+    """
+    if reuse and ops.link.any():
+        return _with_reuse(designs, ops, energy, area, allow_spill)
+    nd, no = len(designs), len(ops)
+    shape = (nd, no)
+    d = designs
+
+    def rep(values: np.ndarray) -> np.ndarray:
+        return np.repeat(values, no, axis=-1)
+
+    kib = (d.ifmap_sram_kib, d.weight_sram_kib, d.ofmap_sram_kib)
+    buf = rep(buffer_words(d.dataflow, d.rows, d.cols, d.input_bits, d.acc_bits, kib, d.double_buffered))
+    a_chip = None if a_on_chip is None or not a_on_chip.any() else a_on_chip.reshape(-1)
+    c_chip = None if c_on_chip is None or not c_on_chip.any() else c_on_chip.reshape(-1)
+    if ifmap_reserve is not None:
+        left = np.maximum(rep(ifmap_depth(d)) - np.asarray(ifmap_reserve, dtype=np.int64).reshape(-1), 0)
+        buf[0] = np.where(rep(d.double_buffered), left // 2, left)
+    if a_chip is not None:  # A is in the ifmap already: its tiles take no room
+        buf[0] = np.where(a_chip, _NO_LIMIT, buf[0])
+    requant = np.tile(ops.requant, nd)
+    # An output leaves as input_bits lanes (requantised) or as raw accumulator lanes of 4 or 8
+    # bytes (accel_dse.commands.dram_lane_bytes: the DRAM layout the RTL writes).
+    out_bits = np.where(requant, rep(d.input_bits), np.where(rep(d.acc_bits) <= 32, 32, 64))  # as build_problem's
+    p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
+                      buf, np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
+    tiling, sched = _tile_and_schedule(p, d, no, requant, out_bits, allow_spill, a_chip, c_chip)
+    inst = np.tile(ops.instances, nd)
+    compute, total = op_cycles(sched, inst)
+    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
+    f_max, critical = fmax_mhz(depths, d.tech_nm)
+    clock_ok = d.clock_mhz <= f_max
+    vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
+    # (nd, no) against (nd, 1): the powers of two per design, broadcast over its ops
+    k = p.gemm[1].reshape(shape)
+    overflow = tiling.feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None]).reshape(-1) & rep(clock_ok)
+    ok = tiling.feasible & ~overflow & rep(clock_ok)
+    macs = np.tile(ops.macs, nd)
+
+    # Energy (pJ): per-access figures at 45 nm times the node's scale (see _energy), times
+    # (V / V_nom)^2 at the supply that meets the clock (see _technology).
+    v_ratio = vdd / nominal_vdd(d.tech_nm)
+    scale = rep(tech_energy_scale(d.tech_nm) * v_ratio**2)
+    # Figures that depend on the design alone are computed per design and repeated over its ops.
+    ib_d, ab_d = d.input_bits.astype(np.float64), d.acc_bits.astype(np.float64)
+    ib = rep(ib_d)
+    macs_f = macs.astype(np.float64)
+    reg_bits = rep(np.where(d.dataflow == 1, 2 * ib_d + ab_d, ib_d + ab_d))  # registers written per MAC (rtl_gen PE)
+    bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
+    sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
+    area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
+                               d.shadow_stationary, d.double_buffered)
+    latency = total / rep(d.clock_mhz * 1e6)
+    dram_read = sched.dram_read * inst
+    dram_write = sched.dram_write * inst
+    sram_read = sched.sram_read * inst
+    sram_write = sched.sram_write * inst
+    # The stationary column chain, per PE and fold: plain, R shifts (the WS/IS load, the OS
+    # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on
+    # average, plus the swap (WS/IS) or capture (OS) into or out of the shadow.
+    R_f, C_f = p.R, p.C
+    chain_writes = rep(np.where(d.shadow_stationary, (d.rows + 1) / 2 + 1, d.rows))
+    chain_bits = sched.folds * inst * R_f * C_f * chain_writes * rep(np.where(d.dataflow == 1, ab_d, ib_d))
+    parts = {
+        "mac": macs_f * rep(energy.mac_pj(ib_d, ab_d)) * scale,
+        "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
+        "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0))
+        * rep(dram_pj_per_byte(d.dram, energy.dram_pj_per_byte)),
+        "output_stage": np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)
+        * rep(output_stage_pj(energy, ib_d, ab_d)) * scale,
+        "leakage": rep(energy.leakage_density(d.tech_nm, vdd) * area_mm2) * latency * 1e12,
+    }
+    # SRAM traffic is per operand (by free dim); each operand lives in its own buffer.
+    by_free = (sram_read + sram_write) * take_rows(sram_pj, row_index(FREE_OPERAND, p.df))
+    sram_energy = take_rows(by_free, row_index(OPERAND_FREE, p.df))  # back to buffer order
+    for b, name in enumerate(BUFFER_NAMES):
+        parts[f"sram_{name}"] = sram_energy[b]
+    energy_parts = {name: _zero(parts[name], ok).reshape(shape) for name in ENERGY_PARTS}
+
+    return Block(
+        feasible=ok.reshape(shape),
+        overflow=overflow.reshape(shape),
+        compute_cycles=_zero(compute, ok).reshape(shape),
+        total_cycles=_zero(total, ok).reshape(shape),
+        boundary_cycles=_zero(np.where(rep(d.double_buffered), sched.boundary_bound * inst, 0.0), ok).reshape(shape),
+        folds=_zero(sched.folds * inst, ok).reshape(shape),
+        macs=np.where(ok, macs, 0).reshape(shape),
+        dram_read=_zero(dram_read, ok).reshape((3,) + shape),
+        dram_write=_zero(dram_write, ok).reshape((3,) + shape),
+        sram_read=_zero(sram_read, ok).reshape((3,) + shape),
+        sram_write=_zero(sram_write, ok).reshape((3,) + shape),
+        energy=energy_parts,
+        latency_s=_zero(latency, ok).reshape(shape),
+        area_mm2=area_mm2,
+        tile=gemm_tile(p, tiling.t).reshape((3,) + shape),
+        order=tiling.order.reshape(shape),
+        resident=tiling.resident.reshape(shape),
+        a_on_chip=(a_chip if a_chip is not None else np.zeros(nd * no, dtype=bool)).reshape(shape) & ok.reshape(shape),
+        c_on_chip=(c_chip if c_chip is not None else np.zeros(nd * no, dtype=bool)).reshape(shape) & ok.reshape(shape),
+        f_max_mhz=f_max,
+        vdd=vdd,
+        clock_ok=clock_ok,
+        _critical=critical,
+        _depths=depths,
+        _problem=p,
+        _names=ops.names,
+        _designs=d,
+    )
+
+
+def _with_reuse(designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
+                allow_spill: bool) -> Block:
+    """:func:`evaluate_block` with the links ``perf_model.evaluator.reuse_links`` keeps on chip: the candidate
+    links' producers are first tiled beside their regions; those that fit keep their link."""
+    candidate, size = candidate_links(designs, ops)
+    links = candidate
+    if candidate.any():  # the tiling rule: each producer fits beside its region as a run's first op
+        trial = evaluate_block(designs, ops, energy, area, allow_spill=allow_spill, ifmap_reserve=size,
+                               c_on_chip=candidate)
+        links = candidate & trial.feasible
+    flags = flags_from_links(links, size)
+    return evaluate_block(designs, ops, energy, area, allow_spill=allow_spill, ifmap_reserve=flags.reserve,
+                          a_on_chip=flags.a_on_chip, c_on_chip=flags.c_on_chip)
+
+
+def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray, out_bits: np.ndarray,
+                       allow_spill: bool, a_chip: np.ndarray | None = None,
+                       c_chip: np.ndarray | None = None) -> tuple[Tiling, Schedule]:
+    """Tiling and schedule of every element of ``p`` (designs ``d`` x ``no`` ops, design-major).
+
+    ``a_chip``/``c_chip``: per element, ``A`` is in the ifmap already (the tiling counts no DRAM
+    bytes for it, the schedule loads none) and the output is moved there (on-chip reuse).
+
+    Only the elements whose smallest tile fits are searched and scheduled (often a quarter of a
+    sweep's are not): the others get :func:`unfit_tiling` and a schedule of zeros, which the
+    caller zeroes anyway (they are infeasible).
+    """
+    live = smallest_fits(p)
+    index = None if live.all() else np.flatnonzero(live)
+    design = None if index is None else index // no  # the design of each live element
+
+    def per_element(values: np.ndarray) -> np.ndarray:  # a design column at the live elements
+        return np.repeat(values, no, axis=-1) if design is None else values.take(design, axis=-1)
+
+    def live_only(values: np.ndarray) -> np.ndarray:  # an element column at the live elements
+        return values if index is None else values.take(index, axis=-1)
+
+    lp = p if index is None else p.take(index)
+    a_live = None if a_chip is None else live_only(a_chip)
+    c_live = None if c_chip is None else live_only(c_chip)
+    # A already on chip costs the tiling no DRAM bytes.
+    searched = lp if a_live is None else replace(lp, bytes=np.where(a_live & (lp.operand == 0), 0.0, lp.bytes))
+    tiling = choose_tiles(searched, allow_spill=allow_spill)
+    bw = per_element(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
+    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2)
+    memory = memory_arrays(lp.df, lp.R, lp.C, per_element(d.input_bits), per_element(d.acc_bits),
+                           per_element(axi), bw, live_only(requant), lp.gemm[2])
+    if c_live is not None:
+        memory.move = c_live
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sched = schedule(lp, tiling, memory, per_element(d.double_buffered), a_live, c_live)
+    _accumulators_in_sram(lp, sched, per_element(d.acc_bits) / live_only(out_bits), live_only(requant))
+    if index is None:
+        return tiling, sched
+    full = unfit_tiling(p, allow_spill=allow_spill)
+    full.put(index, tiling)
+    return full, sched.widen(index, len(p))
+
+
+def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray) -> np.ndarray:
+    """Whether ``k`` products of signed ``input_bits`` operands can exceed an ``acc_bits`` accumulator.
+
+    The bound is exact: the largest sum is ``k * (2**(b-1))**2`` (every operand ``-2**(b-1)``),
+    reachable by real data, and it must be at most ``2**(a-1) - 1``; the most negative sum,
+    ``-k * 2**(b-1) * (2**(b-1) - 1)``, is smaller in magnitude. Partial sums accumulate at
+    ``acc_bits`` across K tiles in the ofmap buffer, so ``k`` is the op's whole reduction.
+    """
+    ib = np.asarray(input_bits, dtype=np.float64)
+    ab = np.asarray(acc_bits, dtype=np.float64)
+    return np.asarray(k, dtype=np.float64) * 2.0 ** (2 * ib - 2) > 2.0 ** (ab - 1) - 1
+
+
+def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray, requant: np.ndarray) -> None:
+    """Put the output's on-chip and spilled traffic back at ``acc_bits`` (``ratio = acc / out bits``).
+
+    The schedule counts the output at ``p.elem_bytes`` (as it leaves: ``input_bits`` when
+    requantised, else the 4- or 8-byte raw lane): right for its final store to DRAM, but the
+    ofmap buffer holds ``acc_bits`` partial sums and the output stage reads them there, so the
+    output's SRAM bytes scale by ``ratio``, and partial sums of a requantised op spilled to DRAM
+    (``allow_spill``: every DRAM read of the output) go both ways at ``acc_bits`` (a raw op's
+    spill is in its stored lanes already). (The roofline's transfer times still use the stored
+    width for spilled partial sums: a small underestimate of stalls, with spilling only.)
+    """
+    out = p.is_out
+    scale = np.where(out, ratio, 1.0)
+    sched.sram_read = sched.sram_read * scale
+    sched.sram_write = sched.sram_write * scale
+    spilled = np.where(out & requant, sched.dram_read * (ratio - 1.0), 0.0)
+    sched.dram_read = sched.dram_read + spilled
+    sched.dram_write = sched.dram_write + spilled
+
+
+def resident_name(df: int, order: int, resident: bool) -> str:
+    """The input a tiling holds resident: ``"a"`` (middle loop n) or ``"b"`` (m), ``""`` if none."""
+    if not resident:
+        return ""
+    return "a" if order_names(df, order).split(",")[1] == "n" else "b"
+
+
+def order_names(df: int, order: int) -> str:
+    """Loop order of a tiling as GEMM dims outer to inner, e.g. ``"m,n,k"``."""
+    return ",".join(_GEMM_DIMS[MAPPED_GEMM[df][x]] for x in ORDERS[order])
+
+
+def _zero(values: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """``values`` with infeasible elements (last axis) set to 0 (whatever they held).
+
+    Feasible elements are finite by construction (every division is by a positive tile size,
+    buffer capacity, bandwidth or clock); infeasible ones may hold anything and are replaced.
+    """
+    return np.where(ok, values, 0.0)
+
+
+def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: DesignArrays,
+              overflow: np.ndarray) -> list[str]:
+    """Reason strings of infeasible elements ``flat``: the buffer and the smallest tile that fails,
+    or (``overflow``) the reduction length and the accumulator it can overflow."""
+    n_ops = len(names)
+    mins = p.mins[:, flat]
+    sub_df, R, C = p.df[flat], p.R[flat].astype(np.int64), p.C[flat].astype(np.int64)
+    mt, kt, nt = take_rows(mins, row_index(GEMM_MAPPED, sub_df)).astype(np.int64)
+    need = np.stack(timing.run_words(sub_df, R, C, mt, kt, nt)).T
+    have = p.buf_cap[:, flat].T.astype(np.int64)
+    short = need > have
+    first = np.where(short.any(axis=1), short.argmax(axis=1), -1).tolist()  # the first buffer too small
+    need_at = need.tolist()
+    have_at = have.tolist()
+    kib = np.stack([designs.ifmap_sram_kib, designs.weight_sram_kib, designs.ofmap_sram_kib]).T.tolist()
+    double = designs.double_buffered.tolist()
+    out = []
+    for j, (e, mj, kj, nj, b, over) in enumerate(zip(flat.tolist(), mt.tolist(), kt.tolist(), nt.tolist(), first,
+                                                     np.asarray(overflow).tolist(), strict=True)):
+        i, o = divmod(e, n_ops)
+        if over:
+            out.append(_overflow_reason(names[o], int(p.gemm[1, e]), int(designs.input_bits[i]),
+                                        int(designs.acc_bits[i])))
+            continue
+        dims = f"m x k x n = {mj} x {kj} x {nj}"
+        if b < 0:
+            out.append(f"op {names[o]!r}: no tile fits the buffers (smallest tile {dims})")
+            continue
+        half = " per half (double buffered)" if double[i] else ""
+        out.append(f"op {names[o]!r}: the {BUFFER_NAMES[b]} buffer ({kib[i][b]} KiB) holds {have_at[j][b]} words"
+                   f"{half} but the smallest tile ({dims}) needs {need_at[j][b]}")
+    return out
+
+
+def _overflow_reason(name: str, k: int, ib: int, ab: int) -> str:
+    worst = k << (2 * ib - 2)
+    need = worst.bit_length() + 1
+    return (f"op {name!r}: accumulator overflow: K = {k} products of {ib}-bit operands can sum to {k} * 2^{2 * ib - 2}"
+            f" = {worst}, beyond acc_bits = {ab} (max {(1 << (ab - 1)) - 1}); this op needs acc_bits >= {need}")

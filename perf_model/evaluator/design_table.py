@@ -1,0 +1,258 @@
+"""``evaluate_designs``: totals per design over a workload, the hot path of every sweep."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from functools import cache
+
+import numpy as np
+
+from accel_dse.errors import ModelError
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import op_arrays
+from perf_model.evaluator.block import ENERGY_PARTS, Block, evaluate_block
+from perf_model.physical.area import AreaCoefficients, area_coefficients
+from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
+from workloads.ops import Op, Workload
+
+__all__ = ["DesignTable", "evaluate_designs", "METRICS", "OBJECTIVE_METRICS", "totals"]
+
+#: Objective name -> direction ("min" or "max").
+METRICS: dict[str, str] = {
+    "latency": "min", "energy": "min", "area": "min", "edp": "min", "tops_per_w": "max", "power": "min",
+}
+#: Objective name -> the DesignTable field it reads.
+OBJECTIVE_METRICS: dict[str, str] = {
+    "latency": "latency_s", "energy": "energy_pj", "area": "area_mm2", "edp": "edp",
+    "tops_per_w": "tops_per_w", "power": "power_w",
+}
+#: Design-op elements per vectorised block (bounds memory; ~1 MB per float array).
+BLOCK_ELEMENTS = 16384
+
+
+@dataclass
+class DesignTable:
+    """Totals over a workload, one element per design (numpy arrays).
+
+    Infeasible designs have ``feasible = False``, a ``reason`` naming the op, the buffer and
+    the tile that does not fit, and 0 in every metric. No metric is ever NaN or inf.
+
+    Attributes:
+        feasible: bool.
+        reason: ``""`` when feasible.
+        overflow: bool, the design is infeasible because an op's reduction can overflow its
+            ``acc_bits`` (every tile fits); the reason names the op, ``acc_bits`` and K.
+        compute_cycles: array busy cycles (int64, sum of ``timing.run_cycles`` over all runs).
+        stall_cycles: cycles waiting for DRAM (float64).
+        total_cycles: ``compute_cycles + stall_cycles`` (float64).
+        macs: multiply-accumulates (int64).
+        dram_read_bytes, dram_write_bytes, sram_read_bytes, sram_write_bytes: bytes (float64).
+        energy_pj: total energy, pJ; ``energy_breakdown`` holds its components.
+        latency_s: seconds at ``clock_mhz``.
+        area_mm2: die area (array, skew, control, SRAM), mm^2.
+        power_w: average power over the workload, W.
+        tops: achieved tera-operations per second (2 ops per MAC).
+        tops_per_w: ``tops / power_w``.
+        edp: energy-delay product, J*s.
+        utilization: ``macs / (rows * cols * total_cycles)``.
+        f_max_mhz: the clock the design's logic reaches (``perf_model.physical.fmax``), MHz; a design
+            whose ``clock_mhz`` exceeds it is infeasible with a reason naming both.
+        vdd: the supply that meets ``clock_mhz`` on the node's voltage-frequency curve, V.
+    """
+
+    feasible: np.ndarray
+    reason: list[str]
+    overflow: np.ndarray
+    compute_cycles: np.ndarray
+    stall_cycles: np.ndarray
+    total_cycles: np.ndarray
+    macs: np.ndarray
+    dram_read_bytes: np.ndarray
+    dram_write_bytes: np.ndarray
+    sram_read_bytes: np.ndarray
+    sram_write_bytes: np.ndarray
+    energy_pj: np.ndarray
+    latency_s: np.ndarray
+    area_mm2: np.ndarray
+    power_w: np.ndarray
+    tops: np.ndarray
+    tops_per_w: np.ndarray
+    edp: np.ndarray
+    utilization: np.ndarray
+    f_max_mhz: np.ndarray
+    vdd: np.ndarray
+    energy_breakdown: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.feasible.shape[0])
+
+    def row(self, i: int) -> dict[str, float | int | bool | str]:
+        """Design ``i`` as a flat dict of Python scalars (breakdown as ``energy_<part>_pj``)."""
+        out: dict[str, float | int | bool | str] = {}
+        for f in fields(self):
+            if f.name == "energy_breakdown":
+                continue
+            value = getattr(self, f.name)[i]
+            out[f.name] = value if isinstance(value, str) else value.item()
+        for part, values in self.energy_breakdown.items():
+            out[f"energy_{part}_pj"] = float(values[i])
+        return out
+
+
+def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Sum a block's per design-op results over its ops and derive the per-design metrics.
+
+    Returns ``(columns, breakdown)``: the per-design metrics by name, and the energy of each
+    part of :data:`ENERGY_PARTS` (pJ). A design whose sums are not finite (a model bug: tests
+    check it never happens) comes out infeasible; the column ``failed_finite`` marks it so the
+    caller can say so.
+    """
+    feasible = block.feasible.all(axis=1)
+    compute_sum = block.compute_cycles.sum(axis=1)
+    total = block.total_cycles.sum(axis=1)
+    macs = block.macs.sum(axis=1)
+    breakdown = {part: block.energy[part].sum(axis=1) for part in ENERGY_PARTS}
+    energy = sum(breakdown.values())
+    finite = np.isfinite(compute_sum) & np.isfinite(total) & np.isfinite(energy)
+    failed_finite = feasible & ~finite
+    feasible = feasible & finite
+    compute = np.rint(np.where(feasible, compute_sum, 0.0)).astype(np.int64)
+    latency = block.latency_s.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = energy * 1e-12 / latency
+        tops = 2.0 * macs / latency / 1e12
+        out = {
+            "feasible": feasible,
+            "compute_cycles": compute,
+            "stall_cycles": np.maximum(total - compute, 0.0),
+            "total_cycles": total,
+            "macs": macs,
+            "dram_read_bytes": block.dram_read.sum(axis=(0, 2)),
+            "dram_write_bytes": block.dram_write.sum(axis=(0, 2)),
+            "sram_read_bytes": block.sram_read.sum(axis=(0, 2)),
+            "sram_write_bytes": block.sram_write.sum(axis=(0, 2)),
+            "energy_pj": energy,
+            "latency_s": latency,
+            "area_mm2": block.area_mm2,
+            "power_w": power,
+            "tops": tops,
+            "tops_per_w": tops / power,
+            "edp": energy * 1e-12 * latency,
+            "utilization": macs / (np.asarray(rows, dtype=np.float64) * cols * total),
+            "f_max_mhz": block.f_max_mhz,
+            "vdd": block.vdd,
+        }
+    for name, values in out.items():
+        if name != "feasible":  # 0 for infeasible designs, and for any nan or inf
+            out[name] = np.where(feasible & np.isfinite(values), values, 0).astype(values.dtype, copy=False)
+    out["failed_finite"] = failed_finite
+    # the first op that is not ok decides the design's status (the reason is that op's)
+    bad = ~block.feasible
+    first = bad.argmax(axis=1)
+    out["overflow"] = bad.any(axis=1) & block.overflow[np.arange(len(first)), first]
+    return out, {k: np.where(feasible, v, 0.0) for k, v in breakdown.items()}
+
+
+def evaluate_designs(
+    designs: DesignArrays, ops: Workload | Sequence[tuple[Op, int]], *, energy: EnergyTable | None = None,
+    area: AreaCoefficients | None = None, allow_spill: bool = False, reuse: bool = True,
+) -> DesignTable:
+    """Totals per design over a workload, vectorised over designs x ops.
+
+    Args:
+        designs: the designs (struct of arrays).
+        ops: a :class:`Workload` or ``(op, count)`` pairs.
+        energy: per-access energies (default: :data:`DEFAULT_ENERGY`).
+        area: area coefficients (default: the current :func:`area_coefficients`).
+        allow_spill: let tilings spill partial sums to DRAM (see ``choose_tiles``).
+        reuse: keep outputs on chip as the next op's input where possible (``perf_model.evaluator.reuse_links``).
+
+    Returns:
+        A :class:`DesignTable` with one element per design.
+
+    Raises:
+        ModelError: ``designs`` is not a ``DesignArrays`` or ``ops`` holds no valid op.
+    """
+    if not isinstance(designs, DesignArrays):
+        raise ModelError(f"designs must be a DesignArrays, not {type(designs).__name__}")
+    opa = op_arrays(ops)
+    energy = energy or DEFAULT_ENERGY
+    area = area or area_coefficients()
+    _keep_freed_heap()
+    n = len(designs)
+    step = max(1, BLOCK_ELEMENTS // len(opa))
+    # Blocks are homogeneous in reduction dim (WS/IS vs OS) and double buffering: the tiling
+    # treats the two dataflow groups apart and single-buffered blocks skip the overlap model.
+    # Results go back to the caller's order.
+    key = (designs.dataflow == 1).astype(np.int64) * 2 + designs.double_buffered
+    perm = np.argsort(key, kind="stable")
+    bounds = np.searchsorted(key[perm], np.arange(5))
+    parts: list[dict[str, np.ndarray]] = []
+    breakdowns: list[dict[str, np.ndarray]] = []
+    reasons: list[str] = [""] * n
+    for group in range(4):
+        members = perm[bounds[group]:bounds[group + 1]]
+        for start in range(0, members.size, step):
+            index = members[start:start + step]
+            if index.size == n:
+                chunk = designs
+            elif index[-1] - index[0] + 1 == index.size:
+                chunk = designs.take(slice(int(index[0]), int(index[-1]) + 1))
+            else:
+                chunk = designs.take(index)
+            block = evaluate_block(chunk, opa, energy, area, allow_spill=allow_spill, reuse=reuse)
+            columns, breakdown = totals(block, chunk.rows, chunk.cols)
+            parts.append(columns)
+            breakdowns.append(breakdown)
+            for i, text in block.first_failures().items():
+                reasons[int(index[i])] = text
+            for j in np.flatnonzero(parts[-1].pop("failed_finite")):
+                reasons[int(index[j])] = "model error: a non-finite result (a perf_model bug; please report it)"
+    table = _concat(parts, breakdowns, reasons, n)
+    if (perm == np.arange(n)).all():
+        return table
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[perm] = np.arange(n)
+    return _permute(table, inverse, reasons)
+
+
+@cache
+def _keep_freed_heap() -> None:
+    """Let the C allocator keep the memory a block frees for the next block (once per process).
+
+    A block allocates and frees some 10 MB of arrays of up to ~400 KB. glibc gives the free top of
+    its heap back to the OS past a trim threshold, twice its mmap threshold (128 KiB at start,
+    raised to the size of the largest mmapped chunk freed so far, at most 32 MiB), so with only
+    arrays of a few hundred KB freed it trims after every block and faults the pages back in:
+    measured 11,000 to 38,000 minor page faults and 18 to 74 ms of system time (it varies from
+    process to process) in the 0.45-0.5 s of ``bench/model_throughput.py``'s grid, 7 with this.
+    Freeing one 8 MiB array (mmapped) raises the thresholds to 8 MiB and 16 MiB, as in any numpy
+    program that has freed such an array once. Elsewhere it costs nothing: ``np.empty`` touches no
+    page.
+    """
+    np.empty(1 << 20)
+
+
+def _permute(table: DesignTable, index: np.ndarray, reasons: list[str]) -> DesignTable:
+    """The table's rows in the order ``index`` (``reasons`` already in the final order)."""
+    values = {f.name: getattr(table, f.name)[index] for f in fields(DesignTable)
+              if f.name not in ("reason", "energy_breakdown")}
+    return DesignTable(reason=reasons, energy_breakdown={k: v[index] for k, v in table.energy_breakdown.items()},
+                       **values)
+
+
+def _concat(
+    parts: list[dict[str, np.ndarray]], breakdowns: list[dict[str, np.ndarray]], reasons: list[str], n: int
+) -> DesignTable:
+    if not parts:
+        empty = {f.name: np.zeros(0) for f in fields(DesignTable) if f.name not in ("reason", "energy_breakdown")}
+        empty["feasible"] = np.zeros(0, dtype=bool)
+        empty["overflow"] = np.zeros(0, dtype=bool)
+        empty["compute_cycles"] = np.zeros(0, dtype=np.int64)
+        empty["macs"] = np.zeros(0, dtype=np.int64)
+        return DesignTable(reason=[], energy_breakdown={k: np.zeros(0) for k in ENERGY_PARTS}, **empty)
+    keys = [f.name for f in fields(DesignTable) if f.name not in ("reason", "energy_breakdown")]
+    columns = {k: np.concatenate([p[k] for p in parts]) for k in keys}
+    breakdown = {k: np.concatenate([b[k] for b in breakdowns]) for k in ENERGY_PARTS}
+    return DesignTable(reason=reasons, energy_breakdown=breakdown, **columns)

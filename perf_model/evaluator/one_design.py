@@ -1,0 +1,208 @@
+"""The scalar API: one design on one workload or op, a thin wrapper over the vectorised core."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ModelError
+from perf_model.arrays.designs import DesignArrays
+from perf_model.arrays.ops import op_arrays
+from perf_model.evaluator.block import ENERGY_PARTS, evaluate_block, order_names, resident_name
+from perf_model.evaluator.design_table import totals
+from perf_model.physical.area import AreaCoefficients, area_coefficients
+from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
+from workloads.ops import Conv2d, Gemm, Op, Workload
+
+__all__ = ["OpResult", "WorkloadResult", "evaluate", "evaluate_op"]
+
+#: Keys of each op in ``WorkloadResult.to_dict()`` (and summed in ``total``).
+OP_KEYS = ("folds", "compute_cycles", "stall_cycles", "total_cycles", "utilization", "macs",
+           "dram_read_bytes", "dram_write_bytes", "energy_pj")
+
+
+def _num(value: Any) -> int | float:
+    """A Python int when ``value`` is a whole number, else a float."""
+    value = float(value)
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+@dataclass(frozen=True)
+class OpResult:
+    """One op of a workload on one design (all instances: ``count * batch`` GEMMs).
+
+    Attributes:
+        name: op name; ``status`` ``"ok"``, ``"infeasible"`` (no tile fits the buffers) or
+            ``"overflow"`` (the reduction can overflow ``acc_bits``), and ``reason`` (``""`` if ok).
+        count: how often the op runs; ``instances``: GEMM instances (``count * batch``).
+        gemm: ``(m, k, n)`` of one instance; ``tile``: ``(mt, kt, nt)``; ``loop_order``: GEMM
+            dims of the tile loops, outer to inner (e.g. ``"m,n,k"``); ``resident``: ``"a"`` or
+            ``"b"``, the input held in its buffer as a whole strip (read from DRAM once), or ``""``.
+        on_chip: on-chip reuse across layers (``perf_model.evaluator.reuse_links``): ``"in"`` (the op before left
+            ``A`` in the ifmap), ``"out"`` (the output stays there for the next op), ``"in,out"``,
+            or ``""``.
+        folds, compute_cycles, stall_cycles, total_cycles, utilization, macs: as in the issue.
+        dram_read_bytes, dram_write_bytes, sram_read_bytes, sram_write_bytes: bytes.
+        energy_pj: energy, pJ (``energy_breakdown`` by component); latency_s: seconds.
+    """
+
+    name: str
+    status: str
+    reason: str
+    count: int
+    instances: int
+    gemm: tuple[int, int, int]
+    tile: tuple[int, int, int]
+    loop_order: str
+    resident: str
+    on_chip: str
+    folds: int
+    compute_cycles: int
+    stall_cycles: float
+    total_cycles: float
+    utilization: float
+    macs: int
+    dram_read_bytes: float
+    dram_write_bytes: float
+    sram_read_bytes: float
+    sram_write_bytes: float
+    energy_pj: float
+    latency_s: float
+    energy_breakdown: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The op's entry in ``accel-dse evaluate --json``."""
+        out: dict[str, Any] = {"name": self.name, "status": self.status}
+        for key in OP_KEYS:
+            out[key] = _num(getattr(self, key)) if key != "utilization" else float(self.utilization)
+        out["reason"] = self.reason
+        out["tile"] = {"m": self.tile[0], "k": self.tile[1], "n": self.tile[2], "order": self.loop_order,
+                       "resident": self.resident}
+        out["on_chip"] = self.on_chip
+        return out
+
+
+@dataclass(frozen=True)
+class WorkloadResult:
+    """One design on one workload: per-op results and totals.
+
+    Attributes:
+        design: the design.
+        workload: workload name.
+        status: ``"ok"``, or the status of the first op that is not ok (``"infeasible"`` or
+            ``"overflow"``); ``reason`` names it.
+        ops: per-op results in program order.
+        total: totals (the keys of each op summed, plus latency, area, power, TOPS, TOPS/W,
+            EDP, energy breakdown); 0 when infeasible.
+    """
+
+    design: ArrayConfig
+    workload: str
+    status: str
+    reason: str
+    ops: list[OpResult]
+    total: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON of ``accel-dse evaluate --json``."""
+        return {
+            "design": self.design.to_dict(),
+            "workload": self.workload,
+            "status": self.status,
+            "reason": self.reason,
+            "ops": [op.to_dict() for op in self.ops],
+            "total": dict(self.total),
+        }
+
+
+def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | None,
+              area: AreaCoefficients | None, reuse: bool = True) -> WorkloadResult:
+    if not isinstance(config, ArrayConfig):
+        raise ModelError(f"config must be an ArrayConfig, not {config!r}")
+    opa = op_arrays(ops)
+    designs = DesignArrays.from_configs([config])
+    block = evaluate_block(designs, opa, energy or DEFAULT_ENERGY, area or area_coefficients(), reuse=reuse)
+    tot, breakdown = totals(block, designs.rows, designs.cols)
+    pes = config.rows * config.cols
+    df = int(designs.dataflow[0])
+    results = []
+    for o, op_name in enumerate(opa.names):
+        ok = bool(block.feasible[0, o])
+        compute = int(round(float(block.compute_cycles[0, o])))
+        total = float(block.total_cycles[0, o])
+        macs = int(block.macs[0, o])
+        m, k, n = (int(v) for v in opa.gemm[:, o])
+        mt, kt, nt = (int(v) for v in block.tile[:, 0, o])
+        results.append(OpResult(
+            name=op_name,
+            status="ok" if ok else "overflow" if block.overflow[0, o] else "infeasible",
+            reason=block.failure(0, o),
+            count=opa.counts[o],
+            instances=int(opa.instances[o]),
+            gemm=(m, k, n),
+            tile=(mt, kt, nt),
+            loop_order=order_names(df, int(block.order[0, o])),
+            resident=resident_name(df, int(block.order[0, o]), ok and bool(block.resident[0, o])),
+            on_chip=",".join(side for side, flag in (("in", block.a_on_chip[0, o]), ("out", block.c_on_chip[0, o]))
+                             if flag),
+            folds=int(round(float(block.folds[0, o]))),
+            compute_cycles=compute,
+            stall_cycles=max(total - compute, 0.0),
+            total_cycles=total,
+            utilization=macs / (pes * total) if ok and total > 0 else 0.0,
+            macs=macs,
+            dram_read_bytes=float(block.dram_read[:, 0, o].sum()),
+            dram_write_bytes=float(block.dram_write[:, 0, o].sum()),
+            sram_read_bytes=float(block.sram_read[:, 0, o].sum()),
+            sram_write_bytes=float(block.sram_write[:, 0, o].sum()),
+            energy_pj=float(sum(block.energy[p][0, o] for p in ENERGY_PARTS)),
+            latency_s=float(block.latency_s[0, o]),
+            energy_breakdown={p: float(block.energy[p][0, o]) for p in ENERGY_PARTS},
+        ))
+    feasible = bool(tot["feasible"][0])
+    total_dict: dict[str, Any] = {}
+    for key in OP_KEYS:
+        if key == "folds":
+            total_dict[key] = _num(block.folds[0].sum()) if feasible else 0
+        else:
+            total_dict[key] = _num(tot[key][0]) if key != "utilization" else float(tot[key][0])
+    for key in ("sram_read_bytes", "sram_write_bytes", "latency_s", "area_mm2", "power_w", "tops",
+                "tops_per_w", "edp", "f_max_mhz", "vdd"):
+        total_dict[key] = float(tot[key][0])
+    total_dict["energy_breakdown"] = {p: float(v[0]) for p, v in breakdown.items()}
+    first_bad = next((r for r in results if r.status != "ok"), None)
+    return WorkloadResult(
+        design=config, workload=name,
+        status="ok" if feasible else first_bad.status if first_bad else "infeasible",
+        reason=first_bad.reason if first_bad else ("model error: a non-finite result (a perf_model bug; please "
+                                                   "report it)" if not feasible else ""),
+        ops=results, total=total_dict,
+    )
+
+
+def evaluate(config: ArrayConfig, workload: Workload, *, energy: EnergyTable | None = None,
+             area: AreaCoefficients | None = None, reuse: bool = True) -> WorkloadResult:
+    """One design on a whole workload (per-op results and totals).
+
+    ``reuse``: keep an op's output on chip as the next op's input where the workload and the
+    design allow it (``perf_model.evaluator.reuse_links``); ``False`` sends every output through DRAM.
+
+    Raises:
+        ModelError: ``config`` is not an ``ArrayConfig`` or ``workload`` not a ``Workload``.
+    """
+    if not isinstance(workload, Workload):
+        raise ModelError(f"workload must be a Workload, not {type(workload).__name__}")
+    return _evaluate(config, workload, workload.name, energy, area, reuse)
+
+
+def evaluate_op(config: ArrayConfig, op: Op, count: int = 1, *, energy: EnergyTable | None = None,
+                area: AreaCoefficients | None = None) -> OpResult:
+    """One op (``count`` times) on one design.
+
+    Raises:
+        ModelError: ``op`` is not a ``Gemm``/``Conv2d`` or ``count`` not a positive integer.
+    """
+    if not isinstance(op, (Gemm, Conv2d)):
+        raise ModelError(f"op must be a Gemm or Conv2d record, not {op!r}")
+    return _evaluate(config, [(op, count)], op.name or "op", energy, area).ops[0]

@@ -1,0 +1,303 @@
+"""The command sequencer: fetches a program from DRAM into the command queue and issues it.
+
+Commands and their encoding: :mod:`accel_dse.commands`. On ``start`` the sequencer checks the
+queue registers (length at most ``depth``, base aligned to the AXI data width), reads the whole
+program with the load DMA into its command memory, then decodes one command per slot and
+issues it to its unit (the DMA engines, the on-chip move engine or the array) once the unit is
+idle and the waits it names are met. The DMA unit is the load and store engines and the move
+engine together: one transfer at a time. On a bus of at most 32 bytes an entry of the command
+memory is one command (a DMA word of ``32 / data_bytes`` beats); on a wider one (``P =
+data_bytes / 32`` commands a beat) an entry is one beat, ``ceil(depth / P)`` entries, and
+command ``pc`` is slice ``pc % P`` of entry ``pc // P``.
+
+Timing (``perf_model.program_timing`` states it for the model): ``start`` sampled at edge
+``E0``; the fetch is a DMA load of ``len`` words of ``32 / data_bytes`` beats (``ceil(len /
+P)`` words of one beat on a wider bus: ``accel_dse.commands.fetch_beats`` beats) started at
+``E1``; it ends at ``E_{1+f}`` (``f`` = its DMA cycles). Command ``i`` is read in the cycle after
+the previous one was issued (the first in the cycle after the fetch ended) and decoded in the
+next; it is issued at the end of the first decode cycle in which it is not blocked (its unit's
+``busy`` and its waits are sampled in that cycle). A unit issued at edge ``E_d`` with
+``n`` cycles of work is busy from cycle ``d + 1`` to ``d + n``. After the last command the
+sequencer waits until both units are idle: ``done`` is a one-cycle pulse in the first cycle
+both are, and ``busy`` falls at that cycle's edge. The cycle counters count every cycle from
+``E0`` to that edge (total), those in which the array is busy (compute), and those in which
+it is not (stall).
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2, exact_log2
+
+from accel_dse.commands import (
+    COMMAND_BYTES,
+    ERROR_AXI,
+    ERROR_BUFFER,
+    ERROR_DRAM,
+    ERROR_OPCODE,
+    ERROR_QUEUE,
+    ERROR_WINDOW,
+    FIELDS,
+    MAX_AXI_DATA_BYTES,
+    SIGNED_WINDOW_FIELDS,
+    WINDOW_FIELDS,
+    Buffer,
+    Opcode,
+    queue_entry_commands,
+)
+from accel_dse.errors import ConfigError
+from rtl_gen.soc.axi import ADDR_BITS
+from rtl_gen.soc.dma import TRANSFER_BITS
+from rtl_gen.soc.move import MOVE_FIELDS
+
+__all__ = ["Sequencer", "COUNTER_BITS"]
+
+#: Width of the cycle counters.
+COUNTER_BITS = 64
+
+
+def _field(word: Signal, name: str) -> Signal:
+    lsb, width = FIELDS[name]
+    return word[lsb:lsb + width]
+
+
+class Sequencer(wiring.Component):
+    """See the module docstring.
+
+    Args:
+        data_bytes: AXI data width in bytes (power of two, at most :data:`MAX_AXI_DATA_BYTES`).
+        depth: commands the queue holds.
+        load_beats: beats per buffer word of each buffer (index: ``Buffer``) for loads.
+        store_beats: beats per ofmap word stored raw and requantised.
+        depths: words of each buffer (index: ``Buffer``).
+        buf_addr_bits: width of buffer word addresses.
+        max_beats: the DMA's ``beats`` range.
+        can_move: the design can ``MOVE`` (ifmap and ofmap words have equal lanes); else a
+            ``MOVE`` is ``ERROR_OPCODE``.
+        can_window: the array has the convolution address generator (weight stationary); else a
+            ``RUN`` with ``window`` is ``ERROR_OPCODE``.
+
+    A ``WINDOW`` command writes the window registers (passed to every ``RUN``, which latches them
+    at its start) in its decode cycle and takes no unit; one with a zero ``stride``,
+    ``dilation``, ``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w`` is ``ERROR_WINDOW``, and so
+    is a run's ``window_error`` (it read no word outside the ifmap), seen at the next decode or
+    at the end.
+    """
+
+    def __init__(self, *, data_bytes: int, depth: int, load_beats: tuple[int, int, int, int],
+                 store_beats: tuple[int, int], depths: tuple[int, int, int, int], buf_addr_bits: int,
+                 max_beats: int, can_move: bool = True, can_window: bool = False) -> None:
+        if data_bytes > MAX_AXI_DATA_BYTES:
+            raise ConfigError(f"AXI data bytes must be at most {MAX_AXI_DATA_BYTES}, not {data_bytes}")
+        self.data_bytes = data_bytes
+        self.depth = depth
+        self.load_beats = load_beats
+        self.store_beats = store_beats
+        self.depths = depths
+        self.can_move = can_move
+        self.can_window = can_window
+        self.per_entry = queue_entry_commands(data_bytes)  # commands per queue entry (P)
+        self.cmd_beats = max(1, COMMAND_BYTES // data_bytes)  # beats per queue entry
+        transfer = {
+            "start": Out(1), "addr": Out(ADDR_BITS), "stride": Out(ADDR_BITS), "rows": Out(TRANSFER_BITS),
+            "words": Out(TRANSFER_BITS), "beats": Out(range(max_beats + 1)), "buf_addr": Out(buf_addr_bits),
+            "row_step": Out(buf_addr_bits), "word_step": Out(buf_addr_bits), "busy": In(1), "axi_error": In(1),
+        }
+        super().__init__({
+            "start": In(1), "queue_base": In(64), "queue_len": In(32),
+            "busy": Out(1), "done": Out(1), "error": Out(1), "error_code": Out(4), "error_pc": Out(32),
+            "cycles_total": Out(COUNTER_BITS), "cycles_compute": Out(COUNTER_BITS), "cycles_stall": Out(COUNTER_BITS),
+            "ld": Out(wiring.Signature(transfer)),
+            "st": Out(wiring.Signature({**transfer, "requant": Out(1), "q_by_row": Out(1)})),
+            "fetching": Out(1), "buffer": Out(2), "q_base": Out(16),
+            "cmd_we": In(1), "cmd_addr": In(buf_addr_bits), "cmd_data": In(8 * data_bytes * max_beats),
+            "mv": Out(wiring.Signature({
+                "start": Out(1), "rows": Out(16), "words": Out(16), "q_by_row": Out(1), "buf_addr": Out(buf_addr_bits),
+                "row_step": Out(buf_addr_bits), "word_step": Out(buf_addr_bits), "dst_addr": Out(buf_addr_bits),
+                "dst_row_step": Out(buf_addr_bits), "dst_word_step": Out(buf_addr_bits), "busy": In(1),
+            })),
+            "run": Out(wiring.Signature({
+                "start": Out(1), "m": Out(32), "k": Out(32), "n": Out(32), "accumulate": Out(1), "a_stride": Out(24),
+                "x_base": Out(32), "y_base": Out(32), "o_base": Out(32), "busy": In(1),
+                "window": Out(1), "window_error": In(1),
+                **{name: Out(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
+                   for name in WINDOW_FIELDS},
+            })),
+        })
+
+    def elaborate(self, platform: object) -> Module:  # noqa: C901 - one FSM, read top to bottom
+        m = Module()
+        per = self.per_entry
+        sel = exact_log2(per)
+        entries = max(2, -(-self.depth // per))
+        m.submodules.queue = queue = memory.Memory(shape=8 * COMMAND_BYTES * per, depth=entries, init=[])
+        wp = queue.write_port()
+        rp = queue.read_port()
+        m.d.comb += [wp.addr.eq(self.cmd_addr), wp.data.eq(self.cmd_data[:8 * COMMAND_BYTES * per]),
+                     wp.en.eq(self.cmd_we & self.fetching)]
+        pc = Signal(32)
+        length = Signal(32)
+        m.d.comb += rp.addr.eq(pc[sel:sel + ceil_log2(entries)])
+        cmd = rp.data.word_select(pc[:sel], 8 * COMMAND_BYTES) if per > 1 else rp.data
+        op = _field(cmd, "opcode")
+        dma_busy = self.ld.busy | self.st.busy | self.mv.busy
+        run_busy = self.run.busy
+        axi_err = (self.ld.axi_error & ~self.ld.busy) | (self.st.axi_error & ~self.st.busy)
+        win_err = self.run.window_error & ~run_busy
+        is_window = op == Opcode.WINDOW
+        window_bad = Cat(*(_field(cmd, name) == 0 for name in ("stride_h", "stride_w", "dilation_h", "dilation_w", "kw",
+                                                                "cblocks", "in_w", "in_h", "out_w"))).any()
+        window_run_bad = (op == Opcode.RUN) & _field(cmd, "window") & int(not self.can_window)
+        low = exact_log2(self.data_bytes)
+
+        def misaligned(*values: Signal) -> Signal:
+            return Cat(*(v[:low] for v in values)).any() if low else Const(0)
+
+        # Decode-cycle checks of a transfer command.
+        buffer = _field(cmd, "buffer")
+        rows, words = _field(cmd, "rows"), _field(cmd, "words")
+        last = Signal(64)
+        m.d.comb += last.eq(_field(cmd, "buf_addr") + (rows - 1) * _field(cmd, "row_step")
+                            + (words - 1) * _field(cmd, "word_step"))
+        depth = Signal(32)
+        m.d.comb += depth.eq(Mux(buffer == 0, self.depths[0], Mux(buffer == 1, self.depths[1],
+                                                                     Mux(buffer == 2, self.depths[2], self.depths[3]))))
+        out_of_range = (rows != 0) & (words != 0) & (last >= depth)
+        # A MOVE reads the ofmap and writes the ifmap.
+        is_move = op == Opcode.MOVE
+        dst_last = Signal(64)
+        m.d.comb += dst_last.eq(_field(cmd, "dst_addr") + (rows - 1) * _field(cmd, "dst_row_step")
+                                + (words - 1) * _field(cmd, "dst_word_step"))
+        move_bad = (rows != 0) & (words != 0) & ((last >= self.depths[Buffer.OFMAP])
+                                                 | (dst_last >= self.depths[Buffer.IFMAP]))
+        store_bad = (op == Opcode.STORE) & (buffer != Buffer.OFMAP)
+        requant = _field(cmd, "requant")
+        lb = self.load_beats
+        load_beats = Mux(buffer == 0, lb[0], Mux(buffer == 1, lb[1], Mux(buffer == 2, lb[2], lb[3])))
+        store_beats = Mux(requant, self.store_beats[1], self.store_beats[0])
+        is_transfer = (op == Opcode.LOAD) | (op == Opcode.STORE)
+        uses_dma = is_transfer | is_move
+        blocked = Signal()
+        m.d.comb += blocked.eq(
+            Mux(uses_dma, dma_busy, 0) | ((op == Opcode.RUN) & run_busy)
+            | ((op == Opcode.SYNC) & (dma_busy | run_busy))
+            | (_field(cmd, "wait_dma") & dma_busy) | (_field(cmd, "wait_run") & run_busy))
+
+        window_we = Signal()  # a WINDOW command is issued this cycle
+        error_code = Signal(4)
+        m.d.comb += self.error_code.eq(error_code)
+        running = Signal()
+        m.d.comb += self.busy.eq(running)
+        with m.If(running):
+            m.d.sync += self.cycles_total.eq(self.cycles_total + 1)
+            with m.If(run_busy):
+                m.d.sync += self.cycles_compute.eq(self.cycles_compute + 1)
+            with m.Else():
+                m.d.sync += self.cycles_stall.eq(self.cycles_stall + 1)
+        buffer_reg = Signal(2)
+        m.d.comb += self.buffer.eq(buffer_reg)
+
+        def fail(code: int) -> list:
+            return [error_code.eq(code), self.error_pc.eq(pc)]
+
+        transfer_fields = [
+            self.ld.addr.eq(_field(cmd, "dram_addr")), self.ld.stride.eq(_field(cmd, "dram_stride")),
+            self.ld.rows.eq(rows), self.ld.words.eq(words), self.ld.buf_addr.eq(_field(cmd, "buf_addr")),
+            self.ld.row_step.eq(_field(cmd, "row_step")), self.ld.word_step.eq(_field(cmd, "word_step")),
+            self.ld.beats.eq(load_beats),
+            self.st.addr.eq(_field(cmd, "dram_addr")), self.st.stride.eq(_field(cmd, "dram_stride")),
+            self.st.rows.eq(rows), self.st.words.eq(words), self.st.buf_addr.eq(_field(cmd, "buf_addr")),
+            self.st.row_step.eq(_field(cmd, "row_step")), self.st.word_step.eq(_field(cmd, "word_step")),
+            self.st.beats.eq(store_beats), self.st.requant.eq(requant), self.st.q_by_row.eq(_field(cmd, "q_by_row")),
+            self.run.m.eq(_field(cmd, "m")), self.run.k.eq(_field(cmd, "k")), self.run.n.eq(_field(cmd, "n")),
+            self.run.accumulate.eq(_field(cmd, "accumulate")), self.run.x_base.eq(_field(cmd, "x_base")),
+            self.run.a_stride.eq(_field(cmd, "a_stride")),
+            *(getattr(self.mv, name).eq(_field(cmd, name)) for name in MOVE_FIELDS),
+            self.run.y_base.eq(_field(cmd, "y_base")), self.run.o_base.eq(_field(cmd, "o_base")),
+            self.run.window.eq(_field(cmd, "window")),
+        ]
+        for name in WINDOW_FIELDS:  # the window registers, written by WINDOW commands
+            reg = Signal.like(getattr(self.run, name), name=f"window_{name}")
+            m.d.comb += getattr(self.run, name).eq(reg)
+            with m.If(self.start & ~running):
+                m.d.sync += reg.eq(0)
+            with m.Elif(window_we):
+                m.d.sync += reg.eq(_field(cmd, name))
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [running.eq(1), pc.eq(0), length.eq(self.queue_len), error_code.eq(0),
+                                 self.cycles_total.eq(0), self.cycles_compute.eq(0), self.cycles_stall.eq(0)]
+                    with m.If(self.queue_len > self.depth):
+                        m.d.sync += fail(ERROR_QUEUE)
+                        m.next = "FAIL"
+                    with m.Elif(misaligned(self.queue_base) | self.queue_base[ADDR_BITS:].any()):
+                        m.d.sync += fail(ERROR_DRAM)
+                        m.next = "FAIL"
+                    with m.Else():
+                        m.next = "FETCH"
+            with m.State("FETCH"):
+                m.d.comb += [self.fetching.eq(1), self.ld.start.eq(1), self.ld.addr.eq(self.queue_base[:ADDR_BITS]),
+                             self.ld.rows.eq(Mux(length == 0, 0, 1)), self.ld.words.eq((length + per - 1) >> sel),
+                             self.ld.beats.eq(self.cmd_beats), self.ld.word_step.eq(1)]
+                m.next = "FETCH_WAIT"
+            with m.State("FETCH_WAIT"):
+                m.d.comb += self.fetching.eq(1)
+                with m.If(~self.ld.busy):
+                    with m.If(self.ld.axi_error):
+                        m.d.sync += fail(ERROR_AXI)
+                        m.next = "FAIL"
+                    with m.Elif(length == 0):
+                        m.next = "DRAIN"
+                    with m.Else():
+                        m.next = "READ"
+            with m.State("READ"):
+                m.next = "DECODE"
+            with m.State("DECODE"):
+                m.d.comb += transfer_fields
+                with m.If(axi_err):
+                    m.d.sync += fail(ERROR_AXI)
+                    m.next = "FAIL"
+                with m.Elif(win_err | (is_window & window_bad)):
+                    m.d.sync += fail(ERROR_WINDOW)
+                    m.next = "FAIL"
+                with m.Elif((op == 0) | (op > Opcode.WINDOW) | (is_move & int(not self.can_move)) | window_run_bad):
+                    m.d.sync += fail(ERROR_OPCODE)
+                    m.next = "FAIL"
+                with m.Elif((is_transfer & (out_of_range | store_bad)) | (is_move & move_bad)):
+                    m.d.sync += fail(ERROR_BUFFER)
+                    m.next = "FAIL"
+                with m.Elif(is_transfer & misaligned(_field(cmd, "dram_addr"), _field(cmd, "dram_stride"))):
+                    m.d.sync += fail(ERROR_DRAM)
+                    m.next = "FAIL"
+                with m.Elif(~blocked):
+                    m.d.comb += [self.ld.start.eq(op == Opcode.LOAD), self.st.start.eq(op == Opcode.STORE),
+                                 self.run.start.eq(op == Opcode.RUN), self.mv.start.eq(is_move),
+                                 window_we.eq(is_window)]
+                    with m.If((op == Opcode.STORE) | is_move):
+                        m.d.sync += self.q_base.eq(_field(cmd, "q_base"))
+                    with m.If(is_transfer):
+                        m.d.sync += buffer_reg.eq(buffer)
+                    m.d.sync += pc.eq(pc + 1)
+                    m.next = "READ"
+                    with m.If(pc + 1 == length):
+                        m.next = "DRAIN"
+            with m.State("DRAIN"):
+                with m.If(axi_err):
+                    m.d.sync += fail(ERROR_AXI)
+                    m.next = "FAIL"
+                with m.Elif(win_err):
+                    m.d.sync += fail(ERROR_WINDOW)
+                    m.next = "FAIL"
+                with m.Elif(~dma_busy & ~run_busy):
+                    m.d.comb += self.done.eq(1)
+                    m.d.sync += running.eq(0)
+                    m.next = "IDLE"
+            with m.State("FAIL"):
+                with m.If(~dma_busy & ~run_busy):
+                    m.d.comb += self.error.eq(1)
+                    m.d.sync += running.eq(0)
+                    m.next = "IDLE"
+        return m

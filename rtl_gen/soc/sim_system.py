@@ -1,0 +1,63 @@
+"""The simulation top: the SoC block with the DRAM model on its AXI4 port (testbenches only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amaranth import Module
+from amaranth.lib import wiring
+
+from accel_dse.config import ArrayConfig
+from rtl_gen.core.pe import Fault
+from rtl_gen.soc.axi import axi4_signature
+from rtl_gen.soc.dram_model import DramModel
+from rtl_gen.soc.system import AxiAccelerator, system_name
+
+__all__ = ["SimSystem", "sim_name"]
+
+
+def sim_name(config: ArrayConfig, fault: Fault | None = None) -> str:
+    """Verilog module name of the simulation top."""
+    return system_name(config, fault).replace("accel_axi_", "accel_sim_", 1)
+
+
+class SimSystem(wiring.Component):
+    """:class:`AxiAccelerator` + :class:`DramModel` (``dram_words`` words, ``latency`` cycles,
+    ``stall_seed`` for back-pressure, ``rate`` ``(num, den)`` bytes a cycle for a paced memory).
+
+    Ports: the accelerator's ``s_axil_*`` and ``irq``, and the DRAM model's backdoor ``bd_*``.
+    """
+
+    def __init__(self, config: ArrayConfig, *, latency: int, dram_words: int, fault: Fault | None = None,
+                 stall_seed: int = 0, rate: tuple[int, int] | None = None, **kwargs: Any) -> None:
+        self.soc = AxiAccelerator(config, fault=fault, **kwargs)
+        self.dram = DramModel(data_bytes=self.soc.data_bytes, words=dram_words, latency=latency,
+                              stall_seed=stall_seed, rate=rate)
+        self.config = config
+        self.fault = fault
+        members = {name: member for name, member in self.soc.signature.members.items()
+                   if name.startswith("s_axil_") or name == "irq"}
+        members.update({name: member for name, member in self.dram.signature.members.items()
+                        if name.startswith("bd_")})
+        super().__init__(members)
+
+    @property
+    def name(self) -> str:
+        """Verilog module name (see :func:`sim_name`)."""
+        return sim_name(self.config, self.fault)
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        m.submodules.soc = soc = self.soc
+        m.submodules.dram = dram = self.dram
+        for name in self.signature.members:
+            inner = getattr(dram if name.startswith("bd_") else soc, name)
+            outer = getattr(self, name)
+            flow = self.signature.members[name].flow
+            m.d.comb += inner.eq(outer) if flow == wiring.In else outer.eq(inner)
+        for name, member in axi4_signature(soc.data_bytes).members.items():
+            port, sub = getattr(soc, f"m_axi_{name}"), getattr(dram.axi, name)
+            m.d.comb += sub.eq(port) if member.flow == wiring.Out else port.eq(sub)
+        return m
+
+

@@ -1,0 +1,233 @@
+"""The whole accelerator as an SoC block: AXI4 manager to DRAM, command queue, DMA, array.
+
+:class:`AxiAccelerator` wraps the compute core (:class:`~rtl_gen.core.accelerator.Accelerator`, whose host
+port becomes the DMA's port into the buffers) with the load and store DMA engines
+(``rtl_gen.soc.dma``) on one AXI4 manager port ``m_axi_*`` and the command sequencer
+(``rtl_gen.soc.sequencer``), controlled through the AXI4-Lite register block ``s_axil_*``
+(``rtl_gen.soc.csr``, map in ``rtl_gen.soc.regmap``: start, status, error, queue base and length,
+cycle counters, interrupt enable and status) with the level interrupt ``irq``. Ports::
+
+    m_axi_*    AXI4 manager, data width ``accel_dse.commands.axi_data_bytes``, one ID
+    s_axil_*   AXI4-Lite subordinate, 32-bit data, 12-bit address
+    irq        out, high while an enabled interrupt status bit is set (DONE, ERROR)
+
+Software: write the program to DRAM, QUEUE_BASE_LO/HI and QUEUE_LEN, IRQ_ENABLE, then
+CTRL.START; wait for ``irq`` (or poll STATUS); read the counters.
+
+DRAM words (:mod:`accel_dse.commands`) become buffer words by wiring: inputs lane for lane,
+raw accumulators truncated to ``acc_bits`` on loads and sign-extended on stores, qparam lanes
+from their 16-byte DRAM form to the output stage's fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from amaranth import Cat, Module, Mux, Signal, Value
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from accel_dse import commands
+from accel_dse.commands import QUEUE_DEPTH, WINDOW_FIELDS, Buffer, axi_data_bytes, dram_lane_bytes
+from accel_dse.config import ArrayConfig, Dataflow
+from rtl_gen.core.accelerator import Accelerator, top_name
+from rtl_gen.core.output_stage import param_fields
+from rtl_gen.core.pe import Fault
+from rtl_gen.soc.axi import axi4_channels, axi4_signature
+from rtl_gen.soc.csr import ControlRegisters
+from rtl_gen.soc.dma import DmaLoad, DmaStore
+from rtl_gen.soc.move import MOVE_FIELDS, MoveEngine
+from rtl_gen.soc.sequencer import Sequencer
+
+__all__ = ["AxiAccelerator", "system_name", "dram_word_bytes", "memory_system_units", "OUTSTANDING"]
+
+#: Bursts each DMA engine keeps in flight.
+OUTSTANDING = 8
+#: The store engine's buffer read latency, raw and through the output stage (its timing contract).
+STORE_LATENCIES = (commands.store_read_latency(False), commands.store_read_latency(True))
+
+
+def system_name(config: ArrayConfig, fault: Fault | None = None) -> str:
+    """Verilog module name of the SoC block: ``accel_axi_<config_hash>``."""
+    return top_name(config, fault).replace("accel_", "accel_axi_", 1)
+
+
+def dram_word_bytes(config: ArrayConfig) -> dict[str, int]:
+    """Bytes of one buffer word in DRAM (``accel_dse.commands.dram_word_bytes`` of ``config``)."""
+    return commands.dram_word_bytes(config.rows, config.cols, config.dataflow is Dataflow.IS, config.input_bits,
+                                    config.acc_bits)
+
+
+def _lanes(word: Value, lane_bits: int, keep: int, count: int, *, signed_extend: bool = False) -> Value:
+    """Lanes of ``lane_bits`` bits -> lanes of ``keep`` bits (truncate or sign-extend)."""
+    out = []
+    for i in range(count):
+        lane = word[i * lane_bits:(i + 1) * lane_bits]
+        if keep <= lane_bits:
+            out.append(lane[:keep])
+        else:
+            out.append(Cat(lane, lane[-1].replicate(keep - lane_bits)) if signed_extend else Cat(lane, 0))
+    return Cat(*out)
+
+
+class AxiAccelerator(wiring.Component):
+    """The SoC block of ``config`` (see the module docstring).
+
+    Args:
+        config: the design.
+        fault: test-only fault in one PE.
+        queue_depth: commands the command queue holds.
+        outstanding: bursts in flight per DMA engine.
+        core: the compute core (default ``Accelerator(config, fault=fault)``; the hierarchical
+            Verilog export passes one built from row-group blackboxes).
+    """
+
+    def __init__(self, config: ArrayConfig, *, fault: Fault | None = None, queue_depth: int = QUEUE_DEPTH,
+                 outstanding: int = OUTSTANDING, core: Accelerator | None = None) -> None:
+        self.config = config
+        self.fault = fault
+        self.core = core if core is not None else Accelerator(config, fault=fault)
+        self.data_bytes = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
+                                         config.dataflow.value == "is")
+        self.word_bytes = dram_word_bytes(config)
+        self.beats = {k: v // self.data_bytes for k, v in self.word_bytes.items()}
+        self.max_beats = max(self.beats.values())
+        self.queue_depth = queue_depth
+        self.outstanding = outstanding
+        members = axi4_signature(self.data_bytes).members
+        lay = self.core.layout
+        self.csr = ControlRegisters(rows=config.rows, cols=config.cols, dataflow=config.dataflow,
+                                    axi_data_bytes=self.data_bytes, ifmap_depth=lay.ifmap.depth,
+                                    weight_depth=lay.weight.depth, ofmap_depth=lay.ofmap.depth,
+                                    queue_depth=queue_depth)
+        csr_members = {name: member for name, member in self.csr.signature.members.items()
+                       if name.startswith("s_axil_")}
+        super().__init__({
+            **{f"m_axi_{name}": member for name, member in members.items()},
+            **csr_members,
+            "irq": Out(1),
+        })
+
+    @property
+    def name(self) -> str:
+        """Verilog module name (see :func:`system_name`)."""
+        return system_name(self.config, self.fault)
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        cfg, lay, b = self.config, self.core.layout, self.beats
+        m.submodules.core = core = self.core
+        addr_bits = max(lay.host_addr_bits, 16)
+        common = {"data_bytes": self.data_bytes, "max_beats": self.max_beats, "outstanding": self.outstanding,
+                  "buf_addr_bits": addr_bits}
+        m.submodules.dma_load = ld = DmaLoad(**common)
+        m.submodules.dma_store = st = DmaStore(**common, latencies=STORE_LATENCIES)
+        depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
+        m.submodules.seq = seq = Sequencer(
+            data_bytes=self.data_bytes, depth=self.queue_depth,
+            load_beats=(b["ifmap"], b["weight"], b["ofmap"], b["qparam"]), store_beats=(b["ofmap"], b["requant"]),
+            depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats, can_move=core.can_move,
+            can_window=cfg.dataflow is Dataflow.WS)
+        m.submodules.move = mv = MoveEngine(latency=STORE_LATENCIES[1], src_bits=addr_bits, dst_bits=addr_bits)
+
+        # AXI: the load engine drives AR/R, the store engine AW/W/B.
+        m.d.comb += [self.m_axi_awid.eq(0), self.m_axi_arid.eq(0)]  # one ID; the responses' IDs are not looked at
+        for engine, side in ((ld, "read"), (st, "write")):
+            for name, member in axi4_channels(self.data_bytes, side).items():
+                port, inner = getattr(self, f"m_axi_{name}"), getattr(engine, name)
+                m.d.comb += port.eq(inner) if member.flow == Out else inner.eq(port)
+
+        # Control: the register block.
+        m.submodules.csr = csr = self.csr
+        for name, member in csr.signature.members.items():
+            if name.startswith("s_axil_"):
+                outer, inner = getattr(self, name), getattr(csr, name)
+                m.d.comb += inner.eq(outer) if member.flow == In else outer.eq(inner)
+        m.d.comb += [
+            seq.start.eq(csr.start), seq.queue_base.eq(csr.queue_base), seq.queue_len.eq(csr.queue_len),
+            csr.busy.eq(seq.busy), csr.done.eq(seq.done), csr.error.eq(seq.error),
+            csr.error_code.eq(seq.error_code), csr.error_pc.eq(seq.error_pc),
+            csr.cycles_total.eq(seq.cycles_total), csr.cycles_compute.eq(seq.cycles_compute),
+            csr.cycles_dma_stall.eq(seq.cycles_stall), self.irq.eq(csr.irq),
+        ]
+        for engine, ctl in ((ld, seq.ld), (st, seq.st)):
+            for name in ("start", "addr", "stride", "rows", "words", "beats", "buf_addr", "row_step", "word_step"):
+                m.d.comb += getattr(engine, name).eq(getattr(ctl, name))
+            m.d.comb += [ctl.busy.eq(engine.busy), ctl.axi_error.eq(engine.axi_error)]
+        m.d.comb += [st.requant.eq(seq.st.requant), st.q_by_row.eq(seq.st.q_by_row)]
+        for name in ("start", *MOVE_FIELDS):
+            m.d.comb += getattr(mv, name).eq(getattr(seq.mv, name))
+        m.d.comb += seq.mv.busy.eq(mv.busy)
+        m.d.comb += [seq.cmd_we.eq(ld.word_we), seq.cmd_addr.eq(ld.word_addr), seq.cmd_data.eq(ld.word)]
+
+        # The array.
+        run = seq.run
+        m.d.comb += [core.start.eq(run.start), core.m.eq(run.m), core.k.eq(run.k), core.n.eq(run.n),
+                     core.accumulate.eq(run.accumulate), core.x_base.eq(run.x_base), core.y_base.eq(run.y_base),
+                     core.o_base.eq(run.o_base), core.a_stride.eq(run.a_stride), run.busy.eq(core.busy),
+                     core.host_overlap.eq(1), core.window.eq(run.window), run.window_error.eq(core.window_error),
+                     *(getattr(core, name).eq(getattr(run, name)) for name in WINDOW_FIELDS)]
+
+        # The core's host port is the DMA's: loads write, stores and moves read (one transfer at a
+        # time); a move writes the ifmap through its own port.
+        ib, ab = cfg.input_bits, cfg.acc_bits
+        raw_lane = 8 * dram_lane_bytes(Buffer.OFMAP, ib, ab)
+        q_lane = 128
+        words = {
+            Buffer.IFMAP: ld.word[:lay.ifmap.width],
+            Buffer.WEIGHT: ld.word[:lay.weight.width],
+            Buffer.OFMAP: _lanes(ld.word, raw_lane, ab, cfg.cols),
+            Buffer.QPARAM: Cat(*(self._qparam_lane(ld.word[i * q_lane:(i + 1) * q_lane])
+                                 for i in range(lay.qparam.elems))),
+        }
+        wdata = Signal(len(core.host_wdata))
+        with m.Switch(seq.buffer):
+            for code, value in words.items():
+                with m.Case(code):
+                    m.d.comb += wdata.eq(value)
+        m.d.comb += [
+            core.host_sel.eq(seq.buffer),
+            core.host_addr.eq(Mux(ld.busy, ld.word_addr, Mux(mv.reading, mv.src_addr, st.word_addr))),
+            core.host_we.eq(ld.word_we & ~seq.fetching),
+            core.host_wdata.eq(wdata),
+            core.host_qsel.eq(seq.q_base + Mux(mv.reading, mv.q_index, st.q_index)),
+            core.move_we.eq(mv.dst_we), core.move_addr.eq(mv.dst),
+            st.word.eq(Mux(st.requanting, core.host_qdata,
+                           _lanes(core.host_rdata, ab, raw_lane, cfg.cols, signed_extend=True))),
+        ]
+        return m
+
+    def _qparam_lane(self, lane: Value) -> Value:
+        """A 16-byte DRAM qparam lane -> the output stage's parameter fields (low bits first)."""
+        at = {"bias": 0, "multiplier": 32, "shift": 64, "zero_point": 80, "act_min": 96, "act_max": 112}
+        return Cat(*(lane[at[name]:at[name] + bits] for name, bits in param_fields(self.config.input_bits)))
+
+
+
+def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], Callable[[], wiring.Component]]]:
+    """The SoC block's parts outside the core, as it builds them: ``(name, parameters, build)``
+    for the load and store DMA engines, the on-chip move engine, the sequencer (with a 2-command
+    queue: synthesis and the area model price the queue as SRAM) and the control registers."""
+    soc = AxiAccelerator(config, queue_depth=2)
+    lay, b = soc.core.layout, soc.beats
+    for unit in (soc, soc.core, soc.csr):
+        unit._MustUse__silence = True  # type: ignore[attr-defined]  # parameters only, never elaborated
+    common = {"data_bytes": soc.data_bytes, "max_beats": soc.max_beats, "outstanding": soc.outstanding,
+              "buf_addr_bits": max(lay.host_addr_bits, 16)}
+    depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
+    seq = {"data_bytes": soc.data_bytes, "depth": 2, "load_beats": (b["ifmap"], b["weight"], b["ofmap"], b["qparam"]),
+           "store_beats": (b["ofmap"], b["requant"]), "depths": depths, "buf_addr_bits": common["buf_addr_bits"],
+           "max_beats": soc.max_beats, "can_move": soc.core.can_move, "can_window": config.dataflow is Dataflow.WS}
+    move = {"latency": STORE_LATENCIES[1], "src_bits": common["buf_addr_bits"], "dst_bits": common["buf_addr_bits"]}
+    csr = {"rows": config.rows, "cols": config.cols, "dataflow": config.dataflow, "axi_data_bytes": soc.data_bytes,
+           "ifmap_depth": lay.ifmap.depth, "weight_depth": lay.weight.depth, "ofmap_depth": lay.ofmap.depth,
+           "queue_depth": QUEUE_DEPTH}
+    return [
+        ("dma_load", common, lambda: DmaLoad(**common)),
+        ("dma_store", {**common, "latencies": STORE_LATENCIES},
+         lambda: DmaStore(**common, latencies=STORE_LATENCIES)),
+        ("move", move, lambda: MoveEngine(**move)),
+        ("sequencer", seq, lambda: Sequencer(**seq)),  # type: ignore[arg-type]
+        ("control_registers", {**csr, "dataflow": config.dataflow.value}, lambda: ControlRegisters(**csr)),  # type: ignore[arg-type]
+    ]

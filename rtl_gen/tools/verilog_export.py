@@ -1,0 +1,205 @@
+# amaranth: UnusedElaboratable=no
+"""Verilog export: deterministic text, top module named from the config hash."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from amaranth.back import rtlil, verilog
+from amaranth.lib import wiring
+
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ExportError, RtlError
+from rtl_gen.core.accelerator import Accelerator, top_name
+from rtl_gen.core.array import Blackbox, PEBlock, PERow
+from rtl_gen.core.pe import PE, Fault
+
+__all__ = ["to_verilog", "write_verilog", "export_units", "block_rows"]
+
+_PATCH_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _without_zero_meminit() -> Iterator[None]:
+    """Let Amaranth emit no initial-contents cell for an all-zero memory.
+
+    Amaranth 0.5 always emits a ``$meminit_v2`` cell, one constant bit per memory bit, which
+    Yosys writes as one ``initial`` line per word: a 2048 x 8192-bit buffer took 110 s and
+    4.4 MB, TPU-v1's 24 MiB buffer would take ~25 minutes and ~50 MB. Our buffers have no
+    meaningful initial contents (the host writes what a run reads), so the exported memories
+    are left uninitialised. Scoped to one conversion; Amaranth is pinned to 0.5.x.
+    """
+    original = rtlil.ModuleEmitter.emit_memory
+
+    def emit_memory(self: rtlil.ModuleEmitter, cell_idx: int, cell: object) -> None:
+        if any(getattr(cell, "init", (1,))):
+            original(self, cell_idx, cell)
+
+    with _PATCH_LOCK:
+        rtlil.ModuleEmitter.emit_memory = emit_memory
+        try:
+            yield
+        finally:
+            rtlil.ModuleEmitter.emit_memory = original
+
+
+def block_rows(rows: int) -> int:
+    """Rows per block of the export: 1 (no block level) below 32 rows, else the largest
+    divisor of ``rows`` not above ``sqrt(rows)`` (16 for 256), so that neither the array nor
+    a block wires more than about ``sqrt(rows)`` groups together."""
+    if rows < 32:
+        return 1
+    best = 1
+    for b in range(2, math.isqrt(rows) + 1):
+        if rows % b == 0:
+            best = b
+    return best
+
+
+def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tuple[str, wiring.Component]]:
+    """The Verilog modules of the hierarchical export, ``(module name, component)``, top first.
+
+    The top (:class:`Accelerator`) instantiates row groups: rows ``<top>_row`` directly, or
+    for 32 rows and more blocks ``<top>_block`` of :func:`block_rows` rows each; a row holds
+    ``cols`` PEs ``<top>_pe``. The row, block and PE with the test fault get ``_fault``
+    variants. So each module is written once whatever the array size, and no module wires
+    more than about ``sqrt(rows)`` row groups: a 256 x 256 array exports in about a minute.
+    """
+    top = top_name(config, fault)
+    ib, ab, df = config.input_bits, config.acc_bits, config.dataflow
+    sh = config.shadow_stationary
+    b = block_rows(config.rows)
+    pe = PE(dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh)
+    units: list[tuple[str, wiring.Component]] = []
+    inner: list[tuple[str, wiring.Component]] = [(f"{top}_pe", pe)]
+
+    def row(faulty_col: int | None) -> PERow:
+        def factory(col: int) -> wiring.Component:
+            return Blackbox(pe.signature, f"{top}_pe_fault" if col == faulty_col else f"{top}_pe")
+
+        return PERow(cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh, pe_factory=factory)
+
+    clean_row = row(None)
+    inner.insert(0, (f"{top}_row", clean_row))
+    if fault is not None:
+        inner.append((f"{top}_row_fault", row(fault.col)))
+        inner.append((f"{top}_pe_fault", PE(dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh,
+                                                  fault=(fault.bit, fault.stuck))))
+
+    def row_name(r: int) -> str:
+        return f"{top}_row_fault" if fault is not None and r == fault.row else f"{top}_row"
+
+    group_sig = clean_row.signature
+    group_name: Callable[[int], str] = row_name
+    if b > 1:
+        def block(faulty: bool) -> PEBlock:
+            def factory(r: int) -> wiring.Component:
+                name = f"{top}_row_fault" if faulty and fault is not None and r == fault.row % b else f"{top}_row"
+                return Blackbox(clean_row.signature, name)
+
+            return PEBlock(rows=b, cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh,
+                           row_factory=factory)
+
+        clean_block = block(False)
+        inner.insert(0, (f"{top}_block", clean_block))
+        if fault is not None:
+            inner.insert(1, (f"{top}_block_fault", block(True)))
+        group_sig = clean_block.signature
+
+        def block_name(g: int) -> str:
+            return f"{top}_block_fault" if fault is not None and g == fault.row // b else f"{top}_block"
+
+        group_name = block_name
+
+    def group_factory(g: int) -> wiring.Component:
+        return Blackbox(group_sig, group_name(g))
+
+    units.append((top, Accelerator(config, fault=fault, group_rows=b, group_factory=group_factory)))
+    return units + inner
+
+
+def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tuple[int, int] | None = None,
+                   rate: tuple[int, int] | None = None) -> str:
+    """Verilog of the SoC block (:class:`~rtl_gen.soc.system.AxiAccelerator`, top ``accel_axi_<hash>``).
+
+    With ``dram = (latency, words)`` the simulation top instead (:class:`~rtl_gen.soc.sim_system.SimSystem`,
+    ``accel_sim_<hash>``: the SoC block with the DRAM model, paced to ``rate`` ``(num, den)`` bytes a
+    cycle when given: :class:`~rtl_gen.soc.dram_model.DramModel`). The compute core is the
+    hierarchical export's (:func:`export_units`), so large arrays convert as fast.
+
+    Raises:
+        ConfigError: the design cannot be built.
+        RtlError: Yosys failed to convert it.
+    """
+    from rtl_gen.soc.sim_system import SimSystem
+    from rtl_gen.soc.system import AxiAccelerator
+
+    units = export_units(config, fault=fault)
+    core = units[0][1]
+    if dram is None:
+        top: wiring.Component = AxiAccelerator(config, fault=fault, core=core)  # type: ignore[arg-type]
+    else:
+        top = SimSystem(config, fault=fault, latency=dram[0], dram_words=dram[1], rate=rate, core=core)
+    return _joined([_convert(top, top.name)]  # type: ignore[attr-defined]
+                   + [_convert(component, name) for name, component in units[1:]])
+
+
+def _joined(texts: list[str]) -> str:
+    """Converted modules as one file: the first generator comment once, then every module."""
+    header = texts[0].split("\n", 1)[0] if texts[0].startswith("/*") else ""
+    bodies = [t.split("\n", 1)[1] if t.startswith("/*") else t for t in texts]
+    return "\n".join([header, *(b.strip("\n") + "\n" for b in bodies)])
+
+
+def _convert(component: wiring.Component, name: str) -> str:
+    try:
+        with _without_zero_meminit():
+            return verilog.convert(component, name=name, emit_src=False, strip_internal_attrs=True)
+    except verilog.YosysError as exc:  # pragma: no cover - toolchain failure
+        raise RtlError(f"Verilog conversion of {name} failed: {exc}") from exc
+
+
+def to_verilog(config: ArrayConfig, *, fault: Fault | None = None, flat: bool = False) -> str:
+    """Verilog of the accelerator of ``config``; byte-identical for the same arguments.
+
+    The top module is :func:`rtl_gen.top_name` (``accel_<config_hash>``). By default the PE
+    and the PE row are separate modules written once (:func:`export_units`); ``flat=True``
+    converts the whole Amaranth hierarchy as simulated by the tests instead (one module per
+    PE instance: slow beyond 32 x 32). No source-location attributes are emitted, so the text
+    does not depend on where the package is installed.
+
+    Args:
+        config: the design.
+        fault: test-only stuck product bit (:class:`Fault`), or ``None``.
+        flat: convert the Amaranth hierarchy as is.
+
+    Raises:
+        ConfigError: the design cannot be built (see :class:`Accelerator`).
+        RtlError: Yosys failed to convert it.
+    """
+    if flat:
+        return _convert(Accelerator(config, fault=fault), top_name(config, fault))
+    return _joined([_convert(component, name) for name, component in export_units(config, fault=fault)])
+
+
+def write_verilog(
+    config: ArrayConfig, directory: str | Path, *, fault: Fault | None = None, flat: bool = False
+) -> Path:
+    """Write :func:`to_verilog` to ``directory/<top_name>.v`` and return the path.
+
+    Raises:
+        ExportError: the directory cannot be created or the file written.
+    """
+    text = to_verilog(config, fault=fault, flat=flat)
+    folder = Path(directory)
+    path = folder / f"{top_name(config, fault)}.v"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ExportError(f"cannot write Verilog to {str(path)!r}: {exc.strerror or exc}") from exc
+    return path
