@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from accel_dse.errors import ConfigError
+from accel_dse.errors import ConfigError, ConfigErrors
 
 __all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "MemoryKind", "MEMORY_KINDS", "MEMORY_NAMES",
            "NO_MEMORY"]
@@ -130,6 +130,32 @@ def _check_float(name: str, value: object) -> None:
         raise ConfigError(f"{name} must be in [{low:g}, {high:g}], not {value!r}")
 
 
+def _check_field(name: str, value: object, input_bits: object) -> None:
+    """Raise ``ConfigError`` when ``value`` breaks field ``name``'s rule (``acc_bits`` reads ``input_bits``)."""
+    if name in ("rows", "cols"):
+        _check_int(name, value, 1, _MAX_DIM)
+    elif name == "dataflow":
+        Dataflow.parse(value)
+    elif name == "input_bits":
+        if type(value) is not int or value not in INPUT_BITS:
+            raise ConfigError(f"input_bits must be 8 or 16, not {value!r}")
+    elif name == "acc_bits":
+        if type(input_bits) is int and input_bits in INPUT_BITS:  # else input_bits is the error
+            _check_int(name, value, 2 * input_bits, 64, f"an integer in [2 * input_bits = {2 * input_bits}, 64]")
+    elif name in ("ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib"):
+        _check_int(name, value, 1, _MAX_SRAM_KIB)
+    elif name in _FLOAT_RANGES:
+        _check_float(name, value)
+    elif name in ("double_buffered", "shadow_stationary"):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name} must be true or false, not {value!r}")
+    elif name == "tech_nm":
+        _check_int(name, value, *_TECH_NM)
+    elif name == "dram":
+        if not isinstance(value, str) or value not in MEMORY_NAMES:
+            raise ConfigError(f"dram must be one of {', '.join(MEMORY_NAMES)}, not {value!r}")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ArrayConfig:
     """One TPU-style systolic-array accelerator design.
@@ -172,30 +198,11 @@ class ArrayConfig:
     dram: str = NO_MEMORY
 
     def __post_init__(self) -> None:
-        _check_int("rows", self.rows, 1, _MAX_DIM)
-        _check_int("cols", self.cols, 1, _MAX_DIM)
+        for field in FIELD_NAMES:
+            _check_field(field, getattr(self, field), self.input_bits)
         object.__setattr__(self, "dataflow", Dataflow.parse(self.dataflow))
-        if type(self.input_bits) is not int or self.input_bits not in INPUT_BITS:
-            raise ConfigError(f"input_bits must be 8 or 16, not {self.input_bits!r}")
-        _check_int(
-            "acc_bits",
-            self.acc_bits,
-            2 * self.input_bits,
-            64,
-            f"an integer in [2 * input_bits = {2 * self.input_bits}, 64]",
-        )
-        for name in ("ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib"):
-            _check_int(name, getattr(self, name), 1, _MAX_SRAM_KIB)
-        _check_float("dram_bytes_per_cycle", self.dram_bytes_per_cycle)
-        _check_float("clock_mhz", self.clock_mhz)
         object.__setattr__(self, "dram_bytes_per_cycle", float(self.dram_bytes_per_cycle))
         object.__setattr__(self, "clock_mhz", float(self.clock_mhz))
-        for name in ("double_buffered", "shadow_stationary"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"{name} must be true or false, not {getattr(self, name)!r}")
-        _check_int("tech_nm", self.tech_nm, *_TECH_NM)
-        if not isinstance(self.dram, str) or self.dram not in MEMORY_NAMES:
-            raise ConfigError(f"dram must be one of {', '.join(MEMORY_NAMES)}, not {self.dram!r}")
 
     # -- derived figures -------------------------------------------------------------------
     @property
@@ -217,18 +224,29 @@ class ArrayConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, where: str = "design") -> ArrayConfig:
-        """Build from a mapping, rejecting unknown keys (with a suggestion) and bad values."""
+        """Build from a mapping, rejecting unknown keys (with a suggestion) and bad values.
+
+        Every problem one pass finds is reported: each unknown key, each missing required key and
+        each bad value (:class:`~accel_dse.errors.ConfigErrors` when there are several).
+        """
         if not isinstance(data, Mapping):
             raise ConfigError(f"{where} must be a table of ArrayConfig fields, not {data!r}")
-        unknown = [k for k in data if k not in FIELD_NAMES]
-        if unknown:
-            key = unknown[0]
-            close = difflib.get_close_matches(str(key), FIELD_NAMES, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(FIELD_NAMES)})"
-            raise ConfigError(f"unknown key {key!r} in {where}{hint}")
-        missing = [name for name in _REQUIRED if name not in data]
-        if missing:
-            raise ConfigError(f"{where} is missing required key {missing[0]!r}")
+        problems = []
+        for key in data:
+            if key not in FIELD_NAMES:
+                close = difflib.get_close_matches(str(key), FIELD_NAMES, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(FIELD_NAMES)})"
+                problems.append(f"unknown key {key!r} in {where}{hint}")
+        problems += [f"{where} is missing required key {name!r}" for name in _REQUIRED if name not in data]
+        input_bits = data.get("input_bits", _INPUT_BITS_DEFAULT)
+        for name in FIELD_NAMES:
+            if name in data:
+                try:
+                    _check_field(name, data[name], input_bits)
+                except ConfigError as exc:
+                    problems.append(str(exc))
+        if problems:
+            raise ConfigErrors.of(problems)
         return cls(**dict(data))
 
     @property
@@ -253,6 +271,7 @@ _UNSET = object()
 _HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY}
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ArrayConfig))
+_INPUT_BITS_DEFAULT = next(f.default for f in dataclasses.fields(ArrayConfig) if f.name == "input_bits")
 _REQUIRED = tuple(
     f.name
     for f in dataclasses.fields(ArrayConfig)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from accel_dse.config import ArrayConfig
-from accel_dse.errors import ConfigError
+from accel_dse.errors import ConfigError, ConfigErrors
 
 __all__ = ["load_design", "load_design_file", "parse_design_toml", "preset_names", "load_preset"]
 
@@ -72,19 +72,29 @@ def parse_design_toml(text: str, *, source: str = "design") -> ArrayConfig:
 
 
 def design_from_document(doc: dict[str, Any], *, source: str) -> ArrayConfig:
-    """Build an ``ArrayConfig`` from a parsed design document (one ``[design]`` table)."""
-    extra = [k for k in doc if k != "design"]
-    if extra:
-        raise ConfigError(f"{source}: unknown top-level key {extra[0]!r} (a design file holds one [design] table)")
+    """Build an ``ArrayConfig`` from a parsed design document (one ``[design]`` table).
+
+    Every problem found in one pass is reported, each on its own line
+    (:class:`~accel_dse.errors.ConfigErrors`): unknown top-level keys and the table's own.
+    """
+    problems = [f"{source}: unknown top-level key {k!r} (a design file holds one [design] table)"
+                for k in doc if k not in ("design", "system", "split")]  # a system file holds a design too
+    table = doc.get("design")
     if "design" not in doc:
-        raise ConfigError(f"{source} has no [design] table")
-    table = doc["design"]
-    if not isinstance(table, dict):
-        raise ConfigError(f"{source}: 'design' must be a table, not {table!r}")
-    try:
-        return ArrayConfig.from_dict(table, where="[design]")
-    except ConfigError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+        problems.append(f"{source} has no [design] table")
+    elif not isinstance(table, dict):
+        problems.append(f"{source}: 'design' must be a table, not {table!r}")
+    else:
+        try:
+            config = ArrayConfig.from_dict(table, where="[design]")
+        except ConfigErrors as exc:
+            problems += exc.prefixed(f"{source}: ").messages
+        except ConfigError as exc:
+            problems.append(f"{source}: {exc}")
+        else:
+            if not problems:
+                return config
+    raise ConfigErrors.of(problems)
 
 
 def load_design_file(path: str | Path) -> ArrayConfig:

@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "AccelDseError",
     "ConfigError",
+    "ConfigErrors",
     "WorkloadError",
     "ModelError",
     "SearchError",
@@ -31,6 +32,27 @@ class AccelDseError(Exception):
 
 class ConfigError(AccelDseError, ValueError):
     """An invalid design, design file, preset name or design-space file."""
+
+
+class ConfigErrors(ConfigError):
+    """Several problems found in one pass over a design (each its own :class:`ConfigError` message).
+
+    ``messages`` holds them in the order found; ``str()`` is one per line, which the CLI prints as
+    one ``accel-dse: error:`` line each.
+    """
+
+    def __init__(self, messages: list[str] | tuple[str, ...]) -> None:
+        self.messages = tuple(messages)
+        super().__init__("\n".join(self.messages))
+
+    @classmethod
+    def of(cls, messages: list[str] | tuple[str, ...]) -> ConfigError:
+        """One :class:`ConfigError` for one message, a :class:`ConfigErrors` for several."""
+        return ConfigError(messages[0]) if len(messages) == 1 else cls(messages)
+
+    def prefixed(self, prefix: str) -> ConfigErrors:
+        """The same problems, each message starting with ``prefix``."""
+        return ConfigErrors([f"{prefix}{m}" for m in self.messages])
 
 
 class WorkloadError(AccelDseError, ValueError):

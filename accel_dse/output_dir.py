@@ -157,9 +157,9 @@ def _first_unrecorded(path: Path) -> tuple[str, str] | None:
             return rel, "not a regular file accel-dse wrote"
         if in_build:
             sub = rel[len(BUILD_DIR) + 1:]
-            expected = None if sub == BUILD_MANIFEST else build.get(sub)  # type: ignore[union-attr]
             if sub == BUILD_MANIFEST:
                 continue
+            expected = build.get(sub)  # type: ignore[union-attr]
         else:
             expected = files.get(rel)
         if expected is None:

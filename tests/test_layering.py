@@ -3,7 +3,9 @@
 * ``accel_dse.config``, ``accel_dse.errors`` and ``accel_dse.commands`` (the command encoding the
   RTL decodes and the compiler emits): the standard library only (config may use errors).
 * ``rtl_gen``: the standard library, amaranth, those three leaves, itself.
-* ``perf_model``: never rtl_gen, amaranth, cocotb, jax, optuna; from ``workloads`` only the op records.
+* ``perf_model``: never rtl_gen, amaranth, cocotb, jax, optuna; from ``workloads`` only the op records
+  (``workloads.ops``, and ``workloads.llm_ops``: the op records of LLM layers, stdlib only); from
+  ``accel_dse`` only the leaves (and ``accel_dse.system_config``, a leaf over ``accel_dse.config``).
 * ``workloads``: never rtl_gen, perf_model, amaranth, cocotb, optuna; ``workloads.ops`` no jax.
 * ``accel_dse.search``: never rtl_gen, cocotb, amaranth; jax only in the RL agent's modules.
 * ``import accel_dse`` stays light: no jax, amaranth, optuna or numpy.
@@ -70,9 +72,12 @@ def test_rules_cover_existing_packages():
         assert (REPO / package / "__init__.py").is_file()
 
 
-@pytest.mark.parametrize("module", ["accel_dse.config", "accel_dse.errors", "accel_dse.commands"])
+@pytest.mark.parametrize("module", ["accel_dse.config", "accel_dse.errors", "accel_dse.commands",
+                                    "accel_dse.system_config"])
 def test_leaves_use_stdlib_only(module):
     def allowed(name, _path):
+        if module == "accel_dse.system_config" and name.startswith("accel_dse.config"):
+            return True
         return top(name) in STDLIB or name.startswith("accel_dse.errors")
 
     assert violations(module, allowed) == []
@@ -95,9 +100,9 @@ def test_perf_model_never_imports_rtl_or_simulators():
         if top(name) in banned:
             return False
         if top(name) == "workloads":
-            return name == "workloads" or name.startswith("workloads.ops")
+            return name == "workloads" or name.startswith(("workloads.ops", "workloads.llm_ops"))
         if top(name) == "accel_dse":
-            leaves = ("accel_dse.config", "accel_dse.errors", "accel_dse.commands")
+            leaves = ("accel_dse.config", "accel_dse.errors", "accel_dse.commands", "accel_dse.system_config")
             return name.startswith(leaves) or name == "accel_dse"
         return True
 
@@ -109,6 +114,7 @@ def test_workloads_stay_below_the_model():
     assert violations("workloads", lambda n, _p: top(n) not in banned) == []
     if (REPO / "workloads" / "ops.py").exists():
         assert violations("workloads.ops", lambda n, _p: top(n) != "jax") == []
+    assert violations("workloads.llm_ops", lambda n, _p: top(n) != "jax") == []
 
 
 def test_search_sees_configs_and_metrics_only():
@@ -160,7 +166,7 @@ ALLOWED_CYCLES: dict[tuple[str, ...], str] = {}
 #: subpackage and of lower floors only (never a sibling on its floor). ``""`` is the package's own
 #: top-level modules except its ``__init__`` (the public surface, which may import anything).
 FLOORS: dict[str, dict[str, int]] = {
-    "perf_model": {"": 0, "arrays": 1, "physical": 2, "fpga": 3, "evaluator": 3, "compiler": 4},
+    "perf_model": {"": 0, "arrays": 1, "physical": 2, "fpga": 3, "evaluator": 3, "compiler": 4, "pod": 5},
     "rtl_gen": {"core": 0, "soc": 1, "tools": 2},
     "accel_dse.search": {"space": 0, "samplers": 1, "study": 1, "scoring": 2, "": 3},
 }

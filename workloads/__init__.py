@@ -1,4 +1,5 @@
-"""Workloads: the op records (:mod:`workloads.ops`), the jaxpr tracer, the builtin JAX models.
+"""Workloads: the op records (:mod:`workloads.ops`, :mod:`workloads.vector_ops`), the jaxpr tracer,
+the builtin JAX models.
 
 Importing this package (or ``workloads.ops``) does not import JAX: the op records are plain
 dataclasses the performance model uses. The tracer, the builtins, :func:`resolve` and
@@ -10,12 +11,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from workloads.ops import Conv2d, Gemm, Op, Requant, Workload, op_kind
+from workloads.ops import VECTOR_KINDS, Conv2d, Gemm, Op, Requant, VectorOp, Workload, op_kind
 
 __all__ = [
     "Gemm",
     "Conv2d",
     "Op",
+    "VectorOp",
+    "VECTOR_KINDS",
     "Workload",
     "op_kind",
     "Requant",
@@ -28,6 +31,7 @@ __all__ = [
     "builtin_names",
     "builtin_descriptions",
     "builtin_options",
+    "builtin_settings",
     "builtin_model",
     "Model",
     "with_example_args",
@@ -42,6 +46,7 @@ _LAZY = {
     "builtin_names": "workloads._registry",
     "builtin_descriptions": "workloads._registry",
     "builtin_options": "workloads._registry",
+    "builtin_settings": "workloads._registry",
     "builtin_model": "workloads._registry",
     "Model": "workloads._model",
     "with_example_args": "workloads._user",

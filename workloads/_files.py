@@ -17,9 +17,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from accel_dse.errors import WorkloadError
+from accel_dse.text import INT_RULE, parse_int, shown
 from workloads.ops import Workload
 
-__all__ = ["SUFFIXES", "split_file_spec", "load_file"]
+__all__ = ["SUFFIXES", "split_file_spec", "load_file", "MAX_OPTION"]
+
+#: Largest value of a workload option: a file's (ONNX dimensions are int64 in the file, but no
+#: tensor needs more) and a builtin's dimension.
+MAX_OPTION = 2**31 - 1
 
 SUFFIXES = (".onnx", ".mlir", ".mlirbc", ".csv", ".yaml", ".yml")
 _FORMATS = "ONNX, StableHLO (MLIR text or bytecode, a jax.export artefact), a SCALE-Sim CSV or a Timeloop YAML"
@@ -42,15 +47,16 @@ def split_file_spec(spec: str) -> tuple[str, tuple[tuple[str, int], ...]] | None
     for item in rest.split(","):
         key, eq, value = (s.strip() for s in item.partition("="))
         if not eq or not key:
-            raise WorkloadError(f"{path} options must be k=v pairs separated by commas, not {item.strip()!r}")
+            raise WorkloadError(f"{path} options must be k=v pairs separated by commas, not "
+                                f"{shown(repr(item.strip()), 40)}")
         if key in options:
-            raise WorkloadError(f"{path} option {key} is given twice")
-        try:
-            number = int(value, 10)
-        except ValueError:
-            number = 0
-        if number < 1:
-            raise WorkloadError(f"{path} option {key} must be a positive integer, not {value!r}")
+            raise WorkloadError(f"{path} option {shown(key, 40)} is given twice")
+        number = parse_int(value)
+        if number is None or number < 1:
+            raise WorkloadError(f"{path} option {shown(key, 40)} must be a positive integer, "
+                                f"not {shown(repr(value), 40)} ({INT_RULE})")
+        if number > MAX_OPTION:
+            raise WorkloadError(f"{path} option {shown(key, 40)} must be at most {MAX_OPTION:,}, not {number:,}")
         options[key] = number
     return path, tuple(options.items())
 

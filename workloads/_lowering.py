@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from accel_dse.errors import WorkloadError
-from workloads.ops import Conv2d, Gemm, Op, Workload
+from accel_dse.text import shown
+from workloads.ops import Conv2d, Gemm, Op, VectorOp, Workload
 
 __all__ = ["Collected", "dot_op", "conv_op", "to_workload"]
 
@@ -35,6 +36,9 @@ class Collected:
     ops: list[Op] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
     others: Counter[str] = field(default_factory=Counter)
+    #: Output elements of the other primitives (times how often each runs), where the reader knows them.
+    elements: Counter[str] = field(default_factory=Counter)
+    vector: list[tuple[VectorOp, int, int]] = field(default_factory=list)  # (op, count, matrix ops before it)
 
     @property
     def macs(self) -> int:
@@ -49,12 +53,19 @@ class Collected:
             self.ops.append(op)
             self.counts.append(mult)
 
+    def add_vector(self, op: VectorOp, mult: int) -> None:
+        """Record the vector op ``op`` running ``mult`` times, after the matrix ops so far."""
+        self.vector.append((op, mult, len(self.ops)))
+
     def extend(self, other: Collected, times: int = 1) -> None:
         """Append everything in ``other``, each count multiplied by ``times``."""
+        self.vector.extend((op, c * times, after + len(self.ops)) for op, c, after in other.vector)
         self.ops.extend(other.ops)
         self.counts.extend(c * times for c in other.counts)
         for name, count in other.others.items():
             self.others[name] += count * times
+        for name, count in other.elements.items():
+            self.elements[name] += count * times
 
 
 def _prod(values: Sequence[int]) -> int:
@@ -149,7 +160,9 @@ def to_workload(found: Collected, *, name: str, description: str, source: str, l
     """
     if not found.ops:
         seen = ", ".join(f"{p} x{c}" for p, c in sorted(found.others.items())) or "no primitives"
-        raise WorkloadError(f"{name} contains no matmul or convolution ({looked_for}); it has: {seen}")
+        raise WorkloadError(f"{name} contains no matmul or convolution ({looked_for}); it has: {shown(seen, 300)}")
     return Workload(name=name, ops=tuple(found.ops), counts=tuple(found.counts),
-                    other_primitives=tuple(sorted(found.others.items())), description=description,
-                    source=source)
+                    other_primitives=tuple(sorted(found.others.items())),
+                    other_elements=tuple(sorted(found.elements.items())), description=description,
+                    source=source, vector_ops=tuple(v[0] for v in found.vector),
+                    vector_counts=tuple(v[1] for v in found.vector), vector_after=tuple(v[2] for v in found.vector))

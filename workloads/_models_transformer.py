@@ -19,7 +19,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from workloads._layers import Form, ParamMaker
@@ -34,14 +33,15 @@ def _heads(x: jax.Array, heads: int) -> jax.Array:
     return x.reshape(b, s, heads, d // heads)
 
 
-def _attention(form: Form, q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array | None) -> jax.Array:
-    """Multi-head attention on ``(b, s, h, dh)`` tensors -> ``(b, s_q, h * dh)``."""
+def _attention(form: Form, q: jax.Array, k: jax.Array, v: jax.Array, causal_offset: int | None) -> jax.Array:
+    """Multi-head attention on ``(b, s, h, dh)`` tensors -> ``(b, s_q, h * dh)`` (causal when
+    ``causal_offset`` is given: query ``i`` sees keys ``j <= causal_offset + i``)."""
     b, s_q, h, dh = q.shape
     s_k = k.shape[1]
     # Explicit dot_generals keep the operand order: scores = Q @ K^T, context = P @ V.
     with jax.named_scope("scores"):
         scores = form.dot(q, k, (((3,), (3,)), ((0, 2), (0, 2))), dh)  # (b, h, s_q, s_k)
-    probs = form.softmax(scores, scale=1.0 / math.sqrt(dh), mask=mask)
+    probs = form.softmax(scores, scale=1.0 / math.sqrt(dh), causal_offset=causal_offset)
     with jax.named_scope("context"):
         ctx = form.dot(probs, v, (((3,), (1,)), ((0, 1), (0, 2))), s_k)  # (b, h, s_q, dh)
     return ctx.transpose(0, 2, 1, 3).reshape(b, s_q, h * dh)
@@ -137,18 +137,6 @@ def gpt2_decode(form: Form, *, batch: int, kv: int, layers: int, d: int = 768, h
     return Model(fn, make_args)
 
 
-def _rope(form: Form, x: jax.Array, start: int) -> jax.Array:
-    """Rotary position embedding of ``(b, s, h, dh)`` codes for positions ``start, start+1, ...``."""
-    _, s, _, dh = x.shape
-    half = dh // 2
-    inv_freq = 10000.0 ** (-np.arange(half, dtype=np.float32) / half)
-    angles = np.arange(start, start + s, dtype=np.float32)[:, None] * inv_freq[None, :]
-    cos, sin = jnp.asarray(np.cos(angles))[None, :, None, :], jnp.asarray(np.sin(angles))[None, :, None, :]
-    v = form.to_float(x)
-    x1, x2 = v[..., :half], v[..., half:]
-    return form.from_float(jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1))
-
-
 def llama_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: int, ffn: int) -> Model:
     """One LLaMA decoder block on ``seq`` new tokens per sequence after ``kv`` cached ones.
 
@@ -171,29 +159,27 @@ def llama_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: int
         return args
 
     def fn(params: dict[str, jax.Array], x: jax.Array, *cache: jax.Array) -> tuple[jax.Array, Any]:
-        # Query i (absolute position kv + i) may attend key j when j <= kv + i.
-        mask = jnp.arange(kv + seq)[None, :] <= kv + jnp.arange(seq)[:, None]
         with jax.named_scope("attention"):
             h = form.rmsnorm(x)
             with jax.named_scope("wq"):
-                q = _rope(form, _heads(form.dense(h, params["wq"]), heads), kv)
+                q = form.rope(_heads(form.dense(h, params["wq"]), heads), kv)
             with jax.named_scope("wk"):
-                k = _rope(form, _heads(form.dense(h, params["wk"]), heads), kv)
+                k = form.rope(_heads(form.dense(h, params["wk"]), heads), kv)
             with jax.named_scope("wv"):
                 v = _heads(form.dense(h, params["wv"]), heads)
             keys = jnp.concatenate([cache[0], k], axis=1) if cache else k
             values = jnp.concatenate([cache[1], v], axis=1) if cache else v
-            ctx = _attention(form, q, keys, values, mask)
+            ctx = _attention(form, q, keys, values, kv)  # query i (position kv + i) sees keys j <= kv + i
             with jax.named_scope("wo"):
                 x = form.add(x, form.dense(ctx, params["wo"]))
         with jax.named_scope("ffn"):
             h = form.rmsnorm(x)
             with jax.named_scope("w_gate"):
-                gate = form.silu(form.dense(h, params["w_gate"]))
+                gate = form.dense(h, params["w_gate"])
             with jax.named_scope("w_up"):
                 up = form.dense(h, params["w_up"])
             with jax.named_scope("w_down"):
-                x = form.add(x, form.dense(form.mul(gate, up), params["w_down"]))
+                x = form.add(x, form.dense(form.silu(gate, up), params["w_down"]))
         return x, (k, v)
 
     return Model(fn, make_args)

@@ -23,21 +23,23 @@ Lowering (default domain, opsets :data:`MIN_OPSET` to the installed onnx's newes
 
 Ops that do matrix work this cannot lower (``Einsum``, ``LSTM``, ``GRU``, ``RNN``,
 ``Attention``, custom-domain ops such as ``com.microsoft.FusedConv``, and control flow holding
-any of the above) are errors naming the op and the node. Every other node is counted in
-``other_primitives`` by op type. Op names are the node names; ``origin`` is
-``"node #i 'name' (OpType)"``.
+any of the above) are errors naming the op and the node. ``Add``, ``Gelu``,
+``LayerNormalization`` and ``Softmax`` become :class:`~workloads.vector_ops.VectorOp` records
+(kind, shape, axis). Every other node is counted in ``other_primitives`` by op type. Op names
+are the node names; ``origin`` is ``"node #i 'name' (OpType)"``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from accel_dse.errors import WorkloadError
+from accel_dse.text import shown
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
-from workloads.ops import Gemm, Op, Workload
+from workloads.ops import Gemm, Op, VectorOp, Workload
 
 __all__ = ["load_onnx", "MIN_OPSET"]
 
@@ -49,12 +51,18 @@ _CONVS = {"Conv": (0, 1), "ConvInteger": (0, 1), "QLinearConv": (0, 3)}  # op ->
 _UNSUPPORTED = ("Einsum", "LSTM", "GRU", "RNN", "Attention", "MultiHeadAttention", "DeformConv")
 #: A custom-domain op (com.microsoft's FusedConv, ...) with one of these in its name does matrix work.
 _MATRIX_WORDS = ("MatMul", "Conv", "Gemm", "Attention")
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 _SUBGRAPH_OPS = (*_MATMULS, *_CONVS, "Gemm", "ConvTranspose", *_UNSUPPORTED)
 
 
 def _one_line(exc: BaseException) -> str:
     text = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"{type(exc).__name__}: {shown(text)}" if text else type(exc).__name__
+
+
+def _q(text: object) -> str:
+    """A name from the file, quoted for a message (escaped and cut by :func:`accel_dse.text.shown`)."""
+    return shown(repr(text), 80)
 
 
 def _read(path: Path, what: str) -> Any:
@@ -92,8 +100,8 @@ def _set_input_dims(model: Any, options: Mapping[str, int], what: str) -> None:
                 symbols.add(dim.dim_param)
     unknown = sorted(set(options) - symbols - {"batch"})
     if unknown:
-        named = ", ".join(sorted(symbols)) or "none"
-        raise WorkloadError(f"{what} has no symbolic dimension {unknown[0]!r}; give batch=SIZE or one of its "
+        named = shown(", ".join(sorted(symbols)), 200) or "none"
+        raise WorkloadError(f"{what} has no symbolic dimension {_q(unknown[0])}; give batch=SIZE or one of its "
                             f"symbolic dimensions ({named})")
     for value in graph.input:
         if value.name in weights or not value.type.HasField("tensor_type"):
@@ -105,12 +113,12 @@ def _set_input_dims(model: Any, options: Mapping[str, int], what: str) -> None:
                 if dim.dim_param not in options:
                     alt = " (or batch=SIZE)" if i == 0 else ""
                     raise WorkloadError(
-                        f"{what}: input {value.name!r} dimension {i} is symbolic ({dim.dim_param!r}) and has "
-                        f"no value; give its size: {what}:{dim.dim_param}=SIZE{alt}")
+                        f"{what}: input {_q(value.name)} dimension {i} is symbolic ({_q(dim.dim_param)}) and has "
+                        f"no value; give its size: {what}:{shown(dim.dim_param, 40)}=SIZE{alt}")
                 dim.dim_value = options[dim.dim_param]
             elif not dim.HasField("dim_value"):
                 how = f"give it with {what}:batch=SIZE" if i == 0 else "and no name to set it by"
-                raise WorkloadError(f"{what}: input {value.name!r} dimension {i} has no size; {how}")
+                raise WorkloadError(f"{what}: input {_q(value.name)} dimension {i} has no size; {how}")
 
 
 def _shapes(model: Any) -> dict[str, list[int | str | None]]:
@@ -139,9 +147,9 @@ class _Node:
 
         self.node = node
         self.op_type = node.op_type
-        self.name = node.name or f"{node.op_type.lower()}{index}"
-        label = f" {node.name!r}" if node.name else ""
-        self.origin = f"node #{index}{label} ({node.op_type})"
+        self.name = node.name or f"{shown(node.op_type, 40).lower()}{index}"
+        label = f" {_q(node.name)}" if node.name else ""
+        self.origin = f"node #{index}{label} ({shown(node.op_type, 40)})"
         self.where = f"{what}: {self.origin}"
         self.shapes = shapes
         self.attrs: dict[str, Any] = {}
@@ -155,19 +163,37 @@ class _Node:
         tensor = self.node.input[index]
         dims = self.shapes.get(tensor)
         if dims is None:
-            raise WorkloadError(f"{self.where}: the shape of input {tensor!r} is unknown after shape inference "
+            raise WorkloadError(f"{self.where}: the shape of input {_q(tensor)} is unknown after shape inference "
                                 "(a Reshape or Expand whose target shape is stripped or external data leaves "
                                 "it unknown: keep those small shape tensors in the file)")
         sizes = []
         for i, d in enumerate(dims):
             if not isinstance(d, int):
-                hint = f"symbolic ({d!r}): give its size as :{d}=SIZE" if isinstance(d, str) else "unknown"
-                raise WorkloadError(f"{self.where}: input {tensor!r} dimension {i} is {hint}")
+                hint = f"symbolic ({_q(d)}): give its size as :{shown(d, 40)}=SIZE" if isinstance(d, str) else "unknown"
+                raise WorkloadError(f"{self.where}: input {_q(tensor)} dimension {i} is {hint}")
             sizes.append(d)
         return sizes
 
-    def ints(self, key: str, default: Sequence[int]) -> list[int]:
-        return [int(v) for v in self.attrs.get(key, default)]
+    def ints(self, key: str, default: Sequence[int], length: int | None = None) -> list[int]:
+        """Attribute ``key``, a list of integers (``length`` of them if given; ``default`` when absent)."""
+        value = self.attrs.get(key, default)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) for v in value):
+            raise WorkloadError(f"{self.where}: attribute {key} must be a list of integers, not {_q(value)}")
+        if length is not None and len(value) != length:
+            raise WorkloadError(f"{self.where}: attribute {key} must hold {length} integers, not {len(value)}")
+        return [int(v) for v in value]
+
+    def pads(self, rank: int) -> list[tuple[int, int]]:
+        """The explicit ``pads`` (begin values, then end values) as ``(begin, end)`` per spatial axis."""
+        flat = self.ints("pads", [0] * (2 * rank), 2 * rank)
+        return list(zip(flat[:rank], flat[rank:], strict=True))
+
+    def integer(self, key: str, default: int) -> int:
+        """Attribute ``key``, an integer (``default`` when absent)."""
+        value = self.attrs.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise WorkloadError(f"{self.where}: attribute {key} must be an integer, not {_q(value)}")
+        return value
 
     def output_spatial(self) -> list[int] | None:
         dims = self.shapes.get(self.node.output[0]) if self.node.output else None
@@ -203,8 +229,8 @@ def _gemm(nd: _Node) -> Gemm | None:
     a, b = nd.shape(0), nd.shape(1)
     if len(a) != 2 or len(b) != 2:
         raise WorkloadError(f"{nd.where}: Gemm operands must be 2-D, not {a} and {b}")
-    a_contract = 0 if nd.attrs.get("transA", 0) else 1
-    b_contract = 1 if nd.attrs.get("transB", 0) else 0
+    a_contract = 0 if nd.integer("transA", 0) else 1
+    b_contract = 1 if nd.integer("transB", 0) else 0
     if a[a_contract] != b[b_contract]:
         raise WorkloadError(f"{nd.where}: Gemm contraction sizes differ: A {a} (transA={1 - a_contract}) and "
                             f"B {b} (transB={b_contract})")
@@ -226,19 +252,18 @@ def _conv(nd: _Node, x_index: int, w_index: int) -> Op | None:
     rank = len(x) - 2
     if rank < 1 or len(w) != len(x):
         raise WorkloadError(f"{nd.where}: Conv input {x} and weight {w} must both be N x C x spatial...")
-    kernel = nd.ints("kernel_shape", w[2:])
-    strides, dil = nd.ints("strides", [1] * rank), nd.ints("dilations", [1] * rank)
+    kernel = nd.ints("kernel_shape", w[2:], rank)
+    strides, dil = nd.ints("strides", [1] * rank, rank), nd.ints("dilations", [1] * rank, rank)
     auto = nd.attrs.get("auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         pads = _same_pads(x[2:], kernel, strides, dil, auto == "SAME_UPPER")
     elif auto == "VALID":
         pads = [(0, 0)] * rank
     elif auto == "NOTSET":
-        flat = nd.ints("pads", [0] * (2 * rank))
-        pads = list(zip(flat[:rank], flat[rank:], strict=True))
+        pads = nd.pads(rank)
     else:
-        raise WorkloadError(f"{nd.where}: auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, not {auto!r}")
-    groups = int(nd.attrs.get("group", 1))
+        raise WorkloadError(f"{nd.where}: auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, not {_q(auto)}")
+    groups = nd.integer("group", 1)
     return _checked(nd, conv_op(n=x[0], c_in=x[1], c_out=w[0], spatial=x[2:], kernel=kernel, strides=strides,
                                 padding=pads, rhs_dilation=dil, groups=groups, name=nd.name, origin=nd.origin))
 
@@ -248,11 +273,13 @@ def _conv_transpose(nd: _Node) -> Op | None:
     rank = len(x) - 2
     if rank < 1 or len(w) != len(x):
         raise WorkloadError(f"{nd.where}: ConvTranspose input {x} and weight {w} must both be N x C x spatial...")
-    groups = int(nd.attrs.get("group", 1))
-    kernel = nd.ints("kernel_shape", w[2:])
-    strides, dil = nd.ints("strides", [1] * rank), nd.ints("dilations", [1] * rank)
-    out_pad = nd.ints("output_padding", [0] * rank)
+    groups = nd.integer("group", 1)
+    kernel = nd.ints("kernel_shape", w[2:], rank)
+    strides, dil = nd.ints("strides", [1] * rank, rank), nd.ints("dilations", [1] * rank, rank)
+    out_pad = nd.ints("output_padding", [0] * rank, rank)
     auto = nd.attrs.get("auto_pad", "NOTSET")
+    if auto not in _AUTO_PADS:
+        raise WorkloadError(f"{nd.where}: auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, not {_q(auto)}")
     target = nd.ints("output_shape", [])[-rank:] if "output_shape" in nd.attrs else None
     if target is None and auto in ("SAME_UPPER", "SAME_LOWER"):
         target = [size * s for size, s in zip(x[2:], strides, strict=True)]
@@ -265,8 +292,7 @@ def _conv_transpose(nd: _Node) -> Op | None:
     elif auto == "VALID":
         pads = [(0, 0)] * rank
     else:
-        flat = nd.ints("pads", [0] * (2 * rank))
-        pads = list(zip(flat[:rank], flat[rank:], strict=True))
+        pads = nd.pads(rank)
     padding = [(d * (k - 1) - lo, d * (k - 1) - hi + op)
                for d, k, (lo, hi), op in zip(dil, kernel, pads, out_pad, strict=True)]
     return _checked(nd, conv_op(n=x[0], c_in=x[1], c_out=w[1] * groups, spatial=x[2:], kernel=kernel,
@@ -298,31 +324,70 @@ def _subgraph_ops(node: Any) -> list[str]:
     return found
 
 
+def _lowering(op_type: str) -> Callable[[_Node], Op | None] | None:
+    """How a default-domain node of ``op_type`` becomes an op record, or ``None`` (not a matrix op)."""
+    if op_type in _MATMULS:
+        return lambda nd: _matmul(nd, *_MATMULS[op_type])
+    if op_type in _CONVS:
+        return lambda nd: _conv(nd, *_CONVS[op_type])
+    return {"Gemm": _gemm, "ConvTranspose": _conv_transpose}.get(op_type)
+
+
 def _walk(model: Any, shapes: Mapping[str, list[int | str | None]], what: str) -> Collected:
     out = Collected()
     for index, node in enumerate(model.graph.node):
         op_type = node.op_type
         default_domain = node.domain in ("", "ai.onnx")
         nd = _Node(node, index, shapes, what)
-        if default_domain and op_type in _MATMULS:
-            out.add(_matmul(nd, *_MATMULS[op_type]), 1, op_type)
-        elif default_domain and op_type == "Gemm":
-            out.add(_gemm(nd), 1, op_type)
-        elif default_domain and op_type in _CONVS:
-            out.add(_conv(nd, *_CONVS[op_type]), 1, op_type)
-        elif default_domain and op_type == "ConvTranspose":
-            out.add(_conv_transpose(nd), 1, op_type)
+        lower = _lowering(op_type) if default_domain else None
+        if lower is not None:
+            try:
+                op = lower(nd)
+            except WorkloadError as exc:  # an op record's own rule: say which node broke it
+                text = str(exc)
+                raise WorkloadError(text if text.startswith(what) else f"{nd.where}: {text}") from None
+            out.add(op, 1, op_type)
         elif op_type in _UNSUPPORTED or (not default_domain and any(w in op_type for w in _MATRIX_WORDS)):
-            domain = "" if default_domain else f" of domain {node.domain}"
-            raise WorkloadError(f"{nd.where}: op {op_type}{domain} is not supported (only MatMul, Gemm, Conv and "
-                                "ConvTranspose lower to the array); rewrite it as MatMul/Conv before export")
+            domain = "" if default_domain else f" of domain {shown(node.domain, 40)}"
+            raise WorkloadError(f"{nd.where}: op {shown(op_type, 40)}{domain} is not supported (only MatMul, Gemm, "
+                                "Conv and ConvTranspose lower to the array); rewrite it as MatMul/Conv before export")
         else:
             inner = _subgraph_ops(node)
             if inner:
-                raise WorkloadError(f"{nd.where}: control flow holding {inner[0]} is not supported; "
+                raise WorkloadError(f"{nd.where}: control flow holding {shown(inner[0], 40)} is not supported; "
                                     "export the model unrolled (static loops, no If)")
-            out.others[op_type if default_domain else f"{node.domain}.{op_type}"] += 1
+            vector = _vector_op(nd) if default_domain else None
+            if vector is not None:
+                out.add_vector(vector, 1)
+            else:
+                out.others[op_type if default_domain else f"{node.domain}.{op_type}"] += 1
     return out
+
+
+#: ONNX ops that map to vector op records (kind), and whether they reduce along an ``axis``.
+_VECTOR_KINDS = {"Add": ("add", False), "Gelu": ("gelu", False), "LayerNormalization": ("layernorm", True),
+                 "Softmax": ("softmax", True)}
+
+
+def _vector_op(nd: _Node) -> VectorOp | None:
+    """The :class:`VectorOp` of an ``Add``, ``Gelu``, ``LayerNormalization`` or ``Softmax`` node whose
+    shapes are known (else ``None``: the node stays counted by name). The record holds the kind,
+    the shapes and the axis; the integer parameters come with a quantisation the graph does not give."""
+    if nd.op_type not in _VECTOR_KINDS or not nd.node.input or not nd.node.output:
+        return None
+    kind, reduces = _VECTOR_KINDS[nd.op_type]
+    shape, out = nd.shapes.get(nd.node.input[0]), nd.shapes.get(nd.node.output[0])
+    if kind == "add":  # a broadcasting add: the output is the element-wise work
+        shape = out
+    if not shape or not all(isinstance(d, int) and d > 0 for d in shape):
+        return None
+    dims = [int(d) for d in shape]  # type: ignore[arg-type]
+    axis = None
+    if reduces:
+        axis = int(nd.attrs.get("axis", -1)) % len(dims)
+        if kind == "layernorm":  # LayerNormalization normalises axes axis..last: one row of their product
+            dims, axis = dims[:axis] + [math.prod(dims[axis:])], axis
+    return VectorOp(kind=kind, shape=tuple(dims), axis=axis, name=nd.name, origin=nd.origin)
 
 
 def load_onnx(path: Path, options: Mapping[str, int], *, name: str, what: str) -> Workload:
@@ -349,6 +414,6 @@ def load_onnx(path: Path, options: Mapping[str, int], *, name: str, what: str) -
     except Exception as exc:  # onnx raises InferenceError, ValidationError, ...
         raise WorkloadError(f"{what}: ONNX shape inference failed: {_one_line(exc)}") from exc
     found = _walk(inferred, _shapes(inferred), what)
-    producer = f" from {model.producer_name}" if model.producer_name else ""
-    return to_workload(found, name=name, description=f"ONNX graph {model.graph.name or what}{producer}",
+    producer = f" from {shown(model.producer_name, 60)}" if model.producer_name else ""
+    return to_workload(found, name=name, description=f"ONNX graph {shown(model.graph.name or what)}{producer}",
                        source="onnx", looked_for="MatMul, Gemm, Conv, ConvTranspose")

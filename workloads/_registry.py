@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from accel_dse.errors import WorkloadError
-from workloads._files import load_file, split_file_spec
+from accel_dse.text import INT_RULE, parse_int, shown
+from workloads._files import MAX_OPTION, load_file, split_file_spec
 from workloads._layers import FORMS
 from workloads._model import Model
 from workloads._models_cnn import alexnet, mobilenet_v2, resnet18
@@ -26,7 +27,7 @@ from workloads._models_mlp import dlrm_mlp, gemm, mlp
 from workloads._models_transformer import bert_base, gpt2_decode, llama_block
 from workloads._requant import recording
 from workloads._tracer import trace
-from workloads._user import load_user_function
+from workloads._user_child import trace_user
 from workloads.ops import Requant, Workload
 
 __all__ = ["resolve", "builtin_names", "builtin_descriptions", "builtin_options", "builtin_model", "option_limit",
@@ -51,8 +52,6 @@ def _heads_divide(name: str, d: int, heads: int, even: bool) -> str | None:
 
 #: Largest value of a repeat option (how many layers, tables or heads a builtin builds and traces).
 MAX_REPEAT = 1024
-#: Largest value of any other builtin option (a dimension).
-MAX_OPTION = 2**31 - 1
 _REPEAT_OPTIONS = frozenset({"layers", "tables", "heads"})
 
 
@@ -135,6 +134,21 @@ def builtin_options(name: str) -> dict[str, int]:
     return {k: default for k, (default, _) in _lookup(name).options.items()}
 
 
+def builtin_settings(spec: str) -> tuple[str, dict[str, int]] | None:
+    """``(name, every option with its value)`` of a builtin spec (defaults filled in), else ``None``.
+
+    ``"resnet18"`` -> ``("resnet18", {"batch": 1, "res": 224, ...})``; a user function or a
+    file -> ``None``. A bad builtin spec raises ``WorkloadError`` as :func:`resolve` does.
+    """
+    if not isinstance(spec, str) or split_file_spec(spec.strip()) is not None:
+        return None
+    parsed = _split(spec.strip())
+    if parsed is None:
+        return None
+    name, options = parsed
+    return name, builtin_options(name) | dict(options)
+
+
 def _lookup(name: str) -> _Builtin:
     builtin = _BUILTINS.get(name)
     if builtin is None:
@@ -161,10 +175,9 @@ def _parse_options(name: str, text: str) -> tuple[tuple[str, int], ...]:
             raise WorkloadError(f"{name} option {key} is given twice")
         minimum = builtin.options[key][1]
         rule = "a positive integer" if minimum >= 1 else "a non-negative integer" if minimum == 0 else "an integer"
-        try:
-            number = int(value, 10)
-        except ValueError:
-            raise WorkloadError(f"{name} option {key} must be {rule}, not {value!r}") from None
+        number = parse_int(value)
+        if number is None:
+            raise WorkloadError(f"{name} option {key} must be {rule}, not {shown(repr(value), 40)} ({INT_RULE})")
         if number < minimum:
             raise WorkloadError(f"{name} option {key} must be {rule}, not {number}")
         if number > option_limit(key):
@@ -263,11 +276,7 @@ def with_flow(workload: Workload, flow: Sequence[bool]) -> Workload:
 
 @functools.lru_cache(maxsize=32)
 def _trace_user(spec: str) -> Workload:
-    fn, args = load_user_function(spec)
-    doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
-    flow: list[bool] = []
-    with recording(flow) as params:
-        workload = trace(fn, *args, name=spec, description=doc[0] if doc else "", source="jax")
+    workload, params, flow = trace_user(spec)  # in a child process: see workloads._user_child
     return with_flow(with_requant(workload, params), flow)
 
 

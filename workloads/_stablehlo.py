@@ -26,7 +26,9 @@ import struct
 from typing import Any
 
 from accel_dse.errors import WorkloadError
+from accel_dse.text import shown
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
+from workloads._mlir_limits import check_mlir_text
 from workloads.ops import Workload
 
 __all__ = ["exported_ops", "load_stablehlo", "artefact_module", "MLIR_MAGIC"]
@@ -88,7 +90,7 @@ def _parse(data: bytes | str, what: str) -> Any:
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
         detail = next((ln for ln in lines if ln.startswith("error:")), lines[0] if lines else type(exc).__name__)
         detail = detail.removeprefix("error: ").replace('"-":', "line ", 1)
-        raise WorkloadError(f"{what} is not a StableHLO module MLIR can parse: {detail}") from exc
+        raise WorkloadError(f"{what} is not a StableHLO module MLIR can parse: {shown(detail)}") from exc
 
 
 def _shape(value: Any, where: str) -> list[int]:
@@ -96,9 +98,11 @@ def _shape(value: Any, where: str) -> list[int]:
 
     tensor = value.type
     if not isinstance(tensor, ir.RankedTensorType):
-        raise WorkloadError(f"{where}: operand type {tensor} is not a ranked tensor; export with static shapes")
+        raise WorkloadError(f"{where}: operand type {shown(tensor, 80)} is not a ranked tensor; "
+                            "export with static shapes")
     if not tensor.has_static_shape:
-        raise WorkloadError(f"{where}: operand {tensor} has a dynamic dimension; export with static shapes "
+        raise WorkloadError(f"{where}: operand {shown(tensor, 80)} has a dynamic dimension; export with static "
+                            "shapes "
                             "(a shape-polymorphic jax.export needs concrete shapes)")
     return [int(d) for d in tensor.shape]
 
@@ -129,7 +133,7 @@ def _ints(attr: Any) -> list[int]:
 
     if isinstance(attr, (ir.DenseI64ArrayAttr, ir.DenseIntElementsAttr)):
         return [int(v) for v in attr]  # type: ignore[union-attr]  # both iterate (no stub says so)
-    raise WorkloadError(f"expected an integer array attribute, not {attr}")
+    raise WorkloadError(f"expected an integer array attribute, not {shown(attr, 80)}")
 
 
 def _const_int(value: Any) -> int | None:
@@ -198,11 +202,15 @@ class _Walker:
         if name in self.memo:
             return self.memo[name]
         if name not in self.funcs:
-            raise WorkloadError(f"{self.what}: func.call of @{name}, which the module does not define")
+            raise WorkloadError(f"{self.what}: func.call of @{shown(name, 80)}, which the module does not define")
         if name in self.active:
-            raise WorkloadError(f"{self.what}: @{name} calls itself; recursion is not supported")
+            raise WorkloadError(f"{self.what}: @{shown(name, 80)} calls itself; recursion is not supported")
+        body = self.funcs[name].regions[0].blocks
+        if len(body) == 0:
+            raise WorkloadError(f"{self.what}: @{shown(name, 80)} is declared without a body; the module must "
+                                "define every function it calls")
         self.active.add(name)
-        found = self.block_ops(self.funcs[name].regions[0].blocks[0], name)
+        found = self.block_ops(body[0], name)
         self.active.discard(name)
         self.memo[name] = found
         return found
@@ -239,7 +247,7 @@ class _Walker:
         from jaxlib.mlir.dialects import stablehlo
 
         loc = _loc_name(op.location)
-        origin = f"{op.name} #{self.index} in @{func}" + (f" ({loc})" if loc else "")
+        origin = shown(f"{op.name} #{self.index} in @{func}" + (f" ({loc})" if loc else ""), 300)
         where = f"{self.what}: {origin}"
         lhs, rhs = (_shape(v, where) for v in list(op.operands)[:2])
         attrs = op.attributes
@@ -307,6 +315,7 @@ def load_stablehlo(data: bytes, *, name: str, what: str, while_trips: int = 1) -
             payload = data.decode("utf-8")
         except UnicodeDecodeError:
             raise WorkloadError(f"{what} is neither MLIR text, MLIR bytecode nor a jax.export artefact") from None
+        check_mlir_text(payload, what)
     found = _module_ops(payload, what, while_trips)
     return to_workload(found, name=name, description=f"{kind} module {what}", source="stablehlo",
                        looked_for=_LOOKED_FOR)

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from accel_dse.errors import WorkloadError
+from accel_dse.text import INT_RULE, parse_int, shown
 from workloads.ops import Conv2d, Gemm, Op, Workload
 
 __all__ = ["load_scalesim_csv", "load_timeloop_yaml"]
@@ -40,10 +41,9 @@ def _fields(line: str) -> list[str]:
 
 
 def _int(text: str, field: str, where: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise WorkloadError(f"{where}: {field} must be a positive integer, not {text!r}") from None
+    value = parse_int(text)
+    if value is None:
+        raise WorkloadError(f"{where}: {field} must be a positive integer, not {shown(repr(text))} ({INT_RULE})")
     if value < 1:
         raise WorkloadError(f"{where}: {field} must be a positive integer, not {value}")
     return value
@@ -56,7 +56,10 @@ def _csv_op(parts: list[str], gemm_form: bool, where: str, origin: str) -> Op:
         if len(numbers) != 3:
             raise WorkloadError(f"{where}: a GEMM row must be name, M, N, K (3 numbers), not {len(numbers)}")
         m, n, k = (_int(v, f, where) for v, f in zip(numbers, ("M", "N", "K"), strict=True))
-        return Gemm(m=m, k=k, n=n, name=name, origin=origin)
+        try:
+            return Gemm(m=m, k=k, n=n, name=name, origin=origin)
+        except WorkloadError as exc:
+            raise WorkloadError(f"{where}: {exc}") from None
     if len(numbers) not in (7, 8):
         raise WorkloadError(f"{where}: a conv row must be name, ifmap height, ifmap width, filter height, filter "
                             f"width, channels, num filters, stride[, stride width] (7 or 8 numbers), "
@@ -97,51 +100,119 @@ def load_scalesim_csv(text: str, *, name: str, what: str) -> Workload:
     return Workload(name=name, ops=tuple(ops), description=f"SCALE-Sim {form} topology {what}", source="scalesim")
 
 
+class _AliasRefused(Exception):
+    """A YAML alias (``*name``), refused: aliases can expand a small file into gigabytes."""
+
+    def __init__(self, anchor: str, line: int) -> None:
+        super().__init__(anchor)
+        self.anchor, self.line = anchor, line
+
+
+def _safe_yaml(text: str, what: str) -> Any:
+    """``text`` loaded as YAML with the safe loader, aliases refused (anchors alone are harmless)."""
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise _AliasRefused(event.anchor, event.start_mark.line + 1)
+            return super().compose_node(parent, index)
+
+    try:
+        return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506  # a SafeLoader subclass
+    except _AliasRefused as exc:
+        raise WorkloadError(f"{what} line {exc.line}: YAML alias *{shown(exc.anchor, 40)} is not read (aliases can "
+                            "expand a small file into gigabytes); write the value out") from None
+    except yaml.YAMLError as exc:
+        raise WorkloadError(f"{what} is not YAML: {shown(str(exc).splitlines()[0])}") from None
+
+
+def _kind(value: object) -> str:
+    """How an error names a YAML value it did not expect: ``an int (5)``, ``a list``, ..."""
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if value is None:
+        return "empty"
+    return f"{type(value).__name__} {shown(repr(value), 40)}"  # a scalar: its type and value
+
+
 def _instance_int(instance: Mapping[str, Any], key: str, default: int | None, what: str) -> int:
     value = instance.get(key, default)
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
+    if isinstance(value, str) and parse_int(value) is not None:
+        value = parse_int(value)
     if value is None:
         raise WorkloadError(f"{what}: problem instance must set {key}")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise WorkloadError(f"{what}: problem instance {key} must be a positive integer, not {value!r}")
+        bad = _kind(value) if isinstance(value, (list, dict)) else shown(repr(value), 40)
+        raise WorkloadError(f"{what}: problem instance {key} must be a positive integer, not {bad}")
     return value
 
 
-def load_timeloop_yaml(text: str, *, name: str, what: str) -> Workload:
-    """A :class:`Workload` of one layer from a Timeloop problem file (CNN-layer or GEMM shape).
+def _dimensions(shape: Mapping[str, Any], instance: Mapping[str, Any], what: str) -> set[str]:
+    """The names in ``problem.shape.dimensions`` (a flat list of names), else the instance's keys."""
+    given = shape.get("dimensions")
+    if given is None:
+        return {str(k) for k in instance}
+    if not isinstance(given, list):
+        raise WorkloadError(f"{what}: problem.shape.dimensions must be a flat list of dimension names, "
+                            f"not {_kind(given)}")
+    for i, item in enumerate(given):
+        if not isinstance(item, str):
+            raise WorkloadError(f"{what}: problem.shape.dimensions must be a flat list of dimension names; "
+                                f"item {i} is {_kind(item)}")
+    return set(given)
 
-    Raises:
-        WorkloadError: not YAML, no ``instance``, a shape that is neither, or a bad value.
-    """
-    import yaml
 
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise WorkloadError(f"{what} is not YAML: {str(exc).splitlines()[0]}") from exc
-    problem = doc.get("problem", doc) if isinstance(doc, dict) else None
-    instance = problem.get("instance") if isinstance(problem, dict) else None
-    if not isinstance(problem, dict) or not isinstance(instance, dict):
-        raise WorkloadError(f"{what} is not a Timeloop problem: it needs problem: instance: {{C: ..., M: ...}}")
-    given = problem.get("shape")
-    shape: dict[str, Any] = given if isinstance(given, dict) else {}
-    dims = set(shape.get("dimensions") or instance)
-    layer = str(shape.get("name") or "layer")
+def _mapping(value: object, field: str, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise WorkloadError(f"{what}: {field} must be a mapping (key: value lines), not {_kind(value)}")
+    return value
+
+
+def _timeloop_op(dims: set[str], instance: Mapping[str, Any], layer: str, what: str) -> Op:
+    """The op of a Timeloop problem: a CNN layer (dims ``C M R S N P Q`` [``G``]) or a GEMM (``M N K``)."""
     if {"C", "M", "R", "S", "P", "Q"} <= dims:
         get = {k: _instance_int(instance, k, 1 if k in ("N", "G") else None, what)
                for k in ("C", "M", "R", "S", "N", "P", "Q", "G")}
         coeff = {k: _instance_int(instance, k, 1, what) for k in ("Hstride", "Wstride", "Hdilation", "Wdilation")}
         h = (get["Q"] - 1) * coeff["Hstride"] + (get["S"] - 1) * coeff["Hdilation"] + 1
         w = (get["P"] - 1) * coeff["Wstride"] + (get["R"] - 1) * coeff["Wdilation"] + 1
-        op: Op = Conv2d(n=get["N"], h=h, w=w, c_in=get["C"] * get["G"], c_out=get["M"] * get["G"], kh=get["S"],
-                        kw=get["R"], stride_h=coeff["Hstride"], stride_w=coeff["Wstride"],
-                        dilation_h=coeff["Hdilation"], dilation_w=coeff["Wdilation"], groups=get["G"],
-                        name=layer, origin=f"{what}: problem.instance")
-    elif dims == {"M", "N", "K"}:
+        return Conv2d(n=get["N"], h=h, w=w, c_in=get["C"] * get["G"], c_out=get["M"] * get["G"], kh=get["S"],
+                      kw=get["R"], stride_h=coeff["Hstride"], stride_w=coeff["Wstride"],
+                      dilation_h=coeff["Hdilation"], dilation_w=coeff["Wdilation"], groups=get["G"],
+                      name=layer, origin=f"{what}: problem.instance")
+    if dims == {"M", "N", "K"}:
         m, n, k = (_instance_int(instance, d, None, what) for d in ("M", "N", "K"))
-        op = Gemm(m=m, k=k, n=n, name=layer, origin=f"{what}: problem.instance")
-    else:
-        raise WorkloadError(f"{what}: problem dimensions {sorted(dims)} are neither a CNN layer (C M R S N P Q) "
-                            "nor a GEMM (M N K)")
+        return Gemm(m=m, k=k, n=n, name=layer, origin=f"{what}: problem.instance")
+    raise WorkloadError(f"{what}: problem dimensions {shown(sorted(dims))} are neither a CNN layer (C M R S N P Q) "
+                        "nor a GEMM (M N K)")
+
+
+def load_timeloop_yaml(text: str, *, name: str, what: str) -> Workload:
+    """A :class:`Workload` of one layer from a Timeloop problem file (CNN-layer or GEMM shape).
+
+    Raises:
+        WorkloadError: not YAML, a YAML alias, no ``instance``, a field of the wrong kind (naming
+            the field and the rule), a shape that is neither, or a bad value.
+    """
+    doc = _safe_yaml(text, what)
+    problem = doc.get("problem", doc) if isinstance(doc, dict) else None
+    instance = problem.get("instance") if isinstance(problem, dict) else None
+    if not isinstance(problem, dict) or instance is None:
+        raise WorkloadError(f"{what} is not a Timeloop problem: it needs problem: instance: {{C: ..., M: ...}}")
+    instance = _mapping(instance, "problem.instance", what)
+    shape = _mapping(problem.get("shape") or {}, "problem.shape", what)
+    dims = _dimensions(shape, instance, what)
+    label = shape.get("name", "layer")
+    if isinstance(label, (list, dict)):
+        raise WorkloadError(f"{what}: problem.shape.name must be a name, not {_kind(label)}")
+    layer = str(label or "layer")
+    try:
+        op = _timeloop_op(dims, instance, layer, what)
+    except WorkloadError as exc:  # an op record's own rule (a size beyond 2**48 MACs, ...): name the file
+        text = str(exc)
+        raise WorkloadError(text if text.startswith(what) else f"{what}: problem.instance: {text}") from None
     return Workload(name=name, ops=(op,), description=f"Timeloop problem {what}", source="timeloop")

@@ -21,10 +21,14 @@ Mapping of primitives to op records:
   crops the input. Three or more spatial dimensions, or ``batch_group_count > 1`` (weight
   gradients of grouped convs), lower directly to the im2col :class:`~workloads.ops.Gemm`.
 
-Every other primitive is counted (times its multiplier) in ``Workload.other_primitives``: that
-is the work the array does not run. Op names come from ``jax.named_scope`` (falling back to
-``dot<i>`` / ``conv<i>``); each op's ``origin`` is the primitive and the user's source line
-that issued it (``"dot_general at model.py:12 (forward)"``).
+A ``jit`` equation running one of the integer vector ops of :mod:`workloads._int_ops` (named
+``vector_op.<kind>.<i>``) becomes a :class:`~workloads.vector_ops.VectorOp` with that kind and
+parameters, the shape of its first input and of its output (its reduction axis is the last).
+Every other primitive is counted (times its multiplier) in ``Workload.other_primitives``, and
+the elements it writes in ``Workload.other_elements``: that is the work the array does not run.
+Op names come from ``jax.named_scope`` (falling back to ``dot<i>`` / ``conv<i>``); each op's
+``origin`` is the primitive and the user's source line that issued it (``"dot_general at
+model.py:12 (forward)"``).
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ import jax.extend.core as jex_core
 from jax._src import source_info_util
 
 from accel_dse.errors import WorkloadError
+from workloads._int_ops import marker
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
-from workloads.ops import Gemm, Op, Workload
+from workloads.ops import Gemm, Op, VectorOp, Workload
 
 __all__ = ["trace", "trace_jaxpr"]
 
@@ -54,6 +59,17 @@ def _label(eqn: Any, fallback: str) -> str:
     if "()" in stack:  # a transform around no scope, e.g. "transpose(jvp())"
         return stack.replace("()", f"({fallback})", 1)
     return stack
+
+
+def _out_elements(eqn: Any) -> int:
+    """Elements the equation writes (the product of each output's shape, summed over outputs)."""
+    total = 0
+    for var in eqn.outvars:
+        size = 1
+        for dim in getattr(getattr(var, "aval", None), "shape", ()) or ():
+            size *= int(dim) if isinstance(dim, int) else 1
+        total += size
+    return total
 
 
 def _origin(eqn: Any) -> str:
@@ -86,6 +102,34 @@ def _conv_to_op(eqn: Any, name: str) -> Op | None:
     )
 
 
+#: Vector op kinds that reduce along their input's last axis.
+_ROW_KINDS = frozenset({"layernorm", "rmsnorm", "softmax"})
+
+
+#: Files whose frames are the vector ops' own plumbing, not where the model calls them.
+_PLUMBING = ("_int_ops.py", "_layers.py")
+
+
+def _vector_origin(eqn: Any, kind: str) -> str:
+    """``"vector_op.<kind> at file:line (function)"``: the first caller outside the ops' plumbing."""
+    try:
+        frames = list(source_info_util.user_frames(eqn.source_info.traceback))
+    except Exception:  # private helper, as in _origin
+        frames = []
+    for frame in frames:
+        if not frame.file_name.endswith(_PLUMBING):
+            return f"vector_op.{kind} at {frame.file_name}:{frame.start_line} ({frame.function_name})"
+    return f"vector_op.{kind}"
+
+
+def _vector_op(eqn: Any, kind: str, params: tuple[tuple[str, int], ...]) -> VectorOp:
+    shape = tuple(int(d) for d in eqn.invars[0].aval.shape)
+    out = tuple(int(d) for d in eqn.outvars[0].aval.shape)
+    scope = _label(eqn, "")
+    return VectorOp(kind=kind, shape=shape, out_shape=out, params=params, origin=_vector_origin(eqn, kind),
+                    name=f"{scope}/{kind}" if scope else kind, axis=len(shape) - 1 if kind in _ROW_KINDS else None)
+
+
 class _Walker:
     def __init__(self, while_trips: int) -> None:
         self.while_trips = while_trips
@@ -101,6 +145,8 @@ class _Walker:
             elif prim == "conv_general_dilated":
                 self.index += 1
                 out.add(_conv_to_op(eqn, _label(eqn, f"conv{self.index}")), mult, prim)
+            elif prim in ("jit", "pjit") and (mark := marker(str(eqn.params.get("name", "")))):
+                out.add_vector(_vector_op(eqn, *mark), mult)
             elif prim == _CALL_EXPORTED:
                 from workloads._stablehlo import exported_ops
 
@@ -121,6 +167,7 @@ class _Walker:
                         out.extend(self.walk(sub, mult))
                 else:
                     out.others[prim] += mult
+                    out.elements[prim] += mult * _out_elements(eqn)
         return out
 
 

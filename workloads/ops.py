@@ -32,13 +32,19 @@ from dataclasses import dataclass, field
 from typing import ClassVar, TypeAlias
 
 from accel_dse.errors import WorkloadError
+from accel_dse.text import NAME_LIMIT, shown
+from workloads.vector_ops import VECTOR_KINDS, VectorOp, check_vector_fields
 
-__all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant", "REQUANT_ROUNDING", "chain_link"]
+__all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant", "REQUANT_ROUNDING", "chain_link",
+           "VectorOp", "VECTOR_KINDS"]
 
 #: Most multiply-accumulates an op, or one run of a workload, may have: 2**48 (about 2.8e14).
 #: The model's cycle, byte and energy counts are int64 / float64 products of the dimensions;
 #: below this limit they are exact (cycles stay below 2**63 even on a 1 x 1 array).
 MAX_MACS = 2**48
+
+#: Longest ``origin`` or workload ``description`` kept (names: :data:`accel_dse.text.NAME_LIMIT`).
+ORIGIN_LIMIT = 300
 
 
 def _positive_int(owner: str, name: str, value: object) -> int:
@@ -65,7 +71,15 @@ def _check_macs(owner: str, macs: int, what: str) -> None:
 
 def _check_name(owner: str, value: object, what: str = "name") -> None:
     if not isinstance(value, str):
-        raise WorkloadError(f"{owner} {what} must be a string, not {value!r}")
+        raise WorkloadError(f"{owner} {what} must be a string, not {shown(repr(value))}")
+
+
+def _set_shown(record: object, owner: str, field_name: str, limit: int = NAME_LIMIT) -> None:
+    """Check the text field ``field_name`` and keep it as :func:`accel_dse.text.shown` makes it
+    (names come from files and graphs: control characters escaped, cut to ``limit``)."""
+    value = getattr(record, field_name)
+    _check_name(owner, value, field_name)
+    object.__setattr__(record, field_name, shown(value, limit))
 
 
 def _bytes(elements: int, bits: int) -> int:
@@ -226,8 +240,8 @@ class Gemm:
     def __post_init__(self) -> None:
         for dim in ("m", "k", "n", "batch"):
             object.__setattr__(self, dim, _positive_int("gemm", dim, getattr(self, dim)))
-        _check_name("gemm", self.name)
-        _check_name("gemm", self.origin, "origin")
+        _set_shown(self, "gemm", "name")
+        _set_shown(self, "gemm", "origin", ORIGIN_LIMIT)
         _check_macs("gemm", self.macs, "batch * m * k * n")
         _check_requant("gemm", self.requant, (self.n, self.batch * self.n))
 
@@ -310,7 +324,7 @@ class Conv2d:
             given = getattr(self, hi_name)
             object.__setattr__(self, hi_name, getattr(self, lo_name) if given is None
                                else _nonneg_int("conv2d", hi_name, given))
-        _check_name("conv2d", self.name)
+        _set_shown(self, "conv2d", "name")
         _check_requant("conv2d", self.requant, (self.c_out,))
         for dim in ("c_in", "c_out"):
             value = getattr(self, dim)
@@ -328,7 +342,7 @@ class Conv2d:
                     f"conv2d k{axis}={kernel} (dilated span {span}) must fit the padded input "
                     f"{axis}={size}+{lo}+{hi}, not exceed it"
                 )
-        _check_name("conv2d", self.origin, "origin")
+        _set_shown(self, "conv2d", "origin", ORIGIN_LIMIT)
         _check_macs("conv2d", self.macs, "n * out_h * out_w * c_out * kh * kw * c_in / groups")
 
     @property
@@ -397,9 +411,17 @@ class Workload:
             layers, ...). Empty means every op runs once.
         other_primitives: Non-matmul JAX primitives the tracer saw, with how often each runs
             (work the array does not do), sorted by name.
+        other_elements: The elements each of those primitives writes in one run of the workload
+            (its outputs' sizes times how often it runs), sorted by name; empty where the reader
+            does not know them (ONNX, StableHLO and the file formats).
         description: One line for humans.
         source: What the ops were read from: ``"builtin"``, ``"jax"`` (a user's function),
             ``"onnx"``, ``"stablehlo"``, ``"scalesim"`` or ``"timeloop"`` (empty: not said).
+        vector_ops: The vector work between the matrix ops (:class:`~workloads.vector_ops.VectorOp`),
+            in program order; it runs on the host until the vector unit lands (no model cycles).
+        vector_counts: ``vector_counts[i]`` is how many times ``vector_ops[i]`` runs (empty: once each).
+        vector_after: ``vector_after[i]`` is how many matrix ops precede ``vector_ops[i]`` in
+            program order (empty: all of them).
 
     The performance model treats op ``i`` as ``counts[i] * ops[i].to_gemm().batch`` independent
     ``m x k x n`` GEMMs.
@@ -409,8 +431,12 @@ class Workload:
     ops: tuple[Op, ...]
     counts: tuple[int, ...] = ()
     other_primitives: tuple[tuple[str, int], ...] = ()
+    other_elements: tuple[tuple[str, int], ...] = ()
     description: str = ""
     source: str = ""
+    vector_ops: tuple[VectorOp, ...] = ()
+    vector_counts: tuple[int, ...] = ()
+    vector_after: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         _check_name("workload", self.name)
@@ -426,14 +452,19 @@ class Workload:
                 f"workload counts must have one entry per op ({len(ops)}), not {len(counts)}"
             )
         counts = tuple(_positive_int("workload", "count", c) for c in counts)
-        others = tuple((str(p), _nonneg_int("workload", f"count of {p}", c))
+        others = tuple((shown(p), _nonneg_int("workload", f"count of {shown(p)}", c))
                        for p, c in self.other_primitives)
-        if not isinstance(self.description, str):
-            raise WorkloadError(f"workload description must be a string, not {self.description!r}")
+        elements = tuple((shown(p), _nonneg_int("workload", f"elements of {shown(p)}", c))
+                         for p, c in self.other_elements)
+        _set_shown(self, "workload", "description", ORIGIN_LIMIT)
         _check_name("workload", self.source, "source")
         object.__setattr__(self, "ops", ops)
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "other_primitives", others)
+        object.__setattr__(self, "other_elements", elements)
+        vector = check_vector_fields(self.vector_ops, self.vector_counts, self.vector_after, len(ops))
+        for key, value in zip(("vector_ops", "vector_counts", "vector_after"), vector, strict=True):
+            object.__setattr__(self, key, value)
         _check_macs(f"workload {self.name!r}", self.total_macs, "sum of count * MACs")
 
     @property

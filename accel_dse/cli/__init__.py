@@ -3,12 +3,16 @@
 Each subcommand lives in its own module of this package, listed in :data:`COMMANDS`; a module
 exposes ``register(subparsers)`` that adds its parser and sets ``func(args) -> int``.
 User errors (:class:`AccelDseError`) become one line on stderr and their exit code (2 for
-usage/config errors); ``--debug`` (anywhere on the line) shows the traceback instead. With
+usage/config errors); ``--debug`` (anywhere on the line) shows the traceback too and keeps the
+exit status (a script that adds ``--debug`` sees the same code). With
 ``--json`` an error, a usage error too, is one JSON object on stderr instead,
-``{"error": MESSAGE, "kind": KIND}``, with the same exit code (:func:`error_kind`). The same boundary turns what the
+``{"error": MESSAGE, "kind": KIND}``, with the same exit code (:func:`error_kind`). The line has
+its control characters escaped and is cut to :data:`ERROR_LIMIT` characters. The same boundary turns what the
 user's environment or input causes outside accel-dse's own checks into one line and exit 2: an
 ``OSError`` (disk full, permission denied, name too long, ...), a ``RecursionError`` (input
-nested too deeply) and a ``SystemExit`` raised by a user's module while the command runs.
+nested too deeply), a ``SystemExit`` raised by a user's module while the command runs, and a
+failure of the study storage's database layer (a read-only or immutable SQLite file, a full
+disk, a lock: :func:`accel_dse.storage_failure.storage_failure_text`, naming the storage).
 A module of an optional extra that is not installed (``cocotb`` of ``[sim]``, ...) is one line
 naming the extra, exit 2. Ctrl-C, SIGTERM and SIGHUP end it with exit 130.
 """
@@ -22,11 +26,14 @@ import json
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from accel_dse import __version__
 from accel_dse.errors import AccelDseError
+from accel_dse.storage_failure import storage_failure_text
+from accel_dse.text import shown
 
 __all__ = ["main", "build_parser", "COMMANDS", "error_kind"]
 
@@ -35,9 +42,12 @@ EXTRAS = {
     "cocotb": "sim", "cocotb_tools": "sim", "find_libpython": "sim", "matplotlib": "report", "psycopg": "postgres",
 }
 
+#: Longest error line printed (longer ones are cut, ending in ``...``).
+ERROR_LIMIT = 2000
+
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
-    "design", "workloads", "evaluate", "sweep", "simulate", "rtl", "export", "report", "verify",
+    "design", "workloads", "evaluate", "system", "sweep", "simulate", "rtl", "export", "report", "verify",
 )
 
 
@@ -70,7 +80,7 @@ def error_kind(exc: BaseException) -> str:
     if isinstance(exc, _UsageError):
         return "usage"
     if isinstance(exc, AccelDseError):
-        name = type(exc).__name__.removesuffix("Error")
+        name = type(exc).__name__.removesuffix("Errors").removesuffix("Error")  # ConfigErrors: several of a kind
         return "".join(f"-{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name)) or "error"
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted"
@@ -128,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def fail(exc: BaseException, message: str, code: int) -> int:
         if debug:
-            raise exc
+            _traceback(exc)
         return _fail(message, code, error_kind(exc) if as_json else None)
 
     try:
@@ -146,10 +156,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()  # a full disk or closed pipe is reported here, not at exit
             return code
     except AccelDseError as exc:
-        return fail(exc, str(exc), exc.exit_code)
+        lines = getattr(exc, "messages", None)
+        if lines and not as_json:  # several problems found in one pass: one error line each
+            if debug:
+                _traceback(exc)
+            for line in lines:
+                _fail(line, exc.exit_code)
+            return exc.exit_code
+        return fail(exc, "; ".join(lines) if lines else str(exc), exc.exit_code)
     except KeyboardInterrupt as exc:
         if debug:
-            raise
+            _traceback(exc)
         if as_json:
             return _fail("interrupted", 130, error_kind(exc))
         print("accel-dse: interrupted", file=sys.stderr)
@@ -159,20 +176,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except ModuleNotFoundError as exc:
         extra = EXTRAS.get((exc.name or "").partition(".")[0])
-        if extra is None or debug:
+        if extra is None:
             raise
+        if debug:
+            _traceback(exc)
         return _fail(f"accel-dse {args.command} needs {exc.name!r}, from the [{extra}] extra: "
                      f"pip install 'accel-dse[{extra}]' (scripts/setup.sh installs every extra)", 2,
                      "missing-extra" if as_json else None)
     except OSError as exc:
         if not debug:
             _drop_stdout()
+        storage = getattr(args, "storage", None)
+        if isinstance(storage, str) and exc.filename and str(exc.filename) in storage and not debug:
+            return _fail(storage_failure_text(exc, storage) or os_error_text(exc), 2, "storage" if as_json else None)
         return fail(exc, os_error_text(exc), 2)
     except RecursionError as exc:
         return fail(exc, "input nested too deeply (Python's recursion limit); flatten it", 2)
     except SystemExit as exc:  # accel-dse never exits from inside a command: a user's module did
         return fail(exc, f"a user module raised SystemExit({exc.code!r}) while {args.command} ran "
                     "(a workload module must not call sys.exit or exit when imported)", 2)
+    except Exception as exc:
+        text = storage_failure_text(exc, getattr(args, "storage", None))
+        if text is None or debug:
+            raise
+        return _fail(text, 2, "storage" if as_json else None)
 
 
 def os_error_text(exc: OSError) -> str:
@@ -185,13 +212,20 @@ def os_error_text(exc: OSError) -> str:
 
 def _fail(message: str, code: int, kind: str | None = None) -> int:
     """Report an error on stderr (one line, or with ``kind`` one JSON object) and return ``code``."""
-    line = " ".join(message.split("\n"))
+    line = shown(" ".join(message.split("\n")), ERROR_LIMIT)  # text from a file may hold escapes and be huge
     text = f"accel-dse: error: {line}" if kind is None else json.dumps({"error": line, "kind": kind})
     try:
         print(text, file=sys.stderr)
     except OSError:
         pass
     return code
+
+
+def _traceback(exc: BaseException) -> None:
+    """``--debug``: the error's traceback on stderr (the one-line message and exit status follow as without it)."""
+    with contextlib.suppress(OSError):
+        traceback.print_exception(exc, file=sys.stderr)
+        sys.stderr.flush()
 
 
 def _drop_stdout() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -32,6 +33,18 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+#: Text that shows a number (a column of such text aligns right as numbers do).
+_NUMBER_TEXT = re.compile(r"-?[0-9][0-9,]*(\.[0-9]+)?")
+
+
+def _numeric(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    return isinstance(value, str) and (value == "" or _NUMBER_TEXT.fullmatch(value) is not None)
+
+
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Align ``rows`` under ``headers``; numbers right-aligned, text left-aligned."""
     cells = [[_fmt(v) for v in row] for row in rows]
@@ -39,8 +52,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
     numeric = [
-        all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows) and bool(rows)
-        for i in range(len(headers))
+        all(_numeric(r[i]) for r in rows) and any(r[i] != "" for r in rows) for i in range(len(headers))
     ]
 
     def line(values: Sequence[str]) -> str:

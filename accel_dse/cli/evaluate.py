@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from accel_dse.cli._output import emit, emit_json, format_table
+from accel_dse.cli.workloads import host_work_lines
 from accel_dse.designs import load_design
+from accel_dse.units import eng, fixed, format_column, percent
 
 __all__ = ["register"]
 
@@ -35,42 +38,84 @@ def _evaluate(args: argparse.Namespace) -> int:
     config = load_design(args.design)
     workload = workloads.resolve(args.workload)
     result = perf_model.evaluate(config, workload, reuse=not args.no_reuse)
+    host = _host_work(workload)
     if args.json:
-        emit_json(result.to_dict())
+        emit_json(result.to_dict() | {"host_work": host})
         return 0
     emit(f"# {config.short_name()} ({config.config_hash}) on {workload.name}: {result.status}")
-    rows = []
-    for op in result.ops:
-        rows.append([op.name, op.count, f"{op.gemm[0]}x{op.gemm[1]}x{op.gemm[2]}",
-                     f"{op.tile[0]}x{op.tile[1]}x{op.tile[2]}", op.folds, op.compute_cycles,
-                     round(op.stall_cycles), op.utilization, op.dram_read_bytes + op.dram_write_bytes,
-                     op.energy_pj * 1e-6, op.on_chip or "-", op.status])
-    emit(format_table(["op", "count", "m x k x n", "tile", "folds", "compute", "stall", "util",
-                       "dram_bytes", "energy_uJ", "on_chip", "status"], rows))
-    total = result.total
+    for line in op_table(result):
+        emit(line)
     emit("")
     if result.status != "ok":
         emit(f"{result.status}: {result.reason}")
-        return 0
-    summary = [
-        ["compute_cycles", total["compute_cycles"]],
-        ["stall_cycles", round(float(total["stall_cycles"]))],
-        ["total_cycles", round(float(total["total_cycles"]))],
-        ["utilization", total["utilization"]],
-        ["macs", total["macs"]],
-        ["dram_read_bytes", total["dram_read_bytes"]],
-        ["dram_write_bytes", total["dram_write_bytes"]],
-        ["energy_uJ", total["energy_pj"] * 1e-6],
-        ["latency_ms", total["latency_s"] * 1e3],
-        ["area_mm2", total["area_mm2"]],
-        ["power_w", total["power_w"]],
-        ["tops", total["tops"]],
-        ["tops_per_w", total["tops_per_w"]],
-    ]
-    emit(format_table(["total", "value"], summary))
-    parts = total["energy_breakdown"]
-    energy = total["energy_pj"] or 1.0
-    emit("")
-    emit(format_table(["energy part", "uJ", "share"],
-                      [[name, value * 1e-6, value / energy] for name, value in parts.items()]))
+    else:
+        emit(format_table(["total", "value"], total_rows(result.total)))
+        parts = result.total["energy_breakdown"]
+        energy = result.total["energy_pj"] or 1.0
+        unit, values = format_column([v * 1e-12 for v in parts.values()], "J", highest=1.0)
+        shares = fixed([100.0 * v / energy for v in parts.values()], digits=3)
+        emit("")
+        emit(format_table(["energy part", unit, "share %"],
+                          [[name, v, share] for name, v, share in zip(parts, values, shares, strict=True)]))
+    if host:
+        emit("")
+        emit("vector ops, run on the host and left out of the figures above (no vector unit is modelled yet):")
+        emit(format_table(["vector op", "runs", "elements"], [[h["kind"], h["runs"], h["elements"]] for h in host]))
+    others = host_work_lines(workload, head="other host work, left out of the figures above")
+    if others:
+        emit("")
+        for line in others:
+            emit(line)
     return 0
+
+
+def op_table(result: Any) -> list[str]:
+    """Per-op rows: runs and GEMM instances (a batched op, e.g. 12 attention heads, is 12 instances
+    per run), MACs of all of them, and the model's figures in engineering units."""
+    ops = result.ops
+    macs_unit, macs = format_column([float(op.macs) for op in ops], "MAC")
+    dram_unit, dram = format_column([float(op.dram_read_bytes + op.dram_write_bytes) for op in ops], "B")
+    energy_unit, energy = format_column([op.energy_pj * 1e-12 for op in ops], "J", highest=1.0)
+    util = fixed([100.0 * op.utilization for op in ops], digits=3)
+    headers = ["op", "runs", "instances", "m x k x n", f"{macs_unit}s", "tile", "folds", "compute cycles",
+               "stall cycles", "util %", f"DRAM {dram_unit}", f"energy {energy_unit}", "on chip"]
+    show_status = any(op.status != "ok" for op in ops)
+    if show_status:
+        headers.append("status")
+    rows = []
+    for i, op in enumerate(ops):
+        row = [op.name, op.count, op.instances, "x".join(map(str, op.gemm)), macs[i],
+               "x".join(map(str, op.tile)), op.folds, op.compute_cycles, round(op.stall_cycles), util[i],
+               dram[i], energy[i], op.on_chip or "-"]
+        rows.append(row + ([op.status] if show_status else []))
+    return format_table(headers, rows).splitlines()
+
+
+def total_rows(total: dict[str, Any]) -> list[list[str]]:
+    """The totals, each in its own engineering unit."""
+    return [
+        ["compute cycles", f"{int(total['compute_cycles']):,}"],
+        ["stall cycles", f"{round(float(total['stall_cycles'])):,}"],
+        ["total cycles", f"{round(float(total['total_cycles'])):,}"],
+        ["utilisation", percent(total["utilization"])],
+        ["MACs", eng(float(total["macs"]), "MAC")],
+        ["DRAM read", eng(float(total["dram_read_bytes"]), "B")],
+        ["DRAM write", eng(float(total["dram_write_bytes"]), "B")],
+        ["energy", eng(total["energy_pj"] * 1e-12, "J")],
+        ["latency", eng(total["latency_s"], "s")],
+        ["area", f"{total['area_mm2']:.3g} mm²"],
+        ["power", eng(total["power_w"], "W")],
+        ["throughput", f"{total['tops']:.3g} TOPS"],
+        ["efficiency", f"{total['tops_per_w']:.3g} TOPS/W"],
+    ]
+
+
+def _host_work(workload: Any) -> list[dict[str, Any]]:
+    """The workload's vector ops by kind (first-seen order) with runs and elements (all runs): work
+    the model gives no cycles, run on the host until the vector unit lands."""
+    kinds: dict[str, dict[str, Any]] = {}
+    for op, count in zip(workload.vector_ops, workload.vector_counts, strict=True):
+        entry = kinds.setdefault(op.kind, {"kind": op.kind, "runs": 0, "elements": 0})
+        entry["runs"] += count
+        entry["elements"] += op.elements * count
+    return list(kinds.values())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from accel_dse.cli._output import emit, emit_json
@@ -60,6 +61,22 @@ def _source(args: argparse.Namespace):  # noqa: ANN202 (DesignSource, imported l
     return design_from_study(args.storage, args.study, args.trial, pick=args.pick)
 
 
+def _stage_lines(prefix: str):  # noqa: ANN202 - a progress callback
+    """A progress callback: each stage on its own stderr line, with the time the stage before it took
+    (the long ones, Verilog and synthesis of a large array, take minutes)."""
+    import time
+
+    last = {"at": time.monotonic(), "steps": 0.0}
+
+    def say(line: str) -> None:
+        now = time.monotonic()
+        took = f" (previous step took {now - last['at']:.1f} s)" if last["steps"] and now - last["at"] >= 1 else ""
+        print(f"{prefix}: {line}{took}", file=sys.stderr, flush=True)
+        last["at"], last["steps"] = now, last["steps"] + 1
+
+    return say
+
+
 def _export(args: argparse.Namespace) -> int:
     from accel_dse.export import check_out_dir, export_design, fpga_line, resolve_fpga
 
@@ -71,7 +88,7 @@ def _export(args: argparse.Namespace) -> int:
     result = export_design(
         source.config, args.out, workload=args.workload or source.workload, force=args.force, source=source.info,
         synth=not args.no_synth, fpga=args.fpga, fpga_device=device,
-        progress=lambda line: print(f"accel-dse export: {line}", file=sys.stderr, flush=True),
+        progress=_stage_lines("accel-dse export"),
     )
     if args.json:
         emit_json(result.to_dict())
@@ -96,5 +113,6 @@ def _export(args: argparse.Namespace) -> int:
     rtl = source.info.get("rtl_verification")
     if isinstance(rtl, dict) and not rtl.get("passed", False):
         emit(f"WARNING: this design FAILED RTL verification in the study: {rtl.get('reason', '')}")
-    emit(f"re-verify: cd {result.out} && python run.py")
+    emit(f"re-verify: cd {shlex.quote(str(result.out))} && {shlex.quote(sys.executable)} run.py"
+         "   (a Python with numpy and cocotb: this one)")
     return 0

@@ -21,7 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--study", required=True, metavar="NAME", help="study name")
     parser.add_argument("--out", required=True, metavar="DIR", help="directory to create (its parent must exist)")
     parser.add_argument("--workload", metavar="W",
-                        help="workload of the per-op breakdown and roofline (default: the study's first)")
+                        help="workload of the per-op breakdown and roofline (default: the study's first); one that "
+                        "cannot be read is an error (exit 2) unless --best-effort")
+    parser.add_argument("--best-effort", action="store_true",
+                        help="write the report even when the --workload cannot be read (its breakdown is left out "
+                        "with a note)")
     parser.add_argument("--pick", metavar="RULE",
                         help="multi-objective: which Pareto design is broken down, e.g. min-edp (the default)")
     parser.add_argument("--force", action="store_true", help="replace DIR if it exists and is not empty")
@@ -34,6 +38,10 @@ def _report(args: argparse.Namespace) -> int:
     from accel_dse.report import load_study, write_report
 
     check_out_dir(args.out, force=args.force)
+    if args.workload is not None and not args.best_effort:
+        import workloads
+
+        workloads.resolve(args.workload)  # a bad --workload fails here, before anything is written (cached)
     view = load_study(args.storage, args.study)
     if args.pick is not None:
         view.parse_pick(args.pick)
@@ -52,13 +60,24 @@ def _report(args: argparse.Namespace) -> int:
         more = len(report["top"]) > 20
         emit(("Pareto set" if len(objectives) > 1 else "top designs") + (" (first 20; see index.html)" if more else "")
              + ":")
+        from accel_dse.report import metric_column
+
+        top = report["top"][:20]
+        columns, headers = [], []
+        for o in report["objectives"]:
+            unit, cells = metric_column(o.get("metric"), [r["values"][o["name"]] for r in top])
+            headers.append(f"{o['name']} {unit}".strip())
+            columns.append(cells)
+        for m in extra:
+            unit, cells = metric_column(m, [r["metrics"].get(m) for r in top])
+            headers.append(f"{m.removesuffix('_mm2')} {unit}".strip())
+            columns.append(cells)
         rows = []
-        for r in report["top"][:20]:
+        for i, r in enumerate(top):
             rtl = r["rtl"]
-            rows.append([r["trial"], r["design"], *[r["values"][n] for n in objectives],
-                         *[r["metrics"].get(m, "") for m in extra], r["sampler"],
+            rows.append([r["trial"], r["design"], *[c[i] for c in columns], r["sampler"],
                          "" if rtl is None else ("pass" if rtl.get("passed") else "FAIL")])
-        emit(format_table(["trial", "design", *objectives, *extra, "sampler", "rtl"], rows))
+        emit(format_table(["trial", "design", *headers, "sampler", "rtl"], rows))
     if report["best"]:
         pick = report["best"]["pick"]
         emit(f"best: trial {report['best']['trial']}" + (f" ({pick} on the Pareto set)" if pick else ""))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.cli._paths import output_file
 from accel_dse.designs import load_design
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     fpga.add_argument("--family", default="ecp5", metavar="FAMILY", help="ecp5 (default), nexus or gatemate")
     fpga.add_argument("--device", metavar="DEVICE", help="device of the family (ecp5 default 85k)")
     fpga.add_argument("--freq", type=float, metavar="MHZ", help="target clock, MHz (default the design's clock_mhz)")
-    fpga.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
+    fpga.add_argument("--seed", type=ascii_int, default=1, help="nextpnr placement seed (default 1)")
     fpga.add_argument("--json", action="store_true", help="print JSON")
     fpga.add_argument("--no-cache", action="store_true", help="do not read or write the report cache")
     fpga.set_defaults(func=_fpga)

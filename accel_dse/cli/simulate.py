@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.cli._paths import work_dir
 from accel_dse.errors import SimulationError
+from accel_dse.text import parse_int
 
 __all__ = ["register"]
 
@@ -26,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--workload", required=True, metavar="W", help="workload spec, e.g. mlp or bert_base:seq=16")
     pick = parser.add_mutually_exclusive_group()
     pick.add_argument("--ops", metavar="NAME,...", help="only these ops (comma-separated names)")
-    pick.add_argument("--max-ops", type=int, metavar="N", help="only the first N ops")
+    pick.add_argument("--max-ops", type=ascii_int, metavar="N", help="only the first N ops")
     parser.add_argument("--scale", type=float, default=1.0, metavar="F",
                         help="shrink each op's M and batch by F in (0, 1] (default 1: no scaling)")
     parser.add_argument("--simulator", choices=SIMULATORS, default=SIMULATORS[0], help="default: %(default)s")
@@ -34,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="seconds the simulation may run before it is killed (default %(default)g)")
     parser.add_argument("--work-dir", metavar="DIR",
                         help="builds and runs directory (default ~/.cache/accel-dse/sim)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the reference operands (default 0)")
+    parser.add_argument("--seed", type=ascii_int, default=0, help="seed of the reference operands (default 0)")
     parser.add_argument("--inject-fault", metavar="ROW,COL[,BIT[,STUCK]]",
                         help="test only: break one PE (stuck product bit) to prove the checker fails")
     parser.add_argument("--no-chain", action="store_true",
@@ -49,6 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="debug path: run the compute core alone, its buffers written through the host "
                         "port run by run (default: the whole SoC block from DRAM through AXI, with the "
                         "command queue and DMA)")
+    parser.add_argument("--waves", action="store_true",
+                        help="write a waveform trace of the run (Icarus: FST, Verilator: VCD) into the run directory "
+                        "and print its path; it covers the ops simulated, so pick the failing one with --ops NAME "
+                        "(a separate cached build; off by default: tracing slows the simulator)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_simulate)
 
@@ -57,10 +63,8 @@ def _fault(text: str | None):  # noqa: ANN202 (rtl_gen.Fault, imported lazily)
     if text is None:
         return None
     parts = text.split(",")
-    try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        values = []
+    parsed = [parse_int(p) for p in parts]
+    values = [v for v in parsed if v is not None] if None not in parsed else []
     if not 2 <= len(values) <= 4:
         raise SimulationError(f"--inject-fault must be ROW,COL[,BIT[,STUCK]] integers, not {text!r}")
     from rtl_gen import Fault
@@ -82,7 +86,7 @@ def _simulate(args: argparse.Namespace) -> int:
         fault=_fault(args.inject_fault),
         progress=lambda line: print(f"accel-dse simulate: {line}", file=sys.stderr, flush=True),
         chain=False if args.no_chain else None, memory="host" if args.host_port else "dram",
-        reuse=not args.no_reuse,
+        reuse=not args.no_reuse, waves=args.waves,
     )
     if args.json:
         emit_json(report.to_dict())
@@ -135,4 +139,10 @@ def _print_report(report) -> None:  # noqa: ANN001 (SimulationReport)
     for note in report.notes:
         emit(f"note: {note}")
     emit(f"run directory: {report.run_dir}")
+    if report.waves:
+        emit(f"waves: {report.waves}")
+        failing = [op.name for op in report.ops if op.status != "pass"]
+        if failing and len(report.ops) > 1:
+            emit(f"  (the trace covers all {len(report.ops)} ops; --ops {failing[0]} --waves traces the first "
+                 "failing op alone)")
     emit("PASSED" if report.passed else "FAILED")

@@ -18,6 +18,7 @@ from typing import Any
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.cli._paths import output_file, work_dir
 from accel_dse.errors import SearchError
+from accel_dse.text import INT_RULE, parse_int, shown
 
 __all__ = ["register"]
 
@@ -74,10 +75,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _int(option: str, text: str | None, *, minimum: int = 1) -> int | None:
     if text is None:
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise SearchError(f"{option} must be an integer, not {text!r}") from None
+    value = parse_int(text)
+    if value is None:
+        raise SearchError(f"{option} must be an integer, not {shown(repr(text), 60)} ({INT_RULE})")
     if value < minimum:
         rule = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise SearchError(f"{option} must be {rule}, not {value}")
@@ -109,7 +109,8 @@ def _list_spaces(as_json: bool) -> int:
             size: Any = s.grid_size()
         except Exception:  # noqa: BLE001 - a continuous range: no finite size
             size = "continuous"
-        rows.append([s.name, ", ".join(o.name for o in s.objectives), ", ".join(w.spec for w in s.workloads),
+        work = ", ".join(w.spec for w in s.workloads) or " ".join(f"{k}={v}" for k, v in (s.pod.llm if s.pod else ()))
+        rows.append([s.name, ", ".join(o.name for o in s.objectives), work,
                      size, s.description])
     emit(format_table(["space", "objectives", "workloads", "designs", "description"], rows))
     return 0
@@ -156,7 +157,7 @@ def _sweep(args: argparse.Namespace) -> int:
             out_dir.mkdir(parents=default_dir, exist_ok=True)
         except OSError as exc:
             raise SearchError(f"run directory {str(out_dir)!r} cannot be created: {exc.strerror or exc}") from None
-    from accel_dse.search import run_sweep, summary_table
+    from accel_dse.search import run_sweep
 
     try:
         result = run_sweep(dataclasses.replace(config, evaluator=evaluator),
@@ -176,7 +177,7 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(summary)
     else:
-        _print_summary(result, summary, summary_table)
+        _print_summary(result, summary, None if spec.kind == "memory" else out_dir)
         if verify is not None:
             passed = len(summary["verification"]) - len(failed)
             emit(f"RTL verification: {passed}/{len(summary['verification'])} designs passed "
@@ -226,30 +227,27 @@ def _verify_top(storage: str, study_name: str, verify: dict[str, Any]) -> list[A
 
 
 def _evaluator(space: Any) -> Any:
-    """Resolve the space's workloads here (this imports JAX to trace) and build the model evaluator."""
+    """Resolve the space's workloads here (this imports JAX to trace) and build the model evaluator
+    (a pod space's: the system model on its LLM job)."""
+    if space.pod is not None:
+        from accel_dse.search import PodEvaluator
+
+        return PodEvaluator(space.pod)
     import workloads
     from accel_dse.search import ModelEvaluator
 
     return ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads], fpga=space.fpga)
 
 
-def _print_summary(result: Any, summary: dict[str, Any], summary_table: Any) -> None:
-    space = result.space
-    emit(f"study {summary['study']!r} in {summary['storage']}: {summary['n_complete']} complete, "
-         f"{summary['n_fail']} failed ({result.ran} trials this run)")
+def _print_summary(result: Any, summary: dict[str, Any], out_dir: Path | None) -> None:
+    """The closing summary (accel_dse.cli._closing): workload, objectives, best designs, what next."""
+    from accel_dse.cli._closing import closing_lines
+
     if result.recovered:
         emit(f"failed and re-queued the trials of dead workers: {result.recovered}")
     if result.grid is not None:
         emit(f"grid: {result.grid.size:,} designs scored, {result.grid.n_feasible:,} feasible")
-    objectives = ", ".join(f"{o.direction} {o.name}" for o in space.objectives)
-    constraints = ", ".join(str(c) for c in space.constraints) or "none"
-    emit(f"space {space.name!r}: {objectives}; constraints: {constraints}")
-    if not summary["best"]:
-        emit("no feasible design yet (every trial failed or broke a constraint); see the study's user attributes")
-        return
-    title = "Pareto set" if space.is_multi_objective else "best designs"
-    shown = min(len(summary["best"]), 20)
-    more = f" (first {shown} of {len(summary['best'])}; --json for all)" if len(summary["best"]) > shown else ""
-    emit(f"{title}{more}:")
-    headers, rows = summary_table(summary, space, limit=shown)
-    emit(format_table(headers, rows))
+    trials = result.study.get_trials(deepcopy=False)
+    for line in closing_lines(summary, result.space, trials, ran=result.ran,
+                              out_dir=None if out_dir is None else str(out_dir)):
+        emit(line)

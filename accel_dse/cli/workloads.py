@@ -6,9 +6,10 @@ import argparse
 import dataclasses
 from typing import Any
 
+from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
 
-__all__ = ["register", "workload_json"]
+__all__ = ["register", "workload_json", "host_work_lines"]
 
 _SPEC_HELP = ("NAME[:k=v,...] (e.g. bert_base:seq=128), package.module:function, or a file: model.onnx[:batch=8], "
               "model.mlir, a jax.export artefact, a SCALE-Sim .csv, a Timeloop .yaml")
@@ -29,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "count, MACs (all runs) and weight bytes; then the totals and the non-matmul primitives.",
     )
     show.add_argument("workload", metavar="SPEC", help=_SPEC_HELP)
-    show.add_argument("--bits", type=int, default=8, help="element width for byte counts (default 8)")
+    show.add_argument("--bits", type=ascii_int, default=8, help="element width for byte counts (default 8)")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(func=_show)
 
@@ -61,7 +62,12 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
     jaxpr equation or file line it came from), ``kind``, ``m``, ``k``, ``n``, ``batch``, ``count``,
     ``macs`` = ``count * op.macs``, ``weight_bytes`` (one run), for a conv ``conv`` with its
     fields, and ``requant``: ``null`` for raw outputs, else the ``Requant`` fields), ``total_macs``,
-    ``total_weight_bytes`` (all runs) and ``other_primitives`` (name -> count).
+    ``total_weight_bytes`` (all runs), ``vector_ops`` (each ``name``, ``origin``, ``kind``, ``shape``,
+    ``out_shape``, ``axis``, ``params`` (name -> int), ``count``, ``elements`` = ``count`` times its
+    input's elements, ``after`` = matrix ops before it; they run on the host until the vector unit
+    lands), ``vector_elements`` (kind -> elements, all runs) ``other_primitives`` (name -> how often it
+    runs) and ``other_elements`` (name -> the elements it writes in one run of the workload; empty
+    where the workload's reader does not know them).
     """
     ops = []
     for op, count in zip(workload.ops, workload.counts, strict=True):
@@ -75,6 +81,14 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
             entry["conv"] = {f.name: getattr(op, f.name) for f in dataclasses.fields(op)
                              if f.name not in ("name", "origin", "requant")}
         ops.append(entry)
+    vector = [{"name": v.name, "origin": v.origin, "kind": v.kind, "shape": list(v.shape),
+               "out_shape": list(v.out_shape), "axis": v.axis, "params": dict(v.params), "count": count,
+               "elements": v.elements * count, "after": after}
+              for v, count, after in zip(workload.vector_ops, workload.vector_counts, workload.vector_after,
+                                         strict=True)]
+    by_kind: dict[str, int] = {}
+    for entry in vector:
+        by_kind[entry["kind"]] = by_kind.get(entry["kind"], 0) + entry["elements"]
     return {
         "workload": workload.name,
         "source": workload.source,
@@ -83,7 +97,10 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
         "ops": ops,
         "total_macs": workload.total_macs,
         "total_weight_bytes": workload.weight_bytes(bits),
+        "vector_ops": vector,
+        "vector_elements": by_kind,
         "other_primitives": dict(workload.other_primitives),
+        "other_elements": dict(workload.other_elements),
     }
 
 
@@ -105,7 +122,33 @@ def _show(args: argparse.Namespace) -> int:
                        f"weight_bytes@{args.bits}b"], rows))
     emit(f"total: {len(rows)} ops, {data['total_macs']:,} MACs ({data['total_macs'] / 1e9:.3f} G), "
          f"{data['total_weight_bytes']:,} weight bytes")
-    if data["other_primitives"]:
-        others = ", ".join(f"{p} x{c}" for p, c in data["other_primitives"].items())
-        emit(f"not run on the array: {others}")
+    if data["vector_ops"]:
+        ops_by_kind: dict[str, int] = {}
+        for entry in data["vector_ops"]:
+            ops_by_kind[entry["kind"]] = ops_by_kind.get(entry["kind"], 0) + entry["count"]
+        emit(format_table(["vector op", "runs", "elements"],
+                          [[k, ops_by_kind[k], e] for k, e in data["vector_elements"].items()]))
+        emit("vector ops run on the host until the vector unit lands (no cycles in the model)")
+    for line in host_work_lines(workload):
+        emit(line)
     return 0
+
+
+def host_work_lines(workload: Any, width: int = 100, head: str = "not run on the array") -> list[str]:
+    """The work not run on the array (until a vector unit models it), wrapped at ``width``:
+    each primitive with how often it runs and, where known, the elements it writes."""
+    import textwrap
+
+    from accel_dse.units import count
+
+    if not workload.other_primitives:
+        return []
+    elements = dict(workload.other_elements)
+    parts = [f"{p} x{c}" + (f" ({count(elements[p])} elements)" if p in elements else "")
+             for p, c in workload.other_primitives]
+    total = sum(elements.values())
+    head += (f" ({count(total)} elements in all)" if elements else "") + ": "
+    nbsp = "\u00a0"  # an item is never split over two lines
+    text = head + ", ".join(part.replace(" ", nbsp) for part in parts)
+    lines = textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+    return [line.replace(nbsp, " ") for line in lines]

@@ -167,8 +167,8 @@ def export_design(
         ("synth.json", json_text(synth_doc if synth_doc is not None else {"skipped": "synthesis not requested"})),
         *((name, _standalone(name)) for name in STANDALONE_FILES),
         *((("fpga.json", json_text(fpga_doc)), ("fpga_flow.sh", fpga_script(fpga_doc))) if fpga_doc else ()),
-        ("README.md", readme_text(manifest, synth_doc, fpga_doc)),
     ]
+    files.append(("README.md", readme_text(manifest, synth_doc, fpga_doc, [name for name, _ in files] + ["README.md"])))
     with atomic_dir(out, kind="export", force=force) as tmp:
         for name, text in files:
             _write(tmp, name, text)

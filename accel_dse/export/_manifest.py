@@ -12,6 +12,7 @@ import hashlib
 import importlib.metadata
 import platform
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -133,6 +134,8 @@ def check_gemms(config: ArrayConfig, *, seed: int = 1) -> list[dict[str, Any]]:
 
 
 _PORT_LINE = re.compile(r"^\s{4}(\w+)\s+(in|out)\s+(.+?)\s{2,}(\S.*)$")
+#: A port map line that only continues the meaning of the port above it.
+_MEANING_MORE = re.compile(r"^\s{20,}\S")
 
 
 def ports_section(config: ArrayConfig) -> list[dict[str, Any]]:
@@ -153,10 +156,17 @@ def ports_section(config: ArrayConfig) -> list[dict[str, Any]]:
         "start": 1, "busy": 1, "done": 1, "cycles": rtl_gen.CYCLES_BITS,
     }
     meanings: dict[str, tuple[str, str]] = {}
+    last = None
     for line in str(rtl_gen.PORT_MAP).splitlines():
         match = _PORT_LINE.match(line)
         if match and match.group(1) not in ("port",):
-            meanings[match.group(1)] = (match.group(2), match.group(4).strip())
+            last = match.group(1)
+            meanings[last] = (match.group(2), match.group(4).strip())
+        elif last is not None and _MEANING_MORE.match(line):  # a meaning continued on the next line
+            direction, meaning = meanings[last]
+            meanings[last] = (direction, f"{meaning} {line.strip()}")
+        else:
+            last = None
     meanings.setdefault("m", ("in", "GEMM dimension M, sampled with start"))
     for name in ("k", "n"):
         meanings.setdefault(name, ("in", f"GEMM dimension {name.upper()}, sampled with start"))
@@ -217,6 +227,7 @@ def build_manifest(
             "operands": "seeded numpy default_rng(seed).integers over the signed input_bits range",
         },
         "tools": tool_versions(),
+        "runner_python": sys.executable,
         "source": dict(source),
         "dataflow_note": _dataflow_note(config.dataflow),
     }

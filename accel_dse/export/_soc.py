@@ -4,8 +4,9 @@ command format, and the cases the standalone AXI testbench (``tb_axi.py``) runs.
 ``axi_cases.json``: per case the GEMM, its DRAM image (base64, from the compiler and
 ``accel_dse.simulate._dram_image``), the queue-loads (``[base, commands]``), where C lies
 (``TensorLayout`` fields) and the expected C (numpy ``A @ B``, or its requantisation), plus the
-model's total cycles for the DRAM model of ``simulate`` (the testbench's RAM has other timing,
-so there only the data are checked and the counters are reported).
+model's total cycles for the DRAM model of ``simulate`` with that model's latency
+(``model_dram_latency``; the testbench's RAM has other timing, so there only the data and the
+compute cycles are checked and the total is reported beside the model's).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def _cases(config: ArrayConfig, seed: int) -> list[dict[str, Any]]:
             "c": layout_dict(program.tensors["c"]), "image": base64.b64encode(image.tobytes()).decode("ascii"),
             "expected": expected.astype(np.int64).tolist(),
             "model_total_cycles": timing.total, "model_compute_cycles": timing.compute,
+            "model_dram_latency": DRAM_LATENCY,
         })
     return out
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ExportError
+from accel_dse.text import parse_int
 
 __all__ = ["DesignSource", "design_from_spec", "design_from_study", "parse_trial"]
 
@@ -44,11 +45,8 @@ def parse_trial(text: str) -> int | None:
     value = str(text).strip()
     if value == "best":
         return None
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0:
+    number = parse_int(value)
+    if number is None or number < 0:
         raise ExportError(f"--trial must be a trial number (0, 1, ...) or 'best', not {text!r}")
     return number
 

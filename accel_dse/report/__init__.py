@@ -9,6 +9,8 @@ PNGs (matplotlib, Agg), ``report.json`` and ``index.html`` into a new directory.
 from __future__ import annotations
 
 from accel_dse.report._data import build_report, per_op_breakdown, roofline, sampler_of
+from accel_dse.report._format import metric_column
+from accel_dse.report._system_plot import system_breakdown_png
 from accel_dse.report._write import write_report
 from accel_dse.study_view import (
     VERIFY_ATTR_PREFIX,
@@ -31,4 +33,6 @@ __all__ = [
     "trial_config",
     "pick_choices",
     "VERIFY_ATTR_PREFIX",
+    "system_breakdown_png",
+    "metric_column",
 ]

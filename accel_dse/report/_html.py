@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from accel_dse.report._data import FPGA_RESOURCES
+from accel_dse.report._format import metric_column
+from accel_dse.units import fixed
 
 __all__ = ["html_page", "plotly_available", "optuna_figures"]
 
@@ -75,12 +77,32 @@ def _cell(value: Any) -> str:
 _TEXT = " class='text'"
 
 
+class Num(str):
+    """A number already formatted for its column (right-aligned like numbers)."""
+
+
+def _columns(columns: Sequence[tuple[str, str | None, Sequence[Any]]]) -> tuple[list[str], list[list[Any]]]:
+    """Headers and rows from ``(title, metric, values)`` columns: a metric's column in one unit and
+    one number format (:func:`~accel_dse.report._format.metric_column`), others as given."""
+    headers, cells = [], []
+    for title, metric, values in columns:
+        if metric is None:
+            headers.append(title)
+            cells.append(list(values))
+            continue
+        unit, text = metric_column(metric, values)
+        headers.append(f"{title} [{unit}]" if unit else title)
+        cells.append([Num(t) for t in text])
+    return headers, [list(r) for r in zip(*cells, strict=True)]
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], classes: Sequence[str] = ()) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = []
     for i, row in enumerate(rows):
         cls = f" class='{classes[i]}'" if i < len(classes) and classes[i] else ""
-        cells = "".join(f"<td{_TEXT if isinstance(v, str) else ''}>{_cell(v)}</td>" for v in row)
+        cells = "".join(f"<td{_TEXT if isinstance(v, str) and not isinstance(v, Num) else ''}>{_cell(v)}</td>"
+                        for v in row)
         body.append(f"<tr{cls}>{cells}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
@@ -115,14 +137,17 @@ def html_page(report: dict[str, Any], images: Sequence[str], extras: Sequence[tu
     title = "Pareto set" if len(report["objectives"]) > 1 else "Top designs"
     parts.append(f"<h2>{title}</h2>")
     if top:
-        obj = [o["name"] for o in report["objectives"]]
-        headers = ["trial", "design", *obj, "area_mm2", "latency_s", "energy_pj", "sampler", "RTL", "config_hash"]
-        rows, classes = [], []
-        for r in top:
-            rows.append([r["trial"], r["design"], *[r["values"].get(n) for n in obj],
-                         r["metrics"].get("area_mm2"), r["metrics"].get("latency_s"), r["metrics"].get("energy_pj"),
-                         r["sampler"], _rtl_text(r["rtl"]), r["config_hash"] or ""])
-            classes.append("rtlfail" if r["rtl"] and not r["rtl"].get("passed") else "")
+        metrics = [("area", "area_mm2"), ("latency", "latency_s"), ("energy", "energy_pj"), ("TOPS/W", "tops_per_w"),
+                   ("utilisation", "utilization")]
+        shown = {o.get("metric") for o in report["objectives"]}
+        headers, rows = _columns([
+            ("trial", None, [r["trial"] for r in top]), ("design", None, [r["design"] for r in top]),
+            *[(o["name"], o.get("metric"), [r["values"].get(o["name"]) for r in top]) for o in report["objectives"]],
+            *[(title, m, [r["metrics"].get(m) for r in top]) for title, m in metrics if m not in shown],
+            ("sampler", None, [r["sampler"] for r in top]), ("RTL", None, [_rtl_text(r["rtl"]) for r in top]),
+            ("config_hash", None, [r["config_hash"] or "" for r in top]),
+        ])
+        classes = ["rtlfail" if r["rtl"] and not r["rtl"].get("passed") else "" for r in top]
         parts.append(_table(headers, rows, classes))
         if report["best"]:
             pick = report["best"]["pick"]
@@ -135,12 +160,22 @@ def html_page(report: dict[str, Any], images: Sequence[str], extras: Sequence[tu
     bd = report.get("breakdown")
     if bd:
         parts.append(f"<h2>Per-op breakdown: {e(bd['short_name'])} on {e(bd['workload'])}</h2>")
-        headers = ["op", "count", "m", "k", "n", "cycles", "compute", "stall", "utilisation", "stall share",
-                   "cycle share", "energy share", "MACs/byte"]
-        rows = [[op["name"], op["count"], op["gemm"]["m"], op["gemm"]["k"], op["gemm"]["n"], op["total_cycles"],
-                 op["compute_cycles"], op["stall_cycles"], f"{op['utilization']:.1%}", f"{op['stall_share']:.1%}",
-                 f"{op['cycle_share']:.1%}", f"{op['energy_share']:.1%}", op["intensity_macs_per_byte"]]
-                for op in bd["ops"]]
+        ops = bd["ops"]
+        headers, rows = _columns([
+            ("op", None, [op["name"] for op in ops]), ("count", None, [op["count"] for op in ops]),
+            ("instances", None, [op.get("instances", op["count"]) for op in ops]),
+            ("m", None, [op["gemm"]["m"] for op in ops]), ("k", None, [op["gemm"]["k"] for op in ops]),
+            ("n", None, [op["gemm"]["n"] for op in ops]),
+            ("cycles", "total_cycles", [op["total_cycles"] for op in ops]),
+            ("compute", "compute_cycles", [op["compute_cycles"] for op in ops]),
+            ("stall", "stall_cycles", [op["stall_cycles"] for op in ops]),
+            ("utilisation", "utilization", [op["utilization"] for op in ops]),
+            *[(f"{what} share", "utilization", [op[f"{what}_share"] for op in ops]) for what in ("stall", "cycle",
+                                                                                              "energy")],
+        ])
+        intensity = fixed([op["intensity_macs_per_byte"] for op in ops])
+        headers.append("MACs/byte")
+        rows = [[*row, Num(i)] for row, i in zip(rows, intensity, strict=True)]
         parts.append(_table(headers, rows))
     if report["verification"]:
         parts.append("<h2>RTL verification</h2>")

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from accel_dse.report._format import axis_scale
+
 __all__ = ["pareto_png", "history_png", "breakdown_png", "roofline_png", "PLOTS"]
 
 _DPI = 110
@@ -40,9 +42,13 @@ def _empty(path: Path, title: str, text: str) -> None:
     _save(fig, path)
 
 
+#: A positive axis whose values span this ratio or more is drawn on a log scale.
+LOG_RATIO = 10.0
+
+
 def _maybe_log(ax: Any, axis: str, values: list[float]) -> None:
     good = [v for v in values if v is not None and v > 0]
-    if len(good) == len(values) and good and max(good) / min(good) > 100:
+    if len(good) == len(values) and good and max(good) / min(good) >= LOG_RATIO:
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
 
 
@@ -95,11 +101,13 @@ def pareto_png(report: dict[str, Any], path: Path) -> None:
             x = [p["values"][i] for p in points]
             y = [p["values"][j] for p in points]
             front = np.array([n in pareto for n in numbers])
-            panels.append((x, y, numbers, front, _label(objectives[i]), _label(objectives[j])))
+            panels.append((x, y, numbers, front, _label(objectives[i], f"{objectives[i].get('metric')}"),
+                           _label(objectives[j], f"{objectives[j].get('metric')}")))
     else:
         o = objectives[0]
         sign = 1.0 if o["direction"] == "minimize" else -1.0
-        for mx, my, xl in ((None, "area_mm2", _label(o)), ("latency_s", "energy_pj", "latency_s [s]")):
+        for mx, my, xl in ((None, "area_mm2", _label(o, f"{o.get('metric')}")), ("latency_s", "energy_pj",
+                                                                                 "latency [latency_s]")):
             rows = [p for p in points if (mx is None or p["metrics"].get(mx) is not None)
                     and p["metrics"].get(my) is not None]
             if not rows:
@@ -108,31 +116,48 @@ def pareto_png(report: dict[str, Any], path: Path) -> None:
             y = [p["metrics"][my] for p in rows]
             xs = np.asarray(x) * (sign if mx is None else 1.0)
             panels.append((x, y, [p["trial"] for p in rows], _front_2d(xs, np.asarray(y)), xl,
-                           f"{my} [{_unit(my)}]"))
+                           f"{my.rsplit('_', 1)[0]} [{my}]"))
     if not panels:
         _empty(path, f"Pareto front of {report['study']}", "trials record no metrics to plot")
         return
     fig = _figure(5.2 * len(panels), 4.4)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (x, y, nums, front, xl, yl) in zip(axes, panels, strict=True):
+        (x, xl), (y, yl) = (_rescaled(v, label) for v, label in ((x, xl), (y, yl)))
         _panel(ax, x, y, nums, front, best, failed, xl, yl)
     fig.suptitle(f"{report['study']}: {report['n_feasible']} feasible designs"
                  + (f", {len(failed)} FAILED RTL verification" if failed else ""))
     _save(fig, path)
 
 
-_UNITS = {"area_mm2": "mm^2", "latency_s": "s", "energy_pj": "pJ", "edp": "J*s", "power_w": "W",
-          "tops_per_w": "TOPS/W"}
+def _rescaled(values: list[float], label: str) -> tuple[list[float], str]:
+    """An axis label ``"name [metric] ..."`` (the metric as a placeholder) with its values in the shown unit."""
+    for metric in _METRIC_OF_LABEL:
+        token = f"[{metric}]"
+        if token in label:
+            scaled, unit = _scaled(metric, values)
+            return scaled, label.replace(token, f"[{unit}]" if unit else "")
+    return values, label
 
 
-def _unit(metric: str | None) -> str:
-    return _UNITS.get(metric or "", "")
+def _unit(metric: str | None, values: list[float] | None = None) -> str:
+    return axis_scale(metric, values or [])[1]
 
 
-def _label(objective: dict[str, Any]) -> str:
-    unit = _unit(objective.get("metric"))
+def _label(objective: dict[str, Any], unit: str | None = None) -> str:
+    unit = _unit(objective.get("metric")) if unit is None else unit
     arrow = "min" if objective["direction"] == "minimize" else "max"
     return f"{objective['name']} [{unit}] ({arrow})" if unit else f"{objective['name']} ({arrow})"
+
+
+#: Metrics whose axis labels are written ``[metric]`` until the values' unit is known.
+_METRIC_OF_LABEL = ("latency_s", "energy_pj", "area_mm2", "edp", "power_w", "tops_per_w", "tops", "utilization")
+
+
+def _scaled(metric: str | None, values: list[float]) -> tuple[list[float], str]:
+    """``values`` in the unit the report shows ``metric`` in (mJ, ms, ...), and that unit."""
+    divide, unit = axis_scale(metric, values)
+    return [v / divide if v is not None else v for v in values], unit
 
 
 def history_png(report: dict[str, Any], path: Path) -> None:
@@ -149,10 +174,11 @@ def history_png(report: dict[str, Any], path: Path) -> None:
     for k, (ax, o) in enumerate(zip(axes, objectives, strict=True)):
         better = min if o["direction"] == "minimize" else max
         all_values = []
+        divide, unit = axis_scale(o.get("metric"), [r[1 + k] for rows in by_sampler.values() for r in rows])
         for c, (sampler, rows) in enumerate(sorted(by_sampler.items())):
             color = colors[c % len(colors)]
             numbers = [r[0] for r in rows]
-            values = [r[1 + k] for r in rows]
+            values = [r[1 + k] / divide for r in rows]
             feasible = [bool(r[-1]) for r in rows]
             all_values += values
             ax.scatter([n for n, f in zip(numbers, feasible, strict=True) if f],
@@ -170,7 +196,7 @@ def history_png(report: dict[str, Any], path: Path) -> None:
                     best_y.append(current)
             if best_x:
                 ax.step(best_x, best_y, where="post", color=color, lw=1.5)
-        ax.set_ylabel(_label(o))
+        ax.set_ylabel(_label(o, unit))
         _maybe_log(ax, "y", all_values)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
@@ -208,8 +234,18 @@ def breakdown_png(report: dict[str, Any], path: Path, *, limit: int = 30) -> Non
     _save(fig, path)
 
 
+#: Ops named in the roofline's legend at most (the rest share one grey "other ops" entry).
+ROOFLINE_NAMED = 16
+_MARKERS = "os^Dv<>pPhX*"
+
+
 def roofline_png(report: dict[str, Any], path: Path) -> None:
-    """Roofline of the best design: MACs/cycle against MACs per DRAM byte, one point per op."""
+    """Roofline of the best design: MACs/cycle against MACs per DRAM byte, one point per op.
+
+    Points carry no text labels (they overlap where ops sit together): each of the
+    :data:`ROOFLINE_NAMED` ops with the most cycles has its own marker and colour in a legend
+    beside the axes, the others share one grey entry.
+    """
     roof = report.get("roofline")
     if not roof or not roof["points"]:
         _empty(path, "Roofline", "no best design or workload to place on the roofline")
@@ -220,28 +256,43 @@ def roofline_png(report: dict[str, Any], path: Path) -> None:
     lo = min(min(xs), roof["ridge_macs_per_byte"]) / 4
     hi = max(max(xs), roof["ridge_macs_per_byte"]) * 4
     grid = np.geomspace(lo, hi, 200)
-    fig = _figure(7, 4.8)
+    fig = _figure(9.5, 4.8)
     ax = fig.add_subplot()
     ax.plot(grid, np.minimum(peak, bw * grid), c="k", lw=1.5, label=f"roof: {peak:,} MACs/cycle, {bw:g} B/cycle")
     ax.axvline(roof["ridge_macs_per_byte"], c="#8d96a3", ls=":", lw=1)
-    ax.scatter([p["intensity"] for p in pts], [p["macs_per_cycle"] for p in pts], c="#d1495b", s=18, zorder=3,
-               label="ops (achieved)")
-    for p in sorted(pts, key=lambda p: p["macs_per_cycle"])[: min(8, len(pts))]:
-        ax.annotate(p["name"], (p["intensity"], p["macs_per_cycle"]), fontsize=6, xytext=(3, 3),
-                    textcoords="offset points")
+    cycles = {op["name"]: op["total_cycles"] for op in (report.get("breakdown") or {}).get("ops", [])}
+    ranked = sorted(range(len(pts)), key=lambda i: -cycles.get(pts[i]["name"], 0.0))
+    named = set(ranked[:ROOFLINE_NAMED]) if len(pts) > ROOFLINE_NAMED + 1 else set(ranked)
+    colors = _palette(len(named))
+    for rank, i in enumerate(i for i in ranked if i in named):
+        p = pts[i]
+        ax.scatter([p["intensity"]], [p["macs_per_cycle"]], s=30, zorder=3, color=colors[rank],
+                   marker=_MARKERS[rank % len(_MARKERS)], edgecolors="k", linewidths=0.4, label=p["name"])
+    rest = [pts[i] for i in ranked if i not in named]
+    if rest:
+        ax.scatter([p["intensity"] for p in rest], [p["macs_per_cycle"] for p in rest], s=14, zorder=2,
+                   color=_GREY, label=f"{len(rest)} other ops")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity [MACs per DRAM byte]")
     ax.set_ylabel("performance [MACs per cycle]")
     ax.set_ylim(top=peak * 2)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              title=f"ops by cycles{f' (top {ROOFLINE_NAMED} named)' if rest else ''}", title_fontsize=7)
     bd = report["breakdown"]
     peak_tops = 2 * peak * roof["clock_mhz"] * 1e6 / 1e12
     ax.set_title(f"Roofline of {bd['short_name']} on {bd['workload']} (peak {peak_tops:.3g} TOPS)")
     if math.isfinite(roof["ridge_macs_per_byte"]):
         ax.text(roof["ridge_macs_per_byte"], peak * 1.15, " ridge", fontsize=7, color="#555")
     _save(fig, path)
+
+
+def _palette(n: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20"] if n > 10 else colormaps["tab10"]
+    return [cmap(i % cmap.N) for i in range(n)]
 
 
 #: File name -> drawing function, in the order the HTML page shows them.

@@ -22,7 +22,8 @@ from accel_dse.search.samplers.registry import SAMPLERS, check_sampler, make_sam
 from accel_dse.search.scoring.evaluator import BatchEvaluation, Evaluation, ModelEvaluator
 from accel_dse.search.scoring.grid import MAX_GRID_POINTS, GridResult, grid_search
 from accel_dse.search.scoring.objective import SweepObjective, TrialFailed
-from accel_dse.search.space.design_space import DesignSpace, FpgaTarget, Param, WorkloadSpec
+from accel_dse.search.scoring.pod_evaluator import PodEvaluator
+from accel_dse.search.space.design_space import DesignSpace, FpgaTarget, Param, PodTarget, WorkloadSpec
 from accel_dse.search.space.metrics import METRIC_NAMES, METRIC_UNITS, OBJECTIVES, Constraint, Objective
 from accel_dse.search.space.space_file import load_space, parse_space, space_names
 from accel_dse.search.space.trial_values import pareto_mask
@@ -56,6 +57,8 @@ __all__ = [
     "Evaluation",
     "BatchEvaluation",
     "ModelEvaluator",
+    "PodEvaluator",
+    "PodTarget",
     "SweepObjective",
     "TrialFailed",
     "SAMPLERS",

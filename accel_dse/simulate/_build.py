@@ -104,7 +104,7 @@ def _build_args(simulator: Simulator) -> list[str]:
     return list(VERILATOR_ARGS if simulator.name == "verilator" else ICARUS_ARGS)
 
 
-def _cache_key(verilog: str, top: str, simulator: Simulator) -> str:
+def _cache_key(verilog: str, top: str, simulator: Simulator, waves: bool = False) -> str:
     try:
         cocotb_version = importlib.metadata.version("cocotb")
     except importlib.metadata.PackageNotFoundError:
@@ -119,6 +119,8 @@ def _cache_key(verilog: str, top: str, simulator: Simulator) -> str:
         "build_args": _build_args(simulator),
         "build_env": {k: v for k, v in sorted(simulator.env.items()) if k != "PATH"},
     }
+    if waves:  # a build that can trace is another build (without it the key is what it always was)
+        recipe["waves"] = True
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -140,6 +142,7 @@ def build_design(
     simulator: Simulator,
     work_dir: Path | None = None,
     timeout: float | None = DEFAULT_BUILD_TIMEOUT_S,
+    waves: bool = False,
 ) -> Build:
     """Build ``verilog`` for ``simulator``, or reuse the cached build of the same text.
 
@@ -149,6 +152,8 @@ def build_design(
         simulator: From :func:`accel_dse.simulate.find_simulator`.
         work_dir: Cache/work directory (default :func:`default_work_dir`).
         timeout: Seconds before the build is killed; ``None`` for no limit.
+        waves: Build with waveform tracing (Verilator ``--trace``, Icarus cocotb's dump module);
+            cached apart from the plain build.
 
     Raises:
         SimulationError: the build failed or timed out (the message gives the log's path).
@@ -156,8 +161,8 @@ def build_design(
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", top):
         raise SimulationError(f"top module name must be a plain Verilog identifier, not {top!r}")
     builds = Path(work_dir or default_work_dir()).expanduser().resolve() / "builds"
-    key = _cache_key(verilog, top, simulator)
-    name = f"{top}-{simulator.name}-{key}"
+    key = _cache_key(verilog, top, simulator, waves)
+    name = f"{top}-{simulator.name}{'-waves' if waves else ''}-{key}"
     final = builds / name
     with _locked(builds / f"{name}.lock"):
         meta = final / "build.json"
@@ -167,7 +172,7 @@ def build_design(
         tmp = builds / f"{name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        outcome, log = _run_build(verilog, top, simulator, tmp, timeout)
+        outcome, log = _run_build(verilog, top, simulator, tmp, timeout, waves)
         if not outcome.ok:
             failed = builds / f"{name}.failed"
             shutil.rmtree(failed, ignore_errors=True)
@@ -184,7 +189,7 @@ def build_design(
 
 
 def _run_build(
-    verilog: str, top: str, simulator: Simulator, directory: Path, timeout: float | None
+    verilog: str, top: str, simulator: Simulator, directory: Path, timeout: float | None, waves: bool = False,
 ) -> tuple[ProcessOutcome, Path]:
     source = directory / f"{top}.v"
     source.write_text(verilog, "utf-8")
@@ -194,10 +199,17 @@ def _run_build(
         vlt = directory / f"{top}.vlt"
         vlt.write_text(_vlt_text(verilog, top), "utf-8")
         sources.insert(0, str(vlt))  # the runner takes the language from the last source
+    if waves and simulator.name == "icarus":
+        # cocotb's own dump module is SystemVerilog, which the -g2005 the design needs rejects
+        dump = directory / f"{WAVES_MODULE}.v"
+        dump.write_text(icarus_dump_module(top), "utf-8")
+        sources.append(str(dump))
+        build_args += ["-s", WAVES_MODULE]
     log = directory / "build.log"
     spec = {
         "action": "build", "simulator": simulator.name, "top": top, "build_dir": str(directory),
         "sources": sources, "build_args": build_args, "log_file": str(log),
+        "waves": waves and simulator.name == "verilator",  # Verilator: --trace; Icarus: the module above
     }
     spec_path = directory / "build_spec.json"
     spec_path.write_text(json.dumps(spec, indent=2), "utf-8")
@@ -208,6 +220,21 @@ def _run_build(
     if not (log.is_file() and log.stat().st_size):
         log = directory / "launcher.log"
     return outcome, log
+
+
+#: The Icarus module that opens the waveform file (``+dumpfile_path=FILE``) and dumps the top.
+WAVES_MODULE = "accel_dse_waves"
+
+
+def icarus_dump_module(top: str) -> str:
+    """Verilog-2005 source of :data:`WAVES_MODULE` for top module ``top``."""
+    return (f"module {WAVES_MODULE};\n"
+            "  reg [8*1024-1:0] path;\n"
+            "  initial begin\n"
+            '    if ($value$plusargs("dumpfile_path=%s", path)) $dumpfile(path);\n'
+            f"    $dumpvars(0, {top});\n"
+            "  end\n"
+            "endmodule\n")
 
 
 def clean_env() -> dict[str, str]:

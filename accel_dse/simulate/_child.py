@@ -62,6 +62,7 @@ def run(spec: dict[str, Any]) -> int:
             timescale=timescale,
             always=True,
             log_file=spec["log_file"],
+            waves=bool(spec.get("waves", False)),
         )
         return 0
     if spec["action"] == "test":
@@ -75,6 +76,8 @@ def run(spec: dict[str, Any]) -> int:
             results_xml=str(Path(spec["test_dir"]) / "results.xml"),
             log_file=spec["log_file"],
             timescale=timescale,
+            waves=bool(spec.get("waves", False)),
+            plusargs=list(spec.get("plusargs", [])),
         )
         return 0
     sys.stderr.write(f"unknown action {spec['action']!r}\n")

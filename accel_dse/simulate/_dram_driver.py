@@ -225,11 +225,11 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
 
 def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: str, *, scale: float, seed: int,
              chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
-             notes: list[str], reuse: bool = True) -> SimulationReport:
+             notes: list[str], reuse: bool = True, waves: bool = False) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``)."""
     import rtl_gen
     from accel_dse.simulate._build import build_design
-    from accel_dse.simulate._run import run_testbench
+    from accel_dse.simulate._run import run_testbench, waves_file
 
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse)
@@ -264,19 +264,30 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     verilog = rtl_gen.system_verilog(design, fault=fault, dram=(DRAM_LATENCY, words),
                                      rate=None if rate is None else (rate.numerator, rate.denominator))
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
-    build = build_design(verilog, top=top, simulator=sim, work_dir=work)
+    build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves)
     say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
     run_dir, lock = new_run_dir(work)
     try:
         program.meta["results_dir"] = str(run_dir / "results")
         path = run_dir / "dram_program.npz"
         write_dram_program(path, program)
+        from accel_dse.simulate._dram_program import dram_result_path
+        from accel_dse.simulate._eta import expectation, measured_speed, op_poll, record_speed
+
+        cycles = [job.total_model * job.expected.shape[0] for job in jobs]
         say(f"simulating {len(jobs)} op(s) from DRAM in one {sim.name} process; log: {run_dir / 'sim.log'}")
+        say(expectation(sum(cycles), measured_speed(build.directory)))
+        poll = op_poll([job.name for job in jobs], cycles,
+                       lambda i: dram_result_path(run_dir / "results", jobs[i].index).is_file(), say)
         outcome = run_testbench(build, test_module=DRAM_TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
-                                env={"ACCEL_DSE_SIM_PROGRAM": str(path)})
+                                env={"ACCEL_DSE_SIM_PROGRAM": str(path)}, waves=waves, poll=poll)
+        poll()  # the ops that finished after the last poll
+        if outcome.ok and not waves:  # a traced run is slower: not the speed to expect
+            record_speed(build.directory, sum(cycles), outcome.seconds)
         results = [check_dram(job, read_dram_result(run_dir / "results", job.index), outcome, run_dir, timeout)
                    for job in jobs]
     finally:
         lock.close()
     return report(design, top=top, fault=fault, spec=spec, sim=sim, results=results, scale=scale, build=build,
-                  outcome=outcome, run_dir=run_dir, notes=notes, chained=chained, memory="dram")
+                  outcome=outcome, run_dir=run_dir, notes=notes, chained=chained, memory="dram",
+                  waves=waves_file(build, run_dir) if waves else None)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["DramProgram", "DramResult", "write_dram_program", "read_dram_program", "write_dram_result",
+           "dram_result_path",
            "read_dram_result", "layout_dict", "layout_of"]
 
 
@@ -75,6 +76,11 @@ def read_dram_program(path: Path) -> DramProgram:
     with np.load(path) as data:
         meta = json.loads(str(data["meta"]))
         return DramProgram(meta, {k: data[k] for k in data.files if k != "meta"})
+
+
+def dram_result_path(results_dir: Path, op: int) -> Path:
+    """Where the testbench writes op ``op``'s result (it appears when the op has finished)."""
+    return _result_path(results_dir, op)
 
 
 def _result_path(results_dir: Path, op: int) -> Path:

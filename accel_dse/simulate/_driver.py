@@ -40,6 +40,7 @@ def simulate(
     chain: bool | None = None,
     memory: str = "dram",
     reuse: bool = True,
+    waves: bool = False,
 ) -> SimulationReport:
     """Run ``workload`` on the Verilog of ``design`` and check it against JAX, op by op.
 
@@ -66,6 +67,9 @@ def simulate(
         reuse: In a chained network from DRAM, keep each output on chip as the next op's
             input where the design can (``perf_model.compiler.chain``: ``MOVE`` into the ifmap, read in
             place); such an op's output is checked through the next op and the network's.
+        waves: Trace the run (off by default: tracing slows the simulator): Icarus writes an FST
+            file, Verilator a VCD, in the run directory (``report.waves``). The trace covers the
+            ops simulated: choose them with ``ops`` (the failing one) to keep it small.
 
     Returns:
         The report; ``report.passed`` is True when every op is bit-exact with equal cycles
@@ -104,11 +108,11 @@ def simulate(
         from accel_dse.simulate._dram_driver import run_dram
 
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
-                        timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse)
+                        timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves)
     from accel_dse.simulate._host_driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
-                         timeout=timeout, fault=fault, say=say, notes=notes)
+                         timeout=timeout, fault=fault, say=say, notes=notes, waves=waves)
 
 
 def _chained(ops: list[Any], chain: bool | None) -> bool:

@@ -36,7 +36,7 @@ from accel_dse.simulate._program import (
     write_program,
 )
 from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
-from accel_dse.simulate._run import run_testbench
+from accel_dse.simulate._run import run_testbench, waves_file
 from accel_dse.simulate._runs import (
     CLOCK_PERIOD_NS,
     FIRST_MISMATCHES,
@@ -72,7 +72,7 @@ class _Job:
 
 def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: str, *, scale: float, seed: int,
                   chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Callable[[str], None],
-                  notes: list[str]) -> SimulationReport:
+                  notes: list[str], waves: bool = False) -> SimulationReport:
     """``simulate`` through the core's host port (``memory="host"``): one program file, one
     simulator process, every op checked against JAX and the model's compute cycles."""
     jobs, program = _prepare(design, selected, scale, seed, chained)
@@ -87,7 +87,7 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
     say(f"generating Verilog for {top}")
     verilog = rtl_gen.to_verilog(design, fault=fault)
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
-    build = build_design(verilog, top=top, simulator=sim, work_dir=work)
+    build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves)
     say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
 
     run_dir, lock = new_run_dir(work)
@@ -95,12 +95,21 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
         program = dataclasses.replace(program, results_dir=str(run_dir / "results"))
         program_path = run_dir / "program.npz"
         write_program(program_path, program)
+        from accel_dse.simulate._eta import expectation, measured_speed, op_poll, record_speed
+
         say(f"simulating {len(program.runs)} run(s) in one {sim.name} process (timeout "
             f"{'none' if timeout is None else f'{timeout:g} s'}); log: {run_dir / 'sim.log'}")
+        cycles = [job.cycles_model * job.expected.shape[0] for job in jobs]
+        say(expectation(sum(cycles), measured_speed(build.directory)))
+        poll = op_poll([job.name for job in jobs], cycles,
+                       lambda i: op_result_path(run_dir / "results", jobs[i].index).is_file(), say)
         outcome = run_testbench(
             build, test_module=TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
-            env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)}, poll=_progress(jobs, run_dir, say),
+            env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)}, poll=poll, waves=waves,
         )
+        poll()  # the ops that finished after the last poll
+        if outcome.ok and not waves:
+            record_speed(build.directory, sum(cycles), outcome.seconds)
         results = [
             _check(design, job, read_op_result(run_dir / "results", job.index), outcome, run_dir, timeout)
             for job in jobs
@@ -108,20 +117,8 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
     finally:
         lock.close()
     return report(design, top=top, fault=fault, spec=spec, sim=sim, results=results, scale=scale, build=build,
-                  outcome=outcome, run_dir=run_dir, notes=notes, chained=chained)
-
-
-def _progress(jobs: list[_Job], run_dir: Path, say: Callable[[str], None]) -> Callable[[], None]:
-    """A poll callback announcing each op whose result file has appeared."""
-    seen = 0
-
-    def poll() -> None:
-        nonlocal seen
-        while seen < len(jobs) and op_result_path(run_dir / "results", jobs[seen].index).is_file():
-            seen += 1
-            say(f"finished op {seen}/{len(jobs)}: {jobs[seen - 1].name}")
-
-    return poll
+                  outcome=outcome, run_dir=run_dir, notes=notes, chained=chained,
+                  waves=waves_file(build, run_dir) if waves else None)
 
 
 def _prepare(

@@ -143,6 +143,7 @@ class SimulationReport:
         notes: Lines for humans (what was scaled or left out, and why).
         network: For a chained network, ``{"chained", "ops", "passed", "final_output": {"op",
             "elements", "bits", "mismatches", "match"}}``; ``None`` when the ops ran independently.
+        waves: The waveform trace of the run (``simulate(waves=True)``), else ``""``.
     """
 
     design: dict[str, Any]
@@ -156,6 +157,7 @@ class SimulationReport:
     run_dir: str = ""
     notes: tuple[str, ...] = ()
     network: dict[str, Any] | None = None
+    waves: str = ""
 
     @property
     def passed(self) -> bool:

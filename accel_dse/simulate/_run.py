@@ -10,7 +10,12 @@ from pathlib import Path
 from accel_dse.simulate._build import Build, clean_env
 from accel_dse.simulate._process import ProcessOutcome, run_in_group
 
-__all__ = ["run_testbench"]
+__all__ = ["run_testbench", "waves_file"]
+
+
+def waves_file(build: Build, run_dir: Path) -> Path:
+    """Where a traced run in ``run_dir`` writes its waveform: Icarus an FST file, Verilator a VCD."""
+    return run_dir / ("waves.fst" if build.simulator.name == "icarus" else "dump.vcd")
 
 
 def run_testbench(
@@ -22,6 +27,7 @@ def run_testbench(
     timeout: float | None = None,
     python_path: Sequence[str] = (),
     poll: Callable[[], None] | None = None,
+    waves: bool = False,
 ) -> ProcessOutcome:
     """Run cocotb ``test_module`` on ``build``; the simulator's output goes to ``run_dir/sim.log``.
 
@@ -33,6 +39,7 @@ def run_testbench(
         timeout: Seconds before the whole process group is killed; ``None`` for no limit.
         python_path: Directories to put in front of ``sys.path`` (for test modules outside packages).
         poll: Called about once a second while the simulation runs (for progress reports).
+        waves: Trace the run into :func:`waves_file` (the build must be a ``waves`` build).
 
     Returns:
         How the launcher process ended (``timed_out`` after a kill). Whether the tests passed is
@@ -49,6 +56,9 @@ def run_testbench(
         "action": "test", "simulator": build.simulator.name, "top": build.top,
         "build_dir": str(build.directory), "test_dir": str(run_dir), "test_module": test_module,
         "extra_env": extra, "python_path": list(python_path), "log_file": str(run_dir / "sim.log"),
+        "waves": waves,
+        "plusargs": [f"+dumpfile_path={waves_file(build, run_dir)}"] if waves and build.simulator.name == "icarus"
+        else [],
     }
     spec_path = run_dir / "run_spec.json"
     spec_path.write_text(json.dumps(spec, indent=2), "utf-8")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -207,6 +208,10 @@ def verify_top(
     return results
 
 
+#: The simulator's lines a verification passes on: what it expects and each op finished.
+_ETA_LINE = re.compile(r"cycles to simulate|^finished op|^build took")
+
+
 def _checked(view: Any, claims: Claims | None, claim: int | None, trial: Any, rank: int, pareto: bool, tag: str,
              say: Callable[[str], None], *, record: bool, study_name: str, **how: Any) -> VerifyResult:
     """Verify one trial's design (renewing its claim meanwhile), record the result, mark the claim done."""
@@ -220,7 +225,8 @@ def _checked(view: Any, claims: Claims | None, claim: int | None, trial: Any, ra
         keep = claims.keep_alive(claim)
     try:
         with keep:
-            result = _verify_one(config, trial.number, rank, pareto, **how)
+            result = _verify_one(config, trial.number, rank, pareto, **how,
+                                 progress=lambda line: say(f"{tag}: {line}") if _ETA_LINE.search(line) else None)
             verdict = "PASS" if result.passed else f"RTL VERIFICATION FAILED ({result.status}): {result.reason}"
             say(f"{tag}: {verdict}")
             if record:
@@ -243,7 +249,8 @@ def _resolve(spec: str) -> None:
 
 def _verify_one(config: Any, number: int, rank: int, pareto: bool, *, workload: str, scale: float, simulator: str,
                 max_ops: int | None, timeout: float | None, work_dir: str | Path | None, synth: bool,
-                fpga: str | None, fpga_device: str | None) -> VerifyResult:
+                fpga: str | None, fpga_device: str | None,
+                progress: Callable[[str], None] | None = None) -> VerifyResult:
     from accel_dse.simulate import simulate
 
     start = time.perf_counter()
@@ -251,7 +258,7 @@ def _verify_one(config: Any, number: int, rank: int, pareto: bool, *, workload: 
             "design": config.short_name(), "simulator": simulator, "workload": workload, "scale": float(scale)}
     try:
         report = simulate(config, workload, scale=scale, simulator=simulator, max_ops=max_ops, timeout=timeout,
-                          work_dir=work_dir)
+                          work_dir=work_dir, progress=progress)
     except AccelDseError as exc:
         fields: dict[str, Any] = {"passed": False, "status": "error", "reason": f"simulation could not run: {exc}"}
     else:

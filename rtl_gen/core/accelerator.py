@@ -13,7 +13,7 @@ export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/col
     host_we      in   1                     write host_wdata at host_addr this cycle (idle only)
     host_rdata   out  C*a                   ofmap word at the host_addr of the previous cycle
     host_qsel    in   qparam address width  qparam word applied to the ofmap word read at host_addr
-    host_qdata   out  C*b                   requantised ofmap word of host_addr/host_qsel 3 cycles back
+    host_qdata   out  C*b                   requantised ofmap word of host_addr/host_qsel 7 cycles back
     m, k, n      in   32 each               GEMM dimensions, sampled with start
     accumulate   in   1                     sampled with start: add results to the ofmap
     x_base       in   x buffer address width  sampled with start: word offset of the run's x operand
@@ -22,7 +22,8 @@ export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/col
     a_stride     in   24                    sampled with start: words between two folds of A (x
                                             row-folds WS/OS, y column-folds IS; 0: packed)
     move_we      in   1                     write host_qdata to ifmap word move_addr this cycle
-    move_addr    in   ifmap address width   (the on-chip MOVE: ifmap and ofmap lanes must agree)
+    move_addr    in   ifmap address width   ifmap word move_we writes (the on-chip MOVE: ifmap and
+                                            ofmap lanes must agree)
     host_overlap in   1                     let host writes to ifmap/weight/qparam through while busy
     window       in   1                     sampled with start: A through the convolution window (WS)
     in_w .. ky_step  in  (field widths)     sampled with start: the window (accel_dse.commands WINDOW)
@@ -34,10 +35,11 @@ export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/col
     cycles       out  32                    cycles from start to done of the last run
 
 Timing: a run sampled at clock edge ``E0`` (``start`` high) raises ``done`` at edge ``E_n`` with
-``n = cycles = perf_model.timing.run_cycles(...)`` (``1 + folds * (Ds + 2R + C)`` without shadow
-registers; ``1 + (folds - 1) * max(Ds, R, 2) + Ds + 2R + C``, plus 1 for OS, with them). Host writes take
+``n = cycles = perf_model.timing.run_cycles(...)``: ``1 + folds * (Ds + 2R + C)`` without shadow
+registers; with them ``1 + (folds - 1) * max(Ds, R, 2) + Ds + 2R + C`` for WS and IS and
+``2 + folds * max(Ds, R, 2) + 2R + C`` for OS (a run with a zero dimension: 1). Host writes take
 effect at the clock edge where ``host_we`` is high, and only while not busy. The ofmap read has
-a fixed latency of one cycle: present ``host_addr`` before an edge, read ``host_rdata`` after it
+a fixed latency of 1 cycle: present ``host_addr`` before an edge, read ``host_rdata`` after it
 (valid while not busy; the ofmap read port is the controller's during a run). Buffer contents are
 undefined after reset in exported Verilog (zero in the Amaranth simulator): write what a run reads.
 

@@ -8,7 +8,6 @@ import sys
 import pytest
 
 from accel_dse.cli import main
-from accel_dse.errors import ConfigError
 
 BAD_DESIGN = ["design", "check", "nosuch"]
 
@@ -18,9 +17,18 @@ BAD_DESIGN = ["design", "check", "nosuch"]
     ["design", "--debug", "check", "nosuch"],
     [*BAD_DESIGN, "--debug"],
 ])
-def test_debug_anywhere_shows_the_traceback(argv):
-    with pytest.raises(ConfigError, match="neither a design file nor a preset"):
-        main(argv)
+def test_debug_anywhere_shows_the_traceback_and_keeps_the_exit_status(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "ConfigError" in err
+    assert err.rstrip().splitlines()[-1].startswith("accel-dse: error: design 'nosuch' is neither a design file")
+
+
+def test_debug_keeps_the_exit_status_of_an_os_error(capsys, tmp_path):
+    """An error outside accel-dse's own checks (a directory where a file is read) keeps its 2 too."""
+    code = main(["--debug", "design", "check", str(tmp_path / "a" / "b.toml")])
+    plain = main(["design", "check", str(tmp_path / "a" / "b.toml")])
+    assert code == plain == 2
 
 
 def test_without_debug_the_error_is_one_line(capsys):

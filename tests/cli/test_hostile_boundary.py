@@ -39,8 +39,8 @@ def test_design_and_space_files_must_be_regular(run_cli, tmp_path):
 
 
 @pytest.mark.parametrize("body, expected, status", [
-    ("raise SystemExit(3)", "a user module raised SystemExit(3) while workloads ran", 2),
-    ("import sys\nsys.exit()", "a user module raised SystemExit(None)", 2),
+    ("raise SystemExit(3)", "workload 'hostile_mod:f': its module raised SystemExit(3)", 2),
+    ("import sys\nsys.exit()", "workload 'hostile_mod:f': its module raised SystemExit(None)", 2),
     ("raise KeyboardInterrupt", None, 130),
 ])
 def test_a_user_module_that_exits_on_import(run_cli, tmp_path, monkeypatch, body, expected, status):

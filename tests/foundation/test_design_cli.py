@@ -76,7 +76,7 @@ BAD_DESIGNS = {
     "cols_zero": ("rows = 4\ncols = 0", "cols must be a positive integer, not 0"),
     "dataflow_rs": ('rows = 4\ncols = 4\ndataflow = "rs"', "dataflow must be one of ws, os, is, not 'rs'"),
     "dataflow_space": ('rows = 4\ncols = 4\ndataflow = "ws "', "dataflow must be one of ws, os, is, not 'ws '"),
-    "unknown_key": ("rowz = 4\ncols = 4", "unknown key 'rowz'"),
+    "unknown_key": ("rows = 4\ncols = 4\ncolz = 4", "unknown key 'colz'"),
     "sram_zero": ("rows = 4\ncols = 4\nifmap_sram_kib = 0", "ifmap_sram_kib must be a positive integer, not 0"),
     "input_bits_7": ("rows = 4\ncols = 4\ninput_bits = 7", "input_bits must be 8 or 16, not 7"),
 }
@@ -106,18 +106,52 @@ def test_unknown_key_suggests_the_field(run_cli, tmp_path):
         ("   \n\n", "is empty"),
         ("[design]\nrows = = 4\n", "is not valid TOML"),
         ("[design]\nrows = 4\ncols = 4\n[design]\nrows = 8\n", "is not valid TOML"),
-        ("[other]\nrows = 4\n", "unknown top-level key 'other'"),
-        ("rows = 4\n", "unknown top-level key 'rows'"),
+        ("[other]\nrows = 4\n", "unknown top-level key 'other'\nhas no [design] table"),
+        ("rows = 4\n", "unknown top-level key 'rows'\nhas no [design] table"),
         ("[design]\ncols = 4\n", "missing required key 'rows'"),
     ],
     ids=["empty", "blank", "malformed", "duplicate_table", "wrong_table", "no_table", "missing_rows"],
 )
 def test_bad_files(run_cli, tmp_path, text, expected):
+    """One error line per problem the file holds (a file with no [design] table has two)."""
     path = _write(tmp_path, text)
     code, out, err = run_cli("design", "check", str(path))
     assert code == 2 and out == ""
-    assert len(err.strip().splitlines()) == 1
-    assert expected in err
+    lines = err.strip().splitlines()
+    assert len(lines) == len(expected.splitlines())
+    for line, part in zip(lines, expected.splitlines(), strict=True):
+        assert line.startswith("accel-dse: error: ") and part in line
+
+
+def test_a_design_file_with_three_mistakes_names_all_three(run_cli, tmp_path):
+    """Fixing one mistake must not reveal the next: every problem of one pass, one line each, exit 2."""
+    path = _write(tmp_path, '[design]\nrows = 0\ncols = 4\ndataflow = "rs"\nclock_mhz = -1\n')
+    code, out, err = run_cli("design", "check", str(path))
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.strip().splitlines() == [
+        f"accel-dse: error: design file {str(path)!r}: rows must be a positive integer, not 0",
+        f"accel-dse: error: design file {str(path)!r}: dataflow must be one of ws, os, is, not 'rs'",
+        f"accel-dse: error: design file {str(path)!r}: clock_mhz must be a positive finite number, not -1",
+    ]
+
+
+def test_unknown_and_missing_keys_and_bad_values_together(run_cli, tmp_path):
+    path = _write(tmp_path, "[design]\nrowz = 4\ncols = 0\ninput_bits = 7\n[extra]\n")
+    code, _, err = run_cli("design", "check", str(path))
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 5, err
+    for part in ("unknown top-level key 'extra'", "unknown key 'rowz'", "missing required key 'rows'",
+                 "cols must be a positive integer, not 0", "input_bits must be 8 or 16, not 7"):
+        assert sum(part in line for line in lines) == 1, part
+
+
+def test_several_errors_as_json_are_one_object(run_cli, tmp_path):
+    path = _write(tmp_path, "[design]\nrows = 0\ncols = 0\n")
+    code, _, err = run_cli("design", "check", str(path), "--json")
+    payload = json.loads(err)
+    assert code == 2 and payload["kind"] == "config"
+    assert "rows must be a positive integer, not 0" in payload["error"]
+    assert "cols must be a positive integer, not 0" in payload["error"]
 
 
 def test_malformed_toml_names_line_and_column(run_cli, tmp_path):
@@ -160,7 +194,7 @@ def test_subprocess_exit_code_and_no_traceback(tmp_path, cli_env):
         [sys.executable, "-m", "accel_dse", "--debug", "design", "check", str(path)],
         capture_output=True, text=True, env=cli_env, check=False,
     )
-    assert debug.returncode != 0 and "Traceback" in debug.stderr
+    assert debug.returncode == 2 and "Traceback" in debug.stderr
 
 
 def test_usage_error_exits_2(run_cli):

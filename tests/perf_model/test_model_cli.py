@@ -36,7 +36,34 @@ def test_evaluate_table(run_cli, tmp_path):
     code, out, err = run_cli("evaluate", "--design", str(design), "--workload", WORKLOAD)
     assert code == 0, err
     assert "8x8-os-i8" in out
-    assert "compute_cycles" in out and "tops_per_w" in out and "energy part" in out
+    assert "compute cycles" in out and "TOPS/W" in out and "energy part" in out
+    assert "utilization" not in out  # one spelling: utilisation
+
+
+def test_evaluate_bert_shows_heads_as_instances_and_the_host_work(run_cli):
+    """BERT's attention scores and context run once per head: 12 GEMM instances per run, and the
+    MACs column counts all of them; the non-matmul work is listed with its element counts."""
+    code, out, err = run_cli("evaluate", "--design", "edge", "--workload", "bert_base")
+    assert code == 0, err
+    lines = out.splitlines()
+    header = lines[1].split("  ")
+    header = [h.strip() for h in header if h.strip()]
+    assert header[:5] == ["op", "runs", "instances", "m x k x n", "GMACs"]
+    for unit in ("util %", "DRAM MB", "energy mJ", "compute cycles", "stall cycles"):
+        assert unit in header, unit
+    rows = {line.split()[0]: line.split() for line in lines[3:11]}
+    scores = rows["attention/scores"]
+    assert scores[1:4] == ["1", "12", "512x64x512"]
+    assert float(scores[4]) == 0.20  # 12 x 512 x 64 x 512 = 0.201 G MACs
+    assert rows["attention/query"][1:4] == ["1", "1", "512x768x768"]
+    assert any(line.startswith("utilisation ") and line.endswith(" %") for line in lines)
+    vector = out[out.index("vector ops, run on the host"):out.index("other host work")]
+    rows = {line.split()[0]: line.split()[1:] for line in vector.splitlines()[3:] if line.strip()}
+    assert rows["softmax"] == ["1", f"{12 * 512 * 512:,}"]  # 12 heads x 512 x 512 scores
+    assert rows["gelu"] == ["1", f"{512 * 3072:,}"]  # the FFN's hidden layer
+    other = " ".join(out[out.index("other host work"):].split())
+    assert "transpose x1 (393 k elements)" in other  # what is left, with its element count
+    assert "e+0" not in out and "e-0" not in out
 
 
 def test_evaluate_infeasible_design_reports_reason(run_cli, tmp_path):

@@ -57,5 +57,6 @@ def test_text_summary_prints_the_best_designs(run_cli, tmp_path):
     code, out, err = run_cli("sweep", "--quiet", "--trials", "12", "--space", "edge-mix", "--sampler", "random",
                              "--seed", "3", "--out-dir", str(tmp_path / "run"))
     assert code == 0, err
-    assert "study 'edge-mix' in sqlite:///" in out and "12 trials this run" in out
-    assert "Pareto set" in out and "latency [s]" in out and "area [mm^2]" in out
+    assert "study 'edge-mix' in sqlite:///" in out and "(12 this run)" in out
+    assert "Pareto set" in out and "latency ms" in out and "area mm²" in out
+    assert "workload: bert_base (batch=1, seq=128, layers=1, requant=1), weight 0.3" in out

@@ -71,13 +71,14 @@ def test_ports_of_reads_both_header_styles():
     assert ports_of(plain, "missing") is None
 
 
-def test_icarus_build_is_cached_and_runs(sim_cache, tmp_path):
+def test_icarus_build_is_cached_and_runs(tmp_path):
     sim = find_simulator("icarus")
-    first = build_design(COUNTER, top="counter", simulator=sim, work_dir=sim_cache)
-    again = build_design(COUNTER, top="counter", simulator=sim, work_dir=sim_cache)
+    cache = tmp_path / "cache"  # its own: the session's cache may hold this build already (test order, xdist)
+    first = build_design(COUNTER, top="counter", simulator=sim, work_dir=cache)
+    again = build_design(COUNTER, top="counter", simulator=sim, work_dir=cache)
     assert not first.cached and again.cached
     assert again.directory == first.directory and (first.directory / "sim.vvp").is_file()
-    other = build_design(COUNTER + "\n// changed\n", top="counter", simulator=sim, work_dir=sim_cache)
+    other = build_design(COUNTER + "\n// changed\n", top="counter", simulator=sim, work_dir=cache)
     assert not other.cached and other.directory != first.directory
 
     n, wdata = 37, (1 << 100) + 5

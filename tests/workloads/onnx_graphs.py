@@ -149,3 +149,18 @@ def alexnet(path: Path, batch: int | str = "N", res: int = 224, classes: int = 1
     x = g.relu(g.linear(x, "classifier.1", 256 * 6 * 6, 4096))
     x = g.relu(g.linear(x, "classifier.4", 4096, 4096))
     return g.save(path, g.linear(x, "classifier.6", 4096, classes), "alexnet")
+
+
+def attention_mix(path: Path, batch: int = 1, seq: int = 8, d: int = 16) -> Path:
+    """A small transformer-shaped graph with the vector ops ONNX import maps to records:
+    ``h = LayerNorm(x + (x @ W + bias))``, ``p = Softmax(h @ Ws)`` (seq x seq), ``y = Gelu(p @ Wv)``."""
+    g = GraphBuilder([batch, seq, d], opset=20)
+    proj = g.node("MatMul", ["input", g.weight("w", [d, d])], "proj")
+    biased = g.node("Add", [proj, g.weight("bias", [d])], "bias_add")
+    res = g.node("Add", ["input", biased], "residual")
+    h = g.node("LayerNormalization", [res, g.weight("ln.scale", [d]), g.weight("ln.bias", [d])], "ln",
+               axis=-1, epsilon=1e-5)
+    scores = g.node("MatMul", [h, g.weight("ws", [d, seq])], "scores")
+    probs = g.node("Softmax", [scores], "softmax", axis=-1)
+    ctx = g.node("MatMul", [probs, g.weight("wv", [seq, d])], "context")
+    return g.save(path, g.node("Gelu", [ctx], "gelu"), "attention_mix")

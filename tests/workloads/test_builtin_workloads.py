@@ -191,5 +191,6 @@ def test_int8_output_dtype_of_models():
     model = builtin_model("bert_base:seq=8")
     out = jax.eval_shape(model.fn, *model.example_args())
     assert out.dtype == jnp.int8 and out.shape == (1, 8, 768)
-    with pytest.raises(WorkloadError, match="form must be one of int8, float, not 'int4'"):
+    with pytest.raises(WorkloadError,
+                       match="form must be one of int8, float, float_ref, int8_float_vector, not 'int4'"):
         builtin_model("gemm", "int4")

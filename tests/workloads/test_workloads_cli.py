@@ -85,13 +85,32 @@ def test_show_bert_text(run_cli):
     assert scores[1:7] == ["gemm", "128", "64", "128", "12", "1"]
     total = resolve("bert_base:seq=128").total_macs
     assert f"{total:,} MACs" in out
-    assert "not run on the array:" in out and "exp x1" in out
+    # The work between matrix ops: by kind, with runs and elements (12 heads x 128 x 128 scores,
+    # two residual adds and LayerNorms of 128 x 768, GELU of 128 x 3072), named as host work.
+    rows = {line.split()[0]: line.split()[1:] for line in lines if line.split()[:1] in
+            (["softmax"], ["add"], ["layernorm"], ["gelu"])}
+    assert rows == {"softmax": ["1", f"{12 * 128 * 128:,}"], "add": ["2", f"{2 * 128 * 768:,}"],
+                    "layernorm": ["2", f"{2 * 128 * 768:,}"], "gelu": ["1", f"{128 * 3072:,}"]}
+    assert "vector ops run on the host until the vector unit lands" in out
+    assert "exp x" not in out and "tanh x" not in out and "rsqrt x" not in out  # no float op left
+    assert "not run on the array (" in out  # what is left (the output stage's primitives) with elements
+
+
+def test_show_json_counts_the_host_elements(run_cli):
+    _, out, _ = run_cli("workloads", "show", "bert_base:seq=128", "--json")
+    data = json.loads(out)
+    assert data["vector_elements"]["softmax"] == 12 * 128 * 128
+    assert data["vector_elements"]["gelu"] == 128 * 3072  # GELU over the FFN's hidden layer
+    assert set(data["other_elements"]) == set(data["other_primitives"])
+    assert "exp" not in data["other_elements"] and "tanh" not in data["other_elements"]
 
 
 def test_show_counts_scanned_layers(run_cli):
     _, out, _ = run_cli("workloads", "show", "bert_base:seq=16,layers=3", "--json")
     data = json.loads(out)
     assert {op["count"] for op in data["ops"]} == {3}
+    assert {v["count"] for v in data["vector_ops"]} == {3}
+    assert data["vector_elements"]["layernorm"] == 3 * 2 * 16 * 768
     assert data["total_macs"] == sum(op["macs"] for op in data["ops"])
 
 

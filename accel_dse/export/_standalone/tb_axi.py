@@ -82,7 +82,8 @@ async def run_cases_through_axi(dut: Any) -> None:
                                 "requant": case["requant"], "mismatches": wrong, "error_code": code,
                                 "cycles_total": totals[0], "cycles_compute": totals[1], "cycles_stall": totals[2],
                                 "model_compute_cycles": case["model_compute_cycles"],
-                                "model_total_cycles_dram_model": case["model_total_cycles"]})
+                                "model_total_cycles_dram_model": case["model_total_cycles"],
+                                "model_dram_latency": case.get("model_dram_latency")})
         if totals[1] != case["model_compute_cycles"]:
             report["problems"].append(f"case {index}: the array was busy {totals[1]} cycles, the model says "
                                       f"{case['model_compute_cycles']}")

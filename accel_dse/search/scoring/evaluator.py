@@ -50,6 +50,7 @@ class Evaluation:
         per_workload: Workload spec -> metric -> value.
         overflow: The design is not feasible because an op's reduction can overflow its
             accumulators (``acc_bits`` too small for K), not for want of buffer space.
+        details: What else the trial records (a pod space: the split and the chips).
     """
 
     feasible: bool
@@ -57,6 +58,7 @@ class Evaluation:
     metrics: dict[str, float]
     per_workload: dict[str, dict[str, float]]
     overflow: bool = False
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

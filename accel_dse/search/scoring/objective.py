@@ -21,7 +21,9 @@ into the study loop:
 ``interrupted`` Ctrl-C / SIGTERM during the trial (FAIL, then the run stops)
 =============== ================================================================
 
-Other user attributes: ``config`` (the full ``ArrayConfig``), ``config_hash``, ``metrics``
+A pod space's trials also record ``pod_choice`` (their ``system.*`` and ``split.*`` values) and
+``pod`` (the split used, searched or chosen, and the chips). Other user attributes: ``config``
+(the full ``ArrayConfig``), ``config_hash``, ``metrics``
 (aggregate), ``workloads`` (workload -> metrics), ``constraint_values`` (Optuna convention:
 ``<= 0`` is satisfied, one per constraint, in the metric's unit), and flat scalars for
 optuna-dashboard's table (:mod:`accel_dse.search.study.dashboard`): ``design.<field>``,
@@ -140,7 +142,12 @@ class SweepObjective:
         attrs.update(flat_design(attrs["config"]))
         try:
             with interruptible():
-                evaluation = self.evaluator.evaluate(config)
+                if space.pod is not None:  # the chip in its system: the trial's system.* and split.* values
+                    choice = space.pod_choice(params)
+                    attrs["pod_choice"] = choice
+                    evaluation = self.evaluator.evaluate(config, choice)  # type: ignore[call-arg]
+                else:
+                    evaluation = self.evaluator.evaluate(config)
         except AccelDseError as exc:
             raise self._fail(attrs, "infeasible", str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - the guard: any evaluator bug fails this trial only
@@ -160,6 +167,8 @@ class SweepObjective:
         attrs["workloads"] = {
             w: {m: coerce_finite(v) for m, v in d.items()} for w, d in evaluation.per_workload.items()
         }
+        if evaluation.details:
+            attrs["pod"] = evaluation.details
         if not evaluation.feasible:
             raise self._fail(attrs, "overflow" if getattr(evaluation, "overflow", False) else "infeasible",
                              evaluation.reason or "the model marks the design infeasible")

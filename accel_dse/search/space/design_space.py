@@ -26,9 +26,12 @@ from accel_dse.config import FIELD_NAMES, ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
 from accel_dse.search.space.metrics import Constraint, Objective
 
-__all__ = ["Param", "WorkloadSpec", "FpgaTarget", "DesignSpace"]
+__all__ = ["Param", "WorkloadSpec", "FpgaTarget", "PodTarget", "DesignSpace", "SYSTEM_PREFIX", "SPLIT_PREFIX"]
 
-_FLOAT_FIELDS = ("dram_bytes_per_cycle", "clock_mhz")
+#: Prefixes of a pod space's parameters beside the chip's: ``system.hbm_gib``, ``split.tp``.
+SYSTEM_PREFIX, SPLIT_PREFIX = "system.", "split."
+_FLOAT_FIELDS = ("dram_bytes_per_cycle", "clock_mhz", "system.link_gb_per_s", "system.link_latency_us",
+                 "system.hbm_gib", "system.dcn_gb_per_s", "system.dcn_latency_us", "split.recompute")
 
 
 def _is_number(value: object) -> TypeGuard[int | float]:
@@ -204,6 +207,33 @@ class FpgaTarget:
 
 
 @dataclasses.dataclass(frozen=True)
+class PodTarget:
+    """A pod space's job and system (its ``[llm]``, ``[system]`` and ``[split]`` tables).
+
+    The chip of each trial (the space's ``ArrayConfig`` parameters) goes into a system of
+    ``cores`` per chip on the topology; the ``system.*`` parameters vary the system, the
+    ``split.*`` ones the split (``dp`` is what the chips leave), and without a ``[split]`` table
+    every trial searches the split itself (``perf_model.pod.evaluate_system``).
+
+    Attributes:
+        llm: the ``[llm]`` table (``model``, ``mode``, ``batch``, ``seq``, ``gen``, ...) as items.
+        system: the fixed system fields that are not parameters (``topology``, ``dims``, ...) as items.
+        split_searched: no ``[split]`` table: each trial picks the fastest split.
+        overlap: the split's ``overlap`` (data-parallel collectives under the backward pass).
+    """
+
+    llm: tuple[tuple[str, Any], ...]
+    system: tuple[tuple[str, Any], ...]
+    split_searched: bool = True
+    overlap: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"llm": {k: _jsonable(v) for k, v in self.llm},
+                "system": {k: list(v) if isinstance(v, tuple) else v for k, v in self.system},
+                "split_searched": self.split_searched, "overlap": self.overlap}
+
+
+@dataclasses.dataclass(frozen=True)
 class DesignSpace:
     """A validated design space.
 
@@ -216,6 +246,8 @@ class DesignSpace:
         constraints: Bounds every reported design must meet.
         source: Where the space came from (for messages).
         fpga: The FPGA target (``None``: none; then the FPGA metrics do not exist).
+        pod: The pod target (``None``: none; with one the ``params`` after the chip's are
+            ``system.*`` and ``split.*`` parameters and the metrics are the system's).
     """
 
     name: str
@@ -226,6 +258,7 @@ class DesignSpace:
     constraints: tuple[Constraint, ...] = ()
     source: str = "space"
     fpga: FpgaTarget | None = None
+    pod: PodTarget | None = None
 
     # -- the search view ------------------------------------------------------------------
     @property
@@ -268,7 +301,11 @@ class DesignSpace:
 
     def design(self, params: Mapping[str, Any]) -> ArrayConfig:
         """The ``ArrayConfig`` chosen by Optuna ``params``; ``ConfigError`` if it is invalid."""
-        return ArrayConfig(**self.field_values(params))
+        return ArrayConfig(**{k: v for k, v in self.field_values(params).items() if k in FIELD_NAMES})
+
+    def pod_choice(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``system.*`` and ``split.*`` values chosen by Optuna ``params`` (empty without a pod)."""
+        return {k: v for k, v in self.field_values(params).items() if k not in FIELD_NAMES}
 
     def params_of(self, config: ArrayConfig) -> dict[str, Any]:
         """Optuna parameter values that choose ``config`` (inverse of :meth:`design`)."""
@@ -290,8 +327,14 @@ class DesignSpace:
         return ConfigError(f"{self.source}: params.{p.field} is a continuous range ({p.describe()}); "
                            "the grid sampler needs a step or a list of values")
 
+    def _no_pod_grid(self) -> None:
+        if self.pod is not None:
+            raise ConfigError(f"{self.source}: the grid sampler scores single chips; a space with an [llm] job "
+                              "takes another sampler (tpe, random, nsga2, ...)")
+
     def grid_size(self) -> int:
         """Number of points of the exhaustive grid, computed without listing them (``ConfigError`` if infinite)."""
+        self._no_pod_grid()
         counts = []
         for p in self.params:
             count = p.grid_count()
@@ -305,6 +348,7 @@ class DesignSpace:
 
         ``dataflow`` comes as its string values (``"ws"``...), ``double_buffered`` as bool.
         """
+        self._no_pod_grid()
         axes = self.grid_axes()
         index = np.arange(start, stop, dtype=np.int64)
         columns: dict[str, np.ndarray] = {}
@@ -333,6 +377,8 @@ class DesignSpace:
         }
         if self.fpga is not None:  # only then: the fingerprints of spaces without a target stay as they were
             out["fpga"] = {"family": self.fpga.family, "device": self.fpga.device}
+        if self.pod is not None:
+            out["pod"] = self.pod.to_dict()
         return out
 
     @property

@@ -5,6 +5,10 @@ The performance model reports, per design, the metrics of ``perf_model.DesignTab
 each bound to a metric and a direction; a *constraint* bounds any metric
 (``"area_mm2 <= 50"``); objective short names are accepted there too (``"area <= 50"``).
 
+A pod space (an ``[llm]`` table, see :mod:`accel_dse.search.space.pod_space`) has the metrics of
+:data:`SYSTEM_METRIC_UNITS` and the objectives of :data:`SYSTEM_OBJECTIVES` instead of the
+single-chip ones (``area`` stays).
+
 A space with an FPGA target (``[fpga]``, see :mod:`accel_dse.search.space.space_file`) also has the
 metrics of :data:`FPGA_METRIC_UNITS` (``perf_model.fpga_metrics``: predicted resources, Fmax and
 utilisation of the device); ``dsp``, ``bram``, ``lut``, ``ff`` and ``fmax`` name them too.
@@ -36,6 +40,8 @@ __all__ = [
     "parse_constraint",
     "metric_of",
     "FPGA_METRIC_UNITS",
+    "SYSTEM_METRIC_UNITS",
+    "SYSTEM_OBJECTIVES",
     "METRIC_ALIASES",
     "unit_of",
 ]
@@ -70,6 +76,13 @@ FPGA_METRIC_UNITS: dict[str, str] = {
     "fmax_mhz": "MHz",
     "fpga_utilization": "fraction",
 }
+#: Metric -> unit of a pod space's metrics (a space with an ``[llm]`` table: the chip in a system on
+#: an LLM job, ``perf_model.pod``); ``area_mm2`` (the chip's: cores x the array's) comes with them.
+SYSTEM_METRIC_UNITS: dict[str, str] = {
+    "step_s": "s", "mfu": "fraction", "tokens_per_s": "tokens/s", "tokens_per_s_per_chip": "tokens/s",
+    "ttft_s": "s", "tpot_s": "s", "hbm_used_gib": "GiB", "system_energy_j": "J", "exposed_comm_s": "s",
+    "bubble_s": "s",
+}
 #: Other names of metrics accepted in constraints.
 METRIC_ALIASES: dict[str, str] = {"lut": "luts", "ff": "ffs", "dsp": "dsps", "bram": "brams", "fmax": "fmax_mhz"}
 
@@ -81,6 +94,15 @@ OBJECTIVES: dict[str, tuple[str, str]] = {
     "edp": ("edp", "minimize"),
     "tops_per_w": ("tops_per_w", "maximize"),
     "power": ("power_w", "minimize"),
+}
+#: Objectives of a pod space (``[llm]``), beside ``area``.
+SYSTEM_OBJECTIVES: dict[str, tuple[str, str]] = {
+    "step_time": ("step_s", "minimize"),
+    "tokens_per_s": ("tokens_per_s", "maximize"),
+    "mfu": ("mfu", "maximize"),
+    "ttft": ("ttft_s", "minimize"),
+    "tpot": ("tpot_s", "minimize"),
+    "system_energy": ("system_energy_j", "minimize"),
 }
 
 
@@ -128,34 +150,40 @@ class Constraint:
 
 def unit_of(metric: str) -> str:
     """The unit of ``metric`` (a model or FPGA-target metric)."""
-    return METRIC_UNITS.get(metric) or FPGA_METRIC_UNITS[metric]
+    return METRIC_UNITS.get(metric) or FPGA_METRIC_UNITS.get(metric) or SYSTEM_METRIC_UNITS[metric]
 
 
 def metric_of(name: str, *, where: str) -> str:
     """The metric called ``name`` (a metric or an objective short name), else ``ConfigError``."""
-    if name in METRIC_UNITS or name in FPGA_METRIC_UNITS:
+    if name in METRIC_UNITS or name in FPGA_METRIC_UNITS or name in SYSTEM_METRIC_UNITS:
         return name
     if name in OBJECTIVES:
         return OBJECTIVES[name][0]
+    if name in SYSTEM_OBJECTIVES:
+        return SYSTEM_OBJECTIVES[name][0]
     if name in METRIC_ALIASES:
         return METRIC_ALIASES[name]
-    known = sorted(set(METRIC_NAMES) | set(OBJECTIVES) | set(FPGA_METRIC_UNITS) | set(METRIC_ALIASES))
+    known = sorted(set(METRIC_NAMES) | set(OBJECTIVES) | set(FPGA_METRIC_UNITS) | set(METRIC_ALIASES)
+                   | set(SYSTEM_METRIC_UNITS) | set(SYSTEM_OBJECTIVES))
     close = difflib.get_close_matches(name, known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ConfigError(f"{where}: unknown metric {name!r}{hint}; metrics: {', '.join(METRIC_NAMES)}; "
-                      f"with an [fpga] target also {', '.join(FPGA_METRIC_UNITS)}")
+                      f"with an [fpga] target also {', '.join(FPGA_METRIC_UNITS)}; "
+                      f"with an [llm] job also {', '.join(SYSTEM_METRIC_UNITS)}")
 
 
 def parse_objective(name: object, *, where: str) -> Objective:
     """Build the :class:`Objective` called ``name`` or raise ``ConfigError`` listing them."""
-    if not isinstance(name, str) or name not in OBJECTIVES:
+    table = {**OBJECTIVES, **SYSTEM_OBJECTIVES}
+    if not isinstance(name, str) or name not in table:
         shown = name if not isinstance(name, str) else repr(name)
-        close = difflib.get_close_matches(name, OBJECTIVES, n=1) if isinstance(name, str) else []
+        close = difflib.get_close_matches(name, table, n=1) if isinstance(name, str) else []
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(
-            f"{where}: objective must be one of {', '.join(OBJECTIVES)}, not {shown}{hint}"
+            f"{where}: objective must be one of {', '.join(OBJECTIVES)}, not {shown}{hint} (with an [llm] job "
+            f"also {', '.join(SYSTEM_OBJECTIVES)})"
         )
-    metric, direction = OBJECTIVES[name]
+    metric, direction = table[name]
     return Objective(name=name, metric=metric, direction=direction)
 
 

@@ -42,7 +42,7 @@ import dataclasses
 import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -60,13 +60,15 @@ from accel_dse.search.space.design_space import (
     _jsonable,
 )
 from accel_dse.search.space.metrics import FPGA_METRIC_UNITS, Constraint, Objective, parse_constraint, parse_objective
+from accel_dse.search.space.pod_space import check_pod_metrics, parse_pod_tables
 
 __all__ = ["load_space", "parse_space", "space_names"]
 
 _INT_FIELDS = ("rows", "cols", "input_bits", "acc_bits", "ifmap_sram_kib", "weight_sram_kib",
                "ofmap_sram_kib", "tech_nm")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_TOP_KEYS = ("name", "description", "objectives", "constraints", "workloads", "params", "fpga")
+_TOP_KEYS = ("name", "description", "objectives", "constraints", "workloads", "params", "fpga", "llm", "system",
+             "split")
 _FPGA_KEYS = ("family", "device", "fit")
 _RANGE_KEYS = ("low", "high", "step", "scale")
 _SCALES = ("linear", "log", "pow2")
@@ -125,6 +127,9 @@ def parse_space(doc: Mapping[str, Any], *, source: str = "space", default_name: 
         raise ConfigError(f"{source}: description must be a string, not {description!r}")
     fpga, fit = _parse_fpga(doc.get("fpga"), source)
     constraints = _parse_constraints(doc.get("constraints", []), source)
+    objectives = _parse_objectives(doc.get("objectives"), source)
+    pod, pod_params = parse_pod_tables(doc, source, _parse_param)
+    check_pod_metrics(pod is not None, objectives, constraints, source)
     if fpga is None:
         for c in constraints:
             if c.metric in FPGA_METRIC_UNITS:
@@ -132,15 +137,20 @@ def parse_space(doc: Mapping[str, Any], *, source: str = "space", default_name: 
                                   "[fpga] table (family = \"ecp5\", device = \"85k\")")
     elif fit and not any(c.metric == "fpga_utilization" for c in constraints):
         constraints += (Constraint(metric="fpga_utilization", op="<=", bound=1.0),)
+    if pod is not None and "workloads" in doc:
+        raise ConfigError(f"{source}: a space with an [llm] job takes no [[workloads]] (the job is the workload)")
+    if pod is not None and fpga is not None:
+        raise ConfigError(f"{source}: a space with an [llm] job takes no [fpga] target")
     return DesignSpace(
         name=name,
         description=description,
-        params=_parse_params(doc.get("params"), source),
-        workloads=_parse_workloads(doc.get("workloads"), source),
-        objectives=_parse_objectives(doc.get("objectives"), source),
+        params=_parse_params(doc.get("params"), source) + pod_params,
+        workloads=() if pod is not None else _parse_workloads(doc.get("workloads"), source),
+        objectives=objectives,
         constraints=constraints,
         source=source,
         fpga=fpga,
+        pod=pod,
     )
 
 
@@ -264,7 +274,15 @@ def _check_value(field: str, value: object, where: str) -> Any:
     return _jsonable(getattr(config, field))
 
 
-def _parse_param(field: str, spec: object, where: str) -> Param:
+#: Checks one value of a field on its own and returns it normalised (``_check_value`` for the chip's).
+Check = Callable[[str, object, str], Any]
+
+
+def _parse_param(field: str, spec: object, where: str, check: Check | None = None, numeric: str = "") -> Param:
+    """One parameter: a fixed value, a list of choices or a range. ``check`` validates a value
+    (default: as an ``ArrayConfig`` field); ``numeric`` (``"int"`` or ``"float"``) lets a field that
+    is not the chip's take a range."""
+    check = check or _check_value
     if isinstance(spec, list) or (isinstance(spec, dict) and "values" in spec):
         if isinstance(spec, dict):
             extra = [k for k in spec if k != "values"]
@@ -273,7 +291,7 @@ def _parse_param(field: str, spec: object, where: str) -> Param:
             spec = spec["values"]
         if not isinstance(spec, list) or not spec:
             raise ConfigError(f"{where}: the list of choices must not be empty")
-        values = tuple(_check_value(field, v, where) for v in spec)
+        values = tuple(check(field, v, where) for v in spec)
         if len(set(values)) != len(values):
             raise ConfigError(f"{where}: choices must not repeat a value, not {list(values)!r}")
         if len(values) == 1:
@@ -283,15 +301,15 @@ def _parse_param(field: str, spec: object, where: str) -> Param:
             return Param(field=field, kind="ordered", values=values)
         return Param(field=field, kind="choice", values=values)
     if isinstance(spec, dict):
-        return _parse_range(field, spec, where)
-    return Param(field=field, kind="fixed", values=(_check_value(field, spec, where),))
+        return _parse_range(field, spec, where, check, numeric)
+    return Param(field=field, kind="fixed", values=(check(field, spec, where),))
 
 
-def _parse_range(field: str, spec: dict[str, Any], where: str) -> Param:
+def _parse_range(field: str, spec: dict[str, Any], where: str, check: Check, numeric: str = "") -> Param:
     for key in spec:
         if key not in _RANGE_KEYS:
             raise ConfigError(f"{where}: unknown range key {key!r}{_hint(key, _RANGE_KEYS + ('values',))}")
-    if field not in _INT_FIELDS and field not in _FLOAT_FIELDS:
+    if not numeric and field not in _INT_FIELDS and field not in _FLOAT_FIELDS:
         raise ConfigError(f"{where}: {field} takes a value or a list of choices, not a range")
     for key in ("low", "high"):
         if key not in spec:
@@ -299,7 +317,7 @@ def _parse_range(field: str, spec: dict[str, Any], where: str) -> Param:
     scale = spec.get("scale", "linear")
     if scale not in _SCALES:
         raise ConfigError(f"{where}: scale must be one of {', '.join(_SCALES)}, not {scale!r}")
-    is_int = field in _INT_FIELDS
+    is_int = numeric == "int" or (not numeric and field in _INT_FIELDS)
     low, high, step = spec["low"], spec["high"], spec.get("step")
     for key, v in (("low", low), ("high", high)):
         ok = _is_int(v) if is_int else (_is_number(v) and math.isfinite(v))
@@ -308,8 +326,8 @@ def _parse_range(field: str, spec: dict[str, Any], where: str) -> Param:
             raise ConfigError(f"{where}: {key} must be {kind}, not {v!r}")
     if low > high:
         raise ConfigError(f"{where}: low must be <= high, not low={low!r} > high={high!r}")
-    _check_value(field, low, where)
-    _check_value(field, high, where)
+    check(field, low, where)
+    check(field, high, where)
     if scale == "pow2":
         if step is not None:
             raise ConfigError(f"{where}: a pow2 range takes no step, not step={step!r}")

@@ -13,7 +13,7 @@ import optuna
 from optuna.trial import TrialState
 
 from accel_dse.search.space.design_space import DesignSpace
-from accel_dse.search.space.metrics import METRIC_UNITS
+from accel_dse.search.space.metrics import unit_of
 from accel_dse.search.study.study import budget_used
 from accel_dse.search.study.summary import best_trials
 
@@ -47,7 +47,7 @@ class Progress:
         if self.space.is_multi_objective:
             return f"pareto: {len(best)} designs"
         o = self.space.objectives[0]
-        return f"best {o.name}: {best[0].values[0]:.4g} {METRIC_UNITS[o.metric]} (trial {best[0].number})"
+        return f"best {o.name}: {best[0].values[0]:.4g} {unit_of(o.metric)} (trial {best[0].number})"
 
     def update(self, study: optuna.Study, *, force: bool = False) -> None:
         """Redraw if enough time passed since the last draw (or ``force``)."""

@@ -14,7 +14,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from accel_dse.search.space.design_space import DesignSpace
-from accel_dse.search.space.metrics import METRIC_UNITS, unit_of
+from accel_dse.search.space.metrics import unit_of
 from accel_dse.search.space.trial_values import pareto_mask
 
 __all__ = ["feasible_trials", "best_trials", "free_values", "summary_dict", "summary_table"]
@@ -61,7 +61,9 @@ def free_values(space: DesignSpace, trial: FrozenTrial) -> dict[str, Any]:
     """The decoded values of ``space``'s free fields in ``trial``, by field name."""
     config = trial.user_attrs.get("config")
     if config is not None:
-        return {p.field: config[p.field] for p in space.free_params}
+        config = {**config, **trial.user_attrs.get("pod_choice", {})}  # a pod space's system.* and split.*
+        if all(p.field in config for p in space.free_params):
+            return {p.field: config[p.field] for p in space.free_params}
     return {p.field: p.decode(trial.params[p.name]) for p in space.free_params if p.name in trial.params}
 
 
@@ -99,7 +101,7 @@ def summary_table(summary: dict[str, Any], space: DesignSpace, *, limit: int = 2
     extra = [c.metric for c in space.constraints if c.metric not in {o.metric for o in space.objectives}]
     extra = list(dict.fromkeys(extra))
     headers = ["trial", *free]
-    headers += [f"{o.name} [{METRIC_UNITS[o.metric]}]" for o in space.objectives]
+    headers += [f"{o.name} [{unit_of(o.metric)}]" for o in space.objectives]
     headers += [f"{m} [{unit_of(m)}]" for m in extra]
     headers.append("config_hash")
     rows = []

@@ -1,0 +1,75 @@
+"""Expected duration of a simulation: the model's cycles over the simulator speed measured on the build.
+
+A run records its speed (simulated cycles per wall second) in the build's folder
+(``speed.json``); the next run of that build announces ``cycles / speed`` before it starts and,
+while it runs, which op finished and the time left at that speed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+__all__ = ["measured_speed", "record_speed", "expectation", "op_poll", "duration"]
+
+SPEED_FILE = "speed.json"
+
+
+def duration(seconds: float) -> str:
+    """``"45 s"``, ``"3.2 min"``, ``"1.5 h"``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def measured_speed(build_dir: Path) -> float | None:
+    """Cycles per second measured on this build by an earlier run (``None``: none yet)."""
+    try:
+        speed = float(json.loads((Path(build_dir) / SPEED_FILE).read_text("utf-8"))["cycles_per_second"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return speed if speed > 0 else None
+
+
+def record_speed(build_dir: Path, cycles: int, seconds: float) -> None:
+    """Keep this run's speed for the next run's estimate (never fails the run)."""
+    if cycles <= 0 or seconds <= 0:
+        return
+    try:
+        (Path(build_dir) / SPEED_FILE).write_text(
+            json.dumps({"cycles_per_second": cycles / seconds, "cycles": cycles, "seconds": seconds}), "utf-8")
+    except OSError:
+        pass
+
+
+def expectation(cycles: int, speed: float | None) -> str:
+    """One line: the cycles to simulate and, with a measured speed, how long that takes."""
+    if speed is None:
+        return f"{cycles:,} cycles to simulate (no speed measured on this build yet: the first run measures it)"
+    return f"{cycles:,} cycles to simulate, about {duration(cycles / speed)} at {speed:,.0f} cycles/s (measured)"
+
+
+def op_poll(names: Sequence[str], cycles: Sequence[int], done: Callable[[int], bool],
+            say: Callable[[str], None]) -> Callable[[], None]:
+    """A poll callback that says when each op has finished (``done(i)``), with the time left at
+    the speed so far."""
+    start = time.monotonic()
+    total = max(1, sum(cycles))
+    seen = 0
+
+    def poll() -> None:
+        nonlocal seen
+        while seen < len(names) and done(seen):
+            seen += 1
+            elapsed = time.monotonic() - start
+            finished = sum(cycles[:seen])
+            left = ""
+            if 0 < finished < total and elapsed > 0:
+                left = f", about {duration((total - finished) * elapsed / finished)} left"
+            say(f"finished op {seen}/{len(names)}: {names[seen - 1]} ({duration(elapsed)} so far{left})")
+
+    return poll
