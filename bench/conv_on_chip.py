@@ -1,10 +1,10 @@
 """Convolutions on chip (windows built by the RTL) against the host's im2col: DRAM bytes, utilisation, area.
 
-Model (default): each workload on each design, before (every conv as the host's im2col GEMM,
-``perf_model.evaluate`` without on-chip reuse) and after (each conv the design runs on chip,
-``perf_model.compiler.conv.conv_path``, as its ``compile_conv`` program, one per image, timed by the
-program walk ``gemm_program_cycles`` and its DRAM bytes counted from the program's transfers; the
-other ops as before). Utilisation: MACs over total cycles times the array's PEs.
+Model (default): each workload on each design, before (every conv replaced by the host's im2col
+GEMM) and after (``perf_model.evaluate`` as it is: each conv the design runs on chip scored as its
+``compile_conv`` programs, ``perf_model.evaluator.conv_ops``), both without on-chip reuse, and the
+seconds ``evaluate`` took (its conv figures are cached: a first call). Utilisation: MACs over total
+cycles times the array's PEs.
 
 ``--area``: the convolution address generator synthesised with Yosys (``rtl_gen.core.conv_addr``) and
 the core's window range check, against ``edge``'s logic (``rtl_gen.synth_stats``, SRAM excluded).
@@ -29,26 +29,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from accel_dse.commands import Buffer, Opcode, dram_word_bytes  # noqa: E402
 from accel_dse.designs import load_design  # noqa: E402
-from perf_model.compiler.conv import compile_conv, conv_path  # noqa: E402
 from workloads.ops import Conv2d  # noqa: E402
 
 CASES = (("edge", "resnet18"), ("tpu-v1", "resnet18:batch=8"), ("edge", "mobilenet_v2"), ("tpu-v1", "mobilenet_v2"),
          ("edge", "alexnet"), ("tpu-v1", "alexnet"))
 
 
-def _program_bytes(config: object, program: perf_model.GemmProgram) -> tuple[int, int]:
-    """DRAM bytes ``(read, written)`` of a program's transfers (the fetch excluded, as the model's)."""
-    words = dram_word_bytes(config.rows, config.cols, False, config.input_bits, config.acc_bits)  # type: ignore[attr-defined]
-    read = written = 0
-    for c in program.commands:
-        if c.opcode == Opcode.LOAD:
-            kind = ("ifmap", "weight", "ofmap", "qparam")[c["buffer"]]
-            read += c["rows"] * c["words"] * words[kind]
-        elif c.opcode == Opcode.STORE and c["buffer"] == Buffer.OFMAP:
-            written += c["rows"] * c["words"] * words["requant" if c["requant"] else "ofmap"]
-    return read, written
+def _im2col(wl: workloads.Workload) -> workloads.Workload:
+    """``wl`` with every conv replaced by the host's im2col GEMM (the figures before on-chip convs)."""
+    ops = tuple(op.to_gemm() if isinstance(op, Conv2d) else op for op in wl.ops)
+    return dataclasses.replace(wl, ops=ops)
 
 
 def model_table(cases: list[tuple[str, str]]) -> None:
@@ -58,35 +49,24 @@ def model_table(cases: list[tuple[str, str]]) -> None:
     for design, name in cases:
         config = load_design(design)
         wl = workloads.resolve(name)
+        before = perf_model.evaluate(config, _im2col(wl), reuse=False).total
         start = time.perf_counter()
-        before = perf_model.evaluate(config, wl, reuse=False)
-        read = write = cycles = 0.0
-        convs = chip = 0
+        result = perf_model.evaluate(config, wl, reuse=False)
+        seconds = time.perf_counter() - start
+        after = result.total
+        convs = sum(isinstance(op, Conv2d) for op in wl.ops)
+        chip = sum(op.conv_path == "chip" for op in result.ops)
+        print(f"{design:<7} {name:<18} {convs:>5} {chip:>4} {before['dram_read_bytes'] / 1e6:>8.1f} {'':>2} "
+              f"{after['dram_read_bytes'] / 1e6:>7.1f} {before['dram_write_bytes'] / 1e6:>8.1f} {'':>2} "
+              f"{after['dram_write_bytes'] / 1e6:>7.1f} {before['utilization']:>6.1%} {'':>2} "
+              f"{after['utilization']:>6.1%} {before['total_cycles'] / 1e6:>8.2f} {'':>2} "
+              f"{after['total_cycles'] / 1e6:>7.2f} {seconds:>5.1f}")
         reasons: dict[str, int] = {}
-        for op, res in zip(wl.ops, before.ops, strict=True):
-            cost = (res.dram_read_bytes, res.dram_write_bytes, res.total_cycles)
-            if isinstance(op, Conv2d):
-                convs += 1
-                path, why = conv_path(config, op, requant=op.requant is not None)
-                if path == "chip":
-                    chip += 1
-                    program = compile_conv(config, dataclasses.replace(op, n=1), requant=op.requant is not None)
-                    walk = perf_model.gemm_program_cycles(config, program, rate=perf_model.dram_rate(config))
-                    r, w = _program_bytes(config, program)
-                    times = op.n * res.count
-                    cost = (r * times, w * times, walk.total * times)
-                else:
-                    key = why.split(": ", 1)[-1][:70] if path == "host" and "im2col GEMM takes" not in why \
-                        else "the model scores the host's im2col faster" if path == "host" else why[:70]
-                    reasons[key] = reasons.get(key, 0) + 1
-            read, write, cycles = read + cost[0], write + cost[1], cycles + cost[2]
-        macs = sum(res.macs for res in before.ops)
-        util = macs / (cycles * config.rows * config.cols)
-        t = before.total
-        print(f"{design:<7} {name:<18} {convs:>5} {chip:>4} {t['dram_read_bytes'] / 1e6:>8.1f} {'':>2} "
-              f"{read / 1e6:>7.1f} {t['dram_write_bytes'] / 1e6:>8.1f} {'':>2} {write / 1e6:>7.1f} "
-              f"{t['utilization']:>6.1%} {'':>2} {util:>6.1%} {t['total_cycles'] / 1e6:>8.2f} {'':>2} "
-              f"{cycles / 1e6:>7.2f} {time.perf_counter() - start:>5.1f}")
+        for op in result.ops:
+            if op.conv_path == "host":
+                key = ("the model scores the host's im2col faster" if "im2col GEMM takes" in op.conv_note
+                       else op.conv_note[:70])
+                reasons[key] = reasons.get(key, 0) + 1
         for why, count in reasons.items():
             print(f"{'':<7} {'':<18} {count:>5} conv(s) on the host: {why}")
 

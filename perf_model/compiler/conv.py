@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Iterator
 from itertools import product
 
@@ -54,6 +55,7 @@ import numpy as np
 from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
+from perf_model import timing
 from perf_model.compiler.conv_window import ConvWindow
 from perf_model.compiler.program import (
     PAGE,
@@ -66,7 +68,7 @@ from perf_model.compiler.program import (
     _double,
     _single,
 )
-from perf_model.program_timing import axi_data_bytes
+from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
 
 __all__ = ["ConvTiling", "ConvProgram", "compile_conv", "conv_tiling", "conv_weight_matrix", "conv_served",
@@ -117,6 +119,18 @@ class _Geometry:
         self.cpg, self.cpo = conv.c_in // conv.groups, conv.c_out // conv.groups
         self.out_h, self.out_w = conv.out_h, conv.out_w
         self.M, self.N = self.out_h * self.out_w, conv.c_out
+        rate = dram_rate(config)
+        self.bytes_per_cycle = float(rate if rate is not None else axi_data_bytes(config))
+        self._runs: dict[tuple[int, int, int], int] = {}
+        self.sizes: dict[tuple[int, int, int, int], tuple[list[int], list[int], list[int], list[int]]] = {}
+
+    def run(self, m: int, k: int, n: int) -> int:
+        """``timing.run_cycles`` of one run of ``m x k x n`` (kept per shape)."""
+        cyc = self._runs.get((m, k, n))
+        if cyc is None:
+            cyc = self._runs[(m, k, n)] = int(timing.run_cycles(0, self.R, self.C, m, k, n,
+                                                                 self.config.shadow_stationary))
+        return cyc
 
     def band(self, oy0: int, oy1: int) -> tuple[int, int, int]:
         """``(first input row, rows, pad_top)`` of the band of output rows ``oy0 .. oy1 - 1``."""
@@ -171,7 +185,14 @@ def _room(config: ArrayConfig) -> tuple[int, int, int]:
 
 def _sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[int], list[int]]:
     """Of an ungrouped conv's tiling: band rows per output-row tile, output pixels per tile,
-    filters per filter tile, and ``K`` of the runs of one output tile (in order)."""
+    filters per filter tile, and ``K`` of the runs of one output tile (in order); kept per tile size."""
+    key = (t.rows_t, t.n_t, t.c_t, t.taps_t)
+    if key not in g.sizes:
+        g.sizes[key] = _count_sizes(g, t)
+    return g.sizes[key]
+
+
+def _count_sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[int], list[int]]:
     bands = [g.band(oy, min(oy + t.rows_t, g.out_h))[1] for oy in range(0, g.out_h, t.rows_t)]
     pixels = [(min(oy + t.rows_t, g.out_h) - oy) * g.out_w for oy in range(0, g.out_h, t.rows_t)]
     filters = [min(t.n_t, g.N - n0) for n0 in range(0, g.N, t.n_t)]
@@ -372,45 +393,39 @@ def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:
 
 
 def _estimate(g: _Geometry, t: ConvTiling) -> int:
-    """:func:`conv_estimate` (run cycles in closed form for an ungrouped conv)."""
-    from perf_model import timing
-    from perf_model.program_timing import dram_rate
-
-    config = g.config
+    """:func:`conv_estimate`: the run cycles summed over the distinct run shapes (an ungrouped
+    conv's from the tile sizes, a grouped one's run by run)."""
     if g.conv.groups > 1:
-        runs = np.array([(r[1] - r[0], r[3] - r[2], r[5] - r[4]) for r, _ in g.tiles(t)]).T
-        compute = int(timing.run_cycles(0, g.R, g.C, runs[0], runs[1], runs[2], config.shadow_stationary).sum())
+        shapes = Counter((r[1] - r[0], r[3] - r[2], r[5] - r[4]) for r, _ in g.tiles(t))
     else:
         _, pixels, filters, ks = _sizes(g, t)
-        mm, kk, nn = np.meshgrid(pixels, ks, filters, indexing="ij")
-        compute = int(timing.run_cycles(0, g.R, g.C, mm, kk, nn, config.shadow_stationary).sum())
-    rate = dram_rate(config)
-    dma = t.dram_bytes / float(rate if rate is not None else axi_data_bytes(config))
-    return int(max(compute, dma) if config.double_buffered else compute + dma)
+        cp, ck, cf = Counter(pixels), Counter(ks), Counter(filters)
+        shapes = Counter({(p, k, f): a * b * c for p, a in cp.items() for k, b in ck.items() for f, c in cf.items()})
+    compute = sum(count * g.run(*shape) for shape, count in shapes.items())
+    dma = t.dram_bytes / g.bytes_per_cycle
+    return int(max(compute, dma) if g.config.double_buffered else compute + dma)
 
 
 def conv_path(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> tuple[str, str]:
     """``("chip", "")`` when ``config`` runs ``conv`` with windows built on chip, else ``("host",
     reason)``: the host builds the im2col ``A`` (a design that does not build windows, or one on
-    which the model scores the im2col GEMM faster than the on-chip estimate, :func:`conv_estimate`,
-    times the images: few input channels on many array rows, as in a network's first layer, or a
-    batch whose weights the im2col GEMM reads once and the per-image programs once an image). An on-chip conv that
-    does not fit is ``("infeasible", reason)`` (the reason names the op and the words it needs)."""
+    which the model scores the im2col GEMM, all images in one program, faster than the on-chip
+    programs, one an image: few input channels on many array rows, as in a network's first layer,
+    or a batch whose weights the per-image programs read once an image). An on-chip conv that does
+    not fit is ``("infeasible", reason)`` (the reason names the op and the words it needs).
+
+    The choice is the model's (``perf_model.evaluator.conv_ops``): ``evaluate`` and the sweep
+    score the conv the way this path runs it. ``requant`` must say what ``conv.requant`` does.
+    """
     why = conv_served(config)
     if why:
         return "host", why
-    tiling = conv_tiling(config, conv, requant=requant)
-    if not tiling.feasible:
-        return "infeasible", tiling.reason
     from perf_model.evaluator.one_design import evaluate_op
 
-    host = evaluate_op(config, conv)  # all images in one GEMM: the weights are read once for the batch
-    chip = conv_estimate(config, conv, tiling) * conv.n  # one program an image
-    if host.status == "ok" and host.total_cycles < chip:
-        return "host", (f"{conv.name or 'conv'}: the host's im2col GEMM takes {host.total_cycles:,.0f} cycles, "
-                        f"windows on chip about {chip:,} ({conv.c_in} input channels on {config.rows} rows, "
-                        f"{conv.n} image(s) each reading the weights)")
-    return "chip", ""
+    if requant != (conv.requant is not None):
+        raise ModelError(f"requant={requant} but the conv's requant is {conv.requant!r}")
+    result = evaluate_op(config, conv)
+    return result.conv_path or "host", result.conv_note
 
 
 def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, queue_depth: int = QUEUE_DEPTH,

@@ -3,6 +3,7 @@ the run-by-run count, the path choice and its reasons, bad geometry refused with
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -119,6 +120,64 @@ def test_few_channels_on_many_rows_go_to_the_host_with_the_reason():
                   name="stem")
     config = ArrayConfig(rows=32, cols=32, dataflow="ws")
     path, reason = conv_path(config, stem)
-    assert path == "host" and "3 input channels on 32 rows" in reason
+    assert path == "host" and "stem: the host's im2col GEMM takes" in reason and "windows on chip" in reason
     deep = Conv2d(n=1, h=16, w=16, c_in=64, c_out=64, kh=3, kw=3, pad_h=1, pad_w=1)
     assert conv_path(config, deep) == ("chip", "")
+
+
+def _every_tiling(g: _Geometry) -> tuple[list[ConvTiling], int]:
+    """Every tiling of the compiler's families, not only the search's powers of two, and the most
+    channel words a filter tile reads."""
+    cv = g.conv
+    taps = sorted({*range(1, cv.kw + 1), *(r * cv.kw for r in range(1, cv.kh + 1))})
+    most = max(g.filter_words(n0, min(n0 + g.cpo, g.N))[1] - g.filter_words(n0, min(n0 + g.cpo, g.N))[0]
+               for n0 in range(0, g.N, g.cpo))
+    most = max(most, g.filter_words(0, g.N)[1] - g.filter_words(0, g.N)[0])
+    filters = sorted({*range(min(g.C, g.N), g.N, g.C), g.N})
+    return [ConvTiling("ok", "", rows, n_t, c_t, taps_t, order) for rows in range(1, g.out_h + 1) for n_t in filters
+            for c_t in range(1, most + 1) for taps_t in taps for order in ("mn", "nm")], most
+
+
+def test_the_conv_tiling_search_against_every_tiling():
+    """Exhaustive over each conv's tilings, legality judged by the compiler's placement (a tile
+    that does not fit its buffer is refused there): the search is infeasible exactly when no
+    tiling compiles; its choice compiles and is the cheapest of every tiling (estimated cycles,
+    then DRAM bytes) whenever that one is on the search's grid of powers of two; off the grid, the
+    choice's cycles stay within 2x of the best (a grid level is within 2x of any tile size)."""
+    from perf_model.compiler.conv import _estimate
+
+    rng = random.Random(11)
+    cases = infeasible = on_grid = 0
+    while cases < 10:
+        config, conv = _random(rng)
+        if conv.h * conv.w > 40:  # small images: every tiling compiles in a few seconds
+            continue
+        g = _Geometry(config, conv)
+        legal = []
+        every, most = _every_tiling(g)
+        for t in every:
+            try:
+                compile_conv(config, conv, tiling=t)
+            except ModelError:
+                continue
+            t = dataclasses.replace(t, dram_bytes=_dram_bytes(g, t, False))
+            legal.append(((_estimate(g, t), t.dram_bytes), t))
+        chosen = conv_tiling(config, conv)
+        cases += 1
+        if not legal:
+            infeasible += 1
+            assert not chosen.feasible, (config, conv)
+            continue
+        assert chosen.feasible, (config, conv)
+        compile_conv(config, conv, tiling=chosen)
+        best, where = min(legal, key=lambda x: x[0])
+        score = (_estimate(g, chosen), chosen.dram_bytes)
+        grid = (where.rows_t in _levels(g.out_h) and where.n_t in _levels(g.N, min(g.C, g.N))
+                and where.taps_t in _tap_levels(conv.kh, conv.kw) and where.c_t in _levels(most))
+        assert score >= best, (config, conv)
+        if grid:
+            on_grid += 1
+            assert score == best, (config, conv, chosen, where)
+        else:
+            assert score[0] <= 2 * best[0], (config, conv, chosen, where)
+    assert on_grid >= 4, on_grid
