@@ -122,7 +122,8 @@ class _Geometry:
         rate = dram_rate(config)
         self.bytes_per_cycle = float(rate if rate is not None else axi_data_bytes(config))
         self._runs: dict[tuple[int, int, int], int] = {}
-        self.sizes: dict[tuple[int, int, int, int], tuple[list[int], list[int], list[int], list[int]]] = {}
+        self.sizes: dict[tuple[int, int, int], tuple[list[int], list[int], list[tuple[int, int, int, int]]]] = {}
+        self.shapes: dict[tuple[int, int, int], Counter[tuple[int, int]]] = {}
 
     def run(self, m: int, k: int, n: int) -> int:
         """``timing.run_cycles`` of one run of ``m x k x n`` (kept per shape)."""
@@ -183,43 +184,65 @@ def _room(config: ArrayConfig) -> tuple[int, int, int]:
     return tuple(d // 2 if config.double_buffered else d for d in depths)  # type: ignore[return-value]
 
 
-def _sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[int], list[int]]:
-    """Of an ungrouped conv's tiling: band rows per output-row tile, output pixels per tile,
-    filters per filter tile, and ``K`` of the runs of one output tile (in order); kept per tile size."""
-    key = (t.rows_t, t.n_t, t.c_t, t.taps_t)
+def _sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[tuple[int, int, int, int]]]:
+    """Of tiling ``t``: band rows and output pixels per output-row tile, and per filter tile its
+    channel words, the size of its first channel block, whether that block is the last block of
+    the filter tile before (the band stays), and its columns (filters in whole array columns);
+    kept per tile size."""
+    key = (t.rows_t, t.n_t, t.c_t)
     if key not in g.sizes:
-        g.sizes[key] = _count_sizes(g, t)
+        rows = range(0, g.out_h, t.rows_t)
+        bands = [g.band(oy, min(oy + t.rows_t, g.out_h))[1] for oy in rows]
+        pixels = [(min(oy + t.rows_t, g.out_h) - oy) * g.out_w for oy in rows]
+        filters, last = [], None
+        for n0 in range(0, g.N, t.n_t):
+            n1 = min(n0 + t.n_t, g.N)
+            w0, w1 = g.filter_words(n0, n1)
+            first = (w0, min(w0 + t.c_t, w1))
+            filters.append((w1 - w0, first[1] - first[0], int(first == last), -(-(n1 - n0) // g.C) * g.C))
+            last = (w0 + (-(-(w1 - w0) // t.c_t) - 1) * t.c_t, w1)
+        g.sizes[key] = (bands, pixels, filters)
     return g.sizes[key]
 
 
-def _count_sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[int], list[int]]:
-    bands = [g.band(oy, min(oy + t.rows_t, g.out_h))[1] for oy in range(0, g.out_h, t.rows_t)]
-    pixels = [(min(oy + t.rows_t, g.out_h) - oy) * g.out_w for oy in range(0, g.out_h, t.rows_t)]
-    filters = [min(t.n_t, g.N - n0) for n0 in range(0, g.N, t.n_t)]
-    taps = [(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t.taps_t)]
-    ks = [tp * min(t.c_t, g.words - c0) * g.R for c0 in range(0, g.words, t.c_t) for tp in taps]
-    return bands, pixels, filters, ks
+def _run_shapes(g: _Geometry, t: ConvTiling) -> Counter[tuple[int, int]]:
+    """``(K, filters)`` of the runs of one output-row tile, counted (kept per tile size)."""
+    key = (t.n_t, t.c_t, t.taps_t)
+    if key not in g.shapes:
+        taps = [(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t.taps_t)]
+        shapes: Counter[tuple[int, int]] = Counter()
+        for n0 in range(0, g.N, t.n_t):
+            n1 = min(n0 + t.n_t, g.N)
+            w0, w1 = g.filter_words(n0, n1)
+            for c0 in range(w0, w1, t.c_t):
+                for tp in taps:
+                    shapes[(tp * (min(c0 + t.c_t, w1) - c0) * g.R, n1 - n0)] += 1
+        g.shapes[key] = shapes
+    return g.shapes[key]
 
 
 def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
-    """DRAM bytes of tiling ``t``: each band, weight tile and output tile as the schedule moves them
-    (closed form for an ungrouped conv, :func:`_walk_bytes` otherwise)."""
-    if g.conv.groups > 1:
-        return _walk_bytes(g, t, requant)
-    cfg, R, C = g.config, g.R, g.C
+    """DRAM bytes of tiling ``t``: each band, weight tile and output tile as the schedule moves them,
+    in closed form (equal to :func:`_walk_bytes`, run by run). A band stays for the next run when
+    its output rows and channel words are the same (the next filter tile's first channel block is
+    the last one's, output rows outer or a single row tile); a weight tile when the next run is the
+    same tile (a filter tile of one run, filters outer or a single filter tile)."""
+    cfg, R = g.config, g.R
     ib = cfg.input_bits // 8
     out = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
-    bands, _, filters, ks = _sizes(g, t)
-    mt, nt, per_pair = len(bands), len(filters), len(ks)
-    blocks = -(-g.words // t.c_t)
-    band_once = sum(bands) * g.conv.w * g.words * R * ib
-    shared_a = blocks == 1 and (t.order == "mn" or mt == 1)  # consecutive output tiles keep the band
-    a = band_once * (1 if shared_a else nt)
-    cols = sum(-(-f // C) * C for f in filters)
-    b_once = g.taps * g.words * R * cols * ib
-    shared_b = per_pair == 1 and (t.order == "nm" or nt == 1)
-    b = b_once * (1 if shared_b else mt)
-    return a + b + g.M * cols * out
+    bands, _, filters = _sizes(g, t)
+    mt, nt, tap_tiles = len(bands), len(filters), len(g.tap_tiles(t.taps_t))
+    words = sum(span for span, *_ in filters)
+    if t.order == "mn" or mt == 1:
+        words -= sum(first * shared for _, first, shared, _ in filters)
+    a = sum(bands) * g.conv.w * R * ib * words
+    single = [-(-span // t.c_t) * tap_tiles == 1 for span, *_ in filters]  # a filter tile of one run
+    weights = [g.taps * span * R * cols * ib for span, _, _, cols in filters]
+    if t.order == "mn":
+        b = weights[0] if nt == 1 and single[0] else mt * sum(weights)
+    else:
+        b = sum(w if one else mt * w for w, one in zip(weights, single, strict=True))
+    return a + b + g.M * sum(cols for *_, cols in filters) * out
 
 
 def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
@@ -393,15 +416,10 @@ def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:
 
 
 def _estimate(g: _Geometry, t: ConvTiling) -> int:
-    """:func:`conv_estimate`: the run cycles summed over the distinct run shapes (an ungrouped
-    conv's from the tile sizes, a grouped one's run by run)."""
-    if g.conv.groups > 1:
-        shapes = Counter((r[1] - r[0], r[3] - r[2], r[5] - r[4]) for r, _ in g.tiles(t))
-    else:
-        _, pixels, filters, ks = _sizes(g, t)
-        cp, ck, cf = Counter(pixels), Counter(ks), Counter(filters)
-        shapes = Counter({(p, k, f): a * b * c for p, a in cp.items() for k, b in ck.items() for f, c in cf.items()})
-    compute = sum(count * g.run(*shape) for shape, count in shapes.items())
+    """:func:`conv_estimate`: the run cycles summed over the distinct run shapes."""
+    _, pixels, _ = _sizes(g, t)
+    shapes = _run_shapes(g, t)
+    compute = sum(cp * count * g.run(p, k, n) for p, cp in Counter(pixels).items() for (k, n), count in shapes.items())
     dma = t.dram_bytes / g.bytes_per_cycle
     return int(max(compute, dma) if g.config.double_buffered else compute + dma)
 

@@ -36,10 +36,11 @@ def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, 
     return out[0], out[1], out[2]
 
 
-def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures | None:
-    """One image of ``conv`` on ``config`` (``None``: the design builds no windows)."""
-    if conv_served(config):
-        return None
+def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures | str:
+    """One image of ``conv`` on ``config``, or the reason the design builds no windows."""
+    why = conv_served(config)
+    if why:
+        return why
     return _figures(config, dataclasses.replace(conv, n=1), requant)
 
 

@@ -60,9 +60,9 @@ class ConvFigures:
     tile: tuple[int, int, int] = (0, 0, 0)
 
 
-#: ``(design, conv of one image, requantised) -> ConvFigures``, or ``None`` when the design does
-#: not build windows (the conv stays the host's im2col GEMM).
-ConvScorer = Callable[[ArrayConfig, Conv2d, bool], "ConvFigures | None"]
+#: ``(design, conv of one image, requantised) -> ConvFigures``, or the reason the design builds no
+#: windows (the conv stays the host's im2col GEMM).
+ConvScorer = Callable[[ArrayConfig, Conv2d, bool], "ConvFigures | str"]
 _SCORER: list[ConvScorer] = []
 
 
@@ -138,7 +138,8 @@ def conv_overlay(designs: DesignArrays, ops: OpArrays, host_total: np.ndarray, h
             if keep is not None and keep[e]:
                 continue
             figures = scorer(config, op, bool(ops.requant[o]))
-            if figures is None:
+            if isinstance(figures, str):
+                overlay.notes[e] = figures
                 continue
             if not figures.feasible:
                 overlay.infeasible[e] = figures.reason

@@ -137,4 +137,6 @@ def test_a_design_that_builds_no_windows_scores_the_im2col_gemm_and_says_why(dat
     config = ArrayConfig(rows=4, cols=4, dataflow=dataflow)
     result = perf_model.evaluate_op(config, conv)
     im2col = perf_model.evaluate_op(config, conv.to_gemm())
-    assert result.total_cycles == im2col.total_cycles and result.conv_path == ""
+    assert result.total_cycles == im2col.total_cycles and result.dram_read_bytes == im2col.dram_read_bytes
+    assert result.conv_path == "host" and "weight-stationary designs only" in result.conv_note
+    assert dataflow.upper() in result.conv_note and result.to_dict()["conv_note"] == result.conv_note
