@@ -269,6 +269,20 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     return total
 
 
+def _prefill_runs(g: _Geometry, most: int) -> None:
+    """Time every run shape the search can meet in one ``timing.run_cycles`` call (``_Geometry.run``)."""
+    pixels = sorted({(min(oy + r, g.out_h) - oy) * g.out_w for r in _levels(g.out_h) for oy in range(0, g.out_h, r)})
+    shapes = sorted({shape for c_t in _levels(most) for n_t in _levels(g.N, min(g.C, g.N))
+                     for taps_t in _tap_levels(g.conv.kh, g.conv.kw)
+                     for shape in _run_shapes(g, ConvTiling("ok", "", 1, n_t, c_t, taps_t))})
+    if not shapes:
+        return
+    m = np.repeat(np.array(pixels), len(shapes))
+    k, n = (np.tile(np.array([s[i] for s in shapes]), len(pixels)) for i in (0, 1))
+    cycles = timing.run_cycles(0, g.R, g.C, m, k, n, g.config.shadow_stationary).tolist()
+    g._runs.update(zip(zip(m.tolist(), k.tolist(), n.tolist(), strict=True), cycles, strict=True))
+
+
 def _levels(top: int, step: int = 1) -> list[int]:
     """Powers of two times ``step`` below ``top``, and ``top``."""
     out, v = [], step
@@ -293,6 +307,7 @@ def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> 
     best: tuple[tuple[int, int], ConvTiling] | None = None
     most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, g.N)) for n0 in range(0, g.N, g.cpo)))
     most = max(most, g.filter_words(0, g.N)[1] - g.filter_words(0, g.N)[0])
+    _prefill_runs(g, most)
     for c_t in _levels(most):
         for rows_t in _levels(g.out_h):
             band = g.band_rows(rows_t) * conv.w * c_t

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from functools import lru_cache
 
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
@@ -41,10 +40,25 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
     why = conv_served(config)
     if why:
         return why
-    return _figures(config, dataclasses.replace(conv, n=1), requant)
+    one = dataclasses.replace(conv, n=1)
+    # The program and its walk depend on the design through these fields and the DRAM pacing only
+    # (not the node, nor the clock and DRAM part but through the pacing): designs of a sweep that
+    # differ elsewhere share the figures.
+    key = (tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY),
+           dram_rate(config), one, requant)
+    figures = _CACHE.get(key)
+    if figures is None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        figures = _CACHE[key] = _figures(config, one, requant)
+    return figures
 
 
-@lru_cache(maxsize=8192)
+_PACING_ONLY = ("tech_nm", "clock_mhz", "dram")  # design fields a program sees through dram_rate only
+_CACHE: dict[tuple[object, ...], ConvFigures] = {}
+_CACHE_SIZE = 1 << 14
+
+
 def _figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures:
     tiling = conv_tiling(config, conv, requant=requant)
     if not tiling.feasible:
