@@ -23,6 +23,11 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
              x_base [160, 192)   y_base [192, 224)   o_base [224, 256)
     MOVE     dst_word_step [10, 32)   dst_addr [32, 64)   dst_row_step [64, 96)   rows, words,
              buf_addr, row_step, word_step, q_by_row, q_base as STORE
+    RUN      window [6]  (A through the convolution window of the last WINDOW command)
+    WINDOW   stride_h [8, 12)   dilation_h [12, 16)   in_w [32, 48)   in_h [48, 64)   out_w [64, 80)
+             stride_w [80, 84)   dilation_w [84, 88)   kw [88, 92)   pad_top [96, 104)   pad_left [104, 112)
+             cblocks [112, 128)   origin [128, 160)   px_step [160, 176)   row_step_w [176, 208)
+             kx_step [208, 224)   ky_step [224, 256)   (pad_top, pad_left, origin: two's complement)
 
 ``buffer``: 0 ifmap, 1 weight, 2 ofmap (raw accumulators), 3 qparam. A transfer moves ``rows``
 DRAM rows of ``words`` buffer words each: row ``r`` starts at byte ``dram_addr + r *
@@ -44,6 +49,26 @@ row-fold ``f`` start ``f * a_stride`` past ``x_base``; IS: the y words of column
 ``f * a_stride`` past ``y_base``; 0: packed), so a run can read its ``A`` tile in place from a
 larger matrix held on chip.
 
+``WINDOW`` sets the convolution window that later ``RUN`` commands with ``window`` use (a run
+latches it at its start, so a ``WINDOW`` may be issued while the previous run computes; it takes
+no unit and costs only its issue slot). Such a run (weight stationary only; ``ERROR_OPCODE``
+otherwise) reads its ``A`` not as packed rows but from an input band held in the ifmap in NHWC
+order (``cw`` words per pixel, ``R`` channels a word, zero lanes beyond the channels): its
+row-fold ``f`` is kernel tap ``(ky, kx)`` and channel word ``cb`` with ``f = (ky * kw + kx) *
+cblocks + cb``, its streamed row ``s`` the output pixel ``(oy, ox) = divmod(s, out_w)``. The
+word read is ``x_base + origin + ky * ky_step + kx * kx_step + cb + oy * row_step_w + ox *
+px_step`` for the input pixel ``iy = oy * stride_h + ky * dilation_h - pad_top``, ``ix = ox *
+stride_w + kx * dilation_w - pad_left``; when ``iy`` is outside ``[0, in_h)`` or ``ix`` outside
+``[0, in_w)`` no word is read and the lanes are zero (padding made on chip). ``kw`` is the taps a kernel
+row of the run has: a run may read a tile of the kernel's taps (whole kernel rows, or part of
+one), its pads then shifted by the first tap's offset (negative when the tile skips band rows or
+columns). The compiler sets
+``origin = -(pad_top * in_w + pad_left) * cw``, ``px_step = stride_w * cw``, ``row_step_w =
+stride_h * in_w * cw``, ``kx_step = dilation_w * cw`` and ``ky_step = dilation_h * in_w * cw``
+(``perf_model.compiler.conv_window``). A word address outside the ifmap stops the program with
+``ERROR_WINDOW`` (the word is not read), as does a ``WINDOW`` with a zero stride, dilation,
+``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w``.
+
 ``MOVE`` keeps an output on chip (on-chip reuse across layers): it reads ``rows x words`` ofmap
 words as a requantised ``STORE`` does (same address walk, parameters and output stage) and
 writes each requantised word, ``input_bits``-wide lanes, to ifmap word ``dst_addr + r *
@@ -61,7 +86,8 @@ import dataclasses
 __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
     "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
-    "ERROR_QUEUE", "ERROR_NAMES", "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
+    "ERROR_QUEUE", "ERROR_WINDOW", "ERROR_NAMES", "WINDOW_FIELDS", "SIGNED_WINDOW_FIELDS", "axi_data_bytes",
+    "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
     "store_read_latency", "STORE_FIFO_WORDS", "move_cycles", "MAX_AXI_DATA_BYTES", "queue_entry_commands",
     "fetch_beats",
 ]
@@ -80,11 +106,12 @@ QUEUE_DEPTH = 512
 OUTPUT_STAGE_LATENCY = 6
 
 # Error codes of the ERROR_CODE register.
-ERROR_NONE, ERROR_OPCODE, ERROR_BUFFER, ERROR_DRAM, ERROR_AXI, ERROR_QUEUE = range(6)
+ERROR_NONE, ERROR_OPCODE, ERROR_BUFFER, ERROR_DRAM, ERROR_AXI, ERROR_QUEUE, ERROR_WINDOW = range(7)
 ERROR_NAMES = {
     ERROR_NONE: "none", ERROR_OPCODE: "bad opcode", ERROR_BUFFER: "buffer address out of range",
     ERROR_DRAM: "DRAM address or stride not aligned to the AXI data width",
     ERROR_AXI: "AXI error response", ERROR_QUEUE: "program longer than the command queue",
+    ERROR_WINDOW: "convolution window malformed or reading outside the ifmap",
 }
 
 
@@ -96,6 +123,7 @@ class Opcode:
     RUN = 3
     SYNC = 4
     MOVE = 5
+    WINDOW = 6
 
 
 class Buffer:
@@ -115,16 +143,29 @@ FIELDS: dict[str, tuple[int, int]] = {
     "m": (32, 32), "k": (64, 32), "n": (96, 32), "accumulate": (128, 1), "x_base": (160, 32),
     "y_base": (192, 32), "o_base": (224, 32), "a_stride": (136, 24),
     "dst_word_step": (10, 22), "dst_addr": (32, 32), "dst_row_step": (64, 32),
+    "window": (6, 1), "stride_h": (8, 4), "dilation_h": (12, 4), "in_w": (32, 16), "in_h": (48, 16),
+    "out_w": (64, 16), "stride_w": (80, 4), "dilation_w": (84, 4),
+    "kw": (88, 4), "pad_top": (96, 8), "pad_left": (104, 8), "cblocks": (112, 16), "origin": (128, 32),
+    "px_step": (160, 16), "row_step_w": (176, 32), "kx_step": (208, 16), "ky_step": (224, 32),
 }
+
+#: The ``WINDOW`` fields that are two's complement (a tap tile's pads may be negative: the band's
+#: rows above the tile's first kernel row are skipped).
+SIGNED_WINDOW_FIELDS = ("pad_top", "pad_left", "origin")
+#: The fields of a ``WINDOW`` command, in the order the RTL latches them.
+WINDOW_FIELDS = ("in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", "dilation_w", "kw", "pad_top",
+                 "pad_left", "cblocks", "origin",
+                 "px_step", "row_step_w", "kx_step", "ky_step")
 
 _PER_OP = {
     Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step"),
     Opcode.STORE: ("buffer", "requant", "q_by_row", "dram_addr", "dram_stride", "rows", "words", "buf_addr",
                    "row_step", "word_step", "q_base"),
-    Opcode.RUN: ("m", "k", "n", "accumulate", "a_stride", "x_base", "y_base", "o_base"),
+    Opcode.RUN: ("m", "k", "n", "accumulate", "a_stride", "x_base", "y_base", "o_base", "window"),
     Opcode.SYNC: (),
     Opcode.MOVE: ("q_by_row", "dst_word_step", "dst_addr", "dst_row_step", "rows", "words", "buf_addr", "row_step",
                   "word_step", "q_base"),
+    Opcode.WINDOW: WINDOW_FIELDS,
 }
 
 

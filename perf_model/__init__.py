@@ -54,8 +54,10 @@ from __future__ import annotations
 
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
+from perf_model.compiler.conv_score import conv_figures
 from perf_model.compiler.plan import TilePlan, plan_tiles
 from perf_model.compiler.program import GemmProgram, TensorLayout, compile_gemm
+from perf_model.evaluator.conv_ops import register_scorer
 from perf_model.evaluator.design_table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
 from perf_model.evaluator.one_design import OpResult, WorkloadResult, evaluate, evaluate_op
 from perf_model.fpga.fmax import ECP5_FMAX_FIT, FmaxFit, fpga_fmax_arrays, fpga_fmax_mhz, fpga_path_arrays
@@ -150,3 +152,5 @@ __all__ = [
     "fo4_ps",
     "supply_voltage",
 ]
+
+register_scorer(conv_figures)  # the evaluator scores a conv on chip by its program (evaluator.conv_ops)

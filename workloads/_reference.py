@@ -38,7 +38,7 @@ from accel_dse.errors import WorkloadError
 from workloads._requant import output_stage
 from workloads.ops import Conv2d, Gemm, Op, chain_link
 
-__all__ = ["Reference", "reference", "im2col", "chained_references", "chain_link"]
+__all__ = ["Reference", "reference", "im2col", "chained_references", "chain_link", "conv_nhwc_reference"]
 
 _MAX_BITS = 16
 
@@ -161,11 +161,11 @@ def _read_span(size: int, out: int, kernel: int, stride: int, dilation: int, pad
     return (int(coords.min()), int(coords.max())) if coords.size else (-1, -1)
 
 
-def _conv_reference(op: Conv2d, seed: int, index: int, bits: int) -> Reference:
+def _conv_tensors(op: Conv2d, seed: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The whole NHWC input and HWIO weight tensor of ``op`` for ``seed`` (every group's)."""
     g = op.groups
     cin_g, cout_g = op.c_in // g, op.c_out // g
-    k = cin_g * op.kh * op.kw
-    operand, result = _dtypes(bits, k)
+    operand, _ = _dtypes(bits, cin_g * op.kh * op.kw)
     rng = _rng(seed, 2, op.n, op.h, op.w, op.c_in, op.c_out, op.kh, op.kw, g, bits)
     x = _uniform(rng, (op.n, op.h, op.w, op.c_in), bits, operand)
     w = _uniform(rng, (op.kh, op.kw, cin_g, op.c_out), bits, operand)
@@ -177,18 +177,40 @@ def _conv_reference(op: Conv2d, seed: int, index: int, bits: int) -> Reference:
         x[0, y0, x0, np.arange(g) * cin_g] = lo
     w[-1, -1, -1, np.arange(g) * cout_g + cout_g - 1] = hi
     w[0, 0, 0, np.arange(g) * cout_g] = lo
+    return x, w
+
+
+def _conv(op: Conv2d, lhs: Any, rhs: Any, out_type: Any, groups: int = 1) -> jax.Array:
+    return lax.conv_general_dilated(
+        lhs, rhs, (op.stride_h, op.stride_w), ((op.pad_h, int(op.pad_h_hi or 0)), (op.pad_w, int(op.pad_w_hi or 0))),
+        rhs_dilation=(op.dilation_h, op.dilation_w), dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        feature_group_count=groups, preferred_element_type=out_type)
+
+
+def conv_nhwc_reference(op: Conv2d, seed: int = 0, *, bits: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The whole conv of :func:`reference`'s data (every group at once): ``(x, w, out)`` with
+    NHWC ``x`` (``n x h x w x c_in``), HWIO ``w`` (``kh x kw x c_in/groups x c_out``) and the NHWC
+    output, exact, through the output stage when ``op.requant`` (as the accelerator runs a conv
+    from NHWC activations, ``perf_model._conv_program``)."""
+    if not isinstance(op, Conv2d):
+        raise WorkloadError(f"conv_nhwc_reference needs a Conv2d record, not {op!r}")
+    x, w = _conv_tensors(op, seed, bits)
+    _, result = _dtypes(bits, op.c_in // op.groups * op.kh * op.kw)
+    out = _jax_exact(lambda lhs, rhs, t: _conv(op, lhs, rhs, t, op.groups), result, x, w)
+    if op.requant is not None:
+        out = np.asarray(output_stage(out, op.requant))
+    return x, w, np.asarray(out)
+
+
+def _conv_reference(op: Conv2d, seed: int, index: int, bits: int) -> Reference:
+    g = op.groups
+    cin_g, cout_g = op.c_in // g, op.c_out // g
+    k = cin_g * op.kh * op.kw
+    _, result = _dtypes(bits, k)
+    x, w = _conv_tensors(op, seed, bits)
     xs = np.ascontiguousarray(x[..., index * cin_g:(index + 1) * cin_g])
     ws = np.ascontiguousarray(w[..., index * cout_g:(index + 1) * cout_g])
-
-    def conv(lhs: Any, rhs: Any, out_type: Any) -> jax.Array:
-        return lax.conv_general_dilated(
-            lhs, rhs, (op.stride_h, op.stride_w),
-            ((op.pad_h, int(op.pad_h_hi or 0)), (op.pad_w, int(op.pad_w_hi or 0))),
-            rhs_dilation=(op.dilation_h, op.dilation_w),
-            dimension_numbers=("NHWC", "HWIO", "NHWC"), preferred_element_type=out_type,
-        )
-
-    out = _jax_exact(conv, result, xs, ws)
+    out = _jax_exact(lambda lhs, rhs, t: _conv(op, lhs, rhs, t), result, xs, ws)
     a = im2col(xs, op)
     b = ws.reshape(k, cout_g)
     c = out.reshape(op.n * op.out_h * op.out_w, cout_g)

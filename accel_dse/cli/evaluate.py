@@ -57,6 +57,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         emit("")
         emit(format_table(["energy part", unit, "share %"],
                           [[name, v, share] for name, v, share in zip(parts, values, shares, strict=True)]))
+    for line in conv_lines(result):
+        emit(line)
     if host:
         emit("")
         emit("vector ops, run on the host and left out of the figures above (no vector unit is modelled yet):")
@@ -89,6 +91,19 @@ def op_table(result: Any) -> list[str]:
                dram[i], energy[i], op.on_chip or "-"]
         rows.append(row + ([op.status] if show_status else []))
     return format_table(headers, rows).splitlines()
+
+
+def conv_lines(result: Any) -> list[str]:
+    """How the convolutions run: on chip (windows built by the accelerator from NHWC activations)
+    or as the host's im2col GEMM, with the model's reason for each of those."""
+    convs = [op for op in result.ops if op.conv_path]
+    if not convs:
+        return []
+    chip = sum(op.conv_path == "chip" for op in convs)
+    out = ["", f"convolutions: {chip} of {len(convs)} on chip (windows built by the accelerator from NHWC "
+               f"activations in DRAM), the others as the host's im2col GEMM:"]
+    out += [f"  {op.name}: {op.conv_note.removeprefix(f'{op.name}: ')}" for op in convs if op.conv_path == "host"]
+    return out
 
 
 def total_rows(total: dict[str, Any]) -> list[list[str]]:

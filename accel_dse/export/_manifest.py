@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from accel_dse.commands import FIELDS, WINDOW_FIELDS
 from accel_dse.config import ArrayConfig, Dataflow
 
 __all__ = [
@@ -151,6 +152,7 @@ def ports_section(config: ArrayConfig) -> list[dict[str, Any]]:
         "y_base": (layout.ifmap if config.dataflow.value == "is" else layout.weight).addr_bits,
         "o_base": layout.ofmap.addr_bits, "a_stride": rtl_gen.A_STRIDE_BITS, "move_we": 1,
         "move_addr": layout.ifmap.addr_bits, "host_overlap": 1,
+        "window": 1, **{name: FIELDS[name][1] for name in WINDOW_FIELDS}, "window_error": 1,
         "start": 1, "busy": 1, "done": 1, "cycles": rtl_gen.CYCLES_BITS,
     }
     meanings: dict[str, tuple[str, str]] = {}
@@ -168,12 +170,14 @@ def ports_section(config: ArrayConfig) -> list[dict[str, Any]]:
     meanings.setdefault("m", ("in", "GEMM dimension M, sampled with start"))
     for name in ("k", "n"):
         meanings.setdefault(name, ("in", f"GEMM dimension {name.upper()}, sampled with start"))
+    for name in WINDOW_FIELDS:
+        meanings.setdefault(name, ("in", f"convolution window field {name} (the WINDOW command), sampled with start"))
     out = [
         {"name": "clk", "dir": "in", "width": 1, "meaning": "clock, rising edge"},
         {"name": "rst", "dir": "in", "width": 1, "meaning": "synchronous reset, active high"},
     ]
     for name, width in widths.items():
-        outputs = ("host_rdata", "host_qdata", "busy", "done", "cycles")
+        outputs = ("host_rdata", "host_qdata", "busy", "done", "cycles", "window_error")
         direction, meaning = meanings.get(name, ("out" if name in outputs else "in", ""))
         out.append({"name": name, "dir": direction, "width": width, "meaning": meaning})
     return out

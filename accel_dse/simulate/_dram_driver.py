@@ -25,6 +25,7 @@ import numpy as np
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError, SimulationError
+from accel_dse.simulate._dram_conv import conv_instances, on_chip_conv
 from accel_dse.simulate._dram_image import (
     pack_qparam_lanes,
     pack_tensor,
@@ -74,6 +75,7 @@ class DramJob:
     runs: int
     output_bits: int
     kept_on_chip: bool = False  # the output went to the next op through the ifmap, not to DRAM
+    conv: bool = False  # a conv from NHWC activations, windows built on chip (``_dram_conv``)
 
 
 def dram_words(program: DramProgram) -> int:
@@ -105,7 +107,25 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     gemms = [workloads.Gemm(m=max(1, math.ceil(f.m * scale)), k=f.k, n=f.n, name=f.name)  # one instance, M scaled
              for f in fulls]
     chain_programs, plan = _chain_programs(design, gemms) if chained and reuse else (None, None)
+    host_convs: list[str] = []
     for index, (name, op, _count) in enumerate(selected):
+        path = on_chip_conv(design, name, op, chained)
+        if path and path != "chip":
+            host_convs.append(path)
+        if path == "chip":
+            program, timing, expected, dram, gemm = conv_instances(design, name, op, seed, scale, DRAM_LATENCY)
+            instances = []
+            for instance, image in enumerate(dram):
+                images[f"img_{index}_{instance}"] = image
+                instances.append({"chunks": [[program.queue_base + a * 32, b - a] for a, b in program.chunks],
+                                  "limit": 4 * timing.total + 10_000, "a": layout_dict(program.tensors["a"]),
+                                  "c": layout_dict(program.tensors["c"])})
+            ops_meta.append({"name": name, "a_src": -1, "on_chip": False, "instances": instances, "conv": True})
+            jobs.append(DramJob(index, name, gemm, {"m": gemm.m, "batch": op.n} if len(dram) != op.n else None,
+                                expected, program.tensors["c"], timing.compute, timing.total, timing.stall,
+                                len(program.runs), design.acc_bits if op.requant is None else design.input_bits,
+                                conv=True))
+            continue
         full = fulls[index]
         rq = op.requant
         gemm = gemms[index]
@@ -143,7 +163,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                             timing.compute, timing.total, timing.stall, len(program.runs),
                             design.acc_bits if rq is None else design.input_bits,
                             kept_on_chip=c_on_chip))
-    meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta}
+    meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta,
+            "host_convs": host_convs}
     return jobs, DramProgram(meta, images)
 
 
@@ -213,6 +234,17 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse)
     kept = sum(j.kept_on_chip for j in jobs)
+    convs = sum(j.conv for j in jobs)
+    from workloads.ops import Conv2d
+
+    for why in program.meta.get("host_convs", []):
+        notes.append(f"conv windows built by the host (im2col A through DRAM): {why}")
+    if chained and any(isinstance(op, Conv2d) for _, op, _ in selected):
+        notes.append("conv windows built by the host (im2col A through DRAM): a chained network's links are "
+                     "GEMM-shaped")
+    if convs:
+        notes.append(f"{convs} conv op(s) run from NHWC activations in DRAM, kernel windows built on chip "
+                     "(one program per image; M is not scaled)")
     if chained:
         notes.append(f"on-chip reuse: {kept} of {len(jobs) - 1} link(s) kept in the ifmap (MOVE, read in place)"
                      if reuse else "on-chip reuse off: every op's output goes through DRAM")

@@ -241,9 +241,11 @@ def _watchdog_cycles(run_cycles: int) -> int:
 
 def _port(design: ArrayConfig) -> dict[str, Any]:
     import rtl_gen
+    from accel_dse.commands import WINDOW_FIELDS
 
     names = {name: name for name in ("clk", "rst", "m", "k", "n", "accumulate", "start", "done", "cycles", "x_base",
-                                     "y_base", "o_base", "host_overlap", "a_stride", "move_we", "move_addr")}
+                                     "y_base", "o_base", "host_overlap", "a_stride", "move_we", "move_addr",
+                                     "window", *WINDOW_FIELDS)}
     names.update(sel="host_sel", addr="host_addr", wdata="host_wdata", we="host_we", rdata="host_rdata",
                  qsel="host_qsel", qdata="host_qdata")
     return {

@@ -25,6 +25,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
+from accel_dse.commands import WINDOW_FIELDS
 from accel_dse.config import ArrayConfig
 from accel_dse.simulate._layout import pack_ifmap, unpack_output
 from accel_dse.simulate._program import RUN_FIELDS, OpRaw, Program, read_program, write_op_result
@@ -73,8 +74,9 @@ class HostPort:
 
     async def reset(self) -> None:
         """Drive every input to 0 and hold reset for ``reset_cycles`` (Icarus starts with X)."""
+        window = [name for name in self.sig if name == "window" or name in WINDOW_FIELDS]
         for logical in ("sel", "addr", "wdata", "we", "m", "k", "n", "accumulate", "start", "qsel", "x_base",
-                        "y_base", "o_base", "host_overlap", "a_stride", "move_we", "move_addr"):
+                        "y_base", "o_base", "host_overlap", "a_stride", "move_we", "move_addr", *window):
             self.sig[logical].value = 0  # bases 0, no overlap, no moves: the host port runs one tile at a time
         self.sig["rst"].value = 1
         await ClockCycles(self.sig["clk"], self.reset_cycles, rising=False)

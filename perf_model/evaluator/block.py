@@ -15,6 +15,7 @@ from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import OpArrays
+from perf_model.evaluator.conv_ops import CHIP, ConvOverlay, conv_overlay
 from perf_model.evaluator.problem import (
     BUFFER_NAMES,
     FREE_OPERAND,
@@ -90,6 +91,20 @@ class Block:
     _problem: Problem
     _names: tuple[str, ...]
     _designs: DesignArrays
+    _convs: ConvOverlay
+
+    def conv_note(self, i: int, o: int) -> tuple[str, str]:
+        """``(path, note)`` of op ``o`` on design ``i``: ``("chip", "")`` for a conv run on chip,
+        ``("host", why)`` for a conv left to the host's im2col, ``("infeasible", why)`` for one
+        that does not fit on chip, ``("", "")`` for a GEMM."""
+        e = i * len(self._names) + o
+        if e in self._convs.infeasible:
+            return "infeasible", self._convs.infeasible[e]
+        if self._convs.path[e] == CHIP:
+            return "chip", ""
+        if e in self._convs.notes:
+            return "host", self._convs.notes[e]
+        return "", ""
 
     def first_failures(self) -> dict[int, str]:
         """Design index -> reason of its first infeasible op (designs with one)."""
@@ -100,6 +115,7 @@ class Block:
         first = bad[rows].argmax(axis=1)
         flat = rows * len(self._names) + first
         texts = _failures(self._problem, flat, self._names, self._designs, self.overflow.reshape(-1)[flat])
+        texts = [self._convs.infeasible.get(e, t) for e, t in zip(flat.tolist(), texts, strict=True)]
         for j in np.flatnonzero(~self.clock_ok[rows]).tolist():
             texts[j] = self.clock_failure(int(rows[j]))
         return dict(zip(rows.tolist(), texts, strict=True))
@@ -118,8 +134,10 @@ class Block:
             return ""
         if not self.clock_ok[i]:
             return self.clock_failure(i)
-        return _failures(self._problem, np.array([i * len(self._names) + o]), self._names, self._designs,
-                         self.overflow[i, o:o + 1])[0]
+        e = i * len(self._names) + o
+        if e in self._convs.infeasible:
+            return self._convs.infeasible[e]
+        return _failures(self._problem, np.array([e]), self._names, self._designs, self.overflow[i, o:o + 1])[0]
 
 
 def evaluate_block(
@@ -161,14 +179,40 @@ def evaluate_block(
     tiling, sched = _tile_and_schedule(p, d, no, requant, out_bits, allow_spill, a_chip, c_chip)
     inst = np.tile(ops.instances, nd)
     compute, total = op_cycles(sched, inst)
+    keep = None if a_chip is None and c_chip is None and ifmap_reserve is None else (
+        _flag(a_chip, nd * no) | _flag(c_chip, nd * no)
+        | (np.zeros(nd * no, dtype=bool) if ifmap_reserve is None else np.asarray(ifmap_reserve).reshape(-1) > 0))
+    folds = sched.folds * inst
+    dram_read, dram_write = sched.dram_read * inst, sched.dram_write * inst
+    convs = conv_overlay(d, ops, total, dram_read.sum(axis=0) + dram_write.sum(axis=0), tiling.feasible, keep)
+    images = np.tile(np.array([getattr(op, "n", 1) * c for op, c in zip(ops.ops, ops.counts, strict=True)],
+                              dtype=np.float64), nd)
+    sram_read, sram_write = sched.sram_read * inst, sched.sram_write * inst
+    tile = gemm_tile(p, tiling.t)
+    feasible = tiling.feasible
+    if convs.any:
+        compute = convs.apply(compute, lambda f: f.compute, images)
+        total = convs.apply(total, lambda f: f.total, images)
+        folds = convs.apply(folds, lambda f: f.folds, images)
+        # (3, N) traffic by the operand free in r, c, s: the figures are by operand A, B, C
+        dram_read = convs.apply(dram_read, lambda f: _by_free(f.read), images)
+        dram_write = convs.apply(dram_write, lambda f: _by_free(f.write), images)
+        sram_read = convs.apply(sram_read, lambda f: _by_free(f.sram_read), images)
+        sram_write = convs.apply(sram_write, lambda f: _by_free(f.sram_write), images)
+        tile = convs.apply(tile, lambda f: f.tile, np.ones(nd * no))
+        feasible = feasible.copy()
+        for e in convs.figures:
+            feasible[e] = True
+        for e in convs.infeasible:
+            feasible[e] = False
     depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     clock_ok = d.clock_mhz <= f_max
     vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
     # (nd, no) against (nd, 1): the powers of two per design, broadcast over its ops
     k = p.gemm[1].reshape(shape)
-    overflow = tiling.feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None]).reshape(-1) & rep(clock_ok)
-    ok = tiling.feasible & ~overflow & rep(clock_ok)
+    overflow = feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None]).reshape(-1) & rep(clock_ok)
+    ok = feasible & ~overflow & rep(clock_ok)
     macs = np.tile(ops.macs, nd)
 
     # Energy (pJ): per-access figures at 45 nm times the node's scale (see _energy), times
@@ -185,16 +229,12 @@ def evaluate_block(
     area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
                                d.shadow_stationary, d.double_buffered)
     latency = total / rep(d.clock_mhz * 1e6)
-    dram_read = sched.dram_read * inst
-    dram_write = sched.dram_write * inst
-    sram_read = sched.sram_read * inst
-    sram_write = sched.sram_write * inst
     # The stationary column chain, per PE and fold: plain, R shifts (the WS/IS load, the OS
     # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on
     # average, plus the swap (WS/IS) or capture (OS) into or out of the shadow.
     R_f, C_f = p.R, p.C
     chain_writes = rep(np.where(d.shadow_stationary, (d.rows + 1) / 2 + 1, d.rows))
-    chain_bits = sched.folds * inst * R_f * C_f * chain_writes * rep(np.where(d.dataflow == 1, ab_d, ib_d))
+    chain_bits = folds * R_f * C_f * chain_writes * rep(np.where(d.dataflow == 1, ab_d, ib_d))
     parts = {
         "mac": macs_f * rep(energy.mac_pj(ib_d, ab_d)) * scale,
         "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
@@ -216,8 +256,9 @@ def evaluate_block(
         overflow=overflow.reshape(shape),
         compute_cycles=_zero(compute, ok).reshape(shape),
         total_cycles=_zero(total, ok).reshape(shape),
-        boundary_cycles=_zero(np.where(rep(d.double_buffered), sched.boundary_bound * inst, 0.0), ok).reshape(shape),
-        folds=_zero(sched.folds * inst, ok).reshape(shape),
+        boundary_cycles=_zero(np.where(rep(d.double_buffered) & (convs.path != CHIP), sched.boundary_bound * inst,
+                                       0.0), ok).reshape(shape),
+        folds=_zero(folds, ok).reshape(shape),
         macs=np.where(ok, macs, 0).reshape(shape),
         dram_read=_zero(dram_read, ok).reshape((3,) + shape),
         dram_write=_zero(dram_write, ok).reshape((3,) + shape),
@@ -226,7 +267,7 @@ def evaluate_block(
         energy=energy_parts,
         latency_s=_zero(latency, ok).reshape(shape),
         area_mm2=area_mm2,
-        tile=gemm_tile(p, tiling.t).reshape((3,) + shape),
+        tile=tile.reshape((3,) + shape),
         order=tiling.order.reshape(shape),
         resident=tiling.resident.reshape(shape),
         a_on_chip=(a_chip if a_chip is not None else np.zeros(nd * no, dtype=bool)).reshape(shape) & ok.reshape(shape),
@@ -239,6 +280,7 @@ def evaluate_block(
         _problem=p,
         _names=ops.names,
         _designs=d,
+        _convs=convs,
     )
 
 
@@ -344,6 +386,16 @@ def resident_name(df: int, order: int, resident: bool) -> str:
 def order_names(df: int, order: int) -> str:
     """Loop order of a tiling as GEMM dims outer to inner, e.g. ``"m,n,k"``."""
     return ",".join(_GEMM_DIMS[MAPPED_GEMM[df][x]] for x in ORDERS[order])
+
+
+def _flag(values: np.ndarray | None, n: int) -> np.ndarray:
+    """A per-element flag array, all False for ``None``."""
+    return np.zeros(n, dtype=bool) if values is None else values.astype(bool)
+
+
+def _by_free(values: tuple[float, float, float]) -> tuple[float, ...]:
+    """Per-operand ``(A, B, C)`` figures of a weight-stationary element by its free dims ``(r, c, s)``."""
+    return tuple(values[int(j)] for j in FREE_OPERAND[0])
 
 
 def _zero(values: np.ndarray, ok: np.ndarray) -> np.ndarray:

@@ -39,6 +39,9 @@ class OpResult:
         gemm: ``(m, k, n)`` of one instance; ``tile``: ``(mt, kt, nt)``; ``loop_order``: GEMM
             dims of the tile loops, outer to inner (e.g. ``"m,n,k"``); ``resident``: ``"a"`` or
             ``"b"``, the input held in its buffer as a whole strip (read from DRAM once), or ``""``.
+        conv_path: a conv's path (``perf_model.evaluator.conv_ops``): ``"chip"`` (windows built on
+            chip), ``"host"`` (the host's im2col GEMM; ``conv_note`` says why) or ``"infeasible"``
+            (it does not fit on chip; ``reason`` says why); ``""`` for a GEMM.
         on_chip: on-chip reuse across layers (``perf_model.evaluator.reuse_links``): ``"in"`` (the op before left
             ``A`` in the ifmap), ``"out"`` (the output stays there for the next op), ``"in,out"``,
             or ``""``.
@@ -70,6 +73,8 @@ class OpResult:
     energy_pj: float
     latency_s: float
     energy_breakdown: dict[str, float] = field(default_factory=dict)
+    conv_path: str = ""
+    conv_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The op's entry in ``accel-dse evaluate --json``."""
@@ -80,6 +85,9 @@ class OpResult:
         out["tile"] = {"m": self.tile[0], "k": self.tile[1], "n": self.tile[2], "order": self.loop_order,
                        "resident": self.resident}
         out["on_chip"] = self.on_chip
+        if self.conv_path:
+            out["conv_path"] = self.conv_path
+            out["conv_note"] = self.conv_note
         return out
 
 
@@ -134,6 +142,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
         macs = int(block.macs[0, o])
         m, k, n = (int(v) for v in opa.gemm[:, o])
         mt, kt, nt = (int(v) for v in block.tile[:, 0, o])
+        conv_path, conv_note = block.conv_note(0, o)
         results.append(OpResult(
             name=op_name,
             status="ok" if ok else "overflow" if block.overflow[0, o] else "infeasible",
@@ -159,6 +168,8 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
             energy_pj=float(sum(block.energy[p][0, o] for p in ENERGY_PARTS)),
             latency_s=float(block.latency_s[0, o]),
             energy_breakdown={p: float(block.energy[p][0, o]) for p in ENERGY_PARTS},
+            conv_path=conv_path,
+            conv_note=conv_note,
         ))
     feasible = bool(tot["feasible"][0])
     total_dict: dict[str, Any] = {}

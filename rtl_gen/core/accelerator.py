@@ -25,6 +25,10 @@ export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/col
     move_addr    in   ifmap address width   ifmap word move_we writes (the on-chip MOVE: ifmap and
                                             ofmap lanes must agree)
     host_overlap in   1                     let host writes to ifmap/weight/qparam through while busy
+    window       in   1                     sampled with start: A through the convolution window (WS)
+    in_w .. ky_step  in  (field widths)     sampled with start: the window (accel_dse.commands WINDOW)
+    window_error out  1                     a window run addressed a word outside the ifmap (not read);
+                                            cleared by the next start
     start        in   1                     one-cycle pulse; ignored while busy
     busy         out  1                     high from the cycle after start until done
     done         out  1                     rises when the run ends, stays high until the next start
@@ -88,11 +92,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from accel_dse.commands import store_read_latency
+from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS, store_read_latency
 from accel_dse.config import ArrayConfig, Dataflow
 from rtl_gen.core.array import SystolicArray
 from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
@@ -169,6 +173,10 @@ class Accelerator(wiring.Component):
                 "move_we": In(1),
                 "move_addr": In(lay.ifmap.addr_bits),
                 "host_overlap": In(1),
+                "window": In(1),
+                **{name: In(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
+                   for name in WINDOW_FIELDS},
+                "window_error": Out(1),
                 "start": In(1),
                 "busy": Out(1),
                 "done": Out(1),
@@ -258,6 +266,8 @@ class Accelerator(wiring.Component):
             ctrl.n.eq(self.n),
             ctrl.accumulate.eq(self.accumulate),
             ctrl.a_stride.eq(self.a_stride),
+            ctrl.window.eq(self.window),
+            *(getattr(ctrl, name).eq(getattr(self, name)) for name in WINDOW_FIELDS),
             self.busy.eq(busy),
             self.done.eq(ctrl.done),
             self.cycles.eq(ctrl.cycles),
@@ -270,13 +280,14 @@ class Accelerator(wiring.Component):
         if cfg.shadow_stationary:
             m.d.comb += array.phase.eq(Cat(*(tap[1] for tap in strobes)))
 
+        x_addr, x_en = self._window_reads(m, ctrl, bases["x"], x_geo)
         # Operand buffers, one bank per lane; the host writes a whole word (all banks) at once.
         for role, geo, addr, en, target in (
-            ("x", x_geo, ctrl.x_addr, ctrl.x_en, array.x),
-            ("y", y_geo, ctrl.y_addr, ctrl.y_en, array.y),
+            ("x", x_geo, x_addr, x_en, array.x),
+            ("y", y_geo, (ctrl.y_addr + bases["y"])[:len(ctrl.y_addr)], ctrl.y_en, array.y),
         ):
             host_we = self.host_we & (self.host_sel == HOST_SEL[geo.name]) & (~busy | self.host_overlap)
-            controls = self._lane_controls(m, f"{role}_ctl", Cat((addr + bases[role])[:len(addr)], en), geo.elems)
+            controls = self._lane_controls(m, f"{role}_ctl", Cat(addr, en), geo.elems)
             for lane in range(geo.elems):
                 mem = memory.Memory(shape=geo.bits, depth=geo.mem_depth, init=[])
                 m.submodules[f"{geo.name}_bank{lane}"] = mem
@@ -350,6 +361,26 @@ class Accelerator(wiring.Component):
                 m.d.comb += [update.old[bits].eq(old[0]), self.host_rdata[bits].eq(host[0])]
         self._output_stage(m, busy)
         return m
+
+    def _window_reads(self, m: Module, ctrl: Controller, base: Value, geo: BufferGeometry) -> tuple[Value, Value]:
+        """The x buffer's word address and read enable: the controller's packed address plus the
+        run's base, or, in a window run, the address generator's word plus the base, not read for a
+        pad or a word outside the buffer (that sets ``window_error`` until the next start)."""
+        packed = (ctrl.x_addr + base)[:len(ctrl.x_addr)]
+        if self.config.dataflow is not Dataflow.WS:
+            m.d.comb += self.window_error.eq(0)
+            return packed, ctrl.x_en
+        word = Signal(signed(len(ctrl.x_win_addr) + 1))
+        outside = Signal()
+        m.d.comb += [word.eq(ctrl.x_win_addr + base), outside.eq((word < 0) | (word >= geo.depth))]
+        error = Signal()
+        with m.If(self.start & ~ctrl.busy):
+            m.d.sync += error.eq(0)
+        with m.Elif(ctrl.x_win & ctrl.x_en & ~ctrl.x_pad & outside):
+            m.d.sync += error.eq(1)
+        m.d.comb += self.window_error.eq(error)
+        addr = Mux(ctrl.x_win, word[:len(ctrl.x_addr)], packed)
+        return addr, ctrl.x_en & ~(ctrl.x_win & (ctrl.x_pad | outside))
 
     def _output_stage(self, m: Module, busy: Value) -> None:
         """The qparam buffer and the output stage behind ``host_rdata`` (module docstring)."""

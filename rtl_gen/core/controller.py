@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from accel_dse.commands import FIELDS
+from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS
 from accel_dse.config import Dataflow
 from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS
+from rtl_gen.core.conv_addr import ADDR_BITS as WINDOW_ADDR_BITS
+from rtl_gen.core.conv_addr import ConvAddressGenerator
 from rtl_gen.core.skew import DelayLine
 
 __all__ = ["Controller", "mapped_dims", "A_STRIDE_BITS"]
@@ -75,6 +77,12 @@ class Controller(wiring.Component):
     ``perf_model.timing.run_cycles``; a run with a zero dimension is the SETUP cycle alone.
     Results are added to the old o word (``o_add``, issued with each o read) when
     ``accumulate`` was set at ``start`` or, for WS/IS, in every row-fold after the first.
+
+    Weight stationary, a run started with ``window`` reads its x words through the convolution
+    address generator (``rtl_gen.core.conv_addr``) from the window fields sampled with ``start``:
+    ``x_win`` is high for the run, ``x_win_addr`` the word (relative to ``x_base``, signed) and
+    ``x_pad`` marks a pad (no read). The timing is the same as a packed run's. Other dataflows
+    have no generator (``x_win`` stays low; the sequencer refuses such a run).
     """
 
     def __init__(
@@ -116,6 +124,12 @@ class Controller(wiring.Component):
                 "o_rd_en": Out(1),
                 "o_rd_addr": Out(self.o_addr_bits),
                 "o_add": Out(1),
+                "window": In(1),
+                **{name: In(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
+                   for name in WINDOW_FIELDS},
+                "x_win": Out(1),
+                "x_win_addr": Out(signed(WINDOW_ADDR_BITS)),
+                "x_pad": Out(1),
             }
         )
 
@@ -252,12 +266,27 @@ class Controller(wiring.Component):
             ]
             m.d.sync += [self.shift.eq(load_ok), phase.eq(phase ^ (load_ok & (cnt == 0)))]
 
+        moving = Signal()  # start_stream() and advance() take effect at this edge
+
         def start_stream() -> list[Any]:
             """Statements latching the cursor's fold as the one to stream (WS/IS) or drain (OS)."""
+            m.d.comb += moving.eq(1)
             if os_flow:
                 return [st_obase.eq(base_cr), st_rows.eq(rows_left), dj.eq(rows), st_last.eq(last_fold)]
             return [st_base.eq(base_rs), st_obase.eq(base_cs), st_add.eq(acc_flag | (row_off != 0)),
                     st_last.eq(last_fold)]
+
+        if self.dataflow is Dataflow.WS:
+            m.submodules.window = gen = ConvAddressGenerator()
+            win = Signal()
+            m.d.comb += [
+                *(getattr(gen, name).eq(getattr(self, name)) for name in WINDOW_FIELDS),
+                gen.start.eq(self.start & ~busy), gen.latch.eq(moving), gen.advance.eq(moving),
+                gen.wrap.eq(last_row), gen.step.eq(x_en),
+                self.x_win.eq(win), self.x_win_addr.eq(gen.addr), self.x_pad.eq(gen.pad),
+            ]
+            with m.If(self.start & ~busy):
+                m.d.sync += win.eq(self.window)
 
         is_flow = Const(int(self.dataflow is Dataflow.IS))  # A is y (the stationary operand), else x
         first_phase = "STREAM" if os_flow else "LOAD"

@@ -193,6 +193,7 @@ class ErrorCode(enum.IntEnum):
     DRAM_ADDRESS = 3
     AXI_ERROR = 4
     QUEUE_OVERFLOW = 5
+    CONV_WINDOW = 6
 
 
 _ERROR_DOCS = {
@@ -202,6 +203,8 @@ _ERROR_DOCS = {
     ErrorCode.DRAM_ADDRESS: "a DRAM address out of range or unaligned",
     ErrorCode.AXI_ERROR: "an AXI error response (SLVERR/DECERR) from memory",
     ErrorCode.QUEUE_OVERFLOW: "a program longer than the command queue",
+    ErrorCode.CONV_WINDOW: "a WINDOW command with a zero field, or a window run addressing a word outside the ifmap "
+                           "(not read)",
 }
 
 #: ``ID.MAGIC``: what software reads at offset 0 to recognise the block.

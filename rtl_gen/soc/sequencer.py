@@ -26,7 +26,7 @@ it is not (stall).
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
@@ -38,8 +38,11 @@ from accel_dse.commands import (
     ERROR_DRAM,
     ERROR_OPCODE,
     ERROR_QUEUE,
+    ERROR_WINDOW,
     FIELDS,
     MAX_AXI_DATA_BYTES,
+    SIGNED_WINDOW_FIELDS,
+    WINDOW_FIELDS,
     Buffer,
     Opcode,
     queue_entry_commands,
@@ -73,11 +76,19 @@ class Sequencer(wiring.Component):
         max_beats: the DMA's ``beats`` range.
         can_move: the design can ``MOVE`` (ifmap and ofmap words have equal lanes); else a
             ``MOVE`` is ``ERROR_OPCODE``.
+        can_window: the array has the convolution address generator (weight stationary); else a
+            ``RUN`` with ``window`` is ``ERROR_OPCODE``.
+
+    A ``WINDOW`` command writes the window registers (passed to every ``RUN``, which latches them
+    at its start) in its decode cycle and takes no unit; one with a zero ``stride``,
+    ``dilation``, ``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w`` is ``ERROR_WINDOW``, and so
+    is a run's ``window_error`` (it read no word outside the ifmap), seen at the next decode or
+    at the end.
     """
 
     def __init__(self, *, data_bytes: int, depth: int, load_beats: tuple[int, int, int, int],
                  store_beats: tuple[int, int], depths: tuple[int, int, int, int], buf_addr_bits: int,
-                 max_beats: int, can_move: bool = True) -> None:
+                 max_beats: int, can_move: bool = True, can_window: bool = False) -> None:
         if data_bytes > MAX_AXI_DATA_BYTES:
             raise ConfigError(f"AXI data bytes must be at most {MAX_AXI_DATA_BYTES}, not {data_bytes}")
         self.data_bytes = data_bytes
@@ -86,6 +97,7 @@ class Sequencer(wiring.Component):
         self.store_beats = store_beats
         self.depths = depths
         self.can_move = can_move
+        self.can_window = can_window
         self.per_entry = queue_entry_commands(data_bytes)  # commands per queue entry (P)
         self.cmd_beats = max(1, COMMAND_BYTES // data_bytes)  # beats per queue entry
         transfer = {
@@ -109,6 +121,9 @@ class Sequencer(wiring.Component):
             "run": Out(wiring.Signature({
                 "start": Out(1), "m": Out(32), "k": Out(32), "n": Out(32), "accumulate": Out(1), "a_stride": Out(24),
                 "x_base": Out(32), "y_base": Out(32), "o_base": Out(32), "busy": In(1),
+                "window": Out(1), "window_error": In(1),
+                **{name: Out(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
+                   for name in WINDOW_FIELDS},
             })),
         })
 
@@ -130,6 +145,11 @@ class Sequencer(wiring.Component):
         dma_busy = self.ld.busy | self.st.busy | self.mv.busy
         run_busy = self.run.busy
         axi_err = (self.ld.axi_error & ~self.ld.busy) | (self.st.axi_error & ~self.st.busy)
+        win_err = self.run.window_error & ~run_busy
+        is_window = op == Opcode.WINDOW
+        window_bad = Cat(*(_field(cmd, name) == 0 for name in ("stride_h", "stride_w", "dilation_h", "dilation_w", "kw",
+                                                                "cblocks", "in_w", "in_h", "out_w"))).any()
+        window_run_bad = (op == Opcode.RUN) & _field(cmd, "window") & int(not self.can_window)
         low = exact_log2(self.data_bytes)
 
         def misaligned(*values: Signal) -> Signal:
@@ -165,6 +185,7 @@ class Sequencer(wiring.Component):
             | ((op == Opcode.SYNC) & (dma_busy | run_busy))
             | (_field(cmd, "wait_dma") & dma_busy) | (_field(cmd, "wait_run") & run_busy))
 
+        window_we = Signal()  # a WINDOW command is issued this cycle
         error_code = Signal(4)
         m.d.comb += self.error_code.eq(error_code)
         running = Signal()
@@ -195,7 +216,15 @@ class Sequencer(wiring.Component):
             self.run.a_stride.eq(_field(cmd, "a_stride")),
             *(getattr(self.mv, name).eq(_field(cmd, name)) for name in MOVE_FIELDS),
             self.run.y_base.eq(_field(cmd, "y_base")), self.run.o_base.eq(_field(cmd, "o_base")),
+            self.run.window.eq(_field(cmd, "window")),
         ]
+        for name in WINDOW_FIELDS:  # the window registers, written by WINDOW commands
+            reg = Signal.like(getattr(self.run, name), name=f"window_{name}")
+            m.d.comb += getattr(self.run, name).eq(reg)
+            with m.If(self.start & ~running):
+                m.d.sync += reg.eq(0)
+            with m.Elif(window_we):
+                m.d.sync += reg.eq(_field(cmd, name))
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
@@ -231,7 +260,10 @@ class Sequencer(wiring.Component):
                 with m.If(axi_err):
                     m.d.sync += fail(ERROR_AXI)
                     m.next = "FAIL"
-                with m.Elif((op == 0) | (op > Opcode.MOVE) | (is_move & int(not self.can_move))):
+                with m.Elif(win_err | (is_window & window_bad)):
+                    m.d.sync += fail(ERROR_WINDOW)
+                    m.next = "FAIL"
+                with m.Elif((op == 0) | (op > Opcode.WINDOW) | (is_move & int(not self.can_move)) | window_run_bad):
                     m.d.sync += fail(ERROR_OPCODE)
                     m.next = "FAIL"
                 with m.Elif((is_transfer & (out_of_range | store_bad)) | (is_move & move_bad)):
@@ -242,7 +274,8 @@ class Sequencer(wiring.Component):
                     m.next = "FAIL"
                 with m.Elif(~blocked):
                     m.d.comb += [self.ld.start.eq(op == Opcode.LOAD), self.st.start.eq(op == Opcode.STORE),
-                                 self.run.start.eq(op == Opcode.RUN), self.mv.start.eq(is_move)]
+                                 self.run.start.eq(op == Opcode.RUN), self.mv.start.eq(is_move),
+                                 window_we.eq(is_window)]
                     with m.If((op == Opcode.STORE) | is_move):
                         m.d.sync += self.q_base.eq(_field(cmd, "q_base"))
                     with m.If(is_transfer):
@@ -254,6 +287,9 @@ class Sequencer(wiring.Component):
             with m.State("DRAIN"):
                 with m.If(axi_err):
                     m.d.sync += fail(ERROR_AXI)
+                    m.next = "FAIL"
+                with m.Elif(win_err):
+                    m.d.sync += fail(ERROR_WINDOW)
                     m.next = "FAIL"
                 with m.Elif(~dma_busy & ~run_busy):
                     m.d.comb += self.done.eq(1)

@@ -29,7 +29,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from accel_dse import commands
-from accel_dse.commands import QUEUE_DEPTH, Buffer, axi_data_bytes, dram_lane_bytes
+from accel_dse.commands import QUEUE_DEPTH, WINDOW_FIELDS, Buffer, axi_data_bytes, dram_lane_bytes
 from accel_dse.config import ArrayConfig, Dataflow
 from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.output_stage import param_fields
@@ -127,7 +127,8 @@ class AxiAccelerator(wiring.Component):
         m.submodules.seq = seq = Sequencer(
             data_bytes=self.data_bytes, depth=self.queue_depth,
             load_beats=(b["ifmap"], b["weight"], b["ofmap"], b["qparam"]), store_beats=(b["ofmap"], b["requant"]),
-            depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats, can_move=core.can_move)
+            depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats, can_move=core.can_move,
+            can_window=cfg.dataflow is Dataflow.WS)
         m.submodules.move = mv = MoveEngine(latency=STORE_LATENCIES[1], src_bits=addr_bits, dst_bits=addr_bits)
 
         # AXI: the load engine drives AR/R, the store engine AW/W/B.
@@ -165,7 +166,8 @@ class AxiAccelerator(wiring.Component):
         m.d.comb += [core.start.eq(run.start), core.m.eq(run.m), core.k.eq(run.k), core.n.eq(run.n),
                      core.accumulate.eq(run.accumulate), core.x_base.eq(run.x_base), core.y_base.eq(run.y_base),
                      core.o_base.eq(run.o_base), core.a_stride.eq(run.a_stride), run.busy.eq(core.busy),
-                     core.host_overlap.eq(1)]
+                     core.host_overlap.eq(1), core.window.eq(run.window), run.window_error.eq(core.window_error),
+                     *(getattr(core, name).eq(getattr(run, name)) for name in WINDOW_FIELDS)]
 
         # The core's host port is the DMA's: loads write, stores and moves read (one transfer at a
         # time); a move writes the ifmap through its own port.
@@ -216,7 +218,7 @@ def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], 
     depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
     seq = {"data_bytes": soc.data_bytes, "depth": 2, "load_beats": (b["ifmap"], b["weight"], b["ofmap"], b["qparam"]),
            "store_beats": (b["ofmap"], b["requant"]), "depths": depths, "buf_addr_bits": common["buf_addr_bits"],
-           "max_beats": soc.max_beats, "can_move": soc.core.can_move}
+           "max_beats": soc.max_beats, "can_move": soc.core.can_move, "can_window": config.dataflow is Dataflow.WS}
     move = {"latency": STORE_LATENCIES[1], "src_bits": common["buf_addr_bits"], "dst_bits": common["buf_addr_bits"]}
     csr = {"rows": config.rows, "cols": config.cols, "dataflow": config.dataflow, "axi_data_bytes": soc.data_bytes,
            "ifmap_depth": lay.ifmap.depth, "weight_depth": lay.weight.depth, "ofmap_depth": lay.ofmap.depth,

@@ -135,10 +135,14 @@ def test_memory_bound_fc_on_a_large_array():
 def test_compute_bound_conv_has_few_stalls_with_enough_bandwidth():
     conv = Conv2d(n=8, h=28, w=28, c_in=256, c_out=256, kh=3, kw=3, pad_h=1, pad_w=1, name="conv")
     edge = dataclasses.replace(load_preset("edge"), dram="none")  # per-cycle bandwidth alone, no part's GB/s cap
-    slow = perf_model.evaluate_op(dataclasses.replace(edge, dram_bytes_per_cycle=2.0), conv)
-    fast = perf_model.evaluate_op(dataclasses.replace(edge, dram_bytes_per_cycle=32.0), conv)
-    huge = perf_model.evaluate_op(dataclasses.replace(edge, dram_bytes_per_cycle=1e5), conv)
+    im2col = conv.to_gemm()  # the host's im2col GEMM (a WS design runs the conv itself on chip)
+    slow = perf_model.evaluate_op(dataclasses.replace(edge, dram_bytes_per_cycle=2.0), im2col)
+    fast = perf_model.evaluate_op(dataclasses.replace(edge, dram_bytes_per_cycle=32.0), im2col)
+    huge = perf_model.evaluate_op(dataclasses.replace(edge, dram_bytes_per_cycle=1e5), im2col)
     assert slow.stall_cycles > 0.1 * slow.compute_cycles
+    on_chip = perf_model.evaluate_op(dataclasses.replace(edge, dram_bytes_per_cycle=2.0), conv)
+    assert on_chip.conv_path == "chip" and on_chip.dram_read_bytes < slow.dram_read_bytes / 2
+    assert on_chip.stall_cycles < slow.stall_cycles  # the image crosses DRAM about once, not 9 times
     assert fast.stall_cycles < 0.05 * fast.compute_cycles  # fetch, first loads, last store, issue
     # Bandwidth beyond the AXI bus (at most 32 bytes) buys nothing: the RTL moves one beat a cycle.
     assert huge.total_cycles == fast.total_cycles

@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 from amaranth.sim import Simulator
 
+from accel_dse.commands import WINDOW_FIELDS
 from accel_dse.config import ArrayConfig, Dataflow
 from rtl_gen import HOST_SEL, Accelerator, Fault
 
@@ -208,7 +209,8 @@ def iverilog_testbench(config: ArrayConfig, top: str, a: np.ndarray, b: np.ndarr
         "    .host_wdata(host_wdata), .host_we(host_we), .host_rdata(host_rdata), .m(m), .k(k), .n(n),",
         "    .accumulate(accumulate), .start(start), .busy(busy), .done(done), .cycles(cycles),",
         "    .x_base(0), .y_base(0), .o_base(0), .host_overlap(1'b0), .host_qsel(0), .a_stride(0), .move_we(1'b0),",
-        "    .move_addr(0));",
+        "    .move_addr(0), .window(1'b0), "
+        + ", ".join(f".{name}(0)" for name in WINDOW_FIELDS) + ");",
         "  always #5 clk = ~clk;",
         "  initial begin",
         "    @(negedge clk); @(negedge clk); rst = 0;",

@@ -92,7 +92,17 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
     W = prog.data_bytes
     image = program_image(prog, tensors)
     image = np.concatenate([image, np.zeros(dram_extra + (-(len(image) + dram_extra)) % W, np.uint8)])
-    dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=queue_depth,
+    return run_image(config, prog, image, latency=latency, limit=limit, queue_len=queue_len,
+                     queue_base=queue_base, stall_seed=stall_seed, queue_depth=queue_depth, rate=rate)
+
+
+def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, latency: int = 7, limit: int = 400_000,
+              queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0, queue_depth: int = 256,
+              rate: Fraction | None = None, fault: Any = None) -> SocRun:
+    """Run ``prog`` from the DRAM ``image`` (bytes, a whole number of beats) on the SoC; the counters,
+    the DRAM after it and the walk's timing (:func:`run_soc`). ``fault``: a PE fault (``rtl_gen.Fault``)."""
+    W = prog.data_bytes
+    dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=queue_depth, fault=fault,
                     stall_seed=stall_seed, rate=None if rate is None else (rate.numerator, rate.denominator))
     if len(prog.chunks) > 1:
         model = gemm_program_cycles(config, prog, latency=latency, rate=rate)

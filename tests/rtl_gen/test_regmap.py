@@ -60,7 +60,7 @@ def test_bits_of_the_flag_registers():
     }
     codes = {code: value for code, value, _ in CONTROL_REGMAP["ERROR_CODE"].field("CODE").enum}
     assert codes == {"NONE": 0, "BAD_OPCODE": 1, "BUFFER_RANGE": 2, "DRAM_ADDRESS": 3, "AXI_ERROR": 4,
-                     "QUEUE_OVERFLOW": 5}
+                     "QUEUE_OVERFLOW": 5, "CONV_WINDOW": 6}
 
 
 def _defines(text: str) -> dict[str, int]:

@@ -27,6 +27,10 @@ EXPORT_DIR = Path(os.environ.get("ACCEL_EXPORT_DIR", str(Path(__file__).resolve(
 PERIOD_NS = 10
 
 
+#: The convolution window inputs of the core (driven 0: this testbench runs packed GEMMs).
+WINDOW_PORTS = ("window", "in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", "dilation_w", "kw", "pad_top",
+                "pad_left", "cblocks", "origin", "px_step", "row_step_w", "kx_step", "ky_step")
+
 class CheckFailed(Exception):
     """The design computed a wrong value or took another number of cycles."""
 
@@ -104,7 +108,8 @@ class Port:
     async def reset(self) -> None:
         dut = self.dut
         for name in ("host_sel", "host_addr", "host_wdata", "host_we", "m", "k", "n", "accumulate", "start",
-                     "x_base", "y_base", "o_base", "host_overlap", "host_qsel", "a_stride", "move_we", "move_addr"):
+                     "x_base", "y_base", "o_base", "host_overlap", "host_qsel", "a_stride", "move_we", "move_addr",
+                     *WINDOW_PORTS):
             getattr(dut, name).value = 0
         dut.rst.value = 1
         await ClockCycles(dut.clk, 2, rising=False)

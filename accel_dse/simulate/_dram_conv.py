@@ -1,0 +1,71 @@
+"""A conv op from NHWC activations in DRAM (``simulate``'s DRAM path, weight-stationary designs).
+
+Each image of the op is one program of ``perf_model.compiler.conv.compile_conv``: its DRAM
+image holds the NHWC input (not an im2col matrix) and the weights in the runs' order; the RTL
+builds the windows. Expected output: ``workloads.conv_nhwc_reference`` (``lax.conv_general_dilated``
+over every group at once), row ``(out_y, out_x)``, column the output channel. Expected cycles:
+the walk of that program, once per image.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ModelError, SimulationError
+from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
+
+__all__ = ["on_chip_conv", "conv_instances"]
+
+
+def on_chip_conv(design: ArrayConfig, name: str, op: Any, chained: bool) -> str:
+    """How ``simulate`` runs ``op``: ``""`` (not a conv, or in a chained network, whose links are
+    GEMM-shaped: as today), ``"chip"`` (windows built on chip) or the reason the host builds the
+    im2col ``A`` (``perf_model.compiler.conv.conv_path``, the model's choice).
+
+    Raises:
+        SimulationError: the conv does not fit on chip (the reason names the op and its words).
+    """
+    from perf_model.compiler.conv import conv_path
+    from workloads.ops import Conv2d
+
+    if not isinstance(op, Conv2d) or chained:
+        return ""
+    path, why = conv_path(design, op, requant=op.requant is not None)
+    if path == "infeasible":
+        raise SimulationError(f"op {name!r}: design {design.short_name()} cannot run the conv on chip: {why}")
+    return "chip" if path == "chip" else why
+
+
+def conv_instances(design: ArrayConfig, name: str, op: Any, seed: int, scale: float, latency: int
+                   ) -> tuple[Any, Any, np.ndarray, list[np.ndarray], Any]:
+    """``(program, walk timing, expected (images, pixels, c_out), DRAM images, the GEMM the report
+    shows)`` of the first ``ceil(n * scale)`` images of conv ``op``.
+
+    Raises:
+        SimulationError: the design cannot run the conv (the compiler's reason, naming the op).
+    """
+    import perf_model
+    import workloads
+    from perf_model.compiler.conv import compile_conv, conv_weight_matrix
+
+    try:
+        program = compile_conv(design, op, requant=op.requant is not None)
+    except ModelError as exc:
+        raise SimulationError(f"op {name!r}: {exc}") from exc
+    timing = perf_model.gemm_program_cycles(design, program, latency=latency, rate=perf_model.dram_rate(design))
+    x, w, out = workloads.conv_nhwc_reference(op, seed, bits=design.input_bits)
+    images = max(1, math.ceil(op.n * scale))
+    pixels = op.out_h * op.out_w
+    b = pack_tensor(program.tensors["b"], conv_weight_matrix(op, program, design.rows, w))
+    extra = {}
+    if op.requant is not None:
+        extra["q"] = pack_qparam_lanes(program.tensors["q"], qparam_fields(op.requant, op.c_out))
+    dram = [program_image(program, {"a": pack_tensor(program.tensors["a"], x[i].reshape(op.h * op.w, op.c_in)),
+                                    "b": b, **extra}) for i in range(images)]
+    expected = np.asarray(out[:images]).astype(np.int64).reshape(images, pixels, op.c_out)
+    gemm = workloads.Gemm(m=pixels, k=max(t[3] for t in program.runs), n=op.c_out, name=op.name)
+    return program, timing, expected, dram, gemm

@@ -1,0 +1,88 @@
+"""The figures of one conv image on chip, from its program (the evaluator's conv scorer).
+
+``perf_model.evaluator.conv_ops`` puts these in place of the host's im2col GEMM for every conv a
+design runs on chip; ``perf_model`` registers :func:`conv_figures` with it at import. The
+figures are the program's own: ``compile_conv`` with the tiling its search picks, the walk's
+cycles (``gemm_program_cycles`` at the design's DRAM pacing, as ``simulate`` expects them) and
+the bytes of its transfers. A sweep meets a design once per conv, so they are cached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from accel_dse.commands import Buffer, Opcode, dram_word_bytes
+from accel_dse.config import ArrayConfig
+from perf_model.compiler.conv import ConvProgram, compile_conv, conv_served, conv_tiling
+from perf_model.evaluator.conv_ops import ConvFigures
+from perf_model.program_timing import dram_rate, gemm_program_cycles
+from workloads.ops import Conv2d
+
+__all__ = ["conv_figures", "program_bytes"]
+
+
+def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, int]:
+    """DRAM bytes ``(ifmap read, weights read, output written)`` of a program's transfers (the
+    output stage's parameters and the fetch excluded, as the model counts a GEMM's)."""
+    words = dram_word_bytes(config.rows, config.cols, False, config.input_bits, config.acc_bits)
+    out = [0, 0, 0]
+    for c in program.commands:
+        if c.opcode == Opcode.LOAD and c["buffer"] in (Buffer.IFMAP, Buffer.WEIGHT):
+            out[int(c["buffer"])] += c["rows"] * c["words"] * words[("ifmap", "weight")[c["buffer"]]]
+        elif c.opcode == Opcode.STORE and c["buffer"] == Buffer.OFMAP:
+            out[2] += c["rows"] * c["words"] * words["requant" if c["requant"] else "ofmap"]
+    return out[0], out[1], out[2]
+
+
+def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures | str:
+    """One image of ``conv`` on ``config``, or the reason the design builds no windows."""
+    why = conv_served(config)
+    if why:
+        return why
+    one = dataclasses.replace(conv, n=1)
+    # The program and its walk depend on the design through these fields and the DRAM pacing only
+    # (not the node, nor the clock and DRAM part but through the pacing): designs of a sweep that
+    # differ elsewhere share the figures.
+    key = (tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY),
+           dram_rate(config), one, requant)
+    figures = _CACHE.get(key)
+    if figures is None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        figures = _CACHE[key] = _figures(config, one, requant)
+    return figures
+
+
+_PACING_ONLY = ("tech_nm", "clock_mhz", "dram")  # design fields a program sees through dram_rate only
+_CACHE: dict[tuple[object, ...], ConvFigures] = {}
+_CACHE_SIZE = 1 << 14
+
+
+def _figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures:
+    tiling = conv_tiling(config, conv, requant=requant)
+    if not tiling.feasible:
+        return ConvFigures(False, tiling.reason)
+    program = compile_conv(config, conv, requant=requant, tiling=tiling)
+    walk = gemm_program_cycles(config, program, rate=dram_rate(config))
+    a, b, c = program_bytes(config, program)
+    R, C = config.rows, config.cols
+    ib, acc = config.input_bits / 8, config.acc_bits / 8
+    folds = 0
+    sram_a = sram_b = c_write = c_read = 0.0
+    for m0, m1, k0, k1, n0, n1, accumulate in program.runs:
+        m, k, n = m1 - m0, k1 - k0, n1 - n0
+        rf, cf = math.ceil(k / R), math.ceil(n / C)
+        folds += rf * cf
+        sram_a += m * k * ib * cf  # streamed once per column fold
+        sram_b += k * n * ib  # the stationary tile, once a run
+        c_write += m * n * acc * rf  # each row fold writes the partial sums ...
+        c_read += m * n * acc * (rf - 1 + accumulate)  # ... and reads back all but the first
+    pixels = conv.out_h * conv.out_w * conv.c_out
+    first = program.runs[0]
+    return ConvFigures(
+        True, "", compute=walk.compute, total=walk.total, folds=folds,
+        read=(float(a), float(b), 0.0), write=(0.0, 0.0, float(c)),
+        # every DRAM byte crosses its buffer once: loads written, the output read at acc_bits to leave
+        sram_read=(sram_a, sram_b, c_read + pixels * acc), sram_write=(float(a), float(b), c_write),
+        tile=(first[1] - first[0], first[3] - first[2], first[5] - first[4]))

@@ -1,0 +1,90 @@
+"""The convolution window of a ``WINDOW`` command: its fields, and the walk the RTL makes.
+
+A weight-stationary run with ``window`` set reads its ``A`` from an input band held in the
+ifmap in NHWC order (``accel_dse.commands``, ``WINDOW``). :class:`ConvWindow` holds the fields the
+compiler puts in the command, :meth:`ConvWindow.reads` is the reference of the address walk the
+RTL's address generator (``rtl_gen.core.conv_addr``) makes: one ifmap word (or ``None``, a pad made
+on chip) per streamed row of every row-fold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, Command, Opcode
+from accel_dse.errors import ModelError
+
+__all__ = ["ConvWindow"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvWindow:
+    """The window of one band (pixels, words; see ``accel_dse.commands``).
+
+    Attributes:
+        in_w, in_h: the band's input pixels across and its rows.
+        out_w: output pixels per output row.
+        stride_h, stride_w, dilation_h, dilation_w, kw: the kernel's strides, dilations and width.
+        pad_top, pad_left: rows and columns of padding above and left of the band, as the run's
+            first tap sees them (negative: band rows or columns it skips).
+        cw: ifmap words per pixel in the band.
+        cblocks: channel words a tap reads (row-folds per tap).
+    """
+
+    in_w: int
+    in_h: int
+    out_w: int
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
+    kw: int
+    pad_top: int
+    pad_left: int
+    cw: int
+    cblocks: int
+
+    @property
+    def fields(self) -> dict[str, int]:
+        """The ``WINDOW`` command's fields (``origin`` as a signed number)."""
+        cw = self.cw
+        return {"in_w": self.in_w, "in_h": self.in_h, "out_w": self.out_w, "stride_h": self.stride_h,
+                "stride_w": self.stride_w, "dilation_h": self.dilation_h, "dilation_w": self.dilation_w,
+                "kw": self.kw, "pad_top": self.pad_top, "pad_left": self.pad_left, "cblocks": self.cblocks,
+                "origin": -(self.pad_top * self.in_w + self.pad_left) * cw, "px_step": self.stride_w * cw,
+                "row_step_w": self.stride_h * self.in_w * cw, "kx_step": self.dilation_w * cw,
+                "ky_step": self.dilation_h * self.in_w * cw}
+
+    def check(self, what: str) -> None:
+        """Raise ``ModelError`` naming ``what`` and the field when a field does not fit its encoding."""
+        for name, value in self.fields.items():
+            width = FIELDS[name][1]
+            signed = name in SIGNED_WINDOW_FIELDS
+            low, high = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
+            if not low <= value <= high:
+                raise ModelError(f"{what}: the convolution window's {name} must be in {low} .. {high} (its "
+                                 f"{width}-bit field), not {value}")
+
+    def command(self, *, what: str = "conv") -> Command:
+        """The ``WINDOW`` command (fields checked: :meth:`check`)."""
+        self.check(what)
+        fields = dict(self.fields)
+        for name in SIGNED_WINDOW_FIELDS:
+            fields[name] &= (1 << FIELDS[name][1]) - 1
+        return Command.make(Opcode.WINDOW, **fields)
+
+    def read(self, fold: int, s: int) -> int | None:
+        """The word (relative to the run's ``x_base``) row-fold ``fold`` reads for streamed row ``s``,
+        or ``None`` for a pad."""
+        tap, cb = divmod(fold, self.cblocks)
+        ky, kx = divmod(tap, self.kw)
+        oy, ox = divmod(s, self.out_w)
+        iy = oy * self.stride_h + ky * self.dilation_h - self.pad_top
+        ix = ox * self.stride_w + kx * self.dilation_w - self.pad_left
+        if not (0 <= iy < self.in_h and 0 <= ix < self.in_w):
+            return None
+        return (iy * self.in_w + ix) * self.cw + cb
+
+    def reads(self, row_folds: int, col_folds: int, m: int) -> list[int | None]:
+        """Every read of a run of ``row_folds x col_folds`` folds streaming ``m`` rows, in order."""
+        return [self.read(f, s) for _ in range(col_folds) for f in range(row_folds) for s in range(m)]

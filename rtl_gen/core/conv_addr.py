@@ -1,0 +1,106 @@
+"""The convolution address generator: the ifmap word of each streamed row of a window run.
+
+A weight-stationary run with ``window`` set (``accel_dse.commands``, ``WINDOW``) streams its
+``A`` from an NHWC input band instead of packed rows. This unit follows the controller's fold
+cursor and stream and gives, for every x read, the word address (relative to the run's
+``x_base``, two's complement) and whether the read is a pad (no read; the lanes are zero).
+Reference: ``perf_model.compiler.conv_window.ConvWindow.read``.
+
+Strobes from the controller (all sampled at a clock edge):
+
+* ``start``: a run starts; the window fields on the ports are latched and the cursor is put on
+  row-fold 0 (tap ``(0, 0)``, channel word 0).
+* ``latch``: the cursor's fold becomes the streaming fold; the stream is put on output pixel 0.
+* ``advance`` (with ``wrap``): the cursor moves to the next row-fold, or back to row-fold 0 when
+  ``wrap`` (the last row-fold of a column-fold). ``latch`` takes the cursor before the move.
+* ``step``: the stream moves to the next output pixel (``latch`` wins).
+
+Only adders, counters and comparators: the cursor keeps ``(cb, kx)``, the first input pixel of
+its tap ``(iy0, ix0)`` and the word of its tap; the stream keeps ``ox``, ``(iy, ix)`` and the
+words of the pixel and of its output row's first pixel.
+"""
+
+from __future__ import annotations
+
+from amaranth import Module, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS
+
+__all__ = ["ConvAddressGenerator", "ADDR_BITS", "COORD_BITS"]
+
+#: Width of the signed word addresses the generator keeps.
+ADDR_BITS = 40
+#: Width of the signed pixel coordinates it keeps.
+COORD_BITS = 24
+
+
+class ConvAddressGenerator(wiring.Component):
+    """See the module docstring. Ports: one input per ``WINDOW`` field (``origin`` signed),
+    ``start``, ``latch``, ``advance``, ``wrap``, ``step``; outputs ``addr`` (signed) and ``pad``."""
+
+    def __init__(self) -> None:
+        ports = {name: In(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
+                 for name in WINDOW_FIELDS}
+        super().__init__({
+            **ports, "start": In(1), "latch": In(1), "advance": In(1), "wrap": In(1), "step": In(1),
+            "addr": Out(signed(ADDR_BITS)), "pad": Out(1),
+        })
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        f = {name: Signal.like(getattr(self, name), name=f"w_{name}") for name in WINDOW_FIELDS}
+        with m.If(self.start):
+            m.d.sync += [f[name].eq(getattr(self, name)) for name in WINDOW_FIELDS]
+
+        def coord() -> Signal:
+            return Signal(signed(COORD_BITS))
+
+        def word() -> Signal:
+            return Signal(signed(ADDR_BITS))
+
+        # The cursor (the next fold to stream).
+        cb = Signal(FIELDS["cblocks"][1])
+        kx = Signal(FIELDS["kw"][1])
+        iy0, ix0 = coord(), coord()
+        row_word, tap_word = word(), word()
+
+        def home(src: dict[str, Signal]) -> list:
+            """The cursor on row-fold 0 from the fields ``src``."""
+            return [cb.eq(0), kx.eq(0), iy0.eq(-src["pad_top"]), ix0.eq(-src["pad_left"]),
+                    row_word.eq(src["origin"]), tap_word.eq(src["origin"])]
+
+        ports = {name: getattr(self, name) for name in WINDOW_FIELDS}
+        with m.If(self.start):
+            m.d.sync += home(ports)
+        with m.Elif(self.advance):
+            with m.If(self.wrap):
+                m.d.sync += home(f)
+            with m.Elif(cb + 1 != f["cblocks"]):
+                m.d.sync += cb.eq(cb + 1)
+            with m.Elif(kx + 1 != f["kw"]):
+                m.d.sync += [cb.eq(0), kx.eq(kx + 1), ix0.eq(ix0 + f["dilation_w"]),
+                             tap_word.eq(tap_word + f["kx_step"])]
+            with m.Else():
+                m.d.sync += [cb.eq(0), kx.eq(0), ix0.eq(-f["pad_left"]), iy0.eq(iy0 + f["dilation_h"]),
+                             row_word.eq(row_word + f["ky_step"]), tap_word.eq(row_word + f["ky_step"])]
+
+        # The stream (the fold streaming, at its current output pixel).
+        ox = Signal(FIELDS["out_w"][1])
+        iy, ix, ix_first = coord(), coord(), coord()
+        px_word, line_word = word(), word()
+        with m.If(self.latch):
+            m.d.sync += [ox.eq(0), iy.eq(iy0), ix.eq(ix0), ix_first.eq(ix0), px_word.eq(tap_word + cb),
+                         line_word.eq(tap_word + cb)]
+        with m.Elif(self.step):
+            with m.If(ox + 1 == f["out_w"]):
+                m.d.sync += [ox.eq(0), iy.eq(iy + f["stride_h"]), ix.eq(ix_first),
+                             line_word.eq(line_word + f["row_step_w"]), px_word.eq(line_word + f["row_step_w"])]
+            with m.Else():
+                m.d.sync += [ox.eq(ox + 1), ix.eq(ix + f["stride_w"]), px_word.eq(px_word + f["px_step"])]
+        m.d.comb += [
+            self.addr.eq(px_word),
+            self.pad.eq((iy < 0) | (iy >= f["in_h"]) | (ix < 0) | (ix >= f["in_w"])),
+        ]
+        return m

@@ -1,0 +1,183 @@
+"""The conv compiler's model side: DRAM bytes equal the program's transfers, the closed form equals
+the run-by-run count, the path choice and its reasons, bad geometry refused with one reason."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from accel_dse.commands import Buffer, Opcode, dram_word_bytes
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ModelError
+from perf_model.compiler.conv import (
+    ConvTiling,
+    _dram_bytes,
+    _Geometry,
+    _levels,
+    _tap_levels,
+    _walk_bytes,
+    compile_conv,
+    conv_path,
+    conv_tiling,
+)
+from workloads.ops import Conv2d
+
+
+def _random(rng: random.Random) -> tuple[ArrayConfig, Conv2d]:
+    kh, kw = rng.choice([1, 3, 5]), rng.choice([1, 3, 7])
+    groups = rng.choice([1, 1, 2, 3])
+    dil = rng.choice([1, 2])
+    conv = Conv2d(n=1, h=rng.randint(dil * (kh - 1) + 1, 12), w=rng.randint(kw, 12), c_in=groups * rng.randint(1, 7),
+                  c_out=groups * rng.randint(1, 6), kh=kh, kw=kw, stride_h=rng.randint(1, 2),
+                  stride_w=rng.randint(1, 3),
+                  pad_h=rng.randint(0, kh // 2), pad_w=rng.randint(0, kw // 2), pad_w_hi=rng.randint(0, kw // 2),
+                  dilation_h=dil, groups=groups)
+    config = ArrayConfig(rows=rng.choice([2, 4, 8]), cols=rng.choice([2, 4]), dataflow="ws", ifmap_sram_kib=1,
+                         weight_sram_kib=1, ofmap_sram_kib=2, double_buffered=rng.random() < 0.5)
+    return config, conv
+
+
+def _transfer_bytes(config: ArrayConfig, program) -> int:
+    words = dram_word_bytes(config.rows, config.cols, False, config.input_bits, config.acc_bits)
+    total = 0
+    for c in program.commands:
+        if c.opcode == Opcode.LOAD and c["buffer"] != Buffer.QPARAM:
+            total += c["rows"] * c["words"] * words[("ifmap", "weight")[c["buffer"]]]
+        elif c.opcode == Opcode.STORE:
+            total += c["rows"] * c["words"] * words["requant" if c["requant"] else "ofmap"]
+    return total
+
+
+def test_the_tilings_dram_bytes_are_the_programs_transfers():
+    rng = random.Random(7)
+    checked = 0
+    while checked < 120:
+        config, conv = _random(rng)
+        requant = rng.random() < 0.5
+        tiling = conv_tiling(config, conv, requant=requant)
+        if not tiling.feasible:
+            continue
+        program = compile_conv(config, conv, requant=requant)
+        assert tiling.dram_bytes == _transfer_bytes(config, program), (config, conv)
+        # the image crosses DRAM as itself: its bytes at most once per filter tile and channel block
+        checked += 1
+
+
+def test_the_closed_form_bytes_equal_the_run_by_run_count():
+    rng = random.Random(3)
+    for _ in range(200):
+        config, conv = _random(rng)
+        g = _Geometry(config, conv)
+        t = ConvTiling("ok", "", rng.choice(_levels(g.out_h)), rng.choice(_levels(g.N, min(g.C, g.N))),
+                       rng.choice(_levels(g.words)), rng.choice(_tap_levels(conv.kh, conv.kw)),
+                       rng.choice(["mn", "nm"]))
+        for requant in (False, True):
+            assert _dram_bytes(g, t, requant) == _walk_bytes(g, t, requant), (conv, t)
+
+
+def test_a_3x3_conv_reads_its_image_about_once_not_nine_times():
+    conv = Conv2d(n=1, h=16, w=16, c_in=16, c_out=16, kh=3, kw=3, pad_h=1, pad_w=1)
+    config = ArrayConfig(rows=8, cols=8, dataflow="ws", ifmap_sram_kib=8, weight_sram_kib=8, ofmap_sram_kib=8)
+    program = compile_conv(config, conv)
+    band_bytes = sum(c["rows"] * c["words"] * 8 for c in program.commands
+                     if c.opcode == Opcode.LOAD and c["buffer"] == Buffer.IFMAP)
+    image = 16 * 16 * 16
+    assert image <= band_bytes < 1.5 * image  # halo rows only, against 9x for the im2col A
+
+
+def test_a_band_that_does_not_fit_is_infeasible_naming_the_op_and_its_words():
+    conv = Conv2d(n=1, h=8, w=600, c_in=4, c_out=4, kh=3, kw=3, pad_h=1, pad_w=1, name="wide")
+    config = ArrayConfig(rows=4, cols=4, dataflow="ws", ifmap_sram_kib=1, weight_sram_kib=1, ofmap_sram_kib=1)
+    tiling = conv_tiling(config, conv)
+    assert not tiling.feasible
+    assert "wide" in tiling.reason and "1800 ifmap words" in tiling.reason  # 3 rows x 600 pixels x 1 word
+    assert conv_path(config, conv)[0] == "infeasible"
+    with pytest.raises(ModelError, match="wide"):
+        compile_conv(config, conv)
+
+
+def test_a_window_field_beyond_its_encoding_is_refused_naming_the_field():
+    conv = Conv2d(n=1, h=40, w=40, c_in=4, c_out=4, kh=2, kw=2, stride_h=20, stride_w=20, name="big_stride")
+    config = ArrayConfig(rows=4, cols=4, dataflow="ws", ifmap_sram_kib=16, weight_sram_kib=4, ofmap_sram_kib=4)
+    with pytest.raises(ModelError, match=r"big_stride.*stride_h must be in 0 \.\. 15.*not 20"):
+        compile_conv(config, conv)
+
+
+@pytest.mark.parametrize("dataflow", ["os", "is"])
+def test_other_dataflows_keep_the_hosts_im2col_and_say_so(dataflow):
+    conv = Conv2d(n=1, h=8, w=8, c_in=4, c_out=4, kh=3, kw=3, pad_h=1, pad_w=1)
+    config = ArrayConfig(rows=4, cols=4, dataflow=dataflow)
+    path, reason = conv_path(config, conv)
+    assert path == "host" and "weight-stationary" in reason and dataflow.upper() in reason
+    with pytest.raises(ModelError, match="weight-stationary"):
+        compile_conv(config, conv)
+
+
+def test_few_channels_on_many_rows_go_to_the_host_with_the_reason():
+    stem = Conv2d(n=1, h=64, w=64, c_in=3, c_out=16, kh=7, kw=7, stride_h=2, stride_w=2, pad_h=3, pad_w=3,
+                  name="stem")
+    config = ArrayConfig(rows=32, cols=32, dataflow="ws")
+    path, reason = conv_path(config, stem)
+    assert path == "host" and "stem: the host's im2col GEMM takes" in reason and "windows on chip" in reason
+    deep = Conv2d(n=1, h=16, w=16, c_in=64, c_out=64, kh=3, kw=3, pad_h=1, pad_w=1)
+    assert conv_path(config, deep) == ("chip", "")
+
+
+def _every_tiling(g: _Geometry) -> tuple[list[ConvTiling], int]:
+    """Every tiling of the compiler's families, not only the search's powers of two, and the most
+    channel words a filter tile reads."""
+    cv = g.conv
+    taps = sorted({*range(1, cv.kw + 1), *(r * cv.kw for r in range(1, cv.kh + 1))})
+    most = max(g.filter_words(n0, min(n0 + g.cpo, g.N))[1] - g.filter_words(n0, min(n0 + g.cpo, g.N))[0]
+               for n0 in range(0, g.N, g.cpo))
+    most = max(most, g.filter_words(0, g.N)[1] - g.filter_words(0, g.N)[0])
+    filters = sorted({*range(min(g.C, g.N), g.N, g.C), g.N})
+    return [ConvTiling("ok", "", rows, n_t, c_t, taps_t, order) for rows in range(1, g.out_h + 1) for n_t in filters
+            for c_t in range(1, most + 1) for taps_t in taps for order in ("mn", "nm")], most
+
+
+def test_the_conv_tiling_search_against_every_tiling():
+    """Exhaustive over each conv's tilings, legality judged by the compiler's placement (a tile
+    that does not fit its buffer is refused there): the search is infeasible exactly when no
+    tiling compiles; its choice compiles and is the cheapest of every tiling (estimated cycles,
+    then DRAM bytes) whenever that one is on the search's grid of powers of two; off the grid, the
+    choice's cycles stay within 2x of the best (a grid level is within 2x of any tile size)."""
+    from perf_model.compiler.conv import _estimate
+
+    rng = random.Random(11)
+    cases = infeasible = on_grid = 0
+    while cases < 10:
+        config, conv = _random(rng)
+        if conv.h * conv.w > 40:  # small images: every tiling compiles in a few seconds
+            continue
+        g = _Geometry(config, conv)
+        legal = []
+        every, most = _every_tiling(g)
+        for t in every:
+            try:
+                compile_conv(config, conv, tiling=t)
+            except ModelError:
+                continue
+            t = dataclasses.replace(t, dram_bytes=_dram_bytes(g, t, False))
+            legal.append(((_estimate(g, t), t.dram_bytes), t))
+        chosen = conv_tiling(config, conv)
+        cases += 1
+        if not legal:
+            infeasible += 1
+            assert not chosen.feasible, (config, conv)
+            continue
+        assert chosen.feasible, (config, conv)
+        compile_conv(config, conv, tiling=chosen)
+        best, where = min(legal, key=lambda x: x[0])
+        score = (_estimate(g, chosen), chosen.dram_bytes)
+        grid = (where.rows_t in _levels(g.out_h) and where.n_t in _levels(g.N, min(g.C, g.N))
+                and where.taps_t in _tap_levels(conv.kh, conv.kw) and where.c_t in _levels(most))
+        assert score >= best, (config, conv)
+        if grid:
+            on_grid += 1
+            assert score == best, (config, conv, chosen, where)
+        else:
+            assert score[0] <= 2 * best[0], (config, conv, chosen, where)
+    assert on_grid >= 4, on_grid

@@ -1,0 +1,40 @@
+"""simulate runs a conv from NHWC activations in DRAM on Icarus: bit-exact against lax.conv, the RTL's
+total cycles equal to the program walk; a conv that does not fit on chip is refused with one line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from accel_dse.designs import load_design
+from accel_dse.simulate import simulate
+
+TINY = load_design("tiny")  # 4x4 WS, ifmap/weight 4 KiB, ofmap 8 KiB, 4-byte AXI
+HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+
+
+@pytest.mark.parametrize("double", [True, False])
+def test_a_conv_runs_from_nhwc_in_dram_bit_exact_in_the_walks_cycles(double, sim_cache, tmp_path):
+    csv = tmp_path / "convs.csv"
+    # shapes the model runs on chip (fewer cycles than the host's im2col GEMM): 3 channel words, stride 2; one word
+    csv.write_text(HEADER + "s2, 9, 8, 3, 3, 12, 8, 2,\nk3, 8, 8, 3, 3, 4, 8, 1,\n")
+    report = simulate(dataclasses.replace(TINY, double_buffered=double), str(csv), simulator="icarus",
+                      work_dir=sim_cache)
+    assert any(note.startswith("2 conv op(s) run from NHWC activations in DRAM") for note in report.notes), report.notes
+    for op in report.ops:
+        assert op.status == "pass", op.reason
+        assert op.mismatches == 0 and op.total_cycles_match
+        assert op.cycles_rtl == op.cycles_model
+
+
+def test_a_conv_too_wide_for_the_ifmap_is_refused_with_one_line(run_cli, sim_cache, tmp_path):
+    csv = tmp_path / "wide.csv"
+    csv.write_text(HEADER + "wide, 4, 1500, 3, 3, 4, 4, 1,\n")
+    code, out, err = run_cli("simulate", "--design", "tiny", "--workload", str(csv), "--simulator", "icarus",
+                             "--json", "--work-dir", str(sim_cache))
+    assert code == 2 and out == ""
+    error = json.loads(err.strip().splitlines()[-1])["error"]  # --json: the error as one JSON line
+    assert "'wide'" in error and "4500 ifmap words" in error, err  # 3 rows x 1500 pixels x 1 word
+    assert "Traceback" not in err
