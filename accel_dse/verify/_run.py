@@ -217,6 +217,11 @@ def verify_top(
                                     workload=workload, scale=scale, simulator=simulator, max_ops=max_ops, mode=mode,
                                     timeout=timeout, work_dir=work_dir, synth=synth, record=record,
                                     study_name=study_name, fpga=fpga, fpga_device=fpga_device))
+            left = len(chosen) - len(results)
+            if left:
+                spent = sum(r.seconds for r in results) / len(results)
+                say(f"{len(results)}/{len(chosen)} design(s) verified; about {spent * left / 60:.1f} min left "
+                    f"for {left} more at {spent:.0f} s each so far")
         if waiting and claims is not None:
             say(f"{len(waiting)} design(s) being verified elsewhere; waiting for them or for their claims to expire")
             time.sleep(min(claims.ttl_s / 3, 10.0))
