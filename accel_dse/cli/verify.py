@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "transfers the sweep scored), every class of output tile simulated in place, the repeats "
                         "fast-forwarded on the model's cycles; recorded as mode 'sampled', never as exhaustive")
     parser.add_argument("--max-ops", default=None, metavar="N", help="simulate only the first N ops")
+    parser.add_argument("--jobs", default="1", metavar="N",
+                        help="designs checked at once, each build and simulation a process of its own (up to the "
+                        "machine's cores; default %(default)s)")
     parser.add_argument("--simulator", choices=("verilator", "icarus"), default=DEFAULT_SIMULATOR,
                         help="default: %(default)s")
     parser.add_argument("--timeout", default=str(DEFAULT_TIMEOUT_S), metavar="S",
@@ -92,6 +95,7 @@ def _verify(args: argparse.Namespace) -> int:
         progress=lambda line: print(f"accel-dse verify: {line}", file=sys.stderr, flush=True),
         share=args.share, claim_ttl_s=_number("--claim-ttl", args.claim_ttl, float),  # type: ignore[arg-type]
         fpga=args.fpga, fpga_device=args.fpga_device, mode="sampled" if args.full_scale else "exhaustive",
+        jobs=_number("--jobs", args.jobs, int),  # type: ignore[arg-type]
     )
     failed = [r for r in results if not r.passed]
     if args.json:

@@ -17,9 +17,11 @@ verifier returns the designs it checked itself.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import re
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -130,6 +132,7 @@ def verify_top(
     fpga: str | None = None,
     fpga_device: str | None = None,
     mode: str = "exhaustive",
+    jobs: int = 1,
 ) -> list[VerifyResult]:
     """RTL-simulate and synthesise the ``k`` best designs of a study; record the results in it.
 
@@ -154,6 +157,8 @@ def verify_top(
             family, else the family's default).
         mode: ``"exhaustive"`` (default) or ``"sampled"`` (full scale: ``scale`` must be 1);
             recorded with each result.
+        jobs: Designs checked at once (each build and simulation is a process of its own; up
+            to the machine's cores is useful).
 
     Returns:
         One result per design (with ``share``: per design this verifier checked), in ranking
@@ -172,6 +177,7 @@ def verify_top(
 
     say = progress or (lambda _line: None)
     _positive("--top", k)
+    _positive("--jobs", jobs)
     if max_ops is not None:
         _positive("--max-ops", max_ops)
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
@@ -204,28 +210,36 @@ def verify_top(
     claims = Claims(view.study._storage, study_name, ttl_s=float(claim_ttl_s)) if share else None
     results: list[VerifyResult] = []
     pending = list(enumerate(chosen))
-    while pending:
-        waiting = []
-        for rank, trial in pending:
-            tag = f"[{rank + 1}/{len(chosen)}] trial {trial.number}"
-            claim = claims.take(trial.number) if claims is not None else None
-            if claims is not None and claim is None:
-                if not claims.finished(trial.number):
-                    waiting.append((rank, trial))  # another verifier has it: done, or expired, later
-                continue
-            results.append(_checked(view, claims, claim, trial, rank, trial.number in front, tag, say,
-                                    workload=workload, scale=scale, simulator=simulator, max_ops=max_ops, mode=mode,
-                                    timeout=timeout, work_dir=work_dir, synth=synth, record=record,
-                                    study_name=study_name, fpga=fpga, fpga_device=fpga_device))
-            left = len(chosen) - len(results)
-            if left:
-                spent = sum(r.seconds for r in results) / len(results)
-                say(f"{len(results)}/{len(chosen)} design(s) verified; about {spent * left / 60:.1f} min left "
-                    f"for {left} more at {spent:.0f} s each so far")
-        if waiting and claims is not None:
-            say(f"{len(waiting)} design(s) being verified elsewhere; waiting for them or for their claims to expire")
-            time.sleep(min(claims.ttl_s / 3, 10.0))
-        pending = waiting
+    lock = threading.Lock()  # the study's storage and the claims, shared by the design threads
+    started = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="accel-dse-verify") as pool:
+        while pending:
+            waiting, futures = [], []
+            for rank, trial in pending:
+                tag = f"[{rank + 1}/{len(chosen)}] trial {trial.number}"
+                with lock:
+                    claim = claims.take(trial.number) if claims is not None else None
+                    if claims is not None and claim is None:
+                        if not claims.finished(trial.number):
+                            waiting.append((rank, trial))  # another verifier has it: done, or expired, later
+                        continue
+                futures.append(pool.submit(
+                    _checked, view, claims, claim, trial, rank, trial.number in front, tag, say, lock=lock,
+                    workload=workload, scale=scale, simulator=simulator, max_ops=max_ops, mode=mode,
+                    timeout=timeout, work_dir=work_dir, synth=synth, record=record, study_name=study_name,
+                    fpga=fpga, fpga_device=fpga_device))
+            for future in concurrent.futures.as_completed(futures):
+                results.append(future.result())
+                left = len(chosen) - len(results)
+                if left:
+                    per = (time.perf_counter() - started) / len(results)
+                    say(f"{len(results)}/{len(chosen)} design(s) verified; about {per * left / 60:.1f} min left "
+                        f"for {left} more ({jobs} at a time)")
+            if waiting and claims is not None:
+                say(f"{len(waiting)} design(s) being verified elsewhere; waiting for them or for their claims to "
+                    "expire")
+                time.sleep(min(claims.ttl_s / 3, 10.0))
+            pending = waiting
     results.sort(key=lambda r: r.rank)
     return results
 
@@ -235,10 +249,12 @@ _ETA_LINE = re.compile(r"cycles to simulate|^finished op|^build took")
 
 
 def _checked(view: Any, claims: Claims | None, claim: int | None, trial: Any, rank: int, pareto: bool, tag: str,
-             say: Callable[[str], None], *, record: bool, study_name: str, **how: Any) -> VerifyResult:
+             say: Callable[[str], None], *, record: bool, study_name: str, lock: threading.Lock | None = None,
+             **how: Any) -> VerifyResult:
     """Verify one trial's design (renewing its claim meanwhile), record the result, mark the claim done."""
     from accel_dse.report import trial_config
 
+    guard: contextlib.AbstractContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
     config = trial_config(trial, study=f"study {study_name!r}")
     what = "full-scale sampled check" if how["mode"] == "sampled" else f"exhaustive, scale {how['scale']:g}"
     say(f"{tag}: {config.short_name()} ({config.config_hash}) on {how['workload']}, {what}, {how['simulator']}")
@@ -252,13 +268,16 @@ def _checked(view: Any, claims: Claims | None, claim: int | None, trial: Any, ra
             verdict = "PASS" if result.passed else f"RTL VERIFICATION FAILED ({result.status}): {result.reason}"
             say(f"{tag}: {verdict}")
             if record:
-                view.record_verification(trial.number, result.to_dict())
+                with guard:
+                    view.record_verification(trial.number, result.to_dict())
     except BaseException:
         if claims is not None and claim is not None:
-            claims.release(claim)
+            with guard:
+                claims.release(claim)
         raise
     if claims is not None and claim is not None:
-        claims.done(claim)
+        with guard:
+            claims.done(claim)
     return result
 
 
