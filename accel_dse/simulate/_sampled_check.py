@@ -43,6 +43,8 @@ class SampledJob:
     window_total: tuple[int, ...]
     window_compute: tuple[int, ...]
     batch: int
+    poke_ranges: tuple[tuple[int, int], ...] = ()  # DRAM bytes the windows read (programs, loaded tiles)
+    peek_ranges: tuple[tuple[int, int], ...] = ()  # DRAM bytes of C the checked tiles occupy
 
     @property
     def total_model(self) -> int:
@@ -72,7 +74,8 @@ class SampledJob:
         """The testbench's entries, one per window (``_dram_program``'s instance format)."""
         last = len(self.loads) - 1
         return [{"image": image, "chunks": [list(x) for x in loads], "limit": 4 * total + 10_000, "a": a, "c": c,
-                 "poke": i == 0, "poke_c": True, "read_c": i == last}
+                 "poke": i == 0, "read_c": i == last, "poke_ranges": [list(r) for r in self.poke_ranges],
+                 "peek_ranges": [list(r) for r in self.peek_ranges]}
                 for i, (loads, total) in enumerate(zip(self.loads, self.window_total, strict=True))]
 
     def compare(self, got: np.ndarray, expected: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,4 +124,47 @@ def sampled_job(design: ArrayConfig, program: Any, batch: int, latency: int, rat
         totals.append(sum(p.total for p in parts))
         computes.append(sum(p.compute for p in parts))
     end = -(-(end + program.data_bytes) // _PAGE) * _PAGE  # the last fetch beat may run past the last command
-    return SampledJob(plan, tuple(tuple(x) for x in loads), base, raw, end, tuple(totals), tuple(computes), batch)
+    c_rows = _c_rows(program, plan)  # written as zeros first: a checked byte no STORE wrote reads 0, not X
+    return SampledJob(plan, tuple(tuple(x) for x in loads), base, raw, end, tuple(totals), tuple(computes), batch,
+                      _merge([(base, end), *_loaded(design, program, plan), *c_rows]), _merge(c_rows))
+
+
+def _merge(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    out: list[list[int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return tuple((a, b) for a, b in out)
+
+
+def _loaded(design: ArrayConfig, program: Any, plan: SampledPlan) -> list[tuple[int, int]]:
+    """DRAM bytes the LOADs of the windows and their prologues read (only these need writing to DRAM)."""
+    import perf_model
+    from accel_dse.commands import Opcode
+
+    beats = perf_model.word_beats(design)
+    kinds = ("ifmap", "weight", "ofmap", "qparam")
+    out = []
+    for w in plan.windows:
+        for cmd in w.commands(program):
+            if cmd.opcode != Opcode.LOAD:
+                continue
+            size = cmd["words"] * beats[kinds[cmd["buffer"]]] * program.data_bytes
+            out += [(cmd["dram_addr"] + r * cmd["dram_stride"], cmd["dram_addr"] + r * cmd["dram_stride"] + size)
+                    for r in range(cmd["rows"])]
+    return out
+
+
+def _c_rows(program: Any, plan: SampledPlan) -> list[tuple[int, int]]:
+    """DRAM bytes of C holding the checked tiles."""
+    c = program.tensors["c"]
+    out = []
+    for w in plan.windows:
+        for g in w.tiles:
+            m0, m1, n0, n1 = plan.tiles[g].box
+            (r0, r1), (e0, e1) = ((n0, n1), (m0, m1)) if c.transposed else ((m0, m1), (n0, n1))
+            out += [(c.base + r * c.pitch + e0 * c.elem_bytes, c.base + r * c.pitch + e1 * c.elem_bytes)
+                    for r in range(r0, r1)]
+    return out
