@@ -39,11 +39,12 @@ RECIPE_VERSION = 2
 VERILATOR_ARGS: tuple[str, ...] = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3", "--x-assign", "fast",
                                    "--x-initial", "fast")
 
-#: Modules of the array kept as modules of their own (``no_inline``): Verilator then writes one C++
-#: class per module, shared by every instance, so the C++ to compile no longer grows with the
-#: array (a flat 64x64 build compiled one large file per row: minutes).
-SHARED_MODULE_SUFFIXES: tuple[str, ...] = tuple(
-    s for s in os.environ.get("ACCEL_DSE_VERILATOR_NO_INLINE", "_row").split(",") if s)
+#: Modules of the array Verilator may keep as modules of their own (``no_inline``, suffixes of the
+#: export's module names, e.g. ``"_row"``, ``"_pe"``). None by default: measured on 64x64 WS
+#: (bench/sim_scaling.py, docs/simulate.md), keeping the row apart changed neither the build's
+#: CPU time nor the speed beyond the noise, and keeping the PE apart still left per-instance code
+#: (an 8.5 MB root file) and a slower 16x16. The results are bit-identical either way (a test).
+SHARED_MODULE_SUFFIXES: tuple[str, ...] = ()
 
 #: Icarus options. cocotb's runner compiles with ``-g2012``, under which Icarus gives the
 #: declaration initialisers of Yosys' time-0 trigger registers (``reg \$auto$...dump_module$N

@@ -130,9 +130,9 @@ def test_sampled_needs_full_scale_and_a_known_mode():
 def test_shared_module_builds_give_the_flat_builds_results(sim_cache, monkeypatch):
     from accel_dse.simulate import _build
 
-    shared = simulate(TINY, SMALL, work_dir=sim_cache)
-    monkeypatch.setattr(_build, "SHARED_MODULE_SUFFIXES", ())
     flat = simulate(TINY, SMALL, work_dir=sim_cache)
+    monkeypatch.setattr(_build, "SHARED_MODULE_SUFFIXES", ("_row", "_pe"))
+    shared = simulate(TINY, SMALL, work_dir=sim_cache)
     top = shared.design["top"]
     vlts = [p.read_text() for p in (sim_cache / "builds").glob(f"{top}-verilator-*/{top}.vlt")]
     assert any("no_inline" in v for v in vlts) and any("no_inline" not in v for v in vlts)  # two builds
