@@ -80,9 +80,9 @@ def _verify(args: argparse.Namespace) -> int:
 
     if args.fpga_device is not None and args.fpga is None:
         raise ExportError("--fpga-device needs --fpga FAMILY")
-    if args.full_scale and args.scale != str(_default_scale()):
-        raise ExportError(f"--full-scale runs the ops at full scale: --scale {args.scale} does not go with it")
     if args.full_scale:
+        if args.scale != str(_default_scale()) and _number("--scale", args.scale, float) != 1:
+            raise ExportError(f"--full-scale runs the ops at full scale: --scale {args.scale} does not go with it")
         args.scale = "1"
     timeout = _number("--timeout", args.timeout, float)
     if timeout is not None and not timeout > 0:
