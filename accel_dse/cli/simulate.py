@@ -55,6 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="write a waveform trace of the run (Icarus: FST, Verilator: VCD) into the run directory "
                         "and print its path; it covers the ops simulated, so pick the failing one with --ops NAME "
                         "(a separate cached build; off by default: tracing slows the simulator)")
+    parser.add_argument("--full-scale", action="store_true",
+                        help="the full-scale sampled check instead of whole ops: each op's real program, every class "
+                        "of output tile simulated in place, the repeats fast-forwarded on the model's cycles "
+                        "(reported as mode 'sampled'; needs --scale 1, runs the ops unchained)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_simulate)
 
@@ -86,7 +90,7 @@ def _simulate(args: argparse.Namespace) -> int:
         fault=_fault(args.inject_fault),
         progress=lambda line: print(f"accel-dse simulate: {line}", file=sys.stderr, flush=True),
         chain=False if args.no_chain else None, memory="host" if args.host_port else "dram",
-        reuse=not args.no_reuse, waves=args.waves,
+        reuse=not args.no_reuse, waves=args.waves, mode="sampled" if args.full_scale else "exhaustive",
     )
     if args.json:
         emit_json(report.to_dict())
@@ -98,7 +102,8 @@ def _simulate(args: argparse.Namespace) -> int:
 def _print_report(report) -> None:  # noqa: ANN001 (SimulationReport)
     d = report.design
     emit(f"# {d['rows']}x{d['cols']} {d['dataflow']} ({d['top']}) on {report.workload}, {report.simulator}"
-         + (f", scale {report.scale:g}" if report.scale != 1 else ""))
+         + (f", scale {report.scale:g}" if report.scale != 1 else "")
+         + (", FULL-SCALE SAMPLED CHECK (not exhaustive)" if report.mode == "sampled" else ""))
     rows = []
     dram = d.get("memory") == "dram"
     for op in report.ops:
@@ -125,6 +130,13 @@ def _print_report(report) -> None:  # noqa: ANN001 (SimulationReport)
          + totals +
          f"{t['sim_seconds']:.2f} s in the simulator ({t['cycles_per_second']:,.0f} cycles/s); build "
          + ("cached" if report.build_cached else f"{report.build_seconds:.1f} s"))
+    for op in report.ops:
+        if op.sampled is not None:
+            s = op.sampled
+            emit(f"{op.name}: sampled {s['runs_simulated']}/{s['runs_total']} runs, {s['tiles_checked']}/"
+                 f"{s['tiles_total']} output tiles checked, {s['classes']} classes in {s['windows']} window(s); "
+                 f"{s.get('cycles_simulated_rtl', 0):,} cycles simulated, "
+                 f"{s['cycles_skipped_model']:,} fast-forwarded (model) of {s['op_cycles_model']:,}")
     for op in report.ops:
         if op.status != "pass":
             emit(f"{op.name}: {op.status}: {op.reason}")

@@ -29,7 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--workload", metavar="W", help="workload to simulate (default: the study's first)")
     parser.add_argument("--scale", default=str(DEFAULT_SCALE), metavar="F",
                         help=f"shrink each op's M and batch by F in (0, 1] (default {DEFAULT_SCALE:g})")
+    parser.add_argument("--full-scale", action="store_true",
+                        help="the full-scale sampled check: each op's real program (the tiling, addresses and "
+                        "transfers the sweep scored), every class of output tile simulated in place, the repeats "
+                        "fast-forwarded on the model's cycles; recorded as mode 'sampled', never as exhaustive")
     parser.add_argument("--max-ops", default=None, metavar="N", help="simulate only the first N ops")
+    parser.add_argument("--jobs", default="1", metavar="N",
+                        help="designs checked at once, each build and simulation a process of its own (up to the "
+                        "machine's cores; default %(default)s)")
     parser.add_argument("--simulator", choices=("verilator", "icarus"), default=DEFAULT_SIMULATOR,
                         help="default: %(default)s")
     parser.add_argument("--timeout", default=str(DEFAULT_TIMEOUT_S), metavar="S",
@@ -51,6 +58,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_verify)
 
 
+def _default_scale() -> float:
+    from accel_dse.verify import DEFAULT_SCALE
+
+    return DEFAULT_SCALE
+
+
 def _number(option: str, text: str | None, kind: type) -> float | int | None:
     if text is None:
         return None
@@ -67,6 +80,10 @@ def _verify(args: argparse.Namespace) -> int:
 
     if args.fpga_device is not None and args.fpga is None:
         raise ExportError("--fpga-device needs --fpga FAMILY")
+    if args.full_scale:
+        if args.scale != str(_default_scale()) and _number("--scale", args.scale, float) != 1:
+            raise ExportError(f"--full-scale runs the ops at full scale: --scale {args.scale} does not go with it")
+        args.scale = "1"
     timeout = _number("--timeout", args.timeout, float)
     if timeout is not None and not timeout > 0:
         raise ExportError(f"--timeout must be a positive number of seconds, not {args.timeout!r}")
@@ -77,18 +94,21 @@ def _verify(args: argparse.Namespace) -> int:
         timeout=timeout, work_dir=work_dir("--work-dir", args.work_dir), synth=not args.no_synth,
         progress=lambda line: print(f"accel-dse verify: {line}", file=sys.stderr, flush=True),
         share=args.share, claim_ttl_s=_number("--claim-ttl", args.claim_ttl, float),  # type: ignore[arg-type]
-        fpga=args.fpga, fpga_device=args.fpga_device,
+        fpga=args.fpga, fpga_device=args.fpga_device, mode="sampled" if args.full_scale else "exhaustive",
+        jobs=_number("--jobs", args.jobs, int),  # type: ignore[arg-type]
     )
     failed = [r for r in results if not r.passed]
     if args.json:
         emit_json([r.to_dict() for r in results])
         return 1 if failed else 0
     rows = [[r.trial, r.design, "yes" if r.pareto else "", "PASS" if r.passed else r.status.upper(),
-             f"{r.ops_passed}/{r.ops}", r.mismatches, "-" if r.cycles_rtl is None else r.cycles_rtl,
+             "sampled" if r.mode == "sampled" else f"exhaustive@{r.scale:g}",
+             f"{r.runs_simulated}/{r.runs_total}", f"{r.ops_passed}/{r.ops}", r.mismatches,
+             "-" if r.cycles_rtl is None else r.cycles_rtl,
              "-" if r.cycles_model is None else r.cycles_model, r.synth.get("cells", "-"),
              r.synth.get("transistors", "-")] for r in results]
-    emit(format_table(["trial", "design", "pareto", "rtl", "ops", "mismatches", "cycles_rtl", "cycles_model",
-                       "cells", "transistors"], rows))
+    emit(format_table(["trial", "design", "pareto", "rtl", "mode", "runs_sim", "ops", "mismatches", "cycles_rtl",
+                       "cycles_model", "cells", "transistors"], rows))
     for r in results:
         if r.fpga:
             emit(f"trial {r.trial} fpga " + (f"{r.fpga['family']} {r.fpga['device']}: FAILED: {r.fpga['error']}"

@@ -179,13 +179,15 @@ def html_page(report: dict[str, Any], images: Sequence[str], extras: Sequence[tu
         parts.append(_table(headers, rows))
     if report["verification"]:
         parts.append("<h2>RTL verification</h2>")
-        headers = ["trial", "passed", "simulator", "workload", "scale", "cycles_rtl", "cycles_model", "cells",
-                   "transistors", "reason"]
+        headers = ["trial", "passed", "simulator", "workload", "mode", "scale", "runs simulated", "cycles_rtl",
+                   "cycles_model", "cells", "transistors", "reason"]
         rows, classes = [], []
         for number, v in report["verification"].items():
             synth = v.get("synth") or {}
             rows.append([int(number), "PASS" if v.get("passed") else "FAIL", v.get("simulator"), v.get("workload"),
-                         v.get("scale"), v.get("cycles_rtl"), v.get("cycles_model"), synth.get("cells"),
+                         v.get("mode", "exhaustive"), v.get("scale"),
+                         f"{v.get('runs_simulated')}/{v.get('runs_total')}" if v.get("runs_total") else None,
+                         v.get("cycles_rtl"), v.get("cycles_model"), synth.get("cells"),
                          synth.get("transistors"), v.get("reason", "")])
             classes.append("" if v.get("passed") else "rtlfail")
         parts.append(_table(headers, rows, classes))

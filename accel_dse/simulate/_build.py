@@ -31,10 +31,20 @@ from accel_dse.simulate._tools import Simulator
 __all__ = ["Build", "build_design", "default_work_dir", "ports_of"]
 
 #: Bumped whenever the build commands below change, so old cache entries are not reused.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 
-#: Verilator options: Amaranth's Verilog trips width warnings, which must not stop the build.
-VERILATOR_ARGS: tuple[str, ...] = ("-Wno-fatal", "-Wno-lint", "-Wno-style")
+#: Verilator options: Amaranth's Verilog trips width warnings, which must not stop the build;
+#: ``-O3`` and fast X handling (no X randomisation code: the testbench resets the design and every
+#: signal it reads is driven) for speed.
+VERILATOR_ARGS: tuple[str, ...] = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3", "--x-assign", "fast",
+                                   "--x-initial", "fast")
+
+#: Modules of the array Verilator may keep as modules of their own (``no_inline``, suffixes of the
+#: export's module names, e.g. ``"_row"``, ``"_pe"``). None by default: measured on 64x64 WS
+#: (bench/sim_scaling.py, docs/simulate.md), keeping the row apart changed neither the build's
+#: CPU time nor the speed beyond the noise, and keeping the PE apart still left per-instance code
+#: (an 8.5 MB root file) and a slower 16x16. The results are bit-identical either way (a test).
+SHARED_MODULE_SUFFIXES: tuple[str, ...] = ()
 
 #: Icarus options. cocotb's runner compiles with ``-g2012``, under which Icarus gives the
 #: declaration initialisers of Yosys' time-0 trigger registers (``reg \$auto$...dump_module$N
@@ -92,11 +102,19 @@ def ports_of(verilog: str, top: str) -> list[str] | None:
     return names or None
 
 
+def shared_modules(verilog: str) -> list[str]:
+    """The modules of ``verilog`` Verilator keeps apart (:data:`SHARED_MODULE_SUFFIXES`)."""
+    names = re.findall(r"^\s*module\s+([A-Za-z_][A-Za-z0-9_$]*)", verilog, re.M)
+    return [n for n in names if any(n.endswith(s) or n.endswith(s + "_fault") for s in SHARED_MODULE_SUFFIXES)]
+
+
 def _vlt_text(verilog: str, top: str) -> str:
-    """A Verilator control file making only ``top``'s ports visible to cocotb."""
+    """A Verilator control file making only ``top``'s ports visible to cocotb, and keeping the
+    array's repeated modules apart (one C++ class each)."""
     ports = ports_of(verilog, top) or ["*"]
     lines = ["`verilator_config"]
     lines += [f'public_flat_rw -module "{top}" -var "{p.lstrip(chr(92))}"' for p in ports]
+    lines += [f'no_inline -module "{name}"' for name in shared_modules(verilog)]
     return "\n".join(lines) + "\n"
 
 
@@ -117,6 +135,7 @@ def _cache_key(verilog: str, top: str, simulator: Simulator, waves: bool = False
         "cocotb": cocotb_version,
         "recipe": RECIPE_VERSION,
         "build_args": _build_args(simulator),
+        "shared_modules": list(SHARED_MODULE_SUFFIXES) if simulator.name == "verilator" else [],
         "build_env": {k: v for k, v in sorted(simulator.env.items()) if k != "PATH"},
     }
     if waves:  # a build that can trace is another build (without it the key is what it always was)

@@ -50,6 +50,7 @@ from accel_dse.simulate._runs import (
     report,
     unfinished,
 )
+from accel_dse.simulate._sampled_check import SAMPLED_NOTE
 
 __all__ = ["DramJob", "prepare_dram", "check_dram", "run_dram", "DRAM_LATENCY", "DRAM_TESTBENCH_MODULE",
            "dram_words"]
@@ -76,6 +77,7 @@ class DramJob:
     output_bits: int
     kept_on_chip: bool = False  # the output went to the next op through the ifmap, not to DRAM
     conv: bool = False  # a conv from NHWC activations, windows built on chip (``_dram_conv``)
+    sampled: Any = None  # a sampled check: accel_dse.simulate._sampled_check.SampledJob
 
 
 def dram_words(program: DramProgram) -> int:
@@ -87,7 +89,7 @@ def dram_words(program: DramProgram) -> int:
 
 def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float, seed: int,
                  chained: bool, regs: dict[str, int], clock_period_ns: float, *,
-                 reuse: bool = False) -> tuple[list[DramJob], DramProgram]:
+                 reuse: bool = False, sampled: bool = False) -> tuple[list[DramJob], DramProgram]:
     """Compile and lay out every op (``results_dir`` of the program's meta is filled in later).
 
     Raises:
@@ -141,7 +143,12 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                                                 rate=perf_model.dram_rate(design))
         expected = np.zeros((batch, m, full.n), dtype=np.int64)
         instances = []
-        for instance in range(batch):
+        job_sampled = None
+        if sampled:  # instance 0's program, its windows only (accel_dse.simulate._sampled)
+            from accel_dse.simulate._sampled_check import sampled_job
+
+            job_sampled = sampled_job(design, program, batch, DRAM_LATENCY, perf_model.dram_rate(design))
+        for instance in range(1 if sampled else batch):
             ref = refs[index] if refs is not None else workloads.reference(op, seed, index=instance,
                                                                            bits=design.input_bits)
             a, b = np.asarray(ref.a[:m]).astype(np.int64), np.asarray(ref.b).astype(np.int64)
@@ -150,6 +157,11 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
             if rq is not None:
                 tensors["q"] = pack_qparam_lanes(program.tensors["q"],
                                                  qparam_fields(rq, full.n, channel_start(op, instance)))
+            if job_sampled is not None:
+                images[f"img_{index}_{instance}"] = job_sampled.image(program, tensors)
+                instances += job_sampled.entries(f"img_{index}_{instance}", layout_dict(program.tensors["a"]),
+                                                 layout_dict(program.tensors["c"]))
+                continue
             images[f"img_{index}_{instance}"] = program_image(program, tensors)
             chunks = [[program.queue_base + a * 32, b - a] for a, b in program.chunks]
             instances.append({"chunks": chunks, "limit": 4 * timing.total + 10_000,
@@ -162,7 +174,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                             if (m, batch) != (full.m, full.batch) else None, expected, program.tensors["c"],
                             timing.compute, timing.total, timing.stall, len(program.runs),
                             design.acc_bits if rq is None else design.input_bits,
-                            kept_on_chip=c_on_chip))
+                            kept_on_chip=c_on_chip, sampled=job_sampled))
     meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta,
             "host_convs": host_convs}
     return jobs, DramProgram(meta, images)
@@ -191,6 +203,11 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
         stall_cycles_model=job.stall_model * batch,
     )
 
+    if job.sampled is not None:
+        base = dataclasses.replace(base, cycles_model=job.sampled.compute_model, tiles=job.runs,
+                                   cycles_total_model=job.sampled.total_model,
+                                   stall_cycles_model=job.sampled.total_model - job.sampled.compute_model,
+                                   sampled=job.sampled.summary())
     if raw is None or raw.error:
         return unfinished(base, raw, outcome, run_dir, timeout)
     base = dataclasses.replace(base, sim_seconds=raw.seconds, sim_cycles=raw.sim_cycles)
@@ -204,6 +221,8 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
         wrong = np.zeros((0, 3), dtype=np.int64)
         got = job.expected
         base = dataclasses.replace(base, on_chip=True)
+    elif job.sampled is not None:  # the tiles the windows produced, from the C read after the last one
+        got, wrong = job.sampled.compare(unpack_tensor(job.c_layout, raw.c[-1]), job.expected[0])
     else:
         got = np.stack([unpack_tensor(job.c_layout, c) for c in raw.c])
         wrong = np.argwhere(got != job.expected)
@@ -212,9 +231,13 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
     result = dataclasses.replace(base, mismatches=len(wrong), first_mismatches=first,
                                  cycles_rtl=int(raw.compute.sum()), cycles_total_rtl=int(raw.total.sum()),
                                  stall_cycles_rtl=int(raw.stall.sum()))
+    if result.sampled is not None:
+        result = dataclasses.replace(result, sampled={**result.sampled,
+                                                      "cycles_simulated_rtl": result.cycles_total_rtl})
     problems = []
     if len(wrong):
-        problems.append(f"{len(wrong)} of {got.size} outputs differ from JAX")
+        checked = f"{job.sampled.elements_checked} checked" if job.sampled is not None else f"{got.size}"
+        problems.append(f"{len(wrong)} of {checked} outputs differ from JAX")
     if result.cycles_rtl != result.cycles_model:
         problems.append(f"the array was busy {result.cycles_rtl} cycles, the model says {result.cycles_model}")
     if not result.total_cycles_match:
@@ -225,14 +248,17 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
 
 def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: str, *, scale: float, seed: int,
              chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
-             notes: list[str], reuse: bool = True, waves: bool = False) -> SimulationReport:
+             notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``)."""
     import rtl_gen
     from accel_dse.simulate._build import build_design
     from accel_dse.simulate._run import run_testbench, waves_file
 
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
-    jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse)
+    jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse,
+                                 sampled=sampled)
+    if sampled:
+        notes.append(SAMPLED_NOTE)
     kept = sum(j.kept_on_chip for j in jobs)
     convs = sum(j.conv for j in jobs)
     from workloads.ops import Conv2d
@@ -274,7 +300,8 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
         from accel_dse.simulate._dram_program import dram_result_path
         from accel_dse.simulate._eta import expectation, measured_speed, op_poll, record_speed
 
-        cycles = [job.total_model * job.expected.shape[0] for job in jobs]
+        cycles = [job.sampled.total_model if job.sampled is not None else job.total_model * job.expected.shape[0]
+                  for job in jobs]
         say(f"simulating {len(jobs)} op(s) from DRAM in one {sim.name} process; log: {run_dir / 'sim.log'}")
         say(expectation(sum(cycles), measured_speed(build.directory)))
         poll = op_poll([job.name for job in jobs], cycles,
@@ -290,4 +317,5 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
         lock.close()
     return report(design, top=top, fault=fault, spec=spec, sim=sim, results=results, scale=scale, build=build,
                   outcome=outcome, run_dir=run_dir, notes=notes, chained=chained, memory="dram",
+                  mode="sampled" if sampled else "exhaustive",
                   waves=waves_file(build, run_dir) if waves else None)

@@ -6,7 +6,11 @@ uint8, the program and its tensors as :mod:`accel_dse.simulate._dram_image` lays
 offset), ``results_dir`` and ``ops``: per op ``name``, ``a_src`` (-1, or the op whose
 requantised output is this op's A: a chained network) and ``instances``: per instance
 ``chunks`` (``[queue base, commands]`` per queue-load), ``limit`` (cycles to wait for each
-interrupt) and the layouts ``a`` and ``c`` (``TensorLayout`` fields). The testbench writes
+interrupt) and the layouts ``a`` and ``c`` (``TensorLayout`` fields); optional ``image`` (the image's
+key, default ``img_<op>_<i>``), ``poke`` and ``read_c`` (default true: write the image before it,
+read C after it; a sampled check's windows share one image, :mod:`accel_dse.simulate._sampled_check`),
+``poke_ranges``/``peek_ranges`` (byte ranges: write only these of the image, read only these of C).
+The testbench writes
 ``results/op_NNNN.npz`` per op (renamed into place when complete): per instance ``c_<i>``
 (the C bytes read back from DRAM) and arrays ``total``, ``compute``, ``stall``,
 ``error_code``, ``error_pc``, plus ``seconds``, ``sim_cycles`` and ``error``.

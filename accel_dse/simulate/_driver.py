@@ -41,6 +41,7 @@ def simulate(
     memory: str = "dram",
     reuse: bool = True,
     waves: bool = False,
+    mode: str = "exhaustive",
 ) -> SimulationReport:
     """Run ``workload`` on the Verilog of ``design`` and check it against JAX, op by op.
 
@@ -70,6 +71,11 @@ def simulate(
         waves: Trace the run (off by default: tracing slows the simulator): Icarus writes an FST
             file, Verilator a VCD, in the run directory (``report.waves``). The trace covers the
             ops simulated: choose them with ``ops`` (the failing one) to keep it small.
+        mode: ``"exhaustive"`` (default): every run of every op. ``"sampled"``: the full-scale
+            sampled check (``scale`` must be 1; ops run unchained, from DRAM): each op's real
+            program, the first output tile of every class simulated in place, the rest
+            fast-forwarded on the model's cycles (``accel_dse.simulate._sampled``; each op's
+            ``sampled`` entry says how much ran). Never to be read as exhaustive.
 
     Returns:
         The report; ``report.passed`` is True when every op is bit-exact with equal cycles
@@ -87,6 +93,11 @@ def simulate(
         raise SimulationError(f"max_ops must be a positive integer, not {max_ops!r}")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise SimulationError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if mode not in ("exhaustive", "sampled"):
+        raise SimulationError(f"mode must be 'exhaustive' or 'sampled', not {mode!r}")
+    if mode == "sampled" and (scale != 1.0 or memory != "dram" or chain):
+        raise SimulationError("the sampled check runs each op's full-scale program from DRAM, unchained: "
+                              f"it needs scale 1 (not {scale:g}), memory 'dram' and no chain")
     sim = find_simulator(simulator)
 
     import workloads
@@ -94,7 +105,7 @@ def simulate(
     wl = workload if isinstance(workload, workloads.Workload) else workloads.resolve(workload)
     spec = wl.name if isinstance(workload, workloads.Workload) else workload
     selected = _select_ops(wl, spec, ops, max_ops)
-    chained = _chained([op for _, op, _ in selected], chain)
+    chained = _chained([op for _, op, _ in selected], False if mode == "sampled" else chain)
     work = _work_dir(work_dir)
     notes: list[str] = []
     if any(c > 1 for _, _, c in selected):
@@ -108,7 +119,8 @@ def simulate(
         from accel_dse.simulate._dram_driver import run_dram
 
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
-                        timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves)
+                        timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves,
+                        sampled=mode == "sampled")
     from accel_dse.simulate._host_driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,

@@ -60,6 +60,14 @@ class OpResult:
         on_chip: The output stayed in the ifmap as the next op's input (on-chip reuse in a chained
             network from DRAM): it never reaches DRAM, so it is checked through the ops after it
             (their outputs, and the network's final one), not read back here.
+        sampled: ``None`` for a whole-op (exhaustive) simulation. For a full-scale sampled check
+            (``simulate(mode="sampled")``, ``accel_dse.simulate._sampled``): ``{"mode": "sampled",
+            "runs_simulated", "runs_total", "fraction_simulated", "tiles_checked", "tiles_total",
+            "classes", "windows", "instances_simulated", "instances_total", "cycles_simulated_rtl",
+            "cycles_simulated_model", "cycles_skipped_model", "op_cycles_model"}``; the cycle fields
+            above (``cycles_rtl``, ``cycles_total_rtl`` and their model values) are then the
+            simulated windows', and the op's whole-program cycles are the model's
+            (``op_cycles_model`` = windows' in-place share + ``cycles_skipped_model``).
     """
 
     name: str
@@ -81,6 +89,7 @@ class OpResult:
     stall_cycles_rtl: int | None = None
     stall_cycles_model: int | None = None
     on_chip: bool = False
+    sampled: dict[str, Any] | None = None
 
     @property
     def total_cycles_match(self) -> bool | None:
@@ -123,6 +132,7 @@ class OpResult:
             "sim_cycles": self.sim_cycles,
             "cycles_per_second": round(self.cycles_per_second, 1),
             "reason": self.reason,
+            "sampled": None if self.sampled is None else dict(self.sampled),
         }
 
 
@@ -144,6 +154,9 @@ class SimulationReport:
         network: For a chained network, ``{"chained", "ops", "passed", "final_output": {"op",
             "elements", "bits", "mismatches", "match"}}``; ``None`` when the ops ran independently.
         waves: The waveform trace of the run (``simulate(waves=True)``), else ``""``.
+        mode: ``"exhaustive"`` (every run of every simulated op) or ``"sampled"`` (the full-scale
+            sampled check: each op's windows only, the rest fast-forwarded on the model's cycles;
+            see ``OpResult.sampled``).
     """
 
     design: dict[str, Any]
@@ -158,6 +171,7 @@ class SimulationReport:
     notes: tuple[str, ...] = ()
     network: dict[str, Any] | None = None
     waves: str = ""
+    mode: str = "exhaustive"
 
     @property
     def passed(self) -> bool:
@@ -183,6 +197,11 @@ class SimulationReport:
             "sim_seconds": round(sim_seconds, 6),
             "sim_cycles": sim_cycles,
             "cycles_per_second": round(sim_cycles / sim_seconds, 1) if sim_seconds > 0 else 0.0,
+            "mode": self.mode,
+            "runs_simulated": sum(op.sampled["runs_simulated"] if op.sampled else op.tiles * op.gemm.get("batch", 1)
+                                  for op in self.ops),
+            "runs_total": sum(op.sampled["runs_total"] if op.sampled else op.tiles * op.gemm.get("batch", 1)
+                              for op in self.ops),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,6 +214,7 @@ class SimulationReport:
             "passed": self.passed,
             "totals": self.totals(),
             "scale": self.scale,
+            "mode": self.mode,
             "build": {"seconds": round(self.build_seconds, 3), "cached": self.build_cached},
             "run_seconds": round(self.run_seconds, 3),
             "run_dir": self.run_dir,

@@ -101,7 +101,7 @@ def network(results: list[OpResult]) -> dict[str, Any]:
 
 def report(design: ArrayConfig, *, top: str, fault: Any, spec: str, sim: Any, results: list[OpResult], scale: float,
            build: Any, outcome: ProcessOutcome, run_dir: Path, notes: list[str], chained: bool,
-           waves: Path | None = None, **design_extra: Any) -> SimulationReport:
+           waves: Path | None = None, mode: str = "exhaustive", **design_extra: Any) -> SimulationReport:
     """The ``SimulationReport`` of a finished run of either path (``design_extra``: more design keys)."""
     design_info = {**design.to_dict(), "config_hash": design.config_hash, "top": top, **design_extra}
     if fault is not None:
@@ -110,5 +110,5 @@ def report(design: ArrayConfig, *, top: str, fault: Any, spec: str, sim: Any, re
         design=design_info, workload=spec, simulator=sim.name, ops=tuple(results), scale=scale,
         build_seconds=build.seconds, build_cached=build.cached, run_seconds=outcome.seconds,
         run_dir=str(run_dir), notes=tuple(notes), network=network(results) if chained else None,
-        waves="" if waves is None or not waves.is_file() else str(waves),
+        waves="" if waves is None or not waves.is_file() else str(waves), mode=mode,
     )

@@ -17,9 +17,11 @@ verifier returns the designs it checked itself.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import re
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +30,7 @@ from typing import Any
 from accel_dse.errors import AccelDseError, ExportError
 from accel_dse.verify._claims import CLAIM_TTL_S, Claims
 
-__all__ = ["VerifyResult", "verify_top", "DEFAULT_SCALE", "DEFAULT_SIMULATOR", "DEFAULT_TIMEOUT_S"]
+__all__ = ["VerifyResult", "verify_top", "DEFAULT_SCALE", "DEFAULT_SIMULATOR", "DEFAULT_TIMEOUT_S", "MODES"]
 
 #: Default ``scale`` of the simulated ops (M and batch of each op times this, at least 1).
 DEFAULT_SCALE = 0.01
@@ -36,6 +38,9 @@ DEFAULT_SCALE = 0.01
 DEFAULT_SIMULATOR = "verilator"
 #: Default seconds one design's simulation may run.
 DEFAULT_TIMEOUT_S = 1800.0
+#: How a design is simulated: ``"exhaustive"`` (every run of the ops, scaled by ``scale``) or
+#: ``"sampled"`` (the full-scale sampled check, ``accel_dse.simulate``'s ``mode="sampled"``).
+MODES = ("exhaustive", "sampled")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +55,10 @@ class VerifyResult:
         passed: Every simulated op bit-exact with the RTL cycles equal to the model's.
         status: ``"pass"``, ``"fail"`` (data or cycles differ) or ``"error"`` (could not be run).
         simulator, workload, scale: How it was simulated.
+        mode: ``"exhaustive"`` (every run of the scaled ops) or ``"sampled"`` (the full-scale
+            sampled check: only ``runs_simulated`` of ``runs_total`` runs ran in RTL, the rest
+            was fast-forwarded on the model's cycles; never an exhaustive verification).
+        runs_simulated, runs_total: Runs simulated in RTL and runs of the ops checked.
         ops, ops_passed: Ops simulated and ops that passed.
         mismatches: Output elements that differ from JAX, over all ops.
         cycles_rtl, cycles_model: Sums over the simulated ops (``None`` if nothing ran).
@@ -71,6 +80,9 @@ class VerifyResult:
     simulator: str
     workload: str
     scale: float
+    mode: str = "exhaustive"
+    runs_simulated: int = 0
+    runs_total: int = 0
     ops: int = 0
     ops_passed: int = 0
     mismatches: int = 0
@@ -119,6 +131,8 @@ def verify_top(
     claim_ttl_s: float = CLAIM_TTL_S,
     fpga: str | None = None,
     fpga_device: str | None = None,
+    mode: str = "exhaustive",
+    jobs: int = 1,
 ) -> list[VerifyResult]:
     """RTL-simulate and synthesise the ``k`` best designs of a study; record the results in it.
 
@@ -141,6 +155,10 @@ def verify_top(
         fpga: Also place and route each design on this FPGA family (``"ecp5"``; cached).
         fpga_device: Its device (default: the study's ``[fpga]`` device when it is of that
             family, else the family's default).
+        mode: ``"exhaustive"`` (default) or ``"sampled"`` (full scale: ``scale`` must be 1);
+            recorded with each result.
+        jobs: Designs checked at once (each build and simulation is a process of its own; up
+            to the machine's cores is useful).
 
     Returns:
         One result per design (with ``share``: per design this verifier checked), in ranking
@@ -159,10 +177,15 @@ def verify_top(
 
     say = progress or (lambda _line: None)
     _positive("--top", k)
+    _positive("--jobs", jobs)
     if max_ops is not None:
         _positive("--max-ops", max_ops)
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 1:
         raise ExportError(f"--scale must be a number in (0, 1], not {scale!r}")
+    if mode not in MODES:
+        raise ExportError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if mode == "sampled" and scale != 1:
+        raise ExportError(f"the sampled check runs the ops at full scale: --scale must be 1 with it, not {scale!r}")
     find_simulator(simulator)
     if share and not record:
         raise ExportError("--share needs the results recorded in the study (record=True)")
@@ -187,23 +210,36 @@ def verify_top(
     claims = Claims(view.study._storage, study_name, ttl_s=float(claim_ttl_s)) if share else None
     results: list[VerifyResult] = []
     pending = list(enumerate(chosen))
-    while pending:
-        waiting = []
-        for rank, trial in pending:
-            tag = f"[{rank + 1}/{len(chosen)}] trial {trial.number}"
-            claim = claims.take(trial.number) if claims is not None else None
-            if claims is not None and claim is None:
-                if not claims.finished(trial.number):
-                    waiting.append((rank, trial))  # another verifier has it: done, or expired, later
-                continue
-            results.append(_checked(view, claims, claim, trial, rank, trial.number in front, tag, say,
-                                    workload=workload, scale=scale, simulator=simulator, max_ops=max_ops,
-                                    timeout=timeout, work_dir=work_dir, synth=synth, record=record,
-                                    study_name=study_name, fpga=fpga, fpga_device=fpga_device))
-        if waiting and claims is not None:
-            say(f"{len(waiting)} design(s) being verified elsewhere; waiting for them or for their claims to expire")
-            time.sleep(min(claims.ttl_s / 3, 10.0))
-        pending = waiting
+    lock = threading.Lock()  # the study's storage and the claims, shared by the design threads
+    started = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="accel-dse-verify") as pool:
+        while pending:
+            waiting, futures = [], []
+            for rank, trial in pending:
+                tag = f"[{rank + 1}/{len(chosen)}] trial {trial.number}"
+                with lock:
+                    claim = claims.take(trial.number) if claims is not None else None
+                    if claims is not None and claim is None:
+                        if not claims.finished(trial.number):
+                            waiting.append((rank, trial))  # another verifier has it: done, or expired, later
+                        continue
+                futures.append(pool.submit(
+                    _checked, view, claims, claim, trial, rank, trial.number in front, tag, say, lock=lock,
+                    workload=workload, scale=scale, simulator=simulator, max_ops=max_ops, mode=mode,
+                    timeout=timeout, work_dir=work_dir, synth=synth, record=record, study_name=study_name,
+                    fpga=fpga, fpga_device=fpga_device))
+            for future in concurrent.futures.as_completed(futures):
+                results.append(future.result())
+                left = len(chosen) - len(results)
+                if left:
+                    per = (time.perf_counter() - started) / len(results)
+                    say(f"{len(results)}/{len(chosen)} design(s) verified; about {per * left / 60:.1f} min left "
+                        f"for {left} more ({jobs} at a time)")
+            if waiting and claims is not None:
+                say(f"{len(waiting)} design(s) being verified elsewhere; waiting for them or for their claims to "
+                    "expire")
+                time.sleep(min(claims.ttl_s / 3, 10.0))
+            pending = waiting
     results.sort(key=lambda r: r.rank)
     return results
 
@@ -213,13 +249,15 @@ _ETA_LINE = re.compile(r"cycles to simulate|^finished op|^build took")
 
 
 def _checked(view: Any, claims: Claims | None, claim: int | None, trial: Any, rank: int, pareto: bool, tag: str,
-             say: Callable[[str], None], *, record: bool, study_name: str, **how: Any) -> VerifyResult:
+             say: Callable[[str], None], *, record: bool, study_name: str, lock: threading.Lock | None = None,
+             **how: Any) -> VerifyResult:
     """Verify one trial's design (renewing its claim meanwhile), record the result, mark the claim done."""
     from accel_dse.report import trial_config
 
+    guard: contextlib.AbstractContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
     config = trial_config(trial, study=f"study {study_name!r}")
-    say(f"{tag}: {config.short_name()} ({config.config_hash}) on {how['workload']}, scale {how['scale']:g}, "
-        f"{how['simulator']}")
+    what = "full-scale sampled check" if how["mode"] == "sampled" else f"exhaustive, scale {how['scale']:g}"
+    say(f"{tag}: {config.short_name()} ({config.config_hash}) on {how['workload']}, {what}, {how['simulator']}")
     keep: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     if claims is not None and claim is not None:
         keep = claims.keep_alive(claim)
@@ -230,13 +268,16 @@ def _checked(view: Any, claims: Claims | None, claim: int | None, trial: Any, ra
             verdict = "PASS" if result.passed else f"RTL VERIFICATION FAILED ({result.status}): {result.reason}"
             say(f"{tag}: {verdict}")
             if record:
-                view.record_verification(trial.number, result.to_dict())
+                with guard:
+                    view.record_verification(trial.number, result.to_dict())
     except BaseException:
         if claims is not None and claim is not None:
-            claims.release(claim)
+            with guard:
+                claims.release(claim)
         raise
     if claims is not None and claim is not None:
-        claims.done(claim)
+        with guard:
+            claims.done(claim)
     return result
 
 
@@ -249,16 +290,17 @@ def _resolve(spec: str) -> None:
 
 def _verify_one(config: Any, number: int, rank: int, pareto: bool, *, workload: str, scale: float, simulator: str,
                 max_ops: int | None, timeout: float | None, work_dir: str | Path | None, synth: bool,
-                fpga: str | None, fpga_device: str | None,
+                fpga: str | None, fpga_device: str | None, mode: str = "exhaustive",
                 progress: Callable[[str], None] | None = None) -> VerifyResult:
     from accel_dse.simulate import simulate
 
     start = time.perf_counter()
     base = {"trial": number, "rank": rank, "pareto": pareto, "config_hash": config.config_hash,
-            "design": config.short_name(), "simulator": simulator, "workload": workload, "scale": float(scale)}
+            "design": config.short_name(), "simulator": simulator, "workload": workload, "scale": float(scale),
+            "mode": mode}
     try:
         report = simulate(config, workload, scale=scale, simulator=simulator, max_ops=max_ops, timeout=timeout,
-                          work_dir=work_dir, progress=progress)
+                          work_dir=work_dir, progress=progress, mode=mode)
     except AccelDseError as exc:
         fields: dict[str, Any] = {"passed": False, "status": "error", "reason": f"simulation could not run: {exc}"}
     else:
@@ -274,6 +316,7 @@ def _verify_one(config: Any, number: int, rank: int, pareto: bool, *, workload: 
             "ops": totals["ops"], "ops_passed": totals["pass"], "mismatches": totals["mismatches"],
             "cycles_rtl": totals["cycles_rtl"] if ran else None, "cycles_model": totals["cycles_model"],
             "reason": reason, "run_dir": report.run_dir,
+            "runs_simulated": totals["runs_simulated"], "runs_total": totals["runs_total"],
         }
     figures: dict[str, Any] = {}
     if synth:

@@ -27,7 +27,7 @@ def test_verify_top_2_records_rtl_results(tmp_path, sim_work, run_cli):
     make_study(url, objectives=["latency", "area"], trials=12)
     front, trials = _pareto_in_order(url)
     assert len(front) >= 2
-    results = verify_top(url, "s", 2, scale=1.0, simulator="icarus", work_dir=sim_work)
+    results = verify_top(url, "s", 2, scale=1.0, simulator="icarus", work_dir=sim_work, jobs=2)  # two at once
     assert len(results) == 2
     # Pareto set first, in the order of the first objective.
     expected = sorted(front, key=lambda n: (trials[n].values[0], trials[n].values[1]))[:2]
@@ -90,3 +90,23 @@ def test_verify_bad_input(tmp_path, run_cli):
     assert "no study 'other'" in line and "studies: s" in line
     assert optuna.load_study(study_name="s", storage=url).user_attrs.keys().isdisjoint(
         {f"accel_dse.verify.{n}" for n in range(3)})
+
+
+def test_verify_full_scale_records_the_sampled_mode(tmp_path, sim_work, run_cli):
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    make_study(url, trials=6)
+    code, stdout, err = run_cli("verify", "--storage", url, "--study", "s", "--top", "1", "--full-scale",
+                                "--simulator", "icarus", "--work-dir", str(sim_work), "--no-synth", "--json")
+    assert code == 0, err
+    (result,) = json.loads(stdout)
+    assert result["passed"] and result["mode"] == "sampled" and result["scale"] == 1.0
+    assert 0 < result["runs_simulated"] <= result["runs_total"]
+    assert "full-scale sampled check" in err
+    stored = optuna.load_study(study_name="s", storage=url).user_attrs[f"accel_dse.verify.{result['trial']}"]
+    assert stored["mode"] == "sampled" and stored["runs_total"] == result["runs_total"]
+    code, stdout, err = run_cli("report", "--storage", url, "--study", "s", "--out", str(tmp_path / "rep"))
+    assert code == 0, err
+    assert ">sampled</td>" in (tmp_path / "rep" / "index.html").read_text()
+    line = one_line_error(*run_cli("verify", "--storage", url, "--study", "s", "--top", "1", "--full-scale",
+                                   "--scale", "0.5", "--simulator", "icarus"))
+    assert "--full-scale" in line and "0.5" in line

@@ -1,0 +1,92 @@
+"""How Verilator build time and simulation speed grow with the array: 16x16, 64x64, 128x32, 128x128.
+
+Per array size: the SoC simulation block (``rtl_gen.system_verilog``, what ``simulate`` and
+``verify`` build) of the ``edge`` preset reshaped to ``RxC`` (dataflow and buffers as given) is
+built from scratch in a fresh work directory (ccache holds only the Verilator runtime and any
+identical object), then one GEMM runs from DRAM; printed: build wall seconds, simulated clock
+cycles per wall second of the simulator, CPU seconds of build and run, and the 1-minute load average
+before and after each figure (the machine is shared; compare figures taken in the same run).
+
+``--repo DIR`` imports accel-dse from another checkout (e.g. main) so a before/after pair is
+measured in one sitting with the same interpreter and load:
+
+    .venv/bin/python bench/sim_scaling.py --sizes 16x16,64x64
+    .venv/bin/python bench/sim_scaling.py --repo /path/to/main --sizes 16x16,64x64
+
+Prints figures, asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import resource
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+
+def _size(text: str) -> tuple[int, int]:
+    r, c = text.lower().split("x")
+    return int(r), int(c)
+
+
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", help="import accel-dse from this checkout (default: this one)")
+    parser.add_argument("--sizes", default="16x16,64x64", help="comma-separated RxC (default %(default)s)")
+    parser.add_argument("--dataflow", default="ws")
+    parser.add_argument("--gemm", default=None, help="M,K,N (default: 4R x 4R x 4C, at least 256 each)")
+    parser.add_argument("--work-dir", help="keep builds here (default: a fresh temporary directory)")
+    args = parser.parse_args()
+    repo = Path(args.repo or Path(__file__).resolve().parent.parent).resolve()
+    sys.path.insert(0, str(repo))
+    os.environ["PYTHONPATH"] = str(repo) + os.pathsep + os.environ.get("PYTHONPATH", "")  # build/run children
+
+    from accel_dse.designs import load_preset
+    from accel_dse.simulate import simulate
+
+    print(f"repo {repo}; {os.cpu_count()} CPUs; load average {_load()}")
+    for text in args.sizes.split(","):
+        rows, cols = _size(text)
+        design = dataclasses.replace(load_preset("edge"), rows=rows, cols=cols, dataflow=args.dataflow,
+                                     ifmap_sram_kib=max(128, 8 * rows), weight_sram_kib=max(128, 8 * rows),
+                                     ofmap_sram_kib=max(128, 8 * cols))
+        if args.gemm:
+            m, k, n = (int(v) for v in args.gemm.split(","))
+        else:
+            m, k, n = max(256, 4 * rows), max(256, 4 * rows), max(256, 4 * cols)
+        spec = f"gemm:m={m},k={k},n={n}"
+        work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="accel-dse-scaling-"))
+        try:
+            load0 = _load()
+            cpu0 = _child_cpu()
+            report = simulate(design, spec, simulator="verilator", work_dir=work, timeout=None)
+            cpu = _child_cpu() - cpu0
+            t = report.totals()
+            (op,) = report.ops
+            print(f"{rows}x{cols} {args.dataflow}: build {report.build_seconds:.1f} s wall"
+                  f"{' (cached)' if report.build_cached else ''}; {spec}: {op.status}, {op.tiles} runs, "
+                  f"{t['sim_cycles']:,} cycles in {t['sim_seconds']:.1f} s: "
+                  f"{t['sim_cycles'] / max(t['sim_seconds'], 1e-9):,.0f} cycles/s wall; build+run "
+                  f"{cpu:.0f} CPU-s (simulator process {report.run_seconds:.1f} s); load {load0} -> {_load()}",
+                  flush=True)
+        finally:
+            if not args.work_dir:
+                shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
