@@ -33,8 +33,7 @@ class Place:
 
 #: The places, in report order.
 PLACES: dict[str, Place] = {p.name: p for p in (
-    Place("pe_operand", "a PE's left-operand register (a); column 0 feeds the checksum column the same "
-                        "wrong value, so its faults escape", True),
+    Place("pe_operand", "a PE's left-operand register (a), which feeds the PEs to its right", True),
     Place("pe_weight", "a PE's stationary (weight) register, or its shadow", True),
     Place("pe_psum", "a PE's partial-sum register (v): the accumulation of WS/IS", True),
     Place("operand_buffer", "a word of the ifmap or weight SRAM while the run reads it", False),

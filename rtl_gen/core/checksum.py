@@ -31,12 +31,15 @@ sticky ``mismatch`` and counts in ``count`` (words since ``clear``, saturating).
 word is compared :data:`CHECK_LATENCY` cycles after the run's ``done`` edge, so ``mismatch`` is
 final that many cycles after ``done``; the run itself takes no extra cycle.
 
-What it sees: a fault in a PE's partial-sum or stationary register, in the left-operand
-register of columns ``1 .. C-1`` (the row's later columns and the checksum column disagree by
-the flipped amount times a partial weight sum), in the checksum logic itself (a detected
-fault that did not corrupt the output). What it cannot see (escapes): the operands before
-they enter the array (buffer words, the DMA datapath, the left-operand register of column 0,
-which feeds the checksum column the same wrong value), the ofmap words after the write (the
+What it sees: a fault in a PE's partial-sum register (the output is off by the flipped amount),
+in its stationary register (off by the amount times the operand) or in its left-operand
+register: PE ``(r, c)``'s register feeds columns ``c + 1 .. C - 1`` and the checksum column, so
+the two sums differ by the amount times ``W[r][0] + .. + W[r][c]`` (a fault in the last
+column's register corrupts nothing and is still flagged); a fault in the checksum logic itself
+(flagged, output correct). It misses a corrupting fault only when that difference is 0 modulo
+``2**acc_bits`` (weights whose partial row sum is 0, e.g. all zero). What it cannot see
+(escapes): the operands before they enter the array (buffer words, the DMA datapath: the
+check is computed from what the array reads), the ofmap words after the write (the
 read-modify-write of a later K-fold adds them unchecked) and the requantising output stage.
 """
 
