@@ -61,7 +61,7 @@ import dataclasses
 __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
     "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
-    "ERROR_QUEUE", "ERROR_NAMES", "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
+    "ERROR_QUEUE", "ERROR_SDC", "ERROR_NAMES", "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
     "store_read_latency", "STORE_FIFO_WORDS", "move_cycles", "MAX_AXI_DATA_BYTES", "queue_entry_commands",
     "fetch_beats",
 ]
@@ -81,10 +81,13 @@ OUTPUT_STAGE_LATENCY = 6
 
 # Error codes of the ERROR_CODE register.
 ERROR_NONE, ERROR_OPCODE, ERROR_BUFFER, ERROR_DRAM, ERROR_AXI, ERROR_QUEUE = range(6)
+#: A checksum mismatch of a RUN (``checksum = "detect"``, ``SDC_CTRL.STOP`` set): 8, as allocated.
+ERROR_SDC = 8
 ERROR_NAMES = {
     ERROR_NONE: "none", ERROR_OPCODE: "bad opcode", ERROR_BUFFER: "buffer address out of range",
     ERROR_DRAM: "DRAM address or stride not aligned to the AXI data width",
     ERROR_AXI: "AXI error response", ERROR_QUEUE: "program longer than the command queue",
+    ERROR_SDC: "checksum mismatch (silent data corruption) in a RUN",
 }
 
 

@@ -125,7 +125,8 @@ class Accelerator(wiring.Component):
 
     With ``checksum = "detect"`` two more outputs (``rtl_gen.core.checksum``): ``sdc`` (1), a
     checksum mismatch since ``start``, final ``CHECK_LATENCY`` cycles after ``done``, and
-    ``sdc_count`` (16), the mismatching output words since ``start``.
+    ``sdc_count`` (16), the mismatching output words since ``start``, and ``sdc_event`` (1),
+    high in each cycle an output word mismatches (at the latest the cycle after ``done``).
 
     Args:
         config: the design.
@@ -159,7 +160,7 @@ class Accelerator(wiring.Component):
         self.checksum: ChecksumUnit | None = None
         self.banks: dict[str, list[memory.Memory]] = {}  # per buffer, as elaborated (fault injection)
         lay = self.layout
-        sdc = {"sdc": Out(1), "sdc_count": Out(COUNT_BITS)} if config.checksum != "none" else {}
+        sdc = {"sdc": Out(1), "sdc_count": Out(COUNT_BITS), "sdc_event": Out(1)} if config.checksum != "none" else {}
         super().__init__(
             {
                 "host_sel": In(2),
@@ -376,9 +377,11 @@ class Accelerator(wiring.Component):
                                                     input_bits=cfg.input_bits, acc_bits=cfg.acc_bits,
                                                     shadow=cfg.shadow_stationary)
         self.checksum = unit
+        was_busy = Signal()  # the run's last word is compared in the cycle after done
+        m.d.sync += was_busy.eq(busy)
         m.d.comb += [unit.y.eq(array.y), unit.shift.eq(strobe[0]), unit.a_edge.eq(array.a_edge),
-                     unit.result.eq(array.result), unit.clear.eq(self.start & ~busy),
-                     self.sdc.eq(unit.mismatch), self.sdc_count.eq(unit.count)]
+                     unit.result.eq(array.result), unit.clear.eq(self.start & ~busy), unit.active.eq(busy | was_busy),
+                     self.sdc.eq(unit.mismatch), self.sdc_count.eq(unit.count), self.sdc_event.eq(unit.event)]
         if cfg.shadow_stationary:
             m.d.comb += [unit.phase.eq(strobe[1]), unit.f_edge.eq(array.f_edge)]
 

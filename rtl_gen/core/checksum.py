@@ -25,8 +25,10 @@ The hardware, all at the array's edges (Huang and Abraham's checksum column):
   the array (``p_c <- p_{c-1} + result_c``; lane ``c`` is ``c`` cycles late), so the full sum is
   ready in the same cycle as the column's. A comparator flags a word whose two sums differ.
 
-Every cycle is compared: idle cycles see zero operands (both sums 0), edge folds pad with zero
-weights (rows) or carry don't-care lanes through both sums alike (columns). A mismatch sets the
+Every cycle of a run and the one after it is compared (``active``; a stuck bit would also show
+in idle cycles, where no output is written): cycles between words see zero operands (both sums
+0), edge folds pad with zero weights (rows) or carry don't-care lanes through both sums alike
+(columns). A mismatch sets the
 sticky ``mismatch`` and counts in ``count`` (words since ``clear``, saturating). A run's last
 word is compared :data:`CHECK_LATENCY` cycles after the run's ``done`` edge, so ``mismatch`` is
 final that many cycles after ``done``; the run itself takes no extra cycle.
@@ -81,7 +83,8 @@ class ChecksumUnit(wiring.Component):
     Ports: ``y`` (``C * input_bits``, the stationary words as the array's top row sees them),
     ``shift`` and (shadow) ``phase``: column ``C - 1``'s strobes; ``a_edge``/``f_edge``: the
     array's edge outputs; ``result`` (``C * acc_bits``); ``clear`` (a run starts);
-    ``mismatch`` (sticky since ``clear``), ``count`` (mismatching words since ``clear``).
+    ``active`` (compare in this cycle: a run, and the cycle after it); ``mismatch`` (sticky since
+    ``clear``), ``count`` (mismatching words since ``clear``), ``event`` (a mismatch this cycle).
 
     Args:
         rows, cols: the array's size.
@@ -111,8 +114,10 @@ class ChecksumUnit(wiring.Component):
             "a_edge": In(rows * input_bits),
             "result": In(cols * acc_bits),
             "clear": In(1),
+            "active": In(1),
             "mismatch": Out(1),
             "count": Out(COUNT_BITS),
+            "event": Out(1),
         }
         if shadow:
             members.update({"phase": In(1), "f_edge": In(rows)})
@@ -159,9 +164,9 @@ class ChecksumUnit(wiring.Component):
 
         mismatch = Signal()
         count = Signal(COUNT_BITS)
-        m.d.comb += [self.mismatch.eq(mismatch), self.count.eq(count)]
         bad = Signal()
-        m.d.comb += bad.eq(p[-1] != v_above[:ab])  # both as unsigned acc_bits words
+        m.d.comb += bad.eq(self.active & (p[-1] != v_above[:ab]))  # both as unsigned acc_bits words
+        m.d.comb += [self.mismatch.eq(mismatch), self.count.eq(count), self.event.eq(bad)]
         with m.If(self.clear):
             m.d.sync += [mismatch.eq(0), count.eq(0)]
         with m.Elif(bad):
