@@ -81,3 +81,14 @@ def test_checksum_refuses_os_with_its_reason():
 def test_unprotected_design_has_no_sdc_ports():
     assert "sdc" not in Accelerator(ArrayConfig(rows=2, cols=2)).signature.members
     assert "sdc" in Accelerator(ArrayConfig(rows=2, cols=2, checksum="detect")).signature.members
+
+
+def test_hierarchical_export_of_a_checksum_design_converts():
+    from amaranth.back import verilog
+
+    from rtl_gen.tools.verilog_export import export_units
+
+    units = export_units(ArrayConfig(rows=2, cols=3, checksum="detect"))
+    texts = {name: verilog.convert(unit, name=name, emit_src=False) for name, unit in units}
+    top = units[0][0]
+    assert "sdc_event" in texts[top] and "a_edge" in texts[f"{top}_row"]
