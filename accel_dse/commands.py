@@ -86,8 +86,8 @@ import dataclasses
 __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
     "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
-    "ERROR_QUEUE", "ERROR_WINDOW", "ERROR_NAMES", "WINDOW_FIELDS", "SIGNED_WINDOW_FIELDS", "axi_data_bytes",
-    "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
+    "ERROR_QUEUE", "ERROR_WINDOW", "ERROR_SDC", "ERROR_NAMES", "WINDOW_FIELDS", "SIGNED_WINDOW_FIELDS",
+    "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
     "store_read_latency", "STORE_FIFO_WORDS", "move_cycles", "MAX_AXI_DATA_BYTES", "queue_entry_commands",
     "fetch_beats",
 ]
@@ -107,11 +107,14 @@ OUTPUT_STAGE_LATENCY = 6
 
 # Error codes of the ERROR_CODE register.
 ERROR_NONE, ERROR_OPCODE, ERROR_BUFFER, ERROR_DRAM, ERROR_AXI, ERROR_QUEUE, ERROR_WINDOW = range(7)
+#: A checksum mismatch of a RUN (``checksum = "detect"``, ``SDC_CTRL.STOP`` set): 8 (7 is the vector unit's).
+ERROR_SDC = 8
 ERROR_NAMES = {
     ERROR_NONE: "none", ERROR_OPCODE: "bad opcode", ERROR_BUFFER: "buffer address out of range",
     ERROR_DRAM: "DRAM address or stride not aligned to the AXI data width",
     ERROR_AXI: "AXI error response", ERROR_QUEUE: "program longer than the command queue",
     ERROR_WINDOW: "convolution window malformed or reading outside the ifmap",
+    ERROR_SDC: "checksum mismatch (silent data corruption) in a RUN",
 }
 
 

@@ -25,10 +25,16 @@ from typing import Any
 from accel_dse.errors import ConfigError, ConfigErrors
 
 __all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "MemoryKind", "MEMORY_KINDS", "MEMORY_NAMES",
-           "NO_MEMORY"]
+           "NO_MEMORY", "CHECKSUMS", "CHECKSUM_DATAFLOWS"]
 
 #: Supported operand widths (signed integers).
 INPUT_BITS = (8, 16)
+
+#: Values of ``checksum``: ``"none"``, or ``"detect"`` (ABFT checksums of every matrix run,
+#: ``rtl_gen.core.checksum``), in code order (``perf_model`` keeps them as integer codes).
+CHECKSUMS = ("none", "detect")
+#: Dataflows whose RTL builds the ``"detect"`` checksum (OS is refused with a reason).
+CHECKSUM_DATAFLOWS = ("ws", "is")
 
 _MAX_DIM = 4096
 _MAX_SRAM_KIB = 1 << 20  # 1 GiB per buffer is far beyond any real design
@@ -154,6 +160,9 @@ def _check_field(name: str, value: object, input_bits: object) -> None:
     elif name == "dram":
         if not isinstance(value, str) or value not in MEMORY_NAMES:
             raise ConfigError(f"dram must be one of {', '.join(MEMORY_NAMES)}, not {value!r}")
+    elif name == "checksum":
+        if not isinstance(value, str) or value not in CHECKSUMS:
+            raise ConfigError(f"checksum must be one of {', '.join(CHECKSUMS)}, not {value!r}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -180,6 +189,11 @@ class ArrayConfig:
         dram: the off-chip memory part, a name of :data:`MEMORY_KINDS`, or ``"none"``
             (default): with a part, the bandwidth the model uses is
             ``min(dram_bytes_per_cycle, GB/s / clock)`` and DRAM energy is the part's pJ/bit.
+        checksum: ``"none"`` (default) or ``"detect"``: every matrix run checks the sum of each
+            output word against a checksum column at the array edge (exact modulo
+            ``2**acc_bits``) and flags a mismatch (``rtl_gen.core.checksum``). WS and IS only;
+            an OS design with ``"detect"`` is a valid description that the RTL refuses and the
+            model reports infeasible, with that reason.
     """
 
     rows: int
@@ -196,6 +210,7 @@ class ArrayConfig:
     shadow_stationary: bool = True
     tech_nm: int = 45
     dram: str = NO_MEMORY
+    checksum: str = "none"
 
     def __post_init__(self) -> None:
         for field in FIELD_NAMES:
@@ -254,7 +269,7 @@ class ArrayConfig:
         """Stable 12-hex-digit SHA-256 digest of the canonical JSON of :meth:`to_dict`.
 
         Fields added after designs were first hashed are left out while they hold their
-        neutral default (:data:`_HASH_NEUTRAL`: ``dram = "none"``), so an existing design keeps
+        neutral default (:data:`_HASH_NEUTRAL`: ``dram = "none"``, ``checksum = "none"``), so an existing design keeps
         its hash (studies, claims and caches keyed by it stay valid).
         """
         data = {k: v for k, v in self.to_dict().items() if _HASH_NEUTRAL.get(k, _UNSET) != v}
@@ -268,7 +283,7 @@ class ArrayConfig:
 
 _UNSET = object()
 #: Fields left out of ``config_hash`` while they hold these values (see ``config_hash``).
-_HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY}
+_HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY, "checksum": "none"}
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ArrayConfig))
 _INPUT_BITS_DEFAULT = next(f.default for f in dataclasses.fields(ArrayConfig) if f.name == "input_bits")

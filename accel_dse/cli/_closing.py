@@ -36,7 +36,7 @@ FIELD_LABELS = {
     "rows": "rows", "cols": "cols", "dataflow": "flow", "input_bits": "bits", "acc_bits": "acc bits",
     "ifmap_sram_kib": "ifmap KiB", "weight_sram_kib": "weight KiB", "ofmap_sram_kib": "ofmap KiB",
     "dram_bytes_per_cycle": "DRAM B/cycle", "clock_mhz": "clock MHz", "double_buffered": "dbuf",
-    "shadow_stationary": "shadow", "tech_nm": "node nm", "dram": "DRAM part",
+    "shadow_stationary": "shadow", "tech_nm": "node nm", "dram": "DRAM part", "checksum": "checksum",
 }
 
 #: The metric columns of the best designs: (metric, base unit, label, scale of the base unit).
@@ -163,7 +163,10 @@ def _metric_table(best: Sequence[dict[str, Any]], space: Any) -> tuple[list[str]
             headers[-1] += f" {objective_scale.unit}"
         columns.append(fixed(values))
     shown = _SHOWN | {o.metric for o in space.objectives}
-    for metric in dict.fromkeys(c.metric for c in space.constraints if c.metric not in shown):
+    extra = [c.metric for c in space.constraints if c.metric not in shown]
+    if any(p.field == "checksum" for p in space.free_params):  # the option's coverage beside its cost
+        extra.insert(0, "sdc_coverage")
+    for metric in dict.fromkeys(extra):
         values = [b["metrics"].get(metric) for b in best]
         unit = METRIC_UNITS.get(metric, "")
         label = metric.removesuffix(f"_{unit.lower()}")

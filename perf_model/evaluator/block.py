@@ -33,6 +33,7 @@ from perf_model.evaluator.schedule import Schedule, op_cycles, schedule
 from perf_model.evaluator.tiling import ORDERS, Tiling, choose_tiles, gemm_tile, smallest_fits, unfit_tiling
 from perf_model.evaluator.transfers import axi_data_bytes, memory_arrays
 from perf_model.physical.area import AreaCoefficients, design_area_mm2
+from perf_model.physical.checksum import BUILD_REASON, builds, checksum_pj_per_mac
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
 from perf_model.physical.output_stage import output_stage_pj
@@ -41,7 +42,8 @@ from perf_model.physical.technology import nominal_vdd, supply_voltage
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
 
 #: Components of the energy breakdown, in report order.
-ENERGY_PARTS = ("mac", "register", "sram_ifmap", "sram_weight", "sram_ofmap", "output_stage", "dram", "leakage")
+ENERGY_PARTS = ("mac", "register", "sram_ifmap", "sram_weight", "sram_ofmap", "output_stage", "checksum", "dram",
+                "leakage")
 _GEMM_DIMS = "mkn"
 _NO_LIMIT = 1 << 50  # ifmap words of an op whose A is on chip already: its A tiles need none
 
@@ -86,6 +88,7 @@ class Block:
     f_max_mhz: np.ndarray
     vdd: np.ndarray
     clock_ok: np.ndarray
+    build_ok: np.ndarray
     _critical: np.ndarray
     _depths: np.ndarray
     _problem: Problem
@@ -118,6 +121,8 @@ class Block:
         texts = [self._convs.infeasible.get(e, t) for e, t in zip(flat.tolist(), texts, strict=True)]
         for j in np.flatnonzero(~self.clock_ok[rows]).tolist():
             texts[j] = self.clock_failure(int(rows[j]))
+        for j in np.flatnonzero(~self.build_ok[rows]).tolist():
+            texts[j] = BUILD_REASON
         return dict(zip(rows.tolist(), texts, strict=True))
 
     def clock_failure(self, i: int) -> str:
@@ -134,6 +139,8 @@ class Block:
             return ""
         if not self.clock_ok[i]:
             return self.clock_failure(i)
+        if not self.build_ok[i]:
+            return BUILD_REASON
         e = i * len(self._names) + o
         if e in self._convs.infeasible:
             return self._convs.infeasible[e]
@@ -212,7 +219,8 @@ def evaluate_block(
     # (nd, no) against (nd, 1): the powers of two per design, broadcast over its ops
     k = p.gemm[1].reshape(shape)
     overflow = feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None]).reshape(-1) & rep(clock_ok)
-    ok = feasible & ~overflow & rep(clock_ok)
+    build_ok = builds(d.dataflow, d.checksum)  # the RTL builds the checksum for WS and IS only
+    ok = feasible & ~overflow & rep(clock_ok) & rep(build_ok)
     macs = np.tile(ops.macs, nd)
 
     # Energy (pJ): per-access figures at 45 nm times the node's scale (see _energy), times
@@ -227,7 +235,7 @@ def evaluate_block(
     bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
     sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
     area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
-                               d.shadow_stationary, d.double_buffered)
+                               d.shadow_stationary, d.double_buffered, d.checksum)
     latency = total / rep(d.clock_mhz * 1e6)
     # The stationary column chain, per PE and fold: plain, R shifts (the WS/IS load, the OS
     # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on
@@ -242,6 +250,7 @@ def evaluate_block(
         * rep(dram_pj_per_byte(d.dram, energy.dram_pj_per_byte)),
         "output_stage": np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)
         * rep(output_stage_pj(energy, ib_d, ab_d)) * scale,
+        "checksum": macs_f * rep(checksum_pj_per_mac(energy, d.rows, d.cols, ib_d, ab_d, d.checksum)) * scale,
         "leakage": rep(energy.leakage_density(d.tech_nm, vdd) * area_mm2) * latency * 1e12,
     }
     # SRAM traffic is per operand (by free dim); each operand lives in its own buffer.
@@ -275,6 +284,7 @@ def evaluate_block(
         f_max_mhz=f_max,
         vdd=vdd,
         clock_ok=clock_ok,
+        build_ok=build_ok,
         _critical=critical,
         _depths=depths,
         _problem=p,

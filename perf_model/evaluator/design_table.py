@@ -13,6 +13,7 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.block import ENERGY_PARTS, Block, evaluate_block
 from perf_model.physical.area import AreaCoefficients, area_coefficients
+from perf_model.physical.checksum import sdc_coverage
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
 from workloads.ops import Op, Workload
 
@@ -59,6 +60,8 @@ class DesignTable:
         f_max_mhz: the clock the design's logic reaches (``perf_model.physical.fmax``), MHz; a design
             whose ``clock_mhz`` exceeds it is infeasible with a reason naming both.
         vdd: the supply that meets ``clock_mhz`` on the node's voltage-frequency curve, V.
+        sdc_coverage: share of the corrupting faults of the stored fault-injection campaign the
+            design's ``checksum`` detects (``perf_model.physical.checksum``; 0 without one).
     """
 
     feasible: np.ndarray
@@ -82,6 +85,7 @@ class DesignTable:
     utilization: np.ndarray
     f_max_mhz: np.ndarray
     vdd: np.ndarray
+    sdc_coverage: np.ndarray
     energy_breakdown: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -142,6 +146,7 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> tuple[dict[str, 
             "utilization": macs / (np.asarray(rows, dtype=np.float64) * cols * total),
             "f_max_mhz": block.f_max_mhz,
             "vdd": block.vdd,
+            "sdc_coverage": sdc_coverage(block._designs.dataflow, block._designs.checksum),
         }
     for name, values in out.items():
         if name != "feasible":  # 0 for infeasible designs, and for any nan or inf

@@ -179,7 +179,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
         else:
             total_dict[key] = _num(tot[key][0]) if key != "utilization" else float(tot[key][0])
     for key in ("sram_read_bytes", "sram_write_bytes", "latency_s", "area_mm2", "power_w", "tops",
-                "tops_per_w", "edp", "f_max_mhz", "vdd"):
+                "tops_per_w", "edp", "f_max_mhz", "vdd", "sdc_coverage"):
         total_dict[key] = float(tot[key][0])
     total_dict["energy_breakdown"] = {p: float(v[0]) for p, v in breakdown.items()}
     first_bad = next((r for r in results if r.status != "ok"), None)

@@ -78,6 +78,7 @@ from accel_dse.config import Dataflow
 from accel_dse.errors import AccelDseError, ModelError
 from perf_model import timing
 from perf_model.physical import pe_area_fit
+from perf_model.physical.checksum import checksum_um2
 from perf_model.physical.output_stage import lane_um2, qparam_bits
 
 __all__ = [
@@ -459,7 +460,7 @@ def memory_system_um2(config: Any, coefficients: AreaCoefficients | None = None)
 def design_area_mm2(
     rows: np.ndarray, cols: np.ndarray, dataflow: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     kib: tuple[np.ndarray, np.ndarray, np.ndarray], tech_nm: np.ndarray, coefficients: AreaCoefficients | None = None,
-    shadow: np.ndarray | bool = False, double_buffered: np.ndarray | bool = False,
+    shadow: np.ndarray | bool = False, double_buffered: np.ndarray | bool = False, checksum: np.ndarray | int = 0,
 ) -> np.ndarray:
     """Area of whole designs in mm^2 (vectorised; see the module docstring).
 
@@ -469,6 +470,7 @@ def design_area_mm2(
         coefficients: default :func:`area_coefficients`.
         shadow: ``shadow_stationary`` per design.
         double_buffered: ``double_buffered`` per design.
+        checksum: ``checksum`` codes per design (``perf_model.physical.checksum``: its unit's area).
     """
     k = coefficients or area_coefficients()
     df = np.asarray(dataflow)
@@ -481,5 +483,6 @@ def design_area_mm2(
     memory_system = (memory_system_logic_um2(_dma_word_bits(rows, cols, df, input_bits, acc_bits))
                      + QUEUE_BITS * k.sram_um2_per_bit())
     um2 = (R * C * k.pe_um2(input_bits, acc_bits, df, sh) + (skew_bits + line_bits) * k.reg_bit_um2
-           + k.controller_um2 + sram_kib * 8192 * k.sram_um2_per_bit() + output_stage + memory_system)
+           + k.controller_um2 + sram_kib * 8192 * k.sram_um2_per_bit() + output_stage + memory_system
+           + checksum_um2(rows, cols, input_bits, acc_bits, checksum))
     return um2 * 1e-6 * (np.asarray(tech_nm, dtype=np.float64) / _REF_NM) ** 2

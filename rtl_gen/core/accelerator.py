@@ -101,6 +101,7 @@ from accel_dse.config import ArrayConfig, Dataflow
 from rtl_gen.core.array import SystolicArray
 from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
 from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
+from rtl_gen.core.checksum import COUNT_BITS, ChecksumUnit, check_dataflow
 from rtl_gen.core.controller import A_STRIDE_BITS, Controller
 from rtl_gen.core.output_stage import OutputStage
 from rtl_gen.core.pe import Fault
@@ -125,6 +126,11 @@ class Accelerator(wiring.Component):
 
     See the module docstring of ``rtl_gen.core.accelerator`` (re-exported as ``rtl_gen.PORT_MAP``) for the
     ports, timing and buffer layouts.
+
+    With ``checksum = "detect"`` two more outputs (``rtl_gen.core.checksum``): ``sdc`` (1), a
+    checksum mismatch since ``start``, final ``CHECK_LATENCY`` cycles after ``done``, and
+    ``sdc_count`` (16), the mismatching output words since ``start``, and ``sdc_event`` (1),
+    high in each cycle an output word mismatches (at the latest the cycle after ``done``).
 
     Args:
         config: the design.
@@ -152,7 +158,13 @@ class Accelerator(wiring.Component):
         if fault is not None:
             fault.check(config.rows, config.cols, config.input_bits)
         self.fault = fault
+        if config.checksum != "none":
+            check_dataflow(config.dataflow)
+        self.array: SystolicArray | None = None
+        self.checksum: ChecksumUnit | None = None
+        self.banks: dict[str, list[memory.Memory]] = {}  # per buffer, as elaborated (fault injection)
         lay = self.layout
+        sdc = {"sdc": Out(1), "sdc_count": Out(COUNT_BITS), "sdc_event": Out(1)} if config.checksum != "none" else {}
         super().__init__(
             {
                 "host_sel": In(2),
@@ -181,6 +193,7 @@ class Accelerator(wiring.Component):
                 "busy": Out(1),
                 "done": Out(1),
                 "cycles": Out(CYCLES_BITS),
+                **sdc,
             }
         )
 
@@ -241,9 +254,11 @@ class Accelerator(wiring.Component):
         m = Module()
         cfg, lay = self.config, self.layout
         x_geo, y_geo = self._roles()
+        self.banks = {}
         m.submodules.array = array = SystolicArray.from_config(
             cfg, fault=self.fault, group_rows=self.group_rows, group_factory=self.group_factory, skew=False
         )
+        self.array = array
         m.submodules.ctrl = ctrl = Controller(
             rows=cfg.rows,
             cols=cfg.cols,
@@ -291,6 +306,7 @@ class Accelerator(wiring.Component):
             for lane in range(geo.elems):
                 mem = memory.Memory(shape=geo.bits, depth=geo.mem_depth, init=[])
                 m.submodules[f"{geo.name}_bank{lane}"] = mem
+                self.banks.setdefault(geo.name, []).append(mem)
                 bits = slice(lane * geo.bits, (lane + 1) * geo.bits)
                 wp = mem.write_port()
                 m.d.comb += [wp.addr.eq(self.host_addr), wp.data.eq(self.host_wdata[bits]), wp.en.eq(host_we)]
@@ -335,6 +351,7 @@ class Accelerator(wiring.Component):
             for h in range(2 if half else 1):
                 mem = memory.Memory(shape=o_geo.bits, depth=max(2, half) if half else o_geo.mem_depth, init=[])
                 m.submodules[f"ofmap_bank{lane}" + (f"_h{h}" if half else "")] = mem
+                self.banks.setdefault("ofmap", []).append(mem)
                 rp = mem.read_port()
                 wp = mem.write_port()
                 offset = h * half
@@ -360,6 +377,8 @@ class Accelerator(wiring.Component):
             else:
                 m.d.comb += [update.old[bits].eq(old[0]), self.host_rdata[bits].eq(host[0])]
         self._output_stage(m, busy)
+        if cfg.checksum != "none":
+            self._checksum(m, array, strobes[-1], busy)
         return m
 
     def _window_reads(self, m: Module, ctrl: Controller, base: Value, geo: BufferGeometry) -> tuple[Value, Value]:
@@ -381,6 +400,21 @@ class Accelerator(wiring.Component):
         m.d.comb += self.window_error.eq(error)
         addr = Mux(ctrl.x_win, word[:len(ctrl.x_addr)], packed)
         return addr, ctrl.x_en & ~(ctrl.x_win & (ctrl.x_pad | outside))
+
+    def _checksum(self, m: Module, array: SystolicArray, strobe: Value, busy: Value) -> None:
+        """The checksum column and comparator (``rtl_gen.core.checksum``), cleared at each start."""
+        cfg = self.config
+        m.submodules.checksum = unit = ChecksumUnit(rows=cfg.rows, cols=cfg.cols, dataflow=cfg.dataflow,
+                                                    input_bits=cfg.input_bits, acc_bits=cfg.acc_bits,
+                                                    shadow=cfg.shadow_stationary)
+        self.checksum = unit
+        was_busy = Signal()  # the run's last word is compared in the cycle after done
+        m.d.sync += was_busy.eq(busy)
+        m.d.comb += [unit.y.eq(array.y), unit.shift.eq(strobe[0]), unit.a_edge.eq(array.a_edge),
+                     unit.result.eq(array.result), unit.clear.eq(self.start & ~busy), unit.active.eq(busy | was_busy),
+                     self.sdc.eq(unit.mismatch), self.sdc_count.eq(unit.count), self.sdc_event.eq(unit.event)]
+        if cfg.shadow_stationary:
+            m.d.comb += [unit.phase.eq(strobe[1]), unit.f_edge.eq(array.f_edge)]
 
     def _output_stage(self, m: Module, busy: Value) -> None:
         """The qparam buffer and the output stage behind ``host_rdata`` (module docstring)."""

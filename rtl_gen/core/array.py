@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from amaranth import ClockSignal, Instance, Module, ResetSignal, Signal, Value
+from amaranth import Cat, ClockSignal, Instance, Module, ResetSignal, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -43,7 +43,8 @@ class PERow(wiring.Component):
     ``v_in``/``s_in`` (the row above's ``v_out``/``s_out``), ``shift`` (bit ``c`` to PE ``c``),
     ``v_out``/``s_out`` (to the row below), OS or shadow ``f_in`` (first-operand marker, moves
     right with ``a_in``), shadow ``d_in``/``d_out`` (the delayed column strobes, bit ``c`` for
-    column ``c``). Widths from :func:`pe_widths`.
+    column ``c``). Widths from :func:`pe_widths`. With ``edge``: ``a_edge`` (and OS or shadow
+    ``f_edge``), the last PE's ``a_out`` (``f_out``), for a checksum column at the right edge.
 
     Args:
         cols: PEs in the row.
@@ -51,6 +52,7 @@ class PERow(wiring.Component):
         fault: test-only ``(col, bit, stuck)`` of one faulty PE in this row, or ``None``.
         pe_factory: builds the PE of column ``c`` (default a :class:`PE`; the export passes
             a :class:`Blackbox`).
+        edge: expose the last PE's outputs (above).
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class PERow(wiring.Component):
         shadow: bool = False,
         fault: tuple[int, int, int] | None = None,
         pe_factory: Callable[[int], wiring.Component] | None = None,
+        edge: bool = False,
     ) -> None:
         self.cols = cols
         self.dataflow = Dataflow.parse(dataflow)
@@ -72,7 +75,8 @@ class PERow(wiring.Component):
         self.fault = fault
         self.pe_factory = pe_factory
         self.v_bits, self.s_bits = pe_widths(self.dataflow, input_bits, acc_bits)
-        super().__init__(_group_members(1, cols, self.dataflow, input_bits, acc_bits, shadow))
+        self.pes: list[wiring.Component] = []
+        super().__init__(_group_members(1, cols, self.dataflow, input_bits, acc_bits, shadow, edge))
 
     def make_pe(self, col: int) -> wiring.Component:
         """The PE of column ``col`` (see ``pe_factory``)."""
@@ -88,8 +92,10 @@ class PERow(wiring.Component):
         m = Module()
         vb, sb = self.v_bits, self.s_bits
         prev = None
+        self.pes = []
         for c in range(self.cols):
             pe = self.make_pe(c)
+            self.pes.append(pe)
             m.submodules[f"pe_{c}"] = pe
             m.d.comb += [
                 pe.a_in.eq(self.a_in if prev is None else prev.a_out),
@@ -104,6 +110,10 @@ class PERow(wiring.Component):
             if self.shadow:
                 m.d.comb += [pe.ph.eq(self.ph[c]), pe.d_in.eq(self.d_in[c]), self.d_out[c].eq(pe.d_out)]
             prev = pe
+        if "a_edge" in self.signature.members and prev is not None:
+            m.d.comb += self.a_edge.eq(prev.a_out)
+            if "f_edge" in self.signature.members:
+                m.d.comb += self.f_edge.eq(prev.f_out)
         return m
 
 
@@ -121,6 +131,7 @@ class PEBlock(wiring.Component):
         cols, dataflow, input_bits, acc_bits: as :class:`PERow`.
         fault: test-only ``(row, col, bit, stuck)`` inside the block, or ``None``.
         row_factory: builds row ``r`` of the block (default a :class:`PERow`).
+        edge: expose the last column's ``a_edge``/``f_edge`` (lane ``r`` for row ``r``).
     """
 
     def __init__(
@@ -134,6 +145,7 @@ class PEBlock(wiring.Component):
         shadow: bool = False,
         fault: tuple[int, int, int, int] | None = None,
         row_factory: Callable[[int], wiring.Component] | None = None,
+        edge: bool = False,
     ) -> None:
         self.rows = rows
         self.cols = cols
@@ -143,7 +155,9 @@ class PEBlock(wiring.Component):
         self.shadow = shadow
         self.fault = fault
         self.row_factory = row_factory
-        super().__init__(_group_members(rows, cols, self.dataflow, input_bits, acc_bits, shadow))
+        self.edge = edge
+        self.built: list[wiring.Component] = []
+        super().__init__(_group_members(rows, cols, self.dataflow, input_bits, acc_bits, shadow, edge))
 
     def make_row(self, row: int) -> wiring.Component:
         """Row ``row`` of the block (see ``row_factory``)."""
@@ -151,13 +165,14 @@ class PEBlock(wiring.Component):
             return self.row_factory(row)
         fault = self.fault[1:] if self.fault is not None and self.fault[0] == row else None
         return PERow(cols=self.cols, dataflow=self.dataflow, input_bits=self.input_bits,
-                     acc_bits=self.acc_bits, shadow=self.shadow, fault=fault)
+                     acc_bits=self.acc_bits, shadow=self.shadow, fault=fault, edge=self.edge)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
+        self.built = [self.make_row(r) for r in range(self.rows)]
         v_out, s_out, d_out = _chain_rows(
             m,
-            [self.make_row(r) for r in range(self.rows)],
+            self.built,
             a_lanes=self.a_in,
             f_bits=self.f_in if "f_in" in self.signature.members else None,
             v_top=self.v_in,
@@ -170,11 +185,21 @@ class PEBlock(wiring.Component):
         m.d.comb += [self.v_out.eq(v_out), self.s_out.eq(s_out)]
         if self.shadow:
             m.d.comb += self.d_out.eq(d_out)
+        _edge_outputs(m, self, self.built)
         return m
 
 
+def _edge_outputs(m: Module, group: wiring.Component, parts: list[wiring.Component]) -> None:
+    """Drive ``group``'s ``a_edge``/``f_edge`` (if it has them) from its ``parts``' in row order."""
+    if "a_edge" not in group.signature.members:
+        return
+    m.d.comb += group.a_edge.eq(Cat(*(p.a_edge for p in parts)))
+    if "f_edge" in group.signature.members:
+        m.d.comb += group.f_edge.eq(Cat(*(p.f_edge for p in parts)))
+
+
 def _group_members(rows: int, cols: int, dataflow: Dataflow, input_bits: int, acc_bits: int,
-                   shadow: bool) -> dict[str, object]:
+                   shadow: bool, edge: bool = False) -> dict[str, object]:
     """Ports of a group of ``rows`` array rows (a :class:`PERow` is ``rows = 1``)."""
     v_bits, s_bits = pe_widths(dataflow, input_bits, acc_bits)
     members: dict[str, object] = {
@@ -189,6 +214,10 @@ def _group_members(rows: int, cols: int, dataflow: Dataflow, input_bits: int, ac
         members["f_in"] = In(rows)
     if shadow:
         members.update({"ph": In(cols), "d_in": In(cols), "d_out": Out(cols)})
+    if edge:
+        members["a_edge"] = Out(rows * input_bits)
+        if dataflow is Dataflow.OS or shadow:
+            members["f_edge"] = Out(rows)
     return members
 
 
@@ -283,6 +312,9 @@ class SystolicArray(wiring.Component):
             :class:`Blackbox` es).
         skew: include the data skew/de-skew triangles (default); ``False``: pre-skewed ports.
         shadow: PEs with a shadow stationary register (needs ``skew=False``).
+        edge: also output the last column's left operands ``a_edge`` (``rows * input_bits``,
+            lane ``r`` from row ``r``, each one cycle after column ``cols - 1`` used it) and OS or
+            shadow markers ``f_edge`` (``rows`` bits): what a column ``cols`` would receive.
     """
 
     def __init__(
@@ -298,6 +330,7 @@ class SystolicArray(wiring.Component):
         group_factory: Callable[[int], wiring.Component] | None = None,
         skew: bool = True,
         shadow: bool = False,
+        edge: bool = False,
     ) -> None:
         for name, value in (("rows", rows), ("cols", cols)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -327,6 +360,12 @@ class SystolicArray(wiring.Component):
         }
         if shadow:
             members["phase"] = In(cols)
+        self.edge = edge
+        if edge:
+            members["a_edge"] = Out(rows * input_bits)
+            if self.dataflow is Dataflow.OS or shadow:
+                members["f_edge"] = Out(rows)
+        self.groups: list[wiring.Component] = []
         super().__init__(members)
 
     @classmethod
@@ -351,6 +390,7 @@ class SystolicArray(wiring.Component):
             group_factory=group_factory,
             skew=skew,
             shadow=config.shadow_stationary and not skew,
+            edge=config.checksum != "none",
         )
 
     @property
@@ -373,8 +413,9 @@ class SystolicArray(wiring.Component):
         sh = self.shadow
         if b == 1:
             return PERow(cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh,
-                         fault=fault[1:] if fault else None)
-        return PEBlock(rows=b, cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh, fault=fault)
+                         fault=fault[1:] if fault else None, edge=self.edge)
+        return PEBlock(rows=b, cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh, fault=fault,
+                       edge=self.edge)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -396,9 +437,11 @@ class SystolicArray(wiring.Component):
         v_bits, s_bits = pe_widths(self.dataflow, ib, ab)
         v_top, s_top = Signal(cols * v_bits), Signal(cols * s_bits)
         shift: Value = self.shift if not self.skew else self.shift.replicate(cols)
+        self.groups = [self.make_group(g) for g in range(rows // self.group_rows)]
+        _edge_outputs(m, self, self.groups)
         bottom_v, bottom_s, _ = _chain_rows(
             m,
-            [self.make_group(g) for g in range(rows // self.group_rows)],
+            self.groups,
             a_lanes=x_lanes,
             f_bits=f_bits,
             v_top=v_top,

@@ -109,6 +109,8 @@ class PE(wiring.Component):
         acc_bits: accumulator width, ``2 * input_bits .. 64``.
         shadow: hold a shadow copy of the stationary operand (see above).
         fault: test-only stuck product bit ``(bit, stuck)`` of this cell, or ``None``.
+        weight_bits: WS/IS: width of the stationary operand (default ``input_bits``); the
+            checksum column (``rtl_gen.core.checksum``) holds wider row sums of the weights.
     """
 
     def __init__(
@@ -119,6 +121,7 @@ class PE(wiring.Component):
         acc_bits: int = 32,
         shadow: bool = False,
         fault: tuple[int, int] | None = None,
+        weight_bits: int | None = None,
     ) -> None:
         self.dataflow = Dataflow.parse(dataflow)
         if input_bits not in INPUT_BITS:
@@ -131,7 +134,9 @@ class PE(wiring.Component):
         self.acc_bits = acc_bits
         self.shadow = shadow
         self.fault = fault
-        super().__init__(pe_signature(self.dataflow, input_bits, acc_bits, shadow))
+        self.weight_bits = weight_bits
+        super().__init__(pe_signature(self.dataflow, input_bits, acc_bits, shadow, weight_bits))
+        self.registers: dict[str, Signal] = {}
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -155,13 +160,17 @@ class PE(wiring.Component):
             other = Mux(self.f_in, chain, s)
         else:
             other = s
-        raw = Signal(signed(2 * ib))
-        product = Signal(signed(2 * ib))
+        raw = Signal(signed(ib + len(other)))
+        product = Signal(signed(ib + len(other)))
         m.d.comb += [raw.eq(self.a_in * other), product.eq(raw)]
         if self.fault is not None:
             bit, stuck = self.fault
             m.d.comb += product[bit].eq(stuck)
 
+        # The registers a fault-injection campaign may flip (``rtl_gen.core.checksum``).
+        self.registers = {"a": a, "v": v, "s": s}
+        if self.shadow:
+            self.registers["w"] = chain
         # The column chain's shift enable.
         shift_now = self.shift
         if self.shadow:
@@ -199,9 +208,12 @@ class PE(wiring.Component):
         return m
 
 
-def pe_signature(dataflow: Dataflow, input_bits: int, acc_bits: int, shadow: bool) -> dict[str, object]:
+def pe_signature(dataflow: Dataflow, input_bits: int, acc_bits: int, shadow: bool,
+                 weight_bits: int | None = None) -> dict[str, object]:
     """The port members of a :class:`PE` (also used by the synthesis-only top-row variant)."""
     v_bits, s_bits = pe_widths(dataflow, input_bits, acc_bits)
+    if weight_bits is not None and dataflow is not Dataflow.OS:
+        s_bits = weight_bits
     members: dict[str, object] = {
         "a_in": In(signed(input_bits)),
         "a_out": Out(signed(input_bits)),

@@ -103,6 +103,7 @@ class ControlRegisters(wiring.Component):
             **_axil_members(self.regmap.addr_bits),
             "start": Out(1), "busy": In(1), "done": In(1), "error": In(1),
             "error_code": In(code_bits), "error_pc": In(32),
+            "sdc_event": In(1), "sdc_count": In(32), "sdc_pc": In(32), "sdc_stop": Out(1),
             "queue_base": Out(64), "queue_len": Out(32),
             **{f"cycles_{name}": In(64) for name in COUNTERS},
             "irq": Out(1),
@@ -128,6 +129,8 @@ class ControlRegisters(wiring.Component):
             "STATUS": status,
             "ERROR_CODE": {"CODE": error_code},
             "ERROR_PC": {"PC": error_pc},
+            "SDC_COUNT": {"COUNT": self.sdc_count},
+            "SDC_PC": {"PC": self.sdc_pc},
             "IRQ_STATUS": {f.name: irq_status[i] for i, f in enumerate(rmap["IRQ_STATUS"].fields)},
             **{f"CONFIG_{k}": {rmap[f"CONFIG_{k}"].fields[0].name: Const(v, 32)} for k, v in self.constants.items()},
         }
@@ -157,6 +160,7 @@ class ControlRegisters(wiring.Component):
         m.d.comb += [
             self.queue_base.eq(Cat(rw["QUEUE_BASE_LO"], rw["QUEUE_BASE_HI"])),
             self.queue_len.eq(rw["QUEUE_LEN"]),
+            self.sdc_stop.eq(rw["SDC_CTRL"][rmap["SDC_CTRL"].field("STOP").lsb]),
             self.irq.eq((irq_status & rw["IRQ_ENABLE"][:len(irq_status)]).any()),
         ]
 
@@ -204,7 +208,7 @@ class ControlRegisters(wiring.Component):
 
         # --- events (an event wins over a clear in the same cycle) -------------------------
         m.d.sync += self.start.eq(start_now)
-        irq_events = Cat(self.done, self.error)
+        irq_events = Cat(self.done, self.error, self.sdc_event)
         m.d.sync += irq_status.eq((irq_status & ~w1c) | irq_events)
         with m.If(start_now | clear_now):
             m.d.sync += [done_flag.eq(0), error_flag.eq(0), error_code.eq(0), error_pc.eq(0)]

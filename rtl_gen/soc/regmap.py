@@ -194,6 +194,7 @@ class ErrorCode(enum.IntEnum):
     AXI_ERROR = 4
     QUEUE_OVERFLOW = 5
     CONV_WINDOW = 6
+    SDC = 8
 
 
 _ERROR_DOCS = {
@@ -205,6 +206,7 @@ _ERROR_DOCS = {
     ErrorCode.QUEUE_OVERFLOW: "a program longer than the command queue",
     ErrorCode.CONV_WINDOW: "a WINDOW command with a zero field, or a window run addressing a word outside the ifmap "
                            "(not read)",
+    ErrorCode.SDC: "a RUN's checksum mismatched with SDC_CTRL.STOP set (ERROR_PC: that RUN)",
 }
 
 #: ``ID.MAGIC``: what software reads at offset 0 to recognise the block.
@@ -236,7 +238,8 @@ def _config(name: str, offset: int, doc: str, fields: tuple[Field, ...] | None =
     return Register(f"CONFIG_{name}", offset, "RO", fields or _word("VALUE", doc), f"design constant: {doc}")
 
 
-_IRQ_BITS = (("DONE", "a program finished"), ("ERROR", "a program stopped with an error"))
+_IRQ_BITS = (("DONE", "a program finished"), ("ERROR", "a program stopped with an error"),
+             ("SDC", "a RUN's checksum mismatched (checksum designs)"))
 
 #: The accelerator's control registers (``rtl_gen.soc.csr.ControlRegisters``), 4 KiB window.
 CONTROL_REGMAP = RegisterMap("accelerator control", 12, (
@@ -281,6 +284,13 @@ CONTROL_REGMAP = RegisterMap("accelerator control", 12, (
     _config("WEIGHT_DEPTH", 0x094, "words of the weight buffer"),
     _config("OFMAP_DEPTH", 0x098, "words of the ofmap buffer"),
     _config("QUEUE_DEPTH", 0x09C, "commands the command queue holds"),
+    Register("SDC_CTRL", 0x0C0, "RW", _flag_fields(
+        ("STOP", "stop the program at a checksum mismatch (ERROR_CODE SDC); clear: count it and go on"),
+    ), "checksum control (checksum designs; no effect otherwise)"),
+    Register("SDC_COUNT", 0x0C4, "RO", _word("COUNT", "output words whose checksum mismatched since START"),
+             "checksum mismatches of the last program (0 without a checksum)"),
+    Register("SDC_PC", 0x0C8, "RO", _word("PC", "index of the RUN command of the last mismatch"),
+             "command index of the last checksum mismatch"),
 ))
 
 

@@ -38,6 +38,7 @@ from accel_dse.commands import (
     ERROR_DRAM,
     ERROR_OPCODE,
     ERROR_QUEUE,
+    ERROR_SDC,
     ERROR_WINDOW,
     FIELDS,
     MAX_AXI_DATA_BYTES,
@@ -108,6 +109,7 @@ class Sequencer(wiring.Component):
         super().__init__({
             "start": In(1), "queue_base": In(64), "queue_len": In(32),
             "busy": Out(1), "done": Out(1), "error": Out(1), "error_code": Out(4), "error_pc": Out(32),
+            "sdc_event": In(1), "sdc_stop": In(1), "sdc_count": Out(32), "sdc_pc": Out(32),
             "cycles_total": Out(COUNTER_BITS), "cycles_compute": Out(COUNTER_BITS), "cycles_stall": Out(COUNTER_BITS),
             "ld": Out(wiring.Signature(transfer)),
             "st": Out(wiring.Signature({**transfer, "requant": Out(1), "q_by_row": Out(1)})),
@@ -179,11 +181,13 @@ class Sequencer(wiring.Component):
         store_beats = Mux(requant, self.store_beats[1], self.store_beats[0])
         is_transfer = (op == Opcode.LOAD) | (op == Opcode.STORE)
         uses_dma = is_transfer | is_move
+        run_pc = Signal(32)  # the last RUN issued
+        sdc_stop_now = Signal()  # a checksum mismatch that stops the program (below)
         blocked = Signal()
         m.d.comb += blocked.eq(
             Mux(uses_dma, dma_busy, 0) | ((op == Opcode.RUN) & run_busy)
             | ((op == Opcode.SYNC) & (dma_busy | run_busy))
-            | (_field(cmd, "wait_dma") & dma_busy) | (_field(cmd, "wait_run") & run_busy))
+            | (_field(cmd, "wait_dma") & dma_busy) | (_field(cmd, "wait_run") & run_busy) | sdc_stop_now)
 
         window_we = Signal()  # a WINDOW command is issued this cycle
         error_code = Signal(4)
@@ -201,6 +205,17 @@ class Sequencer(wiring.Component):
 
         def fail(code: int) -> list:
             return [error_code.eq(code), self.error_pc.eq(pc)]
+
+        # Checksum mismatches (``sdc_event``: one cycle per mismatching output word, at the latest in
+        # the first cycle after the RUN's done) belong to the last RUN issued, at ``run_pc``.
+        m.d.comb += sdc_stop_now.eq(self.sdc_event & self.sdc_stop & running)
+
+        def sdc_fail() -> None:
+            """In a state that can see a mismatch (after any other step of it): with SDC_CTRL.STOP
+            the program fails at the RUN (issuing is blocked this cycle; FAIL waits for the units)."""
+            with m.If(sdc_stop_now):
+                m.d.sync += [error_code.eq(ERROR_SDC), self.error_pc.eq(run_pc)]
+                m.next = "FAIL"
 
         transfer_fields = [
             self.ld.addr.eq(_field(cmd, "dram_addr")), self.ld.stride.eq(_field(cmd, "dram_stride")),
@@ -228,6 +243,7 @@ class Sequencer(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
+                    m.d.sync += [self.sdc_count.eq(0), self.sdc_pc.eq(0)]
                     m.d.sync += [running.eq(1), pc.eq(0), length.eq(self.queue_len), error_code.eq(0),
                                  self.cycles_total.eq(0), self.cycles_compute.eq(0), self.cycles_stall.eq(0)]
                     with m.If(self.queue_len > self.depth):
@@ -255,6 +271,7 @@ class Sequencer(wiring.Component):
                         m.next = "READ"
             with m.State("READ"):
                 m.next = "DECODE"
+                sdc_fail()
             with m.State("DECODE"):
                 m.d.comb += transfer_fields
                 with m.If(axi_err):
@@ -280,10 +297,13 @@ class Sequencer(wiring.Component):
                         m.d.sync += self.q_base.eq(_field(cmd, "q_base"))
                     with m.If(is_transfer):
                         m.d.sync += buffer_reg.eq(buffer)
+                    with m.If(op == Opcode.RUN):
+                        m.d.sync += run_pc.eq(pc)
                     m.d.sync += pc.eq(pc + 1)
                     m.next = "READ"
                     with m.If(pc + 1 == length):
                         m.next = "DRAIN"
+                sdc_fail()
             with m.State("DRAIN"):
                 with m.If(axi_err):
                     m.d.sync += fail(ERROR_AXI)
@@ -291,13 +311,16 @@ class Sequencer(wiring.Component):
                 with m.Elif(win_err):
                     m.d.sync += fail(ERROR_WINDOW)
                     m.next = "FAIL"
-                with m.Elif(~dma_busy & ~run_busy):
+                with m.Elif(~dma_busy & ~run_busy & ~sdc_stop_now):
                     m.d.comb += self.done.eq(1)
                     m.d.sync += running.eq(0)
                     m.next = "IDLE"
+                sdc_fail()
             with m.State("FAIL"):
                 with m.If(~dma_busy & ~run_busy):
                     m.d.comb += self.error.eq(1)
                     m.d.sync += running.eq(0)
                     m.next = "IDLE"
+        with m.If(self.sdc_event & running):
+            m.d.sync += [self.sdc_count.eq(self.sdc_count + 1), self.sdc_pc.eq(run_pc)]
         return m

@@ -150,7 +150,10 @@ class AxiAccelerator(wiring.Component):
             csr.error_code.eq(seq.error_code), csr.error_pc.eq(seq.error_pc),
             csr.cycles_total.eq(seq.cycles_total), csr.cycles_compute.eq(seq.cycles_compute),
             csr.cycles_dma_stall.eq(seq.cycles_stall), self.irq.eq(csr.irq),
+            seq.sdc_stop.eq(csr.sdc_stop), csr.sdc_count.eq(seq.sdc_count), csr.sdc_pc.eq(seq.sdc_pc),
         ]
+        if "sdc_event" in core.signature.members:  # checksum designs (rtl_gen.core.checksum)
+            m.d.comb += [seq.sdc_event.eq(core.sdc_event), csr.sdc_event.eq(core.sdc_event & seq.busy)]
         for engine, ctl in ((ld, seq.ld), (st, seq.st)):
             for name in ("start", "addr", "stride", "rows", "words", "beats", "buf_addr", "row_step", "word_step"):
                 m.d.comb += getattr(engine, name).eq(getattr(ctl, name))

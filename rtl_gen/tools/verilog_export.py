@@ -72,6 +72,7 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
     top = top_name(config, fault)
     ib, ab, df = config.input_bits, config.acc_bits, config.dataflow
     sh = config.shadow_stationary
+    edge = config.checksum != "none"  # the rows also output the last column's operands
     b = block_rows(config.rows)
     pe = PE(dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh)
     units: list[tuple[str, wiring.Component]] = []
@@ -81,7 +82,8 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
         def factory(col: int) -> wiring.Component:
             return Blackbox(pe.signature, f"{top}_pe_fault" if col == faulty_col else f"{top}_pe")
 
-        return PERow(cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh, pe_factory=factory)
+        return PERow(cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh, pe_factory=factory,
+                     edge=edge)
 
     clean_row = row(None)
     inner.insert(0, (f"{top}_row", clean_row))
@@ -102,7 +104,7 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
                 return Blackbox(clean_row.signature, name)
 
             return PEBlock(rows=b, cols=config.cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh,
-                           row_factory=factory)
+                           row_factory=factory, edge=edge)
 
         clean_block = block(False)
         inner.insert(0, (f"{top}_block", clean_block))

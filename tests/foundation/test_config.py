@@ -101,15 +101,24 @@ def _sha12(data: dict) -> str:
 
 
 def test_config_hash_is_sha256_of_canonical_json():
-    # dram at its neutral default ("none") is left out, so designs hashed before the field
-    # existed keep their hash; a named memory is part of the hash.
+    # dram and checksum at their neutral defaults ("none") are left out, so designs hashed
+    # before the fields existed keep their hash; a named memory or a checksum is part of it.
     c = ArrayConfig(rows=16, cols=8, dataflow="os", clock_mhz=700)
-    without_dram = {k: v for k, v in c.to_dict().items() if k != "dram"}
-    assert c.to_dict()["dram"] == "none"
-    assert c.config_hash == _sha12(without_dram)
+    without_new = {k: v for k, v in c.to_dict().items() if k not in ("dram", "checksum")}
+    assert c.to_dict()["dram"] == "none" and c.to_dict()["checksum"] == "none"
+    assert c.config_hash == _sha12(without_new)
     assert len(c.config_hash) == 12
     named = dataclasses.replace(c, dram="hbm2e")
-    assert named.config_hash == _sha12(named.to_dict()) != c.config_hash
+    assert named.config_hash == _sha12({k: v for k, v in named.to_dict().items() if k != "checksum"}) != c.config_hash
+    checked = dataclasses.replace(c, checksum="detect")
+    assert checked.config_hash == _sha12({k: v for k, v in checked.to_dict().items() if k != "dram"}) != c.config_hash
+
+
+def test_checksum_values_are_checked():
+    assert ArrayConfig(rows=2, cols=2, checksum="detect").checksum == "detect"
+    for bad in ("correct", "Detect", 1, True, None):
+        with pytest.raises(ConfigError, match="checksum must be one of none, detect"):
+            ArrayConfig(rows=2, cols=2, checksum=bad)
 
 
 def test_hash_ignores_int_vs_float_spelling_of_floats():

@@ -22,6 +22,7 @@ from accel_dse.simulate._dram_image import (
 )
 from perf_model.compiler.program import GemmProgram, compile_gemm
 from perf_model.program_timing import ProgramTiming, gemm_program_cycles, program_cycles
+from rtl_gen.core.pe import Fault
 from rtl_gen.soc.regmap import CONTROL_REGMAP
 from rtl_gen.soc.sim_system import SimSystem
 from workloads.ops import Gemm, Requant
@@ -46,6 +47,9 @@ class SocRun:
     dram: np.ndarray  # the DRAM image after the program
     program: GemmProgram
     model: ProgramTiming
+    sdc_count: int = 0  # SDC_COUNT, SDC_PC and IRQ_STATUS after the (last) program
+    sdc_pc: int = 0
+    irq_status: int = 0
 
 
 async def _start(ctx: Any, bus: AxilMaster, dut: SimSystem, base: int, length: int, limit: int, what: str) -> int:
@@ -73,13 +77,15 @@ def small(dataflow: str = "ws", double: bool = True, rows: int = 2, cols: int = 
 def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int = 7, requant: Requant | None = None,
             commands: list[Command] | None = None, dram_extra: int = 0, limit: int = 400_000,
             queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0,
-            queue_depth: int = 256, rate: Fraction | None = None) -> SocRun:
+            queue_depth: int = 256, rate: Fraction | None = None, fault: Fault | None = None,
+            sdc_stop: bool = False) -> SocRun:
     """Compile ``a @ b`` for ``config``, run it from DRAM, return the counters and DRAM.
 
     ``commands`` replaces the compiled program (malformed programs); ``queue_len`` the length
     register; ``dram_extra`` adds bytes of DRAM beyond the image. A program longer than
     ``queue_depth`` runs as the compiler's queue-loads, one START after another's interrupt.
     ``rate``: the DRAM model paces its beats to that many bytes a cycle, and so does the walk.
+    ``fault``: the test-only stuck PE product bit; ``sdc_stop``: the value of ``SDC_CTRL.STOP``.
     """
     m, k = a.shape
     n = b.shape[1]
@@ -93,14 +99,16 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
     image = program_image(prog, tensors)
     image = np.concatenate([image, np.zeros(dram_extra + (-(len(image) + dram_extra)) % W, np.uint8)])
     return run_image(config, prog, image, latency=latency, limit=limit, queue_len=queue_len,
-                     queue_base=queue_base, stall_seed=stall_seed, queue_depth=queue_depth, rate=rate)
+                     queue_base=queue_base, stall_seed=stall_seed, queue_depth=queue_depth, rate=rate,
+                     fault=fault, sdc_stop=sdc_stop)
 
 
 def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, latency: int = 7, limit: int = 400_000,
               queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0, queue_depth: int = 256,
-              rate: Fraction | None = None, fault: Any = None) -> SocRun:
+              rate: Fraction | None = None, fault: Any = None, sdc_stop: bool = False) -> SocRun:
     """Run ``prog`` from the DRAM ``image`` (bytes, a whole number of beats) on the SoC; the counters,
-    the DRAM after it and the walk's timing (:func:`run_soc`). ``fault``: a PE fault (``rtl_gen.Fault``)."""
+    the DRAM after it and the walk's timing (:func:`run_soc`). ``fault``: a PE fault (``rtl_gen.Fault``);
+    ``sdc_stop``: the value of ``SDC_CTRL.STOP``."""
     W = prog.data_bytes
     dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=queue_depth, fault=fault,
                     stall_seed=stall_seed, rate=None if rate is None else (rate.numerator, rate.denominator))
@@ -123,6 +131,7 @@ def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, late
         bus = AxilMaster(ctx, dut)
         await bus.reset()
         await bus.write_ok(REG["IRQ_ENABLE"], 0b11)
+        await bus.write_ok(REG["SDC_CTRL"], int(sdc_stop))
         counters = {"total": 0, "compute": 0, "stall": 0}
         for i, (first, end) in enumerate(prog.chunks):
             if i:
@@ -136,6 +145,8 @@ def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, late
             seen["code"] = await bus.read_ok(REG["ERROR_CODE"])
             seen["pc"] = await bus.read_ok(REG["ERROR_PC"])
             seen["status"] = await bus.read_ok(REG["STATUS"])
+            for name in ("SDC_COUNT", "SDC_PC", "IRQ_STATUS"):
+                seen[name] = await bus.read_ok(REG[name])
             if seen["code"]:
                 break
         seen.update(counters)
@@ -150,7 +161,7 @@ def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, late
     sim.add_testbench(bench)
     sim.run()
     return SocRun(seen["cycles"], seen["total"], seen["compute"], seen["stall"], seen["code"], seen["pc"],
-                  seen["status"], seen["dram"], prog, model)
+                  seen["status"], seen["dram"], prog, model, seen["SDC_COUNT"], seen["SDC_PC"], seen["IRQ_STATUS"])
 
 
 def result(run: SocRun) -> np.ndarray:

@@ -104,7 +104,7 @@ def test_rw_registers_read_back_and_drive_the_outputs():
         got["queue_len"] = ctx.get(dut.queue_len)
 
     run(bench)
-    assert got == {"lo": 0x89ABCDEF, "hi": 0x01234567, "len": 0xDEADBEEF, "en": 0b11,
+    assert got == {"lo": 0x89ABCDEF, "hi": 0x01234567, "len": 0xDEADBEEF, "en": 0b111,
                    "queue_base": 0x0123456789ABCDEF, "queue_len": 0xDEADBEEF}
 
 
@@ -377,7 +377,8 @@ def test_verilog_has_the_axil_port_names_and_widths():
     assert header is not None
     ports = {p.strip() for p in header.group(1).split(",")}
     internal = {"start", "busy", "done", "error", "error_code", "error_pc", "queue_base", "queue_len",
-                "cycles_total", "cycles_compute", "cycles_dma_stall", "irq", "clk", "rst"}
+                "cycles_total", "cycles_compute", "cycles_dma_stall", "irq", "clk", "rst",
+                "sdc_event", "sdc_count", "sdc_pc", "sdc_stop"}
     assert ports == set(AXIL_PORTS) | internal
     widths = {"s_axil_awaddr": 12, "s_axil_araddr": 12, "s_axil_wdata": 32, "s_axil_rdata": 32, "s_axil_wstrb": 4,
               "s_axil_bresp": 2, "s_axil_rresp": 2, "queue_base": 64, "cycles_total": 64, "error_code": 4}
@@ -389,6 +390,7 @@ def test_synthesis_keeps_exactly_the_documented_state():
     figures = synth_component(ControlRegisters(**PARAMS), "accel_csr")
     write_side = 10 + 1 + 32 + 4 + 1 + 1 + 1  # AW index (bits 11:2) + held, W data/strobe + held, bvalid, SLVERR
     read_side = 1 + 1 + 32  # rvalid, SLVERR, rdata
-    state = 1 + 2 + 4 + 32 + 2 + 2 + 64 + 32 + 3 * 32  # start, DONE/ERROR, code, pc, irq en/status, queue, snapshots
+    # start, DONE/ERROR, code, pc, irq en/status (DONE, ERROR, SDC), queue, snapshots, SDC_CTRL.STOP
+    state = 1 + 2 + 4 + 32 + 3 + 3 + 64 + 32 + 3 * 32 + 1
     assert figures["flops"] == write_side + read_side + state
     assert figures["cells"] > figures["flops"]

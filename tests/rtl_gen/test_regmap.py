@@ -26,6 +26,8 @@ SPEC = {
     "CONFIG_ROWS": (0x080, "RO"), "CONFIG_COLS": (0x084, "RO"), "CONFIG_DATAFLOW": (0x088, "RO"),
     "CONFIG_AXI_DATA_BYTES": (0x08C, "RO"), "CONFIG_IFMAP_DEPTH": (0x090, "RO"),
     "CONFIG_WEIGHT_DEPTH": (0x094, "RO"), "CONFIG_OFMAP_DEPTH": (0x098, "RO"), "CONFIG_QUEUE_DEPTH": (0x09C, "RO"),
+    # issue 31: the checksum's control bit, mismatch counter and the RUN of the last mismatch
+    "SDC_CTRL": (0x0C0, "RW"), "SDC_COUNT": (0x0C4, "RO"), "SDC_PC": (0x0C8, "RO"),
 }
 # A C translation unit that checks the header against the issue's map.
 CHECKS = """
@@ -54,13 +56,13 @@ def test_bits_of_the_flag_registers():
         ("CTRL", "START"): (0, 1), ("CTRL", "CLEAR"): (1, 1),
         ("STATUS", "BUSY"): (0, 1), ("STATUS", "DONE"): (1, 1), ("STATUS", "ERROR"): (2, 1),
         ("ERROR_CODE", "CODE"): (0, 4),
-        ("IRQ_ENABLE", "DONE"): (0, 1), ("IRQ_ENABLE", "ERROR"): (1, 1),
-        ("IRQ_STATUS", "DONE"): (0, 1), ("IRQ_STATUS", "ERROR"): (1, 1),
-        ("CONFIG_DATAFLOW", "CODE"): (0, 2),
+        ("IRQ_ENABLE", "DONE"): (0, 1), ("IRQ_ENABLE", "ERROR"): (1, 1), ("IRQ_ENABLE", "SDC"): (2, 1),
+        ("IRQ_STATUS", "DONE"): (0, 1), ("IRQ_STATUS", "ERROR"): (1, 1), ("IRQ_STATUS", "SDC"): (2, 1),
+        ("CONFIG_DATAFLOW", "CODE"): (0, 2), ("SDC_CTRL", "STOP"): (0, 1),
     }
     codes = {code: value for code, value, _ in CONTROL_REGMAP["ERROR_CODE"].field("CODE").enum}
     assert codes == {"NONE": 0, "BAD_OPCODE": 1, "BUFFER_RANGE": 2, "DRAM_ADDRESS": 3, "AXI_ERROR": 4,
-                     "QUEUE_OVERFLOW": 5, "CONV_WINDOW": 6}
+                     "QUEUE_OVERFLOW": 5, "CONV_WINDOW": 6, "SDC": 8}  # 7 is allocated to the vector unit
 
 
 def _defines(text: str) -> dict[str, int]:

@@ -33,7 +33,7 @@ from perf_model.timing import run_cycles
 
 FIELDS = ("rows", "cols", "dataflow", "input_bits", "acc_bits", "ifmap_sram_kib", "weight_sram_kib",
           "ofmap_sram_kib", "dram_bytes_per_cycle", "clock_mhz", "double_buffered", "shadow_stationary",
-          "tech_nm", "dram")
+          "tech_nm", "dram", "checksum")
 CALLS = [0]
 
 
@@ -53,6 +53,7 @@ class DesignArrays:
     shadow_stationary: np.ndarray
     tech_nm: np.ndarray
     dram: np.ndarray  # the memory kind: carried, not used by the formulas
+    checksum: np.ndarray  # carried, not used by the formulas
 
     @classmethod
     def from_columns(cls, **arrays):
@@ -87,6 +88,7 @@ class Table:
     tops_per_w: np.ndarray
     edp: np.ndarray
     utilization: np.ndarray
+    sdc_coverage: np.ndarray
 
 
 def _ops(workload):
@@ -139,6 +141,7 @@ def evaluate_designs(d: DesignArrays, workload) -> Table:
         dram_read_bytes=dram, dram_write_bytes=np.zeros(n), sram_read_bytes=sram, sram_write_bytes=np.zeros(n),
         energy_pj=energy, latency_s=latency, area_mm2=area, power_w=power, tops=tops, tops_per_w=tops / power,
         edp=energy * 1e-12 * latency, utilization=macs / np.maximum(compute * d.rows * d.cols, 1),
+        sdc_coverage=np.zeros(n),
     )
     for name in ("compute_cycles", "stall_cycles", "total_cycles", "macs", "dram_read_bytes", "energy_pj",
                  "area_mm2", "power_w", "tops", "tops_per_w", "edp", "utilization", "sram_read_bytes"):

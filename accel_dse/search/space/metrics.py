@@ -64,6 +64,7 @@ METRIC_UNITS: dict[str, str] = {
     "tops_per_w": "TOPS/W",
     "edp": "J*s",
     "utilization": "fraction",
+    "sdc_coverage": "fraction",
 }
 METRIC_NAMES: tuple[str, ...] = tuple(METRIC_UNITS)
 

@@ -1,0 +1,76 @@
+"""The checksum option in the model: constants agree with the RTL, no cycle cost, its area and
+energy only where it is built, OS infeasible with the RTL's reason, coverage from the stored
+campaign."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import perf_model
+from accel_dse.config import CHECKSUM_DATAFLOWS, CHECKSUMS, ArrayConfig
+from perf_model.physical import checksum, checksum_fit, sdc_coverage_table
+from perf_model.timing import DATAFLOW_CODES
+from rtl_gen.core import checksum as rtl_checksum
+
+GEMM = "gemm:m=40,k=70,n=50"
+
+
+def test_constants_agree_with_the_rtl_and_the_config():
+    assert checksum.CHECKSUMS == CHECKSUMS
+    assert checksum.CHECK_LATENCY == rtl_checksum.CHECK_LATENCY
+    assert checksum.CHECKSUM_DATAFLOW_CODES == tuple(DATAFLOW_CODES[f] for f in CHECKSUM_DATAFLOWS)
+    for cols, ib, ab in ((1, 8, 32), (3, 8, 16), (4, 8, 32), (256, 8, 32), (4096, 16, 32), (7, 16, 64)):
+        assert checksum.weight_bits(cols, ib, ab) == rtl_checksum.checksum_weight_bits(cols, ib, ab)
+    with pytest.raises(Exception, match="not os"):
+        rtl_checksum.check_dataflow("os")
+    assert checksum.BUILD_REASON.startswith("checksum 'detect' is built for dataflows ws, is, not os")
+
+
+def test_area_fit_reproduces_its_yosys_points():
+    for r, c, ib, ab, area, _flops in checksum_fit.POINTS:
+        model = float(checksum.checksum_um2(r, c, ib, ab, 1))
+        assert model == pytest.approx(area, rel=checksum_fit.MAX_ERROR + 1e-3)  # MAX_ERROR is rounded
+    assert float(checksum.checksum_um2(8, 8, 8, 32, 0)) == 0.0
+
+
+def _evaluate(**fields):
+    import workloads
+
+    config = ArrayConfig(rows=8, cols=8, **fields)
+    result = perf_model.evaluate(config, workloads.resolve(GEMM))
+    return {**result.total, "feasible": result.status == "ok", "reason": result.reason}
+
+
+@pytest.mark.parametrize("flow", CHECKSUM_DATAFLOWS)
+def test_detect_costs_area_and_energy_but_no_cycle(flow):
+    plain, checked = _evaluate(dataflow=flow), _evaluate(dataflow=flow, checksum="detect")
+    assert checked["feasible"] and plain["feasible"]
+    assert checked["compute_cycles"] == plain["compute_cycles"] and checked["total_cycles"] == plain["total_cycles"]
+    extra_um2 = (checked["area_mm2"] - plain["area_mm2"]) * 1e6 / (45 / 45) ** 2
+    assert extra_um2 == pytest.approx(float(checksum.checksum_um2(8, 8, 8, 32, 1)), rel=1e-9)
+    assert plain["energy_breakdown"]["checksum"] == 0 < checked["energy_breakdown"]["checksum"]
+    # the checksum's energy per MAC is a fraction (about 1/C) of the array's own MAC energy
+    assert checked["energy_breakdown"]["checksum"] < 0.5 * checked["energy_breakdown"]["mac"]
+
+
+def test_os_with_detect_is_infeasible_with_the_rtl_reason():
+    total = _evaluate(dataflow="os", checksum="detect")
+    assert not total["feasible"] and total["reason"] == checksum.BUILD_REASON
+    assert _evaluate(dataflow="os")["feasible"]
+
+
+def test_coverage_is_read_from_the_stored_campaign():
+    flows = np.array([DATAFLOW_CODES[f] for f in ("ws", "ws", "is", "is", "os")])
+    codes = np.array([1, 0, 1, 0, 1])
+    got = checksum.sdc_coverage(flows, codes)
+    for i, (flow, code) in enumerate(zip(("ws", "ws", "is", "is", "os"), codes, strict=True)):
+        tallies = sdc_coverage_table.TALLIES.get((flow, CHECKSUMS[code]), {})
+        corrupted = sum(tallies[p][1] for p in checksum.DATAPATH_PLACES if p in tallies)
+        detected = sum(tallies[p][2] for p in checksum.DATAPATH_PLACES if p in tallies)
+        assert got[i] == (detected / corrupted if corrupted else 0.0)
+    assert got[1] == got[3] == got[4] == 0.0  # no checksum detects nothing; OS has no campaign
+    assert got[0] >= 0.99 and got[2] >= 0.99  # the issue's target, as the stored campaign measured it
+    for flow in CHECKSUM_DATAFLOWS:
+        assert sdc_coverage_table.CLEAN[(flow, "detect")][1] == 0  # no false alarm in a fault-free run
+    assert _evaluate(dataflow="ws", checksum="detect")["sdc_coverage"] == pytest.approx(got[0])

@@ -1,0 +1,44 @@
+"""A checksum design's SoC (Amaranth's simulator, 2 x 2, programs from DRAM): bit-exact and
+cycle-equal to the program walk without a fault; with a faulty PE, ERROR_CODE 8 at the first
+RUN (SDC_CTRL.STOP) or a finished program that counted the mismatches (STOP clear), on WS and IS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from system_testlib import result, run_soc, small
+
+from accel_dse.commands import ERROR_SDC, Opcode
+from rtl_gen import Fault
+from rtl_gen.soc.regmap import CONTROL_REGMAP
+
+SDC_IRQ = 1 << CONTROL_REGMAP["IRQ_STATUS"].field("SDC").lsb
+
+
+def _operands(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.integers(1, 64, (20, 30)), rng.integers(1, 64, (30, 8))  # no zero operand: the fault always shows
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "is"])
+def test_checksum_soc_is_exact_then_stops_or_counts_at_a_fault(dataflow):
+    config = small(dataflow, checksum="detect")
+    a, b = _operands()
+    clean = run_soc(config, a, b, sdc_stop=True)
+    assert clean.error_code == 0 and clean.status == 0b010
+    np.testing.assert_array_equal(result(clean), a @ b)
+    assert clean.total == clean.model.total and clean.compute == clean.model.compute
+    assert clean.sdc_count == 0 and not clean.irq_status & SDC_IRQ
+
+    runs = [i for i, c in enumerate(clean.program.commands) if c.opcode == Opcode.RUN]
+    assert len(runs) > 1
+    fault = Fault(row=1, col=0, bit=4, stuck=1)
+    stopped = run_soc(config, a, b, fault=fault, sdc_stop=True)
+    assert (stopped.error_code, stopped.error_pc) == (ERROR_SDC, runs[0])  # the first RUN, by its index
+    assert stopped.status == 0b100 and stopped.sdc_count >= 1 and stopped.sdc_pc == runs[0]
+    assert stopped.irq_status & SDC_IRQ
+
+    counted = run_soc(config, a, b, fault=fault, sdc_stop=False)
+    assert counted.error_code == 0 and counted.status == 0b010  # ran to the end ...
+    assert not np.array_equal(result(counted), a @ b)  # ... with a wrong result, but not silently:
+    assert counted.sdc_count >= len(runs) and counted.sdc_pc == runs[-1] and counted.irq_status & SDC_IRQ
