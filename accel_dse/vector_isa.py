@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-__all__ = ["VECTOR_CODES", "PHASES", "PASS_TAIL", "DIV_STEPS", "SQRT_STEPS", "SCALAR_CYCLES", "NPARAMS",
-           "silu_table", "magic_divisor", "unit_params", "UNIT_KINDS", "SOFTMAX_Z_BITS"]
+__all__ = ["PARAM_FIELDS", "param_error", "VECTOR_CODES", "PHASES", "PASS_TAIL", "DIV_STEPS", "SQRT_STEPS",
+           "SCALAR_CYCLES", "NPARAMS", "silu_table", "magic_divisor", "unit_params", "UNIT_KINDS", "SOFTMAX_Z_BITS"]
 
 #: Op code of each kind the unit runs (the VECTOR command's ``vkind`` field); 0 is invalid.
 VECTOR_CODES = {"add": 1, "mul": 2, "relu": 3, "relu6": 4, "gelu": 5, "silu": 6, "layernorm": 7, "rmsnorm": 8,
@@ -50,6 +50,46 @@ PHASES: dict[str, tuple[str, ...]] = {
 NPARAMS = 8
 #: Bits of the clamped i-exp argument whose quotient by ``ln2`` the unit takes by a multiply.
 SOFTMAX_Z_BITS = 20
+
+
+_NORM_FIELDS = (("n", 24, False), ("half_n", 24, False), ("rsqrt_c14", 30, False), ("out_shift", 5, False),
+                ("eps", 31, False), ("shift_base", 8, True), ("center", 1, False))
+#: Each kind's parameter registers as ``(field name, bits, signed)``: the unit reads those bits
+#: (its multipliers are that wide); :func:`param_error` holds the compiler's values to them.
+PARAM_FIELDS: dict[str, tuple[tuple[str, int, bool], ...]] = {
+    "add": (("mult_a", 23, False), ("mult_b", 23, False), ("shift", 5, False)),
+    "mul": (("mul_a", 1, False), ("mul_b", 1, False), ("shift", 5, False)),
+    "relu": (),
+    "relu6": (("act_max", 8, True),),
+    "gelu": (("gelu_mult", 16, False), ("clip", 15, False), ("gelu_a", 15, False)),
+    "silu": (("gated", 1, False),),
+    "layernorm": _NORM_FIELDS,
+    "rmsnorm": _NORM_FIELDS,
+    "softmax": (("in_mult", 23, False), ("ln2", 16, False), ("poly_b", 17, False), ("exp_a", 15, False),
+                ("poly_c", 15, False), ("causal_offset", 32, True), ("z_mult", 24, False), ("z_shift", 6, False)),
+}
+
+
+def _rshr(v: int, s: int) -> int:
+    return v if s == 0 else (v + (1 << (s - 1))) >> s
+
+
+def param_error(kind: str, regs: tuple[int, ...]) -> str:
+    """Why the unit cannot take registers ``regs`` of ``kind`` (``""``: it can): a value outside
+    its field, or a softmax whose i-exp would leave the bounds the unit's widths rely on
+    (``e < 2**15``, the clamp at ``16 ln2`` inside ``2**SOFTMAX_Z_BITS``)."""
+    for (name, bits, sign), value in zip(PARAM_FIELDS[kind], regs, strict=False):
+        low, high = (-(1 << (bits - 1)), (1 << (bits - 1))) if sign else (0, 1 << bits)
+        if not low <= value < high:
+            return f"{kind}: parameter {name} = {value} is outside the unit's {bits}-bit field"
+    if kind == "softmax":
+        ln2, poly_b, poly_a, poly_c = regs[1], regs[2], regs[3], regs[4]
+        top = _rshr(poly_b, 2)
+        e_max = _rshr(poly_a * _rshr(top * top, 14), 15) + poly_c
+        if not 0 < ln2 <= poly_b or ln2 << 4 >= 1 << SOFTMAX_Z_BITS or e_max >= 1 << 15:
+            return f"{kind}: i-exp constants ln2 = {ln2}, poly_b = {poly_b}, poly_a = {poly_a}, poly_c = {poly_c} " \
+                   "leave the unit's bounds"
+    return ""
 
 
 @lru_cache(maxsize=1)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from accel_dse.vector_isa import PASS_TAIL, PHASES, SCALAR_CYCLES, SOFTMAX_Z_BITS, UNIT_KINDS
+from accel_dse.vector_isa import PASS_TAIL, PHASES, SCALAR_CYCLES, UNIT_KINDS, param_error, unit_params
 from workloads.vector_ops import VectorOp
 
 __all__ = ["VectorPlan", "vector_plan", "vector_cycles", "plan_cycles", "MAX_WORDS"]
@@ -74,12 +74,16 @@ def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
         n = op.shape[last]
         rows = op.elements // n
         if op.kind == "softmax":
-            if op.param("ln2") << 4 >= 1 << SOFTMAX_Z_BITS:
-                return f"{op.kind}: ln2 constant {op.param('ln2')} is too large for the unit's i-exp"
             if op.param("causal_offset", -1) >= 0:
                 qrows = op.shape[-2] if len(op.shape) >= 2 else 1
     else:
         n, rows = op.elements, 1
+    try:
+        error = param_error(op.kind, unit_params(op.kind, dict(op.params), n))
+    except KeyError as missing:
+        error = f"{op.kind}: the record has no parameter {missing}"
+    if error:
+        return error
     words = math.ceil(n / lanes)
     if rows > MAX_WORDS or words > MAX_WORDS:
         return f"{op.kind}: {rows} rows of {words} words exceed the unit's {MAX_WORDS} per run"

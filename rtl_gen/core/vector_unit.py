@@ -30,12 +30,21 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from accel_dse.errors import ConfigError
-from accel_dse.vector_isa import DIV_STEPS, NPARAMS, SQRT_STEPS, VECTOR_CODES, silu_table
+from accel_dse.vector_isa import DIV_STEPS, NPARAMS, PARAM_FIELDS, SQRT_STEPS, VECTOR_CODES, silu_table
 
 __all__ = ["VectorUnit"]
 
 _K = VECTOR_CODES
 _ELEMENTWISE = tuple(_K[k] for k in ("add", "mul", "relu", "relu6", "gelu", "silu"))
+
+
+def _fields() -> dict[str, tuple[int, int, bool]]:
+    """Every kind's parameter fields by name (the names are distinct across kinds)."""
+    out: dict[str, tuple[int, int, bool]] = {}
+    for fields in PARAM_FIELDS.values():
+        for i, (name, bits, sign) in enumerate(fields):
+            out[name] = (i, bits, sign)
+    return out
 
 
 def _rshr(v: Value, s: Value | int) -> Value:
@@ -109,25 +118,33 @@ class VectorUnit(wiring.Component):
         m.d.comb += [self.rd_addr.eq(src + row_off + t), self.rd2_addr.eq(src2 + row_off + t), self.rd_en.eq(issue)]
         m.d.sync += [s1_live.eq(issue), s1_w.eq(t), s2_live.eq(s1_live), s2_w.eq(s1_w)]
 
-        vals = [Signal(signed(34), name=f"val{i}") for i in range(lanes)]
+        vals = [Signal(signed(32), name=f"val{i}") for i in range(lanes)]
         valid = [Signal(name=f"ok{i}") for i in range(lanes)]
         rom = silu_table()
+        # the parameter registers' fields (accel_dse.vector_isa.PARAM_FIELDS; the compiler keeps them in range)
+        f = {name: p[i][:bits].as_signed() if sign else p[i][:bits]
+             for name, (i, bits, sign) in _fields().items()}
         for lane in range(lanes):
             x = self.rd_data[8 * lane:8 * lane + 8].as_signed()
             y = self.rd2_data[8 * lane:8 * lane + 8].as_signed()
             k = Signal(40, name=f"k{lane}")
             m.d.comb += k.eq(s1_w * lanes + lane)
             ok = (k < n) & ~(is_soft & (p[5] >= 0) & (k > qpos + p[5]))
-            # element functions
-            f_add = _sat8(_rshr(x * p[0] + y * p[1], p[2][:5]))
-            f_mul = _sat8(_rshr(x * y, p[2][:5]))
+
+            def wire(name: str, value: Value, shape: object, lane: int = lane) -> Signal:
+                sig = Signal(shape, name=f"{name}{lane}")
+                m.d.comb += sig.eq(value)
+                return sig
+
+            # element functions (widths: the bounds of workloads._int_ops, docs/workloads.md)
+            f_add = _sat8(_rshr(x * f["mult_a"] + y * f["mult_b"], f["shift"]))
+            f_mul = _sat8(_rshr(x * y, f["shift"]))
             f_relu = Mux(x < 0, 0, x)
-            f_relu6 = Mux(x < 0, 0, Mux(x > p[0], p[0], x))
-            ax = Mux(x < 0, -x, x)
-            g_t = Signal(signed(40), name=f"gelu_t{lane}")
-            m.d.comb += g_t.eq(Mux(ax * p[0] > p[1], p[1], ax * p[0]) - p[1])
-            g_poly = Signal(signed(40), name=f"gelu_poly{lane}")
-            m.d.comb += g_poly.eq((1 << 14) - _rshr(p[2] * _rshr(g_t * g_t, 14), 15))
+            f_relu6 = Mux(x < 0, 0, Mux(x > f["act_max"], f["act_max"], x))
+            scaled = wire("gelu_v", Mux(x < 0, -x, x) * f["gelu_mult"], 25)
+            g_t = wire("gelu_t", Mux(scaled > f["clip"], f["clip"], scaled) - f["clip"], signed(16))
+            g_sq = wire("gelu_sq", _rshr(g_t * g_t, 14), 17)
+            g_poly = wire("gelu_poly", (1 << 14) - _rshr(f["gelu_a"] * g_sq, 15), signed(18))
             erf = Mux(x > 0, g_poly, Mux(x < 0, -g_poly, 0))
             f_gelu = _sat8(_rshr(x * ((1 << 14) + erf), 15))
             silu_t = Signal(signed(16), name=f"silu_t{lane}")
@@ -135,23 +152,20 @@ class VectorUnit(wiring.Component):
                 for code in range(256):
                     with m.Case(code):
                         m.d.comb += silu_t.eq(rom[(code - 256 if code >= 128 else code) + 128])
-            f_silu = Mux(p[0] != 0, _sat8(_rshr(silu_t * y, 11)), _sat8(_rshr(silu_t, 7)))
-            d = Signal(signed(36), name=f"d{lane}")
-            m.d.comb += d.eq((x << 7) - mean)
+            f_silu = Mux(f["gated"], _sat8(_rshr(silu_t * y, 11)), _sat8(_rshr(silu_t, 7)))
+            d = wire("d", (x << 7) - mean, signed(17))
             f_sq = _rshr(d * d, rshift[:5])
             f_norm = _sat8(_rshr(d * fmul, oshift[:5]))
-            diff = Mux(ok, top - x, 0)
-            arg = Signal(32, name=f"exp_arg{lane}")
-            m.d.comb += arg.eq(Mux(diff * p[0] > (p[1] << 4), p[1] << 4, diff * p[0]))
-            z = Signal(6, name=f"exp_z{lane}")
-            m.d.comb += z.eq((arg * p[6][:24]) >> p[7][:6])
-            r = z * p[1] - arg
-            e_t = Signal(signed(34), name=f"exp_t{lane}")
-            m.d.comb += e_t.eq(_rshr(r + p[2], 2))
-            e = Signal(signed(34), name=f"exp{lane}")
-            m.d.comb += e.eq(Mux(ok, (_rshr(p[3] * _rshr(e_t * e_t, 14), 15) + p[4]) >> z, 0))
-            f_prob = _rshr(((e * rec) >> 15) * 127, 15)
-            val = Signal(signed(34), name=f"v{lane}")
+            diff = wire("exp_diff", Mux(ok, top - x, 0), 9)
+            prod = wire("exp_prod", diff * f["in_mult"], 32)
+            arg = wire("exp_arg", Mux(prod > (f["ln2"] << 4), f["ln2"] << 4, prod), 20)
+            z = wire("exp_z", (arg * f["z_mult"]) >> f["z_shift"], 5)
+            e_t = wire("exp_t", _rshr(z * f["ln2"] - arg + f["poly_b"], 2), 16)
+            e_sq = wire("exp_sq", _rshr(e_t * e_t, 14), 17)
+            e = wire("exp", Mux(ok, (_rshr(f["exp_a"] * e_sq, 15) + f["poly_c"]) >> z, 0), 16)
+            scaled_p = wire("prob", (e * rec) >> 15, 16)
+            f_prob = _rshr(scaled_p * 127, 15)
+            val = Signal(signed(32), name=f"v{lane}")
             with m.Switch(kind):
                 for code, value in ((_K["add"], f_add), (_K["mul"], f_mul), (_K["relu"], f_relu),
                                     (_K["relu6"], f_relu6), (_K["gelu"], f_gelu), (_K["silu"], f_silu)):
@@ -212,6 +226,14 @@ class VectorUnit(wiring.Component):
         with m.If(busy):
             m.d.sync += self.cycles.eq(self.cycles + 1)
         m.d.sync += self.done.eq(0)
+
+        def stepping(name: str, ops: list, steps: int, after: str) -> None:
+            """State ``name``: ``ops`` once a cycle for ``steps`` cycles, then state ``after``."""
+            with m.State(name):
+                m.d.sync += [*ops, step.eq(step + 1)]
+                with m.If(step == steps - 1):
+                    m.next = after
+
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
@@ -244,10 +266,7 @@ class VectorUnit(wiring.Component):
                 neg = mean_num < 0
                 m.d.sync += [*div_load(Mux(neg, p[0] - 1 - mean_num, mean_num), p[0]), mean_neg.eq(neg)]
                 m.next = "MEAN_DIV"
-            with m.State("MEAN_DIV"):
-                m.d.sync += [*div_step, step.eq(step + 1)]
-                with m.If(step == DIV_STEPS - 1):
-                    m.next = "MEAN_END"
+            stepping("MEAN_DIV", div_step, DIV_STEPS, "MEAN_END")
             with m.State("MEAN_END"):
                 mv = Signal(signed(34))
                 m.d.comb += mv.eq(Mux(p[6] == 0, 0, Mux(mean_neg, -div_quo, div_quo)))
@@ -270,17 +289,11 @@ class VectorUnit(wiring.Component):
                 shift = (clz - 2) >> 1
                 m.d.sync += [sq_p.eq(shift), sq_rem.eq(sq_q << (shift[:4] << 1)), sq_root.eq(0), step.eq(0)]
                 m.next = "RSQRT_SQRT"
-            with m.State("RSQRT_SQRT"):
-                m.d.sync += [*sq_step, step.eq(step + 1)]
-                with m.If(step == SQRT_STEPS - 1):
-                    m.next = "RSQRT_LOAD"
+            stepping("RSQRT_SQRT", sq_step, SQRT_STEPS, "RSQRT_LOAD")
             with m.State("RSQRT_LOAD"):
                 m.d.sync += div_load(p[2] + (sq_root >> 1), sq_root)
                 m.next = "RSQRT_DIV"
-            with m.State("RSQRT_DIV"):
-                m.d.sync += [*div_step, step.eq(step + 1)]
-                with m.If(step == DIV_STEPS - 1):
-                    m.next = "RSQRT_END"
+            stepping("RSQRT_DIV", div_step, DIV_STEPS, "RSQRT_END")
             with m.State("RSQRT_END"):
                 m.d.sync += [fmul.eq(div_quo), oshift.eq(p[3] + (rshift >> 1) - sq_p), *start_pass(2)]
                 m.next = "PASS"
@@ -288,10 +301,7 @@ class VectorUnit(wiring.Component):
             with m.State("RECIP"):
                 m.d.sync += div_load(Const(1 << 30, 32), Mux(acc_sum < 1, 1, acc_sum))
                 m.next = "RECIP_DIV"
-            with m.State("RECIP_DIV"):
-                m.d.sync += [*div_step, step.eq(step + 1)]
-                with m.If(step == DIV_STEPS - 1):
-                    m.next = "RECIP_END"
+            stepping("RECIP_DIV", div_step, DIV_STEPS, "RECIP_END")
             with m.State("RECIP_END"):
                 m.d.sync += [rec.eq(div_quo), *start_pass(2)]
                 m.next = "PASS"
