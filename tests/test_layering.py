@@ -1,10 +1,12 @@
 """The layering of DESIGN.md, checked on the source with ``ast`` (not by eye).
 
-* ``accel_dse.config``, ``accel_dse.errors`` and ``accel_dse.commands`` (the command encoding the
-  RTL decodes and the compiler emits): the standard library only (config may use errors).
-* ``rtl_gen``: the standard library, amaranth, those three leaves, itself.
+* ``accel_dse.config``, ``accel_dse.errors``, ``accel_dse.commands`` (the command encoding the
+  RTL decodes and the compiler emits) and ``accel_dse.vector_isa`` (the vector unit's op codes,
+  registers and timing constants): the standard library only (config may use errors).
+* ``rtl_gen``: the standard library, amaranth, those four leaves, itself.
 * ``perf_model``: never rtl_gen, amaranth, cocotb, jax, optuna; from ``workloads`` only the op records
-  (``workloads.ops``, and ``workloads.llm_ops``: the op records of LLM layers, stdlib only); from
+  (``workloads.ops``, ``workloads.vector_ops``, and ``workloads.llm_ops``: the op records of LLM
+  layers, stdlib only); from
   ``accel_dse`` only the leaves (and ``accel_dse.system_config``, a leaf over ``accel_dse.config``).
 * ``workloads``: never rtl_gen, perf_model, amaranth, cocotb, optuna; ``workloads.ops`` no jax.
 * ``accel_dse.search``: never rtl_gen, cocotb, amaranth; jax only in the RL agent's modules.
@@ -73,7 +75,7 @@ def test_rules_cover_existing_packages():
 
 
 @pytest.mark.parametrize("module", ["accel_dse.config", "accel_dse.errors", "accel_dse.commands",
-                                    "accel_dse.system_config"])
+                                    "accel_dse.system_config", "accel_dse.vector_isa"])
 def test_leaves_use_stdlib_only(module):
     def allowed(name, _path):
         if module == "accel_dse.system_config" and name.startswith("accel_dse.config"):
@@ -84,7 +86,8 @@ def test_leaves_use_stdlib_only(module):
 
 
 def test_rtl_gen_imports_only_amaranth_config_and_the_command_encoding():
-    ok_prefixes = ("amaranth", "accel_dse.config", "accel_dse.errors", "accel_dse.commands", "rtl_gen")
+    ok_prefixes = ("amaranth", "accel_dse.config", "accel_dse.errors", "accel_dse.commands", "accel_dse.vector_isa",
+                   "rtl_gen")
 
     def allowed(name, _path):
         return top(name) in STDLIB or name.startswith(ok_prefixes) or name == "accel_dse"
@@ -100,9 +103,11 @@ def test_perf_model_never_imports_rtl_or_simulators():
         if top(name) in banned:
             return False
         if top(name) == "workloads":
-            return name == "workloads" or name.startswith(("workloads.ops", "workloads.llm_ops"))
+            records = ("workloads.ops", "workloads.vector_ops", "workloads.llm_ops")
+            return name == "workloads" or name.startswith(records)
         if top(name) == "accel_dse":
-            leaves = ("accel_dse.config", "accel_dse.errors", "accel_dse.commands", "accel_dse.system_config")
+            leaves = ("accel_dse.config", "accel_dse.errors", "accel_dse.commands", "accel_dse.system_config",
+                      "accel_dse.vector_isa")
             return name.startswith(leaves) or name == "accel_dse"
         return True
 

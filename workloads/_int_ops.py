@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from accel_dse import vector_isa
 from accel_dse.errors import WorkloadError
 from workloads.vector_ops import FRAC_BITS
 
@@ -256,8 +257,9 @@ GELU_PARAMS = {"in_mult": round((1 << 14) / ((1 << FRAC) * math.sqrt(2))), "clip
 
 @functools.lru_cache(maxsize=1)
 def silu_table() -> np.ndarray:
-    """``T[c + 128] = round(2**11 * silu(c / 16))`` for codes ``c`` in -128..127 (int32 holding int16)."""
-    return np.array([round((c / 16) / (1 + math.exp(-c / 16)) * 2048) for c in range(-128, 128)], np.int32)
+    """``T[c + 128] = round(2**11 * silu(c / 16))`` for codes ``c`` in -128..127 (int32 holding int16):
+    the vector unit's ROM, ``accel_dse.vector_isa.silu_table``."""
+    return np.array(vector_isa.silu_table(), np.int32)
 
 
 @functools.lru_cache(maxsize=64)

@@ -418,7 +418,7 @@ class Workload:
         source: What the ops were read from: ``"builtin"``, ``"jax"`` (a user's function),
             ``"onnx"``, ``"stablehlo"``, ``"scalesim"`` or ``"timeloop"`` (empty: not said).
         vector_ops: The vector work between the matrix ops (:class:`~workloads.vector_ops.VectorOp`),
-            in program order; it runs on the host until the vector unit lands (no model cycles).
+            in program order; the model times those the vector unit runs (``perf_model.vector_timing``).
         vector_counts: ``vector_counts[i]`` is how many times ``vector_ops[i]`` runs (empty: once each).
         vector_after: ``vector_after[i]`` is how many matrix ops precede ``vector_ops[i]`` in
             program order (empty: all of them).

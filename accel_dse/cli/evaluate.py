@@ -38,9 +38,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     config = load_design(args.design)
     workload = workloads.resolve(args.workload)
     result = perf_model.evaluate(config, workload, reuse=not args.no_reuse)
-    host = _host_work(workload)
     if args.json:
-        emit_json(result.to_dict() | {"host_work": host})
+        emit_json(result.to_dict())
         return 0
     emit(f"# {config.short_name()} ({config.config_hash}) on {workload.name}: {result.status}")
     for line in op_table(result):
@@ -59,10 +58,17 @@ def _evaluate(args: argparse.Namespace) -> int:
                           [[name, v, share] for name, v, share in zip(parts, values, shares, strict=True)]))
     for line in conv_lines(result):
         emit(line)
-    if host:
+    if result.vector_ops:
         emit("")
-        emit("vector ops, run on the host and left out of the figures above (no vector unit is modelled yet):")
-        emit(format_table(["vector op", "runs", "elements"], [[h["kind"], h["runs"], h["elements"]] for h in host]))
+        emit(f"vector ops, on the vector unit ({config.cols} lanes; in the figures above, after the matrix ops):")
+        emit(format_table(["vector op", "name", "runs", "elements", "cycles", "DRAM bytes"],
+                          [[v["kind"], v["name"] or "-", v["runs"], f"{v['elements']:,}", f"{v['total_cycles']:,}",
+                            f"{v['dram_read_bytes'] + v['dram_write_bytes']:,}"] for v in result.vector_ops]))
+    if result.host_work:
+        emit("")
+        emit("vector ops the vector unit cannot run, on the host and left out of the figures above:")
+        emit(format_table(["vector op", "runs", "elements", "reason"],
+                          [[h["kind"], h["runs"], f"{h['elements']:,}", h["reason"]] for h in result.host_work]))
     others = host_work_lines(workload, head="other host work, left out of the figures above")
     if others:
         emit("")
@@ -111,6 +117,7 @@ def total_rows(total: dict[str, Any]) -> list[list[str]]:
     return [
         ["compute cycles", f"{int(total['compute_cycles']):,}"],
         ["stall cycles", f"{round(float(total['stall_cycles'])):,}"],
+        ["vector cycles", f"{int(total.get('vector_cycles', 0)):,}"],
         ["total cycles", f"{round(float(total['total_cycles'])):,}"],
         ["utilisation", percent(total["utilization"])],
         ["MACs", eng(float(total["macs"]), "MAC")],
@@ -123,14 +130,3 @@ def total_rows(total: dict[str, Any]) -> list[list[str]]:
         ["throughput", f"{total['tops']:.3g} TOPS"],
         ["efficiency", f"{total['tops_per_w']:.3g} TOPS/W"],
     ]
-
-
-def _host_work(workload: Any) -> list[dict[str, Any]]:
-    """The workload's vector ops by kind (first-seen order) with runs and elements (all runs): work
-    the model gives no cycles, run on the host until the vector unit lands."""
-    kinds: dict[str, dict[str, Any]] = {}
-    for op, count in zip(workload.vector_ops, workload.vector_counts, strict=True):
-        entry = kinds.setdefault(op.kind, {"kind": op.kind, "runs": 0, "elements": 0})
-        entry["runs"] += count
-        entry["elements"] += op.elements * count
-    return list(kinds.values())

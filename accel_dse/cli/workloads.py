@@ -64,9 +64,9 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
     fields, and ``requant``: ``null`` for raw outputs, else the ``Requant`` fields), ``total_macs``,
     ``total_weight_bytes`` (all runs), ``vector_ops`` (each ``name``, ``origin``, ``kind``, ``shape``,
     ``out_shape``, ``axis``, ``params`` (name -> int), ``count``, ``elements`` = ``count`` times its
-    input's elements, ``after`` = matrix ops before it; they run on the host until the vector unit
-    lands), ``vector_elements`` (kind -> elements, all runs) ``other_primitives`` (name -> how often it
-    runs) and ``other_elements`` (name -> the elements it writes in one run of the workload; empty
+    input's elements, ``after`` = matrix ops before it; ``evaluate`` times them on the vector
+    unit), ``vector_elements`` (kind -> elements, all runs) ``other_primitives`` (name -> how often
+    it runs) and ``other_elements`` (name -> the elements it writes in one run of the workload; empty
     where the workload's reader does not know them).
     """
     ops = []
@@ -128,7 +128,8 @@ def _show(args: argparse.Namespace) -> int:
             ops_by_kind[entry["kind"]] = ops_by_kind.get(entry["kind"], 0) + entry["count"]
         emit(format_table(["vector op", "runs", "elements"],
                           [[k, ops_by_kind[k], e] for k, e in data["vector_elements"].items()]))
-        emit("vector ops run on the host until the vector unit lands (no cycles in the model)")
+        emit("vector ops run on the vector unit where it can (evaluate gives their cycles and names the rest, "
+             "host work, with the reason)")
     for line in host_work_lines(workload):
         emit(line)
     return 0

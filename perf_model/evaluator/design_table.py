@@ -12,12 +12,16 @@ from accel_dse.errors import ModelError
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.block import ENERGY_PARTS, Block, evaluate_block
+from perf_model.evaluator.vector_work import VECTOR_ENERGY_PARTS, VectorColumns, vector_columns, workload_vector_ops
 from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.checksum import sdc_coverage
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
 from workloads.ops import Op, Workload
 
-__all__ = ["DesignTable", "evaluate_designs", "METRICS", "OBJECTIVE_METRICS", "totals"]
+__all__ = ["DesignTable", "evaluate_designs", "METRICS", "OBJECTIVE_METRICS", "totals", "TOTAL_ENERGY_PARTS"]
+
+#: Energy parts of a design's totals: the matrix work's, then the vector unit's.
+TOTAL_ENERGY_PARTS = ENERGY_PARTS + VECTOR_ENERGY_PARTS
 
 #: Objective name -> direction ("min" or "max").
 METRICS: dict[str, str] = {
@@ -45,8 +49,10 @@ class DesignTable:
         overflow: bool, the design is infeasible because an op's reduction can overflow its
             ``acc_bits`` (every tile fits); the reason names the op, ``acc_bits`` and K.
         compute_cycles: array busy cycles (int64, sum of ``timing.run_cycles`` over all runs).
-        stall_cycles: cycles waiting for DRAM (float64).
-        total_cycles: ``compute_cycles + stall_cycles`` (float64).
+        vector_cycles: vector unit busy cycles (int64, ``perf_model.vector_timing``; after the
+            matrix work, not overlapped with it).
+        stall_cycles: cycles waiting for DRAM (float64), the vector work's included.
+        total_cycles: ``compute_cycles + vector_cycles + stall_cycles`` (float64).
         macs: multiply-accumulates (int64).
         dram_read_bytes, dram_write_bytes, sram_read_bytes, sram_write_bytes: bytes (float64).
         energy_pj: total energy, pJ; ``energy_breakdown`` holds its components.
@@ -68,6 +74,7 @@ class DesignTable:
     reason: list[str]
     overflow: np.ndarray
     compute_cycles: np.ndarray
+    vector_cycles: np.ndarray
     stall_cycles: np.ndarray
     total_cycles: np.ndarray
     macs: np.ndarray
@@ -104,41 +111,65 @@ class DesignTable:
         return out
 
 
-def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Sum a block's per design-op results over its ops and derive the per-design metrics.
+def totals(block: Block, rows: np.ndarray, cols: np.ndarray, vector: VectorColumns | None = None
+           ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Sum a block's per design-op results over its ops, add the ``vector`` work (its cycles, bytes,
+    energy, the unit's area and the leakage of the longer run) and derive the per-design metrics.
 
     Returns ``(columns, breakdown)``: the per-design metrics by name, and the energy of each
-    part of :data:`ENERGY_PARTS` (pJ). A design whose sums are not finite (a model bug: tests
+    part of :data:`TOTAL_ENERGY_PARTS` (pJ). A design whose sums are not finite (a model bug: tests
     check it never happens) comes out infeasible; the column ``failed_finite`` marks it so the
-    caller can say so.
+    caller can say so; the column ``vector_misfit`` marks a design whose buffer cannot hold a
+    vector op's rows.
     """
     feasible = block.feasible.all(axis=1)
     compute_sum = block.compute_cycles.sum(axis=1)
     total = block.total_cycles.sum(axis=1)
     macs = block.macs.sum(axis=1)
     breakdown = {part: block.energy[part].sum(axis=1) for part in ENERGY_PARTS}
+    nd = feasible.shape[0]
+    latency = block.latency_s.sum(axis=1)
+    area_mm2 = block.area_mm2
+    byte_sums = {k: getattr(block, k).sum(axis=(0, 2)) for k in ("dram_read", "dram_write", "sram_read", "sram_write")}
+    vector_busy = np.zeros(nd, dtype=np.int64)
+    misfit = np.zeros(nd, dtype=bool)
+    if vector is None:
+        breakdown |= {part: np.zeros(nd) for part in VECTOR_ENERGY_PARTS}
+    else:
+        vector_busy = vector.busy_cycles
+        misfit = np.array([bool(text) for text in vector.misfit], dtype=bool)
+        total = total + vector.busy_cycles + vector.stall_cycles
+        breakdown |= vector.energy
+        # leakage of the whole design (the unit included) over the whole run
+        breakdown["leakage"] = breakdown["leakage"] + vector.leak_w_per_mm2 * 1e12 * (
+            (area_mm2 + vector.area_mm2) * (latency + vector.latency_s) - area_mm2 * latency)
+        area_mm2 = area_mm2 + vector.area_mm2
+        latency = latency + vector.latency_s
+        for key in byte_sums:
+            byte_sums[key] = byte_sums[key] + getattr(vector, key)
+    feasible = feasible & ~misfit
     energy = sum(breakdown.values())
     finite = np.isfinite(compute_sum) & np.isfinite(total) & np.isfinite(energy)
     failed_finite = feasible & ~finite
     feasible = feasible & finite
     compute = np.rint(np.where(feasible, compute_sum, 0.0)).astype(np.int64)
-    latency = block.latency_s.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         power = energy * 1e-12 / latency
         tops = 2.0 * macs / latency / 1e12
         out = {
             "feasible": feasible,
             "compute_cycles": compute,
-            "stall_cycles": np.maximum(total - compute, 0.0),
+            "vector_cycles": np.where(feasible, vector_busy, 0).astype(np.int64),
+            "stall_cycles": np.maximum(total - compute - vector_busy, 0.0),
             "total_cycles": total,
             "macs": macs,
-            "dram_read_bytes": block.dram_read.sum(axis=(0, 2)),
-            "dram_write_bytes": block.dram_write.sum(axis=(0, 2)),
-            "sram_read_bytes": block.sram_read.sum(axis=(0, 2)),
-            "sram_write_bytes": block.sram_write.sum(axis=(0, 2)),
+            "dram_read_bytes": byte_sums["dram_read"],
+            "dram_write_bytes": byte_sums["dram_write"],
+            "sram_read_bytes": byte_sums["sram_read"],
+            "sram_write_bytes": byte_sums["sram_write"],
             "energy_pj": energy,
             "latency_s": latency,
-            "area_mm2": block.area_mm2,
+            "area_mm2": area_mm2,
             "power_w": power,
             "tops": tops,
             "tops_per_w": tops / power,
@@ -152,6 +183,7 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray) -> tuple[dict[str, 
         if name != "feasible":  # 0 for infeasible designs, and for any nan or inf
             out[name] = np.where(feasible & np.isfinite(values), values, 0).astype(values.dtype, copy=False)
     out["failed_finite"] = failed_finite
+    out["vector_misfit"] = misfit & block.feasible.all(axis=1) & finite
     # the first op that is not ok decides the design's status (the reason is that op's)
     bad = ~block.feasible
     first = bad.argmax(axis=1)
@@ -182,6 +214,7 @@ def evaluate_designs(
     if not isinstance(designs, DesignArrays):
         raise ModelError(f"designs must be a DesignArrays, not {type(designs).__name__}")
     opa = op_arrays(ops)
+    vector_ops = workload_vector_ops(ops)
     energy = energy or DEFAULT_ENERGY
     area = area or area_coefficients()
     _keep_freed_heap()
@@ -207,11 +240,14 @@ def evaluate_designs(
             else:
                 chunk = designs.take(index)
             block = evaluate_block(chunk, opa, energy, area, allow_spill=allow_spill, reuse=reuse)
-            columns, breakdown = totals(block, chunk.rows, chunk.cols)
+            vector = vector_columns(chunk, vector_ops, energy, block.vdd) if vector_ops else None
+            columns, breakdown = totals(block, chunk.rows, chunk.cols, vector)
             parts.append(columns)
             breakdowns.append(breakdown)
             for i, text in block.first_failures().items():
                 reasons[int(index[i])] = text
+            for j in np.flatnonzero(parts[-1].pop("vector_misfit")):
+                reasons[int(index[j])] = vector.misfit[j] if vector is not None else ""
             for j in np.flatnonzero(parts[-1].pop("failed_finite")):
                 reasons[int(index[j])] = "model error: a non-finite result (a perf_model bug; please report it)"
     table = _concat(parts, breakdowns, reasons, n)
@@ -255,9 +291,10 @@ def _concat(
         empty["feasible"] = np.zeros(0, dtype=bool)
         empty["overflow"] = np.zeros(0, dtype=bool)
         empty["compute_cycles"] = np.zeros(0, dtype=np.int64)
+        empty["vector_cycles"] = np.zeros(0, dtype=np.int64)
         empty["macs"] = np.zeros(0, dtype=np.int64)
-        return DesignTable(reason=[], energy_breakdown={k: np.zeros(0) for k in ENERGY_PARTS}, **empty)
+        return DesignTable(reason=[], energy_breakdown={k: np.zeros(0) for k in TOTAL_ENERGY_PARTS}, **empty)
     keys = [f.name for f in fields(DesignTable) if f.name not in ("reason", "energy_breakdown")]
     columns = {k: np.concatenate([p[k] for p in parts]) for k in keys}
-    breakdown = {k: np.concatenate([b[k] for b in breakdowns]) for k in ENERGY_PARTS}
+    breakdown = {k: np.concatenate([b[k] for b in breakdowns]) for k in TOTAL_ENERGY_PARTS}
     return DesignTable(reason=reasons, energy_breakdown=breakdown, **columns)

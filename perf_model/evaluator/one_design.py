@@ -11,8 +11,10 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.block import ENERGY_PARTS, evaluate_block, order_names, resident_name
 from perf_model.evaluator.design_table import totals
+from perf_model.evaluator.vector_work import host_ops, plan_bytes, vector_columns, workload_vector_ops
 from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
+from perf_model.vector_timing import plan_cycles, vector_plan
 from workloads.ops import Conv2d, Gemm, Op, Workload
 
 __all__ = ["OpResult", "WorkloadResult", "evaluate", "evaluate_op"]
@@ -101,8 +103,13 @@ class WorkloadResult:
         status: ``"ok"``, or the status of the first op that is not ok (``"infeasible"`` or
             ``"overflow"``); ``reason`` names it.
         ops: per-op results in program order.
-        total: totals (the keys of each op summed, plus latency, area, power, TOPS, TOPS/W,
-            EDP, energy breakdown); 0 when infeasible.
+        total: totals (the keys of each op summed, plus ``vector_cycles``, latency, area, power,
+            TOPS, TOPS/W, EDP, energy breakdown); 0 when infeasible.
+        vector_ops: the workload's vector ops the vector unit runs (``perf_model.evaluator.vector_work``),
+            each ``kind``, ``name``, ``runs``, ``elements`` (all runs), ``cycles`` (one run),
+            ``total_cycles`` (busy, all runs) and the bytes of all runs.
+        host_work: the vector ops it cannot run, each with ``kind``, ``name``, ``runs``,
+            ``elements`` and ``reason``: host work, left out of the figures.
     """
 
     design: ArrayConfig
@@ -111,6 +118,8 @@ class WorkloadResult:
     reason: str
     ops: list[OpResult]
     total: dict[str, Any]
+    vector_ops: list[dict[str, Any]] = field(default_factory=list)
+    host_work: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON of ``accel-dse evaluate --json``."""
@@ -121,6 +130,8 @@ class WorkloadResult:
             "reason": self.reason,
             "ops": [op.to_dict() for op in self.ops],
             "total": dict(self.total),
+            "vector_ops": [dict(v) for v in self.vector_ops],
+            "host_work": [dict(h) for h in self.host_work],
         }
 
 
@@ -130,8 +141,11 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
         raise ModelError(f"config must be an ArrayConfig, not {config!r}")
     opa = op_arrays(ops)
     designs = DesignArrays.from_configs([config])
-    block = evaluate_block(designs, opa, energy or DEFAULT_ENERGY, area or area_coefficients(), reuse=reuse)
-    tot, breakdown = totals(block, designs.rows, designs.cols)
+    table = energy or DEFAULT_ENERGY
+    block = evaluate_block(designs, opa, table, area or area_coefficients(), reuse=reuse)
+    vector_ops = workload_vector_ops(ops)
+    vector = vector_columns(designs, vector_ops, table, block.vdd) if vector_ops else None
+    tot, breakdown = totals(block, designs.rows, designs.cols, vector)
     pes = config.rows * config.cols
     df = int(designs.dataflow[0])
     results = []
@@ -178,18 +192,35 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
             total_dict[key] = _num(block.folds[0].sum()) if feasible else 0
         else:
             total_dict[key] = _num(tot[key][0]) if key != "utilization" else float(tot[key][0])
+    total_dict["vector_cycles"] = int(tot["vector_cycles"][0])
     for key in ("sram_read_bytes", "sram_write_bytes", "latency_s", "area_mm2", "power_w", "tops",
                 "tops_per_w", "edp", "f_max_mhz", "vdd", "sdc_coverage"):
         total_dict[key] = float(tot[key][0])
     total_dict["energy_breakdown"] = {p: float(v[0]) for p, v in breakdown.items()}
     first_bad = next((r for r in results if r.status != "ok"), None)
+    misfit = vector.misfit[0] if vector is not None else ""
     return WorkloadResult(
         design=config, workload=name,
         status="ok" if feasible else first_bad.status if first_bad else "infeasible",
-        reason=first_bad.reason if first_bad else ("model error: a non-finite result (a perf_model bug; please "
-                                                   "report it)" if not feasible else ""),
-        ops=results, total=total_dict,
+        reason=first_bad.reason if first_bad else misfit or ("model error: a non-finite result (a perf_model bug; "
+                                                             "please report it)" if not feasible else ""),
+        ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.cols),
+        host_work=host_ops(vector_ops, config.cols),
     )
+
+
+def _vector_rows(vector_ops: list[tuple[Any, int]], lanes: int) -> list[dict[str, Any]]:
+    """The vector ops the unit runs on ``lanes`` lanes, with their cycles and bytes."""
+    rows = []
+    for op, count in vector_ops:
+        plan = vector_plan(op, lanes)
+        if isinstance(plan, str):
+            continue
+        cycles = plan_cycles(plan)
+        rows.append({"kind": op.kind, "name": op.name, "runs": count, "elements": op.elements * count,
+                     "cycles": cycles, "total_cycles": cycles * count,
+                     **{f"{k}_bytes": v * count for k, v in plan_bytes(plan).items()}})
+    return rows
 
 
 def evaluate(config: ArrayConfig, workload: Workload, *, energy: EnergyTable | None = None,

@@ -26,7 +26,16 @@ def test_evaluate_json_on_resnet18_edge(run_cli):
     assert {"latency_s", "area_mm2", "power_w", "tops_per_w"} <= set(total)
     assert total["macs"] == sum(op["macs"] for op in data["ops"])
     assert total["compute_cycles"] == sum(op["compute_cycles"] for op in data["ops"])
-    assert math.isclose(total["energy_pj"], sum(op["energy_pj"] for op in data["ops"]), rel_tol=1e-12)
+    assert math.isclose(total["energy_pj"], sum(total["energy_breakdown"].values()), rel_tol=1e-12)
+    # the residual adds and ReLUs run on the vector unit, after the matrix ops: their cycles, their
+    # energy (logic, SRAM, DRAM) and the leakage of the longer run come on top of the matrix ops'
+    assert data["vector_ops"] and total["vector_cycles"] == sum(v["total_cycles"] for v in data["vector_ops"])
+    vector_parts = sum(total["energy_breakdown"][p] for p in ("vector", "vector_sram", "vector_dram"))
+    assert vector_parts > 0
+    assert sum(op["energy_pj"] for op in data["ops"]) + vector_parts < total["energy_pj"]
+    assert math.isclose(total["total_cycles"], total["compute_cycles"] + total["vector_cycles"] + total["stall_cycles"])
+    assert {h["kind"] for h in data["host_work"]} == {"maxpool", "avgpool"}  # pooling: host work, with the reason
+    assert all(h["reason"].startswith(f"{h['kind']}: ") for h in data["host_work"])
     assert 1.7e9 < total["macs"] < 1.9e9  # ResNet-18 at 224: ~1.8 GMACs
 
 
@@ -40,9 +49,9 @@ def test_evaluate_table(run_cli, tmp_path):
     assert "utilization" not in out  # one spelling: utilisation
 
 
-def test_evaluate_bert_shows_heads_as_instances_and_the_host_work(run_cli):
+def test_evaluate_bert_shows_heads_as_instances_and_the_vector_work(run_cli):
     """BERT's attention scores and context run once per head: 12 GEMM instances per run, and the
-    MACs column counts all of them; the non-matmul work is listed with its element counts."""
+    MACs column counts all of them; the vector ops are listed with their cycles on the unit."""
     code, out, err = run_cli("evaluate", "--design", "edge", "--workload", "bert_base")
     assert code == 0, err
     lines = out.splitlines()
@@ -57,10 +66,14 @@ def test_evaluate_bert_shows_heads_as_instances_and_the_host_work(run_cli):
     assert float(scores[4]) == 0.20  # 12 x 512 x 64 x 512 = 0.201 G MACs
     assert rows["attention/query"][1:4] == ["1", "1", "512x768x768"]
     assert any(line.startswith("utilisation ") and line.endswith(" %") for line in lines)
-    vector = out[out.index("vector ops, run on the host"):out.index("other host work")]
+    vector = out[out.index("vector ops, on the vector unit"):out.index("other host work")]
     rows = {line.split()[0]: line.split()[1:] for line in vector.splitlines()[3:] if line.strip()}
-    assert rows["softmax"] == ["1", f"{12 * 512 * 512:,}"]  # 12 heads x 512 x 512 scores
-    assert rows["gelu"] == ["1", f"{512 * 3072:,}"]  # the FFN's hidden layer
+    # kind, name, runs, elements, cycles (all runs), DRAM bytes; 16 lanes on edge
+    assert rows["softmax"][1:3] == ["1", f"{12 * 512 * 512:,}"]  # 12 heads x 512 x 512 scores
+    assert rows["gelu"][1:3] == ["1", f"{512 * 3072:,}"]  # the FFN's hidden layer
+    # GELU, one pass over 512 x 3072 / 16 words: 1 + words + 2 cycles (accel_dse.vector_isa)
+    assert rows["gelu"][3] == f"{1 + 512 * 3072 // 16 + 2:,}"
+    assert "vector cycles" in out and "cannot run" not in out  # BERT has no op left for the host
     other = " ".join(out[out.index("other host work"):].split())
     assert "transpose x1 (393 k elements)" in other  # what is left, with its element count
     assert "e+0" not in out and "e-0" not in out

@@ -1,0 +1,143 @@
+"""The vector work of a workload in the vectorised model: cycles, bytes, energy and area per design.
+
+Each :class:`~workloads.vector_ops.VectorOp` the unit runs (``perf_model.vector_timing``; its
+lanes are the design's columns) costs, per run:
+
+* the unit's busy cycles (:func:`perf_model.vector_timing.plan_cycles`, the RTL's contract), and
+  stall cycles where its DRAM traffic takes longer at the design's DRAM rate (the transfers
+  overlap the unit: ``stall = max(dram_bytes / rate - busy, 0)``);
+* DRAM bytes: every operand read and the output written once (each vector op's activations go
+  through DRAM until a whole network runs from one program); SRAM bytes: every pass reads its
+  operands' words and the last pass writes the output's words (padding lanes included);
+* energy: :mod:`perf_model.physical.vector_unit` per lane-word of every pass and per scalar step,
+  the SRAM bytes at the ifmap buffer's per-byte energy, the DRAM bytes at the part's, all at the
+  node and supply of the design; leakage of the whole design over the vector cycles.
+
+The vector work runs after the matrix work (no overlap with the array). An op the unit cannot
+run costs nothing here and stays host work, named with its reason (:func:`host_ops`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from accel_dse.vector_isa import DIV_STEPS, SQRT_STEPS
+from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
+from perf_model.arrays.designs import DesignArrays
+from perf_model.physical.energy import EnergyTable, tech_energy_scale
+from perf_model.physical.technology import nominal_vdd
+from perf_model.physical.vector_unit import lane_word_pj, scalar_step_pj, unit_um2
+from perf_model.vector_timing import VectorPlan, plan_cycles, vector_plan
+from workloads.vector_ops import VectorOp
+
+__all__ = ["VectorColumns", "vector_columns", "host_ops", "plan_bytes", "workload_vector_ops", "VECTOR_ENERGY_PARTS",
+           "row_bytes"]
+
+#: Energy parts of the vector work (beside ``perf_model.evaluator.block.ENERGY_PARTS``).
+VECTOR_ENERGY_PARTS = ("vector", "vector_sram", "vector_dram")
+
+_REF_NM = 45.0
+_SCALAR_STEPS = {"layernorm": 2 * DIV_STEPS + SQRT_STEPS, "rmsnorm": 2 * DIV_STEPS + SQRT_STEPS, "softmax": DIV_STEPS}
+
+
+def workload_vector_ops(ops: object) -> list[tuple[VectorOp, int]]:
+    """``(op, count)`` of a workload's vector ops (none for a plain list of matrix ops)."""
+    vector = getattr(ops, "vector_ops", ())
+    return list(zip(vector, getattr(ops, "vector_counts", ()), strict=True)) if vector else []
+
+
+def host_ops(vector_ops: Sequence[tuple[VectorOp, int]], lanes: int) -> list[dict[str, object]]:
+    """The ops the unit cannot run: ``kind``, ``name``, ``runs``, ``elements`` (all runs), ``reason``."""
+    out: list[dict[str, object]] = []
+    for op, count in vector_ops:
+        plan = vector_plan(op, lanes)
+        if isinstance(plan, str):
+            out.append({"kind": op.kind, "name": op.name, "runs": count, "elements": op.elements * count,
+                        "reason": plan})
+    return out
+
+
+def plan_bytes(plan: VectorPlan) -> dict[str, int]:
+    """Bytes of one run: ``dram_read``, ``dram_write``, ``sram_read``, ``sram_write``."""
+    word_bytes = plan.rows * plan.words * plan.lanes
+    elements = plan.rows * plan.n
+    return {"dram_read": elements * plan.operands, "dram_write": elements,
+            "sram_read": word_bytes * (plan.operands if plan.passes == 1 else plan.passes), "sram_write": word_bytes}
+
+
+def row_bytes(plan: VectorPlan) -> int:
+    """Buffer bytes a row op needs on chip: one row of each operand and of the output (0 for an
+    element-wise op, which streams words)."""
+    return 0 if plan.passes == 1 else (plan.operands + 1) * plan.words * plan.lanes
+
+
+@dataclass(frozen=True)
+class VectorColumns:
+    """Per design: the vector work's busy and stall cycles, bytes, dynamic energy by part (pJ), the
+    unit's area (mm^2, 0 when the workload runs nothing on it), its latency (s), the leakage
+    density (W/mm^2), and ``misfit``: the first op whose rows do not fit the ifmap buffer, with
+    its reason (``""``: all fit)."""
+
+    busy_cycles: np.ndarray
+    stall_cycles: np.ndarray
+    dram_read: np.ndarray
+    dram_write: np.ndarray
+    sram_read: np.ndarray
+    sram_write: np.ndarray
+    energy: dict[str, np.ndarray]
+    area_mm2: np.ndarray
+    latency_s: np.ndarray
+    leak_w_per_mm2: np.ndarray
+    misfit: list[str]
+
+
+def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], energy: EnergyTable,
+                   vdd: np.ndarray) -> VectorColumns:
+    """The vector work of ``vector_ops`` on every design of ``d`` (module docstring)."""
+    n = len(d)
+    cols = np.asarray(d.cols, dtype=np.int64)
+    busy = np.zeros(n, dtype=np.int64)
+    bytes_ = {k: np.zeros(n) for k in ("dram_read", "dram_write", "sram_read", "sram_write")}
+    lane_words = np.zeros(n)
+    steps = np.zeros(n)
+    bw = effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz)
+    stall = np.zeros(n)
+    runs_any = np.zeros(n, dtype=bool)
+    capacity = np.asarray(d.ifmap_sram_kib, dtype=np.int64) * 1024
+    misfit = [""] * n
+    for lanes in np.unique(cols).tolist():
+        at = cols == lanes
+        for op, count in vector_ops:
+            plan = vector_plan(op, lanes)
+            if isinstance(plan, str):
+                continue
+            runs_any |= at
+            need = row_bytes(plan)
+            label = " ".join(filter(None, (op.kind, op.name)))
+            for i in np.flatnonzero(at & (capacity < need)).tolist():
+                misfit[i] = misfit[i] or (f"vector op {label}: a row of {plan.n} elements needs {need} bytes of "
+                                          f"ifmap buffer, the design has {int(capacity[i])}")
+            cycles = plan_cycles(plan)
+            busy[at] += count * cycles
+            b = plan_bytes(plan)
+            for key, value in b.items():
+                bytes_[key][at] += count * value
+            dram_cycles = (b["dram_read"] + b["dram_write"]) / bw[at]
+            stall[at] += count * np.maximum(dram_cycles - cycles, 0.0)
+            lane_words[at] += count * plan.rows * plan.words * lanes * plan.passes
+            steps[at] += count * plan.rows * _SCALAR_STEPS.get(plan.kind, 0)
+    scale = tech_energy_scale(d.tech_nm) * (vdd / nominal_vdd(d.tech_nm)) ** 2
+    bank_kib = np.asarray(d.ifmap_sram_kib, dtype=np.float64) / np.where(d.double_buffered, 2.0, 1.0)
+    sram_pj = energy.sram_pj_per_byte(bank_kib) * scale
+    parts = {
+        "vector": (lane_words * lane_word_pj(energy) + steps * scalar_step_pj(energy)) * scale,
+        "vector_sram": (bytes_["sram_read"] + bytes_["sram_write"]) * sram_pj,
+        "vector_dram": (bytes_["dram_read"] + bytes_["dram_write"]) * dram_pj_per_byte(d.dram, energy.dram_pj_per_byte),
+    }
+    area = np.where(runs_any, unit_um2(cols) * 1e-6 * (np.asarray(d.tech_nm, dtype=np.float64) / _REF_NM) ** 2, 0.0)
+    latency = (busy + stall) / (np.asarray(d.clock_mhz, dtype=np.float64) * 1e6)
+    return VectorColumns(busy, stall, bytes_["dram_read"], bytes_["dram_write"], bytes_["sram_read"],
+                         bytes_["sram_write"], parts, area, latency, energy.leakage_density(d.tech_nm, vdd), misfit)

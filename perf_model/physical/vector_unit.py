@@ -1,0 +1,40 @@
+"""The vector unit in the model: its area and the energy of its work (internal).
+
+Area at 45 nm: the Yosys fit of ``bench/vector_unit_area.py`` (``vector_unit_fit``), ``base +
+per_lane * lanes``, scaled to the node like the rest of the design (``perf_model.physical.area``).
+
+Energy at 45 nm (Horowitz ISSCC 2014 components of :class:`perf_model.EnergyTable`), per lane and
+word of a pass: one 32-bit multiply and two 32-bit adds (the element function's widest terms:
+an add's two rescaling products share one multiply's energy with its adds, a norm's square and
+its sum, an i-exp's products), plus the word's SRAM bytes at the buffer's per-byte energy; per
+scalar step, one 32-bit add per divider or square-root step. These are assumptions of the same
+kind as the output stage's (``perf_model.physical.output_stage``), not a gate-level figure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from perf_model.physical import vector_unit_fit as fit
+from perf_model.physical.energy import EnergyTable
+
+__all__ = ["unit_um2", "lane_word_pj", "scalar_step_pj"]
+
+_REF_NM = 45.0
+
+
+def unit_um2(lanes: Any) -> np.ndarray:
+    """Area of a vector unit of ``lanes`` lanes at 45 nm, µm^2 (the Yosys fit)."""
+    return fit.BASE_UM2 + fit.PER_LANE_UM2 * np.asarray(lanes, dtype=np.float64)
+
+
+def lane_word_pj(energy: EnergyTable) -> float:
+    """Logic energy of one lane's element function in one pass at 45 nm, pJ (module docstring)."""
+    return energy.mult_32b_pj + 2 * energy.add_32b_pj
+
+
+def scalar_step_pj(energy: EnergyTable) -> float:
+    """Energy of one divider or square-root step at 45 nm, pJ."""
+    return energy.add_32b_pj

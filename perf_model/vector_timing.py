@@ -1,0 +1,101 @@
+"""The vector unit's timing contract, and what it cannot run (the RTL meets it cycle for cycle).
+
+A :class:`~workloads.vector_ops.VectorOp` runs on the unit as ``rows`` rows of ``words`` words
+of ``lanes`` int8 lanes (:func:`vector_plan`): an element-wise op (``add``, ``mul``, ``relu``,
+``relu6``, ``gelu``, ``silu``) as one row of all its elements, a normalisation or softmax as one
+row per reduction (over the last axis; ``n`` elements, ``ceil(n / lanes)`` words). Busy cycles
+of one run (``accel_dse.vector_isa`` has the constants and the phases of each kind)::
+
+    1 + rows * (passes * (words + PASS_TAIL) + sum of the row's scalar steps)
+
+element-wise: one pass; layernorm/rmsnorm: three passes (sum and extremes, squares, output)
+with ``MEAN`` and ``RSQRT`` between them; softmax: three passes (max, sum of exponentials,
+output) with ``RECIP`` before the last. Pooling (it waits for a window address generator) and
+RoPE (no cos/sin tables in the unit) stay host work: :func:`vector_plan` gives the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from accel_dse.vector_isa import PASS_TAIL, PHASES, SCALAR_CYCLES, UNIT_KINDS, param_error, unit_params
+from workloads.vector_ops import VectorOp
+
+__all__ = ["VectorPlan", "vector_plan", "vector_cycles", "plan_cycles", "MAX_WORDS"]
+
+#: Largest ``rows`` and ``words`` of one run (the unit's 24-bit registers).
+MAX_WORDS = (1 << 24) - 1
+
+_UNSUPPORTED = {
+    "maxpool": "windowed pooling waits for the vector unit's window address generator",
+    "avgpool": "windowed pooling waits for the vector unit's window address generator",
+    "rope": "the vector unit holds no cos/sin tables",
+}
+
+
+@dataclass(frozen=True)
+class VectorPlan:
+    """How the unit runs one op: ``rows`` x ``words`` words of ``lanes`` lanes, ``n`` elements per
+    row, ``operands`` words read per word (2 for a two-input add/mul/gated SiLU), ``qrows`` the
+    query period of a causal mask (1 without one)."""
+
+    kind: str
+    lanes: int
+    rows: int
+    words: int
+    n: int
+    operands: int
+    qrows: int
+
+    @property
+    def passes(self) -> int:
+        """Passes over each row."""
+        return sum(1 for phase in PHASES[self.kind] if phase == "P")
+
+    @property
+    def scalar_cycles(self) -> int:
+        """Cycles of one row's scalar steps."""
+        return sum(SCALAR_CYCLES[phase] for phase in PHASES[self.kind] if phase != "P")
+
+
+def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
+    """The unit's plan for ``op`` on ``lanes`` lanes, or the reason it cannot run it (one line)."""
+    if op.kind not in UNIT_KINDS:
+        return f"{op.kind}: {_UNSUPPORTED.get(op.kind, 'not a kind the vector unit runs')}"
+    if op.bits != 8:
+        return f"{op.kind}: the vector unit takes 8-bit codes, not {op.bits}-bit"
+    operands = 2 if op.kind in ("add", "mul") or (op.kind == "silu" and op.param("gated", 0)) else 1
+    qrows = 1
+    if op.kind in ("layernorm", "rmsnorm", "softmax"):
+        last = len(op.shape) - 1
+        if op.axis != last:
+            return f"{op.kind}: the vector unit reduces over the last axis, not axis {op.axis}"
+        n = op.shape[last]
+        rows = op.elements // n
+        if op.kind == "softmax":
+            if op.param("causal_offset", -1) >= 0:
+                qrows = op.shape[-2] if len(op.shape) >= 2 else 1
+    else:
+        n, rows = op.elements, 1
+    try:
+        error = param_error(op.kind, unit_params(op.kind, dict(op.params), n))
+    except KeyError as missing:
+        error = f"{op.kind}: the record has no parameter {missing}"
+    if error:
+        return error
+    words = math.ceil(n / lanes)
+    if rows > MAX_WORDS or words > MAX_WORDS:
+        return f"{op.kind}: {rows} rows of {words} words exceed the unit's {MAX_WORDS} per run"
+    return VectorPlan(op.kind, lanes, rows, words, n, operands, qrows)
+
+
+def plan_cycles(plan: VectorPlan) -> int:
+    """Busy cycles of one run of ``plan`` (module docstring)."""
+    return 1 + plan.rows * (plan.passes * (plan.words + PASS_TAIL) + plan.scalar_cycles)
+
+
+def vector_cycles(op: VectorOp, lanes: int) -> int | None:
+    """Busy cycles of one run of ``op`` on ``lanes`` lanes, ``None`` if the unit cannot run it."""
+    plan = vector_plan(op, lanes)
+    return None if isinstance(plan, str) else plan_cycles(plan)

@@ -1,0 +1,308 @@
+"""The vector unit: the integer ops between matrix ops, on rows of int8 words held on chip.
+
+One op per ``start`` (the registers of ``accel_dse.vector_isa``: ``kind``, ``src``/``src2``/
+``dst`` word addresses, ``rows`` rows of ``words`` words of ``n`` elements, ``qrows`` the period
+of a causal mask's query index, ``params``). Micro-architecture, one datapath for every kind:
+
+* a pass engine reads one word (``lanes`` int8 lanes, plus the second operand's word of an add,
+  a product or a gated SiLU) per cycle on read ports of one cycle latency, computes every lane's
+  element function in the next cycle and, in the one after, reduces the lanes' values (sum, max
+  and min over the valid lanes of the row, into the row's accumulators) or writes the result
+  word: a pass over ``W`` words takes ``W + PASS_TAIL`` cycles;
+* a scalar step between passes (fixed cycles, ``accel_dse.vector_isa.SCALAR_CYCLES``) with one
+  serial divider (a quotient bit per cycle) and one digit-by-digit square root (two bits per
+  cycle): a LayerNorm row's mean and reciprocal square root, a softmax row's reciprocal sum;
+* the element functions are those of ``workloads._int_ops``, term for term: the rescaling add,
+  the product, ReLU/ReLU6 clamps, I-BERT's i-GELU polynomial, a 256-entry SiLU ROM
+  (``accel_dse.vector_isa.silu_table``), the centred square and the normalising multiply of a
+  norm, the i-exp (its ``floor(a / ln 2)`` by an exact multiply on the argument clamped where
+  the exponential is already 0) and the probability multiply of a softmax with its causal mask.
+
+Per row the phases of ``accel_dse.vector_isa.PHASES`` run back to back; ``busy`` is high from the
+cycle after ``start`` for ``perf_model.vector_timing.vector_cycles`` cycles (``cycles`` counts
+them) and ``done`` is high in the cycle after the last.
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from accel_dse.errors import ConfigError
+from accel_dse.vector_isa import DIV_STEPS, NPARAMS, PARAM_FIELDS, SQRT_STEPS, VECTOR_CODES, silu_table
+
+__all__ = ["VectorUnit"]
+
+_K = VECTOR_CODES
+_ELEMENTWISE = tuple(_K[k] for k in ("add", "mul", "relu", "relu6", "gelu", "silu"))
+
+
+def _fields() -> dict[str, tuple[int, int, bool]]:
+    """Every kind's parameter fields by name (the names are distinct across kinds)."""
+    out: dict[str, tuple[int, int, bool]] = {}
+    for fields in PARAM_FIELDS.values():
+        for i, (name, bits, sign) in enumerate(fields):
+            out[name] = (i, bits, sign)
+    return out
+
+
+def _rshr(v: Value, s: Value | int) -> Value:
+    """``floor((v + 2**(s-1)) / 2**s)`` (``v`` if ``s == 0``); ``s`` a constant or an unsigned 5-bit value."""
+    if isinstance(s, int):
+        return v if s == 0 else (v + (1 << (s - 1))) >> s
+    return (v + ((Const(1, 1) << s) >> 1)) >> s
+
+
+def _sat8(v: Value) -> Value:
+    return Mux(v > 127, 127, Mux(v < -128, -128, v))
+
+
+class VectorUnit(wiring.Component):
+    """See the module docstring.
+
+    Args:
+        lanes: int8 lanes per word (the array's columns by default in a design).
+        addr_bits: width of the buffers' word addresses.
+    """
+
+    def __init__(self, *, lanes: int, addr_bits: int) -> None:
+        for name, value, low, high in (("lanes", lanes, 1, 1024), ("addr_bits", addr_bits, 1, 32)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ConfigError(f"vector unit {name} must be an integer in [{low}, {high}], not {value!r}")
+        self.lanes = lanes
+        self.addr_bits = addr_bits
+        a = addr_bits
+        super().__init__({
+            "start": In(1), "kind": In(4), "src": In(a), "src2": In(a), "dst": In(a), "rows": In(16),
+            "words": In(16), "n": In(24), "qrows": In(16), "params": In(32 * NPARAMS),
+            "busy": Out(1), "done": Out(1), "cycles": Out(32),
+            "rd_en": Out(1), "rd_addr": Out(a), "rd_data": In(8 * lanes), "rd2_addr": Out(a), "rd2_data": In(8 * lanes),
+            "wr_en": Out(1), "wr_addr": Out(a), "wr_data": Out(8 * lanes),
+        })
+
+    def elaborate(self, platform: object) -> Module:  # noqa: C901, PLR0915 - one datapath, read top to bottom
+        m = Module()
+        lanes, a = self.lanes, self.addr_bits
+        # -- registers of the op, sampled at start
+        kind, src, src2, dst = Signal(4), Signal(a), Signal(a), Signal(a)
+        rows, words, n, qrows = Signal(16), Signal(16), Signal(24), Signal(16)
+        p = [Signal(signed(32), name=f"p{i}") for i in range(NPARAMS)]
+        sampled = [kind.eq(self.kind), src.eq(self.src), src2.eq(self.src2), dst.eq(self.dst), rows.eq(self.rows),
+                   words.eq(self.words), n.eq(self.n), qrows.eq(self.qrows),
+                   *(reg.eq(self.params[32 * i:32 * (i + 1)]) for i, reg in enumerate(p))]
+        is_elem = Signal()
+        m.d.comb += is_elem.eq(Cat(*(kind == c for c in _ELEMENTWISE)).any())
+        is_norm = (kind == _K["layernorm"]) | (kind == _K["rmsnorm"])
+        is_soft = kind == _K["softmax"]
+
+        # -- row state and scalars
+        row, row_off, qpos = Signal(16), Signal(a), Signal(16)
+        pidx = Signal(2)  # pass of the row: 0, 1, 2
+        writing = Signal()
+        m.d.comb += writing.eq(is_elem | (pidx == 2))
+        acc_sum = Signal(signed(40))
+        acc_max, acc_min = Signal(signed(10)), Signal(signed(10))
+        mean = Signal(signed(34))  # m, in units of x / 128
+        rshift = Signal(6)  # R
+        fmul = Signal(signed(18))  # f
+        oshift = Signal(6)  # 10 + b + R / 2 - p
+        top = Signal(signed(9))
+        rec = Signal(32)
+
+        # -- the pass engine: issue (t), compute (t + 1), reduce or write (t + 2)
+        t = Signal(17)
+        issue = Signal()
+        s1_live, s1_w = Signal(), Signal(16)
+        s2_live, s2_w = Signal(), Signal(16)
+        m.d.comb += [self.rd_addr.eq(src + row_off + t), self.rd2_addr.eq(src2 + row_off + t), self.rd_en.eq(issue)]
+        m.d.sync += [s1_live.eq(issue), s1_w.eq(t), s2_live.eq(s1_live), s2_w.eq(s1_w)]
+
+        vals = [Signal(signed(32), name=f"val{i}") for i in range(lanes)]
+        valid = [Signal(name=f"ok{i}") for i in range(lanes)]
+        rom = silu_table()
+        # the parameter registers' fields (accel_dse.vector_isa.PARAM_FIELDS; the compiler keeps them in range)
+        f = {name: p[i][:bits].as_signed() if sign else p[i][:bits]
+             for name, (i, bits, sign) in _fields().items()}
+        for lane in range(lanes):
+            x = self.rd_data[8 * lane:8 * lane + 8].as_signed()
+            y = self.rd2_data[8 * lane:8 * lane + 8].as_signed()
+            k = Signal(40, name=f"k{lane}")
+            m.d.comb += k.eq(s1_w * lanes + lane)
+            ok = (k < n) & ~(is_soft & (p[5] >= 0) & (k > qpos + p[5]))
+
+            def wire(name: str, value: Value, shape: object, lane: int = lane) -> Signal:
+                sig = Signal(shape, name=f"{name}{lane}")
+                m.d.comb += sig.eq(value)
+                return sig
+
+            # element functions (widths: the bounds of workloads._int_ops, docs/workloads.md)
+            f_add = _sat8(_rshr(x * f["mult_a"] + y * f["mult_b"], f["shift"]))
+            f_mul = _sat8(_rshr(x * y, f["shift"]))
+            f_relu = Mux(x < 0, 0, x)
+            f_relu6 = Mux(x < 0, 0, Mux(x > f["act_max"], f["act_max"], x))
+            scaled = wire("gelu_v", Mux(x < 0, -x, x) * f["gelu_mult"], 25)
+            g_t = wire("gelu_t", Mux(scaled > f["clip"], f["clip"], scaled) - f["clip"], signed(16))
+            g_sq = wire("gelu_sq", _rshr(g_t * g_t, 14), 17)
+            g_poly = wire("gelu_poly", (1 << 14) - _rshr(f["gelu_a"] * g_sq, 15), signed(18))
+            erf = Mux(x > 0, g_poly, Mux(x < 0, -g_poly, 0))
+            f_gelu = _sat8(_rshr(x * ((1 << 14) + erf), 15))
+            silu_t = Signal(signed(16), name=f"silu_t{lane}")
+            with m.Switch(x.as_unsigned()):
+                for code in range(256):
+                    with m.Case(code):
+                        m.d.comb += silu_t.eq(rom[(code - 256 if code >= 128 else code) + 128])
+            f_silu = Mux(f["gated"], _sat8(_rshr(silu_t * y, 11)), _sat8(_rshr(silu_t, 7)))
+            d = wire("d", (x << 7) - mean, signed(17))
+            f_sq = _rshr(d * d, rshift[:5])
+            f_norm = _sat8(_rshr(d * fmul, oshift[:5]))
+            diff = wire("exp_diff", Mux(ok, top - x, 0), 9)
+            prod = wire("exp_prod", diff * f["in_mult"], 32)
+            arg = wire("exp_arg", Mux(prod > (f["ln2"] << 4), f["ln2"] << 4, prod), 20)
+            z = wire("exp_z", (arg * f["z_mult"]) >> f["z_shift"], 5)
+            e_t = wire("exp_t", _rshr(z * f["ln2"] - arg + f["poly_b"], 2), 16)
+            e_sq = wire("exp_sq", _rshr(e_t * e_t, 14), 17)
+            e = wire("exp", Mux(ok, (_rshr(f["exp_a"] * e_sq, 15) + f["poly_c"]) >> z, 0), 16)
+            scaled_p = wire("prob", (e * rec) >> 15, 16)
+            f_prob = _rshr(scaled_p * 127, 15)
+            val = Signal(signed(32), name=f"v{lane}")
+            with m.Switch(kind):
+                for code, value in ((_K["add"], f_add), (_K["mul"], f_mul), (_K["relu"], f_relu),
+                                    (_K["relu6"], f_relu6), (_K["gelu"], f_gelu), (_K["silu"], f_silu)):
+                    with m.Case(code):
+                        m.d.comb += val.eq(value)
+                with m.Case(_K["layernorm"], _K["rmsnorm"]):
+                    m.d.comb += val.eq(Mux(pidx == 0, x, Mux(pidx == 1, f_sq, f_norm)))
+                with m.Case(_K["softmax"]):
+                    m.d.comb += val.eq(Mux(pidx == 0, x, Mux(pidx == 1, e, f_prob)))
+            m.d.sync += [vals[lane].eq(val), valid[lane].eq(ok)]
+
+        # reduce (sum, max, min over the valid lanes) or write
+        lane_sum = sum((Mux(valid[i], vals[i], 0) for i in range(lanes)), Const(0, signed(40)))
+        lane_max, lane_min = acc_max, acc_min
+        for i in range(lanes):
+            lane_max = Mux(valid[i] & (vals[i] > lane_max), vals[i], lane_max)
+            lane_min = Mux(valid[i] & (vals[i] < lane_min), vals[i], lane_min)
+        reducing = s2_live & ~writing
+        with m.If(reducing):
+            m.d.sync += [acc_sum.eq(acc_sum + lane_sum), acc_max.eq(lane_max), acc_min.eq(lane_min)]
+        m.d.comb += [self.wr_en.eq(s2_live & writing), self.wr_addr.eq(dst + row_off + s2_w),
+                     self.wr_data.eq(Cat(*(v[:8] for v in vals)))]
+
+        # -- scalar datapath: serial divider and square root
+        div_num, div_den, div_quo = Signal(32), Signal(32), Signal(32)
+        div_rem = Signal(33)
+        step = Signal(6)
+        rem_next = Cat(div_num[31], div_rem[:32])
+        div_step = [div_num.eq(div_num << 1),
+                    div_rem.eq(Mux(rem_next >= div_den, rem_next - div_den, rem_next)),
+                    div_quo.eq(Cat(rem_next >= div_den, div_quo[:31]))]
+
+        def div_load(num: Value, den: Value) -> list:
+            return [div_num.eq(num), div_den.eq(den), div_rem.eq(0), div_quo.eq(0), step.eq(0)]
+
+        sq_rem, sq_root, sq_q = Signal(32), Signal(32), Signal(32)
+        sq_p = Signal(5)
+        sq_bit = Signal(32)
+        m.d.comb += sq_bit.eq(Const(1 << 30, 32) >> (step[:4] << 1))
+        trial = sq_rem >= sq_root + sq_bit
+        sq_step = [sq_rem.eq(Mux(trial, sq_rem - (sq_root + sq_bit), sq_rem)),
+                   sq_root.eq(Mux(trial, (sq_root >> 1) + sq_bit, sq_root >> 1))]
+        mean_num = Signal(signed(42))
+        m.d.comb += mean_num.eq((acc_sum << 7) + p[1])
+        mean_neg = Signal()
+        clz = Signal(6)
+        m.d.comb += clz.eq(32)
+        for bit in range(32):
+            with m.If(sq_q[bit]):
+                m.d.comb += clz.eq(31 - bit)
+
+        # -- sequencing
+        def start_pass(index: int | Value) -> list:
+            return [pidx.eq(index), t.eq(0), acc_sum.eq(0), acc_max.eq(-128), acc_min.eq(127)]
+
+        busy = Signal()
+        m.d.comb += self.busy.eq(busy)
+        with m.If(busy):
+            m.d.sync += self.cycles.eq(self.cycles + 1)
+        m.d.sync += self.done.eq(0)
+
+        def stepping(name: str, ops: list, steps: int, after: str) -> None:
+            """State ``name``: ``ops`` once a cycle for ``steps`` cycles, then state ``after``."""
+            with m.State(name):
+                m.d.sync += [*ops, step.eq(step + 1)]
+                with m.If(step == steps - 1):
+                    m.next = after
+
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [*sampled, busy.eq(1), self.cycles.eq(0)]
+                    m.next = "SETUP"
+            with m.State("SETUP"):
+                m.d.sync += [row.eq(0), row_off.eq(0), qpos.eq(0), top.eq(-128), *start_pass(0)]
+                m.next = "PASS"
+            with m.State("PASS"):
+                m.d.comb += issue.eq(t < words)
+                m.d.sync += t.eq(t + 1)
+                with m.If(t == words + 1):
+                    with m.If(writing):
+                        last = row + 1 == rows
+                        m.d.sync += [row.eq(row + 1), row_off.eq(row_off + words),
+                                     qpos.eq(Mux(qpos + 1 == qrows, 0, qpos + 1)), *start_pass(0)]
+                        with m.If(last):
+                            m.d.sync += [busy.eq(0), self.done.eq(1)]
+                            m.next = "IDLE"
+                    with m.Elif(is_norm & (pidx == 0)):
+                        m.next = "MEAN"
+                    with m.Elif(is_norm):
+                        m.next = "RSQRT"
+                    with m.Elif(pidx == 0):  # softmax: the row's max, then the sum of exponentials
+                        m.d.sync += [*start_pass(1), top.eq(Mux(reducing, lane_max, acc_max))]
+                    with m.Else():
+                        m.next = "RECIP"
+            # MEAN: m = rdiv(128 * sum, n) (signed, by magnitude), then R from the row's extremes.
+            with m.State("MEAN"):
+                neg = mean_num < 0
+                m.d.sync += [*div_load(Mux(neg, p[0] - 1 - mean_num, mean_num), p[0]), mean_neg.eq(neg)]
+                m.next = "MEAN_DIV"
+            stepping("MEAN_DIV", div_step, DIV_STEPS, "MEAN_END")
+            with m.State("MEAN_END"):
+                mv = Signal(signed(34))
+                m.d.comb += mv.eq(Mux(p[6] == 0, 0, Mux(mean_neg, -div_quo, div_quo)))
+                hi, lo = (acc_max << 7) - mv, mv - (acc_min << 7)
+                dmax = Signal(34)
+                m.d.comb += dmax.eq(Mux(hi > lo, hi, lo))
+                width = Signal(6)
+                for bit in range(34):
+                    with m.If(dmax[bit]):
+                        m.d.comb += width.eq(bit + 1)
+                rr = p[5] + 2 * width
+                m.d.sync += [mean.eq(mv), rshift.eq(Mux(rr > 0, rr, 0)), *start_pass(1)]
+                m.next = "PASS"
+            # RSQRT: q, its normalising shift, s = isqrt, f = rdiv(c << 14, s).
+            with m.State("RSQRT"):
+                q = acc_sum + _rshr(p[4], rshift[:5])
+                m.d.sync += sq_q.eq(Mux(q < 1, 1, q) << rshift[0])
+                m.next = "RSQRT_NORM"
+            with m.State("RSQRT_NORM"):
+                shift = (clz - 2) >> 1
+                m.d.sync += [sq_p.eq(shift), sq_rem.eq(sq_q << (shift[:4] << 1)), sq_root.eq(0), step.eq(0)]
+                m.next = "RSQRT_SQRT"
+            stepping("RSQRT_SQRT", sq_step, SQRT_STEPS, "RSQRT_LOAD")
+            with m.State("RSQRT_LOAD"):
+                m.d.sync += div_load(p[2] + (sq_root >> 1), sq_root)
+                m.next = "RSQRT_DIV"
+            stepping("RSQRT_DIV", div_step, DIV_STEPS, "RSQRT_END")
+            with m.State("RSQRT_END"):
+                m.d.sync += [fmul.eq(div_quo), oshift.eq(p[3] + (rshift >> 1) - sq_p), *start_pass(2)]
+                m.next = "PASS"
+            # RECIP: rec = floor(2**30 / max(sum e, 1)).
+            with m.State("RECIP"):
+                m.d.sync += div_load(Const(1 << 30, 32), Mux(acc_sum < 1, 1, acc_sum))
+                m.next = "RECIP_DIV"
+            stepping("RECIP_DIV", div_step, DIV_STEPS, "RECIP_END")
+            with m.State("RECIP_END"):
+                m.d.sync += [rec.eq(div_quo), *start_pass(2)]
+                m.next = "PASS"
+        return m

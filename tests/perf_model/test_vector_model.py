@@ -1,0 +1,97 @@
+"""The vector work in the model: the cycle contract, evaluate and evaluate_designs agreeing, host
+work named with its reason, a row that does not fit the buffer, and a workload without vector ops."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import perf_model
+from accel_dse.config import ArrayConfig
+from accel_dse.designs import load_design
+from perf_model.vector_timing import vector_cycles, vector_plan
+from workloads import Gemm, VectorOp, Workload
+
+LN = VectorOp(kind="layernorm", shape=(1, 64, 768), axis=2, name="ln",
+              params=(("rsqrt_const", 28378), ("rsqrt_bits", 10), ("eps", 32212)))
+GELU = VectorOp(kind="gelu", shape=(1, 64, 3072), params=(("in_mult", 724), ("clip", 28983), ("poly_a", 9463)))
+SOFTMAX = VectorOp(kind="softmax", shape=(1, 12, 64, 64), axis=3,
+                   params=(("in_mult", 512), ("ln2", 45426), ("poly_b", 88670), ("poly_a", 11747), ("poly_c", 5636),
+                           ("causal_offset", 3)))
+ROPE = VectorOp(kind="rope", shape=(1, 1, 32, 128), params=(("start", 5), ("theta", 10000)))
+
+
+def test_cycle_contract_by_hand():
+    """``1 + rows * (passes * (words + 2) + scalar)``, worked by hand from docs/workloads.md."""
+    # LayerNorm, 64 rows of 768 on 16 lanes: 48 words, three passes, MEAN 34 and RSQRT 52 a row
+    assert vector_cycles(LN, 16) == 1 + 64 * (3 * (48 + 2) + 34 + 52)
+    # GELU, one row of 64 * 3072 / 16 words, one pass
+    assert vector_cycles(GELU, 16) == 1 + 12288 + 2
+    # softmax, 12 * 64 rows of 64 on 8 lanes: three passes of 8 words and RECIP 34 a row
+    assert vector_cycles(SOFTMAX, 8) == 1 + 768 * (3 * (8 + 2) + 34)
+    plan = vector_plan(SOFTMAX, 8)
+    assert not isinstance(plan, str) and plan.qrows == 64  # the mask's query period
+    assert vector_cycles(ROPE, 16) is None
+
+
+def _workload() -> Workload:
+    gemm = Gemm(m=64, k=768, n=768, name="proj")
+    return Workload(name="w", ops=(gemm, gemm), vector_ops=(LN, GELU, ROPE), vector_counts=(2, 1, 3),
+                    vector_after=(1, 1, 2))
+
+
+def test_evaluate_charges_the_vector_ops():
+    config = load_design("edge")
+    w = _workload()
+    plain = perf_model.evaluate(config, Workload(name="w", ops=w.ops))
+    r = perf_model.evaluate(config, w)
+    assert r.status == "ok"
+    busy = 2 * vector_cycles(LN, config.cols) + vector_cycles(GELU, config.cols)
+    assert r.total["vector_cycles"] == busy
+    assert r.total["compute_cycles"] == plain.total["compute_cycles"]
+    assert r.total["total_cycles"] >= plain.total["total_cycles"] + busy
+    assert r.total["area_mm2"] > plain.total["area_mm2"]  # the unit's area
+    assert r.total["energy_pj"] > plain.total["energy_pj"]
+    assert r.total["dram_read_bytes"] == plain.total["dram_read_bytes"] + 2 * LN.elements + GELU.elements
+    assert [v["kind"] for v in r.vector_ops] == ["layernorm", "gelu"]
+    assert r.host_work == [{"kind": "rope", "name": "", "runs": 3, "elements": 3 * ROPE.elements,
+                            "reason": "rope: the vector unit holds no cos/sin tables"}]
+    assert plain.total["vector_cycles"] == 0 and plain.vector_ops == [] and plain.host_work == []
+    assert plain.total["energy_breakdown"]["vector"] == 0
+
+
+def test_evaluate_designs_agrees_with_evaluate():
+    w = _workload()
+    configs = [load_design("edge"), ArrayConfig(rows=8, cols=8), ArrayConfig(rows=32, cols=16, tech_nm=7)]
+    table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs(configs), w)
+    for i, config in enumerate(configs):
+        r = perf_model.evaluate(config, w)
+        assert int(table.vector_cycles[i]) == r.total["vector_cycles"] > 0
+        for key in ("total_cycles", "energy_pj", "area_mm2", "latency_s", "dram_read_bytes"):
+            assert math.isclose(float(getattr(table, key)[i]), r.total[key], rel_tol=1e-12), key
+        assert math.isclose(float(table.energy_breakdown["leakage"][i]), r.total["energy_breakdown"]["leakage"],
+                            rel_tol=1e-12)
+    # fewer lanes, more vector cycles
+    assert table.vector_cycles[1] > table.vector_cycles[0]
+
+
+def test_a_row_that_does_not_fit_is_infeasible():
+    config = ArrayConfig(rows=16, cols=16, ifmap_sram_kib=1)
+    r = perf_model.evaluate(config, _workload())
+    assert r.status == "infeasible"
+    assert r.reason == ("vector op layernorm ln: a row of 768 elements needs 1536 bytes of ifmap buffer, "
+                        "the design has 1024")
+    table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs([config]), _workload())
+    assert not table.feasible[0] and table.reason[0] == r.reason and table.energy_pj[0] == 0
+
+
+@pytest.mark.parametrize("spec", ["bert_base:seq=64", "llama_decode:kv=64,d=256,heads=4,ffn=512"])
+def test_builtins_leave_only_rope_and_pools(spec):
+    import workloads
+
+    r = perf_model.evaluate(load_design("edge"), workloads.resolve(spec))
+    assert r.status == "ok" and r.total["vector_cycles"] > 0
+    assert {h["kind"] for h in r.host_work} <= {"rope", "maxpool", "avgpool"}
+    assert np.isfinite(r.total["energy_pj"])

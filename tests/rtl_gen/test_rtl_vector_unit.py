@@ -1,0 +1,186 @@
+# amaranth: UnusedElaboratable=no
+"""The vector unit in Amaranth's simulator: every op it runs bit-exact against its JAX integer
+definition (``workloads._int_ops``), edge values included, and its busy cycles equal to the
+model's (``perf_model.vector_timing``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from accel_dse.errors import ConfigError, ModelError
+from perf_model.compiler.vector import vector_registers
+from perf_model.vector_timing import vector_cycles, vector_plan
+from rtl_gen.core.vector_unit import VectorUnit
+from tests.rtl_gen.vector_testlib import run_vector
+from workloads import _int_ops as io
+from workloads.vector_ops import VectorOp
+
+LANES = 4
+_Q = 1.0 / 16
+
+
+def _op(kind: str, shape: tuple[int, ...], params: dict[str, int], axis: int | None = None) -> VectorOp:
+    return VectorOp(kind=kind, shape=shape, axis=axis, params=tuple(params.items()))
+
+
+def _check(op: VectorOp, ref: object, x: np.ndarray, y: np.ndarray | None = None, lanes: int = LANES) -> None:
+    got, cycles = run_vector(op, lanes, x, y)
+    want = np.asarray(ref).astype(np.int64)
+    assert got.shape == want.shape
+    bad = np.argwhere(got != want)
+    first = tuple(bad[0]) if bad.size else ()
+    assert bad.size == 0, f"{op.kind}: {len(bad)} mismatches, first at {first}: {got[first]} vs {want[first]}"
+    assert cycles == vector_cycles(op, lanes)
+
+
+def _int8(rng: np.random.Generator, shape: tuple[int, ...], low: int = -128, high: int = 128) -> np.ndarray:
+    return rng.integers(low, high, shape, dtype=np.int8)
+
+
+EDGE = np.array([[-128, -128, 127, 127, 0, -1, 1, 96, 97, -127, 64]], np.int8)
+
+
+@pytest.mark.parametrize("scales", [(_Q, _Q, _Q), (_Q, 2 * _Q, _Q / 2), (_Q / 4, _Q, _Q * 3)])
+def test_add_rescale_saturates(scales):
+    rng = np.random.default_rng(1)
+    x = np.concatenate([EDGE, _int8(rng, (2, 11))])
+    y = np.concatenate([EDGE[:, ::-1], _int8(rng, (2, 11))])
+    a, b, out = scales
+    _check(_op("add", x.shape, io.add_params(a, b, out)), io.add(x, y, scale_a=a, scale_b=b, scale_out=out), x, y)
+
+
+@pytest.mark.parametrize("kind", ["relu", "relu6", "gelu", "silu", "silu_gated", "mul"])
+def test_elementwise_every_code(kind):
+    """All 256 codes (the most negative and saturating ones among them), on an edge-size row."""
+    x = np.arange(-128, 128, dtype=np.int8).reshape(2, 128)
+    y = np.roll(x, 37)
+    if kind == "relu":
+        _check(_op("relu", x.shape, {}), io.relu(x), x)
+    elif kind == "relu6":
+        _check(_op("relu6", x.shape, {"act_max": 96}), io.relu6(x), x)
+    elif kind == "gelu":
+        _check(_op("gelu", x.shape, io.GELU_PARAMS), io.gelu(x), x)
+    elif kind == "silu":
+        _check(_op("silu", x.shape, {"gated": 0}), io.silu(x), x)
+    elif kind == "silu_gated":
+        _check(_op("silu", x.shape, {"gated": 1}), io.silu(x, y), x, y)
+    else:
+        _check(_op("mul", x.shape, {"shift": 4}), io.mul(x, y), x, y)
+
+
+def _norm_rows(rng: np.random.Generator, n: int) -> np.ndarray:
+    return np.stack([
+        np.full(n, 37, np.int8),                       # zero variance
+        np.full(n, -128, np.int8),                     # the most negative input, zero variance
+        np.where(np.arange(n) % 2, 127, -128).astype(np.int8),  # the widest spread
+        _int8(rng, (n,)),
+        _int8(rng, (n,), -3, 3),                       # small values: no row shift
+        np.eye(1, n, n - 1, dtype=np.int8)[0] * 127,   # one outlier in the last (partial) word
+    ])
+
+
+@pytest.mark.parametrize("kind", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("n", [1, 7, 48])
+def test_norm_rows(kind, n):
+    rng = np.random.default_rng(n)
+    x = _norm_rows(rng, n)
+    eps = 1e-5 if kind == "layernorm" else 1e-6
+    ref = (io.layernorm if kind == "layernorm" else io.rmsnorm)(x, eps)
+    _check(_op(kind, x.shape, io.norm_params(n, eps), axis=1), ref, x)
+
+
+def _scores(rng: np.random.Generator, q: int, k: int) -> np.ndarray:
+    s = _int8(rng, (1, 2, q, k))
+    s[0, 0, 0] = 5          # an all-equal row
+    s[0, 0, 1] = -128       # all the most negative
+    s[0, 1, 0, ::2] = 127   # saturated keys
+    return s
+
+
+@pytest.mark.parametrize("scale", [0.125, 1.0, 16.0])
+def test_softmax_rows(scale):
+    rng = np.random.default_rng(int(scale * 8))
+    s = _scores(rng, 3, 9)
+    _check(_op("softmax", s.shape, io.softmax_params(scale, None), axis=3), io.softmax(s, scale=scale), s)
+
+
+@pytest.mark.parametrize("offset", [0, 2, 7])
+def test_softmax_causal_mask(offset):
+    """Masked keys give 0; with offset 0 the first query sees a single key (probability 127)."""
+    rng = np.random.default_rng(offset)
+    s = _scores(rng, 4, 6)
+    ref = io.softmax(s, scale=0.5, causal_offset=offset)
+    _check(_op("softmax", s.shape, io.softmax_params(0.5, offset), axis=3), ref, s)
+
+
+def test_lane_counts_agree():
+    """One LayerNorm and one softmax on 1 and 8 lanes: the same codes, each at its own cycles."""
+    rng = np.random.default_rng(7)
+    x = _int8(rng, (2, 20))
+    s = _scores(rng, 2, 20)
+    for lanes in (1, 8):
+        _check(_op("layernorm", x.shape, io.norm_params(20, 1e-5), axis=1), io.layernorm(x), x, lanes=lanes)
+        _check(_op("softmax", s.shape, io.softmax_params(0.25, 1), axis=3), io.softmax(s, scale=0.25, causal_offset=1),
+               s, lanes=lanes)
+
+
+@pytest.mark.parametrize("kind, register, delta", [("layernorm", 4, 1 << 20), ("softmax", 2, 20000), ("gelu", 2, 500)])
+def test_a_wrong_unit_fails(kind, register, delta):
+    """A fault in one parameter register shows up as a mismatch: the comparison can fail."""
+    rng = np.random.default_rng(3)
+    if kind == "layernorm":
+        x = _int8(rng, (2, 8), -2, 2)
+        op, ref = _op(kind, x.shape, io.norm_params(8, 1e-5), axis=1), io.layernorm(x)
+    elif kind == "softmax":
+        x = _int8(rng, (1, 1, 2, 8))
+        op, ref = _op(kind, x.shape, io.softmax_params(1.0, None), axis=3), io.softmax(x)
+    else:
+        x = np.arange(-128, 128, dtype=np.int8).reshape(2, 128)
+        op, ref = _op(kind, x.shape, io.GELU_PARAMS), io.gelu(x)
+    good, _ = run_vector(op, LANES, x)
+    bad, _ = run_vector(op, LANES, x, tamper=(register, delta))
+    assert (good == np.asarray(ref)).all()
+    assert (bad != np.asarray(ref)).any()
+
+
+def test_unsupported_ops_are_named():
+    pool = VectorOp(kind="maxpool", shape=(1, 4, 4, 8), out_shape=(1, 2, 2, 8),
+                    params=(("window_h", 2), ("window_w", 2), ("stride_h", 2), ("stride_w", 2), ("pad_h", 0),
+                            ("pad_w", 0)))
+    reason = vector_plan(pool, LANES)
+    assert isinstance(reason, str) and reason.startswith("maxpool: ")
+    assert vector_cycles(pool, LANES) is None
+    with pytest.raises(ModelError, match="^maxpool: "):
+        vector_registers(pool, LANES)
+    inner = VectorOp(kind="softmax", shape=(4, 6), axis=0, params=tuple(io.softmax_params(1.0, None).items()))
+    assert vector_plan(inner, LANES) == "softmax: the vector unit reduces over the last axis, not axis 0"
+
+
+@pytest.mark.parametrize("lanes", [0, True, 2048])
+def test_bad_lanes(lanes):
+    with pytest.raises(ConfigError, match="lanes"):
+        VectorUnit(lanes=lanes, addr_bits=8)
+
+
+def test_exported_verilog_in_icarus():
+    """The unit exported to Verilog (what Yosys prices) in Icarus, on a LayerNorm with a zero-variance
+    row, a causal softmax and the i-GELU of every code: bit-exact, and the model's cycles."""
+    from pathlib import Path
+
+    from accel_dse.simulate import find_simulator
+    from tests.rtl_gen.vector_testlib import run_vector_icarus
+
+    iverilog = find_simulator("icarus").executable
+    vvp = str(Path(iverilog).with_name("vvp")) if Path(iverilog).with_name("vvp").exists() else "vvp"
+    rng = np.random.default_rng(11)
+    x = _norm_rows(rng, 9)
+    s = _scores(rng, 3, 7)
+    codes = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)
+    cases = [(_op("layernorm", x.shape, io.norm_params(9, 1e-5), axis=1), io.layernorm(x), x),
+             (_op("softmax", s.shape, io.softmax_params(0.5, 1), axis=3), io.softmax(s, scale=0.5, causal_offset=1), s),
+             (_op("gelu", codes.shape, io.GELU_PARAMS), io.gelu(codes), codes)]
+    for op, ref, data in cases:
+        got, cycles = run_vector_icarus(op, 2, data, None, iverilog, vvp)
+        assert (got == np.asarray(ref)).all(), op.kind
+        assert cycles == vector_cycles(op, 2), op.kind

@@ -1,0 +1,164 @@
+"""Run one vector op on ``rtl_gen.core.vector_unit.VectorUnit`` (tests only), in Amaranth's
+simulator or, exported to Verilog, in Icarus.
+
+The unit sits in :class:`Harness` on a test memory of int8 words (two read ports of one cycle
+latency and a write port, as an on-chip buffer gives it), initialised with the operands at
+``src``/``src2`` (rows of ``n`` elements padded to whole words); the op runs from one ``start``
+and the output rows are read back from ``dst`` through the harness's ``host_addr`` port while
+the unit is idle. Returns the output and the busy cycles the unit counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from amaranth import Module, Mux
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from accel_dse.vector_isa import NPARAMS
+from perf_model.compiler.vector import VectorRegisters, vector_registers
+from rtl_gen.core.vector_unit import VectorUnit
+from workloads.vector_ops import VectorOp
+
+_REGS = (("kind", 4), ("src", None), ("src2", None), ("dst", None), ("rows", 24), ("words", 24), ("n", 24),
+         ("qrows", 16), ("params", 32 * NPARAMS))
+
+
+def _words(rows: np.ndarray, words: int, lanes: int) -> list[int]:
+    """Rows of int8 values as words of ``lanes`` lanes (lane ``i`` at bits ``[8i, 8i + 8)``)."""
+    out = []
+    for row in rows:
+        padded = np.zeros(words * lanes, np.int64)
+        padded[:row.size] = row
+        for w in range(words):
+            out.append(sum((int(v) & 0xFF) << (8 * i) for i, v in enumerate(padded[w * lanes:(w + 1) * lanes])))
+    return out
+
+
+class Harness(wiring.Component):
+    """The unit on a memory of ``len(init)`` words; ``host_addr`` reads a word (one cycle) when idle."""
+
+    def __init__(self, lanes: int, init: list[int]) -> None:
+        self.lanes = lanes
+        self.init = init
+        self.addr_bits = max(1, (len(init) - 1).bit_length())
+        a = self.addr_bits
+        super().__init__({**{name: In(width or a) for name, width in _REGS}, "start": In(1), "busy": Out(1),
+                          "done": Out(1), "cycles": Out(32), "host_addr": In(a), "host_rdata": Out(8 * lanes)})
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        m.submodules.mem = mem = memory.Memory(shape=8 * self.lanes, depth=len(self.init), init=self.init)
+        m.submodules.unit = unit = VectorUnit(lanes=self.lanes, addr_bits=self.addr_bits)
+        rd, rd2, wr = mem.read_port(), mem.read_port(), mem.write_port()
+        m.d.comb += [*(getattr(unit, name).eq(getattr(self, name)) for name, _ in _REGS), unit.start.eq(self.start),
+                     self.busy.eq(unit.busy), self.done.eq(unit.done), self.cycles.eq(unit.cycles),
+                     rd.addr.eq(unit.rd_addr), rd2.addr.eq(Mux(unit.busy, unit.rd2_addr, self.host_addr)),
+                     unit.rd_data.eq(rd.data), unit.rd2_data.eq(rd2.data), self.host_rdata.eq(rd2.data),
+                     wr.addr.eq(unit.wr_addr), wr.data.eq(unit.wr_data), wr.en.eq(unit.wr_en)]
+        return m
+
+
+def _setup(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None,
+           tamper: tuple[int, int] | None) -> tuple[VectorRegisters, list[int]]:
+    plan = vector_registers(op, lanes).plan
+    total = plan.rows * plan.words
+    regs = vector_registers(op, lanes, src=0, src2=total, dst=2 * total)
+    if tamper is not None:
+        params = list(regs.params)
+        params[tamper[0]] += tamper[1]
+        regs = dataclasses.replace(regs, params=tuple(params))
+    init = _words(x.reshape(plan.rows, plan.n), plan.words, lanes)
+    init += _words(y.reshape(plan.rows, plan.n), plan.words, lanes) if y is not None else [0] * total
+    return regs, init + [0] * total
+
+
+def _values(regs: VectorRegisters) -> dict[str, int]:
+    p = regs.plan
+    return {"kind": regs.kind, "src": regs.src, "src2": regs.src2, "dst": regs.dst, "rows": p.rows, "words": p.words,
+            "n": p.n, "qrows": p.qrows, "params": regs.packed_params()}
+
+
+def _unpack(regs: VectorRegisters, words: list[int], shape: tuple[int, ...]) -> np.ndarray:
+    p = regs.plan
+    out = np.array([[(word >> (8 * i)) & 0xFF for i in range(p.lanes)] for word in words], np.int64).reshape(p.rows, -1)
+    return np.where(out >= 128, out - 256, out)[:, :p.n].reshape(shape)
+
+
+def run_vector(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None = None,
+               tamper: tuple[int, int] | None = None) -> tuple[np.ndarray, int]:
+    """``op`` on int8 ``x`` (and ``y``) in Amaranth's simulator: ``(output like x, busy cycles)``.
+
+    ``tamper``: ``(register, delta)`` added to one parameter register (a fault the comparison must see).
+    """
+    regs, init = _setup(op, lanes, x, y, tamper)
+    dut = Harness(lanes, init)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    result: dict[str, object] = {}
+    count = regs.plan.rows * regs.plan.words
+
+    async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
+        for port, value in _values(regs).items():
+            ctx.set(getattr(dut, port), value)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        for _ in range(10 * regs.plan.rows * (3 * regs.plan.words + 200) + 100):
+            await ctx.tick()
+            if ctx.get(dut.done):
+                break
+        else:
+            raise RuntimeError("vector unit never finished")
+        result["cycles"] = ctx.get(dut.cycles)
+        words = []
+        for addr in range(regs.dst, regs.dst + count):
+            ctx.set(dut.host_addr, addr)
+            await ctx.tick()
+            words.append(ctx.get(dut.host_rdata))
+        result["words"] = words
+
+    sim.add_testbench(bench)
+    sim.run()
+    return _unpack(regs, result["words"], x.shape), int(result["cycles"])  # type: ignore[arg-type]
+
+
+def run_vector_icarus(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None, iverilog: str,
+                      vvp: str) -> tuple[np.ndarray, int]:
+    """``op`` on the harness exported to Verilog, in Icarus: ``(output like x, busy cycles)``."""
+    from amaranth.back import verilog
+
+    regs, init = _setup(op, lanes, x, y, None)
+    dut = Harness(lanes, init)
+    text = verilog.convert(dut, name="vector_harness", emit_src=False, strip_internal_attrs=True)
+    count = regs.plan.rows * regs.plan.words
+    widths = {name: width or dut.addr_bits for name, width in _REGS}
+    lines = ["`timescale 1ns/1ps", "module tb;", "  reg clk = 0, rst = 1, start = 0;",
+             *(f"  reg [{widths[name] - 1}:0] {name} = 0;" for name, _ in _REGS),
+             f"  reg [{dut.addr_bits - 1}:0] host_addr = 0;", f"  wire [{8 * lanes - 1}:0] host_rdata;",
+             "  wire busy, done;", "  wire [31:0] cycles;",
+             "  vector_harness dut(.clk(clk), .rst(rst), .start(start), .busy(busy), .done(done), .cycles(cycles),",
+             "    .host_addr(host_addr), .host_rdata(host_rdata),",
+             "    " + ", ".join(f".{name}({name})" for name, _ in _REGS) + ");",
+             "  always #5 clk = ~clk;", "  initial begin", "    @(negedge clk); @(negedge clk); rst = 0;",
+             "    @(negedge clk) " + " ".join(f"{k} = 'h{v:x};" for k, v in _values(regs).items()) + " start = 1;",
+             "    @(negedge clk) start = 0;", "    while (!done) @(negedge clk);",
+             '    $display("CYCLES %0d", cycles);']
+    for addr in range(regs.dst, regs.dst + count):
+        lines.append(f'    host_addr = {addr}; @(negedge clk) $display("WORD %h", host_rdata);')
+    lines += ["    $finish;", "  end", "endmodule", ""]
+    with tempfile.TemporaryDirectory(prefix="vector-icarus-") as tmp:
+        (Path(tmp) / "dut.v").write_text(text, "utf-8")
+        (Path(tmp) / "tb.v").write_text("\n".join(lines), "utf-8")
+        subprocess.run([iverilog, "-g2012", "-o", "sim.vvp", "tb.v", "dut.v"], cwd=tmp, check=True,
+                       capture_output=True, text=True)
+        out = subprocess.run([vvp, "-n", "sim.vvp"], cwd=tmp, check=True, capture_output=True, text=True).stdout
+    cycles = next(int(line.split()[1]) for line in out.splitlines() if line.startswith("CYCLES "))
+    words = [int(line.split()[1], 16) for line in out.splitlines() if line.startswith("WORD ")]
+    return _unpack(regs, words, x.shape), cycles
