@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import INPUT_BITS, MEMORY_NAMES, ArrayConfig, Dataflow
+from accel_dse.config import FORMAT_CODES, INPUT_BITS, MEMORY_NAMES, ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
 from perf_model import timing
 
@@ -25,6 +25,8 @@ _INT_FIELDS = (
 )
 _FLOAT_FIELDS = ("dram_bytes_per_cycle", "clock_mhz")
 _FIELDS = tuple(f.name for f in dataclasses.fields(ArrayConfig))
+#: String fields kept as integer codes: the index of the value in its tuple of names.
+_CODED = {"dram": MEMORY_NAMES, "weight_format": FORMAT_CODES, "act_format": FORMAT_CODES}
 _CODE_TO_DATAFLOW = {code: Dataflow(name) for name, code in timing.DATAFLOW_CODES.items()}
 # Same limits as ArrayConfig (accel_dse/config.py): (low, high) per integer field.
 _LIMITS = {
@@ -49,6 +51,8 @@ class DesignArrays:
         tech_nm: technology node in nm (int64).
         dram: memory kind codes, the index in :data:`accel_dse.config.MEMORY_NAMES` (int64:
             ``none`` 0); ``from_columns`` also takes the names.
+        weight_format, act_format: operand format codes, the index in
+            :data:`accel_dse.config.FORMAT_CODES` (int64: ``auto`` 0); names accepted too.
     """
 
     rows: np.ndarray
@@ -65,6 +69,8 @@ class DesignArrays:
     shadow_stationary: np.ndarray
     tech_nm: np.ndarray
     dram: np.ndarray
+    weight_format: np.ndarray
+    act_format: np.ndarray
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
@@ -81,8 +87,8 @@ class DesignArrays:
             values = [getattr(c, name) for c in configs]
             if name == "dataflow":
                 values = [timing.dataflow_code(v) for v in values]
-            elif name == "dram":
-                values = [MEMORY_NAMES.index(v) for v in values]
+            elif name in _CODED:
+                values = [_CODED[name].index(v) for v in values]
             columns[name] = values
         return cls._build(columns)
 
@@ -111,7 +117,7 @@ class DesignArrays:
             else:
                 default = field.default
                 columns[field.name] = (timing.dataflow_code(default) if field.name == "dataflow"
-                                       else MEMORY_NAMES.index(default) if field.name == "dram" else default)
+                                       else _CODED[field.name].index(default) if field.name in _CODED else default)
         return cls._build(columns)
 
     @classmethod
@@ -127,16 +133,17 @@ class DesignArrays:
                 bad = flow.reshape(-1)[int(np.argmax(codes.reshape(-1) < 0))]
                 raise ModelError(f"dataflow must be one of ws, os, is, not {str(bad)!r}")
             raw["dataflow"] = codes
-        memory = raw["dram"]
-        if memory.dtype.kind in "USO":
-            names = memory.astype(str)
-            codes = np.full(names.shape, -1, dtype=np.int64)
-            for code, name in enumerate(MEMORY_NAMES):
-                codes[names == name] = code
-            if (codes < 0).any():
-                bad = memory.reshape(-1)[int(np.argmax(codes.reshape(-1) < 0))]
-                raise ModelError(f"dram must be one of {', '.join(MEMORY_NAMES)}, not {str(bad)!r}")
-            raw["dram"] = codes
+        for field, known in _CODED.items():
+            values = raw[field]
+            if values.dtype.kind in "USO":
+                names = values.astype(str)
+                codes = np.full(names.shape, -1, dtype=np.int64)
+                for code, name in enumerate(known):
+                    codes[names == name] = code
+                if (codes < 0).any():
+                    bad = values.reshape(-1)[int(np.argmax(codes.reshape(-1) < 0))]
+                    raise ModelError(f"{field} must be one of {', '.join(known)}, not {str(bad)!r}")
+                raw[field] = codes
         try:
             shaped = np.broadcast_arrays(*raw.values())
         except ValueError as exc:
@@ -144,7 +151,7 @@ class DesignArrays:
             raise ModelError(f"design columns do not broadcast to one length: {shapes}") from exc
         full = {name: np.ascontiguousarray(a).reshape(-1) for name, a in zip(raw, shaped, strict=True)}
         out: dict[str, np.ndarray] = {}
-        for name in _INT_FIELDS + ("dataflow", "dram"):
+        for name in _INT_FIELDS + ("dataflow", *_CODED):
             out[name] = _as_int(name, full[name])
         for name in _FLOAT_FIELDS:
             out[name] = _as_float(name, full[name])
@@ -163,7 +170,7 @@ class DesignArrays:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)[i].item()
             values[f.name] = (_CODE_TO_DATAFLOW[value] if f.name == "dataflow"
-                              else MEMORY_NAMES[value] if f.name == "dram" else value)
+                              else _CODED[f.name][value] if f.name in _CODED else value)
         return ArrayConfig(**values)
 
 
@@ -206,6 +213,7 @@ def _check(cols: dict[str, np.ndarray]) -> None:
     flow = cols["dataflow"]
     _first_bad("dataflow", flow, ~np.isin(flow, list(timing.DATAFLOW_CODES.values())),
                "a dataflow code 0 (ws), 1 (os) or 2 (is)")
-    memory = cols["dram"]
-    _first_bad("dram", memory, (memory < 0) | (memory >= len(MEMORY_NAMES)),
-               f"a memory code in [0, {len(MEMORY_NAMES) - 1}] (none, {', '.join(MEMORY_NAMES[1:])})")
+    for field, known in _CODED.items():
+        codes = cols[field]
+        _first_bad(field, codes, (codes < 0) | (codes >= len(known)),
+                   f"a code in [0, {len(known) - 1}] ({', '.join(known)})")

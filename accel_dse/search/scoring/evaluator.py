@@ -29,10 +29,22 @@ import numpy as np
 
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.errors import ModelError
+from accel_dse.number_formats import pair_problem
 from accel_dse.search.space.design_space import FpgaTarget
 from accel_dse.search.space.metrics import FPGA_METRIC_UNITS, METRIC_NAMES
 
 __all__ = ["Evaluation", "BatchEvaluation", "ModelEvaluator", "MAX_METRICS"]
+
+def _pair_problems(pairs: Any) -> list[str]:
+    """:func:`~accel_dse.number_formats.pair_problem` of each ``(input_bits, weight, act)``, each distinct one once."""
+    seen: dict[tuple[Any, ...], str] = {}
+    out = []
+    for p in pairs:
+        if p not in seen:
+            seen[p] = pair_problem(int(p[0]), str(p[1]), str(p[2]))
+        out.append(seen[p])
+    return out
+
 
 #: Metrics aggregated by their maximum over the workloads (the rest: weighted mean).
 MAX_METRICS = ("area_mm2", "power_w")
@@ -136,9 +148,14 @@ class ModelEvaluator:
             cols["dataflow"] = np.array([_DATAFLOW_CODES[str(getattr(d, "value", d))] for d in dataflow],
                                         dtype=np.int64)
         valid = cols["acc_bits"].astype(np.int64) >= 2 * cols["input_bits"].astype(np.int64)
+        reason = ["" if ok else "acc_bits must be >= 2 * input_bits" for ok in valid]
+        pairs = zip(cols["input_bits"].tolist(), cols["weight_format"].tolist(), cols["act_format"].tolist(),
+                    strict=True)
+        for i, problem in enumerate(_pair_problems(pairs)):
+            if problem and valid[i]:
+                valid[i], reason[i] = False, problem
         feasible = valid.copy()
         overflow = np.zeros(n, dtype=bool)
-        reason = ["" if ok else "acc_bits must be >= 2 * input_bits" for ok in valid]
         names = METRIC_NAMES + (tuple(FPGA_METRIC_UNITS) if self.fpga is not None else ())
         metrics = {m: np.zeros(n) for m in names}
         details: dict[str, dict[str, np.ndarray]] = {}
