@@ -29,6 +29,7 @@ from accel_dse.number_formats import (
     NumberFormat,
     build_rule,
     datapath_bits,
+    format_tag,
     int_format,
     parse_format,
 )
@@ -255,10 +256,7 @@ class ArrayConfig:
     @property
     def format_tag(self) -> str:
         """Short name of the operand formats: ``i8`` for plain ``input_bits`` integers, else e.g. ``w4a8``."""
-        w, a = self.weight_fmt, self.act_fmt
-        if w.name == a.name == f"int{self.input_bits}":
-            return f"i{self.input_bits}"
-        return f"w{_tag(w)}a{_tag(a)}"
+        return format_tag(self.input_bits, self.weight_format, self.act_format)
 
     @property
     def peak_macs_per_s(self) -> float:
@@ -319,10 +317,6 @@ class ArrayConfig:
     def short_name(self) -> str:
         """Human-readable one-word summary, e.g. ``16x16-ws-i8``."""
         return f"{self.rows}x{self.cols}-{self.dataflow.value}-{self.format_tag}"
-
-
-def _tag(fmt: NumberFormat) -> str:
-    return str(fmt.bits) if fmt.is_int else fmt.name.removeprefix("fp8_")
 
 
 def _resolve_formats(input_bits: int, weight: str, act: str) -> tuple[NumberFormat, NumberFormat] | None:

@@ -23,7 +23,7 @@ import dataclasses
 from accel_dse.errors import ConfigError
 
 __all__ = ["NumberFormat", "FORMATS", "FORMAT_NAMES", "AUTO", "parse_format", "datapath_bits", "build_rule",
-           "int_format", "pair_problem"]
+           "int_format", "pair_problem", "format_tag"]
 
 #: The value of ``weight_format`` / ``act_format`` that means "signed integer of ``input_bits``".
 AUTO = "auto"
@@ -145,3 +145,17 @@ def pair_problem(input_bits: int, weight: str, act: str) -> str:
     if width != input_bits:
         return f"input_bits must be {width} for weight_format {w.name} with act_format {a.name}, not {input_bits}"
     return ""
+
+
+def format_tag(input_bits: object, weight: object, act: object) -> str:
+    """Short name of a design's operands: ``i8`` for plain ``input_bits`` integers, else e.g. ``w4a8``.
+
+    Takes stored values as they are (``None`` or ``"auto"``: the integer of ``input_bits``).
+    """
+    def tag(value: object) -> str:
+        if value in (None, AUTO, f"int{input_bits}"):
+            return str(input_bits)
+        return str(value).removeprefix("int").removeprefix("fp8_")
+
+    w, a = tag(weight), tag(act)
+    return f"i{input_bits}" if w == a == str(input_bits) else f"w{w}a{a}"
