@@ -23,9 +23,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from accel_dse.errors import ConfigError, ConfigErrors
+from accel_dse.number_formats import (
+    AUTO,
+    FORMAT_NAMES,
+    NumberFormat,
+    build_rule,
+    datapath_bits,
+    format_tag,
+    int_format,
+    parse_format,
+)
 
-__all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "MemoryKind", "MEMORY_KINDS", "MEMORY_NAMES",
-           "NO_MEMORY", "CHECKSUMS", "CHECKSUM_DATAFLOWS"]
+__all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "FORMAT_CODES", "FORMAT_NAMES", "MemoryKind",
+           "MEMORY_KINDS", "MEMORY_NAMES", "NO_MEMORY", "NumberFormat", "CHECKSUMS", "CHECKSUM_DATAFLOWS"]
 
 #: Supported operand widths (signed integers).
 INPUT_BITS = (8, 16)
@@ -157,6 +167,9 @@ def _check_field(name: str, value: object, input_bits: object) -> None:
             raise ConfigError(f"{name} must be true or false, not {value!r}")
     elif name == "tech_nm":
         _check_int(name, value, *_TECH_NM)
+    elif name in _FORMAT_FIELDS:
+        if value != AUTO:
+            parse_format(value, field=name)
     elif name == "dram":
         if not isinstance(value, str) or value not in MEMORY_NAMES:
             raise ConfigError(f"dram must be one of {', '.join(MEMORY_NAMES)}, not {value!r}")
@@ -194,6 +207,15 @@ class ArrayConfig:
             ``2**acc_bits``) and flags a mismatch (``rtl_gen.core.checksum``). WS and IS only;
             an OS design with ``"detect"`` is a valid description that the RTL refuses and the
             model reports infeasible, with that reason.
+        weight_format: the weight (B) operand format, a name of
+            :data:`~accel_dse.number_formats.FORMATS`, or ``"auto"`` (default): the signed
+            integer of ``input_bits``.
+        act_format: the activation (A) operand format, likewise (``"int8"`` with
+            ``weight_format = "int4"`` is W4A8). With either set, ``input_bits`` is the datapath
+            width the pair needs (``max(8, widest operand)``) and an ``"auto"`` partner is
+            written out as the integer format it stood for; a pair of the same int8 or int16
+            is kept as ``"auto"`` with that ``input_bits`` (one spelling per design). A pair the RTL does not build is
+            refused with the rule (:func:`~accel_dse.number_formats.build_rule`).
     """
 
     rows: int
@@ -211,8 +233,19 @@ class ArrayConfig:
     tech_nm: int = 45
     dram: str = NO_MEMORY
     checksum: str = "none"
+    weight_format: str = AUTO
+    act_format: str = AUTO
 
     def __post_init__(self) -> None:
+        for name in ("input_bits", *_FORMAT_FIELDS):
+            _check_field(name, getattr(self, name), self.input_bits)
+        resolved = _resolve_formats(self.input_bits, self.weight_format, self.act_format)
+        if resolved is not None:
+            weight, act = resolved
+            plain = weight == act and weight.is_int and weight.bits in INPUT_BITS  # canonical: "auto"
+            object.__setattr__(self, "weight_format", AUTO if plain else weight.name)
+            object.__setattr__(self, "act_format", AUTO if plain else act.name)
+            object.__setattr__(self, "input_bits", datapath_bits(weight, act))
         for field in FIELD_NAMES:
             _check_field(field, getattr(self, field), self.input_bits)
         object.__setattr__(self, "dataflow", Dataflow.parse(self.dataflow))
@@ -224,6 +257,21 @@ class ArrayConfig:
     def pes(self) -> int:
         """Number of processing elements, rows * cols."""
         return self.rows * self.cols
+
+    @property
+    def weight_fmt(self) -> NumberFormat:
+        """The weight operand's :class:`~accel_dse.number_formats.NumberFormat` (``"auto"`` resolved)."""
+        return int_format(self.input_bits) if self.weight_format == AUTO else parse_format(self.weight_format)
+
+    @property
+    def act_fmt(self) -> NumberFormat:
+        """The activation operand's :class:`~accel_dse.number_formats.NumberFormat` (``"auto"`` resolved)."""
+        return int_format(self.input_bits) if self.act_format == AUTO else parse_format(self.act_format)
+
+    @property
+    def format_tag(self) -> str:
+        """Short name of the operand formats: ``i8`` for plain ``input_bits`` integers, else e.g. ``w4a8``."""
+        return format_tag(self.input_bits, self.weight_format, self.act_format)
 
     @property
     def peak_macs_per_s(self) -> float:
@@ -254,6 +302,10 @@ class ArrayConfig:
                 problems.append(f"unknown key {key!r} in {where}{hint}")
         problems += [f"{where} is missing required key {name!r}" for name in _REQUIRED if name not in data]
         input_bits = data.get("input_bits", _INPUT_BITS_DEFAULT)
+        try:
+            input_bits = _data_input_bits(data, input_bits)
+        except ConfigError as exc:
+            problems.append(str(exc))
         for name in FIELD_NAMES:
             if name in data:
                 try:
@@ -261,8 +313,8 @@ class ArrayConfig:
                 except ConfigError as exc:
                     problems.append(str(exc))
         if problems:
-            raise ConfigErrors.of(problems)
-        return cls(**dict(data))
+            raise ConfigErrors.of(list(dict.fromkeys(problems)))
+        return cls(**{**dict(data), "input_bits": input_bits})
 
     @property
     def config_hash(self) -> str:
@@ -270,7 +322,8 @@ class ArrayConfig:
 
         Fields added after designs were first hashed are left out while they hold their
         neutral default (:data:`_HASH_NEUTRAL`: ``dram = "none"``, ``checksum = "none"``), so an existing design keeps
-        its hash (studies, claims and caches keyed by it stay valid).
+        its hash (studies, claims and caches keyed by it stay valid). The operand formats are
+        left out while they are ``"auto"`` (both the signed integer of ``input_bits``).
         """
         data = {k: v for k, v in self.to_dict().items() if _HASH_NEUTRAL.get(k, _UNSET) != v}
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
@@ -278,14 +331,55 @@ class ArrayConfig:
 
     def short_name(self) -> str:
         """Human-readable one-word summary, e.g. ``16x16-ws-i8``."""
-        return f"{self.rows}x{self.cols}-{self.dataflow.value}-i{self.input_bits}"
+        return f"{self.rows}x{self.cols}-{self.dataflow.value}-{self.format_tag}"
+
+
+def _resolve_formats(input_bits: int, weight: str, act: str) -> tuple[NumberFormat, NumberFormat] | None:
+    """The operand pair when either format is set (``"auto"`` read with ``input_bits``), else ``None``.
+
+    Raises:
+        ConfigError: a pair the RTL does not build (the rule named).
+    """
+    if weight == AUTO and act == AUTO:
+        return None
+    w = int_format(input_bits) if weight == AUTO else parse_format(weight, field="weight_format")
+    a = int_format(input_bits) if act == AUTO else parse_format(act, field="act_format")
+    rule = build_rule(w, a)
+    if rule is not None:
+        raise ConfigError(f"weight_format {w.name} with act_format {a.name}: {rule}")
+    return w, a
+
+
+def _data_input_bits(data: Mapping[str, Any], input_bits: Any) -> Any:
+    """``input_bits`` a design file stands for: its own, or the formats' datapath width when absent.
+
+    Raises:
+        ConfigError: a bad format, a pair the RTL does not build, or an ``input_bits`` that
+            is not the datapath width of the formats it names.
+    """
+    formats = [data.get(name, AUTO) for name in _FORMAT_FIELDS]
+    if type(input_bits) is not int or input_bits not in INPUT_BITS:
+        return input_bits  # reported as input_bits' own error
+    for name, value in zip(_FORMAT_FIELDS, formats, strict=True):
+        _check_field(name, value, input_bits)
+    resolved = _resolve_formats(input_bits, *formats)
+    if resolved is None:
+        return input_bits
+    width = datapath_bits(*resolved)
+    if "input_bits" in data and input_bits != width:
+        raise ConfigError(f"input_bits must be {width} for weight_format {resolved[0].name} with act_format "
+                          f"{resolved[1].name} (the datapath width, max(8, widest operand)), not {input_bits!r}")
+    return width
 
 
 _UNSET = object()
 #: Fields left out of ``config_hash`` while they hold these values (see ``config_hash``).
-_HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY, "checksum": "none"}
+_HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY, "checksum": "none", "weight_format": AUTO, "act_format": AUTO}
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ArrayConfig))
+#: Values of ``weight_format`` / ``act_format`` in code order (``perf_model`` keeps integer codes, ``auto`` = 0).
+FORMAT_CODES: tuple[str, ...] = (AUTO, *FORMAT_NAMES)
+_FORMAT_FIELDS = ("weight_format", "act_format")
 _INPUT_BITS_DEFAULT = next(f.default for f in dataclasses.fields(ArrayConfig) if f.name == "input_bits")
 _REQUIRED = tuple(
     f.name

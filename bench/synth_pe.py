@@ -33,6 +33,14 @@ def main(argv: list[str] | None = None) -> int:
             out.write(f"{dataflow} i{bits} acc{acc:<14} {fig['cells']:>6} {fig['flops']:>6} "
                       f"{fig['transistors']:>12,} {fig['seconds']:>8.1f}\n")
 
+    out.write("\nPE by operand format (8-bit lanes, acc 48: fp8 needs 37 + log2 K bits)\n")
+    out.write("PE                      cells  flops  transistors  seconds\n")
+    for dataflow in ("ws", "os"):
+        for number_format in ("int", "fp8_e4m3"):
+            fig = synth_component(PE(dataflow=dataflow, input_bits=8, acc_bits=48, number_format=number_format), "pe")
+            out.write(f"{dataflow} {number_format:<9} acc48      {fig['cells']:>6} {fig['flops']:>6} "
+                      f"{fig['transistors']:>12,} {fig['seconds']:>8.1f}\n")
+
     out.write("\narray (flat synthesis vs synth_stats' scaled PEs)\n")
     out.write("array  dataflow  flat transistors  scaled  ratio  seconds\n")
     for n in args.full:

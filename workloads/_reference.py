@@ -15,6 +15,11 @@ input slice (rows ``(image, out_y, out_x)``, columns ``(kernel_y, kernel_x, chan
 ``b`` the weight slice reshaped to ``(kh * kw * c_in/groups, c_out/groups)``, so
 ``a @ b`` equals the convolution's output reshaped to ``(n * out_h * out_w, c_out/groups)``.
 
+``weight_bits`` / ``act_bits`` (default ``bits``) narrow the range of ``b`` / ``a`` (an int4 weight
+operand in int8 lanes: ``bits = 8, weight_bits = 4``), extremes included; data for
+``weight_bits == act_bits == bits`` is what it was before they existed. :func:`narrow_outputs`
+clamps a requantised op's outputs to the activation range, so a chain stays in it.
+
 For a requantised op (``op.requant``), ``q`` is ``c`` through the JAX output stage
 (:func:`workloads._requant.output_stage`, the instance's channels). :func:`chained_references`
 runs a chain of requantised GEMM-shaped ops as a network: each op's input is the previous op's
@@ -38,7 +43,8 @@ from accel_dse.errors import WorkloadError
 from workloads._requant import output_stage
 from workloads.ops import Conv2d, Gemm, Op, chain_link
 
-__all__ = ["Reference", "reference", "im2col", "chained_references", "chain_link", "conv_nhwc_reference"]
+__all__ = ["Reference", "reference", "im2col", "chained_references", "chain_link", "conv_nhwc_reference",
+           "narrow_outputs"]
 
 _MAX_BITS = 16
 
@@ -126,11 +132,12 @@ def _jax_exact(fn: Callable[..., Any], out_dtype: np.dtype, *args: np.ndarray) -
     return np.asarray(fn(*args, jnp.int32))
 
 
-def _gemm_reference(op: Gemm, seed: int, index: int, bits: int) -> Reference:
+def _gemm_reference(op: Gemm, seed: int, index: int, bits: int, wbits: int, abits: int) -> Reference:
     operand, result = _dtypes(bits, op.k)
-    rng = _rng(seed, 1, op.m, op.k, op.n, op.batch, index, bits)
-    a = _with_extremes(_uniform(rng, (op.m, op.k), bits, operand), bits)
-    b = _with_extremes(_uniform(rng, (op.k, op.n), bits, operand), bits)
+    narrowed = () if wbits == abits == bits else (wbits, abits)
+    rng = _rng(seed, 1, op.m, op.k, op.n, op.batch, index, bits, *narrowed)
+    a = _with_extremes(_uniform(rng, (op.m, op.k), abits, operand), abits)
+    b = _with_extremes(_uniform(rng, (op.k, op.n), wbits, operand), wbits)
     c = _jax_exact(lambda x, y, t: jnp.matmul(x, y, preferred_element_type=t), result, a, b)
     return Reference(op=op, index=index, seed=seed, bits=bits, a=a, b=b, c=c)
 
@@ -161,22 +168,27 @@ def _read_span(size: int, out: int, kernel: int, stride: int, dilation: int, pad
     return (int(coords.min()), int(coords.max())) if coords.size else (-1, -1)
 
 
-def _conv_tensors(op: Conv2d, seed: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """The whole NHWC input and HWIO weight tensor of ``op`` for ``seed`` (every group's)."""
+def _conv_tensors(op: Conv2d, seed: int, bits: int, wbits: int | None = None, abits: int | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The whole NHWC input and HWIO weight tensor of ``op`` for ``seed`` (every group's); the
+    activations in ``abits``' range and the weights in ``wbits``' (default ``bits``)."""
+    wbits = bits if wbits is None else wbits
+    abits = bits if abits is None else abits
     g = op.groups
     cin_g, cout_g = op.c_in // g, op.c_out // g
     operand, _ = _dtypes(bits, cin_g * op.kh * op.kw)
-    rng = _rng(seed, 2, op.n, op.h, op.w, op.c_in, op.c_out, op.kh, op.kw, g, bits)
-    x = _uniform(rng, (op.n, op.h, op.w, op.c_in), bits, operand)
-    w = _uniform(rng, (op.kh, op.kw, cin_g, op.c_out), bits, operand)
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    narrowed = () if wbits == abits == bits else (wbits, abits)
+    rng = _rng(seed, 2, op.n, op.h, op.w, op.c_in, op.c_out, op.kh, op.kw, g, bits, *narrowed)
+    x = _uniform(rng, (op.n, op.h, op.w, op.c_in), abits, operand)
+    w = _uniform(rng, (op.kh, op.kw, cin_g, op.c_out), wbits, operand)
+    lo, hi = -(1 << (abits - 1)), (1 << (abits - 1)) - 1
     y0, y1 = _read_span(op.h, op.out_h, op.kh, op.stride_h, op.dilation_h, op.pad_h)
     x0, x1 = _read_span(op.w, op.out_w, op.kw, op.stride_w, op.dilation_w, op.pad_w)
     if y0 >= 0 and x0 >= 0:  # put both extremes where every group's windows read them
         x[-1, y1, x1, np.arange(g) * cin_g + cin_g - 1] = hi
         x[0, y0, x0, np.arange(g) * cin_g] = lo
-    w[-1, -1, -1, np.arange(g) * cout_g + cout_g - 1] = hi
-    w[0, 0, 0, np.arange(g) * cout_g] = lo
+    w[-1, -1, -1, np.arange(g) * cout_g + cout_g - 1] = (1 << (wbits - 1)) - 1
+    w[0, 0, 0, np.arange(g) * cout_g] = -(1 << (wbits - 1))
     return x, w
 
 
@@ -187,14 +199,16 @@ def _conv(op: Conv2d, lhs: Any, rhs: Any, out_type: Any, groups: int = 1) -> jax
         feature_group_count=groups, preferred_element_type=out_type)
 
 
-def conv_nhwc_reference(op: Conv2d, seed: int = 0, *, bits: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def conv_nhwc_reference(op: Conv2d, seed: int = 0, *, bits: int = 8, weight_bits: int | None = None,
+                        act_bits: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The whole conv of :func:`reference`'s data (every group at once): ``(x, w, out)`` with
     NHWC ``x`` (``n x h x w x c_in``), HWIO ``w`` (``kh x kw x c_in/groups x c_out``) and the NHWC
     output, exact, through the output stage when ``op.requant`` (as the accelerator runs a conv
     from NHWC activations, ``perf_model._conv_program``)."""
     if not isinstance(op, Conv2d):
         raise WorkloadError(f"conv_nhwc_reference needs a Conv2d record, not {op!r}")
-    x, w = _conv_tensors(op, seed, bits)
+    wbits, abits = _narrow_bits(bits, weight_bits, act_bits)
+    x, w = _conv_tensors(op, seed, bits, wbits, abits)
     _, result = _dtypes(bits, op.c_in // op.groups * op.kh * op.kw)
     out = _jax_exact(lambda lhs, rhs, t: _conv(op, lhs, rhs, t, op.groups), result, x, w)
     if op.requant is not None:
@@ -202,12 +216,12 @@ def conv_nhwc_reference(op: Conv2d, seed: int = 0, *, bits: int = 8) -> tuple[np
     return x, w, np.asarray(out)
 
 
-def _conv_reference(op: Conv2d, seed: int, index: int, bits: int) -> Reference:
+def _conv_reference(op: Conv2d, seed: int, index: int, bits: int, wbits: int, abits: int) -> Reference:
     g = op.groups
     cin_g, cout_g = op.c_in // g, op.c_out // g
     k = cin_g * op.kh * op.kw
     _, result = _dtypes(bits, k)
-    x, w = _conv_tensors(op, seed, bits)
+    x, w = _conv_tensors(op, seed, bits, wbits, abits)
     xs = np.ascontiguousarray(x[..., index * cin_g:(index + 1) * cin_g])
     ws = np.ascontiguousarray(w[..., index * cout_g:(index + 1) * cout_g])
     out = _jax_exact(lambda lhs, rhs, t: _conv(op, lhs, rhs, t), result, xs, ws)
@@ -217,14 +231,16 @@ def _conv_reference(op: Conv2d, seed: int, index: int, bits: int) -> Reference:
     return Reference(op=op, index=index, seed=seed, bits=bits, a=a, b=b, c=c, x=xs, w=ws)
 
 
-def reference(op: Op, seed: int = 0, *, index: int = 0, bits: int = 8) -> Reference:
+def reference(op: Op, seed: int = 0, *, index: int = 0, bits: int = 8, weight_bits: int | None = None,
+              act_bits: int | None = None) -> Reference:
     """Deterministic operands and the exact JAX result for GEMM instance ``index`` of ``op``.
 
     Args:
         op: A :class:`~workloads.ops.Gemm` or :class:`~workloads.ops.Conv2d`.
         seed: Non-negative seed; the same seed, op geometry and ``bits`` give the same data.
         index: GEMM instance, ``0 <= index < op.to_gemm().batch`` (the group of a grouped conv).
-        bits: Signed operand width, 2 to 16 bits.
+        bits: Signed operand width (the lanes), 2 to 16 bits.
+        weight_bits, act_bits: Range of ``b`` / ``a`` values, 2 to ``bits`` (default ``bits``).
 
     Returns:
         A :class:`Reference` whose ``c`` equals ``a.astype(int64) @ b.astype(int64)`` exactly.
@@ -238,12 +254,48 @@ def reference(op: Op, seed: int = 0, *, index: int = 0, bits: int = 8) -> Refere
     bits = _check_int("bits", bits, 2, _MAX_BITS, f"an integer in [2, {_MAX_BITS}]")
     batch = op.to_gemm().batch
     index = _check_int("index", index, 0, batch - 1, f"an integer in [0, {batch - 1}] (the op's batch)")
+    wbits, abits = _narrow_bits(bits, weight_bits, act_bits)
     if isinstance(op, Gemm):
-        return _requantised(_gemm_reference(op, seed, index, bits))
-    return _requantised(_conv_reference(op, seed, index, bits))
+        return _requantised(_gemm_reference(op, seed, index, bits, wbits, abits))
+    return _requantised(_conv_reference(op, seed, index, bits, wbits, abits))
 
 
-def chained_references(ops: Sequence[Op], seed: int = 0, *, bits: int = 8) -> list[Reference]:
+def _narrow_bits(bits: int, weight_bits: object, act_bits: object) -> tuple[int, int]:
+    rule = f"an integer in [2, {bits}] (bits)"
+    wbits = bits if weight_bits is None else _check_int("weight_bits", weight_bits, 2, bits, rule)
+    abits = bits if act_bits is None else _check_int("act_bits", act_bits, 2, bits, rule)
+    return wbits, abits
+
+
+def narrow_outputs(op: Op, act_bits: int, weight_bits: int | None = None) -> Op:
+    """``op``'s output stage for operands narrower than its requant ``bits`` (unchanged otherwise).
+
+    The builtins' requant scales are set for operands of ``bits``: with ``weight_bits``-bit
+    weights the accumulators shrink by ``2**(bits - weight_bits)`` on top of the activations'
+    own narrowing, so the scale grows by that factor (``shift`` lowered, never below 0) and
+    the outputs stay spread over the activation range; ``act_min``/``act_max`` and
+    ``zero_point`` are clamped into ``[-2**(act_bits-1), 2**(act_bits-1) - 1]`` (the output
+    stage's own saturation, with the narrower bounds), so a chain stays in that range.
+    """
+    rq = op.requant
+    wbits = act_bits if weight_bits is None else weight_bits
+    if rq is None or (act_bits >= rq.bits and wbits >= rq.bits):
+        return op
+    lo, hi = -(1 << (act_bits - 1)), (1 << (act_bits - 1)) - 1
+    act_min, act_max = rq.bounds
+
+    def clamp(v: int) -> int:
+        return min(max(int(v), lo), hi)
+
+    gain = max(rq.bits - wbits, 0)
+    narrowed = dataclasses.replace(rq, act_min=clamp(act_min), act_max=clamp(act_max),
+                                   zero_point=clamp(rq.zero_point),
+                                   shift=tuple(max(int(s) - gain, 0) for s in rq.shift))
+    return dataclasses.replace(op, requant=narrowed)
+
+
+def chained_references(ops: Sequence[Op], seed: int = 0, *, bits: int = 8, weight_bits: int | None = None,
+                       act_bits: int | None = None) -> list[Reference]:
     """JAX references of ``ops`` run as a network: op ``i + 1``'s input is op ``i``'s ``q``.
 
     Op 0's input is its own :func:`reference` input; op ``i``'s weights are those of
@@ -258,9 +310,9 @@ def chained_references(ops: Sequence[Op], seed: int = 0, *, bits: int = 8) -> li
         if not chain_link(ops[i], ops[i + 1]):
             raise WorkloadError(f"ops {i} and {i + 1} do not chain (requantised, batch 1, next m = m, next k = n)")
     out: list[Reference] = []
-    a = reference(ops[0], seed, bits=bits).a
+    a = reference(ops[0], seed, bits=bits, weight_bits=weight_bits, act_bits=act_bits).a
     for i, op in enumerate(ops):
-        b = reference(op, seed + i, bits=bits).b
+        b = reference(op, seed + i, bits=bits, weight_bits=weight_bits, act_bits=act_bits).b
         operand, result = _dtypes(bits, op.to_gemm().k)
         a = a.astype(operand)
         c = _jax_exact(lambda x, y, t: jnp.matmul(x, y, preferred_element_type=t), result, a, b)

@@ -38,8 +38,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     config = load_design(args.design)
     workload = workloads.resolve(args.workload)
     result = perf_model.evaluate(config, workload, reuse=not args.no_reuse)
+    accuracy = _accuracy(config, workload)
     if args.json:
-        emit_json(result.to_dict())
+        emit_json(result.to_dict() | {"accuracy": accuracy})
         return 0
     emit(f"# {config.short_name()} ({config.config_hash}) on {workload.name}: {result.status}")
     for line in op_table(result):
@@ -48,7 +49,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if result.status != "ok":
         emit(f"{result.status}: {result.reason}")
     else:
-        emit(format_table(["total", "value"], total_rows(result.total)))
+        emit(format_table(["total", "value"], total_rows(result.total) + [_accuracy_row(accuracy)]))
         parts = result.total["energy_breakdown"]
         energy = result.total["energy_pj"] or 1.0
         unit, values = format_column([v * 1e-12 for v in parts.values()], "J", highest=1.0)
@@ -130,3 +131,19 @@ def total_rows(total: dict[str, Any]) -> list[list[str]]:
         ["throughput", f"{total['tops']:.3g} TOPS"],
         ["efficiency", f"{total['tops_per_w']:.3g} TOPS/W"],
     ]
+
+
+def _accuracy(config: Any, workload: Any) -> dict[str, Any]:
+    """The design's operand formats and their SQNR on the workload (``workloads.accuracy``)."""
+    from workloads.accuracy import workload_sqnr_db
+
+    weight, act = config.weight_fmt.name, config.act_fmt.name
+    sqnr = workload_sqnr_db(workload, weight, act)
+    return {"weight_format": weight, "act_format": act, "sqnr_db": None if sqnr != sqnr else sqnr}
+
+
+def _accuracy_row(accuracy: dict[str, Any]) -> list[str]:
+    sqnr = accuracy["sqnr_db"]
+    shown = "-" if sqnr is None else f"{sqnr:.1f} dB"
+    return [f"SQNR vs float32 (W {accuracy['weight_format']}, A {accuracy['act_format']})", shown]
+

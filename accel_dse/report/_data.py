@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from accel_dse.errors import AccelDseError
+from accel_dse.number_formats import format_tag
 from accel_dse.study_view import StudyView, trial_config, trial_table
 
 __all__ = ["build_report", "sampler_of", "per_op_breakdown", "roofline", "TOP_ROWS"]
@@ -51,8 +52,8 @@ def _finite(value: Any) -> float | None:
 def _row(view: StudyView, trial: Any, pareto: set[int]) -> dict[str, Any]:
     config = trial_table(trial, "config")
     metrics = {str(k): v for k, v in trial_table(trial, "metrics").items() if _finite(v) is not None}
-    short = (f"{config.get('rows')}x{config.get('cols')}-{config.get('dataflow')}-i{config.get('input_bits')}"
-             if config else "")
+    tag = format_tag(config.get("input_bits"), config.get("weight_format"), config.get("act_format"))
+    short = f"{config.get('rows')}x{config.get('cols')}-{config.get('dataflow')}-{tag}" if config else ""
     return {
         "trial": trial.number,
         "design": short,

@@ -17,6 +17,7 @@ import numpy as np
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError, SimulationError
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
+from accel_dse.simulate._runs import operand_bits
 
 __all__ = ["on_chip_conv", "conv_instances"]
 
@@ -57,7 +58,7 @@ def conv_instances(design: ArrayConfig, name: str, op: Any, seed: int, scale: fl
     except ModelError as exc:
         raise SimulationError(f"op {name!r}: {exc}") from exc
     timing = perf_model.gemm_program_cycles(design, program, latency=latency, rate=perf_model.dram_rate(design))
-    x, w, out = workloads.conv_nhwc_reference(op, seed, bits=design.input_bits)
+    x, w, out = workloads.conv_nhwc_reference(op, seed, **operand_bits(design))
     images = max(1, math.ceil(op.n * scale))
     pixels = op.out_h * op.out_w
     b = pack_tensor(program.tensors["b"], conv_weight_matrix(op, program, design.rows, w))

@@ -46,6 +46,7 @@ from accel_dse.simulate._runs import (
     CLOCK_PERIOD_NS,
     FIRST_MISMATCHES,
     new_run_dir,
+    operand_bits,
     plan_runs,
     report,
     unfinished,
@@ -100,7 +101,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     from workloads._reference import channel_start
 
     W = perf_model.axi_data_bytes(design)
-    refs = workloads.chained_references([op for _, op, _ in selected], seed, bits=design.input_bits) \
+    refs = workloads.chained_references([op for _, op, _ in selected], seed, **operand_bits(design)) \
         if chained else None
     jobs: list[DramJob] = []
     ops_meta: list[dict[str, Any]] = []
@@ -150,7 +151,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
             job_sampled = sampled_job(design, program, batch, DRAM_LATENCY, perf_model.dram_rate(design))
         for instance in range(1 if sampled else batch):
             ref = refs[index] if refs is not None else workloads.reference(op, seed, index=instance,
-                                                                           bits=design.input_bits)
+                                                                           **operand_bits(design))
             a, b = np.asarray(ref.a[:m]).astype(np.int64), np.asarray(ref.b).astype(np.int64)
             expected[instance] = np.asarray(ref.c if ref.q is None else ref.q)[:m]
             tensors = {"a": pack_tensor(program.tensors["a"], a), "b": pack_tensor(program.tensors["b"], b)}

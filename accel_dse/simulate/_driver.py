@@ -105,6 +105,9 @@ def simulate(
     wl = workload if isinstance(workload, workloads.Workload) else workloads.resolve(workload)
     spec = wl.name if isinstance(workload, workloads.Workload) else workload
     selected = _select_ops(wl, spec, ops, max_ops)
+    wbits, abits = design.weight_fmt.bits, design.act_fmt.bits
+    if min(wbits, abits) < 8:  # int4 operands: output scale and saturation for them (workloads.narrow_outputs)
+        selected = [(name, workloads.narrow_outputs(op, abits, wbits), count) for name, op, count in selected]
     chained = _chained([op for _, op, _ in selected], False if mode == "sampled" else chain)
     work = _work_dir(work_dir)
     notes: list[str] = []

@@ -41,6 +41,7 @@ from accel_dse.simulate._runs import (
     CLOCK_PERIOD_NS,
     FIRST_MISMATCHES,
     new_run_dir,
+    operand_bits,
     plan_runs,
     report,
     unfinished,
@@ -139,7 +140,7 @@ def _prepare(
     df = timing.dataflow_code(design.dataflow)
     widths = tuple(w for _, w in rtl_gen.param_fields(design.input_bits))
     q_depth = rtl_gen.buffer_layout(design).qparam.depth
-    refs = workloads.chained_references([op for _, op, _ in selected], seed, bits=design.input_bits) \
+    refs = workloads.chained_references([op for _, op, _ in selected], seed, **operand_bits(design)) \
         if chained else None
     rows, if_parts, w_parts, qp_parts = [], [], [], []
     if_total = w_total = qp_total = 0
@@ -165,7 +166,7 @@ def _prepare(
         a_src = index - 1 if chained and index > 0 else -1
         for instance in range(batch):
             ref = refs[index] if refs is not None else workloads.reference(op, seed, index=instance,
-                                                                           bits=design.input_bits)
+                                                                           **operand_bits(design))
             a, b = ref.a[:m], ref.b
             expected[instance] = (ref.c if ref.q is None else ref.q)[:m]
             if job.raw_expected is not None:

@@ -18,8 +18,8 @@ from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._report import OpResult, SimulationReport
 from perf_model.compiler.program import output_major
 
-__all__ = ["new_run_dir", "plan_runs", "unfinished", "network", "report", "FIRST_MISMATCHES", "KEEP_RUNS",
-           "CLOCK_PERIOD_NS"]
+__all__ = ["operand_bits", "new_run_dir", "plan_runs", "unfinished", "network", "report", "FIRST_MISMATCHES",
+           "KEEP_RUNS", "CLOCK_PERIOD_NS"]
 
 #: Mismatches listed per op (the count covers all of them).
 FIRST_MISMATCHES = 5
@@ -27,6 +27,11 @@ FIRST_MISMATCHES = 5
 KEEP_RUNS = 20
 #: Clock period of the testbench, ns (any value works: only cycles are compared).
 CLOCK_PERIOD_NS = 10.0
+
+
+def operand_bits(design: ArrayConfig) -> dict[str, int]:
+    """The reference data's widths for ``design``: its lanes and its weight and activation ranges."""
+    return {"bits": design.input_bits, "weight_bits": design.weight_fmt.bits, "act_bits": design.act_fmt.bits}
 
 
 def new_run_dir(work: Path) -> tuple[Path, IO[str]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import CHECKSUMS, INPUT_BITS, MEMORY_NAMES, ArrayConfig, Dataflow
+from accel_dse.config import CHECKSUMS, FORMAT_CODES, INPUT_BITS, MEMORY_NAMES, ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
 from perf_model import timing
 
@@ -25,8 +25,8 @@ _INT_FIELDS = (
 )
 _FLOAT_FIELDS = ("dram_bytes_per_cycle", "clock_mhz")
 _FIELDS = tuple(f.name for f in dataclasses.fields(ArrayConfig))
-#: Fields held as the index of their value in a tuple of names.
-_NAMED = {"dram": MEMORY_NAMES, "checksum": CHECKSUMS}
+#: String fields kept as integer codes: the index of the value in its tuple of names.
+_CODED = {"dram": MEMORY_NAMES, "weight_format": FORMAT_CODES, "act_format": FORMAT_CODES, "checksum": CHECKSUMS}
 _CODE_TO_DATAFLOW = {code: Dataflow(name) for name, code in timing.DATAFLOW_CODES.items()}
 # Same limits as ArrayConfig (accel_dse/config.py): (low, high) per integer field.
 _LIMITS = {
@@ -53,6 +53,8 @@ class DesignArrays:
             ``none`` 0); ``from_columns`` also takes the names.
         checksum: checksum codes, the index in :data:`accel_dse.config.CHECKSUMS` (int64:
             ``none`` 0, ``detect`` 1); ``from_columns`` also takes the names.
+        weight_format, act_format: operand format codes, the index in
+            :data:`accel_dse.config.FORMAT_CODES` (int64: ``auto`` 0); names accepted too.
     """
 
     rows: np.ndarray
@@ -70,6 +72,8 @@ class DesignArrays:
     tech_nm: np.ndarray
     dram: np.ndarray
     checksum: np.ndarray
+    weight_format: np.ndarray
+    act_format: np.ndarray
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
@@ -86,8 +90,8 @@ class DesignArrays:
             values = [getattr(c, name) for c in configs]
             if name == "dataflow":
                 values = [timing.dataflow_code(v) for v in values]
-            elif name in _NAMED:
-                values = [_NAMED[name].index(v) for v in values]
+            elif name in _CODED:
+                values = [_CODED[name].index(v) for v in values]
             columns[name] = values
         return cls._build(columns)
 
@@ -116,7 +120,7 @@ class DesignArrays:
             else:
                 default = field.default
                 columns[field.name] = (timing.dataflow_code(default) if field.name == "dataflow"
-                                       else _NAMED[field.name].index(default) if field.name in _NAMED else default)
+                                       else _CODED[field.name].index(default) if field.name in _CODED else default)
         return cls._build(columns)
 
     @classmethod
@@ -132,16 +136,16 @@ class DesignArrays:
                 bad = flow.reshape(-1)[int(np.argmax(codes.reshape(-1) < 0))]
                 raise ModelError(f"dataflow must be one of ws, os, is, not {str(bad)!r}")
             raw["dataflow"] = codes
-        for field, choices in _NAMED.items():
-            named = raw[field]
-            if named.dtype.kind in "USO":
-                names = named.astype(str)
+        for field, known in _CODED.items():
+            values = raw[field]
+            if values.dtype.kind in "USO":
+                names = values.astype(str)
                 codes = np.full(names.shape, -1, dtype=np.int64)
-                for code, name in enumerate(choices):
+                for code, name in enumerate(known):
                     codes[names == name] = code
                 if (codes < 0).any():
-                    bad = named.reshape(-1)[int(np.argmax(codes.reshape(-1) < 0))]
-                    raise ModelError(f"{field} must be one of {', '.join(choices)}, not {str(bad)!r}")
+                    bad = values.reshape(-1)[int(np.argmax(codes.reshape(-1) < 0))]
+                    raise ModelError(f"{field} must be one of {', '.join(known)}, not {str(bad)!r}")
                 raw[field] = codes
         try:
             shaped = np.broadcast_arrays(*raw.values())
@@ -150,7 +154,7 @@ class DesignArrays:
             raise ModelError(f"design columns do not broadcast to one length: {shapes}") from exc
         full = {name: np.ascontiguousarray(a).reshape(-1) for name, a in zip(raw, shaped, strict=True)}
         out: dict[str, np.ndarray] = {}
-        for name in _INT_FIELDS + ("dataflow", *_NAMED):
+        for name in _INT_FIELDS + ("dataflow", *_CODED):
             out[name] = _as_int(name, full[name])
         for name in _FLOAT_FIELDS:
             out[name] = _as_float(name, full[name])
@@ -169,7 +173,7 @@ class DesignArrays:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)[i].item()
             values[f.name] = (_CODE_TO_DATAFLOW[value] if f.name == "dataflow"
-                              else _NAMED[f.name][value] if f.name in _NAMED else value)
+                              else _CODED[f.name][value] if f.name in _CODED else value)
         return ArrayConfig(**values)
 
 
@@ -212,9 +216,7 @@ def _check(cols: dict[str, np.ndarray]) -> None:
     flow = cols["dataflow"]
     _first_bad("dataflow", flow, ~np.isin(flow, list(timing.DATAFLOW_CODES.values())),
                "a dataflow code 0 (ws), 1 (os) or 2 (is)")
-    memory = cols["dram"]
-    _first_bad("dram", memory, (memory < 0) | (memory >= len(MEMORY_NAMES)),
-               f"a memory code in [0, {len(MEMORY_NAMES) - 1}] (none, {', '.join(MEMORY_NAMES[1:])})")
-    checksum = cols["checksum"]
-    _first_bad("checksum", checksum, (checksum < 0) | (checksum >= len(CHECKSUMS)),
-               f"a checksum code in [0, {len(CHECKSUMS) - 1}] ({', '.join(CHECKSUMS)})")
+    for field, known in _CODED.items():
+        codes = cols[field]
+        _first_bad(field, codes, (codes < 0) | (codes >= len(known)),
+                   f"a code in [0, {len(known) - 1}] ({', '.join(known)})")

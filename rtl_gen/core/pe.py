@@ -4,14 +4,52 @@ from __future__ import annotations
 
 import dataclasses
 
-from amaranth import Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import INPUT_BITS, Dataflow
 from accel_dse.errors import ConfigError
 
-__all__ = ["PE", "Fault", "pe_widths", "pe_signature"]
+__all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "product_bits"]
+
+#: Operand encodings the PE multiplies: ``"int"`` (two's complement, ``input_bits`` wide) and
+#: ``"fp8_e4m3"`` (OCP E4M3FN codes in 8-bit lanes: sign, 4 exponent bits with bias 7, 3 mantissa
+#: bits). An fp8 product is exact in a fixed-point accumulator with 18 fraction bits (units of
+#: ``2**-18``, the square of the smallest subnormal ``2**-9``): ``workloads.formats``' semantics.
+#: E5M2 is left out: one exact E5M2 product needs 65 bits, beyond ``acc_bits <= 64``.
+PE_FORMATS = ("int", "fp8_e4m3")
+_FP8 = {"fp8_e4m3": (4, 3)}  # exponent bits, mantissa bits
+
+
+def product_bits(number_format: str, input_bits: int) -> int:
+    """Bits of one signed product: ``2 * input_bits`` for integers, 37 for E4M3 (36-bit magnitude)."""
+    if number_format == "int":
+        return 2 * input_bits
+    e_bits, m_bits = _FP8[number_format]
+    return 2 * (m_bits + 1) + 2 * ((1 << e_bits) - 2) + 1
+
+
+def _fp8_integer(code: Value, e_bits: int, m_bits: int) -> tuple[Value, Value, Value]:
+    """``(sign, significand, shift)`` of an fp8 code: its value is ``(-1)**sign * significand << shift``
+    in units of the smallest subnormal (subnormal: ``m << 0``; normal: ``(2**m_bits + m) << (e - 1)``)."""
+    exponent = code[m_bits:m_bits + e_bits]
+    mantissa = code[:m_bits]
+    normal = exponent != 0
+    significand = Mux(normal, Cat(mantissa, Const(1, 1)), mantissa)
+    shift = Mux(normal, exponent - 1, 0)[:e_bits]
+    return code[m_bits + e_bits], significand, shift
+
+
+def _product(number_format: str, a: Value, b: Value, width: int) -> Value:
+    """The exact product of two operands in ``number_format``, as a signed ``width``-bit value."""
+    if number_format == "int":
+        return a * b
+    e_bits, m_bits = _FP8[number_format]
+    sa, ma, ea = _fp8_integer(a, e_bits, m_bits)
+    sb, mb, eb = _fp8_integer(b, e_bits, m_bits)
+    magnitude = ((ma * mb) << (ea + eb))[:width - 1]
+    return Mux(sa ^ sb, -magnitude, magnitude)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +149,9 @@ class PE(wiring.Component):
         fault: test-only stuck product bit ``(bit, stuck)`` of this cell, or ``None``.
         weight_bits: WS/IS: width of the stationary operand (default ``input_bits``); the
             checksum column (``rtl_gen.core.checksum``) holds wider row sums of the weights.
+        number_format: how the operand lanes are read (:data:`PE_FORMATS`): ``"int"``, or
+            ``"fp8_e4m3"`` (8-bit lanes of codes; the product an exact fixed-point number with 18
+            fraction bits, ``acc_bits >= 37 + log2(K)``; NaN codes are not data).
     """
 
     def __init__(
@@ -122,8 +163,15 @@ class PE(wiring.Component):
         shadow: bool = False,
         fault: tuple[int, int] | None = None,
         weight_bits: int | None = None,
+        number_format: str = "int",
     ) -> None:
         self.dataflow = Dataflow.parse(dataflow)
+        if number_format not in PE_FORMATS:
+            raise ConfigError(f"PE number_format must be one of {', '.join(PE_FORMATS)}, not {number_format!r}")
+        if number_format != "int" and (input_bits != 8 or acc_bits < product_bits(number_format, 8)):
+            raise ConfigError(f"a {number_format} PE needs input_bits 8 and acc_bits >= "
+                              f"{product_bits(number_format, 8)}, not {input_bits} and {acc_bits}")
+        self.number_format = number_format
         if input_bits not in INPUT_BITS:
             raise ConfigError(f"input_bits must be 8 or 16, not {input_bits!r}")
         if not isinstance(acc_bits, int) or not 2 * input_bits <= acc_bits <= 64:
@@ -160,9 +208,11 @@ class PE(wiring.Component):
             other = Mux(self.f_in, chain, s)
         else:
             other = s
-        raw = Signal(signed(ib + len(other)))
-        product = Signal(signed(ib + len(other)))
-        m.d.comb += [raw.eq(self.a_in * other), product.eq(raw)]
+        # integers: the operands' widths (the checksum column's weights are wider); fp8: exact fixed point
+        width = ib + len(other) if self.number_format == "int" else product_bits(self.number_format, ib)
+        raw = Signal(signed(width))
+        product = Signal(signed(width))
+        m.d.comb += [raw.eq(_product(self.number_format, self.a_in, other, width)), product.eq(raw)]
         if self.fault is not None:
             bit, stuck = self.fault
             m.d.comb += product[bit].eq(stuck)

@@ -14,6 +14,14 @@ from accel_dse.config import ArrayConfig, Dataflow
 from rtl_gen import HOST_SEL, Accelerator, Fault
 
 
+def run_bench(dut: object, bench) -> None:  # type: ignore[no-untyped-def]
+    """Run the async testbench ``bench`` on ``dut`` in Amaranth's simulator with a 100 MHz clock."""
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 

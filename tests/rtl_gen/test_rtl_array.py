@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
-from rtl_testlib import lanes_of, word_of, wrap
+from rtl_testlib import lanes_of, run_bench, word_of, wrap
 
 from accel_dse.errors import ConfigError
 from rtl_gen import Fault, SystolicArray
@@ -31,13 +30,6 @@ def _operands(rng: np.random.Generator, shape_a: tuple[int, int], shape_b: tuple
     return out
 
 
-def _run(array: SystolicArray, bench) -> None:  # type: ignore[no-untyped-def]
-    sim = Simulator(array)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-
-
 def _ws_products(rows: int, cols: int, cases, dataflow: str = "ws", fault: Fault | None = None):  # type: ignore[no-untyped-def]
     """For each ``(A (M x rows), W (rows x cols))``: load W, stream A, return the results."""
     array = SystolicArray(rows=rows, cols=cols, dataflow=dataflow, input_bits=8, acc_bits=32, fault=fault)
@@ -59,7 +51,7 @@ def _ws_products(rows: int, cols: int, cases, dataflow: str = "ws", fault: Fault
                 await ctx.tick()
             outputs.append(np.array(got, dtype=np.int64))
 
-    _run(array, bench)
+    run_bench(array, bench)
     return outputs
 
 
@@ -105,7 +97,7 @@ def test_os_array_matches_numpy(rows: int, cols: int) -> None:
             ctx.set(array.shift, 0)
             outputs.append(np.array([got[r] for r in range(rows)], dtype=np.int64))
 
-    _run(array, bench)
+    run_bench(array, bench)
     for (a, b), got in zip(cases, outputs, strict=True):
         np.testing.assert_array_equal(got, wrap(a @ b, 32))
 

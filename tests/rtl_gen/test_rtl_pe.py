@@ -7,20 +7,12 @@ import itertools
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
-from rtl_testlib import wrap
+from rtl_testlib import run_bench, wrap
 
 from accel_dse.errors import ConfigError
 from rtl_gen import PE
 
 EXTREMES8 = [-128, -127, -1, 0, 1, 126, 127]
-
-
-def _simulate(pe: PE, bench) -> None:  # type: ignore[no-untyped-def]
-    sim = Simulator(pe)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
 
 
 def _operand_pairs(bits: int, rng: np.random.Generator, n_random: int) -> list[tuple[int, int]]:
@@ -52,7 +44,7 @@ def test_ws_pe_multiplies_stationary_weight_and_adds_partial_sum(bits: int, acc:
             await ctx.tick()
             seen.append((ctx.get(pe.v_out), ctx.get(pe.a_out), ctx.get(pe.s_out)))
 
-    _simulate(pe, bench)
+    run_bench(pe, bench)
     for ((a, w), v), (v_out, a_out, s_out) in zip(zip(pairs, psums, strict=True), seen, strict=True):
         assert v_out == wrap(np.int64(v) + a * w, acc), (a, w, v)
         assert a_out == a
@@ -84,7 +76,7 @@ def test_os_pe_accumulates_and_drains(bits: int, acc: int) -> None:
         await ctx.tick()
         drained.append(ctx.get(pe.s_out))
 
-    _simulate(pe, bench)
+    run_bench(pe, bench)
     running = 0
     for i, ((a, b), (s_out, v_out, f_out)) in enumerate(zip(pairs, trace, strict=True)):
         running = a * b if i in restart else running + a * b
@@ -111,8 +103,8 @@ def test_fault_sticks_one_product_bit() -> None:
 
         return bench
 
-    _simulate(good, bench_for(good, "good"))
-    _simulate(bad, bench_for(bad, "bad"))
+    run_bench(good, bench_for(good, "good"))
+    run_bench(bad, bench_for(bad, "bad"))
     assert out == {"good": 6, "bad": 7}
 
 
@@ -153,7 +145,7 @@ def test_ws_shadow_pe_swaps_the_next_weight_in_with_the_first_word_of_a_fold() -
             await ctx.tick()
             seen.append((ctx.get(pe.v_out), ctx.get(pe.s_out)))
 
-    _simulate(pe, bench)
+    run_bench(pe, bench)
     assert [v for v, _ in seen] == want
     assert [s for _, s in seen] == [5, 5, -7, -7, -7, -7]
 
@@ -182,5 +174,5 @@ def test_os_shadow_pe_hands_the_sum_over_and_drains_in_its_window() -> None:
             await ctx.tick()
             seen.append(ctx.get(pe.s_out))
 
-    _simulate(pe, bench)
+    run_bench(pe, bench)
     assert seen == [0, 0, 26, 111, 222, 222, 5]

@@ -54,6 +54,8 @@ class DesignArrays:
     tech_nm: np.ndarray
     dram: np.ndarray  # the memory kind: carried, not used by the formulas
     checksum: np.ndarray  # carried, not used by the formulas
+    weight_format: np.ndarray  # the operand formats: carried, not used by the formulas
+    act_format: np.ndarray
 
     @classmethod
     def from_columns(cls, **arrays):

@@ -115,7 +115,7 @@ BAD = [
     ({"params": dict(SMALL_SPACE["params"], colums=[4])},
      r"unknown field 'colums' in \[params\] \(did you mean 'cols'\?\)"),
     ({"objectives": ["throughput"]}, r"objective must be one of latency, energy, area, edp, tops_per_w, power, "
-                                     r"not 'throughput'"),
+                                     r"accuracy, not 'throughput'"),
     ({"constraints": ["area_mm3 <= 4"]}, r"unknown metric 'area_mm3' \(did you mean 'area_mm2'\?\)"),
     ({"constraints": ["area_mm2 ~ 4"]}, r"constraint must read 'METRIC <= NUMBER'"),
     ({"constraints": ["area_mm2 <= nan"]}, r"needs a finite number bound"),
@@ -187,3 +187,20 @@ def test_objective_table_and_constraints():
     g = parse_constraint("tops_per_w > 2", where="x")
     assert g.op == ">=" and g.violation(1.5) == 0.5 and g.violation(3.0) == -1.0
     assert math.isclose(parse_constraint("power_w<=1e-1", where="x").bound, 0.1)
+
+
+def test_evaluator_marks_format_pairs_it_cannot_build():
+    import numpy as np
+
+    from accel_dse.config import FIELD_NAMES, ArrayConfig
+    from accel_dse.search.scoring.evaluator import ModelEvaluator
+    from workloads import resolve
+
+    base = ArrayConfig(rows=4, cols=4).to_dict()
+    rows = [dict(base, weight_format="int4"), dict(base, weight_format="bf16", act_format="bf16"),
+            dict(base, weight_format="int4", act_format="int4", input_bits=16)]
+    columns = {f: np.array([r[f] for r in rows]) for f in FIELD_NAMES}
+    batch = ModelEvaluator([("mlp", 1.0, resolve("mlp"))]).evaluate_columns(columns)
+    assert batch.feasible.tolist() == [True, False, False]
+    assert "bf16 operands are not built yet" in batch.reason[1]
+    assert batch.reason[2] == "input_bits must be 8 for weight_format int4 with act_format int4, not 16"

@@ -7,6 +7,9 @@ on a whole batch of designs and aggregates the per-workload totals with the spac
 
 * ``area_mm2`` and ``power_w``: the maximum over the workloads (the chip must fit its area
   and power budget on every workload);
+* ``sqnr_db`` (the accuracy of the design's operand formats on the workload,
+  ``workloads.accuracy``: computed once per workload and format pair): the minimum over the
+  workloads (the formats must be accurate enough on every workload);
 * every other metric: the weighted mean over the workloads.
 
 With one workload the aggregate is exactly the model's figure. A design is feasible when it
@@ -29,13 +32,45 @@ import numpy as np
 
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.errors import ModelError
+from accel_dse.number_formats import pair_problem
 from accel_dse.search.space.design_space import FpgaTarget
 from accel_dse.search.space.metrics import FPGA_METRIC_UNITS, METRIC_NAMES
 
-__all__ = ["Evaluation", "BatchEvaluation", "ModelEvaluator", "MAX_METRICS"]
+__all__ = ["Evaluation", "BatchEvaluation", "ModelEvaluator", "MAX_METRICS", "MIN_METRICS"]
+
+
+def _pair_problems(pairs: Any) -> list[str]:
+    """:func:`~accel_dse.number_formats.pair_problem` of each ``(input_bits, weight, act)``, each distinct one once."""
+    seen: dict[tuple[Any, ...], str] = {}
+    out = []
+    for p in pairs:
+        if p not in seen:
+            seen[p] = pair_problem(int(p[0]), str(p[1]), str(p[2]))
+        out.append(seen[p])
+    return out
+
+
+def _sqnr_column(workload: Any, cols: Mapping[str, np.ndarray], index: np.ndarray) -> np.ndarray:
+    """``sqnr_db`` of each design ``index`` on ``workload``: one accuracy figure per distinct format pair."""
+    from workloads.accuracy import workload_sqnr_db
+
+    out = np.full(index.size, np.nan)
+    seen: dict[tuple[str, str], float] = {}
+    for j, i in enumerate(index):
+        bits = int(cols["input_bits"][i])
+        weight, act = (f"int{bits}" if str(v) == "auto" else str(v)
+                       for v in (cols["weight_format"][i], cols["act_format"][i]))
+        pair = (weight, act)
+        if pair not in seen:
+            seen[pair] = workload_sqnr_db(workload, *pair) if hasattr(workload, "ops") else math.nan
+        out[j] = seen[pair]
+    return out
+
 
 #: Metrics aggregated by their maximum over the workloads (the rest: weighted mean).
 MAX_METRICS = ("area_mm2", "power_w")
+#: Metrics aggregated by their minimum over the workloads.
+MIN_METRICS = ("sqnr_db",)
 _DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 
 
@@ -136,9 +171,14 @@ class ModelEvaluator:
             cols["dataflow"] = np.array([_DATAFLOW_CODES[str(getattr(d, "value", d))] for d in dataflow],
                                         dtype=np.int64)
         valid = cols["acc_bits"].astype(np.int64) >= 2 * cols["input_bits"].astype(np.int64)
+        reason = ["" if ok else "acc_bits must be >= 2 * input_bits" for ok in valid]
+        pairs = zip(cols["input_bits"].tolist(), cols["weight_format"].tolist(), cols["act_format"].tolist(),
+                    strict=True)
+        for i, problem in enumerate(_pair_problems(pairs)):
+            if problem and valid[i]:
+                valid[i], reason[i] = False, problem
         feasible = valid.copy()
         overflow = np.zeros(n, dtype=bool)
-        reason = ["" if ok else "acc_bits must be >= 2 * input_bits" for ok in valid]
         names = METRIC_NAMES + (tuple(FPGA_METRIC_UNITS) if self.fpga is not None else ())
         metrics = {m: np.zeros(n) for m in names}
         details: dict[str, dict[str, np.ndarray]] = {}
@@ -146,7 +186,7 @@ class ModelEvaluator:
         if index.size:
             perf = self._perf()
             designs = perf.DesignArrays.from_columns(**{f: cols[f][index] for f in FIELD_NAMES})
-            for name, weight, workload in self.workloads:
+            for position, (name, weight, workload) in enumerate(self.workloads):
                 table = perf.evaluate_designs(designs, workload)
                 ok = np.asarray(table.feasible, dtype=bool)
                 over = np.asarray(getattr(table, "overflow", np.zeros(len(ok), dtype=bool)), dtype=bool)
@@ -157,12 +197,19 @@ class ModelEvaluator:
                         overflow[i] = over[j]
                         reason[i] = f"{name}: {table.reason[j]}"
                 detail = {}
+                sqnr = _sqnr_column(workload, cols, index)
                 for m in METRIC_NAMES:
-                    if not hasattr(table, m):
+                    if m == "sqnr_db":
+                        values = sqnr
+                    elif not hasattr(table, m):
                         continue
-                    values = np.asarray(getattr(table, m), dtype=np.float64)
+                    else:
+                        values = np.asarray(getattr(table, m), dtype=np.float64)
                     detail[m] = values
-                    if m in MAX_METRICS:
+                    if m in MIN_METRICS:
+                        first = position == 0
+                        metrics[m][index] = values if first else np.minimum(metrics[m][index], values)
+                    elif m in MAX_METRICS:
                         metrics[m][index] = np.maximum(metrics[m][index], values)
                     else:
                         metrics[m][index] += weight * values

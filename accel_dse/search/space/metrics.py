@@ -1,7 +1,8 @@
 """Metric and objective names the sweep understands (no imports beyond the stdlib).
 
 The performance model reports, per design, the metrics of ``perf_model.DesignTable``
-(:data:`METRIC_NAMES`). An *objective* is one of the short names of :data:`OBJECTIVES`,
+(:data:`METRIC_NAMES`), and the accuracy of the design's operand formats on the workload,
+``sqnr_db`` (``workloads.accuracy``). An *objective* is one of the short names of :data:`OBJECTIVES`,
 each bound to a metric and a direction; a *constraint* bounds any metric
 (``"area_mm2 <= 50"``); objective short names are accepted there too (``"area <= 50"``).
 
@@ -65,6 +66,7 @@ METRIC_UNITS: dict[str, str] = {
     "edp": "J*s",
     "utilization": "fraction",
     "sdc_coverage": "fraction",
+    "sqnr_db": "dB",
 }
 METRIC_NAMES: tuple[str, ...] = tuple(METRIC_UNITS)
 
@@ -95,6 +97,7 @@ OBJECTIVES: dict[str, tuple[str, str]] = {
     "edp": ("edp", "minimize"),
     "tops_per_w": ("tops_per_w", "maximize"),
     "power": ("power_w", "minimize"),
+    "accuracy": ("sqnr_db", "maximize"),
 }
 #: Objectives of a pod space (``[llm]``), beside ``area``.
 SYSTEM_OBJECTIVES: dict[str, tuple[str, str]] = {

@@ -267,11 +267,13 @@ def _check_value(field: str, value: object, where: str) -> Any:
     if field == "input_bits":
         base["acc_bits"] = 64
     base[field] = value
+    if field in ("weight_format", "act_format"):  # checked alone; kept as spelt ("int8" is not "auto")
+        base["act_format" if field == "weight_format" else "weight_format"] = "int8" if value == "int16" else value
     try:
         config = ArrayConfig(**base)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-    return _jsonable(getattr(config, field))
+    return value if field in ("weight_format", "act_format") else _jsonable(getattr(config, field))
 
 
 #: Checks one value of a field on its own and returns it normalised (``_check_value`` for the chip's).

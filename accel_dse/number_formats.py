@@ -1,0 +1,161 @@
+"""Operand number formats: the table of known formats and the rules of which ones the RTL builds.
+
+A leaf (standard library and :mod:`accel_dse.errors` only): :mod:`accel_dse.config` reads it, the
+reference semantics (``workloads.formats``) and the accuracy metric take their figures from it.
+
+Each :class:`NumberFormat` gives its encoding (sign, exponent and mantissa bits, exponent bias),
+the largest finite magnitude, the smallest subnormal and whether the encoding has infinities, and
+its accumulator: integer formats keep an exact signed integer accumulator (``acc_bits``); the fp8
+formats an exact fixed-point accumulator (products of two fp8 values are exact, so is their sum:
+the result does not depend on the order of summation); bf16 an IEEE float32 accumulator summed in
+a fixed order (``workloads.formats`` states it). docs/formats.md has the reasoning.
+
+Which operand pairs the generated hardware builds today (:func:`build_rule`): integer operands
+only, each lane of the datapath ``input_bits = max(8, widest operand)`` bits wide; an int4
+operand travels sign-extended in an 8-bit lane (no packing yet) and its range is the int4 range.
+The float formats are known (reference semantics, accuracy), not yet built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from accel_dse.errors import ConfigError
+
+__all__ = ["NumberFormat", "FORMATS", "FORMAT_NAMES", "AUTO", "parse_format", "datapath_bits", "build_rule",
+           "int_format", "pair_problem", "format_tag"]
+
+#: The value of ``weight_format`` / ``act_format`` that means "signed integer of ``input_bits``".
+AUTO = "auto"
+
+
+@dataclasses.dataclass(frozen=True)
+class NumberFormat:
+    """One operand format.
+
+    Attributes:
+        name: the name a design uses (``"fp8_e4m3"``).
+        kind: ``"int"`` (two's complement) or ``"float"``.
+        bits: bits of one element as stored (4, 8 or 16).
+        exponent_bits: float exponent field width (0 for integers).
+        mantissa_bits: float stored mantissa (fraction) width; for integers ``bits - 1``.
+        max_finite: largest finite magnitude (integers: ``2**(bits-1) - 1``; the most negative
+            integer is ``-2**(bits-1)``).
+        min_subnormal: smallest positive magnitude (1 for integers).
+        has_inf: whether the encoding holds infinities (e5m2, bf16; not e4m3fn).
+        accumulator: the accumulator kind: ``"int"``, ``"fixed"`` (exact fixed point) or ``"fp32"``.
+        ml_dtype: the ``ml_dtypes`` type name that encodes it (``"int4"``, ``"float8_e4m3fn"``...).
+    """
+
+    name: str
+    kind: str
+    bits: int
+    exponent_bits: int
+    mantissa_bits: int
+    max_finite: float
+    min_subnormal: float
+    has_inf: bool
+    accumulator: str
+    ml_dtype: str
+
+    @property
+    def is_int(self) -> bool:
+        """Whether this is a two's-complement integer format."""
+        return self.kind == "int"
+
+    @property
+    def bias(self) -> int:
+        """Exponent bias of a float format (0 for integers)."""
+        return (1 << (self.exponent_bits - 1)) - 1 if self.exponent_bits else 0
+
+    @property
+    def bytes_per_element(self) -> float:
+        """Bytes one element takes when packed (int4: 0.5)."""
+        return self.bits / 8
+
+
+def _int(bits: int) -> NumberFormat:
+    top = (1 << (bits - 1)) - 1
+    return NumberFormat(f"int{bits}", "int", bits, 0, bits - 1, float(top), 1.0, False, "int", f"int{bits}")
+
+
+#: Known formats by name. fp8_e4m3 is OCP's E4M3FN (no infinities, one NaN code per sign: the
+#: largest finite is 448); fp8_e5m2 is IEEE-like (infinities, largest finite 57344); bf16 is
+#: float32's top 16 bits.
+FORMATS: dict[str, NumberFormat] = {f.name: f for f in (
+    _int(4), _int(8), _int(16),
+    NumberFormat("fp8_e4m3", "float", 8, 4, 3, 448.0, 2.0 ** -9, False, "fixed", "float8_e4m3fn"),
+    NumberFormat("fp8_e5m2", "float", 8, 5, 2, 57344.0, 2.0 ** -16, True, "fixed", "float8_e5m2"),
+    NumberFormat("bf16", "float", 16, 8, 7, float.fromhex("0x1.fep127"), 2.0 ** -133, True, "fp32", "bfloat16"),
+)}
+FORMAT_NAMES: tuple[str, ...] = tuple(FORMATS)
+
+
+def parse_format(value: object, *, field: str = "format") -> NumberFormat:
+    """The :class:`NumberFormat` named ``value``.
+
+    Raises:
+        ConfigError: one line naming the bad value and listing the known formats.
+    """
+    if isinstance(value, str) and value in FORMATS:
+        return FORMATS[value]
+    raise ConfigError(f"{field} must be one of {', '.join(FORMAT_NAMES)}, not {value!r}")
+
+
+def int_format(input_bits: int) -> NumberFormat:
+    """The signed integer format of ``input_bits`` (what ``"auto"`` stands for)."""
+    return parse_format(f"int{input_bits}", field="input_bits format")
+
+
+def datapath_bits(weight: NumberFormat, act: NumberFormat) -> int:
+    """Width of one operand lane of the datapath for a buildable pair: ``max(8, widest operand)``."""
+    return max(8, weight.bits, act.bits)
+
+
+def build_rule(weight: NumberFormat, act: NumberFormat) -> str | None:
+    """Why the generated hardware cannot build this operand pair, or ``None`` when it can.
+
+    The rule: both operands integer formats (int4, int8, int16, any mix such as W4A8); float
+    formats (fp8_e4m3, fp8_e5m2, bf16) have reference semantics and an accuracy figure but no
+    PE yet.
+    """
+    floats = [f.name for f in (weight, act) if not f.is_int]
+    if floats:
+        return (f"{floats[0]} operands are not built yet: the PE builds integer operand formats only "
+                f"(int4, int8, int16, any weight/activation mix)")
+    return None
+
+
+def pair_problem(input_bits: int, weight: str, act: str) -> str:
+    """Why ``input_bits`` with this weight/activation pair is no design (``""`` when it is one).
+
+    For columns of designs (a sweep's) that did not pass through ``ArrayConfig``: an unknown
+    format, a pair the RTL does not build (:func:`build_rule`), or an ``input_bits`` that is not
+    the pair's datapath width.
+    """
+    try:
+        w = int_format(input_bits) if weight == AUTO else parse_format(weight, field="weight_format")
+        a = int_format(input_bits) if act == AUTO else parse_format(act, field="act_format")
+    except ConfigError as exc:
+        return str(exc)
+    rule = build_rule(w, a)
+    if rule is not None:
+        return rule
+    width = datapath_bits(w, a)
+    if width != input_bits:
+        return f"input_bits must be {width} for weight_format {w.name} with act_format {a.name}, not {input_bits}"
+    return ""
+
+
+def format_tag(input_bits: object, weight: object, act: object) -> str:
+    """Short name of a design's operands: ``i8`` for plain ``input_bits`` integers, else e.g. ``w4a8``.
+
+    Takes stored values as they are (``None`` or ``"auto"``: the integer of ``input_bits``).
+    """
+    def tag(value: object) -> str:
+        if value in (None, AUTO, f"int{input_bits}"):
+            return str(input_bits)
+        return str(value).removeprefix("int").removeprefix("fp8_")
+
+    w, a = tag(weight), tag(act)
+    return f"i{input_bits}" if w == a == str(input_bits) else f"w{w}a{a}"

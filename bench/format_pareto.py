@@ -1,0 +1,71 @@
+"""Accuracy against efficiency and area per operand format, on BERT-base and LLaMA decode (edge array).
+
+For each format pair: the SQNR (dB) of the workload's matrix products against float32 JAX
+(``workloads.accuracy``), and, for the pairs the RTL builds, the model's TOPS/W, area and EDP of
+the ``edge`` preset (16x16 WS, 28 nm) with that pair; then the Pareto front of SQNR (max) against
+TOPS/W (max) and area (min). Float pairs have no PE yet: their accuracy is shown, their cost is not.
+
+    .venv/bin/python bench/format_pareto.py [--workloads bert_base,llama_decode]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import perf_model
+import workloads
+from accel_dse.designs import load_design
+from accel_dse.errors import ConfigError
+from workloads.accuracy import workload_sqnr_db
+
+PAIRS = (("int4", "int4"), ("int4", "int8"), ("int8", "int8"), ("int8", "int16"), ("int16", "int16"),
+         ("fp8_e5m2", "fp8_e5m2"), ("fp8_e4m3", "fp8_e4m3"), ("bf16", "bf16"))
+
+
+def _front(rows: list[dict]) -> set[int]:
+    """Indices of rows no other row beats on SQNR (max), TOPS/W (max) and area (min)."""
+    built = [i for i, r in enumerate(rows) if r["tops_per_w"] is not None]
+    keys = {i: (rows[i]["sqnr"], rows[i]["tops_per_w"], -rows[i]["area"]) for i in built}
+
+    def dominated(i: int) -> bool:
+        return any(all(x >= y for x, y in zip(keys[j], keys[i], strict=True)) and keys[j] != keys[i] for j in built)
+
+    return {i for i in built if not dominated(i)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", default="bert_base,llama_decode")
+    args = parser.parse_args()
+    edge = load_design("edge")
+    for spec in args.workloads.split(","):
+        wl = workloads.resolve(spec)
+        rows = []
+        for weight, act in PAIRS:
+            t0 = time.perf_counter()
+            sqnr = workload_sqnr_db(wl, weight, act)
+            seconds = time.perf_counter() - t0
+            row = {"pair": f"W {weight} A {act}", "sqnr": sqnr, "s": seconds, "tops_per_w": None, "area": None,
+                   "edp": None}
+            try:
+                config = dataclasses.replace(edge, weight_format=weight, act_format=act, acc_bits=48)
+            except ConfigError:
+                rows.append(row)
+                continue
+            total = perf_model.evaluate(config, wl).total
+            row.update(tops_per_w=total["tops_per_w"], area=total["area_mm2"], edp=total["edp"])
+            rows.append(row)
+        front = _front(rows)
+        print(f"\n{spec} on edge (16x16 WS, 28 nm, acc 48 bits)")
+        print(f"{'formats':24s} {'SQNR dB':>8s} {'TOPS/W':>8s} {'area mm2':>9s} {'EDP J*s':>10s} {'front':>6s} "
+              f"{'sqnr s':>7s}")
+        for i, r in enumerate(rows):
+            cost = (f"{r['tops_per_w']:8.3f} {r['area']:9.3f} {r['edp']:10.3e}" if r["tops_per_w"] is not None
+                    else f"{'no PE':>8s} {'-':>9s} {'-':>10s}")
+            print(f"{r['pair']:24s} {r['sqnr']:8.2f} {cost} {'*' if i in front else '':>6s} {r['s']:7.2f}")
+
+
+if __name__ == "__main__":
+    main()

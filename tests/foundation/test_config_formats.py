@@ -1,0 +1,84 @@
+"""Operand formats in ArrayConfig: old hashes kept, formats resolved, bad formats and unbuilt pairs refused."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ConfigError
+from accel_dse.number_formats import FORMATS, build_rule
+
+PRESETS = Path(__file__).resolve().parents[2] / "accel_dse" / "presets"
+
+#: Hashes computed by the code before the format fields existed (main at 98b6ebd): old design files
+#: and studies keyed by them must keep them.
+OLD_HASHES = {"edge": "ccd1a362e114", "tiny": "11c7f766a4bf", "tpu-v1": "beee4359b8f5"}
+
+
+@pytest.mark.parametrize("name", sorted(OLD_HASHES))
+def test_old_design_files_keep_their_hash(name):
+    data = tomllib.loads((PRESETS / f"{name}.toml").read_text())
+    assert ArrayConfig.from_dict(data["design"]).config_hash == OLD_HASHES[name]
+
+
+def test_old_int16_design_keeps_its_hash_spelt_either_way():
+    old = ArrayConfig(rows=8, cols=4, dataflow="os", input_bits=16, acc_bits=40, dram="hbm2e")
+    assert old.config_hash == "3edff7af59b4"  # from the code before the fields existed
+    spelt = dataclasses.replace(old, weight_format="int16", act_format="int16")
+    assert spelt == old and spelt.config_hash == old.config_hash and spelt.short_name() == "8x4-os-i16"
+    assert spelt.weight_format == "auto" and spelt.weight_fmt.name == "int16"
+
+
+def test_w4a8_resolves_and_hashes_apart():
+    c = ArrayConfig(rows=4, cols=4, weight_format="int4")
+    assert (c.weight_format, c.act_format, c.input_bits) == ("int4", "int8", 8)
+    assert c.short_name() == "4x4-ws-w4a8"
+    assert c.weight_fmt.max_finite == 7 and c.act_fmt.max_finite == 127
+    assert c.config_hash != ArrayConfig(rows=4, cols=4).config_hash
+    assert c.config_hash != ArrayConfig(rows=4, cols=4, act_format="int4").config_hash
+
+
+def test_from_dict_derives_input_bits_from_formats():
+    c = ArrayConfig.from_dict({"rows": 2, "cols": 2, "weight_format": "int16", "act_format": "int4"})
+    assert c.input_bits == 16 and c.acc_bits == 32
+    again = ArrayConfig.from_dict(c.to_dict())
+    assert again == c and again.config_hash == c.config_hash
+
+
+def test_replace_keeps_the_pair_consistent():
+    c = dataclasses.replace(ArrayConfig(rows=2, cols=2), act_format="int16")
+    assert (c.weight_format, c.act_format, c.input_bits) == ("int8", "int16", 16)
+
+
+def test_unknown_format_lists_the_known_ones():
+    with pytest.raises(ConfigError) as err:
+        ArrayConfig.from_dict({"rows": 2, "cols": 2, "act_format": "fp9"})
+    msg = str(err.value)
+    assert "\n" not in msg and "'fp9'" in msg
+    for name in FORMATS:
+        assert name in msg
+
+
+@pytest.mark.parametrize("pair", [("bf16", "bf16"), ("fp8_e4m3", "fp8_e4m3"), ("int8", "fp8_e5m2")])
+def test_unbuilt_pair_is_refused_with_the_rule(pair):
+    with pytest.raises(ConfigError, match="not built yet: the PE builds integer operand formats only"):
+        ArrayConfig(rows=2, cols=2, weight_format=pair[0], act_format=pair[1])
+
+
+def test_input_bits_conflicting_with_formats_is_refused():
+    with pytest.raises(ConfigError, match=r"input_bits must be 16 for weight_format int16 .* not 8"):
+        ArrayConfig.from_dict({"rows": 2, "cols": 2, "input_bits": 8, "weight_format": "int16"})
+
+
+def test_build_rule_accepts_every_integer_pair():
+    ints = [f for f in FORMATS.values() if f.is_int]
+    assert all(build_rule(w, a) is None for w in ints for a in ints)
+
+
+def test_acc_bits_rule_reads_the_derived_width():
+    with pytest.raises(ConfigError, match=r"acc_bits must be an integer in \[2 \* input_bits = 32, 64\]"):
+        ArrayConfig(rows=2, cols=2, weight_format="int16", acc_bits=24)

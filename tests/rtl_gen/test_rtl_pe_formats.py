@@ -1,0 +1,100 @@
+# amaranth: UnusedElaboratable=no
+"""The one PE cell in its fp8 (E4M3) form, bit-exact against ``workloads.formats`` on every code pair class."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from rtl_testlib import run_bench, wrap
+
+from accel_dse.errors import ConfigError
+from rtl_gen.core.pe import PE, product_bits
+from workloads import formats as F
+
+ACC = 48
+CODES = np.arange(256, dtype=np.uint8)
+VALUES = CODES.view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+FINITE = CODES[np.isfinite(VALUES)]  # 254 codes: the two NaN codes are not data
+#: +0, -0, smallest subnormal, largest subnormal, smallest normal, 1, largest finite, and their negatives
+EDGES = [0x00, 0x80, 0x01, 0x81, 0x07, 0x87, 0x08, 0x88, 0x38, 0xB8, 0x7E, 0xFE]
+
+
+def _fixed(code_a: int, code_b: int) -> int:
+    """The exact product in units of 2**-18, from the reference semantics."""
+    a = np.array([[VALUES[code_a]]])
+    b = np.array([[VALUES[code_b]]])
+    return int(F.accumulate(a, b, "fp8_e4m3")[0, 0])
+
+
+def _signed8(code: int) -> int:
+    return code - 256 if code >= 128 else code
+
+
+def _pairs(rng: np.random.Generator, n: int) -> list[tuple[int, int]]:
+    pairs = [(a, b) for a in EDGES for b in EDGES]
+    pairs += [(int(a), int(b)) for a, b in rng.choice(FINITE, (n, 2))]
+    return pairs
+
+
+def test_product_width_holds_the_largest_product():
+    assert _fixed(0x7E, 0x7E) == 448 * 448 * (1 << 18)
+    assert abs(_fixed(0x7E, 0xFE)).bit_length() + 1 <= product_bits("fp8_e4m3", 8) == 37
+
+
+def test_ws_fp8_pe_adds_the_exact_product_to_the_partial_sum():
+    rng = np.random.default_rng(30)
+    pe = PE(dataflow="ws", input_bits=8, acc_bits=ACC, number_format="fp8_e4m3")
+    pairs = _pairs(rng, 150)
+    psums = rng.integers(-(1 << 40), 1 << 40, len(pairs))
+    psums[:2] = [-(1 << (ACC - 1)), (1 << (ACC - 1)) - 1]  # wraps like the integer PE
+    seen: list[int] = []
+
+    async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
+        for (a, w), v in zip(pairs, psums, strict=True):
+            ctx.set(pe.shift, 1)
+            ctx.set(pe.s_in, _signed8(w))
+            await ctx.tick()
+            ctx.set(pe.shift, 0)
+            ctx.set(pe.a_in, _signed8(a))
+            ctx.set(pe.v_in, int(v))
+            await ctx.tick()
+            seen.append(ctx.get(pe.v_out))
+
+    run_bench(pe, bench)
+    for ((a, w), v), got in zip(zip(pairs, psums, strict=True), seen, strict=True):
+        assert got == wrap(np.int64(v) + _fixed(a, w), ACC), (hex(a), hex(w), int(v))
+
+
+def test_os_fp8_pe_accumulates_a_dot_product_exactly():
+    rng = np.random.default_rng(31)
+    pe = PE(dataflow="os", input_bits=8, acc_bits=ACC, number_format="fp8_e4m3")
+    a = [*EDGES, *(int(c) for c in rng.choice(FINITE, 40))]
+    b = [*reversed(EDGES), *(int(c) for c in rng.choice(FINITE, 40))]
+    sums: list[int] = []
+
+    async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            ctx.set(pe.a_in, _signed8(x))
+            ctx.set(pe.v_in, _signed8(y))
+            ctx.set(pe.f_in, int(i == 0))
+            await ctx.tick()
+            sums.append(ctx.get(pe.s_out))
+
+    run_bench(pe, bench)
+    expected = F.accumulate(VALUES[np.array(a)][None, :], VALUES[np.array(b)][:, None], "fp8_e4m3")[0, 0]
+    assert sums[-1] == int(expected)
+    # every prefix too: the accumulator is exact, no rounding anywhere along the way
+    for n in (1, len(EDGES), len(a) // 2):
+        prefix = F.accumulate(VALUES[np.array(a[:n])][None, :], VALUES[np.array(b[:n])][:, None], "fp8_e4m3")
+        assert sums[n - 1] == int(prefix[0, 0])
+
+
+@pytest.mark.parametrize(("fmt", "bits", "acc", "rule"), [
+    ("fp8_e5m2", 8, 64, "number_format must be one of int, fp8_e4m3"),
+    ("fp8_e4m3", 8, 32, "needs input_bits 8 and acc_bits >= 37"),
+    ("fp8_e4m3", 16, 48, "needs input_bits 8"),
+])
+def test_unbuilt_pe_formats_are_refused(fmt, bits, acc, rule):
+    with pytest.raises(ConfigError, match=rule):
+        PE(dataflow="ws", input_bits=bits, acc_bits=acc, number_format=fmt)
