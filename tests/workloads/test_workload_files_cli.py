@@ -42,17 +42,26 @@ def test_show_json_gives_source_and_origin(run_cli, in_tmp):
     assert data["source"] == "builtin" and data["ops"][0]["origin"].startswith("dot_general at ")
 
 
+def _op_figures(result: dict) -> list[dict]:
+    """The matrix ops' figures without their names (the file names its nodes, the tracer its layers)."""
+    return [{k: v for k, v in op.items() if k not in ("name", "conv_note")} for op in result["ops"]]
+
+
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "alexnet"])
 def test_evaluate_an_onnx_cnn_as_its_builtin(run_cli, in_tmp, name):
     getattr(onnx_graphs, name)(in_tmp / f"{name}.onnx")
     results = []
     for spec in (f"{name}.onnx:N=1", f"{name}:requant=0"):  # a file's ops carry no output-stage parameters
-        code, out, err = run_cli("evaluate", "--design", "tiny", "--workload", spec, "--json")
+        # edge: its ifmap holds every conv's band (tiny's 4 KiB does not hold a 224-pixel row)
+        code, out, err = run_cli("evaluate", "--design", "edge", "--workload", spec, "--json")
         assert code == 0, err
         results.append(json.loads(out))
     onnx_result, jax_result = results
+    assert onnx_result["status"] == jax_result["status"] == "ok"
     assert onnx_result["total"]["macs"] == jax_result["total"]["macs"] == workloads.resolve(name).total_macs
-    assert onnx_result["total"] == jax_result["total"]  # the same ops give the same cycles, bytes, energy
+    # the same matrix ops give the same cycles, bytes and energy; the totals differ by the vector
+    # ops the tracer records (ReLU, pools) and this file import does not
+    assert _op_figures(onnx_result) == _op_figures(jax_result)
 
 
 SPACE = """name = "files"
@@ -76,9 +85,14 @@ def test_sweep_a_space_of_onnx_files_as_of_builtins(run_cli, in_tmp):
                                  "--seed", "5", "--json", "--quiet", "--out-dir", str(in_tmp / tag))
         assert code == 0, err
         best.append([(b["params"], b["metrics"]) for b in json.loads(out)["best"]])
-    assert best[0] == best[1] and best[0]
+    assert best[0] and len(best[0]) == len(best[1])
+    onnx, jax = (sorted(b, key=lambda pm: sorted(pm[0].items())) for b in best)
     macs = sum(workloads.resolve(n).total_macs for n in ("resnet18", "mobilenet_v2", "alexnet")) / 3
-    assert best[0][0][1]["macs"] == pytest.approx(macs)
+    for (p_onnx, m_onnx), (p_jax, m_jax) in zip(onnx, jax, strict=True):
+        assert p_onnx == p_jax  # the same designs drawn and scored
+        assert m_onnx["macs"] == pytest.approx(macs) == m_jax["macs"]
+        # the builtins' ReLU and pool records add vector-unit work the files' graphs do not record
+        assert m_jax["total_cycles"] >= m_onnx["total_cycles"]
 
 
 def test_simulate_an_onnx_file_on_random_int8_data(run_cli, in_tmp):
