@@ -10,6 +10,7 @@ from amaranth.sim import Simulator
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import SimulationError
 from accel_dse.sdc.places import FaultSpec
+from accel_dse.simulate._layout import pack_inputs, unpack_output, word_bytes
 from perf_model import timing
 from rtl_gen.core.accelerator import HOST_SEL, Accelerator
 from rtl_gen.core.checksum import CHECK_LATENCY
@@ -18,51 +19,28 @@ from rtl_gen.core.pe import Fault
 __all__ = ["simulate_trials", "pack_words", "unpack_words"]
 
 
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _word(lanes: Any, bits: int) -> int:
-    value = 0
-    for i, x in enumerate(lanes):
-        value |= (int(x) & ((1 << bits) - 1)) << (i * bits)
-    return value
+def _ints(rows: np.ndarray) -> list[int]:
+    """uint8 rows of packed little-endian lanes -> one integer per word (the host port's data)."""
+    return [int.from_bytes(row.tobytes(), "little") for row in rows]
 
 
 def pack_words(config: ArrayConfig, a: np.ndarray, b: np.ndarray) -> tuple[list[int], list[int]]:
-    """``(ifmap, weight)`` words of ``C = A @ B`` by the buffer layout (pad lanes 0)."""
-    r, c, bits = config.rows, config.cols, config.input_bits
-    m, k = a.shape
-    n = b.shape[1]
-    if config.dataflow is Dataflow.IS:
-        a_words = [_word(a[f * c:(f + 1) * c, j], bits) for f in range(_ceil(m, c)) for j in range(k)]
-        b_words = [_word(b[f * r:(f + 1) * r, j], bits) for f in range(_ceil(k, r)) for j in range(n)]
-    else:
-        a_words = [_word(a[i, f * r:(f + 1) * r], bits) for f in range(_ceil(k, r)) for i in range(m)]
-        b_words = [_word(b[j, f * c:(f + 1) * c], bits) for f in range(_ceil(n, c)) for j in range(k)]
-    return a_words, b_words
+    """``(ifmap, weight)`` words of ``C = A @ B`` by the buffer layout (``simulate._layout``), as integers."""
+    ifmap, weight = pack_inputs(config, np.asarray(a), np.asarray(b))
+    return _ints(ifmap), _ints(weight)
 
 
 def unpack_words(config: ArrayConfig, words: list[int], m: int, n: int) -> np.ndarray:
-    """The ``m x n`` result of ofmap words (signed ``acc_bits`` lanes)."""
-    c, ab = config.cols, config.acc_bits
-    out = np.zeros((m, n), dtype=np.int64)
+    """The ``m x n`` result of ofmap words (signed ``acc_bits`` lanes), as ``simulate._layout`` reads it."""
+    size = word_bytes(config.cols, config.acc_bits)
+    raw = np.frombuffer(b"".join(int(w).to_bytes(size, "little") for w in words), np.uint8).reshape(len(words), size)
+    return unpack_output(config, raw, m, n)
 
-    def lane(word: int, i: int) -> int:
-        x = (word >> (i * ab)) & ((1 << ab) - 1)
-        return x - (1 << ab) if x >> (ab - 1) else x
 
-    if config.dataflow is Dataflow.IS:
-        for f in range(_ceil(m, c)):
-            for j in range(n):
-                for i in range(min(c, m - f * c)):
-                    out[f * c + i, j] = lane(words[f * n + j], i)
-    else:
-        for f in range(_ceil(n, c)):
-            for i in range(m):
-                for j in range(min(c, n - f * c)):
-                    out[i, f * c + j] = lane(words[f * m + i], j)
-    return out
+def _struck(value: int, kind: str, bit: int) -> int:
+    """``value`` with bit ``bit`` flipped (``flip``), cleared (``stuck0``) or set (``stuck1``)."""
+    mask = 1 << bit
+    return value ^ mask if kind == "flip" else value & ~mask if kind == "stuck0" else value | mask
 
 
 def simulate_trials(config: ArrayConfig, trials: list[tuple[np.ndarray, np.ndarray, FaultSpec | None]],
@@ -101,15 +79,7 @@ def simulate_trials(config: ArrayConfig, trials: list[tuple[np.ndarray, np.ndarr
         return banks[bank].data[addr % max(1, used)]
 
     def hit(ctx: Any, sig: Any, fault: FaultSpec) -> None:
-        value = ctx.get(sig)
-        mask = 1 << fault.bit
-        if fault.kind == "flip":
-            value ^= mask
-        elif fault.kind == "stuck0":
-            value &= ~mask
-        else:
-            value |= mask
-        ctx.set(sig, value)
+        ctx.set(sig, _struck(ctx.get(sig), fault.kind, fault.bit))
 
     async def bench(ctx: Any) -> None:
         for a, b, fault in trials:
@@ -123,10 +93,7 @@ def simulate_trials(config: ArrayConfig, trials: list[tuple[np.ndarray, np.ndarr
                 bit = fault.bit % (lanes * config.input_bits)
                 hit_words = range(len(words[buf])) if fault.kind != "flip" else [index % len(words[buf])]
                 for i in hit_words:
-                    value = words[buf][i]
-                    value = (value ^ (1 << bit) if fault.kind == "flip" else value & ~(1 << bit)
-                             if fault.kind == "stuck0" else value | (1 << bit))
-                    words[buf][i] = value
+                    words[buf][i] = _struck(words[buf][i], fault.kind, bit)
             ctx.set(dut.host_we, 1)
             for name, values in words.items():
                 ctx.set(dut.host_sel, HOST_SEL[name])
