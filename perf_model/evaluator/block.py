@@ -119,10 +119,11 @@ class Block:
         flat = rows * len(self._names) + first
         texts = _failures(self._problem, flat, self._names, self._designs, self.overflow.reshape(-1)[flat])
         texts = [self._convs.infeasible.get(e, t) for e, t in zip(flat.tolist(), texts, strict=True)]
-        for j in np.flatnonzero(~self.clock_ok[rows]).tolist():
-            texts[j] = self.clock_failure(int(rows[j]))
+        # the same order as failure(): a clock the design cannot reach wins over a build rule
         for j in np.flatnonzero(~self.build_ok[rows]).tolist():
             texts[j] = BUILD_REASON
+        for j in np.flatnonzero(~self.clock_ok[rows]).tolist():
+            texts[j] = self.clock_failure(int(rows[j]))
         return dict(zip(rows.tolist(), texts, strict=True))
 
     def clock_failure(self, i: int) -> str:
