@@ -56,6 +56,7 @@ from jax import lax
 from accel_dse import vector_isa
 from accel_dse.errors import WorkloadError
 from workloads.vector_ops import FRAC_BITS
+from workloads.vector_params import _NORM_GUARD, GELU_PARAMS, add_params, norm_params, softmax_params
 
 __all__ = ["add", "mul", "relu", "relu6", "maxpool", "avgpool", "global_avgpool", "layernorm", "rmsnorm",
            "softmax", "gelu", "silu", "rope", "marker", "isqrt", "rshr", "rdiv", "FRAC", "MARKER_PREFIX",
@@ -64,11 +65,6 @@ __all__ = ["add", "mul", "relu", "relu6", "maxpool", "avgpool", "global_avgpool"
 FRAC = FRAC_BITS
 MARKER_PREFIX = "vector_op."
 _I32 = jnp.int32
-_ADD_SHIFT = 14
-_NORM_GUARD = 7  # extra fractional bits of the centred values d (|d| < 2**15)
-#: I-BERT's second-order fits: exp(r) ~ a (r + b)**2 + c on (-ln 2, 0]; erf(v) ~ 1 + a (min(v, -b) + b)**2.
-_EXP_A, _EXP_B, _EXP_C = 0.3585, 1.353, 0.344
-_ERF_A, _ERF_B = -0.2888, -1.769
 
 
 # -- integer helpers (all int32) ------------------------------------------------------------------
@@ -217,42 +213,6 @@ _KERNELS: dict[str, Callable[..., jax.Array]] = {
     "rmsnorm": functools.partial(_norm_k, center=0), "softmax": _softmax_k, "gelu": _gelu_k, "silu": _silu_k,
     "rope": _rope_k,
 }
-
-
-# -- constants (Python ints, derived once) -------------------------------------------------------------
-def add_params(scale_a: float, scale_b: float, scale_out: float) -> dict[str, int]:
-    """``mult_a``, ``mult_b``, ``shift`` of a rescaling add (each ratio ``scale_in / scale_out``
-    in ``[2**-8, 2**8]``, so every term stays below ``2**30``)."""
-    out = {}
-    for key, scale in (("mult_a", scale_a), ("mult_b", scale_b)):
-        ratio = scale / scale_out if scale_out > 0 else math.inf
-        if not 2.0**-8 <= ratio <= 2.0**8:
-            raise WorkloadError(f"add input/output scale ratio must be in [2**-8, 2**8], not {ratio!r}")
-        out[key] = round(ratio * (1 << _ADD_SHIFT))
-    return out | {"shift": _ADD_SHIFT}
-
-
-def norm_params(n: int, eps: float) -> dict[str, int]:
-    """``rsqrt_const = round(sqrt(n) * 2**rsqrt_bits)`` (in ``[2**14, 2**15]``), ``rsqrt_bits`` and
-    ``eps`` (``eps * n`` in units of ``d**2``) of a normalisation over ``n < 2**17`` values."""
-    if not 1 <= n < 1 << 17:
-        raise WorkloadError(f"normalised rows must hold 1 to 2**17 - 1 values, not {n}")
-    bits = 15 - ((n - 1).bit_length() + 1) // 2
-    return {"rsqrt_const": round(math.sqrt(n) * (1 << bits)), "rsqrt_bits": bits,
-            "eps": round(eps * n * (1 << 2 * (FRAC + _NORM_GUARD)))}
-
-
-def softmax_params(scale: float, causal_offset: int | None) -> dict[str, int]:
-    """The i-exp constants for scores scaled by ``scale`` (in ``(0, 1024]``) and the mask offset."""
-    if not 0 < scale <= 1024:
-        raise WorkloadError(f"softmax scale must be in (0, 1024], not {scale!r}")
-    return {"in_mult": round(scale * (1 << (16 - FRAC))), "ln2": round(math.log(2) * (1 << 16)),
-            "poly_b": round(_EXP_B * (1 << 16)), "poly_a": round(_EXP_A * (1 << 15)),
-            "poly_c": round(_EXP_C * (1 << 14)), "causal_offset": -1 if causal_offset is None else int(causal_offset)}
-
-
-GELU_PARAMS = {"in_mult": round((1 << 14) / ((1 << FRAC) * math.sqrt(2))), "clip": round(-_ERF_B * (1 << 14)),
-               "poly_a": round(-_ERF_A * (1 << 15))}
 
 
 @functools.lru_cache(maxsize=1)

@@ -159,7 +159,10 @@ def to_workload(found: Collected, *, name: str, description: str, source: str, l
             primitives that were there are listed).
     """
     if not found.ops:
-        seen = ", ".join(f"{p} x{c}" for p, c in sorted(found.others.items())) or "no primitives"
+        kinds: Counter[str] = Counter()
+        for op, count, _ in found.vector:
+            kinds[f"vector op {op.kind}"] += count
+        seen = ", ".join(f"{p} x{c}" for p, c in sorted({**found.others, **kinds}.items())) or "no primitives"
         raise WorkloadError(f"{name} contains no matmul or convolution ({looked_for}); it has: {shown(seen, 300)}")
     return Workload(name=name, ops=tuple(found.ops), counts=tuple(found.counts),
                     other_primitives=tuple(sorted(found.others.items())),

@@ -161,13 +161,13 @@ def alexnet(form: Form, *, batch: int, res: int, classes: int) -> Model:
         for i, (_, _, stride, pad, pool) in enumerate(_ALEXNET_CONVS):
             name = f"features.conv{i + 1}"
             with jax.named_scope(name):
-                x = form.relu(form.conv(x, params[name], stride=stride, pad=pad))
+                x = form.conv(x, params[name], stride=stride, pad=pad, activation="relu")
             if pool:
                 x = form.maxpool(x, window=3, stride=2, pad=0)
         x = x.reshape(x.shape[0], -1)
         for name in ("classifier.fc1", "classifier.fc2"):
             with jax.named_scope(name):
-                x = form.relu(form.dense(x, params[name]))
+                x = form.dense(x, params[name], activation="relu")
         with jax.named_scope("classifier.fc3"):
             return form.dense(x, params["classifier.fc3"])
 

@@ -23,9 +23,11 @@ Lowering (default domain, opsets :data:`MIN_OPSET` to the installed onnx's newes
 
 Ops that do matrix work this cannot lower (``Einsum``, ``LSTM``, ``GRU``, ``RNN``,
 ``Attention``, custom-domain ops such as ``com.microsoft.FusedConv``, and control flow holding
-any of the above) are errors naming the op and the node. ``Add``, ``Gelu``,
-``LayerNormalization`` and ``Softmax`` become :class:`~workloads.vector_ops.VectorOp` records
-(kind, shape, axis). Every other node is counted in ``other_primitives`` by op type. Op names
+any of the above) are errors naming the op and the node. A bias add, clamp or ReLU right after a
+matrix op is that op's output stage's work; ``Add``, ``Relu``, ``Gelu``, ``LayerNormalization``,
+``Softmax`` and the pools elsewhere become :class:`~workloads.vector_ops.VectorOp` records (kind,
+shape, axis, window): :mod:`workloads._onnx_vector` states the rules. Every other node is
+counted in ``other_primitives`` by op type. Op names
 are the node names; ``origin`` is ``"node #i 'name' (OpType)"``.
 """
 
@@ -39,7 +41,8 @@ from typing import Any
 from accel_dse.errors import WorkloadError
 from accel_dse.text import shown
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
-from workloads.ops import Gemm, Op, VectorOp, Workload
+from workloads._onnx_vector import fused_nodes, vector_record
+from workloads.ops import Gemm, Op, Workload
 
 __all__ = ["load_onnx", "MIN_OPSET"]
 
@@ -335,9 +338,14 @@ def _lowering(op_type: str) -> Callable[[_Node], Op | None] | None:
 
 def _walk(model: Any, shapes: Mapping[str, list[int | str | None]], what: str) -> Collected:
     out = Collected()
+    constants = [t.name for t in model.graph.initializer]
+    constants += [name for node in model.graph.node if node.op_type == "Constant" for name in node.output]
+    fused = fused_nodes(model.graph.node, constants)
     for index, node in enumerate(model.graph.node):
         op_type = node.op_type
         default_domain = node.domain in ("", "ai.onnx")
+        if index in fused:  # a matrix op's output stage does it (workloads._onnx_vector)
+            continue
         nd = _Node(node, index, shapes, what)
         lower = _lowering(op_type) if default_domain else None
         if lower is not None:
@@ -356,38 +364,12 @@ def _walk(model: Any, shapes: Mapping[str, list[int | str | None]], what: str) -
             if inner:
                 raise WorkloadError(f"{nd.where}: control flow holding {shown(inner[0], 40)} is not supported; "
                                     "export the model unrolled (static loops, no If)")
-            vector = _vector_op(nd) if default_domain else None
+            vector = vector_record(nd) if default_domain else None
             if vector is not None:
                 out.add_vector(vector, 1)
             else:
                 out.others[op_type if default_domain else f"{node.domain}.{op_type}"] += 1
     return out
-
-
-#: ONNX ops that map to vector op records (kind), and whether they reduce along an ``axis``.
-_VECTOR_KINDS = {"Add": ("add", False), "Gelu": ("gelu", False), "LayerNormalization": ("layernorm", True),
-                 "Softmax": ("softmax", True)}
-
-
-def _vector_op(nd: _Node) -> VectorOp | None:
-    """The :class:`VectorOp` of an ``Add``, ``Gelu``, ``LayerNormalization`` or ``Softmax`` node whose
-    shapes are known (else ``None``: the node stays counted by name). The record holds the kind,
-    the shapes and the axis; the integer parameters come with a quantisation the graph does not give."""
-    if nd.op_type not in _VECTOR_KINDS or not nd.node.input or not nd.node.output:
-        return None
-    kind, reduces = _VECTOR_KINDS[nd.op_type]
-    shape, out = nd.shapes.get(nd.node.input[0]), nd.shapes.get(nd.node.output[0])
-    if kind == "add":  # a broadcasting add: the output is the element-wise work
-        shape = out
-    if not shape or not all(isinstance(d, int) and d > 0 for d in shape):
-        return None
-    dims = [int(d) for d in shape]  # type: ignore[arg-type]
-    axis = None
-    if reduces:
-        axis = int(nd.attrs.get("axis", -1)) % len(dims)
-        if kind == "layernorm":  # LayerNormalization normalises axes axis..last: one row of their product
-            dims, axis = dims[:axis] + [math.prod(dims[axis:])], axis
-    return VectorOp(kind=kind, shape=tuple(dims), axis=axis, name=nd.name, origin=nd.origin)
 
 
 def load_onnx(path: Path, options: Mapping[str, int], *, name: str, what: str) -> Workload:
