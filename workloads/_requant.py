@@ -21,11 +21,15 @@ import jax.numpy as jnp
 
 from workloads.ops import Requant
 
-__all__ = ["output_stage", "derived_requant", "recording", "record", "note_input", "ACTIVATION_RMS", "ACTIVATIONS"]
+__all__ = ["output_stage", "derived_requant", "recording", "record", "note_input", "ACTIVATION_RMS", "ACTIVATIONS",
+           "OUTPUT_STAGE_SCOPE"]
 
 #: Assumed RMS of every int8 layer input and target RMS of every layer output (after its
 #: activation), in codes: a quarter of the range, so +-4 sigma spans the int8 codes.
 ACTIVATION_RMS = 32.0
+#: The ``jax.named_scope`` around the output stage's arithmetic: the tracer leaves it to the matrix
+#: op whose result it requantises (the model charges the output stage with that op).
+OUTPUT_STAGE_SCOPE = "output_stage"
 #: Activations the output stage fuses, as clamp bounds relative to the zero point (``None``: no bound).
 ACTIVATIONS: dict[str | None, tuple[int | None, int | None]] = {None: (None, None), "relu": (0, None),
                                                                  "relu6": (0, 96)}
@@ -53,7 +57,7 @@ def output_stage(acc: Any, rq: Requant, *, start: int = 0) -> jax.Array:
     record(rq)
     n = acc.shape[-1]
     out_dtype = jnp.int8 if rq.bits <= 8 else jnp.int16
-    with jax.enable_x64(True):
+    with jax.enable_x64(True), jax.named_scope(OUTPUT_STAGE_SCOPE):
         mult = jnp.asarray(rq.channel_values("multiplier", n, start), jnp.int64)
         shift = jnp.asarray(rq.channel_values("shift", n, start), jnp.int64) + 31
         bias = jnp.asarray(rq.channel_values("bias", n, start), jnp.int64)

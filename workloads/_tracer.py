@@ -24,8 +24,11 @@ Mapping of primitives to op records:
 A ``jit`` equation running one of the integer vector ops of :mod:`workloads._int_ops` (named
 ``vector_op.<kind>.<i>``) becomes a :class:`~workloads.vector_ops.VectorOp` with that kind and
 parameters, the shape of its first input and of its output (its reduction axis is the last).
-Every other primitive is counted (times its multiplier) in ``Workload.other_primitives``, and
-the elements it writes in ``Workload.other_elements``: that is the work the array does not run.
+The requantisation of :func:`workloads._requant.output_stage` (its arithmetic runs inside the
+``output_stage`` named scope) is the output stage's work, charged with the matrix op it follows,
+and is not counted. Every other primitive is counted (times its multiplier) in
+``Workload.other_primitives``, and the elements it writes in ``Workload.other_elements``: that is
+the work the array does not run.
 Op names come from ``jax.named_scope`` (falling back to ``dot<i>`` / ``conv<i>``); each op's
 ``origin`` is the primitive and the user's source line that issued it (``"dot_general at
 model.py:12 (forward)"``).
@@ -43,6 +46,7 @@ from jax._src import source_info_util
 from accel_dse.errors import WorkloadError
 from workloads._int_ops import marker
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
+from workloads._requant import OUTPUT_STAGE_SCOPE
 from workloads.ops import Gemm, Op, VectorOp, Workload
 
 __all__ = ["trace", "trace_jaxpr"]
@@ -130,6 +134,12 @@ def _vector_op(eqn: Any, kind: str, params: tuple[tuple[str, int], ...]) -> Vect
                     name=f"{scope}/{kind}" if scope else kind, axis=len(shape) - 1 if kind in _ROW_KINDS else None)
 
 
+def _in_output_stage(eqn: Any) -> bool:
+    """Whether the equation is the output stage's requantisation (inside its named scope)."""
+    stack = str(getattr(eqn.source_info, "name_stack", "") or "")
+    return OUTPUT_STAGE_SCOPE in stack.replace("(", "/").replace(")", "/").split("/")
+
+
 class _Walker:
     def __init__(self, while_trips: int) -> None:
         self.while_trips = while_trips
@@ -162,6 +172,8 @@ class _Walker:
                 out.extend(self.walk(eqn.params["body_jaxpr"].jaxpr, trips))
             else:
                 subs = list(jex_core.jaxprs_in_params(eqn.params))
+                if _in_output_stage(eqn):
+                    continue  # the whole call, sub-jaxprs included (their name stacks start afresh)
                 if subs:
                     for sub in subs:
                         out.extend(self.walk(sub, mult))

@@ -66,9 +66,13 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
     ``out_shape``, ``axis``, ``params`` (name -> int), ``count``, ``elements`` = ``count`` times its
     input's elements, ``after`` = matrix ops before it; ``evaluate`` times them on the vector
     unit), ``vector_elements`` (kind -> elements, all runs) ``other_primitives`` (name -> how often
-    it runs) and ``other_elements`` (name -> the elements it writes in one run of the workload; empty
-    where the workload's reader does not know them).
+    it runs), ``other_elements`` (name -> the elements it writes in one run of the workload; empty
+    where the workload's reader does not know them) and ``host_arithmetic`` (name -> runs: the other
+    primitives that are arithmetic on tensors, not data layout or scalar index work; see
+    ``workloads.host_work``).
     """
+    from workloads.host_work import host_work
+
     ops = []
     for op, count in zip(workload.ops, workload.counts, strict=True):
         g = op.to_gemm()
@@ -101,6 +105,8 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
         "vector_elements": by_kind,
         "other_primitives": dict(workload.other_primitives),
         "other_elements": dict(workload.other_elements),
+        "host_arithmetic": {name: runs for name, runs, _ in host_work(workload.other_primitives,
+                                                                      workload.other_elements).arithmetic},
     }
 
 
@@ -136,19 +142,28 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def host_work_lines(workload: Any, width: int = 100, head: str = "not run on the array") -> list[str]:
-    """The work not run on the array (until a vector unit models it), wrapped at ``width``:
+    """The work beside the matrix and vector ops (``workloads.host_work``), wrapped at ``width``:
+    host arithmetic under ``head``, then data layout and scalar index arithmetic, named as free;
     each primitive with how often it runs and, where known, the elements it writes."""
+    from workloads.host_work import host_work
+
+    work = host_work(workload.other_primitives, workload.other_elements)
+    lines: list[str] = []
+    for items, title in ((work.arithmetic, head), (work.layout, "data layout, free (no arithmetic)"),
+                         (work.scalar, "scalar index arithmetic, free (one element a run)")):
+        if items:
+            lines += _wrapped(items, title, width)
+    return lines
+
+
+def _wrapped(items: tuple[tuple[str, int, int | None], ...], head: str, width: int) -> list[str]:
     import textwrap
 
     from accel_dse.units import count
 
-    if not workload.other_primitives:
-        return []
-    elements = dict(workload.other_elements)
-    parts = [f"{p} x{c}" + (f" ({count(elements[p])} elements)" if p in elements else "")
-             for p, c in workload.other_primitives]
-    total = sum(elements.values())
-    head += (f" ({count(total)} elements in all)" if elements else "") + ": "
+    parts = [f"{p} x{c}" + (f" ({count(e)} elements)" if e is not None else "") for p, c, e in items]
+    known = [e for _, _, e in items if e is not None]
+    head += (f" ({count(sum(known))} elements in all)" if known and len(items) > 1 else "") + ": "
     nbsp = "\u00a0"  # an item is never split over two lines
     text = head + ", ".join(part.replace(" ", nbsp) for part in parts)
     lines = textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
