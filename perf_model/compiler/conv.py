@@ -124,6 +124,7 @@ class _Geometry:
         self._runs: dict[tuple[int, int, int], int] = {}
         self.sizes: dict[tuple[int, int, int], tuple[list[int], list[int], list[tuple[int, int, int, int]]]] = {}
         self.shapes: dict[tuple[int, int, int], Counter[tuple[int, int]]] = {}
+        self.filter_tiles: dict[int, Counter[tuple[int, int]]] = {}
 
     def run(self, m: int, k: int, n: int) -> int:
         """``timing.run_cycles`` of one run of ``m x k x n`` (kept per shape)."""
@@ -206,19 +207,34 @@ def _sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[tupl
 
 
 def _run_shapes(g: _Geometry, t: ConvTiling) -> Counter[tuple[int, int]]:
-    """``(K, filters)`` of the runs of one output-row tile, counted (kept per tile size)."""
+    """``(K, filters)`` of the runs of one output-row tile, counted (kept per tile size): per filter
+    tile of ``span`` channel words, ``span // c_t`` full channel blocks and one of the rest, each
+    in every tap tile."""
     key = (t.n_t, t.c_t, t.taps_t)
     if key not in g.shapes:
-        taps = [(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t.taps_t)]
+        taps = Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t.taps_t))
         shapes: Counter[tuple[int, int]] = Counter()
-        for n0 in range(0, g.N, t.n_t):
-            n1 = min(n0 + t.n_t, g.N)
-            w0, w1 = g.filter_words(n0, n1)
-            for c0 in range(w0, w1, t.c_t):
-                for tp in taps:
-                    shapes[(tp * (min(c0 + t.c_t, w1) - c0) * g.R, n1 - n0)] += 1
+        for (span, filters), count in _filter_tiles(g, t.n_t).items():
+            full, rest = divmod(span, t.c_t)
+            for tp, tc in taps.items():
+                if full:
+                    shapes[(tp * t.c_t * g.R, filters)] += count * tc * full
+                if rest:
+                    shapes[(tp * rest * g.R, filters)] += count * tc
         g.shapes[key] = shapes
     return g.shapes[key]
+
+
+def _filter_tiles(g: _Geometry, n_t: int) -> Counter[tuple[int, int]]:
+    """``(channel words, filters)`` of the filter tiles of ``n_t`` filters, counted (kept per size)."""
+    if n_t in g.filter_tiles:
+        return g.filter_tiles[n_t]
+    tiles: Counter[tuple[int, int]] = g.filter_tiles.setdefault(n_t, Counter())
+    for n0 in range(0, g.N, n_t):
+        n1 = min(n0 + n_t, g.N)
+        w0, w1 = g.filter_words(n0, n1)
+        tiles[(w1 - w0, n1 - n0)] += 1
+    return tiles
 
 
 def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
@@ -269,20 +285,6 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     return total
 
 
-def _prefill_runs(g: _Geometry, most: int) -> None:
-    """Time every run shape the search can meet in one ``timing.run_cycles`` call (``_Geometry.run``)."""
-    pixels = sorted({(min(oy + r, g.out_h) - oy) * g.out_w for r in _levels(g.out_h) for oy in range(0, g.out_h, r)})
-    shapes = sorted({shape for c_t in _levels(most) for n_t in _levels(g.N, min(g.C, g.N))
-                     for taps_t in _tap_levels(g.conv.kh, g.conv.kw)
-                     for shape in _run_shapes(g, ConvTiling("ok", "", 1, n_t, c_t, taps_t))})
-    if not shapes:
-        return
-    m = np.repeat(np.array(pixels), len(shapes))
-    k, n = (np.tile(np.array([s[i] for s in shapes]), len(pixels)) for i in (0, 1))
-    cycles = timing.run_cycles(0, g.R, g.C, m, k, n, g.config.shadow_stationary).tolist()
-    g._runs.update(zip(zip(m.tolist(), k.tolist(), n.tolist(), strict=True), cycles, strict=True))
-
-
 def _levels(top: int, step: int = 1) -> list[int]:
     """Powers of two times ``step`` below ``top``, and ``top``."""
     out, v = [], step
@@ -298,38 +300,118 @@ def _tap_levels(kh: int, kw: int) -> list[int]:
 
 
 def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> ConvTiling:
-    """The tiling ``compile_conv`` uses (module docstring), or an infeasible one with its reason."""
+    """The tiling ``compile_conv`` uses (module docstring), or an infeasible one with its reason.
+
+    The candidates' order by score (:func:`_estimate`, then :func:`_dram_bytes`, then loop order)
+    does not depend on the buffer sizes, which only decide which candidates fit: it is kept per
+    design fields the scores see and conv (:func:`_ranking`), and a design takes the first
+    candidate that fits its buffers."""
     why = conv_served(config)
     if why:
         return ConvTiling("infeasible", why)
-    g = _Geometry(config, conv)
     room = _room(config)
-    best: tuple[tuple[int, int], ConvTiling] | None = None
+    ranked, need = _ranking(config, conv, requant)
+    fits = (ranked[:, 6] <= room[0]) & (ranked[:, 7] <= room[1]) & (ranked[:, 8] <= room[2])
+    if fits.any():
+        rows_t, n_t, c_t, taps_t, order, dram = ranked[int(fits.argmax()), :6].tolist()
+        return ConvTiling("ok", "", rows_t, n_t, c_t, taps_t, ("mn", "nm")[order], dram)
+    what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
+    return ConvTiling("infeasible", f"{what}: the band of one output row with one channel word per pixel needs "
+                                    f"{need} ifmap words (and one tap {config.rows} weight words), more than the "
+                                    f"{room[0]} ifmap / {room[1]} weight words a tile may use")
+
+
+_RANKINGS: dict[tuple[object, ...], tuple[np.ndarray, int]] = {}
+_RANKINGS_SIZE = 1 << 12
+
+
+def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[np.ndarray, int]:
+    """Every candidate tiling, best first (ties in loop order), a row each: ``rows_t, n_t, c_t,
+    taps_t, order`` (0 ``mn``, 1 ``nm``), DRAM bytes, and the ifmap, weight and ofmap words it
+    needs; and the ifmap words of the smallest band. Kept per conv and the design fields a score
+    sees (not the buffer sizes)."""
+    g = _Geometry(config, conv)
+    key = (g.R, g.C, config.input_bits, config.acc_bits, requant, config.double_buffered, config.shadow_stationary,
+           g.bytes_per_cycle, conv)
+    hit = _RANKINGS.get(key)
+    if hit is None:
+        if len(_RANKINGS) >= _RANKINGS_SIZE:
+            _RANKINGS.clear()
+        hit = _RANKINGS[key] = _rank(g, requant)
+    return hit
+
+
+def _rank(g: _Geometry, requant: bool) -> tuple[np.ndarray, int]:
+    """:func:`_ranking`, computed: every candidate's :func:`_estimate` and :func:`_dram_bytes` at
+    once, over axes (channel block, output-row tile, filter tile, tap tile, loop order) in the
+    search's loop order."""
+    cfg, conv, R = g.config, g.conv, g.R
+    ib = cfg.input_bits // 8
+    out_b = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
     most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, g.N)) for n0 in range(0, g.N, g.cpo)))
     most = max(most, g.filter_words(0, g.N)[1] - g.filter_words(0, g.N)[0])
-    _prefill_runs(g, most)
-    for c_t in _levels(most):
-        for rows_t in _levels(g.out_h):
-            band = g.band_rows(rows_t) * conv.w * c_t
-            if band > room[0]:
-                continue
-            for n_t, taps_t in product(_levels(g.N, min(g.C, g.N)), _tap_levels(conv.kh, conv.kw)):
-                k_words = taps_t * g.R * c_t * math.ceil(min(n_t, g.N) / g.C)
-                if k_words > room[1] or rows_t * g.out_w * math.ceil(n_t / g.C) > room[2]:
-                    continue
-                for order in ("mn", "nm"):
-                    t = ConvTiling("ok", "", rows_t, n_t, c_t, taps_t, order)
-                    t = dataclasses.replace(t, dram_bytes=_dram_bytes(g, t, requant))
-                    score = (_estimate(g, t), t.dram_bytes)
-                    if best is None or score < best[0]:
-                        best = (score, t)
-    if best is None:
-        need = g.band_rows(1) * conv.w
-        what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
-        return ConvTiling("infeasible", f"{what}: the band of one output row with one channel word per pixel needs "
-                                        f"{need} ifmap words (and one tap {g.R} weight words), more than the "
-                                        f"{room[0]} ifmap / {room[1]} weight words a tile may use")
-    return best[1]
+    cl, nl = _levels(most), _levels(g.N, min(g.C, g.N))
+    tl, rl = _tap_levels(conv.kh, conv.kw), _levels(g.out_h)
+    # Output-row tiles: most band rows, tiles, band rows summed, tiles per pixel count.
+    bands = [[g.band(oy, min(oy + r, g.out_h))[1] for oy in range(0, g.out_h, r)] for r in rl]
+    pix = sorted({(min(oy + r, g.out_h) - oy) * g.out_w for r in rl for oy in range(0, g.out_h, r)})
+    at = {p: i for i, p in enumerate(pix)}
+    per_pix = np.zeros((len(rl), len(pix)), dtype=np.int64)
+    for i, r in enumerate(rl):
+        for oy in range(0, g.out_h, r):
+            per_pix[i, at[(min(oy + r, g.out_h) - oy) * g.out_w]] += 1
+    band_rows = np.array([max(b) for b in bands], dtype=np.int64)
+    mt = np.array([len(b) for b in bands], dtype=np.int64)
+    band_sum = np.array([sum(b) for b in bands], dtype=np.int64)
+    # Run shapes of each (filter tile, channel block, tap tile) size: cycles per pixel count.
+    rows, ks, ns, counts = [], [], [], []
+    for i, (n_t, c_t, taps_t) in enumerate(product(nl, cl, tl)):
+        for (k, n), count in _run_shapes(g, ConvTiling("ok", "", 1, n_t, c_t, taps_t)).items():
+            rows.append(i)
+            ks.append(k)
+            ns.append(n)
+            counts.append(count)
+    cyc = timing.run_cycles(0, R, g.C, np.array(pix, dtype=np.int64)[None, :], np.array(ks)[:, None],
+                            np.array(ns)[:, None], cfg.shadow_stationary).astype(np.int64)
+    per_shape = np.zeros((len(nl) * len(cl) * len(tl), len(pix)), dtype=np.int64)
+    np.add.at(per_shape, np.array(rows, dtype=np.int64), cyc * np.array(counts, dtype=np.int64)[:, None])
+    compute = per_shape.reshape(len(nl), len(cl), len(tl), len(pix)) @ per_pix.T  # (n, c, t, r)
+    compute = compute.transpose(1, 3, 0, 2)[..., None]  # (c, r, n, t, 1)
+    # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
+    words = np.zeros((len(cl), len(nl)), dtype=np.int64)
+    shared = np.zeros_like(words)
+    single = np.zeros_like(words)  # weight bytes of the filter tiles of one channel block
+    wsum, nts = np.zeros(len(nl), dtype=np.int64), np.zeros(len(nl), dtype=np.int64)
+    cols = np.zeros(len(nl), dtype=np.int64)
+    for j, n_t in enumerate(nl):
+        for i, c_t in enumerate(cl):
+            _, _, filters = _sizes(g, ConvTiling("ok", "", g.out_h, n_t, c_t, 1))
+            weights = [g.taps * span * R * col * ib for span, _, _, col in filters]
+            words[i, j] = sum(span for span, *_ in filters)
+            shared[i, j] = sum(first * kept for _, first, kept, _ in filters)
+            single[i, j] = sum(w for w, (span, *_) in zip(weights, filters, strict=True) if span <= c_t)
+            wsum[j], nts[j], cols[j] = sum(weights), len(filters), sum(f[3] for f in filters)
+    one_tap = np.array([len(g.tap_tiles(t)) == 1 for t in tl])[None, None, None, :, None]
+    order = np.array([0, 1])[None, None, None, None, :]
+    mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
+    kept = (order == 0) | (mt5 == 1)
+    a = bs5 * conv.w * R * ib * (words[:, None, :, None, None] - shared[:, None, :, None, None] * kept)
+    one = single[:, None, :, None, None] * one_tap  # weight bytes read once (filter tiles of one run)
+    w5 = wsum[None, None, :, None, None]
+    b_mn = np.where((nts[None, None, :, None, None] == 1) & (one == w5) & one_tap, w5, mt5 * w5)
+    b_nm = one + mt5 * (w5 - one)
+    dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None] * out_b
+    dma = dram / g.bytes_per_cycle
+    score = np.trunc(np.maximum(compute, dma) if cfg.double_buffered else compute + dma)
+    shape = score.shape
+    cols_n = -(-np.minimum(np.array(nl), g.N) // g.C)
+    c5, r5 = np.array(cl)[:, None, None, None, None], np.array(rl)[None, :, None, None, None]
+    n5, t5 = np.array(nl)[None, None, :, None, None], np.array(tl)[None, None, None, :, None]
+    table = np.stack([np.broadcast_to(x, shape).reshape(-1) for x in (
+        r5, n5, c5, t5, order, dram, band_rows[None, :, None, None, None] * conv.w * c5,
+        t5 * R * c5 * cols_n[None, None, :, None, None], r5 * g.out_w * cols_n[None, None, :, None, None])], axis=1)
+    best = np.lexsort((np.arange(len(table)), table[:, 5], score.reshape(-1)))
+    return table[best], g.band_rows(1) * conv.w
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,9 @@
 design runs on chip; ``perf_model`` registers :func:`conv_figures` with it at import. The
 figures are the program's own: ``compile_conv`` with the tiling its search picks, the walk's
 cycles (``gemm_program_cycles`` at the design's DRAM pacing, as ``simulate`` expects them) and
-the bytes of its transfers. A sweep meets a design once per conv, so they are cached.
+the bytes of its transfers, counted by runs without the program (``conv_schedule``, equal to
+the walk) unless the DRAM is paced (then the program is compiled and walked). A sweep meets a
+design once per conv, so they are cached.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import math
 
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
-from perf_model.compiler.conv import ConvProgram, compile_conv, conv_served, conv_tiling
+from perf_model.compiler.conv import ConvProgram, ConvTiling, _Geometry, compile_conv, conv_served, conv_tiling
+from perf_model.compiler.conv_schedule import conv_schedule
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import dram_rate, gemm_program_cycles
 from workloads.ops import Conv2d
 
-__all__ = ["conv_figures", "program_bytes"]
+__all__ = ["conv_figures", "program_bytes", "walked_figures"]
 
 
 def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, int]:
@@ -63,6 +66,17 @@ def _figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures:
     tiling = conv_tiling(config, conv, requant=requant)
     if not tiling.feasible:
         return ConvFigures(False, tiling.reason)
+    fast = conv_schedule(_Geometry(config, conv), tiling, requant)
+    if fast is not None:  # the walk's figures, counted by runs (``conv_schedule``)
+        return ConvFigures(True, "", compute=fast.compute, total=fast.total, folds=fast.folds,
+                           read=(float(fast.read[0]), float(fast.read[1]), 0.0), write=(0.0, 0.0, float(fast.written)),
+                           sram_read=fast.sram_read, sram_write=fast.sram_write, tile=fast.tile)
+    return walked_figures(config, conv, requant, tiling)
+
+
+def walked_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: ConvTiling) -> ConvFigures:
+    """The figures of one image from its compiled program and the program walk (the reference
+    :func:`~perf_model.compiler.conv_schedule.conv_schedule` equals; a paced DRAM's only way)."""
     program = compile_conv(config, conv, requant=requant, tiling=tiling)
     walk = gemm_program_cycles(config, program, rate=dram_rate(config))
     a, b, c = program_bytes(config, program)
