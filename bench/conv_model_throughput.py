@@ -33,12 +33,12 @@ def main() -> int:
     parser.add_argument("--repo", default=str(HERE.parent), help="checkout whose model is measured")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(args.repo).resolve()))
-    sys.path.insert(1, str(HERE))
-    import model_throughput  # the grid
-
     import perf_model
     import workloads
     from workloads.ops import Conv2d, Workload
+
+    sys.path.insert(1, str(HERE))
+    import model_throughput  # the grid (it puts this checkout on the path: the model is imported first)
 
     print(f"model from {Path(perf_model.__file__).resolve().parent.parent}; load average "
           f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")

@@ -345,57 +345,79 @@ def _rank(g: _Geometry, requant: bool) -> tuple[np.ndarray, int]:
     """:func:`_ranking`, computed: every candidate's :func:`_estimate` and :func:`_dram_bytes` at
     once, over axes (channel block, output-row tile, filter tile, tap tile, loop order) in the
     search's loop order."""
-    cfg, conv, R = g.config, g.conv, g.R
+    cfg, conv, R, C, N = g.config, g.conv, g.R, g.C, g.N
     ib = cfg.input_bits // 8
     out_b = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
-    most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, g.N)) for n0 in range(0, g.N, g.cpo)))
-    most = max(most, g.filter_words(0, g.N)[1] - g.filter_words(0, g.N)[0])
-    cl, nl = _levels(most), _levels(g.N, min(g.C, g.N))
+    most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, N)) for n0 in range(0, N, g.cpo)))
+    most = max(most, g.filter_words(0, N)[1] - g.filter_words(0, N)[0])
+    cl, nl = _levels(most), _levels(N, min(C, N))
     tl, rl = _tap_levels(conv.kh, conv.kw), _levels(g.out_h)
-    # Output-row tiles: most band rows, tiles, band rows summed, tiles per pixel count.
-    bands = [[g.band(oy, min(oy + r, g.out_h))[1] for oy in range(0, g.out_h, r)] for r in rl]
-    pix = sorted({(min(oy + r, g.out_h) - oy) * g.out_w for r in rl for oy in range(0, g.out_h, r)})
-    at = {p: i for i, p in enumerate(pix)}
-    per_pix = np.zeros((len(rl), len(pix)), dtype=np.int64)
+    # Output-row tiles per size: most band rows, tiles, band rows summed, tiles per pixel count.
+    band_rows, mt, band_sum = (np.zeros(len(rl), dtype=np.int64) for _ in range(3))
+    tiles_of: list[Counter[int]] = []
     for i, r in enumerate(rl):
-        for oy in range(0, g.out_h, r):
-            per_pix[i, at[(min(oy + r, g.out_h) - oy) * g.out_w]] += 1
-    band_rows = np.array([max(b) for b in bands], dtype=np.int64)
-    mt = np.array([len(b) for b in bands], dtype=np.int64)
-    band_sum = np.array([sum(b) for b in bands], dtype=np.int64)
-    # Run shapes of each (filter tile, channel block, tap tile) size: cycles per pixel count.
-    rows, ks, ns, counts = [], [], [], []
-    for i, (n_t, c_t, taps_t) in enumerate(product(nl, cl, tl)):
-        for (k, n), count in _run_shapes(g, ConvTiling("ok", "", 1, n_t, c_t, taps_t)).items():
-            rows.append(i)
-            ks.append(k)
-            ns.append(n)
-            counts.append(count)
-    cyc = timing.run_cycles(0, R, g.C, np.array(pix, dtype=np.int64)[None, :], np.array(ks)[:, None],
-                            np.array(ns)[:, None], cfg.shadow_stationary).astype(np.int64)
-    per_shape = np.zeros((len(nl) * len(cl) * len(tl), len(pix)), dtype=np.int64)
-    np.add.at(per_shape, np.array(rows, dtype=np.int64), cyc * np.array(counts, dtype=np.int64)[:, None])
-    compute = per_shape.reshape(len(nl), len(cl), len(tl), len(pix)) @ per_pix.T  # (n, c, t, r)
+        oy = np.arange(0, g.out_h, r)
+        oy1 = np.minimum(oy + r, g.out_h)
+        top = oy * conv.stride_h - conv.pad_h
+        bottom = (oy1 - 1) * conv.stride_h - conv.pad_h + (conv.kh - 1) * conv.dilation_h + 1
+        rows = np.maximum(np.minimum(conv.h, bottom) - np.maximum(0, top), 0)
+        band_rows[i], mt[i], band_sum[i] = rows.max(), len(oy), rows.sum()
+        tiles_of.append(Counter(((oy1 - oy) * g.out_w).tolist()))
+    pix = np.array(sorted({p for tiles in tiles_of for p in tiles}), dtype=np.int64)
+    at_pix = {p: i for i, p in enumerate(pix.tolist())}
+    per_pix = np.zeros((len(rl), len(pix)), dtype=np.int64)
+    for i, tiles in enumerate(tiles_of):
+        for p, count in tiles.items():
+            per_pix[i, at_pix[p]] = count
+    # Filter tiles per size (``_sizes``): channel words, first block kept from the tile before, columns.
+    words, shared, single = (np.zeros((len(cl), len(nl)), dtype=np.int64) for _ in range(3))
+    wsum, nts, cols = (np.zeros(len(nl), dtype=np.int64) for _ in range(3))
+    c_col = np.array(cl, dtype=np.int64)[:, None]
+    kinds: list[tuple[int, int, int, int]] = []  # (filter tile size index, span, filters, tiles)
+    for j, n_t in enumerate(nl):
+        n0 = np.arange(0, N, n_t)
+        n1 = np.minimum(n0 + n_t, N)
+        w0 = (n0 // g.cpo) * g.cpg // R
+        w1 = -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
+        span, filt = w1 - w0, n1 - n0
+        col = -(-filt // C) * C
+        weights = g.taps * span * R * col * ib
+        first = np.minimum(w0 + c_col, w1)
+        last = w0 + (-(-span // c_col) - 1) * c_col
+        kept = np.zeros(first.shape, dtype=bool)
+        kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
+        words[:, j] = span.sum()
+        shared[:, j] = ((first - w0) * kept).sum(axis=1)
+        single[:, j] = (weights * (span <= c_col)).sum(axis=1)
+        wsum[j], nts[j], cols[j] = weights.sum(), len(n0), col.sum()
+        kinds += [(j, s, f, c) for (s, f), c in Counter(zip(span.tolist(), filt.tolist(), strict=True)).items()]
+    # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
+    taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
+    at, ks, ns, weight = [], [], [], []
+    for j, span, filt, count in kinds:
+        for i, c_t in enumerate(cl):
+            full, rest = divmod(span, c_t)
+            for q, taps in enumerate(taps_of):
+                cell = (j * len(cl) + i) * len(tl) + q
+                for tp, tc in taps.items():
+                    for size, times in ((c_t, full), (rest, 1 if rest else 0)):
+                        if times:
+                            at.append(cell)
+                            ks.append(tp * size * R)
+                            ns.append(filt)
+                            weight.append(count * tc * times)
+    cyc = timing.run_cycles(0, R, C, pix[None, :], np.array(ks)[:, None], np.array(ns)[:, None],
+                            cfg.shadow_stationary).astype(np.int64)
+    per_cell = np.zeros((len(nl) * len(cl) * len(tl), len(pix)), dtype=np.int64)
+    np.add.at(per_cell, np.array(at, dtype=np.int64), cyc * np.array(weight, dtype=np.int64)[:, None])
+    compute = per_cell.reshape(len(nl), len(cl), len(tl), len(pix)) @ per_pix.T  # (n, c, t, r)
     compute = compute.transpose(1, 3, 0, 2)[..., None]  # (c, r, n, t, 1)
     # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
-    words = np.zeros((len(cl), len(nl)), dtype=np.int64)
-    shared = np.zeros_like(words)
-    single = np.zeros_like(words)  # weight bytes of the filter tiles of one channel block
-    wsum, nts = np.zeros(len(nl), dtype=np.int64), np.zeros(len(nl), dtype=np.int64)
-    cols = np.zeros(len(nl), dtype=np.int64)
-    for j, n_t in enumerate(nl):
-        for i, c_t in enumerate(cl):
-            _, _, filters = _sizes(g, ConvTiling("ok", "", g.out_h, n_t, c_t, 1))
-            weights = [g.taps * span * R * col * ib for span, _, _, col in filters]
-            words[i, j] = sum(span for span, *_ in filters)
-            shared[i, j] = sum(first * kept for _, first, kept, _ in filters)
-            single[i, j] = sum(w for w, (span, *_) in zip(weights, filters, strict=True) if span <= c_t)
-            wsum[j], nts[j], cols[j] = sum(weights), len(filters), sum(f[3] for f in filters)
     one_tap = np.array([len(g.tap_tiles(t)) == 1 for t in tl])[None, None, None, :, None]
     order = np.array([0, 1])[None, None, None, None, :]
     mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
-    kept = (order == 0) | (mt5 == 1)
-    a = bs5 * conv.w * R * ib * (words[:, None, :, None, None] - shared[:, None, :, None, None] * kept)
+    keep = (order == 0) | (mt5 == 1)
+    a = bs5 * conv.w * R * ib * (words[:, None, :, None, None] - shared[:, None, :, None, None] * keep)
     one = single[:, None, :, None, None] * one_tap  # weight bytes read once (filter tiles of one run)
     w5 = wsum[None, None, :, None, None]
     b_mn = np.where((nts[None, None, :, None, None] == 1) & (one == w5) & one_tap, w5, mt5 * w5)
@@ -404,14 +426,14 @@ def _rank(g: _Geometry, requant: bool) -> tuple[np.ndarray, int]:
     dma = dram / g.bytes_per_cycle
     score = np.trunc(np.maximum(compute, dma) if cfg.double_buffered else compute + dma)
     shape = score.shape
-    cols_n = -(-np.minimum(np.array(nl), g.N) // g.C)
+    cols_n = (-(-np.array(nl) // C))[None, None, :, None, None]
     c5, r5 = np.array(cl)[:, None, None, None, None], np.array(rl)[None, :, None, None, None]
     n5, t5 = np.array(nl)[None, None, :, None, None], np.array(tl)[None, None, None, :, None]
     table = np.stack([np.broadcast_to(x, shape).reshape(-1) for x in (
         r5, n5, c5, t5, order, dram, band_rows[None, :, None, None, None] * conv.w * c5,
-        t5 * R * c5 * cols_n[None, None, :, None, None], r5 * g.out_w * cols_n[None, None, :, None, None])], axis=1)
+        t5 * R * c5 * cols_n, r5 * g.out_w * cols_n)], axis=1)
     best = np.lexsort((np.arange(len(table)), table[:, 5], score.reshape(-1)))
-    return table[best], g.band_rows(1) * conv.w
+    return table[best], int(band_rows[0]) * conv.w
 
 
 @dataclasses.dataclass(frozen=True)

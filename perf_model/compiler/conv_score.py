@@ -17,9 +17,9 @@ import math
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
 from perf_model.compiler.conv import ConvProgram, ConvTiling, _Geometry, compile_conv, conv_served, conv_tiling
-from perf_model.compiler.conv_schedule import conv_schedule
+from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import dram_rate, gemm_program_cycles
+from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles
 from workloads.ops import Conv2d
 
 __all__ = ["conv_figures", "program_bytes", "walked_figures"]
@@ -59,6 +59,9 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
 
 _PACING_ONLY = ("tech_nm", "clock_mhz", "dram")  # design fields a program sees through dram_rate only
 _CACHE: dict[tuple[object, ...], ConvFigures] = {}
+#: The schedule of a tiling, per the design fields it sees (designs that differ in their buffers
+#: only often pick the same tiling).
+_SCHEDULES: dict[tuple[object, ...], ConvSchedule | None] = {}
 _CACHE_SIZE = 1 << 14
 
 
@@ -66,7 +69,13 @@ def _figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures:
     tiling = conv_tiling(config, conv, requant=requant)
     if not tiling.feasible:
         return ConvFigures(False, tiling.reason)
-    fast = conv_schedule(_Geometry(config, conv), tiling, requant)
+    key = (dataclasses.astuple(tiling), config.rows, config.cols, config.input_bits, config.acc_bits,
+           config.double_buffered, config.shadow_stationary, axi_data_bytes(config), dram_rate(config), conv, requant)
+    fast = _SCHEDULES.get(key)
+    if fast is None:
+        if len(_SCHEDULES) >= _CACHE_SIZE:
+            _SCHEDULES.clear()
+        fast = _SCHEDULES[key] = conv_schedule(_Geometry(config, conv), tiling, requant)
     if fast is not None:  # the walk's figures, counted by runs (``conv_schedule``)
         return ConvFigures(True, "", compute=fast.compute, total=fast.total, folds=fast.folds,
                            read=(float(fast.read[0]), float(fast.read[1]), 0.0), write=(0.0, 0.0, float(fast.written)),
