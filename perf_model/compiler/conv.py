@@ -48,7 +48,6 @@ import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterator
-from itertools import product
 
 import numpy as np
 
@@ -322,32 +321,43 @@ def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> 
 
 
 _RANKINGS: dict[tuple[object, ...], tuple[np.ndarray, int]] = {}
-_RANKINGS_SIZE = 1 << 12
+_CANDIDATES: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+_CACHE_SIZE = 1 << 12
 
 
 def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[np.ndarray, int]:
     """Every candidate tiling, best first (ties in loop order), a row each: ``rows_t, n_t, c_t,
     taps_t, order`` (0 ``mn``, 1 ``nm``), DRAM bytes, and the ifmap, weight and ofmap words it
     needs; and the ifmap words of the smallest band. Kept per conv and the design fields a score
-    sees (not the buffer sizes)."""
+    sees (not the buffer sizes); the candidates' run cycles and bytes (:func:`_candidates`) are
+    kept apart from the DRAM rate and the buffering, which only weigh them."""
     g = _Geometry(config, conv)
-    key = (g.R, g.C, config.input_bits, config.acc_bits, requant, config.double_buffered, config.shadow_stationary,
-           g.bytes_per_cycle, conv)
-    hit = _RANKINGS.get(key)
+    out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
+    key = (g.R, g.C, config.input_bits, out_b, config.shadow_stationary, conv)
+    parts = _CANDIDATES.get(key)
+    if parts is None:
+        if len(_CANDIDATES) >= _CACHE_SIZE:
+            _CANDIDATES.clear()
+        parts = _CANDIDATES[key] = _candidates(g, out_b)
+    ranked_key = (*key, config.double_buffered, g.bytes_per_cycle)
+    hit = _RANKINGS.get(ranked_key)
     if hit is None:
-        if len(_RANKINGS) >= _RANKINGS_SIZE:
+        if len(_RANKINGS) >= _CACHE_SIZE:
             _RANKINGS.clear()
-        hit = _RANKINGS[key] = _rank(g, requant)
+        compute, dram, table, need = parts
+        dma = dram / g.bytes_per_cycle
+        score = np.trunc(np.maximum(compute, dma) if config.double_buffered else compute + dma)
+        hit = _RANKINGS[ranked_key] = (table[np.lexsort((np.arange(len(table)), dram, score))], need)
     return hit
 
 
-def _rank(g: _Geometry, requant: bool) -> tuple[np.ndarray, int]:
-    """:func:`_ranking`, computed: every candidate's :func:`_estimate` and :func:`_dram_bytes` at
-    once, over axes (channel block, output-row tile, filter tile, tap tile, loop order) in the
-    search's loop order."""
+def _candidates(g: _Geometry, out_b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Of every candidate tiling, in the search's loop order (axes channel block, output-row tile,
+    filter tile, tap tile, loop order): its run cycles and DRAM bytes (:func:`_estimate`'s compute
+    and :func:`_dram_bytes`, ``out_b`` bytes an output lane) and its row of :func:`_ranking`'s
+    table; and the ifmap words of the smallest band."""
     cfg, conv, R, C, N = g.config, g.conv, g.R, g.C, g.N
     ib = cfg.input_bits // 8
-    out_b = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
     most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, N)) for n0 in range(0, N, g.cpo)))
     most = max(most, g.filter_words(0, N)[1] - g.filter_words(0, N)[0])
     cl, nl = _levels(most), _levels(N, min(C, N))
@@ -423,17 +433,14 @@ def _rank(g: _Geometry, requant: bool) -> tuple[np.ndarray, int]:
     b_mn = np.where((nts[None, None, :, None, None] == 1) & (one == w5) & one_tap, w5, mt5 * w5)
     b_nm = one + mt5 * (w5 - one)
     dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None] * out_b
-    dma = dram / g.bytes_per_cycle
-    score = np.trunc(np.maximum(compute, dma) if cfg.double_buffered else compute + dma)
-    shape = score.shape
+    shape = np.broadcast_shapes(compute.shape, dram.shape)
     cols_n = (-(-np.array(nl) // C))[None, None, :, None, None]
     c5, r5 = np.array(cl)[:, None, None, None, None], np.array(rl)[None, :, None, None, None]
     n5, t5 = np.array(nl)[None, None, :, None, None], np.array(tl)[None, None, None, :, None]
     table = np.stack([np.broadcast_to(x, shape).reshape(-1) for x in (
         r5, n5, c5, t5, order, dram, band_rows[None, :, None, None, None] * conv.w * c5,
         t5 * R * c5 * cols_n, r5 * g.out_w * cols_n)], axis=1)
-    best = np.lexsort((np.arange(len(table)), table[:, 5], score.reshape(-1)))
-    return table[best], int(band_rows[0]) * conv.w
+    return (np.broadcast_to(compute, shape).reshape(-1), table[:, 5], table, int(band_rows[0]) * conv.w)
 
 
 @dataclasses.dataclass(frozen=True)

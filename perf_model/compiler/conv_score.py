@@ -43,12 +43,19 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
     why = conv_served(config)
     if why:
         return why
-    one = dataclasses.replace(conv, n=1)
+    one = conv if conv.n == 1 else dataclasses.replace(conv, n=1)
     # The program and its walk depend on the design through these fields and the DRAM pacing only
     # (not the node, nor the clock and DRAM part but through the pacing): designs of a sweep that
-    # differ elsewhere share the figures.
-    key = (tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY),
-           dram_rate(config), one, requant)
+    # differ elsewhere share the figures. A design's part of the key is kept (one per design of a
+    # sweep, its ops reuse it).
+    design = _DESIGN_KEYS.get(config)
+    if design is None:
+        if len(_DESIGN_KEYS) >= _CACHE_SIZE:
+            _DESIGN_KEYS.clear()
+        design = _DESIGN_KEYS[config] = (
+            tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY),
+            dram_rate(config))
+    key = (design, one, requant)
     figures = _CACHE.get(key)
     if figures is None:
         if len(_CACHE) >= _CACHE_SIZE:
@@ -59,6 +66,7 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
 
 _PACING_ONLY = ("tech_nm", "clock_mhz", "dram")  # design fields a program sees through dram_rate only
 _CACHE: dict[tuple[object, ...], ConvFigures] = {}
+_DESIGN_KEYS: dict[ArrayConfig, tuple[object, ...]] = {}
 #: The schedule of a tiling, per the design fields it sees (designs that differ in their buffers
 #: only often pick the same tiling).
 _SCHEDULES: dict[tuple[object, ...], ConvSchedule | None] = {}
