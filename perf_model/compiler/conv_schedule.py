@@ -98,6 +98,29 @@ class _Transfers:
         return dma_timing.load_cycles(lens, _L, _D)
 
 
+    def many(self, kind: str, addr: np.ndarray, stride: int, rows: np.ndarray, words: np.ndarray) -> np.ndarray:
+        """:meth:`cycles` of transfers given as arrays (one ``stride``): the closed form where every
+        row lies in one page and one burst, :meth:`cycles` elsewhere."""
+        per_word = self.beats["ofmap" if kind == "store" else "requant" if kind == "store_q" else kind]
+        b = words * per_word
+        row_bytes = b * self.W
+        if stride % PAGE == 0:
+            fits = addr % PAGE + row_bytes <= PAGE
+        elif PAGE % stride == 0:
+            fits = addr % stride + row_bytes <= stride
+        else:
+            fits = (rows == 1) & (addr % PAGE + row_bytes <= PAGE)
+        fits &= b <= dma_timing.MAX_BURST
+        q = (rows - 1) // _D
+        if kind.startswith("store"):
+            n = store_read_latency(kind == "store_q") + _L + 3 + rows * b + q * np.maximum(0, _L + 2 - (_D - 1) * b)
+        else:
+            n = _L + 2 + rows * b + q * np.maximum(0, _L + 1 - (_D - 1) * b)
+        for i in np.flatnonzero(~fits).tolist():
+            n[i] = self.cycles(kind, int(addr[i]), stride, int(rows[i]), int(words[i]))
+        return n
+
+
 def _in_pages(addr: int, stride: int, rows: int, row_bytes: int) -> bool:
     """Whether each of ``rows`` rows of ``row_bytes`` at ``addr + r * stride`` lies in one page."""
     if stride % PAGE == 0 or rows == 1:
@@ -190,8 +213,7 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
             band_n[i] = xf.cycles("ifmap", addr, a_pitch, rows * w_img, ct)
         band_bytes += rows * w_img * ct
     w_n = np.zeros(runs, dtype=np.int64)
-    for i in np.flatnonzero(new_w).tolist():
-        w_n[i] = xf.cycles("weight", int(k0[i]) * b_pitch + int(fn0[i]) * ib, b_pitch, int(K[i]), int(cwords[i]))
+    w_n[new_w] = xf.many("weight", (k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w])
     weight_words = int((K * cwords)[new_w].sum())
     skind = "store_q" if requant else "store"
     word_bytes = {"ifmap": R * ib, "weight": C * ib}
@@ -199,9 +221,9 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
     written = int((m_pix[mi[outs]] * cwords[outs]).sum()) * C * out_b
     read = (band_bytes * word_bytes["ifmap"], weight_words * word_bytes["weight"])
 
-    def store_n(i: int, r0: int, r1: int) -> int:
-        return xf.cycles(skind, (int(m_first[mi[i]]) + r0) * c_pitch + int(fn0[i]) * out_b, c_pitch, r1 - r0,
-                         int(cwords[i]))
+    def store_n(i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
+        """Cycles of the stores of output rows ``r0 .. r1 - 1`` of run ``i``'s output tile."""
+        return xf.many(skind, (m_first[mi[i]] + r0) * c_pitch + fn0[i] * out_b, c_pitch, r1 - r0, cwords[i])
 
     qp = 0
     if requant:
@@ -212,16 +234,21 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
         # Output tile q's store is cut in as many parts as the next tile has runs (no part empty).
         starts = np.flatnonzero(_changed(mi, fj))
         sizes = np.diff(np.append(starts, runs))
+        # Run j of tile q carries part j: rows j * r // P .. (j + 1) * r // P of tile q - 1's r
+        # rows, P = tile q's runs (r < P: parts of one row, for the first r runs).
+        pair = np.cumsum(_changed(mi, fj)) - 1
+        j = np.arange(runs) - starts[pair]
+        prev = starts[np.maximum(pair - 1, 0)]
+        rows_c, P = m_pix[mi[prev]], sizes[pair]
+        big = rows_c >= P
+        r0 = np.where(big, j * rows_c // P, j)
+        r1 = np.where(big, (j + 1) * rows_c // P, j + 1)
+        has = (pair >= 1) & (big | (j < rows_c))
+        pieces = has.astype(np.int64)
         piece_n = np.zeros(runs, dtype=np.int64)
-        pieces = np.zeros(runs, dtype=np.int64)
-        for q in range(1, len(starts)):
-            prev = int(starts[q - 1])
-            rows_c, P = int(m_pix[mi[prev]]), int(sizes[q])
-            bounds = sorted({j * rows_c // P for j in range(P + 1)})
-            for j, (r0, r1) in enumerate(zip(bounds, bounds[1:], strict=False)):
-                piece_n[starts[q] + j] = store_n(prev, r0, r1) + 1
-                pieces[starts[q] + j] = 1
-        final = store_n(runs - 1, 0, int(m_pix[mi[-1]]))
+        piece_n[has] = store_n(prev[has], r0[has], r1[has]) + 1
+        last_run = np.array([runs - 1])
+        final = int(store_n(last_run, np.zeros(1, dtype=np.int64), m_pix[mi[last_run]])[0])
         count = 1 + int(requant) + int(new_win.sum()) + runs + int(loads.sum()) + int(pieces.sum())
         if count <= QUEUE_DEPTH:
             s = np.zeros(runs, dtype=np.int64)
@@ -236,8 +263,7 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
             total = _walk_double(cyc, band_n, w_n, new_band, new_w, new_win, piece_n, pieces, final, qp, xf.W)
     else:
         stores = np.zeros(runs, dtype=np.int64)
-        for i in outs.tolist():
-            stores[i] = store_n(i, 0, int(m_pix[mi[i]])) + 1
+        stores[outs] = store_n(outs, np.zeros(len(outs), dtype=np.int64), m_pix[mi[outs]]) + 1
         count = int(requant) + int(new_win.sum()) + runs + int(loads.sum()) + len(outs)
         if count <= QUEUE_DEPTH:
             decode0 = 1 + _fetch(count, xf.W) + FETCH_DECODE_CYCLES
