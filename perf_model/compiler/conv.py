@@ -309,53 +309,72 @@ def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> 
     if why:
         return ConvTiling("infeasible", why)
     room = _room(config)
-    ranked, need = _ranking(config, conv, requant)
-    fits = (ranked[:, 6] <= room[0]) & (ranked[:, 7] <= room[1]) & (ranked[:, 8] <= room[2])
+    best, c = _ranking(config, conv, requant)
+    fits = ((c.band[:, :, None, None, None] <= room[0]) & (c.weight[:, None, :, :, None] <= room[1])
+            & (c.ofmap[None, :, :, None, None] <= room[2]))
+    fits = np.broadcast_to(fits, c.shape).reshape(-1)[best]
+    need = c.smallest_band
     if fits.any():
-        rows_t, n_t, c_t, taps_t, order, dram = ranked[int(fits.argmax()), :6].tolist()
-        return ConvTiling("ok", "", rows_t, n_t, c_t, taps_t, ("mn", "nm")[order], dram)
+        at = int(best[int(fits.argmax())])
+        i_c, i_r, i_n, i_t, order = np.unravel_index(at, c.shape)
+        return ConvTiling("ok", "", c.levels[1][i_r], c.levels[2][i_n], c.levels[0][i_c], c.levels[3][i_t],
+                          ("mn", "nm")[int(order)], int(c.dram[at]))
     what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
     return ConvTiling("infeasible", f"{what}: the band of one output row with one channel word per pixel needs "
                                     f"{need} ifmap words (and one tap {config.rows} weight words), more than the "
                                     f"{room[0]} ifmap / {room[1]} weight words a tile may use")
 
 
-_RANKINGS: dict[tuple[object, ...], tuple[np.ndarray, int]] = {}
-_CANDIDATES: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
-_CACHE_SIZE = 1 << 12
+@dataclasses.dataclass(frozen=True)
+class _Candidates:
+    """Every candidate tiling of a conv on an array, over axes (channel block ``c_t``, output-row
+    tile ``rows_t``, filter tile ``n_t``, tap tile ``taps_t``, loop order ``mn``/``nm``) in the
+    search's loop order: ``compute`` (:func:`_estimate`'s run cycles) and ``dram``
+    (:func:`_dram_bytes`) flat; the ifmap words a candidate needs per ``(c, r)``, the weight words
+    per ``(c, n, t)``, the ofmap words per ``(r, n)``; the levels of the four sizes; the ifmap words
+    of the smallest band."""
+
+    shape: tuple[int, ...]
+    compute: np.ndarray
+    dram: np.ndarray
+    band: np.ndarray
+    weight: np.ndarray
+    ofmap: np.ndarray
+    levels: tuple[list[int], list[int], list[int], list[int]]
+    smallest_band: int
 
 
-def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[np.ndarray, int]:
-    """Every candidate tiling, best first (ties in loop order), a row each: ``rows_t, n_t, c_t,
-    taps_t, order`` (0 ``mn``, 1 ``nm``), DRAM bytes, and the ifmap, weight and ofmap words it
-    needs; and the ifmap words of the smallest band. Kept per conv and the design fields a score
-    sees (not the buffer sizes); the candidates' run cycles and bytes (:func:`_candidates`) are
-    kept apart from the DRAM rate and the buffering, which only weigh them."""
+_RANKINGS: dict[tuple[object, ...], np.ndarray] = {}
+_CANDIDATES: dict[tuple[object, ...], _Candidates] = {}
+_CACHE_SIZE = 1 << 10
+
+
+def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[np.ndarray, _Candidates]:
+    """The candidates (:class:`_Candidates`) and their flat indices best first: the fewest
+    estimated cycles, then DRAM bytes, then loop order. Kept per conv and the design fields a
+    score sees (not the buffer sizes, which only decide which candidates fit): the candidates per
+    array, bits and shadow, their order per DRAM rate and buffering too."""
     g = _Geometry(config, conv)
     out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
     key = (g.R, g.C, config.input_bits, out_b, config.shadow_stationary, conv)
-    parts = _CANDIDATES.get(key)
-    if parts is None:
+    c = _CANDIDATES.get(key)
+    if c is None:
         if len(_CANDIDATES) >= _CACHE_SIZE:
             _CANDIDATES.clear()
-        parts = _CANDIDATES[key] = _candidates(g, out_b)
+        c = _CANDIDATES[key] = _candidates(g, out_b)
     ranked_key = (*key, config.double_buffered, g.bytes_per_cycle)
-    hit = _RANKINGS.get(ranked_key)
-    if hit is None:
-        if len(_RANKINGS) >= _CACHE_SIZE:
+    best = _RANKINGS.get(ranked_key)
+    if best is None:
+        if len(_RANKINGS) >= 4 * _CACHE_SIZE:
             _RANKINGS.clear()
-        compute, dram, table, need = parts
-        dma = dram / g.bytes_per_cycle
-        score = np.trunc(np.maximum(compute, dma) if config.double_buffered else compute + dma)
-        hit = _RANKINGS[ranked_key] = (table[np.lexsort((np.arange(len(table)), dram, score))], need)
-    return hit
+        dma = c.dram / g.bytes_per_cycle
+        score = np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
+        best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.dram, score)).astype(np.int32)
+    return best, c
 
 
-def _candidates(g: _Geometry, out_b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Of every candidate tiling, in the search's loop order (axes channel block, output-row tile,
-    filter tile, tap tile, loop order): its run cycles and DRAM bytes (:func:`_estimate`'s compute
-    and :func:`_dram_bytes`, ``out_b`` bytes an output lane) and its row of :func:`_ranking`'s
-    table; and the ifmap words of the smallest band."""
+def _candidates(g: _Geometry, out_b: int) -> _Candidates:
+    """:class:`_Candidates` of ``g``'s conv (``out_b`` bytes an output lane), every candidate at once."""
     cfg, conv, R, C, N = g.config, g.conv, g.R, g.C, g.N
     ib = cfg.input_bits // 8
     most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, N)) for n0 in range(0, N, g.cpo)))
@@ -434,13 +453,14 @@ def _candidates(g: _Geometry, out_b: int) -> tuple[np.ndarray, np.ndarray, np.nd
     b_nm = one + mt5 * (w5 - one)
     dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None] * out_b
     shape = np.broadcast_shapes(compute.shape, dram.shape)
-    cols_n = (-(-np.array(nl) // C))[None, None, :, None, None]
-    c5, r5 = np.array(cl)[:, None, None, None, None], np.array(rl)[None, :, None, None, None]
-    n5, t5 = np.array(nl)[None, None, :, None, None], np.array(tl)[None, None, None, :, None]
-    table = np.stack([np.broadcast_to(x, shape).reshape(-1) for x in (
-        r5, n5, c5, t5, order, dram, band_rows[None, :, None, None, None] * conv.w * c5,
-        t5 * R * c5 * cols_n, r5 * g.out_w * cols_n)], axis=1)
-    return (np.broadcast_to(compute, shape).reshape(-1), table[:, 5], table, int(band_rows[0]) * conv.w)
+    cols_n = -(-np.array(nl) // C)
+    c2 = np.array(cl)[:, None]
+    return _Candidates(
+        shape=shape, compute=np.broadcast_to(compute, shape).reshape(-1), dram=np.broadcast_to(dram, shape).reshape(-1),
+        band=band_rows[None, :] * conv.w * c2,
+        weight=np.array(tl)[None, None, :] * R * c2[:, :, None] * cols_n[None, :, None],
+        ofmap=np.array(rl)[:, None] * g.out_w * cols_n[None, :], levels=(cl, rl, nl, tl),
+        smallest_band=int(band_rows[0]) * conv.w)
 
 
 @dataclasses.dataclass(frozen=True)
