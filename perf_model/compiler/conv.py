@@ -346,7 +346,7 @@ class _Candidates:
 
 _RANKINGS: dict[tuple[object, ...], np.ndarray] = {}
 _CANDIDATES: dict[tuple[object, ...], _Candidates] = {}
-_CACHE_SIZE = 1 << 10
+_CACHE_SIZE = 1 << 11  # candidates of ~40 KB (a ResNet-18 conv on a 16x16 array)
 
 
 def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[np.ndarray, _Candidates]:
@@ -365,7 +365,7 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[np.ndarr
     ranked_key = (*key, config.double_buffered, g.bytes_per_cycle)
     best = _RANKINGS.get(ranked_key)
     if best is None:
-        if len(_RANKINGS) >= 4 * _CACHE_SIZE:
+        if len(_RANKINGS) >= 2 * _CACHE_SIZE:
             _RANKINGS.clear()
         dma = c.dram / g.bytes_per_cycle
         score = np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
