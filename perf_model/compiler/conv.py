@@ -48,7 +48,6 @@ import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterator
-from itertools import product
 
 import numpy as np
 
@@ -124,6 +123,7 @@ class _Geometry:
         self._runs: dict[tuple[int, int, int], int] = {}
         self.sizes: dict[tuple[int, int, int], tuple[list[int], list[int], list[tuple[int, int, int, int]]]] = {}
         self.shapes: dict[tuple[int, int, int], Counter[tuple[int, int]]] = {}
+        self.filter_tiles: dict[int, Counter[tuple[int, int]]] = {}
 
     def run(self, m: int, k: int, n: int) -> int:
         """``timing.run_cycles`` of one run of ``m x k x n`` (kept per shape)."""
@@ -206,19 +206,34 @@ def _sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[tupl
 
 
 def _run_shapes(g: _Geometry, t: ConvTiling) -> Counter[tuple[int, int]]:
-    """``(K, filters)`` of the runs of one output-row tile, counted (kept per tile size)."""
+    """``(K, filters)`` of the runs of one output-row tile, counted (kept per tile size): per filter
+    tile of ``span`` channel words, ``span // c_t`` full channel blocks and one of the rest, each
+    in every tap tile."""
     key = (t.n_t, t.c_t, t.taps_t)
     if key not in g.shapes:
-        taps = [(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t.taps_t)]
+        taps = Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t.taps_t))
         shapes: Counter[tuple[int, int]] = Counter()
-        for n0 in range(0, g.N, t.n_t):
-            n1 = min(n0 + t.n_t, g.N)
-            w0, w1 = g.filter_words(n0, n1)
-            for c0 in range(w0, w1, t.c_t):
-                for tp in taps:
-                    shapes[(tp * (min(c0 + t.c_t, w1) - c0) * g.R, n1 - n0)] += 1
+        for (span, filters), count in _filter_tiles(g, t.n_t).items():
+            full, rest = divmod(span, t.c_t)
+            for tp, tc in taps.items():
+                if full:
+                    shapes[(tp * t.c_t * g.R, filters)] += count * tc * full
+                if rest:
+                    shapes[(tp * rest * g.R, filters)] += count * tc
         g.shapes[key] = shapes
     return g.shapes[key]
+
+
+def _filter_tiles(g: _Geometry, n_t: int) -> Counter[tuple[int, int]]:
+    """``(channel words, filters)`` of the filter tiles of ``n_t`` filters, counted (kept per size)."""
+    if n_t in g.filter_tiles:
+        return g.filter_tiles[n_t]
+    tiles: Counter[tuple[int, int]] = g.filter_tiles.setdefault(n_t, Counter())
+    for n0 in range(0, g.N, n_t):
+        n1 = min(n0 + n_t, g.N)
+        w0, w1 = g.filter_words(n0, n1)
+        tiles[(w1 - w0, n1 - n0)] += 1
+    return tiles
 
 
 def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
@@ -269,20 +284,6 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     return total
 
 
-def _prefill_runs(g: _Geometry, most: int) -> None:
-    """Time every run shape the search can meet in one ``timing.run_cycles`` call (``_Geometry.run``)."""
-    pixels = sorted({(min(oy + r, g.out_h) - oy) * g.out_w for r in _levels(g.out_h) for oy in range(0, g.out_h, r)})
-    shapes = sorted({shape for c_t in _levels(most) for n_t in _levels(g.N, min(g.C, g.N))
-                     for taps_t in _tap_levels(g.conv.kh, g.conv.kw)
-                     for shape in _run_shapes(g, ConvTiling("ok", "", 1, n_t, c_t, taps_t))})
-    if not shapes:
-        return
-    m = np.repeat(np.array(pixels), len(shapes))
-    k, n = (np.tile(np.array([s[i] for s in shapes]), len(pixels)) for i in (0, 1))
-    cycles = timing.run_cycles(0, g.R, g.C, m, k, n, g.config.shadow_stationary).tolist()
-    g._runs.update(zip(zip(m.tolist(), k.tolist(), n.tolist(), strict=True), cycles, strict=True))
-
-
 def _levels(top: int, step: int = 1) -> list[int]:
     """Powers of two times ``step`` below ``top``, and ``top``."""
     out, v = [], step
@@ -298,38 +299,168 @@ def _tap_levels(kh: int, kw: int) -> list[int]:
 
 
 def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> ConvTiling:
-    """The tiling ``compile_conv`` uses (module docstring), or an infeasible one with its reason."""
+    """The tiling ``compile_conv`` uses (module docstring), or an infeasible one with its reason.
+
+    The candidates' order by score (:func:`_estimate`, then :func:`_dram_bytes`, then loop order)
+    does not depend on the buffer sizes, which only decide which candidates fit: it is kept per
+    design fields the scores see and conv (:func:`_ranking`), and a design takes the first
+    candidate that fits its buffers."""
     why = conv_served(config)
     if why:
         return ConvTiling("infeasible", why)
-    g = _Geometry(config, conv)
     room = _room(config)
-    best: tuple[tuple[int, int], ConvTiling] | None = None
-    most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, g.N)) for n0 in range(0, g.N, g.cpo)))
-    most = max(most, g.filter_words(0, g.N)[1] - g.filter_words(0, g.N)[0])
-    _prefill_runs(g, most)
-    for c_t in _levels(most):
-        for rows_t in _levels(g.out_h):
-            band = g.band_rows(rows_t) * conv.w * c_t
-            if band > room[0]:
-                continue
-            for n_t, taps_t in product(_levels(g.N, min(g.C, g.N)), _tap_levels(conv.kh, conv.kw)):
-                k_words = taps_t * g.R * c_t * math.ceil(min(n_t, g.N) / g.C)
-                if k_words > room[1] or rows_t * g.out_w * math.ceil(n_t / g.C) > room[2]:
-                    continue
-                for order in ("mn", "nm"):
-                    t = ConvTiling("ok", "", rows_t, n_t, c_t, taps_t, order)
-                    t = dataclasses.replace(t, dram_bytes=_dram_bytes(g, t, requant))
-                    score = (_estimate(g, t), t.dram_bytes)
-                    if best is None or score < best[0]:
-                        best = (score, t)
+    best, c = _ranking(config, conv, requant)
+    fits = ((c.band[:, :, None, None, None] <= room[0]) & (c.weight[:, None, :, :, None] <= room[1])
+            & (c.ofmap[None, :, :, None, None] <= room[2]))
+    fits = np.broadcast_to(fits, c.shape).reshape(-1)[best]
+    need = c.smallest_band
+    if fits.any():
+        at = int(best[int(fits.argmax())])
+        i_c, i_r, i_n, i_t, order = np.unravel_index(at, c.shape)
+        return ConvTiling("ok", "", c.levels[1][i_r], c.levels[2][i_n], c.levels[0][i_c], c.levels[3][i_t],
+                          ("mn", "nm")[int(order)], int(c.dram[at]))
+    what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
+    return ConvTiling("infeasible", f"{what}: the band of one output row with one channel word per pixel needs "
+                                    f"{need} ifmap words (and one tap {config.rows} weight words), more than the "
+                                    f"{room[0]} ifmap / {room[1]} weight words a tile may use")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Candidates:
+    """Every candidate tiling of a conv on an array, over axes (channel block ``c_t``, output-row
+    tile ``rows_t``, filter tile ``n_t``, tap tile ``taps_t``, loop order ``mn``/``nm``) in the
+    search's loop order: ``compute`` (:func:`_estimate`'s run cycles) and ``dram``
+    (:func:`_dram_bytes`) flat; the ifmap words a candidate needs per ``(c, r)``, the weight words
+    per ``(c, n, t)``, the ofmap words per ``(r, n)``; the levels of the four sizes; the ifmap words
+    of the smallest band."""
+
+    shape: tuple[int, ...]
+    compute: np.ndarray
+    dram: np.ndarray
+    band: np.ndarray
+    weight: np.ndarray
+    ofmap: np.ndarray
+    levels: tuple[list[int], list[int], list[int], list[int]]
+    smallest_band: int
+
+
+_RANKINGS: dict[tuple[object, ...], np.ndarray] = {}
+_CANDIDATES: dict[tuple[object, ...], _Candidates] = {}
+_CACHE_SIZE = 1 << 11  # candidates of ~40 KB (a ResNet-18 conv on a 16x16 array)
+
+
+def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[np.ndarray, _Candidates]:
+    """The candidates (:class:`_Candidates`) and their flat indices best first: the fewest
+    estimated cycles, then DRAM bytes, then loop order. Kept per conv and the design fields a
+    score sees (not the buffer sizes, which only decide which candidates fit): the candidates per
+    array, bits and shadow, their order per DRAM rate and buffering too."""
+    g = _Geometry(config, conv)
+    out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
+    key = (g.R, g.C, config.input_bits, out_b, config.shadow_stationary, conv)
+    c = _CANDIDATES.get(key)
+    if c is None:
+        if len(_CANDIDATES) >= _CACHE_SIZE:
+            _CANDIDATES.clear()
+        c = _CANDIDATES[key] = _candidates(g, out_b)
+    ranked_key = (*key, config.double_buffered, g.bytes_per_cycle)
+    best = _RANKINGS.get(ranked_key)
     if best is None:
-        need = g.band_rows(1) * conv.w
-        what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
-        return ConvTiling("infeasible", f"{what}: the band of one output row with one channel word per pixel needs "
-                                        f"{need} ifmap words (and one tap {g.R} weight words), more than the "
-                                        f"{room[0]} ifmap / {room[1]} weight words a tile may use")
-    return best[1]
+        if len(_RANKINGS) >= 2 * _CACHE_SIZE:
+            _RANKINGS.clear()
+        dma = c.dram / g.bytes_per_cycle
+        score = np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
+        best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.dram, score)).astype(np.int32)
+    return best, c
+
+
+def _candidates(g: _Geometry, out_b: int) -> _Candidates:
+    """:class:`_Candidates` of ``g``'s conv (``out_b`` bytes an output lane), every candidate at once."""
+    cfg, conv, R, C, N = g.config, g.conv, g.R, g.C, g.N
+    ib = cfg.input_bits // 8
+    most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, N)) for n0 in range(0, N, g.cpo)))
+    most = max(most, g.filter_words(0, N)[1] - g.filter_words(0, N)[0])
+    cl, nl = _levels(most), _levels(N, min(C, N))
+    tl, rl = _tap_levels(conv.kh, conv.kw), _levels(g.out_h)
+    # Output-row tiles per size: most band rows, tiles, band rows summed, tiles per pixel count.
+    band_rows, mt, band_sum = (np.zeros(len(rl), dtype=np.int64) for _ in range(3))
+    tiles_of: list[Counter[int]] = []
+    for i, r in enumerate(rl):
+        oy = np.arange(0, g.out_h, r)
+        oy1 = np.minimum(oy + r, g.out_h)
+        top = oy * conv.stride_h - conv.pad_h
+        bottom = (oy1 - 1) * conv.stride_h - conv.pad_h + (conv.kh - 1) * conv.dilation_h + 1
+        rows = np.maximum(np.minimum(conv.h, bottom) - np.maximum(0, top), 0)
+        band_rows[i], mt[i], band_sum[i] = rows.max(), len(oy), rows.sum()
+        tiles_of.append(Counter(((oy1 - oy) * g.out_w).tolist()))
+    pix = np.array(sorted({p for tiles in tiles_of for p in tiles}), dtype=np.int64)
+    at_pix = {p: i for i, p in enumerate(pix.tolist())}
+    per_pix = np.zeros((len(rl), len(pix)), dtype=np.int64)
+    for i, tiles in enumerate(tiles_of):
+        for p, count in tiles.items():
+            per_pix[i, at_pix[p]] = count
+    # Filter tiles per size (``_sizes``): channel words, first block kept from the tile before, columns.
+    words, shared, single = (np.zeros((len(cl), len(nl)), dtype=np.int64) for _ in range(3))
+    wsum, nts, cols = (np.zeros(len(nl), dtype=np.int64) for _ in range(3))
+    c_col = np.array(cl, dtype=np.int64)[:, None]
+    kinds: list[tuple[int, int, int, int]] = []  # (filter tile size index, span, filters, tiles)
+    for j, n_t in enumerate(nl):
+        n0 = np.arange(0, N, n_t)
+        n1 = np.minimum(n0 + n_t, N)
+        w0 = (n0 // g.cpo) * g.cpg // R
+        w1 = -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
+        span, filt = w1 - w0, n1 - n0
+        col = -(-filt // C) * C
+        weights = g.taps * span * R * col * ib
+        first = np.minimum(w0 + c_col, w1)
+        last = w0 + (-(-span // c_col) - 1) * c_col
+        kept = np.zeros(first.shape, dtype=bool)
+        kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
+        words[:, j] = span.sum()
+        shared[:, j] = ((first - w0) * kept).sum(axis=1)
+        single[:, j] = (weights * (span <= c_col)).sum(axis=1)
+        wsum[j], nts[j], cols[j] = weights.sum(), len(n0), col.sum()
+        kinds += [(j, s, f, c) for (s, f), c in Counter(zip(span.tolist(), filt.tolist(), strict=True)).items()]
+    # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
+    taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
+    at, ks, ns, weight = [], [], [], []
+    for j, span, filt, count in kinds:
+        for i, c_t in enumerate(cl):
+            full, rest = divmod(span, c_t)
+            for q, taps in enumerate(taps_of):
+                cell = (j * len(cl) + i) * len(tl) + q
+                for tp, tc in taps.items():
+                    for size, times in ((c_t, full), (rest, 1 if rest else 0)):
+                        if times:
+                            at.append(cell)
+                            ks.append(tp * size * R)
+                            ns.append(filt)
+                            weight.append(count * tc * times)
+    cyc = timing.run_cycles(0, R, C, pix[None, :], np.array(ks)[:, None], np.array(ns)[:, None],
+                            cfg.shadow_stationary).astype(np.int64)
+    per_cell = np.zeros((len(nl) * len(cl) * len(tl), len(pix)), dtype=np.int64)
+    np.add.at(per_cell, np.array(at, dtype=np.int64), cyc * np.array(weight, dtype=np.int64)[:, None])
+    compute = per_cell.reshape(len(nl), len(cl), len(tl), len(pix)) @ per_pix.T  # (n, c, t, r)
+    compute = compute.transpose(1, 3, 0, 2)[..., None]  # (c, r, n, t, 1)
+    # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
+    one_tap = np.array([len(g.tap_tiles(t)) == 1 for t in tl])[None, None, None, :, None]
+    order = np.array([0, 1])[None, None, None, None, :]
+    mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
+    keep = (order == 0) | (mt5 == 1)
+    a = bs5 * conv.w * R * ib * (words[:, None, :, None, None] - shared[:, None, :, None, None] * keep)
+    one = single[:, None, :, None, None] * one_tap  # weight bytes read once (filter tiles of one run)
+    w5 = wsum[None, None, :, None, None]
+    b_mn = np.where((nts[None, None, :, None, None] == 1) & (one == w5) & one_tap, w5, mt5 * w5)
+    b_nm = one + mt5 * (w5 - one)
+    dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None] * out_b
+    shape = np.broadcast_shapes(compute.shape, dram.shape)
+    cols_n = -(-np.array(nl) // C)
+    c2 = np.array(cl)[:, None]
+    return _Candidates(
+        shape=shape, compute=np.broadcast_to(compute, shape).reshape(-1), dram=np.broadcast_to(dram, shape).reshape(-1),
+        band=band_rows[None, :] * conv.w * c2,
+        weight=np.array(tl)[None, None, :] * R * c2[:, :, None] * cols_n[None, :, None],
+        ofmap=np.array(rl)[:, None] * g.out_w * cols_n[None, :], levels=(cl, rl, nl, tl),
+        smallest_band=int(band_rows[0]) * conv.w)
 
 
 @dataclasses.dataclass(frozen=True)

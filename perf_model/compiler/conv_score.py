@@ -4,7 +4,9 @@
 design runs on chip; ``perf_model`` registers :func:`conv_figures` with it at import. The
 figures are the program's own: ``compile_conv`` with the tiling its search picks, the walk's
 cycles (``gemm_program_cycles`` at the design's DRAM pacing, as ``simulate`` expects them) and
-the bytes of its transfers. A sweep meets a design once per conv, so they are cached.
+the bytes of its transfers, counted by runs without the program (``conv_schedule``, equal to
+the walk) unless the DRAM is paced (then the program is compiled and walked). A sweep meets a
+design once per conv, so they are cached.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import math
 
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
-from perf_model.compiler.conv import ConvProgram, compile_conv, conv_served, conv_tiling
+from perf_model.compiler.conv import ConvProgram, ConvTiling, _Geometry, compile_conv, conv_served, conv_tiling
+from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import dram_rate, gemm_program_cycles
+from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles
 from workloads.ops import Conv2d
 
-__all__ = ["conv_figures", "program_bytes"]
+__all__ = ["conv_figures", "program_bytes", "walked_figures"]
 
 
 def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, int]:
@@ -40,12 +43,19 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
     why = conv_served(config)
     if why:
         return why
-    one = dataclasses.replace(conv, n=1)
+    one = conv if conv.n == 1 else dataclasses.replace(conv, n=1)
     # The program and its walk depend on the design through these fields and the DRAM pacing only
     # (not the node, nor the clock and DRAM part but through the pacing): designs of a sweep that
-    # differ elsewhere share the figures.
-    key = (tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY),
-           dram_rate(config), one, requant)
+    # differ elsewhere share the figures. A design's part of the key is kept (one per design of a
+    # sweep, its ops reuse it).
+    design = _DESIGN_KEYS.get(config)
+    if design is None:
+        if len(_DESIGN_KEYS) >= _CACHE_SIZE:
+            _DESIGN_KEYS.clear()
+        design = _DESIGN_KEYS[config] = (
+            tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY),
+            dram_rate(config))
+    key = (design, one, requant)
     figures = _CACHE.get(key)
     if figures is None:
         if len(_CACHE) >= _CACHE_SIZE:
@@ -56,6 +66,10 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
 
 _PACING_ONLY = ("tech_nm", "clock_mhz", "dram")  # design fields a program sees through dram_rate only
 _CACHE: dict[tuple[object, ...], ConvFigures] = {}
+_DESIGN_KEYS: dict[ArrayConfig, tuple[object, ...]] = {}
+#: The schedule of a tiling, per the design fields it sees (designs that differ in their buffers
+#: only often pick the same tiling).
+_SCHEDULES: dict[tuple[object, ...], ConvSchedule | None] = {}
 _CACHE_SIZE = 1 << 14
 
 
@@ -63,6 +77,23 @@ def _figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures:
     tiling = conv_tiling(config, conv, requant=requant)
     if not tiling.feasible:
         return ConvFigures(False, tiling.reason)
+    key = (dataclasses.astuple(tiling), config.rows, config.cols, config.input_bits, config.acc_bits,
+           config.double_buffered, config.shadow_stationary, axi_data_bytes(config), dram_rate(config), conv, requant)
+    fast = _SCHEDULES.get(key)
+    if fast is None:
+        if len(_SCHEDULES) >= _CACHE_SIZE:
+            _SCHEDULES.clear()
+        fast = _SCHEDULES[key] = conv_schedule(_Geometry(config, conv), tiling, requant)
+    if fast is not None:  # the walk's figures, counted by runs (``conv_schedule``)
+        return ConvFigures(True, "", compute=fast.compute, total=fast.total, folds=fast.folds,
+                           read=(float(fast.read[0]), float(fast.read[1]), 0.0), write=(0.0, 0.0, float(fast.written)),
+                           sram_read=fast.sram_read, sram_write=fast.sram_write, tile=fast.tile)
+    return walked_figures(config, conv, requant, tiling)
+
+
+def walked_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: ConvTiling) -> ConvFigures:
+    """The figures of one image from its compiled program and the program walk (the reference
+    :func:`~perf_model.compiler.conv_schedule.conv_schedule` equals; a paced DRAM's only way)."""
     program = compile_conv(config, conv, requant=requant, tiling=tiling)
     walk = gemm_program_cycles(config, program, rate=dram_rate(config))
     a, b, c = program_bytes(config, program)

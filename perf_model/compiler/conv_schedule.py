@@ -1,0 +1,356 @@
+"""The cycles and bytes of a conv tiling without its program: the schedule counted by runs.
+
+``compile_conv`` emits a conv's program and ``program_timing.gemm_program_cycles`` walks it, a
+command and a DMA burst at a time; that is the exact reference (the RTL's counters), but a sweep
+cannot pay it for every design. :func:`conv_schedule` computes the same walk's ``total`` and
+``compute``, the program's transfer bytes, folds and SRAM bytes from arrays over the runs of the
+tiling (``_Geometry.tiles`` order), with the rules of ``perf_model.evaluator.schedule``:
+
+* every transfer's cycles ``n`` (``dma_timing``), once per distinct transfer: the closed form of
+  ``perf_model.evaluator.transfers`` when each DRAM row lies in one 4 KiB page and one burst, else
+  the burst recurrence itself;
+* single buffered: ``total = fetch + 4 + sum over transfers and RUNs of (n + 1)`` (a ``WINDOW``
+  issues while the command before it still runs, so it adds nothing);
+* double buffered: ``RUN(0)`` after the fetch and the first loads; ``RUN(i + 1)`` ``max(cyc_i + 1,
+  2 + S_i)`` after ``RUN(i)``, ``S_i`` the ``n + 1`` of the DMA commands between them (run ``i``'s
+  part of the previous output tile's store, the loads of run ``i + 1``); the last output tile's
+  store after the last run.
+
+A program longer than the command queue runs as queue-loads, each walked from idle units with its
+own fetch, and a ``WINDOW`` opens each queue-load's first run; such a program is timed by a
+walk over its commands' precomputed cycles (no transfer is split into bursts twice).
+
+Exact against the walk for a design whose DRAM keeps up with its bus (``dram_rate`` ``None``);
+a paced DRAM (a credit shared by the transfers of a queue-load) returns ``None``: the caller
+walks the program (tests/perf_model/test_model_conv_schedule.py holds both).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accel_dse.commands import QUEUE_DEPTH, fetch_beats, store_read_latency
+from perf_model import dma_timing, timing
+from perf_model.compiler.conv import ConvTiling, _Geometry
+from perf_model.compiler.program import PAGE, _align
+from perf_model.program_timing import (
+    DEFAULT_DRAM_LATENCY,
+    FETCH_DECODE_CYCLES,
+    ISSUE_CYCLES,
+    OUTSTANDING,
+    axi_data_bytes,
+    dram_rate,
+    word_beats,
+)
+from workloads.ops import Conv2d
+
+__all__ = ["ConvSchedule", "conv_schedule"]
+
+_L, _D = DEFAULT_DRAM_LATENCY, OUTSTANDING
+_LOAD, _STORE, _RUN, _WINDOW = 0, 1, 2, 3
+
+
+class ConvSchedule:
+    """The figures of one image of a conv tiling (one program), as the walk and the program give them.
+
+    ``total``/``compute``: the walk's counters; ``read``: DRAM bytes ``(bands, weights)``;
+    ``written``: output bytes; ``folds``, ``sram_read``/``sram_write`` (per operand A, B, C) and
+    ``tile`` (the first run's ``(m, k, n)``) by the rules of ``conv_score``.
+    """
+
+    def __init__(self, total: int, compute: int, read: tuple[int, int], written: int, folds: int,
+                 sram_read: tuple[float, float, float], sram_write: tuple[float, float, float],
+                 tile: tuple[int, int, int]) -> None:
+        self.total, self.compute, self.read, self.written = total, compute, read, written
+        self.folds, self.sram_read, self.sram_write, self.tile = folds, sram_read, sram_write, tile
+
+
+class _Transfers:
+    """Cycles ``n`` of transfers on one design, kept per distinct ``(kind, offset in page, stride,
+    rows, words)``."""
+
+    def __init__(self, config: object) -> None:
+        self.W = axi_data_bytes(config)  # type: ignore[arg-type]
+        self.beats = word_beats(config)  # type: ignore[arg-type]
+        self.memo: dict[tuple[str, int, int, int, int], int] = {}
+
+    def cycles(self, kind: str, addr: int, stride: int, rows: int, words: int) -> int:
+        key = (kind, addr % PAGE, stride % PAGE if stride % PAGE else PAGE, rows, words)
+        n = self.memo.get(key)
+        if n is None:
+            n = self.memo[key] = self._cycles(kind, key[1], stride, rows, words)
+        return n
+
+    def _cycles(self, kind: str, addr: int, stride: int, rows: int, words: int) -> int:
+        per_word = self.beats["ofmap" if kind == "store" else "requant" if kind == "store_q" else kind]
+        b = words * per_word
+        store = kind.startswith("store")
+        lat = store_read_latency(kind == "store_q")
+        row_bytes = b * self.W
+        if b <= dma_timing.MAX_BURST and _in_pages(addr, stride, rows, row_bytes):
+            q = (rows - 1) // _D
+            if store:
+                return lat + _L + 3 + rows * b + q * max(0, _L + 2 - (_D - 1) * b)
+            return _L + 2 + rows * b + q * max(0, _L + 1 - (_D - 1) * b)
+        lens = list(dma_timing.bursts(addr, stride, rows, b, self.W))
+        if store:
+            return dma_timing.store_cycles(lens, rows * words, per_word, _L, _D, lat)
+        return dma_timing.load_cycles(lens, _L, _D)
+
+
+    def many(self, kind: str, addr: np.ndarray, stride: int, rows: np.ndarray, words: np.ndarray) -> np.ndarray:
+        """:meth:`cycles` of transfers given as arrays (one ``stride``): the closed form where every
+        row lies in one page and one burst, :meth:`cycles` elsewhere."""
+        per_word = self.beats["ofmap" if kind == "store" else "requant" if kind == "store_q" else kind]
+        b = words * per_word
+        row_bytes = b * self.W
+        if stride % PAGE == 0:
+            fits = addr % PAGE + row_bytes <= PAGE
+        elif PAGE % stride == 0:
+            fits = addr % stride + row_bytes <= stride
+        else:
+            fits = (rows == 1) & (addr % PAGE + row_bytes <= PAGE)
+        fits &= b <= dma_timing.MAX_BURST
+        q = (rows - 1) // _D
+        if kind.startswith("store"):
+            n = store_read_latency(kind == "store_q") + _L + 3 + rows * b + q * np.maximum(0, _L + 2 - (_D - 1) * b)
+        else:
+            n = _L + 2 + rows * b + q * np.maximum(0, _L + 1 - (_D - 1) * b)
+        for i in np.flatnonzero(~fits).tolist():
+            n[i] = self.cycles(kind, int(addr[i]), stride, int(rows[i]), int(words[i]))
+        return n
+
+
+def _in_pages(addr: int, stride: int, rows: int, row_bytes: int) -> bool:
+    """Whether each of ``rows`` rows of ``row_bytes`` at ``addr + r * stride`` lies in one page."""
+    if stride % PAGE == 0 or rows == 1:
+        return addr % PAGE + row_bytes <= PAGE
+    if PAGE % stride == 0:
+        return addr % stride + row_bytes <= stride
+    starts = (addr + np.arange(rows, dtype=np.int64) * stride) % PAGE
+    return bool((starts + row_bytes <= PAGE).all())
+
+
+def _changed(*keys: np.ndarray) -> np.ndarray:
+    """True where any key differs from the run before (and at the first run)."""
+    out = np.ones(len(keys[0]), dtype=bool)
+    if len(out) > 1:
+        out[1:] = np.any([k[1:] != k[:-1] for k in keys], axis=0)
+    return out
+
+
+def _fetch(commands: int, W: int) -> int:
+    lens = list(dma_timing.bursts(0, 0, 1, fetch_beats(commands, W), W))
+    return dma_timing.load_cycles(lens, _L, _D)
+
+
+def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | None:
+    """The figures of tiling ``t`` of ``g``'s conv (module docstring), or ``None`` on a paced DRAM."""
+    cfg = g.config
+    if dram_rate(cfg) is not None:
+        return None
+    conv: Conv2d = g.conv
+    R, C, N = g.R, g.C, g.N
+    ib = cfg.input_bits // 8
+    out_b = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
+    acc_b = cfg.acc_bits / 8
+    # Output-row tiles: pixels, band (first row, rows, pad_top).
+    oys = range(0, g.out_h, t.rows_t)
+    m_pix = np.array([(min(oy + t.rows_t, g.out_h) - oy) * g.out_w for oy in oys], dtype=np.int64)
+    m_first = np.array([oy * g.out_w for oy in oys], dtype=np.int64)
+    bands = [g.band(oy, min(oy + t.rows_t, g.out_h)) for oy in oys]
+    b_r0 = np.array([b[0] for b in bands], dtype=np.int64)
+    b_rows = np.array([b[1] for b in bands], dtype=np.int64)
+    b_pad = np.array([b[2] for b in bands], dtype=np.int64)
+    mt = len(m_pix)
+    # Runs of each filter tile (channel blocks outer, tap tiles inner).
+    taps = g.tap_tiles(t.taps_t)
+    tap_n = np.array([(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in taps], dtype=np.int64)
+    tap_key = np.array([(ky0 * 4096 + kx0) * 4096 + kx1 for ky0, _, kx0, kx1 in taps], dtype=np.int64)
+    per_filter: list[tuple[np.ndarray, ...]] = []
+    for j, n0 in enumerate(range(0, N, t.n_t)):
+        n1 = min(n0 + t.n_t, N)
+        w0, w1 = g.filter_words(n0, n1)
+        c0 = np.arange(w0, w1, t.c_t, dtype=np.int64)
+        c1 = np.minimum(c0 + t.c_t, w1)
+        cc0, tp = np.repeat(c0, len(taps)), np.tile(np.arange(len(taps)), len(c0))
+        cc1 = np.repeat(c1, len(taps))
+        K = tap_n[tp] * (cc1 - cc0) * R
+        k0 = np.cumsum(K) - K
+        per_filter.append((np.full(len(K), j), np.full(len(K), n0), np.full(len(K), n1 - n0), cc0, cc1, tp, K, k0))
+    if t.order == "mn" or mt == 1:
+        f = [np.concatenate(cols) for cols in zip(*per_filter, strict=True)]
+        fl = len(f[0])
+        mi = np.repeat(np.arange(mt), fl)
+        fj, fn0, fn, c0, c1, tp, K, k0 = (np.tile(a, mt) for a in f)
+    else:
+        parts = [(np.repeat(np.arange(mt), len(pf[0])), *(np.tile(a, mt) for a in pf)) for pf in per_filter]
+        mi, fj, fn0, fn, c0, c1, tp, K, k0 = (np.concatenate(cols) for cols in zip(*parts, strict=True))
+    runs = len(K)
+    p = m_pix[mi]
+    cyc = timing.run_cycles(0, R, C, p, K, fn, cfg.shadow_stationary).astype(np.int64)
+    new_band = _changed(mi, c0, c1)
+    new_w = _changed(k0, K, fj)
+    last_out = np.ones(runs, dtype=bool)
+    last_out[:-1] = _changed(mi, fj)[1:]
+    new_win = _changed(b_rows[mi], b_pad[mi], tap_key[tp], c1 - c0)
+    cwords = -(-fn // C)  # output (and weight) words per row
+    # DRAM layout: page-aligned tensors, offsets in their tensor (``compile_conv``).
+    a_pitch = g.words * R * ib
+    b_pitch = _align(N, C) * ib
+    c_pitch = _align(N, C) * out_b
+    xf = _Transfers(cfg)
+    w_img = conv.w
+    band_n = np.zeros(runs, dtype=np.int64)
+    band_bytes = 0
+    for i in np.flatnonzero(new_band).tolist():
+        ct, m = int(c1[i] - c0[i]), int(mi[i])
+        addr = int(b_r0[m]) * w_img * a_pitch + int(c0[i]) * R * ib
+        rows = int(b_rows[m])
+        if ct == g.words:
+            band_n[i] = xf.cycles("ifmap", addr, w_img * a_pitch, rows, w_img * ct)
+        else:
+            band_n[i] = xf.cycles("ifmap", addr, a_pitch, rows * w_img, ct)
+        band_bytes += rows * w_img * ct
+    w_n = np.zeros(runs, dtype=np.int64)
+    w_n[new_w] = xf.many("weight", (k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w])
+    weight_words = int((K * cwords)[new_w].sum())
+    skind = "store_q" if requant else "store"
+    word_bytes = {"ifmap": R * ib, "weight": C * ib}
+    outs = np.flatnonzero(last_out)
+    written = int((m_pix[mi[outs]] * cwords[outs]).sum()) * C * out_b
+    read = (band_bytes * word_bytes["ifmap"], weight_words * word_bytes["weight"])
+
+    def store_n(i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
+        """Cycles of the stores of output rows ``r0 .. r1 - 1`` of run ``i``'s output tile."""
+        return xf.many(skind, (m_first[mi[i]] + r0) * c_pitch + fn0[i] * out_b, c_pitch, r1 - r0, cwords[i])
+
+    qp = 0
+    if requant:
+        qp = xf.cycles("qparam", 0, 0, 1, _align(N, C) // C) + 1
+    # Commands per run: WINDOW, RUN, loads, stores (one queue-load unless more than QUEUE_DEPTH).
+    loads = new_band.astype(np.int64) + new_w
+    if cfg.double_buffered:
+        # Output tile q's store is cut in as many parts as the next tile has runs (no part empty).
+        starts = np.flatnonzero(_changed(mi, fj))
+        sizes = np.diff(np.append(starts, runs))
+        # Run j of tile q carries part j: rows j * r // P .. (j + 1) * r // P of tile q - 1's r
+        # rows, P = tile q's runs (r < P: parts of one row, for the first r runs).
+        pair = np.cumsum(_changed(mi, fj)) - 1
+        j = np.arange(runs) - starts[pair]
+        prev = starts[np.maximum(pair - 1, 0)]
+        rows_c, P = m_pix[mi[prev]], sizes[pair]
+        big = rows_c >= P
+        r0 = np.where(big, j * rows_c // P, j)
+        r1 = np.where(big, (j + 1) * rows_c // P, j + 1)
+        has = (pair >= 1) & (big | (j < rows_c))
+        pieces = has.astype(np.int64)
+        piece_n = np.zeros(runs, dtype=np.int64)
+        piece_n[has] = store_n(prev[has], r0[has], r1[has]) + 1
+        last_run = np.array([runs - 1])
+        final = int(store_n(last_run, np.zeros(1, dtype=np.int64), m_pix[mi[last_run]])[0])
+        count = 1 + int(requant) + int(new_win.sum()) + runs + int(loads.sum()) + int(pieces.sum())
+        if count <= QUEUE_DEPTH:
+            s = np.zeros(runs, dtype=np.int64)
+            s[:-1] = piece_n[:-1] + (band_n + w_n + loads)[1:]
+            period = np.maximum(cyc[:-1] + 1, 2 + s[:-1] + 2 * ((s[:-1] == 0) & new_win[1:]))
+            pre = qp + int(band_n[0] + w_n[0] + loads[0])
+            decode0 = 1 + _fetch(count, xf.W) + FETCH_DECODE_CYCLES
+            last = decode0 + pre + int(period.sum())
+            issue = max(last + int(cyc[-1]) + 1, last + 2 + int(piece_n[-1]))
+            total = issue + final + 1
+        else:
+            total = _walk_double(cyc, band_n, w_n, new_band, new_w, new_win, piece_n, pieces, final, qp, xf.W)
+    else:
+        stores = np.zeros(runs, dtype=np.int64)
+        stores[outs] = store_n(outs, np.zeros(len(outs), dtype=np.int64), m_pix[mi[outs]]) + 1
+        count = int(requant) + int(new_win.sum()) + runs + int(loads.sum()) + len(outs)
+        if count <= QUEUE_DEPTH:
+            decode0 = 1 + _fetch(count, xf.W) + FETCH_DECODE_CYCLES
+            total = decode0 + qp + int((band_n + w_n + loads + cyc + 1 + stores).sum())
+        else:
+            total = _walk_single(cyc, band_n, w_n, new_band, new_w, new_win, stores, last_out, qp, xf.W)
+    # Folds and SRAM bytes (``conv_score``'s rules).
+    rf, cf = -(-K // R), -(-fn // C)
+    folds = int((rf * cf).sum())
+    sram_a = float((p * K * cf).sum()) * ib
+    sram_b = float((K * fn).sum()) * ib
+    c_write = float((p * fn * rf).sum()) * acc_b
+    c_read = float((p * fn * (rf - 1 + (k0 > 0))).sum()) * acc_b
+    pixels = g.out_h * g.out_w * conv.c_out
+    return ConvSchedule(
+        total=int(total), compute=int(cyc.sum()), read=read, written=written, folds=folds,
+        sram_read=(sram_a, sram_b, c_read + pixels * acc_b),
+        sram_write=(float(read[0]), float(read[1]), c_write), tile=(int(p[0]), int(K[0]), int(fn[0])))
+
+
+def _chunks(cmds: list[tuple[int, int, bool, bool]], W: int) -> int:
+    """Total cycles of ``(kind, n, wait_dma, wait_run)`` commands run as queue-loads
+    (``program_timing.program_cycles``' rules with every ``n`` given)."""
+    total = 0
+    for a in range(0, len(cmds), QUEUE_DEPTH):
+        part = cmds[a:a + QUEUE_DEPTH]
+        decode = 1 + _fetch(len(part), W) + FETCH_DECODE_CYCLES
+        dma_free = run_free = 0
+        for kind, n, wait_dma, wait_run in part:
+            c = decode
+            if kind in (_LOAD, _STORE) or wait_dma:
+                c = max(c, dma_free)
+            if kind == _RUN or wait_run:
+                c = max(c, run_free)
+            if kind in (_LOAD, _STORE):
+                dma_free = c + n + 1
+            elif kind == _RUN:
+                run_free = c + n + 1
+            decode = c + ISSUE_CYCLES
+        total += max(decode - 1, dma_free, run_free)
+    return total
+
+
+def _windowed(cmds: list[tuple[int, int, bool, bool]], win: bool, held: list[int]) -> None:
+    """Add the run's ``WINDOW`` (when it changed, or the run opens a queue-load: ``held``, the
+    queue-load of the last one, as ``_ConvBuilder.run``)."""
+    while win or len(cmds) // QUEUE_DEPTH != held[0]:
+        win = False
+        held[0] = len(cmds) // QUEUE_DEPTH
+        cmds.append((_WINDOW, 0, False, False))
+
+
+def _walk_single(cyc: np.ndarray, band_n: np.ndarray, w_n: np.ndarray, new_band: np.ndarray, new_w: np.ndarray,
+                 new_win: np.ndarray, stores: np.ndarray, last_out: np.ndarray, qp: int, W: int) -> int:
+    cmds: list[tuple[int, int, bool, bool]] = [(_LOAD, qp - 1, False, False)] if qp else []
+    held = [-1]
+    for i in range(len(cyc)):
+        if new_band[i]:
+            cmds.append((_LOAD, int(band_n[i]), False, True))
+        if new_w[i]:
+            cmds.append((_LOAD, int(w_n[i]), False, True))
+        _windowed(cmds, bool(new_win[i]), held)
+        cmds.append((_RUN, int(cyc[i]), True, False))
+        if last_out[i]:
+            cmds.append((_STORE, int(stores[i]) - 1, False, True))
+    return _chunks(cmds, W)
+
+
+def _walk_double(cyc: np.ndarray, band_n: np.ndarray, w_n: np.ndarray, new_band: np.ndarray, new_w: np.ndarray,
+                 new_win: np.ndarray, piece_n: np.ndarray, pieces: np.ndarray, final: int, qp: int, W: int) -> int:
+    cmds: list[tuple[int, int, bool, bool]] = [(_LOAD, qp - 1, False, False)] if qp else []
+
+    def loads(i: int) -> None:
+        if new_band[i]:
+            cmds.append((_LOAD, int(band_n[i]), False, False))
+        if new_w[i]:
+            cmds.append((_LOAD, int(w_n[i]), False, False))
+
+    loads(0)
+    held = [-1]
+    for i in range(len(cyc)):
+        _windowed(cmds, bool(new_win[i]), held)
+        cmds.append((_RUN, int(cyc[i]), True, False))
+        if pieces[i]:
+            cmds.append((_STORE, int(piece_n[i]) - 1, False, False))
+        if i + 1 < len(cyc):
+            loads(i + 1)
+    cmds.append((_STORE, final, False, True))
+    return _chunks(cmds, W)
+
