@@ -66,7 +66,7 @@ def test_evaluate_bert_shows_heads_as_instances_and_the_vector_work(run_cli):
     assert float(scores[4]) == 0.20  # 12 x 512 x 64 x 512 = 0.201 G MACs
     assert rows["attention/query"][1:4] == ["1", "1", "512x768x768"]
     assert any(line.startswith("utilisation ") and line.endswith(" %") for line in lines)
-    vector = out[out.index("vector ops, on the vector unit"):out.index("other host work")]
+    vector = out[out.index("vector ops, on the vector unit"):out.index("data layout, free")]
     rows = {line.split()[0]: line.split()[1:] for line in vector.splitlines()[3:] if line.strip()}
     # kind, name, runs, elements, cycles (all runs), DRAM bytes; 16 lanes on edge
     assert rows["softmax"][1:3] == ["1", f"{12 * 512 * 512:,}"]  # 12 heads x 512 x 512 scores
@@ -74,8 +74,9 @@ def test_evaluate_bert_shows_heads_as_instances_and_the_vector_work(run_cli):
     # GELU, one pass over 512 x 3072 / 16 words: 1 + words + 2 cycles (accel_dse.vector_isa)
     assert rows["gelu"][3] == f"{1 + 512 * 3072 // 16 + 2:,}"
     assert "vector cycles" in out and "cannot run" not in out  # BERT has no op left for the host
-    other = " ".join(out[out.index("other host work"):].split())
-    assert "transpose x1 (393 k elements)" in other  # what is left, with its element count
+    assert "other host work" not in out  # the requantisation is the output stage's: no arithmetic left
+    other = " ".join(out[out.index("data layout, free"):].split())
+    assert "transpose x1 (393 k elements)" in other  # what is left, named as free, with its element count
     assert "e+0" not in out and "e-0" not in out
 
 
