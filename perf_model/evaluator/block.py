@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from accel_dse.config import FORMAT_CODES
+from accel_dse.number_formats import FORMATS, max_product
 from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
@@ -218,7 +220,8 @@ def evaluate_block(
     vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
     # (nd, no) against (nd, 1): the powers of two per design, broadcast over its ops
     k = p.gemm[1].reshape(shape)
-    overflow = feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None]).reshape(-1) & rep(clock_ok)
+    product = max_products(d)[:, None]
+    overflow = feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None], product).reshape(-1) & rep(clock_ok)
     build_ok = builds(d.dataflow, d.checksum)  # the RTL builds the checksum for WS and IS only
     ok = feasible & ~overflow & rep(clock_ok) & rep(build_ok)
     macs = np.tile(ops.macs, nd)
@@ -353,17 +356,33 @@ def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray
     return full, sched.widen(index, len(p))
 
 
-def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray) -> np.ndarray:
+def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
+              product: np.ndarray | None = None) -> np.ndarray:
     """Whether ``k`` products of signed ``input_bits`` operands can exceed an ``acc_bits`` accumulator.
 
     The bound is exact: the largest sum is ``k * (2**(b-1))**2`` (every operand ``-2**(b-1)``),
     reachable by real data, and it must be at most ``2**(a-1) - 1``; the most negative sum,
     ``-k * 2**(b-1) * (2**(b-1) - 1)``, is smaller in magnitude. Partial sums accumulate at
     ``acc_bits`` across K tiles in the ofmap buffer, so ``k`` is the op's whole reduction.
+    ``product`` (:func:`max_products`) replaces ``(2**(b-1))**2`` where given: an fp8 product's
+    largest magnitude in the fixed-point accumulator's units (E4M3: ``(448 * 2**9)**2``).
     """
     ib = np.asarray(input_bits, dtype=np.float64)
     ab = np.asarray(acc_bits, dtype=np.float64)
-    return np.asarray(k, dtype=np.float64) * 2.0 ** (2 * ib - 2) > 2.0 ** (ab - 1) - 1
+    worst = 2.0 ** (2 * ib - 2) if product is None else np.asarray(product, dtype=np.float64)
+    return np.asarray(k, dtype=np.float64) * worst > 2.0 ** (ab - 1) - 1
+
+
+def max_products(d: DesignArrays) -> np.ndarray:
+    """Per design, the largest magnitude of one product in accumulator units: ``2**(2 b - 2)`` for
+    integer lanes of ``b`` bits, :func:`~accel_dse.number_formats.max_product` for a float pair
+    (one format for both operands, so the weight's code names it)."""
+    out = 2.0 ** (2 * np.asarray(d.input_bits, dtype=np.float64) - 2)
+    for code, name in enumerate(FORMAT_CODES):
+        f = FORMATS.get(name)
+        if f is not None and not f.is_int:
+            out = np.where(np.asarray(d.weight_format) == code, max_product(f, f), out)
+    return out
 
 
 def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray, requant: np.ndarray) -> None:
@@ -438,8 +457,10 @@ def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: Des
                                                      np.asarray(overflow).tolist(), strict=True)):
         i, o = divmod(e, n_ops)
         if over:
+            fmt = FORMAT_CODES[int(designs.weight_format[i])]
             out.append(_overflow_reason(names[o], int(p.gemm[1, e]), int(designs.input_bits[i]),
-                                        int(designs.acc_bits[i])))
+                                        int(designs.acc_bits[i]), fmt if fmt in FORMATS and not FORMATS[fmt].is_int
+                                        else None))
             continue
         dims = f"m x k x n = {mj} x {kj} x {nj}"
         if b < 0:
@@ -451,7 +472,14 @@ def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: Des
     return out
 
 
-def _overflow_reason(name: str, k: int, ib: int, ab: int) -> str:
+def _overflow_reason(name: str, k: int, ib: int, ab: int, float_format: str | None = None) -> str:
+    if float_format is not None:
+        f = FORMATS[float_format]
+        each = int(max_product(f, f))
+        need = (k * each).bit_length() + 1
+        return (f"op {name!r}: accumulator overflow: K = {k} products of {float_format} operands can sum to "
+                f"{k} * {each} = {k * each} (units of the smallest subnormal squared), beyond acc_bits = {ab} "
+                f"(max {(1 << (ab - 1)) - 1}); this op needs acc_bits >= {need}")
     worst = k << (2 * ib - 2)
     need = worst.bit_length() + 1
     return (f"op {name!r}: accumulator overflow: K = {k} products of {ib}-bit operands can sum to {k} * 2^{2 * ib - 2}"

@@ -10,8 +10,9 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import INPUT_BITS, Dataflow
 from accel_dse.errors import ConfigError
+from accel_dse.number_formats import NumberFormat
 
-__all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "product_bits"]
+__all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "product_bits", "pe_format"]
 
 #: Operand encodings the PE multiplies: ``"int"`` (two's complement, ``input_bits`` wide) and
 #: ``"fp8_e4m3"`` (OCP E4M3FN codes in 8-bit lanes: sign, 4 exponent bits with bias 7, 3 mantissa
@@ -20,6 +21,17 @@ __all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "product_bi
 #: E5M2 is left out: one exact E5M2 product needs 65 bits, beyond ``acc_bits <= 64``.
 PE_FORMATS = ("int", "fp8_e4m3")
 _FP8 = {"fp8_e4m3": (4, 3)}  # exponent bits, mantissa bits
+
+
+def pe_format(weight: NumberFormat, act: NumberFormat) -> str:
+    """The :data:`PE_FORMATS` encoding that multiplies a buildable operand pair: ``"int"`` for
+    integers (any mix, sign-extended into the lanes), else the float format's own name."""
+    if weight.is_int and act.is_int:
+        return "int"
+    if weight != act or weight.name not in PE_FORMATS:
+        raise ConfigError(f"no PE multiplies weight {weight.name} with activation {act.name}: "
+                          f"the PE builds {', '.join(PE_FORMATS)}")
+    return weight.name
 
 
 def product_bits(number_format: str, input_bits: int) -> int:

@@ -100,4 +100,4 @@ def test_a_float_design_is_refused_with_the_rule(run_cli, tmp_path):
     path.write_text('[design]\nrows = 4\ncols = 4\nweight_format = "bf16"\nact_format = "bf16"\n')
     code, _, err = run_cli("design", "check", str(path))
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "bf16 operands are not built yet: the PE builds integer operand formats only" in err
+    assert "bf16 operands are not built yet: the PE builds integer and fp8_e4m3 operands" in err
