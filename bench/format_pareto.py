@@ -3,7 +3,7 @@
 For each format pair: the SQNR (dB) of the workload's matrix products against float32 JAX
 (``workloads.accuracy``), and, for the pairs the RTL builds, the model's TOPS/W, area and EDP of
 the ``edge`` preset (16x16 WS, 28 nm) with that pair; then the Pareto front of SQNR (max) against
-TOPS/W (max) and area (min). Float pairs have no PE yet: their accuracy is shown, their cost is not.
+TOPS/W (max) and area (min). Pairs no PE builds (fp8_e5m2, bf16): their accuracy is shown, their cost is not.
 
     .venv/bin/python bench/format_pareto.py [--workloads bert_base,llama_decode]
 """

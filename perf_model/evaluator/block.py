@@ -38,6 +38,7 @@ from perf_model.physical.area import AreaCoefficients, design_area_mm2
 from perf_model.physical.checksum import BUILD_REASON, builds, checksum_pj_per_mac
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
+from perf_model.physical.format_cost import format_energy_ratio
 from perf_model.physical.output_stage import output_stage_pj
 from perf_model.physical.technology import nominal_vdd, supply_voltage
 
@@ -214,7 +215,7 @@ def evaluate_block(
             feasible[e] = True
         for e in convs.infeasible:
             feasible[e] = False
-    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
+    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered, d.weight_format)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     clock_ok = d.clock_mhz <= f_max
     vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
@@ -238,7 +239,7 @@ def evaluate_block(
     bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
     sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
     area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
-                               d.shadow_stationary, d.double_buffered, d.checksum)
+                               d.shadow_stationary, d.double_buffered, d.checksum, d.weight_format)
     latency = total / rep(d.clock_mhz * 1e6)
     # The stationary column chain, per PE and fold: plain, R shifts (the WS/IS load, the OS
     # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on
@@ -247,7 +248,7 @@ def evaluate_block(
     chain_writes = rep(np.where(d.shadow_stationary, (d.rows + 1) / 2 + 1, d.rows))
     chain_bits = folds * R_f * C_f * chain_writes * rep(np.where(d.dataflow == 1, ab_d, ib_d))
     parts = {
-        "mac": macs_f * rep(energy.mac_pj(ib_d, ab_d)) * scale,
+        "mac": macs_f * rep(energy.mac_pj(ib_d, ab_d) * format_energy_ratio(area, d)) * scale,
         "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
         "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0))
         * rep(dram_pj_per_byte(d.dram, energy.dram_pj_per_byte)),
