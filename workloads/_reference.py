@@ -318,9 +318,9 @@ def chained_references(ops: Sequence[Op], seed: int = 0, *, bits: int = 8, weigh
             raise WorkloadError(f"ops {i} and {i + 1} do not chain (requantised, batch 1, next m = m, next k = n)")
     out: list[Reference] = []
     if number_format is not None:  # fp8: op i + 1 reads op i's output codes
-        a = reference(ops[0], seed, number_format=number_format).a
+        a = float_operands(ops[0], seed, 0, number_format)[0]
         for i, op in enumerate(ops):
-            b = reference(op, seed + i, number_format=number_format).b
+            b = float_operands(op, seed + i, 0, number_format)[1]
             c, q = float_result(op, 0, a, b, number_format)
             out.append(Reference(op=op, index=0, seed=seed + i, bits=8, a=a, b=b, c=c, q=q))
             a = q  # type: ignore[assignment]
