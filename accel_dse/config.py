@@ -27,6 +27,7 @@ from accel_dse.number_formats import (
     AUTO,
     FORMAT_NAMES,
     NumberFormat,
+    accumulator_rule,
     build_rule,
     datapath_bits,
     format_tag,
@@ -248,6 +249,10 @@ class ArrayConfig:
             object.__setattr__(self, "input_bits", datapath_bits(weight, act))
         for field in FIELD_NAMES:
             _check_field(field, getattr(self, field), self.input_bits)
+        if resolved is not None:
+            rule = accumulator_rule(*resolved, self.acc_bits, self.checksum)
+            if rule is not None:
+                raise ConfigError(f"weight_format {resolved[0].name} with act_format {resolved[1].name}: {rule}")
         object.__setattr__(self, "dataflow", Dataflow.parse(self.dataflow))
         object.__setattr__(self, "dram_bytes_per_cycle", float(self.dram_bytes_per_cycle))
         object.__setattr__(self, "clock_mhz", float(self.clock_mhz))

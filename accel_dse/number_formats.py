@@ -19,11 +19,12 @@ The float formats are known (reference semantics, accuracy), not yet built.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from accel_dse.errors import ConfigError
 
 __all__ = ["NumberFormat", "FORMATS", "FORMAT_NAMES", "AUTO", "parse_format", "datapath_bits", "build_rule",
-           "int_format", "pair_problem", "format_tag"]
+           "int_format", "pair_problem", "format_tag", "product_bits", "max_product", "accumulator_rule"]
 
 #: The value of ``weight_format`` / ``act_format`` that means "signed integer of ``input_bits``".
 AUTO = "auto"
@@ -115,14 +116,56 @@ def datapath_bits(weight: NumberFormat, act: NumberFormat) -> int:
 def build_rule(weight: NumberFormat, act: NumberFormat) -> str | None:
     """Why the generated hardware cannot build this operand pair, or ``None`` when it can.
 
-    The rule: both operands integer formats (int4, int8, int16, any mix such as W4A8); float
-    formats (fp8_e4m3, fp8_e5m2, bf16) have reference semantics and an accuracy figure but no
-    PE yet.
+    The rule: integer operands (int4, int8, int16, any mix such as W4A8), or fp8_e4m3 for both
+    (the PE's exact fixed-point product, :func:`product_bits`). fp8_e5m2 is refused: one exact
+    product needs 65 bits, beyond ``acc_bits <= 64``; bf16 has no PE yet; a float format is
+    never mixed with another format.
     """
-    floats = [f.name for f in (weight, act) if not f.is_int]
-    if floats:
-        return (f"{floats[0]} operands are not built yet: the PE builds integer operand formats only "
-                f"(int4, int8, int16, any weight/activation mix)")
+    if weight.is_int and act.is_int:
+        return None
+    if weight != act:
+        return (f"weight {weight.name} with activation {act.name} is not built: float operands "
+                f"take one format for both")
+    if weight.accumulator == "fixed" and product_bits(weight) > 64:
+        return (f"{weight.name} operands are not built: one exact product needs {product_bits(weight)} bits, "
+                f"beyond acc_bits <= 64")
+    if weight.accumulator != "fixed":
+        return f"{weight.name} operands are not built yet: the PE builds integer and fp8_e4m3 operands"
+    return None
+
+
+def product_bits(fmt: NumberFormat) -> int:
+    """Bits of one exact signed product of two ``fmt`` operands in the accumulator's units.
+
+    Integers: ``2 * bits``. fp8 (fixed point, units of the smallest subnormal squared): the
+    magnitude ``(max_finite / min_subnormal)**2`` plus a sign bit (E4M3 37, E5M2 65).
+    """
+    if fmt.is_int:
+        return 2 * fmt.bits
+    return math.ceil(math.log2(max_product(fmt, fmt) + 1)) + 1
+
+
+def max_product(weight: NumberFormat, act: NumberFormat) -> float:
+    """The largest magnitude of one product in accumulator units (integers: of the lanes'
+    most negative values; fp8: of the largest finite values over the smallest subnormal)."""
+    if weight.is_int and act.is_int:
+        return float(2 ** (weight.bits - 1) * 2 ** (act.bits - 1))
+    return (weight.max_finite / weight.min_subnormal) * (act.max_finite / act.min_subnormal)
+
+
+def accumulator_rule(weight: NumberFormat, act: NumberFormat, acc_bits: int, checksum: str) -> str | None:
+    """Why a buildable float pair cannot take this accumulator or checksum (``None``: it can).
+
+    An fp8 accumulator holds at least one exact product (:func:`product_bits`); the checksum
+    column sums integer weights, so it is built for integer operands only.
+    """
+    if weight.is_int and act.is_int:
+        return None
+    need = product_bits(weight)
+    if acc_bits < need:
+        return f"acc_bits must be >= {need} for {weight.name} operands (one exact product), not {acc_bits}"
+    if checksum != "none":
+        return f"checksum {checksum!r} is built for integer operands only, not {weight.name}"
     return None
 
 

@@ -73,17 +73,19 @@ def yosys() -> list[str]:
     return [found]
 
 
-def pe_verilog(dataflow: Dataflow | str, ib: int, ab: int, shadow: bool = False) -> tuple[str, str]:
+def pe_verilog(dataflow: Dataflow | str, ib: int, ab: int, shadow: bool = False,
+               number_format: str = "int") -> tuple[str, str]:
     """``(top name, Verilog text)`` of the PE cell a measured point names (as ``POINTS`` lists
     them: cell, input bits, accumulator bits; the points are plain PEs, ``shadow`` builds the
-    one with a shadow stationary register)."""
+    one with a shadow stationary register, ``number_format`` the PE's operand encoding)."""
     from amaranth.back import verilog
 
     import rtl_gen
 
     flow = Dataflow.parse(dataflow)
-    top = f"pe_{flow.value}_{ib}_{ab}" + ("_shadow" if shadow else "")
-    pe = rtl_gen.PE(dataflow=flow, input_bits=ib, acc_bits=ab, shadow=shadow)
+    top = (f"pe_{flow.value}_{ib}_{ab}" + ("_shadow" if shadow else "")
+           + ("" if number_format == "int" else f"_{number_format}"))
+    pe = rtl_gen.PE(dataflow=flow, input_bits=ib, acc_bits=ab, shadow=shadow, number_format=number_format)
     text = verilog.convert(pe, name=top, emit_src=False, strip_internal_attrs=True)
     return top, text
 

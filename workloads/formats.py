@@ -44,7 +44,7 @@ from accel_dse.errors import WorkloadError
 from accel_dse.number_formats import FORMATS, NumberFormat
 
 __all__ = ["quantise", "per_tensor_scale", "fraction_bits", "accumulate", "to_float32", "dequantised_product",
-           "jax_bound", "sqnr_db", "UNIT_ROUNDOFF_F32"]
+           "jax_bound", "sqnr_db", "UNIT_ROUNDOFF_F32", "round_to_float"]
 
 #: Unit roundoff of float32 (round to nearest): 2**-24.
 UNIT_ROUNDOFF_F32 = 2.0 ** -24
@@ -155,15 +155,19 @@ def accumulate(a: np.ndarray, b: np.ndarray, weight_fmt: NumberFormat | str,
     return acc
 
 
-def _round_f32(n: int, exponent: int) -> float:
-    """``n * 2**exponent`` rounded to float32, nearest, ties to even (no overflow for fp8 sums)."""
+def round_to_float(n: int, exponent: int, significand_bits: int, min_exponent: int) -> float:
+    """``n * 2**exponent`` rounded to ``significand_bits`` significant bits with no quantum finer
+    than ``2**min_exponent`` (the subnormal quantum), nearest, ties to even, exactly from the
+    integer (no exponent ceiling: the caller saturates). A negative ``n`` that rounds to zero
+    gives -0.0, as IEEE rounding does.
+    """
     if n == 0:
         return 0.0
     mag = abs(n)
-    shift = mag.bit_length() - 24
+    shift = mag.bit_length() - significand_bits
     low = exponent + max(shift, 0)
-    if low < -149:  # below float32's normal range: round at the subnormal quantum 2**-149
-        shift += -149 - low
+    if low < min_exponent:  # below the normal range: round at the subnormal quantum
+        shift += min_exponent - low
     if shift > 0:
         q, r = divmod(mag, 1 << shift)
         half = 1 << (shift - 1)
@@ -172,6 +176,11 @@ def _round_f32(n: int, exponent: int) -> float:
         mag, exponent = q, exponent + shift
     value = math.ldexp(mag, exponent)
     return -value if n < 0 else value
+
+
+def _round_f32(n: int, exponent: int) -> float:
+    """``n * 2**exponent`` rounded to float32, nearest, ties to even (no overflow for fp8 sums)."""
+    return round_to_float(n, exponent, 24, -149)
 
 
 def to_float32(acc: np.ndarray, fmt: NumberFormat | str) -> np.ndarray:

@@ -106,7 +106,9 @@ def simulate(
     spec = wl.name if isinstance(workload, workloads.Workload) else workload
     selected = _select_ops(wl, spec, ops, max_ops)
     wbits, abits = design.weight_fmt.bits, design.act_fmt.bits
-    if min(wbits, abits) < 8:  # int4 operands: output scale and saturation for them (workloads.narrow_outputs)
+    if not design.weight_fmt.is_int:  # fp8: the output stage's scale and ReLU (workloads.float_outputs)
+        selected = [(name, workloads.float_outputs(op), count) for name, op, count in selected]
+    elif min(wbits, abits) < 8:  # int4 operands: output scale and saturation for them (workloads.narrow_outputs)
         selected = [(name, workloads.narrow_outputs(op, abits, wbits), count) for name, op, count in selected]
     chained = _chained([op for _, op, _ in selected], False if mode == "sampled" else chain)
     work = _work_dir(work_dir)

@@ -30,7 +30,10 @@ CLOCK_PERIOD_NS = 10.0
 
 
 def operand_bits(design: ArrayConfig) -> dict[str, int]:
-    """The reference data's widths for ``design``: its lanes and its weight and activation ranges."""
+    """The reference data's widths for ``design``: its lanes and its weight and activation ranges
+    (and, for float operands, their format: fp8 codes in the 8-bit lanes)."""
+    if not design.weight_fmt.is_int:
+        return {"bits": design.input_bits, "number_format": design.weight_fmt.name}
     return {"bits": design.input_bits, "weight_bits": design.weight_fmt.bits, "act_bits": design.act_fmt.bits}
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from accel_dse.config import FORMAT_CODES
+from accel_dse.number_formats import FORMATS, max_product
 from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
@@ -36,6 +38,7 @@ from perf_model.physical.area import AreaCoefficients, design_area_mm2
 from perf_model.physical.checksum import BUILD_REASON, builds, checksum_pj_per_mac
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
+from perf_model.physical.format_cost import format_energy_ratio
 from perf_model.physical.output_stage import output_stage_pj
 from perf_model.physical.technology import nominal_vdd, supply_voltage
 
@@ -213,13 +216,14 @@ def evaluate_block(
             feasible[e] = True
         for e in convs.infeasible:
             feasible[e] = False
-    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
+    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered, d.weight_format)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     clock_ok = d.clock_mhz <= f_max
     vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
     # (nd, no) against (nd, 1): the powers of two per design, broadcast over its ops
     k = p.gemm[1].reshape(shape)
-    overflow = feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None]).reshape(-1) & rep(clock_ok)
+    product = max_products(d)[:, None]
+    overflow = feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None], product).reshape(-1) & rep(clock_ok)
     build_ok = builds(d.dataflow, d.checksum)  # the RTL builds the checksum for WS and IS only
     ok = feasible & ~overflow & rep(clock_ok) & rep(build_ok)
     macs = np.tile(ops.macs, nd)
@@ -236,7 +240,7 @@ def evaluate_block(
     bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
     sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
     area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
-                               d.shadow_stationary, d.double_buffered, d.checksum)
+                               d.shadow_stationary, d.double_buffered, d.checksum, d.weight_format)
     latency = total / rep(d.clock_mhz * 1e6)
     # The stationary column chain, per PE and fold: plain, R shifts (the WS/IS load, the OS
     # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on
@@ -245,7 +249,7 @@ def evaluate_block(
     chain_writes = rep(np.where(d.shadow_stationary, (d.rows + 1) / 2 + 1, d.rows))
     chain_bits = folds * R_f * C_f * chain_writes * rep(np.where(d.dataflow == 1, ab_d, ib_d))
     parts = {
-        "mac": macs_f * rep(energy.mac_pj(ib_d, ab_d)) * scale,
+        "mac": macs_f * rep(energy.mac_pj(ib_d, ab_d) * format_energy_ratio(area, d)) * scale,
         "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
         "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0))
         * rep(dram_pj_per_byte(d.dram, energy.dram_pj_per_byte)),
@@ -354,17 +358,33 @@ def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray
     return full, sched.widen(index, len(p))
 
 
-def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray) -> np.ndarray:
+def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
+              product: np.ndarray | None = None) -> np.ndarray:
     """Whether ``k`` products of signed ``input_bits`` operands can exceed an ``acc_bits`` accumulator.
 
     The bound is exact: the largest sum is ``k * (2**(b-1))**2`` (every operand ``-2**(b-1)``),
     reachable by real data, and it must be at most ``2**(a-1) - 1``; the most negative sum,
     ``-k * 2**(b-1) * (2**(b-1) - 1)``, is smaller in magnitude. Partial sums accumulate at
     ``acc_bits`` across K tiles in the ofmap buffer, so ``k`` is the op's whole reduction.
+    ``product`` (:func:`max_products`) replaces ``(2**(b-1))**2`` where given: an fp8 product's
+    largest magnitude in the fixed-point accumulator's units (E4M3: ``(448 * 2**9)**2``).
     """
     ib = np.asarray(input_bits, dtype=np.float64)
     ab = np.asarray(acc_bits, dtype=np.float64)
-    return np.asarray(k, dtype=np.float64) * 2.0 ** (2 * ib - 2) > 2.0 ** (ab - 1) - 1
+    worst = 2.0 ** (2 * ib - 2) if product is None else np.asarray(product, dtype=np.float64)
+    return np.asarray(k, dtype=np.float64) * worst > 2.0 ** (ab - 1) - 1
+
+
+def max_products(d: DesignArrays) -> np.ndarray:
+    """Per design, the largest magnitude of one product in accumulator units: ``2**(2 b - 2)`` for
+    integer lanes of ``b`` bits, :func:`~accel_dse.number_formats.max_product` for a float pair
+    (one format for both operands, so the weight's code names it)."""
+    out = 2.0 ** (2 * np.asarray(d.input_bits, dtype=np.float64) - 2)
+    for code, name in enumerate(FORMAT_CODES):
+        f = FORMATS.get(name)
+        if f is not None and not f.is_int:
+            out = np.where(np.asarray(d.weight_format) == code, max_product(f, f), out)
+    return out
 
 
 def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray, requant: np.ndarray) -> None:
@@ -439,8 +459,10 @@ def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: Des
                                                      np.asarray(overflow).tolist(), strict=True)):
         i, o = divmod(e, n_ops)
         if over:
+            fmt = FORMAT_CODES[int(designs.weight_format[i])]
             out.append(_overflow_reason(names[o], int(p.gemm[1, e]), int(designs.input_bits[i]),
-                                        int(designs.acc_bits[i])))
+                                        int(designs.acc_bits[i]), fmt if fmt in FORMATS and not FORMATS[fmt].is_int
+                                        else None))
             continue
         dims = f"m x k x n = {mj} x {kj} x {nj}"
         if b < 0:
@@ -452,7 +474,14 @@ def _failures(p: Problem, flat: np.ndarray, names: tuple[str, ...], designs: Des
     return out
 
 
-def _overflow_reason(name: str, k: int, ib: int, ab: int) -> str:
+def _overflow_reason(name: str, k: int, ib: int, ab: int, float_format: str | None = None) -> str:
+    if float_format is not None:
+        f = FORMATS[float_format]
+        each = int(max_product(f, f))
+        need = (k * each).bit_length() + 1
+        return (f"op {name!r}: accumulator overflow: K = {k} products of {float_format} operands can sum to "
+                f"{k} * {each} = {k * each} (units of the smallest subnormal squared), beyond acc_bits = {ab} "
+                f"(max {(1 << (ab - 1)) - 1}); this op needs acc_bits >= {need}")
     worst = k << (2 * ib - 2)
     need = worst.bit_length() + 1
     return (f"op {name!r}: accumulator overflow: K = {k} products of {ib}-bit operands can sum to {k} * 2^{2 * ib - 2}"

@@ -79,6 +79,7 @@ from accel_dse.errors import AccelDseError, ModelError
 from perf_model import timing
 from perf_model.physical import pe_area_fit
 from perf_model.physical.checksum import checksum_um2
+from perf_model.physical.format_cost import format_cost
 from perf_model.physical.output_stage import lane_um2, qparam_bits
 
 __all__ = [
@@ -461,6 +462,7 @@ def design_area_mm2(
     rows: np.ndarray, cols: np.ndarray, dataflow: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     kib: tuple[np.ndarray, np.ndarray, np.ndarray], tech_nm: np.ndarray, coefficients: AreaCoefficients | None = None,
     shadow: np.ndarray | bool = False, double_buffered: np.ndarray | bool = False, checksum: np.ndarray | int = 0,
+    weight_format: np.ndarray | int = 0,
 ) -> np.ndarray:
     """Area of whole designs in mm^2 (vectorised; see the module docstring).
 
@@ -471,6 +473,8 @@ def design_area_mm2(
         shadow: ``shadow_stationary`` per design.
         double_buffered: ``double_buffered`` per design.
         checksum: ``checksum`` codes per design (``perf_model.physical.checksum``: its unit's area).
+        weight_format: format codes per design: a float format's PE and output lane are its
+            Yosys fits (``perf_model.physical.format_cost``), plus the integer model's shadow flops.
     """
     k = coefficients or area_coefficients()
     df = np.asarray(dataflow)
@@ -479,10 +483,14 @@ def design_area_mm2(
     C = np.asarray(cols, dtype=np.float64)
     skew_bits, line_bits = skew_register_bits(rows, cols, df, input_bits, acc_bits, kib, sh, double_buffered)
     sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
-    output_stage = C * lane_um2(input_bits, acc_bits) + qparam_bits(input_bits) * k.sram_um2_per_bit()
+    fmt = format_cost(weight_format, df, acc_bits)
+    lane = np.where(fmt.is_float, fmt.lane_um2, lane_um2(input_bits, acc_bits))
+    output_stage = C * lane + qparam_bits(input_bits) * k.sram_um2_per_bit()
     memory_system = (memory_system_logic_um2(_dma_word_bits(rows, cols, df, input_bits, acc_bits))
                      + QUEUE_BITS * k.sram_um2_per_bit())
-    um2 = (R * C * k.pe_um2(input_bits, acc_bits, df, sh) + (skew_bits + line_bits) * k.reg_bit_um2
+    int_pe = k.pe_um2(input_bits, acc_bits, df, sh)
+    pe_um2 = np.where(fmt.is_float, fmt.pe_um2 + int_pe - k.pe_um2(input_bits, acc_bits, df, False), int_pe)
+    um2 = (R * C * pe_um2 + (skew_bits + line_bits) * k.reg_bit_um2
            + k.controller_um2 + sram_kib * 8192 * k.sram_um2_per_bit() + output_stage + memory_system
            + checksum_um2(rows, cols, input_bits, acc_bits, checksum))
     return um2 * 1e-6 * (np.asarray(tech_nm, dtype=np.float64) / _REF_NM) ** 2

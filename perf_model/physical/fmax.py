@@ -44,6 +44,7 @@ import numpy as np
 from perf_model import timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.physical import fmax_fit as fit
+from perf_model.physical.format_cost import format_cost
 from perf_model.physical.technology import fo4_ps
 
 __all__ = ["STAGES", "SEQUENCING_FO4", "stage_depths_fo4", "fmax_mhz", "fo4_ps", "pe_depth_fo4",
@@ -82,15 +83,18 @@ def sram_depth_fo4(bank_kib: Any) -> np.ndarray:
 
 
 def stage_depths_fo4(dataflow: Any, input_bits: Any, acc_bits: Any, kib: tuple[Any, Any, Any],
-                     double_buffered: Any) -> np.ndarray:
-    """Logic depth of each stage of :data:`STAGES`, FO4, shape ``(len(STAGES), designs)``."""
+                     double_buffered: Any, weight_format: Any = 0) -> np.ndarray:
+    """Logic depth of each stage of :data:`STAGES`, FO4, shape ``(len(STAGES), designs)``; a float
+    operand format (``weight_format`` codes) takes its cells' depths (``perf_model.physical.format_cost``)."""
     ib = np.asarray(input_bits, dtype=np.float64)
     ab = np.asarray(acc_bits, dtype=np.float64)
     largest = np.max(np.stack([np.asarray(k, dtype=np.float64) for k in kib]), axis=0)
     bank = largest / np.where(double_buffered, 2.0, 1.0)
+    fmt = format_cost(weight_format, dataflow, ab)
     return np.stack(np.broadcast_arrays(
-        pe_depth_fo4(ib, ab, dataflow), output_stage_depth_fo4(ib, ab), _CTRL[np.asarray(dataflow, dtype=np.int64)],
-        sram_depth_fo4(bank)))
+        np.where(fmt.is_float, fmt.pe_fo4, pe_depth_fo4(ib, ab, dataflow)),
+        np.where(fmt.is_float, fmt.output_fo4, output_stage_depth_fo4(ib, ab)),
+        _CTRL[np.asarray(dataflow, dtype=np.int64)], sram_depth_fo4(bank)))
 
 
 def output_stage_depth_fo4(input_bits: Any, acc_bits: Any) -> np.ndarray:
@@ -122,7 +126,7 @@ def design_fmax(config: Any) -> dict[str, Any]:
     """
     d = DesignArrays.from_configs([config])
     kib = (d.ifmap_sram_kib, d.weight_sram_kib, d.ofmap_sram_kib)
-    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered)
+    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered, d.weight_format)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     unit = float(fo4_ps(config.tech_nm))
 

@@ -104,7 +104,7 @@ from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS, BufferGeometry, Bu
 from rtl_gen.core.checksum import COUNT_BITS, ChecksumUnit, check_dataflow
 from rtl_gen.core.controller import A_STRIDE_BITS, Controller
 from rtl_gen.core.output_stage import OutputStage
-from rtl_gen.core.pe import Fault
+from rtl_gen.core.pe import Fault, pe_format
 from rtl_gen.core.skew import DelayLine
 
 __all__ = ["Accelerator", "HOST_SEL", "QDATA_LATENCY", "top_name"]
@@ -426,7 +426,8 @@ class Accelerator(wiring.Component):
         rp = mem.read_port()
         m.d.comb += [rp.addr.eq(self.host_qsel), rp.en.eq(1)]
         m.submodules.output_stage = stage = OutputStage(lanes=cfg.cols, acc_bits=cfg.acc_bits,
-                                                        out_bits=cfg.input_bits)
+                                                        out_bits=cfg.input_bits,
+                                                        number_format=pe_format(cfg.weight_fmt, cfg.act_fmt))
         params = rp.data if q_geo.elems == cfg.cols else Cat(*([rp.data] * cfg.cols))
         m.d.comb += [stage.acc.eq(self.host_rdata), stage.params.eq(params), self.host_qdata.eq(stage.q)]
 

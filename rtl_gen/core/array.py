@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
-from rtl_gen.core.pe import PE, Fault, pe_widths
+from rtl_gen.core.pe import PE, Fault, pe_format, pe_widths
 from rtl_gen.core.skew import DelayLine, Skew
 
 __all__ = ["SystolicArray", "PEBlock", "PERow", "Blackbox"]
@@ -48,7 +48,7 @@ class PERow(wiring.Component):
 
     Args:
         cols: PEs in the row.
-        dataflow, input_bits, acc_bits, shadow: as :class:`PE`.
+        dataflow, input_bits, acc_bits, shadow, number_format: as :class:`PE`.
         fault: test-only ``(col, bit, stuck)`` of one faulty PE in this row, or ``None``.
         pe_factory: builds the PE of column ``c`` (default a :class:`PE`; the export passes
             a :class:`Blackbox`).
@@ -66,8 +66,10 @@ class PERow(wiring.Component):
         fault: tuple[int, int, int] | None = None,
         pe_factory: Callable[[int], wiring.Component] | None = None,
         edge: bool = False,
+        number_format: str = "int",
     ) -> None:
         self.cols = cols
+        self.number_format = number_format
         self.dataflow = Dataflow.parse(dataflow)
         self.input_bits = input_bits
         self.acc_bits = acc_bits
@@ -86,7 +88,7 @@ class PERow(wiring.Component):
         if self.fault is not None and self.fault[0] == col:
             fault = self.fault[1:]
         return PE(dataflow=self.dataflow, input_bits=self.input_bits, acc_bits=self.acc_bits,
-                  shadow=self.shadow, fault=fault)
+                  shadow=self.shadow, fault=fault, number_format=self.number_format)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -146,8 +148,10 @@ class PEBlock(wiring.Component):
         fault: tuple[int, int, int, int] | None = None,
         row_factory: Callable[[int], wiring.Component] | None = None,
         edge: bool = False,
+        number_format: str = "int",
     ) -> None:
         self.rows = rows
+        self.number_format = number_format
         self.cols = cols
         self.dataflow = Dataflow.parse(dataflow)
         self.input_bits = input_bits
@@ -165,7 +169,8 @@ class PEBlock(wiring.Component):
             return self.row_factory(row)
         fault = self.fault[1:] if self.fault is not None and self.fault[0] == row else None
         return PERow(cols=self.cols, dataflow=self.dataflow, input_bits=self.input_bits,
-                     acc_bits=self.acc_bits, shadow=self.shadow, fault=fault, edge=self.edge)
+                     acc_bits=self.acc_bits, shadow=self.shadow, fault=fault, edge=self.edge,
+                     number_format=self.number_format)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -315,6 +320,7 @@ class SystolicArray(wiring.Component):
         edge: also output the last column's left operands ``a_edge`` (``rows * input_bits``,
             lane ``r`` from row ``r``, each one cycle after column ``cols - 1`` used it) and OS or
             shadow markers ``f_edge`` (``rows`` bits): what a column ``cols`` would receive.
+        number_format: the PEs' operand encoding (:data:`~rtl_gen.core.pe.PE_FORMATS`).
     """
 
     def __init__(
@@ -331,6 +337,7 @@ class SystolicArray(wiring.Component):
         skew: bool = True,
         shadow: bool = False,
         edge: bool = False,
+        number_format: str = "int",
     ) -> None:
         for name, value in (("rows", rows), ("cols", cols)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -351,6 +358,7 @@ class SystolicArray(wiring.Component):
         if shadow and skew:
             raise ConfigError("a shadow-register array needs pre-skewed ports (skew=False)")
         self.shadow = shadow
+        self.number_format = number_format
         members = {
             "x": In(rows * input_bits),
             "y": In(cols * input_bits),
@@ -391,6 +399,7 @@ class SystolicArray(wiring.Component):
             skew=skew,
             shadow=config.shadow_stationary and not skew,
             edge=config.checksum != "none",
+            number_format=pe_format(config.weight_fmt, config.act_fmt),
         )
 
     @property
@@ -413,9 +422,9 @@ class SystolicArray(wiring.Component):
         sh = self.shadow
         if b == 1:
             return PERow(cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh,
-                         fault=fault[1:] if fault else None, edge=self.edge)
+                         fault=fault[1:] if fault else None, edge=self.edge, number_format=self.number_format)
         return PEBlock(rows=b, cols=cols, dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh, fault=fault,
-                       edge=self.edge)
+                       edge=self.edge, number_format=self.number_format)
 
     def elaborate(self, platform: object) -> Module:
         m = Module()

@@ -38,6 +38,7 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.commands import OUTPUT_STAGE_LATENCY
 from accel_dse.errors import ConfigError
+from rtl_gen.core.fp8_output import FP8_OUTPUTS, build_fp8_lane
 
 __all__ = ["OutputStage", "param_fields", "param_bits", "OUTPUT_STAGE_LATENCY", "QPARAM_CHANNELS"]
 
@@ -66,19 +67,26 @@ class OutputStage(wiring.Component):
         lanes: lanes (ofmap columns).
         acc_bits: accumulator bits, 2..64.
         out_bits: output bits, 2..16.
+        number_format: ``"int"`` (the requantisation above) or an fp8 format of
+            :data:`~rtl_gen.core.fp8_output.FP8_OUTPUTS` (``rtl_gen.core.fp8_output``: the
+            fixed-point accumulator to an 8-bit code, same latency, same parameter word).
 
     Raises:
         ConfigError: a width out of range.
     """
 
-    def __init__(self, *, lanes: int, acc_bits: int, out_bits: int) -> None:
+    def __init__(self, *, lanes: int, acc_bits: int, out_bits: int, number_format: str = "int") -> None:
         for name, value, low, high in (("lanes", lanes, 1, 1 << 16), ("acc_bits", acc_bits, 2, 64),
                                        ("out_bits", out_bits, 2, 16)):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ConfigError(f"output stage {name} must be an integer in [{low}, {high}], not {value!r}")
+        if number_format != "int" and (number_format not in FP8_OUTPUTS or out_bits != 8):
+            raise ConfigError(f"output stage number_format must be int or {', '.join(FP8_OUTPUTS)} "
+                              f"(8-bit codes), not {number_format!r} with out_bits {out_bits}")
         self.lanes = lanes
         self.acc_bits = acc_bits
         self.out_bits = out_bits
+        self.number_format = number_format
         super().__init__({
             "acc": In(lanes * acc_bits),
             "params": In(lanes * param_bits(out_bits)),
@@ -97,7 +105,11 @@ class OutputStage(wiring.Component):
                 field[name] = word[at:at + width]
                 at += width
             pipe = _Lane(m, lane)
-            pipe.build(self.acc[lane * ab:(lane + 1) * ab].as_signed(), field, self.q[lane * ob:(lane + 1) * ob])
+            acc, q = self.acc[lane * ab:(lane + 1) * ab].as_signed(), self.q[lane * ob:(lane + 1) * ob]
+            if self.number_format == "int":
+                pipe.build(acc, field, q)
+            else:
+                build_fp8_lane(pipe, acc, field, q, self.number_format)
             self._register_bits += pipe.bits
             self._stages = pipe.stage
         return m

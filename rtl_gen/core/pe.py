@@ -10,22 +10,39 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import INPUT_BITS, Dataflow
 from accel_dse.errors import ConfigError
+from accel_dse.number_formats import NumberFormat
+from rtl_gen.core.float32 import bf16_product, fp32_add
 
-__all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "product_bits"]
+__all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "product_bits", "pe_format"]
 
 #: Operand encodings the PE multiplies: ``"int"`` (two's complement, ``input_bits`` wide) and
 #: ``"fp8_e4m3"`` (OCP E4M3FN codes in 8-bit lanes: sign, 4 exponent bits with bias 7, 3 mantissa
 #: bits). An fp8 product is exact in a fixed-point accumulator with 18 fraction bits (units of
 #: ``2**-18``, the square of the smallest subnormal ``2**-9``): ``workloads.formats``' semantics.
-#: E5M2 is left out: one exact E5M2 product needs 65 bits, beyond ``acc_bits <= 64``.
-PE_FORMATS = ("int", "fp8_e4m3")
+#: E5M2 is left out: one exact E5M2 product needs 65 bits, beyond ``acc_bits <= 64``. ``"bf16"``
+#: (16-bit lanes of bf16 codes): the product and the sum are IEEE float32 (``acc_bits = 32`` holds
+#: the float32 pattern), each rounded once, nearest even (``rtl_gen.core.float32``).
+PE_FORMATS = ("int", "fp8_e4m3", "bf16")
 _FP8 = {"fp8_e4m3": (4, 3)}  # exponent bits, mantissa bits
+
+
+def pe_format(weight: NumberFormat, act: NumberFormat) -> str:
+    """The :data:`PE_FORMATS` encoding that multiplies a buildable operand pair: ``"int"`` for
+    integers (any mix, sign-extended into the lanes), else the float format's own name."""
+    if weight.is_int and act.is_int:
+        return "int"
+    if weight != act or weight.name not in PE_FORMATS:
+        raise ConfigError(f"no PE multiplies weight {weight.name} with activation {act.name}: "
+                          f"the PE builds {', '.join(PE_FORMATS)}")
+    return weight.name
 
 
 def product_bits(number_format: str, input_bits: int) -> int:
     """Bits of one signed product: ``2 * input_bits`` for integers, 37 for E4M3 (36-bit magnitude)."""
     if number_format == "int":
         return 2 * input_bits
+    if number_format == "bf16":
+        return 32
     e_bits, m_bits = _FP8[number_format]
     return 2 * (m_bits + 1) + 2 * ((1 << e_bits) - 2) + 1
 
@@ -41,15 +58,23 @@ def _fp8_integer(code: Value, e_bits: int, m_bits: int) -> tuple[Value, Value, V
     return code[m_bits + e_bits], significand, shift
 
 
-def _product(number_format: str, a: Value, b: Value, width: int) -> Value:
-    """The exact product of two operands in ``number_format``, as a signed ``width``-bit value."""
+def _product(m: Module, number_format: str, a: Value, b: Value, width: int) -> Value:
+    """The exact product of two operands in ``number_format``, as a signed ``width``-bit value
+    (bf16: the float32 product's pattern, its logic added to ``m``)."""
     if number_format == "int":
         return a * b
+    if number_format == "bf16":
+        return bf16_product(m, a, b)
     e_bits, m_bits = _FP8[number_format]
     sa, ma, ea = _fp8_integer(a, e_bits, m_bits)
     sb, mb, eb = _fp8_integer(b, e_bits, m_bits)
     magnitude = ((ma * mb) << (ea + eb))[:width - 1]
     return Mux(sa ^ sb, -magnitude, magnitude)
+
+
+def _sum(m: Module, number_format: str, x: Value, y: Value, name: str = "add") -> Value:
+    """``x + y`` as the accumulator adds: two's complement, or float32 (bf16; ``-0`` only from ``-0 + -0``)."""
+    return fp32_add(m, x, y, name) if number_format == "bf16" else x + y
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +176,9 @@ class PE(wiring.Component):
             checksum column (``rtl_gen.core.checksum``) holds wider row sums of the weights.
         number_format: how the operand lanes are read (:data:`PE_FORMATS`): ``"int"``, or
             ``"fp8_e4m3"`` (8-bit lanes of codes; the product an exact fixed-point number with 18
-            fraction bits, ``acc_bits >= 37 + log2(K)``; NaN codes are not data).
+            fraction bits, ``acc_bits >= 37 + log2(K)``; NaN codes are not data), or ``"bf16"``
+            (16-bit lanes of bf16 codes, ``acc_bits = 32``: a float32 product and sum, each
+            rounded once to nearest even; WS partial sums add down the column in row order).
     """
 
     def __init__(
@@ -168,7 +195,10 @@ class PE(wiring.Component):
         self.dataflow = Dataflow.parse(dataflow)
         if number_format not in PE_FORMATS:
             raise ConfigError(f"PE number_format must be one of {', '.join(PE_FORMATS)}, not {number_format!r}")
-        if number_format != "int" and (input_bits != 8 or acc_bits < product_bits(number_format, 8)):
+        if number_format == "bf16" and (input_bits != 16 or acc_bits != 32):
+            raise ConfigError(f"a bf16 PE needs input_bits 16 and acc_bits 32 (float32), not {input_bits} "
+                              f"and {acc_bits}")
+        if number_format not in ("int", "bf16") and (input_bits != 8 or acc_bits < product_bits(number_format, 8)):
             raise ConfigError(f"a {number_format} PE needs input_bits 8 and acc_bits >= "
                               f"{product_bits(number_format, 8)}, not {input_bits} and {acc_bits}")
         self.number_format = number_format
@@ -212,7 +242,7 @@ class PE(wiring.Component):
         width = ib + len(other) if self.number_format == "int" else product_bits(self.number_format, ib)
         raw = Signal(signed(width))
         product = Signal(signed(width))
-        m.d.comb += [raw.eq(_product(self.number_format, self.a_in, other, width)), product.eq(raw)]
+        m.d.comb += [raw.eq(_product(m, self.number_format, self.a_in, other, width)), product.eq(raw)]
         if self.fault is not None:
             bit, stuck = self.fault
             m.d.comb += product[bit].eq(stuck)
@@ -234,22 +264,25 @@ class PE(wiring.Component):
 
         if os_flow:
             m.d.sync += v.eq(self.v_in)
+            # a fold restarts at the product added to +0 (float32: so a -0 product starts at +0)
+            nf = self.number_format
+            restart = _sum(m, nf, Const(0, len(s)), product, "restart") if nf == "bf16" else product
             if self.shadow:
                 with m.If(self.f_in):
-                    m.d.sync += [chain.eq(s), s.eq(product)]
+                    m.d.sync += [chain.eq(s), s.eq(restart)]
                 with m.Else():
-                    m.d.sync += s.eq(s + product)
+                    m.d.sync += s.eq(_sum(m, nf, s, product))
                     with m.If(shift_now):
                         m.d.sync += chain.eq(self.s_in)
             else:
                 with m.If(self.shift):
                     m.d.sync += s.eq(self.s_in)
                 with m.Elif(self.f_in):
-                    m.d.sync += s.eq(product)
+                    m.d.sync += s.eq(restart)
                 with m.Else():
-                    m.d.sync += s.eq(s + product)
+                    m.d.sync += s.eq(_sum(m, nf, s, product))
         else:
-            m.d.sync += v.eq(self.v_in + product)
+            m.d.sync += v.eq(_sum(m, self.number_format, self.v_in, product))
             with m.If(shift_now):
                 m.d.sync += chain.eq(self.s_in)
             if self.shadow:

@@ -16,7 +16,7 @@ from accel_dse.config import ArrayConfig
 from accel_dse.errors import ExportError, RtlError
 from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.array import Blackbox, PEBlock, PERow
-from rtl_gen.core.pe import PE, Fault
+from rtl_gen.core.pe import PE, Fault, pe_format
 
 __all__ = ["to_verilog", "write_verilog", "export_units", "block_rows"]
 
@@ -74,7 +74,8 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
     sh = config.shadow_stationary
     edge = config.checksum != "none"  # the rows also output the last column's operands
     b = block_rows(config.rows)
-    pe = PE(dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh)
+    nf = pe_format(config.weight_fmt, config.act_fmt)
+    pe = PE(dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh, number_format=nf)
     units: list[tuple[str, wiring.Component]] = []
     inner: list[tuple[str, wiring.Component]] = [(f"{top}_pe", pe)]
 
@@ -90,7 +91,7 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
     if fault is not None:
         inner.append((f"{top}_row_fault", row(fault.col)))
         inner.append((f"{top}_pe_fault", PE(dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh,
-                                                  fault=(fault.bit, fault.stuck))))
+                                                  fault=(fault.bit, fault.stuck), number_format=nf)))
 
     def row_name(r: int) -> str:
         return f"{top}_row_fault" if fault is not None and r == fault.row else f"{top}_row"

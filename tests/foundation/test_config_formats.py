@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ConfigError
-from accel_dse.number_formats import FORMATS, build_rule
+from accel_dse.number_formats import FORMATS, build_rule, product_bits
 
 PRESETS = Path(__file__).resolve().parents[2] / "accel_dse" / "presets"
 
@@ -63,10 +64,24 @@ def test_unknown_format_lists_the_known_ones():
         assert name in msg
 
 
-@pytest.mark.parametrize("pair", [("bf16", "bf16"), ("fp8_e4m3", "fp8_e4m3"), ("int8", "fp8_e5m2")])
-def test_unbuilt_pair_is_refused_with_the_rule(pair):
-    with pytest.raises(ConfigError, match="not built yet: the PE builds integer operand formats only"):
-        ArrayConfig(rows=2, cols=2, weight_format=pair[0], act_format=pair[1])
+@pytest.mark.parametrize(("pair", "extra", "rule"), [
+    (("bf16", "bf16"), {}, "bf16 operands are not built yet: the PE builds integer and fp8_e4m3 operands"),
+    (("fp8_e5m2", "fp8_e5m2"), {"acc_bits": 64}, "one exact product needs 65 bits, beyond acc_bits <= 64"),
+    (("int8", "fp8_e5m2"), {}, "float operands take one format for both"),
+    (("fp8_e4m3", "int8"), {"acc_bits": 48}, "float operands take one format for both"),
+    (("fp8_e4m3", "fp8_e4m3"), {}, "acc_bits must be >= 37 for fp8_e4m3 operands (one exact product), not 32"),
+    (("fp8_e4m3", "fp8_e4m3"), {"acc_bits": 48, "checksum": "detect"}, "built for integer operands only"),
+])
+def test_unbuilt_pair_is_refused_with_the_rule(pair, extra, rule):
+    with pytest.raises(ConfigError, match=re.escape(rule)) as err:
+        ArrayConfig(rows=2, cols=2, weight_format=pair[0], act_format=pair[1], **extra)
+    assert "\n" not in str(err.value)
+
+
+def test_fp8_e4m3_pair_is_a_design_of_8_bit_lanes():
+    config = ArrayConfig(rows=2, cols=2, acc_bits=48, weight_format="fp8_e4m3", act_format="fp8_e4m3")
+    assert config.input_bits == 8 and config.weight_fmt.name == config.act_fmt.name == "fp8_e4m3"
+    assert product_bits(config.weight_fmt) == 37  # 448 * 2**9 = 229376 < 2**18: a 36-bit square and a sign
 
 
 def test_input_bits_conflicting_with_formats_is_refused():

@@ -38,12 +38,12 @@ def _packed_params(rq: Requant, lanes: int) -> int:
     return sum(w << (c * pw) for c, w in enumerate(words))
 
 
-def _run_stage(acc: np.ndarray, rqs: list[Requant], acc_bits: int) -> np.ndarray:
+def _run_stage(acc: np.ndarray, rqs: list[Requant], acc_bits: int, number_format: str = "int") -> np.ndarray:
     """Feed rows of ``acc`` (one per cycle, channels = lanes) with row ``t``'s parameters from ``rqs[t]``
     (the same cycle, as the accelerator presents them) and collect ``q`` at the documented latency."""
     rows, lanes = acc.shape
     bits = rqs[0].bits
-    dut = OutputStage(lanes=lanes, acc_bits=acc_bits, out_bits=bits)
+    dut = OutputStage(lanes=lanes, acc_bits=acc_bits, out_bits=bits, number_format=number_format)
     params = [_packed_params(rq, lanes) for rq in rqs]
     got = np.zeros_like(acc)
 
@@ -161,3 +161,55 @@ def test_the_stage_has_the_contracted_latency_and_the_register_count_the_model_p
     dut = OutputStage(lanes=3, acc_bits=acc_bits, out_bits=bits)
     assert dut.stages() == OUTPUT_STAGE_LATENCY
     assert dut.register_bits() == 3 * float(model.lane_register_bits(bits))
+
+
+# -- the fp8 conversion (rtl_gen.core.fp8_output) against workloads.format_codes.fp8_output ----------
+
+def _fp8_rows(acc_bits: int) -> tuple[np.ndarray, list[Requant]]:
+    """Edge accumulators (two lanes, per row one shift/bias/ReLU) and random ones."""
+    s2 = 18  # E4M3: accumulator units 2**-18
+    edge = [  # (acc, shift, relu)
+        (448 << s2, 0, False), (-(448 << s2), 0, False),       # the largest magnitude, exactly
+        (464 << s2, 0, False), ((464 << s2) - 1, 0, False),     # above it: saturated; just below the tie
+        ((1 << (acc_bits - 1)) - 1, 0, False), (-(1 << (acc_bits - 1)), 0, False),  # saturation
+        (1 << 9, 0, False), (-(1 << 9), 0, False),             # the smallest subnormal, each sign
+        (1 << 8, 0, False), (3 << 8, 0, False), (5 << 8, 3, False),  # ties at the subnormal quantum
+        (-(1 << 8), 0, False), (-1, 0, False), (-1, 31, False),  # negative values rounding to zero: -0
+        (-(1 << 30), 5, True), (0, 0, False), (0, 31, True),   # ReLU; zero
+        ((0b10011 << 20), 0, False), ((0b10001 << 20), 0, False),  # ties in the normal range (to even)
+        ((0b11111 << 14), 0, False), ((15 << 30) + 1, 2, False),  # a carry into the exponent; sticky
+    ]
+    rng = np.random.default_rng(5)
+    rows = len(edge) + 40
+    acc = np.zeros((rows, 2), dtype=np.int64)
+    rqs = []
+    for t in range(rows):
+        if t < len(edge):
+            value, shift, relu = edge[t]
+            acc[t] = [value, -value if value > -(1 << (acc_bits - 1)) else value]
+            bias = 0
+        else:
+            acc[t] = rng.integers(-(1 << (acc_bits - 1)), 1 << (acc_bits - 1), 2) >> rng.integers(0, acc_bits - 1, 2)
+            shift, relu, bias = int(rng.integers(0, 32)), bool(rng.integers(0, 2)), int(rng.integers(-2**31, 2**31))
+        rqs.append(Requant(multiplier=(1 << 30,), shift=(shift,), bias=(bias,), act_min=0 if relu else None, bits=8))
+    return acc, rqs
+
+
+@pytest.mark.parametrize("acc_bits", [37, 48])
+def test_fp8_conversion_is_bit_exact_on_edge_codes_and_random_accumulators(acc_bits):
+    from workloads.format_codes import fp8_output
+
+    acc, rqs = _fp8_rows(acc_bits)
+    want = np.stack([fp8_output(acc[t].astype(object), "fp8_e4m3", shift=rq.shift[0], bias=rq.bias[0],
+                                relu=rq.bounds[0] >= 0).astype(np.int64) for t, rq in enumerate(rqs)])
+    got = _run_stage(acc, rqs, acc_bits, number_format="fp8_e4m3")
+    assert got.tolist() == want.tolist()
+    codes = set((want & 0xFF).reshape(-1).tolist())
+    assert {0x7E, 0xFE, 0x01, 0x81, 0x80, 0x00} <= codes  # +-448, +-smallest subnormal, -0, +0 all produced
+
+
+def test_fp8_stage_keeps_the_contracted_latency_and_refuses_other_formats():
+    assert OutputStage(lanes=2, acc_bits=48, out_bits=8, number_format="fp8_e4m3").stages() == OUTPUT_STAGE_LATENCY
+    for fmt, bits in (("fp8_e5m2", 8), ("bf16", 8), ("fp8_e4m3", 16)):
+        with pytest.raises(ConfigError, match="number_format"):
+            OutputStage(lanes=1, acc_bits=48, out_bits=bits, number_format=fmt)

@@ -91,10 +91,90 @@ def test_os_fp8_pe_accumulates_a_dot_product_exactly():
 
 
 @pytest.mark.parametrize(("fmt", "bits", "acc", "rule"), [
-    ("fp8_e5m2", 8, 64, "number_format must be one of int, fp8_e4m3"),
+    ("fp8_e5m2", 8, 64, "number_format must be one of int, fp8_e4m3, bf16"),
+    ("bf16", 8, 32, "a bf16 PE needs input_bits 16 and acc_bits 32"),
     ("fp8_e4m3", 8, 32, "needs input_bits 8 and acc_bits >= 37"),
     ("fp8_e4m3", 16, 48, "needs input_bits 8"),
 ])
 def test_unbuilt_pe_formats_are_refused(fmt, bits, acc, rule):
     with pytest.raises(ConfigError, match=rule):
         PE(dataflow="ws", input_bits=bits, acc_bits=acc, number_format=fmt)
+
+
+# -- the bf16 form: float32 product and sum, each rounded once (rtl_gen.core.float32) ------------------
+
+#: bf16 codes: +-0, smallest subnormal, largest subnormal, smallest normal, 1, 1.5, a tie maker, the largest finite
+BF16_EDGES = [0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x3F80, 0xBFC0, 0x3F81, 0x7F7F, 0xFF7F, 0x1F80]
+
+
+def _bf16_values(codes: list[int]) -> np.ndarray:
+    return np.array(codes, dtype=np.uint16).view(ml_dtypes.bfloat16).astype(np.float32)
+
+
+def _signed16(code: int) -> int:
+    return code - 65536 if code >= 32768 else code
+
+
+def _f32_bits(x: np.float32) -> int:
+    return int(np.float32(x).view(np.uint32))
+
+
+def _bf16_codes(rng: np.random.Generator, n: int, scale: float) -> list[int]:
+    """Codes of normal values times ``scale`` (finite products), subnormal codes among them."""
+    values = (rng.standard_normal(n) * scale).astype(ml_dtypes.bfloat16)
+    codes = values.view(np.uint16).astype(int).tolist()
+    return codes + rng.integers(0, 0x80, 8).tolist() + (rng.integers(0, 0x80, 8) | 0x8000).tolist()
+
+
+def test_ws_bf16_pe_rounds_the_product_then_the_sum_as_float32():
+    rng = np.random.default_rng(32)
+    pe = PE(dataflow="ws", input_bits=16, acc_bits=32, number_format="bf16")
+    small = [e for e in BF16_EDGES if e not in (0x7F7F, 0xFF7F)]
+    pairs = [(a, w) for a in small for w in small] + list(zip(_bf16_codes(rng, 80, 3.0), _bf16_codes(rng, 80, 3.0),
+                                                              strict=True))
+    pairs += [(0x7F7F, 0x3F00), (0xFF7F, 0x3F00)]  # the largest magnitude times 0.5
+    psums = (rng.standard_normal(len(pairs)) * 10).astype(np.float32)
+    psums[:4] = [0.0, -0.0, np.float32(2.0 ** -149), np.float32(-(2.0 ** -149))]
+    psums[4:8] = [-x * y for x, y in zip(_bf16_values([p[0] for p in pairs[4:8]]),
+                                          _bf16_values([p[1] for p in pairs[4:8]]), strict=True)]  # cancellation
+    seen: list[int] = []
+
+    async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
+        for (a, w), v in zip(pairs, psums, strict=True):
+            ctx.set(pe.shift, 1)
+            ctx.set(pe.s_in, _signed16(w))
+            await ctx.tick()
+            ctx.set(pe.shift, 0)
+            ctx.set(pe.a_in, _signed16(a))
+            ctx.set(pe.v_in, _f32_bits(v) - (1 << 32) * (_f32_bits(v) >> 31))
+            await ctx.tick()
+            seen.append(ctx.get(pe.v_out) & 0xFFFFFFFF)
+
+    run_bench(pe, bench)
+    va, vw = _bf16_values([p[0] for p in pairs]), _bf16_values([p[1] for p in pairs])
+    for i, got in enumerate(seen):
+        want = _f32_bits(np.float32(psums[i] + np.float32(va[i] * vw[i])))  # IEEE float32: two roundings
+        assert got == want, (hex(pairs[i][0]), hex(pairs[i][1]), float(psums[i]), hex(got), hex(want))
+
+
+def test_os_bf16_pe_sums_in_ascending_k_as_the_reference():
+    rng = np.random.default_rng(33)
+    pe = PE(dataflow="os", input_bits=16, acc_bits=32, number_format="bf16")
+    a = [0x8000, *_bf16_codes(rng, 40, 2.0)]  # a -0 product first: the sum starts at +0
+    b = [0x3F80, *_bf16_codes(rng, 40, 2.0)]
+    sums: list[int] = []
+
+    async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            ctx.set(pe.a_in, _signed16(x))
+            ctx.set(pe.v_in, _signed16(y))
+            ctx.set(pe.f_in, int(i == 0))
+            await ctx.tick()
+            sums.append(ctx.get(pe.s_out) & 0xFFFFFFFF)
+
+    run_bench(pe, bench)
+    va, vb = _bf16_values(a).astype(np.float64), _bf16_values(b).astype(np.float64)
+    for n in (1, 2, len(a) // 2, len(a)):
+        want = F.accumulate(va[None, :n], vb[:n, None], "bf16")[0, 0]
+        assert sums[n - 1] == _f32_bits(want)
+    assert sums[0] == 0  # +0, not -0

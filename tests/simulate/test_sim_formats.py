@@ -75,12 +75,17 @@ def test_int8_data_unchanged_by_the_format_arguments():
     assert np.array_equal(plain.a, spelt.a) and np.array_equal(plain.b, spelt.b)
 
 
-def test_fault_injected_int4_design_fails(run_cli, sim_cache, tmp_path):
-    path = tmp_path / "w4a4.toml"
-    path.write_text('[design]\nrows = 4\ncols = 4\nweight_format = "int4"\nact_format = "int4"\n'
+@pytest.mark.parametrize(("formats", "fault"), [
+    ('weight_format = "int4"\nact_format = "int4"\n', "1,2,5,1"),
+    # fp8: bit 15 of the product is 2**-3 in value (bit 5 would vanish in the output's rounding)
+    ('acc_bits = 48\nclock_mhz = 500\nweight_format = "fp8_e4m3"\nact_format = "fp8_e4m3"\n', "1,2,15,1"),
+], ids=["w4a4", "fp8_e4m3"])
+def test_fault_injected_narrow_format_design_fails(run_cli, sim_cache, tmp_path, formats, fault):
+    path = tmp_path / "narrow.toml"
+    path.write_text(f'[design]\nrows = 4\ncols = 4\n{formats}'
                     'ifmap_sram_kib = 4\nweight_sram_kib = 4\nofmap_sram_kib = 8\n')
     code, out, err = run_cli("simulate", "--design", str(path), "--workload", MLP, "--simulator", "icarus",
-                             "--inject-fault", "1,2,5,1", "--json", "--work-dir", str(sim_cache))
+                             "--inject-fault", fault, "--json", "--work-dir", str(sim_cache))
     assert code == 1, err
     report = json.loads(out)
     assert report["passed"] is False and report["network"]["passed"] is False
@@ -100,4 +105,4 @@ def test_a_float_design_is_refused_with_the_rule(run_cli, tmp_path):
     path.write_text('[design]\nrows = 4\ncols = 4\nweight_format = "bf16"\nact_format = "bf16"\n')
     code, _, err = run_cli("design", "check", str(path))
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "bf16 operands are not built yet: the PE builds integer operand formats only" in err
+    assert "bf16 operands are not built yet: the PE builds integer and fp8_e4m3 operands" in err

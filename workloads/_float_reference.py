@@ -1,0 +1,81 @@
+"""Reference data and results of GEMM-shaped ops in an fp8 operand format (what simulate checks).
+
+Operands are standard normal values rounded to the format (``workloads.formats.quantise``), with
+the format's edge values put in: the largest magnitude of each sign first and last (so
+``c[0, 0]`` holds the product ``max_finite**2`` and saturates on output), the smallest
+subnormal of each sign and negative zero next to them. They travel as int8 codes
+(``workloads.format_codes``); ``c`` is the exact fixed-point accumulator
+(``workloads.formats.accumulate``, int64 in units of ``2**-(2 s)``) and ``q`` the output
+stage's fp8 codes (``workloads.format_codes.fp8_output``) under :func:`float_outputs`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from accel_dse.errors import WorkloadError
+from accel_dse.number_formats import FORMATS, NumberFormat
+from workloads.format_codes import fp8_output, from_codes, to_codes
+from workloads.formats import accumulate, quantise
+from workloads.ops import Gemm, Op, Requant
+
+__all__ = ["float_format", "float_operands", "float_result", "float_outputs"]
+
+
+def float_format(name: str) -> NumberFormat:
+    """The fp8 format ``name`` names (the simulate path builds fp8 operands only)."""
+    f = FORMATS.get(name)
+    if f is None or f.accumulator != "fixed":
+        raise WorkloadError(f"float reference data is built for fp8 formats, not {name!r}")
+    return f
+
+
+def float_outputs(op: Op) -> Op:
+    """``op`` with an fp8 output stage: scale ``2**-shift`` with ``shift = round(log2(sqrt(k)))``
+    (standard normal operands give accumulators of RMS ``sqrt(k)``; outputs of RMS near 1),
+    bias 0, and the op's ReLU (its ``act_min`` at the zero point) as ``act_min = 0``.
+    An op without an output stage is returned unchanged."""
+    rq = op.requant
+    if rq is None:
+        return op
+    k = op.to_gemm().k
+    shift = min(max(round(0.5 * math.log2(max(k, 1))), 0), 31)
+    relu = rq.bounds[0] >= rq.zero_point
+    fp8 = Requant(multiplier=(1 << 30,), shift=(shift,), bias=(0,), act_min=0 if relu else None, bits=8)
+    return dataclasses.replace(op, requant=fp8)
+
+
+def _operand(rng: np.random.Generator, shape: tuple[int, int], f: NumberFormat) -> np.ndarray:
+    x = quantise(rng.standard_normal(shape), f)
+    flat = x.reshape(-1)
+    edges = [-f.max_finite, f.min_subnormal, -f.min_subnormal, -0.0]
+    for i, v in enumerate(edges[:max(flat.size - 1, 0)]):
+        flat[i] = v
+    flat[-1] = f.max_finite
+    return x
+
+
+def float_result(op: Op, start: int, a: np.ndarray, b: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(c, q)`` of operand codes ``a @ b``: the exact accumulators (int64) and, for a requantised
+    op, the output codes (int8) with its channels from ``start``."""
+    f = float_format(fmt)
+    c = accumulate(from_codes(a, f), from_codes(b, f), f).astype(np.int64)
+    rq = op.requant
+    if rq is None:
+        return c, None
+    n = c.shape[-1]
+    q = fp8_output(c, f, shift=np.asarray(rq.channel_values("shift", n, start)),
+                   bias=np.asarray(rq.channel_values("bias", n, start)), relu=rq.bounds[0] >= 0)
+    return c, q
+
+
+def float_operands(op: Op, seed: int, index: int, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    """The operand codes ``(a, b)`` (int8) of GEMM instance ``index`` of ``op`` in ``fmt``."""
+    f = float_format(fmt)
+    if not isinstance(op, Gemm):
+        raise WorkloadError(f"{f.name} reference data is built for GEMM ops, not {type(op).__name__}")
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 3, op.m, op.k, op.n, op.batch, index, 8]))
+    return to_codes(_operand(rng, (op.m, op.k), f), f), to_codes(_operand(rng, (op.k, op.n), f), f)

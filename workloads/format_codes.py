@@ -1,0 +1,94 @@
+"""fp8 codes as the hardware moves them, and the output stage's conversion of an fp8 accumulator.
+
+An fp8 element travels as its 8-bit code (one byte in DRAM, SRAM and on the bus). The tools
+hold codes as int8 (the byte read as two's complement, so the integer paths pack and compare
+them unchanged): :func:`to_codes` and :func:`from_codes` convert between values and codes.
+
+The output stage's fp8 conversion (:func:`fp8_output`), per output element with its channel's
+``bias`` (an integer in accumulator units, ``2**-(2 s)``), ``shift`` (0..31) and ``relu``::
+
+    v = (acc + bias) * 2**-(2 s + shift)          # exact: the per-tensor (or per-channel) scale 2**-shift
+    v = max(v, 0) if relu                         # ReLU before rounding: no negative zero from it
+    q = round(clamp(v, -max_finite, max_finite))  # one rounding, nearest, ties to even, subnormals kept
+
+``s`` is :func:`workloads.formats.fraction_bits` (9 for E4M3). Saturation comes first, so no
+NaN code is ever produced; a negative ``v`` that rounds to zero gives negative zero (code
+0x80), as IEEE rounding does. The rounding is computed exactly from the integer
+(:func:`workloads.formats.round_to_float`), whatever ``acc_bits``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from accel_dse.errors import WorkloadError
+from accel_dse.number_formats import NumberFormat
+from workloads.formats import _fmt, fraction_bits, quantise, round_to_float
+
+__all__ = ["to_codes", "from_codes", "fp8_output"]
+
+
+def _fp8(fmt: NumberFormat | str) -> NumberFormat:
+    f = _fmt(fmt)
+    if f.accumulator != "fixed":
+        raise WorkloadError(f"{f.name} has no 8-bit float codes with a fixed-point accumulator")
+    return f
+
+
+def to_codes(values: np.ndarray, fmt: NumberFormat | str) -> np.ndarray:
+    """The int8 codes of ``values`` (which must be ``fmt`` values; -0.0 gives the negative-zero code).
+
+    Raises:
+        WorkloadError: a value that is not a finite ``fmt`` value.
+    """
+    f = _fp8(fmt)
+    x = np.asarray(values, dtype=np.float64)
+    if not np.array_equal(quantise(x, f), x):
+        raise WorkloadError(f"values that are not {f.name} values have no {f.name} code")
+    return x.astype(getattr(ml_dtypes, f.ml_dtype)).view(np.uint8).view(np.int8)
+
+
+def from_codes(codes: np.ndarray, fmt: NumberFormat | str) -> np.ndarray:
+    """The values (float64) of int8 (or uint8) ``codes``.
+
+    Raises:
+        WorkloadError: a NaN or infinity code (never data: the quantiser saturates).
+    """
+    f = _fp8(fmt)
+    raw = np.asarray(codes).astype(np.int64) & 0xFF
+    values = raw.astype(np.uint8).view(getattr(ml_dtypes, f.ml_dtype)).astype(np.float64)
+    if not np.isfinite(values).all():
+        raise WorkloadError(f"{f.name} codes hold NaN or infinity: not data")
+    return values
+
+
+def fp8_output(acc: np.ndarray, fmt: NumberFormat | str, *, shift: np.ndarray | int, bias: np.ndarray | int = 0,
+               relu: bool = False) -> np.ndarray:
+    """The output stage's fp8 codes (int8) of accumulators ``acc`` (module docstring).
+
+    Args:
+        acc: integer accumulators (``workloads.formats.accumulate``), channels on the last axis.
+        fmt: the fp8 output format.
+        shift: the scale ``2**-shift`` per channel (broadcast on the last axis), 0..31.
+        bias: added to the accumulator, in its units, per channel.
+        relu: clamp negative values to +0 before rounding.
+    """
+    f = _fp8(fmt)
+    acc = np.asarray(acc, dtype=object)
+    shape = acc.shape
+    shifts = np.broadcast_to(np.asarray(shift, dtype=np.int64), shape)
+    biases = np.broadcast_to(np.asarray(bias, dtype=np.int64), shape)
+    sig_bits = f.mantissa_bits + 1
+    min_exp = math.frexp(f.min_subnormal)[1] - 1
+    base = -2 * fraction_bits(f)
+    out = np.empty(shape, dtype=np.float64)
+    for idx in np.ndindex(shape):
+        n = int(acc[idx]) + int(biases[idx])
+        if relu and n < 0:
+            n = 0
+        v = round_to_float(n, base - int(shifts[idx]), sig_bits, min_exp)
+        out[idx] = math.copysign(min(abs(v), f.max_finite), v)
+    return to_codes(out, f)
