@@ -13,7 +13,7 @@ fault-free run (at least 100 per design). ``--write`` stores the table the searc
 
 The default sizes draw more faults where fewer of them corrupt (an operand register's flip
 between words, a carried parameter of the output stage), so each protected place gets about 300
-corrupting faults per dataflow: about 8,900 trials per design, a few minutes each.
+corrupting faults per dataflow: about 10,800 trials per design, a few minutes each.
 
 Usage: ``.venv/bin/python bench/sdc_campaign.py [--faults N] [--faults-at place=N,..] [--places a,b]
 [--clean N] [--seed S] [--rows R --cols C] [--write]``. A bad count or place name: one line, exit 2.
@@ -36,7 +36,7 @@ from accel_dse.sdc.places import PLACES, check_faults, check_places  # noqa: E40
 
 TABLE = REPO / "perf_model" / "physical" / "sdc_coverage_table.py"
 #: Faults per place by default where one in several corrupts (the rest: ``--faults``).
-DEFAULT_FAULTS_AT = {"pe_operand": 3500, "pe_weight": 1500, "pe_psum": 800, "output_stage": 2000}
+DEFAULT_FAULTS_AT = {"pe_operand": 4000, "pe_weight": 1800, "pe_psum": 1000, "output_stage": 3000}
 PROTECTED = tuple(p for p, place in PLACES.items() if place.protected)
 
 
