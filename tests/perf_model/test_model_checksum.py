@@ -100,3 +100,23 @@ def test_coverage_is_read_from_the_stored_campaign():
     for flow in CHECKSUM_DATAFLOWS:
         assert sdc_coverage_table.CLEAN[(flow, "detect")][1] == 0  # no false alarm in a fault-free run
     assert _evaluate(dataflow="ws", checksum="detect")["sdc_coverage"] == pytest.approx(got[0])
+
+
+def test_stored_campaign_meets_the_target_at_its_lower_bound():
+    from accel_dse.sdc.campaign import lower_bound
+    from accel_dse.sdc.places import PLACES
+
+    protected = [p for p, place in PLACES.items() if place.protected]
+    assert set(protected) == set(checksum.DATAPATH_PLACES)  # the metric counts what the checksum protects
+    for flow in CHECKSUM_DATAFLOWS:
+        tallies = sdc_coverage_table.TALLIES[(flow, "detect")]
+        assert all(tallies[p][1] > 0 for p in protected)  # output stage included
+        corrupted = sum(tallies[p][1] for p in protected)
+        detected = sum(tallies[p][2] for p in protected)
+        assert lower_bound(detected, corrupted) >= 0.99  # one-sided 95 % Clopper-Pearson
+        runs, alarms = sdc_coverage_table.CLEAN[(flow, "detect")]
+        assert runs >= 100 and alarms == 0
+        plain = sdc_coverage_table.TALLIES[(flow, "none")]
+        assert sum(plain[p][2] for p in plain) == 0 and plain.keys() == tallies.keys()
+    assert lower_bound(299, 299) == pytest.approx(0.05 ** (1 / 299)) and lower_bound(299, 299) > 0.99 > lower_bound(
+        298, 298)
