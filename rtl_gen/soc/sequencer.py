@@ -222,7 +222,7 @@ class Sequencer(wiring.Component):
 
         def sdc_fail() -> None:
             """In a state that can see a mismatch (after any other step of it): with SDC_CTRL.STOP
-            the program fails at the RUN (issuing is blocked this cycle; FAIL waits for the units)."""
+            the program fails at that RUN, STORE or MOVE (issuing is blocked this cycle; FAIL waits for the units)."""
             with m.If(sdc_stop_now):
                 m.d.sync += [error_code.eq(ERROR_SDC), self.error_pc.eq(sdc_at)]
                 m.next = "FAIL"
