@@ -26,7 +26,7 @@ it is not (stall).
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
@@ -188,9 +188,10 @@ class Sequencer(wiring.Component):
         uses_dma = is_transfer | is_move
         run_pc = Signal(32)  # the last RUN issued
         q_pc = Signal(32)  # the last STORE or MOVE issued (they read the output stage)
-        q_event = self.sdc_qevent if self.output_check else Const(0, 1)
-        sdc_any = self.sdc_event | q_event
-        sdc_at = Mux(self.sdc_event, run_pc, q_pc)  # the command a mismatch belongs to
+        # the command a mismatch belongs to; without the output stage's check, the same logic as before it
+        sdc_any: Value = self.sdc_event | self.sdc_qevent if self.output_check else self.sdc_event
+        sdc_at: Value = Mux(self.sdc_event, run_pc, q_pc) if self.output_check else run_pc
+        sdc_add: Value = self.sdc_event + self.sdc_qevent if self.output_check else Const(1)
         sdc_stop_now = Signal()  # a checksum mismatch that stops the program (below)
         blocked = Signal()
         m.d.comb += blocked.eq(
@@ -335,5 +336,5 @@ class Sequencer(wiring.Component):
                     m.d.sync += running.eq(0)
                     m.next = "IDLE"
         with m.If(sdc_any & running):
-            m.d.sync += [self.sdc_count.eq(self.sdc_count + self.sdc_event + q_event), self.sdc_pc.eq(sdc_at)]
+            m.d.sync += [self.sdc_count.eq(self.sdc_count + sdc_add), self.sdc_pc.eq(sdc_at)]
         return m
