@@ -1,40 +1,69 @@
-"""The campaign's simulator driver: trials on the Amaranth simulation of one design."""
+"""The campaign's simulator driver: trials on a cocotb + Verilator build of one design.
+
+The design's flat Verilog with its fault targets public (:mod:`accel_dse.sdc._verilog`) is
+built once through the project's build cache (``accel_dse.simulate._build``: keyed by the
+Verilog's hash, so a second campaign on the same design reuses it), and every trial runs in one
+simulator process (:mod:`accel_dse.sdc._bench`, started by ``accel_dse.simulate._run``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from amaranth.sim import Simulator
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import SimulationError
 from accel_dse.sdc.places import FaultSpec
-from accel_dse.simulate._layout import pack_inputs, unpack_output, word_bytes
+from accel_dse.simulate._layout import pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
 from perf_model import timing
-from rtl_gen.core.accelerator import HOST_SEL, Accelerator
-from rtl_gen.core.checksum import CHECK_LATENCY
-from rtl_gen.core.pe import Fault
 
-__all__ = ["simulate_trials", "pack_words", "unpack_words"]
+__all__ = ["Trial", "Outcome", "simulate_trials", "TESTBENCH"]
 
-
-def _ints(rows: np.ndarray) -> list[int]:
-    """uint8 rows of packed little-endian lanes -> one integer per word (the host port's data)."""
-    return [int.from_bytes(row.tobytes(), "little") for row in rows]
+#: The cocotb test module of the campaign.
+TESTBENCH = "accel_dse.sdc._bench"
 
 
-def pack_words(config: ArrayConfig, a: np.ndarray, b: np.ndarray) -> tuple[list[int], list[int]]:
-    """``(ifmap, weight)`` words of ``C = A @ B`` by the buffer layout (``simulate._layout``), as integers."""
-    ifmap, weight = pack_inputs(config, np.asarray(a), np.asarray(b))
-    return _ints(ifmap), _ints(weight)
+@dataclasses.dataclass(frozen=True)
+class Trial:
+    """One trial: ``C = A @ B`` requantised with ``qparams`` (one ``(bias, multiplier, shift,
+    zero_point, act_min, act_max)`` per output channel), with at most one ``fault``."""
+
+    a: np.ndarray
+    b: np.ndarray
+    qparams: list[tuple[int, ...]]
+    fault: FaultSpec | None = None
 
 
-def unpack_words(config: ArrayConfig, words: list[int], m: int, n: int) -> np.ndarray:
-    """The ``m x n`` result of ofmap words (signed ``acc_bits`` lanes), as ``simulate._layout`` reads it."""
-    size = word_bytes(config.cols, config.acc_bits)
-    raw = np.frombuffer(b"".join(int(w).to_bytes(size, "little") for w in words), np.uint8).reshape(len(words), size)
-    return unpack_output(config, raw, m, n)
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What a trial read back: the raw accumulators, the requantised outputs, and the flags of the
+    run's checksum (``sdc``) and of the output stage's check (``qsdc``); both False unchecked."""
+
+    raw: np.ndarray
+    q: np.ndarray
+    sdc: bool
+    qsdc: bool
+
+    @property
+    def flagged(self) -> bool:
+        """The design flagged the trial."""
+        return self.sdc or self.qsdc
+
+
+def _hex_words(rows: np.ndarray) -> list[str]:
+    return [format(int.from_bytes(row.tobytes(), "little"), "x") for row in rows]
+
+
+def _words(hex_words: list[str], lanes: int, bits: int) -> np.ndarray:
+    size = word_bytes(lanes, bits)
+    data = b"".join(max(int(w, 16), 0).to_bytes(size, "little") for w in hex_words)
+    return np.frombuffer(data, np.uint8).reshape(len(hex_words), size)
 
 
 def _struck(value: int, kind: str, bit: int) -> int:
@@ -43,101 +72,118 @@ def _struck(value: int, kind: str, bit: int) -> int:
     return value ^ mask if kind == "flip" else value & ~mask if kind == "stuck0" else value | mask
 
 
-def simulate_trials(config: ArrayConfig, trials: list[tuple[np.ndarray, np.ndarray, FaultSpec | None]],
-                    *, pe_fault: Fault | None = None) -> list[tuple[np.ndarray, bool]]:
-    """Run ``trials`` (``(A, B, fault)``) back to back on one simulation of ``config``
-    (built with the test-only stuck product bit ``pe_fault``, if given).
+def _lanes(config: ArrayConfig, buf: str) -> int:
+    """Lanes of an ``ifmap`` or ``weight`` word (WS: R and C; IS: C and R)."""
+    return config.rows if (buf == "ifmap") != (config.dataflow is Dataflow.IS) else config.cols
 
-    Returns per trial the ``m x n`` output read back and whether the ``sdc`` flag was set
-    (always False without a checksum).
+
+def _fault_spec(config: ArrayConfig, fault: FaultSpec, registers: dict[str, dict[str, int]],
+                words: dict[str, list[str]], run: int, out_words: int, latency: int) -> dict[str, Any] | None:
+    """The bench's description of ``fault`` (module :mod:`accel_dse.sdc._bench`), or None when it
+    strikes nothing the export kept."""
+    from accel_dse.sdc._verilog import pe_register_path
+
+    ib, ab = config.input_bits, config.acc_bits
+    if fault.place.startswith("pe_"):
+        found = pe_register_path(registers, *fault.target)
+        if found is None:
+            return None
+        path, width = found
+        return {"how": "reg", "phase": "run", "path": path, "bit": fault.bit % width, "kind": fault.kind,
+                "cycle": fault.cycle % run}
+    if fault.place == "output_stage":
+        names = sorted(registers["output_stage"])
+        which = fault.target[0]
+        name = which if isinstance(which, str) else names[which % len(names)]
+        return {"how": "reg", "phase": "read", "path": f"output_stage.{name}",
+                "bit": fault.bit % registers["output_stage"][name], "kind": fault.kind,
+                "cycle": fault.cycle % (out_words + latency)}
+    if fault.place == "operand_buffer":
+        buf, lane, addr = fault.target
+        lanes = _lanes(config, buf)
+        addr %= len(words[buf])
+        word = _struck(int(words[buf][addr], 16), fault.kind, (lane % lanes) * ib + fault.bit % ib)
+        return {"how": "sram", "buffer": buf, "addr": addr, "word": format(word, "x"), "cycle": fault.cycle % run}
+    if fault.place == "ofmap_buffer":
+        _, lane, addr = fault.target
+        return {"how": "ofmap", "addr": addr % out_words, "bit": (lane % config.cols) * ab + fault.bit % ab,
+                "kind": fault.kind}
+    return {"how": "dma"}  # applied to the words before they are written
+
+
+def _dma(config: ArrayConfig, fault: FaultSpec, words: dict[str, list[str]]) -> None:
+    """Strike the words of ``fault`` (``dma``) as they cross the DMA datapath: a flip in one word,
+    a stuck bit in every word of that buffer."""
+    buf, index = fault.target
+    bit = fault.bit % (_lanes(config, buf) * config.input_bits)
+    hit = range(len(words[buf])) if fault.kind != "flip" else [index % len(words[buf])]
+    for i in hit:
+        words[buf][i] = format(_struck(int(words[buf][i], 16), fault.kind, bit), "x")
+
+
+def simulate_trials(config: ArrayConfig, trials: list[Trial], *, work_dir: Path | None = None,
+                    timeout: float | None = 3600.0) -> list[Outcome]:
+    """Run ``trials`` back to back on one Verilator simulation of ``config`` (built once, cached).
 
     Raises:
-        SimulationError: a run that never finishes.
+        SimulationError: an OS design, no Verilator, a failed build, or a run that never finished.
     """
+    import rtl_gen
+    from accel_dse.sdc._bench import OUTCOMES_ENV, TRIALS_ENV  # cocotb's module: its names, imported here
+    from accel_dse.sdc._verilog import campaign_verilog
+    from accel_dse.simulate._build import build_design
+    from accel_dse.simulate._run import run_testbench
+    from accel_dse.simulate._tools import find_simulator
+    from rtl_gen.core.checksum import CHECK_LATENCY
+
     if config.dataflow is Dataflow.OS:
         raise SimulationError("the campaign runs WS and IS designs (the OS array has no checksum)")
-    dut = Accelerator(config, fault=pe_fault)
-    sim = Simulator(dut)  # elaborates: the registers and banks below exist from here on
-    protected = config.checksum != "none"
-    outcomes: list[tuple[np.ndarray, bool]] = []
+    top = rtl_gen.top_name(config)
+    verilog, registers = campaign_verilog(config, top)
+    simulator = find_simulator("verilator")
+    build = build_design(verilog, top=top, simulator=simulator, work_dir=work_dir)
     df = timing.dataflow_code(config.dataflow)
-
-    def signal_of(fault: FaultSpec, m: int, k: int, n: int) -> Any:
-        if fault.place.startswith("pe_"):
-            row, col, reg = fault.target
-            array: Any = dut.array
-            return array.groups[row].pes[col].registers[reg]
-        buf, bank, addr = fault.target
-        if buf == "ofmap":
-            banks = dut.banks["ofmap"]
-            bank = bank * (len(banks) // config.cols)  # double buffered: the run's half is h0
-            used = int(timing.run_words(df, config.rows, config.cols, m, k, n)[2])
-        else:
-            banks = dut.banks[buf]
-            bank %= len(banks)
-            used = int(timing.run_words(df, config.rows, config.cols, m, k, n)[0 if buf == "ifmap" else 1])
-        return banks[bank].data[addr % max(1, used)]
-
-    def hit(ctx: Any, sig: Any, fault: FaultSpec) -> None:
-        ctx.set(sig, _struck(ctx.get(sig), fault.kind, fault.bit))
-
-    async def bench(ctx: Any) -> None:
-        for a, b, fault in trials:
-            m, k = a.shape
-            n = b.shape[1]
-            ifmap, weight = pack_words(config, a, b)
-            words = {"ifmap": ifmap, "weight": weight}
-            if fault is not None and fault.place == "dma":
-                buf, index = fault.target
-                lanes = len(dut.banks[buf])
-                bit = fault.bit % (lanes * config.input_bits)
-                hit_words = range(len(words[buf])) if fault.kind != "flip" else [index % len(words[buf])]
-                for i in hit_words:
-                    words[buf][i] = _struck(words[buf][i], fault.kind, bit)
-            ctx.set(dut.host_we, 1)
-            for name, values in words.items():
-                ctx.set(dut.host_sel, HOST_SEL[name])
-                for addr, word in enumerate(values):
-                    ctx.set(dut.host_addr, addr)
-                    ctx.set(dut.host_wdata, word)
-                    await ctx.tick()
-            ctx.set(dut.host_we, 0)
-            ctx.set(dut.m, m)
-            ctx.set(dut.k, k)
-            ctx.set(dut.n, n)
-            ctx.set(dut.accumulate, 0)
-            run = int(timing.run_cycles(df, config.rows, config.cols, m, k, n, config.shadow_stationary))
-            sig = None
-            if fault is not None and fault.place != "dma":
-                sig = signal_of(fault, m, k, n)
-                struck: FaultSpec = fault
-            strike = (fault.cycle % run) + 1 if fault is not None else -1
-            ctx.set(dut.start, 1)
-            await ctx.tick()
-            ctx.set(dut.start, 0)
-            ticks, after = 0, None
-            while after is None or after < CHECK_LATENCY:
-                if sig is not None and (ticks == strike or (struck.kind != "flip" and ticks > strike)):
-                    hit(ctx, sig, struck)
-                await ctx.tick()
-                ticks += 1
-                if after is not None:
-                    after += 1
-                elif ctx.get(dut.done):
-                    after = 0
-                if ticks > 4 * run + 100:
-                    raise SimulationError(f"run {m}x{k}x{n} on {config.short_name()} never raised done")
-            flagged = bool(ctx.get(dut.sdc)) if protected else False
-            out_words = []
-            for addr in range(int(timing.run_words(df, config.rows, config.cols, m, k, n)[2])):
-                if sig is not None and struck.kind != "flip" and not struck.place.startswith("pe_"):
-                    hit(ctx, sig, struck)
-                ctx.set(dut.host_addr, addr)
-                await ctx.tick()
-                out_words.append(ctx.get(dut.host_rdata))
-            outcomes.append((unpack_words(config, out_words, m, n), flagged))
-
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return outcomes
+    latency = rtl_gen.QDATA_LATENCY
+    widths = tuple(w for _, w in rtl_gen.param_fields(config.input_bits))
+    specs = []
+    for trial in trials:
+        m, k = trial.a.shape
+        n = trial.b.shape[1]
+        ifmap, weight = pack_inputs(config, np.asarray(trial.a), np.asarray(trial.b))
+        words = {"ifmap": _hex_words(ifmap), "weight": _hex_words(weight),
+                 "qparam": _hex_words(pack_qparams(config, trial.qparams, widths))}
+        run = int(timing.run_cycles(df, config.rows, config.cols, m, k, n, config.shadow_stationary))
+        out_words = int(timing.run_words(df, config.rows, config.cols, m, k, n)[2])
+        div, mod = qsel_rule(config, m, n)
+        fault = None
+        if trial.fault is not None:
+            fault = _fault_spec(config, trial.fault, registers, words, run, out_words, latency)
+            if trial.fault.place == "dma":
+                _dma(config, trial.fault, words)
+        specs.append({**words, "m": m, "k": k, "n": n, "run_cycles": run, "words": out_words,
+                      "qsel": [(i // div) % mod for i in range(out_words)], "fault": fault})
+    setup = {"checked": config.checksum != "none", "check_latency": CHECK_LATENCY, "qdata_latency": latency,
+             "host_sel": dict(rtl_gen.HOST_SEL)}
+    base = Path(work_dir) if work_dir is not None else build.directory.parent.parent
+    base.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="sdc-", dir=base))  # kept when the simulation fails, for its log
+    (run_dir / "trials.json").write_text(json.dumps({"setup": setup, "trials": specs}), "utf-8")
+    outcome = run_testbench(build, test_module=TESTBENCH, run_dir=run_dir, timeout=timeout,
+                            env={TRIALS_ENV: str(run_dir / "trials.json"),
+                                 OUTCOMES_ENV: str(run_dir / "outcomes.jsonl")})
+    path = run_dir / "outcomes.jsonl"
+    lines = path.read_text("utf-8").splitlines() if path.is_file() else []
+    if len(lines) != len(trials):
+        raise SimulationError(f"the campaign's simulation of {top} ended after {len(lines)} of {len(trials)} "
+                              f"trials (exit {outcome.returncode}); log: {run_dir / 'sim.log'}")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    results = []
+    for trial, line in zip(trials, lines, strict=True):
+        got = json.loads(line)
+        if "error" in got:
+            raise SimulationError(f"campaign trial on {top}: {got['error']}")
+        m, n = trial.a.shape[0], trial.b.shape[1]
+        raw = unpack_output(config, _words(got["raw"], config.cols, config.acc_bits), m, n)
+        q = unpack_output(config, _words(got["q"], config.cols, config.input_bits), m, n, bits=config.input_bits)
+        results.append(Outcome(raw, q, bool(got["sdc"]), bool(got["qsdc"])))
+    return results

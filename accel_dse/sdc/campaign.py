@@ -1,24 +1,27 @@
 """The silent-data-corruption campaign: inject faults into a simulated accelerator, count what
-corrupts the output and what the checksum detects.
+corrupts the output and what the design detects.
 
 Each trial is one buffer-resident GEMM run of random size (a few folds, edge folds included)
-with random int operands on the Amaranth simulation of the design (``rtl_gen.Accelerator``),
-with at most one fault (:class:`FaultSpec`): a single-bit transient flip of a register or
-SRAM word at one cycle of the run, or a bit stuck at 0/1 from that cycle to the end of the
-run (re-applied every cycle). The output is compared with the golden JAX product (int32
-accumulation, wrapped to ``acc_bits``); the design's ``sdc`` flag is read
-``CHECK_LATENCY`` cycles after ``done``. Fault-free trials are mixed in: any flag there is a
-false alarm (and any wrong output a bug, raised).
+with random int8 operands and random per-channel requantisation parameters, on a cocotb +
+Verilator build of the design (:mod:`accel_dse.sdc._sim`), with at most one fault
+(:class:`FaultSpec`): a single-bit transient flip at one cycle, or a bit stuck at 0/1 from that
+cycle to the end of the trial. The trial reads every result back raw (the accumulators) and
+requantised (through the output stage); the output is corrupted when either differs from the
+golden JAX result (int32 accumulation wrapped to ``acc_bits``, then ``workloads``' output
+stage). The design detected it when its run checksum flagged the run or its output-stage check
+flagged a word read back. Fault-free trials are mixed in: any flag there is a false alarm (and
+any wrong output a bug, raised).
 
 Per place (:data:`accel_dse.sdc.places.PLACES`) the campaign counts: faults injected, those
 that corrupted the output, those of them detected, the escapes (corrupted and not detected)
-and detections without corruption (a fault in a value no output used, or in the checksum's
-own path). An unprotected design (``checksum = "none"``) detects nothing: the baseline.
+and detections without corruption (a fault in a value no output used, or in the checks' own
+logic). An unprotected design (``checksum = "none"``) detects nothing: the baseline.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,7 +30,7 @@ from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
 from accel_dse.sdc.places import FAULT_KINDS, PLACES, FaultSpec, check_faults, check_places
 
-__all__ = ["FaultSpec", "PlaceTally", "CampaignResult", "run_campaign", "draw_faults"]
+__all__ = ["FaultSpec", "PlaceTally", "CampaignResult", "run_campaign", "draw_faults", "lower_bound"]
 
 
 @dataclasses.dataclass
@@ -67,6 +70,18 @@ class CampaignResult:
         return detected / corrupted if corrupted else None
 
 
+def lower_bound(detected: int, total: int, confidence: float = 0.95) -> float | None:
+    """One-sided Clopper-Pearson (exact binomial) lower confidence bound of a detection rate of
+    ``detected`` in ``total`` (None when ``total`` is 0); ``0.05 ** (1 / total)`` when all detected."""
+    if total == 0:
+        return None
+    if detected == 0:
+        return 0.0
+    from scipy.stats import beta
+
+    return float(beta.ppf(1.0 - confidence, detected, total - detected + 1))
+
+
 def _dims(rng: np.random.Generator, config: ArrayConfig) -> tuple[int, int, int]:
     """A GEMM of one to three folds per mapped dimension, edge folds likely."""
     hi = 2 * max(config.rows, config.cols) + 1
@@ -74,14 +89,16 @@ def _dims(rng: np.random.Generator, config: ArrayConfig) -> tuple[int, int, int]
     return m, k, n
 
 
-def draw_faults(config: ArrayConfig, places: tuple[str, ...], per_place: int, seed: int) -> list[FaultSpec]:
-    """``per_place`` random faults for each place (targets within the array and the words a run uses)."""
+def draw_faults(config: ArrayConfig, places: tuple[str, ...], per_place: int | dict[str, int],
+                seed: int) -> list[FaultSpec]:
+    """``per_place`` random faults for each place (a count, or a count per place name); targets
+    within the array and the words a run uses."""
     rng = np.random.default_rng(seed)
     r, c, ib, ab = config.rows, config.cols, config.input_bits, config.acc_bits
     weight_regs = ("s", "w") if config.shadow_stationary else ("s",)
     out = []
     for place in places:
-        for _ in range(per_place):
+        for _ in range(per_place[place] if isinstance(per_place, dict) else per_place):
             kind = FAULT_KINDS[int(rng.integers(len(FAULT_KINDS)))]
             row, col = int(rng.integers(r)), int(rng.integers(c))
             target: tuple[Any, ...]
@@ -94,6 +111,8 @@ def draw_faults(config: ArrayConfig, places: tuple[str, ...], per_place: int, se
             elif place == "operand_buffer":
                 buf = ("ifmap", "weight")[int(rng.integers(2))]
                 target, bits = (buf, int(rng.integers(1 << 30)), int(rng.integers(1 << 30))), ib
+            elif place == "output_stage":
+                target, bits = (int(rng.integers(1 << 30)),), 64  # a register, a bit (both mod its width)
             elif place == "ofmap_buffer":
                 target, bits = ("ofmap", int(rng.integers(c)), int(rng.integers(1 << 30))), ab
             else:  # dma
@@ -102,6 +121,29 @@ def draw_faults(config: ArrayConfig, places: tuple[str, ...], per_place: int, se
             out.append(FaultSpec(place, target, int(rng.integers(1 << 30)) if not bits else int(rng.integers(bits)),
                                  kind, int(rng.integers(1 << 30))))
     return out
+
+
+def _qparams(rng: np.random.Generator, channels: int, bits: int) -> list[tuple[int, ...]]:
+    """Random ``(bias, multiplier, shift, zero_point, act_min, act_max)`` per channel: a Q31
+    multiplier in [2**30, 2**31), shifts that keep most outputs inside the ``bits`` range; one
+    zero point and clamp per trial (ReLU in a quarter of them)."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    zp = int(rng.integers(-8, 9))
+    act_min = zp if rng.random() < 0.25 else lo
+    return [(int(rng.integers(-(1 << 12), 1 << 12)), int(rng.integers(1 << 30, 1 << 31)), int(rng.integers(6, 11)),
+             zp, act_min, hi) for _ in range(channels)]
+
+
+def _requantised(acc: np.ndarray, qparams: list[tuple[int, ...]], bits: int) -> np.ndarray:
+    """``acc`` (``m x n``) through the JAX output stage, channel ``j`` with ``qparams[j]`` (the
+    zero point and clamp bounds of channel 0 for all)."""
+    from workloads._requant import output_stage
+    from workloads.ops import Requant
+
+    bias, mult, shift, zp, act_min, act_max = zip(*qparams, strict=True)
+    rq = Requant(multiplier=mult, shift=shift, bias=bias, zero_point=zp[0], act_min=act_min[0], act_max=act_max[0],
+                 bits=bits)
+    return np.asarray(output_stage(acc, rq), dtype=np.int64)
 
 
 def _golden(a: np.ndarray, b: np.ndarray, acc_bits: int) -> np.ndarray:
@@ -116,28 +158,34 @@ def _golden(a: np.ndarray, b: np.ndarray, acc_bits: int) -> np.ndarray:
 
 
 def run_campaign(config: ArrayConfig, *, places: tuple[str, ...] | list[str] = tuple(PLACES),
-                 faults_per_place: int = 50, clean_runs: int = 20, seed: int = 0) -> CampaignResult:
+                 faults_per_place: int | dict[str, int] = 50, clean_runs: int = 20, seed: int = 0,
+                 work_dir: Path | None = None) -> CampaignResult:
     """Run the campaign on ``config`` (module docstring).
 
     Args:
         config: the design (small: every trial is simulated in Python). ``acc_bits`` must be 32
             (the golden product accumulates in int32).
         places: names of :data:`PLACES`.
-        faults_per_place: faults per place, 1 .. ``MAX_FAULTS_PER_PLACE``.
+        faults_per_place: faults per place, 1 .. ``MAX_FAULTS_PER_PLACE``; or that per place name.
         clean_runs: fault-free trials (false-alarm check), >= 0.
         seed: seeds the faults, sizes and operands.
+        work_dir: the simulator build cache (default ``accel_dse.simulate``'s).
 
     Raises:
         ConfigError: an unknown place, a count out of bounds, ``acc_bits`` other than 32.
     """
     places = check_places(tuple(places))
-    check_faults(faults_per_place)
+    if isinstance(faults_per_place, dict):
+        check_places(tuple(faults_per_place))
+        faults_per_place = {p: check_faults(faults_per_place.get(p, 0)) for p in places}
+    else:
+        check_faults(faults_per_place)
     if isinstance(clean_runs, bool) or not isinstance(clean_runs, int) or clean_runs < 0:
         raise ConfigError(f"clean runs must be a non-negative integer, not {clean_runs!r}")
     if config.acc_bits != 32:
         raise ConfigError(f"the campaign's golden product accumulates in int32: acc_bits must be 32, not "
                           f"{config.acc_bits}")
-    from accel_dse.sdc._sim import simulate_trials
+    from accel_dse.sdc._sim import Trial, simulate_trials
 
     faults: list[FaultSpec | None] = list(draw_faults(config, places, faults_per_place, seed))
     faults += [None] * clean_runs
@@ -148,15 +196,18 @@ def run_campaign(config: ArrayConfig, *, places: tuple[str, ...] | list[str] = t
     for i in order:
         m, k, n = _dims(rng, config)
         a, b = rng.integers(lo, hi, (m, k)), rng.integers(lo, hi, (k, n))
-        trials.append((a, b, faults[i]))
-    outcomes = simulate_trials(config, trials)
+        trials.append(Trial(a, b, _qparams(rng, n, config.input_bits), faults[i]))
+    outcomes = simulate_trials(config, trials, work_dir=work_dir)
     result = CampaignResult(config, {p: PlaceTally() for p in places})
-    for (a, b, fault), (c, flagged) in zip(trials, outcomes, strict=True):
-        wrong = not np.array_equal(c, _golden(a, b, config.acc_bits))
+    for trial, got in zip(trials, outcomes, strict=True):
+        raw = _golden(trial.a, trial.b, config.acc_bits)
+        wrong = not (np.array_equal(got.raw, raw)
+                     and np.array_equal(got.q, _requantised(raw, trial.qparams, config.input_bits)))
+        fault, flagged = trial.fault, got.flagged
         if fault is None:
             if wrong:
-                raise ConfigError(f"fault-free run of {a.shape[0]}x{a.shape[1]}x{b.shape[1]} on "
-                                  f"{config.short_name()} differs from the golden product (an RTL bug)")
+                raise ConfigError(f"fault-free run of {trial.a.shape[0]}x{trial.a.shape[1]}x{trial.b.shape[1]} on "
+                                  f"{config.short_name()} differs from the golden result (an RTL bug)")
             result.clean_runs += 1
             result.false_alarms += int(flagged)
             continue

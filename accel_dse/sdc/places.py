@@ -36,6 +36,7 @@ PLACES: dict[str, Place] = {p.name: p for p in (
     Place("pe_operand", "a PE's left-operand register (a), which feeds the PEs to its right", True),
     Place("pe_weight", "a PE's stationary (weight) register, or its shadow", True),
     Place("pe_psum", "a PE's partial-sum register (v): the accumulation of WS/IS", True),
+    Place("output_stage", "a pipeline register of the requantising output stage while the host reads", True),
     Place("operand_buffer", "a word of the ifmap or weight SRAM while the run reads it", False),
     Place("ofmap_buffer", "a word of the ofmap SRAM (accumulators between K-folds, results)", False),
     Place("dma", "a word on the DMA datapath into the operand buffers (the host write port)", False),
@@ -71,10 +72,12 @@ class FaultSpec:
     Attributes:
         place: a name of :data:`PLACES`.
         target: which register or word: ``(row, col, register)`` for the PE places,
-            ``(buffer, bank, address)`` for the buffers, ``(buffer, word)`` for ``dma``.
+            ``(buffer, bank, address)`` for the buffers, ``(buffer, word)`` for ``dma``,
+            ``(register,)`` for ``output_stage`` (a name, or an index into its registers' sorted names).
         bit: the bit flipped or stuck.
         kind: one of :data:`FAULT_KINDS`.
-        cycle: cycle of the run (after ``start``) at which it strikes (``dma``: during the load).
+        cycle: cycle of the run (after ``start``) at which it strikes (``dma``: during the load;
+            ``output_stage``: a cycle of the read-back; ``ofmap_buffer``: after the run).
     """
 
     place: str

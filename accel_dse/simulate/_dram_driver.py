@@ -212,6 +212,9 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
     if raw is None or raw.error:
         return unfinished(base, raw, outcome, run_dir, timeout)
     base = dataclasses.replace(base, sim_seconds=raw.seconds, sim_cycles=raw.sim_cycles)
+    if raw.sdc_count is not None and len(raw.sdc_count):
+        pcs = [int(p) for c, p in zip(raw.sdc_count, raw.sdc_pc, strict=True) if c]  # type: ignore[arg-type]
+        base = dataclasses.replace(base, sdc_count=int(raw.sdc_count.sum()), sdc_pc=pcs[-1] if pcs else 0)
     codes = [int(c) for c in raw.error_code if c]
     if codes:
         from accel_dse.commands import ERROR_NAMES

@@ -67,6 +67,8 @@ class DramResult:
     seconds: float
     sim_cycles: int
     error: str = ""
+    sdc_count: np.ndarray | None = None  # SDC_COUNT after each instance's programs (summed over queue-loads)
+    sdc_pc: np.ndarray | None = None  # SDC_PC of its last mismatch (0: none)
 
 
 def write_dram_program(path: Path, program: DramProgram) -> None:
@@ -98,7 +100,8 @@ def write_dram_result(results_dir: Path, op: int, result: DramResult) -> None:
     arrays: dict[str, Any] = {f"c_{i}": c for i, c in enumerate(result.c)}
     np.savez(tmp, total=result.total, compute=result.compute, stall=result.stall, error_code=result.error_code,
              error_pc=result.error_pc, seconds=np.float64(result.seconds), sim_cycles=np.int64(result.sim_cycles),
-             error=np.array(result.error), **arrays)
+             error=np.array(result.error), sdc_count=np.zeros(0) if result.sdc_count is None else result.sdc_count,
+             sdc_pc=np.zeros(0) if result.sdc_pc is None else result.sdc_pc, **arrays)
     os.replace(tmp, final)
 
 
@@ -111,4 +114,4 @@ def read_dram_result(results_dir: Path, op: int) -> DramResult | None:
         count = sum(1 for k in data.files if k.startswith("c_"))
         return DramResult([data[f"c_{i}"] for i in range(count)], data["total"], data["compute"], data["stall"],
                           data["error_code"], data["error_pc"], float(data["seconds"]), int(data["sim_cycles"]),
-                          str(data["error"]))
+                          str(data["error"]), data["sdc_count"], data["sdc_pc"])

@@ -161,7 +161,7 @@ async def _instance(board: Board, image: np.ndarray, inst: dict[str, Any], a_byt
     # A checksum design stops at a mismatch (ERROR_CODE SDC), so a false alarm fails the op; the
     # register reads and ignores the write on a design without the checksum.
     await board.write("SDC_CTRL", 1)
-    sums = [0, 0, 0, 0, 0]
+    sums = [0, 0, 0, 0, 0, 0, 0]  # cycles total, compute, stall; error code, pc; SDC count, pc
     for base, length in inst["chunks"]:  # one queue-load after another
         await board.write("QUEUE_BASE_LO", base & 0xFFFFFFFF)
         await board.write("QUEUE_BASE_HI", base >> 32)
@@ -175,6 +175,9 @@ async def _instance(board: Board, image: np.ndarray, inst: dict[str, Any], a_byt
         for i, name in enumerate(("CYCLES_TOTAL", "CYCLES_COMPUTE", "CYCLES_DMA_STALL")):
             sums[i] += await board.read64(name)
         sums[3], sums[4] = await board.read("ERROR_CODE"), await board.read("ERROR_PC")
+        count = await board.read("SDC_COUNT")
+        if count:
+            sums[5], sums[6] = sums[5] + count, await board.read("SDC_PC")
         await board.write("IRQ_STATUS", 0b11)
         if sums[3]:
             break
@@ -213,16 +216,16 @@ async def run_dram_program(dut: Any) -> None:
                                                    inst, a_bytes,
                                                    bool(op.get("on_chip", False)))
             except BusError as exc:
-                c, values, error = np.zeros(0, np.uint8), (0, 0, 0, 0, 0), str(exc)
+                c, values, error = np.zeros(0, np.uint8), (0,) * 7, str(exc)
             cs.append(c)
             counters.append(values)
             if error:
                 break
             if i == 0:
                 outputs[index] = (layout_of(inst["c"]), c)
-        cols = np.array(counters, dtype=np.int64).reshape(-1, 5)
+        cols = np.array(counters, dtype=np.int64).reshape(-1, 7)
         write_dram_result(results_dir, index, DramResult(
             cs, cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 4], time.monotonic() - started,
-            int((get_sim_time("ns") - t0) / board.period_ns), error))
+            int((get_sim_time("ns") - t0) / board.period_ns), error, cols[:, 5], cols[:, 6]))
         if error:
             return

@@ -68,6 +68,10 @@ class OpResult:
             above (``cycles_rtl``, ``cycles_total_rtl`` and their model values) are then the
             simulated windows', and the op's whole-program cycles are the model's
             (``op_cycles_model`` = windows' in-place share + ``cycles_skipped_model``).
+        sdc_count, sdc_pc: From DRAM: the ``SDC_COUNT`` register summed over the op's programs
+            (output words whose checksum or output-stage check mismatched; 0 on a design without
+            the checksum) and the ``SDC_PC`` of the last program that counted one (the RUN, or
+            the STORE/MOVE, of its last mismatch; 0 when none). None on the host port.
     """
 
     name: str
@@ -90,6 +94,8 @@ class OpResult:
     stall_cycles_model: int | None = None
     on_chip: bool = False
     sampled: dict[str, Any] | None = None
+    sdc_count: int | None = None
+    sdc_pc: int | None = None
 
     @property
     def total_cycles_match(self) -> bool | None:
@@ -133,6 +139,8 @@ class OpResult:
             "cycles_per_second": round(self.cycles_per_second, 1),
             "reason": self.reason,
             "sampled": None if self.sampled is None else dict(self.sampled),
+            "sdc_count": self.sdc_count,
+            "sdc_pc": self.sdc_pc,
         }
 
 

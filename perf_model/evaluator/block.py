@@ -35,7 +35,7 @@ from perf_model.evaluator.schedule import Schedule, op_cycles, schedule
 from perf_model.evaluator.tiling import ORDERS, Tiling, choose_tiles, gemm_tile, smallest_fits, unfit_tiling
 from perf_model.evaluator.transfers import axi_data_bytes, memory_arrays
 from perf_model.physical.area import AreaCoefficients, design_area_mm2
-from perf_model.physical.checksum import BUILD_REASON, builds, checksum_pj_per_mac
+from perf_model.physical.checksum import BUILD_REASON, builds, checksum_pj_per_mac, output_check_pj
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
 from perf_model.physical.format_cost import format_energy_ratio
@@ -255,7 +255,9 @@ def evaluate_block(
         * rep(dram_pj_per_byte(d.dram, energy.dram_pj_per_byte)),
         "output_stage": np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)
         * rep(output_stage_pj(energy, ib_d, ab_d)) * scale,
-        "checksum": macs_f * rep(checksum_pj_per_mac(energy, d.rows, d.cols, ib_d, ab_d, d.checksum)) * scale,
+        "checksum": (macs_f * rep(checksum_pj_per_mac(energy, d.rows, d.cols, ib_d, ab_d, d.checksum))
+                     + np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)  # the output stage's check
+                     * rep(output_check_pj(energy, ib_d, ab_d, d.checksum))) * scale,
         "leakage": rep(energy.leakage_density(d.tech_nm, vdd) * area_mm2) * latency * 1e12,
     }
     # SRAM traffic is per operand (by free dim); each operand lives in its own buffer.

@@ -26,11 +26,12 @@ TOTAL_ENERGY_PARTS = ENERGY_PARTS + VECTOR_ENERGY_PARTS
 #: Objective name -> direction ("min" or "max").
 METRICS: dict[str, str] = {
     "latency": "min", "energy": "min", "area": "min", "edp": "min", "tops_per_w": "max", "power": "min",
+    "coverage": "max",
 }
 #: Objective name -> the DesignTable field it reads.
 OBJECTIVE_METRICS: dict[str, str] = {
     "latency": "latency_s", "energy": "energy_pj", "area": "area_mm2", "edp": "edp",
-    "tops_per_w": "tops_per_w", "power": "power_w",
+    "tops_per_w": "tops_per_w", "power": "power_w", "coverage": "sdc_coverage",
 }
 #: Design-op elements per vectorised block (bounds memory; ~1 MB per float array).
 BLOCK_ELEMENTS = 16384

@@ -26,7 +26,8 @@ import numpy as np
 from perf_model.physical import output_stage_fit as fit
 from perf_model.physical.energy import EnergyTable, _power_law
 
-__all__ = ["QPARAM_CHANNELS", "param_bits", "qparam_bits", "lane_register_bits", "output_stage_pj", "lane_um2"]
+__all__ = ["QPARAM_CHANNELS", "param_bits", "qparam_bits", "lane_register_bits", "output_stage_pj", "lane_um2",
+           "qparam_read_pj"]
 
 #: Output channels the qparam buffer holds (``rtl_gen.QPARAM_CHANNELS``).
 QPARAM_CHANNELS = 4096
@@ -62,8 +63,13 @@ def output_stage_pj(energy: EnergyTable, input_bits: Any, acc_bits: Any) -> np.n
     adds = _power_law(np.stack([np.maximum(ab, 32.0), np.full_like(ab, 64.0), ib]), energy.add_8b_pj,
                       energy.add_32b_pj)  # bias, rounding (+ shifter), zero point (x 3 with the clamps)
     logic = energy.mult_32b_pj + adds[0] + adds[1] + 3 * adds[2] + lane_register_bits(ib) * energy.reg_bit_pj
-    sram = energy.sram_pj_per_byte(qparam_bits(ib) / 8192.0) * param_bits(ib) / 8.0
-    return logic + sram
+    return logic + qparam_read_pj(energy, ib)
+
+
+def qparam_read_pj(energy: EnergyTable, input_bits: Any) -> np.ndarray:
+    """Energy of one channel's parameter read from the qparam SRAM at 45 nm, pJ."""
+    ib = np.asarray(input_bits, dtype=np.float64)
+    return energy.sram_pj_per_byte(qparam_bits(ib) / 8192.0) * param_bits(ib) / 8.0
 
 
 def lane_um2(input_bits: Any, acc_bits: Any) -> np.ndarray:

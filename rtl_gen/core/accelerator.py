@@ -103,6 +103,7 @@ from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
 from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
 from rtl_gen.core.checksum import COUNT_BITS, ChecksumUnit, check_dataflow
 from rtl_gen.core.controller import A_STRIDE_BITS, Controller
+from rtl_gen.core.output_check import OutputCheck
 from rtl_gen.core.output_stage import OutputStage
 from rtl_gen.core.pe import Fault, pe_format
 from rtl_gen.core.skew import DelayLine
@@ -130,7 +131,11 @@ class Accelerator(wiring.Component):
     With ``checksum = "detect"`` two more outputs (``rtl_gen.core.checksum``): ``sdc`` (1), a
     checksum mismatch since ``start``, final ``CHECK_LATENCY`` cycles after ``done``, and
     ``sdc_count`` (16), the mismatching output words since ``start``, and ``sdc_event`` (1),
-    high in each cycle an output word mismatches (at the latest the cycle after ``done``).
+    high in each cycle an output word mismatches (at the latest the cycle after ``done``). And the
+    output stage's check (``rtl_gen.core.output_check``): ``host_qcheck`` (1, in), presented with
+    ``host_addr``/``host_qsel``: this read's requantised word is used, compare it; ``sdc_qevent``
+    (1), high when that word leaves the output stage ``QDATA_LATENCY`` cycles later and differs
+    from the duplicate stage's.
 
     Args:
         config: the design.
@@ -162,9 +167,12 @@ class Accelerator(wiring.Component):
             check_dataflow(config.dataflow)
         self.array: SystolicArray | None = None
         self.checksum: ChecksumUnit | None = None
+        self.output_stage: OutputStage | None = None
+        self.output_check: OutputCheck | None = None
         self.banks: dict[str, list[memory.Memory]] = {}  # per buffer, as elaborated (fault injection)
         lay = self.layout
-        sdc = {"sdc": Out(1), "sdc_count": Out(COUNT_BITS), "sdc_event": Out(1)} if config.checksum != "none" else {}
+        sdc = {"sdc": Out(1), "sdc_count": Out(COUNT_BITS), "sdc_event": Out(1), "host_qcheck": In(1),
+               "sdc_qevent": Out(1)} if config.checksum != "none" else {}
         super().__init__(
             {
                 "host_sel": In(2),
@@ -430,6 +438,13 @@ class Accelerator(wiring.Component):
                                                         number_format=pe_format(cfg.weight_fmt, cfg.act_fmt))
         params = rp.data if q_geo.elems == cfg.cols else Cat(*([rp.data] * cfg.cols))
         m.d.comb += [stage.acc.eq(self.host_rdata), stage.params.eq(params), self.host_qdata.eq(stage.q)]
+        self.output_stage = stage
+        if cfg.checksum != "none":  # the duplicate stage, compared word by word (rtl_gen.core.output_check)
+            m.submodules.output_check = check = OutputCheck(lanes=cfg.cols, acc_bits=cfg.acc_bits,
+                                                            out_bits=cfg.input_bits, latency=QDATA_LATENCY)
+            self.output_check = check
+            m.d.comb += [check.acc.eq(self.host_rdata), check.params.eq(params), check.q.eq(stage.q),
+                         check.check.eq(self.host_qcheck), self.sdc_qevent.eq(check.event)]
 
     @staticmethod
     def _lane_controls(m: Module, name: str, control: Value, lanes: int) -> list[Value]:

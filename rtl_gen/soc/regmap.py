@@ -206,7 +206,8 @@ _ERROR_DOCS = {
     ErrorCode.QUEUE_OVERFLOW: "a program longer than the command queue",
     ErrorCode.CONV_WINDOW: "a WINDOW command with a zero field, or a window run addressing a word outside the ifmap "
                            "(not read)",
-    ErrorCode.SDC: "a RUN's checksum mismatched with SDC_CTRL.STOP set (ERROR_PC: that RUN)",
+    ErrorCode.SDC: "a RUN's checksum or a STORE/MOVE's output-stage check mismatched with SDC_CTRL.STOP set "
+                   "(ERROR_PC: that command)",
 }
 
 #: ``ID.MAGIC``: what software reads at offset 0 to recognise the block.
@@ -239,7 +240,7 @@ def _config(name: str, offset: int, doc: str, fields: tuple[Field, ...] | None =
 
 
 _IRQ_BITS = (("DONE", "a program finished"), ("ERROR", "a program stopped with an error"),
-             ("SDC", "a RUN's checksum mismatched (checksum designs)"))
+             ("SDC", "a RUN's checksum or the output stage's check mismatched (checksum designs)"))
 
 #: The accelerator's control registers (``rtl_gen.soc.csr.ControlRegisters``), 4 KiB window.
 CONTROL_REGMAP = RegisterMap("accelerator control", 12, (
@@ -289,7 +290,8 @@ CONTROL_REGMAP = RegisterMap("accelerator control", 12, (
     ), "checksum control (checksum designs; no effect otherwise)"),
     Register("SDC_COUNT", 0x0C4, "RO", _word("COUNT", "output words whose checksum mismatched since START"),
              "checksum mismatches of the last program (0 without a checksum)"),
-    Register("SDC_PC", 0x0C8, "RO", _word("PC", "index of the RUN command of the last mismatch"),
+    Register("SDC_PC", 0x0C8, "RO", _word("PC", "index of the RUN (checksum) or STORE/MOVE (output stage) of the "
+                                              "last mismatch"),
              "command index of the last checksum mismatch"),
 ))
 

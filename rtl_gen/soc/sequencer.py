@@ -26,7 +26,7 @@ it is not (stall).
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
@@ -79,6 +79,9 @@ class Sequencer(wiring.Component):
             ``MOVE`` is ``ERROR_OPCODE``.
         can_window: the array has the convolution address generator (weight stationary); else a
             ``RUN`` with ``window`` is ``ERROR_OPCODE``.
+        output_check: the core checks its output stage (``checksum = "detect"``): an input
+            ``sdc_qevent`` (a requantised word mismatched) that counts like ``sdc_event`` and
+            belongs to the last STORE or MOVE issued (``SDC_PC``, ``ERROR_PC``).
 
     A ``WINDOW`` command writes the window registers (passed to every ``RUN``, which latches them
     at its start) in its decode cycle and takes no unit; one with a zero ``stride``,
@@ -89,7 +92,7 @@ class Sequencer(wiring.Component):
 
     def __init__(self, *, data_bytes: int, depth: int, load_beats: tuple[int, int, int, int],
                  store_beats: tuple[int, int], depths: tuple[int, int, int, int], buf_addr_bits: int,
-                 max_beats: int, can_move: bool = True, can_window: bool = False) -> None:
+                 max_beats: int, can_move: bool = True, can_window: bool = False, output_check: bool = False) -> None:
         if data_bytes > MAX_AXI_DATA_BYTES:
             raise ConfigError(f"AXI data bytes must be at most {MAX_AXI_DATA_BYTES}, not {data_bytes}")
         self.data_bytes = data_bytes
@@ -99,6 +102,7 @@ class Sequencer(wiring.Component):
         self.depths = depths
         self.can_move = can_move
         self.can_window = can_window
+        self.output_check = output_check
         self.per_entry = queue_entry_commands(data_bytes)  # commands per queue entry (P)
         self.cmd_beats = max(1, COMMAND_BYTES // data_bytes)  # beats per queue entry
         transfer = {
@@ -127,6 +131,7 @@ class Sequencer(wiring.Component):
                 **{name: Out(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
                    for name in WINDOW_FIELDS},
             })),
+            **({"sdc_qevent": In(1)} if output_check else {}),
         })
 
     def elaborate(self, platform: object) -> Module:  # noqa: C901 - one FSM, read top to bottom
@@ -182,6 +187,11 @@ class Sequencer(wiring.Component):
         is_transfer = (op == Opcode.LOAD) | (op == Opcode.STORE)
         uses_dma = is_transfer | is_move
         run_pc = Signal(32)  # the last RUN issued
+        q_pc = Signal(32)  # the last STORE or MOVE issued (they read the output stage)
+        # the command a mismatch belongs to; without the output stage's check, the same logic as before it
+        sdc_any: Value = self.sdc_event | self.sdc_qevent if self.output_check else self.sdc_event
+        sdc_at: Value = Mux(self.sdc_event, run_pc, q_pc) if self.output_check else run_pc
+        sdc_add: Value = self.sdc_event + self.sdc_qevent if self.output_check else Const(1)
         sdc_stop_now = Signal()  # a checksum mismatch that stops the program (below)
         blocked = Signal()
         m.d.comb += blocked.eq(
@@ -208,13 +218,14 @@ class Sequencer(wiring.Component):
 
         # Checksum mismatches (``sdc_event``: one cycle per mismatching output word, at the latest in
         # the first cycle after the RUN's done) belong to the last RUN issued, at ``run_pc``.
-        m.d.comb += sdc_stop_now.eq(self.sdc_event & self.sdc_stop & running)
+        # An output-stage mismatch (``sdc_qevent``) belongs to the last STORE or MOVE, at ``q_pc``.
+        m.d.comb += sdc_stop_now.eq(sdc_any & self.sdc_stop & running)
 
         def sdc_fail() -> None:
             """In a state that can see a mismatch (after any other step of it): with SDC_CTRL.STOP
-            the program fails at the RUN (issuing is blocked this cycle; FAIL waits for the units)."""
+            the program fails at that RUN, STORE or MOVE (issuing is blocked this cycle; FAIL waits for the units)."""
             with m.If(sdc_stop_now):
-                m.d.sync += [error_code.eq(ERROR_SDC), self.error_pc.eq(run_pc)]
+                m.d.sync += [error_code.eq(ERROR_SDC), self.error_pc.eq(sdc_at)]
                 m.next = "FAIL"
 
         transfer_fields = [
@@ -299,6 +310,9 @@ class Sequencer(wiring.Component):
                         m.d.sync += buffer_reg.eq(buffer)
                     with m.If(op == Opcode.RUN):
                         m.d.sync += run_pc.eq(pc)
+                    if self.output_check:
+                        with m.If((op == Opcode.STORE) | is_move):
+                            m.d.sync += q_pc.eq(pc)
                     m.d.sync += pc.eq(pc + 1)
                     m.next = "READ"
                     with m.If(pc + 1 == length):
@@ -321,6 +335,6 @@ class Sequencer(wiring.Component):
                     m.d.comb += self.error.eq(1)
                     m.d.sync += running.eq(0)
                     m.next = "IDLE"
-        with m.If(self.sdc_event & running):
-            m.d.sync += [self.sdc_count.eq(self.sdc_count + 1), self.sdc_pc.eq(run_pc)]
+        with m.If(sdc_any & running):
+            m.d.sync += [self.sdc_count.eq(self.sdc_count + sdc_add), self.sdc_pc.eq(sdc_at)]
         return m

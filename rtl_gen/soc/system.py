@@ -128,7 +128,7 @@ class AxiAccelerator(wiring.Component):
             data_bytes=self.data_bytes, depth=self.queue_depth,
             load_beats=(b["ifmap"], b["weight"], b["ofmap"], b["qparam"]), store_beats=(b["ofmap"], b["requant"]),
             depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats, can_move=core.can_move,
-            can_window=cfg.dataflow is Dataflow.WS)
+            can_window=cfg.dataflow is Dataflow.WS, output_check="sdc_qevent" in core.signature.members)
         m.submodules.move = mv = MoveEngine(latency=STORE_LATENCIES[1], src_bits=addr_bits, dst_bits=addr_bits)
 
         # AXI: the load engine drives AR/R, the store engine AW/W/B.
@@ -153,7 +153,10 @@ class AxiAccelerator(wiring.Component):
             seq.sdc_stop.eq(csr.sdc_stop), csr.sdc_count.eq(seq.sdc_count), csr.sdc_pc.eq(seq.sdc_pc),
         ]
         if "sdc_event" in core.signature.members:  # checksum designs (rtl_gen.core.checksum)
-            m.d.comb += [seq.sdc_event.eq(core.sdc_event), csr.sdc_event.eq(core.sdc_event & seq.busy)]
+            m.d.comb += [seq.sdc_event.eq(core.sdc_event), seq.sdc_qevent.eq(core.sdc_qevent),
+                         csr.sdc_event.eq((core.sdc_event | core.sdc_qevent) & seq.busy),
+                         # the output stage's check: the words a requantising STORE or a MOVE reads
+                         core.host_qcheck.eq((st.word_read & st.requanting) | mv.reading)]
         for engine, ctl in ((ld, seq.ld), (st, seq.st)):
             for name in ("start", "addr", "stride", "rows", "words", "beats", "buf_addr", "row_step", "word_step"):
                 m.d.comb += getattr(engine, name).eq(getattr(ctl, name))

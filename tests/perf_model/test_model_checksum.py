@@ -9,7 +9,8 @@ import pytest
 
 import perf_model
 from accel_dse.config import CHECKSUM_DATAFLOWS, CHECKSUMS, ArrayConfig
-from perf_model.physical import checksum, checksum_fit, sdc_coverage_table
+from perf_model.physical import checksum, checksum_fit, output_check_fit, sdc_coverage_table
+from perf_model.physical.output_stage import output_stage_pj
 from perf_model.timing import DATAFLOW_CODES
 from rtl_gen.core import checksum as rtl_checksum
 
@@ -25,20 +26,45 @@ def test_constants_agree_with_the_rtl_and_the_config():
     with pytest.raises(Exception, match="not os"):
         rtl_checksum.check_dataflow("os")
     assert checksum.BUILD_REASON.startswith("checksum 'detect' is built for dataflows ws, is, not os")
+    import rtl_gen
+
+    assert checksum.QDATA_LATENCY == rtl_gen.QDATA_LATENCY  # the output stage check's delay line
 
 
 def test_area_fit_reproduces_its_yosys_points():
     for r, c, ib, ab, area, _flops in checksum_fit.POINTS:
-        model = float(checksum.checksum_um2(r, c, ib, ab, 1))
+        model = float(checksum.array_edge_um2(r, c, ib, ab, 1))
         assert model == pytest.approx(area, rel=checksum_fit.MAX_ERROR + 1e-3)  # MAX_ERROR is rounded
     assert float(checksum.checksum_um2(8, 8, 8, 32, 0)) == 0.0
 
 
-def _evaluate(**fields):
+def test_output_check_area_fit_reproduces_its_yosys_points():
+    for lanes, ib, ab, area, _flops in output_check_fit.POINTS:
+        model = float(checksum.output_check_um2(lanes, ib, ab, 1))
+        assert model == pytest.approx(area, rel=output_check_fit.MAX_ERROR + 1e-3)
+    assert float(checksum.output_check_um2(8, 8, 32, 0)) == 0.0
+    whole = checksum.checksum_um2(8, 8, 8, 32, 1)
+    assert whole == checksum.array_edge_um2(8, 8, 8, 32, 1) + checksum.output_check_um2(8, 8, 32, 1)
+
+
+def test_requantised_outputs_pay_the_output_stage_check():
+    from perf_model import EnergyTable
+
+    raw = _evaluate(dataflow="ws", checksum="detect")
+    rq = _evaluate(dataflow="ws", checksum="detect", workload=GEMM + ",requant=1")
+    extra = rq["energy_breakdown"]["checksum"] - raw["energy_breakdown"]["checksum"]
+    energy = EnergyTable()
+    ratio = float(checksum.output_check_pj(energy, 8, 32, 1) / output_stage_pj(energy, 8, 32))
+    assert extra == pytest.approx(ratio * rq["energy_breakdown"]["output_stage"], rel=1e-9)  # per element, like it
+    assert 0 < ratio < 1  # the stage's logic again, not its parameter read (shared, the bulk of the stage's energy)
+    assert float(checksum.output_check_pj(energy, 8, 32, 0)) == 0.0
+
+
+def _evaluate(workload: str = GEMM, **fields):
     import workloads
 
     config = ArrayConfig(rows=8, cols=8, **fields)
-    result = perf_model.evaluate(config, workloads.resolve(GEMM))
+    result = perf_model.evaluate(config, workloads.resolve(workload))
     return {**result.total, "feasible": result.status == "ok", "reason": result.reason}
 
 
@@ -74,3 +100,23 @@ def test_coverage_is_read_from_the_stored_campaign():
     for flow in CHECKSUM_DATAFLOWS:
         assert sdc_coverage_table.CLEAN[(flow, "detect")][1] == 0  # no false alarm in a fault-free run
     assert _evaluate(dataflow="ws", checksum="detect")["sdc_coverage"] == pytest.approx(got[0])
+
+
+def test_stored_campaign_meets_the_target_at_its_lower_bound():
+    from accel_dse.sdc.campaign import lower_bound
+    from accel_dse.sdc.places import PLACES
+
+    protected = [p for p, place in PLACES.items() if place.protected]
+    assert set(protected) == set(checksum.DATAPATH_PLACES)  # the metric counts what the checksum protects
+    for flow in CHECKSUM_DATAFLOWS:
+        tallies = sdc_coverage_table.TALLIES[(flow, "detect")]
+        assert all(tallies[p][1] > 0 for p in protected)  # output stage included
+        corrupted = sum(tallies[p][1] for p in protected)
+        detected = sum(tallies[p][2] for p in protected)
+        assert lower_bound(detected, corrupted) >= 0.99  # one-sided 95 % Clopper-Pearson
+        runs, alarms = sdc_coverage_table.CLEAN[(flow, "detect")]
+        assert runs >= 100 and alarms == 0
+        plain = sdc_coverage_table.TALLIES[(flow, "none")]
+        assert sum(plain[p][2] for p in plain) == 0 and plain.keys() == tallies.keys()
+    assert lower_bound(299, 299) == pytest.approx(0.05 ** (1 / 299)) and lower_bound(299, 299) > 0.99 > lower_bound(
+        298, 298)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -78,14 +79,15 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
             commands: list[Command] | None = None, dram_extra: int = 0, limit: int = 400_000,
             queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0,
             queue_depth: int = 256, rate: Fraction | None = None, fault: Fault | None = None,
-            sdc_stop: bool = False) -> SocRun:
+            sdc_stop: bool = False, force: Callable[[Any], tuple[Any, int, int]] | None = None) -> SocRun:
     """Compile ``a @ b`` for ``config``, run it from DRAM, return the counters and DRAM.
 
     ``commands`` replaces the compiled program (malformed programs); ``queue_len`` the length
     register; ``dram_extra`` adds bytes of DRAM beyond the image. A program longer than
     ``queue_depth`` runs as the compiler's queue-loads, one START after another's interrupt.
     ``rate``: the DRAM model paces its beats to that many bytes a cycle, and so does the walk.
-    ``fault``: the test-only stuck PE product bit; ``sdc_stop``: the value of ``SDC_CTRL.STOP``.
+    ``fault``: the test-only stuck PE product bit; ``sdc_stop``: the value of ``SDC_CTRL.STOP``;
+    ``force``: given the design, ``(register, bit, level)`` held stuck from the start (a register fault).
     """
     m, k = a.shape
     n = b.shape[1]
@@ -100,12 +102,13 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
     image = np.concatenate([image, np.zeros(dram_extra + (-(len(image) + dram_extra)) % W, np.uint8)])
     return run_image(config, prog, image, latency=latency, limit=limit, queue_len=queue_len,
                      queue_base=queue_base, stall_seed=stall_seed, queue_depth=queue_depth, rate=rate,
-                     fault=fault, sdc_stop=sdc_stop)
+                     fault=fault, sdc_stop=sdc_stop, force=force)
 
 
 def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, latency: int = 7, limit: int = 400_000,
               queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0, queue_depth: int = 256,
-              rate: Fraction | None = None, fault: Any = None, sdc_stop: bool = False) -> SocRun:
+              rate: Fraction | None = None, fault: Any = None, sdc_stop: bool = False,
+              force: Callable[[Any], tuple[Any, int, int]] | None = None) -> SocRun:
     """Run ``prog`` from the DRAM ``image`` (bytes, a whole number of beats) on the SoC; the counters,
     the DRAM after it and the walk's timing (:func:`run_soc`). ``fault``: a PE fault (``rtl_gen.Fault``);
     ``sdc_stop``: the value of ``SDC_CTRL.STOP``."""
@@ -159,6 +162,16 @@ def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, late
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
+    if force is not None:
+        register, bit, level = force(dut)
+
+        async def stuck(ctx: Any) -> None:
+            while True:
+                value = ctx.get(register)
+                ctx.set(register, value | (1 << bit) if level else value & ~(1 << bit))
+                await ctx.tick()
+
+        sim.add_testbench(stuck, background=True)
     sim.run()
     return SocRun(seen["cycles"], seen["total"], seen["compute"], seen["stall"], seen["code"], seen["pc"],
                   seen["status"], seen["dram"], prog, model, seen["SDC_COUNT"], seen["SDC_PC"], seen["IRQ_STATUS"])

@@ -115,7 +115,7 @@ BAD = [
     ({"params": dict(SMALL_SPACE["params"], colums=[4])},
      r"unknown field 'colums' in \[params\] \(did you mean 'cols'\?\)"),
     ({"objectives": ["throughput"]}, r"objective must be one of latency, energy, area, edp, tops_per_w, power, "
-                                     r"accuracy, not 'throughput'"),
+                                     r"accuracy, coverage, not 'throughput'"),
     ({"constraints": ["area_mm3 <= 4"]}, r"unknown metric 'area_mm3' \(did you mean 'area_mm2'\?\)"),
     ({"constraints": ["area_mm2 ~ 4"]}, r"constraint must read 'METRIC <= NUMBER'"),
     ({"constraints": ["area_mm2 <= nan"]}, r"needs a finite number bound"),

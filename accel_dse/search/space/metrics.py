@@ -98,6 +98,7 @@ OBJECTIVES: dict[str, tuple[str, str]] = {
     "tops_per_w": ("tops_per_w", "maximize"),
     "power": ("power_w", "minimize"),
     "accuracy": ("sqnr_db", "maximize"),
+    "coverage": ("sdc_coverage", "maximize"),
 }
 #: Objectives of a pod space (``[llm]``), beside ``area``.
 SYSTEM_OBJECTIVES: dict[str, tuple[str, str]] = {
