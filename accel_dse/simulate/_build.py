@@ -46,6 +46,12 @@ VERILATOR_ARGS: tuple[str, ...] = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3
 #: (an 8.5 MB root file) and a slower 16x16. The results are bit-identical either way (a test).
 SHARED_MODULE_SUFFIXES: tuple[str, ...] = ()
 
+#: Modules of the array Verilator verilates and compiles once as hierarchical blocks
+#: (``--hierarchical`` and a ``hier_block`` line each; suffixes as above, e.g. ``"_row"``): the
+#: C++ of a repeated block is written and compiled once, whatever the number of its instances.
+#: None by default (see ``bench/sim_scaling.py --hier``).
+HIER_BLOCK_SUFFIXES: tuple[str, ...] = ()
+
 #: Icarus options. cocotb's runner compiles with ``-g2012``, under which Icarus gives the
 #: declaration initialisers of Yosys' time-0 trigger registers (``reg \$auto$...dump_module$N
 #: = 0``) no event, so Amaranth's ``always @*`` blocks never run until an input changes and
@@ -102,10 +108,12 @@ def ports_of(verilog: str, top: str) -> list[str] | None:
     return names or None
 
 
-def shared_modules(verilog: str) -> list[str]:
-    """The modules of ``verilog`` Verilator keeps apart (:data:`SHARED_MODULE_SUFFIXES`)."""
+def shared_modules(verilog: str, suffixes: tuple[str, ...] | None = None) -> list[str]:
+    """The modules of ``verilog`` whose names end in one of ``suffixes`` (default
+    :data:`SHARED_MODULE_SUFFIXES`: the ones Verilator keeps apart), or in one of them + ``_fault``."""
+    suffixes = SHARED_MODULE_SUFFIXES if suffixes is None else suffixes
     names = re.findall(r"^\s*module\s+([A-Za-z_][A-Za-z0-9_$]*)", verilog, re.M)
-    return [n for n in names if any(n.endswith(s) or n.endswith(s + "_fault") for s in SHARED_MODULE_SUFFIXES)]
+    return [n for n in names if any(n.endswith(s) or n.endswith(s + "_fault") for s in suffixes)]
 
 
 def _vlt_text(verilog: str, top: str) -> str:
@@ -115,11 +123,14 @@ def _vlt_text(verilog: str, top: str) -> str:
     lines = ["`verilator_config"]
     lines += [f'public_flat_rw -module "{top}" -var "{p.lstrip(chr(92))}"' for p in ports]
     lines += [f'no_inline -module "{name}"' for name in shared_modules(verilog)]
+    lines += [f'hier_block -module "{name}"' for name in shared_modules(verilog, HIER_BLOCK_SUFFIXES)]
     return "\n".join(lines) + "\n"
 
 
-def _build_args(simulator: Simulator) -> list[str]:
-    return list(VERILATOR_ARGS if simulator.name == "verilator" else ICARUS_ARGS)
+def _build_args(simulator: Simulator, verilog: str = "") -> list[str]:
+    if simulator.name != "verilator":
+        return list(ICARUS_ARGS)
+    return list(VERILATOR_ARGS) + (["--hierarchical"] if shared_modules(verilog, HIER_BLOCK_SUFFIXES) else [])
 
 
 def _cache_key(verilog: str, top: str, simulator: Simulator, waves: bool = False) -> str:
@@ -134,10 +145,12 @@ def _cache_key(verilog: str, top: str, simulator: Simulator, waves: bool = False
         "simulator_version": simulator.version,
         "cocotb": cocotb_version,
         "recipe": RECIPE_VERSION,
-        "build_args": _build_args(simulator),
+        "build_args": _build_args(simulator, verilog),
         "shared_modules": list(SHARED_MODULE_SUFFIXES) if simulator.name == "verilator" else [],
         "build_env": {k: v for k, v in sorted(simulator.env.items()) if k != "PATH"},
     }
+    if simulator.name == "verilator" and HIER_BLOCK_SUFFIXES:  # (without them the key is what it was)
+        recipe["hier_blocks"] = list(HIER_BLOCK_SUFFIXES)
     if waves:  # a build that can trace is another build (without it the key is what it always was)
         recipe["waves"] = True
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
@@ -213,7 +226,7 @@ def _run_build(
     source = directory / f"{top}.v"
     source.write_text(verilog, "utf-8")
     sources = [str(source)]
-    build_args = _build_args(simulator)
+    build_args = _build_args(simulator, verilog)
     if simulator.name == "verilator":
         vlt = directory / f"{top}.vlt"
         vlt.write_text(_vlt_text(verilog, top), "utf-8")
