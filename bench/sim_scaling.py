@@ -50,8 +50,9 @@ def main() -> int:
     parser.add_argument("--sizes", default="16x16,64x64", help="comma-separated RxC (default %(default)s)")
     parser.add_argument("--dataflow", default="ws")
     parser.add_argument("--gemm", default=None, help="M,K,N (default: 4R x 4R x 4C, at least 256 each)")
-    parser.add_argument("--hier", default="", help="comma-separated module suffixes (e.g. _row) to build as "
-                        "Verilator hierarchical blocks (accel_dse.simulate._build.HIER_BLOCK_SUFFIXES)")
+    parser.add_argument("--hier-min-pes", type=int, default=None,
+                        help="build arrays of at least this many PEs with hierarchical row blocks "
+                        "(default: accel_dse.simulate._build.HIER_MIN_PES; 0 always, a huge number never)")
     parser.add_argument("--work-dir", help="keep builds here (default: a fresh temporary directory)")
     args = parser.parse_args()
     repo = Path(args.repo or Path(__file__).resolve().parent.parent).resolve()
@@ -61,10 +62,10 @@ def main() -> int:
     from accel_dse.designs import load_preset
     from accel_dse.simulate import _build, simulate
 
-    if args.hier:
-        _build.HIER_BLOCK_SUFFIXES = tuple(args.hier.split(","))
-    print(f"repo {repo}; {os.cpu_count()} CPUs; load average {_load()}"
-          f"{'; hierarchical blocks ' + args.hier if args.hier else ''}")
+    if args.hier_min_pes is not None:
+        _build.HIER_MIN_PES = args.hier_min_pes
+    print(f"repo {repo}; {os.cpu_count()} CPUs; load average {_load()}; hierarchical row blocks from "
+          f"{getattr(_build, 'HIER_MIN_PES', 'never (not in this checkout)')} PEs")
     for text in args.sizes.split(","):
         rows, cols = _size(text)
         design = dataclasses.replace(load_preset("edge"), rows=rows, cols=cols, dataflow=args.dataflow,
