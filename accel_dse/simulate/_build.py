@@ -199,7 +199,8 @@ def build_design(
         waves: Build with waveform tracing (Verilator ``--trace``, Icarus cocotb's dump module);
             cached apart from the plain build.
         hier_blocks: Verilator: suffixes of modules to build as hierarchical blocks
-            (:func:`hier_blocks_for`); ignored by Icarus.
+            (:func:`hier_blocks_for`); ignored by Icarus and by builds with ``waves`` (one flat
+            model traces every signal under one scope).
 
     Raises:
         SimulationError: the build failed or timed out (the message gives the log's path).
@@ -207,7 +208,7 @@ def build_design(
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", top):
         raise SimulationError(f"top module name must be a plain Verilog identifier, not {top!r}")
     builds = Path(work_dir or default_work_dir()).expanduser().resolve() / "builds"
-    hier = tuple(hier_blocks) if simulator.name == "verilator" else ()
+    hier = tuple(hier_blocks) if simulator.name == "verilator" and not waves else ()  # traces: flat
     key = _cache_key(verilog, top, simulator, waves, hier)
     name = f"{top}-{simulator.name}{'-waves' if waves else ''}-{key}"
     final = builds / name
