@@ -255,7 +255,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
              notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``)."""
     import rtl_gen
-    from accel_dse.simulate._build import build_design
+    from accel_dse.simulate._build import build_design, hier_blocks_for
     from accel_dse.simulate._run import run_testbench, waves_file
 
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
@@ -294,7 +294,8 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     verilog = rtl_gen.system_verilog(design, fault=fault, dram=(DRAM_LATENCY, words),
                                      rate=None if rate is None else (rate.numerator, rate.denominator))
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
-    build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves)
+    build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves,
+                         hier_blocks=hier_blocks_for(design.rows, design.cols))
     say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
     run_dir, lock = new_run_dir(work)
     try:

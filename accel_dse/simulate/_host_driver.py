@@ -23,7 +23,7 @@ import numpy as np
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import SimulationError
-from accel_dse.simulate._build import build_design
+from accel_dse.simulate._build import build_design, hier_blocks_for
 from accel_dse.simulate._dram_image import qparam_fields
 from accel_dse.simulate._layout import ofmap_words, pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
 from accel_dse.simulate._process import ProcessOutcome
@@ -88,7 +88,8 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
     say(f"generating Verilog for {top}")
     verilog = rtl_gen.to_verilog(design, fault=fault)
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
-    build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves)
+    build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves,
+                         hier_blocks=hier_blocks_for(design.rows, design.cols))
     say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
 
     run_dir, lock = new_run_dir(work)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amaranth import Module
+from amaranth import ClockDomain, ClockSignal, DomainRenamer, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 
 from accel_dse.config import ArrayConfig
@@ -26,6 +26,13 @@ class SimSystem(wiring.Component):
     ``stall_seed`` for back-pressure, ``rate`` ``(num, den)`` bytes a cycle for a paced memory).
 
     Ports: the accelerator's ``s_axil_*`` and ``irq``, and the DRAM model's backdoor ``bd_*``.
+
+    The reset input ``rst`` reaches the design through one register (``rst_q``; the design leaves
+    reset one cycle after ``rst`` falls). So no logic of the design depends combinationally on a
+    top-level port but the register block's and the DRAM backdoor's, and Verilator evaluates the
+    array's next-state logic once a clock edge instead of on every call of its ``eval()`` (it
+    re-evaluates everything reachable from a top-level input on each call, which the testbench
+    makes several times a cycle): measured in ``bench/sim_scaling.py``.
     """
 
     def __init__(self, config: ArrayConfig, *, latency: int, dram_words: int, fault: Fault | None = None,
@@ -48,8 +55,14 @@ class SimSystem(wiring.Component):
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
-        m.submodules.soc = soc = self.soc
-        m.submodules.dram = dram = self.dram
+        # The design runs in domain "live": the same clock, reset from a register of ``rst``.
+        m.domains.live = live = ClockDomain("live", local=True)
+        rst_q = Signal(reset_less=True)
+        m.d.sync += rst_q.eq(ResetSignal("sync"))
+        m.d.comb += [live.clk.eq(ClockSignal("sync")), live.rst.eq(rst_q)]
+        soc, dram = self.soc, self.dram
+        m.submodules.soc = DomainRenamer("live")(soc)
+        m.submodules.dram = DomainRenamer("live")(dram)
         for name in self.signature.members:
             inner = getattr(dram if name.startswith("bd_") else soc, name)
             outer = getattr(self, name)

@@ -141,3 +141,22 @@ def test_shared_module_builds_give_the_flat_builds_results(sim_cache, monkeypatc
     assert (a.cycles_total_rtl, a.cycles_rtl, a.stall_cycles_rtl) == (b.cycles_total_rtl, b.cycles_rtl,
                                                                       b.stall_cycles_rtl)
     assert np.array_equal(_c_bytes(shared), _c_bytes(flat))
+
+
+def test_hierarchical_row_builds_give_the_flat_builds_results(sim_cache, monkeypatch):
+    from accel_dse.simulate import _build
+
+    assert _build.hier_blocks_for(TINY.rows, TINY.cols) == ()  # 16 PEs: flat by default
+    flat = simulate(TINY, SMALL, work_dir=sim_cache)
+    monkeypatch.setattr(_build, "HIER_MIN_PES", 1)
+    hier = simulate(TINY, SMALL, work_dir=sim_cache)
+    top = hier.design["top"]
+    (built,) = [p for p in (sim_cache / "builds").glob(f"{top}-verilator-*") if p.is_dir()
+                and "hier_block" in (p / f"{top}.vlt").read_text()]
+    assert "--hierarchical" in (built / "build_spec.json").read_text()
+    assert any(p.name.endswith("_row") for p in built.glob("V*"))  # the row verilated on its own
+    (a,), (b,) = hier.ops, flat.ops
+    assert a.status == b.status == "pass"
+    assert (a.cycles_total_rtl, a.cycles_rtl, a.stall_cycles_rtl) == (b.cycles_total_rtl, b.cycles_rtl,
+                                                                      b.stall_cycles_rtl)
+    assert np.array_equal(_c_bytes(hier), _c_bytes(flat))
