@@ -29,7 +29,7 @@ KEEP_RUNS = 20
 CLOCK_PERIOD_NS = 10.0
 
 
-def operand_bits(design: ArrayConfig) -> dict[str, int]:
+def operand_bits(design: ArrayConfig) -> dict[str, int | str]:
     """The reference data's widths for ``design``: its lanes and its weight and activation ranges
     (and, for float operands, their format: fp8 codes in the 8-bit lanes)."""
     if not design.weight_fmt.is_int:

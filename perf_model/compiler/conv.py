@@ -423,9 +423,9 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
     taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
     at, ks, ns, weight = [], [], [], []
-    for j, span, filt, count in kinds:
+    for j, run_span, run_filt, count in kinds:
         for i, c_t in enumerate(cl):
-            full, rest = divmod(span, c_t)
+            full, rest = divmod(run_span, c_t)
             for q, taps in enumerate(taps_of):
                 cell = (j * len(cl) + i) * len(tl) + q
                 for tp, tc in taps.items():
@@ -433,7 +433,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
                         if times:
                             at.append(cell)
                             ks.append(tp * size * R)
-                            ns.append(filt)
+                            ns.append(run_filt)
                             weight.append(count * tc * times)
     cyc = timing.run_cycles(0, R, C, pix[None, :], np.array(ks)[:, None], np.array(ns)[:, None],
                             cfg.shadow_stationary).astype(np.int64)
