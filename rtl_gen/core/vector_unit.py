@@ -179,10 +179,14 @@ class VectorUnit(wiring.Component):
 
         # reduce (sum, max, min over the valid lanes) or write
         lane_sum = sum((Mux(valid[i], vals[i], 0) for i in range(lanes)), Const(0, signed(40)))
+        # each step of the max/min chains is a signal: an expression would repeat its operand in
+        # both the comparison and the result, doubling the emitted Verilog per lane
         lane_max, lane_min = acc_max, acc_min
         for i in range(lanes):
-            lane_max = Mux(valid[i] & (vals[i] > lane_max), vals[i], lane_max)
-            lane_min = Mux(valid[i] & (vals[i] < lane_min), vals[i], lane_min)
+            hi, lo = Signal(signed(32), name=f"max{i}"), Signal(signed(32), name=f"min{i}")
+            m.d.comb += [hi.eq(Mux(valid[i] & (vals[i] > lane_max), vals[i], lane_max)),
+                         lo.eq(Mux(valid[i] & (vals[i] < lane_min), vals[i], lane_min))]
+            lane_max, lane_min = hi, lo
         reducing = s2_live & ~writing
         with m.If(reducing):
             m.d.sync += [acc_sum.eq(acc_sum + lane_sum), acc_max.eq(lane_max), acc_min.eq(lane_min)]

@@ -184,3 +184,13 @@ def test_exported_verilog_in_icarus():
         got, cycles = run_vector_icarus(op, 2, data, None, iverilog, vvp)
         assert (got == np.asarray(ref)).all(), op.kind
         assert cycles == vector_cycles(op, 2), op.kind
+
+
+def test_verilog_grows_linearly_with_lanes():
+    """Each lane adds the same logic: the Verilog for 8 lanes adds about twice what 4 add over 2.
+    A reduction written as one nested expression (each max step repeating its operand) doubled
+    the text every lane or two, which put 81 MB of Verilog into a 16-lane design."""
+    from amaranth.back import verilog
+
+    size = {lanes: len(verilog.convert(VectorUnit(lanes=lanes, addr_bits=8), name="vu")) for lanes in (2, 4, 8)}
+    assert size[8] - size[4] <= 1.25 * 2 * (size[4] - size[2]), size
