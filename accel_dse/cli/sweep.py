@@ -246,7 +246,10 @@ def _print_summary(result: Any, summary: dict[str, Any], out_dir: Path | None) -
     if result.recovered:
         emit(f"failed and re-queued the trials of dead workers: {result.recovered}")
     if result.grid is not None:
-        emit(f"grid: {result.grid.size:,} designs scored, {result.grid.n_feasible:,} feasible")
+        kept = len(result.grid.index)
+        which = "its Pareto set" if len(result.space.objectives) > 1 else "the best"
+        emit(f"grid: {result.grid.size:,} designs scored, {result.grid.n_feasible:,} feasible; "
+             f"{kept:,} kept as trials ({which}; --grid-table saves every design's scores)")
     trials = result.study.get_trials(deepcopy=False)
     for line in closing_lines(summary, result.space, trials, ran=result.ran,
                               out_dir=None if out_dir is None else str(out_dir)):

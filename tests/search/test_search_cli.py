@@ -130,6 +130,7 @@ def test_grid_through_the_cli_on_the_real_model(run_cli, in_tmp):
                              "--out-dir", str(in_tmp / "g"))
     assert code == 0, err
     assert "grid: 1,440 designs scored" in out and "best designs" in out
+    assert "3 kept as trials (the best;" in out  # --grid-keep 3: the study holds 3 trials, and says so
     assert "grid: 1,440/1,440 designs scored" in err  # the progress line
 
 
