@@ -21,7 +21,8 @@ from accel_dse.simulate import simulate
 from accel_dse.simulate._runs import k_folds, plan_runs
 from tests.simulate.test_sim_formats import assert_chain_passes
 
-BF16 = dataclasses.replace(load_design("tiny"), input_bits=16, acc_bits=32, weight_format="bf16", act_format="bf16")
+BF16 = dataclasses.replace(load_design("tiny"), input_bits=16, acc_bits=32, weight_format="bf16", act_format="bf16",
+                           clock_mhz=200.0)  # the bf16 PE closes at ~267 MHz at 45 nm
 MLP = "mlp:batch=6,d_in=24,hidden=20,layers=2,d_out=5"
 BF16_MAX = 0x7F7F
 
