@@ -100,3 +100,22 @@ def test_a_fault_injected_bf16_design_fails(sim_cache):
                       chain=False)
     assert not report.passed
     assert any(op.status == "fail" and op.mismatches > 0 for op in report.ops)
+
+
+def test_bf16_k_split_over_runs_accumulates_in_the_ofmap_in_order(sim_cache):
+    """K = 302 runs as three K tiles (128, 128, 46) that add in the ofmap in float32, each summed in
+    4-row folds by the IS array: the reference with those folds, not one ascending chain. Through
+    the host port, so the raw float32 accumulators are compared too (one chain differs in them)."""
+    design = dataclasses.replace(BF16, dataflow="is")
+    spec = "mlp:batch=4,d_in=302,hidden=8,layers=1,d_out=4"
+    op = workloads.resolve(spec).ops[0]
+    runs = plan_runs(design, op.to_gemm(), op.name)
+    assert sorted({(r[2], r[3]) for r in runs}) == [(0, 128), (128, 256), (256, 302)]
+    folds = k_folds(design, runs)
+    one_chain = workloads.reference(workloads.float_outputs(op), 0, number_format="bf16")
+    ordered = workloads.reference(workloads.float_outputs(op), 0, number_format="bf16", k_folds=folds)
+    assert (one_chain.c != ordered.c).sum() > 10  # the order shows in the accumulators
+    report = simulate(design, spec, ops=["fc.0"], chain=False, simulator="icarus", work_dir=sim_cache,
+                      memory="host")
+    assert report.passed and report.ops[0].mismatches == 0
+    assert report.ops[0].cycles_rtl == report.ops[0].cycles_model
