@@ -203,7 +203,7 @@ def test_evaluator_marks_format_pairs_it_cannot_build():
             dict(base, weight_format="bf16", act_format="bf16", acc_bits=48), fp8,
             # input_bits as the formats make it (ArrayConfig's rule), whatever the column says
             dict(base, weight_format="int4", act_format="int4", input_bits=16),
-            dict(base, weight_format="bf16", act_format="bf16", input_bits=8)]
+            dict(base, weight_format="bf16", act_format="bf16", input_bits=8, clock_mhz=200.0)]
     columns = {f: np.array([r[f] for r in rows]) for f in FIELD_NAMES}
     batch = ModelEvaluator([("mlp", 1.0, resolve("mlp"))]).evaluate_columns(columns)
     assert batch.feasible.tolist() == [True, False, False, False, False, True, True, True]
