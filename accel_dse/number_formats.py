@@ -10,10 +10,11 @@ formats an exact fixed-point accumulator (products of two fp8 values are exact, 
 the result does not depend on the order of summation); bf16 an IEEE float32 accumulator summed in
 a fixed order (``workloads.formats`` states it). docs/formats.md has the reasoning.
 
-Which operand pairs the generated hardware builds today (:func:`build_rule`): integer operands
-only, each lane of the datapath ``input_bits = max(8, widest operand)`` bits wide; an int4
-operand travels sign-extended in an 8-bit lane (no packing yet) and its range is the int4 range.
-The float formats are known (reference semantics, accuracy), not yet built.
+Which operand pairs the generated hardware builds today (:func:`build_rule`): integer operands,
+each lane of the datapath ``input_bits = max(8, widest operand)`` bits wide (an int4 operand
+sign-extended in an 8-bit lane, its range the int4 range); fp8_e4m3 for both operands (an exact
+fixed-point accumulator); bf16 for both operands (16-bit lanes, a float32 accumulator,
+``acc_bits = 32``). fp8_e5m2 is known (reference semantics, accuracy), not built.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import math
 from accel_dse.errors import ConfigError
 
 __all__ = ["NumberFormat", "FORMATS", "FORMAT_NAMES", "AUTO", "parse_format", "datapath_bits", "build_rule",
-           "int_format", "pair_problem", "format_tag", "product_bits", "max_product", "accumulator_rule"]
+           "int_format", "pair_problem", "pair_input_bits", "format_tag", "product_bits", "max_product",
+           "accumulator_rule"]
 
 #: The value of ``weight_format`` / ``act_format`` that means "signed integer of ``input_bits``".
 AUTO = "auto"
@@ -116,10 +118,10 @@ def datapath_bits(weight: NumberFormat, act: NumberFormat) -> int:
 def build_rule(weight: NumberFormat, act: NumberFormat) -> str | None:
     """Why the generated hardware cannot build this operand pair, or ``None`` when it can.
 
-    The rule: integer operands (int4, int8, int16, any mix such as W4A8), or fp8_e4m3 for both
-    (the PE's exact fixed-point product, :func:`product_bits`). fp8_e5m2 is refused: one exact
-    product needs 65 bits, beyond ``acc_bits <= 64``; bf16 has no PE yet; a float format is
-    never mixed with another format.
+    The rule: integer operands (int4, int8, int16, any mix such as W4A8), fp8_e4m3 for both
+    (the PE's exact fixed-point product, :func:`product_bits`) or bf16 for both (a float32
+    product and sum). fp8_e5m2 is refused: one exact product needs 65 bits, beyond
+    ``acc_bits <= 64``; a float format is never mixed with another format.
     """
     if weight.is_int and act.is_int:
         return None
@@ -129,8 +131,6 @@ def build_rule(weight: NumberFormat, act: NumberFormat) -> str | None:
     if weight.accumulator == "fixed" and product_bits(weight) > 64:
         return (f"{weight.name} operands are not built: one exact product needs {product_bits(weight)} bits, "
                 f"beyond acc_bits <= 64")
-    if weight.accumulator != "fixed":
-        return f"{weight.name} operands are not built yet: the PE builds integer and fp8_e4m3 operands"
     return None
 
 
@@ -138,30 +138,40 @@ def product_bits(fmt: NumberFormat) -> int:
     """Bits of one exact signed product of two ``fmt`` operands in the accumulator's units.
 
     Integers: ``2 * bits``. fp8 (fixed point, units of the smallest subnormal squared): the
-    magnitude ``(max_finite / min_subnormal)**2`` plus a sign bit (E4M3 37, E5M2 65).
+    magnitude ``(max_finite / min_subnormal)**2`` plus a sign bit (E4M3 37, E5M2 65). bf16: 32
+    (the float32 pattern of the product).
     """
     if fmt.is_int:
         return 2 * fmt.bits
+    if fmt.accumulator == "fp32":
+        return 32
     return math.ceil(math.log2(max_product(fmt, fmt) + 1)) + 1
 
 
 def max_product(weight: NumberFormat, act: NumberFormat) -> float:
     """The largest magnitude of one product in accumulator units (integers: of the lanes'
-    most negative values; fp8: of the largest finite values over the smallest subnormal)."""
+    most negative values; fp8: of the largest finite values over the smallest subnormal). A
+    float32 accumulator (bf16) has no fixed range to overflow: 0 (the overflow check never fires;
+    float32 rounds, and the data are finite bf16 values)."""
     if weight.is_int and act.is_int:
         return float(2 ** (weight.bits - 1) * 2 ** (act.bits - 1))
+    if weight.accumulator == "fp32":
+        return 0.0
     return (weight.max_finite / weight.min_subnormal) * (act.max_finite / act.min_subnormal)
 
 
 def accumulator_rule(weight: NumberFormat, act: NumberFormat, acc_bits: int, checksum: str) -> str | None:
     """Why a buildable float pair cannot take this accumulator or checksum (``None``: it can).
 
-    An fp8 accumulator holds at least one exact product (:func:`product_bits`); the checksum
-    column sums integer weights, so it is built for integer operands only.
+    An fp8 accumulator holds at least one exact product (:func:`product_bits`); a bf16
+    accumulator is a float32 pattern (``acc_bits = 32`` exactly); the checksum column sums
+    integer weights, so it is built for integer operands only.
     """
     if weight.is_int and act.is_int:
         return None
     need = product_bits(weight)
+    if weight.accumulator == "fp32" and acc_bits != need:
+        return f"acc_bits must be {need} for {weight.name} operands (a float32 accumulator), not {acc_bits}"
     if acc_bits < need:
         return f"acc_bits must be >= {need} for {weight.name} operands (one exact product), not {acc_bits}"
     if checksum != "none":
@@ -169,12 +179,14 @@ def accumulator_rule(weight: NumberFormat, act: NumberFormat, acc_bits: int, che
     return None
 
 
-def pair_problem(input_bits: int, weight: str, act: str) -> str:
+def pair_problem(input_bits: int, weight: str, act: str, acc_bits: int | None = None,
+                 checksum: str = "none") -> str:
     """Why ``input_bits`` with this weight/activation pair is no design (``""`` when it is one).
 
     For columns of designs (a sweep's) that did not pass through ``ArrayConfig``: an unknown
-    format, a pair the RTL does not build (:func:`build_rule`), or an ``input_bits`` that is not
-    the pair's datapath width.
+    format, a pair the RTL does not build (:func:`build_rule`), an ``input_bits`` that is not
+    the pair's datapath width, or (given ``acc_bits``) an accumulator or checksum the pair
+    cannot take (:func:`accumulator_rule`), each in ``ArrayConfig``'s words.
     """
     try:
         w = int_format(input_bits) if weight == AUTO else parse_format(weight, field="weight_format")
@@ -187,7 +199,25 @@ def pair_problem(input_bits: int, weight: str, act: str) -> str:
     width = datapath_bits(w, a)
     if width != input_bits:
         return f"input_bits must be {width} for weight_format {w.name} with act_format {a.name}, not {input_bits}"
+    if acc_bits is not None:
+        rule = accumulator_rule(w, a, acc_bits, checksum)
+        if rule is not None:
+            return f"weight_format {w.name} with act_format {a.name}: {rule}"
     return ""
+
+
+def pair_input_bits(input_bits: int, weight: str, act: str) -> int:
+    """The ``input_bits`` a design with this pair has: the pair's datapath width when a format is
+    set (as ``ArrayConfig`` derives it), else ``input_bits``; unchanged for a pair that is no
+    design (:func:`pair_problem` names why)."""
+    if weight == AUTO and act == AUTO:
+        return input_bits
+    try:
+        w = int_format(input_bits) if weight == AUTO else parse_format(weight, field="weight_format")
+        a = int_format(input_bits) if act == AUTO else parse_format(act, field="act_format")
+    except ConfigError:
+        return input_bits
+    return input_bits if build_rule(w, a) is not None else datapath_bits(w, a)
 
 
 def format_tag(input_bits: object, weight: object, act: object) -> str:

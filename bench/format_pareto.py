@@ -2,8 +2,10 @@
 
 For each format pair: the SQNR (dB) of the workload's matrix products against float32 JAX
 (``workloads.accuracy``), and, for the pairs the RTL builds, the model's TOPS/W, area and EDP of
-the ``edge`` preset (16x16 WS, 28 nm) with that pair; then the Pareto front of SQNR (max) against
-TOPS/W (max) and area (min). Pairs no PE builds (fp8_e5m2, bf16): their accuracy is shown, their cost is not.
+the ``edge`` preset (16x16 WS, 28 nm) with that pair, at the preset's clock or, when the pair's PE
+or output path cannot close it, at its f_max (``perf_model.physical.fmax``; the ``MHz`` column);
+then the Pareto front of SQNR (max) against TOPS/W (max) and area (min). Pairs no PE builds
+(fp8_e5m2): their accuracy is shown, their cost is not.
 
     .venv/bin/python bench/format_pareto.py [--workloads bert_base,llama_decode]
 """
@@ -18,6 +20,7 @@ import perf_model
 import workloads
 from accel_dse.designs import load_design
 from accel_dse.errors import ConfigError
+from perf_model.physical.fmax import design_fmax
 from workloads.accuracy import workload_sqnr_db
 
 PAIRS = (("int4", "int4"), ("int4", "int8"), ("int8", "int8"), ("int8", "int16"), ("int16", "int16"),
@@ -36,8 +39,8 @@ def _front(rows: list[dict]) -> set[int]:
 
 
 #: Accumulator width per weight format (default 48): an fp8_e4m3 sum of K exact products needs
-#: 37 + log2(K) bits (perf_model's overflow rule), 49 for BERT-base's K = 3072.
-ACC_BITS = {"fp8_e4m3": 52}
+#: 37 + log2(K) bits (perf_model's overflow rule), 49 for BERT-base's K = 3072; bf16's is a float32.
+ACC_BITS = {"fp8_e4m3": 52, "bf16": 32}
 
 
 def main() -> None:
@@ -53,23 +56,27 @@ def main() -> None:
             sqnr = workload_sqnr_db(wl, weight, act)
             seconds = time.perf_counter() - t0
             row = {"pair": f"W {weight} A {act}", "sqnr": sqnr, "s": seconds, "tops_per_w": None, "area": None,
-                   "edp": None}
+                   "edp": None, "mhz": None}
             try:
                 acc = ACC_BITS.get(weight, 48)
                 config = dataclasses.replace(edge, weight_format=weight, act_format=act, acc_bits=acc)
             except ConfigError:
                 rows.append(row)
                 continue
+            fmax = design_fmax(config)["f_max_mhz"]
+            if fmax < config.clock_mhz:
+                config = dataclasses.replace(config, clock_mhz=float(int(fmax // 10) * 10))
             total = perf_model.evaluate(config, wl).total
-            row.update(tops_per_w=total["tops_per_w"], area=total["area_mm2"], edp=total["edp"])
+            row.update(tops_per_w=total["tops_per_w"], area=total["area_mm2"], edp=total["edp"], mhz=config.clock_mhz)
             rows.append(row)
         front = _front(rows)
-        print(f"\n{spec} on edge (16x16 WS, 28 nm, acc 48 bits; fp8 52: its exact bound for K = 3072 is 49)")
-        print(f"{'formats':24s} {'SQNR dB':>8s} {'TOPS/W':>8s} {'area mm2':>9s} {'EDP J*s':>10s} {'front':>6s} "
-              f"{'sqnr s':>7s}")
+        print(f"\n{spec} on edge (16x16 WS, 28 nm, acc 48 bits; fp8 52: its exact bound for K = 3072 is 49; "
+              f"bf16 32, float32)")
+        print(f"{'formats':24s} {'SQNR dB':>8s} {'MHz':>6s} {'TOPS/W':>8s} {'area mm2':>9s} {'EDP J*s':>10s} "
+              f"{'front':>6s} {'sqnr s':>7s}")
         for i, r in enumerate(rows):
-            cost = (f"{r['tops_per_w']:8.3f} {r['area']:9.3f} {r['edp']:10.3e}" if r["tops_per_w"] is not None
-                    else f"{'no PE':>8s} {'-':>9s} {'-':>10s}")
+            cost = (f"{r['mhz']:6.0f} {r['tops_per_w']:8.3f} {r['area']:9.3f} {r['edp']:10.3e}"
+                    if r["tops_per_w"] is not None else f"{'-':>6s} {'no PE':>8s} {'-':>9s} {'-':>10s}")
             print(f"{r['pair']:24s} {r['sqnr']:8.2f} {cost} {'*' if i in front else '':>6s} {r['s']:7.2f}")
 
 

@@ -40,7 +40,7 @@ import numpy as np
 from jax import lax
 
 from accel_dse.errors import WorkloadError
-from workloads._float_reference import float_operands, float_result
+from workloads._float_reference import float_format, float_operands, float_result
 from workloads._requant import output_stage
 from workloads.ops import Conv2d, Gemm, Op, chain_link
 
@@ -233,7 +233,8 @@ def _conv_reference(op: Conv2d, seed: int, index: int, bits: int, wbits: int, ab
 
 
 def reference(op: Op, seed: int = 0, *, index: int = 0, bits: int = 8, weight_bits: int | None = None,
-              act_bits: int | None = None, number_format: str | None = None) -> Reference:
+              act_bits: int | None = None, number_format: str | None = None,
+              k_folds: tuple[int, ...] | None = None) -> Reference:
     """Deterministic operands and the exact JAX result for GEMM instance ``index`` of ``op``.
 
     Args:
@@ -242,8 +243,11 @@ def reference(op: Op, seed: int = 0, *, index: int = 0, bits: int = 8, weight_bi
         index: GEMM instance, ``0 <= index < op.to_gemm().batch`` (the group of a grouped conv).
         bits: Signed operand width (the lanes), 2 to 16 bits.
         weight_bits, act_bits: Range of ``b`` / ``a`` values, 2 to ``bits`` (default ``bits``).
-        number_format: an fp8 format for both operands (``workloads._float_reference``: int8
-            codes, fixed-point accumulators, fp8 output codes), or ``None`` for integers.
+        number_format: a float format for both operands (``workloads._float_reference``: fp8
+            int8 codes, fixed-point accumulators, fp8 output codes; bf16 int16 codes, float32
+            accumulators, bf16 output codes), or ``None`` for integers.
+        k_folds: bf16: the first ``k`` of each fold the design sums on its own (the order of
+            its float32 additions, ``workloads.formats.accumulate``); ``None``: one fold.
 
     Returns:
         A :class:`Reference` whose ``c`` equals ``a.astype(int64) @ b.astype(int64)`` exactly.
@@ -260,8 +264,8 @@ def reference(op: Op, seed: int = 0, *, index: int = 0, bits: int = 8, weight_bi
     wbits, abits = _narrow_bits(bits, weight_bits, act_bits)
     if number_format is not None:
         a, b = float_operands(op, seed, index, number_format)
-        c, q = float_result(op, channel_start(op, index), a, b, number_format)
-        return Reference(op=op, index=index, seed=seed, bits=8, a=a, b=b, c=c, q=q)
+        c, q = float_result(op, channel_start(op, index), a, b, number_format, k_folds)
+        return Reference(op=op, index=index, seed=seed, bits=float_format(number_format).bits, a=a, b=b, c=c, q=q)
     if isinstance(op, Gemm):
         return _requantised(_gemm_reference(op, seed, index, bits, wbits, abits))
     return _requantised(_conv_reference(op, seed, index, bits, wbits, abits))
@@ -302,7 +306,8 @@ def narrow_outputs(op: Op, act_bits: int, weight_bits: int | None = None) -> Op:
 
 
 def chained_references(ops: Sequence[Op], seed: int = 0, *, bits: int = 8, weight_bits: int | None = None,
-                       act_bits: int | None = None, number_format: str | None = None) -> list[Reference]:
+                       act_bits: int | None = None, number_format: str | None = None,
+                       k_folds: Sequence[tuple[int, ...] | None] | None = None) -> list[Reference]:
     """JAX references of ``ops`` run as a network: op ``i + 1``'s input is op ``i``'s ``q``.
 
     Op 0's input is its own :func:`reference` input; op ``i``'s weights are those of
@@ -317,12 +322,14 @@ def chained_references(ops: Sequence[Op], seed: int = 0, *, bits: int = 8, weigh
         if not chain_link(ops[i], ops[i + 1]):
             raise WorkloadError(f"ops {i} and {i + 1} do not chain (requantised, batch 1, next m = m, next k = n)")
     out: list[Reference] = []
-    if number_format is not None:  # fp8: op i + 1 reads op i's output codes
+    if number_format is not None:  # fp8 / bf16: op i + 1 reads op i's output codes
         a = float_operands(ops[0], seed, 0, number_format)[0]
+        folds = list(k_folds) if k_folds is not None else [None] * len(ops)
         for i, op in enumerate(ops):
             b = float_operands(op, seed + i, 0, number_format)[1]
-            c, q = float_result(op, 0, a, b, number_format)
-            out.append(Reference(op=op, index=0, seed=seed + i, bits=8, a=a, b=b, c=c, q=q))
+            c, q = float_result(op, 0, a, b, number_format, folds[i])
+            out.append(Reference(op=op, index=0, seed=seed + i, bits=float_format(number_format).bits, a=a, b=b,
+                                 c=c, q=q))
             a = q  # type: ignore[assignment]
         return out
     a = reference(ops[0], seed, bits=bits, weight_bits=weight_bits, act_bits=act_bits).a

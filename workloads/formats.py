@@ -24,7 +24,12 @@ Products and sums (:func:`accumulate`):
       smallest subnormal rounds as IEEE float32 multiplication does), summed in float32 one
       product at a time in ascending ``k`` (round to nearest even after every addition,
       subnormals kept), starting from +0. The order is part of the semantics: a bf16 PE must
-      add in that order.
+      add in that order. The array sums ``K`` in folds (``folds``: the first ``k`` of each, the
+      K tiles of the schedule, and within them the ``R``-row folds of a WS/IS array): each fold
+      is summed so from +0, and the folds' sums are added in order (``((f0 + f1) + f2) ...``,
+      the ofmap buffer's float32 fold accumulation). One fold (the default) is plain ascending
+      ``k``. A product or sum that overflows float32 is refused: the hardware does not carry
+      IEEE infinities (``rtl_gen.core.float32``), so such data are not data.
 
 :func:`to_float32` rounds an fp8 accumulator once to float32 (nearest, ties to even): what an
 fp8 output converter produces. Against JAX's ``matmul(..., preferred_element_type=float32)``
@@ -126,15 +131,19 @@ def _exact_int_matmul(a: np.ndarray, b: np.ndarray, limb_bits: int) -> np.ndarra
 
 
 def accumulate(a: np.ndarray, b: np.ndarray, weight_fmt: NumberFormat | str,
-               act_fmt: NumberFormat | str | None = None) -> np.ndarray:
+               act_fmt: NumberFormat | str | None = None, *, folds: tuple[int, ...] | None = None) -> np.ndarray:
     """The accumulators of ``a @ b`` (``a``: m x k activations, ``b``: k x n weights) in the formats.
+
+    ``folds`` (bf16 only; integers and fp8 are exact, any order): the ascending first ``k`` of
+    each fold, starting at 0 (module docstring); ``None`` is one fold.
 
     Returns:
         integers: int64 exact sums; fp8: object array of Python ints ``N`` (value
         ``N * 2**-(2 * fraction_bits)``); bf16: float32 sums in ascending ``k``.
 
     Raises:
-        WorkloadError: bad shapes, values not of the format, a float format mixed with another.
+        WorkloadError: bad shapes, values not of the format, a float format mixed with another,
+            bad ``folds``, a bf16 sum that overflows float32.
     """
     wf = _fmt(weight_fmt)
     af = wf if act_fmt is None else _fmt(act_fmt)
@@ -148,11 +157,34 @@ def accumulate(a: np.ndarray, b: np.ndarray, weight_fmt: NumberFormat | str,
         ai = np.ldexp(a, s).astype(np.int64)  # exact: every value is a multiple of 2**-s
         bi = np.ldexp(b, s).astype(np.int64)
         return _exact_int_matmul(ai, bi, 16)
-    a32, b32 = a.astype(np.float32), b.astype(np.float32)
-    acc = np.zeros((a.shape[0], b.shape[1]), dtype=np.float32)
-    for k in range(a.shape[1]):
-        acc = acc + a32[:, k, None] * b32[None, k, :]  # float32 product, float32 sum: RNE each
-    return acc
+    return _fp32_folds(a.astype(np.float32), b.astype(np.float32), _check_folds(folds, a.shape[1]))
+
+
+def _check_folds(folds: tuple[int, ...] | None, k: int) -> tuple[int, ...]:
+    if folds is None:
+        return (0,)
+    starts = tuple(int(f) for f in folds)
+    if not starts or starts[0] != 0 or any(b <= a for a, b in zip(starts, starts[1:], strict=False)) \
+            or (k > 0 and starts[-1] >= k):
+        raise WorkloadError(f"folds must be ascending first k of each fold from 0, below k = {k}, not {folds!r}")
+    return starts
+
+
+def _fp32_folds(a32: np.ndarray, b32: np.ndarray, starts: tuple[int, ...]) -> np.ndarray:
+    """float32 sums of the products, each fold from +0 in ascending ``k``, the folds added in order."""
+    k = a32.shape[1]
+    total = None
+    with np.errstate(over="ignore", invalid="ignore"):
+        for first, end in zip(starts, (*starts[1:], k), strict=True):
+            acc = np.zeros((a32.shape[0], b32.shape[1]), dtype=np.float32)
+            for i in range(first, end):
+                acc = acc + a32[:, i, None] * b32[None, i, :]  # float32 product, float32 sum: RNE each
+            total = acc if total is None else total + acc
+    out = np.zeros((a32.shape[0], b32.shape[1]), dtype=np.float32) if total is None else total
+    if not np.isfinite(out).all():
+        raise WorkloadError("bf16 operands whose float32 products or sums overflow are not data "
+                            "(the hardware carries no infinity)")
+    return out
 
 
 def round_to_float(n: int, exponent: int, significand_bits: int, min_exponent: int) -> float:

@@ -45,6 +45,7 @@ from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
 from accel_dse.simulate._runs import (
     CLOCK_PERIOD_NS,
     FIRST_MISMATCHES,
+    k_folds,
     new_run_dir,
     operand_bits,
     plan_runs,
@@ -101,8 +102,6 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     from workloads._reference import channel_start
 
     W = perf_model.axi_data_bytes(design)
-    refs = workloads.chained_references([op for _, op, _ in selected], seed, **operand_bits(design)) \
-        if chained else None
     jobs: list[DramJob] = []
     ops_meta: list[dict[str, Any]] = []
     images: dict[str, np.ndarray] = {}
@@ -110,6 +109,10 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     gemms = [workloads.Gemm(m=max(1, math.ceil(f.m * scale)), k=f.k, n=f.n, name=f.name)  # one instance, M scaled
              for f in fulls]
     chain_programs, plan = _chain_programs(design, gemms) if chained and reuse else (None, None)
+    folds = [k_folds(design, chain_programs[i].runs if chain_programs is not None else plan_runs(design, g, g.name))
+             for i, g in enumerate(gemms)] if chained and not design.weight_fmt.is_int else None
+    refs = workloads.chained_references([op for _, op, _ in selected], seed, **operand_bits(design), k_folds=folds) \
+        if chained else None
     host_convs: list[str] = []
     for index, (name, op, _count) in enumerate(selected):
         path = on_chip_conv(design, name, op, chained)
@@ -150,8 +153,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
 
             job_sampled = sampled_job(design, program, batch, DRAM_LATENCY, perf_model.dram_rate(design))
         for instance in range(1 if sampled else batch):
-            ref = refs[index] if refs is not None else workloads.reference(op, seed, index=instance,
-                                                                           **operand_bits(design))
+            ref = refs[index] if refs is not None else workloads.reference(
+                op, seed, index=instance, **operand_bits(design), k_folds=k_folds(design, program.runs))
             a, b = np.asarray(ref.a[:m]).astype(np.int64), np.asarray(ref.b).astype(np.int64)
             expected[instance] = np.asarray(ref.c if ref.q is None else ref.q)[:m]
             tensors = {"a": pack_tensor(program.tensors["a"], a), "b": pack_tensor(program.tensors["b"], b)}

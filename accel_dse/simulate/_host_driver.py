@@ -40,6 +40,7 @@ from accel_dse.simulate._run import run_testbench, waves_file
 from accel_dse.simulate._runs import (
     CLOCK_PERIOD_NS,
     FIRST_MISMATCHES,
+    k_folds,
     new_run_dir,
     operand_bits,
     plan_runs,
@@ -141,7 +142,10 @@ def _prepare(
     df = timing.dataflow_code(design.dataflow)
     widths = tuple(w for _, w in rtl_gen.param_fields(design.input_bits))
     q_depth = rtl_gen.buffer_layout(design).qparam.depth
-    refs = workloads.chained_references([op for _, op, _ in selected], seed, **operand_bits(design)) \
+    folds = [k_folds(design, plan_runs(design, workloads.Gemm(m=max(1, math.ceil(op.to_gemm().m * scale)),
+                                                              k=op.to_gemm().k, n=op.to_gemm().n), name))
+             for name, op, _ in selected] if chained and not design.weight_fmt.is_int else None
+    refs = workloads.chained_references([op for _, op, _ in selected], seed, **operand_bits(design), k_folds=folds) \
         if chained else None
     rows, if_parts, w_parts, qp_parts = [], [], [], []
     if_total = w_total = qp_total = 0
@@ -167,7 +171,8 @@ def _prepare(
         a_src = index - 1 if chained and index > 0 else -1
         for instance in range(batch):
             ref = refs[index] if refs is not None else workloads.reference(op, seed, index=instance,
-                                                                           **operand_bits(design))
+                                                                           **operand_bits(design),
+                                                                           k_folds=k_folds(design, tiles))
             a, b = ref.a[:m], ref.b
             expected[instance] = (ref.c if ref.q is None else ref.q)[:m]
             if job.raw_expected is not None:

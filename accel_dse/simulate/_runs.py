@@ -12,13 +12,13 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from accel_dse.config import ArrayConfig
+from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import SimulationError
 from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._report import OpResult, SimulationReport
 from perf_model.compiler.program import output_major
 
-__all__ = ["operand_bits", "new_run_dir", "plan_runs", "unfinished", "network", "report", "FIRST_MISMATCHES",
+__all__ = ["operand_bits", "k_folds", "new_run_dir", "plan_runs", "unfinished", "network", "report", "FIRST_MISMATCHES",
            "KEEP_RUNS", "CLOCK_PERIOD_NS"]
 
 #: Mismatches listed per op (the count covers all of them).
@@ -35,6 +35,17 @@ def operand_bits(design: ArrayConfig) -> dict[str, int | str]:
     if not design.weight_fmt.is_int:
         return {"bits": design.input_bits, "number_format": design.weight_fmt.name}
     return {"bits": design.input_bits, "weight_bits": design.weight_fmt.bits, "act_bits": design.act_fmt.bits}
+
+
+def k_folds(design: ArrayConfig, runs: Any) -> tuple[int, ...] | None:
+    """The first ``k`` of each fold a bf16 design sums on its own (``workloads.formats.accumulate``):
+    the K tiles of the op's ``runs`` (``(m0, m1, k0, k1, ...)``), and inside each the ``rows``-deep
+    folds of a WS/IS array (an OS PE sums the run's whole K). ``None`` for other formats (exact)."""
+    if design.weight_fmt.accumulator != "fp32":
+        return None
+    tiles = sorted({(int(r[2]), int(r[3])) for r in runs})
+    step = None if design.dataflow is Dataflow.OS else design.rows
+    return tuple(k for k0, k1 in tiles for k in (range(k0, k1, step) if step else (k0,)))
 
 
 def new_run_dir(work: Path) -> tuple[Path, IO[str]]:

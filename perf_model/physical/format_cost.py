@@ -1,10 +1,12 @@
 """What an operand format changes in a design's cost: the Yosys fit of its cells (``format_fit``).
 
 Integer formats (int4 in 8-bit lanes, int8, int16) cost what their lanes cost (the integer
-terms of :mod:`perf_model.physical.area`, ``energy``, ``fmax``). For a built float format (today
-fp8_e4m3), ``bench/format_calibration.py`` synthesised the generated cells and fitted, as lines
-in ``acc_bits`` checked out of sample, the plain PE's area and logic depth per cell (WS/IS, OS)
-and the output-stage lane's area and depth. The model takes those in place of the integer
+terms of :mod:`perf_model.physical.area`, ``energy``, ``fmax``). For a built float format
+(fp8_e4m3, bf16), ``bench/format_calibration.py`` synthesised the generated cells and fitted, as
+lines in ``acc_bits`` checked out of sample, the plain PE's area and logic depth per cell (WS/IS,
+OS) and the output-stage lane's area and depth (bf16, whose accumulator is always a 32-bit
+float32: the cells measured at that width, plus ``fold``, the ofmap's float32 fold adder, whose
+area joins each output lane's and whose depth joins the output path's). The model takes those in place of the integer
 figures (a shadow register's flops still come from the integer model's structure), and MAC
 energy is the integer figure times the ratio of the format's PE area to the integer PE's.
 """
@@ -30,7 +32,7 @@ class FormatCost:
     Attributes:
         is_float: the design's operands are a built float format.
         pe_um2: one plain PE (no shadow register), µm^2 at 45 nm.
-        lane_um2: one output-stage lane, µm^2 at 45 nm.
+        lane_um2: one output-stage lane (and its fold adder, bf16), µm^2 at 45 nm.
         pe_fo4, output_fo4: logic depth of the PE and of the output stage's deepest stage, FO4.
     """
 
@@ -59,10 +61,11 @@ def format_cost(weight_format: Any, dataflow: Any, acc_bits: Any) -> FormatCost:
         here = codes == FORMAT_CODES.index(name)
         depth = format_fit.DEPTH_FO4[name]
         is_float = is_float | here
+        fold_area, fold_depth = area.get("fold", (0.0, 0.0)), depth.get("fold", (0.0, 0.0))
         values = {"pe_um2": np.where(is_os, _line(area["os"], ab), _line(area["ws"], ab)),
-                  "lane_um2": _line(area["ostage"], ab),
+                  "lane_um2": _line(area["ostage"], ab) + _line(fold_area, ab),
                   "pe_fo4": np.where(is_os, _line(depth["os"], ab), _line(depth["ws"], ab)),
-                  "output_fo4": _line(depth["ostage"], ab)}
+                  "output_fo4": np.maximum(_line(depth["ostage"], ab), _line(fold_depth, ab))}
         figures = {k: np.where(here, values[k], figures[k]) for k in figures}
     return FormatCost(is_float, figures)
 

@@ -333,7 +333,8 @@ class Accelerator(wiring.Component):
         # Lane c reads c cycles after lane 0 and writes (with the add flag of that read) the
         # cycle after its read.
         o_geo = lay.ofmap
-        m.submodules.update = update = OfmapUpdate(lanes=cfg.cols, acc_bits=cfg.acc_bits)
+        m.submodules.update = update = OfmapUpdate(lanes=cfg.cols, acc_bits=cfg.acc_bits,
+                                                      number_format=pe_format(cfg.weight_fmt, cfg.act_fmt))
         ao = o_geo.addr_bits
         o_addr = (ctrl.o_rd_addr + bases["o"])[:ao]
         taps = self._lane_controls(m, "o_ctl", Cat(o_addr, ctrl.o_rd_en, ctrl.o_add), cfg.cols + 1)

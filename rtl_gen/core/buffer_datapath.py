@@ -7,6 +7,8 @@ from amaranth import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl_gen.core.float32 import fp32_add
+
 __all__ = ["OperandGate", "OfmapUpdate"]
 
 
@@ -31,14 +33,22 @@ class OfmapUpdate(wiring.Component):
     """The ofmap write data: while ``busy`` ``result + (old if add else 0)`` per lane
     (wrapping; ``add`` has one bit per lane), else the host's word ``host``.
 
+    The fold accumulation of a bf16 design (``number_format="bf16"``, ``acc_bits = 32``) is the
+    PE's float32 addition (``rtl_gen.core.float32.fp32_add``: one rounding, nearest even):
+    ``old + result``, the earlier folds' sum plus this fold's, so the K folds add in order.
+    Combinational like the integer add (no extra cycle).
+
     Args:
         lanes: lanes per word (array columns).
         acc_bits: bits per lane.
+        number_format: the PE's operand encoding (``rtl_gen.core.pe.PE_FORMATS``): ``"bf16"``
+            adds in float32, every other one in two's complement.
     """
 
-    def __init__(self, *, lanes: int, acc_bits: int) -> None:
+    def __init__(self, *, lanes: int, acc_bits: int, number_format: str = "int") -> None:
         self.lanes = lanes
         self.acc_bits = acc_bits
+        self.number_format = number_format
         width = lanes * acc_bits
         super().__init__(
             {
@@ -56,6 +66,10 @@ class OfmapUpdate(wiring.Component):
         ab = self.acc_bits
         for c in range(self.lanes):
             lane = slice(c * ab, (c + 1) * ab)
-            total = self.result[lane] + Mux(self.add[c], self.old[lane], 0)
+            if self.number_format == "bf16":
+                total = Mux(self.add[c], fp32_add(m, self.old[lane], self.result[lane], f"fold{c}"),
+                            self.result[lane])
+            else:
+                total = self.result[lane] + Mux(self.add[c], self.old[lane], 0)
             m.d.comb += self.new[lane].eq(Mux(self.busy, total, self.host[lane]))
         return m

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 
-__all__ = ["round_pack", "bf16_product", "fp32_add"]
+__all__ = ["round_pack", "unpack_fp32", "bf16_product", "fp32_add"]
 
 _SIG = 24  # float32 significand bits (hidden bit included)
 _MIN_EXP = -149  # float32's subnormal quantum: 2**-149
@@ -41,38 +41,42 @@ def _lead(m: Value) -> Value:
     return lead
 
 
-def round_pack(mod: Module, sign: Value, m: Value, e: Value, name: str) -> Value:
+def round_pack(mod: Module, sign: Value, m: Value, e: Value, name: str, *, sig: int = _SIG,
+               min_exp: int = _MIN_EXP, saturate: bool = False) -> Value:
     """The float32 bit pattern of ``(-1)**sign * m * 2**e`` rounded once (module docstring), its
     intermediate signals added to ``mod`` named ``<name>_...``.
 
-    ``m`` is unsigned (any width up to 64), ``e`` signed.
+    ``m`` is unsigned (any width up to 64), ``e`` signed. ``sig`` and ``min_exp`` give another
+    format with float32's 8-bit exponent (bf16: ``sig=8, min_exp=-133``, a 16-bit pattern);
+    ``saturate`` gives the largest finite magnitude instead of infinity on overflow.
     """
     width = len(m)
     m = _wire(mod, m, f"{name}_m")
     e = _wire(mod, e.as_signed(), f"{name}_e")
     lead = Cat(_wire(mod, _lead(m), f"{name}_lead"), Const(0, 1)).as_signed()
-    # the lowest bit kept: SIG significant bits below the leading one, never below the subnormal quantum
-    low_normal = (lead - (_SIG - 1)).as_signed()
-    low_sub = (Const(_MIN_EXP, signed(_EXP_BITS)) - e).as_signed()
+    # the lowest bit kept: sig significant bits below the leading one, never below the subnormal quantum
+    low_normal = (lead - (sig - 1)).as_signed()
+    low_sub = (Const(min_exp, signed(_EXP_BITS)) - e).as_signed()
     shift = _wire(mod, Mux(low_normal > low_sub, low_normal, low_sub), f"{name}_shift")  # < 0: exact, left
     right = shift > 0
     amount = Mux(right, shift, 0)[:7]
     left = Mux(right, 0, -shift)[:6]
-    kept = _wire(mod, Mux(right, (m >> amount)[:_SIG + 1], (m << left)[:_SIG + 1]), f"{name}_kept")
+    kept = _wire(mod, Mux(right, (m >> amount)[:sig + 1], (m << left)[:sig + 1]), f"{name}_kept")
     r_less = (amount - 1)[:7]
     round_bit = right & (m >> r_less)[0]
     below = ((Const(1, 1) << r_less) - 1)[:width]
     sticky = (m & below).any()
     up = round_bit & (sticky | kept[0])
-    q = _wire(mod, (kept + up)[:_SIG + 1], f"{name}_q")
-    carry = q[_SIG]
+    q = _wire(mod, (kept + up)[:sig + 1], f"{name}_q")
+    carry = q[sig]
     low = (e + shift + carry).as_signed()  # exponent of q's lowest bit after the carry
-    sig = Mux(carry, q[1:_SIG + 1], q[:_SIG])
-    normal = sig[_SIG - 1]
-    biased = (low + (_SIG - 1) + _BIAS).as_signed()
+    significand = Mux(carry, q[1:sig + 1], q[:sig])
+    normal = significand[sig - 1]
+    biased = (low + (sig - 1) + _BIAS).as_signed()
     overflow = normal & (biased >= 255)
     exp_field = Mux(normal, biased[:8], 0)
-    magnitude = Mux(overflow, Const(0xFF << 23, 31), Cat(sig[:_SIG - 1], exp_field))
+    top = (0xFE << (sig - 1)) | ((1 << (sig - 1)) - 1) if saturate else 0xFF << (sig - 1)
+    magnitude = Mux(overflow, Const(top, sig + 7), Cat(significand[:sig - 1], exp_field))
     return Cat(magnitude, sign)
 
 
@@ -91,6 +95,11 @@ def bf16_product(mod: Module, a: Value, b: Value, name: str = "mul") -> Value:
     sa, ma, ea = _unpack(a, 8, 7, _BIAS)
     sb, mb, eb = _unpack(b, 8, 7, _BIAS)
     return round_pack(mod, sa ^ sb, ma * mb, ea + eb, name)
+
+
+def unpack_fp32(bits: Value) -> tuple[Value, Value, Value]:
+    """``(sign, m, e)`` of a float32 pattern: value ``(-1)**sign * m * 2**e`` (``m`` 24 bits)."""
+    return _unpack(bits, 8, 23, _BIAS)
 
 
 def fp32_add(mod: Module, x: Value, y: Value, name: str = "add") -> Value:

@@ -38,6 +38,7 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.commands import OUTPUT_STAGE_LATENCY
 from accel_dse.errors import ConfigError
+from rtl_gen.core.bf16_output import build_bf16_lane
 from rtl_gen.core.fp8_output import FP8_OUTPUTS, build_fp8_lane
 
 __all__ = ["OutputStage", "param_fields", "param_bits", "OUTPUT_STAGE_LATENCY", "QPARAM_CHANNELS"]
@@ -69,7 +70,9 @@ class OutputStage(wiring.Component):
         out_bits: output bits, 2..16.
         number_format: ``"int"`` (the requantisation above) or an fp8 format of
             :data:`~rtl_gen.core.fp8_output.FP8_OUTPUTS` (``rtl_gen.core.fp8_output``: the
-            fixed-point accumulator to an 8-bit code, same latency, same parameter word).
+            fixed-point accumulator to an 8-bit code, same latency, same parameter word), or
+            ``"bf16"`` (``rtl_gen.core.bf16_output``: a float32 accumulator, ``acc_bits = 32``,
+            to a 16-bit bf16 code).
 
     Raises:
         ConfigError: a width out of range.
@@ -80,9 +83,12 @@ class OutputStage(wiring.Component):
                                        ("out_bits", out_bits, 2, 16)):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ConfigError(f"output stage {name} must be an integer in [{low}, {high}], not {value!r}")
-        if number_format != "int" and (number_format not in FP8_OUTPUTS or out_bits != 8):
-            raise ConfigError(f"output stage number_format must be int or {', '.join(FP8_OUTPUTS)} "
-                              f"(8-bit codes), not {number_format!r} with out_bits {out_bits}")
+        widths = {**{name: (8, None) for name in FP8_OUTPUTS}, "bf16": (16, 32)}
+        if number_format != "int" and (number_format not in widths or out_bits != widths[number_format][0]
+                                       or widths[number_format][1] not in (None, acc_bits)):
+            raise ConfigError(f"output stage number_format must be int, {', '.join(FP8_OUTPUTS)} (8-bit codes) or "
+                              f"bf16 (16-bit codes of a 32-bit float32 accumulator), not {number_format!r} "
+                              f"with out_bits {out_bits} and acc_bits {acc_bits}")
         self.lanes = lanes
         self.acc_bits = acc_bits
         self.out_bits = out_bits
@@ -108,6 +114,8 @@ class OutputStage(wiring.Component):
             acc, q = self.acc[lane * ab:(lane + 1) * ab].as_signed(), self.q[lane * ob:(lane + 1) * ob]
             if self.number_format == "int":
                 pipe.build(acc, field, q)
+            elif self.number_format == "bf16":
+                build_bf16_lane(pipe, acc, field, q)
             else:
                 build_fp8_lane(pipe, acc, field, q, self.number_format)
             self._register_bits += pipe.bits

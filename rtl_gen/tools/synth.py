@@ -51,7 +51,7 @@ from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
 from rtl_gen.core.buffer_layout import buffer_layout
 from rtl_gen.core.controller import Controller
 from rtl_gen.core.output_stage import OutputStage
-from rtl_gen.core.pe import PE, pe_signature
+from rtl_gen.core.pe import PE, pe_format, pe_signature
 from rtl_gen.core.skew import DelayLine
 
 __all__ = [
@@ -250,10 +250,14 @@ def synth_stats(
     stage_counts = Accelerator(config).register_stages()
 
     sh = config.shadow_stationary
-    pe_params = {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab, "shadow": sh}
-    top_row = c if pe_flow is Dataflow.WS else 0  # WS/IS: row 0 adds to a constant 0
+    nf = pe_format(config.weight_fmt, config.act_fmt)
+    fmt = {} if nf == "int" else {"number_format": nf}  # integer designs keep their cache keys
+    pe_params = {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab, "shadow": sh, **fmt}
+    # WS/IS: row 0 adds to a constant 0 (the integer top-row cell; a float PE is synthesised whole)
+    top_row = c if pe_flow is Dataflow.WS and nf == "int" else 0
     pieces: list[tuple[str, dict[str, Any], Any, int, str]] = [
-        ("pe", pe_params, lambda: PE(dataflow=pe_flow, input_bits=ib, acc_bits=ab, shadow=sh), r * c - top_row, "pe"),
+        ("pe", pe_params, lambda: PE(dataflow=pe_flow, input_bits=ib, acc_bits=ab, shadow=sh, number_format=nf),
+         r * c - top_row, "pe"),
         ("controller",
          {"rows": r, "cols": c, "dataflow": df.value, "x": x_geo.addr_bits, "y": y_geo.addr_bits,
           "o": lay.ofmap.addr_bits, "shadow": sh},
@@ -261,9 +265,10 @@ def synth_stats(
                             y_addr_bits=y_geo.addr_bits, o_addr_bits=lay.ofmap.addr_bits, shadow=sh),
          1, "controller"),
         ("operand_gate_lane", {"width": ib}, lambda: OperandGate(width=ib), r + c, "gate"),
-        ("ofmap_update_lane", {"acc_bits": ab}, lambda: OfmapUpdate(lanes=1, acc_bits=ab), c, "update"),
-        ("output_stage_lane", {"acc_bits": ab, "out_bits": ib},
-         lambda: OutputStage(lanes=1, acc_bits=ab, out_bits=ib), c, "ostage"),
+        ("ofmap_update_lane", {"acc_bits": ab, **fmt}, lambda: OfmapUpdate(lanes=1, acc_bits=ab, number_format=nf),
+         c, "update"),
+        ("output_stage_lane", {"acc_bits": ab, "out_bits": ib, **fmt},
+         lambda: OutputStage(lanes=1, acc_bits=ab, out_bits=ib, number_format=nf), c, "ostage"),
     ]
     if top_row:
         pieces.insert(1, ("pe_top_row", pe_params, lambda: TopRowPE(input_bits=ib, acc_bits=ab, shadow=sh),

@@ -65,7 +65,9 @@ def test_unknown_format_lists_the_known_ones():
 
 
 @pytest.mark.parametrize(("pair", "extra", "rule"), [
-    (("bf16", "bf16"), {}, "bf16 operands are not built yet: the PE builds integer and fp8_e4m3 operands"),
+    (("bf16", "bf16"), {"acc_bits": 48}, "acc_bits must be 32 for bf16 operands (a float32 accumulator), not 48"),
+    (("bf16", "bf16"), {"checksum": "detect"}, "built for integer operands only"),
+    (("bf16", "int16"), {}, "float operands take one format for both"),
     (("fp8_e5m2", "fp8_e5m2"), {"acc_bits": 64}, "one exact product needs 65 bits, beyond acc_bits <= 64"),
     (("int8", "fp8_e5m2"), {}, "float operands take one format for both"),
     (("fp8_e4m3", "int8"), {"acc_bits": 48}, "float operands take one format for both"),

@@ -9,8 +9,8 @@ from accel_dse.config import ArrayConfig
 from workloads import Gemm, Workload
 
 
-def _status(acc_bits: int, k: int, **formats: str) -> tuple[str, str]:
-    design = ArrayConfig(rows=4, cols=4, acc_bits=acc_bits, clock_mhz=500, **formats)
+def _status(acc_bits: int, k: int, clock_mhz: float = 500, **formats: str) -> tuple[str, str]:
+    design = ArrayConfig(rows=4, cols=4, acc_bits=acc_bits, clock_mhz=clock_mhz, **formats)
     wl = Workload(name="one", ops=(Gemm(m=8, k=k, n=8, name="g"),), counts=(1,))
     result = perf_model.evaluate(design, wl)
     return result.status, result.reason
@@ -56,3 +56,35 @@ def test_fp8_cost_is_the_yosys_fit_of_its_cells():
     d0, d1 = format_fit.DEPTH_FO4["fp8_e4m3"]["ws"]
     assert fmax["stages"]["pe"]["fo4"] == pytest.approx(d0 + d1 * 48)
     assert max(max(e.values()) for e in format_fit.CHECK_ERROR.values()) <= 0.10  # out of sample
+
+
+BF16 = {"weight_format": "bf16", "act_format": "bf16"}
+
+
+def test_bf16_has_no_accumulator_overflow_whatever_k():
+    for k in (16, 1 << 20):
+        assert _status(32, k, clock_mhz=100, **BF16)[0] == "ok"  # a float32 sum rounds, it does not wrap
+
+
+def test_bf16_cost_is_the_yosys_measurement_of_its_cells():
+    """Area and f_max of a bf16 design come from its cells measured by Yosys at acc_bits 32 (the
+    stored points): PE, output lane plus the ofmap's float32 fold adder, the deeper of the two."""
+    from perf_model.physical import format_fit
+    from perf_model.physical.fmax import design_fmax
+    from perf_model.physical.output_stage import lane_um2
+
+    points = {(f, u, ab): (area, fo4) for f, u, ab, area, fo4 in format_fit.POINTS}
+
+    def area(**formats: str) -> float:
+        design = ArrayConfig(rows=4, cols=4, input_bits=16, acc_bits=32, clock_mhz=100, shadow_stationary=False,
+                             **formats)
+        wl = Workload(name="one", ops=(Gemm(m=8, k=1, n=8, name="g"),), counts=(1,))  # int16 fits 32 bits
+        return perf_model.evaluate(design, wl).total["area_mm2"]
+
+    int_pe = float(perf_model.area_coefficients().pe_um2(16, 32, 0))
+    lane = points[("bf16", "ostage", 32)][0] + points[("bf16", "fold", 32)][0]
+    want = 16 * (points[("bf16", "ws", 32)][0] - int_pe) + 4 * (lane - float(lane_um2(16, 32)))
+    assert (area(**BF16) - area()) * 1e6 == pytest.approx(want, rel=1e-9)
+    assert points[("bf16", "ws", 32)][0] > points[("int16", "ws", 32)][0]  # a float32 multiply-add is bigger
+    fmax = design_fmax(ArrayConfig(rows=4, cols=4, input_bits=16, acc_bits=32, clock_mhz=100, **BF16))
+    assert fmax["stages"]["pe"]["fo4"] == pytest.approx(points[("bf16", "ws", 32)][1])

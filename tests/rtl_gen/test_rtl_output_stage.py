@@ -210,6 +210,68 @@ def test_fp8_conversion_is_bit_exact_on_edge_codes_and_random_accumulators(acc_b
 
 def test_fp8_stage_keeps_the_contracted_latency_and_refuses_other_formats():
     assert OutputStage(lanes=2, acc_bits=48, out_bits=8, number_format="fp8_e4m3").stages() == OUTPUT_STAGE_LATENCY
-    for fmt, bits in (("fp8_e5m2", 8), ("bf16", 8), ("fp8_e4m3", 16)):
+    for fmt, bits in (("fp8_e5m2", 8), ("bf16", 16), ("fp8_e4m3", 16)):
         with pytest.raises(ConfigError, match="number_format"):
             OutputStage(lanes=1, acc_bits=48, out_bits=bits, number_format=fmt)
+
+
+# -- the bf16 conversion (rtl_gen.core.bf16_output) against workloads.format_codes.bf16_output ----------
+
+def _f32(x: float) -> int:
+    """The float32 pattern of ``x`` as a signed int32."""
+    return int(np.array([x], dtype=np.float32).view(np.int32)[0])
+
+
+def _bf16_rows() -> tuple[np.ndarray, list[Requant]]:
+    """Edge float32 accumulators (two lanes: the value and its negation; per row one shift/ReLU) and random ones."""
+    f32max = float(np.finfo(np.float32).max)
+    bmax = float.fromhex("0x1.fep127")
+    edge = [  # (value, shift, relu)
+        (bmax, 0, False), (f32max, 0, False),                  # the largest bf16 exactly; above it: saturated
+        (float.fromhex("0x1.ff7ffep127"), 0, False),           # just below the rounding point: bf16 max
+        (float.fromhex("0x1.ff8p127"), 0, False),              # the tie: rounds up to 2**128, saturated
+        (f32max, 1, False), (f32max, 31, False),               # scaled down: no saturation
+        (2.0 ** -133, 0, False), (2.0 ** -134, 0, False),      # bf16's smallest subnormal; the tie below it: 0
+        (3 * 2.0 ** -134, 0, False), (2.0 ** -149, 0, False),  # tie to even (2**-132); float32's smallest: 0
+        (2.0 ** -120, 31, False), (1.0, 31, True),             # into the subnormals by the shift; ReLU
+        (1 + 2.0 ** -8, 0, False), (1 + 3 * 2.0 ** -8, 0, False),  # ties in the normal range, to even
+        (1 + 2.0 ** -8 + 2.0 ** -20, 0, False),                # above the tie by a sticky bit
+        (float.fromhex("0x1.ffp0"), 0, False), (0.0, 0, False), (0.0, 0, True),  # a carry into the exponent; zero
+        (2.0 ** -126, 0, False), (float.fromhex("0x1.fffffep-127"), 0, False),  # bf16 normal edge; rounds up to it
+    ]
+    rng = np.random.default_rng(7)
+    rows = len(edge) + 40
+    acc = np.zeros((rows, 2), dtype=np.int64)
+    rqs = []
+    for t in range(rows):
+        if t < len(edge):
+            value, shift, relu = edge[t]
+            acc[t] = [_f32(value), _f32(-value)]
+        else:
+            bits = rng.integers(0, 1 << 32, 2, dtype=np.uint64).astype(np.uint32)
+            bits[(bits >> 23) & 0xFF == 0xFF] &= 0xFF7FFFFF  # finite only (infinity and NaN are not data)
+            acc[t] = bits.view(np.int32)
+            shift, relu = int(rng.integers(0, 32)), bool(rng.integers(0, 2))
+        rqs.append(Requant(multiplier=(1 << 30,), shift=(shift,), bias=(0,), act_min=0 if relu else None, bits=16))
+    return acc, rqs
+
+
+def test_bf16_conversion_is_bit_exact_on_edge_values_and_random_accumulators():
+    from workloads.format_codes import bf16_output
+
+    acc, rqs = _bf16_rows()
+    want = np.stack([bf16_output(acc[t].astype(np.int32).view(np.float32), shift=rq.shift[0],
+                                 relu=rq.bounds[0] >= 0).astype(np.int64) for t, rq in enumerate(rqs)])
+    got = _run_stage(acc, rqs, 32, number_format="bf16")
+    assert got.tolist() == want.tolist()
+    codes = set((want & 0xFFFF).reshape(-1).tolist())
+    # +-bf16 max (saturation included), +-smallest subnormal, -0 and +0 all produced
+    assert {0x7F7F, 0xFF7F, 0x0001, 0x8001, 0x8000, 0x0000} <= codes
+    assert want[1].tolist() == [0x7F7F, _signed(0xFF7F, 16)]  # float32 max saturates to bf16 max
+
+
+def test_bf16_stage_keeps_the_contracted_latency_and_refuses_other_widths():
+    assert OutputStage(lanes=2, acc_bits=32, out_bits=16, number_format="bf16").stages() == OUTPUT_STAGE_LATENCY
+    for acc_bits, bits in ((48, 16), (32, 8)):
+        with pytest.raises(ConfigError, match="number_format"):
+            OutputStage(lanes=1, acc_bits=acc_bits, out_bits=bits, number_format="bf16")

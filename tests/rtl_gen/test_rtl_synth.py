@@ -109,3 +109,26 @@ def test_area_model_counts_the_registers_the_accelerator_has(rows, cols, kib, da
     rtl = sum(width * count for width, count in Accelerator(config).register_stages().items())
     outside, _ = skew_register_bits(rows, cols, dataflow_code(dataflow), 8, 32, kib, shadow, config.double_buffered)
     assert float(outside) == rtl
+
+
+def test_a_float_design_synthesises_its_own_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bf16 design's pieces are the bf16 PE (every row: no integer top-row cell), the float32
+    fold adder and the bf16 output lane, cached apart from the integer ones."""
+    built: dict[str, Any] = {}
+
+    class _Recording(_FakeYosys):
+        def __call__(self, component: Any, name: str, **kw: Any) -> dict[str, Any]:
+            built[name] = component
+            return super().__call__(component, name, **kw)
+
+    fake = _Recording()
+    monkeypatch.setattr(synth_mod, "synth_component", fake)
+    tiny = load_preset("tiny")
+    synth_stats(tiny, cache_dir=tmp_path)
+    bf16 = tiny.__class__(**{**tiny.to_dict(), "input_bits": 16, "weight_format": "bf16", "act_format": "bf16",
+                             "clock_mhz": 200.0})
+    parts = synth_stats(bf16, cache_dir=tmp_path)["parts"]
+    assert parts["pe"]["count"] == 16 and "pe_top_row" not in parts
+    for part in ("pe", "ofmap_update_lane", "output_stage_lane"):
+        assert not parts[part]["cached"]
+    assert built["pe"].number_format == built["update"].number_format == built["ostage"].number_format == "bf16"

@@ -197,10 +197,22 @@ def test_evaluator_marks_format_pairs_it_cannot_build():
     from workloads import resolve
 
     base = ArrayConfig(rows=4, cols=4).to_dict()
-    rows = [dict(base, weight_format="int4"), dict(base, weight_format="bf16", act_format="bf16"),
-            dict(base, weight_format="int4", act_format="int4", input_bits=16)]
+    fp8 = dict(base, weight_format="fp8_e4m3", act_format="fp8_e4m3", acc_bits=48, clock_mhz=500.0)
+    rows = [dict(base, weight_format="int4"), dict(base, weight_format="fp8_e5m2", act_format="fp8_e5m2"),
+            dict(fp8, checksum="detect"), dict(fp8, acc_bits=32),
+            dict(base, weight_format="bf16", act_format="bf16", acc_bits=48), fp8,
+            # input_bits as the formats make it (ArrayConfig's rule), whatever the column says
+            dict(base, weight_format="int4", act_format="int4", input_bits=16),
+            dict(base, weight_format="bf16", act_format="bf16", input_bits=8, clock_mhz=200.0)]
     columns = {f: np.array([r[f] for r in rows]) for f in FIELD_NAMES}
     batch = ModelEvaluator([("mlp", 1.0, resolve("mlp"))]).evaluate_columns(columns)
-    assert batch.feasible.tolist() == [True, False, False]
-    assert "bf16 operands are not built yet" in batch.reason[1]
-    assert batch.reason[2] == "input_bits must be 8 for weight_format int4 with act_format int4, not 16"
+    assert batch.feasible.tolist() == [True, False, False, False, False, True, True, True]
+    assert "one exact product needs 65 bits" in batch.reason[1]
+    for i in (2, 3, 4):  # ArrayConfig refuses each pair with the same rule
+        with pytest.raises(ConfigError) as err:
+            ArrayConfig(**rows[i])
+        assert batch.reason[i] == str(err.value)
+    same = ArrayConfig(**dict(rows[6], input_bits=8))
+    assert batch.metrics["area_mm2"][6] == pytest.approx(
+        ModelEvaluator([("mlp", 1.0, resolve("mlp"))]).evaluate_columns(
+            {f: np.array([same.to_dict()[f]]) for f in FIELD_NAMES}).metrics["area_mm2"][0])

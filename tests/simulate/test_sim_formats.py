@@ -105,9 +105,15 @@ def test_unknown_format_in_a_design_file_is_one_line_exit_2(run_cli, tmp_path):
     assert "weight_format must be one of int4, int8, int16, fp8_e4m3, fp8_e5m2, bf16, not 'fp9'" in err
 
 
-def test_a_float_design_is_refused_with_the_rule(run_cli, tmp_path):
-    path = tmp_path / "bf16.toml"
-    path.write_text('[design]\nrows = 4\ncols = 4\nweight_format = "bf16"\nact_format = "bf16"\n')
+@pytest.mark.parametrize(("text", "rule"), [
+    ('weight_format = "fp8_e5m2"\nact_format = "fp8_e5m2"\nacc_bits = 64\n',
+     "fp8_e5m2 operands are not built: one exact product needs 65 bits, beyond acc_bits <= 64"),
+    ('weight_format = "bf16"\nact_format = "bf16"\nacc_bits = 48\n',
+     "acc_bits must be 32 for bf16 operands (a float32 accumulator), not 48"),
+])
+def test_a_float_design_is_refused_with_the_rule(run_cli, tmp_path, text, rule):
+    path = tmp_path / "float.toml"
+    path.write_text("[design]\nrows = 4\ncols = 4\n" + text)
     code, _, err = run_cli("design", "check", str(path))
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "bf16 operands are not built yet: the PE builds integer and fp8_e4m3 operands" in err
+    assert rule in err

@@ -125,6 +125,49 @@ def test_bf16_is_sequential_float32_in_ascending_k():
     assert F.accumulate(a[:, ::-1], b, "bf16")[0, 0] == np.float32(1.0 + 2.0 ** -23)
 
 
+def test_bf16_folds_are_summed_from_zero_then_added_in_order():
+    # 1, 2**-24, 2**-24, 2**-24 with folds at k = 0 and 2: (1 + t) rounds to 1, the second fold
+    # holds t + t = 2**-23 exactly, and 1 + 2**-23 is a float32: the folds keep what one chain loses
+    t = 2.0 ** -24
+    a = np.array([[1.0, t, t, t]])
+    b = np.ones((4, 1))
+    assert F.accumulate(a, b, "bf16")[0, 0] == np.float32(1.0)
+    assert F.accumulate(a, b, "bf16", folds=(0, 2))[0, 0] == np.float32(1.0 + 2.0 ** -23)
+    assert F.accumulate(a, b, "bf16", folds=(0, 1, 2, 3))[0, 0] == np.float32(1.0)  # each fold alone
+    by_hand = np.float32(0)
+    for first, end in ((0, 2), (2, 4)):
+        part = np.float32(0)
+        for k in range(first, end):
+            part = np.float32(part + np.float32(a[0, k]) * np.float32(b[k, 0]))
+        by_hand = part if first == 0 else np.float32(by_hand + part)
+    assert F.accumulate(a, b, "bf16", folds=(0, 2))[0, 0] == by_hand
+
+
+@pytest.mark.parametrize("folds", [(0, 1), (1,), (0, 3, 2), (0, 4)])
+def test_bad_folds_are_refused(folds):
+    with pytest.raises(WorkloadError, match="folds must be"):
+        F.accumulate(np.ones((1, 4)), np.ones((4, 1)), "bf16", folds=folds if folds != (0, 1) else (0, 1, 1))
+
+
+def test_bf16_float32_overflow_is_not_data():
+    big = FORMATS["bf16"].max_finite
+    with pytest.raises(WorkloadError, match="overflow"):
+        F.accumulate(np.array([[big, big]]), np.array([[2.0], [2.0]]), "bf16")
+
+
+@pytest.mark.parametrize("folds", [None, (0, 4, 8), (0, 5, 30)])
+def test_bf16_folds_within_the_derived_bound_of_jax(folds):
+    rng = np.random.default_rng(9)
+    a = F.quantise(rng.normal(0, 1, (8, 40)) * rng.choice([1, 1e-3, 1e3], (8, 40)), "bf16")
+    b = F.quantise(rng.normal(0, 1, (40, 6)), "bf16")
+    ref = F.accumulate(a, b, "bf16", folds=folds).astype(np.float64)
+    diff = np.abs(_jax(a, b, "bf16").astype(np.float64) - ref)
+    assert np.all(diff <= F.jax_bound(a, b, "bf16")) and diff.max() > 0  # the orders do differ here
+    exact_a = rng.integers(-8, 8, (8, 40)) * 2.0 ** rng.integers(-5, 0, (8, 40))
+    exact_b = rng.integers(-8, 8, (40, 6)) * 2.0 ** rng.integers(-5, 0, (40, 6))
+    assert np.array_equal(F.accumulate(exact_a, exact_b, "bf16", folds=folds), _jax(exact_a, exact_b, "bf16"))
+
+
 def test_bf16_edge_values():
     big = float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
     sub = float(ml_dtypes.finfo(ml_dtypes.bfloat16).smallest_subnormal)

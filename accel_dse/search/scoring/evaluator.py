@@ -32,7 +32,7 @@ import numpy as np
 
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.errors import ModelError
-from accel_dse.number_formats import pair_problem
+from accel_dse.number_formats import pair_input_bits, pair_problem
 from accel_dse.search.space.design_space import FpgaTarget
 from accel_dse.search.space.metrics import FPGA_METRIC_UNITS, METRIC_NAMES
 
@@ -40,14 +40,29 @@ __all__ = ["Evaluation", "BatchEvaluation", "ModelEvaluator", "MAX_METRICS", "MI
 
 
 def _pair_problems(pairs: Any) -> list[str]:
-    """:func:`~accel_dse.number_formats.pair_problem` of each ``(input_bits, weight, act)``, each distinct one once."""
+    """:func:`~accel_dse.number_formats.pair_problem` of each ``(input_bits, weight, act, acc_bits,
+    checksum)``, each distinct one once."""
     seen: dict[tuple[Any, ...], str] = {}
     out = []
     for p in pairs:
         if p not in seen:
-            seen[p] = pair_problem(int(p[0]), str(p[1]), str(p[2]))
+            seen[p] = pair_problem(int(p[0]), str(p[1]), str(p[2]), int(p[3]), str(p[4]))
         out.append(seen[p])
     return out
+
+
+def _pair_input_bits(cols: Mapping[str, np.ndarray]) -> np.ndarray:
+    """``input_bits`` of each design as ``ArrayConfig`` derives it from its formats
+    (:func:`~accel_dse.number_formats.pair_input_bits`): a space that searches the formats
+    beside a fixed (or independently sampled) ``input_bits`` scores the pair's own datapath."""
+    seen: dict[tuple[Any, ...], int] = {}
+    out = []
+    for p in zip(cols["input_bits"].tolist(), cols["weight_format"].tolist(), cols["act_format"].tolist(),
+                 strict=True):
+        if p not in seen:
+            seen[p] = pair_input_bits(int(p[0]), str(p[1]), str(p[2]))
+        out.append(seen[p])
+    return np.asarray(out, dtype=np.int64)
 
 
 def _sqnr_column(workload: Any, cols: Mapping[str, np.ndarray], index: np.ndarray) -> np.ndarray:
@@ -170,10 +185,11 @@ class ModelEvaluator:
         if dataflow.dtype.kind in ("U", "S", "O"):
             cols["dataflow"] = np.array([_DATAFLOW_CODES[str(getattr(d, "value", d))] for d in dataflow],
                                         dtype=np.int64)
+        cols["input_bits"] = _pair_input_bits(cols)
         valid = cols["acc_bits"].astype(np.int64) >= 2 * cols["input_bits"].astype(np.int64)
         reason = ["" if ok else "acc_bits must be >= 2 * input_bits" for ok in valid]
         pairs = zip(cols["input_bits"].tolist(), cols["weight_format"].tolist(), cols["act_format"].tolist(),
-                    strict=True)
+                    cols["acc_bits"].tolist(), cols["checksum"].tolist(), strict=True)
         for i, problem in enumerate(_pair_problems(pairs)):
             if problem and valid[i]:
                 valid[i], reason[i] = False, problem

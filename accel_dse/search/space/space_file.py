@@ -269,6 +269,7 @@ def _check_value(field: str, value: object, where: str) -> Any:
     base[field] = value
     if field in ("weight_format", "act_format"):  # checked alone; kept as spelt ("int8" is not "auto")
         base["act_format" if field == "weight_format" else "weight_format"] = "int8" if value == "int16" else value
+        base["acc_bits"] = 32 if value == "bf16" else 64  # the accumulator the format takes (checked per design)
     try:
         config = ArrayConfig(**base)
     except ConfigError as exc:
