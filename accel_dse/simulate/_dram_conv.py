@@ -9,6 +9,7 @@ the walk of that program, once per image.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -54,7 +55,9 @@ def conv_instances(design: ArrayConfig, name: str, op: Any, seed: int, scale: fl
     from perf_model.compiler.conv import compile_conv, conv_weight_matrix
 
     try:
-        program = compile_conv(design, op, requant=op.requant is not None)
+        # One image a program (each image its own DRAM image): the model's program stacks the
+        # batch's images in its runs, simulate runs the program of one image per image.
+        program = compile_conv(design, dataclasses.replace(op, n=1), requant=op.requant is not None)
     except ModelError as exc:
         raise SimulationError(f"op {name!r}: {exc}") from exc
     timing = perf_model.gemm_program_cycles(design, program, latency=latency, rate=perf_model.dram_rate(design))

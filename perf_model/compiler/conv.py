@@ -117,7 +117,12 @@ class _Geometry:
         self.taps = conv.kh * conv.kw
         self.cpg, self.cpo = conv.c_in // conv.groups, conv.c_out // conv.groups
         self.out_h, self.out_w = conv.out_h, conv.out_w
-        self.M, self.N = self.out_h * self.out_w, conv.c_out
+        self.images = conv.n
+        # Tiles of whole images (several images a run) when each image's band is its whole input,
+        # ``out_h * stride_h`` rows (``image_rows`` of the window: the images' bands back to back).
+        self.stack = (conv.n > 1 and self.band_one(0, self.out_h) == (0, conv.h, conv.pad_h)
+                      and self.out_h * conv.stride_h == conv.h)
+        self.M, self.N = conv.n * self.out_h * self.out_w, conv.c_out
         rate = dram_rate(config)
         self.bytes_per_cycle = float(rate if rate is not None else axi_data_bytes(config))
         self._runs: dict[tuple[int, int, int], int] = {}
@@ -133,8 +138,38 @@ class _Geometry:
                                                                  self.config.shadow_stationary))
         return cyc
 
+    def row_levels(self) -> list[int]:
+        """Output rows per output-row tile: powers of two of an image's rows and all of them, then
+        (images stacked) powers of two of whole images and all images."""
+        levels = _levels(self.out_h)
+        if self.stack:
+            levels += [k * self.out_h for k in _levels(self.images)[1:]]
+        return levels
+
+    def m_tiles(self, rows_t: int) -> list[tuple[int, int]]:
+        """Output rows ``(oy0, oy1)`` of the batch (image ``b``'s rows ``b * out_h ..``) of each
+        output-row tile of ``rows_t`` rows: within an image, or (more than an image's rows) whole images."""
+        oh, n = self.out_h, self.images
+        if rows_t > oh:
+            k = rows_t // oh
+            return [(b * oh, min(b + k, n) * oh) for b in range(0, n, k)]
+        return [(b * oh + oy, b * oh + min(oy + rows_t, oh)) for b in range(n) for oy in range(0, oh, rows_t)]
+
     def band(self, oy0: int, oy1: int) -> tuple[int, int, int]:
-        """``(first input row, rows, pad_top)`` of the band of output rows ``oy0 .. oy1 - 1``."""
+        """``(first input row, rows, pad_top)`` of the band of output rows ``oy0 .. oy1 - 1`` of the
+        batch (the first row counted over the batch's images; whole images: all their rows)."""
+        b, oy0 = divmod(oy0, self.out_h)
+        if oy1 - b * self.out_h > self.out_h:  # whole images
+            return b * self.conv.h, (oy1 - b * self.out_h) // self.out_h * self.conv.h, self.conv.pad_h
+        r0, rows, pad = self.band_one(oy0, oy1 - b * self.out_h)
+        return b * self.conv.h + r0, rows, pad
+
+    def image_rows(self, oy0: int, oy1: int) -> int:
+        """The window's ``image_rows`` of the tile of output rows ``oy0 .. oy1 - 1``: 0 within an image."""
+        return self.out_h if oy1 - oy0 > self.out_h else 0
+
+    def band_one(self, oy0: int, oy1: int) -> tuple[int, int, int]:
+        """``(first input row, rows, pad_top)`` of the band of output rows ``oy0 .. oy1 - 1`` of one image."""
         cv = self.conv
         top = oy0 * cv.stride_h - cv.pad_h
         bottom = (oy1 - 1) * cv.stride_h - cv.pad_h + (cv.kh - 1) * cv.dilation_h + 1
@@ -143,7 +178,7 @@ class _Geometry:
 
     def band_rows(self, rows_t: int) -> int:
         """The most input rows a band of ``rows_t`` output rows holds."""
-        return max(self.band(oy, min(oy + rows_t, self.out_h))[1] for oy in range(0, self.out_h, rows_t))
+        return max(self.band(oy0, oy1)[1] for oy0, oy1 in self.m_tiles(rows_t))
 
     def filter_words(self, n0: int, n1: int) -> tuple[int, int]:
         """``(first, end)`` channel words the filters ``n0 .. n1 - 1`` read (their groups' channels)."""
@@ -162,8 +197,7 @@ class _Geometry:
     def tiles(self, t: ConvTiling) -> Iterator[tuple[Tile, Part]]:
         """The runs of tiling ``t`` and the part of the kernel each reads (channel words and tap
         tile: ``(c0, c1, ky0, ky1, kx0, kx1)``), in order (K innermost)."""
-        m_tiles = [(oy * self.out_w, min(oy + t.rows_t, self.out_h) * self.out_w)
-                   for oy in range(0, self.out_h, t.rows_t)]
+        m_tiles = [(oy0 * self.out_w, oy1 * self.out_w) for oy0, oy1 in self.m_tiles(t.rows_t)]
         n_tiles = [(n0, min(n0 + t.n_t, self.N)) for n0 in range(0, self.N, t.n_t)]
         pairs = ([(mt, nt) for mt in m_tiles for nt in n_tiles] if t.order == "mn"
                  else [(mt, nt) for nt in n_tiles for mt in m_tiles])
@@ -191,9 +225,9 @@ def _sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[tupl
     kept per tile size."""
     key = (t.rows_t, t.n_t, t.c_t)
     if key not in g.sizes:
-        rows = range(0, g.out_h, t.rows_t)
-        bands = [g.band(oy, min(oy + t.rows_t, g.out_h))[1] for oy in rows]
-        pixels = [(min(oy + t.rows_t, g.out_h) - oy) * g.out_w for oy in rows]
+        rows = g.m_tiles(t.rows_t)
+        bands = [g.band(oy0, oy1)[1] for oy0, oy1 in rows]
+        pixels = [(oy1 - oy0) * g.out_w for oy0, oy1 in rows]
         filters, last = [], None
         for n0 in range(0, g.N, t.n_t):
             n1 = min(n0 + t.n_t, g.N)
@@ -380,18 +414,25 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, N)) for n0 in range(0, N, g.cpo)))
     most = max(most, g.filter_words(0, N)[1] - g.filter_words(0, N)[0])
     cl, nl = _levels(most), _levels(N, min(C, N))
-    tl, rl = _tap_levels(conv.kh, conv.kw), _levels(g.out_h)
+    tl, rl = _tap_levels(conv.kh, conv.kw), g.row_levels()
     # Output-row tiles per size: most band rows, tiles, band rows summed, tiles per pixel count.
     band_rows, mt, band_sum = (np.zeros(len(rl), dtype=np.int64) for _ in range(3))
     tiles_of: list[Counter[int]] = []
+    n_img = g.images
     for i, r in enumerate(rl):
+        if r > g.out_h:  # whole images (``_Geometry.m_tiles``)
+            k = r // g.out_h
+            counts = np.minimum(np.arange(0, n_img, k) + k, n_img) - np.arange(0, n_img, k)
+            band_rows[i], mt[i], band_sum[i] = counts.max() * conv.h, len(counts), n_img * conv.h
+            tiles_of.append(Counter((counts * g.out_h * g.out_w).tolist()))
+            continue
         oy = np.arange(0, g.out_h, r)
         oy1 = np.minimum(oy + r, g.out_h)
         top = oy * conv.stride_h - conv.pad_h
         bottom = (oy1 - 1) * conv.stride_h - conv.pad_h + (conv.kh - 1) * conv.dilation_h + 1
         rows = np.maximum(np.minimum(conv.h, bottom) - np.maximum(0, top), 0)
-        band_rows[i], mt[i], band_sum[i] = rows.max(), len(oy), rows.sum()
-        tiles_of.append(Counter(((oy1 - oy) * g.out_w).tolist()))
+        band_rows[i], mt[i], band_sum[i] = rows.max(), len(oy) * n_img, rows.sum() * n_img
+        tiles_of.append(Counter({p: c * n_img for p, c in Counter(((oy1 - oy) * g.out_w).tolist()).items()}))
     pix = np.array(sorted({p for tiles in tiles_of for p in tiles}), dtype=np.int64)
     at_pix = {p: i for i, p in enumerate(pix.tolist())}
     per_pix = np.zeros((len(rl), len(pix)), dtype=np.int64)
@@ -515,10 +556,11 @@ class _ConvBuilder(_Builder):
         or the RUN starts a new queue-load (the window registers are cleared at each START)."""
         _, rows, pad_top, (c0, c1, ky0, _, kx0, kx1) = self._band(tile)
         cv = self.g.conv
-        window = ConvWindow(in_w=cv.w, in_h=rows, out_w=self.g.out_w, stride_h=cv.stride_h, stride_w=cv.stride_w,
-                            dilation_h=cv.dilation_h, dilation_w=cv.dilation_w, kw=kx1 - kx0,
+        image_rows = self.g.image_rows(tile[0] // self.g.out_w, -(-tile[1] // self.g.out_w))
+        window = ConvWindow(in_w=cv.w, in_h=cv.h if image_rows else rows, out_w=self.g.out_w, stride_h=cv.stride_h,
+                            stride_w=cv.stride_w, dilation_h=cv.dilation_h, dilation_w=cv.dilation_w, kw=kx1 - kx0,
                             pad_top=pad_top - ky0 * cv.dilation_h, pad_left=cv.pad_w - kx0 * cv.dilation_w,
-                            cw=c1 - c0, cblocks=c1 - c0)
+                            cw=c1 - c0, cblocks=c1 - c0, image_rows=image_rows)
         while window != self.window or len(self.out) // self.queue_depth != self.window_load:
             self.window, self.window_load = window, len(self.out) // self.queue_depth
             self.add(window.command(what=self.name))
@@ -620,7 +662,7 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     ib = config.input_bits // 8
     base = _align((2 + 6 * len(runs)) * COMMAND_BYTES, PAGE)
     tensors: dict[str, TensorLayout] = {}
-    specs = {"a": (conv.h * conv.w, g.words * g.R, ib, (conv.h * conv.w, conv.c_in)),
+    specs = {"a": (conv.n * conv.h * conv.w, g.words * g.R, ib, (conv.n * conv.h * conv.w, conv.c_in)),
              "b": (k_rows, _align(g.N, g.C), ib, (k_rows, g.N)),
              "c": (g.M, _align(g.N, g.C), ib if requant else (4 if config.acc_bits <= 32 else 8), (g.M, g.N))}
     for name, (rows, row_elems, elem, shape) in specs.items():

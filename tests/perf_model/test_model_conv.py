@@ -134,11 +134,23 @@ def _every_tiling(g: _Geometry) -> tuple[list[ConvTiling], int]:
                for n0 in range(0, g.N, g.cpo))
     most = max(most, g.filter_words(0, g.N)[1] - g.filter_words(0, g.N)[0])
     filters = sorted({*range(min(g.C, g.N), g.N, g.C), g.N})
-    return [ConvTiling("ok", "", rows, n_t, c_t, taps_t, order) for rows in range(1, g.out_h + 1) for n_t in filters
+    rows_all = [*range(1, g.out_h + 1), *(k * g.out_h for k in range(2, g.images + 1) if g.stack)]
+    return [ConvTiling("ok", "", rows, n_t, c_t, taps_t, order) for rows in rows_all for n_t in filters
             for c_t in range(1, most + 1) for taps_t in taps for order in ("mn", "nm")], most
 
 
-def test_the_conv_tiling_search_against_every_tiling():
+def _random_batch(rng: random.Random) -> tuple[ArrayConfig, Conv2d]:
+    """A conv of 2 or 3 images, most of them "same" convs whose images stack in a run."""
+    config, _ = _random(rng)
+    kh, kw, s = rng.choice([1, 3]), rng.choice([1, 3]), rng.randint(1, 2)
+    conv = Conv2d(n=rng.randint(2, 3), h=s * rng.randint(1, 3), w=rng.randint(kw, 5), c_in=rng.randint(1, 6),
+                  c_out=rng.randint(1, 5), kh=kh, kw=kw, stride_h=s, stride_w=rng.randint(1, 2), pad_h=kh // 2,
+                  pad_w=kw // 2)
+    return config, conv
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_the_conv_tiling_search_against_every_tiling(batch):
     """Exhaustive over each conv's tilings, legality judged by the compiler's placement (a tile
     that does not fit its buffer is refused there): the search is infeasible exactly when no
     tiling compiles; its choice compiles and is the cheapest of every tiling (estimated cycles,
@@ -147,12 +159,13 @@ def test_the_conv_tiling_search_against_every_tiling():
     from perf_model.compiler.conv import _estimate
 
     rng = random.Random(11)
-    cases = infeasible = on_grid = 0
+    cases = infeasible = on_grid = stacked = 0
     while cases < 10:
-        config, conv = _random(rng)
-        if conv.h * conv.w > 40:  # small images: every tiling compiles in a few seconds
+        config, conv = _random_batch(rng) if batch else _random(rng)
+        if conv.n * conv.h * conv.w > 40:  # small images: every tiling compiles in a few seconds
             continue
         g = _Geometry(config, conv)
+        stacked += g.stack
         legal = []
         every, most = _every_tiling(g)
         for t in every:
@@ -172,7 +185,7 @@ def test_the_conv_tiling_search_against_every_tiling():
         compile_conv(config, conv, tiling=chosen)
         best, where = min(legal, key=lambda x: x[0])
         score = (_estimate(g, chosen), chosen.dram_bytes)
-        grid = (where.rows_t in _levels(g.out_h) and where.n_t in _levels(g.N, min(g.C, g.N))
+        grid = (where.rows_t in g.row_levels() and where.n_t in _levels(g.N, min(g.C, g.N))
                 and where.taps_t in _tap_levels(conv.kh, conv.kw) and where.c_t in _levels(most))
         assert score >= best, (config, conv)
         if grid:
@@ -181,3 +194,4 @@ def test_the_conv_tiling_search_against_every_tiling():
         else:
             assert score[0] <= 2 * best[0], (config, conv, chosen, where)
     assert on_grid >= 4, on_grid
+    assert stacked >= 4 or not batch, stacked
