@@ -1,5 +1,6 @@
 """simulate runs a conv from NHWC activations in DRAM on Icarus (a batch on Verilator too): bit-exact
-against lax.conv, the RTL's total cycles equal to the program walk (a batch's: evaluate's); a conv that does not fit on chip is refused with one line."""
+against lax.conv, the RTL's total cycles equal to the program walk (a batch's: evaluate's); a conv
+that does not fit on chip is refused with one line."""
 
 from __future__ import annotations
 
