@@ -1,10 +1,10 @@
 """A conv op from NHWC activations in DRAM (``simulate``'s DRAM path, weight-stationary designs).
 
-Each image of the op is one program of ``perf_model.compiler.conv.compile_conv``: its DRAM
-image holds the NHWC input (not an im2col matrix) and the weights in the runs' order; the RTL
-builds the windows. Expected output: ``workloads.conv_nhwc_reference`` (``lax.conv_general_dilated``
-over every group at once), row ``(out_y, out_x)``, column the output channel. Expected cycles:
-the walk of that program, once per image.
+The op's images are one program of ``perf_model.compiler.conv.compile_conv`` (as the model
+scores it): its DRAM image holds the NHWC input of every image (not an im2col matrix) and the
+weights in the runs' order; the RTL builds the windows. Expected output:
+``workloads.conv_nhwc_reference`` (``lax.conv_general_dilated`` over every group at once), row
+``(image, out_y, out_x)``, column the output channel. Expected cycles: the walk of that program.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ import numpy as np
 
 from accel_dse.commands import QUEUE_DEPTH, fetch_beats, store_read_latency
 from perf_model import dma_timing, timing
-from perf_model.compiler.conv import ConvTiling, _Geometry
+from perf_model.compiler.conv_geometry import ConvTiling, _Geometry
 from perf_model.compiler.program import PAGE, _align
 from perf_model.program_timing import (
     DEFAULT_DRAM_LATENCY,

@@ -16,7 +16,8 @@ import math
 
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
-from perf_model.compiler.conv import ConvProgram, ConvTiling, _Geometry, compile_conv, conv_served, conv_tiling
+from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv, conv_served, conv_tiling
+from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles

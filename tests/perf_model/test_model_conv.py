@@ -11,17 +11,9 @@ import pytest
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
-from perf_model.compiler.conv import (
-    ConvTiling,
-    _dram_bytes,
-    _Geometry,
-    _levels,
-    _tap_levels,
-    _walk_bytes,
-    compile_conv,
-    conv_path,
-    conv_tiling,
-)
+from perf_model.compiler.conv import ConvTiling, compile_conv, conv_path, conv_tiling
+from perf_model.compiler.conv_geometry import _Geometry, _levels, _tap_levels
+from perf_model.compiler.conv_search import _dram_bytes, _walk_bytes
 from workloads.ops import Conv2d
 
 
@@ -156,7 +148,7 @@ def test_the_conv_tiling_search_against_every_tiling(batch):
     tiling compiles; its choice compiles and is the cheapest of every tiling (estimated cycles,
     then DRAM bytes) whenever that one is on the search's grid of powers of two; off the grid, the
     choice's cycles stay within 2x of the best (a grid level is within 2x of any tile size)."""
-    from perf_model.compiler.conv import _estimate
+    from perf_model.compiler.conv_search import _estimate
 
     rng = random.Random(11)
     cases = infeasible = on_grid = stacked = 0

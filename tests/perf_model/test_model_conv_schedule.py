@@ -19,19 +19,11 @@ import pytest
 import perf_model
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
-from perf_model.compiler.conv import (
-    ConvTiling,
-    _dram_bytes,
-    _estimate,
-    _Geometry,
-    _levels,
-    _room,
-    _tap_levels,
-    compile_conv,
-    conv_tiling,
-)
+from perf_model.compiler.conv import ConvTiling, compile_conv, conv_tiling
+from perf_model.compiler.conv_geometry import _Geometry, _levels, _room, _tap_levels
 from perf_model.compiler.conv_schedule import conv_schedule
 from perf_model.compiler.conv_score import walked_figures
+from perf_model.compiler.conv_search import _dram_bytes, _estimate
 from workloads.ops import Conv2d, Requant
 
 REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))
