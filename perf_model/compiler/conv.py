@@ -13,9 +13,9 @@ them unchanged:
 
 * ``m`` in whole output rows of one image (``rows_t`` rows a tile), whose input band is the
   rows ``oy0 * stride_h - pad_top .. (oy1 - 1) * stride_h - pad_top + (kh - 1) * dilation_h``
-  clipped to the image (all columns), or, when an image's band is its whole input and
-  ``out_h * stride_h == h``, in whole images (``rows_t`` a multiple of ``out_h``): the images'
-  bands back to back, one ``LOAD``, the window's ``image_rows = out_h`` (each image padded on chip);
+  clipped to the image (all columns), or, when ``out_h * stride_h == h``, in whole images
+  (``rows_t`` a multiple of ``out_h``): the images' whole inputs back to back, one ``LOAD``, the
+  window's ``image_rows = out_h`` (each image padded on chip);
 * ``n`` in tiles of ``n_t`` filters (whole array columns);
 * ``k`` in channel blocks of ``c_t`` words, each in tap tiles of ``taps_t`` taps (whole kernel
   rows, or part of one row when a row's taps do not fit the weight buffer), channel blocks

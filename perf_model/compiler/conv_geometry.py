@@ -69,10 +69,10 @@ class _Geometry:
         self.cpg, self.cpo = conv.c_in // conv.groups, conv.c_out // conv.groups
         self.out_h, self.out_w = conv.out_h, conv.out_w
         self.images = conv.n
-        # Tiles of whole images (several images a run) when each image's band is its whole input,
-        # ``out_h * stride_h`` rows (``image_rows`` of the window: the images' bands back to back).
-        self.stack = (conv.n > 1 and self.band_one(0, self.out_h) == (0, conv.h, conv.pad_h)
-                      and self.out_h * conv.stride_h == conv.h)
+        # Tiles of whole images (several images a run) when an image's input is ``out_h * stride_h``
+        # rows (``image_rows`` of the window: the images' bands back to back, all their rows, the
+        # last ones loaded even when no tap reads them, as a 1x1 stride-2 conv's last row).
+        self.stack = conv.n > 1 and self.out_h * conv.stride_h == conv.h
         self.M, self.N = conv.n * self.out_h * self.out_w, conv.c_out
         rate = dram_rate(config)
         self.bytes_per_cycle = float(rate if rate is not None else axi_data_bytes(config))
