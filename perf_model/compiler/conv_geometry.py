@@ -91,10 +91,11 @@ class _Geometry:
 
     def row_levels(self) -> list[int]:
         """Output rows per output-row tile: powers of two of an image's rows and all of them, then
-        (images stacked) powers of two of whole images and all images."""
+        (images stacked) powers of two of whole images and all images, as long as their band's
+        pixels fit a ``LOAD``'s 16-bit ``rows`` field."""
         levels = _levels(self.out_h)
-        if self.stack:
-            levels += [k * self.out_h for k in _levels(self.images)[1:]]
+        if self.stack:  # bands a LOAD can move: fewer than 2 ** 16 pixels (rows of a channel block)
+            levels += [k * self.out_h for k in _levels(self.images)[1:] if k * self.conv.h * self.conv.w < 1 << 16]
         return levels
 
     def m_tiles(self, rows_t: int) -> list[tuple[int, int]]:

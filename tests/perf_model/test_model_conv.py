@@ -187,3 +187,14 @@ def test_the_conv_tiling_search_against_every_tiling(batch):
             assert score[0] <= 2 * best[0], (config, conv, chosen, where)
     assert on_grid >= 4, on_grid
     assert stacked >= 4 or not batch, stacked
+
+
+def test_stacked_images_keep_their_band_load_within_its_16_bit_rows_field():
+    # 8 images of 112 x 112 pixels, 4 channel words a pixel, buffers that would hold them all: a
+    # band of channel blocks is one DRAM row a pixel, so at most 65,535 pixels (5 images) a load
+    config = ArrayConfig(rows=16, cols=16, dataflow="ws", ifmap_sram_kib=1 << 15, weight_sram_kib=64,
+                         ofmap_sram_kib=1 << 15)
+    conv = Conv2d(n=8, h=112, w=112, c_in=64, c_out=16, kh=1, kw=1, name="big")
+    tiling = conv_tiling(config, conv)
+    program = compile_conv(config, conv, tiling=tiling)  # the search's choice compiles
+    assert all(c["rows"] < 1 << 16 for c in program.commands if c.opcode == Opcode.LOAD)
