@@ -24,7 +24,8 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
     MOVE     dst_word_step [10, 32)   dst_addr [32, 64)   dst_row_step [64, 96)   rows, words,
              buf_addr, row_step, word_step, q_by_row, q_base as STORE
     RUN      window [6]  (A through the convolution window of the last WINDOW command)
-    WINDOW   stride_h [8, 12)   dilation_h [12, 16)   in_w [32, 48)   in_h [48, 64)   out_w [64, 80)
+    WINDOW   stride_h [8, 12)   dilation_h [12, 16)   image_rows [16, 32)   in_w [32, 48)   in_h [48, 64)
+             out_w [64, 80)
              stride_w [80, 84)   dilation_w [84, 88)   kw [88, 92)   pad_top [96, 104)   pad_left [104, 112)
              cblocks [112, 128)   origin [128, 160)   px_step [160, 176)   row_step_w [176, 208)
              kx_step [208, 224)   ky_step [224, 256)   (pad_top, pad_left, origin: two's complement)
@@ -65,7 +66,11 @@ one), its pads then shifted by the first tap's offset (negative when the tile sk
 columns). The compiler sets
 ``origin = -(pad_top * in_w + pad_left) * cw``, ``px_step = stride_w * cw``, ``row_step_w =
 stride_h * in_w * cw``, ``kx_step = dilation_w * cw`` and ``ky_step = dilation_h * in_w * cw``
-(``perf_model.compiler.conv_window``). A word address outside the ifmap stops the program with
+(``perf_model.compiler.conv_window``). A nonzero ``image_rows`` runs several images in one run:
+the stream's output rows are ``image_rows`` an image (``oy`` above counts within the image, the
+padding check too), and image ``b``'s words lie ``b * image_rows * row_step_w`` words past the
+first's (its band ``image_rows * stride_h`` input rows further on); 0: one image.
+A word address outside the ifmap stops the program with
 ``ERROR_WINDOW`` (the word is not read), as does a ``WINDOW`` with a zero stride, dilation,
 ``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w``.
 
@@ -148,7 +153,8 @@ FIELDS: dict[str, tuple[int, int]] = {
     "dst_word_step": (10, 22), "dst_addr": (32, 32), "dst_row_step": (64, 32),
     "window": (6, 1), "stride_h": (8, 4), "dilation_h": (12, 4), "in_w": (32, 16), "in_h": (48, 16),
     "out_w": (64, 16), "stride_w": (80, 4), "dilation_w": (84, 4),
-    "kw": (88, 4), "pad_top": (96, 8), "pad_left": (104, 8), "cblocks": (112, 16), "origin": (128, 32),
+    "kw": (88, 4), "image_rows": (16, 16), "pad_top": (96, 8), "pad_left": (104, 8), "cblocks": (112, 16),
+    "origin": (128, 32),
     "px_step": (160, 16), "row_step_w": (176, 32), "kx_step": (208, 16), "ky_step": (224, 32),
 }
 
@@ -158,7 +164,7 @@ SIGNED_WINDOW_FIELDS = ("pad_top", "pad_left", "origin")
 #: The fields of a ``WINDOW`` command, in the order the RTL latches them.
 WINDOW_FIELDS = ("in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", "dilation_w", "kw", "pad_top",
                  "pad_left", "cblocks", "origin",
-                 "px_step", "row_step_w", "kx_step", "ky_step")
+                 "px_step", "row_step_w", "kx_step", "ky_step", "image_rows")
 
 _PER_OP = {
     Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step"),

@@ -1,14 +1,15 @@
 """A conv op from NHWC activations in DRAM (``simulate``'s DRAM path, weight-stationary designs).
 
-Each image of the op is one program of ``perf_model.compiler.conv.compile_conv``: its DRAM
-image holds the NHWC input (not an im2col matrix) and the weights in the runs' order; the RTL
-builds the windows. Expected output: ``workloads.conv_nhwc_reference`` (``lax.conv_general_dilated``
-over every group at once), row ``(out_y, out_x)``, column the output channel. Expected cycles:
-the walk of that program, once per image.
+The op's images are one program of ``perf_model.compiler.conv.compile_conv`` (as the model
+scores it): its DRAM image holds the NHWC input of every image (not an im2col matrix) and the
+weights in the runs' order; the RTL builds the windows. Expected output:
+``workloads.conv_nhwc_reference`` (``lax.conv_general_dilated`` over every group at once), row
+``(image, out_y, out_x)``, column the output channel. Expected cycles: the walk of that program.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -43,8 +44,8 @@ def on_chip_conv(design: ArrayConfig, name: str, op: Any, chained: bool) -> str:
 
 def conv_instances(design: ArrayConfig, name: str, op: Any, seed: int, scale: float, latency: int
                    ) -> tuple[Any, Any, np.ndarray, list[np.ndarray], Any]:
-    """``(program, walk timing, expected (images, pixels, c_out), DRAM images, the GEMM the report
-    shows)`` of the first ``ceil(n * scale)`` images of conv ``op``.
+    """``(program, walk timing, expected (1, images x pixels, c_out), [its DRAM image], the GEMM the
+    report shows)`` of the first ``ceil(n * scale)`` images of conv ``op``, run as one program.
 
     Raises:
         SimulationError: the design cannot run the conv (the compiler's reason, naming the op).
@@ -53,20 +54,20 @@ def conv_instances(design: ArrayConfig, name: str, op: Any, seed: int, scale: fl
     import workloads
     from perf_model.compiler.conv import compile_conv, conv_weight_matrix
 
-    try:
-        program = compile_conv(design, op, requant=op.requant is not None)
+    images = max(1, math.ceil(op.n * scale))
+    try:  # the images in one program, as the model scores the conv (whole images stacked in its runs)
+        program = compile_conv(design, dataclasses.replace(op, n=images), requant=op.requant is not None)
     except ModelError as exc:
         raise SimulationError(f"op {name!r}: {exc}") from exc
     timing = perf_model.gemm_program_cycles(design, program, latency=latency, rate=perf_model.dram_rate(design))
     x, w, out = workloads.conv_nhwc_reference(op, seed, **operand_bits(design))
-    images = max(1, math.ceil(op.n * scale))
-    pixels = op.out_h * op.out_w
+    pixels = images * op.out_h * op.out_w
     b = pack_tensor(program.tensors["b"], conv_weight_matrix(op, program, design.rows, w))
     extra = {}
     if op.requant is not None:
         extra["q"] = pack_qparam_lanes(program.tensors["q"], qparam_fields(op.requant, op.c_out))
-    dram = [program_image(program, {"a": pack_tensor(program.tensors["a"], x[i].reshape(op.h * op.w, op.c_in)),
-                                    "b": b, **extra}) for i in range(images)]
-    expected = np.asarray(out[:images]).astype(np.int64).reshape(images, pixels, op.c_out)
+    a = pack_tensor(program.tensors["a"], np.asarray(x[:images]).reshape(images * op.h * op.w, op.c_in))
+    dram = [program_image(program, {"a": a, "b": b, **extra})]
+    expected = np.asarray(out[:images]).astype(np.int64).reshape(1, pixels, op.c_out)
     gemm = workloads.Gemm(m=pixels, k=max(t[3] for t in program.runs), n=op.c_out, name=op.name)
     return program, timing, expected, dram, gemm

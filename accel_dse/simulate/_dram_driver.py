@@ -127,7 +127,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                                   "limit": 4 * timing.total + 10_000, "a": layout_dict(program.tensors["a"]),
                                   "c": layout_dict(program.tensors["c"])})
             ops_meta.append({"name": name, "a_src": -1, "on_chip": False, "instances": instances, "conv": True})
-            jobs.append(DramJob(index, name, gemm, {"m": gemm.m, "batch": op.n} if len(dram) != op.n else None,
+            jobs.append(DramJob(index, name, gemm, {"m": gemm.m, "batch": op.n}
+                                if gemm.m != op.n * op.out_h * op.out_w else None,
                                 expected, program.tensors["c"], timing.compute, timing.total, timing.stall,
                                 len(program.runs), design.acc_bits if op.requant is None else design.input_bits,
                                 conv=True))

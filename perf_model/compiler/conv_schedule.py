@@ -31,7 +31,7 @@ import numpy as np
 
 from accel_dse.commands import QUEUE_DEPTH, fetch_beats, store_read_latency
 from perf_model import dma_timing, timing
-from perf_model.compiler.conv import ConvTiling, _Geometry
+from perf_model.compiler.conv_geometry import ConvTiling, _Geometry
 from perf_model.compiler.program import PAGE, _align
 from perf_model.program_timing import (
     DEFAULT_DRAM_LATENCY,
@@ -51,7 +51,7 @@ _LOAD, _STORE, _RUN, _WINDOW = 0, 1, 2, 3
 
 
 class ConvSchedule:
-    """The figures of one image of a conv tiling (one program), as the walk and the program give them.
+    """The figures of a conv tiling (one program, all the conv's images), as the walk and the program give them.
 
     ``total``/``compute``: the walk's counters; ``read``: DRAM bytes ``(bands, weights)``;
     ``written``: output bytes; ``folds``, ``sram_read``/``sram_write`` (per operand A, B, C) and
@@ -155,13 +155,14 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
     out_b = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
     acc_b = cfg.acc_bits / 8
     # Output-row tiles: pixels, band (first row, rows, pad_top).
-    oys = range(0, g.out_h, t.rows_t)
-    m_pix = np.array([(min(oy + t.rows_t, g.out_h) - oy) * g.out_w for oy in oys], dtype=np.int64)
-    m_first = np.array([oy * g.out_w for oy in oys], dtype=np.int64)
-    bands = [g.band(oy, min(oy + t.rows_t, g.out_h)) for oy in oys]
+    oys = g.m_tiles(t.rows_t)
+    m_pix = np.array([(oy1 - oy0) * g.out_w for oy0, oy1 in oys], dtype=np.int64)
+    m_first = np.array([oy0 * g.out_w for oy0, _ in oys], dtype=np.int64)
+    bands = [g.band(oy0, oy1) for oy0, oy1 in oys]
     b_r0 = np.array([b[0] for b in bands], dtype=np.int64)
     b_rows = np.array([b[1] for b in bands], dtype=np.int64)
     b_pad = np.array([b[2] for b in bands], dtype=np.int64)
+    b_img = np.array([g.image_rows(oy0, oy1) for oy0, oy1 in oys], dtype=np.int64)
     mt = len(m_pix)
     # Runs of each filter tile (channel blocks outer, tap tiles inner).
     taps = g.tap_tiles(t.taps_t)
@@ -193,7 +194,8 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
     new_w = _changed(k0, K, fj)
     last_out = np.ones(runs, dtype=bool)
     last_out[:-1] = _changed(mi, fj)[1:]
-    new_win = _changed(b_rows[mi], b_pad[mi], tap_key[tp], c1 - c0)
+    in_h = np.where(b_img > 0, conv.h, b_rows)  # the window's in_h: an image's rows when it stacks images
+    new_win = _changed(in_h[mi], b_pad[mi], b_img[mi], tap_key[tp], c1 - c0)
     cwords = -(-fn // C)  # output (and weight) words per row
     # DRAM layout: page-aligned tensors, offsets in their tensor (``compile_conv``).
     a_pitch = g.words * R * ib
@@ -277,7 +279,7 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
     sram_b = float((K * fn).sum()) * ib
     c_write = float((p * fn * rf).sum()) * acc_b
     c_read = float((p * fn * (rf - 1 + (k0 > 0))).sum()) * acc_b
-    pixels = g.out_h * g.out_w * conv.c_out
+    pixels = g.M * conv.c_out
     return ConvSchedule(
         total=int(total), compute=int(cyc.sum()), read=read, written=written, folds=folds,
         sram_read=(sram_a, sram_b, c_read + pixels * acc_b),

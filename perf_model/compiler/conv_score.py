@@ -1,4 +1,4 @@
-"""The figures of one conv image on chip, from its program (the evaluator's conv scorer).
+"""The figures of a conv on chip (all its images), from its program (the evaluator's conv scorer).
 
 ``perf_model.evaluator.conv_ops`` puts these in place of the host's im2col GEMM for every conv a
 design runs on chip; ``perf_model`` registers :func:`conv_figures` with it at import. The
@@ -16,7 +16,8 @@ import math
 
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
-from perf_model.compiler.conv import ConvProgram, ConvTiling, _Geometry, compile_conv, conv_served, conv_tiling
+from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv, conv_served, conv_tiling
+from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles
@@ -39,11 +40,10 @@ def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, 
 
 
 def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures | str:
-    """One image of ``conv`` on ``config``, or the reason the design builds no windows."""
+    """``conv`` (all its images, one program) on ``config``, or the reason the design builds no windows."""
     why = conv_served(config)
     if why:
         return why
-    one = conv if conv.n == 1 else dataclasses.replace(conv, n=1)
     # The program and its walk depend on the design through these fields and the DRAM pacing only
     # (not the node, nor the clock and DRAM part but through the pacing): designs of a sweep that
     # differ elsewhere share the figures. A design's part of the key is kept (one per design of a
@@ -55,12 +55,12 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
         design = _DESIGN_KEYS[config] = (
             tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY),
             dram_rate(config))
-    key = (design, one, requant)
+    key = (design, conv, requant)
     figures = _CACHE.get(key)
     if figures is None:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.clear()
-        figures = _CACHE[key] = _figures(config, one, requant)
+        figures = _CACHE[key] = _figures(config, conv, requant)
     return figures
 
 
@@ -92,7 +92,7 @@ def _figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures:
 
 
 def walked_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: ConvTiling) -> ConvFigures:
-    """The figures of one image from its compiled program and the program walk (the reference
+    """The figures of the conv from its compiled program and the program walk (the reference
     :func:`~perf_model.compiler.conv_schedule.conv_schedule` equals; a paced DRAM's only way)."""
     program = compile_conv(config, conv, requant=requant, tiling=tiling)
     walk = gemm_program_cycles(config, program, rate=dram_rate(config))

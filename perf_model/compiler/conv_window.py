@@ -29,6 +29,8 @@ class ConvWindow:
             first tap sees them (negative: band rows or columns it skips).
         cw: ifmap words per pixel in the band.
         cblocks: channel words a tap reads (row-folds per tap).
+        image_rows: output rows an image when the run streams several images (their bands one
+            after the other, ``image_rows * stride_h`` input rows apart), 0 for one image.
     """
 
     in_w: int
@@ -43,6 +45,7 @@ class ConvWindow:
     pad_left: int
     cw: int
     cblocks: int
+    image_rows: int = 0
 
     @property
     def fields(self) -> dict[str, int]:
@@ -53,7 +56,7 @@ class ConvWindow:
                 "kw": self.kw, "pad_top": self.pad_top, "pad_left": self.pad_left, "cblocks": self.cblocks,
                 "origin": -(self.pad_top * self.in_w + self.pad_left) * cw, "px_step": self.stride_w * cw,
                 "row_step_w": self.stride_h * self.in_w * cw, "kx_step": self.dilation_w * cw,
-                "ky_step": self.dilation_h * self.in_w * cw}
+                "ky_step": self.dilation_h * self.in_w * cw, "image_rows": self.image_rows}
 
     def check(self, what: str) -> None:
         """Raise ``ModelError`` naming ``what`` and the field when a field does not fit its encoding."""
@@ -79,11 +82,12 @@ class ConvWindow:
         tap, cb = divmod(fold, self.cblocks)
         ky, kx = divmod(tap, self.kw)
         oy, ox = divmod(s, self.out_w)
+        image, oy = divmod(oy, self.image_rows) if self.image_rows else (0, oy)
         iy = oy * self.stride_h + ky * self.dilation_h - self.pad_top
         ix = ox * self.stride_w + kx * self.dilation_w - self.pad_left
         if not (0 <= iy < self.in_h and 0 <= ix < self.in_w):
             return None
-        return (iy * self.in_w + ix) * self.cw + cb
+        return ((image * self.image_rows * self.stride_h + iy) * self.in_w + ix) * self.cw + cb
 
     def reads(self, row_folds: int, col_folds: int, m: int) -> list[int | None]:
         """Every read of a run of ``row_folds x col_folds`` folds streaming ``m`` rows, in order."""

@@ -196,8 +196,7 @@ def evaluate_block(
     folds = sched.folds * inst
     dram_read, dram_write = sched.dram_read * inst, sched.dram_write * inst
     convs = conv_overlay(d, ops, total, dram_read.sum(axis=0) + dram_write.sum(axis=0), tiling.feasible, keep)
-    images = np.tile(np.array([getattr(op, "n", 1) * c for op, c in zip(ops.ops, ops.counts, strict=True)],
-                              dtype=np.float64), nd)
+    images = np.tile(np.asarray(ops.counts, dtype=np.float64), nd)  # a conv's figures are its whole batch's
     sram_read, sram_write = sched.sram_read * inst, sched.sram_write * inst
     tile = gemm_tile(p, tiling.t)
     feasible = tiling.feasible

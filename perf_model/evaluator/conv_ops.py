@@ -2,21 +2,21 @@
 
 A ``Conv2d`` on a design that builds its kernel windows on chip (weight-stationary,
 ``perf_model.compiler.conv``) does not run as the host's im2col GEMM the block scores first: it
-runs as one ``compile_conv`` program an image. This module puts that program's figures in place
+runs as one ``compile_conv`` program (all its images: whole images stacked in a run where
+the band of an image is its whole input). This module puts that program's figures in place
 of the GEMM's, element by element, so ``evaluate``, ``evaluate_designs`` (the sweep) and
 ``simulate`` score a conv the same way:
 
 * the path: on chip unless the design does not build windows, or the im2col GEMM (the block's
-  own figure, all images in one program) takes fewer cycles than the on-chip programs (one an
-  image), by more than :data:`TIE` (within it, the path of fewer DRAM bytes); a conv whose
-  smallest band does not fit is infeasible, its reason naming the op and the words it needs;
-* cycles: the program walk's (``perf_model.program_timing``, the RTL's counters), per image times
-  the images;
-* DRAM bytes: the program's transfers (the image's bands with their halo re-reads, the weights
+  own figure) takes fewer cycles than the on-chip program, by more than :data:`TIE` (within it,
+  the path of fewer DRAM bytes); a conv whose smallest band does not fit is infeasible, its
+  reason naming the op and the words it needs;
+* cycles: the program walk's (``perf_model.program_timing``, the RTL's counters);
+* DRAM bytes: the program's transfers (the images' bands with their halo re-reads, the weights
   as the runs read them, the output), the output stage's parameters excluded as for a GEMM;
 * SRAM bytes by the rules of ``perf_model.evaluator.schedule`` applied to the program's runs.
 
-The figures of one image come from a *scorer* (``ConvScorer``) that the compiler's floor provides
+The figures come from a *scorer* (``ConvScorer``) that the compiler's floor provides
 (``perf_model.compiler.conv_score``) and ``perf_model`` registers at import
 (:func:`register_scorer`): the evaluator sits below the compiler and imports none of it.
 Elements whose input or output stays on chip across layers (``reuse_links``) keep the GEMM.
@@ -42,7 +42,7 @@ HOST, CHIP = 0, 1
 
 @dataclass(frozen=True)
 class ConvFigures:
-    """One image of a conv on chip (``feasible`` False: ``reason`` says why, nothing else holds).
+    """A conv on chip, all its images (``feasible`` False: ``reason`` says why, nothing else holds).
 
     ``read``/``write``/``sram_read``/``sram_write``: bytes per operand ``(A, B, C)``.
     ``tile``: ``(m, k, n)`` of the program's first run.
@@ -60,7 +60,7 @@ class ConvFigures:
     tile: tuple[int, int, int] = (0, 0, 0)
 
 
-#: ``(design, conv of one image, requantised) -> ConvFigures``, or the reason the design builds no
+#: ``(design, conv, requantised) -> ConvFigures``, or the reason the design builds no
 #: windows (the conv stays the host's im2col GEMM).
 ConvScorer = Callable[[ArrayConfig, Conv2d, bool], "ConvFigures | str"]
 _SCORER: list[ConvScorer] = []
@@ -144,13 +144,13 @@ def conv_overlay(designs: DesignArrays, ops: OpArrays, host_total: np.ndarray, h
             if not figures.feasible:
                 overlay.infeasible[e] = figures.reason
                 continue
-            chip = figures.total * op.n
+            chip = figures.total
             host = float(host_total[e]) / ops.counts[o]
-            chip_bytes = (sum(figures.read) + sum(figures.write)) * op.n
+            chip_bytes = sum(figures.read) + sum(figures.write)
             if choose_path((host, float(host_bytes[e]) / ops.counts[o]), bool(host_ok[e]), (chip, chip_bytes)) == CHIP:
                 overlay.path[e] = CHIP
                 overlay.figures[e] = figures
             else:
                 overlay.notes[e] = (f"{op.name or 'conv'}: the host's im2col GEMM takes {host:,.0f} cycles, "
-                                    f"windows on chip {chip:,} (one program an image, {op.n} image(s))")
+                                    f"windows on chip {chip:,} ({op.n} image(s) in one program)")
     return overlay

@@ -17,7 +17,9 @@ Strobes from the controller (all sampled at a clock edge):
 
 Only adders, counters and comparators: the cursor keeps ``(cb, kx)``, the first input pixel of
 its tap ``(iy0, ix0)`` and the word of its tap; the stream keeps ``ox``, ``(iy, ix)`` and the
-words of the pixel and of its output row's first pixel.
+words of the pixel and of its output row's first pixel, and with a nonzero ``image_rows`` (several
+images in one run) the output row within the image, ``iy`` going back to the fold's first row at
+each image while the words run on (the images' bands lie one after the other).
 """
 
 from __future__ import annotations
@@ -88,15 +90,20 @@ class ConvAddressGenerator(wiring.Component):
 
         # The stream (the fold streaming, at its current output pixel).
         ox = Signal(FIELDS["out_w"][1])
-        iy, ix, ix_first = coord(), coord(), coord()
+        oy = Signal(FIELDS["image_rows"][1])
+        iy, ix, ix_first, iy_first = coord(), coord(), coord(), coord()
         px_word, line_word = word(), word()
         with m.If(self.latch):
-            m.d.sync += [ox.eq(0), iy.eq(iy0), ix.eq(ix0), ix_first.eq(ix0), px_word.eq(tap_word + cb),
-                         line_word.eq(tap_word + cb)]
+            m.d.sync += [ox.eq(0), oy.eq(0), iy.eq(iy0), iy_first.eq(iy0), ix.eq(ix0), ix_first.eq(ix0),
+                         px_word.eq(tap_word + cb), line_word.eq(tap_word + cb)]
         with m.Elif(self.step):
             with m.If(ox + 1 == f["out_w"]):
-                m.d.sync += [ox.eq(0), iy.eq(iy + f["stride_h"]), ix.eq(ix_first),
+                m.d.sync += [ox.eq(0), ix.eq(ix_first),
                              line_word.eq(line_word + f["row_step_w"]), px_word.eq(line_word + f["row_step_w"])]
+                with m.If(oy + 1 == f["image_rows"]):  # the next image (never when image_rows is 0)
+                    m.d.sync += [oy.eq(0), iy.eq(iy_first)]
+                with m.Else():
+                    m.d.sync += [oy.eq(oy + 1), iy.eq(iy + f["stride_h"])]
             with m.Else():
                 m.d.sync += [ox.eq(ox + 1), ix.eq(ix + f["stride_w"]), px_word.eq(px_word + f["px_step"])]
         m.d.comb += [

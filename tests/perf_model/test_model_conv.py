@@ -11,17 +11,9 @@ import pytest
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
-from perf_model.compiler.conv import (
-    ConvTiling,
-    _dram_bytes,
-    _Geometry,
-    _levels,
-    _tap_levels,
-    _walk_bytes,
-    compile_conv,
-    conv_path,
-    conv_tiling,
-)
+from perf_model.compiler.conv import ConvTiling, compile_conv, conv_path, conv_tiling
+from perf_model.compiler.conv_geometry import _Geometry, _levels, _tap_levels
+from perf_model.compiler.conv_search import _dram_bytes, _walk_bytes
 from workloads.ops import Conv2d
 
 
@@ -134,25 +126,38 @@ def _every_tiling(g: _Geometry) -> tuple[list[ConvTiling], int]:
                for n0 in range(0, g.N, g.cpo))
     most = max(most, g.filter_words(0, g.N)[1] - g.filter_words(0, g.N)[0])
     filters = sorted({*range(min(g.C, g.N), g.N, g.C), g.N})
-    return [ConvTiling("ok", "", rows, n_t, c_t, taps_t, order) for rows in range(1, g.out_h + 1) for n_t in filters
+    rows_all = [*range(1, g.out_h + 1), *(k * g.out_h for k in range(2, g.images + 1) if g.stack)]
+    return [ConvTiling("ok", "", rows, n_t, c_t, taps_t, order) for rows in rows_all for n_t in filters
             for c_t in range(1, most + 1) for taps_t in taps for order in ("mn", "nm")], most
 
 
-def test_the_conv_tiling_search_against_every_tiling():
+def _random_batch(rng: random.Random) -> tuple[ArrayConfig, Conv2d]:
+    """A conv of 2 or 3 images, most of them "same" convs whose images stack in a run."""
+    config, _ = _random(rng)
+    kh, kw, s = rng.choice([1, 3]), rng.choice([1, 3]), rng.randint(1, 2)
+    conv = Conv2d(n=rng.randint(2, 3), h=s * rng.randint(1, 3), w=rng.randint(kw, 5), c_in=rng.randint(1, 6),
+                  c_out=rng.randint(1, 5), kh=kh, kw=kw, stride_h=s, stride_w=rng.randint(1, 2), pad_h=kh // 2,
+                  pad_w=kw // 2)
+    return config, conv
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_the_conv_tiling_search_against_every_tiling(batch):
     """Exhaustive over each conv's tilings, legality judged by the compiler's placement (a tile
     that does not fit its buffer is refused there): the search is infeasible exactly when no
     tiling compiles; its choice compiles and is the cheapest of every tiling (estimated cycles,
     then DRAM bytes) whenever that one is on the search's grid of powers of two; off the grid, the
     choice's cycles stay within 2x of the best (a grid level is within 2x of any tile size)."""
-    from perf_model.compiler.conv import _estimate
+    from perf_model.compiler.conv_search import _estimate
 
     rng = random.Random(11)
-    cases = infeasible = on_grid = 0
+    cases = infeasible = on_grid = stacked = 0
     while cases < 10:
-        config, conv = _random(rng)
-        if conv.h * conv.w > 40:  # small images: every tiling compiles in a few seconds
+        config, conv = _random_batch(rng) if batch else _random(rng)
+        if conv.n * conv.h * conv.w > 40:  # small images: every tiling compiles in a few seconds
             continue
         g = _Geometry(config, conv)
+        stacked += g.stack
         legal = []
         every, most = _every_tiling(g)
         for t in every:
@@ -172,7 +177,7 @@ def test_the_conv_tiling_search_against_every_tiling():
         compile_conv(config, conv, tiling=chosen)
         best, where = min(legal, key=lambda x: x[0])
         score = (_estimate(g, chosen), chosen.dram_bytes)
-        grid = (where.rows_t in _levels(g.out_h) and where.n_t in _levels(g.N, min(g.C, g.N))
+        grid = (where.rows_t in g.row_levels() and where.n_t in _levels(g.N, min(g.C, g.N))
                 and where.taps_t in _tap_levels(conv.kh, conv.kw) and where.c_t in _levels(most))
         assert score >= best, (config, conv)
         if grid:
@@ -181,3 +186,15 @@ def test_the_conv_tiling_search_against_every_tiling():
         else:
             assert score[0] <= 2 * best[0], (config, conv, chosen, where)
     assert on_grid >= 4, on_grid
+    assert stacked >= 4 or not batch, stacked
+
+
+def test_stacked_images_keep_their_band_load_within_its_16_bit_rows_field():
+    # 8 images of 112 x 112 pixels, 4 channel words a pixel, buffers that would hold them all: a
+    # band of channel blocks is one DRAM row a pixel, so at most 65,535 pixels (5 images) a load
+    config = ArrayConfig(rows=16, cols=16, dataflow="ws", ifmap_sram_kib=1 << 15, weight_sram_kib=64,
+                         ofmap_sram_kib=1 << 15)
+    conv = Conv2d(n=8, h=112, w=112, c_in=64, c_out=16, kh=1, kw=1, name="big")
+    tiling = conv_tiling(config, conv)
+    program = compile_conv(config, conv, tiling=tiling)  # the search's choice compiles
+    assert all(c["rows"] < 1 << 16 for c in program.commands if c.opcode == Opcode.LOAD)

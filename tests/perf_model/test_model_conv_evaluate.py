@@ -1,7 +1,7 @@
 """evaluate and the sweep's vectorised model score a conv the way the compiler runs it.
 
 On a design that builds windows (``perf_model.evaluator.conv_ops``): the path ``simulate`` takes
-(``conv_path``), the cycles of its program walk (one program an image), the bytes of its transfers;
+(``conv_path``), the cycles of its program walk (one program, all its images), the bytes of its transfers;
 on the host's path, the im2col GEMM's figures. ``evaluate_designs`` equals ``evaluate``.
 """
 
@@ -78,19 +78,19 @@ def test_evaluate_scores_a_conv_as_its_program_runs_on_random_shapes_and_designs
             continue
         chip += 1
         designs.add(config)
-        program = compile_conv(config, dataclasses.replace(conv, n=1), requant=requant)
+        program = compile_conv(config, conv, requant=requant)  # all the conv's images in one program
         walk = perf_model.gemm_program_cycles(config, program, rate=perf_model.dram_rate(config))
         read, written = _transfers(config, program)
-        images = conv.n * count
+        images = count
         assert result.status == "ok", where
         assert result.total_cycles == walk.total * images and result.compute_cycles == walk.compute * images, where
         assert (result.dram_read_bytes, result.dram_write_bytes) == (read * images, written * images), where
         assert result.macs == im2col.macs and result.utilization > 0, where
         if im2col.status == "ok":  # the model chose the faster path, or the fewer bytes within 1 %
-            chip_bytes = (read + written) * conv.n
+            chip_bytes = read + written
             host_bytes = (im2col.dram_read_bytes + im2col.dram_write_bytes) / count
-            assert (walk.total * conv.n <= im2col.total_cycles / count
-                    or (walk.total * conv.n <= 1.01 * im2col.total_cycles / count and chip_bytes <= host_bytes)), where
+            assert (walk.total <= im2col.total_cycles / count
+                    or (walk.total <= 1.01 * im2col.total_cycles / count and chip_bytes <= host_bytes)), where
     assert len(designs) >= 20 and infeasible >= 1, (len(designs), infeasible)
 
 

@@ -19,19 +19,11 @@ import pytest
 import perf_model
 from accel_dse.commands import Buffer, Opcode, dram_word_bytes
 from accel_dse.config import ArrayConfig
-from perf_model.compiler.conv import (
-    ConvTiling,
-    _dram_bytes,
-    _estimate,
-    _Geometry,
-    _levels,
-    _room,
-    _tap_levels,
-    compile_conv,
-    conv_tiling,
-)
+from perf_model.compiler.conv import ConvTiling, compile_conv, conv_tiling
+from perf_model.compiler.conv_geometry import _Geometry, _levels, _room, _tap_levels
 from perf_model.compiler.conv_schedule import conv_schedule
 from perf_model.compiler.conv_score import walked_figures
+from perf_model.compiler.conv_search import _dram_bytes, _estimate
 from workloads.ops import Conv2d, Requant
 
 REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))
@@ -58,6 +50,16 @@ def _conv(rng: random.Random, most: int = 30) -> Conv2d:
                   pad_w=rng.randint(0, kw // 2), pad_h_hi=rng.randint(0, kh // 2), pad_w_hi=rng.randint(0, kw // 2),
                   dilation_h=dil, dilation_w=dil, groups=groups,
                   requant=REQUANT if rng.random() < 0.4 else None, name="c")
+
+
+def _conv_batch(rng: random.Random) -> Conv2d:
+    """A conv of 2 to 5 images, "same" padding on most so that whole images stack in a run."""
+    kh, kw, s = rng.choice([1, 3, 5, 7]), rng.choice([1, 3, 5]), rng.randint(1, 2)
+    groups = rng.choice([1, 1, 2])
+    return Conv2d(n=rng.randint(2, 5), h=s * rng.randint(max(1, kh // 2), 8), w=rng.randint(kw, 12),
+                  c_in=groups * rng.randint(1, 20), c_out=groups * rng.randint(1, 20), kh=kh, kw=kw, stride_h=s,
+                  stride_w=rng.randint(1, 2), pad_h=kh // 2, pad_w=kw // 2, pad_w_hi=rng.randint(0, kw // 2),
+                  groups=groups, requant=REQUANT if rng.random() < 0.4 else None, name="c")
 
 
 def _transfers(config: ArrayConfig, program) -> tuple[int, int, int]:
@@ -103,6 +105,30 @@ def test_the_schedule_by_runs_equals_the_program_walk_on_random_convs_and_design
     assert min(seen.values()) >= 10, seen
 
 
+def test_the_schedule_by_runs_equals_the_program_walk_on_batched_convs():
+    """Several images in one program, whole images stacked in a run (``image_rows``) or tiled one
+    image at a time: the closed form equals the walk and the transfers."""
+    rng = random.Random(31)
+    checked = stacked = 0
+    while checked < 60:
+        config, conv = _design(rng, ofmap_sram_kib=rng.choice([2, 8, 32])), _conv_batch(rng)
+        requant = conv.requant is not None
+        tiling = conv_tiling(config, conv, requant=requant)
+        if not tiling.feasible:
+            continue
+        fast = conv_schedule(_Geometry(config, conv), tiling, requant)
+        program = compile_conv(config, conv, requant=requant, tiling=tiling)
+        walk = perf_model.gemm_program_cycles(config, program, rate=perf_model.dram_rate(config))
+        where = f"{config} {conv} {tiling}"
+        assert fast is not None, where
+        assert (fast.total, fast.compute) == (walk.total, walk.compute), where
+        a, b, c = _transfers(config, program)
+        assert (fast.read, fast.written) == ((a, b), c), where
+        checked += 1
+        stacked += tiling.rows_t > conv.out_h
+    assert stacked >= 10, stacked
+
+
 def test_a_paced_dram_is_left_to_the_walk_and_evaluate_still_equals_it():
     conv = Conv2d(n=1, h=12, w=12, c_in=16, c_out=16, kh=3, kw=3, pad_h=1, pad_w=1, name="c")
     config = ArrayConfig(rows=8, cols=8, dataflow="ws", dram_bytes_per_cycle=6.0, ifmap_sram_kib=8,
@@ -122,7 +148,7 @@ def _loop_search(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvTiling
     spans = [g.filter_words(n0, min(n0 + g.cpo, g.N)) for n0 in range(0, g.N, g.cpo)] + [g.filter_words(0, g.N)]
     best = None
     for c_t in _levels(max(b - a for a, b in spans)):
-        for rows_t in _levels(g.out_h):
+        for rows_t in g.row_levels():
             if g.band_rows(rows_t) * conv.w * c_t > room[0]:
                 continue
             for n_t, taps_t in product(_levels(g.N, min(g.C, g.N)), _tap_levels(conv.kh, conv.kw)):
@@ -138,12 +164,12 @@ def _loop_search(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvTiling
     return None if best is None else best[1]
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_ranked_search_picks_the_loops_tiling_across_buffer_sizes(seed):
     rng = random.Random(seed)
     feasible = 0
     for _ in range(12):
-        base, conv = _design(rng), _conv(rng, 24)
+        base, conv = _design(rng), (_conv(rng, 24) if seed < 3 else _conv_batch(rng))
         requant = rng.random() < 0.5
         for _ in range(6):  # designs that differ in their buffers share one ranking
             config = dataclasses.replace(base, ifmap_sram_kib=rng.choice([1, 2, 8, 32]),

@@ -1,4 +1,4 @@
-"""Run one conv image from NHWC activations in DRAM on the SoC (Amaranth), and its JAX reference."""
+"""Run a conv (its images) from NHWC activations in DRAM on the SoC (Amaranth), and its JAX reference."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def conv_reference(conv: Conv2d, x: np.ndarray, w: np.ndarray, requant: Requant 
 
 def operands(conv: Conv2d, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    x = rng.integers(-128, 128, (1, conv.h, conv.w, conv.c_in))
+    x = rng.integers(-128, 128, (conv.n, conv.h, conv.w, conv.c_in))
     w = rng.integers(-128, 128, (conv.kh, conv.kw, conv.c_in // conv.groups, conv.c_out))
     return x, w
 
@@ -38,12 +38,12 @@ def operands(conv: Conv2d, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def run_conv(config: ArrayConfig, conv: Conv2d, *, seed: int = 0, requant: Requant | None = None,
              edit: Any = None, tiling: Any = None, queue_depth: int = 256,
              **kwargs: Any) -> tuple[SocRun, np.ndarray, np.ndarray]:
-    """Compile one image of ``conv`` (with ``tiling``, else the search's), run it from DRAM; ``(run,
+    """Compile ``conv`` (all its images) (with ``tiling``, else the search's), run it from DRAM; ``(run,
     output from DRAM, JAX reference)``. ``edit(program) -> program`` changes the program before it
     runs (malformed programs)."""
     prog = compile_conv(config, conv, requant=requant is not None, queue_depth=queue_depth, tiling=tiling)
     x, w = operands(conv, seed)
-    tensors = {"a": pack_tensor(prog.tensors["a"], x[0].reshape(conv.h * conv.w, conv.c_in)),
+    tensors = {"a": pack_tensor(prog.tensors["a"], x.reshape(conv.n * conv.h * conv.w, conv.c_in)),
                "b": pack_tensor(prog.tensors["b"], conv_weight_matrix(conv, prog, config.rows, w))}
     if requant is not None:
         tensors["q"] = pack_qparam_lanes(prog.tensors["q"], qparam_fields(requant, conv.c_out))
@@ -53,5 +53,5 @@ def run_conv(config: ArrayConfig, conv: Conv2d, *, seed: int = 0, requant: Requa
     image = np.concatenate([image, np.zeros(-len(image) % prog.data_bytes, np.uint8)])
     run = run_image(config, prog, image, queue_depth=queue_depth, **kwargs)
     c = prog.tensors["c"]
-    out = unpack_tensor(c, run.dram[c.base:]).reshape(1, conv.out_h, conv.out_w, conv.c_out)
+    out = unpack_tensor(c, run.dram[c.base:]).reshape(conv.n, conv.out_h, conv.out_w, conv.c_out)
     return run, out, conv_reference(conv, x, w, requant)

@@ -68,6 +68,35 @@ def test_tap_tiles_read_the_resident_band_with_shifted_pads(taps_t):
     assert len(bands) == 2 * 2  # per output-row tile and channel block, not per tap tile
 
 
+STACKED = {
+    # 3 images, 3 channels on 4 rows, 3x3 stride 2 "same": a run of two whole images, then one
+    "3x3 stride 2, 3 images": (Conv2d(n=3, h=4, w=5, c_in=3, c_out=5, kh=3, kw=3, stride_h=2, stride_w=2, pad_h=1,
+                                      pad_w=1), ConvTiling("ok", "", rows_t=4, n_t=4, c_t=1, taps_t=3, order="mn")),
+    # the 7x7 stride-2 stem on 2 images, tap tiles of one kernel row, filters outer
+    "7x7 stride 2 stem, 2 images": (Conv2d(n=2, h=8, w=6, c_in=3, c_out=6, kh=7, kw=7, stride_h=2, stride_w=2,
+                                           pad_h=3, pad_w=3),
+                                    ConvTiling("ok", "", rows_t=8, n_t=4, c_t=1, taps_t=7, order="nm")),
+    # 1x1 stride 2 on 2 images of 5 channels (2 words a pixel): each image's last row is loaded, never read
+    "1x1 stride 2, 2 images": (Conv2d(n=2, h=6, w=5, c_in=5, c_out=3, kh=1, kw=1, stride_h=2, stride_w=2),
+                               ConvTiling("ok", "", rows_t=6, n_t=3, c_t=2, taps_t=1, order="mn")),
+}
+
+
+@pytest.mark.parametrize("double", [True, False])
+@pytest.mark.parametrize("name", list(STACKED))
+def test_whole_images_stacked_in_a_run_are_each_padded_and_bit_exact(name, double):
+    conv, tiling = STACKED[name]
+    run, out, ref = run_conv(small("ws", double, rows=4, cols=4), conv, tiling=tiling)
+    assert run.error_code == 0
+    np.testing.assert_array_equal(out, ref)
+    assert (run.total, run.compute, run.stall) == (run.model.total, run.model.compute, run.model.stall)
+    windows = [c for c in run.program.commands if c.opcode == Opcode.WINDOW]
+    assert any(c["image_rows"] == conv.out_h for c in windows)  # a run streams several images
+    # each image's words (a word per 4 channels) cross DRAM once per filter tile at most: no halo between images
+    loads = sum(c["rows"] * c["words"] for c in run.program.commands if c.opcode == Opcode.LOAD and c["buffer"] == 0)
+    assert loads <= conv.n * conv.h * conv.w * -(-conv.c_in // 4) * -(-conv.c_out // tiling.n_t)
+
+
 @pytest.mark.parametrize("double", [True, False])
 def test_a_conv_over_several_queue_loads_sets_its_window_again_in_each(double):
     conv = Conv2d(n=1, h=3, w=3, c_in=8, c_out=4, kh=3, kw=3, pad_h=1, pad_w=1)

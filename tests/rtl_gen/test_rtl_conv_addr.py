@@ -8,6 +8,7 @@ reference the compiler's layout follows.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -91,3 +92,28 @@ def test_a_3x3_same_window_pads_the_border_and_reads_each_interior_pixel():
     # valid (tap, pixel) pairs: rows 2 + 3 + 2 over the three tap rows, columns 3 + 4 + 3
     assert sum(r is not None for r in reads) == 7 * 10
     _check([(win, 9, 1, 12)], 0)
+
+
+def test_several_images_in_one_run_pad_each_image_and_read_the_next_band():
+    # Two 2x2 images, one word a pixel, stacked in the ifmap (image 1 at words 4..7); 3x3 SAME.
+    win = ConvWindow(in_w=2, in_h=2, out_w=2, stride_h=1, stride_w=1, dilation_h=1, dilation_w=1, kw=3, pad_top=1,
+                     pad_left=1, cw=1, cblocks=1, image_rows=2)
+    assert win.read(4, 4) == 4  # centre tap of image 1's pixel (0, 0): its own first word
+    assert win.read(1, 4) is None  # the tap above it is image 1's top pad, not image 0's last row
+    assert win.read(7, 2) is None  # the tap below image 0's pixel (1, 0) is its bottom pad
+    assert win.read(8, 4) == 7  # bottom-right tap of image 1's pixel (0, 0): its pixel (1, 1)
+    assert sum(r is not None for r in win.reads(9, 1, 8)) == 2 * 16  # each image's 16 valid (tap, pixel) pairs
+    _check([(win, 9, 2, 8)], 3)
+
+
+@pytest.mark.parametrize("seed", [4])
+def test_the_address_generator_walks_random_multi_image_windows_like_the_reference(seed):
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(30):
+        win, row_folds, col_folds, _ = _random_window(rng)
+        images = rng.randint(1, 3)
+        rows = rng.randint(1, 4)
+        win = dataclasses.replace(win, image_rows=rows, in_h=min(win.in_h, rows * win.stride_h))
+        cases.append((win, row_folds, col_folds, rng.randint(1, images * rows * win.out_w)))
+    assert _check(cases, seed) > 500

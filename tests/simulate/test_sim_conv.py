@@ -1,5 +1,6 @@
-"""simulate runs a conv from NHWC activations in DRAM on Icarus: bit-exact against lax.conv, the RTL's
-total cycles equal to the program walk; a conv that does not fit on chip is refused with one line."""
+"""simulate runs a conv from NHWC activations in DRAM on Icarus (a batch on Verilator too): bit-exact
+against lax.conv, the RTL's total cycles equal to the program walk (a batch's: evaluate's); a conv
+that does not fit on chip is refused with one line."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ import json
 
 import pytest
 
+import perf_model
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
+from perf_model.compiler.conv import conv_path, conv_tiling
+from workloads import Workload
+from workloads.ops import Conv2d
 
 TINY = load_design("tiny")  # 4x4 WS, ifmap/weight 4 KiB, ofmap 8 KiB, 4-byte AXI
 HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
@@ -38,3 +43,18 @@ def test_a_conv_too_wide_for_the_ifmap_is_refused_with_one_line(run_cli, sim_cac
     error = json.loads(err.strip().splitlines()[-1])["error"]  # --json: the error as one JSON line
     assert "'wide'" in error and "4500 ifmap words" in error, err  # 3 rows x 1500 pixels x 1 word
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
+def test_a_batch_of_images_runs_stacked_in_one_program_as_the_model_scores_it(simulator, sim_cache):
+    # 3 channels on 4 rows, stride 2 "same": the model's tiling runs both images in each run
+    conv = Conv2d(n=2, h=8, w=8, c_in=3, c_out=4, kh=3, kw=3, stride_h=2, stride_w=2, pad_h=1, pad_w=1, name="s2b")
+    assert conv_path(TINY, conv) == ("chip", "") and conv_tiling(TINY, conv).rows_t == 2 * conv.out_h
+    workload = Workload(name="w", ops=(conv,), counts=(1,))
+    report = simulate(TINY, workload, simulator=simulator, work_dir=sim_cache)
+    model = perf_model.evaluate(TINY, workload).ops[0]
+    (op,) = report.ops
+    assert op.status == "pass", op.reason
+    assert op.mismatches == 0 and op.total_cycles_match
+    # the batch's one program, as evaluate scores it
+    assert op.cycles_total_rtl == op.cycles_total_model == model.total_cycles

@@ -29,7 +29,7 @@ PERIOD_NS = 10
 
 #: The convolution window inputs of the core (driven 0: this testbench runs packed GEMMs).
 WINDOW_PORTS = ("window", "in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", "dilation_w", "kw", "pad_top",
-                "pad_left", "cblocks", "origin", "px_step", "row_step_w", "kx_step", "ky_step")
+                "pad_left", "cblocks", "origin", "px_step", "row_step_w", "kx_step", "ky_step", "image_rows")
 
 class CheckFailed(Exception):
     """The design computed a wrong value or took another number of cycles."""

@@ -1,0 +1,267 @@
+"""The conv tiling search (internal): every candidate tiling scored at once, ranked, the first that fits.
+
+The tiling is searched here (all tilings that fit, in whole output rows or whole images, filter
+tiles of whole array columns and channel blocks, both loop orders with K innermost): the fewest
+estimated cycles, then DRAM bytes. A band of one output row that does not fit the ifmap is
+infeasible, with a reason naming the op and the words it needs. DRAM bytes in closed form
+(``_dram_bytes``) equal the run-by-run count (``_walk_bytes``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+
+import numpy as np
+
+from accel_dse.config import ArrayConfig
+from perf_model import timing
+from perf_model.compiler.conv_geometry import (
+    ConvTiling,
+    _Geometry,
+    _levels,
+    _room,
+    _run_shapes,
+    _sizes,
+    _tap_levels,
+    conv_served,
+)
+from workloads.ops import Conv2d
+
+__all__ = ["conv_tiling", "conv_estimate"]
+
+def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
+    """DRAM bytes of tiling ``t``: each band, weight tile and output tile as the schedule moves them,
+    in closed form (equal to :func:`_walk_bytes`, run by run). A band stays for the next run when
+    its output rows and channel words are the same (the next filter tile's first channel block is
+    the last one's, output rows outer or a single row tile); a weight tile when the next run is the
+    same tile (a filter tile of one run, filters outer or a single filter tile)."""
+    cfg, R = g.config, g.R
+    ib = cfg.input_bits // 8
+    out = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
+    bands, _, filters = _sizes(g, t)
+    mt, nt, tap_tiles = len(bands), len(filters), len(g.tap_tiles(t.taps_t))
+    words = sum(span for span, *_ in filters)
+    if t.order == "mn" or mt == 1:
+        words -= sum(first * shared for _, first, shared, _ in filters)
+    a = sum(bands) * g.conv.w * R * ib * words
+    single = [-(-span // t.c_t) * tap_tiles == 1 for span, *_ in filters]  # a filter tile of one run
+    weights = [g.taps * span * R * cols * ib for span, _, _, cols in filters]
+    if t.order == "mn":
+        b = weights[0] if nt == 1 and single[0] else mt * sum(weights)
+    else:
+        b = sum(w if one else mt * w for w, one in zip(weights, single, strict=True))
+    return a + b + g.M * sum(cols for *_, cols in filters) * out
+
+
+def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
+    """DRAM bytes of tiling ``t``, run by run (any conv)."""
+    R, C, cfg = g.R, g.C, g.config
+    ib = cfg.input_bits // 8
+    out = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
+    held_a = held_b = None
+    total = 0
+    for tile, part in g.tiles(t):
+        m0, m1, k0, k1, n0, n1, _ = tile
+        key_a = (m0, m1, part[:2])
+        if key_a != held_a:
+            held_a = key_a
+            oy0, oy1 = m0 // g.out_w, -(-m1 // g.out_w)
+            total += g.band(oy0, oy1)[1] * g.conv.w * (part[1] - part[0]) * R * ib
+        key_b = (k0, k1, n0, n1)
+        if key_b != held_b:
+            held_b = key_b
+            total += (k1 - k0) * math.ceil((n1 - n0) / C) * C * ib
+        w0, w1 = g.filter_words(n0, n1)
+        if k1 == (w1 - w0) * g.taps * R:  # the output tile's last run: stored
+            total += (m1 - m0) * math.ceil((n1 - n0) / C) * C * out
+    return total
+
+
+def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> ConvTiling:
+    """The tiling ``compile_conv`` uses (module docstring), or an infeasible one with its reason.
+
+    The candidates' order by score (:func:`_estimate`, then :func:`_dram_bytes`, then loop order)
+    does not depend on the buffer sizes, which only decide which candidates fit: it is kept per
+    design fields the scores see and conv (:func:`_ranking`), and a design takes the first
+    candidate that fits its buffers."""
+    why = conv_served(config)
+    if why:
+        return ConvTiling("infeasible", why)
+    room = _room(config)
+    best, c = _ranking(config, conv, requant)
+    fits = ((c.band[:, :, None, None, None] <= room[0]) & (c.weight[:, None, :, :, None] <= room[1])
+            & (c.ofmap[None, :, :, None, None] <= room[2]))
+    fits = np.broadcast_to(fits, c.shape).reshape(-1)[best]
+    need = c.smallest_band
+    if fits.any():
+        at = int(best[int(fits.argmax())])
+        i_c, i_r, i_n, i_t, order = np.unravel_index(at, c.shape)
+        return ConvTiling("ok", "", c.levels[1][i_r], c.levels[2][i_n], c.levels[0][i_c], c.levels[3][i_t],
+                          ("mn", "nm")[int(order)], int(c.dram[at]))
+    what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
+    return ConvTiling("infeasible", f"{what}: the band of one output row with one channel word per pixel needs "
+                                    f"{need} ifmap words (and one tap {config.rows} weight words), more than the "
+                                    f"{room[0]} ifmap / {room[1]} weight words a tile may use")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Candidates:
+    """Every candidate tiling of a conv on an array, over axes (channel block ``c_t``, output-row
+    tile ``rows_t``, filter tile ``n_t``, tap tile ``taps_t``, loop order ``mn``/``nm``) in the
+    search's loop order: ``compute`` (:func:`_estimate`'s run cycles) and ``dram``
+    (:func:`_dram_bytes`) flat; the ifmap words a candidate needs per ``(c, r)``, the weight words
+    per ``(c, n, t)``, the ofmap words per ``(r, n)``; the levels of the four sizes; the ifmap words
+    of the smallest band."""
+
+    shape: tuple[int, ...]
+    compute: np.ndarray
+    dram: np.ndarray
+    band: np.ndarray
+    weight: np.ndarray
+    ofmap: np.ndarray
+    levels: tuple[list[int], list[int], list[int], list[int]]
+    smallest_band: int
+
+
+_RANKINGS: dict[tuple[object, ...], np.ndarray] = {}
+_CANDIDATES: dict[tuple[object, ...], _Candidates] = {}
+_CACHE_SIZE = 1 << 11  # candidates of ~40 KB (a ResNet-18 conv on a 16x16 array)
+
+
+def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[np.ndarray, _Candidates]:
+    """The candidates (:class:`_Candidates`) and their flat indices best first: the fewest
+    estimated cycles, then DRAM bytes, then loop order. Kept per conv and the design fields a
+    score sees (not the buffer sizes, which only decide which candidates fit): the candidates per
+    array, bits and shadow, their order per DRAM rate and buffering too."""
+    g = _Geometry(config, conv)
+    out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
+    key = (g.R, g.C, config.input_bits, out_b, config.shadow_stationary, conv)
+    c = _CANDIDATES.get(key)
+    if c is None:
+        if len(_CANDIDATES) >= _CACHE_SIZE:
+            _CANDIDATES.clear()
+        c = _CANDIDATES[key] = _candidates(g, out_b)
+    ranked_key = (*key, config.double_buffered, g.bytes_per_cycle)
+    best = _RANKINGS.get(ranked_key)
+    if best is None:
+        if len(_RANKINGS) >= 2 * _CACHE_SIZE:
+            _RANKINGS.clear()
+        dma = c.dram / g.bytes_per_cycle
+        score = np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
+        best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.dram, score)).astype(np.int32)
+    return best, c
+
+
+def _candidates(g: _Geometry, out_b: int) -> _Candidates:
+    """:class:`_Candidates` of ``g``'s conv (``out_b`` bytes an output lane), every candidate at once."""
+    cfg, conv, R, C, N = g.config, g.conv, g.R, g.C, g.N
+    ib = cfg.input_bits // 8
+    most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, N)) for n0 in range(0, N, g.cpo)))
+    most = max(most, g.filter_words(0, N)[1] - g.filter_words(0, N)[0])
+    cl, nl = _levels(most), _levels(N, min(C, N))
+    tl, rl = _tap_levels(conv.kh, conv.kw), g.row_levels()
+    # Output-row tiles per size: most band rows, tiles, band rows summed, tiles per pixel count.
+    band_rows, mt, band_sum = (np.zeros(len(rl), dtype=np.int64) for _ in range(3))
+    tiles_of: list[Counter[int]] = []
+    n_img = g.images
+    for i, r in enumerate(rl):
+        if r > g.out_h:  # whole images (``_Geometry.m_tiles``)
+            k = r // g.out_h
+            counts = np.minimum(np.arange(0, n_img, k) + k, n_img) - np.arange(0, n_img, k)
+            band_rows[i], mt[i], band_sum[i] = counts.max() * conv.h, len(counts), n_img * conv.h
+            tiles_of.append(Counter((counts * g.out_h * g.out_w).tolist()))
+            continue
+        oy = np.arange(0, g.out_h, r)
+        oy1 = np.minimum(oy + r, g.out_h)
+        top = oy * conv.stride_h - conv.pad_h
+        bottom = (oy1 - 1) * conv.stride_h - conv.pad_h + (conv.kh - 1) * conv.dilation_h + 1
+        rows = np.maximum(np.minimum(conv.h, bottom) - np.maximum(0, top), 0)
+        band_rows[i], mt[i], band_sum[i] = rows.max(), len(oy) * n_img, rows.sum() * n_img
+        tiles_of.append(Counter({p: c * n_img for p, c in Counter(((oy1 - oy) * g.out_w).tolist()).items()}))
+    pix = np.array(sorted({p for tiles in tiles_of for p in tiles}), dtype=np.int64)
+    at_pix = {p: i for i, p in enumerate(pix.tolist())}
+    per_pix = np.zeros((len(rl), len(pix)), dtype=np.int64)
+    for i, tiles in enumerate(tiles_of):
+        for p, count in tiles.items():
+            per_pix[i, at_pix[p]] = count
+    # Filter tiles per size (``_sizes``): channel words, first block kept from the tile before, columns.
+    words, shared, single = (np.zeros((len(cl), len(nl)), dtype=np.int64) for _ in range(3))
+    wsum, nts, cols = (np.zeros(len(nl), dtype=np.int64) for _ in range(3))
+    c_col = np.array(cl, dtype=np.int64)[:, None]
+    kinds: list[tuple[int, int, int, int]] = []  # (filter tile size index, span, filters, tiles)
+    for j, n_t in enumerate(nl):
+        n0 = np.arange(0, N, n_t)
+        n1 = np.minimum(n0 + n_t, N)
+        w0 = (n0 // g.cpo) * g.cpg // R
+        w1 = -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
+        span, filt = w1 - w0, n1 - n0
+        col = -(-filt // C) * C
+        weights = g.taps * span * R * col * ib
+        first = np.minimum(w0 + c_col, w1)
+        last = w0 + (-(-span // c_col) - 1) * c_col
+        kept = np.zeros(first.shape, dtype=bool)
+        kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
+        words[:, j] = span.sum()
+        shared[:, j] = ((first - w0) * kept).sum(axis=1)
+        single[:, j] = (weights * (span <= c_col)).sum(axis=1)
+        wsum[j], nts[j], cols[j] = weights.sum(), len(n0), col.sum()
+        kinds += [(j, s, f, c) for (s, f), c in Counter(zip(span.tolist(), filt.tolist(), strict=True)).items()]
+    # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
+    taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
+    at, ks, ns, weight = [], [], [], []
+    for j, run_span, run_filt, count in kinds:
+        for i, c_t in enumerate(cl):
+            full, rest = divmod(run_span, c_t)
+            for q, taps in enumerate(taps_of):
+                cell = (j * len(cl) + i) * len(tl) + q
+                for tp, tc in taps.items():
+                    for size, times in ((c_t, full), (rest, 1 if rest else 0)):
+                        if times:
+                            at.append(cell)
+                            ks.append(tp * size * R)
+                            ns.append(run_filt)
+                            weight.append(count * tc * times)
+    cyc = timing.run_cycles(0, R, C, pix[None, :], np.array(ks)[:, None], np.array(ns)[:, None],
+                            cfg.shadow_stationary).astype(np.int64)
+    per_cell = np.zeros((len(nl) * len(cl) * len(tl), len(pix)), dtype=np.int64)
+    np.add.at(per_cell, np.array(at, dtype=np.int64), cyc * np.array(weight, dtype=np.int64)[:, None])
+    compute = per_cell.reshape(len(nl), len(cl), len(tl), len(pix)) @ per_pix.T  # (n, c, t, r)
+    compute = compute.transpose(1, 3, 0, 2)[..., None]  # (c, r, n, t, 1)
+    # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
+    one_tap = np.array([len(g.tap_tiles(t)) == 1 for t in tl])[None, None, None, :, None]
+    order = np.array([0, 1])[None, None, None, None, :]
+    mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
+    keep = (order == 0) | (mt5 == 1)
+    a = bs5 * conv.w * R * ib * (words[:, None, :, None, None] - shared[:, None, :, None, None] * keep)
+    one = single[:, None, :, None, None] * one_tap  # weight bytes read once (filter tiles of one run)
+    w5 = wsum[None, None, :, None, None]
+    b_mn = np.where((nts[None, None, :, None, None] == 1) & (one == w5) & one_tap, w5, mt5 * w5)
+    b_nm = one + mt5 * (w5 - one)
+    dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None] * out_b
+    shape = np.broadcast_shapes(compute.shape, dram.shape)
+    cols_n = -(-np.array(nl) // C)
+    c2 = np.array(cl)[:, None]
+    return _Candidates(
+        shape=shape, compute=np.broadcast_to(compute, shape).reshape(-1), dram=np.broadcast_to(dram, shape).reshape(-1),
+        band=band_rows[None, :] * conv.w * c2,
+        weight=np.array(tl)[None, None, :] * R * c2[:, :, None] * cols_n[None, :, None],
+        ofmap=np.array(rl)[:, None] * g.out_w * cols_n[None, :], levels=(cl, rl, nl, tl),
+        smallest_band=int(band_rows[0]) * conv.w)
+
+
+def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:
+    """Cycles of one image on chip, estimated (for the choice of :func:`conv_path`, not a result):
+    the runs' ``run_cycles`` and the tiling's DRAM bytes at the design's rate, overlapped when
+    double buffered, in series when not."""
+    return _estimate(_Geometry(config, conv), tiling)
+
+
+def _estimate(g: _Geometry, t: ConvTiling) -> int:
+    """:func:`conv_estimate`: the run cycles summed over the distinct run shapes."""
+    _, pixels, _ = _sizes(g, t)
+    shapes = _run_shapes(g, t)
+    compute = sum(cp * count * g.run(p, k, n) for p, cp in Counter(pixels).items() for (k, n), count in shapes.items())
+    dma = t.dram_bytes / g.bytes_per_cycle
+    return int(max(compute, dma) if g.config.double_buffered else compute + dma)
