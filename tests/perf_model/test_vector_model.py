@@ -12,6 +12,7 @@ import pytest
 import perf_model
 from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_design
+from accel_dse.errors import ModelError
 from perf_model.vector_timing import vector_cycles, vector_plan
 from workloads import Gemm, VectorOp, Workload
 
@@ -108,3 +109,20 @@ def test_builtins_leave_only_rope_and_pools(spec):
     assert r.status == "ok" and r.total["vector_cycles"] > 0
     assert {h["kind"] for h in r.host_work} <= {"rope", "maxpool", "avgpool"}
     assert np.isfinite(r.total["energy_pj"])
+
+
+def test_the_sweep_can_search_the_vector_unit():
+    """A space may name ``vector_unit`` as a choice; the vectorised model prices both values: the
+    unit's cycles and area where it is, host work (no cycles, no area) where it is not."""
+    import workloads
+    from accel_dse.search.space.space_file import parse_space
+
+    space = parse_space({"name": "v", "objectives": ["edp"], "workloads": [{"spec": "bert_base:seq=16"}],
+                         "params": {"rows": 8, "cols": 8, "vector_unit": [True, False]}})
+    assert [p.field for p in space.free_params] == ["vector_unit"]
+    d = perf_model.DesignArrays.from_columns(rows=8, cols=8, vector_unit=np.array([True, False]))
+    table = perf_model.evaluate_designs(d, workloads.resolve("bert_base:seq=16"))
+    assert table.vector_cycles[0] > 0 and table.vector_cycles[1] == 0
+    assert table.area_mm2[0] > table.area_mm2[1]
+    with pytest.raises(ModelError, match="vector_unit"):
+        perf_model.DesignArrays.from_columns(rows=8, cols=8, input_bits=16, acc_bits=32, vector_unit=True)
