@@ -56,15 +56,15 @@ def _cases() -> list[tuple[VectorOp, np.ndarray, np.ndarray | None, np.ndarray]]
     ]
 
 
-def _run(cases: list, **soc: object) -> tuple[list[np.ndarray], object]:
-    prog = vector_program(TINY, [op for op, *_ in cases])
+def _run(cases: list, config=TINY, **soc: object) -> tuple[list[np.ndarray], object]:
+    prog = vector_program(config, [op for op, *_ in cases])
     t = prog.tensors
     tensors = {}
     for i, (_, x, y, _) in enumerate(cases):
         for name, data in ((f"x{i}", x), (f"y{i}", y)):
             if data is not None:
                 tensors[name] = pack_tensor(t[name], np.asarray(data, np.int64).reshape(t[name].shape))
-    run = run_image(TINY, prog, program_image(prog, tensors), **soc)
+    run = run_image(config, prog, program_image(prog, tensors), **soc)
     outs = [unpack_tensor(t[f"z{i}"], run.dram[t[f"z{i}"].base:]).reshape(np.shape(ref))
             for i, (_, _, _, ref) in enumerate(cases)]
     return outs, run
@@ -81,6 +81,17 @@ def test_every_vector_kind_runs_through_the_queue_bit_exact_in_the_models_cycles
     assert run.total == run.model.total  # the whole program, loads and stores overlapping the unit
     assert run.model.vector == sum(vector_cycles(op, TINY.vector_lanes) for op, *_ in cases)
     assert run.compute == 0 and run.stall == run.total  # the counters name the array's cycles only
+
+
+def test_the_unit_takes_the_ifmap_words_lanes_on_an_input_stationary_non_square_design():
+    """IS: an ifmap word has C lanes (here 2 on a 4 x 2 array), and so has the unit."""
+    config = dataclasses.replace(TINY, rows=4, cols=2, dataflow="is")
+    assert config.vector_lanes == 2
+    cases = [_cases()[i] for i in (0, 4, 6, 8)]  # add, gelu, layernorm, softmax
+    outs, run = _run(cases, config)
+    assert run.error_code == 0 and run.total == run.model.total
+    for (op, _, _, ref), got in zip(cases, outs, strict=True):
+        assert (got == np.asarray(ref)).all(), op.kind
 
 
 class _BrokenUnit(wiring.Component):
