@@ -124,12 +124,17 @@ def simulate(
     if memory == "dram":
         from accel_dse.simulate._dram_driver import run_dram
 
-        vector_ops = _vector_ops(design, wl, ops, max_ops, notes) if mode != "sampled" else None
+        network = None
+        if chained and reuse and mode != "sampled" and not ops and max_ops is None:
+            from accel_dse.simulate._dram_network import network_links
+
+            network = network_links(design, wl, selected, scale, notes)
+        vector_ops = _vector_ops(design, wl, ops, max_ops, notes) if mode != "sampled" and network is None else None
         if mode == "sampled" and design.vector_unit and wl.vector_ops:
             notes.append(f"{len(wl.vector_ops)} vector op(s) not simulated: the sampled check runs matrix ops only")
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                         timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves,
-                        sampled=mode == "sampled", vector_ops=vector_ops)
+                        sampled=mode == "sampled", vector_ops=vector_ops, network=network)
     from accel_dse.simulate._host_driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,

@@ -49,3 +49,22 @@ def test_a_design_without_the_unit_runs_only_the_matrix_ops(sim_cache):
     report = simulate(load_design("tiny"), WORKLOAD, simulator="icarus", work_dir=sim_cache)
     assert [op.name for op in report.ops] == ["proj"]
     assert report.ops[0].status == "pass"
+
+
+def test_a_gemm_gelu_gemm_network_runs_from_one_program(sim_cache):
+    """The matrix ops chain and the GELU sits on their link: one program, no host step between the
+    ops, the network's output bit-exact and its total cycles the walk's."""
+    from workloads.ops import Requant
+
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
+    wl = Workload(name="net", ops=(Gemm(m=6, k=12, n=8, name="up", requant=rq),
+                                   Gemm(m=6, k=8, n=4, name="down", requant=rq)),
+                  vector_ops=(_op("gelu", (6, 8), io.GELU_PARAMS, name="act"),), vector_counts=(1,),
+                  vector_after=(1,))
+    report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.name == "network" and op.status == "pass", op.reason
+    assert op.mismatches == 0 and op.total_cycles_match
+    assert op.gemm == {"m": 6, "k": 12, "n": 4, "batch": 1}
+    assert report.network is not None and report.network["final_output"]["match"]
+    assert any(note.startswith("one program for the whole network") for note in report.notes), report.notes
