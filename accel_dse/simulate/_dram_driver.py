@@ -107,10 +107,10 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     if network is not None:
         from accel_dse.simulate._dram_network import network_job
 
-        job, entry, images = network_job(design, selected, network, scale, seed, DRAM_LATENCY, DramJob,
-                                         operand_bits(design))
+        job, entry, net_images = network_job(design, selected, network, scale, seed, DRAM_LATENCY, DramJob,
+                                             operand_bits(design))
         return [job], DramProgram({"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs,
-                                   "results_dir": "", "ops": [entry], "host_convs": []}, images)
+                                   "results_dir": "", "ops": [entry], "host_convs": []}, net_images)
     refs = workloads.chained_references([op for _, op, _ in selected], seed, **operand_bits(design)) \
         if chained else None
     jobs: list[DramJob] = []

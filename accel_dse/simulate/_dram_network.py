@@ -63,6 +63,8 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
                 seed: int, latency: int, job_type: Any, bits: dict[str, Any]) -> tuple[Any, dict[str, Any],
                                                                                      dict[str, np.ndarray]]:
     """The network's one job (``job_type``: ``DramJob``), its op entry of the meta and its image."""
+    import jax.numpy as jnp
+
     import perf_model
     import workloads
     from perf_model.compiler.network import compile_network
@@ -82,7 +84,8 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
         tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(gemm.requant, gemm.n))
         x = np.asarray(workloads.output_stage(x @ b, gemm.requant)).astype(np.int64)
         if i < len(links) and links[i] is not None:
-            x = np.asarray(_int_ops._run(links[i].kind, dict(links[i].params), x.astype(np.int8))).astype(np.int64)
+            x = np.asarray(_int_ops._run(links[i].kind, dict(links[i].params), jnp.asarray(x.astype(np.int8)))
+                           ).astype(np.int64)
     last = len(gemms) - 1
     timing = perf_model.program_cycles(design, prog.commands, latency=latency, rate=perf_model.dram_rate(design))
     meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,
