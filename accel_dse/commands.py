@@ -8,27 +8,31 @@ queue (``QUEUE_DEPTH`` commands; a longer program is the error ``ERROR_QUEUE``) 
 128 bytes, :func:`queue_entry_commands` commands a beat) a program whose length is not a
 multiple of ``W / 32`` is read up to the end of its last beat, at most ``W - 32`` bytes past
 its last command: the host keeps those bytes inside DRAM (any contents; they are never
-decoded). It then issues the commands in order, one at a time, to two units: the DMA
-engine (``LOAD``, ``STORE``, ``MOVE``) and the array (``RUN``). A command waits until its unit is idle and
-until the units named by its wait bits are idle; ``SYNC`` only waits. The program ends after its
-last command, when both units are idle: the DONE status and interrupt.
+decoded). It then issues the commands in order, one at a time, to its units: the DMA
+engine (``LOAD``, ``STORE``, ``MOVE``), the array (``RUN``) and, on a design with
+``vector_unit``, the vector unit (``VECTOR``). A command waits until its unit is idle and
+until the units named by its wait bits are idle; ``SYNC`` waits for all of them. The program
+ends after its last command, when every unit is idle: the DONE status and interrupt.
 
 Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed are zero::
 
-    all      opcode [0, 4)   wait_dma [4]   wait_run [5]
+    all      opcode [0, 4)   wait_dma [4]   wait_run [5]   wait_vec [31]
     LOAD     buffer [6, 8)   dram_addr [32, 64)   dram_stride [64, 96)   rows [96, 112)
     STORE    words [112, 128)   buf_addr [128, 160)   row_step [160, 192)   word_step [192, 224)
              STORE only: requant [8]   q_by_row [9]   q_base [224, 240)
     RUN      m [32, 64)   k [64, 96)   n [96, 128)   accumulate [128]   a_stride [136, 160)
              x_base [160, 192)   y_base [192, 224)   o_base [224, 256)
-    MOVE     dst_word_step [10, 32)   dst_addr [32, 64)   dst_row_step [64, 96)   rows, words,
+    MOVE     dst_word_step [10, 31)   dst_addr [32, 64)   dst_row_step [64, 96)   rows, words,
              buf_addr, row_step, word_step, q_by_row, q_base as STORE
     RUN      window [6]  (A through the convolution window of the last WINDOW command)
-    WINDOW   stride_h [8, 12)   dilation_h [12, 16)   image_rows [16, 32)   in_w [32, 48)   in_h [48, 64)
+    WINDOW   stride_h [8, 12)   dilation_h [12, 16)   image_rows [16, 31)   in_w [32, 48)   in_h [48, 64)
              out_w [64, 80)
              stride_w [80, 84)   dilation_w [84, 88)   kw [88, 92)   pad_top [96, 104)   pad_left [104, 112)
              cblocks [112, 128)   origin [128, 160)   px_step [160, 176)   row_step_w [176, 208)
              kx_step [208, 224)   ky_step [224, 256)   (pad_top, pad_left, origin: two's complement)
+    VECTOR   vkind [8, 12)   vsrc [32, 64)   vsrc2 [64, 96)   vdst [96, 128)   vrows [128, 144)
+             vqrows [144, 160)   vwords [160, 184)   vn [192, 216)
+             the NEXT slot: its parameter block, vp0 .. vp7 (32 bits each, two's complement) [32 i, 32 i + 32)
 
 ``buffer``: 0 ifmap, 1 weight, 2 ofmap (raw accumulators), 3 qparam. A transfer moves ``rows``
 DRAM rows of ``words`` buffer words each: row ``r`` starts at byte ``dram_addr + r *
@@ -82,6 +86,22 @@ ifmap word ``R`` (WS/OS) or ``C`` (IS): a WS/OS design moves only with ``R == C`
 otherwise), and then a WS output word is a word of the next layer's ``A``, as an IS one is on any
 shape. ``ERROR_BUFFER`` for a source beyond the ofmap or a destination beyond the ifmap. It
 occupies the DMA unit (one word a cycle, no DRAM traffic): :func:`move_cycles`.
+
+``VECTOR`` (designs with ``vector_unit``; ``ERROR_OPCODE`` otherwise) runs one op of the vector
+unit (``rtl_gen.core.vector_unit``) on int8 words of the ifmap buffer: ``vkind`` its code
+(``accel_dse.vector_isa.VECTOR_CODES``), ``vrows`` rows of ``vwords`` words (row ``r`` of the
+first operand at ifmap word ``vsrc + r * vwords``, of the second at ``vsrc2 + ...``, of the
+output at ``vdst + ...``), ``vn`` elements a row, ``vqrows`` the period of a causal mask's
+query index, and the unit's parameter registers in the next queue slot (no DMA: the sequencer
+reads both slots at once, issues one command and goes on after the block). A ``VECTOR`` with
+``vkind`` outside the codes, ``vrows``, ``vwords`` or ``vn`` zero, ``vn`` above ``vwords`` times
+the lanes, ``vsrc``, ``vsrc2`` or ``vdst`` whose ``vrows * vwords`` words pass the ifmap's depth
+(``vsrc2`` is checked for every kind: set it to ``vsrc`` when unused), or no slot left for its
+parameter block is ``ERROR_VECTOR``. It occupies the vector unit for
+``perf_model.vector_timing.vector_run_cycles`` cycles; a later command that reads its output
+(a ``RUN`` or a ``STORE`` of the ifmap) or overwrites its operands waits for it with ``wait_vec``.
+On such a design a ``STORE`` may also read the ifmap (``buffer`` 0, without ``requant``): its
+words leave as they are loaded, one cycle after their read, like raw ofmap words.
 """
 
 from __future__ import annotations
@@ -91,7 +111,8 @@ import dataclasses
 __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
     "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
-    "ERROR_QUEUE", "ERROR_WINDOW", "ERROR_SDC", "ERROR_NAMES", "WINDOW_FIELDS", "SIGNED_WINDOW_FIELDS",
+    "ERROR_QUEUE", "ERROR_WINDOW", "ERROR_VECTOR", "ERROR_SDC", "ERROR_NAMES", "WINDOW_FIELDS",
+    "SIGNED_WINDOW_FIELDS", "VECTOR_FIELDS",
     "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
     "store_read_latency", "STORE_FIFO_WORDS", "move_cycles", "MAX_AXI_DATA_BYTES", "queue_entry_commands",
     "fetch_beats",
@@ -112,6 +133,8 @@ OUTPUT_STAGE_LATENCY = 6
 
 # Error codes of the ERROR_CODE register.
 ERROR_NONE, ERROR_OPCODE, ERROR_BUFFER, ERROR_DRAM, ERROR_AXI, ERROR_QUEUE, ERROR_WINDOW = range(7)
+#: A malformed ``VECTOR`` command (module docstring).
+ERROR_VECTOR = 7
 #: A checksum mismatch of a RUN (``checksum = "detect"``, ``SDC_CTRL.STOP`` set): 8 (7 is the vector unit's).
 ERROR_SDC = 8
 ERROR_NAMES = {
@@ -119,6 +142,7 @@ ERROR_NAMES = {
     ERROR_DRAM: "DRAM address or stride not aligned to the AXI data width",
     ERROR_AXI: "AXI error response", ERROR_QUEUE: "program longer than the command queue",
     ERROR_WINDOW: "convolution window malformed or reading outside the ifmap",
+    ERROR_VECTOR: "vector command malformed (kind, geometry, ifmap range or a missing parameter block)",
     ERROR_SDC: "checksum mismatch (silent data corruption) in a RUN",
 }
 
@@ -132,6 +156,9 @@ class Opcode:
     SYNC = 4
     MOVE = 5
     WINDOW = 6
+    VECTOR = 7
+    #: Not an opcode: the parameter block, the queue slot after a ``VECTOR`` (never decoded alone).
+    VECTOR_PARAMS = 16
 
 
 class Buffer:
@@ -150,10 +177,13 @@ FIELDS: dict[str, tuple[int, int]] = {
     "buf_addr": (128, 32), "row_step": (160, 32), "word_step": (192, 32), "q_base": (224, 16),
     "m": (32, 32), "k": (64, 32), "n": (96, 32), "accumulate": (128, 1), "x_base": (160, 32),
     "y_base": (192, 32), "o_base": (224, 32), "a_stride": (136, 24),
-    "dst_word_step": (10, 22), "dst_addr": (32, 32), "dst_row_step": (64, 32),
+    "dst_word_step": (10, 21), "dst_addr": (32, 32), "dst_row_step": (64, 32), "wait_vec": (31, 1),
+    "vkind": (8, 4), "vsrc": (32, 32), "vsrc2": (64, 32), "vdst": (96, 32), "vrows": (128, 16), "vqrows": (144, 16),
+    "vwords": (160, 24), "vn": (192, 24),
+    **{f"vp{i}": (32 * i, 32) for i in range(8)},
     "window": (6, 1), "stride_h": (8, 4), "dilation_h": (12, 4), "in_w": (32, 16), "in_h": (48, 16),
     "out_w": (64, 16), "stride_w": (80, 4), "dilation_w": (84, 4),
-    "kw": (88, 4), "image_rows": (16, 16), "pad_top": (96, 8), "pad_left": (104, 8), "cblocks": (112, 16),
+    "kw": (88, 4), "image_rows": (16, 15), "pad_top": (96, 8), "pad_left": (104, 8), "cblocks": (112, 16),
     "origin": (128, 32),
     "px_step": (160, 16), "row_step_w": (176, 32), "kx_step": (208, 16), "ky_step": (224, 32),
 }
@@ -166,6 +196,9 @@ WINDOW_FIELDS = ("in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", 
                  "pad_left", "cblocks", "origin",
                  "px_step", "row_step_w", "kx_step", "ky_step", "image_rows")
 
+#: The fields of a ``VECTOR`` command (its parameter block is the next slot: ``vp0`` .. ``vp7``).
+VECTOR_FIELDS = ("vkind", "vsrc", "vsrc2", "vdst", "vrows", "vwords", "vn", "vqrows")
+
 _PER_OP = {
     Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step"),
     Opcode.STORE: ("buffer", "requant", "q_by_row", "dram_addr", "dram_stride", "rows", "words", "buf_addr",
@@ -175,6 +208,8 @@ _PER_OP = {
     Opcode.MOVE: ("q_by_row", "dst_word_step", "dst_addr", "dst_row_step", "rows", "words", "buf_addr", "row_step",
                   "word_step", "q_base"),
     Opcode.WINDOW: WINDOW_FIELDS,
+    Opcode.VECTOR: VECTOR_FIELDS,
+    Opcode.VECTOR_PARAMS: tuple(f"vp{i}" for i in range(8)),
 }
 
 
@@ -186,12 +221,13 @@ class Command:
     wait_dma: int = 0
     wait_run: int = 0
     fields: tuple[tuple[str, int], ...] = ()
+    wait_vec: int = 0
 
     def __getitem__(self, name: str) -> int:
         return dict(self.fields).get(name, 0)
 
     @classmethod
-    def make(cls, opcode: int, *, wait_dma: int = 0, wait_run: int = 0, **fields: int) -> Command:
+    def make(cls, opcode: int, *, wait_dma: int = 0, wait_run: int = 0, wait_vec: int = 0, **fields: int) -> Command:
         """A command from keyword fields; raises ``ValueError`` for a field that does not fit."""
         allowed = _PER_OP.get(opcode)
         if allowed is None:
@@ -202,12 +238,14 @@ class Command:
             width = FIELDS[name][1]
             if not 0 <= int(value) < (1 << width):
                 raise ValueError(f"{name} must fit in {width} bits, not {value}")
-        return cls(opcode, int(wait_dma), int(wait_run), tuple(sorted((k, int(v)) for k, v in fields.items())))
+        return cls(opcode, int(wait_dma), int(wait_run), tuple(sorted((k, int(v)) for k, v in fields.items())),
+                   int(wait_vec))
 
 
 def encode(command: Command) -> bytes:
     """The :data:`COMMAND_BYTES` little-endian bytes of ``command``."""
-    word = command.opcode | command.wait_dma << 4 | command.wait_run << 5
+    word = 0 if command.opcode == Opcode.VECTOR_PARAMS else (
+        command.opcode | command.wait_dma << 4 | command.wait_run << 5 | command.wait_vec << 31)
     for name, value in command.fields:
         lsb, width = FIELDS[name]
         word |= (value & ((1 << width) - 1)) << lsb
@@ -215,12 +253,13 @@ def encode(command: Command) -> bytes:
 
 
 def decode(raw: bytes) -> Command:
-    """The command in ``raw`` (inverse of :func:`encode` for valid opcodes)."""
+    """The command in ``raw`` (inverse of :func:`encode` for valid opcodes; a ``VECTOR``'s parameter
+    block decodes as whatever its low bits spell)."""
     word = int.from_bytes(raw, "little")
     opcode = word & 0xF
     names = _PER_OP.get(opcode, ())
     fields = tuple(sorted((n, (word >> FIELDS[n][0]) & ((1 << FIELDS[n][1]) - 1)) for n in names))
-    return Command(opcode, (word >> 4) & 1, (word >> 5) & 1, fields)
+    return Command(opcode, (word >> 4) & 1, (word >> 5) & 1, fields, (word >> 31) & 1)
 
 
 def dram_lane_bytes(buffer: int, input_bits: int, acc_bits: int, *, requant: bool = False) -> int:

@@ -163,7 +163,7 @@ def _check_field(name: str, value: object, input_bits: object) -> None:
         _check_int(name, value, 1, _MAX_SRAM_KIB)
     elif name in _FLOAT_RANGES:
         _check_float(name, value)
-    elif name in ("double_buffered", "shadow_stationary"):
+    elif name in ("double_buffered", "shadow_stationary", "vector_unit"):
         if not isinstance(value, bool):
             raise ConfigError(f"{name} must be true or false, not {value!r}")
     elif name == "tech_nm":
@@ -217,6 +217,12 @@ class ArrayConfig:
             written out as the integer format it stood for; a pair of the same int8 or int16
             is kept as ``"auto"`` with that ``input_bits`` (one spelling per design). A pair the RTL does not build is
             refused with the rule (:func:`~accel_dse.number_formats.build_rule`).
+        vector_unit: whether the design carries the vector unit (``rtl_gen.core.vector_unit``:
+            residual add, product, ReLU/ReLU6, GELU, SiLU, LayerNorm/RMSNorm, softmax on int8
+            words of the ifmap buffer, through ``VECTOR`` commands). Default ``false``: the RTL has
+            no unit, the model charges it no area, and a workload's vector ops are host work
+            (named, with their element counts). Its lanes are the ifmap word's
+            (:attr:`vector_lanes`); it takes 8-bit integer operands only.
     """
 
     rows: int
@@ -236,6 +242,7 @@ class ArrayConfig:
     checksum: str = "none"
     weight_format: str = AUTO
     act_format: str = AUTO
+    vector_unit: bool = False
 
     def __post_init__(self) -> None:
         for name in ("input_bits", *_FORMAT_FIELDS):
@@ -254,6 +261,10 @@ class ArrayConfig:
             if rule is not None:
                 raise ConfigError(f"weight_format {resolved[0].name} with act_format {resolved[1].name}: {rule}")
         object.__setattr__(self, "dataflow", Dataflow.parse(self.dataflow))
+        if self.vector_unit and (self.input_bits != 8 or self.weight_format != AUTO or self.act_format != AUTO):
+            raise ConfigError("vector_unit needs int8 operands (input_bits = 8, formats auto): its lanes are int8, not "
+                              f"input_bits={self.input_bits}, weight_format={self.weight_format}, "
+                              f"act_format={self.act_format}")
         object.__setattr__(self, "dram_bytes_per_cycle", float(self.dram_bytes_per_cycle))
         object.__setattr__(self, "clock_mhz", float(self.clock_mhz))
 
@@ -322,11 +333,20 @@ class ArrayConfig:
         return cls(**{**dict(data), "input_bits": input_bits})
 
     @property
+    def vector_lanes(self) -> int:
+        """Lanes of the vector unit: those of an ifmap word (``R`` for WS/OS, ``C`` for IS), or 0
+        without the unit (``vector_unit = false``). The RTL builds and the model charges these."""
+        if not self.vector_unit:
+            return 0
+        return self.cols if self.dataflow is Dataflow.IS else self.rows
+
+    @property
     def config_hash(self) -> str:
         """Stable 12-hex-digit SHA-256 digest of the canonical JSON of :meth:`to_dict`.
 
         Fields added after designs were first hashed are left out while they hold their
-        neutral default (:data:`_HASH_NEUTRAL`: ``dram = "none"``, ``checksum = "none"``), so an existing design keeps
+        neutral default (:data:`_HASH_NEUTRAL`: ``dram = "none"``, ``checksum = "none"``,
+        ``vector_unit = false``), so an existing design keeps
         its hash (studies, claims and caches keyed by it stay valid). The operand formats are
         left out while they are ``"auto"`` (both the signed integer of ``input_bits``).
         """
@@ -379,7 +399,8 @@ def _data_input_bits(data: Mapping[str, Any], input_bits: Any) -> Any:
 
 _UNSET = object()
 #: Fields left out of ``config_hash`` while they hold these values (see ``config_hash``).
-_HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY, "checksum": "none", "weight_format": AUTO, "act_format": AUTO}
+_HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY, "checksum": "none", "weight_format": AUTO, "act_format": AUTO,
+                                 "vector_unit": False}
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ArrayConfig))
 #: Values of ``weight_format`` / ``act_format`` in code order (``perf_model`` keeps integer codes, ``auto`` = 0).

@@ -11,6 +11,7 @@ Usage: ``.venv/bin/python bench/vector_share.py [--designs edge tpu-v1] [--workl
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def main() -> int:
     print(f"{'design':<8} {'workload':<18} {'vec ops':>7} {'vec cycles':>12} {'total cycles':>13} {'cyc %':>6} "
           f"{'vec mJ':>8} {'total mJ':>9} {'energy %':>8} {'unit mm2':>8} {'area %':>6}  host work")
     for design in args.designs:
-        config = load_design(design)
+        config = dataclasses.replace(load_design(design), vector_unit=True)  # the preset with the unit
         for spec in args.workloads:
             w = workloads.resolve(spec)
             r = perf_model.evaluate(config, w)

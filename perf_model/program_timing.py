@@ -5,12 +5,14 @@ fetch is a DMA load of the program (``len`` words of ``32 / W`` beats, or ``ceil
 words of one beat on a bus wider than a command: ``accel_dse.commands.fetch_beats``) issued at ``E1``, taking
 ``f`` cycles (:mod:`perf_model.dma_timing`); the first command is decoded in cycle ``f + 4``.
 A command decoded in cycle ``c`` is issued at ``E_c`` if in cycle ``c`` its unit (the DMA for
-LOAD/STORE/MOVE, the array for RUN) and the units its wait bits name are idle, else it is decoded
-again the next cycle. A unit issued at ``E_x`` with ``n`` cycles of work (``dma_timing``'s
-``load_cycles``/``store_cycles``, ``commands.move_cycles``, ``timing.run_cycles``) is busy in
+LOAD/STORE/MOVE, the array for RUN, the vector unit for VECTOR) and the units its wait bits name
+are idle, else it is decoded again the next cycle (a VECTOR is decoded with its parameter block,
+the next slot, which takes no cycle of its own). A unit issued at ``E_x`` with ``n`` cycles of work (``dma_timing``'s
+``load_cycles``/``store_cycles``, ``commands.move_cycles``, ``timing.run_cycles``,
+``vector_timing.vector_run_cycles``) is busy in
 cycles ``x+1 .. x+n``. The
 next command is decoded two cycles after an issue. After the last command the program ends in
-the first cycle ``T`` in which both units are idle; the RTL's counters read ``total = T``,
+the first cycle ``T`` in which every unit is idle; the RTL's counters read ``total = T``,
 ``compute`` = the sum of the runs' ``n``, ``stall = T - compute``.
 
 The DRAM side is the model of ``rtl_gen.soc.dram_model`` with its latency; bandwidth is one beat of
@@ -31,6 +33,7 @@ from accel_dse.commands import COMMAND_BYTES, Command, Opcode
 from accel_dse.config import ArrayConfig
 from perf_model import dma_timing, timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
+from perf_model.vector_timing import vector_run_cycles
 
 __all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats", "dram_rate",
            "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
@@ -53,7 +56,8 @@ class ProgramTiming:
         total, compute, stall: the ``CYCLES_TOTAL``/``COMPUTE``/``DMA_STALL`` counters.
         fetch: cycles of the program fetch.
         dma: cycles the DMA engines were busy (loads and stores).
-        issue: the cycle each command was issued (edge index).
+        issue: the cycle each command was issued (edge index; a ``VECTOR``'s parameter block has none).
+        vector: cycles the vector unit was busy (in ``stall``: the counters name the array's cycles only).
     """
 
     total: int
@@ -62,6 +66,7 @@ class ProgramTiming:
     fetch: int
     dma: int
     issue: tuple[int, ...]
+    vector: int = 0
 
 
 #: Largest denominator of a paced rate (bytes a cycle as ``num / den``, :func:`dram_rate`).
@@ -73,7 +78,7 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
     rows, words = cmd["rows"], cmd["words"]
     if cmd.opcode == Opcode.MOVE:
         return cmd_encoding.move_cycles(rows, words)
-    if cmd.opcode == Opcode.LOAD:
+    if cmd.opcode == Opcode.LOAD or cmd["buffer"] != 2:  # a STORE of the ifmap (vector designs): its words as loaded
         per_word = beats[("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]]
     else:
         per_word = beats["requant" if cmd["requant"] else "ofmap"]
@@ -127,17 +132,21 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
     fetch_lens = list(dma_timing.bursts(queue_base, 0, 1 if commands else 0, fetch_beats, data_bytes))
     fetch = dma_timing.load_cycles(fetch_lens, latency, outstanding, pace, 1)
     decode = 1 + fetch + FETCH_DECODE_CYCLES
-    dma_free = run_free = 0  # first cycle each unit is idle
-    compute = dma = 0
+    dma_free = run_free = vec_free = 0  # first cycle each unit is idle
+    compute = dma = vector = 0
     issued = []
     df = timing.dataflow_code(config.dataflow.value)
     for cmd in commands:
+        if cmd.opcode == Opcode.VECTOR_PARAMS:  # a VECTOR's parameter block: read with it, never issued
+            continue
         c = decode
         is_dma = cmd.opcode in (Opcode.LOAD, Opcode.STORE, Opcode.MOVE)
         if is_dma or cmd.wait_dma or cmd.opcode == Opcode.SYNC:
             c = max(c, dma_free)
         if cmd.opcode == Opcode.RUN or cmd.wait_run or cmd.opcode == Opcode.SYNC:
             c = max(c, run_free)
+        if cmd.opcode == Opcode.VECTOR or cmd.wait_vec or cmd.opcode == Opcode.SYNC:
+            c = max(c, vec_free)
         if is_dma:
             n = _transfer_cycles(cmd, data_bytes, beats, latency, outstanding, pace, c)
             dma_free = c + n + 1
@@ -147,10 +156,15 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
                                       config.shadow_stationary))
             run_free = c + n + 1
             compute += n
+        elif cmd.opcode == Opcode.VECTOR:
+            n = vector_run_cycles(cmd["vkind"], cmd["vrows"], cmd["vwords"])
+            vec_free = c + n + 1
+            vector += n
         issued.append(c)
         decode = c + ISSUE_CYCLES
-    end = max(decode - 1, dma_free, run_free) if commands else 1 + fetch + 1
-    return ProgramTiming(total=end, compute=compute, stall=end - compute, fetch=fetch, dma=dma, issue=tuple(issued))
+    end = max(decode - 1, dma_free, run_free, vec_free) if commands else 1 + fetch + 1
+    return ProgramTiming(total=end, compute=compute, stall=end - compute, fetch=fetch, dma=dma, issue=tuple(issued),
+                         vector=vector)
 
 
 def gemm_program_cycles(config: ArrayConfig, program: object, *, latency: int = DEFAULT_DRAM_LATENCY,
@@ -161,4 +175,5 @@ def gemm_program_cycles(config: ArrayConfig, program: object, *, latency: int = 
              for a, b in program.chunks]  # type: ignore[attr-defined]
     return ProgramTiming(total=sum(p.total for p in parts), compute=sum(p.compute for p in parts),
                          stall=sum(p.stall for p in parts), fetch=sum(p.fetch for p in parts),
-                         dma=sum(p.dma for p in parts), issue=tuple(i for p in parts for i in p.issue))
+                         dma=sum(p.dma for p in parts), issue=tuple(i for p in parts for i in p.issue),
+                         vector=sum(p.vector for p in parts))

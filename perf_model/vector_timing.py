@@ -22,10 +22,15 @@ from dataclasses import dataclass
 from accel_dse.vector_isa import PASS_TAIL, PHASES, SCALAR_CYCLES, UNIT_KINDS, param_error, unit_params
 from workloads.vector_ops import VectorOp
 
-__all__ = ["VectorPlan", "vector_plan", "vector_cycles", "plan_cycles", "MAX_WORDS"]
+__all__ = ["VectorPlan", "vector_plan", "vector_cycles", "vector_run_cycles", "plan_cycles", "MAX_WORDS", "MAX_ROWS",
+           "NO_UNIT"]
 
-#: Largest ``rows`` and ``words`` of one run (the unit's 24-bit registers).
+#: Largest ``words`` of one run (the unit's 24-bit register; ``n`` is 24-bit too).
 MAX_WORDS = (1 << 24) - 1
+#: Largest ``rows`` of one run (the unit's 16-bit register).
+MAX_ROWS = (1 << 16) - 1
+#: Why a design without the unit runs no vector op.
+NO_UNIT = "the design has no vector unit (vector_unit = false): host work"
 
 _UNSUPPORTED = {
     "maxpool": "windowed pooling waits for the vector unit's window address generator",
@@ -60,7 +65,10 @@ class VectorPlan:
 
 
 def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
-    """The unit's plan for ``op`` on ``lanes`` lanes, or the reason it cannot run it (one line)."""
+    """The unit's plan for ``op`` on ``lanes`` lanes, or the reason it cannot run it (one line;
+    ``lanes = 0``: the design has no unit, ``ArrayConfig.vector_lanes``)."""
+    if lanes == 0:
+        return f"{op.kind}: {NO_UNIT}"
     if op.kind not in UNIT_KINDS:
         return f"{op.kind}: {_UNSUPPORTED.get(op.kind, 'not a kind the vector unit runs')}"
     if op.bits != 8:
@@ -85,14 +93,24 @@ def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
     if error:
         return error
     words = math.ceil(n / lanes)
-    if rows > MAX_WORDS or words > MAX_WORDS:
-        return f"{op.kind}: {rows} rows of {words} words exceed the unit's {MAX_WORDS} per run"
+    if rows > MAX_ROWS or words > MAX_WORDS or n >= 1 << 24:
+        return (f"{op.kind}: {rows} rows of {words} words ({n} elements a row) exceed the unit's {MAX_ROWS} rows, "
+                f"{MAX_WORDS} words and {(1 << 24) - 1} elements per run")
     return VectorPlan(op.kind, lanes, rows, words, n, operands, qrows)
 
 
 def plan_cycles(plan: VectorPlan) -> int:
     """Busy cycles of one run of ``plan`` (module docstring)."""
     return 1 + plan.rows * (plan.passes * (plan.words + PASS_TAIL) + plan.scalar_cycles)
+
+
+def vector_run_cycles(code: int, rows: int, words: int) -> int:
+    """Busy cycles of a ``VECTOR`` command of op code ``code`` (``accel_dse.vector_isa.VECTOR_CODES``)
+    over ``rows`` rows of ``words`` words: the unit's contract, from the command's fields alone."""
+    kind = UNIT_KINDS[code - 1]
+    passes = sum(1 for phase in PHASES[kind] if phase == "P")
+    scalar = sum(SCALAR_CYCLES[phase] for phase in PHASES[kind] if phase != "P")
+    return 1 + rows * (passes * (words + PASS_TAIL) + scalar)
 
 
 def vector_cycles(op: VectorOp, lanes: int) -> int | None:

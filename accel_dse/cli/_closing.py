@@ -37,6 +37,7 @@ FIELD_LABELS = {
     "ifmap_sram_kib": "ifmap KiB", "weight_sram_kib": "weight KiB", "ofmap_sram_kib": "ofmap KiB",
     "dram_bytes_per_cycle": "DRAM B/cycle", "clock_mhz": "clock MHz", "double_buffered": "dbuf",
     "shadow_stationary": "shadow", "tech_nm": "node nm", "dram": "DRAM part", "checksum": "checksum",
+    "vector_unit": "vector unit",
 }
 
 #: The metric columns of the best designs: (metric, base unit, label, scale of the base unit).

@@ -61,7 +61,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         emit(line)
     if result.vector_ops:
         emit("")
-        emit(f"vector ops, on the vector unit ({config.cols} lanes; in the figures above, after the matrix ops):")
+        emit(f"vector ops, on the vector unit ({config.vector_lanes} lanes; in the figures above, "
+             "after the matrix ops):")
         emit(format_table(["vector op", "name", "runs", "elements", "cycles", "DRAM bytes"],
                           [[v["kind"], v["name"] or "-", v["runs"], f"{v['elements']:,}", f"{v['total_cycles']:,}",
                             f"{v['dram_read_bytes'] + v['dram_write_bytes']:,}"] for v in result.vector_ops]))

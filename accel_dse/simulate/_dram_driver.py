@@ -91,8 +91,11 @@ def dram_words(program: DramProgram) -> int:
 
 def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float, seed: int,
                  chained: bool, regs: dict[str, int], clock_period_ns: float, *,
-                 reuse: bool = False, sampled: bool = False) -> tuple[list[DramJob], DramProgram]:
-    """Compile and lay out every op (``results_dir`` of the program's meta is filled in later).
+                 reuse: bool = False, sampled: bool = False,
+                 vector_ops: list[tuple[str, Any]] | None = None,
+                 network: list[Any] | None = None) -> tuple[list[DramJob], DramProgram]:
+    """Compile and lay out every op (``results_dir`` of the program's meta is filled in later);
+    ``network``: the link ops of a chain run from one program (``accel_dse.simulate._dram_network``).
 
     Raises:
         SimulationError: an op the design cannot run (the compiler's reason).
@@ -102,6 +105,13 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     from workloads._reference import channel_start
 
     W = perf_model.axi_data_bytes(design)
+    if network is not None:
+        from accel_dse.simulate._dram_network import network_job
+
+        job, entry, net_images = network_job(design, selected, network, scale, seed, DRAM_LATENCY, DramJob,
+                                             operand_bits(design))
+        return [job], DramProgram({"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs,
+                                   "results_dir": "", "ops": [entry], "host_convs": []}, net_images)
     jobs: list[DramJob] = []
     ops_meta: list[dict[str, Any]] = []
     images: dict[str, np.ndarray] = {}
@@ -180,8 +190,17 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                             timing.compute, timing.total, timing.stall, len(program.runs),
                             design.acc_bits if rq is None else design.input_bits,
                             kept_on_chip=c_on_chip, sampled=job_sampled))
+    vector_notes: list[str] = []
+    if vector_ops:  # on the vector unit, each from a program of its own (accel_dse.simulate._dram_vector)
+        from accel_dse.simulate._dram_vector import vector_jobs
+
+        more, metas, vector_images, vector_notes = vector_jobs(design, vector_ops, scale, seed, len(selected),
+                                                               DRAM_LATENCY, DramJob)
+        jobs += more
+        ops_meta += metas
+        images.update(vector_images)
     meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta,
-            "host_convs": host_convs}
+            "host_convs": host_convs, "vector_notes": vector_notes}
     return jobs, DramProgram(meta, images)
 
 
@@ -256,15 +275,27 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
 
 def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: str, *, scale: float, seed: int,
              chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
-             notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False) -> SimulationReport:
-    """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``)."""
+             notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False,
+             vector_ops: list[tuple[str, Any]] | None = None, network: list[Any] | None = None) -> SimulationReport:
+    """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``);
+    ``vector_ops``: ``(name, VectorOp)`` to run on the design's vector unit after the matrix ops."""
     import rtl_gen
     from accel_dse.simulate._build import build_design, hier_blocks_for
     from accel_dse.simulate._run import run_testbench, waves_file
 
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse,
-                                 sampled=sampled)
+                                 sampled=sampled, vector_ops=vector_ops or [], network=network)
+    if network is not None:
+        kinds = ", ".join(op.kind for op in network if op is not None)
+        notes.append(f"one program for the whole network: {len(selected)} GEMMs and {kinds} on the vector unit, "
+                     "activations kept on chip (MOVE into the ifmap, VECTOR in place, the next RUN reads it); only "
+                     "the network's output is read back")
+    notes += program.meta.get("vector_notes", [])
+    if vector_ops:
+        ran = sum(1 for op in program.meta["ops"] if op.get("vector"))
+        notes.append(f"{ran} vector op(s) on the vector unit ({design.vector_lanes} lanes), each from its own "
+                     "program: operands LOADed into the ifmap, VECTOR, output STOREd from the ifmap")
     if sampled:
         notes.append(SAMPLED_NOTE)
     kept = sum(j.kept_on_chip for j in jobs)
@@ -279,7 +310,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     if convs:
         notes.append(f"{convs} conv op(s) run from NHWC activations in DRAM, kernel windows built on chip "
                      "(one program per image; M is not scaled)")
-    if chained:
+    if chained and network is None:
         notes.append(f"on-chip reuse: {kept} of {len(jobs) - 1} link(s) kept in the ifmap (MOVE, read in place)"
                      if reuse else "on-chip reuse off: every op's output goes through DRAM")
     if any(j.scaled_from for j in jobs):

@@ -7,6 +7,7 @@ the core's host port (:mod:`accel_dse.simulate._host_driver`, ``--host-port``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -123,13 +124,44 @@ def simulate(
     if memory == "dram":
         from accel_dse.simulate._dram_driver import run_dram
 
+        network = None
+        if chained and reuse and mode != "sampled" and not ops and max_ops is None:
+            from accel_dse.simulate._dram_network import network_links
+
+            network = network_links(design, wl, selected, scale, notes)
+        vector_ops = _vector_ops(design, wl, ops, max_ops, notes) if mode != "sampled" and network is None else None
+        if mode == "sampled" and design.vector_unit and wl.vector_ops:
+            notes.append(f"{len(wl.vector_ops)} vector op(s) not simulated: the sampled check runs matrix ops only")
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                         timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves,
-                        sampled=mode == "sampled")
+                        sampled=mode == "sampled", vector_ops=vector_ops, network=network)
     from accel_dse.simulate._host_driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                          timeout=timeout, fault=fault, say=say, notes=notes, waves=waves)
+
+
+def _vector_ops(design: ArrayConfig, wl: Any, ops: Sequence[str] | None, max_ops: int | None,
+                notes: list[str]) -> list[tuple[str, Any]] | None:
+    """The workload's vector ops the design's vector unit runs (``name``, record), when the whole
+    workload is simulated (no ``ops``/``max_ops`` selection) on a design with ``vector_unit``;
+    what stays host work is named in ``notes``."""
+    from perf_model.vector_timing import vector_plan
+
+    if not design.vector_unit or not wl.vector_ops:
+        return None
+    if ops or max_ops is not None:
+        notes.append(f"{len(wl.vector_ops)} vector op(s) not simulated: they run when the whole workload is selected")
+        return None
+    names = _unique_names([dataclasses.replace(op, name=op.name or op.kind) for op in wl.vector_ops])
+    out = []
+    for name, op in zip(names, wl.vector_ops, strict=True):
+        plan = vector_plan(op, design.vector_lanes)
+        if isinstance(plan, str):
+            notes.append(f"vector op {name}: host work, not simulated ({plan})")
+        else:
+            out.append((f"vector/{name}", op))
+    return out
 
 
 def _chained(ops: list[Any], chain: bool | None) -> bool:

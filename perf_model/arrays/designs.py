@@ -48,6 +48,7 @@ class DesignArrays:
         clock_mhz: clock in MHz (float64).
         double_buffered: ping-pong buffers (bool).
         shadow_stationary: shadow stationary registers in the PEs (bool).
+        vector_unit: the design carries the vector unit (bool; ``ArrayConfig.vector_unit``).
         tech_nm: technology node in nm (int64).
         dram: memory kind codes, the index in :data:`accel_dse.config.MEMORY_NAMES` (int64:
             ``none`` 0); ``from_columns`` also takes the names.
@@ -74,6 +75,7 @@ class DesignArrays:
     checksum: np.ndarray
     weight_format: np.ndarray
     act_format: np.ndarray
+    vector_unit: np.ndarray
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
@@ -158,7 +160,7 @@ class DesignArrays:
             out[name] = _as_int(name, full[name])
         for name in _FLOAT_FIELDS:
             out[name] = _as_float(name, full[name])
-        for name in ("double_buffered", "shadow_stationary"):
+        for name in ("double_buffered", "shadow_stationary", "vector_unit"):
             out[name] = _as_bool(name, full[name])
         _check(out)
         return cls(**out)
@@ -216,6 +218,9 @@ def _check(cols: dict[str, np.ndarray]) -> None:
     flow = cols["dataflow"]
     _first_bad("dataflow", flow, ~np.isin(flow, list(timing.DATAFLOW_CODES.values())),
                "a dataflow code 0 (ws), 1 (os) or 2 (is)")
+    vec = cols["vector_unit"]
+    _first_bad("vector_unit", vec, vec & ((ib != 8) | (cols["weight_format"] != 0) | (cols["act_format"] != 0)),
+               "false unless input_bits = 8 with auto formats (the unit's lanes are int8)")
     for field, known in _CODED.items():
         codes = cols[field]
         _first_bad(field, codes, (codes < 0) | (codes >= len(known)),

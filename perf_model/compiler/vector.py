@@ -10,14 +10,18 @@ them, e.g. the exact multiplier of a softmax's ``floor(a / ln 2)``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, axi_data_bytes
+from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
 from accel_dse.vector_isa import VECTOR_CODES, unit_params
+from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
 from perf_model.vector_timing import VectorPlan, vector_plan
 from workloads.vector_ops import VectorOp
 
-__all__ = ["VectorRegisters", "vector_registers"]
+__all__ = ["VectorRegisters", "vector_registers", "vector_commands", "vector_program", "ifmap_words"]
 
 
 @dataclass(frozen=True)
@@ -46,3 +50,77 @@ def vector_registers(op: VectorOp, lanes: int, *, src: int = 0, src2: int = 0, d
     if isinstance(plan, str):
         raise ModelError(plan)
     return VectorRegisters(plan, VECTOR_CODES[op.kind], src, src2, dst, unit_params(op.kind, dict(op.params), plan.n))
+
+
+def vector_commands(regs: VectorRegisters, *, wait_dma: int = 0, wait_run: int = 0,
+                    wait_vec: int = 0) -> list[Command]:
+    """The ``VECTOR`` command of ``regs`` and its parameter block (the next queue slot)."""
+    p = regs.plan
+    head = Command.make(Opcode.VECTOR, wait_dma=wait_dma, wait_run=wait_run, wait_vec=wait_vec, vkind=regs.kind,
+                        vsrc=regs.src, vsrc2=regs.src2, vdst=regs.dst, vrows=p.rows, vwords=p.words, vn=p.n,
+                        vqrows=p.qrows)
+    block = Command.make(Opcode.VECTOR_PARAMS, **{f"vp{i}": v & 0xFFFFFFFF for i, v in enumerate(regs.params)})
+    return [head, block]
+
+
+def ifmap_words(config: ArrayConfig) -> int:
+    """Words of ``config``'s ifmap buffer (where the vector unit's operands and results live)."""
+    return _buffer_depths(config)[0]
+
+
+def _align(x: int, to: int) -> int:
+    return -(-x // to) * to
+
+
+def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
+    """Vector ops on chip as one program: for each op ``i``, ``LOAD`` its operands (``x{i}``, and
+    ``y{i}`` for a two-operand op; rows of ``n`` int8 elements padded to whole words, DRAM rows
+    of whole words) into the ifmap and ``VECTOR`` once they are in (``wait_dma``; the next op's
+    loads overlap it); then ``STORE`` every output ``z{i}`` from the ifmap once the unit is done
+    (``wait_vec``). Each operand and output has a region of its own in the ifmap.
+
+    Raises:
+        ModelError: the design has no vector unit, the unit cannot run an op (the reason), or the
+            regions do not fit the ifmap buffer together.
+    """
+    lanes = config.vector_lanes
+    plans = []
+    for op in ops:
+        plan = vector_plan(op, lanes)
+        if isinstance(plan, str):
+            raise ModelError(plan)
+        plans.append(plan)
+    regions = [(f"x{i}", f"y{i}", f"z{i}") if p.operands == 2 else (f"x{i}", f"z{i}") for i, p in enumerate(plans)]
+    at: dict[str, int] = {}
+    top = 0
+    for plan, names in zip(plans, regions, strict=True):
+        for name in names:
+            at[name] = top
+            top += plan.rows * plan.words
+    depth = ifmap_words(config)
+    if top > depth:
+        raise ModelError(f"vector ops: their operands and outputs take {top} ifmap words, the design has {depth}")
+    W = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
+                       config.dataflow is Dataflow.IS)
+    base = _align((3 * len(ops) + 3) * COMMAND_BYTES, PAGE)
+    tensors: dict[str, TensorLayout] = {}
+    for plan, names in zip(plans, regions, strict=True):
+        for name in names:
+            t = TensorLayout(name, base, plan.rows, plan.words * lanes, 1, False, (plan.rows, plan.n))
+            tensors[name] = t
+            base = _align(base + t.nbytes, PAGE)
+
+    def transfer(opcode: int, name: str, plan: VectorPlan, **waits: int) -> Command:
+        t = tensors[name]
+        return Command.make(opcode, **waits, buffer=Buffer.IFMAP, dram_addr=t.base, dram_stride=t.pitch,
+                            rows=plan.rows, words=plan.words, buf_addr=at[name], row_step=plan.words, word_step=1)
+
+    cmds: list[Command] = []
+    for i, (op, plan, names) in enumerate(zip(ops, plans, regions, strict=True)):
+        cmds += [transfer(Opcode.LOAD, name, plan) for name in names[:-1]]
+        regs = vector_registers(op, lanes, src=at[f"x{i}"], src2=at.get(f"y{i}", at[f"x{i}"]), dst=at[f"z{i}"])
+        cmds += vector_commands(regs, wait_dma=1)
+    cmds += [transfer(Opcode.STORE, f"z{i}", plan, wait_vec=int(i == 0)) for i, plan in enumerate(plans)]
+    if len(cmds) > QUEUE_DEPTH:
+        raise ModelError(f"vector ops: {len(cmds)} commands do not fit one queue-load of {QUEUE_DEPTH}")
+    return GemmProgram(tuple(cmds), tensors, 0, base, W, False, (), ((0, len(cmds)),))

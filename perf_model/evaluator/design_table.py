@@ -241,7 +241,8 @@ def evaluate_designs(
             else:
                 chunk = designs.take(index)
             block = evaluate_block(chunk, opa, energy, area, allow_spill=allow_spill, reuse=reuse)
-            vector = vector_columns(chunk, vector_ops, energy, block.vdd) if vector_ops else None
+            vector = (vector_columns(chunk, vector_ops, energy, block.vdd) if vector_ops or chunk.vector_unit.any()
+                      else None)
             columns, breakdown = totals(block, chunk.rows, chunk.cols, vector)
             parts.append(columns)
             breakdowns.append(breakdown)

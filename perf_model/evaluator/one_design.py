@@ -144,7 +144,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
     table = energy or DEFAULT_ENERGY
     block = evaluate_block(designs, opa, table, area or area_coefficients(), reuse=reuse)
     vector_ops = workload_vector_ops(ops)
-    vector = vector_columns(designs, vector_ops, table, block.vdd) if vector_ops else None
+    vector = vector_columns(designs, vector_ops, table, block.vdd) if vector_ops or config.vector_unit else None
     tot, breakdown = totals(block, designs.rows, designs.cols, vector)
     pes = config.rows * config.cols
     df = int(designs.dataflow[0])
@@ -204,8 +204,8 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
         status="ok" if feasible else first_bad.status if first_bad else "infeasible",
         reason=first_bad.reason if first_bad else misfit or ("model error: a non-finite result (a perf_model bug; "
                                                              "please report it)" if not feasible else ""),
-        ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.cols),
-        host_work=host_ops(vector_ops, config.cols),
+        ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.vector_lanes),
+        host_work=host_ops(vector_ops, config.vector_lanes),
     )
 
 

@@ -1,7 +1,8 @@
 """The vector work of a workload in the vectorised model: cycles, bytes, energy and area per design.
 
 Each :class:`~workloads.vector_ops.VectorOp` the unit runs (``perf_model.vector_timing``; its
-lanes are the design's columns) costs, per run:
+lanes are the ifmap word's, ``ArrayConfig.vector_lanes``: ``R`` for WS/OS, ``C`` for IS, on designs
+with ``vector_unit``; a design without it runs none and has no unit area) costs, per run:
 
 * the unit's busy cycles (:func:`perf_model.vector_timing.plan_cycles`, the RTL's contract), and
   stall cycles where its DRAM traffic takes longer at the design's DRAM rate (the transfers
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accel_dse.vector_isa import DIV_STEPS, SQRT_STEPS
+from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
@@ -77,7 +79,7 @@ def row_bytes(plan: VectorPlan) -> int:
 @dataclass(frozen=True)
 class VectorColumns:
     """Per design: the vector work's busy and stall cycles, bytes, dynamic energy by part (pJ), the
-    unit's area (mm^2, 0 when the workload runs nothing on it), its latency (s), the leakage
+    unit's area (mm^2, 0 on a design without the unit), its latency (s), the leakage
     density (W/mm^2), and ``misfit``: the first op whose rows do not fit the ifmap buffer, with
     its reason (``""``: all fit)."""
 
@@ -98,23 +100,22 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
                    vdd: np.ndarray) -> VectorColumns:
     """The vector work of ``vector_ops`` on every design of ``d`` (module docstring)."""
     n = len(d)
-    cols = np.asarray(d.cols, dtype=np.int64)
+    cols = np.where(np.asarray(d.vector_unit, dtype=bool),
+                    np.where(np.asarray(d.dataflow) == timing.dataflow_code("is"), d.cols, d.rows), 0).astype(np.int64)
     busy = np.zeros(n, dtype=np.int64)
     bytes_ = {k: np.zeros(n) for k in ("dram_read", "dram_write", "sram_read", "sram_write")}
     lane_words = np.zeros(n)
     steps = np.zeros(n)
     bw = effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz)
     stall = np.zeros(n)
-    runs_any = np.zeros(n, dtype=bool)
     capacity = np.asarray(d.ifmap_sram_kib, dtype=np.int64) * 1024
     misfit = [""] * n
-    for lanes in np.unique(cols).tolist():
+    for lanes in np.unique(cols[cols > 0]).tolist():
         at = cols == lanes
         for op, count in vector_ops:
             plan = vector_plan(op, lanes)
             if isinstance(plan, str):
                 continue
-            runs_any |= at
             need = row_bytes(plan)
             label = " ".join(filter(None, (op.kind, op.name)))
             for i in np.flatnonzero(at & (capacity < need)).tolist():
@@ -137,7 +138,8 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
         "vector_sram": (bytes_["sram_read"] + bytes_["sram_write"]) * sram_pj,
         "vector_dram": (bytes_["dram_read"] + bytes_["dram_write"]) * dram_pj_per_byte(d.dram, energy.dram_pj_per_byte),
     }
-    area = np.where(runs_any, unit_um2(cols) * 1e-6 * (np.asarray(d.tech_nm, dtype=np.float64) / _REF_NM) ** 2, 0.0)
+    # the unit's area on every design that carries it (the RTL builds it whatever the workload)
+    area = np.where(cols > 0, unit_um2(cols) * 1e-6 * (np.asarray(d.tech_nm, dtype=np.float64) / _REF_NM) ** 2, 0.0)
     latency = (busy + stall) / (np.asarray(d.clock_mhz, dtype=np.float64) * 1e6)
     return VectorColumns(busy, stall, bytes_["dram_read"], bytes_["dram_write"], bytes_["sram_read"],
                          bytes_["sram_write"], parts, area, latency, energy.leakage_density(d.tech_nm, vdd), misfit)

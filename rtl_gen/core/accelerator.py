@@ -173,6 +173,11 @@ class Accelerator(wiring.Component):
         lay = self.layout
         sdc = {"sdc": Out(1), "sdc_count": Out(COUNT_BITS), "sdc_event": Out(1), "host_qcheck": In(1),
                "sdc_qevent": Out(1)} if config.checksum != "none" else {}
+        # the vector unit's ports into the ifmap (rtl_gen.soc.system; designs with vector_unit only)
+        iw, ia = lay.ifmap.width, lay.ifmap.addr_bits
+        vec = {"vec_rd_addr": In(ia), "vec_rd_data": Out(iw), "vec_rd2_addr": In(ia), "vec_rd2_data": Out(iw),
+               "vec_we": In(1), "vec_wr_addr": In(ia), "vec_wr_data": In(iw),
+               "host_irdata": Out(iw)} if config.vector_unit else {}
         super().__init__(
             {
                 "host_sel": In(2),
@@ -202,6 +207,7 @@ class Accelerator(wiring.Component):
                 "done": Out(1),
                 "cycles": Out(CYCLES_BITS),
                 **sdc,
+                **vec,
             }
         )
 
@@ -321,6 +327,8 @@ class Accelerator(wiring.Component):
                 if geo.name == "ifmap" and self.can_move:  # a MOVE's requantised word, lane for lane
                     with m.If(self.move_we):
                         m.d.comb += [wp.addr.eq(self.move_addr), wp.data.eq(self.host_qdata[bits]), wp.en.eq(1)]
+                if geo.name == "ifmap" and cfg.vector_unit:
+                    self._vector_ports(m, mem, bits)
                 ctl = controls[lane]
                 rp = mem.read_port()
                 m.d.comb += [rp.addr.eq(ctl[:-1]), rp.en.eq(ctl[-1])]
@@ -389,6 +397,17 @@ class Accelerator(wiring.Component):
         if cfg.checksum != "none":
             self._checksum(m, array, strobes[-1], busy)
         return m
+
+    def _vector_ports(self, m: Module, mem: memory.Memory, bits: slice) -> None:
+        """One ifmap bank's ports for the vector unit: its two operand reads and its result write
+        (a write port of its own, so a LOAD into the ifmap may overlap it), and the read a STORE
+        of the ifmap takes (at ``host_addr``, one cycle like the ofmap's)."""
+        for addr, data in ((self.vec_rd_addr, self.vec_rd_data), (self.vec_rd2_addr, self.vec_rd2_data),
+                           (self.host_addr, self.host_irdata)):
+            rp = mem.read_port()
+            m.d.comb += [rp.addr.eq(addr), rp.en.eq(1), data[bits].eq(rp.data)]
+        wp = mem.write_port()
+        m.d.comb += [wp.addr.eq(self.vec_wr_addr), wp.data.eq(self.vec_wr_data[bits]), wp.en.eq(self.vec_we)]
 
     def _window_reads(self, m: Module, ctrl: Controller, base: Value, geo: BufferGeometry) -> tuple[Value, Value]:
         """The x buffer's word address and read enable: the controller's packed address plus the

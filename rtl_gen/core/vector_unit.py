@@ -75,7 +75,7 @@ class VectorUnit(wiring.Component):
         a = addr_bits
         super().__init__({
             "start": In(1), "kind": In(4), "src": In(a), "src2": In(a), "dst": In(a), "rows": In(16),
-            "words": In(16), "n": In(24), "qrows": In(16), "params": In(32 * NPARAMS),
+            "words": In(24), "n": In(24), "qrows": In(16), "params": In(32 * NPARAMS),
             "busy": Out(1), "done": Out(1), "cycles": Out(32),
             "rd_en": Out(1), "rd_addr": Out(a), "rd_data": In(8 * lanes), "rd2_addr": Out(a), "rd2_data": In(8 * lanes),
             "wr_en": Out(1), "wr_addr": Out(a), "wr_data": Out(8 * lanes),
@@ -86,7 +86,7 @@ class VectorUnit(wiring.Component):
         lanes, a = self.lanes, self.addr_bits
         # -- registers of the op, sampled at start
         kind, src, src2, dst = Signal(4), Signal(a), Signal(a), Signal(a)
-        rows, words, n, qrows = Signal(16), Signal(16), Signal(24), Signal(16)
+        rows, words, n, qrows = Signal(16), Signal(24), Signal(24), Signal(16)
         p = [Signal(signed(32), name=f"p{i}") for i in range(NPARAMS)]
         sampled = [kind.eq(self.kind), src.eq(self.src), src2.eq(self.src2), dst.eq(self.dst), rows.eq(self.rows),
                    words.eq(self.words), n.eq(self.n), qrows.eq(self.qrows),
@@ -111,10 +111,10 @@ class VectorUnit(wiring.Component):
         rec = Signal(32)
 
         # -- the pass engine: issue (t), compute (t + 1), reduce or write (t + 2)
-        t = Signal(17)
+        t = Signal(25)
         issue = Signal()
-        s1_live, s1_w = Signal(), Signal(16)
-        s2_live, s2_w = Signal(), Signal(16)
+        s1_live, s1_w = Signal(), Signal(24)
+        s2_live, s2_w = Signal(), Signal(24)
         m.d.comb += [self.rd_addr.eq(src + row_off + t), self.rd2_addr.eq(src2 + row_off + t), self.rd_en.eq(issue)]
         m.d.sync += [s1_live.eq(issue), s1_w.eq(t), s2_live.eq(s1_live), s2_w.eq(s1_w)]
 
@@ -127,7 +127,7 @@ class VectorUnit(wiring.Component):
         for lane in range(lanes):
             x = self.rd_data[8 * lane:8 * lane + 8].as_signed()
             y = self.rd2_data[8 * lane:8 * lane + 8].as_signed()
-            k = Signal(40, name=f"k{lane}")
+            k = Signal(48, name=f"k{lane}")
             m.d.comb += k.eq(s1_w * lanes + lane)
             ok = (k < n) & ~(is_soft & (p[5] >= 0) & (k > qpos + p[5]))
 

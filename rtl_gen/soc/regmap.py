@@ -194,6 +194,7 @@ class ErrorCode(enum.IntEnum):
     AXI_ERROR = 4
     QUEUE_OVERFLOW = 5
     CONV_WINDOW = 6
+    VECTOR = 7
     SDC = 8
 
 
@@ -206,6 +207,8 @@ _ERROR_DOCS = {
     ErrorCode.QUEUE_OVERFLOW: "a program longer than the command queue",
     ErrorCode.CONV_WINDOW: "a WINDOW command with a zero field, or a window run addressing a word outside the ifmap "
                            "(not read)",
+    ErrorCode.VECTOR: "a malformed VECTOR command: vkind, vrows, vwords or vn out of range, an operand or output "
+                      "beyond the ifmap, or no slot left for its parameter block (vector-unit designs)",
     ErrorCode.SDC: "a RUN's checksum or a STORE/MOVE's output-stage check mismatched with SDC_CTRL.STOP set "
                    "(ERROR_PC: that command)",
 }

@@ -3,12 +3,14 @@
 Commands and their encoding: :mod:`accel_dse.commands`. On ``start`` the sequencer checks the
 queue registers (length at most ``depth``, base aligned to the AXI data width), reads the whole
 program with the load DMA into its command memory, then decodes one command per slot and
-issues it to its unit (the DMA engines, the on-chip move engine or the array) once the unit is
-idle and the waits it names are met. The DMA unit is the load and store engines and the move
-engine together: one transfer at a time. On a bus of at most 32 bytes an entry of the command
-memory is one command (a DMA word of ``32 / data_bytes`` beats); on a wider one (``P =
-data_bytes / 32`` commands a beat) an entry is one beat, ``ceil(depth / P)`` entries, and
-command ``pc`` is slice ``pc % P`` of entry ``pc // P``.
+issues it to its unit (the DMA engines, the on-chip move engine, the array or, on a design
+with ``vector_unit``, the vector unit) once the unit is idle and the waits it names are met
+(a ``VECTOR`` is read with its parameter block, the next slot, through a second read port).
+The DMA unit is the load and store engines and the move engine together: one transfer at a
+time. On a bus of at most 32 bytes an entry of the command memory is one command (a DMA word
+of ``32 / data_bytes`` beats); on a wider one (``P = data_bytes / 32`` commands a beat) an
+entry is one beat, ``ceil(depth / P)`` entries, and command ``pc`` is slice ``pc % P`` of entry
+``pc // P``.
 
 Timing (``perf_model.program_timing`` states it for the model): ``start`` sampled at edge
 ``E0``; the fetch is a DMA load of ``len`` words of ``32 / data_bytes`` beats (``ceil(len /
@@ -18,8 +20,8 @@ the previous one was issued (the first in the cycle after the fetch ended) and d
 next; it is issued at the end of the first decode cycle in which it is not blocked (its unit's
 ``busy`` and its waits are sampled in that cycle). A unit issued at edge ``E_d`` with
 ``n`` cycles of work is busy from cycle ``d + 1`` to ``d + n``. After the last command the
-sequencer waits until both units are idle: ``done`` is a one-cycle pulse in the first cycle
-both are, and ``busy`` falls at that cycle's edge. The cycle counters count every cycle from
+sequencer waits until every unit is idle: ``done`` is a one-cycle pulse in the first cycle
+all are, and ``busy`` falls at that cycle's edge. The cycle counters count every cycle from
 ``E0`` to that edge (total), those in which the array is busy (compute), and those in which
 it is not (stall).
 """
@@ -39,6 +41,7 @@ from accel_dse.commands import (
     ERROR_OPCODE,
     ERROR_QUEUE,
     ERROR_SDC,
+    ERROR_VECTOR,
     ERROR_WINDOW,
     FIELDS,
     MAX_AXI_DATA_BYTES,
@@ -49,6 +52,7 @@ from accel_dse.commands import (
     queue_entry_commands,
 )
 from accel_dse.errors import ConfigError
+from accel_dse.vector_isa import VECTOR_CODES
 from rtl_gen.soc.axi import ADDR_BITS
 from rtl_gen.soc.dma import TRANSFER_BITS
 from rtl_gen.soc.move import MOVE_FIELDS
@@ -82,6 +86,11 @@ class Sequencer(wiring.Component):
         output_check: the core checks its output stage (``checksum = "detect"``): an input
             ``sdc_qevent`` (a requantised word mismatched) that counts like ``sdc_event`` and
             belongs to the last STORE or MOVE issued (``SDC_PC``, ``ERROR_PC``).
+        vector_lanes: lanes of the design's vector unit (``ArrayConfig.vector_lanes``; 0: none, and
+            a ``VECTOR`` is ``ERROR_OPCODE``). With a unit: the ``vec`` port (one ``VECTOR`` at a
+            time, its parameter block read from the next queue slot through a second read port in
+            the same cycle), the unit's ``busy`` waited on like the other units', and a ``STORE``
+            of the ifmap allowed (``buffer`` 0 without ``requant``, ifmap beats).
 
     A ``WINDOW`` command writes the window registers (passed to every ``RUN``, which latches them
     at its start) in its decode cycle and takes no unit; one with a zero ``stride``,
@@ -92,7 +101,8 @@ class Sequencer(wiring.Component):
 
     def __init__(self, *, data_bytes: int, depth: int, load_beats: tuple[int, int, int, int],
                  store_beats: tuple[int, int], depths: tuple[int, int, int, int], buf_addr_bits: int,
-                 max_beats: int, can_move: bool = True, can_window: bool = False, output_check: bool = False) -> None:
+                 max_beats: int, can_move: bool = True, can_window: bool = False, output_check: bool = False,
+                 vector_lanes: int = 0) -> None:
         if data_bytes > MAX_AXI_DATA_BYTES:
             raise ConfigError(f"AXI data bytes must be at most {MAX_AXI_DATA_BYTES}, not {data_bytes}")
         self.data_bytes = data_bytes
@@ -103,6 +113,7 @@ class Sequencer(wiring.Component):
         self.can_move = can_move
         self.can_window = can_window
         self.output_check = output_check
+        self.vector_lanes = vector_lanes
         self.per_entry = queue_entry_commands(data_bytes)  # commands per queue entry (P)
         self.cmd_beats = max(1, COMMAND_BYTES // data_bytes)  # beats per queue entry
         transfer = {
@@ -132,6 +143,11 @@ class Sequencer(wiring.Component):
                    for name in WINDOW_FIELDS},
             })),
             **({"sdc_qevent": In(1)} if output_check else {}),
+            **({"vec": Out(wiring.Signature({
+                "start": Out(1), "kind": Out(4), "src": Out(buf_addr_bits), "src2": Out(buf_addr_bits),
+                "dst": Out(buf_addr_bits), "rows": Out(16), "words": Out(24), "n": Out(24), "qrows": Out(16),
+                "params": Out(8 * COMMAND_BYTES), "busy": In(1),
+            }))} if vector_lanes else {}),
         })
 
     def elaborate(self, platform: object) -> Module:  # noqa: C901 - one FSM, read top to bottom
@@ -151,6 +167,22 @@ class Sequencer(wiring.Component):
         op = _field(cmd, "opcode")
         dma_busy = self.ld.busy | self.st.busy | self.mv.busy
         run_busy = self.run.busy
+        vector = bool(self.vector_lanes)
+        vec_busy: Value = self.vec.busy if vector else Const(0)
+        is_vector = op == Opcode.VECTOR
+        if vector:  # the VECTOR's parameter block: the next slot, read in the same cycle
+            rp2 = queue.read_port()
+            nxt = Signal(32)
+            m.d.comb += [nxt.eq(pc + 1), rp2.addr.eq(nxt[sel:sel + ceil_log2(entries)])]
+            params = rp2.data.word_select(nxt[:sel], 8 * COMMAND_BYTES) if per > 1 else rp2.data
+            vrows, vwords = _field(cmd, "vrows"), _field(cmd, "vwords")
+            span = Signal(64)
+            m.d.comb += span.eq(vrows * vwords)
+            ifmap_depth = self.depths[Buffer.IFMAP]
+            vector_bad = is_vector & (
+                (_field(cmd, "vkind") == 0) | (_field(cmd, "vkind") > len(VECTOR_CODES)) | (vrows == 0) | (vwords == 0)
+                | (_field(cmd, "vn") == 0) | (_field(cmd, "vn") > vwords * self.vector_lanes) | (pc + 1 >= length)
+                | Cat(*(_field(cmd, name) + span > ifmap_depth for name in ("vsrc", "vsrc2", "vdst"))).any())
         axi_err = (self.ld.axi_error & ~self.ld.busy) | (self.st.axi_error & ~self.st.busy)
         win_err = self.run.window_error & ~run_busy
         is_window = op == Opcode.WINDOW
@@ -180,10 +212,14 @@ class Sequencer(wiring.Component):
         move_bad = (rows != 0) & (words != 0) & ((last >= self.depths[Buffer.OFMAP])
                                                  | (dst_last >= self.depths[Buffer.IFMAP]))
         store_bad = (op == Opcode.STORE) & (buffer != Buffer.OFMAP)
+        if self.vector_lanes:  # a STORE reads the ofmap, or (vector designs) the ifmap without requantising
+            store_bad = store_bad & ~((buffer == Buffer.IFMAP) & ~_field(cmd, "requant"))
         requant = _field(cmd, "requant")
         lb = self.load_beats
         load_beats = Mux(buffer == 0, lb[0], Mux(buffer == 1, lb[1], Mux(buffer == 2, lb[2], lb[3])))
         store_beats = Mux(requant, self.store_beats[1], self.store_beats[0])
+        if self.vector_lanes:
+            store_beats = Mux(buffer == Buffer.IFMAP, lb[0], store_beats)
         is_transfer = (op == Opcode.LOAD) | (op == Opcode.STORE)
         uses_dma = is_transfer | is_move
         run_pc = Signal(32)  # the last RUN issued
@@ -194,10 +230,12 @@ class Sequencer(wiring.Component):
         sdc_add: Value = self.sdc_event + self.sdc_qevent if self.output_check else Const(1)
         sdc_stop_now = Signal()  # a checksum mismatch that stops the program (below)
         blocked = Signal()
-        m.d.comb += blocked.eq(
-            Mux(uses_dma, dma_busy, 0) | ((op == Opcode.RUN) & run_busy)
-            | ((op == Opcode.SYNC) & (dma_busy | run_busy))
-            | (_field(cmd, "wait_dma") & dma_busy) | (_field(cmd, "wait_run") & run_busy) | sdc_stop_now)
+        blocking: Value = (Mux(uses_dma, dma_busy, 0) | ((op == Opcode.RUN) & run_busy)
+                           | ((op == Opcode.SYNC) & (dma_busy | run_busy))
+                           | (_field(cmd, "wait_dma") & dma_busy) | (_field(cmd, "wait_run") & run_busy) | sdc_stop_now)
+        if vector:  # the vector unit: its own commands, SYNC and wait_vec wait for it
+            blocking = blocking | (((op == Opcode.SYNC) | is_vector | _field(cmd, "wait_vec")) & vec_busy)
+        m.d.comb += blocked.eq(blocking)
 
         window_we = Signal()  # a WINDOW command is issued this cycle
         error_code = Signal(4)
@@ -244,6 +282,11 @@ class Sequencer(wiring.Component):
             self.run.y_base.eq(_field(cmd, "y_base")), self.run.o_base.eq(_field(cmd, "o_base")),
             self.run.window.eq(_field(cmd, "window")),
         ]
+        if vector:
+            transfer_fields += [self.vec.kind.eq(_field(cmd, "vkind")), self.vec.src.eq(_field(cmd, "vsrc")),
+                                self.vec.src2.eq(_field(cmd, "vsrc2")), self.vec.dst.eq(_field(cmd, "vdst")),
+                                self.vec.rows.eq(vrows), self.vec.words.eq(vwords), self.vec.n.eq(_field(cmd, "vn")),
+                                self.vec.qrows.eq(_field(cmd, "vqrows")), self.vec.params.eq(params)]
         for name in WINDOW_FIELDS:  # the window registers, written by WINDOW commands
             reg = Signal.like(getattr(self.run, name), name=f"window_{name}")
             m.d.comb += getattr(self.run, name).eq(reg)
@@ -291,8 +334,12 @@ class Sequencer(wiring.Component):
                 with m.Elif(win_err | (is_window & window_bad)):
                     m.d.sync += fail(ERROR_WINDOW)
                     m.next = "FAIL"
-                with m.Elif((op == 0) | (op > Opcode.WINDOW) | (is_move & int(not self.can_move)) | window_run_bad):
+                with m.Elif((op == 0) | (op > (Opcode.VECTOR if vector else Opcode.WINDOW))
+                            | (is_move & int(not self.can_move)) | window_run_bad):
                     m.d.sync += fail(ERROR_OPCODE)
+                    m.next = "FAIL"
+                with m.Elif(vector_bad if vector else Const(0)):
+                    m.d.sync += fail(ERROR_VECTOR)
                     m.next = "FAIL"
                 with m.Elif((is_transfer & (out_of_range | store_bad)) | (is_move & move_bad)):
                     m.d.sync += fail(ERROR_BUFFER)
@@ -313,10 +360,18 @@ class Sequencer(wiring.Component):
                     if self.output_check:
                         with m.If((op == Opcode.STORE) | is_move):
                             m.d.sync += q_pc.eq(pc)
-                    m.d.sync += pc.eq(pc + 1)
-                    m.next = "READ"
-                    with m.If(pc + 1 == length):
-                        m.next = "DRAIN"
+                    if vector:  # a VECTOR takes its parameter block's slot too
+                        m.d.comb += self.vec.start.eq(is_vector)
+                        step = Mux(is_vector, 2, 1)
+                        m.d.sync += pc.eq(pc + step)
+                        m.next = "READ"
+                        with m.If(pc + step >= length):
+                            m.next = "DRAIN"
+                    else:
+                        m.d.sync += pc.eq(pc + 1)
+                        m.next = "READ"
+                        with m.If(pc + 1 == length):
+                            m.next = "DRAIN"
                 sdc_fail()
             with m.State("DRAIN"):
                 with m.If(axi_err):
@@ -325,13 +380,14 @@ class Sequencer(wiring.Component):
                 with m.Elif(win_err):
                     m.d.sync += fail(ERROR_WINDOW)
                     m.next = "FAIL"
-                with m.Elif(~dma_busy & ~run_busy & ~sdc_stop_now):
+                with m.Elif(~dma_busy & ~run_busy & ~sdc_stop_now & ~vec_busy if vector
+                            else ~dma_busy & ~run_busy & ~sdc_stop_now):
                     m.d.comb += self.done.eq(1)
                     m.d.sync += running.eq(0)
                     m.next = "IDLE"
                 sdc_fail()
             with m.State("FAIL"):
-                with m.If(~dma_busy & ~run_busy):
+                with m.If(~dma_busy & ~run_busy & ~vec_busy if vector else ~dma_busy & ~run_busy):
                     m.d.comb += self.error.eq(1)
                     m.d.sync += running.eq(0)
                     m.next = "IDLE"

@@ -5,7 +5,9 @@ port becomes the DMA's port into the buffers) with the load and store DMA engine
 (``rtl_gen.soc.dma``) on one AXI4 manager port ``m_axi_*`` and the command sequencer
 (``rtl_gen.soc.sequencer``), controlled through the AXI4-Lite register block ``s_axil_*``
 (``rtl_gen.soc.csr``, map in ``rtl_gen.soc.regmap``: start, status, error, queue base and length,
-cycle counters, interrupt enable and status) with the level interrupt ``irq``. Ports::
+cycle counters, interrupt enable and status) with the level interrupt ``irq``. A design with
+``vector_unit`` adds the vector unit (``rtl_gen.core.vector_unit``) on the ifmap buffer, run by
+``VECTOR`` commands. Ports::
 
     m_axi_*    AXI4 manager, data width ``accel_dse.commands.axi_data_bytes``, one ID
     s_axil_*   AXI4-Lite subordinate, 32-bit data, 12-bit address
@@ -34,6 +36,7 @@ from accel_dse.config import ArrayConfig, Dataflow
 from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.output_stage import param_fields
 from rtl_gen.core.pe import Fault
+from rtl_gen.core.vector_unit import VectorUnit
 from rtl_gen.soc.axi import axi4_channels, axi4_signature
 from rtl_gen.soc.csr import ControlRegisters
 from rtl_gen.soc.dma import DmaLoad, DmaStore
@@ -81,11 +84,15 @@ class AxiAccelerator(wiring.Component):
         outstanding: bursts in flight per DMA engine.
         core: the compute core (default ``Accelerator(config, fault=fault)``; the hierarchical
             Verilog export passes one built from row-group blackboxes).
+        vector_factory: builds the vector unit of a design with ``vector_unit`` from ``lanes`` and
+            ``addr_bits`` (default :class:`~rtl_gen.core.vector_unit.VectorUnit`; tests pass a broken one).
     """
 
     def __init__(self, config: ArrayConfig, *, fault: Fault | None = None, queue_depth: int = QUEUE_DEPTH,
-                 outstanding: int = OUTSTANDING, core: Accelerator | None = None) -> None:
+                 outstanding: int = OUTSTANDING, core: Accelerator | None = None,
+                 vector_factory: Callable[..., wiring.Component] = VectorUnit) -> None:
         self.config = config
+        self.vector_factory = vector_factory
         self.fault = fault
         self.core = core if core is not None else Accelerator(config, fault=fault)
         self.data_bytes = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
@@ -128,7 +135,8 @@ class AxiAccelerator(wiring.Component):
             data_bytes=self.data_bytes, depth=self.queue_depth,
             load_beats=(b["ifmap"], b["weight"], b["ofmap"], b["qparam"]), store_beats=(b["ofmap"], b["requant"]),
             depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats, can_move=core.can_move,
-            can_window=cfg.dataflow is Dataflow.WS, output_check="sdc_qevent" in core.signature.members)
+            can_window=cfg.dataflow is Dataflow.WS, output_check="sdc_qevent" in core.signature.members,
+            vector_lanes=cfg.vector_lanes)
         m.submodules.move = mv = MoveEngine(latency=STORE_LATENCIES[1], src_bits=addr_bits, dst_bits=addr_bits)
 
         # AXI: the load engine drives AR/R, the store engine AW/W/B.
@@ -167,6 +175,9 @@ class AxiAccelerator(wiring.Component):
         m.d.comb += seq.mv.busy.eq(mv.busy)
         m.d.comb += [seq.cmd_we.eq(ld.word_we), seq.cmd_addr.eq(ld.word_addr), seq.cmd_data.eq(ld.word)]
 
+        if cfg.vector_unit:
+            self._vector_unit(m, core, seq, lay.ifmap.addr_bits)
+
         # The array.
         run = seq.run
         m.d.comb += [core.start.eq(run.start), core.m.eq(run.m), core.k.eq(run.k), core.n.eq(run.n),
@@ -202,7 +213,22 @@ class AxiAccelerator(wiring.Component):
             st.word.eq(Mux(st.requanting, core.host_qdata,
                            _lanes(core.host_rdata, ab, raw_lane, cfg.cols, signed_extend=True))),
         ]
+        if cfg.vector_unit:  # a STORE of the ifmap: its words as they are loaded
+            with m.If(seq.buffer == Buffer.IFMAP):
+                m.d.comb += st.word.eq(core.host_irdata)
         return m
+
+    def _vector_unit(self, m: Module, core: Accelerator, seq: Sequencer, addr_bits: int) -> None:
+        """The vector unit (``rtl_gen.core.vector_unit``) on the ifmap: its ``VECTOR`` commands from
+        the sequencer, its operand reads and result writes through the core's ``vec_*`` ports."""
+        m.submodules.vector = vec = self.vector_factory(lanes=self.config.vector_lanes, addr_bits=addr_bits)
+        ctl = seq.vec
+        m.d.comb += [vec.start.eq(ctl.start), vec.kind.eq(ctl.kind), vec.src.eq(ctl.src), vec.src2.eq(ctl.src2),
+                     vec.dst.eq(ctl.dst), vec.rows.eq(ctl.rows), vec.words.eq(ctl.words), vec.n.eq(ctl.n),
+                     vec.qrows.eq(ctl.qrows), vec.params.eq(ctl.params), ctl.busy.eq(vec.busy),
+                     core.vec_rd_addr.eq(vec.rd_addr), vec.rd_data.eq(core.vec_rd_data),
+                     core.vec_rd2_addr.eq(vec.rd2_addr), vec.rd2_data.eq(core.vec_rd2_data),
+                     core.vec_we.eq(vec.wr_en), core.vec_wr_addr.eq(vec.wr_addr), core.vec_wr_data.eq(vec.wr_data)]
 
     def _qparam_lane(self, lane: Value) -> Value:
         """A 16-byte DRAM qparam lane -> the output stage's parameter fields (low bits first)."""
@@ -224,7 +250,8 @@ def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], 
     depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
     seq = {"data_bytes": soc.data_bytes, "depth": 2, "load_beats": (b["ifmap"], b["weight"], b["ofmap"], b["qparam"]),
            "store_beats": (b["ofmap"], b["requant"]), "depths": depths, "buf_addr_bits": common["buf_addr_bits"],
-           "max_beats": soc.max_beats, "can_move": soc.core.can_move, "can_window": config.dataflow is Dataflow.WS}
+           "max_beats": soc.max_beats, "can_move": soc.core.can_move, "can_window": config.dataflow is Dataflow.WS,
+           **({"vector_lanes": config.vector_lanes} if config.vector_unit else {})}
     move = {"latency": STORE_LATENCIES[1], "src_bits": common["buf_addr_bits"], "dst_bits": common["buf_addr_bits"]}
     csr = {"rows": config.rows, "cols": config.cols, "dataflow": config.dataflow, "axi_data_bytes": soc.data_bytes,
            "ifmap_depth": lay.ifmap.depth, "weight_depth": lay.weight.depth, "ofmap_depth": lay.ofmap.depth,

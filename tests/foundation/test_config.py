@@ -104,17 +104,31 @@ def test_config_hash_is_sha256_of_canonical_json():
     # dram and checksum at their neutral defaults ("none") are left out, so designs hashed
     # before the fields existed keep their hash; a named memory or a checksum is part of it.
     c = ArrayConfig(rows=16, cols=8, dataflow="os", clock_mhz=700)
-    without_new = {k: v for k, v in c.to_dict().items() if k not in ("dram", "checksum", "weight_format", "act_format")}
+    without_new = {k: v for k, v in c.to_dict().items() if k not in ("dram", "checksum", "weight_format", "act_format",
+                                                                   "vector_unit")}
     assert c.to_dict()["dram"] == "none" and c.to_dict()["checksum"] == "none"
     assert c.config_hash == _sha12(without_new)
     assert len(c.config_hash) == 12
     formats = ("weight_format", "act_format")  # left out while both are int of input_bits
     named = dataclasses.replace(c, dram="hbm2e")
     assert named.config_hash == _sha12({k: v for k, v in named.to_dict().items()
-                                        if k not in ("checksum", *formats)}) != c.config_hash
+                                        if k not in ("checksum", "vector_unit", *formats)}) != c.config_hash
     checked = dataclasses.replace(c, checksum="detect")
     assert checked.config_hash == _sha12({k: v for k, v in checked.to_dict().items()
-                                          if k not in ("dram", *formats)}) != c.config_hash
+                                          if k not in ("dram", "vector_unit", *formats)}) != c.config_hash
+    # vector_unit: left out while false (every design hashed before it keeps its hash), part of it when true
+    vec = dataclasses.replace(c, vector_unit=True)
+    assert vec.config_hash == _sha12({k: v for k, v in vec.to_dict().items()
+                                      if k not in ("dram", "checksum", *formats)}) != c.config_hash
+    assert vec.vector_lanes == 16 and c.vector_lanes == 0  # the ifmap word's lanes: R for OS
+    assert dataclasses.replace(vec, dataflow="is").vector_lanes == 8  # C for IS
+
+
+def test_vector_unit_needs_int8_operands():
+    with pytest.raises(ConfigError, match="vector_unit needs int8 operands"):
+        ArrayConfig(rows=4, cols=4, input_bits=16, acc_bits=32, vector_unit=True)
+    with pytest.raises(ConfigError, match="vector_unit must be true or false, not 1"):
+        ArrayConfig(rows=4, cols=4, vector_unit=1)
 
 
 def test_checksum_values_are_checked():

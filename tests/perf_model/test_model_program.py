@@ -98,3 +98,40 @@ def test_the_axi_width_is_the_bandwidth_as_a_bus(bw, want):
     assert commands.axi_data_bytes(256, 128, 8, bw) == want  # up to 1024 bits, AXI4's widest
     assert commands.axi_data_bytes(64, 64, 8, bw) == min(want, 64)  # 64 bytes a row: beats of at most 64
     assert commands.axi_data_bytes(12, 64, 8, bw) == min(want, 4)  # 12 bytes a row: 4-byte beats
+
+
+def test_a_vector_command_round_trips_and_its_parameter_block_is_the_next_slot():
+    cmd = Command.make(Opcode.VECTOR, wait_dma=1, wait_vec=1, vkind=9, vsrc=0xFFFFFFFF, vsrc2=7, vdst=123,
+                       vrows=0xFFFF, vwords=(1 << 24) - 1, vn=(1 << 24) - 1, vqrows=0xFFFF)
+    raw = encode(cmd)
+    assert decode(raw) == cmd
+    word = int.from_bytes(raw, "little")
+    assert word & 0xF == 7 and (word >> 31) & 1 == 1 and (word >> 8) & 0xF == 9  # opcode, wait_vec, vkind
+    block = Command.make(Opcode.VECTOR_PARAMS, vp0=0xFFFFFFFF, vp7=5)
+    assert int.from_bytes(encode(block), "little") == 0xFFFFFFFF | 5 << 224  # no opcode bits: all parameters
+    assert commands.ERROR_VECTOR == 7 and commands.ERROR_NAMES[7].startswith("vector command malformed")
+
+
+def test_the_wait_bits_overlap_no_field_of_any_command():
+    """wait_dma, wait_run and wait_vec are read on every command: no opcode may use their bits."""
+    waits = {commands.FIELDS[name][0] for name in ("wait_dma", "wait_run", "wait_vec")}
+    for opcode, names in commands._PER_OP.items():
+        if opcode == Opcode.VECTOR_PARAMS:
+            continue  # never decoded as a command
+        for name in names:
+            lsb, width = commands.FIELDS[name]
+            assert not waits & set(range(lsb, lsb + width)), (opcode, name)
+
+
+def test_the_walk_times_a_vector_command_on_its_own_unit():
+    """A VECTOR and its block take one issue; the unit is busy ``1 + rows * (passes * (words + 2) +
+    scalar)`` cycles (GELU, one row of 8 words: 11); a RUN with wait_vec waits for it, a LOAD does not."""
+    config = dataclasses.replace(SMALL, vector_unit=True)
+    vec = Command.make(Opcode.VECTOR, vkind=5, vrows=1, vwords=8, vn=16, vqrows=1)
+    block = Command.make(Opcode.VECTOR_PARAMS)
+    load = Command.make(Opcode.LOAD, buffer=Buffer.WEIGHT, rows=1, words=1, word_step=1)
+    run = Command.make(Opcode.RUN, wait_vec=1, m=1, k=1, n=1)
+    t = program_timing.program_cycles(config, [vec, block, load, run])
+    assert t.vector == 11 and len(t.issue) == 3
+    assert t.issue[1] == t.issue[0] + program_timing.ISSUE_CYCLES  # the LOAD overlaps the unit
+    assert t.issue[2] == t.issue[0] + 11 + 1  # the RUN waits until the unit is idle

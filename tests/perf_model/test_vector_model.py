@@ -3,6 +3,7 @@ work named with its reason, a row that does not fit the buffer, and a workload w
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 import perf_model
 from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_design
+from accel_dse.errors import ModelError
 from perf_model.vector_timing import vector_cycles, vector_plan
 from workloads import Gemm, VectorOp, Workload
 
@@ -43,7 +45,8 @@ def _workload() -> Workload:
 
 
 def test_evaluate_charges_the_vector_ops():
-    config = load_design("edge")
+    bare = load_design("edge")
+    config = dataclasses.replace(bare, vector_unit=True)
     w = _workload()
     plain = perf_model.evaluate(config, Workload(name="w", ops=w.ops))
     r = perf_model.evaluate(config, w)
@@ -52,7 +55,7 @@ def test_evaluate_charges_the_vector_ops():
     assert r.total["vector_cycles"] == busy
     assert r.total["compute_cycles"] == plain.total["compute_cycles"]
     assert r.total["total_cycles"] >= plain.total["total_cycles"] + busy
-    assert r.total["area_mm2"] > plain.total["area_mm2"]  # the unit's area
+    assert r.total["area_mm2"] == plain.total["area_mm2"]  # the unit's area: the design's, whatever it runs
     assert r.total["energy_pj"] > plain.total["energy_pj"]
     assert r.total["dram_read_bytes"] == plain.total["dram_read_bytes"] + 2 * LN.elements + GELU.elements
     assert [v["kind"] for v in r.vector_ops] == ["layernorm", "gelu"]
@@ -60,11 +63,22 @@ def test_evaluate_charges_the_vector_ops():
                             "reason": "rope: the vector unit holds no cos/sin tables"}]
     assert plain.total["vector_cycles"] == 0 and plain.vector_ops == [] and plain.host_work == []
     assert plain.total["energy_breakdown"]["vector"] == 0
+    # without the unit: no vector cycles, no unit area, every vector op named as host work
+    none = perf_model.evaluate(bare, w)
+    assert none.total["vector_cycles"] == 0 and none.vector_ops == []
+    assert none.total["area_mm2"] == perf_model.evaluate(bare, Workload(name="w", ops=w.ops)).total["area_mm2"]
+    assert [(h["kind"], h["runs"], h["elements"]) for h in none.host_work] == [
+        ("layernorm", 2, 2 * LN.elements), ("gelu", 1, GELU.elements), ("rope", 3, 3 * ROPE.elements)]
+    assert "no vector unit" in none.host_work[0]["reason"]
+    # the unit's area is charged on a design that carries it, whatever the workload
+    assert plain.total["area_mm2"] > none.total["area_mm2"]
 
 
 def test_evaluate_designs_agrees_with_evaluate():
     w = _workload()
-    configs = [load_design("edge"), ArrayConfig(rows=8, cols=8), ArrayConfig(rows=32, cols=16, tech_nm=7)]
+    configs = [dataclasses.replace(load_design("edge"), vector_unit=True),
+               ArrayConfig(rows=8, cols=8, vector_unit=True),
+               ArrayConfig(rows=32, cols=16, tech_nm=7, vector_unit=True)]
     table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs(configs), w)
     for i, config in enumerate(configs):
         r = perf_model.evaluate(config, w)
@@ -78,7 +92,7 @@ def test_evaluate_designs_agrees_with_evaluate():
 
 
 def test_a_row_that_does_not_fit_is_infeasible():
-    config = ArrayConfig(rows=16, cols=16, ifmap_sram_kib=1)
+    config = ArrayConfig(rows=16, cols=16, ifmap_sram_kib=1, vector_unit=True)
     r = perf_model.evaluate(config, _workload())
     assert r.status == "infeasible"
     assert r.reason == ("vector op layernorm ln: a row of 768 elements needs 1536 bytes of ifmap buffer, "
@@ -91,7 +105,24 @@ def test_a_row_that_does_not_fit_is_infeasible():
 def test_builtins_leave_only_rope_and_pools(spec):
     import workloads
 
-    r = perf_model.evaluate(load_design("edge"), workloads.resolve(spec))
+    r = perf_model.evaluate(dataclasses.replace(load_design("edge"), vector_unit=True), workloads.resolve(spec))
     assert r.status == "ok" and r.total["vector_cycles"] > 0
     assert {h["kind"] for h in r.host_work} <= {"rope", "maxpool", "avgpool"}
     assert np.isfinite(r.total["energy_pj"])
+
+
+def test_the_sweep_can_search_the_vector_unit():
+    """A space may name ``vector_unit`` as a choice; the vectorised model prices both values: the
+    unit's cycles and area where it is, host work (no cycles, no area) where it is not."""
+    import workloads
+    from accel_dse.search.space.space_file import parse_space
+
+    space = parse_space({"name": "v", "objectives": ["edp"], "workloads": [{"spec": "bert_base:seq=16"}],
+                         "params": {"rows": 8, "cols": 8, "vector_unit": [True, False]}})
+    assert [p.field for p in space.free_params] == ["vector_unit"]
+    d = perf_model.DesignArrays.from_columns(rows=8, cols=8, vector_unit=np.array([True, False]))
+    table = perf_model.evaluate_designs(d, workloads.resolve("bert_base:seq=16"))
+    assert table.vector_cycles[0] > 0 and table.vector_cycles[1] == 0
+    assert table.area_mm2[0] > table.area_mm2[1]
+    with pytest.raises(ModelError, match="vector_unit"):
+        perf_model.DesignArrays.from_columns(rows=8, cols=8, input_bits=16, acc_bits=32, vector_unit=True)

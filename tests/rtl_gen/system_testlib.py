@@ -108,13 +108,13 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
 def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, latency: int = 7, limit: int = 400_000,
               queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0, queue_depth: int = 256,
               rate: Fraction | None = None, fault: Any = None, sdc_stop: bool = False,
-              force: Callable[[Any], tuple[Any, int, int]] | None = None) -> SocRun:
+              force: Callable[[Any], tuple[Any, int, int]] | None = None, **soc: Any) -> SocRun:
     """Run ``prog`` from the DRAM ``image`` (bytes, a whole number of beats) on the SoC; the counters,
     the DRAM after it and the walk's timing (:func:`run_soc`). ``fault``: a PE fault (``rtl_gen.Fault``);
-    ``sdc_stop``: the value of ``SDC_CTRL.STOP``."""
+    ``sdc_stop``: the value of ``SDC_CTRL.STOP``; ``soc``: more arguments of ``AxiAccelerator``."""
     W = prog.data_bytes
     dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=queue_depth, fault=fault,
-                    stall_seed=stall_seed, rate=None if rate is None else (rate.numerator, rate.denominator))
+                    stall_seed=stall_seed, rate=None if rate is None else (rate.numerator, rate.denominator), **soc)
     if len(prog.chunks) > 1:
         model = gemm_program_cycles(config, prog, latency=latency, rate=rate)
     else:

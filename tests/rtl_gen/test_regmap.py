@@ -62,7 +62,7 @@ def test_bits_of_the_flag_registers():
     }
     codes = {code: value for code, value, _ in CONTROL_REGMAP["ERROR_CODE"].field("CODE").enum}
     assert codes == {"NONE": 0, "BAD_OPCODE": 1, "BUFFER_RANGE": 2, "DRAM_ADDRESS": 3, "AXI_ERROR": 4,
-                     "QUEUE_OVERFLOW": 5, "CONV_WINDOW": 6, "SDC": 8}  # 7 is allocated to the vector unit
+                     "QUEUE_OVERFLOW": 5, "CONV_WINDOW": 6, "VECTOR": 7, "SDC": 8}
 
 
 def _defines(text: str) -> dict[str, int]:

@@ -95,7 +95,7 @@ def test_show_json_lists_vector_ops_as_host_work(run_cli):
 def test_vector_records_add_the_vector_units_work_and_leave_the_matrix_ops_alone():
     w = workloads.resolve("bert_base:seq=16")
     bare = dataclasses.replace(w, vector_ops=(), vector_counts=(), vector_after=())
-    config = load_design("tiny")
+    config = dataclasses.replace(load_design("tiny"), vector_unit=True)
     a, b = perf_model.evaluate(config, w), perf_model.evaluate(config, bare)
     assert a.to_dict()["ops"] == b.to_dict()["ops"]  # the matrix ops' figures do not change
     vector = a.to_dict()["vector_ops"]
@@ -130,8 +130,16 @@ def test_bad_workload_vector_fields():
     assert (w.vector_counts, w.vector_after, add.elements, add.rows) == ((1,), (1,), 4, 1)
 
 
-def test_evaluate_lists_vector_ops_with_their_cycles(run_cli):
-    code, out, _ = run_cli("evaluate", "--design", "tiny", "--workload", "bert_base:seq=16", "--json")
+def _with_unit(path, preset: str) -> str:
+    """A design file: ``preset`` with ``vector_unit = true``."""
+    path.write_text("[design]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in
+                                          {**load_design(preset).to_dict(), "vector_unit": True}.items()))
+    return str(path)
+
+
+def test_evaluate_lists_vector_ops_with_their_cycles(run_cli, tmp_path):
+    design = _with_unit(tmp_path / "tiny_vec.toml", "tiny")
+    code, out, _ = run_cli("evaluate", "--design", design, "--workload", "bert_base:seq=16", "--json")
     assert code == 0
     data = json.loads(out)
     assert data["host_work"] == []  # every vector op of the encoder runs on the vector unit
@@ -142,7 +150,7 @@ def test_evaluate_lists_vector_ops_with_their_cycles(run_cli):
         assert v["cycles"] > 0
     assert by_kind == {"softmax": [1, 12 * 16 * 16], "add": [2, 2 * 16 * 768], "layernorm": [2, 2 * 16 * 768],
                        "gelu": [1, 16 * 3072]}
-    code, out, _ = run_cli("evaluate", "--design", "tiny", "--workload", "bert_base:seq=16")
+    code, out, _ = run_cli("evaluate", "--design", design, "--workload", "bert_base:seq=16")
     table = out[out.index("vector ops, on the vector unit"):]
     kinds = [line.split()[0] for line in table.splitlines()[3:3 + len(data["vector_ops"])]]
     assert sorted(set(kinds)) == ["add", "gelu", "layernorm", "softmax"]

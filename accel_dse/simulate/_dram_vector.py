@@ -1,0 +1,100 @@
+"""The vector ops of a workload on chip (DRAM path of ``simulate``, designs with ``vector_unit``).
+
+Each vector op the unit runs (``perf_model.vector_timing.vector_plan``) becomes a program of its
+own (``perf_model.compiler.vector.vector_program``: LOAD its operands into the ifmap, VECTOR,
+STORE its output from the ifmap) on seeded random int8 operands, checked against the op's JAX
+integer definition (``workloads._int_ops``) bit for bit, its total cycles against the walk's
+(``perf_model.program_timing``). ``--scale`` keeps the op's first rows (a row op's first rows of
+its first head; an element-wise op's first rows of its last axis), and so does the ifmap: the
+operands and the output of one op must fit it together (:func:`scaled_op` names what it kept).
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from accel_dse.config import ArrayConfig
+from accel_dse.simulate._dram_image import pack_tensor, program_image
+from accel_dse.simulate._dram_program import layout_dict
+
+__all__ = ["scaled_op", "vector_jobs"]
+
+
+def scaled_op(design: ArrayConfig, op: Any, scale: float) -> tuple[Any, str]:
+    """``op`` with its rows cut to ``scale`` and to what the ifmap holds, or ``(None, reason)``.
+
+    The shape becomes ``(1, ..., 1, rows, n)``: the first ``rows`` rows of its last axis ``n``
+    (of the first head: a causal softmax keeps its query positions).
+    """
+    import dataclasses
+
+    from perf_model.compiler.vector import ifmap_words
+    from perf_model.vector_timing import vector_plan
+
+    plan = vector_plan(op, design.vector_lanes)
+    if isinstance(plan, str):
+        return None, plan
+    n = op.shape[-1]
+    rows = math.prod(op.shape[:-1]) if op.kind not in ("softmax",) else (op.shape[-2] if len(op.shape) > 1 else 1)
+    words = math.ceil(n / design.vector_lanes)
+    fit = ifmap_words(design) // (words * (plan.operands + 1))
+    keep = min(max(1, math.ceil(rows * scale)), fit)
+    if keep < 1:
+        return None, f"{op.kind}: a row of {n} elements does not fit the ifmap with its operands"
+    shape = (*([1] * (len(op.shape) - 2)), keep, n) if len(op.shape) >= 2 else (n,)
+    return dataclasses.replace(op, shape=shape, out_shape=None), ""
+
+
+def _reference(op: Any, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Seeded int8 operands of ``op`` and its JAX integer output."""
+    from perf_model.vector_timing import vector_plan
+    from workloads import _int_ops
+
+    two = vector_plan(op, 1)
+    operands = 2 if not isinstance(two, str) and two.operands == 2 else 1
+    x = rng.integers(-128, 128, op.shape, dtype=np.int8)
+    y = rng.integers(-128, 128, op.shape, dtype=np.int8) if operands == 2 else None
+    args = (x,) if y is None else (x, y)
+    out = np.asarray(_int_ops._run(op.kind, dict(op.params), *args)).astype(np.int64)
+    return x, y, out
+
+
+def vector_jobs(design: ArrayConfig, vector_ops: list[tuple[str, Any]], scale: float, seed: int, first: int,
+                latency: int, job_type: Any) -> tuple[list[Any], list[dict[str, Any]], dict[str, np.ndarray],
+                                                       list[str]]:
+    """Jobs (``job_type``: ``DramJob``), op entries of the program's meta, images and notes for
+    ``vector_ops`` (``(name, VectorOp)``), numbered from ``first``."""
+    import perf_model
+    from perf_model.compiler.vector import vector_program
+
+    jobs, metas, images, notes = [], [], {}, []
+    index = first
+    for name, op in vector_ops:
+        small, reason = scaled_op(design, op, scale)
+        if small is None:
+            notes.append(f"vector op {name} ({op.kind}) not simulated: {reason}")
+            continue
+        prog = vector_program(design, [small])
+        rng = np.random.default_rng([seed, index])
+        x, y, ref = _reference(small, rng)
+        t = prog.tensors
+        tensors = {"x0": pack_tensor(t["x0"], x.astype(np.int64).reshape(t["x0"].shape))}
+        if y is not None:
+            tensors["y0"] = pack_tensor(t["y0"], y.astype(np.int64).reshape(t["y0"].shape))
+        images[f"img_{index}_0"] = program_image(prog, tensors)
+        timing = perf_model.program_cycles(design, prog.commands, latency=latency, rate=perf_model.dram_rate(design))
+        metas.append({"name": name, "a_src": -1, "on_chip": False, "vector": small.kind,
+                      "instances": [{"chunks": [[prog.queue_base + a * 32, b - a] for a, b in prog.chunks],
+                                     "limit": 4 * timing.total + 10_000, "a": layout_dict(t["x0"]),
+                                     "c": layout_dict(t["z0"])}]})
+        z = t["z0"]
+        rows, n = z.shape
+        scaled = {"m": math.prod(op.shape[:-1]), "batch": 1} if small.shape != op.shape else None
+        jobs.append(job_type(index, name, SimpleNamespace(m=rows, k=0, n=n), scaled,
+                             ref.reshape(1, rows, n), z, 0, timing.total, timing.stall, 0, 8))
+        index += 1
+    return jobs, metas, images, notes

@@ -1,0 +1,61 @@
+# amaranth: UnusedElaboratable=no
+"""One program for a GEMM -> GELU -> GEMM network on ``tiny`` with the vector unit (Amaranth's
+simulator): the first GEMM's requantised output MOVEd into the ifmap, the GELU run there in place,
+the second GEMM reading it in place; the network's output bit-exact against JAX (the GEMMs'
+references through ``workloads.output_stage`` with the integer GELU between), and the total
+cycles of the one program equal to the walk's."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from system_testlib import run_image
+
+import workloads
+from accel_dse.designs import load_design
+from accel_dse.errors import ModelError
+from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
+from perf_model.compiler.network import compile_network
+from workloads import _int_ops as io
+from workloads.ops import Gemm, Requant
+from workloads.vector_ops import VectorOp
+
+TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
+GELU = VectorOp(kind="gelu", shape=(1,), params=tuple(io.GELU_PARAMS.items()))
+
+
+def _gemms() -> list[Gemm]:
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
+    return [Gemm(m=6, k=12, n=8, name="up", requant=rq), Gemm(m=6, k=8, n=4, name="down", requant=rq)]
+
+
+def test_gemm_gelu_gemm_runs_as_one_program_bit_exact_in_the_walks_cycles():
+    gemms = _gemms()
+    prog = compile_network(TINY, gemms, [GELU])
+    assert [c.opcode for c in prog.commands].count(7) == 1  # one VECTOR, in the one queue-load
+    assert prog.chunks == ((0, len(prog.commands)),)
+    a = np.asarray(workloads.reference(gemms[0], 0).a).astype(np.int64)
+    bs = [np.asarray(workloads.reference(g, i + 1).b).astype(np.int64) for i, g in enumerate(gemms)]
+    q1 = np.asarray(workloads.output_stage(a @ bs[0], gemms[0].requant)).astype(np.int64)
+    g = np.asarray(io.gelu(q1.astype(np.int8))).astype(np.int64)
+    want = np.asarray(workloads.output_stage(g @ bs[1], gemms[1].requant)).astype(np.int64)
+    t = prog.tensors
+    tensors = {"a0": pack_tensor(t["a0"], a)}
+    for i, gemm in enumerate(gemms):
+        tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], bs[i])
+        tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(gemm.requant, gemm.n))
+    run = run_image(TINY, prog, program_image(prog, tensors))
+    assert run.error_code == 0
+    got = unpack_tensor(t["c1"], run.dram[t["c1"].base:])
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+
+
+def test_a_link_the_unit_cannot_run_in_place_is_refused():
+    add = VectorOp(kind="add", shape=(1,), params=tuple(io.add_params(1 / 16, 1 / 16, 1 / 16).items()))
+    with pytest.raises(ModelError, match="link 0: a add cannot run in place"):
+        compile_network(TINY, _gemms(), [add])
+    with pytest.raises(ModelError, match="has no vector unit"):
+        compile_network(load_design("tiny"), _gemms(), [GELU])

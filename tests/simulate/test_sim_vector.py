@@ -1,0 +1,70 @@
+"""simulate runs a workload's vector ops on the design's vector unit (designs with ``vector_unit``),
+from DRAM through the command queue, bit-exact against their JAX integer definitions and in the
+walk's total cycles; what the unit cannot run is named as host work; a design without the unit
+runs none of them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from accel_dse.designs import load_design
+from accel_dse.simulate import simulate
+from workloads import Gemm, VectorOp, Workload
+from workloads import _int_ops as io
+
+TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
+
+
+def _op(kind: str, shape: tuple[int, ...], params: dict[str, int], axis: int | None = None, name: str = "") -> VectorOp:
+    return VectorOp(kind=kind, shape=shape, axis=axis, params=tuple(params.items()), name=name)
+
+
+WORKLOAD = Workload(
+    name="vec", ops=(Gemm(m=8, k=16, n=8, name="proj"),),
+    vector_ops=(_op("gelu", (8, 40), io.GELU_PARAMS, name="act"),
+                _op("layernorm", (1, 4, 40), io.norm_params(40, 1e-5), axis=2, name="ln"),
+                _op("softmax", (1, 2, 4, 8), io.softmax_params(0.5, 0), axis=3, name="scores"),
+                _op("silu", (6, 12), {"gated": 1}, name="gate"),
+                _op("rope", (1, 1, 4, 8), {"start": 0, "theta": 10000}, name="rope")),
+    vector_counts=(1, 2, 1, 1, 1), vector_after=(1, 1, 1, 1, 1))
+
+
+def test_the_vector_ops_run_on_the_unit_bit_exact_in_the_walks_cycles(sim_cache):
+    report = simulate(TINY, WORKLOAD, simulator="icarus", work_dir=sim_cache)
+    by_name = {op.name: op for op in report.ops}
+    assert set(by_name) == {"proj", "vector/act", "vector/ln", "vector/scores", "vector/gate"}
+    for name in ("vector/act", "vector/ln", "vector/scores", "vector/gate"):
+        op = by_name[name]
+        assert op.status == "pass", (name, op.reason)
+        assert op.mismatches == 0 and op.total_cycles_match and op.cycles_total_rtl > 0
+        assert op.cycles_rtl == op.cycles_model == 0  # the array idles: the unit's cycles are in the total
+    assert by_name["vector/ln"].gemm == {"m": 4, "k": 0, "n": 40, "batch": 1}  # four rows of 40
+    assert any(note.startswith("vector op rope: host work") for note in report.notes), report.notes
+    data = json.loads(json.dumps(report.to_dict()))  # what --json prints
+    assert [op["name"] for op in data["ops"]][1:] == ["vector/act", "vector/ln", "vector/scores", "vector/gate"]
+
+
+def test_a_design_without_the_unit_runs_only_the_matrix_ops(sim_cache):
+    report = simulate(load_design("tiny"), WORKLOAD, simulator="icarus", work_dir=sim_cache)
+    assert [op.name for op in report.ops] == ["proj"]
+    assert report.ops[0].status == "pass"
+
+
+def test_a_gemm_gelu_gemm_network_runs_from_one_program(sim_cache):
+    """The matrix ops chain and the GELU sits on their link: one program, no host step between the
+    ops, the network's output bit-exact and its total cycles the walk's."""
+    from workloads.ops import Requant
+
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
+    wl = Workload(name="net", ops=(Gemm(m=6, k=12, n=8, name="up", requant=rq),
+                                   Gemm(m=6, k=8, n=4, name="down", requant=rq)),
+                  vector_ops=(_op("gelu", (6, 8), io.GELU_PARAMS, name="act"),), vector_counts=(1,),
+                  vector_after=(1,))
+    report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.name == "network" and op.status == "pass", op.reason
+    assert op.mismatches == 0 and op.total_cycles_match
+    assert op.gemm == {"m": 6, "k": 12, "n": 4, "batch": 1}
+    assert report.network is not None and report.network["final_output"]["match"]
+    assert any(note.startswith("one program for the whole network") for note in report.notes), report.notes
