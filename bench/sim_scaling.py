@@ -57,9 +57,6 @@ def main() -> int:
     parser.add_argument("--hier-blocks", default=None,
                         help="comma-separated module suffixes built as hierarchical blocks (default: "
                         "accel_dse.simulate._build.HIER_BLOCK_SUFFIXES), e.g. _row or _row,_block")
-    parser.add_argument("--opt-fast", default=None,
-                        help="C++ optimisation of Verilator's per-cycle code (make's OPT_FAST, e.g. -O1; "
-                        "default: Verilator's own)")
     parser.add_argument("--work-dir", help="keep builds here (default: a fresh temporary directory)")
     args = parser.parse_args()
     repo = Path(args.repo or Path(__file__).resolve().parent.parent).resolve()
@@ -71,8 +68,6 @@ def main() -> int:
 
     if args.hier_min_pes is not None:
         _build.HIER_MIN_PES = args.hier_min_pes
-    if args.opt_fast is not None:
-        _build.VERILATOR_ARGS = (*_build.VERILATOR_ARGS, "-MAKEFLAGS", f"OPT_FAST={args.opt_fast}")
     if args.hier_blocks is not None:
         _build.HIER_BLOCK_SUFFIXES = tuple(args.hier_blocks.split(","))
     print(f"repo {repo}; {os.cpu_count()} CPUs; load average {_load()}; hierarchical blocks "
