@@ -56,7 +56,8 @@ SHARED_MODULE_SUFFIXES: tuple[str, ...] = ()
 #: row blocks; works, results identical) shrank the 128x128 top's C++ from 24 MB to 14 MB but not
 #: the build (154 CPU-s, load ~12; 125 CPU-s row-only in an earlier sitting: the per-column skew,
 #: control and output-stage logic left in the top dominates) and on 32x32 changed neither the
-#: build (45 vs 47 CPU-s) nor the speed beyond the noise (``bench/sim_scaling.py --hier-blocks``).
+#: build (45 vs 47 CPU-s; the nested build's row C++ was a ccache hit from the first) nor the speed
+#: beyond the noise (``bench/sim_scaling.py --hier-blocks``).
 HIER_BLOCK_SUFFIXES: tuple[str, ...] = ("_row",)
 
 #: Smallest array (rows x cols) built with hierarchical blocks; smaller ones build flat.
