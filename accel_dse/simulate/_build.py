@@ -53,11 +53,11 @@ SHARED_MODULE_SUFFIXES: tuple[str, ...] = ()
 #: (``bench/sim_scaling.py``, load ~11): build 31 CPU-s instead of 175, simulation about a third
 #: fewer cycles per CPU-second (each row is a model of its own, called through DPI wrappers).
 #: The block of rows (``"_block"``, 32 rows and more) as a hierarchical block too (nested, it holds
-#: row blocks; works, results identical) shrank the 128x128 top's C++ from 24 MB to 14 MB but not
-#: the build (154 CPU-s, load ~12; 125 CPU-s row-only in an earlier sitting: the per-column skew,
-#: control and output-stage logic left in the top dominates) and on 32x32 changed neither the
-#: build (45 vs 47 CPU-s; the nested build's row C++ was a ccache hit from the first) nor the speed
-#: beyond the noise (``bench/sim_scaling.py --hier-blocks``).
+#: row blocks; works, results identical on a 32x4) shrank the 128x128 top's C++ from 24 MB to 14 MB
+#: and, the same day (load 9-12), its build from 202 to 154 CPU-s (493 / 616 s wall) at the same
+#: speed (845 / 883 cycles per CPU-s); on 32x32 45 vs 47 CPU-s (its row C++ a ccache hit). Not yet
+#: the default: measured once, and the test of it builds a 32-row design
+#: (``bench/sim_scaling.py --hier-blocks _row,_block``).
 HIER_BLOCK_SUFFIXES: tuple[str, ...] = ("_row",)
 
 #: Smallest array (rows x cols) built with hierarchical blocks; smaller ones build flat.
