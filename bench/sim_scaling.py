@@ -3,9 +3,10 @@
 Per array size: the SoC simulation block (``rtl_gen.system_verilog``, what ``simulate`` and
 ``verify`` build) of the ``edge`` preset reshaped to ``RxC`` (dataflow and buffers as given) is
 built from scratch in a fresh work directory (ccache holds only the Verilator runtime and any
-identical object), then one GEMM runs from DRAM; printed: build wall seconds, simulated clock
-cycles per wall second of the simulator, CPU seconds of build and run, and the 1-minute load average
-before and after each figure (the machine is shared; compare figures taken in the same run).
+identical object), then one GEMM runs from DRAM; printed: build wall seconds, the accelerator's
+clock cycles (its CYCLES_TOTAL, equal to the model's; the clock cycles a backdoor spends loading
+DRAM are not counted) per wall second of the testbench, CPU seconds of build and run, and the
+1-minute load average before and after each figure (the machine is shared; compare figures taken in the same run).
 The op then runs a second time on the cached build, and the CPU seconds of that run (simulator
 and testbench processes) give cycles per CPU-second, the figure least bent by the load.
 
@@ -53,6 +54,9 @@ def main() -> int:
     parser.add_argument("--hier-min-pes", type=int, default=None,
                         help="build arrays of at least this many PEs with hierarchical row blocks "
                         "(default: accel_dse.simulate._build.HIER_MIN_PES; 0 always, a huge number never)")
+    parser.add_argument("--hier-blocks", default=None,
+                        help="comma-separated module suffixes built as hierarchical blocks (default: "
+                        "accel_dse.simulate._build.HIER_BLOCK_SUFFIXES), e.g. _row or _row,_block")
     parser.add_argument("--work-dir", help="keep builds here (default: a fresh temporary directory)")
     args = parser.parse_args()
     repo = Path(args.repo or Path(__file__).resolve().parent.parent).resolve()
@@ -64,7 +68,10 @@ def main() -> int:
 
     if args.hier_min_pes is not None:
         _build.HIER_MIN_PES = args.hier_min_pes
-    print(f"repo {repo}; {os.cpu_count()} CPUs; load average {_load()}; hierarchical row blocks from "
+    if args.hier_blocks is not None:
+        _build.HIER_BLOCK_SUFFIXES = tuple(args.hier_blocks.split(","))
+    print(f"repo {repo}; {os.cpu_count()} CPUs; load average {_load()}; hierarchical blocks "
+          f"{getattr(_build, 'HIER_BLOCK_SUFFIXES', ())} from "
           f"{getattr(_build, 'HIER_MIN_PES', 'never (not in this checkout)')} PEs")
     for text in args.sizes.split(","):
         rows, cols = _size(text)
@@ -91,11 +98,12 @@ def main() -> int:
             run_cpu = _child_cpu() - cpu1
             print(f"{rows}x{cols} {args.dataflow}: build {report.build_seconds:.1f} s wall"
                   f"{' (cached)' if report.build_cached else ''}, {cpu - run_cpu:.0f} CPU-s; {spec}: "
-                  f"{op.status}, {op.tiles} runs, {t['sim_cycles']:,} cycles in {t['sim_seconds']:.1f} s: "
-                  f"{t['sim_cycles'] / max(t['sim_seconds'], 1e-9):,.0f} cycles/s wall; rerun on the cached "
-                  f"build {again.ops[0].status}: {run_cpu:.1f} CPU-s, "
-                  f"{t['sim_cycles'] / max(run_cpu, 1e-9):,.0f} cycles per CPU-s (includes the testbench's "
-                  f"setup); load {load0} -> {_load()}", flush=True)
+                  f"{op.status}, {op.tiles} runs, {op.cycles_total_rtl:,} accelerator cycles ({t['sim_cycles']:,} "
+                  f"clock cycles simulated, backdoor included) in {t['sim_seconds']:.1f} s: "
+                  f"{op.cycles_total_rtl / max(t['sim_seconds'], 1e-9):,.0f} accelerator cycles/s wall; rerun on "
+                  f"the cached build {again.ops[0].status}: {again.ops[0].sim_seconds:.1f} s in the testbench, "
+                  f"{run_cpu:.1f} CPU-s in all, {op.cycles_total_rtl / max(run_cpu, 1e-9):,.0f} accelerator cycles "
+                  f"per CPU-s (includes the testbench's start-up); load {load0} -> {_load()}", flush=True)
         finally:
             if not args.work_dir:
                 shutil.rmtree(work, ignore_errors=True)

@@ -33,24 +33,28 @@ def main() -> int:
     parser.add_argument("--max-ops", type=int, default=None)
     parser.add_argument("--work-dir", default=None)
     parser.add_argument("--skip-scaled", action="store_true")
+    parser.add_argument("--storage", default=None, help="verify this study instead of sweeping a new one "
+                        "(with --study)")
+    parser.add_argument("--study", default="bench")
     args = parser.parse_args()
 
     from accel_dse.verify import verify_top
 
     tmp = Path(tempfile.mkdtemp(prefix="accel-dse-verify-bench-"))
-    url = f"sqlite:///{tmp / 'study.db'}"
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "accel_dse", "sweep", "--space", args.space, "--trials", str(args.trials),
-                    "--storage", url, "--study", "bench", "--quiet", "--seed", "0"], check=True,
-                   stdout=subprocess.DEVNULL)
-    print(f"sweep {args.space}, {args.trials} trials: {time.perf_counter() - start:.0f} s; load "
-          f"{os.getloadavg()[0]:.1f}", flush=True)
+    url = args.storage or f"sqlite:///{tmp / 'study.db'}"
+    if args.storage is None:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "accel_dse", "sweep", "--space", args.space, "--trials",
+                        str(args.trials), "--storage", url, "--study", args.study, "--quiet", "--seed", "0"],
+                       check=True, stdout=subprocess.DEVNULL)
+        print(f"sweep {args.space}, {args.trials} trials: {time.perf_counter() - start:.0f} s; load "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
     work = args.work_dir or str(tmp / "sim")
     passes = [("sampled", 1.0)] + ([] if args.skip_scaled else [("exhaustive", args.scale)])
     for mode, scale in passes:
         load0 = os.getloadavg()[0]
         start = time.perf_counter()
-        results = verify_top(url, "bench", args.top, scale=scale, mode=mode, jobs=args.jobs, work_dir=work,
+        results = verify_top(url, args.study, args.top, scale=scale, mode=mode, jobs=args.jobs, work_dir=work,
                              synth=False, max_ops=args.max_ops, timeout=None,
                              progress=lambda line: print(f"  {line}", file=sys.stderr, flush=True))
         wall = time.perf_counter() - start

@@ -82,10 +82,21 @@ class DramJob:
     sampled: Any = None  # a sampled check: accel_dse.simulate._sampled_check.SampledJob
 
 
-def dram_words(program: DramProgram) -> int:
-    """DRAM model words the images need: a power of two, at least 2**16 bytes' worth."""
+#: Smallest DRAM model per simulator, bytes. The memory's size is in the Verilog, so in the build's
+#: cache key: a Verilator build (minutes for a big array) gets one size large enough for every op
+#: of the usual networks (ResNet-18's largest image at full scale is a few MiB), so a design's
+#: simulator is built once for every op, GEMM shape and verify. Icarus builds in seconds and
+#: allocates its arrays in full, so it gets what the images need (at least 64 KiB).
+DRAM_MIN_BYTES = {"verilator": 1 << 24}
+_DRAM_MIN_BYTES_DEFAULT = 1 << 16
+
+
+def dram_words(program: DramProgram, simulator: str = "icarus") -> int:
+    """DRAM model words the images need on ``simulator``: a power of two, at least
+    :data:`DRAM_MIN_BYTES` of the simulator (default 64 KiB) worth."""
     W = int(program.meta["data_bytes"])
-    need = max([len(img) for img in program.images.values()] + [1 << 16])
+    need = max([len(img) for img in program.images.values()]
+               + [DRAM_MIN_BYTES.get(simulator, _DRAM_MIN_BYTES_DEFAULT)])
     return 1 << math.ceil(math.log2(-(-need // W)))
 
 
@@ -102,6 +113,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     """
     import perf_model
     import workloads
+    from rtl_gen.soc.sim_system import BACKDOOR
     from workloads._reference import channel_start
 
     W = perf_model.axi_data_bytes(design)
@@ -111,7 +123,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         job, entry, net_images = network_job(design, selected, network, scale, seed, DRAM_LATENCY, DramJob,
                                              operand_bits(design))
         return [job], DramProgram({"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs,
-                                   "results_dir": "", "ops": [entry], "host_convs": []}, net_images)
+                                   "results_dir": "", "ops": [entry], "host_convs": [], "backdoor": BACKDOOR},
+                                  net_images)
     jobs: list[DramJob] = []
     ops_meta: list[dict[str, Any]] = []
     images: dict[str, np.ndarray] = {}
@@ -200,7 +213,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         ops_meta += metas
         images.update(vector_images)
     meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta,
-            "host_convs": host_convs, "vector_notes": vector_notes}
+            "host_convs": host_convs, "vector_notes": vector_notes,
+            "backdoor": BACKDOOR}
     return jobs, DramProgram(meta, images)
 
 
@@ -323,7 +337,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     pace = f"one {W}-byte beat per cycle" if rate is None else \
         f"{W}-byte beats paced to {float(rate):g} bytes per cycle (the design's memory)"
     notes.append(f"from DRAM through AXI: DRAM model latency {DRAM_LATENCY} cycles, {pace}")
-    words = dram_words(program)
+    words = dram_words(program, sim.name)
     top = rtl_gen.sim_name(design, fault)
     say(f"generating Verilog for {top} (SoC block + {words * W >> 10} KiB DRAM model)")
     verilog = rtl_gen.system_verilog(design, fault=fault, dram=(DRAM_LATENCY, words),

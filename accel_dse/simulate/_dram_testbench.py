@@ -1,10 +1,11 @@
 """The cocotb testbench of the DRAM path: programs run from DRAM on the SoC block, like an SoC would.
 
-Per GEMM instance: the DRAM image is written through the DRAM model's backdoor (everything but
-the C region, which the program writes), the control registers are set over AXI4-Lite
+Per GEMM instance: the DRAM image is loaded into the DRAM model through its file backdoor
+(everything but the C region, which the program writes; one file, one clock cycle, not one per
+word: ``rtl_gen.soc.sim_system.with_file_backdoor``), the control registers are set over AXI4-Lite
 (IRQ_ENABLE, then per queue-load QUEUE_BASE, QUEUE_LEN and CTRL.START), the testbench sleeps until ``irq`` rises
 (no Python runs per clock cycle meanwhile), reads the counters and status, clears the
-interrupt and reads C back through the backdoor. A chained op's A is the previous op's
+interrupt and reads C back through the same backdoor. A chained op's A is the previous op's
 requantised C as the design wrote it, laid out anew here. The program comes in
 ``ACCEL_DSE_SIM_PROGRAM`` (:mod:`accel_dse.simulate._dram_program`). Like the host-port
 testbench, every signal is driven just after a falling edge.
@@ -44,6 +45,7 @@ class Board:
         self.W = int(meta["data_bytes"])
         self.period_ns = float(meta["clock_period_ns"])
         self.falling = FallingEdge(dut.clk)
+        self.backdoor = meta["backdoor"]
 
     def sig(self, name: str) -> Any:
         return getattr(self.dut, f"s_axil_{name}")
@@ -113,35 +115,49 @@ class Board:
         lo = await self.read(f"{name}_LO")
         return lo | await self.read(f"{name}_HI") << 32
 
+    async def _backdoor(self, cmd: str, lo: int = 0, hi: int = 0) -> None:
+        """One command of the DRAM model's file backdoor (``rtl_gen.soc.sim_system``): one clock."""
+        bd = self.backdoor
+        dram = self.dut.dram
+        getattr(dram, bd["lo"]).value = lo
+        getattr(dram, bd["hi"]).value = hi
+        getattr(dram, bd["cmd"]).value = int(bd[cmd])
+        await self.falling
+        getattr(dram, bd["cmd"]).value = 0
+
     async def poke(self, image: np.ndarray, skip: tuple[int, int], only: tuple[int, int] | None = None) -> None:
         """Write DRAM words of ``image`` (uint8) through the backdoor, except bytes ``skip`` (and,
-        with ``only``, only the words holding bytes ``only``)."""
+        with ``only``, only the words holding bytes ``only``): one file, loaded in one clock cycle."""
         W = self.W
         words = image[: len(image) // W * W].reshape(-1, W)
-        raw = words.tobytes()
         lo, hi = skip[0] // W, -(-skip[1] // W)
         first, end = (0, len(words)) if only is None else (only[0] // W, min(len(words), -(-only[1] // W)))
-        addr, data, we = self.dut.bd_addr, self.dut.bd_wdata, self.dut.bd_we
-        we.value = 1
-        for i in range(first, end):
-            if lo <= i < hi:
-                continue
-            addr.value = i
-            data.value = int.from_bytes(raw[i * W:(i + 1) * W], "little")
-            await self.falling
-        we.value = 0
+        runs = [(a, b) for a, b in ((first, min(end, lo)), (max(first, hi), end)) if a < b] if lo < hi else \
+            [(first, end)] if first < end else []
+        if not runs:
+            return
+        with open(self.backdoor["load_file"], "wb") as handle:
+            for a, b in runs:
+                handle.write(f"@{a:x}\n".encode())
+                digits = np.frombuffer(words[a:b, ::-1].tobytes().hex().encode(), np.uint8).reshape(b - a, 2 * W)
+                lines = np.full((b - a, 2 * W + 1), ord("\n"), np.uint8)
+                lines[:, :-1] = digits
+                handle.write(lines.tobytes())
+        await self._backdoor("load")
 
     async def peek(self, base: int, nbytes: int) -> np.ndarray:
-        """Bytes ``base .. base + nbytes`` of DRAM through the backdoor."""
+        """Bytes ``base .. base + nbytes`` of DRAM through the backdoor (one file, one clock cycle)."""
         W = self.W
-        out = bytearray()
-        addr = self.dut.bd_addr
-        for i in range(base // W, -(-(base + nbytes) // W)):
-            addr.value = i
-            await self.falling
-            out += int(self.dut.bd_rdata.value).to_bytes(W, "little")
-        skip = base - base // W * W
-        return np.frombuffer(bytes(out[skip:skip + nbytes]), np.uint8)
+        first, last = base // W, -(-(base + nbytes) // W) - 1
+        await self._backdoor("dump", first, last)
+        text = Path(self.backdoor["dump_file"]).read_text("ascii")
+        words = [w for line in text.splitlines() for w in line.split("//", 1)[0].split() if not w.startswith("@")]
+        if len(words) != last - first + 1:
+            raise BusError(f"the DRAM backdoor dumped {len(words)} words, not {last - first + 1}")
+        digits = "".join(w.rjust(2 * W, "0") for w in words).lower().replace("x", "0").replace("z", "0")
+        raw = np.frombuffer(bytes.fromhex(digits), np.uint8).reshape(-1, W)[:, ::-1].tobytes()
+        skip = base - first * W
+        return np.frombuffer(raw[skip:skip + nbytes], np.uint8)
 
 
 async def _instance(board: Board, image: np.ndarray, inst: dict[str, Any], a_bytes: np.ndarray | None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from amaranth import ClockDomain, ClockSignal, DomainRenamer, Module, ResetSignal, Signal
@@ -13,7 +14,13 @@ from rtl_gen.soc.axi import axi4_signature
 from rtl_gen.soc.dram_model import DramModel
 from rtl_gen.soc.system import AxiAccelerator, system_name
 
-__all__ = ["SimSystem", "sim_name"]
+__all__ = ["SimSystem", "sim_name", "with_file_backdoor", "BACKDOOR"]
+
+#: The file backdoor of the simulation top's DRAM model (:func:`with_file_backdoor`): registers
+#: ``cmd``, ``lo``, ``hi`` of module ``<top>.dram`` and the files (in the simulator's working
+#: directory) that command ``load`` reads and command ``dump`` writes at a clock edge.
+BACKDOOR = {"cmd": "bd_cmd", "lo": "bd_lo", "hi": "bd_hi", "load": 1, "dump": 2,
+            "load_file": "dram_load.hex", "dump_file": "dram_dump.hex"}
 
 
 def sim_name(config: ArrayConfig, fault: Fault | None = None) -> str:
@@ -74,3 +81,32 @@ class SimSystem(wiring.Component):
         return m
 
 
+
+
+def with_file_backdoor(verilog: str, top: str) -> str:
+    """``verilog`` of the simulation top ``top`` with a file backdoor added to its DRAM model.
+
+    At a rising clock edge with register ``bd_cmd`` (of module ``<top>.dram``) = ``load`` the
+    model's word array takes the words of ``dram_load.hex`` (``$readmemh``: hex words, one a
+    line, ``@<word address>`` lines between runs); with ``dump`` it writes words ``bd_lo ..
+    bd_hi`` to ``dram_dump.hex`` (``$writememh``). So a testbench loads and reads a whole image in
+    one clock cycle instead of one cycle a word through the ``bd_*`` port (see :data:`BACKDOOR`).
+    Simulation only; the design's own logic is untouched.
+
+    Raises:
+        RtlError: the DRAM model's array or clock is not where Yosys writes them.
+    """
+    from accel_dse.errors import RtlError
+
+    module = re.search(rf"^module \\{re.escape(top)}\.dram\s.*?^endmodule", verilog, re.M | re.S)
+    memory = re.compile(r"^(\s*reg \[\d+:0\] mem \[\d+:0\];\n)\s*always @\(posedge (\w+)\)", re.M)
+    found = memory.search(verilog, module.start(), module.end()) if module is not None else None
+    if found is None:
+        raise RtlError(f"no DRAM model array in the simulation top {top!r}")
+    b = BACKDOOR
+    block = (f"  reg [1:0] {b['cmd']} = 2'd0;\n  reg [31:0] {b['lo']} = 32'd0;\n  reg [31:0] {b['hi']} = 32'd0;\n"
+             f"  always @(posedge {found.group(2)}) begin\n"
+             f"    if ({b['cmd']} == 2'd{b['load']}) $readmemh(\"{b['load_file']}\", mem);\n"
+             f"    if ({b['cmd']} == 2'd{b['dump']}) $writememh(\"{b['dump_file']}\", mem, {b['lo']}, {b['hi']});\n"
+             "  end\n")
+    return verilog[:found.end(1)] + block + verilog[found.end(1):]

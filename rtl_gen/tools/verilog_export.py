@@ -131,7 +131,8 @@ def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tup
 
     With ``dram = (latency, words)`` the simulation top instead (:class:`~rtl_gen.soc.sim_system.SimSystem`,
     ``accel_sim_<hash>``: the SoC block with the DRAM model, paced to ``rate`` ``(num, den)`` bytes a
-    cycle when given: :class:`~rtl_gen.soc.dram_model.DramModel`). The compute core is the
+    cycle when given: :class:`~rtl_gen.soc.dram_model.DramModel`; with the testbench's file backdoor,
+    :func:`~rtl_gen.soc.sim_system.with_file_backdoor`). The compute core is the
     hierarchical export's (:func:`export_units`), so large arrays convert as fast.
 
     Raises:
@@ -147,8 +148,13 @@ def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tup
         top: wiring.Component = AxiAccelerator(config, fault=fault, core=core)  # type: ignore[arg-type]
     else:
         top = SimSystem(config, fault=fault, latency=dram[0], dram_words=dram[1], rate=rate, core=core)
-    return _joined([_convert(top, top.name)]  # type: ignore[attr-defined]
+    text = _joined([_convert(top, top.name)]  # type: ignore[attr-defined]
                    + [_convert(component, name) for name, component in units[1:]])
+    if dram is None:
+        return text
+    from rtl_gen.soc.sim_system import with_file_backdoor
+
+    return with_file_backdoor(text, top.name)  # type: ignore[attr-defined]
 
 
 def _joined(texts: list[str]) -> str:

@@ -32,3 +32,23 @@ def test_the_reset_port_feeds_only_the_reset_register() -> None:
     register = re.fullmatch(r"(\w+)\s*<=\s*rst;", rest[0]).group(1)
     assert re.search(rf"reg\s+{register}\s*=", body)  # a register, not a wire
     assert f".live_rst({register})" in body  # and it is what resets the design
+
+
+def test_the_dram_model_of_the_simulation_top_has_a_file_backdoor_and_the_export_has_none() -> None:
+    import pytest
+
+    from accel_dse.errors import RtlError
+    from rtl_gen.soc.sim_system import BACKDOOR, with_file_backdoor
+
+    design = load_design("tiny")
+    top = sim_name(design)
+    text = system_verilog(design, dram=(20, 64))
+    start = text.index(f"module \\{top}.dram ")
+    dram = text[start:text.index("endmodule", start)]
+    # one clocked block loads the load file into the model's word array, or dumps words lo..hi
+    assert f'$readmemh("{BACKDOOR["load_file"]}", mem);' in dram
+    assert f'$writememh("{BACKDOOR["dump_file"]}", mem, {BACKDOOR["lo"]}, {BACKDOOR["hi"]});' in dram
+    assert text.count("$readmemh") == text.count("$writememh") == 1
+    assert "$readmemh" not in system_verilog(design)  # the SoC block a user exports: no backdoor
+    with pytest.raises(RtlError, match="no DRAM model array"):
+        with_file_backdoor(system_verilog(design), top)
