@@ -56,6 +56,7 @@ class DesignArrays:
     checksum: np.ndarray  # carried, not used by the formulas
     weight_format: np.ndarray  # the operand formats: carried, not used by the formulas
     act_format: np.ndarray
+    vector_unit: np.ndarray  # carried, not used by the formulas
 
     @classmethod
     def from_columns(cls, **arrays):
