@@ -95,11 +95,11 @@ def test_exported_verilog_is_lint_clean(tmp_path: Path, preset: str, dataflow: s
     assert lint_verilog(path, top_name(config)) == []
 
 
-@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
-def test_the_soc_verilog_is_lint_clean(tmp_path: Path, dataflow: str) -> None:
+@pytest.mark.parametrize(("dataflow", "vector_unit"), [("ws", False), ("os", False), ("is", False), ("ws", True)])
+def test_the_soc_verilog_is_lint_clean(tmp_path: Path, dataflow: str, vector_unit: bool) -> None:
     from rtl_gen import system_name, system_verilog
 
-    config = _variant("tiny", dataflow)
+    config = dataclasses.replace(_variant("tiny", dataflow), vector_unit=vector_unit)
     path = tmp_path / "soc.v"
     path.write_text(system_verilog(config))
     assert lint_verilog(path, system_name(config)) == []
