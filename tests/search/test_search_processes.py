@@ -208,8 +208,10 @@ def postgres_url(tmp_path):
 @pytest.mark.postgres
 def test_postgresql_two_workers_one_killed(postgres_url, subprocess_env):
     url = postgres_url
+    # The slow worker's fourth evaluation never returns, so the trial seen running is still running
+    # when SIGKILL lands (without it, a loaded machine let that trial complete first: the test flaked).
     slow = _start(url, subprocess_env, "--sampler", "tpe", "--trials", "40", "--heartbeat", "1", "--seed", "1",
-                  delay=0.4)
+                  delay=0.4, hang_at=4)
     _wait_mid_trial(url, slow, completes=1)  # the study exists before the second worker starts
     fast = _start(url, subprocess_env, "--sampler", "tpe", "--trials", "40", "--heartbeat", "1", "--seed", "2",
                   delay=0.15)
@@ -217,11 +219,9 @@ def test_postgresql_two_workers_one_killed(postgres_url, subprocess_env):
     victim = _wait_mid_trial(url, slow, completes=4)
     slow.send_signal(signal.SIGKILL)
     slow.wait()
-    # Under load the observed trial may have finished before the kill landed: the victim is the
-    # trial the dead worker holds now (nobody else fails it within the heartbeat's grace period).
-    held = [t for t in _study(url).get_trials()
+    held = [t.number for t in _study(url).get_trials()
             if t.state == TrialState.RUNNING and t.user_attrs.get("pid") == slow.pid]
-    victim = held[0] if held else victim
+    assert held == [victim.number]  # nobody else fails it within the heartbeat's grace period
     before = _snapshot(_study(url))
     out, err = fast.communicate(timeout=180)
     assert fast.returncode == 0, err
