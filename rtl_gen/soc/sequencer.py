@@ -361,18 +361,13 @@ class Sequencer(wiring.Component):
                     if self.output_check:
                         with m.If((op == Opcode.STORE) | is_move):
                             m.d.sync += q_pc.eq(pc)
-                    if vector:  # a VECTOR takes its parameter block's slot too
+                    if vector:
                         m.d.comb += self.vec.start.eq(is_vector)
-                        step = Mux(is_vector, 2, 1)
-                        m.d.sync += pc.eq(pc + step)
-                        m.next = "READ"
-                        with m.If(pc + step >= length):
-                            m.next = "DRAIN"
-                    else:
-                        m.d.sync += pc.eq(pc + 1)
-                        m.next = "READ"
-                        with m.If(pc + 1 == length):
-                            m.next = "DRAIN"
+                    step = Mux(is_vector, 2, 1) if vector else 1  # a VECTOR takes its parameter block's slot too
+                    m.d.sync += pc.eq(pc + step)
+                    m.next = "READ"
+                    with m.If(pc + step >= length if vector else pc + 1 == length):
+                        m.next = "DRAIN"
                 sdc_fail()
             with m.State("DRAIN"):
                 with m.If(axi_err):
