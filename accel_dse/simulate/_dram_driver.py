@@ -117,14 +117,18 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     from workloads._reference import channel_start
 
     W = perf_model.axi_data_bytes(design)
+
+    def meta(ops: list[dict[str, Any]], host_convs: list[str], **more: Any) -> dict[str, Any]:
+        """The program's meta: what the testbench reads besides the images."""
+        return {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops,
+                "host_convs": host_convs, "backdoor": BACKDOOR, **more}
+
     if network is not None:
         from accel_dse.simulate._dram_network import network_job
 
         job, entry, net_images = network_job(design, selected, network, scale, seed, DRAM_LATENCY, DramJob,
                                              operand_bits(design))
-        return [job], DramProgram({"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs,
-                                   "results_dir": "", "ops": [entry], "host_convs": [], "backdoor": BACKDOOR},
-                                  net_images)
+        return [job], DramProgram(meta([entry], []), net_images)
     jobs: list[DramJob] = []
     ops_meta: list[dict[str, Any]] = []
     images: dict[str, np.ndarray] = {}
@@ -212,10 +216,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         jobs += more
         ops_meta += metas
         images.update(vector_images)
-    meta = {"data_bytes": W, "clock_period_ns": clock_period_ns, "regs": regs, "results_dir": "", "ops": ops_meta,
-            "host_convs": host_convs, "vector_notes": vector_notes,
-            "backdoor": BACKDOOR}
-    return jobs, DramProgram(meta, images)
+    return jobs, DramProgram(meta(ops_meta, host_convs, vector_notes=vector_notes), images)
 
 
 def _chain_programs(design: ArrayConfig, gemms: list[Any]) -> tuple[Any, Any]:
