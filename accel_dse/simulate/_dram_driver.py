@@ -324,7 +324,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
                      "GEMM-shaped")
     if convs:
         notes.append(f"{convs} conv op(s) run from NHWC activations in DRAM, kernel windows built on chip "
-                     "(one program per image; M is not scaled)")
+                     "(one program for all the op's images, which share its weights on chip; M is not scaled)")
     if chained and network is None:
         notes.append(f"on-chip reuse: {kept} of {len(jobs) - 1} link(s) kept in the ifmap (MOVE, read in place)"
                      if reuse else "on-chip reuse off: every op's output goes through DRAM")

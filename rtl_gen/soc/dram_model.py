@@ -22,6 +22,11 @@ the memory answers DECERR (reads return 0, writes are dropped). The ``bd_*`` por
 testbench's backdoor: ``bd_we`` writes ``bd_wdata`` to word ``bd_addr`` at the clock edge,
 ``bd_rdata`` is word ``bd_addr`` (combinational). ``stall_seed`` (tests of back-pressure) holds
 every channel back on pseudo-random cycles, so the timing above no longer holds.
+
+The simulation top (``rtl_gen.soc.sim_system``) adds a file backdoor around this model's word
+array: one clock loads a whole DRAM image from a hex file (``$readmemh``) or dumps a range of it
+(``$writememh``), so a testbench moves an image in a few clocks instead of one per word. It exists
+only in the simulation top: the exported design holds no DRAM model.
 """
 
 from __future__ import annotations
