@@ -3,7 +3,9 @@
 simulator): the first GEMM's requantised output MOVEd into the ifmap, the GELU run there in place,
 the second GEMM reading it in place; the network's output bit-exact against JAX (the GEMMs'
 references through ``workloads.output_stage`` with the integer GELU between), and the total
-cycles of the one program equal to the walk's."""
+cycles of the one program equal to the walk's. A residual block x -> GEMM -> GELU -> GEMM ->
+add(x) holds x in the ifmap while both GEMMs run and stores the add's output from the ifmap
+(WS and IS); without its VECTOR the output differs."""
 
 from __future__ import annotations
 
@@ -53,9 +55,53 @@ def test_gemm_gelu_gemm_runs_as_one_program_bit_exact_in_the_walks_cycles():
     assert run.total == run.model.total
 
 
+ADD = VectorOp(kind="add", shape=(1,), params=tuple(io.add_params(1 / 16, 1 / 32, 1 / 16).items()))
+
+
+def _residual(config, drop_add: bool = False):
+    """x (6x8) -> up 6x8x12 -> GELU -> down 6x12x8 -> add(x): the design's output and the reference."""
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
+    gemms = [Gemm(m=6, k=8, n=12, name="up", requant=rq), Gemm(m=6, k=12, n=8, name="down", requant=rq)]
+    prog = compile_network(config, gemms, [GELU, ADD])
+    opcodes = [c.opcode for c in prog.commands]
+    assert opcodes.count(7) == 2 and opcodes[0] == 1 and opcodes[-1] == 2  # LOAD x whole .. STORE from the ifmap
+    a = np.asarray(workloads.reference(gemms[0], 0).a).astype(np.int64)
+    bs = [np.asarray(workloads.reference(g, i + 1).b).astype(np.int64) for i, g in enumerate(gemms)]
+    h = np.asarray(io.gelu(np.asarray(workloads.output_stage(a @ bs[0], rq)).astype(np.int8)))
+    y = np.asarray(workloads.output_stage(h.astype(np.int64) @ bs[1], rq)).astype(np.int8)
+    want = np.asarray(io.add(y, a.astype(np.int8), scale_a=1 / 16, scale_b=1 / 32, scale_out=1 / 16)).astype(np.int64)
+    t = prog.tensors
+    tensors = {"a0": pack_tensor(t["a0"], a)}
+    for i, gemm in enumerate(gemms):
+        tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], bs[i])
+        tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(gemm.requant, gemm.n))
+    if drop_add:  # the add's VECTOR and its parameter block out (the STORE no longer waits for anything)
+        at = len(opcodes) - 1 - opcodes[::-1].index(7)
+        prog = dataclasses.replace(prog, commands=prog.commands[:at] + prog.commands[at + 2:],
+                                   chunks=((0, len(prog.commands) - 2),))
+    run = run_image(config, prog, program_image(prog, tensors))
+    assert run.error_code == 0
+    return unpack_tensor(t["c1"], run.dram[t["c1"].base:]), want, run
+
+
+@pytest.mark.parametrize("config", [TINY, dataclasses.replace(TINY, rows=4, cols=2, dataflow="is")],
+                         ids=["ws", "is"])
+def test_a_residual_block_runs_as_one_program_with_its_skip_held_on_chip(config):
+    got, want, run = _residual(config)
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+
+
+def test_the_residual_block_fails_without_its_add():
+    got, want, _ = _residual(TINY, drop_add=True)
+    assert (got != want).sum() > want.size // 2
+
+
 def test_a_link_the_unit_cannot_run_in_place_is_refused():
-    add = VectorOp(kind="add", shape=(1,), params=tuple(io.add_params(1 / 16, 1 / 16, 1 / 16).items()))
-    with pytest.raises(ModelError, match="link 0: a add cannot run in place"):
-        compile_network(TINY, _gemms(), [add])
+    mul = VectorOp(kind="mul", shape=(1,), params=(("shift", 4),))
+    with pytest.raises(ModelError, match="link 0: a mul cannot run in place"):
+        compile_network(TINY, _gemms(), [mul])
+    with pytest.raises(ModelError, match="second operand must be the input"):  # skip 6x12, output 6x4
+        compile_network(TINY, _gemms(), [None, ADD])
     with pytest.raises(ModelError, match="has no vector unit"):
         compile_network(load_design("tiny"), _gemms(), [GELU])
