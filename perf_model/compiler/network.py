@@ -1,15 +1,19 @@
 """One program for a network: GEMMs and the vector ops between them, activations on chip.
 
 A network here is a chain of requantised GEMMs (``perf_model.compiler.chain``: op ``i + 1``'s
-``A`` is op ``i``'s output) with, on any link (and after the last GEMM), one vector op applied to
-the producer's requantised output, in place:
+``A`` is op ``i``'s output) with, on any link (and after the last GEMM), vector ops applied in
+order to the producer's requantised output, in place:
 
 * an element-wise op of one operand (``relu``, ``relu6``, ``gelu``, ungated ``silu``);
 * a residual ``add`` (:data:`TWO_OPERAND`): its second operand is the input of an earlier GEMM,
   by default the first GEMM of its block (the GEMM after the previous add, or GEMM 0:
-  :func:`residual_skips`), held in the ifmap while the GEMMs between run.
+  :func:`residual_skips`), held in the ifmap while the GEMMs between run;
+* a ``layernorm`` or ``rmsnorm`` over each token's channels (:data:`ROW_KINDS`; WS only): the
+  unit walks the region column-major (``vcolmajor``: a token's channel folds are ``M`` words
+  apart), one row per token.
 
-Every op maps ``0`` (and ``0, 0``) to ``0``, so the zero padding lanes of the ``A`` words stay zero.
+Element-wise ops map ``0`` (and ``0, 0``) to ``0`` and the unit writes 0 in a norm row's lanes
+past its channels, so the zero padding lanes of the ``A`` words stay zero.
 The ifmap holds every live tensor as a region in the layout of a run over the whole matrix
 (``perf_model.compiler.program``: WS word ``region + (n // C) * M + m``, IS ``region + (m // C) * N
 + n``: DRAM row ``r`` of the matrix's ``A``/``C`` layout, word ``f`` at ``region + f * rows + r``).
@@ -37,7 +41,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode
-from accel_dse.config import ArrayConfig
+from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
 from perf_model.compiler.chain import region_words
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths, compile_gemm
@@ -45,10 +49,15 @@ from perf_model.compiler.vector import vector_commands, vector_registers
 from workloads.ops import Gemm
 from workloads.vector_ops import VectorOp
 
-__all__ = ["compile_network", "residual_skips", "LINK_KINDS", "TWO_OPERAND"]
+__all__ = ["compile_network", "residual_skips", "link_ops", "LINK_KINDS", "TWO_OPERAND", "ROW_KINDS"]
 
-#: Vector ops a link may carry (element-wise, ``f(0) = 0``; an ungated ``silu``).
-LINK_KINDS = ("relu", "relu6", "gelu", "silu", "add")
+#: One link's ops: none, one, or several run in order.
+Link = VectorOp | Sequence[VectorOp] | None
+
+#: Vector ops a link may carry (element-wise with ``f(0) = 0``, an ungated ``silu``; norms per token).
+LINK_KINDS = ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm")
+#: Link kinds that reduce over a token's channels (one unit row per token, column-major).
+ROW_KINDS = ("layernorm", "rmsnorm")
 #: Link kinds whose second operand is an earlier GEMM's input held on chip.
 TWO_OPERAND = ("add",)
 
@@ -66,13 +75,20 @@ def _shifted(cmd: Command, shift: int, wait_vec: bool) -> Command:
     return cmd
 
 
-def residual_skips(links: Sequence[VectorOp | None]) -> tuple[int | None, ...]:
-    """Per link, the GEMM whose input is its op's second operand (``None``: one operand): the first
+def link_ops(link: Link) -> tuple[VectorOp, ...]:
+    """The ops of one link, in order."""
+    if link is None:
+        return ()
+    return (link,) if isinstance(link, VectorOp) else tuple(link)
+
+
+def residual_skips(links: Sequence[Link]) -> tuple[int | None, ...]:
+    """Per link, the GEMM whose input is its add's second operand (``None``: no add): the first
     GEMM of the add's block, i.e. the GEMM after the previous add (GEMM 0 for the first)."""
     out: list[int | None] = []
     block = 0
-    for i, op in enumerate(links):
-        if op is not None and op.kind in TWO_OPERAND:
+    for i, link in enumerate(links):
+        if any(op.kind in TWO_OPERAND for op in link_ops(link)):
             out.append(block)
             block = i + 1
         else:
@@ -117,12 +133,13 @@ def _whole(config: ArrayConfig, t: TensorLayout, opcode: int, region: int, wait_
                         rows=t.rows, words=t.row_elems // lanes, buf_addr=region, row_step=1, word_step=t.rows)
 
 
-def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[VectorOp | None],
+def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[Link],
                     skips: Sequence[int | None] | None = None) -> GemmProgram:
-    """The one program of ``gemms`` with ``links[i]`` (or ``None``) after GEMM ``i``.
+    """The one program of ``gemms`` with the ops of ``links[i]`` (``None``, one op or a sequence)
+    after GEMM ``i``.
 
-    ``links`` has one entry per link (``len(gemms) - 1``), or one more for an op after the last
-    GEMM. ``skips[i]``: the GEMM whose input is the second operand of a two-operand ``links[i]``
+    ``links`` has one entry per link (``len(gemms) - 1``), or one more for ops after the last
+    GEMM. ``skips[i]``: the GEMM whose input is the second operand of an add on link ``i``
     (default :func:`residual_skips`).
 
     Tensors: ``a0`` (the network's input), per GEMM ``i`` its weights ``b{i}`` and output-stage
@@ -142,26 +159,29 @@ def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[
     if len(links) not in (max(0, count - 1), count):
         raise ModelError(f"a network of {count} GEMMs has {max(0, count - 1)} links (or one more op after the "
                          f"last GEMM), not {len(links)}")
-    links = list(links) + [None] * (count - len(links))
-    given = list(residual_skips(links) if skips is None else skips)
+    trailing = len(links) == count and bool(link_ops(links[-1]))
+    ops = [link_ops(link) for link in links] + [()] * (count - len(links))
+    given = list(residual_skips(ops) if skips is None else skips)
     if len(given) > count:
         raise ModelError(f"skips must have at most one entry per link and op ({count}), not {len(given)}")
     skips = given + [None] * (count - len(given))
-    for i, (op, g) in enumerate(zip(links, gemms, strict=True)):
+    for i, (link, g) in enumerate(zip(ops, gemms, strict=True)):
         if i + 1 < count and (gemms[i + 1].m, gemms[i + 1].k) != (g.m, g.n):
             raise ModelError(f"GEMMs {i} and {i + 1} do not chain: the next needs m = {g.m} and k = {g.n}, "
                              f"not m = {gemms[i + 1].m}, k = {gemms[i + 1].k}")
         if g.requant is None:
             raise ModelError(f"GEMM {i} is not requantised: only int8 outputs stay on chip")
-        if op is None:
-            continue
-        if op.kind not in LINK_KINDS or (op.kind == "silu" and op.param("gated", 0)):
-            raise ModelError(f"link {i}: a {op.kind} cannot run in place on a link (one of {', '.join(LINK_KINDS)}, "
-                             "ungated)")
-        j = skips[i]
-        if op.kind in TWO_OPERAND and (j is None or not 0 <= j <= i or (gemms[j].m, gemms[j].k) != (g.m, g.n)):
-            raise ModelError(f"link {i}: the {op.kind}'s second operand must be the input of a GEMM 0 .. {i} of "
-                             f"shape {g.m}x{g.n}, not of GEMM {j}")
+        for op in link:
+            if op.kind not in LINK_KINDS or (op.kind == "silu" and op.param("gated", 0)):
+                raise ModelError(f"link {i}: a {op.kind} cannot run in place on a link (one of "
+                                 f"{', '.join(LINK_KINDS)}, ungated)")
+            if op.kind in ROW_KINDS and config.dataflow is not Dataflow.WS:
+                raise ModelError(f"link {i}: a {op.kind} needs a token's channels in one row of words; an "
+                                 f"{config.dataflow.value.upper()} output word holds {lanes} tokens of one channel")
+            j = skips[i]
+            if op.kind in TWO_OPERAND and (j is None or not 0 <= j <= i or (gemms[j].m, gemms[j].k) != (g.m, g.n)):
+                raise ModelError(f"link {i}: the {op.kind}'s second operand must be the input of a GEMM 0 .. {i} "
+                                 f"of shape {g.m}x{g.n}, not of GEMM {j}")
     held = {j: max(i for i in range(count) if skips[i] == j) for j in set(skips) if j is not None}
     depth = _buffer_depths(config)[0]
     regions = _Regions(depth)
@@ -174,7 +194,7 @@ def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[
             a_region = regions.at(f"x{i}") if i > 0 else regions.take("x0", region_words(config, Gemm(
                 m=gemm.m, k=1, n=gemm.k)))
         c_region = None
-        if i + 1 < count or links[i] is not None:
+        if i + 1 < count or ops[i]:
             c_region = regions.take(f"x{i + 1}", region_words(config, gemm))
         try:
             program = compile_gemm(config, gemm, requant=True, a_region=a_region, c_region=c_region,
@@ -186,19 +206,22 @@ def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[
         if held.get(i, -1) < i:
             regions.free(f"x{i}")
         vector: list[Command] = []
-        op = links[i]
-        if op is not None and c_region is not None:  # c_region is set whenever links[i] is
+        for op in ops[i] if c_region is not None else ():  # c_region is set whenever ops[i] is
             out_region = c_region
             words = region_words(config, gemm)
-            whole = dataclasses.replace(op, shape=(words * lanes,), out_shape=(words * lanes,), axis=None)
+            if op.kind in ROW_KINDS:  # one row per token: its channel folds M words apart
+                shaped = dataclasses.replace(op, shape=(gemm.m, gemm.n), out_shape=(gemm.m, gemm.n), axis=1)
+            else:
+                shaped = dataclasses.replace(op, shape=(words * lanes,), out_shape=(words * lanes,), axis=None)
             j = skips[i]
             src2 = regions.at(f"x{j}") if op.kind in TWO_OPERAND and j is not None else c_region
-            vector = vector_commands(vector_registers(whole, lanes, src=c_region, src2=src2, dst=c_region), wait_dma=1)
+            vector += vector_commands(vector_registers(shaped, lanes, src=c_region, src2=src2, dst=c_region,
+                                                       colmajor=op.kind in ROW_KINDS), wait_dma=1)
         for j, last in held.items():
             if last == i:
                 regions.free(f"x{j}")
         parts.append((program, vector, i > 0 and bool(parts[-1][1])))
-    tail = 1 if links[-1] is not None else 0
+    tail = int(trailing)
     total = len(head) + sum(len(p.commands) + len(v) for p, v, _ in parts) + tail
     if total > QUEUE_DEPTH:
         raise ModelError(f"the network's program has {total} commands, more than one queue-load of {QUEUE_DEPTH}")

@@ -97,6 +97,54 @@ def test_the_residual_block_fails_without_its_add():
     assert (got != want).sum() > want.size // 2
 
 
+def _norm(kind: str, n: int) -> VectorOp:
+    return VectorOp(kind=kind, shape=(1, n), axis=1, params=tuple(io.norm_params(n, 1e-5).items()))
+
+
+def test_two_residual_blocks_with_norms_run_as_one_program():
+    """x -> G0 -> add(x) -> LayerNorm -> h -> G1 -> add(h) -> RMSNorm, 6 channels on 4 lanes: each norm
+    walks its region column-major (a token's two folds 6 words apart) and writes 0 in the 2 padding
+    lanes G1 reads; bit-exact, RTL == walk. Without the column-major walk (rows taken as consecutive
+    words) the output differs."""
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
+    gemms = [Gemm(m=6, k=6, n=6, name="attn", requant=rq), Gemm(m=6, k=6, n=6, name="ffn", requant=rq)]
+    links = [(ADD, _norm("layernorm", 6)), (ADD, _norm("rmsnorm", 6))]
+    prog = compile_network(TINY, gemms, links)
+    a = np.asarray(workloads.reference(gemms[0], 0).a).astype(np.int64)
+    bs = [np.asarray(workloads.reference(g, i + 1).b).astype(np.int64) for i, g in enumerate(gemms)]
+
+    def add(y: np.ndarray, skip: np.ndarray) -> np.ndarray:
+        return np.asarray(io.add(y.astype(np.int8), skip.astype(np.int8), scale_a=1 / 16, scale_b=1 / 32,
+                                 scale_out=1 / 16)).astype(np.int64)
+
+    y0 = np.asarray(workloads.output_stage(a @ bs[0], rq)).astype(np.int64)
+    h = np.asarray(io.layernorm(add(y0, a).astype(np.int8), 1e-5)).astype(np.int64)
+    y1 = np.asarray(workloads.output_stage(h @ bs[1], rq)).astype(np.int64)
+    want = np.asarray(io.rmsnorm(add(y1, h).astype(np.int8), 1e-5)).astype(np.int64)
+    t = prog.tensors
+    tensors = {"a0": pack_tensor(t["a0"], a)}
+    for i, gemm in enumerate(gemms):
+        tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], bs[i])
+        tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(gemm.requant, gemm.n))
+    image = program_image(prog, tensors)
+    run = run_image(TINY, prog, image)
+    assert run.error_code == 0
+    got = unpack_tensor(t["c1"], run.dram[t["c1"].base:])
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+    flat = [dataclasses.replace(c, fields=tuple((k, 0 if k == "vcolmajor" else v) for k, v in c.fields))
+            for c in prog.commands]
+    run = run_image(TINY, dataclasses.replace(prog, commands=tuple(flat)), program_image(
+        dataclasses.replace(prog, commands=tuple(flat)), tensors))
+    assert (unpack_tensor(t["c1"], run.dram[t["c1"].base:]) != want).any()
+
+
+def test_a_norm_on_an_input_stationary_link_is_refused():
+    config = dataclasses.replace(TINY, rows=4, cols=2, dataflow="is")
+    with pytest.raises(ModelError, match="needs a token's channels in one row"):
+        compile_network(config, _gemms(), [_norm("layernorm", 8)])
+
+
 def test_a_link_the_unit_cannot_run_in_place_is_refused():
     mul = VectorOp(kind="mul", shape=(1,), params=(("shift", 4),))
     with pytest.raises(ModelError, match="link 0: a mul cannot run in place"):
