@@ -92,8 +92,9 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
         x = np.asarray(workloads.output_stage(x @ b, gemm.requant)).astype(np.int64)
         for vop in link_ops(links[i]) if i < len(links) else ():
             args = [jnp.asarray(x.astype(np.int8))]
-            if vop.kind in TWO_OPERAND:
-                args.append(jnp.asarray(inputs[skips[i]].astype(np.int8)))
+            skip = skips[i]
+            if vop.kind in TWO_OPERAND and skip is not None:
+                args.append(jnp.asarray(inputs[skip].astype(np.int8)))
             x = np.asarray(_int_ops._run(vop.kind, dict(vop.params), *args)).astype(np.int64)
     last = len(gemms) - 1
     timing = perf_model.program_cycles(design, prog.commands, latency=latency, rate=perf_model.dram_rate(design))

@@ -18,17 +18,25 @@ The ifmap holds every live tensor as a region in the layout of a run over the wh
 (``perf_model.compiler.program``: WS word ``region + (n // C) * M + m``, IS ``region + (m // C) * N
 + n``: DRAM row ``r`` of the matrix's ``A``/``C`` layout, word ``f`` at ``region + f * rows + r``).
 Regions are placed first fit from the top of the ifmap and freed after their last reader
-(:func:`_Regions`). GEMM ``i``:
+(:class:`_Regions`). On chip, GEMM ``i``:
 
 * reads its ``A`` in place from its region, or, for GEMM 0 when its input is no skip operand,
   tiles it from DRAM in the ifmap words below every live region (no LOAD of the whole input);
 * a skip operand that is the network's input is LOADed whole into its region first;
-* MOVEs its output into a new region instead of storing it; the link's ``VECTOR`` runs there in
-  place once the MOVEs are in (``wait_dma``), and the next GEMM's RUNs read the region once the
-  unit is done (``wait_vec``);
-* the last GEMM stores its output to DRAM, unless an op follows it: then that op runs on its
-  region and a ``STORE`` of the ifmap (``wait_vec``) writes the network's output in the last
-  GEMM's ``C`` layout.
+* MOVEs its output into a new region instead of storing it; the link's ``VECTOR`` commands run
+  there in place once the MOVEs are in (``wait_dma``), and the next GEMM's RUNs read the region
+  once the unit is done (``wait_vec``);
+* the last GEMM stores its output to DRAM, unless ops follow it: then they run on its region and
+  a ``STORE`` of the ifmap (``wait_vec``) writes the network's output in the last GEMM's ``C``
+  layout.
+
+When the live tensors do not fit the ifmap together (or ``keep_on_chip=False``), every link goes
+through DRAM, still in the one program: GEMM ``i`` stores its output, the link's ops run on it in
+chunks of its DRAM rows that fit the ifmap (LOAD the chunk, and the same rows of an add's skip
+operand, which is then the DRAM input of its GEMM, in the column-major layout; the ``VECTOR``
+commands; STORE it back in place), and GEMM ``i + 1`` loads its ``A`` tiles from that tensor (the
+same layout: ``R == C`` WS, or IS). The DMA engine runs one command at a time, so the chunks
+follow the output's last STORE and precede the next GEMM's loads.
 
 All GEMMs' programs run back to back as ONE queue-load: their tensors are placed one after another
 past the whole program, so there is no host step between the ops. Total cycles:
@@ -38,7 +46,8 @@ past the whole program, so there is no host step between the ops. Total cycles:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode
 from accel_dse.config import ArrayConfig, Dataflow
@@ -134,7 +143,7 @@ def _whole(config: ArrayConfig, t: TensorLayout, opcode: int, region: int, wait_
 
 
 def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[Link],
-                    skips: Sequence[int | None] | None = None) -> GemmProgram:
+                    skips: Sequence[int | None] | None = None, *, keep_on_chip: bool = True) -> GemmProgram:
     """The one program of ``gemms`` with the ops of ``links[i]`` (``None``, one op or a sequence)
     after GEMM ``i``.
 
@@ -182,12 +191,33 @@ def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[
             if op.kind in TWO_OPERAND and (j is None or not 0 <= j <= i or (gemms[j].m, gemms[j].k) != (g.m, g.n)):
                 raise ModelError(f"link {i}: the {op.kind}'s second operand must be the input of a GEMM 0 .. {i} "
                                  f"of shape {g.m}x{g.n}, not of GEMM {j}")
+    if keep_on_chip:
+        try:
+            return _assemble(config, *_on_chip(config, gemms, ops, skips, trailing))
+        except ModelError as exc:
+            reason = str(exc)
+    else:
+        reason = "asked for (keep_on_chip = False)"
+    try:
+        return _assemble(config, *_through_dram(config, gemms, ops, skips, trailing))
+    except ModelError as exc:
+        raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
+
+
+#: Per GEMM: its program, its link's commands from the placed tensors, whether its RUNs wait for
+#: the unit, and whether its ``A`` is the previous GEMM's ``C`` in DRAM.
+_Part = tuple[GemmProgram, Callable[[dict[str, TensorLayout]], list[Command]], bool, bool]
+
+
+def _on_chip(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[VectorOp, ...]],
+             skips: list[int | None], trailing: bool) -> tuple[list[Command], list[_Part]]:
+    """Every link in an ifmap region, skips held there (module docstring)."""
+    lanes = config.vector_lanes
+    count = len(gemms)
     held = {j: max(i for i in range(count) if skips[i] == j) for j in set(skips) if j is not None}
-    depth = _buffer_depths(config)[0]
-    regions = _Regions(depth)
-    head: list[Command] = []  # the whole-input LOAD, placed before GEMM 0 once its layout is known
-    parts: list[tuple[GemmProgram, list[Command], bool]] = []
-    out_region = 0  # the last GEMM's output region, when an op follows it
+    regions = _Regions(_buffer_depths(config)[0])
+    head: list[Command] = []  # the whole-input LOAD (addresses of GEMM 0's program, shifted with it)
+    parts: list[_Part] = []
     for i, gemm in enumerate(gemms):
         a_region = None
         if i > 0 or 0 in held:
@@ -206,40 +236,127 @@ def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[
         if held.get(i, -1) < i:
             regions.free(f"x{i}")
         vector: list[Command] = []
+        at = c_region if c_region is not None else 0
         for op in ops[i] if c_region is not None else ():  # c_region is set whenever ops[i] is
-            out_region = c_region
             words = region_words(config, gemm)
             if op.kind in ROW_KINDS:  # one row per token: its channel folds M words apart
                 shaped = dataclasses.replace(op, shape=(gemm.m, gemm.n), out_shape=(gemm.m, gemm.n), axis=1)
             else:
                 shaped = dataclasses.replace(op, shape=(words * lanes,), out_shape=(words * lanes,), axis=None)
             j = skips[i]
-            src2 = regions.at(f"x{j}") if op.kind in TWO_OPERAND and j is not None else c_region
-            vector += vector_commands(vector_registers(shaped, lanes, src=c_region, src2=src2, dst=c_region,
+            src2 = regions.at(f"x{j}") if op.kind in TWO_OPERAND and j is not None else at
+            vector += vector_commands(vector_registers(shaped, lanes, src=at, src2=src2, dst=at,
                                                        colmajor=op.kind in ROW_KINDS), wait_dma=1)
+        store_at = c_region if i + 1 == count and trailing else None
+        build = functools.partial(_fixed, config, vector, store_at, f"c{i}")
         for j, last in held.items():
             if last == i:
                 regions.free(f"x{j}")
-        parts.append((program, vector, i > 0 and bool(parts[-1][1])))
-    tail = int(trailing)
-    total = len(head) + sum(len(p.commands) + len(v) for p, v, _ in parts) + tail
+        parts.append((program, build, i > 0 and bool(ops[i - 1]), False))
+    return head, parts
+
+
+def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, name: str,
+           tensors: dict[str, TensorLayout]) -> list[Command]:
+    """An on-chip link's commands; with ``store_at``, then the STORE of that region to tensor ``name``."""
+    if store_at is None:
+        return list(vector)
+    return [*vector, _whole(config, tensors[name], Opcode.STORE, store_at, wait_vec=1)]
+
+
+def _chunked(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...], name: str, skip: str | None,
+             tensors: dict[str, TensorLayout]) -> list[Command]:
+    """A DRAM link's commands (:func:`_chunk_commands` on the placed tensors)."""
+    if not link:
+        return []
+    return _chunk_commands(config, gemm, link, tensors[name], tensors[skip] if skip is not None else None)
+
+
+def _chunk_commands(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...], t: TensorLayout,
+                    skip: TensorLayout | None) -> list[Command]:
+    """``link``'s ops over DRAM tensor ``t`` (the GEMM's output) in place, in chunks of its DRAM rows
+    that fit the ifmap: per chunk LOAD it (and the add's ``skip`` rows) into the ifmap in the
+    column-major layout (word ``f`` of row ``r`` at ``f * rows + r``), run the ops, STORE it back."""
+    lanes = config.vector_lanes
+    depth = _buffer_depths(config)[0]
+    words = t.row_elems // lanes
+    operands = 2 if skip is not None else 1
+    per = min(t.rows, depth // (operands * words))
+    if per < 1:
+        raise ModelError(f"a row of {words} words of {gemm.m}x{gemm.n} does not fit the ifmap ({depth} words) "
+                         f"{operands} times")
+    out: list[Command] = []
+    for r0 in range(0, t.rows, per):
+        rows = min(per, t.rows - r0)
+
+        def move(opcode: int, src: TensorLayout, at: int, wait_vec: int = 0, r0: int = r0, rows: int = rows) -> Command:
+            return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP, dram_addr=src.base + r0 * src.pitch,
+                                dram_stride=src.pitch, rows=rows, words=words, buf_addr=at, row_step=1,
+                                word_step=rows)
+
+        out.append(move(Opcode.LOAD, t, 0, wait_vec=1))
+        if skip is not None:
+            out.append(move(Opcode.LOAD, skip, per * words))
+        for op in link:
+            if op.kind in ROW_KINDS:  # DRAM rows are tokens (WS): one unit row per token
+                shaped = dataclasses.replace(op, shape=(rows, gemm.n), out_shape=(rows, gemm.n), axis=1)
+            else:
+                shaped = dataclasses.replace(op, shape=(rows * words * lanes,), out_shape=(rows * words * lanes,),
+                                             axis=None)
+            src2 = per * words if op.kind in TWO_OPERAND else 0
+            out += vector_commands(vector_registers(shaped, lanes, src=0, src2=src2, dst=0,
+                                                    colmajor=op.kind in ROW_KINDS), wait_dma=1)
+        out.append(move(Opcode.STORE, t, 0, wait_vec=1))
+    return out
+
+
+def _through_dram(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[VectorOp, ...]],
+                  skips: list[int | None], trailing: bool) -> tuple[list[Command], list[_Part]]:
+    """Every link through DRAM: GEMM ``i`` stores its output, its link's ops run on it in ifmap
+    chunks (:func:`_chunk_commands`), GEMM ``i + 1`` loads it as its ``A`` (the same layout)."""
+    parts: list[_Part] = []
+    for i, gemm in enumerate(gemms):
+        program = compile_gemm(config, gemm, requant=True)
+        j = skips[i]
+        skip = f"a{j}" if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]) else None
+        parts.append((program, functools.partial(_chunked, config, gemm, ops[i], f"c{i}", skip), False, i > 0))
+    return [], parts
+
+
+def _assemble(config: ArrayConfig, head: list[Command], parts: list[_Part]) -> GemmProgram:
+    """The parts' programs back to back as one queue-load, their tensors after the whole program."""
+    def place(cursor: int) -> tuple[dict[str, TensorLayout], list[int], int]:
+        tensors: dict[str, TensorLayout] = {}
+        shifts = []
+        for i, (program, _, _, alias) in enumerate(parts):
+            first = min(t.base for t in program.tensors.values())
+            shift = cursor - first
+            shifts.append(shift)
+            for name, t in program.tensors.items():
+                tensors[f"{name}{i}"] = dataclasses.replace(t, base=t.base + shift)
+            if alias:
+                a, c = tensors[f"a{i}"], tensors[f"c{i - 1}"]
+                if (a.rows, a.row_elems, a.elem_bytes) != (c.rows, c.row_elems, c.elem_bytes):
+                    raise ModelError(f"GEMM {i}'s A ({a.rows} rows of {a.row_elems}) is not laid out as GEMM "
+                                     f"{i - 1}'s output ({c.rows} rows of {c.row_elems})")
+                tensors[f"a{i}"] = dataclasses.replace(a, base=c.base)
+            cursor = _align(max(t.base + t.nbytes for t in program.tensors.values()) + shift, PAGE)
+        return tensors, shifts, cursor
+
+    draft, _, _ = place(0)
+    total = len(head) + sum(len(p.commands) + len(build(draft)) for p, build, _, _ in parts)
     if total > QUEUE_DEPTH:
         raise ModelError(f"the network's program has {total} commands, more than one queue-load of {QUEUE_DEPTH}")
-    cursor = _align(total * COMMAND_BYTES, PAGE)
-    commands: list[Command] = []
-    tensors: dict[str, TensorLayout] = {}
-    for i, (program, vector, after_vector) in enumerate(parts):
-        first = min(t.base for t in program.tensors.values())
-        shift = cursor - first
-        for name, t in program.tensors.items():
-            tensors[f"{name}{i}"] = dataclasses.replace(t, base=t.base + shift)
-        if i == 0:
-            commands += [_shifted(c, shift, False) for c in head]
-        commands += [_shifted(c, shift, after_vector) for c in program.commands]
-        cursor = _align(max(t.base + t.nbytes for t in program.tensors.values()) + shift, PAGE)
-        commands += vector
-    if tail:
-        last = count - 1
-        commands.append(_whole(config, tensors[f"c{last}"], Opcode.STORE, out_region, wait_vec=1))
-    return GemmProgram(tuple(commands), tensors, 0, cursor, parts[0][0].data_bytes, True,
-                       tuple(r for p, _, _ in parts for r in p.runs), ((0, len(commands)),))
+    tensors, shifts, end = place(_align(total * COMMAND_BYTES, PAGE))
+    commands: list[Command] = [_shifted(c, shifts[0], False) for c in head]
+    for i, (program, build, after_vector, alias) in enumerate(parts):
+        moved = [_shifted(c, shifts[i], after_vector) for c in program.commands]
+        if alias:  # the A loads read the previous GEMM's output
+            a = program.tensors["a"]
+            lo, hi = a.base + shifts[i], a.base + shifts[i] + a.nbytes
+            delta = tensors[f"a{i}"].base - lo
+            moved = [_shifted(c, delta, False) if c.opcode == Opcode.LOAD and c["buffer"] == Buffer.IFMAP
+                     and lo <= c["dram_addr"] < hi else c for c in moved]
+        commands += moved + build(tensors)
+    return GemmProgram(tuple(commands), tensors, 0, end, parts[0][0].data_bytes, True,
+                       tuple(r for p, _, _, _ in parts for r in p.runs), ((0, len(commands)),))

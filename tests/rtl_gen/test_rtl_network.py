@@ -16,6 +16,7 @@ import pytest
 from system_testlib import run_image
 
 import workloads
+from accel_dse.commands import Opcode
 from accel_dse.designs import load_design
 from accel_dse.errors import ModelError
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
@@ -58,12 +59,13 @@ def test_gemm_gelu_gemm_runs_as_one_program_bit_exact_in_the_walks_cycles():
 ADD = VectorOp(kind="add", shape=(1,), params=tuple(io.add_params(1 / 16, 1 / 32, 1 / 16).items()))
 
 
-def _residual(config, drop_add: bool = False):
+def _residual(config, drop_add: bool = False, keep_on_chip: bool = True):
     """x (6x8) -> up 6x8x12 -> GELU -> down 6x12x8 -> add(x): the design's output and the reference."""
     rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
     gemms = [Gemm(m=6, k=8, n=12, name="up", requant=rq), Gemm(m=6, k=12, n=8, name="down", requant=rq)]
-    prog = compile_network(config, gemms, [GELU, ADD])
+    prog = compile_network(config, gemms, [GELU, ADD], keep_on_chip=keep_on_chip)
     opcodes = [c.opcode for c in prog.commands]
+    assert (Opcode.MOVE in opcodes) == keep_on_chip
     assert opcodes.count(7) == 2 and opcodes[0] == 1 and opcodes[-1] == 2  # LOAD x whole .. STORE from the ifmap
     a = np.asarray(workloads.reference(gemms[0], 0).a).astype(np.int64)
     bs = [np.asarray(workloads.reference(g, i + 1).b).astype(np.int64) for i, g in enumerate(gemms)]
@@ -86,8 +88,11 @@ def _residual(config, drop_add: bool = False):
 
 @pytest.mark.parametrize("config", [TINY, dataclasses.replace(TINY, rows=4, cols=2, dataflow="is")],
                          ids=["ws", "is"])
-def test_a_residual_block_runs_as_one_program_with_its_skip_held_on_chip(config):
-    got, want, run = _residual(config)
+@pytest.mark.parametrize("keep_on_chip", [True, False], ids=["on_chip", "through_dram"])
+def test_a_residual_block_runs_as_one_program_with_its_skip_held_on_chip(config, keep_on_chip):
+    """On chip: x held in the ifmap, the add on the last GEMM's region. Through DRAM: every link stored,
+    its ops run on ifmap chunks of it (the skip's rows loaded beside them) and stored back in place."""
+    got, want, run = _residual(config, keep_on_chip=keep_on_chip)
     assert (got == want).all(), np.argwhere(got != want)[:5]
     assert run.total == run.model.total
 
@@ -101,15 +106,16 @@ def _norm(kind: str, n: int) -> VectorOp:
     return VectorOp(kind=kind, shape=(1, n), axis=1, params=tuple(io.norm_params(n, 1e-5).items()))
 
 
-def test_two_residual_blocks_with_norms_run_as_one_program():
+@pytest.mark.parametrize("keep_on_chip", [True, False], ids=["on_chip", "through_dram"])
+def test_two_residual_blocks_with_norms_run_as_one_program(keep_on_chip):
     """x -> G0 -> add(x) -> LayerNorm -> h -> G1 -> add(h) -> RMSNorm, 6 channels on 4 lanes: each norm
-    walks its region column-major (a token's two folds 6 words apart) and writes 0 in the 2 padding
-    lanes G1 reads; bit-exact, RTL == walk. Without the column-major walk (rows taken as consecutive
-    words) the output differs."""
+    walks its region column-major (a token's two folds 6 words apart; through DRAM, the chunk's rows
+    apart) and writes 0 in the 2 padding lanes G1 reads; bit-exact, RTL == walk. Without the
+    column-major walk (rows taken as consecutive words) the output differs."""
     rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
     gemms = [Gemm(m=6, k=6, n=6, name="attn", requant=rq), Gemm(m=6, k=6, n=6, name="ffn", requant=rq)]
     links = [(ADD, _norm("layernorm", 6)), (ADD, _norm("rmsnorm", 6))]
-    prog = compile_network(TINY, gemms, links)
+    prog = compile_network(TINY, gemms, links, keep_on_chip=keep_on_chip)
     a = np.asarray(workloads.reference(gemms[0], 0).a).astype(np.int64)
     bs = [np.asarray(workloads.reference(g, i + 1).b).astype(np.int64) for i, g in enumerate(gemms)]
 
@@ -153,3 +159,29 @@ def test_a_link_the_unit_cannot_run_in_place_is_refused():
         compile_network(TINY, _gemms(), [None, ADD])
     with pytest.raises(ModelError, match="has no vector unit"):
         compile_network(load_design("tiny"), _gemms(), [GELU])
+
+
+def test_a_block_too_large_for_the_ifmap_runs_through_dram_in_chunks():
+    """x (6x96) -> G (6x96x96) -> add(x) -> LayerNorm on a 1 KiB ifmap (256 words): x and G's output
+    held together would take 288 words, so the link goes through DRAM (chosen, not asked for): the
+    output stored, then loaded back 5 tokens and 1 token at a time beside the same rows of x, the add
+    and the norm run on each chunk, stored in place; bit-exact, RTL == walk."""
+    config = dataclasses.replace(TINY, ifmap_sram_kib=1)
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)
+    gemm = Gemm(m=6, k=96, n=96, name="proj", requant=rq)
+    prog = compile_network(config, [gemm], [(ADD, _norm("layernorm", 96))])
+    opcodes = [c.opcode for c in prog.commands]
+    assert Opcode.MOVE not in opcodes and opcodes.count(Opcode.VECTOR) == 4  # two chunks of two ops
+    a = np.asarray(workloads.reference(gemm, 0).a).astype(np.int64)
+    b = np.asarray(workloads.reference(gemm, 1).b).astype(np.int64)
+    y = np.asarray(workloads.output_stage(a @ b, rq)).astype(np.int8)
+    s = np.asarray(io.add(y, a.astype(np.int8), scale_a=1 / 16, scale_b=1 / 32, scale_out=1 / 16))
+    want = np.asarray(io.layernorm(s, 1e-5)).astype(np.int64)
+    t = prog.tensors
+    tensors = {"a0": pack_tensor(t["a0"], a), "b0": pack_tensor(t["b0"], b),
+               "q0": pack_qparam_lanes(t["q0"], qparam_fields(rq, gemm.n))}
+    run = run_image(config, prog, program_image(prog, tensors))
+    assert run.error_code == 0
+    got = unpack_tensor(t["c0"], run.dram[t["c0"].base:])
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
