@@ -7,14 +7,17 @@ is a link op the rules allow, and ``perf_model.compiler.network.compile_network`
 segment's program on the design (the live tensors fit its ifmap, one queue-load). Vector ops
 after a segment's last GEMM join it when the rules allow them there. An add's second operand is
 the input of the first matrix op of its block (the op after the previous add, or op 0 of the
-workload); an add whose operand lies outside its segment ends the segment before it.
+workload); with ``before``'s rules an add whose operand lies outside its segment ends the segment
+before it, with ``now``'s it is an input of the segment's program of its own
+(``perf_model.compiler.network.EXTERNAL``: loaded from DRAM, where that op's input is).
 
 Two rule sets, on the same code:
 
 * ``before`` (main's network compiler): ``relu``, ``relu6``, ``gelu``, ungated ``silu``, one op per
-  link, only between two GEMMs;
-* ``now``: also the residual ``add`` and ``layernorm``/``rmsnorm`` (WS), several ops per link,
-  and ops after the last GEMM.
+  link, only between two GEMMs, every link with an op on chip;
+* ``now``: also the residual ``add`` (its operand from outside the segment too) and
+  ``layernorm``/``rmsnorm`` (WS), several ops per link, ops after the last GEMM, and links
+  through DRAM inside the program when the ifmap cannot hold them.
 
 Printed per row: matrix ops and vector-op runs (of which host work: the unit cannot run them,
 ``perf_model.vector_timing.vector_plan``), the ops inside multi-op programs, the programs the
@@ -44,14 +47,14 @@ from accel_dse.commands import Opcode, dram_word_bytes  # noqa: E402
 from accel_dse.config import ArrayConfig, Dataflow  # noqa: E402
 from accel_dse.designs import load_design  # noqa: E402
 from accel_dse.errors import ModelError  # noqa: E402
-from perf_model.compiler.network import compile_network  # noqa: E402
+from perf_model.compiler.network import EXTERNAL, compile_network  # noqa: E402
 from perf_model.vector_timing import vector_plan  # noqa: E402
 from workloads.ops import chain_link  # noqa: E402
 
 RULES = {
-    "before": {"kinds": ("relu", "relu6", "gelu", "silu"), "several": False, "trailing": False},
+    "before": {"kinds": ("relu", "relu6", "gelu", "silu"), "several": False, "trailing": False, "dram": False},
     "now": {"kinds": ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm"), "several": True,
-            "trailing": True},
+            "trailing": True, "dram": True},
 }
 CASES = (("edge", "bert_base:seq=64"), ("tiny", "resnet18:res=32"))
 
@@ -80,6 +83,17 @@ def _vector_bytes(op: workloads.VectorOp, lanes: int) -> tuple[bool, int]:
     return True, (plan.operands + 1) * plan.rows * plan.words * lanes
 
 
+def _plain(op: object) -> bool:
+    """Whether ``op``'s GEMM view is its own input matrix (a GEMM, or a 1x1 stride-1 unpadded conv):
+    ``workloads.ops.chain_link``'s rule for one op; a 3x3 conv's GEMM view needs the host's im2col."""
+    if getattr(op, "requant", None) is None or op.to_gemm().batch != 1:  # type: ignore[attr-defined]
+        return False
+    if isinstance(op, workloads.Conv2d):
+        return (op.kh, op.kw, op.stride_h, op.stride_w, op.pad_h, op.pad_w, op.pad_h_hi, op.pad_w_hi,
+                op.dilation_h, op.dilation_w) == (1, 1, 1, 1, 0, 0, 0, 0, 1, 1)
+    return True
+
+
 def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[tuple[int, int, bool, int]]:
     """``(first op, last op, trailing ops joined, program bytes)`` of each multi-op segment."""
     ops = wl.ops
@@ -102,6 +116,8 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
         bad[i] |= len(on_link[i]) > 1 and not rules["several"]
 
     def build(s: int, e: int, trailing: bool) -> int | None:
+        if not all(_plain(o) for o in ops[s:e + 1]):
+            return None
         links: list = []
         skips: list = []
         for i in range(s, e + 1):
@@ -113,16 +129,20 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
                 return None
             links.append(tuple(on_link[i]) or None)
             has_add = any(o.kind == "add" for o in on_link[i])
-            if has_add and not s <= block[i] <= i:
+            outside = has_add and not s <= block[i] <= i
+            if outside and not rules["dram"]:
                 return None
-            skips.append(block[i] - s if has_add else None)
+            skips.append((EXTERNAL if outside else block[i] - s) if has_add else None)
         try:
             gemms = [o.to_gemm() for o in ops[s:e + 1]]
             if any(g.batch != 1 for g in gemms):
                 return None
             gemms = [workloads.Gemm(m=g.m, k=g.k, n=g.n, name=o.name, requant=o.requant)
                      for g, o in zip(gemms, ops[s:e + 1], strict=True)]
-            return _program_bytes(config, compile_network(config, gemms, links, skips).commands)
+            prog = compile_network(config, gemms, links, skips)
+            if not rules["dram"] and len(gemms) > 1 and all(c.opcode != Opcode.MOVE for c in prog.commands):
+                return None  # links through DRAM: main had none
+            return _program_bytes(config, prog.commands)
         except (ModelError, ValueError):
             return None
 

@@ -7,7 +7,9 @@ order to the producer's requantised output, in place:
 * an element-wise op of one operand (``relu``, ``relu6``, ``gelu``, ungated ``silu``);
 * a residual ``add`` (:data:`TWO_OPERAND`): its second operand is the input of an earlier GEMM,
   by default the first GEMM of its block (the GEMM after the previous add, or GEMM 0:
-  :func:`residual_skips`), held in the ifmap while the GEMMs between run;
+  :func:`residual_skips`), held in the ifmap while the GEMMs between run, or an input of the
+  network of its own (:data:`EXTERNAL`, e.g. a residual from before the network), LOADed whole
+  into its region at the start;
 * a ``layernorm`` or ``rmsnorm`` over each token's channels (:data:`ROW_KINDS`; WS only): the
   unit walks the region column-major (``vcolmajor``: a token's channel folds are ``M`` words
   apart), one row per token.
@@ -58,7 +60,7 @@ from perf_model.compiler.vector import vector_commands, vector_registers
 from workloads.ops import Gemm
 from workloads.vector_ops import VectorOp
 
-__all__ = ["compile_network", "residual_skips", "link_ops", "LINK_KINDS", "TWO_OPERAND", "ROW_KINDS"]
+__all__ = ["compile_network", "residual_skips", "link_ops", "LINK_KINDS", "TWO_OPERAND", "ROW_KINDS", "EXTERNAL"]
 
 #: One link's ops: none, one, or several run in order.
 Link = VectorOp | Sequence[VectorOp] | None
@@ -69,6 +71,8 @@ LINK_KINDS = ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm")
 ROW_KINDS = ("layernorm", "rmsnorm")
 #: Link kinds whose second operand is an earlier GEMM's input held on chip.
 TWO_OPERAND = ("add",)
+#: A skip (``compile_network``'s ``skips``) that is an input of the network of its own.
+EXTERNAL = -1
 
 
 def _align(x: int, to: int) -> int:
@@ -149,7 +153,8 @@ def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[
 
     ``links`` has one entry per link (``len(gemms) - 1``), or one more for ops after the last
     GEMM. ``skips[i]``: the GEMM whose input is the second operand of an add on link ``i``
-    (default :func:`residual_skips`).
+    (default :func:`residual_skips`), or :data:`EXTERNAL`: an input of the network of its own,
+    tensor ``s{i}`` (in the link's output layout), e.g. a residual from before the network.
 
     Tensors: ``a0`` (the network's input), per GEMM ``i`` its weights ``b{i}`` and output-stage
     parameters ``q{i}``, and ``c{last}`` (the network's output, in the last GEMM's ``C`` layout);
@@ -188,18 +193,20 @@ def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[
                 raise ModelError(f"link {i}: a {op.kind} needs a token's channels in one row of words; an "
                                  f"{config.dataflow.value.upper()} output word holds {lanes} tokens of one channel")
             j = skips[i]
-            if op.kind in TWO_OPERAND and (j is None or not 0 <= j <= i or (gemms[j].m, gemms[j].k) != (g.m, g.n)):
+            if op.kind in TWO_OPERAND and j != EXTERNAL and (j is None or not 0 <= j <= i
+                                                             or (gemms[j].m, gemms[j].k) != (g.m, g.n)):
                 raise ModelError(f"link {i}: the {op.kind}'s second operand must be the input of a GEMM 0 .. {i} "
                                  f"of shape {g.m}x{g.n}, not of GEMM {j}")
+    externals = [i for i, j in enumerate(skips) if j == EXTERNAL and any(o.kind in TWO_OPERAND for o in ops[i])]
     if keep_on_chip:
         try:
-            return _assemble(config, *_on_chip(config, gemms, ops, skips, trailing))
+            return _assemble(config, *_on_chip(config, gemms, ops, skips, trailing), externals)
         except ModelError as exc:
             reason = str(exc)
     else:
         reason = "asked for (keep_on_chip = False)"
     try:
-        return _assemble(config, *_through_dram(config, gemms, ops, skips, trailing))
+        return _assemble(config, *_through_dram(config, gemms, ops, skips, trailing), externals)
     except ModelError as exc:
         raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
 
@@ -210,13 +217,16 @@ _Part = tuple[GemmProgram, Callable[[dict[str, TensorLayout]], list[Command]], b
 
 
 def _on_chip(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[VectorOp, ...]],
-             skips: list[int | None], trailing: bool) -> tuple[list[Command], list[_Part]]:
+             skips: list[int | None], trailing: bool) -> tuple[list[tuple[str, int]], list[_Part]]:
     """Every link in an ifmap region, skips held there (module docstring)."""
     lanes = config.vector_lanes
     count = len(gemms)
-    held = {j: max(i for i in range(count) if skips[i] == j) for j in set(skips) if j is not None}
+    held = {j: max(i for i in range(count) if skips[i] == j) for j in set(skips) if j is not None and j >= 0}
     regions = _Regions(_buffer_depths(config)[0])
-    head: list[Command] = []  # the whole-input LOAD (addresses of GEMM 0's program, shifted with it)
+    head: list[tuple[str, int]] = []  # whole tensors LOADed into their regions first
+    for i, j in enumerate(skips):
+        if j == EXTERNAL and any(op.kind in TWO_OPERAND for op in ops[i]):
+            head.append((f"s{i}", regions.take(f"s{i}", region_words(config, gemms[i]))))
     parts: list[_Part] = []
     for i, gemm in enumerate(gemms):
         a_region = None
@@ -232,7 +242,7 @@ def _on_chip(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[VectorO
         except ModelError as exc:
             raise ModelError(f"GEMM {i} ({gemm.m}x{gemm.k}x{gemm.n}) beside the network's live tensors: {exc}") from exc
         if i == 0 and a_region is not None:
-            head.append(_whole(config, program.tensors["a"], Opcode.LOAD, a_region))
+            head.append(("a0", a_region))
         if held.get(i, -1) < i:
             regions.free(f"x{i}")
         vector: list[Command] = []
@@ -244,7 +254,7 @@ def _on_chip(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[VectorO
             else:
                 shaped = dataclasses.replace(op, shape=(words * lanes,), out_shape=(words * lanes,), axis=None)
             j = skips[i]
-            src2 = regions.at(f"x{j}") if op.kind in TWO_OPERAND and j is not None else at
+            src2 = at if op.kind not in TWO_OPERAND or j is None else regions.at(f"s{i}" if j == EXTERNAL else f"x{j}")
             vector += vector_commands(vector_registers(shaped, lanes, src=at, src2=src2, dst=at,
                                                        colmajor=op.kind in ROW_KINDS), wait_dma=1)
         store_at = c_region if i + 1 == count and trailing else None
@@ -252,6 +262,7 @@ def _on_chip(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[VectorO
         for j, last in held.items():
             if last == i:
                 regions.free(f"x{j}")
+        regions.free(f"s{i}")
         parts.append((program, build, i > 0 and bool(ops[i - 1]), False))
     return head, parts
 
@@ -311,20 +322,25 @@ def _chunk_commands(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...],
 
 
 def _through_dram(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[VectorOp, ...]],
-                  skips: list[int | None], trailing: bool) -> tuple[list[Command], list[_Part]]:
+                  skips: list[int | None], trailing: bool) -> tuple[list[tuple[str, int]], list[_Part]]:
     """Every link through DRAM: GEMM ``i`` stores its output, its link's ops run on it in ifmap
     chunks (:func:`_chunk_commands`), GEMM ``i + 1`` loads it as its ``A`` (the same layout)."""
     parts: list[_Part] = []
     for i, gemm in enumerate(gemms):
         program = compile_gemm(config, gemm, requant=True)
         j = skips[i]
-        skip = f"a{j}" if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]) else None
+        skip = None
+        if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]):
+            skip = f"s{i}" if j == EXTERNAL else f"a{j}"
         parts.append((program, functools.partial(_chunked, config, gemm, ops[i], f"c{i}", skip), False, i > 0))
     return [], parts
 
 
-def _assemble(config: ArrayConfig, head: list[Command], parts: list[_Part]) -> GemmProgram:
-    """The parts' programs back to back as one queue-load, their tensors after the whole program."""
+def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Part],
+              externals: Sequence[int]) -> GemmProgram:
+    """The parts' programs back to back as one queue-load, their tensors after the whole program, then
+    the external skip operands ``s{i}`` (laid out as ``c{i}``); ``head``: ``(tensor, region)`` of the
+    whole tensors LOADed first."""
     def place(cursor: int) -> tuple[dict[str, TensorLayout], list[int], int]:
         tensors: dict[str, TensorLayout] = {}
         shifts = []
@@ -341,6 +357,9 @@ def _assemble(config: ArrayConfig, head: list[Command], parts: list[_Part]) -> G
                                      f"{i - 1}'s output ({c.rows} rows of {c.row_elems})")
                 tensors[f"a{i}"] = dataclasses.replace(a, base=c.base)
             cursor = _align(max(t.base + t.nbytes for t in program.tensors.values()) + shift, PAGE)
+        for i in externals:
+            tensors[f"s{i}"] = dataclasses.replace(tensors[f"c{i}"], name=f"s{i}", base=cursor)
+            cursor = _align(cursor + tensors[f"s{i}"].nbytes, PAGE)
         return tensors, shifts, cursor
 
     draft, _, _ = place(0)
@@ -348,7 +367,7 @@ def _assemble(config: ArrayConfig, head: list[Command], parts: list[_Part]) -> G
     if total > QUEUE_DEPTH:
         raise ModelError(f"the network's program has {total} commands, more than one queue-load of {QUEUE_DEPTH}")
     tensors, shifts, end = place(_align(total * COMMAND_BYTES, PAGE))
-    commands: list[Command] = [_shifted(c, shifts[0], False) for c in head]
+    commands = [_whole(config, tensors[name], Opcode.LOAD, region) for name, region in head]
     for i, (program, build, after_vector, alias) in enumerate(parts):
         moved = [_shifted(c, shifts[i], after_vector) for c in program.commands]
         if alias:  # the A loads read the previous GEMM's output

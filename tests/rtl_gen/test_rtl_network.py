@@ -185,3 +185,29 @@ def test_a_block_too_large_for_the_ifmap_runs_through_dram_in_chunks():
     got = unpack_tensor(t["c0"], run.dram[t["c0"].base:])
     assert (got == want).all(), np.argwhere(got != want)[:5]
     assert run.total == run.model.total
+
+
+@pytest.mark.parametrize("keep_on_chip", [True, False], ids=["on_chip", "through_dram"])
+def test_an_add_of_an_external_input_runs_in_the_program(keep_on_chip):
+    """G (6x8x8) -> add(s) -> LayerNorm with ``s`` an input of the network of its own (a residual from
+    before it, ``EXTERNAL``): loaded whole into a region first (on chip) or by the chunks (through
+    DRAM); bit-exact, RTL == walk."""
+    from perf_model.compiler.network import EXTERNAL
+
+    rq = _gemms()[0].requant
+    gemm = Gemm(m=6, k=8, n=8, name="proj", requant=rq)
+    prog = compile_network(TINY, [gemm], [(ADD, _norm("layernorm", 8))], [EXTERNAL], keep_on_chip=keep_on_chip)
+    a = np.asarray(workloads.reference(gemm, 0).a).astype(np.int64)
+    b = np.asarray(workloads.reference(gemm, 1).b).astype(np.int64)
+    skip = np.random.default_rng(5).integers(-128, 128, (6, 8))
+    y = np.asarray(workloads.output_stage(a @ b, rq)).astype(np.int8)
+    s = np.asarray(io.add(y, skip.astype(np.int8), scale_a=1 / 16, scale_b=1 / 32, scale_out=1 / 16))
+    want = np.asarray(io.layernorm(s, 1e-5)).astype(np.int64)
+    t = prog.tensors
+    tensors = {"a0": pack_tensor(t["a0"], a), "b0": pack_tensor(t["b0"], b), "s0": pack_tensor(t["s0"], skip),
+               "q0": pack_qparam_lanes(t["q0"], qparam_fields(rq, gemm.n))}
+    run = run_image(TINY, prog, program_image(prog, tensors))
+    assert run.error_code == 0
+    got = unpack_tensor(t["c0"], run.dram[t["c0"].base:])
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
