@@ -30,7 +30,7 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
              stride_w [80, 84)   dilation_w [84, 88)   kw [88, 92)   pad_top [96, 104)   pad_left [104, 112)
              cblocks [112, 128)   origin [128, 160)   px_step [160, 176)   row_step_w [176, 208)
              kx_step [208, 224)   ky_step [224, 256)   (pad_top, pad_left, origin: two's complement)
-    VECTOR   vkind [8, 12)   vsrc [32, 64)   vsrc2 [64, 96)   vdst [96, 128)   vrows [128, 144)
+    VECTOR   vkind [8, 12)   vcolmajor [12]   vsrc [32, 64)   vsrc2 [64, 96)   vdst [96, 128)   vrows [128, 144)
              vqrows [144, 160)   vwords [160, 184)   vn [192, 216)
              the NEXT slot: its parameter block, vp0 .. vp7 (32 bits each, two's complement) [32 i, 32 i + 32)
 
@@ -91,7 +91,9 @@ occupies the DMA unit (one word a cycle, no DRAM traffic): :func:`move_cycles`.
 unit (``rtl_gen.core.vector_unit``) on int8 words of the ifmap buffer: ``vkind`` its code
 (``accel_dse.vector_isa.VECTOR_CODES``), ``vrows`` rows of ``vwords`` words (row ``r`` of the
 first operand at ifmap word ``vsrc + r * vwords``, of the second at ``vsrc2 + ...``, of the
-output at ``vdst + ...``), ``vn`` elements a row, ``vqrows`` the period of a causal mask's
+output at ``vdst + ...``; with ``vcolmajor`` word ``t`` of row ``r`` is at ``vsrc + t * vrows + r``:
+the layout of a GEMM output moved into the ifmap, a token's channels one fold ``vrows`` words
+apart), ``vn`` elements a row, ``vqrows`` the period of a causal mask's
 query index, and the unit's parameter registers in the next queue slot (no DMA: the sequencer
 reads both slots at once, issues one command and goes on after the block). A ``VECTOR`` with
 ``vkind`` outside the codes, ``vrows``, ``vwords`` or ``vn`` zero, ``vn`` above ``vwords`` times
@@ -178,7 +180,8 @@ FIELDS: dict[str, tuple[int, int]] = {
     "m": (32, 32), "k": (64, 32), "n": (96, 32), "accumulate": (128, 1), "x_base": (160, 32),
     "y_base": (192, 32), "o_base": (224, 32), "a_stride": (136, 24),
     "dst_word_step": (10, 21), "dst_addr": (32, 32), "dst_row_step": (64, 32), "wait_vec": (31, 1),
-    "vkind": (8, 4), "vsrc": (32, 32), "vsrc2": (64, 32), "vdst": (96, 32), "vrows": (128, 16), "vqrows": (144, 16),
+    "vkind": (8, 4), "vcolmajor": (12, 1),
+    "vsrc": (32, 32), "vsrc2": (64, 32), "vdst": (96, 32), "vrows": (128, 16), "vqrows": (144, 16),
     "vwords": (160, 24), "vn": (192, 24),
     **{f"vp{i}": (32 * i, 32) for i in range(8)},
     "window": (6, 1), "stride_h": (8, 4), "dilation_h": (12, 4), "in_w": (32, 16), "in_h": (48, 16),
@@ -197,7 +200,7 @@ WINDOW_FIELDS = ("in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", 
                  "px_step", "row_step_w", "kx_step", "ky_step", "image_rows")
 
 #: The fields of a ``VECTOR`` command (its parameter block is the next slot: ``vp0`` .. ``vp7``).
-VECTOR_FIELDS = ("vkind", "vsrc", "vsrc2", "vdst", "vrows", "vwords", "vn", "vqrows")
+VECTOR_FIELDS = ("vkind", "vcolmajor", "vsrc", "vsrc2", "vdst", "vrows", "vwords", "vn", "vqrows")
 
 _PER_OP = {
     Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step"),

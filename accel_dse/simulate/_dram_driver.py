@@ -302,7 +302,9 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse,
                                  sampled=sampled, vector_ops=vector_ops or [], network=network)
     if network is not None:
-        kinds = ", ".join(op.kind for op in network if op is not None)
+        from perf_model.compiler.network import link_ops
+
+        kinds = ", ".join(op.kind for link in network for op in link_ops(link))
         notes.append(f"one program for the whole network: {len(selected)} GEMMs and {kinds} on the vector unit, "
                      "activations kept on chip (MOVE into the ifmap, VECTOR in place, the next RUN reads it); only "
                      "the network's output is read back")

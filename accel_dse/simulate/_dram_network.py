@@ -1,14 +1,16 @@
-"""A chained network with element-wise vector ops on its links, from ONE program (DRAM path).
+"""A chained network with vector ops on its links, from ONE program (DRAM path).
 
-When a workload's matrix ops chain (``workloads.chain_link``) and each of its vector ops is an
-element-wise op of one operand (``perf_model.compiler.network.LINK_KINDS``) between two of them,
-on a design with ``vector_unit`` whose chain keeps those links on chip, ``simulate`` runs the
-whole network from one program (``perf_model.compiler.network.compile_network``): no host step
-between the ops. The reference is the chain of the GEMMs' JAX references (op 0's ``A``, op
+When a workload's matrix ops chain (``workloads.chain_link``) and each of its vector ops is a
+link op (``perf_model.compiler.network.LINK_KINDS``: element-wise of one operand, a residual add
+whose second operand is the input of its block's first GEMM, a LayerNorm or RMSNorm per token)
+after one of them (several after one GEMM run in the workload's order), on a design with
+``vector_unit`` whose ifmap holds the live tensors, ``simulate`` runs the whole network from
+one program (``perf_model.compiler.network.compile_network``): no host
+step between the ops. The reference is the chain of the GEMMs' JAX references (op 0's ``A``, op
 ``i``'s weights of seed ``seed + i``, as ``workloads.chained_references``) through the output
 stage, with each link's integer vector op (``workloads._int_ops``) applied to the requantised
-output; only the network's output reaches DRAM, and it is checked bit for bit, the program's
-total cycles against the walk.
+output (an add's second operand: its skip GEMM's input); only the network's output reaches DRAM,
+and it is checked bit for bit, the program's total cycles against the walk.
 """
 
 from __future__ import annotations
@@ -44,13 +46,15 @@ def network_links(design: ArrayConfig, wl: Any, selected: list[tuple[str, Any, i
 
     if not design.vector_unit or not wl.vector_ops or len(selected) < 2:
         return None
-    links: list[Any] = [None] * (len(selected) - 1)
-    after = wl.vector_after or (0,) * len(wl.vector_ops)
+    links: list[Any] = [() for _ in selected]
+    after = wl.vector_after or (len(selected),) * len(wl.vector_ops)
     counts = wl.vector_counts or (1,) * len(wl.vector_ops)
     for op, where, count in zip(wl.vector_ops, after, counts, strict=True):
-        if not 1 <= where < len(selected) or links[where - 1] is not None or count != 1 or op.kind not in LINK_KINDS:
+        if not 1 <= where <= len(selected) or count != 1 or op.kind not in LINK_KINDS:
             return None
-        links[where - 1] = op
+        links[where - 1] += (op,)
+    if not links[-1]:
+        links.pop()
     try:
         compile_network(design, _gemms(selected, scale), links)
     except ModelError as exc:
@@ -67,9 +71,10 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
 
     import perf_model
     import workloads
-    from perf_model.compiler.network import compile_network
+    from perf_model.compiler.network import TWO_OPERAND, compile_network, link_ops, residual_skips
     from workloads import _int_ops
 
+    skips = residual_skips(links)
     gemms = _gemms(selected, scale)
     prog = compile_network(design, gemms, links)
     ops = [op for _, op, _ in selected]
@@ -78,14 +83,19 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
     t = prog.tensors
     tensors = {"a0": pack_tensor(t["a0"], a)}
     x = a
+    inputs = []
     for i, (op, gemm) in enumerate(zip(ops, gemms, strict=True)):
+        inputs.append(x)
         b = np.asarray(workloads.reference(op, seed + i, **bits).b).astype(np.int64)
         tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], b)
         tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(gemm.requant, gemm.n))
         x = np.asarray(workloads.output_stage(x @ b, gemm.requant)).astype(np.int64)
-        if i < len(links) and links[i] is not None:
-            x = np.asarray(_int_ops._run(links[i].kind, dict(links[i].params), jnp.asarray(x.astype(np.int8)))
-                           ).astype(np.int64)
+        for vop in link_ops(links[i]) if i < len(links) else ():
+            args = [jnp.asarray(x.astype(np.int8))]
+            skip = skips[i]
+            if vop.kind in TWO_OPERAND and skip is not None:
+                args.append(jnp.asarray(inputs[skip].astype(np.int8)))
+            x = np.asarray(_int_ops._run(vop.kind, dict(vop.params), *args)).astype(np.int64)
     last = len(gemms) - 1
     timing = perf_model.program_cycles(design, prog.commands, latency=latency, rate=perf_model.dram_rate(design))
     meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,

@@ -26,7 +26,8 @@ __all__ = ["VectorRegisters", "vector_registers", "vector_commands", "vector_pro
 
 @dataclass(frozen=True)
 class VectorRegisters:
-    """One run of the vector unit: its plan, word addresses and parameter registers."""
+    """One run of the vector unit: its plan, word addresses and parameter registers; ``colmajor``:
+    word ``t`` of row ``r`` at ``t * rows + r`` past each base (a GEMM output's ifmap layout)."""
 
     plan: VectorPlan
     kind: int
@@ -34,13 +35,15 @@ class VectorRegisters:
     src2: int
     dst: int
     params: tuple[int, ...]
+    colmajor: int = 0
 
     def packed_params(self) -> int:
         """The parameter registers as the unit's ``params`` port (32 bits each, register 0 lowest)."""
         return sum((v & 0xFFFFFFFF) << (32 * i) for i, v in enumerate(self.params))
 
 
-def vector_registers(op: VectorOp, lanes: int, *, src: int = 0, src2: int = 0, dst: int = 0) -> VectorRegisters:
+def vector_registers(op: VectorOp, lanes: int, *, src: int = 0, src2: int = 0, dst: int = 0,
+                     colmajor: bool = False) -> VectorRegisters:
     """The unit's registers for ``op`` (module docstring).
 
     Raises:
@@ -49,7 +52,8 @@ def vector_registers(op: VectorOp, lanes: int, *, src: int = 0, src2: int = 0, d
     plan = vector_plan(op, lanes)
     if isinstance(plan, str):
         raise ModelError(plan)
-    return VectorRegisters(plan, VECTOR_CODES[op.kind], src, src2, dst, unit_params(op.kind, dict(op.params), plan.n))
+    return VectorRegisters(plan, VECTOR_CODES[op.kind], src, src2, dst, unit_params(op.kind, dict(op.params), plan.n),
+                           int(colmajor))
 
 
 def vector_commands(regs: VectorRegisters, *, wait_dma: int = 0, wait_run: int = 0,
@@ -57,8 +61,8 @@ def vector_commands(regs: VectorRegisters, *, wait_dma: int = 0, wait_run: int =
     """The ``VECTOR`` command of ``regs`` and its parameter block (the next queue slot)."""
     p = regs.plan
     head = Command.make(Opcode.VECTOR, wait_dma=wait_dma, wait_run=wait_run, wait_vec=wait_vec, vkind=regs.kind,
-                        vsrc=regs.src, vsrc2=regs.src2, vdst=regs.dst, vrows=p.rows, vwords=p.words, vn=p.n,
-                        vqrows=p.qrows)
+                        vcolmajor=regs.colmajor, vsrc=regs.src, vsrc2=regs.src2, vdst=regs.dst, vrows=p.rows,
+                        vwords=p.words, vn=p.n, vqrows=p.qrows)
     block = Command.make(Opcode.VECTOR_PARAMS, **{f"vp{i}": v & 0xFFFFFFFF for i, v in enumerate(regs.params)})
     return [head, block]
 

@@ -2,13 +2,16 @@
 
 One op per ``start`` (the registers of ``accel_dse.vector_isa``: ``kind``, ``src``/``src2``/
 ``dst`` word addresses, ``rows`` rows of ``words`` words of ``n`` elements, ``qrows`` the period
-of a causal mask's query index, ``params``). Micro-architecture, one datapath for every kind:
+of a causal mask's query index, ``params``; ``colmajor``: word ``t`` of row ``r`` at ``t * rows +
+r`` past the base instead of ``r * words + t``, a GEMM output's layout in the ifmap).
+Micro-architecture, one datapath for every kind:
 
 * a pass engine reads one word (``lanes`` int8 lanes, plus the second operand's word of an add,
   a product or a gated SiLU) per cycle on read ports of one cycle latency, computes every lane's
   element function in the next cycle and, in the one after, reduces the lanes' values (sum, max
   and min over the valid lanes of the row, into the row's accumulators) or writes the result
-  word: a pass over ``W`` words takes ``W + PASS_TAIL`` cycles;
+  word (lanes past the row's ``n``, or masked, are written 0): a pass over ``W`` words takes
+  ``W + PASS_TAIL`` cycles;
 * a scalar step between passes (fixed cycles, ``accel_dse.vector_isa.SCALAR_CYCLES``) with one
   serial divider (a quotient bit per cycle) and one digit-by-digit square root (two bits per
   cycle): a LayerNorm row's mean and reciprocal square root, a softmax row's reciprocal sum;
@@ -74,7 +77,7 @@ class VectorUnit(wiring.Component):
         self.addr_bits = addr_bits
         a = addr_bits
         super().__init__({
-            "start": In(1), "kind": In(4), "src": In(a), "src2": In(a), "dst": In(a), "rows": In(16),
+            "start": In(1), "kind": In(4), "colmajor": In(1), "src": In(a), "src2": In(a), "dst": In(a), "rows": In(16),
             "words": In(24), "n": In(24), "qrows": In(16), "params": In(32 * NPARAMS),
             "busy": Out(1), "done": Out(1), "cycles": Out(32),
             "rd_en": Out(1), "rd_addr": Out(a), "rd_data": In(8 * lanes), "rd2_addr": Out(a), "rd2_data": In(8 * lanes),
@@ -86,10 +89,10 @@ class VectorUnit(wiring.Component):
         lanes, a = self.lanes, self.addr_bits
         # -- registers of the op, sampled at start
         kind, src, src2, dst = Signal(4), Signal(a), Signal(a), Signal(a)
-        rows, words, n, qrows = Signal(16), Signal(24), Signal(24), Signal(16)
+        rows, words, n, qrows, colmajor = Signal(16), Signal(24), Signal(24), Signal(16), Signal()
         p = [Signal(signed(32), name=f"p{i}") for i in range(NPARAMS)]
         sampled = [kind.eq(self.kind), src.eq(self.src), src2.eq(self.src2), dst.eq(self.dst), rows.eq(self.rows),
-                   words.eq(self.words), n.eq(self.n), qrows.eq(self.qrows),
+                   words.eq(self.words), n.eq(self.n), qrows.eq(self.qrows), colmajor.eq(self.colmajor),
                    *(reg.eq(self.params[32 * i:32 * (i + 1)]) for i, reg in enumerate(p))]
         is_elem = Signal()
         m.d.comb += is_elem.eq(Cat(*(kind == c for c in _ELEMENTWISE)).any())
@@ -112,11 +115,13 @@ class VectorUnit(wiring.Component):
 
         # -- the pass engine: issue (t), compute (t + 1), reduce or write (t + 2)
         t = Signal(25)
+        woff = Signal(a)  # word t's offset in its row: t, or t * rows (colmajor)
         issue = Signal()
-        s1_live, s1_w = Signal(), Signal(24)
-        s2_live, s2_w = Signal(), Signal(24)
-        m.d.comb += [self.rd_addr.eq(src + row_off + t), self.rd2_addr.eq(src2 + row_off + t), self.rd_en.eq(issue)]
-        m.d.sync += [s1_live.eq(issue), s1_w.eq(t), s2_live.eq(s1_live), s2_w.eq(s1_w)]
+        s1_live, s1_w, s1_off = Signal(), Signal(24), Signal(a)
+        s2_live, s2_off = Signal(), Signal(a)
+        m.d.comb += [self.rd_addr.eq(src + row_off + woff), self.rd2_addr.eq(src2 + row_off + woff),
+                     self.rd_en.eq(issue)]
+        m.d.sync += [s1_live.eq(issue), s1_w.eq(t), s1_off.eq(woff), s2_live.eq(s1_live), s2_off.eq(s1_off)]
 
         vals = [Signal(signed(32), name=f"val{i}") for i in range(lanes)]
         valid = [Signal(name=f"ok{i}") for i in range(lanes)]
@@ -190,8 +195,8 @@ class VectorUnit(wiring.Component):
         reducing = s2_live & ~writing
         with m.If(reducing):
             m.d.sync += [acc_sum.eq(acc_sum + lane_sum), acc_max.eq(lane_max), acc_min.eq(lane_min)]
-        m.d.comb += [self.wr_en.eq(s2_live & writing), self.wr_addr.eq(dst + row_off + s2_w),
-                     self.wr_data.eq(Cat(*(v[:8] for v in vals)))]
+        m.d.comb += [self.wr_en.eq(s2_live & writing), self.wr_addr.eq(dst + row_off + s2_off),
+                     self.wr_data.eq(Cat(*(Mux(valid[i], vals[i][:8], 0) for i in range(lanes))))]
 
         # -- scalar datapath: serial divider and square root
         div_num, div_den, div_quo = Signal(32), Signal(32), Signal(32)
@@ -223,7 +228,7 @@ class VectorUnit(wiring.Component):
 
         # -- sequencing
         def start_pass(index: int | Value) -> list:
-            return [pidx.eq(index), t.eq(0), acc_sum.eq(0), acc_max.eq(-128), acc_min.eq(127)]
+            return [pidx.eq(index), t.eq(0), woff.eq(0), acc_sum.eq(0), acc_max.eq(-128), acc_min.eq(127)]
 
         busy = Signal()
         m.d.comb += self.busy.eq(busy)
@@ -248,11 +253,11 @@ class VectorUnit(wiring.Component):
                 m.next = "PASS"
             with m.State("PASS"):
                 m.d.comb += issue.eq(t < words)
-                m.d.sync += t.eq(t + 1)
+                m.d.sync += [t.eq(t + 1), woff.eq(woff + Mux(colmajor, rows, 1))]
                 with m.If(t == words + 1):
                     with m.If(writing):
                         last = row + 1 == rows
-                        m.d.sync += [row.eq(row + 1), row_off.eq(row_off + words),
+                        m.d.sync += [row.eq(row + 1), row_off.eq(row_off + Mux(colmajor, 1, words)),
                                      qpos.eq(Mux(qpos + 1 == qrows, 0, qpos + 1)), *start_pass(0)]
                         with m.If(last):
                             m.d.sync += [busy.eq(0), self.done.eq(1)]

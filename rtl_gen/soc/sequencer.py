@@ -144,7 +144,8 @@ class Sequencer(wiring.Component):
             })),
             **({"sdc_qevent": In(1)} if output_check else {}),
             **({"vec": Out(wiring.Signature({
-                "start": Out(1), "kind": Out(4), "src": Out(buf_addr_bits), "src2": Out(buf_addr_bits),
+                "start": Out(1), "kind": Out(4), "colmajor": Out(1), "src": Out(buf_addr_bits),
+                "src2": Out(buf_addr_bits),
                 "dst": Out(buf_addr_bits), "rows": Out(16), "words": Out(24), "n": Out(24), "qrows": Out(16),
                 "params": Out(8 * COMMAND_BYTES), "busy": In(1),
             }))} if vector_lanes else {}),
@@ -283,7 +284,8 @@ class Sequencer(wiring.Component):
             self.run.window.eq(_field(cmd, "window")),
         ]
         if vector:
-            transfer_fields += [self.vec.kind.eq(_field(cmd, "vkind")), self.vec.src.eq(_field(cmd, "vsrc")),
+            transfer_fields += [self.vec.kind.eq(_field(cmd, "vkind")), self.vec.colmajor.eq(_field(cmd, "vcolmajor")),
+                                self.vec.src.eq(_field(cmd, "vsrc")),
                                 self.vec.src2.eq(_field(cmd, "vsrc2")), self.vec.dst.eq(_field(cmd, "vdst")),
                                 self.vec.rows.eq(vrows), self.vec.words.eq(vwords), self.vec.n.eq(_field(cmd, "vn")),
                                 self.vec.qrows.eq(_field(cmd, "vqrows")), self.vec.params.eq(params)]

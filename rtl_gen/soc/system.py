@@ -223,7 +223,8 @@ class AxiAccelerator(wiring.Component):
         the sequencer, its operand reads and result writes through the core's ``vec_*`` ports."""
         m.submodules.vector = vec = self.vector_factory(lanes=self.config.vector_lanes, addr_bits=addr_bits)
         ctl = seq.vec
-        m.d.comb += [vec.start.eq(ctl.start), vec.kind.eq(ctl.kind), vec.src.eq(ctl.src), vec.src2.eq(ctl.src2),
+        m.d.comb += [vec.start.eq(ctl.start), vec.kind.eq(ctl.kind),
+                     vec.colmajor.eq(ctl.colmajor), vec.src.eq(ctl.src), vec.src2.eq(ctl.src2),
                      vec.dst.eq(ctl.dst), vec.rows.eq(ctl.rows), vec.words.eq(ctl.words), vec.n.eq(ctl.n),
                      vec.qrows.eq(ctl.qrows), vec.params.eq(ctl.params), ctl.busy.eq(vec.busy),
                      core.vec_rd_addr.eq(vec.rd_addr), vec.rd_data.eq(core.vec_rd_data),

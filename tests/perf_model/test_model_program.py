@@ -101,12 +101,13 @@ def test_the_axi_width_is_the_bandwidth_as_a_bus(bw, want):
 
 
 def test_a_vector_command_round_trips_and_its_parameter_block_is_the_next_slot():
-    cmd = Command.make(Opcode.VECTOR, wait_dma=1, wait_vec=1, vkind=9, vsrc=0xFFFFFFFF, vsrc2=7, vdst=123,
+    cmd = Command.make(Opcode.VECTOR, wait_dma=1, wait_vec=1, vkind=9, vcolmajor=1, vsrc=0xFFFFFFFF, vsrc2=7, vdst=123,
                        vrows=0xFFFF, vwords=(1 << 24) - 1, vn=(1 << 24) - 1, vqrows=0xFFFF)
     raw = encode(cmd)
     assert decode(raw) == cmd
     word = int.from_bytes(raw, "little")
     assert word & 0xF == 7 and (word >> 31) & 1 == 1 and (word >> 8) & 0xF == 9  # opcode, wait_vec, vkind
+    assert (word >> 12) & 1 == 1  # vcolmajor
     block = Command.make(Opcode.VECTOR_PARAMS, vp0=0xFFFFFFFF, vp7=5)
     assert int.from_bytes(encode(block), "little") == 0xFFFFFFFF | 5 << 224  # no opcode bits: all parameters
     assert commands.ERROR_VECTOR == 7 and commands.ERROR_NAMES[7].startswith("vector command malformed")

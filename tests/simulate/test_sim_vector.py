@@ -68,3 +68,41 @@ def test_a_gemm_gelu_gemm_network_runs_from_one_program(sim_cache):
     assert op.gemm == {"m": 6, "k": 12, "n": 4, "batch": 1}
     assert report.network is not None and report.network["final_output"]["match"]
     assert any(note.startswith("one program for the whole network") for note in report.notes), report.notes
+
+
+def test_a_residual_block_runs_from_one_program_with_its_skip_on_chip(sim_cache):
+    """x -> up -> GELU -> down -> add(x): the add after the last GEMM takes the block's input, held
+    in the ifmap while both GEMMs run; one program, the block's output bit-exact."""
+    from workloads.ops import Requant
+
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
+    wl = Workload(name="block", ops=(Gemm(m=6, k=8, n=12, name="up", requant=rq),
+                                     Gemm(m=6, k=12, n=8, name="down", requant=rq)),
+                  vector_ops=(_op("gelu", (6, 12), io.GELU_PARAMS, name="act"),
+                              _op("add", (6, 8), io.add_params(1 / 16, 1 / 32, 1 / 16), name="residual")),
+                  vector_counts=(1, 1), vector_after=(1, 2))
+    report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.name == "network" and op.status == "pass", op.reason
+    assert op.mismatches == 0 and op.total_cycles_match
+    assert op.gemm == {"m": 6, "k": 8, "n": 8, "batch": 1}
+    assert any(note.startswith("one program for the whole network") and "gelu, add" in note
+               for note in report.notes), report.notes
+
+
+def test_two_residual_blocks_with_layernorm_run_from_one_program(sim_cache):
+    """x -> attn -> add(x) -> LayerNorm -> ffn -> add(h) -> LayerNorm (an encoder layer's links, 6
+    channels on 4 lanes): several ops after one GEMM run in order, the norms per token; one program."""
+    from workloads.ops import Requant
+
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
+    add = _op("add", (6, 6), io.add_params(1 / 16, 1 / 16, 1 / 16), name="residual")
+    norm = _op("layernorm", (6, 6), io.norm_params(6, 1e-5), axis=1, name="ln")
+    wl = Workload(name="layer", ops=(Gemm(m=6, k=6, n=6, name="attn", requant=rq),
+                                     Gemm(m=6, k=6, n=6, name="ffn", requant=rq)),
+                  vector_ops=(add, norm, add, norm), vector_counts=(1, 1, 1, 1), vector_after=(1, 1, 2, 2))
+    report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.name == "network" and op.status == "pass", op.reason
+    assert op.mismatches == 0 and op.total_cycles_match
+    assert any("add, layernorm, add, layernorm" in note for note in report.notes), report.notes
