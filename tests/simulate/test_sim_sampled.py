@@ -209,3 +209,26 @@ def test_a_sampled_conv_is_bit_exact_in_the_exhaustive_runs_cycles_and_catches_a
     assert s["op_cycles_model"] == ref.cycles_total_rtl  # what it fast-forwards on is the RTL's whole conv
     (bad,) = simulate(TINY, workload, mode="sampled", work_dir=sim_cache, fault=rtl_gen.Fault(1, 2, 0, 1)).ops
     assert bad.status == "fail" and bad.mismatches > 0
+
+
+def test_a_vector_unit_built_as_a_hierarchical_block_gives_the_flat_builds_results(sim_cache, monkeypatch):
+    from accel_dse.simulate import _build
+    from workloads import Gemm, VectorOp, Workload
+    from workloads import _int_ops as io
+
+    design = dataclasses.replace(TINY, vector_unit=True)
+    act = VectorOp(kind="gelu", shape=(8, 40), axis=None, params=tuple(io.GELU_PARAMS.items()), name="act")
+    workload = Workload(name="vec", ops=(Gemm(m=8, k=16, n=8, name="proj"),), vector_ops=(act,),
+                        vector_counts=(1,), vector_after=(1,))
+    flat = simulate(design, workload, work_dir=sim_cache)
+    monkeypatch.setattr(_build, "HIER_MIN_PES", 1)
+    hier = simulate(design, workload, work_dir=sim_cache)
+    top = hier.design["top"]
+    (built,) = [p for p in (sim_cache / "builds").glob(f"{top}-verilator-*") if p.is_dir()
+                and "hier_block" in (p / f"{top}.vlt").read_text()]
+    assert any(p.name.endswith("_vector") for p in built.glob("V*"))  # the unit verilated on its own
+    assert [op.name for op in hier.ops] == [op.name for op in flat.ops] and len(hier.ops) == 2
+    for a, b in zip(hier.ops, flat.ops, strict=True):
+        assert a.status == b.status == "pass", (a.reason, b.reason)
+        assert (a.cycles_total_rtl, a.cycles_rtl) == (b.cycles_total_rtl, b.cycles_rtl)
+    assert np.array_equal(_c_bytes(hier), _c_bytes(flat))
