@@ -148,7 +148,17 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         if path == "chip":
             program, timing, expected, dram, gemm = conv_instances(design, name, op, seed, scale, DRAM_LATENCY)
             instances = []
+            conv_sampled = None
+            if sampled:  # the images' one program, its windows only (accel_dse.simulate._sampled)
+                from accel_dse.simulate._sampled_check import sampled_job
+
+                conv_sampled = sampled_job(design, program, 1, DRAM_LATENCY, perf_model.dram_rate(design))
             for instance, image in enumerate(dram):
+                if conv_sampled is not None:
+                    images[f"img_{index}_{instance}"] = conv_sampled.extend(image)
+                    instances += conv_sampled.entries(f"img_{index}_{instance}", layout_dict(program.tensors["a"]),
+                                                      layout_dict(program.tensors["c"]))
+                    continue
                 images[f"img_{index}_{instance}"] = image
                 instances.append({"chunks": [[program.queue_base + a * 32, b - a] for a, b in program.chunks],
                                   "limit": 4 * timing.total + 10_000, "a": layout_dict(program.tensors["a"]),
@@ -158,7 +168,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                                 if gemm.m != op.n * op.out_h * op.out_w else None,
                                 expected, program.tensors["c"], timing.compute, timing.total, timing.stall,
                                 len(program.runs), design.acc_bits if op.requant is None else design.input_bits,
-                                conv=True))
+                                conv=True, sampled=conv_sampled))
             continue
         full = fulls[index]
         rq = op.requant

@@ -6,15 +6,17 @@ before its first RUN to the command before the next tile's segment, and its *win
 same command to its last STORE (double buffered, the STOREs of a tile ride on the next tile's
 runs, so the window reaches into the next segment). A tile's **class** is the signature of its
 window: every command with its wait bits and fields except the two addresses that only say
-*where* (``dram_addr``, ``q_base``), the positions of queue-load boundaries inside it, and whether
-it is the first or the last tile. Tiles of one class run the same commands on the same buffer
+*where* (``dram_addr``, ``q_base``), the positions of queue-load boundaries inside it, whether
+it is the first or the last tile, and the window registers it starts with (a conv's last WINDOW
+command before it, whole). Tiles of one class run the same commands on the same buffer
 halves with the same sizes; only their DRAM addresses and data differ.
 
 The first tile of every class is simulated **in place**: its window (overlapping windows merged)
 runs as a program of its own on the full-scale DRAM image, preceded by a *prologue*: the LOAD
 commands of the real program that last wrote each buffer word before the window (so the buffers
 hold, word for word, what the skipped part of the program would have left there; the ofmap needs
-nothing: a window starts at a tile's first run, which does not accumulate). Queue-load
+nothing: a window starts at a tile's first run, which does not accumulate) and the last WINDOW
+command before it (a conv's window registers). Queue-load
 boundaries of the real program inside a window stay boundaries. Every tile whose runs and STOREs
 all lie inside a window is checked bit for bit; the window's RTL counters are checked against
 :func:`perf_model.program_timing.program_cycles` of the same commands (the same contract as the
@@ -44,6 +46,9 @@ __all__ = ["Tile", "Window", "SampledPlan", "output_tiles", "signature", "check_
 #: Fields that say only where a transfer goes, not what the hardware does.
 _ADDRESS_FIELDS = ("dram_addr", "q_base")
 _BUFFERS_LOADED = 4  # ifmap, weight, ofmap, qparam
+#: Opcodes a program the sampled check cuts may hold (WINDOW: a conv's window registers, which hold
+#: until the next WINDOW, so a window's prologue replays the last one before it).
+_CUT_OPCODES = (Opcode.LOAD, Opcode.WINDOW, Opcode.RUN, Opcode.STORE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,8 +134,8 @@ def output_tiles(program: Any) -> list[Tile]:
     run_at = [i for i, c in enumerate(cmds) if c.opcode == Opcode.RUN]
     if len(run_at) != len(program.runs):
         raise SimulationError(f"program has {len(run_at)} RUN commands for {len(program.runs)} runs")
-    if any(c.opcode not in (Opcode.LOAD, Opcode.RUN, Opcode.STORE) for c in cmds):
-        raise SimulationError("a sampled check needs a program of LOAD, RUN and STORE commands only "
+    if any(c.opcode not in _CUT_OPCODES for c in cmds):
+        raise SimulationError("a sampled check needs a program of LOAD, WINDOW, RUN and STORE commands only "
                               "(no on-chip reuse: run the ops unchained)")
     boxes: list[tuple[int, int, int, int]] = []
     first_run: list[int] = []
@@ -142,7 +147,7 @@ def output_tiles(program: Any) -> list[Tile]:
     starts = []
     for r in first_run:
         c = run_at[r]
-        while c > 0 and cmds[c - 1].opcode == Opcode.LOAD:
+        while c > 0 and cmds[c - 1].opcode in (Opcode.LOAD, Opcode.WINDOW):
             c -= 1
         starts.append(c)
     starts[0] = 0
@@ -177,7 +182,10 @@ def signature(program: Any, tiles: Sequence[Tile], g: int) -> tuple[object, ...]
     cmds = tuple((c.opcode, c.wait_dma, c.wait_run, tuple(f for f in c.fields if f[0] not in _ADDRESS_FIELDS))
                  for c in program.commands[t.start:t.store_end])
     inside = tuple(b - t.start for b in _boundaries(program) if t.start < b < t.store_end)
-    return (cmds, inside, g == 0, g == len(tiles) - 1)
+    # the window registers the tile starts with (a conv's last WINDOW before it): its RUNs read them
+    before = next((c for c in reversed(program.commands[:t.start]) if c.opcode == Opcode.WINDOW), None)
+    window = None if before is None else before.fields
+    return (cmds, inside, g == 0, g == len(tiles) - 1, window)
 
 
 def check_classes(program: Any, tiles: Sequence[Tile], rule: ClassRule) -> dict[object, list[int]]:
@@ -207,18 +215,22 @@ def _words(cmd: Command) -> np.ndarray:
 
 
 def _prologues(cmds: Sequence[Command], starts: Sequence[int]) -> dict[int, tuple[int, ...]]:
-    """Per window start, the LOADs before it that last wrote some buffer word (in program order)."""
+    """Per window start, the LOADs before it that last wrote some buffer word and the last WINDOW
+    before it (the window registers it leaves set), in program order."""
     owner: list[np.ndarray] = [np.full(0, -1, dtype=np.int64) for _ in range(_BUFFERS_LOADED)]
     out: dict[int, tuple[int, ...]] = {}
     wanted = sorted(set(starts))
     at = 0
+    window = -1  # the last WINDOW command so far
     for i, c in enumerate(cmds):
         while at < len(wanted) and wanted[at] == i:
-            live = np.unique(np.concatenate(owner))
+            live = np.unique(np.concatenate([*owner, np.array([window], dtype=np.int64)]))
             out[wanted[at]] = tuple(int(v) for v in live if v >= 0)
             at += 1
         if at == len(wanted):
             break
+        if c.opcode == Opcode.WINDOW:
+            window = i
         if c.opcode != Opcode.LOAD:
             continue
         idx = _words(c)
@@ -229,7 +241,7 @@ def _prologues(cmds: Sequence[Command], starts: Sequence[int]) -> dict[int, tupl
             owner[c["buffer"]] = buf = grown
         buf[idx] = i
     for s in wanted[at:]:
-        out[s] = tuple(sorted({int(v) for o in owner for v in o if v >= 0}))
+        out[s] = tuple(sorted({int(v) for o in owner for v in o if v >= 0} | ({window} if window >= 0 else set())))
     return out
 
 

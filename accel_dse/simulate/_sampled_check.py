@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from accel_dse.config import ArrayConfig
+from accel_dse.errors import SimulationError
 from accel_dse.simulate._dram_image import program_image
 from accel_dse.simulate._sampled import ClassRule, SampledPlan, default_rule, plan_sampled, window_layout
 
@@ -69,6 +70,17 @@ class SampledJob:
         image[self.window_base:self.window_base + len(self.window_bytes)] = np.frombuffer(self.window_bytes,
                                                                                          np.uint8)
         return image
+
+    def extend(self, image: np.ndarray) -> np.ndarray:
+        """``image`` (the op's full DRAM image, as built for an exhaustive run) with the window
+        programs after it."""
+        if len(image) > self.window_base:
+            raise SimulationError(f"the op's DRAM image ({len(image)} bytes) runs into the sampled check's window "
+                                  f"programs at byte {self.window_base}")
+        out = np.zeros(self.image_end, dtype=np.uint8)
+        out[:len(image)] = image
+        out[self.window_base:self.window_base + len(self.window_bytes)] = np.frombuffer(self.window_bytes, np.uint8)
+        return out
 
     def entries(self, image: str, a: dict[str, Any], c: dict[str, Any]) -> list[dict[str, Any]]:
         """The testbench's entries, one per window (``_dram_program``'s instance format)."""

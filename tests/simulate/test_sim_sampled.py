@@ -22,6 +22,7 @@ from accel_dse.errors import SimulationError
 from accel_dse.simulate import simulate
 from accel_dse.simulate._dram_driver import DRAM_LATENCY
 from accel_dse.simulate._sampled import output_tiles, plan_sampled, signature
+from workloads.ops import Conv2d
 
 TINY = load_design("tiny")  # 4x4 WS, double buffered, 4 KiB operand buffers
 REPEATING = "gemm:m=400,k=80,n=40,requant=1"  # 16 output tiles, several of each class
@@ -159,4 +160,75 @@ def test_hierarchical_row_builds_give_the_flat_builds_results(sim_cache, monkeyp
     assert a.status == b.status == "pass"
     assert (a.cycles_total_rtl, a.cycles_rtl, a.stall_cycles_rtl) == (b.cycles_total_rtl, b.cycles_rtl,
                                                                       b.stall_cycles_rtl)
+    assert np.array_equal(_c_bytes(hier), _c_bytes(flat))
+
+
+# A conv the model runs on chip in bands of image rows: 20 output tiles (10 classes), the second
+# window starts after a WINDOW command it does not hold (tiny, double buffered).
+BANDED = Conv2d(n=1, h=40, w=40, c_in=4, c_out=8, kh=3, kw=3, stride_h=1, stride_w=1, pad_h=1, pad_w=1,
+                name="banded")
+
+
+def test_a_conv_on_chip_is_cut_into_classes_and_a_window_replays_the_window_registers():
+    from perf_model.compiler.conv import compile_conv, conv_path
+
+    assert conv_path(TINY, BANDED)[0] == "chip"
+    program = compile_conv(TINY, BANDED)
+    plan = plan_sampled(program, _walk(TINY))
+    assert plan.runs_simulated < plan.runs_total
+    later = [w for w in plan.windows if w.first > 0]
+    assert later
+    for w in later:  # the last WINDOW before the window is replayed in its prologue
+        last = max(i for i in range(w.first) if program.commands[i].opcode == Opcode.WINDOW)
+        assert last in w.prologue
+    # the window registers a tile starts with are part of its class: the same commands after another
+    # WINDOW are another class
+    tiles = output_tiles(program)
+    g = next(g for g in range(1, len(tiles) - 1)
+             if not any(c.opcode == Opcode.WINDOW for c in program.commands[tiles[g].start:tiles[g].store_end]))
+    cmds = list(program.commands)
+    before = max(i for i in range(tiles[g].start) if cmds[i].opcode == Opcode.WINDOW)
+    fields = dict(cmds[before].fields)
+    fields["pad_left"] ^= 1
+    cmds[before] = Command.make(Opcode.WINDOW, wait_dma=cmds[before].wait_dma, wait_run=cmds[before].wait_run,
+                                **fields)
+    changed = dataclasses.replace(program, commands=tuple(cmds))
+    assert signature(changed, tiles, g) != signature(program, tiles, g)
+
+
+def test_a_sampled_conv_is_bit_exact_in_the_exhaustive_runs_cycles_and_catches_a_fault(sim_cache):
+    workload = workloads.Workload(name="w", ops=(BANDED,), counts=(1,))
+    part = simulate(TINY, workload, mode="sampled", work_dir=sim_cache)
+    (op,) = part.ops
+    assert op.status == "pass" and op.mismatches == 0, op.reason
+    s = op.sampled
+    assert s["runs_simulated"] < s["runs_total"] and s["tiles_checked"] < s["tiles_total"]
+    assert op.cycles_total_rtl == s["cycles_simulated_model"]
+    (ref,) = simulate(TINY, workload, work_dir=sim_cache).ops
+    assert ref.status == "pass" and ref.sampled is None
+    assert s["op_cycles_model"] == ref.cycles_total_rtl  # what it fast-forwards on is the RTL's whole conv
+    (bad,) = simulate(TINY, workload, mode="sampled", work_dir=sim_cache, fault=rtl_gen.Fault(1, 2, 0, 1)).ops
+    assert bad.status == "fail" and bad.mismatches > 0
+
+
+def test_a_vector_unit_built_as_a_hierarchical_block_gives_the_flat_builds_results(sim_cache, monkeypatch):
+    from accel_dse.simulate import _build
+    from workloads import Gemm, VectorOp, Workload
+    from workloads import _int_ops as io
+
+    design = dataclasses.replace(TINY, vector_unit=True)
+    act = VectorOp(kind="gelu", shape=(8, 40), axis=None, params=tuple(io.GELU_PARAMS.items()), name="act")
+    workload = Workload(name="vec", ops=(Gemm(m=8, k=16, n=8, name="proj"),), vector_ops=(act,),
+                        vector_counts=(1,), vector_after=(1,))
+    flat = simulate(design, workload, work_dir=sim_cache)
+    monkeypatch.setattr(_build, "HIER_MIN_PES", 1)
+    hier = simulate(design, workload, work_dir=sim_cache)
+    top = hier.design["top"]
+    (built,) = [p for p in (sim_cache / "builds").glob(f"{top}-verilator-*") if p.is_dir()
+                and "hier_block" in (p / f"{top}.vlt").read_text()]
+    assert any(p.name.endswith("_vector") for p in built.glob("V*"))  # the unit verilated on its own
+    assert [op.name for op in hier.ops] == [op.name for op in flat.ops] and len(hier.ops) == 2
+    for a, b in zip(hier.ops, flat.ops, strict=True):
+        assert a.status == b.status == "pass", (a.reason, b.reason)
+        assert (a.cycles_total_rtl, a.cycles_rtl) == (b.cycles_total_rtl, b.cycles_rtl)
     assert np.array_equal(_c_bytes(hier), _c_bytes(flat))
