@@ -5,16 +5,18 @@ reference semantics (``workloads.formats``) and the accuracy metric take their f
 
 Each :class:`NumberFormat` gives its encoding (sign, exponent and mantissa bits, exponent bias),
 the largest finite magnitude, the smallest subnormal and whether the encoding has infinities, and
-its accumulator: integer formats keep an exact signed integer accumulator (``acc_bits``); the fp8
-formats an exact fixed-point accumulator (products of two fp8 values are exact, so is their sum:
-the result does not depend on the order of summation); bf16 an IEEE float32 accumulator summed in
-a fixed order (``workloads.formats`` states it). docs/formats.md has the reasoning.
+its accumulator: integer formats keep an exact signed integer accumulator (``acc_bits``); fp8_e4m3
+an exact fixed-point accumulator (products of two E4M3 values are exact, so is their sum: the
+result does not depend on the order of summation); bf16 and fp8_e5m2 an IEEE float32 accumulator
+summed in a fixed order (``workloads.formats`` states it; an E5M2 product is exact in float32, but
+an exact fixed-point sum of E5M2 products needs 65 bits plus ``log2(K)``, beyond ``acc_bits <= 64``).
+docs/formats.md has the reasoning.
 
 Which operand pairs the generated hardware builds today (:func:`build_rule`): integer operands,
 each lane of the datapath ``input_bits = max(8, widest operand)`` bits wide (an int4 operand
 sign-extended in an 8-bit lane, its range the int4 range); fp8_e4m3 for both operands (an exact
 fixed-point accumulator); bf16 for both operands (16-bit lanes, a float32 accumulator,
-``acc_bits = 32``). fp8_e5m2 is known (reference semantics, accuracy), not built.
+``acc_bits = 32``); fp8_e5m2 for both operands (8-bit lanes, a float32 accumulator, ``acc_bits = 32``).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def _int(bits: int) -> NumberFormat:
 FORMATS: dict[str, NumberFormat] = {f.name: f for f in (
     _int(4), _int(8), _int(16),
     NumberFormat("fp8_e4m3", "float", 8, 4, 3, 448.0, 2.0 ** -9, False, "fixed", "float8_e4m3fn"),
-    NumberFormat("fp8_e5m2", "float", 8, 5, 2, 57344.0, 2.0 ** -16, True, "fixed", "float8_e5m2"),
+    NumberFormat("fp8_e5m2", "float", 8, 5, 2, 57344.0, 2.0 ** -16, True, "fp32", "float8_e5m2"),
     NumberFormat("bf16", "float", 16, 8, 7, float.fromhex("0x1.fep127"), 2.0 ** -133, True, "fp32", "bfloat16"),
 )}
 FORMAT_NAMES: tuple[str, ...] = tuple(FORMATS)
@@ -119,9 +121,9 @@ def build_rule(weight: NumberFormat, act: NumberFormat) -> str | None:
     """Why the generated hardware cannot build this operand pair, or ``None`` when it can.
 
     The rule: integer operands (int4, int8, int16, any mix such as W4A8), fp8_e4m3 for both
-    (the PE's exact fixed-point product, :func:`product_bits`) or bf16 for both (a float32
-    product and sum). fp8_e5m2 is refused: one exact product needs 65 bits, beyond
-    ``acc_bits <= 64``; a float format is never mixed with another format.
+    (the PE's exact fixed-point product, :func:`product_bits`), or bf16 or fp8_e5m2 for both (a
+    float32 product and sum); a float format is never mixed with another format (nor with an
+    integer one). A fixed-point format whose one exact product exceeds 64 bits would be refused.
     """
     if weight.is_int and act.is_int:
         return None
@@ -137,9 +139,9 @@ def build_rule(weight: NumberFormat, act: NumberFormat) -> str | None:
 def product_bits(fmt: NumberFormat) -> int:
     """Bits of one exact signed product of two ``fmt`` operands in the accumulator's units.
 
-    Integers: ``2 * bits``. fp8 (fixed point, units of the smallest subnormal squared): the
-    magnitude ``(max_finite / min_subnormal)**2`` plus a sign bit (E4M3 37, E5M2 65). bf16: 32
-    (the float32 pattern of the product).
+    Integers: ``2 * bits``. fp8_e4m3 (fixed point, units of the smallest subnormal squared): the
+    magnitude ``(max_finite / min_subnormal)**2`` plus a sign bit (37; E5M2's would be 65). A
+    float32 accumulator (bf16, fp8_e5m2): 32 (the float32 pattern of the product).
     """
     if fmt.is_int:
         return 2 * fmt.bits
@@ -150,9 +152,9 @@ def product_bits(fmt: NumberFormat) -> int:
 
 def max_product(weight: NumberFormat, act: NumberFormat) -> float:
     """The largest magnitude of one product in accumulator units (integers: of the lanes'
-    most negative values; fp8: of the largest finite values over the smallest subnormal). A
-    float32 accumulator (bf16) has no fixed range to overflow: 0 (the overflow check never fires;
-    float32 rounds, and the data are finite bf16 values)."""
+    most negative values; fp8_e4m3: of the largest finite values over the smallest subnormal). A
+    float32 accumulator (bf16, fp8_e5m2) has no fixed range to overflow: 0 (the overflow check
+    never fires; float32 rounds, and the data are finite values)."""
     if weight.is_int and act.is_int:
         return float(2 ** (weight.bits - 1) * 2 ** (act.bits - 1))
     if weight.accumulator == "fp32":
@@ -163,8 +165,8 @@ def max_product(weight: NumberFormat, act: NumberFormat) -> float:
 def accumulator_rule(weight: NumberFormat, act: NumberFormat, acc_bits: int, checksum: str) -> str | None:
     """Why a buildable float pair cannot take this accumulator or checksum (``None``: it can).
 
-    An fp8 accumulator holds at least one exact product (:func:`product_bits`); a bf16
-    accumulator is a float32 pattern (``acc_bits = 32`` exactly); the checksum column sums
+    An fp8_e4m3 accumulator holds at least one exact product (:func:`product_bits`); a bf16 or
+    fp8_e5m2 accumulator is a float32 pattern (``acc_bits = 32`` exactly); the checksum column sums
     integer weights, so it is built for integer operands only.
     """
     if weight.is_int and act.is_int:
@@ -195,7 +197,7 @@ def pair_problem(input_bits: int, weight: str, act: str, acc_bits: int | None = 
         return str(exc)
     rule = build_rule(w, a)
     if rule is not None:
-        return rule
+        return f"weight_format {w.name} with act_format {a.name}: {rule}"
     width = datapath_bits(w, a)
     if width != input_bits:
         return f"input_bits must be {width} for weight_format {w.name} with act_format {a.name}, not {input_bits}"

@@ -10,9 +10,11 @@ fp8: ``c`` is the exact fixed-point accumulator (``workloads.formats.accumulate`
 units of ``2**-(2 s)``) and ``q`` the output stage's fp8 codes (``workloads.format_codes.fp8_output``)
 under :func:`float_outputs`.
 
-bf16: ``c`` is the float32 accumulator's bit pattern (int64 of the int32 view), summed in the
-design's folds (``k_folds``, ``workloads.formats.accumulate``), and ``q`` the output stage's
-bf16 codes (``workloads.format_codes.bf16_output``). A product of the largest bf16 value with
+bf16 and fp8_e5m2: ``c`` is the float32 accumulator's bit pattern (int64 of the int32 view),
+summed in the design's folds (``k_folds``, ``workloads.formats.accumulate``), and ``q`` the
+output stage's codes (``workloads.format_codes.float_output``, with the op's bias as float32
+patterns). E5M2's products cannot overflow float32 (``57344**2 < 2**32``), so its edge values go
+in as fp8_e4m3's do. A product of the largest bf16 value with
 one above 1 overflows float32 (not data), so the activations' largest magnitudes go down column
 0 (``a[0, 0] = -max_finite``, ``a[-1, 0] = max_finite``) and the weights' row 0, which meets them,
 is scaled by ``2**-120``; the smallest subnormal of each sign and -0 go along ``a``'s row 0 and
@@ -29,7 +31,7 @@ import numpy as np
 
 from accel_dse.errors import WorkloadError
 from accel_dse.number_formats import FORMATS, NumberFormat
-from workloads.format_codes import bf16_output, fp8_output, from_codes, to_codes
+from workloads.format_codes import float_output, fp8_output, from_codes, to_codes
 from workloads.formats import accumulate, quantise
 from workloads.ops import Gemm, Op, Requant
 
@@ -61,7 +63,7 @@ def float_outputs(op: Op) -> Op:
 
 def _operand(rng: np.random.Generator, shape: tuple[int, int], f: NumberFormat, weight: bool = False) -> np.ndarray:
     x = quantise(rng.standard_normal(shape), f)
-    if f.accumulator == "fp32":  # bf16: edges placed so that no float32 product or sum overflows
+    if f.max_finite ** 2 > float(np.finfo(np.float32).max):  # bf16: edges placed so no float32 product overflows
         tiny, edges = 2.0 ** -120, [f.min_subnormal, -f.min_subnormal, -0.0]
         if weight:  # row 0 scaled down (it meets the activations' largest values), edges down column 0
             x[0] = quantise(x[0] * tiny, f)
@@ -92,8 +94,9 @@ def float_result(op: Op, start: int, a: np.ndarray, b: np.ndarray, fmt: str,
         rq = op.requant
         if rq is None:
             return c, None
-        shift = np.asarray(rq.channel_values("shift", c.shape[-1], start))
-        return c, bf16_output(acc, shift=shift, relu=rq.bounds[0] >= 0)
+        n = c.shape[-1]
+        return c, float_output(acc, f, shift=np.asarray(rq.channel_values("shift", n, start)),
+                               bias=np.asarray(rq.channel_values("bias", n, start)), relu=rq.bounds[0] >= 0)
     c = accumulate(from_codes(a, f), from_codes(b, f), f).astype(np.int64)
     rq = op.requant
     if rq is None:

@@ -17,14 +17,17 @@ NaN code is ever produced; a negative ``v`` that rounds to zero gives negative z
 0x80), as IEEE rounding does. The rounding is computed exactly from the integer
 (:func:`workloads.formats.round_to_float`), whatever ``acc_bits``.
 
-The output stage's bf16 conversion (:func:`bf16_output`) of a float32 accumulator::
+The output stage's conversion (:func:`float_output`) of a float32 accumulator (bf16, fp8_e5m2),
+per output element with its channel's ``bias`` (a float32 bit pattern, as an int32), ``shift``
+(0..31) and ``relu``::
 
-    v = acc * 2**-shift                            # exact: a power-of-two scale
+    t = float32(acc + bias)                        # one float32 rounding (-0 + +0 is +0)
+    v = t * 2**-shift                              # exact: a power-of-two scale
     v = +0 if relu and v is negative or -0
-    q = round(v) to bf16, nearest, ties to even, subnormals kept, saturated to +-max finite
+    q = round(v) to the format, nearest, ties to even, subnormals kept, saturated to +-max finite
 
-One rounding, computed exactly from the float32's integer significand; a negative ``v`` that
-rounds to zero (or -0) gives -0. NaN and infinity are not data.
+The final rounding is computed exactly from the float32's integer significand; a negative ``v``
+that rounds to zero (or -0) gives -0. NaN and infinity are not data.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from accel_dse.errors import WorkloadError
 from accel_dse.number_formats import NumberFormat
 from workloads.formats import _fmt, fraction_bits, quantise, round_to_float
 
-__all__ = ["to_codes", "from_codes", "fp8_output", "bf16_output"]
+__all__ = ["to_codes", "from_codes", "fp8_output", "float_output"]
 
 
 def _fp8(fmt: NumberFormat | str) -> NumberFormat:
@@ -118,28 +121,37 @@ def fp8_output(acc: np.ndarray, fmt: NumberFormat | str, *, shift: np.ndarray | 
     return to_codes(out, f)
 
 
-def bf16_output(acc: np.ndarray, *, shift: np.ndarray | int, relu: bool = False) -> np.ndarray:
-    """The output stage's bf16 codes (int16) of float32 accumulators ``acc`` (module docstring).
+def float_output(acc: np.ndarray, fmt: NumberFormat | str, *, shift: np.ndarray | int,
+                 bias: np.ndarray | int = 0, relu: bool = False) -> np.ndarray:
+    """The output stage's codes (int16 bf16, int8 E5M2) of float32 accumulators ``acc`` (module docstring).
 
     Args:
         acc: float32 accumulators (``workloads.formats.accumulate``), channels on the last axis.
+        fmt: the output format, one with a float32 accumulator (bf16, fp8_e5m2).
         shift: the scale ``2**-shift`` per channel (broadcast on the last axis), 0..31.
+        bias: per channel, the float32 bit pattern (an int32) added to the accumulator.
         relu: negative values (and -0) give +0.
 
     Raises:
-        WorkloadError: a NaN or infinite accumulator (never data: ``accumulate`` refuses them).
+        WorkloadError: a format without a float32 accumulator, a NaN or infinite accumulator or
+            bias (never data: ``accumulate`` refuses them).
     """
-    f = _fmt("bf16")
+    f = _fmt(fmt)
+    if f.accumulator != "fp32":
+        raise WorkloadError(f"{f.name} has no float32 accumulator")
     acc = np.asarray(acc, dtype=np.float32)
-    if not np.isfinite(acc).all():
-        raise WorkloadError("bf16 output of a NaN or infinite accumulator: not data")
     shape = acc.shape
+    biases = np.broadcast_to(np.asarray(bias, dtype=np.int64), shape).astype(np.uint32).view(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = acc + biases  # float32 addition: one rounding
+    if not (np.isfinite(acc).all() and np.isfinite(biases).all() and np.isfinite(total).all()):
+        raise WorkloadError(f"{f.name} output of a NaN or infinite accumulator, bias or sum: not data")
     shifts = np.broadcast_to(np.asarray(shift, dtype=np.int64), shape)
     sig_bits = f.mantissa_bits + 1
     min_exp = math.frexp(f.min_subnormal)[1] - 1
     out = np.empty(shape, dtype=np.float64)
     for idx in np.ndindex(shape):
-        x = float(acc[idx])
+        x = float(total[idx])
         negative = math.copysign(1.0, x) < 0
         if relu and negative:
             out[idx] = 0.0

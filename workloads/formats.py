@@ -14,16 +14,18 @@ Operands (:func:`quantise`):
 
 Products and sums (:func:`accumulate`):
     * integers (int4, int8, int16, any mix): exact integer products, exact integer sum (int64).
-    * fp8 (E4M3, E5M2): every value is ``n * 2**-s`` with ``n`` an integer (``s = 9`` for E4M3,
-      ``16`` for E5M2: the smallest subnormal), so a product is an integer in units of
-      ``2**-2s`` and the accumulator is an exact fixed-point number with ``2s`` fraction bits.
+    * fp8_e4m3: every value is ``n * 2**-s`` with ``n`` an integer (``s = 9``: the smallest
+      subnormal), so a product is an integer in units of ``2**-2s`` and the accumulator is an
+      exact fixed-point number with ``2s`` fraction bits.
       The sum is exact, hence independent of the order (and of the dataflow and tiling). The
       result is the integer ``N`` (Python ints), value ``N * 2**-2s``. A fixed-point sum has no
       negative zero: an all-(-0) sum is +0.
-    * bf16: products are exact in float32 (8-bit significands; a product below float32's
-      smallest subnormal rounds as IEEE float32 multiplication does), summed in float32 one
+    * bf16 and fp8_e5m2 (a float32 accumulator; an exact E5M2 sum would need 65 bits plus
+      ``log2(K)``): products are exact in float32 (8-bit or 3-bit significands; a bf16 product
+      below float32's smallest subnormal rounds as IEEE float32 multiplication does, an E5M2
+      one, between ``2**-32`` and ``2**32`` in magnitude, never does), summed in float32 one
       product at a time in ascending ``k`` (round to nearest even after every addition,
-      subnormals kept), starting from +0. The order is part of the semantics: a bf16 PE must
+      subnormals kept), starting from +0. The order is part of the semantics: the PE must
       add in that order. The array sums ``K`` in folds (``folds``: the first ``k`` of each, the
       K tiles of the schedule, and within them the ``R``-row folds of a WS/IS array): each fold
       is summed so from +0, and the folds' sums are added in order (``((f0 + f1) + f2) ...``,
@@ -134,16 +136,16 @@ def accumulate(a: np.ndarray, b: np.ndarray, weight_fmt: NumberFormat | str,
                act_fmt: NumberFormat | str | None = None, *, folds: tuple[int, ...] | None = None) -> np.ndarray:
     """The accumulators of ``a @ b`` (``a``: m x k activations, ``b``: k x n weights) in the formats.
 
-    ``folds`` (bf16 only; integers and fp8 are exact, any order): the ascending first ``k`` of
+    ``folds`` (float32 accumulators only; integers and fp8_e4m3 are exact, any order): the ascending first ``k`` of
     each fold, starting at 0 (module docstring); ``None`` is one fold.
 
     Returns:
         integers: int64 exact sums; fp8: object array of Python ints ``N`` (value
-        ``N * 2**-(2 * fraction_bits)``); bf16: float32 sums in ascending ``k``.
+        ``N * 2**-(2 * fraction_bits)``); bf16, fp8_e5m2: float32 sums in ascending ``k``.
 
     Raises:
         WorkloadError: bad shapes, values not of the format, a float format mixed with another,
-            bad ``folds``, a bf16 sum that overflows float32.
+            bad ``folds``, a float32 sum that overflows.
     """
     wf = _fmt(weight_fmt)
     af = wf if act_fmt is None else _fmt(act_fmt)
@@ -182,7 +184,7 @@ def _fp32_folds(a32: np.ndarray, b32: np.ndarray, starts: tuple[int, ...]) -> np
             total = acc if total is None else total + acc
     out = np.zeros((a32.shape[0], b32.shape[1]), dtype=np.float32) if total is None else total
     if not np.isfinite(out).all():
-        raise WorkloadError("bf16 operands whose float32 products or sums overflow are not data "
+        raise WorkloadError("float operands whose float32 products or sums overflow are not data "
                             "(the hardware carries no infinity)")
     return out
 
@@ -244,7 +246,7 @@ def jax_bound(a: np.ndarray, b: np.ndarray, fmt: NumberFormat | str) -> np.ndarr
     Any float32 summation of ``K`` exact products lies within ``gamma(K-1) * sum|a*b|`` of the
     exact sum (Higham, Accuracy and Stability of Numerical Algorithms, eq. 3.5), with
     ``gamma(n) = n u / (1 - n u)``, ``u = 2**-24``. The fp8 reference is the exact sum rounded
-    once (``u * |sum|`` more); the bf16 reference is itself a float32 summation (another
+    once (``u * |sum|`` more); the bf16 / E5M2 reference is itself a float32 summation (another
     ``gamma(K-1) * sum|a*b|``).
     """
     f = _fmt(fmt)

@@ -161,7 +161,7 @@ class Accelerator(wiring.Component):
         self.group_factory = group_factory
         self.layout: BufferLayout = buffer_layout(config)
         if fault is not None:
-            fault.check(config.rows, config.cols, config.input_bits)
+            fault.check(config.rows, config.cols, config.input_bits, pe_format(config.weight_fmt, config.act_fmt))
         self.fault = fault
         if config.checksum != "none":
             check_dataflow(config.dataflow)

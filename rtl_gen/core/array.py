@@ -348,7 +348,7 @@ class SystolicArray(wiring.Component):
         self.input_bits = input_bits
         self.acc_bits = acc_bits
         if fault is not None:
-            fault.check(rows, cols, input_bits)
+            fault.check(rows, cols, input_bits, number_format)
         self.fault = fault
         if not isinstance(group_rows, int) or group_rows < 1 or rows % group_rows:
             raise ConfigError(f"group_rows must be a positive divisor of rows = {rows}, not {group_rows!r}")

@@ -7,7 +7,7 @@ from amaranth import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen.core.float32 import fp32_add
+from rtl_gen.core.float32 import FLOAT_OPERANDS, fp32_add
 
 __all__ = ["OperandGate", "OfmapUpdate"]
 
@@ -33,7 +33,8 @@ class OfmapUpdate(wiring.Component):
     """The ofmap write data: while ``busy`` ``result + (old if add else 0)`` per lane
     (wrapping; ``add`` has one bit per lane), else the host's word ``host``.
 
-    The fold accumulation of a bf16 design (``number_format="bf16"``, ``acc_bits = 32``) is the
+    The fold accumulation of a float32-accumulating design (``number_format`` bf16 or fp8_e5m2,
+    ``acc_bits = 32``) is the
     PE's float32 addition (``rtl_gen.core.float32.fp32_add``: one rounding, nearest even):
     ``old + result``, the earlier folds' sum plus this fold's, so the K folds add in order.
     Combinational like the integer add (no extra cycle).
@@ -41,8 +42,8 @@ class OfmapUpdate(wiring.Component):
     Args:
         lanes: lanes per word (array columns).
         acc_bits: bits per lane.
-        number_format: the PE's operand encoding (``rtl_gen.core.pe.PE_FORMATS``): ``"bf16"``
-            adds in float32, every other one in two's complement.
+        number_format: the PE's operand encoding (``rtl_gen.core.pe.PE_FORMATS``): bf16 and
+            fp8_e5m2 add in float32, every other one in two's complement.
     """
 
     def __init__(self, *, lanes: int, acc_bits: int, number_format: str = "int") -> None:
@@ -66,7 +67,7 @@ class OfmapUpdate(wiring.Component):
         ab = self.acc_bits
         for c in range(self.lanes):
             lane = slice(c * ab, (c + 1) * ab)
-            if self.number_format == "bf16":
+            if self.number_format in FLOAT_OPERANDS:  # the float32-accumulating formats
                 total = Mux(self.add[c], fp32_add(m, self.old[lane], self.result[lane], f"fold{c}"),
                             self.result[lane])
             else:

@@ -1,12 +1,14 @@
-"""IEEE float32 arithmetic for the bf16 PE: an exact bf16 x bf16 product and a float32 sum, each
-rounded once to float32, nearest, ties to even, subnormals kept (no flush to zero).
+"""IEEE float32 arithmetic for the float32-accumulating PEs (bf16, fp8_e5m2): the product of two
+operand codes and a float32 sum, each rounded once to float32, nearest, ties to even, subnormals
+kept (no flush to zero).
 
-What it computes is ``workloads.formats``' bf16 semantics: ``numpy.float32(a) * numpy.float32(b)``
-for bf16 values ``a``, ``b`` (the product is exact unless it falls below float32's normal
-range), and ``x + y`` in float32 (exact cancellation gives +0, ``-0 + -0`` gives -0). Infinity
-and NaN are not data: the quantiser saturates and the reference refuses them; an overflowing
-result rounds to infinity as IEEE does, and an infinity or NaN operand is read as a huge finite
-number (no special case in the hardware).
+What it computes is ``workloads.formats``' float32 semantics: ``numpy.float32(a) * numpy.float32(b)``
+for operand values ``a``, ``b`` (a bf16 product is exact unless it falls below float32's normal
+range; an E5M2 product, 6 significant bits between ``2**-32`` and ``2**32``, is always exact),
+and ``x + y`` in float32 (exact cancellation gives +0, ``-0 + -0`` gives -0). Infinity and NaN
+are not data: the quantiser saturates and the reference refuses them; an overflowing result
+rounds to infinity as IEEE does, and an infinity or NaN operand code (the top exponent) is read
+as the finite number its fields give, ``2**(emax + 1) * 1.m`` (no special case in the hardware).
 
 Both are combinational expressions built from one rounding step (:func:`round_pack`): a sign,
 an unsigned integer ``m`` and an exponent ``e`` (value ``m * 2**e``) to a float32 bit pattern.
@@ -18,12 +20,15 @@ from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 
-__all__ = ["round_pack", "unpack_fp32", "bf16_product", "fp32_add"]
+__all__ = ["round_pack", "unpack_fp32", "float_product", "fp32_add", "FLOAT_OPERANDS"]
 
 _SIG = 24  # float32 significand bits (hidden bit included)
 _MIN_EXP = -149  # float32's subnormal quantum: 2**-149
 _BIAS = 127
 _EXP_BITS = 10  # signed exponent arithmetic (range -300 .. 300)
+
+#: Operand codes a float32-accumulating PE multiplies: name -> (exponent bits, mantissa bits, bias).
+FLOAT_OPERANDS = {"bf16": (8, 7, 127), "fp8_e5m2": (5, 2, 15)}
 
 
 def _wire(mod: Module, value: Value, name: str) -> Signal:
@@ -42,13 +47,14 @@ def _lead(m: Value) -> Value:
 
 
 def round_pack(mod: Module, sign: Value, m: Value, e: Value, name: str, *, sig: int = _SIG,
-               min_exp: int = _MIN_EXP, saturate: bool = False) -> Value:
+               min_exp: int = _MIN_EXP, saturate: bool = False, exp_bits: int = 8, bias: int = _BIAS) -> Value:
     """The float32 bit pattern of ``(-1)**sign * m * 2**e`` rounded once (module docstring), its
     intermediate signals added to ``mod`` named ``<name>_...``.
 
-    ``m`` is unsigned (any width up to 64), ``e`` signed. ``sig`` and ``min_exp`` give another
-    format with float32's 8-bit exponent (bf16: ``sig=8, min_exp=-133``, a 16-bit pattern);
-    ``saturate`` gives the largest finite magnitude instead of infinity on overflow.
+    ``m`` is unsigned (any width up to 64), ``e`` signed. ``sig``, ``min_exp``, ``exp_bits`` and
+    ``bias`` give another IEEE-style format (bf16: ``sig=8, min_exp=-133``, a 16-bit pattern;
+    E5M2: ``sig=3, min_exp=-16, exp_bits=5, bias=15``, an 8-bit one); ``saturate`` gives the
+    largest finite magnitude instead of infinity on overflow.
     """
     width = len(m)
     m = _wire(mod, m, f"{name}_m")
@@ -59,7 +65,7 @@ def round_pack(mod: Module, sign: Value, m: Value, e: Value, name: str, *, sig: 
     low_sub = (Const(min_exp, signed(_EXP_BITS)) - e).as_signed()
     shift = _wire(mod, Mux(low_normal > low_sub, low_normal, low_sub), f"{name}_shift")  # < 0: exact, left
     right = shift > 0
-    amount = Mux(right, shift, 0)[:7]
+    amount = Mux(right, Mux(shift > width + 1, width + 1, shift), 0)[:7]  # all of m shifted out: capped
     left = Mux(right, 0, -shift)[:6]
     kept = _wire(mod, Mux(right, (m >> amount)[:sig + 1], (m << left)[:sig + 1]), f"{name}_kept")
     r_less = (amount - 1)[:7]
@@ -72,11 +78,12 @@ def round_pack(mod: Module, sign: Value, m: Value, e: Value, name: str, *, sig: 
     low = (e + shift + carry).as_signed()  # exponent of q's lowest bit after the carry
     significand = Mux(carry, q[1:sig + 1], q[:sig])
     normal = significand[sig - 1]
-    biased = (low + (sig - 1) + _BIAS).as_signed()
-    overflow = normal & (biased >= 255)
-    exp_field = Mux(normal, biased[:8], 0)
-    top = (0xFE << (sig - 1)) | ((1 << (sig - 1)) - 1) if saturate else 0xFF << (sig - 1)
-    magnitude = Mux(overflow, Const(top, sig + 7), Cat(significand[:sig - 1], exp_field))
+    biased = (low + (sig - 1) + bias).as_signed()
+    top_exp = (1 << exp_bits) - 1
+    overflow = normal & (biased >= top_exp)
+    exp_field = Mux(normal, biased[:exp_bits], 0)
+    top = ((top_exp - 1) << (sig - 1)) | ((1 << (sig - 1)) - 1) if saturate else top_exp << (sig - 1)
+    magnitude = Mux(overflow, Const(top, sig - 1 + exp_bits), Cat(significand[:sig - 1], exp_field))
     return Cat(magnitude, sign)
 
 
@@ -90,10 +97,12 @@ def _unpack(bits: Value, exp_bits: int, man_bits: int, bias: int) -> tuple[Value
     return bits[man_bits + exp_bits], m, e
 
 
-def bf16_product(mod: Module, a: Value, b: Value, name: str = "mul") -> Value:
-    """The float32 pattern of the product of two bf16 codes (exact unless below float32's normal range)."""
-    sa, ma, ea = _unpack(a, 8, 7, _BIAS)
-    sb, mb, eb = _unpack(b, 8, 7, _BIAS)
+def float_product(mod: Module, a: Value, b: Value, number_format: str, name: str = "mul") -> Value:
+    """The float32 pattern of the product of two codes of ``number_format`` (:data:`FLOAT_OPERANDS`;
+    exact unless below float32's normal range, which an E5M2 product never is)."""
+    exp_bits, man_bits, bias = FLOAT_OPERANDS[number_format]
+    sa, ma, ea = _unpack(a, exp_bits, man_bits, bias)
+    sb, mb, eb = _unpack(b, exp_bits, man_bits, bias)
     return round_pack(mod, sa ^ sb, ma * mb, ea + eb, name)
 
 

@@ -38,7 +38,7 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.commands import OUTPUT_STAGE_LATENCY
 from accel_dse.errors import ConfigError
-from rtl_gen.core.bf16_output import build_bf16_lane
+from rtl_gen.core.bf16_output import FLOAT_OUTPUTS, build_float_lane
 from rtl_gen.core.fp8_output import FP8_OUTPUTS, build_fp8_lane
 
 __all__ = ["OutputStage", "param_fields", "param_bits", "OUTPUT_STAGE_LATENCY", "QPARAM_CHANNELS"]
@@ -83,12 +83,12 @@ class OutputStage(wiring.Component):
                                        ("out_bits", out_bits, 2, 16)):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ConfigError(f"output stage {name} must be an integer in [{low}, {high}], not {value!r}")
-        widths = {**{name: (8, None) for name in FP8_OUTPUTS}, "bf16": (16, 32)}
+        widths = {**{name: (8, None) for name in FP8_OUTPUTS}, "bf16": (16, 32), "fp8_e5m2": (8, 32)}
         if number_format != "int" and (number_format not in widths or out_bits != widths[number_format][0]
                                        or widths[number_format][1] not in (None, acc_bits)):
-            raise ConfigError(f"output stage number_format must be int, {', '.join(FP8_OUTPUTS)} (8-bit codes) or "
-                              f"bf16 (16-bit codes of a 32-bit float32 accumulator), not {number_format!r} "
-                              f"with out_bits {out_bits} and acc_bits {acc_bits}")
+            raise ConfigError(f"output stage number_format must be int, {', '.join(FP8_OUTPUTS)} (8-bit codes), "
+                              f"bf16 (16-bit codes) or fp8_e5m2 (8-bit codes) of a 32-bit float32 accumulator, "
+                              f"not {number_format!r} with out_bits {out_bits} and acc_bits {acc_bits}")
         self.lanes = lanes
         self.acc_bits = acc_bits
         self.out_bits = out_bits
@@ -114,8 +114,8 @@ class OutputStage(wiring.Component):
             acc, q = self.acc[lane * ab:(lane + 1) * ab].as_signed(), self.q[lane * ob:(lane + 1) * ob]
             if self.number_format == "int":
                 pipe.build(acc, field, q)
-            elif self.number_format == "bf16":
-                build_bf16_lane(pipe, acc, field, q)
+            elif self.number_format in FLOAT_OUTPUTS:
+                build_float_lane(pipe, acc, field, q, self.number_format)
             else:
                 build_fp8_lane(pipe, acc, field, q, self.number_format)
             self._register_bits += pipe.bits

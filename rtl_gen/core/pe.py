@@ -11,18 +11,22 @@ from amaranth.lib.wiring import In, Out
 from accel_dse.config import INPUT_BITS, Dataflow
 from accel_dse.errors import ConfigError
 from accel_dse.number_formats import NumberFormat
-from rtl_gen.core.float32 import bf16_product, fp32_add
+from rtl_gen.core.float32 import FLOAT_OPERANDS, float_product, fp32_add
 
-__all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "product_bits", "pe_format"]
+__all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "FP32_FORMATS", "product_bits", "pe_format",
+           "lane_bits"]
 
 #: Operand encodings the PE multiplies: ``"int"`` (two's complement, ``input_bits`` wide) and
 #: ``"fp8_e4m3"`` (OCP E4M3FN codes in 8-bit lanes: sign, 4 exponent bits with bias 7, 3 mantissa
 #: bits). An fp8 product is exact in a fixed-point accumulator with 18 fraction bits (units of
 #: ``2**-18``, the square of the smallest subnormal ``2**-9``): ``workloads.formats``' semantics.
-#: E5M2 is left out: one exact E5M2 product needs 65 bits, beyond ``acc_bits <= 64``. ``"bf16"``
-#: (16-bit lanes of bf16 codes): the product and the sum are IEEE float32 (``acc_bits = 32`` holds
-#: the float32 pattern), each rounded once, nearest even (``rtl_gen.core.float32``).
-PE_FORMATS = ("int", "fp8_e4m3", "bf16")
+#: ``"bf16"`` (16-bit lanes of bf16 codes) and ``"fp8_e5m2"`` (8-bit lanes of OCP E5M2 codes): the
+#: product and the sum are IEEE float32 (``acc_bits = 32`` holds the float32 pattern), each rounded
+#: once, nearest even (``rtl_gen.core.float32``; an E5M2 product is always exact in float32). E5M2
+#: has no fixed-point accumulator: one exact E5M2 product needs 65 bits, beyond ``acc_bits <= 64``.
+PE_FORMATS = ("int", "fp8_e4m3", "bf16", "fp8_e5m2")
+#: The formats that accumulate in float32 (the PE's, the ofmap's and the output stage's float32 path).
+FP32_FORMATS = tuple(FLOAT_OPERANDS)
 _FP8 = {"fp8_e4m3": (4, 3)}  # exponent bits, mantissa bits
 
 
@@ -37,11 +41,17 @@ def pe_format(weight: NumberFormat, act: NumberFormat) -> str:
     return weight.name
 
 
+def lane_bits(number_format: str) -> int:
+    """The operand lane width a float ``number_format`` takes (bf16 16, fp8 8)."""
+    return 16 if number_format == "bf16" else 8
+
+
 def product_bits(number_format: str, input_bits: int) -> int:
-    """Bits of one signed product: ``2 * input_bits`` for integers, 37 for E4M3 (36-bit magnitude)."""
+    """Bits of one signed product: ``2 * input_bits`` for integers, 37 for E4M3 (36-bit magnitude),
+    32 for a float32 product (bf16, E5M2)."""
     if number_format == "int":
         return 2 * input_bits
-    if number_format == "bf16":
+    if number_format in FP32_FORMATS:
         return 32
     e_bits, m_bits = _FP8[number_format]
     return 2 * (m_bits + 1) + 2 * ((1 << e_bits) - 2) + 1
@@ -60,11 +70,11 @@ def _fp8_integer(code: Value, e_bits: int, m_bits: int) -> tuple[Value, Value, V
 
 def _product(m: Module, number_format: str, a: Value, b: Value, width: int) -> Value:
     """The exact product of two operands in ``number_format``, as a signed ``width``-bit value
-    (bf16: the float32 product's pattern, its logic added to ``m``)."""
+    (bf16, E5M2: the float32 product's pattern, its logic added to ``m``)."""
     if number_format == "int":
         return a * b
-    if number_format == "bf16":
-        return bf16_product(m, a, b)
+    if number_format in FP32_FORMATS:
+        return float_product(m, a, b, number_format)
     e_bits, m_bits = _FP8[number_format]
     sa, ma, ea = _fp8_integer(a, e_bits, m_bits)
     sb, mb, eb = _fp8_integer(b, e_bits, m_bits)
@@ -73,8 +83,8 @@ def _product(m: Module, number_format: str, a: Value, b: Value, width: int) -> V
 
 
 def _sum(m: Module, number_format: str, x: Value, y: Value, name: str = "add") -> Value:
-    """``x + y`` as the accumulator adds: two's complement, or float32 (bf16; ``-0`` only from ``-0 + -0``)."""
-    return fp32_add(m, x, y, name) if number_format == "bf16" else x + y
+    """``x + y`` as the accumulator adds: two's complement, or float32 (bf16, E5M2; ``-0`` only from ``-0 + -0``)."""
+    return fp32_add(m, x, y, name) if number_format in FP32_FORMATS else x + y
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +96,8 @@ class Fault:
     Attributes:
         row: PE row, 0-based.
         col: PE column, 0-based.
-        bit: product bit, ``0 <= bit < 2 * input_bits``.
+        bit: product bit, ``0 <= bit < product_bits(number_format, input_bits)`` (integers
+            ``2 * input_bits``; a float32 product's 32).
         stuck: the value the bit is stuck at, 0 or 1.
     """
 
@@ -95,12 +106,13 @@ class Fault:
     bit: int = 0
     stuck: int = 1
 
-    def check(self, rows: int, cols: int, input_bits: int) -> None:
-        """Raise ``ConfigError`` unless the fault lies inside a ``rows x cols`` array."""
+    def check(self, rows: int, cols: int, input_bits: int, number_format: str = "int") -> None:
+        """Raise ``ConfigError`` unless the fault lies inside a ``rows x cols`` array of
+        ``number_format`` PEs (:data:`PE_FORMATS`)."""
         for name, value, high in (
             ("row", self.row, rows),
             ("col", self.col, cols),
-            ("bit", self.bit, 2 * input_bits),
+            ("bit", self.bit, 2 * input_bits if number_format == "int" else product_bits(number_format, input_bits)),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < high:
                 raise ConfigError(f"fault {name} must be an integer in [0, {high}), not {value!r}")
@@ -178,7 +190,9 @@ class PE(wiring.Component):
             ``"fp8_e4m3"`` (8-bit lanes of codes; the product an exact fixed-point number with 18
             fraction bits, ``acc_bits >= 37 + log2(K)``; NaN codes are not data), or ``"bf16"``
             (16-bit lanes of bf16 codes, ``acc_bits = 32``: a float32 product and sum, each
-            rounded once to nearest even; WS partial sums add down the column in row order).
+            rounded once to nearest even; WS partial sums add down the column in row order), or
+            ``"fp8_e5m2"`` (8-bit lanes of E5M2 codes, ``acc_bits = 32``: bf16's float32 path,
+            the product always exact).
     """
 
     def __init__(
@@ -195,10 +209,10 @@ class PE(wiring.Component):
         self.dataflow = Dataflow.parse(dataflow)
         if number_format not in PE_FORMATS:
             raise ConfigError(f"PE number_format must be one of {', '.join(PE_FORMATS)}, not {number_format!r}")
-        if number_format == "bf16" and (input_bits != 16 or acc_bits != 32):
-            raise ConfigError(f"a bf16 PE needs input_bits 16 and acc_bits 32 (float32), not {input_bits} "
-                              f"and {acc_bits}")
-        if number_format not in ("int", "bf16") and (input_bits != 8 or acc_bits < product_bits(number_format, 8)):
+        if number_format in FP32_FORMATS and (input_bits != lane_bits(number_format) or acc_bits != 32):
+            raise ConfigError(f"a {number_format} PE needs input_bits {lane_bits(number_format)} and acc_bits 32 "
+                              f"(float32), not {input_bits} and {acc_bits}")
+        if number_format in _FP8 and (input_bits != 8 or acc_bits < product_bits(number_format, 8)):
             raise ConfigError(f"a {number_format} PE needs input_bits 8 and acc_bits >= "
                               f"{product_bits(number_format, 8)}, not {input_bits} and {acc_bits}")
         self.number_format = number_format
@@ -266,7 +280,7 @@ class PE(wiring.Component):
             m.d.sync += v.eq(self.v_in)
             # a fold restarts at the product added to +0 (float32: so a -0 product starts at +0)
             nf = self.number_format
-            restart = _sum(m, nf, Const(0, len(s)), product, "restart") if nf == "bf16" else product
+            restart = _sum(m, nf, Const(0, len(s)), product, "restart") if nf in FP32_FORMATS else product
             if self.shadow:
                 with m.If(self.f_in):
                     m.d.sync += [chain.eq(s), s.eq(restart)]

@@ -1,4 +1,5 @@
-"""The bf16 PE's float32 units against IEEE float32 (numpy): one rounding each, nearest even, subnormals kept."""
+"""The float32-accumulating PEs' float32 units against IEEE float32 (numpy): one rounding each, nearest
+even, subnormals kept."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 from amaranth import Module, Signal
 from amaranth.sim import Simulator
 
-from rtl_gen.core.float32 import bf16_product, fp32_add
+from rtl_gen.core.float32 import float_product, fp32_add
 
 
 def _run(fn, width: int, pairs: list[tuple[int, int]]) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -38,9 +39,28 @@ def test_bf16_product_is_the_float32_product():
     codes, values = codes[keep], values[keep]
     with np.errstate(all="ignore"):
         want = (values[:, 0] * values[:, 1]).view(np.uint32)
-    got = _run(bf16_product, 16, codes.tolist())
+    got = _run(lambda m, a, b: float_product(m, a, b, "bf16"), 16, codes.tolist())
     assert np.array_equal(got, want)
     assert (want == 0x80000000).any() and (want & 0x7F800000 == 0).sum() > 10  # -0 and subnormal products checked
+
+
+def test_e5m2_product_is_the_exact_float32_product():
+    """Every finite E5M2 code times a spread of codes (the edges: largest magnitude 0x7B, smallest
+    subnormal 0x01, -0 0x80, the top subnormal 0x03 and the smallest normal 0x04)."""
+    rng = np.random.default_rng(42)
+    every = np.arange(256, dtype=np.uint8)
+    edges = np.array([0x00, 0x80, 0x01, 0x81, 0x03, 0x04, 0x3C, 0x7B, 0xFB], dtype=np.uint8)
+    codes = np.concatenate([np.stack([every, rng.integers(0, 256, 256).astype(np.uint8)], axis=1),
+                            np.array([[x, y] for x in edges for y in edges], dtype=np.uint8)])
+    values = codes.view(ml_dtypes.float8_e5m2).astype(np.float64)
+    keep = np.isfinite(values).all(axis=1)  # Inf/NaN codes are not data
+    codes, values = codes[keep], values[keep]
+    exact = values[:, 0] * values[:, 1]
+    assert np.array_equal(exact.astype(np.float32).astype(np.float64), exact)  # float32 holds every product
+    want = exact.astype(np.float32).view(np.uint32)
+    got = _run(lambda m, a, b: float_product(m, a, b, "fp8_e5m2"), 8, codes.tolist())
+    assert np.array_equal(got, want)
+    assert (want == 0x80000000).any() and 0x2F800000 in want  # -0, and 2**-32: two smallest subnormals
 
 
 def test_fp32_add_is_the_float32_sum():

@@ -210,27 +210,27 @@ def test_fp8_conversion_is_bit_exact_on_edge_codes_and_random_accumulators(acc_b
 
 def test_fp8_stage_keeps_the_contracted_latency_and_refuses_other_formats():
     assert OutputStage(lanes=2, acc_bits=48, out_bits=8, number_format="fp8_e4m3").stages() == OUTPUT_STAGE_LATENCY
-    for fmt, bits in (("fp8_e5m2", 8), ("bf16", 16), ("fp8_e4m3", 16)):
+    for fmt, bits in (("fp8_e5m2", 8), ("bf16", 16), ("fp8_e4m3", 16), ("fp8_e5m2", 16)):
         with pytest.raises(ConfigError, match="number_format"):
             OutputStage(lanes=1, acc_bits=48, out_bits=bits, number_format=fmt)
+    assert OutputStage(lanes=2, acc_bits=32, out_bits=8, number_format="fp8_e5m2").stages() == OUTPUT_STAGE_LATENCY
 
 
-# -- the bf16 conversion (rtl_gen.core.bf16_output) against workloads.format_codes.bf16_output ----------
+# -- the float conversion (rtl_gen.core.bf16_output) against workloads.format_codes.float_output ------
 
 def _f32(x: float) -> int:
     """The float32 pattern of ``x`` as a signed int32."""
     return int(np.array([x], dtype=np.float32).view(np.int32)[0])
 
 
-def _bf16_rows() -> tuple[np.ndarray, list[Requant]]:
-    """Edge float32 accumulators (two lanes: the value and its negation; per row one shift/ReLU) and random ones."""
-    f32max = float(np.finfo(np.float32).max)
-    bmax = float.fromhex("0x1.fep127")
-    edge = [  # (value, shift, relu)
-        (bmax, 0, False), (f32max, 0, False),                  # the largest bf16 exactly; above it: saturated
+_F32MAX = float(np.finfo(np.float32).max)
+#: Per output format: edge accumulators ``(value, shift, relu)`` (two lanes: the value and its negation).
+_FLOAT_EDGES = {
+    "bf16": [
+        (float.fromhex("0x1.fep127"), 0, False), (_F32MAX, 0, False),  # the largest bf16 exactly; above it: saturated
         (float.fromhex("0x1.ff7ffep127"), 0, False),           # just below the rounding point: bf16 max
         (float.fromhex("0x1.ff8p127"), 0, False),              # the tie: rounds up to 2**128, saturated
-        (f32max, 1, False), (f32max, 31, False),               # scaled down: no saturation
+        (_F32MAX, 1, False), (_F32MAX, 31, False),             # scaled down: no saturation
         (2.0 ** -133, 0, False), (2.0 ** -134, 0, False),      # bf16's smallest subnormal; the tie below it: 0
         (3 * 2.0 ** -134, 0, False), (2.0 ** -149, 0, False),  # tie to even (2**-132); float32's smallest: 0
         (2.0 ** -120, 31, False), (1.0, 31, True),             # into the subnormals by the shift; ReLU
@@ -238,36 +238,83 @@ def _bf16_rows() -> tuple[np.ndarray, list[Requant]]:
         (1 + 2.0 ** -8 + 2.0 ** -20, 0, False),                # above the tie by a sticky bit
         (float.fromhex("0x1.ffp0"), 0, False), (0.0, 0, False), (0.0, 0, True),  # a carry into the exponent; zero
         (2.0 ** -126, 0, False), (float.fromhex("0x1.fffffep-127"), 0, False),  # bf16 normal edge; rounds up to it
-    ]
+    ],
+    "fp8_e5m2": [
+        (57344.0, 0, False), (_F32MAX, 0, False), (61439.0, 0, False),  # the largest E5M2; saturated; below the tie
+        (61440.0, 0, False), (57344.0 * 2 ** 31, 31, False),   # the tie rounds up to 2**16: saturated; scaled
+        (2.0 ** -16, 0, False), (2.0 ** -17, 0, False),        # the smallest subnormal; the tie below it: 0
+        (3 * 2.0 ** -17, 0, False), (3 * 2.0 ** -16, 0, False),  # tie to even (2**-15); the largest subnormal
+        (2.0 ** -149, 0, False), (2.0 ** -14, 0, False),       # float32's smallest: 0 (a long shift); smallest normal
+        (2.0 ** 15, 31, False), (1.0, 31, True),               # into the subnormals by the shift; ReLU
+        (1.125, 0, False), (1.375, 0, False), (1.125 + 2.0 ** -20, 0, False),  # ties to even; a sticky bit
+        (1.875, 0, False), (0.0, 0, False), (0.0, 0, True),    # a carry into the exponent; zero
+    ],
+}
+
+
+def _float_rows(fmt: str) -> tuple[np.ndarray, list[Requant]]:
+    """Edge float32 accumulators (two lanes: the value and its negation; per row one shift/ReLU,
+    bias +0) and random ones with random float32 biases (per channel)."""
+    edge = _FLOAT_EDGES[fmt]
     rng = np.random.default_rng(7)
     rows = len(edge) + 40
     acc = np.zeros((rows, 2), dtype=np.int64)
     rqs = []
     for t in range(rows):
+        bias: tuple[int, ...] = (0,)
         if t < len(edge):
             value, shift, relu = edge[t]
             acc[t] = [_f32(value), _f32(-value)]
         else:
             bits = rng.integers(0, 1 << 32, 2, dtype=np.uint64).astype(np.uint32)
             bits[(bits >> 23) & 0xFF == 0xFF] &= 0xFF7FFFFF  # finite only (infinity and NaN are not data)
+            if fmt == "fp8_e5m2":  # near the format's range, so few rows saturate or vanish
+                bits = (bits & 0x807FFFFF) | (rng.integers(100, 150, 2).astype(np.uint32) << 23)
             acc[t] = bits.view(np.int32)
             shift, relu = int(rng.integers(0, 32)), bool(rng.integers(0, 2))
-        rqs.append(Requant(multiplier=(1 << 30,), shift=(shift,), bias=(0,), act_min=0 if relu else None, bits=16))
+            values = acc[t].astype(np.int32).view(np.float32)
+            # per channel: the negated accumulator (exact cancellation to +0), a few ulps off it, or a random one
+            choice = rng.integers(0, 3, 2)
+            b = [-v if c == 0 else v * np.float32(-1 + 2.0 ** -20) if c == 1 else v * np.float32(rng.normal())
+                 for v, c in zip(values, choice, strict=True)]
+            bias = tuple(_f32(float(x)) for x in b)
+        rqs.append(Requant(multiplier=(1 << 30,), shift=(shift,), bias=bias, act_min=0 if relu else None,
+                           bits=16 if fmt == "bf16" else 8))
     return acc, rqs
 
 
-def test_bf16_conversion_is_bit_exact_on_edge_values_and_random_accumulators():
-    from workloads.format_codes import bf16_output
+@pytest.mark.parametrize("fmt", ["bf16", "fp8_e5m2"])
+def test_float_conversion_is_bit_exact_on_edge_values_and_random_accumulators(fmt):
+    from workloads.format_codes import float_output
 
-    acc, rqs = _bf16_rows()
-    want = np.stack([bf16_output(acc[t].astype(np.int32).view(np.float32), shift=rq.shift[0],
-                                 relu=rq.bounds[0] >= 0).astype(np.int64) for t, rq in enumerate(rqs)])
-    got = _run_stage(acc, rqs, 32, number_format="bf16")
+    acc, rqs = _float_rows(fmt)
+    want = np.stack([float_output(acc[t].astype(np.int32).view(np.float32), fmt, shift=rq.shift[0],
+                                  bias=np.asarray(rq.channel_values("bias", 2)), relu=rq.bounds[0] >= 0
+                                  ).astype(np.int64) for t, rq in enumerate(rqs)])
+    got = _run_stage(acc, rqs, 32, number_format=fmt)
     assert got.tolist() == want.tolist()
-    codes = set((want & 0xFFFF).reshape(-1).tolist())
-    # +-bf16 max (saturation included), +-smallest subnormal, -0 and +0 all produced
-    assert {0x7F7F, 0xFF7F, 0x0001, 0x8001, 0x8000, 0x0000} <= codes
-    assert want[1].tolist() == [0x7F7F, _signed(0xFF7F, 16)]  # float32 max saturates to bf16 max
+    bits = 16 if fmt == "bf16" else 8
+    codes = set((want & ((1 << bits) - 1)).reshape(-1).tolist())
+    top, sub, sign = (0x7F7F, 0x0001, 0x8000) if fmt == "bf16" else (0x7B, 0x01, 0x80)
+    # +-max (saturation included), +-smallest subnormal, -0 and +0 all produced
+    assert {top, top | sign, sub, sub | sign, sign, 0} <= codes
+    assert want[1].tolist() == [top, _signed(top | sign, bits)]  # float32 max saturates to the format's max
+    # the biases count: without them (bias +0) most random rows differ
+    plain = np.stack([float_output(acc[t].astype(np.int32).view(np.float32), fmt, shift=rq.shift[0],
+                                   relu=rq.bounds[0] >= 0).astype(np.int64) for t, rq in enumerate(rqs)])
+    assert (plain != want).any(axis=1).sum() > 20
+
+
+def test_float_output_adds_the_float32_bias_by_hand():
+    from workloads.format_codes import float_output
+
+    # bf16: 1.5 + (-0.5) = 1.0 (0x3F80); (1 + 2**-8) + 2**-8 = 1 + 2**-7, a bf16 (0x3F81), where 1 + 2**-8
+    # alone ties to 1.0; E5M2: 3 + 2**-24 would tie to 3 without the bias (-1): 2 + ... is 0x40
+    assert float_output(np.float32([1.5]), "bf16", shift=0, bias=[_f32(-0.5)]).tolist() == [0x3F80]
+    assert float_output(np.float32([1 + 2.0 ** -8]), "bf16", shift=0, bias=[_f32(2.0 ** -8)]).tolist() == [0x3F81]
+    assert float_output(np.float32([1 + 2.0 ** -8]), "bf16", shift=0).tolist() == [0x3F80]
+    assert float_output(np.float32([3.0]), "fp8_e5m2", shift=1, bias=[_f32(-1.0)]).tolist() == [0x3C]  # (3-1)/2 = 1
+    assert float_output(np.float32([-0.0]), "fp8_e5m2", shift=0).tolist() == [0]  # -0 + +0 is +0
 
 
 def test_bf16_stage_keeps_the_contracted_latency_and_refuses_other_widths():

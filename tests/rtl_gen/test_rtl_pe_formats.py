@@ -91,7 +91,9 @@ def test_os_fp8_pe_accumulates_a_dot_product_exactly():
 
 
 @pytest.mark.parametrize(("fmt", "bits", "acc", "rule"), [
-    ("fp8_e5m2", 8, 64, "number_format must be one of int, fp8_e4m3, bf16"),
+    ("fp8_e5m2", 8, 64, "a fp8_e5m2 PE needs input_bits 8 and acc_bits 32"),
+    ("fp8_e5m2", 16, 32, "a fp8_e5m2 PE needs input_bits 8 and acc_bits 32"),
+    ("fp8_e5m3", 8, 32, "number_format must be one of int, fp8_e4m3, bf16, fp8_e5m2"),
     ("bf16", 8, 32, "a bf16 PE needs input_bits 16 and acc_bits 32"),
     ("fp8_e4m3", 8, 32, "needs input_bits 8 and acc_bits >= 37"),
     ("fp8_e4m3", 16, 48, "needs input_bits 8"),
@@ -178,3 +180,60 @@ def test_os_bf16_pe_sums_in_ascending_k_as_the_reference():
         want = F.accumulate(va[None, :n], vb[:n, None], "bf16")[0, 0]
         assert sums[n - 1] == _f32_bits(want)
     assert sums[0] == 0  # +0, not -0
+
+
+# -- the fp8_e5m2 form: bf16's float32 path, 8-bit lanes (the product always exact) --------------------
+
+E5M2_CODES = np.arange(256, dtype=np.uint8)
+E5M2_VALUES = E5M2_CODES.view(ml_dtypes.float8_e5m2).astype(np.float64)
+E5M2_FINITE = E5M2_CODES[np.isfinite(E5M2_VALUES)]  # the Inf and NaN codes are not data
+#: +-0, +-smallest subnormal, largest subnormal, smallest normal, 1, 1.25, +-largest finite (57344)
+E5M2_EDGES = [0x00, 0x80, 0x01, 0x81, 0x03, 0x04, 0x3C, 0x3D, 0x7B, 0xFB]
+
+
+@pytest.mark.parametrize("df", ["ws", "os"])
+def test_e5m2_pe_sums_float32_products_as_the_reference(df):
+    """WS: each step adds one product to an arbitrary float32 partial sum (cancellation, -0 and
+    float32's smallest subnormal among them); OS: the accumulator sums a fold in ascending k from +0."""
+    rng = np.random.default_rng(34)
+    pe = PE(dataflow=df, input_bits=8, acc_bits=32, number_format="fp8_e5m2")
+    pairs = [(a, b) for a in E5M2_EDGES for b in E5M2_EDGES]
+    pairs += [(int(a), int(b)) for a, b in rng.choice(E5M2_FINITE, (60, 2))]
+    va = E5M2_VALUES[[p[0] for p in pairs]].astype(np.float32)
+    vb = E5M2_VALUES[[p[1] for p in pairs]].astype(np.float32)
+    psums = (rng.standard_normal(len(pairs)) * 1000).astype(np.float32)
+    psums[:4] = [0.0, -0.0, np.float32(2.0 ** -149), np.float32(-(2.0 ** -149))]
+    psums[10:20] = -va[10:20] * vb[10:20]  # exact cancellation: +0
+    big = pairs.index((0x7B, 0x7B))
+    psums[big] = psums[big + 1] = 0.0  # max * max and max * -max onto +0: the largest products exactly
+    seen: list[int] = []
+
+    async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
+        for i, (a, b) in enumerate(pairs):
+            if df == "ws":
+                ctx.set(pe.shift, 1)
+                ctx.set(pe.s_in, _signed8(b))
+                await ctx.tick()
+                ctx.set(pe.shift, 0)
+                ctx.set(pe.a_in, _signed8(a))
+                ctx.set(pe.v_in, _f32_bits(psums[i]) - (1 << 32) * (_f32_bits(psums[i]) >> 31))
+                await ctx.tick()
+                seen.append(ctx.get(pe.v_out) & 0xFFFFFFFF)
+            else:
+                ctx.set(pe.a_in, _signed8(a))
+                ctx.set(pe.v_in, _signed8(b))
+                ctx.set(pe.f_in, int(i == 0))
+                await ctx.tick()
+                seen.append(ctx.get(pe.s_out) & 0xFFFFFFFF)
+
+    run_bench(pe, bench)
+    if df == "ws":
+        for i, got in enumerate(seen):
+            want = _f32_bits(np.float32(psums[i] + va[i] * vb[i]))  # the product exact, the sum rounded once
+            assert got == want, (hex(pairs[i][0]), hex(pairs[i][1]), float(psums[i]), hex(got), hex(want))
+        assert 0x80000000 in seen and seen[big:big + 2] == [0x4F440000, 0xCF440000]  # -0; +-max**2 = 3.0625 * 2**30
+    else:
+        for n in (1, 2, len(E5M2_EDGES), len(pairs) // 2, len(pairs)):
+            want = F.accumulate(va[None, :n].astype(np.float64), vb[:n, None].astype(np.float64), "fp8_e5m2")[0, 0]
+            assert seen[n - 1] == _f32_bits(want)
+        assert seen[0] == 0  # 0 * 0 from +0: +0

@@ -30,12 +30,16 @@ def test_a_format_sweep_with_an_sqnr_constraint_keeps_only_accurate_designs(run_
         assert config.weight_fmt.name != "int4" and config.act_fmt.name != "int4"  # int4 is ~11-15 dB on mlp
 
 
-def test_the_space_refuses_a_format_no_pe_builds(tmp_path):
+def test_the_space_lists_fp8_e5m2_and_refuses_an_unknown_format(tmp_path):
     text = ('objectives = ["edp"]\n[[workloads]]\nspec = "mlp"\n[params]\nrows = 4\ncols = 4\n'
-            'weight_format = ["int8", "fp8_e5m2"]\n')
+            'weight_format = ["int8", "fp8_e5m2"]\nact_format = ["int8", "fp8_e5m2"]\n')
     path = tmp_path / "s.toml"
     path.write_text(text)
-    with pytest.raises(ConfigError, match="fp8_e5m2 operands are not built: one exact product needs 65 bits"):
+    space = load_space(path)
+    assert "fp8_e5m2" in str(space)
+    path.write_text(text.replace('"fp8_e5m2"]\nact', '"fp8_e5m3"]\nact'))
+    with pytest.raises(ConfigError, match="weight_format must be one of int4, int8, int16, fp8_e4m3, fp8_e5m2, bf16, "
+                                          "not 'fp8_e5m3'"):
         load_space(path)
 
 

@@ -198,7 +198,7 @@ def test_evaluator_marks_format_pairs_it_cannot_build():
 
     base = ArrayConfig(rows=4, cols=4).to_dict()
     fp8 = dict(base, weight_format="fp8_e4m3", act_format="fp8_e4m3", acc_bits=48, clock_mhz=500.0)
-    rows = [dict(base, weight_format="int4"), dict(base, weight_format="fp8_e5m2", act_format="fp8_e5m2"),
+    rows = [dict(base, weight_format="int4"), dict(base, weight_format="fp8_e5m2", act_format="int8"),
             dict(fp8, checksum="detect"), dict(fp8, acc_bits=32),
             dict(base, weight_format="bf16", act_format="bf16", acc_bits=48), fp8,
             # input_bits as the formats make it (ArrayConfig's rule), whatever the column says
@@ -207,8 +207,8 @@ def test_evaluator_marks_format_pairs_it_cannot_build():
     columns = {f: np.array([r[f] for r in rows]) for f in FIELD_NAMES}
     batch = ModelEvaluator([("mlp", 1.0, resolve("mlp"))]).evaluate_columns(columns)
     assert batch.feasible.tolist() == [True, False, False, False, False, True, True, True]
-    assert "one exact product needs 65 bits" in batch.reason[1]
-    for i in (2, 3, 4):  # ArrayConfig refuses each pair with the same rule
+    assert "float operands take one format for both" in batch.reason[1]
+    for i in (1, 2, 3, 4):  # ArrayConfig refuses each pair with the same rule
         with pytest.raises(ConfigError) as err:
             ArrayConfig(**rows[i])
         assert batch.reason[i] == str(err.value)

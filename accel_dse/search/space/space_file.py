@@ -50,6 +50,7 @@ from typing import Any, TypeGuard
 from accel_dse.config import FIELD_NAMES, ArrayConfig
 from accel_dse.designs import parse_toml, read_toml
 from accel_dse.errors import AccelDseError, ConfigError
+from accel_dse.number_formats import FORMATS
 from accel_dse.search.space.design_space import (
     _FLOAT_FIELDS,
     DesignSpace,
@@ -269,7 +270,8 @@ def _check_value(field: str, value: object, where: str) -> Any:
     base[field] = value
     if field in ("weight_format", "act_format"):  # checked alone; kept as spelt ("int8" is not "auto")
         base["act_format" if field == "weight_format" else "weight_format"] = "int8" if value == "int16" else value
-        base["acc_bits"] = 32 if value == "bf16" else 64  # the accumulator the format takes (checked per design)
+        fmt = FORMATS.get(str(value))
+        base["acc_bits"] = 32 if fmt is not None and fmt.accumulator == "fp32" else 64  # the format's accumulator
     try:
         config = ArrayConfig(**base)
     except ConfigError as exc:
