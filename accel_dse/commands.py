@@ -19,7 +19,7 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
     all      opcode [0, 4)   wait_dma [4]   wait_run [5]   wait_vec [31]
     LOAD     buffer [6, 8)   dram_addr [32, 64)   dram_stride [64, 96)   rows [96, 112)
     STORE    words [112, 128)   buf_addr [128, 160)   row_step [160, 192)   word_step [192, 224)
-             STORE only: requant [8]   q_by_row [9]   q_base [224, 240)
+             lanes [240, 256)   STORE only: requant [8]   q_by_row [9]   q_base [224, 240)
     RUN      m [32, 64)   k [64, 96)   n [96, 128)   accumulate [128]   a_stride [136, 160)
              x_base [160, 192)   y_base [192, 224)   o_base [224, 256)
     MOVE     dst_word_step [10, 31)   dst_addr [32, 64)   dst_row_step [64, 96)   rows, words,
@@ -41,8 +41,13 @@ dram_stride`` and holds its words back to back; word ``j`` of row ``r`` is buffe
 lane :func:`dram_lane_bytes` bytes (two's complement, little-endian): inputs 1 or 2 bytes, raw
 accumulators 4 or 8 (sign-extended), requantised outputs ``input_bits / 8``, qparam lanes 16
 (bias int32 at byte 0, multiplier int32 at 4, shift at 8, zero point, act_min, act_max as int16
-at 10, 12, 14). ``dram_addr`` and ``dram_stride`` must be multiples of the AXI data width
-(``ERROR_DRAM`` otherwise), every word address below the buffer's depth (``ERROR_BUFFER``).
+at 10, 12, 14). ``lanes`` is how many of those lanes cross DRAM (0: all of the word's,
+:func:`dram_word_lanes`): a word is then ``lanes * dram_lane_bytes`` bytes in DRAM, its first
+lanes; a ``LOAD`` writes the word's other lanes as zero, a ``STORE`` leaves them out. So a
+tensor with fewer channels than a word has lanes is stored densely, without zero lanes.
+``dram_addr`` and ``dram_stride`` must be multiples of the AXI data width, and ``lanes`` at most
+the word's lanes with ``lanes * dram_lane_bytes`` a whole number of AXI beats (``ERROR_DRAM``
+otherwise: :func:`transfer_beats`), every word address below the buffer's depth (``ERROR_BUFFER``).
 
 ``STORE`` with ``requant`` reads the ofmap words through the output stage with qparam word
 ``q_base + j`` (word ``j`` of each row; WS/OS) or ``q_base + r`` (``q_by_row``; IS) and writes
@@ -112,7 +117,8 @@ import dataclasses
 
 __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
-    "dram_lane_bytes", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER", "ERROR_DRAM", "ERROR_AXI",
+    "dram_lane_bytes", "dram_word_lanes", "transfer_beats", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER",
+    "ERROR_DRAM", "ERROR_AXI",
     "ERROR_QUEUE", "ERROR_WINDOW", "ERROR_VECTOR", "ERROR_SDC", "ERROR_NAMES", "WINDOW_FIELDS",
     "SIGNED_WINDOW_FIELDS", "VECTOR_FIELDS",
     "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
@@ -141,7 +147,8 @@ ERROR_VECTOR = 7
 ERROR_SDC = 8
 ERROR_NAMES = {
     ERROR_NONE: "none", ERROR_OPCODE: "bad opcode", ERROR_BUFFER: "buffer address out of range",
-    ERROR_DRAM: "DRAM address or stride not aligned to the AXI data width",
+    ERROR_DRAM: "DRAM address, stride or word size (lanes) not a whole number of AXI beats, or lanes above "
+                "the word's",
     ERROR_AXI: "AXI error response", ERROR_QUEUE: "program longer than the command queue",
     ERROR_WINDOW: "convolution window malformed or reading outside the ifmap",
     ERROR_VECTOR: "vector command malformed (kind, geometry, ifmap range or a missing parameter block)",
@@ -175,7 +182,8 @@ class Buffer:
 #: ``name -> (lsb, width)`` of every field (see the module docstring).
 FIELDS: dict[str, tuple[int, int]] = {
     "opcode": (0, 4), "wait_dma": (4, 1), "wait_run": (5, 1), "buffer": (6, 2), "requant": (8, 1),
-    "q_by_row": (9, 1), "dram_addr": (32, 32), "dram_stride": (64, 32), "rows": (96, 16), "words": (112, 16),
+    "q_by_row": (9, 1), "lanes": (240, 16), "dram_addr": (32, 32), "dram_stride": (64, 32), "rows": (96, 16),
+    "words": (112, 16),
     "buf_addr": (128, 32), "row_step": (160, 32), "word_step": (192, 32), "q_base": (224, 16),
     "m": (32, 32), "k": (64, 32), "n": (96, 32), "accumulate": (128, 1), "x_base": (160, 32),
     "y_base": (192, 32), "o_base": (224, 32), "a_stride": (136, 24),
@@ -203,9 +211,10 @@ WINDOW_FIELDS = ("in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", 
 VECTOR_FIELDS = ("vkind", "vcolmajor", "vsrc", "vsrc2", "vdst", "vrows", "vwords", "vn", "vqrows")
 
 _PER_OP = {
-    Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step"),
+    Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step",
+                  "lanes"),
     Opcode.STORE: ("buffer", "requant", "q_by_row", "dram_addr", "dram_stride", "rows", "words", "buf_addr",
-                   "row_step", "word_step", "q_base"),
+                   "row_step", "word_step", "q_base", "lanes"),
     Opcode.RUN: ("m", "k", "n", "accumulate", "a_stride", "x_base", "y_base", "o_base", "window"),
     Opcode.SYNC: (),
     Opcode.MOVE: ("q_by_row", "dst_word_step", "dst_addr", "dst_row_step", "rows", "words", "buf_addr", "row_step",
@@ -307,11 +316,29 @@ def fetch_beats(commands: int, data_bytes: int) -> int:
     return -(-commands * COMMAND_BYTES // data_bytes)
 
 
+def dram_word_lanes(rows: int, cols: int, input_stationary: bool) -> dict[str, int]:
+    """Lanes of one buffer word, by kind: ``ifmap``, ``weight``, ``ofmap`` (raw), ``qparam``,
+    ``requant`` (requantised ofmap); a transfer's ``lanes`` of 0 moves them all."""
+    return {"ifmap": cols if input_stationary else rows, "weight": rows if input_stationary else cols,
+            "ofmap": cols, "qparam": 1 if input_stationary else cols, "requant": cols}
+
+
+def transfer_beats(word_bytes: int, word_lanes: int, lanes: int, data_bytes: int) -> int | None:
+    """AXI beats one word of a transfer with ``lanes`` (0: all ``word_lanes``) takes in DRAM, for a
+    word of ``word_bytes`` bytes and ``word_lanes`` lanes on a ``data_bytes`` bus; ``None`` when
+    ``lanes`` is above ``word_lanes`` or its bytes are not whole beats (``ERROR_DRAM``)."""
+    if lanes == 0:
+        return word_bytes // data_bytes
+    size = lanes * (word_bytes // word_lanes)
+    if lanes > word_lanes or size % data_bytes:
+        return None
+    return size // data_bytes
+
+
 def dram_word_bytes(rows: int, cols: int, input_stationary: bool, input_bits: int, acc_bits: int) -> dict[str, int]:
     """Bytes of one buffer word in DRAM, by kind: ``ifmap``, ``weight``, ``ofmap`` (raw),
     ``qparam``, ``requant`` (requantised ofmap) and ``command`` (``input_stationary``: IS)."""
-    lanes = {"ifmap": cols if input_stationary else rows, "weight": rows if input_stationary else cols,
-             "ofmap": cols, "qparam": 1 if input_stationary else cols}
+    lanes = dram_word_lanes(rows, cols, input_stationary)
     return {
         "ifmap": lanes["ifmap"] * dram_lane_bytes(Buffer.IFMAP, input_bits, acc_bits),
         "weight": lanes["weight"] * dram_lane_bytes(Buffer.WEIGHT, input_bits, acc_bits),

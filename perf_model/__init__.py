@@ -93,6 +93,7 @@ from perf_model.program_timing import (
     axi_data_bytes,
     dram_rate,
     gemm_program_cycles,
+    narrow_beats,
     program_cycles,
     word_beats,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "program_cycles",
     "gemm_program_cycles",
     "word_beats",
+    "narrow_beats",
     "DesignArrays",
     "DesignTable",
     "evaluate_designs",

@@ -35,8 +35,8 @@ from perf_model import dma_timing, timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
 
-__all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats", "dram_rate",
-           "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
+__all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats", "narrow_beats",
+           "dram_rate", "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
 
 #: DRAM model latency used unless a test or a user names another (cycles).
 DEFAULT_DRAM_LATENCY = 20
@@ -79,14 +79,30 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
     if cmd.opcode == Opcode.MOVE:
         return cmd_encoding.move_cycles(rows, words)
     if cmd.opcode == Opcode.LOAD or cmd["buffer"] != 2:  # a STORE of the ifmap (vector designs): its words as loaded
-        per_word = beats[("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]]
+        kind = ("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]
     else:
-        per_word = beats["requant" if cmd["requant"] else "ofmap"]
+        kind = "requant" if cmd["requant"] else "ofmap"
+    per_word = narrow_beats(beats, kind, cmd["lanes"], data_bytes)
     lens = list(dma_timing.bursts(cmd["dram_addr"], cmd["dram_stride"], rows, words * per_word, data_bytes))
     if cmd.opcode == Opcode.LOAD:
         return dma_timing.load_cycles(lens, latency, outstanding, pace, at)
     read_latency = cmd_encoding.store_read_latency(bool(cmd["requant"]))
     return dma_timing.store_cycles(lens, rows * words, per_word, latency, outstanding, read_latency, pace, at)
+
+
+def narrow_beats(beats: dict[str, int], kind: str, lanes: int, data_bytes: int) -> int:
+    """Beats of one ``kind`` word of a transfer with ``lanes`` (``accel_dse.commands.transfer_beats``).
+
+    Raises:
+        ValueError: ``lanes`` the RTL refuses (``ERROR_DRAM``): above the word's, or not whole beats.
+    """
+    if not lanes:
+        return beats[kind]
+    full = beats[f"{kind}_lanes"]
+    got = cmd_encoding.transfer_beats(beats[kind] * data_bytes, full, lanes, data_bytes)
+    if got is None:
+        raise ValueError(f"lanes must be at most {full} and whole {data_bytes}-byte beats, not {lanes} ({kind})")
+    return got
 
 
 def axi_data_bytes(config: ArrayConfig) -> int:
@@ -96,11 +112,14 @@ def axi_data_bytes(config: ArrayConfig) -> int:
 
 
 def word_beats(config: ArrayConfig) -> dict[str, int]:
-    """AXI beats per buffer word in DRAM, by kind (``accel_dse.commands.dram_word_bytes``)."""
+    """AXI beats per buffer word in DRAM, by kind (``accel_dse.commands.dram_word_bytes``), and each
+    kind's lanes as ``KIND_lanes`` (``accel_dse.commands.dram_word_lanes``)."""
     W = axi_data_bytes(config)
-    words = cmd_encoding.dram_word_bytes(config.rows, config.cols, config.dataflow.value == "is", config.input_bits,
-                                         config.acc_bits)
-    return {kind: size // W for kind, size in words.items()}
+    IS = config.dataflow.value == "is"
+    words = cmd_encoding.dram_word_bytes(config.rows, config.cols, IS, config.input_bits, config.acc_bits)
+    lanes = cmd_encoding.dram_word_lanes(config.rows, config.cols, IS)
+    return {**{kind: size // W for kind, size in words.items()},
+            **{f"{kind}_lanes": n for kind, n in lanes.items()}}
 
 
 def dram_rate(config: ArrayConfig) -> Fraction | None:

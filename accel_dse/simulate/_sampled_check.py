@@ -163,7 +163,8 @@ def _loaded(design: ArrayConfig, program: Any, plan: SampledPlan) -> list[tuple[
         for cmd in w.commands(program):
             if cmd.opcode != Opcode.LOAD:
                 continue
-            size = cmd["words"] * beats[kinds[cmd["buffer"]]] * program.data_bytes
+            per_word = perf_model.narrow_beats(beats, kinds[cmd["buffer"]], cmd["lanes"], program.data_bytes)
+            size = cmd["words"] * per_word * program.data_bytes
             out += [(cmd["dram_addr"] + r * cmd["dram_stride"], cmd["dram_addr"] + r * cmd["dram_stride"] + size)
                     for r in range(cmd["rows"])]
     return out

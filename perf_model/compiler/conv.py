@@ -26,10 +26,15 @@ them unchanged:
 
 DRAM layout (every tensor on a 4 KiB page after the program):
 
-    a  the images, NHWC: ``n * h * w`` rows (pixels) of ``ceil(c_in / R) * R`` channels (zero padded)
+    a  the images, NHWC: ``n * h * w`` rows (pixels) of ``ceil(c_in / R) * R`` channels (zero
+       padded), or, with fewer channels than ``R``, of ``c_in`` channels rounded up to whole AXI
+       beats only (``perf_model.compiler.program.dense_row_elems``): its bands load narrow words
+       (``lanes``), the zero lanes made on chip
     b  the weights as the runs read them: for filter ``j`` (column), its tile's K rows in run
-       order (channel block, tap tile, tap ``(ky, kx)``, channel word, lane), zeros elsewhere
-    c  the output, NHWC: ``n * out_h * out_w`` rows of ``ceil(c_out / C) * C`` channels (as a GEMM's C)
+       order (channel block, tap tile, tap ``(ky, kx)``, channel word, lane), zeros elsewhere;
+       a row of fewer filters than ``C`` is dense (whole beats), its tiles loaded narrow
+    c  the output, NHWC: ``n * out_h * out_w`` rows of ``c_out`` channels, laid out and stored
+       as a GEMM's C (dense below ``C`` channels: the next layer's ``a`` as it is)
     q  the output stage's parameters (requantised ops), as for a GEMM
 
 A band is one ``LOAD``: ``band_rows`` DRAM rows of ``w * words`` words (all channel words of a
@@ -109,7 +114,7 @@ class _ConvBuilder(_Builder):
             return super().transfer(opcode, name, tile, buf_addr, wait_run=wait_run, **kwargs)  # type: ignore[arg-type]
         r0, rows, _, (c0, c1, *_) = self._band(tile)
         t, w, ct = self.tensors["a"], self.g.conv.w, c1 - c0
-        addr = t.base + r0 * w * t.pitch + c0 * self.g.R * t.elem_bytes
+        addr = t.base + r0 * w * t.pitch + c0 * self.g.a_word_bytes
         if ct == self.g.words:  # whole pixels: one DRAM row per input row
             fields = dict(rows=rows, words=w * ct, dram_stride=w * t.pitch, row_step=w * ct)
         else:  # a channel block: one DRAM row per pixel
@@ -118,7 +123,7 @@ class _ConvBuilder(_Builder):
             if fields[key] >= 1 << 16:
                 raise ModelError(f"{self.name}: a band LOAD of {fields[key]} {key} exceeds the 16-bit field")
         return Command.make(opcode, wait_run=wait_run, buffer=Buffer.IFMAP, dram_addr=addr, buf_addr=buf_addr,
-                            word_step=1, **fields)
+                            word_step=1, **fields, **({"lanes": self.g.a_lanes} if self.g.a_lanes else {}))
 
     def run(self, tile: tuple[int, ...], bases: dict[str, int], *, wait_dma: bool = True) -> Command:
         """The RUN of ``tile`` with ``window``; its WINDOW goes first when it differs from the last one
@@ -215,9 +220,10 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     ib = config.input_bits // 8
     base = _align((2 + 6 * len(runs)) * COMMAND_BYTES, PAGE)
     tensors: dict[str, TensorLayout] = {}
-    specs = {"a": (conv.n * conv.h * conv.w, g.words * g.R, ib, (conv.n * conv.h * conv.w, conv.c_in)),
-             "b": (k_rows, _align(g.N, g.C), ib, (k_rows, g.N)),
-             "c": (g.M, _align(g.N, g.C), ib if requant else (4 if config.acc_bits <= 32 else 8), (g.M, g.N))}
+    out_b = ib if requant else (4 if config.acc_bits <= 32 else 8)
+    specs = {"a": (conv.n * conv.h * conv.w, g.a_pitch // ib, ib, (conv.n * conv.h * conv.w, conv.c_in)),
+             "b": (k_rows, g.row_bytes(g.N, ib) // ib, ib, (k_rows, g.N)),
+             "c": (g.M, g.row_bytes(g.N, out_b) // out_b, out_b, (g.M, g.N))}
     for name, (rows, row_elems, elem, shape) in specs.items():
         tensors[name] = TensorLayout(name, base, rows, row_elems, elem, False, shape)
         base = _align(base + tensors[name].nbytes, PAGE)

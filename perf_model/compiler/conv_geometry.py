@@ -14,11 +14,11 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 
+import numpy as np
+
 from accel_dse.config import ArrayConfig, Dataflow
 from perf_model import timing
-from perf_model.compiler.program import (
-    _buffer_depths,
-)
+from perf_model.compiler.program import _buffer_depths, dense_row_elems, narrow_lanes
 from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
 
@@ -74,12 +74,31 @@ class _Geometry:
         # last ones loaded even when no tap reads them, as a 1x1 stride-2 conv's last row).
         self.stack = conv.n > 1 and self.out_h * conv.stride_h == conv.h
         self.M, self.N = conv.n * self.out_h * self.out_w, conv.c_out
+        # DRAM: NHWC pixels without zero lanes (fewer channels than rows: whole AXI beats, narrow loads).
+        self.W = axi_data_bytes(config)
+        self.ib = config.input_bits // 8
+        self.a_lanes = narrow_lanes(conv.c_in, self.R, self.ib, self.W) if self.words == 1 else 0
+        self.a_word_bytes = (self.a_lanes or self.R) * self.ib  # one pixel's channel word in DRAM
+        self.a_pitch = self.words * self.a_word_bytes  # one pixel (``dense_row_elems`` of ``c_in``)
         rate = dram_rate(config)
         self.bytes_per_cycle = float(rate if rate is not None else axi_data_bytes(config))
         self._runs: dict[tuple[int, int, int], int] = {}
         self.sizes: dict[tuple[int, int, int], tuple[list[int], list[int], list[tuple[int, int, int, int]]]] = {}
         self.shapes: dict[tuple[int, int, int], Counter[tuple[int, int]]] = {}
         self.filter_tiles: dict[int, Counter[tuple[int, int]]] = {}
+
+    def row_bytes(self, filters: int, elem: int) -> int:
+        """DRAM bytes of a row of ``filters`` filters (a weight row or an output pixel of a filter tile)
+        of ``elem`` bytes each: whole words of ``C`` lanes, or, fewer than ``C``, a power of two of
+        AXI beats (``perf_model.compiler.program.narrow_lanes``)."""
+        return dense_row_elems(filters, self.C, elem, self.W) * elem
+
+    def row_bytes_of(self, filters: np.ndarray, elem: int) -> np.ndarray:
+        """:meth:`row_bytes` over an array of filter counts."""
+        words = -(-filters // self.C) * self.C * elem
+        beats = -(-filters * elem // self.W)
+        pow2 = np.left_shift(1, np.ceil(np.log2(np.maximum(beats, 1))).astype(np.int64)) * self.W
+        return np.where(filters < self.C, np.minimum(pow2, self.C * elem), words)
 
     def run(self, m: int, k: int, n: int) -> int:
         """``timing.run_cycles`` of one run of ``m x k x n`` (kept per shape)."""
@@ -173,7 +192,7 @@ def _room(config: ArrayConfig) -> tuple[int, int, int]:
 def _sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[tuple[int, int, int, int]]]:
     """Of tiling ``t``: band rows and output pixels per output-row tile, and per filter tile its
     channel words, the size of its first channel block, whether that block is the last block of
-    the filter tile before (the band stays), and its columns (filters in whole array columns);
+    the filter tile before (the band stays), and its filters;
     kept per tile size."""
     key = (t.rows_t, t.n_t, t.c_t)
     if key not in g.sizes:
@@ -185,7 +204,7 @@ def _sizes(g: _Geometry, t: ConvTiling) -> tuple[list[int], list[int], list[tupl
             n1 = min(n0 + t.n_t, g.N)
             w0, w1 = g.filter_words(n0, n1)
             first = (w0, min(w0 + t.c_t, w1))
-            filters.append((w1 - w0, first[1] - first[0], int(first == last), -(-(n1 - n0) // g.C) * g.C))
+            filters.append((w1 - w0, first[1] - first[0], int(first == last), n1 - n0))
             last = (w0 + (-(-(w1 - w0) // t.c_t) - 1) * t.c_t, w1)
         g.sizes[key] = (bands, pixels, filters)
     return g.sizes[key]

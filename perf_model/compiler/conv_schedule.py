@@ -72,17 +72,18 @@ class _Transfers:
     def __init__(self, config: object) -> None:
         self.W = axi_data_bytes(config)  # type: ignore[arg-type]
         self.beats = word_beats(config)  # type: ignore[arg-type]
-        self.memo: dict[tuple[str, int, int, int, int], int] = {}
+        self.memo: dict[tuple[str, int, int, int, int, int], int] = {}
 
-    def cycles(self, kind: str, addr: int, stride: int, rows: int, words: int) -> int:
-        key = (kind, addr % PAGE, stride % PAGE if stride % PAGE else PAGE, rows, words)
+    def cycles(self, kind: str, addr: int, stride: int, rows: int, words: int, per_word: int = 0) -> int:
+        """``n`` of a transfer of words of ``per_word`` beats (0: the kind's whole words)."""
+        per_word = per_word or self.beats["ofmap" if kind == "store" else "requant" if kind == "store_q" else kind]
+        key = (kind, addr % PAGE, stride % PAGE if stride % PAGE else PAGE, rows, words, per_word)
         n = self.memo.get(key)
         if n is None:
-            n = self.memo[key] = self._cycles(kind, key[1], stride, rows, words)
+            n = self.memo[key] = self._cycles(kind, key[1], stride, rows, words, per_word)
         return n
 
-    def _cycles(self, kind: str, addr: int, stride: int, rows: int, words: int) -> int:
-        per_word = self.beats["ofmap" if kind == "store" else "requant" if kind == "store_q" else kind]
+    def _cycles(self, kind: str, addr: int, stride: int, rows: int, words: int, per_word: int) -> int:
         b = words * per_word
         store = kind.startswith("store")
         lat = store_read_latency(kind == "store_q")
@@ -98,10 +99,10 @@ class _Transfers:
         return dma_timing.load_cycles(lens, _L, _D)
 
 
-    def many(self, kind: str, addr: np.ndarray, stride: int, rows: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """:meth:`cycles` of transfers given as arrays (one ``stride``): the closed form where every
-        row lies in one page and one burst, :meth:`cycles` elsewhere."""
-        per_word = self.beats["ofmap" if kind == "store" else "requant" if kind == "store_q" else kind]
+    def many(self, kind: str, addr: np.ndarray, stride: int, rows: np.ndarray, words: np.ndarray,
+             per_word: np.ndarray) -> np.ndarray:
+        """:meth:`cycles` of transfers given as arrays (one ``stride``; words of ``per_word`` beats):
+        the closed form where every row lies in one page and one burst, :meth:`cycles` elsewhere."""
         b = words * per_word
         row_bytes = b * self.W
         if stride % PAGE == 0:
@@ -117,7 +118,7 @@ class _Transfers:
         else:
             n = _L + 2 + rows * b + q * np.maximum(0, _L + 1 - (_D - 1) * b)
         for i in np.flatnonzero(~fits).tolist():
-            n[i] = self.cycles(kind, int(addr[i]), stride, int(rows[i]), int(words[i]))
+            n[i] = self.cycles(kind, int(addr[i]), stride, int(rows[i]), int(words[i]), int(per_word[i]))
         return n
 
 
@@ -197,35 +198,40 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
     in_h = np.where(b_img > 0, conv.h, b_rows)  # the window's in_h: an image's rows when it stacks images
     new_win = _changed(in_h[mi], b_pad[mi], b_img[mi], tap_key[tp], c1 - c0)
     cwords = -(-fn // C)  # output (and weight) words per row
-    # DRAM layout: page-aligned tensors, offsets in their tensor (``compile_conv``).
-    a_pitch = g.words * R * ib
-    b_pitch = _align(N, C) * ib
-    c_pitch = _align(N, C) * out_b
+    # DRAM layout: page-aligned tensors, offsets in their tensor (``compile_conv``); rows of fewer
+    # channels or filters than a word's lanes are dense (whole beats) and move as narrow words.
+    W = axi_data_bytes(cfg)
+    a_pitch = g.a_pitch
+    b_pitch = g.row_bytes(N, ib)
+    c_pitch = g.row_bytes(N, out_b)
+    b_word = np.where(fn < C, g.row_bytes_of(fn, ib), C * ib) // W  # beats of a weight / output word
+    c_word = np.where(fn < C, g.row_bytes_of(fn, out_b), C * out_b) // W
     xf = _Transfers(cfg)
     w_img = conv.w
+    a_beats = g.a_word_bytes // W
     band_n = np.zeros(runs, dtype=np.int64)
     band_bytes = 0
     for i in np.flatnonzero(new_band).tolist():
         ct, m = int(c1[i] - c0[i]), int(mi[i])
-        addr = int(b_r0[m]) * w_img * a_pitch + int(c0[i]) * R * ib
+        addr = int(b_r0[m]) * w_img * a_pitch + int(c0[i]) * g.a_word_bytes
         rows = int(b_rows[m])
         if ct == g.words:
-            band_n[i] = xf.cycles("ifmap", addr, w_img * a_pitch, rows, w_img * ct)
+            band_n[i] = xf.cycles("ifmap", addr, w_img * a_pitch, rows, w_img * ct, a_beats)
         else:
-            band_n[i] = xf.cycles("ifmap", addr, a_pitch, rows * w_img, ct)
+            band_n[i] = xf.cycles("ifmap", addr, a_pitch, rows * w_img, ct, a_beats)
         band_bytes += rows * w_img * ct
     w_n = np.zeros(runs, dtype=np.int64)
-    w_n[new_w] = xf.many("weight", (k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w])
-    weight_words = int((K * cwords)[new_w].sum())
+    w_n[new_w] = xf.many("weight", (k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w], b_word[new_w])
+    weight_beats = int((K * cwords * b_word)[new_w].sum())
     skind = "store_q" if requant else "store"
-    word_bytes = {"ifmap": R * ib, "weight": C * ib}
     outs = np.flatnonzero(last_out)
-    written = int((m_pix[mi[outs]] * cwords[outs]).sum()) * C * out_b
-    read = (band_bytes * word_bytes["ifmap"], weight_words * word_bytes["weight"])
+    written = int((m_pix[mi[outs]] * cwords[outs] * c_word[outs]).sum()) * W
+    read = (band_bytes * g.a_word_bytes, weight_beats * W)
 
     def store_n(i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
         """Cycles of the stores of output rows ``r0 .. r1 - 1`` of run ``i``'s output tile."""
-        return xf.many(skind, (m_first[mi[i]] + r0) * c_pitch + fn0[i] * out_b, c_pitch, r1 - r0, cwords[i])
+        return xf.many(skind, (m_first[mi[i]] + r0) * c_pitch + fn0[i] * out_b, c_pitch, r1 - r0, cwords[i],
+                       c_word[i])
 
     qp = 0
     if requant:

@@ -14,28 +14,31 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from accel_dse.commands import Buffer, Opcode, dram_word_bytes
+from accel_dse.commands import Buffer, Opcode
 from accel_dse.config import ArrayConfig
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv, conv_served, conv_tiling
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles
+from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles, narrow_beats, word_beats
 from workloads.ops import Conv2d
 
 __all__ = ["conv_figures", "program_bytes", "walked_figures"]
 
 
 def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, int]:
-    """DRAM bytes ``(ifmap read, weights read, output written)`` of a program's transfers (the
+    """DRAM bytes ``(ifmap read, weights read, output written)`` of a program's transfers (narrow ones at
+    their real size; the
     output stage's parameters and the fetch excluded, as the model counts a GEMM's)."""
-    words = dram_word_bytes(config.rows, config.cols, False, config.input_bits, config.acc_bits)
+    beats, W = word_beats(config), program.data_bytes
     out = [0, 0, 0]
     for c in program.commands:
         if c.opcode == Opcode.LOAD and c["buffer"] in (Buffer.IFMAP, Buffer.WEIGHT):
-            out[int(c["buffer"])] += c["rows"] * c["words"] * words[("ifmap", "weight")[c["buffer"]]]
+            per_word = narrow_beats(beats, ("ifmap", "weight")[c["buffer"]], c["lanes"], W)
+            out[int(c["buffer"])] += c["rows"] * c["words"] * per_word * W
         elif c.opcode == Opcode.STORE and c["buffer"] == Buffer.OFMAP:
-            out[2] += c["rows"] * c["words"] * words["requant" if c["requant"] else "ofmap"]
+            per_word = narrow_beats(beats, "requant" if c["requant"] else "ofmap", c["lanes"], W)
+            out[2] += c["rows"] * c["words"] * per_word * W
     return out[0], out[1], out[2]
 
 

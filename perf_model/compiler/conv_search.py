@@ -10,7 +10,6 @@ infeasible, with a reason naming the op and the words it needs. DRAM bytes in cl
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter
 
 import numpy as np
@@ -45,19 +44,19 @@ def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     words = sum(span for span, *_ in filters)
     if t.order == "mn" or mt == 1:
         words -= sum(first * shared for _, first, shared, _ in filters)
-    a = sum(bands) * g.conv.w * R * ib * words
+    a = sum(bands) * g.conv.w * g.a_word_bytes * words
     single = [-(-span // t.c_t) * tap_tiles == 1 for span, *_ in filters]  # a filter tile of one run
-    weights = [g.taps * span * R * cols * ib for span, _, _, cols in filters]
+    weights = [g.taps * span * R * g.row_bytes(filt, ib) for span, _, _, filt in filters]
     if t.order == "mn":
         b = weights[0] if nt == 1 and single[0] else mt * sum(weights)
     else:
         b = sum(w if one else mt * w for w, one in zip(weights, single, strict=True))
-    return a + b + g.M * sum(cols for *_, cols in filters) * out
+    return a + b + g.M * sum(g.row_bytes(filt, out) for *_, filt in filters)
 
 
 def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     """DRAM bytes of tiling ``t``, run by run (any conv)."""
-    R, C, cfg = g.R, g.C, g.config
+    R, cfg = g.R, g.config
     ib = cfg.input_bits // 8
     out = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
     held_a = held_b = None
@@ -68,14 +67,14 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
         if key_a != held_a:
             held_a = key_a
             oy0, oy1 = m0 // g.out_w, -(-m1 // g.out_w)
-            total += g.band(oy0, oy1)[1] * g.conv.w * (part[1] - part[0]) * R * ib
+            total += g.band(oy0, oy1)[1] * g.conv.w * (part[1] - part[0]) * g.a_word_bytes
         key_b = (k0, k1, n0, n1)
         if key_b != held_b:
             held_b = key_b
-            total += (k1 - k0) * math.ceil((n1 - n0) / C) * C * ib
+            total += (k1 - k0) * g.row_bytes(n1 - n0, ib)
         w0, w1 = g.filter_words(n0, n1)
         if k1 == (w1 - w0) * g.taps * R:  # the output tile's last run: stored
-            total += (m1 - m0) * math.ceil((n1 - n0) / C) * C * out
+            total += (m1 - m0) * g.row_bytes(n1 - n0, out)
     return total
 
 
@@ -137,7 +136,7 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[np.ndarr
     array, bits and shadow, their order per DRAM rate and buffering too."""
     g = _Geometry(config, conv)
     out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
-    key = (g.R, g.C, config.input_bits, out_b, config.shadow_stationary, conv)
+    key = (g.R, g.C, g.W, config.input_bits, out_b, config.shadow_stationary, conv)
     c = _CANDIDATES.get(key)
     if c is None:
         if len(_CANDIDATES) >= _CACHE_SIZE:
@@ -197,8 +196,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
         w0 = (n0 // g.cpo) * g.cpg // R
         w1 = -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
         span, filt = w1 - w0, n1 - n0
-        col = -(-filt // C) * C
-        weights = g.taps * span * R * col * ib
+        weights = g.taps * span * R * g.row_bytes_of(filt, ib)
         first = np.minimum(w0 + c_col, w1)
         last = w0 + (-(-span // c_col) - 1) * c_col
         kept = np.zeros(first.shape, dtype=bool)
@@ -206,7 +204,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
         words[:, j] = span.sum()
         shared[:, j] = ((first - w0) * kept).sum(axis=1)
         single[:, j] = (weights * (span <= c_col)).sum(axis=1)
-        wsum[j], nts[j], cols[j] = weights.sum(), len(n0), col.sum()
+        wsum[j], nts[j], cols[j] = weights.sum(), len(n0), g.row_bytes_of(filt, out_b).sum()
         kinds += [(j, s, f, c) for (s, f), c in Counter(zip(span.tolist(), filt.tolist(), strict=True)).items()]
     # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
     taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
@@ -234,12 +232,12 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     order = np.array([0, 1])[None, None, None, None, :]
     mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
     keep = (order == 0) | (mt5 == 1)
-    a = bs5 * conv.w * R * ib * (words[:, None, :, None, None] - shared[:, None, :, None, None] * keep)
+    a = bs5 * conv.w * g.a_word_bytes * (words[:, None, :, None, None] - shared[:, None, :, None, None] * keep)
     one = single[:, None, :, None, None] * one_tap  # weight bytes read once (filter tiles of one run)
     w5 = wsum[None, None, :, None, None]
     b_mn = np.where((nts[None, None, :, None, None] == 1) & (one == w5) & one_tap, w5, mt5 * w5)
     b_nm = one + mt5 * (w5 - one)
-    dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None] * out_b
+    dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None]
     shape = np.broadcast_shapes(compute.shape, dram.shape)
     cols_n = -(-np.array(nl) // C)
     c2 = np.array(cl)[:, None]

@@ -16,8 +16,12 @@ rows padded with zeros to whole words)::
     OS         A^T rows of M    B   rows of N    C   rows of N
     IS         A^T rows of M    B^T rows of K    C^T rows of M
 
-A row holds ``ceil(len / lanes) * lanes`` elements (``lanes`` of the buffer the matrix goes to)
-of ``dram_lane_bytes`` bytes: inputs ``input_bits / 8``, C raw accumulators (4 or 8 bytes) or,
+A row holds ``ceil(len / lanes) * lanes`` elements (``lanes`` of the buffer the matrix goes to),
+or, when ``len < lanes``, ``len`` rounded up to a power of two of AXI beats (:func:`dense_row_elems`), each
+of ``dram_lane_bytes`` bytes. A transfer whose tile rows are shorter than a word (such a
+matrix, or the last tile of a longer row) is narrow: its ``lanes`` field is the tile's length
+in a power of two of whole beats (:func:`narrow_lanes`), so its zero lanes are made on chip, not read. Elements are
+inputs ``input_bits / 8``, C raw accumulators (4 or 8 bytes) or,
 requantised, ``input_bits / 8``. The output stage's parameters (requantised ops) are one row of
 16-byte lanes per channel, ``ceil(N / C) * C`` (WS/OS) or ``N`` (IS) lanes.
 
@@ -72,7 +76,7 @@ from perf_model.evaluator.reuse_links import can_move
 from workloads.ops import Gemm
 
 __all__ = ["TensorLayout", "GemmProgram", "compile_gemm", "output_major", "reuse_possible", "QPARAM_CHANNELS",
-           "PAGE"]
+           "PAGE", "dense_row_elems", "narrow_lanes"]
 
 #: Channels the output stage's parameter buffer holds (``rtl_gen``'s ``QPARAM_CHANNELS``).
 QPARAM_CHANNELS = 4096
@@ -212,7 +216,8 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
     for name in ("a", "b", "c"):
         p, q = shapes[name]
         rows, cols = (q, p) if tr[name] else (p, q)
-        t = TensorLayout(name, base, rows, _align(cols, lanes[name]), elem[name], tr[name], (p, q))
+        t = TensorLayout(name, base, rows, dense_row_elems(cols, lanes[name], elem[name], W), elem[name], tr[name],
+                         (p, q))
         tensors[name] = t
         base = _align(base + t.nbytes, PAGE)
     if requant:
@@ -241,6 +246,25 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
     total = len(cmds.out)
     chunks = tuple((i, min(i + queue_depth, total)) for i in range(0, total, queue_depth))
     return GemmProgram(tuple(cmds.out), tensors, 0, base, W, requant, tuple(runs), chunks)
+
+
+def dense_row_elems(length: int, lanes: int, elem_bytes: int, data_bytes: int) -> int:
+    """Elements a DRAM row of ``length`` elements holds: whole words of ``lanes``, or, shorter than
+    one word, whole AXI beats (no zero lanes: its transfers are narrow, :func:`narrow_lanes`)."""
+    if length >= lanes:
+        return _align(length, lanes)
+    return narrow_lanes(length, lanes, elem_bytes, data_bytes) or lanes
+
+
+def narrow_lanes(across: int, lanes: int, elem_bytes: int, data_bytes: int) -> int:
+    """The ``lanes`` field of a transfer whose DRAM rows hold ``across`` elements of a word of ``lanes``:
+    ``across`` rounded up to a power of two of AXI beats (so a dense row never straddles a 4 KiB
+    page, as whole words do not), or 0 (the whole word) when that is not fewer lanes."""
+    if across >= lanes:
+        return 0
+    beats = 1 << (-(-across * elem_bytes // data_bytes) - 1).bit_length()
+    narrow = beats * data_bytes // elem_bytes
+    return narrow if narrow < lanes else 0
 
 
 def reuse_possible(config: ArrayConfig) -> bool:
@@ -293,6 +317,13 @@ class _Builder:
             raise ModelError(f"tile of {name.upper()} starts at column {q0}, not a whole word of {lanes} lanes")
         return p0, p1 - p0, q0, math.ceil((q1 - q0) / lanes)
 
+    def _across(self, name: str, tile: tuple[int, ...]) -> int:
+        """Elements of ``name``'s tile along its DRAM rows (the buffer words' lanes)."""
+        m0, m1, k0, k1, n0, n1 = tile[:6]
+        span = {"a": ((m0, m1), (k0, k1)), "b": ((k0, k1), (n0, n1)), "c": ((m0, m1), (n0, n1))}[name]
+        lo, hi = span[0] if self.tensors[name].transposed else span[1]
+        return hi - lo
+
     def transfer(self, opcode: int, name: str, tile: tuple[int, ...], buf_addr: int, *, wait_run: bool = False,
                  requant: bool = False, q_base: int = 0, q_by_row: bool = False,
                  part: tuple[int, int] | None = None) -> Command:
@@ -304,6 +335,9 @@ class _Builder:
         addr = t.base + (first_row + r0) * t.pitch + q0 * t.elem_bytes
         fields = dict(buffer=self.buffer[name], dram_addr=addr, dram_stride=t.pitch, rows=r1 - r0, words=words,
                       buf_addr=buf_addr + r0, row_step=1, word_step=rows)
+        lanes = narrow_lanes(self._across(name, tile), self.lanes[name], t.elem_bytes, self.W)
+        if lanes:
+            fields["lanes"] = lanes
         if opcode == Opcode.STORE:
             fields.update(requant=int(requant), q_base=q_base, q_by_row=int(q_by_row))
         return Command.make(opcode, wait_run=wait_run, **fields)

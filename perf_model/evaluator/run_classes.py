@@ -17,7 +17,15 @@ from perf_model.evaluator.problem import Problem
 from perf_model.evaluator.tiling import ORDERS, Tiling
 from perf_model.evaluator.transfers import Memory
 
-__all__ = ["RunClasses", "ORDER_ARRAY", "ORDER_INVERSE"]
+__all__ = ["RunClasses", "ORDER_ARRAY", "ORDER_INVERSE", "row_beats"]
+
+
+def row_beats(across: np.ndarray, lanes: np.ndarray, word_beats: np.ndarray) -> np.ndarray:
+    """AXI beats of a DRAM row of ``across`` elements in words of ``lanes`` lanes, ``word_beats`` beats
+    each: whole words, or, shorter than one word, its elements in a power of two of beats (a narrow transfer,
+    ``perf_model.compiler.program.narrow_lanes``)."""
+    narrow = np.exp2(np.ceil(np.log2(np.maximum(np.ceil(across * word_beats / lanes), 1.0))))
+    return np.where(across < lanes, np.minimum(narrow, word_beats), np.ceil(across / lanes) * word_beats)
 
 ORDER_ARRAY = np.array(ORDERS, dtype=np.int64)  # (6, 3): mapped dim at each loop position
 ORDER_INVERSE = np.argsort(ORDER_ARRAY, axis=1)  # (6, 3): loop position of each mapped dim
@@ -149,7 +157,7 @@ class RunClasses:
         outer = self.rows_outer[2]
         za, zb = self.size[0][combo[0]], self.size[1][combo[1]]
         R = np.where(outer, za, zb)
-        beats = np.ceil(np.where(outer, zb, za) / self.lanes[2]) * self.word_beats[2]
+        beats = row_beats(np.where(outer, zb, za), self.lanes[2], self.word_beats[2])
         stream, wait = mem.row_terms(beats, True)
         ge = R >= P
         q = np.where(ge, np.floor(R / P), 0.0)
@@ -251,7 +259,7 @@ class RunClasses:
                     rows = np.where(outer, self.size[a][k], self.size[b][k])
                     across = np.where(outer, self.size[b][k], self.size[a][k])
                     parts["rows"][k], parts["groups"][k] = rows, self.memory.groups(rows)
-                    beats = np.ceil(across / self.lanes[j]) * self.word_beats[j]
+                    beats = row_beats(across, self.lanes[j], self.word_beats[j])
                     parts["stream"][k], parts["wait"][k] = self.memory.row_terms(beats, store)
                 self._parts[(j, store)] = parts
             self._cache[key] = self.memory.chain(parts["rows"][rows_key], parts["groups"][rows_key],

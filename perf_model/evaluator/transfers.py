@@ -136,7 +136,8 @@ class Memory:
             out += self.read_latency
         out += (LATENCY + 4) if store else LATENCY + 3.0
         if store and self.move is not False and self.out_beats is not None:  # MOVEs: a word a cycle
-            words = np.rint(stream / (self.beat * self.out_beats))
+            # whole words: a narrow row (fewer beats than a word, ``run_classes.row_beats``) is one
+            words = np.ceil(stream / (self.beat * self.out_beats) - 1e-9)
             out = np.where(self.move, rows * words + _MOVE_FIXED, out)
         return out
 

@@ -4,7 +4,10 @@ One transfer at a time: ``rows`` DRAM rows of ``words`` buffer words, row ``r`` 
 ``addr + r * stride``, word ``j`` of row ``r`` at buffer word ``buf_addr + r * row_step + j *
 word_step`` (the command format of :mod:`accel_dse.commands`). A buffer word is ``beats`` AXI
 beats in DRAM (lane bytes of ``accel_dse.commands.dram_lane_bytes``); the top converts between
-DRAM words and buffer words by wiring. :class:`DmaLoad` drives the read channels (AR, R),
+DRAM words and buffer words by wiring. A transfer of fewer ``beats`` than
+``max_beats`` moves a word's first beats (its first lanes: a narrow word, ``accel_dse.commands``'s
+``lanes``); a load writes the rest of the word as zero, a store never sends it.
+:class:`DmaLoad` drives the read channels (AR, R),
 :class:`DmaStore` the write channels (AW, W, B), so the two halves of the bus never conflict.
 Both keep up to ``outstanding`` bursts in flight.
 
@@ -141,7 +144,9 @@ class DmaLoad(_Transfer):
         partial = Signal(self.word_bits)
         slots = [Mux(beat == i, self.rdata, partial[i * beat_bits:(i + 1) * beat_bits])
                  for i in range(self.max_beats)]
-        m.d.comb += [self.word.eq(Cat(*slots)), self.word_we.eq(word_done & ~err)]
+        # A narrow word (fewer beats than the widest): the beats it does not have are zero lanes.
+        lanes = [slot if i == 0 else Mux(beats > i, slot, 0) for i, slot in enumerate(slots)]
+        m.d.comb += [self.word.eq(Cat(*lanes)), self.word_we.eq(word_done & ~err)]
         with m.If(taken):
             m.d.sync += partial.eq(Cat(*slots))
             m.d.sync += beat.eq(Mux(beat == beats - 1, 0, beat + 1))

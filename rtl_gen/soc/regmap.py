@@ -202,7 +202,8 @@ _ERROR_DOCS = {
     ErrorCode.NONE: "no error",
     ErrorCode.BAD_OPCODE: "a command with an unknown opcode",
     ErrorCode.BUFFER_RANGE: "a buffer address out of range",
-    ErrorCode.DRAM_ADDRESS: "a DRAM address out of range or unaligned",
+    ErrorCode.DRAM_ADDRESS: ("a DRAM address out of range or unaligned, or a transfer's lanes not whole bus beats "
+                             "or above its word's"),
     ErrorCode.AXI_ERROR: "an AXI error response (SLVERR/DECERR) from memory",
     ErrorCode.QUEUE_OVERFLOW: "a program longer than the command queue",
     ErrorCode.CONV_WINDOW: "a WINDOW command with a zero field, or a window run addressing a word outside the ifmap "

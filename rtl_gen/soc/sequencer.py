@@ -76,6 +76,9 @@ class Sequencer(wiring.Component):
         depth: commands the queue holds.
         load_beats: beats per buffer word of each buffer (index: ``Buffer``) for loads.
         store_beats: beats per ofmap word stored raw and requantised.
+        load_lanes, store_lanes: lanes of those words (``accel_dse.commands.dram_word_lanes``): a
+            transfer's ``lanes`` field narrows its words to that many lanes' beats
+            (``accel_dse.commands.transfer_beats``; ``ERROR_DRAM`` when not whole beats or above them).
         depths: words of each buffer (index: ``Buffer``).
         buf_addr_bits: width of buffer word addresses.
         max_beats: the DMA's ``beats`` range.
@@ -101,7 +104,8 @@ class Sequencer(wiring.Component):
 
     def __init__(self, *, data_bytes: int, depth: int, load_beats: tuple[int, int, int, int],
                  store_beats: tuple[int, int], depths: tuple[int, int, int, int], buf_addr_bits: int,
-                 max_beats: int, can_move: bool = True, can_window: bool = False, output_check: bool = False,
+                 max_beats: int, load_lanes: tuple[int, int, int, int], store_lanes: tuple[int, int],
+                 can_move: bool = True, can_window: bool = False, output_check: bool = False,
                  vector_lanes: int = 0) -> None:
         if data_bytes > MAX_AXI_DATA_BYTES:
             raise ConfigError(f"AXI data bytes must be at most {MAX_AXI_DATA_BYTES}, not {data_bytes}")
@@ -109,6 +113,8 @@ class Sequencer(wiring.Component):
         self.depth = depth
         self.load_beats = load_beats
         self.store_beats = store_beats
+        self.load_lanes = load_lanes
+        self.store_lanes = store_lanes
         self.depths = depths
         self.can_move = can_move
         self.can_window = can_window
@@ -216,11 +222,29 @@ class Sequencer(wiring.Component):
         if self.vector_lanes:  # a STORE reads the ofmap, or (vector designs) the ifmap without requantising
             store_bad = store_bad & ~((buffer == Buffer.IFMAP) & ~_field(cmd, "requant"))
         requant = _field(cmd, "requant")
-        lb = self.load_beats
-        load_beats = Mux(buffer == 0, lb[0], Mux(buffer == 1, lb[1], Mux(buffer == 2, lb[2], lb[3])))
-        store_beats = Mux(requant, self.store_beats[1], self.store_beats[0])
+        lanes = _field(cmd, "lanes")
+
+        def narrow(beats: int, full: int) -> tuple[Value, Value]:
+            """Beats of a word of ``full`` lanes (``beats`` in all) cut to ``lanes``, and whether ``lanes`` is bad."""
+            lane_bytes = beats * self.data_bytes // full  # powers of two: the cut is a shift
+            if lane_bytes >= self.data_bytes:
+                cut, bad = lanes * (lane_bytes // self.data_bytes), lanes > full
+            else:
+                shift = exact_log2(self.data_bytes // lane_bytes)
+                cut, bad = lanes >> shift, lanes[:shift].any() | (lanes > full)
+            return Mux(lanes == 0, beats, cut), bad
+
+        lb = [narrow(b, n) for b, n in zip(self.load_beats, self.load_lanes, strict=True)]
+        sb = [narrow(b, n) for b, n in zip(self.store_beats, self.store_lanes, strict=True)]
+
+        def by_buffer(i: int) -> Value:
+            return Mux(buffer == 0, lb[0][i], Mux(buffer == 1, lb[1][i], Mux(buffer == 2, lb[2][i], lb[3][i])))
+
+        store_pick: list[Value] = [Mux(requant, sb[1][i], sb[0][i]) for i in range(2)]
         if self.vector_lanes:
-            store_beats = Mux(buffer == Buffer.IFMAP, lb[0], store_beats)
+            store_pick = [Mux(buffer == Buffer.IFMAP, lb[0][i], store_pick[i]) for i in range(2)]
+        load_beats, store_beats = by_buffer(0), store_pick[0]
+        lanes_bad = Mux(op == Opcode.LOAD, by_buffer(1), store_pick[1])
         is_transfer = (op == Opcode.LOAD) | (op == Opcode.STORE)
         uses_dma = is_transfer | is_move
         run_pc = Signal(32)  # the last RUN issued
@@ -347,7 +371,8 @@ class Sequencer(wiring.Component):
                 with m.Elif((is_transfer & (out_of_range | store_bad)) | (is_move & move_bad)):
                     m.d.sync += fail(ERROR_BUFFER)
                     m.next = "FAIL"
-                with m.Elif(is_transfer & misaligned(_field(cmd, "dram_addr"), _field(cmd, "dram_stride"))):
+                with m.Elif(is_transfer & (misaligned(_field(cmd, "dram_addr"), _field(cmd, "dram_stride"))
+                                           | lanes_bad)):
                     m.d.sync += fail(ERROR_DRAM)
                     m.next = "FAIL"
                 with m.Elif(~blocked):

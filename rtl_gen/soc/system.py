@@ -100,6 +100,7 @@ class AxiAccelerator(wiring.Component):
         self.word_bytes = dram_word_bytes(config)
         self.beats = {k: v // self.data_bytes for k, v in self.word_bytes.items()}
         self.max_beats = max(self.beats.values())
+        self.word_lanes = commands.dram_word_lanes(config.rows, config.cols, config.dataflow is Dataflow.IS)
         self.queue_depth = queue_depth
         self.outstanding = outstanding
         members = axi4_signature(self.data_bytes).members
@@ -123,7 +124,7 @@ class AxiAccelerator(wiring.Component):
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
-        cfg, lay, b = self.config, self.core.layout, self.beats
+        cfg, lay, b, w = self.config, self.core.layout, self.beats, self.word_lanes
         m.submodules.core = core = self.core
         addr_bits = max(lay.host_addr_bits, 16)
         common = {"data_bytes": self.data_bytes, "max_beats": self.max_beats, "outstanding": self.outstanding,
@@ -134,6 +135,7 @@ class AxiAccelerator(wiring.Component):
         m.submodules.seq = seq = Sequencer(
             data_bytes=self.data_bytes, depth=self.queue_depth,
             load_beats=(b["ifmap"], b["weight"], b["ofmap"], b["qparam"]), store_beats=(b["ofmap"], b["requant"]),
+            load_lanes=(w["ifmap"], w["weight"], w["ofmap"], w["qparam"]), store_lanes=(w["ofmap"], w["requant"]),
             depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats, can_move=core.can_move,
             can_window=cfg.dataflow is Dataflow.WS, output_check="sdc_qevent" in core.signature.members,
             vector_lanes=cfg.vector_lanes)
@@ -250,7 +252,10 @@ def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], 
               "buf_addr_bits": max(lay.host_addr_bits, 16)}
     depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
     seq = {"data_bytes": soc.data_bytes, "depth": 2, "load_beats": (b["ifmap"], b["weight"], b["ofmap"], b["qparam"]),
-           "store_beats": (b["ofmap"], b["requant"]), "depths": depths, "buf_addr_bits": common["buf_addr_bits"],
+           "store_beats": (b["ofmap"], b["requant"]), "depths": depths,
+           "load_lanes": tuple(soc.word_lanes[k] for k in ("ifmap", "weight", "ofmap", "qparam")),
+           "store_lanes": (soc.word_lanes["ofmap"], soc.word_lanes["requant"]),
+           "buf_addr_bits": common["buf_addr_bits"],
            "max_beats": soc.max_beats, "can_move": soc.core.can_move, "can_window": config.dataflow is Dataflow.WS,
            **({"vector_lanes": config.vector_lanes} if config.vector_unit else {})}
     move = {"latency": STORE_LATENCIES[1], "src_bits": common["buf_addr_bits"], "dst_bits": common["buf_addr_bits"]}

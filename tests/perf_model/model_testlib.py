@@ -142,3 +142,16 @@ def cached_figures(folder: str, key: list[Any], measure: Callable[[], dict[str, 
     tmp.write_text(json.dumps(figures), encoding="utf-8")
     tmp.replace(path)
     return figures
+
+
+def transfer_word_bytes(config: ArrayConfig, command: Any) -> int:
+    """DRAM bytes of one word of a LOAD or STORE, from the encoding's rule (``accel_dse.commands``):
+    ``lanes * dram_lane_bytes`` for a narrow transfer, the whole word's bytes when ``lanes`` is 0."""
+    from accel_dse.commands import Opcode, dram_lane_bytes, dram_word_bytes
+
+    IS = config.dataflow.value == "is"
+    requant = command.opcode == Opcode.STORE and bool(command["requant"])
+    kind = "requant" if requant else ("ifmap", "weight", "ofmap", "qparam")[command["buffer"]]
+    if not command["lanes"]:
+        return dram_word_bytes(config.rows, config.cols, IS, config.input_bits, config.acc_bits)[kind]
+    return command["lanes"] * dram_lane_bytes(command["buffer"], config.input_bits, config.acc_bits, requant=requant)

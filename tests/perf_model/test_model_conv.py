@@ -7,8 +7,9 @@ import dataclasses
 import random
 
 import pytest
+from model_testlib import transfer_word_bytes
 
-from accel_dse.commands import Buffer, Opcode, dram_word_bytes
+from accel_dse.commands import Buffer, Opcode
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
 from perf_model.compiler.conv import ConvTiling, compile_conv, conv_path, conv_tiling
@@ -32,13 +33,12 @@ def _random(rng: random.Random) -> tuple[ArrayConfig, Conv2d]:
 
 
 def _transfer_bytes(config: ArrayConfig, program) -> int:
-    words = dram_word_bytes(config.rows, config.cols, False, config.input_bits, config.acc_bits)
     total = 0
     for c in program.commands:
         if c.opcode == Opcode.LOAD and c["buffer"] != Buffer.QPARAM:
-            total += c["rows"] * c["words"] * words[("ifmap", "weight")[c["buffer"]]]
+            total += c["rows"] * c["words"] * transfer_word_bytes(config, c)
         elif c.opcode == Opcode.STORE:
-            total += c["rows"] * c["words"] * words["requant" if c["requant"] else "ofmap"]
+            total += c["rows"] * c["words"] * transfer_word_bytes(config, c)
     return total
 
 

@@ -12,9 +12,10 @@ import random
 
 import numpy as np
 import pytest
+from model_testlib import transfer_word_bytes
 
 import perf_model
-from accel_dse.commands import Buffer, Opcode, dram_word_bytes
+from accel_dse.commands import Buffer, Opcode
 from accel_dse.config import ArrayConfig
 from perf_model.compiler.conv import compile_conv, conv_path
 from workloads.ops import Conv2d, Gemm, Requant, Workload
@@ -42,13 +43,12 @@ def _conv(rng: random.Random) -> Conv2d:
 
 def _transfers(config: ArrayConfig, program) -> tuple[int, int]:
     """DRAM bytes read (bands, weights) and written by a program, counted from its commands here."""
-    words = dram_word_bytes(config.rows, config.cols, False, config.input_bits, config.acc_bits)
     read = written = 0
     for c in program.commands:
         if c.opcode == Opcode.LOAD and c["buffer"] != Buffer.QPARAM:
-            read += c["rows"] * c["words"] * words[("ifmap", "weight")[c["buffer"]]]
+            read += c["rows"] * c["words"] * transfer_word_bytes(config, c)
         elif c.opcode == Opcode.STORE:
-            written += c["rows"] * c["words"] * words["requant" if c["requant"] else "ofmap"]
+            written += c["rows"] * c["words"] * transfer_word_bytes(config, c)
     return read, written
 
 

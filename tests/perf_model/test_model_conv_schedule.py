@@ -15,9 +15,10 @@ import random
 from itertools import product
 
 import pytest
+from model_testlib import transfer_word_bytes
 
 import perf_model
-from accel_dse.commands import Buffer, Opcode, dram_word_bytes
+from accel_dse.commands import Buffer, Opcode
 from accel_dse.config import ArrayConfig
 from perf_model.compiler.conv import ConvTiling, compile_conv, conv_tiling
 from perf_model.compiler.conv_geometry import _Geometry, _levels, _room, _tap_levels
@@ -64,13 +65,12 @@ def _conv_batch(rng: random.Random) -> Conv2d:
 
 def _transfers(config: ArrayConfig, program) -> tuple[int, int, int]:
     """Bytes of the program's band loads, weight loads and stores, counted from its commands."""
-    words = dram_word_bytes(config.rows, config.cols, False, config.input_bits, config.acc_bits)
     out = [0, 0, 0]
     for c in program.commands:
         if c.opcode == Opcode.LOAD and c["buffer"] in (Buffer.IFMAP, Buffer.WEIGHT):
-            out[int(c["buffer"])] += c["rows"] * c["words"] * words[("ifmap", "weight")[c["buffer"]]]
+            out[int(c["buffer"])] += c["rows"] * c["words"] * transfer_word_bytes(config, c)
         elif c.opcode == Opcode.STORE:
-            out[2] += c["rows"] * c["words"] * words["requant" if c["requant"] else "ofmap"]
+            out[2] += c["rows"] * c["words"] * transfer_word_bytes(config, c)
     return out[0], out[1], out[2]
 
 

@@ -19,10 +19,11 @@ SMALL = ArrayConfig(rows=2, cols=2, ifmap_sram_kib=1, weight_sram_kib=1, ofmap_s
 def test_every_field_round_trips_through_its_bits():
     cmd = Command.make(Opcode.STORE, wait_run=1, buffer=Buffer.OFMAP, requant=1, q_by_row=1, dram_addr=0xDEADBEEC,
                        dram_stride=0x1234, rows=0xFFFF, words=7, buf_addr=99, row_step=1, word_step=0xFFFFFFFF,
-                       q_base=4095)
+                       q_base=4095, lanes=0xFFFF)
     raw = encode(cmd)
     assert len(raw) == commands.COMMAND_BYTES and decode(raw) == cmd
     word = int.from_bytes(raw, "little")
+    assert word >> 240 == 0xFFFF and (word >> 224) & 0xFFFF == 4095  # lanes [240, 256) above q_base
     assert word & 0xF == Opcode.STORE and (word >> 5) & 1 == 1  # opcode in bits 0-3, wait_run in bit 5
     assert (word >> 32) & 0xFFFFFFFF == 0xDEADBEEC  # dram_addr at bit 32, as commands.md documents
 

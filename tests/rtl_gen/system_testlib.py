@@ -115,10 +115,13 @@ def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, late
     W = prog.data_bytes
     dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=queue_depth, fault=fault,
                     stall_seed=stall_seed, rate=None if rate is None else (rate.numerator, rate.denominator), **soc)
-    if len(prog.chunks) > 1:
-        model = gemm_program_cycles(config, prog, latency=latency, rate=rate)
-    else:
-        model = program_cycles(config, prog.commands, latency=latency, rate=rate)
+    try:
+        if len(prog.chunks) > 1:
+            model = gemm_program_cycles(config, prog, latency=latency, rate=rate)
+        else:
+            model = program_cycles(config, prog.commands, latency=latency, rate=rate)
+    except ValueError:  # a malformed program the walk cannot time (a transfer's lanes): the RTL refuses it
+        model = None
     seen: dict[str, Any] = {}
     words = image.reshape(-1, W)
 
