@@ -290,6 +290,9 @@ def _chunk_commands(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...],
     column-major layout (word ``f`` of row ``r`` at ``f * rows + r``), run the ops, STORE it back."""
     lanes = config.vector_lanes
     depth = _buffer_depths(config)[0]
+    if t.row_elems % lanes:
+        raise ModelError(f"a DRAM row of {t.row_elems} elements of {gemm.m}x{gemm.n} is not whole words of "
+                         f"{lanes} lanes")
     words = t.row_elems // lanes
     operands = 2 if skip is not None else 1
     per = min(t.rows, depth // (operands * words))
