@@ -312,12 +312,9 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse,
                                  sampled=sampled, vector_ops=vector_ops or [], network=network)
     if network is not None:
-        from perf_model.compiler.network import link_ops
+        from accel_dse.simulate._dram_network import network_note
 
-        kinds = ", ".join(op.kind for link in network for op in link_ops(link))
-        notes.append(f"one program for the whole network: {len(selected)} GEMMs and {kinds} on the vector unit, "
-                     "activations kept on chip (MOVE into the ifmap, VECTOR in place, the next RUN reads it); only "
-                     "the network's output is read back")
+        notes.append(network_note(design, selected, network, scale))
     notes += program.meta.get("vector_notes", [])
     if vector_ops:
         ran = sum(1 for op in program.meta["ops"] if op.get("vector"))

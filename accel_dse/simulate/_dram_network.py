@@ -25,7 +25,7 @@ from accel_dse.config import ArrayConfig
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
 from accel_dse.simulate._dram_program import layout_dict
 
-__all__ = ["network_links", "network_job"]
+__all__ = ["network_links", "network_job", "network_note"]
 
 
 def _gemms(selected: list[tuple[str, Any, int]], scale: float) -> list[Any]:
@@ -107,3 +107,18 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
                    {"m": full, "batch": 1} if m != full else None, x.reshape(1, m, gemms[-1].n), t[f"c{last}"],
                    timing.compute, timing.total, timing.stall, len(prog.runs), design.input_bits)
     return job, meta, {"img_0_0": program_image(prog, tensors)}
+
+
+def network_note(design: ArrayConfig, selected: list[tuple[str, Any, int]], links: list[Any], scale: float) -> str:
+    """The note saying how the one program keeps the network's activations."""
+    from accel_dse.commands import Opcode
+    from perf_model.compiler.network import compile_network, link_ops
+
+    kinds = ", ".join(op.kind for link in links for op in link_ops(link))
+    prog = compile_network(design, _gemms(selected, scale), links)
+    how = ("activations kept on chip (MOVE into the ifmap, VECTOR in place, the next RUN reads it)"
+           if any(c.opcode == Opcode.MOVE for c in prog.commands) else
+           "links through DRAM, as the ifmap cannot hold the live activations together (each output stored, "
+           "its vector ops run on ifmap chunks of it, the next GEMM loads it)")
+    return (f"one program for the whole network: {len(selected)} GEMMs and {kinds} on the vector unit, {how}; "
+            "only the network's output is read back")
