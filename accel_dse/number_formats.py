@@ -118,7 +118,8 @@ def datapath_bits(weight: NumberFormat, act: NumberFormat) -> int:
 
 
 def build_rule(weight: NumberFormat, act: NumberFormat) -> str | None:
-    """Why the generated hardware cannot build this operand pair, or ``None`` when it can.
+    """Why the generated hardware cannot build this operand pair, or ``None`` when it can (the rule
+    alone: callers name the pair).
 
     The rule: integer operands (int4, int8, int16, any mix such as W4A8), fp8_e4m3 for both
     (the PE's exact fixed-point product, :func:`product_bits`), or bf16 or fp8_e5m2 for both (a
@@ -128,11 +129,9 @@ def build_rule(weight: NumberFormat, act: NumberFormat) -> str | None:
     if weight.is_int and act.is_int:
         return None
     if weight != act:
-        return (f"weight {weight.name} with activation {act.name} is not built: float operands "
-                f"take one format for both")
+        return "not built, float operands take one format for both"
     if weight.accumulator == "fixed" and product_bits(weight) > 64:
-        return (f"{weight.name} operands are not built: one exact product needs {product_bits(weight)} bits, "
-                f"beyond acc_bits <= 64")
+        return f"not built, one exact product needs {product_bits(weight)} bits, beyond acc_bits <= 64"
     return None
 
 

@@ -109,7 +109,7 @@ def test_unknown_format_in_a_design_file_is_one_line_exit_2(run_cli, tmp_path):
     ('weight_format = "fp8_e5m2"\nact_format = "fp8_e5m2"\nacc_bits = 64\n',
      "acc_bits must be 32 for fp8_e5m2 operands (a float32 accumulator), not 64"),
     ('weight_format = "fp8_e5m2"\nact_format = "int8"\nacc_bits = 32\n',
-     "weight fp8_e5m2 with activation int8 is not built: float operands take one format for both"),
+     "weight_format fp8_e5m2 with act_format int8: not built, float operands take one format for both"),
     ('weight_format = "bf16"\nact_format = "bf16"\nacc_bits = 48\n',
      "acc_bits must be 32 for bf16 operands (a float32 accumulator), not 48"),
 ])
