@@ -32,7 +32,10 @@ DRAM layout (every tensor on a 4 KiB page after the program):
        (``lanes``), the zero lanes made on chip
     b  the weights as the runs read them: for filter ``j`` (column), its tile's K rows in run
        order (channel block, tap tile, tap ``(ky, kx)``, channel word, lane), zeros elsewhere;
-       a row of fewer filters than ``C`` is dense (whole beats), its tiles loaded narrow
+       a row of fewer filters than ``C`` is dense (whole beats), its tiles loaded narrow; with narrow
+       pixels (``a``) and at most ``C`` filters, a tap keeps only its first ``a_lanes`` rows (the
+       ifmap lanes beyond are zero, so those weights are never used): a tile's taps are one
+       ``LOAD`` of a DRAM row a tap, ``R`` buffer words apart
     c  the output, NHWC: ``n * out_h * out_w`` rows of ``c_out`` channels, laid out and stored
        as a GEMM's C (dense below ``C`` channels: the next layer's ``a`` as it is)
     q  the output stage's parameters (requantised ops), as for a GEMM
@@ -70,6 +73,7 @@ from perf_model.compiler.program import (
     _Builder,
     _double,
     _single,
+    narrow_lanes,
 )
 from perf_model.program_timing import axi_data_bytes
 from workloads.ops import Conv2d
@@ -84,6 +88,7 @@ class ConvProgram(GemmProgram):
 
     tiling: ConvTiling = ConvTiling("ok", "")
     parts: tuple[Part, ...] = ()  # per run: channel words and tap tile ``(c0, c1, ky0, ky1, kx0, kx1)``
+    k_lanes: int = 0  # weight rows of a tap's channel word in ``b`` (0: all ``R``; module docstring)
 
 
 class _ConvBuilder(_Builder):
@@ -110,6 +115,15 @@ class _ConvBuilder(_Builder):
 
     def transfer(self, opcode: int, name: str, tile: tuple[int, ...], buf_addr: int, *, wait_run: bool = False,
                  **kwargs: object) -> Command:
+        g = self.g
+        if name == "b" and g.kl < g.R:  # a tap's first ``kl`` rows: one DRAM row a tap, R buffer words apart
+            k0, k1, n0, n1 = tile[2:6]
+            t = self.tensors["b"]
+            lanes = narrow_lanes(n1 - n0, g.C, t.elem_bytes, self.W)
+            return Command.make(opcode, wait_run=wait_run, buffer=Buffer.WEIGHT, dram_addr=t.base + k0 // g.R * g.kl
+                                * t.pitch + n0 * t.elem_bytes, dram_stride=g.kl * t.pitch, rows=(k1 - k0) // g.R,
+                                words=g.kl, buf_addr=buf_addr, row_step=g.R, word_step=1,
+                                **({"lanes": lanes} if lanes else {}))
         if name != "a":
             return super().transfer(opcode, name, tile, buf_addr, wait_run=wait_run, **kwargs)  # type: ignore[arg-type]
         r0, rows, _, (c0, c1, *_) = self._band(tile)
@@ -222,7 +236,7 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     tensors: dict[str, TensorLayout] = {}
     out_b = ib if requant else (4 if config.acc_bits <= 32 else 8)
     specs = {"a": (conv.n * conv.h * conv.w, g.a_pitch // ib, ib, (conv.n * conv.h * conv.w, conv.c_in)),
-             "b": (k_rows, g.row_bytes(g.N, ib) // ib, ib, (k_rows, g.N)),
+             "b": (k_rows // g.R * g.kl, g.row_bytes(g.N, ib) // ib, ib, (k_rows // g.R * g.kl, g.N)),
              "c": (g.M, g.row_bytes(g.N, out_b) // out_b, out_b, (g.M, g.N))}
     for name, (rows, row_elems, elem, shape) in specs.items():
         tensors[name] = TensorLayout(name, base, rows, row_elems, elem, False, shape)
@@ -246,7 +260,7 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     total = len(b.out)
     chunks = tuple((i, min(i + queue_depth, total)) for i in range(0, total, queue_depth))
     return ConvProgram(tuple(b.out), tensors, 0, base, W, requant, tuple(runs), chunks, tiling,
-                       tuple(parts[t] for t in runs))
+                       tuple(parts[t] for t in runs), g.kl if g.kl < g.R else 0)
 
 
 def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: np.ndarray) -> np.ndarray:
@@ -258,6 +272,7 @@ def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: n
         raise ValueError(f"conv weights must have shape {want}, not {w.shape}")
     cpg, cpo = conv.c_in // conv.groups, conv.c_out // conv.groups
     R = rows
+    kl = program.k_lanes or R  # rows of a channel word in ``b`` (the first ``kl`` lanes')
     out = np.zeros(program.tensors["b"].shape, dtype=np.int64)
     done = set()
     for tile, (c0, c1, ky0, ky1, kx0, kx1) in zip(program.runs, program.parts, strict=True):
@@ -265,16 +280,16 @@ def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: n
         if (k0, n0, n1) in done:
             continue
         done.add((k0, n0, n1))
-        chans = np.arange(c0 * R, c1 * R)  # one tap's rows: channel word, lane
+        chans = np.arange(c0 * R, c1 * R) if kl == R else np.arange(kl)  # one tap's rows: channel word, lane
         ns = np.arange(n0, n1)
         group = ns // cpo
         inside = (chans[:, None] >= group[None, :] * cpg) & (chans[:, None] < (group[None, :] + 1) * cpg)
         local = np.clip(chans[:, None] - group[None, :] * cpg, 0, cpg - 1)
-        at = k0
+        at = k0 // R * kl
         for ky in range(ky0, ky1):
             for kx in range(kx0, kx1):
                 out[at:at + len(chans), n0:n1] = np.where(inside, w[ky, kx][local, ns[None, :]], 0)
                 at += len(chans)
-        if at != k1:
-            raise ModelError(f"a run of {k1 - k0} weight rows reads {at - k0} (its taps and channel words)")
+        if at != k1 // R * kl:
+            raise ModelError(f"a run of {k1 - k0} weight rows reads {at - k0 // R * kl} (its taps and channel words)")
     return out

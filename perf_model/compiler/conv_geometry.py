@@ -80,6 +80,10 @@ class _Geometry:
         self.a_lanes = narrow_lanes(conv.c_in, self.R, self.ib, self.W) if self.words == 1 else 0
         self.a_word_bytes = (self.a_lanes or self.R) * self.ib  # one pixel's channel word in DRAM
         self.a_pitch = self.words * self.a_word_bytes  # one pixel (``dense_row_elems`` of ``c_in``)
+        # Weight rows a tap has in DRAM: with narrow pixels and one filter tile of at most ``C``
+        # filters, only the ``a_lanes`` rows the bands fill (the ifmap's other lanes are zero, so
+        # their weight rows are never used: not loaded); else all ``R`` of its channel word.
+        self.kl = self.a_lanes if self.a_lanes and conv.c_out <= self.C else self.R
         rate = dram_rate(config)
         self.bytes_per_cycle = float(rate if rate is not None else axi_data_bytes(config))
         self._runs: dict[tuple[int, int, int], int] = {}

@@ -221,8 +221,13 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
             band_n[i] = xf.cycles("ifmap", addr, a_pitch, rows * w_img, ct, a_beats)
         band_bytes += rows * w_img * ct
     w_n = np.zeros(runs, dtype=np.int64)
-    w_n[new_w] = xf.many("weight", (k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w], b_word[new_w])
-    weight_beats = int((K * cwords * b_word)[new_w].sum())
+    if g.kl < R:  # a tap's first ``kl`` weight rows only: one DRAM row a tap, its rows back to back
+        w_n[new_w] = xf.many("weight", (k0 // R * g.kl * b_pitch)[new_w], g.kl * b_pitch, K[new_w] // R,
+                             np.full(int(new_w.sum()), g.kl), b_word[new_w])
+    else:
+        w_n[new_w] = xf.many("weight", (k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w],
+                             b_word[new_w])
+    weight_beats = int((K // R * g.kl * cwords * b_word)[new_w].sum())
     skind = "store_q" if requant else "store"
     outs = np.flatnonzero(last_out)
     written = int((m_pix[mi[outs]] * cwords[outs] * c_word[outs]).sum()) * W

@@ -36,7 +36,7 @@ def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     its output rows and channel words are the same (the next filter tile's first channel block is
     the last one's, output rows outer or a single row tile); a weight tile when the next run is the
     same tile (a filter tile of one run, filters outer or a single filter tile)."""
-    cfg, R = g.config, g.R
+    cfg = g.config
     ib = cfg.input_bits // 8
     out = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
     bands, _, filters = _sizes(g, t)
@@ -46,7 +46,7 @@ def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
         words -= sum(first * shared for _, first, shared, _ in filters)
     a = sum(bands) * g.conv.w * g.a_word_bytes * words
     single = [-(-span // t.c_t) * tap_tiles == 1 for span, *_ in filters]  # a filter tile of one run
-    weights = [g.taps * span * R * g.row_bytes(filt, ib) for span, _, _, filt in filters]
+    weights = [g.taps * span * g.kl * g.row_bytes(filt, ib) for span, _, _, filt in filters]
     if t.order == "mn":
         b = weights[0] if nt == 1 and single[0] else mt * sum(weights)
     else:
@@ -71,7 +71,7 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
         key_b = (k0, k1, n0, n1)
         if key_b != held_b:
             held_b = key_b
-            total += (k1 - k0) * g.row_bytes(n1 - n0, ib)
+            total += (k1 - k0) // R * g.kl * g.row_bytes(n1 - n0, ib)
         w0, w1 = g.filter_words(n0, n1)
         if k1 == (w1 - w0) * g.taps * R:  # the output tile's last run: stored
             total += (m1 - m0) * g.row_bytes(n1 - n0, out)
@@ -196,7 +196,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
         w0 = (n0 // g.cpo) * g.cpg // R
         w1 = -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
         span, filt = w1 - w0, n1 - n0
-        weights = g.taps * span * R * g.row_bytes_of(filt, ib)
+        weights = g.taps * span * g.kl * g.row_bytes_of(filt, ib)
         first = np.minimum(w0 + c_col, w1)
         last = w0 + (-(-span // c_col) - 1) * c_col
         kept = np.zeros(first.shape, dtype=bool)

@@ -121,6 +121,9 @@ def test_a_conv_with_fewer_channels_than_rows_reads_and_writes_dense_nhwc(name, 
     assert c.pitch == (16 if conv.c_out <= 4 else 32)  # raw int32 outputs: 4 lanes, or (5 filters) all 8
     bands = [x for x in run.program.commands if x.opcode == Opcode.LOAD and x["buffer"] == Buffer.IFMAP]
     assert a.pitch == lanes and bands and all(x["lanes"] == lanes for x in bands)
+    # a tap's weights: its first `lanes` rows only (the ifmap lanes beyond are zero), R = 8 words apart
+    weights = [x for x in run.program.commands if x.opcode == Opcode.LOAD and x["buffer"] == Buffer.WEIGHT]
+    assert weights and all((x["words"], x["row_step"], x["word_step"]) == (lanes, 8, 1) for x in weights)
     # the bands read the image's real bytes (plus halo rows), not 8-lane words
     assert sum(x["rows"] * x["words"] * lanes for x in bands) < conv.n * conv.h * conv.w * 8
 
