@@ -110,3 +110,14 @@ def test_verify_full_scale_records_the_sampled_mode(tmp_path, sim_work, run_cli)
     line = one_line_error(*run_cli("verify", "--storage", url, "--study", "s", "--top", "1", "--full-scale",
                                    "--scale", "0.5", "--simulator", "icarus"))
     assert "--full-scale" in line and "0.5" in line
+
+
+def test_the_time_left_counts_each_design_at_the_mean_of_those_checked_jobs_at_a_time():
+    from types import SimpleNamespace
+
+    from accel_dse.verify._run import _time_left
+
+    done = [SimpleNamespace(seconds=600.0), SimpleNamespace(seconds=1200.0)]  # a mean of 15 min a design
+    assert _time_left(done, 8, 2) == "about 60.0 min left for 8 more (2 at a time, 15.0 min a design so far)"
+    # one design left runs alone, whatever --jobs says
+    assert _time_left(done, 1, 4) == "about 15.0 min left for 1 more (1 at a time, 15.0 min a design so far)"
