@@ -121,9 +121,11 @@ def test_two_jobs_on_journal_storage_lose_and_duplicate_no_trial(tmp_path, monke
 @pytest.mark.parametrize(("jobs", "signum"), [(1, signal.SIGTERM), (2, signal.SIGTERM), (1, signal.SIGHUP)])
 def test_sigterm_fails_the_running_trial_and_exits_130(tmp_path, subprocess_env, jobs, signum):
     url = f"journal:{tmp_path}/study.journal"
+    # Each worker's third evaluation never returns (until the signal), so the trial seen running is
+    # still running when the signal lands (with a 1 s sleep, a loaded machine let it complete first).
     proc = _start(url, subprocess_env, "--cli", str(tmp_path / "small.toml"), "--trials", "200",
-                  "--jobs", str(jobs), "--sampler", "random", delay=1.0)
-    victim = _wait_mid_trial_any(url, proc)
+                  "--jobs", str(jobs), "--sampler", "random", delay=0.3, hang_at=3)
+    victim = _wait_mid_trial_any(url, proc, completes=2 * jobs)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -135,7 +137,8 @@ def test_sigterm_fails_the_running_trial_and_exits_130(tmp_path, subprocess_env,
     assert not [t for t in trials if t.state == TrialState.RUNNING]
 
 
-def _wait_mid_trial_any(url: str, proc: subprocess.Popen, timeout: float = 90) -> int:
+def _wait_mid_trial_any(url: str, proc: subprocess.Popen, *, completes: int, timeout: float = 90) -> int:
+    """The newest trial running once ``completes`` trials are COMPLETE."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -145,8 +148,7 @@ def _wait_mid_trial_any(url: str, proc: subprocess.Popen, timeout: float = 90) -
             running = [t for t in study.get_trials(deepcopy=False)
                        if t.state == TrialState.RUNNING and len(t.params) == N_FREE]
             done = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
-            if running and len(done) >= 2:
-                # the newest: with two jobs the older one may finish before the signal lands
+            if running and len(done) >= completes:
                 return max(running, key=lambda t: t.datetime_start).number
         time.sleep(0.05)
     raise AssertionError("no trial was ever running")
