@@ -19,6 +19,7 @@ import workloads
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
 from accel_dse.simulate._runs import k_folds, plan_runs
+from tests.simulate.float_testlib import network_by_hand
 from tests.simulate.test_sim_formats import assert_chain_passes
 
 BF16 = dataclasses.replace(load_design("tiny"), input_bits=16, acc_bits=32, weight_format="bf16", act_format="bf16",
@@ -32,7 +33,7 @@ def _value(code: int) -> np.float32:
     return np.array([(int(code) & 0xFFFF) << 16], dtype=np.uint32).view(np.float32)[0]
 
 
-def _round(x: float) -> int:
+def _round(x: np.float32) -> int:
     """float32 ``x`` (scaled, so a float32 here) to the bf16 code: nearest even on the pattern, clamped."""
     bits = int(np.array([x], dtype=np.float32).view(np.uint32)[0])
     sign, mag = bits & 0x80000000, bits & 0x7FFFFFFF
@@ -45,38 +46,13 @@ def _folds_of(design, ops) -> list[tuple[int, ...]]:
     return [k_folds(design, plan_runs(design, op.to_gemm(), op.name)) for op in ops]
 
 
-def _network_by_hand(ops, folds, seed: int) -> list[np.ndarray]:
-    a = workloads.reference(ops[0], seed, number_format="bf16").a
-    outs = []
-    for i, op in enumerate(ops):
-        b = workloads.reference(op, seed + i, number_format="bf16").b
-        starts = (*folds[i], b.shape[0])
-        rq = op.requant
-        q = np.zeros((a.shape[0], b.shape[1]), dtype=np.int64)
-        for r in range(a.shape[0]):
-            for c in range(b.shape[1]):
-                total = None
-                for first, end in zip(starts, starts[1:], strict=False):
-                    part = np.float32(0.0)
-                    for k in range(first, end):
-                        part = np.float32(part + np.float32(_value(a[r, k]) * _value(b[k, c])))
-                    total = part if total is None else np.float32(total + part)
-                v = np.float32(np.float64(total) * 2.0 ** -rq.shift[0])  # exact: no subnormal here
-                assert v == 0 or abs(v) >= 2.0 ** -126
-                if rq.bounds[0] >= 0 and np.signbit(v):
-                    v = np.float32(0.0)
-                q[r, c] = _round(float(v))
-        outs.append(q)
-        a = q
-    return outs
-
 
 def test_the_bf16_reference_network_is_the_one_computed_by_hand():
     ops = [workloads.float_outputs(op) for op in workloads.resolve(MLP).ops]
     folds = _folds_of(BF16, ops)
     assert folds[0] == (0, 4, 8, 12, 16, 20)  # WS 4x4: folds of 4 rows
     refs = workloads.chained_references(ops, 0, number_format="bf16", k_folds=folds)
-    by_hand = _network_by_hand(ops, folds, 0)
+    by_hand = network_by_hand(ops, folds, 0, "bf16", _value, _round)
     for mine, ref in zip(by_hand, refs, strict=True):
         assert np.array_equal(mine, ref.q)
     codes = set((refs[0].a.astype(np.int64) & 0xFFFF).reshape(-1).tolist())

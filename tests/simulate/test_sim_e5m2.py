@@ -20,6 +20,7 @@ import workloads
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
 from accel_dse.simulate._runs import k_folds, plan_runs
+from tests.simulate.float_testlib import network_by_hand
 from tests.simulate.test_sim_formats import assert_chain_passes
 
 E5M2 = dataclasses.replace(load_design("tiny"), input_bits=8, acc_bits=32, weight_format="fp8_e5m2",
@@ -44,37 +45,13 @@ def _code(x: np.float32) -> int:
     return code - 256 if code & 0x80 else code
 
 
-def _network_by_hand(ops, folds, seed: int) -> list[np.ndarray]:
-    a = workloads.reference(ops[0], seed, number_format="fp8_e5m2").a
-    outs = []
-    for i, op in enumerate(ops):
-        b = workloads.reference(op, seed + i, number_format="fp8_e5m2").b
-        starts = (*folds[i], b.shape[0])
-        rq = op.requant
-        q = np.zeros((a.shape[0], b.shape[1]), dtype=np.int64)
-        for r in range(a.shape[0]):
-            for c in range(b.shape[1]):
-                total = None
-                for first, end in zip(starts, starts[1:], strict=False):
-                    part = np.float32(0.0)
-                    for k in range(first, end):
-                        part = np.float32(part + np.float32(_value(a[r, k]) * _value(b[k, c])))
-                    total = part if total is None else np.float32(total + part)
-                v = np.float32(np.float64(total) * 2.0 ** -rq.shift[0])  # exact: far from float32's subnormals
-                if rq.bounds[0] >= 0 and np.signbit(v):
-                    v = np.float32(0.0)
-                q[r, c] = _code(v)
-        outs.append(q)
-        a = q
-    return outs
-
 
 def test_the_e5m2_reference_network_is_the_one_computed_by_hand():
     ops = [workloads.float_outputs(op) for op in workloads.resolve(MLP).ops]
     folds = [k_folds(E5M2, plan_runs(E5M2, op.to_gemm(), op.name)) for op in ops]
     assert folds[0] == (0, 4, 8, 12, 16, 20)  # WS 4x4: folds of 4 rows
     refs = workloads.chained_references(ops, 0, number_format="fp8_e5m2", k_folds=folds)
-    by_hand = _network_by_hand(ops, folds, 0)
+    by_hand = network_by_hand(ops, folds, 0, "fp8_e5m2", _value, _code)
     for mine, ref in zip(by_hand, refs, strict=True):
         assert np.array_equal(mine, ref.q)
     codes = set((refs[0].a.astype(np.int64) & 0xFF).reshape(-1).tolist())
