@@ -255,3 +255,17 @@ def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requ
     sim.run()
     models = [program_cycles(config, p.commands, latency=latency, rate=rate).total for p in programs]
     return ChainRun(seen["out"], seen["totals"], models, plan.regions, programs, seen["codes"])
+
+
+def jax_int8_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The int8 reference product, int32 accumulators (JAX)."""
+    import jax.numpy as jnp
+
+    return np.asarray(jnp.matmul(jnp.asarray(a, jnp.int8), jnp.asarray(b, jnp.int8),
+                                 preferred_element_type=jnp.int32))
+
+
+def int8_operands(m: int, k: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random int8 ``A`` (``m x k``) and ``B`` (``k x n``)."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(-128, 128, (m, k)), rng.integers(-128, 128, (k, n))

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from system_testlib import result, run_soc, small
+from system_testlib import int8_operands, jax_int8_matmul, result, run_soc, small
 
 from accel_dse.commands import (
     ERROR_AXI,
@@ -33,24 +33,14 @@ from workloads import Requant, output_stage
 from workloads.ops import Gemm
 
 
-def _jax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.asarray(jnp.matmul(jnp.asarray(a, jnp.int8), jnp.asarray(b, jnp.int8),
-                                 preferred_element_type=jnp.int32))
-
-
-def _operands(m: int, k: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return rng.integers(-128, 128, (m, k)), rng.integers(-128, 128, (k, n))
-
-
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 @pytest.mark.parametrize("double", [True, False])
 def test_a_tiled_gemm_from_dram_is_bit_exact_and_takes_the_models_total_cycles(dataflow, double):
-    a, b = _operands(30, 40, 12)
+    a, b = int8_operands(30, 40, 12)
     run = run_soc(small(dataflow, double), a, b)
     assert len([c for c in run.program.commands if c.opcode == Opcode.RUN]) > 1  # really tiled
     assert run.error_code == 0
-    np.testing.assert_array_equal(result(run), _jax(a, b))
+    np.testing.assert_array_equal(result(run), jax_int8_matmul(a, b))
     assert run.total == run.model.total
     assert run.compute == run.model.compute and run.stall == run.model.stall
     assert run.status == 0b010  # DONE, not BUSY, not ERROR; irq raised (run_soc waited for it)
@@ -60,10 +50,10 @@ def test_a_tiled_gemm_from_dram_is_bit_exact_and_takes_the_models_total_cycles(d
 
 @pytest.mark.parametrize("bw,latency", [(1, 1), (2, 30), (4, 3)])
 def test_total_cycles_match_across_axi_widths_and_dram_latencies(bw, latency):
-    a, b = _operands(24, 20, 8, seed=bw)
+    a, b = int8_operands(24, 20, 8, seed=bw)
     run = run_soc(small("ws", True, rows=4, cols=4, bw=bw), a, b, latency=latency)
     assert run.program.data_bytes == bw
-    np.testing.assert_array_equal(result(run), _jax(a, b))
+    np.testing.assert_array_equal(result(run), jax_int8_matmul(a, b))
     assert run.total == run.model.total and run.compute == run.model.compute
 
 
@@ -77,7 +67,7 @@ _RESIDENT = [("ws", True, (2, 1, 8), (18, 47, 55), "a"), ("ws", False, (4, 1, 1)
 def test_a_resident_strip_is_loaded_once_and_read_back_bit_exact_in_the_models_cycles(dataflow, double, kib,
                                                                                      gemm, held):
     m, k, n = gemm
-    a, b = _operands(m, k, n, seed=m)
+    a, b = int8_operands(m, k, n, seed=m)
     config = dataclasses.replace(small(dataflow, double), ifmap_sram_kib=kib[0], weight_sram_kib=kib[1],
                                  ofmap_sram_kib=kib[2])
     run = run_soc(config, a, b, limit=2_000_000)
@@ -92,15 +82,15 @@ def test_a_resident_strip_is_loaded_once_and_read_back_bit_exact_in_the_models_c
     base = "x_base" if (held == "a") != (dataflow == "is") else "y_base"
     assert len({c[base] for c in runs}) > 1  # runs read sub-tiles at several places of the strip
     assert run.error_code == 0
-    np.testing.assert_array_equal(result(run), _jax(a, b))
+    np.testing.assert_array_equal(result(run), jax_int8_matmul(a, b))
     assert run.total == run.model.total and run.compute == run.model.compute
 
 
 def test_double_buffering_is_faster_in_rtl_exactly_as_the_model_says():
-    a, b = _operands(48, 40, 12, seed=3)
+    a, b = int8_operands(48, 40, 12, seed=3)
     runs = {double: run_soc(small("ws", double), a, b) for double in (True, False)}
     for run in runs.values():
-        np.testing.assert_array_equal(result(run), _jax(a, b))
+        np.testing.assert_array_equal(result(run), jax_int8_matmul(a, b))
         assert run.total == run.model.total
     assert runs[True].total < runs[False].total
     assert runs[True].stall < runs[False].stall
@@ -108,26 +98,26 @@ def test_double_buffering_is_faster_in_rtl_exactly_as_the_model_says():
 
 @pytest.mark.parametrize("dataflow", ["ws", "is"])
 def test_a_requantised_store_writes_the_output_stage_codes(dataflow):
-    a, b = _operands(9, 14, 6, seed=5)
+    a, b = int8_operands(9, 14, 6, seed=5)
     rq = Requant(multiplier=(1 << 30, 3 << 28, 1 << 29, 1 << 30, 5 << 27, 1 << 30), shift=(6,),
                  bias=(7, -300, 0, 1, 2, 3),
                  zero_point=-3, act_min=-100, act_max=90)
     run = run_soc(small(dataflow, True), a, b, requant=rq)
-    expected = np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64)
+    expected = np.asarray(output_stage(jax_int8_matmul(a, b), rq)).astype(np.int64)
     np.testing.assert_array_equal(result(run), expected)
     assert run.total == run.model.total
 
 
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 def test_an_output_tile_stored_in_parts_keeps_every_channels_parameters(dataflow):
-    a, b = _operands(30, 64, 10, seed=11)
+    a, b = int8_operands(30, 64, 10, seed=11)
     rq = Requant(multiplier=tuple((1 << 30) + (i << 26) for i in range(10)), shift=(7,),
                  bias=tuple(range(-500, 500, 100)), zero_point=2, act_min=-90, act_max=100)
     run = run_soc(small(dataflow, True), a, b, requant=rq)
     stores = [c for c in run.program.commands if c.opcode == Opcode.STORE]
     outputs = {(t[0], t[1], t[4], t[5]) for t in run.program.runs}
     assert len(stores) > len(outputs) > 1  # parts of output tiles ride on the next tile's runs
-    np.testing.assert_array_equal(result(run), np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64))
+    np.testing.assert_array_equal(result(run), np.asarray(output_stage(jax_int8_matmul(a, b), rq)).astype(np.int64))
     assert run.total == run.model.total
 
 
@@ -136,12 +126,12 @@ def test_input_stationary_keeps_the_bus_within_one_parameter_lane():
     # give it 0 beats and the parameter load would never finish (it did, before the cap).
     config = dataclasses.replace(small("is", True, rows=32, cols=32, bw=32), ifmap_sram_kib=8, weight_sram_kib=8,
                                  ofmap_sram_kib=8)
-    a, b = _operands(8, 40, 8, seed=13)
+    a, b = int8_operands(8, 40, 8, seed=13)
     rq = Requant(multiplier=(1 << 30,), shift=(6,), bias=(5,), zero_point=0, act_min=-128, act_max=127)
     run = run_soc(config, a, b, requant=rq)
     assert run.program.data_bytes == 16
     assert run.error_code == 0
-    np.testing.assert_array_equal(result(run), np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64))
+    np.testing.assert_array_equal(result(run), np.asarray(output_stage(jax_int8_matmul(a, b), rq)).astype(np.int64))
     assert run.total == run.model.total
 
 
@@ -186,12 +176,12 @@ _PACED = [("ws", True, Fraction(3), 7, False), ("os", False, Fraction(5, 2), 3, 
 @pytest.mark.parametrize("dataflow,double,rate,latency,requant", _PACED)
 def test_a_paced_dram_moves_beats_on_credit_and_the_walk_counts_every_cycle(dataflow, double, rate, latency,
                                                                             requant):
-    a, b = _operands(24, 20, 8, seed=int(rate * 6))
+    a, b = int8_operands(24, 20, 8, seed=int(rate * 6))
     rq = Requant(multiplier=(1 << 30,), shift=(5,), bias=(3,), zero_point=1, act_min=-100, act_max=110)
     config = small(dataflow, double, rows=4, cols=4, bw=4)
     runs = {paced: run_soc(config, a, b, latency=latency, rate=rate if paced else None,
                            requant=rq if requant else None) for paced in (False, True)}
-    want = np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64) if requant else _jax(a, b)
+    want = np.asarray(output_stage(jax_int8_matmul(a, b), rq)).astype(np.int64) if requant else jax_int8_matmul(a, b)
     for run in runs.values():
         assert run.error_code == 0
         np.testing.assert_array_equal(result(run), want)
@@ -205,7 +195,7 @@ def test_a_store_right_after_a_load_waits_for_the_credit_the_reads_left(rate):
     # The compiler never issues a STORE right after a LOAD; by hand, the first write beats find the
     # credit the last read beats left (a read beat spends it the cycle before it arrives).
     config = small("ws", True, rows=4, cols=4, bw=4)
-    a, b = _operands(4, 4, 4)
+    a, b = int8_operands(4, 4, 4)
     tensors = run_soc(config, a, b).program.tensors
     program = [_cmd(Opcode.LOAD, buffer=Buffer.IFMAP, dram_addr=tensors["a"].base, dram_stride=0, rows=1, words=4,
                     buf_addr=0, row_step=0, word_step=1),
@@ -241,10 +231,10 @@ def test_tpu_v1s_ddr3_rate_on_a_64_byte_bus_in_the_walks_cycles():
 
 @pytest.mark.parametrize("dataflow,double", [("ws", True), ("os", False), ("is", True)])
 def test_back_pressure_on_every_axi_channel_never_corrupts_data(dataflow, double):
-    a, b = _operands(20, 24, 10, seed=7)
+    a, b = int8_operands(20, 24, 10, seed=7)
     calm = run_soc(small(dataflow, double), a, b)
     stalled = run_soc(small(dataflow, double), a, b, stall_seed=0xACE1, requant=None)
-    np.testing.assert_array_equal(result(stalled), _jax(a, b))
+    np.testing.assert_array_equal(result(stalled), jax_int8_matmul(a, b))
     assert stalled.total > calm.total  # the channels really were held back
 
 
@@ -253,7 +243,7 @@ def _cmd(opcode: int, **fields: int) -> Command:
 
 
 def test_a_malformed_command_sets_the_error_status_and_stops():
-    a, b = _operands(4, 4, 4)
+    a, b = int8_operands(4, 4, 4)
     good = run_soc(small(), a, b)
     cmds = list(good.program.commands)
     bad = run_soc(small(), a, b, commands=[cmds[0], Command(opcode=9), *cmds[1:]])
@@ -264,7 +254,7 @@ def test_a_malformed_command_sets_the_error_status_and_stops():
 
 
 def test_a_transfer_beyond_its_buffer_or_misaligned_is_refused_before_any_traffic():
-    a, b = _operands(4, 4, 4)
+    a, b = int8_operands(4, 4, 4)
     c = run_soc(small(), a, b).program.tensors["c"]
     beyond = _cmd(Opcode.LOAD, buffer=Buffer.IFMAP, dram_addr=0, dram_stride=2, rows=2, words=1, buf_addr=511,
                   row_step=1, word_step=1)
@@ -278,7 +268,7 @@ def test_a_transfer_beyond_its_buffer_or_misaligned_is_refused_before_any_traffi
 
 
 def test_a_program_longer_than_the_queue_and_a_dram_address_beyond_memory_are_errors():
-    a, b = _operands(4, 4, 4)
+    a, b = int8_operands(4, 4, 4)
     run = run_soc(small(), a, b, queue_len=257)
     assert run.error_code == ERROR_QUEUE and run.cycles < 10
     far = _cmd(Opcode.LOAD, buffer=Buffer.WEIGHT, dram_addr=1 << 30, dram_stride=2, rows=1, words=2, buf_addr=0,

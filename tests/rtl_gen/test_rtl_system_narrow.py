@@ -9,27 +9,16 @@ DRAM, bit-exact, in the model's cycles; a conv reads the previous conv's dense o
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from conv_testlib import conv_reference, operands, run_conv
-from system_testlib import result, run_image, run_soc, small
+from system_testlib import int8_operands, jax_int8_matmul, result, run_image, run_soc, small
 
 from accel_dse.commands import ERROR_DRAM, Buffer, Command, Opcode
 from accel_dse.simulate._dram_image import pack_tensor, program_image, unpack_tensor
 from perf_model.compiler.conv import compile_conv, conv_weight_matrix
 from workloads import Requant, output_stage
 from workloads.ops import Conv2d
-
-
-def _jax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.asarray(jnp.matmul(jnp.asarray(a, jnp.int8), jnp.asarray(b, jnp.int8),
-                                 preferred_element_type=jnp.int32))
-
-
-def _operands(m: int, k: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return rng.integers(-128, 128, (m, k)), rng.integers(-128, 128, (k, n))
 
 
 def _narrow(run) -> list[Command]:
@@ -43,11 +32,11 @@ def test_a_gemm_shorter_than_a_word_runs_from_dense_dram_bit_exact_in_the_models
                                                                                         n):
     """4x4 arrays: K and N (or M) below the 4 lanes of a word; on a 2-byte bus a row of 2 int8 is one
     beat, on a 1-byte bus a row of 1 or 2 is as many beats (3 would round up to 4, the whole word)."""
-    a, b = _operands(m, k, n)
+    a, b = int8_operands(m, k, n)
     run = run_soc(small(dataflow, double, rows=4, cols=4, bw=bw), a, b)
     assert _narrow(run)  # the program really moves narrow words
     assert run.error_code == 0
-    np.testing.assert_array_equal(result(run), _jax(a, b))
+    np.testing.assert_array_equal(result(run), jax_int8_matmul(a, b))
     assert run.total == run.model.total and run.stall == run.model.stall
     for t in run.program.tensors.values():  # dense: no row is padded to a whole 4-lane word
         cols = t.shape[0] if t.transposed else t.shape[1]
@@ -57,11 +46,11 @@ def test_a_gemm_shorter_than_a_word_runs_from_dense_dram_bit_exact_in_the_models
 
 @pytest.mark.parametrize("dataflow", ["ws", "is"])
 def test_a_requantised_narrow_store_writes_only_its_channels(dataflow):
-    a, b = _operands(2, 3, 2, seed=1)
+    a, b = int8_operands(2, 3, 2, seed=1)
     rq = Requant(multiplier=(1 << 30, 3 << 28), shift=(6,), bias=(7, -300), zero_point=-3, act_min=-100, act_max=90)
     run = run_soc(small(dataflow, rows=4, cols=4, bw=1.0), a, b, requant=rq)
     assert run.error_code == 0 and any(c.opcode == Opcode.STORE for c in _narrow(run))
-    np.testing.assert_array_equal(result(run), np.asarray(output_stage(_jax(a, b), rq)).astype(np.int64))
+    np.testing.assert_array_equal(result(run), np.asarray(output_stage(jax_int8_matmul(a, b), rq)).astype(np.int64))
     assert run.total == run.model.total
 
 
@@ -69,7 +58,7 @@ def test_a_narrow_load_zeroes_the_lanes_it_does_not_read():
     """Stale lanes of a wider word loaded before must not survive a narrow load into the same word:
     load B (4 lanes) full, then again with lanes=1 from a row whose first lane is the same; a RUN
     after the second sees zeros in lanes 1..3."""
-    a, b = _operands(1, 1, 4, seed=2)
+    a, b = int8_operands(1, 1, 4, seed=2)
     base = run_soc(small("ws", False, rows=4, cols=4, bw=1.0), a, b)
     cmds = list(base.program.commands)
     loads = [c for c in cmds if c.opcode == Opcode.LOAD and c["buffer"] == Buffer.WEIGHT]
@@ -77,7 +66,7 @@ def test_a_narrow_load_zeroes_the_lanes_it_does_not_read():
     narrow = Command.make(Opcode.LOAD, wait_run=1, **{**dict(loads[0].fields), "lanes": 1})
     at = cmds.index(loads[0]) + 1
     run = run_soc(small("ws", False, rows=4, cols=4, bw=1.0), a, b, commands=[*cmds[:at], narrow, *cmds[at:]])
-    want = _jax(a, b).copy()
+    want = jax_int8_matmul(a, b).copy()
     want[:, 1:] = 0
     np.testing.assert_array_equal(result(run), want)
     assert run.total == run.model.total
@@ -88,7 +77,7 @@ def test_a_narrow_load_zeroes_the_lanes_it_does_not_read():
 def test_lanes_not_whole_beats_or_above_the_word_are_refused_before_any_traffic(opcode, lanes, requant):
     """A 4x4 array on a 2-byte bus: 3 int8 lanes (a load, a requantised store) are 1.5 beats, 5 lanes
     exceed the word: ERROR_DRAM, and nothing is written. (3 raw lanes, 12 bytes, would be whole beats.)"""
-    a, b = _operands(2, 4, 4)
+    a, b = int8_operands(2, 4, 4)
     prog = run_soc(small("ws", rows=4, cols=4, bw=2.0), a, b).program
     c = prog.tensors["c"]
     fields = dict(buffer=Buffer.OFMAP if opcode == Opcode.STORE else Buffer.IFMAP, dram_addr=c.base,
