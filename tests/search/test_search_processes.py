@@ -123,9 +123,11 @@ def test_sigterm_fails_the_running_trial_and_exits_130(tmp_path, subprocess_env,
     url = f"journal:{tmp_path}/study.journal"
     # Each worker's third evaluation never returns (until the signal), so the trial seen running is
     # still running when the signal lands (with a 1 s sleep, a loaded machine let it complete first).
-    proc = _start(url, subprocess_env, "--cli", str(tmp_path / "small.toml"), "--trials", "200",
-                  "--jobs", str(jobs), "--sampler", "random", delay=0.3, hang_at=3)
-    victim = _wait_mid_trial_any(url, proc, completes=2 * jobs)
+    markers = tmp_path / "calls"
+    markers.mkdir()
+    proc = _start(url, dict(subprocess_env, STANDIN_MARKER_DIR=str(markers)), "--cli", str(tmp_path / "small.toml"),
+                  "--trials", "200", "--jobs", str(jobs), "--sampler", "random", delay=0.3, hang_at=3)
+    victim = _wait_held(url, proc, markers, jobs)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -137,21 +139,21 @@ def test_sigterm_fails_the_running_trial_and_exits_130(tmp_path, subprocess_env,
     assert not [t for t in trials if t.state == TrialState.RUNNING]
 
 
-def _wait_mid_trial_any(url: str, proc: subprocess.Popen, *, completes: int, timeout: float = 90) -> int:
-    """The newest trial running once ``completes`` trials are COMPLETE."""
+def _wait_held(url: str, proc: subprocess.Popen, markers: Path, jobs: int, timeout: float = 90) -> int:
+    """The newest trial running once each of the ``jobs`` workers is inside its held (third) evaluation:
+    every trial running then is held, whatever the trials before it were (a random design may fail
+    without an evaluation, so trials and evaluations need not count alike)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"worker ended early ({proc.returncode}): {proc.stderr.read()}")
-        study = _study(url)
-        if study is not None:
-            running = [t for t in study.get_trials(deepcopy=False)
+        if len(list(markers.glob("*-3"))) >= jobs:
+            running = [t for t in _study(url).get_trials(deepcopy=False)
                        if t.state == TrialState.RUNNING and len(t.params) == N_FREE]
-            done = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
-            if running and len(done) >= completes:
+            if len(running) == jobs:
                 return max(running, key=lambda t: t.datetime_start).number
         time.sleep(0.05)
-    raise AssertionError("no trial was ever running")
+    raise AssertionError("the workers never reached their held evaluation")
 
 
 # -- PostgreSQL ------------------------------------------------------------------------------
