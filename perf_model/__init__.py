@@ -93,8 +93,8 @@ from perf_model.program_timing import (
     axi_data_bytes,
     dram_rate,
     gemm_program_cycles,
-    narrow_beats,
     program_cycles,
+    transfer_word_beats,
     word_beats,
 )
 
@@ -111,7 +111,7 @@ __all__ = [
     "program_cycles",
     "gemm_program_cycles",
     "word_beats",
-    "narrow_beats",
+    "transfer_word_beats",
     "DesignArrays",
     "DesignTable",
     "evaluate_designs",

@@ -35,8 +35,9 @@ from perf_model import dma_timing, timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
 
-__all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats", "narrow_beats",
-           "dram_rate", "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
+__all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
+           "transfer_word_beats", "dram_rate", "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES",
+           "OUTSTANDING"]
 
 #: DRAM model latency used unless a test or a user names another (cycles).
 DEFAULT_DRAM_LATENCY = 20
@@ -78,11 +79,7 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
     rows, words = cmd["rows"], cmd["words"]
     if cmd.opcode == Opcode.MOVE:
         return cmd_encoding.move_cycles(rows, words)
-    if cmd.opcode == Opcode.LOAD or cmd["buffer"] != 2:  # a STORE of the ifmap (vector designs): its words as loaded
-        kind = ("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]
-    else:
-        kind = "requant" if cmd["requant"] else "ofmap"
-    per_word = narrow_beats(beats, kind, cmd["lanes"], data_bytes)
+    per_word = transfer_word_beats(cmd, beats, data_bytes)
     lens = list(dma_timing.bursts(cmd["dram_addr"], cmd["dram_stride"], rows, words * per_word, data_bytes))
     if cmd.opcode == Opcode.LOAD:
         return dma_timing.load_cycles(lens, latency, outstanding, pace, at)
@@ -90,12 +87,19 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
     return dma_timing.store_cycles(lens, rows * words, per_word, latency, outstanding, read_latency, pace, at)
 
 
-def narrow_beats(beats: dict[str, int], kind: str, lanes: int, data_bytes: int) -> int:
-    """Beats of one ``kind`` word of a transfer with ``lanes`` (``accel_dse.commands.transfer_beats``).
+def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) -> int:
+    """Beats one buffer word of the ``LOAD`` or ``STORE`` ``cmd`` takes in DRAM: its buffer's word
+    (a requantising STORE of the ofmap: the requantised word), narrowed by its ``lanes``
+    (``accel_dse.commands.transfer_beats``); ``beats`` is :func:`word_beats`.
 
     Raises:
         ValueError: ``lanes`` the RTL refuses (``ERROR_DRAM``): above the word's, or not whole beats.
     """
+    if cmd.opcode == Opcode.STORE and cmd["buffer"] == 2:
+        kind = "requant" if cmd["requant"] else "ofmap"
+    else:  # a LOAD, or a STORE of the ifmap (vector designs): its words as loaded
+        kind = ("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]
+    lanes = cmd["lanes"]
     if not lanes:
         return beats[kind]
     full = beats[f"{kind}_lanes"]

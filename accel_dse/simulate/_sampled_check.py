@@ -157,14 +157,12 @@ def _loaded(design: ArrayConfig, program: Any, plan: SampledPlan) -> list[tuple[
     from accel_dse.commands import Opcode
 
     beats = perf_model.word_beats(design)
-    kinds = ("ifmap", "weight", "ofmap", "qparam")
     out = []
     for w in plan.windows:
         for cmd in w.commands(program):
             if cmd.opcode != Opcode.LOAD:
                 continue
-            per_word = perf_model.narrow_beats(beats, kinds[cmd["buffer"]], cmd["lanes"], program.data_bytes)
-            size = cmd["words"] * per_word * program.data_bytes
+            size = cmd["words"] * perf_model.transfer_word_beats(cmd, beats, program.data_bytes) * program.data_bytes
             out += [(cmd["dram_addr"] + r * cmd["dram_stride"], cmd["dram_addr"] + r * cmd["dram_stride"] + size)
                     for r in range(cmd["rows"])]
     return out

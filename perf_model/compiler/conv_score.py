@@ -20,7 +20,7 @@ from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv, conv
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles, narrow_beats, word_beats
+from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles, transfer_word_beats, word_beats
 from workloads.ops import Conv2d
 
 __all__ = ["conv_figures", "program_bytes", "walked_figures"]
@@ -34,11 +34,9 @@ def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, 
     out = [0, 0, 0]
     for c in program.commands:
         if c.opcode == Opcode.LOAD and c["buffer"] in (Buffer.IFMAP, Buffer.WEIGHT):
-            per_word = narrow_beats(beats, ("ifmap", "weight")[c["buffer"]], c["lanes"], W)
-            out[int(c["buffer"])] += c["rows"] * c["words"] * per_word * W
+            out[int(c["buffer"])] += c["rows"] * c["words"] * transfer_word_beats(c, beats, W) * W
         elif c.opcode == Opcode.STORE and c["buffer"] == Buffer.OFMAP:
-            per_word = narrow_beats(beats, "requant" if c["requant"] else "ofmap", c["lanes"], W)
-            out[2] += c["rows"] * c["words"] * per_word * W
+            out[2] += c["rows"] * c["words"] * transfer_word_beats(c, beats, W) * W
     return out[0], out[1], out[2]
 
 
