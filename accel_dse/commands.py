@@ -45,6 +45,11 @@ at 10, 12, 14). ``lanes`` is how many of those lanes cross DRAM (0: all of the w
 :func:`dram_word_lanes`): a word is then ``lanes * dram_lane_bytes`` bytes in DRAM, its first
 lanes; a ``LOAD`` writes the word's other lanes as zero, a ``STORE`` leaves them out. So a
 tensor with fewer channels than a word has lanes is stored densely, without zero lanes.
+Packed int4 (a design with ``pack_int4``, its ``packed_kinds``): the lanes of a packed kind's
+word are 4-bit two's complement, two a byte, lane ``2i`` in the low nibble of byte ``i`` and lane
+``2i + 1`` in the high one; a ``LOAD`` sign-extends each into its 8-bit buffer lane, a
+requantising ``STORE`` keeps the low nibble of each output lane (the output stage saturates
+int4 outputs to [-8, 7]), so the word is ``lanes / 2`` bytes in DRAM.
 ``dram_addr`` and ``dram_stride`` must be multiples of the AXI data width, and ``lanes`` at most
 the word's lanes with ``lanes * dram_lane_bytes`` a whole number of AXI beats (``ERROR_DRAM``
 otherwise: :func:`transfer_beats`), every word address below the buffer's depth (``ERROR_BUFFER``).
@@ -284,7 +289,7 @@ def dram_lane_bytes(buffer: int, input_bits: int, acc_bits: int, *, requant: boo
 
 
 def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: float,
-                   input_stationary: bool = False) -> int:
+                   input_stationary: bool = False, packed: bool = False) -> int:
     """AXI data width in bytes of a design: what ``dram_bytes_per_cycle`` asks, as a bus.
 
     The smallest power of two at least ``dram_bytes_per_cycle``, but no wider than
@@ -292,12 +297,14 @@ def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: 
     inputs in bytes, so every buffer word in DRAM is a whole number of beats (an array of 12
     rows of int8 gets a 4-byte bus whatever the bandwidth it asks). Input stationary, a word of
     the output stage's parameters is one 16-byte lane, so the bus is at most 16 bytes there.
+    ``packed`` (a design with packed int4 words): a row or column of inputs is half as many
+    bytes.
     """
     want = 1
     while want < dram_bytes_per_cycle and want < MAX_AXI_DATA_BYTES:
         want *= 2
     for lanes in (rows, cols):
-        size = lanes * (input_bits // 8)
+        size = lanes * (input_bits // 8) // (2 if packed else 1)
         want = min(want, size & -size)
     if input_stationary:
         want = min(want, QPARAM_LANE_BYTES)
@@ -329,17 +336,19 @@ def transfer_beats(word_bytes: int, word_lanes: int, lanes: int, data_bytes: int
     ``lanes`` is above ``word_lanes`` or its bytes are not whole beats (``ERROR_DRAM``)."""
     if lanes == 0:
         return word_bytes // data_bytes
-    size = lanes * (word_bytes // word_lanes)
-    if lanes > word_lanes or size % data_bytes:
+    size, part = divmod(lanes * word_bytes, word_lanes)  # a packed int4 lane is half a byte
+    if lanes > word_lanes or part or size % data_bytes:
         return None
     return size // data_bytes
 
 
-def dram_word_bytes(rows: int, cols: int, input_stationary: bool, input_bits: int, acc_bits: int) -> dict[str, int]:
+def dram_word_bytes(rows: int, cols: int, input_stationary: bool, input_bits: int, acc_bits: int,
+                    packed: frozenset[str] = frozenset()) -> dict[str, int]:
     """Bytes of one buffer word in DRAM, by kind: ``ifmap``, ``weight``, ``ofmap`` (raw),
-    ``qparam``, ``requant`` (requantised ofmap) and ``command`` (``input_stationary``: IS)."""
+    ``qparam``, ``requant`` (requantised ofmap) and ``command`` (``input_stationary``: IS);
+    ``packed``: the kinds whose lanes are packed int4, half a byte each (module docstring)."""
     lanes = dram_word_lanes(rows, cols, input_stationary)
-    return {
+    full = {
         "ifmap": lanes["ifmap"] * dram_lane_bytes(Buffer.IFMAP, input_bits, acc_bits),
         "weight": lanes["weight"] * dram_lane_bytes(Buffer.WEIGHT, input_bits, acc_bits),
         "ofmap": lanes["ofmap"] * dram_lane_bytes(Buffer.OFMAP, input_bits, acc_bits),
@@ -347,6 +356,7 @@ def dram_word_bytes(rows: int, cols: int, input_stationary: bool, input_bits: in
         "requant": lanes["ofmap"] * dram_lane_bytes(Buffer.OFMAP, input_bits, acc_bits, requant=True),
         "command": COMMAND_BYTES,
     }
+    return {kind: size // 2 if kind in packed else size for kind, size in full.items()}
 
 
 def store_read_latency(requant: bool) -> int:

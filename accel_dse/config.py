@@ -163,7 +163,7 @@ def _check_field(name: str, value: object, input_bits: object) -> None:
         _check_int(name, value, 1, _MAX_SRAM_KIB)
     elif name in _FLOAT_RANGES:
         _check_float(name, value)
-    elif name in ("double_buffered", "shadow_stationary", "vector_unit"):
+    elif name in ("double_buffered", "shadow_stationary", "vector_unit", "pack_int4"):
         if not isinstance(value, bool):
             raise ConfigError(f"{name} must be true or false, not {value!r}")
     elif name == "tech_nm":
@@ -223,6 +223,13 @@ class ArrayConfig:
             no unit, the model charges it no area, and a workload's vector ops are host work
             (named, with their element counts). Its lanes are the ifmap word's
             (:attr:`vector_lanes`); it takes 8-bit integer operands only.
+        pack_int4: whether int4 operands are packed two a byte in DRAM and on the bus
+            (``docs/formats.md``, "Packed int4"): the weights' words with ``weight_format =
+            "int4"``, the activations' and the requantised outputs' with ``act_format = "int4"``;
+            the DMA sign-extends each nibble into its 8-bit buffer lane on a load and packs the
+            output stage's lanes on a store. Default ``false``: an int4 element takes a byte
+            everywhere (the meaning of a design file without the field). Needs an int4 operand
+            and even ``rows`` and ``cols`` (whole bytes a word).
     """
 
     rows: int
@@ -243,6 +250,7 @@ class ArrayConfig:
     weight_format: str = AUTO
     act_format: str = AUTO
     vector_unit: bool = False
+    pack_int4: bool = False
 
     def __post_init__(self) -> None:
         for name in ("input_bits", *_FORMAT_FIELDS):
@@ -265,6 +273,10 @@ class ArrayConfig:
             raise ConfigError("vector_unit needs int8 operands (input_bits = 8, formats auto): its lanes are int8, not "
                               f"input_bits={self.input_bits}, weight_format={self.weight_format}, "
                               f"act_format={self.act_format}")
+        if self.pack_int4:
+            rule = pack_int4_rule(self.weight_fmt.name, self.act_fmt.name, self.rows, self.cols)
+            if rule is not None:
+                raise ConfigError(f"pack_int4 = true {rule}")
         object.__setattr__(self, "dram_bytes_per_cycle", float(self.dram_bytes_per_cycle))
         object.__setattr__(self, "clock_mhz", float(self.clock_mhz))
 
@@ -283,6 +295,13 @@ class ArrayConfig:
     def act_fmt(self) -> NumberFormat:
         """The activation operand's :class:`~accel_dse.number_formats.NumberFormat` (``"auto"`` resolved)."""
         return int_format(self.input_bits) if self.act_format == AUTO else parse_format(self.act_format)
+
+    @property
+    def packed_kinds(self) -> frozenset[str]:
+        """DRAM word kinds (``accel_dse.commands.dram_word_bytes``) whose lanes are packed int4,
+        two a byte (:attr:`pack_int4`): ``weight`` for int4 weights, ``ifmap`` and ``requant``
+        for int4 activations; empty without packing."""
+        return packed_kinds(self.pack_int4, self.weight_fmt.name, self.act_fmt.name)
 
     @property
     def format_tag(self) -> str:
@@ -397,10 +416,29 @@ def _data_input_bits(data: Mapping[str, Any], input_bits: Any) -> Any:
     return width
 
 
+def pack_int4_rule(weight: str, act: str, rows: int, cols: int) -> str | None:
+    """Why ``pack_int4 = true`` cannot hold for these operand formats and array, or ``None``."""
+    if INT4 not in (weight, act):
+        return f"needs an int4 operand, not weight_format {weight} with act_format {act}"
+    if rows % 2 or cols % 2:
+        return f"needs even rows and cols (two int4 lanes a byte), not {rows}x{cols}"
+    return None
+
+
+def packed_kinds(pack_int4: bool, weight: str, act: str) -> frozenset[str]:
+    """Word kinds whose lanes are packed int4 (see :attr:`ArrayConfig.packed_kinds`)."""
+    if not pack_int4:
+        return frozenset()
+    return frozenset((("weight",) if weight == INT4 else ()) + (("ifmap", "requant") if act == INT4 else ()))
+
+
+#: The format packed two a byte with ``pack_int4``.
+INT4 = "int4"
+
 _UNSET = object()
 #: Fields left out of ``config_hash`` while they hold these values (see ``config_hash``).
 _HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY, "checksum": "none", "weight_format": AUTO, "act_format": AUTO,
-                                 "vector_unit": False}
+                                 "vector_unit": False, "pack_int4": False}
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ArrayConfig))
 #: Values of ``weight_format`` / ``act_format`` in code order (``perf_model`` keeps integer codes, ``auto`` = 0).

@@ -112,7 +112,7 @@ def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) ->
 def axi_data_bytes(config: ArrayConfig) -> int:
     """The AXI data width of ``config``'s memory interface, bytes (``accel_dse.commands``)."""
     return cmd_encoding.axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
-                                       config.dataflow.value == "is")
+                                       config.dataflow.value == "is", bool(config.packed_kinds))
 
 
 def word_beats(config: ArrayConfig) -> dict[str, int]:
@@ -120,7 +120,8 @@ def word_beats(config: ArrayConfig) -> dict[str, int]:
     kind's lanes as ``KIND_lanes`` (``accel_dse.commands.dram_word_lanes``)."""
     W = axi_data_bytes(config)
     IS = config.dataflow.value == "is"
-    words = cmd_encoding.dram_word_bytes(config.rows, config.cols, IS, config.input_bits, config.acc_bits)
+    words = cmd_encoding.dram_word_bytes(config.rows, config.cols, IS, config.input_bits, config.acc_bits,
+                                         config.packed_kinds)
     lanes = cmd_encoding.dram_word_lanes(config.rows, config.cols, IS)
     return {**{kind: size // W for kind, size in words.items()},
             **{f"{kind}_lanes": n for kind, n in lanes.items()}}

@@ -1,7 +1,8 @@
 """DRAM images: a compiled program and its tensors as bytes, and results read back (numpy only).
 
 The layout is :mod:`perf_model.compiler.program`'s (``TensorLayout``): rows of little-endian two's
-complement lanes, padded with zeros to whole buffer words; the program's commands at its
+complement lanes, padded with zeros to whole buffer words (a packed layout: int4 lanes two a byte,
+element ``2i`` in the low nibble of byte ``i``); the program's commands at its
 ``queue_base``. Runs inside the simulator process too, so it imports numpy and the stdlib-only
 command encoding, never JAX.
 """
@@ -15,7 +16,8 @@ import numpy as np
 
 from accel_dse.commands import encode
 
-__all__ = ["pack_tensor", "unpack_tensor", "qparam_fields", "pack_qparam_lanes", "program_image"]
+__all__ = ["pack_tensor", "unpack_tensor", "pack_nibbles", "unpack_nibbles", "qparam_fields", "pack_qparam_lanes",
+           "program_image"]
 
 _QPARAM_AT = {"bias": (0, 4), "multiplier": (4, 4), "shift": (8, 1), "zero_point": (10, 2), "act_min": (12, 2),
               "act_max": (14, 2)}
@@ -33,13 +35,40 @@ def pack_tensor(layout: Any, x: np.ndarray) -> np.ndarray:
     stored = x.T if layout.transposed else x
     rows = np.zeros((layout.rows, layout.row_elems), dtype=_dtype(layout.elem_bytes))
     rows[:, :stored.shape[1]] = stored
+    if getattr(layout, "packed", False):
+        return pack_nibbles(rows.reshape(-1))
     return rows.reshape(-1).view(np.uint8)
+
+
+def pack_nibbles(values: np.ndarray) -> np.ndarray:
+    """Bytes of an even count of int4 ``values`` in [-8, 7], two a byte, element ``2i`` in the low
+    nibble of byte ``i``.
+
+    Raises:
+        ValueError: a value outside [-8, 7], or an odd count.
+    """
+    v = np.asarray(values, dtype=np.int64).reshape(-1)
+    if v.size % 2 or ((v < -8) | (v > 7)).any():
+        raise ValueError(f"packed int4 needs an even count of values in [-8, 7], not {v.size} values in "
+                         f"[{v.min(initial=0)}, {v.max(initial=0)}]")
+    nib = (v & 0xF).astype(np.uint8)
+    return nib[0::2] | (nib[1::2] << 4)
+
+
+def unpack_nibbles(raw: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`pack_nibbles`: the int64 values, two a byte, each nibble sign-extended."""
+    b = np.asarray(raw, dtype=np.uint8).reshape(-1).astype(np.int64)
+    nib = np.stack([b & 0xF, b >> 4], axis=1).reshape(-1)
+    return nib - ((nib & 0x8) << 1)
 
 
 def unpack_tensor(layout: Any, raw: np.ndarray) -> np.ndarray:
     """Inverse of :func:`pack_tensor`: the int64 matrix from ``raw`` (``layout.nbytes`` bytes)."""
-    rows = np.ascontiguousarray(raw[:layout.nbytes]).view(_dtype(layout.elem_bytes)).reshape(layout.rows,
-                                                                                            layout.row_elems)
+    if getattr(layout, "packed", False):
+        rows = unpack_nibbles(raw[:layout.nbytes]).reshape(layout.rows, layout.row_elems)
+    else:
+        rows = np.ascontiguousarray(raw[:layout.nbytes]).view(_dtype(layout.elem_bytes)).reshape(layout.rows,
+                                                                                                layout.row_elems)
     p, q = layout.shape
     stored = rows[:, :(p if layout.transposed else q)].astype(np.int64)
     return stored.T if layout.transposed else stored

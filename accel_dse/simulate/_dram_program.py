@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -35,13 +36,15 @@ __all__ = ["DramProgram", "DramResult", "write_dram_program", "read_dram_program
 def layout_dict(layout: Any) -> dict[str, Any]:
     """A ``TensorLayout`` as plain JSON data."""
     return {"name": layout.name, "base": layout.base, "rows": layout.rows, "row_elems": layout.row_elems,
-            "elem_bytes": layout.elem_bytes, "transposed": layout.transposed, "shape": list(layout.shape)}
+            "elem_bytes": layout.elem_bytes, "transposed": layout.transposed, "shape": list(layout.shape),
+            **({"packed": True} if getattr(layout, "packed", False) else {})}
 
 
 def layout_of(data: dict[str, Any]) -> SimpleNamespace:
     """The object :mod:`~accel_dse.simulate._dram_image` takes, from :func:`layout_dict` data."""
-    ns = SimpleNamespace(**{**data, "shape": tuple(data["shape"])})
-    ns.pitch = ns.row_elems * ns.elem_bytes
+    ns = SimpleNamespace(**{"packed": False, **data, "shape": tuple(data["shape"])})
+    ns.elem_size = Fraction(ns.elem_bytes, 2 if ns.packed else 1)
+    ns.pitch = int(ns.row_elems * ns.elem_size)
     ns.nbytes = ns.rows * ns.pitch
     return ns
 

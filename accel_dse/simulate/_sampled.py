@@ -120,7 +120,7 @@ def _c_position(program: Any, cmd: Command) -> tuple[int, int]:
     """``(m, n)`` of the first element a STORE/MOVE of C writes."""
     c = program.tensors["c"]
     offset = cmd["dram_addr"] - c.base
-    row, elem = offset // c.pitch, offset % c.pitch // c.elem_bytes
+    row, elem = offset // c.pitch, int(offset % c.pitch // c.elem_size)
     return (elem, row) if c.transposed else (row, elem)
 
 

@@ -11,6 +11,7 @@ the windows produced.
 from __future__ import annotations
 
 import dataclasses
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -176,6 +177,6 @@ def _c_rows(program: Any, plan: SampledPlan) -> list[tuple[int, int]]:
         for g in w.tiles:
             m0, m1, n0, n1 = plan.tiles[g].box
             (r0, r1), (e0, e1) = ((n0, n1), (m0, m1)) if c.transposed else ((m0, m1), (n0, n1))
-            out += [(c.base + r * c.pitch + e0 * c.elem_bytes, c.base + r * c.pitch + e1 * c.elem_bytes)
-                    for r in range(r0, r1)]
+            row = [c.base + r * c.pitch for r in range(r0, r1)]  # a packed half byte rounds out to its byte
+            out += [(at + int(e0 * c.elem_size), at + math.ceil(e1 * c.elem_size)) for at in row]
     return out

@@ -56,6 +56,7 @@ class DesignArrays:
             ``none`` 0, ``detect`` 1); ``from_columns`` also takes the names.
         weight_format, act_format: operand format codes, the index in
             :data:`accel_dse.config.FORMAT_CODES` (int64: ``auto`` 0); names accepted too.
+        pack_int4: int4 operands packed two a byte in DRAM (bool; ``ArrayConfig.pack_int4``).
     """
 
     rows: np.ndarray
@@ -76,6 +77,7 @@ class DesignArrays:
     weight_format: np.ndarray
     act_format: np.ndarray
     vector_unit: np.ndarray
+    pack_int4: np.ndarray
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])
@@ -160,7 +162,7 @@ class DesignArrays:
             out[name] = _as_int(name, full[name])
         for name in _FLOAT_FIELDS:
             out[name] = _as_float(name, full[name])
-        for name in ("double_buffered", "shadow_stationary", "vector_unit"):
+        for name in ("double_buffered", "shadow_stationary", "vector_unit", "pack_int4"):
             out[name] = _as_bool(name, full[name])
         _check(out)
         return cls(**out)
@@ -221,6 +223,11 @@ def _check(cols: dict[str, np.ndarray]) -> None:
     vec = cols["vector_unit"]
     _first_bad("vector_unit", vec, vec & ((ib != 8) | (cols["weight_format"] != 0) | (cols["act_format"] != 0)),
                "false unless input_bits = 8 with auto formats (the unit's lanes are int8)")
+    packed = cols["pack_int4"]
+    int4 = FORMAT_CODES.index("int4")
+    _first_bad("pack_int4", packed, packed & (((cols["weight_format"] != int4) & (cols["act_format"] != int4))
+                                              | (cols["rows"] % 2 != 0) | (cols["cols"] % 2 != 0)),
+               "false unless an operand is int4 and rows and cols are even (two int4 lanes a byte)")
     for field, known in _CODED.items():
         codes = cols[field]
         _first_bad(field, codes, (codes < 0) | (codes >= len(known)),

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from fractions import Fraction
 
 from accel_dse.commands import (
     COMMAND_BYTES,
@@ -90,6 +91,8 @@ class TensorLayout:
 
     ``transposed``: the rows are the matrix's columns (A^T, B^T, C^T of the module docstring).
     ``shape``: the matrix's own ``(P, Q)``; the stored rows hold the first dims, padded.
+    ``packed``: int4 elements two a byte (``accel_dse.commands``, "Packed int4": element ``2i``
+    of a row in the low nibble of byte ``i``); ``elem_bytes`` is then 1 and each takes half.
     """
 
     name: str
@@ -99,11 +102,17 @@ class TensorLayout:
     elem_bytes: int
     transposed: bool
     shape: tuple[int, int]
+    packed: bool = False
+
+    @property
+    def elem_size(self) -> Fraction:
+        """Bytes one element takes in DRAM (1/2 packed)."""
+        return Fraction(self.elem_bytes, 2 if self.packed else 1)
 
     @property
     def pitch(self) -> int:
         """Bytes from one row to the next."""
-        return self.row_elems * self.elem_bytes
+        return int(self.row_elems * self.elem_size)
 
     @property
     def nbytes(self) -> int:
@@ -201,12 +210,14 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
     if requant and n > QPARAM_CHANNELS:
         raise ModelError(f"a requantised op has at most {QPARAM_CHANNELS} output channels, not n={n}")
     W = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
-                       config.dataflow is Dataflow.IS)
+                       config.dataflow is Dataflow.IS, bool(config.packed_kinds))
     lanes = _lanes(config)
     tr = _transposed(config.dataflow)
     ib, ab = config.input_bits, config.acc_bits
     elem = {"a": dram_lane_bytes(Buffer.IFMAP, ib, ab), "b": dram_lane_bytes(Buffer.WEIGHT, ib, ab),
             "c": dram_lane_bytes(Buffer.OFMAP, ib, ab, requant=requant)}
+    kinds = {"a": "ifmap", "b": "weight", "c": "requant" if requant else "ofmap"}
+    packed = {name: kind in config.packed_kinds for name, kind in kinds.items()}
     shapes = {"a": (m, k), "b": (k, n), "c": (m, n)}
     runs = output_major([tuple(int(v) for v in t) for t in plan.tiles()])
     # Upper bound on the program length, to place the tensors after it.
@@ -216,8 +227,9 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
     for name in ("a", "b", "c"):
         p, q = shapes[name]
         rows, cols = (q, p) if tr[name] else (p, q)
-        t = TensorLayout(name, base, rows, dense_row_elems(cols, lanes[name], elem[name], W), elem[name], tr[name],
-                         (p, q))
+        size = Fraction(elem[name], 2 if packed[name] else 1)
+        t = TensorLayout(name, base, rows, dense_row_elems(cols, lanes[name], size, W), elem[name], tr[name],
+                         (p, q), packed[name])
         tensors[name] = t
         base = _align(base + t.nbytes, PAGE)
     if requant:
@@ -248,22 +260,23 @@ def compile_gemm(config: ArrayConfig, gemm: Gemm, *, requant: bool = False, queu
     return GemmProgram(tuple(cmds.out), tensors, 0, base, W, requant, tuple(runs), chunks)
 
 
-def dense_row_elems(length: int, lanes: int, elem_bytes: int, data_bytes: int) -> int:
+def dense_row_elems(length: int, lanes: int, elem_bytes: int | Fraction, data_bytes: int) -> int:
     """Elements a DRAM row of ``length`` elements holds: whole words of ``lanes``, or, shorter than
-    one word, whole AXI beats (no zero lanes: its transfers are narrow, :func:`narrow_lanes`)."""
+    one word, whole AXI beats (no zero lanes: its transfers are narrow, :func:`narrow_lanes`).
+    ``elem_bytes``: an element's bytes in DRAM (1/2 for packed int4)."""
     if length >= lanes:
         return _align(length, lanes)
     return narrow_lanes(length, lanes, elem_bytes, data_bytes) or lanes
 
 
-def narrow_lanes(across: int, lanes: int, elem_bytes: int, data_bytes: int) -> int:
+def narrow_lanes(across: int, lanes: int, elem_bytes: int | Fraction, data_bytes: int) -> int:
     """The ``lanes`` field of a transfer whose DRAM rows hold ``across`` elements of a word of ``lanes``:
     ``across`` rounded up to a power of two of AXI beats (so a dense row never straddles a 4 KiB
     page, as whole words do not), or 0 (the whole word) when that is not fewer lanes."""
     if across >= lanes:
         return 0
-    beats = 1 << (-(-across * elem_bytes // data_bytes) - 1).bit_length()
-    narrow = beats * data_bytes // elem_bytes
+    beats = 1 << (int(-(-across * elem_bytes // data_bytes)) - 1).bit_length()
+    narrow = int(beats * data_bytes // elem_bytes)
     return narrow if narrow < lanes else 0
 
 
@@ -332,10 +345,10 @@ class _Builder:
         t = self.tensors[name]
         first_row, rows, q0, words = self._shape(name, tile)
         r0, r1 = part if part is not None else (0, rows)
-        addr = t.base + (first_row + r0) * t.pitch + q0 * t.elem_bytes
+        addr = t.base + (first_row + r0) * t.pitch + int(q0 * t.elem_size)
         fields = dict(buffer=self.buffer[name], dram_addr=addr, dram_stride=t.pitch, rows=r1 - r0, words=words,
                       buf_addr=buf_addr + r0, row_step=1, word_step=rows)
-        lanes = narrow_lanes(self._across(name, tile), self.lanes[name], t.elem_bytes, self.W)
+        lanes = narrow_lanes(self._across(name, tile), self.lanes[name], t.elem_size, self.W)
         if lanes:
             fields["lanes"] = lanes
         if opcode == Opcode.STORE:

@@ -226,11 +226,10 @@ class Sequencer(wiring.Component):
 
         def narrow(beats: int, full: int) -> tuple[Value, Value]:
             """Beats of a word of ``full`` lanes (``beats`` in all) cut to ``lanes``, and whether ``lanes`` is bad."""
-            lane_bytes = beats * self.data_bytes // full  # powers of two: the cut is a shift
-            if lane_bytes >= self.data_bytes:
-                cut, bad = lanes * (lane_bytes // self.data_bytes), lanes > full
-            else:
-                shift = exact_log2(self.data_bytes // lane_bytes)
+            if beats >= full:  # a lane is whole beats
+                cut, bad = lanes * (beats // full), lanes > full
+            else:  # a beat holds a power of two of lanes (a packed int4 lane is half a byte): the cut is a shift
+                shift = exact_log2(full // beats)
                 cut, bad = lanes >> shift, lanes[:shift].any() | (lanes > full)
             return Mux(lanes == 0, beats, cut), bad
 

@@ -40,6 +40,7 @@ from rtl_gen.core.vector_unit import VectorUnit
 from rtl_gen.soc.axi import axi4_channels, axi4_signature
 from rtl_gen.soc.csr import ControlRegisters
 from rtl_gen.soc.dma import DmaLoad, DmaStore
+from rtl_gen.soc.int4_lanes import pack_int4, unpack_int4
 from rtl_gen.soc.move import MOVE_FIELDS, MoveEngine
 from rtl_gen.soc.sequencer import Sequencer
 
@@ -59,7 +60,7 @@ def system_name(config: ArrayConfig, fault: Fault | None = None) -> str:
 def dram_word_bytes(config: ArrayConfig) -> dict[str, int]:
     """Bytes of one buffer word in DRAM (``accel_dse.commands.dram_word_bytes`` of ``config``)."""
     return commands.dram_word_bytes(config.rows, config.cols, config.dataflow is Dataflow.IS, config.input_bits,
-                                    config.acc_bits)
+                                    config.acc_bits, config.packed_kinds)
 
 
 def _lanes(word: Value, lane_bits: int, keep: int, count: int, *, signed_extend: bool = False) -> Value:
@@ -96,7 +97,7 @@ class AxiAccelerator(wiring.Component):
         self.fault = fault
         self.core = core if core is not None else Accelerator(config, fault=fault)
         self.data_bytes = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
-                                         config.dataflow.value == "is")
+                                         config.dataflow.value == "is", bool(config.packed_kinds))
         self.word_bytes = dram_word_bytes(config)
         self.beats = {k: v // self.data_bytes for k, v in self.word_bytes.items()}
         self.max_beats = max(self.beats.values())
@@ -193,9 +194,14 @@ class AxiAccelerator(wiring.Component):
         ib, ab = cfg.input_bits, cfg.acc_bits
         raw_lane = 8 * dram_lane_bytes(Buffer.OFMAP, ib, ab)
         q_lane = 128
+        packed = cfg.packed_kinds
+
+        def operand(kind: str, width: int) -> Value:  # a packed int4 word is sign-extended into 8-bit lanes
+            return unpack_int4(ld.word, self.word_lanes[kind]) if kind in packed else ld.word[:width]
+
         words = {
-            Buffer.IFMAP: ld.word[:lay.ifmap.width],
-            Buffer.WEIGHT: ld.word[:lay.weight.width],
+            Buffer.IFMAP: operand("ifmap", lay.ifmap.width),
+            Buffer.WEIGHT: operand("weight", lay.weight.width),
             Buffer.OFMAP: _lanes(ld.word, raw_lane, ab, cfg.cols),
             Buffer.QPARAM: Cat(*(self._qparam_lane(ld.word[i * q_lane:(i + 1) * q_lane])
                                  for i in range(lay.qparam.elems))),
@@ -212,7 +218,9 @@ class AxiAccelerator(wiring.Component):
             core.host_wdata.eq(wdata),
             core.host_qsel.eq(seq.q_base + Mux(mv.reading, mv.q_index, st.q_index)),
             core.move_we.eq(mv.dst_we), core.move_addr.eq(mv.dst),
-            st.word.eq(Mux(st.requanting, core.host_qdata,
+            st.word.eq(Mux(st.requanting,
+                           pack_int4(core.host_qdata, self.word_lanes["requant"]) if "requant" in packed
+                           else core.host_qdata,
                            _lanes(core.host_rdata, ab, raw_lane, cfg.cols, signed_extend=True))),
         ]
         if cfg.vector_unit:  # a STORE of the ifmap: its words as they are loaded

@@ -1,0 +1,106 @@
+"""Packed int4 on the SoC (``pack_int4``): operands two a byte in DRAM, sign-extended by the DMA into
+8-bit buffer lanes, int4 outputs packed two a byte on the requantising STORE.
+
+The DRAM bytes of A and B are written here by hand (element ``2i`` in the low nibble of byte
+``i``), not by the simulator's packer, so a swapped nibble order or a missing sign extension in
+the RTL gives wrong products; the product is numpy's on Python integers; cycles are the walk's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from system_testlib import run_image, small
+
+from accel_dse.commands import Opcode
+from accel_dse.simulate._dram_image import pack_qparam_lanes, program_image, qparam_fields
+from perf_model.compiler.program import compile_gemm
+from workloads import Requant
+from workloads.ops import Gemm
+
+#: int4 outputs: act_min/act_max of the int4 range, a scale that sends many values past both ends.
+RQ = Requant(multiplier=(1 << 30,), shift=(2,), bias=(3,), zero_point=0, act_min=-8, act_max=7)
+
+
+def _int4_operands(m: int, k: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(-8, 8, (m, k)), rng.integers(-8, 8, (k, n))
+    a[0, 0], a[-1, -1], b[0, 0], b[-1, -1] = -8, 7, -8, 7  # both ends of int4 in each operand
+    return a, b
+
+
+def _packed_by_hand(layout, x: np.ndarray) -> np.ndarray:
+    """The DRAM bytes of ``x`` in ``layout`` (packed: nibbles, even element low), on Python ints."""
+    stored = x.T if layout.transposed else x
+    out = bytearray(layout.nbytes)
+    for r in range(layout.rows):
+        for e in range(stored.shape[1]):
+            nibble = int(stored[r, e]) & 0xF
+            at = r * layout.pitch + e // 2
+            out[at] |= nibble << (4 * (e % 2))
+    return np.frombuffer(bytes(out), dtype=np.uint8)
+
+
+def _unpacked_by_hand(layout, raw: np.ndarray) -> np.ndarray:
+    p, q = layout.shape
+    width = p if layout.transposed else q
+    rows = np.zeros((layout.rows, width), dtype=np.int64)
+    for r in range(layout.rows):
+        for e in range(width):
+            nibble = (int(raw[r * layout.pitch + e // 2]) >> (4 * (e % 2))) & 0xF
+            rows[r, e] = nibble - 16 if nibble >= 8 else nibble
+    return rows.T if layout.transposed else rows
+
+
+def _requant_by_hand(acc: np.ndarray, rq: Requant) -> np.ndarray:
+    out = np.zeros_like(acc)
+    for (i, j), v in np.ndenumerate(acc):
+        y = ((int(v) + rq.bias[0]) * rq.multiplier[0] + (1 << (30 + rq.shift[0]))) >> (31 + rq.shift[0])
+        out[i, j] = min(max(y + rq.zero_point, rq.act_min), rq.act_max)
+    return out
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+def test_packed_w4a4_gemm_is_bit_exact_with_odd_sizes_edge_values_and_model_cycles(dataflow):
+    """3x5 @ 5x3 on a 4x4 array: rows of 5 and 3 int4 elements leave a half-filled last byte."""
+    m, k, n = 3, 5, 3
+    a, b = _int4_operands(m, k, n)
+    config = small(dataflow, rows=4, cols=4, bw=2.0, weight_format="int4", act_format="int4", pack_int4=True)
+    prog = compile_gemm(config, Gemm(m=m, k=k, n=n), requant=True)
+    ta, tb, tc = (prog.tensors[x] for x in "abc")
+    assert ta.packed and tb.packed and tc.packed
+    tensors = {"a": _packed_by_hand(ta, a), "b": _packed_by_hand(tb, b),
+               "q": pack_qparam_lanes(prog.tensors["q"], qparam_fields(RQ, n))}
+    run = run_image(config, prog, program_image(prog, tensors))
+    assert run.error_code == 0
+    want = _requant_by_hand(a @ b, RQ)
+    assert want.min() == -8 and want.max() == 7  # saturation at both ends of int4 on output
+    got = _unpacked_by_hand(tc, run.dram[tc.base:tc.base + tc.nbytes])
+    np.testing.assert_array_equal(got, want)
+    assert run.total == run.model.total and run.stall == run.model.stall
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "is"])
+def test_packed_transfers_move_half_the_bytes_of_byte_lanes(dataflow):
+    """The program's int4 transfers move half the DRAM bytes of the same design without packing
+    (bytes from each command's rows x words x beats, as the DMA counts them)."""
+    base = small(dataflow, rows=4, cols=4, bw=2.0, weight_format="int4", act_format="int4")
+    gemm = Gemm(m=8, k=16, n=8)
+
+    def moved(config) -> dict[int, int]:
+        from perf_model.program_timing import transfer_word_beats, word_beats
+        prog = compile_gemm(config, gemm, requant=True)
+        beats, out = word_beats(config), {}
+        for c in prog.commands:
+            if c.opcode in (Opcode.LOAD, Opcode.STORE) and c["buffer"] in (0, 1, 2):
+                key = (c.opcode, c["buffer"])
+                out[key] = out.get(key, 0) + c["rows"] * c["words"] * transfer_word_beats(c, beats, prog.data_bytes) \
+                    * prog.data_bytes
+        return out
+
+    plain, packed = moved(base), moved(dataclasses.replace(base, pack_int4=True))
+    assert plain.keys() == packed.keys()
+    for key in plain:
+        assert packed[key] * 2 == plain[key], key
