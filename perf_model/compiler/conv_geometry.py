@@ -33,6 +33,8 @@ def conv_served(config: ArrayConfig) -> str:
     if config.dataflow is not Dataflow.WS:
         return (f"conv windows are built on chip by weight-stationary designs only; a "
                 f"{config.dataflow.value.upper()} design runs a conv as the host's im2col GEMM")
+    if config.packed_kinds:  # the window walk reads byte lanes (docs/formats.md, "Packed int4")
+        return "conv windows read byte lanes; a pack_int4 design runs a conv as the host's im2col GEMM"
     return ""
 
 

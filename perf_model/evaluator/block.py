@@ -185,8 +185,10 @@ def evaluate_block(
     # An output leaves as input_bits lanes (requantised) or as raw accumulator lanes of 4 or 8
     # bytes (accel_dse.commands.dram_lane_bytes: the DRAM layout the RTL writes).
     out_bits = np.where(requant, rep(d.input_bits), np.where(rep(d.acc_bits) <= 32, 32, 64))  # as build_problem's
+    a_bits, b_bits, q_bits = dram_element_bits(d)
+    dram_bits = (rep(a_bits), rep(b_bits), np.where(requant, rep(q_bits), out_bits))
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
-                      buf, np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits)
+                      buf, np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits, dram_bits)
     tiling, sched = _tile_and_schedule(p, d, no, requant, out_bits, allow_spill, a_chip, c_chip)
     inst = np.tile(ops.instances, nd)
     compute, total = op_cycles(sched, inst)
@@ -344,9 +346,11 @@ def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray
     searched = lp if a_live is None else replace(lp, bytes=np.where(a_live & (lp.operand == 0), 0.0, lp.bytes))
     tiling = choose_tiles(searched, allow_spill=allow_spill)
     bw = per_element(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
-    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2)
+    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2, packed_any(d))
+    a_bits, b_bits, q_bits = dram_element_bits(d)
     memory = memory_arrays(lp.df, lp.R, lp.C, per_element(d.input_bits), per_element(d.acc_bits),
-                           per_element(axi), bw, live_only(requant), lp.gemm[2])
+                           per_element(axi), bw, live_only(requant), lp.gemm[2],
+                           (per_element(a_bits), per_element(b_bits), per_element(q_bits)))
     if c_live is not None:
         memory.move = c_live
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -388,6 +392,23 @@ def max_products(d: DesignArrays) -> np.ndarray:
     return out
 
 
+def packed_any(d: DesignArrays) -> np.ndarray:
+    """Per design: some operand is packed int4 (``ArrayConfig.packed_kinds`` not empty)."""
+    int4 = FORMAT_CODES.index("int4")
+    return d.pack_int4 & ((d.weight_format == int4) | (d.act_format == int4))
+
+
+def dram_element_bits(d: DesignArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per design, bits of an element in DRAM of A, B and a requantised C: ``input_bits``, or 4
+    for a packed int4 operand (``ArrayConfig.packed_kinds``: A and C with int4 activations, B with
+    int4 weights)."""
+    int4 = FORMAT_CODES.index("int4")
+    ib = np.asarray(d.input_bits, dtype=np.int64)
+    act = d.pack_int4 & (d.act_format == int4)
+    weight = d.pack_int4 & (d.weight_format == int4)
+    return np.where(act, 4, ib), np.where(weight, 4, ib), np.where(act, 4, ib)
+
+
 def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray, requant: np.ndarray) -> None:
     """Put the output's on-chip and spilled traffic back at ``acc_bits`` (``ratio = acc / out bits``).
 
@@ -403,7 +424,8 @@ def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray, requan
     scale = np.where(out, ratio, 1.0)
     sched.sram_read = sched.sram_read * scale
     sched.sram_write = sched.sram_write * scale
-    spilled = np.where(out & requant, sched.dram_read * (ratio - 1.0), 0.0)
+    chip = sched.dram_read / p.dram_scale  # partial sums spill as accumulators, never packed
+    spilled = np.where(out & requant, chip * ratio - sched.dram_read, 0.0)
     sched.dram_read = sched.dram_read + spilled
     sched.dram_write = sched.dram_write + spilled
 

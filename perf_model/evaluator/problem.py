@@ -104,6 +104,9 @@ class Problem:
         bytes: ``(3, N)`` bytes of one instance of the operand free in ``r, c, s``.
         out_bytes: bytes of one instance of ``C`` as it leaves (``acc_bits``, or ``input_bits``
             when requantised).
+        dram_scale: ``(3, N)`` DRAM bytes per buffer byte of the operand free in ``r, c, s``:
+            1, or 1/2 for packed int4 (``ArrayConfig.pack_int4``: two a byte in DRAM and on the
+            bus, a byte a lane in the buffers); ``bytes`` and ``elem_bytes`` count the buffers'.
         s_floor: smallest streamed tile considered, ``min(Ds, max(R, C))``.
         shadow: bool, the PEs have shadow stationary registers (``timing.fold_terms``).
         mins: ``(3, N)`` smallest tile considered: one fold in ``r`` and ``c``, ``s_floor`` in ``s``.
@@ -124,6 +127,7 @@ class Problem:
     s_floor: np.ndarray
     shadow: np.ndarray
     mins: np.ndarray
+    dram_scale: np.ndarray
 
     def __len__(self) -> int:
         return int(self.df.shape[0])
@@ -156,7 +160,7 @@ def buffer_words(
 def build_problem(
     df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     buf_words: np.ndarray, gemm: np.ndarray, shadow: np.ndarray | bool = False,
-    out_bits: np.ndarray | None = None,
+    out_bits: np.ndarray | None = None, dram_bits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> Problem:
     """Assemble a :class:`Problem` from per-element design columns and GEMM dims.
 
@@ -169,6 +173,8 @@ def build_problem(
             accumulator lane of the DRAM layout, 32 bits up to ``acc_bits`` 32, else 64;
             ``input_bits`` for a requantised op). The ofmap buffer still holds ``acc_bits`` words
             (``buf_words``).
+        dram_bits: ``(N,)`` bits of an element of A, B and C in DRAM (default ``input_bits``,
+            ``input_bits`` and ``out_bits``; 4 for packed int4): sets ``dram_scale``.
     """
     df = np.asarray(df, dtype=np.int64)
     R = np.asarray(rows, dtype=np.float64)
@@ -184,6 +190,11 @@ def build_problem(
     m, k, n = gemm
     op_bytes = np.stack([m * k * ib, k * n * ib, m * n * ab])
     op_elem = np.stack([ib, ib, ab])
+    if dram_bits is None:
+        scale = np.ones((3, len(df)))
+    else:
+        scale = np.stack([np.broadcast_to(np.asarray(b, dtype=np.float64) / 8.0, df.shape) for b in dram_bits])
+        scale = scale / op_elem
     is_out = operand == 2
     s_floor = np.minimum(D[2], np.maximum(R, C))
     return Problem(
@@ -193,4 +204,5 @@ def build_problem(
         is_out=is_out, bytes=take_rows(op_bytes, by_operand), out_bytes=op_bytes[2],
         s_floor=s_floor, shadow=np.broadcast_to(np.asarray(shadow, dtype=bool), df.shape).copy(),
         mins=np.stack([np.minimum(D[0], R), np.minimum(D[1], C), s_floor]),
+        dram_scale=take_rows(scale, by_operand),
     )

@@ -179,9 +179,10 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
         np.ones(len(p)),
     ])
     factor = take_rows(factor_pos, row_index(ORDER_INVERSE, tiling.order))  # back to mapped dims
-    moved = p.bytes * factor  # operand free in r, c, s
-    dram_read = np.where(p.is_out, moved - p.bytes, moved)  # partial sums read back, or inputs
-    dram_write = np.where(p.is_out, moved, 0.0)
+    moved = p.bytes * factor  # operand free in r, c, s; buffer bytes (packed int4: twice its DRAM bytes)
+    chip_read = np.where(p.is_out, moved - p.bytes, moved)  # partial sums read back, or inputs
+    chip_write = np.where(p.is_out, moved, 0.0)
+    dram_read, dram_write = chip_read * p.dram_scale, chip_write * p.dram_scale
 
     # SRAM accesses (module docstring), per operand by free dim.
     touched = np.stack([D[2] * D[1] * fr, D[2] * D[0] * fc, D[0] * D[1] * n[2]])
@@ -189,11 +190,11 @@ def schedule(p: Problem, tiling: Tiling, memory: Memory | None = None,
     touch_bytes = touched * p.elem_bytes
     sram_read = np.where(p.is_out, (touched - out_elems) * p.elem_bytes, touch_bytes)
     sram_write = np.where(p.is_out, touch_bytes, 0.0)
-    sram_write += dram_read  # what DRAM brings lands in the operand's buffer
-    sram_read += dram_write  # what goes to DRAM leaves it
+    sram_write += chip_read  # what DRAM brings lands in the operand's buffer
+    sram_read += chip_write  # what goes to DRAM leaves it
     if a_on_chip is not None:  # A crosses no DRAM; it was written into the ifmap once
         own = a_on_chip & (p.operand == 0)
-        sram_write = np.where(own, sram_write - dram_read + p.bytes, sram_write)
+        sram_write = np.where(own, sram_write - chip_read + p.bytes, sram_write)
         dram_read = np.where(own, 0.0, dram_read)
     if c_on_chip is not None:  # the output leaves the ofmap for the ifmap, not for DRAM
         dram_write = np.where(c_on_chip & p.is_out, 0.0, dram_write)

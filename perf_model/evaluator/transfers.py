@@ -57,6 +57,7 @@ from accel_dse.commands import (
     move_cycles,
     store_read_latency,
 )
+from perf_model.evaluator.problem import FREE_OPERAND
 from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
 
 __all__ = ["Memory", "memory_arrays", "axi_data_bytes", "LATENCY", "STORE_READ_LATENCY"]
@@ -75,13 +76,15 @@ _MOVE_FIXED = float(move_cycles(1, 1) - 1 + 1)
 
 
 def axi_data_bytes(rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
-                   dram_bytes_per_cycle: np.ndarray, input_stationary: np.ndarray | bool = False) -> np.ndarray:
-    """AXI data width, bytes (vectorised ``accel_dse.commands.axi_data_bytes``)."""
+                   dram_bytes_per_cycle: np.ndarray, input_stationary: np.ndarray | bool = False,
+                   packed: np.ndarray | bool = False) -> np.ndarray:
+    """AXI data width, bytes (vectorised ``accel_dse.commands.axi_data_bytes``; ``packed``: the
+    design packs int4 words)."""
     bw = np.asarray(dram_bytes_per_cycle, dtype=np.float64)
     want = np.exp2(np.ceil(np.log2(np.clip(bw, 1.0, MAX_AXI_DATA_BYTES)))).astype(np.int64)
     ib = np.asarray(input_bits, dtype=np.int64) // 8
     for lanes in (rows, cols):
-        size = np.asarray(lanes, dtype=np.int64) * ib
+        size = np.asarray(lanes, dtype=np.int64) * ib // np.where(packed, 2, 1)
         want = np.minimum(want, size & -size)
     return np.where(input_stationary, np.minimum(want, QPARAM_LANE_BYTES), want)
 
@@ -150,7 +153,8 @@ class Memory:
 
 def memory_arrays(df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
                   acc_bits: np.ndarray, data_bytes: np.ndarray, bandwidth: np.ndarray,
-                  requant: np.ndarray, n: np.ndarray) -> Memory:
+                  requant: np.ndarray, n: np.ndarray,
+                  dram_bits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Memory:
     """:class:`Memory` of every element from its design columns.
 
     Args:
@@ -159,17 +163,22 @@ def memory_arrays(df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits
         bandwidth: ``(N,)`` sustained DRAM bytes per cycle (``effective_dram_bytes_per_cycle``).
         requant: ``(N,)`` bool, the op's output leaves through the output stage.
         n: ``(N,)`` the GEMM's ``n`` (output channels: the parameter row's length).
+        dram_bits: ``(N,)`` bits in DRAM of an element of A, B and a requantised C (default
+            ``input_bits``; 4 for packed int4).
     """
     W = np.asarray(data_bytes, dtype=np.float64)
     R = np.asarray(rows, dtype=np.float64)
     C = np.asarray(cols, dtype=np.float64)
     ib = np.asarray(input_bits, dtype=np.float64) / 8.0
     raw = np.where(np.asarray(acc_bits) <= 32, *_LANE_BYTES_RAW).astype(np.float64)
-    out = np.where(requant, ib, raw)
+    a_b, b_b, q_b = (ib, ib, ib) if dram_bits is None else (np.asarray(b, dtype=np.float64) / 8.0 for b in dram_bits)
+    out = np.where(requant, q_b, raw)
     # The operand free in r and in s have words along c (C lanes), the one free in c along r (R lanes);
     # the one free in the reduction dim is the output (r for WS/IS, s for OS).
     out_free = np.where(np.asarray(df) == 1, 2, 0)
-    beats = [np.where(out_free == f, out, ib) * (lanes / W) for f, lanes in enumerate((C, R, C))]
+    operand = FREE_OPERAND[np.asarray(df, dtype=np.int64)].T  # (3, N): A 0, B 1, C 2 free in r, c, s
+    elem = [np.where(operand[f] == 0, a_b, np.where(operand[f] == 1, b_b, out)) for f in range(3)]
+    beats = [elem[f] * (lanes / W) for f, lanes in enumerate((C, R, C))]
     word_beats = (beats[0], beats[1], beats[2])
     beat = W / np.minimum(W, np.asarray(bandwidth, dtype=np.float64))
     # The parameters: one row of 16-byte lanes, words of one lane (IS) or C lanes, whole beats per word.

@@ -105,11 +105,11 @@ def test_config_hash_is_sha256_of_canonical_json():
     # before the fields existed keep their hash; a named memory or a checksum is part of it.
     c = ArrayConfig(rows=16, cols=8, dataflow="os", clock_mhz=700)
     without_new = {k: v for k, v in c.to_dict().items() if k not in ("dram", "checksum", "weight_format", "act_format",
-                                                                   "vector_unit")}
+                                                                   "vector_unit", "pack_int4")}
     assert c.to_dict()["dram"] == "none" and c.to_dict()["checksum"] == "none"
     assert c.config_hash == _sha12(without_new)
     assert len(c.config_hash) == 12
-    formats = ("weight_format", "act_format")  # left out while both are int of input_bits
+    formats = ("weight_format", "act_format", "pack_int4")  # left out while int of input_bits / false
     named = dataclasses.replace(c, dram="hbm2e")
     assert named.config_hash == _sha12({k: v for k, v in named.to_dict().items()
                                         if k not in ("checksum", "vector_unit", *formats)}) != c.config_hash
