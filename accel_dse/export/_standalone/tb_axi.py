@@ -30,8 +30,14 @@ PERIOD_NS = 10
 
 
 def unpack(layout: dict[str, Any], raw: bytes) -> np.ndarray:
-    """The C matrix from its DRAM bytes (rows of little-endian lanes; transposed for IS)."""
-    rows = np.frombuffer(raw, dtype=f"<i{layout['elem_bytes']}").reshape(layout["rows"], layout["row_elems"])
+    """The C matrix from its DRAM bytes (rows of little-endian lanes, or of int4 lanes two a byte,
+    element ``2i`` in the low nibble, when ``packed``; transposed for IS)."""
+    if layout.get("packed"):
+        b = np.frombuffer(raw, dtype=np.uint8).astype(np.int64)
+        nib = np.stack([b & 0xF, b >> 4], axis=1).reshape(-1)
+        rows = (nib - ((nib & 0x8) << 1)).reshape(layout["rows"], layout["row_elems"])
+    else:
+        rows = np.frombuffer(raw, dtype=f"<i{layout['elem_bytes']}").reshape(layout["rows"], layout["row_elems"])
     p, q = layout["shape"]
     stored = rows[:, :(p if layout["transposed"] else q)].astype(np.int64)
     return stored.T if layout["transposed"] else stored
@@ -73,7 +79,7 @@ async def run_cases_through_axi(dut: Any) -> None:
                 report["problems"].append(f"case {index}: error code {code}")
                 break
         layout = case["c"]
-        nbytes = layout["rows"] * layout["row_elems"] * layout["elem_bytes"]
+        nbytes = layout["rows"] * layout["row_elems"] * layout["elem_bytes"] // (2 if layout.get("packed") else 1)
         got = unpack(layout, ram.read(layout["base"], nbytes))
         wrong = int((got != np.asarray(case["expected"], dtype=np.int64)).sum())
         if wrong:
