@@ -105,7 +105,7 @@ from rtl_gen.core.checksum import COUNT_BITS, ChecksumUnit, check_dataflow
 from rtl_gen.core.controller import A_STRIDE_BITS, Controller
 from rtl_gen.core.output_check import OutputCheck
 from rtl_gen.core.output_stage import OutputStage
-from rtl_gen.core.pe import Fault, pe_format
+from rtl_gen.core.pe import Fault, pe_cell_format, pe_format
 from rtl_gen.core.skew import DelayLine
 
 __all__ = ["Accelerator", "HOST_SEL", "QDATA_LATENCY", "top_name"]
@@ -161,7 +161,7 @@ class Accelerator(wiring.Component):
         self.group_factory = group_factory
         self.layout: BufferLayout = buffer_layout(config)
         if fault is not None:
-            fault.check(config.rows, config.cols, config.input_bits, pe_format(config.weight_fmt, config.act_fmt))
+            fault.check(config.rows, config.cols, config.input_bits, pe_cell_format(config))
         self.fault = fault
         if config.checksum != "none":
             check_dataflow(config.dataflow)

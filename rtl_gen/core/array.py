@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
-from rtl_gen.core.pe import PE, Fault, pe_format, pe_widths
+from rtl_gen.core.pe import PE, Fault, pe_cell_format, pe_widths
 from rtl_gen.core.skew import DelayLine, Skew
 
 __all__ = ["SystolicArray", "PEBlock", "PERow", "Blackbox"]
@@ -399,7 +399,7 @@ class SystolicArray(wiring.Component):
             skew=skew,
             shadow=config.shadow_stationary and not skew,
             edge=config.checksum != "none",
-            number_format=pe_format(config.weight_fmt, config.act_fmt),
+            number_format=pe_cell_format(config),
         )
 
     @property

@@ -8,13 +8,13 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from accel_dse.config import INPUT_BITS, Dataflow
+from accel_dse.config import INPUT_BITS, ArrayConfig, Dataflow
 from accel_dse.errors import ConfigError
 from accel_dse.number_formats import NumberFormat
 from rtl_gen.core.float32 import FLOAT_OPERANDS, float_product, fp32_add
 
 __all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "FP32_FORMATS", "product_bits", "pe_format",
-           "lane_bits"]
+           "pe_cell_format", "lane_bits"]
 
 #: Operand encodings the PE multiplies: ``"int"`` (two's complement, ``input_bits`` wide) and
 #: ``"fp8_e4m3"`` (OCP E4M3FN codes in 8-bit lanes: sign, 4 exponent bits with bias 7, 3 mantissa
@@ -24,7 +24,7 @@ __all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "FP32_FORMA
 #: product and the sum are IEEE float32 (``acc_bits = 32`` holds the float32 pattern), each rounded
 #: once, nearest even (``rtl_gen.core.float32``; an E5M2 product is always exact in float32). E5M2
 #: has no fixed-point accumulator: one exact E5M2 product needs 65 bits, beyond ``acc_bits <= 64``.
-PE_FORMATS = ("int", "fp8_e4m3", "bf16", "fp8_e5m2")
+PE_FORMATS = ("int", "int4", "fp8_e4m3", "bf16", "fp8_e5m2")
 #: The formats that accumulate in float32 (the PE's, the ofmap's and the output stage's float32 path).
 FP32_FORMATS = tuple(FLOAT_OPERANDS)
 _FP8 = {"fp8_e4m3": (4, 3)}  # exponent bits, mantissa bits
@@ -41,6 +41,16 @@ def pe_format(weight: NumberFormat, act: NumberFormat) -> str:
     return weight.name
 
 
+def pe_cell_format(config: ArrayConfig) -> str:
+    """The PE cell a design builds: ``"int4"`` (a 4x4-bit multiplier on the low nibbles of the
+    8-bit lanes) for int4 weights and activations with ``pack_int4`` (the int4 datapath, opted
+    in), else :func:`pe_format`'s encoding (a W4A4 design without ``pack_int4`` keeps the 8-bit
+    PE it was built with)."""
+    if config.pack_int4 and config.weight_fmt.name == "int4" and config.act_fmt.name == "int4":
+        return "int4"
+    return pe_format(config.weight_fmt, config.act_fmt)
+
+
 def lane_bits(number_format: str) -> int:
     """The operand lane width a float ``number_format`` takes (bf16 16, fp8 8)."""
     return 16 if number_format == "bf16" else 8
@@ -51,6 +61,8 @@ def product_bits(number_format: str, input_bits: int) -> int:
     32 for a float32 product (bf16, E5M2)."""
     if number_format == "int":
         return 2 * input_bits
+    if number_format == "int4":
+        return 8
     if number_format in FP32_FORMATS:
         return 32
     e_bits, m_bits = _FP8[number_format]
@@ -73,6 +85,8 @@ def _product(m: Module, number_format: str, a: Value, b: Value, width: int) -> V
     (bf16, E5M2: the float32 product's pattern, its logic added to ``m``)."""
     if number_format == "int":
         return a * b
+    if number_format == "int4":  # the lanes' low nibbles (int4 values sign-extended into 8-bit lanes)
+        return a[:4].as_signed() * b
     if number_format in FP32_FORMATS:
         return float_product(m, a, b, number_format)
     e_bits, m_bits = _FP8[number_format]
@@ -112,7 +126,7 @@ class Fault:
         for name, value, high in (
             ("row", self.row, rows),
             ("col", self.col, cols),
-            ("bit", self.bit, 2 * input_bits if number_format == "int" else product_bits(number_format, input_bits)),
+            ("bit", self.bit, product_bits(number_format, input_bits)),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < high:
                 raise ConfigError(f"fault {name} must be an integer in [0, {high}), not {value!r}")
@@ -192,7 +206,9 @@ class PE(wiring.Component):
             (16-bit lanes of bf16 codes, ``acc_bits = 32``: a float32 product and sum, each
             rounded once to nearest even; WS partial sums add down the column in row order), or
             ``"fp8_e5m2"`` (8-bit lanes of E5M2 codes, ``acc_bits = 32``: bf16's float32 path,
-            the product always exact).
+            the product always exact), or ``"int4"`` (8-bit lanes holding int4 values: a 4x4-bit
+            multiplier on their low nibbles; the checksum column's wider weight sums multiply
+            whole; ``pe_cell_format``).
     """
 
     def __init__(
@@ -212,6 +228,8 @@ class PE(wiring.Component):
         if number_format in FP32_FORMATS and (input_bits != lane_bits(number_format) or acc_bits != 32):
             raise ConfigError(f"a {number_format} PE needs input_bits {lane_bits(number_format)} and acc_bits 32 "
                               f"(float32), not {input_bits} and {acc_bits}")
+        if number_format == "int4" and input_bits != 8:
+            raise ConfigError(f"an int4 PE needs input_bits 8 (int4 values in 8-bit lanes), not {input_bits}")
         if number_format in _FP8 and (input_bits != 8 or acc_bits < product_bits(number_format, 8)):
             raise ConfigError(f"a {number_format} PE needs input_bits 8 and acc_bits >= "
                               f"{product_bits(number_format, 8)}, not {input_bits} and {acc_bits}")
@@ -253,7 +271,11 @@ class PE(wiring.Component):
         else:
             other = s
         # integers: the operands' widths (the checksum column's weights are wider); fp8: exact fixed point
-        width = ib + len(other) if self.number_format == "int" else product_bits(self.number_format, ib)
+        if self.number_format == "int4":  # a weight lane's low nibble; a checksum weight sum whole
+            other = other[:4].as_signed() if len(other) == ib else other
+            width = 4 + len(other)
+        else:
+            width = ib + len(other) if self.number_format == "int" else product_bits(self.number_format, ib)
         raw = Signal(signed(width))
         product = Signal(signed(width))
         m.d.comb += [raw.eq(_product(m, self.number_format, self.a_in, other, width)), product.eq(raw)]

@@ -51,7 +51,7 @@ from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
 from rtl_gen.core.buffer_layout import buffer_layout
 from rtl_gen.core.controller import Controller
 from rtl_gen.core.output_stage import OutputStage
-from rtl_gen.core.pe import PE, pe_format, pe_signature
+from rtl_gen.core.pe import PE, pe_cell_format, pe_format, pe_signature
 from rtl_gen.core.skew import DelayLine
 
 __all__ = [
@@ -252,11 +252,13 @@ def synth_stats(
     sh = config.shadow_stationary
     nf = pe_format(config.weight_fmt, config.act_fmt)
     fmt = {} if nf == "int" else {"number_format": nf}  # integer designs keep their cache keys
-    pe_params = {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab, "shadow": sh, **fmt}
+    cell = pe_cell_format(config)  # the PE's own (int4: a 4x4 multiplier; pack_int4 W4A4)
+    pe_fmt = {} if cell == "int" else {"number_format": cell}
+    pe_params = {"dataflow": pe_flow.value, "input_bits": ib, "acc_bits": ab, "shadow": sh, **pe_fmt}
     # WS/IS: row 0 adds to a constant 0 (the integer top-row cell; a float PE is synthesised whole)
-    top_row = c if pe_flow is Dataflow.WS and nf == "int" else 0
+    top_row = c if pe_flow is Dataflow.WS and cell == "int" else 0
     pieces: list[tuple[str, dict[str, Any], Any, int, str]] = [
-        ("pe", pe_params, lambda: PE(dataflow=pe_flow, input_bits=ib, acc_bits=ab, shadow=sh, number_format=nf),
+        ("pe", pe_params, lambda: PE(dataflow=pe_flow, input_bits=ib, acc_bits=ab, shadow=sh, number_format=cell),
          r * c - top_row, "pe"),
         ("controller",
          {"rows": r, "cols": c, "dataflow": df.value, "x": x_geo.addr_bits, "y": y_geo.addr_bits,

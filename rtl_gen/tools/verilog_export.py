@@ -18,7 +18,7 @@ from accel_dse.config import ArrayConfig
 from accel_dse.errors import ExportError, RtlError
 from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.array import Blackbox, PEBlock, PERow
-from rtl_gen.core.pe import PE, Fault, pe_format
+from rtl_gen.core.pe import PE, Fault, pe_cell_format
 
 __all__ = ["to_verilog", "write_verilog", "export_units", "block_rows"]
 
@@ -76,7 +76,7 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
     sh = config.shadow_stationary
     edge = config.checksum != "none"  # the rows also output the last column's operands
     b = block_rows(config.rows)
-    nf = pe_format(config.weight_fmt, config.act_fmt)
+    nf = pe_cell_format(config)
     pe = PE(dataflow=df, input_bits=ib, acc_bits=ab, shadow=sh, number_format=nf)
     units: list[tuple[str, wiring.Component]] = []
     inner: list[tuple[str, wiring.Component]] = [(f"{top}_pe", pe)]
