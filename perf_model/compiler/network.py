@@ -340,10 +340,10 @@ def _through_dram(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[Ve
 
 
 def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Part],
-              externals: Sequence[int]) -> GemmProgram:
+              externals: Sequence[int], whole: Callable[..., Command] = _whole) -> GemmProgram:
     """The parts' programs back to back as one queue-load, their tensors after the whole program, then
     the external skip operands ``s{i}`` (laid out as ``c{i}``); ``head``: ``(tensor, region)`` of the
-    whole tensors LOADed first."""
+    whole tensors LOADed first, each by ``whole(config, tensor, Opcode.LOAD, region)``."""
     def place(cursor: int) -> tuple[dict[str, TensorLayout], list[int], int]:
         tensors: dict[str, TensorLayout] = {}
         shifts = []
@@ -370,7 +370,7 @@ def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Par
     if total > QUEUE_DEPTH:
         raise ModelError(f"the network's program has {total} commands, more than one queue-load of {QUEUE_DEPTH}")
     tensors, shifts, end = place(_align(total * COMMAND_BYTES, PAGE))
-    commands = [_whole(config, tensors[name], Opcode.LOAD, region) for name, region in head]
+    commands = [whole(config, tensors[name], Opcode.LOAD, region) for name, region in head]
     for i, (program, build, after_vector, alias) in enumerate(parts):
         moved = [_shifted(c, shifts[i], after_vector) for c in program.commands]
         if alias:  # the A loads read the previous GEMM's output
