@@ -101,16 +101,24 @@ def _flat(op: VectorOp, words: int, lanes: int) -> VectorOp:
 
 
 def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Sequence[Link],
-                         skips: Sequence[int | None] | None = None, *,
+                         skips: Sequence[int | None] | None = None, *, inputs: Sequence[int] | None = None,
                          keep_on_chip: bool = True) -> ConvNetworkProgram:
     """The one program of ``convs`` with the ops of ``links[i]`` after conv ``i`` (module docstring;
-    ``links`` and ``skips`` as ``perf_model.compiler.network.compile_network``'s).
+    ``links`` as ``perf_model.compiler.network.compile_network``'s).
+
+    Tensors are numbered: ``0`` the network's input, ``i + 1`` conv ``i``'s output after its link's
+    ops. ``inputs[i]``: the tensor conv ``i`` reads (default ``i``: a chain); ``inputs = (0, 1, 0)``
+    with an add on link 2 of ``skips[2] = 2`` is a ResNet block with its downsample: conv 0, conv 1,
+    the 1x1 stride-2 downsample of the block's input, then ``downsample + conv 1``. ``skips[i]``: the
+    tensor of the second operand of an add on link ``i`` (default: the input of the first conv of its
+    block, ``network.residual_skips``), or ``network.EXTERNAL``.
 
     Raises:
-        ModelError: no vector unit while a link has ops, a design that cannot keep an output on chip
-            (``reuse_possible``), ``links``/``skips`` of the wrong length, convs that do not chain, an
-            unrequantised conv, an op the unit cannot run on a conv link, a skip operand of another
-            shape or not earlier, a conv that cannot be tiled, or a program longer than one queue-load.
+        ModelError: no vector unit while a link has ops, ``links``/``skips``/``inputs`` of the wrong
+            length, a conv reading a tensor of another shape or not earlier, a tensor nothing reads
+            (but the last conv's output), an unrequantised conv, an op the unit cannot run on a conv
+            link, a skip operand of another shape or not earlier, a conv that cannot be tiled, or a
+            program longer than one queue-load.
     """
     count = len(convs)
     if len(links) not in (max(0, count - 1), count):
@@ -120,40 +128,52 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     trailing = len(links) == count and bool(ops[-1])
     if any(ops) and not config.vector_lanes:
         raise ModelError(f"design {config.short_name()} has no vector unit (vector_unit = false)")
-    given = list(residual_skips(ops) if skips is None else skips)
-    if len(given) > count:
-        raise ModelError(f"skips must have at most one entry per link and op ({count}), not {len(given)}")
-    skip_of = given + [None] * (count - len(given))
+    reads = list(range(count)) if inputs is None else list(inputs)
+    if len(reads) != count:
+        raise ModelError(f"inputs must have one tensor per conv ({count}), not {len(reads)}")
+    if skips is None:
+        skip_of: list[int | None] = [None if j is None else reads[j] for j in residual_skips(ops)]
+    else:
+        skip_of = list(skips)
+    if len(skip_of) > count:
+        raise ModelError(f"skips must have at most one entry per link and op ({count}), not {len(skip_of)}")
+    skip_of += [None] * (count - len(skip_of))
+    shapes = [(convs[0].n, convs[0].h, convs[0].w, convs[0].c_in)] + [
+        (c.n, c.out_h, c.out_w, c.c_out) for c in convs]
+    used = set(reads)
     for i, conv in enumerate(convs):
-        out = (conv.n, conv.out_h, conv.out_w, conv.c_out)
-        if i + 1 < count:
-            nxt = convs[i + 1]
-            if (nxt.n, nxt.h, nxt.w, nxt.c_in) != out:
-                raise ModelError(f"convs {i} and {i + 1} do not chain: conv {i} gives {'x'.join(map(str, out))} "
-                                 f"(NHWC), conv {i + 1} reads {nxt.n}x{nxt.h}x{nxt.w}x{nxt.c_in}")
+        k = reads[i]
+        if not 0 <= k <= i or shapes[k] != (conv.n, conv.h, conv.w, conv.c_in):
+            got = "x".join(map(str, shapes[k])) if 0 <= k <= i else "none yet"
+            raise ModelError(f"conv {i} reads {conv.n}x{conv.h}x{conv.w}x{conv.c_in} (NHWC), not tensor {k} "
+                             f"({got}): its input must be the network's input or an earlier conv's output")
         if conv.requant is None:
             raise ModelError(f"conv {i} is not requantised: only int8 outputs stay on chip")
+        out = shapes[i + 1]
         for op in ops[i]:
             if op.kind not in CONV_LINK_KINDS or (op.kind == "silu" and op.param("gated", 0)):
                 raise ModelError(f"link {i}: a {op.kind} cannot run in place on a conv link (one of "
                                  f"{', '.join(CONV_LINK_KINDS)}, ungated)")
             j = skip_of[i]
-            if op.kind in TWO_OPERAND and j != EXTERNAL and (
-                    j is None or not 0 <= j <= i
-                    or (convs[j].n, convs[j].h, convs[j].w, convs[j].c_in) != out):
-                raise ModelError(f"link {i}: the {op.kind}'s second operand must be the input of a conv 0 .. {i} "
-                                 f"of shape {'x'.join(map(str, out))} (NHWC), not of conv {j}")
+            if op.kind in TWO_OPERAND and j != EXTERNAL:
+                if j is None or not 0 <= j <= i or shapes[j] != out:
+                    raise ModelError(f"link {i}: the {op.kind}'s second operand must be a tensor 0 .. {i} of shape "
+                                     f"{'x'.join(map(str, out))} (NHWC), not tensor {j}")
+                used.add(j)
+    for k in range(1, count):
+        if k not in used:
+            raise ModelError(f"conv {k - 1}'s output (tensor {k}) is read by no later conv or add")
     externals = [i for i, j in enumerate(skip_of) if j == EXTERNAL and any(o.kind in TWO_OPERAND for o in ops[i])]
     reason = "asked for (keep_on_chip = False)"
     if keep_on_chip and not reuse_possible(config):
         reason = f"design {config.short_name()} cannot move an output into its ifmap (WS with R == C)"
     elif keep_on_chip:
         try:
-            return _program(config, _on_chip(config, convs, ops, skip_of, trailing), externals, True)
+            return _program(config, _on_chip(config, convs, ops, skip_of, reads, trailing), externals, True)
         except ModelError as exc:
             reason = str(exc)
     try:
-        return _program(config, _through_dram(config, convs, ops, skip_of), externals, False)
+        return _program(config, _through_dram(config, convs, ops, skip_of, reads), externals, False)
     except ModelError as exc:
         raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
 
@@ -167,21 +187,28 @@ def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Pa
 
 
 def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
-             skips: list[int | None], trailing: bool) -> tuple[list[tuple[str, int]], list[_Part]]:
-    """Every link in an ifmap region, skips held there (module docstring)."""
+             skips: list[int | None], reads: list[int], trailing: bool) -> tuple[list[tuple[str, int]], list[_Part]]:
+    """Every tensor between convs in an ifmap region, held until its last reader (module docstring)."""
     lanes = config.vector_lanes
     count = len(convs)
-    held = {j: max(i for i in range(count) if skips[i] == j) for j in set(skips) if j is not None and j >= 0}
+    last: dict[int, int] = {}  # tensor -> the last conv (or link) reading it
+    for i in range(count):
+        last[reads[i]] = max(last.get(reads[i], i), i)
+        j = skips[i]
+        if j is not None and j >= 0 and any(op.kind in TWO_OPERAND for op in ops[i]):
+            last[j] = max(last.get(j, i), i)
     regions = _Regions(_buffer_depths(config)[0])
     head: list[tuple[str, int]] = []
     for i, j in enumerate(skips):
         if j == EXTERNAL and any(op.kind in TWO_OPERAND for op in ops[i]):
             head.append((f"s{i}", regions.take(f"s{i}", output_words(config, convs[i]))))
+    added = {j for i, j in enumerate(skips) if j is not None and any(op.kind in TWO_OPERAND for op in ops[i])}
+    if last.get(0, 0) > 0 or 0 in added:  # the network's input is read again: held whole from the start
+        head.append(("a0", regions.take("x0", input_words(config, convs[0]))))
     parts: list[_Part] = []
     for i, conv in enumerate(convs):
-        a_region = None
-        if i > 0 or 0 in held:
-            a_region = regions.at(f"x{i}") if i > 0 else regions.take("x0", input_words(config, conv))
+        k = reads[i]
+        a_region = regions.at(f"x{k}") if f"x{k}" in regions.live else None
         c_region = None
         if i + 1 < count or ops[i]:
             c_region = regions.take(f"x{i + 1}", output_words(config, conv))
@@ -190,10 +217,6 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
                                    ifmap_words=regions.low() if a_region is None else None)
         except ModelError as exc:
             raise ModelError(f"conv {i} beside the network's live tensors: {exc}") from exc
-        if i == 0 and a_region is not None:
-            head.append(("a0", a_region))
-        if held.get(i, -1) < i:
-            regions.free(f"x{i}")
         vector: list[Command] = []
         words = output_words(config, conv)
         at = c_region if c_region is not None else 0  # c_region is set whenever ops[i] is
@@ -205,12 +228,12 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
             vector += vector_commands(vector_registers(_flat(op, words, lanes), lanes, src=at, src2=src2, dst=at),
                                       wait_dma=1)
         store_at = c_region if i + 1 == count and trailing else None
-        for j, last in held.items():
-            if last == i:
-                regions.free(f"x{j}")
+        for t, end in last.items():
+            if end == i:
+                regions.free(f"x{t}")
         regions.free(f"s{i}")
-        parts.append((program, functools.partial(_fixed, config, vector, store_at, f"c{i}"),
-                      i > 0 and bool(ops[i - 1]), False))
+        # a conv's RUNs wait for the unit once any link before it ran ops (its input, or a region it reuses)
+        parts.append((program, functools.partial(_fixed, config, vector, store_at, f"c{i}"), any(ops[:i]), None))
     return head, parts
 
 
@@ -223,17 +246,21 @@ def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, nam
 
 
 def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
-                  skips: list[int | None]) -> tuple[list[tuple[str, int]], list[_Part]]:
-    """Every link through DRAM: conv ``i`` stores its output, its link's ops run on it in ifmap chunks,
-    conv ``i + 1`` loads its bands from it."""
+                  skips: list[int | None], reads: list[int]) -> tuple[list[tuple[str, int]], list[_Part]]:
+    """Every tensor through DRAM: conv ``i`` stores its output, its link's ops run on it in ifmap chunks,
+    a conv reading it loads its bands from it."""
+    def name(t: int) -> str:
+        return "a0" if t == 0 else f"c{t - 1}"
+
     parts: list[_Part] = []
     for i, conv in enumerate(convs):
         program = compile_conv(config, conv, requant=True)
         j = skips[i]
         skip = None
         if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]):
-            skip = f"s{i}" if j == EXTERNAL else f"a{j}"
+            skip = f"s{i}" if j == EXTERNAL else name(j)
         rows = conv.n * conv.out_h * conv.out_w  # the output as the chunks see it: a DRAM row a pixel
         stand_in = Gemm(m=rows, k=1, n=conv.c_out)
-        parts.append((program, functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip), False, i > 0))
+        alias = name(reads[i]) if i > 0 else None
+        parts.append((program, functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip), False, alias))
     return [], parts

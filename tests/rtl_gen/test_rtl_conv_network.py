@@ -118,3 +118,38 @@ def test_a_resnet_basic_block_runs_as_one_program():
     assert prog.on_chip
     assert (got == want).all(), np.argwhere(got != want)[:5]
     assert run.total == run.model.total
+
+
+@pytest.mark.parametrize("keep_on_chip", [True, False], ids=["on_chip", "through_dram"])
+def test_a_resnet_downsample_block_runs_as_one_program(keep_on_chip):
+    """x (6x6x4) -> conv 3x3 stride 2 -> conv 3x3 -> y; downsample 1x1 stride 2 of x -> d; add(d, y) -> ReLU
+    (``inputs = (0, 1, 0)``: the downsample reads x, held in the ifmap while both convs run; the add
+    reads y's region): bit-exact, RTL == walk; without the add's VECTOR the output differs."""
+    convs = [Conv2d(n=1, h=6, w=6, c_in=4, c_out=8, kh=3, kw=3, stride_h=2, stride_w=2, pad_h=1, pad_w=1,
+                    requant=RQ),
+             _conv(8, 8, hw=3),
+             Conv2d(n=1, h=6, w=6, c_in=4, c_out=8, kh=1, kw=1, stride_h=2, stride_w=2, requant=RQ)]
+    links = [None, None, (ADD, RELU)]
+    prog = compile_conv_network(TINY, convs, links, [None, None, 2], inputs=(0, 1, 0), keep_on_chip=keep_on_chip)
+    assert prog.on_chip == keep_on_chip
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (1, 6, 6, 4))
+    ws = [rng.integers(-128, 128, (c.kh, c.kw, c.c_in, c.c_out)) for c in convs]
+    y0 = conv_reference(convs[0], x, ws[0], RQ)
+    y1 = conv_reference(convs[1], y0, ws[1], RQ)
+    d = conv_reference(convs[2], x, ws[2], RQ)
+    s = io.add(jnp.asarray(d, jnp.int8), jnp.asarray(y1, jnp.int8), scale_a=1 / 16, scale_b=1 / 32, scale_out=1 / 16)
+    want = np.asarray(jnp.maximum(s, 0)).astype(np.int64)
+    t = prog.tensors
+    tensors = {"a0": pack_tensor(t["a0"], x.reshape(-1, 4))}
+    for i, (conv, w) in enumerate(zip(convs, ws, strict=True)):
+        tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], conv_weight_matrix(conv, prog.convs[i], TINY.rows, w))
+        tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(conv.requant, conv.c_out))
+    image = program_image(prog, tensors)
+    image = np.concatenate([image, np.zeros(-len(image) % prog.data_bytes, np.uint8)])
+    run = run_image(TINY, prog, image)
+    assert run.error_code == 0
+    got = unpack_tensor(t["c2"], run.dram[t["c2"].base:]).reshape(want.shape)
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+    assert (got != np.asarray(jnp.maximum(jnp.asarray(d), 0))).any()  # the add changed the downsample's output
