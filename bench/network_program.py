@@ -11,13 +11,22 @@ workload); with ``before``'s rules an add whose operand lies outside its segment
 before it, with ``now``'s it is an input of the segment's program of its own
 (``perf_model.compiler.network.EXTERNAL``: loaded from DRAM, where that op's input is).
 
-Two rule sets, on the same code:
+Four rule sets, on the same code:
 
-* ``before`` (main's network compiler): ``relu``, ``relu6``, ``gelu``, ungated ``silu``, one op per
-  link, only between two GEMMs, every link with an op on chip;
-* ``now``: also the residual ``add`` (its operand from outside the segment too) and
-  ``layernorm``/``rmsnorm`` (WS), several ops per link, ops after the last GEMM, and links
-  through DRAM inside the program when the ifmap cannot hold them.
+* ``before`` (the first network compiler): ``relu``, ``relu6``, ``gelu``, ungated ``silu``, one op
+  per link, only between two GEMMs, every link with an op on chip;
+* ``gemms`` (GEMM networks only): also the residual ``add`` (its operand from outside the segment
+  too) and ``layernorm``/``rmsnorm`` (WS), several ops per link, ops after the last GEMM, and links
+  through DRAM inside the program when the ifmap cannot hold them;
+* ``convs``: also chains of convolutions of one image (any kernel: conv ``i + 1`` reads conv ``i``'s
+  NHWC output) with the same link ops, ``perf_model.compiler.conv_network.compile_conv_network``
+  (each conv's output kept in the ifmap as the next one's input when the regions fit, else
+  through DRAM inside the program); a ResNet downsample (a conv reading its block's input) starts
+  a segment, its add's operand (the block's last conv's output) an input of its own;
+* ``now``: also a downsample inside the segment of its block (``compile_conv_network``'s
+  ``inputs``: it reads the block's input held in the ifmap, its add the block's last conv's
+  output). Segments are cut greedily from the first op, so taking the downsample in can end a
+  segment sooner (more programs, fewer bytes): both rows are printed.
 
 Printed per row: matrix ops and vector-op runs (of which host work: the unit cannot run them,
 ``perf_model.vector_timing.vector_plan``), the ops inside multi-op programs, the programs the
@@ -47,14 +56,20 @@ from accel_dse.commands import Opcode, dram_word_bytes  # noqa: E402
 from accel_dse.config import ArrayConfig, Dataflow  # noqa: E402
 from accel_dse.designs import load_design  # noqa: E402
 from accel_dse.errors import ModelError  # noqa: E402
+from perf_model.compiler.conv_network import compile_conv_network  # noqa: E402
 from perf_model.compiler.network import EXTERNAL, compile_network  # noqa: E402
 from perf_model.vector_timing import vector_plan  # noqa: E402
 from workloads.ops import chain_link  # noqa: E402
 
 RULES = {
-    "before": {"kinds": ("relu", "relu6", "gelu", "silu"), "several": False, "trailing": False, "dram": False},
+    "before": {"kinds": ("relu", "relu6", "gelu", "silu"), "several": False, "trailing": False, "dram": False,
+               "convs": False},
+    "gemms": {"kinds": ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm"), "several": True,
+              "trailing": True, "dram": True, "convs": False},
+    "convs": {"kinds": ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm"), "several": True,
+              "trailing": True, "dram": True, "convs": True, "downsample": False},
     "now": {"kinds": ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm"), "several": True,
-            "trailing": True, "dram": True},
+            "trailing": True, "dram": True, "convs": True, "downsample": True},
 }
 CASES = (("edge", "bert_base:seq=64"), ("tiny", "resnet18:res=32"))
 
@@ -94,6 +109,16 @@ def _plain(op: object) -> bool:
     return True
 
 
+def _conv(op: object) -> bool:
+    """A requantised conv of one image (``compile_conv_network`` takes chains of them)."""
+    return isinstance(op, workloads.Conv2d) and op.requant is not None and op.n == 1
+
+
+def _conv_link(a: object, b: object) -> bool:
+    """Whether conv ``b`` reads conv ``a``'s output as is (NHWC shapes equal)."""
+    return (_conv(a) and _conv(b) and (a.n, a.out_h, a.out_w, a.c_out) == (b.n, b.h, b.w, b.c_in))  # type: ignore[attr-defined]
+
+
 def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[tuple[int, int, bool, int]]:
     """``(first op, last op, trailing ops joined, program bytes)`` of each multi-op segment."""
     ops = wl.ops
@@ -115,8 +140,20 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
     for i in range(len(ops)):
         bad[i] |= len(on_link[i]) > 1 and not rules["several"]
 
+    def downsample(k: int) -> bool:
+        """Op ``k`` is a ResNet downsample: a conv reading its block's input (the input of the first op
+        of the block of the add after it), whose add's second operand is op ``k - 1``'s output."""
+        b = block[k]
+        return (rules.get("downsample", False) and k >= 2 and b < k - 1 and _conv(ops[k]) and _conv(ops[b])
+                and not ops[k].a_from_previous and any(o.kind == "add" for o in on_link[k])
+                and (ops[b].n, ops[b].h, ops[b].w, ops[b].c_in) == (ops[k].n, ops[k].h, ops[k].w, ops[k].c_in))
+
     def build(s: int, e: int, trailing: bool) -> int | None:
-        if not all(_plain(o) for o in ops[s:e + 1]):
+        convs = rules["convs"] and all(_conv(o) for o in ops[s:e + 1])
+        reads = [block[k] - s if downsample(k) else k - s for k in range(s, e + 1)]
+        if any(r < 0 for r in reads):
+            return None
+        if not convs and not all(_plain(o) for o in ops[s:e + 1]):
             return None
         links: list = []
         skips: list = []
@@ -132,8 +169,16 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
             outside = has_add and not s <= block[i] <= i
             if outside and not rules["dram"]:
                 return None
-            skips.append((EXTERNAL if outside else block[i] - s) if has_add else None)
+            if has_add and downsample(i):  # downsample + the block's last conv (its output: tensor i - s)
+                skips.append(i - s)
+            else:
+                skips.append((EXTERNAL if outside else block[i] - s) if has_add else None)
         try:
+            if convs:
+                prog = compile_conv_network(config, ops[s:e + 1], links, skips, inputs=reads)
+                return _program_bytes(config, prog.commands)
+            if any(downsample(k) for k in range(s, e + 1)):
+                return None
             gemms = [o.to_gemm() for o in ops[s:e + 1]]
             if any(g.batch != 1 for g in gemms):
                 return None
@@ -146,12 +191,20 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
         except (ModelError, ValueError):
             return None
 
+    def joins(e: int) -> bool:
+        """Op ``e + 1`` reads op ``e``'s output (vector ops between them), or is a downsample."""
+        if e + 1 >= len(ops):
+            return False
+        if downsample(e + 1):
+            return True
+        linked = chain_link(ops[e], ops[e + 1]) or rules["convs"] and _conv_link(ops[e], ops[e + 1])
+        return bool(linked and (ops[e + 1].a_from_previous or on_link[e]))
+
     out = []
     s = 0
     while s < len(ops):
         e = s
-        while (e + 1 < len(ops) and chain_link(ops[e], ops[e + 1]) and (ops[e + 1].a_from_previous or on_link[e])
-               and build(s, e + 1, False) is not None):
+        while joins(e) and build(s, e + 1, downsample(e + 1)) is not None:
             e += 1
         with_tail = build(s, e, True) if rules["trailing"] and on_link[e] and not bad[e] else None
         plain = build(s, e, False) if e > s else None

@@ -95,8 +95,8 @@ class _ConvBuilder(_Builder):
     """The GEMM compiler's builder with the A side as bands and each RUN behind its WINDOW."""
 
     def __init__(self, g: _Geometry, tensors: dict[str, TensorLayout], W: int, parts: dict[Tile, Part],
-                 name: str, queue_depth: int) -> None:
-        super().__init__(g.config, tensors, {"a": g.R, "b": g.C, "c": g.C}, W, (g.M, 0, g.N))
+                 name: str, queue_depth: int, a_region: int | None = None, c_region: int | None = None) -> None:
+        super().__init__(g.config, tensors, {"a": g.R, "b": g.C, "c": g.C}, W, (g.M, 0, g.N), a_region, c_region)
         self.g, self.parts, self.name, self.queue_depth = g, parts, name, queue_depth
         self.window: ConvWindow | None = None
         self.window_load = -1  # the queue-load of the last WINDOW
@@ -145,23 +145,44 @@ class _ConvBuilder(_Builder):
         _, rows, pad_top, (c0, c1, ky0, _, kx0, kx1) = self._band(tile)
         cv = self.g.conv
         image_rows = self.g.image_rows(tile[0] // self.g.out_w, -(-tile[1] // self.g.out_w))
+        # on chip (``a_region``): the whole NHWC input, every channel word of a pixel (network links)
+        cw = self.g.words if self.a_region is not None else c1 - c0
         window = ConvWindow(in_w=cv.w, in_h=cv.h if image_rows else rows, out_w=self.g.out_w, stride_h=cv.stride_h,
                             stride_w=cv.stride_w, dilation_h=cv.dilation_h, dilation_w=cv.dilation_w, kw=kx1 - kx0,
                             pad_top=pad_top - ky0 * cv.dilation_h, pad_left=cv.pad_w - kx0 * cv.dilation_w,
-                            cw=c1 - c0, cblocks=c1 - c0, image_rows=image_rows)
+                            cw=cw, cblocks=c1 - c0, image_rows=image_rows)
         while window != self.window or len(self.out) // self.queue_depth != self.window_load:
             self.window, self.window_load = window, len(self.out) // self.queue_depth
             self.add(window.command(what=self.name))
         m0, m1, k0, k1, n0, n1, acc = tile
+        x_base = bases.get("a", 0)
+        if self.a_region is not None:  # the band inside the whole input: its first row, channel word c0
+            x_base = self.a_region + self._band(tile)[0] * cv.w * cw + c0
         return Command.make(Opcode.RUN, wait_dma=wait_dma, m=m1 - m0, k=k1 - k0, n=n1 - n0, accumulate=int(acc),
-                            x_base=bases["a"], y_base=bases["b"], o_base=bases["c"], window=1)
+                            x_base=x_base, y_base=bases["b"], o_base=bases["c"], window=1)
+
+    def store(self, tile: tuple[int, ...], base: int, requant: bool, *, wait_run: bool,
+              part: tuple[int, int] | None = None) -> Command:
+        """The STORE of the output tile, or with ``c_region`` its MOVE into the ifmap as the next
+        conv's whole NHWC input: pixel ``m``'s channel word ``f`` at ``c_region + m * words + f``."""
+        if self.c_region is None:
+            return super().store(tile, base, requant, wait_run=wait_run, part=part)
+        store = self.transfer(Opcode.STORE, "c", tile, base, wait_run=wait_run, requant=requant,
+                              q_base=tile[4] // self.g.C, part=part)
+        words = -(-self.g.N // self.g.C)
+        r0 = part[0] if part is not None else 0
+        return Command.make(Opcode.MOVE, wait_run=wait_run, rows=store["rows"], words=store["words"],
+                            buf_addr=store["buf_addr"], row_step=store["row_step"], word_step=store["word_step"],
+                            q_base=store["q_base"], q_by_row=0,
+                            dst_addr=self.c_region + (tile[0] + r0) * words + tile[4] // self.g.C,
+                            dst_row_step=words, dst_word_step=1)
 
 
 def _place(b: _ConvBuilder, runs: list[Tile], room: tuple[int, int, int], half: tuple[int, int, int]
            ) -> list[tuple[dict[str, int], list[tuple[str, int]]]]:
     """Per run: the buffer base of each operand's tile and the loads it needs (a tile goes to the
     half its predecessor in that buffer did not use; a band is kept while the next run reads the
-    same band and channel words)."""
+    same band and channel words; no band with the input on chip, ``a_region``)."""
     held: dict[str, object] = {"a": None, "b": None, "c": None}
     side = {"a": 1, "b": 1, "c": 1}
     out = []
@@ -170,6 +191,8 @@ def _place(b: _ConvBuilder, runs: list[Tile], room: tuple[int, int, int], half: 
         keys = {"a": (m0, m1, b.parts[tile][:2]), "b": (k0, k1, n0, n1), "c": (m0, m1, n0, n1)}
         bases, loads = {}, []
         for i, name in enumerate(("a", "b", "c")):
+            if name == "a" and b.a_region is not None:
+                continue
             if held[name] != keys[name]:
                 side[name] ^= 1
                 held[name] = keys[name]
@@ -207,9 +230,15 @@ def conv_path(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> tu
 
 
 def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, queue_depth: int = QUEUE_DEPTH,
-                 tiling: ConvTiling | None = None) -> ConvProgram:
+                 tiling: ConvTiling | None = None, a_region: int | None = None, c_region: int | None = None,
+                 ifmap_words: int | None = None) -> ConvProgram:
     """The program of one image of ``conv`` on ``config`` (module docstring); ``tiling`` replaces
     the search's (tests: tap tiles on a small array).
+
+    Network links (``perf_model.compiler.conv_network``): ``a_region``, the ifmap word where the
+    whole NHWC input already is (``words`` channel words a pixel, pixels in order; no band is
+    loaded, each RUN reads its band in place); ``c_region``, where the output goes in that layout
+    (each STORE a ``MOVE``, requantised only); ``ifmap_words``, the ifmap words the bands may use.
 
     Raises:
         ModelError: the design does not build windows (not WS), the conv is infeasible (the
@@ -220,7 +249,7 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     if why:
         raise ModelError(f"design {config.short_name()}: {why}")
     if tiling is None:
-        tiling = conv_tiling(config, conv, requant=requant)
+        tiling = conv_tiling(config, conv, requant=requant, ifmap_words=ifmap_words)
     if not tiling.feasible:
         raise ModelError(f"design {config.short_name()} cannot run the conv on chip: {tiling.reason}")
     if requant and conv.c_out > QPARAM_CHANNELS:
@@ -248,12 +277,16 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     if queue_depth < 1 or queue_depth % queue_entry_commands(W):
         raise ModelError(f"queue_depth must be a positive multiple of {queue_entry_commands(W)} commands, "
                          f"not {queue_depth}")
-    b = _ConvBuilder(g, tensors, W, parts, what, queue_depth)
+    if c_region is not None and not requant:
+        raise ModelError("only a requantised output can stay on chip (c_region needs requant)")
+    b = _ConvBuilder(g, tensors, W, parts, what, queue_depth, a_region, c_region)
     if requant:
         qt = tensors["q"]
         b.add(Command.make(Opcode.LOAD, buffer=Buffer.QPARAM, dram_addr=qt.base, dram_stride=qt.pitch, rows=1,
                            words=qt.row_elems // g.C, buf_addr=0, row_step=0, word_step=1))
     room = _room(config)
+    if ifmap_words is not None:
+        room = (ifmap_words // 2 if config.double_buffered else ifmap_words, *room[1:])
     half = tuple(r if config.double_buffered else 0 for r in room)
     placed = _place(b, runs, room, half)  # type: ignore[arg-type]
     (_double if config.double_buffered else _single)(b, runs, placed, requant)  # type: ignore[arg-type]

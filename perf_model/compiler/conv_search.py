@@ -78,8 +78,10 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     return total
 
 
-def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> ConvTiling:
-    """The tiling ``compile_conv`` uses (module docstring), or an infeasible one with its reason.
+def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False,
+                ifmap_words: int | None = None) -> ConvTiling:
+    """The tiling ``compile_conv`` uses (module docstring), or an infeasible one with its reason;
+    ``ifmap_words``: the ifmap words the bands may use (default all; network links hold the rest).
 
     The candidates' order by score (:func:`_estimate`, then :func:`_dram_bytes`, then loop order)
     does not depend on the buffer sizes, which only decide which candidates fit: it is kept per
@@ -89,6 +91,8 @@ def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> 
     if why:
         return ConvTiling("infeasible", why)
     room = _room(config)
+    if ifmap_words is not None:
+        room = (ifmap_words // 2 if config.double_buffered else ifmap_words, *room[1:])
     best, c = _ranking(config, conv, requant)
     fits = ((c.band[:, :, None, None, None] <= room[0]) & (c.weight[:, None, :, :, None] <= room[1])
             & (c.ofmap[None, :, :, None, None] <= room[2]))

@@ -212,8 +212,8 @@ def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[
 
 
 #: Per GEMM: its program, its link's commands from the placed tensors, whether its RUNs wait for
-#: the unit, and whether its ``A`` is the previous GEMM's ``C`` in DRAM.
-_Part = tuple[GemmProgram, Callable[[dict[str, TensorLayout]], list[Command]], bool, bool]
+#: the unit, and the placed tensor its ``A`` is in DRAM (the previous GEMM's ``C``; ``None``: its own).
+_Part = tuple[GemmProgram, Callable[[dict[str, TensorLayout]], list[Command]], bool, str | None]
 
 
 def _on_chip(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[VectorOp, ...]],
@@ -263,7 +263,7 @@ def _on_chip(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[VectorO
             if last == i:
                 regions.free(f"x{j}")
         regions.free(f"s{i}")
-        parts.append((program, build, i > 0 and bool(ops[i - 1]), False))
+        parts.append((program, build, i > 0 and bool(ops[i - 1]), None))
     return head, parts
 
 
@@ -335,15 +335,16 @@ def _through_dram(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[Ve
         skip = None
         if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]):
             skip = f"s{i}" if j == EXTERNAL else f"a{j}"
-        parts.append((program, functools.partial(_chunked, config, gemm, ops[i], f"c{i}", skip), False, i > 0))
+        parts.append((program, functools.partial(_chunked, config, gemm, ops[i], f"c{i}", skip), False,
+                      f"c{i - 1}" if i > 0 else None))
     return [], parts
 
 
 def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Part],
-              externals: Sequence[int]) -> GemmProgram:
+              externals: Sequence[int], whole: Callable[..., Command] = _whole) -> GemmProgram:
     """The parts' programs back to back as one queue-load, their tensors after the whole program, then
     the external skip operands ``s{i}`` (laid out as ``c{i}``); ``head``: ``(tensor, region)`` of the
-    whole tensors LOADed first."""
+    whole tensors LOADed first, each by ``whole(config, tensor, Opcode.LOAD, region)``."""
     def place(cursor: int) -> tuple[dict[str, TensorLayout], list[int], int]:
         tensors: dict[str, TensorLayout] = {}
         shifts = []
@@ -353,11 +354,11 @@ def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Par
             shifts.append(shift)
             for name, t in program.tensors.items():
                 tensors[f"{name}{i}"] = dataclasses.replace(t, base=t.base + shift)
-            if alias:
-                a, c = tensors[f"a{i}"], tensors[f"c{i - 1}"]
+            if alias is not None:
+                a, c = tensors[f"a{i}"], tensors[alias]
                 if (a.rows, a.row_elems, a.elem_bytes) != (c.rows, c.row_elems, c.elem_bytes):
-                    raise ModelError(f"GEMM {i}'s A ({a.rows} rows of {a.row_elems}) is not laid out as GEMM "
-                                     f"{i - 1}'s output ({c.rows} rows of {c.row_elems})")
+                    raise ModelError(f"op {i}'s A ({a.rows} rows of {a.row_elems}) is not laid out as its input "
+                                     f"{alias} ({c.rows} rows of {c.row_elems})")
                 tensors[f"a{i}"] = dataclasses.replace(a, base=c.base)
             cursor = _align(max(t.base + t.nbytes for t in program.tensors.values()) + shift, PAGE)
         for i in externals:
@@ -370,10 +371,10 @@ def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Par
     if total > QUEUE_DEPTH:
         raise ModelError(f"the network's program has {total} commands, more than one queue-load of {QUEUE_DEPTH}")
     tensors, shifts, end = place(_align(total * COMMAND_BYTES, PAGE))
-    commands = [_whole(config, tensors[name], Opcode.LOAD, region) for name, region in head]
+    commands = [whole(config, tensors[name], Opcode.LOAD, region) for name, region in head]
     for i, (program, build, after_vector, alias) in enumerate(parts):
         moved = [_shifted(c, shifts[i], after_vector) for c in program.commands]
-        if alias:  # the A loads read the previous GEMM's output
+        if alias is not None:  # the A loads read the previous GEMM's output
             a = program.tensors["a"]
             lo, hi = a.base + shifts[i], a.base + shifts[i] + a.nbytes
             delta = tensors[f"a{i}"].base - lo

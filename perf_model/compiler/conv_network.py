@@ -1,0 +1,266 @@
+"""One program for a chain of convolutions: each conv's output kept on chip as the next one's input.
+
+A conv network here is a chain of requantised convolutions (:class:`~workloads.ops.Conv2d`, run
+with windows built on chip: ``perf_model.compiler.conv``) where conv ``i + 1``'s input is conv
+``i``'s output (the same images, rows, columns and channels), with on any link (and after the
+last conv) vector ops applied in order to the producer's output, in place: the element-wise ops
+of ``perf_model.compiler.network`` (``relu``, ``relu6``, ``gelu``, ungated ``silu``) and the
+residual ``add``, whose second operand is the input of an earlier conv (by default the first
+conv of its block: ``network.residual_skips``) held in the ifmap while the convs between run, or
+an input of the network of its own (``network.EXTERNAL``).
+
+On chip, a tensor between two convs is an ifmap region holding the whole NHWC tensor as the
+consumer's window reads it: pixel ``p``'s channel word ``f`` (``R`` channels a word; ``R == C``)
+at ``region + p * words + f``, the pixels of all images in order. Regions are placed first fit from
+the top of the ifmap (``network._Regions``). Conv ``i``:
+
+* reads its input in place (``compile_conv``'s ``a_region``: no band is loaded, the pads are made
+  on chip by the window as from a band), or, for conv 0 when its input is no skip operand, loads
+  its bands from DRAM into the ifmap words below every live region (``ifmap_words``); a skip
+  operand that is the network's input is LOADed whole into its region first;
+* MOVEs its output into a new region instead of storing it (``c_region``); the link's ``VECTOR``
+  commands run there once the MOVEs are in (``wait_dma``), and the next conv's RUNs wait for the
+  unit (``wait_vec``);
+* the last conv stores its output to DRAM, unless ops follow it: then they run on its region and
+  a ``STORE`` of the region (``wait_vec``) writes the network's output.
+
+When the regions do not fit the ifmap together with the bands of a conv (or ``keep_on_chip=False``)
+every link goes through DRAM, still in the one program: conv ``i`` stores its output, the link's
+ops run on it in ifmap chunks of its DRAM rows (``network._chunk_commands``), conv ``i + 1`` loads
+its bands from it. The DRAM layouts (``a``, ``b``, ``c``, ``q`` per conv, named ``a0``, ``b{i}``,
+``q{i}``, ``c{last}``) are ``compile_conv``'s; the programs are assembled as one queue-load by
+``network._assemble``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+
+from accel_dse.commands import Buffer, Command, Opcode
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ModelError
+from perf_model.compiler.conv import ConvProgram, compile_conv
+from perf_model.compiler.network import (
+    EXTERNAL,
+    TWO_OPERAND,
+    Link,
+    _assemble,
+    _chunked,
+    _Part,
+    _Regions,
+    link_ops,
+    residual_skips,
+)
+from perf_model.compiler.program import GemmProgram, TensorLayout, _buffer_depths, narrow_lanes, reuse_possible
+from perf_model.compiler.vector import vector_commands, vector_registers
+from perf_model.program_timing import axi_data_bytes
+from workloads.ops import Conv2d, Gemm
+from workloads.vector_ops import VectorOp
+
+__all__ = ["compile_conv_network", "ConvNetworkProgram", "CONV_LINK_KINDS", "input_words", "output_words"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvNetworkProgram(GemmProgram):
+    """The one program of a conv network, with each conv's own program (its tiling, runs and the
+    layout of its weights ``b{i}``: ``perf_model.compiler.conv.conv_weight_matrix``) and whether the
+    links stayed on chip."""
+
+    convs: tuple[ConvProgram, ...] = ()
+    on_chip: bool = False
+
+#: Vector ops a conv link may carry (element-wise over the NHWC words, ``f(0) = 0``; the add).
+CONV_LINK_KINDS = ("relu", "relu6", "gelu", "silu", "add")
+
+
+def input_words(config: ArrayConfig, conv: Conv2d) -> int:
+    """Ifmap words ``conv``'s whole NHWC input takes in a region (whole words of ``R`` channels)."""
+    return conv.n * conv.h * conv.w * -(-conv.c_in // config.rows)
+
+
+def output_words(config: ArrayConfig, conv: Conv2d) -> int:
+    """Ifmap words ``conv``'s whole NHWC output takes in a region (whole words of ``C`` channels)."""
+    return conv.n * conv.out_h * conv.out_w * -(-conv.c_out // config.cols)
+
+
+def _nhwc(config: ArrayConfig, t: TensorLayout, opcode: int, region: int, wait_vec: int = 0) -> Command:
+    """The LOAD (or STORE) of the whole NHWC tensor ``t`` (a DRAM row a pixel) to (from) ``region``."""
+    lanes = config.rows
+    channels = t.shape[1]
+    words = -(-channels // lanes)
+    narrow = narrow_lanes(channels, lanes, t.elem_bytes, axi_data_bytes(config)) if words == 1 else 0
+    return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP, dram_addr=t.base, dram_stride=t.pitch,
+                        rows=t.rows, words=words, buf_addr=region, row_step=words, word_step=1,
+                        **({"lanes": narrow} if narrow else {}))
+
+
+def _flat(op: VectorOp, words: int, lanes: int) -> VectorOp:
+    return dataclasses.replace(op, shape=(words * lanes,), out_shape=(words * lanes,), axis=None)
+
+
+def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Sequence[Link],
+                         skips: Sequence[int | None] | None = None, *, inputs: Sequence[int] | None = None,
+                         keep_on_chip: bool = True) -> ConvNetworkProgram:
+    """The one program of ``convs`` with the ops of ``links[i]`` after conv ``i`` (module docstring;
+    ``links`` as ``perf_model.compiler.network.compile_network``'s).
+
+    Tensors are numbered: ``0`` the network's input, ``i + 1`` conv ``i``'s output after its link's
+    ops. ``inputs[i]``: the tensor conv ``i`` reads (default ``i``: a chain); ``inputs = (0, 1, 0)``
+    with an add on link 2 of ``skips[2] = 2`` is a ResNet block with its downsample: conv 0, conv 1,
+    the 1x1 stride-2 downsample of the block's input, then ``downsample + conv 1``. ``skips[i]``: the
+    tensor of the second operand of an add on link ``i`` (default: the input of the first conv of its
+    block, ``network.residual_skips``), or ``network.EXTERNAL``.
+
+    Raises:
+        ModelError: no vector unit while a link has ops, ``links``/``skips``/``inputs`` of the wrong
+            length, a conv reading a tensor of another shape or not earlier, a tensor nothing reads
+            (but the last conv's output), an unrequantised conv, an op the unit cannot run on a conv
+            link, a skip operand of another shape or not earlier, a conv that cannot be tiled, or a
+            program longer than one queue-load.
+    """
+    count = len(convs)
+    if len(links) not in (max(0, count - 1), count):
+        raise ModelError(f"a network of {count} convs has {max(0, count - 1)} links (or one more op after the "
+                         f"last conv), not {len(links)}")
+    ops = [link_ops(link) for link in links] + [()] * (count - len(links))
+    trailing = len(links) == count and bool(ops[-1])
+    if any(ops) and not config.vector_lanes:
+        raise ModelError(f"design {config.short_name()} has no vector unit (vector_unit = false)")
+    reads = list(range(count)) if inputs is None else list(inputs)
+    if len(reads) != count:
+        raise ModelError(f"inputs must have one tensor per conv ({count}), not {len(reads)}")
+    if skips is None:
+        skip_of: list[int | None] = [None if j is None else reads[j] for j in residual_skips(ops)]
+    else:
+        skip_of = list(skips)
+    if len(skip_of) > count:
+        raise ModelError(f"skips must have at most one entry per link and op ({count}), not {len(skip_of)}")
+    skip_of += [None] * (count - len(skip_of))
+    shapes = [(convs[0].n, convs[0].h, convs[0].w, convs[0].c_in)] + [
+        (c.n, c.out_h, c.out_w, c.c_out) for c in convs]
+    used = set(reads)
+    for i, conv in enumerate(convs):
+        k = reads[i]
+        if not 0 <= k <= i or shapes[k] != (conv.n, conv.h, conv.w, conv.c_in):
+            got = "x".join(map(str, shapes[k])) if 0 <= k <= i else "none yet"
+            raise ModelError(f"conv {i} reads {conv.n}x{conv.h}x{conv.w}x{conv.c_in} (NHWC), not tensor {k} "
+                             f"({got}): its input must be the network's input or an earlier conv's output")
+        if conv.requant is None:
+            raise ModelError(f"conv {i} is not requantised: only int8 outputs stay on chip")
+        out = shapes[i + 1]
+        for op in ops[i]:
+            if op.kind not in CONV_LINK_KINDS or (op.kind == "silu" and op.param("gated", 0)):
+                raise ModelError(f"link {i}: a {op.kind} cannot run in place on a conv link (one of "
+                                 f"{', '.join(CONV_LINK_KINDS)}, ungated)")
+            j = skip_of[i]
+            if op.kind in TWO_OPERAND and j != EXTERNAL:
+                if j is None or not 0 <= j <= i or shapes[j] != out:
+                    raise ModelError(f"link {i}: the {op.kind}'s second operand must be a tensor 0 .. {i} of shape "
+                                     f"{'x'.join(map(str, out))} (NHWC), not tensor {j}")
+                used.add(j)
+    for k in range(1, count):
+        if k not in used:
+            raise ModelError(f"conv {k - 1}'s output (tensor {k}) is read by no later conv or add")
+    externals = [i for i, j in enumerate(skip_of) if j == EXTERNAL and any(o.kind in TWO_OPERAND for o in ops[i])]
+    reason = "asked for (keep_on_chip = False)"
+    if keep_on_chip and not reuse_possible(config):
+        reason = f"design {config.short_name()} cannot move an output into its ifmap (WS with R == C)"
+    elif keep_on_chip:
+        try:
+            return _program(config, _on_chip(config, convs, ops, skip_of, reads, trailing), externals, True)
+        except ModelError as exc:
+            reason = str(exc)
+    try:
+        return _program(config, _through_dram(config, convs, ops, skip_of, reads), externals, False)
+    except ModelError as exc:
+        raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
+
+
+def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Part]], externals: list[int],
+             on_chip: bool) -> ConvNetworkProgram:
+    head, parts = planned
+    prog = _assemble(config, head, parts, externals, whole=_nhwc)
+    fields = {f.name: getattr(prog, f.name) for f in dataclasses.fields(GemmProgram)}
+    return ConvNetworkProgram(**fields, convs=tuple(p[0] for p in parts), on_chip=on_chip)  # type: ignore[misc]
+
+
+def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
+             skips: list[int | None], reads: list[int], trailing: bool) -> tuple[list[tuple[str, int]], list[_Part]]:
+    """Every tensor between convs in an ifmap region, held until its last reader (module docstring)."""
+    lanes = config.vector_lanes
+    count = len(convs)
+    last: dict[int, int] = {}  # tensor -> the last conv (or link) reading it
+    for i in range(count):
+        last[reads[i]] = max(last.get(reads[i], i), i)
+        j = skips[i]
+        if j is not None and j >= 0 and any(op.kind in TWO_OPERAND for op in ops[i]):
+            last[j] = max(last.get(j, i), i)
+    regions = _Regions(_buffer_depths(config)[0])
+    head: list[tuple[str, int]] = []
+    for i, j in enumerate(skips):
+        if j == EXTERNAL and any(op.kind in TWO_OPERAND for op in ops[i]):
+            head.append((f"s{i}", regions.take(f"s{i}", output_words(config, convs[i]))))
+    added = {j for i, j in enumerate(skips) if j is not None and any(op.kind in TWO_OPERAND for op in ops[i])}
+    if last.get(0, 0) > 0 or 0 in added:  # the network's input is read again: held whole from the start
+        head.append(("a0", regions.take("x0", input_words(config, convs[0]))))
+    parts: list[_Part] = []
+    for i, conv in enumerate(convs):
+        k = reads[i]
+        a_region = regions.at(f"x{k}") if f"x{k}" in regions.live else None
+        c_region = None
+        if i + 1 < count or ops[i]:
+            c_region = regions.take(f"x{i + 1}", output_words(config, conv))
+        try:
+            program = compile_conv(config, conv, requant=True, a_region=a_region, c_region=c_region,
+                                   ifmap_words=regions.low() if a_region is None else None)
+        except ModelError as exc:
+            raise ModelError(f"conv {i} beside the network's live tensors: {exc}") from exc
+        vector: list[Command] = []
+        words = output_words(config, conv)
+        at = c_region if c_region is not None else 0  # c_region is set whenever ops[i] is
+        for op in ops[i]:
+            j = skips[i]
+            src2 = at
+            if op.kind in TWO_OPERAND and j is not None:
+                src2 = regions.at(f"s{i}" if j == EXTERNAL else f"x{j}")
+            vector += vector_commands(vector_registers(_flat(op, words, lanes), lanes, src=at, src2=src2, dst=at),
+                                      wait_dma=1)
+        store_at = c_region if i + 1 == count and trailing else None
+        for t, end in last.items():
+            if end == i:
+                regions.free(f"x{t}")
+        regions.free(f"s{i}")
+        # a conv's RUNs wait for the unit once any link before it ran ops (its input, or a region it reuses)
+        parts.append((program, functools.partial(_fixed, config, vector, store_at, f"c{i}"), any(ops[:i]), None))
+    return head, parts
+
+
+def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, name: str,
+           tensors: dict[str, TensorLayout]) -> list[Command]:
+    """An on-chip link's commands; with ``store_at``, then the STORE of that region to tensor ``name``."""
+    if store_at is None:
+        return list(vector)
+    return [*vector, _nhwc(config, tensors[name], Opcode.STORE, store_at, wait_vec=1)]
+
+
+def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
+                  skips: list[int | None], reads: list[int]) -> tuple[list[tuple[str, int]], list[_Part]]:
+    """Every tensor through DRAM: conv ``i`` stores its output, its link's ops run on it in ifmap chunks,
+    a conv reading it loads its bands from it."""
+    def name(t: int) -> str:
+        return "a0" if t == 0 else f"c{t - 1}"
+
+    parts: list[_Part] = []
+    for i, conv in enumerate(convs):
+        program = compile_conv(config, conv, requant=True)
+        j = skips[i]
+        skip = None
+        if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]):
+            skip = f"s{i}" if j == EXTERNAL else name(j)
+        rows = conv.n * conv.out_h * conv.out_w  # the output as the chunks see it: a DRAM row a pixel
+        stand_in = Gemm(m=rows, k=1, n=conv.c_out)
+        alias = name(reads[i]) if i > 0 else None
+        parts.append((program, functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip), False, alias))
+    return [], parts

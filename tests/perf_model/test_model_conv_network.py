@@ -1,0 +1,85 @@
+"""The conv network compiler (``perf_model.compiler.conv_network``) without the RTL: where it keeps a
+link, where the bands go, the bytes it moves and what it refuses (the RTL runs are in
+``tests/rtl_gen/test_rtl_conv_network.py``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from accel_dse.commands import Buffer, Opcode
+from accel_dse.designs import load_design
+from accel_dse.errors import ModelError
+from perf_model.compiler.conv import compile_conv
+from perf_model.compiler.conv_network import compile_conv_network, output_words
+from perf_model.compiler.program import _buffer_depths
+from workloads.ops import Conv2d, Requant
+from workloads.vector_ops import VectorOp
+
+RQ = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)
+RELU = VectorOp(kind="relu", shape=(1,))
+
+
+def _design(name: str):
+    return dataclasses.replace(load_design(name), vector_unit=True)
+
+
+def _conv(c: int, hw: int, **kw) -> Conv2d:
+    return Conv2d(n=1, h=hw, w=hw, c_in=c, c_out=c, kh=3, kw=3, pad_h=1, pad_w=1, requant=RQ, **kw)
+
+
+def test_resnet18_layer1_pair_on_edge_keeps_its_link_and_reads_each_tensor_once():
+    """conv 3x3 64 -> 64 on 8x8 twice (ResNet-18's layer1 at res=32) on ``edge``: the link on chip,
+    the program's transfers are exactly the real tensors (no halo re-read, no intermediate), the first
+    conv's bands below the region its output goes to."""
+    config = _design("edge")
+    convs = [_conv(64, 8), _conv(64, 8)]
+    prog = compile_conv_network(config, convs, [None])
+    assert prog.on_chip
+    bands = [c for c in prog.commands if c.opcode == Opcode.LOAD and c["buffer"] == Buffer.IFMAP]
+    region = [c for c in prog.commands if c.opcode == Opcode.MOVE][0]["dst_addr"]
+    assert bands and all(c["buf_addr"] + c["rows"] * c["words"] <= region for c in bands)
+    assert region + output_words(config, convs[0]) <= _buffer_depths(config)[0]
+    moved = sum(c["rows"] * c["words"] for c in prog.commands if c.opcode in (Opcode.LOAD, Opcode.STORE)
+                and c["buffer"] != Buffer.QPARAM) * config.rows
+    real = sum(prog.tensors[n].nbytes for n in ("a0", "b0", "b1", "c1"))
+    assert moved == real
+    two = [compile_conv(config, c, requant=True) for c in convs]
+    apart = sum(c["rows"] * c["words"] for p in two for c in p.commands
+                if c.opcode in (Opcode.LOAD, Opcode.STORE) and c["buffer"] != Buffer.QPARAM) * config.rows
+    assert apart - moved == 2 * prog.tensors["c0"].nbytes  # the intermediate's STORE and its LOAD back
+
+
+def test_the_first_convs_bands_stay_below_the_region_on_a_full_ifmap():
+    """16x16x8 on tiny: the intermediate takes half the ifmap (512 of 1024 words), so conv 0's bands
+    (double buffered) must use the quarters below it, not the upper half the region holds."""
+    config = _design("tiny")
+    prog = compile_conv_network(config, [_conv(8, 16), _conv(8, 16)], [None])
+    assert prog.on_chip
+    region = [c for c in prog.commands if c.opcode == Opcode.MOVE][0]["dst_addr"]
+    bands = [c for c in prog.commands if c.opcode == Opcode.LOAD and c["buffer"] == Buffer.IFMAP]
+    assert len(bands) > 1 and all(c["buf_addr"] + c["rows"] * c["words"] <= region for c in bands)
+
+
+def test_a_pair_too_large_for_the_ifmap_goes_through_dram_inside_the_program():
+    config = _design("tiny")
+    convs = [_conv(64, 8), _conv(64, 8)]  # 1024 ifmap words a tensor: tiny's whole ifmap
+    prog = compile_conv_network(config, convs, [RELU])
+    assert not prog.on_chip
+    ops = [c.opcode for c in prog.commands]
+    assert Opcode.MOVE not in ops and ops.count(Opcode.VECTOR) >= 1
+    assert prog.chunks == ((0, len(prog.commands)),)
+
+
+@pytest.mark.parametrize(("convs", "links", "kwargs", "match"), [
+    ([_conv(4, 6), _conv(8, 6)], [None], {}, "conv 1 reads 1x6x6x8"),
+    ([_conv(4, 6), _conv(4, 6)], [VectorOp(kind="softmax", shape=(1,))], {}, "a softmax cannot run in place"),
+    ([_conv(4, 6), _conv(4, 6)], [None, VectorOp(kind="add", shape=(1,))], {"skips": [None, 3]},
+     "second operand must be a tensor 0 .. 1"),
+    ([_conv(4, 6), _conv(4, 6), _conv(4, 6)], [None, None], {"inputs": (0, 0, 1)}, "tensor 2\\) is read by no"),
+    ([_conv(4, 6), dataclasses.replace(_conv(4, 6), requant=None)], [None], {}, "conv 1 is not requantised"),
+])
+def test_bad_networks_are_refused_with_the_rule(convs, links, kwargs, match):
+    with pytest.raises(ModelError, match=match):
+        compile_conv_network(_design("tiny"), convs, links, **kwargs)

@@ -1,0 +1,155 @@
+# amaranth: UnusedElaboratable=no
+"""One program for chained 3x3 convolutions on ``tiny`` with the vector unit (Amaranth's simulator):
+conv 3x3 -> ReLU -> conv 3x3 with the link on chip (the first conv's requantised output MOVEd into
+the ifmap as the second conv's whole NHWC input, the ReLU run there in place, the second conv's
+window reading it with its pads made on chip), and the same network with its link through DRAM
+inside the one program. The network's output bit-exact against JAX (``lax.conv_general_dilated``
+per conv, ``output_stage``, ``jnp.maximum`` for the ReLU), the total cycles of the one program equal
+to the walk's, and on chip: no STORE or LOAD of the intermediate, fewer DRAM bytes than through
+DRAM. A ResNet basic block conv -> ReLU -> conv -> add(x) -> ReLU holds x in the ifmap."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conv_testlib import conv_reference
+from system_testlib import run_image
+
+from accel_dse.commands import Opcode
+from accel_dse.designs import load_design
+from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
+from perf_model.compiler.conv import conv_weight_matrix
+from perf_model.compiler.conv_network import compile_conv_network
+from perf_model.compiler.network import link_ops
+from perf_model.program_timing import transfer_word_beats, word_beats
+from workloads import _int_ops as io
+from workloads.ops import Conv2d, Requant
+from workloads.vector_ops import VectorOp
+
+TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
+RQ = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)
+RELU = VectorOp(kind="relu", shape=(1,))
+ADD = VectorOp(kind="add", shape=(1,), params=tuple(io.add_params(1 / 16, 1 / 32, 1 / 16).items()))
+
+
+def _conv(c_in: int, c_out: int, hw: int = 6) -> Conv2d:
+    return Conv2d(n=1, h=hw, w=hw, c_in=c_in, c_out=c_out, kh=3, kw=3, pad_h=1, pad_w=1, requant=RQ)
+
+
+def _dram_bytes(prog) -> int:
+    """Bytes the program's LOADs and STOREs move (the walk's beats per word)."""
+    beats = word_beats(TINY)
+    return sum(c["rows"] * c["words"] * transfer_word_beats(c, beats, prog.data_bytes) * prog.data_bytes
+               for c in prog.commands if c.opcode in (Opcode.LOAD, Opcode.STORE))
+
+
+def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = False):
+    """The design's output of the network, the reference, the SoC run and the program."""
+    prog = compile_conv_network(TINY, convs, links, keep_on_chip=keep_on_chip)
+    rng = np.random.default_rng(seed)
+    c0 = convs[0]
+    x = rng.integers(-128, 128, (c0.n, c0.h, c0.w, c0.c_in))
+    ws = [rng.integers(-128, 128, (c.kh, c.kw, c.c_in, c.c_out)) for c in convs]
+    t = prog.tensors
+    tensors = {"a0": pack_tensor(t["a0"], x.reshape(-1, c0.c_in))}
+    for i, (conv, w) in enumerate(zip(convs, ws, strict=True)):
+        tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], conv_weight_matrix(conv, prog.convs[i], TINY.rows, w))
+        tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(conv.requant, conv.c_out))
+    h = x
+    for i, (conv, w) in enumerate(zip(convs, ws, strict=True)):
+        y = conv_reference(conv, h, w, conv.requant)
+        for op in link_ops(links[i] if i < len(links) else None):
+            y = np.asarray(jnp.maximum(jnp.asarray(y, jnp.int8), 0) if op.kind == "relu" else io.add(
+                jnp.asarray(y, jnp.int8), jnp.asarray(x, jnp.int8), scale_a=1 / 16, scale_b=1 / 32,
+                scale_out=1 / 16)).astype(np.int64)
+        h = y
+    if drop_vector:  # every VECTOR and its parameter block out
+        keep = [c for j, c in enumerate(prog.commands) if c.opcode != Opcode.VECTOR
+                and not (j and prog.commands[j - 1].opcode == Opcode.VECTOR)]
+        prog = dataclasses.replace(prog, commands=tuple(keep), chunks=((0, len(keep)),))
+    image = program_image(prog, tensors)
+    image = np.concatenate([image, np.zeros(-len(image) % prog.data_bytes, np.uint8)])
+    run = run_image(TINY, prog, image)
+    assert run.error_code == 0
+    last = convs[-1]
+    out = t[f"c{len(convs) - 1}"]
+    got = unpack_tensor(out, run.dram[out.base:]).reshape(last.n, last.out_h, last.out_w, last.c_out)
+    return got, h, run, prog
+
+
+@pytest.mark.parametrize("channels", [4, 8], ids=["one_word", "two_words"])
+def test_a_chained_3x3_pair_keeps_its_link_on_chip(channels):
+    """conv 3x3 -> ReLU -> conv 3x3 (pad 1) as one program: bit-exact, RTL cycles == walk; the
+    intermediate never crosses DRAM (one LOAD of the input's bands, the output STOREd once), and the
+    program moves fewer DRAM bytes than the same network through DRAM (also bit-exact, RTL == walk)."""
+    convs = [_conv(channels, channels), _conv(channels, channels)]
+    got, want, run, prog = _run(convs, [RELU], keep_on_chip=True)
+    assert prog.on_chip
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+    c0 = prog.tensors["c0"]
+    touched = [c for c in prog.commands if c.opcode in (Opcode.LOAD, Opcode.STORE)
+               and c0.base <= c["dram_addr"] < c0.base + c0.nbytes]
+    assert touched == []  # the intermediate is not in DRAM
+    assert Opcode.MOVE in [c.opcode for c in prog.commands]
+    # on chip the program reads the real tensors once (input, weights, parameters) and writes the output
+    assert _dram_bytes(prog) == sum(prog.tensors[n].nbytes for n in ("a0", "b0", "b1", "q0", "q1", "c1"))
+    got2, want2, run2, prog2 = _run(convs, [RELU], keep_on_chip=False)
+    assert not prog2.on_chip
+    assert (got2 == want2).all()
+    assert run2.total == run2.model.total
+    assert _dram_bytes(prog) < _dram_bytes(prog2)
+
+
+def test_the_chained_pair_fails_without_its_relu():
+    convs = [_conv(4, 4), _conv(4, 4)]
+    got, want, _, _ = _run(convs, [RELU], keep_on_chip=True, drop_vector=True)
+    assert (got != want).any()
+
+
+def test_a_resnet_basic_block_runs_as_one_program():
+    """x -> conv 3x3 -> ReLU -> conv 3x3 -> add(x) -> ReLU: x LOADed whole into its region (conv 0 reads
+    it in place and the add reads it after conv 1), the output STOREd from the ifmap; bit-exact, RTL == walk."""
+    convs = [_conv(4, 4), _conv(4, 4)]
+    got, want, run, prog = _run(convs, [RELU, (ADD, RELU)], keep_on_chip=True)
+    assert prog.on_chip
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+
+
+@pytest.mark.parametrize("keep_on_chip", [True, False], ids=["on_chip", "through_dram"])
+def test_a_resnet_downsample_block_runs_as_one_program(keep_on_chip):
+    """x (6x6x4) -> conv 3x3 stride 2 -> conv 3x3 -> y; downsample 1x1 stride 2 of x -> d; add(d, y) -> ReLU
+    (``inputs = (0, 1, 0)``: the downsample reads x, held in the ifmap while both convs run; the add
+    reads y's region): bit-exact, RTL == walk; without the add's VECTOR the output differs."""
+    convs = [Conv2d(n=1, h=6, w=6, c_in=4, c_out=8, kh=3, kw=3, stride_h=2, stride_w=2, pad_h=1, pad_w=1,
+                    requant=RQ),
+             _conv(8, 8, hw=3),
+             Conv2d(n=1, h=6, w=6, c_in=4, c_out=8, kh=1, kw=1, stride_h=2, stride_w=2, requant=RQ)]
+    links = [None, None, (ADD, RELU)]
+    prog = compile_conv_network(TINY, convs, links, [None, None, 2], inputs=(0, 1, 0), keep_on_chip=keep_on_chip)
+    assert prog.on_chip == keep_on_chip
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (1, 6, 6, 4))
+    ws = [rng.integers(-128, 128, (c.kh, c.kw, c.c_in, c.c_out)) for c in convs]
+    y0 = conv_reference(convs[0], x, ws[0], RQ)
+    y1 = conv_reference(convs[1], y0, ws[1], RQ)
+    d = conv_reference(convs[2], x, ws[2], RQ)
+    s = io.add(jnp.asarray(d, jnp.int8), jnp.asarray(y1, jnp.int8), scale_a=1 / 16, scale_b=1 / 32, scale_out=1 / 16)
+    want = np.asarray(jnp.maximum(s, 0)).astype(np.int64)
+    t = prog.tensors
+    tensors = {"a0": pack_tensor(t["a0"], x.reshape(-1, 4))}
+    for i, (conv, w) in enumerate(zip(convs, ws, strict=True)):
+        tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], conv_weight_matrix(conv, prog.convs[i], TINY.rows, w))
+        tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(conv.requant, conv.c_out))
+    image = program_image(prog, tensors)
+    image = np.concatenate([image, np.zeros(-len(image) % prog.data_bytes, np.uint8)])
+    run = run_image(TINY, prog, image)
+    assert run.error_code == 0
+    got = unpack_tensor(t["c2"], run.dram[t["c2"].base:]).reshape(want.shape)
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+    assert (got != np.asarray(jnp.maximum(jnp.asarray(d), 0))).any()  # the add changed the downsample's output
