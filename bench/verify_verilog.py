@@ -3,8 +3,8 @@
 For each given trial of a study (default: the first ``--top`` of its ranking), ``rtl_gen.system_verilog``
 of the design's simulation top (DRAM model of ``--dram-words`` words) is generated with a fresh Verilog
 cache directory shared by the designs of this run (``--no-cache``: none); printed per design: wall
-seconds, the text's size, and whether it came whole from the cache. Then the first design again (a
-whole-text hit). The load average is printed beside each figure (the machine is shared).
+seconds, CPU seconds (the figure the load bends least) and the text's size. Then the first design
+again (with the cache: a whole-text hit). The load average is printed beside each figure (the machine is shared).
 
 ``--repo DIR`` imports accel-dse from another checkout (e.g. ``git archive`` of main) for a before/after
 pair in one sitting (a checkout without the cache ignores it and converts every time):
@@ -20,10 +20,17 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its children (Yosys runs as a child)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _load() -> str:
@@ -57,12 +64,12 @@ def main() -> int:
     configs = [trial_config(t, study=name) for t in trials]
     for config in [*configs, configs[0]]:
         load0 = _load()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu()
         text = rtl_gen.system_verilog(config, dram=(20, args.dram_words), **extra)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, _cpu() - cpu
         print(f"{config.short_name()} {config.config_hash} (vector lanes {config.vector_lanes}, ifmap "
-              f"{config.ifmap_sram_kib} KiB): {seconds:.1f} s, {len(text) / 1e6:.2f} MB; load {load0} -> {_load()}",
-              flush=True)
+              f"{config.ifmap_sram_kib} KiB): {seconds:.1f} s wall, {cpu:.1f} CPU-s, {len(text) / 1e6:.2f} MB; "
+              f"load {load0} -> {_load()}", flush=True)
     return 0
 
 
