@@ -11,6 +11,7 @@ directory is kept as ``<name>.failed/`` with its ``build.log`` for the user to r
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import fcntl
 import hashlib
@@ -21,14 +22,14 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from accel_dse.errors import SimulationError
 from accel_dse.simulate._process import ProcessOutcome, run_in_group
 from accel_dse.simulate._tools import Simulator
 
-__all__ = ["Build", "build_design", "default_work_dir", "ports_of"]
+__all__ = ["Build", "build_design", "build_hooks", "default_work_dir", "ports_of"]
 
 #: Bumped whenever the build commands below change, so old cache entries are not reused.
 RECIPE_VERSION = 4
@@ -185,6 +186,25 @@ def _cache_key(verilog: str, top: str, simulator: Simulator, waves: bool = False
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
+#: The calling context's :func:`build_hooks` (``before``, ``after``), or None.
+_HOOKS: contextvars.ContextVar[tuple[Callable[[], None], Callable[[], None]] | None] = contextvars.ContextVar(
+    "accel_dse_build_hooks", default=None)
+
+
+@contextlib.contextmanager
+def build_hooks(before: Callable[[], None], after: Callable[[], None]) -> Iterator[None]:
+    """Within the block (in this thread or task), :func:`build_design` calls ``before()`` ahead of
+    a build it does not find in the cache, and ``after()`` once it returns or raises, cached or not.
+    ``accel_dse.verify`` so builds its first design alone, and the other designs' builds start only
+    after it, reusing its compiled modules (rows, vector unit, output stage) through ccache instead
+    of compiling the same ones at the same time."""
+    token = _HOOKS.set((before, after))
+    try:
+        yield
+    finally:
+        _HOOKS.reset(token)
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -229,6 +249,20 @@ def build_design(
     hier = tuple(hier_blocks) if simulator.name == "verilator" and not waves else ()  # traces: flat
     key = _cache_key(verilog, top, simulator, waves, hier)
     name = f"{top}-{simulator.name}{'-waves' if waves else ''}-{key}"
+    final = builds / name
+    hooks = _HOOKS.get()
+    if hooks is None:
+        return _build_or_reuse(verilog, top, simulator, builds, name, key, timeout, waves, hier)
+    try:
+        if not (final / "build.json").is_file():
+            hooks[0]()
+        return _build_or_reuse(verilog, top, simulator, builds, name, key, timeout, waves, hier)
+    finally:
+        hooks[1]()
+
+
+def _build_or_reuse(verilog: str, top: str, simulator: Simulator, builds: Path, name: str, key: str,
+                    timeout: float | None, waves: bool, hier: tuple[str, ...]) -> Build:
     final = builds / name
     with _locked(builds / f"{name}.lock"):
         meta = final / "build.json"

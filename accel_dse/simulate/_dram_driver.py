@@ -351,7 +351,8 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     top = rtl_gen.sim_name(design, fault)
     say(f"generating Verilog for {top} (SoC block + {words * W >> 10} KiB DRAM model)")
     verilog = rtl_gen.system_verilog(design, fault=fault, dram=(DRAM_LATENCY, words),
-                                     rate=None if rate is None else (rate.numerator, rate.denominator))
+                                     rate=None if rate is None else (rate.numerator, rate.denominator),
+                                     cache_dir=Path(work) / "verilog")
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
     build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves,
                          hier_blocks=hier_blocks_for(design.rows, design.cols))

@@ -211,6 +211,11 @@ def verify_top(
     results: list[VerifyResult] = []
     pending = list(enumerate(chosen))
     lock = threading.Lock()  # the study's storage and the claims, shared by the design threads
+    # The first design this verifier takes builds alone; the others' builds wait for it, then reuse its
+    # compiled modules through ccache (accel_dse.simulate._build.build_hooks). Their Verilog is generated
+    # meanwhile.
+    first_built = threading.Event()
+    leader: list[int] = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="accel-dse-verify") as pool:
         while pending:
             waiting, futures = [], []
@@ -222,8 +227,11 @@ def verify_top(
                         if not claims.finished(trial.number):
                             waiting.append((rank, trial))  # another verifier has it: done, or expired, later
                         continue
+                if not leader:
+                    leader.append(trial.number)
                 futures.append(pool.submit(
                     _checked, view, claims, claim, trial, rank, trial.number in front, tag, say, lock=lock,
+                    first_built=first_built if jobs > 1 else None, leads=leader[0] == trial.number,
                     workload=workload, scale=scale, simulator=simulator, max_ops=max_ops, mode=mode,
                     timeout=timeout, work_dir=work_dir, synth=synth, record=record, study_name=study_name,
                     fpga=fpga, fpga_device=fpga_device))
@@ -257,9 +265,25 @@ _ETA_LINE = re.compile(r"cycles to simulate|^finished op|^build took")
 
 def _checked(view: Any, claims: Claims | None, claim: int | None, trial: Any, rank: int, pareto: bool, tag: str,
              say: Callable[[str], None], *, record: bool, study_name: str, lock: threading.Lock | None = None,
-             **how: Any) -> VerifyResult:
-    """Verify one trial's design (renewing its claim meanwhile), record the result, mark the claim done."""
+             first_built: threading.Event | None = None, leads: bool = False, **how: Any) -> VerifyResult:
+    """Verify one trial's design (renewing its claim meanwhile), record the result, mark the claim done.
+
+    With ``first_built``: the design that ``leads`` sets it once its simulator build is done (or
+    reused, or failed, or the check ended without one); any other design's build that is not in
+    the cache waits for it."""
+    try:
+        return _ordered(view, claims, claim, trial, rank, pareto, tag, say, record=record, study_name=study_name,
+                        lock=lock, first_built=first_built, leads=leads, **how)
+    finally:
+        if first_built is not None and leads:
+            first_built.set()
+
+
+def _ordered(view: Any, claims: Claims | None, claim: int | None, trial: Any, rank: int, pareto: bool, tag: str,
+             say: Callable[[str], None], *, record: bool, study_name: str, lock: threading.Lock | None,
+             first_built: threading.Event | None, leads: bool, **how: Any) -> VerifyResult:
     from accel_dse.report import trial_config
+    from accel_dse.simulate._build import build_hooks
 
     guard: contextlib.AbstractContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
     config = trial_config(trial, study=f"study {study_name!r}")
@@ -268,8 +292,16 @@ def _checked(view: Any, claims: Claims | None, claim: int | None, trial: Any, ra
     keep: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     if claims is not None and claim is not None:
         keep = claims.keep_alive(claim)
+    order: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if first_built is not None:
+        def wait() -> None:
+            if not first_built.is_set():
+                say(f"{tag}: build waits for the first design's, to reuse its compiled modules")
+                first_built.wait()
+
+        order = build_hooks(lambda: None, first_built.set) if leads else build_hooks(wait, lambda: None)
     try:
-        with keep:
+        with keep, order:
             result = _verify_one(config, trial.number, rank, pareto, **how,
                                  progress=lambda line: say(f"{tag}: {line}") if _ETA_LINE.search(line) else None)
             verdict = "PASS" if result.passed else f"RTL VERIFICATION FAILED ({result.status}): {result.reason}"

@@ -19,6 +19,8 @@ from accel_dse.errors import ExportError, RtlError
 from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.array import Blackbox, PEBlock, PERow
 from rtl_gen.core.pe import PE, Fault, pe_cell_format
+from rtl_gen.core.vector_unit import VectorUnit
+from rtl_gen.tools.verilog_cache import cached_text
 
 __all__ = ["to_verilog", "write_verilog", "export_units", "block_rows"]
 
@@ -128,19 +130,32 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
 
 
 def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tuple[int, int] | None = None,
-                   rate: tuple[int, int] | None = None) -> str:
+                   rate: tuple[int, int] | None = None, cache_dir: str | Path | None = None) -> str:
     """Verilog of the SoC block (:class:`~rtl_gen.soc.system.AxiAccelerator`, top ``accel_axi_<hash>``).
 
     With ``dram = (latency, words)`` the simulation top instead (:class:`~rtl_gen.soc.sim_system.SimSystem`,
     ``accel_sim_<hash>``: the SoC block with the DRAM model, paced to ``rate`` ``(num, den)`` bytes a
     cycle when given: :class:`~rtl_gen.soc.dram_model.DramModel`; with the testbench's file backdoor,
     :func:`~rtl_gen.soc.sim_system.with_file_backdoor`). The compute core is the
-    hierarchical export's (:func:`export_units`), so large arrays convert as fast.
+    hierarchical export's (:func:`export_units`), so large arrays convert as fast. The simulation
+    top's vector unit is converted on its own (:func:`_vector_unit_verilog`), once per lane count
+    and address width.
+
+    With ``cache_dir`` the text is kept in that directory (:mod:`rtl_gen.tools.verilog_cache`,
+    keyed by the arguments and the generator's source), and so is the vector unit's (keyed by its
+    parameters, shared by every design with the same unit): the same request returns the stored
+    text, byte for byte what it would generate.
 
     Raises:
         ConfigError: the design cannot be built.
         RtlError: Yosys failed to convert it.
     """
+    fields = {"kind": "system", "config": config.to_dict(), "fault": repr(fault), "dram": dram, "rate": rate}
+    return cached_text(cache_dir, fields, lambda: _system_verilog(config, fault, dram, rate, cache_dir))
+
+
+def _system_verilog(config: ArrayConfig, fault: Fault | None, dram: tuple[int, int] | None,
+                    rate: tuple[int, int] | None, cache_dir: str | Path | None) -> str:
     from rtl_gen.soc.sim_system import SimSystem
     from rtl_gen.soc.system import AxiAccelerator
 
@@ -148,17 +163,44 @@ def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tup
     core = units[0][1]
     if dram is None:
         top: wiring.Component = AxiAccelerator(config, fault=fault, core=core)  # type: ignore[arg-type]
-    else:
-        top = SimSystem(config, fault=fault, latency=dram[0], dram_words=dram[1], rate=rate, core=core)
-    text = _joined([_convert(top, top.name)]  # type: ignore[attr-defined]
-                   + [_convert(component, name) for name, component in units[1:]])
-    if dram is None:
-        return text
+        return _joined([_convert(top, top.name)]  # type: ignore[attr-defined]
+                       + [_convert(component, name) for name, component in units[1:]])
+    vectors: list[tuple[int, int]] = []
+
+    def vector_box(*, lanes: int, addr_bits: int) -> wiring.Component:
+        vectors.append((lanes, addr_bits))
+        return Blackbox(VectorUnit(lanes=lanes, addr_bits=addr_bits).signature, _VECTOR_PLACEHOLDER)
+
+    top = SimSystem(config, fault=fault, latency=dram[0], dram_words=dram[1], rate=rate, core=core,
+                    vector_factory=vector_box)
+    texts = [_convert(top, top.name)]  # type: ignore[attr-defined]
+    if len(vectors) > 1:
+        raise RtlError(f"the simulation top of {config.config_hash} holds {len(vectors)} vector units, not one")
+    vector = [_vector_unit_verilog(lanes, addr_bits, cache_dir) for lanes, addr_bits in vectors]
+    text = _joined(texts + vector + [_convert(component, name) for name, component in units[1:]])
+    if vector:
+        digest = hashlib.sha256(vector[0].replace(_VECTOR_PLACEHOLDER, "MODULE").encode()).hexdigest()[:16]
+        text = text.replace(_VECTOR_PLACEHOLDER, f"accel_{digest}_vector")
     from rtl_gen.soc.sim_system import with_file_backdoor
 
     text = content_named(text, units[0][0], [name for name, _ in units[1:]])
     text = _leaves_content_named(text, top.name)  # type: ignore[attr-defined]
     return with_file_backdoor(text, top.name)  # type: ignore[attr-defined]
+
+
+#: The vector unit's module name while its instance and its own conversion are joined
+#: (:func:`_vector_unit_verilog` then names it by its text).
+_VECTOR_PLACEHOLDER = "accel_dse_vector_unit_placeholder"
+
+
+def _vector_unit_verilog(lanes: int, addr_bits: int, cache_dir: str | Path | None) -> str:
+    """The vector unit's own Verilog (:class:`~rtl_gen.core.vector_unit.VectorUnit` of ``lanes`` and
+    ``addr_bits``), cached in ``cache_dir`` by those parameters, its module named :data:`_VECTOR_PLACEHOLDER`
+    (:func:`_system_verilog` then names it ``accel_<hash>_vector`` by its text, as :func:`content_named`
+    names the array's modules: designs with the same unit share its build)."""
+    fields = {"kind": "vector_unit", "lanes": lanes, "addr_bits": addr_bits}
+    return cached_text(cache_dir, fields,
+                       lambda: _convert(VectorUnit(lanes=lanes, addr_bits=addr_bits), _VECTOR_PLACEHOLDER))
 
 
 #: Leaf modules of the simulation top renamed by their text (path under the top, suffix): the vector

@@ -87,6 +87,23 @@ def test_icarus_build_is_cached_and_runs(tmp_path):
     assert seen["cycles"] == n and seen["rdata"] == wdata + n
 
 
+def test_build_hooks_run_before_a_build_not_in_the_cache_and_after_every_request(tmp_path):
+    from accel_dse.simulate._build import build_hooks
+
+    sim = find_simulator("icarus")
+    calls: list[str] = []
+    with build_hooks(lambda: calls.append("before"), lambda: calls.append("after")):
+        build_design(COUNTER, top="counter", simulator=sim, work_dir=tmp_path)
+        assert calls == ["before", "after"]
+        build_design(COUNTER, top="counter", simulator=sim, work_dir=tmp_path)  # cached: no wait
+        assert calls == ["before", "after", "after"]
+        with pytest.raises(SimulationError):
+            build_design(COUNTER.replace("endmodule", ""), top="counter", simulator=sim, work_dir=tmp_path)
+        assert calls == ["before", "after", "after", "before", "after"]  # a failed build ends too
+    build_design(COUNTER + "// other\n", top="counter", simulator=sim, work_dir=tmp_path)
+    assert len(calls) == 5  # outside the block: no hooks
+
+
 def test_build_failure_names_the_log_and_caches_nothing(sim_cache):
     sim = find_simulator("icarus")
     broken = COUNTER.replace("endmodule", "")

@@ -121,3 +121,41 @@ def test_the_time_left_counts_each_design_at_the_mean_of_those_checked_jobs_at_a
     assert _time_left(done, 8, 2) == "about 60.0 min left for 8 more (2 at a time, 15.0 min a design so far)"
     # one design left runs alone, whatever --jobs says
     assert _time_left(done, 1, 4) == "about 15.0 min left for 1 more (1 at a time, 15.0 min a design so far)"
+
+
+def test_with_jobs_the_other_designs_build_only_after_the_first(tmp_path, monkeypatch):
+    """verify --jobs 2: the first design builds alone; a second design's build (not in the cache)
+    starts only once the first one's ended, so it reuses its compiled modules through ccache."""
+    import threading
+    import time as clock
+
+    import accel_dse.simulate
+    from accel_dse.errors import SimulationError
+    from accel_dse.simulate import _build
+    from accel_dse.verify import verify_top
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    make_study(url, trials=12)
+    events: list[tuple[str, str]] = []
+    guard = threading.Lock()
+
+    def fake_simulate(design, workload, **kwargs):
+        before, after = _build._HOOKS.get() or (lambda: None, lambda: None)  # build_design calls them
+        try:
+            before()
+            with guard:
+                events.append(("start", design.config_hash))
+            clock.sleep(0.3)
+            with guard:
+                events.append(("end", design.config_hash))
+        finally:
+            after()
+        raise SimulationError("stand-in: no simulation")
+
+    monkeypatch.setattr(accel_dse.simulate, "simulate", fake_simulate)
+    results = verify_top(url, "s", 3, scale=1.0, simulator="icarus", work_dir=tmp_path / "w", jobs=2, synth=False,
+                         record=False)
+    assert [r.status for r in results] == ["error"] * 3
+    first = events[0][1]
+    assert events[:2] == [("start", first), ("end", first)], events  # nothing starts while the first builds
+    assert len(events) == 6
