@@ -29,7 +29,8 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
              out_w [64, 80)
              stride_w [80, 84)   dilation_w [84, 88)   kw [88, 92)   pad_top [96, 104)   pad_left [104, 112)
              cblocks [112, 128)   origin [128, 160)   px_step [160, 176)   row_step_w [176, 208)
-             kx_step [208, 224)   ky_step [224, 256)   (pad_top, pad_left, origin: two's complement)
+             kx_step [208, 224)   ky_step [224, 256)   pack [92, 96)
+             (pad_top, pad_left, origin: two's complement)
     VECTOR   vkind [8, 12)   vcolmajor [12]   vsrc [32, 64)   vsrc2 [64, 96)   vdst [96, 128)   vrows [128, 144)
              vqrows [144, 160)   vwords [160, 184)   vn [192, 216)
              the NEXT slot: its parameter block, vp0 .. vp7 (32 bits each, two's complement) [32 i, 32 i + 32)
@@ -79,6 +80,13 @@ stride_h * in_w * cw``, ``kx_step = dilation_w * cw`` and ``ky_step = dilation_h
 the stream's output rows are ``image_rows`` an image (``oy`` above counts within the image, the
 padding check too), and image ``b``'s words lie ``b * image_rows * row_step_w`` words past the
 first's (its band ``image_rows * stride_h`` input rows further on); 0: one image.
+A nonzero ``pack`` packs ``T = 2 ** pack`` taps of a kernel row in one word (tap packing,
+``perf_model.compiler.conv_pack``): the band's word of pixel ``ix`` holds the pixels ``ix .. ix +
+T - 1`` of its row, lane group ``t`` (``R / T`` lanes) pixel ``ix + t``; a row-fold's ``kx`` is then
+a group of ``T`` taps (the compiler sets ``kw`` to the groups, ``dilation_w = kx_step = T``) and
+the pad check is per lane group: group ``t`` is zero when ``ix + t`` is outside ``[0, in_w)``, and
+no word is read when every group is. The generator has ``max_groups`` group checks (a design
+parameter; groups above it are never packed).
 A word address outside the ifmap stops the program with
 ``ERROR_WINDOW`` (the word is not read), as does a ``WINDOW`` with a zero stride, dilation,
 ``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w``.
@@ -195,7 +203,7 @@ FIELDS: dict[str, tuple[int, int]] = {
     "window": (6, 1), "stride_h": (8, 4), "dilation_h": (12, 4), "in_w": (32, 16), "in_h": (48, 16),
     "out_w": (64, 16), "stride_w": (80, 4), "dilation_w": (84, 4),
     "kw": (88, 4), "image_rows": (16, 15), "pad_top": (96, 8), "pad_left": (104, 8), "cblocks": (112, 16),
-    "origin": (128, 32),
+    "origin": (128, 32), "pack": (92, 4),
     "px_step": (160, 16), "row_step_w": (176, 32), "kx_step": (208, 16), "ky_step": (224, 32),
 }
 
@@ -205,7 +213,7 @@ SIGNED_WINDOW_FIELDS = ("pad_top", "pad_left", "origin")
 #: The fields of a ``WINDOW`` command, in the order the RTL latches them.
 WINDOW_FIELDS = ("in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", "dilation_w", "kw", "pad_top",
                  "pad_left", "cblocks", "origin",
-                 "px_step", "row_step_w", "kx_step", "ky_step", "image_rows")
+                 "px_step", "row_step_w", "kx_step", "ky_step", "image_rows", "pack")
 
 #: The fields of a ``VECTOR`` command (its parameter block is the next slot: ``vp0`` .. ``vp7``).
 VECTOR_FIELDS = ("vkind", "vcolmajor", "vsrc", "vsrc2", "vdst", "vrows", "vwords", "vn", "vqrows")
