@@ -20,6 +20,7 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
     LOAD     buffer [6, 8)   dram_addr [32, 64)   dram_stride [64, 96)   rows [96, 112)
     STORE    words [112, 128)   buf_addr [128, 160)   row_step [160, 192)   word_step [192, 224)
              lanes [240, 256)   STORE only: requant [8]   q_by_row [9]   q_base [224, 240)
+             LOAD only: slide [10]
     RUN      m [32, 64)   k [64, 96)   n [96, 128)   accumulate [128]   a_stride [136, 160)
              x_base [160, 192)   y_base [192, 224)   o_base [224, 256)
     MOVE     dst_word_step [10, 31)   dst_addr [32, 64)   dst_row_step [64, 96)   rows, words,
@@ -46,6 +47,9 @@ at 10, 12, 14). ``lanes`` is how many of those lanes cross DRAM (0: all of the w
 :func:`dram_word_lanes`): a word is then ``lanes * dram_lane_bytes`` bytes in DRAM, its first
 lanes; a ``LOAD`` writes the word's other lanes as zero, a ``STORE`` leaves them out. So a
 tensor with fewer channels than a word has lanes is stored densely, without zero lanes.
+A ``LOAD`` with ``slide`` is a sliding load (tap packing): each word it writes is the last
+``max_beats`` beats the DMA received (its narrow words side by side, oldest in the low lanes),
+``rtl_gen.soc.dma``; the window's ``pack`` reads such words.
 ``dram_addr`` and ``dram_stride`` must be multiples of the AXI data width, and ``lanes`` at most
 the word's lanes with ``lanes * dram_lane_bytes`` a whole number of AXI beats (``ERROR_DRAM``
 otherwise: :func:`transfer_beats`), every word address below the buffer's depth (``ERROR_BUFFER``).
@@ -190,7 +194,8 @@ class Buffer:
 #: ``name -> (lsb, width)`` of every field (see the module docstring).
 FIELDS: dict[str, tuple[int, int]] = {
     "opcode": (0, 4), "wait_dma": (4, 1), "wait_run": (5, 1), "buffer": (6, 2), "requant": (8, 1),
-    "q_by_row": (9, 1), "lanes": (240, 16), "dram_addr": (32, 32), "dram_stride": (64, 32), "rows": (96, 16),
+    "q_by_row": (9, 1), "slide": (10, 1), "lanes": (240, 16),
+    "dram_addr": (32, 32), "dram_stride": (64, 32), "rows": (96, 16),
     "words": (112, 16),
     "buf_addr": (128, 32), "row_step": (160, 32), "word_step": (192, 32), "q_base": (224, 16),
     "m": (32, 32), "k": (64, 32), "n": (96, 32), "accumulate": (128, 1), "x_base": (160, 32),
@@ -220,7 +225,7 @@ VECTOR_FIELDS = ("vkind", "vcolmajor", "vsrc", "vsrc2", "vdst", "vrows", "vwords
 
 _PER_OP = {
     Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step",
-                  "lanes"),
+                  "lanes", "slide"),
     Opcode.STORE: ("buffer", "requant", "q_by_row", "dram_addr", "dram_stride", "rows", "words", "buf_addr",
                    "row_step", "word_step", "q_base", "lanes"),
     Opcode.RUN: ("m", "k", "n", "accumulate", "a_stride", "x_base", "y_base", "o_base", "window"),
