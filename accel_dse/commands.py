@@ -20,6 +20,7 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
     LOAD     buffer [6, 8)   dram_addr [32, 64)   dram_stride [64, 96)   rows [96, 112)
     STORE    words [112, 128)   buf_addr [128, 160)   row_step [160, 192)   word_step [192, 224)
              lanes [240, 256)   STORE only: requant [8]   q_by_row [9]   q_base [224, 240)
+             LOAD only: slide [10]
     RUN      m [32, 64)   k [64, 96)   n [96, 128)   accumulate [128]   a_stride [136, 160)
              x_base [160, 192)   y_base [192, 224)   o_base [224, 256)
     MOVE     dst_word_step [10, 31)   dst_addr [32, 64)   dst_row_step [64, 96)   rows, words,
@@ -29,7 +30,8 @@ Bit fields (``lsb``, ``width``) of a command, low bits first; fields not listed 
              out_w [64, 80)
              stride_w [80, 84)   dilation_w [84, 88)   kw [88, 92)   pad_top [96, 104)   pad_left [104, 112)
              cblocks [112, 128)   origin [128, 160)   px_step [160, 176)   row_step_w [176, 208)
-             kx_step [208, 224)   ky_step [224, 256)   (pad_top, pad_left, origin: two's complement)
+             kx_step [208, 224)   ky_step [224, 256)   pack [92, 96)
+             (pad_top, pad_left, origin: two's complement)
     VECTOR   vkind [8, 12)   vcolmajor [12]   vsrc [32, 64)   vsrc2 [64, 96)   vdst [96, 128)   vrows [128, 144)
              vqrows [144, 160)   vwords [160, 184)   vn [192, 216)
              the NEXT slot: its parameter block, vp0 .. vp7 (32 bits each, two's complement) [32 i, 32 i + 32)
@@ -50,6 +52,9 @@ word are 4-bit two's complement, two a byte, lane ``2i`` in the low nibble of by
 ``2i + 1`` in the high one; a ``LOAD`` sign-extends each into its 8-bit buffer lane, a
 requantising ``STORE`` keeps the low nibble of each output lane (the output stage saturates
 int4 outputs to [-8, 7]), so the word is ``lanes / 2`` bytes in DRAM.
+A ``LOAD`` with ``slide`` is a sliding load (tap packing): each word it writes is the last
+``max_beats`` beats the DMA received (its narrow words side by side, oldest in the low lanes),
+``rtl_gen.soc.dma``; the window's ``pack`` reads such words.
 ``dram_addr`` and ``dram_stride`` must be multiples of the AXI data width, and ``lanes`` at most
 the word's lanes with ``lanes * dram_lane_bytes`` a whole number of AXI beats (``ERROR_DRAM``
 otherwise: :func:`transfer_beats`), every word address below the buffer's depth (``ERROR_BUFFER``).
@@ -84,6 +89,13 @@ stride_h * in_w * cw``, ``kx_step = dilation_w * cw`` and ``ky_step = dilation_h
 the stream's output rows are ``image_rows`` an image (``oy`` above counts within the image, the
 padding check too), and image ``b``'s words lie ``b * image_rows * row_step_w`` words past the
 first's (its band ``image_rows * stride_h`` input rows further on); 0: one image.
+A nonzero ``pack`` packs ``T = 2 ** pack`` taps of a kernel row in one word (tap packing,
+``perf_model.compiler.conv_pack``): the band's word of pixel ``ix`` holds the pixels ``ix .. ix +
+T - 1`` of its row, lane group ``t`` (``R / T`` lanes) pixel ``ix + t``; a row-fold's ``kx`` is then
+a group of ``T`` taps (the compiler sets ``kw`` to the groups, ``dilation_w = kx_step = T``) and
+the pad check is per lane group: group ``t`` is zero when ``ix + t`` is outside ``[0, in_w)``, and
+no word is read when every group is. The generator has ``max_groups`` group checks (a design
+parameter; groups above it are never packed).
 A word address outside the ifmap stops the program with
 ``ERROR_WINDOW`` (the word is not read), as does a ``WINDOW`` with a zero stride, dilation,
 ``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w``.
@@ -187,7 +199,8 @@ class Buffer:
 #: ``name -> (lsb, width)`` of every field (see the module docstring).
 FIELDS: dict[str, tuple[int, int]] = {
     "opcode": (0, 4), "wait_dma": (4, 1), "wait_run": (5, 1), "buffer": (6, 2), "requant": (8, 1),
-    "q_by_row": (9, 1), "lanes": (240, 16), "dram_addr": (32, 32), "dram_stride": (64, 32), "rows": (96, 16),
+    "q_by_row": (9, 1), "slide": (10, 1), "lanes": (240, 16),
+    "dram_addr": (32, 32), "dram_stride": (64, 32), "rows": (96, 16),
     "words": (112, 16),
     "buf_addr": (128, 32), "row_step": (160, 32), "word_step": (192, 32), "q_base": (224, 16),
     "m": (32, 32), "k": (64, 32), "n": (96, 32), "accumulate": (128, 1), "x_base": (160, 32),
@@ -200,7 +213,7 @@ FIELDS: dict[str, tuple[int, int]] = {
     "window": (6, 1), "stride_h": (8, 4), "dilation_h": (12, 4), "in_w": (32, 16), "in_h": (48, 16),
     "out_w": (64, 16), "stride_w": (80, 4), "dilation_w": (84, 4),
     "kw": (88, 4), "image_rows": (16, 15), "pad_top": (96, 8), "pad_left": (104, 8), "cblocks": (112, 16),
-    "origin": (128, 32),
+    "origin": (128, 32), "pack": (92, 4),
     "px_step": (160, 16), "row_step_w": (176, 32), "kx_step": (208, 16), "ky_step": (224, 32),
 }
 
@@ -210,14 +223,14 @@ SIGNED_WINDOW_FIELDS = ("pad_top", "pad_left", "origin")
 #: The fields of a ``WINDOW`` command, in the order the RTL latches them.
 WINDOW_FIELDS = ("in_w", "in_h", "out_w", "stride_h", "stride_w", "dilation_h", "dilation_w", "kw", "pad_top",
                  "pad_left", "cblocks", "origin",
-                 "px_step", "row_step_w", "kx_step", "ky_step", "image_rows")
+                 "px_step", "row_step_w", "kx_step", "ky_step", "image_rows", "pack")
 
 #: The fields of a ``VECTOR`` command (its parameter block is the next slot: ``vp0`` .. ``vp7``).
 VECTOR_FIELDS = ("vkind", "vcolmajor", "vsrc", "vsrc2", "vdst", "vrows", "vwords", "vn", "vqrows")
 
 _PER_OP = {
     Opcode.LOAD: ("buffer", "dram_addr", "dram_stride", "rows", "words", "buf_addr", "row_step", "word_step",
-                  "lanes"),
+                  "lanes", "slide"),
     Opcode.STORE: ("buffer", "requant", "q_by_row", "dram_addr", "dram_stride", "rows", "words", "buf_addr",
                    "row_step", "word_step", "q_base", "lanes"),
     Opcode.RUN: ("m", "k", "n", "accumulate", "a_stride", "x_base", "y_base", "o_base", "window"),

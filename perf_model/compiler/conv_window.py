@@ -31,6 +31,11 @@ class ConvWindow:
         cblocks: channel words a tap reads (row-folds per tap).
         image_rows: output rows an image when the run streams several images (their bands one
             after the other, ``image_rows * stride_h`` input rows apart), 0 for one image.
+        pack: ``log2`` of the taps of a kernel row packed in one word (``T = 2 ** pack``; 0: one
+            tap a word). Packed, ``kw`` counts groups of ``T`` taps, ``dilation_w`` is ``T``, a
+            pixel is one word (``cw == cblocks == 1``) and the word of group start ``ix`` is the
+            band's word ``ix + T - 1`` of its row (``perf_model.compiler.conv_pack``: the DMA's
+            sliding load writes it when pixel ``ix + T - 1`` arrives).
     """
 
     in_w: int
@@ -46,6 +51,12 @@ class ConvWindow:
     cw: int
     cblocks: int
     image_rows: int = 0
+    pack: int = 0
+
+    @property
+    def taps_per_word(self) -> int:
+        """``T``: taps of a kernel row in one word (1 unpacked)."""
+        return 1 << self.pack
 
     @property
     def fields(self) -> dict[str, int]:
@@ -54,9 +65,11 @@ class ConvWindow:
         return {"in_w": self.in_w, "in_h": self.in_h, "out_w": self.out_w, "stride_h": self.stride_h,
                 "stride_w": self.stride_w, "dilation_h": self.dilation_h, "dilation_w": self.dilation_w,
                 "kw": self.kw, "pad_top": self.pad_top, "pad_left": self.pad_left, "cblocks": self.cblocks,
-                "origin": -(self.pad_top * self.in_w + self.pad_left) * cw, "px_step": self.stride_w * cw,
+                "origin": -(self.pad_top * self.in_w + self.pad_left) * cw + (self.taps_per_word - 1) * cw,
+                "px_step": self.stride_w * cw,
                 "row_step_w": self.stride_h * self.in_w * cw, "kx_step": self.dilation_w * cw,
-                "ky_step": self.dilation_h * self.in_w * cw, "image_rows": self.image_rows}
+                "ky_step": self.dilation_h * self.in_w * cw, "image_rows": self.image_rows,
+                "pack": self.pack}
 
     def check(self, what: str) -> None:
         """Raise ``ModelError`` naming ``what`` and the field when a field does not fit its encoding."""
@@ -76,18 +89,33 @@ class ConvWindow:
             fields[name] &= (1 << FIELDS[name][1]) - 1
         return Command.make(Opcode.WINDOW, **fields)
 
-    def read(self, fold: int, s: int) -> int | None:
-        """The word (relative to the run's ``x_base``) row-fold ``fold`` reads for streamed row ``s``,
-        or ``None`` for a pad."""
+    def _pixel(self, fold: int, s: int) -> tuple[int, int, int, int]:
+        """``(image, iy, ix, cb)`` row-fold ``fold`` reads for streamed row ``s`` (``ix``: the first
+        tap's pixel of a packed group)."""
         tap, cb = divmod(fold, self.cblocks)
         ky, kx = divmod(tap, self.kw)
         oy, ox = divmod(s, self.out_w)
         image, oy = divmod(oy, self.image_rows) if self.image_rows else (0, oy)
         iy = oy * self.stride_h + ky * self.dilation_h - self.pad_top
         ix = ox * self.stride_w + kx * self.dilation_w - self.pad_left
-        if not (0 <= iy < self.in_h and 0 <= ix < self.in_w):
+        return image, iy, ix, cb
+
+    def groups(self, fold: int, s: int) -> int:
+        """The lane groups (bit ``t``: group ``t``, ``T`` groups) the read of row-fold ``fold`` for
+        streamed row ``s`` keeps; the others are zero (pads). Unpacked: 1 or 0."""
+        _, iy, ix, _ = self._pixel(fold, s)
+        if not 0 <= iy < self.in_h:
+            return 0
+        return sum(1 << t for t in range(self.taps_per_word) if 0 <= ix + t < self.in_w)
+
+    def read(self, fold: int, s: int) -> int | None:
+        """The word (relative to the run's ``x_base``) row-fold ``fold`` reads for streamed row ``s``,
+        or ``None`` for a pad (every lane group a pad, :meth:`groups`)."""
+        if not self.groups(fold, s):
             return None
-        return ((image * self.image_rows * self.stride_h + iy) * self.in_w + ix) * self.cw + cb
+        image, iy, ix, cb = self._pixel(fold, s)
+        return (((image * self.image_rows * self.stride_h + iy) * self.in_w + ix) * self.cw + cb
+                + (self.taps_per_word - 1) * self.cw)
 
     def reads(self, row_folds: int, col_folds: int, m: int) -> list[int | None]:
         """Every read of a run of ``row_folds x col_folds`` folds streaming ``m`` rows, in order."""

@@ -20,15 +20,21 @@ its tap ``(iy0, ix0)`` and the word of its tap; the stream keeps ``ox``, ``(iy, 
 words of the pixel and of its output row's first pixel, and with a nonzero ``image_rows`` (several
 images in one run) the output row within the image, ``iy`` going back to the fold's first row at
 each image while the words run on (the images' bands lie one after the other).
+
+Tap packing (``pack``, ``perf_model.compiler.conv_pack``): ``groups`` has a bit per lane group
+(``max_groups`` of them, a parameter: 1 builds the unpacked generator, one check), group ``t``
+kept when its pixel ``ix + t`` is inside the row (``t`` below ``T = 2 ** pack``); ``pad`` when none
+is. The addresses need nothing new: the compiler puts the packed word's offset in ``origin``.
 """
 
 from __future__ import annotations
 
-from amaranth import Module, Signal, signed
+from amaranth import Cat, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS
+from accel_dse.errors import ConfigError
 
 __all__ = ["ConvAddressGenerator", "ADDR_BITS", "COORD_BITS"]
 
@@ -40,14 +46,18 @@ COORD_BITS = 24
 
 class ConvAddressGenerator(wiring.Component):
     """See the module docstring. Ports: one input per ``WINDOW`` field (``origin`` signed),
-    ``start``, ``latch``, ``advance``, ``wrap``, ``step``; outputs ``addr`` (signed) and ``pad``."""
+    ``start``, ``latch``, ``advance``, ``wrap``, ``step``; outputs ``addr`` (signed), ``pad`` and
+    ``groups`` (``max_groups`` bits: the lane groups kept, a power of two up to ``2 ** 15``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_groups: int = 1) -> None:
+        if max_groups < 1 or max_groups & (max_groups - 1) or max_groups > 1 << ((1 << FIELDS["pack"][1]) - 1):
+            raise ConfigError(f"max_groups must be a power of two up to 2 ** 15, not {max_groups}")
+        self.max_groups = max_groups
         ports = {name: In(signed(FIELDS[name][1]) if name in SIGNED_WINDOW_FIELDS else FIELDS[name][1])
                  for name in WINDOW_FIELDS}
         super().__init__({
             **ports, "start": In(1), "latch": In(1), "advance": In(1), "wrap": In(1), "step": In(1),
-            "addr": Out(signed(ADDR_BITS)), "pad": Out(1),
+            "addr": Out(signed(ADDR_BITS)), "pad": Out(1), "groups": Out(max_groups),
         })
 
     def elaborate(self, platform: object) -> Module:
@@ -106,8 +116,11 @@ class ConvAddressGenerator(wiring.Component):
                     m.d.sync += [oy.eq(oy + 1), iy.eq(iy + f["stride_h"])]
             with m.Else():
                 m.d.sync += [ox.eq(ox + 1), ix.eq(ix + f["stride_w"]), px_word.eq(px_word + f["px_step"])]
-        m.d.comb += [
-            self.addr.eq(px_word),
-            self.pad.eq((iy < 0) | (iy >= f["in_h"]) | (ix < 0) | (ix >= f["in_w"])),
-        ]
+        row_ok = (iy >= 0) & (iy < f["in_h"])
+        if self.max_groups == 1:
+            m.d.comb += self.groups.eq(row_ok & (ix >= 0) & (ix < f["in_w"]))
+        else:  # group t: pixel ix + t inside the row, t below T = 2 ** pack
+            m.d.comb += self.groups.eq(Cat(*(row_ok & (f["pack"] >= t.bit_length()) & (ix >= -t)
+                                             & (ix < f["in_w"] - t) for t in range(self.max_groups))))
+        m.d.comb += [self.addr.eq(px_word), self.pad.eq(self.groups == 0)]
         return m

@@ -7,6 +7,11 @@ beats in DRAM (lane bytes of ``accel_dse.commands.dram_lane_bytes``); the top co
 DRAM words and buffer words by wiring. A transfer of fewer ``beats`` than
 ``max_beats`` moves a word's first beats (its first lanes: a narrow word, ``accel_dse.commands``'s
 ``lanes``); a load writes the rest of the word as zero, a store never sends it.
+A sliding load (``slide``, loads only; tap packing, ``perf_model.compiler.conv_pack``) shifts
+each beat it receives into its word register, oldest beat out, and writes the last
+``slide_beats`` beats received (the ifmap word's beats) as each word completes: narrow words of
+``beats`` beats arrive and the word written holds the last ``slide_beats / beats`` of them,
+oldest in the low lanes. Same timing.
 :class:`DmaLoad` drives the read channels (AR, R),
 :class:`DmaStore` the write channels (AW, W, B), so the two halves of the bus never conflict.
 Both keep up to ``outstanding`` bursts in flight.
@@ -115,11 +120,16 @@ class _Transfer(wiring.Component):
 class DmaLoad(_Transfer):
     """DRAM -> buffer (see the module docstring). ``word_we``/``word_addr``/``word``: the buffer write."""
 
-    def __init__(self, *, data_bytes: int, max_beats: int, outstanding: int, buf_addr_bits: int) -> None:
+    def __init__(self, *, data_bytes: int, max_beats: int, outstanding: int, buf_addr_bits: int,
+                 slide_beats: int = 0) -> None:
+        if not 0 <= slide_beats <= max_beats:
+            raise ConfigError(f"slide_beats must be in 0 .. {max_beats} (0: max_beats), not {slide_beats}")
+        self.slide_beats = slide_beats or max_beats
         read = axi4_channels(data_bytes, "read")
         super().__init__(data_bytes=data_bytes, max_beats=max_beats, outstanding=outstanding,
                          buf_addr_bits=buf_addr_bits,
-                         extra={"word_we": Out(1), "word": Out(8 * data_bytes * max_beats), **read})
+                         extra={"word_we": Out(1), "word": Out(8 * data_bytes * max_beats), "slide": In(1),
+                                **read})
 
     def elaborate(self, platform: object) -> Module:
         m = Module()
@@ -146,14 +156,18 @@ class DmaLoad(_Transfer):
                  for i in range(self.max_beats)]
         # A narrow word (fewer beats than the widest): the beats it does not have are zero lanes.
         lanes = [slot if i == 0 else Mux(beats > i, slot, 0) for i, slot in enumerate(slots)]
-        m.d.comb += [self.word.eq(Cat(*lanes)), self.word_we.eq(word_done & ~err)]
+        # A sliding load: the register shifts a beat in per beat (the word is its last beats).
+        slide = Signal()
+        slid = Cat(partial[beat_bits:self.slide_beats * beat_bits], self.rdata)
+        m.d.comb += [self.word.eq(Mux(slide, slid, Cat(*lanes))), self.word_we.eq(word_done & ~err)]
         with m.If(taken):
-            m.d.sync += partial.eq(Cat(*slots))
+            m.d.sync += partial.eq(Mux(slide, slid, Cat(*slots)))
             m.d.sync += beat.eq(Mux(beat == beats - 1, 0, beat + 1))
             with m.If(self.rresp != 0):
                 m.d.sync += [err.eq(1), self.axi_error.eq(1)]
         with m.If(self.start & ~self.busy):
-            m.d.sync += [self.busy.eq(1), beats.eq(self.beats), beat.eq(0), err.eq(0), self.axi_error.eq(0)]
+            m.d.sync += [self.busy.eq(1), beats.eq(self.beats), beat.eq(0), err.eq(0), self.axi_error.eq(0),
+                         slide.eq(self.slide)]
             with m.If((self.rows == 0) | (self.words == 0)):
                 m.d.sync += self.busy.eq(0)
         with m.Elif(self.busy):

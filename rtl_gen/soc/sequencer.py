@@ -132,7 +132,7 @@ class Sequencer(wiring.Component):
             "busy": Out(1), "done": Out(1), "error": Out(1), "error_code": Out(4), "error_pc": Out(32),
             "sdc_event": In(1), "sdc_stop": In(1), "sdc_count": Out(32), "sdc_pc": Out(32),
             "cycles_total": Out(COUNTER_BITS), "cycles_compute": Out(COUNTER_BITS), "cycles_stall": Out(COUNTER_BITS),
-            "ld": Out(wiring.Signature(transfer)),
+            "ld": Out(wiring.Signature({**transfer, "slide": Out(1)})),
             "st": Out(wiring.Signature({**transfer, "requant": Out(1), "q_by_row": Out(1)})),
             "fetching": Out(1), "buffer": Out(2), "q_base": Out(16),
             "cmd_we": In(1), "cmd_addr": In(buf_addr_bits), "cmd_data": In(8 * data_bytes * max_beats),
@@ -294,7 +294,7 @@ class Sequencer(wiring.Component):
             self.ld.addr.eq(_field(cmd, "dram_addr")), self.ld.stride.eq(_field(cmd, "dram_stride")),
             self.ld.rows.eq(rows), self.ld.words.eq(words), self.ld.buf_addr.eq(_field(cmd, "buf_addr")),
             self.ld.row_step.eq(_field(cmd, "row_step")), self.ld.word_step.eq(_field(cmd, "word_step")),
-            self.ld.beats.eq(load_beats),
+            self.ld.beats.eq(load_beats), self.ld.slide.eq(_field(cmd, "slide")),
             self.st.addr.eq(_field(cmd, "dram_addr")), self.st.stride.eq(_field(cmd, "dram_stride")),
             self.st.rows.eq(rows), self.st.words.eq(words), self.st.buf_addr.eq(_field(cmd, "buf_addr")),
             self.st.row_step.eq(_field(cmd, "row_step")), self.st.word_step.eq(_field(cmd, "word_step")),
@@ -336,7 +336,7 @@ class Sequencer(wiring.Component):
             with m.State("FETCH"):
                 m.d.comb += [self.fetching.eq(1), self.ld.start.eq(1), self.ld.addr.eq(self.queue_base[:ADDR_BITS]),
                              self.ld.rows.eq(Mux(length == 0, 0, 1)), self.ld.words.eq((length + per - 1) >> sel),
-                             self.ld.beats.eq(self.cmd_beats), self.ld.word_step.eq(1)]
+                             self.ld.beats.eq(self.cmd_beats), self.ld.word_step.eq(1), self.ld.slide.eq(0)]
                 m.next = "FETCH_WAIT"
             with m.State("FETCH_WAIT"):
                 m.d.comb += self.fetching.eq(1)

@@ -130,7 +130,7 @@ class AxiAccelerator(wiring.Component):
         addr_bits = max(lay.host_addr_bits, 16)
         common = {"data_bytes": self.data_bytes, "max_beats": self.max_beats, "outstanding": self.outstanding,
                   "buf_addr_bits": addr_bits}
-        m.submodules.dma_load = ld = DmaLoad(**common)
+        m.submodules.dma_load = ld = DmaLoad(**common, slide_beats=b["ifmap"])
         m.submodules.dma_store = st = DmaStore(**common, latencies=STORE_LATENCIES)
         depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
         m.submodules.seq = seq = Sequencer(
@@ -172,7 +172,7 @@ class AxiAccelerator(wiring.Component):
             for name in ("start", "addr", "stride", "rows", "words", "beats", "buf_addr", "row_step", "word_step"):
                 m.d.comb += getattr(engine, name).eq(getattr(ctl, name))
             m.d.comb += [ctl.busy.eq(engine.busy), ctl.axi_error.eq(engine.axi_error)]
-        m.d.comb += [st.requant.eq(seq.st.requant), st.q_by_row.eq(seq.st.q_by_row)]
+        m.d.comb += [st.requant.eq(seq.st.requant), st.q_by_row.eq(seq.st.q_by_row), ld.slide.eq(seq.ld.slide)]
         for name in ("start", *MOVE_FIELDS):
             m.d.comb += getattr(mv, name).eq(getattr(seq.mv, name))
         m.d.comb += seq.mv.busy.eq(mv.busy)
@@ -271,7 +271,7 @@ def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], 
            "ifmap_depth": lay.ifmap.depth, "weight_depth": lay.weight.depth, "ofmap_depth": lay.ofmap.depth,
            "queue_depth": QUEUE_DEPTH}
     return [
-        ("dma_load", common, lambda: DmaLoad(**common)),
+        ("dma_load", common, lambda: DmaLoad(**common, slide_beats=b["ifmap"])),
         ("dma_store", {**common, "latencies": STORE_LATENCIES},
          lambda: DmaStore(**common, latencies=STORE_LATENCIES)),
         ("move", move, lambda: MoveEngine(**move)),

@@ -32,8 +32,8 @@ def _random_window(rng: random.Random) -> tuple[ConvWindow, int, int, int]:
     return win, kh * kw * cblocks, rng.randint(1, 2), m
 
 
-def _check(cases: list[tuple[ConvWindow, int, int, int]], seed: int) -> int:
-    dut = ConvAddressGenerator()
+def _check(cases: list[tuple[ConvWindow, int, int, int]], seed: int, max_groups: int = 1) -> int:
+    dut = ConvAddressGenerator(max_groups=max_groups)
     rng = random.Random(seed)
     checked = [0]
 
@@ -62,6 +62,7 @@ def _check(cases: list[tuple[ConvWindow, int, int, int]], seed: int) -> int:
                         assert pad == (want is None), (win, f, s)
                         if want is not None:
                             assert ctx.get(dut.addr) == want, (win, f, s)
+                        assert ctx.get(dut.groups) == win.groups(f, s), (win, f, s)
                         checked[0] += 1
                         while rng.random() < 0.2:  # a cycle without a read keeps the place
                             await ctx.tick()
@@ -117,3 +118,35 @@ def test_the_address_generator_walks_random_multi_image_windows_like_the_referen
         win = dataclasses.replace(win, image_rows=rows, in_h=min(win.in_h, rows * win.stride_h))
         cases.append((win, row_folds, col_folds, rng.randint(1, images * rows * win.out_w)))
     assert _check(cases, seed) > 500
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_the_address_generator_walks_random_packed_windows_like_the_reference(seed):
+    # Tap packing: T = 2 ** pack taps a word, the lane groups kept per read (conv_pack).
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(30):
+        win, _, col_folds, m = _random_window(rng)
+        pack = rng.randint(0, 3)
+        kw = rng.choice([1, 3, 5, 7])
+        win = dataclasses.replace(win, pack=pack, dilation_w=1 << pack, kw=-(-kw // (1 << pack)), cw=1, cblocks=1,
+                                  pad_left=rng.randint(-1, 4))
+        cases.append((win, rng.randint(1, 3) * win.kw, col_folds, m))
+    assert _check(cases, seed, max_groups=8) > 500
+
+
+def test_a_generator_with_fewer_group_checks_than_the_window_packs_differs_from_the_reference():
+    # 4 taps a word on a generator built for 2 groups: groups 2 and 3 are never kept.
+    win = ConvWindow(in_w=6, in_h=2, out_w=6, stride_h=1, stride_w=1, dilation_h=1, dilation_w=4, kw=1, pad_top=0,
+                     pad_left=1, cw=1, cblocks=1, pack=2)
+    with pytest.raises(AssertionError):
+        _check([(win, 2, 1, 6)], 0, max_groups=2)
+    _check([(win, 2, 1, 6)], 0, max_groups=4)
+
+
+@pytest.mark.filterwarnings("ignore:.*created but never used")
+def test_the_generator_refuses_a_group_count_that_is_not_a_power_of_two():
+    from accel_dse.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="max_groups must be a power of two"):
+        ConvAddressGenerator(max_groups=3)

@@ -1,0 +1,78 @@
+"""Tap packing's layout (``perf_model.compiler.conv_pack``): the sliding load, the packed window and
+the packed weights compute the conv bit-exactly against ``lax.conv_general_dilated``."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from perf_model.compiler.conv_pack import packed_conv, packed_window, slide
+
+
+def _reference(x: np.ndarray, w: np.ndarray, stride: tuple[int, int], pads: tuple[tuple[int, int], ...],
+               dilation_h: int) -> np.ndarray:
+    out = lax.conv_general_dilated(jnp.asarray(x[None], jnp.int8), jnp.asarray(w, jnp.int8), stride, pads,
+                                   rhs_dilation=(dilation_h, 1), dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                   preferred_element_type=jnp.int32)
+    return np.asarray(out[0]).astype(np.int64)
+
+
+def _case(rng: np.random.Generator, *, taps: int, lanes: int, rows: int, c_in: int, k: int, stride: int,
+          pads: tuple[tuple[int, int], tuple[int, int]], dilation_h: int = 1, shift: int = 0) -> tuple[np.ndarray, ...]:
+    h, w_in = int(rng.integers(k, 9)), int(rng.integers(k, 10))
+    x = rng.integers(-128, 128, (h, w_in, c_in))
+    w = rng.integers(-128, 128, (k, k, c_in, int(rng.integers(1, 5))))
+    want = _reference(x, w, (stride, stride), pads, dilation_h)
+    # What the register held before the band and the pixels read past it: not zero, so a lane
+    # group the mask should drop but keeps changes the sums.
+    prior = rng.integers(-128, 128, (taps - 1, lanes))
+    tail = rng.integers(-128, 128, (taps - 1, lanes))
+    got = packed_conv(x, w, stride=(stride, stride), pad=(pads[0][0], pads[1][0]), out_hw=want.shape[:2],
+                      dilation_h=dilation_h, taps=taps, lanes=lanes, rows=rows, prior=prior, tail=tail,
+                      origin_shift=shift)
+    return got, want
+
+
+def test_the_sliding_load_puts_pixel_ix_plus_t_in_lane_group_t():
+    px = np.arange(1, 6)[:, None] * np.array([[1, 10]])  # pixel p: lanes (p, 10 p)
+    words = slide(px, 3)
+    assert words.shape == (5, 6)
+    assert words[4].tolist() == [3, 30, 4, 40, 5, 50]  # word q: pixels q - 2 .. q
+    assert words[0].tolist() == [0, 0, 0, 0, 1, 10]
+
+
+@pytest.mark.parametrize("k,stride,pads,c_in,taps,lanes,rows,dil", [
+    (3, 1, ((1, 1), (1, 1)), 2, 4, 2, 8, 1),     # SAME 3x3, 2 channels, 4 taps a word
+    (3, 2, ((1, 1), (1, 1)), 3, 2, 4, 8, 1),     # stride 2, 3 channels
+    (7, 2, ((3, 3), (3, 3)), 3, 4, 4, 16, 1),    # the stem's 7x7/2
+    (5, 1, ((1, 3), (2, 0)), 2, 4, 2, 8, 1),     # asymmetric padding
+    (1, 1, ((0, 0), (0, 0)), 3, 2, 4, 8, 1),     # 1x1: one tap, a group with an empty half
+    (3, 1, ((2, 2), (1, 1)), 4, 2, 4, 8, 2),     # dilation along y
+    (3, 1, ((0, 0), (0, 0)), 4, 2, 4, 8, 1),     # valid (no padding)
+])
+def test_a_packed_conv_is_bit_exact(k, stride, pads, c_in, taps, lanes, rows, dil):
+    rng = np.random.default_rng(k * 100 + stride * 10 + c_in)
+    for _ in range(3):
+        got, want = _case(rng, taps=taps, lanes=lanes, rows=rows, c_in=c_in, k=k, stride=stride, pads=pads,
+                          dilation_h=dil)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shift", [-1, 1])
+def test_a_packed_word_read_one_word_off_fails(shift):
+    rng = np.random.default_rng(7)
+    got, want = _case(rng, taps=4, lanes=2, rows=8, c_in=2, k=3, stride=1, pads=((1, 1), (1, 1)), shift=shift)
+    assert not np.array_equal(got, want)
+
+
+def test_the_group_mask_drops_the_lanes_past_the_row_and_before_it():
+    win = packed_window(in_h=2, in_w=5, out_w=5, kw=3, stride=(1, 1), dilation_h=1, pad=(1, 1), taps=4)
+    assert win.fields["origin"] == -(1 * 5 + 1) + 3  # the packed word's offset T - 1 in the origin
+    # row-fold 1 (ky = 1), output pixel (0, 0): pixels -1 .. 2 of band row 0, group 0 a pad
+    assert win.groups(1, 0) == 0b1110
+    assert win.read(1, 0) == 0 * 5 - 1 + 3
+    # output pixel (0, 4): pixels 3 .. 6, groups 2 and 3 past the row
+    assert win.groups(1, 4) == 0b0011
+    assert win.groups(0, 0) == 0 and win.read(0, 0) is None  # ky = 0 of output row 0: the top pad
