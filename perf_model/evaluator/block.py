@@ -38,7 +38,7 @@ from perf_model.physical.area import AreaCoefficients, design_area_mm2
 from perf_model.physical.checksum import BUILD_REASON, builds, checksum_pj_per_mac, output_check_pj
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
-from perf_model.physical.format_cost import format_energy_ratio
+from perf_model.physical.format_cost import format_energy_ratio, pe_cell_codes
 from perf_model.physical.output_stage import output_stage_pj
 from perf_model.physical.technology import nominal_vdd, supply_voltage
 
@@ -217,7 +217,8 @@ def evaluate_block(
             feasible[e] = True
         for e in convs.infeasible:
             feasible[e] = False
-    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered, d.weight_format)
+    cells = pe_cell_codes(d.weight_format, d.act_format, d.pack_int4)  # the PE's format (int4 PE: pack_int4 W4A4)
+    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered, cells)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     clock_ok = d.clock_mhz <= f_max
     vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
@@ -241,7 +242,7 @@ def evaluate_block(
     bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
     sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
     area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
-                               d.shadow_stationary, d.double_buffered, d.checksum, d.weight_format)
+                               d.shadow_stationary, d.double_buffered, d.checksum, cells)
     latency = total / rep(d.clock_mhz * 1e6)
     # The stationary column chain, per PE and fold: plain, R shifts (the WS/IS load, the OS
     # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on

@@ -473,8 +473,9 @@ def design_area_mm2(
         shadow: ``shadow_stationary`` per design.
         double_buffered: ``double_buffered`` per design.
         checksum: ``checksum`` codes per design (``perf_model.physical.checksum``: its unit's area).
-        weight_format: format codes per design: a float format's PE and output lane are its
-            Yosys fits (``perf_model.physical.format_cost``), plus the integer model's shadow flops.
+        weight_format: PE cell codes per design (``format_cost.pe_cell_codes``): a float format's
+            PE and output lane, or the int4 PE, are their Yosys fits
+            (``perf_model.physical.format_cost``), plus the integer model's shadow flops.
     """
     k = coefficients or area_coefficients()
     df = np.asarray(dataflow)
@@ -484,7 +485,7 @@ def design_area_mm2(
     skew_bits, line_bits = skew_register_bits(rows, cols, df, input_bits, acc_bits, kib, sh, double_buffered)
     sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
     fmt = format_cost(weight_format, df, acc_bits)
-    lane = np.where(fmt.is_float, fmt.lane_um2, lane_um2(input_bits, acc_bits))
+    lane = np.where(fmt.has_lane, fmt.lane_um2, lane_um2(input_bits, acc_bits))
     output_stage = C * lane + qparam_bits(input_bits) * k.sram_um2_per_bit()
     memory_system = (memory_system_logic_um2(_dma_word_bits(rows, cols, df, input_bits, acc_bits))
                      + QUEUE_BITS * k.sram_um2_per_bit())

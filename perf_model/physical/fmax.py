@@ -44,7 +44,7 @@ import numpy as np
 from perf_model import timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.physical import fmax_fit as fit
-from perf_model.physical.format_cost import format_cost
+from perf_model.physical.format_cost import format_cost, pe_cell_codes
 from perf_model.physical.technology import fo4_ps
 
 __all__ = ["STAGES", "SEQUENCING_FO4", "stage_depths_fo4", "fmax_mhz", "fo4_ps", "pe_depth_fo4",
@@ -92,8 +92,8 @@ def stage_depths_fo4(dataflow: Any, input_bits: Any, acc_bits: Any, kib: tuple[A
     bank = largest / np.where(double_buffered, 2.0, 1.0)
     fmt = format_cost(weight_format, dataflow, ab)
     return np.stack(np.broadcast_arrays(
-        np.where(fmt.is_float, fmt.pe_fo4, pe_depth_fo4(ib, ab, dataflow)),
-        np.where(fmt.is_float, fmt.output_fo4, output_stage_depth_fo4(ib, ab)),
+        np.where(fmt.has_lane, fmt.pe_fo4, pe_depth_fo4(ib, ab, dataflow)),  # int4 PE: the integer depth
+        np.where(fmt.has_lane, fmt.output_fo4, output_stage_depth_fo4(ib, ab)),
         _CTRL[np.asarray(dataflow, dtype=np.int64)], sram_depth_fo4(bank)))
 
 
@@ -126,7 +126,8 @@ def design_fmax(config: Any) -> dict[str, Any]:
     """
     d = DesignArrays.from_configs([config])
     kib = (d.ifmap_sram_kib, d.weight_sram_kib, d.ofmap_sram_kib)
-    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered, d.weight_format)
+    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered,
+                              pe_cell_codes(d.weight_format, d.act_format, d.pack_int4))
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     unit = float(fo4_ps(config.tech_nm))
 

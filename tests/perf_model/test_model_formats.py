@@ -88,3 +88,36 @@ def test_bf16_cost_is_the_yosys_measurement_of_its_cells():
     assert points[("bf16", "ws", 32)][0] > points[("int16", "ws", 32)][0]  # a float32 multiply-add is bigger
     fmax = design_fmax(ArrayConfig(rows=4, cols=4, input_bits=16, acc_bits=32, clock_mhz=100, **BF16))
     assert fmax["stages"]["pe"]["fo4"] == pytest.approx(points[("bf16", "ws", 32)][1])
+
+
+W4A4 = {"weight_format": "int4", "act_format": "int4"}
+
+
+def test_the_int4_pe_cost_is_the_yosys_fit_of_its_cells_with_pack_int4_only():
+    """A pack_int4 W4A4 design's PEs are the int4 PE's Yosys line (a 4x4 multiplier), checked out of
+    sample; its output lanes stay the integer requantiser; W4A4 without pack_int4 and W4A8 packed
+    keep the 8-bit PE's cost (their PE is the 8-bit one)."""
+    from perf_model.physical import format_fit
+    from perf_model.physical.fmax import design_fmax
+
+    def area(**fields: object) -> float:
+        design = ArrayConfig(rows=4, cols=4, acc_bits=32, clock_mhz=500, shadow_stationary=False, **fields)
+        wl = Workload(name="one", ops=(Gemm(m=8, k=64, n=8, name="g"),), counts=(1,))
+        return perf_model.evaluate(design, wl).total["area_mm2"]
+
+    plain = area()
+    assert area(**W4A4) == plain and area(weight_format="int4", act_format="int8", pack_int4=True) == plain
+    points = {(f, u, ab): (a, fo4) for f, u, ab, a, fo4 in format_fit.POINTS}
+    c0, c1 = format_fit.AREA_UM2["int4"]["ws"]
+    assert c0 + c1 * 32 == pytest.approx(points[("int4", "ws", 32)][0], rel=0.10)  # 32: a checked point
+    int_pe = float(perf_model.area_coefficients().pe_um2(8, 32, 0))
+    want = 16 * (c0 + c1 * 32 - int_pe)  # 16 PEs; the lanes unchanged
+    assert (area(**W4A4, pack_int4=True) - plain) * 1e6 == pytest.approx(want, rel=1e-9)
+    assert points[("int4", "ws", 32)][0] < points[("int8", "ws", 32)][0]  # a 4x4 multiplier is smaller
+    assert max(format_fit.CHECK_ERROR["int4"].values()) <= 0.10
+    # depth: the integer PE's, a bound on every measured int4 point (Yosys' depth is noisy in acc_bits)
+    fmax = design_fmax(ArrayConfig(rows=4, cols=4, acc_bits=32, pack_int4=True, **W4A4))
+    assert fmax["stages"]["pe"]["fo4"] == design_fmax(ArrayConfig(rows=4, cols=4, acc_bits=32))["stages"]["pe"]["fo4"]
+    for (f, unit, ab), (_, fo4) in points.items():
+        if f == "int4" and (("int", unit, ab) in points or ab == 32):
+            assert fo4 < points[("int", unit, ab) if ab != 32 else ("int8", unit, 32)][1], (unit, ab)

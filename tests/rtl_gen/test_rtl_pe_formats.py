@@ -93,7 +93,8 @@ def test_os_fp8_pe_accumulates_a_dot_product_exactly():
 @pytest.mark.parametrize(("fmt", "bits", "acc", "rule"), [
     ("fp8_e5m2", 8, 64, "a fp8_e5m2 PE needs input_bits 8 and acc_bits 32"),
     ("fp8_e5m2", 16, 32, "a fp8_e5m2 PE needs input_bits 8 and acc_bits 32"),
-    ("fp8_e5m3", 8, 32, "number_format must be one of int, fp8_e4m3, bf16, fp8_e5m2"),
+    ("fp8_e5m3", 8, 32, "number_format must be one of int, int4, fp8_e4m3, bf16, fp8_e5m2"),
+    ("int4", 16, 32, "an int4 PE needs input_bits 8"),
     ("bf16", 8, 32, "a bf16 PE needs input_bits 16 and acc_bits 32"),
     ("fp8_e4m3", 8, 32, "needs input_bits 8 and acc_bits >= 37"),
     ("fp8_e4m3", 16, 48, "needs input_bits 8"),

@@ -104,3 +104,16 @@ def test_packed_transfers_move_half_the_bytes_of_byte_lanes(dataflow):
     assert plain.keys() == packed.keys()
     for key in plain:
         assert packed[key] * 2 == plain[key], key
+
+
+@pytest.mark.parametrize(("fields", "cell"), [
+    ({"weight_format": "int4", "act_format": "int4"}, "int"),  # a design file without pack_int4: as before
+    ({"weight_format": "int4", "act_format": "int4", "pack_int4": True}, "int4"),
+    ({"weight_format": "int4", "act_format": "int8", "pack_int4": True}, "int"),  # an int8 operand: 8x8 multiplier
+    ({"weight_format": "int8", "act_format": "int4", "pack_int4": True}, "int"),
+])
+def test_only_packed_w4a4_builds_the_int4_pe(fields, cell):
+    from accel_dse.config import ArrayConfig
+    from rtl_gen.core.pe import pe_cell_format
+
+    assert pe_cell_format(ArrayConfig(rows=4, cols=4, **fields)) == cell
