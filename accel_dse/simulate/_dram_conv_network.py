@@ -83,7 +83,7 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
             dimension_numbers=("NHWC", "HWIO", "NHWC"), preferred_element_type=jnp.int32)
         h = np.asarray(workloads.output_stage(acc, op.requant)).astype(np.int64)
     last = len(convs) - 1
-    timing = perf_model.program_cycles(design, prog.commands, latency=latency, rate=perf_model.dram_rate(design))
+    timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))
     meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,
             "instances": [{"chunks": [[prog.queue_base + a0 * 32, b0 - a0] for a0, b0 in prog.chunks],
                            "limit": 4 * timing.total + 10_000, "a": layout_dict(t["a0"]),

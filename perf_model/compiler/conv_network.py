@@ -38,7 +38,7 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
-from accel_dse.commands import Buffer, Command, Opcode
+from accel_dse.commands import QUEUE_DEPTH, Buffer, Command, Opcode
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
 from perf_model.compiler.conv import ConvProgram, compile_conv
@@ -102,7 +102,7 @@ def _flat(op: VectorOp, words: int, lanes: int) -> VectorOp:
 
 def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Sequence[Link],
                          skips: Sequence[int | None] | None = None, *, inputs: Sequence[int] | None = None,
-                         keep_on_chip: bool = True) -> ConvNetworkProgram:
+                         keep_on_chip: bool = True, queue_depth: int = QUEUE_DEPTH) -> ConvNetworkProgram:
     """The one program of ``convs`` with the ops of ``links[i]`` after conv ``i`` (module docstring;
     ``links`` as ``perf_model.compiler.network.compile_network``'s).
 
@@ -111,14 +111,15 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     with an add on link 2 of ``skips[2] = 2`` is a ResNet block with its downsample: conv 0, conv 1,
     the 1x1 stride-2 downsample of the block's input, then ``downsample + conv 1``. ``skips[i]``: the
     tensor of the second operand of an add on link ``i`` (default: the input of the first conv of its
-    block, ``network.residual_skips``), or ``network.EXTERNAL``.
+    block, ``network.residual_skips``), or ``network.EXTERNAL``. A program of more than
+    ``queue_depth`` commands runs as several queue-loads (the ifmap keeps its regions from one to the
+    next; ``network._split``).
 
     Raises:
         ModelError: no vector unit while a link has ops, ``links``/``skips``/``inputs`` of the wrong
             length, a conv reading a tensor of another shape or not earlier, a tensor nothing reads
             (but the last conv's output), an unrequantised conv, an op the unit cannot run on a conv
-            link, a skip operand of another shape or not earlier, a conv that cannot be tiled, or a
-            program longer than one queue-load.
+            link, a skip operand of another shape or not earlier, or a conv that cannot be tiled.
     """
     count = len(convs)
     if len(links) not in (max(0, count - 1), count):
@@ -169,19 +170,20 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
         reason = f"design {config.short_name()} cannot move an output into its ifmap (WS with R == C)"
     elif keep_on_chip:
         try:
-            return _program(config, _on_chip(config, convs, ops, skip_of, reads, trailing), externals, True)
+            return _program(config, _on_chip(config, convs, ops, skip_of, reads, trailing), externals, True,
+                            queue_depth)
         except ModelError as exc:
             reason = str(exc)
     try:
-        return _program(config, _through_dram(config, convs, ops, skip_of, reads), externals, False)
+        return _program(config, _through_dram(config, convs, ops, skip_of, reads), externals, False, queue_depth)
     except ModelError as exc:
         raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
 
 
 def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Part]], externals: list[int],
-             on_chip: bool) -> ConvNetworkProgram:
+             on_chip: bool, queue_depth: int) -> ConvNetworkProgram:
     head, parts = planned
-    prog = _assemble(config, head, parts, externals, whole=_nhwc)
+    prog = _assemble(config, head, parts, externals, whole=_nhwc, queue_depth=queue_depth)
     fields = {f.name: getattr(prog, f.name) for f in dataclasses.fields(GemmProgram)}
     return ConvNetworkProgram(**fields, convs=tuple(p[0] for p in parts), on_chip=on_chip)  # type: ignore[misc]
 

@@ -46,9 +46,9 @@ def _dram_bytes(prog) -> int:
                for c in prog.commands if c.opcode in (Opcode.LOAD, Opcode.STORE))
 
 
-def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = False):
+def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = False, queue_depth: int = 256):
     """The design's output of the network, the reference, the SoC run and the program."""
-    prog = compile_conv_network(TINY, convs, links, keep_on_chip=keep_on_chip)
+    prog = compile_conv_network(TINY, convs, links, keep_on_chip=keep_on_chip, queue_depth=queue_depth)
     rng = np.random.default_rng(seed)
     c0 = convs[0]
     x = rng.integers(-128, 128, (c0.n, c0.h, c0.w, c0.c_in))
@@ -72,7 +72,7 @@ def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = Fa
         prog = dataclasses.replace(prog, commands=tuple(keep), chunks=((0, len(keep)),))
     image = program_image(prog, tensors)
     image = np.concatenate([image, np.zeros(-len(image) % prog.data_bytes, np.uint8)])
-    run = run_image(TINY, prog, image)
+    run = run_image(TINY, prog, image, queue_depth=queue_depth)
     assert run.error_code == 0
     last = convs[-1]
     out = t[f"c{len(convs) - 1}"]
@@ -108,6 +108,19 @@ def test_the_chained_pair_fails_without_its_relu():
     convs = [_conv(4, 4), _conv(4, 4)]
     got, want, _, _ = _run(convs, [RELU], keep_on_chip=True, drop_vector=True)
     assert (got != want).any()
+
+
+def test_a_basic_block_over_several_queue_loads_keeps_its_regions_and_windows():
+    """The basic block in queue-loads of 4 commands: the ifmap keeps x and the links between them, each
+    VECTOR stays with its parameter block, a RUN starting a queue-load gets its WINDOW again (START
+    clears it); bit-exact, RTL == walk (summed over the queue-loads)."""
+    convs = [_conv(4, 4), _conv(4, 4)]
+    got, want, run, prog = _run(convs, [RELU, (ADD, RELU)], keep_on_chip=True, queue_depth=4)
+    assert prog.on_chip and len(prog.chunks) > 3
+    windows = [c for c in prog.commands if c.opcode == Opcode.WINDOW]
+    assert len(windows) > 2  # each conv's WINDOW, and again where a queue-load starts before a RUN
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
 
 
 def test_a_resnet_basic_block_runs_as_one_program():
