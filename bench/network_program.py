@@ -31,8 +31,10 @@ Four rule sets, on the same code:
 Printed per row: matrix ops and vector-op runs (of which host work: the unit cannot run them,
 ``perf_model.vector_timing.vector_plan``), the ops inside multi-op programs, the programs the
 workload takes (a segment of several ops is one; every other matrix op and every vector op the
-unit runs is one), the host steps (programs - 1 between them, plus the host-work ops), and DRAM
-bytes: a segment's from its program's LOAD/STORE commands, a lone matrix op's from
+unit runs is one), the host steps (programs - 1 between them, plus the host-work ops),
+``more_loads`` (the queue-loads past the first of the segments' programs: a conv network longer
+than the command queue, where the host restarts the sequencer with no computation between), and
+DRAM bytes: a segment's from its program's LOAD/STORE commands, a lone matrix op's from
 ``perf_model.evaluate`` (no reuse), a lone vector op's as its own program (operands in, result
 out, whole words), host work as the same bytes read and written by the host.
 
@@ -120,7 +122,7 @@ def _conv_link(a: object, b: object) -> bool:
 
 
 def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[tuple[int, int, bool, int]]:
-    """``(first op, last op, trailing ops joined, program bytes)`` of each multi-op segment."""
+    """``(first op, last op, trailing ops joined, program bytes, queue-loads)`` of each multi-op segment."""
     ops = wl.ops
     after = wl.vector_after or (len(ops),) * len(wl.vector_ops)
     counts = wl.vector_counts or (1,) * len(wl.vector_ops)
@@ -148,7 +150,7 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
                 and not ops[k].a_from_previous and any(o.kind == "add" for o in on_link[k])
                 and (ops[b].n, ops[b].h, ops[b].w, ops[b].c_in) == (ops[k].n, ops[k].h, ops[k].w, ops[k].c_in))
 
-    def build(s: int, e: int, trailing: bool) -> int | None:
+    def build(s: int, e: int, trailing: bool) -> tuple[int, int] | None:
         convs = rules["convs"] and all(_conv(o) for o in ops[s:e + 1])
         reads = [block[k] - s if downsample(k) else k - s for k in range(s, e + 1)]
         if any(r < 0 for r in reads):
@@ -176,7 +178,7 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
         try:
             if convs:
                 prog = compile_conv_network(config, ops[s:e + 1], links, skips, inputs=reads)
-                return _program_bytes(config, prog.commands)
+                return _program_bytes(config, prog.commands), len(prog.chunks)
             if any(downsample(k) for k in range(s, e + 1)):
                 return None
             gemms = [o.to_gemm() for o in ops[s:e + 1]]
@@ -187,7 +189,7 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
             prog = compile_network(config, gemms, links, skips)
             if not rules["dram"] and len(gemms) > 1 and all(c.opcode != Opcode.MOVE for c in prog.commands):
                 return None  # links through DRAM: main had none
-            return _program_bytes(config, prog.commands)
+            return _program_bytes(config, prog.commands), len(prog.chunks)
         except (ModelError, ValueError):
             return None
 
@@ -209,9 +211,9 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
         with_tail = build(s, e, True) if rules["trailing"] and on_link[e] and not bad[e] else None
         plain = build(s, e, False) if e > s else None
         if with_tail is not None:
-            out.append((s, e, True, with_tail))
+            out.append((s, e, True, *with_tail))
         elif plain is not None:
-            out.append((s, e, False, plain))
+            out.append((s, e, False, *plain))
         s = e + 1
     return out
 
@@ -225,7 +227,9 @@ def figures(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> dict[st
     in_seg = set()
     joined = set()
     nbytes = 0
-    for s, e, trailing, b in segs:
+    loads = 0
+    for s, e, trailing, b, n in segs:
+        loads += n - 1
         in_seg.update(range(s, e + 1))
         joined.update(range(s, e))
         if trailing:
@@ -251,7 +255,7 @@ def figures(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> dict[st
         else:
             host += count
     return {"matrix": len(wl.ops), "vector": vector_runs, "host_work": host, "inside": inside,
-            "programs": programs, "host_steps": programs - 1 + host, "dram": nbytes}
+            "programs": programs, "host_steps": programs - 1 + host, "dram": nbytes, "loads": loads}
 
 
 def main() -> int:
@@ -262,14 +266,15 @@ def main() -> int:
     cases = tuple(zip(args.design, args.workload, strict=True)) if args.design else CASES
     print(f"load {os.getloadavg()[0]:.1f}")
     print(f"{'design':<6} {'workload':<18} {'rules':<6} {'matrix':>6} {'vector':>6} {'host_work':>9} "
-          f"{'in_one_prog':>11} {'programs':>8} {'host_steps':>10} {'dram_MB':>8}")
+          f"{'in_one_prog':>11} {'programs':>8} {'host_steps':>10} {'more_loads':>10} {'dram_MB':>8}")
     for design, spec in cases:
         config = dataclasses.replace(load_design(design), vector_unit=True)
         wl = workloads.resolve(spec)
         for name, rules in RULES.items():
             f = figures(config, wl, rules)
             print(f"{design:<6} {spec:<18} {name:<6} {f['matrix']:>6} {f['vector']:>6} {f['host_work']:>9} "
-                  f"{f['inside']:>11} {f['programs']:>8} {f['host_steps']:>10} {f['dram'] / 1e6:>8.3f}")
+                  f"{f['inside']:>11} {f['programs']:>8} {f['host_steps']:>10} {f['loads']:>10} "
+                  f"{f['dram'] / 1e6:>8.3f}")
     return 0
 
 

@@ -104,9 +104,10 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                  chained: bool, regs: dict[str, int], clock_period_ns: float, *,
                  reuse: bool = False, sampled: bool = False,
                  vector_ops: list[tuple[str, Any]] | None = None,
-                 network: list[Any] | None = None) -> tuple[list[DramJob], DramProgram]:
+                 network: list[Any] | None = None, conv_network: bool = False) -> tuple[list[DramJob], DramProgram]:
     """Compile and lay out every op (``results_dir`` of the program's meta is filled in later);
-    ``network``: the link ops of a chain run from one program (``accel_dse.simulate._dram_network``).
+    ``network``: the link ops of a chain run from one program (``accel_dse.simulate._dram_network``);
+    ``conv_network``: the convs run from one program (``accel_dse.simulate._dram_conv_network``).
 
     Raises:
         SimulationError: an op the design cannot run (the compiler's reason).
@@ -128,6 +129,14 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
 
         job, entry, net_images = network_job(design, selected, network, scale, seed, DRAM_LATENCY, DramJob,
                                              operand_bits(design))
+        return [job], DramProgram(meta([entry], []), net_images)
+    if conv_network:
+        from accel_dse.simulate._dram_conv_network import conv_network_job
+
+        try:
+            job, entry, net_images = conv_network_job(design, selected, seed, DRAM_LATENCY, DramJob)
+        except ModelError as exc:
+            raise SimulationError(f"the convs as one program: {exc}") from exc
         return [job], DramProgram(meta([entry], []), net_images)
     jobs: list[DramJob] = []
     ops_meta: list[dict[str, Any]] = []
@@ -301,7 +310,8 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
 def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: str, *, scale: float, seed: int,
              chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
              notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False,
-             vector_ops: list[tuple[str, Any]] | None = None, network: list[Any] | None = None) -> SimulationReport:
+             vector_ops: list[tuple[str, Any]] | None = None, network: list[Any] | None = None,
+             conv_network: bool = False) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``);
     ``vector_ops``: ``(name, VectorOp)`` to run on the design's vector unit after the matrix ops."""
     import rtl_gen
@@ -310,11 +320,16 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
 
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse,
-                                 sampled=sampled, vector_ops=vector_ops or [], network=network)
+                                 sampled=sampled, vector_ops=vector_ops or [], network=network,
+                                 conv_network=conv_network)
     if network is not None:
         from accel_dse.simulate._dram_network import network_note
 
         notes.append(network_note(design, selected, network, scale))
+    if conv_network:
+        from accel_dse.simulate._dram_conv_network import conv_network_note
+
+        notes.append(conv_network_note(design, selected))
     notes += program.meta.get("vector_notes", [])
     if vector_ops:
         ran = sum(1 for op in program.meta["ops"] if op.get("vector"))

@@ -68,7 +68,10 @@ def simulate(
             compute core alone, its buffers written through the debug host port, run by run.
         reuse: In a chained network from DRAM, keep each output on chip as the next op's
             input where the design can (``perf_model.compiler.chain``: ``MOVE`` into the ifmap, read in
-            place); such an op's output is checked through the next op and the network's.
+            place); such an op's output is checked through the next op and the network's. Convs
+            of one image each reading the previous one's NHWC output (e.g. ``ops`` of one ResNet
+            block) run from one program (``accel_dse.simulate._dram_conv_network``); without
+            ``reuse`` each op runs from its own.
         waves: Trace the run (off by default: tracing slows the simulator): Icarus writes an FST
             file, Verilator a VCD, in the run directory (``report.waves``). The trace covers the
             ops simulated: choose them with ``ops`` (the failing one) to keep it small.
@@ -129,12 +132,19 @@ def simulate(
             from accel_dse.simulate._dram_network import network_links
 
             network = network_links(design, wl, selected, scale, notes)
-        vector_ops = _vector_ops(design, wl, ops, max_ops, notes) if mode != "sampled" and network is None else None
+        conv_network = False
+        if not chained and reuse and mode != "sampled" and (ops or max_ops is not None or not wl.vector_ops):
+            from accel_dse.simulate._dram_conv_network import conv_chain
+
+            conv_network = conv_chain(design, selected, notes)
+        vector_ops = _vector_ops(design, wl, ops, max_ops, notes) \
+            if mode != "sampled" and network is None and not conv_network else None
         if mode == "sampled" and design.vector_unit and wl.vector_ops:
             notes.append(f"{len(wl.vector_ops)} vector op(s) not simulated: the sampled check runs matrix ops only")
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                         timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves,
-                        sampled=mode == "sampled", vector_ops=vector_ops, network=network)
+                        sampled=mode == "sampled", vector_ops=vector_ops, network=network,
+                        conv_network=conv_network)
     from accel_dse.simulate._host_driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,

@@ -38,10 +38,10 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
-from accel_dse.commands import Buffer, Command, Opcode
+from accel_dse.commands import QUEUE_DEPTH, Buffer, Command, Opcode
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
-from perf_model.compiler.conv import ConvProgram, compile_conv
+from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv
 from perf_model.compiler.network import (
     EXTERNAL,
     TWO_OPERAND,
@@ -102,7 +102,8 @@ def _flat(op: VectorOp, words: int, lanes: int) -> VectorOp:
 
 def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Sequence[Link],
                          skips: Sequence[int | None] | None = None, *, inputs: Sequence[int] | None = None,
-                         keep_on_chip: bool = True) -> ConvNetworkProgram:
+                         keep_on_chip: bool = True, queue_depth: int = QUEUE_DEPTH,
+                         tilings: Sequence[ConvTiling | None] | None = None) -> ConvNetworkProgram:
     """The one program of ``convs`` with the ops of ``links[i]`` after conv ``i`` (module docstring;
     ``links`` as ``perf_model.compiler.network.compile_network``'s).
 
@@ -111,14 +112,15 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     with an add on link 2 of ``skips[2] = 2`` is a ResNet block with its downsample: conv 0, conv 1,
     the 1x1 stride-2 downsample of the block's input, then ``downsample + conv 1``. ``skips[i]``: the
     tensor of the second operand of an add on link ``i`` (default: the input of the first conv of its
-    block, ``network.residual_skips``), or ``network.EXTERNAL``.
+    block, ``network.residual_skips``), or ``network.EXTERNAL``. A program of more than
+    ``queue_depth`` commands runs as several queue-loads (the ifmap keeps its regions from one to the
+    next; ``network._split``). ``tilings[i]`` replaces the search's tiling of conv ``i`` (tests).
 
     Raises:
         ModelError: no vector unit while a link has ops, ``links``/``skips``/``inputs`` of the wrong
             length, a conv reading a tensor of another shape or not earlier, a tensor nothing reads
             (but the last conv's output), an unrequantised conv, an op the unit cannot run on a conv
-            link, a skip operand of another shape or not earlier, a conv that cannot be tiled, or a
-            program longer than one queue-load.
+            link, a skip operand of another shape or not earlier, or a conv that cannot be tiled.
     """
     count = len(convs)
     if len(links) not in (max(0, count - 1), count):
@@ -129,6 +131,9 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     if any(ops) and not config.vector_lanes:
         raise ModelError(f"design {config.short_name()} has no vector unit (vector_unit = false)")
     reads = list(range(count)) if inputs is None else list(inputs)
+    given_tilings: list[ConvTiling | None] = list(tilings) if tilings is not None else [None] * count
+    if len(given_tilings) != count:
+        raise ModelError(f"tilings must have one entry per conv ({count}), not {len(given_tilings)}")
     if len(reads) != count:
         raise ModelError(f"inputs must have one tensor per conv ({count}), not {len(reads)}")
     if skips is None:
@@ -169,25 +174,28 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
         reason = f"design {config.short_name()} cannot move an output into its ifmap (WS with R == C)"
     elif keep_on_chip:
         try:
-            return _program(config, _on_chip(config, convs, ops, skip_of, reads, trailing), externals, True)
+            return _program(config, _on_chip(config, convs, ops, skip_of, reads, trailing, given_tilings),
+                            externals, True, queue_depth)
         except ModelError as exc:
             reason = str(exc)
     try:
-        return _program(config, _through_dram(config, convs, ops, skip_of, reads), externals, False)
+        return _program(config, _through_dram(config, convs, ops, skip_of, reads, given_tilings), externals, False,
+                        queue_depth)
     except ModelError as exc:
         raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
 
 
 def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Part]], externals: list[int],
-             on_chip: bool) -> ConvNetworkProgram:
+             on_chip: bool, queue_depth: int) -> ConvNetworkProgram:
     head, parts = planned
-    prog = _assemble(config, head, parts, externals, whole=_nhwc)
+    prog = _assemble(config, head, parts, externals, whole=_nhwc, queue_depth=queue_depth)
     fields = {f.name: getattr(prog, f.name) for f in dataclasses.fields(GemmProgram)}
     return ConvNetworkProgram(**fields, convs=tuple(p[0] for p in parts), on_chip=on_chip)  # type: ignore[misc]
 
 
 def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
-             skips: list[int | None], reads: list[int], trailing: bool) -> tuple[list[tuple[str, int]], list[_Part]]:
+             skips: list[int | None], reads: list[int], trailing: bool,
+             tilings: list[ConvTiling | None]) -> tuple[list[tuple[str, int]], list[_Part]]:
     """Every tensor between convs in an ifmap region, held until its last reader (module docstring)."""
     lanes = config.vector_lanes
     count = len(convs)
@@ -214,7 +222,7 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
             c_region = regions.take(f"x{i + 1}", output_words(config, conv))
         try:
             program = compile_conv(config, conv, requant=True, a_region=a_region, c_region=c_region,
-                                   ifmap_words=regions.low() if a_region is None else None)
+                                   ifmap_words=regions.low() if a_region is None else None, tiling=tilings[i])
         except ModelError as exc:
             raise ModelError(f"conv {i} beside the network's live tensors: {exc}") from exc
         vector: list[Command] = []
@@ -246,7 +254,8 @@ def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, nam
 
 
 def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
-                  skips: list[int | None], reads: list[int]) -> tuple[list[tuple[str, int]], list[_Part]]:
+                  skips: list[int | None], reads: list[int],
+                  tilings: list[ConvTiling | None]) -> tuple[list[tuple[str, int]], list[_Part]]:
     """Every tensor through DRAM: conv ``i`` stores its output, its link's ops run on it in ifmap chunks,
     a conv reading it loads its bands from it."""
     def name(t: int) -> str:
@@ -254,7 +263,7 @@ def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[
 
     parts: list[_Part] = []
     for i, conv in enumerate(convs):
-        program = compile_conv(config, conv, requant=True)
+        program = compile_conv(config, conv, requant=True, tiling=tilings[i])
         j = skips[i]
         skip = None
         if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]):

@@ -51,7 +51,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 
-from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode
+from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
 from perf_model.compiler.chain import region_words
@@ -340,11 +340,51 @@ def _through_dram(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[Ve
     return [], parts
 
 
+def _split(commands: list[Command], depth: int, entry: int) -> tuple[list[Command], tuple[tuple[int, int], ...]]:
+    """``commands`` cut into queue-loads of at most ``depth`` commands, each starting on a queue entry of
+    ``entry`` commands (the last one padded with ``SYNC``): a ``VECTOR`` stays with its parameter
+    block, and a window ``RUN`` that starts a queue-load before any ``WINDOW`` in it gets the last
+    ``WINDOW`` again first (a ``START`` clears the window registers). Returns the commands and the
+    ``(first, end)`` of each queue-load."""
+    if depth < 1 or depth % entry:
+        raise ModelError(f"queue_depth must be a positive multiple of {entry} commands, not {depth}")
+    out: list[Command] = []
+    chunks: list[tuple[int, int]] = []
+    start = 0
+    window: Command | None = None
+    fresh = False
+    i = 0
+    while i < len(commands):
+        c = commands[i]
+        group = commands[i:i + 2] if c.opcode == Opcode.VECTOR else [c]
+        for attempt in range(2):
+            lead = [window] if (c.opcode == Opcode.RUN and c["window"] and not fresh and window is not None) else []
+            if len(out) - start + len(lead) + len(group) <= depth:
+                break
+            if attempt or len(out) == start:
+                raise ModelError(f"a group of {len(lead) + len(group)} commands does not fit a queue-load of {depth}")
+            while (len(out) - start) % entry and len(out) - start < depth:
+                out.append(Command.make(Opcode.SYNC))
+            chunks.append((start, len(out)))
+            start, fresh = len(out), False
+        out += lead + group  # type: ignore[operator]
+        if c.opcode == Opcode.WINDOW:
+            window, fresh = c, True
+        elif lead:
+            fresh = True
+        i += len(group)
+    chunks.append((start, len(out)))
+    return out, tuple(chunks)
+
+
 def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Part],
-              externals: Sequence[int], whole: Callable[..., Command] = _whole) -> GemmProgram:
+              externals: Sequence[int], whole: Callable[..., Command] = _whole,
+              queue_depth: int | None = None) -> GemmProgram:
     """The parts' programs back to back as one queue-load, their tensors after the whole program, then
     the external skip operands ``s{i}`` (laid out as ``c{i}``); ``head``: ``(tensor, region)`` of the
-    whole tensors LOADed first, each by ``whole(config, tensor, Opcode.LOAD, region)``."""
+    whole tensors LOADed first, each by ``whole(config, tensor, Opcode.LOAD, region)``. With
+    ``queue_depth``, a longer program runs as several queue-loads of that many commands
+    (:func:`_split`; the buffers keep their contents from one to the next)."""
     def place(cursor: int) -> tuple[dict[str, TensorLayout], list[int], int]:
         tensors: dict[str, TensorLayout] = {}
         shifts = []
@@ -366,20 +406,28 @@ def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Par
             cursor = _align(cursor + tensors[f"s{i}"].nbytes, PAGE)
         return tensors, shifts, cursor
 
-    draft, _, _ = place(0)
-    total = len(head) + sum(len(p.commands) + len(build(draft)) for p, build, _, _ in parts)
-    if total > QUEUE_DEPTH:
-        raise ModelError(f"the network's program has {total} commands, more than one queue-load of {QUEUE_DEPTH}")
+    def emit(tensors: dict[str, TensorLayout], shifts: list[int]) -> tuple[list[Command], tuple[tuple[int, int], ...]]:
+        commands = [whole(config, tensors[name], Opcode.LOAD, region) for name, region in head]
+        for i, (program, build, after_vector, alias) in enumerate(parts):
+            moved = [_shifted(c, shifts[i], after_vector) for c in program.commands]
+            if alias is not None:  # the A loads read the previous GEMM's output
+                a = program.tensors["a"]
+                lo, hi = a.base + shifts[i], a.base + shifts[i] + a.nbytes
+                delta = tensors[f"a{i}"].base - lo
+                moved = [_shifted(c, delta, False) if c.opcode == Opcode.LOAD and c["buffer"] == Buffer.IFMAP
+                         and lo <= c["dram_addr"] < hi else c for c in moved]
+            commands += moved + build(tensors)
+        if queue_depth is None:
+            if len(commands) > QUEUE_DEPTH:
+                raise ModelError(f"the network's program has {len(commands)} commands, more than one queue-load of "
+                                 f"{QUEUE_DEPTH}")
+            return commands, ((0, len(commands)),)
+        return _split(commands, queue_depth, queue_entry_commands(parts[0][0].data_bytes))
+
+    draft, draft_shifts, _ = place(0)
+    total = len(emit(draft, draft_shifts)[0])
     tensors, shifts, end = place(_align(total * COMMAND_BYTES, PAGE))
-    commands = [whole(config, tensors[name], Opcode.LOAD, region) for name, region in head]
-    for i, (program, build, after_vector, alias) in enumerate(parts):
-        moved = [_shifted(c, shifts[i], after_vector) for c in program.commands]
-        if alias is not None:  # the A loads read the previous GEMM's output
-            a = program.tensors["a"]
-            lo, hi = a.base + shifts[i], a.base + shifts[i] + a.nbytes
-            delta = tensors[f"a{i}"].base - lo
-            moved = [_shifted(c, delta, False) if c.opcode == Opcode.LOAD and c["buffer"] == Buffer.IFMAP
-                     and lo <= c["dram_addr"] < hi else c for c in moved]
-        commands += moved + build(tensors)
+    commands, chunks = emit(tensors, shifts)
     return GemmProgram(tuple(commands), tensors, 0, end, parts[0][0].data_bytes, True,
-                       tuple(r for p, _, _, _ in parts for r in p.runs), ((0, len(commands)),))
+                       tuple(r for p, _, _, _ in parts for r in p.runs), chunks)
+

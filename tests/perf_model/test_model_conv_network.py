@@ -83,3 +83,26 @@ def test_a_pair_too_large_for_the_ifmap_goes_through_dram_inside_the_program():
 def test_bad_networks_are_refused_with_the_rule(convs, links, kwargs, match):
     with pytest.raises(ModelError, match=match):
         compile_conv_network(_design("tiny"), convs, links, **kwargs)
+
+
+@pytest.mark.parametrize("entry", [1, 2])
+def test_queue_loads_keep_vector_blocks_whole_start_on_an_entry_and_restate_their_window(entry):
+    """``network._split`` on a basic block's commands: no queue-load longer than its depth, each starting
+    on a whole queue entry (SYNC padding), no VECTOR apart from its parameter block, and every window
+    RUN preceded by a WINDOW in its own queue-load."""
+    from perf_model.compiler.network import _split
+
+    config = _design("tiny")
+    add = VectorOp(kind="add", shape=(1,), params=(("mult_a", 1), ("mult_b", 1), ("shift", 0)))
+    prog = compile_conv_network(config, [_conv(4, 6), _conv(4, 6)], [RELU, (add, RELU)])
+    for depth in (4, 6, 8):
+        out, chunks = _split(list(prog.commands), depth, entry)
+        assert chunks[0][0] == 0 and chunks[-1][1] == len(out)
+        for a, b in chunks:
+            assert 0 < b - a <= depth and a % entry == 0
+            seg = out[a:b]
+            assert seg[-1].opcode != Opcode.VECTOR
+            window = False
+            for c in seg:
+                window |= c.opcode == Opcode.WINDOW
+                assert c.opcode != Opcode.RUN or not c["window"] or window

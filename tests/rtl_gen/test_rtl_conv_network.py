@@ -21,7 +21,7 @@ from system_testlib import run_image
 from accel_dse.commands import Opcode
 from accel_dse.designs import load_design
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
-from perf_model.compiler.conv import conv_weight_matrix
+from perf_model.compiler.conv import ConvTiling, conv_weight_matrix
 from perf_model.compiler.conv_network import compile_conv_network
 from perf_model.compiler.network import link_ops
 from perf_model.program_timing import transfer_word_beats, word_beats
@@ -46,9 +46,11 @@ def _dram_bytes(prog) -> int:
                for c in prog.commands if c.opcode in (Opcode.LOAD, Opcode.STORE))
 
 
-def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = False):
+def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = False, queue_depth: int = 256,
+         tilings=None):
     """The design's output of the network, the reference, the SoC run and the program."""
-    prog = compile_conv_network(TINY, convs, links, keep_on_chip=keep_on_chip)
+    prog = compile_conv_network(TINY, convs, links, keep_on_chip=keep_on_chip, queue_depth=queue_depth,
+                                tilings=tilings)
     rng = np.random.default_rng(seed)
     c0 = convs[0]
     x = rng.integers(-128, 128, (c0.n, c0.h, c0.w, c0.c_in))
@@ -72,7 +74,7 @@ def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = Fa
         prog = dataclasses.replace(prog, commands=tuple(keep), chunks=((0, len(keep)),))
     image = program_image(prog, tensors)
     image = np.concatenate([image, np.zeros(-len(image) % prog.data_bytes, np.uint8)])
-    run = run_image(TINY, prog, image)
+    run = run_image(TINY, prog, image, queue_depth=queue_depth)
     assert run.error_code == 0
     last = convs[-1]
     out = t[f"c{len(convs) - 1}"]
@@ -104,10 +106,37 @@ def test_a_chained_3x3_pair_keeps_its_link_on_chip(channels):
     assert _dram_bytes(prog) < _dram_bytes(prog2)
 
 
+def test_the_second_conv_reads_the_region_in_row_tiles_channel_blocks_and_tap_tiles():
+    """conv 0's output (6x6x8: two channel words a pixel) read in place by conv 1 in tiles of 2 output
+    rows, channel blocks of one word (the window steps over the pixel's other word: ``cw`` 2,
+    ``cblocks`` 1) and tap tiles of one kernel row (pads shifted per tile); bit-exact, RTL == walk."""
+    convs = [_conv(8, 8), _conv(8, 8)]
+    tiling = ConvTiling("ok", "", rows_t=2, n_t=4, c_t=1, taps_t=3, order="mn")
+    got, want, run, prog = _run(convs, [RELU], keep_on_chip=True, tilings=[None, tiling])
+    assert prog.on_chip and prog.convs[1].tiling == tiling
+    windows = [c for c in prog.commands if c.opcode == Opcode.WINDOW and c["cblocks"] == 1 and c["px_step"] == 2]
+    assert windows  # channel blocks of one word out of two-word pixels
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+
+
 def test_the_chained_pair_fails_without_its_relu():
     convs = [_conv(4, 4), _conv(4, 4)]
     got, want, _, _ = _run(convs, [RELU], keep_on_chip=True, drop_vector=True)
     assert (got != want).any()
+
+
+def test_a_basic_block_over_several_queue_loads_keeps_its_regions_and_windows():
+    """The basic block in queue-loads of 4 commands: the ifmap keeps x and the links between them, each
+    VECTOR stays with its parameter block, a RUN starting a queue-load gets its WINDOW again (START
+    clears it); bit-exact, RTL == walk (summed over the queue-loads)."""
+    convs = [_conv(4, 4), _conv(4, 4)]
+    got, want, run, prog = _run(convs, [RELU, (ADD, RELU)], keep_on_chip=True, queue_depth=4)
+    assert prog.on_chip and len(prog.chunks) > 3
+    windows = [c for c in prog.commands if c.opcode == Opcode.WINDOW]
+    assert len(windows) > 2  # each conv's WINDOW, and again where a queue-load starts before a RUN
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
 
 
 def test_a_resnet_basic_block_runs_as_one_program():
