@@ -203,17 +203,16 @@ def _vector_unit_verilog(lanes: int, addr_bits: int, cache_dir: str | Path | Non
                        lambda: _convert(VectorUnit(lanes=lanes, addr_bits=addr_bits), _VECTOR_PLACEHOLDER))
 
 
-#: Leaf modules of the simulation top renamed by their text (path under the top, suffix): the vector
-#: unit and the output stage are most of a big design's Verilog besides the array (64x32 WS with a
-#: 64-lane unit: 2.1 MB and 0.44 MB of 3.3 MB) and do not depend on the buffers' sizes.
-_LEAVES = ((".soc.vector", "_vector"), (".soc.core.output_stage", "_ostage"))
+#: Leaf modules of the simulation top renamed by their text (path under the top, suffix): the output
+#: stage (64x32 WS: 0.44 MB of 3.3 MB) does not depend on the buffers' sizes. (The vector unit, 2.1 MB
+#: of it with 64 lanes, is converted on its own and named so by :func:`_system_verilog`.)
+_LEAVES = ((".soc.core.output_stage", "_ostage"),)
 
 
 def _leaves_content_named(text: str, top: str) -> str:
     """``text`` with each of :data:`_LEAVES` that is present and holds no submodule renamed
     ``accel_<hash>`` + its suffix by its own text, as :func:`content_named` does for the array's
-    modules: designs with the same vector unit (lanes, ifmap depth) or the same output stage share
-    its build."""
+    modules: designs with the same output stage share its build."""
     for path, suffix in _LEAVES:
         old = f"\\{top}{path}"
         head = re.search(rf"^module {re.escape(old)}\s", text, re.M)
