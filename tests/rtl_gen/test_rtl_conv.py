@@ -185,9 +185,10 @@ def test_a_tap_packed_conv_is_bit_exact_in_the_walks_cycles(name, double):
     assert windows and all(c["pack"] == pack for c in windows)
     bands = [c for c in run.program.commands if c.opcode == Opcode.LOAD and c["buffer"] == 0]
     assert bands and all(c["slide"] for c in bands)
-    # fewer row-folds than one tap a word: K per run is T taps x R rows, not a tap's
+    # each output tile sweeps K = kh x ceil(kw / T) groups x R rows (one tap a word: kh x kw x R)
     k = sum(c["k"] for c in run.program.commands if c.opcode == Opcode.RUN)
-    assert k < conv.kh * conv.kw * 8 * -(-conv.c_out // 4)
+    tiles = len({(t[0], t[4]) for t in run.program.runs})
+    assert k == tiles * conv.kh * -(-conv.kw // (1 << pack)) * 8
 
 
 def test_a_tap_packed_conv_with_its_packed_words_one_lane_group_off_is_wrong():
