@@ -34,7 +34,7 @@ def pack_tensor(layout: Any, x: np.ndarray) -> np.ndarray:
         raise ValueError(f"tensor {layout.name} must have shape {tuple(layout.shape)}, not {x.shape}")
     stored = x.T if layout.transposed else x
     rows = np.zeros((layout.rows, layout.row_elems), dtype=_dtype(layout.elem_bytes))
-    rows[:, :stored.shape[1]] = stored
+    rows[:stored.shape[0], :stored.shape[1]] = stored  # rows past the matrix: slack (zero)
     if getattr(layout, "packed", False):
         return pack_nibbles(rows.reshape(-1))
     return rows.reshape(-1).view(np.uint8)

@@ -62,6 +62,7 @@ from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opco
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
 from perf_model.compiler.conv_geometry import ConvTiling, Part, Tile, _Geometry, _room, conv_served
+from perf_model.compiler.conv_pack import packed_weights
 from perf_model.compiler.conv_search import conv_estimate, conv_tiling
 from perf_model.compiler.conv_window import ConvWindow
 from perf_model.compiler.program import (
@@ -89,6 +90,7 @@ class ConvProgram(GemmProgram):
     tiling: ConvTiling = ConvTiling("ok", "")
     parts: tuple[Part, ...] = ()  # per run: channel words and tap tile ``(c0, c1, ky0, ky1, kx0, kx1)``
     k_lanes: int = 0  # weight rows of a tap's channel word in ``b`` (0: all ``R``; module docstring)
+    pack: int = 0  # ``log2`` of the taps a word packs (``conv_pack``; 0: one tap a word)
 
 
 class _ConvBuilder(_Builder):
@@ -111,7 +113,7 @@ class _ConvBuilder(_Builder):
         if name != "a":
             return super().tile_words(name, tile)
         _, rows, _, part = self._band(tile)
-        return rows * self.g.conv.w * (part[1] - part[0])
+        return rows * self.g.conv.w * (part[1] - part[0]) + self.g.extra
 
     def transfer(self, opcode: int, name: str, tile: tuple[int, ...], buf_addr: int, *, wait_run: bool = False,
                  **kwargs: object) -> Command:
@@ -129,7 +131,9 @@ class _ConvBuilder(_Builder):
         r0, rows, _, (c0, c1, *_) = self._band(tile)
         t, w, ct = self.tensors["a"], self.g.conv.w, c1 - c0
         addr = t.base + r0 * w * t.pitch + c0 * self.g.a_word_bytes
-        if ct == self.g.words:  # whole pixels: one DRAM row per input row
+        if self.g.pack:  # a sliding load: the band's pixels and ``extra`` more, one DRAM row
+            fields = dict(rows=1, words=rows * w + self.g.extra, dram_stride=t.pitch, row_step=0, slide=1)
+        elif ct == self.g.words:  # whole pixels: one DRAM row per input row
             fields = dict(rows=rows, words=w * ct, dram_stride=w * t.pitch, row_step=w * ct)
         else:  # a channel block: one DRAM row per pixel
             fields = dict(rows=rows * w, words=ct, dram_stride=t.pitch, row_step=ct)
@@ -143,14 +147,15 @@ class _ConvBuilder(_Builder):
         """The RUN of ``tile`` with ``window``; its WINDOW goes first when it differs from the last one
         or the RUN starts a new queue-load (the window registers are cleared at each START)."""
         _, rows, pad_top, (c0, c1, ky0, _, kx0, kx1) = self._band(tile)
-        cv = self.g.conv
+        cv, T = self.g.conv, self.g.T
         image_rows = self.g.image_rows(tile[0] // self.g.out_w, -(-tile[1] // self.g.out_w))
+        dw = T if self.g.pack else cv.dilation_w  # packed: kx counts groups of T taps
         # on chip (``a_region``): the whole NHWC input, every channel word of a pixel (network links)
         cw = self.g.words if self.a_region is not None else c1 - c0
         window = ConvWindow(in_w=cv.w, in_h=cv.h if image_rows else rows, out_w=self.g.out_w, stride_h=cv.stride_h,
-                            stride_w=cv.stride_w, dilation_h=cv.dilation_h, dilation_w=cv.dilation_w, kw=kx1 - kx0,
-                            pad_top=pad_top - ky0 * cv.dilation_h, pad_left=cv.pad_w - kx0 * cv.dilation_w,
-                            cw=cw, cblocks=c1 - c0, image_rows=image_rows)
+                            stride_w=cv.stride_w, dilation_h=cv.dilation_h, dilation_w=dw, kw=kx1 - kx0,
+                            pad_top=pad_top - ky0 * cv.dilation_h, pad_left=cv.pad_w - kx0 * dw,
+                            cw=cw, cblocks=c1 - c0, image_rows=image_rows, pack=self.g.pack)
         while window != self.window or len(self.out) // self.queue_depth != self.window_load:
             self.window, self.window_load = window, len(self.out) // self.queue_depth
             self.add(window.command(what=self.name))
@@ -264,7 +269,8 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     base = _align((2 + 6 * len(runs)) * COMMAND_BYTES, PAGE)
     tensors: dict[str, TensorLayout] = {}
     out_b = ib if requant else (4 if config.acc_bits <= 32 else 8)
-    specs = {"a": (conv.n * conv.h * conv.w, g.a_pitch // ib, ib, (conv.n * conv.h * conv.w, conv.c_in)),
+    # ``a`` has ``extra`` pixels of slack after the images: a packed band's load reads them.
+    specs = {"a": (conv.n * conv.h * conv.w + g.extra, g.a_pitch // ib, ib, (conv.n * conv.h * conv.w, conv.c_in)),
              "b": (k_rows // g.R * g.kl, g.row_bytes(g.N, ib) // ib, ib, (k_rows // g.R * g.kl, g.N)),
              "c": (g.M, g.row_bytes(g.N, out_b) // out_b, out_b, (g.M, g.N))}
     for name, (rows, row_elems, elem, shape) in specs.items():
@@ -293,7 +299,7 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     total = len(b.out)
     chunks = tuple((i, min(i + queue_depth, total)) for i in range(0, total, queue_depth))
     return ConvProgram(tuple(b.out), tensors, 0, base, W, requant, tuple(runs), chunks, tiling,
-                       tuple(parts[t] for t in runs), g.kl if g.kl < g.R else 0)
+                       tuple(parts[t] for t in runs), g.kl if g.kl < g.R else 0, g.pack)
 
 
 def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: np.ndarray) -> np.ndarray:
@@ -305,6 +311,8 @@ def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: n
         raise ValueError(f"conv weights must have shape {want}, not {w.shape}")
     cpg, cpo = conv.c_in // conv.groups, conv.c_out // conv.groups
     R = rows
+    if program.pack:
+        return _packed_weight_matrix(program, R, w)
     kl = program.k_lanes or R  # rows of a channel word in ``b`` (the first ``kl`` lanes')
     out = np.zeros(program.tensors["b"].shape, dtype=np.int64)
     done = set()
@@ -325,4 +333,28 @@ def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: n
                 at += len(chans)
         if at != k1 // R * kl:
             raise ModelError(f"a run of {k1 - k0} weight rows reads {at - k0 // R * kl} (its taps and channel words)")
+    return out
+
+
+def _packed_weight_matrix(program: ConvProgram, R: int, w: np.ndarray) -> np.ndarray:
+    """The ``b`` matrix of a tap-packed ``program`` (``conv_pack.packed_weights``, in run order:
+    per run, per kernel row of its tap tile, per group of ``T`` taps, ``R`` rows)."""
+    kh, kw, c_in, _ = w.shape
+    T = 1 << program.pack
+    per_fold = packed_weights(w, T, R // T, R)  # (kh * groups, R, c_out)
+    groups = -(-kw // T)
+    out = np.zeros(program.tensors["b"].shape, dtype=np.int64)
+    done = set()
+    for tile, (_, _, ky0, ky1, kx0, kx1) in zip(program.runs, program.parts, strict=True):
+        k0, k1, n0, n1 = tile[2:6]
+        if (k0, n0, n1) in done:
+            continue
+        done.add((k0, n0, n1))
+        at = k0
+        for ky in range(ky0, ky1):
+            for g in range(kx0, kx1):
+                out[at:at + R, n0:n1] = per_fold[ky * groups + g][:, n0:n1]
+                at += R
+        if at != k1:
+            raise ModelError(f"a packed run of {k1 - k0} weight rows reads {at - k0} (its taps)")
     return out

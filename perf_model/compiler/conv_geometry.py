@@ -22,10 +22,21 @@ from perf_model.compiler.program import _buffer_depths, dense_row_elems, narrow_
 from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
 
-__all__ = ["ConvTiling", "conv_served"]
+__all__ = ["ConvTiling", "conv_served", "pack_taps"]
 
 Tile = tuple[int, int, int, int, int, int, bool]
 Part = tuple[int, int, int, int, int, int]
+
+
+def pack_taps(config: ArrayConfig, conv: Conv2d, a_lanes: int) -> int:
+    """``log2 T`` of the taps a word packs for ``conv`` on ``config`` (0: one tap a word): pixels of
+    one narrow word of ``a_lanes`` lanes (``T = R / a_lanes``, at least 2), one group, no dilation
+    along x, several taps a kernel row (``perf_model.compiler.conv_pack``)."""
+    R = config.rows
+    if (not a_lanes or conv.groups != 1 or conv.dilation_w != 1 or conv.kw < 2 or R % a_lanes
+            or R & (R - 1) or config.dataflow is not Dataflow.WS):
+        return 0
+    return (R // a_lanes).bit_length() - 1
 
 
 def conv_served(config: ArrayConfig) -> str:
@@ -63,11 +74,10 @@ class ConvTiling:
 class _Geometry:
     """The derived sizes of one conv on one design."""
 
-    def __init__(self, config: ArrayConfig, conv: Conv2d) -> None:
+    def __init__(self, config: ArrayConfig, conv: Conv2d, *, pack: bool = True) -> None:
         self.config, self.conv = config, conv
         self.R, self.C = config.rows, config.cols
         self.words = math.ceil(conv.c_in / self.R)  # ifmap words per pixel in DRAM
-        self.taps = conv.kh * conv.kw
         self.cpg, self.cpo = conv.c_in // conv.groups, conv.c_out // conv.groups
         self.out_h, self.out_w = conv.out_h, conv.out_w
         self.images = conv.n
@@ -86,6 +96,17 @@ class _Geometry:
         # filters, only the ``a_lanes`` rows the bands fill (the ifmap's other lanes are zero, so
         # their weight rows are never used: not loaded); else all ``R`` of its channel word.
         self.kl = self.a_lanes if self.a_lanes and conv.c_out <= self.C else self.R
+        # Tap packing (``perf_model.compiler.conv_pack``): ``T = R / a_lanes`` taps of a kernel row a
+        # word when the pixel is one narrow word, one group, no dilation along x and several taps a
+        # row; a run's "tap" is then a group of ``T`` (``kw`` groups a kernel row), a tap's weight
+        # rows all ``R``, and a band load reads ``T - 1`` pixels past the band (``extra``).
+        self.pack = pack_taps(config, conv, self.a_lanes) if pack else 0
+        self.T = 1 << self.pack
+        self.kw = -(-conv.kw // self.T)
+        self.taps = conv.kh * self.kw
+        self.extra = self.T - 1
+        if self.pack:
+            self.kl = self.R
         rate = dram_rate(config)
         self.bytes_per_cycle = float(rate if rate is not None else axi_data_bytes(config))
         self._runs: dict[tuple[int, int, int], int] = {}
@@ -165,7 +186,7 @@ class _Geometry:
     def tap_tiles(self, taps_t: int) -> list[tuple[int, int, int, int]]:
         """``(ky0, ky1, kx0, kx1)`` of each tap tile of ``taps_t`` taps: whole kernel rows when
         ``taps_t >= kw`` (``taps_t // kw`` rows a tile), else parts of one row."""
-        kh, kw = self.conv.kh, self.conv.kw
+        kh, kw = self.conv.kh, self.kw
         if taps_t >= kw:
             step = taps_t // kw
             return [(ky, min(ky + step, kh), 0, kw) for ky in range(0, kh, step)]

@@ -215,11 +215,13 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
         ct, m = int(c1[i] - c0[i]), int(mi[i])
         addr = int(b_r0[m]) * w_img * a_pitch + int(c0[i]) * g.a_word_bytes
         rows = int(b_rows[m])
-        if ct == g.words:
+        if g.pack:  # a sliding load: one DRAM row of the band's pixels and ``extra`` more
+            band_n[i] = xf.cycles("ifmap", addr, a_pitch, 1, rows * w_img + g.extra, a_beats)
+        elif ct == g.words:
             band_n[i] = xf.cycles("ifmap", addr, w_img * a_pitch, rows, w_img * ct, a_beats)
         else:
             band_n[i] = xf.cycles("ifmap", addr, a_pitch, rows * w_img, ct, a_beats)
-        band_bytes += rows * w_img * ct
+        band_bytes += (rows * w_img + g.extra) * ct
     w_n = np.zeros(runs, dtype=np.int64)
     if g.kl < R:  # a tap's first ``kl`` weight rows only: one DRAM row a tap, its rows back to back
         w_n[new_w] = xf.many("weight", (k0 // R * g.kl * b_pitch)[new_w], g.kl * b_pitch, K[new_w] // R,

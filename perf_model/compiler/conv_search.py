@@ -44,7 +44,7 @@ def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     words = sum(span for span, *_ in filters)
     if t.order == "mn" or mt == 1:
         words -= sum(first * shared for _, first, shared, _ in filters)
-    a = sum(bands) * g.conv.w * g.a_word_bytes * words
+    a = (sum(bands) * g.conv.w + mt * g.extra) * g.a_word_bytes * words
     single = [-(-span // t.c_t) * tap_tiles == 1 for span, *_ in filters]  # a filter tile of one run
     weights = [g.taps * span * g.kl * g.row_bytes(filt, ib) for span, _, _, filt in filters]
     if t.order == "mn":
@@ -67,7 +67,7 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
         if key_a != held_a:
             held_a = key_a
             oy0, oy1 = m0 // g.out_w, -(-m1 // g.out_w)
-            total += g.band(oy0, oy1)[1] * g.conv.w * (part[1] - part[0]) * g.a_word_bytes
+            total += (g.band(oy0, oy1)[1] * g.conv.w + g.extra) * (part[1] - part[0]) * g.a_word_bytes
         key_b = (k0, k1, n0, n1)
         if key_b != held_b:
             held_b = key_b
@@ -164,7 +164,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, N)) for n0 in range(0, N, g.cpo)))
     most = max(most, g.filter_words(0, N)[1] - g.filter_words(0, N)[0])
     cl, nl = _levels(most), _levels(N, min(C, N))
-    tl, rl = _tap_levels(conv.kh, conv.kw), g.row_levels()
+    tl, rl = _tap_levels(conv.kh, g.kw), g.row_levels()
     # Output-row tiles per size: most band rows, tiles, band rows summed, tiles per pixel count.
     band_rows, mt, band_sum = (np.zeros(len(rl), dtype=np.int64) for _ in range(3))
     tiles_of: list[Counter[int]] = []
@@ -236,7 +236,8 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     order = np.array([0, 1])[None, None, None, None, :]
     mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
     keep = (order == 0) | (mt5 == 1)
-    a = bs5 * conv.w * g.a_word_bytes * (words[:, None, :, None, None] - shared[:, None, :, None, None] * keep)
+    loads = words[:, None, :, None, None] - shared[:, None, :, None, None] * keep  # band loads an output-row tile
+    a = (bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * loads
     one = single[:, None, :, None, None] * one_tap  # weight bytes read once (filter tiles of one run)
     w5 = wsum[None, None, :, None, None]
     b_mn = np.where((nts[None, None, :, None, None] == 1) & (one == w5) & one_tap, w5, mt5 * w5)
@@ -247,10 +248,10 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     c2 = np.array(cl)[:, None]
     return _Candidates(
         shape=shape, compute=np.broadcast_to(compute, shape).reshape(-1), dram=np.broadcast_to(dram, shape).reshape(-1),
-        band=band_rows[None, :] * conv.w * c2,
+        band=band_rows[None, :] * conv.w * c2 + g.extra,
         weight=np.array(tl)[None, None, :] * R * c2[:, :, None] * cols_n[None, :, None],
         ofmap=np.array(rl)[:, None] * g.out_w * cols_n[None, :], levels=(cl, rl, nl, tl),
-        smallest_band=int(band_rows[0]) * conv.w)
+        smallest_band=int(band_rows[0]) * conv.w + g.extra)
 
 
 def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:

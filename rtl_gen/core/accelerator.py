@@ -95,8 +95,9 @@ from collections.abc import Callable
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
 
-from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS, store_read_latency
+from accel_dse.commands import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS, axi_data_bytes, store_read_latency
 from accel_dse.config import ArrayConfig, Dataflow
 from rtl_gen.core.array import SystolicArray
 from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
@@ -281,6 +282,7 @@ class Accelerator(wiring.Component):
             y_addr_bits=y_geo.addr_bits,
             o_addr_bits=lay.ofmap.addr_bits,
             shadow=cfg.shadow_stationary,
+            max_groups=self.max_groups,
         )
         busy = ctrl.busy
         bases = {}
@@ -310,13 +312,22 @@ class Accelerator(wiring.Component):
             m.d.comb += array.phase.eq(Cat(*(tap[1] for tap in strobes)))
 
         x_addr, x_en = self._window_reads(m, ctrl, bases["x"], x_geo)
+        # Tap packing: the lane groups a window read keeps ride with its address (x lanes only).
+        keep = None
+        if self.max_groups > 1:
+            groups, pack = Signal(self.max_groups), Signal.like(ctrl.x_pack)
+            m.d.comb += [groups.eq(Mux(ctrl.x_win, ctrl.x_groups, (1 << self.max_groups) - 1)),
+                         pack.eq(Mux(ctrl.x_win, ctrl.x_pack, 0))]
+            keep = Cat(groups, pack)
         # Operand buffers, one bank per lane; the host writes a whole word (all banks) at once.
         for role, geo, addr, en, target in (
             ("x", x_geo, x_addr, x_en, array.x),
             ("y", y_geo, (ctrl.y_addr + bases["y"])[:len(ctrl.y_addr)], ctrl.y_en, array.y),
         ):
             host_we = self.host_we & (self.host_sel == HOST_SEL[geo.name]) & (~busy | self.host_overlap)
-            controls = self._lane_controls(m, f"{role}_ctl", Cat(addr, en), geo.elems)
+            extra = keep if role == "x" and keep is not None else None
+            controls = self._lane_controls(m, f"{role}_ctl", Cat(addr, en, *([extra] if extra is not None else [])),
+                                           geo.elems)
             for lane in range(geo.elems):
                 mem = memory.Memory(shape=geo.bits, depth=geo.mem_depth, init=[])
                 m.submodules[f"{geo.name}_bank{lane}"] = mem
@@ -330,6 +341,8 @@ class Accelerator(wiring.Component):
                 if geo.name == "ifmap" and cfg.vector_unit:
                     self._vector_ports(m, mem, bits)
                 ctl = controls[lane]
+                if extra is not None:
+                    ctl = Cat(ctl[:len(addr)], ctl[len(addr)] & self._lane_kept(ctl[len(addr) + 1:], lane, geo.elems))
                 rp = mem.read_port()
                 m.d.comb += [rp.addr.eq(ctl[:-1]), rp.en.eq(ctl[-1])]
                 valid = Signal(name=f"{role}_valid_{lane}")
@@ -465,6 +478,26 @@ class Accelerator(wiring.Component):
             self.output_check = check
             m.d.comb += [check.acc.eq(self.host_rdata), check.params.eq(params), check.q.eq(stage.q),
                          check.check.eq(self.host_qcheck), self.sdc_qevent.eq(check.event)]
+
+    def _lane_kept(self, keep: Value, lane: int, lanes: int) -> Value:
+        """Whether ``lane`` of a tap-packed read is kept: its group's bit of ``keep`` (the groups,
+        then the run's ``pack``); ``T = 2 ** pack`` groups of ``lanes / T`` lanes."""
+        groups, pack = keep[:self.max_groups], keep[self.max_groups:]
+        kept = groups[0]
+        for p in range(1, exact_log2(self.max_groups) + 1):
+            kept = Mux(pack >= p, groups[lane >> (exact_log2(lanes) - p)], kept)
+        return kept
+
+    @property
+    def max_groups(self) -> int:
+        """Lane groups a tap-packed ifmap word may hold: its AXI beats (a WS design; 1: no packing).
+        A packed pixel is a narrow word of whole beats, so a word holds at most a pixel a beat."""
+        cfg = self.config
+        if cfg.dataflow is not Dataflow.WS or cfg.rows & (cfg.rows - 1):
+            return 1
+        bus = axi_data_bytes(cfg.rows, cfg.cols, cfg.input_bits, cfg.dram_bytes_per_cycle,
+                             cfg.dataflow is Dataflow.IS)
+        return max(1, cfg.rows * cfg.input_bits // 8 // bus)
 
     @staticmethod
     def _lane_controls(m: Module, name: str, control: Value, lanes: int) -> list[Value]:

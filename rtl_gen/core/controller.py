@@ -81,8 +81,9 @@ class Controller(wiring.Component):
     Weight stationary, a run started with ``window`` reads its x words through the convolution
     address generator (``rtl_gen.core.conv_addr``) from the window fields sampled with ``start``:
     ``x_win`` is high for the run, ``x_win_addr`` the word (relative to ``x_base``, signed) and
-    ``x_pad`` marks a pad (no read). The timing is the same as a packed run's. Other dataflows
-    have no generator (``x_win`` stays low; the sequencer refuses such a run).
+    ``x_pad`` marks a pad (no read), ``x_groups`` / ``x_pack`` the lane groups a tap-packed read
+    keeps and the run's ``pack`` (``max_groups`` group checks). The timing is the same as a packed
+    run's. Other dataflows have no generator (``x_win`` stays low; the sequencer refuses such a run).
     """
 
     def __init__(
@@ -95,8 +96,10 @@ class Controller(wiring.Component):
         y_addr_bits: int,
         o_addr_bits: int,
         shadow: bool = False,
+        max_groups: int = 1,
     ) -> None:
         self.rows = rows
+        self.max_groups = max_groups
         self.cols = cols
         self.dataflow = Dataflow.parse(dataflow)
         self.shadow = shadow
@@ -130,6 +133,8 @@ class Controller(wiring.Component):
                 "x_win": Out(1),
                 "x_win_addr": Out(signed(WINDOW_ADDR_BITS)),
                 "x_pad": Out(1),
+                "x_groups": Out(max_groups),
+                "x_pack": Out(FIELDS["pack"][1]),
             }
         )
 
@@ -277,13 +282,14 @@ class Controller(wiring.Component):
                     st_last.eq(last_fold)]
 
         if self.dataflow is Dataflow.WS:
-            m.submodules.window = gen = ConvAddressGenerator()
+            m.submodules.window = gen = ConvAddressGenerator(max_groups=self.max_groups)
             win = Signal()
             m.d.comb += [
                 *(getattr(gen, name).eq(getattr(self, name)) for name in WINDOW_FIELDS),
                 gen.start.eq(self.start & ~busy), gen.latch.eq(moving), gen.advance.eq(moving),
                 gen.wrap.eq(last_row), gen.step.eq(x_en),
                 self.x_win.eq(win), self.x_win_addr.eq(gen.addr), self.x_pad.eq(gen.pad),
+                self.x_groups.eq(gen.groups), self.x_pack.eq(gen.pack_run),
             ]
             with m.If(self.start & ~busy):
                 m.d.sync += win.eq(self.window)

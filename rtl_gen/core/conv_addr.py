@@ -47,7 +47,8 @@ COORD_BITS = 24
 class ConvAddressGenerator(wiring.Component):
     """See the module docstring. Ports: one input per ``WINDOW`` field (``origin`` signed),
     ``start``, ``latch``, ``advance``, ``wrap``, ``step``; outputs ``addr`` (signed), ``pad`` and
-    ``groups`` (``max_groups`` bits: the lane groups kept, a power of two up to ``2 ** 15``)."""
+    ``groups`` (``max_groups`` bits: the lane groups kept, a power of two up to ``2 ** 15``) and
+    ``pack_run`` (the ``pack`` latched with ``start``)."""
 
     def __init__(self, *, max_groups: int = 1) -> None:
         if max_groups < 1 or max_groups & (max_groups - 1) or max_groups > 1 << ((1 << FIELDS["pack"][1]) - 1):
@@ -58,6 +59,7 @@ class ConvAddressGenerator(wiring.Component):
         super().__init__({
             **ports, "start": In(1), "latch": In(1), "advance": In(1), "wrap": In(1), "step": In(1),
             "addr": Out(signed(ADDR_BITS)), "pad": Out(1), "groups": Out(max_groups),
+            "pack_run": Out(FIELDS["pack"][1]),
         })
 
     def elaborate(self, platform: object) -> Module:
@@ -122,5 +124,5 @@ class ConvAddressGenerator(wiring.Component):
         else:  # group t: pixel ix + t inside the row, t below T = 2 ** pack
             m.d.comb += self.groups.eq(Cat(*(row_ok & (f["pack"] >= t.bit_length()) & (ix >= -t)
                                              & (ix < f["in_w"] - t) for t in range(self.max_groups))))
-        m.d.comb += [self.addr.eq(px_word), self.pad.eq(self.groups == 0)]
+        m.d.comb += [self.addr.eq(px_word), self.pad.eq(self.groups == 0), self.pack_run.eq(f["pack"])]
         return m

@@ -7,7 +7,8 @@ beats in DRAM (lane bytes of ``accel_dse.commands.dram_lane_bytes``); the top co
 DRAM words and buffer words by wiring. A transfer of fewer ``beats`` than
 ``max_beats`` moves a word's first beats (its first lanes: a narrow word, ``accel_dse.commands``'s
 ``lanes``); a load writes the rest of the word as zero, a store never sends it.
-A sliding load (``slide``, loads only; tap packing, ``perf_model.compiler.conv_pack``) shifts
+A sliding load (``slide``, loads only, with ``slide_beats`` set; tap packing,
+``perf_model.compiler.conv_pack``) shifts
 each beat it receives into its word register, oldest beat out, and writes the last
 ``slide_beats`` beats received (the ifmap word's beats) as each word completes: narrow words of
 ``beats`` beats arrive and the word written holds the last ``slide_beats / beats`` of them,
@@ -123,8 +124,8 @@ class DmaLoad(_Transfer):
     def __init__(self, *, data_bytes: int, max_beats: int, outstanding: int, buf_addr_bits: int,
                  slide_beats: int = 0) -> None:
         if not 0 <= slide_beats <= max_beats:
-            raise ConfigError(f"slide_beats must be in 0 .. {max_beats} (0: max_beats), not {slide_beats}")
-        self.slide_beats = slide_beats or max_beats
+            raise ConfigError(f"slide_beats must be in 0 .. {max_beats} (0: no sliding load), not {slide_beats}")
+        self.slide_beats = slide_beats
         read = axi4_channels(data_bytes, "read")
         super().__init__(data_bytes=data_bytes, max_beats=max_beats, outstanding=outstanding,
                          buf_addr_bits=buf_addr_bits,
@@ -158,10 +159,14 @@ class DmaLoad(_Transfer):
         lanes = [slot if i == 0 else Mux(beats > i, slot, 0) for i, slot in enumerate(slots)]
         # A sliding load: the register shifts a beat in per beat (the word is its last beats).
         slide = Signal()
-        slid = Cat(partial[beat_bits:self.slide_beats * beat_bits], self.rdata)
-        m.d.comb += [self.word.eq(Mux(slide, slid, Cat(*lanes))), self.word_we.eq(word_done & ~err)]
+        if self.slide_beats:
+            slid = Cat(partial[beat_bits:self.slide_beats * beat_bits], self.rdata)
+            word, kept = Mux(slide, slid, Cat(*lanes)), Mux(slide, slid, Cat(*slots))
+        else:  # no sliding hardware: ``slide`` is ignored
+            word, kept = Cat(*lanes), Cat(*slots)
+        m.d.comb += [self.word.eq(word), self.word_we.eq(word_done & ~err)]
         with m.If(taken):
-            m.d.sync += partial.eq(Mux(slide, slid, Cat(*slots)))
+            m.d.sync += partial.eq(kept)
             m.d.sync += beat.eq(Mux(beat == beats - 1, 0, beat + 1))
             with m.If(self.rresp != 0):
                 m.d.sync += [err.eq(1), self.axi_error.eq(1)]

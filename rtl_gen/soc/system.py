@@ -101,6 +101,8 @@ class AxiAccelerator(wiring.Component):
         self.word_bytes = dram_word_bytes(config)
         self.beats = {k: v // self.data_bytes for k, v in self.word_bytes.items()}
         self.max_beats = max(self.beats.values())
+        # Tap packing's sliding load (weight stationary, ifmap words of several beats; 0: none).
+        self.slide_beats = self.beats["ifmap"] if self.beats["ifmap"] > 1 and config.dataflow is Dataflow.WS else 0
         self.word_lanes = commands.dram_word_lanes(config.rows, config.cols, config.dataflow is Dataflow.IS)
         self.queue_depth = queue_depth
         self.outstanding = outstanding
@@ -130,7 +132,7 @@ class AxiAccelerator(wiring.Component):
         addr_bits = max(lay.host_addr_bits, 16)
         common = {"data_bytes": self.data_bytes, "max_beats": self.max_beats, "outstanding": self.outstanding,
                   "buf_addr_bits": addr_bits}
-        m.submodules.dma_load = ld = DmaLoad(**common, slide_beats=b["ifmap"])
+        m.submodules.dma_load = ld = DmaLoad(**common, slide_beats=self.slide_beats)
         m.submodules.dma_store = st = DmaStore(**common, latencies=STORE_LATENCIES)
         depths = (lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth, lay.qparam.depth)
         m.submodules.seq = seq = Sequencer(
@@ -271,7 +273,7 @@ def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], 
            "ifmap_depth": lay.ifmap.depth, "weight_depth": lay.weight.depth, "ofmap_depth": lay.ofmap.depth,
            "queue_depth": QUEUE_DEPTH}
     return [
-        ("dma_load", common, lambda: DmaLoad(**common, slide_beats=b["ifmap"])),
+        ("dma_load", common, lambda: DmaLoad(**common, slide_beats=soc.slide_beats)),
         ("dma_store", {**common, "latencies": STORE_LATENCIES},
          lambda: DmaStore(**common, latencies=STORE_LATENCIES)),
         ("move", move, lambda: MoveEngine(**move)),

@@ -3,12 +3,22 @@ the packed weights compute the conv bit-exactly against ``lax.conv_general_dilat
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from model_testlib import transfer_word_bytes
 
+import perf_model
+from accel_dse.commands import Buffer, Opcode
+from accel_dse.config import ArrayConfig
+from perf_model.compiler.conv import compile_conv, conv_tiling
+from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_pack import packed_conv, packed_window, slide
+from perf_model.compiler.conv_schedule import conv_schedule
+from workloads.ops import Conv2d, Requant
 
 
 def _reference(x: np.ndarray, w: np.ndarray, stride: tuple[int, int], pads: tuple[tuple[int, int], ...],
@@ -76,3 +86,58 @@ def test_the_group_mask_drops_the_lanes_past_the_row_and_before_it():
     # output pixel (0, 4): pixels 3 .. 6, groups 2 and 3 past the row
     assert win.groups(1, 4) == 0b0011
     assert win.groups(0, 0) == 0 and win.read(0, 0) is None  # ky = 0 of output row 0: the top pad
+
+
+PACKED_CONVS = [
+    Conv2d(n=1, h=9, w=10, c_in=2, c_out=5, kh=3, kw=3, pad_h=1, pad_w=1),
+    Conv2d(n=2, h=8, w=8, c_in=3, c_out=6, kh=7, kw=7, stride_h=2, stride_w=2, pad_h=3, pad_w=3),
+    Conv2d(n=1, h=11, w=7, c_in=4, c_out=12, kh=5, kw=5, stride_h=2, stride_w=1, pad_h=2, pad_w=0, pad_w_hi=2),
+    Conv2d(n=3, h=6, w=6, c_in=2, c_out=3, kh=3, kw=3, pad_h=1, pad_w=1),  # images stacked in a run
+]
+
+
+@pytest.mark.parametrize("double", [True, False])
+@pytest.mark.parametrize("requant", [False, True])
+def test_a_packed_convs_model_bytes_and_cycles_are_its_programs(double, requant):
+    # 8 or 16 rows on a 2-byte bus: 2 to 8 taps a word.
+    for rows, conv in zip((8, 16, 8, 16), PACKED_CONVS, strict=True):
+        config = ArrayConfig(rows=rows, cols=4, dataflow="ws", dram_bytes_per_cycle=2.0, ifmap_sram_kib=2,
+                             weight_sram_kib=2, ofmap_sram_kib=2, double_buffered=double)
+        if requant:
+            conv = dataclasses.replace(conv, requant=Requant(multiplier=(1 << 30,), shift=(0,), bias=(0,)))
+        g = _Geometry(config, conv)
+        assert g.pack >= 1, conv
+        tiling = conv_tiling(config, conv, requant=requant)
+        program = compile_conv(config, conv, requant=requant)
+        assert program.pack == g.pack
+        a, b, c = _transfers(config, program)
+        assert tiling.dram_bytes == a + b + c
+        walk = perf_model.gemm_program_cycles(config, program, rate=perf_model.dram_rate(config))
+        fast = conv_schedule(g, tiling, requant)
+        assert fast is not None
+        assert (fast.total, fast.compute, fast.read, fast.written) == (walk.total, walk.compute, (a, b), c)
+        # each output tile's runs sweep K = kh x ceil(kw / T) groups x R rows, not kh x kw taps x R
+        tiles = len(g.m_tiles(tiling.rows_t)) * -(-conv.c_out // tiling.n_t)
+        k = sum(cmd["k"] for cmd in program.commands if cmd.opcode == Opcode.RUN)
+        assert k == tiles * conv.kh * -(-conv.kw // (1 << g.pack)) * rows
+
+
+def _transfers(config: ArrayConfig, program) -> tuple[int, int, int]:
+    out = [0, 0, 0]
+    for cmd in program.commands:
+        if cmd.opcode == Opcode.LOAD and cmd["buffer"] in (Buffer.IFMAP, Buffer.WEIGHT):
+            out[int(cmd["buffer"])] += cmd["rows"] * cmd["words"] * transfer_word_bytes(config, cmd)
+        elif cmd.opcode == Opcode.STORE:
+            out[2] += cmd["rows"] * cmd["words"] * transfer_word_bytes(config, cmd)
+    return out[0], out[1], out[2]
+
+
+def test_packing_is_left_out_where_it_cannot_serve():
+    config = ArrayConfig(rows=8, cols=4, dataflow="ws", dram_bytes_per_cycle=2.0)
+    base = Conv2d(n=1, h=6, w=6, c_in=2, c_out=4, kh=3, kw=3, pad_h=1, pad_w=1)
+    assert _Geometry(config, base).pack == 2
+    for conv in (dataclasses.replace(base, dilation_w=2, pad_w=2), dataclasses.replace(base, kw=1, pad_w=0),
+                 dataclasses.replace(base, c_in=6), dataclasses.replace(base, c_in=4, c_out=4, groups=2)):
+        assert _Geometry(config, conv).pack == 0, conv
+    wide = ArrayConfig(rows=8, cols=8, dataflow="ws", dram_bytes_per_cycle=8.0)  # a word is one beat
+    assert _Geometry(wide, base).pack == 0

@@ -149,9 +149,9 @@ def _loop_search(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvTiling
     best = None
     for c_t in _levels(max(b - a for a, b in spans)):
         for rows_t in g.row_levels():
-            if g.band_rows(rows_t) * conv.w * c_t > room[0]:
+            if g.band_rows(rows_t) * conv.w * c_t + g.extra > room[0]:  # a packed band: T - 1 more words
                 continue
-            for n_t, taps_t in product(_levels(g.N, min(g.C, g.N)), _tap_levels(conv.kh, conv.kw)):
+            for n_t, taps_t in product(_levels(g.N, min(g.C, g.N)), _tap_levels(conv.kh, g.kw)):  # kw: groups
                 cols = math.ceil(n_t / g.C)
                 if taps_t * g.R * c_t * cols > room[1] or rows_t * g.out_w * cols > room[2]:
                     continue

@@ -159,3 +159,47 @@ def test_a_window_run_on_an_output_stationary_design_is_refused():
     window = Command.make(Opcode.RUN, m=4, k=4, n=4, window=1)
     run = run_soc(cfg, a, a, commands=[window], limit=20_000)
     assert run.error_code == ERROR_OPCODE and run.error_pc == 0
+
+
+PACKED = {
+    # 8 rows, a 2-byte bus: a word is 4 beats; 2 channels are one beat, so 4 taps a word
+    "3x3 same, 2 channels, 4 taps a word": (Conv2d(n=1, h=5, w=6, c_in=2, c_out=5, kh=3, kw=3, pad_h=1, pad_w=1), 2),
+    # 3 channels are two beats: 2 taps a word; stride 2, asymmetric padding
+    "3x3 stride 2, asymmetric pad, 3 channels": (
+        Conv2d(n=1, h=7, w=6, c_in=3, c_out=4, kh=3, kw=3, stride_h=2, stride_w=2, pad_h=0, pad_h_hi=1, pad_w=1,
+               pad_w_hi=0), 1),
+    "7x7 stride 2 stem, 3 channels": (Conv2d(n=1, h=8, w=8, c_in=3, c_out=4, kh=7, kw=7, stride_h=2, stride_w=2,
+                                             pad_h=3, pad_w=3), 1),
+}
+
+
+@pytest.mark.parametrize("double", [True, False])
+@pytest.mark.parametrize("name", list(PACKED))
+def test_a_tap_packed_conv_is_bit_exact_in_the_walks_cycles(name, double):
+    conv, pack = PACKED[name]
+    run, out, ref = run_conv(small("ws", double, rows=8, cols=4), conv)
+    assert run.error_code == 0
+    np.testing.assert_array_equal(out, ref)
+    assert (run.total, run.compute, run.stall) == (run.model.total, run.model.compute, run.model.stall)
+    windows = [c for c in run.program.commands if c.opcode == Opcode.WINDOW]
+    assert windows and all(c["pack"] == pack for c in windows)
+    bands = [c for c in run.program.commands if c.opcode == Opcode.LOAD and c["buffer"] == 0]
+    assert bands and all(c["slide"] for c in bands)
+    # each output tile sweeps K = kh x ceil(kw / T) groups x R rows (one tap a word: kh x kw x R)
+    k = sum(c["k"] for c in run.program.commands if c.opcode == Opcode.RUN)
+    tiles = len({(t[0], t[4]) for t in run.program.runs})
+    assert k == tiles * conv.kh * -(-conv.kw // (1 << pack)) * 8
+
+
+def test_a_tap_packed_conv_with_its_packed_words_one_lane_group_off_is_wrong():
+    # The sliding load's words read one word early: lane group t then holds pixel ix + t - 1.
+    conv = PACKED["3x3 same, 2 channels, 4 taps a word"][0]
+
+    def shift(prog):
+        cmds = [dataclasses.replace(c, fields=tuple((k, (v - 1) & 0xFFFFFFFF if k == "origin" else v)
+                                                    for k, v in c.fields))
+                if c.opcode == Opcode.WINDOW else c for c in prog.commands]
+        return dataclasses.replace(prog, commands=tuple(cmds))
+
+    run, out, ref = run_conv(small("ws", True, rows=8, cols=4), conv, edit=shift)
+    assert not np.array_equal(out, ref)
