@@ -63,12 +63,17 @@ def _requant_by_hand(acc: np.ndarray, rq: Requant) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
-def test_packed_w4a4_gemm_is_bit_exact_with_odd_sizes_edge_values_and_model_cycles(dataflow):
-    """3x5 @ 5x3 on a 4x4 array: rows of 5 and 3 int4 elements leave a half-filled last byte."""
+@pytest.mark.parametrize(("size", "narrow"), [(4, False), (8, True)])
+def test_packed_w4a4_gemm_is_bit_exact_with_odd_sizes_edge_values_and_model_cycles(dataflow, size, narrow):
+    """3x5 @ 5x3: rows of 5 and 3 int4 elements leave a half-filled last byte. On a 4x4 array the
+    words are whole; on an 8x8 one (4-byte packed words, 2-byte bus) rows of 3 or 5 are narrow
+    transfers (``lanes`` 4: one beat)."""
     m, k, n = 3, 5, 3
     a, b = _int4_operands(m, k, n)
-    config = small(dataflow, rows=4, cols=4, bw=2.0, weight_format="int4", act_format="int4", pack_int4=True)
+    config = small(dataflow, rows=size, cols=size, bw=2.0, weight_format="int4", act_format="int4", pack_int4=True)
     prog = compile_gemm(config, Gemm(m=m, k=k, n=n), requant=True)
+    lanes = [c["lanes"] for c in prog.commands if c.opcode in (Opcode.LOAD, Opcode.STORE) and c["lanes"]]
+    assert bool(lanes) == narrow and all(x == 4 for x in lanes)
     ta, tb, tc = (prog.tensors[x] for x in "abc")
     assert ta.packed and tb.packed and tc.packed
     tensors = {"a": _packed_by_hand(ta, a), "b": _packed_by_hand(tb, b),
