@@ -8,13 +8,11 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import numpy as np
 import pytest
 
-import workloads
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
-from tests.simulate.test_sim_formats import MLP, _network_by_hand, assert_chain_passes
+from tests.simulate.test_sim_formats import MLP, assert_chain_passes, check_int_reference
 
 #: 4x4 with a 4-byte-a-cycle DRAM: packed words of 2 bytes on a 2-byte bus.
 TINY = load_design("tiny")
@@ -26,14 +24,8 @@ def test_packed_int4_mlp_chain_is_bit_exact_with_model_cycles(df, wfmt, afmt, si
     design = dataclasses.replace(TINY, dataflow=df, weight_format=wfmt, act_format=afmt, pack_int4=True)
     report = simulate(design, MLP, simulator="icarus", work_dir=sim_cache)
     assert_chain_passes(report)
-    wbits, abits = int(wfmt[3:]), int(afmt[3:])
-    full = [op for op in workloads.resolve(MLP).ops if op.requant is not None]
-    ops = [workloads.narrow_outputs(op, abits, wbits) for op in full]
-    by_hand = _network_by_hand(ops, full, 0, wbits, abits)
-    refs = workloads.chained_references(ops, 0, weight_bits=wbits, act_bits=abits)
-    for mine, ref in zip(by_hand, refs, strict=True):
-        assert np.array_equal(mine, ref.q)
-    if abits == 4:  # int4 outputs saturate at 7 (ReLU: the negative end in tests/rtl_gen)
+    by_hand = check_int_reference(wfmt, afmt)
+    if afmt == "int4":  # int4 outputs saturate at 7 (ReLU: the negative end in tests/rtl_gen)
         assert by_hand[0].max() == 7
 
 
