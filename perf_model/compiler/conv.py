@@ -253,13 +253,16 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     why = conv_served(config)
     if why:
         raise ModelError(f"design {config.short_name()}: {why}")
+    # An input already on chip (``a_region``) is pixel-major, one pixel a word: no sliding words
+    # to read, so its window takes one tap a word (tap packing needs the band's sliding LOAD).
+    pack = a_region is None
     if tiling is None:
-        tiling = conv_tiling(config, conv, requant=requant, ifmap_words=ifmap_words)
+        tiling = conv_tiling(config, conv, requant=requant, ifmap_words=ifmap_words, pack=pack)
     if not tiling.feasible:
         raise ModelError(f"design {config.short_name()} cannot run the conv on chip: {tiling.reason}")
     if requant and conv.c_out > QPARAM_CHANNELS:
         raise ModelError(f"a requantised op has at most {QPARAM_CHANNELS} output channels, not {conv.c_out}")
-    g = _Geometry(config, conv)
+    g = _Geometry(config, conv, pack=pack)
     pairs = list(g.tiles(tiling))
     runs = [t for t, _ in pairs]
     parts = dict(pairs)

@@ -79,9 +79,10 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
 
 
 def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False,
-                ifmap_words: int | None = None) -> ConvTiling:
+                ifmap_words: int | None = None, pack: bool = True) -> ConvTiling:
     """The tiling ``compile_conv`` uses (module docstring), or an infeasible one with its reason;
-    ``ifmap_words``: the ifmap words the bands may use (default all; network links hold the rest).
+    ``ifmap_words``: the ifmap words the bands may use (default all; network links hold the rest);
+    ``pack=False``: one tap a word, no tap packing (an input already on chip has no sliding words).
 
     The candidates' order by score (:func:`_estimate`, then :func:`_dram_bytes`, then loop order)
     does not depend on the buffer sizes, which only decide which candidates fit: it is kept per
@@ -93,7 +94,7 @@ def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False,
     room = _room(config)
     if ifmap_words is not None:
         room = (ifmap_words // 2 if config.double_buffered else ifmap_words, *room[1:])
-    best, c = _ranking(config, conv, requant)
+    best, c = _ranking(config, conv, requant, pack)
     fits = ((c.band[:, :, None, None, None] <= room[0]) & (c.weight[:, None, :, :, None] <= room[1])
             & (c.ofmap[None, :, :, None, None] <= room[2]))
     fits = np.broadcast_to(fits, c.shape).reshape(-1)[best]
@@ -133,14 +134,14 @@ _CANDIDATES: dict[tuple[object, ...], _Candidates] = {}
 _CACHE_SIZE = 1 << 11  # candidates of ~40 KB (a ResNet-18 conv on a 16x16 array)
 
 
-def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[np.ndarray, _Candidates]:
+def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True) -> tuple[np.ndarray, _Candidates]:
     """The candidates (:class:`_Candidates`) and their flat indices best first: the fewest
     estimated cycles, then DRAM bytes, then loop order. Kept per conv and the design fields a
     score sees (not the buffer sizes, which only decide which candidates fit): the candidates per
     array, bits and shadow, their order per DRAM rate and buffering too."""
-    g = _Geometry(config, conv)
+    g = _Geometry(config, conv, pack=pack)
     out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
-    key = (g.R, g.C, g.W, config.input_bits, out_b, config.shadow_stationary, conv)
+    key = (g.R, g.C, g.W, config.input_bits, out_b, config.shadow_stationary, conv, g.pack)
     c = _CANDIDATES.get(key)
     if c is None:
         if len(_CANDIDATES) >= _CACHE_SIZE:

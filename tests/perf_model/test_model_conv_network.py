@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from accel_dse.commands import Buffer, Opcode
+from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_design
 from accel_dse.errors import ModelError
 from perf_model.compiler.conv import compile_conv
@@ -106,3 +107,19 @@ def test_queue_loads_keep_vector_blocks_whole_start_on_an_entry_and_restate_thei
             for c in seg:
                 window |= c.opcode == Opcode.WINDOW
                 assert c.opcode != Opcode.RUN or not c["window"] or window
+
+
+def test_a_conv_reading_its_input_on_chip_is_not_tap_packed():
+    """On an 8x8 design with a 2-byte bus a 2-channel pixel is one narrow word, so the conv alone is
+    tap packed (4 taps a word, its band a sliding LOAD); inside a network the second conv reads the
+    first one's output where it sits (pixel-major, no sliding words), so its window packs nothing."""
+    config = ArrayConfig(rows=8, cols=8, dataflow="ws", ifmap_sram_kib=2, weight_sram_kib=2, ofmap_sram_kib=2,
+                         dram_bytes_per_cycle=2.0, vector_unit=True)
+    conv = Conv2d(n=1, h=5, w=5, c_in=2, c_out=2, kh=3, kw=3, pad_h=1, pad_w=1, requant=RQ)
+    alone = compile_conv(config, conv, requant=True)
+    assert {c["pack"] for c in alone.commands if c.opcode == Opcode.WINDOW} == {2}
+    prog = compile_conv_network(config, [conv, conv], [RELU])
+    assert prog.on_chip
+    windows = [c for c in prog.commands if c.opcode == Opcode.WINDOW]
+    assert windows and windows[-1]["pack"] == 0  # the second conv reads the region
+    assert prog.convs[1].pack == 0

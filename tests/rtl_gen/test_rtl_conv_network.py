@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conv_testlib import conv_reference
-from system_testlib import run_image
+from system_testlib import run_image, small
 
 from accel_dse.commands import Opcode
 from accel_dse.designs import load_design
@@ -47,9 +47,9 @@ def _dram_bytes(prog) -> int:
 
 
 def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = False, queue_depth: int = 256,
-         tilings=None):
+         tilings=None, config=TINY):
     """The design's output of the network, the reference, the SoC run and the program."""
-    prog = compile_conv_network(TINY, convs, links, keep_on_chip=keep_on_chip, queue_depth=queue_depth,
+    prog = compile_conv_network(config, convs, links, keep_on_chip=keep_on_chip, queue_depth=queue_depth,
                                 tilings=tilings)
     rng = np.random.default_rng(seed)
     c0 = convs[0]
@@ -58,7 +58,7 @@ def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = Fa
     t = prog.tensors
     tensors = {"a0": pack_tensor(t["a0"], x.reshape(-1, c0.c_in))}
     for i, (conv, w) in enumerate(zip(convs, ws, strict=True)):
-        tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], conv_weight_matrix(conv, prog.convs[i], TINY.rows, w))
+        tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], conv_weight_matrix(conv, prog.convs[i], config.rows, w))
         tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(conv.requant, conv.c_out))
     h = x
     for i, (conv, w) in enumerate(zip(convs, ws, strict=True)):
@@ -74,7 +74,7 @@ def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = Fa
         prog = dataclasses.replace(prog, commands=tuple(keep), chunks=((0, len(keep)),))
     image = program_image(prog, tensors)
     image = np.concatenate([image, np.zeros(-len(image) % prog.data_bytes, np.uint8)])
-    run = run_image(TINY, prog, image, queue_depth=queue_depth)
+    run = run_image(config, prog, image, queue_depth=queue_depth)
     assert run.error_code == 0
     last = convs[-1]
     out = t[f"c{len(convs) - 1}"]
@@ -182,3 +182,16 @@ def test_a_resnet_downsample_block_runs_as_one_program(keep_on_chip):
     assert (got == want).all(), np.argwhere(got != want)[:5]
     assert run.total == run.model.total
     assert (got != np.asarray(jnp.maximum(jnp.asarray(d), 0))).any()  # the add changed the downsample's output
+
+
+def test_a_narrow_pair_whose_first_conv_is_tap_packed_reads_the_link_unpacked():
+    """8x8 with a 2-byte bus: the first conv's 2-channel pixels are one narrow word, so its band is a
+    sliding LOAD and its window packs 4 taps a word; the second conv reads the first one's output
+    in the ifmap, one tap a word. Bit-exact, RTL cycles == walk, the link on chip."""
+    config = small("ws", True, rows=8, cols=8, vector_unit=True)
+    conv = Conv2d(n=1, h=5, w=5, c_in=2, c_out=2, kh=3, kw=3, pad_h=1, pad_w=1, requant=RQ)
+    got, want, run, prog = _run([conv, conv], [RELU], keep_on_chip=True, config=config)
+    windows = [c for c in prog.commands if c.opcode == Opcode.WINDOW]
+    assert prog.on_chip and (windows[0]["pack"], windows[-1]["pack"]) == (2, 0)
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
