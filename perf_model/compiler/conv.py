@@ -55,6 +55,7 @@ the ifmap is infeasible, with a reason naming the op and the words it needs.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -318,12 +319,7 @@ def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: n
         return _packed_weight_matrix(program, R, w)
     kl = program.k_lanes or R  # rows of a channel word in ``b`` (the first ``kl`` lanes')
     out = np.zeros(program.tensors["b"].shape, dtype=np.int64)
-    done = set()
-    for tile, (c0, c1, ky0, ky1, kx0, kx1) in zip(program.runs, program.parts, strict=True):
-        k0, k1, n0, n1 = tile[2:6]
-        if (k0, n0, n1) in done:
-            continue
-        done.add((k0, n0, n1))
+    for (k0, k1, n0, n1), (c0, c1, ky0, ky1, kx0, kx1) in _weight_tiles(program):
         chans = np.arange(c0 * R, c1 * R) if kl == R else np.arange(kl)  # one tap's rows: channel word, lane
         ns = np.arange(n0, n1)
         group = ns // cpo
@@ -339,6 +335,17 @@ def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: n
     return out
 
 
+def _weight_tiles(program: ConvProgram) -> Iterator[tuple[tuple[int, int, int, int], tuple[int, ...]]]:
+    """Each weight tile of ``program`` once, in run order: its ``(k0, k1, n0, n1)`` rows and filters
+    of ``b`` and the part (channel words, kernel rows, taps) its first run reads."""
+    done = set()
+    for tile, part in zip(program.runs, program.parts, strict=True):
+        k0, k1, n0, n1 = tile[2:6]
+        if (k0, n0, n1) not in done:
+            done.add((k0, n0, n1))
+            yield (k0, k1, n0, n1), part
+
+
 def _packed_weight_matrix(program: ConvProgram, R: int, w: np.ndarray) -> np.ndarray:
     """The ``b`` matrix of a tap-packed ``program`` (``conv_pack.packed_weights``, in run order:
     per run, per kernel row of its tap tile, per group of ``T`` taps, ``R`` rows)."""
@@ -347,12 +354,7 @@ def _packed_weight_matrix(program: ConvProgram, R: int, w: np.ndarray) -> np.nda
     per_fold = packed_weights(w, T, R // T, R)  # (kh * groups, R, c_out)
     groups = -(-kw // T)
     out = np.zeros(program.tensors["b"].shape, dtype=np.int64)
-    done = set()
-    for tile, (_, _, ky0, ky1, kx0, kx1) in zip(program.runs, program.parts, strict=True):
-        k0, k1, n0, n1 = tile[2:6]
-        if (k0, n0, n1) in done:
-            continue
-        done.add((k0, n0, n1))
+    for (k0, k1, n0, n1), (_, _, ky0, ky1, kx0, kx1) in _weight_tiles(program):
         at = k0
         for ky in range(ky0, ky1):
             for g in range(kx0, kx1):
