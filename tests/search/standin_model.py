@@ -57,6 +57,7 @@ class DesignArrays:
     weight_format: np.ndarray  # the operand formats: carried, not used by the formulas
     act_format: np.ndarray
     vector_unit: np.ndarray  # carried, not used by the formulas
+    pack_int4: np.ndarray  # carried, not used by the formulas
 
     @classmethod
     def from_columns(cls, **arrays):
