@@ -121,8 +121,9 @@ class ConvAddressGenerator(wiring.Component):
         row_ok = (iy >= 0) & (iy < f["in_h"])
         if self.max_groups == 1:
             m.d.comb += self.groups.eq(row_ok & (ix >= 0) & (ix < f["in_w"]))
-        else:  # group t: pixel ix + t inside the row, t below T = 2 ** pack
-            m.d.comb += self.groups.eq(Cat(*(row_ok & (f["pack"] >= t.bit_length()) & (ix >= -t)
-                                             & (ix < f["in_w"] - t) for t in range(self.max_groups))))
+        else:  # group t: pixel ix + t inside the row, t below T = 2 ** pack (group 0 always is)
+            inside = [row_ok & (ix >= -t) & (ix < f["in_w"] - t) for t in range(self.max_groups)]
+            m.d.comb += self.groups.eq(Cat(inside[0], *(ok & (f["pack"] >= t.bit_length())
+                                                        for t, ok in enumerate(inside) if t)))
         m.d.comb += [self.addr.eq(px_word), self.pad.eq(self.groups == 0), self.pack_run.eq(f["pack"])]
         return m
