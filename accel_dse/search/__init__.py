@@ -13,7 +13,7 @@ Typical use::
                                fpga=space.fpga)
     result = run_sweep(SweepConfig(space=space, evaluator=evaluator, storage="sqlite:///study.db",
                                    study_name=space.name, n_trials=200))
-    print(result.summary()["best"])
+    best = result.summary()["best"]  # the best designs found
 """
 
 from __future__ import annotations
