@@ -237,9 +237,10 @@ def conv_path(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> tu
 
 def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, queue_depth: int = QUEUE_DEPTH,
                  tiling: ConvTiling | None = None, a_region: int | None = None, c_region: int | None = None,
-                 ifmap_words: int | None = None) -> ConvProgram:
+                 ifmap_words: int | None = None, pack: bool = True) -> ConvProgram:
     """The program of one image of ``conv`` on ``config`` (module docstring); ``tiling`` replaces
-    the search's (tests: tap tiles on a small array).
+    the search's (tests: tap tiles on a small array); ``pack=False`` keeps one tap a word where tap
+    packing would apply (``conv_pack``), e.g. to compare the two programs.
 
     Network links (``perf_model.compiler.conv_network``): ``a_region``, the ifmap word where the
     whole NHWC input already is (``words`` channel words a pixel, pixels in order; no band is
@@ -256,7 +257,7 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
         raise ModelError(f"design {config.short_name()}: {why}")
     # An input already on chip (``a_region``) is pixel-major, one pixel a word: no sliding words
     # to read, so its window takes one tap a word (tap packing needs the band's sliding LOAD).
-    pack = a_region is None
+    pack = pack and a_region is None
     if tiling is None:
         tiling = conv_tiling(config, conv, requant=requant, ifmap_words=ifmap_words, pack=pack)
     if not tiling.feasible:

@@ -36,12 +36,13 @@ def operands(conv: Conv2d, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_conv(config: ArrayConfig, conv: Conv2d, *, seed: int = 0, requant: Requant | None = None,
-             edit: Any = None, tiling: Any = None, queue_depth: int = 256,
+             edit: Any = None, tiling: Any = None, queue_depth: int = 256, pack: bool = True,
              **kwargs: Any) -> tuple[SocRun, np.ndarray, np.ndarray]:
     """Compile ``conv`` (all its images) (with ``tiling``, else the search's), run it from DRAM; ``(run,
     output from DRAM, JAX reference)``. ``edit(program) -> program`` changes the program before it
-    runs (malformed programs)."""
-    prog = compile_conv(config, conv, requant=requant is not None, queue_depth=queue_depth, tiling=tiling)
+    runs (malformed programs); ``pack=False`` compiles one tap a word where tap packing would apply."""
+    prog = compile_conv(config, conv, requant=requant is not None, queue_depth=queue_depth, tiling=tiling,
+                        pack=pack)
     x, w = operands(conv, seed)
     tensors = {"a": pack_tensor(prog.tensors["a"], x.reshape(conv.n * conv.h * conv.w, conv.c_in)),
                "b": pack_tensor(prog.tensors["b"], conv_weight_matrix(conv, prog, config.rows, w))}

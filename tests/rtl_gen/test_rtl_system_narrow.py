@@ -96,12 +96,15 @@ NARROW_CONVS = {  # an 8 x 8 array on a 2-byte bus: 3 channels are 2 beats (4 la
 }
 
 
-@pytest.mark.parametrize("double", [True, False])
+@pytest.mark.parametrize("double,pack", [(True, False), (False, False), (True, True)])
 @pytest.mark.parametrize("name", list(NARROW_CONVS))
-def test_a_conv_with_fewer_channels_than_rows_reads_and_writes_dense_nhwc(name, double):
+def test_a_conv_with_fewer_channels_than_rows_reads_and_writes_dense_nhwc(name, double, pack):
+    """One tap a word (``pack=False``), and tap-packed: 2-3 channels are at most half the 8 rows, so
+    a word's rows hold T = 2 (3 channels, 4 lanes) or 4 (2 channels) taps, and each band is one sliding
+    load over a dense tensor with T - 1 pixels of slack after the images."""
     conv = NARROW_CONVS[name]
     config = small("ws", double, rows=8, cols=8, bw=2.0)
-    run, out, ref = run_conv(config, conv)
+    run, out, ref = run_conv(config, conv, pack=pack)
     assert run.error_code == 0
     np.testing.assert_array_equal(out, ref)
     assert (run.total, run.stall) == (run.model.total, run.model.stall)
@@ -110,9 +113,19 @@ def test_a_conv_with_fewer_channels_than_rows_reads_and_writes_dense_nhwc(name, 
     assert c.pitch == (16 if conv.c_out <= 4 else 32)  # raw int32 outputs: 4 lanes, or (5 filters) all 8
     bands = [x for x in run.program.commands if x.opcode == Opcode.LOAD and x["buffer"] == Buffer.IFMAP]
     assert a.pitch == lanes and bands and all(x["lanes"] == lanes for x in bands)
-    # a tap's weights: its first `lanes` rows only (the ifmap lanes beyond are zero), R = 8 words apart
+    pixels = conv.n * conv.h * conv.w
     weights = [x for x in run.program.commands if x.opcode == Opcode.LOAD and x["buffer"] == Buffer.WEIGHT]
-    assert weights and all((x["words"], x["row_step"], x["word_step"]) == (lanes, 8, 1) for x in weights)
+    if pack:
+        taps = 8 // lanes  # the word's rows: T taps of `lanes` rows each
+        assert run.program.pack == taps.bit_length() - 1
+        assert a.rows == pixels + taps - 1
+        assert all(x["slide"] and x["rows"] == 1 for x in bands)
+        # a packed word of weights holds T taps' rows: whole 8-row words, one per weight row
+        assert weights and all(x["words"] == 1 for x in weights)
+    else:
+        assert run.program.pack == 0 and a.rows == pixels
+        # a tap's weights: its first `lanes` rows only (the ifmap lanes beyond are zero), R = 8 words apart
+        assert weights and all((x["words"], x["row_step"], x["word_step"]) == (lanes, 8, 1) for x in weights)
     # the bands read the image's real bytes (plus halo rows), not 8-lane words
     assert sum(x["rows"] * x["words"] * lanes for x in bands) < conv.n * conv.h * conv.w * 8
 
@@ -129,7 +142,9 @@ def test_a_chained_conv_pair_reads_the_first_convs_dense_output_as_it_is(double)
     c1 = run1.program.tensors["c"]
     raw = np.asarray(run1.dram[c1.base:c1.base + c1.nbytes])
 
-    prog2 = compile_conv(config, second, requant=False)
+    # one tap a word: conv2's input is exactly conv1's output tensor (tap-packed, its input tensor would
+    # have T - 1 pixels of slack after the images)
+    prog2 = compile_conv(config, second, requant=False, pack=False)
     a2 = prog2.tensors["a"]
     assert (a2.rows, a2.pitch) == (c1.rows, c1.pitch)
     _, w2 = operands(second, seed=4)

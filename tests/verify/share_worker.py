@@ -1,9 +1,11 @@
 """One ``verify --share`` process whose RTL check is a stand-in (no simulator build): for the shared-verify tests.
 
-``python share_worker.py URL STUDY K TTL_S [--die]`` verifies with a stand-in ``_verify_one``
-that takes 0.3 s and passes; with ``--die`` the process kills itself (SIGKILL, as a machine that
-loses power) inside its first design's check, holding the claim. Prints the trial numbers it
-verified, one JSON list, on stdout.
+``python share_worker.py URL STUDY K TTL_S [--die | --meet DIR N]`` verifies with a stand-in
+``_verify_one`` that takes 0.3 s and passes; with ``--die`` the process kills itself (SIGKILL, as a
+machine that loses power) inside its first design's check, holding the claim. With ``--meet``, its
+first check marks itself in ``DIR`` and waits (up to 120 s) until ``N`` workers have marked
+themselves, so each of them holds a claim before any finishes one, however loaded the machine.
+Prints the trial numbers it verified, one JSON list, on stdout.
 """
 
 from __future__ import annotations
@@ -13,17 +15,25 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 
 def main() -> int:
     url, study, k, ttl = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     die = "--die" in sys.argv
+    meet = sys.argv[sys.argv.index("--meet") + 1:sys.argv.index("--meet") + 3] if "--meet" in sys.argv else None
     from accel_dse.verify import _run
 
     def stand_in(config, number, rank, pareto, **how):
         print(f"checking {number}", file=sys.stderr, flush=True)
         if die:
             os.kill(os.getpid(), signal.SIGKILL)
+        if meet:
+            here = Path(meet[0])
+            (here / str(os.getpid())).touch()
+            deadline = time.monotonic() + 120
+            while len(list(here.iterdir())) < int(meet[1]) and time.monotonic() < deadline:
+                time.sleep(0.05)
         time.sleep(0.3)
         return _run.VerifyResult(trial=number, rank=rank, pareto=pareto, config_hash=config.config_hash,
                                  design=config.short_name(), passed=True, status="pass", simulator=how["simulator"],

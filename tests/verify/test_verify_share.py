@@ -32,7 +32,9 @@ def test_two_verifiers_split_the_top_10_once_each_and_take_over_a_dead_ones_clai
     _, err = dead.communicate(timeout=300)
     assert dead.returncode == -9, err
     victim = int(err.split("checking ")[1].split()[0])  # the design it held when it died
-    first, second = _start(url), _start(url)
+    meet = tmp_path / "meet"  # both verifiers hold a claim before either finishes one
+    meet.mkdir()
+    first, second = _start(url, "--meet", str(meet), "2"), _start(url, "--meet", str(meet), "2")
     outs = [p.communicate(timeout=300) for p in (first, second)]
     assert first.returncode == 0 and second.returncode == 0, outs
     mine = [set(json.loads(out.strip().splitlines()[-1])) for out, _ in outs]
