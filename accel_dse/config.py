@@ -304,6 +304,15 @@ class ArrayConfig:
         return packed_kinds(self.pack_int4, self.weight_fmt.name, self.act_fmt.name)
 
     @property
+    def buffer_bits(self) -> tuple[int, int, int]:
+        """Bits of an element in the ifmap, weight and ofmap buffers: ``input_bits``, or 4 for a
+        packed int4 operand (:attr:`packed_kinds`: the buffers hold it two a byte, as DRAM and the
+        bus do), and ``acc_bits`` in the ofmap."""
+        kinds = self.packed_kinds
+        return (4 if "ifmap" in kinds else self.input_bits, 4 if "weight" in kinds else self.input_bits,
+                self.acc_bits)
+
+    @property
     def format_tag(self) -> str:
         """Short name of the operand formats: ``i8`` for plain ``input_bits`` integers, else e.g. ``w4a8``."""
         return format_tag(self.input_bits, self.weight_format, self.act_format)

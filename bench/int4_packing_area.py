@@ -3,7 +3,7 @@
 For the edge-sized W4A4 design (16x16 WS, 8-byte bus) with and without ``pack_int4``: the load and
 store DMA engines, the sequencer (its narrow-transfer beats change with the packed words) and the
 control registers (``rtl_gen.soc.system.memory_system_units``), and the word path between the DMA
-and the buffers (``rtl_gen.soc.int4_lanes``: a load word into 8-bit lanes, an output word packed
+and the buffers (``rtl_gen.core.int4_lanes``: a load word into 8-bit lanes, an output word packed
 for the store, beside the byte-lane path), each priced with the NanGate45 cells of
 ``bench/area_calibration.py``; the model's ``perf_model.memory_system_logic_um2`` beside them.
 
@@ -29,7 +29,7 @@ from area_calibration import yosys_gates  # noqa: E402
 
 import perf_model  # noqa: E402
 from accel_dse.config import ArrayConfig  # noqa: E402
-from rtl_gen.soc.int4_lanes import pack_int4, unpack_int4  # noqa: E402
+from rtl_gen.core.int4_lanes import pack_int4, unpack_int4  # noqa: E402
 from rtl_gen.soc.system import memory_system_units  # noqa: E402
 
 DESIGN = ArrayConfig(rows=16, cols=16, dram_bytes_per_cycle=8.0, weight_format="int4", act_format="int4")

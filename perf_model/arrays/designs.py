@@ -171,6 +171,16 @@ class DesignArrays:
         """The designs at ``index`` (a slice, integer array or boolean mask)."""
         return DesignArrays(**{f.name: getattr(self, f.name)[index] for f in dataclasses.fields(self)})
 
+    def operand_bits(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per design, bits of an element of A, B and a requantised C in DRAM, on the bus and (A and B)
+        in the buffers: ``input_bits``, or 4 for a packed int4 operand (``ArrayConfig.packed_kinds``:
+        A and C with int4 activations, B with int4 weights; ``ArrayConfig.buffer_bits``)."""
+        int4 = FORMAT_CODES.index("int4")
+        ib = np.asarray(self.input_bits, dtype=np.int64)
+        act = self.pack_int4 & (self.act_format == int4)
+        weight = self.pack_int4 & (self.weight_format == int4)
+        return np.where(act, 4, ib), np.where(weight, 4, ib), np.where(act, 4, ib)
+
     def config(self, i: int) -> ArrayConfig:
         """Design ``i`` as an ``ArrayConfig``."""
         values: dict[str, Any] = {}

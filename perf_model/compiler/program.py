@@ -287,10 +287,11 @@ def reuse_possible(config: ArrayConfig) -> bool:
 
 
 def _buffer_depths(config: ArrayConfig) -> tuple[int, int, int]:
-    """Words of the buffers holding A, B and C."""
+    """Words of the buffers holding A, B and C (``ArrayConfig.buffer_bits``: packed int4 lanes
+    are 4 bits, so a packed operand's buffer holds twice the words)."""
     el = timing.word_elems(timing.dataflow_code(config.dataflow.value), config.rows, config.cols)
     kib = (config.ifmap_sram_kib, config.weight_sram_kib, config.ofmap_sram_kib)
-    bits = (config.input_bits, config.input_bits, config.acc_bits)
+    bits = config.buffer_bits
     return tuple(int(timing.buffer_depth_words(kib[i], int(el[i]), bits[i])) for i in range(3))  # type: ignore[return-value]
 
 

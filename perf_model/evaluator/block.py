@@ -173,7 +173,9 @@ def evaluate_block(
         return np.repeat(values, no, axis=-1)
 
     kib = (d.ifmap_sram_kib, d.weight_sram_kib, d.ofmap_sram_kib)
-    buf = rep(buffer_words(d.dataflow, d.rows, d.cols, d.input_bits, d.acc_bits, kib, d.double_buffered))
+    a_bits, b_bits, q_bits = d.operand_bits()  # packed int4: 4 bits in DRAM and in the buffers
+    buf = rep(buffer_words(d.dataflow, d.rows, d.cols, d.input_bits, d.acc_bits, kib, d.double_buffered,
+                           (a_bits, b_bits)))
     a_chip = None if a_on_chip is None or not a_on_chip.any() else a_on_chip.reshape(-1)
     c_chip = None if c_on_chip is None or not c_on_chip.any() else c_on_chip.reshape(-1)
     if ifmap_reserve is not None:
@@ -185,10 +187,10 @@ def evaluate_block(
     # An output leaves as input_bits lanes (requantised) or as raw accumulator lanes of 4 or 8
     # bytes (accel_dse.commands.dram_lane_bytes: the DRAM layout the RTL writes).
     out_bits = np.where(requant, rep(d.input_bits), np.where(rep(d.acc_bits) <= 32, 32, 64))  # as build_problem's
-    a_bits, b_bits, q_bits = dram_element_bits(d)
     dram_bits = (rep(a_bits), rep(b_bits), np.where(requant, rep(q_bits), out_bits))
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
-                      buf, np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits, dram_bits)
+                      buf, np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits, dram_bits,
+                      operand_bits=(rep(a_bits), rep(b_bits)))
     tiling, sched = _tile_and_schedule(p, d, no, requant, out_bits, allow_spill, a_chip, c_chip)
     inst = np.tile(ops.instances, nd)
     compute, total = op_cycles(sched, inst)
@@ -242,7 +244,7 @@ def evaluate_block(
     bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
     sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
     area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
-                               d.shadow_stationary, d.double_buffered, d.checksum, cells)
+                               d.shadow_stationary, d.double_buffered, d.checksum, cells, (a_bits, b_bits))
     latency = total / rep(d.clock_mhz * 1e6)
     # The stationary column chain, per PE and fold: plain, R shifts (the WS/IS load, the OS
     # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on
@@ -348,7 +350,7 @@ def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray
     tiling = choose_tiles(searched, allow_spill=allow_spill)
     bw = per_element(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
     axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2, packed_any(d))
-    a_bits, b_bits, q_bits = dram_element_bits(d)
+    a_bits, b_bits, q_bits = d.operand_bits()
     memory = memory_arrays(lp.df, lp.R, lp.C, per_element(d.input_bits), per_element(d.acc_bits),
                            per_element(axi), bw, live_only(requant), lp.gemm[2],
                            (per_element(a_bits), per_element(b_bits), per_element(q_bits)))
@@ -397,17 +399,6 @@ def packed_any(d: DesignArrays) -> np.ndarray:
     """Per design: some operand is packed int4 (``ArrayConfig.packed_kinds`` not empty)."""
     int4 = FORMAT_CODES.index("int4")
     return d.pack_int4 & ((d.weight_format == int4) | (d.act_format == int4))
-
-
-def dram_element_bits(d: DesignArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per design, bits of an element in DRAM of A, B and a requantised C: ``input_bits``, or 4
-    for a packed int4 operand (``ArrayConfig.packed_kinds``: A and C with int4 activations, B with
-    int4 weights)."""
-    int4 = FORMAT_CODES.index("int4")
-    ib = np.asarray(d.input_bits, dtype=np.int64)
-    act = d.pack_int4 & (d.act_format == int4)
-    weight = d.pack_int4 & (d.weight_format == int4)
-    return np.where(act, 4, ib), np.where(weight, 4, ib), np.where(act, 4, ib)
 
 
 def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray, requant: np.ndarray) -> None:

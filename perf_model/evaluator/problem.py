@@ -105,8 +105,9 @@ class Problem:
         out_bytes: bytes of one instance of ``C`` as it leaves (``acc_bits``, or ``input_bits``
             when requantised).
         dram_scale: ``(3, N)`` DRAM bytes per buffer byte of the operand free in ``r, c, s``:
-            1, or 1/2 for packed int4 (``ArrayConfig.pack_int4``: two a byte in DRAM and on the
-            bus, a byte a lane in the buffers); ``bytes`` and ``elem_bytes`` count the buffers'.
+            1 for A and B (a packed int4 operand is 4 bits in DRAM, on the bus and in the buffers
+            alike), and for a requantised C with packed int4 activations 1/2 of the byte lane it
+            is counted at; ``bytes`` and ``elem_bytes`` count the buffers'.
         s_floor: smallest streamed tile considered, ``min(Ds, max(R, C))``.
         shadow: bool, the PEs have shadow stationary registers (``timing.fold_terms``).
         mins: ``(3, N)`` smallest tile considered: one fold in ``r`` and ``c``, ``s_floor`` in ``s``.
@@ -143,14 +144,17 @@ class Problem:
 def buffer_words(
     df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     kib: tuple[np.ndarray, np.ndarray, np.ndarray], double_buffered: np.ndarray,
+    operand_bits: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """``(3, n)`` words of the ifmap, weight and ofmap buffers usable by one tile.
 
     A buffer of ``kib`` KiB holds :func:`timing.buffer_depth_words` words; a double-buffered
-    (ping-pong) buffer gives each tile half of them.
+    (ping-pong) buffer gives each tile half of them. ``operand_bits``: bits of an element of A and
+    B in the buffers (default ``input_bits``; 4 for packed int4, ``ArrayConfig.buffer_bits``).
     """
     elems = timing.word_elems(df, rows, cols)
-    bits = (input_bits, input_bits, acc_bits)
+    a_bits, b_bits = (input_bits, input_bits) if operand_bits is None else operand_bits
+    bits = (a_bits, b_bits, acc_bits)
     words = np.stack([
         np.broadcast_to(timing.buffer_depth_words(kib[i], elems[i], bits[i]), df.shape) for i in range(3)
     ]).astype(np.int64)
@@ -161,6 +165,7 @@ def build_problem(
     df: np.ndarray, rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     buf_words: np.ndarray, gemm: np.ndarray, shadow: np.ndarray | bool = False,
     out_bits: np.ndarray | None = None, dram_bits: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    operand_bits: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Problem:
     """Assemble a :class:`Problem` from per-element design columns and GEMM dims.
 
@@ -175,6 +180,8 @@ def build_problem(
             (``buf_words``).
         dram_bits: ``(N,)`` bits of an element of A, B and C in DRAM (default ``input_bits``,
             ``input_bits`` and ``out_bits``; 4 for packed int4): sets ``dram_scale``.
+        operand_bits: ``(N,)`` bits of an element of A and B in the buffers (default
+            ``input_bits``; 4 for packed int4, which the buffers hold two a byte as DRAM does).
     """
     df = np.asarray(df, dtype=np.int64)
     R = np.asarray(rows, dtype=np.float64)
@@ -184,12 +191,13 @@ def build_problem(
     operand = FREE_OPERAND[df].T
     by_operand = row_index(FREE_OPERAND, df)
     cap = take_rows(np.asarray(buf_words, dtype=np.float64), by_operand)
-    ib = np.asarray(input_bits, dtype=np.float64) / 8.0
+    a_bits, b_bits = (input_bits, input_bits) if operand_bits is None else operand_bits
+    ia, ib = (np.broadcast_to(np.asarray(b, dtype=np.float64) / 8.0, df.shape) for b in (a_bits, b_bits))
     raw = np.where(np.asarray(acc_bits) <= 32, 32.0, 64.0)
     ab = np.asarray(raw if out_bits is None else out_bits, dtype=np.float64) / 8.0
     m, k, n = gemm
-    op_bytes = np.stack([m * k * ib, k * n * ib, m * n * ab])
-    op_elem = np.stack([ib, ib, ab])
+    op_bytes = np.stack([m * k * ia, k * n * ib, m * n * ab])
+    op_elem = np.stack([ia, ib, np.broadcast_to(ab, df.shape)])
     if dram_bits is None:
         scale = np.ones((3, len(df)))
     else:

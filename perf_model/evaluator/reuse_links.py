@@ -61,7 +61,8 @@ def ifmap_depth(designs: DesignArrays) -> np.ndarray:
     """``(designs,)`` words of the whole ifmap (not halved when double buffered)."""
     kib = (designs.ifmap_sram_kib, designs.weight_sram_kib, designs.ofmap_sram_kib)
     return buffer_words(designs.dataflow, designs.rows, designs.cols, designs.input_bits, designs.acc_bits, kib,
-                        np.zeros(len(designs), dtype=bool))[0]  # the whole buffer: the regions are in halves
+                        np.zeros(len(designs), dtype=bool),  # the whole buffer: the regions are in halves
+                        designs.operand_bits()[:2])[0]
 
 
 def candidate_links(designs: DesignArrays, ops: OpArrays) -> tuple[np.ndarray, np.ndarray]:

@@ -388,6 +388,7 @@ def calibrate_pe_area(
 def skew_register_bits(
     rows: Any, cols: Any, dataflow: Any, input_bits: Any, acc_bits: Any,
     kib: tuple[Any, Any, Any], shadow: Any = False, double_buffered: Any = False,
+    operand_bits: tuple[Any, Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(outside, o_line)`` flip-flops of a design besides its PEs (vectorised, float).
 
@@ -397,6 +398,8 @@ def skew_register_bits(
     or shadow), the OS result register, the run's three base addresses and (double buffered,
     the ofmap in two halves) the half of the host's ofmap read. ``o_line`` is the controller's ofmap-read line: its
     depth (``R``, ``R + 1`` for OS with shadows) of address, enable, add, strobe and phase.
+    ``operand_bits``: bits of an ifmap and a weight element (default ``input_bits``; 4 for packed
+    int4, ``ArrayConfig.buffer_bits``), which set those buffers' depths and address widths.
     """
     df = np.asarray(dataflow)
     sh = np.asarray(shadow, dtype=bool)
@@ -404,7 +407,7 @@ def skew_register_bits(
     C = np.asarray(cols, dtype=np.float64)
     ab = np.asarray(acc_bits, dtype=np.float64)
     elems = timing.word_elems(df, rows, cols)
-    bits = (input_bits, input_bits, acc_bits)
+    bits = (*((input_bits, input_bits) if operand_bits is None else operand_bits), acc_bits)
     address = [np.ceil(np.log2(np.maximum(timing.buffer_depth_words(kib[b], elems[b], bits[b]), 2)))
                for b in range(3)]
     is_os, is_is = df == _OS, df == timing.DATAFLOW_CODES["is"]
@@ -462,7 +465,7 @@ def design_area_mm2(
     rows: np.ndarray, cols: np.ndarray, dataflow: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
     kib: tuple[np.ndarray, np.ndarray, np.ndarray], tech_nm: np.ndarray, coefficients: AreaCoefficients | None = None,
     shadow: np.ndarray | bool = False, double_buffered: np.ndarray | bool = False, checksum: np.ndarray | int = 0,
-    weight_format: np.ndarray | int = 0,
+    weight_format: np.ndarray | int = 0, operand_bits: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Area of whole designs in mm^2 (vectorised; see the module docstring).
 
@@ -476,13 +479,16 @@ def design_area_mm2(
         weight_format: PE cell codes per design (``format_cost.pe_cell_codes``): a float format's
             PE and output lane, or the int4 PE, are their Yosys fits
             (``perf_model.physical.format_cost``), plus the integer model's shadow flops.
+        operand_bits: bits of an ifmap and a weight element in the buffers (default
+            ``input_bits``; packed int4: 4), for the buffers' address widths.
     """
     k = coefficients or area_coefficients()
     df = np.asarray(dataflow)
     sh = np.asarray(shadow, dtype=bool)
     R = np.asarray(rows, dtype=np.float64)
     C = np.asarray(cols, dtype=np.float64)
-    skew_bits, line_bits = skew_register_bits(rows, cols, df, input_bits, acc_bits, kib, sh, double_buffered)
+    skew_bits, line_bits = skew_register_bits(rows, cols, df, input_bits, acc_bits, kib, sh, double_buffered,
+                                              operand_bits)
     sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
     fmt = format_cost(weight_format, df, acc_bits)
     lane = np.where(fmt.has_lane, fmt.lane_um2, lane_um2(input_bits, acc_bits))

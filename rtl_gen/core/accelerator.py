@@ -104,6 +104,7 @@ from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
 from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
 from rtl_gen.core.checksum import COUNT_BITS, ChecksumUnit, check_dataflow
 from rtl_gen.core.controller import A_STRIDE_BITS, Controller
+from rtl_gen.core.int4_lanes import unpack_int4
 from rtl_gen.core.output_check import OutputCheck
 from rtl_gen.core.output_stage import OutputStage
 from rtl_gen.core.pe import Fault, pe_cell_format, pe_format
@@ -268,6 +269,7 @@ class Accelerator(wiring.Component):
     def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg, lay = self.config, self.layout
+        ib = cfg.input_bits
         x_geo, y_geo = self._roles()
         self.banks = {}
         m.submodules.array = array = SystolicArray.from_config(
@@ -333,11 +335,14 @@ class Accelerator(wiring.Component):
                 m.submodules[f"{geo.name}_bank{lane}"] = mem
                 self.banks.setdefault(geo.name, []).append(mem)
                 bits = slice(lane * geo.bits, (lane + 1) * geo.bits)
+                # The array's lane (input_bits); a packed int4 bank (4-bit lanes) is sign-extended into it.
+                lane_bits = slice(lane * ib, lane * ib + geo.bits)
                 wp = mem.write_port()
                 m.d.comb += [wp.addr.eq(self.host_addr), wp.data.eq(self.host_wdata[bits]), wp.en.eq(host_we)]
                 if geo.name == "ifmap" and self.can_move:  # a MOVE's requantised word, lane for lane
-                    with m.If(self.move_we):
-                        m.d.comb += [wp.addr.eq(self.move_addr), wp.data.eq(self.host_qdata[bits]), wp.en.eq(1)]
+                    with m.If(self.move_we):  # (packed: the low nibble, the output stage saturated to int4)
+                        m.d.comb += [wp.addr.eq(self.move_addr), wp.data.eq(self.host_qdata[lane_bits]),
+                                     wp.en.eq(1)]
                 if geo.name == "ifmap" and cfg.vector_unit:
                     self._vector_ports(m, mem, bits)
                 ctl = controls[lane]
@@ -348,7 +353,9 @@ class Accelerator(wiring.Component):
                 valid = Signal(name=f"{role}_valid_{lane}")
                 m.d.sync += valid.eq(ctl[-1])
                 m.submodules[f"{role}_gate{lane}"] = gate = OperandGate(width=geo.bits)
-                m.d.comb += [gate.i_data.eq(rp.data), gate.valid.eq(valid), target[bits].eq(gate.o_data)]
+                value = gate.o_data if geo.bits == ib else unpack_int4(gate.o_data, 1)
+                m.d.comb += [gate.i_data.eq(rp.data), gate.valid.eq(valid),
+                             target[lane * ib:(lane + 1) * ib].eq(value)]
 
         # ofmap banks: read-modify-write by the controller while busy, else the host's port.
         # Lane c reads c cycles after lane 0 and writes (with the add flag of that read) the

@@ -97,10 +97,11 @@ def buffer_layout(config: ArrayConfig) -> BufferLayout:
     """
     r, c = config.rows, config.cols
     is_is = config.dataflow is Dataflow.IS
+    elem_bits = config.buffer_bits  # packed int4 operands: 4-bit lanes
     spec = (
-        ("ifmap", c if is_is else r, config.input_bits),
-        ("weight", r if is_is else c, config.input_bits),
-        ("ofmap", c, config.acc_bits),
+        ("ifmap", c if is_is else r, elem_bits[0]),
+        ("weight", r if is_is else c, elem_bits[1]),
+        ("ofmap", c, elem_bits[2]),
     )
     out = []
     for name, elems, bits in spec:

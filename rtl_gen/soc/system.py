@@ -34,13 +34,13 @@ from accel_dse import commands
 from accel_dse.commands import QUEUE_DEPTH, WINDOW_FIELDS, Buffer, axi_data_bytes, dram_lane_bytes
 from accel_dse.config import ArrayConfig, Dataflow
 from rtl_gen.core.accelerator import Accelerator, top_name
+from rtl_gen.core.int4_lanes import pack_int4
 from rtl_gen.core.output_stage import param_fields
 from rtl_gen.core.pe import Fault
 from rtl_gen.core.vector_unit import VectorUnit
 from rtl_gen.soc.axi import axi4_channels, axi4_signature
 from rtl_gen.soc.csr import ControlRegisters
 from rtl_gen.soc.dma import DmaLoad, DmaStore
-from rtl_gen.soc.int4_lanes import pack_int4, unpack_int4
 from rtl_gen.soc.move import MOVE_FIELDS, MoveEngine
 from rtl_gen.soc.sequencer import Sequencer
 
@@ -198,12 +198,10 @@ class AxiAccelerator(wiring.Component):
         q_lane = 128
         packed = cfg.packed_kinds
 
-        def operand(kind: str, width: int) -> Value:  # a packed int4 word is sign-extended into 8-bit lanes
-            return unpack_int4(ld.word, self.word_lanes[kind]) if kind in packed else ld.word[:width]
-
+        # A packed int4 word goes in as it is: the buffers hold 4-bit lanes (ArrayConfig.buffer_bits).
         words = {
-            Buffer.IFMAP: operand("ifmap", lay.ifmap.width),
-            Buffer.WEIGHT: operand("weight", lay.weight.width),
+            Buffer.IFMAP: ld.word[:lay.ifmap.width],
+            Buffer.WEIGHT: ld.word[:lay.weight.width],
             Buffer.OFMAP: _lanes(ld.word, raw_lane, ab, cfg.cols),
             Buffer.QPARAM: Cat(*(self._qparam_lane(ld.word[i * q_lane:(i + 1) * q_lane])
                                  for i in range(lay.qparam.elems))),

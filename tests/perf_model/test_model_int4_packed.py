@@ -126,3 +126,44 @@ def test_pack_int4_false_keeps_the_hash_and_true_changes_it():
     assert dataclasses.replace(w4, pack_int4=False).config_hash == w4.config_hash
     assert "pack_int4" not in ArrayConfig(rows=4, cols=4).config_hash
     assert dataclasses.replace(w4, pack_int4=True).config_hash != w4.config_hash
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+@pytest.mark.parametrize("weight,act", PAIRS)
+def test_packed_buffers_hold_twice_the_words_in_the_rtl_the_compiler_and_the_model(dataflow, weight, act):
+    """A packed int4 operand's buffer has 4-bit lanes: ``kib * 8192 / (lanes * 4)`` words, twice the
+    byte-lane design's; the RTL's geometry, the compiler's depths and the fast model's agree."""
+    from perf_model.compiler.program import _buffer_depths
+    from perf_model.evaluator.reuse_links import ifmap_depth
+    from rtl_gen import buffer_layout
+
+    kib = (3, 5, 4)
+    config = ArrayConfig(rows=8, cols=4, dataflow=dataflow, weight_format=weight, act_format=act, pack_int4=True,
+                         ifmap_sram_kib=kib[0], weight_sram_kib=kib[1], ofmap_sram_kib=kib[2], dram="none")
+    lanes = (4, 8) if dataflow == "is" else (8, 4)  # ifmap, weight lanes: IS swaps them
+    want = [kib[0] * 8192 // (lanes[0] * (4 if act == "int4" else 8)),
+            kib[1] * 8192 // (lanes[1] * (4 if weight == "int4" else 8)), kib[2] * 8192 // (4 * 32)]
+    lay = buffer_layout(config)
+    assert [lay.ifmap.depth, lay.weight.depth, lay.ofmap.depth] == want
+    assert list(_buffer_depths(config)) == want
+    assert int(ifmap_depth(DesignArrays.from_configs([config]))[0]) == want[0]
+    assert [lay.ifmap.bits, lay.weight.bits] == [4 if act == "int4" else 8, 4 if weight == "int4" else 8]
+
+
+def test_packed_operands_count_half_the_sram_bytes():
+    """The whole GEMM fits either way, so the tiling is the same: the packed W4A4 design's buffers
+    read and write A and B at half a byte an element, C (raw int32) as before, so its ifmap and
+    weight SRAM energy drop; DRAM bytes halve as before."""
+    gemm = Gemm(m=32, k=64, n=32)
+    plain = ArrayConfig(rows=8, cols=8, weight_format="int4", act_format="int4", ifmap_sram_kib=64,
+                        weight_sram_kib=64, ofmap_sram_kib=64, dram_bytes_per_cycle=64.0, dram="none")
+    a, b = (_block(c, gemm, False) for c in (plain, dataclasses.replace(plain, pack_int4=True)))
+    assert (a.tile == b.tile).all()
+    for kind in ("sram_read", "sram_write"):  # per operand (rows): A and B halve, C stays
+        rows_a, rows_b = (getattr(x, kind).reshape(3, -1).sum(axis=1) for x in (a, b))
+        ratios = sorted((rows_b / rows_a).tolist())
+        assert ratios == pytest.approx([0.5, 0.5, 1.0]), kind
+    for part in ("sram_ifmap", "sram_weight"):
+        assert float(b.energy[part].sum()) == pytest.approx(float(a.energy[part].sum()) / 2)
+    assert float(b.dram_read.sum()) == pytest.approx((32 * 64 + 64 * 32) / 2)
+    assert float(a.dram_read.sum()) == pytest.approx(32 * 64 + 64 * 32)

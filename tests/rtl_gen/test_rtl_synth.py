@@ -132,3 +132,28 @@ def test_a_float_design_synthesises_its_own_cells(tmp_path: Path, monkeypatch: p
     for part in ("pe", "ofmap_update_lane", "output_stage_lane"):
         assert not parts[part]["cached"]
     assert built["pe"].number_format == built["update"].number_format == built["ostage"].number_format == "bf16"
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
+@pytest.mark.parametrize("weight,act", [("int4", "int4"), ("int4", "int8"), ("int8", "int4")])
+def test_area_model_counts_the_registers_of_a_packed_int4_design(dataflow, weight, act) -> None:
+    """A packed int4 buffer holds twice the words (4-bit lanes), so its lane controls carry one
+    more address bit; the model's count follows ``DesignArrays.operand_bits``."""
+    import dataclasses
+
+    from accel_dse.config import ArrayConfig
+    from perf_model.arrays.designs import DesignArrays
+    from perf_model.physical.area import skew_register_bits
+    from perf_model.timing import dataflow_code
+    from rtl_gen import Accelerator
+
+    kib = (1, 2, 4)
+    config = ArrayConfig(rows=4, cols=6, dataflow=dataflow, ifmap_sram_kib=kib[0], weight_sram_kib=kib[1],
+                         ofmap_sram_kib=kib[2], weight_format=weight, act_format=act, pack_int4=True)
+    rtl = sum(width * count for width, count in Accelerator(config).register_stages().items())
+    plain = dataclasses.replace(config, pack_int4=False)
+    rtl_plain = sum(width * count for width, count in Accelerator(plain).register_stages().items())
+    bits = DesignArrays.from_configs([config]).operand_bits()[:2]
+    outside, _ = skew_register_bits(4, 6, dataflow_code(dataflow), 8, 32, kib, config.shadow_stationary,
+                                    config.double_buffered, bits)
+    assert float(outside[0]) == rtl > rtl_plain
