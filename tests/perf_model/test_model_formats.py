@@ -96,7 +96,8 @@ W4A4 = {"weight_format": "int4", "act_format": "int4"}
 def test_the_int4_pe_cost_is_the_yosys_fit_of_its_cells_with_pack_int4_only():
     """A pack_int4 W4A4 design's PEs are the int4 PE's Yosys line (a 4x4 multiplier), checked out of
     sample; its output lanes stay the integer requantiser; W4A4 without pack_int4 and W4A8 packed
-    keep the 8-bit PE's cost (their PE is the 8-bit one)."""
+    keep the 8-bit PE's cost (their PE is the 8-bit one). Packed buffers hold twice the words, so
+    their lane controls carry one more address bit."""
     from perf_model.physical import format_fit
     from perf_model.physical.fmax import design_fmax
 
@@ -105,13 +106,27 @@ def test_the_int4_pe_cost_is_the_yosys_fit_of_its_cells_with_pack_int4_only():
         wl = Workload(name="one", ops=(Gemm(m=8, k=64, n=8, name="g"),), counts=(1,))
         return perf_model.evaluate(design, wl).total["area_mm2"]
 
+    from perf_model.physical import area as area_model
+
+    base = ArrayConfig(rows=4, cols=4, acc_bits=32, shadow_stationary=False)
+    kib = (base.ifmap_sram_kib, base.weight_sram_kib, base.ofmap_sram_kib)
+    assert base.tech_nm == area_model._REF_NM  # no scaling of the µm² below
+
+    def control_um2(a_bits: int, b_bits: int) -> float:
+        """Flops of the lane controls, whose address widths follow the buffers' lane bits (packed: 4)."""
+        outside, _ = area_model.skew_register_bits(4, 4, 0, 8, 32, kib, False, base.double_buffered, (a_bits, b_bits))
+        return float(outside) * perf_model.area_coefficients().reg_bit_um2
+
     plain = area()
-    assert area(**W4A4) == plain and area(weight_format="int4", act_format="int8", pack_int4=True) == plain
+    assert area(**W4A4) == plain  # without pack_int4: byte lanes, the 8-bit PE
+    # W4A8 packed: the 8-bit PE; its weight buffer holds twice the words (one more address bit)
+    w4a8 = (area(weight_format="int4", act_format="int8", pack_int4=True) - plain) * 1e6
+    assert w4a8 == pytest.approx(control_um2(8, 4) - control_um2(8, 8), rel=1e-9) and w4a8 > 0
     points = {(f, u, ab): (a, fo4) for f, u, ab, a, fo4 in format_fit.POINTS}
     c0, c1 = format_fit.AREA_UM2["int4"]["ws"]
     assert c0 + c1 * 32 == pytest.approx(points[("int4", "ws", 32)][0], rel=0.10)  # 32: a checked point
     int_pe = float(perf_model.area_coefficients().pe_um2(8, 32, 0))
-    want = 16 * (c0 + c1 * 32 - int_pe)  # 16 PEs; the lanes unchanged
+    want = 16 * (c0 + c1 * 32 - int_pe) + control_um2(4, 4) - control_um2(8, 8)  # 16 PEs; the lanes unchanged
     assert (area(**W4A4, pack_int4=True) - plain) * 1e6 == pytest.approx(want, rel=1e-9)
     assert points[("int4", "ws", 32)][0] < points[("int8", "ws", 32)][0]  # a 4x4 multiplier is smaller
     assert max(format_fit.CHECK_ERROR["int4"].values()) <= 0.10
