@@ -98,7 +98,8 @@ no word is read when every group is. The generator has ``max_groups`` group chec
 parameter; groups above it are never packed).
 A word address outside the ifmap stops the program with
 ``ERROR_WINDOW`` (the word is not read), as does a ``WINDOW`` with a zero stride, dilation,
-``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w``.
+``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w``, or with a ``pack`` above ``log2`` of the
+design's ``max_groups`` (its lane groups would go unchecked).
 
 ``MOVE`` keeps an output on chip (on-chip reuse across layers): it reads ``rows x words`` ofmap
 words as a requantised ``STORE`` does (same address walk, parameters and output stage) and

@@ -97,16 +97,17 @@ class Sequencer(wiring.Component):
 
     A ``WINDOW`` command writes the window registers (passed to every ``RUN``, which latches them
     at its start) in its decode cycle and takes no unit; one with a zero ``stride``,
-    ``dilation``, ``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w`` is ``ERROR_WINDOW``, and so
-    is a run's ``window_error`` (it read no word outside the ifmap), seen at the next decode or
-    at the end.
+    ``dilation``, ``kw``, ``cblocks``, ``in_w``, ``in_h`` or ``out_w``, or a ``pack`` above
+    ``max_pack`` (the address generator has ``2 ** max_pack`` lane-group checks), is
+    ``ERROR_WINDOW``, and so is a run's ``window_error`` (it read no word outside the ifmap), seen
+    at the next decode or at the end.
     """
 
     def __init__(self, *, data_bytes: int, depth: int, load_beats: tuple[int, int, int, int],
                  store_beats: tuple[int, int], depths: tuple[int, int, int, int], buf_addr_bits: int,
                  max_beats: int, load_lanes: tuple[int, int, int, int], store_lanes: tuple[int, int],
                  can_move: bool = True, can_window: bool = False, output_check: bool = False,
-                 vector_lanes: int = 0) -> None:
+                 vector_lanes: int = 0, max_pack: int = 0) -> None:
         if data_bytes > MAX_AXI_DATA_BYTES:
             raise ConfigError(f"AXI data bytes must be at most {MAX_AXI_DATA_BYTES}, not {data_bytes}")
         self.data_bytes = data_bytes
@@ -120,6 +121,7 @@ class Sequencer(wiring.Component):
         self.can_window = can_window
         self.output_check = output_check
         self.vector_lanes = vector_lanes
+        self.max_pack = max_pack  # the largest WINDOW pack the address generator serves (log2 of its groups)
         self.per_entry = queue_entry_commands(data_bytes)  # commands per queue entry (P)
         self.cmd_beats = max(1, COMMAND_BYTES // data_bytes)  # beats per queue entry
         transfer = {
@@ -194,7 +196,8 @@ class Sequencer(wiring.Component):
         win_err = self.run.window_error & ~run_busy
         is_window = op == Opcode.WINDOW
         window_bad = Cat(*(_field(cmd, name) == 0 for name in ("stride_h", "stride_w", "dilation_h", "dilation_w", "kw",
-                                                                "cblocks", "in_w", "in_h", "out_w"))).any()
+                                                                "cblocks", "in_w", "in_h", "out_w"))).any() \
+            | (_field(cmd, "pack") > self.max_pack)
         window_run_bad = (op == Opcode.RUN) & _field(cmd, "window") & int(not self.can_window)
         low = exact_log2(self.data_bytes)
 

@@ -29,6 +29,7 @@ from typing import Any
 from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
 
 from accel_dse import commands
 from accel_dse.commands import QUEUE_DEPTH, WINDOW_FIELDS, Buffer, axi_data_bytes, dram_lane_bytes
@@ -141,7 +142,7 @@ class AxiAccelerator(wiring.Component):
             load_lanes=(w["ifmap"], w["weight"], w["ofmap"], w["qparam"]), store_lanes=(w["ofmap"], w["requant"]),
             depths=depths, buf_addr_bits=addr_bits, max_beats=self.max_beats, can_move=core.can_move,
             can_window=cfg.dataflow is Dataflow.WS, output_check="sdc_qevent" in core.signature.members,
-            vector_lanes=cfg.vector_lanes)
+            vector_lanes=cfg.vector_lanes, max_pack=exact_log2(core.max_groups))
         m.submodules.move = mv = MoveEngine(latency=STORE_LATENCIES[1], src_bits=addr_bits, dst_bits=addr_bits)
 
         # AXI: the load engine drives AR/R, the store engine AW/W/B.
@@ -265,6 +266,7 @@ def memory_system_units(config: ArrayConfig) -> list[tuple[str, dict[str, Any], 
            "store_lanes": (soc.word_lanes["ofmap"], soc.word_lanes["requant"]),
            "buf_addr_bits": common["buf_addr_bits"],
            "max_beats": soc.max_beats, "can_move": soc.core.can_move, "can_window": config.dataflow is Dataflow.WS,
+           "max_pack": exact_log2(soc.core.max_groups),
            **({"vector_lanes": config.vector_lanes} if config.vector_unit else {})}
     move = {"latency": STORE_LATENCIES[1], "src_bits": common["buf_addr_bits"], "dst_bits": common["buf_addr_bits"]}
     csr = {"rows": config.rows, "cols": config.cols, "dataflow": config.dataflow, "axi_data_bytes": soc.data_bytes,

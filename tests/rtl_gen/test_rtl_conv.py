@@ -146,6 +146,26 @@ def test_a_window_with_a_zero_field_is_an_error(field):
     assert run.program.commands[run.error_pc].opcode == Opcode.WINDOW
 
 
+@pytest.mark.parametrize("rows,bw", [(4, 4.0), (8, 2.0)])  # 1 lane group (no packing); 4 lane groups
+def test_a_window_packing_more_taps_than_the_generator_checks_is_an_error(rows, bw):
+    """``pack`` above ``log2(max_groups)`` would leave lane groups unchecked for pads: the WINDOW is
+    refused before any run reads a word."""
+    from amaranth.utils import exact_log2
+
+    from rtl_gen import Accelerator
+
+    config = small("ws", True, rows=rows, cols=4, bw=bw)
+    core = Accelerator(config)
+    core._MustUse__silence = True
+    limit = exact_log2(core.max_groups)
+    assert limit == {4: 0, 8: 2}[rows]
+    conv = CASES["3x3 same, 3 channels"][0]
+    run, _, _ = run_conv(config, conv, edit=_edit("pack", limit + 1), limit=20_000)
+    assert run.error_code == ERROR_WINDOW
+    assert run.program.commands[run.error_pc].opcode == Opcode.WINDOW
+    assert not any(c.opcode == Opcode.RUN for c in run.program.commands[:run.error_pc])
+
+
 def test_a_window_reading_beyond_the_ifmap_stops_with_an_error():
     conv = CASES["3x3 same, 3 channels"][0]
     run, _, _ = run_conv(small("ws", True, rows=4, cols=4), conv, edit=_edit("px_step", 3000), limit=50_000)
