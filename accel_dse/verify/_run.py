@@ -17,6 +17,7 @@ verifier returns the designs it checked itself.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -209,18 +210,22 @@ def verify_top(
     front = {t.number for t in layers[0]} if view.multi_objective else {chosen[0].number}
     claims = Claims(view.study._storage, study_name, ttl_s=float(claim_ttl_s)) if share else None
     results: list[VerifyResult] = []
-    pending = list(enumerate(chosen))
+    pending = collections.deque(enumerate(chosen))
+    waiting: list[tuple[int, Any]] = []
+    running: set[concurrent.futures.Future[VerifyResult]] = set()
     lock = threading.Lock()  # the study's storage and the claims, shared by the design threads
     # The first design this verifier takes builds alone; the others' builds wait for it, then reuse its
     # compiled modules through ccache (accel_dse.simulate._build.build_hooks). Their Verilog is generated
     # meanwhile.
     first_built = threading.Event()
     leader: list[int] = []
+    # A design is claimed only when one of the ``jobs`` slots is free to check it at once: its claim is
+    # renewed from the moment it is taken. (Claiming the whole top K up front left the queued claims
+    # unrenewed; they expired while earlier designs were checked, and another verifier checked them too.)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="accel-dse-verify") as pool:
-        while pending:
-            waiting, futures = [], []
-            for rank, trial in pending:
-                tag = f"[{rank + 1}/{len(chosen)}] trial {trial.number}"
+        while pending or waiting or running:
+            while pending and len(running) < jobs:
+                rank, trial = pending.popleft()
                 with lock:
                     claim = claims.take(trial.number) if claims is not None else None
                     if claims is not None and claim is None:
@@ -229,24 +234,32 @@ def verify_top(
                         continue
                 if not leader:
                     leader.append(trial.number)
-                futures.append(pool.submit(
-                    _checked, view, claims, claim, trial, rank, trial.number in front, tag, say, lock=lock,
-                    first_built=first_built if jobs > 1 else None, leads=leader[0] == trial.number,
-                    workload=workload, scale=scale, simulator=simulator, max_ops=max_ops, mode=mode,
-                    timeout=timeout, work_dir=work_dir, synth=synth, record=record, study_name=study_name,
-                    fpga=fpga, fpga_device=fpga_device))
-            for future in concurrent.futures.as_completed(futures):
-                results.append(future.result())
-                left = len(chosen) - len(results)
-                if left:
-                    say(f"{len(results)}/{len(chosen)} design(s) verified; {_time_left(results, left, jobs)}")
+                running.add(pool.submit(
+                    _checked, view, claims, claim, trial, rank, trial.number in front, tag=_tag(rank, trial, chosen),
+                    say=say, lock=lock, first_built=first_built if jobs > 1 else None,
+                    leads=leader[0] == trial.number, workload=workload, scale=scale, simulator=simulator,
+                    max_ops=max_ops, mode=mode, timeout=timeout, work_dir=work_dir, synth=synth, record=record,
+                    study_name=study_name, fpga=fpga, fpga_device=fpga_device))
+            if running:
+                finished, running = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in finished:
+                    results.append(future.result())
+                    left = len(chosen) - len(results)
+                    if left:
+                        say(f"{len(results)}/{len(chosen)} design(s) verified; {_time_left(results, left, jobs)}")
+                continue
             if waiting and claims is not None:
                 say(f"{len(waiting)} design(s) being verified elsewhere; waiting for them or for their claims to "
                     "expire")
                 time.sleep(min(claims.ttl_s / 3, 10.0))
-            pending = waiting
+            pending, waiting = collections.deque(waiting), []
     results.sort(key=lambda r: r.rank)
     return results
+
+
+def _tag(rank: int, trial: Any, chosen: list[Any]) -> str:
+    """The prefix of a design's progress lines: its rank among the chosen and its trial number."""
+    return f"[{rank + 1}/{len(chosen)}] trial {trial.number}"
 
 
 def _time_left(results: list[VerifyResult], left: int, jobs: int) -> str:

@@ -6,9 +6,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 from report_testlib import make_study
 
@@ -51,3 +53,28 @@ def test_two_verifiers_split_the_top_10_once_each_and_take_over_a_dead_ones_clai
     assert all(t.user_attrs["reason"] == "lost the bid" for t in failed if t not in expired)  # nothing else failed
     done = [t.user_attrs["target"] for t in claims if t.state == TrialState.COMPLETE]
     assert sorted(done) == sorted(recorded)  # one finished claim per design
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_verifier_holds_a_claim_only_for_a_design_it_is_checking(tmp_path, monkeypatch, jobs):
+    """Claims are taken as checks start, not for the whole top K up front: a queued claim is not
+    renewed, so it would expire under a long first check and another verifier would check its design too."""
+    from accel_dse.verify import _run
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    make_study(url, trials=60)
+    held: list[int] = []
+
+    def stand_in(config, number, rank, pareto, **how):
+        claims = optuna.load_study(study_name="s.verify-claims", storage=url).get_trials()
+        held.append(sum(t.state in (TrialState.WAITING, TrialState.RUNNING) for t in claims))
+        time.sleep(0.05)
+        return _run.VerifyResult(trial=number, rank=rank, pareto=pareto, config_hash=config.config_hash,
+                                 design=config.short_name(), passed=True, status="pass", simulator=how["simulator"],
+                                 workload=how["workload"], scale=how["scale"], reason="stand-in")
+
+    monkeypatch.setattr(_run, "_verify_one", stand_in)
+    results = _run.verify_top(url, "s", K, simulator="icarus", synth=False, share=True, claim_ttl_s=60.0, jobs=jobs)
+    assert sorted(r.trial for r in results) == sorted({r.trial for r in results}) and len(results) == K
+    assert len(held) == K and max(held) <= jobs  # at most one claim per slot, each check's own
+    assert max(held) >= 1
