@@ -18,6 +18,15 @@ import time
 from pathlib import Path
 
 
+def passed(config, number: int, rank: int, pareto: bool, how: dict, reason: str):
+    """The passing ``VerifyResult`` a stand-in ``_verify_one`` returns for trial ``number``."""
+    from accel_dse.verify import _run
+
+    return _run.VerifyResult(trial=number, rank=rank, pareto=pareto, config_hash=config.config_hash,
+                             design=config.short_name(), passed=True, status="pass", simulator=how["simulator"],
+                             workload=how["workload"], scale=how["scale"], reason=reason)
+
+
 def main() -> int:
     url, study, k, ttl = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     die = "--die" in sys.argv
@@ -35,9 +44,7 @@ def main() -> int:
             while len(list(here.iterdir())) < int(meet[1]) and time.monotonic() < deadline:
                 time.sleep(0.05)
         time.sleep(0.3)
-        return _run.VerifyResult(trial=number, rank=rank, pareto=pareto, config_hash=config.config_hash,
-                                 design=config.short_name(), passed=True, status="pass", simulator=how["simulator"],
-                                 workload=how["workload"], scale=how["scale"], reason=f"stand-in, pid {os.getpid()}")
+        return passed(config, number, rank, pareto, how, f"stand-in, pid {os.getpid()}")
 
     _run._verify_one = stand_in
     results = _run.verify_top(url, study, k, simulator="icarus", synth=False, share=True, claim_ttl_s=ttl)

@@ -13,6 +13,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 from report_testlib import make_study
+from share_worker import passed
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -69,9 +70,7 @@ def test_a_verifier_holds_a_claim_only_for_a_design_it_is_checking(tmp_path, mon
         claims = optuna.load_study(study_name="s.verify-claims", storage=url).get_trials()
         held.append(sum(t.state in (TrialState.WAITING, TrialState.RUNNING) for t in claims))
         time.sleep(0.05)
-        return _run.VerifyResult(trial=number, rank=rank, pareto=pareto, config_hash=config.config_hash,
-                                 design=config.short_name(), passed=True, status="pass", simulator=how["simulator"],
-                                 workload=how["workload"], scale=how["scale"], reason="stand-in")
+        return passed(config, number, rank, pareto, how, "stand-in")
 
     monkeypatch.setattr(_run, "_verify_one", stand_in)
     results = _run.verify_top(url, "s", K, simulator="icarus", synth=False, share=True, claim_ttl_s=60.0, jobs=jobs)
