@@ -350,6 +350,37 @@ class StudyView:
                     continue
         return dict(sorted(out.items()))
 
+    def check_writable(self) -> None:
+        """Refuse now, not after hours of simulation, a storage that opens but takes no write.
+
+        The probe writes nothing: a database runs an ``UPDATE`` that matches no row, in a
+        transaction it rolls back (SQLite takes its write lock for it, so a read-only or immutable
+        file, a read-only transaction or a missing privilege fails here); a journal file is opened
+        for appending and closed unwritten. Other storages are not probed.
+
+        Raises:
+            StorageError: the storage refused the probe (its cause named).
+        """
+        storage = self.study._storage
+        storage = getattr(storage, "_backend", storage)  # the cache of an RDB storage; a journal's backend
+        try:
+            engine = getattr(storage, "engine", None)
+            path = getattr(storage, "_file_path", None)
+            if engine is not None:
+                import sqlalchemy
+
+                with engine.connect() as connection:
+                    try:
+                        connection.execute(sqlalchemy.text("UPDATE studies SET study_name = study_name WHERE 1 = 0"))
+                    finally:
+                        connection.rollback()
+            elif path is not None:
+                with open(path, "ab"):
+                    pass
+        except Exception as exc:  # noqa: BLE001 - any storage failure: one line
+            cause = storage_cause(exc) or (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise StorageError(f"cannot record RTL results in {self.storage}: it takes no write ({cause})") from None
+
     def record_verification(self, number: int, result: Mapping[str, Any]) -> None:
         """Store the RTL verification result of trial ``number`` (replacing an older one).
 

@@ -195,6 +195,8 @@ def verify_top(
     if workload_spec is not None:
         _resolve(workload_spec)  # an unknown workload is refused before anything is simulated or recorded
     view = load_study(storage_url, study_name, read_only=not record)
+    if record:
+        view.check_writable()  # before any design is simulated
     if fpga is not None:
         from accel_dse.export import resolve_fpga
 

@@ -86,12 +86,23 @@ def test_reading_an_unwritable_study_succeeds(run_cli, frozen, tmp_path_factory,
     assert snapshot(folder) == before
 
 
-def test_verify_cannot_record_into_an_immutable_study(run_cli, frozen):
+@pytest.mark.parametrize("kind, cause", [
+    ("sqlite", "attempt to write a readonly database"),
+    ("journal", "operation not permitted" if os.geteuid() == 0 else "permission denied"),  # immutable / read-only
+])
+def test_verify_refuses_an_immutable_study_before_it_simulates(run_cli, frozen, monkeypatch, kind, cause):
+    from accel_dse.verify import _run
+
+    def simulated(*args, **kwargs):
+        raise AssertionError("a design was simulated although its result could not be recorded")
+
+    monkeypatch.setattr(_run, "_verify_one", simulated)
     folder, urls = frozen
     before = snapshot(folder)
-    line = one_line(*run_cli("verify", "--storage", urls["sqlite"], "--study", "s", "--top", "1",
+    line = one_line(*run_cli("verify", "--storage", urls[kind], "--study", "s", "--top", "1",
                              "--simulator", "icarus"))
-    assert "cannot record the RTL result of trial" in line and "attempt to write a readonly database" in line, line
+    assert line.startswith("cannot record RTL results in ") and "it takes no write" in line, line
+    assert cause in line, line
     assert _study_files(folder) == before
 
 
