@@ -20,7 +20,8 @@ in the same cycle needs credit for both). ``perf_model.dma_timing.Pace`` is the 
 ``arready``/``awready`` are high while fewer than ``queue`` requests wait. An address beyond
 the memory answers DECERR (reads return 0, writes are dropped). The ``bd_*`` port is the
 testbench's backdoor: ``bd_we`` writes ``bd_wdata`` to word ``bd_addr`` at the clock edge,
-``bd_rdata`` is word ``bd_addr`` (combinational). ``stall_seed`` (tests of back-pressure) holds
+``bd_rdata`` is word ``bd_addr`` (combinational); an Amaranth testbench reaches the words
+without a clock through ``data``. ``stall_seed`` (tests of back-pressure) holds
 every channel back on pseudo-random cycles, so the timing above no longer holds.
 
 The simulation top (``rtl_gen.soc.sim_system``) adds a file backdoor around this model's word
@@ -62,6 +63,9 @@ class DramModel(wiring.Component):
         self.queue = queue
         self.stall_seed = stall_seed
         self.addr_bits = ceil_log2(words)
+        #: The word array. An Amaranth testbench may read and write it directly
+        #: (``ctx.set(dram.data[i], word)``: no clock cycle, unlike ``bd_*``).
+        self.data = memory.MemoryData(shape=8 * data_bytes, depth=words, init=[])
         super().__init__({
             "axi": In(axi4_signature(data_bytes)),
             "bd_addr": In(self.addr_bits), "bd_wdata": In(8 * data_bytes), "bd_we": In(1),
@@ -71,7 +75,7 @@ class DramModel(wiring.Component):
     def elaborate(self, platform: object) -> Module:
         m = Module()
         bus, shift = self.axi, exact_log2(self.data_bytes)
-        m.submodules.mem = mem = memory.Memory(shape=8 * self.data_bytes, depth=self.words, init=[])
+        m.submodules.mem = mem = memory.Memory(data=self.data)
         now = Signal(32)
         m.d.sync += now.eq(now + 1)
         # Back-pressure (tests): a 16-bit LFSR holds each channel back about half the cycles.

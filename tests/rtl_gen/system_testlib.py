@@ -105,6 +105,21 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
                      fault=fault, sdc_stop=sdc_stop, force=force)
 
 
+def write_dram(ctx: Any, dut: Any, words: np.ndarray, *, zeros: bool = False) -> None:
+    """Write ``words`` (one row of bytes each, little-endian) into the DRAM model from word 0, through
+    its word array (no clock cycle); zero words only with ``zeros`` (the model starts zeroed)."""
+    for i, word in enumerate(words):
+        value = int.from_bytes(bytes(word), "little")
+        if value or zeros:
+            ctx.set(dut.dram.data[i], value)
+
+
+def read_dram(ctx: Any, dut: Any, count: int, data_bytes: int) -> np.ndarray:
+    """The first ``count`` words of the DRAM model, as bytes."""
+    return np.frombuffer(b"".join(ctx.get(dut.dram.data[i]).to_bytes(data_bytes, "little") for i in range(count)),
+                         np.uint8)
+
+
 def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, latency: int = 7, limit: int = 400_000,
               queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0, queue_depth: int = 256,
               rate: Fraction | None = None, fault: Any = None, sdc_stop: bool = False,
@@ -126,14 +141,7 @@ def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, late
     words = image.reshape(-1, W)
 
     async def bench(ctx: Any) -> None:
-        for i, word in enumerate(words):
-            value = int.from_bytes(bytes(word), "little")
-            if value:
-                ctx.set(dut.bd_addr, i)
-                ctx.set(dut.bd_wdata, value)
-                ctx.set(dut.bd_we, 1)
-                await ctx.tick()
-        ctx.set(dut.bd_we, 0)
+        write_dram(ctx, dut, words)
         bus = AxilMaster(ctx, dut)
         await bus.reset()
         await bus.write_ok(REG["IRQ_ENABLE"], 0b11)
@@ -156,11 +164,7 @@ def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, late
             if seen["code"]:
                 break
         seen.update(counters)
-        out = bytearray()
-        for i in range(len(words)):
-            ctx.set(dut.bd_addr, i)
-            out += ctx.get(dut.bd_rdata).to_bytes(W, "little")
-        seen["dram"] = np.frombuffer(bytes(out), np.uint8)
+        seen["dram"] = read_dram(ctx, dut, len(words), W)
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -229,23 +233,14 @@ def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requ
             if previous is not None and plan.regions[i - 1] is None:  # the link goes through DRAM
                 t = prog.tensors["a"]
                 image[t.base:t.base + t.nbytes] = pack_tensor(t, previous)
-            for w, word in enumerate(image.reshape(-1, W)):
-                ctx.set(dut.bd_addr, w)
-                ctx.set(dut.bd_wdata, int.from_bytes(bytes(word), "little"))
-                ctx.set(dut.bd_we, 1)
-                await ctx.tick()
-            ctx.set(dut.bd_we, 0)
+            write_dram(ctx, dut, image.reshape(-1, W), zeros=True)  # over the previous program's DRAM
             await bus.write_ok(REG["IRQ_ENABLE"], 0b11)
             await _start(ctx, bus, dut, 0, len(prog.commands), limit, f"program {i}")
             lo = await bus.read_ok(REG["CYCLES_TOTAL_LO"])
             seen["totals"].append(lo | await bus.read_ok(REG["CYCLES_TOTAL_HI"]) << 32)
             seen["codes"].append(await bus.read_ok(REG["ERROR_CODE"]))
             await bus.write_ok(REG["IRQ_STATUS"], 0b11)  # clear DONE before the next program
-            out = bytearray()
-            for w in range(len(image) // W):
-                ctx.set(dut.bd_addr, w)
-                out += ctx.get(dut.bd_rdata).to_bytes(W, "little")
-            dram = np.frombuffer(bytes(out), np.uint8)
+            dram = read_dram(ctx, dut, len(image) // W, W)
             previous = unpack_tensor(prog.tensors["c"], dram[prog.tensors["c"].base:])
         seen["out"] = previous
 
