@@ -18,6 +18,20 @@ settings.load_profile("suite")
 REPO = Path(__file__).resolve().parent.parent
 
 
+def sim_work_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A simulation work directory of this session whose ``builds`` and ``verilog`` caches are
+    shared by every xdist worker of the run (symlinks into the run's common temporary folder), so
+    a design is converted and built once per run, not once per worker. Its ``runs`` stay its own.
+    The caches are made for concurrent use: builds and entries are renamed into place, under locks."""
+    work = tmp_path_factory.mktemp(name)
+    base = tmp_path_factory.getbasetemp()
+    common = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "sim-shared"
+    for sub in ("builds", "verilog"):
+        (common / sub).mkdir(parents=True, exist_ok=True)
+        (work / sub).symlink_to(common / sub, target_is_directory=True)
+    return work
+
+
 @pytest.fixture
 def run_cli(capsys):
     """Run ``accel-dse`` in-process; returns ``(exit_code, stdout, stderr)``."""

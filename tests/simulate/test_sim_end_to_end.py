@@ -116,9 +116,10 @@ def test_mlp_end_to_end_in_verilator_via_the_cli(run_cli, sim_cache):
     import rtl_gen
 
     top = report["design"]["top"]
-    # The work directory is shared by the session's simulation tests: other tests may have built
-    # this top for other DRAM sizes; every build names the same ports.
-    vlts = sorted(sim_cache.glob(f"builds/{top}-verilator-*/{top}.vlt"))
+    # The build cache is shared by the session's simulation tests (all workers): other tests may
+    # have built this top for other DRAM sizes; every finished build names the same ports.
+    vlts = sorted(p for p in sim_cache.glob(f"builds/{top}-verilator-*/{top}.vlt")
+                  if (p.parent / "build.json").is_file())
     assert vlts
     system = rtl_gen.SimSystem(TINY, latency=20, dram_words=2)
     for unit in (system, system.soc, system.soc.core, system.soc.csr, system.dram):

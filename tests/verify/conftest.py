@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import sim_work_dir
+
 REPORT_TESTS = Path(__file__).resolve().parent.parent / "report"
 if str(REPORT_TESTS) not in sys.path:
     sys.path.insert(0, str(REPORT_TESTS))
@@ -15,4 +17,4 @@ if str(REPORT_TESTS) not in sys.path:
 @pytest.fixture(scope="session")
 def sim_work(tmp_path_factory) -> Path:
     """Simulation builds and runs of the verify tests."""
-    return tmp_path_factory.mktemp("verify-sim")
+    return sim_work_dir(tmp_path_factory, "verify-sim")
