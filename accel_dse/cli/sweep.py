@@ -198,7 +198,7 @@ def _verify_options(args: argparse.Namespace) -> dict[str, Any] | None:
             if value is not None:
                 raise SearchError(f"{option} needs --verify-top K")
         return None
-    from accel_dse.simulate import find_simulator
+    from accel_dse.simulate import cache_budget_bytes, find_simulator
     from accel_dse.verify import DEFAULT_SCALE
 
     k = _int("--verify-top", args.verify_top)
@@ -211,6 +211,7 @@ def _verify_options(args: argparse.Namespace) -> dict[str, Any] | None:
         if not 0 < scale <= 1:
             raise SearchError(f"--verify-scale must be a number in (0, 1], not {args.verify_scale!r}")
     find_simulator(args.verify_simulator)  # a missing simulator is reported before the search, not after it
+    cache_budget_bytes()  # so is a malformed $ACCEL_DSE_SIM_CACHE_MB
     return {"k": k, "scale": scale, "simulator": args.verify_simulator,
             "work_dir": work_dir("--verify-work-dir", args.verify_work_dir)}
 

@@ -14,6 +14,7 @@ process group with a timeout).
 from __future__ import annotations
 
 from accel_dse.simulate._build import Build, build_design, default_work_dir, ports_of
+from accel_dse.simulate._cache_bound import budget_bytes as cache_budget_bytes
 from accel_dse.simulate._driver import DEFAULT_TIMEOUT_S, simulate
 from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._report import STATUSES, Mismatch, OpResult, SimulationReport
@@ -33,6 +34,7 @@ __all__ = [
     "Build",
     "build_design",
     "default_work_dir",
+    "cache_budget_bytes",
     "ports_of",
     "ProcessOutcome",
     "run_testbench",

@@ -5,7 +5,9 @@ Verilog text, the top module name, the simulator and its version, cocotb's versi
 build recipe below; a second request for the same key reuses it (no rebuild). A build is made
 in a temporary directory and renamed into place only when it succeeded, under a file lock, so
 the cache never holds a half-built entry and concurrent requests build once. A failed build's
-directory is kept as ``<name>.failed/`` with its ``build.log`` for the user to read.
+directory is kept as ``<name>.failed/`` with its ``build.log`` for the user to read. Each new
+build keeps the work directory's caches within ``$ACCEL_DSE_SIM_CACHE_MB``
+(``accel_dse.simulate._cache_bound``: least recently used builds and Verilog entries out first).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from accel_dse.errors import SimulationError
+from accel_dse.simulate._cache_bound import budget_bytes, mark_used, prune, tree_bytes
 from accel_dse.simulate._process import ProcessOutcome, run_in_group
 from accel_dse.simulate._tools import Simulator
 
@@ -245,6 +248,7 @@ def build_design(
     """
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", top):
         raise SimulationError(f"top module name must be a plain Verilog identifier, not {top!r}")
+    budget_bytes()  # a malformed bound is refused before anything is built
     builds = Path(work_dir or default_work_dir()).expanduser().resolve() / "builds"
     hier = tuple(hier_blocks) if simulator.name == "verilator" and not waves else ()  # traces: flat
     key = _cache_key(verilog, top, simulator, waves, hier)
@@ -268,6 +272,7 @@ def _build_or_reuse(verilog: str, top: str, simulator: Simulator, builds: Path, 
         meta = final / "build.json"
         if meta.is_file():
             seconds = float(json.loads(meta.read_text("utf-8")).get("seconds", 0.0))
+            mark_used(meta)  # the cache bound removes the least recently used builds first
             return Build(simulator, top, final, key, True, seconds)
         tmp = builds / f"{name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -281,10 +286,11 @@ def _build_or_reuse(verilog: str, top: str, simulator: Simulator, builds: Path, 
             raise SimulationError(f"{simulator.name} build of {top} {what}; log: {failed / log.name}")
         (tmp / "build.json").write_text(json.dumps({
             "key": key, "top": top, "simulator": simulator.name, "simulator_version": simulator.version,
-            "seconds": round(outcome.seconds, 3), "built_at": time.time(),
+            "seconds": round(outcome.seconds, 3), "built_at": time.time(), "bytes": tree_bytes(tmp),
         }, indent=2), "utf-8")
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
+        prune(builds.parent, keep=final)
         return Build(simulator, top, final, key, False, outcome.seconds)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import SimulationError
 from accel_dse.simulate._build import default_work_dir
+from accel_dse.simulate._cache_bound import budget_bytes
 from accel_dse.simulate._report import SimulationReport
 from accel_dse.simulate._tools import find_simulator
 
@@ -103,6 +104,7 @@ def simulate(
         raise SimulationError("the sampled check runs each op's full-scale program from DRAM, unchained: "
                               f"it needs scale 1 (not {scale:g}), memory 'dram' and no chain")
     sim = find_simulator(simulator)
+    budget_bytes()  # the work directory's cache bound ($ACCEL_DSE_SIM_CACHE_MB), checked before any work
 
     import workloads
 

@@ -174,7 +174,7 @@ def verify_top(
         ConfigError: an unknown FPGA family or device (checked before anything runs).
     """
     from accel_dse.report import load_study
-    from accel_dse.simulate import find_simulator
+    from accel_dse.simulate import cache_budget_bytes, find_simulator
 
     say = progress or (lambda _line: None)
     _positive("--top", k)
@@ -188,6 +188,7 @@ def verify_top(
     if mode == "sampled" and scale != 1:
         raise ExportError(f"the sampled check runs the ops at full scale: --scale must be 1 with it, not {scale!r}")
     find_simulator(simulator)
+    cache_budget_bytes()  # $ACCEL_DSE_SIM_CACHE_MB: refused here, not once per design
     if share and not record:
         raise ExportError("--share needs the results recorded in the study (record=True)")
     if share and (isinstance(claim_ttl_s, bool) or not isinstance(claim_ttl_s, (int, float)) or not claim_ttl_s > 0):

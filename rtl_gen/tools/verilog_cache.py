@@ -80,6 +80,10 @@ def _read(path: Path) -> str | None:
     text = raw[head.end():]
     if len(text) != int(head.group(3)) or hashlib.sha256(text.encode()).hexdigest() != head.group(2):
         return None
+    try:
+        os.utime(path)  # its last use: a bounded cache removes the least recently used entries first
+    except OSError:
+        pass
     return text
 
 

@@ -5,6 +5,8 @@ simulation top's vector unit is converted once per parameter set and the cached 
 from __future__ import annotations
 
 import dataclasses
+import os
+import time
 
 import pytest
 
@@ -30,6 +32,17 @@ def test_the_same_fields_reuse_the_entry_and_changed_fields_get_a_new_one(tmp_pa
     assert make.calls == 2 and other != first
     assert entry_path(tmp_path, {"kind": "x", "rows": 4}) != entry_path(tmp_path, {"kind": "x", "rows": 8})
     assert cached_text(None, {"kind": "x", "rows": 4}, make) != first and make.calls == 3  # no cache: made
+
+
+def test_a_read_marks_the_entry_used(tmp_path):
+    """The simulation work directory's size bound removes the least recently used entries first
+    (accel_dse.simulate._cache_bound): a hit is a use."""
+    make = _Maker()
+    cached_text(tmp_path, {"kind": "x"}, make)
+    path = entry_path(tmp_path, {"kind": "x"})
+    os.utime(path, (1_000_000, 1_000_000))
+    cached_text(tmp_path, {"kind": "x"}, make)
+    assert make.calls == 1 and time.time() - path.stat().st_mtime < 60
 
 
 def test_a_changed_generator_gets_a_new_entry(tmp_path, monkeypatch):

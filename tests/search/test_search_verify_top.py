@@ -88,10 +88,16 @@ def test_a_design_failing_rtl_verification_fails_the_sweep_loudly(run_cli, tmp_p
     [(["--verify-top", "0"], r"--verify-top must be a positive integer, not 0"),
      (["--verify-top", "2", "--verify-scale", "2"], r"--verify-scale must be a number in \(0, 1\], not '2'"),
      (["--verify-scale", "0.5"], r"--verify-scale needs --verify-top K"),
-     (["--verify-top", "1", "--storage", "memory:"], r"--verify-top needs a storage that outlives the sweep")],
+     (["--verify-top", "1", "--storage", "memory:"], r"--verify-top needs a storage that outlives the sweep"),
+     (["--verify-top", "1", "ACCEL_DSE_SIM_CACHE_MB=-1"],
+      r"ACCEL_DSE_SIM_CACHE_MB must be a positive number of MiB, not '-1'")],
 )
-def test_verify_options_are_checked_before_the_sweep(run_cli, tmp_path, tiny, extra, pattern):
+def test_verify_options_are_checked_before_the_sweep(run_cli, tmp_path, tiny, extra, pattern, monkeypatch):
     import re
+
+    for item in [e for e in extra if "=" in e]:  # an environment setting, not an argument
+        monkeypatch.setenv(*item.split("=", 1))
+        extra = [e for e in extra if e != item]
 
     code, out, err = run_cli(*_args(tmp_path, tiny, *extra))
     assert code == 2 and out == ""

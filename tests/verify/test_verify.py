@@ -159,3 +159,15 @@ def test_with_jobs_the_other_designs_build_only_after_the_first(tmp_path, monkey
     first = events[0][1]
     assert events[:2] == [("start", first), ("end", first)], events  # nothing starts while the first builds
     assert len(events) == 6
+
+
+def test_a_malformed_cache_bound_is_refused_before_any_design(tmp_path, run_cli, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    make_study(url, trials=4)
+    monkeypatch.setenv("ACCEL_DSE_SIM_CACHE_MB", "big")
+    code, out, err = run_cli("verify", "--storage", url, "--study", "s", "--top", "1", "--simulator", "icarus",
+                             "--work-dir", str(tmp_path / "work"), "--no-synth")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["accel-dse: error: ACCEL_DSE_SIM_CACHE_MB must be a positive number of MiB, "
+                                        "not 'big'"]
+    assert not (tmp_path / "work").exists()
