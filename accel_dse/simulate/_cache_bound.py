@@ -23,10 +23,11 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import IO
 
 from accel_dse.errors import SimulationError
 
-__all__ = ["ENV", "DEFAULT_MB", "MIN_IDLE_S", "budget_bytes", "mark_used", "tree_bytes", "prune"]
+__all__ = ["ENV", "DEFAULT_MB", "MIN_IDLE_S", "budget_bytes", "mark_used", "tree_bytes", "try_lock", "prune"]
 
 #: The environment variable holding the bound, MiB.
 ENV = "ACCEL_DSE_SIM_CACHE_MB"
@@ -70,6 +71,20 @@ def tree_bytes(path: Path) -> int:
     return total
 
 
+def try_lock(path: Path) -> IO[str] | None:
+    """An open, exclusively locked handle on ``path``, or None if another process holds it."""
+    try:
+        handle = open(path, "a")  # noqa: SIM115 (held by the caller)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
 def _entries(work: Path) -> list[tuple[float, int, Path, Path | None]]:
     """``(last use, bytes, path, lock)`` of every finished build and Verilog entry in ``work``."""
     out: list[tuple[float, int, Path, Path | None]] = []
@@ -98,13 +113,11 @@ def _entries(work: Path) -> list[tuple[float, int, Path, Path | None]]:
 def _remove(path: Path, lock: Path | None) -> bool:
     """Remove one entry unless another process holds its lock; whether it was removed."""
     handle = None
+    if lock is not None:
+        handle = try_lock(lock)
+        if handle is None:
+            return False
     try:
-        if lock is not None:
-            handle = open(lock, "a")  # noqa: SIM115 (released below)
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return False
         if path.is_dir():
             gone = path.with_name(f"{path.name}.evict-{os.getpid()}")
             os.rename(path, gone)

@@ -4,7 +4,6 @@ the ``network`` entry of a chained run."""
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import math
 import os
 import shutil
@@ -14,6 +13,7 @@ from typing import IO, Any
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import SimulationError
+from accel_dse.simulate._cache_bound import try_lock
 from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._report import OpResult, SimulationReport
 from perf_model.compiler.program import output_major
@@ -54,29 +54,15 @@ def new_run_dir(work: Path) -> tuple[Path, IO[str]]:
     runs.mkdir(parents=True, exist_ok=True)
     old = sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
     for path in old[: max(0, len(old) - KEEP_RUNS + 1)]:
-        if _try_lock(path / "run.lock") is not None:  # a run still in progress keeps its lock
+        if try_lock(path / "run.lock") is not None:  # a run still in progress keeps its lock
             shutil.rmtree(path, ignore_errors=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = runs / f"{stamp}-{os.getpid()}-{time.monotonic_ns() % 1_000_000:06d}"
     (path / "results").mkdir(parents=True)
-    lock = _try_lock(path / "run.lock")
+    lock = try_lock(path / "run.lock")
     if lock is None:
         raise SimulationError(f"cannot lock the new run directory {path}")
     return path, lock
-
-
-def _try_lock(path: Path) -> IO[str] | None:
-    """An open, exclusively locked handle on ``path``, or None if another process holds it."""
-    try:
-        handle = open(path, "a")  # noqa: SIM115 (held for the run's lifetime)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        return None
-    return handle
 
 
 def plan_runs(design: ArrayConfig, gemm: Any, name: str) -> list[tuple[int, ...]]:
