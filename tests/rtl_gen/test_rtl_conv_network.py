@@ -184,14 +184,20 @@ def test_a_resnet_downsample_block_runs_as_one_program(keep_on_chip):
     assert (got != np.asarray(jnp.maximum(jnp.asarray(d), 0))).any()  # the add changed the downsample's output
 
 
-def test_a_narrow_pair_whose_first_conv_is_tap_packed_reads_the_link_unpacked():
+@pytest.mark.parametrize("keep_on_chip", [True, False], ids=["on_chip", "through_dram"])
+def test_a_narrow_pair_whose_first_conv_is_tap_packed_reads_the_link_unpacked(keep_on_chip):
     """8x8 with a 2-byte bus: the first conv's 2-channel pixels are one narrow word, so its band is a
-    sliding LOAD and its window packs 4 taps a word; the second conv reads the first one's output
-    in the ifmap, one tap a word. Bit-exact, RTL cycles == walk, the link on chip."""
+    sliding LOAD and its window packs 4 taps a word; on chip, the second conv reads the first one's
+    output in the ifmap, one tap a word. Through DRAM, the second conv's band is a sliding LOAD of
+    the first one's stored output too (its ``T - 1`` tail pixels read past that tensor's rows,
+    masked by the window), so it packs as well (no op on that link: a 2-channel DRAM row is no whole
+    vector word). Bit-exact, RTL cycles == walk."""
     config = small("ws", True, rows=8, cols=8, vector_unit=True)
     conv = Conv2d(n=1, h=5, w=5, c_in=2, c_out=2, kh=3, kw=3, pad_h=1, pad_w=1, requant=RQ)
-    got, want, run, prog = _run([conv, conv], [RELU], keep_on_chip=True, config=config)
+    got, want, run, prog = _run([conv, conv], [RELU if keep_on_chip else None], keep_on_chip=keep_on_chip,
+                                config=config)
     windows = [c for c in prog.commands if c.opcode == Opcode.WINDOW]
-    assert prog.on_chip and (windows[0]["pack"], windows[-1]["pack"]) == (2, 0)
+    assert prog.on_chip == keep_on_chip
+    assert (windows[0]["pack"], windows[-1]["pack"]) == ((2, 0) if keep_on_chip else (2, 2))
     assert (got == want).all(), np.argwhere(got != want)[:5]
     assert run.total == run.model.total
