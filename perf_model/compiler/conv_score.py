@@ -23,7 +23,7 @@ from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles, transfer_word_beats, word_beats
 from workloads.ops import Conv2d
 
-__all__ = ["conv_figures", "program_bytes", "walked_figures"]
+__all__ = ["conv_figures", "design_key", "program_bytes", "run_figures", "walked_figures"]
 
 
 def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, int]:
@@ -49,6 +49,18 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
     # (not the node, nor the clock and DRAM part but through the pacing): designs of a sweep that
     # differ elsewhere share the figures. A design's part of the key is kept (one per design of a
     # sweep, its ops reuse it).
+    key = (design_key(config), conv, requant)
+    figures = _CACHE.get(key)
+    if figures is None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        figures = _CACHE[key] = _figures(config, conv, requant)
+    return figures
+
+
+def design_key(config: ArrayConfig) -> tuple[object, ...]:
+    """What a conv program and its walk see of ``config``: every field but those it sees through
+    the DRAM pacing only, and that pacing (designs of a sweep that differ elsewhere share figures)."""
     design = _DESIGN_KEYS.get(config)
     if design is None:
         if len(_DESIGN_KEYS) >= _CACHE_SIZE:
@@ -56,13 +68,7 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
         design = _DESIGN_KEYS[config] = (
             tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY),
             dram_rate(config))
-    key = (design, conv, requant)
-    figures = _CACHE.get(key)
-    if figures is None:
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.clear()
-        figures = _CACHE[key] = _figures(config, conv, requant)
-    return figures
+    return design
 
 
 _PACING_ONLY = ("tech_nm", "clock_mhz", "dram")  # design fields a program sees through dram_rate only
@@ -98,6 +104,20 @@ def walked_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: Con
     program = compile_conv(config, conv, requant=requant, tiling=tiling)
     walk = gemm_program_cycles(config, program, rate=dram_rate(config))
     a, b, c = program_bytes(config, program)
+    folds, sram_read, sram_write, tile = run_figures(config, conv, program, float(a), float(b))
+    return ConvFigures(True, "", compute=walk.compute, total=walk.total, folds=folds,
+                       read=(float(a), float(b), 0.0), write=(0.0, 0.0, float(c)),
+                       sram_read=sram_read, sram_write=sram_write, tile=tile)
+
+
+def run_figures(config: ArrayConfig, conv: Conv2d, program: ConvProgram, a_written: float,
+                b_written: float) -> tuple[int, tuple[float, float, float], tuple[float, float, float],
+                                           tuple[int, int, int]]:
+    """``(folds, sram_read, sram_write, tile)`` of a conv program's runs (per operand A, B, C;
+    ``tile``: the first run's ``(m, k, n)``): every run streams its ``A`` once per column fold and
+    reads its stationary tile once; each row fold writes the partial sums and reads back all but
+    the first; the output is read at ``acc_bits`` to leave. ``a_written``/``b_written``: bytes
+    written into the ifmap and the weight buffer (what the program's loads, or a MOVE, bring in)."""
     R, C = config.rows, config.cols
     ib, acc = config.input_bits / 8, config.acc_bits / 8
     folds = 0
@@ -110,11 +130,7 @@ def walked_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: Con
         sram_b += k * n * ib  # the stationary tile, once a run
         c_write += m * n * acc * rf  # each row fold writes the partial sums ...
         c_read += m * n * acc * (rf - 1 + accumulate)  # ... and reads back all but the first
-    pixels = conv.out_h * conv.out_w * conv.c_out
+    pixels = conv.n * conv.out_h * conv.out_w * conv.c_out  # every image's output
     first = program.runs[0]
-    return ConvFigures(
-        True, "", compute=walk.compute, total=walk.total, folds=folds,
-        read=(float(a), float(b), 0.0), write=(0.0, 0.0, float(c)),
-        # every DRAM byte crosses its buffer once: loads written, the output read at acc_bits to leave
-        sram_read=(sram_a, sram_b, c_read + pixels * acc), sram_write=(float(a), float(b), c_write),
-        tile=(first[1] - first[0], first[3] - first[2], first[5] - first[4]))
+    return (folds, (sram_a, sram_b, c_read + pixels * acc), (a_written, b_written, c_write),
+            (first[1] - first[0], first[3] - first[2], first[5] - first[4]))

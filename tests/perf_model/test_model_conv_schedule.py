@@ -124,6 +124,9 @@ def test_the_schedule_by_runs_equals_the_program_walk_on_batched_convs():
         assert (fast.total, fast.compute) == (walk.total, walk.compute), where
         a, b, c = _transfers(config, program)
         assert (fast.read, fast.written) == ((a, b), c), where
+        ref = walked_figures(config, conv, requant, tiling)  # the SRAM figures count every image's output
+        assert (fast.folds, fast.sram_read, fast.sram_write, fast.tile) == (
+            ref.folds, ref.sram_read, ref.sram_write, ref.tile), where
         checked += 1
         stacked += tiling.rows_t > conv.out_h
     assert stacked >= 10, stacked
