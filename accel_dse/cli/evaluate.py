@@ -111,6 +111,15 @@ def conv_lines(result: Any) -> list[str]:
     out = ["", f"convolutions: {chip} of {len(convs)} on chip (windows built by the accelerator from NHWC "
                f"activations in DRAM), the others as the host's im2col GEMM:"]
     out += [f"  {op.name}: {op.conv_note.removeprefix(f'{op.name}: ')}" for op in convs if op.conv_path == "host"]
+    chains: list[list[str]] = []
+    for op in result.ops:  # a chain: convs whose output stays on chip as the next one's input
+        if op.conv_path == "chip" and "in" in op.on_chip.split(",") and chains:
+            chains[-1].append(op.name)
+        elif op.conv_path == "chip" and "out" in op.on_chip.split(","):
+            chains.append([op.name])
+    if chains:
+        out.append(f"chains of convolutions kept on chip, each one program whose links never cross DRAM: "
+                   f"{'; '.join(' -> '.join(c) for c in chains)}")
     return out
 
 

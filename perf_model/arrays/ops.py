@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from accel_dse.errors import ModelError
-from workloads.ops import Conv2d, Gemm, Op, Workload, chain_link
+from workloads.ops import Conv2d, Gemm, Op, Workload, chain_link, conv_chain_link
 
 __all__ = ["OpArrays", "op_arrays"]
 
@@ -31,6 +31,9 @@ class OpArrays:
         link: bool per op, its output is the next op's ``A`` as is (the next op's
             ``a_from_previous``, ``workloads.chain_link`` shapes, equal counts): a link on-chip
             reuse may keep in the ifmap (``perf_model.evaluator.reuse_links``); False for the last op.
+        conv_link: bool per op, its output is the next op's NHWC input as is (a conv of any kernel
+            reading a conv's output: the next op's ``a_from_previous``, ``workloads.conv_chain_link``,
+            equal counts): a link a chain of convs on chip may keep (``perf_model.evaluator.conv_ops``).
     """
 
     names: tuple[str, ...]
@@ -41,6 +44,7 @@ class OpArrays:
     macs: np.ndarray
     requant: np.ndarray
     link: np.ndarray
+    conv_link: np.ndarray
 
     def __len__(self) -> int:
         return len(self.names)
@@ -82,5 +86,7 @@ def op_arrays(ops: Workload | Sequence[tuple[Op, int]]) -> OpArrays:
     requant = np.array([op.requant is not None for op in records], dtype=bool)
     link = np.array([i + 1 < len(records) and records[i + 1].a_from_previous and counts[i] == counts[i + 1]
                      and chain_link(records[i], records[i + 1]) for i in range(len(records))], dtype=bool)
+    conv_link = np.array([i + 1 < len(records) and records[i + 1].a_from_previous and counts[i] == counts[i + 1]
+                          and conv_chain_link(records[i], records[i + 1]) for i in range(len(records))], dtype=bool)
     return OpArrays(names=tuple(names), ops=tuple(records), counts=tuple(counts), gemm=gemm_dims,
-                    instances=instances, macs=macs, requant=requant, link=link)
+                    instances=instances, macs=macs, requant=requant, link=link, conv_link=conv_link)

@@ -154,17 +154,20 @@ class Block:
 def evaluate_block(
     designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
     *, allow_spill: bool = False, reuse: bool = False, ifmap_reserve: np.ndarray | None = None,
-    a_on_chip: np.ndarray | None = None, c_on_chip: np.ndarray | None = None,
+    a_on_chip: np.ndarray | None = None, c_on_chip: np.ndarray | None = None, conv_chains: bool = False,
 ) -> Block:
     """Evaluate every design of ``designs`` on every op of ``ops``.
 
-    ``reuse``: keep the workload's links on chip where a design can (``perf_model.evaluator.reuse_links``).
+    ``reuse``: keep the workload's links on chip where a design can (``perf_model.evaluator.reuse_links``,
+    and chains of convs on chip: ``perf_model.evaluator.conv_ops``; ``conv_chains`` asks for the
+    latter alone).
     The flags it derives, per ``(designs, ops)`` element, may also be given directly (the
     compiler's plan of one op): ``ifmap_reserve``, ifmap words the op's tiles may not use;
     ``a_on_chip``, ``A`` is in the ifmap already; ``c_on_chip``, the output is moved there.
     """
     if reuse and ops.link.any():
         return _with_reuse(designs, ops, energy, area, allow_spill)
+    conv_chains = (conv_chains or reuse) and bool(ops.conv_link.any())
     nd, no = len(designs), len(ops)
     shape = (nd, no)
     d = designs
@@ -199,7 +202,8 @@ def evaluate_block(
         | (np.zeros(nd * no, dtype=bool) if ifmap_reserve is None else np.asarray(ifmap_reserve).reshape(-1) > 0))
     folds = sched.folds * inst
     dram_read, dram_write = sched.dram_read * inst, sched.dram_write * inst
-    convs = conv_overlay(d, ops, total, dram_read.sum(axis=0) + dram_write.sum(axis=0), tiling.feasible, keep)
+    convs = conv_overlay(d, ops, total, dram_read.sum(axis=0) + dram_write.sum(axis=0), tiling.feasible, keep,
+                         conv_chains)
     images = np.tile(np.asarray(ops.counts, dtype=np.float64), nd)  # a conv's figures are its whole batch's
     sram_read, sram_write = sched.sram_read * inst, sched.sram_write * inst
     tile = gemm_tile(p, tiling.t)
@@ -270,6 +274,7 @@ def evaluate_block(
     for b, name in enumerate(BUFFER_NAMES):
         parts[f"sram_{name}"] = sram_energy[b]
     energy_parts = {name: _zero(parts[name], ok).reshape(shape) for name in ENERGY_PARTS}
+    a_flags, c_flags = convs.chain_flags(a_chip, c_chip, nd * no)
 
     return Block(
         feasible=ok.reshape(shape),
@@ -290,8 +295,8 @@ def evaluate_block(
         tile=tile.reshape((3,) + shape),
         order=tiling.order.reshape(shape),
         resident=tiling.resident.reshape(shape),
-        a_on_chip=(a_chip if a_chip is not None else np.zeros(nd * no, dtype=bool)).reshape(shape) & ok.reshape(shape),
-        c_on_chip=(c_chip if c_chip is not None else np.zeros(nd * no, dtype=bool)).reshape(shape) & ok.reshape(shape),
+        a_on_chip=a_flags.reshape(shape) & ok.reshape(shape),
+        c_on_chip=c_flags.reshape(shape) & ok.reshape(shape),
         f_max_mhz=f_max,
         vdd=vdd,
         clock_ok=clock_ok,
@@ -317,7 +322,7 @@ def _with_reuse(designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area:
         links = candidate & trial.feasible
     flags = flags_from_links(links, size)
     return evaluate_block(designs, ops, energy, area, allow_spill=allow_spill, ifmap_reserve=flags.reserve,
-                          a_on_chip=flags.a_on_chip, c_on_chip=flags.c_on_chip)
+                          a_on_chip=flags.a_on_chip, c_on_chip=flags.c_on_chip, conv_chains=True)
 
 
 def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray, out_bits: np.ndarray,

@@ -55,6 +55,26 @@ def test_evaluate_json_on_resnet18_edge(run_cli, tmp_path):
     assert 1.7e9 < total["macs"] < 1.9e9  # ResNet-18 at 224: ~1.8 GMACs
 
 
+def test_evaluate_names_the_chains_of_convs_it_keeps_on_chip(run_cli):
+    """``tiny`` on ResNet-18 at 32x32: the blocks' conv1 -> conv2 links it keeps are named, marked in
+    the on-chip column and JSON; ``--no-reuse`` keeps none and moves more DRAM bytes."""
+    code, out, err = run_cli("evaluate", "--design", "tiny", "--workload", "resnet18:res=32", "--json")
+    assert code == 0, err
+    ops = {op["name"]: op for op in json.loads(out)["ops"]}
+    kept = [name for name, op in ops.items() if op["on_chip"] == "out"]
+    assert kept and all(name.endswith(".conv1") for name in kept)
+    assert all(ops[name.replace(".conv1", ".conv2")]["on_chip"] == "in" for name in kept)
+    code, table, err = run_cli("evaluate", "--design", "tiny", "--workload", "resnet18:res=32")
+    assert code == 0, err
+    (line,) = [x for x in table.splitlines() if x.startswith("chains of convolutions kept on chip")]
+    assert line.count(" -> ") == len(kept) and all(name in line for name in kept)
+    code, out, err = run_cli("evaluate", "--design", "tiny", "--workload", "resnet18:res=32", "--json", "--no-reuse")
+    assert code == 0, err
+    alone = json.loads(out)
+    assert all(op["on_chip"] == "" for op in alone["ops"])
+    assert sum(op["dram_write_bytes"] for op in ops.values()) < alone["total"]["dram_write_bytes"]
+
+
 def test_evaluate_table(run_cli, tmp_path):
     design = tmp_path / "d.toml"
     design.write_text('[design]\nrows = 8\ncols = 8\ndataflow = "os"\n')

@@ -15,18 +15,20 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
+import perf_model
 from conv_testlib import conv_reference
 from system_testlib import run_image, small
 
-from accel_dse.commands import Opcode
+from accel_dse.commands import QUEUE_DEPTH, Opcode
 from accel_dse.designs import load_design
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
 from perf_model.compiler.conv import ConvTiling, conv_weight_matrix
 from perf_model.compiler.conv_network import compile_conv_network
 from perf_model.compiler.network import link_ops
-from perf_model.program_timing import transfer_word_beats, word_beats
+from perf_model.program_timing import DEFAULT_DRAM_LATENCY, dram_rate, transfer_word_beats, word_beats
 from workloads import _int_ops as io
-from workloads.ops import Conv2d, Requant
+from workloads.ops import Conv2d, Requant, Workload
 from workloads.vector_ops import VectorOp
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
@@ -47,8 +49,9 @@ def _dram_bytes(prog) -> int:
 
 
 def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = False, queue_depth: int = 256,
-         tilings=None, config=TINY):
-    """The design's output of the network, the reference, the SoC run and the program."""
+         tilings=None, config=TINY, **memory):
+    """The design's output of the network, the reference, the SoC run and the program (``memory``:
+    the DRAM model's ``latency`` and ``rate``, ``run_image``'s)."""
     prog = compile_conv_network(config, convs, links, keep_on_chip=keep_on_chip, queue_depth=queue_depth,
                                 tilings=tilings)
     rng = np.random.default_rng(seed)
@@ -74,7 +77,7 @@ def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = Fa
         prog = dataclasses.replace(prog, commands=tuple(keep), chunks=((0, len(keep)),))
     image = program_image(prog, tensors)
     image = np.concatenate([image, np.zeros(-len(image) % prog.data_bytes, np.uint8)])
-    run = run_image(config, prog, image, queue_depth=queue_depth)
+    run = run_image(config, prog, image, queue_depth=queue_depth, **memory)
     assert run.error_code == 0
     last = convs[-1]
     out = t[f"c{len(convs) - 1}"]
@@ -201,3 +204,26 @@ def test_a_narrow_pair_whose_first_conv_is_tap_packed_reads_the_link_unpacked(ke
     assert (windows[0]["pack"], windows[-1]["pack"]) == ((2, 0) if keep_on_chip else (2, 2))
     assert (got == want).all(), np.argwhere(got != want)[:5]
     assert run.total == run.model.total
+
+
+def test_evaluate_scores_a_chained_pair_as_the_rtl_runs_it():
+    """``perf_model.evaluate`` (on-chip reuse, the default) keeps the link of a 3x3 pair whose second
+    conv reads the first one's output as is: the ops show ``out``/``in``, their cycles add up to the
+    RTL's total cycles of the one program, their DRAM bytes to the real tensors (input, weights,
+    output; the intermediate never crosses DRAM), and the workload takes fewer cycles and bytes than
+    with each conv its own program (``reuse=False``)."""
+    first = dataclasses.replace(_conv(4, 4), name="c0")
+    second = dataclasses.replace(first, name="c1", a_from_previous=True)
+    wl = Workload(name="pair", ops=(first, second), counts=(1, 1))
+    kept, alone = perf_model.evaluate(TINY, wl), perf_model.evaluate(TINY, wl, reuse=False)
+    assert [o.on_chip for o in kept.ops] == ["out", "in"] and [o.on_chip for o in alone.ops] == ["", ""]
+    # the memory the model assumes (simulate's): the design's DRAM pacing, the default latency and queue
+    got, want, run, prog = _run([first, second], [None], keep_on_chip=True, queue_depth=QUEUE_DEPTH,
+                                latency=DEFAULT_DRAM_LATENCY, rate=dram_rate(TINY))
+    assert prog.on_chip and (got == want).all()
+    assert sum(o.total_cycles for o in kept.ops) == run.total
+    assert sum(o.compute_cycles for o in kept.ops) == run.compute
+    moved = sum(o.dram_read_bytes + o.dram_write_bytes for o in kept.ops)
+    assert moved == sum(prog.tensors[n].nbytes for n in ("a0", "b0", "b1", "c1"))
+    assert kept.total["total_cycles"] < alone.total["total_cycles"]
+    assert moved < sum(o.dram_read_bytes + o.dram_write_bytes for o in alone.ops)
