@@ -74,7 +74,7 @@ def _figures(config: ArrayConfig, convs: tuple[Conv2d, ...]) -> tuple[ConvFigure
         moved.append(sum(program_bytes(config, part)))
     stall = walk.total - walk.compute
     total_bytes = sum(moved)
-    out = []
+    out: list[ConvFigures] = []
     for i, (conv, part) in enumerate(zip(convs, program.convs, strict=True)):
         share = stall * moved[i] // total_bytes if total_bytes else (stall if i == 0 else 0)
         if i == len(convs) - 1:  # the rest, so the chain's cycles add up to the walk's

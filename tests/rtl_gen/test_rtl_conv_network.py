@@ -15,11 +15,10 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-import perf_model
 from conv_testlib import conv_reference
 from system_testlib import run_image, small
 
+import perf_model
 from accel_dse.commands import QUEUE_DEPTH, Opcode
 from accel_dse.designs import load_design
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
