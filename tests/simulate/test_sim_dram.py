@@ -41,7 +41,7 @@ def test_a_multi_tile_gemm_from_dram_is_exact_in_data_and_total_cycles(df, doubl
 def test_double_buffering_and_a_wider_bus_are_faster_in_rtl_as_the_model_says(sim_cache):
     totals = {}
     for double, bw in ((False, 4.0), (True, 4.0), (True, 1.0)):
-        report = simulate(_tiny("ws", double, dram_bytes_per_cycle=bw), "gemm:m=96,k=80,n=40,requant=1",
+        report = simulate(_tiny("ws", double, dram_bytes_per_cycle=bw), "gemm:m=48,k=40,n=24,requant=1",
                           simulator="icarus", work_dir=sim_cache)
         (op,) = report.ops
         assert op.status == "pass" and op.total_cycles_match, op.reason
