@@ -44,7 +44,8 @@ class OpResult:
         conv_path: a conv's path (``perf_model.evaluator.conv_ops``): ``"chip"`` (windows built on
             chip), ``"host"`` (the host's im2col GEMM; ``conv_note`` says why) or ``"infeasible"``
             (it does not fit on chip; ``reason`` says why); ``""`` for a GEMM.
-        on_chip: on-chip reuse across layers (``perf_model.evaluator.reuse_links``): ``"in"`` (the op before left
+        on_chip: on-chip reuse across layers (``perf_model.evaluator.reuse_links``, and a chain of convs
+            kept as one program: ``perf_model.evaluator.conv_ops``): ``"in"`` (the op before left
             ``A`` in the ifmap), ``"out"`` (the output stays there for the next op), ``"in,out"``,
             or ``""``.
         folds, compute_cycles, stall_cycles, total_cycles, utilization, macs: as in the issue.
