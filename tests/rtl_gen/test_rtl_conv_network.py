@@ -56,7 +56,7 @@ def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = Fa
     rng = np.random.default_rng(seed)
     c0 = convs[0]
     x = rng.integers(-128, 128, (c0.n, c0.h, c0.w, c0.c_in))
-    ws = [rng.integers(-128, 128, (c.kh, c.kw, c.c_in, c.c_out)) for c in convs]
+    ws = [rng.integers(-128, 128, (c.kh, c.kw, c.c_in // c.groups, c.c_out)) for c in convs]
     t = prog.tensors
     tensors = {"a0": pack_tensor(t["a0"], x.reshape(-1, c0.c_in))}
     for i, (conv, w) in enumerate(zip(convs, ws, strict=True)):
@@ -165,7 +165,7 @@ def test_a_resnet_downsample_block_runs_as_one_program(keep_on_chip):
     assert prog.on_chip == keep_on_chip
     rng = np.random.default_rng(3)
     x = rng.integers(-128, 128, (1, 6, 6, 4))
-    ws = [rng.integers(-128, 128, (c.kh, c.kw, c.c_in, c.c_out)) for c in convs]
+    ws = [rng.integers(-128, 128, (c.kh, c.kw, c.c_in // c.groups, c.c_out)) for c in convs]
     y0 = conv_reference(convs[0], x, ws[0], RQ)
     y1 = conv_reference(convs[1], y0, ws[1], RQ)
     d = conv_reference(convs[2], x, ws[2], RQ)
@@ -203,6 +203,20 @@ def test_a_narrow_pair_whose_first_conv_is_tap_packed_reads_the_link_unpacked(ke
     assert (windows[0]["pack"], windows[-1]["pack"]) == ((2, 0) if keep_on_chip else (2, 2))
     assert (got == want).all(), np.argwhere(got != want)[:5]
     assert run.total == run.model.total
+
+
+@pytest.mark.parametrize("change", [{"n": 2}, {"groups": 2}, {"groups": 4}], ids=["batch_2", "groups_2", "depthwise"])
+def test_batched_grouped_and_depthwise_pairs_keep_their_link_on_chip(change):
+    """The chains the model may keep (``perf_model.evaluator.conv_ops``) beyond one image of dense
+    convs: two images in the region, two groups, depthwise. Bit-exact, RTL cycles == walk, no
+    intermediate in DRAM."""
+    conv = dataclasses.replace(_conv(4, 4), **change)
+    got, want, run, prog = _run([conv, conv], [None], keep_on_chip=True)
+    assert prog.on_chip and (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+    c0 = prog.tensors["c0"]
+    assert not [c for c in prog.commands if c.opcode in (Opcode.LOAD, Opcode.STORE)
+                and c0.base <= c["dram_addr"] < c0.base + c0.nbytes]
 
 
 def test_evaluate_scores_a_chained_pair_as_the_rtl_runs_it():
