@@ -396,10 +396,13 @@ def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Par
                 tensors[f"{name}{i}"] = dataclasses.replace(t, base=t.base + shift)
             if alias is not None:
                 a, c = tensors[f"a{i}"], tensors[alias]
-                # A tap-packed conv's A has rows past its input's: the sliding load's ``T - 1`` tail
-                # pixels (``perf_model.compiler.conv_pack``), which its window masks; read past the
+                # A tap-packed conv's A has the sliding load's ``T - 1`` tail pixels past its input
+                # (``perf_model.compiler.conv_pack``), which its window masks; read past the
                 # producer's rows, they land in the tensors placed after it.
-                if (a.row_elems, a.elem_bytes, a.packed) != (c.row_elems, c.elem_bytes, c.packed) or a.rows < c.rows:
+                pack = getattr(program, "pack", 0)
+                tail = (1 << pack) - 1 if pack else 0
+                if (a.rows, a.row_elems, a.elem_bytes, a.packed) != (c.rows + tail, c.row_elems, c.elem_bytes,
+                                                                     c.packed):
                     raise ModelError(f"op {i}'s A ({a.rows} rows of {a.row_elems}) is not laid out as its input "
                                      f"{alias} ({c.rows} rows of {c.row_elems})")
                 tensors[f"a{i}"] = dataclasses.replace(a, base=c.base)
