@@ -23,7 +23,8 @@ The figures are the program's own:
   over the chain is exact.
 
 A chain the compiler cannot keep on chip (the regions do not fit beside the first conv's bands)
-gives the reason instead. Results are cached by the design fields a program sees.
+gives the compiler's reason instead (it is not compiled through DRAM: ``require_on_chip``).
+Results are cached by the design fields a program sees.
 """
 
 from __future__ import annotations
@@ -59,19 +60,16 @@ def chain_figures(config: ArrayConfig, convs: Sequence[Conv2d]) -> tuple[ConvFig
 
 def _figures(config: ArrayConfig, convs: tuple[Conv2d, ...]) -> tuple[ConvFigures, ...] | str:
     try:
-        program = compile_conv_network(config, convs, [None] * (len(convs) - 1))
+        program = compile_conv_network(config, convs, [None] * (len(convs) - 1), require_on_chip=True)
     except ModelError as exc:
         return str(exc)
-    if not program.on_chip:
-        return "the chain's tensors do not fit the ifmap beside its bands"
     walk = gemm_program_cycles(config, program, rate=dram_rate(config))
     df = timing.dataflow_code(config.dataflow.value)
-    computes, moved = [], []
-    for part in program.convs:
-        computes.append(sum(int(timing.run_cycles(df, config.rows, config.cols, c["m"], c["k"], c["n"],
-                                                  config.shadow_stationary))
-                            for c in part.commands if c.opcode == Opcode.RUN))
-        moved.append(sum(program_bytes(config, part)))
+    computes = [sum(int(timing.run_cycles(df, config.rows, config.cols, c["m"], c["k"], c["n"],
+                                          config.shadow_stationary))
+                    for c in part.commands if c.opcode == Opcode.RUN) for part in program.convs]
+    transfers = [program_bytes(config, part) for part in program.convs]
+    moved = [sum(t) for t in transfers]
     stall = walk.total - walk.compute
     total_bytes = sum(moved)
     out: list[ConvFigures] = []
@@ -79,7 +77,7 @@ def _figures(config: ArrayConfig, convs: tuple[Conv2d, ...]) -> tuple[ConvFigure
         share = stall * moved[i] // total_bytes if total_bytes else (stall if i == 0 else 0)
         if i == len(convs) - 1:  # the rest, so the chain's cycles add up to the walk's
             share = stall - sum(f.total - f.compute for f in out)
-        a, b, c = program_bytes(config, part)
+        a, b, c = transfers[i]
         # the ifmap is written by the first conv's band loads and by every MOVE of an output into it
         moved_in = output_words(config, conv) * config.rows * config.input_bits / 8 if i + 1 < len(convs) else 0.0
         folds, sram_read, sram_write, tile = run_figures(config, conv, part, a + moved_in, float(b))

@@ -103,7 +103,8 @@ def _flat(op: VectorOp, words: int, lanes: int) -> VectorOp:
 def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Sequence[Link],
                          skips: Sequence[int | None] | None = None, *, inputs: Sequence[int] | None = None,
                          keep_on_chip: bool = True, queue_depth: int = QUEUE_DEPTH,
-                         tilings: Sequence[ConvTiling | None] | None = None) -> ConvNetworkProgram:
+                         tilings: Sequence[ConvTiling | None] | None = None,
+                         require_on_chip: bool = False) -> ConvNetworkProgram:
     """The one program of ``convs`` with the ops of ``links[i]`` after conv ``i`` (module docstring;
     ``links`` as ``perf_model.compiler.network.compile_network``'s).
 
@@ -115,6 +116,8 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     block, ``network.residual_skips``), or ``network.EXTERNAL``. A program of more than
     ``queue_depth`` commands runs as several queue-loads (the ifmap keeps its regions from one to the
     next; ``network._split``). ``tilings[i]`` replaces the search's tiling of conv ``i`` (tests).
+    ``require_on_chip``: raise instead of compiling the links through DRAM (the model's chain scorer,
+    which only wants the program on chip).
 
     Raises:
         ModelError: no vector unit while a link has ops, ``links``/``skips``/``inputs`` of the wrong
@@ -178,6 +181,8 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
                             externals, True, queue_depth)
         except ModelError as exc:
             reason = str(exc)
+    if require_on_chip:
+        raise ModelError(f"the links cannot stay on chip: {reason}")
     try:
         return _program(config, _through_dram(config, convs, ops, skip_of, reads, given_tilings), externals, False,
                         queue_depth)

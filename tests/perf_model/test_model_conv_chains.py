@@ -12,6 +12,7 @@ import pytest
 import perf_model
 import workloads
 from accel_dse.designs import load_design
+from accel_dse.errors import ModelError
 from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.conv_network import compile_conv_network
 from perf_model.evaluator.conv_ops import TIE
@@ -76,6 +77,19 @@ def test_a_chain_faster_than_the_hosts_gemms_is_kept_on_chip():
     assert [o.conv_path for o in kept.ops] == ["chip", "chip"] and [o.on_chip for o in kept.ops] == ["out", "in"]
     assert kept.total["total_cycles"] == gemm_program_cycles(TINY, program, rate=dram_rate(TINY)).total
     assert kept.total["total_cycles"] < alone.total["total_cycles"]
+
+
+def test_a_chain_too_large_for_the_ifmap_is_not_kept_and_not_compiled_through_dram():
+    """A 64x64x4 pair on ``tiny``: the intermediate needs 4096 ifmap words of its 1024. The compiler
+    alone falls back to the links through DRAM; the chain scorer's ``require_on_chip`` refuses with
+    the reason instead, and ``evaluate`` keeps each conv apart."""
+    wl = _chain(4, hw=64)
+    assert not compile_conv_network(TINY, wl.ops, [None]).on_chip
+    with pytest.raises(ModelError, match=r"^the links cannot stay on chip: x1 needs 4096 ifmap words"):
+        compile_conv_network(TINY, wl.ops, [None], require_on_chip=True)
+    kept, alone = perf_model.evaluate(TINY, wl), perf_model.evaluate(TINY, wl, reuse=False)
+    assert [o.on_chip for o in kept.ops] == ["", ""]
+    assert kept.total["total_cycles"] == alone.total["total_cycles"]
 
 
 @pytest.mark.parametrize(("change", "why"), [({"dataflow": "os"}, "output stationary builds no windows"),
