@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,9 +84,13 @@ def op_arrays(ops: Workload | Sequence[tuple[Op, int]]) -> OpArrays:
     instances = np.array(inst, dtype=np.float64)
     macs = np.array([i * m * k * n for i, (m, k, n) in zip(inst, dims, strict=True)], dtype=np.int64)
     requant = np.array([op.requant is not None for op in records], dtype=bool)
-    link = np.array([i + 1 < len(records) and records[i + 1].a_from_previous and counts[i] == counts[i + 1]
-                     and chain_link(records[i], records[i + 1]) for i in range(len(records))], dtype=bool)
-    conv_link = np.array([i + 1 < len(records) and records[i + 1].a_from_previous and counts[i] == counts[i + 1]
-                          and conv_chain_link(records[i], records[i + 1]) for i in range(len(records))], dtype=bool)
     return OpArrays(names=tuple(names), ops=tuple(records), counts=tuple(counts), gemm=gemm_dims,
-                    instances=instances, macs=macs, requant=requant, link=link, conv_link=conv_link)
+                    instances=instances, macs=macs, requant=requant, link=_links(records, counts, chain_link),
+                    conv_link=_links(records, counts, conv_chain_link))
+
+
+def _links(records: list[Op], counts: list[int], shapes: Callable[[Op, Op], bool]) -> np.ndarray:
+    """Per op, whether its output flows into the next op as is (the next op's ``a_from_previous``,
+    equal counts) with shapes that ``shapes`` accepts; False for the last op."""
+    return np.array([i + 1 < len(records) and records[i + 1].a_from_previous and counts[i] == counts[i + 1]
+                     and shapes(records[i], records[i + 1]) for i in range(len(records))], dtype=bool)

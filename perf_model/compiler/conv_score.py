@@ -45,10 +45,6 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
     why = conv_served(config)
     if why:
         return why
-    # The program and its walk depend on the design through these fields and the DRAM pacing only
-    # (not the node, nor the clock and DRAM part but through the pacing): designs of a sweep that
-    # differ elsewhere share the figures. A design's part of the key is kept (one per design of a
-    # sweep, its ops reuse it).
     key = (design_key(config), conv, requant)
     figures = _CACHE.get(key)
     if figures is None:
@@ -60,7 +56,8 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
 
 def design_key(config: ArrayConfig) -> tuple[object, ...]:
     """What a conv program and its walk see of ``config``: every field but those it sees through
-    the DRAM pacing only, and that pacing (designs of a sweep that differ elsewhere share figures)."""
+    the DRAM pacing only (the node, the clock and the DRAM part), and that pacing, so designs of a
+    sweep that differ elsewhere share figures. Kept per design (its ops reuse it)."""
     design = _DESIGN_KEYS.get(config)
     if design is None:
         if len(_DESIGN_KEYS) >= _CACHE_SIZE:
