@@ -36,13 +36,14 @@ credit; a store's beat is sent in the first cycle with credit from the one above
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from fractions import Fraction
 
 from accel_dse import commands
 
-__all__ = ["MAX_BURST", "PAGE_BYTES", "STORE_FIFO_WORDS", "DMA_ISSUE_CYCLE", "bursts", "load_cycles",
-           "store_cycles", "Pace"]
+__all__ = ["MAX_BURST", "PAGE_BYTES", "STORE_FIFO_WORDS", "DMA_ISSUE_CYCLE", "bursts", "same_bursts_any_address",
+           "load_cycles", "store_cycles", "Pace"]
 
 #: Beats per AXI4 INCR burst at most.
 MAX_BURST = 256
@@ -70,6 +71,19 @@ class Pace:
         self.cap = self.need + self.num - 1
         self.cycle, self.credit = 0, self.cap  # credit at the start of ``cycle``, no beat since
 
+    def state_at(self, at: int) -> tuple[int, int]:
+        """The credit as a transfer starting at absolute cycle ``at`` sees it: ``(cycle - at, credit)``,
+        a credit that stood idle up to ``at`` carried forward to it (``(0, credit at at)``). Two
+        transfers of the same bursts from equal states take the same cycles and leave equal states
+        (every beat moves at ``at`` or later), which lets a walk reuse a transfer's result."""
+        if self.cycle <= at:
+            return 0, min(self.credit + (at - self.cycle) * self.num, self.cap)
+        return self.cycle - at, self.credit
+
+    def set_state(self, at: int, state: tuple[int, int]) -> None:
+        """Put the credit in ``state`` (:meth:`state_at`) relative to absolute cycle ``at``."""
+        self.cycle, self.credit = at + state[0], state[1]
+
     def move(self, earliest: int) -> int:
         """The first cycle from ``earliest`` (absolute) in which a beat can move; moves it there."""
         wait = -(-(self.need - self.credit) // self.num)  # cycles from ``self.cycle`` to enough credit
@@ -90,6 +104,21 @@ def bursts(addr: int, stride: int, rows: int, row_beats: int, data_bytes: int) -
             yield n
             cur += n
             left -= n
+
+
+def same_bursts_any_address(addr: int, stride: int, rows: int, row_bytes: int) -> bool:
+    """Whether no row of a transfer crosses a :data:`PAGE_BYTES` boundary: then its bursts
+    (:func:`bursts`) are each row's split at :data:`MAX_BURST` beats, the same at any address."""
+    if rows == 0 or row_bytes == 0:
+        return True
+    if row_bytes > PAGE_BYTES:
+        return False
+    g = math.gcd(stride % PAGE_BYTES, PAGE_BYTES)
+    if rows >= PAGE_BYTES // g:  # every offset of the row starts' progression is reached
+        last = addr % g + PAGE_BYTES - g
+    else:
+        last = max((addr + r * stride) % PAGE_BYTES for r in range(rows))
+    return last + row_bytes <= PAGE_BYTES
 
 
 def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | None = None, at: int = 0) -> int:

@@ -74,17 +74,42 @@ class ProgramTiming:
 RATE_DENOMINATOR = 1000
 
 
+#: Results of :func:`_transfer_cycles` by the transfer's geometry and the credit's state (a walk
+#: repeats a few geometries many times: one band load a tile, one store a tile).
+_TRANSFERS: dict[tuple[object, ...], tuple[int, tuple[int, int] | None]] = {}
+_TRANSFERS_SIZE = 1 << 16
+
+
 def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], latency: int,
                      outstanding: int, pace: dma_timing.Pace | None = None, at: int = 0) -> int:
     rows, words = cmd["rows"], cmd["words"]
     if cmd.opcode == Opcode.MOVE:
         return cmd_encoding.move_cycles(rows, words)
     per_word = transfer_word_beats(cmd, beats, data_bytes)
-    lens = list(dma_timing.bursts(cmd["dram_addr"], cmd["dram_stride"], rows, words * per_word, data_bytes))
-    if cmd.opcode == Opcode.LOAD:
-        return dma_timing.load_cycles(lens, latency, outstanding, pace, at)
-    read_latency = cmd_encoding.store_read_latency(bool(cmd["requant"]))
-    return dma_timing.store_cycles(lens, rows * words, per_word, latency, outstanding, read_latency, pace, at)
+    load = cmd.opcode == Opcode.LOAD
+    requant = bool(cmd["requant"]) and not load
+    addr, stride = cmd["dram_addr"], cmd["dram_stride"]
+    # the bursts depend on the addresses modulo a page (a page is whole beats), or not at all
+    where: object = None
+    if not dma_timing.same_bursts_any_address(addr, stride, rows, words * per_word * data_bytes):
+        where = (addr % dma_timing.PAGE_BYTES, stride % dma_timing.PAGE_BYTES if rows > 1 else 0)
+    key = (load, requant, where, rows, words, per_word, data_bytes,
+           latency, outstanding, None if pace is None else (pace.num, pace.need, pace.state_at(at)))
+    hit = _TRANSFERS.get(key)
+    if hit is not None:
+        if pace is not None and hit[1] is not None:
+            pace.set_state(at, hit[1])
+        return hit[0]
+    lens = list(dma_timing.bursts(addr, stride, rows, words * per_word, data_bytes))
+    if load:
+        n = dma_timing.load_cycles(lens, latency, outstanding, pace, at)
+    else:
+        read_latency = cmd_encoding.store_read_latency(requant)
+        n = dma_timing.store_cycles(lens, rows * words, per_word, latency, outstanding, read_latency, pace, at)
+    if len(_TRANSFERS) >= _TRANSFERS_SIZE:
+        _TRANSFERS.clear()
+    _TRANSFERS[key] = (n, None if pace is None else pace.state_at(at))
+    return n
 
 
 def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) -> int:
@@ -176,8 +201,8 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
             dma_free = c + n + 1
             dma += n
         elif cmd.opcode == Opcode.RUN:
-            n = int(timing.run_cycles(df, config.rows, config.cols, cmd["m"], cmd["k"], cmd["n"],
-                                      config.shadow_stationary))
+            n = timing.run_cycles_of(df, config.rows, config.cols, cmd["m"], cmd["k"], cmd["n"],
+                                         bool(config.shadow_stationary))
             run_free = c + n + 1
             compute += n
         elif cmd.opcode == Opcode.VECTOR:

@@ -83,6 +83,7 @@ A buffer of ``kib`` KiB with ``e``-element words of ``b`` bits holds
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,7 @@ __all__ = [
     "folds",
     "fold_cycles",
     "run_cycles",
+    "run_cycles_of",
     "buffer_depth_words",
     "run_words",
     "word_elems",
@@ -174,6 +176,13 @@ def run_cycles(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: An
     """Cycles from ``start`` to ``done`` of one buffer-resident run (int64, broadcast)."""
     f, fold, tail = _run_terms(df, rows, cols, m, k, n, shadow)
     return np.where(f == 0, 0, f * fold + tail) + RUN_OVERHEAD
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def run_cycles_of(df: int, rows: int, cols: int, m: int, k: int, n: int, shadow: bool) -> int:
+    """:func:`run_cycles` of one run, a Python int (cached: a program walk asks for a few tile
+    shapes thousands of times)."""
+    return int(run_cycles(df, rows, cols, m, k, n, shadow))
 
 
 def buffer_depth_words(kib: Any, word_elems: Any, bits: Any) -> Any:

@@ -65,8 +65,8 @@ def _figures(config: ArrayConfig, convs: tuple[Conv2d, ...]) -> tuple[ConvFigure
         return str(exc)
     walk = gemm_program_cycles(config, program, rate=dram_rate(config))
     df = timing.dataflow_code(config.dataflow.value)
-    computes = [sum(int(timing.run_cycles(df, config.rows, config.cols, c["m"], c["k"], c["n"],
-                                          config.shadow_stationary))
+    computes = [sum(timing.run_cycles_of(df, config.rows, config.cols, c["m"], c["k"], c["n"],
+                                         bool(config.shadow_stationary))
                     for c in part.commands if c.opcode == Opcode.RUN) for part in program.convs]
     transfers = [program_bytes(config, part) for part in program.convs]
     moved = [sum(t) for t in transfers]
