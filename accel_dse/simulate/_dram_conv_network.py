@@ -1,7 +1,7 @@
 """A chain of convolutions from ONE program (DRAM path, weight-stationary designs).
 
-When the selected ops are two or more requantised int8 convolutions of one image where each reads
-the previous one's NHWC output (``--ops layer1.0.conv1,layer1.0.conv2`` of ``resnet18``: the
+When the selected ops are two or more requantised int8 convolutions of one batch where each reads
+the previous one's NHWC output (grouped and depthwise convs too) (``--ops layer1.0.conv1,layer1.0.conv2`` of ``resnet18``: the
 ReLU between them is the output stage's clamp), ``simulate`` runs them from one program of
 ``perf_model.compiler.conv_network.compile_conv_network``: each conv's output kept in the ifmap
 as the next conv's input when the tensors fit (MOVE, the next window reads it in place), else
@@ -40,9 +40,9 @@ def conv_chain(design: ArrayConfig, selected: list[tuple[str, Any, int]], notes:
     if min(design.weight_fmt.bits, design.act_fmt.bits) < 8:
         return False
     for i, op in enumerate(ops):
-        if not isinstance(op, Conv2d) or op.requant is None or op.n != 1 or op.groups != 1:
+        if not isinstance(op, Conv2d) or op.requant is None:
             return False
-        if i and (op.h, op.w, op.c_in) != (ops[i - 1].out_h, ops[i - 1].out_w, ops[i - 1].c_out):
+        if i and (op.n, op.h, op.w, op.c_in) != (ops[0].n, ops[i - 1].out_h, ops[i - 1].out_w, ops[i - 1].c_out):
             return False
     try:
         compile_conv_network(design, ops, [None] * (len(ops) - 1))
@@ -80,7 +80,8 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
         acc = lax.conv_general_dilated(
             jnp.asarray(h, jnp.int8), jnp.asarray(w, jnp.int8), (op.stride_h, op.stride_w),
             ((op.pad_h, op.pad_h_hi), (op.pad_w, op.pad_w_hi)), rhs_dilation=(op.dilation_h, op.dilation_w),
-            dimension_numbers=("NHWC", "HWIO", "NHWC"), preferred_element_type=jnp.int32)
+            dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=op.groups,
+            preferred_element_type=jnp.int32)
         h = np.asarray(workloads.output_stage(acc, op.requant)).astype(np.int64)
     last = len(convs) - 1
     timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))
@@ -88,7 +89,7 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
             "instances": [{"chunks": [[prog.queue_base + a0 * 32, b0 - a0] for a0, b0 in prog.chunks],
                            "limit": 4 * timing.total + 10_000, "a": layout_dict(t["a0"]),
                            "c": layout_dict(t[f"c{last}"])}]}
-    pixels = convs[-1].out_h * convs[-1].out_w
+    pixels = convs[-1].n * convs[-1].out_h * convs[-1].out_w  # every image's, in the output tensor's rows
     job = job_type(0, "network", SimpleNamespace(m=pixels, k=convs[0].c_in, n=convs[-1].c_out), None,
                    h.reshape(1, pixels, convs[-1].c_out), t[f"c{last}"], timing.compute, timing.total, timing.stall,
                    len(prog.runs), design.input_bits, conv=True)

@@ -60,20 +60,26 @@ def test_a_batch_of_images_runs_stacked_in_one_program_as_the_model_scores_it(si
     assert op.cycles_total_rtl == op.cycles_total_model == model.total_cycles
 
 
-def test_a_chained_3x3_pair_runs_from_one_program_with_its_link_on_chip(sim_cache):
+@pytest.mark.parametrize("n, groups", [(1, 1), (2, 8)], ids=["dense", "batched_depthwise"])
+def test_a_chained_3x3_pair_runs_from_one_program_with_its_link_on_chip(sim_cache, n, groups):
     """Two requantised 3x3 convs, the second reading the first's output: one program (the first's
     output MOVEd into the ifmap, read in place by the second's window), the network's output bit-exact
-    against the chain of lax.conv references, total cycles == the walk; with reuse off, each op on its own."""
+    against the chain of lax.conv references, total cycles == the walk (and the model's, which keeps
+    the chain); with reuse off, each op on its own. Also two images of a depthwise pair (MobileNetV2's
+    chains are depthwise, the model keeps batched ones)."""
     from workloads.ops import Requant
 
     rq = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)
-    convs = tuple(Conv2d(n=1, h=6, w=6, c_in=8, c_out=8, kh=3, kw=3, pad_h=1, pad_w=1, requant=rq, name=f"c{i}")
-                  for i in range(2))
+    convs = tuple(Conv2d(n=n, h=6, w=6, c_in=8, c_out=8, kh=3, kw=3, pad_h=1, pad_w=1, groups=groups, requant=rq,
+                         name=f"c{i}", a_from_previous=i > 0) for i in range(2))
     workload = Workload(name="pair", ops=convs, counts=(1, 1))
     report = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass", op.reason
     assert op.mismatches == 0 and op.total_cycles_match
-    assert any("kept in the ifmap as the next conv's NHWC input" in n for n in report.notes), report.notes
+    assert any("kept in the ifmap as the next conv's NHWC input" in note for note in report.notes), report.notes
+    model = perf_model.evaluate(TINY, workload)
+    assert [o.on_chip for o in model.ops] == ["out", "in"]
+    assert op.cycles_total_rtl == sum(o.total_cycles for o in model.ops)
     apart = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache, reuse=False)
     assert [o.name for o in apart.ops] == ["c0", "c1"] and all(o.status == "pass" for o in apart.ops)
