@@ -1,19 +1,22 @@
 """A chain of convolutions from ONE program (DRAM path, weight-stationary designs).
 
 When the selected ops are two or more requantised int8 convolutions of one batch where each reads
-the previous one's NHWC output (grouped and depthwise convs too) (``--ops layer1.0.conv1,layer1.0.conv2`` of ``resnet18``: the
-ReLU between them is the output stage's clamp), ``simulate`` runs them from one program of
+the previous one's NHWC output (grouped and depthwise convs too; ``--ops
+layer1.0.conv1,layer1.0.conv2`` of ``resnet18``: the ReLU between them is the output stage's
+clamp), ``simulate`` runs them from one program of
 ``perf_model.compiler.conv_network.compile_conv_network``: each conv's output kept in the ifmap
 as the next conv's input when the tensors fit (MOVE, the next window reads it in place), else
-through DRAM inside the program. Reference: op 0's NHWC input and each op's weights as
-``workloads.conv_nhwc_reference`` makes them (op ``i``'s of seed ``seed + i``), each conv through
-``lax.conv_general_dilated`` on the previous op's requantised output and the output stage; only
-the last op's output reaches DRAM and is checked bit for bit, the program's total cycles against
-the walk.
+through DRAM inside the program. Simulating a whole workload, each chain the model keeps on chip
+(:func:`kept_chains`) runs so, the other ops from their own programs. Reference: op 0's NHWC
+input and each op's weights as ``workloads.conv_nhwc_reference`` makes them (op ``i``'s of seed
+``seed + i``), each conv through ``lax.conv_general_dilated`` on the previous op's requantised
+output and the output stage; only the last op's output reaches DRAM and is checked bit for bit,
+the program's total cycles against the walk.
 """
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 from typing import Any
 
@@ -23,27 +26,40 @@ from accel_dse.config import ArrayConfig
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
 from accel_dse.simulate._dram_program import layout_dict
 
-__all__ = ["conv_chain", "conv_network_job", "conv_network_note"]
+__all__ = ["conv_chain", "kept_chains", "conv_network_job", "conv_network_note", "kept_chains_note"]
 
 
-def conv_chain(design: ArrayConfig, selected: list[tuple[str, Any, int]], notes: list[str]) -> bool:
-    """Whether ``selected`` runs as one conv-network program on ``design`` (module docstring); a
-    chain the compiler cannot build as one program is named in ``notes`` with its reason."""
-    from accel_dse.errors import ModelError
+def _runs_chains(design: ArrayConfig) -> bool:
+    """Whether ``design`` can run a conv network from one program (int8, windows on chip)."""
     from perf_model.compiler.conv import conv_served
-    from perf_model.compiler.conv_network import compile_conv_network
+
+    return (not conv_served(design) and design.input_bits == 8 and design.weight_fmt.is_int
+            and min(design.weight_fmt.bits, design.act_fmt.bits) >= 8)
+
+
+def _linked(ops: list[Any]) -> bool:
+    """Two or more requantised convs of one batch, each reading the previous one's NHWC output."""
     from workloads.ops import Conv2d
 
-    ops = [op for _, op, _ in selected]
-    if len(ops) < 2 or conv_served(design) or design.input_bits != 8 or not design.weight_fmt.is_int:
-        return False
-    if min(design.weight_fmt.bits, design.act_fmt.bits) < 8:
+    if len(ops) < 2:
         return False
     for i, op in enumerate(ops):
         if not isinstance(op, Conv2d) or op.requant is None:
             return False
         if i and (op.n, op.h, op.w, op.c_in) != (ops[0].n, ops[i - 1].out_h, ops[i - 1].out_w, ops[i - 1].c_out):
             return False
+    return True
+
+
+def conv_chain(design: ArrayConfig, selected: list[tuple[str, Any, int]], notes: list[str]) -> bool:
+    """Whether ``selected`` runs as one conv-network program on ``design`` (module docstring); a
+    chain the compiler cannot build as one program is named in ``notes`` with its reason."""
+    from accel_dse.errors import ModelError
+    from perf_model.compiler.conv_network import compile_conv_network
+
+    ops = [op for _, op, _ in selected]
+    if not _runs_chains(design) or not _linked(ops):
+        return False
     try:
         compile_conv_network(design, ops, [None] * (len(ops) - 1))
     except ModelError as exc:
@@ -52,9 +68,60 @@ def conv_chain(design: ArrayConfig, selected: list[tuple[str, Any, int]], notes:
     return True
 
 
+def kept_chains(design: ArrayConfig, workload: Any, selected: list[tuple[str, Any, int]], scale: float,
+                notes: list[str]) -> list[tuple[int, int]]:
+    """The chains of convs the model keeps on chip (``perf_model.evaluator.conv_ops``: an ``out``
+    conv, then ``in,out`` ones, then an ``in`` one, each reading the one before's output), as
+    ``(first, last)`` indices of ``selected`` (the workload's first ops, in order), so ``simulate``
+    runs each as the one program the model scored (its images scaled as a conv's: the first
+    ``ceil(n * scale)``). A chain the compiler cannot build at that scale is named in ``notes`` and
+    runs per op."""
+    import perf_model
+    from accel_dse.errors import ModelError
+    from perf_model.compiler.conv_network import compile_conv_network
+
+    if not _runs_chains(design) or len(selected) < 2:
+        return []
+    try:
+        flags = [op.on_chip for op in perf_model.evaluate(design, workload).ops]
+    except ModelError:
+        return []
+    out: list[tuple[int, int]] = []
+    start: int | None = None
+    for i in range(min(len(flags), len(selected))):
+        parts = set(flags[i].split(",")) if flags[i] else set()
+        if "in" in parts and start is not None and _linked([op for _, op, _ in selected[start:i + 1]]):
+            if "out" not in parts:
+                out.append((start, i))
+                start = None
+            continue
+        start = i if parts == {"out"} else None
+    kept = []
+    for first, last in out:
+        convs = scaled_convs([op for _, op, _ in selected[first:last + 1]], scale)
+        try:
+            compile_conv_network(design, convs, [None] * (len(convs) - 1), require_on_chip=True)
+        except ModelError as exc:
+            notes.append(f"the chain {selected[first][0]} .. {selected[last][0]} is not one program on chip at "
+                         f"scale {scale:g} ({exc}): each op from its own program")
+            continue
+        kept.append((first, last))
+    return kept
+
+
+def scaled_convs(convs: list[Any], scale: float) -> list[Any]:
+    """``convs`` with the first ``ceil(n * scale)`` images, as ``simulate`` scales a conv."""
+    import dataclasses
+
+    images = max(1, math.ceil(convs[0].n * scale))
+    return [dataclasses.replace(op, n=images) for op in convs]
+
+
 def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], seed: int, latency: int,
-                     job_type: Any) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
-    """The network's one job (``job_type``: ``DramJob``), its op entry of the meta and its image.
+                     job_type: Any, *, index: int = 0, name: str = "network", scale: float = 1.0
+                     ) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
+    """The network's one job (``job_type``: ``DramJob``; op ``index`` of the program, named ``name``),
+    its op entry of the meta and its image; the first ``ceil(n * scale)`` images.
 
     Raises:
         ModelError: the compiler cannot build the program (its reason).
@@ -67,7 +134,7 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
     from perf_model.compiler.conv import conv_weight_matrix
     from perf_model.compiler.conv_network import compile_conv_network
 
-    convs = [op for _, op, _ in selected]
+    convs = scaled_convs([op for _, op, _ in selected], scale)
     prog = compile_conv_network(design, convs, [None] * (len(convs) - 1))
     t = prog.tensors
     x = np.asarray(workloads.conv_nhwc_reference(convs[0], seed)[0]).astype(np.int64)
@@ -85,25 +152,36 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
         h = np.asarray(workloads.output_stage(acc, op.requant)).astype(np.int64)
     last = len(convs) - 1
     timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))
-    meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,
+    image = f"img_{index}_0"
+    meta = {"name": name, "a_src": -1, "on_chip": False, "one_program": True,
             "instances": [{"chunks": [[prog.queue_base + a0 * 32, b0 - a0] for a0, b0 in prog.chunks],
                            "limit": 4 * timing.total + 10_000, "a": layout_dict(t["a0"]),
-                           "c": layout_dict(t[f"c{last}"])}]}
+                           "c": layout_dict(t[f"c{last}"]), "image": image}]}
     pixels = convs[-1].n * convs[-1].out_h * convs[-1].out_w  # every image's, in the output tensor's rows
-    job = job_type(0, "network", SimpleNamespace(m=pixels, k=convs[0].c_in, n=convs[-1].c_out), None,
+    full = selected[0][1].n
+    job = job_type(index, name, SimpleNamespace(m=pixels, k=convs[0].c_in, n=convs[-1].c_out),
+                   {"m": full * convs[-1].out_h * convs[-1].out_w, "batch": full} if convs[0].n != full else None,
                    h.reshape(1, pixels, convs[-1].c_out), t[f"c{last}"], timing.compute, timing.total, timing.stall,
                    len(prog.runs), design.input_bits, conv=True)
-    return job, meta, {"img_0_0": program_image(prog, tensors)}
+    return job, meta, {image: program_image(prog, tensors)}
 
 
-def conv_network_note(design: ArrayConfig, selected: list[tuple[str, Any, int]]) -> str:
+def conv_network_note(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float = 1.0) -> str:
     """The note saying how the one program keeps the convs' activations."""
     from perf_model.compiler.conv_network import compile_conv_network
 
-    convs = [op for _, op, _ in selected]
+    convs = scaled_convs([op for _, op, _ in selected], scale)
     prog = compile_conv_network(design, convs, [None] * (len(convs) - 1))
     how = ("each output kept in the ifmap as the next conv's NHWC input (MOVE, the next window reads it in place, "
            "pads made on chip)" if prog.on_chip else
            "links through DRAM, as the ifmap cannot hold the tensors beside the bands (each output stored, the next "
            "conv loads its bands from it)")
     return (f"one program for the whole network: {len(convs)} convs, {how}; only the network's output is read back")
+
+
+def kept_chains_note(selected: list[tuple[str, Any, int]], chains: list[tuple[int, int]]) -> str:
+    """The note naming the chains run from one program each."""
+    names = "; ".join(" -> ".join(n for n, _, _ in selected[a:b + 1]) for a, b in chains)
+    return (f"{len(chains)} chain(s) of convs kept on chip as the model scores them, each from one program "
+            f"(each output MOVEd into the ifmap as the next conv's NHWC input; only the chain's last output is read "
+            f"back, in an op named by its convs): {names}")

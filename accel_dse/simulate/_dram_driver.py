@@ -104,10 +104,13 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                  chained: bool, regs: dict[str, int], clock_period_ns: float, *,
                  reuse: bool = False, sampled: bool = False,
                  vector_ops: list[tuple[str, Any]] | None = None,
-                 network: list[Any] | None = None, conv_network: bool = False) -> tuple[list[DramJob], DramProgram]:
+                 network: list[Any] | None = None,
+                 conv_chains: list[tuple[int, int]] | None = None) -> tuple[list[DramJob], DramProgram]:
     """Compile and lay out every op (``results_dir`` of the program's meta is filled in later);
     ``network``: the link ops of a chain run from one program (``accel_dse.simulate._dram_network``);
-    ``conv_network``: the convs run from one program (``accel_dse.simulate._dram_conv_network``).
+    ``conv_chains``: ``(first, last)`` ops of ``selected`` each run as one conv-network program
+    (``accel_dse.simulate._dram_conv_network``), one op of the program's meta named ``network``
+    when it is the whole selection, else its convs' names joined by ``+``.
 
     Raises:
         SimulationError: an op the design cannot run (the compiler's reason).
@@ -130,14 +133,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         job, entry, net_images = network_job(design, selected, network, scale, seed, DRAM_LATENCY, DramJob,
                                              operand_bits(design))
         return [job], DramProgram(meta([entry], []), net_images)
-    if conv_network:
-        from accel_dse.simulate._dram_conv_network import conv_network_job
-
-        try:
-            job, entry, net_images = conv_network_job(design, selected, seed, DRAM_LATENCY, DramJob)
-        except ModelError as exc:
-            raise SimulationError(f"the convs as one program: {exc}") from exc
-        return [job], DramProgram(meta([entry], []), net_images)
+    chain_at = {first: last for first, last in conv_chains or []}
     jobs: list[DramJob] = []
     ops_meta: list[dict[str, Any]] = []
     images: dict[str, np.ndarray] = {}
@@ -150,7 +146,28 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     refs = workloads.chained_references([op for _, op, _ in selected], seed, **operand_bits(design), k_folds=folds) \
         if chained else None
     host_convs: list[str] = []
+    upto = 0  # the ops before it ran in a chain's program
     for index, (name, op, _count) in enumerate(selected):
+        if index < upto:
+            continue
+        pos = len(ops_meta)  # its op in the program's meta (a chain is one): its images' and results' index
+        if index in chain_at:
+            from accel_dse.simulate._dram_conv_network import conv_network_job
+
+            last = chain_at[index]
+            part = selected[index:last + 1]
+            whole = len(part) == len(selected)
+            try:
+                job, entry, net_images = conv_network_job(
+                    design, part, seed, DRAM_LATENCY, DramJob, index=pos, scale=scale,
+                    name="network" if whole else "+".join(n for n, _, _ in part))
+            except ModelError as exc:
+                raise SimulationError(f"the convs {part[0][0]} .. {part[-1][0]} as one program: {exc}") from exc
+            jobs.append(job)
+            ops_meta.append(entry)
+            images.update(net_images)
+            upto = last + 1
+            continue
         path = on_chip_conv(design, name, op, chained)
         if path and path != "chip":
             host_convs.append(path)
@@ -164,16 +181,16 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                 conv_sampled = sampled_job(design, program, 1, DRAM_LATENCY, perf_model.dram_rate(design))
             for instance, image in enumerate(dram):
                 if conv_sampled is not None:
-                    images[f"img_{index}_{instance}"] = conv_sampled.extend(image)
-                    instances += conv_sampled.entries(f"img_{index}_{instance}", layout_dict(program.tensors["a"]),
+                    images[f"img_{pos}_{instance}"] = conv_sampled.extend(image)
+                    instances += conv_sampled.entries(f"img_{pos}_{instance}", layout_dict(program.tensors["a"]),
                                                       layout_dict(program.tensors["c"]))
                     continue
-                images[f"img_{index}_{instance}"] = image
+                images[f"img_{pos}_{instance}"] = image
                 instances.append({"chunks": [[program.queue_base + a * 32, b - a] for a, b in program.chunks],
                                   "limit": 4 * timing.total + 10_000, "a": layout_dict(program.tensors["a"]),
                                   "c": layout_dict(program.tensors["c"])})
             ops_meta.append({"name": name, "a_src": -1, "on_chip": False, "instances": instances, "conv": True})
-            jobs.append(DramJob(index, name, gemm, {"m": gemm.m, "batch": op.n}
+            jobs.append(DramJob(pos, name, gemm, {"m": gemm.m, "batch": op.n}
                                 if gemm.m != op.n * op.out_h * op.out_w else None,
                                 expected, program.tensors["c"], timing.compute, timing.total, timing.stall,
                                 len(program.runs), design.acc_bits if op.requant is None else design.input_bits,
@@ -209,11 +226,11 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                 tensors["q"] = pack_qparam_lanes(program.tensors["q"],
                                                  qparam_fields(rq, full.n, channel_start(op, instance)))
             if job_sampled is not None:
-                images[f"img_{index}_{instance}"] = job_sampled.image(program, tensors)
-                instances += job_sampled.entries(f"img_{index}_{instance}", layout_dict(program.tensors["a"]),
+                images[f"img_{pos}_{instance}"] = job_sampled.image(program, tensors)
+                instances += job_sampled.entries(f"img_{pos}_{instance}", layout_dict(program.tensors["a"]),
                                                  layout_dict(program.tensors["c"]))
                 continue
-            images[f"img_{index}_{instance}"] = program_image(program, tensors)
+            images[f"img_{pos}_{instance}"] = program_image(program, tensors)
             chunks = [[program.queue_base + a * 32, b - a] for a, b in program.chunks]
             instances.append({"chunks": chunks, "limit": 4 * timing.total + 10_000,
                               "a": layout_dict(program.tensors["a"]), "c": layout_dict(program.tensors["c"])})
@@ -221,7 +238,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         c_on_chip = plan is not None and plan.c_region(index) is not None
         ops_meta.append({"name": name, "a_src": index - 1 if chained and index > 0 and not a_on_chip else -1,
                          "on_chip": c_on_chip, "instances": instances})
-        jobs.append(DramJob(index, name, gemm, {"m": full.m, "batch": full.batch}
+        jobs.append(DramJob(pos, name, gemm, {"m": full.m, "batch": full.batch}
                             if (m, batch) != (full.m, full.batch) else None, expected, program.tensors["c"],
                             timing.compute, timing.total, timing.stall, len(program.runs),
                             design.acc_bits if rq is None else design.input_bits,
@@ -230,7 +247,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     if vector_ops:  # on the vector unit, each from a program of its own (accel_dse.simulate._dram_vector)
         from accel_dse.simulate._dram_vector import vector_jobs
 
-        more, metas, vector_images, vector_notes = vector_jobs(design, vector_ops, scale, seed, len(selected),
+        more, metas, vector_images, vector_notes = vector_jobs(design, vector_ops, scale, seed, len(ops_meta),
                                                                DRAM_LATENCY, DramJob)
         jobs += more
         ops_meta += metas
@@ -311,7 +328,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
              chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
              notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False,
              vector_ops: list[tuple[str, Any]] | None = None, network: list[Any] | None = None,
-             conv_network: bool = False) -> SimulationReport:
+             conv_chains: list[tuple[int, int]] | None = None) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``);
     ``vector_ops``: ``(name, VectorOp)`` to run on the design's vector unit after the matrix ops."""
     import rtl_gen
@@ -321,15 +338,19 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse,
                                  sampled=sampled, vector_ops=vector_ops or [], network=network,
-                                 conv_network=conv_network)
+                                 conv_chains=conv_chains)
     if network is not None:
         from accel_dse.simulate._dram_network import network_note
 
         notes.append(network_note(design, selected, network, scale))
-    if conv_network:
+    if conv_chains and conv_chains[0] == (0, len(selected) - 1):
         from accel_dse.simulate._dram_conv_network import conv_network_note
 
-        notes.append(conv_network_note(design, selected))
+        notes.append(conv_network_note(design, selected, scale))
+    elif conv_chains:
+        from accel_dse.simulate._dram_conv_network import kept_chains_note
+
+        notes.append(kept_chains_note(selected, conv_chains))
     notes += program.meta.get("vector_notes", [])
     if vector_ops:
         ran = sum(1 for op in program.meta["ops"] if op.get("vector"))

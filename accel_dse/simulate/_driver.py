@@ -70,8 +70,9 @@ def simulate(
         reuse: In a chained network from DRAM, keep each output on chip as the next op's
             input where the design can (``perf_model.compiler.chain``: ``MOVE`` into the ifmap, read in
             place); such an op's output is checked through the next op and the network's. Convs
-            of one image each reading the previous one's NHWC output (e.g. ``ops`` of one ResNet
-            block) run from one program (``accel_dse.simulate._dram_conv_network``); without
+            of one batch each reading the previous one's NHWC output (e.g. ``ops`` of one ResNet
+            block) run from one program (``accel_dse.simulate._dram_conv_network``); so does each
+            chain of convs the model keeps on chip when the whole workload is simulated; without
             ``reuse`` each op runs from its own.
         waves: Trace the run (off by default: tracing slows the simulator): Icarus writes an FST
             file, Verilator a VCD, in the run directory (``report.waves``). The trace covers the
@@ -134,19 +135,23 @@ def simulate(
             from accel_dse.simulate._dram_network import network_links
 
             network = network_links(design, wl, selected, scale, notes)
-        conv_network = False
-        if not chained and reuse and mode != "sampled" and (ops or max_ops is not None or not wl.vector_ops):
-            from accel_dse.simulate._dram_conv_network import conv_chain
+        conv_chains: list[tuple[int, int]] = []
+        whole = False
+        if not chained and reuse and mode != "sampled":
+            from accel_dse.simulate._dram_conv_network import conv_chain, kept_chains
 
-            conv_network = conv_chain(design, selected, notes)
+            if (ops or max_ops is not None or not wl.vector_ops) and conv_chain(design, selected, notes):
+                conv_chains, whole = [(0, len(selected) - 1)], True
+            elif not ops:  # the workload (or its first ops): the chains the model keeps, as it scores them
+                conv_chains = kept_chains(design, wl, selected, scale, notes)
         vector_ops = _vector_ops(design, wl, ops, max_ops, notes) \
-            if mode != "sampled" and network is None and not conv_network else None
+            if mode != "sampled" and network is None and not whole else None
         if mode == "sampled" and design.vector_unit and wl.vector_ops:
             notes.append(f"{len(wl.vector_ops)} vector op(s) not simulated: the sampled check runs matrix ops only")
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                         timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves,
                         sampled=mode == "sampled", vector_ops=vector_ops, network=network,
-                        conv_network=conv_network)
+                        conv_chains=conv_chains)
     from accel_dse.simulate._host_driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,

@@ -83,3 +83,22 @@ def test_a_chained_3x3_pair_runs_from_one_program_with_its_link_on_chip(sim_cach
     assert op.cycles_total_rtl == sum(o.total_cycles for o in model.ops)
     apart = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache, reuse=False)
     assert [o.name for o in apart.ops] == ["c0", "c1"] and all(o.status == "pass" for o in apart.ops)
+
+
+def test_a_workload_runs_the_chains_the_model_keeps_each_from_one_program(sim_cache):
+    """Simulating a whole workload (no ``ops``): the chain of convs the model keeps on chip runs as
+    the one program the model scored (an op named by its convs), the op after it from its own; every
+    op bit-exact, the chain's RTL total == the model's two chained ops' total cycles."""
+    from workloads.ops import Gemm, Requant
+
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)
+    convs = tuple(Conv2d(n=1, h=6, w=6, c_in=8, c_out=8, kh=3, kw=3, pad_h=1, pad_w=1, requant=rq,
+                         name=f"c{i}", a_from_previous=i > 0) for i in range(2))
+    workload = Workload(name="pair+fc", ops=(*convs, Gemm(m=4, k=16, n=4, requant=rq, name="fc")), counts=(1, 1, 1))
+    model = perf_model.evaluate(TINY, workload)
+    assert [o.on_chip for o in model.ops] == ["out", "in", ""]
+    report = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache)
+    assert [o.name for o in report.ops] == ["c0+c1", "fc"]
+    assert all(o.status == "pass" and o.mismatches == 0 and o.total_cycles_match for o in report.ops), report.ops
+    assert report.ops[0].cycles_total_rtl == model.ops[0].total_cycles + model.ops[1].total_cycles
+    assert any(note.startswith("1 chain(s) of convs kept on chip") and "c0 -> c1" in note for note in report.notes)
