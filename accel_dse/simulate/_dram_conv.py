@@ -53,20 +53,26 @@ def conv_instances(design: ArrayConfig, name: str, op: Any, seed: int, scale: fl
     import perf_model
     import workloads
     from perf_model.compiler.conv import compile_conv, conv_weight_matrix
+    from perf_model.compiler.conv_score import conv_form
+    from perf_model.compiler.space_to_depth import s2d_input, s2d_weights
 
     images = max(1, math.ceil(op.n * scale))
+    run = conv_form(design, op, op.requant is not None)  # the conv, or its space-to-depth form, as scored
     try:  # the images in one program, as the model scores the conv (whole images stacked in its runs)
-        program = compile_conv(design, dataclasses.replace(op, n=images), requant=op.requant is not None)
+        program = compile_conv(design, dataclasses.replace(run, n=images), requant=op.requant is not None)
     except ModelError as exc:
         raise SimulationError(f"op {name!r}: {exc}") from exc
     timing = perf_model.gemm_program_cycles(design, program, latency=latency, rate=perf_model.dram_rate(design))
     x, w, out = workloads.conv_nhwc_reference(op, seed, **operand_bits(design))
+    x = np.asarray(x[:images])
+    if run is not op:  # the host's reshape of the input, and the weights to match; the output is the conv's
+        x, w = s2d_input(x, op), s2d_weights(np.asarray(w), op)
     pixels = images * op.out_h * op.out_w
-    b = pack_tensor(program.tensors["b"], conv_weight_matrix(op, program, design.rows, w))
+    b = pack_tensor(program.tensors["b"], conv_weight_matrix(run, program, design.rows, w))
     extra = {}
     if op.requant is not None:
         extra["q"] = pack_qparam_lanes(program.tensors["q"], qparam_fields(op.requant, op.c_out))
-    a = pack_tensor(program.tensors["a"], np.asarray(x[:images]).reshape(images * op.h * op.w, op.c_in))
+    a = pack_tensor(program.tensors["a"], x.reshape(images * run.h * run.w, run.c_in))
     dram = [program_image(program, {"a": a, "b": b, **extra})]
     expected = np.asarray(out[:images]).astype(np.int64).reshape(1, pixels, op.c_out)
     gemm = workloads.Gemm(m=pixels, k=max(t[3] for t in program.runs), n=op.c_out, name=op.name)

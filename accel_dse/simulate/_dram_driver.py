@@ -117,6 +117,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     """
     import perf_model
     import workloads
+    from perf_model.compiler.conv_score import conv_figures
+    from perf_model.evaluator.conv_ops import ConvFigures
     from rtl_gen.soc.sim_system import BACKDOOR
     from workloads._reference import channel_start
 
@@ -146,6 +148,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     refs = workloads.chained_references([op for _, op, _ in selected], seed, **operand_bits(design), k_folds=folds) \
         if chained else None
     host_convs: list[str] = []
+    reshaped: list[str] = []  # convs run over their space-to-depth input (perf_model.compiler.space_to_depth)
     upto = 0  # the ops before it ran in a chain's program
     for index, (name, op, _count) in enumerate(selected):
         if index < upto:
@@ -173,6 +176,9 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
             host_convs.append(path)
         if path == "chip":
             program, timing, expected, dram, gemm = conv_instances(design, name, op, seed, scale, DRAM_LATENCY)
+            form = conv_figures(design, op, op.requant is not None)
+            if isinstance(form, ConvFigures) and form.form:
+                reshaped.append(f"{name} ({form.form})")
             instances = []
             conv_sampled = None
             if sampled:  # the images' one program, its windows only (accel_dse.simulate._sampled)
@@ -252,7 +258,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         jobs += more
         ops_meta += metas
         images.update(vector_images)
-    return jobs, DramProgram(meta(ops_meta, host_convs, vector_notes=vector_notes), images)
+    return jobs, DramProgram(meta(ops_meta, host_convs, vector_notes=vector_notes, reshaped_convs=reshaped), images)
 
 
 def _chain_programs(design: ArrayConfig, gemms: list[Any]) -> tuple[Any, Any]:
@@ -362,6 +368,10 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     convs = sum(j.conv for j in jobs)
     from workloads.ops import Conv2d
 
+    if program.meta.get("reshaped_convs"):
+        notes.append("conv(s) run over their space-to-depth input, as the model scores them (the host reshapes "
+                     "the image once, every byte once; the output checked against the conv itself): "
+                     + "; ".join(program.meta["reshaped_convs"]))
     for why in program.meta.get("host_convs", []):
         notes.append(f"conv windows built by the host (im2col A through DRAM): {why}")
     if chained and any(isinstance(op, Conv2d) for _, op, _ in selected):

@@ -101,13 +101,15 @@ class Block:
 
     def conv_note(self, i: int, o: int) -> tuple[str, str]:
         """``(path, note)`` of op ``o`` on design ``i``: ``("chip", "")`` for a conv run on chip,
+        (``("chip", form)`` when its program reshapes it: ``ConvFigures.form``),
         ``("host", why)`` for a conv left to the host's im2col, ``("infeasible", why)`` for one
         that does not fit on chip, ``("", "")`` for a GEMM."""
         e = i * len(self._names) + o
         if e in self._convs.infeasible:
             return "infeasible", self._convs.infeasible[e]
         if self._convs.path[e] == CHIP:
-            return "chip", ""
+            figures = self._convs.figures.get(e)
+            return "chip", figures.form if figures is not None else ""
         if e in self._convs.notes:
             return "host", self._convs.notes[e]
         return "", ""

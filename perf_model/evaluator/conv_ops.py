@@ -54,7 +54,8 @@ class ConvFigures:
     """A conv on chip, all its images (``feasible`` False: ``reason`` says why, nothing else holds).
 
     ``read``/``write``/``sram_read``/``sram_write``: bytes per operand ``(A, B, C)``.
-    ``tile``: ``(m, k, n)`` of the program's first run.
+    ``tile``: ``(m, k, n)`` of the program's first run. ``form``: how the program reshapes the conv,
+    in words (``perf_model.compiler.space_to_depth``), or ``""``.
     """
 
     feasible: bool
@@ -67,6 +68,7 @@ class ConvFigures:
     sram_read: tuple[float, float, float] = (0.0, 0.0, 0.0)
     sram_write: tuple[float, float, float] = (0.0, 0.0, 0.0)
     tile: tuple[int, int, int] = (0, 0, 0)
+    form: str = ""
 
 
 #: ``(design, conv, requantised) -> ConvFigures``, or the reason the design builds no

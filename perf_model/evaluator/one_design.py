@@ -109,8 +109,9 @@ class WorkloadResult:
         vector_ops: the workload's vector ops the vector unit runs (``perf_model.evaluator.vector_work``),
             each ``kind``, ``name``, ``runs``, ``elements`` (all runs), ``cycles`` (one run),
             ``total_cycles`` (busy, all runs) and the bytes of all runs.
-        host_work: the vector ops it cannot run, each with ``kind``, ``name``, ``runs``,
-            ``elements`` and ``reason``: host work, left out of the figures.
+        host_work: the vector ops it cannot run, and the inputs the host reshapes for a conv
+            (space-to-depth), each with ``kind``, ``name``, ``runs``, ``elements`` and ``reason``:
+            host work, left out of the figures.
     """
 
     design: ArrayConfig
@@ -206,8 +207,21 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
         reason=first_bad.reason if first_bad else misfit or ("model error: a non-finite result (a perf_model bug; "
                                                              "please report it)" if not feasible else ""),
         ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.vector_lanes),
-        host_work=host_ops(vector_ops, config.vector_lanes),
+        host_work=host_ops(vector_ops, config.vector_lanes) + _reshapes(opa, results),
     )
+
+
+def _reshapes(opa: Any, results: list[OpResult]) -> list[dict[str, Any]]:
+    """Host work of the convs run over their space-to-depth input: the host reshapes each input once
+    (``perf_model.compiler.space_to_depth``; every element moved once, no arithmetic)."""
+    out = []
+    for op, r in zip(opa.ops, results, strict=True):
+        if r.conv_path == "chip" and r.conv_note.startswith("space-to-depth"):
+            out.append({"kind": "space_to_depth", "name": r.name, "runs": r.count,
+                        "elements": op.n * op.h * op.w * op.c_in,
+                        "reason": f"space_to_depth: the host reshapes the conv's input ({r.conv_note}) before "
+                                  "it runs: host work"})
+    return out
 
 
 def _vector_rows(vector_ops: list[tuple[Any, int]], lanes: int) -> list[dict[str, Any]]:

@@ -108,11 +108,13 @@ def test_other_dataflows_keep_the_hosts_im2col_and_say_so(dataflow):
 
 
 def test_few_channels_on_many_rows_go_to_the_host_with_the_reason():
-    stem = Conv2d(n=1, h=64, w=64, c_in=3, c_out=16, kh=7, kw=7, stride_h=2, stride_w=2, pad_h=3, pad_w=3,
-                  name="stem")
+    """Stride 1 (a strided stem runs reshaped: ``test_model_space_to_depth.py``)."""
+    stem = Conv2d(n=1, h=64, w=64, c_in=3, c_out=16, kh=7, kw=7, pad_h=3, pad_w=3, name="stem")
     config = ArrayConfig(rows=32, cols=32, dataflow="ws")
     path, reason = conv_path(config, stem)
     assert path == "host" and "stem: the host's im2col GEMM takes" in reason and "windows on chip" in reason
+    strided = dataclasses.replace(stem, stride_h=2, stride_w=2)
+    assert conv_path(config, strided) == ("chip", "space-to-depth 2x2: 12 channels on 32x32, a 4x4 kernel of stride 1")
     deep = Conv2d(n=1, h=16, w=16, c_in=64, c_out=64, kh=3, kw=3, pad_h=1, pad_w=1)
     assert conv_path(config, deep) == ("chip", "")
 

@@ -102,3 +102,26 @@ def test_a_workload_runs_the_chains_the_model_keeps_each_from_one_program(sim_ca
     assert all(o.status == "pass" and o.mismatches == 0 and o.total_cycles_match for o in report.ops), report.ops
     assert report.ops[0].cycles_total_rtl == model.ops[0].total_cycles + model.ops[1].total_cycles
     assert any(note.startswith("1 chain(s) of convs kept on chip") and "c0 -> c1" in note for note in report.notes)
+
+
+@pytest.mark.parametrize("conv", [
+    Conv2d(n=1, h=12, w=12, c_in=1, c_out=6, kh=7, kw=7, stride_h=2, stride_w=2, pad_h=3, pad_w=3, name="stem"),
+    Conv2d(n=1, h=9, w=10, c_in=1, c_out=4, kh=5, kw=5, stride_h=2, stride_w=2, pad_h=2, pad_w=2, name="odd"),
+], ids=["stem_7x7", "odd_rows"])
+def test_a_strided_conv_runs_over_its_space_to_depth_input_as_the_model_scores_it(sim_cache, conv):
+    """A strided conv with few channels that the model scores faster reshaped (space-to-depth):
+    the RTL runs the reshaped program on the reshaped image and the output is the conv's own,
+    bit-exact against lax on the original input and weights, total cycles == evaluate's. ``odd``:
+    9 rows, so the last block of rows is completed with zeros. (Reshaped pixels of at most ``tiny``'s
+    4 rows: the scorer tries no wider ones.)"""
+    from workloads.ops import Requant
+
+    conv = dataclasses.replace(conv, requant=Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8))
+    workload = Workload(name="s2d", ops=(conv,), counts=(1,))
+    model = perf_model.evaluate(TINY, workload).ops[0]
+    assert model.conv_path == "chip" and model.conv_note.startswith("space-to-depth 2x2"), model.conv_note
+    report = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, op.reason
+    assert op.cycles_total_rtl == model.total_cycles
+    assert any("space-to-depth input" in note and conv.name in note for note in report.notes), report.notes
