@@ -37,8 +37,9 @@ _FILE_NOTES = {
     "regs.h": "the SoC block's control registers as a C header (offsets and fields).",
     "registers.md": "the same register map as a Markdown table.",
     "commands.md": "the command format of the SoC block's queue (fields, opcodes, error codes).",
-    "axi_cases.json": "the SoC testbench's cases: GEMMs with their DRAM images (program, operands), where C "
-                      "lies and the expected C, and the model's cycle counts.",
+    "axi_cases.json": "the SoC testbench's cases: GEMMs (and a 3x3 conv from NHWC activations on a weight-"
+                      "stationary design) with their DRAM images (program, operands), where C lies and the "
+                      "expected C, and the model's cycle counts.",
     "design.json": "the design, its hash, the predicted metrics, the port map, the buffer layouts, the cycle "
                    "formula, the tool versions and where the design came from.",
     "synth.json": "Yosys synthesis figures (cells, transistor estimate; SRAM buffers excluded).",

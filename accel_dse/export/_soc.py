@@ -1,9 +1,11 @@
 """The SoC part of an export: the AXI top's Verilog, the register map (C header, Markdown), the
 command format, and the cases the standalone AXI testbench (``tb_axi.py``) runs.
 
-``axi_cases.json``: per case the GEMM, its DRAM image (base64, from the compiler and
-``accel_dse.simulate._dram_image``), the queue-loads (``[base, commands]``), where C lies
-(``TensorLayout`` fields) and the expected C (numpy ``A @ B``, or its requantisation), plus the
+``axi_cases.json``: per case the GEMM (two), or a requantised 3x3 conv run from its NHWC
+activations with windows built on chip (``kind: conv``, on a design that builds windows), its DRAM
+image (base64, from the compiler and ``accel_dse.simulate._dram_image``), the queue-loads
+(``[base, commands]``), where C lies (``TensorLayout`` fields) and the expected C (numpy ``A @ B``,
+or its requantisation; the conv's from ``lax.conv_general_dilated`` and the output stage), plus the
 model's total cycles for the DRAM model of ``simulate`` with that model's latency
 (``model_dram_latency``; the testbench's RAM has other timing, so there only the data and the
 compute cycles are checked and the total is reported beside the model's).
@@ -79,7 +81,39 @@ def _cases(config: ArrayConfig, seed: int) -> list[dict[str, Any]]:
             "model_total_cycles": timing.total, "model_compute_cycles": timing.compute,
             "model_dram_latency": DRAM_LATENCY,
         })
+    conv = _conv_case(config, seed)
+    if conv is not None:
+        out.append(conv)
     return out
+
+
+def _conv_case(config: ArrayConfig, seed: int) -> dict[str, Any] | None:
+    """A requantised 3x3 conv from its NHWC activations, windows built on chip (``simulate``'s conv
+    program and image), or ``None`` on a design that builds no windows or cannot hold it."""
+    from accel_dse.errors import AccelDseError
+    from accel_dse.simulate._dram_conv import conv_instances
+    from accel_dse.simulate._dram_driver import DRAM_LATENCY
+    from accel_dse.simulate._dram_program import layout_dict
+    from perf_model.compiler.conv import conv_served
+    from workloads.ops import Conv2d, Requant
+
+    if conv_served(config) or not config.weight_fmt.is_int:
+        return None
+    bits = config.input_bits
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=bits)
+    conv = Conv2d(n=1, h=5, w=5, c_in=config.rows + 1, c_out=config.cols + 1, kh=3, kw=3, pad_h=1, pad_w=1,
+                  requant=rq, name="conv3x3")
+    try:
+        program, timing, expected, images, gemm = conv_instances(config, conv.name, conv, seed, 1.0, DRAM_LATENCY)
+    except AccelDseError:  # a design whose buffers cannot hold this case skips it
+        return None
+    return {"kind": "conv", "m": gemm.m, "k": gemm.k, "n": gemm.n, "requant": True,
+            "conv": {"h": conv.h, "w": conv.w, "c_in": conv.c_in, "c_out": conv.c_out, "kh": 3, "kw": 3, "pad": 1},
+            "chunks": [[program.queue_base + s * 32, e - s] for s, e in program.chunks],
+            "c": layout_dict(program.tensors["c"]), "image": base64.b64encode(images[0].tobytes()).decode("ascii"),
+            "expected": expected[0].astype(np.int64).tolist(),
+            "model_total_cycles": timing.total, "model_compute_cycles": timing.compute,
+            "model_dram_latency": DRAM_LATENCY}
 
 
 def soc_files(config: ArrayConfig, *, seed: int = 7) -> list[tuple[str, str]]:

@@ -150,8 +150,12 @@ def test_exported_runner_passes_in_icarus_in_a_temp_dir(tiny_export, tmp_path):
     # the SoC block through AXI (cocotbext-axi's RAM and AXI4-Lite master), checked against numpy
     assert "[icarus/soc] PASSED" in proc.stdout
     soc = json.loads((copy / "sim_build" / "icarus-soc" / "tb_axi_results.json").read_text())
-    assert [c["mismatches"] for c in soc["cases"]] == [0, 0] and soc["problems"] == []
-    assert [c["requant"] for c in soc["cases"]] == [False, True]
+    # two GEMMs and a 3x3 conv from its NHWC activations (tiny is weight-stationary: windows on chip)
+    assert [c["mismatches"] for c in soc["cases"]] == [0, 0, 0] and soc["problems"] == []
+    assert [c["requant"] for c in soc["cases"]] == [False, True, True]
+    cases = json.loads((copy / "axi_cases.json").read_text())["cases"]
+    assert [c.get("kind", "gemm") for c in cases] == ["gemm", "gemm", "conv"]
+    assert cases[2]["conv"]["c_in"] == 5 and len(cases[2]["expected"]) == 25  # 5x5 pixels, 5 channels
     assert all(c["cycles_total"] > c["cycles_compute"] == c["model_compute_cycles"] for c in soc["cases"])
 
 
