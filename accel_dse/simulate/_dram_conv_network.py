@@ -79,6 +79,7 @@ def kept_chains(design: ArrayConfig, workload: Any, selected: list[tuple[str, An
     import perf_model
     from accel_dse.errors import ModelError
     from perf_model.compiler.conv_network import compile_conv_network
+    from workloads.ops import conv_chain_link  # not a 1x1 pair, whose link the model keeps as GEMMs
 
     if not _runs_chains(design) or len(selected) < 2:
         return []
@@ -90,7 +91,7 @@ def kept_chains(design: ArrayConfig, workload: Any, selected: list[tuple[str, An
     start: int | None = None
     for i in range(min(len(flags), len(selected))):
         parts = set(flags[i].split(",")) if flags[i] else set()
-        if "in" in parts and start is not None and _linked([op for _, op, _ in selected[start:i + 1]]):
+        if "in" in parts and start is not None and conv_chain_link(selected[i - 1][1], selected[i][1]):
             if "out" not in parts:
                 out.append((start, i))
                 start = None
