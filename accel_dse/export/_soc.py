@@ -100,7 +100,7 @@ def _conv_case(config: ArrayConfig, seed: int) -> dict[str, Any] | None:
     if conv_served(config) or not config.weight_fmt.is_int:
         return None
     bits = config.input_bits
-    rq = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=bits)
+    rq = Requant(multiplier=((1 << 30) + 12345,), shift=(9,), zero_point=0, bits=bits)
     conv = Conv2d(n=1, h=5, w=5, c_in=config.rows + 1, c_out=config.cols + 1, kh=3, kw=3, pad_h=1, pad_w=1,
                   requant=rq, name="conv3x3")
     try:
