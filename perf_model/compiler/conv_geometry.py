@@ -109,7 +109,6 @@ class _Geometry:
             self.kl = self.R
         rate = dram_rate(config)
         self.bytes_per_cycle = float(rate if rate is not None else axi_data_bytes(config))
-        self._runs: dict[tuple[int, int, int], int] = {}
         self.sizes: dict[tuple[int, int, int], tuple[list[int], list[int], list[tuple[int, int, int, int]]]] = {}
         self.shapes: dict[tuple[int, int, int], Counter[tuple[int, int]]] = {}
         self.filter_tiles: dict[int, Counter[tuple[int, int]]] = {}
@@ -128,12 +127,8 @@ class _Geometry:
         return np.where(filters < self.C, np.minimum(pow2, self.C * elem), words)
 
     def run(self, m: int, k: int, n: int) -> int:
-        """``timing.run_cycles`` of one run of ``m x k x n`` (kept per shape)."""
-        cyc = self._runs.get((m, k, n))
-        if cyc is None:
-            cyc = self._runs[(m, k, n)] = int(timing.run_cycles(0, self.R, self.C, m, k, n,
-                                                                 self.config.shadow_stationary))
-        return cyc
+        """``timing.run_cycles`` of one run of ``m x k x n`` (``timing.run_cycles_of``: kept per shape)."""
+        return timing.run_cycles_of(0, self.R, self.C, m, k, n, bool(self.config.shadow_stationary))
 
     def row_levels(self) -> list[int]:
         """Output rows per output-row tile: powers of two of an image's rows and all of them, then
