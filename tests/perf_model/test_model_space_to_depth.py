@@ -14,6 +14,7 @@ from accel_dse.designs import load_design
 from perf_model.compiler import conv_score
 from perf_model.compiler.space_to_depth import s2d_conv, s2d_input, s2d_weights
 from workloads import resolve
+from workloads._reference import im2col
 from workloads.ops import Conv2d, Requant, Workload
 
 RQ = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)
@@ -26,15 +27,10 @@ def _lax(op: Conv2d, x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def _conv(op: Conv2d, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """The conv by its definition, in int64 (a lax compile per random shape would take a minute)."""
-    xp = np.pad(x.astype(np.int64), ((0, 0), (op.pad_h, op.pad_h_hi), (op.pad_w, op.pad_w_hi), (0, 0)))
-    out = np.zeros((x.shape[0], op.out_h, op.out_w, w.shape[3]), np.int64)
-    for ky in range(op.kh):
-        for kx in range(op.kw):
-            win = xp[:, ky:ky + op.stride_h * (op.out_h - 1) + 1:op.stride_h,
-                     kx:kx + op.stride_w * (op.out_w - 1) + 1:op.stride_w]
-            out += win @ w[ky, kx].astype(np.int64)
-    return out
+    """The conv as the references' im2col GEMM, in int64 (a lax compile per random shape would take a
+    minute)."""
+    a = im2col(x.astype(np.int64), dataclasses.replace(op, n=x.shape[0]))
+    return (a @ w.astype(np.int64).reshape(-1, w.shape[3])).reshape(x.shape[0], op.out_h, op.out_w, w.shape[3])
 
 
 def test_the_reference_conv_is_laxs():
