@@ -53,11 +53,12 @@ def conv_instances(design: ArrayConfig, name: str, op: Any, seed: int, scale: fl
     import perf_model
     import workloads
     from perf_model.compiler.conv import compile_conv, conv_weight_matrix
-    from perf_model.compiler.conv_score import conv_form
-    from perf_model.compiler.space_to_depth import s2d_input, s2d_weights
+    from perf_model.compiler.conv_forms import form_conv, reshape_input, reshape_weights
+    from perf_model.compiler.conv_score import conv_steps
 
     images = max(1, math.ceil(op.n * scale))
-    run = conv_form(design, op, op.requant is not None)  # the conv, or its space-to-depth form, as scored
+    steps = conv_steps(design, op, op.requant is not None)  # the conv, or its reshaped form, as scored
+    run = form_conv(op, steps)
     try:  # the images in one program, as the model scores the conv (whole images stacked in its runs)
         program = compile_conv(design, dataclasses.replace(run, n=images), requant=op.requant is not None)
     except ModelError as exc:
@@ -65,8 +66,8 @@ def conv_instances(design: ArrayConfig, name: str, op: Any, seed: int, scale: fl
     timing = perf_model.gemm_program_cycles(design, program, latency=latency, rate=perf_model.dram_rate(design))
     x, w, out = workloads.conv_nhwc_reference(op, seed, **operand_bits(design))
     x = np.asarray(x[:images])
-    if run is not op:  # the host's reshape of the input, and the weights to match; the output is the conv's
-        x, w = s2d_input(x, op), s2d_weights(np.asarray(w), op)
+    if steps:  # the host's reshape of the input, and the weights to match; the output is the conv's
+        x, w = reshape_input(x, op, steps), reshape_weights(np.asarray(w), op, steps)
     pixels = images * op.out_h * op.out_w
     b = pack_tensor(program.tensors["b"], conv_weight_matrix(run, program, design.rows, w))
     extra = {}

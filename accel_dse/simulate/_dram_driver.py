@@ -148,7 +148,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     refs = workloads.chained_references([op for _, op, _ in selected], seed, **operand_bits(design), k_folds=folds) \
         if chained else None
     host_convs: list[str] = []
-    reshaped: list[str] = []  # convs run over their space-to-depth input (perf_model.compiler.space_to_depth)
+    reshaped: list[str] = []  # convs run over a reshaped input (perf_model.compiler.conv_forms)
     upto = 0  # the ops before it ran in a chain's program
     for index, (name, op, _count) in enumerate(selected):
         if index < upto:
@@ -369,8 +369,8 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     from workloads.ops import Conv2d
 
     if program.meta.get("reshaped_convs"):
-        notes.append("conv(s) run over their space-to-depth input, as the model scores them (the host reshapes "
-                     "the image once, every byte once; the output checked against the conv itself): "
+        notes.append("conv(s) run over an input the host reshapes (space-to-depth, kernel rows stacked), as the "
+                     "model scores them (the output checked against the conv itself): "
                      + "; ".join(program.meta["reshaped_convs"]))
     for why in program.meta.get("host_convs", []):
         notes.append(f"conv windows built by the host (im2col A through DRAM): {why}")

@@ -17,14 +17,14 @@ import math
 from accel_dse.commands import Buffer, Opcode
 from accel_dse.config import ArrayConfig
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv, conv_served, conv_tiling
+from perf_model.compiler.conv_forms import candidates, describe, form_conv, host_writes
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
-from perf_model.compiler.space_to_depth import s2d_conv, s2d_form
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles, transfer_word_beats, word_beats
 from workloads.ops import Conv2d
 
-__all__ = ["conv_figures", "conv_form", "design_key", "program_bytes", "run_figures", "walked_figures"]
+__all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "walked_figures"]
 
 
 def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, int]:
@@ -44,11 +44,11 @@ def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, 
 def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures | str:
     """``conv`` (all its images, one program) on ``config``, or the reason the design builds no windows.
 
-    A strided conv whose reshaped pixel fits one ifmap word (``c_in * sh * sw <= rows``; one with
-    more channels fills the array's rows as it is) is scored as it is and over its space-to-depth
-    input (``space_to_depth``); the figures are those of the form with fewer total cycles (then
-    fewer DRAM bytes), and ``form`` names the reshape when it won (:func:`conv_form` gives the
-    conv that program runs).
+    Every form of ``conv`` worth scoring (``conv_forms.candidates``: as it is, over its
+    space-to-depth input, with its kernel rows stacked, both; a reshaped pixel must fit one ifmap
+    word) is scored; the figures are those of the form with fewer total cycles (then fewer DRAM
+    bytes), its ``steps`` and ``form`` (in words) naming the reshapes when one won (:func:`conv_form`
+    gives the conv that program runs).
     """
     why = conv_served(config)
     if why:
@@ -59,23 +59,25 @@ def conv_figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigure
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.clear()
         figures = _figures(config, conv, requant)
-        reshaped = s2d_conv(conv)
-        if reshaped is not None and reshaped.c_in <= config.rows:  # more channels fill the rows already
+        for steps, reshaped in candidates(conv, config.rows)[1:]:
             other = _figures(config, reshaped, requant)
             if other.feasible and (not figures.feasible or _rank(other) < _rank(figures)):
-                figures = dataclasses.replace(other, form=s2d_form(conv))
+                figures = dataclasses.replace(other, form=describe(conv, steps), steps=steps,
+                                              host_writes=host_writes(conv, steps))
         _CACHE[key] = figures
     return figures
 
 
-def conv_form(config: ArrayConfig, conv: Conv2d, requant: bool) -> Conv2d:
-    """The conv the program :func:`conv_figures` scores runs: ``conv``, or its space-to-depth form."""
+def conv_steps(config: ArrayConfig, conv: Conv2d, requant: bool) -> tuple[str, ...]:
+    """The reshapes (``conv_forms``) of the form :func:`conv_figures` keeps, ``()`` for none."""
     figures = conv_figures(config, conv, requant)
-    if isinstance(figures, ConvFigures) and figures.form:
-        reshaped = s2d_conv(conv)
-        if reshaped is not None:
-            return reshaped
-    return conv
+    return figures.steps if isinstance(figures, ConvFigures) else ()
+
+
+def conv_form(config: ArrayConfig, conv: Conv2d, requant: bool) -> Conv2d:
+    """The conv the program :func:`conv_figures` scores runs: ``conv``, or its reshaped form."""
+    steps = conv_steps(config, conv, requant)
+    return form_conv(conv, steps) if steps else conv
 
 
 def _rank(figures: ConvFigures) -> tuple[int, float]:

@@ -17,7 +17,7 @@ from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import OpArrays
-from perf_model.evaluator.conv_ops import CHIP, ConvOverlay, conv_overlay
+from perf_model.evaluator.conv_ops import CHIP, ConvFigures, ConvOverlay, conv_overlay
 from perf_model.evaluator.problem import (
     BUFFER_NAMES,
     FREE_OPERAND,
@@ -98,6 +98,11 @@ class Block:
     _names: tuple[str, ...]
     _designs: DesignArrays
     _convs: ConvOverlay
+
+    def chip_figures(self, i: int, o: int) -> ConvFigures | None:
+        """The figures of op ``o`` on design ``i`` when it is a conv run on chip, else ``None``."""
+        e = i * len(self._names) + o
+        return self._convs.figures.get(e) if self._convs.path[e] == CHIP else None
 
     def conv_note(self, i: int, o: int) -> tuple[str, str]:
         """``(path, note)`` of op ``o`` on design ``i``: ``("chip", "")`` for a conv run on chip,

@@ -55,7 +55,8 @@ class ConvFigures:
 
     ``read``/``write``/``sram_read``/``sram_write``: bytes per operand ``(A, B, C)``.
     ``tile``: ``(m, k, n)`` of the program's first run. ``form``: how the program reshapes the conv,
-    in words (``perf_model.compiler.space_to_depth``), or ``""``.
+    in words, or ``""``; ``steps``: those reshapes (``perf_model.compiler.conv_forms``), or ``()``;
+    ``host_writes``: per reshape, ``(host work kind, elements the host writes)``.
     """
 
     feasible: bool
@@ -69,6 +70,8 @@ class ConvFigures:
     sram_write: tuple[float, float, float] = (0.0, 0.0, 0.0)
     tile: tuple[int, int, int] = (0, 0, 0)
     form: str = ""
+    steps: tuple[str, ...] = ()
+    host_writes: tuple[tuple[str, int], ...] = ()
 
 
 #: ``(design, conv, requantised) -> ConvFigures``, or the reason the design builds no

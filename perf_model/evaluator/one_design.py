@@ -207,20 +207,22 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
         reason=first_bad.reason if first_bad else misfit or ("model error: a non-finite result (a perf_model bug; "
                                                              "please report it)" if not feasible else ""),
         ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.vector_lanes),
-        host_work=host_ops(vector_ops, config.vector_lanes) + _reshapes(opa, results),
+        host_work=host_ops(vector_ops, config.vector_lanes) + _reshapes(results, block),
     )
 
 
-def _reshapes(opa: Any, results: list[OpResult]) -> list[dict[str, Any]]:
-    """Host work of the convs run over their space-to-depth input: the host reshapes each input once
-    (``perf_model.compiler.space_to_depth``; every element moved once, no arithmetic)."""
+def _reshapes(results: list[OpResult], block: Any) -> list[dict[str, Any]]:
+    """Host work of the convs run over a reshaped input (``perf_model.compiler.conv_forms``): per
+    reshape, the elements the host writes (``ConvFigures.host_writes``); no arithmetic."""
     out = []
-    for op, r in zip(opa.ops, results, strict=True):
-        if r.conv_path == "chip" and r.conv_note.startswith("space-to-depth"):
-            out.append({"kind": "space_to_depth", "name": r.name, "runs": r.count,
-                        "elements": op.n * op.h * op.w * op.c_in,
-                        "reason": f"space_to_depth: the host reshapes the conv's input ({r.conv_note}) before "
-                                  "it runs: host work"})
+    for o, r in enumerate(results):
+        figures = block.chip_figures(0, o)
+        if r.conv_path != "chip" or figures is None:
+            continue
+        for kind, elements in figures.host_writes:
+            out.append({"kind": kind, "name": r.name, "runs": r.count, "elements": elements,
+                        "reason": f"{kind}: the host reshapes the conv's input ({r.conv_note}) before it runs: "
+                                  "host work"})
     return out
 
 

@@ -9,13 +9,17 @@ import random
 import pytest
 from model_testlib import transfer_word_bytes
 
+import perf_model
 from accel_dse.commands import Buffer, Opcode
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
+from perf_model.compiler import conv_score
 from perf_model.compiler.conv import ConvTiling, compile_conv, conv_path, conv_tiling
+from perf_model.compiler.conv_forms import candidates, describe
 from perf_model.compiler.conv_geometry import _Geometry, _levels, _tap_levels
 from perf_model.compiler.conv_search import _dram_bytes, _walk_bytes
-from workloads.ops import Conv2d
+from perf_model.compiler.row_stack import stack_conv
+from workloads.ops import Conv2d, Workload
 
 
 def _random(rng: random.Random) -> tuple[ArrayConfig, Conv2d]:
@@ -108,15 +112,36 @@ def test_other_dataflows_keep_the_hosts_im2col_and_say_so(dataflow):
 
 
 def test_few_channels_on_many_rows_go_to_the_host_with_the_reason():
-    """Stride 1 (a strided stem runs reshaped: ``test_model_space_to_depth.py``)."""
+    """A 3-channel 7x7 conv on 16 rows: no reshaped pixel fits a word of 16 lanes (7 stacked rows
+    are 21 channels), so the array would use 3 of its rows a tap and the host's im2col is faster."""
     stem = Conv2d(n=1, h=64, w=64, c_in=3, c_out=16, kh=7, kw=7, pad_h=3, pad_w=3, name="stem")
-    config = ArrayConfig(rows=32, cols=32, dataflow="ws")
+    config = ArrayConfig(rows=16, cols=16, dataflow="ws")
     path, reason = conv_path(config, stem)
     assert path == "host" and "stem: the host's im2col GEMM takes" in reason and "windows on chip" in reason
-    strided = dataclasses.replace(stem, stride_h=2, stride_w=2)
-    assert conv_path(config, strided) == ("chip", "space-to-depth 2x2: 12 channels on 32x32, a 4x4 kernel of stride 1")
     deep = Conv2d(n=1, h=16, w=16, c_in=64, c_out=64, kh=3, kw=3, pad_h=1, pad_w=1)
     assert conv_path(config, deep) == ("chip", "")
+
+
+def test_few_channels_on_32_rows_run_with_their_kernel_rows_stacked():
+    """On 32 rows the same conv's 7 kernel rows stacked as channels (21 lanes, ``row_stack``) make a
+    one-row kernel: it runs on chip in fewer cycles than its own form and the host's im2col. Strided,
+    the scorer keeps the fastest of its forms (as it is, space-to-depth, stacked, both)."""
+    stem = Conv2d(n=1, h=64, w=64, c_in=3, c_out=16, kh=7, kw=7, pad_h=3, pad_w=3, name="stem")
+    config = ArrayConfig(rows=32, cols=32, dataflow="ws")
+    assert conv_path(config, stem) == ("chip", "7 rows stacked: 21 channels on 64x64, a 1x7 kernel")
+    own = conv_score._figures(config, stem, False).total
+    stacked = conv_score._figures(config, stack_conv(stem), False).total
+    gemm = perf_model.evaluate(config, Workload(name="g", ops=(stem.to_gemm(),), counts=(1,))).ops[0]
+    assert stacked < own and stacked < gemm.total_cycles
+    assert conv_score.conv_figures(config, stem, False).total == stacked
+
+    strided = dataclasses.replace(stem, stride_h=2, stride_w=2)
+    forms = candidates(strided, config.rows)
+    assert [steps for steps, _ in forms] == [(), ("s2d",), ("stack",), ("s2d", "stack")][:len(forms)]
+    totals = {steps: conv_score._figures(config, c, False).total for steps, c in forms}
+    got = conv_score.conv_figures(config, strided, False)
+    assert got.total == min(totals.values()) < totals[()] and totals[got.steps] == got.total
+    assert conv_path(config, strided) == ("chip", describe(strided, got.steps))
 
 
 def _every_tiling(g: _Geometry) -> tuple[list[ConvTiling], int]:

@@ -1,0 +1,94 @@
+"""The forms a conv may run in on chip: as it is, or over an input the host reshapes first.
+
+A form is a sequence of reshapes, each an exact rewrite of the conv with the host's work on its
+input and the weights to match (the integer outputs are the conv's):
+
+* ``"s2d"``: space-to-depth (``space_to_depth``), a strided conv as a stride-1 one;
+* ``"stack"``: row stacking (``row_stack``), the kernel's rows stacked as channels.
+
+:func:`candidates` lists the forms worth scoring on an array of ``rows`` rows: as it is, then
+space-to-depth and row stacking where the reshaped pixel still fits one ifmap word (``c_in' <=
+rows``; more channels fill the array's rows as it is), then row stacking after space-to-depth.
+``conv_score.conv_figures`` scores each and keeps the one of fewest total cycles; ``simulate`` runs
+that form on the host-reshaped input (:func:`reshape_input`, :func:`reshape_weights`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from perf_model.compiler.row_stack import stack_conv, stack_form, stack_input, stack_weights
+from perf_model.compiler.space_to_depth import s2d_conv, s2d_form, s2d_input, s2d_weights
+from workloads.ops import Conv2d
+
+__all__ = ["STEPS", "candidates", "form_conv", "describe", "reshape_input", "reshape_weights", "host_writes"]
+
+_Step = tuple[Callable[[Conv2d], Conv2d | None], Callable[[Conv2d], str],
+              Callable[[np.ndarray, Conv2d], np.ndarray], Callable[[np.ndarray, Conv2d], np.ndarray], str]
+#: Per step: ``(conv, words, input, weights, host work kind)``.
+STEPS: dict[str, _Step] = {
+    "s2d": (s2d_conv, s2d_form, s2d_input, s2d_weights, "space_to_depth"),
+    "stack": (stack_conv, stack_form, stack_input, stack_weights, "row_stack"),
+}
+
+
+def candidates(conv: Conv2d, rows: int) -> list[tuple[tuple[str, ...], Conv2d]]:
+    """``(steps, the conv they give)`` of every form of ``conv`` worth scoring on ``rows`` rows,
+    ``((), conv)`` first."""
+    out: list[tuple[tuple[str, ...], Conv2d]] = [((), conv)]
+    for step in ("s2d", "stack"):
+        for steps, base in list(out):
+            if step in steps or (steps and step == "s2d"):  # space-to-depth comes first, once
+                continue
+            new = STEPS[step][0](base)
+            if new is not None and new.c_in <= rows:
+                out.append((steps + (step,), new))
+    return out
+
+
+def form_conv(conv: Conv2d, steps: tuple[str, ...]) -> Conv2d:
+    """The conv ``steps`` turn ``conv`` into."""
+    for step in steps:
+        new = STEPS[step][0](conv)
+        if new is None:
+            raise ValueError(f"conv {conv.name or conv} has no {step} form")
+        conv = new
+    return conv
+
+
+def describe(conv: Conv2d, steps: tuple[str, ...]) -> str:
+    """``steps`` on ``conv`` in words (``""`` for none)."""
+    words = []
+    for step in steps:
+        words.append(STEPS[step][1](conv))
+        conv = form_conv(conv, (step,))
+    return ", then ".join(words)
+
+
+def reshape_input(x: np.ndarray, conv: Conv2d, steps: tuple[str, ...]) -> np.ndarray:
+    """The host's reshape of ``conv``'s NHWC input ``x`` for the form ``steps``."""
+    for step in steps:
+        x = STEPS[step][2](x, conv)
+        conv = form_conv(conv, (step,))
+    return x
+
+
+def reshape_weights(w: np.ndarray, conv: Conv2d, steps: tuple[str, ...]) -> np.ndarray:
+    """``conv``'s HWIO weights ``w`` for the form ``steps``."""
+    for step in steps:
+        w = STEPS[step][3](np.asarray(w), conv)
+        conv = form_conv(conv, (step,))
+    return w
+
+
+def host_writes(conv: Conv2d, steps: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """Per step, ``(host work kind, elements the host writes)``: the reshaped input's elements
+    (space-to-depth moves each once, zeros completing the last block included; row stacking writes
+    each input row once per kernel row that reads it, the vertical pads as zeros)."""
+    out = []
+    for step in steps:
+        conv = form_conv(conv, (step,))
+        out.append((STEPS[step][4], conv.n * conv.h * conv.w * conv.c_in))
+    return tuple(out)
