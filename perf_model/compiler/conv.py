@@ -77,7 +77,7 @@ from perf_model.compiler.program import (
     _single,
     narrow_lanes,
 )
-from perf_model.program_timing import axi_data_bytes
+from perf_model.program_timing import axi_data_bytes, transfer_word_beats, word_beats
 from workloads.ops import Conv2d
 
 __all__ = ["ConvTiling", "ConvProgram", "compile_conv", "conv_tiling", "conv_weight_matrix", "conv_served",
@@ -127,6 +127,9 @@ class _ConvBuilder(_Builder):
                                 * t.pitch + n0 * t.elem_bytes, dram_stride=g.kl * t.pitch, rows=(k1 - k0) // g.R,
                                 words=g.kl, buf_addr=buf_addr, row_step=g.R, word_step=1,
                                 **({"lanes": lanes} if lanes else {}))
+        if name == "c" and opcode == Opcode.STORE and self.c_region is None:
+            return _one_row(super().transfer(opcode, name, tile, buf_addr, wait_run=wait_run, **kwargs),  # type: ignore[arg-type]
+                            self.tensors["c"].pitch, self.W, word_beats(self.config))
         if name != "a":
             return super().transfer(opcode, name, tile, buf_addr, wait_run=wait_run, **kwargs)  # type: ignore[arg-type]
         r0, rows, _, (c0, c1, *_) = self._band(tile)
@@ -184,12 +187,29 @@ class _ConvBuilder(_Builder):
                             dst_row_step=words, dst_word_step=1)
 
 
+def _one_row(store: Command, pitch: int, W: int, beats: dict[str, int]) -> Command:
+    """``store`` as one DRAM row of its words when its rows are one word each and back to back in
+    DRAM (an output of at most ``C`` channels, ``pitch`` the word's bytes): long bursts instead of a
+    burst a pixel, whose write latency would bound the store (``perf_model.dma_timing``). The words
+    keep their buffer order (``word_step`` = the rows' step) and their one parameter word
+    (``q_by_row``: the row index, 0, picks ``q_base``, the word index would advance it)."""
+    rows = store["rows"]
+    if rows < 2 or store["words"] != 1 or store["q_by_row"] or transfer_word_beats(store, beats, W) * W != pitch:
+        return store
+    fields = {**dict(store.fields), "rows": 1, "words": rows, "word_step": store["row_step"], "q_by_row": 1}
+    return Command.make(store.opcode, wait_run=store.wait_run, **fields)
+
+
 def _place(b: _ConvBuilder, runs: list[Tile], room: tuple[int, int, int], half: tuple[int, int, int]
            ) -> list[tuple[dict[str, int], list[tuple[str, int]]]]:
     """Per run: the buffer base of each operand's tile and the loads it needs (a tile goes to the
     half its predecessor in that buffer did not use; a band is kept while the next run reads the
-    same band and channel words; no band with the input on chip, ``a_region``)."""
+    same band and channel words; no band with the input on chip, ``a_region``). A weight tile is
+    loaded only when neither half holds it: the other half still holds the tile before the last,
+    so a filter tile of two runs (two tap or channel tiles) stays in the buffer across the output
+    tiles (``conv_schedule._loaded``, ``conv_search``'s bytes)."""
     held: dict[str, object] = {"a": None, "b": None, "c": None}
+    other: dict[str, object] = {"a": None, "b": None, "c": None}  # what the other half holds
     side = {"a": 1, "b": 1, "c": 1}
     out = []
     for tile in runs:
@@ -201,8 +221,9 @@ def _place(b: _ConvBuilder, runs: list[Tile], room: tuple[int, int, int], half: 
                 continue
             if held[name] != keys[name]:
                 side[name] ^= 1
-                held[name] = keys[name]
-                if name != "c":
+                kept = name == "b" and other[name] == keys[name]
+                other[name], held[name] = held[name], keys[name]
+                if name != "c" and not kept:
                     loads.append((name, side[name] * half[i]))
             words = b.tile_words(name, tile)
             if words > room[i]:

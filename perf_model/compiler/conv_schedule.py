@@ -140,6 +140,17 @@ def _changed(*keys: np.ndarray) -> np.ndarray:
     return out
 
 
+def _loaded(*keys: np.ndarray) -> np.ndarray:
+    """True where a run's weight tile is loaded (``conv._place``): where it differs from the run
+    before and from the tile the other half holds, which is the tile two changes back."""
+    out = _changed(*keys)
+    at = np.flatnonzero(out)
+    if len(at) > 2:
+        same = np.all([k[at[2:]] == k[at[:-2]] for k in keys], axis=0)
+        out[at[2:][same]] = False
+    return out
+
+
 def _fetch(commands: int, W: int) -> int:
     lens = list(dma_timing.bursts(0, 0, 1, fetch_beats(commands, W), W))
     return dma_timing.load_cycles(lens, _L, _D)
@@ -192,7 +203,7 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
     p = m_pix[mi]
     cyc = timing.run_cycles(0, R, C, p, K, fn, cfg.shadow_stationary).astype(np.int64)
     new_band = _changed(mi, c0, c1)
-    new_w = _changed(k0, K, fj)
+    new_w = _loaded(k0, K, fj)
     last_out = np.ones(runs, dtype=bool)
     last_out[:-1] = _changed(mi, fj)[1:]
     in_h = np.where(b_img > 0, conv.h, b_rows)  # the window's in_h: an image's rows when it stacks images
@@ -236,9 +247,12 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
     read = (band_bytes * g.a_word_bytes, weight_beats * W)
 
     def store_n(i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
-        """Cycles of the stores of output rows ``r0 .. r1 - 1`` of run ``i``'s output tile."""
-        return xf.many(skind, (m_first[mi[i]] + r0) * c_pitch + fn0[i] * out_b, c_pitch, r1 - r0, cwords[i],
-                       c_word[i])
+        """Cycles of the stores of output rows ``r0 .. r1 - 1`` of run ``i``'s output tile (one DRAM
+        row of their words when each is one word and they lie back to back: ``conv._one_row``)."""
+        rows = r1 - r0
+        one = (rows > 1) & (cwords[i] == 1) & (c_word[i] * W == c_pitch)
+        return xf.many(skind, (m_first[mi[i]] + r0) * c_pitch + fn0[i] * out_b, c_pitch, np.where(one, 1, rows),
+                       np.where(one, rows, cwords[i]), c_word[i])
 
     qp = 0
     if requant:

@@ -2,7 +2,7 @@
 
 The tiling is searched here (all tilings that fit, in whole output rows or whole images, filter
 tiles of whole array columns and channel blocks, both loop orders with K innermost): the fewest
-estimated cycles, then DRAM bytes. A band of one output row that does not fit the ifmap is
+estimated cycles, then DRAM bytes, then run cycles. A band of one output row that does not fit the ifmap is
 infeasible, with a reason naming the op and the words it needs. DRAM bytes in closed form
 (``_dram_bytes``) equal the run-by-run count (``_walk_bytes``).
 """
@@ -40,17 +40,20 @@ def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     ib = cfg.input_bits // 8
     out = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
     bands, _, filters = _sizes(g, t)
-    mt, nt, tap_tiles = len(bands), len(filters), len(g.tap_tiles(t.taps_t))
+    mt, tap_tiles = len(bands), len(g.tap_tiles(t.taps_t))
     words = sum(span for span, *_ in filters)
     if t.order == "mn" or mt == 1:
         words -= sum(first * shared for _, first, shared, _ in filters)
     a = (sum(bands) * g.conv.w + mt * g.extra) * g.a_word_bytes * words
-    single = [-(-span // t.c_t) * tap_tiles == 1 for span, *_ in filters]  # a filter tile of one run
+    runs = [-(-span // t.c_t) * tap_tiles for span, *_ in filters]  # weight tiles of a filter tile
     weights = [g.taps * span * g.kl * g.row_bytes(filt, ib) for span, _, _, filt in filters]
+    # A weight tile stays while it is one of the last two (the buffer's halves, ``conv._place``): the
+    # runs of an output tile (filters inner) or of a filter tile (filters outer) of at most two tiles
+    # load theirs once.
     if t.order == "mn":
-        b = weights[0] if nt == 1 and single[0] else mt * sum(weights)
+        b = sum(weights) if sum(runs) <= 2 else mt * sum(weights)
     else:
-        b = sum(w if one else mt * w for w, one in zip(weights, single, strict=True))
+        b = sum(w if r <= 2 else mt * w for w, r in zip(weights, runs, strict=True))
     return a + b + g.M * sum(g.row_bytes(filt, out) for *_, filt in filters)
 
 
@@ -59,7 +62,7 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     R, cfg = g.R, g.config
     ib = cfg.input_bits // 8
     out = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
-    held_a = held_b = None
+    held_a = held_b = other_b = None
     total = 0
     for tile, part in g.tiles(t):
         m0, m1, k0, k1, n0, n1, _ = tile
@@ -69,9 +72,10 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
             oy0, oy1 = m0 // g.out_w, -(-m1 // g.out_w)
             total += (g.band(oy0, oy1)[1] * g.conv.w + g.extra) * (part[1] - part[0]) * g.a_word_bytes
         key_b = (k0, k1, n0, n1)
-        if key_b != held_b:
-            held_b = key_b
-            total += (k1 - k0) // R * g.kl * g.row_bytes(n1 - n0, ib)
+        if key_b != held_b:  # loaded unless the other half holds it (``conv._place``)
+            if key_b != other_b:
+                total += (k1 - k0) // R * g.kl * g.row_bytes(n1 - n0, ib)
+            other_b, held_b = held_b, key_b
         w0, w1 = g.filter_words(n0, n1)
         if k1 == (w1 - w0) * g.taps * R:  # the output tile's last run: stored
             total += (m1 - m0) * g.row_bytes(n1 - n0, out)
@@ -136,7 +140,8 @@ _CACHE_SIZE = 1 << 11  # candidates of ~40 KB (a ResNet-18 conv on a 16x16 array
 
 def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True) -> tuple[np.ndarray, _Candidates]:
     """The candidates (:class:`_Candidates`) and their flat indices best first: the fewest
-    estimated cycles, then DRAM bytes, then loop order. Kept per conv and the design fields a
+    estimated cycles, then DRAM bytes, then run cycles (a DMA-bound estimate ties tilings whose
+    runs differ), then loop order. Kept per conv and the design fields a
     score sees (not the buffer sizes, which only decide which candidates fit): the candidates per
     array, bits and shadow, their order per DRAM rate and buffering too."""
     g = _Geometry(config, conv, pack=pack)
@@ -154,7 +159,7 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
             _RANKINGS.clear()
         dma = c.dram / g.bytes_per_cycle
         score = np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
-        best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.dram, score)).astype(np.int32)
+        best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.compute, c.dram, score)).astype(np.int32)
     return best, c
 
 
@@ -191,8 +196,8 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
         for p, count in tiles.items():
             per_pix[i, at_pix[p]] = count
     # Filter tiles per size (``_sizes``): channel words, first block kept from the tile before, columns.
-    words, shared, single = (np.zeros((len(cl), len(nl)), dtype=np.int64) for _ in range(3))
-    wsum, nts, cols = (np.zeros(len(nl), dtype=np.int64) for _ in range(3))
+    words, shared, one_block, two_blocks, blocks = (np.zeros((len(cl), len(nl)), dtype=np.int64) for _ in range(5))
+    wsum, cols = (np.zeros(len(nl), dtype=np.int64) for _ in range(2))
     c_col = np.array(cl, dtype=np.int64)[:, None]
     kinds: list[tuple[int, int, int, int]] = []  # (filter tile size index, span, filters, tiles)
     for j, n_t in enumerate(nl):
@@ -208,8 +213,10 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
         kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
         words[:, j] = span.sum()
         shared[:, j] = ((first - w0) * kept).sum(axis=1)
-        single[:, j] = (weights * (span <= c_col)).sum(axis=1)
-        wsum[j], nts[j], cols[j] = weights.sum(), len(n0), g.row_bytes_of(filt, out_b).sum()
+        nb = -(-span // c_col)  # channel blocks (runs a tap tile) of each filter tile
+        one_block[:, j], two_blocks[:, j] = (weights * (nb == 1)).sum(axis=1), (weights * (nb == 2)).sum(axis=1)
+        blocks[:, j] = nb.sum(axis=1)
+        wsum[j], cols[j] = weights.sum(), g.row_bytes_of(filt, out_b).sum()
         kinds += [(j, s, f, c) for (s, f), c in Counter(zip(span.tolist(), filt.tolist(), strict=True)).items()]
     # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
     taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
@@ -233,16 +240,17 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     compute = per_cell.reshape(len(nl), len(cl), len(tl), len(pix)) @ per_pix.T  # (n, c, t, r)
     compute = compute.transpose(1, 3, 0, 2)[..., None]  # (c, r, n, t, 1)
     # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
-    one_tap = np.array([len(g.tap_tiles(t)) == 1 for t in tl])[None, None, None, :, None]
+    tt = np.array([len(g.tap_tiles(t)) for t in tl])[None, None, None, :, None]  # tap tiles
     order = np.array([0, 1])[None, None, None, None, :]
     mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
     keep = (order == 0) | (mt5 == 1)
     loads = words[:, None, :, None, None] - shared[:, None, :, None, None] * keep  # band loads an output-row tile
     a = (bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * loads
-    one = single[:, None, :, None, None] * one_tap  # weight bytes read once (filter tiles of one run)
+    # Weight bytes read once: a weight tile stays while it is one of the last two (``_dram_bytes``).
+    once = one_block[:, None, :, None, None] * (tt <= 2) + two_blocks[:, None, :, None, None] * (tt == 1)
     w5 = wsum[None, None, :, None, None]
-    b_mn = np.where((nts[None, None, :, None, None] == 1) & (one == w5) & one_tap, w5, mt5 * w5)
-    b_nm = one + mt5 * (w5 - one)
+    b_mn = np.where(blocks[:, None, :, None, None] * tt <= 2, w5, mt5 * w5)
+    b_nm = once + mt5 * (w5 - once)
     dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None]
     shape = np.broadcast_shapes(compute.shape, dram.shape)
     cols_n = -(-np.array(nl) // C)
@@ -262,10 +270,15 @@ def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:
     return _estimate(_Geometry(config, conv), tiling)
 
 
-def _estimate(g: _Geometry, t: ConvTiling) -> int:
-    """:func:`conv_estimate`: the run cycles summed over the distinct run shapes."""
+def _compute(g: _Geometry, t: ConvTiling) -> int:
+    """The run cycles of tiling ``t``, summed over the distinct run shapes."""
     _, pixels, _ = _sizes(g, t)
     shapes = _run_shapes(g, t)
-    compute = sum(cp * count * g.run(p, k, n) for p, cp in Counter(pixels).items() for (k, n), count in shapes.items())
+    return sum(cp * count * g.run(p, k, n) for p, cp in Counter(pixels).items() for (k, n), count in shapes.items())
+
+
+def _estimate(g: _Geometry, t: ConvTiling) -> int:
+    """:func:`conv_estimate`: :func:`_compute` and the DRAM bytes at the design's rate."""
+    compute = _compute(g, t)
     dma = t.dram_bytes / g.bytes_per_cycle
     return int(max(compute, dma) if g.config.double_buffered else compute + dma)

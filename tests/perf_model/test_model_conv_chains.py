@@ -68,9 +68,9 @@ def test_a_chain_slower_than_its_convs_alone_is_not_kept():
 
 
 def test_a_chain_faster_than_the_hosts_gemms_is_kept_on_chip():
-    """Two channels on 4 rows: alone, each conv is faster as the host's im2col GEMM than with
-    windows on chip; as one program with its link on chip the pair beats both GEMMs."""
-    wl = _chain(2)
+    """Two channels of 5x5 pixels on 4 rows: alone, each conv is faster as the host's im2col GEMM
+    than with windows on chip; as one program with its link on chip the pair beats both GEMMs."""
+    wl = _chain(2, hw=5)
     alone, kept = perf_model.evaluate(TINY, wl, reuse=False), perf_model.evaluate(TINY, wl)
     program = compile_conv_network(TINY, wl.ops, [None])
     assert [o.conv_path for o in alone.ops] == ["host", "host"]

@@ -24,7 +24,7 @@ from perf_model.compiler.conv import ConvTiling, compile_conv, conv_tiling
 from perf_model.compiler.conv_geometry import _Geometry, _levels, _room, _tap_levels
 from perf_model.compiler.conv_schedule import conv_schedule
 from perf_model.compiler.conv_score import walked_figures
-from perf_model.compiler.conv_search import _dram_bytes, _estimate
+from perf_model.compiler.conv_search import _compute, _dram_bytes, _estimate
 from workloads.ops import Conv2d, Requant
 
 REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))
@@ -145,7 +145,7 @@ def test_a_paced_dram_is_left_to_the_walk_and_evaluate_still_equals_it():
 
 def _loop_search(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvTiling | None:
     """The search as a loop over every candidate that fits: the fewest estimated cycles, then DRAM
-    bytes, the first in loop order."""
+    bytes, then run cycles, the first in loop order."""
     g = _Geometry(config, conv)
     room = _room(config)
     spans = [g.filter_words(n0, min(n0 + g.cpo, g.N)) for n0 in range(0, g.N, g.cpo)] + [g.filter_words(0, g.N)]
@@ -161,7 +161,7 @@ def _loop_search(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvTiling
                 for order in ("mn", "nm"):
                     t = ConvTiling("ok", "", rows_t, n_t, c_t, taps_t, order)
                     t = dataclasses.replace(t, dram_bytes=_dram_bytes(g, t, requant))
-                    score = (_estimate(g, t), t.dram_bytes)
+                    score = (_estimate(g, t), t.dram_bytes, _compute(g, t))
                     if best is None or score < best[0]:
                         best = (score, t)
     return None if best is None else best[1]
