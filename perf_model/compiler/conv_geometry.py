@@ -42,7 +42,7 @@ def pack_taps(config: ArrayConfig, conv: Conv2d, a_lanes: int) -> int:
 def conv_served(config: ArrayConfig) -> str:
     """``""`` when ``config`` builds conv windows on chip, else the reason it does not."""
     if config.dataflow is not Dataflow.WS:
-        return (f"conv windows are built on chip by weight-stationary designs only; a "
+        return (f"conv windows are built on chip by weight-stationary designs only; an "
                 f"{config.dataflow.value.upper()} design runs a conv as the host's im2col GEMM")
     if config.packed_kinds:  # the window walk reads byte lanes (docs/formats.md, "Packed int4")
         return "conv windows read byte lanes; a pack_int4 design runs a conv as the host's im2col GEMM"

@@ -41,6 +41,7 @@ from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
 from perf_model.physical.format_cost import format_energy_ratio, pe_cell_codes
 from perf_model.physical.output_stage import output_stage_pj
 from perf_model.physical.technology import nominal_vdd, supply_voltage
+from workloads.ops import Conv2d
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
 
@@ -98,6 +99,7 @@ class Block:
     _names: tuple[str, ...]
     _designs: DesignArrays
     _convs: ConvOverlay
+    _conv_count: int = 0
 
     def chip_figures(self, i: int, o: int) -> ConvFigures | None:
         """The figures of op ``o`` on design ``i`` when it is a conv run on chip, else ``None``."""
@@ -118,6 +120,15 @@ class Block:
         if e in self._convs.notes:
             return "host", self._convs.notes[e]
         return "", ""
+
+    def host_conv_notes(self) -> dict[int, str]:
+        """Design index -> why its convs left to the host's im2col GEMM are there (designs with
+        one): how many of the workload's convs, and the first one's reason (``conv_note``)."""
+        per: dict[int, list[int]] = {}
+        for e in sorted(self._convs.notes):
+            per.setdefault(e // len(self._names), []).append(e)
+        return {i: (f"{len(es)} of {self._conv_count} convs run as the host's im2col GEMM "
+                    f"({self._convs.notes[es[0]]})") for i, es in per.items()}
 
     def first_failures(self) -> dict[int, str]:
         """Design index -> reason of its first infeasible op (designs with one)."""
@@ -314,6 +325,7 @@ def evaluate_block(
         _names=ops.names,
         _designs=d,
         _convs=convs,
+        _conv_count=sum(isinstance(op, Conv2d) for op in ops.ops),
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 
 import numpy as np
@@ -69,6 +69,9 @@ class DesignTable:
         vdd: the supply that meets ``clock_mhz`` on the node's voltage-frequency curve, V.
         sdc_coverage: share of the corrupting faults of the stored fault-injection campaign the
             design's ``checksum`` detects (``perf_model.physical.checksum``; 0 without one).
+        conv_notes: ``""``, or why some of the workload's convs run as the host's im2col GEMM on
+            the design (how many, and the first one's reason: a dataflow that builds no windows,
+            or the GEMM that is faster), so a sweep sees it per design.
     """
 
     feasible: np.ndarray
@@ -95,6 +98,7 @@ class DesignTable:
     vdd: np.ndarray
     sdc_coverage: np.ndarray
     energy_breakdown: dict[str, np.ndarray] = field(default_factory=dict)
+    conv_notes: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.feasible.shape[0])
@@ -230,6 +234,7 @@ def evaluate_designs(
     parts: list[dict[str, np.ndarray]] = []
     breakdowns: list[dict[str, np.ndarray]] = []
     reasons: list[str] = [""] * n
+    notes: list[str] = [""] * n
     for group in range(4):
         members = perm[bounds[group]:bounds[group + 1]]
         for start in range(0, members.size, step):
@@ -248,11 +253,13 @@ def evaluate_designs(
             breakdowns.append(breakdown)
             for i, text in block.first_failures().items():
                 reasons[int(index[i])] = text
+            for i, text in block.host_conv_notes().items():
+                notes[int(index[i])] = text
             for j in np.flatnonzero(parts[-1].pop("vector_misfit")):
                 reasons[int(index[j])] = vector.misfit[j] if vector is not None else ""
             for j in np.flatnonzero(parts[-1].pop("failed_finite")):
                 reasons[int(index[j])] = "model error: a non-finite result (a perf_model bug; please report it)"
-    table = _concat(parts, breakdowns, reasons, n)
+    table = replace(_concat(parts, breakdowns, reasons, n), conv_notes=notes)
     if (perm == np.arange(n)).all():
         return table
     inverse = np.empty(n, dtype=np.int64)
@@ -277,26 +284,31 @@ def _keep_freed_heap() -> None:
     np.empty(1 << 20)
 
 
+#: The fields that are no per-design array.
+_LISTS = ("reason", "energy_breakdown", "conv_notes")
+
+
 def _permute(table: DesignTable, index: np.ndarray, reasons: list[str]) -> DesignTable:
     """The table's rows in the order ``index`` (``reasons`` already in the final order)."""
     values = {f.name: getattr(table, f.name)[index] for f in fields(DesignTable)
-              if f.name not in ("reason", "energy_breakdown")}
+              if f.name not in _LISTS}
     return DesignTable(reason=reasons, energy_breakdown={k: v[index] for k, v in table.energy_breakdown.items()},
-                       **values)
+                       conv_notes=table.conv_notes, **values)
 
 
 def _concat(
     parts: list[dict[str, np.ndarray]], breakdowns: list[dict[str, np.ndarray]], reasons: list[str], n: int
 ) -> DesignTable:
     if not parts:
-        empty = {f.name: np.zeros(0) for f in fields(DesignTable) if f.name not in ("reason", "energy_breakdown")}
+        empty = {f.name: np.zeros(0) for f in fields(DesignTable) if f.name not in _LISTS}
         empty["feasible"] = np.zeros(0, dtype=bool)
         empty["overflow"] = np.zeros(0, dtype=bool)
         empty["compute_cycles"] = np.zeros(0, dtype=np.int64)
         empty["vector_cycles"] = np.zeros(0, dtype=np.int64)
         empty["macs"] = np.zeros(0, dtype=np.int64)
-        return DesignTable(reason=[], energy_breakdown={k: np.zeros(0) for k in TOTAL_ENERGY_PARTS}, **empty)
-    keys = [f.name for f in fields(DesignTable) if f.name not in ("reason", "energy_breakdown")]
+        return DesignTable(reason=[], energy_breakdown={k: np.zeros(0) for k in TOTAL_ENERGY_PARTS},
+                           **empty)  # type: ignore[arg-type]
+    keys = [f.name for f in fields(DesignTable) if f.name not in _LISTS]
     columns = {k: np.concatenate([p[k] for p in parts]) for k in keys}
     breakdown = {k: np.concatenate([b[k] for b in breakdowns]) for k in TOTAL_ENERGY_PARTS}
-    return DesignTable(reason=reasons, energy_breakdown=breakdown, **columns)
+    return DesignTable(reason=reasons, energy_breakdown=breakdown, **columns)  # type: ignore[arg-type]

@@ -63,3 +63,29 @@ def test_text_summary_prints_the_best_designs(run_cli, tmp_path):
     assert "study 'edge-mix' in sqlite:///" in out and "(12 this run)" in out
     assert "Pareto set" in out and "latency ms" in out and "area mm²" in out
     assert "workload: bert_base (batch=1, seq=128, layers=1, requant=1), weight 0.3" in out
+
+
+def test_a_sweep_records_why_a_design_leaves_convs_to_the_host(run_cli, tmp_path):
+    """Each dataflow on a small ResNet: output- and input-stationary designs build no conv windows,
+    and their trials (and the summary's best designs) say so: all 20 convs as the host's im2col, with
+    the dataflow's reason; a weight-stationary design's note counts only the convs whose GEMM was
+    faster, each reason from ``evaluate``'s own ``conv_note``."""
+    import optuna
+
+    space = tmp_path / "df.toml"
+    space.write_text('name = "df"\nobjectives = ["latency"]\nworkloads = ["resnet18:res=32"]\n[params]\n'
+                     'rows = 16\ncols = 16\ndataflow = ["ws", "os", "is"]\n')
+    url = f"sqlite:///{tmp_path / 'df.db'}"
+    summary = _sweep_json(run_cli, "--space", str(space), "--sampler", "grid", "--storage", url)
+    trials = optuna.load_study(study_name="df", storage=url).get_trials()
+    by_flow = {t.user_attrs["config"]["dataflow"]: t.user_attrs.get("notes", "") for t in trials}
+    assert set(by_flow) == {"ws", "os", "is"}
+    for flow in ("os", "is"):
+        assert by_flow[flow].startswith("resnet18:res=32: 20 of 20 convs run as the host's im2col GEMM")
+        assert f"an {flow.upper()} design runs a conv as the host's im2col GEMM" in by_flow[flow]
+    ws = perf_model.evaluate(ArrayConfig(rows=16, cols=16, dataflow="ws"), workloads.resolve("resnet18:res=32"))
+    host = [o for o in ws.ops if o.conv_path == "host"]
+    want = (f"resnet18:res=32: {len(host)} of 20 convs run as the host's im2col GEMM ({host[0].conv_note})"
+            if host else "")
+    assert by_flow["ws"] == want
+    assert {b["notes"] for b in summary["best"]} <= set(by_flow.values()) and len(summary["best"]) == 3

@@ -101,6 +101,8 @@ class Evaluation:
         overflow: The design is not feasible because an op's reduction can overflow its
             accumulators (``acc_bits`` too small for K), not for want of buffer space.
         details: What else the trial records (a pod space: the split and the chips).
+        notes: ``""``, or what the design leaves to the host per workload (convs run as the host's
+            im2col GEMM, how many and why: ``DesignTable.conv_notes``).
     """
 
     feasible: bool
@@ -109,6 +111,7 @@ class Evaluation:
     per_workload: dict[str, dict[str, float]]
     overflow: bool = False
     details: dict[str, Any] = dataclasses.field(default_factory=dict)
+    notes: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,12 +123,14 @@ class BatchEvaluation:
         reason: ``""`` for feasible designs, the reason otherwise.
         metrics: Aggregate metric -> float64 array (0 where infeasible).
         overflow: bool array, infeasible by accumulator overflow (see :class:`Evaluation`).
+        notes: per design, ``""`` or :attr:`Evaluation.notes`.
     """
 
     feasible: np.ndarray
     reason: list[str]
     metrics: dict[str, np.ndarray]
     overflow: np.ndarray | None = None
+    notes: list[str] | None = None
 
 
 class ModelEvaluator:
@@ -188,6 +193,7 @@ class ModelEvaluator:
         cols["input_bits"] = _pair_input_bits(cols)
         valid = cols["acc_bits"].astype(np.int64) >= 2 * cols["input_bits"].astype(np.int64)
         reason = ["" if ok else "acc_bits must be >= 2 * input_bits" for ok in valid]
+        notes: list[list[str]] = [[] for _ in range(n)]
         pairs = zip(cols["input_bits"].tolist(), cols["weight_format"].tolist(), cols["act_format"].tolist(),
                     cols["acc_bits"].tolist(), cols["checksum"].tolist(), strict=True)
         for i, problem in enumerate(_pair_problems(pairs)):
@@ -212,6 +218,9 @@ class ModelEvaluator:
                         feasible[i] = False
                         overflow[i] = over[j]
                         reason[i] = f"{name}: {table.reason[j]}"
+                for k, note in enumerate(getattr(table, "conv_notes", ())):
+                    if note:
+                        notes[index[k]].append(f"{name}: {note}")
                 detail = {}
                 sqnr = _sqnr_column(workload, cols, index)
                 for m in METRIC_NAMES:
@@ -239,7 +248,8 @@ class ModelEvaluator:
                     metrics[m][index] = values
         for m in metrics:
             metrics[m][~feasible] = 0.0
-        batch = BatchEvaluation(feasible=feasible, reason=reason, metrics=metrics, overflow=overflow)
+        batch = BatchEvaluation(feasible=feasible, reason=reason, metrics=metrics, overflow=overflow,
+                                notes=["; ".join(ns) if ok else "" for ns, ok in zip(notes, feasible, strict=True)])
         return (batch, details) if per_workload else batch
 
     # -- one design ------------------------------------------------------------------------
@@ -253,4 +263,5 @@ class ModelEvaluator:
         return Evaluation(
             feasible=bool(batch.feasible[0]), reason=batch.reason[0], metrics=metrics, per_workload=per_workload,
             overflow=bool(batch.overflow[0]) if batch.overflow is not None else False,
+            notes=batch.notes[0] if batch.notes else "",
         )

@@ -163,6 +163,8 @@ def add_grid_trials(study: optuna.Study, space: DesignSpace, evaluator: ModelEva
             **flat_design(config.to_dict()),
             **flat_metrics(metrics, space),
         }
+        if ev.notes:
+            user_attrs["notes"] = ev.notes
         system_attrs: dict[str, Any] = {}
         if space.constraints:
             cv = [c.violation(metrics[c.metric] or 0.0) for c in space.constraints]

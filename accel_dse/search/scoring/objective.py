@@ -169,6 +169,8 @@ class SweepObjective:
         }
         if evaluation.details:
             attrs["pod"] = evaluation.details
+        if getattr(evaluation, "notes", ""):
+            attrs["notes"] = evaluation.notes  # what the design leaves to the host (convs as im2col)
         if not evaluation.feasible:
             raise self._fail(attrs, "overflow" if getattr(evaluation, "overflow", False) else "infeasible",
                              evaluation.reason or "the model marks the design infeasible")

@@ -72,8 +72,10 @@ def summary_dict(study: optuna.Study, space: DesignSpace, *, storage: str, top: 
 
     Returns:
         ``{"study", "storage", "n_complete", "n_fail", "best": [{"trial", "params", "values",
-        "config_hash", "metrics", "design"}, ...]}`` where ``params`` are the free fields' values,
-        ``values`` maps objective name -> value, ``design`` is the full ``ArrayConfig``.
+        "config_hash", "metrics", "design", "notes"}, ...]}`` where ``params`` are the free fields'
+        values, ``values`` maps objective name -> value, ``design`` is the full ``ArrayConfig`` and
+        ``notes`` what the design leaves to the host (``""``, or its convs run as the host's im2col
+        GEMM per workload: how many and why).
     """
     states = [t.state for t in study.get_trials(deepcopy=False)]
     best = []
@@ -85,6 +87,7 @@ def summary_dict(study: optuna.Study, space: DesignSpace, *, storage: str, top: 
             "config_hash": t.user_attrs.get("config_hash"),
             "metrics": {k: v for k, v in (t.user_attrs.get("metrics") or {}).items() if v is not None},
             "design": t.user_attrs.get("config"),
+            "notes": t.user_attrs.get("notes", ""),
         })
     return {
         "study": study.study_name,
