@@ -59,6 +59,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="the full-scale sampled check instead of whole ops: each op's real program, every class "
                         "of output tile simulated in place, the repeats fast-forwarded on the model's cycles "
                         "(reported as mode 'sampled'; needs --scale 1, runs the ops unchained)")
+    parser.add_argument("--conv-path", choices=("model", "chip"), default="model",
+                        help="model (default): each conv on the path the model scores (windows on chip, or the "
+                        "host's im2col GEMM where that is faster); chip: every conv the design builds windows for "
+                        "builds them on chip, checked against its on-chip program's cycles (a note names the "
+                        "convs the model would leave to the host)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_simulate)
 
@@ -91,6 +96,7 @@ def _simulate(args: argparse.Namespace) -> int:
         progress=lambda line: print(f"accel-dse simulate: {line}", file=sys.stderr, flush=True),
         chain=False if args.no_chain else None, memory="host" if args.host_port else "dram",
         reuse=not args.no_reuse, waves=args.waves, mode="sampled" if args.full_scale else "exhaustive",
+        conv_path=args.conv_path,
     )
     if args.json:
         emit_json(report.to_dict())

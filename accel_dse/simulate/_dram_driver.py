@@ -105,12 +105,15 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                  reuse: bool = False, sampled: bool = False,
                  vector_ops: list[tuple[str, Any]] | None = None,
                  network: list[Any] | None = None,
-                 conv_chains: list[tuple[int, int]] | None = None) -> tuple[list[DramJob], DramProgram]:
+                 conv_chains: list[tuple[int, int]] | None = None,
+                 force_chip: bool = False) -> tuple[list[DramJob], DramProgram]:
     """Compile and lay out every op (``results_dir`` of the program's meta is filled in later);
     ``network``: the link ops of a chain run from one program (``accel_dse.simulate._dram_network``);
     ``conv_chains``: ``(first, last)`` ops of ``selected`` each run as one conv-network program
     (``accel_dse.simulate._dram_conv_network``), one op of the program's meta named ``network``
-    when it is the whole selection, else its convs' names joined by ``+``.
+    when it is the whole selection, else its convs' names joined by ``+``; ``force_chip``: every
+    conv the design builds windows for runs them on chip, also where the model scores the host's
+    im2col GEMM faster (``simulate``'s ``conv_path="chip"``).
 
     Raises:
         SimulationError: an op the design cannot run (the compiler's reason).
@@ -149,6 +152,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         if chained else None
     host_convs: list[str] = []
     reshaped: list[str] = []  # convs run over a reshaped input (perf_model.compiler.conv_forms)
+    forced: list[str] = []  # convs on chip that the model scores faster as the host's im2col GEMM
     upto = 0  # the ops before it ran in a chain's program
     for index, (name, op, _count) in enumerate(selected):
         if index < upto:
@@ -171,9 +175,11 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
             images.update(net_images)
             upto = last + 1
             continue
-        path = on_chip_conv(design, name, op, chained)
+        path = on_chip_conv(design, name, op, chained, force_chip)
         if path and path != "chip":
             host_convs.append(path)
+        elif path and force_chip and on_chip_conv(design, name, op, chained) != "chip":
+            forced.append(name)
         if path == "chip":
             program, timing, expected, dram, gemm = conv_instances(design, name, op, seed, scale, DRAM_LATENCY)
             form = conv_figures(design, op, op.requant is not None)
@@ -258,7 +264,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         jobs += more
         ops_meta += metas
         images.update(vector_images)
-    return jobs, DramProgram(meta(ops_meta, host_convs, vector_notes=vector_notes, reshaped_convs=reshaped), images)
+    return jobs, DramProgram(meta(ops_meta, host_convs, vector_notes=vector_notes, reshaped_convs=reshaped,
+                                  forced_convs=forced), images)
 
 
 def _chain_programs(design: ArrayConfig, gemms: list[Any]) -> tuple[Any, Any]:
@@ -334,7 +341,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
              chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
              notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False,
              vector_ops: list[tuple[str, Any]] | None = None, network: list[Any] | None = None,
-             conv_chains: list[tuple[int, int]] | None = None) -> SimulationReport:
+             conv_chains: list[tuple[int, int]] | None = None, force_chip: bool = False) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``);
     ``vector_ops``: ``(name, VectorOp)`` to run on the design's vector unit after the matrix ops."""
     import rtl_gen
@@ -344,7 +351,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse,
                                  sampled=sampled, vector_ops=vector_ops or [], network=network,
-                                 conv_chains=conv_chains)
+                                 conv_chains=conv_chains, force_chip=force_chip)
     if network is not None:
         from accel_dse.simulate._dram_network import network_note
 
@@ -368,6 +375,10 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     convs = sum(j.conv for j in jobs)
     from workloads.ops import Conv2d
 
+    if program.meta.get("forced_convs"):
+        notes.append("conv_path 'chip': conv(s) the model scores faster as the host's im2col GEMM run with their "
+                     "windows on chip; their model cycles are their on-chip program's (evaluate's 'windows on "
+                     "chip' figure), not the workload's: " + ", ".join(program.meta["forced_convs"]))
     if program.meta.get("reshaped_convs"):
         notes.append("conv(s) run over an input the host reshapes (space-to-depth, kernel rows stacked), as the "
                      "model scores them (the output checked against the conv itself): "

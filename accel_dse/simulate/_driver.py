@@ -44,6 +44,7 @@ def simulate(
     reuse: bool = True,
     waves: bool = False,
     mode: str = "exhaustive",
+    conv_path: str = "model",
 ) -> SimulationReport:
     """Run ``workload`` on the Verilog of ``design`` and check it against JAX, op by op.
 
@@ -82,6 +83,11 @@ def simulate(
             program, the first output tile of every class simulated in place, the rest
             fast-forwarded on the model's cycles (``accel_dse.simulate._sampled``; each op's
             ``sampled`` entry says how much ran). Never to be read as exhaustive.
+        conv_path: ``"model"`` (default): each conv runs on the path the model scores (windows on
+            chip, or the host's im2col GEMM where that is faster). ``"chip"``: every conv the design
+            builds windows for runs them on chip, its cycles checked against its on-chip program
+            (``evaluate``'s "windows on chip" figure for the convs it leaves to the host; a note
+            names them). DRAM memory only.
 
     Returns:
         The report; ``report.passed`` is True when every op is bit-exact with equal cycles
@@ -99,6 +105,10 @@ def simulate(
         raise SimulationError(f"max_ops must be a positive integer, not {max_ops!r}")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise SimulationError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if conv_path not in ("model", "chip"):
+        raise SimulationError(f"conv_path must be 'model' or 'chip', not {conv_path!r}")
+    if conv_path == "chip" and memory != "dram":
+        raise SimulationError("conv_path 'chip' runs convs from NHWC activations in DRAM: it needs memory 'dram'")
     if mode not in ("exhaustive", "sampled"):
         raise SimulationError(f"mode must be 'exhaustive' or 'sampled', not {mode!r}")
     if mode == "sampled" and (scale != 1.0 or memory != "dram" or chain):
@@ -151,7 +161,7 @@ def simulate(
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                         timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves,
                         sampled=mode == "sampled", vector_ops=vector_ops, network=network,
-                        conv_chains=conv_chains)
+                        conv_chains=conv_chains, force_chip=conv_path == "chip")
     from accel_dse.simulate._host_driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,

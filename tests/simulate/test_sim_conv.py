@@ -176,3 +176,30 @@ def test_a_filter_tile_of_two_runs_keeps_its_weights_in_both_halves(sim_cache):
     (op,) = report.ops
     assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, op.reason
     assert op.cycles_total_rtl == model.total_cycles
+
+
+def test_conv_path_chip_runs_a_conv_the_model_leaves_to_the_host_with_windows_on_chip(sim_cache):
+    """Two 2-channel 5x5 convs on ``tiny``: the model scores the host's im2col GEMM faster, and
+    ``simulate`` follows it by default; with ``conv_path="chip"`` each builds its windows on chip,
+    bit-exact, in the cycles ``evaluate`` names for that path ("windows on chip N"), and a note says
+    which convs left the model's path."""
+    import re
+
+    from accel_dse.errors import SimulationError
+    from workloads.ops import Requant
+
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)
+    conv = Conv2d(n=1, h=5, w=5, c_in=2, c_out=2, kh=3, kw=3, pad_h=1, pad_w=1, requant=rq, name="c0")
+    workload = Workload(name="host", ops=(conv,), counts=(1,))
+    model = perf_model.evaluate(TINY, workload).ops[0]
+    assert model.conv_path == "host"
+    on_chip = int(re.search(r"windows on chip ([\d,]+)", model.conv_note).group(1).replace(",", ""))
+    default = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache)
+    assert default.ops[0].cycles_total_rtl == model.total_cycles != on_chip
+    forced = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache, conv_path="chip")
+    (op,) = forced.ops
+    assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, op.reason
+    assert op.cycles_total_rtl == on_chip
+    assert any(note.startswith("conv_path 'chip'") and note.endswith(": c0") for note in forced.notes), forced.notes
+    with pytest.raises(SimulationError, match="conv_path must be 'model' or 'chip', not 'gemm'"):
+        simulate(TINY, workload, simulator="icarus", work_dir=sim_cache, conv_path="gemm")
