@@ -36,7 +36,7 @@ from accel_dse.text import NAME_LIMIT, shown
 from workloads.vector_ops import VECTOR_KINDS, VectorOp, check_vector_fields
 
 __all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant", "REQUANT_ROUNDING", "chain_link",
-           "conv_chain_link",
+           "conv_chain_link", "conv_reads_output",
            "VectorOp", "VECTOR_KINDS"]
 
 #: Most multiply-accumulates an op, or one run of a workload, may have: 2**48 (about 2.8e14).
@@ -501,12 +501,18 @@ def chain_link(prev: Op, nxt: Op) -> bool:
     return plain(prev) and plain(nxt) and b.m == a.m and b.k == a.n
 
 
-def conv_chain_link(prev: Op, nxt: Op) -> bool:
-    """Whether ``nxt`` is a convolution reading ``prev``'s requantised NHWC output as is: both
+def conv_reads_output(prev: Op, nxt: Op) -> bool:
+    """Whether ``nxt`` is a convolution that can read ``prev``'s requantised NHWC output as is: both
     requantised ``Conv2d`` records, ``nxt``'s input of ``prev``'s output shape (images, rows,
-    columns, channels), and not a :func:`chain_link` (a 1x1 pair, which is a GEMM chain). The
-    tracer's ``a_from_previous`` (that the data really flows) is the caller's to check."""
+    columns, channels)."""
     if not (isinstance(prev, Conv2d) and isinstance(nxt, Conv2d)) or prev.requant is None or nxt.requant is None:
         return False
-    return ((nxt.n, nxt.h, nxt.w, nxt.c_in) == (prev.n, prev.out_h, prev.out_w, prev.c_out)
-            and not chain_link(prev, nxt))
+    return (nxt.n, nxt.h, nxt.w, nxt.c_in) == (prev.n, prev.out_h, prev.out_w, prev.c_out)
+
+
+def conv_chain_link(prev: Op, nxt: Op) -> bool:
+    """Whether ``nxt`` is a convolution reading ``prev``'s requantised NHWC output as is
+    (:func:`conv_reads_output`) and the pair is not a :func:`chain_link` (a 1x1 pair, which is a
+    GEMM chain). The tracer's ``a_from_previous`` (that the data really flows) is the caller's to
+    check."""
+    return conv_reads_output(prev, nxt) and not chain_link(prev, nxt)

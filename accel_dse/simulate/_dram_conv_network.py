@@ -38,17 +38,11 @@ def _runs_chains(design: ArrayConfig) -> bool:
 
 
 def _linked(ops: list[Any]) -> bool:
-    """Two or more requantised convs of one batch, each reading the previous one's NHWC output."""
-    from workloads.ops import Conv2d
+    """Two or more requantised convs of one batch, each reading the previous one's NHWC output
+    (``workloads.ops.conv_reads_output``; 1x1 pairs too, which the model keeps as GEMM chains)."""
+    from workloads.ops import conv_reads_output
 
-    if len(ops) < 2:
-        return False
-    for i, op in enumerate(ops):
-        if not isinstance(op, Conv2d) or op.requant is None:
-            return False
-        if i and (op.n, op.h, op.w, op.c_in) != (ops[0].n, ops[i - 1].out_h, ops[i - 1].out_w, ops[i - 1].c_out):
-            return False
-    return True
+    return len(ops) >= 2 and all(conv_reads_output(a, b) for a, b in zip(ops, ops[1:], strict=False))
 
 
 def conv_chain(design: ArrayConfig, selected: list[tuple[str, Any, int]], notes: list[str]) -> bool:
