@@ -49,13 +49,12 @@ def conv_chain(design: ArrayConfig, selected: list[tuple[str, Any, int]], notes:
     """Whether ``selected`` runs as one conv-network program on ``design`` (module docstring); a
     chain the compiler cannot build as one program is named in ``notes`` with its reason."""
     from accel_dse.errors import ModelError
-    from perf_model.compiler.conv_network import compile_conv_network
 
     ops = [op for _, op, _ in selected]
     if not _runs_chains(design) or not _linked(ops):
         return False
     try:
-        compile_conv_network(design, ops, [None] * (len(ops) - 1))
+        network_program(design, ops)
     except ModelError as exc:
         notes.append(f"not one program for the convs ({exc}): each op from its own program")
         return False
@@ -95,13 +94,31 @@ def kept_chains(design: ArrayConfig, workload: Any, selected: list[tuple[str, An
     for first, last in out:
         convs = scaled_convs([op for _, op, _ in selected[first:last + 1]], scale)
         try:
-            compile_conv_network(design, convs, [None] * (len(convs) - 1), require_on_chip=True)
+            if not network_program(design, convs).on_chip:  # the compiler's reason why not
+                compile_conv_network(design, convs, [None] * (len(convs) - 1), require_on_chip=True)
         except ModelError as exc:
             notes.append(f"the chain {selected[first][0]} .. {selected[last][0]} is not one program on chip at "
                          f"scale {scale:g} ({exc}): each op from its own program")
             continue
         kept.append((first, last))
     return kept
+
+
+def network_program(design: ArrayConfig, convs: list[Any]) -> Any:
+    """``compile_conv_network`` of ``convs`` on ``design`` (no vector ops on the links), kept for the
+    few calls of one ``simulate`` (the chain's check, its job and its note compile it once)."""
+    from perf_model.compiler.conv_network import compile_conv_network
+
+    key = (design, tuple(convs))
+    prog = _PROGRAMS.get(key)
+    if prog is None:
+        if len(_PROGRAMS) >= 8:
+            _PROGRAMS.clear()
+        prog = _PROGRAMS[key] = compile_conv_network(design, convs, [None] * (len(convs) - 1))
+    return prog
+
+
+_PROGRAMS: dict[tuple[Any, ...], Any] = {}
 
 
 def scaled_convs(convs: list[Any], scale: float) -> list[Any]:
@@ -127,10 +144,9 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
     import perf_model
     import workloads
     from perf_model.compiler.conv import conv_weight_matrix
-    from perf_model.compiler.conv_network import compile_conv_network
 
     convs = scaled_convs([op for _, op, _ in selected], scale)
-    prog = compile_conv_network(design, convs, [None] * (len(convs) - 1))
+    prog = network_program(design, convs)
     t = prog.tensors
     x = np.asarray(workloads.conv_nhwc_reference(convs[0], seed)[0]).astype(np.int64)
     tensors = {"a0": pack_tensor(t["a0"], x.reshape(-1, convs[0].c_in))}
@@ -163,10 +179,8 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
 
 def conv_network_note(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float = 1.0) -> str:
     """The note saying how the one program keeps the convs' activations."""
-    from perf_model.compiler.conv_network import compile_conv_network
-
     convs = scaled_convs([op for _, op, _ in selected], scale)
-    prog = compile_conv_network(design, convs, [None] * (len(convs) - 1))
+    prog = network_program(design, convs)
     how = ("each output kept in the ifmap as the next conv's NHWC input (MOVE, the next window reads it in place, "
            "pads made on chip)" if prog.on_chip else
            "links through DRAM, as the ifmap cannot hold the tensors beside the bands (each output stored, the next "
