@@ -68,8 +68,8 @@ def figures() -> dict[str, np.ndarray]:
             if f.name == "energy_breakdown":
                 for part, values in table.energy_breakdown.items():
                     out[f"{tag}table.energy.{part}"] = values
-            elif f.name == "reason":
-                out[f"{tag}table.reason"] = np.array(table.reason)
+            elif f.name in ("reason", "conv_notes"):
+                out[f"{tag}table.{f.name}"] = np.array(getattr(table, f.name))
             else:
                 out[f"{tag}table.{f.name}"] = getattr(table, f.name)
         opa = op_arrays(ops)

@@ -74,7 +74,7 @@ def test_utilization_in_unit_interval_and_everything_finite(designs, ops):
     t = table(designs, ops)
     assert not (t.overflow & t.feasible).any()  # an overflow is never a feasible design
     for f in dataclasses.fields(t):
-        if f.name in ("reason", "energy_breakdown", "feasible", "overflow"):
+        if f.name in ("reason", "energy_breakdown", "conv_notes", "feasible", "overflow"):
             continue
         values = np.asarray(getattr(t, f.name), dtype=np.float64)
         assert np.isfinite(values).all(), f.name
@@ -86,6 +86,7 @@ def test_utilization_in_unit_interval_and_everything_finite(designs, ops):
     assert ((t.utilization[ok] > 0) & (t.utilization[ok] <= 1)).all()
     assert (t.total_cycles[ok] >= t.compute_cycles[ok]).all()
     assert all((r == "") == bool(f) for r, f in zip(t.reason, t.feasible, strict=True))
+    assert len(t.conv_notes) == len(t.feasible) and all(isinstance(n, str) for n in t.conv_notes)
 
 
 @SETTINGS
