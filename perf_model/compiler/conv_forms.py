@@ -15,7 +15,7 @@ that form on the host-reshaped input (:func:`reshape_input`, :func:`reshape_weig
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -48,38 +48,40 @@ def candidates(conv: Conv2d, rows: int) -> list[tuple[tuple[str, ...], Conv2d]]:
     return out
 
 
-def form_conv(conv: Conv2d, steps: tuple[str, ...]) -> Conv2d:
-    """The conv ``steps`` turn ``conv`` into."""
+def _walk(conv: Conv2d, steps: tuple[str, ...]) -> Iterator[tuple[_Step, Conv2d, Conv2d]]:
+    """Per step: ``(its functions, the conv before it, the conv after it)``."""
     for step in steps:
         new = STEPS[step][0](conv)
         if new is None:
             raise ValueError(f"conv {conv.name or conv} has no {step} form")
+        yield STEPS[step], conv, new
         conv = new
-    return conv
+
+
+def form_conv(conv: Conv2d, steps: tuple[str, ...]) -> Conv2d:
+    """The conv ``steps`` turn ``conv`` into."""
+    out = conv
+    for _, _, after in _walk(conv, steps):
+        out = after
+    return out
 
 
 def describe(conv: Conv2d, steps: tuple[str, ...]) -> str:
     """``steps`` on ``conv`` in words (``""`` for none)."""
-    words = []
-    for step in steps:
-        words.append(STEPS[step][1](conv))
-        conv = form_conv(conv, (step,))
-    return ", then ".join(words)
+    return ", then ".join(fns[1](before) for fns, before, _ in _walk(conv, steps))
 
 
 def reshape_input(x: np.ndarray, conv: Conv2d, steps: tuple[str, ...]) -> np.ndarray:
     """The host's reshape of ``conv``'s NHWC input ``x`` for the form ``steps``."""
-    for step in steps:
-        x = STEPS[step][2](x, conv)
-        conv = form_conv(conv, (step,))
+    for fns, before, _ in _walk(conv, steps):
+        x = fns[2](x, before)
     return x
 
 
 def reshape_weights(w: np.ndarray, conv: Conv2d, steps: tuple[str, ...]) -> np.ndarray:
     """``conv``'s HWIO weights ``w`` for the form ``steps``."""
-    for step in steps:
-        w = STEPS[step][3](np.asarray(w), conv)
-        conv = form_conv(conv, (step,))
+    for fns, before, _ in _walk(conv, steps):
+        w = fns[3](np.asarray(w), before)
     return w
 
 
@@ -87,8 +89,4 @@ def host_writes(conv: Conv2d, steps: tuple[str, ...]) -> tuple[tuple[str, int], 
     """Per step, ``(host work kind, elements the host writes)``: the reshaped input's elements
     (space-to-depth moves each once, zeros completing the last block included; row stacking writes
     each input row once per kernel row that reads it, the vertical pads as zeros)."""
-    out = []
-    for step in steps:
-        conv = form_conv(conv, (step,))
-        out.append((STEPS[step][4], conv.n * conv.h * conv.w * conv.c_in))
-    return tuple(out)
+    return tuple((fns[4], after.n * after.h * after.w * after.c_in) for fns, _, after in _walk(conv, steps))
