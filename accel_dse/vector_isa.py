@@ -17,19 +17,36 @@ all its words). Busy cycles of one op::
 ``t + 2``. Scalar steps: ``MEAN`` (load, ``DIV_STEPS`` divide steps, finish), ``RSQRT``
 (``q`` and its normalising shift, ``SQRT_STEPS`` root steps, load, ``DIV_STEPS``, finish),
 ``RECIP`` (load, ``DIV_STEPS``, finish).
+
+Pooling (``maxpool``, ``avgpool``) walks windows instead of rows: a run is ``rows`` NHWC images
+of ``in_h x in_w`` pixels of ``words_c`` words (``n`` channels, ``ceil(n / lanes)`` words; the
+command's ``words`` is a whole image's ``in_h * in_w * words_c``), its output ``out_h x out_w``
+pixels packed the same way. Per output word (pixel ``(oy, ox)``, channel word ``c``) the unit
+reads the window's in-image pixels only, one word a cycle, keeps each lane's max or sum, and
+writes the word two cycles after the last read (:data:`PASS_TAIL`). Busy cycles::
+
+    2 + rows * words_c * (Vy * Vx + PASS_TAIL * out_h * out_w)
+
+``Vy = sum over oy of the window rows inside the image`` (``Vx`` the same over ``ox``); the 2 are
+the set-up cycles of the window address generator (pitches, then the first window's origin). An
+average is ``rdiv(sum, window_h * window_w)`` (padding counts in the divisor), taken per lane
+by an exact multiply (:func:`pool_divisor`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 __all__ = ["PARAM_FIELDS", "param_error", "VECTOR_CODES", "PHASES", "PASS_TAIL", "DIV_STEPS", "SQRT_STEPS",
-           "SCALAR_CYCLES", "NPARAMS", "silu_table", "magic_divisor", "unit_params", "UNIT_KINDS", "SOFTMAX_Z_BITS"]
+           "SCALAR_CYCLES", "NPARAMS", "silu_table", "magic_divisor", "unit_params", "UNIT_KINDS", "SOFTMAX_Z_BITS",
+           "POOL_KINDS", "POOL_MAX_WINDOW", "PoolGeometry", "pool_geometry", "pool_divisor", "pool_cycles",
+           "pool_registers", "pool_from_registers"]
 
 #: Op code of each kind the unit runs (the VECTOR command's ``vkind`` field); 0 is invalid.
 VECTOR_CODES = {"add": 1, "mul": 2, "relu": 3, "relu6": 4, "gelu": 5, "silu": 6, "layernorm": 7, "rmsnorm": 8,
-                "softmax": 9}
+                "softmax": 9, "maxpool": 10, "avgpool": 11}
 UNIT_KINDS = tuple(VECTOR_CODES)
 #: Cycles from a pass's last read to its last reduction or write (read, compute, reduce/write).
 PASS_TAIL = 2
@@ -45,7 +62,13 @@ PHASES: dict[str, tuple[str, ...]] = {
     "layernorm": ("P", "MEAN", "P", "RSQRT", "P"),
     "rmsnorm": ("P", "MEAN", "P", "RSQRT", "P"),
     "softmax": ("P", "P", "RECIP", "P"),
+    "maxpool": ("W",),
+    "avgpool": ("W",),
 }
+#: The pooling kinds (one window walk, phase ``W``).
+POOL_KINDS = ("maxpool", "avgpool")
+#: Most window positions of an average (its divide is exact for sums of up to this many codes).
+POOL_MAX_WINDOW = 4095
 #: Parameter registers of the unit (32-bit, signed).
 NPARAMS = 8
 #: Bits of the clamped i-exp argument whose quotient by ``ln2`` the unit takes by a multiply.
@@ -67,6 +90,11 @@ PARAM_FIELDS: dict[str, tuple[tuple[str, int, bool], ...]] = {
     "rmsnorm": _NORM_FIELDS,
     "softmax": (("in_mult", 23, False), ("ln2", 16, False), ("poly_b", 17, False), ("exp_a", 15, False),
                 ("poly_c", 15, False), ("causal_offset", 32, True), ("z_mult", 24, False), ("z_shift", 6, False)),
+    # in_hw = in_h | in_w << 16, out_hw likewise, window = window_h | window_w << 16,
+    # step = stride_h | stride_w << 8 | pad_h << 16 | pad_w << 24 (pool_geometry packs them)
+    **{kind: (("in_hw", 32, False), ("out_hw", 32, False), ("window", 32, False), ("step", 32, False),
+              ("words_c", 24, False), ("pool_mult", 22, False), ("pool_shift", 6, False), ("pool_bias", 21, False))
+       for kind in ("maxpool", "avgpool")},
 }
 
 
@@ -108,6 +136,95 @@ def magic_divisor(d: int, bits: int) -> tuple[int, int]:
         raise ValueError(f"divisor must be positive, not {d}")
     shift = bits + d.bit_length()
     return -(-(1 << shift) // d), shift
+
+
+@dataclass(frozen=True)
+class PoolGeometry:
+    """One pooling run's window walk: ``in_h x in_w`` pixels of ``words_c`` words in, ``out_h x
+    out_w`` out, the window, its strides and its (symmetric) padding."""
+
+    kind: str
+    in_h: int
+    in_w: int
+    out_h: int
+    out_w: int
+    window_h: int
+    window_w: int
+    stride_h: int
+    stride_w: int
+    pad_h: int
+    pad_w: int
+    words_c: int
+
+    def inside(self, axis: int) -> int:
+        """Window positions inside the image summed over the outputs along ``axis`` (0: rows, 1:
+        columns): ``Vy`` or ``Vx`` of the module docstring."""
+        size, out, win, stride, pad = ((self.in_h, self.out_h, self.window_h, self.stride_h, self.pad_h) if axis == 0
+                                       else (self.in_w, self.out_w, self.window_w, self.stride_w, self.pad_w))
+        return _inside(size, out, win, stride, pad)
+
+
+@lru_cache(maxsize=256)
+def _inside(size: int, out: int, win: int, stride: int, pad: int) -> int:
+    total = 0
+    for o in range(out):
+        first = o * stride - pad
+        total += max(0, min(win, size - first) - max(0, -first))
+    return total
+
+
+def pool_geometry(kind: str, shape: tuple[int, ...], params: dict[str, int], lanes: int) -> PoolGeometry | str:
+    """The window walk of pooling op ``kind`` on NHWC ``shape`` with record ``params``
+    (``window_h`` .. ``pad_w``) on ``lanes`` lanes, or why the unit cannot run it (one line)."""
+    if len(shape) != 4:
+        return f"{kind}: the vector unit pools NHWC images, not a {len(shape)}-d input"
+    _, in_h, in_w, channels = shape
+    try:
+        wh, ww, sh, sw, ph, pw = (int(params[k]) for k in ("window_h", "window_w", "stride_h", "stride_w", "pad_h",
+                                                            "pad_w"))
+    except KeyError as missing:
+        return f"{kind}: the record has no parameter {missing}"
+    if min(wh, ww, sh, sw) < 1 or min(ph, pw) < 0:
+        return f"{kind}: window {wh}x{ww}, stride {sh}x{sw} and padding {ph}x{pw} must be positive (padding >= 0)"
+    out_h, out_w = (in_h + 2 * ph - wh) // sh + 1, (in_w + 2 * pw - ww) // sw + 1
+    if out_h < 1 or out_w < 1:
+        return f"{kind}: a {wh}x{ww} window does not fit the padded {in_h}x{in_w} image"
+    if max(in_h, in_w, wh, ww) >= 1 << 16 or max(sh, sw, ph, pw) >= 1 << 8:
+        return (f"{kind}: image {in_h}x{in_w}, window {wh}x{ww}, stride {sh}x{sw} or padding {ph}x{pw} exceeds the "
+                "unit's 16-bit sizes and 8-bit strides and pads")
+    if out_h * out_w > in_h * in_w:
+        return (f"{kind}: the {out_h}x{out_w} output is larger than the {in_h}x{in_w} input "
+                "(padding wider than the window)")
+    if kind == "avgpool" and wh * ww > POOL_MAX_WINDOW:
+        return f"{kind}: a {wh}x{ww} window averages {wh * ww} codes, the unit's exact divide takes {POOL_MAX_WINDOW}"
+    return PoolGeometry(kind, in_h, in_w, out_h, out_w, wh, ww, sh, sw, ph, pw, -(-channels // lanes))
+
+
+def pool_divisor(count: int) -> tuple[int, int, int]:
+    """``(mult, shift, bias)`` with ``rdiv(s, count) == ((s + bias) * mult >> shift) - 128`` for
+    every sum ``s`` of ``count`` int8 codes: ``bias = 128 count + count // 2`` makes the numerator
+    non-negative and below ``256 count``, where :func:`magic_divisor` is exact."""
+    mult, shift = magic_divisor(count, (256 * count).bit_length())
+    return mult, shift, 128 * count + count // 2
+
+
+def pool_registers(g: PoolGeometry) -> tuple[int, ...]:
+    """The :data:`NPARAMS` registers of a pooling run (``PARAM_FIELDS``' packing)."""
+    mult, shift, bias = pool_divisor(g.window_h * g.window_w) if g.kind == "avgpool" else (0, 0, 0)
+    return (g.in_h | g.in_w << 16, g.out_h | g.out_w << 16, g.window_h | g.window_w << 16,
+            g.stride_h | g.stride_w << 8 | g.pad_h << 16 | g.pad_w << 24, g.words_c, mult, shift, bias)
+
+
+def pool_cycles(g: PoolGeometry, rows: int) -> int:
+    """Busy cycles of a pooling run over ``rows`` images (module docstring)."""
+    return 2 + rows * g.words_c * (g.inside(0) * g.inside(1) + PASS_TAIL * g.out_h * g.out_w)
+
+
+def pool_from_registers(kind: str, regs: tuple[int, ...]) -> PoolGeometry:
+    """The geometry a pooling command's parameter registers hold (the inverse of :func:`pool_registers`)."""
+    r = [v & 0xFFFFFFFF for v in regs]
+    return PoolGeometry(kind, r[0] & 0xFFFF, r[0] >> 16, r[1] & 0xFFFF, r[1] >> 16, r[2] & 0xFFFF, r[2] >> 16,
+                        r[3] & 0xFF, (r[3] >> 8) & 0xFF, (r[3] >> 16) & 0xFF, r[3] >> 24, r[4])
 
 
 def unit_params(kind: str, params: dict[str, int], n: int) -> tuple[int, ...]:

@@ -97,7 +97,7 @@ def _vector_bytes(op: workloads.VectorOp, lanes: int) -> tuple[bool, int]:
     if isinstance(plan, str):
         operands = 2 if op.kind in ("add", "mul") else 1
         return False, (operands * op.elements + op.out_elements) * op.bits // 8
-    return True, (plan.operands + 1) * plan.rows * plan.words * lanes
+    return True, (plan.operands * plan.words + plan.out_words) * plan.rows * lanes
 
 
 def _plain(op: object) -> bool:

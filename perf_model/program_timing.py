@@ -185,7 +185,7 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
     compute = dma = vector = 0
     issued = []
     df = timing.dataflow_code(config.dataflow.value)
-    for cmd in commands:
+    for at, cmd in enumerate(commands):
         if cmd.opcode == Opcode.VECTOR_PARAMS:  # a VECTOR's parameter block: read with it, never issued
             continue
         c = decode
@@ -206,7 +206,10 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
             run_free = c + n + 1
             compute += n
         elif cmd.opcode == Opcode.VECTOR:
-            n = vector_run_cycles(cmd["vkind"], cmd["vrows"], cmd["vwords"])
+            block = commands[at + 1] if at + 1 < len(commands) else None
+            params = tuple(block[f"vp{i}"] for i in range(8)) if block is not None \
+                and block.opcode == Opcode.VECTOR_PARAMS else ()
+            n = vector_run_cycles(cmd["vkind"], cmd["vrows"], cmd["vwords"], params)
             vec_free = c + n + 1
             vector += n
         issued.append(c)

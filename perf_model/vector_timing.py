@@ -10,8 +10,11 @@ of one run (``accel_dse.vector_isa`` has the constants and the phases of each ki
 
 element-wise: one pass; layernorm/rmsnorm: three passes (sum and extremes, squares, output)
 with ``MEAN`` and ``RSQRT`` between them; softmax: three passes (max, sum of exponentials,
-output) with ``RECIP`` before the last. Pooling (it waits for a window address generator) and
-RoPE (no cos/sin tables in the unit) stay host work: :func:`vector_plan` gives the reason.
+output) with ``RECIP`` before the last. Pooling (``maxpool``, ``avgpool``, global or windowed)
+runs as ``rows`` NHWC images of ``words = in_h * in_w * ceil(C / lanes)`` words each, its output
+``out_h * out_w * ceil(C / lanes)`` words an image, in the window walk of
+``accel_dse.vector_isa.pool_cycles``. RoPE (no cos/sin tables in the unit) stays host work:
+:func:`vector_plan` gives the reason.
 """
 
 from __future__ import annotations
@@ -19,7 +22,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from accel_dse.vector_isa import PASS_TAIL, PHASES, SCALAR_CYCLES, UNIT_KINDS, param_error, unit_params
+from accel_dse.vector_isa import (
+    PASS_TAIL,
+    PHASES,
+    POOL_KINDS,
+    SCALAR_CYCLES,
+    UNIT_KINDS,
+    PoolGeometry,
+    param_error,
+    pool_cycles,
+    pool_from_registers,
+    pool_geometry,
+    unit_params,
+)
 from workloads.vector_ops import VectorOp
 
 __all__ = ["VectorPlan", "vector_plan", "vector_cycles", "vector_run_cycles", "plan_cycles", "MAX_WORDS", "MAX_ROWS",
@@ -33,8 +48,6 @@ MAX_ROWS = (1 << 16) - 1
 NO_UNIT = "the design has no vector unit (vector_unit = false): host work"
 
 _UNSUPPORTED = {
-    "maxpool": "windowed pooling waits for the vector unit's window address generator",
-    "avgpool": "windowed pooling waits for the vector unit's window address generator",
     "rope": "the vector unit holds no cos/sin tables",
 }
 
@@ -43,7 +56,8 @@ _UNSUPPORTED = {
 class VectorPlan:
     """How the unit runs one op: ``rows`` x ``words`` words of ``lanes`` lanes, ``n`` elements per
     row, ``operands`` words read per word (2 for a two-input add/mul/gated SiLU), ``qrows`` the
-    query period of a causal mask (1 without one)."""
+    query period of a causal mask (1 without one); a pooling's ``pool`` geometry (its rows are
+    images of ``words`` words in and :attr:`out_words` out)."""
 
     kind: str
     lanes: int
@@ -52,6 +66,13 @@ class VectorPlan:
     n: int
     operands: int
     qrows: int
+    pool: PoolGeometry | None = None
+
+    @property
+    def out_words(self) -> int:
+        """Words of one output row (a pooled image's, else ``words``)."""
+        g = self.pool
+        return self.words if g is None else g.out_h * g.out_w * g.words_c
 
     @property
     def passes(self) -> int:
@@ -73,6 +94,8 @@ def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
         return f"{op.kind}: {_UNSUPPORTED.get(op.kind, 'not a kind the vector unit runs')}"
     if op.bits != 8:
         return f"{op.kind}: the vector unit takes 8-bit codes, not {op.bits}-bit"
+    if op.kind in POOL_KINDS:
+        return _pool_plan(op, lanes)
     operands = 2 if op.kind in ("add", "mul") or (op.kind == "silu" and op.param("gated", 0)) else 1
     qrows = 1
     if op.kind in ("layernorm", "rmsnorm", "softmax"):
@@ -99,15 +122,31 @@ def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
     return VectorPlan(op.kind, lanes, rows, words, n, operands, qrows)
 
 
+def _pool_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
+    g = pool_geometry(op.kind, op.shape, dict(op.params), lanes)
+    if isinstance(g, str):
+        return g
+    rows, words = op.shape[0], op.shape[1] * op.shape[2] * g.words_c
+    if rows > MAX_ROWS or words > MAX_WORDS:
+        return (f"{op.kind}: {rows} images of {words} words exceed the unit's {MAX_ROWS} rows and {MAX_WORDS} words "
+                "per run")
+    return VectorPlan(op.kind, lanes, rows, words, op.shape[3], 1, 1, g)
+
+
 def plan_cycles(plan: VectorPlan) -> int:
     """Busy cycles of one run of ``plan`` (module docstring)."""
+    if plan.pool is not None:
+        return pool_cycles(plan.pool, plan.rows)
     return 1 + plan.rows * (plan.passes * (plan.words + PASS_TAIL) + plan.scalar_cycles)
 
 
-def vector_run_cycles(code: int, rows: int, words: int) -> int:
+def vector_run_cycles(code: int, rows: int, words: int, params: tuple[int, ...] = ()) -> int:
     """Busy cycles of a ``VECTOR`` command of op code ``code`` (``accel_dse.vector_isa.VECTOR_CODES``)
-    over ``rows`` rows of ``words`` words: the unit's contract, from the command's fields alone."""
+    over ``rows`` rows of ``words`` words: the unit's contract, from the command's fields alone
+    (and, for a pooling, its parameter registers ``params``: the window walk)."""
     kind = UNIT_KINDS[code - 1]
+    if kind in POOL_KINDS:
+        return pool_cycles(pool_from_registers(kind, params), rows)
     passes = sum(1 for phase in PHASES[kind] if phase == "P")
     scalar = sum(SCALAR_CYCLES[phase] for phase in PHASES[kind] if phase != "P")
     return 1 + rows * (passes * (words + PASS_TAIL) + scalar)

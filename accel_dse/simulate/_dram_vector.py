@@ -5,8 +5,9 @@ own (``perf_model.compiler.vector.vector_program``: LOAD its operands into the i
 STORE its output from the ifmap) on seeded random int8 operands, checked against the op's JAX
 integer definition (``workloads._int_ops``) bit for bit, its total cycles against the walk's
 (``perf_model.program_timing``). ``--scale`` keeps the op's first rows (a row op's first rows of
-its first head; an element-wise op's first rows of its last axis), and so does the ifmap: the
-operands and the output of one op must fit it together (:func:`scaled_op` names what it kept).
+its first head; an element-wise op's first rows of its last axis; a pooling's first images), and
+so does the ifmap: the operands and the output of one op must fit it together (:func:`scaled_op`
+names what it kept).
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ def scaled_op(design: ArrayConfig, op: Any, scale: float) -> tuple[Any, str]:
     plan = vector_plan(op, design.vector_lanes)
     if isinstance(plan, str):
         return None, plan
+    if plan.pool is not None:  # whole images: a band of rows would need its window's halo
+        per_image = plan.words + plan.out_words
+        fit = ifmap_words(design) // per_image
+        if fit < 1:
+            return None, (f"{op.kind}: one {'x'.join(map(str, op.shape[1:]))} image and its pooled output take "
+                          f"{per_image} ifmap words, the design has {ifmap_words(design)}")
+        keep = min(max(1, math.ceil(op.shape[0] * scale)), fit)
+        return dataclasses.replace(op, shape=(keep, *op.shape[1:]), out_shape=None), ""
     n = op.shape[-1]
     rows = math.prod(op.shape[:-1]) if op.kind not in ("softmax",) else (op.shape[-2] if len(op.shape) > 1 else 1)
     words = math.ceil(n / design.vector_lanes)

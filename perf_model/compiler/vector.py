@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, axi_data_bytes
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
-from accel_dse.vector_isa import VECTOR_CODES, unit_params
+from accel_dse.vector_isa import VECTOR_CODES, pool_registers, unit_params
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
 from perf_model.vector_timing import VectorPlan, vector_plan
 from workloads.vector_ops import VectorOp
@@ -52,8 +52,8 @@ def vector_registers(op: VectorOp, lanes: int, *, src: int = 0, src2: int = 0, d
     plan = vector_plan(op, lanes)
     if isinstance(plan, str):
         raise ModelError(plan)
-    return VectorRegisters(plan, VECTOR_CODES[op.kind], src, src2, dst, unit_params(op.kind, dict(op.params), plan.n),
-                           int(colmajor))
+    params = pool_registers(plan.pool) if plan.pool is not None else unit_params(op.kind, dict(op.params), plan.n)
+    return VectorRegisters(plan, VECTOR_CODES[op.kind], src, src2, dst, params, int(colmajor))
 
 
 def vector_commands(regs: VectorRegisters, *, wait_dma: int = 0, wait_run: int = 0,
@@ -79,9 +79,9 @@ def _align(x: int, to: int) -> int:
 def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
     """Vector ops on chip as one program: for each op ``i``, ``LOAD`` its operands (``x{i}``, and
     ``y{i}`` for a two-operand op; rows of ``n`` int8 elements padded to whole words, DRAM rows
-    of whole words) into the ifmap and ``VECTOR`` once they are in (``wait_dma``; the next op's
-    loads overlap it); then ``STORE`` every output ``z{i}`` from the ifmap once the unit is done
-    (``wait_vec``). Each operand and output has a region of its own in the ifmap.
+    of whole words; a pooling's rows are its NHWC pixels) into the ifmap and ``VECTOR`` once they
+    are in (``wait_dma``; the next op's loads overlap it); then ``STORE`` every output ``z{i}``
+    from the ifmap once the unit is done (``wait_vec``). Each operand and output has a region of its own in the ifmap.
 
     Raises:
         ModelError: the design has no vector unit, the unit cannot run an op (the reason), or the
@@ -95,12 +95,22 @@ def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
             raise ModelError(plan)
         plans.append(plan)
     regions = [(f"x{i}", f"y{i}", f"z{i}") if p.operands == 2 else (f"x{i}", f"z{i}") for i, p in enumerate(plans)]
+    # each region as DRAM rows of whole words: (rows, words a row, elements a row); a pooling's
+    # rows are pixels of ``words_c`` words (NHWC), its output's the pooled image's
+    shapes: dict[str, tuple[int, int, int]] = {}
+    for plan, names in zip(plans, regions, strict=True):
+        g = plan.pool
+        for name in names:
+            if g is None:
+                shapes[name] = (plan.rows, plan.words, plan.n)
+            else:
+                pixels = g.out_h * g.out_w if name[0] == "z" else g.in_h * g.in_w
+                shapes[name] = (plan.rows * pixels, g.words_c, plan.n)
     at: dict[str, int] = {}
     top = 0
-    for plan, names in zip(plans, regions, strict=True):
-        for name in names:
-            at[name] = top
-            top += plan.rows * plan.words
+    for name, (rows, words, _) in shapes.items():
+        at[name] = top
+        top += rows * words
     depth = ifmap_words(config)
     if top > depth:
         raise ModelError(f"vector ops: their operands and outputs take {top} ifmap words, the design has {depth}")
@@ -108,23 +118,23 @@ def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
                        config.dataflow is Dataflow.IS)
     base = _align((3 * len(ops) + 3) * COMMAND_BYTES, PAGE)
     tensors: dict[str, TensorLayout] = {}
-    for plan, names in zip(plans, regions, strict=True):
-        for name in names:
-            t = TensorLayout(name, base, plan.rows, plan.words * lanes, 1, False, (plan.rows, plan.n))
-            tensors[name] = t
-            base = _align(base + t.nbytes, PAGE)
+    for name, (rows, words, n) in shapes.items():
+        t = TensorLayout(name, base, rows, words * lanes, 1, False, (rows, n))
+        tensors[name] = t
+        base = _align(base + t.nbytes, PAGE)
 
-    def transfer(opcode: int, name: str, plan: VectorPlan, **waits: int) -> Command:
+    def transfer(opcode: int, name: str, **waits: int) -> Command:
         t = tensors[name]
+        rows, words, _ = shapes[name]
         return Command.make(opcode, **waits, buffer=Buffer.IFMAP, dram_addr=t.base, dram_stride=t.pitch,
-                            rows=plan.rows, words=plan.words, buf_addr=at[name], row_step=plan.words, word_step=1)
+                            rows=rows, words=words, buf_addr=at[name], row_step=words, word_step=1)
 
     cmds: list[Command] = []
-    for i, (op, plan, names) in enumerate(zip(ops, plans, regions, strict=True)):
-        cmds += [transfer(Opcode.LOAD, name, plan) for name in names[:-1]]
+    for i, (op, names) in enumerate(zip(ops, regions, strict=True)):
+        cmds += [transfer(Opcode.LOAD, name) for name in names[:-1]]
         regs = vector_registers(op, lanes, src=at[f"x{i}"], src2=at.get(f"y{i}", at[f"x{i}"]), dst=at[f"z{i}"])
         cmds += vector_commands(regs, wait_dma=1)
-    cmds += [transfer(Opcode.STORE, f"z{i}", plan, wait_vec=int(i == 0)) for i, plan in enumerate(plans)]
+    cmds += [transfer(Opcode.STORE, f"z{i}", wait_vec=int(i == 0)) for i in range(len(plans))]
     if len(cmds) > QUEUE_DEPTH:
         raise ModelError(f"vector ops: {len(cmds)} commands do not fit one queue-load of {QUEUE_DEPTH}")
     return GemmProgram(tuple(cmds), tensors, 0, base, W, False, (), ((0, len(cmds)),))

@@ -36,7 +36,7 @@ from perf_model.vector_timing import VectorPlan, plan_cycles, vector_plan
 from workloads.vector_ops import VectorOp
 
 __all__ = ["VectorColumns", "vector_columns", "host_ops", "plan_bytes", "workload_vector_ops", "VECTOR_ENERGY_PARTS",
-           "row_bytes"]
+           "row_bytes", "word_reads"]
 
 #: Energy parts of the vector work (beside ``perf_model.evaluator.block.ENERGY_PARTS``).
 VECTOR_ENERGY_PARTS = ("vector", "vector_sram", "vector_dram")
@@ -62,8 +62,20 @@ def host_ops(vector_ops: Sequence[tuple[VectorOp, int]], lanes: int) -> list[dic
     return out
 
 
+def word_reads(plan: VectorPlan) -> int:
+    """Words the unit reads in one run, per operand (a pooling: its windows' in-image pixels)."""
+    g = plan.pool
+    if g is not None:
+        return plan.rows * g.words_c * g.inside(0) * g.inside(1)
+    return plan.rows * plan.words * plan.passes
+
+
 def plan_bytes(plan: VectorPlan) -> dict[str, int]:
     """Bytes of one run: ``dram_read``, ``dram_write``, ``sram_read``, ``sram_write``."""
+    g = plan.pool
+    if g is not None:
+        return {"dram_read": plan.rows * g.in_h * g.in_w * plan.n, "dram_write": plan.rows * g.out_h * g.out_w * plan.n,
+                "sram_read": word_reads(plan) * plan.lanes, "sram_write": plan.rows * plan.out_words * plan.lanes}
     word_bytes = plan.rows * plan.words * plan.lanes
     elements = plan.rows * plan.n
     return {"dram_read": elements * plan.operands, "dram_write": elements,
@@ -72,8 +84,8 @@ def plan_bytes(plan: VectorPlan) -> dict[str, int]:
 
 def row_bytes(plan: VectorPlan) -> int:
     """Buffer bytes a row op needs on chip: one row of each operand and of the output (0 for an
-    element-wise op, which streams words)."""
-    return 0 if plan.passes == 1 else (plan.operands + 1) * plan.words * plan.lanes
+    element-wise op or a pooling, which stream words)."""
+    return 0 if plan.passes == 1 or plan.pool is not None else (plan.operands + 1) * plan.words * plan.lanes
 
 
 @dataclass(frozen=True)
@@ -128,7 +140,7 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
                 bytes_[key][at] += count * value
             dram_cycles = (b["dram_read"] + b["dram_write"]) / bw[at]
             stall[at] += count * np.maximum(dram_cycles - cycles, 0.0)
-            lane_words[at] += count * plan.rows * plan.words * lanes * plan.passes
+            lane_words[at] += count * word_reads(plan) * lanes
             steps[at] += count * plan.rows * _SCALAR_STEPS.get(plan.kind, 0)
     scale = tech_energy_scale(d.tech_nm) * (vdd / nominal_vdd(d.tech_nm)) ** 2
     bank_kib = np.asarray(d.ifmap_sram_kib, dtype=np.float64) / np.where(d.double_buffered, 2.0, 1.0)

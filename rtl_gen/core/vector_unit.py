@@ -98,6 +98,8 @@ class VectorUnit(wiring.Component):
         m.d.comb += is_elem.eq(Cat(*(kind == c for c in _ELEMENTWISE)).any())
         is_norm = (kind == _K["layernorm"]) | (kind == _K["rmsnorm"])
         is_soft = kind == _K["softmax"]
+        is_pool = (kind == _K["maxpool"]) | (kind == _K["avgpool"])
+        is_avg = kind == _K["avgpool"]
 
         # -- row state and scalars
         row, row_off, qpos = Signal(16), Signal(a), Signal(16)
@@ -119,8 +121,9 @@ class VectorUnit(wiring.Component):
         issue = Signal()
         s1_live, s1_w, s1_off = Signal(), Signal(24), Signal(a)
         s2_live, s2_off = Signal(), Signal(a)
-        m.d.comb += [self.rd_addr.eq(src + row_off + woff), self.rd2_addr.eq(src2 + row_off + woff),
-                     self.rd_en.eq(issue)]
+        pool_issue, pool_addr = Signal(), Signal(a)  # the window walk's read (pooling)
+        m.d.comb += [self.rd_addr.eq(Mux(is_pool, pool_addr, src + row_off + woff)),
+                     self.rd2_addr.eq(src2 + row_off + woff), self.rd_en.eq(issue | pool_issue)]
         m.d.sync += [s1_live.eq(issue), s1_w.eq(t), s1_off.eq(woff), s2_live.eq(s1_live), s2_off.eq(s1_off)]
 
         vals = [Signal(signed(32), name=f"val{i}") for i in range(lanes)]
@@ -195,8 +198,58 @@ class VectorUnit(wiring.Component):
         reducing = s2_live & ~writing
         with m.If(reducing):
             m.d.sync += [acc_sum.eq(acc_sum + lane_sum), acc_max.eq(lane_max), acc_min.eq(lane_min)]
-        m.d.comb += [self.wr_en.eq(s2_live & writing), self.wr_addr.eq(dst + row_off + s2_off),
-                     self.wr_data.eq(Cat(*(Mux(valid[i], vals[i][:8], 0) for i in range(lanes))))]
+        pool_write, pool_out, pool_data = Signal(), Signal(a), Signal(8 * lanes)
+        m.d.comb += [self.wr_en.eq(Mux(is_pool, pool_write, s2_live & writing)),
+                     self.wr_addr.eq(Mux(is_pool, pool_out, dst + row_off + s2_off)),
+                     self.wr_data.eq(Mux(is_pool, pool_data,
+                                         Cat(*(Mux(valid[i], vals[i][:8], 0) for i in range(lanes)))))]
+
+        # -- the window walk of a pooling (accel_dse.vector_isa: PoolGeometry, pool_registers):
+        # pointers are addresses mod 2**addr_bits (every read lands in range, so wrapping
+        # intermediates are exact); (iy0, ix0) is the window's corner, possibly in the padding
+        in_h, in_w, out_h, out_w = p[0][:16], p[0][16:32], p[1][:16], p[1][16:32]
+        win_h, win_w = p[2][:16], p[2][16:32]
+        st_h, st_w, pad_h, pad_w = p[3][:8], p[3][8:16], p[3][16:24], p[3][24:32]
+        words_c = p[4][:24]
+        rowpitch, xstep, ystep, imgpitch = Signal(a), Signal(a), Signal(a), Signal(a)
+        img_base, oy_ptr, px_ptr, rrow, rcol = Signal(a), Signal(a), Signal(a), Signal(a), Signal(a)
+        cwi, ox, oy = Signal(24), Signal(16), Signal(16)
+        iy0, ix0 = Signal(signed(18)), Signal(signed(18))
+        cx, cy = Signal(16), Signal(16)
+        ptail, pool_s1 = Signal(), Signal()
+        corner_off = Signal(a)  # the padding's offset: pixel (-pad_h, -pad_w) from an image's pixel (0, 0)
+        m.d.comb += corner_off.eq(pad_h * rowpitch + pad_w * words_c)
+
+        def window_span(corner: Value, size: Value, win: Value, label: str) -> tuple[Signal, Signal]:
+            """The first in-image window position along one axis and how many there are."""
+            lo, hi, count = Signal(9, name=f"{label}_lo"), Signal(signed(18), name=f"{label}_hi"), \
+                Signal(16, name=f"{label}_count")
+            m.d.comb += [lo.eq(Mux(corner < 0, -corner, 0)),
+                         hi.eq(Mux(corner + win > size, size - corner, win)),
+                         count.eq(Mux(hi > lo, hi - lo, 0))]
+            return lo, count
+
+        ky_lo, vy = window_span(iy0, in_h, win_h, "pool_y")
+        kx_lo, vx = window_span(ix0, in_w, win_w, "pool_x")
+        live, first = Signal(), Signal()
+        m.d.comb += [live.eq((cy < vy) & (cx < vx)), first.eq((cy == 0) & (cx == 0))]
+        addr0, cur, cur_row = Signal(a), Signal(a), Signal(a)
+        m.d.comb += [addr0.eq(px_ptr + cwi + ky_lo * rowpitch + kx_lo * words_c),
+                     cur.eq(Mux(first, addr0, rcol)), cur_row.eq(Mux(first, addr0, rrow)), pool_addr.eq(cur)]
+        pacc = [Signal(signed(21), name=f"pool_acc{i}") for i in range(lanes)]
+        pool_init = [acc.eq(Mux(is_avg, 0, -128)) for acc in pacc]
+        with m.If(pool_s1):  # a window word's data: each lane's max or sum
+            for lane, acc in enumerate(pacc):
+                x = self.rd_data[8 * lane:8 * lane + 8].as_signed()
+                m.d.sync += acc.eq(Mux(is_avg, acc + x, Mux(x > acc, x, acc)))
+        lane_outs = []
+        for lane, acc in enumerate(pacc):
+            quotient = Signal(signed(10), name=f"pool_avg{lane}")
+            m.d.comb += quotient.eq((((acc + f["pool_bias"]) * f["pool_mult"]) >> f["pool_shift"]) - 128)
+            ok = Signal(name=f"pool_ok{lane}")
+            m.d.comb += ok.eq(cwi * lanes + lane < n)
+            lane_outs.append(Mux(ok, Mux(is_avg, quotient, acc)[:8], 0))
+        m.d.comb += pool_data.eq(Cat(*lane_outs))
 
         # -- scalar datapath: serial divider and square root
         div_num, div_den, div_quo = Signal(32), Signal(32), Signal(32)
@@ -251,6 +304,47 @@ class VectorUnit(wiring.Component):
             with m.State("SETUP"):
                 m.d.sync += [row.eq(0), row_off.eq(0), qpos.eq(0), top.eq(-128), *start_pass(0)]
                 m.next = "PASS"
+                with m.If(is_pool):
+                    m.d.sync += [rowpitch.eq(in_w * words_c), xstep.eq(st_w * words_c)]
+                    m.next = "POOL_SETUP"
+            with m.State("POOL_SETUP"):
+                origin = src - corner_off
+                m.d.sync += [ystep.eq(st_h * rowpitch), imgpitch.eq(in_h * rowpitch), img_base.eq(src),
+                             oy_ptr.eq(origin), px_ptr.eq(origin), iy0.eq(-pad_h), ix0.eq(-pad_w), cwi.eq(0),
+                             ox.eq(0), oy.eq(0), cx.eq(0), cy.eq(0), ptail.eq(0), pool_out.eq(dst), *pool_init]
+                m.next = "POOL"
+            with m.State("POOL"):
+                m.d.comb += pool_issue.eq(live)
+                m.d.sync += pool_s1.eq(live)
+                with m.If(live):
+                    with m.If(cx + 1 < vx):
+                        m.d.sync += [rcol.eq(cur + words_c), rrow.eq(cur_row), cx.eq(cx + 1)]
+                    with m.Else():
+                        m.d.sync += [rcol.eq(cur_row + rowpitch), rrow.eq(cur_row + rowpitch), cx.eq(0),
+                                     cy.eq(cy + 1)]
+                with m.Elif(~ptail):  # the last word's data is accumulating
+                    m.d.sync += ptail.eq(1)
+                with m.Else():  # write the output word, then the next one's window
+                    m.d.comb += pool_write.eq(1)
+                    m.d.sync += [pool_out.eq(pool_out + 1), ptail.eq(0), cx.eq(0), cy.eq(0), *pool_init]
+                    with m.If(cwi + 1 != words_c):
+                        m.d.sync += cwi.eq(cwi + 1)
+                    with m.Else():
+                        m.d.sync += cwi.eq(0)
+                        with m.If(ox + 1 != out_w):
+                            m.d.sync += [ox.eq(ox + 1), ix0.eq(ix0 + st_w), px_ptr.eq(px_ptr + xstep)]
+                        with m.Else():
+                            m.d.sync += [ox.eq(0), ix0.eq(-pad_w)]
+                            with m.If(oy + 1 != out_h):
+                                m.d.sync += [oy.eq(oy + 1), iy0.eq(iy0 + st_h), oy_ptr.eq(oy_ptr + ystep),
+                                             px_ptr.eq(oy_ptr + ystep)]
+                            with m.Else():
+                                nxt = img_base + imgpitch - corner_off
+                                m.d.sync += [oy.eq(0), iy0.eq(-pad_h), row.eq(row + 1),
+                                             img_base.eq(img_base + imgpitch), oy_ptr.eq(nxt), px_ptr.eq(nxt)]
+                                with m.If(row + 1 == rows):
+                                    m.d.sync += [busy.eq(0), self.done.eq(1)]
+                                    m.next = "IDLE"
             with m.State("PASS"):
                 m.d.comb += issue.eq(t < words)
                 m.d.sync += [t.eq(t + 1), woff.eq(woff + Mux(colmajor, rows, 1))]

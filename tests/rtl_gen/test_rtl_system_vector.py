@@ -41,6 +41,11 @@ def _cases() -> list[tuple[VectorOp, np.ndarray, np.ndarray | None, np.ndarray]]
     scores = rng.integers(-128, 128, (1, 2, 3, 6), dtype=np.int8)
     scores[0, 0, 0] = 5  # an all-equal row
     q = 1.0 / 16
+    image = rng.integers(-128, 128, (1, 5, 5, 6), dtype=np.int8)
+    image[0, 0, 0] = -128  # a corner whose clipped window holds the most negative code
+    maps = rng.integers(-128, 128, (2, 3, 3, 5), dtype=np.int8)
+    window = {"window_h": 3, "window_w": 3, "stride_h": 2, "stride_w": 2, "pad_h": 1, "pad_w": 1}
+    whole = {"window_h": 3, "window_w": 3, "stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0}
     return [
         (_op("add", codes.shape, io.add_params(q, 2 * q, q)), codes, other, io.add(codes, other, scale_a=q,
                                                                                    scale_b=2 * q, scale_out=q)),
@@ -53,6 +58,8 @@ def _cases() -> list[tuple[VectorOp, np.ndarray, np.ndarray | None, np.ndarray]]
         (_op("rmsnorm", rows.shape, io.norm_params(9, 1e-6), axis=1), rows, None, io.rmsnorm(rows, 1e-6)),
         (_op("softmax", scores.shape, io.softmax_params(0.5, 1), axis=3), scores, None,
          io.softmax(scores, scale=0.5, causal_offset=1)),
+        (_op("maxpool", image.shape, window), image, None, io.maxpool(image, window=3, stride=2, pad=1)),
+        (_op("avgpool", maps.shape, whole), maps, None, io.global_avgpool(maps).reshape(2, 1, 1, 5)),
     ]
 
 

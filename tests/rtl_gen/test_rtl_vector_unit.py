@@ -5,6 +5,8 @@ model's (``perf_model.vector_timing``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -144,15 +146,76 @@ def test_a_wrong_unit_fails(kind, register, delta):
     assert (bad != np.asarray(ref)).any()
 
 
+def _pool(kind: str, shape: tuple[int, ...], window: tuple[int, int], stride: tuple[int, int],
+          pad: tuple[int, int]) -> VectorOp:
+    return _op(kind, shape, {"window_h": window[0], "window_w": window[1], "stride_h": stride[0],
+                             "stride_w": stride[1], "pad_h": pad[0], "pad_w": pad[1]})
+
+
+def _pool_ref(op: VectorOp, x: np.ndarray) -> np.ndarray:
+    return np.asarray(io._run(op.kind, dict(op.params), x))
+
+
+# (NHWC shape, window, stride, padding, lanes): ResNet's 3x3/2 pad 1 stem pool, a 2x2/2 pool
+# over two images with channels that leave the last word part-filled, a non-square window with
+# unequal strides, a padded 3x3/1 pool (every border window clipped), a global pool (the whole
+# map, one output pixel), and one lane (a word per channel)
+POOL_CASES = [((1, 6, 5, 3), (3, 3), (2, 2), (1, 1), 2), ((2, 4, 4, 5), (2, 2), (2, 2), (0, 0), LANES),
+              ((1, 5, 7, 4), (2, 3), (1, 2), (0, 1), LANES), ((1, 4, 4, 6), (3, 3), (1, 1), (1, 1), LANES),
+              ((2, 3, 4, 9), (3, 4), (1, 1), (0, 0), LANES), ((1, 3, 3, 2), (2, 2), (1, 1), (0, 0), 1)]
+
+
+@pytest.mark.parametrize("kind", ["maxpool", "avgpool"])
+@pytest.mark.parametrize("case", range(len(POOL_CASES)))
+def test_pool_windows(kind, case):
+    """Windowed and global pooling on random codes, bit-exact, at the model's cycles."""
+    shape, window, stride, pad, lanes = POOL_CASES[case]
+    x = _int8(np.random.default_rng(case), shape)
+    op = _pool(kind, shape, window, stride, pad)
+    _check(op, _pool_ref(op, x), x, lanes=lanes)
+
+
+@pytest.mark.parametrize("kind", ["maxpool", "avgpool"])
+def test_pool_edge_values(kind):
+    """The most negative codes (padding never wins a max; an average of -128s stays -128), the
+    largest ones (127 averages to 127: no overflow in the sum or the divide), and rounding
+    halves (a 2x2 average of 1, 2, 1, 2 is 1.5 and rounds up to 2; of -1, -2, -1, -2, -1.5 to -1)."""
+    x = np.full((3, 4, 4, 5), -128, np.int8)
+    x[1] = 127
+    x[2, :2, :2] = np.array([[1, 2], [1, 2]])[:, :, None]
+    x[2, 2:, 2:] = np.array([[-1, -2], [-1, -2]])[:, :, None]
+    for window, stride, pad in (((2, 2), (2, 2), (0, 0)), ((3, 3), (2, 2), (1, 1))):
+        op = _pool(kind, x.shape, window, stride, pad)
+        _check(op, _pool_ref(op, x), x)
+
+
+def test_pool_register_fault_fails():
+    """A wrong stride register gives wrong windows: the comparison sees it."""
+    x = _int8(np.random.default_rng(5), (1, 6, 6, 4))
+    op = _pool("maxpool", x.shape, (2, 2), (2, 2), (0, 0))
+    good, _ = run_vector(op, LANES, x)
+    bad, _ = run_vector(op, LANES, x, tamper=(3, -1))  # stride_h 2 -> 1
+    assert (good == _pool_ref(op, x)).all()
+    assert (bad != _pool_ref(op, x)).any()
+
+
+def test_pool_limits_are_named():
+    big = _pool("avgpool", (1, 64, 65, 8), (64, 65), (1, 1), (0, 0))
+    assert vector_plan(big, LANES) == "avgpool: a 64x65 window averages 4160 codes, the unit's exact divide takes 4095"
+    assert not isinstance(vector_plan(dataclasses.replace(big, kind="maxpool"), LANES), str)
+    flat = _pool("maxpool", (8, 8), (2, 2), (2, 2), (0, 0))
+    assert vector_plan(flat, LANES) == "maxpool: the vector unit pools NHWC images, not a 2-d input"
+    wide = _pool("maxpool", (1, 4, 4, 8), (2, 2), (1, 1), (2, 2))
+    assert "larger than the 4x4 input" in vector_plan(wide, LANES)
+
+
 def test_unsupported_ops_are_named():
-    pool = VectorOp(kind="maxpool", shape=(1, 4, 4, 8), out_shape=(1, 2, 2, 8),
-                    params=(("window_h", 2), ("window_w", 2), ("stride_h", 2), ("stride_w", 2), ("pad_h", 0),
-                            ("pad_w", 0)))
-    reason = vector_plan(pool, LANES)
-    assert isinstance(reason, str) and reason.startswith("maxpool: ")
-    assert vector_cycles(pool, LANES) is None
-    with pytest.raises(ModelError, match="^maxpool: "):
-        vector_registers(pool, LANES)
+    rope = VectorOp(kind="rope", shape=(1, 4, 8), params=(("start", 0), ("theta", 10000)))
+    reason = vector_plan(rope, LANES)
+    assert reason == "rope: the vector unit holds no cos/sin tables"
+    assert vector_cycles(rope, LANES) is None
+    with pytest.raises(ModelError, match="^rope: "):
+        vector_registers(rope, LANES)
     inner = VectorOp(kind="softmax", shape=(4, 6), axis=0, params=tuple(io.softmax_params(1.0, None).items()))
     assert vector_plan(inner, LANES) == "softmax: the vector unit reduces over the last axis, not axis 0"
 
@@ -164,8 +227,9 @@ def test_bad_lanes(lanes):
 
 
 def test_exported_verilog_in_icarus():
-    """The unit exported to Verilog (what Yosys prices) in Icarus, on a LayerNorm with a zero-variance
-    row, a causal softmax and the i-GELU of every code: bit-exact, and the model's cycles."""
+    """The unit exported to Verilog (what Yosys prices) in Icarus, on a padded average pool, a
+    LayerNorm with a zero-variance row, a causal softmax and the i-GELU of every code: bit-exact,
+    and the model's cycles."""
     from pathlib import Path
 
     from accel_dse.simulate import find_simulator
@@ -177,7 +241,10 @@ def test_exported_verilog_in_icarus():
     x = _norm_rows(rng, 9)
     s = _scores(rng, 3, 7)
     codes = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)
-    cases = [(_op("layernorm", x.shape, io.norm_params(9, 1e-5), axis=1), io.layernorm(x), x),
+    image = _int8(rng, (1, 5, 5, 3))
+    pool = _pool("avgpool", image.shape, (3, 3), (2, 2), (1, 1))
+    cases = [(pool, _pool_ref(pool, image), image),
+             (_op("layernorm", x.shape, io.norm_params(9, 1e-5), axis=1), io.layernorm(x), x),
              (_op("softmax", s.shape, io.softmax_params(0.5, 1), axis=3), io.softmax(s, scale=0.5, causal_offset=1), s),
              (_op("gelu", codes.shape, io.GELU_PARAMS), io.gelu(codes), codes)]
     for op, ref, data in cases:

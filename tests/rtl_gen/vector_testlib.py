@@ -5,7 +5,8 @@ The unit sits in :class:`Harness` on a test memory of int8 words (two read ports
 latency and a write port, as an on-chip buffer gives it), initialised with the operands at
 ``src``/``src2`` (rows of ``n`` elements padded to whole words); the op runs from one ``start``
 and the output rows are read back from ``dst`` through the harness's ``host_addr`` port while
-the unit is idle. Returns the output and the busy cycles the unit counted.
+the unit is idle (a pooling's rows are NHWC pixels, its output the pooled image). Returns the
+output and the busy cycles the unit counted.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from amaranth.sim import Simulator
 
 from accel_dse.vector_isa import NPARAMS
 from perf_model.compiler.vector import VectorRegisters, vector_registers
+from perf_model.vector_timing import vector_cycles
 from rtl_gen.core.vector_unit import VectorUnit
 from workloads.vector_ops import VectorOp
 
@@ -65,18 +67,24 @@ class Harness(wiring.Component):
         return m
 
 
+def _row_words(regs: VectorRegisters) -> int:
+    """Words of one row of ``n`` elements in memory (a pooling's rows are pixels)."""
+    return regs.plan.pool.words_c if regs.plan.pool is not None else regs.plan.words
+
+
 def _setup(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None,
            tamper: tuple[int, int] | None) -> tuple[VectorRegisters, list[int]]:
     plan = vector_registers(op, lanes).plan
-    total = plan.rows * plan.words
+    total, out = plan.rows * plan.words, plan.rows * plan.out_words
     regs = vector_registers(op, lanes, src=0, src2=total, dst=2 * total)
     if tamper is not None:
         params = list(regs.params)
         params[tamper[0]] += tamper[1]
         regs = dataclasses.replace(regs, params=tuple(params))
-    init = _words(x.reshape(plan.rows, plan.n), plan.words, lanes)
-    init += _words(y.reshape(plan.rows, plan.n), plan.words, lanes) if y is not None else [0] * total
-    return regs, init + [0] * total
+    words = _row_words(regs)
+    init = _words(x.reshape(-1, plan.n), words, lanes)
+    init += _words(y.reshape(-1, plan.n), words, lanes) if y is not None else [0] * total
+    return regs, init + [0] * out
 
 
 def _values(regs: VectorRegisters) -> dict[str, int]:
@@ -85,10 +93,16 @@ def _values(regs: VectorRegisters) -> dict[str, int]:
             "n": p.n, "qrows": p.qrows, "params": regs.packed_params()}
 
 
+def _out_shape(regs: VectorRegisters, shape: tuple[int, ...]) -> tuple[int, ...]:
+    g = regs.plan.pool
+    return shape if g is None else (shape[0], g.out_h, g.out_w, shape[3])
+
+
 def _unpack(regs: VectorRegisters, words: list[int], shape: tuple[int, ...]) -> np.ndarray:
     p = regs.plan
-    out = np.array([[(word >> (8 * i)) & 0xFF for i in range(p.lanes)] for word in words], np.int64).reshape(p.rows, -1)
-    return np.where(out >= 128, out - 256, out)[:, :p.n].reshape(shape)
+    out = np.array([[(word >> (8 * i)) & 0xFF for i in range(p.lanes)] for word in words], np.int64)
+    out = out.reshape(-1, _row_words(regs) * p.lanes)
+    return np.where(out >= 128, out - 256, out)[:, :p.n].reshape(_out_shape(regs, shape))
 
 
 def run_vector(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None = None,
@@ -102,7 +116,7 @@ def run_vector(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None = N
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     result: dict[str, object] = {}
-    count = regs.plan.rows * regs.plan.words
+    count = regs.plan.rows * regs.plan.out_words
 
     async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
         for port, value in _values(regs).items():
@@ -110,7 +124,7 @@ def run_vector(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None = N
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
-        for _ in range(10 * regs.plan.rows * (3 * regs.plan.words + 200) + 100):
+        for _ in range(10 * regs.plan.rows * (3 * regs.plan.words + 200) + 100 + 4 * vector_cycles(op, lanes)):
             await ctx.tick()
             if ctx.get(dut.done):
                 break
@@ -137,7 +151,7 @@ def run_vector_icarus(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | N
     regs, init = _setup(op, lanes, x, y, None)
     dut = Harness(lanes, init)
     text = verilog.convert(dut, name="vector_harness", emit_src=False, strip_internal_attrs=True)
-    count = regs.plan.rows * regs.plan.words
+    count = regs.plan.rows * regs.plan.out_words
     widths = {name: width or dut.addr_bits for name, width in _REGS}
     lines = ["`timescale 1ns/1ps", "module tb;", "  reg clk = 0, rst = 1, start = 0;",
              *(f"  reg [{widths[name] - 1}:0] {name} = 0;" for name, _ in _REGS),

@@ -26,23 +26,29 @@ WORKLOAD = Workload(
                 _op("layernorm", (1, 4, 40), io.norm_params(40, 1e-5), axis=2, name="ln"),
                 _op("softmax", (1, 2, 4, 8), io.softmax_params(0.5, 0), axis=3, name="scores"),
                 _op("silu", (6, 12), {"gated": 1}, name="gate"),
-                _op("rope", (1, 1, 4, 8), {"start": 0, "theta": 10000}, name="rope")),
-    vector_counts=(1, 2, 1, 1, 1), vector_after=(1, 1, 1, 1, 1))
+                _op("rope", (1, 1, 4, 8), {"start": 0, "theta": 10000}, name="rope"),
+                _op("maxpool", (1, 5, 6, 10), {"window_h": 3, "window_w": 3, "stride_h": 2, "stride_w": 2,
+                                               "pad_h": 1, "pad_w": 1}, name="pool"),
+                _op("avgpool", (2, 3, 3, 6), {"window_h": 3, "window_w": 3, "stride_h": 1, "stride_w": 1,
+                                              "pad_h": 0, "pad_w": 0}, name="gap")),
+    vector_counts=(1, 2, 1, 1, 1, 1, 1), vector_after=(1, 1, 1, 1, 1, 1, 1))
+RUN = ("vector/act", "vector/ln", "vector/scores", "vector/gate", "vector/pool", "vector/gap")
 
 
 def test_the_vector_ops_run_on_the_unit_bit_exact_in_the_walks_cycles(sim_cache):
     report = simulate(TINY, WORKLOAD, simulator="icarus", work_dir=sim_cache)
     by_name = {op.name: op for op in report.ops}
-    assert set(by_name) == {"proj", "vector/act", "vector/ln", "vector/scores", "vector/gate"}
-    for name in ("vector/act", "vector/ln", "vector/scores", "vector/gate"):
+    assert set(by_name) == {"proj", *RUN}
+    for name in RUN:
         op = by_name[name]
         assert op.status == "pass", (name, op.reason)
         assert op.mismatches == 0 and op.total_cycles_match and op.cycles_total_rtl > 0
         assert op.cycles_rtl == op.cycles_model == 0  # the array idles: the unit's cycles are in the total
     assert by_name["vector/ln"].gemm == {"m": 4, "k": 0, "n": 40, "batch": 1}  # four rows of 40
+    assert by_name["vector/pool"].gemm == {"m": 9, "k": 0, "n": 10, "batch": 1}  # 3x3 pooled pixels of 10
     assert any(note.startswith("vector op rope: host work") for note in report.notes), report.notes
     data = json.loads(json.dumps(report.to_dict()))  # what --json prints
-    assert [op["name"] for op in data["ops"]][1:] == ["vector/act", "vector/ln", "vector/scores", "vector/gate"]
+    assert [op["name"] for op in data["ops"]][1:] == list(RUN)
 
 
 def test_a_design_without_the_unit_runs_only_the_matrix_ops(sim_cache):
