@@ -91,9 +91,11 @@ PARAM_FIELDS: dict[str, tuple[tuple[str, int, bool], ...]] = {
     "softmax": (("in_mult", 23, False), ("ln2", 16, False), ("poly_b", 17, False), ("exp_a", 15, False),
                 ("poly_c", 15, False), ("causal_offset", 32, True), ("z_mult", 24, False), ("z_shift", 6, False)),
     # in_hw = in_h | in_w << 16, out_hw likewise, window = window_h | window_w << 16,
-    # step = stride_h | stride_w << 8 | pad_h << 16 | pad_w << 24 (pool_geometry packs them)
+    # step = stride_h | stride_w << 8 | pad_h << 16 | pad_w << 24, pool_bias_shift = bias | shift << 24,
+    # out_words = out_h * out_w * words_c (the sequencer's range check of the output; pool_registers packs them)
     **{kind: (("in_hw", 32, False), ("out_hw", 32, False), ("window", 32, False), ("step", 32, False),
-              ("words_c", 24, False), ("pool_mult", 22, False), ("pool_shift", 6, False), ("pool_bias", 21, False))
+              ("words_c", 24, False), ("pool_mult", 22, False), ("pool_bias_shift", 30, False),
+              ("out_words", 32, False))
        for kind in ("maxpool", "avgpool")},
 }
 
@@ -192,9 +194,6 @@ def pool_geometry(kind: str, shape: tuple[int, ...], params: dict[str, int], lan
     if max(in_h, in_w, wh, ww) >= 1 << 16 or max(sh, sw, ph, pw) >= 1 << 8:
         return (f"{kind}: image {in_h}x{in_w}, window {wh}x{ww}, stride {sh}x{sw} or padding {ph}x{pw} exceeds the "
                 "unit's 16-bit sizes and 8-bit strides and pads")
-    if out_h * out_w > in_h * in_w:
-        return (f"{kind}: the {out_h}x{out_w} output is larger than the {in_h}x{in_w} input "
-                "(padding wider than the window)")
     if kind == "avgpool" and wh * ww > POOL_MAX_WINDOW:
         return f"{kind}: a {wh}x{ww} window averages {wh * ww} codes, the unit's exact divide takes {POOL_MAX_WINDOW}"
     return PoolGeometry(kind, in_h, in_w, out_h, out_w, wh, ww, sh, sw, ph, pw, -(-channels // lanes))
@@ -212,7 +211,8 @@ def pool_registers(g: PoolGeometry) -> tuple[int, ...]:
     """The :data:`NPARAMS` registers of a pooling run (``PARAM_FIELDS``' packing)."""
     mult, shift, bias = pool_divisor(g.window_h * g.window_w) if g.kind == "avgpool" else (0, 0, 0)
     return (g.in_h | g.in_w << 16, g.out_h | g.out_w << 16, g.window_h | g.window_w << 16,
-            g.stride_h | g.stride_w << 8 | g.pad_h << 16 | g.pad_w << 24, g.words_c, mult, shift, bias)
+            g.stride_h | g.stride_w << 8 | g.pad_h << 16 | g.pad_w << 24, g.words_c, mult, bias | shift << 24,
+            g.out_h * g.out_w * g.words_c)
 
 
 def pool_cycles(g: PoolGeometry, rows: int) -> int:

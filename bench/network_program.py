@@ -11,7 +11,7 @@ workload); with ``before``'s rules an add whose operand lies outside its segment
 before it, with ``now``'s it is an input of the segment's program of its own
 (``perf_model.compiler.network.EXTERNAL``: loaded from DRAM, where that op's input is).
 
-Four rule sets, on the same code:
+Five rule sets, on the same code:
 
 * ``before`` (the first network compiler): ``relu``, ``relu6``, ``gelu``, ungated ``silu``, one op
   per link, only between two GEMMs, every link with an op on chip;
@@ -23,10 +23,14 @@ Four rule sets, on the same code:
   (each conv's output kept in the ifmap as the next one's input when the regions fit, else
   through DRAM inside the program); a ResNet downsample (a conv reading its block's input) starts
   a segment, its add's operand (the block's last conv's output) an input of its own;
-* ``now``: also a downsample inside the segment of its block (``compile_conv_network``'s
+* ``downsample``: also a downsample inside the segment of its block (``compile_conv_network``'s
   ``inputs``: it reads the block's input held in the ifmap, its add the block's last conv's
   output). Segments are cut greedily from the first op, so taking the downsample in can end a
-  segment sooner (more programs, fewer bytes): both rows are printed.
+  segment sooner (more programs, fewer bytes): both rows are printed;
+* ``now``: also poolings on conv links (``compile_conv_network``: the unit pools the conv's output,
+  in the ifmap or in bands of rows through DRAM, into the tensor the next conv reads; a pooling
+  starts a block, so the next add's operand is its output), and a requantised GEMM reading a
+  global pool's ``(m, 1, 1, k)`` output (a CNN's classifier) as the 1x1 conv over a 1x1 map it is.
 
 Printed per row: matrix ops and vector-op runs (of which host work: the unit cannot run them,
 ``perf_model.vector_timing.vector_plan``), the ops inside multi-op programs, the programs the
@@ -58,7 +62,7 @@ from accel_dse.commands import Opcode, dram_word_bytes  # noqa: E402
 from accel_dse.config import ArrayConfig, Dataflow  # noqa: E402
 from accel_dse.designs import load_design  # noqa: E402
 from accel_dse.errors import ModelError  # noqa: E402
-from perf_model.compiler.conv_network import compile_conv_network  # noqa: E402
+from perf_model.compiler.conv_network import compile_conv_network, pooled_shape  # noqa: E402
 from perf_model.compiler.network import EXTERNAL, compile_network  # noqa: E402
 from perf_model.vector_timing import vector_plan  # noqa: E402
 from workloads.ops import chain_link  # noqa: E402
@@ -70,8 +74,10 @@ RULES = {
               "trailing": True, "dram": True, "convs": False},
     "convs": {"kinds": ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm"), "several": True,
               "trailing": True, "dram": True, "convs": True, "downsample": False},
-    "now": {"kinds": ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm"), "several": True,
-            "trailing": True, "dram": True, "convs": True, "downsample": True},
+    "downsample": {"kinds": ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm"), "several": True,
+                   "trailing": True, "dram": True, "convs": True, "downsample": True},
+    "now": {"kinds": ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm", "maxpool", "avgpool"),
+            "several": True, "trailing": True, "dram": True, "convs": True, "downsample": True, "pools": True},
 }
 CASES = (("edge", "bert_base:seq=64"), ("tiny", "resnet18:res=32"))
 
@@ -116,14 +122,39 @@ def _conv(op: object) -> bool:
     return isinstance(op, workloads.Conv2d) and op.requant is not None and op.n == 1
 
 
-def _conv_link(a: object, b: object) -> bool:
-    """Whether conv ``b`` reads conv ``a``'s output as is (NHWC shapes equal)."""
-    return (_conv(a) and _conv(b) and (a.n, a.out_h, a.out_w, a.c_out) == (b.n, b.h, b.w, b.c_in))  # type: ignore[attr-defined]
+def _conv_link(a: object, b: object, link: list | None = None) -> bool:
+    """Whether conv ``b`` reads conv ``a``'s output as is (NHWC shapes equal), or pooled by the
+    pooling that ends ``link`` (the vector ops after ``a``)."""
+    if not (_conv(a) and _conv(b)):
+        return False
+    out = (a.n, a.out_h, a.out_w, a.c_out)  # type: ignore[attr-defined]
+    if link and link[-1].kind in ("maxpool", "avgpool") and link[-1].shape == out:
+        try:
+            out = pooled_shape(link[-1])
+        except ModelError:
+            return False
+    return out == (b.n, b.h, b.w, b.c_in)  # type: ignore[attr-defined]
+
+
+def _after_global_pool(op: object, last: workloads.VectorOp) -> object:
+    """A requantised GEMM of one instance reading a global pooling's ``(m, 1, 1, k)`` output (a
+    CNN's classifier after its global average pool) as the 1x1 conv over a 1x1 map it is, so a conv
+    network takes it; any other op as it is."""
+    if not isinstance(op, workloads.Gemm) or op.requant is None or op.batch != 1 \
+            or last.kind not in ("maxpool", "avgpool"):
+        return op
+    try:
+        shape = pooled_shape(last)
+    except ModelError:
+        return op
+    if shape != (op.m, 1, 1, op.k):
+        return op
+    return workloads.Conv2d(n=op.m, h=1, w=1, c_in=op.k, c_out=op.n, kh=1, kw=1, name=op.name, requant=op.requant)
 
 
 def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[tuple[int, int, bool, int]]:
     """``(first op, last op, trailing ops joined, program bytes, queue-loads)`` of each multi-op segment."""
-    ops = wl.ops
+    ops = list(wl.ops)
     after = wl.vector_after or (len(ops),) * len(wl.vector_ops)
     counts = wl.vector_counts or (1,) * len(wl.vector_ops)
     on_link: list[list[workloads.VectorOp]] = [[] for _ in ops]  # ops after matrix op i
@@ -139,8 +170,12 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
         if op.kind == "add":
             block[i] = start
             start = where
+        elif op.kind in ("maxpool", "avgpool") and rules.get("pools", False):
+            start = where  # a pooling starts a block: the next add's operand is its output
     for i in range(len(ops)):
         bad[i] |= len(on_link[i]) > 1 and not rules["several"]
+        if rules.get("pools", False) and i and on_link[i - 1]:
+            ops[i] = _after_global_pool(ops[i], on_link[i - 1][-1])
 
     def downsample(k: int) -> bool:
         """Op ``k`` is a ResNet downsample: a conv reading its block's input (the input of the first op
@@ -199,7 +234,8 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
             return False
         if downsample(e + 1):
             return True
-        linked = chain_link(ops[e], ops[e + 1]) or rules["convs"] and _conv_link(ops[e], ops[e + 1])
+        linked = chain_link(ops[e], ops[e + 1]) or rules["convs"] and _conv_link(
+            ops[e], ops[e + 1], on_link[e] if rules.get("pools", False) else None)
         return bool(linked and (ops[e + 1].a_from_previous or on_link[e]))
 
     out = []

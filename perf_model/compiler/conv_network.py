@@ -7,7 +7,8 @@ last conv) vector ops applied in order to the producer's output, in place: the e
 of ``perf_model.compiler.network`` (``relu``, ``relu6``, ``gelu``, ungated ``silu``) and the
 residual ``add``, whose second operand is the input of an earlier conv (by default the first
 conv of its block: ``network.residual_skips``) held in the ifmap while the convs between run, or
-an input of the network of its own (``network.EXTERNAL``).
+an input of the network of its own (``network.EXTERNAL``), and, last on a link before another
+conv, a max or average pooling (windowed or global): the next conv reads the pooled tensor.
 
 On chip, a tensor between two convs is an ifmap region holding the whole NHWC tensor as the
 consumer's window reads it: pixel ``p``'s channel word ``f`` (``R`` channels a word; ``R == C``)
@@ -22,14 +23,17 @@ the top of the ifmap (``network._Regions``). Conv ``i``:
   commands run there once the MOVEs are in (``wait_dma``), and the next conv's RUNs wait for the
   unit (``wait_vec``);
 * the last conv stores its output to DRAM, unless ops follow it: then they run on its region and
-  a ``STORE`` of the region (``wait_vec``) writes the network's output.
+  a ``STORE`` of the region (``wait_vec``) writes the network's output;
+* a pooling reads the conv's output region (after the link's other ops) and writes the pooled
+  tensor to a region of its own, which the next conv reads in place.
 
 When the regions do not fit the ifmap together with the bands of a conv (or ``keep_on_chip=False``)
 every link goes through DRAM, still in the one program: conv ``i`` stores its output, the link's
 ops run on it in ifmap chunks of its DRAM rows (``network._chunk_commands``), conv ``i + 1`` loads
-its bands from it. The DRAM layouts (``a``, ``b``, ``c``, ``q`` per conv, named ``a0``, ``b{i}``,
-``q{i}``, ``c{last}``) are ``compile_conv``'s; the programs are assembled as one queue-load by
-``network._assemble``.
+its bands from it; a pooling runs over the stored output in bands of rows (:func:`_pool_bands`)
+and stores the pooled tensor ``p{i}``, laid out as the next conv's input. The DRAM layouts (``a``,
+``b``, ``c``, ``q`` per conv, named ``a0``, ``b{i}``, ``q{i}``, ``c{last}``) are ``compile_conv``'s;
+the programs are assembled as one queue-load by ``network._assemble``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from collections.abc import Sequence
 from accel_dse.commands import QUEUE_DEPTH, Buffer, Command, Opcode
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
+from accel_dse.vector_isa import VECTOR_CODES, pool_registers
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv
 from perf_model.compiler.network import (
     EXTERNAL,
@@ -54,8 +59,9 @@ from perf_model.compiler.network import (
     residual_skips,
 )
 from perf_model.compiler.program import GemmProgram, TensorLayout, _buffer_depths, narrow_lanes, reuse_possible
-from perf_model.compiler.vector import vector_commands, vector_registers
+from perf_model.compiler.vector import VectorRegisters, vector_commands, vector_registers
 from perf_model.program_timing import axi_data_bytes
+from perf_model.vector_timing import VectorPlan
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 
@@ -71,8 +77,10 @@ class ConvNetworkProgram(GemmProgram):
     convs: tuple[ConvProgram, ...] = ()
     on_chip: bool = False
 
-#: Vector ops a conv link may carry (element-wise over the NHWC words, ``f(0) = 0``; the add).
-CONV_LINK_KINDS = ("relu", "relu6", "gelu", "silu", "add")
+#: Vector ops a conv link may carry (element-wise over the NHWC words, ``f(0) = 0``; the add; a
+#: pooling, last on its link: it writes the pooled tensor to a region of its own).
+CONV_LINK_KINDS = ("relu", "relu6", "gelu", "silu", "add", "maxpool", "avgpool")
+_POOLS = ("maxpool", "avgpool")
 
 
 def input_words(config: ArrayConfig, conv: Conv2d) -> int:
@@ -85,15 +93,27 @@ def output_words(config: ArrayConfig, conv: Conv2d) -> int:
     return conv.n * conv.out_h * conv.out_w * -(-conv.c_out // config.cols)
 
 
-def _nhwc(config: ArrayConfig, t: TensorLayout, opcode: int, region: int, wait_vec: int = 0) -> Command:
-    """The LOAD (or STORE) of the whole NHWC tensor ``t`` (a DRAM row a pixel) to (from) ``region``."""
+def _nhwc(config: ArrayConfig, t: TensorLayout, opcode: int, region: int, wait_vec: int = 0, row0: int = 0,
+          rows: int | None = None) -> Command:
+    """The LOAD (or STORE) of the whole NHWC tensor ``t`` (a DRAM row a pixel) to (from) ``region``,
+    or of its ``rows`` pixels from pixel ``row0``."""
     lanes = config.rows
     channels = t.shape[1]
     words = -(-channels // lanes)
     narrow = narrow_lanes(channels, lanes, t.elem_bytes, axi_data_bytes(config)) if words == 1 else 0
-    return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP, dram_addr=t.base, dram_stride=t.pitch,
-                        rows=t.rows, words=words, buf_addr=region, row_step=words, word_step=1,
-                        **({"lanes": narrow} if narrow else {}))
+    return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP, dram_addr=t.base + row0 * t.pitch,
+                        dram_stride=t.pitch, rows=t.rows if rows is None else rows, words=words, buf_addr=region,
+                        row_step=words, word_step=1, **({"lanes": narrow} if narrow else {}))
+
+
+def pooled_shape(op: VectorOp) -> tuple[int, int, int, int]:
+    """The NHWC output of pooling ``op`` (``ModelError`` if its geometry is not one the unit runs)."""
+    from accel_dse.vector_isa import pool_geometry
+
+    g = pool_geometry(op.kind, op.shape, dict(op.params), 1)
+    if isinstance(g, str):
+        raise ModelError(g)
+    return (op.shape[0], g.out_h, g.out_w, op.shape[3])
 
 
 def _flat(op: VectorOp, words: int, lanes: int) -> VectorOp:
@@ -146,8 +166,16 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     if len(skip_of) > count:
         raise ModelError(f"skips must have at most one entry per link and op ({count}), not {len(skip_of)}")
     skip_of += [None] * (count - len(skip_of))
-    shapes = [(convs[0].n, convs[0].h, convs[0].w, convs[0].c_in)] + [
-        (c.n, c.out_h, c.out_w, c.c_out) for c in convs]
+    shapes = [(convs[0].n, convs[0].h, convs[0].w, convs[0].c_in)]
+    for i, c in enumerate(convs):
+        out = (c.n, c.out_h, c.out_w, c.c_out)
+        for at, op in enumerate(ops[i]):
+            if op.kind in _POOLS:
+                if at + 1 != len(ops[i]) or op.shape != out:
+                    raise ModelError(f"link {i}: a {op.kind} must be the link's last op, on conv {i}'s "
+                                     f"{'x'.join(map(str, out))} output (NHWC), not {'x'.join(map(str, op.shape))}")
+                out = pooled_shape(op)
+        shapes.append(out)
     used = set(reads)
     for i, conv in enumerate(convs):
         k = reads[i]
@@ -157,7 +185,7 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
                              f"({got}): its input must be the network's input or an earlier conv's output")
         if conv.requant is None:
             raise ModelError(f"conv {i} is not requantised: only int8 outputs stay on chip")
-        out = shapes[i + 1]
+        out = (conv.n, conv.out_h, conv.out_w, conv.c_out)
         for op in ops[i]:
             if op.kind not in CONV_LINK_KINDS or (op.kind == "silu" and op.param("gated", 0)):
                 raise ModelError(f"link {i}: a {op.kind} cannot run in place on a conv link (one of "
@@ -172,6 +200,8 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
         if k not in used:
             raise ModelError(f"conv {k - 1}'s output (tensor {k}) is read by no later conv or add")
     externals = [i for i, j in enumerate(skip_of) if j == EXTERNAL and any(o.kind in TWO_OPERAND for o in ops[i])]
+    if trailing and ops[-1][-1].kind in _POOLS:
+        raise ModelError("a pooling after the last conv: the network's output is the last conv's (store, then pool)")
     reason = "asked for (keep_on_chip = False)"
     if keep_on_chip and not reuse_possible(config):
         reason = f"design {config.short_name()} cannot move an output into its ifmap (WS with R == C)"
@@ -223,7 +253,13 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
         k = reads[i]
         a_region = regions.at(f"x{k}") if f"x{k}" in regions.live else None
         c_region = None
-        if i + 1 < count or ops[i]:
+        pool_region = 0
+        pool = ops[i][-1] if ops[i] and ops[i][-1].kind in _POOLS else None
+        if pool is not None:  # the conv's output, then the pooled tensor in a region of its own
+            c_region = regions.take(f"y{i}", output_words(config, conv))
+            g = vector_registers(pool, lanes).plan
+            pool_region = regions.take(f"x{i + 1}", g.rows * g.out_words)
+        elif i + 1 < count or ops[i]:
             c_region = regions.take(f"x{i + 1}", output_words(config, conv))
         try:
             program = compile_conv(config, conv, requant=True, a_region=a_region, c_region=c_region,
@@ -234,6 +270,10 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
         words = output_words(config, conv)
         at = c_region if c_region is not None else 0  # c_region is set whenever ops[i] is
         for op in ops[i]:
+            if op is pool:
+                vector += vector_commands(vector_registers(op, lanes, src=at, src2=at, dst=pool_region),
+                                          wait_dma=1)
+                continue
             j = skips[i]
             src2 = at
             if op.kind in TWO_OPERAND and j is not None:
@@ -245,6 +285,7 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
             if end == i:
                 regions.free(f"x{t}")
         regions.free(f"s{i}")
+        regions.free(f"y{i}")
         # a conv's RUNs wait for the unit once any link before it ran ops (its input, or a region it reuses)
         parts.append((program, functools.partial(_fixed, config, vector, store_at, f"c{i}"), any(ops[:i]), None))
     return head, parts
@@ -262,13 +303,19 @@ def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[
                   skips: list[int | None], reads: list[int],
                   tilings: list[ConvTiling | None]) -> tuple[list[tuple[str, int]], list[_Part]]:
     """Every tensor through DRAM: conv ``i`` stores its output, its link's ops run on it in ifmap chunks,
-    a conv reading it loads its bands from it."""
+    a conv reading it loads its bands from it; a pooling on the link reads the stored output in bands
+    of rows and stores the pooled tensor ``p{i}`` (:func:`_pool_bands`), which the next conv reads."""
+    programs = [compile_conv(config, conv, requant=True, tiling=tilings[i]) for i, conv in enumerate(convs)]
+    pooled = {i for i in range(len(convs)) if ops[i] and ops[i][-1].kind in _POOLS}
+
     def name(t: int) -> str:
-        return "a0" if t == 0 else f"c{t - 1}"
+        if t == 0:
+            return "a0"
+        return f"p{t - 1}" if t - 1 in pooled else f"c{t - 1}"
 
     parts: list[_Part] = []
     for i, conv in enumerate(convs):
-        program = compile_conv(config, conv, requant=True, tiling=tilings[i])
+        program = programs[i]
         j = skips[i]
         skip = None
         if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]):
@@ -276,5 +323,61 @@ def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[
         rows = conv.n * conv.out_h * conv.out_w  # the output as the chunks see it: a DRAM row a pixel
         stand_in = Gemm(m=rows, k=1, n=conv.c_out)
         alias = name(reads[i]) if i > 0 else None
-        parts.append((program, functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip), False, alias))
+        build = functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip)
+        if i in pooled:  # the pooled tensor laid out as its reader's input, placed with this conv's tensors
+            reader = programs[reads.index(i + 1)]
+            a = reader.tensors["a"]
+            tail = (1 << reader.pack) - 1 if getattr(reader, "pack", 0) else 0
+            top = max(t.base + t.nbytes for t in program.tensors.values())
+            layout = dataclasses.replace(a, name="p", base=-(-top // 4096) * 4096, rows=a.rows - tail)
+            program = dataclasses.replace(program, tensors={**program.tensors, "p": layout})
+            build = functools.partial(_pool_bands, config, conv, ops[i], i, skip)
+        parts.append((program, build, False, alias))
     return [], parts
+
+
+def _pool_bands(config: ArrayConfig, conv: Conv2d, link: tuple[VectorOp, ...], i: int, skip: str | None,
+                tensors: dict[str, TensorLayout]) -> list[Command]:
+    """Link ``i``'s ops through DRAM when a pooling ends it: the ops before it in chunks over conv
+    ``i``'s stored output ``c{i}`` (``network._chunked``), then the pooling in bands of output rows:
+    LOAD the band's input rows (its windows' rows, clipped to the image) into the ifmap, ``VECTOR``
+    over them with the band's geometry (its first window row's offset as the top padding, its own
+    output rows), ``STORE`` the pooled rows to ``p{i}``. A band's input and output fit the ifmap together."""
+    from accel_dse.vector_isa import PoolGeometry
+
+    *before, pool = link
+    lanes = config.vector_lanes
+    out = _chunked(config, Gemm(m=conv.n * conv.out_h * conv.out_w, k=1, n=conv.c_out), tuple(before), f"c{i}", skip,
+                   tensors) if before else []
+    src, dst = tensors[f"c{i}"], tensors[f"p{i}"]
+    p = dict(pool.params)
+    _, h, w, c = pool.shape
+    _, oh, ow, _ = pooled_shape(pool)
+    wh, sh, ph = p["window_h"], p["stride_h"], p["pad_h"]
+    words_c = -(-c // lanes)
+    depth = _buffer_depths(config)[0]
+
+    def band_rows(oy0: int, oy1: int) -> tuple[int, int]:
+        return max(0, oy0 * sh - ph), min(h, (oy1 - 1) * sh - ph + wh)
+
+    # a band of ``per`` output rows reads at most (per - 1) * stride + window rows; its output beside them
+    per = oh
+    while per > 1 and (((per - 1) * sh + wh) * w + per * ow) * words_c > depth:
+        per -= 1
+    if (wh * w + ow) * words_c > depth:
+        raise ModelError(f"link {i}: a band of {wh} rows of the {h}x{w}x{c} map does not fit the ifmap ({depth} "
+                         "words) with its pooled row")
+    for img in range(conv.n):
+        for oy0 in range(0, oh, per):
+            oy1 = min(oh, oy0 + per)
+            r0, r1 = band_rows(oy0, oy1)
+            in_words = (r1 - r0) * w * words_c
+            g = PoolGeometry(pool.kind, r1 - r0, w, oy1 - oy0, ow, wh, p["window_w"], sh, p["stride_w"],
+                             r0 - (oy0 * sh - ph), p["pad_w"], words_c)
+            plan = VectorPlan(pool.kind, lanes, 1, in_words, c, 1, 1, g)
+            regs = VectorRegisters(plan, VECTOR_CODES[pool.kind], 0, 0, in_words, pool_registers(g))
+            out.append(_nhwc(config, src, Opcode.LOAD, 0, wait_vec=1, row0=(img * h + r0) * w, rows=(r1 - r0) * w))
+            out += vector_commands(regs, wait_dma=1)
+            out.append(_nhwc(config, dst, Opcode.STORE, in_words, wait_vec=1, row0=(img * oh + oy0) * ow,
+                             rows=(oy1 - oy0) * ow))
+    return out

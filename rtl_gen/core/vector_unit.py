@@ -245,7 +245,7 @@ class VectorUnit(wiring.Component):
         lane_outs = []
         for lane, acc in enumerate(pacc):
             quotient = Signal(signed(10), name=f"pool_avg{lane}")
-            m.d.comb += quotient.eq((((acc + f["pool_bias"]) * f["pool_mult"]) >> f["pool_shift"]) - 128)
+            m.d.comb += quotient.eq((((acc + p[6][:21]) * f["pool_mult"]) >> p[6][24:30]) - 128)
             ok = Signal(name=f"pool_ok{lane}")
             m.d.comb += ok.eq(cwi * lanes + lane < n)
             lane_outs.append(Mux(ok, Mux(is_avg, quotient, acc)[:8], 0))

@@ -52,7 +52,7 @@ from accel_dse.commands import (
     queue_entry_commands,
 )
 from accel_dse.errors import ConfigError
-from accel_dse.vector_isa import VECTOR_CODES
+from accel_dse.vector_isa import POOL_KINDS, VECTOR_CODES
 from rtl_gen.soc.axi import ADDR_BITS
 from rtl_gen.soc.dma import TRANSFER_BITS
 from rtl_gen.soc.move import MOVE_FIELDS
@@ -185,13 +185,16 @@ class Sequencer(wiring.Component):
             m.d.comb += [nxt.eq(pc + 1), rp2.addr.eq(nxt[sel:sel + ceil_log2(entries)])]
             params = rp2.data.word_select(nxt[:sel], 8 * COMMAND_BYTES) if per > 1 else rp2.data
             vrows, vwords = _field(cmd, "vrows"), _field(cmd, "vwords")
-            span = Signal(64)
-            m.d.comb += span.eq(vrows * vwords)
+            span, out_span = Signal(64), Signal(64)
+            pooling = Cat(*(_field(cmd, "vkind") == VECTOR_CODES[k] for k in POOL_KINDS)).any()
+            m.d.comb += [span.eq(vrows * vwords),  # a pooling's output: vrows images of out_words words
+                         out_span.eq(vrows * Mux(pooling, _field(params, "vp7"), vwords))]
             ifmap_depth = self.depths[Buffer.IFMAP]
             vector_bad = is_vector & (
                 (_field(cmd, "vkind") == 0) | (_field(cmd, "vkind") > len(VECTOR_CODES)) | (vrows == 0) | (vwords == 0)
                 | (_field(cmd, "vn") == 0) | (_field(cmd, "vn") > vwords * self.vector_lanes) | (pc + 1 >= length)
-                | Cat(*(_field(cmd, name) + span > ifmap_depth for name in ("vsrc", "vsrc2", "vdst"))).any())
+                | Cat(*(_field(cmd, name) + span > ifmap_depth for name in ("vsrc", "vsrc2"))).any()
+                | (_field(cmd, "vdst") + out_span > ifmap_depth))
         axi_err = (self.ld.axi_error & ~self.ld.busy) | (self.st.axi_error & ~self.st.busy)
         win_err = self.run.window_error & ~run_busy
         is_window = op == Opcode.WINDOW

@@ -66,6 +66,9 @@ def _run(convs, links, keep_on_chip: bool, seed: int = 0, drop_vector: bool = Fa
     for i, (conv, w) in enumerate(zip(convs, ws, strict=True)):
         y = conv_reference(conv, h, w, conv.requant)
         for op in link_ops(links[i] if i < len(links) else None):
+            if op.kind in ("maxpool", "avgpool"):
+                y = np.asarray(io._run(op.kind, dict(op.params), jnp.asarray(y, jnp.int8))).astype(np.int64)
+                continue
             y = np.asarray(jnp.maximum(jnp.asarray(y, jnp.int8), 0) if op.kind == "relu" else io.add(
                 jnp.asarray(y, jnp.int8), jnp.asarray(x, jnp.int8), scale_a=1 / 16, scale_b=1 / 32,
                 scale_out=1 / 16)).astype(np.int64)
@@ -120,6 +123,57 @@ def test_the_second_conv_reads_the_region_in_row_tiles_channel_blocks_and_tap_ti
     assert windows  # channel blocks of one word out of two-word pixels
     assert (got == want).all(), np.argwhere(got != want)[:5]
     assert run.total == run.model.total
+
+
+def _pool(kind: str, shape: tuple[int, ...], window: int, stride: int, pad: int) -> VectorOp:
+    return VectorOp(kind=kind, shape=shape, params=(("window_h", window), ("window_w", window), ("stride_h", stride),
+                                                    ("stride_w", stride), ("pad_h", pad), ("pad_w", pad)))
+
+
+@pytest.mark.parametrize("kind", ["maxpool", "avgpool"])
+def test_a_pooling_between_two_convs_stays_on_chip(kind):
+    """conv 3x3 (8x8x4) -> ReLU -> 3x3/2 pad-1 pooling -> conv 3x3 on the 4x4 map, ResNet's stem
+    pattern: the conv's output MOVEd into the ifmap, the ReLU in place, the unit pooling it into a
+    region of its own that the second conv's window reads; bit-exact, RTL == walk, no DRAM trip."""
+    convs = [_conv(4, 4, hw=8), _conv(4, 4, hw=4)]
+    got, want, run, prog = _run(convs, [(RELU, _pool(kind, (1, 8, 8, 4), 3, 2, 1))], keep_on_chip=True)
+    assert prog.on_chip
+    assert [c["vkind"] for c in prog.commands if c.opcode == Opcode.VECTOR] == [3, 10 if kind == "maxpool" else 11]
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+    assert _dram_bytes(prog) == sum(prog.tensors[n].nbytes for n in ("a0", "b0", "b1", "q0", "q1", "c1"))
+
+
+@pytest.mark.parametrize("kind, window, stride, pad", [("maxpool", 3, 2, 1), ("avgpool", 2, 2, 0)])
+def test_a_pooling_link_through_dram_runs_in_bands(kind, window, stride, pad):
+    """The same stem pattern on a 16x16 map with a 1 KiB ifmap: the link goes through DRAM inside the
+    program, the unit pools the stored output in bands of rows (each band's input rows with their
+    window overlap, its top padding only at the image's top) into the pooled tensor the second conv
+    reads; bit-exact, RTL == walk."""
+    config = dataclasses.replace(TINY, ifmap_sram_kib=1)
+    convs = [_conv(4, 4, hw=16), _conv(4, 4, hw=8)]
+    link = (RELU, _pool(kind, (1, 16, 16, 4), window, stride, pad))
+    got, want, run, prog = _run(convs, [link], keep_on_chip=False, config=config)
+    assert not prog.on_chip
+    pools = [c for c in prog.commands if c.opcode == Opcode.VECTOR and c["vkind"] in (10, 11)]
+    assert len(pools) > 1  # bands
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+
+
+def test_a_pooling_link_is_refused_where_it_cannot_run():
+    """A pooling must end its link, and not follow the last conv (the network's output is a conv's),
+    and the next conv must read its pooled shape: else the network is refused with the reason."""
+    from accel_dse.errors import ModelError
+
+    convs = [_conv(4, 4, hw=8), _conv(4, 4, hw=4)]
+    pool = _pool("maxpool", (1, 8, 8, 4), 3, 2, 1)
+    with pytest.raises(ModelError, match="link 0: a maxpool must be the link's last op"):
+        compile_conv_network(TINY, convs, [(pool, RELU)])
+    with pytest.raises(ModelError, match="a pooling after the last conv"):
+        compile_conv_network(TINY, convs[:1], [pool])
+    with pytest.raises(ModelError, match="conv 1 reads 1x8x8x4"):
+        compile_conv_network(TINY, [convs[0], _conv(4, 4, hw=8)], [pool])
 
 
 def test_the_chained_pair_fails_without_its_relu():

@@ -141,6 +141,15 @@ def test_a_malformed_vector_command_stops_with_error_code_7():
     sync = Command.make(Opcode.SYNC)
     run = _malformed(TINY, [sync, beyond, block])  # its output would pass the ifmap's 1024 words
     assert (run.error_code, run.error_pc) == (ERROR_VECTOR, 1)
+    pool = list(vector_program(TINY, [_cases()[-2][0]]).commands)  # the 5x5x6 max pool, 3x3 out
+    p_head, p_block = pool[1], pool[2]
+    assert p_head.opcode == Opcode.VECTOR and p_head["vkind"] == 10
+    assert (p_head["vwords"], p_block["vp7"]) == (50, 18)  # 25 pixels of 2 words in, 9 out
+    # its output region is checked for its own size (register 7), not the input's 50 words: at word
+    # 1006 its 18 words fit (it runs), at 1007 they pass the ifmap's 1024
+    for dst, code in ((1006, 0), (1007, ERROR_VECTOR)):
+        moved = dataclasses.replace(p_head, fields=tuple((k, dst if k == "vdst" else v) for k, v in p_head.fields))
+        assert _malformed(TINY, [sync, moved, p_block]).error_code == code, dst
     run = _malformed(TINY, [sync, head])  # no slot left for its parameter block
     assert (run.error_code, run.error_pc) == (ERROR_VECTOR, 1)
     bare = load_design("tiny")

@@ -205,8 +205,9 @@ def test_pool_limits_are_named():
     assert not isinstance(vector_plan(dataclasses.replace(big, kind="maxpool"), LANES), str)
     flat = _pool("maxpool", (8, 8), (2, 2), (2, 2), (0, 0))
     assert vector_plan(flat, LANES) == "maxpool: the vector unit pools NHWC images, not a 2-d input"
-    wide = _pool("maxpool", (1, 4, 4, 8), (2, 2), (1, 1), (2, 2))
-    assert "larger than the 4x4 input" in vector_plan(wide, LANES)
+    still = _pool("maxpool", (1, 4, 4, 8), (2, 2), (0, 1), (0, 0))
+    assert vector_plan(still, LANES) == ("maxpool: window 2x2, stride 0x1 and padding 0x0 must be positive "
+                                         "(padding >= 0)")
 
 
 def test_unsupported_ops_are_named():
