@@ -63,6 +63,7 @@ from accel_dse.config import ArrayConfig, Dataflow  # noqa: E402
 from accel_dse.designs import load_design  # noqa: E402
 from accel_dse.errors import ModelError  # noqa: E402
 from perf_model.compiler.conv_network import compile_conv_network, pooled_shape  # noqa: E402
+from perf_model.compiler.conv_workload import after_global_pool  # noqa: E402
 from perf_model.compiler.network import EXTERNAL, compile_network  # noqa: E402
 from perf_model.vector_timing import vector_plan  # noqa: E402
 from workloads.ops import chain_link  # noqa: E402
@@ -136,22 +137,6 @@ def _conv_link(a: object, b: object, link: list | None = None) -> bool:
     return out == (b.n, b.h, b.w, b.c_in)  # type: ignore[attr-defined]
 
 
-def _after_global_pool(op: object, last: workloads.VectorOp) -> object:
-    """A requantised GEMM of one instance reading a global pooling's ``(m, 1, 1, k)`` output (a
-    CNN's classifier after its global average pool) as the 1x1 conv over a 1x1 map it is, so a conv
-    network takes it; any other op as it is."""
-    if not isinstance(op, workloads.Gemm) or op.requant is None or op.batch != 1 \
-            or last.kind not in ("maxpool", "avgpool"):
-        return op
-    try:
-        shape = pooled_shape(last)
-    except ModelError:
-        return op
-    if shape != (op.m, 1, 1, op.k):
-        return op
-    return workloads.Conv2d(n=op.m, h=1, w=1, c_in=op.k, c_out=op.n, kh=1, kw=1, name=op.name, requant=op.requant)
-
-
 def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[tuple[int, int, bool, int]]:
     """``(first op, last op, trailing ops joined, program bytes, queue-loads)`` of each multi-op segment."""
     ops = list(wl.ops)
@@ -175,7 +160,7 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
     for i in range(len(ops)):
         bad[i] |= len(on_link[i]) > 1 and not rules["several"]
         if rules.get("pools", False) and i and on_link[i - 1]:
-            ops[i] = _after_global_pool(ops[i], on_link[i - 1][-1])
+            ops[i] = after_global_pool(ops[i], on_link[i - 1][-1])
 
     def downsample(k: int) -> bool:
         """Op ``k`` is a ResNet downsample: a conv reading its block's input (the input of the first op

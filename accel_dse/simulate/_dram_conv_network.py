@@ -26,7 +26,7 @@ from accel_dse.config import ArrayConfig
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
 from accel_dse.simulate._dram_program import layout_dict
 
-__all__ = ["conv_chain", "kept_chains", "conv_network_job", "conv_network_note", "kept_chains_note"]
+__all__ = ["conv_chain", "kept_chains", "conv_network_job", "conv_network_note", "kept_chains_note", "whole_network"]
 
 
 def _runs_chains(design: ArrayConfig) -> bool:
@@ -104,17 +104,54 @@ def kept_chains(design: ArrayConfig, workload: Any, selected: list[tuple[str, An
     return kept
 
 
-def network_program(design: ArrayConfig, convs: list[Any]) -> Any:
-    """``compile_conv_network`` of ``convs`` on ``design`` (no vector ops on the links), kept for the
-    few calls of one ``simulate`` (the chain's check, its job and its note compile it once)."""
+def whole_network(design: ArrayConfig, workload: Any, selected: list[tuple[str, Any, int]], scale: float,
+                  notes: list[str]) -> Any:
+    """The whole workload as one conv network on ``design`` with its vector unit
+    (``perf_model.compiler.conv_workload.conv_network_spec``: every matrix op a conv, every vector op
+    on a link, poolings and residual adds included), or ``None`` with the reason in ``notes``."""
+    from accel_dse.errors import ModelError
+    from perf_model.compiler.conv_workload import conv_network_spec
+
+    if not design.vector_unit or not _runs_chains(design) or len(selected) != len(workload.ops):
+        return None
+    count = len(workload.vector_ops)
+    spec = conv_network_spec(workload.ops, workload.vector_ops, workload.vector_after or (len(workload.ops),) * count,
+                             workload.vector_counts or (1,) * count)
+    if isinstance(spec, str):
+        notes.append(f"not one program for the whole network ({spec})")
+        return None
+    try:
+        network_program(design, scaled_convs(list(spec.convs), scale), spec)
+    except ModelError as exc:
+        notes.append(f"not one program for the whole network ({exc})")
+        return None
+    return spec
+
+
+def _scaled_spec(spec: Any, images: int) -> tuple[tuple[Any, ...], ...]:
+    """The links of ``spec`` with each pooling over ``images`` images (as the convs are scaled)."""
+    import dataclasses
+
+    return tuple(tuple(dataclasses.replace(op, shape=(images, *op.shape[1:]), out_shape=None)
+                       if op.kind in ("maxpool", "avgpool") else op for op in link) for link in spec.links)
+
+
+def network_program(design: ArrayConfig, convs: list[Any], spec: Any = None) -> Any:
+    """``compile_conv_network`` of ``convs`` on ``design`` (no vector ops on the links, or those of
+    ``spec``: a whole network's, ``whole_network``), kept for the few calls of one ``simulate`` (the
+    chain's check, its job and its note compile it once)."""
     from perf_model.compiler.conv_network import compile_conv_network
 
-    key = (design, tuple(convs))
+    key = (design, tuple(convs), spec)
     prog = _PROGRAMS.get(key)
     if prog is None:
         if len(_PROGRAMS) >= 8:
             _PROGRAMS.clear()
-        prog = _PROGRAMS[key] = compile_conv_network(design, convs, [None] * (len(convs) - 1))
+        if spec is None:
+            prog = compile_conv_network(design, convs, [None] * (len(convs) - 1))
+        else:
+            prog = compile_conv_network(design, convs, _scaled_spec(spec, convs[0].n), spec.skips, inputs=spec.inputs)
+        _PROGRAMS[key] = prog
     return prog
 
 
@@ -130,10 +167,13 @@ def scaled_convs(convs: list[Any], scale: float) -> list[Any]:
 
 
 def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], seed: int, latency: int,
-                     job_type: Any, *, index: int = 0, name: str = "network", scale: float = 1.0
+                     job_type: Any, *, index: int = 0, name: str = "network", scale: float = 1.0, spec: Any = None
                      ) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
     """The network's one job (``job_type``: ``DramJob``; op ``index`` of the program, named ``name``),
-    its op entry of the meta and its image; the first ``ceil(n * scale)`` images.
+    its op entry of the meta and its image; the first ``ceil(n * scale)`` images. With ``spec``
+    (``whole_network``) the convs are its, and the reference applies each link's ops
+    (``workloads._int_ops``: a residual add's second operand the tensor ``spec.skips`` names) and
+    reads each conv's input from the tensor ``spec.inputs`` names.
 
     Raises:
         ModelError: the compiler cannot build the program (its reason).
@@ -144,14 +184,17 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
     import perf_model
     import workloads
     from perf_model.compiler.conv import conv_weight_matrix
+    from workloads import _int_ops
 
-    convs = scaled_convs([op for _, op, _ in selected], scale)
-    prog = network_program(design, convs)
+    convs = scaled_convs(list(spec.convs) if spec is not None else [op for _, op, _ in selected], scale)
+    prog = network_program(design, convs, spec)
+    links = _scaled_spec(spec, convs[0].n) if spec is not None else ((),) * len(convs)
     t = prog.tensors
     x = np.asarray(workloads.conv_nhwc_reference(convs[0], seed)[0]).astype(np.int64)
     tensors = {"a0": pack_tensor(t["a0"], x.reshape(-1, convs[0].c_in))}
-    h = x
+    held = [x]  # tensor k: the network's input, then conv k - 1's output after its link
     for i, op in enumerate(convs):
+        h = held[spec.inputs[i]] if spec is not None else held[-1]
         w = np.asarray(workloads.conv_nhwc_reference(op, seed + i)[1]).astype(np.int64)
         tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], conv_weight_matrix(op, prog.convs[i], design.rows, w))
         tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(op.requant, op.c_out))
@@ -161,6 +204,12 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
             dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=op.groups,
             preferred_element_type=jnp.int32)
         h = np.asarray(workloads.output_stage(acc, op.requant)).astype(np.int64)
+        for vop in links[i]:
+            args = [jnp.asarray(h, jnp.int8)]
+            if vop.kind == "add":
+                args.append(jnp.asarray(held[spec.skips[i]], jnp.int8))
+            h = np.asarray(_int_ops._run(vop.kind, dict(vop.params), *args)).astype(np.int64)
+        held.append(h)
     last = len(convs) - 1
     timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))
     image = f"img_{index}_0"
@@ -177,15 +226,19 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
     return job, meta, {image: program_image(prog, tensors)}
 
 
-def conv_network_note(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float = 1.0) -> str:
+def conv_network_note(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float = 1.0,
+                      spec: Any = None) -> str:
     """The note saying how the one program keeps the convs' activations."""
-    convs = scaled_convs([op for _, op, _ in selected], scale)
-    prog = network_program(design, convs)
+    convs = scaled_convs(list(spec.convs) if spec is not None else [op for _, op, _ in selected], scale)
+    prog = network_program(design, convs, spec)
     how = ("each output kept in the ifmap as the next conv's NHWC input (MOVE, the next window reads it in place, "
            "pads made on chip)" if prog.on_chip else
            "links through DRAM, as the ifmap cannot hold the tensors beside the bands (each output stored, the next "
            "conv loads its bands from it)")
-    return (f"one program for the whole network: {len(convs)} convs, {how}; only the network's output is read back")
+    ops = sum(len(link) for link in spec.links) if spec is not None else 0
+    between = f" and {ops} vector op(s) on their links (the vector unit; no host step between ops)" if ops else ""
+    return (f"one program for the whole network: {len(convs)} convs{between}, {how}; {len(prog.chunks)} "
+            "queue-load(s); only the network's output is read back")
 
 
 def kept_chains_note(selected: list[tuple[str, Any, int]], chains: list[tuple[int, int]]) -> str:

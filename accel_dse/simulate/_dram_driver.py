@@ -106,14 +106,15 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                  vector_ops: list[tuple[str, Any]] | None = None,
                  network: list[Any] | None = None,
                  conv_chains: list[tuple[int, int]] | None = None,
-                 force_chip: bool = False) -> tuple[list[DramJob], DramProgram]:
+                 force_chip: bool = False, conv_spec: Any = None) -> tuple[list[DramJob], DramProgram]:
     """Compile and lay out every op (``results_dir`` of the program's meta is filled in later);
     ``network``: the link ops of a chain run from one program (``accel_dse.simulate._dram_network``);
     ``conv_chains``: ``(first, last)`` ops of ``selected`` each run as one conv-network program
     (``accel_dse.simulate._dram_conv_network``), one op of the program's meta named ``network``
     when it is the whole selection, else its convs' names joined by ``+``; ``force_chip``: every
     conv the design builds windows for runs them on chip, also where the model scores the host's
-    im2col GEMM faster (``simulate``'s ``conv_path="chip"``).
+    im2col GEMM faster (``simulate``'s ``conv_path="chip"``); ``conv_spec``: the whole selection is
+    one CNN with its vector ops (``accel_dse.simulate._dram_conv_network.whole_network``).
 
     Raises:
         SimulationError: an op the design cannot run (the compiler's reason).
@@ -167,7 +168,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
             try:
                 job, entry, net_images = conv_network_job(
                     design, part, seed, DRAM_LATENCY, DramJob, index=pos, scale=scale,
-                    name="network" if whole else "+".join(n for n, _, _ in part))
+                    name="network" if whole else "+".join(n for n, _, _ in part), spec=conv_spec if whole else None)
             except ModelError as exc:
                 raise SimulationError(f"the convs {part[0][0]} .. {part[-1][0]} as one program: {exc}") from exc
             jobs.append(job)
@@ -341,7 +342,8 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
              chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
              notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False,
              vector_ops: list[tuple[str, Any]] | None = None, network: list[Any] | None = None,
-             conv_chains: list[tuple[int, int]] | None = None, force_chip: bool = False) -> SimulationReport:
+             conv_chains: list[tuple[int, int]] | None = None, force_chip: bool = False,
+             conv_spec: Any = None) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``);
     ``vector_ops``: ``(name, VectorOp)`` to run on the design's vector unit after the matrix ops."""
     import rtl_gen
@@ -351,7 +353,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse,
                                  sampled=sampled, vector_ops=vector_ops or [], network=network,
-                                 conv_chains=conv_chains, force_chip=force_chip)
+                                 conv_chains=conv_chains, force_chip=force_chip, conv_spec=conv_spec)
     if network is not None:
         from accel_dse.simulate._dram_network import network_note
 
@@ -359,7 +361,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     if conv_chains and conv_chains[0] == (0, len(selected) - 1):
         from accel_dse.simulate._dram_conv_network import conv_network_note
 
-        notes.append(conv_network_note(design, selected, scale))
+        notes.append(conv_network_note(design, selected, scale, conv_spec))
     elif conv_chains:
         from accel_dse.simulate._dram_conv_network import kept_chains_note
 
@@ -372,7 +374,8 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     if sampled:
         notes.append(SAMPLED_NOTE)
     kept = sum(j.kept_on_chip for j in jobs)
-    convs = sum(j.conv for j in jobs)
+    networks = {op["name"] for op in program.meta["ops"] if op.get("one_program")}
+    convs = sum(j.conv and j.name not in networks for j in jobs)  # a conv network's program has its own note
     from workloads.ops import Conv2d
 
     if program.meta.get("forced_convs"):

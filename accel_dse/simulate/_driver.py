@@ -147,11 +147,14 @@ def simulate(
             network = network_links(design, wl, selected, scale, notes)
         conv_chains: list[tuple[int, int]] = []
         whole = False
+        conv_spec = None
         if not chained and reuse and mode != "sampled":
-            from accel_dse.simulate._dram_conv_network import conv_chain, kept_chains
+            from accel_dse.simulate._dram_conv_network import conv_chain, kept_chains, whole_network
 
             if (ops or max_ops is not None or not wl.vector_ops) and conv_chain(design, selected, notes):
                 conv_chains, whole = [(0, len(selected) - 1)], True
+            elif not ops and max_ops is None and (conv_spec := whole_network(design, wl, selected, scale, notes)):
+                conv_chains, whole = [(0, len(selected) - 1)], True  # a CNN with its vector ops: one program
             elif not ops:  # the workload (or its first ops): the chains the model keeps, as it scores them
                 conv_chains = kept_chains(design, wl, selected, scale, notes)
         vector_ops = _vector_ops(design, wl, ops, max_ops, notes) \
@@ -161,7 +164,7 @@ def simulate(
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                         timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves,
                         sampled=mode == "sampled", vector_ops=vector_ops, network=network,
-                        conv_chains=conv_chains, force_chip=conv_path == "chip")
+                        conv_chains=conv_chains, force_chip=conv_path == "chip", conv_spec=conv_spec)
     from accel_dse.simulate._host_driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import rtl_gen
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
 from workloads import Gemm, VectorOp, Workload
@@ -112,3 +113,47 @@ def test_two_residual_blocks_with_layernorm_run_from_one_program(sim_cache):
     assert op.name == "network" and op.status == "pass", op.reason
     assert op.mismatches == 0 and op.total_cycles_match
     assert any("add, layernorm, add, layernorm" in note for note in report.notes), report.notes
+
+
+def _small_cnn() -> Workload:
+    """A CNN in ResNet's pattern on 8x8x3: stem conv (ReLU in its output stage) -> 3x3/2 max pool ->
+    a basic block (conv, conv, residual add of the pooled map, ReLU) -> global average pool ->
+    classifier GEMM."""
+    from workloads.ops import Conv2d, Requant
+
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)
+    relu_rq = dataclasses.replace(rq, act_min=0)
+
+    def conv(c_in: int, hw: int, name: str, requant: Requant = relu_rq) -> Conv2d:
+        return Conv2d(n=1, h=hw, w=hw, c_in=c_in, c_out=4, kh=3, kw=3, pad_h=1, pad_w=1, requant=requant, name=name)
+
+    def pool(kind: str, shape: tuple[int, ...], window: int, stride: int, pad: int, name: str) -> VectorOp:
+        return _op(kind, shape, {"window_h": window, "window_w": window, "stride_h": stride, "stride_w": stride,
+                                 "pad_h": pad, "pad_w": pad}, name=name)
+
+    return Workload(
+        name="cnn", ops=(conv(3, 8, "stem"), conv(4, 4, "block.conv1"), conv(4, 4, "block.conv2", rq),
+                         Gemm(m=1, k=4, n=8, name="fc", requant=rq)),
+        vector_ops=(pool("maxpool", (1, 8, 8, 4), 3, 2, 1, "pool"),
+                    _op("add", (1, 4, 4, 4), io.add_params(1 / 16, 1 / 32, 1 / 16), name="add"),
+                    _op("relu", (1, 4, 4, 4), {}, name="relu"), pool("avgpool", (1, 4, 4, 4), 4, 1, 0, "gap")),
+        vector_counts=(1, 1, 1, 1), vector_after=(1, 3, 3, 3))
+
+
+def test_a_whole_cnn_runs_from_one_program_with_its_pools_and_residual_on_chip(sim_cache):
+    """Every conv, the pools, the residual add and its ReLU, and the classifier (a 1x1 conv over the
+    pooled 1x1 map) from one program with no host step: the network's output bit-exact against the
+    chain of JAX references (lax convs, the output stage, workloads._int_ops), total cycles == walk."""
+    wl = _small_cnn()
+    report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
+    assert [op.name for op in report.ops] == ["network"]
+    (net,) = report.ops
+    assert net.status == "pass" and net.mismatches == 0 and net.total_cycles_match, net.reason
+    assert net.gemm["n"] == 8  # the classifier's outputs are the network's
+    assert any(n.startswith("one program for the whole network: 4 convs and 4 vector op(s)") for n in report.notes)
+    # a stuck high product bit in one PE (a low one can vanish in the requantising shifts and the pools)
+    bad = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache, fault=rtl_gen.Fault(1, 2, 14, 1))
+    assert bad.ops[0].status == "fail" and bad.ops[0].mismatches > 0
+    per_op = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache, reuse=False)  # the per-op path
+    assert [op.name for op in per_op.ops] == ["stem", "block.conv1", "block.conv2", "fc", "vector/pool",
+                                              "vector/add", "vector/relu", "vector/gap"]
