@@ -3,8 +3,11 @@
 A :class:`~workloads.vector_ops.VectorOp` runs on the unit as ``rows`` rows of ``words`` words
 of ``lanes`` int8 lanes (:func:`vector_plan`): an element-wise op (``add``, ``mul``, ``relu``,
 ``relu6``, ``gelu``, ``silu``) as one row of all its elements, a normalisation or softmax as one
-row per reduction (over the last axis; ``n`` elements, ``ceil(n / lanes)`` words). Busy cycles
-of one run (``accel_dse.vector_isa`` has the constants and the phases of each kind)::
+row per reduction (over the last axis; ``n`` elements, ``ceil(n / lanes)`` words). An element-wise
+op too long for one row (``2**24`` elements) runs as a row per vector of its last axis; an op of
+more rows than one run takes (``MAX_ROWS``) runs as several VECTOR commands, each a whole number
+of a causal mask's query periods. Busy cycles of one run (``accel_dse.vector_isa`` has the
+constants and the phases of each kind)::
 
     1 + rows * (passes * (words + PASS_TAIL) + sum of the row's scalar steps)
 
@@ -67,6 +70,17 @@ class VectorPlan:
     operands: int
     qrows: int
     pool: PoolGeometry | None = None
+    run_rows: int = 0
+
+    @property
+    def runs(self) -> int:
+        """VECTOR commands the op takes: one, or runs of ``run_rows`` rows (the last one the rest)."""
+        return -(-self.rows // self.run_rows) if self.run_rows else 1
+
+    def run_spans(self) -> list[tuple[int, int]]:
+        """``(first row, rows)`` of each run."""
+        step = self.run_rows or self.rows
+        return [(r0, min(step, self.rows - r0)) for r0 in range(0, self.rows, step)]
 
     @property
     def out_words(self) -> int:
@@ -109,6 +123,9 @@ def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
                 qrows = op.shape[-2] if len(op.shape) >= 2 else 1
     else:
         n, rows = op.elements, 1
+        if (n >= 1 << 24 or math.ceil(n / lanes) > MAX_WORDS) and len(op.shape) >= 2:
+            n = op.shape[-1]  # too long for one row: a row per vector of the last axis
+            rows = op.elements // n
     try:
         error = param_error(op.kind, unit_params(op.kind, dict(op.params), n))
     except KeyError as missing:
@@ -116,10 +133,15 @@ def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
     if error:
         return error
     words = math.ceil(n / lanes)
-    if rows > MAX_ROWS or words > MAX_WORDS or n >= 1 << 24:
-        return (f"{op.kind}: {rows} rows of {words} words ({n} elements a row) exceed the unit's {MAX_ROWS} rows, "
-                f"{MAX_WORDS} words and {(1 << 24) - 1} elements per run")
-    return VectorPlan(op.kind, lanes, rows, words, n, operands, qrows)
+    if words > MAX_WORDS or n >= 1 << 24:
+        return (f"{op.kind}: a row of {n} elements ({words} words) exceeds the unit's {MAX_WORDS} words and "
+                f"{(1 << 24) - 1} elements")
+    run_rows = 0
+    if rows > MAX_ROWS:  # several runs, each starting on a causal mask's first query
+        run_rows = MAX_ROWS - MAX_ROWS % qrows
+        if run_rows < 1:
+            return f"{op.kind}: a causal mask's period of {qrows} query rows exceeds the unit's {MAX_ROWS} rows a run"
+    return VectorPlan(op.kind, lanes, rows, words, n, operands, qrows, run_rows=run_rows)
 
 
 def _pool_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
@@ -134,10 +156,10 @@ def _pool_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
 
 
 def plan_cycles(plan: VectorPlan) -> int:
-    """Busy cycles of one run of ``plan`` (module docstring)."""
+    """Busy cycles of ``plan`` (module docstring), summed over its runs."""
     if plan.pool is not None:
         return pool_cycles(plan.pool, plan.rows)
-    return 1 + plan.rows * (plan.passes * (plan.words + PASS_TAIL) + plan.scalar_cycles)
+    return plan.runs + plan.rows * (plan.passes * (plan.words + PASS_TAIL) + plan.scalar_cycles)
 
 
 def vector_run_cycles(code: int, rows: int, words: int, params: tuple[int, ...] = ()) -> int:

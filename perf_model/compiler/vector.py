@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, axi_data_bytes
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
-from accel_dse.vector_isa import VECTOR_CODES, pool_registers, unit_params
+from accel_dse.vector_isa import UNIT_KINDS, VECTOR_CODES, pool_registers, unit_params
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
 from perf_model.vector_timing import VectorPlan, vector_plan
 from workloads.vector_ops import VectorOp
@@ -58,13 +58,25 @@ def vector_registers(op: VectorOp, lanes: int, *, src: int = 0, src2: int = 0, d
 
 def vector_commands(regs: VectorRegisters, *, wait_dma: int = 0, wait_run: int = 0,
                     wait_vec: int = 0) -> list[Command]:
-    """The ``VECTOR`` command of ``regs`` and its parameter block (the next queue slot)."""
+    """The ``VECTOR`` command of ``regs`` and its parameter block (the next queue slot); an op of
+    more rows than one run takes, a command and block per run (its rows ``r0 ..`` at ``r0 * words``
+    past each base).
+
+    Raises:
+        ModelError: a column-major op of several runs (its rows interleave: not split).
+    """
     p = regs.plan
-    head = Command.make(Opcode.VECTOR, wait_dma=wait_dma, wait_run=wait_run, wait_vec=wait_vec, vkind=regs.kind,
-                        vcolmajor=regs.colmajor, vsrc=regs.src, vsrc2=regs.src2, vdst=regs.dst, vrows=p.rows,
-                        vwords=p.words, vn=p.n, vqrows=p.qrows)
+    if p.runs > 1 and regs.colmajor:
+        raise ModelError(f"{UNIT_KINDS[regs.kind - 1]}: {p.rows} column-major rows take several runs")
     block = Command.make(Opcode.VECTOR_PARAMS, **{f"vp{i}": v & 0xFFFFFFFF for i, v in enumerate(regs.params)})
-    return [head, block]
+    out: list[Command] = []
+    for r0, rows in p.run_spans():
+        step = r0 * p.words
+        head = Command.make(Opcode.VECTOR, wait_dma=wait_dma, wait_run=wait_run, wait_vec=wait_vec, vkind=regs.kind,
+                            vcolmajor=regs.colmajor, vsrc=regs.src + step, vsrc2=regs.src2 + step,
+                            vdst=regs.dst + step, vrows=rows, vwords=p.words, vn=p.n, vqrows=p.qrows)
+        out += [head, block]
+    return out
 
 
 def ifmap_words(config: ArrayConfig) -> int:
@@ -116,7 +128,8 @@ def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
         raise ModelError(f"vector ops: their operands and outputs take {top} ifmap words, the design has {depth}")
     W = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
                        config.dataflow is Dataflow.IS)
-    base = _align((3 * len(ops) + 3) * COMMAND_BYTES, PAGE)
+    count = sum(len(names) - 1 + 2 * plan.runs + 1 for plan, names in zip(plans, regions, strict=True))
+    base = _align((count + 3) * COMMAND_BYTES, PAGE)
     tensors: dict[str, TensorLayout] = {}
     for name, (rows, words, n) in shapes.items():
         t = TensorLayout(name, base, rows, words * lanes, 1, False, (rows, n))

@@ -126,3 +126,33 @@ def test_the_sweep_can_search_the_vector_unit():
     assert table.area_mm2[0] > table.area_mm2[1]
     with pytest.raises(ModelError, match="vector_unit"):
         perf_model.DesignArrays.from_columns(rows=8, cols=8, input_bits=16, acc_bits=32, vector_unit=True)
+
+
+def test_an_op_longer_than_one_run_is_split_into_runs_the_walk_sums():
+    """LLaMA's causal softmax of 32 heads x 2,048 queries (65,536 rows, one past a run's 65,535) runs as
+    two VECTOR commands, the first of 31 whole query periods (63,488 rows), so each run starts on a
+    query 0; a gated SiLU of 2,048 x 11,008 (22.5 M elements, past a row's 2**24) runs as a row per
+    token. The commands' cycles under the unit's contract sum to the model's."""
+    from accel_dse.commands import Opcode
+    from accel_dse.vector_isa import VECTOR_CODES
+    from perf_model.compiler.vector import vector_commands, vector_registers
+    from perf_model.vector_timing import plan_cycles, vector_plan, vector_run_cycles
+    from workloads import _int_ops as io
+    from workloads.vector_ops import VectorOp
+
+    soft = VectorOp(kind="softmax", shape=(1, 32, 2048, 2048), axis=3,
+                    params=tuple(io.softmax_params(0.125, 0).items()))
+    plan = vector_plan(soft, 16)
+    assert not isinstance(plan, str)
+    assert (plan.rows, plan.runs, plan.run_spans()) == (65536, 2, [(0, 63488), (63488, 2048)])
+    assert 63488 % 2048 == 0
+    cmds = vector_commands(vector_registers(soft, 16, src=0, src2=0, dst=0))
+    heads = [c for c in cmds if c.opcode == Opcode.VECTOR]
+    assert {c["vkind"] for c in heads} == {VECTOR_CODES["softmax"]}
+    assert [c["vrows"] for c in heads] == [63488, 2048] and heads[1]["vsrc"] == 63488 * 128
+    assert sum(vector_run_cycles(c["vkind"], c["vrows"], c["vwords"]) for c in heads) == plan_cycles(plan)
+    silu = VectorOp(kind="silu", shape=(1, 2048, 11008), params=(("gated", 1),))
+    plan = vector_plan(silu, 16)
+    assert not isinstance(plan, str)
+    assert (plan.rows, plan.n, plan.words, plan.runs) == (2048, 11008, 688, 1)
+    assert plan_cycles(plan) == 1 + 2048 * (688 + 2)
