@@ -111,8 +111,10 @@ def whole_network(design: ArrayConfig, workload: Any, selected: list[tuple[str, 
     on a link, poolings and residual adds included), or ``None`` with the reason in ``notes``."""
     from accel_dse.errors import ModelError
     from perf_model.compiler.conv_workload import conv_network_spec
+    from workloads.ops import Conv2d
 
-    if not design.vector_unit or not _runs_chains(design) or len(selected) != len(workload.ops):
+    if not design.vector_unit or not _runs_chains(design) or len(selected) != len(workload.ops) \
+            or not any(isinstance(op, Conv2d) for op in workload.ops):
         return None
     count = len(workload.vector_ops)
     spec = conv_network_spec(workload.ops, workload.vector_ops, workload.vector_after or (len(workload.ops),) * count,
