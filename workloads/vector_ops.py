@@ -5,8 +5,9 @@ a pooling, a normalisation, a softmax, an activation, a rotary embedding), or th
 maps to one. It carries what a vector unit needs to run it: the kind, the shape of its (first)
 input and of its output, the reduction axis, and the integer parameters of its arithmetic
 (multipliers, shifts, constants, window, mask offset) by name. The records live beside a
-:class:`~workloads.ops.Workload`'s matrix ops (``Workload.vector_ops``); until the vector unit
-lands they run on the host, and the performance model gives them no cycles.
+:class:`~workloads.ops.Workload`'s matrix ops (``Workload.vector_ops``). A design with the
+vector unit runs them (``perf_model.vector_timing`` gives their cycles, or the reason one stays
+host work: RoPE today); on a design without it they are host work, listed with their elements.
 
 Kinds (:data:`VECTOR_KINDS`) and their parameters as the builtins' int8 form emits them
 (``docs/workloads.md``, "Integer vector ops", states each algorithm):
