@@ -66,6 +66,13 @@ def _evaluate(args: argparse.Namespace) -> int:
         emit(format_table(["vector op", "name", "runs", "elements", "cycles", "DRAM bytes"],
                           [[v["kind"], v["name"] or "-", v["runs"], f"{v['elements']:,}", f"{v['total_cycles']:,}",
                             f"{v['dram_read_bytes'] + v['dram_write_bytes']:,}"] for v in result.vector_ops]))
+    net = result.network
+    if net is not None:
+        emit("")
+        emit(f"as one program (no host step between ops): cannot be built: {net['reason']}" if "reason" in net else
+             f"as one program (no host step between ops): {net['convs']} convs and {net['vector_ops']} vector ops, "
+             f"{net['queue_loads']} queue-load(s), links {'on chip' if net['links_on_chip'] else 'through DRAM'}, "
+             f"{net['total_cycles']:,} cycles (the program's walk; what simulate runs and checks)")
     if result.host_work:
         emit("")
         emit("vector ops the vector unit cannot run, on the host and left out of the figures above:")

@@ -11,6 +11,7 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.block import ENERGY_PARTS, evaluate_block, order_names, resident_name
 from perf_model.evaluator.design_table import totals
+from perf_model.evaluator.network_figures import network_figures
 from perf_model.evaluator.vector_work import host_ops, plan_bytes, vector_columns, workload_vector_ops
 from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
@@ -112,6 +113,9 @@ class WorkloadResult:
         host_work: the vector ops it cannot run, and the inputs the host reshapes for a conv
             (space-to-depth), each with ``kind``, ``name``, ``runs``, ``elements`` and ``reason``:
             host work, left out of the figures.
+        network: a whole CNN as one program on a design with the vector unit
+            (``perf_model.evaluator.network_figures``): its walk's cycles and queue-loads, or its
+            ``reason``; ``None`` when the workload is not one conv network.
     """
 
     design: ArrayConfig
@@ -122,6 +126,7 @@ class WorkloadResult:
     total: dict[str, Any]
     vector_ops: list[dict[str, Any]] = field(default_factory=list)
     host_work: list[dict[str, Any]] = field(default_factory=list)
+    network: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON of ``accel-dse evaluate --json``."""
@@ -134,6 +139,7 @@ class WorkloadResult:
             "total": dict(self.total),
             "vector_ops": [dict(v) for v in self.vector_ops],
             "host_work": [dict(h) for h in self.host_work],
+            "network": dict(self.network) if self.network is not None else None,
         }
 
 
@@ -208,6 +214,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
                                                              "please report it)" if not feasible else ""),
         ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.vector_lanes),
         host_work=host_ops(vector_ops, config.vector_lanes) + _reshapes(results, block),
+        network=network_figures(config, ops) if isinstance(ops, Workload) and feasible else None,
     )
 
 

@@ -70,3 +70,13 @@ def test_workloads_that_are_not_one_network_are_named():
     assert after_global_pool(gemm, None) is gemm
     conv = Conv2d(n=1, h=4, w=4, c_in=8, c_out=8, kh=1, kw=1)
     assert after_global_pool(conv, None) is conv
+
+
+def test_evaluate_gives_the_one_programs_walk_only_where_there_is_one():
+    wl = workloads.resolve("resnet18:res=32")
+    net = perf_model.evaluate(TINY, wl).network
+    assert net is not None and (net["convs"], net["vector_ops"]) == (21, 18)
+    assert net["total_cycles"] > net["compute_cycles"] > 0 and net["vector_cycles"] > 0
+    assert perf_model.evaluate(load_design("tiny"), wl).network is None  # no vector unit
+    assert perf_model.evaluate(TINY, workloads.resolve("bert_base:seq=64")).network is None  # no convs
+    assert perf_model.evaluate(TINY, wl).to_dict()["network"] == net

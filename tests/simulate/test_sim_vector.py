@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import perf_model
 import rtl_gen
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
@@ -150,6 +151,8 @@ def test_a_whole_cnn_runs_from_one_program_with_its_pools_and_residual_on_chip(s
     (net,) = report.ops
     assert net.status == "pass" and net.mismatches == 0 and net.total_cycles_match, net.reason
     assert net.gemm["n"] == 8  # the classifier's outputs are the network's
+    figures = perf_model.evaluate(TINY, wl).network  # evaluate's one-program figure is the RTL's total
+    assert figures is not None and figures["total_cycles"] == net.cycles_total_rtl and figures["convs"] == 4
     assert any(n.startswith("one program for the whole network: 4 convs and 4 vector op(s)") for n in report.notes)
     # a stuck high product bit in one PE (a low one can vanish in the requantising shifts and the pools)
     bad = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache, fault=rtl_gen.Fault(1, 2, 14, 1))

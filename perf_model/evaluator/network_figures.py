@@ -1,0 +1,47 @@
+"""A whole CNN workload as one program on a design with the vector unit: its walk's figures.
+
+When the workload is one conv network (``perf_model.compiler.conv_workload.conv_network_spec``:
+every matrix op a conv, every vector op on a conv link), the design has the vector unit and the
+compiler builds its one program (``compile_conv_network``: links on chip where the tensors fit,
+else through DRAM inside the program), :func:`network_figures` walks that program
+(``perf_model.program_timing``, the contract the RTL meets: ``simulate`` of the whole workload runs
+this program and checks its total cycles against the same walk). The per-op figures of
+``evaluate`` stay as they are (each op on its fastest path, host reshapes uncounted); this is the
+program a user deploys with no host step between ops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ModelError
+from workloads.ops import Conv2d, Workload
+
+__all__ = ["network_figures"]
+
+
+def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | None:
+    """The one program's figures (``convs``, ``vector_ops``, ``queue_loads``, ``links_on_chip``,
+    ``total_cycles``, ``compute_cycles``, ``vector_cycles``, ``stall_cycles``), ``{"reason": ...}``
+    when the workload is one conv network the compiler cannot build as one program, or ``None``
+    when it is not one (or the design has no vector unit or no convs)."""
+    from perf_model import program_timing
+    from perf_model.compiler.conv_network import compile_conv_network
+    from perf_model.compiler.conv_workload import conv_network_spec
+
+    if not config.vector_unit or not any(isinstance(op, Conv2d) for op in workload.ops):
+        return None
+    count = len(workload.vector_ops)
+    spec = conv_network_spec(workload.ops, workload.vector_ops, workload.vector_after or (len(workload.ops),) * count,
+                             workload.vector_counts or (1,) * count)
+    if isinstance(spec, str):
+        return None
+    try:
+        prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs)
+    except ModelError as exc:
+        return {"reason": str(exc)}
+    timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))
+    return {"convs": len(spec.convs), "vector_ops": sum(len(link) for link in spec.links),
+            "queue_loads": len(prog.chunks), "links_on_chip": prog.on_chip, "total_cycles": timing.total,
+            "compute_cycles": timing.compute, "vector_cycles": timing.vector, "stall_cycles": timing.stall}
