@@ -30,7 +30,9 @@ Five rule sets, on the same code:
 * ``now``: also poolings on conv links (``compile_conv_network``: the unit pools the conv's output,
   in the ifmap or in bands of rows through DRAM, into the tensor the next conv reads; a pooling
   starts a block, so the next add's operand is its output), and a requantised GEMM reading a
-  global pool's ``(m, 1, 1, k)`` output (a CNN's classifier) as the 1x1 conv over a 1x1 map it is.
+  global pool's ``(m, 1, 1, k)`` output (a CNN's classifier) as the 1x1 conv over a 1x1 map it is;
+  a workload that is one conv network as a whole (``perf_model.compiler.conv_workload``, whose
+  add operands also serve MobileNetV2's blocks) is one segment.
 
 Printed per row: matrix ops and vector-op runs (of which host work: the unit cannot run them,
 ``perf_model.vector_timing.vector_plan``), the ops inside multi-op programs, the programs the
@@ -63,7 +65,7 @@ from accel_dse.config import ArrayConfig, Dataflow  # noqa: E402
 from accel_dse.designs import load_design  # noqa: E402
 from accel_dse.errors import ModelError  # noqa: E402
 from perf_model.compiler.conv_network import compile_conv_network, pooled_shape  # noqa: E402
-from perf_model.compiler.conv_workload import after_global_pool  # noqa: E402
+from perf_model.compiler.conv_workload import after_global_pool, conv_network_spec  # noqa: E402
 from perf_model.compiler.network import EXTERNAL, compile_network  # noqa: E402
 from perf_model.vector_timing import vector_plan  # noqa: E402
 from workloads.ops import chain_link  # noqa: E402
@@ -223,6 +225,17 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
             ops[e], ops[e + 1], on_link[e] if rules.get("pools", False) else None)
         return bool(linked and (ops[e + 1].a_from_previous or on_link[e]))
 
+    if rules.get("pools", False):  # the whole workload as one conv network, where it is one
+        count = len(wl.vector_ops)
+        spec = conv_network_spec(wl.ops, wl.vector_ops, wl.vector_after or (len(wl.ops),) * count,
+                                 wl.vector_counts or (1,) * count)
+        if not isinstance(spec, str):
+            try:
+                prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs)
+                return [(0, len(ops) - 1, bool(spec.links[-1]), _program_bytes(config, prog.commands),
+                         len(prog.chunks))]
+            except ModelError:
+                pass
     out = []
     s = 0
     while s < len(ops):
