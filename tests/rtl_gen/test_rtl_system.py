@@ -36,7 +36,7 @@ from workloads.ops import Gemm
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 @pytest.mark.parametrize("double", [True, False])
 def test_a_tiled_gemm_from_dram_is_bit_exact_and_takes_the_models_total_cycles(dataflow, double):
-    a, b = int8_operands(30, 40, 12)
+    a, b = int8_operands(24, 8, 12)  # 4 K folds by 6 N folds of the 2 x 2 array
     run = run_soc(small(dataflow, double), a, b)
     assert len([c for c in run.program.commands if c.opcode == Opcode.RUN]) > 1  # really tiled
     assert run.error_code == 0
@@ -89,7 +89,7 @@ def test_a_resident_strip_is_loaded_once_and_read_back_bit_exact_in_the_models_c
 
 
 def test_double_buffering_is_faster_in_rtl_exactly_as_the_model_says():
-    a, b = int8_operands(48, 40, 12, seed=3)
+    a, b = int8_operands(20, 12, 8, seed=3)  # the model: double 957 cycles, single 1085
     runs = {double: run_soc(small("ws", double), a, b) for double in (True, False)}
     for run in runs.values():
         np.testing.assert_array_equal(result(run), jax_int8_matmul(a, b))
@@ -112,7 +112,7 @@ def test_a_requantised_store_writes_the_output_stage_codes(dataflow):
 
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 def test_an_output_tile_stored_in_parts_keeps_every_channels_parameters(dataflow):
-    a, b = int8_operands(30, 64, 10, seed=11)
+    a, b = int8_operands(16, 64, 10, seed=11)
     rq = Requant(multiplier=tuple((1 << 30) + (i << 26) for i in range(10)), shift=(7,),
                  bias=tuple(range(-500, 500, 100)), zero_point=2, act_min=-90, act_max=100)
     run = run_soc(small(dataflow, True), a, b, requant=rq)
@@ -236,7 +236,7 @@ def test_tpu_v1s_ddr3_rate_on_a_64_byte_bus_in_the_walks_cycles():
 
 @pytest.mark.parametrize("dataflow,double", [("ws", True), ("os", False), ("is", True)])
 def test_back_pressure_on_every_axi_channel_never_corrupts_data(dataflow, double):
-    a, b = int8_operands(20, 24, 10, seed=7)
+    a, b = int8_operands(10, 12, 6, seed=7)
     calm = run_soc(small(dataflow, double), a, b)
     stalled = run_soc(small(dataflow, double), a, b, stall_seed=0xACE1, requant=None)
     np.testing.assert_array_equal(result(stalled), jax_int8_matmul(a, b))
