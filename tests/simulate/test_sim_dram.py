@@ -87,10 +87,10 @@ def test_a_fault_injected_design_fails_from_dram_too(run_cli, sim_cache):
 
 
 def test_the_dram_image_is_written_and_c_read_without_a_clock_per_word(sim_cache):
-    # A (96 x 80) and B (80 x 40) int8 and C (96 x 40 x 4 bytes) are over 6,000 4-byte words; the
+    # A (64 x 72) and B (72 x 12) int8 and C (64 x 12 x 4 bytes) are over 2,000 4-byte words; the
     # backdoor writes and reads them in zero simulated time, so the clock cycles the testbench
     # simulates beyond the accelerator's own are only its register accesses (a few per register)
-    report = simulate(_tiny("ws", True), "gemm:m=96,k=80,n=40", simulator="icarus", work_dir=sim_cache)
+    report = simulate(_tiny("ws", True), "gemm:m=64,k=72,n=12", simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.status == "pass", op.reason
     assert 0 < op.sim_cycles - op.cycles_total_rtl < 300
