@@ -92,7 +92,7 @@ def test_a_chained_3x3_pair_keeps_its_link_on_chip(channels):
     """conv 3x3 -> ReLU -> conv 3x3 (pad 1) as one program: bit-exact, RTL cycles == walk; the
     intermediate never crosses DRAM (one LOAD of the input's bands, the output STOREd once), and the
     program moves fewer DRAM bytes than the same network through DRAM (also bit-exact, RTL == walk)."""
-    convs = [_conv(channels, channels), _conv(channels, channels)]
+    convs = [_conv(channels, channels, hw=4), _conv(channels, channels, hw=4)]  # 4x4: pads on every side
     got, want, run, prog = _run(convs, [RELU], keep_on_chip=True)
     assert prog.on_chip
     assert (got == want).all(), np.argwhere(got != want)[:5]
@@ -177,7 +177,7 @@ def test_a_pooling_link_is_refused_where_it_cannot_run():
 
 
 def test_the_chained_pair_fails_without_its_relu():
-    convs = [_conv(4, 4), _conv(4, 4)]
+    convs = [_conv(4, 4, hw=4), _conv(4, 4, hw=4)]
     got, want, _, _ = _run(convs, [RELU], keep_on_chip=True, drop_vector=True)
     assert (got != want).any()
 
@@ -264,7 +264,7 @@ def test_batched_grouped_and_depthwise_pairs_keep_their_link_on_chip(change):
     """The chains the model may keep (``perf_model.evaluator.conv_ops``) beyond one image of dense
     convs: two images in the region, two groups, depthwise. Bit-exact, RTL cycles == walk, no
     intermediate in DRAM."""
-    conv = dataclasses.replace(_conv(4, 4), **change)
+    conv = dataclasses.replace(_conv(4, 4, hw=4), **change)
     got, want, run, prog = _run([conv, conv], [None], keep_on_chip=True)
     assert prog.on_chip and (got == want).all(), np.argwhere(got != want)[:5]
     assert run.total == run.model.total

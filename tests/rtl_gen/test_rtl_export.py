@@ -216,5 +216,8 @@ def test_tall_arrays_export_with_a_block_level(tmp_path: Path, dataflow: str) ->
     assert ticks == cycles == int(timing.run_cycles(code, 36, 2, m, k, n, config.shadow_stationary))
     ones_a, ones_b = np.full((m, k), 3), np.full((k, n), 2)  # products 6: bit 0 clear
     (tmp_path / "bad").mkdir()
+    # the faulty design's Verilog is the text checked above (write_verilog writes to_verilog's text,
+    # see test_export_is_deterministic_and_named_from_the_config_hash): not converted a second time
+    (tmp_path / "bad" / f"{top}.v").write_text(text, encoding="utf-8")
     _, _, c_bad = _iverilog_run(tmp_path / "bad", config, ones_a, ones_b, fault=fault)
     assert not np.array_equal(c_bad, ones_a @ ones_b)

@@ -70,7 +70,7 @@ def test_a_chain_kept_on_chip_on_a_paced_64_byte_bus_takes_the_walks_cycles():
     rate = dram_rate(config)
     assert axi_data_bytes(config) == 64 and rate == Fraction(4857, 100)
     rng = np.random.default_rng(5)
-    a = rng.integers(-1 << 15, 1 << 15, (40, 32))
+    a = rng.integers(-1 << 15, 1 << 15, (8, 32))
     bs = [rng.integers(-1 << 15, 1 << 15, (32, 32)), rng.integers(-1 << 15, 1 << 15, (32, 24))]
     rqs = [Requant(multiplier=(1 << 30,), shift=(18,), bias=(-9,), zero_point=2, act_min=-30_000, act_max=30_000,
                    bits=16) for _ in bs]

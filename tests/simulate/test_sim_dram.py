@@ -27,8 +27,9 @@ def _tiny(df: str, double: bool, **kw):
 @pytest.mark.parametrize("double", [True, False])
 @pytest.mark.parametrize("df", ["ws", "os", "is"])
 def test_a_multi_tile_gemm_from_dram_is_exact_in_data_and_total_cycles(df, double, sim_cache):
-    # 96 x 80 x 40 int8 on 4 KiB operand buffers: A alone is 7.5 KiB, so the op runs as several tiles
-    report = simulate(_tiny(df, double), "gemm:m=96,k=80,n=40", simulator="icarus", work_dir=sim_cache)
+    # 64 x 72 x 12 int8 on 4 KiB operand buffers: A alone is 4.5 KiB, so the op runs as several tiles
+    # (N = 12 is three column folds of the 4 x 4 array)
+    report = simulate(_tiny(df, double), "gemm:m=64,k=72,n=12", simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.status == "pass", op.reason
     assert op.tiles > 1 and op.mismatches == 0
@@ -40,8 +41,9 @@ def test_a_multi_tile_gemm_from_dram_is_exact_in_data_and_total_cycles(df, doubl
 
 def test_double_buffering_and_a_wider_bus_are_faster_in_rtl_as_the_model_says(sim_cache):
     totals = {}
+    # two runs (N = 8 is two column folds of the 4 x 4 array): double buffering has the second run's loads to hide
     for double, bw in ((False, 4.0), (True, 4.0), (True, 1.0)):
-        report = simulate(_tiny("ws", double, dram_bytes_per_cycle=bw), "gemm:m=48,k=40,n=24,requant=1",
+        report = simulate(_tiny("ws", double, dram_bytes_per_cycle=bw), "gemm:m=48,k=48,n=8,requant=1",
                           simulator="icarus", work_dir=sim_cache)
         (op,) = report.ops
         assert op.status == "pass" and op.total_cycles_match, op.reason
@@ -54,7 +56,7 @@ def test_a_memory_slower_than_the_bus_is_paced_in_rtl_exactly_as_the_walk(sim_ca
     # 3 B/cycle asks a 4-byte bus: the DRAM model moves a beat only on 4 bytes of credit.
     totals = {}
     for bw in (4.0, 3.0):
-        report = simulate(_tiny("ws", True, dram_bytes_per_cycle=bw), "gemm:m=48,k=40,n=24,requant=1",
+        report = simulate(_tiny("ws", True, dram_bytes_per_cycle=bw), "gemm:m=16,k=24,n=8,requant=1",
                           simulator="icarus", work_dir=sim_cache)
         (op,) = report.ops
         assert op.status == "pass" and op.total_cycles_match, op.reason
@@ -85,10 +87,10 @@ def test_a_fault_injected_design_fails_from_dram_too(run_cli, sim_cache):
 
 
 def test_the_dram_image_is_written_and_c_read_without_a_clock_per_word(sim_cache):
-    # A (96 x 80) and B (80 x 40) int8 and C (96 x 40 x 4 bytes) are over 6,000 4-byte words; the
+    # A (64 x 72) and B (72 x 12) int8 and C (64 x 12 x 4 bytes) are over 2,000 4-byte words; the
     # backdoor writes and reads them in zero simulated time, so the clock cycles the testbench
     # simulates beyond the accelerator's own are only its register accesses (a few per register)
-    report = simulate(_tiny("ws", True), "gemm:m=96,k=80,n=40", simulator="icarus", work_dir=sim_cache)
+    report = simulate(_tiny("ws", True), "gemm:m=64,k=72,n=12", simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.status == "pass", op.reason
     assert 0 < op.sim_cycles - op.cycles_total_rtl < 300
