@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +12,6 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.block import ENERGY_PARTS, evaluate_block, order_names, resident_name
 from perf_model.evaluator.design_table import totals
-from perf_model.evaluator.network_figures import network_figures
 from perf_model.evaluator.vector_work import host_ops, plan_bytes, vector_columns, workload_vector_ops
 from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
@@ -114,7 +114,7 @@ class WorkloadResult:
             (space-to-depth), each with ``kind``, ``name``, ``runs``, ``elements`` and ``reason``:
             host work, left out of the figures.
         network: a whole CNN as one program on a design with the vector unit
-            (``perf_model.evaluator.network_figures``): its walk's cycles and queue-loads, or its
+            (``perf_model.compiler.network_figures``): its walk's cycles and queue-loads, or its
             ``reason``; ``None`` when the workload is not one conv network.
     """
 
@@ -141,6 +141,15 @@ class WorkloadResult:
             "host_work": [dict(h) for h in self.host_work],
             "network": dict(self.network) if self.network is not None else None,
         }
+
+
+#: The whole-network scorer (``perf_model.compiler.network_figures``, registered by ``perf_model``).
+_NETWORK: list[Callable[[ArrayConfig, Workload], dict[str, Any] | None]] = []
+
+
+def register_network_scorer(scorer: Callable[[ArrayConfig, Workload], dict[str, Any] | None]) -> None:
+    """Make ``scorer`` the one :func:`evaluate` asks for a whole CNN's one program (``network``)."""
+    _NETWORK[:] = [scorer]
 
 
 def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | None,
@@ -214,7 +223,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
                                                              "please report it)" if not feasible else ""),
         ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.vector_lanes),
         host_work=host_ops(vector_ops, config.vector_lanes) + _reshapes(results, block),
-        network=network_figures(config, ops) if isinstance(ops, Workload) and feasible else None,
+        network=_NETWORK[0](config, ops) if _NETWORK and isinstance(ops, Workload) and feasible else None,
     )
 
 
