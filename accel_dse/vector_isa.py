@@ -96,7 +96,7 @@ PARAM_FIELDS: dict[str, tuple[tuple[str, int, bool], ...]] = {
     **{kind: (("in_hw", 32, False), ("out_hw", 32, False), ("window", 32, False), ("step", 32, False),
               ("words_c", 24, False), ("pool_mult", 22, False), ("pool_bias_shift", 30, False),
               ("out_words", 32, False))
-       for kind in ("maxpool", "avgpool")},
+       for kind in POOL_KINDS},
 }
 
 

@@ -64,6 +64,7 @@ from accel_dse.commands import Opcode, dram_word_bytes  # noqa: E402
 from accel_dse.config import ArrayConfig, Dataflow  # noqa: E402
 from accel_dse.designs import load_design  # noqa: E402
 from accel_dse.errors import ModelError  # noqa: E402
+from accel_dse.vector_isa import POOL_KINDS  # noqa: E402
 from perf_model.compiler.conv_network import compile_conv_network, pooled_shape  # noqa: E402
 from perf_model.compiler.conv_workload import after_global_pool, conv_network_spec  # noqa: E402
 from perf_model.compiler.network import EXTERNAL, compile_network  # noqa: E402
@@ -131,7 +132,7 @@ def _conv_link(a: object, b: object, link: list | None = None) -> bool:
     if not (_conv(a) and _conv(b)):
         return False
     out = (a.n, a.out_h, a.out_w, a.c_out)  # type: ignore[attr-defined]
-    if link and link[-1].kind in ("maxpool", "avgpool") and link[-1].shape == out:
+    if link and link[-1].kind in POOL_KINDS and link[-1].shape == out:
         try:
             out = pooled_shape(link[-1])
         except ModelError:
@@ -157,7 +158,7 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
         if op.kind == "add":
             block[i] = start
             start = where
-        elif op.kind in ("maxpool", "avgpool") and rules.get("pools", False):
+        elif op.kind in POOL_KINDS and rules.get("pools", False):
             start = where  # a pooling starts a block: the next add's operand is its output
     for i in range(len(ops)):
         bad[i] |= len(on_link[i]) > 1 and not rules["several"]
@@ -226,9 +227,7 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
         return bool(linked and (ops[e + 1].a_from_previous or on_link[e]))
 
     if rules.get("pools", False):  # the whole workload as one conv network, where it is one
-        count = len(wl.vector_ops)
-        spec = conv_network_spec(wl.ops, wl.vector_ops, wl.vector_after or (len(wl.ops),) * count,
-                                 wl.vector_counts or (1,) * count)
+        spec = conv_network_spec(wl)
         if not isinstance(spec, str):
             try:
                 prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs)

@@ -116,9 +116,7 @@ def whole_network(design: ArrayConfig, workload: Any, selected: list[tuple[str, 
     if not design.vector_unit or not _runs_chains(design) or len(selected) != len(workload.ops) \
             or not any(isinstance(op, Conv2d) for op in workload.ops):
         return None
-    count = len(workload.vector_ops)
-    spec = conv_network_spec(workload.ops, workload.vector_ops, workload.vector_after or (len(workload.ops),) * count,
-                             workload.vector_counts or (1,) * count)
+    spec = conv_network_spec(workload)
     if isinstance(spec, str):
         notes.append(f"not one program for the whole network ({spec})")
         return None
@@ -134,8 +132,10 @@ def _scaled_spec(spec: Any, images: int) -> tuple[tuple[Any, ...], ...]:
     """The links of ``spec`` with each pooling over ``images`` images (as the convs are scaled)."""
     import dataclasses
 
+    from accel_dse.vector_isa import POOL_KINDS
+
     return tuple(tuple(dataclasses.replace(op, shape=(images, *op.shape[1:]), out_shape=None)
-                       if op.kind in ("maxpool", "avgpool") else op for op in link) for link in spec.links)
+                       if op.kind in POOL_KINDS else op for op in link) for link in spec.links)
 
 
 def network_program(design: ArrayConfig, convs: list[Any], spec: Any = None) -> Any:

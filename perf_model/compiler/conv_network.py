@@ -45,12 +45,13 @@ from collections.abc import Sequence
 from accel_dse.commands import QUEUE_DEPTH, Buffer, Command, Opcode
 from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
-from accel_dse.vector_isa import VECTOR_CODES, pool_registers
+from accel_dse.vector_isa import POOL_KINDS, VECTOR_CODES, PoolGeometry, pool_geometry, pool_registers
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv
 from perf_model.compiler.network import (
     EXTERNAL,
     TWO_OPERAND,
     Link,
+    _align,
     _assemble,
     _chunked,
     _Part,
@@ -58,14 +59,22 @@ from perf_model.compiler.network import (
     link_ops,
     residual_skips,
 )
-from perf_model.compiler.program import GemmProgram, TensorLayout, _buffer_depths, narrow_lanes, reuse_possible
+from perf_model.compiler.program import (
+    PAGE,
+    GemmProgram,
+    TensorLayout,
+    _buffer_depths,
+    narrow_lanes,
+    reuse_possible,
+)
 from perf_model.compiler.vector import VectorRegisters, vector_commands, vector_registers
 from perf_model.program_timing import axi_data_bytes
 from perf_model.vector_timing import VectorPlan
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 
-__all__ = ["compile_conv_network", "ConvNetworkProgram", "CONV_LINK_KINDS", "input_words", "output_words"]
+__all__ = ["compile_conv_network", "ConvNetworkProgram", "CONV_LINK_KINDS", "input_words", "output_words",
+           "pooled_shape", "tensor_shapes"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +89,6 @@ class ConvNetworkProgram(GemmProgram):
 #: Vector ops a conv link may carry (element-wise over the NHWC words, ``f(0) = 0``; the add; a
 #: pooling, last on its link: it writes the pooled tensor to a region of its own).
 CONV_LINK_KINDS = ("relu", "relu6", "gelu", "silu", "add", "maxpool", "avgpool")
-_POOLS = ("maxpool", "avgpool")
 
 
 def input_words(config: ArrayConfig, conv: Conv2d) -> int:
@@ -108,12 +116,21 @@ def _nhwc(config: ArrayConfig, t: TensorLayout, opcode: int, region: int, wait_v
 
 def pooled_shape(op: VectorOp) -> tuple[int, int, int, int]:
     """The NHWC output of pooling ``op`` (``ModelError`` if its geometry is not one the unit runs)."""
-    from accel_dse.vector_isa import pool_geometry
-
     g = pool_geometry(op.kind, op.shape, dict(op.params), 1)
     if isinstance(g, str):
         raise ModelError(g)
     return (op.shape[0], g.out_h, g.out_w, op.shape[3])
+
+
+def tensor_shapes(convs: Sequence[Conv2d], ops: Sequence[Sequence[VectorOp]]) -> list[tuple[int, int, int, int]]:
+    """NHWC shape of each tensor of a conv network: ``0`` the network's input, ``i + 1`` conv ``i``'s
+    output after the ops of its link ``ops[i]`` (pooled where a pooling ends the link; ``ModelError``
+    if its geometry is not one the unit runs)."""
+    shapes = [(convs[0].n, convs[0].h, convs[0].w, convs[0].c_in)]
+    for conv, link in zip(convs, ops, strict=True):
+        pooled = link and link[-1].kind in POOL_KINDS
+        shapes.append(pooled_shape(link[-1]) if pooled else (conv.n, conv.out_h, conv.out_w, conv.c_out))
+    return shapes
 
 
 def _flat(op: VectorOp, words: int, lanes: int) -> VectorOp:
@@ -166,16 +183,13 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     if len(skip_of) > count:
         raise ModelError(f"skips must have at most one entry per link and op ({count}), not {len(skip_of)}")
     skip_of += [None] * (count - len(skip_of))
-    shapes = [(convs[0].n, convs[0].h, convs[0].w, convs[0].c_in)]
     for i, c in enumerate(convs):
         out = (c.n, c.out_h, c.out_w, c.c_out)
         for at, op in enumerate(ops[i]):
-            if op.kind in _POOLS:
-                if at + 1 != len(ops[i]) or op.shape != out:
-                    raise ModelError(f"link {i}: a {op.kind} must be the link's last op, on conv {i}'s "
-                                     f"{'x'.join(map(str, out))} output (NHWC), not {'x'.join(map(str, op.shape))}")
-                out = pooled_shape(op)
-        shapes.append(out)
+            if op.kind in POOL_KINDS and (at + 1 != len(ops[i]) or op.shape != out):
+                raise ModelError(f"link {i}: a {op.kind} must be the link's last op, on conv {i}'s "
+                                 f"{'x'.join(map(str, out))} output (NHWC), not {'x'.join(map(str, op.shape))}")
+    shapes = tensor_shapes(convs, ops)
     used = set(reads)
     for i, conv in enumerate(convs):
         k = reads[i]
@@ -200,7 +214,7 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
         if k not in used:
             raise ModelError(f"conv {k - 1}'s output (tensor {k}) is read by no later conv or add")
     externals = [i for i, j in enumerate(skip_of) if j == EXTERNAL and any(o.kind in TWO_OPERAND for o in ops[i])]
-    if trailing and ops[-1][-1].kind in _POOLS:
+    if trailing and ops[-1][-1].kind in POOL_KINDS:
         raise ModelError("a pooling after the last conv: the network's output is the last conv's (store, then pool)")
     reason = "asked for (keep_on_chip = False)"
     if keep_on_chip and not reuse_possible(config):
@@ -254,7 +268,7 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
         a_region = regions.at(f"x{k}") if f"x{k}" in regions.live else None
         c_region = None
         pool_region = 0
-        pool = ops[i][-1] if ops[i] and ops[i][-1].kind in _POOLS else None
+        pool = ops[i][-1] if ops[i] and ops[i][-1].kind in POOL_KINDS else None
         if pool is not None:  # the conv's output, then the pooled tensor in a region of its own
             c_region = regions.take(f"y{i}", output_words(config, conv))
             g = vector_registers(pool, lanes).plan
@@ -306,7 +320,7 @@ def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[
     a conv reading it loads its bands from it; a pooling on the link reads the stored output in bands
     of rows and stores the pooled tensor ``p{i}`` (:func:`_pool_bands`), which the next conv reads."""
     programs = [compile_conv(config, conv, requant=True, tiling=tilings[i]) for i, conv in enumerate(convs)]
-    pooled = {i for i in range(len(convs)) if ops[i] and ops[i][-1].kind in _POOLS}
+    pooled = {i for i in range(len(convs)) if ops[i] and ops[i][-1].kind in POOL_KINDS}
 
     def name(t: int) -> str:
         if t == 0:
@@ -329,26 +343,24 @@ def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[
             a = reader.tensors["a"]
             tail = (1 << reader.pack) - 1 if getattr(reader, "pack", 0) else 0
             top = max(t.base + t.nbytes for t in program.tensors.values())
-            layout = dataclasses.replace(a, name="p", base=-(-top // 4096) * 4096, rows=a.rows - tail)
+            layout = dataclasses.replace(a, name="p", base=_align(top, PAGE), rows=a.rows - tail)
             program = dataclasses.replace(program, tensors={**program.tensors, "p": layout})
-            build = functools.partial(_pool_bands, config, conv, ops[i], i, skip)
+            build = functools.partial(_pool_bands, config, conv, stand_in, ops[i], i, skip)
         parts.append((program, build, False, alias))
     return [], parts
 
 
-def _pool_bands(config: ArrayConfig, conv: Conv2d, link: tuple[VectorOp, ...], i: int, skip: str | None,
-                tensors: dict[str, TensorLayout]) -> list[Command]:
+def _pool_bands(config: ArrayConfig, conv: Conv2d, stand_in: Gemm, link: tuple[VectorOp, ...], i: int,
+                skip: str | None, tensors: dict[str, TensorLayout]) -> list[Command]:
     """Link ``i``'s ops through DRAM when a pooling ends it: the ops before it in chunks over conv
-    ``i``'s stored output ``c{i}`` (``network._chunked``), then the pooling in bands of output rows:
+    ``i``'s stored output ``c{i}`` (``network._chunked`` over ``stand_in``, the output a DRAM row a
+    pixel), then the pooling in bands of output rows:
     LOAD the band's input rows (its windows' rows, clipped to the image) into the ifmap, ``VECTOR``
     over them with the band's geometry (its first window row's offset as the top padding, its own
     output rows), ``STORE`` the pooled rows to ``p{i}``. A band's input and output fit the ifmap together."""
-    from accel_dse.vector_isa import PoolGeometry
-
     *before, pool = link
     lanes = config.vector_lanes
-    out = _chunked(config, Gemm(m=conv.n * conv.out_h * conv.out_w, k=1, n=conv.c_out), tuple(before), f"c{i}", skip,
-                   tensors) if before else []
+    out = _chunked(config, stand_in, tuple(before), f"c{i}", skip, tensors) if before else []
     src, dst = tensors[f"c{i}"], tensors[f"p{i}"]
     p = dict(pool.params)
     _, h, w, c = pool.shape

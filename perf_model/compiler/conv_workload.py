@@ -19,17 +19,15 @@ and its add's operand is the block's last conv's output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accel_dse.errors import ModelError
-from perf_model.compiler.conv_network import CONV_LINK_KINDS, pooled_shape
-from workloads.ops import Conv2d, Gemm
+from accel_dse.vector_isa import POOL_KINDS
+from perf_model.compiler.conv_network import CONV_LINK_KINDS, pooled_shape, tensor_shapes
+from workloads.ops import Conv2d, Gemm, Workload
 from workloads.vector_ops import VectorOp
 
 __all__ = ["ConvNetworkSpec", "conv_network_spec", "after_global_pool"]
-
-_POOLS = ("maxpool", "avgpool")
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ class ConvNetworkSpec:
 def after_global_pool(op: object, last: VectorOp | None) -> object:
     """``op`` as a 1x1 conv over a 1x1 map when it is a requantised one-instance GEMM reading the
     ``(m, 1, 1, k)`` output of pooling ``last``; any other op as it is."""
-    if not isinstance(op, Gemm) or op.requant is None or op.batch != 1 or last is None or last.kind not in _POOLS:
+    if not isinstance(op, Gemm) or op.requant is None or op.batch != 1 or last is None or last.kind not in POOL_KINDS:
         return op
     try:
         shape = pooled_shape(last)
@@ -60,10 +58,11 @@ def _nhwc_in(op: Conv2d) -> tuple[int, int, int, int]:
     return (op.n, op.h, op.w, op.c_in)
 
 
-def conv_network_spec(ops: Sequence[object], vector_ops: Sequence[VectorOp], after: Sequence[int],
-                      counts: Sequence[int]) -> ConvNetworkSpec | str:
-    """The whole workload (its matrix ``ops``, and ``vector_ops`` with ``Workload.vector_after`` and
-    ``vector_counts``) as one conv network (module docstring), or why it is not one (one line)."""
+def conv_network_spec(workload: Workload) -> ConvNetworkSpec | str:
+    """The whole ``workload`` as one conv network (module docstring), or why it is not one (one line)."""
+    ops, vector_ops = workload.ops, workload.vector_ops
+    after = workload.vector_after or (len(ops),) * len(vector_ops)
+    counts = workload.vector_counts or (1,) * len(vector_ops)
     if not ops:
         return "the workload has no matrix op"
     links: list[list[VectorOp]] = [[] for _ in ops]
@@ -81,7 +80,7 @@ def conv_network_spec(ops: Sequence[object], vector_ops: Sequence[VectorOp], aft
         if op.kind == "add":
             block[where - 1] = start
             start = where
-        elif op.kind in _POOLS:
+        elif op.kind in POOL_KINDS:
             start = where
     convs: list[Conv2d] = []
     for i, matrix in enumerate(ops):
@@ -89,15 +88,10 @@ def conv_network_spec(ops: Sequence[object], vector_ops: Sequence[VectorOp], aft
         if not isinstance(conv, Conv2d) or conv.requant is None:
             return f"op {getattr(conv, 'name', '') or i} is not a requantised convolution"
         convs.append(conv)
-    shapes = [_nhwc_in(convs[0])]  # tensor t: the network's input, then conv t - 1's output after its link
-    for conv, link in zip(convs, links, strict=True):
-        out = (conv.n, conv.out_h, conv.out_w, conv.c_out)
-        if link and link[-1].kind in _POOLS:
-            try:
-                out = pooled_shape(link[-1])
-            except ModelError as exc:
-                return str(exc)
-        shapes.append(out)
+    try:  # tensor t: the network's input, then conv t - 1's output after its link
+        shapes = tensor_shapes(convs, links)
+    except ModelError as exc:
+        return str(exc)
     inputs: list[int] = []
     skips: list[int | None] = []
     for k, conv in enumerate(convs):

@@ -34,9 +34,7 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
 
     if not config.vector_unit or not any(isinstance(op, Conv2d) for op in workload.ops):
         return None
-    count = len(workload.vector_ops)
-    spec = conv_network_spec(workload.ops, workload.vector_ops, workload.vector_after or (len(workload.ops),) * count,
-                             workload.vector_counts or (1,) * count)
+    spec = conv_network_spec(workload)
     if isinstance(spec, str):
         return None
     try:

@@ -19,7 +19,7 @@ TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 
 def _spec(name: str):
     wl = workloads.resolve(name)
-    return wl, conv_network_spec(wl.ops, wl.vector_ops, wl.vector_after, wl.vector_counts)
+    return wl, conv_network_spec(wl)
 
 
 def test_resnet18_is_one_network_with_its_downsamples_reading_their_blocks_input():
