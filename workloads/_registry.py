@@ -100,8 +100,9 @@ _BUILTINS: Mapping[str, _Builtin] = MappingProxyType({
         "AlexNet (torchvision's single-tower layers) on res x res images, ~0.71 GMACs at 224",
         _opts(batch=1, res=224, classes=1000), alexnet, _alexnet_fits),
     "bert_base": _Builtin(
-        "BERT-base encoder layer(s): d 768, 12 heads, FFN 3072 (QKV, scores, context, output, FFN)",
-        _opts(batch=1, seq=512, layers=1), bert_base),
+        "BERT encoder layer(s), BERT-base by default: d 768, 12 heads, FFN 3072 (QKV, scores, context, output, FFN)",
+        _opts(batch=1, seq=512, layers=1, d=768, heads=12, ffn=3072), bert_base,
+        lambda o: _heads_divide("bert_base", o["d"], o["heads"], False)),
     "gpt2_decode": _Builtin(
         "GPT-2 small, one decode step against a KV cache of kv tokens, 12 layers and LM head",
         _opts(batch=1, kv=(1024, 0), layers=12), gpt2_decode),

@@ -106,7 +106,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                  vector_ops: list[tuple[str, Any]] | None = None,
                  network: list[Any] | None = None,
                  conv_chains: list[tuple[int, int]] | None = None,
-                 force_chip: bool = False, conv_spec: Any = None) -> tuple[list[DramJob], DramProgram]:
+                 force_chip: bool = False, conv_spec: Any = None,
+                 encoder: Any = None) -> tuple[list[DramJob], DramProgram]:
     """Compile and lay out every op (``results_dir`` of the program's meta is filled in later);
     ``network``: the link ops of a chain run from one program (``accel_dse.simulate._dram_network``);
     ``conv_chains``: ``(first, last)`` ops of ``selected`` each run as one conv-network program
@@ -114,7 +115,9 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     when it is the whole selection, else its convs' names joined by ``+``; ``force_chip``: every
     conv the design builds windows for runs them on chip, also where the model scores the host's
     im2col GEMM faster (``simulate``'s ``conv_path="chip"``); ``conv_spec``: the whole selection is
-    one CNN with its vector ops (``accel_dse.simulate._dram_conv_network.whole_network``).
+    one CNN with its vector ops (``accel_dse.simulate._dram_conv_network.whole_network``);
+    ``encoder``: the whole selection is one encoder layer run from one program
+    (``accel_dse.simulate._dram_encoder``).
 
     Raises:
         SimulationError: an op the design cannot run (the compiler's reason).
@@ -137,6 +140,12 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         from accel_dse.simulate._dram_network import network_job
 
         job, entry, net_images = network_job(design, selected, network, scale, seed, DRAM_LATENCY, DramJob,
+                                             operand_bits(design))
+        return [job], DramProgram(meta([entry], []), net_images)
+    if encoder is not None:
+        from accel_dse.simulate._dram_encoder import encoder_job
+
+        job, entry, net_images = encoder_job(design, selected, encoder, seed, DRAM_LATENCY, DramJob,
                                              operand_bits(design))
         return [job], DramProgram(meta([entry], []), net_images)
     chain_at = {first: last for first, last in conv_chains or []}
@@ -343,9 +352,10 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
              notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False,
              vector_ops: list[tuple[str, Any]] | None = None, network: list[Any] | None = None,
              conv_chains: list[tuple[int, int]] | None = None, force_chip: bool = False,
-             conv_spec: Any = None) -> SimulationReport:
+             conv_spec: Any = None, encoder: Any = None) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``);
-    ``vector_ops``: ``(name, VectorOp)`` to run on the design's vector unit after the matrix ops."""
+    ``vector_ops``: ``(name, VectorOp)`` to run on the design's vector unit after the matrix ops;
+    ``encoder``: the workload is one encoder layer, run from one program."""
     import rtl_gen
     from accel_dse.simulate._build import build_design, hier_blocks_for
     from accel_dse.simulate._run import run_testbench, waves_file
@@ -353,7 +363,12 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse,
                                  sampled=sampled, vector_ops=vector_ops or [], network=network,
-                                 conv_chains=conv_chains, force_chip=force_chip, conv_spec=conv_spec)
+                                 conv_chains=conv_chains, force_chip=force_chip, conv_spec=conv_spec,
+                                 encoder=encoder)
+    if encoder is not None:
+        from accel_dse.simulate._dram_encoder import encoder_note
+
+        notes.append(encoder_note(design, encoder))
     if network is not None:
         from accel_dse.simulate._dram_network import network_note
 

@@ -148,7 +148,13 @@ def simulate(
         conv_chains: list[tuple[int, int]] = []
         whole = False
         conv_spec = None
-        if not chained and reuse and mode != "sampled":
+        encoder = None
+        if not chained and reuse and mode != "sampled" and not ops and max_ops is None:
+            from accel_dse.simulate._dram_encoder import encoder_for
+
+            encoder = encoder_for(design, wl, scale, notes)
+            whole = encoder is not None
+        if not chained and reuse and mode != "sampled" and not whole:
             from accel_dse.simulate._dram_conv_network import conv_chain, kept_chains, whole_network
 
             if (ops or max_ops is not None or not wl.vector_ops) and conv_chain(design, selected, notes):
@@ -164,7 +170,8 @@ def simulate(
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                         timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves,
                         sampled=mode == "sampled", vector_ops=vector_ops, network=network,
-                        conv_chains=conv_chains, force_chip=conv_path == "chip", conv_spec=conv_spec)
+                        conv_chains=conv_chains, force_chip=conv_path == "chip", conv_spec=conv_spec,
+                        encoder=encoder)
     from accel_dse.simulate._host_driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,

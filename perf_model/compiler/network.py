@@ -147,7 +147,8 @@ def _whole(config: ArrayConfig, t: TensorLayout, opcode: int, region: int, wait_
 
 
 def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[Link],
-                    skips: Sequence[int | None] | None = None, *, keep_on_chip: bool = True) -> GemmProgram:
+                    skips: Sequence[int | None] | None = None, *, keep_on_chip: bool = True,
+                    queue_depth: int | None = None) -> GemmProgram:
     """The one program of ``gemms`` with the ops of ``links[i]`` (``None``, one op or a sequence)
     after GEMM ``i``.
 
@@ -155,6 +156,9 @@ def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[
     GEMM. ``skips[i]``: the GEMM whose input is the second operand of an add on link ``i``
     (default :func:`residual_skips`), or :data:`EXTERNAL`: an input of the network of its own,
     tensor ``s{i}`` (in the link's output layout), e.g. a residual from before the network.
+
+    ``queue_depth``: a program longer than one queue-load runs as queue-loads of that many
+    commands (default: refused).
 
     Tensors: ``a0`` (the network's input), per GEMM ``i`` its weights ``b{i}`` and output-stage
     parameters ``q{i}``, and ``c{last}`` (the network's output, in the last GEMM's ``C`` layout);
@@ -200,13 +204,15 @@ def compile_network(config: ArrayConfig, gemms: Sequence[Gemm], links: Sequence[
     externals = [i for i, j in enumerate(skips) if j == EXTERNAL and any(o.kind in TWO_OPERAND for o in ops[i])]
     if keep_on_chip:
         try:
-            return _assemble(config, *_on_chip(config, gemms, ops, skips, trailing), externals)
+            return _assemble(config, *_on_chip(config, gemms, ops, skips, trailing), externals,
+                             queue_depth=queue_depth)
         except ModelError as exc:
             reason = str(exc)
     else:
         reason = "asked for (keep_on_chip = False)"
     try:
-        return _assemble(config, *_through_dram(config, gemms, ops, skips, trailing), externals)
+        return _assemble(config, *_through_dram(config, gemms, ops, skips, trailing), externals,
+                         queue_depth=queue_depth)
     except ModelError as exc:
         raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
 

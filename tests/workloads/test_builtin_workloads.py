@@ -173,6 +173,7 @@ def test_spec_name_is_canonical_and_cached():
         ("bert_base:seq=1,seq=2", r"option seq is given twice"),
         ("gpt2_decode:kv=-1", r"gpt2_decode option kv must be a non-negative integer, not -1"),
         ("llama_block:d=100", r"d=100 must be divisible by heads=32"),
+        ("bert_base:d=100", r"bert_base option d=100 must be divisible by heads=12"),
         ("some.module", r"names no function"),
         ("", r"workload must be"),
     ],

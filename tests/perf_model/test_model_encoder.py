@@ -1,0 +1,121 @@
+"""An encoder layer as one program (perf_model.compiler.encoder): the workload is recognised by its
+shapes, every head reads its own slices of Q, K^T and V and writes its own band of the context, the
+softmax runs over every score row, and layers the program cannot serve are refused with their rule."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import perf_model
+import workloads
+from accel_dse.commands import Opcode
+from accel_dse.config import Dataflow
+from accel_dse.designs import load_design
+from accel_dse.errors import ModelError
+from perf_model.compiler.encoder import GEMM_ROLES, compile_encoder, encoder_layer
+
+TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
+SMALL = "bert_base:seq=8,d=32,heads=2,ffn=64,batch=2"
+
+
+def _inside(t, addr):
+    return t.base <= addr < t.base + t.nbytes
+
+
+def test_the_layer_is_recognised_with_its_heads_sequences_and_links():
+    layer = encoder_layer(workloads.resolve(SMALL))
+    assert (layer.tokens, layer.seqs, layer.heads, layer.d_model, layer.d_head) == (8, 2, 2, 32, 16)
+    assert [g.name for g in layer.gemms] == list(GEMM_ROLES)
+    # the key GEMM is K^T = Wk^T x^T: D x D x (all tokens)
+    assert (layer.gemms[1].m, layer.gemms[1].k, layer.gemms[1].n) == (32, 32, 16)
+    assert layer.softmax.kind == "softmax"
+    assert [[op.kind for op in link] for link in layer.links] == [["add", "layernorm"], ["gelu"],
+                                                                   ["add", "layernorm"]]
+
+
+@pytest.mark.parametrize(("spec", "rule"), [
+    ("bert_base:seq=8,d=32,heads=2,ffn=64,layers=2", "layers repeat"),
+    ("mlp", "is 8 GEMMs"),
+    ("llama_block:seq=8,d=64,heads=2,ffn=96", "is 8 GEMMs"),
+    ("bert_base:seq=8,d=32,heads=2,ffn=64,requant=0", "must be requantised"),
+])
+def test_what_is_not_one_encoder_layer_is_refused_with_its_rule(spec, rule):
+    with pytest.raises(ModelError, match=rule):
+        encoder_layer(workloads.resolve(spec))
+
+
+def test_each_head_reads_its_slices_and_writes_its_band():
+    """Every A load of head (b, h)'s scores lies in Q's rows b T .. and columns h dh .. (bytes of each
+    DRAM row), its B loads in K^T's rows h dh .. and columns b T ..; the context's stores in ctx's
+    band. Checked from the placed layouts, not from the compiler's slices."""
+    layer = encoder_layer(workloads.resolve(SMALL))
+    prog = compile_encoder(TINY, layer)
+    t = prog.tensors
+    T, dh = layer.tokens, layer.d_head
+
+    def cells(tensor, c):
+        """(row, first column byte, end column byte) of each DRAM row of a transfer of ``tensor``."""
+        out = []
+        width = c["words"] * TINY.rows  # int8 lanes of a 4-lane word, every lane crossing DRAM
+        for r in range(c["rows"]):
+            row, col = divmod(c["dram_addr"] + r * c["dram_stride"] - tensor.base, tensor.pitch)
+            out.append((row, col, col + width))
+        return out
+
+    q_loads = [c for c in prog.commands if c.opcode == Opcode.LOAD and _inside(t["Q"], c["dram_addr"])]
+    kt_loads = [c for c in prog.commands if c.opcode == Opcode.LOAD and _inside(t["KT"], c["dram_addr"])]
+    ctx_stores = [c for c in prog.commands if c.opcode == Opcode.STORE and _inside(t["ctx"], c["dram_addr"])]
+    assert q_loads and kt_loads and ctx_stores
+    assert all(c["dram_stride"] == t["Q"].pitch for c in q_loads if c["rows"] > 1)
+    seen_q = {(r, col) for c in q_loads for r, col, _ in cells(t["Q"], c)}
+    # every (row, head band) of Q is read: 16 token rows x 2 bands
+    assert {(r, col // dh) for r, col in seen_q} == {(r, h) for r in range(2 * T) for h in range(2)}
+    for c in q_loads:
+        for _, col, end in cells(t["Q"], c):
+            assert col // dh == (end - 1) // dh  # a load never straddles two heads' bands
+    for c in kt_loads:
+        for _, col, end in cells(t["KT"], c):
+            assert col // T == (end - 1) // T  # one sequence's tokens
+    written = {(r, col) for c in ctx_stores for r, col, _ in cells(t["ctx"], c)}
+    assert {(r, col // dh) for r, col in written} == {(r, h) for r in range(2 * T) for h in range(2)}
+
+
+def test_the_softmax_covers_every_score_row_once():
+    layer = encoder_layer(workloads.resolve(SMALL))
+    prog = compile_encoder(TINY, layer)
+    vectors = [c for c in prog.commands if c.opcode == Opcode.VECTOR]
+    softmax = [c for c in vectors if c["vkind"] == 9]
+    assert sum(c["vrows"] for c in softmax) == layer.seqs * layer.heads * layer.tokens  # 32 rows of 8 scores
+    assert all(c["vn"] == layer.tokens for c in softmax)
+    # and the tail's five link ops follow (add, layernorm, gelu, add, layernorm)
+    assert [c["vkind"] for c in vectors if c["vkind"] != 9] == [1, 7, 5, 1, 7]
+
+
+def test_the_walk_counts_every_gemm_and_the_vector_work():
+    """The program's compute cycles are the sum of its GEMMs' plans: three projections, 2 x 2 heads of
+    scores and of context, the tail's three; its vector cycles those of the six vector commands."""
+    layer = encoder_layer(workloads.resolve(SMALL))
+    prog = compile_encoder(TINY, layer)
+    timing = perf_model.gemm_program_cycles(TINY, prog, rate=perf_model.dram_rate(TINY))
+    g = layer.gemms
+    heads = layer.seqs * layer.heads
+    each = [perf_model.gemm_program_cycles(TINY, perf_model.compile_gemm(TINY, gemm, requant=True)).compute
+            for gemm in g]
+    assert timing.compute == sum(each[:3]) + heads * (each[3] + each[4]) + sum(each[5:])
+    assert timing.vector > 0 and timing.total > timing.compute
+
+
+def test_designs_the_program_cannot_serve_are_refused():
+    layer = encoder_layer(workloads.resolve(SMALL))
+    with pytest.raises(ModelError, match="no vector unit"):
+        compile_encoder(load_design("tiny"), layer)
+    with pytest.raises(ModelError, match="weight-stationary"):
+        compile_encoder(dataclasses.replace(TINY, dataflow=Dataflow.IS), layer)
+    per_channel = dataclasses.replace(layer.gemms[1].requant, multiplier=(1 << 30,) * 16, shift=(0,) * 16,
+                                      bias=(0,) * 16)
+    gemms = list(layer.gemms)
+    gemms[1] = dataclasses.replace(gemms[1], requant=per_channel)
+    with pytest.raises(ModelError, match="one parameter set"):
+        compile_encoder(TINY, dataclasses.replace(layer, gemms=tuple(gemms)))
