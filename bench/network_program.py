@@ -32,7 +32,9 @@ Five rule sets, on the same code:
   starts a block, so the next add's operand is its output), and a requantised GEMM reading a
   global pool's ``(m, 1, 1, k)`` output (a CNN's classifier) as the 1x1 conv over a 1x1 map it is;
   a workload that is one conv network as a whole (``perf_model.compiler.conv_workload``, whose
-  add operands also serve MobileNetV2's blocks) is one segment.
+  add operands also serve MobileNetV2's blocks) is one segment, and so is a workload that is one
+  transformer encoder layer (``perf_model.compiler.encoder``: the heads' scores and context over
+  slices of Q, K^T and V, the softmax, the FFN chain; its bytes include the input's transpose).
 
 Printed per row: matrix ops and vector-op runs (of which host work: the unit cannot run them,
 ``perf_model.vector_timing.vector_plan``), the ops inside multi-op programs, the programs the
@@ -67,6 +69,7 @@ from accel_dse.errors import ModelError  # noqa: E402
 from accel_dse.vector_isa import POOL_KINDS  # noqa: E402
 from perf_model.compiler.conv_network import compile_conv_network, pooled_shape  # noqa: E402
 from perf_model.compiler.conv_workload import after_global_pool, conv_network_spec  # noqa: E402
+from perf_model.compiler.encoder import compile_encoder, encoder_layer  # noqa: E402
 from perf_model.compiler.network import EXTERNAL, compile_network  # noqa: E402
 from perf_model.vector_timing import vector_plan  # noqa: E402
 from workloads.ops import chain_link  # noqa: E402
@@ -81,7 +84,8 @@ RULES = {
     "downsample": {"kinds": ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm"), "several": True,
                    "trailing": True, "dram": True, "convs": True, "downsample": True},
     "now": {"kinds": ("relu", "relu6", "gelu", "silu", "add", "layernorm", "rmsnorm", "maxpool", "avgpool"),
-            "several": True, "trailing": True, "dram": True, "convs": True, "downsample": True, "pools": True},
+            "several": True, "trailing": True, "dram": True, "convs": True, "downsample": True, "pools": True,
+            "encoder": True},
 }
 CASES = (("edge", "bert_base:seq=64"), ("tiny", "resnet18:res=32"))
 
@@ -226,6 +230,12 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
             ops[e], ops[e + 1], on_link[e] if rules.get("pools", False) else None)
         return bool(linked and (ops[e + 1].a_from_previous or on_link[e]))
 
+    if rules.get("encoder", False):  # the whole workload as one encoder layer, where it is one
+        try:
+            prog = compile_encoder(config, encoder_layer(wl))
+            return [(0, len(ops) - 1, True, _program_bytes(config, prog.commands), len(prog.chunks))]
+        except ModelError:
+            pass
     if rules.get("pools", False):  # the whole workload as one conv network, where it is one
         spec = conv_network_spec(wl)
         if not isinstance(spec, str):

@@ -60,8 +60,8 @@ def _presets(args: argparse.Namespace) -> int:
         return 0
     rows = [
         [name, f"{c.rows}x{c.cols}", c.dataflow.value, c.input_bits, c.ifmap_sram_kib + c.weight_sram_kib
-         + c.ofmap_sram_kib, c.clock_mhz, c.tech_nm, c.config_hash]
+         + c.ofmap_sram_kib, c.vector_lanes or "-", c.clock_mhz, c.tech_nm, c.config_hash]
         for name, c in configs.items()
     ]
-    emit(format_table(["preset", "array", "dataflow", "bits", "sram_kib", "mhz", "nm", "hash"], rows))
+    emit(format_table(["preset", "array", "dataflow", "bits", "sram_kib", "vector lanes", "mhz", "nm", "hash"], rows))
     return 0

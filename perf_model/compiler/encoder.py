@@ -204,29 +204,38 @@ def _moved(program: GemmProgram, slices: dict[str, _Slice], tensors: dict[str, T
 
 def _softmax_chunks(config: ArrayConfig, softmax: VectorOp, s: TensorLayout, heads: int, tokens: int) -> list[Command]:
     """The softmax over every row of ``s`` (``heads * tokens`` rows of ``tokens`` scores), in place:
-    per chunk of whole heads that fits the ifmap, LOAD its rows (row-major: word ``f`` of row ``r``
-    at ``r * words + f``), one VECTOR, STORE them back."""
+    per chunk that fits the ifmap, LOAD its rows (row-major: word ``f`` of row ``r`` at ``r * words +
+    f``), one VECTOR, STORE them back. A chunk is whole heads, or, when one head's rows do not fit,
+    a band of one head's query rows (a causal mask's offset moved by the band's first query)."""
     lanes = config.vector_lanes
     if s.row_elems % lanes:
         raise ModelError(f"a score row of {s.row_elems} elements is not whole words of {lanes} lanes")
     words = s.row_elems // lanes
-    per = min(heads, _buffer_depths(config)[0] // (words * tokens))
-    if per < 1:
-        raise ModelError(f"one head's {tokens} score rows of {words} words do not fit the ifmap "
-                         f"({_buffer_depths(config)[0]} words)")
+    depth = _buffer_depths(config)[0]
+    if depth < words:
+        raise ModelError(f"a score row of {words} words does not fit the ifmap ({depth} words)")
+    causal = softmax.param("causal_offset", -1)
+    bands: list[tuple[int, int, int]] = []  # (first row, heads, query rows a head)
+    if depth // words >= tokens:
+        per = depth // (words * tokens)
+        bands = [(h0 * tokens, min(per, heads - h0), tokens) for h0 in range(0, heads, per)]
+    else:
+        per = depth // words
+        bands = [(h * tokens + q0, 1, min(per, tokens - q0)) for h in range(heads) for q0 in range(0, tokens, per)]
     out: list[Command] = []
-    for h0 in range(0, heads, per):
-        count = min(per, heads - h0)
-        rows = count * tokens
+    for row0, count, queries in bands:
+        rows = count * queries
 
-        def move(opcode: int, wait_vec: int, h0: int = h0, rows: int = rows) -> Command:
-            return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP,
-                                dram_addr=s.base + h0 * tokens * s.pitch, dram_stride=s.pitch, rows=rows, words=words,
-                                buf_addr=0, row_step=words, word_step=1)
+        def move(opcode: int, row0: int = row0, rows: int = rows) -> Command:
+            return Command.make(opcode, wait_vec=1, buffer=Buffer.IFMAP, dram_addr=s.base + row0 * s.pitch,
+                                dram_stride=s.pitch, rows=rows, words=words, buf_addr=0, row_step=words, word_step=1)
 
-        shaped = dataclasses.replace(softmax, shape=(count, tokens, tokens), out_shape=(count, tokens, tokens), axis=2)
-        out += [move(Opcode.LOAD, 1), *vector_commands(vector_registers(shaped, lanes), wait_dma=1),
-                move(Opcode.STORE, 1)]
+        params = softmax.params
+        if causal >= 0:  # query q0 + i of the head sees keys j <= offset + q0 + i
+            params = tuple((k, causal + row0 % tokens if k == "causal_offset" else v) for k, v in params)
+        shaped = dataclasses.replace(softmax, shape=(count, queries, tokens), out_shape=(count, queries, tokens),
+                                     axis=2, params=params)
+        out += [move(Opcode.LOAD), *vector_commands(vector_registers(shaped, lanes), wait_dma=1), move(Opcode.STORE)]
     return out
 
 

@@ -8,24 +8,24 @@ import math
 WORKLOAD = "gemm:m=64,k=96,n=80,batch=2"
 
 
-def _edge_with_unit(tmp_path):
-    """A design file: the edge preset with ``vector_unit = true``."""
+def _edge_without_unit(tmp_path):
+    """A design file: the edge preset with ``vector_unit = false``."""
     from accel_dse.designs import load_design
 
-    design = tmp_path / "edge_vec.toml"
+    design = tmp_path / "edge_bare.toml"
     design.write_text("[design]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in
-                                            {**load_design("edge").to_dict(), "vector_unit": True}.items()))
+                                            {**load_design("edge").to_dict(), "vector_unit": False}.items()))
     return str(design)
 
 
 def test_evaluate_json_on_resnet18_edge(run_cli, tmp_path):
-    code, out, err = run_cli("evaluate", "--design", "edge", "--workload", "resnet18", "--json")
+    code, out, err = run_cli("evaluate", "--design", _edge_without_unit(tmp_path), "--workload", "resnet18", "--json")
     assert code == 0, err
-    bare = json.loads(out)  # edge has no vector unit: its vector ops are host work, with their element counts
+    bare = json.loads(out)  # no vector unit: the vector ops are host work, with their element counts
     assert bare["vector_ops"] == [] and bare["total"]["vector_cycles"] == 0
     assert {h["kind"] for h in bare["host_work"]} == {"add", "relu", "maxpool", "avgpool"}
     assert all(h["elements"] > 0 for h in bare["host_work"])
-    code, out, err = run_cli("evaluate", "--design", _edge_with_unit(tmp_path), "--workload", "resnet18", "--json")
+    code, out, err = run_cli("evaluate", "--design", "edge", "--workload", "resnet18", "--json")  # with its unit
     assert code == 0, err
     data = json.loads(out)
     assert data["workload"] == "resnet18"
@@ -94,14 +94,14 @@ def test_evaluate_table(run_cli, tmp_path):
 def test_evaluate_bert_shows_heads_as_instances_and_the_vector_work(run_cli, tmp_path):
     """BERT's attention scores and context run once per head: 12 GEMM instances per run, and the
     MACs column counts all of them; the vector ops are listed with their cycles on the unit (edge
-    with ``vector_unit``), and as host work with their element counts on edge without it."""
-    code, out, err = run_cli("evaluate", "--design", "edge", "--workload", "bert_base")
+    has ``vector_unit``), and as host work with their element counts on edge without it."""
+    code, out, err = run_cli("evaluate", "--design", _edge_without_unit(tmp_path), "--workload", "bert_base")
     assert code == 0, err
     assert "vector ops, on the vector unit" not in out
     host = out[out.index("vector ops the vector unit cannot run"):]
     assert "no vector unit (vector_unit = false)" in host
     assert f"{512 * 3072:,}" in host  # the FFN's GELU, named with its element count
-    code, out, err = run_cli("evaluate", "--design", _edge_with_unit(tmp_path), "--workload", "bert_base")
+    code, out, err = run_cli("evaluate", "--design", "edge", "--workload", "bert_base")
     assert code == 0, err
     lines = out.splitlines()
     header = lines[1].split("  ")

@@ -119,3 +119,20 @@ def test_designs_the_program_cannot_serve_are_refused():
     gemms[1] = dataclasses.replace(gemms[1], requant=per_channel)
     with pytest.raises(ModelError, match="one parameter set"):
         compile_encoder(TINY, dataclasses.replace(layer, gemms=tuple(gemms)))
+
+
+def test_a_head_too_long_for_the_ifmap_runs_its_softmax_in_bands_of_queries():
+    """On tiny (1,024 ifmap words) a head of 80 queries of 20 words does not fit: its rows run in
+    bands of 51 and 29 queries; with a causal mask each band's offset moves by its first query."""
+    layer = encoder_layer(workloads.resolve("bert_base:seq=80,d=32,heads=2,ffn=64"))
+    causal = dataclasses.replace(layer.softmax, params=tuple((k, 3 if k == "causal_offset" else v)
+                                                             for k, v in layer.softmax.params))
+    for softmax, offsets in ((layer.softmax, [-1] * 4), (causal, [3, 3 + 51, 3, 3 + 51])):
+        prog = compile_encoder(TINY, dataclasses.replace(layer, softmax=softmax))
+        cmds = list(prog.commands)
+        runs = [(c, cmds[i + 1]) for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR and c["vkind"] == 9]
+        assert [c["vrows"] for c, _ in runs] == [51, 29, 51, 29]
+        assert [block["vp5"] - (1 << 32 if block["vp5"] >> 31 else 0) for _, block in runs] == offsets
+        s = prog.tensors["S"]
+        loads = [cmds[i - 1] for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR and c["vkind"] == 9]
+        assert [(c["dram_addr"] - s.base) // s.pitch for c in loads] == [0, 51, 80, 131]  # each band's first row

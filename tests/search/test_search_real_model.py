@@ -62,7 +62,7 @@ def test_text_summary_prints_the_best_designs(run_cli, tmp_path):
     assert code == 0, err
     assert "study 'edge-mix' in sqlite:///" in out and "(12 this run)" in out
     assert "Pareto set" in out and "latency ms" in out and "area mm²" in out
-    assert "workload: bert_base (batch=1, seq=128, layers=1, requant=1), weight 0.3" in out
+    assert "workload: bert_base (batch=1, seq=128, layers=1, d=768, heads=12, ffn=3072, requant=1), weight 0.3" in out
 
 
 def test_a_sweep_records_why_a_design_leaves_convs_to_the_host(run_cli, tmp_path):
