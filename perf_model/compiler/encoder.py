@@ -53,7 +53,7 @@ __all__ = ["EncoderLayer", "compile_encoder", "encoder_gemms", "encoder_layer", 
 
 #: The layer's matrix ops, in the workload's order.
 GEMM_ROLES = ("query", "key", "value", "scores", "context", "output", "ffn_in", "ffn_out")
-#: One program is at most this many queue-loads' worth of commands (any longer layer is refused).
+#: The tail chain's queue depth: no limit (the layer's whole program is cut into queue-loads at the end).
 _UNBOUNDED = 1 << 30
 
 
