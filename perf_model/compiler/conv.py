@@ -207,7 +207,8 @@ def _place(b: _ConvBuilder, runs: list[Tile], room: tuple[int, int, int], half: 
     same band and channel words; no band with the input on chip, ``a_region``). A weight tile is
     loaded only when neither half holds it: the other half still holds the tile before the last,
     so a filter tile of two runs (two tap or channel tiles) stays in the buffer across the output
-    tiles (``conv_schedule._loaded``, ``conv_search``'s bytes)."""
+    tiles (``conv_schedule._loaded``, ``conv_search``'s bytes). Single buffered, both "halves" are
+    the buffer's one tile at word 0: only the last tile is held."""
     held: dict[str, object] = {"a": None, "b": None, "c": None}
     other: dict[str, object] = {"a": None, "b": None, "c": None}  # what the other half holds
     side = {"a": 1, "b": 1, "c": 1}
@@ -221,7 +222,7 @@ def _place(b: _ConvBuilder, runs: list[Tile], room: tuple[int, int, int], half: 
                 continue
             if held[name] != keys[name]:
                 side[name] ^= 1
-                kept = name == "b" and other[name] == keys[name]
+                kept = name == "b" and other[name] == keys[name] and half[i] > 0  # no other half single buffered
                 other[name], held[name] = held[name], keys[name]
                 if name != "c" and not kept:
                     loads.append((name, side[name] * half[i]))

@@ -140,12 +140,13 @@ def _changed(*keys: np.ndarray) -> np.ndarray:
     return out
 
 
-def _loaded(*keys: np.ndarray) -> np.ndarray:
+def _loaded(*keys: np.ndarray, halves: bool = True) -> np.ndarray:
     """True where a run's weight tile is loaded (``conv._place``): where it differs from the run
-    before and from the tile the other half holds, which is the tile two changes back."""
+    before and, with two ``halves`` (double buffered), from the tile the other half holds, which
+    is the tile two changes back."""
     out = _changed(*keys)
     at = np.flatnonzero(out)
-    if len(at) > 2:
+    if halves and len(at) > 2:
         same = np.all([k[at[2:]] == k[at[:-2]] for k in keys], axis=0)
         out[at[2:][same]] = False
     return out
@@ -203,7 +204,7 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
     p = m_pix[mi]
     cyc = timing.run_cycles(0, R, C, p, K, fn, cfg.shadow_stationary).astype(np.int64)
     new_band = _changed(mi, c0, c1)
-    new_w = _loaded(k0, K, fj)
+    new_w = _loaded(k0, K, fj, halves=cfg.double_buffered)
     last_out = np.ones(runs, dtype=bool)
     last_out[:-1] = _changed(mi, fj)[1:]
     in_h = np.where(b_img > 0, conv.h, b_rows)  # the window's in_h: an image's rows when it stacks images

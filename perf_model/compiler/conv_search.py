@@ -47,13 +47,14 @@ def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     a = (sum(bands) * g.conv.w + mt * g.extra) * g.a_word_bytes * words
     runs = [-(-span // t.c_t) * tap_tiles for span, *_ in filters]  # weight tiles of a filter tile
     weights = [g.taps * span * g.kl * g.row_bytes(filt, ib) for span, _, _, filt in filters]
-    # A weight tile stays while it is one of the last two (the buffer's halves, ``conv._place``): the
-    # runs of an output tile (filters inner) or of a filter tile (filters outer) of at most two tiles
-    # load theirs once.
+    # A weight tile stays while it is one of the last two (the buffer's halves, ``conv._place``; the
+    # last one single buffered): the runs of an output tile (filters inner) or of a filter tile
+    # (filters outer) of at most that many tiles load theirs once.
+    held = 2 if cfg.double_buffered else 1
     if t.order == "mn":
-        b = sum(weights) if sum(runs) <= 2 else mt * sum(weights)
+        b = sum(weights) if sum(runs) <= held else mt * sum(weights)
     else:
-        b = sum(w if r <= 2 else mt * w for w, r in zip(weights, runs, strict=True))
+        b = sum(w if r <= held else mt * w for w, r in zip(weights, runs, strict=True))
     return a + b + g.M * sum(g.row_bytes(filt, out) for *_, filt in filters)
 
 
@@ -72,8 +73,8 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
             oy0, oy1 = m0 // g.out_w, -(-m1 // g.out_w)
             total += (g.band(oy0, oy1)[1] * g.conv.w + g.extra) * (part[1] - part[0]) * g.a_word_bytes
         key_b = (k0, k1, n0, n1)
-        if key_b != held_b:  # loaded unless the other half holds it (``conv._place``)
-            if key_b != other_b:
+        if key_b != held_b:  # loaded unless the other half holds it (``conv._place``; double buffered)
+            if key_b != other_b or not cfg.double_buffered:
                 total += (k1 - k0) // R * g.kl * g.row_bytes(n1 - n0, ib)
             other_b, held_b = held_b, key_b
         w0, w1 = g.filter_words(n0, n1)
@@ -143,10 +144,10 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
     estimated cycles, then DRAM bytes, then run cycles (a DMA-bound estimate ties tilings whose
     runs differ), then loop order. Kept per conv and the design fields a
     score sees (not the buffer sizes, which only decide which candidates fit): the candidates per
-    array, bits and shadow, their order per DRAM rate and buffering too."""
+    array, bits, shadow and buffering (the weight tiles a buffer holds), their order per DRAM rate too."""
     g = _Geometry(config, conv, pack=pack)
     out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
-    key = (g.R, g.C, g.W, config.input_bits, out_b, config.shadow_stationary, conv, g.pack)
+    key = (g.R, g.C, g.W, config.input_bits, out_b, config.shadow_stationary, conv, g.pack, config.double_buffered)
     c = _CANDIDATES.get(key)
     if c is None:
         if len(_CANDIDATES) >= _CACHE_SIZE:
@@ -246,10 +247,12 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     keep = (order == 0) | (mt5 == 1)
     loads = words[:, None, :, None, None] - shared[:, None, :, None, None] * keep  # band loads an output-row tile
     a = (bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * loads
-    # Weight bytes read once: a weight tile stays while it is one of the last two (``_dram_bytes``).
-    once = one_block[:, None, :, None, None] * (tt <= 2) + two_blocks[:, None, :, None, None] * (tt == 1)
+    # Weight bytes read once: a weight tile stays while it is one of the last two (the last one
+    # single buffered; ``_dram_bytes``).
+    held = 2 if cfg.double_buffered else 1
+    once = one_block[:, None, :, None, None] * (tt <= held) + two_blocks[:, None, :, None, None] * (tt == 1) * (held == 2)
     w5 = wsum[None, None, :, None, None]
-    b_mn = np.where(blocks[:, None, :, None, None] * tt <= 2, w5, mt5 * w5)
+    b_mn = np.where(blocks[:, None, :, None, None] * tt <= held, w5, mt5 * w5)
     b_nm = once + mt5 * (w5 - once)
     dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None]
     shape = np.broadcast_shapes(compute.shape, dram.shape)

@@ -113,6 +113,22 @@ def test_a_conv_over_several_queue_loads_sets_its_window_again_in_each(double):
 
 
 @pytest.mark.parametrize("double", [True, False])
+def test_each_band_runs_each_filter_tile_on_its_own_weights(double):
+    """Two filter tiles (one run each) over three bands of output rows, filters inner: double
+    buffered, the halves hold both tiles' weights for every band; single buffered, the buffer holds
+    one, so each band's runs load theirs again. (Single buffered, the second band once ran filter
+    tile 0 on tile 1's weights: a 64x16 design's ResNet-18 at full scale failed verify.)"""
+    conv = Conv2d(n=1, h=6, w=5, c_in=4, c_out=8, kh=3, kw=3, pad_h=1, pad_w=1)
+    tiling = ConvTiling("ok", "", rows_t=2, n_t=4, c_t=1, taps_t=9, order="mn")  # 3 bands x 2 filter tiles
+    run, out, ref = run_conv(small("ws", double, rows=4, cols=4), conv, tiling=tiling)
+    assert run.error_code == 0
+    np.testing.assert_array_equal(out, ref)
+    assert (run.total, run.compute, run.stall) == (run.model.total, run.model.compute, run.model.stall)
+    weight_loads = [c for c in run.program.commands if c.opcode == Opcode.LOAD and c["buffer"] == 1]
+    assert len(weight_loads) == (2 if double else 6)
+
+
+@pytest.mark.parametrize("double", [True, False])
 def test_a_requantised_conv_writes_the_output_stage_codes(double):
     conv = Conv2d(n=1, h=6, w=5, c_in=5, c_out=6, kh=3, kw=3, pad_h=1, pad_w=1, stride_w=2, pad_w_hi=0)
     rq = Requant(multiplier=tuple((1 << 30) + (i << 26) for i in range(6)), shift=(9,), bias=(3,), zero_point=2,
