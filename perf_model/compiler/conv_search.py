@@ -250,7 +250,8 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     # Weight bytes read once: a weight tile stays while it is one of the last two (the last one
     # single buffered; ``_dram_bytes``).
     held = 2 if cfg.double_buffered else 1
-    once = one_block[:, None, :, None, None] * (tt <= held) + two_blocks[:, None, :, None, None] * (tt == 1) * (held == 2)
+    once = (one_block[:, None, :, None, None] * (tt <= held)
+            + two_blocks[:, None, :, None, None] * (tt == 1) * (held == 2))
     w5 = wsum[None, None, :, None, None]
     b_mn = np.where(blocks[:, None, :, None, None] * tt <= held, w5, mt5 * w5)
     b_nm = once + mt5 * (w5 - once)
