@@ -121,7 +121,9 @@ query index, and the unit's parameter registers in the next queue slot (no DMA: 
 reads both slots at once, issues one command and goes on after the block). A ``VECTOR`` with
 ``vkind`` outside the codes, ``vrows``, ``vwords`` or ``vn`` zero, ``vn`` above ``vwords`` times
 the lanes, ``vsrc``, ``vsrc2`` or ``vdst`` whose ``vrows * vwords`` words pass the ifmap's depth
-(``vsrc2`` is checked for every kind: set it to ``vsrc`` when unused; a pooling's ``vdst`` for
+(``vsrc2`` is checked for every kind: set it to ``vsrc`` when unused; a RoPE's table at ``vsrc2``
+for ``2 * vrows * vwords`` words when ``vqrows`` is 1, else ``vrows * vwords + 2 * vwords``, a
+bound of its ``ceil(vrows / vqrows)`` table rows of ``2 * vwords``; a pooling's ``vdst`` for
 ``vrows`` times its output image's words, parameter register 7), or no slot left for its
 parameter block is ``ERROR_VECTOR``. It occupies the vector unit for
 ``perf_model.vector_timing.vector_run_cycles`` cycles; a later command that reads its output

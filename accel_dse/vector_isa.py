@@ -18,6 +18,23 @@ all its words). Busy cycles of one op::
 (``q`` and its normalising shift, ``SQRT_STEPS`` root steps, load, ``DIV_STEPS``, finish),
 ``RECIP`` (load, ``DIV_STEPS``, finish).
 
+RoPE (``rope``) runs one rotation phase ``R`` a row: a row is one (token, head) vector of ``n = dh``
+elements, ``words = dh / lanes`` (the unit takes ``dh / 2`` in whole words, ``H = words / 2``),
+word ``j < H`` of the first half paired with word ``j + H`` of the second. The second operand
+(``src2``) is the op's table, one row of :data:`ROPE_TABLE_WORDS` ``* words`` words per position
+shared by the ``qrows`` rows of that position (its heads; row ``r`` reads table row ``r //
+qrows``, re-read for each row): for each ``j``, the low bytes of ``cos``, their high bytes, the
+low bytes of ``sin``, their high bytes (:func:`rope_table_row`). Per ``j`` the unit issues four
+reads (``x1_j`` and the cos low word, ``x2_j`` and the cos high word, then the two sin words),
+each lane forms ``x1 cos`` and ``x2 cos`` at the second and ``x2 sin`` and ``x1 sin`` at the fourth
+(the two multipliers of the rescaling add), and writes output word ``j``, then ``j + H`` the cycle
+after. Busy cycles::
+
+    1 + rows * (2 * words + PASS_TAIL + 1)
+
+(``2 * words`` issue cycles, the last pair's first output word ``PASS_TAIL`` cycles after its last
+read and its second one cycle later).
+
 Pooling (``maxpool``, ``avgpool``) walks windows instead of rows: a run is ``rows`` NHWC images
 of ``in_h x in_w`` pixels of ``words_c`` words (``n`` channels, ``ceil(n / lanes)`` words; the
 command's ``words`` is a whole image's ``in_h * in_w * words_c``), its output ``out_h x out_w``
@@ -42,11 +59,11 @@ from functools import lru_cache
 __all__ = ["PARAM_FIELDS", "param_error", "VECTOR_CODES", "PHASES", "PASS_TAIL", "DIV_STEPS", "SQRT_STEPS",
            "SCALAR_CYCLES", "NPARAMS", "silu_table", "magic_divisor", "unit_params", "UNIT_KINDS", "SOFTMAX_Z_BITS",
            "POOL_KINDS", "POOL_MAX_WINDOW", "PoolGeometry", "pool_geometry", "pool_divisor", "pool_cycles",
-           "pool_registers", "pool_from_registers"]
+           "pool_registers", "pool_from_registers", "ROPE_FRAC", "ROPE_TABLE_WORDS", "rope_table_row"]
 
 #: Op code of each kind the unit runs (the VECTOR command's ``vkind`` field); 0 is invalid.
 VECTOR_CODES = {"add": 1, "mul": 2, "relu": 3, "relu6": 4, "gelu": 5, "silu": 6, "layernorm": 7, "rmsnorm": 8,
-                "softmax": 9, "maxpool": 10, "avgpool": 11}
+                "softmax": 9, "maxpool": 10, "avgpool": 11, "rope": 12}
 UNIT_KINDS = tuple(VECTOR_CODES)
 #: Cycles from a pass's last read to its last reduction or write (read, compute, reduce/write).
 PASS_TAIL = 2
@@ -64,6 +81,7 @@ PHASES: dict[str, tuple[str, ...]] = {
     "softmax": ("P", "P", "RECIP", "P"),
     "maxpool": ("W",),
     "avgpool": ("W",),
+    "rope": ("R",),
 }
 #: The pooling kinds (one window walk, phase ``W``).
 POOL_KINDS = ("maxpool", "avgpool")
@@ -71,6 +89,10 @@ POOL_KINDS = ("maxpool", "avgpool")
 POOL_MAX_WINDOW = 4095
 #: Parameter registers of the unit (32-bit, signed).
 NPARAMS = 8
+#: Fraction bits of a RoPE table's int16 ``cos`` and ``sin`` (``round(2**14 cos)``; the unit's output shift).
+ROPE_FRAC = 14
+#: Words of a RoPE table row per word of the rotated row (cos and sin, 16 bits each, in int8 lanes).
+ROPE_TABLE_WORDS = 2
 #: Bits of the clamped i-exp argument whose quotient by ``ln2`` the unit takes by a multiply.
 SOFTMAX_Z_BITS = 20
 
@@ -97,6 +119,8 @@ PARAM_FIELDS: dict[str, tuple[tuple[str, int, bool], ...]] = {
               ("words_c", 24, False), ("pool_mult", 22, False), ("pool_bias_shift", 30, False),
               ("out_words", 32, False))
        for kind in POOL_KINDS},
+    # RoPE's table is an operand (src2), its rows per position the VECTOR command's vqrows
+    "rope": (),
 }
 
 
@@ -225,6 +249,29 @@ def pool_from_registers(kind: str, regs: tuple[int, ...]) -> PoolGeometry:
     r = [v & 0xFFFFFFFF for v in regs]
     return PoolGeometry(kind, r[0] & 0xFFFF, r[0] >> 16, r[1] & 0xFFFF, r[1] >> 16, r[2] & 0xFFFF, r[2] >> 16,
                         r[3] & 0xFF, (r[3] >> 8) & 0xFF, (r[3] >> 16) & 0xFF, r[3] >> 24, r[4])
+
+
+def rope_table_row(cos: list[int], sin: list[int], lanes: int) -> list[int]:
+    """One position's RoPE table row as the unit reads it: ``2 * len(cos)`` int16 values as
+    ``4 * len(cos)`` int8 codes, word ``4 j + k`` (``lanes`` codes) holding, in lane ``l``, element
+    ``i = j * lanes + l``'s ``cos`` low byte (``k = 0``), high byte (1), ``sin`` low byte (2), high
+    byte (3); a low byte as a code in -128..127 (its bits are the byte's).
+
+    Raises:
+        ValueError: ``len(cos)`` is not whole words of ``lanes``, or a value is outside int16.
+    """
+    half = len(cos)
+    if len(sin) != half or half % lanes:
+        raise ValueError(f"a RoPE table row takes cos and sin of whole words of {lanes} lanes, not {half}, {len(sin)}")
+    out: list[int] = []
+    for j in range(half // lanes):
+        for table, high in ((cos, False), (cos, True), (sin, False), (sin, True)):
+            for v in table[j * lanes:(j + 1) * lanes]:
+                if not -(1 << 15) <= v < 1 << 15:
+                    raise ValueError(f"a RoPE table value must be int16, not {v}")
+                byte = (v >> 8) & 0xFF if high else v & 0xFF
+                out.append(byte - 256 if byte >= 128 else byte)
+    return out
 
 
 def unit_params(kind: str, params: dict[str, int], n: int) -> tuple[int, ...]:

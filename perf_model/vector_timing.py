@@ -13,11 +13,15 @@ constants and the phases of each kind)::
 
 element-wise: one pass; layernorm/rmsnorm: three passes (sum and extremes, squares, output)
 with ``MEAN`` and ``RSQRT`` between them; softmax: three passes (max, sum of exponentials,
-output) with ``RECIP`` before the last. Pooling (``maxpool``, ``avgpool``, global or windowed)
+output) with ``RECIP`` before the last; RoPE: one rotation phase of ``2 * words + PASS_TAIL + 1``
+cycles (``accel_dse.vector_isa``'s docstring has its schedule), i.e.
+``1 + rows * (2 * words + PASS_TAIL + 1)``: a row per (token, head) of ``dh / lanes`` words, its
+table (``cos``, ``sin``: ``2 * words`` words per position, shared by the position's ``heads`` rows,
+``qrows``) read again for each row. Pooling (``maxpool``, ``avgpool``, global or windowed)
 runs as ``rows`` NHWC images of ``words = in_h * in_w * ceil(C / lanes)`` words each, its output
 ``out_h * out_w * ceil(C / lanes)`` words an image, in the window walk of
-``accel_dse.vector_isa.pool_cycles``. RoPE (no cos/sin tables in the unit) stays host work:
-:func:`vector_plan` gives the reason.
+``accel_dse.vector_isa.pool_cycles``. A RoPE whose half head is not whole words of the lanes
+stays host work: :func:`vector_plan` gives the reason.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from accel_dse.vector_isa import (
     PASS_TAIL,
     PHASES,
     POOL_KINDS,
+    ROPE_TABLE_WORDS,
     SCALAR_CYCLES,
     UNIT_KINDS,
     PoolGeometry,
@@ -40,8 +45,8 @@ from accel_dse.vector_isa import (
 )
 from workloads.vector_ops import VectorOp
 
-__all__ = ["VectorPlan", "vector_plan", "vector_cycles", "vector_run_cycles", "plan_cycles", "MAX_WORDS", "MAX_ROWS",
-           "NO_UNIT"]
+__all__ = ["VectorPlan", "vector_plan", "vector_cycles", "vector_run_cycles", "plan_cycles", "row_cycles", "MAX_WORDS",
+           "MAX_ROWS", "NO_UNIT"]
 
 #: Largest ``words`` of one run (the unit's 24-bit register; ``n`` is 24-bit too).
 MAX_WORDS = (1 << 24) - 1
@@ -50,17 +55,16 @@ MAX_ROWS = (1 << 16) - 1
 #: Why a design without the unit runs no vector op.
 NO_UNIT = "the design has no vector unit (vector_unit = false): host work"
 
-_UNSUPPORTED = {
-    "rope": "the vector unit holds no cos/sin tables",
-}
+_UNSUPPORTED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
 class VectorPlan:
     """How the unit runs one op: ``rows`` x ``words`` words of ``lanes`` lanes, ``n`` elements per
     row, ``operands`` words read per word (2 for a two-input add/mul/gated SiLU), ``qrows`` the
-    query period of a causal mask (1 without one); a pooling's ``pool`` geometry (its rows are
-    images of ``words`` words in and :attr:`out_words` out)."""
+    query period of a causal mask (1 without one; a RoPE's rows per position); a pooling's ``pool``
+    geometry (its rows are images of ``words`` words in and :attr:`out_words` out); ``table_words``:
+    words of the second operand per ``qrows`` rows (a RoPE's table row; 0: its rows are the first's)."""
 
     kind: str
     lanes: int
@@ -71,6 +75,7 @@ class VectorPlan:
     qrows: int
     pool: PoolGeometry | None = None
     run_rows: int = 0
+    table_words: int = 0
 
     @property
     def runs(self) -> int:
@@ -90,13 +95,13 @@ class VectorPlan:
 
     @property
     def passes(self) -> int:
-        """Passes over each row."""
+        """Passes over each row (a RoPE's rotation phase is none)."""
         return sum(1 for phase in PHASES[self.kind] if phase == "P")
 
     @property
-    def scalar_cycles(self) -> int:
-        """Cycles of one row's scalar steps."""
-        return sum(SCALAR_CYCLES[phase] for phase in PHASES[self.kind] if phase != "P")
+    def table_rows(self) -> int:
+        """Rows of the second operand when it is a table (one per ``qrows`` rows), else 0."""
+        return -(-self.rows // self.qrows) if self.table_words else 0
 
 
 def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
@@ -110,9 +115,16 @@ def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
         return f"{op.kind}: the vector unit takes 8-bit codes, not {op.bits}-bit"
     if op.kind in POOL_KINDS:
         return _pool_plan(op, lanes)
-    operands = 2 if op.kind in ("add", "mul") or (op.kind == "silu" and op.param("gated", 0)) else 1
-    qrows = 1
-    if op.kind in ("layernorm", "rmsnorm", "softmax"):
+    operands = 2 if op.kind in ("add", "mul", "rope") or (op.kind == "silu" and op.param("gated", 0)) else 1
+    qrows, table_words = 1, 0
+    if op.kind == "rope":
+        if len(op.shape) != 4:
+            return f"rope: the vector unit rotates (batch, seq, heads, dh) inputs, not a {len(op.shape)}-d one"
+        n, qrows = op.shape[3], op.shape[2]
+        if n % 2 or (n // 2) % lanes:
+            return f"rope: half the head size ({n} / 2) is not whole words of {lanes} lanes"
+        rows, table_words = op.elements // n, ROPE_TABLE_WORDS * (n // lanes)
+    elif op.kind in ("layernorm", "rmsnorm", "softmax"):
         last = len(op.shape) - 1
         if op.axis != last:
             return f"{op.kind}: the vector unit reduces over the last axis, not axis {op.axis}"
@@ -137,11 +149,12 @@ def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
         return (f"{op.kind}: a row of {n} elements ({words} words) exceeds the unit's {MAX_WORDS} words and "
                 f"{(1 << 24) - 1} elements")
     run_rows = 0
-    if rows > MAX_ROWS:  # several runs, each starting on a causal mask's first query
+    if rows > MAX_ROWS:  # several runs, each starting on a causal mask's first query (a RoPE's position)
         run_rows = MAX_ROWS - MAX_ROWS % qrows
         if run_rows < 1:
-            return f"{op.kind}: a causal mask's period of {qrows} query rows exceeds the unit's {MAX_ROWS} rows a run"
-    return VectorPlan(op.kind, lanes, rows, words, n, operands, qrows, run_rows=run_rows)
+            return (f"{op.kind}: a period of {qrows} rows (mask queries or heads) exceeds the unit's {MAX_ROWS} "
+                    "rows a run")
+    return VectorPlan(op.kind, lanes, rows, words, n, operands, qrows, run_rows=run_rows, table_words=table_words)
 
 
 def _pool_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
@@ -155,11 +168,18 @@ def _pool_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
     return VectorPlan(op.kind, lanes, rows, words, op.shape[3], 1, 1, g)
 
 
+def row_cycles(kind: str, words: int) -> int:
+    """Busy cycles of one row of ``words`` words of op ``kind`` (not a pooling): its phases of
+    ``accel_dse.vector_isa.PHASES`` back to back (module docstring)."""
+    phase = {"P": words + PASS_TAIL, "R": 2 * words + PASS_TAIL + 1}
+    return sum(phase[p] if p in phase else SCALAR_CYCLES[p] for p in PHASES[kind])
+
+
 def plan_cycles(plan: VectorPlan) -> int:
     """Busy cycles of ``plan`` (module docstring), summed over its runs."""
     if plan.pool is not None:
         return pool_cycles(plan.pool, plan.rows)
-    return plan.runs + plan.rows * (plan.passes * (plan.words + PASS_TAIL) + plan.scalar_cycles)
+    return plan.runs + plan.rows * row_cycles(plan.kind, plan.words)
 
 
 def vector_run_cycles(code: int, rows: int, words: int, params: tuple[int, ...] = ()) -> int:
@@ -169,9 +189,7 @@ def vector_run_cycles(code: int, rows: int, words: int, params: tuple[int, ...] 
     kind = UNIT_KINDS[code - 1]
     if kind in POOL_KINDS:
         return pool_cycles(pool_from_registers(kind, params), rows)
-    passes = sum(1 for phase in PHASES[kind] if phase == "P")
-    scalar = sum(SCALAR_CYCLES[phase] for phase in PHASES[kind] if phase != "P")
-    return 1 + rows * (passes * (words + PASS_TAIL) + scalar)
+    return 1 + rows * row_cycles(kind, words)
 
 
 def vector_cycles(op: VectorOp, lanes: int) -> int | None:

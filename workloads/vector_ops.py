@@ -7,7 +7,8 @@ input and of its output, the reduction axis, and the integer parameters of its a
 (multipliers, shifts, constants, window, mask offset) by name. The records live beside a
 :class:`~workloads.ops.Workload`'s matrix ops (``Workload.vector_ops``). A design with the
 vector unit runs them (``perf_model.vector_timing`` gives their cycles, or the reason one stays
-host work: RoPE today); on a design without it they are host work, listed with their elements.
+host work, e.g. a RoPE whose half head is not whole words of the unit's lanes); on a design
+without it they are host work, listed with their elements.
 
 Kinds (:data:`VECTOR_KINDS`) and their parameters as the builtins' int8 form emits them
 (``docs/workloads.md``, "Integer vector ops", states each algorithm):
@@ -19,7 +20,8 @@ Kinds (:data:`VECTOR_KINDS`) and their parameters as the builtins' int8 form emi
 * ``layernorm``, ``rmsnorm``: ``rsqrt_const``, ``rsqrt_bits``, ``eps``;
 * ``softmax``: ``in_mult``, ``ln2``, ``poly_b``, ``poly_a``, ``poly_c``, ``causal_offset`` (-1: no mask);
 * ``gelu``: ``in_mult``, ``clip``, ``poly_a``; ``silu``: ``gated`` (0 or 1);
-* ``rope``: ``start`` (first position), ``theta`` (the frequency base).
+* ``rope``: ``start`` (first position), ``theta`` (the frequency base); on the vector unit its
+  cos/sin table is a second operand the host prepares once, like weights.
 
 Every int8 op takes and gives codes with :data:`FRAC_BITS` fractional bits (the builtins' scale).
 """

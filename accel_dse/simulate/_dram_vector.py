@@ -5,9 +5,11 @@ own (``perf_model.compiler.vector.vector_program``: LOAD its operands into the i
 STORE its output from the ifmap) on seeded random int8 operands, checked against the op's JAX
 integer definition (``workloads._int_ops``) bit for bit, its total cycles against the walk's
 (``perf_model.program_timing``). ``--scale`` keeps the op's first rows (a row op's first rows of
-its first head; an element-wise op's first rows of its last axis; a pooling's first images), and
-so does the ifmap: the operands and the output of one op must fit it together (:func:`scaled_op`
-names what it kept).
+its first head; an element-wise op's first rows of its last axis; a pooling's first images; a
+RoPE's first positions of its first batch, all their heads), and so does the ifmap: the operands
+and the output of one op must fit it together (:func:`scaled_op` names what it kept). A RoPE's
+second operand is its table, which the host lays out in DRAM as it does weights
+(``workloads._int_ops.rope_tables`` packed by ``accel_dse.vector_isa.rope_table_row``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,18 @@ def scaled_op(design: ArrayConfig, op: Any, scale: float) -> tuple[Any, str]:
     plan = vector_plan(op, design.vector_lanes)
     if isinstance(plan, str):
         return None, plan
+    if plan.table_words:  # a RoPE: whole positions (all heads, their table row), else the first heads
+        _, seq, heads, n = op.shape
+        per_row, table = 2 * plan.words, plan.table_words
+        depth = ifmap_words(design)
+        fit = depth // (heads * per_row + table)
+        if fit >= 1:
+            shape = (1, min(max(1, math.ceil(seq * scale)), fit, seq), heads, n)
+        elif depth >= per_row + table:
+            shape = (1, 1, (depth - table) // per_row, n)
+        else:
+            return None, f"rope: a head of {n} elements and its table row do not fit the ifmap"
+        return dataclasses.replace(op, shape=shape, out_shape=None), ""
     if plan.pool is not None:  # whole images: a band of rows would need its window's halo
         per_image = plan.words + plan.out_words
         fit = ifmap_words(design) // per_image
@@ -58,8 +72,10 @@ def scaled_op(design: ArrayConfig, op: Any, scale: float) -> tuple[Any, str]:
     return dataclasses.replace(op, shape=shape, out_shape=None), ""
 
 
-def _reference(op: Any, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Seeded int8 operands of ``op`` and its JAX integer output."""
+def _reference(op: Any, rng: np.random.Generator, lanes: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Seeded int8 operands of ``op`` (a RoPE's second: its table, one row a (batch, position)
+    on ``lanes`` lanes) and its JAX integer output."""
+    from accel_dse.vector_isa import rope_table_row
     from perf_model.vector_timing import vector_plan
     from workloads import _int_ops
 
@@ -67,7 +83,12 @@ def _reference(op: Any, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
     operands = 2 if not isinstance(two, str) and two.operands == 2 else 1
     x = rng.integers(-128, 128, op.shape, dtype=np.int8)
     y = rng.integers(-128, 128, op.shape, dtype=np.int8) if operands == 2 else None
-    args = (x,) if y is None else (x, y)
+    if op.kind == "rope":
+        batch, seq, _, n = op.shape
+        cos, sin = _int_ops.rope_tables(op.param("start"), seq, n // 2, op.param("theta"))
+        rows = [rope_table_row(cos[p].tolist(), sin[p].tolist(), lanes) for p in range(seq)]
+        y = np.tile(np.array(rows, np.int8), (batch, 1))
+    args = (x,) if y is None or op.kind == "rope" else (x, y)
     out = np.asarray(_int_ops._run(op.kind, dict(op.params), *args)).astype(np.int64)
     return x, y, out
 
@@ -89,7 +110,7 @@ def vector_jobs(design: ArrayConfig, vector_ops: list[tuple[str, Any]], scale: f
             continue
         prog = vector_program(design, [small])
         rng = np.random.default_rng([seed, index])
-        x, y, ref = _reference(small, rng)
+        x, y, ref = _reference(small, rng, design.vector_lanes)
         t = prog.tensors
         tensors = {"x0": pack_tensor(t["x0"], x.astype(np.int64).reshape(t["x0"].shape))}
         if y is not None:

@@ -2,7 +2,8 @@
 
 :func:`vector_registers` gives what one ``start`` of ``rtl_gen.core.vector_unit.VectorUnit`` (one
 VECTOR command) takes for ``op`` with its rows at word ``src`` (``src2``: the second operand of an
-add, a product or a gated SiLU) and its output at ``dst``: the kind's code, the geometry of
+add, a product or a gated SiLU, or a RoPE's table: ``accel_dse.vector_isa.rope_table_row`` per
+position, the position's rows (heads) in ``vqrows``) and its output at ``dst``: the kind's code, the geometry of
 :func:`perf_model.vector_timing.vector_plan` and the parameter registers of
 :func:`accel_dse.vector_isa.unit_params` (the record's integers and the constants derived from
 them, e.g. the exact multiplier of a softmax's ``floor(a / ln 2)``).
@@ -60,7 +61,7 @@ def vector_commands(regs: VectorRegisters, *, wait_dma: int = 0, wait_run: int =
                     wait_vec: int = 0) -> list[Command]:
     """The ``VECTOR`` command of ``regs`` and its parameter block (the next queue slot); an op of
     more rows than one run takes, a command and block per run (its rows ``r0 ..`` at ``r0 * words``
-    past each base).
+    past each base; a RoPE's table at ``r0 / qrows`` table rows past ``src2``).
 
     Raises:
         ModelError: a column-major op of several runs (its rows interleave: not split).
@@ -72,8 +73,9 @@ def vector_commands(regs: VectorRegisters, *, wait_dma: int = 0, wait_run: int =
     out: list[Command] = []
     for r0, rows in p.run_spans():
         step = r0 * p.words
+        step2 = r0 // p.qrows * p.table_words if p.table_words else step
         head = Command.make(Opcode.VECTOR, wait_dma=wait_dma, wait_run=wait_run, wait_vec=wait_vec, vkind=regs.kind,
-                            vcolmajor=regs.colmajor, vsrc=regs.src + step, vsrc2=regs.src2 + step,
+                            vcolmajor=regs.colmajor, vsrc=regs.src + step, vsrc2=regs.src2 + step2,
                             vdst=regs.dst + step, vrows=rows, vwords=p.words, vn=p.n, vqrows=p.qrows)
         out += [head, block]
     return out
@@ -91,8 +93,9 @@ def _align(x: int, to: int) -> int:
 def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
     """Vector ops on chip as one program: for each op ``i``, ``LOAD`` its operands (``x{i}``, and
     ``y{i}`` for a two-operand op; rows of ``n`` int8 elements padded to whole words, DRAM rows
-    of whole words; a pooling's rows are its NHWC pixels) into the ifmap and ``VECTOR`` once they
-    are in (``wait_dma``; the next op's loads overlap it); then ``STORE`` every output ``z{i}``
+    of whole words; a pooling's rows are its NHWC pixels; a RoPE's ``y{i}`` is its table, one
+    row of ``2 n`` codes per position, :func:`accel_dse.vector_isa.rope_table_row`) into the ifmap
+    and ``VECTOR`` once they are in (``wait_dma``; the next op's loads overlap it); then ``STORE`` every output ``z{i}``
     from the ifmap once the unit is done (``wait_vec``). Each operand and output has a region of its own in the ifmap.
 
     Raises:
@@ -113,7 +116,9 @@ def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
     for plan, names in zip(plans, regions, strict=True):
         g = plan.pool
         for name in names:
-            if g is None:
+            if name[0] == "y" and plan.table_words:
+                shapes[name] = (plan.table_rows, plan.table_words, plan.table_words * lanes)
+            elif g is None:
                 shapes[name] = (plan.rows, plan.words, plan.n)
             else:
                 pixels = g.out_h * g.out_w if name[0] == "z" else g.in_h * g.in_w

@@ -8,8 +8,9 @@ with ``vector_unit``; a design without it runs none and has no unit area) costs,
   stall cycles where its DRAM traffic takes longer at the design's DRAM rate (the transfers
   overlap the unit: ``stall = max(dram_bytes / rate - busy, 0)``);
 * DRAM bytes: every operand read and the output written once (each vector op's activations go
-  through DRAM until a whole network runs from one program); SRAM bytes: every pass reads its
-  operands' words and the last pass writes the output's words (padding lanes included);
+  through DRAM until a whole network runs from one program; a RoPE's table, ``2 dh`` bytes per
+  position, once); SRAM bytes: every pass reads its operands' words and the last pass writes the
+  output's words (padding lanes included; a RoPE reads its row once and its table row per row);
 * energy: :mod:`perf_model.physical.vector_unit` per lane-word of every pass and per scalar step,
   the SRAM bytes at the ifmap buffer's per-byte energy, the DRAM bytes at the part's, all at the
   node and supply of the design; leakage of the whole design over the vector cycles.
@@ -63,10 +64,13 @@ def host_ops(vector_ops: Sequence[tuple[VectorOp, int]], lanes: int) -> list[dic
 
 
 def word_reads(plan: VectorPlan) -> int:
-    """Words the unit reads in one run, per operand (a pooling: its windows' in-image pixels)."""
+    """Words the unit reads in one run, per operand (a pooling: its windows' in-image pixels; a
+    RoPE: its ``2 * words`` reads a row, two lane multiplies every other one)."""
     g = plan.pool
     if g is not None:
         return plan.rows * g.words_c * g.inside(0) * g.inside(1)
+    if plan.table_words:
+        return plan.rows * plan.table_words
     return plan.rows * plan.words * plan.passes
 
 
@@ -78,13 +82,19 @@ def plan_bytes(plan: VectorPlan) -> dict[str, int]:
                 "sram_read": word_reads(plan) * plan.lanes, "sram_write": plan.rows * plan.out_words * plan.lanes}
     word_bytes = plan.rows * plan.words * plan.lanes
     elements = plan.rows * plan.n
+    if plan.table_words:  # a RoPE: x once, its table row for every row, the table from DRAM once
+        table = plan.table_words * plan.lanes
+        return {"dram_read": elements + plan.table_rows * table, "dram_write": elements,
+                "sram_read": word_bytes + plan.rows * table, "sram_write": word_bytes}
     return {"dram_read": elements * plan.operands, "dram_write": elements,
             "sram_read": word_bytes * (plan.operands if plan.passes == 1 else plan.passes), "sram_write": word_bytes}
 
 
 def row_bytes(plan: VectorPlan) -> int:
-    """Buffer bytes a row op needs on chip: one row of each operand and of the output (0 for an
-    element-wise op or a pooling, which stream words)."""
+    """Buffer bytes a row op needs on chip: one row of each operand and of the output (a RoPE: its
+    table row too; 0 for an element-wise op or a pooling, which stream words)."""
+    if plan.table_words:
+        return (2 * plan.words + plan.table_words) * plan.lanes
     return 0 if plan.passes == 1 or plan.pool is not None else (plan.operands + 1) * plan.words * plan.lanes
 
 

@@ -19,7 +19,13 @@ Micro-architecture, one datapath for every kind:
   the product, ReLU/ReLU6 clamps, I-BERT's i-GELU polynomial, a 256-entry SiLU ROM
   (``accel_dse.vector_isa.silu_table``), the centred square and the normalising multiply of a
   norm, the i-exp (its ``floor(a / ln 2)`` by an exact multiply on the argument clamped where
-  the exponential is already 0) and the probability multiply of a softmax with its causal mask.
+  the exponential is already 0) and the probability multiply of a softmax with its causal mask;
+* RoPE (``rope``, ``accel_dse.vector_isa``'s docstring has the schedule and the table layout): the
+  pass engine issues four reads per pair of output words (``x1`` with the table's cos low word,
+  ``x2`` with its high word, the two sin words), each lane keeps ``x1``, ``x2`` and a table low
+  byte, and the rescaling add's two multipliers form ``x1 cos``, ``x2 cos`` (kept in the lane's
+  value registers), then ``x2 sin``, ``x1 sin``; the write stage writes word ``j``, then ``j + H``.
+  ``qrows`` rows (a position's heads) share a table row.
 
 Per row the phases of ``accel_dse.vector_isa.PHASES`` run back to back; ``busy`` is high from the
 cycle after ``start`` for ``perf_model.vector_timing.vector_cycles`` cycles (``cycles`` counts
@@ -33,7 +39,15 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from accel_dse.errors import ConfigError
-from accel_dse.vector_isa import DIV_STEPS, NPARAMS, PARAM_FIELDS, SQRT_STEPS, VECTOR_CODES, silu_table
+from accel_dse.vector_isa import (
+    DIV_STEPS,
+    NPARAMS,
+    PARAM_FIELDS,
+    ROPE_FRAC,
+    SQRT_STEPS,
+    VECTOR_CODES,
+    silu_table,
+)
 
 __all__ = ["VectorUnit"]
 
@@ -100,12 +114,13 @@ class VectorUnit(wiring.Component):
         is_soft = kind == _K["softmax"]
         is_pool = (kind == _K["maxpool"]) | (kind == _K["avgpool"])
         is_avg = kind == _K["avgpool"]
+        is_rope = kind == _K["rope"]
 
         # -- row state and scalars
         row, row_off, qpos = Signal(16), Signal(a), Signal(16)
         pidx = Signal(2)  # pass of the row: 0, 1, 2
         writing = Signal()
-        m.d.comb += writing.eq(is_elem | (pidx == 2))
+        m.d.comb += writing.eq(is_elem | is_rope | (pidx == 2))
         acc_sum = Signal(signed(40))
         acc_max, acc_min = Signal(signed(10)), Signal(signed(10))
         mean = Signal(signed(34))  # m, in units of x / 128
@@ -116,17 +131,27 @@ class VectorUnit(wiring.Component):
         rec = Signal(32)
 
         # -- the pass engine: issue (t), compute (t + 1), reduce or write (t + 2)
-        t = Signal(25)
+        t = Signal(26)
         woff = Signal(a)  # word t's offset in its row: t, or t * rows (colmajor)
         issue = Signal()
-        s1_live, s1_w, s1_off = Signal(), Signal(24), Signal(a)
-        s2_live, s2_off = Signal(), Signal(a)
+        s1_live, s1_w, s1_off = Signal(), Signal(26), Signal(a)
+        s2_live, s2_off, s2_w = Signal(), Signal(a), Signal(26)
         pool_issue, pool_addr = Signal(), Signal(a)  # the window walk's read (pooling)
-        m.d.comb += [self.rd_addr.eq(Mux(is_pool, pool_addr, src + row_off + woff)),
-                     self.rd2_addr.eq(src2 + row_off + woff), self.rd_en.eq(issue | pool_issue)]
-        m.d.sync += [s1_live.eq(issue), s1_w.eq(t), s1_off.eq(woff), s2_live.eq(s1_live), s2_off.eq(s1_off)]
+        # RoPE: read t is word pair j = t // 4, phase t % 4 (x1 | x2 | - | -, table word t of the row's
+        # position); half = H words; tab_off the position's table row
+        half, tab_off = Signal(23), Signal(a)
+        m.d.comb += half.eq(words >> 1)
+        rope_x = Signal(a)
+        m.d.comb += rope_x.eq(t[2:] + Mux(t[0], half, 0))
+        m.d.comb += [self.rd_addr.eq(Mux(is_pool, pool_addr, src + row_off + Mux(is_rope, rope_x, woff))),
+                     self.rd2_addr.eq(Mux(is_rope, src2 + tab_off + t, src2 + row_off + woff)),
+                     self.rd_en.eq((issue & ~(is_rope & t[1])) | pool_issue)]  # a RoPE reads x at phases 0, 1
+        m.d.sync += [s1_live.eq(issue), s1_w.eq(t), s1_off.eq(woff), s2_live.eq(s1_live), s2_off.eq(s1_off),
+                     s2_w.eq(s1_w)]
+        ph = s1_w[:2]  # the phase of the read at the compute stage
 
         vals = [Signal(signed(32), name=f"val{i}") for i in range(lanes)]
+        vals2 = [Signal(signed(24), name=f"rope_val{i}") for i in range(lanes)]  # a RoPE's second output
         valid = [Signal(name=f"ok{i}") for i in range(lanes)]
         rom = silu_table()
         # the parameter registers' fields (accel_dse.vector_isa.PARAM_FIELDS; the compiler keeps them in range)
@@ -145,7 +170,20 @@ class VectorUnit(wiring.Component):
                 return sig
 
             # element functions (widths: the bounds of workloads._int_ops, docs/workloads.md)
-            f_add = _sat8(_rshr(x * f["mult_a"] + y * f["mult_b"], f["shift"]))
+            # the rescaling add's two multipliers, a RoPE's too: x1 cos and x2 cos at phase 1, x2 sin
+            # and x1 sin at phase 3 (coef: the table's high byte now, its low byte the cycle before)
+            x1, x2, lo = Signal(signed(8), name=f"rope_x1_{lane}"), Signal(signed(8), name=f"rope_x2_{lane}"), \
+                Signal(8, name=f"rope_lo{lane}")
+            m.d.sync += [x1.eq(Mux(ph == 0, x, x1)), x2.eq(Mux(ph == 1, x, x2)), lo.eq(Mux(ph[0], lo, y))]
+            coef = wire("rope_coef", Cat(lo, y).as_signed(), signed(16))
+            prod_a = wire("prod_a", Mux(is_rope, Mux(ph == 1, x1, x2), x) * Mux(is_rope, coef, f["mult_a"]),
+                          signed(32))
+            prod_b = wire("prod_b", Mux(is_rope, Mux(ph == 1, x, x1), y) * Mux(is_rope, coef, f["mult_b"]),
+                          signed(32))
+            f_add = _sat8(_rshr(prod_a + prod_b, f["shift"]))
+            rope1 = Mux(ph == 1, prod_a, Mux(ph == 3, _sat8(_rshr(vals[lane] - prod_a, ROPE_FRAC)), vals[lane]))
+            m.d.sync += vals2[lane].eq(Mux(ph == 1, prod_b, Mux(ph == 3, _sat8(_rshr(vals2[lane] + prod_b, ROPE_FRAC)),
+                                                                vals2[lane])))
             f_mul = _sat8(_rshr(x * y, f["shift"]))
             f_relu = Mux(x < 0, 0, x)
             f_relu6 = Mux(x < 0, 0, Mux(x > f["act_max"], f["act_max"], x))
@@ -183,6 +221,8 @@ class VectorUnit(wiring.Component):
                     m.d.comb += val.eq(Mux(pidx == 0, x, Mux(pidx == 1, f_sq, f_norm)))
                 with m.Case(_K["softmax"]):
                     m.d.comb += val.eq(Mux(pidx == 0, x, Mux(pidx == 1, e, f_prob)))
+                with m.Case(_K["rope"]):
+                    m.d.comb += val.eq(rope1)
             m.d.sync += [vals[lane].eq(val), valid[lane].eq(ok)]
 
         # reduce (sum, max, min over the valid lanes) or write
@@ -199,10 +239,16 @@ class VectorUnit(wiring.Component):
         with m.If(reducing):
             m.d.sync += [acc_sum.eq(acc_sum + lane_sum), acc_max.eq(lane_max), acc_min.eq(lane_min)]
         pool_write, pool_out, pool_data = Signal(), Signal(a), Signal(8 * lanes)
-        m.d.comb += [self.wr_en.eq(Mux(is_pool, pool_write, s2_live & writing)),
-                     self.wr_addr.eq(Mux(is_pool, pool_out, dst + row_off + s2_off)),
-                     self.wr_data.eq(Mux(is_pool, pool_data,
-                                         Cat(*(Mux(valid[i], vals[i][:8], 0) for i in range(lanes)))))]
+        # a RoPE writes word j after a pair's last read (phase 3), word j + H the cycle after
+        rope_first, rope_second, rope_addr = Signal(), Signal(), Signal(a)
+        m.d.comb += rope_first.eq(is_rope & s2_live & (s2_w[:2] == 3))
+        m.d.sync += [rope_second.eq(rope_first), rope_addr.eq(dst + row_off + s2_w[2:] + half)]
+        elem_data = Cat(*(Mux(valid[i], vals[i][:8], 0) for i in range(lanes)))
+        rope_data = Cat(*(Mux(rope_second, vals2[i], vals[i])[:8] for i in range(lanes)))
+        m.d.comb += [self.wr_en.eq(Mux(is_pool, pool_write, Mux(is_rope, rope_first | rope_second, s2_live & writing))),
+                     self.wr_addr.eq(Mux(is_pool, pool_out, Mux(rope_second, rope_addr,
+                                                                dst + row_off + Mux(is_rope, s2_w[2:], s2_off)))),
+                     self.wr_data.eq(Mux(is_pool, pool_data, Mux(is_rope, rope_data, elem_data)))]
 
         # -- the window walk of a pooling (accel_dse.vector_isa: PoolGeometry, pool_registers):
         # pointers are addresses mod 2**addr_bits (every read lands in range, so wrapping
@@ -302,7 +348,7 @@ class VectorUnit(wiring.Component):
                     m.d.sync += [*sampled, busy.eq(1), self.cycles.eq(0)]
                     m.next = "SETUP"
             with m.State("SETUP"):
-                m.d.sync += [row.eq(0), row_off.eq(0), qpos.eq(0), top.eq(-128), *start_pass(0)]
+                m.d.sync += [row.eq(0), row_off.eq(0), qpos.eq(0), tab_off.eq(0), top.eq(-128), *start_pass(0)]
                 m.next = "PASS"
                 with m.If(is_pool):
                     m.d.sync += [rowpitch.eq(in_w * words_c), xstep.eq(st_w * words_c)]
@@ -346,13 +392,16 @@ class VectorUnit(wiring.Component):
                                     m.d.sync += [busy.eq(0), self.done.eq(1)]
                                     m.next = "IDLE"
             with m.State("PASS"):
-                m.d.comb += issue.eq(t < words)
+                # a RoPE row: 2 * words reads, its last output word one cycle after the tail
+                m.d.comb += issue.eq(t < Mux(is_rope, words << 1, words))
                 m.d.sync += [t.eq(t + 1), woff.eq(woff + Mux(colmajor, rows, 1))]
-                with m.If(t == words + 1):
+                with m.If(t == Mux(is_rope, (words << 1) + 2, words + 1)):
                     with m.If(writing):
                         last = row + 1 == rows
+                        wrap = qpos + 1 == qrows
                         m.d.sync += [row.eq(row + 1), row_off.eq(row_off + Mux(colmajor, 1, words)),
-                                     qpos.eq(Mux(qpos + 1 == qrows, 0, qpos + 1)), *start_pass(0)]
+                                     qpos.eq(Mux(wrap, 0, qpos + 1)),
+                                     tab_off.eq(Mux(wrap, tab_off + (words << 1), tab_off)), *start_pass(0)]
                         with m.If(last):
                             m.d.sync += [busy.eq(0), self.done.eq(1)]
                             m.next = "IDLE"

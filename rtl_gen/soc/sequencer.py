@@ -185,15 +185,18 @@ class Sequencer(wiring.Component):
             m.d.comb += [nxt.eq(pc + 1), rp2.addr.eq(nxt[sel:sel + ceil_log2(entries)])]
             params = rp2.data.word_select(nxt[:sel], 8 * COMMAND_BYTES) if per > 1 else rp2.data
             vrows, vwords = _field(cmd, "vrows"), _field(cmd, "vwords")
-            span, out_span = Signal(64), Signal(64)
+            span, out_span, span2 = Signal(64), Signal(64), Signal(64)
             pooling = Cat(*(_field(cmd, "vkind") == VECTOR_CODES[k] for k in POOL_KINDS)).any()
+            # a RoPE's table (vsrc2): 2 * vwords words per vqrows rows, within these bounds
+            rope = _field(cmd, "vkind") == VECTOR_CODES["rope"]
             m.d.comb += [span.eq(vrows * vwords),  # a pooling's output: vrows images of out_words words
-                         out_span.eq(vrows * Mux(pooling, _field(params, "vp7"), vwords))]
+                         out_span.eq(vrows * Mux(pooling, _field(params, "vp7"), vwords)),
+                         span2.eq(Mux(rope, Mux(_field(cmd, "vqrows") == 1, span << 1, span + (vwords << 1)), span))]
             ifmap_depth = self.depths[Buffer.IFMAP]
             vector_bad = is_vector & (
                 (_field(cmd, "vkind") == 0) | (_field(cmd, "vkind") > len(VECTOR_CODES)) | (vrows == 0) | (vwords == 0)
                 | (_field(cmd, "vn") == 0) | (_field(cmd, "vn") > vwords * self.vector_lanes) | (pc + 1 >= length)
-                | Cat(*(_field(cmd, name) + span > ifmap_depth for name in ("vsrc", "vsrc2"))).any()
+                | (_field(cmd, "vsrc") + span > ifmap_depth) | (_field(cmd, "vsrc2") + span2 > ifmap_depth)
                 | (_field(cmd, "vdst") + out_span > ifmap_depth))
         axi_err = (self.ld.axi_error & ~self.ld.busy) | (self.st.axi_error & ~self.st.busy)
         win_err = self.run.window_error & ~run_busy

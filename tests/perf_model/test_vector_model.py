@@ -23,6 +23,7 @@ SOFTMAX = VectorOp(kind="softmax", shape=(1, 12, 64, 64), axis=3,
                    params=(("in_mult", 512), ("ln2", 45426), ("poly_b", 88670), ("poly_a", 11747), ("poly_c", 5636),
                            ("causal_offset", 3)))
 ROPE = VectorOp(kind="rope", shape=(1, 1, 32, 128), params=(("start", 5), ("theta", 10000)))
+ODD_ROPE = VectorOp(kind="rope", shape=(1, 2, 4, 24), params=(("start", 5), ("theta", 10000)))  # half: 12
 
 
 def test_cycle_contract_by_hand():
@@ -35,13 +36,18 @@ def test_cycle_contract_by_hand():
     assert vector_cycles(SOFTMAX, 8) == 1 + 768 * (3 * (8 + 2) + 34)
     plan = vector_plan(SOFTMAX, 8)
     assert not isinstance(plan, str) and plan.qrows == 64  # the mask's query period
-    assert vector_cycles(ROPE, 16) is None
+    # RoPE, one token of 32 heads of 128 on 16 lanes: 32 rows of 8 words, 2 * 8 reads a row (x
+    # words with the table's cos words, then its sin words), 2 + 1 cycles to the row's last write
+    assert vector_cycles(ROPE, 16) == 1 + 32 * (16 + 2 + 1) == 609
+    plan = vector_plan(ROPE, 16)
+    assert not isinstance(plan, str) and (plan.qrows, plan.table_words, plan.table_rows) == (32, 16, 1)
+    assert vector_cycles(ODD_ROPE, 16) is None and vector_cycles(ODD_ROPE, 4) == 1 + 8 * (12 + 3)
 
 
 def _workload() -> Workload:
     gemm = Gemm(m=64, k=768, n=768, name="proj")
-    return Workload(name="w", ops=(gemm, gemm), vector_ops=(LN, GELU, ROPE), vector_counts=(2, 1, 3),
-                    vector_after=(1, 1, 2))
+    return Workload(name="w", ops=(gemm, gemm), vector_ops=(LN, GELU, ROPE, ODD_ROPE), vector_counts=(2, 1, 3, 1),
+                    vector_after=(1, 1, 2, 2))
 
 
 def test_evaluate_charges_the_vector_ops():
@@ -51,16 +57,20 @@ def test_evaluate_charges_the_vector_ops():
     plain = perf_model.evaluate(config, Workload(name="w", ops=w.ops))
     r = perf_model.evaluate(config, w)
     assert r.status == "ok"
-    busy = 2 * vector_cycles(LN, config.cols) + vector_cycles(GELU, config.cols)
+    busy = 2 * vector_cycles(LN, config.cols) + vector_cycles(GELU, config.cols) + 3 * 609
     assert r.total["vector_cycles"] == busy
     assert r.total["compute_cycles"] == plain.total["compute_cycles"]
     assert r.total["total_cycles"] >= plain.total["total_cycles"] + busy
     assert r.total["area_mm2"] == plain.total["area_mm2"]  # the unit's area: the design's, whatever it runs
     assert r.total["energy_pj"] > plain.total["energy_pj"]
-    assert r.total["dram_read_bytes"] == plain.total["dram_read_bytes"] + 2 * LN.elements + GELU.elements
-    assert [v["kind"] for v in r.vector_ops] == ["layernorm", "gelu"]
-    assert r.host_work == [{"kind": "rope", "name": "", "runs": 3, "elements": 3 * ROPE.elements,
-                            "reason": "rope: the vector unit holds no cos/sin tables"}]
+    # a RoPE reads its input and its table (one position: 128 cos and 128 sin, 16 bits each) once
+    rope_bytes = ROPE.elements + 2 * 2 * 64
+    assert r.total["dram_read_bytes"] == plain.total["dram_read_bytes"] + 2 * LN.elements + GELU.elements \
+        + 3 * rope_bytes
+    assert [v["kind"] for v in r.vector_ops] == ["layernorm", "gelu", "rope"]
+    assert r.vector_ops[2]["sram_read_bytes"] == 3 * 3 * ROPE.elements  # 3 runs: x once, a table row (2 x) a row
+    assert r.host_work == [{"kind": "rope", "name": "", "runs": 1, "elements": ODD_ROPE.elements,
+                            "reason": "rope: half the head size (24 / 2) is not whole words of 16 lanes"}]
     assert plain.total["vector_cycles"] == 0 and plain.vector_ops == [] and plain.host_work == []
     assert plain.total["energy_breakdown"]["vector"] == 0
     # without the unit: no vector cycles, no unit area, every vector op named as host work
@@ -68,7 +78,8 @@ def test_evaluate_charges_the_vector_ops():
     assert none.total["vector_cycles"] == 0 and none.vector_ops == []
     assert none.total["area_mm2"] == perf_model.evaluate(bare, Workload(name="w", ops=w.ops)).total["area_mm2"]
     assert [(h["kind"], h["runs"], h["elements"]) for h in none.host_work] == [
-        ("layernorm", 2, 2 * LN.elements), ("gelu", 1, GELU.elements), ("rope", 3, 3 * ROPE.elements)]
+        ("layernorm", 2, 2 * LN.elements), ("gelu", 1, GELU.elements), ("rope", 3, 3 * ROPE.elements),
+        ("rope", 1, ODD_ROPE.elements)]
     assert "no vector unit" in none.host_work[0]["reason"]
     # the unit's area is charged on a design that carries it, whatever the workload
     assert plain.total["area_mm2"] > none.total["area_mm2"]
@@ -102,12 +113,12 @@ def test_a_row_that_does_not_fit_is_infeasible():
 
 
 @pytest.mark.parametrize("spec", ["bert_base:seq=64", "llama_decode:kv=64,d=256,heads=4,ffn=512"])
-def test_builtins_leave_only_rope(spec):
+def test_builtins_leave_no_host_work(spec):
     import workloads
 
     r = perf_model.evaluate(dataclasses.replace(load_design("edge"), vector_unit=True), workloads.resolve(spec))
     assert r.status == "ok" and r.total["vector_cycles"] > 0
-    assert {h["kind"] for h in r.host_work} <= {"rope"}
+    assert r.host_work == []  # RoPE too: on the unit
     assert np.isfinite(r.total["energy_pj"])
 
 

@@ -32,7 +32,10 @@ def _op(kind: str, shape: tuple[int, ...], params: dict[str, int], axis: int | N
 
 
 def _cases() -> list[tuple[VectorOp, np.ndarray, np.ndarray | None, np.ndarray]]:
-    """``(op, x, y, reference)`` for every kind the unit runs, with edge values."""
+    """``(op, x, y, reference)`` for every kind the unit runs, with edge values (a RoPE's ``y``: its
+    table, as the host lays it out)."""
+    from tests.rtl_gen.vector_testlib import rope_table
+
     rng = np.random.default_rng(28)
     codes = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)[:, ::3]  # 86 codes, both extremes among them
     other = rng.integers(-128, 128, codes.shape, dtype=np.int8)
@@ -46,6 +49,9 @@ def _cases() -> list[tuple[VectorOp, np.ndarray, np.ndarray | None, np.ndarray]]
     maps = rng.integers(-128, 128, (2, 3, 3, 5), dtype=np.int8)
     window = {"window_h": 3, "window_w": 3, "stride_h": 2, "stride_w": 2, "pad_h": 1, "pad_w": 1}
     whole = {"window_h": 3, "window_w": 3, "stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0}
+    heads = rng.integers(-128, 128, (1, 2, 2, 8), dtype=np.int8)
+    heads[0, 0, 0], heads[0, 1, 1] = -128, 127  # position 0 (the identity) and a saturating rotation
+    rope = _op("rope", heads.shape, {"start": 0, "theta": 10000})
     return [
         (_op("add", codes.shape, io.add_params(q, 2 * q, q)), codes, other, io.add(codes, other, scale_a=q,
                                                                                    scale_b=2 * q, scale_out=q)),
@@ -60,6 +66,7 @@ def _cases() -> list[tuple[VectorOp, np.ndarray, np.ndarray | None, np.ndarray]]
          io.softmax(scores, scale=0.5, causal_offset=1)),
         (_op("maxpool", image.shape, window), image, None, io.maxpool(image, window=3, stride=2, pad=1)),
         (_op("avgpool", maps.shape, whole), maps, None, io.global_avgpool(maps).reshape(2, 1, 1, 5)),
+        (rope, heads, rope_table(rope, TINY.vector_lanes), io.rope(heads, start=0)),
     ]
 
 
@@ -141,7 +148,7 @@ def test_a_malformed_vector_command_stops_with_error_code_7():
     sync = Command.make(Opcode.SYNC)
     run = _malformed(TINY, [sync, beyond, block])  # its output would pass the ifmap's 1024 words
     assert (run.error_code, run.error_pc) == (ERROR_VECTOR, 1)
-    pool = list(vector_program(TINY, [_cases()[-2][0]]).commands)  # the 5x5x6 max pool, 3x3 out
+    pool = list(vector_program(TINY, [_cases()[9][0]]).commands)  # the 5x5x6 max pool, 3x3 out
     p_head, p_block = pool[1], pool[2]
     assert p_head.opcode == Opcode.VECTOR and p_head["vkind"] == 10
     assert (p_head["vwords"], p_block["vp7"]) == (50, 18)  # 25 pixels of 2 words in, 9 out
@@ -150,6 +157,13 @@ def test_a_malformed_vector_command_stops_with_error_code_7():
     for dst, code in ((1006, 0), (1007, ERROR_VECTOR)):
         moved = dataclasses.replace(p_head, fields=tuple((k, dst if k == "vdst" else v) for k, v in p_head.fields))
         assert _malformed(TINY, [sync, moved, p_block]).error_code == code, dst
+    rope = list(vector_program(TINY, [_cases()[11][0]]).commands)  # 2 positions of 2 heads of 8
+    r_head, r_block = rope[2], rope[3]  # after the LOADs of x and of the table
+    assert r_head.opcode == Opcode.VECTOR and (r_head["vrows"], r_head["vwords"], r_head["vqrows"]) == (4, 2, 2)
+    # its table (2 rows of 4 words) is checked for vrows * vwords + 2 * vwords = 12 words
+    for src2, code in ((1012, 0), (1013, ERROR_VECTOR)):
+        moved = dataclasses.replace(r_head, fields=tuple((k, src2 if k == "vsrc2" else v) for k, v in r_head.fields))
+        assert _malformed(TINY, [sync, moved, r_block]).error_code == code, src2
     run = _malformed(TINY, [sync, head])  # no slot left for its parameter block
     assert (run.error_code, run.error_pc) == (ERROR_VECTOR, 1)
     bare = load_design("tiny")

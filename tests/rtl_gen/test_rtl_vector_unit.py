@@ -210,13 +210,67 @@ def test_pool_limits_are_named():
                                          "(padding >= 0)")
 
 
+def _rope(shape: tuple[int, ...], start: int) -> VectorOp:
+    return _op("rope", shape, {"start": start, "theta": 10000})
+
+
+# ((batch, seq, heads, dh), lanes, start): position 0 (every angle 0: cos = 2**14, sin = 0, the
+# identity) and 1 on 2 lanes with 3 heads sharing a table row; two batches of one position (the
+# host repeats the table per batch) on 4 lanes; one head a position (a table row per row) on one
+# lane at positions 2047..2049; 16-element heads on 4 lanes (two word pairs a row)
+ROPE_CASES = [((1, 2, 3, 8), 2, 0), ((2, 1, 2, 8), 4, 5), ((1, 3, 1, 4), 1, 2047), ((1, 2, 2, 16), 4, 1)]
+
+
+@pytest.mark.parametrize("case", range(len(ROPE_CASES)))
+def test_rope_rows(case):
+    """RoPE bit-exact on random codes with the extremes (rows of -128 and of 127: the rotations of
+    those saturate away from angle 0), its table laid out by the host, at the model's cycles."""
+    from tests.rtl_gen.vector_testlib import rope_table
+
+    shape, lanes, start = ROPE_CASES[case]
+    x = _int8(np.random.default_rng(case), shape)
+    x[0, 0, 0] = -128
+    x[-1, -1, -1] = 127
+    op = _rope(shape, start)
+    _check(op, io.rope(x, start=start), x, rope_table(op, lanes), lanes=lanes)
+    sat = np.asarray(io.rope(x, start=start)).astype(np.int64)
+    if case == 0:  # the edges are exercised: position 0 is the identity, position 1 saturates
+        assert (sat[0, 0] == x[0, 0]).all() and (np.abs(sat[0, 1:]) >= 127).any()
+
+
+def test_rope_cycles_by_hand():
+    """Two positions of three heads of 8 on 2 lanes: 6 rows of 4 words, each 2 * 4 reads, the
+    last pair's first word written 2 cycles after its last read and its second 1 after that."""
+    from tests.rtl_gen.vector_testlib import rope_table
+
+    op = _rope((1, 2, 3, 8), 3)
+    x = np.full(op.shape, 127, np.int8)
+    _, cycles = run_vector(op, 2, x, rope_table(op, 2))
+    assert cycles == 1 + 6 * (8 + 2 + 1) == 67
+
+
+def test_rope_with_a_wrong_table_fails():
+    """The table of the next positions gives other codes: the comparison sees the table."""
+    from tests.rtl_gen.vector_testlib import rope_table
+
+    shape, lanes, start = ROPE_CASES[1]
+    x = _int8(np.random.default_rng(9), shape)
+    good, _ = run_vector(_rope(shape, start), lanes, x, rope_table(_rope(shape, start), lanes))
+    bad, _ = run_vector(_rope(shape, start), lanes, x, rope_table(_rope(shape, start + 1), lanes))
+    assert (good == np.asarray(io.rope(x, start=start))).all()
+    assert (bad != np.asarray(io.rope(x, start=start))).any()
+
+
 def test_unsupported_ops_are_named():
-    rope = VectorOp(kind="rope", shape=(1, 4, 8), params=(("start", 0), ("theta", 10000)))
+    rope = _rope((1, 4, 2, 12), 0)  # half a head is 6 elements: not whole words of 4 lanes
     reason = vector_plan(rope, LANES)
-    assert reason == "rope: the vector unit holds no cos/sin tables"
+    assert reason == "rope: half the head size (12 / 2) is not whole words of 4 lanes"
     assert vector_cycles(rope, LANES) is None
+    assert not isinstance(vector_plan(rope, 2), str)  # 3 words of 2 lanes
     with pytest.raises(ModelError, match="^rope: "):
         vector_registers(rope, LANES)
+    flat = "rope: the vector unit rotates (batch, seq, heads, dh) inputs, not a 2-d one"
+    assert vector_plan(_rope((4, 8), 0), 1) == flat
     inner = VectorOp(kind="softmax", shape=(4, 6), axis=0, params=tuple(io.softmax_params(1.0, None).items()))
     assert vector_plan(inner, LANES) == "softmax: the vector unit reduces over the last axis, not axis 0"
 
@@ -229,12 +283,12 @@ def test_bad_lanes(lanes):
 
 def test_exported_verilog_in_icarus():
     """The unit exported to Verilog (what Yosys prices) in Icarus, on a padded average pool, a
-    LayerNorm with a zero-variance row, a causal softmax and the i-GELU of every code: bit-exact,
-    and the model's cycles."""
+    LayerNorm with a zero-variance row, a causal softmax, the i-GELU of every code and a RoPE
+    with its table: bit-exact, and the model's cycles."""
     from pathlib import Path
 
     from accel_dse.simulate import find_simulator
-    from tests.rtl_gen.vector_testlib import run_vector_icarus
+    from tests.rtl_gen.vector_testlib import rope_table, run_vector_icarus
 
     iverilog = find_simulator("icarus").executable
     vvp = str(Path(iverilog).with_name("vvp")) if Path(iverilog).with_name("vvp").exists() else "vvp"
@@ -244,12 +298,17 @@ def test_exported_verilog_in_icarus():
     codes = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)
     image = _int8(rng, (1, 5, 5, 3))
     pool = _pool("avgpool", image.shape, (3, 3), (2, 2), (1, 1))
-    cases = [(pool, _pool_ref(pool, image), image),
-             (_op("layernorm", x.shape, io.norm_params(9, 1e-5), axis=1), io.layernorm(x), x),
-             (_op("softmax", s.shape, io.softmax_params(0.5, 1), axis=3), io.softmax(s, scale=0.5, causal_offset=1), s),
-             (_op("gelu", codes.shape, io.GELU_PARAMS), io.gelu(codes), codes)]
-    for op, ref, data in cases:
-        got, cycles = run_vector_icarus(op, 2, data, None, iverilog, vvp)
+    heads = _int8(rng, (1, 2, 2, 8))
+    heads[0, 1, 0] = -128
+    rope = _rope(heads.shape, 1)
+    cases = [(pool, _pool_ref(pool, image), image, None),
+             (_op("layernorm", x.shape, io.norm_params(9, 1e-5), axis=1), io.layernorm(x), x, None),
+             (_op("softmax", s.shape, io.softmax_params(0.5, 1), axis=3), io.softmax(s, scale=0.5, causal_offset=1), s,
+              None),
+             (_op("gelu", codes.shape, io.GELU_PARAMS), io.gelu(codes), codes, None),
+             (rope, io.rope(heads, start=1), heads, rope_table(rope, 2))]
+    for op, ref, data, table in cases:
+        got, cycles = run_vector_icarus(op, 2, data, table, iverilog, vvp)
         assert (got == np.asarray(ref)).all(), op.kind
         assert cycles == vector_cycles(op, 2), op.kind
 

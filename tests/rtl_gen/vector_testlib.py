@@ -3,7 +3,8 @@ simulator or, exported to Verilog, in Icarus.
 
 The unit sits in :class:`Harness` on a test memory of int8 words (two read ports of one cycle
 latency and a write port, as an on-chip buffer gives it), initialised with the operands at
-``src``/``src2`` (rows of ``n`` elements padded to whole words); the op runs from one ``start``
+``src``/``src2`` (rows of ``n`` elements padded to whole words; a RoPE's ``y`` is its table,
+``accel_dse.vector_isa.rope_table_row`` per position: :func:`rope_table`); the op runs from one ``start``
 and the output rows are read back from ``dst`` through the harness's ``host_addr`` port while
 the unit is idle (a pooling's rows are NHWC pixels, its output the pooled image). Returns the
 output and the busy cycles the unit counted.
@@ -30,6 +31,18 @@ from workloads.vector_ops import VectorOp
 
 _REGS = (("kind", 4), ("src", None), ("src2", None), ("dst", None), ("rows", 24), ("words", 24), ("n", 24),
          ("qrows", 16), ("params", 32 * NPARAMS))
+
+
+def rope_table(op: VectorOp, lanes: int) -> np.ndarray:
+    """The table operand of RoPE ``op`` (shape ``(b, s, h, dh)``) as the host lays it out: one row of
+    ``2 dh`` codes per (batch, position), from ``workloads._int_ops.rope_tables``."""
+    from accel_dse.vector_isa import rope_table_row
+    from workloads._int_ops import rope_tables
+
+    b, s, _, dh = op.shape
+    cos, sin = rope_tables(op.param("start"), s, dh // 2, op.param("theta"))
+    rows = [rope_table_row(cos[p].tolist(), sin[p].tolist(), lanes) for p in range(s)]
+    return np.tile(np.array(rows, np.int8), (b, 1))
 
 
 def _words(rows: np.ndarray, words: int, lanes: int) -> list[int]:
@@ -76,14 +89,15 @@ def _setup(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None,
            tamper: tuple[int, int] | None) -> tuple[VectorRegisters, list[int]]:
     plan = vector_registers(op, lanes).plan
     total, out = plan.rows * plan.words, plan.rows * plan.out_words
-    regs = vector_registers(op, lanes, src=0, src2=total, dst=2 * total)
+    second = plan.table_rows * plan.table_words if plan.table_words else total  # a RoPE's table
+    regs = vector_registers(op, lanes, src=0, src2=total, dst=total + second)
     if tamper is not None:
         params = list(regs.params)
         params[tamper[0]] += tamper[1]
         regs = dataclasses.replace(regs, params=tuple(params))
     words = _row_words(regs)
     init = _words(x.reshape(-1, plan.n), words, lanes)
-    init += _words(y.reshape(-1, plan.n), words, lanes) if y is not None else [0] * total
+    init += _words(y.reshape(-1, plan.n), words, lanes) if y is not None else [0] * second
     return regs, init + [0] * out
 
 

@@ -1,7 +1,7 @@
 """simulate runs a workload's vector ops on the design's vector unit (designs with ``vector_unit``),
 from DRAM through the command queue, bit-exact against their JAX integer definitions and in the
-walk's total cycles; what the unit cannot run is named as host work; a design without the unit
-runs none of them."""
+walk's total cycles (a RoPE with the table the host lays out in DRAM); what the unit cannot run
+is named as host work; a design without the unit runs none of them."""
 
 from __future__ import annotations
 
@@ -28,13 +28,14 @@ WORKLOAD = Workload(
                 _op("layernorm", (1, 4, 40), io.norm_params(40, 1e-5), axis=2, name="ln"),
                 _op("softmax", (1, 2, 4, 8), io.softmax_params(0.5, 0), axis=3, name="scores"),
                 _op("silu", (6, 12), {"gated": 1}, name="gate"),
-                _op("rope", (1, 1, 4, 8), {"start": 0, "theta": 10000}, name="rope"),
+                _op("rope", (1, 2, 3, 8), {"start": 2047, "theta": 10000}, name="rope"),
+                _op("rope", (1, 1, 2, 4), {"start": 0, "theta": 10000}, name="odd_rope"),  # half: 2 of 4 lanes
                 _op("maxpool", (1, 5, 6, 10), {"window_h": 3, "window_w": 3, "stride_h": 2, "stride_w": 2,
                                                "pad_h": 1, "pad_w": 1}, name="pool"),
                 _op("avgpool", (2, 3, 3, 6), {"window_h": 3, "window_w": 3, "stride_h": 1, "stride_w": 1,
                                               "pad_h": 0, "pad_w": 0}, name="gap")),
-    vector_counts=(1, 2, 1, 1, 1, 1, 1), vector_after=(1, 1, 1, 1, 1, 1, 1))
-RUN = ("vector/act", "vector/ln", "vector/scores", "vector/gate", "vector/pool", "vector/gap")
+    vector_counts=(1, 2, 1, 1, 1, 1, 1, 1), vector_after=(1, 1, 1, 1, 1, 1, 1, 1))
+RUN = ("vector/act", "vector/ln", "vector/scores", "vector/gate", "vector/rope", "vector/pool", "vector/gap")
 
 
 def test_the_vector_ops_run_on_the_unit_bit_exact_in_the_walks_cycles(sim_cache):
@@ -48,7 +49,10 @@ def test_the_vector_ops_run_on_the_unit_bit_exact_in_the_walks_cycles(sim_cache)
         assert op.cycles_rtl == op.cycles_model == 0  # the array idles: the unit's cycles are in the total
     assert by_name["vector/ln"].gemm == {"m": 4, "k": 0, "n": 40, "batch": 1}  # four rows of 40
     assert by_name["vector/pool"].gemm == {"m": 9, "k": 0, "n": 10, "batch": 1}  # 3x3 pooled pixels of 10
-    assert any(note.startswith("vector op rope: host work") for note in report.notes), report.notes
+    assert by_name["vector/rope"].gemm == {"m": 6, "k": 0, "n": 8, "batch": 1}  # 2 positions x 3 heads of 8
+    host = [note for note in report.notes if "host work" in note]
+    assert host == ["vector op odd_rope: host work, not simulated (rope: half the head size (4 / 2) is not whole "
+                    "words of 4 lanes)"], report.notes
     data = json.loads(json.dumps(report.to_dict()))  # what --json prints
     assert [op["name"] for op in data["ops"]][1:] == list(RUN)
 
