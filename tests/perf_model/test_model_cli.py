@@ -158,14 +158,15 @@ def test_evaluate_llama_decode_runs_rope_on_the_unit(run_cli, tmp_path):
     32 heads of 128, on 16 lanes: 32 rows of 8 words) take 1 + 32 * (2 * 8 + 2 + 1) cycles each,
     their table (one position: 64 cos and 64 sin of 16 bits) read from DRAM once; on edge without
     the unit they are host work, as every vector op is."""
-    code, out, err = run_cli("evaluate", "--design", _edge_with_unit(tmp_path), "--workload", "llama_decode", "--json")
+    code, out, err = run_cli("evaluate", "--design", "edge", "--workload", "llama_decode", "--json")  # with its unit
     assert code == 0, err
     data = json.loads(out)
     assert data["host_work"] == []
     ropes = [v for v in data["vector_ops"] if v["kind"] == "rope"]
     assert [v["cycles"] for v in ropes] == [1 + 32 * (2 * 8 + 2 + 1)] * 2 == [609, 609]
     assert [v["dram_read_bytes"] for v in ropes] == [32 * 128 + 2 * 2 * 64] * 2
-    code, out, err = run_cli("evaluate", "--design", "edge", "--workload", "llama_decode", "--json")
+    code, out, err = run_cli("evaluate", "--design", _edge_without_unit(tmp_path), "--workload", "llama_decode",
+                             "--json")
     assert code == 0, err
     host = [h for h in json.loads(out)["host_work"] if h["kind"] == "rope"]
     assert len(host) == 2 and all("no vector unit" in h["reason"] for h in host)
