@@ -10,8 +10,9 @@ which computes ``K^T``, its transpose) and the weights.
 Reference (integers only): ``x`` is op 0's seeded ``A`` (``workloads.reference``), each projection's
 weights its op's seeded ``B`` (op ``i``'s of seed ``seed + i``), every GEMM through the output stage
 (``workloads.output_stage``) and every vector op through ``workloads._int_ops`` with the workload's
-parameters, in the layer's order. Only the layer's output reaches DRAM as a result; it is checked
-bit for bit, and the program's total cycles against the walk.
+parameters, in the layer's order. Every tensor of the layer stays in DRAM at its final value (the
+projections, ``K^T``, the probabilities over the scores, the context, the output): all of them are
+read back after the program and checked bit for bit, and the program's total cycles against the walk.
 """
 
 from __future__ import annotations
@@ -54,8 +55,10 @@ def encoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) ->
 
 
 def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> tuple[dict[str, np.ndarray],
-                                                                                     np.ndarray]:
-    """The layer's input and weights (by role) and its output, in integers (module docstring)."""
+                                                                                     dict[str, np.ndarray]]:
+    """The layer's input and weights (by role), and the final value of each of its tensors in DRAM
+    (``x``, ``xt``, ``Q``, ``KT``, ``V``, ``S``: the probabilities over the scores, ``ctx``, ``out``),
+    in integers (module docstring)."""
     import jax.numpy as jnp
 
     import workloads
@@ -92,7 +95,8 @@ def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
             y = gemm(y, w[7], 7)
         for op in link:
             y = vector(op, y, skips[i]) if op.kind == "add" else vector(op, y)
-    return {"x": x, "wq": w[0], "wk": w[1], "wv": w[2], "wo": w[5], "w1": w[6], "w2": w[7]}, y
+    given = {"x": x, "wq": w[0], "wk": w[1], "wv": w[2], "wo": w[5], "w1": w[6], "w2": w[7]}
+    return given, {"x": x, "xt": x.T, "Q": q, "KT": kt, "V": v, "S": p.reshape(B * H * T, T), "ctx": ctx, "out": y}
 
 
 def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer: Any, seed: int, latency: int,
@@ -104,7 +108,7 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
     prog = compile_encoder(design, layer)
     t = prog.tensors
     g = layer.gemms
-    given, out = _references(layer, [op for _, op, _ in selected], seed, bits)
+    given, final = _references(layer, [op for _, op, _ in selected], seed, bits)
     x = given["x"]
     tensors = {"x": pack_tensor(t["x"], x), "xt": pack_tensor(t["xt"], x.T), "b0": pack_tensor(t["b0"], given["wq"]),
                "a1": pack_tensor(t["a1"], given["wk"].T), "b2": pack_tensor(t["b2"], given["wv"]),
@@ -114,14 +118,35 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
                     ("tail.q2", 7)):
         tensors[name] = pack_qparam_lanes(t[name], qparam_fields(g[i].requant, g[i].n))
     timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))
+    span, expected = _layer_span(t, final)
     meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,
             "instances": [{"chunks": [[prog.queue_base + a0 * 32, b0 - a0] for a0, b0 in prog.chunks],
                            "limit": 4 * timing.total + 10_000, "a": layout_dict(t["x"]),
-                           "c": layout_dict(t["out"])}]}
-    m, d_model = out.shape
-    job = job_type(0, "network", SimpleNamespace(m=m, k=d_model, n=d_model), None, out.reshape(1, m, d_model),
-                   t["out"], timing.compute, timing.total, timing.stall, len(prog.runs), design.input_bits)
+                           "c": layout_dict(span)}]}
+    m, d_model = final["out"].shape
+    job = job_type(0, "network", SimpleNamespace(m=m, k=d_model, n=d_model), None, expected, span, timing.compute,
+                   timing.total, timing.stall, len(prog.runs), design.input_bits)
     return job, meta, {"img_0_0": program_image(prog, tensors)}
+
+
+def _layer_span(t: dict[str, Any], final: dict[str, np.ndarray]) -> tuple[Any, np.ndarray]:
+    """The DRAM span of the tensors the layer writes (``compile_encoder`` places them first, one
+    after another, after the input ``x`` and its transpose) as one layout of 4 KiB rows, and its
+    expected bytes as int8 values ``(1, rows, 4096)``: every tensor's final value, zeros between
+    them. The testbench clears the span before the program runs, as any op's output. A mismatch's
+    position is ``(0, page, byte)`` past ``Q``'s base."""
+    from perf_model.compiler.program import PAGE, TensorLayout
+
+    final = {name: value for name, value in final.items() if name not in ("x", "xt")}
+    lo = t["Q"].base
+    hi = max(t[name].base + t[name].nbytes for name in final)
+    rows = -(-(hi - lo) // PAGE)
+    image = np.zeros(rows * PAGE, np.uint8)
+    for name, value in final.items():
+        raw = pack_tensor(t[name], value)
+        image[t[name].base - lo:t[name].base - lo + len(raw)] = raw
+    span = TensorLayout("layer", lo, rows, PAGE, 1, False, (rows, PAGE))
+    return span, image.view(np.int8).astype(np.int64).reshape(1, rows, PAGE)
 
 
 def encoder_note(design: ArrayConfig, layer: Any) -> str:
@@ -136,4 +161,5 @@ def encoder_note(design: ArrayConfig, layer: Any) -> str:
     return (f"one program for the whole encoder layer: the projections, {layer.seqs * layer.heads} heads' scores and "
             f"context, the softmax on the vector unit ({len(prog.chunks)} queue-load(s)); the attention's tensors "
             f"through DRAM, the output projection and FFN with {kinds} {tail}; the key GEMM computes K^T from the "
-            "input's transpose, which the host writes beside the input; only the layer's output is read back")
+            "input's transpose, which the host writes beside the input; Q, K^T, V, the probabilities, the context "
+            "and the output read back and checked")

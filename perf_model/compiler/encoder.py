@@ -273,7 +273,9 @@ def compile_encoder(config: ArrayConfig, layer: EncoderLayer) -> GemmProgram:
     dh = layer.d_head
 
     def like(layout: TensorLayout, name: str, rows: int | None = None) -> TensorLayout:
-        return dataclasses.replace(layout, name=name, rows=rows or layout.rows)
+        if rows is None:
+            return dataclasses.replace(layout, name=name)
+        return dataclasses.replace(layout, name=name, rows=rows, shape=(rows, layout.shape[1]))
 
     net = {"x": like(own[0]["a"], "x"), "xt": like(own[1]["b"], "xt"), "Q": like(own[0]["c"], "Q"),
            "KT": like(own[1]["c"], "KT"), "V": like(own[2]["c"], "V"), "S": like(own[3]["c"], "S", B * H * T),
