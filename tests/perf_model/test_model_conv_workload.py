@@ -78,5 +78,7 @@ def test_evaluate_gives_the_one_programs_walk_only_where_there_is_one():
     assert net is not None and (net["convs"], net["vector_ops"]) == (21, 18)
     assert net["total_cycles"] > net["compute_cycles"] > 0 and net["vector_cycles"] > 0
     assert perf_model.evaluate(load_design("tiny"), wl).network is None  # no vector unit
-    assert perf_model.evaluate(TINY, workloads.resolve("bert_base:seq=64")).network is None  # no convs
+    assert perf_model.evaluate(TINY, workloads.resolve("mlp")).network is None  # neither a CNN nor an encoder layer
+    encoder = perf_model.evaluate(TINY, workloads.resolve("bert_base:seq=64")).network  # no convs: the layer's
+    assert encoder is not None and "convs" not in encoder and (encoder["gemms"], encoder["vector_ops"]) == (30, 6)
     assert perf_model.evaluate(TINY, wl).to_dict()["network"] == net
