@@ -17,6 +17,7 @@ read back after the program and checked bit for bit, and the program's total cyc
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 from typing import Any
 
@@ -29,12 +30,21 @@ from accel_dse.simulate._dram_program import layout_dict
 __all__ = ["encoder_for", "encoder_job", "encoder_note"]
 
 
+@functools.lru_cache(maxsize=4)
+def _program(design: ArrayConfig, layer: Any) -> Any:
+    """``compile_encoder`` of ``layer`` on ``design``, kept for the few calls of one ``simulate`` (the
+    check, the job and the note compile it once, as ``_dram_conv_network.network_program``)."""
+    from perf_model.compiler.encoder import compile_encoder
+
+    return compile_encoder(design, layer)
+
+
 def encoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) -> Any:
     """The workload as an encoder layer run from one program on ``design``, or ``None`` (with the
     reason in ``notes`` when it is a layer the design cannot run so)."""
     from accel_dse.config import Dataflow
     from accel_dse.errors import ModelError
-    from perf_model.compiler.encoder import compile_encoder, encoder_layer
+    from perf_model.compiler.encoder import encoder_layer
 
     if not design.vector_unit or not wl.vector_ops or design.dataflow is not Dataflow.WS:
         return None
@@ -47,7 +57,7 @@ def encoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) ->
                      "each op from its own program")
         return None
     try:
-        compile_encoder(design, layer)
+        _program(design, layer)
     except ModelError as exc:
         notes.append(f"not one program for the encoder layer ({exc}): each op from its own program")
         return None
@@ -103,9 +113,8 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
                 job_type: Any, bits: dict[str, Any]) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
     """The layer's one job (``job_type``: ``DramJob``), its op entry of the meta and its image."""
     import perf_model
-    from perf_model.compiler.encoder import compile_encoder
 
-    prog = compile_encoder(design, layer)
+    prog = _program(design, layer)
     t = prog.tensors
     g = layer.gemms
     given, final = _references(layer, [op for _, op, _ in selected], seed, bits)
@@ -152,9 +161,8 @@ def _layer_span(t: dict[str, Any], final: dict[str, np.ndarray]) -> tuple[Any, n
 def encoder_note(design: ArrayConfig, layer: Any) -> str:
     """The note saying what the one program runs and where its activations live."""
     from accel_dse.commands import Opcode
-    from perf_model.compiler.encoder import compile_encoder
 
-    prog = compile_encoder(design, layer)
+    prog = _program(design, layer)
     tail = ("on chip (MOVE into the ifmap, VECTOR in place)" if any(c.opcode == Opcode.MOVE for c in prog.commands)
             else "through DRAM (the ifmap cannot hold its live activations together)")
     kinds = ", ".join(op.kind for link in layer.links for op in link)

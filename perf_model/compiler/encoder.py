@@ -215,7 +215,7 @@ def _softmax_chunks(config: ArrayConfig, softmax: VectorOp, s: TensorLayout, hea
     if depth < words:
         raise ModelError(f"a score row of {words} words does not fit the ifmap ({depth} words)")
     causal = softmax.param("causal_offset", -1)
-    bands: list[tuple[int, int, int]] = []  # (first row, heads, query rows a head)
+    bands: list[tuple[int, int, int]]  # (first row, heads, query rows a head)
     if depth // words >= tokens:
         per = depth // (words * tokens)
         bands = [(h0 * tokens, min(per, heads - h0), tokens) for h0 in range(0, heads, per)]
