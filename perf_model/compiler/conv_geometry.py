@@ -39,6 +39,12 @@ def pack_taps(config: ArrayConfig, conv: Conv2d, a_lanes: int) -> int:
     return (R // a_lanes).bit_length() - 1
 
 
+def weight_tiles_held(config: ArrayConfig) -> int:
+    """Weight tiles a conv keeps in the weight buffer from run to run (``conv._place``): one in each
+    half double buffered, the last one single buffered (every tile at word 0)."""
+    return 2 if config.double_buffered else 1
+
+
 def conv_served(config: ArrayConfig) -> str:
     """``""`` when ``config`` builds conv windows on chip, else the reason it does not."""
     if config.dataflow is not Dataflow.WS:

@@ -31,7 +31,7 @@ import numpy as np
 
 from accel_dse.commands import QUEUE_DEPTH, fetch_beats, store_read_latency
 from perf_model import dma_timing, timing
-from perf_model.compiler.conv_geometry import ConvTiling, _Geometry
+from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, weight_tiles_held
 from perf_model.compiler.program import PAGE, _align
 from perf_model.program_timing import (
     DEFAULT_DRAM_LATENCY,
@@ -140,13 +140,13 @@ def _changed(*keys: np.ndarray) -> np.ndarray:
     return out
 
 
-def _loaded(*keys: np.ndarray, halves: bool = True) -> np.ndarray:
+def _loaded(*keys: np.ndarray, held: int = 2) -> np.ndarray:
     """True where a run's weight tile is loaded (``conv._place``): where it differs from the run
-    before and, with two ``halves`` (double buffered), from the tile the other half holds, which
-    is the tile two changes back."""
+    before and, when the buffer ``held`` two tiles (double buffered), from the tile the other half
+    holds, which is the tile two changes back."""
     out = _changed(*keys)
     at = np.flatnonzero(out)
-    if halves and len(at) > 2:
+    if held > 1 and len(at) > 2:
         same = np.all([k[at[2:]] == k[at[:-2]] for k in keys], axis=0)
         out[at[2:][same]] = False
     return out
@@ -204,7 +204,7 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
     p = m_pix[mi]
     cyc = timing.run_cycles(0, R, C, p, K, fn, cfg.shadow_stationary).astype(np.int64)
     new_band = _changed(mi, c0, c1)
-    new_w = _loaded(k0, K, fj, halves=cfg.double_buffered)
+    new_w = _loaded(k0, K, fj, held=weight_tiles_held(cfg))
     last_out = np.ones(runs, dtype=bool)
     last_out[:-1] = _changed(mi, fj)[1:]
     in_h = np.where(b_img > 0, conv.h, b_rows)  # the window's in_h: an image's rows when it stacks images

@@ -25,6 +25,7 @@ from perf_model.compiler.conv_geometry import (
     _sizes,
     _tap_levels,
     conv_served,
+    weight_tiles_held,
 )
 from workloads.ops import Conv2d
 
@@ -50,7 +51,7 @@ def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     # A weight tile stays while it is one of the last two (the buffer's halves, ``conv._place``; the
     # last one single buffered): the runs of an output tile (filters inner) or of a filter tile
     # (filters outer) of at most that many tiles load theirs once.
-    held = 2 if cfg.double_buffered else 1
+    held = weight_tiles_held(cfg)
     if t.order == "mn":
         b = sum(weights) if sum(runs) <= held else mt * sum(weights)
     else:
@@ -74,7 +75,7 @@ def _walk_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
             total += (g.band(oy0, oy1)[1] * g.conv.w + g.extra) * (part[1] - part[0]) * g.a_word_bytes
         key_b = (k0, k1, n0, n1)
         if key_b != held_b:  # loaded unless the other half holds it (``conv._place``; double buffered)
-            if key_b != other_b or not cfg.double_buffered:
+            if key_b != other_b or weight_tiles_held(cfg) < 2:
                 total += (k1 - k0) // R * g.kl * g.row_bytes(n1 - n0, ib)
             other_b, held_b = held_b, key_b
         w0, w1 = g.filter_words(n0, n1)
@@ -249,7 +250,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     a = (bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * loads
     # Weight bytes read once: a weight tile stays while it is one of the last two (the last one
     # single buffered; ``_dram_bytes``).
-    held = 2 if cfg.double_buffered else 1
+    held = weight_tiles_held(cfg)
     once = (one_block[:, None, :, None, None] * (tt <= held)
             + two_blocks[:, None, :, None, None] * (tt == 1) * (held == 2))
     w5 = wsum[None, None, :, None, None]
