@@ -48,6 +48,24 @@ writes the word two cycles after the last read (:data:`PASS_TAIL`). Busy cycles:
 the set-up cycles of the window address generator (pitches, then the first window's origin). An
 average is ``rdiv(sum, window_h * window_w)`` (padding counts in the divisor), taken per lane
 by an exact multiply (:func:`pool_divisor`).
+
+Transpose (``transpose``) reorders a matrix held on chip, the layout no GEMM output gives: its
+input is ``rows`` rows (``R``) of ``words`` words (``W``) of ``n`` elements, row ``r`` at ``src + r
+* W``; its output is ``n`` rows of ``R`` elements, row ``j`` at ``dst + j * P`` (``P``, the output
+row pitch in words, is parameter register 0, at least ``ceil(R / lanes)``; only the row's first
+``ceil(R / lanes)`` words are written, lanes past ``R`` in the last one as 0), element ``r`` of
+output row ``j`` being element ``j`` of input row ``r``. The unit holds a ``lanes x lanes`` tile of
+int8 registers. It walks blocks of ``lanes`` input rows (``RB = ceil(R / lanes)`` blocks, the last
+one the rest, ``rin`` rows), and within a block the ``W`` input words: it reads word ``t`` of each
+of the block's rows (``rin`` reads, one a cycle, into the tile's rows), waits one cycle for the
+last one, then writes ``wout = min(lanes, n - t * lanes)`` output words (rows ``t * lanes ..``,
+word ``b`` of each: the tile's columns), one a cycle. Busy cycles::
+
+    1 + RB * W + R * W + RB * n
+
+(``1``: set-up; per block and word ``rin + 1 + wout``). The output region must not overlap the
+input (later blocks read after earlier ones wrote). The sequencer checks it as ``n * P`` words
+from ``dst`` and holds ``P * lanes >= R``.
 """
 
 from __future__ import annotations
@@ -59,11 +77,12 @@ from functools import lru_cache
 __all__ = ["PARAM_FIELDS", "param_error", "VECTOR_CODES", "PHASES", "PASS_TAIL", "DIV_STEPS", "SQRT_STEPS",
            "SCALAR_CYCLES", "NPARAMS", "silu_table", "magic_divisor", "unit_params", "UNIT_KINDS", "SOFTMAX_Z_BITS",
            "POOL_KINDS", "POOL_MAX_WINDOW", "PoolGeometry", "pool_geometry", "pool_divisor", "pool_cycles",
-           "pool_registers", "pool_from_registers", "ROPE_FRAC", "ROPE_TABLE_WORDS", "rope_table_row"]
+           "pool_registers", "pool_from_registers", "ROPE_FRAC", "ROPE_TABLE_WORDS", "rope_table_row",
+           "transpose_cycles"]
 
 #: Op code of each kind the unit runs (the VECTOR command's ``vkind`` field); 0 is invalid.
 VECTOR_CODES = {"add": 1, "mul": 2, "relu": 3, "relu6": 4, "gelu": 5, "silu": 6, "layernorm": 7, "rmsnorm": 8,
-                "softmax": 9, "maxpool": 10, "avgpool": 11, "rope": 12}
+                "softmax": 9, "maxpool": 10, "avgpool": 11, "rope": 12, "transpose": 13}
 UNIT_KINDS = tuple(VECTOR_CODES)
 #: Cycles from a pass's last read to its last reduction or write (read, compute, reduce/write).
 PASS_TAIL = 2
@@ -82,6 +101,7 @@ PHASES: dict[str, tuple[str, ...]] = {
     "maxpool": ("W",),
     "avgpool": ("W",),
     "rope": ("R",),
+    "transpose": ("X",),
 }
 #: The pooling kinds (one window walk, phase ``W``).
 POOL_KINDS = ("maxpool", "avgpool")
@@ -121,6 +141,8 @@ PARAM_FIELDS: dict[str, tuple[tuple[str, int, bool], ...]] = {
        for kind in POOL_KINDS},
     # RoPE's table is an operand (src2), its rows per position the VECTOR command's vqrows
     "rope": (),
+    # the output's row pitch in words (at least ceil(rows / lanes))
+    "transpose": (("out_pitch", 24, False),),
 }
 
 
@@ -249,6 +271,13 @@ def pool_from_registers(kind: str, regs: tuple[int, ...]) -> PoolGeometry:
     r = [v & 0xFFFFFFFF for v in regs]
     return PoolGeometry(kind, r[0] & 0xFFFF, r[0] >> 16, r[1] & 0xFFFF, r[1] >> 16, r[2] & 0xFFFF, r[2] >> 16,
                         r[3] & 0xFF, (r[3] >> 8) & 0xFF, (r[3] >> 16) & 0xFF, r[3] >> 24, r[4])
+
+
+def transpose_cycles(rows: int, words: int, n: int, lanes: int) -> int:
+    """Busy cycles of a transpose of ``rows`` rows of ``words`` words (``n`` elements a row) on
+    ``lanes`` lanes (module docstring): ``1 + RB * W + R * W + RB * n``, ``RB = ceil(R / lanes)``."""
+    blocks = -(-rows // lanes)
+    return 1 + blocks * words + rows * words + blocks * n
 
 
 def rope_table_row(cos: list[int], sin: list[int], lanes: int) -> list[int]:

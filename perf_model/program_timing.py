@@ -209,7 +209,8 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
             block = commands[at + 1] if at + 1 < len(commands) else None
             params = tuple(block[f"vp{i}"] for i in range(8)) if block is not None \
                 and block.opcode == Opcode.VECTOR_PARAMS else ()
-            n = vector_run_cycles(cmd["vkind"], cmd["vrows"], cmd["vwords"], params)
+            n = vector_run_cycles(cmd["vkind"], cmd["vrows"], cmd["vwords"], params, n=cmd["vn"],
+                                  lanes=config.vector_lanes)
             vec_free = c + n + 1
             vector += n
         issued.append(c)

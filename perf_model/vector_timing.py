@@ -41,6 +41,7 @@ from accel_dse.vector_isa import (
     pool_cycles,
     pool_from_registers,
     pool_geometry,
+    transpose_cycles,
     unit_params,
 )
 from workloads.vector_ops import VectorOp
@@ -109,6 +110,9 @@ def vector_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
     ``lanes = 0``: the design has no unit, ``ArrayConfig.vector_lanes``)."""
     if lanes == 0:
         return f"{op.kind}: {NO_UNIT}"
+    if op.kind == "transpose":
+        return "transpose: a data-layout step the compiler places itself (perf_model.compiler.vector), not a " \
+               "workload op"
     if op.kind not in UNIT_KINDS:
         return f"{op.kind}: {_UNSUPPORTED.get(op.kind, 'not a kind the vector unit runs')}"
     if op.bits != 8:
@@ -182,13 +186,20 @@ def plan_cycles(plan: VectorPlan) -> int:
     return plan.runs + plan.rows * row_cycles(plan.kind, plan.words)
 
 
-def vector_run_cycles(code: int, rows: int, words: int, params: tuple[int, ...] = ()) -> int:
+def vector_run_cycles(code: int, rows: int, words: int, params: tuple[int, ...] = (), *, n: int = 0,
+                      lanes: int = 0) -> int:
     """Busy cycles of a ``VECTOR`` command of op code ``code`` (``accel_dse.vector_isa.VECTOR_CODES``)
     over ``rows`` rows of ``words`` words: the unit's contract, from the command's fields alone
-    (and, for a pooling, its parameter registers ``params``: the window walk)."""
+    (and, for a pooling, its parameter registers ``params``: the window walk; for a transpose,
+    its ``n`` elements a row and the unit's ``lanes``)."""
     kind = UNIT_KINDS[code - 1]
     if kind in POOL_KINDS:
         return pool_cycles(pool_from_registers(kind, params), rows)
+    if kind == "transpose":
+        if lanes < 1 or n < 1:
+            raise ValueError(f"a transpose's cycles take its elements a row and the unit's lanes, not n={n}, "
+                             f"lanes={lanes}")
+        return transpose_cycles(rows, words, n, lanes)
     return 1 + rows * row_cycles(kind, words)
 
 

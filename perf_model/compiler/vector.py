@@ -19,10 +19,11 @@ from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
 from accel_dse.vector_isa import UNIT_KINDS, VECTOR_CODES, pool_registers, unit_params
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
-from perf_model.vector_timing import VectorPlan, vector_plan
+from perf_model.vector_timing import MAX_ROWS, MAX_WORDS, VectorPlan, vector_plan
 from workloads.vector_ops import VectorOp
 
-__all__ = ["VectorRegisters", "vector_registers", "vector_commands", "vector_program", "ifmap_words"]
+__all__ = ["VectorRegisters", "vector_registers", "vector_commands", "vector_program", "ifmap_words",
+           "transpose_commands"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,29 @@ def vector_commands(regs: VectorRegisters, *, wait_dma: int = 0, wait_run: int =
                             vdst=regs.dst + step, vrows=rows, vwords=p.words, vn=p.n, vqrows=p.qrows)
         out += [head, block]
     return out
+
+
+def transpose_commands(lanes: int, rows: int, n: int, *, src: int, dst: int, out_pitch: int = 0, wait_dma: int = 0,
+                       wait_vec: int = 0) -> list[Command]:
+    """The ``VECTOR`` transposing ``rows`` rows of ``n`` int8 elements (``ceil(n / lanes)`` words a
+    row, row-major from ifmap word ``src``) into ``n`` rows of ``rows`` elements from word ``dst``,
+    ``out_pitch`` words apart (0: ``ceil(rows / lanes)``), and its parameter block
+    (``accel_dse.vector_isa``'s docstring has the op and its cycles).
+
+    Raises:
+        ModelError: a geometry outside the unit's registers, or a pitch narrower than an output row.
+    """
+    words, out_words = -(-n // lanes), -(-rows // lanes)
+    pitch = out_pitch or out_words
+    if not 1 <= rows <= MAX_ROWS or not 1 <= n < 1 << 24 or words > MAX_WORDS:
+        raise ModelError(f"transpose: {rows} rows of {n} elements exceed the unit's {MAX_ROWS} rows and "
+                         f"{(1 << 24) - 1} elements a row")
+    if not out_words <= pitch < 1 << 24:
+        raise ModelError(f"transpose: an output row pitch of {pitch} words does not hold {rows} elements "
+                         f"({out_words} words of {lanes} lanes)")
+    head = Command.make(Opcode.VECTOR, wait_dma=wait_dma, wait_vec=wait_vec, vkind=VECTOR_CODES["transpose"],
+                        vsrc=src, vsrc2=src, vdst=dst, vrows=rows, vwords=words, vn=n, vqrows=1)
+    return [head, Command.make(Opcode.VECTOR_PARAMS, vp0=pitch)]
 
 
 def ifmap_words(config: ArrayConfig) -> int:
