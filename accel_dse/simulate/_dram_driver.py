@@ -116,8 +116,9 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     conv the design builds windows for runs them on chip, also where the model scores the host's
     im2col GEMM faster (``simulate``'s ``conv_path="chip"``); ``conv_spec``: the whole selection is
     one CNN with its vector ops (``accel_dse.simulate._dram_conv_network.whole_network``);
-    ``encoder``: the whole selection is one encoder layer run from one program
-    (``accel_dse.simulate._dram_encoder``).
+    ``encoder``: the whole selection is a stack of encoder layers (an ``EncoderLayer``,
+    ``accel_dse.simulate._dram_encoder``) or a decoder block (a ``DecoderBlock``,
+    ``accel_dse.simulate._dram_decoder``) run from one program.
 
     Raises:
         SimulationError: an op the design cannot run (the compiler's reason).
@@ -143,10 +144,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                                              operand_bits(design))
         return [job], DramProgram(meta([entry], []), net_images)
     if encoder is not None:
-        from accel_dse.simulate._dram_encoder import encoder_job
-
-        job, entry, net_images = encoder_job(design, selected, encoder, seed, DRAM_LATENCY, DramJob,
-                                             operand_bits(design))
+        job, entry, net_images = _block(encoder)[0](design, selected, encoder, seed, DRAM_LATENCY, DramJob,
+                                                    operand_bits(design))
         return [job], DramProgram(meta([entry], []), net_images)
     chain_at = {first: last for first, last in conv_chains or []}
     jobs: list[DramJob] = []
@@ -347,6 +346,19 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
     return dataclasses.replace(result, status="fail" if problems else "pass", reason="; ".join(problems))
 
 
+def _block(block: Any) -> tuple[Any, Any]:
+    """The job and note functions of a transformer block run from one program (encoder or decoder)."""
+    from perf_model.compiler.decoder import DecoderBlock
+
+    if isinstance(block, DecoderBlock):
+        from accel_dse.simulate._dram_decoder import decoder_job, decoder_note
+
+        return decoder_job, decoder_note
+    from accel_dse.simulate._dram_encoder import encoder_job, encoder_note
+
+    return encoder_job, encoder_note
+
+
 def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: str, *, scale: float, seed: int,
              chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
              notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False,
@@ -355,7 +367,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
              conv_spec: Any = None, encoder: Any = None) -> SimulationReport:
     """``simulate`` from DRAM: compile, build the simulation top, run, check (see ``simulate``);
     ``vector_ops``: ``(name, VectorOp)`` to run on the design's vector unit after the matrix ops;
-    ``encoder``: the workload is one encoder layer, run from one program."""
+    ``encoder``: the workload is encoder layers or a decoder block, run from one program."""
     import rtl_gen
     from accel_dse.simulate._build import build_design, hier_blocks_for
     from accel_dse.simulate._run import run_testbench, waves_file
@@ -366,9 +378,7 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
                                  conv_chains=conv_chains, force_chip=force_chip, conv_spec=conv_spec,
                                  encoder=encoder)
     if encoder is not None:
-        from accel_dse.simulate._dram_encoder import encoder_note
-
-        notes.append(encoder_note(design, encoder))
+        notes.append(_block(encoder)[1](design, encoder))
     if network is not None:
         from accel_dse.simulate._dram_network import network_note
 

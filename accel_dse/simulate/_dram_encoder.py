@@ -1,18 +1,19 @@
-"""A transformer encoder layer from ONE program (DRAM path, weight-stationary designs with the vector unit).
+"""Transformer encoder layers from ONE program (DRAM path, weight-stationary designs with the vector unit).
 
-When the whole workload is one encoder layer (``perf_model.compiler.encoder.encoder_layer``: the
-``bert_base`` builtin with one layer), ``simulate`` runs it from the program of
-``perf_model.compiler.encoder.compile_encoder``: the three projections, every head's scores and
-context, the softmax, the output projection, the residual adds, the norms and the FFN, with no
-host step between them. The host writes the layer's input twice (``x`` and, for the key GEMM,
-which computes ``K^T``, its transpose) and the weights.
+When the whole workload is a stack of encoder layers (``perf_model.compiler.encoder.encoder_layer``:
+the ``bert_base`` builtin), ``simulate`` runs it from the program of
+``perf_model.compiler.encoder.compile_encoder``: per layer the three projections, the keys'
+transpose on the vector unit, every head's scores and context, the softmax, the output projection,
+the residual adds, the norms and the FFN, with no host step between them. The host writes the
+input and the weights (one set, shared by the layers as the workload's repeated ops are).
 
 Reference (integers only): ``x`` is op 0's seeded ``A`` (``workloads.reference``), each projection's
 weights its op's seeded ``B`` (op ``i``'s of seed ``seed + i``), every GEMM through the output stage
 (``workloads.output_stage``) and every vector op through ``workloads._int_ops`` with the workload's
-parameters, in the layer's order. Every tensor of the layer stays in DRAM at its final value (the
-projections, ``K^T``, the probabilities over the scores, the context, the output): all of them are
-read back after the program and checked bit for bit, and the program's total cycles against the walk.
+parameters, in the layers' order. Every tensor the program writes stays in DRAM at its final value
+(the last layer's projections, ``K``, ``K^T``, the probabilities over the scores and the context;
+every layer's output): all of them are read back after the program and checked bit for bit, and the
+program's total cycles against the walk.
 """
 
 from __future__ import annotations
@@ -66,9 +67,9 @@ def encoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) ->
 
 def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> tuple[dict[str, np.ndarray],
                                                                                      dict[str, np.ndarray]]:
-    """The layer's input and weights (by role), and the final value of each of its tensors in DRAM
-    (``x``, ``xt``, ``Q``, ``KT``, ``V``, ``S``: the probabilities over the scores, ``ctx``, ``out``),
-    in integers (module docstring)."""
+    """The layers' input and weights (by role), and the final value of each of their tensors in DRAM
+    (``x``, ``Q``, ``K``, ``KT``, ``V``, ``S``: the probabilities over the scores, ``ctx``, ``y{l}``,
+    ``out``), in integers (module docstring)."""
     import jax.numpy as jnp
 
     import workloads
@@ -87,26 +88,33 @@ def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
         run = _int_ops._run(op.kind, dict(op.params), *(jnp.asarray(a.astype(np.int8)) for a in args))
         return np.asarray(run).astype(np.int64)
 
-    q, kt, v = gemm(x, w[0], 0), gemm(w[1].T, x.T, 1), gemm(x, w[2], 2)
+    final: dict[str, np.ndarray] = {"x": x}
     heads = [(b, h) for b in range(B) for h in range(H)]
-    s = np.stack([gemm(q[b * T:(b + 1) * T, h * dh:(h + 1) * dh], kt[h * dh:(h + 1) * dh, b * T:(b + 1) * T], 3)
-                  for b, h in heads])
-    p = vector(layer.softmax, s.reshape(B, H, T, T)).reshape(B * H, T, T)
-    ctx = np.zeros_like(q)
-    for j, (b, h) in enumerate(heads):
-        ctx[b * T:(b + 1) * T, h * dh:(h + 1) * dh] = gemm(p[j], v[b * T:(b + 1) * T, h * dh:(h + 1) * dh], 4)
-    y = gemm(ctx, w[5], 5)
-    skips = [x, x, x]
-    for i, link in enumerate(layer.links):
-        if i == 1:
-            skips[2] = y  # the second add's operand: the FFN's input (link 1 has no add)
-            y = gemm(y, w[6], 6)
-        elif i == 2:
-            y = gemm(y, w[7], 7)
-        for op in link:
-            y = vector(op, y, skips[i]) if op.kind == "add" else vector(op, y)
+    y = x
+    for layer_index in range(layer.layers):
+        inp = y
+        q, k, v = gemm(inp, w[0], 0), gemm(inp, w[1], 1), gemm(inp, w[2], 2)
+        kt = k.T
+        s = np.stack([gemm(q[b * T:(b + 1) * T, h * dh:(h + 1) * dh], kt[h * dh:(h + 1) * dh, b * T:(b + 1) * T], 3)
+                      for b, h in heads])
+        p = vector(layer.softmax, s.reshape(B, H, T, T)).reshape(B * H, T, T)
+        ctx = np.zeros_like(q)
+        for j, (b, h) in enumerate(heads):
+            ctx[b * T:(b + 1) * T, h * dh:(h + 1) * dh] = gemm(p[j], v[b * T:(b + 1) * T, h * dh:(h + 1) * dh], 4)
+        y = gemm(ctx, w[5], 5)
+        skips = [inp, inp, inp]
+        for i, link in enumerate(layer.links):
+            if i == 1:
+                skips[2] = y  # the second add's operand: the FFN's input (link 1 has no add)
+                y = gemm(y, w[6], 6)
+            elif i == 2:
+                y = gemm(y, w[7], 7)
+            for op in link:
+                y = vector(op, y, skips[i]) if op.kind == "add" else vector(op, y)
+        final |= {"Q": q, "K": k, "KT": kt, "V": v, "S": p.reshape(B * H * T, T), "ctx": ctx,
+                  ("out" if layer_index == layer.layers - 1 else f"y{layer_index}"): y}
     given = {"x": x, "wq": w[0], "wk": w[1], "wv": w[2], "wo": w[5], "w1": w[6], "w2": w[7]}
-    return given, {"x": x, "xt": x.T, "Q": q, "KT": kt, "V": v, "S": p.reshape(B * H * T, T), "ctx": ctx, "out": y}
+    return given, final
 
 
 def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer: Any, seed: int, latency: int,
@@ -119,15 +127,15 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
     g = layer.gemms
     given, final = _references(layer, [op for _, op, _ in selected], seed, bits)
     x = given["x"]
-    tensors = {"x": pack_tensor(t["x"], x), "xt": pack_tensor(t["xt"], x.T), "b0": pack_tensor(t["b0"], given["wq"]),
-               "a1": pack_tensor(t["a1"], given["wk"].T), "b2": pack_tensor(t["b2"], given["wv"]),
+    tensors = {"x": pack_tensor(t["x"], x), "b0": pack_tensor(t["b0"], given["wq"]),
+               "b1": pack_tensor(t["b1"], given["wk"]), "b2": pack_tensor(t["b2"], given["wv"]),
                "tail.b0": pack_tensor(t["tail.b0"], given["wo"]), "tail.b1": pack_tensor(t["tail.b1"], given["w1"]),
                "tail.b2": pack_tensor(t["tail.b2"], given["w2"])}
     for name, i in (("q0", 0), ("q1", 1), ("q2", 2), ("q3", 3), ("q4", 4), ("tail.q0", 5), ("tail.q1", 6),
                     ("tail.q2", 7)):
         tensors[name] = pack_qparam_lanes(t[name], qparam_fields(g[i].requant, g[i].n))
     timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))
-    span, expected = _layer_span(t, final)
+    span, expected = tensor_span(t, final, "Q")
     meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,
             "instances": [{"chunks": [[prog.queue_base + a0 * 32, b0 - a0] for a0, b0 in prog.chunks],
                            "limit": 4 * timing.total + 10_000, "a": layout_dict(t["x"]),
@@ -138,16 +146,17 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
     return job, meta, {"img_0_0": program_image(prog, tensors)}
 
 
-def _layer_span(t: dict[str, Any], final: dict[str, np.ndarray]) -> tuple[Any, np.ndarray]:
-    """The DRAM span of the tensors the layer writes (``compile_encoder`` places them first, one
-    after another, after the input ``x`` and its transpose) as one layout of 4 KiB rows, and its
-    expected bytes as int8 values ``(1, rows, 4096)``: every tensor's final value, zeros between
-    them. The testbench clears the span before the program runs, as any op's output. A mismatch's
-    position is ``(0, page, byte)`` past ``Q``'s base."""
+def tensor_span(t: dict[str, Any], final: dict[str, np.ndarray], first: str) -> tuple[Any, np.ndarray]:
+    """The DRAM span from tensor ``first`` to the end of the last tensor of ``final`` (the tensors a
+    block's program writes, which ``perf_model.compiler.dram_graph.assemble`` places one after
+    another) as one layout of 4 KiB rows, and its expected bytes as int8 values ``(1, rows, 4096)``:
+    every tensor's final value, zeros between them. The testbench leaves the span out of the image
+    it loads (the program writes it), as any op's output. A mismatch's position is ``(0, page,
+    byte)`` past ``first``'s base."""
     from perf_model.compiler.program import PAGE, TensorLayout
 
-    final = {name: value for name, value in final.items() if name not in ("x", "xt")}
-    lo = t["Q"].base
+    lo = t[first].base
+    final = {name: value for name, value in final.items() if t[name].base >= lo}
     hi = max(t[name].base + t[name].nbytes for name in final)
     rows = -(-(hi - lo) // PAGE)
     image = np.zeros(rows * PAGE, np.uint8)
@@ -166,8 +175,9 @@ def encoder_note(design: ArrayConfig, layer: Any) -> str:
     tail = ("on chip (MOVE into the ifmap, VECTOR in place)" if any(c.opcode == Opcode.MOVE for c in prog.commands)
             else "through DRAM (the ifmap cannot hold its live activations together)")
     kinds = ", ".join(op.kind for link in layer.links for op in link)
-    return (f"one program for the whole encoder layer: the projections, {layer.seqs * layer.heads} heads' scores and "
-            f"context, the softmax on the vector unit ({len(prog.chunks)} queue-load(s)); the attention's tensors "
-            f"through DRAM, the output projection and FFN with {kinds} {tail}; the key GEMM computes K^T from the "
-            "input's transpose, which the host writes beside the input; Q, K^T, V, the probabilities, the context "
-            "and the output read back and checked")
+    stack = f"{layer.layers} encoder layers" if layer.layers > 1 else "the whole encoder layer"
+    return (f"one program for {stack}: the projections, the keys transposed on the vector unit, "
+            f"{layer.seqs * layer.heads} heads' scores and context, the softmax on the vector unit "
+            f"({len(prog.chunks)} queue-load(s)); the attention's tensors through DRAM, the output projection and FFN "
+            f"with {kinds} {tail}; Q, K, K^T, V, the probabilities, the context and every layer's output read back "
+            "and checked")

@@ -150,9 +150,12 @@ def simulate(
         conv_spec = None
         encoder = None
         if not chained and reuse and mode != "sampled" and not ops and max_ops is None:
+            from accel_dse.simulate._dram_decoder import decoder_for
             from accel_dse.simulate._dram_encoder import encoder_for
 
             encoder = encoder_for(design, wl, scale, notes)
+            if encoder is None:
+                encoder = decoder_for(design, wl, scale, notes)
             whole = encoder is not None
         if not chained and reuse and mode != "sampled" and not whole:
             from accel_dse.simulate._dram_conv_network import conv_chain, kept_chains, whole_network

@@ -1,6 +1,7 @@
-"""An encoder layer as one program (perf_model.compiler.encoder): the workload is recognised by its
-shapes, every head reads its own slices of Q, K^T and V and writes its own band of the context, the
-softmax runs over every score row, and layers the program cannot serve are refused with their rule."""
+"""Encoder layers as one program (perf_model.compiler.encoder): the workload is recognised by its
+shapes, the keys are transposed on chip into K^T, every head reads its own slices of Q, K^T and V and
+writes its own band of the context, the softmax runs over every score row, stacked layers read the
+previous layer's output, and layers the program cannot serve are refused with their rule."""
 
 from __future__ import annotations
 
@@ -28,15 +29,15 @@ def test_the_layer_is_recognised_with_its_heads_sequences_and_links():
     layer = encoder_layer(workloads.resolve(SMALL))
     assert (layer.tokens, layer.seqs, layer.heads, layer.d_model, layer.d_head) == (8, 2, 2, 32, 16)
     assert [g.name for g in layer.gemms] == list(GEMM_ROLES)
-    # the key GEMM is K^T = Wk^T x^T: D x D x (all tokens)
-    assert (layer.gemms[1].m, layer.gemms[1].k, layer.gemms[1].n) == (32, 32, 16)
+    # the key GEMM is K = x Wk: (all tokens) x D x D, transposed on chip
+    assert (layer.gemms[1].m, layer.gemms[1].k, layer.gemms[1].n) == (16, 32, 32)
+    assert layer.layers == 1
     assert layer.softmax.kind == "softmax"
     assert [[op.kind for op in link] for link in layer.links] == [["add", "layernorm"], ["gelu"],
                                                                    ["add", "layernorm"]]
 
 
 @pytest.mark.parametrize(("spec", "rule"), [
-    ("bert_base:seq=8,d=32,heads=2,ffn=64,layers=2", "layers repeat"),
     ("mlp", "is 8 GEMMs"),
     ("llama_block:seq=8,d=64,heads=2,ffn=96", "is 8 GEMMs"),
     ("bert_base:seq=8,d=32,heads=2,ffn=64,requant=0", "must be requantised"),
@@ -89,8 +90,9 @@ def test_the_softmax_covers_every_score_row_once():
     softmax = [c for c in vectors if c["vkind"] == 9]
     assert sum(c["vrows"] for c in softmax) == layer.seqs * layer.heads * layer.tokens  # 32 rows of 8 scores
     assert all(c["vn"] == layer.tokens for c in softmax)
-    # and the tail's five link ops follow (add, layernorm, gelu, add, layernorm)
-    assert [c["vkind"] for c in vectors if c["vkind"] != 9] == [1, 7, 5, 1, 7]
+    # the keys' transposes (one a sequence) come first, and the tail's five link ops follow (add,
+    # layernorm, gelu, add, layernorm)
+    assert [c["vkind"] for c in vectors if c["vkind"] != 9] == [13, 13, 1, 7, 5, 1, 7]
 
 
 def test_the_walk_counts_every_gemm_and_the_vector_work():
@@ -113,12 +115,63 @@ def test_designs_the_program_cannot_serve_are_refused():
         compile_encoder(load_design("tiny"), layer)
     with pytest.raises(ModelError, match="weight-stationary"):
         compile_encoder(dataclasses.replace(TINY, dataflow=Dataflow.IS), layer)
-    per_channel = dataclasses.replace(layer.gemms[1].requant, multiplier=(1 << 30,) * 16, shift=(0,) * 16,
-                                      bias=(0,) * 16)
+
+
+def test_a_per_channel_key_requant_is_served():
+    """The key GEMM is no longer run transposed, so its output stage may quantise per channel."""
+    layer = encoder_layer(workloads.resolve(SMALL))
+    per_channel = dataclasses.replace(layer.gemms[1].requant, multiplier=(1 << 30,) * 32, shift=(0,) * 32,
+                                      bias=(0,) * 32)
     gemms = list(layer.gemms)
     gemms[1] = dataclasses.replace(gemms[1], requant=per_channel)
-    with pytest.raises(ModelError, match="one parameter set"):
-        compile_encoder(TINY, dataclasses.replace(layer, gemms=tuple(gemms)))
+    prog = compile_encoder(TINY, dataclasses.replace(layer, gemms=tuple(gemms)))
+    assert prog.tensors["q1"].rows * prog.tensors["q1"].row_elems >= 32
+
+
+def test_the_keys_are_transposed_into_every_cell_of_kt_once():
+    """Each transpose reads a band of K's rows (one sequence's) and its STORE writes those tokens'
+    columns of K^T, all D rows: together every (channel, token) cell of K^T once, from the placed
+    layouts (a band written to another sequence's columns fails)."""
+    layer = encoder_layer(workloads.resolve(SMALL))
+    prog = compile_encoder(TINY, layer)
+    t = prog.tensors
+    cmds = list(prog.commands)
+    lanes = TINY.vector_lanes
+    cells = []
+    for i, c in enumerate(cmds):
+        if c.opcode != Opcode.VECTOR or c["vkind"] != 13:
+            continue
+        load, store = cmds[i - 1], cmds[i + 2]
+        assert load.opcode == Opcode.LOAD and _inside(t["K"], load["dram_addr"])
+        assert store.opcode == Opcode.STORE and _inside(t["KT"], store["dram_addr"])
+        first = (load["dram_addr"] - t["K"].base) // t["K"].pitch  # the band's first token
+        assert (c["vrows"], c["vn"]) == (load["rows"], layer.d_model)
+        for r in range(store["rows"]):
+            row, col = divmod(store["dram_addr"] + r * store["dram_stride"] - t["KT"].base, t["KT"].pitch)
+            assert col == first
+            cells += [(row, col + j) for j in range(c["vrows"])]
+        assert store["words"] * lanes >= c["vrows"]
+    assert sorted(cells) == [(r, j) for r in range(layer.d_model) for j in range(layer.seqs * layer.tokens)]
+
+
+def test_stacked_layers_run_one_after_another_in_one_program():
+    """Two layers: the second layer's projections read the first layer's output y0, the last
+    layer's tail writes out; the weights are placed once and the compute is twice one layer's."""
+    one = encoder_layer(workloads.resolve("bert_base:seq=8,d=32,heads=2,ffn=64"))
+    two = encoder_layer(workloads.resolve("bert_base:seq=8,d=32,heads=2,ffn=64,layers=2"))
+    assert two.layers == 2 and two.gemms == one.gemms
+    p1, p2 = compile_encoder(TINY, one), compile_encoder(TINY, two)
+    t = p2.tensors
+    assert "y0" in t and "y1" not in t and "b0" in t and "q3" in t
+    loads = [c for c in p2.commands if c.opcode == Opcode.LOAD]
+    y0_reads = [c for c in loads if _inside(t["y0"], c["dram_addr"])]
+    y0_writes = [c for c in p2.commands if c.opcode == Opcode.STORE and _inside(t["y0"], c["dram_addr"])]
+    assert y0_reads and y0_writes
+    first_read = p2.commands.index(y0_reads[0])
+    assert all(p2.commands.index(c) < first_read for c in y0_writes)
+    w1 = perf_model.gemm_program_cycles(TINY, p1, rate=perf_model.dram_rate(TINY))
+    w2 = perf_model.gemm_program_cycles(TINY, p2, rate=perf_model.dram_rate(TINY))
+    assert w2.compute == 2 * w1.compute and w2.vector == 2 * w1.vector
 
 
 def test_a_head_too_long_for_the_ifmap_runs_its_softmax_in_bands_of_queries():

@@ -12,6 +12,7 @@ import numpy as np
 import perf_model
 import rtl_gen
 import workloads
+from accel_dse.config import Dataflow
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
 
@@ -19,8 +20,9 @@ TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 SPEC = "bert_base:seq=8,d=32,heads=2,ffn=64,batch=2"  # two sequences of 8 tokens, 2 heads of 16
 
 
-def _layer_reference(wl, seed: int = 0) -> np.ndarray:
-    """The layer in integers, written out op by op with the JAX softmax/add/norm/GELU definitions."""
+def _layer_reference(wl, seed: int = 0, layers: int = 1) -> np.ndarray:
+    """The layer (``layers`` times, on one set of weights) in integers, written out op by op with the
+    JAX softmax/add/norm/GELU definitions."""
     import jax.numpy as jnp
 
     from workloads import _int_ops
@@ -37,17 +39,20 @@ def _layer_reference(wl, seed: int = 0) -> np.ndarray:
     def run(op, *args):
         return np.asarray(_int_ops._run(op.kind, dict(op.params), *(jnp.asarray(a, jnp.int8) for a in args)))
 
-    x = np.asarray(workloads.reference(ops[0], seed).a).astype(np.int64).reshape(16, 32)
-    q, k, v = out(x @ w(0), 0), out(x @ w(1), 1), out(x @ w(2), 2)  # per-tensor requant: K's transpose is exact
-    qh = q.reshape(2, 8, 2, 16).transpose(0, 2, 1, 3)  # (seq, head, token, channel)
-    kh = k.reshape(2, 8, 2, 16).transpose(0, 2, 1, 3)
-    vh = v.reshape(2, 8, 2, 16).transpose(0, 2, 1, 3)
-    scores = out(qh @ kh.transpose(0, 1, 3, 2), 3)
-    probs = run(vec[0], scores).astype(np.int64)
-    ctx = out(probs @ vh, 4).transpose(0, 2, 1, 3).reshape(16, 32)
-    h1 = run(vec[2], run(vec[1], out(ctx @ w(5), 5), x)).astype(np.int64)
-    f = run(vec[3], out(h1 @ w(6), 6)).astype(np.int64)
-    return run(vec[5], run(vec[4], out(f @ w(7), 7), h1)).astype(np.int64)
+    seqs = ops[0].m // 8
+    x = np.asarray(workloads.reference(ops[0], seed).a).astype(np.int64).reshape(seqs * 8, 32)
+    for _ in range(layers):
+        q, k, v = out(x @ w(0), 0), out(x @ w(1), 1), out(x @ w(2), 2)
+        qh = q.reshape(seqs, 8, 2, 16).transpose(0, 2, 1, 3)  # (seq, head, token, channel)
+        kh = k.reshape(seqs, 8, 2, 16).transpose(0, 2, 1, 3)
+        vh = v.reshape(seqs, 8, 2, 16).transpose(0, 2, 1, 3)
+        scores = out(qh @ kh.transpose(0, 1, 3, 2), 3)
+        probs = run(vec[0], scores).astype(np.int64)
+        ctx = out(probs @ vh, 4).transpose(0, 2, 1, 3).reshape(seqs * 8, 32)
+        h1 = run(vec[2], run(vec[1], out(ctx @ w(5), 5), x)).astype(np.int64)
+        f = run(vec[3], out(h1 @ w(6), 6)).astype(np.int64)
+        x = run(vec[5], run(vec[4], out(f @ w(7), 7), h1)).astype(np.int64)
+    return x
 
 
 def test_an_encoder_layer_runs_from_one_program_bit_exact_in_the_walks_cycles(sim_cache, monkeypatch):
@@ -84,13 +89,37 @@ def test_an_encoder_layer_runs_from_one_program_bit_exact_in_the_walks_cycles(si
     assert bad.ops[0].status == "fail" and bad.ops[0].mismatches > 0
 
 
+def test_two_stacked_layers_run_from_one_program_bit_exact(sim_cache, monkeypatch):
+    """The second layer reads the first's output on chip's terms (through DRAM, no host step): its
+    keys are the first layer's output projected and transposed by the vector unit."""
+    spec = SPEC.replace("batch=2", "layers=2")
+    wl = workloads.resolve(spec)
+    from accel_dse.simulate import _dram_encoder
+
+    seen = {}
+    real = _dram_encoder._references
+
+    def spy(*args, **kwargs):
+        given, final = real(*args, **kwargs)
+        seen.update(final)
+        return given, final
+
+    monkeypatch.setattr(_dram_encoder, "_references", spy)
+    report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, report.notes
+    assert np.array_equal(seen["y0"], _layer_reference(wl, layers=1))
+    assert np.array_equal(seen["out"], _layer_reference(wl, layers=2))
+    assert any(n.startswith("one program for 2 encoder layers") for n in report.notes), report.notes
+
+
 def test_a_layer_the_design_cannot_hold_runs_op_by_op_and_says_why():
-    """A design without the unit, or IS, never tries; a second layer needs the transpose on chip."""
-    wl = workloads.resolve(SPEC.replace("batch=2", "layers=2"))
+    """A design without the unit, or IS, never tries; a scaled run says why."""
     from accel_dse.simulate._dram_encoder import encoder_for
 
     notes: list[str] = []
-    assert encoder_for(TINY, wl, 1.0, notes) is None and notes == []
+    assert encoder_for(dataclasses.replace(TINY, dataflow=Dataflow.IS), workloads.resolve(SPEC), 1.0, notes) is None
+    assert notes == []
     assert encoder_for(load_design("tiny"), workloads.resolve(SPEC), 1.0, notes) is None
     assert encoder_for(TINY, workloads.resolve(SPEC), 0.5, notes) is None
     assert notes and "scale 0.5" in notes[0]

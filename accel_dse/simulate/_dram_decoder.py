@@ -1,0 +1,174 @@
+"""A LLaMA decoder block from ONE program (DRAM path, weight-stationary designs with the vector unit).
+
+When the whole workload is one decoder block (``perf_model.compiler.decoder.decoder_block``: the
+``llama_block`` and ``llama_decode`` builtins), ``simulate`` runs it from the program of
+``perf_model.compiler.decoder.compile_decoder``: the RMSNorms, the projections, RoPE, the keys'
+transpose, every head's scores and context over the KV cache, the causal softmax, the residual
+adds and the SwiGLU FFN, with no host step between them. The host writes the input, the KV cache's
+``kv`` rows a sequence, the weights and the RoPE table.
+
+Reference (integers only): ``x`` is op 0's seeded ``A`` (``workloads.reference``), each projection's
+weights its op's seeded ``B`` (op ``i``'s of seed ``seed + i``), the cache seeded int8 codes, every
+GEMM through the output stage (``workloads.output_stage``) and every vector op through
+``workloads._int_ops`` with the workload's parameters, in the block's order. Every tensor the
+program writes stays in DRAM at its final value (the normed inputs, ``Q``, the cache with the new
+keys and values, ``K^T``, the probabilities, the context, the FFN's tensors, the output): the
+whole span, the cache's host-written rows included, is read back and checked bit for bit, and
+the program's total cycles against the walk.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from accel_dse.config import ArrayConfig
+from accel_dse.simulate._dram_encoder import tensor_span
+from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
+from accel_dse.simulate._dram_program import layout_dict
+
+__all__ = ["decoder_for", "decoder_job", "decoder_note"]
+
+
+@functools.lru_cache(maxsize=4)
+def _program(design: ArrayConfig, block: Any) -> Any:
+    """``compile_decoder`` of ``block`` on ``design``, compiled once per ``simulate``."""
+    from perf_model.compiler.decoder import compile_decoder
+
+    return compile_decoder(design, block)
+
+
+def decoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) -> Any:
+    """The workload as a decoder block run from one program on ``design``, or ``None`` (with the
+    reason in ``notes`` when it is a block the design cannot run so)."""
+    from accel_dse.config import Dataflow
+    from accel_dse.errors import ModelError
+    from perf_model.compiler.decoder import decoder_block
+
+    if not design.vector_unit or not wl.vector_ops or design.dataflow is not Dataflow.WS:
+        return None
+    try:
+        block = decoder_block(wl)
+    except ModelError:
+        return None  # not a decoder block: the other paths say what they run
+    if scale != 1:
+        notes.append(f"not one program for the decoder block (scale {scale:g}: the block runs whole, at scale 1): "
+                     "each op from its own program")
+        return None
+    try:
+        _program(design, block)
+    except ModelError as exc:
+        notes.append(f"not one program for the decoder block ({exc}): each op from its own program")
+        return None
+    return block
+
+
+def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> tuple[dict[str, np.ndarray],
+                                                                                     dict[str, np.ndarray]]:
+    """The block's inputs (``x``, the cache's rows ``kc``/``vc``, the weights ``w{i}``) and the final
+    value of each tensor the program writes, in integers (module docstring)."""
+    import jax.numpy as jnp
+
+    import workloads
+    from workloads import _int_ops
+
+    g, v = block.gemms, block.vector
+    T, Tk, H, B, dh, kv = block.tokens, block.keys, block.heads, block.seqs, block.d_head, block.kv
+    D = block.d_model
+    x = np.asarray(workloads.reference(ops[0], seed, **bits).a).astype(np.int64).reshape(B * T, D)
+    w = {i: np.asarray(workloads.reference(ops[i], seed + i, **bits).b).astype(np.int64).reshape(ops[i].k, -1)
+         for i in (0, 1, 2, 5, 6, 7, 8)}
+    rng = np.random.default_rng([seed, 0x6B76])
+    kc, vc = (rng.integers(-128, 128, (B, kv, D)).astype(np.int64) for _ in range(2))
+
+    def gemm(a: np.ndarray, b: np.ndarray, i: int) -> np.ndarray:
+        return np.asarray(workloads.output_stage(a @ b, g[i].requant)).astype(np.int64)
+
+    def vector(name: str, *args: np.ndarray, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        op = v[name]
+        shaped = [jnp.asarray(a.astype(np.int8).reshape(shape or a.shape)) for a in args]
+        return np.asarray(_int_ops._run(op.kind, dict(op.params), *shaped)).astype(np.int64).reshape(args[0].shape)
+
+    rope = (B, T, H, dh)
+    h = vector("norm1", x)
+    q = vector("rope_q", gemm(h, w[0], 0), shape=rope)
+    k_new = vector("rope_k", gemm(h, w[1], 1), shape=rope).reshape(B, T, D)
+    v_new = gemm(h, w[2], 2).reshape(B, T, D)
+    keys = np.concatenate([kc, k_new], axis=1).reshape(B * Tk, D)
+    values = np.concatenate([vc, v_new], axis=1).reshape(B * Tk, D)
+    kt = keys.T
+    heads = [(b, hh) for b in range(B) for hh in range(H)]
+    s = np.stack([gemm(q[b * T:(b + 1) * T, hh * dh:(hh + 1) * dh], kt[hh * dh:(hh + 1) * dh, b * Tk:(b + 1) * Tk], 3)
+                  for b, hh in heads])
+    p = vector("softmax", s.reshape(B, H, T, Tk)).reshape(B * H, T, Tk)
+    ctx = np.zeros_like(q)
+    for j, (b, hh) in enumerate(heads):
+        band = slice(hh * dh, (hh + 1) * dh)
+        ctx[b * T:(b + 1) * T, band] = gemm(p[j], values[b * Tk:(b + 1) * Tk, band], 4)
+    o = gemm(ctx, w[5], 5)
+    x1 = vector("add1", x, o)
+    h2 = vector("norm2", x1)
+    gate, up = gemm(h2, w[6], 6), gemm(h2, w[7], 7)
+    gl = vector("silu", gate, up)
+    dn = gemm(gl, w[8], 8)
+    out = vector("add2", x1, dn)
+    given = {"x": x, "K": np.concatenate([kc, np.zeros_like(k_new)], axis=1).reshape(B * Tk, D),
+             "V": np.concatenate([vc, np.zeros_like(v_new)], axis=1).reshape(B * Tk, D),
+             **{f"w{i}": wi for i, wi in w.items()}}
+    final = {"h": h, "Q": q, "K": keys, "V": values, "KT": kt, "S": p.reshape(B * H * T, Tk), "ctx": ctx, "o": o,
+             "x1": x1, "h2": h2, "gate": gate, "up": up, "g": gl, "dn": dn, "out": out}
+    return given, final
+
+
+def _rope_table(block: Any, lanes: int) -> np.ndarray:
+    """The RoPE table: a row a new token's position ``kv + i`` (``accel_dse.vector_isa.rope_table_row``)."""
+    from accel_dse.vector_isa import rope_table_row
+    from workloads import _int_ops
+
+    op = block.vector["rope_q"]
+    cos, sin = _int_ops.rope_tables(op.param("start"), block.tokens, block.d_head // 2, op.param("theta"))
+    return np.array([rope_table_row(cos[i].tolist(), sin[i].tolist(), lanes) for i in range(block.tokens)], np.int64)
+
+
+def decoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], block: Any, seed: int, latency: int,
+                job_type: Any, bits: dict[str, Any]) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
+    """The block's one job (``job_type``: ``DramJob``), its op entry of the meta and its image."""
+    import perf_model
+    from perf_model.compiler.decoder import _columns, gemm_groups
+
+    prog = _program(design, block)
+    t = prog.tensors
+    given, final = _references(block, [op for _, op, _ in selected], seed, bits)
+    tensors = {name: pack_tensor(t[name], given[name]) for name in ("x", "K", "V")}
+    tensors["rope"] = pack_tensor(t["rope"], _rope_table(block, design.vector_lanes))
+    for i, spans in enumerate(gemm_groups(block)):
+        rq = block.gemms[i].requant
+        for c0, n, tag in spans:
+            if f"w{i}" in given:
+                tensors[f"b{tag}"] = pack_tensor(t[f"b{tag}"], given[f"w{i}"][:, c0:c0 + n])
+            tensors[f"q{tag}"] = pack_qparam_lanes(t[f"q{tag}"], qparam_fields(_columns(rq, c0, n), n))
+    timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))
+    span, expected = tensor_span(t, final, "h")
+    image = program_image(prog, tensors)
+    meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,
+            "instances": [{"chunks": [[prog.queue_base + a0 * 32, b0 - a0] for a0, b0 in prog.chunks],
+                           "limit": 4 * timing.total + 10_000, "a": layout_dict(t["x"]),
+                           "c": layout_dict(span), "poke_ranges": [[0, len(image)]]}]}
+    m, d_model = final["out"].shape
+    job = job_type(0, "network", SimpleNamespace(m=m, k=d_model, n=d_model), None, expected, span, timing.compute,
+                   timing.total, timing.stall, len(prog.runs), design.input_bits)
+    return job, meta, {"img_0_0": image}
+
+
+def decoder_note(design: ArrayConfig, block: Any) -> str:
+    """The note saying what the one program runs and where its tensors live."""
+    prog = _program(design, block)
+    phase = (f"decode of {block.tokens} token(s) after a KV cache of {block.kv}" if block.kv
+             else f"prefill of {block.tokens} tokens")
+    return (f"one program for the whole decoder block ({phase}): the RMSNorms, the projections, RoPE, the keys "
+            f"transposed on the vector unit, {block.seqs * block.heads} heads' scores and context, the causal softmax, "
+            f"the residual adds and the SwiGLU FFN ({len(prog.chunks)} queue-load(s)), every tensor through DRAM; "
+            "the cache's new rows written after the host's, and every tensor the program writes read back and checked")

@@ -1,0 +1,252 @@
+"""One program for a LLaMA decoder block: pre-norms, rotary embeddings, causal attention over a KV cache, SwiGLU.
+
+The block (the ``llama_block`` and ``llama_decode`` builtins), on ``T`` new tokens per sequence of
+``D`` int8 channels after ``kv`` cached ones (prefill: ``kv = 0``; decode: ``T = 1``), ``H`` heads of
+``dh = D / H`` channels, ``Tk = kv + T`` keys, every GEMM requantised by the output stage::
+
+    h = rmsnorm(x)
+    Q = rope(h Wq)     K[kv ..] = rope(h Wk)     V[kv ..] = h Wv     K^T = transpose(K)
+    S_h = Q_h K_h^T    P = softmax(S) (causal: query i sees keys j <= kv + i)    ctx_h = P_h V_h
+    x1 = add(x, ctx Wo)      h2 = rmsnorm(x1)
+    out = add(x1, silu(h2 Wg, h2 Wu) Wd)
+
+The KV cache lives in DRAM in the tensors ``K`` and ``V`` (``B Tk`` rows of ``D``, sequence ``b`` from
+row ``b Tk``): the host writes the ``kv`` cached rows (the cache the earlier steps left), and the
+program writes the new tokens' rows after them (the key rows after their RoPE), so after the
+program the cache holds ``Tk`` tokens for the next step. The scores need ``K_h^T``: the vector
+unit transposes each sequence's ``Tk`` keys into ``K^T`` (``D x B Tk``), in bands of rows.
+
+Every tensor goes through DRAM inside the one program (``perf_model.compiler.dram_graph``): the
+GEMMs are ``compile_gemm`` programs re-addressed to slices of the block's tensors (a head's
+operands are column bands of ``Q`` and ``V`` and a row band of ``K^T``), the vector ops run in bands
+of token rows that fit the ifmap (LOAD, VECTOR, STORE), the softmax over ``S`` in chunks of whole
+heads or query bands. The RoPE table (one row of ``cos``/``sin`` per position ``kv ..``,
+``accel_dse.vector_isa.rope_table_row``) is a constant the host lays out, as the weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from accel_dse.config import ArrayConfig, Dataflow
+from accel_dse.errors import ModelError
+from accel_dse.vector_isa import ROPE_TABLE_WORDS
+from perf_model.compiler.dram_graph import (
+    GemmPart,
+    Slice,
+    StepPart,
+    assemble,
+    like,
+    row_steps,
+    softmax_steps,
+    transpose_steps,
+)
+from perf_model.compiler.program import QPARAM_CHANNELS, GemmProgram, TensorLayout, compile_gemm
+from workloads.ops import Gemm, Requant, Workload
+from workloads.vector_ops import VectorOp
+
+__all__ = ["DecoderBlock", "decoder_block", "compile_decoder", "DECODER_ROLES", "gemm_groups", "rope_table_layout"]
+
+#: The block's matrix ops, in the workload's order.
+DECODER_ROLES = ("wq", "wk", "wv", "scores", "context", "wo", "w_gate", "w_up", "w_down")
+#: The vector ops after each number of matrix ops (``Workload.vector_after``), in order.
+_VECTOR_SLOTS = {0: ("rmsnorm",), 1: ("rope",), 2: ("rope",), 4: ("softmax",), 6: ("add", "rmsnorm"),
+                 8: ("silu",), 9: ("add",)}
+
+
+@dataclasses.dataclass(frozen=True)
+class DecoderBlock:
+    """One decoder block: its nine GEMMs (:data:`DECODER_ROLES`, ``scores`` and ``context`` one head's;
+    ``wk`` and ``wv`` one sequence's when the batch has several sequences after a cache), ``heads``,
+    ``seqs``, ``kv`` cached tokens a sequence, and its vector ops by name: ``norm1``, ``rope_q``,
+    ``rope_k``, ``softmax``, ``add1``, ``norm2``, ``silu``, ``add2``."""
+
+    gemms: tuple[Gemm, ...]
+    heads: int
+    seqs: int
+    kv: int
+    vector: dict[str, VectorOp]
+
+    @property
+    def tokens(self) -> int:
+        """New tokens of one sequence."""
+        return self.gemms[3].m
+
+    @property
+    def keys(self) -> int:
+        """Keys a query sees at most: ``kv + tokens``."""
+        return self.kv + self.tokens
+
+    @property
+    def d_model(self) -> int:
+        return self.gemms[0].n
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.heads
+
+    @property
+    def per_sequence(self) -> bool:
+        """Whether the key and value GEMMs run once a sequence (their new rows follow each sequence's cache)."""
+        return self.seqs > 1 and self.kv > 0
+
+
+def decoder_block(workload: Workload) -> DecoderBlock:
+    """``workload`` as one decoder block, its matrix ops in :data:`DECODER_ROLES` order.
+
+    Raises:
+        ModelError: the workload is not one requantised LLaMA-style block (the first rule it breaks).
+    """
+    ops = workload.ops
+    if len(ops) != len(DECODER_ROLES) or not all(isinstance(op, Gemm) for op in ops):
+        raise ModelError(f"a decoder block is {len(DECODER_ROLES)} GEMMs ({', '.join(DECODER_ROLES)}), not "
+                         f"{len(ops)} matrix ops")
+    if set(workload.counts or (1,)) | set(workload.vector_counts or ()) != {1}:
+        raise ModelError("the ops repeat: one decoder block is one instance of each op")
+    g = [op for op in ops if isinstance(op, Gemm)]
+    if any(op.requant is None for op in g):
+        raise ModelError("every GEMM of the block must be requantised (int8 activations between them)")
+    q, sc = g[0], g[3]
+    tokens, keys, d_model, d_ff = sc.m, sc.n, q.n, g[6].n
+    seqs = q.m // tokens if tokens and q.m % tokens == 0 else 0
+    heads = sc.batch // seqs if seqs and sc.batch % seqs == 0 else 0
+    dh = d_model // heads if heads else 0
+    m = seqs * tokens
+    want = ((m, d_model, d_model, 1),) * 3 + ((tokens, dh, keys, seqs * heads), (tokens, keys, dh, seqs * heads),
+                                              (m, d_model, d_model, 1), (m, d_model, d_ff, 1), (m, d_model, d_ff, 1),
+                                              (m, d_ff, d_model, 1))
+    for role, op, shape in zip(DECODER_ROLES, g, want, strict=True):
+        if not heads or keys < tokens or (op.m, op.k, op.n, op.batch) != shape:
+            raise ModelError(f"the {role} GEMM {op.m}x{op.k}x{op.n} (batch {op.batch}) is not a decoder block's "
+                             f"{'x'.join(map(str, shape[:3]))} (batch {shape[3]})" if heads and keys >= tokens else
+                             f"the scores GEMM ({sc.m}x{sc.k}x{sc.n}, batch {sc.batch}) does not split the "
+                             f"{q.m} tokens of {d_model} channels into sequences and heads over a cache")
+    after = workload.vector_after or (len(ops),) * len(workload.vector_ops)
+    by: dict[int, list[VectorOp]] = {}
+    for vop, where in zip(workload.vector_ops, after, strict=True):
+        by.setdefault(where, []).append(vop)
+    got = {k: tuple(o.kind for o in v) for k, v in by.items()}
+    if got != _VECTOR_SLOTS:
+        raise ModelError(f"the vector ops {got} are not a LLaMA block's {_VECTOR_SLOTS} (after that many matrix ops)")
+    if not by[8][0].param("gated", 0):
+        raise ModelError("the FFN's SiLU must gate the up projection (SwiGLU)")
+    names = ("norm1", "rope_q", "rope_k", "softmax", "add1", "norm2", "silu", "add2")
+    vector = dict(zip(names, [op for k in sorted(by) for op in by[k]], strict=True))
+    kv = keys - tokens
+    per_seq = seqs > 1 and kv > 0
+    rq = [op.requant for op in g]
+    kv_m = tokens if per_seq else m
+    shapes = ((m, d_model, d_model), (kv_m, d_model, d_model), (kv_m, d_model, d_model), (tokens, dh, keys),
+              (tokens, keys, dh), (m, d_model, d_model), (m, d_model, d_ff), (m, d_model, d_ff), (m, d_ff, d_model))
+    gemms = tuple(Gemm(m=mm, k=k, n=n, name=role, requant=r)  # type: ignore[arg-type]
+                  for (mm, k, n), role, r in zip(shapes, DECODER_ROLES, rq, strict=True))
+    return DecoderBlock(gemms, heads, seqs, kv, vector)
+
+
+def gemm_groups(block: DecoderBlock) -> list[list[tuple[int, int, str]]]:
+    """Per GEMM of the block, its column groups ``(first column, columns, tag)``: one program a
+    group of at most ``QPARAM_CHANNELS`` output channels (the output stage's parameter buffer), its
+    weights ``b{tag}`` the group's columns; one group is tagged by the GEMM's index alone."""
+    out = []
+    for i, gemm in enumerate(block.gemms):
+        spans = [(c0, min(QPARAM_CHANNELS, gemm.n - c0)) for c0 in range(0, gemm.n, QPARAM_CHANNELS)]
+        out.append([(c0, n, str(i) if len(spans) == 1 else f"{i}.{j}") for j, (c0, n) in enumerate(spans)])
+    return out
+
+
+def _columns(rq: Requant, c0: int, n: int) -> Requant:
+    """``rq`` for channels ``c0 .. c0 + n - 1``."""
+    if rq.channels == 1:
+        return rq
+    return dataclasses.replace(rq, multiplier=rq.channel_values("multiplier", n, c0),
+                               shift=rq.channel_values("shift", n, c0), bias=rq.channel_values("bias", n, c0))
+
+
+def rope_table_layout(block: DecoderBlock, lanes: int) -> TensorLayout:
+    """The RoPE table's DRAM layout: one row a new token's position (``kv + i``), ``2 dh`` codes
+    (``accel_dse.vector_isa.rope_table_row``)."""
+    width = ROPE_TABLE_WORDS * block.d_head
+    return TensorLayout("rope", 0, block.tokens, width, 1, False, (block.tokens, width))
+
+
+def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
+    """The block's one program (module docstring).
+
+    Tensors: ``x`` (the input, ``B T x D``), ``h``, ``Q``, ``K`` and ``V`` (the cache and the new rows,
+    ``B Tk x D``), ``KT`` (``D x B Tk``), ``S`` (``B H T`` rows of ``Tk``), ``ctx``, ``o``, ``x1``, ``h2``,
+    ``gate``, ``up``, ``g``, ``dn``, ``out`` and the table ``rope``; per GEMM ``i`` its weights ``b{i}``
+    and output-stage parameters ``q{i}``.
+
+    Raises:
+        ModelError: no vector unit, a design other than weight-stationary, heads whose slices are not
+            whole bus beats or layouts, a vector op the unit cannot run (the reason), or a GEMM or
+            band the design cannot hold.
+    """
+    if not config.vector_lanes:
+        raise ModelError(f"design {config.short_name()} has no vector unit (vector_unit = false)")
+    if config.dataflow is not Dataflow.WS:
+        raise ModelError(f"a decoder block as one program needs a weight-stationary array (a head's operands are "
+                         f"column bands of row-major tensors), not {config.dataflow.value.upper()}")
+    g = block.gemms
+    T, Tk, D, H, B, kv, dh = block.tokens, block.keys, block.d_model, block.heads, block.seqs, block.kv, block.d_head
+    groups = gemm_groups(block)
+    compiled = [[compile_gemm(config, dataclasses.replace(gemm, n=n, requant=_columns(gemm.requant, c0, n)),  # type: ignore[arg-type]
+                              requant=True) for c0, n, _ in spans] for gemm, spans in zip(g, groups, strict=True)]
+    programs = [c[0] for c in compiled]
+    own = [p.tensors for p in programs]
+
+    def gemm(i: int, slices: dict[str, Slice]) -> list[GemmPart]:
+        """GEMM ``i``'s parts, one a column group (its ``B`` and ``C`` slices moved by the group's first column)."""
+        return [GemmPart(prog, {k: Slice(w.tensor, w.row, w.col + c0) if k in ("b", "c") else w
+                                for k, w in slices.items()}, tag)
+                for prog, (c0, _, tag) in zip(compiled[i], groups[i], strict=True)]
+
+    bus = programs[0].data_bytes
+    step = math.lcm(config.vector_lanes, bus)
+    kt_cols = -(-((B - 1) * Tk + own[3]["b"].row_elems) // step) * step
+    x = own[0]["a"]
+    net = {"x": like(x, "x"), "h": like(x, "h"), "Q": like(own[0]["c"], "Q"),
+           "K": like(own[1]["c"], "K", B * Tk), "V": like(own[2]["c"], "V", B * Tk),
+           "KT": like(own[3]["b"], "KT", D, kt_cols), "S": like(own[3]["c"], "S", B * H * T),
+           "ctx": like(own[0]["c"], "ctx"), "o": like(own[5]["c"], "o"), "x1": like(own[5]["c"], "x1"),
+           "h2": like(own[5]["c"], "h2"), "gate": like(own[8]["a"], "gate"), "up": like(own[8]["a"], "up"),
+           "g": like(own[8]["a"], "g"), "dn": like(own[8]["c"], "dn"), "out": like(own[8]["c"], "out"),
+           "rope": rope_table_layout(block, config.vector_lanes)}
+    for part, name, big in ((3, "a", "Q"), (4, "b", "V"), (4, "c", "ctx")):
+        if own[part][name].row_elems != dh or net[big].row_elems != D:
+            raise ModelError(f"a head's {dh} channels are not a column band of {big} ({net[big].row_elems} "
+                             f"elements a row against {own[part][name].row_elems} a head)")
+    for a, c in ((x, own[0]["c"]), (own[6]["a"], own[5]["c"])):
+        if a.row_elems != c.row_elems:
+            raise ModelError(f"an output row of {c.row_elems} elements is not laid out as the next GEMM's A "
+                             f"({a.row_elems})")
+    if own[4]["a"].row_elems != own[3]["c"].row_elems:
+        raise ModelError(f"a head's scores ({own[3]['c'].row_elems} elements a row) are not laid out as the "
+                         f"context's A ({own[4]['a'].row_elems})")
+    v = block.vector
+    m = B * T
+    heads = [(b, h) for b in range(B) for h in range(H)]
+    seq_rows = [(b * T, b * Tk + kv) for b in range(B)] if block.per_sequence else [(0, kv)]
+    parts: list[GemmPart | StepPart] = [row_steps(config, v["norm1"], [("x", 0)], ("h", 0), m)]
+    parts += gemm(0, {"a": Slice("h"), "c": Slice("Q")})
+    for i, cache in ((1, "K"), (2, "V")):
+        parts += [p for a, c in seq_rows for p in gemm(i, {"a": Slice("h", a), "c": Slice(cache, c)})]
+    parts.append(row_steps(config, v["rope_q"], [("Q", 0)], ("Q", 0), m, period=T, table="rope"))
+    parts += [row_steps(config, v["rope_k"], [("K", b * Tk + kv)], ("K", b * Tk + kv), T, period=T, table="rope")
+              for b in range(B)]
+    parts += [transpose_steps(config, "K", b * Tk, Tk, "KT", b * Tk, bus) for b in range(B)]
+    parts += [p for b, h in heads for p in gemm(3, {"a": Slice("Q", b * T, h * dh), "b": Slice("KT", h * dh, b * Tk),
+                                                      "c": Slice("S", (b * H + h) * T)})]
+    parts.append(softmax_steps(config, v["softmax"], "S", len(heads), T, Tk))
+    parts += [p for b, h in heads for p in gemm(4, {"a": Slice("S", (b * H + h) * T), "b": Slice("V", b * Tk, h * dh),
+                                                      "c": Slice("ctx", b * T, h * dh)})]
+    parts += [*gemm(5, {"a": Slice("ctx"), "c": Slice("o")}),
+              row_steps(config, v["add1"], [("x", 0), ("o", 0)], ("x1", 0), m),
+              row_steps(config, v["norm2"], [("x1", 0)], ("h2", 0), m),
+              *gemm(6, {"a": Slice("h2"), "c": Slice("gate")}),
+              *gemm(7, {"a": Slice("h2"), "c": Slice("up")}),
+              row_steps(config, v["silu"], [("gate", 0), ("up", 0)], ("g", 0), m),
+              *gemm(8, {"a": Slice("g"), "c": Slice("dn")}),
+              row_steps(config, v["add2"], [("x1", 0), ("dn", 0)], ("out", 0), m)]
+    return assemble(net, parts, bus)

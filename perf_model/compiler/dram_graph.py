@@ -1,0 +1,319 @@
+"""One program from GEMM programs and vector steps over tensors in DRAM (a transformer block's assembly).
+
+A block (``perf_model.compiler.encoder``, ``perf_model.compiler.decoder``) is a list of parts run in
+order, with no host step between them:
+
+* a :class:`GemmPart`: one GEMM's ``perf_model.compiler.program.compile_gemm`` program, its LOADs
+  and STOREs of some of its own tensors re-addressed to :class:`Slice` s of the block's tensors
+  (:func:`moved`: a band of rows and columns read or written with the whole tensor's row pitch);
+  its other tensors (weights, output-stage parameters) are its own, shared by the parts of one
+  ``tag`` (e.g. a GEMM's heads);
+* a :class:`StepPart`: commands built from the placed tensors: the vector unit over bands of a
+  tensor's rows (:func:`row_steps`, :func:`softmax_steps`) or a transpose (:func:`transpose_steps`),
+  each band LOADed into the ifmap, run (``VECTOR``, ``wait_dma``) and STOREd back (``wait_vec``).
+
+The DMA engine runs one transfer at a time in program order, so a part's loads follow the stores
+they read. :func:`assemble` places the block's tensors, then each tag's own tensors, past the
+program, and cuts it into queue-loads of ``QUEUE_DEPTH`` commands
+(``perf_model.compiler.network._split``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
+from accel_dse.config import ArrayConfig
+from accel_dse.errors import ModelError
+from perf_model.compiler.network import _split
+from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
+from perf_model.compiler.vector import transpose_commands, vector_commands, vector_registers
+from perf_model.vector_timing import vector_plan
+from workloads.vector_ops import VectorOp
+
+__all__ = ["Slice", "GemmPart", "StepPart", "moved", "assemble", "row_steps", "softmax_steps", "transpose_steps",
+           "like"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Slice:
+    """Where a GEMM's own tensor lives in the block: rows from ``row`` and elements from ``col`` of ``tensor``."""
+
+    tensor: str
+    row: int = 0
+    col: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmPart:
+    """A GEMM's program with its sliced tensors; parts of one ``tag`` share their other tensors
+    (named ``{name}{tag}``, or ``{tag}{name}`` when the tag ends with ``.``)."""
+
+    program: GemmProgram
+    slices: dict[str, Slice]
+    tag: str
+
+
+@dataclasses.dataclass(frozen=True)
+class StepPart:
+    """Commands built from the placed tensors."""
+
+    build: Callable[[dict[str, TensorLayout]], list[Command]]
+
+
+def like(layout: TensorLayout, name: str, rows: int | None = None, row_elems: int | None = None) -> TensorLayout:
+    """``layout`` renamed, with ``rows`` rows and ``row_elems`` elements a row when given."""
+    rows = layout.rows if rows is None else rows
+    elems = layout.row_elems if row_elems is None else row_elems
+    cols = layout.shape[1] if row_elems is None else row_elems
+    return dataclasses.replace(layout, name=name, rows=rows, row_elems=elems, shape=(rows, cols))
+
+
+def _align(x: int, to: int) -> int:
+    return -(-x // to) * to
+
+
+def _rebase(cmd: Command, own: TensorLayout, at: TensorLayout, where: Slice, bus: int) -> Command:
+    """``cmd`` (a LOAD or STORE of ``own``) moved to ``where`` in ``at``, keeping its rows and words."""
+    off = cmd["dram_addr"] - own.base
+    row, byte = divmod(off, own.pitch)
+    if cmd["rows"] > 1 and cmd["dram_stride"] != own.pitch:
+        raise ModelError(f"a transfer of {own.name} steps {cmd['dram_stride']} bytes a row, not its pitch {own.pitch}")
+    addr = at.base + (where.row + row) * at.pitch + int(where.col * at.elem_size) + byte
+    if addr % bus or at.pitch % bus:
+        raise ModelError(f"a slice of {at.name} at byte {addr} (pitch {at.pitch}) is not on the {bus}-byte bus")
+    fields = tuple((k, addr if k == "dram_addr" else at.pitch if k == "dram_stride" else v) for k, v in cmd.fields)
+    return dataclasses.replace(cmd, fields=fields)
+
+
+def moved(program: GemmProgram, slices: dict[str, Slice], tensors: dict[str, TensorLayout], shift: int,
+          bus: int) -> list[Command]:
+    """``program``'s commands with transfers of its sliced tensors re-addressed, the others shifted by ``shift``.
+
+    Raises:
+        ModelError: a slice outside its tensor, of another element type, or off the bus.
+    """
+    own = program.tensors
+    for name, where in slices.items():
+        t, at = own[name], tensors[where.tensor]
+        if (t.elem_bytes, t.packed) != (at.elem_bytes, at.packed) or where.row + t.rows > at.rows \
+                or int(where.col * at.elem_size) + t.pitch > at.pitch:
+            raise ModelError(f"{t.rows} rows of {t.row_elems} elements do not fit {at.name} ({at.rows} rows of "
+                             f"{at.row_elems}) at row {where.row}, element {where.col}")
+    out = []
+    for cmd in program.commands:
+        if cmd.opcode in (Opcode.LOAD, Opcode.STORE):
+            addr = cmd["dram_addr"]
+            hit = next((n for n in slices if own[n].base <= addr < own[n].base + own[n].nbytes), None)
+            if hit is not None:
+                cmd = _rebase(cmd, own[hit], tensors[slices[hit].tensor], slices[hit], bus)
+            else:
+                cmd = dataclasses.replace(cmd, fields=tuple((k, v + shift if k == "dram_addr" else v)
+                                                            for k, v in cmd.fields))
+        out.append(cmd)
+    return out
+
+
+def assemble(net: dict[str, TensorLayout], parts: Sequence[GemmPart | StepPart], bus: int) -> GemmProgram:
+    """The parts as one program: the block's tensors ``net`` placed first past the program, then each
+    GEMM tag's own tensors; cut into queue-loads (module docstring)."""
+    gemms = [p for p in parts if isinstance(p, GemmPart)]
+
+    def place(cursor: int) -> tuple[dict[str, TensorLayout], dict[str, int], int]:
+        tensors: dict[str, TensorLayout] = {}
+        for name, t in net.items():
+            tensors[name] = dataclasses.replace(t, base=cursor)
+            cursor = _align(cursor + t.nbytes, PAGE)
+        shifts: dict[str, int] = {}
+        for part in gemms:
+            if part.tag in shifts:
+                continue
+            kept = {n: t for n, t in part.program.tensors.items() if n not in part.slices}
+            shift = cursor - min(t.base for t in kept.values())
+            for n, t in kept.items():
+                name = f"{part.tag}{n}" if part.tag.endswith(".") else f"{n}{part.tag}"
+                tensors[name] = dataclasses.replace(t, name=name, base=t.base + shift)
+            shifts[part.tag] = shift
+            cursor = _align(max(t.base + t.nbytes for t in kept.values()) + shift, PAGE)
+        return tensors, shifts, cursor
+
+    def emit(tensors: dict[str, TensorLayout], shifts: dict[str, int]) -> list[Command]:
+        commands: list[Command] = []
+        for part in parts:
+            if isinstance(part, GemmPart):
+                commands += moved(part.program, part.slices, tensors, shifts[part.tag], bus)
+            else:
+                commands += part.build(tensors)
+        return commands
+
+    entry = queue_entry_commands(bus)
+    draft, draft_shifts, _ = place(0)
+    length = len(_split(emit(draft, draft_shifts), QUEUE_DEPTH, entry)[0])
+    tensors, shifts, end = place(_align(length * COMMAND_BYTES, PAGE))
+    commands, chunks = _split(emit(tensors, shifts), QUEUE_DEPTH, entry)
+    runs = tuple(r for p in gemms for r in p.program.runs)
+    return GemmProgram(tuple(commands), tensors, 0, end, bus, True, runs, chunks)
+
+
+def _transfer(opcode: int, t: TensorLayout, row: int, rows: int, words: int, region: int, byte: int = 0,
+              row_step: int | None = None) -> Command:
+    """A LOAD (STORE) of ``rows`` rows of ``t`` from ``row`` (``byte`` into each), ``words`` words a
+    row, into (from) the ifmap region at word ``region``, row-major (``row_step`` words apart)."""
+    return Command.make(opcode, wait_vec=1, buffer=Buffer.IFMAP, dram_addr=t.base + row * t.pitch + byte,
+                        dram_stride=t.pitch, rows=rows, words=words, buf_addr=region,
+                        row_step=words if row_step is None else row_step, word_step=1)
+
+
+def _bands(total: int, per: int, period: int = 0) -> list[tuple[int, int]]:
+    """``(first, count)`` bands of at most ``per`` of ``total`` rows, none crossing a multiple of ``period``."""
+    out = []
+    r = 0
+    while r < total:
+        end = min(total, r + per)
+        if period:
+            end = min(end, (r // period + 1) * period)
+        out.append((r, end - r))
+        r = end
+    return out
+
+
+def row_steps(config: ArrayConfig, op: VectorOp, inputs: Sequence[tuple[str, int]], out: tuple[str, int],
+              rows: int, *, period: int = 0, table: str | None = None) -> StepPart:
+    """``op`` (a ``rmsnorm``/``layernorm`` over each row, an element-wise op of one or two operands,
+    or a ``rope`` over each row's heads) on ``rows`` rows of the input tensors (``(tensor, first
+    row)``) into ``out``, in bands that fit the ifmap. A band does not cross a multiple of
+    ``period`` rows (a sequence: a RoPE's positions restart); a RoPE reads its ``table`` tensor's
+    row ``r % period`` (of ``period``, or of all rows) for row ``r``.
+
+    Raises:
+        ModelError: the unit cannot run the op, or one row of it does not fit the ifmap.
+    """
+    lanes = config.vector_lanes
+    depth = _buffer_depths(config)[0]
+
+    def shaped(count: int, n: int, words: int, heads: int) -> VectorOp:
+        """``op`` over a band of ``count`` rows (``n`` elements, ``words`` words each)."""
+        if op.kind == "rope":
+            return dataclasses.replace(op, shape=(1, count, heads, n // heads), out_shape=None)
+        if op.kind in ("rmsnorm", "layernorm"):
+            return dataclasses.replace(op, shape=(count, n), out_shape=None, axis=1)
+        # element-wise over whole words: a row's padding lanes are zeros, which these kinds map to zero
+        return dataclasses.replace(op, shape=(count * words * lanes,), out_shape=None)
+
+    def build(tensors: dict[str, TensorLayout]) -> list[Command]:
+        first = tensors[inputs[0][0]]
+        if first.row_elems % lanes:
+            raise ModelError(f"{op.kind}: a row of {first.name} ({first.row_elems} elements) is not whole words of "
+                             f"{lanes} lanes")
+        words, n = first.row_elems // lanes, first.shape[1]
+        heads = op.shape[2] if op.kind == "rope" else 1
+        one = vector_plan(shaped(1, n, words, heads), lanes)
+        if isinstance(one, str):
+            raise ModelError(one)
+        table_words = one.table_words
+        per = min(depth // (words * (len(inputs) + 1) + table_words), ((1 << 24) - 1) // (words * lanes))
+        cut = words  # words of a row a band takes: all, or (an element-wise op of rows too long) a piece
+        if per < 1 and op.kind not in ("rope", "rmsnorm", "layernorm"):
+            per, cut = 1, depth // (len(inputs) + 1)
+        if per < 1 or cut < 1:
+            raise ModelError(f"{op.kind}: a row of {words} words and its operands do not fit the ifmap ({depth} words)")
+        cmds: list[Command] = []
+        for r0, count in _bands(rows, per, period):
+            for w0 in range(0, words, cut):
+                piece = min(cut, words - w0)
+                regions = [i * count * piece for i in range(len(inputs) + 1)]
+                for (name, row), region in zip(inputs, regions, strict=False):
+                    cmds.append(_transfer(Opcode.LOAD, tensors[name], row + r0, count, piece, region, byte=w0 * lanes))
+                src2 = regions[1] if len(inputs) > 1 else regions[0]
+                if table is not None:
+                    src2 = regions[-1] + count * words
+                    cmds.append(_transfer(Opcode.LOAD, tensors[table], r0 % (period or rows), count, table_words,
+                                          src2))
+                regs = vector_registers(shaped(count, n, piece, heads), lanes, src=regions[0], src2=src2,
+                                        dst=regions[len(inputs)])
+                cmds += vector_commands(regs, wait_dma=1)
+                cmds.append(_transfer(Opcode.STORE, tensors[out[0]], out[1] + r0, count, piece, regions[len(inputs)],
+                                      byte=w0 * lanes))
+        return cmds
+
+    return StepPart(build)
+
+
+def softmax_steps(config: ArrayConfig, softmax: VectorOp, scores: str, instances: int, queries: int,
+                  keys: int) -> StepPart:
+    """The softmax in place over every row of tensor ``scores`` (``instances * queries`` rows of
+    ``keys`` scores), per chunk that fits the ifmap: whole instances (heads), or, when one does not
+    fit, a band of one instance's query rows (a causal mask's offset moved by the band's first query)."""
+    lanes = config.vector_lanes
+
+    def build(tensors: dict[str, TensorLayout]) -> list[Command]:
+        s = tensors[scores]
+        if s.row_elems % lanes:
+            raise ModelError(f"a score row of {s.row_elems} elements is not whole words of {lanes} lanes")
+        words = s.row_elems // lanes
+        depth = _buffer_depths(config)[0]
+        if depth < words:
+            raise ModelError(f"a score row of {words} words does not fit the ifmap ({depth} words)")
+        causal = softmax.param("causal_offset", -1)
+        bands: list[tuple[int, int, int]]  # (first row, instances, query rows an instance)
+        if depth // words >= queries:
+            per = depth // (words * queries)
+            bands = [(h0 * queries, min(per, instances - h0), queries) for h0 in range(0, instances, per)]
+        else:
+            per = depth // words
+            bands = [(h * queries + q0, 1, min(per, queries - q0)) for h in range(instances)
+                     for q0 in range(0, queries, per)]
+        out: list[Command] = []
+        for row0, count, band in bands:
+            params = softmax.params
+            if causal >= 0:  # query q0 + i of the instance sees keys j <= offset + q0 + i
+                params = tuple((k, causal + row0 % queries if k == "causal_offset" else v) for k, v in params)
+            shaped = dataclasses.replace(softmax, shape=(count, band, keys), out_shape=(count, band, keys), axis=2,
+                                         params=params)
+            rows = count * band
+            out += [_transfer(Opcode.LOAD, s, row0, rows, words, 0),
+                    *vector_commands(vector_registers(shaped, lanes), wait_dma=1),
+                    _transfer(Opcode.STORE, s, row0, rows, words, 0)]
+        return out
+
+    return StepPart(build)
+
+
+def transpose_steps(config: ArrayConfig, src: str, src_row: int, rows: int, dst: str, dst_col: int,
+                    bus: int) -> StepPart:
+    """``rows`` rows of tensor ``src`` from ``src_row`` transposed into the columns ``dst_col ..`` of
+    tensor ``dst`` (one ``dst`` row per ``src`` column), in bands of ``src`` rows that fit the ifmap:
+    LOAD the band, one transpose (``accel_dse.vector_isa``) into a region of its own, STORE the
+    band's columns. A band is a whole number of bus beats of columns (its STORE starts on the bus).
+
+    Raises:
+        ModelError: ``dst_col`` off the bus, or one band does not fit the ifmap.
+    """
+    lanes = config.vector_lanes
+
+    def build(tensors: dict[str, TensorLayout]) -> list[Command]:
+        s, d = tensors[src], tensors[dst]
+        if s.row_elems % lanes:
+            raise ModelError(f"transpose: a row of {src} ({s.row_elems} elements) is not whole words of {lanes} lanes")
+        words, n = s.row_elems // lanes, s.shape[1]
+        depth = _buffer_depths(config)[0]
+        step = math.lcm(lanes, bus)
+        per = depth // (words + n / lanes)  # rows of a band: its input and its output words
+        per = int(per) // step * step
+        if per < 1:
+            raise ModelError(f"transpose: {step} rows of {words} words and their {n} transposed rows do not fit the "
+                             f"ifmap ({depth} words)")
+        if (dst_col * int(d.elem_size)) % bus or d.pitch % bus:
+            raise ModelError(f"transpose: column {dst_col} of {dst} is not on the {bus}-byte bus")
+        out: list[Command] = []
+        for r0, count in _bands(rows, per):
+            out_words = -(-count // lanes)
+            region = count * words
+            out += [_transfer(Opcode.LOAD, s, src_row + r0, count, words, 0),
+                    *transpose_commands(lanes, count, n, src=0, dst=region, wait_dma=1),
+                    _transfer(Opcode.STORE, d, 0, n, out_words, region, byte=dst_col + r0)]
+        return out
+
+    return StepPart(build)
