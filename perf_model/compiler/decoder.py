@@ -66,7 +66,12 @@ class DecoderBlock:
     heads: int
     seqs: int
     kv: int
-    vector: dict[str, VectorOp]
+    named_ops: tuple[tuple[str, VectorOp], ...]
+
+    @property
+    def vector(self) -> dict[str, VectorOp]:
+        """The vector ops by name."""
+        return dict(self.named_ops)
 
     @property
     def tokens(self) -> int:
@@ -132,7 +137,7 @@ def decoder_block(workload: Workload) -> DecoderBlock:
     if not by[8][0].param("gated", 0):
         raise ModelError("the FFN's SiLU must gate the up projection (SwiGLU)")
     names = ("norm1", "rope_q", "rope_k", "softmax", "add1", "norm2", "silu", "add2")
-    vector = dict(zip(names, [op for k in sorted(by) for op in by[k]], strict=True))
+    vector = tuple(zip(names, [op for k in sorted(by) for op in by[k]], strict=True))
     kv = keys - tokens
     per_seq = seqs > 1 and kv > 0
     rq = [op.requant for op in g]
