@@ -213,7 +213,7 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     x = own[0]["a"]
     net = {"x": like(x, "x"), "h": like(x, "h"), "Q": like(own[0]["c"], "Q"),
            "K": like(own[1]["c"], "K", B * Tk), "V": like(own[2]["c"], "V", B * Tk),
-           "KT": like(own[3]["b"], "KT", D, kt_cols), "S": like(own[3]["c"], "S", B * H * T),
+           "KT": like(own[3]["b"], "KT", D, kt_cols, B * Tk), "S": like(own[3]["c"], "S", B * H * T),
            "ctx": like(own[0]["c"], "ctx"), "o": like(own[5]["c"], "o"), "x1": like(own[5]["c"], "x1"),
            "h2": like(own[5]["c"], "h2"), "gate": like(own[8]["a"], "gate"), "up": like(own[8]["a"], "up"),
            "g": like(own[8]["a"], "g"), "dn": like(own[8]["c"], "dn"), "out": like(own[8]["c"], "out"),

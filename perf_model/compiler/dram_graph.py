@@ -63,11 +63,12 @@ class StepPart:
     build: Callable[[dict[str, TensorLayout]], list[Command]]
 
 
-def like(layout: TensorLayout, name: str, rows: int | None = None, row_elems: int | None = None) -> TensorLayout:
-    """``layout`` renamed, with ``rows`` rows and ``row_elems`` elements a row when given."""
+def like(layout: TensorLayout, name: str, rows: int | None = None, row_elems: int | None = None,
+         cols: int | None = None) -> TensorLayout:
+    """``layout`` renamed, with ``rows`` rows of ``cols`` elements, stored ``row_elems`` a row, when given."""
     rows = layout.rows if rows is None else rows
     elems = layout.row_elems if row_elems is None else row_elems
-    cols = layout.shape[1] if row_elems is None else row_elems
+    cols = layout.shape[1] if cols is None else cols
     return dataclasses.replace(layout, name=name, rows=rows, row_elems=elems, shape=(rows, cols))
 
 
