@@ -72,7 +72,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         emit(f"as one program (no host step between ops): cannot be built: {net['reason']}" if "reason" in net else
              f"as one program (no host step between ops): "
              f"{str(net['convs']) + ' convs' if 'convs' in net else str(net['gemms']) + ' GEMMs'} and "
-             f"{net['vector_ops']} vector ops, "
+             f"{net['vector_ops']} vector ops"
+             f"{', ' + str(net['transposes']) + ' transpose runs' if net.get('transposes') else ''}, "
              f"{net['queue_loads']} queue-load(s), links {'on chip' if net['links_on_chip'] else 'through DRAM'}, "
              f"{net['total_cycles']:,} cycles (the program's walk; what simulate runs and checks)")
     if result.host_work:

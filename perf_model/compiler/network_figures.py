@@ -1,4 +1,4 @@
-"""A whole CNN workload, or one encoder layer, as one program on a design with the vector unit: its walk's figures.
+"""A whole CNN workload, or a transformer block, as one program on a design with the vector unit: its walk's figures.
 
 When the workload is one conv network (``perf_model.compiler.conv_workload.conv_network_spec``:
 every matrix op a conv, every vector op on a conv link), the design has the vector unit and the
@@ -11,9 +11,11 @@ compiler and imports none of it: ``evaluate``'s ``network``. The per-op figures 
 stay as they are (each op on its fastest path, host reshapes uncounted); this is the
 program a user deploys with no host step between ops.
 
-A workload that is one transformer encoder layer (``perf_model.compiler.encoder.encoder_layer``)
-is walked the same way, as ``compile_encoder``'s program; its figures name ``gemms`` (the GEMM
-programs: three projections, each head's scores and context, the tail's three) instead of ``convs``.
+A workload that is a stack of transformer encoder layers (``perf_model.compiler.encoder.encoder_layer``)
+or one LLaMA decoder block (``perf_model.compiler.decoder.decoder_block``) is walked the same way,
+as ``compile_encoder``'s or ``compile_decoder``'s program; its figures name ``gemms`` (the GEMM
+programs: the projections, each head's scores and context, the FFN's, a wide GEMM's column groups)
+instead of ``convs``, and ``transposes`` (the vector unit's transposes of the keys).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
     if not config.vector_unit:
         return None
     if not any(isinstance(op, Conv2d) for op in workload.ops):
-        return _encoder_figures(config, workload)
+        return _block_figures(config, workload)
     spec = conv_network_spec(workload)
     if isinstance(spec, str):
         return None
@@ -53,22 +55,36 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
             "compute_cycles": timing.compute, "vector_cycles": timing.vector, "stall_cycles": timing.stall}
 
 
-def _encoder_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | None:
-    """:func:`network_figures` of an encoder layer (``None``: the workload is not one)."""
+def _block_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | None:
+    """:func:`network_figures` of encoder layers or a decoder block (``None``: the workload is neither)."""
     from accel_dse.commands import Opcode
+    from accel_dse.vector_isa import VECTOR_CODES
     from perf_model import program_timing
+    from perf_model.compiler.decoder import compile_decoder, decoder_block, gemm_groups
     from perf_model.compiler.encoder import compile_encoder, encoder_layer
 
     try:
         layer = encoder_layer(workload)
+        build: Any = lambda: compile_encoder(config, layer)  # noqa: E731
+        gemms = layer.layers * (6 + 2 * layer.seqs * layer.heads)
+        vector_ops = layer.layers * (1 + sum(len(link) for link in layer.links))
     except ModelError:
-        return None
+        try:
+            block = decoder_block(workload)
+        except ModelError:
+            return None
+        build = lambda: compile_decoder(config, block)  # noqa: E731
+        each = [len(g) for g in gemm_groups(block)]
+        seqs = block.seqs if block.per_sequence else 1
+        gemms = each[0] + seqs * (each[1] + each[2]) + block.seqs * block.heads * (each[3] + each[4]) + sum(each[5:])
+        vector_ops = len(block.named_ops)
     try:
-        prog = compile_encoder(config, layer)
+        prog = build()
     except ModelError as exc:
         return {"reason": str(exc)}
     timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))
-    return {"gemms": 6 + 2 * layer.seqs * layer.heads, "vector_ops": 1 + sum(len(link) for link in layer.links),
+    transposes = sum(1 for c in prog.commands if c.opcode == Opcode.VECTOR and c["vkind"] == VECTOR_CODES["transpose"])
+    return {"gemms": gemms, "vector_ops": vector_ops, "transposes": transposes,
             "queue_loads": len(prog.chunks), "links_on_chip": any(c.opcode == Opcode.MOVE for c in prog.commands),
             "total_cycles": timing.total, "compute_cycles": timing.compute, "vector_cycles": timing.vector,
             "stall_cycles": timing.stall}
