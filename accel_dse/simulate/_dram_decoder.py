@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from accel_dse.config import ArrayConfig
-from accel_dse.simulate._dram_encoder import tensor_span
+from accel_dse.simulate._dram_encoder import spread_keys, tensor_span
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
 from accel_dse.simulate._dram_program import layout_dict
 
@@ -142,6 +142,7 @@ def decoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], block
     prog = _program(design, block)
     t = prog.tensors
     given, final = _references(block, [op for _, op, _ in selected], seed, bits)
+    final["KT"] = spread_keys(final["KT"], block.seqs, block.keys, t["KT"].shape[1])
     tensors = {name: pack_tensor(t[name], given[name]) for name in ("x", "K", "V")}
     tensors["rope"] = pack_tensor(t["rope"], _rope_table(block, design.vector_lanes))
     for i, spans in enumerate(gemm_groups(block)):

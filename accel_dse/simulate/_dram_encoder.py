@@ -28,7 +28,7 @@ from accel_dse.config import ArrayConfig
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
 from accel_dse.simulate._dram_program import layout_dict
 
-__all__ = ["encoder_for", "encoder_job", "encoder_note"]
+__all__ = ["encoder_for", "encoder_job", "encoder_note", "tensor_span", "spread_keys"]
 
 
 @functools.lru_cache(maxsize=4)
@@ -126,6 +126,7 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
     t = prog.tensors
     g = layer.gemms
     given, final = _references(layer, [op for _, op, _ in selected], seed, bits)
+    final["KT"] = spread_keys(final["KT"], layer.seqs, layer.tokens, t["KT"].shape[1])
     x = given["x"]
     tensors = {"x": pack_tensor(t["x"], x), "b0": pack_tensor(t["b0"], given["wq"]),
                "b1": pack_tensor(t["b1"], given["wk"]), "b2": pack_tensor(t["b2"], given["wv"]),
@@ -144,6 +145,19 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
     job = job_type(0, "network", SimpleNamespace(m=m, k=d_model, n=d_model), None, expected, span, timing.compute,
                    timing.total, timing.stall, len(prog.runs), design.input_bits)
     return job, meta, {"img_0_0": program_image(prog, tensors)}
+
+
+def spread_keys(kt: np.ndarray, seqs: int, keys: int, cols: int) -> np.ndarray:
+    """``K^T`` (``D x seqs keys``) as the program stores it: sequence ``b``'s keys from column ``b kc``
+    of ``cols`` (``kc = (cols - keys) / (seqs - 1)``: ``perf_model.compiler.dram_graph.key_columns``),
+    zeros between."""
+    if seqs == 1:
+        return kt
+    kc = (cols - keys) // (seqs - 1)
+    out = np.zeros((kt.shape[0], cols), kt.dtype)
+    for b in range(seqs):
+        out[:, b * kc:b * kc + keys] = kt[:, b * keys:(b + 1) * keys]
+    return out
 
 
 def tensor_span(t: dict[str, Any], final: dict[str, np.ndarray], first: str) -> tuple[Any, np.ndarray]:

@@ -37,6 +37,7 @@ from perf_model.compiler.dram_graph import (
     Slice,
     StepPart,
     assemble,
+    key_columns,
     like,
     row_steps,
     softmax_steps,
@@ -209,11 +210,12 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
 
     bus = programs[0].data_bytes
     step = math.lcm(config.vector_lanes, bus)
-    kt_cols = -(-((B - 1) * Tk + own[3]["b"].row_elems) // step) * step
+    kc = key_columns(config, Tk, B, bus)  # sequence b's keys from K^T's column b kc
+    kt_cols = -(-((B - 1) * kc + own[3]["b"].row_elems) // step) * step
     x = own[0]["a"]
     net = {"x": like(x, "x"), "h": like(x, "h"), "Q": like(own[0]["c"], "Q"),
            "K": like(own[1]["c"], "K", B * Tk), "V": like(own[2]["c"], "V", B * Tk),
-           "KT": like(own[3]["b"], "KT", D, kt_cols, B * Tk), "S": like(own[3]["c"], "S", B * H * T),
+           "KT": like(own[3]["b"], "KT", D, kt_cols, (B - 1) * kc + Tk), "S": like(own[3]["c"], "S", B * H * T),
            "ctx": like(own[0]["c"], "ctx"), "o": like(own[5]["c"], "o"), "x1": like(own[5]["c"], "x1"),
            "h2": like(own[5]["c"], "h2"), "gate": like(own[8]["a"], "gate"), "up": like(own[8]["a"], "up"),
            "g": like(own[8]["a"], "g"), "dn": like(own[8]["c"], "dn"), "out": like(own[8]["c"], "out"),
@@ -240,8 +242,8 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     parts.append(row_steps(config, v["rope_q"], [("Q", 0)], ("Q", 0), m, period=T, table="rope"))
     parts += [row_steps(config, v["rope_k"], [("K", b * Tk + kv)], ("K", b * Tk + kv), T, period=T, table="rope")
               for b in range(B)]
-    parts += [transpose_steps(config, "K", b * Tk, Tk, "KT", b * Tk, bus) for b in range(B)]
-    parts += [p for b, h in heads for p in gemm(3, {"a": Slice("Q", b * T, h * dh), "b": Slice("KT", h * dh, b * Tk),
+    parts += [transpose_steps(config, "K", b * Tk, Tk, "KT", b * kc, bus) for b in range(B)]
+    parts += [p for b, h in heads for p in gemm(3, {"a": Slice("Q", b * T, h * dh), "b": Slice("KT", h * dh, b * kc),
                                                       "c": Slice("S", (b * H + h) * T)})]
     parts.append(softmax_steps(config, v["softmax"], "S", len(heads), T, Tk))
     parts += [p for b, h in heads for p in gemm(4, {"a": Slice("S", (b * H + h) * T), "b": Slice("V", b * Tk, h * dh),

@@ -34,7 +34,7 @@ from perf_model.vector_timing import vector_plan
 from workloads.vector_ops import VectorOp
 
 __all__ = ["Slice", "GemmPart", "StepPart", "moved", "assemble", "row_steps", "softmax_steps", "transpose_steps",
-           "like"]
+           "like", "key_columns"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +74,13 @@ def like(layout: TensorLayout, name: str, rows: int | None = None, row_elems: in
 
 def _align(x: int, to: int) -> int:
     return -(-x // to) * to
+
+
+def key_columns(config: ArrayConfig, keys: int, seqs: int, bus: int) -> int:
+    """Columns of ``K^T`` from one sequence's keys to the next's: ``keys``, or, with several
+    sequences, ``keys`` rounded up to whole words and bus beats (a sequence's transposed band is
+    stored from a column on the bus)."""
+    return keys if seqs == 1 else _align(keys, math.lcm(config.vector_lanes, bus))
 
 
 def _rebase(cmd: Command, own: TensorLayout, at: TensorLayout, where: Slice, bus: int) -> Command:

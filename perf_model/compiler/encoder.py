@@ -36,7 +36,16 @@ from collections.abc import Sequence
 
 from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
-from perf_model.compiler.dram_graph import GemmPart, Slice, StepPart, assemble, like, softmax_steps, transpose_steps
+from perf_model.compiler.dram_graph import (
+    GemmPart,
+    Slice,
+    StepPart,
+    assemble,
+    key_columns,
+    like,
+    softmax_steps,
+    transpose_steps,
+)
 from perf_model.compiler.network import EXTERNAL, compile_network
 from perf_model.compiler.program import GemmProgram, compile_gemm
 from workloads.ops import Gemm, Workload
@@ -177,9 +186,10 @@ def compile_encoder(config: ArrayConfig, layer: EncoderLayer) -> GemmProgram:
     dh = layer.d_head
     bus = programs[0].data_bytes
     step = math.lcm(config.vector_lanes, bus)
-    kt_cols = -(-((B - 1) * T + own[3]["b"].row_elems) // step) * step
+    kc = key_columns(config, T, B, bus)  # sequence b's keys from K^T's column b kc
+    kt_cols = -(-((B - 1) * kc + own[3]["b"].row_elems) // step) * step
     net = {"x": like(own[0]["a"], "x"), "Q": like(own[0]["c"], "Q"), "K": like(own[1]["c"], "K"),
-           "KT": like(own[3]["b"], "KT", D, kt_cols, B * T), "V": like(own[2]["c"], "V"),
+           "KT": like(own[3]["b"], "KT", D, kt_cols, (B - 1) * kc + T), "V": like(own[2]["c"], "V"),
            "S": like(own[3]["c"], "S", B * H * T), "ctx": like(own[0]["c"], "ctx")}
     for part, name, big in ((3, "a", "Q"), (4, "b", "V"), (4, "c", "ctx")):
         if own[part][name].row_elems != dh or net[big].row_elems != D:
@@ -198,8 +208,8 @@ def compile_encoder(config: ArrayConfig, layer: EncoderLayer) -> GemmProgram:
         parts += [GemmPart(programs[0], {"a": Slice(inp), "c": Slice("Q")}, "0"),
                   GemmPart(programs[1], {"a": Slice(inp), "c": Slice("K")}, "1"),
                   GemmPart(programs[2], {"a": Slice(inp), "c": Slice("V")}, "2")]
-        parts += [transpose_steps(config, "K", b * T, T, "KT", b * T, bus) for b in range(B)]
-        parts += [GemmPart(programs[3], {"a": Slice("Q", b * T, h * dh), "b": Slice("KT", h * dh, b * T),
+        parts += [transpose_steps(config, "K", b * T, T, "KT", b * kc, bus) for b in range(B)]
+        parts += [GemmPart(programs[3], {"a": Slice("Q", b * T, h * dh), "b": Slice("KT", h * dh, b * kc),
                                          "c": Slice("S", (b * H + h) * T)}, "3") for b, h in heads]
         parts.append(softmax_steps(config, layer.softmax, "S", len(heads), T, T))
         parts += [GemmPart(programs[4], {"a": Slice("S", (b * H + h) * T), "b": Slice("V", b * T, h * dh),

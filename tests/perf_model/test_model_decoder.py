@@ -150,3 +150,20 @@ def test_designs_the_program_cannot_serve_are_refused():
 
     with pytest.raises(ModelError, match="weight-stationary"):
         compile_decoder(dataclasses.replace(TINY, dataflow=Dataflow.IS), block)
+
+
+def test_a_sequences_keys_start_on_the_bus_when_the_cache_length_is_not_aligned():
+    """Two sequences of 13 keys (12 cached, 1 new) on 4-byte words: the second sequence's keys are
+    transposed into K^T from column 16, and its heads' scores read them there."""
+    block = decoder_block(workloads.resolve("llama_decode:kv=12,d=64,heads=2,ffn=96,batch=2"))
+    prog = compile_decoder(TINY, block)
+    t = prog.tensors
+    kt = t["KT"]
+    assert kt.shape == (64, 16 + 13)
+    cmds = list(prog.commands)
+    firsts = [(cmds[i + 2]["dram_addr"] - kt.base) % kt.pitch for i, c in enumerate(cmds)
+              if c.opcode == Opcode.VECTOR and c["vkind"] == 13]
+    assert firsts == [0, 16]
+    reads = {(c["dram_addr"] - kt.base) % kt.pitch for c in cmds
+             if c.opcode == Opcode.LOAD and _inside(kt, c["dram_addr"])}
+    assert reads == {0, 16}
