@@ -32,9 +32,12 @@ Five rule sets, on the same code:
   starts a block, so the next add's operand is its output), and a requantised GEMM reading a
   global pool's ``(m, 1, 1, k)`` output (a CNN's classifier) as the 1x1 conv over a 1x1 map it is;
   a workload that is one conv network as a whole (``perf_model.compiler.conv_workload``, whose
-  add operands also serve MobileNetV2's blocks) is one segment, and so is a workload that is one
-  transformer encoder layer (``perf_model.compiler.encoder``: the heads' scores and context over
-  slices of Q, K^T and V, the softmax, the FFN chain; its bytes include the input's transpose).
+  add operands also serve MobileNetV2's blocks) is one segment, and so is a workload that is a
+  stack of transformer encoder layers (``perf_model.compiler.encoder``: the keys transposed on the
+  vector unit, the heads' scores and context over slices of Q, K^T and V, the softmax, the FFN
+  chain) or one LLaMA decoder block (``perf_model.compiler.decoder``: its RMSNorms, RoPEs, causal
+  softmax over the KV cache, adds and SwiGLU inside the program too); their bytes include the
+  keys' transposes.
 
 Printed per row: matrix ops and vector-op runs (of which host work: the unit cannot run them,
 ``perf_model.vector_timing.vector_plan``), the ops inside multi-op programs, the programs the
@@ -69,6 +72,7 @@ from accel_dse.errors import ModelError  # noqa: E402
 from accel_dse.vector_isa import POOL_KINDS  # noqa: E402
 from perf_model.compiler.conv_network import compile_conv_network, pooled_shape  # noqa: E402
 from perf_model.compiler.conv_workload import after_global_pool, conv_network_spec  # noqa: E402
+from perf_model.compiler.decoder import compile_decoder, decoder_block  # noqa: E402
 from perf_model.compiler.encoder import compile_encoder, encoder_layer  # noqa: E402
 from perf_model.compiler.network import EXTERNAL, compile_network  # noqa: E402
 from perf_model.vector_timing import vector_plan  # noqa: E402
@@ -87,7 +91,18 @@ RULES = {
             "several": True, "trailing": True, "dram": True, "convs": True, "downsample": True, "pools": True,
             "encoder": True},
 }
-CASES = (("edge", "bert_base:seq=64"), ("tiny", "resnet18:res=32"))
+CASES = (("edge", "bert_base:seq=64"), ("edge", "llama_decode"), ("tiny", "resnet18:res=32"))
+
+
+def _block_program(config: ArrayConfig, wl: workloads.Workload) -> object | None:
+    """The whole workload's program when it is encoder layers or a decoder block the design runs
+    as one (``now``'s rules), else ``None``."""
+    for recognise, build in ((encoder_layer, compile_encoder), (decoder_block, compile_decoder)):
+        try:
+            return build(config, recognise(wl))  # type: ignore[arg-type]
+        except ModelError:
+            continue
+    return None
 
 
 def _program_bytes(config: ArrayConfig, commands: tuple) -> int:
@@ -230,12 +245,10 @@ def segments(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> list[t
             ops[e], ops[e + 1], on_link[e] if rules.get("pools", False) else None)
         return bool(linked and (ops[e + 1].a_from_previous or on_link[e]))
 
-    if rules.get("encoder", False):  # the whole workload as one encoder layer, where it is one
-        try:
-            prog = compile_encoder(config, encoder_layer(wl))
-            return [(0, len(ops) - 1, True, _program_bytes(config, prog.commands), len(prog.chunks))]
-        except ModelError:
-            pass
+    if rules.get("encoder", False):  # the whole workload as one transformer block, where it is one
+        prog = _block_program(config, wl)
+        if prog is not None:
+            return [(0, len(ops) - 1, True, _program_bytes(config, prog.commands), len(prog.chunks))]  # type: ignore[attr-defined]
     if rules.get("pools", False):  # the whole workload as one conv network, where it is one
         spec = conv_network_spec(wl)
         if not isinstance(spec, str):
@@ -286,9 +299,10 @@ def figures(config: ArrayConfig, wl: workloads.Workload, rules: dict) -> dict[st
         if i not in in_seg:
             programs += 1
             nbytes += op_bytes[i]
+    whole = rules.get("encoder", False) and _block_program(config, wl) is not None  # every vector op inside
     for op, where, count in zip(wl.vector_ops, after, counts, strict=True):
         vector_runs += count
-        if where >= 1 and where - 1 in joined:
+        if whole or where >= 1 and where - 1 in joined:
             inside += count
             continue
         runs, b = _vector_bytes(op, config.vector_lanes)

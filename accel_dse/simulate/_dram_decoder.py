@@ -5,7 +5,7 @@ When the whole workload is one decoder block (``perf_model.compiler.decoder.deco
 ``perf_model.compiler.decoder.compile_decoder``: the RMSNorms, the projections, RoPE, the keys'
 transpose, every head's scores and context over the KV cache, the causal softmax, the residual
 adds and the SwiGLU FFN, with no host step between them. The host writes the input, the KV cache's
-``kv`` rows a sequence, the weights and the RoPE table.
+``kv`` rows a sequence (``K``, ``V``, and the keys' columns of ``K^T``), the weights and the RoPE table.
 
 Reference (integers only): ``x`` is op 0's seeded ``A`` (``workloads.reference``), each projection's
 weights its op's seeded ``B`` (op ``i``'s of seed ``seed + i``), the cache seeded int8 codes, every
@@ -116,6 +116,7 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
     dn = gemm(gl, w[8], 8)
     out = vector("add2", x1, dn)
     given = {"x": x, "K": np.concatenate([kc, np.zeros_like(k_new)], axis=1).reshape(B * Tk, D),
+             "KT": np.concatenate([kc, np.zeros_like(k_new)], axis=1).reshape(B * Tk, D).T,
              "V": np.concatenate([vc, np.zeros_like(v_new)], axis=1).reshape(B * Tk, D),
              **{f"w{i}": wi for i, wi in w.items()}}
     final = {"h": h, "Q": q, "K": keys, "V": values, "KT": kt, "S": p.reshape(B * H * T, Tk), "ctx": ctx, "o": o,
@@ -143,7 +144,8 @@ def decoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], block
     t = prog.tensors
     given, final = _references(block, [op for _, op, _ in selected], seed, bits)
     final["KT"] = spread_keys(final["KT"], block.seqs, block.keys, t["KT"].shape[1])
-    tensors = {name: pack_tensor(t[name], given[name]) for name in ("x", "K", "V")}
+    given["KT"] = spread_keys(given["KT"], block.seqs, block.keys, t["KT"].shape[1])
+    tensors = {name: pack_tensor(t[name], given[name]) for name in ("x", "K", "V", "KT")}
     tensors["rope"] = pack_tensor(t["rope"], _rope_table(block, design.vector_lanes))
     for i, spans in enumerate(gemm_groups(block)):
         rq = block.gemms[i].requant

@@ -11,10 +11,13 @@ The block (the ``llama_block`` and ``llama_decode`` builtins), on ``T`` new toke
     out = add(x1, silu(h2 Wg, h2 Wu) Wd)
 
 The KV cache lives in DRAM in the tensors ``K`` and ``V`` (``B Tk`` rows of ``D``, sequence ``b`` from
-row ``b Tk``): the host writes the ``kv`` cached rows (the cache the earlier steps left), and the
-program writes the new tokens' rows after them (the key rows after their RoPE), so after the
-program the cache holds ``Tk`` tokens for the next step. The scores need ``K_h^T``: the vector
-unit transposes each sequence's ``Tk`` keys into ``K^T`` (``D x B Tk``), in bands of rows.
+row ``b Tk``) and, for the scores' ``B`` operand, ``K^T`` (``D`` rows, sequence ``b``'s keys from
+column ``b kc``): the host writes the ``kv`` cached rows and columns (the cache the earlier steps
+left), and the program writes the new tokens' rows after them (the key rows after their RoPE), so
+after the program the cache holds ``Tk`` tokens for the next step. The vector unit transposes into
+``K^T`` only the keys from ``kv0``, ``kv`` rounded down to a whole number of words and bus beats
+(a transposed band is stored from a column on the bus), in bands of rows: a decode step transposes
+at most one word's worth of cached keys again, not the whole cache.
 
 Every tensor goes through DRAM inside the one program (``perf_model.compiler.dram_graph``): the
 GEMMs are ``compile_gemm`` programs re-addressed to slices of the block's tensors (a head's
@@ -242,7 +245,8 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     parts.append(row_steps(config, v["rope_q"], [("Q", 0)], ("Q", 0), m, period=T, table="rope"))
     parts += [row_steps(config, v["rope_k"], [("K", b * Tk + kv)], ("K", b * Tk + kv), T, period=T, table="rope")
               for b in range(B)]
-    parts += [transpose_steps(config, "K", b * Tk, Tk, "KT", b * kc, bus) for b in range(B)]
+    kv0 = kv // step * step  # the first key transposed: the cache's columns before it are the host's
+    parts += [transpose_steps(config, "K", b * Tk + kv0, Tk - kv0, "KT", b * kc + kv0, bus) for b in range(B)]
     parts += [p for b, h in heads for p in gemm(3, {"a": Slice("Q", b * T, h * dh), "b": Slice("KT", h * dh, b * kc),
                                                       "c": Slice("S", (b * H + h) * T)})]
     parts.append(softmax_steps(config, v["softmax"], "S", len(heads), T, Tk))

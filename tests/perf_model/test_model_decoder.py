@@ -66,9 +66,9 @@ def test_the_new_keys_and_values_land_after_each_sequences_cache():
         assert written == new, name
 
 
-def test_the_keys_are_transposed_into_every_cell_of_kt_once():
-    block = decoder_block(workloads.resolve(SMALL))
-    prog = compile_decoder(TINY, block)
+def _transposed_cells(block, prog):
+    """The (row, column) cells of K^T the transposes' STOREs write, checked band by band against the
+    K rows their LOAD read."""
     t = prog.tensors
     cmds = list(prog.commands)
     cells = []
@@ -76,11 +76,26 @@ def test_the_keys_are_transposed_into_every_cell_of_kt_once():
         if c.opcode == Opcode.VECTOR and c["vkind"] == 13:
             load, store = cmds[i - 1], cmds[i + 2]
             first = (load["dram_addr"] - t["K"].base) // t["K"].pitch
+            b, key = divmod(first, block.keys)
             for r in range(store["rows"]):
                 row, col = divmod(store["dram_addr"] + r * store["dram_stride"] - t["KT"].base, t["KT"].pitch)
-                assert col == first
+                assert col - b * 24 == key  # sequence b's keys from column b kc (kc = 24 here)
                 cells += [(row, col + j) for j in range(c["vrows"])]
-    assert sorted(cells) == [(r, j) for r in range(block.d_model) for j in range(block.seqs * block.keys)]
+    return sorted(cells)
+
+
+def test_a_decode_step_transposes_only_the_new_keys_into_the_kt_cache():
+    """16 cached keys a sequence (a whole number of 4-lane words): only the 8 new ones are transposed,
+    into columns 16 .. 23 of each sequence's band of K^T; the cache's columns are the host's."""
+    block = decoder_block(workloads.resolve(SMALL))
+    cells = _transposed_cells(block, compile_decoder(TINY, block))
+    assert cells == sorted((r, b * 24 + j) for r in range(block.d_model) for b in range(2) for j in range(16, 24))
+
+
+def test_a_prefill_transposes_every_key_once():
+    block = decoder_block(workloads.resolve("llama_block:seq=24,d=64,heads=2,ffn=96,batch=2"))
+    cells = _transposed_cells(block, compile_decoder(TINY, block))
+    assert cells == [(r, j) for r in range(block.d_model) for j in range(48)]
 
 
 def test_the_softmax_is_causal_from_the_caches_length_over_every_score_row():
@@ -153,8 +168,9 @@ def test_designs_the_program_cannot_serve_are_refused():
 
 
 def test_a_sequences_keys_start_on_the_bus_when_the_cache_length_is_not_aligned():
-    """Two sequences of 13 keys (12 cached, 1 new) on 4-byte words: the second sequence's keys are
-    transposed into K^T from column 16, and its heads' scores read them there."""
+    """Two sequences of 13 keys (12 cached, 1 new) on 4-byte words: the second sequence's keys start in
+    K^T at column 16, where its new key is transposed (from key 12: column 28) and its heads' scores
+    read them."""
     block = decoder_block(workloads.resolve("llama_decode:kv=12,d=64,heads=2,ffn=96,batch=2"))
     prog = compile_decoder(TINY, block)
     t = prog.tensors
@@ -163,7 +179,7 @@ def test_a_sequences_keys_start_on_the_bus_when_the_cache_length_is_not_aligned(
     cmds = list(prog.commands)
     firsts = [(cmds[i + 2]["dram_addr"] - kt.base) % kt.pitch for i, c in enumerate(cmds)
               if c.opcode == Opcode.VECTOR and c["vkind"] == 13]
-    assert firsts == [0, 16]
+    assert firsts == [12, 28]
     reads = {(c["dram_addr"] - kt.base) % kt.pitch for c in cmds
              if c.opcode == Opcode.LOAD and _inside(kt, c["dram_addr"])}
     assert reads == {0, 16}
