@@ -34,6 +34,15 @@ def test_presets_listed_and_loadable(run_cli):
         assert name in out
 
 
+def test_tiny_vector_is_tiny_with_the_vector_unit():
+    """The smallest design that runs whole networks from one program: tiny, plus the unit (4 lanes)."""
+    import dataclasses
+
+    tiny, vec = load_design("tiny"), load_design("tiny-vector")
+    assert not tiny.vector_unit and vec.vector_lanes == 4
+    assert vec == dataclasses.replace(tiny, vector_unit=True)
+
+
 def test_tpu_v1_preset_matches_the_paper(run_cli):
     code, out, _ = run_cli("design", "check", "tpu-v1", "--json")
     assert code == 0
