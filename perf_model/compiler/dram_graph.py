@@ -292,9 +292,10 @@ def softmax_steps(config: ArrayConfig, softmax: VectorOp, scores: str, instances
 def transpose_steps(config: ArrayConfig, src: str, src_row: int, rows: int, dst: str, dst_col: int,
                     bus: int) -> StepPart:
     """``rows`` rows of tensor ``src`` from ``src_row`` transposed into the columns ``dst_col ..`` of
-    tensor ``dst`` (one ``dst`` row per ``src`` column), in bands of ``src`` rows that fit the ifmap:
-    LOAD the band, one transpose (``accel_dse.vector_isa``) into a region of its own, STORE the
-    band's columns. A band is a whole number of bus beats of columns (its STORE starts on the bus).
+    tensor ``dst`` (one ``dst`` row per ``src`` column), in bands of ``src`` rows that fit the ifmap
+    (when a band of a bus beat's rows does not, in pieces of their words): LOAD the band, one
+    transpose (``accel_dse.vector_isa``) into a region of its own, STORE the band's columns. A band
+    is a whole number of bus beats of columns (its STORE starts on the bus).
 
     Raises:
         ModelError: ``dst_col`` off the bus, or one band does not fit the ifmap.
@@ -308,20 +309,25 @@ def transpose_steps(config: ArrayConfig, src: str, src_row: int, rows: int, dst:
         words, n = s.row_elems // lanes, s.shape[1]
         depth = _buffer_depths(config)[0]
         step = math.lcm(lanes, bus)
-        per = depth // (words + n / lanes)  # rows of a band: its input and its output words
-        per = int(per) // step * step
+        per = int(depth // (words + n / lanes)) // step * step  # rows of a band: its input and output words
+        cut = words  # words of a row a band takes: all, or (rows too long for a band of step rows) a piece
         if per < 1:
-            raise ModelError(f"transpose: {step} rows of {words} words and their {n} transposed rows do not fit the "
-                             f"ifmap ({depth} words)")
+            per, cut = step, depth // (2 * step)
+        if cut < 1:
+            raise ModelError(f"transpose: {step} rows of one word and their transposed rows do not fit the ifmap "
+                             f"({depth} words)")
         if (dst_col * int(d.elem_size)) % bus or d.pitch % bus:
             raise ModelError(f"transpose: column {dst_col} of {dst} is not on the {bus}-byte bus")
         out: list[Command] = []
         for r0, count in _bands(rows, per):
             out_words = -(-count // lanes)
-            region = count * words
-            out += [_transfer(Opcode.LOAD, s, src_row + r0, count, words, 0),
-                    *transpose_commands(lanes, count, n, src=0, dst=region, wait_dma=1),
-                    _transfer(Opcode.STORE, d, 0, n, out_words, region, byte=dst_col + r0)]
+            for w0 in range(0, words, cut):
+                piece = min(cut, words - w0)
+                elems = min(piece * lanes, n - w0 * lanes)  # the piece's columns: rows of the output
+                region = count * piece
+                out += [_transfer(Opcode.LOAD, s, src_row + r0, count, piece, 0, byte=w0 * lanes),
+                        *transpose_commands(lanes, count, elems, src=0, dst=region, wait_dma=1),
+                        _transfer(Opcode.STORE, d, w0 * lanes, elems, out_words, region, byte=dst_col + r0)]
         return out
 
     return StepPart(build)
