@@ -215,22 +215,16 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     step = math.lcm(config.vector_lanes, bus)
     kc = key_columns(config, Tk, B, bus)  # sequence b's keys from K^T's column b kc
     kt_cols = -(-((B - 1) * kc + own[3]["b"].row_elems) // step) * step
-    x = own[0]["a"]
-    net = {"x": like(x, "x"), "h": like(x, "h"), "Q": like(own[0]["c"], "Q"),
-           "K": like(own[1]["c"], "K", B * Tk), "V": like(own[2]["c"], "V", B * Tk),
-           "KT": like(own[3]["b"], "KT", D, kt_cols, (B - 1) * kc + Tk), "S": like(own[3]["c"], "S", B * H * T),
-           "ctx": like(own[0]["c"], "ctx"), "o": like(own[5]["c"], "o"), "x1": like(own[5]["c"], "x1"),
-           "h2": like(own[5]["c"], "h2"), "gate": like(own[8]["a"], "gate"), "up": like(own[8]["a"], "up"),
-           "g": like(own[8]["a"], "g"), "dn": like(own[8]["c"], "dn"), "out": like(own[8]["c"], "out"),
-           "rope": rope_table_layout(block, config.vector_lanes)}
-    for part, name, big in ((3, "a", "Q"), (4, "b", "V"), (4, "c", "ctx")):
-        if own[part][name].row_elems != dh or net[big].row_elems != D:
-            raise ModelError(f"a head's {dh} channels are not a column band of {big} ({net[big].row_elems} "
-                             f"elements a row against {own[part][name].row_elems} a head)")
-    for a, c in ((x, own[0]["c"]), (own[6]["a"], own[5]["c"])):
-        if a.row_elems != c.row_elems:
-            raise ModelError(f"an output row of {c.row_elems} elements is not laid out as the next GEMM's A "
-                             f"({a.row_elems})")
+    x, f = own[0]["a"], own[8]["a"]  # rows of D and of the FFN's width, as a GEMM's A (every GEMM's C is a band)
+    net = {"x": like(x, "x"), "h": like(x, "h"), "Q": like(x, "Q"), "K": like(x, "K", B * Tk),
+           "V": like(x, "V", B * Tk), "KT": like(own[3]["b"], "KT", D, kt_cols, (B - 1) * kc + Tk),
+           "S": like(own[3]["c"], "S", B * H * T), "ctx": like(x, "ctx"), "o": like(x, "o"), "x1": like(x, "x1"),
+           "h2": like(x, "h2"), "gate": like(f, "gate"), "up": like(f, "up"), "g": like(f, "g"), "dn": like(x, "dn"),
+           "out": like(x, "out"), "rope": rope_table_layout(block, config.vector_lanes)}
+    for part, name in ((3, "a"), (4, "b"), (4, "c")):
+        if own[part][name].row_elems != dh:
+            raise ModelError(f"a head's {dh} channels are not a column band of the {D}-channel tensors (a head's "
+                             f"operand is laid out {own[part][name].row_elems} elements a row)")
     if own[4]["a"].row_elems != own[3]["c"].row_elems:
         raise ModelError(f"a head's scores ({own[3]['c'].row_elems} elements a row) are not laid out as the "
                          f"context's A ({own[4]['a'].row_elems})")
