@@ -78,7 +78,7 @@ __all__ = ["PARAM_FIELDS", "param_error", "VECTOR_CODES", "PHASES", "PASS_TAIL",
            "SCALAR_CYCLES", "NPARAMS", "silu_table", "magic_divisor", "unit_params", "UNIT_KINDS", "SOFTMAX_Z_BITS",
            "POOL_KINDS", "POOL_MAX_WINDOW", "PoolGeometry", "pool_geometry", "pool_divisor", "pool_cycles",
            "pool_registers", "pool_from_registers", "ROPE_FRAC", "ROPE_TABLE_WORDS", "rope_table_row",
-           "transpose_cycles"]
+           "transpose_cycles", "rope_table_span"]
 
 #: Op code of each kind the unit runs (the VECTOR command's ``vkind`` field); 0 is invalid.
 VECTOR_CODES = {"add": 1, "mul": 2, "relu": 3, "relu6": 4, "gelu": 5, "silu": 6, "layernorm": 7, "rmsnorm": 8,
@@ -271,6 +271,14 @@ def pool_from_registers(kind: str, regs: tuple[int, ...]) -> PoolGeometry:
     r = [v & 0xFFFFFFFF for v in regs]
     return PoolGeometry(kind, r[0] & 0xFFFF, r[0] >> 16, r[1] & 0xFFFF, r[1] >> 16, r[2] & 0xFFFF, r[2] >> 16,
                         r[3] & 0xFF, (r[3] >> 8) & 0xFF, (r[3] >> 16) & 0xFF, r[3] >> 24, r[4])
+
+
+def rope_table_span(rows: int, words: int, qrows: int) -> int:
+    """Ifmap words from ``vsrc2`` the sequencer checks for a RoPE's table (module docstring of
+    ``accel_dse.commands``): ``2 * rows * words`` when ``qrows`` is 1, else ``rows * words + 2 * words``,
+    a bound of its ``ceil(rows / qrows)`` rows of ``2 * words`` that needs no divider. A compiler
+    keeps this many words free from the table's start."""
+    return 2 * rows * words if qrows == 1 else rows * words + 2 * words
 
 
 def transpose_cycles(rows: int, words: int, n: int, lanes: int) -> int:

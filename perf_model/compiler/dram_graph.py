@@ -221,7 +221,10 @@ def row_steps(config: ArrayConfig, op: VectorOp, inputs: Sequence[tuple[str, int
         if isinstance(one, str):
             raise ModelError(one)
         table_words = one.table_words
-        per = min(depth // (words * (len(inputs) + 1) + table_words), ((1 << 24) - 1) // (words * lanes))
+        # a band of c rows takes c words a row per operand and output, and (a RoPE) the table's span
+        # the sequencer checks: rope_table_span(c heads, dh words, heads) = c * extra + fixed words
+        extra, fixed = (words * (2 if heads == 1 else 1), 2 * one.words) if table else (0, 0)
+        per = min((depth - fixed) // (words * (len(inputs) + 1) + extra), ((1 << 24) - 1) // (words * lanes))
         cut = words  # words of a row a band takes: all, or (an element-wise op of rows too long) a piece
         if per < 1 and op.kind not in ("rope", "rmsnorm", "layernorm"):
             per, cut = 1, depth // (len(inputs) + 1)

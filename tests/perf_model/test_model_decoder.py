@@ -183,3 +183,31 @@ def test_a_sequences_keys_start_on_the_bus_when_the_cache_length_is_not_aligned(
     reads = {(c["dram_addr"] - kt.base) % kt.pitch for c in cmds
              if c.opcode == Opcode.LOAD and _inside(kt, c["dram_addr"])}
     assert reads == {0, 16}
+
+
+def _sequencer_rejects(cmd, block, lanes: int, depth: int) -> bool:
+    """The sequencer's VECTOR range checks (accel_dse.commands), restated: operand, second operand
+    (a RoPE's table: 2 rows x words with one row a position, else rows x words + 2 words), output
+    (a transpose's: vn rows of vp0 words)."""
+    rows, words = cmd["vrows"], cmd["vwords"]
+    span = rows * words
+    span2 = (2 * span if cmd["vqrows"] == 1 else span + 2 * words) if cmd["vkind"] == 12 else span
+    out = cmd["vn"] * block["vp0"] if cmd["vkind"] == 13 else span
+    return (cmd["vsrc"] + span > depth or cmd["vsrc2"] + span2 > depth or cmd["vdst"] + out > depth
+            or (cmd["vkind"] == 13 and block["vp0"] * lanes < rows))
+
+
+@pytest.mark.parametrize("spec", ["llama_block:seq=32,d=64,heads=4,ffn=96", SMALL,
+                                  "llama_decode:kv=12,d=64,heads=2,ffn=96,batch=2"])
+def test_every_vector_command_passes_the_sequencers_range_checks(spec):
+    """Four heads of 16 on tiny-vector: a RoPE band's table must leave room for the sequencer's bound
+    (rows x words + 2 words), not only for its 2 words a position (a compiler that sized the table by
+    its real rows gave ERROR_VECTOR in the RTL)."""
+    from perf_model.compiler.vector import ifmap_words
+
+    cfg = load_design("tiny-vector")
+    prog = compile_decoder(cfg, decoder_block(workloads.resolve(spec)))
+    cmds = list(prog.commands)
+    depth = ifmap_words(cfg)
+    vectors = [(c, cmds[i + 1]) for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR]
+    assert vectors and not [c for c, blk in vectors if _sequencer_rejects(c, blk, cfg.vector_lanes, depth)]
