@@ -124,7 +124,9 @@ the lanes, ``vsrc``, ``vsrc2`` or ``vdst`` whose ``vrows * vwords`` words pass t
 (``vsrc2`` is checked for every kind: set it to ``vsrc`` when unused; a RoPE's table at ``vsrc2``
 for ``2 * vrows * vwords`` words when ``vqrows`` is 1, else ``vrows * vwords + 2 * vwords``, a
 bound of its ``ceil(vrows / vqrows)`` table rows of ``2 * vwords``; a pooling's ``vdst`` for
-``vrows`` times its output image's words, parameter register 7), or no slot left for its
+``vrows`` times its output image's words, parameter register 7; a transpose's output ``vn * vp0``
+words from ``vdst``, ``vp0`` its output row pitch), a transpose whose pitch cannot hold an output
+row (``vp0 * lanes < vrows``: it needs ``vp0 * lanes >= vrows``), or no slot left for its
 parameter block is ``ERROR_VECTOR``. It occupies the vector unit for
 ``perf_model.vector_timing.vector_run_cycles`` cycles; a later command that reads its output
 (a ``RUN`` or a ``STORE`` of the ifmap) or overwrites its operands waits for it with ``wait_vec``.

@@ -25,11 +25,22 @@ Micro-architecture, one datapath for every kind:
   ``x2`` with its high word, the two sin words), each lane keeps ``x1``, ``x2`` and a table low
   byte, and the rescaling add's two multipliers form ``x1 cos``, ``x2 cos`` (kept in the lane's
   value registers), then ``x2 sin``, ``x1 sin``; the write stage writes word ``j``, then ``j + H``.
-  ``qrows`` rows (a position's heads) share a table row.
+  ``qrows`` rows (a position's heads) share a table row;
+* a transpose (``transpose``, ``accel_dse.vector_isa``'s docstring has the schedule) walks blocks
+  of ``lanes`` input rows with a ``lanes x lanes`` tile of int8 registers (a register of ``8 *
+  lanes`` bits per tile row): for each input word ``t`` it reads word ``t`` of each of the block's
+  rows (the data lands in the tile row of the row's index in the block the cycle after), waits a
+  cycle for the last one, then writes the output words of rows ``t * lanes ..`` (word ``b`` of
+  each, ``b`` the block), one a cycle, lane ``i`` from tile row ``i``'s lane 0 (0 past the block's
+  rows), every tile row shifting down one lane per write. Its pointers step by additions: the
+  word's read pointer by ``words`` a read, the write pointer by the pitch (parameter register 0)
+  a write (its step's last write leaves it at the next step's first), the next block's first row
+  at the last word's read pointer less ``words - 1``. It ignores ``colmajor``, ``src2`` and ``qrows``.
 
 Per row the phases of ``accel_dse.vector_isa.PHASES`` run back to back; ``busy`` is high from the
-cycle after ``start`` for ``perf_model.vector_timing.vector_cycles`` cycles (``cycles`` counts
-them) and ``done`` is high in the cycle after the last.
+cycle after ``start`` for ``perf_model.vector_timing.vector_run_cycles`` cycles (``vector_cycles``
+of the op; a transpose's from its ``n`` and the lanes too; ``cycles`` counts them) and ``done`` is
+high in the cycle after the last.
 """
 
 from __future__ import annotations
@@ -115,6 +126,7 @@ class VectorUnit(wiring.Component):
         is_pool = (kind == _K["maxpool"]) | (kind == _K["avgpool"])
         is_avg = kind == _K["avgpool"]
         is_rope = kind == _K["rope"]
+        is_tr = kind == _K["transpose"]
 
         # -- row state and scalars
         row, row_off, qpos = Signal(16), Signal(a), Signal(16)
@@ -130,6 +142,24 @@ class VectorUnit(wiring.Component):
         top = Signal(signed(9))
         rec = Signal(32)
 
+        # -- the transpose walk (module docstring): rows of the block and elements of the word left
+        # (the tile's valid rows and output words: at most lanes of each), the word's read index
+        # and write index, the read and write pointers, the word's first read address, the block's
+        # output column (dst + b)
+        tr_rows, tr_n, tr_words = Signal(16), Signal(24), Signal(24)
+        tr_i, tr_j = Signal(range(lanes + 1)), Signal(range(lanes + 1))
+        tr_rd, tr_wr, tr_col, tr_out = Signal(a), Signal(a), Signal(a), Signal(a)
+        tr_read, tr_write = Signal(), Signal()  # this cycle reads a word, writes an output word
+        tr_live, tr_row = Signal(), Signal(range(lanes + 1))  # the read of the cycle before, its tile row
+        tile = [Signal(8 * lanes, name=f"tile{i}") for i in range(lanes)]
+        m.d.sync += [tr_live.eq(tr_read), tr_row.eq(tr_i)]
+        for i, tile_row in enumerate(tile):
+            with m.If(tr_live & (tr_row == i)):
+                m.d.sync += tile_row.eq(self.rd_data)
+            with m.Elif(tr_write):
+                m.d.sync += tile_row.eq(tile_row >> 8)
+        tr_data = Cat(*(Mux(tr_rows > i, tile_row[:8], 0) for i, tile_row in enumerate(tile)))
+
         # -- the pass engine: issue (t), compute (t + 1), reduce or write (t + 2)
         t = Signal(26)
         woff = Signal(a)  # word t's offset in its row: t, or t * rows (colmajor)
@@ -143,9 +173,10 @@ class VectorUnit(wiring.Component):
         m.d.comb += half.eq(words >> 1)
         rope_x = Signal(a)
         m.d.comb += rope_x.eq(t[2:] + Mux(t[0], half, 0))
-        m.d.comb += [self.rd_addr.eq(Mux(is_pool, pool_addr, src + row_off + Mux(is_rope, rope_x, woff))),
+        m.d.comb += [self.rd_addr.eq(Mux(is_tr, tr_rd, Mux(is_pool, pool_addr,
+                                                          src + row_off + Mux(is_rope, rope_x, woff)))),
                      self.rd2_addr.eq(Mux(is_rope, src2 + tab_off + t, src2 + row_off + woff)),
-                     self.rd_en.eq((issue & ~(is_rope & t[1])) | pool_issue)]  # a RoPE reads x at phases 0, 1
+                     self.rd_en.eq((issue & ~(is_rope & t[1])) | pool_issue | tr_read)]  # a RoPE reads x at phases 0, 1
         m.d.sync += [s1_live.eq(issue), s1_w.eq(t), s1_off.eq(woff), s2_live.eq(s1_live), s2_off.eq(s1_off),
                      s2_w.eq(s1_w)]
         ph = s1_w[:2]  # the phase of the read at the compute stage
@@ -245,10 +276,11 @@ class VectorUnit(wiring.Component):
         m.d.sync += [rope_second.eq(rope_first), rope_addr.eq(dst + row_off + s2_w[2:] + half)]
         elem_data = Cat(*(Mux(valid[i], vals[i][:8], 0) for i in range(lanes)))
         rope_data = Cat(*(Mux(rope_second, vals2[i], vals[i])[:8] for i in range(lanes)))
-        m.d.comb += [self.wr_en.eq(Mux(is_pool, pool_write, Mux(is_rope, rope_first | rope_second, s2_live & writing))),
-                     self.wr_addr.eq(Mux(is_pool, pool_out, Mux(rope_second, rope_addr,
-                                                                dst + row_off + Mux(is_rope, s2_w[2:], s2_off)))),
-                     self.wr_data.eq(Mux(is_pool, pool_data, Mux(is_rope, rope_data, elem_data)))]
+        pass_write = Mux(is_rope, rope_first | rope_second, s2_live & writing)
+        m.d.comb += [self.wr_en.eq(Mux(is_tr, tr_write, Mux(is_pool, pool_write, pass_write))),
+                     self.wr_addr.eq(Mux(is_tr, tr_wr, Mux(is_pool, pool_out, Mux(
+                         rope_second, rope_addr, dst + row_off + Mux(is_rope, s2_w[2:], s2_off))))),
+                     self.wr_data.eq(Mux(is_tr, tr_data, Mux(is_pool, pool_data, Mux(is_rope, rope_data, elem_data))))]
 
         # -- the window walk of a pooling (accel_dse.vector_isa: PoolGeometry, pool_registers):
         # pointers are addresses mod 2**addr_bits (every read lands in range, so wrapping
@@ -353,6 +385,43 @@ class VectorUnit(wiring.Component):
                 with m.If(is_pool):
                     m.d.sync += [rowpitch.eq(in_w * words_c), xstep.eq(st_w * words_c)]
                     m.next = "POOL_SETUP"
+                with m.Elif(is_tr):
+                    m.d.sync += [tr_rows.eq(rows), tr_n.eq(n), tr_words.eq(words), tr_i.eq(0), tr_rd.eq(src),
+                                 tr_col.eq(src), tr_wr.eq(dst), tr_out.eq(dst)]
+                    m.next = "TR_READ"
+            # a transpose (module docstring): a word's reads, a cycle for the last one's data, its writes
+            with m.State("TR_READ"):
+                m.d.comb += tr_read.eq(1)
+                m.d.sync += [tr_rd.eq(tr_rd + words), tr_i.eq(tr_i + 1)]
+                with m.If((tr_i + 1 == lanes) | (tr_i + 1 == tr_rows)):
+                    m.d.sync += tr_i.eq(0)
+                    m.next = "TR_WAIT"
+
+            def tr_step_end() -> None:
+                """After a word's last write: the next word of the block, the next block, or done."""
+                with m.If(tr_words != 1):
+                    m.d.sync += [tr_words.eq(tr_words - 1), tr_n.eq(Mux(tr_n > lanes, tr_n - lanes, 0)),
+                                 tr_col.eq(tr_col + 1), tr_rd.eq(tr_col + 1)]
+                    m.next = "TR_READ"
+                with m.Elif(tr_rows > lanes):  # the last word's reads end at the next block's first row + words - 1
+                    nxt = tr_rd - (words - 1)
+                    m.d.sync += [tr_rows.eq(tr_rows - lanes), tr_n.eq(n), tr_words.eq(words), tr_col.eq(nxt),
+                                 tr_rd.eq(nxt), tr_out.eq(tr_out + 1), tr_wr.eq(tr_out + 1)]
+                    m.next = "TR_READ"
+                with m.Else():
+                    m.d.sync += [busy.eq(0), self.done.eq(1)]
+                    m.next = "IDLE"
+
+            with m.State("TR_WAIT"):
+                m.d.sync += tr_j.eq(0)
+                m.next = "TR_WRITE"
+                with m.If(tr_n == 0):  # a word past the row's n elements (words > ceil(n / lanes)): no writes
+                    tr_step_end()
+            with m.State("TR_WRITE"):
+                m.d.comb += tr_write.eq(1)
+                m.d.sync += [tr_wr.eq(tr_wr + p[0][:24]), tr_j.eq(tr_j + 1)]
+                with m.If((tr_j + 1 == lanes) | (tr_j + 1 == tr_n)):
+                    tr_step_end()
             with m.State("POOL_SETUP"):
                 origin = src - corner_off
                 m.d.sync += [ystep.eq(st_h * rowpitch), imgpitch.eq(in_h * rowpitch), img_base.eq(src),

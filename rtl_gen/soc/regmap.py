@@ -209,7 +209,8 @@ _ERROR_DOCS = {
     ErrorCode.CONV_WINDOW: "a WINDOW command with a zero field, or a window run addressing a word outside the ifmap "
                            "(not read)",
     ErrorCode.VECTOR: "a malformed VECTOR command: vkind, vrows, vwords or vn out of range, an operand or output "
-                      "beyond the ifmap, or no slot left for its parameter block (vector-unit designs)",
+                      "beyond the ifmap (a transpose's: vn rows of vp0 words), a transpose's pitch vp0 below "
+                      "vrows / lanes, or no slot left for its parameter block (vector-unit designs)",
     ErrorCode.SDC: "a RUN's checksum or a STORE/MOVE's output-stage check mismatched with SDC_CTRL.STOP set "
                    "(ERROR_PC: that command)",
 }

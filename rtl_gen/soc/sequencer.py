@@ -189,15 +189,19 @@ class Sequencer(wiring.Component):
             pooling = Cat(*(_field(cmd, "vkind") == VECTOR_CODES[k] for k in POOL_KINDS)).any()
             # a RoPE's table (vsrc2): 2 * vwords words per vqrows rows, within these bounds
             rope = _field(cmd, "vkind") == VECTOR_CODES["rope"]
+            # a transpose's output: vn rows of vp0 words (the pitch, which must hold vrows lanes)
+            transposing = _field(cmd, "vkind") == VECTOR_CODES["transpose"]
+            pitch = _field(params, "vp0")
             m.d.comb += [span.eq(vrows * vwords),  # a pooling's output: vrows images of out_words words
-                         out_span.eq(vrows * Mux(pooling, _field(params, "vp7"), vwords)),
+                         out_span.eq(Mux(transposing, _field(cmd, "vn"), vrows)
+                                     * Mux(pooling, _field(params, "vp7"), Mux(transposing, pitch, vwords))),
                          span2.eq(Mux(rope, Mux(_field(cmd, "vqrows") == 1, span << 1, span + (vwords << 1)), span))]
             ifmap_depth = self.depths[Buffer.IFMAP]
             vector_bad = is_vector & (
                 (_field(cmd, "vkind") == 0) | (_field(cmd, "vkind") > len(VECTOR_CODES)) | (vrows == 0) | (vwords == 0)
                 | (_field(cmd, "vn") == 0) | (_field(cmd, "vn") > vwords * self.vector_lanes) | (pc + 1 >= length)
                 | (_field(cmd, "vsrc") + span > ifmap_depth) | (_field(cmd, "vsrc2") + span2 > ifmap_depth)
-                | (_field(cmd, "vdst") + out_span > ifmap_depth))
+                | (_field(cmd, "vdst") + out_span > ifmap_depth) | (transposing & (pitch * self.vector_lanes < vrows)))
         axi_err = (self.ld.axi_error & ~self.ld.busy) | (self.st.axi_error & ~self.st.busy)
         win_err = self.run.window_error & ~run_busy
         is_window = op == Opcode.WINDOW

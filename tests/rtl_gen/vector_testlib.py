@@ -7,7 +7,8 @@ latency and a write port, as an on-chip buffer gives it), initialised with the o
 ``accel_dse.vector_isa.rope_table_row`` per position: :func:`rope_table`); the op runs from one ``start``
 and the output rows are read back from ``dst`` through the harness's ``host_addr`` port while
 the unit is idle (a pooling's rows are NHWC pixels, its output the pooled image). Returns the
-output and the busy cycles the unit counted.
+output and the busy cycles the unit counted. A transpose, which is no workload op, runs from its
+registers (:class:`TransposeRun`) and returns the whole memory after it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from accel_dse.vector_isa import NPARAMS
+from accel_dse.vector_isa import NPARAMS, VECTOR_CODES
 from perf_model.compiler.vector import VectorRegisters, vector_registers
 from perf_model.vector_timing import vector_cycles
 from rtl_gen.core.vector_unit import VectorUnit
@@ -119,26 +120,20 @@ def _unpack(regs: VectorRegisters, words: list[int], shape: tuple[int, ...]) -> 
     return np.where(out >= 128, out - 256, out)[:, :p.n].reshape(_out_shape(regs, shape))
 
 
-def run_vector(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None = None,
-               tamper: tuple[int, int] | None = None) -> tuple[np.ndarray, int]:
-    """``op`` on int8 ``x`` (and ``y``) in Amaranth's simulator: ``(output like x, busy cycles)``.
-
-    ``tamper``: ``(register, delta)`` added to one parameter register (a fault the comparison must see).
-    """
-    regs, init = _setup(op, lanes, x, y, tamper)
-    dut = Harness(lanes, init)
+def _simulate(dut: Harness, values: dict[str, int], addrs: range, limit: int) -> tuple[list[int], int]:
+    """One ``start`` of the harness's unit with registers ``values`` in Amaranth's simulator: the
+    words at ``addrs`` afterwards and the busy cycles it counted (at most ``limit`` cycles)."""
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     result: dict[str, object] = {}
-    count = regs.plan.rows * regs.plan.out_words
 
     async def bench(ctx) -> None:  # type: ignore[no-untyped-def]
-        for port, value in _values(regs).items():
+        for port, value in values.items():
             ctx.set(getattr(dut, port), value)
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
-        for _ in range(10 * regs.plan.rows * (3 * regs.plan.words + 200) + 100 + 4 * vector_cycles(op, lanes)):
+        for _ in range(limit):
             await ctx.tick()
             if ctx.get(dut.done):
                 break
@@ -146,7 +141,7 @@ def run_vector(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None = N
             raise RuntimeError("vector unit never finished")
         result["cycles"] = ctx.get(dut.cycles)
         words = []
-        for addr in range(regs.dst, regs.dst + count):
+        for addr in addrs:
             ctx.set(dut.host_addr, addr)
             await ctx.tick()
             words.append(ctx.get(dut.host_rdata))
@@ -154,18 +149,82 @@ def run_vector(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None = N
 
     sim.add_testbench(bench)
     sim.run()
-    return _unpack(regs, result["words"], x.shape), int(result["cycles"])  # type: ignore[arg-type]
+    return result["words"], int(result["cycles"])  # type: ignore[return-value, call-overload]
+
+
+def run_vector(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None = None,
+               tamper: tuple[int, int] | None = None) -> tuple[np.ndarray, int]:
+    """``op`` on int8 ``x`` (and ``y``) in Amaranth's simulator: ``(output like x, busy cycles)``.
+
+    ``tamper``: ``(register, delta)`` added to one parameter register (a fault the comparison must see).
+    """
+    regs, init = _setup(op, lanes, x, y, tamper)
+    count = regs.plan.rows * regs.plan.out_words
+    limit = 10 * regs.plan.rows * (3 * regs.plan.words + 200) + 100 + 4 * vector_cycles(op, lanes)
+    words, cycles = _simulate(Harness(lanes, init), _values(regs), range(regs.dst, regs.dst + count), limit)
+    return _unpack(regs, words, x.shape), cycles
+
+
+@dataclasses.dataclass(frozen=True)
+class TransposeRun:
+    """A transpose on the harness: its registers (``accel_dse.vector_isa``'s docstring) and the
+    memory it starts from, input rows at word 0 (lanes past ``n``, padding, holding code ``junk``:
+    no output may show it), the output region after them filled with ``fill``."""
+
+    lanes: int
+    x: np.ndarray  # (R, n) int8
+    pitch: int  # output row pitch in words (parameter register 0)
+    words: int  # words of an input row (at least ceil(n / lanes))
+    fill: int  # the word every output-region word holds before the run
+    spare: int = 1  # words after the output region (also ``fill``): nothing may be written there
+    junk: int = -77
+
+    @property
+    def dst(self) -> int:
+        return self.x.shape[0] * self.words
+
+    def init(self) -> list[int]:
+        """The memory before the run: input rows, then the output region and the spare words."""
+        rows, n = self.x.shape
+        padded = np.full((rows, self.words * self.lanes), self.junk, np.int64)
+        padded[:, :n] = self.x
+        return _words(padded, self.words, self.lanes) + [self.fill] * (n * self.pitch + self.spare)
+
+    def values(self) -> dict[str, int]:
+        rows, n = self.x.shape
+        return {"kind": VECTOR_CODES["transpose"], "src": 0, "src2": 0, "dst": self.dst, "rows": rows,
+                "words": self.words, "n": n, "qrows": 1, "params": self.pitch}
+
+
+def run_transpose(run: TransposeRun) -> tuple[list[int], int]:
+    """``run`` in Amaranth's simulator: ``(every word of the memory afterwards, busy cycles)``."""
+    init = run.init()
+    rows, n = run.x.shape
+    limit = 4 * (rows + 2) * (run.words + 2) * (n + 2) + 100
+    return _simulate(Harness(run.lanes, init), run.values(), range(len(init)), limit)
 
 
 def run_vector_icarus(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None, iverilog: str,
                       vvp: str) -> tuple[np.ndarray, int]:
     """``op`` on the harness exported to Verilog, in Icarus: ``(output like x, busy cycles)``."""
+    regs, init = _setup(op, lanes, x, y, None)
+    count = regs.plan.rows * regs.plan.out_words
+    words, cycles = _icarus(Harness(lanes, init), _values(regs), range(regs.dst, regs.dst + count), iverilog, vvp)
+    return _unpack(regs, words, x.shape), cycles
+
+
+def run_transpose_icarus(run: TransposeRun, iverilog: str, vvp: str) -> tuple[list[int], int]:
+    """``run`` on the harness exported to Verilog, in Icarus: :func:`run_transpose`'s figures."""
+    init = run.init()
+    return _icarus(Harness(run.lanes, init), run.values(), range(len(init)), iverilog, vvp)
+
+
+def _icarus(dut: Harness, values: dict[str, int], addrs: range, iverilog: str, vvp: str) -> tuple[list[int], int]:
+    """:func:`_simulate` on the harness exported to Verilog, in Icarus."""
     from amaranth.back import verilog
 
-    regs, init = _setup(op, lanes, x, y, None)
-    dut = Harness(lanes, init)
+    lanes = dut.lanes
     text = verilog.convert(dut, name="vector_harness", emit_src=False, strip_internal_attrs=True)
-    count = regs.plan.rows * regs.plan.out_words
     widths = {name: width or dut.addr_bits for name, width in _REGS}
     lines = ["`timescale 1ns/1ps", "module tb;", "  reg clk = 0, rst = 1, start = 0;",
              *(f"  reg [{widths[name] - 1}:0] {name} = 0;" for name, _ in _REGS),
@@ -175,10 +234,10 @@ def run_vector_icarus(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | N
              "    .host_addr(host_addr), .host_rdata(host_rdata),",
              "    " + ", ".join(f".{name}({name})" for name, _ in _REGS) + ");",
              "  always #5 clk = ~clk;", "  initial begin", "    @(negedge clk); @(negedge clk); rst = 0;",
-             "    @(negedge clk) " + " ".join(f"{k} = 'h{v:x};" for k, v in _values(regs).items()) + " start = 1;",
+             "    @(negedge clk) " + " ".join(f"{k} = 'h{v:x};" for k, v in values.items()) + " start = 1;",
              "    @(negedge clk) start = 0;", "    while (!done) @(negedge clk);",
              '    $display("CYCLES %0d", cycles);']
-    for addr in range(regs.dst, regs.dst + count):
+    for addr in addrs:
         lines.append(f'    host_addr = {addr}; @(negedge clk) $display("WORD %h", host_rdata);')
     lines += ["    $finish;", "  end", "endmodule", ""]
     with tempfile.TemporaryDirectory(prefix="vector-icarus-") as tmp:
@@ -189,4 +248,4 @@ def run_vector_icarus(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | N
         out = subprocess.run([vvp, "-n", "sim.vvp"], cwd=tmp, check=True, capture_output=True, text=True).stdout
     cycles = next(int(line.split()[1]) for line in out.splitlines() if line.startswith("CYCLES "))
     words = [int(line.split()[1], 16) for line in out.splitlines() if line.startswith("WORD ")]
-    return _unpack(regs, words, x.shape), cycles
+    return words, cycles
