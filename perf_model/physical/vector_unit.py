@@ -1,7 +1,8 @@
 """The vector unit in the model: its area and the energy of its work (internal).
 
 Area at 45 nm: the Yosys fit of ``bench/vector_unit_area.py`` (``vector_unit_fit``), ``base +
-per_lane * lanes``, scaled to the node like the rest of the design (``perf_model.physical.area``).
+per_lane * lanes + per_lane2 * lanes**2`` (the square: the transpose's ``lanes x lanes`` tile of
+int8 registers), scaled to the node like the rest of the design (``perf_model.physical.area``).
 
 Energy at 45 nm (Horowitz ISSCC 2014 components of :class:`perf_model.EnergyTable`), per lane and
 word of a pass: one 32-bit multiply and two 32-bit adds (the element function's widest terms:
@@ -27,7 +28,8 @@ _REF_NM = 45.0
 
 def unit_um2(lanes: Any) -> np.ndarray:
     """Area of a vector unit of ``lanes`` lanes at 45 nm, µm^2 (the Yosys fit)."""
-    return fit.BASE_UM2 + fit.PER_LANE_UM2 * np.asarray(lanes, dtype=np.float64)
+    lanes = np.asarray(lanes, dtype=np.float64)
+    return fit.BASE_UM2 + fit.PER_LANE_UM2 * lanes + fit.PER_LANE2_UM2 * lanes * lanes
 
 
 def lane_word_pj(energy: EnergyTable) -> float:

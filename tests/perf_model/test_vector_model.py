@@ -167,3 +167,15 @@ def test_an_op_longer_than_one_run_is_split_into_runs_the_walk_sums():
     assert not isinstance(plan, str)
     assert (plan.rows, plan.n, plan.words, plan.runs) == (2048, 11008, 688, 1)
     assert plan_cycles(plan) == 1 + 2048 * (688 + 2)
+
+
+def test_unit_area_fit_reproduces_its_yosys_points():
+    """The quadratic area fit (``bench/vector_unit_area.py``) at its measured points, its square term
+    at least the transpose tile's flops (8 bits a lane squared, NanGate DFF_X1 4.522 µm² each)."""
+    from perf_model.physical import vector_unit_fit as fit
+    from perf_model.physical.vector_unit import unit_um2
+
+    assert len(fit.POINTS) >= 4  # one more than the fit's terms
+    for lanes, area, _transistors, _flops in fit.POINTS:
+        assert float(unit_um2(lanes)) == pytest.approx(area, rel=fit.MAX_ERROR + 1e-3)  # MAX_ERROR is rounded
+    assert fit.PER_LANE2_UM2 >= 8 * 4.522
