@@ -218,7 +218,8 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     x, f = own[0]["a"], own[8]["a"]  # rows of D and of the FFN's width, as a GEMM's A (every GEMM's C is a band)
     net = {"x": like(x, "x"), "h": like(x, "h"), "Q": like(x, "Q"), "K": like(x, "K", B * Tk),
            "V": like(x, "V", B * Tk), "KT": like(own[3]["b"], "KT", D, kt_cols, (B - 1) * kc + Tk),
-           "S": like(own[3]["c"], "S", B * H * T), "ctx": like(x, "ctx"), "o": like(x, "o"), "x1": like(x, "x1"),
+           "S": like(own[3]["c"], "S", B * H * T, -(-own[3]["c"].row_elems // step) * step, Tk),
+           "ctx": like(x, "ctx"), "o": like(x, "o"), "x1": like(x, "x1"),
            "h2": like(x, "h2"), "gate": like(f, "gate"), "up": like(f, "up"), "g": like(f, "g"), "dn": like(x, "dn"),
            "out": like(x, "out"), "rope": rope_table_layout(block, config.vector_lanes)}
     for part, name in ((3, "a"), (4, "b"), (4, "c")):

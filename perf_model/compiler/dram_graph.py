@@ -255,8 +255,10 @@ def row_steps(config: ArrayConfig, op: VectorOp, inputs: Sequence[tuple[str, int
 def softmax_steps(config: ArrayConfig, softmax: VectorOp, scores: str, instances: int, queries: int,
                   keys: int) -> StepPart:
     """The softmax in place over every row of tensor ``scores`` (``instances * queries`` rows of
-    ``keys`` scores), per chunk that fits the ifmap: whole instances (heads), or, when one does not
-    fit, a band of one instance's query rows (a causal mask's offset moved by the band's first query)."""
+    ``keys`` scores, stored in whole words: a block pads the scores' rows to words and beats, the
+    GEMMs' transfers keep their own row bytes), per chunk that fits the ifmap: whole instances
+    (heads), or, when one does not fit, a band of one instance's query rows (a causal mask's offset
+    moved by the band's first query)."""
     lanes = config.vector_lanes
 
     def build(tensors: dict[str, TensorLayout]) -> list[Command]:

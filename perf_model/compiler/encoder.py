@@ -190,7 +190,8 @@ def compile_encoder(config: ArrayConfig, layer: EncoderLayer) -> GemmProgram:
     kt_cols = -(-((B - 1) * kc + own[3]["b"].row_elems) // step) * step
     net = {"x": like(own[0]["a"], "x"), "Q": like(own[0]["c"], "Q"), "K": like(own[1]["c"], "K"),
            "KT": like(own[3]["b"], "KT", D, kt_cols, (B - 1) * kc + T), "V": like(own[2]["c"], "V"),
-           "S": like(own[3]["c"], "S", B * H * T), "ctx": like(own[0]["c"], "ctx")}
+           "S": like(own[3]["c"], "S", B * H * T, -(-own[3]["c"].row_elems // step) * step, T),
+           "ctx": like(own[0]["c"], "ctx")}
     for part, name, big in ((3, "a", "Q"), (4, "b", "V"), (4, "c", "ctx")):
         if own[part][name].row_elems != dh or net[big].row_elems != D:
             raise ModelError(f"a head's {dh} channels are not a column band of {big} ({net[big].row_elems} "
