@@ -192,3 +192,16 @@ def test_a_head_too_long_for_the_ifmap_runs_its_softmax_in_bands_of_queries():
         s = prog.tensors["S"]
         loads = [cmds[i - 1] for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR and c["vkind"] == 9]
         assert [(c["dram_addr"] - s.base) // s.pitch for c in loads] == [0, 51, 80, 131]  # each band's first row
+
+
+def test_scores_shorter_than_a_word_are_padded_to_whole_words():
+    """On edge (16 lanes) 8 keys a row are half a word: S stores each row in a whole word, which
+    the softmax LOADs, while the scores' and the context's transfers keep their 8 bytes a row."""
+    edge = load_design("edge")
+    layer = encoder_layer(workloads.resolve("bert_base:seq=8,d=64,heads=2,ffn=64,batch=2"))
+    prog = compile_encoder(edge, layer)
+    s = prog.tensors["S"]
+    assert (s.row_elems, s.shape) == (16, (2 * 2 * 8, 8))
+    cmds = list(prog.commands)
+    softmax_loads = [cmds[i - 1] for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR and c["vkind"] == 9]
+    assert softmax_loads and all(c["dram_stride"] == 16 and c["words"] == 1 for c in softmax_loads)
