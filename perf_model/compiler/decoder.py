@@ -226,9 +226,6 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
         if own[part][name].row_elems != dh:
             raise ModelError(f"a head's {dh} channels are not a column band of the {D}-channel tensors (a head's "
                              f"operand is laid out {own[part][name].row_elems} elements a row)")
-    if own[4]["a"].row_elems != own[3]["c"].row_elems:
-        raise ModelError(f"a head's scores ({own[3]['c'].row_elems} elements a row) are not laid out as the "
-                         f"context's A ({own[4]['a'].row_elems})")
     v = block.vector
     m = B * T
     heads = [(b, h) for b in range(B) for h in range(H)]

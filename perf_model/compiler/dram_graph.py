@@ -29,7 +29,7 @@ from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
 from perf_model.compiler.network import _split
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
-from perf_model.compiler.vector import transpose_commands, vector_commands, vector_registers
+from perf_model.compiler.vector import VectorRegisters, transpose_commands, vector_commands, vector_registers
 from perf_model.vector_timing import vector_plan
 from workloads.vector_ops import VectorOp
 
@@ -187,6 +187,12 @@ def _bands(total: int, per: int, period: int = 0) -> list[tuple[int, int]]:
     return out
 
 
+def _stored_words(regs: VectorRegisters, words: int) -> VectorRegisters:
+    """``regs`` over rows of ``words`` words, as a tensor stores them (a row's words past its elements,
+    padding of a layout wider than the row: the unit treats their lanes as past ``n`` and writes 0)."""
+    return dataclasses.replace(regs, plan=dataclasses.replace(regs.plan, words=words))
+
+
 def row_steps(config: ArrayConfig, op: VectorOp, inputs: Sequence[tuple[str, int]], out: tuple[str, int],
               rows: int, *, period: int = 0, table: str | None = None) -> StepPart:
     """``op`` (a ``rmsnorm``/``layernorm`` over each row, an element-wise op of one or two operands,
@@ -217,6 +223,9 @@ def row_steps(config: ArrayConfig, op: VectorOp, inputs: Sequence[tuple[str, int
                              f"{lanes} lanes")
         words, n = first.row_elems // lanes, first.shape[1]
         heads = op.shape[2] if op.kind == "rope" else 1
+        if op.kind == "rope" and words * lanes != n:
+            raise ModelError(f"rope: a row of {first.name} is stored {first.row_elems} elements wide, not its {n}: "
+                             "its heads are not consecutive rows of whole words")
         one = vector_plan(shaped(1, n, words, heads), lanes)
         if isinstance(one, str):
             raise ModelError(one)
@@ -244,6 +253,8 @@ def row_steps(config: ArrayConfig, op: VectorOp, inputs: Sequence[tuple[str, int
                                           src2))
                 regs = vector_registers(shaped(count, n, piece, heads), lanes, src=regions[0], src2=src2,
                                         dst=regions[len(inputs)])
+                if op.kind in ("rmsnorm", "layernorm"):
+                    regs = _stored_words(regs, words)
                 cmds += vector_commands(regs, wait_dma=1)
                 cmds.append(_transfer(Opcode.STORE, tensors[out[0]], out[1] + r0, count, piece, regions[len(inputs)],
                                       byte=w0 * lanes))
@@ -287,7 +298,7 @@ def softmax_steps(config: ArrayConfig, softmax: VectorOp, scores: str, instances
                                          params=params)
             rows = count * band
             out += [_transfer(Opcode.LOAD, s, row0, rows, words, 0),
-                    *vector_commands(vector_registers(shaped, lanes), wait_dma=1),
+                    *vector_commands(_stored_words(vector_registers(shaped, lanes), words), wait_dma=1),
                     _transfer(Opcode.STORE, s, row0, rows, words, 0)]
         return out
 

@@ -196,9 +196,6 @@ def compile_encoder(config: ArrayConfig, layer: EncoderLayer) -> GemmProgram:
         if own[part][name].row_elems != dh or net[big].row_elems != D:
             raise ModelError(f"a head's {dh} channels are not a column band of {big} ({net[big].row_elems} "
                              f"elements a row against {own[part][name].row_elems} a head)")
-    if own[4]["a"].row_elems != own[3]["c"].row_elems:
-        raise ModelError(f"a head's scores ({own[3]['c'].row_elems} elements a row) are not laid out as the "
-                         f"context's A ({own[4]['a'].row_elems})")
     outputs = [f"y{i}" for i in range(layer.layers - 1)] + ["out"]
     for name in outputs:
         net[name] = like(tail.tensors["c2"], name)

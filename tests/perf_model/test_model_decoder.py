@@ -211,3 +211,16 @@ def test_every_vector_command_passes_the_sequencers_range_checks(spec):
     depth = ifmap_words(cfg)
     vectors = [(c, cmds[i + 1]) for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR]
     assert vectors and not [c for c, blk in vectors if _sequencer_rejects(c, blk, cfg.vector_lanes, depth)]
+
+
+@pytest.mark.parametrize("spec", ["llama_block:seq=12,d=64,heads=2,ffn=96", "llama_decode:kv=9,d=64,heads=2,ffn=96"])
+def test_each_vector_run_walks_the_rows_its_load_placed(spec):
+    """On a 4 x 8 array (4 vector lanes, output words of 8) the scores' rows are stored 16 wide for 12
+    or 10 keys: each softmax and norm VECTOR walks rows of as many words as its LOAD placed a row
+    apart (a VECTOR of ceil(n / lanes) words read the next row's words as its own: the RTL run
+    failed 1,510 bytes before the fix)."""
+    cfg = dataclasses.replace(load_design("tiny-vector"), cols=8)
+    prog = compile_decoder(cfg, decoder_block(workloads.resolve(spec)))
+    cmds = list(prog.commands)
+    runs = [(cmds[i - 1], c) for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR and c["vkind"] in (8, 9)]
+    assert runs and all(load.opcode == Opcode.LOAD and load["row_step"] == c["vwords"] for load, c in runs)

@@ -109,3 +109,12 @@ def test_a_block_the_design_cannot_hold_runs_op_by_op_and_says_why():
     assert decoder_for(TINY, wl, 0.5, notes) is None
     assert notes and "scale 0.5" in notes[0]
     assert decoder_for(TINY, workloads.resolve("bert_base:seq=8,d=32,heads=2,ffn=64"), 1.0, notes) is None
+
+
+def test_a_block_on_an_array_wider_than_its_vector_lanes_is_bit_exact(sim_cache):
+    """4 x 8: the unit's words are 4 lanes, the output stage's 8; the scores' rows of 10 keys are
+    stored 16 wide, which the softmax walks whole."""
+    design = dataclasses.replace(TINY, cols=8)
+    report = simulate(design, "llama_decode:kv=9,d=64,heads=2,ffn=96", simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.name == "network" and op.status == "pass" and op.mismatches == 0 and op.total_cycles_match
