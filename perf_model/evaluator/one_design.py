@@ -113,9 +113,10 @@ class WorkloadResult:
         host_work: the vector ops it cannot run, and the inputs the host reshapes for a conv
             (space-to-depth), each with ``kind``, ``name``, ``runs``, ``elements`` and ``reason``:
             host work, left out of the figures.
-        network: a whole CNN as one program on a design with the vector unit
-            (``perf_model.compiler.network_figures``): its walk's cycles and queue-loads, or its
-            ``reason``; ``None`` when the workload is not one conv network.
+        network: a whole CNN, a stack of encoder layers or a decoder block as one program on a
+            design with the vector unit (``perf_model.compiler.network_figures``): its walk's cycles
+            and queue-loads, or its ``reason``; ``None`` when the workload is none of these (or the
+            design cannot run its ops).
     """
 
     design: ArrayConfig
