@@ -169,8 +169,8 @@ def decoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], block
 def decoder_note(design: ArrayConfig, block: Any) -> str:
     """The note saying what the one program runs and where its tensors live."""
     prog = _program(design, block)
-    phase = (f"decode of {block.tokens} token(s) after a KV cache of {block.kv}" if block.kv
-             else f"prefill of {block.tokens} tokens")
+    phase = (f"decode of one token after a KV cache of {block.kv}" if block.tokens == 1 else
+             f"prefill of {block.tokens} tokens" + (f" after a KV cache of {block.kv}" if block.kv else ""))
     return (f"one program for the whole decoder block ({phase}): the RMSNorms, the projections, RoPE, the keys "
             f"transposed on the vector unit, {block.seqs * block.heads} heads' scores and context, the causal softmax, "
             f"the residual adds and the SwiGLU FFN ({len(prog.chunks)} queue-load(s)), every tensor through DRAM; "

@@ -85,7 +85,7 @@ def test_a_decode_step_over_a_kv_cache_runs_from_one_program_bit_exact(sim_cache
     cache_k = given["K"].reshape(2, 13, 2, 32)[:, :12]
     cache_v = given["V"].reshape(2, 13, 2, 32)[:, :12]
     assert np.array_equal(seen["final"]["out"], _block_reference(wl, cache_k, cache_v))
-    assert any(n.startswith("one program for the whole decoder block (decode of 1 token(s) after a KV cache of 12)")
+    assert any(n.startswith("one program for the whole decoder block (decode of one token after a KV cache of 12)")
                for n in report.notes), report.notes
     figures = perf_model.evaluate(TINY, wl).network
     assert figures is not None and figures["total_cycles"] == op.cycles_total_rtl
