@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from accel_dse.config import ArrayConfig, Dataflow
+from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
 from accel_dse.vector_isa import ROPE_TABLE_WORDS
 from perf_model.compiler.dram_graph import (
@@ -40,11 +40,12 @@ from perf_model.compiler.dram_graph import (
     Slice,
     StepPart,
     assemble,
-    key_columns,
+    attention_layouts,
+    attention_parts,
     like,
+    ops_after,
+    require_block_design,
     row_steps,
-    softmax_steps,
-    transpose_steps,
 )
 from perf_model.compiler.program import QPARAM_CHANNELS, GemmProgram, TensorLayout, compile_gemm
 from workloads.ops import Gemm, Requant, Workload
@@ -131,10 +132,7 @@ def decoder_block(workload: Workload) -> DecoderBlock:
                              f"{'x'.join(map(str, shape[:3]))} (batch {shape[3]})" if heads and keys >= tokens else
                              f"the scores GEMM ({sc.m}x{sc.k}x{sc.n}, batch {sc.batch}) does not split the "
                              f"{q.m} tokens of {d_model} channels into sequences and heads over a cache")
-    after = workload.vector_after or (len(ops),) * len(workload.vector_ops)
-    by: dict[int, list[VectorOp]] = {}
-    for vop, where in zip(workload.vector_ops, after, strict=True):
-        by.setdefault(where, []).append(vop)
+    by = ops_after(workload)
     got = {k: tuple(o.kind for o in v) for k, v in by.items()}
     if got != _VECTOR_SLOTS:
         raise ModelError(f"the vector ops {got} are not a LLaMA block's {_VECTOR_SLOTS} (after that many matrix ops)")
@@ -192,11 +190,7 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
             whole bus beats or layouts, a vector op the unit cannot run (the reason), or a GEMM or
             band the design cannot hold.
     """
-    if not config.vector_lanes:
-        raise ModelError(f"design {config.short_name()} has no vector unit (vector_unit = false)")
-    if config.dataflow is not Dataflow.WS:
-        raise ModelError(f"a decoder block as one program needs a weight-stationary array (a head's operands are "
-                         f"column bands of row-major tensors), not {config.dataflow.value.upper()}")
+    require_block_design(config, "a decoder block")
     g = block.gemms
     T, Tk, D, H, B, kv, dh = block.tokens, block.keys, block.d_model, block.heads, block.seqs, block.kv, block.d_head
     groups = gemm_groups(block)
@@ -213,13 +207,10 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
 
     bus = programs[0].data_bytes
     step = math.lcm(config.vector_lanes, bus)
-    kc = key_columns(config, Tk, B, bus)  # sequence b's keys from K^T's column b kc
-    kt_cols = -(-((B - 1) * kc + own[3]["b"].row_elems) // step) * step
+    attention, kc = attention_layouts(config, programs[3], D, B, H, T, Tk)
     x, f = own[0]["a"], own[8]["a"]  # rows of D and of the FFN's width, as a GEMM's A (every GEMM's C is a band)
     net = {"x": like(x, "x"), "h": like(x, "h"), "Q": like(x, "Q"), "K": like(x, "K", B * Tk),
-           "V": like(x, "V", B * Tk), "KT": like(own[3]["b"], "KT", D, kt_cols, (B - 1) * kc + Tk),
-           "S": like(own[3]["c"], "S", B * H * T, -(-own[3]["c"].row_elems // step) * step, Tk),
-           "ctx": like(x, "ctx"), "o": like(x, "o"), "x1": like(x, "x1"),
+           "V": like(x, "V", B * Tk), **attention, "ctx": like(x, "ctx"), "o": like(x, "o"), "x1": like(x, "x1"),
            "h2": like(x, "h2"), "gate": like(f, "gate"), "up": like(f, "up"), "g": like(f, "g"), "dn": like(x, "dn"),
            "out": like(x, "out"), "rope": rope_table_layout(block, config.vector_lanes)}
     for part, name in ((3, "a"), (4, "b"), (4, "c")):
@@ -228,7 +219,6 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
                              f"operand is laid out {own[part][name].row_elems} elements a row)")
     v = block.vector
     m = B * T
-    heads = [(b, h) for b in range(B) for h in range(H)]
     seq_rows = [(b * T, b * Tk + kv) for b in range(B)] if block.per_sequence else [(0, kv)]
     parts: list[GemmPart | StepPart] = [row_steps(config, v["norm1"], [("x", 0)], ("h", 0), m)]
     parts += gemm(0, {"a": Slice("h"), "c": Slice("Q")})
@@ -238,12 +228,7 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     parts += [row_steps(config, v["rope_k"], [("K", b * Tk + kv)], ("K", b * Tk + kv), T, period=T, table="rope")
               for b in range(B)]
     kv0 = kv // step * step  # the first key transposed: the cache's columns before it are the host's
-    parts += [transpose_steps(config, "K", b * Tk + kv0, Tk - kv0, "KT", b * kc + kv0, bus) for b in range(B)]
-    parts += [p for b, h in heads for p in gemm(3, {"a": Slice("Q", b * T, h * dh), "b": Slice("KT", h * dh, b * kc),
-                                                      "c": Slice("S", (b * H + h) * T)})]
-    parts.append(softmax_steps(config, v["softmax"], "S", len(heads), T, Tk))
-    parts += [p for b, h in heads for p in gemm(4, {"a": Slice("S", (b * H + h) * T), "b": Slice("V", b * Tk, h * dh),
-                                                      "c": Slice("ctx", b * T, h * dh)})]
+    parts += attention_parts(config, gemm, v["softmax"], B, H, T, Tk, dh, kc, bus, kv0)
     parts += [*gemm(5, {"a": Slice("ctx"), "c": Slice("o")}),
               row_steps(config, v["add1"], [("x", 0), ("o", 0)], ("x1", 0), m),
               row_steps(config, v["norm2"], [("x1", 0)], ("h2", 0), m),

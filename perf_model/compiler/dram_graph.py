@@ -25,16 +25,17 @@ import math
 from collections.abc import Callable, Sequence
 
 from accel_dse.commands import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
-from accel_dse.config import ArrayConfig
+from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.errors import ModelError
 from perf_model.compiler.network import _split
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
 from perf_model.compiler.vector import VectorRegisters, transpose_commands, vector_commands, vector_registers
 from perf_model.vector_timing import vector_plan
+from workloads.ops import Workload
 from workloads.vector_ops import VectorOp
 
 __all__ = ["Slice", "GemmPart", "StepPart", "moved", "assemble", "row_steps", "softmax_steps", "transpose_steps",
-           "like", "key_columns"]
+           "like", "key_columns", "require_block_design", "ops_after", "attention_layouts", "attention_parts"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +75,29 @@ def like(layout: TensorLayout, name: str, rows: int | None = None, row_elems: in
 
 def _align(x: int, to: int) -> int:
     return -(-x // to) * to
+
+
+def require_block_design(config: ArrayConfig, what: str) -> None:
+    """Raise unless ``config`` can run ``what`` (e.g. "an encoder layer") as one program: the vector
+    unit, and a weight-stationary array (a head's operands are column bands of row-major tensors).
+
+    Raises:
+        ModelError: the design has no vector unit, or another dataflow.
+    """
+    if not config.vector_lanes:
+        raise ModelError(f"design {config.short_name()} has no vector unit (vector_unit = false)")
+    if config.dataflow is not Dataflow.WS:
+        raise ModelError(f"{what} as one program needs a weight-stationary array (a head's operands are "
+                         f"column bands of row-major tensors), not {config.dataflow.value.upper()}")
+
+
+def ops_after(workload: Workload) -> dict[int, list[VectorOp]]:
+    """``workload``'s vector ops by the number of matrix ops before them (``Workload.vector_after``)."""
+    after = workload.vector_after or (len(workload.ops),) * len(workload.vector_ops)
+    by: dict[int, list[VectorOp]] = {}
+    for vop, where in zip(workload.vector_ops, after, strict=True):
+        by.setdefault(where, []).append(vop)
+    return by
 
 
 def key_columns(config: ArrayConfig, keys: int, seqs: int, bus: int) -> int:
@@ -347,3 +371,39 @@ def transpose_steps(config: ArrayConfig, src: str, src_row: int, rows: int, dst:
         return out
 
     return StepPart(build)
+
+
+def attention_layouts(config: ArrayConfig, scores: GemmProgram, d_model: int, seqs: int, heads: int, queries: int,
+                      keys: int) -> tuple[dict[str, TensorLayout], int]:
+    """The attention's ``KT`` (``d_model`` rows; sequence ``b``'s keys from column ``b kc``,
+    :func:`key_columns`) and ``S`` (``seqs heads queries`` rows of ``keys`` scores, stored in whole
+    words and beats) as one head's scores GEMM ``scores`` lays out its ``B`` and ``C``, and ``kc``."""
+    bus = scores.data_bytes
+    step = math.lcm(config.vector_lanes, bus)
+    b, c = scores.tensors["b"], scores.tensors["c"]
+    kc = key_columns(config, keys, seqs, bus)
+    return {"KT": like(b, "KT", d_model, _align((seqs - 1) * kc + b.row_elems, step), (seqs - 1) * kc + keys),
+            "S": like(c, "S", seqs * heads * queries, _align(c.row_elems, step), keys)}, kc
+
+
+def attention_parts(config: ArrayConfig, gemm: Callable[[int, dict[str, Slice]], list[GemmPart]],
+                    softmax: VectorOp, seqs: int, heads: int, queries: int, keys: int, d_head: int, kc: int,
+                    bus: int, first_key: int = 0) -> list[GemmPart | StepPart]:
+    """Attention over the block's ``Q``, ``K`` and ``V`` (``seqs keys`` rows of each sequence's keys
+    and values) into ``ctx``: each sequence's keys from ``first_key`` transposed into ``KT`` (the
+    columns before it are already there: a KV cache's), per sequence ``b`` and head ``h`` the scores
+    GEMM (``gemm(3, slices)``: its ``Q`` and ``KT`` bands into ``S``'s rows ``(b heads + h)
+    queries``), the softmax over ``S``, and the context GEMM (``gemm(4, slices)``: ``S``'s rows and
+    ``V``'s band into ``ctx``'s)."""
+    pairs = [(b, h) for b in range(seqs) for h in range(heads)]
+    parts: list[GemmPart | StepPart] = [
+        transpose_steps(config, "K", b * keys + first_key, keys - first_key, "KT", b * kc + first_key, bus)
+        for b in range(seqs)]
+    parts += [p for b, h in pairs for p in gemm(3, {"a": Slice("Q", b * queries, h * d_head),
+                                                     "b": Slice("KT", h * d_head, b * kc),
+                                                     "c": Slice("S", (b * heads + h) * queries)})]
+    parts.append(softmax_steps(config, softmax, "S", len(pairs), queries, keys))
+    parts += [p for b, h in pairs for p in gemm(4, {"a": Slice("S", (b * heads + h) * queries),
+                                                     "b": Slice("V", b * keys, h * d_head),
+                                                     "c": Slice("ctx", b * queries, h * d_head)})]
+    return parts

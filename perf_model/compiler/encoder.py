@@ -31,20 +31,20 @@ queue-loads; total cycles are ``perf_model.program_timing.gemm_program_cycles`` 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 
-from accel_dse.config import ArrayConfig, Dataflow
+from accel_dse.config import ArrayConfig
 from accel_dse.errors import ModelError
 from perf_model.compiler.dram_graph import (
     GemmPart,
     Slice,
     StepPart,
     assemble,
-    key_columns,
+    attention_layouts,
+    attention_parts,
     like,
-    softmax_steps,
-    transpose_steps,
+    ops_after,
+    require_block_design,
 )
 from perf_model.compiler.network import EXTERNAL, compile_network
 from perf_model.compiler.program import GemmProgram, compile_gemm
@@ -140,10 +140,7 @@ def encoder_layer(workload: Workload) -> EncoderLayer:
                              f"{'x'.join(map(str, shape[:3]))} (batch {shape[3]})" if heads else
                              f"the scores GEMM ({sc.m}x{sc.k}x{sc.n}, batch {sc.batch}) does not split the "
                              f"{q.m} tokens of {d_model} channels into sequences and heads")
-    after = workload.vector_after or (len(ops),) * len(workload.vector_ops)
-    by: dict[int, list[VectorOp]] = {}
-    for vop, where in zip(workload.vector_ops, after, strict=True):
-        by.setdefault(where, []).append(vop)
+    by = ops_after(workload)
     softmax = by.pop(4, [])
     if len(softmax) != 1 or softmax[0].kind != "softmax":
         raise ModelError(f"the scores must be followed by one softmax, not {[o.kind for o in softmax] or 'none'}")
@@ -169,11 +166,7 @@ def compile_encoder(config: ArrayConfig, layer: EncoderLayer) -> GemmProgram:
         ModelError: no vector unit, a design other than weight-stationary, heads whose slices are not
             whole bus beats or layouts, a GEMM or chunk the design cannot run, or the tail's reason.
     """
-    if not config.vector_lanes:
-        raise ModelError(f"design {config.short_name()} has no vector unit (vector_unit = false)")
-    if config.dataflow is not Dataflow.WS:
-        raise ModelError(f"an encoder layer as one program needs a weight-stationary array (a head's operands are "
-                         f"column bands of row-major tensors), not {config.dataflow.value.upper()}")
+    require_block_design(config, "an encoder layer")
     g = layer.gemms
     if len(g) != len(GEMM_ROLES):
         raise ModelError(f"an encoder layer has {len(GEMM_ROLES)} GEMMs ({', '.join(GEMM_ROLES)}), not {len(g)}")
@@ -185,13 +178,9 @@ def compile_encoder(config: ArrayConfig, layer: EncoderLayer) -> GemmProgram:
     own = [p.tensors for p in programs]
     dh = layer.d_head
     bus = programs[0].data_bytes
-    step = math.lcm(config.vector_lanes, bus)
-    kc = key_columns(config, T, B, bus)  # sequence b's keys from K^T's column b kc
-    kt_cols = -(-((B - 1) * kc + own[3]["b"].row_elems) // step) * step
+    attention, kc = attention_layouts(config, programs[3], D, B, H, T, T)
     net = {"x": like(own[0]["a"], "x"), "Q": like(own[0]["c"], "Q"), "K": like(own[1]["c"], "K"),
-           "KT": like(own[3]["b"], "KT", D, kt_cols, (B - 1) * kc + T), "V": like(own[2]["c"], "V"),
-           "S": like(own[3]["c"], "S", B * H * T, -(-own[3]["c"].row_elems // step) * step, T),
-           "ctx": like(own[0]["c"], "ctx")}
+           "KT": attention["KT"], "V": like(own[2]["c"], "V"), "S": attention["S"], "ctx": like(own[0]["c"], "ctx")}
     for part, name, big in ((3, "a", "Q"), (4, "b", "V"), (4, "c", "ctx")):
         if own[part][name].row_elems != dh or net[big].row_elems != D:
             raise ModelError(f"a head's {dh} channels are not a column band of {big} ({net[big].row_elems} "
@@ -199,18 +188,13 @@ def compile_encoder(config: ArrayConfig, layer: EncoderLayer) -> GemmProgram:
     outputs = [f"y{i}" for i in range(layer.layers - 1)] + ["out"]
     for name in outputs:
         net[name] = like(tail.tensors["c2"], name)
-    heads = [(b, h) for b in range(B) for h in range(H)]  # S holds head (b, h)'s scores from row (b H + h) T
     parts: list[GemmPart | StepPart] = []
     for i, out in enumerate(outputs):
         inp = "x" if i == 0 else outputs[i - 1]
         parts += [GemmPart(programs[0], {"a": Slice(inp), "c": Slice("Q")}, "0"),
                   GemmPart(programs[1], {"a": Slice(inp), "c": Slice("K")}, "1"),
                   GemmPart(programs[2], {"a": Slice(inp), "c": Slice("V")}, "2")]
-        parts += [transpose_steps(config, "K", b * T, T, "KT", b * kc, bus) for b in range(B)]
-        parts += [GemmPart(programs[3], {"a": Slice("Q", b * T, h * dh), "b": Slice("KT", h * dh, b * kc),
-                                         "c": Slice("S", (b * H + h) * T)}, "3") for b, h in heads]
-        parts.append(softmax_steps(config, layer.softmax, "S", len(heads), T, T))
-        parts += [GemmPart(programs[4], {"a": Slice("S", (b * H + h) * T), "b": Slice("V", b * T, h * dh),
-                                         "c": Slice("ctx", b * T, h * dh)}, "4") for b, h in heads]
+        parts += attention_parts(config, lambda j, slices: [GemmPart(programs[j], slices, str(j))], layer.softmax,
+                                 B, H, T, T, dh, kc, bus)
         parts.append(GemmPart(tail, {"a0": Slice("ctx"), "s0": Slice(inp), "c2": Slice(out)}, "tail."))
     return assemble(net, parts, bus)
