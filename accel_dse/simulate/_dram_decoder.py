@@ -19,51 +19,23 @@ the program's total cycles against the walk.
 
 from __future__ import annotations
 
-import functools
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from accel_dse.config import ArrayConfig
-from accel_dse.simulate._dram_encoder import spread_keys, tensor_span
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
-from accel_dse.simulate._dram_program import layout_dict
+from accel_dse.simulate._dram_block import block_for, block_job, block_program, spread_keys
+from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, qparam_fields
 
 __all__ = ["decoder_for", "decoder_job", "decoder_note"]
 
 
-@functools.lru_cache(maxsize=4)
-def _program(design: ArrayConfig, block: Any) -> Any:
-    """``compile_decoder`` of ``block`` on ``design``, compiled once per ``simulate``."""
-    from perf_model.compiler.decoder import compile_decoder
-
-    return compile_decoder(design, block)
-
-
 def decoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) -> Any:
-    """The workload as a decoder block run from one program on ``design``, or ``None`` (with the
-    reason in ``notes`` when it is a block the design cannot run so)."""
-    from accel_dse.config import Dataflow
-    from accel_dse.errors import ModelError
+    """The workload as a decoder block run from one program on ``design``, or ``None``
+    (``accel_dse.simulate._dram_block.block_for``)."""
     from perf_model.compiler.decoder import decoder_block
 
-    if not design.vector_unit or not wl.vector_ops or design.dataflow is not Dataflow.WS:
-        return None
-    try:
-        block = decoder_block(wl)
-    except ModelError:
-        return None  # not a decoder block: the other paths say what they run
-    if scale != 1:
-        notes.append(f"not one program for the decoder block (scale {scale:g}: the block runs whole, at scale 1): "
-                     "each op from its own program")
-        return None
-    try:
-        _program(design, block)
-    except ModelError as exc:
-        notes.append(f"not one program for the decoder block ({exc}): each op from its own program")
-        return None
-    return block
+    return block_for(design, wl, scale, notes, "decoder block", decoder_block)
 
 
 def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> tuple[dict[str, np.ndarray],
@@ -137,10 +109,9 @@ def _rope_table(block: Any, lanes: int) -> np.ndarray:
 def decoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], block: Any, seed: int, latency: int,
                 job_type: Any, bits: dict[str, Any]) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
     """The block's one job (``job_type``: ``DramJob``), its op entry of the meta and its image."""
-    import perf_model
     from perf_model.compiler.decoder import _columns, gemm_groups
 
-    prog = _program(design, block)
+    prog = block_program(design, block)
     t = prog.tensors
     given, final = _references(block, [op for _, op, _ in selected], seed, bits)
     final["KT"] = spread_keys(final["KT"], block.seqs, block.keys, t["KT"].shape[1])
@@ -153,22 +124,12 @@ def decoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], block
             if f"w{i}" in given:
                 tensors[f"b{tag}"] = pack_tensor(t[f"b{tag}"], given[f"w{i}"][:, c0:c0 + n])
             tensors[f"q{tag}"] = pack_qparam_lanes(t[f"q{tag}"], qparam_fields(_columns(rq, c0, n), n))
-    timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))
-    span, expected = tensor_span(t, final, "h")
-    image = program_image(prog, tensors)
-    meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,
-            "instances": [{"chunks": [[prog.queue_base + a0 * 32, b0 - a0] for a0, b0 in prog.chunks],
-                           "limit": 4 * timing.total + 10_000, "a": layout_dict(t["x"]),
-                           "c": layout_dict(span), "poke_ranges": [[0, len(image)]]}]}
-    m, d_model = final["out"].shape
-    job = job_type(0, "network", SimpleNamespace(m=m, k=d_model, n=d_model), None, expected, span, timing.compute,
-                   timing.total, timing.stall, len(prog.runs), design.input_bits)
-    return job, meta, {"img_0_0": image}
+    return block_job(design, prog, tensors, final, "h", latency, job_type, poke_all=True)
 
 
 def decoder_note(design: ArrayConfig, block: Any) -> str:
     """The note saying what the one program runs and where its tensors live."""
-    prog = _program(design, block)
+    prog = block_program(design, block)
     phase = (f"decode of one token after a KV cache of {block.kv}" if block.tokens == 1 else
              f"prefill of {block.tokens} tokens" + (f" after a KV cache of {block.kv}" if block.kv else ""))
     return (f"one program for the whole decoder block ({phase}): the RMSNorms, the projections, RoPE, the keys "

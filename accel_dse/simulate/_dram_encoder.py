@@ -18,51 +18,23 @@ program's total cycles against the walk.
 
 from __future__ import annotations
 
-import functools
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from accel_dse.config import ArrayConfig
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
-from accel_dse.simulate._dram_program import layout_dict
+from accel_dse.simulate._dram_block import block_for, block_job, block_program, spread_keys
+from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, qparam_fields
 
-__all__ = ["encoder_for", "encoder_job", "encoder_note", "tensor_span", "spread_keys"]
-
-
-@functools.lru_cache(maxsize=4)
-def _program(design: ArrayConfig, layer: Any) -> Any:
-    """``compile_encoder`` of ``layer`` on ``design``, kept for the few calls of one ``simulate`` (the
-    check, the job and the note compile it once, as ``_dram_conv_network.network_program``)."""
-    from perf_model.compiler.encoder import compile_encoder
-
-    return compile_encoder(design, layer)
+__all__ = ["encoder_for", "encoder_job", "encoder_note"]
 
 
 def encoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) -> Any:
-    """The workload as an encoder layer run from one program on ``design``, or ``None`` (with the
-    reason in ``notes`` when it is a layer the design cannot run so)."""
-    from accel_dse.config import Dataflow
-    from accel_dse.errors import ModelError
+    """The workload as encoder layers run from one program on ``design``, or ``None``
+    (``accel_dse.simulate._dram_block.block_for``)."""
     from perf_model.compiler.encoder import encoder_layer
 
-    if not design.vector_unit or not wl.vector_ops or design.dataflow is not Dataflow.WS:
-        return None
-    try:
-        layer = encoder_layer(wl)
-    except ModelError:
-        return None  # not an encoder layer: the other paths say what they run
-    if scale != 1:
-        notes.append(f"not one program for the encoder layer (scale {scale:g}: the layer runs whole, at scale 1): "
-                     "each op from its own program")
-        return None
-    try:
-        _program(design, layer)
-    except ModelError as exc:
-        notes.append(f"not one program for the encoder layer ({exc}): each op from its own program")
-        return None
-    return layer
+    return block_for(design, wl, scale, notes, "encoder layer", encoder_layer)
 
 
 def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> tuple[dict[str, np.ndarray],
@@ -120,9 +92,7 @@ def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
 def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer: Any, seed: int, latency: int,
                 job_type: Any, bits: dict[str, Any]) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
     """The layer's one job (``job_type``: ``DramJob``), its op entry of the meta and its image."""
-    import perf_model
-
-    prog = _program(design, layer)
+    prog = block_program(design, layer)
     t = prog.tensors
     g = layer.gemms
     given, final = _references(layer, [op for _, op, _ in selected], seed, bits)
@@ -135,57 +105,14 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
     for name, i in (("q0", 0), ("q1", 1), ("q2", 2), ("q3", 3), ("q4", 4), ("tail.q0", 5), ("tail.q1", 6),
                     ("tail.q2", 7)):
         tensors[name] = pack_qparam_lanes(t[name], qparam_fields(g[i].requant, g[i].n))
-    timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))
-    span, expected = tensor_span(t, final, "Q")
-    meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,
-            "instances": [{"chunks": [[prog.queue_base + a0 * 32, b0 - a0] for a0, b0 in prog.chunks],
-                           "limit": 4 * timing.total + 10_000, "a": layout_dict(t["x"]),
-                           "c": layout_dict(span)}]}
-    m, d_model = final["out"].shape
-    job = job_type(0, "network", SimpleNamespace(m=m, k=d_model, n=d_model), None, expected, span, timing.compute,
-                   timing.total, timing.stall, len(prog.runs), design.input_bits)
-    return job, meta, {"img_0_0": program_image(prog, tensors)}
-
-
-def spread_keys(kt: np.ndarray, seqs: int, keys: int, cols: int) -> np.ndarray:
-    """``K^T`` (``D x seqs keys``) as the program stores it: sequence ``b``'s keys from column ``b kc``
-    of ``cols`` (``kc = (cols - keys) / (seqs - 1)``: ``perf_model.compiler.dram_graph.key_columns``),
-    zeros between."""
-    if seqs == 1:
-        return kt
-    kc = (cols - keys) // (seqs - 1)
-    out = np.zeros((kt.shape[0], cols), kt.dtype)
-    for b in range(seqs):
-        out[:, b * kc:b * kc + keys] = kt[:, b * keys:(b + 1) * keys]
-    return out
-
-
-def tensor_span(t: dict[str, Any], final: dict[str, np.ndarray], first: str) -> tuple[Any, np.ndarray]:
-    """The DRAM span from tensor ``first`` to the end of the last tensor of ``final`` (the tensors a
-    block's program writes, which ``perf_model.compiler.dram_graph.assemble`` places one after
-    another) as one layout of 4 KiB rows, and its expected bytes as int8 values ``(1, rows, 4096)``:
-    every tensor's final value, zeros between them. The testbench leaves the span out of the image
-    it loads (the program writes it), as any op's output. A mismatch's position is ``(0, page,
-    byte)`` past ``first``'s base."""
-    from perf_model.compiler.program import PAGE, TensorLayout
-
-    lo = t[first].base
-    final = {name: value for name, value in final.items() if t[name].base >= lo}
-    hi = max(t[name].base + t[name].nbytes for name in final)
-    rows = -(-(hi - lo) // PAGE)
-    image = np.zeros(rows * PAGE, np.uint8)
-    for name, value in final.items():
-        raw = pack_tensor(t[name], value)
-        image[t[name].base - lo:t[name].base - lo + len(raw)] = raw
-    span = TensorLayout("layer", lo, rows, PAGE, 1, False, (rows, PAGE))
-    return span, image.view(np.int8).astype(np.int64).reshape(1, rows, PAGE)
+    return block_job(design, prog, tensors, final, "Q", latency, job_type)
 
 
 def encoder_note(design: ArrayConfig, layer: Any) -> str:
     """The note saying what the one program runs and where its activations live."""
     from accel_dse.commands import Opcode
 
-    prog = _program(design, layer)
+    prog = block_program(design, layer)
     tail = ("on chip (MOVE into the ifmap, VECTOR in place)" if any(c.opcode == Opcode.MOVE for c in prog.commands)
             else "through DRAM (the ifmap cannot hold its live activations together)")
     kinds = ", ".join(op.kind for link in layer.links for op in link)
