@@ -16,6 +16,7 @@ import rtl_gen
 import workloads
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
+from tests.simulate.block_testlib import integer_steps
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 DECODE = "llama_decode:kv=12,d=64,heads=2,ffn=96,batch=2"  # two sequences, one new token each after 12 cached
@@ -23,22 +24,10 @@ DECODE = "llama_decode:kv=12,d=64,heads=2,ffn=96,batch=2"  # two sequences, one 
 
 def _block_reference(wl, cache_k, cache_v, seed: int = 0) -> np.ndarray:
     """The block in integers: ``cache_k``/``cache_v`` ``(batch, kv, heads, dh)``."""
-    import jax.numpy as jnp
-
-    from workloads import _int_ops
-
     ops, vec = wl.ops, list(wl.vector_ops)
     b_, kv, heads, dh = cache_k.shape
     d = heads * dh
-
-    def w(i):
-        return np.asarray(workloads.reference(ops[i], seed + i).b).astype(np.int64).reshape(ops[i].k, -1)
-
-    def out(acc, i):
-        return np.asarray(workloads.output_stage(acc, ops[i].requant)).astype(np.int64)
-
-    def run(op, *args):
-        return np.asarray(_int_ops._run(op.kind, dict(op.params), *(jnp.asarray(a, jnp.int8) for a in args)))
+    w, out, run = integer_steps(wl, seed)
 
     x = np.asarray(workloads.reference(ops[0], seed).a).astype(np.int64).reshape(b_, -1, d)
     t = x.shape[1]

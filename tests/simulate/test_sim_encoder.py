@@ -15,6 +15,7 @@ import workloads
 from accel_dse.config import Dataflow
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
+from tests.simulate.block_testlib import integer_steps
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 SPEC = "bert_base:seq=8,d=32,heads=2,ffn=64,batch=2"  # two sequences of 8 tokens, 2 heads of 16
@@ -23,21 +24,9 @@ SPEC = "bert_base:seq=8,d=32,heads=2,ffn=64,batch=2"  # two sequences of 8 token
 def _layer_reference(wl, seed: int = 0, layers: int = 1) -> np.ndarray:
     """The layer (``layers`` times, on one set of weights) in integers, written out op by op with the
     JAX softmax/add/norm/GELU definitions."""
-    import jax.numpy as jnp
-
-    from workloads import _int_ops
-
     ops = wl.ops
     vec = {i: op for i, op in enumerate(wl.vector_ops)}
-
-    def w(i):
-        return np.asarray(workloads.reference(ops[i], seed + i).b).astype(np.int64).reshape(ops[i].k, -1)
-
-    def out(acc, i):
-        return np.asarray(workloads.output_stage(acc, ops[i].requant)).astype(np.int64)
-
-    def run(op, *args):
-        return np.asarray(_int_ops._run(op.kind, dict(op.params), *(jnp.asarray(a, jnp.int8) for a in args)))
+    w, out, run = integer_steps(wl, seed)
 
     seqs = ops[0].m // 8
     x = np.asarray(workloads.reference(ops[0], seed).a).astype(np.int64).reshape(seqs * 8, 32)
