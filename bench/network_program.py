@@ -70,10 +70,9 @@ from accel_dse.config import ArrayConfig, Dataflow  # noqa: E402
 from accel_dse.designs import load_design  # noqa: E402
 from accel_dse.errors import ModelError  # noqa: E402
 from accel_dse.vector_isa import POOL_KINDS  # noqa: E402
+from perf_model.compiler.blocks import compile_block, transformer_block  # noqa: E402
 from perf_model.compiler.conv_network import compile_conv_network, pooled_shape  # noqa: E402
 from perf_model.compiler.conv_workload import after_global_pool, conv_network_spec  # noqa: E402
-from perf_model.compiler.decoder import compile_decoder, decoder_block  # noqa: E402
-from perf_model.compiler.encoder import compile_encoder, encoder_layer  # noqa: E402
 from perf_model.compiler.network import EXTERNAL, compile_network  # noqa: E402
 from perf_model.vector_timing import vector_plan  # noqa: E402
 from workloads.ops import chain_link  # noqa: E402
@@ -97,12 +96,10 @@ CASES = (("edge", "bert_base:seq=64"), ("edge", "llama_decode"), ("tiny", "resne
 def _block_program(config: ArrayConfig, wl: workloads.Workload) -> object | None:
     """The whole workload's program when it is encoder layers or a decoder block the design runs
     as one (``now``'s rules), else ``None``."""
-    for recognise, build in ((encoder_layer, compile_encoder), (decoder_block, compile_decoder)):
-        try:
-            return build(config, recognise(wl))  # type: ignore[arg-type]
-        except ModelError:
-            continue
-    return None
+    try:
+        return compile_block(config, transformer_block(wl))
+    except ModelError:
+        return None
 
 
 def _program_bytes(config: ArrayConfig, commands: tuple) -> int:

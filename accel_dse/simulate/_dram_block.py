@@ -27,10 +27,9 @@ def block_program(design: ArrayConfig, block: Any) -> Any:
     """The one program of ``block`` (an ``EncoderLayer`` or a ``DecoderBlock``) on ``design``, compiled
     once for the few calls of one ``simulate`` (the check, the job and the note), as
     ``_dram_conv_network.network_program``."""
-    from perf_model.compiler.decoder import DecoderBlock, compile_decoder
-    from perf_model.compiler.encoder import compile_encoder
+    from perf_model.compiler.blocks import compile_block
 
-    return compile_decoder(design, block) if isinstance(block, DecoderBlock) else compile_encoder(design, block)
+    return compile_block(design, block)
 
 
 def block_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str], what: str,

@@ -101,6 +101,19 @@ class DecoderBlock:
         """Whether the key and value GEMMs run once a sequence (their new rows follow each sequence's cache)."""
         return self.seqs > 1 and self.kv > 0
 
+    @property
+    def gemm_programs(self) -> int:
+        """GEMM programs of the one program: each GEMM's column groups (:func:`gemm_groups`), the key and
+        value GEMMs once a sequence when :attr:`per_sequence`, the scores and context once a head."""
+        each = [len(g) for g in gemm_groups(self)]
+        seqs = self.seqs if self.per_sequence else 1
+        return each[0] + seqs * (each[1] + each[2]) + self.seqs * self.heads * (each[3] + each[4]) + sum(each[5:])
+
+    @property
+    def vector_op_count(self) -> int:
+        """The workload's vector ops the program runs."""
+        return len(self.named_ops)
+
 
 def decoder_block(workload: Workload) -> DecoderBlock:
     """``workload`` as one decoder block, its matrix ops in :data:`DECODER_ROLES` order.

@@ -91,6 +91,17 @@ class EncoderLayer:
     def d_head(self) -> int:
         return self.d_model // self.heads
 
+    @property
+    def gemm_programs(self) -> int:
+        """GEMM programs of the one program: per layer the three projections, each head's scores and
+        context, the tail's three."""
+        return self.layers * (6 + 2 * self.seqs * self.heads)
+
+    @property
+    def vector_op_count(self) -> int:
+        """The workload's vector ops the program runs (the softmax and the tail's links, per layer)."""
+        return self.layers * (1 + sum(len(link) for link in self.links))
+
 
 def encoder_gemms(tokens: int, d_model: int, heads: int, d_ff: int, requants: Sequence[object],
                   seqs: int = 1) -> tuple[Gemm, ...]:

@@ -60,31 +60,19 @@ def _block_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | 
     from accel_dse.commands import Opcode
     from accel_dse.vector_isa import VECTOR_CODES
     from perf_model import program_timing
-    from perf_model.compiler.decoder import compile_decoder, decoder_block, gemm_groups
-    from perf_model.compiler.encoder import compile_encoder, encoder_layer
+    from perf_model.compiler.blocks import compile_block, transformer_block
 
     try:
-        layer = encoder_layer(workload)
-        build: Any = lambda: compile_encoder(config, layer)  # noqa: E731
-        gemms = layer.layers * (6 + 2 * layer.seqs * layer.heads)
-        vector_ops = layer.layers * (1 + sum(len(link) for link in layer.links))
+        block = transformer_block(workload)
     except ModelError:
-        try:
-            block = decoder_block(workload)
-        except ModelError:
-            return None
-        build = lambda: compile_decoder(config, block)  # noqa: E731
-        each = [len(g) for g in gemm_groups(block)]
-        seqs = block.seqs if block.per_sequence else 1
-        gemms = each[0] + seqs * (each[1] + each[2]) + block.seqs * block.heads * (each[3] + each[4]) + sum(each[5:])
-        vector_ops = len(block.named_ops)
+        return None
     try:
-        prog = build()
+        prog = compile_block(config, block)
     except ModelError as exc:
         return {"reason": str(exc)}
     timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))
     transposes = sum(1 for c in prog.commands if c.opcode == Opcode.VECTOR and c["vkind"] == VECTOR_CODES["transpose"])
-    return {"gemms": gemms, "vector_ops": vector_ops, "transposes": transposes,
+    return {"gemms": block.gemm_programs, "vector_ops": block.vector_op_count, "transposes": transposes,
             "queue_loads": len(prog.chunks), "links_on_chip": any(c.opcode == Opcode.MOVE for c in prog.commands),
             "total_cycles": timing.total, "compute_cycles": timing.compute, "vector_cycles": timing.vector,
             "stall_cycles": timing.stall}
