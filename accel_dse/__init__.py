@@ -5,8 +5,8 @@ Kept light on purpose: importing ``accel_dse`` loads neither JAX, Amaranth nor O
 
 from __future__ import annotations
 
-from accel_dse.config import ArrayConfig, Dataflow
-from accel_dse.errors import AccelDseError, ConfigError
+from spec.config import ArrayConfig, Dataflow
+from spec.errors import AccelDseError, ConfigError
 
 __all__ = ["ArrayConfig", "Dataflow", "AccelDseError", "ConfigError", "__version__"]
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
-from accel_dse.errors import AccelDseError, ConfigError, ExportError, StorageError
 from accel_dse.storage_failure import storage_cause
+from spec.config import ArrayConfig
+from spec.errors import AccelDseError, ConfigError, ExportError, StorageError
 
 __all__ = ["ObjectiveInfo", "StudyView", "load_study", "trial_config", "trial_table", "VERIFY_ATTR_PREFIX",
            "pick_choices"]

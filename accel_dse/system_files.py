@@ -29,10 +29,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from accel_dse.config import ArrayConfig
 from accel_dse.designs import design_from_document, load_design, parse_toml, read_toml
-from accel_dse.errors import ConfigError
-from accel_dse.system_config import Split, SystemConfig
+from spec.config import ArrayConfig
+from spec.errors import ConfigError
+from spec.system_config import Split, SystemConfig
 
 __all__ = ["load_system", "system_preset_names", "parse_system_toml", "system_from_document", "llm_job_from_table",
            "LLM_KEYS"]
@@ -106,7 +106,7 @@ def load_system(spec: str | Path) -> tuple[SystemConfig, Split | None]:
 def llm_job_from_table(table: object, *, where: str = "[llm]") -> Any:
     """The ``LlmJob`` of an ``[llm]`` table (``model``, ``mode``, ``batch``, ``seq``, ``gen``,
     ``fused_attention``); errors are one-line ``ConfigError`` naming the key."""
-    from accel_dse.errors import WorkloadError
+    from spec.errors import WorkloadError
     from workloads.llm_ops import LlmJob, parse_llm_spec
 
     if not isinstance(table, dict):

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
 from perf_model import ECP5_FIT, DesignArrays, FmaxFit, FpgaFit, fpga_fmax_arrays, fpga_resources
+from spec.config import ArrayConfig
 
 RECORD = Path(__file__).with_name("fpga_measured.json")
 RESOURCES = ("luts", "ffs", "dsps", "brams")

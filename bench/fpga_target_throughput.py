@@ -28,8 +28,8 @@ from model_throughput import grid_columns  # noqa: E402
 
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from accel_dse.config import FIELD_NAMES, ArrayConfig  # noqa: E402
 from accel_dse.search import FpgaTarget, ModelEvaluator  # noqa: E402
+from spec.config import FIELD_NAMES, ArrayConfig  # noqa: E402
 
 _CODES = ("ws", "os", "is")
 

@@ -33,9 +33,9 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from accel_dse.errors import AccelDseError
 from accel_dse.search import open_storage, parse_storage
 from accel_dse.search.study.owner import MAX_RETRY
+from spec.errors import AccelDseError
 
 
 def _load(url: str) -> optuna.Study | None:

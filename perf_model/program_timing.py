@@ -2,7 +2,7 @@
 
 Cycle ``c`` lies between edges ``E_{c-1}`` and ``E_c``; the program is started at ``E0``. The
 fetch is a DMA load of the program (``len`` words of ``32 / W`` beats, or ``ceil(len * 32 / W)``
-words of one beat on a bus wider than a command: ``accel_dse.commands.fetch_beats``) issued at ``E1``, taking
+words of one beat on a bus wider than a command: ``spec.isa.fetch_beats``) issued at ``E1``, taking
 ``f`` cycles (:mod:`perf_model.dma_timing`); the first command is decoded in cycle ``f + 4``.
 A command decoded in cycle ``c`` is issued at ``E_c`` if in cycle ``c`` its unit (the DMA for
 LOAD/STORE/MOVE, the array for RUN, the vector unit for VECTOR) and the units its wait bits name
@@ -28,12 +28,12 @@ import dataclasses
 from collections.abc import Sequence
 from fractions import Fraction
 
-from accel_dse import commands as cmd_encoding
-from accel_dse.commands import COMMAND_BYTES, Command, Opcode
-from accel_dse.config import ArrayConfig
 from perf_model import dma_timing, timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
+from spec import isa as cmd_encoding
+from spec.config import ArrayConfig
+from spec.isa import COMMAND_BYTES, Command, Opcode
 
 __all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
            "transfer_word_beats", "dram_rate", "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES",
@@ -115,7 +115,7 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
 def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) -> int:
     """Beats one buffer word of the ``LOAD`` or ``STORE`` ``cmd`` takes in DRAM: its buffer's word
     (a requantising STORE of the ofmap: the requantised word), narrowed by its ``lanes``
-    (``accel_dse.commands.transfer_beats``); ``beats`` is :func:`word_beats`.
+    (``spec.isa.transfer_beats``); ``beats`` is :func:`word_beats`.
 
     Raises:
         ValueError: ``lanes`` the RTL refuses (``ERROR_DRAM``): above the word's, or not whole beats.
@@ -135,14 +135,14 @@ def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) ->
 
 
 def axi_data_bytes(config: ArrayConfig) -> int:
-    """The AXI data width of ``config``'s memory interface, bytes (``accel_dse.commands``)."""
+    """The AXI data width of ``config``'s memory interface, bytes (``spec.isa``)."""
     return cmd_encoding.axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
                                        config.dataflow.value == "is", bool(config.packed_kinds))
 
 
 def word_beats(config: ArrayConfig) -> dict[str, int]:
-    """AXI beats per buffer word in DRAM, by kind (``accel_dse.commands.dram_word_bytes``), and each
-    kind's lanes as ``KIND_lanes`` (``accel_dse.commands.dram_word_lanes``)."""
+    """AXI beats per buffer word in DRAM, by kind (``spec.isa.dram_word_bytes``), and each
+    kind's lanes as ``KIND_lanes`` (``spec.isa.dram_word_lanes``)."""
     W = axi_data_bytes(config)
     IS = config.dataflow.value == "is"
     words = cmd_encoding.dram_word_bytes(config.rows, config.cols, IS, config.input_bits, config.acc_bits,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from accel_dse.errors import WorkloadError
+from spec.errors import WorkloadError
 
 __all__ = ["MAX_MLIR_DEPTH", "MAX_MLIR_BYTES", "check_mlir_text"]
 

@@ -31,9 +31,9 @@ from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from accel_dse import __version__
-from accel_dse.errors import AccelDseError
 from accel_dse.storage_failure import storage_failure_text
-from accel_dse.text import shown
+from spec.errors import AccelDseError
+from spec.text import shown
 
 __all__ = ["main", "build_parser", "COMMANDS", "error_kind"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from accel_dse.text import INT_RULE, parse_int, shown
+from spec.text import INT_RULE, parse_int, shown
 
 __all__ = ["ascii_int"]
 

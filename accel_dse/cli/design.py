@@ -6,7 +6,7 @@ import argparse
 
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.designs import load_design, load_preset, preset_names
-from accel_dse.errors import ConfigError
+from spec.errors import ConfigError
 
 __all__ = ["register"]
 

@@ -7,7 +7,7 @@ import shlex
 import sys
 
 from accel_dse.cli._output import emit, emit_json
-from accel_dse.errors import ExportError
+from spec.errors import ExportError
 
 __all__ = ["register"]
 

@@ -17,14 +17,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from accel_dse.config import ArrayConfig
-from accel_dse.errors import ExportError
 from accel_dse.export._fpga import fpga_document, fpga_script
 from accel_dse.export._manifest import build_manifest, sha256
 from accel_dse.export._readme import readme_text
 from accel_dse.export._soc import soc_files
 from accel_dse.export._synth import synth_document
 from accel_dse.output_dir import atomic_dir, check_out_dir, json_text
+from spec.config import ArrayConfig
+from spec.errors import ExportError
 
 __all__ = ["ExportResult", "export_design", "DEFAULT_WORKLOAD", "STANDALONE_FILES"]
 

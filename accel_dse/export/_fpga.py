@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from accel_dse.config import ArrayConfig
+from spec.config import ArrayConfig
 
 __all__ = ["fpga_document", "fpga_figures", "fpga_line", "fpga_script", "overflow_text", "resolve_fpga"]
 

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from accel_dse.commands import FIELDS, WINDOW_FIELDS
-from accel_dse.config import ArrayConfig, Dataflow
+from spec.config import ArrayConfig, Dataflow
+from spec.isa import FIELDS, WINDOW_FIELDS
 
 __all__ = [
     "FORMAT",

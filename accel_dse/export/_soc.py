@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
+from spec.config import ArrayConfig
 
 __all__ = ["soc_files", "commands_markdown", "SOC_STANDALONE_FILES"]
 
@@ -28,10 +28,10 @@ SOC_STANDALONE_FILES = ("tb_axi.py",)
 
 
 def commands_markdown() -> str:
-    """``commands.md``: the command encoding, from :mod:`accel_dse.commands` (its docstring and fields)."""
-    from accel_dse import commands
+    """``commands.md``: the command encoding, from :mod:`spec.isa` (its docstring and fields)."""
+    from spec import isa as commands
 
-    lines = ["# Command format", "", "Generated from `accel_dse.commands`.", "", "```text",
+    lines = ["# Command format", "", "Generated from `spec.isa`.", "", "```text",
              (commands.__doc__ or "").strip(), "```", "", "| field | lsb | width |", "|---|---|---|"]
     lines += [f"| `{name}` | {lsb} | {width} |" for name, (lsb, width) in commands.FIELDS.items()]
     lines += ["", "| opcode | value |", "|---|---|"]
@@ -90,11 +90,11 @@ def _cases(config: ArrayConfig, seed: int) -> list[dict[str, Any]]:
 def _conv_case(config: ArrayConfig, seed: int) -> dict[str, Any] | None:
     """A requantised 3x3 conv from its NHWC activations, windows built on chip (``simulate``'s conv
     program and image), or ``None`` on a design that builds no windows or cannot hold it."""
-    from accel_dse.errors import AccelDseError
     from accel_dse.simulate._dram_conv import conv_instances
     from accel_dse.simulate._dram_driver import DRAM_LATENCY
     from accel_dse.simulate._dram_program import layout_dict
     from perf_model.compiler.conv import conv_served
+    from spec.errors import AccelDseError
     from workloads.ops import Conv2d, Requant
 
     if conv_served(config) or not config.weight_fmt.is_int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Any
 
-from accel_dse.config import ArrayConfig
+from spec.config import ArrayConfig
 
 __all__ = ["synth_document"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from accel_dse.errors import AccelDseError
-from accel_dse.number_formats import format_tag
 from accel_dse.study_view import StudyView, trial_config, trial_table
+from spec.errors import AccelDseError
+from spec.number_formats import format_tag
 
 __all__ = ["build_report", "sampler_of", "per_op_breakdown", "roofline", "TOP_ROWS"]
 

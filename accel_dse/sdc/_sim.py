@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig, Dataflow
-from accel_dse.errors import SimulationError
 from accel_dse.sdc.places import FaultSpec
 from accel_dse.simulate._layout import pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
 from perf_model import timing
+from spec.config import ArrayConfig, Dataflow
+from spec.errors import SimulationError
 
 __all__ = ["Trial", "Outcome", "simulate_trials", "TESTBENCH"]
 

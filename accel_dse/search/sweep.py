@@ -29,7 +29,6 @@ import optuna
 from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 
-from accel_dse.errors import AccelDseError, SearchError
 from accel_dse.search.samplers.registry import check_sampler, make_sampler, takes_constraints
 from accel_dse.search.scoring.grid import GridResult, add_grid_trials, grid_search
 from accel_dse.search.scoring.objective import Evaluator, SweepObjective, TrialFailed
@@ -42,6 +41,7 @@ from accel_dse.search.study.progress import Progress
 from accel_dse.search.study.storage import StorageSpec, check_location, open_storage, parse_storage
 from accel_dse.search.study.study import budget_used, check_study_name, open_study
 from accel_dse.search.study.summary import summary_dict
+from spec.errors import AccelDseError, SearchError
 
 __all__ = ["SweepConfig", "SweepResult", "run_sweep", "validate_sweep", "max_jobs", "MAX_SEED", "MAX_HEARTBEAT_S"]
 

@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from accel_dse.errors import SimulationError
 from accel_dse.simulate._cache_bound import budget_bytes, mark_used, prune, tree_bytes
 from accel_dse.simulate._process import ProcessOutcome, run_in_group
 from accel_dse.simulate._tools import Simulator
+from spec.errors import SimulationError
 
 __all__ = ["Build", "build_design", "build_hooks", "default_work_dir", "ports_of"]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
 from accel_dse.simulate._dram_image import pack_tensor, program_image
 from accel_dse.simulate._dram_program import layout_dict
+from spec.config import ArrayConfig
 
 __all__ = ["block_program", "block_for", "block_job", "spread_keys", "tensor_span"]
 
@@ -36,8 +36,8 @@ def block_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str], what
               recognise: Callable[[Any], Any]) -> Any:
     """The workload as ``what`` (``recognise``: e.g. ``encoder_layer``) run from one program on
     ``design``, or ``None`` (with the reason in ``notes`` when it is one the design cannot run so)."""
-    from accel_dse.config import Dataflow
-    from accel_dse.errors import ModelError
+    from spec.config import Dataflow
+    from spec.errors import ModelError
 
     if not design.vector_unit or not wl.vector_ops or design.dataflow is not Dataflow.WS:
         return None

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
-from accel_dse.errors import ModelError, SimulationError
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
 from accel_dse.simulate._runs import operand_bits
+from spec.config import ArrayConfig
+from spec.errors import ModelError, SimulationError
 
 __all__ = ["on_chip_conv", "conv_instances"]
 

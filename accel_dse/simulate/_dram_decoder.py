@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
 from accel_dse.simulate._dram_block import block_for, block_job, block_program, spread_keys
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, qparam_fields
+from spec.config import ArrayConfig
 
 __all__ = ["decoder_for", "decoder_job", "decoder_note"]
 
@@ -97,8 +97,8 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
 
 
 def _rope_table(block: Any, lanes: int) -> np.ndarray:
-    """The RoPE table: a row a new token's position ``kv + i`` (``accel_dse.vector_isa.rope_table_row``)."""
-    from accel_dse.vector_isa import rope_table_row
+    """The RoPE table: a row a new token's position ``kv + i`` (``spec.vector_isa.rope_table_row``)."""
+    from spec.vector_isa import rope_table_row
     from workloads import _int_ops
 
     op = block.vector["rope_q"]

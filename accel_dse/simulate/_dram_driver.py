@@ -23,8 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
-from accel_dse.errors import ModelError, SimulationError
 from accel_dse.simulate._dram_conv import conv_instances, on_chip_conv
 from accel_dse.simulate._dram_image import (
     pack_qparam_lanes,
@@ -53,6 +51,8 @@ from accel_dse.simulate._runs import (
     unfinished,
 )
 from accel_dse.simulate._sampled_check import SAMPLED_NOTE
+from spec.config import ArrayConfig
+from spec.errors import ModelError, SimulationError
 
 __all__ = ["DramJob", "prepare_dram", "check_dram", "run_dram", "DRAM_LATENCY", "DRAM_TESTBENCH_MODULE",
            "dram_words"]
@@ -313,7 +313,7 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
         base = dataclasses.replace(base, sdc_count=int(raw.sdc_count.sum()), sdc_pc=pcs[-1] if pcs else 0)
     codes = [int(c) for c in raw.error_code if c]
     if codes:
-        from accel_dse.commands import ERROR_NAMES
+        from spec.isa import ERROR_NAMES
 
         return dataclasses.replace(base, reason=f"the accelerator stopped with error {codes[0]} "
                                    f"({ERROR_NAMES.get(codes[0], '?')}) at command {int(raw.error_pc[0])}")

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
 from accel_dse.simulate._dram_block import block_for, block_job, block_program, spread_keys
 from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, qparam_fields
+from spec.config import ArrayConfig
 
 __all__ = ["encoder_for", "encoder_job", "encoder_note"]
 
@@ -110,7 +110,7 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
 
 def encoder_note(design: ArrayConfig, layer: Any) -> str:
     """The note saying what the one program runs and where its activations live."""
-    from accel_dse.commands import Opcode
+    from spec.isa import Opcode
 
     prog = block_program(design, layer)
     tail = ("on chip (MOVE into the ifmap, VECTOR in place)" if any(c.opcode == Opcode.MOVE for c in prog.commands)

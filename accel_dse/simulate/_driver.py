@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from accel_dse.config import ArrayConfig
-from accel_dse.errors import SimulationError
 from accel_dse.simulate._build import default_work_dir
 from accel_dse.simulate._cache_bound import budget_bytes
 from accel_dse.simulate._report import SimulationReport
 from accel_dse.simulate._tools import find_simulator
+from spec.config import ArrayConfig
+from spec.errors import SimulationError
 
 __all__ = ["simulate", "DEFAULT_TIMEOUT_S"]
 

@@ -21,8 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig, Dataflow
-from accel_dse.errors import SimulationError
 from accel_dse.simulate._build import build_design, hier_blocks_for
 from accel_dse.simulate._dram_image import qparam_fields
 from accel_dse.simulate._layout import ofmap_words, pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
@@ -47,6 +45,8 @@ from accel_dse.simulate._runs import (
     report,
     unfinished,
 )
+from spec.config import ArrayConfig, Dataflow
+from spec.errors import SimulationError
 
 __all__ = ["run_host_port"]
 
@@ -248,7 +248,7 @@ def _watchdog_cycles(run_cycles: int) -> int:
 
 def _port(design: ArrayConfig) -> dict[str, Any]:
     import rtl_gen
-    from accel_dse.commands import WINDOW_FIELDS
+    from spec.isa import WINDOW_FIELDS
 
     names = {name: name for name in ("clk", "rst", "m", "k", "n", "accumulate", "start", "done", "cycles", "x_base",
                                      "y_base", "o_base", "host_overlap", "a_stride", "move_we", "move_addr",

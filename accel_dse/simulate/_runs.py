@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from accel_dse.config import ArrayConfig, Dataflow
-from accel_dse.errors import SimulationError
 from accel_dse.simulate._cache_bound import try_lock
 from accel_dse.simulate._process import ProcessOutcome
 from accel_dse.simulate._report import OpResult, SimulationReport
 from perf_model.compiler.program import output_major
+from spec.config import ArrayConfig, Dataflow
+from spec.errors import SimulationError
 
 __all__ = ["operand_bits", "k_folds", "new_run_dir", "plan_runs", "unfinished", "network", "report", "FIRST_MISMATCHES",
            "KEEP_RUNS", "CLOCK_PERIOD_NS"]

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
-from accel_dse.errors import SimulationError
 from accel_dse.simulate._dram_image import program_image
 from accel_dse.simulate._sampled import ClassRule, SampledPlan, default_rule, plan_sampled, window_layout
+from spec.config import ArrayConfig
+from spec.errors import SimulationError
 
 __all__ = ["SampledJob", "sampled_job", "SAMPLED_NOTE"]
 
@@ -155,7 +155,7 @@ def _merge(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
 def _loaded(design: ArrayConfig, program: Any, plan: SampledPlan) -> list[tuple[int, int]]:
     """DRAM bytes the LOADs of the windows and their prologues read (only these need writing to DRAM)."""
     import perf_model
-    from accel_dse.commands import Opcode
+    from spec.isa import Opcode
 
     beats = perf_model.word_beats(design)
     out = []

@@ -25,10 +25,10 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
-from accel_dse.commands import WINDOW_FIELDS
-from accel_dse.config import ArrayConfig
 from accel_dse.simulate._layout import pack_ifmap, unpack_output
 from accel_dse.simulate._program import RUN_FIELDS, OpRaw, Program, read_program, write_op_result
+from spec.config import ArrayConfig
+from spec.isa import WINDOW_FIELDS
 
 PROGRAM_ENV = "ACCEL_DSE_SIM_PROGRAM"
 

@@ -25,7 +25,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from accel_dse.errors import SimulationError
+from spec.errors import SimulationError
 
 __all__ = ["SIMULATORS", "Simulator", "find_simulator"]
 

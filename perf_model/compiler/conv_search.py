@@ -14,7 +14,6 @@ from collections import Counter
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
 from perf_model import timing
 from perf_model.compiler.conv_geometry import (
     ConvTiling,
@@ -27,6 +26,7 @@ from perf_model.compiler.conv_geometry import (
     conv_served,
     weight_tiles_held,
 )
+from spec.config import ArrayConfig
 from workloads.ops import Conv2d
 
 __all__ = ["conv_tiling", "conv_estimate"]

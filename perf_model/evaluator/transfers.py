@@ -4,7 +4,7 @@ The sweep's vectorised form of :mod:`perf_model.dma_timing` and :mod:`perf_model
 (the walk the RTL's counters equal). Per design-op element:
 
 * the AXI data width ``W`` (:func:`axi_data_bytes`, the vectorised
-  ``accel_dse.commands.axi_data_bytes``) and the beats of one buffer word in DRAM per operand;
+  ``spec.isa.axi_data_bytes``) and the beats of one buffer word in DRAM per operand;
 * the DRAM the sweep assumes: latency :data:`LATENCY` (``program_timing.DEFAULT_DRAM_LATENCY``)
   and one beat every ``beat`` cycles, ``beat = W / min(W, bandwidth)`` where ``bandwidth`` is the
   design's sustained bytes per cycle (``perf_model._memory_parts``). ``beat = 1``: the design asks for
@@ -33,10 +33,10 @@ bursts by the RTL; this form does not see that (the bound is in ``docs/memory_sy
 
 A ``MOVE`` (on-chip reuse: the output tile goes to the ifmap instead of DRAM, ``perf_model.compiler.chain``)
 takes the place of a STORE of the same words: ``n + 1 = rows * words + 7 + 1``
-(``accel_dse.commands.move_cycles``: a word a cycle through the output stage, no DRAM).
+(``spec.isa.move_cycles``: a word a cycle through the output stage, no DRAM).
 
 A queue-load of ``c`` commands is fetched as one row of ``ceil(c * 32 / W)`` beats
-(``accel_dse.commands.fetch_beats``: a bus wider than a command reads whole beats):
+(``spec.isa.fetch_beats``: a bus wider than a command reads whole beats):
 ``L + 2 + ceil(c * 32 / W)`` cycles (bursts of at least 128 beats: always bandwidth-bound;
 queue-loads before the last hold ``QUEUE_DEPTH`` commands, whole beats, so the program's fetch
 beats are ``ceil(commands * 32 / W)``), then
@@ -49,7 +49,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accel_dse.commands import (
+from perf_model.evaluator.problem import FREE_OPERAND
+from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
+from spec.isa import (
     COMMAND_BYTES,
     MAX_AXI_DATA_BYTES,
     QPARAM_LANE_BYTES,
@@ -57,15 +59,13 @@ from accel_dse.commands import (
     move_cycles,
     store_read_latency,
 )
-from perf_model.evaluator.problem import FREE_OPERAND
-from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
 
 __all__ = ["Memory", "memory_arrays", "axi_data_bytes", "LATENCY", "STORE_READ_LATENCY"]
 
 #: DRAM latency the sweep assumes (cycles): the simulator's DRAM model's.
 LATENCY = DEFAULT_DRAM_LATENCY
 #: Buffer read latency of the store path (cycles): raw accumulators, and through the output stage
-#: (``accel_dse.commands.store_read_latency``, which the RTL's DMA and the walk read too).
+#: (``spec.isa.store_read_latency``, which the RTL's DMA and the walk read too).
 STORE_READ_LATENCY = (store_read_latency(False), store_read_latency(True))
 #: Cycles a program costs per queue-load besides fetching its commands: the fetch's start and
 #: latency (``L + 2``) and the decode of the first command.
@@ -78,7 +78,7 @@ _MOVE_FIXED = float(move_cycles(1, 1) - 1 + 1)
 def axi_data_bytes(rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
                    dram_bytes_per_cycle: np.ndarray, input_stationary: np.ndarray | bool = False,
                    packed: np.ndarray | bool = False) -> np.ndarray:
-    """AXI data width, bytes (vectorised ``accel_dse.commands.axi_data_bytes``; ``packed``: the
+    """AXI data width, bytes (vectorised ``spec.isa.axi_data_bytes``; ``packed``: the
     design packs int4 words)."""
     bw = np.asarray(dram_bytes_per_cycle, dtype=np.float64)
     want = np.exp2(np.ceil(np.log2(np.clip(bw, 1.0, MAX_AXI_DATA_BYTES)))).astype(np.int64)

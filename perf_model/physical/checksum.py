@@ -50,7 +50,7 @@ __all__ = ["CHECKSUMS", "CHECK_LATENCY", "CHECKSUM_DATAFLOW_CODES", "weight_bits
            "output_check_um2", "checksum_pj_per_mac", "output_check_pj", "builds", "BUILD_REASON", "sdc_coverage",
            "DATAPATH_PLACES", "QDATA_LATENCY"]
 
-#: ``checksum`` codes: the index in ``accel_dse.config.CHECKSUMS``.
+#: ``checksum`` codes: the index in ``spec.config.CHECKSUMS``.
 CHECKSUMS = ("none", "detect")
 #: Cycles after a run's ``done`` edge until its last comparison is in (``rtl_gen.core.checksum``).
 CHECK_LATENCY = 1

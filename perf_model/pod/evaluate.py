@@ -41,8 +41,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from accel_dse.config import MEMORY_KINDS, ArrayConfig
-from accel_dse.system_config import Split, SystemConfig
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.evaluator.one_design import evaluate
 from perf_model.physical.energy import DEFAULT_ENERGY
@@ -50,6 +48,8 @@ from perf_model.pod import collectives as coll
 from perf_model.pod.memory import chip_memory, stage_params
 from perf_model.pod.steps import Pass, passes
 from perf_model.pod.topology import Segment, merge_axes, place, system_axes
+from spec.config import MEMORY_KINDS, ArrayConfig
+from spec.system_config import Split, SystemConfig
 from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
 

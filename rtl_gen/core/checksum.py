@@ -52,9 +52,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from accel_dse.config import CHECKSUM_DATAFLOWS, Dataflow
-from accel_dse.errors import ConfigError
 from rtl_gen.core.pe import PE
+from spec.config import CHECKSUM_DATAFLOWS, Dataflow
+from spec.errors import ConfigError
 
 __all__ = ["ChecksumUnit", "CHECK_LATENCY", "COUNT_BITS", "checksum_weight_bits", "check_dataflow"]
 

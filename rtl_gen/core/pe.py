@@ -8,10 +8,10 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from accel_dse.config import INPUT_BITS, ArrayConfig, Dataflow
-from accel_dse.errors import ConfigError
-from accel_dse.number_formats import NumberFormat
 from rtl_gen.core.float32 import FLOAT_OPERANDS, float_product, fp32_add
+from spec.config import INPUT_BITS, ArrayConfig, Dataflow
+from spec.errors import ConfigError
+from spec.number_formats import NumberFormat
 
 __all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "FP32_FORMATS", "product_bits", "pe_format",
            "pe_cell_format", "lane_bits"]

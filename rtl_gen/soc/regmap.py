@@ -20,7 +20,7 @@ import enum
 import re
 from collections.abc import Iterator
 
-from accel_dse.errors import RtlError
+from spec.errors import RtlError
 
 __all__ = [
     "ACCESS",

@@ -32,8 +32,8 @@ __all__ = ["cached_text", "entry_path", "generator_fingerprint"]
 CACHE_VERSION = 1
 
 #: Modules outside ``rtl_gen`` whose source the generated Verilog depends on (the layering's leaves).
-_LEAF_MODULES = ("accel_dse.config", "accel_dse.errors", "accel_dse.number_formats", "accel_dse.commands",
-                 "accel_dse.vector_isa")
+_LEAF_MODULES = ("spec.config", "spec.errors", "spec.number_formats", "spec.isa",
+                 "spec.vector_isa")
 
 _HEADER = re.compile(r"// accel-dse verilog cache v(\d+) sha256=([0-9a-f]{64}) chars=(\d+)\n")
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accel_dse.config import FIELD_NAMES, ArrayConfig, Dataflow
-from accel_dse.errors import AccelDseError, ConfigError
+from spec.config import FIELD_NAMES, ArrayConfig, Dataflow
+from spec.errors import AccelDseError, ConfigError
 
 
 def test_defaults_and_derived_figures():

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from accel_dse.config import ArrayConfig, Dataflow
 from accel_dse.designs import load_design, preset_names
+from spec.config import ArrayConfig, Dataflow
 from tests.cli_testlib import one_line_error
 
 GOOD = """\

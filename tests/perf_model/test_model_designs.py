@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import perf_model
-from accel_dse.config import ArrayConfig
-from accel_dse.errors import ModelError
+from spec.config import ArrayConfig
+from spec.errors import ModelError
 
 
 def test_from_configs_round_trips():

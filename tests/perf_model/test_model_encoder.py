@@ -11,11 +11,11 @@ import pytest
 
 import perf_model
 import workloads
-from accel_dse.commands import Opcode
-from accel_dse.config import Dataflow
 from accel_dse.designs import load_design
-from accel_dse.errors import ModelError
 from perf_model.compiler.encoder import GEMM_ROLES, compile_encoder, encoder_layer
+from spec.config import Dataflow
+from spec.errors import ModelError
+from spec.isa import Opcode
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 SMALL = "bert_base:seq=8,d=32,heads=2,ffn=64,batch=2"

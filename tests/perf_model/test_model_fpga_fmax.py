@@ -12,9 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
-from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
-from accel_dse.errors import ModelError
 from perf_model import (
     ECP5_FMAX_FIT,
     DesignArrays,
@@ -26,6 +24,8 @@ from perf_model import (
     fpga_resource_arrays,
     fpga_resources,
 )
+from spec.config import ArrayConfig
+from spec.errors import ModelError
 
 _BASE = {"input_bits": 8, "acc_bits": 32, "clock_mhz": 100.0}
 

@@ -10,9 +10,9 @@ import dataclasses
 
 import pytest
 
-from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
 from perf_model import bank_ebrs, fpga_resources, pe_resources
+from spec.config import ArrayConfig
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import perf_model
-from accel_dse.config import ArrayConfig
-from accel_dse.errors import AccelDseError, ModelError
+from spec.config import ArrayConfig
+from spec.errors import AccelDseError, ModelError
 from workloads.ops import Gemm, Workload
 
 # 256 columns of 32-bit accumulators: one ofmap word is 1 KiB, so a 1 KiB ofmap buffer holds 1

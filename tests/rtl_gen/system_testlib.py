@@ -12,8 +12,6 @@ import numpy as np
 from amaranth.sim import Simulator
 from axil_testlib import AxilMaster
 
-from accel_dse.commands import Command
-from accel_dse.config import ArrayConfig
 from accel_dse.simulate._dram_image import (
     pack_qparam_lanes,
     pack_tensor,
@@ -26,6 +24,8 @@ from perf_model.program_timing import ProgramTiming, gemm_program_cycles, progra
 from rtl_gen.core.pe import Fault
 from rtl_gen.soc.regmap import CONTROL_REGMAP
 from rtl_gen.soc.sim_system import SimSystem
+from spec.config import ArrayConfig
+from spec.isa import Command
 from workloads.ops import Gemm, Requant
 
 REG = {reg.name: reg.offset for reg in CONTROL_REGMAP}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import perf_model
-from accel_dse.config import ArrayConfig
+from spec.config import ArrayConfig
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:

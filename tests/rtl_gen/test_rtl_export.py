@@ -13,9 +13,7 @@ import numpy as np
 import pytest
 from rtl_testlib import iverilog_testbench, lanes_of, ofmap_words, wrap
 
-from accel_dse.config import ArrayConfig
 from accel_dse.designs import load_preset
-from accel_dse.errors import ConfigError, ExportError
 from accel_dse.simulate import find_simulator
 from perf_model import timing
 from rtl_gen import (
@@ -28,6 +26,8 @@ from rtl_gen import (
     top_name,
     write_verilog,
 )
+from spec.config import ArrayConfig
+from spec.errors import ConfigError, ExportError
 
 MODULE = re.compile(r"^module\s+(\S+?)\s*\(", re.MULTILINE)
 

@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 from system_testlib import int8_operands, jax_int8_matmul, result, run_soc, small
 
-from accel_dse.commands import (
+from perf_model import plan_tiles, program_timing
+from perf_model.program_timing import axi_data_bytes, dram_rate
+from spec.config import ArrayConfig
+from spec.isa import (
     ERROR_AXI,
     ERROR_BUFFER,
     ERROR_DRAM,
@@ -26,9 +29,6 @@ from accel_dse.commands import (
     Command,
     Opcode,
 )
-from accel_dse.config import ArrayConfig
-from perf_model import plan_tiles, program_timing
-from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads import Requant, output_stage
 from workloads.ops import Gemm
 

@@ -13,12 +13,12 @@ import dataclasses
 import numpy as np
 from system_testlib import run_image
 
-from accel_dse.commands import ERROR_VECTOR, Buffer, Command, Opcode, axi_data_bytes
-from accel_dse.config import Dataflow
 from accel_dse.designs import load_design
 from accel_dse.simulate._dram_image import pack_tensor, program_image, unpack_tensor
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout
 from perf_model.compiler.vector import ifmap_words, transpose_commands
+from spec.config import Dataflow
+from spec.isa import ERROR_VECTOR, Buffer, Command, Opcode, axi_data_bytes
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 LANES = TINY.vector_lanes

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from accel_dse.config import FIELD_NAMES, ArrayConfig
-from accel_dse.errors import ConfigError
 from accel_dse.search import load_space
 from accel_dse.search.scoring.evaluator import ModelEvaluator
+from spec.config import FIELD_NAMES, ArrayConfig
+from spec.errors import ConfigError
 from workloads import Gemm, Workload, resolve
 from workloads.accuracy import workload_sqnr_db
 

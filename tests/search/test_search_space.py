@@ -9,10 +9,10 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from search_testlib import SMALL_SPACE, make_space
 
-from accel_dse.config import FIELD_NAMES, ArrayConfig
-from accel_dse.errors import ConfigError
 from accel_dse.search import OBJECTIVES, load_space, parse_space, space_names
 from accel_dse.search.space.metrics import parse_constraint
+from spec.config import FIELD_NAMES, ArrayConfig
+from spec.errors import ConfigError
 
 
 def test_param_kinds_and_distributions(small_space):
@@ -192,8 +192,8 @@ def test_objective_table_and_constraints():
 def test_evaluator_marks_format_pairs_it_cannot_build():
     import numpy as np
 
-    from accel_dse.config import FIELD_NAMES, ArrayConfig
     from accel_dse.search.scoring.evaluator import ModelEvaluator
+    from spec.config import FIELD_NAMES, ArrayConfig
     from workloads import resolve
 
     base = ArrayConfig(rows=4, cols=4).to_dict()

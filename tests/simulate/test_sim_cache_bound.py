@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from accel_dse.errors import SimulationError
 from accel_dse.simulate import _cache_bound, build_design, find_simulator
+from spec.errors import SimulationError
 
 COUNTER = (Path(__file__).resolve().parent / "toy" / "counter.v").read_text()
 

@@ -14,9 +14,9 @@ import pytest
 
 import workloads
 from accel_dse.designs import load_design
-from accel_dse.errors import SimulationError
 from accel_dse.simulate import simulate
 from accel_dse.simulate._host_driver import _prepare
+from spec.errors import SimulationError
 from workloads import Gemm, Requant, Workload
 
 TINY = load_design("tiny")

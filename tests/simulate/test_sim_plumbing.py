@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from accel_dse.errors import SimulationError
 from accel_dse.simulate import _tools, build_design, find_simulator, ports_of, run_testbench
+from spec.errors import SimulationError
 
 TOY_DIR = Path(__file__).resolve().parent / "toy"
 COUNTER = (TOY_DIR / "counter.v").read_text()

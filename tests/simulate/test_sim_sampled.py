@@ -16,12 +16,12 @@ import pytest
 import perf_model
 import rtl_gen
 import workloads
-from accel_dse.commands import Command, Opcode
 from accel_dse.designs import load_design
-from accel_dse.errors import SimulationError
 from accel_dse.simulate import simulate
 from accel_dse.simulate._dram_driver import DRAM_LATENCY
 from accel_dse.simulate._sampled import output_tiles, plan_sampled, signature
+from spec.errors import SimulationError
+from spec.isa import Command, Opcode
 from workloads.ops import Conv2d
 
 TINY = load_design("tiny")  # 4x4 WS, double buffered, 4 KiB operand buffers

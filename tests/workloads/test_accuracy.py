@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from accel_dse.errors import WorkloadError
+from spec.errors import WorkloadError
 from workloads import Gemm, Workload
 from workloads import accuracy as acc
 from workloads.formats import sqnr_db

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import workloads
-from accel_dse.errors import WorkloadError
+from spec.errors import WorkloadError
 from workloads import builtin_model, builtin_names, resolve, trace
 
 

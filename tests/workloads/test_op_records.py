@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from accel_dse.errors import WorkloadError
+from spec.errors import WorkloadError
 from workloads import Conv2d, Gemm, Workload
 
 

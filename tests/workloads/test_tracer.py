@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import pytest
 from jax import lax
 
-from accel_dse.errors import WorkloadError
+from spec.errors import WorkloadError
 from workloads import Conv2d, Gemm, trace
 
 S = jax.ShapeDtypeStruct

@@ -12,7 +12,7 @@ import pytest
 import perf_model
 import workloads
 from accel_dse.designs import load_design
-from accel_dse.errors import WorkloadError
+from spec.errors import WorkloadError
 from workloads.ops import VectorOp, Workload
 
 

@@ -40,14 +40,14 @@ from typing import Any, Protocol
 import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from accel_dse.config import ArrayConfig
-from accel_dse.errors import AccelDseError, ConfigError, SearchError
 from accel_dse.search.scoring.evaluator import Evaluation
 from accel_dse.search.space.design_space import DesignSpace, Param
 from accel_dse.search.space.trial_values import coerce_finite, flat_design, flat_metrics, relative_excess
 from accel_dse.search.study.interrupt import interrupt_requested, interruptible
 from accel_dse.search.study.owner import worker_identity
 from accel_dse.search.study.writes import write_attrs, write_params
+from spec.config import ArrayConfig
+from spec.errors import AccelDseError, ConfigError, SearchError
 
 __all__ = ["Evaluator", "SweepObjective", "TrialFailed", "suggest"]
 

@@ -22,9 +22,9 @@ from optuna.distributions import (
     IntDistribution,
 )
 
-from accel_dse.config import FIELD_NAMES, ArrayConfig, Dataflow
-from accel_dse.errors import ConfigError
 from accel_dse.search.space.metrics import Constraint, Objective
+from spec.config import FIELD_NAMES, ArrayConfig, Dataflow
+from spec.errors import ConfigError
 
 __all__ = ["Param", "WorkloadSpec", "FpgaTarget", "PodTarget", "DesignSpace", "SYSTEM_PREFIX", "SPLIT_PREFIX"]
 

@@ -35,11 +35,11 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from accel_dse.config import ArrayConfig
-from accel_dse.errors import ConfigError
 from accel_dse.search.space.design_space import SPLIT_PREFIX, SYSTEM_PREFIX, Param, PodTarget
 from accel_dse.search.space.metrics import SYSTEM_METRIC_UNITS, Constraint, Objective
-from accel_dse.system_config import SYSTEM_FIELDS, Split, SystemConfig
+from spec.config import ArrayConfig
+from spec.errors import ConfigError
+from spec.system_config import SYSTEM_FIELDS, Split, SystemConfig
 
 __all__ = ["parse_pod_tables", "check_pod_metrics", "SYSTEM_AXES", "SPLIT_AXES", "build_system", "build_split"]
 

@@ -21,10 +21,10 @@ import optuna
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from accel_dse.errors import SearchError
 from accel_dse.search.space.design_space import DesignSpace
 from accel_dse.search.study.dashboard import name_metrics
 from accel_dse.search.study.writes import rdb_backend
+from spec.errors import SearchError
 
 __all__ = [
     "check_study_name",
