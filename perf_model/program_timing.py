@@ -33,20 +33,17 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
 from spec import isa as cmd_encoding
 from spec.config import ArrayConfig
-from spec.isa import COMMAND_BYTES, Command, Opcode
+from spec.isa import COMMAND_BYTES, OUTSTANDING, Command, Opcode
+from spec.isa import DRAM_LATENCY as DEFAULT_DRAM_LATENCY  # the DRAM model latency unless one is named
 
 __all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
            "transfer_word_beats", "dram_rate", "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES",
            "OUTSTANDING"]
 
-#: DRAM model latency used unless a test or a user names another (cycles).
-DEFAULT_DRAM_LATENCY = 20
 #: Cycles from the end of the fetch to the first decode.
 FETCH_DECODE_CYCLES = 3
 #: Cycles from one issue to the next decode.
 ISSUE_CYCLES = 2
-#: Bursts each DMA engine keeps in flight (``rtl_gen.soc.system.OUTSTANDING``; a test holds them equal).
-OUTSTANDING = 8
 
 
 @dataclasses.dataclass(frozen=True)

@@ -88,6 +88,8 @@ from typing import Any
 
 import numpy as np
 
+from spec.config import DATAFLOW_CODES, Dataflow
+
 __all__ = [
     "FOLD_OVERHEAD",
     "RUN_OVERHEAD",
@@ -95,7 +97,7 @@ __all__ = [
     "fold_terms",
     "DATAFLOW_CODES",
     "dataflow_code",
-    "mapped_dims",
+    "array_dims",
     "folds",
     "fold_cycles",
     "run_cycles",
@@ -110,8 +112,6 @@ FOLD_OVERHEAD = 2
 #: Extra cycles per run: the controller's SETUP cycle (set by the RTL).
 RUN_OVERHEAD = 1
 
-#: Integer codes of the dataflows for vectorised evaluation.
-DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 
 
 def dataflow_code(dataflow: Any) -> int:
@@ -123,14 +123,14 @@ def _ceil_div(a: Any, b: Any) -> Any:
     return -(-np.asarray(a, dtype=np.int64) // np.asarray(b, dtype=np.int64))
 
 
-def mapped_dims(df: Any, m: Any, k: Any, n: Any) -> tuple[Any, Any, Any]:
-    """``(Dr, Dc, Ds)`` for dataflow code(s) ``df`` and GEMM dims (see module docstring)."""
+def array_dims(df: Any, m: Any, k: Any, n: Any) -> tuple[Any, Any, Any]:
+    """``(Ds, Dr, Dc)`` (int64) for dataflow code(s) ``df`` and GEMM dims: :attr:`Dataflow.mapped_dims`
+    of each code, vectorised (see module docstring)."""
     df = np.asarray(df)
-    m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
-    dr = np.where(df == 1, m, k)
-    dc = np.where(df == 2, m, n)
-    ds = np.select([df == 0, df == 1], [m, k], n)
-    return dr, dc, ds
+    dims = dict(zip("mkn", (np.asarray(x, dtype=np.int64) for x in (m, k, n)), strict=True))
+    flows = list(Dataflow)
+    return tuple(np.select([df == flow.code for flow in flows], [dims[flow.mapped_dims[i]] for flow in flows])
+                 for i in range(3))  # type: ignore[return-value]
 
 
 def folds(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any) -> Any:
@@ -165,7 +165,7 @@ def fold_terms(df: Any, ds: Any, rows: Any, cols: Any, shadow: Any) -> tuple[Any
 
 def _run_terms(df: Any, rows: Any, cols: Any, m: Any, k: Any, n: Any, shadow: Any) -> tuple[Any, Any, Any]:
     """``(folds, fold_cycles, run_tail)`` of a run, int64."""
-    dr, dc, ds = mapped_dims(df, m, k, n)
+    ds, dr, dc = array_dims(df, m, k, n)
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     f = np.where(ds == 0, 0, _ceil_div(dr, rows) * _ceil_div(dc, cols))
     fold, tail = fold_terms(df, ds, rows, cols, shadow)

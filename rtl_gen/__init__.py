@@ -22,7 +22,7 @@ from rtl_gen.core.accelerator import __doc__ as PORT_MAP
 from rtl_gen.core.array import Blackbox, PEBlock, PERow, SystolicArray
 from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
 from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
-from rtl_gen.core.controller import A_STRIDE_BITS, Controller, mapped_dims
+from rtl_gen.core.controller import A_STRIDE_BITS, Controller
 from rtl_gen.core.output_stage import OUTPUT_STAGE_LATENCY, QPARAM_CHANNELS, OutputStage, param_bits, param_fields
 from rtl_gen.core.pe import PE, Fault
 from rtl_gen.core.skew import DelayLine, Skew
@@ -81,7 +81,6 @@ __all__ = [
     "BufferGeometry",
     "BufferLayout",
     "buffer_layout",
-    "mapped_dims",
     "top_name",
     "HOST_SEL",
     "QDATA_LATENCY",

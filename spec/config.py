@@ -36,7 +36,8 @@ from spec.number_formats import (
 )
 
 __all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "FORMAT_CODES", "FORMAT_NAMES", "MemoryKind",
-           "MEMORY_KINDS", "MEMORY_NAMES", "NO_MEMORY", "NumberFormat", "CHECKSUMS", "CHECKSUM_DATAFLOWS"]
+           "MEMORY_KINDS", "MEMORY_NAMES", "NO_MEMORY", "NumberFormat", "CHECKSUMS", "CHECKSUM_DATAFLOWS",
+           "DATAFLOW_CODES"]
 
 #: Supported operand widths (signed integers).
 INPUT_BITS = (8, 16)
@@ -46,6 +47,12 @@ INPUT_BITS = (8, 16)
 CHECKSUMS = ("none", "detect")
 #: Dataflows whose RTL builds the ``"detect"`` checksum (OS is refused with a reason).
 CHECKSUM_DATAFLOWS = ("ws", "is")
+#: Integer code of each dataflow (by its value): the RTL's ``CONFIG_DATAFLOW.CODE`` register and the
+#: model's vectorised columns (:attr:`Dataflow.code`).
+DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
+#: The GEMM dims (``"m"``, ``"k"``, ``"n"``) each dataflow maps to ``(Ds, Dr, Dc)``: streamed, array rows,
+#: array columns (:attr:`Dataflow.mapped_dims`).
+_MAPPED_DIMS = {"ws": ("m", "k", "n"), "os": ("k", "m", "n"), "is": ("n", "k", "m")}
 
 _MAX_DIM = 4096
 _MAX_SRAM_KIB = 1 << 20  # 1 GiB per buffer is far beyond any real design
@@ -63,6 +70,18 @@ class Dataflow(enum.StrEnum):
     WS = "ws"
     OS = "os"
     IS = "is"
+
+    @property
+    def code(self) -> int:
+        """The dataflow's integer code (:data:`DATAFLOW_CODES`: ws 0, os 1, is 2)."""
+        return DATAFLOW_CODES[self.value]
+
+    @property
+    def mapped_dims(self) -> tuple[str, str, str]:
+        """``(Ds, Dr, Dc)`` as GEMM dim names: the streamed dim, the one on the array's rows and the one
+        on its columns. WS ``("m", "k", "n")``; OS ``("k", "m", "n")``; IS ``("n", "k", "m")`` (WS on
+        the transposed problem)."""
+        return _MAPPED_DIMS[self.value]
 
     @classmethod
     def parse(cls, value: object) -> Dataflow:

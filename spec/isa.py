@@ -137,6 +137,7 @@ words leave as they are loaded, one cycle after their read, like raw ofmap words
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 __all__ = [
     "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
@@ -146,7 +147,7 @@ __all__ = [
     "SIGNED_WINDOW_FIELDS", "VECTOR_FIELDS",
     "axi_data_bytes", "dram_word_bytes", "OUTPUT_STAGE_LATENCY",
     "store_read_latency", "STORE_FIFO_WORDS", "move_cycles", "MAX_AXI_DATA_BYTES", "queue_entry_commands",
-    "fetch_beats",
+    "fetch_beats", "OUTSTANDING", "DRAM_LATENCY", "CHECK_LATENCY",
 ]
 
 #: Bytes per command.
@@ -161,6 +162,14 @@ QUEUE_DEPTH = 512
 #: Register stages of the output stage (``rtl_gen.core.output_stage``): a requantised word leaves
 #: it this many cycles after its ofmap word enters. The timing contract of both the RTL and the model.
 OUTPUT_STAGE_LATENCY = 6
+#: Bursts each DMA engine keeps in flight (``rtl_gen.soc.system``'s default; the model's recurrences).
+OUTSTANDING = 8
+#: Read latency of the DRAM model, cycles: what ``simulate`` builds into the SoC's DRAM model and what
+#: the model assumes by default (``perf_model.program_timing.DEFAULT_DRAM_LATENCY``).
+DRAM_LATENCY = 20
+#: Clock edges after the edge that raises a run's ``done`` until the checksum's ``mismatch`` holds its
+#: last word's comparison (``rtl_gen.core.checksum``; the model's ``perf_model.physical.checksum``).
+CHECK_LATENCY = 1
 
 # Error codes of the ERROR_CODE register.
 ERROR_NONE, ERROR_OPCODE, ERROR_BUFFER, ERROR_DRAM, ERROR_AXI, ERROR_QUEUE, ERROR_WINDOW = range(7)
@@ -307,8 +316,8 @@ def dram_lane_bytes(buffer: int, input_bits: int, acc_bits: int, *, requant: boo
     return QPARAM_LANE_BYTES
 
 
-def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: float,
-                   input_stationary: bool = False, packed: bool = False) -> int:
+def axi_data_bytes(rows: Any, cols: Any, input_bits: Any, dram_bytes_per_cycle: Any,
+                   input_stationary: Any = False, packed: Any = False) -> Any:
     """AXI data width in bytes of a design: what ``dram_bytes_per_cycle`` asks, as a bus.
 
     The smallest power of two at least ``dram_bytes_per_cycle``, but no wider than
@@ -318,16 +327,19 @@ def axi_data_bytes(rows: int, cols: int, input_bits: int, dram_bytes_per_cycle: 
     the output stage's parameters is one 16-byte lane, so the bus is at most 16 bytes there.
     ``packed`` (a design with packed int4 words): a row or column of inputs is half as many
     bytes.
+
+    One definition for one design (Python ints and bools: an ``int``) and for many (integer numpy
+    arrays, ``dram_bytes_per_cycle`` float, the flags bool: an int64 array): only arithmetic and
+    comparisons that mean the same on both.
     """
-    want = 1
-    while want < dram_bytes_per_cycle and want < MAX_AXI_DATA_BYTES:
-        want *= 2
+    want: Any = 1
+    for _ in range(MAX_AXI_DATA_BYTES.bit_length() - 1):
+        want = want * (1 + (want < dram_bytes_per_cycle))  # doubles while narrower than asked
     for lanes in (rows, cols):
-        size = lanes * (input_bits // 8) // (2 if packed else 1)
-        want = min(want, size & -size)
-    if input_stationary:
-        want = min(want, QPARAM_LANE_BYTES)
-    return want
+        size = lanes * (input_bits // 8) // (1 + packed)
+        power = size & -size
+        want = want + (power - want) * (power < want)
+    return want + (QPARAM_LANE_BYTES - want) * ((QPARAM_LANE_BYTES < want) & input_stationary)
 
 
 def queue_entry_commands(data_bytes: int) -> int:

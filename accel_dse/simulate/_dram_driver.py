@@ -53,12 +53,11 @@ from accel_dse.simulate._runs import (
 from accel_dse.simulate._sampled_check import SAMPLED_NOTE
 from spec.config import ArrayConfig
 from spec.errors import ModelError, SimulationError
+from spec.isa import DRAM_LATENCY
 
 __all__ = ["DramJob", "prepare_dram", "check_dram", "run_dram", "DRAM_LATENCY", "DRAM_TESTBENCH_MODULE",
            "dram_words"]
 
-#: Latency of the simulated DRAM (cycles from an AR or last W beat to its answer).
-DRAM_LATENCY = 20
 DRAM_TESTBENCH_MODULE = "accel_dse.simulate._dram_testbench"
 
 

@@ -107,7 +107,7 @@ def fast_cycles_ok() -> bool:
     m, k, n = (rng.integers(1, 300, size) for _ in range(3))
     shadow = rng.random(size) < 0.5
     expected = timing.run_cycles(df, rows, cols, m, k, n, shadow)
-    dr, dc, ds = (np.asarray(x, dtype=np.float64) for x in timing.mapped_dims(df, m, k, n))
+    ds, dr, dc = (np.asarray(x, dtype=np.float64) for x in timing.array_dims(df, m, k, n))
     got = _fast_run_cycles(df, rows.astype(np.float64), cols.astype(np.float64), shadow, dr, dc, ds)
     return bool(np.array_equal(expected, got.astype(np.int64)))
 

@@ -3,8 +3,8 @@
 The sweep's vectorised form of :mod:`perf_model.dma_timing` and :mod:`perf_model.program_timing`
 (the walk the RTL's counters equal). Per design-op element:
 
-* the AXI data width ``W`` (:func:`axi_data_bytes`, the vectorised
-  ``spec.isa.axi_data_bytes``) and the beats of one buffer word in DRAM per operand;
+* the AXI data width ``W`` (``spec.isa.axi_data_bytes``, one definition for one design and for
+  arrays of them) and the beats of one buffer word in DRAM per operand;
 * the DRAM the sweep assumes: latency :data:`LATENCY` (``program_timing.DEFAULT_DRAM_LATENCY``)
   and one beat every ``beat`` cycles, ``beat = W / min(W, bandwidth)`` where ``bandwidth`` is the
   design's sustained bytes per cycle (``perf_model._memory_parts``). ``beat = 1``: the design asks for
@@ -53,9 +53,8 @@ from perf_model.evaluator.problem import FREE_OPERAND
 from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
 from spec.isa import (
     COMMAND_BYTES,
-    MAX_AXI_DATA_BYTES,
-    QPARAM_LANE_BYTES,
     QUEUE_DEPTH,
+    axi_data_bytes,
     move_cycles,
     store_read_latency,
 )
@@ -73,20 +72,6 @@ _CHUNK_CYCLES = LATENCY + 2 + FETCH_DECODE_CYCLES + 1
 _LANE_BYTES_RAW = (4, 8)  # raw accumulator lanes in DRAM: acc_bits <= 32, else
 #: ``n + 1`` of a MOVE less its words (``move_cycles(1, 1) - 1`` is the output stage's latency).
 _MOVE_FIXED = float(move_cycles(1, 1) - 1 + 1)
-
-
-def axi_data_bytes(rows: np.ndarray, cols: np.ndarray, input_bits: np.ndarray,
-                   dram_bytes_per_cycle: np.ndarray, input_stationary: np.ndarray | bool = False,
-                   packed: np.ndarray | bool = False) -> np.ndarray:
-    """AXI data width, bytes (vectorised ``spec.isa.axi_data_bytes``; ``packed``: the
-    design packs int4 words)."""
-    bw = np.asarray(dram_bytes_per_cycle, dtype=np.float64)
-    want = np.exp2(np.ceil(np.log2(np.clip(bw, 1.0, MAX_AXI_DATA_BYTES)))).astype(np.int64)
-    ib = np.asarray(input_bits, dtype=np.int64) // 8
-    for lanes in (rows, cols):
-        size = np.asarray(lanes, dtype=np.int64) * ib // np.where(packed, 2, 1)
-        want = np.minimum(want, size & -size)
-    return np.where(input_stationary, np.minimum(want, QPARAM_LANE_BYTES), want)
 
 
 @dataclass

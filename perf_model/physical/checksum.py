@@ -45,6 +45,8 @@ from perf_model.physical import output_check_fit as check_fit
 from perf_model.physical import sdc_coverage_table as table
 from perf_model.physical.energy import EnergyTable, _power_law
 from perf_model.physical.output_stage import lane_um2, output_stage_pj, qparam_read_pj
+from spec.config import CHECKSUM_DATAFLOWS, DATAFLOW_CODES
+from spec.isa import CHECK_LATENCY
 
 __all__ = ["CHECKSUMS", "CHECK_LATENCY", "CHECKSUM_DATAFLOW_CODES", "weight_bits", "checksum_um2", "array_edge_um2",
            "output_check_um2", "checksum_pj_per_mac", "output_check_pj", "builds", "BUILD_REASON", "sdc_coverage",
@@ -52,14 +54,12 @@ __all__ = ["CHECKSUMS", "CHECK_LATENCY", "CHECKSUM_DATAFLOW_CODES", "weight_bits
 
 #: ``checksum`` codes: the index in ``spec.config.CHECKSUMS``.
 CHECKSUMS = ("none", "detect")
-#: Cycles after a run's ``done`` edge until its last comparison is in (``rtl_gen.core.checksum``).
-CHECK_LATENCY = 1
-#: Dataflow codes (``perf_model.timing.DATAFLOW_CODES``) whose RTL builds the checksum: WS, IS.
-CHECKSUM_DATAFLOW_CODES = (0, 2)
+#: Dataflow codes (``spec.config.DATAFLOW_CODES``) whose RTL builds the checksum: WS, IS.
+CHECKSUM_DATAFLOW_CODES = tuple(DATAFLOW_CODES[name] for name in CHECKSUM_DATAFLOWS)
 #: Why an OS design with a checksum is infeasible.
 BUILD_REASON = ("checksum 'detect' is built for dataflows ws, is, not os (an OS array drains its sums "
                 "down the columns; its check is not built)")
-_FLOW_NAMES = {0: "ws", 1: "os", 2: "is"}
+_FLOW_NAMES = {code: name for name, code in DATAFLOW_CODES.items()}
 #: The campaign places ``sdc_coverage`` counts.
 DATAPATH_PLACES = ("pe_operand", "pe_weight", "pe_psum", "output_stage")
 #: Cycles from a read's address to its requantised word (``rtl_gen.QDATA_LATENCY``): the check's delay line.

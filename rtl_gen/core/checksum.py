@@ -55,11 +55,10 @@ from amaranth.utils import ceil_log2
 from rtl_gen.core.pe import PE
 from spec.config import CHECKSUM_DATAFLOWS, Dataflow
 from spec.errors import ConfigError
+from spec.isa import CHECK_LATENCY
 
 __all__ = ["ChecksumUnit", "CHECK_LATENCY", "COUNT_BITS", "checksum_weight_bits", "check_dataflow"]
 
-#: Clock edges after the edge that raises a run's ``done`` until ``mismatch`` holds its last word's comparison.
-CHECK_LATENCY = 1
 #: Width of the mismatch counter (saturating).
 COUNT_BITS = 16
 

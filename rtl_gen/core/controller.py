@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
@@ -15,24 +15,11 @@ from rtl_gen.core.skew import DelayLine
 from spec.config import Dataflow
 from spec.isa import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS
 
-__all__ = ["Controller", "mapped_dims", "A_STRIDE_BITS"]
+__all__ = ["Controller", "A_STRIDE_BITS"]
 
 #: Width of a run's ``a_stride`` (the RUN command's field).
 A_STRIDE_BITS = FIELDS["a_stride"][1]
 
-T = TypeVar("T")
-
-
-def mapped_dims(dataflow: Dataflow, m: T, k: T, n: T) -> tuple[T, T, T]:
-    """``(Ds, Dr, Dc)``: the streamed, array-rows and array-columns dimensions of a GEMM.
-
-    WS: ``(M, K, N)``; OS: ``(K, M, N)``; IS: ``(N, K, M)`` (WS on the transposed problem).
-    """
-    if dataflow is Dataflow.OS:
-        return k, m, n
-    if dataflow is Dataflow.IS:
-        return n, k, m
-    return m, k, n
 
 
 class Controller(wiring.Component):
@@ -40,7 +27,7 @@ class Controller(wiring.Component):
 
     Names: ``x`` is the buffer feeding the array's left edge (``rows`` lanes: ifmap for WS and
     OS, weight for IS), ``y`` the one feeding its top edge (``cols`` lanes), ``o`` the ofmap.
-    With ``(Ds, Dr, Dc)`` from :func:`mapped_dims`, the run is folded over row-folds
+    With ``(Ds, Dr, Dc)`` from :attr:`Dataflow.mapped_dims`, the run is folded over row-folds
     ``rf < ceil(Dr/R)`` (inner loop) and column-folds ``cf < ceil(Dc/C)`` (outer loop). Word
     addresses (``r`` a row of the fold, ``s < Ds`` a streamed index)::
 
@@ -296,7 +283,8 @@ class Controller(wiring.Component):
 
         is_flow = Const(int(self.dataflow is Dataflow.IS))  # A is y (the stationary operand), else x
         first_phase = "STREAM" if os_flow else "LOAD"
-        ds_port, dr_port, dc_port = mapped_dims(self.dataflow, self.m, self.k, self.n)
+        ports = {"m": self.m, "k": self.k, "n": self.n}
+        ds_port, dr_port, dc_port = (ports[name] for name in self.dataflow.mapped_dims)
         with m.FSM(init="IDLE"):
             with m.State("IDLE"):
                 # Known values while idle: four-state simulators start registers that only

@@ -11,7 +11,8 @@ from amaranth.lib.wiring import In, Out
 from rtl_gen.core.float32 import FLOAT_OPERANDS, float_product, fp32_add
 from spec.config import INPUT_BITS, ArrayConfig, Dataflow
 from spec.errors import ConfigError
-from spec.number_formats import NumberFormat
+from spec.number_formats import NumberFormat, parse_format
+from spec.number_formats import product_bits as format_product_bits
 
 __all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "FP32_FORMATS", "product_bits", "pe_format",
            "pe_cell_format", "lane_bits"]
@@ -27,7 +28,8 @@ __all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "FP32_FORMA
 PE_FORMATS = ("int", "int4", "fp8_e4m3", "bf16", "fp8_e5m2")
 #: The formats that accumulate in float32 (the PE's, the ofmap's and the output stage's float32 path).
 FP32_FORMATS = tuple(FLOAT_OPERANDS)
-_FP8 = {"fp8_e4m3": (4, 3)}  # exponent bits, mantissa bits
+#: The float formats whose product is exact fixed point (their fields: ``spec.number_formats``).
+_FIXED_POINT = tuple(n for n in PE_FORMATS if n not in ("int", "int4") and parse_format(n).accumulator == "fixed")
 
 
 def pe_format(weight: NumberFormat, act: NumberFormat) -> str:
@@ -57,16 +59,12 @@ def lane_bits(number_format: str) -> int:
 
 
 def product_bits(number_format: str, input_bits: int) -> int:
-    """Bits of one signed product: ``2 * input_bits`` for integers, 37 for E4M3 (36-bit magnitude),
-    32 for a float32 product (bf16, E5M2)."""
+    """Bits of one signed product: ``2 * input_bits`` for the integer datapath, else
+    ``spec.number_formats.product_bits`` of the format (int4 8, E4M3 37: a 36-bit magnitude, a float32
+    product 32: bf16, E5M2)."""
     if number_format == "int":
         return 2 * input_bits
-    if number_format == "int4":
-        return 8
-    if number_format in FP32_FORMATS:
-        return 32
-    e_bits, m_bits = _FP8[number_format]
-    return 2 * (m_bits + 1) + 2 * ((1 << e_bits) - 2) + 1
+    return format_product_bits(parse_format(number_format))
 
 
 def _fp8_integer(code: Value, e_bits: int, m_bits: int) -> tuple[Value, Value, Value]:
@@ -89,7 +87,8 @@ def _product(m: Module, number_format: str, a: Value, b: Value, width: int) -> V
         return a[:4].as_signed() * b
     if number_format in FP32_FORMATS:
         return float_product(m, a, b, number_format)
-    e_bits, m_bits = _FP8[number_format]
+    fmt = parse_format(number_format)
+    e_bits, m_bits = fmt.exponent_bits, fmt.mantissa_bits
     sa, ma, ea = _fp8_integer(a, e_bits, m_bits)
     sb, mb, eb = _fp8_integer(b, e_bits, m_bits)
     magnitude = ((ma * mb) << (ea + eb))[:width - 1]
@@ -230,7 +229,7 @@ class PE(wiring.Component):
                               f"(float32), not {input_bits} and {acc_bits}")
         if number_format == "int4" and input_bits != 8:
             raise ConfigError(f"an int4 PE needs input_bits 8 (int4 values in 8-bit lanes), not {input_bits}")
-        if number_format in _FP8 and (input_bits != 8 or acc_bits < product_bits(number_format, 8)):
+        if number_format in _FIXED_POINT and (input_bits != 8 or acc_bits < product_bits(number_format, 8)):
             raise ConfigError(f"a {number_format} PE needs input_bits 8 and acc_bits >= "
                               f"{product_bits(number_format, 8)}, not {input_bits} and {acc_bits}")
         self.number_format = number_format

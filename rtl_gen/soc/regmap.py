@@ -20,6 +20,7 @@ import enum
 import re
 from collections.abc import Iterator
 
+from spec.config import DATAFLOW_CODES  # CONFIG_DATAFLOW.CODE of each dataflow
 from spec.errors import RtlError
 
 __all__ = [
@@ -219,8 +220,6 @@ _ERROR_DOCS = {
 CSR_MAGIC = 0xACCE1D5E
 #: ``VERSION.VERSION``: the register map's version.
 CSR_VERSION = 1
-#: ``CONFIG_DATAFLOW.CODE`` of each dataflow (the ``Dataflow`` values).
-DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 
 
 def _word(name: str, doc: str, value: int | None = None) -> tuple[Field, ...]:

@@ -43,12 +43,10 @@ from rtl_gen.soc.move import MOVE_FIELDS, MoveEngine
 from rtl_gen.soc.sequencer import Sequencer
 from spec import isa as commands
 from spec.config import ArrayConfig, Dataflow
-from spec.isa import QUEUE_DEPTH, WINDOW_FIELDS, Buffer, axi_data_bytes, dram_lane_bytes
+from spec.isa import OUTSTANDING, QUEUE_DEPTH, WINDOW_FIELDS, Buffer, axi_data_bytes, dram_lane_bytes
 
 __all__ = ["AxiAccelerator", "system_name", "dram_word_bytes", "memory_system_units", "OUTSTANDING"]
 
-#: Bursts each DMA engine keeps in flight.
-OUTSTANDING = 8
 #: The store engine's buffer read latency, raw and through the output stage (its timing contract).
 STORE_LATENCIES = (commands.store_read_latency(False), commands.store_read_latency(True))
 

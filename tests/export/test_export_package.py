@@ -144,7 +144,7 @@ def test_the_documented_cycle_formulas_equal_run_cycles(dataflow, shadow):
     code = timing.DATAFLOW_CODES[dataflow]
     for rows, cols, m, k, n in [(16, 8, 40, 4, 20), (4, 4, 9, 13, 7), (8, 8, 8, 8, 8), (2, 3, 1, 1, 1),
                                 (16, 16, 32, 12, 32), (8, 4, 100, 3, 5)]:
-        dr, dc, ds = (int(v) for v in timing.mapped_dims(code, m, k, n))
+        ds, dr, dc = (int(v) for v in timing.array_dims(code, m, k, n))
         folds = -(-dr // rows) * -(-dc // cols)
         key = "plain" if not shadow else ("shadow-os" if dataflow == "os" else "shadow")
         documented = eval(formulas[key], {"max": max}, {"folds": folds, "Ds": ds, "R": rows, "C": cols})  # noqa: S307

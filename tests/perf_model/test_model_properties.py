@@ -189,7 +189,7 @@ def test_feasible_exactly_when_the_smallest_tile_fits():
     for m, k, n_ in shapes:
         got = perf_model.evaluate_designs(designs, [(Gemm(m=m, k=k, n=n_), 1)]).feasible
         df, R, C = designs.dataflow, designs.rows, designs.cols
-        dr, dc, ds = timing.mapped_dims(df, m, k, n_)
+        ds, dr, dc = timing.array_dims(df, m, k, n_)
         tr, tc, ts = np.minimum(dr, R), np.minimum(dc, C), np.minimum(ds, np.maximum(R, C))
         mt = np.select([df == 0, df == 1], [ts, tr], tc)  # WS streams M, OS has M on rows, IS on columns
         kt = np.where(df == 1, ts, tr)

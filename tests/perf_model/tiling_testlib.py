@@ -67,8 +67,8 @@ class Optimum:
 def mapped(config: ArrayConfig, gemm: Gemm) -> tuple[int, tuple[int, int, int]]:
     """``(dataflow code, (D_r, D_c, D_s))``."""
     df = timing.dataflow_code(config.dataflow)
-    dims = timing.mapped_dims(df, gemm.m, gemm.k, gemm.n)
-    return df, (int(dims[0]), int(dims[1]), int(dims[2]))
+    ds, dr, dc = timing.array_dims(df, gemm.m, gemm.k, gemm.n)
+    return df, (int(dr), int(dc), int(ds))
 
 
 def capacities(config: ArrayConfig) -> tuple[int, int, int]:

@@ -32,7 +32,7 @@ import numpy as np
 
 from accel_dse.search.space.design_space import FpgaTarget
 from accel_dse.search.space.metrics import FPGA_METRIC_UNITS, METRIC_NAMES
-from spec.config import FIELD_NAMES, ArrayConfig
+from spec.config import DATAFLOW_CODES, FIELD_NAMES, ArrayConfig
 from spec.errors import ModelError
 from spec.number_formats import pair_input_bits, pair_problem
 
@@ -86,7 +86,6 @@ def _sqnr_column(workload: Any, cols: Mapping[str, np.ndarray], index: np.ndarra
 MAX_METRICS = ("area_mm2", "power_w")
 #: Metrics aggregated by their minimum over the workloads.
 MIN_METRICS = ("sqnr_db",)
-_DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,7 +187,7 @@ class ModelEvaluator:
         n = len(cols["rows"])
         dataflow = cols["dataflow"]
         if dataflow.dtype.kind in ("U", "S", "O"):
-            cols["dataflow"] = np.array([_DATAFLOW_CODES[str(getattr(d, "value", d))] for d in dataflow],
+            cols["dataflow"] = np.array([DATAFLOW_CODES[str(getattr(d, "value", d))] for d in dataflow],
                                         dtype=np.int64)
         cols["input_bits"] = _pair_input_bits(cols)
         valid = cols["acc_bits"].astype(np.int64) >= 2 * cols["input_bits"].astype(np.int64)
