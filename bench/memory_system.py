@@ -34,7 +34,7 @@ if str(REPO) not in sys.path:
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.designs import load_design  # noqa: E402
-from accel_dse.simulate._dram_driver import DRAM_LATENCY  # noqa: E402
+from accel_dse.simulate.dram.driver import DRAM_LATENCY  # noqa: E402
 
 OPS = (("resnet18", "layer1.0.conv1"), ("resnet18", "layer3.0.conv1"), ("bert_base:seq=128", "attention/query"),
        ("bert_base:seq=128", "ffn_in"))

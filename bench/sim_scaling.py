@@ -53,10 +53,10 @@ def main() -> int:
     parser.add_argument("--gemm", default=None, help="M,K,N (default: 4R x 4R x 4C, at least 256 each)")
     parser.add_argument("--hier-min-pes", type=int, default=None,
                         help="build arrays of at least this many PEs with hierarchical row blocks "
-                        "(default: accel_dse.simulate._build.HIER_MIN_PES; 0 always, a huge number never)")
+                        "(default: accel_dse.simulate.runner.build.HIER_MIN_PES; 0 always, a huge number never)")
     parser.add_argument("--hier-blocks", default=None,
                         help="comma-separated module suffixes built as hierarchical blocks (default: "
-                        "accel_dse.simulate._build.HIER_BLOCK_SUFFIXES), e.g. _row or _row,_block")
+                        "accel_dse.simulate.runner.build.HIER_BLOCK_SUFFIXES), e.g. _row or _row,_block")
     parser.add_argument("--work-dir", help="keep builds here (default: a fresh temporary directory)")
     args = parser.parse_args()
     repo = Path(args.repo or Path(__file__).resolve().parent.parent).resolve()
@@ -64,7 +64,8 @@ def main() -> int:
     os.environ["PYTHONPATH"] = str(repo) + os.pathsep + os.environ.get("PYTHONPATH", "")  # build/run children
 
     from accel_dse.designs import load_preset
-    from accel_dse.simulate import _build, simulate
+    from accel_dse.simulate import simulate
+    from accel_dse.simulate.runner import build as _build
 
     if args.hier_min_pes is not None:
         _build.HIER_MIN_PES = args.hier_min_pes

@@ -44,7 +44,7 @@ def main() -> int:
               f"with it ({config.vector_lanes} lanes)")
     if args.build:
         from accel_dse.simulate import find_simulator
-        from accel_dse.simulate._build import build_design
+        from accel_dse.simulate.runner.build import build_design
 
         sim = find_simulator("verilator")
         for vec in (False, True):

@@ -29,10 +29,10 @@ def main() -> int:
     import perf_model
     import workloads
     from accel_dse.report import load_study, trial_config
-    from accel_dse.simulate._dram_conv import conv_instances, on_chip_conv
-    from accel_dse.simulate._dram_driver import DRAM_LATENCY
-    from accel_dse.simulate._driver import _select_ops
-    from accel_dse.simulate._sampled_check import sampled_job
+    from accel_dse.simulate.dram.conv import conv_instances, on_chip_conv
+    from accel_dse.simulate.dram.driver import DRAM_LATENCY
+    from accel_dse.simulate.dram.sampled_check import sampled_job
+    from accel_dse.simulate.driver import _select_ops
 
     view = load_study(args.storage, args.study, read_only=True)
     chosen = [t for layer in view.ranked_layers() for t in layer][:args.top]

@@ -39,6 +39,10 @@ __all__ = [
     "with_example_args",
     "reference",
     "Reference",
+    "chain_link",
+    "channel_start",
+    "int_vector_op",
+    "rope_tables",
 ]
 
 # Public names provided by modules that import JAX, loaded on first attribute access.
@@ -60,6 +64,10 @@ _LAZY = {
     "output_stage": "workloads._requant",
     "derived_requant": "workloads._requant",
     "Reference": "workloads._reference",
+    "chain_link": "workloads._reference",
+    "channel_start": "workloads._reference",
+    "int_vector_op": "workloads._int_ops:_run",  # one integer vector op by kind and parameters
+    "rope_tables": "workloads._int_ops",
 }
 
 
@@ -67,7 +75,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'workloads' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attribute = module.partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
 

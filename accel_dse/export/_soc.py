@@ -3,7 +3,7 @@ command format, and the cases the standalone AXI testbench (``tb_axi.py``) runs.
 
 ``axi_cases.json``: per case the GEMM (two), or a requantised 3x3 conv run from its NHWC
 activations with windows built on chip (``kind: conv``, on a design that builds windows), its DRAM
-image (base64, from the compiler and ``accel_dse.simulate._dram_image``), the queue-loads
+image (base64, from the compiler and ``accel_dse.simulate.dram.image``), the queue-loads
 (``[base, commands]``), where C lies (``TensorLayout`` fields) and the expected C (numpy ``A @ B``,
 or its requantisation; the conv's from ``lax.conv_general_dilated`` and the output stage), plus the
 model's total cycles for the DRAM model of ``simulate`` with that model's latency
@@ -43,9 +43,9 @@ def commands_markdown() -> str:
 
 def _cases(config: ArrayConfig, seed: int) -> list[dict[str, Any]]:
     import perf_model
-    from accel_dse.simulate._dram_driver import DRAM_LATENCY
-    from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image
-    from accel_dse.simulate._dram_program import layout_dict
+    from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image
+    from accel_dse.simulate.dram.job_files import layout_dict
+    from spec.isa import DRAM_LATENCY
     from workloads import Gemm
 
     r, c = config.rows, config.cols
@@ -90,11 +90,11 @@ def _cases(config: ArrayConfig, seed: int) -> list[dict[str, Any]]:
 def _conv_case(config: ArrayConfig, seed: int) -> dict[str, Any] | None:
     """A requantised 3x3 conv from its NHWC activations, windows built on chip (``simulate``'s conv
     program and image), or ``None`` on a design that builds no windows or cannot hold it."""
-    from accel_dse.simulate._dram_conv import conv_instances
-    from accel_dse.simulate._dram_driver import DRAM_LATENCY
-    from accel_dse.simulate._dram_program import layout_dict
+    from accel_dse.simulate.dram.conv import conv_instances
+    from accel_dse.simulate.dram.job_files import layout_dict
     from perf_model.compiler.conv import conv_served
     from spec.errors import AccelDseError
+    from spec.isa import DRAM_LATENCY
     from workloads.ops import Conv2d, Requant
 
     if conv_served(config) or not config.weight_fmt.is_int:

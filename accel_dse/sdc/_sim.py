@@ -1,9 +1,9 @@
 """The campaign's simulator driver: trials on a cocotb + Verilator build of one design.
 
 The design's flat Verilog with its fault targets public (:mod:`accel_dse.sdc._verilog`) is
-built once through the project's build cache (``accel_dse.simulate._build``: keyed by the
+built once through the project's build cache (``accel_dse.simulate.runner.build``: keyed by the
 Verilog's hash, so a second campaign on the same design reuses it), and every trial runs in one
-simulator process (:mod:`accel_dse.sdc._bench`, started by ``accel_dse.simulate._run``).
+simulator process (:mod:`accel_dse.sdc._bench`, started by ``accel_dse.simulate.runner.launch``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from accel_dse.sdc.places import FaultSpec
-from accel_dse.simulate._layout import pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
+from accel_dse.simulate.host.layout import pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
 from perf_model import timing
 from spec.config import ArrayConfig, Dataflow
 from spec.errors import SimulationError
@@ -131,9 +131,9 @@ def simulate_trials(config: ArrayConfig, trials: list[Trial], *, work_dir: Path 
     import rtl_gen
     from accel_dse.sdc._bench import OUTCOMES_ENV, TRIALS_ENV  # cocotb's module: its names, imported here
     from accel_dse.sdc._verilog import campaign_verilog
-    from accel_dse.simulate._build import build_design
-    from accel_dse.simulate._run import run_testbench
-    from accel_dse.simulate._tools import find_simulator
+    from accel_dse.simulate.runner.build import build_design
+    from accel_dse.simulate.runner.launch import run_testbench
+    from accel_dse.simulate.runner.tools import find_simulator
     from rtl_gen.core.checksum import CHECK_LATENCY
 
     if config.dataflow is Dataflow.OS:

@@ -2,7 +2,7 @@
 
 The campaign writes into registers inside the design (a PE's operand, weight and partial-sum
 registers; the output stage's pipeline registers). Verilator keeps only what is public; the
-project's builds make just the top module's ports public (``accel_dse.simulate._build``), so
+project's builds make just the top module's ports public (``accel_dse.simulate.runner.build``), so
 here every named register of the PE modules and of the output stage module is marked
 ``/*verilator public_flat_rw*/`` in the Verilog text itself. That text hashes to its own build
 in the same cache: one build per design and campaign, reused by the next campaign.

@@ -137,7 +137,7 @@ def _qparams(rng: np.random.Generator, channels: int, bits: int) -> list[tuple[i
 def _requantised(acc: np.ndarray, qparams: list[tuple[int, ...]], bits: int) -> np.ndarray:
     """``acc`` (``m x n``) through the JAX output stage, channel ``j`` with ``qparams[j]`` (the
     zero point and clamp bounds of channel 0 for all)."""
-    from workloads._requant import output_stage
+    from workloads import output_stage
     from workloads.ops import Requant
 
     bias, mult, shift, zp, act_min, act_max = zip(*qparams, strict=True)

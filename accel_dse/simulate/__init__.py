@@ -13,13 +13,13 @@ process group with a timeout).
 
 from __future__ import annotations
 
-from accel_dse.simulate._build import Build, build_design, default_work_dir, ports_of
-from accel_dse.simulate._cache_bound import budget_bytes as cache_budget_bytes
-from accel_dse.simulate._driver import DEFAULT_TIMEOUT_S, simulate
-from accel_dse.simulate._process import ProcessOutcome
-from accel_dse.simulate._report import STATUSES, Mismatch, OpResult, SimulationReport
-from accel_dse.simulate._run import run_testbench
-from accel_dse.simulate._tools import SIMULATORS, Simulator, find_simulator
+from accel_dse.simulate.driver import DEFAULT_TIMEOUT_S, simulate
+from accel_dse.simulate.report import STATUSES, Mismatch, OpResult, SimulationReport
+from accel_dse.simulate.runner.build import Build, build_design, default_work_dir, ports_of
+from accel_dse.simulate.runner.cache_bound import budget_bytes as cache_budget_bytes
+from accel_dse.simulate.runner.launch import run_testbench
+from accel_dse.simulate.runner.process import ProcessOutcome
+from accel_dse.simulate.runner.tools import SIMULATORS, Simulator, find_simulator
 
 __all__ = [
     "simulate",

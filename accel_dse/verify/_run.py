@@ -218,7 +218,7 @@ def verify_top(
     running: set[concurrent.futures.Future[VerifyResult]] = set()
     lock = threading.Lock()  # the study's storage and the claims, shared by the design threads
     # The first design this verifier takes builds alone; the others' builds wait for it, then reuse its
-    # compiled modules through ccache (accel_dse.simulate._build.build_hooks). Their Verilog is generated
+    # compiled modules through ccache (accel_dse.simulate.runner.build.build_hooks). Their Verilog is generated
     # meanwhile.
     first_built = threading.Event()
     leader: list[int] = []
@@ -299,7 +299,7 @@ def _ordered(view: Any, claims: Claims | None, claim: int | None, trial: Any, ra
              say: Callable[[str], None], *, record: bool, study_name: str, lock: threading.Lock | None,
              first_built: threading.Event | None, leads: bool, **how: Any) -> VerifyResult:
     from accel_dse.report import trial_config
-    from accel_dse.simulate._build import build_hooks
+    from accel_dse.simulate.runner.build import build_hooks
 
     guard: contextlib.AbstractContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
     config = trial_config(trial, study=f"study {study_name!r}")

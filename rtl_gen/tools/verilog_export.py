@@ -236,7 +236,7 @@ def content_named(text: str, top: str, names: list[str]) -> str:
     own text (under a placeholder name; the modules below it renamed first). Two designs whose rows
     are the same circuit then carry the same row module, word for word, so their simulator builds
     share its compiled objects (ccache; Verilator's hierarchical blocks). The suffix stays, so what
-    selects modules by suffix (``accel_dse.simulate._build``) still finds them.
+    selects modules by suffix (``accel_dse.simulate.runner.build``) still finds them.
     """
     def level(name: str) -> int:
         suffix = name[len(top):]

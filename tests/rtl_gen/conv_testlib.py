@@ -9,7 +9,7 @@ import numpy as np
 from jax import lax
 from system_testlib import SocRun, run_image
 
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
+from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
 from perf_model.compiler.conv import compile_conv, conv_weight_matrix
 from spec.config import ArrayConfig
 from workloads import output_stage

@@ -12,7 +12,7 @@ import numpy as np
 from amaranth.sim import Simulator
 from axil_testlib import AxilMaster
 
-from accel_dse.simulate._dram_image import (
+from accel_dse.simulate.dram.image import (
     pack_qparam_lanes,
     pack_tensor,
     program_image,

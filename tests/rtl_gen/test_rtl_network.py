@@ -17,7 +17,7 @@ from system_testlib import run_image
 
 import workloads
 from accel_dse.designs import load_design
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
+from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
 from perf_model.compiler.network import compile_network
 from spec.errors import ModelError
 from spec.isa import Opcode

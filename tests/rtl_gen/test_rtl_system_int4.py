@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from system_testlib import run_image, small
 
-from accel_dse.simulate._dram_image import pack_qparam_lanes, program_image, qparam_fields
+from accel_dse.simulate.dram.image import pack_qparam_lanes, program_image, qparam_fields
 from perf_model.compiler.program import compile_gemm
 from spec.isa import Opcode
 from workloads import Requant

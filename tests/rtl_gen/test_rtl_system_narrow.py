@@ -14,7 +14,7 @@ import pytest
 from conv_testlib import conv_reference, operands, run_conv
 from system_testlib import int8_operands, jax_int8_matmul, result, run_image, run_soc, small
 
-from accel_dse.simulate._dram_image import pack_tensor, program_image, unpack_tensor
+from accel_dse.simulate.dram.image import pack_tensor, program_image, unpack_tensor
 from perf_model.compiler.conv import compile_conv, conv_weight_matrix
 from spec.isa import ERROR_DRAM, Buffer, Command, Opcode
 from workloads import Requant, output_stage

@@ -36,7 +36,7 @@ def test_the_same_fields_reuse_the_entry_and_changed_fields_get_a_new_one(tmp_pa
 
 def test_a_read_marks_the_entry_used(tmp_path):
     """The simulation work directory's size bound removes the least recently used entries first
-    (accel_dse.simulate._cache_bound): a hit is a use."""
+    (accel_dse.simulate.runner.cache_bound): a hit is a use."""
     make = _Maker()
     cached_text(tmp_path, {"kind": "x"}, make)
     path = entry_path(tmp_path, {"kind": "x"})

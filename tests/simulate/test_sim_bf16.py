@@ -18,7 +18,7 @@ import rtl_gen
 import workloads
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
-from accel_dse.simulate._runs import k_folds, plan_runs
+from accel_dse.simulate.run_plan import k_folds, plan_runs
 from tests.simulate.float_testlib import network_by_hand
 from tests.simulate.test_sim_formats import assert_chain_passes
 

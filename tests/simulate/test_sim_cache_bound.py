@@ -1,4 +1,4 @@
-"""The work directory's caches stay within $ACCEL_DSE_SIM_CACHE_MB (accel_dse/simulate/_cache_bound.py).
+"""The work directory's caches stay within $ACCEL_DSE_SIM_CACHE_MB (accel_dse/simulate/runner/cache_bound.py).
 
 Built on the hand-written counter under Icarus (about a second a build)."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from accel_dse.simulate import _cache_bound, build_design, find_simulator
+from accel_dse.simulate import build_design, find_simulator
+from accel_dse.simulate.runner import cache_bound as _cache_bound
 from spec.errors import SimulationError
 
 COUNTER = (Path(__file__).resolve().parent / "toy" / "counter.v").read_text()

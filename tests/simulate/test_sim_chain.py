@@ -15,7 +15,7 @@ import pytest
 import workloads
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
-from accel_dse.simulate._host_driver import _prepare
+from accel_dse.simulate.host.driver import _prepare
 from spec.errors import SimulationError
 from workloads import Gemm, Requant, Workload
 

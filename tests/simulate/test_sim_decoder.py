@@ -1,4 +1,4 @@
-"""simulate runs a whole LLaMA decoder block from one program (accel_dse.simulate._dram_decoder): the
+"""simulate runs a whole LLaMA decoder block from one program (accel_dse.simulate.dram.decoder): the
 RMSNorms, the projections, RoPE, the keys transposed on chip, the causal attention over a KV cache
 in DRAM, the residual adds and the SwiGLU FFN with no host step between them. The output is
 checked against the integer block written out here with numpy head reshapes and the JAX integer
@@ -48,7 +48,7 @@ def _block_reference(wl, cache_k, cache_v, seed: int = 0) -> np.ndarray:
 
 def test_a_decode_step_over_a_kv_cache_runs_from_one_program_bit_exact(sim_cache, monkeypatch):
     wl = workloads.resolve(DECODE)
-    from accel_dse.simulate import _dram_decoder
+    from accel_dse.simulate.dram import decoder as _dram_decoder
 
     seen = {}
     real = _dram_decoder._references
@@ -90,7 +90,7 @@ def test_a_causal_prefill_runs_from_one_program_and_a_fault_fails_it(sim_cache):
 
 
 def test_a_block_the_design_cannot_hold_runs_op_by_op_and_says_why():
-    from accel_dse.simulate._dram_decoder import decoder_for
+    from accel_dse.simulate.dram.decoder import decoder_for
 
     notes: list[str] = []
     wl = workloads.resolve(DECODE)

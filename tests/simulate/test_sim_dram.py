@@ -97,8 +97,8 @@ def test_the_dram_image_is_written_and_c_read_without_a_clock_per_word(sim_cache
 
 
 def test_a_verilator_build_holds_every_op_of_a_network_so_other_gemms_reuse_it():
-    from accel_dse.simulate._dram_driver import DRAM_MIN_BYTES, dram_words
-    from accel_dse.simulate._dram_program import DramProgram
+    from accel_dse.simulate.dram.driver import DRAM_MIN_BYTES, dram_words
+    from accel_dse.simulate.dram.job_files import DramProgram
 
     def program(nbytes: int) -> DramProgram:
         return DramProgram({"data_bytes": 16}, {"img_0_0": np.zeros(nbytes, np.uint8)})

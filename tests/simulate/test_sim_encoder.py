@@ -1,4 +1,4 @@
-"""simulate runs a whole transformer encoder layer from one program (accel_dse.simulate._dram_encoder):
+"""simulate runs a whole transformer encoder layer from one program (accel_dse.simulate.dram.encoder):
 the projections, every head's scores and context, the softmax, the residual adds, the norms, GELU and
 the FFN with no host step between them, the layer's output bit-exact against the integer reference
 built here from the JAX references (not from the compiler), total cycles equal to the walk."""
@@ -47,7 +47,7 @@ def _layer_reference(wl, seed: int = 0, layers: int = 1) -> np.ndarray:
 def test_an_encoder_layer_runs_from_one_program_bit_exact_in_the_walks_cycles(sim_cache, monkeypatch):
     wl = workloads.resolve(SPEC)
     want = _layer_reference(wl)
-    from accel_dse.simulate import _dram_encoder
+    from accel_dse.simulate.dram import encoder as _dram_encoder
 
     seen = {}
     real = _dram_encoder._references
@@ -83,7 +83,7 @@ def test_two_stacked_layers_run_from_one_program_bit_exact(sim_cache, monkeypatc
     keys are the first layer's output projected and transposed by the vector unit."""
     spec = SPEC.replace("batch=2", "layers=2")
     wl = workloads.resolve(spec)
-    from accel_dse.simulate import _dram_encoder
+    from accel_dse.simulate.dram import encoder as _dram_encoder
 
     seen = {}
     real = _dram_encoder._references
@@ -104,7 +104,7 @@ def test_two_stacked_layers_run_from_one_program_bit_exact(sim_cache, monkeypatc
 
 def test_a_layer_the_design_cannot_hold_runs_op_by_op_and_says_why():
     """A design without the unit, or IS, never tries; a scaled run says why."""
-    from accel_dse.simulate._dram_encoder import encoder_for
+    from accel_dse.simulate.dram.encoder import encoder_for
 
     notes: list[str] = []
     assert encoder_for(dataclasses.replace(TINY, dataflow=Dataflow.IS), workloads.resolve(SPEC), 1.0, notes) is None

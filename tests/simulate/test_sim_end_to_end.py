@@ -156,7 +156,7 @@ def test_fault_injected_design_is_caught(run_cli, sim_cache):
 
 
 def test_a_run_that_never_finishes_fails_its_op_and_the_next_op_still_runs(monkeypatch, sim_cache):
-    from accel_dse.simulate import _host_driver
+    from accel_dse.simulate.host import driver as _host_driver
 
     calls = []
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accel_dse.simulate._eta import duration, expectation, measured_speed, op_poll, record_speed
+from accel_dse.simulate.runner.eta import duration, expectation, measured_speed, op_poll, record_speed
 
 
 def test_the_speed_of_a_run_is_the_next_runs_expectation(tmp_path):

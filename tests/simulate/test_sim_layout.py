@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from accel_dse.simulate._layout import ofmap_words, pack_inputs, unpack_output
+from accel_dse.simulate.host.layout import ofmap_words, pack_inputs, unpack_output
 from spec.config import ArrayConfig
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from accel_dse.simulate import _tools, build_design, find_simulator, ports_of, run_testbench
+from accel_dse.simulate import build_design, find_simulator, ports_of, run_testbench
+from accel_dse.simulate.runner import tools as _tools
 from spec.errors import SimulationError
 
 TOY_DIR = Path(__file__).resolve().parent / "toy"
@@ -88,7 +89,7 @@ def test_icarus_build_is_cached_and_runs(tmp_path):
 
 
 def test_build_hooks_run_before_a_build_not_in_the_cache_and_after_every_request(tmp_path):
-    from accel_dse.simulate._build import build_hooks
+    from accel_dse.simulate.runner.build import build_hooks
 
     sim = find_simulator("icarus")
     calls: list[str] = []

@@ -18,8 +18,8 @@ import rtl_gen
 import workloads
 from accel_dse.designs import load_design
 from accel_dse.simulate import simulate
-from accel_dse.simulate._dram_driver import DRAM_LATENCY
-from accel_dse.simulate._sampled import output_tiles, plan_sampled, signature
+from accel_dse.simulate.dram.driver import DRAM_LATENCY
+from accel_dse.simulate.dram.sampled import output_tiles, plan_sampled, signature
 from spec.errors import SimulationError
 from spec.isa import Command, Opcode
 from workloads.ops import Conv2d
@@ -129,7 +129,7 @@ def test_sampled_needs_full_scale_and_a_known_mode():
 
 
 def test_shared_module_builds_give_the_flat_builds_results(sim_cache, monkeypatch):
-    from accel_dse.simulate import _build
+    from accel_dse.simulate.runner import build as _build
 
     flat = simulate(TINY, SMALL, work_dir=sim_cache)
     monkeypatch.setattr(_build, "SHARED_MODULE_SUFFIXES", ("_row", "_pe"))
@@ -146,7 +146,7 @@ def test_shared_module_builds_give_the_flat_builds_results(sim_cache, monkeypatc
 
 
 def test_hierarchical_row_builds_give_the_flat_builds_results(sim_cache, monkeypatch):
-    from accel_dse.simulate import _build
+    from accel_dse.simulate.runner import build as _build
 
     assert _build.hier_blocks_for(TINY.rows, TINY.cols) == ()  # 16 PEs: flat by default
     flat = simulate(TINY, SMALL, work_dir=sim_cache)
@@ -213,7 +213,7 @@ def test_a_sampled_conv_is_bit_exact_in_the_exhaustive_runs_cycles_and_catches_a
 
 
 def test_a_vector_unit_built_as_a_hierarchical_block_gives_the_flat_builds_results(sim_cache, monkeypatch):
-    from accel_dse.simulate import _build
+    from accel_dse.simulate.runner import build as _build
     from workloads import Gemm, VectorOp, Workload
     from workloads import _int_ops as io
 

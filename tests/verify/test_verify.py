@@ -130,7 +130,7 @@ def test_with_jobs_the_other_designs_build_only_after_the_first(tmp_path, monkey
     import time as clock
 
     import accel_dse.simulate
-    from accel_dse.simulate import _build
+    from accel_dse.simulate.runner import build as _build
     from accel_dse.verify import verify_top
     from spec.errors import SimulationError
 

@@ -7,7 +7,7 @@ word: ``rtl_gen.soc.sim_system.with_file_backdoor``), the control registers are 
 (no Python runs per clock cycle meanwhile), reads the counters and status, clears the
 interrupt and reads C back through the same backdoor. A chained op's A is the previous op's
 requantised C as the design wrote it, laid out anew here. The program comes in
-``ACCEL_DSE_SIM_PROGRAM`` (:mod:`accel_dse.simulate._dram_program`). Like the host-port
+``ACCEL_DSE_SIM_PROGRAM`` (:mod:`accel_dse.simulate.dram.job_files`). Like the host-port
 testbench, every signal is driven just after a falling edge.
 """
 
@@ -24,8 +24,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
-from accel_dse.simulate._dram_image import pack_tensor, unpack_tensor
-from accel_dse.simulate._dram_program import DramResult, layout_of, read_dram_program, write_dram_result
+from accel_dse.simulate.dram.image import pack_tensor, unpack_tensor
+from accel_dse.simulate.dram.job_files import DramResult, layout_of, read_dram_program, write_dram_result
 
 PROGRAM_ENV = "ACCEL_DSE_SIM_PROGRAM"
 _AXIL_INPUTS = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid", "rready")

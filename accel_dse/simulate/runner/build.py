@@ -7,7 +7,7 @@ in a temporary directory and renamed into place only when it succeeded, under a 
 the cache never holds a half-built entry and concurrent requests build once. A failed build's
 directory is kept as ``<name>.failed/`` with its ``build.log`` for the user to read. Each new
 build keeps the work directory's caches within ``$ACCEL_DSE_SIM_CACHE_MB``
-(``accel_dse.simulate._cache_bound``: least recently used builds and Verilog entries out first).
+(``accel_dse.simulate.runner.cache_bound``: least recently used builds and Verilog entries out first).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from accel_dse.simulate._cache_bound import budget_bytes, mark_used, prune, tree_bytes
-from accel_dse.simulate._process import ProcessOutcome, run_in_group
-from accel_dse.simulate._tools import Simulator
+from accel_dse.simulate.runner.cache_bound import budget_bytes, mark_used, prune, tree_bytes
+from accel_dse.simulate.runner.process import ProcessOutcome, run_in_group
+from accel_dse.simulate.runner.tools import Simulator
 from spec.errors import SimulationError
 
 __all__ = ["Build", "build_design", "build_hooks", "default_work_dir", "ports_of"]
@@ -326,7 +326,7 @@ def _run_build(
     env.setdefault("CCACHE_BASEDIR", str(directory.parent))
     env.setdefault("CCACHE_NOHASHDIR", "1")
     outcome = run_in_group(
-        [sys.executable, "-m", "accel_dse.simulate._child", str(spec_path)],
+        [sys.executable, "-m", "accel_dse.simulate.runner.child", str(spec_path)],
         cwd=directory, env=env, log_path=directory / "launcher.log", timeout=timeout,
     )
     if not (log.is_file() and log.stat().st_size):

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from accel_dse.simulate._cache_bound import try_lock
-from accel_dse.simulate._process import ProcessOutcome
-from accel_dse.simulate._report import OpResult, SimulationReport
+from accel_dse.simulate.report import OpResult, SimulationReport
+from accel_dse.simulate.runner.cache_bound import try_lock
+from accel_dse.simulate.runner.process import ProcessOutcome
 from perf_model.compiler.program import output_major
 from spec.config import ArrayConfig, Dataflow
 from spec.errors import SimulationError

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.simulate._dram_block import block_for, block_job, block_program, spread_keys
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, qparam_fields
+from accel_dse.simulate.dram.block import block_for, block_job, block_program, spread_keys
+from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, qparam_fields
 from spec.config import ArrayConfig
 
 __all__ = ["decoder_for", "decoder_job", "decoder_note"]
@@ -32,7 +32,7 @@ __all__ = ["decoder_for", "decoder_job", "decoder_note"]
 
 def decoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) -> Any:
     """The workload as a decoder block run from one program on ``design``, or ``None``
-    (``accel_dse.simulate._dram_block.block_for``)."""
+    (``accel_dse.simulate.dram.block.block_for``)."""
     from perf_model.compiler.decoder import decoder_block
 
     return block_for(design, wl, scale, notes, "decoder block", decoder_block)
@@ -45,7 +45,7 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
     import jax.numpy as jnp
 
     import workloads
-    from workloads import _int_ops
+    from workloads import int_vector_op
 
     g, v = block.gemms, block.vector
     T, Tk, H, B, dh, kv = block.tokens, block.keys, block.heads, block.seqs, block.d_head, block.kv
@@ -62,7 +62,7 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
     def vector(name: str, *args: np.ndarray, shape: tuple[int, ...] | None = None) -> np.ndarray:
         op = v[name]
         shaped = [jnp.asarray(a.astype(np.int8).reshape(shape or a.shape)) for a in args]
-        return np.asarray(_int_ops._run(op.kind, dict(op.params), *shaped)).astype(np.int64).reshape(args[0].shape)
+        return np.asarray(int_vector_op(op.kind, dict(op.params), *shaped)).astype(np.int64).reshape(args[0].shape)
 
     rope = (B, T, H, dh)
     h = vector("norm1", x)
@@ -99,10 +99,10 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
 def _rope_table(block: Any, lanes: int) -> np.ndarray:
     """The RoPE table: a row a new token's position ``kv + i`` (``spec.vector_isa.rope_table_row``)."""
     from spec.vector_isa import rope_table_row
-    from workloads import _int_ops
+    from workloads import rope_tables
 
     op = block.vector["rope_q"]
-    cos, sin = _int_ops.rope_tables(op.param("start"), block.tokens, block.d_head // 2, op.param("theta"))
+    cos, sin = rope_tables(op.param("start"), block.tokens, block.d_head // 2, op.param("theta"))
     return np.array([rope_table_row(cos[i].tolist(), sin[i].tolist(), lanes) for i in range(block.tokens)], np.int64)
 
 

@@ -7,8 +7,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from accel_dse.simulate._build import Build, clean_env
-from accel_dse.simulate._process import ProcessOutcome, run_in_group
+from accel_dse.simulate.runner.build import Build, clean_env
+from accel_dse.simulate.runner.process import ProcessOutcome, run_in_group
 
 __all__ = ["run_testbench", "waves_file"]
 
@@ -65,6 +65,6 @@ def run_testbench(
     process_env = build.simulator.environ(clean_env())
     process_env.update(extra)
     return run_in_group(
-        [sys.executable, "-m", "accel_dse.simulate._child", str(spec_path)],
+        [sys.executable, "-m", "accel_dse.simulate.runner.child", str(spec_path)],
         cwd=run_dir, env=process_env, log_path=run_dir / "launcher.log", timeout=timeout, poll=poll,
     )

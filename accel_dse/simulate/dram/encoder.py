@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.simulate._dram_block import block_for, block_job, block_program, spread_keys
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, qparam_fields
+from accel_dse.simulate.dram.block import block_for, block_job, block_program, spread_keys
+from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, qparam_fields
 from spec.config import ArrayConfig
 
 __all__ = ["encoder_for", "encoder_job", "encoder_note"]
@@ -31,7 +31,7 @@ __all__ = ["encoder_for", "encoder_job", "encoder_note"]
 
 def encoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) -> Any:
     """The workload as encoder layers run from one program on ``design``, or ``None``
-    (``accel_dse.simulate._dram_block.block_for``)."""
+    (``accel_dse.simulate.dram.block.block_for``)."""
     from perf_model.compiler.encoder import encoder_layer
 
     return block_for(design, wl, scale, notes, "encoder layer", encoder_layer)
@@ -45,7 +45,7 @@ def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
     import jax.numpy as jnp
 
     import workloads
-    from workloads import _int_ops
+    from workloads import int_vector_op
 
     g = layer.gemms
     T, H, B, dh = layer.tokens, layer.heads, layer.seqs, layer.d_head
@@ -57,7 +57,7 @@ def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
         return np.asarray(workloads.output_stage(a @ b, g[i].requant)).astype(np.int64)
 
     def vector(op: Any, *args: np.ndarray) -> np.ndarray:
-        run = _int_ops._run(op.kind, dict(op.params), *(jnp.asarray(a.astype(np.int8)) for a in args))
+        run = int_vector_op(op.kind, dict(op.params), *(jnp.asarray(a.astype(np.int8)) for a in args))
         return np.asarray(run).astype(np.int64)
 
     final: dict[str, np.ndarray] = {"x": x}

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
-from accel_dse.simulate._runs import operand_bits
+from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
+from accel_dse.simulate.run_plan import operand_bits
 from spec.config import ArrayConfig
 from spec.errors import ModelError, SimulationError
 

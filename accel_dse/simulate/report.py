@@ -61,7 +61,7 @@ class OpResult:
             network from DRAM): it never reaches DRAM, so it is checked through the ops after it
             (their outputs, and the network's final one), not read back here.
         sampled: ``None`` for a whole-op (exhaustive) simulation. For a full-scale sampled check
-            (``simulate(mode="sampled")``, ``accel_dse.simulate._sampled``): ``{"mode": "sampled",
+            (``simulate(mode="sampled")``, ``accel_dse.simulate.dram.sampled``): ``{"mode": "sampled",
             "runs_simulated", "runs_total", "fraction_simulated", "tiles_checked", "tiles_total",
             "classes", "windows", "instances_simulated", "instances_total", "cycles_simulated_rtl",
             "cycles_simulated_model", "cycles_skipped_model", "op_cycles_model"}``; the cycle fields

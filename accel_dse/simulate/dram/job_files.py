@@ -1,14 +1,14 @@
 """The files the DRAM-path driver and testbench exchange (numpy and stdlib only).
 
 ``dram_program.npz``: ``meta`` (JSON) and one DRAM image per GEMM instance (``img_<op>_<i>``,
-uint8, the program and its tensors as :mod:`accel_dse.simulate._dram_image` lays them out).
+uint8, the program and its tensors as :mod:`accel_dse.simulate.dram.image` lays them out).
 ``meta``: ``data_bytes`` (AXI width), ``clock_period_ns``, ``regs`` (register name -> byte
 offset), ``results_dir`` and ``ops``: per op ``name``, ``a_src`` (-1, or the op whose
 requantised output is this op's A: a chained network) and ``instances``: per instance
 ``chunks`` (``[queue base, commands]`` per queue-load), ``limit`` (cycles to wait for each
 interrupt) and the layouts ``a`` and ``c`` (``TensorLayout`` fields); optional ``image`` (the image's
 key, default ``img_<op>_<i>``), ``poke`` and ``read_c`` (default true: write the image before it,
-read C after it; a sampled check's windows share one image, :mod:`accel_dse.simulate._sampled_check`),
+read C after it; a sampled check's windows share one image, :mod:`accel_dse.simulate.dram.sampled_check`),
 ``poke_ranges``/``peek_ranges`` (byte ranges: write only these of the image, read only these of C).
 The testbench writes
 ``results/op_NNNN.npz`` per op (renamed into place when complete): per instance ``c_<i>``
@@ -41,7 +41,7 @@ def layout_dict(layout: Any) -> dict[str, Any]:
 
 
 def layout_of(data: dict[str, Any]) -> SimpleNamespace:
-    """The object :mod:`~accel_dse.simulate._dram_image` takes, from :func:`layout_dict` data."""
+    """The object :mod:`~accel_dse.simulate.dram.image` takes, from :func:`layout_dict` data."""
     ns = SimpleNamespace(**{"packed": False, **data, "shape": tuple(data["shape"])})
     ns.elem_size = Fraction(ns.elem_bytes, 2 if ns.packed else 1)
     ns.pitch = int(ns.row_elems * ns.elem_size)

@@ -1,8 +1,8 @@
-"""The cocotb testbench: runs a program (see :mod:`accel_dse.simulate._program`) on the design.
+"""The cocotb testbench: runs a program (see :mod:`accel_dse.simulate.host.job_files`) on the design.
 
 Runs inside the simulator process, so it imports cocotb, numpy and the stdlib-only config
 (never JAX). A chained network's inputs are the requantised outputs this testbench read
-back from the design for the op before, laid out here (:mod:`accel_dse.simulate._layout`). The
+back from the design for the op before, laid out here (:mod:`accel_dse.simulate.host.layout`). The
 program's path comes in ``ACCEL_DSE_SIM_PROGRAM``. Python wakes only to load buffers, pulse
 ``start``, wait for ``done`` and read back; while the array computes, no Python runs per clock
 cycle (one ``await`` on the rising edge of ``done``, raced against a watchdog timer).
@@ -25,8 +25,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
-from accel_dse.simulate._layout import pack_ifmap, unpack_output
-from accel_dse.simulate._program import RUN_FIELDS, OpRaw, Program, read_program, write_op_result
+from accel_dse.simulate.host.job_files import RUN_FIELDS, OpRaw, Program, read_program, write_op_result
+from accel_dse.simulate.host.layout import pack_ifmap, unpack_output
 from spec.config import ArrayConfig
 from spec.isa import WINDOW_FIELDS
 

@@ -1,8 +1,8 @@
 """``simulate``: a workload's ops on a design's RTL, checked against JAX and the model.
 
 Resolves the workload, selects the ops and decides whether they chain; then runs them from
-DRAM through the SoC block (:mod:`accel_dse.simulate._dram_driver`, the default) or through
-the core's host port (:mod:`accel_dse.simulate._host_driver`, ``--host-port``).
+DRAM through the SoC block (:mod:`accel_dse.simulate.dram.driver`, the default) or through
+the core's host port (:mod:`accel_dse.simulate.host.driver`, ``--host-port``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from accel_dse.simulate._build import default_work_dir
-from accel_dse.simulate._cache_bound import budget_bytes
-from accel_dse.simulate._report import SimulationReport
-from accel_dse.simulate._tools import find_simulator
+from accel_dse.simulate.report import SimulationReport
+from accel_dse.simulate.runner.build import default_work_dir
+from accel_dse.simulate.runner.cache_bound import budget_bytes
+from accel_dse.simulate.runner.tools import find_simulator
 from spec.config import ArrayConfig
 from spec.errors import SimulationError
 
@@ -72,7 +72,7 @@ def simulate(
             input where the design can (``perf_model.compiler.chain``: ``MOVE`` into the ifmap, read in
             place); such an op's output is checked through the next op and the network's. Convs
             of one batch each reading the previous one's NHWC output (e.g. ``ops`` of one ResNet
-            block) run from one program (``accel_dse.simulate._dram_conv_network``); so does each
+            block) run from one program (``accel_dse.simulate.dram.conv_network``); so does each
             chain of convs the model keeps on chip when the whole workload is simulated; without
             ``reuse`` each op runs from its own.
         waves: Trace the run (off by default: tracing slows the simulator): Icarus writes an FST
@@ -81,7 +81,7 @@ def simulate(
         mode: ``"exhaustive"`` (default): every run of every op. ``"sampled"``: the full-scale
             sampled check (``scale`` must be 1; ops run unchained, from DRAM): each op's real
             program, the first output tile of every class simulated in place, the rest
-            fast-forwarded on the model's cycles (``accel_dse.simulate._sampled``; each op's
+            fast-forwarded on the model's cycles (``accel_dse.simulate.dram.sampled``; each op's
             ``sampled`` entry says how much ran). Never to be read as exhaustive.
         conv_path: ``"model"`` (default): each conv runs on the path the model scores (windows on
             chip, or the host's im2col GEMM where that is faster). ``"chip"``: every conv the design
@@ -138,11 +138,11 @@ def simulate(
         notes.append(f"chained network of {len(selected)} ops: each op's input is the requantised output the "
                      "design gave for the op before")
     if memory == "dram":
-        from accel_dse.simulate._dram_driver import run_dram
+        from accel_dse.simulate.dram.driver import run_dram
 
         network = None
         if chained and reuse and mode != "sampled" and not ops and max_ops is None:
-            from accel_dse.simulate._dram_network import network_links
+            from accel_dse.simulate.dram.network import network_links
 
             network = network_links(design, wl, selected, scale, notes)
         conv_chains: list[tuple[int, int]] = []
@@ -150,15 +150,15 @@ def simulate(
         conv_spec = None
         encoder = None
         if not chained and reuse and mode != "sampled" and not ops and max_ops is None:
-            from accel_dse.simulate._dram_decoder import decoder_for
-            from accel_dse.simulate._dram_encoder import encoder_for
+            from accel_dse.simulate.dram.decoder import decoder_for
+            from accel_dse.simulate.dram.encoder import encoder_for
 
             encoder = encoder_for(design, wl, scale, notes)
             if encoder is None:
                 encoder = decoder_for(design, wl, scale, notes)
             whole = encoder is not None
         if not chained and reuse and mode != "sampled" and not whole:
-            from accel_dse.simulate._dram_conv_network import conv_chain, kept_chains, whole_network
+            from accel_dse.simulate.dram.conv_network import conv_chain, kept_chains, whole_network
 
             if (ops or max_ops is not None or not wl.vector_ops) and conv_chain(design, selected, notes):
                 conv_chains, whole = [(0, len(selected) - 1)], True
@@ -175,7 +175,7 @@ def simulate(
                         sampled=mode == "sampled", vector_ops=vector_ops, network=network,
                         conv_chains=conv_chains, force_chip=conv_path == "chip", conv_spec=conv_spec,
                         encoder=encoder)
-    from accel_dse.simulate._host_driver import run_host_port
+    from accel_dse.simulate.host.driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                          timeout=timeout, fault=fault, say=say, notes=notes, waves=waves)
@@ -206,7 +206,7 @@ def _vector_ops(design: ArrayConfig, wl: Any, ops: Sequence[str] | None, max_ops
 
 def _chained(ops: list[Any], chain: bool | None) -> bool:
     """Whether to run ``ops`` as a network (see :func:`simulate`'s ``chain``)."""
-    from workloads._reference import chain_link
+    from workloads import chain_link
 
     if chain is False or len(ops) < 2:
         if chain is True:

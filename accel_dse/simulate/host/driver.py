@@ -4,8 +4,8 @@ one simulator process -> checked results.
 Runs in the user's process (JAX available, no simulator): takes each op's exact JAX reference
 (``workloads.reference``), applies ``scale``, tiles every GEMM instance with the performance
 model's tiling (``perf_model.plan_tiles``), lays the tiles out as the buffers hold them
-(:mod:`accel_dse.simulate._layout`) and writes one program file. A single simulator process
-(cocotb's runner, see :mod:`accel_dse.simulate._run`) runs every tile of every op through the
+(:mod:`accel_dse.simulate.host.layout`) and writes one program file. A single simulator process
+(cocotb's runner, see :mod:`accel_dse.simulate.runner.launch`) runs every tile of every op through the
 core's host port; the driver then reassembles each op's output, compares it with JAX element
 by element, and compares the sum of the RTL's ``cycles`` register with the model's compute
 cycles.
@@ -21,11 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.simulate._build import build_design, hier_blocks_for
-from accel_dse.simulate._dram_image import qparam_fields
-from accel_dse.simulate._layout import ofmap_words, pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
-from accel_dse.simulate._process import ProcessOutcome
-from accel_dse.simulate._program import (
+from accel_dse.simulate.dram.image import qparam_fields
+from accel_dse.simulate.host.job_files import (
     RUN_FIELDS,
     OpRaw,
     Program,
@@ -33,9 +30,9 @@ from accel_dse.simulate._program import (
     read_op_result,
     write_program,
 )
-from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
-from accel_dse.simulate._run import run_testbench, waves_file
-from accel_dse.simulate._runs import (
+from accel_dse.simulate.host.layout import ofmap_words, pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
+from accel_dse.simulate.report import Mismatch, OpResult, SimulationReport
+from accel_dse.simulate.run_plan import (
     CLOCK_PERIOD_NS,
     FIRST_MISMATCHES,
     k_folds,
@@ -45,6 +42,9 @@ from accel_dse.simulate._runs import (
     report,
     unfinished,
 )
+from accel_dse.simulate.runner.build import build_design, hier_blocks_for
+from accel_dse.simulate.runner.launch import run_testbench, waves_file
+from accel_dse.simulate.runner.process import ProcessOutcome
 from spec.config import ArrayConfig, Dataflow
 from spec.errors import SimulationError
 
@@ -53,7 +53,7 @@ __all__ = ["run_host_port"]
 #: Cycles the ofmap read takes (rtl_gen's port map: "a fixed latency of one cycle").
 OFMAP_READ_LATENCY = 1
 
-TESTBENCH_MODULE = "accel_dse.simulate._testbench"
+TESTBENCH_MODULE = "accel_dse.simulate.host.testbench"
 
 
 @dataclasses.dataclass
@@ -98,7 +98,7 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
         program = dataclasses.replace(program, results_dir=str(run_dir / "results"))
         program_path = run_dir / "program.npz"
         write_program(program_path, program)
-        from accel_dse.simulate._eta import expectation, measured_speed, op_poll, record_speed
+        from accel_dse.simulate.runner.eta import expectation, measured_speed, op_poll, record_speed
 
         say(f"simulating {len(program.runs)} run(s) in one {sim.name} process (timeout "
             f"{'none' if timeout is None else f'{timeout:g} s'}); log: {run_dir / 'sim.log'}")
@@ -137,7 +137,7 @@ def _prepare(
     import rtl_gen
     import workloads
     from perf_model import timing
-    from workloads._reference import channel_start
+    from workloads import channel_start
 
     df = timing.dataflow_code(design.dataflow)
     widths = tuple(w for _, w in rtl_gen.param_fields(design.input_bits))

@@ -2,7 +2,7 @@
 workload as a block and compiling its program once, the read-back span of the tensors it writes,
 ``K^T`` as the program lays it out, and the job of the one program.
 
-``accel_dse.simulate._dram_encoder`` (encoder layers) and ``accel_dse.simulate._dram_decoder`` (a
+``accel_dse.simulate.dram.encoder`` (encoder layers) and ``accel_dse.simulate.dram.decoder`` (a
 LLaMA decoder block) give the references, the image's tensors and the note.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.simulate._dram_image import pack_tensor, program_image
-from accel_dse.simulate._dram_program import layout_dict
+from accel_dse.simulate.dram.image import pack_tensor, program_image
+from accel_dse.simulate.dram.job_files import layout_dict
 from spec.config import ArrayConfig
 
 __all__ = ["block_program", "block_for", "block_job", "spread_keys", "tensor_span"]

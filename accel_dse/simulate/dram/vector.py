@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.simulate._dram_image import pack_tensor, program_image
-from accel_dse.simulate._dram_program import layout_dict
+from accel_dse.simulate.dram.image import pack_tensor, program_image
+from accel_dse.simulate.dram.job_files import layout_dict
 from spec.config import ArrayConfig
 
 __all__ = ["scaled_op", "vector_jobs"]
@@ -77,7 +77,7 @@ def _reference(op: Any, rng: np.random.Generator, lanes: int) -> tuple[np.ndarra
     on ``lanes`` lanes) and its JAX integer output."""
     from perf_model.vector_timing import vector_plan
     from spec.vector_isa import rope_table_row
-    from workloads import _int_ops
+    from workloads import int_vector_op, rope_tables
 
     two = vector_plan(op, 1)
     operands = 2 if not isinstance(two, str) and two.operands == 2 else 1
@@ -85,11 +85,11 @@ def _reference(op: Any, rng: np.random.Generator, lanes: int) -> tuple[np.ndarra
     y = rng.integers(-128, 128, op.shape, dtype=np.int8) if operands == 2 else None
     if op.kind == "rope":
         batch, seq, _, n = op.shape
-        cos, sin = _int_ops.rope_tables(op.param("start"), seq, n // 2, op.param("theta"))
+        cos, sin = rope_tables(op.param("start"), seq, n // 2, op.param("theta"))
         rows = [rope_table_row(cos[p].tolist(), sin[p].tolist(), lanes) for p in range(seq)]
         y = np.tile(np.array(rows, np.int8), (batch, 1))
     args = (x,) if y is None or op.kind == "rope" else (x, y)
-    out = np.asarray(_int_ops._run(op.kind, dict(op.params), *args)).astype(np.int64)
+    out = np.asarray(int_vector_op(op.kind, dict(op.params), *args)).astype(np.int64)
     return x, y, out
 
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
-from accel_dse.simulate._dram_program import layout_dict
+from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
+from accel_dse.simulate.dram.job_files import layout_dict
 from spec.config import ArrayConfig
 
 __all__ = ["conv_chain", "kept_chains", "conv_network_job", "conv_network_note", "kept_chains_note", "whole_network"]
@@ -186,7 +186,7 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
     import perf_model
     import workloads
     from perf_model.compiler.conv import conv_weight_matrix
-    from workloads import _int_ops
+    from workloads import int_vector_op
 
     convs = scaled_convs(list(spec.convs) if spec is not None else [op for _, op, _ in selected], scale)
     prog = network_program(design, convs, spec)
@@ -210,7 +210,7 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
             args = [jnp.asarray(h, jnp.int8)]
             if vop.kind == "add":
                 args.append(jnp.asarray(held[spec.skips[i]], jnp.int8))
-            h = np.asarray(_int_ops._run(vop.kind, dict(vop.params), *args)).astype(np.int64)
+            h = np.asarray(int_vector_op(vop.kind, dict(vop.params), *args)).astype(np.int64)
         held.append(h)
     last = len(convs) - 1
     timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))

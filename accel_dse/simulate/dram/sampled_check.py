@@ -1,6 +1,6 @@
 """The driver's side of a sampled check: one op's windows in DRAM, the testbench entries, the check.
 
-:mod:`accel_dse.simulate._sampled` decides what to simulate; this module lays the window programs
+:mod:`accel_dse.simulate.dram.sampled` decides what to simulate; this module lays the window programs
 out after the op's full-scale DRAM image (each queue-load on a bus-beat boundary), times each
 window with the model's walk of the same commands at the same addresses, hands the testbench one
 entry per window (the image is written once, before the first; C is read once, after the last:
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.simulate._dram_image import program_image
-from accel_dse.simulate._sampled import ClassRule, SampledPlan, default_rule, plan_sampled, window_layout
+from accel_dse.simulate.dram.image import program_image
+from accel_dse.simulate.dram.sampled import ClassRule, SampledPlan, default_rule, plan_sampled, window_layout
 from spec.config import ArrayConfig
 from spec.errors import SimulationError
 

@@ -23,24 +23,24 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.simulate._dram_conv import conv_instances, on_chip_conv
-from accel_dse.simulate._dram_image import (
+from accel_dse.simulate.dram.conv import conv_instances, on_chip_conv
+from accel_dse.simulate.dram.image import (
     pack_qparam_lanes,
     pack_tensor,
     program_image,
     qparam_fields,
     unpack_tensor,
 )
-from accel_dse.simulate._dram_program import (
+from accel_dse.simulate.dram.job_files import (
     DramProgram,
     DramResult,
     layout_dict,
     read_dram_result,
     write_dram_program,
 )
-from accel_dse.simulate._process import ProcessOutcome
-from accel_dse.simulate._report import Mismatch, OpResult, SimulationReport
-from accel_dse.simulate._runs import (
+from accel_dse.simulate.dram.sampled_check import SAMPLED_NOTE
+from accel_dse.simulate.report import Mismatch, OpResult, SimulationReport
+from accel_dse.simulate.run_plan import (
     CLOCK_PERIOD_NS,
     FIRST_MISMATCHES,
     k_folds,
@@ -50,7 +50,7 @@ from accel_dse.simulate._runs import (
     report,
     unfinished,
 )
-from accel_dse.simulate._sampled_check import SAMPLED_NOTE
+from accel_dse.simulate.runner.process import ProcessOutcome
 from spec.config import ArrayConfig
 from spec.errors import ModelError, SimulationError
 from spec.isa import DRAM_LATENCY
@@ -58,7 +58,7 @@ from spec.isa import DRAM_LATENCY
 __all__ = ["DramJob", "prepare_dram", "check_dram", "run_dram", "DRAM_LATENCY", "DRAM_TESTBENCH_MODULE",
            "dram_words"]
 
-DRAM_TESTBENCH_MODULE = "accel_dse.simulate._dram_testbench"
+DRAM_TESTBENCH_MODULE = "accel_dse.simulate.dram.testbench"
 
 
 @dataclasses.dataclass
@@ -78,7 +78,7 @@ class DramJob:
     output_bits: int
     kept_on_chip: bool = False  # the output went to the next op through the ifmap, not to DRAM
     conv: bool = False  # a conv from NHWC activations, windows built on chip (``_dram_conv``)
-    sampled: Any = None  # a sampled check: accel_dse.simulate._sampled_check.SampledJob
+    sampled: Any = None  # a sampled check: accel_dse.simulate.dram.sampled_check.SampledJob
 
 
 #: Smallest DRAM model per simulator, bytes. The memory's size is in the Verilog, so in the build's
@@ -108,16 +108,16 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                  force_chip: bool = False, conv_spec: Any = None,
                  encoder: Any = None) -> tuple[list[DramJob], DramProgram]:
     """Compile and lay out every op (``results_dir`` of the program's meta is filled in later);
-    ``network``: the link ops of a chain run from one program (``accel_dse.simulate._dram_network``);
+    ``network``: the link ops of a chain run from one program (``accel_dse.simulate.dram.network``);
     ``conv_chains``: ``(first, last)`` ops of ``selected`` each run as one conv-network program
-    (``accel_dse.simulate._dram_conv_network``), one op of the program's meta named ``network``
+    (``accel_dse.simulate.dram.conv_network``), one op of the program's meta named ``network``
     when it is the whole selection, else its convs' names joined by ``+``; ``force_chip``: every
     conv the design builds windows for runs them on chip, also where the model scores the host's
     im2col GEMM faster (``simulate``'s ``conv_path="chip"``); ``conv_spec``: the whole selection is
-    one CNN with its vector ops (``accel_dse.simulate._dram_conv_network.whole_network``);
+    one CNN with its vector ops (``accel_dse.simulate.dram.conv_network.whole_network``);
     ``encoder``: the whole selection is a stack of encoder layers (an ``EncoderLayer``,
-    ``accel_dse.simulate._dram_encoder``) or a decoder block (a ``DecoderBlock``,
-    ``accel_dse.simulate._dram_decoder``) run from one program.
+    ``accel_dse.simulate.dram.encoder``) or a decoder block (a ``DecoderBlock``,
+    ``accel_dse.simulate.dram.decoder``) run from one program.
 
     Raises:
         SimulationError: an op the design cannot run (the compiler's reason).
@@ -127,7 +127,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
     from perf_model.compiler.conv_score import conv_figures
     from perf_model.evaluator.conv_ops import ConvFigures
     from rtl_gen.soc.sim_system import BACKDOOR
-    from workloads._reference import channel_start
+    from workloads import channel_start
 
     W = perf_model.axi_data_bytes(design)
 
@@ -137,7 +137,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                 "host_convs": host_convs, "backdoor": BACKDOOR, **more}
 
     if network is not None:
-        from accel_dse.simulate._dram_network import network_job
+        from accel_dse.simulate.dram.network import network_job
 
         job, entry, net_images = network_job(design, selected, network, scale, seed, DRAM_LATENCY, DramJob,
                                              operand_bits(design))
@@ -167,7 +167,7 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
             continue
         pos = len(ops_meta)  # its op in the program's meta (a chain is one): its images' and results' index
         if index in chain_at:
-            from accel_dse.simulate._dram_conv_network import conv_network_job
+            from accel_dse.simulate.dram.conv_network import conv_network_job
 
             last = chain_at[index]
             part = selected[index:last + 1]
@@ -195,8 +195,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                 reshaped.append(f"{name} ({form.form})")
             instances = []
             conv_sampled = None
-            if sampled:  # the images' one program, its windows only (accel_dse.simulate._sampled)
-                from accel_dse.simulate._sampled_check import sampled_job
+            if sampled:  # the images' one program, its windows only (accel_dse.simulate.dram.sampled)
+                from accel_dse.simulate.dram.sampled_check import sampled_job
 
                 conv_sampled = sampled_job(design, program, 1, DRAM_LATENCY, perf_model.dram_rate(design))
             for instance, image in enumerate(dram):
@@ -232,8 +232,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
         expected = np.zeros((batch, m, full.n), dtype=np.int64)
         instances = []
         job_sampled = None
-        if sampled:  # instance 0's program, its windows only (accel_dse.simulate._sampled)
-            from accel_dse.simulate._sampled_check import sampled_job
+        if sampled:  # instance 0's program, its windows only (accel_dse.simulate.dram.sampled)
+            from accel_dse.simulate.dram.sampled_check import sampled_job
 
             job_sampled = sampled_job(design, program, batch, DRAM_LATENCY, perf_model.dram_rate(design))
         for instance in range(1 if sampled else batch):
@@ -264,8 +264,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                             design.acc_bits if rq is None else design.input_bits,
                             kept_on_chip=c_on_chip, sampled=job_sampled))
     vector_notes: list[str] = []
-    if vector_ops:  # on the vector unit, each from a program of its own (accel_dse.simulate._dram_vector)
-        from accel_dse.simulate._dram_vector import vector_jobs
+    if vector_ops:  # on the vector unit, each from a program of its own (accel_dse.simulate.dram.vector)
+        from accel_dse.simulate.dram.vector import vector_jobs
 
         more, metas, vector_images, vector_notes = vector_jobs(design, vector_ops, scale, seed, len(ops_meta),
                                                                DRAM_LATENCY, DramJob)
@@ -350,10 +350,10 @@ def _block(block: Any) -> tuple[Any, Any]:
     from perf_model.compiler.decoder import DecoderBlock
 
     if isinstance(block, DecoderBlock):
-        from accel_dse.simulate._dram_decoder import decoder_job, decoder_note
+        from accel_dse.simulate.dram.decoder import decoder_job, decoder_note
 
         return decoder_job, decoder_note
-    from accel_dse.simulate._dram_encoder import encoder_job, encoder_note
+    from accel_dse.simulate.dram.encoder import encoder_job, encoder_note
 
     return encoder_job, encoder_note
 
@@ -368,8 +368,8 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     ``vector_ops``: ``(name, VectorOp)`` to run on the design's vector unit after the matrix ops;
     ``encoder``: the workload is encoder layers or a decoder block, run from one program."""
     import rtl_gen
-    from accel_dse.simulate._build import build_design, hier_blocks_for
-    from accel_dse.simulate._run import run_testbench, waves_file
+    from accel_dse.simulate.runner.build import build_design, hier_blocks_for
+    from accel_dse.simulate.runner.launch import run_testbench, waves_file
 
     regs = {reg.name: reg.offset for reg in rtl_gen.CONTROL_REGMAP}
     jobs, program = prepare_dram(design, selected, scale, seed, chained, regs, CLOCK_PERIOD_NS, reuse=reuse,
@@ -379,15 +379,15 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     if encoder is not None:
         notes.append(_block(encoder)[1](design, encoder))
     if network is not None:
-        from accel_dse.simulate._dram_network import network_note
+        from accel_dse.simulate.dram.network import network_note
 
         notes.append(network_note(design, selected, network, scale))
     if conv_chains and conv_chains[0] == (0, len(selected) - 1):
-        from accel_dse.simulate._dram_conv_network import conv_network_note
+        from accel_dse.simulate.dram.conv_network import conv_network_note
 
         notes.append(conv_network_note(design, selected, scale, conv_spec))
     elif conv_chains:
-        from accel_dse.simulate._dram_conv_network import kept_chains_note
+        from accel_dse.simulate.dram.conv_network import kept_chains_note
 
         notes.append(kept_chains_note(selected, conv_chains))
     notes += program.meta.get("vector_notes", [])
@@ -446,8 +446,8 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
         program.meta["results_dir"] = str(run_dir / "results")
         path = run_dir / "dram_program.npz"
         write_dram_program(path, program)
-        from accel_dse.simulate._dram_program import dram_result_path
-        from accel_dse.simulate._eta import expectation, measured_speed, op_poll, record_speed
+        from accel_dse.simulate.dram.job_files import dram_result_path
+        from accel_dse.simulate.runner.eta import expectation, measured_speed, op_poll, record_speed
 
         cycles = [job.sampled.total_model if job.sampled is not None else job.total_model * job.expected.shape[0]
                   for job in jobs]

@@ -1,14 +1,14 @@
 """Launcher run in a child process: one cocotb runner build or test, described by a JSON file.
 
-``python -m accel_dse.simulate._child SPEC.json`` runs in its own process group (see
-:mod:`accel_dse.simulate._process`), so a timeout kills it together with the simulator it
+``python -m accel_dse.simulate.runner.child SPEC.json`` runs in its own process group (see
+:mod:`accel_dse.simulate.runner.process`), so a timeout kills it together with the simulator it
 starts. It uses cocotb's Python runner (``cocotb_tools.runner.get_runner``), never Makefiles.
 
 Verilator builds use a runner registered here as ``"verilator-ports"``: cocotb's Verilator
 runner without ``--public-flat-rw`` (which makes every signal public, and builds 3-5x and runs
 2-8x slower); the build lists a ``.vlt`` control file first that makes only the top module's
-ports public. The spec keys are written by :mod:`accel_dse.simulate._build` and
-:mod:`accel_dse.simulate._run`.
+ports public. The spec keys are written by :mod:`accel_dse.simulate.runner.build` and
+:mod:`accel_dse.simulate.runner.launch`.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: ``argv[0]`` is the path of the JSON spec."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        sys.stderr.write("usage: python -m accel_dse.simulate._child SPEC.json\n")
+        sys.stderr.write("usage: python -m accel_dse.simulate.runner.child SPEC.json\n")
         return 2
     spec = json.loads(Path(args[0]).read_text("utf-8"))
     try:

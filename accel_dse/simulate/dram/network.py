@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from accel_dse.simulate._dram_image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
-from accel_dse.simulate._dram_program import layout_dict
+from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
+from accel_dse.simulate.dram.job_files import layout_dict
 from spec.config import ArrayConfig
 
 __all__ = ["network_links", "network_job", "network_note"]
@@ -72,7 +72,7 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
     import perf_model
     import workloads
     from perf_model.compiler.network import TWO_OPERAND, compile_network, link_ops, residual_skips
-    from workloads import _int_ops
+    from workloads import int_vector_op
 
     skips = residual_skips(links)
     gemms = _gemms(selected, scale)
@@ -95,7 +95,7 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
             skip = skips[i]
             if vop.kind in TWO_OPERAND and skip is not None:
                 args.append(jnp.asarray(inputs[skip].astype(np.int8)))
-            x = np.asarray(_int_ops._run(vop.kind, dict(vop.params), *args)).astype(np.int64)
+            x = np.asarray(int_vector_op(vop.kind, dict(vop.params), *args)).astype(np.int64)
     last = len(gemms) - 1
     timing = perf_model.program_cycles(design, prog.commands, latency=latency, rate=perf_model.dram_rate(design))
     meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,
