@@ -1,14 +1,16 @@
 """The layering of DESIGN.md, checked on the source with ``ast`` (not by eye).
 
-* ``spec.config``, ``spec.errors``, ``spec.number_formats`` (the operand formats),
-  ``spec.isa`` (the command encoding the RTL decodes and the compiler emits) and
-  ``spec.vector_isa`` (the vector unit's op codes, registers and timing constants): the standard
-  library only (config may use errors and number_formats).
-* ``rtl_gen``: the standard library, amaranth, those five leaves, itself.
+* The packages sit on floors (:data:`PACKAGE_FLOORS`): ``spec`` (the accelerator's specification:
+  ``ArrayConfig``, errors, number formats, the command ISA, the vector ISA, the system config, text)
+  at the bottom, importing the standard library only; ``workloads`` and ``rtl_gen`` over it;
+  ``perf_model`` over ``workloads``; ``accel_dse`` (the CLI and the tools: search, simulate, export,
+  report, verify, sdc) on top. A module imports its own package and lower floors only.
+* No module imports another package's underscore module: ``a.b._c`` is for ``a.b`` and what lies
+  inside it (:func:`underscore_violations`).
+* ``rtl_gen``: the standard library, amaranth, ``spec``, itself.
 * ``perf_model``: never rtl_gen, amaranth, cocotb, jax, optuna; from ``workloads`` only the op records
   (``workloads.ops``, ``workloads.vector_ops``, and ``workloads.llm_ops``: the op records of LLM
-  layers, stdlib only); from
-  ``accel_dse`` only the leaves (and ``spec.system_config``, a leaf over ``spec.config``).
+  layers, stdlib only).
 * ``workloads``: never rtl_gen, perf_model, amaranth, cocotb, optuna; ``workloads.ops`` no jax.
 * ``accel_dse.search``: never rtl_gen, cocotb, amaranth; jax only in the RL agent's modules.
 * ``import accel_dse`` stays light: no jax, amaranth, optuna or numpy.
@@ -75,17 +77,8 @@ def test_rules_cover_existing_packages():
         assert (REPO / package / "__init__.py").is_file()
 
 
-@pytest.mark.parametrize("module", ["spec.config", "spec.errors", "spec.isa",
-                                    "spec.system_config", "spec.vector_isa", "spec.number_formats"])
-def test_leaves_use_stdlib_only(module):
-    def allowed(name, _path):
-        if module == "spec.system_config" and name.startswith("spec.config"):
-            return True
-        if module == "spec.config" and name.startswith("spec.number_formats"):
-            return True
-        return top(name) in STDLIB or name.startswith("spec.errors")
-
-    assert violations(module, allowed) == []
+def test_spec_uses_stdlib_only():
+    assert violations("spec", lambda name, _path: top(name) in STDLIB or top(name) == "spec") == []
 
 
 def test_rtl_gen_imports_only_amaranth_config_and_the_command_encoding():
@@ -155,6 +148,10 @@ def test_checker_catches_a_violation(tmp_path, monkeypatch):
 
 #: The packages of the project whose modules make up the import graph.
 PROJECT = ("spec", "accel_dse", "perf_model", "rtl_gen", "workloads")
+
+#: Floors of the packages, bottom (0) up: a module imports modules of its own package and of lower
+#: floors only (never a package beside it on its floor).
+PACKAGE_FLOORS: dict[str, int] = {"spec": 0, "workloads": 1, "rtl_gen": 1, "perf_model": 2, "accel_dse": 3}
 
 #: Cycles allowed for now, each as the packages its modules lie in -> the reason, e.g.
 #: ``("accel_dse.export", "accel_dse.report"): "export <-> report, until the shared pieces move down"``.
@@ -332,4 +329,70 @@ def test_floor_rule_can_fail():
         "perf_model.fpga.metrics (floor 3) imports perf_model.evaluator.block (floor 3)",
         "perf_model.physical.area (floor 2) imports perf_model.evaluator.block (floor 3)",
         "perf_model.timing (floor 0) imports perf_model.arrays.designs (floor 1)",
+    ]
+
+
+# --- The floors of the packages, and underscore modules kept to their own package -------------------------
+
+
+def package_violations(graph: dict[str, set[str]], floors: dict[str, int] = PACKAGE_FLOORS) -> list[str]:
+    """Imports between packages that go up a floor or sideways to a package on the same floor."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        own = top(module)
+        for target in sorted(targets):
+            other = top(target)
+            if other != own and floors[other] >= floors[own]:
+                found.append(f"{module} ({own}, floor {floors[own]}) imports {target} ({other}, floor {floors[other]})")
+    return found
+
+
+def underscore_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of an underscore module (``a.b._c``, or anything below it) from outside its package ``a.b``."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            parts = target.split(".")
+            private = next((i for i, part in enumerate(parts) if part.startswith("_") and not part.startswith("__")),
+                           None)
+            if private is None:
+                continue
+            owner = ".".join(parts[:private])
+            if module != owner and not module.startswith(owner + "."):
+                found.append(f"{module} imports {target} (private to {owner})")
+    return found
+
+
+def test_every_package_has_a_floor():
+    assert set(PACKAGE_FLOORS) == set(PROJECT)
+
+
+def test_packages_import_only_downward():
+    assert package_violations(import_graph()) == []
+
+
+def test_no_import_of_another_packages_underscore_module():
+    assert underscore_violations(import_graph()) == []
+
+
+def test_package_floor_rule_can_fail():
+    graph = {"perf_model.timing": {"accel_dse.cli", "spec.config", "perf_model.dma_timing"},
+             "rtl_gen.core.pe": {"workloads.ops", "spec.number_formats"},
+             "spec.isa": {"spec.errors"},
+             "workloads.ops": {"perf_model.timing"}}
+    assert package_violations(graph) == [
+        "perf_model.timing (perf_model, floor 2) imports accel_dse.cli (accel_dse, floor 3)",
+        "rtl_gen.core.pe (rtl_gen, floor 1) imports workloads.ops (workloads, floor 1)",
+        "workloads.ops (workloads, floor 1) imports perf_model.timing (perf_model, floor 2)",
+    ]
+
+
+def test_underscore_rule_can_fail():
+    graph = {"accel_dse.export._soc": {"accel_dse.simulate._dram_image", "accel_dse.export._manifest"},
+             "accel_dse.simulate.dram.driver": {"workloads._reference", "accel_dse.simulate.runner.build"},
+             "perf_model.evaluator.one_design": {"perf_model._memory_parts"},
+             "accel_dse.cli": {"accel_dse.cli._args"}}
+    assert underscore_violations(graph) == [
+        "accel_dse.export._soc imports accel_dse.simulate._dram_image (private to accel_dse.simulate)",
+        "accel_dse.simulate.dram.driver imports workloads._reference (private to workloads)",
     ]
