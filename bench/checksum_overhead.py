@@ -27,7 +27,7 @@ def main() -> int:
     args = parser.parse_args()
     import perf_model
     import workloads
-    from accel_dse.designs import load_preset
+    from accel_dse.design_files import load_preset
 
     work = workloads.resolve(args.workload)
     print(f"workload {args.workload}")

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from accel_dse.designs import load_design  # noqa: E402
+from accel_dse.design_files import load_design  # noqa: E402
 from workloads.ops import Conv2d  # noqa: E402
 
 CASES = (("edge", "resnet18"), ("tpu-v1", "resnet18:batch=8"), ("edge", "mobilenet_v2"), ("tpu-v1", "mobilenet_v2"),

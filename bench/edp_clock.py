@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from accel_dse.designs import load_design  # noqa: E402
+from accel_dse.design_files import load_design  # noqa: E402
 
 
 def sweep(design: str, workload: str, points: int) -> tuple[np.ndarray, perf_model.DesignTable, float]:

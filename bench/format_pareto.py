@@ -20,7 +20,7 @@ import time
 
 import perf_model
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from perf_model.physical.fmax import design_fmax
 from spec.errors import ConfigError
 from workloads.accuracy import workload_sqnr_db

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from accel_dse.designs import load_preset
+from accel_dse.design_files import load_preset
 from perf_model import ECP5_FIT, DesignArrays, FmaxFit, FpgaFit, fpga_fmax_arrays, fpga_resources
 from spec.config import ArrayConfig
 

@@ -33,7 +33,7 @@ if str(REPO) not in sys.path:
 
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from accel_dse.designs import load_design  # noqa: E402
+from accel_dse.design_files import load_design  # noqa: E402
 from accel_dse.simulate.dram.driver import DRAM_LATENCY  # noqa: E402
 
 OPS = (("resnet18", "layer1.0.conv1"), ("resnet18", "layer3.0.conv1"), ("bert_base:seq=128", "attention/query"),

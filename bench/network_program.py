@@ -65,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from accel_dse.designs import load_design  # noqa: E402
+from accel_dse.design_files import load_design  # noqa: E402
 from perf_model.compiler.blocks import compile_block, transformer_block  # noqa: E402
 from perf_model.compiler.conv_network import compile_conv_network, pooled_shape  # noqa: E402
 from perf_model.compiler.conv_workload import after_global_pool, conv_network_spec  # noqa: E402

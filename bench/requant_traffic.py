@@ -22,7 +22,7 @@ if str(REPO) not in sys.path:
 
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from accel_dse.designs import load_design  # noqa: E402
+from accel_dse.design_files import load_design  # noqa: E402
 
 
 def main() -> int:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from accel_dse.designs import load_design  # noqa: E402
+from accel_dse.design_files import load_design  # noqa: E402
 
 DESIGNS = ("edge", "tpu-v1")
 WORKLOADS = ("resnet18", "bert_base", "mobilenet_v2", "mlp", "dlrm_mlp")

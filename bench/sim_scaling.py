@@ -63,7 +63,7 @@ def main() -> int:
     sys.path.insert(0, str(repo))
     os.environ["PYTHONPATH"] = str(repo) + os.pathsep + os.environ.get("PYTHONPATH", "")  # build/run children
 
-    from accel_dse.designs import load_preset
+    from accel_dse.design_files import load_preset
     from accel_dse.simulate import simulate
     from accel_dse.simulate.runner import build as _build
 

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import rtl_gen  # noqa: E402
-from accel_dse.designs import load_preset  # noqa: E402
+from accel_dse.design_files import load_preset  # noqa: E402
 from accel_dse.simulate import SimulationReport, build_design, find_simulator, simulate  # noqa: E402
 
 

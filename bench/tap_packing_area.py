@@ -23,7 +23,7 @@ from amaranth.lib import wiring  # noqa: E402
 from amaranth.lib.wiring import In, Out  # noqa: E402
 
 import rtl_gen  # noqa: E402
-from accel_dse.designs import load_design  # noqa: E402
+from accel_dse.design_files import load_design  # noqa: E402
 from rtl_gen.core.accelerator import Accelerator  # noqa: E402
 from rtl_gen.core.conv_addr import ConvAddressGenerator  # noqa: E402
 from rtl_gen.core.skew import DelayLine  # noqa: E402

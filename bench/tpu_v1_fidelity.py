@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from accel_dse.designs import load_design  # noqa: E402
+from accel_dse.design_files import load_design  # noqa: E402
 
 #: (row label, workload spec, the paper's pattern for it).
 ROWS = (

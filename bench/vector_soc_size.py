@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from amaranth.back import verilog  # noqa: E402
 
 import rtl_gen  # noqa: E402
-from accel_dse.designs import load_design  # noqa: E402
+from accel_dse.design_files import load_design  # noqa: E402
 from rtl_gen.core.vector_unit import VectorUnit  # noqa: E402
 
 DRAM = (20, 1 << 14)

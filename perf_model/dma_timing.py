@@ -40,7 +40,7 @@ import math
 from collections.abc import Iterator
 from fractions import Fraction
 
-from spec import isa as commands
+from spec import isa
 
 __all__ = ["MAX_BURST", "PAGE_BYTES", "STORE_FIFO_WORDS", "DMA_ISSUE_CYCLE", "bursts", "same_bursts_any_address",
            "load_cycles", "store_cycles", "Pace"]
@@ -50,7 +50,7 @@ MAX_BURST = 256
 #: Bursts never cross a boundary of this many bytes.
 PAGE_BYTES = 4096
 #: Words the store path holds between the buffer read and the W channel (``spec.isa``).
-STORE_FIFO_WORDS = commands.STORE_FIFO_WORDS
+STORE_FIFO_WORDS = isa.STORE_FIFO_WORDS
 #: Cycle of the first burst's issue after ``start`` (the row length is computed in between).
 DMA_ISSUE_CYCLE = 2
 

@@ -31,7 +31,7 @@ from fractions import Fraction
 from perf_model import dma_timing, timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
-from spec import isa as cmd_encoding
+from spec import isa
 from spec.config import ArrayConfig
 from spec.isa import COMMAND_BYTES, OUTSTANDING, Command, Opcode
 from spec.isa import DRAM_LATENCY as DEFAULT_DRAM_LATENCY  # the DRAM model latency unless one is named
@@ -81,7 +81,7 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
                      outstanding: int, pace: dma_timing.Pace | None = None, at: int = 0) -> int:
     rows, words = cmd["rows"], cmd["words"]
     if cmd.opcode == Opcode.MOVE:
-        return cmd_encoding.move_cycles(rows, words)
+        return isa.move_cycles(rows, words)
     per_word = transfer_word_beats(cmd, beats, data_bytes)
     load = cmd.opcode == Opcode.LOAD
     requant = bool(cmd["requant"]) and not load
@@ -101,7 +101,7 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
     if load:
         n = dma_timing.load_cycles(lens, latency, outstanding, pace, at)
     else:
-        read_latency = cmd_encoding.store_read_latency(requant)
+        read_latency = isa.store_read_latency(requant)
         n = dma_timing.store_cycles(lens, rows * words, per_word, latency, outstanding, read_latency, pace, at)
     if len(_TRANSFERS) >= _TRANSFERS_SIZE:
         _TRANSFERS.clear()
@@ -125,7 +125,7 @@ def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) ->
     if not lanes:
         return beats[kind]
     full = beats[f"{kind}_lanes"]
-    got = cmd_encoding.transfer_beats(beats[kind] * data_bytes, full, lanes, data_bytes)
+    got = isa.transfer_beats(beats[kind] * data_bytes, full, lanes, data_bytes)
     if got is None:
         raise ValueError(f"lanes must be at most {full} and whole {data_bytes}-byte beats, not {lanes} ({kind})")
     return got
@@ -133,7 +133,7 @@ def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) ->
 
 def axi_data_bytes(config: ArrayConfig) -> int:
     """The AXI data width of ``config``'s memory interface, bytes (``spec.isa``)."""
-    return cmd_encoding.axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
+    return isa.axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
                                        config.dataflow.value == "is", bool(config.packed_kinds))
 
 
@@ -142,9 +142,9 @@ def word_beats(config: ArrayConfig) -> dict[str, int]:
     kind's lanes as ``KIND_lanes`` (``spec.isa.dram_word_lanes``)."""
     W = axi_data_bytes(config)
     IS = config.dataflow.value == "is"
-    words = cmd_encoding.dram_word_bytes(config.rows, config.cols, IS, config.input_bits, config.acc_bits,
+    words = isa.dram_word_bytes(config.rows, config.cols, IS, config.input_bits, config.acc_bits,
                                          config.packed_kinds)
-    lanes = cmd_encoding.dram_word_lanes(config.rows, config.cols, IS)
+    lanes = isa.dram_word_lanes(config.rows, config.cols, IS)
     return {**{kind: size // W for kind, size in words.items()},
             **{f"{kind}_lanes": n for kind, n in lanes.items()}}
 
@@ -174,7 +174,7 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
     data_bytes = axi_data_bytes(config)
     pace = dma_timing.Pace(rate, data_bytes) if rate is not None else None
     beats = word_beats(config)
-    fetch_beats = cmd_encoding.fetch_beats(len(commands), data_bytes)
+    fetch_beats = isa.fetch_beats(len(commands), data_bytes)
     fetch_lens = list(dma_timing.bursts(queue_base, 0, 1 if commands else 0, fetch_beats, data_bytes))
     fetch = dma_timing.load_cycles(fetch_lens, latency, outstanding, pace, 1)
     decode = 1 + fetch + FETCH_DECODE_CYCLES

@@ -6,7 +6,7 @@
 * :mod:`spec.isa`: the command encoding the RTL decodes and the compiler emits, and its timing
   constants (AXI beats, DMA bursts in flight, the DRAM model's latency);
 * :mod:`spec.vector_isa`: the vector unit's op codes, registers and timing constants;
-* :mod:`spec.system_config`: ``SystemConfig`` and ``Split`` (a system of chips and a job's split);
+* :mod:`spec.pod_config`: ``SystemConfig`` and ``Split`` (a system of chips and a job's split);
 * :mod:`spec.text`: text from users and files made safe to print, integers parsed strictly.
 
 Standard library only.

@@ -126,7 +126,7 @@ def test_search_sees_configs_and_metrics_only():
 
 def test_import_accel_dse_is_light():
     code = (
-        "import sys, accel_dse, spec.config, spec.errors, accel_dse.designs\n"
+        "import sys, accel_dse, spec.config, spec.errors, accel_dse.design_files\n"
         "heavy = [m for m in ('jax', 'amaranth', 'optuna', 'numpy', 'cocotb') if m in sys.modules]\n"
         "print(','.join(heavy))"
     )
@@ -388,11 +388,11 @@ def test_package_floor_rule_can_fail():
 
 
 def test_underscore_rule_can_fail():
-    graph = {"accel_dse.export._soc": {"accel_dse.simulate._dram_image", "accel_dse.export._manifest"},
+    graph = {"accel_dse.export._soc": {"accel_dse.sdc._bench", "accel_dse.export._manifest"},
              "accel_dse.simulate.dram.driver": {"workloads._reference", "accel_dse.simulate.runner.build"},
              "perf_model.evaluator.one_design": {"perf_model._memory_parts"},
              "accel_dse.cli": {"accel_dse.cli._args"}}
     assert underscore_violations(graph) == [
-        "accel_dse.export._soc imports accel_dse.simulate._dram_image (private to accel_dse.simulate)",
+        "accel_dse.export._soc imports accel_dse.sdc._bench (private to accel_dse.sdc)",
         "accel_dse.simulate.dram.driver imports workloads._reference (private to workloads)",
     ]

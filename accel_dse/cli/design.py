@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from accel_dse.cli._output import emit, emit_json, format_table
-from accel_dse.designs import load_design, load_preset, preset_names
+from accel_dse.design_files import load_design, load_preset, preset_names
 from spec.errors import ConfigError
 
 __all__ = ["register"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.cli.workloads import host_work_lines
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.units import eng, fixed, format_column, percent
 
 __all__ = ["register"]

@@ -82,7 +82,7 @@ def _fault(text: str | None):  # noqa: ANN202 (rtl_gen.Fault, imported lazily)
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from accel_dse.designs import load_design
+    from accel_dse.design_files import load_design
     from accel_dse.simulate import simulate
 
     design = load_design(args.design)

@@ -58,7 +58,7 @@ def _check_positive(args: argparse.Namespace) -> None:
 
 def parse_split(text: str) -> Any:
     """``dp=8,tp=4,...`` as a :class:`Split` (one-line ``ConfigError`` on a bad item)."""
-    from spec.system_config import SPLIT_FIELDS, Split
+    from spec.pod_config import SPLIT_FIELDS, Split
 
     values: dict[str, Any] = {}
     for item in filter(None, (t.strip() for t in text.split(","))):
@@ -82,7 +82,7 @@ def parse_split(text: str) -> Any:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from accel_dse.cli._paths import output_file
-    from accel_dse.system_files import load_system
+    from accel_dse.pod_files import load_system
     from perf_model.pod import evaluate_split, rank_splits, split_problem
     from workloads.llm_ops import LlmJob, parse_llm_spec
 
@@ -169,7 +169,7 @@ def _print(result: Any) -> None:
 
 
 def _presets(args: argparse.Namespace) -> int:
-    from accel_dse.system_files import load_system, system_preset_names
+    from accel_dse.pod_files import load_system, system_preset_names
 
     rows = []
     for name in system_preset_names():

@@ -29,15 +29,15 @@ SOC_STANDALONE_FILES = ("tb_axi.py",)
 
 def commands_markdown() -> str:
     """``commands.md``: the command encoding, from :mod:`spec.isa` (its docstring and fields)."""
-    from spec import isa as commands
+    from spec import isa
 
     lines = ["# Command format", "", "Generated from `spec.isa`.", "", "```text",
-             (commands.__doc__ or "").strip(), "```", "", "| field | lsb | width |", "|---|---|---|"]
-    lines += [f"| `{name}` | {lsb} | {width} |" for name, (lsb, width) in commands.FIELDS.items()]
+             (isa.__doc__ or "").strip(), "```", "", "| field | lsb | width |", "|---|---|---|"]
+    lines += [f"| `{name}` | {lsb} | {width} |" for name, (lsb, width) in isa.FIELDS.items()]
     lines += ["", "| opcode | value |", "|---|---|"]
-    lines += [f"| `{name}` | {getattr(commands.Opcode, name)} |" for name in ("LOAD", "STORE", "RUN", "SYNC")]
+    lines += [f"| `{name}` | {getattr(isa.Opcode, name)} |" for name in ("LOAD", "STORE", "RUN", "SYNC")]
     lines += ["", "| error code | meaning |", "|---|---|"]
-    lines += [f"| {code} | {text} |" for code, text in commands.ERROR_NAMES.items()]
+    lines += [f"| {code} | {text} |" for code, text in isa.ERROR_NAMES.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -28,8 +28,8 @@ class DesignSource:
 
 
 def design_from_spec(spec: str) -> DesignSource:
-    """A design file or preset name (``accel_dse.designs.load_design``)."""
-    from accel_dse.designs import load_design, preset_names
+    """A design file or preset name (``accel_dse.design_files.load_design``)."""
+    from accel_dse.design_files import load_design, preset_names
 
     config = load_design(spec)
     kind = "preset" if spec in preset_names() and "/" not in spec and not spec.endswith(".toml") else "file"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from accel_dse.report._data import build_report, per_op_breakdown, roofline, sampler_of
 from accel_dse.report._format import metric_column
-from accel_dse.report._system_plot import system_breakdown_png
+from accel_dse.report._pod_plot import system_breakdown_png
 from accel_dse.report._write import write_report
 from accel_dse.study_view import (
     VERIFY_ATTR_PREFIX,

@@ -49,7 +49,7 @@ from perf_model.pod.memory import chip_memory, stage_params
 from perf_model.pod.steps import Pass, passes
 from perf_model.pod.topology import Segment, merge_axes, place, system_axes
 from spec.config import MEMORY_KINDS, ArrayConfig
-from spec.system_config import Split, SystemConfig
+from spec.pod_config import Split, SystemConfig
 from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
 

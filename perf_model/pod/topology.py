@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spec.system_config import SystemConfig
+from spec.pod_config import SystemConfig
 
 __all__ = ["Axis", "Segment", "system_axes", "place", "merge_axes", "GROUP_ORDER"]
 

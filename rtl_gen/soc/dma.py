@@ -35,7 +35,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from rtl_gen.soc.axi import ADDR_BITS, BurstIssuer, axi4_channels
-from spec import isa as commands
+from spec import isa
 from spec.errors import ConfigError
 
 __all__ = ["DmaLoad", "DmaStore", "STORE_FIFO_WORDS", "TRANSFER_BITS"]
@@ -44,7 +44,7 @@ __all__ = ["DmaLoad", "DmaStore", "STORE_FIFO_WORDS", "TRANSFER_BITS"]
 TRANSFER_BITS = 32
 #: Words the store FIFO holds, reads in flight included (``spec.isa``: the requantised
 #: read latency plus 2, so one-beat words still stream a beat a cycle).
-STORE_FIFO_WORDS = commands.STORE_FIFO_WORDS
+STORE_FIFO_WORDS = isa.STORE_FIFO_WORDS
 
 
 def _check(data_bytes: int, max_beats: int, outstanding: int) -> None:

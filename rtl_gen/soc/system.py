@@ -41,14 +41,14 @@ from rtl_gen.soc.csr import ControlRegisters
 from rtl_gen.soc.dma import DmaLoad, DmaStore
 from rtl_gen.soc.move import MOVE_FIELDS, MoveEngine
 from rtl_gen.soc.sequencer import Sequencer
-from spec import isa as commands
+from spec import isa
 from spec.config import ArrayConfig, Dataflow
 from spec.isa import OUTSTANDING, QUEUE_DEPTH, WINDOW_FIELDS, Buffer, axi_data_bytes, dram_lane_bytes
 
 __all__ = ["AxiAccelerator", "system_name", "dram_word_bytes", "memory_system_units", "OUTSTANDING"]
 
 #: The store engine's buffer read latency, raw and through the output stage (its timing contract).
-STORE_LATENCIES = (commands.store_read_latency(False), commands.store_read_latency(True))
+STORE_LATENCIES = (isa.store_read_latency(False), isa.store_read_latency(True))
 
 
 def system_name(config: ArrayConfig, fault: Fault | None = None) -> str:
@@ -58,7 +58,7 @@ def system_name(config: ArrayConfig, fault: Fault | None = None) -> str:
 
 def dram_word_bytes(config: ArrayConfig) -> dict[str, int]:
     """Bytes of one buffer word in DRAM (``spec.isa.dram_word_bytes`` of ``config``)."""
-    return commands.dram_word_bytes(config.rows, config.cols, config.dataflow is Dataflow.IS, config.input_bits,
+    return isa.dram_word_bytes(config.rows, config.cols, config.dataflow is Dataflow.IS, config.input_bits,
                                     config.acc_bits, config.packed_kinds)
 
 
@@ -102,7 +102,7 @@ class AxiAccelerator(wiring.Component):
         self.max_beats = max(self.beats.values())
         # Tap packing's sliding load (weight stationary, ifmap words of several beats; 0: none).
         self.slide_beats = self.beats["ifmap"] if self.beats["ifmap"] > 1 and config.dataflow is Dataflow.WS else 0
-        self.word_lanes = commands.dram_word_lanes(config.rows, config.cols, config.dataflow is Dataflow.IS)
+        self.word_lanes = isa.dram_word_lanes(config.rows, config.cols, config.dataflow is Dataflow.IS)
         self.queue_depth = queue_depth
         self.outstanding = outstanding
         members = axi4_signature(self.data_bytes).members

@@ -15,7 +15,7 @@ if str(REPORT_TESTS) not in sys.path:
 @pytest.fixture(scope="session")
 def tiny_export(tmp_path_factory):
     """``(out_dir, ExportResult)`` of ``export_design(tiny preset)`` with synthesis."""
-    from accel_dse.designs import load_preset
+    from accel_dse.design_files import load_preset
     from accel_dse.export import export_design
 
     out = tmp_path_factory.mktemp("exports") / "tiny"

@@ -44,7 +44,7 @@ def _run(out, *args):
 
 def test_export_of_a_preset_writes_every_file(tiny_export):
     import rtl_gen
-    from accel_dse.designs import load_preset
+    from accel_dse.design_files import load_preset
 
     out, result = tiny_export
     config = load_preset("tiny")
@@ -189,14 +189,14 @@ def test_force_replaces_a_run_export_but_not_a_file_added_to_its_build_folder(ti
 
 def test_the_register_header_and_the_command_format_ship_with_the_export(tiny_export):
     import rtl_gen
-    from spec import isa as commands
+    from spec import isa
 
     out, _ = tiny_export
     header = (out / "regs.h").read_text()
     for reg in rtl_gen.CONTROL_REGMAP:
         assert f"ACCEL_{reg.name}_OFFSET 0x{reg.offset:03X}" in header or f"ACCEL_{reg.name}_OFFSET" in header
     doc = (out / "commands.md").read_text()
-    for name, (lsb, width) in commands.FIELDS.items():
+    for name, (lsb, width) in isa.FIELDS.items():
         assert f"| `{name}` | {lsb} | {width} |" in doc
 
 
@@ -237,7 +237,7 @@ def test_sigterm_to_the_exported_runner_stops_its_simulator(tiny_export, tmp_pat
 
 def test_exported_runner_fails_on_a_broken_design(tiny_export, tmp_path):
     import rtl_gen
-    from accel_dse.designs import load_preset
+    from accel_dse.design_files import load_preset
 
     out, result = tiny_export
     broken = tmp_path / "broken"

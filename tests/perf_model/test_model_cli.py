@@ -10,7 +10,7 @@ WORKLOAD = "gemm:m=64,k=96,n=80,batch=2"
 
 def _edge_without_unit(tmp_path):
     """A design file: the edge preset with ``vector_unit = false``."""
-    from accel_dse.designs import load_design
+    from accel_dse.design_files import load_design
 
     design = tmp_path / "edge_bare.toml"
     design.write_text("[design]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in

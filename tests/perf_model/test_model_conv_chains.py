@@ -11,7 +11,7 @@ import pytest
 
 import perf_model
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.conv_network import compile_conv_network
 from perf_model.evaluator.conv_ops import TIE

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from perf_model.compiler.conv import compile_conv
 from perf_model.compiler.conv_network import compile_conv_network, output_words
 from perf_model.compiler.program import _buffer_depths

@@ -8,7 +8,7 @@ import dataclasses
 
 import perf_model
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from perf_model.compiler.conv_network import compile_conv_network
 from perf_model.compiler.conv_workload import after_global_pool, conv_network_spec
 from spec.isa import Opcode

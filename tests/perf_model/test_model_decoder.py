@@ -11,7 +11,7 @@ import pytest
 
 import perf_model
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from perf_model.compiler.decoder import DECODER_ROLES, compile_decoder, decoder_block, gemm_groups
 from spec.errors import ModelError
 from spec.isa import Opcode

@@ -11,7 +11,7 @@ import pytest
 
 import perf_model
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from perf_model.compiler.encoder import GEMM_ROLES, compile_encoder, encoder_layer
 from spec.config import Dataflow
 from spec.errors import ModelError

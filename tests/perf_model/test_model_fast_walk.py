@@ -24,7 +24,7 @@ from perf_model.evaluator.block import evaluate_block
 from perf_model.evaluator.transfers import LATENCY, STORE_READ_LATENCY, Memory, axi_data_bytes
 from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
-from spec import isa as commands
+from spec import isa
 from spec.config import ArrayConfig
 from spec.errors import ModelError
 from spec.isa import Command, Opcode
@@ -96,11 +96,11 @@ def test_the_vectorised_bus_width_is_the_command_encodings():
                                                               [0.5, 1, 2, 3, 4, 8, 16, 32, 48.6, 64, 100, 1e5]))
     for stationary in (False, True):
         got = axi_data_bytes(rows, cols, bits, bw, stationary)
-        want = [commands.axi_data_bytes(int(r), int(c), int(b), float(w), stationary)
+        want = [isa.axi_data_bytes(int(r), int(c), int(b), float(w), stationary)
                 for r, c, b, w in zip(rows, cols, bits, bw, strict=True)]
         assert got.tolist() == want
     assert axi_data_bytes(np.array([64]), np.array([64]), np.array([8]), np.array([64.0]), True)[0] == 16
-    assert sorted(set(axi_data_bytes(rows, cols, bits, bw).tolist()))[-2:] == [64, commands.MAX_AXI_DATA_BYTES]
+    assert sorted(set(axi_data_bytes(rows, cols, bits, bw).tolist()))[-2:] == [64, isa.MAX_AXI_DATA_BYTES]
 
 
 @pytest.mark.parametrize("requant", [False, True])
@@ -185,8 +185,8 @@ def test_the_fast_model_is_the_walk_on_random_designs(pages, wide, monkeypatch):
         split += splits > 0
         resident += bool(block.resident[0, 0])
         widths.add(program.data_bytes)
-        odd += len(program.commands) * commands.COMMAND_BYTES % program.data_bytes != 0
-    assert widths == {64, 128} if wide else max(widths) <= commands.COMMAND_BYTES, widths
+        odd += len(program.commands) * isa.COMMAND_BYTES % program.data_bytes != 0
+    assert widths == {64, 128} if wide else max(widths) <= isa.COMMAND_BYTES, widths
     assert odd >= 10 if wide else odd == 0, odd  # programs whose fetch ends in a part-filled beat
     assert split == 0 if not pages else split >= (10 if wide else 20), split
     assert exact >= (36 if not pages else 20) and chunked >= 3 and resident >= 3, (exact, chunked, resident)

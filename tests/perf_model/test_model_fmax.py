@@ -22,7 +22,7 @@ from model_testlib import cached_figures
 
 import perf_model
 import workloads
-from accel_dse.designs import load_preset
+from accel_dse.design_files import load_preset
 from perf_model.physical import fmax, technology
 from perf_model.physical.fmax_fit import OUTPUT_STAGE_POINTS, PE_POINTS
 from spec.config import ArrayConfig

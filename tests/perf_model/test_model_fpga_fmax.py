@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
-from accel_dse.designs import load_preset
+from accel_dse.design_files import load_preset
 from perf_model import (
     ECP5_FMAX_FIT,
     DesignArrays,

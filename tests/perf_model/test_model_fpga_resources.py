@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from accel_dse.designs import load_preset
+from accel_dse.design_files import load_preset
 from perf_model import bank_ebrs, fpga_resources, pe_resources
 from spec.config import ArrayConfig
 

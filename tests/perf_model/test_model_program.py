@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from perf_model import compile_gemm, gemm_program_cycles, program_timing
-from spec import isa as commands
+from spec import isa
 from spec.config import ArrayConfig
 from spec.errors import ModelError
 from spec.isa import Buffer, Command, Opcode, decode, encode
@@ -21,7 +21,7 @@ def test_every_field_round_trips_through_its_bits():
                        dram_stride=0x1234, rows=0xFFFF, words=7, buf_addr=99, row_step=1, word_step=0xFFFFFFFF,
                        q_base=4095, lanes=0xFFFF)
     raw = encode(cmd)
-    assert len(raw) == commands.COMMAND_BYTES and decode(raw) == cmd
+    assert len(raw) == isa.COMMAND_BYTES and decode(raw) == cmd
     word = int.from_bytes(raw, "little")
     assert word >> 240 == 0xFFFF and (word >> 224) & 0xFFFF == 4095  # lanes [240, 256) above q_base
     assert word & 0xF == Opcode.STORE and (word >> 5) & 1 == 1  # opcode in bits 0-3, wait_run in bit 5
@@ -59,7 +59,7 @@ def test_the_compiler_emits_the_runs_of_the_plan_and_stores_each_output_row_once
 def test_tensors_are_page_aligned_and_do_not_overlap_the_program_or_each_other():
     program = compile_gemm(SMALL, Gemm(m=40, k=48, n=12), requant=True)
     spans = sorted((t.base, t.base + t.nbytes) for t in program.tensors.values())
-    assert spans[0][0] >= len(program.commands) * commands.COMMAND_BYTES
+    assert spans[0][0] >= len(program.commands) * isa.COMMAND_BYTES
     assert all(a % 4096 == 0 for a, _ in spans)
     assert all(end <= nxt for (_, end), (nxt, _) in zip(spans, spans[1:], strict=False))
 
@@ -88,17 +88,17 @@ def test_the_error_codes_and_the_dma_depth_agree_between_rtl_and_model():
     from rtl_gen.soc.regmap import ErrorCode
     from rtl_gen.soc.system import OUTSTANDING
 
-    assert {e.value for e in ErrorCode} == set(commands.ERROR_NAMES)
-    assert ErrorCode.BAD_OPCODE == commands.ERROR_OPCODE and ErrorCode.QUEUE_OVERFLOW == commands.ERROR_QUEUE
+    assert {e.value for e in ErrorCode} == set(isa.ERROR_NAMES)
+    assert ErrorCode.BAD_OPCODE == isa.ERROR_OPCODE and ErrorCode.QUEUE_OVERFLOW == isa.ERROR_QUEUE
     assert OUTSTANDING == program_timing.OUTSTANDING
     assert rtl_gen.AxiAccelerator  # the SoC block is public
 
 
 @pytest.mark.parametrize("bw,want", [(0.5, 1), (3.0, 4), (16.0, 16), (48.57, 64), (100.0, 128), (1e6, 128)])
 def test_the_axi_width_is_the_bandwidth_as_a_bus(bw, want):
-    assert commands.axi_data_bytes(256, 128, 8, bw) == want  # up to 1024 bits, AXI4's widest
-    assert commands.axi_data_bytes(64, 64, 8, bw) == min(want, 64)  # 64 bytes a row: beats of at most 64
-    assert commands.axi_data_bytes(12, 64, 8, bw) == min(want, 4)  # 12 bytes a row: 4-byte beats
+    assert isa.axi_data_bytes(256, 128, 8, bw) == want  # up to 1024 bits, AXI4's widest
+    assert isa.axi_data_bytes(64, 64, 8, bw) == min(want, 64)  # 64 bytes a row: beats of at most 64
+    assert isa.axi_data_bytes(12, 64, 8, bw) == min(want, 4)  # 12 bytes a row: 4-byte beats
 
 
 def test_a_vector_command_round_trips_and_its_parameter_block_is_the_next_slot():
@@ -111,17 +111,17 @@ def test_a_vector_command_round_trips_and_its_parameter_block_is_the_next_slot()
     assert (word >> 12) & 1 == 1  # vcolmajor
     block = Command.make(Opcode.VECTOR_PARAMS, vp0=0xFFFFFFFF, vp7=5)
     assert int.from_bytes(encode(block), "little") == 0xFFFFFFFF | 5 << 224  # no opcode bits: all parameters
-    assert commands.ERROR_VECTOR == 7 and commands.ERROR_NAMES[7].startswith("vector command malformed")
+    assert isa.ERROR_VECTOR == 7 and isa.ERROR_NAMES[7].startswith("vector command malformed")
 
 
 def test_the_wait_bits_overlap_no_field_of_any_command():
     """wait_dma, wait_run and wait_vec are read on every command: no opcode may use their bits."""
-    waits = {commands.FIELDS[name][0] for name in ("wait_dma", "wait_run", "wait_vec")}
-    for opcode, names in commands._PER_OP.items():
+    waits = {isa.FIELDS[name][0] for name in ("wait_dma", "wait_run", "wait_vec")}
+    for opcode, names in isa._PER_OP.items():
         if opcode == Opcode.VECTOR_PARAMS:
             continue  # never decoded as a command
         for name in names:
-            lsb, width = commands.FIELDS[name]
+            lsb, width = isa.FIELDS[name]
             assert not waits & set(range(lsb, lsb + width)), (opcode, name)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import perf_model
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from perf_model import program_timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays

@@ -13,7 +13,7 @@ from model_testlib import GEMM_OF, reference
 
 import perf_model
 import perf_model.evaluator.schedule
-from accel_dse.designs import load_preset
+from accel_dse.design_files import load_preset
 from perf_model.evaluator.problem import build_problem
 from perf_model.evaluator.schedule import op_cycles, schedule
 from perf_model.evaluator.tiling import ORDERS, Tiling

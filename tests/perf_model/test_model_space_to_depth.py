@@ -10,7 +10,7 @@ import numpy as np
 from jax import lax
 
 import perf_model
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from perf_model.compiler import conv_score
 from perf_model.compiler.space_to_depth import s2d_conv, s2d_input, s2d_weights
 from workloads import resolve

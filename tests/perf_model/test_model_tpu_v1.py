@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import perf_model
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 
 PES = 256 * 256
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import perf_model
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from perf_model.vector_timing import vector_cycles, vector_plan
 from spec.config import ArrayConfig
 from spec.errors import ModelError

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import rtl_gen.tools.synth as synth_mod
-from accel_dse.designs import load_preset
+from accel_dse.design_files import load_preset
 
 
 def test_verilog_to_a_file_and_to_stdout(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

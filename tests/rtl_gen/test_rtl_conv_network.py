@@ -19,7 +19,7 @@ from conv_testlib import conv_reference
 from system_testlib import run_image, small
 
 import perf_model
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
 from perf_model.compiler.conv import ConvTiling, conv_weight_matrix
 from perf_model.compiler.conv_network import compile_conv_network

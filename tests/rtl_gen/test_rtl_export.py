@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from rtl_testlib import iverilog_testbench, lanes_of, ofmap_words, wrap
 
-from accel_dse.designs import load_preset
+from accel_dse.design_files import load_preset
 from accel_dse.simulate import find_simulator
 from perf_model import timing
 from rtl_gen import (

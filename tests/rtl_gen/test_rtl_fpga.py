@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import rtl_gen.tools.fpga as fpga_mod
-from accel_dse.designs import load_preset
+from accel_dse.design_files import load_preset
 from rtl_gen import FAMILIES, fpga_report
 from rtl_gen.tools.fpga import critical_path, parse_fmax, parse_utilisation, parse_yosys_cells, summarise
 from rtl_gen.tools.yowasp import tool_command

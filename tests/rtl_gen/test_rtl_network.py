@@ -16,7 +16,7 @@ import pytest
 from system_testlib import run_image
 
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
 from perf_model.compiler.network import compile_network
 from spec.errors import ModelError

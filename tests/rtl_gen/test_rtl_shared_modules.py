@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from rtl_gen import Fault, system_verilog
 
 TINY = load_design("tiny")  # 4x4 WS, no vector unit

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from rtl_gen import sim_name, system_verilog
 
 

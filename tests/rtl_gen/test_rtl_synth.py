@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import rtl_gen.tools.synth as synth_mod
-from accel_dse.designs import load_preset
+from accel_dse.design_files import load_preset
 from rtl_gen import PE, default_cache_dir, synth_component, synth_stats
 
 

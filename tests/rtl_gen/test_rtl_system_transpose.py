@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 from system_testlib import run_image
 
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate.dram.image import pack_tensor, program_image, unpack_tensor
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout
 from perf_model.compiler.vector import ifmap_words, transpose_commands

@@ -15,7 +15,7 @@ from amaranth import Module
 from amaranth.lib import wiring
 from system_testlib import run_image
 
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate.dram.image import pack_tensor, program_image, unpack_tensor
 from perf_model.compiler.vector import vector_program
 from perf_model.vector_timing import vector_cycles

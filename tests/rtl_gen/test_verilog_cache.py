@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from rtl_gen.tools import verilog_cache, verilog_export
 from rtl_gen.tools.verilog_cache import cached_text, entry_path
 

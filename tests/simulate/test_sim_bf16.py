@@ -16,7 +16,7 @@ import pytest
 
 import rtl_gen
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from accel_dse.simulate.run_plan import k_folds, plan_runs
 from tests.simulate.float_testlib import network_by_hand

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from accel_dse.simulate.host.driver import _prepare
 from spec.errors import SimulationError

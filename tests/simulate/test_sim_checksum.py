@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import rtl_gen
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 
 CHECKED = dataclasses.replace(load_design("tiny"), checksum="detect")  # 4x4 WS

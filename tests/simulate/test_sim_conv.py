@@ -10,7 +10,7 @@ import json
 import pytest
 
 import perf_model
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from perf_model.compiler.conv import conv_path, conv_tiling
 from workloads import Workload

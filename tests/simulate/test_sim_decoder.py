@@ -14,7 +14,7 @@ import numpy as np
 import perf_model
 import rtl_gen
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from tests.simulate.block_testlib import integer_steps
 

@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 
 TINY = load_design("tiny")  # 4x4 WS, ifmap/weight 4 KiB, ofmap 8 KiB, 4-byte AXI

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from tests.perf_model.model_testlib import hand_run_cycles
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from tests.simulate.test_sim_chain import INT32_MAX, INT32_MIN
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from tests.simulate.test_sim_formats import assert_chain_passes
 

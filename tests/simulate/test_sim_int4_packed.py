@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from tests.simulate.test_sim_formats import MLP, assert_chain_passes, check_int_reference
 

@@ -16,7 +16,7 @@ import pytest
 import perf_model
 import rtl_gen
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from accel_dse.simulate.dram.driver import DRAM_LATENCY
 from accel_dse.simulate.dram.sampled import output_tiles, plan_sampled, signature

@@ -10,7 +10,7 @@ import json
 
 import perf_model
 import rtl_gen
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from workloads import Gemm, VectorOp, Workload
 from workloads import _int_ops as io

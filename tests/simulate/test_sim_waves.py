@@ -63,7 +63,7 @@ def test_no_trace_without_waves(run_cli, sim_cache):
 
 
 def test_the_exported_runner_writes_a_trace_with_waves(tmp_path):
-    from accel_dse.designs import load_preset
+    from accel_dse.design_files import load_preset
     from accel_dse.export import export_design
 
     out = tmp_path / "tiny"

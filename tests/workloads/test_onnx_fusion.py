@@ -88,7 +88,7 @@ def test_an_onnx_graphs_vector_ops_run_on_the_unit_with_the_builtins_parameters(
     # n = 16: rsqrt_bits = 15 - ceil(4 / 2) = 13, sqrt(16) * 2**13, eps * n * 2**22 = 671.09
     assert dict(ln.params) == {"rsqrt_const": 32768, "rsqrt_bits": 13, "eps": 671}
     assert softmax.param("causal_offset") == -1 and gelu.params
-    from accel_dse.designs import load_design
+    from accel_dse.design_files import load_design
 
     design = tmp_path / "edge_vec.toml"  # edge with the vector unit
     design.write_text("[design]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in

@@ -11,7 +11,7 @@ import pytest
 
 import perf_model
 import workloads
-from accel_dse.designs import load_design
+from accel_dse.design_files import load_design
 from spec.errors import WorkloadError
 from workloads.ops import VectorOp, Workload
 

@@ -1,8 +1,8 @@
 """Scoring a pod space's trials: the chip in its system on the LLM job (``perf_model.pod``).
 
 :class:`PodEvaluator` takes the trial's chip (an ``ArrayConfig``) and its ``system.*`` and
-``split.*`` values, builds the :class:`~spec.system_config.SystemConfig` and the
-:class:`~spec.system_config.Split` (or searches the split when the space has no
+``split.*`` values, builds the :class:`~spec.pod_config.SystemConfig` and the
+:class:`~spec.pod_config.Split` (or searches the split when the space has no
 ``[split]``) and returns the system's metrics (:data:`SYSTEM_METRIC_UNITS`) plus the chip's
 ``area_mm2`` (cores times one array's). A system or split that cannot be built, a split that does
 not fit the topology or HBM: infeasible with the reason. The single-chip op times of a chip are
@@ -34,7 +34,7 @@ class PodEvaluator:
     """Scores chips in a system on an LLM job (picklable: the model is imported by name)."""
 
     def __init__(self, target: PodTarget, *, model: str = "perf_model.pod") -> None:
-        from accel_dse.system_files import llm_job_from_table
+        from accel_dse.pod_files import llm_job_from_table
 
         self.target = target
         self.job = llm_job_from_table(dict(target.llm))

@@ -6,7 +6,7 @@ and the split of an LLM job over the system's chips; trials are scored by ``perf
     objectives = ["step_time", "area"]
     constraints = ["tokens_per_s >= 2e5", "hbm_used_gib <= 24"]
 
-    [llm]                          # the job (accel_dse.system_files.LLM_KEYS)
+    [llm]                          # the job (accel_dse.pod_files.LLM_KEYS)
     model = "llama70b"
     mode = "train"
     batch = 256
@@ -39,7 +39,7 @@ from accel_dse.search.space.design_space import SPLIT_PREFIX, SYSTEM_PREFIX, Par
 from accel_dse.search.space.metrics import SYSTEM_METRIC_UNITS, Constraint, Objective
 from spec.config import ArrayConfig
 from spec.errors import ConfigError
-from spec.system_config import SYSTEM_FIELDS, Split, SystemConfig
+from spec.pod_config import SYSTEM_FIELDS, Split, SystemConfig
 
 __all__ = ["parse_pod_tables", "check_pod_metrics", "SYSTEM_AXES", "SPLIT_AXES", "build_system", "build_split"]
 
@@ -80,7 +80,7 @@ def _check_split(field: str, value: object, where: str) -> Any:
 def parse_pod_tables(doc: Mapping[str, Any], source: str,
                      parse_param: Callable[..., Param]) -> tuple[PodTarget | None, tuple[Param, ...]]:
     """The pod target and its ``system.*`` / ``split.*`` parameters, or ``(None, ())`` without ``[llm]``."""
-    from accel_dse.system_files import llm_job_from_table, load_system
+    from accel_dse.pod_files import llm_job_from_table, load_system
 
     if "llm" not in doc:
         for key in ("system", "split"):

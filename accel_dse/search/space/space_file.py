@@ -47,7 +47,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from accel_dse.designs import parse_toml, read_toml
+from accel_dse.design_files import parse_toml, read_toml
 from accel_dse.search.space.design_space import (
     _FLOAT_FIELDS,
     DesignSpace,

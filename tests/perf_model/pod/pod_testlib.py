@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from spec.config import ArrayConfig
-from spec.system_config import SystemConfig
+from spec.pod_config import SystemConfig
 from workloads.llm_ops import LlmJob, LlmShape
 
 CHIP = ArrayConfig(rows=16, cols=16, input_bits=16, acc_bits=64, ifmap_sram_kib=256, weight_sram_kib=256,

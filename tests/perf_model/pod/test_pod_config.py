@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pod_testlib import CHIP, system
 
-from accel_dse.system_files import load_system, parse_system_toml, system_preset_names
+from accel_dse.pod_files import load_system, parse_system_toml, system_preset_names
 from spec.errors import AccelDseError, ConfigError
-from spec.system_config import Split, SystemConfig
+from spec.pod_config import Split, SystemConfig
 
 
 @pytest.mark.parametrize("changes,needle", [

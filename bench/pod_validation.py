@@ -21,7 +21,7 @@ tuned theirs):
   ``tpu-v4-pod`` with dims 12 x 16 x 16 per pod (3,072 chips; the slice shape is not published)
   and 2 pods.
 
-Usage: ``.venv/bin/python bench/system_validation.py`` (about 10 s); docs/system.md holds its table.
+Usage: ``.venv/bin/python bench/pod_validation.py`` (about 10 s); docs/system.md holds its table.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from accel_dse.system_files import load_system  # noqa: E402
+from accel_dse.pod_files import load_system  # noqa: E402
 from perf_model.pod import evaluate_system  # noqa: E402
-from spec.system_config import Split  # noqa: E402
+from spec.pod_config import Split  # noqa: E402
 from workloads.llm_ops import LlmJob, LlmShape, llm_shape  # noqa: E402
 
 #: Narayanan et al. SC21 Table 1: params (B), heads, hidden, layers, tp, pp, GPUs, batch, TFLOP/s per GPU.

@@ -10,7 +10,7 @@
    ``pod-llama70b`` beside the single-chip space ``edge-int8``: trials/s of each (wall time of the
    sweep's own loop as it prints it, the workload tracing before it excluded).
 
-Usage: ``.venv/bin/python bench/system_sweep.py`` (``--no-sweep`` skips part 3)
+Usage: ``.venv/bin/python bench/pod_sweep.py`` (``--no-sweep`` skips part 3)
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from accel_dse.system_files import load_system  # noqa: E402
+from accel_dse.pod_files import load_system  # noqa: E402
 from perf_model.pod import OpCosts, candidate_splits, evaluate_split  # noqa: E402
 from workloads.llm_ops import LlmJob, llm_shape  # noqa: E402
 

@@ -29,10 +29,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from accel_dse.designs import design_from_document, load_design, parse_toml, read_toml
+from accel_dse.design_files import design_from_document, load_design, parse_toml, read_toml
 from spec.config import ArrayConfig
 from spec.errors import ConfigError
-from spec.system_config import Split, SystemConfig
+from spec.pod_config import Split, SystemConfig
 
 __all__ = ["load_system", "system_preset_names", "parse_system_toml", "system_from_document", "llm_job_from_table",
            "LLM_KEYS"]
