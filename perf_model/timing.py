@@ -4,7 +4,7 @@ This module is the one place that says how many clock cycles the generated accel
 takes for one *run*: one ``start`` pulse that computes ``C[mt, nt] (+)= A[mt, kt] @ B[kt, nt]``
 entirely out of the on-chip buffers, until ``done``. The RTL tests check the RTL's cycle
 counter against :func:`run_cycles`; the model builds an op's compute cycles as the sum of
-:func:`run_cycles` over the buffer tiles of :mod:`perf_model.tiling`. Change one side, change
+:func:`run_cycles` over the buffer tiles of :mod:`perf_model.evaluator.tiling`. Change one side, change
 the other, in the same commit.
 
 Mapping (rows-dim ``Dr`` on the R array rows, cols-dim ``Dc`` on the C columns, ``Ds`` streamed)::

@@ -205,7 +205,7 @@ def conv_nhwc_reference(op: Conv2d, seed: int = 0, *, bits: int = 8, weight_bits
     """The whole conv of :func:`reference`'s data (every group at once): ``(x, w, out)`` with
     NHWC ``x`` (``n x h x w x c_in``), HWIO ``w`` (``kh x kw x c_in/groups x c_out``) and the NHWC
     output, exact, through the output stage when ``op.requant`` (as the accelerator runs a conv
-    from NHWC activations, ``perf_model._conv_program``)."""
+    from NHWC activations, ``perf_model.compiler.conv``)."""
     if not isinstance(op, Conv2d):
         raise WorkloadError(f"conv_nhwc_reference needs a Conv2d record, not {op!r}")
     wbits, abits = _narrow_bits(bits, weight_bits, act_bits)

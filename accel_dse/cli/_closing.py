@@ -25,7 +25,7 @@ __all__ = ["WIDTH", "closing_lines", "trial_outcomes", "reason_key", "workload_l
 #: The widest line the summary prints.
 WIDTH = 100
 
-#: Trial ``status`` values (accel_dse.search._objective) that mean the design itself cannot run
+#: Trial ``status`` values (accel_dse.search.scoring.objective) that mean the design itself cannot run
 #: or is not a valid design: a result of the search, not a failure of the tool.
 INFEASIBLE = ("infeasible", "overflow", "invalid", "non-finite")
 #: Statuses of real failures: the evaluator raised, or the trial was interrupted or lost.

@@ -43,7 +43,7 @@ a fixed latency of 1 cycle: present ``host_addr`` before an edge, read ``host_rd
 (valid while not busy; the ofmap read port is the controller's during a run). Buffer contents are
 undefined after reset in exported Verilog (zero in the Amaranth simulator): write what a run reads.
 
-Output stage (``rtl_gen._output_stage``): ``host_qdata`` is the ofmap word read at ``host_addr``
+Output stage (``rtl_gen.core.output_stage``): ``host_qdata`` is the ofmap word read at ``host_addr``
 requantised lane by lane with the parameter word at ``host_qsel`` of the qparam buffer, with a
 fixed latency of ``QDATA_LATENCY = 1 + OUTPUT_STAGE_LATENCY = 7`` cycles (the buffer reads, then
 the stage's registers: ``spec.isa.store_read_latency``; pipelined, one word per
