@@ -5,8 +5,8 @@ Kept light on purpose: importing ``accel_dse`` loads neither JAX, Amaranth nor O
 
 from __future__ import annotations
 
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import AccelDseError, ConfigError
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import AccelDseError, ConfigError
 
 __all__ = ["ArrayConfig", "Dataflow", "AccelDseError", "ConfigError", "__version__"]
 

@@ -19,8 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from spec.config import ArrayConfig
-from spec.errors import ConfigError, ConfigErrors
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError, ConfigErrors
 
 __all__ = ["load_design", "load_design_file", "parse_design_toml", "preset_names", "load_preset"]
 
@@ -75,7 +75,7 @@ def design_from_document(doc: dict[str, Any], *, source: str) -> ArrayConfig:
     """Build an ``ArrayConfig`` from a parsed design document (one ``[design]`` table).
 
     Every problem found in one pass is reported, each on its own line
-    (:class:`~spec.errors.ConfigErrors`): unknown top-level keys and the table's own.
+    (:class:`~accel_spec.errors.ConfigErrors`): unknown top-level keys and the table's own.
     """
     problems = [f"{source}: unknown top-level key {k!r} (a design file holds one [design] table)"
                 for k in doc if k not in ("design", "system", "split")]  # a system file holds a design too

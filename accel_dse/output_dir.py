@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from spec.errors import ExportError
+from accel_spec.errors import ExportError
 
 __all__ = [
     "check_out_dir", "atomic_dir", "MARKER", "BUILD_DIR", "BUILD_MANIFEST", "MARKER_FORMAT", "file_record", "json_text",

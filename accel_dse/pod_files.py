@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from accel_dse.design_files import design_from_document, load_design, parse_toml, read_toml
-from spec.config import ArrayConfig
-from spec.errors import ConfigError
-from spec.pod_config import Split, SystemConfig
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError
+from accel_spec.pod_config import Split, SystemConfig
 
 __all__ = ["load_system", "system_preset_names", "parse_system_toml", "system_from_document", "llm_job_from_table",
            "LLM_KEYS"]
@@ -106,7 +106,7 @@ def load_system(spec: str | Path) -> tuple[SystemConfig, Split | None]:
 def llm_job_from_table(table: object, *, where: str = "[llm]") -> Any:
     """The ``LlmJob`` of an ``[llm]`` table (``model``, ``mode``, ``batch``, ``seq``, ``gen``,
     ``fused_attention``); errors are one-line ``ConfigError`` naming the key."""
-    from spec.errors import WorkloadError
+    from accel_spec.errors import WorkloadError
     from workloads.llm_ops import LlmJob, parse_llm_spec
 
     if not isinstance(table, dict):

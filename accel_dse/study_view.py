@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from accel_dse.storage_failure import storage_cause
-from spec.config import ArrayConfig
-from spec.errors import AccelDseError, ConfigError, ExportError, StorageError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import AccelDseError, ConfigError, ExportError, StorageError
 
 __all__ = ["ObjectiveInfo", "StudyView", "load_study", "trial_config", "trial_table", "VERIFY_ATTR_PREFIX",
            "pick_choices"]

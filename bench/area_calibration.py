@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import perf_model  # noqa: E402
-from spec.config import Dataflow  # noqa: E402
+from accel_spec.config import Dataflow  # noqa: E402
 
 #: NanGate FreePDK45 Open Cell Library, typical corner: X1 cell areas in µm^2.
 NANGATE45_UM2 = {

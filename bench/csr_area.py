@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sys
 
+from accel_spec.config import Dataflow
 from rtl_gen import ControlRegisters, synth_component
-from spec.config import Dataflow
 
 DESIGNS = (
     ("4x4 ws, 8 B AXI", dict(rows=4, cols=4, dataflow=Dataflow.WS, axi_data_bytes=8, ifmap_depth=1024,

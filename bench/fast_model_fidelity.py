@@ -33,8 +33,8 @@ if str(REPO) not in sys.path:
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.design_files import load_design  # noqa: E402
-from spec.config import ArrayConfig  # noqa: E402
-from spec.errors import AccelDseError  # noqa: E402
+from accel_spec.config import ArrayConfig  # noqa: E402
+from accel_spec.errors import AccelDseError  # noqa: E402
 from workloads.ops import Gemm, Requant  # noqa: E402
 
 REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))

@@ -21,8 +21,8 @@ import time
 import perf_model
 import workloads
 from accel_dse.design_files import load_design
+from accel_spec.errors import ConfigError
 from perf_model.physical.fmax import design_fmax
-from spec.errors import ConfigError
 from workloads.accuracy import workload_sqnr_db
 
 PAIRS = (("int4", "int4"), ("int4", "int8"), ("int8", "int8"), ("int8", "int16"), ("int16", "int16"),

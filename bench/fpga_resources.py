@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from accel_dse.design_files import load_preset
+from accel_spec.config import ArrayConfig
 from perf_model import ECP5_FIT, DesignArrays, FmaxFit, FpgaFit, fpga_fmax_arrays, fpga_resources
-from spec.config import ArrayConfig
 
 RECORD = Path(__file__).with_name("fpga_measured.json")
 RESOURCES = ("luts", "ffs", "dsps", "brams")

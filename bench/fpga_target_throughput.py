@@ -29,7 +29,7 @@ from model_throughput import grid_columns  # noqa: E402
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.search import FpgaTarget, ModelEvaluator  # noqa: E402
-from spec.config import FIELD_NAMES, ArrayConfig  # noqa: E402
+from accel_spec.config import FIELD_NAMES, ArrayConfig  # noqa: E402
 
 _CODES = ("ws", "os", "is")
 

@@ -28,9 +28,9 @@ from amaranth.lib.wiring import In, Out  # noqa: E402
 from area_calibration import yosys_gates  # noqa: E402
 
 import perf_model  # noqa: E402
+from accel_spec.config import ArrayConfig  # noqa: E402
 from rtl_gen.core.int4_lanes import pack_int4, unpack_int4  # noqa: E402
 from rtl_gen.soc.system import memory_system_units  # noqa: E402
-from spec.config import ArrayConfig  # noqa: E402
 
 DESIGN = ArrayConfig(rows=16, cols=16, dram_bytes_per_cycle=8.0, weight_format="int4", act_format="int4")
 

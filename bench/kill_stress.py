@@ -35,7 +35,7 @@ from optuna.trial import TrialState
 
 from accel_dse.search import open_storage, parse_storage
 from accel_dse.search.study.owner import MAX_RETRY
-from spec.errors import AccelDseError
+from accel_spec.errors import AccelDseError
 
 
 def _load(url: str) -> optuna.Study | None:

@@ -26,8 +26,8 @@ from amaranth.back import verilog  # noqa: E402
 from area_calibration import yosys_gates  # noqa: E402
 
 import perf_model  # noqa: E402
+from accel_spec.config import ArrayConfig  # noqa: E402
 from rtl_gen.soc.system import memory_system_units  # noqa: E402
-from spec.config import ArrayConfig  # noqa: E402
 
 #: Designs measured: the shell grows with the DMA's widest DRAM word (the qparam word: 16 bytes a column).
 DESIGNS = (

@@ -66,15 +66,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.design_files import load_design  # noqa: E402
+from accel_spec.config import ArrayConfig, Dataflow  # noqa: E402
+from accel_spec.errors import ModelError  # noqa: E402
+from accel_spec.isa import Opcode, dram_word_bytes  # noqa: E402
+from accel_spec.vector_isa import POOL_KINDS  # noqa: E402
 from perf_model.compiler.blocks import compile_block, transformer_block  # noqa: E402
 from perf_model.compiler.conv_network import compile_conv_network, pooled_shape  # noqa: E402
 from perf_model.compiler.conv_workload import after_global_pool, conv_network_spec  # noqa: E402
 from perf_model.compiler.network import EXTERNAL, compile_network  # noqa: E402
 from perf_model.vector_timing import vector_plan  # noqa: E402
-from spec.config import ArrayConfig, Dataflow  # noqa: E402
-from spec.errors import ModelError  # noqa: E402
-from spec.isa import Opcode, dram_word_bytes  # noqa: E402
-from spec.vector_isa import POOL_KINDS  # noqa: E402
 from workloads.ops import chain_link  # noqa: E402
 
 RULES = {

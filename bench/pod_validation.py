@@ -33,8 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from accel_dse.pod_files import load_system  # noqa: E402
+from accel_spec.pod_config import Split  # noqa: E402
 from perf_model.pod import evaluate_system  # noqa: E402
-from spec.pod_config import Split  # noqa: E402
 from workloads.llm_ops import LlmJob, LlmShape, llm_shape  # noqa: E402
 
 #: Narayanan et al. SC21 Table 1: params (B), heads, hidden, layers, tp, pp, GPUs, batch, TFLOP/s per GPU.

@@ -31,8 +31,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from accel_dse.sdc.places import PLACES, check_faults, check_places  # noqa: E402
-from spec.config import CHECKSUM_DATAFLOWS, CHECKSUMS, ArrayConfig  # noqa: E402
-from spec.errors import AccelDseError  # noqa: E402
+from accel_spec.config import CHECKSUM_DATAFLOWS, CHECKSUMS, ArrayConfig  # noqa: E402
+from accel_spec.errors import AccelDseError  # noqa: E402
 
 TABLE = REPO / "perf_model" / "physical" / "sdc_coverage_table.py"
 #: Faults per place by default where one in several corrupts (the rest: ``--faults``).

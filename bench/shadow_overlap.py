@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.design_files import load_preset  # noqa: E402
-from spec.config import ArrayConfig  # noqa: E402
+from accel_spec.config import ArrayConfig  # noqa: E402
 
 
 def _row(label: str, config: ArrayConfig, workload: workloads.Workload) -> None:

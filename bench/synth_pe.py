@@ -15,8 +15,8 @@ import argparse
 import sys
 import time
 
+from accel_spec.config import ArrayConfig
 from rtl_gen import PE, SystolicArray, synth_component, synth_stats
-from spec.config import ArrayConfig
 
 
 def main(argv: list[str] | None = None) -> int:

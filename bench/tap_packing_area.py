@@ -24,13 +24,13 @@ from amaranth.lib.wiring import In, Out  # noqa: E402
 
 import rtl_gen  # noqa: E402
 from accel_dse.design_files import load_design  # noqa: E402
+from accel_spec.isa import FIELDS  # noqa: E402
 from rtl_gen.core.accelerator import Accelerator  # noqa: E402
 from rtl_gen.core.conv_addr import ConvAddressGenerator  # noqa: E402
 from rtl_gen.core.skew import DelayLine  # noqa: E402
 from rtl_gen.soc.dma import DmaLoad  # noqa: E402
 from rtl_gen.soc.system import AxiAccelerator  # noqa: E402
 from rtl_gen.tools.synth import synth_component  # noqa: E402
-from spec.isa import FIELDS  # noqa: E402
 
 
 class LaneKeep(wiring.Component):

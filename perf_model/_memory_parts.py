@@ -1,6 +1,6 @@
 """The off-chip memory a design names: sustained bandwidth per cycle and energy per byte (internal).
 
-A design's ``dram`` names a part of :data:`spec.config.MEMORY_KINDS` (code ``0`` is
+A design's ``dram`` names a part of :data:`accel_spec.config.MEMORY_KINDS` (code ``0`` is
 ``"none"``). The bandwidth the model uses is never more than either limit allows::
 
     bytes per cycle = min(dram_bytes_per_cycle, GB/s * 1e3 / clock_mhz)     (a part named)
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from spec.config import MEMORY_KINDS, MEMORY_NAMES, NO_MEMORY
+from accel_spec.config import MEMORY_KINDS, MEMORY_NAMES, NO_MEMORY
 
 __all__ = ["effective_dram_bytes_per_cycle", "dram_pj_per_byte", "memory_code", "MEMORY_GB_PER_S"]
 

@@ -16,7 +16,7 @@ burst's slot frees the cycle after it completes).
   ``n = e_last``.
 * Store: word ``q`` is read from the buffer in cycle ``r_q = max(r_{q-1} + 1, p_{q-F} + 1)``
   (``r_0 = 1``, ``F`` = :data:`STORE_FIFO_WORDS`, ``p_q`` the cycle its last beat is sent) and
-  can be sent from cycle ``r_q + lat + 1`` (``lat`` = ``spec.isa.store_read_latency``:
+  can be sent from cycle ``r_q + lat + 1`` (``lat`` = ``accel_spec.isa.store_read_latency``:
   1 raw, ``1 + OUTPUT_STAGE_LATENCY`` = 7 through the output stage). Beat
   ``b`` (of word ``q``, burst ``i``) is sent in cycle ``max(prev + 1, r_q + lat + 1, a_i + 1)``;
   burst ``i``'s response comes in cycle ``done_i = max(last beat + L + 1, done_{i-1} + 1)``;
@@ -40,7 +40,7 @@ import math
 from collections.abc import Iterator
 from fractions import Fraction
 
-from spec import isa
+from accel_spec import isa
 
 __all__ = ["MAX_BURST", "PAGE_BYTES", "STORE_FIFO_WORDS", "DMA_ISSUE_CYCLE", "bursts", "same_bursts_any_address",
            "load_cycles", "store_cycles", "Pace"]
@@ -49,7 +49,7 @@ __all__ = ["MAX_BURST", "PAGE_BYTES", "STORE_FIFO_WORDS", "DMA_ISSUE_CYCLE", "bu
 MAX_BURST = 256
 #: Bursts never cross a boundary of this many bytes.
 PAGE_BYTES = 4096
-#: Words the store path holds between the buffer read and the W channel (``spec.isa``).
+#: Words the store path holds between the buffer read and the W channel (``accel_spec.isa``).
 STORE_FIFO_WORDS = isa.STORE_FIFO_WORDS
 #: Cycle of the first burst's issue after ``start`` (the row length is computed in between).
 DMA_ISSUE_CYCLE = 2

@@ -2,7 +2,7 @@
 
 Cycle ``c`` lies between edges ``E_{c-1}`` and ``E_c``; the program is started at ``E0``. The
 fetch is a DMA load of the program (``len`` words of ``32 / W`` beats, or ``ceil(len * 32 / W)``
-words of one beat on a bus wider than a command: ``spec.isa.fetch_beats``) issued at ``E1``, taking
+words of one beat on a bus wider than a command: ``accel_spec.isa.fetch_beats``) issued at ``E1``, taking
 ``f`` cycles (:mod:`perf_model.dma_timing`); the first command is decoded in cycle ``f + 4``.
 A command decoded in cycle ``c`` is issued at ``E_c`` if in cycle ``c`` its unit (the DMA for
 LOAD/STORE/MOVE, the array for RUN, the vector unit for VECTOR) and the units its wait bits name
@@ -28,13 +28,13 @@ import dataclasses
 from collections.abc import Sequence
 from fractions import Fraction
 
+from accel_spec import isa
+from accel_spec.config import ArrayConfig
+from accel_spec.isa import COMMAND_BYTES, OUTSTANDING, Command, Opcode
+from accel_spec.isa import DRAM_LATENCY as DEFAULT_DRAM_LATENCY  # the DRAM model latency unless one is named
 from perf_model import dma_timing, timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
-from spec import isa
-from spec.config import ArrayConfig
-from spec.isa import COMMAND_BYTES, OUTSTANDING, Command, Opcode
-from spec.isa import DRAM_LATENCY as DEFAULT_DRAM_LATENCY  # the DRAM model latency unless one is named
 
 __all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
            "transfer_word_beats", "dram_rate", "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES",
@@ -112,7 +112,7 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
 def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) -> int:
     """Beats one buffer word of the ``LOAD`` or ``STORE`` ``cmd`` takes in DRAM: its buffer's word
     (a requantising STORE of the ofmap: the requantised word), narrowed by its ``lanes``
-    (``spec.isa.transfer_beats``); ``beats`` is :func:`word_beats`.
+    (``accel_spec.isa.transfer_beats``); ``beats`` is :func:`word_beats`.
 
     Raises:
         ValueError: ``lanes`` the RTL refuses (``ERROR_DRAM``): above the word's, or not whole beats.
@@ -132,14 +132,14 @@ def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) ->
 
 
 def axi_data_bytes(config: ArrayConfig) -> int:
-    """The AXI data width of ``config``'s memory interface, bytes (``spec.isa``)."""
+    """The AXI data width of ``config``'s memory interface, bytes (``accel_spec.isa``)."""
     return isa.axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
                                        config.dataflow.value == "is", bool(config.packed_kinds))
 
 
 def word_beats(config: ArrayConfig) -> dict[str, int]:
-    """AXI beats per buffer word in DRAM, by kind (``spec.isa.dram_word_bytes``), and each
-    kind's lanes as ``KIND_lanes`` (``spec.isa.dram_word_lanes``)."""
+    """AXI beats per buffer word in DRAM, by kind (``accel_spec.isa.dram_word_bytes``), and each
+    kind's lanes as ``KIND_lanes`` (``accel_spec.isa.dram_word_lanes``)."""
     W = axi_data_bytes(config)
     IS = config.dataflow.value == "is"
     words = isa.dram_word_bytes(config.rows, config.cols, IS, config.input_bits, config.acc_bits,

@@ -88,7 +88,7 @@ from typing import Any
 
 import numpy as np
 
-from spec.config import DATAFLOW_CODES, Dataflow
+from accel_spec.config import DATAFLOW_CODES, Dataflow
 
 __all__ = [
     "FOLD_OVERHEAD",

@@ -6,7 +6,7 @@ of ``lanes`` int8 lanes (:func:`vector_plan`): an element-wise op (``add``, ``mu
 row per reduction (over the last axis; ``n`` elements, ``ceil(n / lanes)`` words). An element-wise
 op too long for one row (``2**24`` elements) runs as a row per vector of its last axis; an op of
 more rows than one run takes (``MAX_ROWS``) runs as several VECTOR commands, each a whole number
-of a causal mask's query periods. Busy cycles of one run (``spec.vector_isa`` has the
+of a causal mask's query periods. Busy cycles of one run (``accel_spec.vector_isa`` has the
 constants and the phases of each kind)::
 
     1 + rows * (passes * (words + PASS_TAIL) + sum of the row's scalar steps)
@@ -14,13 +14,13 @@ constants and the phases of each kind)::
 element-wise: one pass; layernorm/rmsnorm: three passes (sum and extremes, squares, output)
 with ``MEAN`` and ``RSQRT`` between them; softmax: three passes (max, sum of exponentials,
 output) with ``RECIP`` before the last; RoPE: one rotation phase of ``2 * words + PASS_TAIL + 1``
-cycles (``spec.vector_isa``'s docstring has its schedule), i.e.
+cycles (``accel_spec.vector_isa``'s docstring has its schedule), i.e.
 ``1 + rows * (2 * words + PASS_TAIL + 1)``: a row per (token, head) of ``dh / lanes`` words, its
 table (``cos``, ``sin``: ``2 * words`` words per position, shared by the position's ``heads`` rows,
 ``qrows``) read again for each row. Pooling (``maxpool``, ``avgpool``, global or windowed)
 runs as ``rows`` NHWC images of ``words = in_h * in_w * ceil(C / lanes)`` words each, its output
 ``out_h * out_w * ceil(C / lanes)`` words an image, in the window walk of
-``spec.vector_isa.pool_cycles``. A RoPE whose half head is not whole words of the lanes
+``accel_spec.vector_isa.pool_cycles``. A RoPE whose half head is not whole words of the lanes
 stays host work: :func:`vector_plan` gives the reason.
 """
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from spec.vector_isa import (
+from accel_spec.vector_isa import (
     PASS_TAIL,
     PHASES,
     POOL_KINDS,
@@ -174,7 +174,7 @@ def _pool_plan(op: VectorOp, lanes: int) -> VectorPlan | str:
 
 def row_cycles(kind: str, words: int) -> int:
     """Busy cycles of one row of ``words`` words of op ``kind`` (not a pooling): its phases of
-    ``spec.vector_isa.PHASES`` back to back (module docstring)."""
+    ``accel_spec.vector_isa.PHASES`` back to back (module docstring)."""
     phase = {"P": words + PASS_TAIL, "R": 2 * words + PASS_TAIL + 1}
     return sum(phase[p] if p in phase else SCALAR_CYCLES[p] for p in PHASES[kind])
 
@@ -188,7 +188,7 @@ def plan_cycles(plan: VectorPlan) -> int:
 
 def vector_run_cycles(code: int, rows: int, words: int, params: tuple[int, ...] = (), *, n: int = 0,
                       lanes: int = 0) -> int:
-    """Busy cycles of a ``VECTOR`` command of op code ``code`` (``spec.vector_isa.VECTOR_CODES``)
+    """Busy cycles of a ``VECTOR`` command of op code ``code`` (``accel_spec.vector_isa.VECTOR_CODES``)
     over ``rows`` rows of ``words`` words: the unit's contract, from the command's fields alone
     (and, for a pooling, its parameter registers ``params``: the window walk; for a transpose,
     its ``n`` elements a row and the unit's ``lanes``)."""

@@ -1,13 +1,13 @@
 """The layering of DESIGN.md, checked on the source with ``ast`` (not by eye).
 
-* The packages sit on floors (:data:`PACKAGE_FLOORS`): ``spec`` (the accelerator's specification:
+* The packages sit on floors (:data:`PACKAGE_FLOORS`): ``accel_spec`` (the accelerator's specification:
   ``ArrayConfig``, errors, number formats, the command ISA, the vector ISA, the system config, text)
   at the bottom, importing the standard library only; ``workloads`` and ``rtl_gen`` over it;
   ``perf_model`` over ``workloads``; ``accel_dse`` (the CLI and the tools: search, simulate, export,
   report, verify, sdc) on top. A module imports its own package and lower floors only.
 * No module imports another package's underscore module: ``a.b._c`` is for ``a.b`` and what lies
   inside it (:func:`underscore_violations`).
-* ``rtl_gen``: the standard library, amaranth, ``spec``, itself.
+* ``rtl_gen``: the standard library, amaranth, ``accel_spec``, itself.
 * ``perf_model``: never rtl_gen, amaranth, cocotb, jax, optuna; from ``workloads`` only the op records
   (``workloads.ops``, ``workloads.vector_ops``, and ``workloads.llm_ops``: the op records of LLM
   layers, stdlib only).
@@ -78,12 +78,12 @@ def test_rules_cover_existing_packages():
 
 
 def test_spec_uses_stdlib_only():
-    assert violations("spec", lambda name, _path: top(name) in STDLIB or top(name) == "spec") == []
+    assert violations("accel_spec", lambda name, _path: top(name) in STDLIB or top(name) == "accel_spec") == []
 
 
 def test_rtl_gen_imports_only_amaranth_config_and_the_command_encoding():
     def allowed(name, _path):
-        return top(name) in STDLIB or top(name) in ("amaranth", "spec", "rtl_gen")
+        return top(name) in STDLIB or top(name) in ("amaranth", "accel_spec", "rtl_gen")
 
     assert violations("rtl_gen", allowed) == []
 
@@ -126,7 +126,7 @@ def test_search_sees_configs_and_metrics_only():
 
 def test_import_accel_dse_is_light():
     code = (
-        "import sys, accel_dse, spec.config, spec.errors, accel_dse.design_files\n"
+        "import sys, accel_dse, accel_spec.config, accel_spec.errors, accel_dse.design_files\n"
         "heavy = [m for m in ('jax', 'amaranth', 'optuna', 'numpy', 'cocotb') if m in sys.modules]\n"
         "print(','.join(heavy))"
     )
@@ -147,11 +147,11 @@ def test_checker_catches_a_violation(tmp_path, monkeypatch):
 # --- The module import graph: no cycle between modules, and the subpackages' floors -------------------------
 
 #: The packages of the project whose modules make up the import graph.
-PROJECT = ("spec", "accel_dse", "perf_model", "rtl_gen", "workloads")
+PROJECT = ("accel_spec", "accel_dse", "perf_model", "rtl_gen", "workloads")
 
 #: Floors of the packages, bottom (0) up: a module imports modules of its own package and of lower
 #: floors only (never a package beside it on its floor).
-PACKAGE_FLOORS: dict[str, int] = {"spec": 0, "workloads": 1, "rtl_gen": 1, "perf_model": 2, "accel_dse": 3}
+PACKAGE_FLOORS: dict[str, int] = {"accel_spec": 0, "workloads": 1, "rtl_gen": 1, "perf_model": 2, "accel_dse": 3}
 
 #: Cycles allowed for now, each as the packages its modules lie in -> the reason, e.g.
 #: ``("accel_dse.export", "accel_dse.report"): "export <-> report, until the shared pieces move down"``.
@@ -376,9 +376,9 @@ def test_no_import_of_another_packages_underscore_module():
 
 
 def test_package_floor_rule_can_fail():
-    graph = {"perf_model.timing": {"accel_dse.cli", "spec.config", "perf_model.dma_timing"},
-             "rtl_gen.core.pe": {"workloads.ops", "spec.number_formats"},
-             "spec.isa": {"spec.errors"},
+    graph = {"perf_model.timing": {"accel_dse.cli", "accel_spec.config", "perf_model.dma_timing"},
+             "rtl_gen.core.pe": {"workloads.ops", "accel_spec.number_formats"},
+             "accel_spec.isa": {"accel_spec.errors"},
              "workloads.ops": {"perf_model.timing"}}
     assert package_violations(graph) == [
         "perf_model.timing (perf_model, floor 2) imports accel_dse.cli (accel_dse, floor 3)",

@@ -1,9 +1,9 @@
-"""Each contract fact of the RTL and the model is defined once, on the foundation floor (``spec``).
+"""Each contract fact of the RTL and the model is defined once, on the foundation floor (``accel_spec``).
 
 The RTL and the model import these names from their home; a module that assigns one of them, or
 defines a function or class of that name, restates the fact and may drift from it. The check reads
 the source with ``ast`` (assignments, annotated assignments, ``def`` and ``class`` at any depth) of
-every module of the project and of ``bench/``. Importing a name (``from spec.isa import
+every module of the project and of ``bench/``. Importing a name (``from accel_spec.isa import
 DRAM_LATENCY as DEFAULT_DRAM_LATENCY``) is not a definition.
 """
 
@@ -13,24 +13,24 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("spec", "accel_dse", "perf_model", "rtl_gen", "workloads", "bench")
+PACKAGES = ("accel_spec", "accel_dse", "perf_model", "rtl_gen", "workloads", "bench")
 
 #: Fact -> the one module that defines it.
 HOMES: dict[str, str] = {
-    "DATAFLOW_CODES": "spec/config.py",
-    "CHECKSUM_DATAFLOWS": "spec/config.py",
-    "_MAPPED_DIMS": "spec/config.py",
-    "mapped_dims": "spec/config.py",
-    "OUTSTANDING": "spec/isa.py",
-    "CHECK_LATENCY": "spec/isa.py",
-    "DRAM_LATENCY": "spec/isa.py",
-    "DEFAULT_DRAM_LATENCY": "spec/isa.py",  # the model's name for DRAM_LATENCY: an import alias only
-    "OUTPUT_STAGE_LATENCY": "spec/isa.py",
-    "MAX_AXI_DATA_BYTES": "spec/isa.py",
-    "axi_data_bytes": "spec/isa.py",
-    "FIELDS": "spec/isa.py",
-    "PARAM_FIELDS": "spec/vector_isa.py",
-    "product_bits": "spec/number_formats.py",
+    "DATAFLOW_CODES": "accel_spec/config.py",
+    "CHECKSUM_DATAFLOWS": "accel_spec/config.py",
+    "_MAPPED_DIMS": "accel_spec/config.py",
+    "mapped_dims": "accel_spec/config.py",
+    "OUTSTANDING": "accel_spec/isa.py",
+    "CHECK_LATENCY": "accel_spec/isa.py",
+    "DRAM_LATENCY": "accel_spec/isa.py",
+    "DEFAULT_DRAM_LATENCY": "accel_spec/isa.py",  # the model's name for DRAM_LATENCY: an import alias only
+    "OUTPUT_STAGE_LATENCY": "accel_spec/isa.py",
+    "MAX_AXI_DATA_BYTES": "accel_spec/isa.py",
+    "axi_data_bytes": "accel_spec/isa.py",
+    "FIELDS": "accel_spec/isa.py",
+    "PARAM_FIELDS": "accel_spec/vector_isa.py",
+    "product_bits": "accel_spec/number_formats.py",
 }
 
 #: Functions of a fact's name outside its home that take another argument and call the home's
@@ -106,16 +106,16 @@ def test_the_check_finds_a_redefinition(tmp_path):
     not import its home are each reported; an import alias is not."""
     for package in PACKAGES:
         (tmp_path / package).mkdir()
-    (tmp_path / "spec" / "isa.py").write_text("OUTSTANDING = 8\n")
+    (tmp_path / "accel_spec" / "isa.py").write_text("OUTSTANDING = 8\n")
     (tmp_path / "perf_model" / "program_timing.py").write_text(
-        "from spec.isa import DRAM_LATENCY as DEFAULT_DRAM_LATENCY\nOUTSTANDING = 8\n"
+        "from accel_spec.isa import DRAM_LATENCY as DEFAULT_DRAM_LATENCY\nOUTSTANDING = 8\n"
         "def axi_data_bytes(config):\n    return 4\n")
     (tmp_path / "rtl_gen" / "regmap.py").write_text("CODES = {'ws': 0, 'os': 1, 'is': 2}\n")
     (tmp_path / "rtl_gen" / "core").mkdir()
     (tmp_path / "rtl_gen" / "core" / "pe.py").write_text("def product_bits(name, bits):\n    return 2 * bits\n")
     assert definitions(tmp_path) == [
-        "perf_model/program_timing.py:2: OUTSTANDING (home: spec/isa.py)",
-        "perf_model/program_timing.py:3: axi_data_bytes (home: spec/isa.py)",
-        "rtl_gen/core/pe.py:1: product_bits (home: spec/number_formats.py)",
+        "perf_model/program_timing.py:2: OUTSTANDING (home: accel_spec/isa.py)",
+        "perf_model/program_timing.py:3: axi_data_bytes (home: accel_spec/isa.py)",
+        "rtl_gen/core/pe.py:1: product_bits (home: accel_spec/number_formats.py)",
         "rtl_gen/regmap.py:1: the DATAFLOW_CODES table",
     ]

@@ -16,8 +16,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from spec.errors import WorkloadError
-from spec.text import INT_RULE, parse_int, shown
+from accel_spec.errors import WorkloadError
+from accel_spec.text import INT_RULE, parse_int, shown
 from workloads.ops import Workload
 
 __all__ = ["SUFFIXES", "split_file_spec", "load_file", "MAX_OPTION"]

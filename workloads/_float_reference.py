@@ -29,8 +29,8 @@ import math
 
 import numpy as np
 
-from spec.errors import WorkloadError
-from spec.number_formats import FORMATS, NumberFormat
+from accel_spec.errors import WorkloadError
+from accel_spec.number_formats import FORMATS, NumberFormat
 from workloads.format_codes import float_output, fp8_output, from_codes, to_codes
 from workloads.formats import accumulate, quantise
 from workloads.ops import Gemm, Op, Requant

@@ -53,8 +53,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from spec import vector_isa
-from spec.errors import WorkloadError
+from accel_spec import vector_isa
+from accel_spec.errors import WorkloadError
 from workloads.vector_ops import FRAC_BITS
 from workloads.vector_params import _NORM_GUARD, GELU_PARAMS, add_params, norm_params, softmax_params
 
@@ -218,7 +218,7 @@ _KERNELS: dict[str, Callable[..., jax.Array]] = {
 @functools.lru_cache(maxsize=1)
 def silu_table() -> np.ndarray:
     """``T[c + 128] = round(2**11 * silu(c / 16))`` for codes ``c`` in -128..127 (int32 holding int16):
-    the vector unit's ROM, ``spec.vector_isa.silu_table``."""
+    the vector unit's ROM, ``accel_spec.vector_isa.silu_table``."""
     return np.array(vector_isa.silu_table(), np.int32)
 
 

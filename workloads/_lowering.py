@@ -22,8 +22,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from spec.errors import WorkloadError
-from spec.text import shown
+from accel_spec.errors import WorkloadError
+from accel_spec.text import shown
 from workloads.ops import Conv2d, Gemm, Op, VectorOp, Workload
 
 __all__ = ["Collected", "dot_op", "conv_op", "to_workload"]

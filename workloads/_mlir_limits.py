@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 
 __all__ = ["MAX_MLIR_DEPTH", "MAX_MLIR_BYTES", "check_mlir_text"]
 

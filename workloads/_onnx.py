@@ -38,8 +38,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from spec.errors import WorkloadError
-from spec.text import shown
+from accel_spec.errors import WorkloadError
+from accel_spec.text import shown
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
 from workloads._onnx_vector import fused_nodes, vector_record
 from workloads.ops import Gemm, Op, Workload
@@ -64,7 +64,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _q(text: object) -> str:
-    """A name from the file, quoted for a message (escaped and cut by :func:`spec.text.shown`)."""
+    """A name from the file, quoted for a message (escaped and cut by :func:`accel_spec.text.shown`)."""
     return shown(repr(text), 80)
 
 

@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads.vector_ops import VectorOp
 from workloads.vector_params import default_params
 

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads._float_reference import float_format, float_operands, float_result
 from workloads._requant import output_stage
 from workloads.ops import Conv2d, Gemm, Op, chain_link

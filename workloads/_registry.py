@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from spec.errors import WorkloadError
-from spec.text import INT_RULE, parse_int, shown
+from accel_spec.errors import WorkloadError
+from accel_spec.text import INT_RULE, parse_int, shown
 from workloads._files import MAX_OPTION, load_file, split_file_spec
 from workloads._layers import FORMS
 from workloads._model import Model

@@ -25,8 +25,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from spec.errors import WorkloadError
-from spec.text import shown
+from accel_spec.errors import WorkloadError
+from accel_spec.text import shown
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
 from workloads._mlir_limits import check_mlir_text
 from workloads.ops import Workload

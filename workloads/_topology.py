@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from spec.errors import WorkloadError
-from spec.text import INT_RULE, parse_int, shown
+from accel_spec.errors import WorkloadError
+from accel_spec.text import INT_RULE, parse_int, shown
 from workloads.ops import Conv2d, Gemm, Op, Workload
 
 __all__ = ["load_scalesim_csv", "load_timeloop_yaml"]

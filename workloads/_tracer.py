@@ -43,7 +43,7 @@ import jax
 import jax.extend.core as jex_core
 from jax._src import source_info_util
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads._int_ops import marker
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
 from workloads._requant import OUTPUT_STAGE_SCOPE

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 
 __all__ = ["with_example_args", "load_user_function"]
 

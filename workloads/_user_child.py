@@ -7,7 +7,7 @@ the traced op records, pickled (only the op-record classes are unpickled):
 
 * the module's stdout goes to our stderr, so ``--json`` output stays parseable;
 * any exception it raises, ``BaseException`` subclasses (``SystemExit``, ``GeneratorExit``,
-  ...) too, comes back as one :class:`~spec.errors.WorkloadError` naming the module;
+  ...) too, comes back as one :class:`~accel_spec.errors.WorkloadError` naming the module;
   ``KeyboardInterrupt`` comes back as ``KeyboardInterrupt``;
 * a process that ends without a result (``os._exit``, a crash, a signal) is a ``WorkloadError``
   with its exit status, never a success.
@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from spec.errors import WorkloadError
-from spec.text import shown
+from accel_spec.errors import WorkloadError
+from accel_spec.text import shown
 
 __all__ = ["trace_user"]
 

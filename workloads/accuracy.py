@@ -25,8 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from spec.errors import WorkloadError
-from spec.number_formats import FORMATS
+from accel_spec.errors import WorkloadError
+from accel_spec.number_formats import FORMATS
 from workloads.formats import dequantised_product
 from workloads.ops import Conv2d, Gemm, Workload
 
@@ -76,7 +76,7 @@ def workload_sqnr_db(workload: Workload, weight_format: str, act_format: str, *,
 
     Args:
         workload: the workload (its matrix ops and counts).
-        weight_format, act_format: names of :data:`spec.number_formats.FORMATS`.
+        weight_format, act_format: names of :data:`accel_spec.number_formats.FORMATS`.
         seed: seed of the float data.
 
     Returns:

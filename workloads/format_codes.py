@@ -37,8 +37,8 @@ import math
 import ml_dtypes
 import numpy as np
 
-from spec.errors import WorkloadError
-from spec.number_formats import NumberFormat
+from accel_spec.errors import WorkloadError
+from accel_spec.number_formats import NumberFormat
 from workloads.formats import _fmt, fraction_bits, quantise, round_to_float
 
 __all__ = ["to_codes", "from_codes", "fp8_output", "float_output"]

@@ -1,6 +1,6 @@
 """Reference semantics of the operand formats: what a matrix product in each format computes.
 
-This fixes, for every format of :data:`spec.number_formats.FORMATS`, the values an operand
+This fixes, for every format of :data:`accel_spec.number_formats.FORMATS`, the values an operand
 can hold, the products, the order of summation, the rounding and the special values. A PE built
 for a format is bit-exact against :func:`accumulate`; the accuracy metric (:mod:`workloads.accuracy`)
 runs it on float data.
@@ -47,8 +47,8 @@ import math
 import ml_dtypes
 import numpy as np
 
-from spec.errors import WorkloadError
-from spec.number_formats import FORMATS, NumberFormat
+from accel_spec.errors import WorkloadError
+from accel_spec.number_formats import FORMATS, NumberFormat
 
 __all__ = ["quantise", "per_tensor_scale", "fraction_bits", "accumulate", "to_float32", "dequantised_product",
            "jax_bound", "sqnr_db", "UNIT_ROUNDOFF_F32", "round_to_float"]

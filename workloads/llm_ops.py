@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads.ops import Gemm
 
 __all__ = ["LlmShape", "LLM_SHAPES", "llm_shape", "layer_ops", "head_ops", "backward", "parse_llm_spec", "check_split",

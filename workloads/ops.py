@@ -31,8 +31,8 @@ import numbers
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeAlias
 
-from spec.errors import WorkloadError
-from spec.text import NAME_LIMIT, shown
+from accel_spec.errors import WorkloadError
+from accel_spec.text import NAME_LIMIT, shown
 from workloads.vector_ops import VECTOR_KINDS, VectorOp, check_vector_fields
 
 __all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant", "REQUANT_ROUNDING", "chain_link",
@@ -44,7 +44,7 @@ __all__ = ["Gemm", "Conv2d", "Op", "Workload", "op_kind", "MAX_MACS", "Requant",
 #: below this limit they are exact (cycles stay below 2**63 even on a 1 x 1 array).
 MAX_MACS = 2**48
 
-#: Longest ``origin`` or workload ``description`` kept (names: :data:`spec.text.NAME_LIMIT`).
+#: Longest ``origin`` or workload ``description`` kept (names: :data:`accel_spec.text.NAME_LIMIT`).
 ORIGIN_LIMIT = 300
 
 
@@ -76,7 +76,7 @@ def _check_name(owner: str, value: object, what: str = "name") -> None:
 
 
 def _set_shown(record: object, owner: str, field_name: str, limit: int = NAME_LIMIT) -> None:
-    """Check the text field ``field_name`` and keep it as :func:`spec.text.shown` makes it
+    """Check the text field ``field_name`` and keep it as :func:`accel_spec.text.shown` makes it
     (names come from files and graphs: control characters escaped, cut to ``limit``)."""
     value = getattr(record, field_name)
     _check_name(owner, value, field_name)

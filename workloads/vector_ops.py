@@ -33,7 +33,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 
 __all__ = ["VectorOp", "VECTOR_KINDS", "FRAC_BITS", "check_vector_fields"]
 

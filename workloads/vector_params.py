@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads.vector_ops import FRAC_BITS
 
 __all__ = ["add_params", "norm_params", "softmax_params", "GELU_PARAMS", "UNIT_SCALE", "default_params"]

@@ -32,8 +32,8 @@ from typing import NoReturn
 
 from accel_dse import __version__
 from accel_dse.storage_failure import storage_failure_text
-from spec.errors import AccelDseError
-from spec.text import shown
+from accel_spec.errors import AccelDseError
+from accel_spec.text import shown
 
 __all__ = ["main", "build_parser", "COMMANDS", "error_kind"]
 

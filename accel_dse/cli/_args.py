@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from spec.text import INT_RULE, parse_int, shown
+from accel_spec.text import INT_RULE, parse_int, shown
 
 __all__ = ["ascii_int"]
 

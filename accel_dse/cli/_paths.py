@@ -2,7 +2,7 @@
 
 Each helper checks one option's path up front and returns it as a :class:`~pathlib.Path`
 (``None`` when the option was not given); every problem is a one-line
-:class:`~spec.errors.ExportError` naming the option, the path and the rule.
+:class:`~accel_spec.errors.ExportError` naming the option, the path and the rule.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from spec.errors import ExportError
+from accel_spec.errors import ExportError
 
 __all__ = ["given_path", "output_file", "work_dir"]
 

@@ -6,7 +6,7 @@ import argparse
 
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.design_files import load_design, load_preset, preset_names
-from spec.errors import ConfigError
+from accel_spec.errors import ConfigError
 
 __all__ = ["register"]
 

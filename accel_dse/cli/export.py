@@ -7,7 +7,7 @@ import shlex
 import sys
 
 from accel_dse.cli._output import emit, emit_json
-from spec.errors import ExportError
+from accel_spec.errors import ExportError
 
 __all__ = ["register"]
 

@@ -9,7 +9,7 @@ from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.cli._paths import output_file
 from accel_dse.design_files import load_design
-from spec.errors import ExportError
+from accel_spec.errors import ExportError
 
 __all__ = ["register"]
 

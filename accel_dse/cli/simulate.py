@@ -8,8 +8,8 @@ import sys
 from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.cli._paths import work_dir
-from spec.errors import SimulationError
-from spec.text import parse_int
+from accel_spec.errors import SimulationError
+from accel_spec.text import parse_int
 
 __all__ = ["register"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.cli._paths import output_file, work_dir
-from spec.errors import SearchError
-from spec.text import INT_RULE, parse_int, shown
+from accel_spec.errors import SearchError
+from accel_spec.text import INT_RULE, parse_int, shown
 
 __all__ = ["register"]
 

@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from accel_dse.cli._output import emit, emit_json, format_table
-from spec.errors import ConfigError
+from accel_spec.errors import ConfigError
 
 __all__ = ["register"]
 
@@ -58,7 +58,7 @@ def _check_positive(args: argparse.Namespace) -> None:
 
 def parse_split(text: str) -> Any:
     """``dp=8,tp=4,...`` as a :class:`Split` (one-line ``ConfigError`` on a bad item)."""
-    from spec.pod_config import SPLIT_FIELDS, Split
+    from accel_spec.pod_config import SPLIT_FIELDS, Split
 
     values: dict[str, Any] = {}
     for item in filter(None, (t.strip() for t in text.split(","))):
@@ -126,7 +126,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _figure(path: Any, result: Any, ranked: list[Any]) -> None:
     """The chosen split and the fastest split of each other (tp, pp, ep), at most 12 bars."""
     from accel_dse.report import system_breakdown_png
-    from spec.errors import ExportError
+    from accel_spec.errors import ExportError
 
     shown, seen = [result], {(result.split.tp, result.split.pp, result.split.ep)}
     for r in ranked:

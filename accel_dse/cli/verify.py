@@ -7,7 +7,7 @@ import sys
 
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.cli._paths import work_dir
-from spec.errors import ExportError
+from accel_spec.errors import ExportError
 
 __all__ = ["register"]
 

@@ -111,7 +111,7 @@ def workload_json(workload: Any, bits: int = 8) -> dict[str, Any]:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from spec.errors import WorkloadError
+    from accel_spec.errors import WorkloadError
     from workloads import resolve
 
     if args.bits < 1:

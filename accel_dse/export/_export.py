@@ -23,8 +23,8 @@ from accel_dse.export._readme import readme_text
 from accel_dse.export._soc import soc_files
 from accel_dse.export._synth import synth_document
 from accel_dse.output_dir import atomic_dir, check_out_dir, json_text
-from spec.config import ArrayConfig
-from spec.errors import ExportError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ExportError
 
 __all__ = ["ExportResult", "export_design", "DEFAULT_WORKLOAD", "STANDALONE_FILES"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 __all__ = ["fpga_document", "fpga_figures", "fpga_line", "fpga_script", "overflow_text", "resolve_fpga"]
 

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from spec.config import ArrayConfig, Dataflow
-from spec.isa import FIELDS, WINDOW_FIELDS
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.isa import FIELDS, WINDOW_FIELDS
 
 __all__ = [
     "FORMAT",

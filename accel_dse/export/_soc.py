@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 __all__ = ["soc_files", "commands_markdown", "SOC_STANDALONE_FILES"]
 
@@ -28,10 +28,10 @@ SOC_STANDALONE_FILES = ("tb_axi.py",)
 
 
 def commands_markdown() -> str:
-    """``commands.md``: the command encoding, from :mod:`spec.isa` (its docstring and fields)."""
-    from spec import isa
+    """``commands.md``: the command encoding, from :mod:`accel_spec.isa` (its docstring and fields)."""
+    from accel_spec import isa
 
-    lines = ["# Command format", "", "Generated from `spec.isa`.", "", "```text",
+    lines = ["# Command format", "", "Generated from `accel_spec.isa`.", "", "```text",
              (isa.__doc__ or "").strip(), "```", "", "| field | lsb | width |", "|---|---|---|"]
     lines += [f"| `{name}` | {lsb} | {width} |" for name, (lsb, width) in isa.FIELDS.items()]
     lines += ["", "| opcode | value |", "|---|---|"]
@@ -45,7 +45,7 @@ def _cases(config: ArrayConfig, seed: int) -> list[dict[str, Any]]:
     import perf_model
     from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image
     from accel_dse.simulate.dram.job_files import layout_dict
-    from spec.isa import DRAM_LATENCY
+    from accel_spec.isa import DRAM_LATENCY
     from workloads import Gemm
 
     r, c = config.rows, config.cols
@@ -92,9 +92,9 @@ def _conv_case(config: ArrayConfig, seed: int) -> dict[str, Any] | None:
     program and image), or ``None`` on a design that builds no windows or cannot hold it."""
     from accel_dse.simulate.dram.conv import conv_instances
     from accel_dse.simulate.dram.job_files import layout_dict
+    from accel_spec.errors import AccelDseError
+    from accel_spec.isa import DRAM_LATENCY
     from perf_model.compiler.conv import conv_served
-    from spec.errors import AccelDseError
-    from spec.isa import DRAM_LATENCY
     from workloads.ops import Conv2d, Requant
 
     if conv_served(config) or not config.weight_fmt.is_int:

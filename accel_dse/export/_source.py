@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from spec.config import ArrayConfig
-from spec.errors import ExportError
-from spec.text import parse_int
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ExportError
+from accel_spec.text import parse_int
 
 __all__ = ["DesignSource", "design_from_spec", "design_from_study", "parse_trial"]
 

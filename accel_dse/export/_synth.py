@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Any
 
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 __all__ = ["synth_document"]
 

@@ -10,8 +10,8 @@ import math
 from typing import Any
 
 from accel_dse.study_view import StudyView, trial_config, trial_table
-from spec.errors import AccelDseError
-from spec.number_formats import format_tag
+from accel_spec.errors import AccelDseError
+from accel_spec.number_formats import format_tag
 
 __all__ = ["build_report", "sampler_of", "per_op_breakdown", "roofline", "TOP_ROWS"]
 

@@ -19,9 +19,9 @@ import numpy as np
 
 from accel_dse.sdc.places import FaultSpec
 from accel_dse.simulate.host.layout import pack_inputs, pack_qparams, qsel_rule, unpack_output, word_bytes
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import SimulationError
 from perf_model import timing
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import SimulationError
 
 __all__ = ["Trial", "Outcome", "simulate_trials", "TESTBENCH"]
 

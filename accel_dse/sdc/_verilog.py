@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from spec.config import ArrayConfig
-from spec.errors import SimulationError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import SimulationError
 
 __all__ = ["campaign_verilog", "pe_register_path", "PE_REGISTER_NAMES"]
 

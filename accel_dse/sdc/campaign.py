@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from accel_dse.sdc.places import FAULT_KINDS, PLACES, FaultSpec, check_faults, check_places
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import ConfigError
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import ConfigError
 
 __all__ = ["FaultSpec", "PlaceTally", "CampaignResult", "run_campaign", "draw_faults", "lower_bound"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from spec.errors import ConfigError
+from accel_spec.errors import ConfigError
 
 __all__ = ["Place", "FaultSpec", "PLACES", "FAULT_KINDS", "MAX_FAULTS_PER_PLACE", "check_places", "check_faults"]
 

@@ -41,7 +41,7 @@ from accel_dse.search.study.progress import Progress
 from accel_dse.search.study.storage import StorageSpec, check_location, open_storage, parse_storage
 from accel_dse.search.study.study import budget_used, check_study_name, open_study
 from accel_dse.search.study.summary import summary_dict
-from spec.errors import AccelDseError, SearchError
+from accel_spec.errors import AccelDseError, SearchError
 
 __all__ = ["SweepConfig", "SweepResult", "run_sweep", "validate_sweep", "max_jobs", "MAX_SEED", "MAX_HEARTBEAT_S"]
 

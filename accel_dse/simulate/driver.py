@@ -17,8 +17,8 @@ from accel_dse.simulate.report import SimulationReport
 from accel_dse.simulate.runner.build import default_work_dir
 from accel_dse.simulate.runner.cache_bound import budget_bytes
 from accel_dse.simulate.runner.tools import find_simulator
-from spec.config import ArrayConfig
-from spec.errors import SimulationError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import SimulationError
 
 __all__ = ["simulate", "DEFAULT_TIMEOUT_S"]
 

@@ -14,9 +14,9 @@ from typing import IO, Any
 from accel_dse.simulate.report import OpResult, SimulationReport
 from accel_dse.simulate.runner.cache_bound import try_lock
 from accel_dse.simulate.runner.process import ProcessOutcome
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import SimulationError
 from perf_model.compiler.program import output_major
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import SimulationError
 
 __all__ = ["operand_bits", "k_folds", "new_run_dir", "plan_runs", "unfinished", "network", "report", "FIRST_MISMATCHES",
            "KEEP_RUNS", "CLOCK_PERIOD_NS"]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from accel_dse.verify._claims import CLAIM_TTL_S, Claims
-from spec.errors import AccelDseError, ExportError
+from accel_spec.errors import AccelDseError, ExportError
 
 __all__ = ["VerifyResult", "verify_top", "DEFAULT_SCALE", "DEFAULT_SIMULATOR", "DEFAULT_TIMEOUT_S", "MODES"]
 

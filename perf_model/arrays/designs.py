@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from accel_spec.config import CHECKSUMS, FORMAT_CODES, INPUT_BITS, MEMORY_NAMES, ArrayConfig, Dataflow
+from accel_spec.errors import ModelError
 from perf_model import timing
-from spec.config import CHECKSUMS, FORMAT_CODES, INPUT_BITS, MEMORY_NAMES, ArrayConfig, Dataflow
-from spec.errors import ModelError
 
 __all__ = ["DesignArrays"]
 
@@ -28,7 +28,7 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(ArrayConfig))
 #: String fields kept as integer codes: the index of the value in its tuple of names.
 _CODED = {"dram": MEMORY_NAMES, "weight_format": FORMAT_CODES, "act_format": FORMAT_CODES, "checksum": CHECKSUMS}
 _CODE_TO_DATAFLOW = {code: Dataflow(name) for name, code in timing.DATAFLOW_CODES.items()}
-# Same limits as ArrayConfig (spec/config.py): (low, high) per integer field.
+# Same limits as ArrayConfig (accel_spec/config.py): (low, high) per integer field.
 _LIMITS = {
     "rows": (1, 4096), "cols": (1, 4096), "ifmap_sram_kib": (1, 1 << 20),
     "weight_sram_kib": (1, 1 << 20), "ofmap_sram_kib": (1, 1 << 20), "tech_nm": (5, 180),
@@ -50,12 +50,12 @@ class DesignArrays:
         shadow_stationary: shadow stationary registers in the PEs (bool).
         vector_unit: the design carries the vector unit (bool; ``ArrayConfig.vector_unit``).
         tech_nm: technology node in nm (int64).
-        dram: memory kind codes, the index in :data:`spec.config.MEMORY_NAMES` (int64:
+        dram: memory kind codes, the index in :data:`accel_spec.config.MEMORY_NAMES` (int64:
             ``none`` 0); ``from_columns`` also takes the names.
-        checksum: checksum codes, the index in :data:`spec.config.CHECKSUMS` (int64:
+        checksum: checksum codes, the index in :data:`accel_spec.config.CHECKSUMS` (int64:
             ``none`` 0, ``detect`` 1); ``from_columns`` also takes the names.
         weight_format, act_format: operand format codes, the index in
-            :data:`spec.config.FORMAT_CODES` (int64: ``auto`` 0); names accepted too.
+            :data:`accel_spec.config.FORMAT_CODES` (int64: ``auto`` 0); names accepted too.
         pack_int4: int4 operands packed two a byte in DRAM (bool; ``ArrayConfig.pack_int4``).
     """
 

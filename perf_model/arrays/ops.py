@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from spec.errors import ModelError
+from accel_spec.errors import ModelError
 from workloads.ops import Conv2d, Gemm, Op, Workload, chain_link, conv_chain_link
 
 __all__ = ["OpArrays", "op_arrays"]

@@ -7,11 +7,11 @@ one-program figure, ``simulate`` and ``bench/network_program.py`` ask here.
 
 from __future__ import annotations
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
 from perf_model.compiler.decoder import DecoderBlock, compile_decoder, decoder_block
 from perf_model.compiler.encoder import EncoderLayer, compile_encoder, encoder_layer
 from perf_model.compiler.program import GemmProgram
-from spec.config import ArrayConfig
-from spec.errors import ModelError
 from workloads.ops import Workload
 
 __all__ = ["transformer_block", "compile_block"]

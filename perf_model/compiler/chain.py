@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
 from perf_model import timing
 from perf_model.compiler.plan import plan_tiles
 from perf_model.compiler.program import QUEUE_DEPTH, GemmProgram, _buffer_depths, compile_gemm, reuse_possible
 from perf_model.evaluator import reuse_links
-from spec.config import ArrayConfig
-from spec.errors import ModelError
 from workloads.ops import Gemm
 
 __all__ = ["ChainPlan", "compile_chain", "region_words"]

@@ -59,6 +59,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
+from accel_spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
 from perf_model.compiler.conv_geometry import ConvTiling, Part, Tile, _Geometry, _room, conv_served
 from perf_model.compiler.conv_pack import packed_weights
 from perf_model.compiler.conv_search import conv_estimate, conv_tiling
@@ -75,9 +78,6 @@ from perf_model.compiler.program import (
     narrow_lanes,
 )
 from perf_model.program_timing import axi_data_bytes, transfer_word_beats, word_beats
-from spec.config import ArrayConfig
-from spec.errors import ModelError
-from spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
 from workloads.ops import Conv2d
 
 __all__ = ["ConvTiling", "ConvProgram", "compile_conv", "conv_tiling", "conv_weight_matrix", "conv_served",

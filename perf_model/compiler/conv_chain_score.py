@@ -31,14 +31,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
+from accel_spec.isa import Opcode
 from perf_model import timing
 from perf_model.compiler.conv_network import compile_conv_network, output_words
 from perf_model.compiler.conv_score import design_key, program_bytes, run_figures
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import dram_rate, gemm_program_cycles
-from spec.config import ArrayConfig
-from spec.errors import ModelError
-from spec.isa import Opcode
 from workloads.ops import Conv2d
 
 __all__ = ["chain_figures"]

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from accel_spec.config import ArrayConfig, Dataflow
 from perf_model import timing
 from perf_model.compiler.program import _buffer_depths, dense_row_elems, narrow_lanes
 from perf_model.program_timing import axi_data_bytes, dram_rate
-from spec.config import ArrayConfig, Dataflow
 from workloads.ops import Conv2d
 
 __all__ = ["ConvTiling", "conv_served", "pack_taps"]

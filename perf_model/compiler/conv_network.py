@@ -42,6 +42,10 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
+from accel_spec.isa import QUEUE_DEPTH, Buffer, Command, Opcode
+from accel_spec.vector_isa import POOL_KINDS, VECTOR_CODES, PoolGeometry, pool_geometry, pool_registers
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv
 from perf_model.compiler.network import (
     EXTERNAL,
@@ -66,10 +70,6 @@ from perf_model.compiler.program import (
 from perf_model.compiler.vector import VectorRegisters, vector_commands, vector_registers
 from perf_model.program_timing import axi_data_bytes
 from perf_model.vector_timing import VectorPlan
-from spec.config import ArrayConfig
-from spec.errors import ModelError
-from spec.isa import QUEUE_DEPTH, Buffer, Command, Opcode
-from spec.vector_isa import POOL_KINDS, VECTOR_CODES, PoolGeometry, pool_geometry, pool_registers
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from accel_spec.isa import QUEUE_DEPTH, fetch_beats, store_read_latency
 from perf_model import dma_timing, timing
 from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, weight_tiles_held
 from perf_model.compiler.program import PAGE, _align
@@ -41,7 +42,6 @@ from perf_model.program_timing import (
     dram_rate,
     word_beats,
 )
-from spec.isa import QUEUE_DEPTH, fetch_beats, store_read_latency
 from workloads.ops import Conv2d
 
 __all__ = ["ConvSchedule", "conv_schedule"]

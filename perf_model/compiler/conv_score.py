@@ -14,14 +14,14 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from accel_spec.config import ArrayConfig
+from accel_spec.isa import Buffer, Opcode
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv, conv_served, conv_tiling
 from perf_model.compiler.conv_forms import candidates, describe, form_conv, host_writes
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles, transfer_word_beats, word_beats
-from spec.config import ArrayConfig
-from spec.isa import Buffer, Opcode
 from workloads.ops import Conv2d
 
 __all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "walked_figures"]

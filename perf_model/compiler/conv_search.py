@@ -14,6 +14,7 @@ from collections import Counter
 
 import numpy as np
 
+from accel_spec.config import ArrayConfig
 from perf_model import timing
 from perf_model.compiler.conv_geometry import (
     ConvTiling,
@@ -26,7 +27,6 @@ from perf_model.compiler.conv_geometry import (
     conv_served,
     weight_tiles_held,
 )
-from spec.config import ArrayConfig
 from workloads.ops import Conv2d
 
 __all__ = ["conv_tiling", "conv_estimate"]

@@ -1,7 +1,7 @@
 """The convolution window of a ``WINDOW`` command: its fields, and the walk the RTL makes.
 
 A weight-stationary run with ``window`` set reads its ``A`` from an input band held in the
-ifmap in NHWC order (``spec.isa``, ``WINDOW``). :class:`ConvWindow` holds the fields the
+ifmap in NHWC order (``accel_spec.isa``, ``WINDOW``). :class:`ConvWindow` holds the fields the
 compiler puts in the command, :meth:`ConvWindow.reads` is the reference of the address walk the
 RTL's address generator (``rtl_gen.core.conv_addr``) makes: one ifmap word (or ``None``, a pad made
 on chip) per streamed row of every row-fold.
@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from spec.errors import ModelError
-from spec.isa import FIELDS, SIGNED_WINDOW_FIELDS, Command, Opcode
+from accel_spec.errors import ModelError
+from accel_spec.isa import FIELDS, SIGNED_WINDOW_FIELDS, Command, Opcode
 
 __all__ = ["ConvWindow"]
 
 
 @dataclasses.dataclass(frozen=True)
 class ConvWindow:
-    """The window of one band (pixels, words; see ``spec.isa``).
+    """The window of one band (pixels, words; see ``accel_spec.isa``).
 
     Attributes:
         in_w, in_h: the band's input pixels across and its rows.

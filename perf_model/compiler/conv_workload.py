@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accel_spec.errors import ModelError
+from accel_spec.vector_isa import POOL_KINDS
 from perf_model.compiler.conv_network import CONV_LINK_KINDS, pooled_shape, tensor_shapes
-from spec.errors import ModelError
-from spec.vector_isa import POOL_KINDS
 from workloads.ops import Conv2d, Gemm, Workload
 from workloads.vector_ops import VectorOp
 

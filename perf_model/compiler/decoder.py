@@ -24,7 +24,7 @@ GEMMs are ``compile_gemm`` programs re-addressed to slices of the block's tensor
 operands are column bands of ``Q`` and ``V`` and a row band of ``K^T``), the vector ops run in bands
 of token rows that fit the ifmap (LOAD, VECTOR, STORE), the softmax over ``S`` in chunks of whole
 heads or query bands. The RoPE table (one row of ``cos``/``sin`` per position ``kv ..``,
-``spec.vector_isa.rope_table_row``) is a constant the host lays out, as the weights.
+``accel_spec.vector_isa.rope_table_row``) is a constant the host lays out, as the weights.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
+from accel_spec.vector_isa import ROPE_TABLE_WORDS
 from perf_model.compiler.dram_graph import (
     GemmPart,
     Slice,
@@ -45,9 +48,6 @@ from perf_model.compiler.dram_graph import (
     row_steps,
 )
 from perf_model.compiler.program import QPARAM_CHANNELS, GemmProgram, TensorLayout, compile_gemm
-from spec.config import ArrayConfig
-from spec.errors import ModelError
-from spec.vector_isa import ROPE_TABLE_WORDS
 from workloads.ops import Gemm, Requant, Workload
 from workloads.vector_ops import VectorOp
 
@@ -185,7 +185,7 @@ def _columns(rq: Requant, c0: int, n: int) -> Requant:
 
 def rope_table_layout(block: DecoderBlock, lanes: int) -> TensorLayout:
     """The RoPE table's DRAM layout: one row a new token's position (``kv + i``), ``2 dh`` codes
-    (``spec.vector_isa.rope_table_row``)."""
+    (``accel_spec.vector_isa.rope_table_row``)."""
     width = ROPE_TABLE_WORDS * block.d_head
     return TensorLayout("rope", 0, block.tokens, width, 1, False, (block.tokens, width))
 

@@ -24,13 +24,13 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import ModelError
+from accel_spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
 from perf_model.compiler.network import _split
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
 from perf_model.compiler.vector import VectorRegisters, transpose_commands, vector_commands, vector_registers
 from perf_model.vector_timing import vector_plan
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import ModelError
-from spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
 from workloads.ops import Workload
 from workloads.vector_ops import VectorOp
 
@@ -334,7 +334,7 @@ def transpose_steps(config: ArrayConfig, src: str, src_row: int, rows: int, dst:
     """``rows`` rows of tensor ``src`` from ``src_row`` transposed into the columns ``dst_col ..`` of
     tensor ``dst`` (one ``dst`` row per ``src`` column), in bands of ``src`` rows that fit the ifmap
     (when a band of a bus beat's rows does not, in pieces of their words): LOAD the band, one
-    transpose (``spec.vector_isa``) into a region of its own, STORE the band's columns. A band
+    transpose (``accel_spec.vector_isa``) into a region of its own, STORE the band's columns. A band
     is a whole number of bus beats of columns (its STORE starts on the bus).
 
     Raises:

@@ -33,6 +33,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
 from perf_model.compiler.dram_graph import (
     GemmPart,
     Slice,
@@ -46,8 +48,6 @@ from perf_model.compiler.dram_graph import (
 )
 from perf_model.compiler.network import EXTERNAL, compile_network
 from perf_model.compiler.program import GemmProgram, compile_gemm
-from spec.config import ArrayConfig
-from spec.errors import ModelError
 from workloads.ops import Gemm, Workload
 from workloads.vector_ops import VectorOp
 

@@ -51,12 +51,12 @@ import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import ModelError
+from accel_spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
 from perf_model.compiler.chain import region_words
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths, compile_gemm
 from perf_model.compiler.vector import vector_commands, vector_registers
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import ModelError
-from spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
 from workloads.ops import Gemm
 from workloads.vector_ops import VectorOp
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec.config import ArrayConfig
-from spec.errors import ModelError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
 from workloads.ops import Conv2d, Workload
 
 __all__ = ["network_figures"]
@@ -57,10 +57,10 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
 
 def _block_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | None:
     """:func:`network_figures` of encoder layers or a decoder block (``None``: the workload is neither)."""
+    from accel_spec.isa import Opcode
+    from accel_spec.vector_isa import VECTOR_CODES
     from perf_model import program_timing
     from perf_model.compiler.blocks import compile_block, transformer_block
-    from spec.isa import Opcode
-    from spec.vector_isa import VECTOR_CODES
 
     try:
         block = transformer_block(workload)

@@ -8,14 +8,14 @@ from itertools import product
 
 import numpy as np
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
 from perf_model import timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.block import evaluate_block, order_names, resident_name
 from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
-from spec.config import ArrayConfig
-from spec.errors import ModelError
 from workloads.ops import Conv2d, Gemm
 
 __all__ = ["TilePlan", "plan_tiles"]

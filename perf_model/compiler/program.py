@@ -1,13 +1,13 @@
 """The compiler: the model's tiling of one GEMM, as a command program for the accelerator's queue.
 
 ``compile_gemm`` turns :func:`~perf_model.compiler.plan.plan_tiles` into commands
-(:mod:`spec.isa`) and a DRAM layout. The same program is what the RTL runs
+(:mod:`accel_spec.isa`) and a DRAM layout. The same program is what the RTL runs
 (``simulate``, ``export``) and what :func:`perf_model.program_timing.program_cycles` times, so
 model and RTL are one machine.
 
 DRAM layout (byte addresses; every tensor starts on a 4 KiB boundary, after the program, so the
 last beat of the program's fetch, which on a bus wider than one command may run up to ``W - 32``
-bytes past the last command, stays inside the image; ``spec.isa``): the
+bytes past the last command, stays inside the image; ``accel_spec.isa``): the
 matrices are stored so that one buffer word is one contiguous run of lanes (``R x C`` array,
 rows padded with zeros to whole words)::
 
@@ -59,12 +59,9 @@ import dataclasses
 import math
 from fractions import Fraction
 
-from perf_model import timing
-from perf_model.compiler.plan import plan_tiles
-from perf_model.evaluator.reuse_links import can_move
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import ModelError
-from spec.isa import (
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import ModelError
+from accel_spec.isa import (
     COMMAND_BYTES,
     QUEUE_DEPTH,
     Buffer,
@@ -74,6 +71,9 @@ from spec.isa import (
     dram_lane_bytes,
     queue_entry_commands,
 )
+from perf_model import timing
+from perf_model.compiler.plan import plan_tiles
+from perf_model.evaluator.reuse_links import can_move
 from workloads.ops import Gemm
 
 __all__ = ["TensorLayout", "GemmProgram", "compile_gemm", "output_major", "reuse_possible", "QPARAM_CHANNELS",
@@ -91,7 +91,7 @@ class TensorLayout:
 
     ``transposed``: the rows are the matrix's columns (A^T, B^T, C^T of the module docstring).
     ``shape``: the matrix's own ``(P, Q)``; the stored rows hold the first dims, padded.
-    ``packed``: int4 elements two a byte (``spec.isa``, "Packed int4": element ``2i``
+    ``packed``: int4 elements two a byte (``accel_spec.isa``, "Packed int4": element ``2i``
     of a row in the low nibble of byte ``i``); ``elem_bytes`` is then 1 and each takes half.
     """
 

@@ -2,10 +2,10 @@
 
 :func:`vector_registers` gives what one ``start`` of ``rtl_gen.core.vector_unit.VectorUnit`` (one
 VECTOR command) takes for ``op`` with its rows at word ``src`` (``src2``: the second operand of an
-add, a product or a gated SiLU, or a RoPE's table: ``spec.vector_isa.rope_table_row`` per
+add, a product or a gated SiLU, or a RoPE's table: ``accel_spec.vector_isa.rope_table_row`` per
 position, the position's rows (heads) in ``vqrows``) and its output at ``dst``: the kind's code, the geometry of
 :func:`perf_model.vector_timing.vector_plan` and the parameter registers of
-:func:`spec.vector_isa.unit_params` (the record's integers and the constants derived from
+:func:`accel_spec.vector_isa.unit_params` (the record's integers and the constants derived from
 them, e.g. the exact multiplier of a softmax's ``floor(a / ln 2)``).
 """
 
@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import ModelError
+from accel_spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, axi_data_bytes
+from accel_spec.vector_isa import UNIT_KINDS, VECTOR_CODES, pool_registers, unit_params
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
 from perf_model.vector_timing import MAX_ROWS, MAX_WORDS, VectorPlan, vector_plan
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import ModelError
-from spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, axi_data_bytes
-from spec.vector_isa import UNIT_KINDS, VECTOR_CODES, pool_registers, unit_params
 from workloads.vector_ops import VectorOp
 
 __all__ = ["VectorRegisters", "vector_registers", "vector_commands", "vector_program", "ifmap_words",
@@ -87,7 +87,7 @@ def transpose_commands(lanes: int, rows: int, n: int, *, src: int, dst: int, out
     """The ``VECTOR`` transposing ``rows`` rows of ``n`` int8 elements (``ceil(n / lanes)`` words a
     row, row-major from ifmap word ``src``) into ``n`` rows of ``rows`` elements from word ``dst``,
     ``out_pitch`` words apart (0: ``ceil(rows / lanes)``), and its parameter block
-    (``spec.vector_isa``'s docstring has the op and its cycles).
+    (``accel_spec.vector_isa``'s docstring has the op and its cycles).
 
     Raises:
         ModelError: a geometry outside the unit's registers, or a pitch narrower than an output row.
@@ -118,7 +118,7 @@ def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
     """Vector ops on chip as one program: for each op ``i``, ``LOAD`` its operands (``x{i}``, and
     ``y{i}`` for a two-operand op; rows of ``n`` int8 elements padded to whole words, DRAM rows
     of whole words; a pooling's rows are its NHWC pixels; a RoPE's ``y{i}`` is its table, one
-    row of ``2 n`` codes per position, :func:`spec.vector_isa.rope_table_row`) into the ifmap
+    row of ``2 n`` codes per position, :func:`accel_spec.vector_isa.rope_table_row`) into the ifmap
     and ``VECTOR`` once they are in (``wait_dma``; the next op's loads overlap it); then ``STORE`` every output ``z{i}``
     from the ifmap once the unit is done (``wait_vec``). Each operand and output has a region of its own in the ifmap.
 

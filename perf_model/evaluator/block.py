@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from accel_spec.config import FORMAT_CODES
+from accel_spec.number_formats import FORMATS, max_product
 from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
@@ -39,8 +41,6 @@ from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
 from perf_model.physical.format_cost import format_energy_ratio, pe_cell_codes
 from perf_model.physical.output_stage import output_stage_pj
 from perf_model.physical.technology import nominal_vdd, supply_voltage
-from spec.config import FORMAT_CODES
-from spec.number_formats import FORMATS, max_product
 from workloads.ops import Conv2d
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
@@ -206,7 +206,7 @@ def evaluate_block(
         buf[0] = np.where(a_chip, _NO_LIMIT, buf[0])
     requant = np.tile(ops.requant, nd)
     # An output leaves as input_bits lanes (requantised) or as raw accumulator lanes of 4 or 8
-    # bytes (spec.isa.dram_lane_bytes: the DRAM layout the RTL writes).
+    # bytes (accel_spec.isa.dram_lane_bytes: the DRAM layout the RTL writes).
     out_bits = np.where(requant, rep(d.input_bits), np.where(rep(d.acc_bits) <= 32, 32, 64))  # as build_problem's
     dram_bits = (rep(a_bits), rep(b_bits), np.where(requant, rep(q_bits), out_bits))
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
@@ -409,7 +409,7 @@ def overflows(k: np.ndarray, input_bits: np.ndarray, acc_bits: np.ndarray,
 
 def max_products(d: DesignArrays) -> np.ndarray:
     """Per design, the largest magnitude of one product in accumulator units: ``2**(2 b - 2)`` for
-    integer lanes of ``b`` bits, :func:`~spec.number_formats.max_product` for a float pair
+    integer lanes of ``b`` bits, :func:`~accel_spec.number_formats.max_product` for a float pair
     (one format for both operands, so the weight's code names it)."""
     out = 2.0 ** (2 * np.asarray(d.input_bits, dtype=np.float64) - 2)
     for code, name in enumerate(FORMAT_CODES):

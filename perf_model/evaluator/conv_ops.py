@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from accel_spec.config import ArrayConfig
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import OpArrays
 from perf_model.evaluator.reuse_links import can_move
-from spec.config import ArrayConfig
 from workloads.ops import Conv2d
 
 __all__ = ["ConvFigures", "ConvScorer", "ChainScorer", "ConvOverlay", "register_scorer", "register_chain_scorer",

@@ -8,6 +8,7 @@ from functools import cache
 
 import numpy as np
 
+from accel_spec.errors import ModelError
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.block import ENERGY_PARTS, Block, evaluate_block
@@ -15,7 +16,6 @@ from perf_model.evaluator.vector_work import VECTOR_ENERGY_PARTS, VectorColumns,
 from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.checksum import sdc_coverage
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
-from spec.errors import ModelError
 from workloads.ops import Op, Workload
 
 __all__ = ["DesignTable", "evaluate_designs", "METRICS", "OBJECTIVE_METRICS", "totals", "TOTAL_ENERGY_PARTS"]

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.block import ENERGY_PARTS, evaluate_block, order_names, resident_name
@@ -14,8 +16,6 @@ from perf_model.evaluator.vector_work import host_ops, plan_bytes, vector_column
 from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
 from perf_model.vector_timing import plan_cycles, vector_plan
-from spec.config import ArrayConfig
-from spec.errors import ModelError
 from workloads.ops import Conv2d, Gemm, Op, Workload
 
 __all__ = ["OpResult", "WorkloadResult", "evaluate", "evaluate_op"]

@@ -14,9 +14,9 @@ from itertools import product
 
 import numpy as np
 
+from accel_spec.isa import QUEUE_DEPTH
 from perf_model.evaluator.run_classes import RunClasses
 from perf_model.program_timing import ISSUE_CYCLES
-from spec.isa import QUEUE_DEPTH
 
 __all__ = ["Totals", "rho_inner", "any_order", "Bool"]
 

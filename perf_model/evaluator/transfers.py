@@ -3,7 +3,7 @@
 The sweep's vectorised form of :mod:`perf_model.dma_timing` and :mod:`perf_model.program_timing`
 (the walk the RTL's counters equal). Per design-op element:
 
-* the AXI data width ``W`` (``spec.isa.axi_data_bytes``, one definition for one design and for
+* the AXI data width ``W`` (``accel_spec.isa.axi_data_bytes``, one definition for one design and for
   arrays of them) and the beats of one buffer word in DRAM per operand;
 * the DRAM the sweep assumes: latency :data:`LATENCY` (``program_timing.DEFAULT_DRAM_LATENCY``)
   and one beat every ``beat`` cycles, ``beat = W / min(W, bandwidth)`` where ``bandwidth`` is the
@@ -33,10 +33,10 @@ bursts by the RTL; this form does not see that (the bound is in ``docs/memory_sy
 
 A ``MOVE`` (on-chip reuse: the output tile goes to the ifmap instead of DRAM, ``perf_model.compiler.chain``)
 takes the place of a STORE of the same words: ``n + 1 = rows * words + 7 + 1``
-(``spec.isa.move_cycles``: a word a cycle through the output stage, no DRAM).
+(``accel_spec.isa.move_cycles``: a word a cycle through the output stage, no DRAM).
 
 A queue-load of ``c`` commands is fetched as one row of ``ceil(c * 32 / W)`` beats
-(``spec.isa.fetch_beats``: a bus wider than a command reads whole beats):
+(``accel_spec.isa.fetch_beats``: a bus wider than a command reads whole beats):
 ``L + 2 + ceil(c * 32 / W)`` cycles (bursts of at least 128 beats: always bandwidth-bound;
 queue-loads before the last hold ``QUEUE_DEPTH`` commands, whole beats, so the program's fetch
 beats are ``ceil(commands * 32 / W)``), then
@@ -49,22 +49,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perf_model.evaluator.problem import FREE_OPERAND
-from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
-from spec.isa import (
+from accel_spec.isa import (
     COMMAND_BYTES,
     QUEUE_DEPTH,
     axi_data_bytes,
     move_cycles,
     store_read_latency,
 )
+from perf_model.evaluator.problem import FREE_OPERAND
+from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING
 
 __all__ = ["Memory", "memory_arrays", "axi_data_bytes", "LATENCY", "STORE_READ_LATENCY"]
 
 #: DRAM latency the sweep assumes (cycles): the simulator's DRAM model's.
 LATENCY = DEFAULT_DRAM_LATENCY
 #: Buffer read latency of the store path (cycles): raw accumulators, and through the output stage
-#: (``spec.isa.store_read_latency``, which the RTL's DMA and the walk read too).
+#: (``accel_spec.isa.store_read_latency``, which the RTL's DMA and the walk read too).
 STORE_READ_LATENCY = (store_read_latency(False), store_read_latency(True))
 #: Cycles a program costs per queue-load besides fetching its commands: the fetch's start and
 #: latency (``L + 2``) and the decode of the first command.

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from accel_spec.vector_isa import DIV_STEPS, SQRT_STEPS
 from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
@@ -33,7 +34,6 @@ from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.technology import nominal_vdd
 from perf_model.physical.vector_unit import lane_word_pj, scalar_step_pj, unit_um2
 from perf_model.vector_timing import VectorPlan, plan_cycles, vector_plan
-from spec.vector_isa import DIV_STEPS, SQRT_STEPS
 from workloads.vector_ops import VectorOp
 
 __all__ = ["VectorColumns", "vector_columns", "host_ops", "plan_bytes", "workload_vector_ops", "VECTOR_ENERGY_PARTS",

@@ -32,8 +32,8 @@ import dataclasses
 
 import numpy as np
 
+from accel_spec.config import ArrayConfig
 from perf_model.arrays.designs import DesignArrays
-from spec.config import ArrayConfig
 
 __all__ = ["FmaxFit", "ECP5_FMAX_FIT", "fpga_path_arrays", "fpga_fmax_arrays", "fpga_fmax_mhz"]
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from accel_spec.errors import ModelError
 from perf_model.arrays.designs import DesignArrays
 from perf_model.fpga.fmax import fpga_fmax_arrays
 from perf_model.fpga.resources import FPGA_DEVICES, fpga_resource_arrays
-from spec.errors import ModelError
 
 __all__ = ["fpga_device", "fpga_metrics"]
 

@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
+from accel_spec.config import ArrayConfig
 from perf_model.arrays.designs import DesignArrays
 from perf_model.physical.output_stage import QPARAM_CHANNELS, param_bits
-from spec.config import ArrayConfig
 
 __all__ = ["FpgaFit", "ECP5_FIT", "ECP5_DEVICES", "FPGA_DEVICES", "output_stage_resources", "bank_ebrs",
            "fpga_resources", "fpga_resource_arrays", "pe_resources"]

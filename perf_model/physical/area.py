@@ -74,13 +74,13 @@ from typing import Any
 
 import numpy as np
 
+from accel_spec.config import Dataflow
+from accel_spec.errors import AccelDseError, ModelError
 from perf_model import timing
 from perf_model.physical import pe_area_fit
 from perf_model.physical.checksum import checksum_um2
 from perf_model.physical.format_cost import format_cost
 from perf_model.physical.output_stage import lane_um2, qparam_bits
-from spec.config import Dataflow
-from spec.errors import AccelDseError, ModelError
 
 __all__ = [
     "PeCellArea", "AreaCoefficients", "HOROWITZ_AREA", "CALIBRATED_AREA", "DEFAULT_AREA",
@@ -430,12 +430,12 @@ def skew_register_bits(
 #: prices): 2x2 to 16x16 arrays, 256 to 2048 word bits, within 1 % of the fit.
 MEMORY_SYSTEM_FIXED_UM2 = 47401.3
 MEMORY_SYSTEM_PER_WORD_BIT_UM2 = 85.040
-#: Bits of the on-chip command queue (``spec.isa``: 512 commands of 32 bytes), priced as SRAM.
+#: Bits of the on-chip command queue (``accel_spec.isa``: 512 commands of 32 bytes), priced as SRAM.
 QUEUE_BITS = 512 * 32 * 8
 
 
 def _dma_word_bits(rows: Any, cols: Any, dataflow: Any, input_bits: Any, acc_bits: Any) -> np.ndarray:
-    """Vectorised :func:`dma_word_bits` over design columns (``spec.isa.dram_word_bytes``)."""
+    """Vectorised :func:`dma_word_bits` over design columns (``accel_spec.isa.dram_word_bytes``)."""
     is_is = np.asarray(dataflow) == timing.DATAFLOW_CODES["is"]
     R, C = np.asarray(rows, dtype=np.float64), np.asarray(cols, dtype=np.float64)
     ib = np.asarray(input_bits, dtype=np.float64)

@@ -40,21 +40,21 @@ from typing import Any
 
 import numpy as np
 
+from accel_spec.config import CHECKSUM_DATAFLOWS, DATAFLOW_CODES
+from accel_spec.isa import CHECK_LATENCY
 from perf_model.physical import checksum_fit as fit
 from perf_model.physical import output_check_fit as check_fit
 from perf_model.physical import sdc_coverage_table as table
 from perf_model.physical.energy import EnergyTable, _power_law
 from perf_model.physical.output_stage import lane_um2, output_stage_pj, qparam_read_pj
-from spec.config import CHECKSUM_DATAFLOWS, DATAFLOW_CODES
-from spec.isa import CHECK_LATENCY
 
 __all__ = ["CHECKSUMS", "CHECK_LATENCY", "CHECKSUM_DATAFLOW_CODES", "weight_bits", "checksum_um2", "array_edge_um2",
            "output_check_um2", "checksum_pj_per_mac", "output_check_pj", "builds", "BUILD_REASON", "sdc_coverage",
            "DATAPATH_PLACES", "QDATA_LATENCY"]
 
-#: ``checksum`` codes: the index in ``spec.config.CHECKSUMS``.
+#: ``checksum`` codes: the index in ``accel_spec.config.CHECKSUMS``.
 CHECKSUMS = ("none", "detect")
-#: Dataflow codes (``spec.config.DATAFLOW_CODES``) whose RTL builds the checksum: WS, IS.
+#: Dataflow codes (``accel_spec.config.DATAFLOW_CODES``) whose RTL builds the checksum: WS, IS.
 CHECKSUM_DATAFLOW_CODES = tuple(DATAFLOW_CODES[name] for name in CHECKSUM_DATAFLOWS)
 #: Why an OS design with a checksum is infeasible.
 BUILD_REASON = ("checksum 'detect' is built for dataflows ws, is, not os (an OS array drains its sums "

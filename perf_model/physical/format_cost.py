@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from accel_spec.config import FORMAT_CODES
 from perf_model import timing
 from perf_model.physical import format_fit
-from spec.config import FORMAT_CODES
 
 __all__ = ["FormatCost", "format_cost", "format_energy_ratio", "pe_cell_codes"]
 

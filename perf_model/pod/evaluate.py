@@ -41,6 +41,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from accel_spec.config import MEMORY_KINDS, ArrayConfig
+from accel_spec.pod_config import Split, SystemConfig
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.evaluator.one_design import evaluate
 from perf_model.physical.energy import DEFAULT_ENERGY
@@ -48,8 +50,6 @@ from perf_model.pod import collectives as coll
 from perf_model.pod.memory import chip_memory, stage_params
 from perf_model.pod.steps import Pass, passes
 from perf_model.pod.topology import Segment, merge_axes, place, system_axes
-from spec.config import MEMORY_KINDS, ArrayConfig
-from spec.pod_config import Split, SystemConfig
 from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
 

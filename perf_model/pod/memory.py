@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from spec.pod_config import Split, SystemConfig
+from accel_spec.pod_config import Split, SystemConfig
 from workloads.llm_ops import LlmJob, LlmShape
 
 __all__ = ["stage_params", "chip_memory"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spec.pod_config import Split, SystemConfig
+from accel_spec.pod_config import Split, SystemConfig
 from workloads.llm_ops import LlmJob, LlmShape, backward, head_ops, layer_ops
 from workloads.ops import Gemm, Requant
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spec.pod_config import SystemConfig
+from accel_spec.pod_config import SystemConfig
 
 __all__ = ["Axis", "Segment", "system_axes", "place", "merge_axes", "GROUP_ORDER"]
 

@@ -26,7 +26,7 @@ export, ``rst`` synchronous and active high). ``R``/``C`` are the array rows/col
                                             ofmap lanes must agree)
     host_overlap in   1                     let host writes to ifmap/weight/qparam through while busy
     window       in   1                     sampled with start: A through the convolution window (WS)
-    in_w .. ky_step  in  (field widths)     sampled with start: the window (spec.isa WINDOW)
+    in_w .. ky_step  in  (field widths)     sampled with start: the window (accel_spec.isa WINDOW)
     window_error out  1                     a window run addressed a word outside the ifmap (not read);
                                             cleared by the next start
     start        in   1                     one-cycle pulse; ignored while busy
@@ -46,7 +46,7 @@ undefined after reset in exported Verilog (zero in the Amaranth simulator): writ
 Output stage (``rtl_gen.core.output_stage``): ``host_qdata`` is the ofmap word read at ``host_addr``
 requantised lane by lane with the parameter word at ``host_qsel`` of the qparam buffer, with a
 fixed latency of ``QDATA_LATENCY = 1 + OUTPUT_STAGE_LATENCY = 7`` cycles (the buffer reads, then
-the stage's registers: ``spec.isa.store_read_latency``; pipelined, one word per
+the stage's registers: ``accel_spec.isa.store_read_latency``; pipelined, one word per
 cycle). Present ``host_addr`` and ``host_qsel`` together. ``host_rdata`` (raw ``acc_bits``
 lanes) is unchanged and stays available (partial sums, raw outputs). qparam words (written with
 ``host_sel = 3``) hold ``param_bits(b) = 69 + 3b`` bits per lane: bias (32), multiplier (32),
@@ -97,6 +97,8 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.isa import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS, axi_data_bytes, store_read_latency
 from rtl_gen.core.array import SystolicArray
 from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
 from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout
@@ -107,8 +109,6 @@ from rtl_gen.core.output_check import OutputCheck
 from rtl_gen.core.output_stage import OutputStage
 from rtl_gen.core.pe import Fault, pe_cell_format, pe_format
 from rtl_gen.core.skew import DelayLine
-from spec.config import ArrayConfig, Dataflow
-from spec.isa import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS, axi_data_bytes, store_read_latency
 
 __all__ = ["Accelerator", "HOST_SEL", "QDATA_LATENCY", "top_name"]
 

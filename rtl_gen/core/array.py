@@ -8,10 +8,10 @@ from amaranth import Cat, ClockSignal, Instance, Module, ResetSignal, Signal, Va
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import ConfigError
 from rtl_gen.core.pe import PE, Fault, pe_cell_format, pe_widths
 from rtl_gen.core.skew import DelayLine, Skew
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import ConfigError
 
 __all__ = ["SystolicArray", "PEBlock", "PERow", "Blackbox"]
 

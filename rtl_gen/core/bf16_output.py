@@ -17,7 +17,7 @@ finite number its bit fields give). A negative value that rounds to zero gives -
 rounding does. The other fields of the parameter word (``multiplier``, ``zero_point``,
 ``act_max``) are not read.
 
-Pipeline, the output stage's :data:`~spec.isa.OUTPUT_STAGE_LATENCY` (6) register stages::
+Pipeline, the output stage's :data:`~accel_spec.isa.OUTPUT_STAGE_LATENCY` (6) register stages::
 
     1  t = acc + bias (``rtl_gen.core.float32.fp32_add``)
     2  sign, 24-bit significand and exponent of t; the exponent less shift; ReLU

@@ -11,9 +11,9 @@ import dataclasses
 
 from amaranth.utils import ceil_log2
 
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import ConfigError
 from rtl_gen.core.output_stage import QPARAM_CHANNELS, param_bits
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import ConfigError
 
 __all__ = ["BufferGeometry", "BufferLayout", "buffer_layout", "CYCLES_BITS", "DIM_BITS"]
 

@@ -52,10 +52,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from accel_spec.config import CHECKSUM_DATAFLOWS, Dataflow
+from accel_spec.errors import ConfigError
+from accel_spec.isa import CHECK_LATENCY
 from rtl_gen.core.pe import PE
-from spec.config import CHECKSUM_DATAFLOWS, Dataflow
-from spec.errors import ConfigError
-from spec.isa import CHECK_LATENCY
 
 __all__ = ["ChecksumUnit", "CHECK_LATENCY", "COUNT_BITS", "checksum_weight_bits", "check_dataflow"]
 

@@ -8,12 +8,12 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from accel_spec.config import Dataflow
+from accel_spec.isa import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS
 from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS
 from rtl_gen.core.conv_addr import ADDR_BITS as WINDOW_ADDR_BITS
 from rtl_gen.core.conv_addr import ConvAddressGenerator
 from rtl_gen.core.skew import DelayLine
-from spec.config import Dataflow
-from spec.isa import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS
 
 __all__ = ["Controller", "A_STRIDE_BITS"]
 

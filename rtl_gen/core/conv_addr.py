@@ -1,6 +1,6 @@
 """The convolution address generator: the ifmap word of each streamed row of a window run.
 
-A weight-stationary run with ``window`` set (``spec.isa``, ``WINDOW``) streams its
+A weight-stationary run with ``window`` set (``accel_spec.isa``, ``WINDOW``) streams its
 ``A`` from an NHWC input band instead of packed rows. This unit follows the controller's fold
 cursor and stream and gives, for every x read, the word address (relative to the run's
 ``x_base``, two's complement) and whether the read is a pad (no read; the lanes are zero).
@@ -33,8 +33,8 @@ from amaranth import Cat, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from spec.errors import ConfigError
-from spec.isa import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS
+from accel_spec.errors import ConfigError
+from accel_spec.isa import FIELDS, SIGNED_WINDOW_FIELDS, WINDOW_FIELDS
 
 __all__ = ["ConvAddressGenerator", "ADDR_BITS", "COORD_BITS"]
 

@@ -6,7 +6,7 @@ and rounded once to nearest, ties to even (subnormals kept; a negative value tha
 zero gives negative zero). The other fields of the parameter word (``multiplier``,
 ``zero_point``, ``act_max``) are not read.
 
-Pipeline, the output stage's :data:`~spec.isa.OUTPUT_STAGE_LATENCY` (6) register stages::
+Pipeline, the output stage's :data:`~accel_spec.isa.OUTPUT_STAGE_LATENCY` (6) register stages::
 
     1  t = acc + bias                                       (acc_bits + 1 bits, exact)
     2  sign, magnitude |t| (ReLU: a negative t gives +0)
@@ -25,7 +25,7 @@ from typing import Any
 
 from amaranth import Cat, Const, Mux, Value
 
-from spec.number_formats import FORMATS
+from accel_spec.number_formats import FORMATS
 
 __all__ = ["build_fp8_lane", "FP8_OUTPUTS"]
 

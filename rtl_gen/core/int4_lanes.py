@@ -1,6 +1,6 @@
 """Packed int4 words: DRAM's two-a-byte lanes <-> the buffers' 8-bit lanes (``pack_int4`` designs).
 
-A packed word (``spec.isa``, "Packed int4") holds lane ``2i`` in the low nibble of byte
+A packed word (``accel_spec.isa``, "Packed int4") holds lane ``2i`` in the low nibble of byte
 ``i`` and lane ``2i + 1`` in the high nibble. A load sign-extends each nibble into its 8-bit
 buffer lane; a store keeps the low nibble of each 8-bit lane (the output stage has saturated the
 value to [-8, 7], so the nibble is the value). Both are wiring (the sign bit repeated, bits

@@ -12,7 +12,7 @@ arithmetic of ``workloads.ops.Requant`` and of the JAX reference ``workloads.out
 Saturation to ``out_bits`` is ``act_min``/``act_max`` at the ends of the range; ReLU is
 ``act_min = zero_point``. ``act_min > act_max`` gives ``act_max`` (the order above).
 
-Pipeline: :data:`OUTPUT_STAGE_LATENCY` register stages (``spec.isa``, the timing
+Pipeline: :data:`OUTPUT_STAGE_LATENCY` register stages (``accel_spec.isa``, the timing
 contract the model reads), so ``q`` is valid that many cycles after ``acc`` and ``params``; one
 result per cycle, every parameter a stage still needs registered along with the data. Each
 stage holds at most one carry chain (of at most 35 bits, or a 16 x 16 multiply), so its logic
@@ -36,10 +36,10 @@ from amaranth import Cat, Const, Fragment, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from accel_spec.errors import ConfigError
+from accel_spec.isa import OUTPUT_STAGE_LATENCY
 from rtl_gen.core.bf16_output import FLOAT_OUTPUTS, build_float_lane
 from rtl_gen.core.fp8_output import FP8_OUTPUTS, build_fp8_lane
-from spec.errors import ConfigError
-from spec.isa import OUTPUT_STAGE_LATENCY
 
 __all__ = ["OutputStage", "param_fields", "param_bits", "OUTPUT_STAGE_LATENCY", "QPARAM_CHANNELS"]
 

@@ -8,11 +8,11 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from accel_spec.config import INPUT_BITS, ArrayConfig, Dataflow
+from accel_spec.errors import ConfigError
+from accel_spec.number_formats import NumberFormat, parse_format
+from accel_spec.number_formats import product_bits as format_product_bits
 from rtl_gen.core.float32 import FLOAT_OPERANDS, float_product, fp32_add
-from spec.config import INPUT_BITS, ArrayConfig, Dataflow
-from spec.errors import ConfigError
-from spec.number_formats import NumberFormat, parse_format
-from spec.number_formats import product_bits as format_product_bits
 
 __all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "FP32_FORMATS", "product_bits", "pe_format",
            "pe_cell_format", "lane_bits"]
@@ -28,7 +28,7 @@ __all__ = ["PE", "Fault", "pe_widths", "pe_signature", "PE_FORMATS", "FP32_FORMA
 PE_FORMATS = ("int", "int4", "fp8_e4m3", "bf16", "fp8_e5m2")
 #: The formats that accumulate in float32 (the PE's, the ofmap's and the output stage's float32 path).
 FP32_FORMATS = tuple(FLOAT_OPERANDS)
-#: The float formats whose product is exact fixed point (their fields: ``spec.number_formats``).
+#: The float formats whose product is exact fixed point (their fields: ``accel_spec.number_formats``).
 _FIXED_POINT = tuple(n for n in PE_FORMATS if n not in ("int", "int4") and parse_format(n).accumulator == "fixed")
 
 
@@ -60,7 +60,7 @@ def lane_bits(number_format: str) -> int:
 
 def product_bits(number_format: str, input_bits: int) -> int:
     """Bits of one signed product: ``2 * input_bits`` for the integer datapath, else
-    ``spec.number_formats.product_bits`` of the format (int4 8, E4M3 37: a 36-bit magnitude, a float32
+    ``accel_spec.number_formats.product_bits`` of the format (int4 8, E4M3 37: a 36-bit magnitude, a float32
     product 32: bf16, E5M2)."""
     if number_format == "int":
         return 2 * input_bits

@@ -6,7 +6,7 @@ from amaranth import Cat, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from spec.errors import ConfigError
+from accel_spec.errors import ConfigError
 
 __all__ = ["Skew", "DelayLine"]
 

@@ -1,6 +1,6 @@
 """The vector unit: the integer ops between matrix ops, on rows of int8 words held on chip.
 
-One op per ``start`` (the registers of ``spec.vector_isa``: ``kind``, ``src``/``src2``/
+One op per ``start`` (the registers of ``accel_spec.vector_isa``: ``kind``, ``src``/``src2``/
 ``dst`` word addresses, ``rows`` rows of ``words`` words of ``n`` elements, ``qrows`` the period
 of a causal mask's query index, ``params``; ``colmajor``: word ``t`` of row ``r`` at ``t * rows +
 r`` past the base instead of ``r * words + t``, a GEMM output's layout in the ifmap).
@@ -12,21 +12,21 @@ Micro-architecture, one datapath for every kind:
   and min over the valid lanes of the row, into the row's accumulators) or writes the result
   word (lanes past the row's ``n``, or masked, are written 0): a pass over ``W`` words takes
   ``W + PASS_TAIL`` cycles;
-* a scalar step between passes (fixed cycles, ``spec.vector_isa.SCALAR_CYCLES``) with one
+* a scalar step between passes (fixed cycles, ``accel_spec.vector_isa.SCALAR_CYCLES``) with one
   serial divider (a quotient bit per cycle) and one digit-by-digit square root (two bits per
   cycle): a LayerNorm row's mean and reciprocal square root, a softmax row's reciprocal sum;
 * the element functions are those of ``workloads._int_ops``, term for term: the rescaling add,
   the product, ReLU/ReLU6 clamps, I-BERT's i-GELU polynomial, a 256-entry SiLU ROM
-  (``spec.vector_isa.silu_table``), the centred square and the normalising multiply of a
+  (``accel_spec.vector_isa.silu_table``), the centred square and the normalising multiply of a
   norm, the i-exp (its ``floor(a / ln 2)`` by an exact multiply on the argument clamped where
   the exponential is already 0) and the probability multiply of a softmax with its causal mask;
-* RoPE (``rope``, ``spec.vector_isa``'s docstring has the schedule and the table layout): the
+* RoPE (``rope``, ``accel_spec.vector_isa``'s docstring has the schedule and the table layout): the
   pass engine issues four reads per pair of output words (``x1`` with the table's cos low word,
   ``x2`` with its high word, the two sin words), each lane keeps ``x1``, ``x2`` and a table low
   byte, and the rescaling add's two multipliers form ``x1 cos``, ``x2 cos`` (kept in the lane's
   value registers), then ``x2 sin``, ``x1 sin``; the write stage writes word ``j``, then ``j + H``.
   ``qrows`` rows (a position's heads) share a table row;
-* a transpose (``transpose``, ``spec.vector_isa``'s docstring has the schedule) walks blocks
+* a transpose (``transpose``, ``accel_spec.vector_isa``'s docstring has the schedule) walks blocks
   of ``lanes`` input rows with a ``lanes x lanes`` tile of int8 registers (a register of ``8 *
   lanes`` bits per tile row): for each input word ``t`` it reads word ``t`` of each of the block's
   rows (the data lands in the tile row of the row's index in the block the cycle after), waits a
@@ -37,7 +37,7 @@ Micro-architecture, one datapath for every kind:
   a write (its step's last write leaves it at the next step's first), the next block's first row
   at the last word's read pointer less ``words - 1``. It ignores ``colmajor``, ``src2`` and ``qrows``.
 
-Per row the phases of ``spec.vector_isa.PHASES`` run back to back; ``busy`` is high from the
+Per row the phases of ``accel_spec.vector_isa.PHASES`` run back to back; ``busy`` is high from the
 cycle after ``start`` for ``perf_model.vector_timing.vector_run_cycles`` cycles (``vector_cycles``
 of the op; a transpose's from its ``n`` and the lanes too; ``cycles`` counts them) and ``done`` is
 high in the cycle after the last.
@@ -49,8 +49,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from spec.errors import ConfigError
-from spec.vector_isa import (
+from accel_spec.errors import ConfigError
+from accel_spec.vector_isa import (
     DIV_STEPS,
     NPARAMS,
     PARAM_FIELDS,
@@ -185,7 +185,7 @@ class VectorUnit(wiring.Component):
         vals2 = [Signal(signed(24), name=f"rope_val{i}") for i in range(lanes)]  # a RoPE's second output
         valid = [Signal(name=f"ok{i}") for i in range(lanes)]
         rom = silu_table()
-        # the parameter registers' fields (spec.vector_isa.PARAM_FIELDS; the compiler keeps them in range)
+        # the parameter registers' fields (accel_spec.vector_isa.PARAM_FIELDS; the compiler keeps them in range)
         f = {name: p[i][:bits].as_signed() if sign else p[i][:bits]
              for name, (i, bits, sign) in _fields().items()}
         for lane in range(lanes):
@@ -282,7 +282,7 @@ class VectorUnit(wiring.Component):
                          rope_second, rope_addr, dst + row_off + Mux(is_rope, s2_w[2:], s2_off))))),
                      self.wr_data.eq(Mux(is_tr, tr_data, Mux(is_pool, pool_data, Mux(is_rope, rope_data, elem_data))))]
 
-        # -- the window walk of a pooling (spec.vector_isa: PoolGeometry, pool_registers):
+        # -- the window walk of a pooling (accel_spec.vector_isa: PoolGeometry, pool_registers):
         # pointers are addresses mod 2**addr_bits (every read lands in range, so wrapping
         # intermediates are exact); (iy0, ix0) is the window's corner, possibly in the padding
         in_h, in_w, out_h, out_w = p[0][:16], p[0][16:32], p[1][:16], p[1][16:32]

@@ -13,7 +13,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from spec.errors import ConfigError
+from accel_spec.errors import ConfigError
 
 __all__ = ["ADDR_BITS", "ID_BITS", "MAX_BURST", "PAGE_BYTES", "axi4_signature", "axi4_channels", "BurstIssuer"]
 

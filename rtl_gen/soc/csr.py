@@ -40,9 +40,9 @@ from amaranth import Cat, Const, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from accel_spec.config import Dataflow
+from accel_spec.errors import RtlError
 from rtl_gen.soc.regmap import CONTROL_REGMAP, DATAFLOW_CODES, Register
-from spec.config import Dataflow
-from spec.errors import RtlError
 
 __all__ = ["ControlRegisters", "AXIL_OKAY", "AXIL_SLVERR", "COUNTERS"]
 

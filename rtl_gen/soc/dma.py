@@ -2,10 +2,10 @@
 
 One transfer at a time: ``rows`` DRAM rows of ``words`` buffer words, row ``r`` at byte
 ``addr + r * stride``, word ``j`` of row ``r`` at buffer word ``buf_addr + r * row_step + j *
-word_step`` (the command format of :mod:`spec.isa`). A buffer word is ``beats`` AXI
-beats in DRAM (lane bytes of ``spec.isa.dram_lane_bytes``); the top converts between
+word_step`` (the command format of :mod:`accel_spec.isa`). A buffer word is ``beats`` AXI
+beats in DRAM (lane bytes of ``accel_spec.isa.dram_lane_bytes``); the top converts between
 DRAM words and buffer words by wiring. A transfer of fewer ``beats`` than
-``max_beats`` moves a word's first beats (its first lanes: a narrow word, ``spec.isa``'s
+``max_beats`` moves a word's first beats (its first lanes: a narrow word, ``accel_spec.isa``'s
 ``lanes``); a load writes the rest of the word as zero, a store never sends it.
 A sliding load (``slide``, loads only, with ``slide_beats`` set; tap packing,
 ``perf_model.compiler.conv_pack``) shifts
@@ -34,15 +34,15 @@ from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from accel_spec import isa
+from accel_spec.errors import ConfigError
 from rtl_gen.soc.axi import ADDR_BITS, BurstIssuer, axi4_channels
-from spec import isa
-from spec.errors import ConfigError
 
 __all__ = ["DmaLoad", "DmaStore", "STORE_FIFO_WORDS", "TRANSFER_BITS"]
 
 #: Width of ``rows``, ``words`` and the step fields.
 TRANSFER_BITS = 32
-#: Words the store FIFO holds, reads in flight included (``spec.isa``: the requantised
+#: Words the store FIFO holds, reads in flight included (``accel_spec.isa``: the requantised
 #: read latency plus 2, so one-beat words still stream a beat a cycle).
 STORE_FIFO_WORDS = isa.STORE_FIFO_WORDS
 

@@ -37,8 +37,8 @@ from amaranth.lib import fifo, memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
+from accel_spec.errors import ConfigError
 from rtl_gen.soc.axi import ADDR_BITS, axi4_signature
-from spec.errors import ConfigError
 
 __all__ = ["DramModel"]
 

@@ -1,11 +1,11 @@
 """The on-chip move engine: ofmap words through the output stage into the ifmap (``MOVE``).
 
 A layer's requantised output stays on chip as the next layer's input: the engine walks the
-ofmap words of a ``MOVE`` (:mod:`spec.isa`) like the store engine does, one read a
+ofmap words of a ``MOVE`` (:mod:`accel_spec.isa`) like the store engine does, one read a
 cycle with no back-pressure (the ifmap write port always takes a word), and writes each
 requantised word to its ifmap address when it leaves the output stage.
 
-Timing (``spec.isa.move_cycles``, the walk's): ``start`` sampled at edge ``E0``; the
+Timing (``accel_spec.isa.move_cycles``, the walk's): ``start`` sampled at edge ``E0``; the
 ``i``-th word (``i = 0 ..``) is read in cycle ``1 + i`` and written to the ifmap at the edge
 ending cycle ``1 + i + latency``; ``busy`` is high from cycle 1 through the cycle of the last
 write. An empty move (``rows`` or ``words`` 0) never raises ``busy``.
@@ -17,12 +17,12 @@ from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from spec.errors import ConfigError
+from accel_spec.errors import ConfigError
 
 __all__ = ["MoveEngine", "MOVE_FIELDS"]
 
 #: The ``MOVE`` command's fields the engine takes (its inputs besides ``start``), as named in
-#: ``spec.isa.FIELDS``.
+#: ``accel_spec.isa.FIELDS``.
 MOVE_FIELDS = ("rows", "words", "q_by_row", "buf_addr", "row_step", "word_step", "dst_addr", "dst_row_step",
                "dst_word_step")
 

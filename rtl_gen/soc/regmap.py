@@ -20,8 +20,8 @@ import enum
 import re
 from collections.abc import Iterator
 
-from spec.config import DATAFLOW_CODES  # CONFIG_DATAFLOW.CODE of each dataflow
-from spec.errors import RtlError
+from accel_spec.config import DATAFLOW_CODES  # CONFIG_DATAFLOW.CODE of each dataflow
+from accel_spec.errors import RtlError
 
 __all__ = [
     "ACCESS",

@@ -1,6 +1,6 @@
 """The command sequencer: fetches a program from DRAM into the command queue and issues it.
 
-Commands and their encoding: :mod:`spec.isa`. On ``start`` the sequencer checks the
+Commands and their encoding: :mod:`accel_spec.isa`. On ``start`` the sequencer checks the
 queue registers (length at most ``depth``, base aligned to the AXI data width), reads the whole
 program with the load DMA into its command memory, then decodes one command per slot and
 issues it to its unit (the DMA engines, the on-chip move engine, the array or, on a design
@@ -14,7 +14,7 @@ entry is one beat, ``ceil(depth / P)`` entries, and command ``pc`` is slice ``pc
 
 Timing (``perf_model.program_timing`` states it for the model): ``start`` sampled at edge
 ``E0``; the fetch is a DMA load of ``len`` words of ``32 / data_bytes`` beats (``ceil(len /
-P)`` words of one beat on a wider bus: ``spec.isa.fetch_beats`` beats) started at
+P)`` words of one beat on a wider bus: ``accel_spec.isa.fetch_beats`` beats) started at
 ``E1``; it ends at ``E_{1+f}`` (``f`` = its DMA cycles). Command ``i`` is read in the cycle after
 the previous one was issued (the first in the cycle after the fetch ended) and decoded in the
 next; it is issued at the end of the first decode cycle in which it is not blocked (its unit's
@@ -33,11 +33,8 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
-from rtl_gen.soc.axi import ADDR_BITS
-from rtl_gen.soc.dma import TRANSFER_BITS
-from rtl_gen.soc.move import MOVE_FIELDS
-from spec.errors import ConfigError
-from spec.isa import (
+from accel_spec.errors import ConfigError
+from accel_spec.isa import (
     COMMAND_BYTES,
     ERROR_AXI,
     ERROR_BUFFER,
@@ -55,7 +52,10 @@ from spec.isa import (
     Opcode,
     queue_entry_commands,
 )
-from spec.vector_isa import POOL_KINDS, VECTOR_CODES
+from accel_spec.vector_isa import POOL_KINDS, VECTOR_CODES
+from rtl_gen.soc.axi import ADDR_BITS
+from rtl_gen.soc.dma import TRANSFER_BITS
+from rtl_gen.soc.move import MOVE_FIELDS
 
 __all__ = ["Sequencer", "COUNTER_BITS"]
 
@@ -76,9 +76,9 @@ class Sequencer(wiring.Component):
         depth: commands the queue holds.
         load_beats: beats per buffer word of each buffer (index: ``Buffer``) for loads.
         store_beats: beats per ofmap word stored raw and requantised.
-        load_lanes, store_lanes: lanes of those words (``spec.isa.dram_word_lanes``): a
+        load_lanes, store_lanes: lanes of those words (``accel_spec.isa.dram_word_lanes``): a
             transfer's ``lanes`` field narrows its words to that many lanes' beats
-            (``spec.isa.transfer_beats``; ``ERROR_DRAM`` when not whole beats or above them).
+            (``accel_spec.isa.transfer_beats``; ``ERROR_DRAM`` when not whole beats or above them).
         depths: words of each buffer (index: ``Buffer``).
         buf_addr_bits: width of buffer word addresses.
         max_beats: the DMA's ``beats`` range.

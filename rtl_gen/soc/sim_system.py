@@ -8,11 +8,11 @@ from typing import Any
 from amaranth import ClockDomain, ClockSignal, DomainRenamer, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 
+from accel_spec.config import ArrayConfig
 from rtl_gen.core.pe import Fault
 from rtl_gen.soc.axi import axi4_signature
 from rtl_gen.soc.dram_model import DramModel
 from rtl_gen.soc.system import AxiAccelerator, system_name
-from spec.config import ArrayConfig
 
 __all__ = ["SimSystem", "sim_name", "with_file_backdoor", "BACKDOOR"]
 
@@ -96,7 +96,7 @@ def with_file_backdoor(verilog: str, top: str) -> str:
     Raises:
         RtlError: the DRAM model's array or clock is not where Yosys writes them.
     """
-    from spec.errors import RtlError
+    from accel_spec.errors import RtlError
 
     module = re.search(rf"^module \\{re.escape(top)}\.dram\s.*?^endmodule", verilog, re.M | re.S)
     memory = re.compile(r"^(\s*reg \[\d+:0\] mem \[\d+:0\];\n)\s*always @\(posedge (\w+)\)", re.M)

@@ -9,14 +9,14 @@ cycle counters, interrupt enable and status) with the level interrupt ``irq``. A
 ``vector_unit`` adds the vector unit (``rtl_gen.core.vector_unit``) on the ifmap buffer, run by
 ``VECTOR`` commands. Ports::
 
-    m_axi_*    AXI4 manager, data width ``spec.isa.axi_data_bytes``, one ID
+    m_axi_*    AXI4 manager, data width ``accel_spec.isa.axi_data_bytes``, one ID
     s_axil_*   AXI4-Lite subordinate, 32-bit data, 12-bit address
     irq        out, high while an enabled interrupt status bit is set (DONE, ERROR)
 
 Software: write the program to DRAM, QUEUE_BASE_LO/HI and QUEUE_LEN, IRQ_ENABLE, then
 CTRL.START; wait for ``irq`` (or poll STATUS); read the counters.
 
-DRAM words (:mod:`spec.isa`) become buffer words by wiring: inputs lane for lane,
+DRAM words (:mod:`accel_spec.isa`) become buffer words by wiring: inputs lane for lane,
 raw accumulators truncated to ``acc_bits`` on loads and sign-extended on stores, qparam lanes
 from their 16-byte DRAM form to the output stage's fields.
 """
@@ -31,6 +31,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from accel_spec import isa
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.isa import OUTSTANDING, QUEUE_DEPTH, WINDOW_FIELDS, Buffer, axi_data_bytes, dram_lane_bytes
 from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.int4_lanes import pack_int4
 from rtl_gen.core.output_stage import param_fields
@@ -41,9 +44,6 @@ from rtl_gen.soc.csr import ControlRegisters
 from rtl_gen.soc.dma import DmaLoad, DmaStore
 from rtl_gen.soc.move import MOVE_FIELDS, MoveEngine
 from rtl_gen.soc.sequencer import Sequencer
-from spec import isa
-from spec.config import ArrayConfig, Dataflow
-from spec.isa import OUTSTANDING, QUEUE_DEPTH, WINDOW_FIELDS, Buffer, axi_data_bytes, dram_lane_bytes
 
 __all__ = ["AxiAccelerator", "system_name", "dram_word_bytes", "memory_system_units", "OUTSTANDING"]
 
@@ -57,7 +57,7 @@ def system_name(config: ArrayConfig, fault: Fault | None = None) -> str:
 
 
 def dram_word_bytes(config: ArrayConfig) -> dict[str, int]:
-    """Bytes of one buffer word in DRAM (``spec.isa.dram_word_bytes`` of ``config``)."""
+    """Bytes of one buffer word in DRAM (``accel_spec.isa.dram_word_bytes`` of ``config``)."""
     return isa.dram_word_bytes(config.rows, config.cols, config.dataflow is Dataflow.IS, config.input_bits,
                                     config.acc_bits, config.packed_kinds)
 

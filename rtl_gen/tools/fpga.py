@@ -31,12 +31,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError, FpgaToolError
 from rtl_gen.core.accelerator import top_name
 from rtl_gen.tools.synth import cached_json, default_cache_dir, yosys_command
 from rtl_gen.tools.verilog_export import to_verilog
 from rtl_gen.tools.yowasp import tool_command
-from spec.config import ArrayConfig
-from spec.errors import ConfigError, FpgaToolError
 
 __all__ = [
     "FAMILIES",

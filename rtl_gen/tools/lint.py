@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from spec.errors import RtlError
+from accel_spec.errors import RtlError
 
 __all__ = ["LINT_WAIVERS", "verilator_bin_dir", "lint_args", "lint_verilog"]
 

@@ -41,6 +41,8 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import RtlError
 from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.array import SystolicArray
 from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
@@ -50,8 +52,6 @@ from rtl_gen.core.output_stage import OutputStage
 from rtl_gen.core.pe import PE, pe_cell_format, pe_format, pe_signature
 from rtl_gen.core.skew import DelayLine
 from rtl_gen.tools.yowasp import tool_command
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import RtlError
 
 __all__ = [
     "synth_stats", "synth_component", "default_cache_dir", "yosys_command", "tool_command", "cached_json", "TopRowPE",

@@ -14,13 +14,13 @@ from pathlib import Path
 from amaranth.back import rtlil, verilog
 from amaranth.lib import wiring
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ExportError, RtlError
 from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.array import Blackbox, PEBlock, PERow
 from rtl_gen.core.pe import PE, Fault, pe_cell_format
 from rtl_gen.core.vector_unit import VectorUnit
 from rtl_gen.tools.verilog_cache import cached_text
-from spec.config import ArrayConfig
-from spec.errors import ExportError, RtlError
 
 __all__ = ["to_verilog", "write_verilog", "export_units", "block_rows"]
 

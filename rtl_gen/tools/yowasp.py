@@ -22,7 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
-from spec.errors import RtlError
+from accel_spec.errors import RtlError
 
 __all__ = ["tool_command", "yowasp_cache_dir"]
 

@@ -79,7 +79,7 @@ def test_a_printing_module_in_process(run_cli, module_dir):
 
 
 def test_a_fresh_interpreter_child_reports_the_same(module_dir):
-    from spec.errors import WorkloadError
+    from accel_spec.errors import WorkloadError
     from workloads._user_child import trace_user
 
     (module_dir / "quits2.py").write_text("import os\nos._exit(3)\n")

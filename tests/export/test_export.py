@@ -97,7 +97,7 @@ def test_cycle_formula_and_check_gemms(tiny_export):
 @pytest.mark.parametrize("dataflow", ["ws", "os", "is"])
 def test_check_gemms_follow_the_timing_contract(dataflow):
     from accel_dse.export import check_gemms
-    from spec.config import ArrayConfig
+    from accel_spec.config import ArrayConfig
 
     config = ArrayConfig(rows=3, cols=5, dataflow=dataflow, ifmap_sram_kib=1, weight_sram_kib=1, ofmap_sram_kib=1,
                          shadow_stationary=False)
@@ -189,7 +189,7 @@ def test_force_replaces_a_run_export_but_not_a_file_added_to_its_build_folder(ti
 
 def test_the_register_header_and_the_command_format_ship_with_the_export(tiny_export):
     import rtl_gen
-    from spec import isa
+    from accel_spec import isa
 
     out, _ = tiny_export
     header = (out / "regs.h").read_text()

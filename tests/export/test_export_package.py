@@ -96,7 +96,7 @@ def test_export_prints_the_command_with_this_python(run_cli, tmp_path):
 def test_documented_latencies_equal_the_constants():
     """The port map's numbers are written out for readers: each must equal the constant it describes."""
     import rtl_gen
-    from spec.isa import OUTPUT_STAGE_LATENCY, store_read_latency
+    from accel_spec.isa import OUTPUT_STAGE_LATENCY, store_read_latency
 
     doc = str(rtl_gen.PORT_MAP)
     qdata = re.search(r"host_qdata .* (\d+) cycles back", doc)
@@ -111,7 +111,7 @@ def test_documented_latencies_equal_the_constants():
 
 def test_the_exported_latencies_equal_the_constants(tiny_export):
     import rtl_gen
-    from spec.isa import store_read_latency
+    from accel_spec.isa import store_read_latency
 
     out, _ = tiny_export
     design = json.loads((out / "design.json").read_text())

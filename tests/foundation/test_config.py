@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec.config import FIELD_NAMES, ArrayConfig, Dataflow
-from spec.errors import AccelDseError, ConfigError
+from accel_spec.config import FIELD_NAMES, ArrayConfig, Dataflow
+from accel_spec.errors import AccelDseError, ConfigError
 
 
 def test_defaults_and_derived_figures():

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from spec.config import ArrayConfig
-from spec.errors import ConfigError
-from spec.number_formats import FORMATS, build_rule, product_bits
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError
+from accel_spec.number_formats import FORMATS, build_rule, product_bits
 
 PRESETS = Path(__file__).resolve().parents[2] / "accel_dse" / "presets"
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from accel_dse.design_files import load_design, preset_names
-from spec.config import ArrayConfig, Dataflow
+from accel_spec.config import ArrayConfig, Dataflow
 from tests.cli_testlib import one_line_error
 
 GOOD = """\

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 import perf_model
+from accel_spec.config import ArrayConfig
 from perf_model import timing
-from spec.config import ArrayConfig
 
 #: A clock that every design these tests build reaches at every node (the slowest, 16-bit
 #: operands into 64-bit accumulators at 180 nm, reaches about 200 MHz): for tests of tiling,
@@ -145,9 +145,9 @@ def cached_figures(folder: str, key: list[Any], measure: Callable[[], dict[str, 
 
 
 def transfer_word_bytes(config: ArrayConfig, command: Any) -> int:
-    """DRAM bytes of one word of a LOAD or STORE, from the encoding's rule (``spec.isa``):
+    """DRAM bytes of one word of a LOAD or STORE, from the encoding's rule (``accel_spec.isa``):
     ``lanes * dram_lane_bytes`` for a narrow transfer, the whole word's bytes when ``lanes`` is 0."""
-    from spec.isa import Opcode, dram_lane_bytes, dram_word_bytes
+    from accel_spec.isa import Opcode, dram_lane_bytes, dram_word_bytes
 
     IS = config.dataflow.value == "is"
     requant = command.opcode == Opcode.STORE and bool(command["requant"])

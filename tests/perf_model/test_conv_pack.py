@@ -12,12 +12,12 @@ from jax import lax
 from model_testlib import transfer_word_bytes
 
 import perf_model
+from accel_spec.config import ArrayConfig
+from accel_spec.isa import Buffer, Opcode
 from perf_model.compiler.conv import compile_conv, conv_tiling
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_pack import packed_conv, packed_window, slide
 from perf_model.compiler.conv_schedule import conv_schedule
-from spec.config import ArrayConfig
-from spec.isa import Buffer, Opcode
 from workloads.ops import Conv2d, Requant
 
 

@@ -15,10 +15,10 @@ import pytest
 from model_testlib import SLOW_MHZ
 
 import perf_model
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import ModelError
 from perf_model.physical import output_stage_fit as fit
 from perf_model.physical.pe_area_fit import POINTS
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import ModelError
 from workloads.ops import Gemm, Workload
 
 DFF, MUX = 4.522, 1.862  # NanGate FreePDK45 DFF_X1, MUX2_X1 (µm^2)

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import perf_model
+from accel_spec.config import CHECKSUM_DATAFLOWS, CHECKSUMS, ArrayConfig
 from perf_model.physical import checksum, checksum_fit, output_check_fit, sdc_coverage_table
 from perf_model.physical.output_stage import output_stage_pj
 from perf_model.timing import DATAFLOW_CODES
 from rtl_gen.core import checksum as rtl_checksum
-from spec.config import CHECKSUM_DATAFLOWS, CHECKSUMS, ArrayConfig
 
 GEMM = "gemm:m=40,k=70,n=50"
 

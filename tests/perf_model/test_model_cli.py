@@ -120,7 +120,7 @@ def test_evaluate_bert_shows_heads_as_instances_and_the_vector_work(run_cli, tmp
     # kind, name, runs, elements, cycles (all runs), DRAM bytes; 16 lanes on edge
     assert rows["softmax"][1:3] == ["1", f"{12 * 512 * 512:,}"]  # 12 heads x 512 x 512 scores
     assert rows["gelu"][1:3] == ["1", f"{512 * 3072:,}"]  # the FFN's hidden layer
-    # GELU, one pass over 512 x 3072 / 16 words: 1 + words + 2 cycles (spec.vector_isa)
+    # GELU, one pass over 512 x 3072 / 16 words: 1 + words + 2 cycles (accel_spec.vector_isa)
     assert rows["gelu"][3] == f"{1 + 512 * 3072 // 16 + 2:,}"
     assert "vector cycles" in out and "cannot run" not in out  # BERT has no op left for the host
     assert "other host work" not in out  # the requantisation is the output stage's: no arithmetic left

@@ -12,11 +12,11 @@ import pytest
 import perf_model
 import workloads
 from accel_dse.design_files import load_design
+from accel_spec.errors import ModelError
 from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.conv_network import compile_conv_network
 from perf_model.evaluator.conv_ops import TIE
 from perf_model.program_timing import dram_rate, gemm_program_cycles
-from spec.errors import ModelError
 from workloads.ops import Conv2d, Requant, Workload
 
 RQ = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)

@@ -9,12 +9,12 @@ import dataclasses
 import pytest
 
 from accel_dse.design_files import load_design
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
+from accel_spec.isa import Buffer, Opcode
 from perf_model.compiler.conv import compile_conv
 from perf_model.compiler.conv_network import compile_conv_network, output_words
 from perf_model.compiler.program import _buffer_depths
-from spec.config import ArrayConfig
-from spec.errors import ModelError
-from spec.isa import Buffer, Opcode
 from workloads.ops import Conv2d, Requant
 from workloads.vector_ops import VectorOp
 

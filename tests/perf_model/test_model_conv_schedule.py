@@ -18,13 +18,13 @@ import pytest
 from model_testlib import transfer_word_bytes
 
 import perf_model
+from accel_spec.config import ArrayConfig
+from accel_spec.isa import Buffer, Opcode
 from perf_model.compiler.conv import ConvTiling, compile_conv, conv_tiling
 from perf_model.compiler.conv_geometry import _Geometry, _levels, _room, _tap_levels
 from perf_model.compiler.conv_schedule import conv_schedule
 from perf_model.compiler.conv_score import walked_figures
 from perf_model.compiler.conv_search import _compute, _dram_bytes, _estimate
-from spec.config import ArrayConfig
-from spec.isa import Buffer, Opcode
 from workloads.ops import Conv2d, Requant
 
 REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))

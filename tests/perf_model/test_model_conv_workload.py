@@ -9,9 +9,9 @@ import dataclasses
 import perf_model
 import workloads
 from accel_dse.design_files import load_design
+from accel_spec.isa import Opcode
 from perf_model.compiler.conv_network import compile_conv_network
 from perf_model.compiler.conv_workload import after_global_pool, conv_network_spec
-from spec.isa import Opcode
 from workloads.ops import Conv2d, Gemm
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)

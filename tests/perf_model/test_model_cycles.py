@@ -17,11 +17,11 @@ import pytest
 from model_testlib import hand_run_cycles
 
 import perf_model
+from accel_spec.config import ArrayConfig
 from perf_model import timing
 from perf_model.evaluator import schedule
 from perf_model.evaluator.problem import buffer_words, build_problem
 from perf_model.evaluator.tiling import contract_words, tile_words
-from spec.config import ArrayConfig
 from workloads.ops import Conv2d, Gemm
 
 FO, RO = timing.FOLD_OVERHEAD, timing.RUN_OVERHEAD

@@ -12,9 +12,9 @@ import pytest
 import perf_model
 import workloads
 from accel_dse.design_files import load_design
+from accel_spec.errors import ModelError
+from accel_spec.isa import Opcode
 from perf_model.compiler.decoder import DECODER_ROLES, compile_decoder, decoder_block, gemm_groups
-from spec.errors import ModelError
-from spec.isa import Opcode
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 SMALL = "llama_block:seq=8,d=64,heads=2,ffn=96,kv=16,batch=2"
@@ -161,7 +161,7 @@ def test_designs_the_program_cannot_serve_are_refused():
     block = decoder_block(workloads.resolve(SMALL))
     with pytest.raises(ModelError, match="no vector unit"):
         compile_decoder(load_design("tiny"), block)
-    from spec.config import Dataflow
+    from accel_spec.config import Dataflow
 
     with pytest.raises(ModelError, match="weight-stationary"):
         compile_decoder(dataclasses.replace(TINY, dataflow=Dataflow.IS), block)
@@ -186,7 +186,7 @@ def test_a_sequences_keys_start_on_the_bus_when_the_cache_length_is_not_aligned(
 
 
 def _sequencer_rejects(cmd, block, lanes: int, depth: int) -> bool:
-    """The sequencer's VECTOR range checks (spec.isa), restated: operand, second operand
+    """The sequencer's VECTOR range checks (accel_spec.isa), restated: operand, second operand
     (a RoPE's table: 2 rows x words with one row a position, else rows x words + 2 words), output
     (a transpose's: vn rows of vp0 words)."""
     rows, words = cmd["vrows"], cmd["vwords"]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import perf_model
-from spec.config import ArrayConfig
-from spec.errors import ModelError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
 
 
 def test_from_configs_round_trips():

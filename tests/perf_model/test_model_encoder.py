@@ -12,10 +12,10 @@ import pytest
 import perf_model
 import workloads
 from accel_dse.design_files import load_design
+from accel_spec.config import Dataflow
+from accel_spec.errors import ModelError
+from accel_spec.isa import Opcode
 from perf_model.compiler.encoder import GEMM_ROLES, compile_encoder, encoder_layer
-from spec.config import Dataflow
-from spec.errors import ModelError
-from spec.isa import Opcode
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 SMALL = "bert_base:seq=8,d=32,heads=2,ffn=64,batch=2"

@@ -9,7 +9,7 @@ import pytest
 from model_testlib import at_nominal_supply
 
 import perf_model
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 from workloads.ops import Gemm
 
 E = perf_model.DEFAULT_ENERGY

@@ -7,8 +7,8 @@ import pytest
 
 import perf_model
 import workloads
+from accel_spec.config import ArrayConfig
 from perf_model.physical import checksum
-from spec.config import ArrayConfig
 
 GEMM = "gemm:m=40,k=70,n=50"
 

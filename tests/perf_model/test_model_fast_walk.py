@@ -17,6 +17,10 @@ import numpy as np
 import pytest
 
 import perf_model
+from accel_spec import isa
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
+from accel_spec.isa import Command, Opcode
 from perf_model import dma_timing, program_timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
@@ -24,10 +28,6 @@ from perf_model.evaluator.block import evaluate_block
 from perf_model.evaluator.transfers import LATENCY, STORE_READ_LATENCY, Memory, axi_data_bytes
 from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
-from spec import isa
-from spec.config import ArrayConfig
-from spec.errors import ModelError
-from spec.isa import Command, Opcode
 from workloads.ops import Gemm, Requant
 
 REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))

@@ -23,9 +23,9 @@ from model_testlib import cached_figures
 import perf_model
 import workloads
 from accel_dse.design_files import load_preset
+from accel_spec.config import ArrayConfig
 from perf_model.physical import fmax, technology
 from perf_model.physical.fmax_fit import OUTPUT_STAGE_POINTS, PE_POINTS
-from spec.config import ArrayConfig
 from workloads.ops import Gemm
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import perf_model
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 from workloads import Gemm, Workload
 
 

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from accel_dse.design_files import load_preset
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
 from perf_model import (
     ECP5_FMAX_FIT,
     DesignArrays,
@@ -24,8 +26,6 @@ from perf_model import (
     fpga_resource_arrays,
     fpga_resources,
 )
-from spec.config import ArrayConfig
-from spec.errors import ModelError
 
 _BASE = {"input_bits": 8, "acc_bits": 32, "clock_mhz": 100.0}
 

@@ -11,8 +11,8 @@ import dataclasses
 import pytest
 
 from accel_dse.design_files import load_preset
+from accel_spec.config import ArrayConfig
 from perf_model import bank_ebrs, fpga_resources, pe_resources
-from spec.config import ArrayConfig
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import perf_model
-from spec.config import ArrayConfig
-from spec.errors import AccelDseError, ModelError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import AccelDseError, ModelError
 from workloads.ops import Gemm, Workload
 
 # 256 columns of 32-bit accumulators: one ofmap word is 1 KiB, so a 1 KiB ofmap buffer holds 1

@@ -10,8 +10,8 @@ from model_testlib import SLOW_MHZ
 
 import perf_model
 from accel_dse.search import load_space
-from spec.config import MEMORY_KINDS, ArrayConfig
-from spec.errors import ConfigError, ModelError
+from accel_spec.config import MEMORY_KINDS, ArrayConfig
+from accel_spec.errors import ConfigError, ModelError
 from workloads.ops import Gemm
 
 GEMM = Gemm(m=512, k=512, n=512)

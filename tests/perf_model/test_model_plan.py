@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import perf_model
+from accel_spec.config import ArrayConfig
 from perf_model import timing
-from spec.config import ArrayConfig
 from workloads.ops import Conv2d, Gemm
 
 

@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
+from accel_spec import isa
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
+from accel_spec.isa import Buffer, Command, Opcode, decode, encode
 from perf_model import compile_gemm, gemm_program_cycles, program_timing
-from spec import isa
-from spec.config import ArrayConfig
-from spec.errors import ModelError
-from spec.isa import Buffer, Command, Opcode, decode, encode
 from workloads.ops import Gemm
 
 SMALL = ArrayConfig(rows=2, cols=2, ifmap_sram_kib=1, weight_sram_kib=1, ofmap_sram_kib=1, dram_bytes_per_cycle=2)

@@ -13,7 +13,7 @@ from model_testlib import SLOW_MHZ
 
 import perf_model
 import perf_model.evaluator.design_table as table_module
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 from workloads.ops import Conv2d, Gemm, Workload
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

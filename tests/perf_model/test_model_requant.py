@@ -10,7 +10,7 @@ import pytest
 from model_testlib import SLOW_MHZ, at_nominal_supply
 
 import perf_model
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 from workloads.ops import Gemm, Requant, Workload
 
 RQ = Requant(multiplier=1 << 30, shift=8)

@@ -11,6 +11,9 @@ import pytest
 import perf_model
 import workloads
 from accel_dse.design_files import load_design
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
+from accel_spec.isa import Buffer, Opcode
 from perf_model import program_timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
@@ -19,9 +22,6 @@ from perf_model.compiler.program import compile_gemm
 from perf_model.evaluator.block import evaluate_block
 from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
-from spec.config import ArrayConfig
-from spec.errors import ModelError
-from spec.isa import Buffer, Opcode
 from workloads._layers import FORMS
 from workloads._registry import with_flow, with_requant
 from workloads._requant import recording

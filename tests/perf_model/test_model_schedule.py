@@ -14,11 +14,11 @@ from model_testlib import GEMM_OF, reference
 import perf_model
 import perf_model.evaluator.schedule
 from accel_dse.design_files import load_preset
+from accel_spec.config import ArrayConfig
 from perf_model.evaluator.problem import build_problem
 from perf_model.evaluator.schedule import op_cycles, schedule
 from perf_model.evaluator.tiling import ORDERS, Tiling
 from perf_model.evaluator.transfers import axi_data_bytes, memory_arrays
-from spec.config import ArrayConfig
 from workloads.ops import Conv2d, Gemm
 
 

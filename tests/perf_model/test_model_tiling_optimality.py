@@ -19,7 +19,7 @@ from model_testlib import SLOW_MHZ
 from tiling_testlib import exhaustive_optimum, grid_bound, gridded_folds, random_pair, reference_bytes
 
 import perf_model
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 from workloads.ops import Gemm
 
 REL = 1e-9

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import perf_model
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.isa import Command, Opcode
 from perf_model import dma_timing, program_timing
 from perf_model.compiler.conv import compile_conv
-from spec.config import ArrayConfig, Dataflow
-from spec.isa import Command, Opcode
 from workloads.ops import Conv2d
 
 PAGE = dma_timing.PAGE_BYTES

@@ -11,9 +11,9 @@ import pytest
 
 import perf_model
 from accel_dse.design_files import load_design
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
 from perf_model.vector_timing import vector_cycles, vector_plan
-from spec.config import ArrayConfig
-from spec.errors import ModelError
 from workloads import Gemm, VectorOp, Workload
 
 LN = VectorOp(kind="layernorm", shape=(1, 64, 768), axis=2, name="ln",
@@ -144,10 +144,10 @@ def test_an_op_longer_than_one_run_is_split_into_runs_the_walk_sums():
     two VECTOR commands, the first of 31 whole query periods (63,488 rows), so each run starts on a
     query 0; a gated SiLU of 2,048 x 11,008 (22.5 M elements, past a row's 2**24) runs as a row per
     token. The commands' cycles under the unit's contract sum to the model's."""
+    from accel_spec.isa import Opcode
+    from accel_spec.vector_isa import VECTOR_CODES
     from perf_model.compiler.vector import vector_commands, vector_registers
     from perf_model.vector_timing import plan_cycles, vector_plan, vector_run_cycles
-    from spec.isa import Opcode
-    from spec.vector_isa import VECTOR_CODES
     from workloads import _int_ops as io
     from workloads.vector_ops import VectorOp
 

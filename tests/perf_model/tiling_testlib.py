@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from model_testlib import GEMM_OF, SLOW_MHZ, reference
 
+from accel_spec.config import ArrayConfig
 from perf_model import timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
@@ -36,7 +37,6 @@ from perf_model.evaluator.schedule import schedule
 from perf_model.evaluator.tiling import ORDERS, Tiling
 from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
-from spec.config import ArrayConfig
 from workloads.ops import Gemm
 
 #: Grid resolution the bound of :func:`grid_bound` is stated for (the tiling docstring's grid).

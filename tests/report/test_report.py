@@ -205,7 +205,7 @@ def test_bad_input(single_study, run_cli, tmp_path):
 
 def test_pick_rules_choose_within_the_pareto_set(multi_study):
     from accel_dse.report import load_study
-    from spec.errors import ExportError
+    from accel_spec.errors import ExportError
 
     url, _ = multi_study
     view = load_study(url, "s")

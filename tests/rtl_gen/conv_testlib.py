@@ -10,8 +10,8 @@ from jax import lax
 from system_testlib import SocRun, run_image
 
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
+from accel_spec.config import ArrayConfig
 from perf_model.compiler.conv import compile_conv, conv_weight_matrix
-from spec.config import ArrayConfig
 from workloads import output_stage
 from workloads.ops import Conv2d, Requant
 

@@ -9,9 +9,9 @@ import dataclasses
 import numpy as np
 from amaranth.sim import Simulator
 
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.isa import WINDOW_FIELDS
 from rtl_gen import HOST_SEL, Accelerator, Fault
-from spec.config import ArrayConfig, Dataflow
-from spec.isa import WINDOW_FIELDS
 
 
 def run_bench(dut: object, bench) -> None:  # type: ignore[no-untyped-def]

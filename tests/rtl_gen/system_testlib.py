@@ -19,13 +19,13 @@ from accel_dse.simulate.dram.image import (
     qparam_fields,
     unpack_tensor,
 )
+from accel_spec.config import ArrayConfig
+from accel_spec.isa import Command
 from perf_model.compiler.program import GemmProgram, compile_gemm
 from perf_model.program_timing import ProgramTiming, gemm_program_cycles, program_cycles
 from rtl_gen.core.pe import Fault
 from rtl_gen.soc.regmap import CONTROL_REGMAP
 from rtl_gen.soc.sim_system import SimSystem
-from spec.config import ArrayConfig
-from spec.isa import Command
 from workloads.ops import Gemm, Requant
 
 REG = {reg.name: reg.offset for reg in CONTROL_REGMAP}

@@ -15,9 +15,9 @@ from amaranth.back import verilog
 from amaranth.sim import Simulator
 from axil_testlib import OKAY, ORDERS, SLVERR, AxilMaster
 
+from accel_spec.config import Dataflow
+from accel_spec.errors import RtlError
 from rtl_gen import ControlRegisters, synth_component
-from spec.config import Dataflow
-from spec.errors import RtlError
 
 ID, VERSION, CTRL, STATUS, ERROR_CODE, ERROR_PC = 0x000, 0x004, 0x008, 0x00C, 0x010, 0x014
 IRQ_ENABLE, IRQ_STATUS, QUEUE_BASE_LO, QUEUE_BASE_HI, QUEUE_LEN = 0x018, 0x01C, 0x020, 0x024, 0x028

@@ -10,8 +10,8 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from accel_dse.simulate import build_design, find_simulator, run_testbench
+from accel_spec.config import Dataflow
 from rtl_gen import ControlRegisters
-from spec.config import Dataflow
 
 HERE = Path(__file__).resolve().parent
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import perf_model
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from accel_spec.errors import RtlError
 from rtl_gen import CONTROL_REGMAP, Field, Register, RegisterMap, c_header, markdown_table
-from spec.errors import RtlError
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = {

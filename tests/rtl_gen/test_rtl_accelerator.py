@@ -9,9 +9,9 @@ import pytest
 from amaranth.sim import Simulator
 from rtl_testlib import run_gemms, wrap
 
+from accel_spec.config import ArrayConfig
 from perf_model import timing
 from rtl_gen import Accelerator, Fault
-from spec.config import ArrayConfig
 
 DATAFLOWS = ["ws", "os", "is"]
 #: (rows, cols) -> GEMM shapes (M, K, N): several folds in both array dimensions, edge folds,

@@ -9,8 +9,8 @@ import pytest
 from amaranth.sim import Simulator
 from rtl_testlib import host_write, lanes_of, pack
 
+from accel_spec.config import ArrayConfig, Dataflow
 from rtl_gen import QDATA_LATENCY, Accelerator
-from spec.config import ArrayConfig, Dataflow
 from workloads import Requant, output_stage
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from rtl_testlib import lanes_of, run_bench, word_of, wrap
 
+from accel_spec.errors import ConfigError
 from rtl_gen import Fault, SystolicArray
-from spec.errors import ConfigError
 
 SHAPES = [(2, 2), (3, 5), (4, 4)]
 

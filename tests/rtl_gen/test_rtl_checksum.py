@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from rtl_testlib import run_gemms, wrap
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError
 from perf_model import timing
 from rtl_gen import Accelerator
-from spec.config import ArrayConfig
-from spec.errors import ConfigError
 
 FLOWS = ("ws", "is")
 

@@ -16,9 +16,9 @@ import pytest
 from conv_testlib import run_conv
 from system_testlib import run_soc, small
 
+from accel_spec.isa import ERROR_OPCODE, ERROR_WINDOW, Command, Opcode
 from perf_model.compiler.conv import ConvTiling
 from rtl_gen import Fault
-from spec.isa import ERROR_OPCODE, ERROR_WINDOW, Command, Opcode
 from workloads.ops import Conv2d, Requant
 
 CASES = {

@@ -146,7 +146,7 @@ def test_a_generator_with_fewer_group_checks_than_the_window_packs_differs_from_
 
 @pytest.mark.filterwarnings("ignore:.*created but never used")
 def test_the_generator_refuses_a_group_count_that_is_not_a_power_of_two():
-    from spec.errors import ConfigError
+    from accel_spec.errors import ConfigError
 
     with pytest.raises(ConfigError, match="max_groups must be a power of two"):
         ConvAddressGenerator(max_groups=3)

@@ -21,11 +21,11 @@ from system_testlib import run_image, small
 import perf_model
 from accel_dse.design_files import load_design
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
+from accel_spec.isa import QUEUE_DEPTH, Opcode
 from perf_model.compiler.conv import ConvTiling, conv_weight_matrix
 from perf_model.compiler.conv_network import compile_conv_network
 from perf_model.compiler.network import link_ops
 from perf_model.program_timing import DEFAULT_DRAM_LATENCY, dram_rate, transfer_word_beats, word_beats
-from spec.isa import QUEUE_DEPTH, Opcode
 from workloads import _int_ops as io
 from workloads.ops import Conv2d, Requant, Workload
 from workloads.vector_ops import VectorOp
@@ -164,7 +164,7 @@ def test_a_pooling_link_through_dram_runs_in_bands(kind, window, stride, pad):
 def test_a_pooling_link_is_refused_where_it_cannot_run():
     """A pooling must end its link, and not follow the last conv (the network's output is a conv's),
     and the next conv must read its pooled shape: else the network is refused with the reason."""
-    from spec.errors import ModelError
+    from accel_spec.errors import ModelError
 
     convs = [_conv(4, 4, hw=8), _conv(4, 4, hw=4)]
     pool = _pool("maxpool", (1, 8, 8, 4), 3, 2, 1)

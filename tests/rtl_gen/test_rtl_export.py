@@ -15,6 +15,8 @@ from rtl_testlib import iverilog_testbench, lanes_of, ofmap_words, wrap
 
 from accel_dse.design_files import load_preset
 from accel_dse.simulate import find_simulator
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError, ExportError
 from perf_model import timing
 from rtl_gen import (
     LINT_WAIVERS,
@@ -26,8 +28,6 @@ from rtl_gen import (
     top_name,
     write_verilog,
 )
-from spec.config import ArrayConfig
-from spec.errors import ConfigError, ExportError
 
 MODULE = re.compile(r"^module\s+(\S+?)\s*\(", re.MULTILINE)
 

@@ -14,10 +14,10 @@ import pytest
 
 import rtl_gen.tools.fpga as fpga_mod
 from accel_dse.design_files import load_preset
+from accel_spec.errors import ConfigError, FpgaToolError, RtlError
 from rtl_gen import FAMILIES, fpga_report
 from rtl_gen.tools.fpga import critical_path, parse_fmax, parse_utilisation, parse_yosys_cells, summarise
 from rtl_gen.tools.yowasp import tool_command
-from spec.errors import ConfigError, FpgaToolError, RtlError
 
 DATA = Path(__file__).resolve().parent / "data"
 ECP5 = FAMILIES["ecp5"]

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from rtl_testlib import ofmap_words, pack
 
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError
 from perf_model import timing
 from rtl_gen import buffer_layout
-from spec.config import ArrayConfig
-from spec.errors import ConfigError
 
 GRID = list(
     itertools.product(

@@ -18,9 +18,9 @@ from system_testlib import run_image
 import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields, unpack_tensor
+from accel_spec.errors import ModelError
+from accel_spec.isa import Opcode
 from perf_model.compiler.network import compile_network
-from spec.errors import ModelError
-from spec.isa import Opcode
 from workloads import _int_ops as io
 from workloads.ops import Gemm, Requant
 from workloads.vector_ops import VectorOp

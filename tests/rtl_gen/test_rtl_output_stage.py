@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
+from accel_spec.errors import ConfigError
 from rtl_gen import OUTPUT_STAGE_LATENCY, OutputStage
-from spec.errors import ConfigError
 from workloads import Requant, output_stage
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -124,9 +124,9 @@ def test_bad_widths_are_config_errors():
 
 
 def test_model_mirrors_the_generator_constants():
+    from accel_spec.config import ArrayConfig
     from perf_model.physical import output_stage as model
     from rtl_gen import QPARAM_CHANNELS, buffer_layout, param_bits
-    from spec.config import ArrayConfig
 
     assert model.QPARAM_CHANNELS == QPARAM_CHANNELS
     for ib in (8, 16):

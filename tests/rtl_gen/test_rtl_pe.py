@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from rtl_testlib import run_bench, wrap
 
+from accel_spec.errors import ConfigError
 from rtl_gen import PE
-from spec.errors import ConfigError
 
 EXTREMES8 = [-128, -127, -1, 0, 1, 126, 127]
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from rtl_testlib import run_bench, wrap
 
+from accel_spec.errors import ConfigError
 from rtl_gen.core.pe import PE, product_bits
-from spec.errors import ConfigError
 from workloads import formats as F
 
 ACC = 48

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from system_testlib import run_soc_chain, small
 
+from accel_spec.config import ArrayConfig
+from accel_spec.isa import Buffer, Opcode
 from perf_model.program_timing import axi_data_bytes, dram_rate
-from spec.config import ArrayConfig
-from spec.isa import Buffer, Opcode
 from workloads import Requant, output_stage
 
 

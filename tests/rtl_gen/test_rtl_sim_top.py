@@ -37,8 +37,8 @@ def test_the_reset_port_feeds_only_the_reset_register() -> None:
 def test_the_dram_model_of_the_simulation_top_has_a_file_backdoor_and_the_export_has_none() -> None:
     import pytest
 
+    from accel_spec.errors import RtlError
     from rtl_gen.soc.sim_system import BACKDOOR, with_file_backdoor
-    from spec.errors import RtlError
 
     design = load_design("tiny")
     top = sim_name(design)

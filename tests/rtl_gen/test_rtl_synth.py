@@ -99,10 +99,10 @@ def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
                          [(4, 4, (4, 4, 8)), (3, 5, (1, 2, 1)), (1, 7, (1, 1, 1)), (16, 2, (64, 8, 32))])
 def test_area_model_counts_the_registers_the_accelerator_has(rows, cols, kib, dataflow, shadow, double) -> None:
     """perf_model prices the flops outside the PEs from its own count; it must be rtl_gen's."""
+    from accel_spec.config import ArrayConfig
     from perf_model.physical.area import skew_register_bits
     from perf_model.timing import dataflow_code
     from rtl_gen import Accelerator
-    from spec.config import ArrayConfig
 
     config = ArrayConfig(rows=rows, cols=cols, dataflow=dataflow, ifmap_sram_kib=kib[0], weight_sram_kib=kib[1],
                          ofmap_sram_kib=kib[2], shadow_stationary=shadow, double_buffered=double)
@@ -141,11 +141,11 @@ def test_area_model_counts_the_registers_of_a_packed_int4_design(dataflow, weigh
     more address bit; the model's count follows ``DesignArrays.operand_bits``."""
     import dataclasses
 
+    from accel_spec.config import ArrayConfig
     from perf_model.arrays.designs import DesignArrays
     from perf_model.physical.area import skew_register_bits
     from perf_model.timing import dataflow_code
     from rtl_gen import Accelerator
-    from spec.config import ArrayConfig
 
     kib = (1, 2, 4)
     config = ArrayConfig(rows=4, cols=6, dataflow=dataflow, ifmap_sram_kib=kib[0], weight_sram_kib=kib[1],

@@ -16,10 +16,8 @@ import numpy as np
 import pytest
 from system_testlib import int8_operands, jax_int8_matmul, result, run_soc, small
 
-from perf_model import plan_tiles, program_timing
-from perf_model.program_timing import axi_data_bytes, dram_rate
-from spec.config import ArrayConfig
-from spec.isa import (
+from accel_spec.config import ArrayConfig
+from accel_spec.isa import (
     ERROR_AXI,
     ERROR_BUFFER,
     ERROR_DRAM,
@@ -29,6 +27,8 @@ from spec.isa import (
     Command,
     Opcode,
 )
+from perf_model import plan_tiles, program_timing
+from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads import Requant, output_stage
 from workloads.ops import Gemm
 

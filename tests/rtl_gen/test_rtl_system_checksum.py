@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from system_testlib import result, run_soc, small
 
+from accel_spec.isa import ERROR_SDC, Opcode
 from rtl_gen import Fault
 from rtl_gen.soc.regmap import CONTROL_REGMAP
-from spec.isa import ERROR_SDC, Opcode
 from workloads.ops import Requant
 
 SDC_IRQ = 1 << CONTROL_REGMAP["IRQ_STATUS"].field("SDC").lsb

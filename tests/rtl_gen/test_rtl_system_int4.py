@@ -15,8 +15,8 @@ import pytest
 from system_testlib import run_image, small
 
 from accel_dse.simulate.dram.image import pack_qparam_lanes, program_image, qparam_fields
+from accel_spec.isa import Opcode
 from perf_model.compiler.program import compile_gemm
-from spec.isa import Opcode
 from workloads import Requant
 from workloads.ops import Gemm
 
@@ -118,7 +118,7 @@ def test_packed_transfers_move_half_the_bytes_of_byte_lanes(dataflow):
     ({"weight_format": "int8", "act_format": "int4", "pack_int4": True}, "int"),
 ])
 def test_only_packed_w4a4_builds_the_int4_pe(fields, cell):
+    from accel_spec.config import ArrayConfig
     from rtl_gen.core.pe import pe_cell_format
-    from spec.config import ArrayConfig
 
     assert pe_cell_format(ArrayConfig(rows=4, cols=4, **fields)) == cell

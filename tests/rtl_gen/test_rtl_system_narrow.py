@@ -1,6 +1,6 @@
 """Narrow transfers: tensors shorter than a buffer word cross DRAM at their real size.
 
-A LOAD or STORE with ``lanes`` (``spec.isa``) moves only a word's first lanes; a LOAD
+A LOAD or STORE with ``lanes`` (``accel_spec.isa``) moves only a word's first lanes; a LOAD
 writes the other lanes as zero. The compiler stores a matrix whose rows are shorter than a word
 densely (``perf_model.compiler.program.dense_row_elems``) and moves its tiles narrow, so the
 SoC runs GEMMs with ``K < R`` and ``N < C``, and convs with fewer channels than rows, from dense
@@ -15,8 +15,8 @@ from conv_testlib import conv_reference, operands, run_conv
 from system_testlib import int8_operands, jax_int8_matmul, result, run_image, run_soc, small
 
 from accel_dse.simulate.dram.image import pack_tensor, program_image, unpack_tensor
+from accel_spec.isa import ERROR_DRAM, Buffer, Command, Opcode
 from perf_model.compiler.conv import compile_conv, conv_weight_matrix
-from spec.isa import ERROR_DRAM, Buffer, Command, Opcode
 from workloads import Requant, output_stage
 from workloads.ops import Conv2d
 

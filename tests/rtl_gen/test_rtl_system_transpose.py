@@ -15,10 +15,10 @@ from system_testlib import run_image
 
 from accel_dse.design_files import load_design
 from accel_dse.simulate.dram.image import pack_tensor, program_image, unpack_tensor
+from accel_spec.config import Dataflow
+from accel_spec.isa import ERROR_VECTOR, Buffer, Command, Opcode, axi_data_bytes
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout
 from perf_model.compiler.vector import ifmap_words, transpose_commands
-from spec.config import Dataflow
-from spec.isa import ERROR_VECTOR, Buffer, Command, Opcode, axi_data_bytes
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 LANES = TINY.vector_lanes

@@ -17,10 +17,10 @@ from system_testlib import run_image
 
 from accel_dse.design_files import load_design
 from accel_dse.simulate.dram.image import pack_tensor, program_image, unpack_tensor
+from accel_spec.isa import ERROR_OPCODE, ERROR_VECTOR, Command, Opcode
 from perf_model.compiler.vector import vector_program
 from perf_model.vector_timing import vector_cycles
 from rtl_gen.core.vector_unit import VectorUnit
-from spec.isa import ERROR_OPCODE, ERROR_VECTOR, Command, Opcode
 from workloads import _int_ops as io
 from workloads.vector_ops import VectorOp
 

@@ -10,10 +10,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from accel_spec.errors import ConfigError, ModelError
 from perf_model.compiler.vector import vector_registers
 from perf_model.vector_timing import vector_cycles, vector_plan
 from rtl_gen.core.vector_unit import VectorUnit
-from spec.errors import ConfigError, ModelError
 from tests.rtl_gen.vector_testlib import run_vector
 from workloads import _int_ops as io
 from workloads.vector_ops import VectorOp

@@ -4,7 +4,7 @@ simulator or, exported to Verilog, in Icarus.
 The unit sits in :class:`Harness` on a test memory of int8 words (two read ports of one cycle
 latency and a write port, as an on-chip buffer gives it), initialised with the operands at
 ``src``/``src2`` (rows of ``n`` elements padded to whole words; a RoPE's ``y`` is its table,
-``spec.vector_isa.rope_table_row`` per position: :func:`rope_table`); the op runs from one ``start``
+``accel_spec.vector_isa.rope_table_row`` per position: :func:`rope_table`); the op runs from one ``start``
 and the output rows are read back from ``dst`` through the harness's ``host_addr`` port while
 the unit is idle (a pooling's rows are NHWC pixels, its output the pooled image). Returns the
 output and the busy cycles the unit counted. A transpose, which is no workload op, runs from its
@@ -24,10 +24,10 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
+from accel_spec.vector_isa import NPARAMS, VECTOR_CODES
 from perf_model.compiler.vector import VectorRegisters, vector_registers
 from perf_model.vector_timing import vector_cycles
 from rtl_gen.core.vector_unit import VectorUnit
-from spec.vector_isa import NPARAMS, VECTOR_CODES
 from workloads.vector_ops import VectorOp
 
 _REGS = (("kind", 4), ("src", None), ("src2", None), ("dst", None), ("rows", 24), ("words", 24), ("n", 24),
@@ -37,7 +37,7 @@ _REGS = (("kind", 4), ("src", None), ("src2", None), ("dst", None), ("rows", 24)
 def rope_table(op: VectorOp, lanes: int) -> np.ndarray:
     """The table operand of RoPE ``op`` (shape ``(b, s, h, dh)``) as the host lays it out: one row of
     ``2 dh`` codes per (batch, position), from ``workloads._int_ops.rope_tables``."""
-    from spec.vector_isa import rope_table_row
+    from accel_spec.vector_isa import rope_table_row
     from workloads._int_ops import rope_tables
 
     b, s, _, dh = op.shape
@@ -167,7 +167,7 @@ def run_vector(op: VectorOp, lanes: int, x: np.ndarray, y: np.ndarray | None = N
 
 @dataclasses.dataclass(frozen=True)
 class TransposeRun:
-    """A transpose on the harness: its registers (``spec.vector_isa``'s docstring) and the
+    """A transpose on the harness: its registers (``accel_spec.vector_isa``'s docstring) and the
     memory it starts from, input rows at word 0 (lanes past ``n``, padding, holding code ``junk``:
     no output may show it), the output region after them filled with ``fill``."""
 

@@ -9,7 +9,7 @@ from search_testlib import make_space, standin_evaluator
 
 from accel_dse.search import SweepConfig, open_study, run_sweep
 from accel_dse.search.samplers.cmaes import PenalisedCmaEsSampler
-from spec.errors import SearchError
+from accel_spec.errors import SearchError
 
 #: 2 x 2 x 3 x 2 = 24 designs.
 TINY = {"rows": [4, 8], "cols": [4, 8], "dataflow": ["ws", "os", "is"], "dram_bytes_per_cycle": [4.0, 16.0]}

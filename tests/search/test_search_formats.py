@@ -9,8 +9,8 @@ import pytest
 
 from accel_dse.search import load_space
 from accel_dse.search.scoring.evaluator import ModelEvaluator
-from spec.config import FIELD_NAMES, ArrayConfig
-from spec.errors import ConfigError
+from accel_spec.config import FIELD_NAMES, ArrayConfig
+from accel_spec.errors import ConfigError
 from workloads import Gemm, Workload, resolve
 from workloads.accuracy import workload_sqnr_db
 

@@ -12,8 +12,8 @@ from search_testlib import SMALL_SPACE, make_space
 import perf_model
 from accel_dse.search import FpgaTarget, ModelEvaluator
 from accel_dse.search.space.metrics import FPGA_METRIC_UNITS
-from spec.config import ArrayConfig
-from spec.errors import ConfigError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError
 from tests.cli_testlib import assert_one_line_error
 
 ECP5_85K = {"family": "ecp5", "device": "85k"}

@@ -13,8 +13,8 @@ from search_testlib import WORKLOAD_A, WORKLOAD_B, make_space, standin_evaluator
 
 from accel_dse.search import SweepConfig, SweepObjective, TrialFailed, run_sweep
 from accel_dse.search.space.trial_values import coerce_finite
-from spec.config import FIELD_NAMES, ArrayConfig
-from spec.errors import SearchError
+from accel_spec.config import FIELD_NAMES, ArrayConfig
+from accel_spec.errors import SearchError
 
 CONFIG = ArrayConfig(rows=16, cols=8, dataflow="os", weight_sram_kib=4, dram_bytes_per_cycle=8.0, tech_nm=28)
 

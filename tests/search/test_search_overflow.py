@@ -7,7 +7,7 @@ import json
 import optuna
 
 from accel_dse.search import ModelEvaluator
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 from workloads.ops import Gemm, Workload
 
 WL = Workload(name="deep", ops=(Gemm(m=64, k=4608, n=64, name="conv"),))

@@ -9,10 +9,10 @@ import optuna
 import pytest
 
 from accel_dse.search import PodEvaluator, load_space, parse_space
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError
+from accel_spec.pod_config import Split, SystemConfig
 from perf_model.pod import evaluate_split, evaluate_system
-from spec.config import ArrayConfig
-from spec.errors import ConfigError
-from spec.pod_config import Split, SystemConfig
 from tests.cli_testlib import assert_one_line_error
 
 LLM = {"model": "llama7b:layers=2,d=256,heads=4,ffn=512,vocab=1024", "mode": "train", "batch": 16, "seq": 64}

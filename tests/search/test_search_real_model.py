@@ -10,7 +10,7 @@ import pytest
 import perf_model
 import workloads
 from accel_dse.search import METRIC_NAMES, OBJECTIVES, load_space
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 
 def test_metric_names_match_the_model():

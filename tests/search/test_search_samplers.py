@@ -12,8 +12,8 @@ from optuna.trial import TrialState
 from search_testlib import SMALL_SPACE, make_space, standin_evaluator
 
 from accel_dse.search import SweepConfig, best_trials, grid_search, pareto_mask, run_sweep
-from spec.config import FIELD_NAMES, ArrayConfig
-from spec.errors import SearchError
+from accel_spec.config import FIELD_NAMES, ArrayConfig
+from accel_spec.errors import SearchError
 
 LOOP_SAMPLERS = ["tpe", "nsga2", "cmaes", "random", "rl"]
 CONSTRAINED = make_space(constraints=["area_mm2 <= 1.5", "power_w <= 0.5"])

@@ -11,8 +11,8 @@ from search_testlib import SMALL_SPACE, make_space
 
 from accel_dse.search import OBJECTIVES, load_space, parse_space, space_names
 from accel_dse.search.space.metrics import parse_constraint
-from spec.config import FIELD_NAMES, ArrayConfig
-from spec.errors import ConfigError
+from accel_spec.config import FIELD_NAMES, ArrayConfig
+from accel_spec.errors import ConfigError
 
 
 def test_param_kinds_and_distributions(small_space):
@@ -193,7 +193,7 @@ def test_evaluator_marks_format_pairs_it_cannot_build():
     import numpy as np
 
     from accel_dse.search.scoring.evaluator import ModelEvaluator
-    from spec.config import FIELD_NAMES, ArrayConfig
+    from accel_spec.config import FIELD_NAMES, ArrayConfig
     from workloads import resolve
 
     base = ArrayConfig(rows=4, cols=4).to_dict()

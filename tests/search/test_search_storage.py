@@ -14,7 +14,7 @@ from search_testlib import make_space
 
 from accel_dse.search import budget_used, fail_dead_trials, open_storage, open_study, parse_storage
 from accel_dse.search.study.owner import process_alive, worker_identity
-from spec.errors import SearchError, StorageError
+from accel_spec.errors import SearchError, StorageError
 
 
 def test_parse_storage_kinds(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 
 from accel_dse.simulate import build_design, find_simulator
 from accel_dse.simulate.runner import cache_bound as _cache_bound
-from spec.errors import SimulationError
+from accel_spec.errors import SimulationError
 
 COUNTER = (Path(__file__).resolve().parent / "toy" / "counter.v").read_text()
 

@@ -16,7 +16,7 @@ import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from accel_dse.simulate.host.driver import _prepare
-from spec.errors import SimulationError
+from accel_spec.errors import SimulationError
 from workloads import Gemm, Requant, Workload
 
 TINY = load_design("tiny")

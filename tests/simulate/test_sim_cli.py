@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from accel_dse.simulate import OpResult, SimulationReport, build_design, find_simulator
+from accel_spec.errors import SimulationError
 from perf_model.compiler.program import output_major as _output_major
-from spec.errors import SimulationError
 from tests.proc_testlib import alive, children
 
 GEMM = "gemm:m=8,k=8,n=8"

@@ -133,9 +133,9 @@ def test_a_conv_runs_with_its_kernel_rows_stacked_as_the_model_scores_it(sim_cac
     on the stacked image (vertical pads written as zeros by the host), bit-exact against lax on the
     conv's own input and weights, in ``evaluate``'s cycles. Its program stores each output tile as
     one DRAM row of its pixels' words (``conv._one_row``)."""
+    from accel_spec.isa import Buffer, Opcode
     from perf_model.compiler.conv import compile_conv
     from perf_model.compiler.conv_score import conv_form
-    from spec.isa import Buffer, Opcode
     from workloads.ops import Requant
 
     conv = Conv2d(n=1, h=11, w=9, c_in=1, c_out=4, kh=3, kw=3, dilation_h=2, pad_h=2, pad_w=1, name="dil",
@@ -158,9 +158,9 @@ def test_a_filter_tile_of_two_runs_keeps_its_weights_in_both_halves(sim_cache):
     blocks, one per half of the buffer) and the output two tiles of rows. The weights are loaded
     twice, not once a run (the other half still holds the tile before the last, ``conv._place``);
     bit-exact, in ``evaluate``'s cycles."""
+    from accel_spec.isa import Buffer, Opcode
     from perf_model.compiler.conv import compile_conv
     from perf_model.compiler.conv_score import program_bytes
-    from spec.isa import Buffer, Opcode
     from workloads.ops import Requant
 
     design = dataclasses.replace(TINY, weight_sram_kib=1, ofmap_sram_kib=1)
@@ -185,7 +185,7 @@ def test_conv_path_chip_runs_a_conv_the_model_leaves_to_the_host_with_windows_on
     which convs left the model's path."""
     import re
 
-    from spec.errors import SimulationError
+    from accel_spec.errors import SimulationError
     from workloads.ops import Requant
 
     rq = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)

@@ -14,7 +14,7 @@ import rtl_gen
 import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
-from spec.config import Dataflow
+from accel_spec.config import Dataflow
 from tests.simulate.block_testlib import integer_steps
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)

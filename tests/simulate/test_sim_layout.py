@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from accel_dse.simulate.host.layout import ofmap_words, pack_inputs, unpack_output
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 
 def config(df: str, rows: int = 3, cols: int = 5, bits: int = 8, acc: int = 32) -> ArrayConfig:

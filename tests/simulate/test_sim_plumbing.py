@@ -11,7 +11,7 @@ import pytest
 
 from accel_dse.simulate import build_design, find_simulator, ports_of, run_testbench
 from accel_dse.simulate.runner import tools as _tools
-from spec.errors import SimulationError
+from accel_spec.errors import SimulationError
 
 TOY_DIR = Path(__file__).resolve().parent / "toy"
 COUNTER = (TOY_DIR / "counter.v").read_text()

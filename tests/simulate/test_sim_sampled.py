@@ -20,8 +20,8 @@ from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from accel_dse.simulate.dram.driver import DRAM_LATENCY
 from accel_dse.simulate.dram.sampled import output_tiles, plan_sampled, signature
-from spec.errors import SimulationError
-from spec.isa import Command, Opcode
+from accel_spec.errors import SimulationError
+from accel_spec.isa import Command, Opcode
 from workloads.ops import Conv2d
 
 TINY = load_design("tiny")  # 4x4 WS, double buffered, 4 KiB operand buffers

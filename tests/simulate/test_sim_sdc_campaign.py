@@ -16,7 +16,7 @@ import pytest
 from accel_dse.sdc._sim import Trial, simulate_trials
 from accel_dse.sdc.campaign import _golden, _requantised, run_campaign
 from accel_dse.sdc.places import PLACES, FaultSpec
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 REPO = Path(__file__).resolve().parents[2]
 

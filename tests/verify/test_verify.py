@@ -132,7 +132,7 @@ def test_with_jobs_the_other_designs_build_only_after_the_first(tmp_path, monkey
     import accel_dse.simulate
     from accel_dse.simulate.runner import build as _build
     from accel_dse.verify import verify_top
-    from spec.errors import SimulationError
+    from accel_spec.errors import SimulationError
 
     url = f"sqlite:///{tmp_path / 'study.db'}"
     make_study(url, trials=12)

@@ -11,7 +11,7 @@ import json
 import optuna
 from report_testlib import make_study
 
-from spec.errors import FpgaToolError
+from accel_spec.errors import FpgaToolError
 from tests.cli_testlib import one_line_error
 from tests.fpga_testlib import stub_flow
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads import Gemm, Workload
 from workloads import accuracy as acc
 from workloads.formats import sqnr_db

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import workloads
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads import builtin_model, builtin_names, resolve, trace
 
 

@@ -10,8 +10,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from spec.errors import WorkloadError
-from spec.number_formats import FORMATS
+from accel_spec.errors import WorkloadError
+from accel_spec.number_formats import FORMATS
 from workloads import formats as F
 
 FLOATS = ("fp8_e4m3", "fp8_e5m2", "bf16")

@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import workloads
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 
 
 def _model(tmp_path, nodes, inputs, weights, name="g.onnx", opset=17, outputs=("y",)):

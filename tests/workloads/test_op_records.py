@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads import Conv2d, Gemm, Workload
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import workloads
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads import Conv2d, Gemm, Requant, chained_references, output_stage, resolve, trace
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1

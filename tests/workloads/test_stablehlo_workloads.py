@@ -15,7 +15,7 @@ import pytest
 from jax import export
 
 import workloads
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 
 SPECS = ["resnet18:res=64", "mobilenet_v2:res=64", "alexnet:res=96", "bert_base:seq=16,layers=2",
          "gpt2_decode:kv=16,layers=3", "llama_block:seq=8,d=64,heads=2,ffn=96", "dlrm_mlp"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import workloads
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 
 CONV_CSV = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,
 

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import pytest
 from jax import lax
 
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads import Conv2d, Gemm, trace
 
 S = jax.ShapeDtypeStruct

@@ -12,7 +12,7 @@ import pytest
 import perf_model
 import workloads
 from accel_dse.design_files import load_design
-from spec.errors import WorkloadError
+from accel_spec.errors import WorkloadError
 from workloads.ops import VectorOp, Workload
 
 

@@ -168,7 +168,7 @@ def test_user_function_errors(run_cli, user_module, function, message):
 
 
 def test_hook_returning_none_is_an_error(user_module):
-    from spec.errors import WorkloadError
+    from accel_spec.errors import WorkloadError
 
     with pytest.raises(WorkloadError, match="example_args gave None"):
         resolve(f"{user_module}:no_args")

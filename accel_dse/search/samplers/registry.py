@@ -33,7 +33,7 @@ import optuna
 
 from accel_dse.search.samplers.distinct import DistinctSampler
 from accel_dse.search.space.design_space import DesignSpace
-from spec.errors import SearchError
+from accel_spec.errors import SearchError
 
 __all__ = ["SAMPLERS", "check_sampler", "make_sampler", "takes_constraints"]
 

@@ -32,15 +32,15 @@ import numpy as np
 
 from accel_dse.search.space.design_space import FpgaTarget
 from accel_dse.search.space.metrics import FPGA_METRIC_UNITS, METRIC_NAMES
-from spec.config import DATAFLOW_CODES, FIELD_NAMES, ArrayConfig
-from spec.errors import ModelError
-from spec.number_formats import pair_input_bits, pair_problem
+from accel_spec.config import DATAFLOW_CODES, FIELD_NAMES, ArrayConfig
+from accel_spec.errors import ModelError
+from accel_spec.number_formats import pair_input_bits, pair_problem
 
 __all__ = ["Evaluation", "BatchEvaluation", "ModelEvaluator", "MAX_METRICS", "MIN_METRICS"]
 
 
 def _pair_problems(pairs: Any) -> list[str]:
-    """:func:`~spec.number_formats.pair_problem` of each ``(input_bits, weight, act, acc_bits,
+    """:func:`~accel_spec.number_formats.pair_problem` of each ``(input_bits, weight, act, acc_bits,
     checksum)``, each distinct one once."""
     seen: dict[tuple[Any, ...], str] = {}
     out = []
@@ -53,7 +53,7 @@ def _pair_problems(pairs: Any) -> list[str]:
 
 def _pair_input_bits(cols: Mapping[str, np.ndarray]) -> np.ndarray:
     """``input_bits`` of each design as ``ArrayConfig`` derives it from its formats
-    (:func:`~spec.number_formats.pair_input_bits`): a space that searches the formats
+    (:func:`~accel_spec.number_formats.pair_input_bits`): a space that searches the formats
     beside a fixed (or independently sampled) ``input_bits`` scores the pair's own datapath."""
     seen: dict[tuple[Any, ...], int] = {}
     out = []

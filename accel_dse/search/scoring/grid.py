@@ -21,7 +21,7 @@ import optuna
 from accel_dse.search.scoring.evaluator import ModelEvaluator
 from accel_dse.search.space.design_space import DesignSpace
 from accel_dse.search.space.trial_values import coerce_finite, flat_design, flat_metrics, pareto_mask, relative_excess
-from spec.errors import ExportError, SearchError
+from accel_spec.errors import ExportError, SearchError
 
 __all__ = ["GridResult", "grid_search", "add_grid_trials", "MAX_GRID_POINTS"]
 

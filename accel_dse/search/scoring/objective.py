@@ -46,8 +46,8 @@ from accel_dse.search.space.trial_values import coerce_finite, flat_design, flat
 from accel_dse.search.study.interrupt import interrupt_requested, interruptible
 from accel_dse.search.study.owner import worker_identity
 from accel_dse.search.study.writes import write_attrs, write_params
-from spec.config import ArrayConfig
-from spec.errors import AccelDseError, ConfigError, SearchError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import AccelDseError, ConfigError, SearchError
 
 __all__ = ["Evaluator", "SweepObjective", "TrialFailed", "suggest"]
 

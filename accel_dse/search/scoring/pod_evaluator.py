@@ -1,8 +1,8 @@
 """Scoring a pod space's trials: the chip in its system on the LLM job (``perf_model.pod``).
 
 :class:`PodEvaluator` takes the trial's chip (an ``ArrayConfig``) and its ``system.*`` and
-``split.*`` values, builds the :class:`~spec.pod_config.SystemConfig` and the
-:class:`~spec.pod_config.Split` (or searches the split when the space has no
+``split.*`` values, builds the :class:`~accel_spec.pod_config.SystemConfig` and the
+:class:`~accel_spec.pod_config.Split` (or searches the split when the space has no
 ``[split]``) and returns the system's metrics (:data:`SYSTEM_METRIC_UNITS`) plus the chip's
 ``area_mm2`` (cores times one array's). A system or split that cannot be built, a split that does
 not fit the topology or HBM: infeasible with the reason. The single-chip op times of a chip are
@@ -21,8 +21,8 @@ from accel_dse.search.scoring.evaluator import Evaluation
 from accel_dse.search.space.design_space import PodTarget
 from accel_dse.search.space.metrics import SYSTEM_METRIC_UNITS
 from accel_dse.search.space.pod_space import build_split, build_system
-from spec.config import ArrayConfig
-from spec.errors import ConfigError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError
 
 __all__ = ["PodEvaluator", "CACHED_CHIPS"]
 

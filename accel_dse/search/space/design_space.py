@@ -23,8 +23,8 @@ from optuna.distributions import (
 )
 
 from accel_dse.search.space.metrics import Constraint, Objective
-from spec.config import FIELD_NAMES, ArrayConfig, Dataflow
-from spec.errors import ConfigError
+from accel_spec.config import FIELD_NAMES, ArrayConfig, Dataflow
+from accel_spec.errors import ConfigError
 
 __all__ = ["Param", "WorkloadSpec", "FpgaTarget", "PodTarget", "DesignSpace", "SYSTEM_PREFIX", "SPLIT_PREFIX"]
 

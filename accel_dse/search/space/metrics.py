@@ -23,7 +23,7 @@ import math
 import re
 from typing import TYPE_CHECKING, TypeVar
 
-from spec.errors import ConfigError
+from accel_spec.errors import ConfigError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -37,9 +37,9 @@ from typing import Any
 
 from accel_dse.search.space.design_space import SPLIT_PREFIX, SYSTEM_PREFIX, Param, PodTarget
 from accel_dse.search.space.metrics import SYSTEM_METRIC_UNITS, Constraint, Objective
-from spec.config import ArrayConfig
-from spec.errors import ConfigError
-from spec.pod_config import SYSTEM_FIELDS, Split, SystemConfig
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError
+from accel_spec.pod_config import SYSTEM_FIELDS, Split, SystemConfig
 
 __all__ = ["parse_pod_tables", "check_pod_metrics", "SYSTEM_AXES", "SPLIT_AXES", "build_system", "build_split"]
 

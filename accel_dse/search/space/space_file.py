@@ -1,7 +1,7 @@
 """Design-space files (TOML): parse -> validate -> build a :class:`DesignSpace`.
 
 A space file names the workloads (with weights), the objectives, the constraints, and for
-each :class:`~spec.config.ArrayConfig` field either a fixed value, a list of choices or a
+each :class:`~accel_spec.config.ArrayConfig` field either a fixed value, a list of choices or a
 range::
 
     name = "edge-int8"
@@ -32,7 +32,7 @@ With an ``[fpga]`` table the sweep also reports the FPGA metrics of that device
 ``"fmax_mhz >= 40"``); without one, a constraint on them is an error.
 
 Fields left out take the ``ArrayConfig`` default (``rows`` and ``cols`` have none: set them).
-Every error is one :class:`~spec.errors.ConfigError` naming the file, the key, the rule
+Every error is one :class:`~accel_spec.errors.ConfigError` naming the file, the key, the rule
 and the bad value; a :class:`DesignSpace` that exists is valid.
 """
 
@@ -59,9 +59,9 @@ from accel_dse.search.space.design_space import (
 )
 from accel_dse.search.space.metrics import FPGA_METRIC_UNITS, Constraint, Objective, parse_constraint, parse_objective
 from accel_dse.search.space.pod_space import check_pod_metrics, parse_pod_tables
-from spec.config import FIELD_NAMES, ArrayConfig
-from spec.errors import AccelDseError, ConfigError
-from spec.number_formats import FORMATS
+from accel_spec.config import FIELD_NAMES, ArrayConfig
+from accel_spec.errors import AccelDseError, ConfigError
+from accel_spec.number_formats import FORMATS
 
 __all__ = ["load_space", "parse_space", "space_names"]
 

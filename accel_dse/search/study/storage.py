@@ -13,7 +13,7 @@ Accepted URLs:
 RDB storages get Optuna's heartbeat (``heartbeat_interval``, ``grace_period``) with the
 stale-trial retry callback (:class:`~accel_dse.search.study.owner.RetryDead`), so a killed worker's trial is
 failed and queued again.
-Problems are one-line :class:`~spec.errors.StorageError`s; a storage is never created
+Problems are one-line :class:`~accel_spec.errors.StorageError`s; a storage is never created
 in a directory that does not exist, and a storage file must be a regular file (a FIFO, a
 device such as ``/dev/full`` or a socket is refused before it is opened).
 
@@ -45,7 +45,7 @@ from optuna.storages import BaseStorage, InMemoryStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from accel_dse.search.study.owner import MAX_RETRY, RetryDead
-from spec.errors import StorageError
+from accel_spec.errors import StorageError
 
 __all__ = ["StorageSpec", "parse_storage", "check_location", "open_storage", "mask_url", "redact", "MAX_RETRY"]
 

@@ -24,7 +24,7 @@ from optuna.trial import FrozenTrial, TrialState
 from accel_dse.search.space.design_space import DesignSpace
 from accel_dse.search.study.dashboard import name_metrics
 from accel_dse.search.study.writes import rdb_backend
-from spec.errors import SearchError
+from accel_spec.errors import SearchError
 
 __all__ = [
     "check_study_name",

@@ -17,7 +17,7 @@ import numpy as np
 
 from accel_dse.simulate.dram.image import pack_tensor, program_image
 from accel_dse.simulate.dram.job_files import layout_dict
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 __all__ = ["block_program", "block_for", "block_job", "spread_keys", "tensor_span"]
 
@@ -36,8 +36,8 @@ def block_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str], what
               recognise: Callable[[Any], Any]) -> Any:
     """The workload as ``what`` (``recognise``: e.g. ``encoder_layer``) run from one program on
     ``design``, or ``None`` (with the reason in ``notes`` when it is one the design cannot run so)."""
-    from spec.config import Dataflow
-    from spec.errors import ModelError
+    from accel_spec.config import Dataflow
+    from accel_spec.errors import ModelError
 
     if not design.vector_unit or not wl.vector_ops or design.dataflow is not Dataflow.WS:
         return None

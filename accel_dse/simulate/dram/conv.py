@@ -17,8 +17,8 @@ import numpy as np
 
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
 from accel_dse.simulate.run_plan import operand_bits
-from spec.config import ArrayConfig
-from spec.errors import ModelError, SimulationError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError, SimulationError
 
 __all__ = ["on_chip_conv", "conv_instances"]
 

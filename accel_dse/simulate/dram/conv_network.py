@@ -24,7 +24,7 @@ import numpy as np
 
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
 from accel_dse.simulate.dram.job_files import layout_dict
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 __all__ = ["conv_chain", "kept_chains", "conv_network_job", "conv_network_note", "kept_chains_note", "whole_network"]
 
@@ -48,7 +48,7 @@ def _linked(ops: list[Any]) -> bool:
 def conv_chain(design: ArrayConfig, selected: list[tuple[str, Any, int]], notes: list[str]) -> bool:
     """Whether ``selected`` runs as one conv-network program on ``design`` (module docstring); a
     chain the compiler cannot build as one program is named in ``notes`` with its reason."""
-    from spec.errors import ModelError
+    from accel_spec.errors import ModelError
 
     ops = [op for _, op, _ in selected]
     if not _runs_chains(design) or not _linked(ops):
@@ -70,8 +70,8 @@ def kept_chains(design: ArrayConfig, workload: Any, selected: list[tuple[str, An
     ``ceil(n * scale)``). A chain the compiler cannot build at that scale is named in ``notes`` and
     runs per op."""
     import perf_model
+    from accel_spec.errors import ModelError
     from perf_model.compiler.conv_network import compile_conv_network
-    from spec.errors import ModelError
     from workloads.ops import conv_chain_link  # not a 1x1 pair, whose link the model keeps as GEMMs
 
     if not _runs_chains(design) or len(selected) < 2:
@@ -109,8 +109,8 @@ def whole_network(design: ArrayConfig, workload: Any, selected: list[tuple[str, 
     """The whole workload as one conv network on ``design`` with its vector unit
     (``perf_model.compiler.conv_workload.conv_network_spec``: every matrix op a conv, every vector op
     on a link, poolings and residual adds included), or ``None`` with the reason in ``notes``."""
+    from accel_spec.errors import ModelError
     from perf_model.compiler.conv_workload import conv_network_spec
-    from spec.errors import ModelError
     from workloads.ops import Conv2d
 
     if not design.vector_unit or not _runs_chains(design) or len(selected) != len(workload.ops) \
@@ -132,7 +132,7 @@ def _scaled_spec(spec: Any, images: int) -> tuple[tuple[Any, ...], ...]:
     """The links of ``spec`` with each pooling over ``images`` images (as the convs are scaled)."""
     import dataclasses
 
-    from spec.vector_isa import POOL_KINDS
+    from accel_spec.vector_isa import POOL_KINDS
 
     return tuple(tuple(dataclasses.replace(op, shape=(images, *op.shape[1:]), out_shape=None)
                        if op.kind in POOL_KINDS else op for op in link) for link in spec.links)

@@ -25,7 +25,7 @@ import numpy as np
 
 from accel_dse.simulate.dram.block import block_for, block_job, block_program, spread_keys
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, qparam_fields
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 __all__ = ["decoder_for", "decoder_job", "decoder_note"]
 
@@ -97,8 +97,8 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
 
 
 def _rope_table(block: Any, lanes: int) -> np.ndarray:
-    """The RoPE table: a row a new token's position ``kv + i`` (``spec.vector_isa.rope_table_row``)."""
-    from spec.vector_isa import rope_table_row
+    """The RoPE table: a row a new token's position ``kv + i`` (``accel_spec.vector_isa.rope_table_row``)."""
+    from accel_spec.vector_isa import rope_table_row
     from workloads import rope_tables
 
     op = block.vector["rope_q"]

@@ -51,9 +51,9 @@ from accel_dse.simulate.run_plan import (
     unfinished,
 )
 from accel_dse.simulate.runner.process import ProcessOutcome
-from spec.config import ArrayConfig
-from spec.errors import ModelError, SimulationError
-from spec.isa import DRAM_LATENCY
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError, SimulationError
+from accel_spec.isa import DRAM_LATENCY
 
 __all__ = ["DramJob", "prepare_dram", "check_dram", "run_dram", "DRAM_LATENCY", "DRAM_TESTBENCH_MODULE",
            "dram_words"]
@@ -312,7 +312,7 @@ def check_dram(job: DramJob, raw: DramResult | None, outcome: ProcessOutcome, ru
         base = dataclasses.replace(base, sdc_count=int(raw.sdc_count.sum()), sdc_pc=pcs[-1] if pcs else 0)
     codes = [int(c) for c in raw.error_code if c]
     if codes:
-        from spec.isa import ERROR_NAMES
+        from accel_spec.isa import ERROR_NAMES
 
         return dataclasses.replace(base, reason=f"the accelerator stopped with error {codes[0]} "
                                    f"({ERROR_NAMES.get(codes[0], '?')}) at command {int(raw.error_pc[0])}")

@@ -24,7 +24,7 @@ import numpy as np
 
 from accel_dse.simulate.dram.block import block_for, block_job, block_program, spread_keys
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, qparam_fields
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 __all__ = ["encoder_for", "encoder_job", "encoder_note"]
 
@@ -110,7 +110,7 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
 
 def encoder_note(design: ArrayConfig, layer: Any) -> str:
     """The note saying what the one program runs and where its activations live."""
-    from spec.isa import Opcode
+    from accel_spec.isa import Opcode
 
     prog = block_program(design, layer)
     tail = ("on chip (MOVE into the ifmap, VECTOR in place)" if any(c.opcode == Opcode.MOVE for c in prog.commands)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from spec.isa import encode
+from accel_spec.isa import encode
 
 __all__ = ["pack_tensor", "unpack_tensor", "pack_nibbles", "unpack_nibbles", "qparam_fields", "pack_qparam_lanes",
            "program_image"]

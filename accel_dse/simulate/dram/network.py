@@ -23,7 +23,7 @@ import numpy as np
 
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
 from accel_dse.simulate.dram.job_files import layout_dict
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 __all__ = ["network_links", "network_job", "network_note"]
 
@@ -41,8 +41,8 @@ def _gemms(selected: list[tuple[str, Any, int]], scale: float) -> list[Any]:
 def network_links(design: ArrayConfig, wl: Any, selected: list[tuple[str, Any, int]], scale: float,
                   notes: list[str]) -> list[Any] | None:
     """The link ops (one per link, ``None`` where there is none) when ``wl`` runs as one program, else ``None``."""
+    from accel_spec.errors import ModelError
     from perf_model.compiler.network import LINK_KINDS, compile_network
-    from spec.errors import ModelError
 
     if not design.vector_unit or not wl.vector_ops or len(selected) < 2:
         return None
@@ -111,8 +111,8 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
 
 def network_note(design: ArrayConfig, selected: list[tuple[str, Any, int]], links: list[Any], scale: float) -> str:
     """The note saying how the one program keeps the network's activations."""
+    from accel_spec.isa import Opcode
     from perf_model.compiler.network import compile_network, link_ops
-    from spec.isa import Opcode
 
     kinds = ", ".join(op.kind for link in links for op in link_ops(link))
     prog = compile_network(design, _gemms(selected, scale), links)

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from spec.errors import SimulationError
-from spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Command, Opcode, queue_entry_commands
+from accel_spec.errors import SimulationError
+from accel_spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Command, Opcode, queue_entry_commands
 
 __all__ = ["Tile", "Window", "SampledPlan", "output_tiles", "signature", "check_classes", "plan_sampled",
            "ClassRule"]
@@ -310,7 +310,7 @@ def window_layout(plan: SampledPlan, program: Any, base: int, data_bytes: int) -
                                                                                         bytes, int]:
     """Where the window programs go in DRAM from byte ``base`` on: per window ``[(byte address,
     commands)]`` of its queue-loads, the bytes to place at ``base``, and the end address."""
-    from spec.isa import encode
+    from accel_spec.isa import encode
 
     step = queue_entry_commands(data_bytes)
     raw = bytearray()

@@ -19,8 +19,8 @@ import numpy as np
 
 from accel_dse.simulate.dram.image import program_image
 from accel_dse.simulate.dram.sampled import ClassRule, SampledPlan, default_rule, plan_sampled, window_layout
-from spec.config import ArrayConfig
-from spec.errors import SimulationError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import SimulationError
 
 __all__ = ["SampledJob", "sampled_job", "SAMPLED_NOTE"]
 
@@ -155,7 +155,7 @@ def _merge(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
 def _loaded(design: ArrayConfig, program: Any, plan: SampledPlan) -> list[tuple[int, int]]:
     """DRAM bytes the LOADs of the windows and their prologues read (only these need writing to DRAM)."""
     import perf_model
-    from spec.isa import Opcode
+    from accel_spec.isa import Opcode
 
     beats = perf_model.word_beats(design)
     out = []

@@ -9,7 +9,7 @@ its first head; an element-wise op's first rows of its last axis; a pooling's fi
 RoPE's first positions of its first batch, all their heads), and so does the ifmap: the operands
 and the output of one op must fit it together (:func:`scaled_op` names what it kept). A RoPE's
 second operand is its table, which the host lays out in DRAM as it does weights
-(``workloads._int_ops.rope_tables`` packed by ``spec.vector_isa.rope_table_row``).
+(``workloads._int_ops.rope_tables`` packed by ``accel_spec.vector_isa.rope_table_row``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 
 from accel_dse.simulate.dram.image import pack_tensor, program_image
 from accel_dse.simulate.dram.job_files import layout_dict
-from spec.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 
 __all__ = ["scaled_op", "vector_jobs"]
 
@@ -75,8 +75,8 @@ def scaled_op(design: ArrayConfig, op: Any, scale: float) -> tuple[Any, str]:
 def _reference(op: Any, rng: np.random.Generator, lanes: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Seeded int8 operands of ``op`` (a RoPE's second: its table, one row a (batch, position)
     on ``lanes`` lanes) and its JAX integer output."""
+    from accel_spec.vector_isa import rope_table_row
     from perf_model.vector_timing import vector_plan
-    from spec.vector_isa import rope_table_row
     from workloads import int_vector_op, rope_tables
 
     two = vector_plan(op, 1)

@@ -45,8 +45,8 @@ from accel_dse.simulate.run_plan import (
 from accel_dse.simulate.runner.build import build_design, hier_blocks_for
 from accel_dse.simulate.runner.launch import run_testbench, waves_file
 from accel_dse.simulate.runner.process import ProcessOutcome
-from spec.config import ArrayConfig, Dataflow
-from spec.errors import SimulationError
+from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.errors import SimulationError
 
 __all__ = ["run_host_port"]
 
@@ -248,7 +248,7 @@ def _watchdog_cycles(run_cycles: int) -> int:
 
 def _port(design: ArrayConfig) -> dict[str, Any]:
     import rtl_gen
-    from spec.isa import WINDOW_FIELDS
+    from accel_spec.isa import WINDOW_FIELDS
 
     names = {name: name for name in ("clk", "rst", "m", "k", "n", "accumulate", "start", "done", "cycles", "x_base",
                                      "y_base", "o_base", "host_overlap", "a_stride", "move_we", "move_addr",

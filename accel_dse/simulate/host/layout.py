@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spec.config import ArrayConfig, Dataflow
+from accel_spec.config import ArrayConfig, Dataflow
 
 __all__ = ["pack_inputs", "pack_ifmap", "unpack_output", "ofmap_words", "word_bytes", "blocked", "unblocked",
            "pack_qparams", "qsel_rule"]

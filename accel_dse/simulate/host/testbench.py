@@ -27,8 +27,8 @@ from cocotb.utils import get_sim_time
 
 from accel_dse.simulate.host.job_files import RUN_FIELDS, OpRaw, Program, read_program, write_op_result
 from accel_dse.simulate.host.layout import pack_ifmap, unpack_output
-from spec.config import ArrayConfig
-from spec.isa import WINDOW_FIELDS
+from accel_spec.config import ArrayConfig
+from accel_spec.isa import WINDOW_FIELDS
 
 PROGRAM_ENV = "ACCEL_DSE_SIM_PROGRAM"
 

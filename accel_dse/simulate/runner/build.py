@@ -30,7 +30,7 @@ from pathlib import Path
 from accel_dse.simulate.runner.cache_bound import budget_bytes, mark_used, prune, tree_bytes
 from accel_dse.simulate.runner.process import ProcessOutcome, run_in_group
 from accel_dse.simulate.runner.tools import Simulator
-from spec.errors import SimulationError
+from accel_spec.errors import SimulationError
 
 __all__ = ["Build", "build_design", "build_hooks", "default_work_dir", "ports_of"]
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from spec.errors import SimulationError
+from accel_spec.errors import SimulationError
 
 __all__ = ["ENV", "DEFAULT_MB", "MIN_IDLE_S", "budget_bytes", "mark_used", "tree_bytes", "try_lock", "prune"]
 

@@ -25,7 +25,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from spec.errors import SimulationError
+from accel_spec.errors import SimulationError
 
 __all__ = ["SIMULATORS", "Simulator", "find_simulator"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from spec.config import ArrayConfig
-from spec.pod_config import SystemConfig
+from accel_spec.config import ArrayConfig
+from accel_spec.pod_config import SystemConfig
 from workloads.llm_ops import LlmJob, LlmShape
 
 CHIP = ArrayConfig(rows=16, cols=16, input_bits=16, acc_bits=64, ifmap_sram_kib=256, weight_sram_kib=256,

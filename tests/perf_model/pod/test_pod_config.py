@@ -6,8 +6,8 @@ import pytest
 from pod_testlib import CHIP, system
 
 from accel_dse.pod_files import load_system, parse_system_toml, system_preset_names
-from spec.errors import AccelDseError, ConfigError
-from spec.pod_config import Split, SystemConfig
+from accel_spec.errors import AccelDseError, ConfigError
+from accel_spec.pod_config import Split, SystemConfig
 
 
 @pytest.mark.parametrize("changes,needle", [

@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 from pod_testlib import CHIP, DENSE, MOE, serve, system, train
 
+from accel_spec.pod_config import Split
 from perf_model import evaluate, evaluate_op
 from perf_model.pod import OpCosts, candidate_splits, evaluate_split, evaluate_system, passes
-from spec.pod_config import Split
 from workloads.llm_ops import backward, head_ops, layer_ops, whole_model_macs
 from workloads.ops import Workload
 

@@ -112,7 +112,7 @@ occupies the DMA unit (one word a cycle, no DRAM traffic): :func:`move_cycles`.
 
 ``VECTOR`` (designs with ``vector_unit``; ``ERROR_OPCODE`` otherwise) runs one op of the vector
 unit (``rtl_gen.core.vector_unit``) on int8 words of the ifmap buffer: ``vkind`` its code
-(``spec.vector_isa.VECTOR_CODES``), ``vrows`` rows of ``vwords`` words (row ``r`` of the
+(``accel_spec.vector_isa.VECTOR_CODES``), ``vrows`` rows of ``vwords`` words (row ``r`` of the
 first operand at ifmap word ``vsrc + r * vwords``, of the second at ``vsrc2 + ...``, of the
 output at ``vdst + ...``; with ``vcolmajor`` word ``t`` of row ``r`` is at ``vsrc + t * vrows + r``:
 the layout of a GEMM output moved into the ifmap, a token's channels one fold ``vrows`` words

@@ -3,7 +3,7 @@
 The vector unit (``rtl_gen.core.vector_unit``) runs one vector op per ``start`` on rows held in
 on-chip words of ``lanes`` int8 lanes; the model (``perf_model.vector_timing``) and the compiler
 (``perf_model.compiler.vector``) read the same constants here, as the matrix side reads
-``spec.isa``. A vector op is ``rows`` rows of ``words`` words each (row ``r`` at word
+``accel_spec.isa``. A vector op is ``rows`` rows of ``words`` words each (row ``r`` at word
 ``base + r * words``; element ``k`` of a row in lane ``k % lanes`` of word ``k // lanes``; lanes
 past ``n`` in a row's last word are padding: ignored by reductions, unspecified on output).
 
@@ -275,7 +275,7 @@ def pool_from_registers(kind: str, regs: tuple[int, ...]) -> PoolGeometry:
 
 def rope_table_span(rows: int, words: int, qrows: int) -> int:
     """Ifmap words from ``vsrc2`` the sequencer checks for a RoPE's table (module docstring of
-    ``spec.isa``): ``2 * rows * words`` when ``qrows`` is 1, else ``rows * words + 2 * words``,
+    ``accel_spec.isa``): ``2 * rows * words`` when ``qrows`` is 1, else ``rows * words + 2 * words``,
     a bound of its ``ceil(rows / qrows)`` rows of ``2 * words`` that needs no divider. A compiler
     keeps this many words free from the table's start."""
     return 2 * rows * words if qrows == 1 else rows * words + 2 * words

@@ -1,6 +1,6 @@
 """Operand number formats: the table of known formats and the rules of which ones the RTL builds.
 
-A leaf (standard library and :mod:`spec.errors` only): :mod:`spec.config` reads it, the
+A leaf (standard library and :mod:`accel_spec.errors` only): :mod:`accel_spec.config` reads it, the
 reference semantics (``workloads.formats``) and the accuracy metric take their figures from it.
 
 Each :class:`NumberFormat` gives its encoding (sign, exponent and mantissa bits, exponent bias),
@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from spec.errors import ConfigError
+from accel_spec.errors import ConfigError
 
 __all__ = ["NumberFormat", "FORMATS", "FORMAT_NAMES", "AUTO", "parse_format", "datapath_bits", "build_rule",
            "int_format", "pair_problem", "pair_input_bits", "format_tag", "product_bits", "max_product",

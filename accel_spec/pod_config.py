@@ -1,7 +1,7 @@
 """``SystemConfig`` and ``Split``: pods of one chip design, and how a job is laid out on them (stdlib only).
 
 A system is ``pods`` pods of identical chips. A chip is ``cores`` copies of one
-:class:`~spec.config.ArrayConfig` (the design the rest of accel-dse models: its
+:class:`~accel_spec.config.ArrayConfig` (the design the rest of accel-dse models: its
 ``dram_bytes_per_cycle`` is each core's share of the chip's HBM bandwidth). Inside a pod the chips
 sit on a ``ring``, a ``torus2d`` or a ``torus3d`` of inter-chip links (``dims`` chips per axis,
 with or without ``wraparound``), or on a ``switch`` (every chip one link to a crossbar, as
@@ -26,8 +26,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from spec.config import ArrayConfig
-from spec.errors import ConfigError
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError
 
 __all__ = ["SystemConfig", "Split", "TOPOLOGIES", "SYSTEM_FIELDS", "SPLIT_FIELDS"]
 

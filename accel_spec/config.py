@@ -22,8 +22,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from spec.errors import ConfigError, ConfigErrors
-from spec.number_formats import (
+from accel_spec.errors import ConfigError, ConfigErrors
+from accel_spec.number_formats import (
     AUTO,
     FORMAT_NAMES,
     NumberFormat,
@@ -228,14 +228,14 @@ class ArrayConfig:
             an OS design with ``"detect"`` is a valid description that the RTL refuses and the
             model reports infeasible, with that reason.
         weight_format: the weight (B) operand format, a name of
-            :data:`~spec.number_formats.FORMATS`, or ``"auto"`` (default): the signed
+            :data:`~accel_spec.number_formats.FORMATS`, or ``"auto"`` (default): the signed
             integer of ``input_bits``.
         act_format: the activation (A) operand format, likewise (``"int8"`` with
             ``weight_format = "int4"`` is W4A8). With either set, ``input_bits`` is the datapath
             width the pair needs (``max(8, widest operand)``) and an ``"auto"`` partner is
             written out as the integer format it stood for; a pair of the same int8 or int16
             is kept as ``"auto"`` with that ``input_bits`` (one spelling per design). A pair the RTL does not build is
-            refused with the rule (:func:`~spec.number_formats.build_rule`).
+            refused with the rule (:func:`~accel_spec.number_formats.build_rule`).
         vector_unit: whether the design carries the vector unit (``rtl_gen.core.vector_unit``:
             residual add, product, ReLU/ReLU6, GELU, SiLU, LayerNorm/RMSNorm, softmax on int8
             words of the ifmap buffer, through ``VECTOR`` commands). Default ``false``: the RTL has
@@ -307,17 +307,17 @@ class ArrayConfig:
 
     @property
     def weight_fmt(self) -> NumberFormat:
-        """The weight operand's :class:`~spec.number_formats.NumberFormat` (``"auto"`` resolved)."""
+        """The weight operand's :class:`~accel_spec.number_formats.NumberFormat` (``"auto"`` resolved)."""
         return int_format(self.input_bits) if self.weight_format == AUTO else parse_format(self.weight_format)
 
     @property
     def act_fmt(self) -> NumberFormat:
-        """The activation operand's :class:`~spec.number_formats.NumberFormat` (``"auto"`` resolved)."""
+        """The activation operand's :class:`~accel_spec.number_formats.NumberFormat` (``"auto"`` resolved)."""
         return int_format(self.input_bits) if self.act_format == AUTO else parse_format(self.act_format)
 
     @property
     def packed_kinds(self) -> frozenset[str]:
-        """DRAM word kinds (``spec.isa.dram_word_bytes``) whose lanes are packed int4,
+        """DRAM word kinds (``accel_spec.isa.dram_word_bytes``) whose lanes are packed int4,
         two a byte (:attr:`pack_int4`): ``weight`` for int4 weights, ``ifmap`` and ``requant``
         for int4 activations; empty without packing."""
         return packed_kinds(self.pack_int4, self.weight_fmt.name, self.act_fmt.name)
@@ -353,7 +353,7 @@ class ArrayConfig:
         """Build from a mapping, rejecting unknown keys (with a suggestion) and bad values.
 
         Every problem one pass finds is reported: each unknown key, each missing required key and
-        each bad value (:class:`~spec.errors.ConfigErrors` when there are several).
+        each bad value (:class:`~accel_spec.errors.ConfigErrors` when there are several).
         """
         if not isinstance(data, Mapping):
             raise ConfigError(f"{where} must be a table of ArrayConfig fields, not {data!r}")
