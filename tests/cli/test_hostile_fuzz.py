@@ -6,14 +6,18 @@ mutated :data:`CASES` times with a fixed seed (byte flips, cut and repeated
 spans, deep brackets, control characters, huge, negative, full-width and underscored numbers,
 YAML aliases; for ONNX also edits of the graph: dims, names, op types). Every command that
 takes the input must then: exit 0 or 2; on exit 2 print exactly one line (no traceback); print
-at most :func:`_bound` bytes; and write nothing outside its own target directory. Commands run
-in-process (``run_cli``): a native crash would take the test run down with it.
+at most :func:`_bound` bytes; and write nothing outside its own target directory where the test
+watches: the input's folder, the working directory, ``HOME`` and the temporary folder (the last two
+fresh folders of the test's, through ``HOME``, ``XDG_*_HOME``, ``TMPDIR`` and ``tempfile.tempdir``),
+snapshotted before and after every case. Commands run in-process (``run_cli``): a native crash
+would take the test run down with it.
 """
 
 from __future__ import annotations
 
 import random
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -197,9 +201,16 @@ def _check(code: int, out: str, err: str, input_size: int, argv: tuple[str, ...]
 def test_mutated_inputs_keep_the_bad_input_contract(run_cli, tmp_path, monkeypatch, fmt):
     name, example, mutate, commands = FORMATS[fmt]
     inputs, target, cwd = tmp_path / "inputs", tmp_path / "target", tmp_path / "cwd"
-    for folder in (inputs, target, cwd):
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    for folder in (inputs, target, cwd, home, tmp):
         folder.mkdir()
     monkeypatch.chdir(cwd)
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        monkeypatch.setenv(name, str(home / name.lower()))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    watched = (inputs, cwd, home, tmp)
     rng = random.Random(f"{SEED}-{fmt}")
     hostile = HOSTILE.get(fmt, [])
     starts = [example(), *hostile]
@@ -208,10 +219,12 @@ def test_mutated_inputs_keep_the_bad_input_contract(run_cli, tmp_path, monkeypat
         data = hostile[case] if case < len(hostile) else mutate(rng.choice(starts), rng)
         path = inputs / name
         path.write_bytes(data)
-        before = snapshot(inputs, cwd)
+        before = snapshot(*watched)
         for argv in commands(str(path), target):
             code, out, err = run_cli(*argv)
             _check(code, out, err, len(data), (*argv, f"case {case}"))
             exits[code] += 1
-        assert snapshot(inputs, cwd) == before, f"case {case}: a command wrote beside its input"
+        after = snapshot(*watched)
+        changed = sorted(after.items() ^ before.items())[:3]
+        assert after == before, f"case {case}: a command wrote outside its target: {changed}"
     assert exits[2], f"no mutation of {fmt} was refused: the fuzzing does not reach the checks"

@@ -99,6 +99,7 @@ def test_input_bits_conflicting_with_formats_is_refused():
 
 def test_build_rule_accepts_every_integer_pair():
     ints = [f for f in FORMATS.values() if f.is_int]
+    assert len(ints) == 3  # int4, int8, int16
     assert all(build_rule(w, a) is None for w in ints for a in ints)
 
 

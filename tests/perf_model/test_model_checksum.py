@@ -34,14 +34,14 @@ def test_constants_agree_with_the_rtl_and_the_config():
 def test_area_fit_reproduces_its_yosys_points():
     for r, c, ib, ab, area, _flops in checksum_fit.POINTS:
         model = float(checksum.array_edge_um2(r, c, ib, ab, 1))
-        assert model == pytest.approx(area, rel=checksum_fit.MAX_ERROR + 1e-3)  # MAX_ERROR is rounded
+        assert model == pytest.approx(area, rel=0.02)  # the fit within 2 % of every Yosys point
     assert float(checksum.checksum_um2(8, 8, 8, 32, 0)) == 0.0
 
 
 def test_output_check_area_fit_reproduces_its_yosys_points():
     for lanes, ib, ab, area, _flops in output_check_fit.POINTS:
         model = float(checksum.output_check_um2(lanes, ib, ab, 1))
-        assert model == pytest.approx(area, rel=output_check_fit.MAX_ERROR + 1e-3)
+        assert model == pytest.approx(area, rel=0.005)  # within 0.5 %
     assert float(checksum.output_check_um2(8, 8, 32, 0)) == 0.0
     whole = checksum.checksum_um2(8, 8, 8, 32, 1)
     assert whole == checksum.array_edge_um2(8, 8, 8, 32, 1) + checksum.output_check_um2(8, 8, 32, 1)

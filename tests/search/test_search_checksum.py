@@ -49,7 +49,7 @@ def test_checksum_trades_against_area_and_edp_under_a_coverage_constraint(run_cl
             assert m["area_mm2"] > plain["area_mm2"] and m["edp"] > plain["edp"]  # the cost ...
             assert m["sdc_coverage"] >= 0.99 > plain["sdc_coverage"] == 0  # ... and what it buys
     # without a constraint the cheaper unprotected designs win
-    assert all(b["design"]["checksum"] == "none" for b in summary["best"])
+    assert summary["best"] and all(b["design"]["checksum"] == "none" for b in summary["best"])
     guarded, _ = _sweep(run_cli, tmp_path, 'constraints = ["sdc_coverage >= 0.9"]')
     assert guarded["best"] and all(b["design"]["checksum"] == "detect" and b["design"]["dataflow"] == "ws"
                                    for b in guarded["best"])

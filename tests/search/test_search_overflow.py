@@ -50,4 +50,4 @@ def test_sweep_records_overflow_trials_and_goes_on(run_cli, tmp_path):
             assert trial.state == optuna.trial.TrialState.FAIL and "accumulator overflow" in trial.user_attrs["reason"]
     # 4608 * 2^14 = 75,497,472 needs 28 bits: 16 and 24 always overflow, 32 never
     assert statuses[16] == statuses[24] == {"overflow"} and statuses[32] == {"ok"}
-    assert all(b["design"]["acc_bits"] == 32 for b in summary["best"])
+    assert summary["best"] and all(b["design"]["acc_bits"] == 32 for b in summary["best"])

@@ -218,5 +218,7 @@ def test_sampler_refusals():
 
 def test_values_are_finite_floats(tmp_path):
     result = run_sweep(_config(tmp_path, CONSTRAINED, "random", 10))
-    for t in result.study.get_trials(states=(TrialState.COMPLETE,)):
+    complete = result.study.get_trials(states=(TrialState.COMPLETE,))
+    assert complete
+    for t in complete:
         assert isinstance(t.value, float) and math.isfinite(t.value)

@@ -96,5 +96,11 @@ def test_fp8_mlp_chain_is_bit_exact_with_model_cycles(df, sim_cache):
 
 
 def test_fp8_accumulators_and_outputs_checked_through_the_host_port_in_verilator(sim_cache):
+    """The MLP's three layers (24 -> 20 -> 20 -> 5) run through the core's host port: each bit-exact
+    with the model's cycles, and the network's final output (batch 6 x d_out 5) matches."""
     report = simulate(FP8, MLP, simulator="verilator", work_dir=sim_cache, memory="host")
-    assert all(op.status == "pass" and op.cycles_rtl == op.cycles_model for op in report.ops)
+    assert [(op.gemm["k"], op.gemm["n"]) for op in report.ops] == [(24, 20), (20, 20), (20, 5)]
+    assert report.passed
+    assert_chain_passes(report)
+    final = report.network["final_output"]
+    assert report.network["ops"] == 3 and final["match"] and final["mismatches"] == 0 and final["elements"] == 30

@@ -74,7 +74,7 @@ def test_input_words_follow_the_port_map(df, bits):
             for lane, value in lane_values.items():
                 assert got[address, lane] == value, (address, lane)
         padded = [(i, j) for i in range(len(got)) for j in range(lanes) if j not in want.get(i, {})]
-        assert all(got[i, j] == 0 for i, j in padded)
+        assert padded and all(got[i, j] == 0 for i, j in padded)  # edge folds leave lanes to pad
 
 
 @pytest.mark.parametrize("df", ["ws", "os", "is"])

@@ -117,6 +117,7 @@ def test_an_off_by_one_in_the_last_tiles_address_fails_the_sampled_check(sim_cac
     assert op.status == "fail" and op.mismatches > 0, op.reason
     m0, _, n0, _ = output_tiles(compile_gemm(TINY, workloads.resolve(REPEATING).ops[0].to_gemm(),
                                               requant=True))[-1].box
+    assert op.first_mismatches
     assert all(m.index[1] >= m0 and m.index[2] >= n0 for m in op.first_mismatches)  # the last tile's only
     assert op.cycles_total_rtl == op.cycles_total_model  # the cycles alone would not have caught it
 

@@ -118,6 +118,7 @@ def test_op_records_stay_hashable_and_compare_requant():
 def test_builtins_carry_requant_on_every_op_except_the_raw_gemm():
     for name in workloads.builtin_names():
         ops = resolve(name).ops
+        assert ops, name
         if name == "gemm":
             assert all(op.requant is None for op in ops)
         else:

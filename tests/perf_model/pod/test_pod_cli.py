@@ -18,7 +18,11 @@ def test_train_json_has_the_metrics_and_the_split(run_cli):
     assert {"step_s", "mfu", "tokens_per_s", "tokens_per_s_per_chip", "energy_j"} <= set(data["metrics"])
     assert {"compute_s", "exposed_comm_s", "bubble_s"} <= set(data["breakdown"])
     assert data["split"]["dp"] * data["split"]["tp"] * data["split"]["pp"] == 4
-    assert data["memory"]["total"] <= data["memory"]["hbm_bytes"]
+    assert data["memory"]["total"] <= data["memory"]["hbm_bytes"] == 16 * 2**30  # v5e: 16 GiB of HBM a chip
+    m = data["metrics"]
+    # a step trains batch 16 x seq 256 = 4,096 tokens, over 4 chips
+    assert m["tokens_per_s"] == pytest.approx(4096 / m["step_s"], rel=1e-12)
+    assert m["tokens_per_s_per_chip"] == pytest.approx(1024 / m["step_s"], rel=1e-12)
 
 
 def test_serve_table_and_a_given_split(run_cli):
