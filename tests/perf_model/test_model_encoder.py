@@ -99,7 +99,7 @@ def test_the_softmax_covers_every_score_row_once():
 def test_the_walk_counts_every_gemm_and_the_vector_work():
     """The program's compute cycles are the sum of its GEMMs' plans: three projections, 2 x 2 heads of
     scores and of context, the tail's three; its vector cycles those of its eight vector commands,
-    counted here by hand from the unit's contract (``accel_dse.vector_isa``'s docstring)."""
+    counted here by hand from the unit's contract (``accel_spec.vector_isa``'s docstring)."""
     layer = encoder_layer(workloads.resolve(SMALL))
     prog = compile_encoder(TINY, layer)
     timing = perf_model.gemm_program_cycles(TINY, prog, rate=perf_model.dram_rate(TINY))
