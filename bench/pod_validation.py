@@ -153,7 +153,7 @@ def held_out() -> list[Point]:
         out.append(Point(f"ZeRO-3 GPT-175B, {gpus} A100", "TFLOP/s/GPU", published,
                          "Narayanan et al. 2021, Table 2", (lambda g=gpus: _a100(g // 8)), job,
                          (lambda s, j, g=gpus, mb=mb: [Split(dp=g, zero=3, microbatch=mb, recompute=1.0,
-                                                             overlap=False)]),
+                                                             zero_gather="tensor", overlap=False)]),
                          _tflops(job)))
     job = LlmJob(shape=llm_shape("palm540b"), mode="serve", batch=64, seq=SEQ, gen=64, fused_attention=True)
 

@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--materialised-attention", action="store_true",
                     help="attention scores go through HBM (no fused attention)")
     ev.add_argument("--split", metavar="k=v,...", default=None,
-                    help="the split: dp, tp, pp, ep, zero, microbatch, recompute, overlap (e.g. dp=64,tp=8,pp=8); "
+                    help="the split: dp, tp, pp, ep, zero, microbatch, recompute, overlap, selective, "
+                    "sequence_parallel, interleave, zero_gather (e.g. dp=64,tp=8,pp=8,selective=1); "
                     "default: the file's [split], else searched")
     ev.add_argument("--dims", metavar="A[,B[,C]]", default=None, help="override the topology's dims")
     ev.add_argument("--pods", type=int, default=None, help="override the number of pods")
@@ -56,6 +57,9 @@ def _check_positive(args: argparse.Namespace) -> None:
             raise ConfigError(f"--{flag} must be a positive integer, not {value}")
 
 
+_BOOL_KEYS = ("overlap", "selective", "sequence_parallel")
+
+
 def parse_split(text: str) -> Any:
     """``dp=8,tp=4,...`` as a :class:`Split` (one-line ``ConfigError`` on a bad item)."""
     from accel_dse.system_config import SPLIT_FIELDS, Split
@@ -66,16 +70,18 @@ def parse_split(text: str) -> Any:
         if not eq or key not in SPLIT_FIELDS:
             raise ConfigError(f"--split item {item!r} must be KEY=VALUE with KEY one of {', '.join(SPLIT_FIELDS)}")
         try:
-            if key == "overlap":
+            if key in _BOOL_KEYS:
                 if raw not in ("0", "1", "true", "false"):
                     raise ValueError
                 values[key] = raw in ("1", "true")
             elif key == "recompute":
                 values[key] = float(raw)
+            elif key == "zero_gather":
+                values[key] = raw
             else:
                 values[key] = int(raw)
         except ValueError:
-            raise ConfigError(f"--split {key} must be {'0 or 1' if key == 'overlap' else 'a number'}, "
+            raise ConfigError(f"--split {key} must be {'0 or 1' if key in _BOOL_KEYS else 'a number'}, "
                               f"not {raw!r}") from None
     return Split(**values)
 

@@ -47,6 +47,7 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.evaluator.one_design import evaluate
 from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.pod import collectives as coll
+from perf_model.pod.data_parallel import data_parallel_s, exposed_s
 from perf_model.pod.memory import chip_memory, stage_params
 from perf_model.pod.steps import Pass, passes
 from perf_model.pod.topology import Segment, merge_axes, place, system_axes
@@ -245,11 +246,8 @@ def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, grou
     pipeline = (m + split.pp - 1) * (t_f + t_b)
     width = system.chip.input_bits / 8
     dense, expert = stage_params(job.shape, split, last=True)
-    dp = coll.all_reduce(groups["dp_all"], dense * width) + coll.all_reduce(groups["dp"], expert * width)
-    if split.zero >= 3:
-        dp += (2 + r) * m * (coll.all_gather(groups["dp_all"], dense * width)
-                             + coll.all_gather(groups["dp"], expert * width))
-    exposed_dp = max(0.0, dp - m * t_b) if split.overlap else dp
+    dp = data_parallel_s(system, job.shape, split, groups, dense, expert, job.shape.layers // split.pp, m)
+    exposed_dp = exposed_s(split, dp, m, t_f, t_b)
     shard = (dense + expert) / (split.dp if split.zero >= 1 else 1)
     optimizer = shard * OPTIMIZER_IO_BYTES / hbm_bps
     step = pipeline + exposed_dp + optimizer
