@@ -108,9 +108,13 @@ GPT530 = LlmShape(name="gpt-530b", layers=105, d=20480, heads=128, ffn=4 * 20480
 GPT1T = LlmShape(name="gpt-1t", layers=128, d=25600, heads=160, ffn=4 * 25600, vocab=51200, gated=False)
 
 #: Options of the split the held-out points use where the model has them (filled in as the model grows).
-FEATURES: dict[str, dict[str, Any]] = {"korthikanti": {"recompute": 1.0}, "bloom": {"recompute": 1.0},
-                                       "opt": {"recompute": 1.0}, "llama": {"recompute": 1.0},
-                                       "gopher": {"recompute": 1.0}}
+FEATURES: dict[str, dict[str, Any]] = {
+    # Korthikanti et al.'s "present work": sequence parallelism and selective recomputation
+    "korthikanti": {"selective": True, "sequence_parallel": True},
+    "bloom": {"recompute": 1.0}, "opt": {"recompute": 1.0},
+    # LLaMA sec. 2.4: "model and sequence parallelism", saving the activations expensive to recompute
+    "llama": {"selective": True, "sequence_parallel": True},
+    "gopher": {"recompute": 1.0}}
 
 
 def held_out() -> list[Point]:

@@ -49,6 +49,7 @@ from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.pod import collectives as coll
 from perf_model.pod.data_parallel import data_parallel_s, exposed_s
 from perf_model.pod.memory import chip_memory, stage_params
+from perf_model.pod.stages import bubble_s, pipeline_s, schedule_problem, stage_layers
 from perf_model.pod.steps import Pass, passes
 from perf_model.pod.topology import Segment, merge_axes, place, system_axes
 from workloads.llm_ops import LlmJob, check_split
@@ -157,6 +158,12 @@ class _Timed:
     p2p_s: float
     link_bytes: float
     reason: str
+    core_s: float = 0.0
+    core_pj: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return self.gemm_s + self.vector_s + self.tp_s + self.ep_s + self.p2p_s
 
 
 def _time_pass(p: Pass, costs: OpCosts, groups: dict[str, list[Segment]], hbm_bps: float) -> _Timed:
@@ -172,7 +179,13 @@ def _time_pass(p: Pass, costs: OpCosts, groups: dict[str, list[Segment]], hbm_bp
     ep = p.ep_count * coll.all_to_all(ep_segs, p.ep_alltoall)
     p2p = coll.p2p(groups.get("pp", []), p.p2p)
     link = 2 * p.tp_count * p.tp_allreduce + p.ep_count * p.ep_alltoall + p.p2p
-    return _Timed(gemm_s, gemm_pj, p.vector_bytes / hbm_bps, tp, ep, p2p, link, reason)
+    core_s = core_pj = 0.0
+    for op, count in p.core_ops:
+        sec, pj, _ = costs(op)
+        core_s += count * sec
+        core_pj += count * pj
+    return _Timed(gemm_s, gemm_pj, p.vector_bytes / hbm_bps, tp, ep, p2p, link, reason,
+                  core_s + p.core_vector_bytes / hbm_bps, core_pj)
 
 
 def _hbm(system: SystemConfig) -> tuple[float, float]:
@@ -191,13 +204,13 @@ def split_problem(system: SystemConfig, job: LlmJob, split: Split) -> str:
     """Why ``split`` cannot run ``job`` on ``system`` at all (``""`` if it can): chips, model, batch."""
     if split.chips != system.chips:
         return f"the split's dp * tp * pp = {split.chips} must equal the system's chips ({system.chips})"
-    why = check_split(job.shape, tp=split.tp, pp=split.pp, ep=split.ep)
+    why = check_split(job.shape, tp=split.tp, pp=1, ep=split.ep)
     if why:
         return why
     if job.batch % (split.dp * split.microbatch):
         return (f"dp * microbatch = {split.dp} * {split.microbatch} must divide the batch "
                 f"({job.batch} sequences)")
-    return ""
+    return schedule_problem(job.shape.layers, split, job.batch // (split.dp * split.microbatch))
 
 
 def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts | None = None) -> SystemResult:
@@ -220,12 +233,20 @@ def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCos
                             f"the {system.hbm_gib:g} GiB of HBM", system, job, split, memory=memory)
     hbm_bps, dram_pj = _hbm(system)
     mb = split.microbatch
+    counts = stage_layers(job.shape.layers, split.pp)
+    # the last stage (LM head) and, when it holds more layers, the fullest other stage
+    kinds = [(counts[-1], True)] + ([(max(counts[:-1]), False)] if split.pp > 1 and max(counts[:-1]) > counts[-1]
+                                    else [])
     if job.training:
-        f, b = passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb * job.seq)
-        return _train(system, job, split, costs, groups, m, memory, f, b, hbm_bps, dram_pj)
-    pf, _ = passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb)
-    dec, _ = passes(system, job, split, seqs=mb, q_len=1, kv_len=job.seq + job.gen // 2, head_tokens=mb)
-    return _serve(system, job, split, costs, groups, m, memory, pf, dec, hbm_bps, dram_pj)
+        stages = [passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb * job.seq,
+                         layers=n, head=h) for n, h in kinds]
+        return _train(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
+    ctx = job.seq + job.gen // 2
+    stages = [(passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb, layers=n,
+                      head=h)[0],
+               passes(system, job, split, seqs=mb, q_len=1, kv_len=ctx, head_tokens=mb, layers=n, head=h)[0])
+              for n, h in kinds]
+    return _serve(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
 
 
 def _check(costs: OpCosts, *ps: Pass) -> None:
@@ -233,20 +254,26 @@ def _check(costs: OpCosts, *ps: Pass) -> None:
 
 
 def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, groups: dict[str, list[Segment]],
-           m: int, memory: dict[str, float], f: Pass, b: Pass, hbm_bps: float, dram_pj: float) -> SystemResult:
-    _check(costs, f, b)
-    tf, tb = _time_pass(f, costs, groups, hbm_bps), _time_pass(b, costs, groups, hbm_bps)
-    if tf.reason or tb.reason:
-        return SystemResult("infeasible", f"an op does not run on the chip: {tf.reason or tb.reason}", system, job,
-                            split, memory=memory)
+           m: int, memory: dict[str, float], stages: list[tuple[Pass, Pass]], hbm_bps: float,
+           dram_pj: float) -> SystemResult:
+    _check(costs, *(p for fb in stages for p in fb))
     r = split.recompute
+    timed = []
+    for f, b in stages:
+        tf, tb = _time_pass(f, costs, groups, hbm_bps), _time_pass(b, costs, groups, hbm_bps)
+        if tf.reason or tb.reason:
+            return SystemResult("infeasible", f"an op does not run on the chip: {tf.reason or tb.reason}", system,
+                                job, split, memory=memory)
+        redo = tf.core_s if split.selective else r * (tf.gemm_s + tf.vector_s + tf.tp_s + tf.ep_s)
+        timed.append((tf.total_s, tb.total_s + redo, f, b, tf, tb))
+    # the bottleneck stage: every stage runs in step with the slowest
+    t_f, t_b, f, b, tf, tb = max(timed, key=lambda t: t[0] + t[1])
     fwd_comm = tf.tp_s + tf.ep_s
-    t_f = tf.gemm_s + tf.vector_s + fwd_comm + tf.p2p_s
-    t_b = tb.gemm_s + tb.vector_s + tb.tp_s + tb.ep_s + tb.p2p_s + r * (tf.gemm_s + tf.vector_s + fwd_comm)
-    pipeline = (m + split.pp - 1) * (t_f + t_b)
+    pipeline = pipeline_s(split, m, t_f + t_b)
     width = system.chip.input_bits / 8
     dense, expert = stage_params(job.shape, split, last=True)
-    dp = data_parallel_s(system, job.shape, split, groups, dense, expert, job.shape.layers // split.pp, m)
+    dp = data_parallel_s(system, job.shape, split, groups, dense, expert, stage_layers(job.shape.layers, split.pp)[-1],
+                         m)
     exposed_dp = exposed_s(split, dp, m, t_f, t_b)
     shard = (dense + expert) / (split.dp if split.zero >= 1 else 1)
     optimizer = shard * OPTIMIZER_IO_BYTES / hbm_bps
@@ -255,13 +282,18 @@ def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, grou
     chips = system.chips
     peak_flops = 2.0 * system.peak_macs_per_s * chips
     model_flops = tokens * job.shape.model_flops_per_token(job.seq, training=True)
-    hw_macs = (f.model_macs * (1 + r) + b.model_macs) * m * split.dp * split.pp * split.tp
-    gemm = m * (tf.gemm_s * (1 + r) + tb.gemm_s)
-    vector = m * (tf.vector_s * (1 + r) + tb.vector_s)
+    redo_macs = f.core_macs if split.selective else r * f.model_macs
+    hw_macs = (f.model_macs + redo_macs + b.model_macs) * m * split.dp * split.pp * split.tp
+    core_gemm = tf.core_s - f.core_vector_bytes / hbm_bps
+    gemm = m * (tf.gemm_s * (1 + r) + tb.gemm_s + (core_gemm if split.selective else 0.0))
+    vector = m * (tf.vector_s * (1 + r) + tb.vector_s
+                  + (f.core_vector_bytes / hbm_bps if split.selective else 0.0))
     comm_mb = m * (fwd_comm * (1 + r) + tb.tp_s + tb.ep_s + tf.p2p_s + tb.p2p_s)
     link_bytes = m * (tf.link_bytes * (1 + r) + tb.link_bytes) + 2 * (dense + expert) * width
-    energy_pj = (m * (tf.gemm_pj * (1 + r) + tb.gemm_pj) * system.cores
-                 + (m * (f.vector_bytes * (1 + r) + b.vector_bytes) + shard * OPTIMIZER_IO_BYTES) * dram_pj
+    redo_pj = tf.core_pj if split.selective else r * tf.gemm_pj
+    redo_vec = f.core_vector_bytes if split.selective else r * f.vector_bytes
+    energy_pj = (m * (tf.gemm_pj + redo_pj + tb.gemm_pj) * system.cores
+                 + (m * (f.vector_bytes + redo_vec + b.vector_bytes) + shard * OPTIMIZER_IO_BYTES) * dram_pj
                  + link_bytes * 8 * LINK_PJ_PER_BIT) * chips
     metrics = {
         "step_s": step, "mfu": model_flops / (step * peak_flops), "hfu": 2.0 * hw_macs / (step * peak_flops),
@@ -269,19 +301,25 @@ def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, grou
         "ttft_s": 0.0, "tpot_s": 0.0, "energy_j": energy_pj * 1e-12, "microbatches": float(m),
     }
     breakdown = {"compute_s": gemm, "vector_s": vector, "exposed_comm_s": comm_mb + exposed_dp,
-                 "bubble_s": (split.pp - 1) * (t_f + t_b), "optimizer_s": optimizer, "dp_comm_s": dp}
+                 "bubble_s": bubble_s(split, t_f + t_b), "optimizer_s": optimizer, "dp_comm_s": dp}
     return SystemResult("ok", "", system, job, split, metrics, breakdown, memory)
 
 
 def _serve(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, groups: dict[str, list[Segment]],
-           m: int, memory: dict[str, float], pf: Pass, dec: Pass, hbm_bps: float, dram_pj: float) -> SystemResult:
-    _check(costs, pf, dec)
-    tp_, td_ = _time_pass(pf, costs, groups, hbm_bps), _time_pass(dec, costs, groups, hbm_bps)
-    if tp_.reason or td_.reason:
-        return SystemResult("infeasible", f"an op does not run on the chip: {tp_.reason or td_.reason}", system,
-                            job, split, memory=memory)
-    t_p = tp_.gemm_s + tp_.vector_s + tp_.tp_s + tp_.ep_s + tp_.p2p_s
-    t_d = td_.gemm_s + td_.vector_s + td_.tp_s + td_.ep_s + td_.p2p_s
+           m: int, memory: dict[str, float], stages: list[tuple[Pass, Pass]], hbm_bps: float,
+           dram_pj: float) -> SystemResult:
+    _check(costs, *(p for pd in stages for p in pd))
+    timed = []
+    for pf, dec in stages:
+        tp_, td_ = _time_pass(pf, costs, groups, hbm_bps), _time_pass(dec, costs, groups, hbm_bps)
+        if tp_.reason or td_.reason:
+            return SystemResult("infeasible", f"an op does not run on the chip: {tp_.reason or td_.reason}", system,
+                                job, split, memory=memory)
+        timed.append((pf, dec, tp_, td_))
+    # the bottleneck stage of each phase
+    pf, tp_ = max(((p, t) for p, _, t, _ in timed), key=lambda pt: pt[1].total_s)
+    dec, td_ = max(((d, t) for _, d, _, t in timed), key=lambda dt: dt[1].total_s)
+    t_p, t_d = tp_.total_s, td_.total_s
     pp = split.pp
     ttft = pp * t_p
     tpot = max(m, pp) * t_d
@@ -290,8 +328,10 @@ def _serve(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, grou
     chips = system.chips
     shape = job.shape
     ctx = job.seq + job.gen // 2
-    model_flops = job.batch * (job.seq * shape.model_flops_per_token(job.seq, training=False)
-                               + steps * shape.model_flops_per_token(ctx, training=False))
+    # prefill runs the LM head for each sequence's last prompt token only
+    prefill_flops = (job.seq * shape.model_flops_per_token(job.seq, training=False)
+                     - (job.seq - 1) * 2.0 * shape.head_params)
+    model_flops = job.batch * (prefill_flops + steps * shape.model_flops_per_token(ctx, training=False))
     hw_macs = (pf.model_macs * m + dec.model_macs * m * steps) * split.dp * pp * split.tp
     peak_flops = 2.0 * system.peak_macs_per_s * chips
     tokens = job.batch * job.gen

@@ -1,0 +1,102 @@
+"""The splits people use, by hand: uneven stages, the interleaved schedule, sequence parallelism,
+selective recomputation, and serving's prefill running the LM head once per sequence."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from pod_testlib import CHIP, DENSE, system, train
+
+from accel_dse.system_config import Split
+from perf_model import evaluate_op
+from perf_model.pod import chip_memory, evaluate_split
+from perf_model.pod.stages import bubble_s, pipeline_s, stage_layers
+from perf_model.pod.steps import core_op
+from workloads.llm_ops import LlmJob, layer_ops
+
+# DENSE (d 256, 8 heads of 32, 4 KV heads, SwiGLU 512, vocab 1024), by hand:
+LAYER_PARAMS = 256 * (8 + 2 * 4) * 32 + 8 * 32 * 256 + 3 * 256 * 512  # 589,824
+HEAD_PARAMS = 1024 * 256  # 262,144
+
+
+def test_stage_layers_give_the_leftovers_to_the_middle_stages():
+    assert stage_layers(70, 12) == [5] + [6] * 10 + [5]  # BLOOM: 72 "layers" with embedding and head
+    assert stage_layers(8, 4) == [2, 2, 2, 2]
+    assert stage_layers(7, 2) == [4, 3]
+    assert stage_layers(118, 4) == [29, 30, 30, 29]
+    assert stage_layers(5, 1) == [5]
+
+
+def test_interleaved_pipeline_and_bubble_by_hand():
+    split = Split(dp=1, pp=4, interleave=2)
+    assert pipeline_s(split, 8, 1.0) == pytest.approx(8 + 3 / 2)
+    assert bubble_s(split, 1.0) == pytest.approx(1.5)
+    assert bubble_s(Split(dp=1, pp=4), 1.0) == pytest.approx(3.0)
+
+
+def test_uneven_stages_memory_is_the_fullest_stage():
+    # 6 layers on 4 stages: 1, 2, 2, 1; 8 sequences of 64, microbatch 1: 8 microbatches
+    job = train(batch=8, seq=64)
+    split = Split(dp=1, pp=4)
+    per_layer = 64 * 256 * 34  # Korthikanti eq. 2, fused attention, tp 1, bf16
+    stage0 = (LAYER_PARAMS + HEAD_PARAMS) * 16 + 4 * per_layer  # embedding; 4 microbatches in flight
+    stage1 = 2 * LAYER_PARAMS * 16 + 3 * 2 * per_layer  # 2 layers, 3 microbatches in flight
+    assert stage1 > stage0
+    shape6 = dataclasses.replace(DENSE, layers=6)
+    mem = chip_memory(system("ring", (4,)), dataclasses.replace(job, shape=shape6), split, 8)
+    assert mem["activations"] == pytest.approx(6 * per_layer)
+    assert mem["total"] == pytest.approx(stage1)
+
+
+def test_uneven_stages_run_and_the_slowest_stage_sets_the_pace():
+    shape = dataclasses.replace(DENSE, layers=6)
+    job = dataclasses.replace(train(batch=8, seq=64), shape=shape)
+    sys4 = system("ring", (4,), hbm_gib=64.0)
+    uneven = evaluate_split(sys4, job, Split(dp=1, pp=4))
+    assert uneven.ok, uneven.reason
+    # 6 layers on 4 stages run at the pace of a 2-layer stage: as 8 layers on 4 stages, minus the
+    # last stage's extra layer (the 8-layer split's bottleneck is its last stage: 2 layers + head)
+    even8 = evaluate_split(sys4, dataclasses.replace(job, shape=dataclasses.replace(DENSE, layers=8)),
+                           Split(dp=1, pp=4))
+    assert uneven.metrics["step_s"] < even8.metrics["step_s"]
+    assert uneven.breakdown["bubble_s"] == pytest.approx(3 / 11 * (uneven.metrics["step_s"]
+                                                                   - uneven.breakdown["optimizer_s"]))
+
+
+def test_sequence_parallel_and_selective_activations_by_hand():
+    job = LlmJob(shape=DENSE, mode="train", batch=1, seq=64, fused_attention=False)
+    two = system("ring", (2,))
+    base = chip_memory(two, job, Split(tp=2), 1)["activations"]
+    sp = chip_memory(two, job, Split(tp=2, sequence_parallel=True), 1)["activations"]
+    sel = chip_memory(two, job, Split(tp=2, sequence_parallel=True, selective=True), 1)["activations"]
+    logits = 64 * 1024 / 2 * 4
+    scores = 5 * 8 * 64 * 64 / 2  # 5 a s^2 b / t
+    assert base == pytest.approx(4 * (64 * 256 * (10 + 24 / 2) + scores) + logits)
+    assert sp == pytest.approx(4 * (64 * 256 * 34 / 2 + scores) + logits)
+    assert sel == pytest.approx(4 * (64 * 256 * 34 / 2) + logits)
+
+
+def test_selective_recomputation_repeats_the_attention_core_once():
+    job = LlmJob(shape=DENSE, mode="train", batch=2, seq=64, fused_attention=False)
+    one = system("ring", (1,))
+    plain = evaluate_split(one, job, Split(microbatch=1))
+    selective = evaluate_split(one, job, Split(microbatch=1, selective=True))
+    # the scores and context GEMMs of 4 layers, and the softmax's 2 hq T elements per token through HBM
+    core = sum(evaluate_op(CHIP, core_op(op, 1)).latency_s for op in layer_ops(DENSE, seqs=1, q_len=64, kv_len=64)
+               if op.name in ("scores", "context"))
+    hbm = 64.0 * 1000e6
+    softmax = 64 * 2 * 8 * 64 * 2 / hbm
+    assert selective.metrics["step_s"] - plain.metrics["step_s"] == pytest.approx(2 * 4 * (core + softmax), rel=1e-9)
+
+
+def test_prefill_runs_the_lm_head_once_per_sequence():
+    job = LlmJob(shape=DENSE, mode="serve", batch=2, seq=64, gen=1)
+    result = evaluate_split(system("ring", (1,)), job, Split())
+    assert result.ok, result.reason
+    active = 4 * LAYER_PARAMS + HEAD_PARAMS
+    per_token = 2 * active + 4 * 4 * 8 * 32 * 64
+    flops = 2 * (64 * per_token - 63 * 2 * HEAD_PARAMS)  # the head for the last prompt token only
+    peak = 2 * 16 * 16 * 1000e6
+    assert result.metrics["mfu"] * result.metrics["step_s"] * peak == pytest.approx(flops)
+    assert result.metrics["mfu"] <= result.metrics["hfu"]
