@@ -204,9 +204,14 @@ def split_problem(system: SystemConfig, job: LlmJob, split: Split) -> str:
     """Why ``split`` cannot run ``job`` on ``system`` at all (``""`` if it can): chips, model, batch."""
     if split.chips != system.chips:
         return f"the split's dp * tp * pp = {split.chips} must equal the system's chips ({system.chips})"
-    why = check_split(job.shape, tp=split.tp, pp=1, ep=split.ep)
+    # tp need not divide the heads (the projections' columns and the attention's (sequence, head)
+    # pairs are split instead, steps.chip_layer_ops); it must divide the FFN width
+    why = check_split(job.shape, tp=1, pp=1, ep=split.ep)
     if why:
         return why
+    width = job.shape.expert_ffn if job.shape.moe else job.shape.ffn
+    if width % split.tp:
+        return f"tp={split.tp} must divide the model's FFN width ({width})"
     if job.batch % (split.dp * split.microbatch):
         return (f"dp * microbatch = {split.dp} * {split.microbatch} must divide the batch "
                 f"({job.batch} sequences)")

@@ -15,8 +15,9 @@
   keeps ``min(pp - i, microbatches)`` microbatches in flight (1F1B), times ``1 + (pp - 1) / (pp v)``
   with the interleaved schedule of ``v`` chunks (sec. 4.2.3). The last stage holds the LM head's
   logits (fp32) of one microbatch. Stages hold :func:`~perf_model.pod.stages.stage_layers` layers.
-* Serving: weights plus the KV cache of the chip's sequences (``2 layers/pp hkv hd (seq + gen)``
-  elements each) plus one microbatch's layer activations.
+* Serving: weights plus the KV cache (``2 layers hd (seq + gen)`` elements per (sequence, KV head)
+  pair, ``ceil(seqs * hkv / tp)`` pairs on the chip: sharded over heads, and over the batch when
+  ``tp`` exceeds the KV heads) plus one microbatch's layer activations.
 """
 
 from __future__ import annotations
@@ -88,10 +89,10 @@ def chip_memory(system: SystemConfig, job: LlmJob, split: Split, microbatches: i
             parts["kv_cache"] = 0.0
         else:
             seqs = job.batch // split.dp
-            hkv = -(-shape.kv_heads // split.tp)
+            pairs = -(-seqs * shape.kv_heads // split.tp)  # (sequence, KV head) pairs on the chip
             parts["weights"] = params * width
             parts["gradients"] = parts["optimizer"] = 0.0
-            parts["kv_cache"] = 2.0 * layers * hkv * shape.head_dim * (job.seq + job.gen) * seqs * width
+            parts["kv_cache"] = 2.0 * layers * pairs * shape.head_dim * (job.seq + job.gen) * width
             scores = 0 if job.fused_attention else -(-shape.heads // split.tp) * job.seq * mb_tokens
             parts["activations"] = (4 * mb_tokens * shape.d + scores) * width
         parts["total"] = sum(parts.values())

@@ -4,9 +4,9 @@ its collectives (pure functions; the op records come from :mod:`workloads.llm_op
 A pass is timed on one stage: ``layers`` layers (:func:`perf_model.pod.stages.stage_layers`),
 with the LM head on the last stage. A pass is:
 
-* GEMMs: ``layers / pp`` times the layer's ops (:func:`workloads.llm_ops.layer_ops`), plus the LM
-  head; the backward pass has each forward GEMM's two backward GEMMs. Each op is split over the
-  chip's ``cores`` (:func:`core_op`).
+* GEMMs: the stage's layers times the layer's ops (:func:`chip_layer_ops`), plus the LM head;
+  the backward pass has each forward GEMM's two backward GEMMs. Each op is split over the chip's
+  ``cores`` (:func:`core_op`).
 * Elementwise work (norms, residual adds, rotary embedding, the activation function, the softmax
   when the scores are materialised, the MoE combine) streams through HBM once per tensor: per
   token and layer it reads and writes ``4 d + 6 d + 2 (hq + hkv) hd + w_act + 2 hq T + moe``
@@ -32,7 +32,7 @@ from accel_dse.system_config import Split, SystemConfig
 from workloads.llm_ops import LlmJob, LlmShape, backward, head_ops, layer_ops
 from workloads.ops import Gemm, Requant
 
-__all__ = ["Pass", "core_op", "passes", "OUTPUT"]
+__all__ = ["Pass", "core_op", "passes", "chip_layer_ops", "OUTPUT"]
 
 #: Every LLM op leaves the array through the output stage at the operand width (bf16 or int8 outputs).
 OUTPUT = Requant(multiplier=(1 << 30,), shift=(0,))
@@ -100,6 +100,56 @@ def _vector_elements(shape: LlmShape, tp: int, context: int, fused: bool, *, seq
 CORE = ("scores", "context")
 
 
+def chip_layer_ops(shape: LlmShape, *, seqs: int, q_len: int, kv_len: int, tp: int, ep: int) -> list[Gemm]:
+    """One layer's forward GEMMs on one chip.
+
+    With ``tp`` dividing the heads and more than one new token per sequence (training, prefill):
+    :func:`workloads.llm_ops.layer_ops` (Megatron's split over heads). Otherwise the projections'
+    columns are split ``tp`` ways (QKV ``ceil((hq + 2 hkv) hd / tp)`` output columns, the output
+    projection ``ceil(hq hd / tp)`` rows; tensor parallelism beyond the head count, as Pope et al.
+    2022's weight-stationary layouts), and the attention core is split over (sequence, KV head)
+    pairs, ``ceil(seqs * hkv / tp)`` of them per chip, each one GEMM for the ``hq / hkv`` query
+    heads that share the KV head (multi-query and grouped-query attention read each K and V once;
+    the KV cache is sharded over the batch when ``tp`` exceeds the KV heads, Pope et al. sec. 3.3).
+    """
+    divides = shape.heads % tp == 0
+    if divides and q_len > 1:
+        return layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=tp, ep=ep)
+    ops = layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=tp if divides else 1, ep=ep)
+    hd, tokens = shape.head_dim, seqs * q_len
+    group = shape.heads // shape.kv_heads
+    pairs = -(-seqs * shape.kv_heads // tp)
+    if q_len == 1:  # decode: the query heads of a KV head as the rows of one GEMM
+        core = [Gemm(m=group, k=hd, n=kv_len, batch=pairs, name="scores"),
+                Gemm(m=group, k=kv_len, n=hd, batch=pairs, name="context")]
+    else:
+        heads = -(-seqs * shape.heads // tp)
+        core = [Gemm(m=q_len, k=hd, n=kv_len, batch=heads, name="scores"),
+                Gemm(m=q_len, k=kv_len, n=hd, batch=heads, name="context")]
+    out: list[Gemm] = []
+    for op in ops:
+        if op.name == "scores":
+            out += core
+        elif op.name == "context":
+            continue
+        elif not divides and op.name == "qkv":
+            out.append(Gemm(m=tokens, k=shape.d, n=-(-(shape.heads + 2 * shape.kv_heads) * hd // tp), name="qkv"))
+        elif not divides and op.name == "out":
+            out.append(Gemm(m=tokens, k=-(-shape.heads * hd // tp), n=shape.d, name="out"))
+        elif not divides and op.name in ("gate", "up"):
+            out.append(Gemm(m=op.m, k=op.k, n=-(-shape.ffn // tp), name=op.name))
+        elif not divides and op.name == "down":
+            out.append(Gemm(m=op.m, k=-(-shape.ffn // tp), n=op.n, name=op.name))
+        elif not divides and op.name in ("router", "expert_gate", "expert_up", "expert_down"):
+            wide = op.n if op.name != "expert_down" else op.k
+            cut = -(-wide // tp)
+            out.append(Gemm(m=op.m, k=cut if op.name == "expert_down" else op.k,
+                            n=op.n if op.name == "expert_down" else cut, batch=op.batch, name=op.name))
+        else:
+            out.append(op)
+    return out
+
+
 def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len: int, kv_len: int,
            head_tokens: int, layers: int | None = None, head: bool = True) -> tuple[Pass, Pass]:
     """The forward pass and the backward pass (GEMMs only, no recomputation) of one microbatch of
@@ -108,7 +158,7 @@ def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len:
     shape = job.shape
     act_bytes = system.chip.input_bits / 8
     layers = shape.layers // split.pp if layers is None else layers
-    fwd_layer = layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=split.tp, ep=split.ep)
+    fwd_layer = chip_layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=split.tp, ep=split.ep)
     head_op = head_ops(shape, tokens=head_tokens, tp=split.tp) if head else []
     tokens = seqs * q_len
     fwd: dict[Gemm, int] = {}

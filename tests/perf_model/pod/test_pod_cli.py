@@ -46,8 +46,8 @@ def test_presets_and_models_list(run_cli):
 @pytest.mark.parametrize("extra,pattern", [
     (("--split", "dp=3"), r"dp \* tp \* pp = 3 must equal the system's chips \(4\)"),
     (("--split", "dp=2,tp=2,zero=1", "--batch", "3"), r"must divide the batch"),
-    (("--split", "tp=4", "--model", "qwen3_moe_30b:layers=4,heads=6,kv_heads=2"),
-     r"tp=4 must divide the model's heads \(6\)"),
+    (("--split", "tp=4", "--model", "qwen3_moe_30b:layers=4,heads=6,kv_heads=2,expert_ffn=766"),
+     r"tp=4 must divide the model's FFN width \(766\)"),
     (("--split", "dp=1,pp=4", "--model", "llama7b:layers=3"), r"pp=4 must be at most the model's layers \(3\)"),
     (("--split", "dp=1,pp=4,interleave=2", "--model", "llama7b:layers=6"),
      r"pp \* interleave = 4 \* 2 must be at most the model's layers \(6\)"),

@@ -100,3 +100,31 @@ def test_prefill_runs_the_lm_head_once_per_sequence():
     peak = 2 * 16 * 16 * 1000e6
     assert result.metrics["mfu"] * result.metrics["step_s"] * peak == pytest.approx(flops)
     assert result.metrics["mfu"] <= result.metrics["hfu"]
+
+
+def test_decode_attention_reads_each_kv_head_once_for_its_query_heads():
+    from perf_model.pod.steps import chip_layer_ops
+
+    ops = {op.name: op for op in chip_layer_ops(DENSE, seqs=4, q_len=1, kv_len=100, tp=2, ep=1)}
+    # 4 sequences x 4 KV heads over 2 chips: 8 pairs, each the 2 query heads that share the KV head
+    assert (ops["scores"].m, ops["scores"].k, ops["scores"].n, ops["scores"].batch) == (2, 32, 100, 8)
+    assert (ops["context"].m, ops["context"].k, ops["context"].n, ops["context"].batch) == (2, 100, 32, 8)
+    # the same MACs as the per-head form: 4 sequences x 4 local heads x 32 x 100
+    assert ops["scores"].macs == 4 * 4 * 32 * 100
+
+
+def test_tensor_parallel_beyond_the_heads_splits_columns_and_shards_the_kv_cache_over_the_batch():
+    from perf_model.pod.steps import chip_layer_ops
+
+    mqa = dataclasses.replace(DENSE, kv_heads=1)
+    ops = {op.name: op for op in chip_layer_ops(mqa, seqs=8, q_len=1, kv_len=64, tp=16, ep=1)}
+    assert ops["qkv"].n == -(-(8 + 2) * 32 // 16)  # 20 columns of 320
+    assert ops["out"].k == 8 * 32 // 16 and ops["up"].n == 512 // 16
+    assert ops["scores"].batch == 1 and ops["scores"].m == 8  # 8 (sequence, KV head) pairs over 16: 1 each
+    job = LlmJob(shape=mqa, mode="serve", batch=8, seq=48, gen=16)
+    mem = chip_memory(system("ring", (4,)), job, Split(tp=4), 1)
+    # 8 sequences' single KV head over 4 chips: 2 each, 4 layers, K and V, 32 wide, 64 positions, bf16
+    assert mem["kv_cache"] == pytest.approx(2 * 4 * 2 * 32 * 64 * 2)
+    result = evaluate_split(system("ring", (16,)), dataclasses.replace(job, batch=16),
+                            Split(tp=16, microbatch=16))
+    assert result.ok, result.reason
