@@ -56,6 +56,7 @@ from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
 
 __all__ = ["SystemResult", "OpCosts", "evaluate_system", "evaluate_split", "candidate_splits", "split_problem",
+           "training_problem",
            "rank_splits", "LINK_PJ_PER_BIT", "SYSTEM_METRICS"]
 
 #: Energy per bit sent over an inter-chip or DCN link, pJ (an assumption: off-package SerDes are
@@ -200,6 +201,18 @@ def _fail(system: SystemConfig, job: LlmJob, split: Split, reason: str) -> Syste
     return SystemResult("infeasible", reason, system, job, split)
 
 
+def training_problem(system: SystemConfig) -> str:
+    """Why the system's chip cannot train (``""`` if it can): gradients and weight updates need
+    operands of at least 16 bits or a floating-point format; an integer operand narrower than 16
+    bits (an int8 or int4 inference chip, as TPU v1) is refused for training, with the reason."""
+    chip = system.chip
+    for role, fmt in (("weight", chip.weight_fmt), ("activation", chip.act_fmt)):
+        if fmt.is_int and fmt.bits < 16:
+            return (f"the chip's {role} operands are {fmt.name} ({fmt.bits}-bit integers): training needs "
+                    "16-bit or floating-point operands for its gradients (serve this chip instead)")
+    return ""
+
+
 def split_problem(system: SystemConfig, job: LlmJob, split: Split) -> str:
     """Why ``split`` cannot run ``job`` on ``system`` at all (``""`` if it can): chips, model, batch."""
     if split.chips != system.chips:
@@ -223,6 +236,10 @@ def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCos
     why = split_problem(system, job, split)
     if why:
         return _fail(system, job, split, why)
+    if job.training:
+        why = training_problem(system)
+        if why:
+            return _fail(system, job, split, why)
     groups = place({"tp": split.tp, "ep": split.ep, "dp": split.dp // split.ep, "pp": split.pp}, system_axes(system))
     if isinstance(groups, str):
         return _fail(system, job, split, groups)

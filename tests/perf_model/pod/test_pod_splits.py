@@ -10,7 +10,7 @@ from pod_testlib import CHIP, DENSE, system, train
 
 from accel_dse.system_config import Split
 from perf_model import evaluate_op
-from perf_model.pod import chip_memory, evaluate_split
+from perf_model.pod import chip_memory, evaluate_split, evaluate_system
 from perf_model.pod.stages import bubble_s, pipeline_s, stage_layers
 from perf_model.pod.steps import core_op
 from workloads.llm_ops import LlmJob, layer_ops
@@ -128,3 +128,16 @@ def test_tensor_parallel_beyond_the_heads_splits_columns_and_shards_the_kv_cache
     result = evaluate_split(system("ring", (16,)), dataclasses.replace(job, batch=16),
                             Split(tp=16, microbatch=16))
     assert result.ok, result.reason
+
+
+def test_an_int8_inference_chip_is_refused_for_training_and_serves():
+    int8 = dataclasses.replace(CHIP, input_bits=8, acc_bits=32)
+    pod = dataclasses.replace(system("ring", (2,)), chip=int8)
+    result = evaluate_split(pod, train(batch=2), Split(dp=2))
+    assert not result.ok
+    assert "weight operands are int8 (8-bit integers): training needs 16-bit" in result.reason
+    searched = evaluate_system(pod, train(batch=2))
+    assert not searched.ok and "training needs 16-bit" in searched.reason
+    assert evaluate_split(pod, LlmJob(shape=DENSE, mode="serve", batch=2, seq=32, gen=4), Split(dp=2)).ok
+    # bf16 (16-bit) operands train
+    assert evaluate_split(system("ring", (2,)), train(batch=2), Split(dp=2)).ok
