@@ -24,9 +24,9 @@ Gopher-280B           Rae et al. 2021 (setup: 4,096 TPU v3 in 4 pods, pipelined 
                       model parallel in a pod, ZeRO, rematerialisation; tensor 8 assumed), MFU
                       32.5 % as Chowdhery et al. 2022 (PaLM), Table 3 gives it; batch 1,536 x 2,048
 Korthikanti GPT       Korthikanti et al., "Reducing activation recomputation", 2022, Table 3
-                      (setups: tensor 8; pipeline 8 / 35 / 64; 64 / 280 / 512 GPUs; batch = GPUs /
-                      tensor... = 64 / 280 / 512; micro batch 1) and Table 4 (iteration time
-                      with sequence parallelism and selective recompute: 18.13 / 49.05 / 94.42 s)
+                      (setups: tensor 8; pipeline 8 / 35 / 64; 64 / 280 / 512 GPUs; batch 64 /
+                      280 / 512; micro batch 1) and Table 4 (iteration time with sequence
+                      parallelism and selective recompute: 18.13 / 49.05 / 94.42 s)
 ZeRO-3 GPT-175B       Narayanan et al. SC 2021, Table 2 / Fig. 10: ZeRO-3 without model
                       parallelism, 384 / 768 / 1,536 A100, micro batch 4 / 2 / 1, batch 1,536:
                       144 / 88 / 44 TFLOP/s per GPU (2021 DeepSpeed: collectives not overlapped,
@@ -39,7 +39,12 @@ PaLM-540B int8 decode Pope et al., "Efficiently scaling transformer inference", 
 TFLOP/s per GPU is counted as the papers count it: ``96 B s l h^2 (1 + s / 6h + V / 16 l h)``
 (Narayanan et al., with full recomputation) over the modelled step time.
 
-Usage: ``PYTHONPATH=. .venv/bin/python bench/pod_validation.py [--held-out]`` (about a minute).
+Settings of the setups, not of the model: the ZeRO-3 points gather per weight tensor
+(``zero_gather = "tensor"``, DeepSpeed ZeRO-3 of 2021; per layer they come out +9 / +49 / +122 %),
+Korthikanti's and LLaMA's use sequence parallelism and selective recomputation (both papers state
+them), the others full recomputation.
+
+Usage: ``PYTHONPATH=. .venv/bin/python bench/pod_validation.py [--held-out]`` (a few seconds).
 """
 
 from __future__ import annotations
