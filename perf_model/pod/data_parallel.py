@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from accel_dse.system_config import Split, SystemConfig
 from perf_model.pod import collectives as coll
+from perf_model.pod.steps import operand_bytes
 from perf_model.pod.topology import Segment
 from workloads.llm_ops import LlmShape
 
@@ -46,7 +47,7 @@ def data_parallel_s(system: SystemConfig, shape: LlmShape, split: Split, groups:
                     dense: float, expert: float, layers: int, microbatches: int) -> float:
     """Seconds of data-parallel communication per step (module docstring); ``dense`` and ``expert``
     are the chip's stage weights (counts), ``layers`` the stage's layers."""
-    width = system.chip.input_bits / 8
+    width, _ = operand_bytes(system.chip)
     flat = system.dcn_rings == "flat"
     if split.zero < 3:
         return (coll.all_reduce(groups["dp_all"], dense * width, flat=flat)

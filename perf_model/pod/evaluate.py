@@ -51,7 +51,7 @@ from perf_model.pod import collectives as coll
 from perf_model.pod.data_parallel import data_parallel_s, exposed_s
 from perf_model.pod.memory import chip_memory, stage_params
 from perf_model.pod.stages import bubble_s, pipeline_s, schedule_problem, stage_layers
-from perf_model.pod.steps import Pass, passes
+from perf_model.pod.steps import Pass, operand_bytes, passes
 from perf_model.pod.topology import Segment, merge_axes, place, system_axes
 from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
@@ -293,7 +293,7 @@ def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, grou
     t_f, t_b, f, b, tf, tb = max(timed, key=lambda t: t[0] + t[1])
     fwd_comm = tf.tp_s + tf.ep_s
     pipeline = pipeline_s(split, m, t_f + t_b)
-    width = system.chip.input_bits / 8
+    width, _ = operand_bytes(system.chip)
     dense, expert = stage_params(job.shape, split, last=True)
     dp = data_parallel_s(system, job.shape, split, groups, dense, expert, stage_layers(job.shape.layers, split.pp)[-1],
                          m)

@@ -2,8 +2,9 @@
 
 * Weights of the chip's stage: ``layers / pp`` layers with attention, dense FFN and router over ``tp``,
   experts over ``ep * tp``, the embedding (first stage) or LM head (last stage)
-  over ``tp``; at the operand width (``input_bits / 8`` bytes).
-* Training adds gradients (operand width) and Adam's state (fp32 master weights, first and second
+  over ``tp``; at the weight format's width (:func:`~perf_model.pod.steps.operand_bytes`).
+* Activations, the KV cache and the logits' neighbours are at the activation format's width.
+* Training adds gradients (weight width) and Adam's state (fp32 master weights, first and second
   moments: 12 bytes per weight). ZeRO shards them over ``dp``: stage 1 the optimizer state, 2 and
   the gradients, 3 (FSDP) and the weights (plus one layer gathered at a time).
 * Activations kept for the backward pass, per layer and microbatch (Korthikanti et al. 2022,
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from accel_dse.system_config import Split, SystemConfig
 from perf_model.pod.stages import stage_layers
+from perf_model.pod.steps import operand_bytes
 from workloads.llm_ops import LlmJob, LlmShape
 
 __all__ = ["stage_params", "chip_memory"]
@@ -60,7 +62,7 @@ def chip_memory(system: SystemConfig, job: LlmJob, split: Split, microbatches: i
     """Bytes per chip by part (``weights``, ``gradients``, ``optimizer``, ``activations``,
     ``kv_cache``) and ``total``, for the fullest of the first, the second and the last stage."""
     shape = job.shape
-    width = system.chip.input_bits / 8
+    width, act_width = operand_bytes(system.chip)
     counts = stage_layers(shape.layers, split.pp)
     mb_tokens = split.microbatch * job.seq
     best: dict[str, float] = {}
@@ -82,7 +84,7 @@ def chip_memory(system: SystemConfig, job: LlmJob, split: Split, microbatches: i
             in_flight = float(min(split.pp - index, microbatches))
             if split.interleave > 1:  # Korthikanti et al. 2022, sec. 4.2.3: the first stage holds more
                 in_flight *= 1 + (split.pp - 1) / (split.pp * split.interleave)
-            act = in_flight * layers * _activations(shape, job, split, mb_tokens, job.seq, width)
+            act = in_flight * layers * _activations(shape, job, split, mb_tokens, job.seq, act_width)
             if last:
                 act += mb_tokens * shape.vocab / split.tp * 4
             parts["activations"] = act
@@ -92,9 +94,9 @@ def chip_memory(system: SystemConfig, job: LlmJob, split: Split, microbatches: i
             pairs = -(-seqs * shape.kv_heads // split.tp)  # (sequence, KV head) pairs on the chip
             parts["weights"] = params * width
             parts["gradients"] = parts["optimizer"] = 0.0
-            parts["kv_cache"] = 2.0 * layers * pairs * shape.head_dim * (job.seq + job.gen) * width
+            parts["kv_cache"] = 2.0 * layers * pairs * shape.head_dim * (job.seq + job.gen) * act_width
             scores = 0 if job.fused_attention else -(-shape.heads // split.tp) * job.seq * mb_tokens
-            parts["activations"] = (4 * mb_tokens * shape.d + scores) * width
+            parts["activations"] = (4 * mb_tokens * shape.d + scores) * act_width
         parts["total"] = sum(parts.values())
         if parts["total"] > best.get("total", -1.0):
             best = parts

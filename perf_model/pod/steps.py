@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from accel_dse.config import ArrayConfig
 from accel_dse.system_config import Split, SystemConfig
 from workloads.llm_ops import LlmJob, LlmShape, backward, head_ops, layer_ops
 from workloads.ops import Gemm, Requant
 
-__all__ = ["Pass", "core_op", "passes", "chip_layer_ops", "OUTPUT"]
+__all__ = ["Pass", "core_op", "passes", "chip_layer_ops", "operand_bytes", "OUTPUT"]
 
 #: Every LLM op leaves the array through the output stage at the operand width (bf16 or int8 outputs).
 OUTPUT = Requant(multiplier=(1 << 30,), shift=(0,))
@@ -63,6 +64,15 @@ class Pass:
     core_ops: tuple[tuple[Gemm, int], ...] = ()
     core_vector_bytes: float = 0.0
     core_macs: int = field(default=0, compare=False)
+
+
+def operand_bytes(chip: ArrayConfig) -> tuple[float, float]:
+    """Bytes of one weight and of one activation (KV cache and activations included) in HBM and on
+    the links: the chip's weight and activation formats (W8A16 keeps 1-byte weights and 2-byte
+    activations); int4 takes a byte unless the design packs it (``pack_int4``)."""
+    def size(bits: int) -> float:
+        return 0.5 if bits == 4 and chip.pack_int4 else max(1.0, bits / 8)
+    return size(chip.weight_fmt.bits), size(chip.act_fmt.bits)
 
 
 def core_op(op: Gemm, cores: int) -> Gemm:
@@ -156,7 +166,7 @@ def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len:
     ``seqs`` sequences on a stage of ``layers`` layers (default ``layers / pp``) with the LM head
     (``head``: ``head_tokens`` tokens go through it)."""
     shape = job.shape
-    act_bytes = system.chip.input_bits / 8
+    _, act_bytes = operand_bytes(system.chip)
     layers = shape.layers // split.pp if layers is None else layers
     fwd_layer = chip_layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=split.tp, ep=split.ep)
     head_op = head_ops(shape, tokens=head_tokens, tp=split.tp) if head else []

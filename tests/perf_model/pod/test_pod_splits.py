@@ -141,3 +141,18 @@ def test_an_int8_inference_chip_is_refused_for_training_and_serves():
     assert evaluate_split(pod, LlmJob(shape=DENSE, mode="serve", batch=2, seq=32, gen=4), Split(dp=2)).ok
     # bf16 (16-bit) operands train
     assert evaluate_split(system("ring", (2,)), train(batch=2), Split(dp=2)).ok
+
+
+def test_weights_and_activations_keep_their_own_widths():
+    from perf_model.pod.steps import operand_bytes
+
+    w8a16 = dataclasses.replace(CHIP, weight_format="int8", act_format="int16")
+    assert operand_bytes(w8a16) == (1.0, 2.0)
+    assert operand_bytes(CHIP) == (2.0, 2.0)
+    assert operand_bytes(dataclasses.replace(CHIP, input_bits=8, acc_bits=32, weight_format="int4",
+                                             act_format="int8")) == (1.0, 1.0)
+    job = LlmJob(shape=DENSE, mode="serve", batch=2, seq=48, gen=16)
+    mem = chip_memory(dataclasses.replace(system("ring", (1,)), chip=w8a16), job, Split(), 1)
+    # 1-byte weights: 4 layers and the embedding and the LM head; 2-byte KV cache: 2 sequences x 4 KV heads
+    assert mem["weights"] == pytest.approx(4 * LAYER_PARAMS + 2 * HEAD_PARAMS)
+    assert mem["kv_cache"] == pytest.approx(2 * 4 * (2 * 4) * 32 * 64 * 2)
