@@ -51,7 +51,7 @@ from perf_model.pod import collectives as coll
 from perf_model.pod.data_parallel import data_parallel_s, exposed_s
 from perf_model.pod.memory import chip_memory, stage_params
 from perf_model.pod.stages import bubble_s, pipeline_s, schedule_problem, stage_layers
-from perf_model.pod.steps import Pass, operand_bytes, passes
+from perf_model.pod.steps import CoreSplit, Pass, operand_bytes, passes
 from perf_model.pod.topology import Segment, merge_axes, place, system_axes
 from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
@@ -127,6 +127,14 @@ class OpCosts:
         self._cost: dict[tuple[int, int, int, int], tuple[float, float, str]] = {}
         #: One core's area (the single-chip model's ``area_mm2``), once a feasible op set was evaluated.
         self.area_mm2 = 0.0
+        self._cuts: dict[tuple[int, float, float], CoreSplit] = {}
+
+    def core_split(self, cores: int, hbm_bps: float, act_bytes: float) -> CoreSplit:
+        """The :class:`CoreSplit` of a chip of ``cores`` on these costs (one per chip, its choices kept)."""
+        key = (cores, hbm_bps, act_bytes)
+        if key not in self._cuts:
+            self._cuts[key] = CoreSplit(cores, self, hbm_bps, act_bytes)
+        return self._cuts[key]
 
     @staticmethod
     def key(op: Gemm) -> tuple[int, int, int, int]:
@@ -139,12 +147,20 @@ class OpCosts:
             k = self.key(op)
             if k not in self._cost and k not in new:
                 new[k] = op
-        if not new:
-            return
-        result = evaluate(self.chip, Workload(name="pod ops", ops=tuple(new.values())), reuse=False)
-        self.area_mm2 = self.area_mm2 or float(result.total.get("area_mm2", 0.0))
-        for k, r in zip(new, result.ops, strict=True):
-            self._cost[k] = (r.latency_s, r.energy_pj, "" if r.status == "ok" else r.reason)
+        # the single-chip model sums a workload's MACs exactly below 2**48: batches of ops under that
+        batches: list[list[tuple[tuple[int, int, int, int], Gemm]]] = [[]]
+        macs = 0
+        for k, op in new.items():
+            if batches[-1] and macs + op.macs >= 1 << 47:
+                batches.append([])
+                macs = 0
+            batches[-1].append((k, op))
+            macs += op.macs
+        for batch in filter(None, batches):
+            result = evaluate(self.chip, Workload(name="pod ops", ops=tuple(o for _, o in batch)), reuse=False)
+            self.area_mm2 = self.area_mm2 or float(result.total.get("area_mm2", 0.0))
+            for (key, _), r in zip(batch, result.ops, strict=True):
+                self._cost[key] = (r.latency_s, r.energy_pj, "" if r.status == "ok" else r.reason)
 
     def __call__(self, op: Gemm) -> tuple[float, float, str]:
         return self._cost[self.key(op)]
@@ -256,18 +272,20 @@ def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCos
                             f"the {system.hbm_gib:g} GiB of HBM", system, job, split, memory=memory)
     hbm_bps, dram_pj = _hbm(system)
     mb = split.microbatch
+    cut = costs.core_split(system.cores, hbm_bps, operand_bytes(system.chip)[1])
     counts = stage_layers(job.shape.layers, split.pp)
     # the last stage (LM head) and, when it holds more layers, the fullest other stage
     kinds = [(counts[-1], True)] + ([(max(counts[:-1]), False)] if split.pp > 1 and max(counts[:-1]) > counts[-1]
                                     else [])
     if job.training:
         stages = [passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb * job.seq,
-                         layers=n, head=h) for n, h in kinds]
+                         layers=n, head=h, cut=cut) for n, h in kinds]
         return _train(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
     ctx = job.seq + job.gen // 2
     stages = [(passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb, layers=n,
-                      head=h)[0],
-               passes(system, job, split, seqs=mb, q_len=1, kv_len=ctx, head_tokens=mb, layers=n, head=h)[0])
+                      head=h, cut=cut)[0],
+               passes(system, job, split, seqs=mb, q_len=1, kv_len=ctx, head_tokens=mb, layers=n, head=h,
+                      cut=cut)[0])
               for n, h in kinds]
     return _serve(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
 

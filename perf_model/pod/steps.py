@@ -27,13 +27,14 @@ with the LM head on the last stage. A pass is:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from accel_dse.config import ArrayConfig
 from accel_dse.system_config import Split, SystemConfig
 from workloads.llm_ops import LlmJob, LlmShape, backward, head_ops, layer_ops
 from workloads.ops import Gemm, Requant
 
-__all__ = ["Pass", "core_op", "passes", "chip_layer_ops", "operand_bytes", "OUTPUT"]
+__all__ = ["Pass", "core_op", "core_splits", "CoreSplit", "passes", "chip_layer_ops", "operand_bytes", "OUTPUT"]
 
 #: Every LLM op leaves the array through the output stage at the operand width (bf16 or int8 outputs).
 OUTPUT = Requant(multiplier=(1 << 30,), shift=(0,))
@@ -160,29 +161,83 @@ def chip_layer_ops(shape: LlmShape, *, seqs: int, q_len: int, kv_len: int, tp: i
     return out
 
 
+class CoreSplit:
+    """How each op of a pass is split over the chip's ``cores``.
+
+    Without ``costs``: :func:`core_op`'s rule. With ``costs`` (an :class:`~perf_model.pod.OpCosts`
+    of the chip), the fastest on the single-chip model of the candidates of :func:`core_splits`
+    (the instances; else ``m``, ``n`` or ``k`` cut ``cores`` ways), a ``k`` cut paying for adding
+    the cores' partial sums through HBM at ``hbm_bps`` (a compiler choosing the sharding of each
+    matmul over the cores, as XLA does over a TPU's MXUs).
+    """
+
+    def __init__(self, cores: int, costs: Any = None, hbm_bps: float = 0.0, act_bytes: float = 2.0) -> None:
+        self.cores, self.costs, self.hbm_bps, self.act_bytes = cores, costs, hbm_bps, act_bytes
+        self._chosen: dict[Gemm, tuple[Gemm, float]] = {}
+
+    def prepare(self, ops: list[Gemm]) -> None:
+        """Cost every candidate of ``ops`` in one call to the chip model."""
+        if self.costs is not None and self.cores > 1:
+            self.costs.prepare([c for op in ops if op not in self._chosen
+                                for c, _ in core_splits(op, self.cores, self.act_bytes)])
+
+    def __call__(self, op: Gemm) -> tuple[Gemm, float]:
+        """One core's op and the bytes of partial sums to add through HBM (0 unless ``k`` is cut)."""
+        if self.costs is None or self.cores == 1:
+            return core_op(op, self.cores), 0.0
+        if op not in self._chosen:
+            options = core_splits(op, self.cores, self.act_bytes)
+            self._chosen[op] = min(options, key=lambda c: self.costs(c[0])[0] + c[1] / self.hbm_bps)
+        return self._chosen[op]
+
+
+def core_splits(op: Gemm, cores: int, act_bytes: float) -> list[tuple[Gemm, float]]:
+    """The ways to cut ``op`` over ``cores``: the instances if they divide, else ``m``, ``n`` and
+    (with at least 2 rows of ``k`` per core) ``k``, with the partial-sum bytes a ``k`` cut adds
+    (``(cores + 1) m n batch`` elements: each core's partial read, the sum written)."""
+    def make(m: int, k: int, n: int, batch: int) -> Gemm:
+        return Gemm(m=m, k=k, n=n, batch=batch, name=op.name, requant=OUTPUT)
+    if cores == 1:
+        return [(make(op.m, op.k, op.n, op.batch), 0.0)]
+    if op.batch % cores == 0:
+        return [(make(op.m, op.k, op.n, op.batch // cores), 0.0)]
+    out = [(make(-(-op.m // cores), op.k, op.n, op.batch), 0.0), (make(op.m, op.k, -(-op.n // cores), op.batch), 0.0)]
+    if op.k >= 2 * cores:
+        out.append((make(op.m, -(-op.k // cores), op.n, op.batch), (cores + 1) * op.m * op.n * op.batch * act_bytes))
+    return out
+
+
 def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len: int, kv_len: int,
-           head_tokens: int, layers: int | None = None, head: bool = True) -> tuple[Pass, Pass]:
+           head_tokens: int, layers: int | None = None, head: bool = True,
+           cut: CoreSplit | None = None) -> tuple[Pass, Pass]:
     """The forward pass and the backward pass (GEMMs only, no recomputation) of one microbatch of
     ``seqs`` sequences on a stage of ``layers`` layers (default ``layers / pp``) with the LM head
-    (``head``: ``head_tokens`` tokens go through it)."""
+    (``head``: ``head_tokens`` tokens go through it); ``cut`` splits each op over the cores
+    (default :func:`core_op`'s rule)."""
     shape = job.shape
     _, act_bytes = operand_bytes(system.chip)
+    cut = cut or CoreSplit(system.cores)
     layers = shape.layers // split.pp if layers is None else layers
     fwd_layer = chip_layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=split.tp, ep=split.ep)
     head_op = head_ops(shape, tokens=head_tokens, tp=split.tp) if head else []
+    cut.prepare([o for op in fwd_layer + head_op for o in (op, *backward(op))])
     tokens = seqs * q_len
     fwd: dict[Gemm, int] = {}
     bwd: dict[Gemm, int] = {}
     core: dict[Gemm, int] = {}
+    sums = [0.0, 0.0, 0.0]  # partial-sum bytes of k cuts: forward, backward, attention core
     for ops, count in ((fwd_layer, layers), (head_op, 1)):
         for op in ops:
-            c = core_op(op, system.cores)
+            c, extra = cut(op)
             fwd[c] = fwd.get(c, 0) + count
+            sums[0] += count * extra
             if op.name in CORE and ops is fwd_layer:
                 core[c] = core.get(c, 0) + count
+                sums[2] += count * extra
             for b in backward(op):
-                cb = core_op(b, system.cores)
+                cb, extra_b = cut(b)
                 bwd[cb] = bwd.get(cb, 0) + count
+                sums[1] += count * extra_b
     macs = layers * sum(op.macs for op in fwd_layer) + sum(op.macs for op in head_op)
     core_macs = layers * sum(op.macs for op in fwd_layer if op.name in CORE)
     elements, softmax = _vector_elements(shape, split.tp, kv_len, job.fused_attention,
@@ -194,6 +249,7 @@ def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len:
     ep_n = 2 * layers if split.ep > 1 else 0
     a2a = tokens * shape.top_k * shape.d * act_bytes
     p2p = act * split.interleave if split.pp > 1 else 0.0
-    forward = Pass(tuple(fwd.items()), vec, act, tp_n, a2a, ep_n, p2p, macs, tuple(core.items()), core_vec, core_macs)
-    back = Pass(tuple(bwd.items()), 2 * vec, act, tp_n, a2a, ep_n, p2p, 2 * macs)
+    forward = Pass(tuple(fwd.items()), vec + sums[0], act, tp_n, a2a, ep_n, p2p, macs, tuple(core.items()),
+                   core_vec + sums[2], core_macs)
+    back = Pass(tuple(bwd.items()), 2 * vec + sums[1], act, tp_n, a2a, ep_n, p2p, 2 * macs)
     return forward, back

@@ -156,3 +156,24 @@ def test_weights_and_activations_keep_their_own_widths():
     # 1-byte weights: 4 layers and the embedding and the LM head; 2-byte KV cache: 2 sequences x 4 KV heads
     assert mem["weights"] == pytest.approx(4 * LAYER_PARAMS + 2 * HEAD_PARAMS)
     assert mem["kv_cache"] == pytest.approx(2 * 4 * (2 * 4) * 32 * 64 * 2)
+
+
+def test_an_op_is_cut_over_the_cores_the_fastest_way_the_chip_model_knows():
+    from perf_model.pod import OpCosts
+    from perf_model.pod.steps import CoreSplit, core_splits
+    from workloads.ops import Gemm
+
+    op = Gemm(m=64, k=1024, n=24, name="x")
+    cands = core_splits(op, 8, 2.0)
+    shapes = [(c.m, c.k, c.n, c.batch, extra) for c, extra in cands]
+    # m cut, n cut, k cut (the cores' 64 x 24 partial sums: 8 read, 1 written, 2 bytes each)
+    assert shapes == [(8, 1024, 24, 1, 0.0), (64, 1024, 3, 1, 0.0), (64, 128, 24, 1, 9 * 64 * 24 * 2.0)]
+    assert [(c.m, c.batch) for c, _ in core_splits(Gemm(m=64, k=64, n=64, batch=16, name="b"), 8, 2.0)] == [(64, 2)]
+    hbm = 64e9
+    cut = CoreSplit(8, OpCosts(CHIP), hbm, 2.0)
+    cut.prepare([op])
+    chosen, extra = cut(op)
+    times = [evaluate_op(CHIP, c).latency_s + e / hbm for c, e in cands]
+    assert evaluate_op(CHIP, chosen).latency_s + extra / hbm == pytest.approx(min(times))
+    # without costs: the rule (the wider of m and n)
+    assert CoreSplit(8)(op)[0].m == 8
