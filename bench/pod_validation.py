@@ -41,7 +41,7 @@ TFLOP/s per GPU is counted as the papers count it: ``96 B s l h^2 (1 + s / 6h + 
 (Narayanan et al., with full recomputation) over the modelled step time.
 
 Settings of the setups, not of the model: the ZeRO-3 points gather per weight tensor
-(``zero_gather = "tensor"``, DeepSpeed ZeRO-3 of 2021; per layer they come out +9 / +49 / +122 %),
+(``zero_gather = "tensor"``, DeepSpeed ZeRO-3 of 2021; per layer they come out +11 / +51 / +124 %),
 Korthikanti's and LLaMA's use sequence parallelism and selective recomputation (both papers state
 them), the others full recomputation.
 
