@@ -220,7 +220,8 @@ def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len:
     layers = shape.layers // split.pp if layers is None else layers
     fwd_layer = chip_layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=split.tp, ep=split.ep)
     head_op = head_ops(shape, tokens=head_tokens, tp=split.tp) if head else []
-    cut.prepare([o for op in fwd_layer + head_op for o in (op, *backward(op))])
+    grads = {op: backward(op) for op in fwd_layer + head_op}
+    cut.prepare([o for op, bs in grads.items() for o in (op, *bs)])
     tokens = seqs * q_len
     fwd: dict[Gemm, int] = {}
     bwd: dict[Gemm, int] = {}
@@ -234,7 +235,7 @@ def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len:
             if op.name in CORE and ops is fwd_layer:
                 core[c] = core.get(c, 0) + count
                 sums[2] += count * extra
-            for b in backward(op):
+            for b in grads[op]:
                 cb, extra_b = cut(b)
                 bwd[cb] = bwd.get(cb, 0) + count
                 sums[1] += count * extra_b
