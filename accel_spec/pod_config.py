@@ -13,6 +13,14 @@ stage ``zero``: 0 plain, 1 optimizer state, 2 and gradients, 3 and weights, i.e.
 ``dp``), ``microbatch`` sequences per pipeline microbatch, ``recompute`` the fraction of the
 forward pass recomputed in the backward pass (0 none, 1 full activation recomputation),
 ``overlap`` whether data-parallel collectives run under the backward pass.
+Options of the splits people use: ``selective`` recomputes only the attention core (scores,
+softmax, context; Korthikanti et al. 2022) instead of ``recompute``; ``sequence_parallel`` shards
+the norms', dropouts' and residuals' activations over ``tp`` (the all-reduces become reduce-scatter
++ all-gather pairs of the same volume); ``interleave`` model chunks per pipeline stage (the
+interleaved 1F1B schedule, Narayanan et al. 2021); ``zero_gather`` how ZeRO-3 issues its
+collectives: one per ``layer`` (FSDP's per-layer wrapping) or one per weight ``tensor`` (DeepSpeed
+ZeRO-3 of 2021). ``pp`` need not divide the layers: the stages take them as evenly as possible,
+the first and last stages (embedding, LM head) the fewer.
 
 Both check themselves on construction (errors name the field, the rule and the value); units are
 in the field names (``gb_per_s``: 1e9 bytes per second, one direction; ``_us``: microseconds;
@@ -29,12 +37,17 @@ from typing import Any
 from accel_spec.config import ArrayConfig
 from accel_spec.errors import ConfigError
 
-__all__ = ["SystemConfig", "Split", "TOPOLOGIES", "SYSTEM_FIELDS", "SPLIT_FIELDS"]
+__all__ = ["SystemConfig", "Split", "TOPOLOGIES", "SYSTEM_FIELDS", "SPLIT_FIELDS", "DCN_RINGS", "ZERO_GATHERS"]
 
 #: Topology kinds and how many ``dims`` each has.
 TOPOLOGIES: dict[str, int] = {"ring": 1, "torus2d": 2, "torus3d": 3, "switch": 1}
 
 _MAX_CHIPS = 1 << 20
+
+#: How collectives across the DCN run (:attr:`SystemConfig.dcn_rings`).
+DCN_RINGS = ("hierarchical", "flat")
+#: How ZeRO-3 issues its weight all-gathers and gradient reduce-scatters (:attr:`Split.zero_gather`).
+ZERO_GATHERS = ("layer", "tensor")
 
 
 def _int(owner: str, name: str, value: object, low: int = 1, high: int = _MAX_CHIPS) -> int:
@@ -76,6 +89,9 @@ class SystemConfig:
         pods: pods joined by the DCN.
         dcn_gb_per_s: DCN bandwidth per chip, one direction, GB/s (needed when ``pods > 1``).
         dcn_latency_us: DCN latency per message, microseconds.
+        dcn_rings: how collectives that reach across the DCN are run: ``hierarchical`` (in the pod,
+            then across pods: latency the sum over axes) or ``flat`` (one ring through every member,
+            as NCCL's ring algorithm: ``N - 1`` steps, each at the slowest hop's latency).
         name: a label.
     """
 
@@ -90,6 +106,7 @@ class SystemConfig:
     pods: int = 1
     dcn_gb_per_s: float = 0.0
     dcn_latency_us: float = 10.0
+    dcn_rings: str = "hierarchical"
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -122,6 +139,8 @@ class SystemConfig:
             raise ConfigError(f"system dcn_gb_per_s must be positive when pods > 1, not {self.dcn_gb_per_s!r}")
         object.__setattr__(self, "dcn_latency_us",
                            _float("system", "dcn_latency_us", self.dcn_latency_us, zero_ok=True))
+        if self.dcn_rings not in DCN_RINGS:
+            raise ConfigError(f"system dcn_rings must be one of {', '.join(DCN_RINGS)}, not {self.dcn_rings!r}")
         if not isinstance(self.name, str):
             raise ConfigError(f"system name must be a string, not {self.name!r}")
 
@@ -189,6 +208,10 @@ class Split:
     microbatch: int = 1
     recompute: float = 0.0
     overlap: bool = True
+    selective: bool = False
+    sequence_parallel: bool = False
+    interleave: int = 1
+    zero_gather: str = "layer"
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "ep", "microbatch"):
@@ -202,6 +225,18 @@ class Split:
             raise ConfigError(f"split recompute must be a number in [0, 1], not {value!r}")
         object.__setattr__(self, "recompute", float(value))
         _bool("split", "overlap", self.overlap)
+        _bool("split", "selective", self.selective)
+        _bool("split", "sequence_parallel", self.sequence_parallel)
+        _int("split", "interleave", self.interleave, 1, 1 << 10)
+        if self.selective and self.recompute:
+            raise ConfigError(f"split selective recomputes the attention core instead of recompute; "
+                              f"recompute must be 0 with it, not {self.recompute:g}")
+        if self.interleave > 1 and self.pp == 1:
+            raise ConfigError(f"split interleave needs pipeline stages (pp > 1), not interleave={self.interleave} "
+                              "with pp=1")
+        if self.zero_gather not in ZERO_GATHERS:
+            raise ConfigError(f"split zero_gather must be one of {', '.join(ZERO_GATHERS)}, "
+                              f"not {self.zero_gather!r}")
 
     @property
     def chips(self) -> int:
@@ -214,7 +249,10 @@ class Split:
     def label(self) -> str:
         """Short text, e.g. ``dp=8 tp=4 pp=2 ep=1 zero=1 mb=1``."""
         return (f"dp={self.dp} tp={self.tp} pp={self.pp} ep={self.ep} zero={self.zero} mb={self.microbatch}"
-                + (f" recompute={self.recompute:g}" if self.recompute else ""))
+                + (f" recompute={self.recompute:g}" if self.recompute else "")
+                + (" selective" if self.selective else "") + (" sp" if self.sequence_parallel else "")
+                + (f" interleave={self.interleave}" if self.interleave > 1 else "")
+                + (" per-tensor" if self.zero == 3 and self.zero_gather == "tensor" else ""))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, where: str = "split") -> Split:

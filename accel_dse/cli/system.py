@@ -34,8 +34,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--materialised-attention", action="store_true",
                     help="attention scores go through HBM (no fused attention)")
     ev.add_argument("--split", metavar="k=v,...", default=None,
-                    help="the split: dp, tp, pp, ep, zero, microbatch, recompute, overlap (e.g. dp=64,tp=8,pp=8); "
+                    help="the split: dp, tp, pp, ep, zero, microbatch, recompute, overlap, selective, "
+                    "sequence_parallel, interleave, zero_gather (e.g. dp=64,tp=8,pp=8,selective=1); "
                     "default: the file's [split], else searched")
+    ev.add_argument("--fix", metavar="k=v,...", default=None,
+                    help="search the split with these fields fixed (e.g. tp=8,pp=12 searches dp's microbatch, "
+                    "ZeRO stage and recomputation; sequence_parallel=1 or selective=1 apply to every split)")
+    ev.add_argument("--objective", choices=("throughput", "ttft", "tpot"), default=None,
+                    help="serving: rank the searched splits by most tokens/s (default), shortest time to first "
+                    "token or shortest time per output token")
     ev.add_argument("--dims", metavar="A[,B[,C]]", default=None, help="override the topology's dims")
     ev.add_argument("--pods", type=int, default=None, help="override the number of pods")
     ev.add_argument("--figure", metavar="FILE.png", default=None,
@@ -56,34 +63,47 @@ def _check_positive(args: argparse.Namespace) -> None:
             raise ConfigError(f"--{flag} must be a positive integer, not {value}")
 
 
+_BOOL_KEYS = ("overlap", "selective", "sequence_parallel")
+
+
 def parse_split(text: str) -> Any:
     """``dp=8,tp=4,...`` as a :class:`Split` (one-line ``ConfigError`` on a bad item)."""
-    from accel_spec.pod_config import SPLIT_FIELDS, Split
+    from accel_spec.pod_config import Split
+
+    return Split(**split_values(text, "--split"))
+
+
+def split_values(text: str, flag: str) -> dict[str, Any]:
+    """``k=v,...`` of :class:`Split` fields as a dict (one-line ``ConfigError`` on a bad item)."""
+    from accel_spec.pod_config import SPLIT_FIELDS
 
     values: dict[str, Any] = {}
     for item in filter(None, (t.strip() for t in text.split(","))):
         key, eq, raw = item.partition("=")
         if not eq or key not in SPLIT_FIELDS:
-            raise ConfigError(f"--split item {item!r} must be KEY=VALUE with KEY one of {', '.join(SPLIT_FIELDS)}")
+            raise ConfigError(f"{flag} item {item!r} must be KEY=VALUE with KEY one of {', '.join(SPLIT_FIELDS)}")
         try:
-            if key == "overlap":
+            if key in _BOOL_KEYS:
                 if raw not in ("0", "1", "true", "false"):
                     raise ValueError
                 values[key] = raw in ("1", "true")
             elif key == "recompute":
                 values[key] = float(raw)
+            elif key == "zero_gather":
+                values[key] = raw
             else:
                 values[key] = int(raw)
         except ValueError:
-            raise ConfigError(f"--split {key} must be {'0 or 1' if key == 'overlap' else 'a number'}, "
+            raise ConfigError(f"{flag} {key} must be {'0 or 1' if key in _BOOL_KEYS else 'a number'}, "
                               f"not {raw!r}") from None
-    return Split(**values)
+    return values
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     from accel_dse.cli._paths import output_file
     from accel_dse.pod_files import load_system
-    from perf_model.pod import evaluate_split, rank_splits, split_problem
+    from accel_spec.pod_config import Split
+    from perf_model.pod import candidate_splits, evaluate_split, rank_splits, split_problem
     from workloads.llm_ops import LlmJob, parse_llm_spec
 
     _check_positive(args)
@@ -104,15 +124,31 @@ def _evaluate(args: argparse.Namespace) -> int:
     batch = args.batch or (1024 if args.mode == "train" else 256)
     job = LlmJob(shape=parse_llm_spec(args.model), mode=args.mode, batch=batch, seq=args.seq, gen=args.gen,
                  fused_attention=not args.materialised_attention)
-    if split is not None:
+    if args.objective is not None and job.training:
+        raise ConfigError(f"--objective {args.objective} ranks serving runs (--mode serve); training is ranked by "
+                          "its step time")
+    if args.fix is not None and args.split is not None:
+        raise ConfigError("--fix narrows the split search and --split gives the whole split: use one of them")
+    if split is not None and args.fix is None:
         why = split_problem(system, job, split)
         if why:
             raise ConfigError(f"split {split.label()}: {why}")
-    if split is not None:
         result = evaluate_split(system, job, split)
         ranked = [result]
     else:
-        ranked = rank_splits(system, job)
+        tries = None
+        if args.fix is not None:
+            fixed = split_values(args.fix, "--fix")
+            Split(**{**fixed, "dp": fixed.get("dp", 1) * fixed.get("ep", 1)})  # the fields' own checks
+            tries = candidate_splits(system, job, fixed=fixed)
+            runnable = [s for s in tries if not split_problem(system, job, s)]
+            if not runnable:
+                why = split_problem(system, job, tries[0]) if tries else (
+                    f"no split of {system.chips} chips has {args.fix} (dp * tp * pp must be the chips, "
+                    "microbatch * dp must divide the batch)")
+                raise ConfigError(f"--fix {args.fix}: {why}")
+            tries = runnable
+        ranked = rank_splits(system, job, tries, objective=args.objective)
         result = dataclasses.replace(ranked[0], searched=len(ranked))
     if figure is not None:
         _figure(figure, result, ranked)

@@ -11,6 +11,13 @@ all-gather), or sends in an all-to-all; ``S`` below. Algorithms:
   ``(N - 1) / N * S / sum(ring_bw) + sum((n_i - 1) * latency_i)``, ``N = prod(n_i)``. Then the DCN
   (if the group reaches across pods) on what is left, ``S / N``:
   ``(n - 1) / n * (S / N) / bw_dcn + (n - 1) * latency_dcn``.
+* A group that reaches across the DCN on a system with ``dcn_rings = "flat"`` (NCCL's ring
+  algorithm: one ring through every member, each of its ``N - 1`` steps waiting on the slowest
+  hop) pays ``(N - 1) * max(latency_i)`` instead of the sum over axes; the bandwidth term is the
+  same (each node's ring edges across the DCN carry what the hierarchical form sends there).
+* ``pieces``: the collective issued as that many separate collectives over the same bytes (ZeRO-3
+  gathering each layer, or each weight tensor, on its own): the bandwidth term once, the latency
+  term ``pieces`` times.
 * All-reduce: a reduce-scatter then an all-gather (twice the time).
 * All-to-all: one phase per segment, each moving the whole ``S`` along that axis (dimension-
   order routing): a ring of ``n`` with shortest paths loads its busiest link with ``S n / 8``
@@ -27,7 +34,7 @@ from collections.abc import Sequence
 
 from perf_model.pod.topology import Segment
 
-__all__ = ["reduce_scatter", "all_gather", "all_reduce", "all_to_all", "p2p", "ring_bandwidth"]
+__all__ = ["reduce_scatter", "all_gather", "all_reduce", "all_to_all", "p2p", "ring_bandwidth", "ring_latency"]
 
 
 def ring_bandwidth(seg: Segment) -> float:
@@ -35,8 +42,18 @@ def ring_bandwidth(seg: Segment) -> float:
     return 2.0 * seg.bw if seg.ring and not seg.switch else seg.bw
 
 
-def reduce_scatter(segments: Sequence[Segment], size: float) -> float:
-    """Seconds for a reduce-scatter of ``size`` bytes per chip over the group's segments."""
+def ring_latency(segments: Sequence[Segment], *, flat: bool = False) -> float:
+    """Seconds of latency in one reduce-scatter (or all-gather) over the group (module docstring)."""
+    if not segments:
+        return 0.0
+    if flat and any(s.dcn for s in segments):
+        return (math.prod(s.n for s in segments) - 1) * max(s.latency_s for s in segments)
+    return sum((s.n - 1) * s.latency_s for s in segments)
+
+
+def reduce_scatter(segments: Sequence[Segment], size: float, *, flat: bool = False, pieces: int = 1) -> float:
+    """Seconds for a reduce-scatter of ``size`` bytes per chip over the group's segments, issued as
+    ``pieces`` collectives, with ``flat`` rings across the DCN (module docstring)."""
     if size <= 0 or not segments:
         return 0.0
     inner = [s for s in segments if not s.dcn]
@@ -45,22 +62,21 @@ def reduce_scatter(segments: Sequence[Segment], size: float) -> float:
     n_in = math.prod(s.n for s in inner)
     if inner:
         t += (n_in - 1) / n_in * size / sum(ring_bandwidth(s) for s in inner)
-        t += sum((s.n - 1) * s.latency_s for s in inner)
     rest = size / n_in
     for s in outer:
-        t += (s.n - 1) / s.n * rest / s.bw + (s.n - 1) * s.latency_s
+        t += (s.n - 1) / s.n * rest / s.bw
         rest /= s.n
-    return t
+    return t + pieces * ring_latency(segments, flat=flat)
 
 
-def all_gather(segments: Sequence[Segment], size: float) -> float:
+def all_gather(segments: Sequence[Segment], size: float, *, flat: bool = False, pieces: int = 1) -> float:
     """Seconds for an all-gather that ends with ``size`` bytes on every chip (same as reduce-scatter)."""
-    return reduce_scatter(segments, size)
+    return reduce_scatter(segments, size, flat=flat, pieces=pieces)
 
 
-def all_reduce(segments: Sequence[Segment], size: float) -> float:
+def all_reduce(segments: Sequence[Segment], size: float, *, flat: bool = False, pieces: int = 1) -> float:
     """Seconds for an all-reduce of ``size`` bytes per chip: reduce-scatter then all-gather."""
-    return 2.0 * reduce_scatter(segments, size)
+    return 2.0 * reduce_scatter(segments, size, flat=flat, pieces=pieces)
 
 
 def _a2a_load(seg: Segment) -> float:

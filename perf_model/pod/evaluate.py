@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,13 +48,16 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.evaluator.one_design import evaluate
 from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.pod import collectives as coll
+from perf_model.pod.data_parallel import data_parallel_s, exposed_s
 from perf_model.pod.memory import chip_memory, stage_params
-from perf_model.pod.steps import Pass, passes
+from perf_model.pod.stages import bubble_s, pipeline_s, schedule_problem, stage_layers
+from perf_model.pod.steps import CoreSplit, Pass, operand_bytes, passes
 from perf_model.pod.topology import Segment, merge_axes, place, system_axes
 from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
 
 __all__ = ["SystemResult", "OpCosts", "evaluate_system", "evaluate_split", "candidate_splits", "split_problem",
+           "training_problem", "OBJECTIVES",
            "rank_splits", "LINK_PJ_PER_BIT", "SYSTEM_METRICS"]
 
 #: Energy per bit sent over an inter-chip or DCN link, pJ (an assumption: off-package SerDes are
@@ -123,6 +127,14 @@ class OpCosts:
         self._cost: dict[tuple[int, int, int, int], tuple[float, float, str]] = {}
         #: One core's area (the single-chip model's ``area_mm2``), once a feasible op set was evaluated.
         self.area_mm2 = 0.0
+        self._cuts: dict[tuple[int, float, float], CoreSplit] = {}
+
+    def core_split(self, cores: int, hbm_bps: float, act_bytes: float) -> CoreSplit:
+        """The :class:`CoreSplit` of a chip of ``cores`` on these costs (one per chip, its choices kept)."""
+        key = (cores, hbm_bps, act_bytes)
+        if key not in self._cuts:
+            self._cuts[key] = CoreSplit(cores, self, hbm_bps, act_bytes)
+        return self._cuts[key]
 
     @staticmethod
     def key(op: Gemm) -> tuple[int, int, int, int]:
@@ -135,12 +147,20 @@ class OpCosts:
             k = self.key(op)
             if k not in self._cost and k not in new:
                 new[k] = op
-        if not new:
-            return
-        result = evaluate(self.chip, Workload(name="pod ops", ops=tuple(new.values())), reuse=False)
-        self.area_mm2 = self.area_mm2 or float(result.total.get("area_mm2", 0.0))
-        for k, r in zip(new, result.ops, strict=True):
-            self._cost[k] = (r.latency_s, r.energy_pj, "" if r.status == "ok" else r.reason)
+        # the single-chip model sums a workload's MACs exactly below 2**48: batches of ops under that
+        batches: list[list[tuple[tuple[int, int, int, int], Gemm]]] = [[]]
+        macs = 0
+        for k, op in new.items():
+            if batches[-1] and macs + op.macs >= 1 << 47:
+                batches.append([])
+                macs = 0
+            batches[-1].append((k, op))
+            macs += op.macs
+        for batch in filter(None, batches):
+            result = evaluate(self.chip, Workload(name="pod ops", ops=tuple(o for _, o in batch)), reuse=False)
+            self.area_mm2 = self.area_mm2 or float(result.total.get("area_mm2", 0.0))
+            for (key, _), r in zip(batch, result.ops, strict=True):
+                self._cost[key] = (r.latency_s, r.energy_pj, "" if r.status == "ok" else r.reason)
 
     def __call__(self, op: Gemm) -> tuple[float, float, str]:
         return self._cost[self.key(op)]
@@ -156,6 +176,12 @@ class _Timed:
     p2p_s: float
     link_bytes: float
     reason: str
+    core_s: float = 0.0
+    core_pj: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return self.gemm_s + self.vector_s + self.tp_s + self.ep_s + self.p2p_s
 
 
 def _time_pass(p: Pass, costs: OpCosts, groups: dict[str, list[Segment]], hbm_bps: float) -> _Timed:
@@ -171,7 +197,13 @@ def _time_pass(p: Pass, costs: OpCosts, groups: dict[str, list[Segment]], hbm_bp
     ep = p.ep_count * coll.all_to_all(ep_segs, p.ep_alltoall)
     p2p = coll.p2p(groups.get("pp", []), p.p2p)
     link = 2 * p.tp_count * p.tp_allreduce + p.ep_count * p.ep_alltoall + p.p2p
-    return _Timed(gemm_s, gemm_pj, p.vector_bytes / hbm_bps, tp, ep, p2p, link, reason)
+    core_s = core_pj = 0.0
+    for op, count in p.core_ops:
+        sec, pj, _ = costs(op)
+        core_s += count * sec
+        core_pj += count * pj
+    return _Timed(gemm_s, gemm_pj, p.vector_bytes / hbm_bps, tp, ep, p2p, link, reason,
+                  core_s + p.core_vector_bytes / hbm_bps, core_pj)
 
 
 def _hbm(system: SystemConfig) -> tuple[float, float]:
@@ -186,17 +218,34 @@ def _fail(system: SystemConfig, job: LlmJob, split: Split, reason: str) -> Syste
     return SystemResult("infeasible", reason, system, job, split)
 
 
+def training_problem(system: SystemConfig) -> str:
+    """Why the system's chip cannot train (``""`` if it can): gradients and weight updates need
+    operands of at least 16 bits or a floating-point format; an integer operand narrower than 16
+    bits (an int8 or int4 inference chip, as TPU v1) is refused for training, with the reason."""
+    chip = system.chip
+    for role, fmt in (("weight", chip.weight_fmt), ("activation", chip.act_fmt)):
+        if fmt.is_int and fmt.bits < 16:
+            return (f"the chip's {role} operands are {fmt.name} ({fmt.bits}-bit integers): training needs "
+                    "16-bit or floating-point operands for its gradients (serve this chip instead)")
+    return ""
+
+
 def split_problem(system: SystemConfig, job: LlmJob, split: Split) -> str:
     """Why ``split`` cannot run ``job`` on ``system`` at all (``""`` if it can): chips, model, batch."""
     if split.chips != system.chips:
         return f"the split's dp * tp * pp = {split.chips} must equal the system's chips ({system.chips})"
-    why = check_split(job.shape, tp=split.tp, pp=split.pp, ep=split.ep)
+    # tp need not divide the heads (the projections' columns and the attention's (sequence, head)
+    # pairs are split instead, steps.chip_layer_ops); it must divide the FFN width
+    why = check_split(job.shape, tp=1, pp=1, ep=split.ep)
     if why:
         return why
+    width = job.shape.expert_ffn if job.shape.moe else job.shape.ffn
+    if width % split.tp:
+        return f"tp={split.tp} must divide the model's FFN width ({width})"
     if job.batch % (split.dp * split.microbatch):
         return (f"dp * microbatch = {split.dp} * {split.microbatch} must divide the batch "
                 f"({job.batch} sequences)")
-    return ""
+    return schedule_problem(job.shape.layers, split, job.batch // (split.dp * split.microbatch))
 
 
 def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts | None = None) -> SystemResult:
@@ -204,6 +253,10 @@ def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCos
     why = split_problem(system, job, split)
     if why:
         return _fail(system, job, split, why)
+    if job.training:
+        why = training_problem(system)
+        if why:
+            return _fail(system, job, split, why)
     groups = place({"tp": split.tp, "ep": split.ep, "dp": split.dp // split.ep, "pp": split.pp}, system_axes(system))
     if isinstance(groups, str):
         return _fail(system, job, split, groups)
@@ -219,12 +272,22 @@ def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCos
                             f"the {system.hbm_gib:g} GiB of HBM", system, job, split, memory=memory)
     hbm_bps, dram_pj = _hbm(system)
     mb = split.microbatch
+    cut = costs.core_split(system.cores, hbm_bps, operand_bytes(system.chip)[1])
+    counts = stage_layers(job.shape.layers, split.pp)
+    # the last stage (LM head) and, when it holds more layers, the fullest other stage
+    kinds = [(counts[-1], True)] + ([(max(counts[:-1]), False)] if split.pp > 1 and max(counts[:-1]) > counts[-1]
+                                    else [])
     if job.training:
-        f, b = passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb * job.seq)
-        return _train(system, job, split, costs, groups, m, memory, f, b, hbm_bps, dram_pj)
-    pf, _ = passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb)
-    dec, _ = passes(system, job, split, seqs=mb, q_len=1, kv_len=job.seq + job.gen // 2, head_tokens=mb)
-    return _serve(system, job, split, costs, groups, m, memory, pf, dec, hbm_bps, dram_pj)
+        stages = [passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb * job.seq,
+                         layers=n, head=h, cut=cut) for n, h in kinds]
+        return _train(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
+    ctx = job.seq + job.gen // 2
+    stages = [(passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb, layers=n,
+                      head=h, cut=cut)[0],
+               passes(system, job, split, seqs=mb, q_len=1, kv_len=ctx, head_tokens=mb, layers=n, head=h,
+                      cut=cut)[0])
+              for n, h in kinds]
+    return _serve(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
 
 
 def _check(costs: OpCosts, *ps: Pass) -> None:
@@ -232,24 +295,27 @@ def _check(costs: OpCosts, *ps: Pass) -> None:
 
 
 def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, groups: dict[str, list[Segment]],
-           m: int, memory: dict[str, float], f: Pass, b: Pass, hbm_bps: float, dram_pj: float) -> SystemResult:
-    _check(costs, f, b)
-    tf, tb = _time_pass(f, costs, groups, hbm_bps), _time_pass(b, costs, groups, hbm_bps)
-    if tf.reason or tb.reason:
-        return SystemResult("infeasible", f"an op does not run on the chip: {tf.reason or tb.reason}", system, job,
-                            split, memory=memory)
+           m: int, memory: dict[str, float], stages: list[tuple[Pass, Pass]], hbm_bps: float,
+           dram_pj: float) -> SystemResult:
+    _check(costs, *(p for fb in stages for p in fb))
     r = split.recompute
+    timed = []
+    for f, b in stages:
+        tf, tb = _time_pass(f, costs, groups, hbm_bps), _time_pass(b, costs, groups, hbm_bps)
+        if tf.reason or tb.reason:
+            return SystemResult("infeasible", f"an op does not run on the chip: {tf.reason or tb.reason}", system,
+                                job, split, memory=memory)
+        redo = tf.core_s if split.selective else r * (tf.gemm_s + tf.vector_s + tf.tp_s + tf.ep_s)
+        timed.append((tf.total_s, tb.total_s + redo, f, b, tf, tb))
+    # the bottleneck stage: every stage runs in step with the slowest
+    t_f, t_b, f, b, tf, tb = max(timed, key=lambda t: t[0] + t[1])
     fwd_comm = tf.tp_s + tf.ep_s
-    t_f = tf.gemm_s + tf.vector_s + fwd_comm + tf.p2p_s
-    t_b = tb.gemm_s + tb.vector_s + tb.tp_s + tb.ep_s + tb.p2p_s + r * (tf.gemm_s + tf.vector_s + fwd_comm)
-    pipeline = (m + split.pp - 1) * (t_f + t_b)
-    width = system.chip.input_bits / 8
+    pipeline = pipeline_s(split, m, t_f + t_b)
+    width, _ = operand_bytes(system.chip)
     dense, expert = stage_params(job.shape, split, last=True)
-    dp = coll.all_reduce(groups["dp_all"], dense * width) + coll.all_reduce(groups["dp"], expert * width)
-    if split.zero >= 3:
-        dp += (2 + r) * m * (coll.all_gather(groups["dp_all"], dense * width)
-                             + coll.all_gather(groups["dp"], expert * width))
-    exposed_dp = max(0.0, dp - m * t_b) if split.overlap else dp
+    dp = data_parallel_s(system, job.shape, split, groups, dense, expert, stage_layers(job.shape.layers, split.pp)[-1],
+                         m)
+    exposed_dp = exposed_s(split, dp, m, t_f, t_b)
     shard = (dense + expert) / (split.dp if split.zero >= 1 else 1)
     optimizer = shard * OPTIMIZER_IO_BYTES / hbm_bps
     step = pipeline + exposed_dp + optimizer
@@ -257,13 +323,18 @@ def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, grou
     chips = system.chips
     peak_flops = 2.0 * system.peak_macs_per_s * chips
     model_flops = tokens * job.shape.model_flops_per_token(job.seq, training=True)
-    hw_macs = (f.model_macs * (1 + r) + b.model_macs) * m * split.dp * split.pp * split.tp
-    gemm = m * (tf.gemm_s * (1 + r) + tb.gemm_s)
-    vector = m * (tf.vector_s * (1 + r) + tb.vector_s)
+    redo_macs = f.core_macs if split.selective else r * f.model_macs
+    hw_macs = (f.model_macs + redo_macs + b.model_macs) * m * split.dp * split.pp * split.tp
+    core_gemm = tf.core_s - f.core_vector_bytes / hbm_bps
+    gemm = m * (tf.gemm_s * (1 + r) + tb.gemm_s + (core_gemm if split.selective else 0.0))
+    vector = m * (tf.vector_s * (1 + r) + tb.vector_s
+                  + (f.core_vector_bytes / hbm_bps if split.selective else 0.0))
     comm_mb = m * (fwd_comm * (1 + r) + tb.tp_s + tb.ep_s + tf.p2p_s + tb.p2p_s)
     link_bytes = m * (tf.link_bytes * (1 + r) + tb.link_bytes) + 2 * (dense + expert) * width
-    energy_pj = (m * (tf.gemm_pj * (1 + r) + tb.gemm_pj) * system.cores
-                 + (m * (f.vector_bytes * (1 + r) + b.vector_bytes) + shard * OPTIMIZER_IO_BYTES) * dram_pj
+    redo_pj = tf.core_pj if split.selective else r * tf.gemm_pj
+    redo_vec = f.core_vector_bytes if split.selective else r * f.vector_bytes
+    energy_pj = (m * (tf.gemm_pj + redo_pj + tb.gemm_pj) * system.cores
+                 + (m * (f.vector_bytes + redo_vec + b.vector_bytes) + shard * OPTIMIZER_IO_BYTES) * dram_pj
                  + link_bytes * 8 * LINK_PJ_PER_BIT) * chips
     metrics = {
         "step_s": step, "mfu": model_flops / (step * peak_flops), "hfu": 2.0 * hw_macs / (step * peak_flops),
@@ -271,19 +342,25 @@ def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, grou
         "ttft_s": 0.0, "tpot_s": 0.0, "energy_j": energy_pj * 1e-12, "microbatches": float(m),
     }
     breakdown = {"compute_s": gemm, "vector_s": vector, "exposed_comm_s": comm_mb + exposed_dp,
-                 "bubble_s": (split.pp - 1) * (t_f + t_b), "optimizer_s": optimizer, "dp_comm_s": dp}
+                 "bubble_s": bubble_s(split, t_f + t_b), "optimizer_s": optimizer, "dp_comm_s": dp}
     return SystemResult("ok", "", system, job, split, metrics, breakdown, memory)
 
 
 def _serve(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, groups: dict[str, list[Segment]],
-           m: int, memory: dict[str, float], pf: Pass, dec: Pass, hbm_bps: float, dram_pj: float) -> SystemResult:
-    _check(costs, pf, dec)
-    tp_, td_ = _time_pass(pf, costs, groups, hbm_bps), _time_pass(dec, costs, groups, hbm_bps)
-    if tp_.reason or td_.reason:
-        return SystemResult("infeasible", f"an op does not run on the chip: {tp_.reason or td_.reason}", system,
-                            job, split, memory=memory)
-    t_p = tp_.gemm_s + tp_.vector_s + tp_.tp_s + tp_.ep_s + tp_.p2p_s
-    t_d = td_.gemm_s + td_.vector_s + td_.tp_s + td_.ep_s + td_.p2p_s
+           m: int, memory: dict[str, float], stages: list[tuple[Pass, Pass]], hbm_bps: float,
+           dram_pj: float) -> SystemResult:
+    _check(costs, *(p for pd in stages for p in pd))
+    timed = []
+    for pf, dec in stages:
+        tp_, td_ = _time_pass(pf, costs, groups, hbm_bps), _time_pass(dec, costs, groups, hbm_bps)
+        if tp_.reason or td_.reason:
+            return SystemResult("infeasible", f"an op does not run on the chip: {tp_.reason or td_.reason}", system,
+                                job, split, memory=memory)
+        timed.append((pf, dec, tp_, td_))
+    # the bottleneck stage of each phase
+    pf, tp_ = max(((p, t) for p, _, t, _ in timed), key=lambda pt: pt[1].total_s)
+    dec, td_ = max(((d, t) for _, d, _, t in timed), key=lambda dt: dt[1].total_s)
+    t_p, t_d = tp_.total_s, td_.total_s
     pp = split.pp
     ttft = pp * t_p
     tpot = max(m, pp) * t_d
@@ -292,8 +369,10 @@ def _serve(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, grou
     chips = system.chips
     shape = job.shape
     ctx = job.seq + job.gen // 2
-    model_flops = job.batch * (job.seq * shape.model_flops_per_token(job.seq, training=False)
-                               + steps * shape.model_flops_per_token(ctx, training=False))
+    # prefill runs the LM head for each sequence's last prompt token only
+    prefill_flops = (job.seq * shape.model_flops_per_token(job.seq, training=False)
+                     - (job.seq - 1) * 2.0 * shape.head_params)
+    model_flops = job.batch * (prefill_flops + steps * shape.model_flops_per_token(ctx, training=False))
     hw_macs = (pf.model_macs * m + dec.model_macs * m * steps) * split.dp * pp * split.tp
     peak_flops = 2.0 * system.peak_macs_per_s * chips
     tokens = job.batch * job.gen
@@ -323,52 +402,86 @@ def _divisors(n: int) -> list[int]:
 
 def candidate_splits(system: SystemConfig, job: LlmJob, *, microbatches: tuple[int, ...] = (1, 2, 4, 8, 16),
                      zeros: tuple[int, ...] | None = None, recompute: tuple[float, ...] | None = None,
-                     overlap: bool = True) -> list[Split]:
+                     overlap: bool = True, fixed: Mapping[str, Any] | None = None) -> list[Split]:
     """Every split the search tries: ``tp``, ``pp``, ``ep`` (MoE) dividing the chips and the model,
     ``dp`` the rest, ``microbatch`` dividing each replica's sequences, ZeRO 0/1/3 and recomputation
-    0/1 in training."""
+    0/1 in training.
+
+    ``fixed`` holds :class:`Split` fields the search keeps: ``dp``, ``tp``, ``pp``, ``ep``,
+    ``zero``, ``microbatch`` or ``recompute`` narrow their choices to that value (a fixed ``tp`` or
+    ``pp`` need not divide the model: uneven stages and tensor parallelism beyond the heads are
+    the caller's to ask for, :func:`split_problem` judges them); any other field (``overlap``,
+    ``selective``, ``sequence_parallel``, ``interleave``, ``zero_gather``) is set on every split
+    (``selective`` replaces the recomputation choices with 0).
+    """
     chips = system.chips
     shape = job.shape
+    fixed = dict(fixed or {})
+    narrow = {k: fixed.pop(k) for k in ("dp", "tp", "pp", "ep", "zero", "microbatch", "recompute") if k in fixed}
+    overlap = bool(fixed.pop("overlap", overlap))
     zeros = zeros if zeros is not None else ((0, 1, 3) if job.training else (0,))
     recompute = recompute if recompute is not None else ((0.0, 1.0) if job.training else (0.0,))
+    if fixed.get("selective"):
+        recompute = (0.0,)
+    zeros = (narrow["zero"],) if "zero" in narrow else zeros
+    recompute = (float(narrow["recompute"]),) if "recompute" in narrow else recompute
+    microbatches = (narrow["microbatch"],) if "microbatch" in narrow else microbatches
+    tps = [narrow["tp"]] if "tp" in narrow else _divisors(chips)
+    pps = [narrow["pp"]] if "pp" in narrow else _divisors(chips)
     out = []
-    for tp, pp in itertools.product(_divisors(chips), repeat=2):
-        if chips % (tp * pp) or check_split(shape, tp=tp, pp=pp, ep=1):
+    for tp, pp in itertools.product(tps, pps):
+        if chips % (tp * pp):
+            continue
+        if check_split(shape, tp=1 if "tp" in narrow else tp, pp=1 if "pp" in narrow else pp, ep=1):
             continue
         dp = chips // (tp * pp)
+        if "dp" in narrow and dp != narrow["dp"]:
+            continue
         eps = [e for e in _divisors(dp) if shape.moe and shape.experts % e == 0] or [1]
+        eps = [narrow["ep"]] if "ep" in narrow else eps
         for ep, mb, zero, rc in itertools.product(eps, microbatches, zeros, recompute):
-            if job.batch % (dp * mb):
+            if job.batch % (dp * mb) or dp % ep:
                 continue
-            out.append(Split(dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, microbatch=mb, recompute=rc, overlap=overlap))
+            out.append(Split(dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, microbatch=mb, recompute=rc, overlap=overlap,
+                             **fixed))
     return out
 
 
-def _objective(result: SystemResult) -> float:
+#: What a search ranks splits by: the training step, or serving's tokens/s, TTFT or TPOT.
+OBJECTIVES = ("step", "throughput", "ttft", "tpot")
+
+
+def _objective(result: SystemResult, objective: str | None = None) -> float:
     if result.job.training:
         return result.metrics["step_s"]
+    if objective == "ttft":
+        return result.metrics["ttft_s"]
+    if objective == "tpot":
+        return result.metrics["tpot_s"]
     return 1.0 / result.metrics["tokens_per_s"]
 
 
 def rank_splits(system: SystemConfig, job: LlmJob, splits: list[Split] | None = None,
-                costs: OpCosts | None = None) -> list[SystemResult]:
+                costs: OpCosts | None = None, objective: str | None = None) -> list[SystemResult]:
     """Every split of ``splits`` (default: :func:`candidate_splits`) evaluated, the feasible ones
-    first, fastest first (training: step time; serving: tokens/s), then the infeasible ones by
-    the memory they need (``costs``: op times of the system's chip already known)."""
+    first, best first (training: step time; serving: most tokens/s, or with ``objective``
+    ``"ttft"`` or ``"tpot"`` the shortest time to first token or per output token), then the
+    infeasible ones by the memory they need (``costs``: op times of the system's chip already known)."""
     costs = costs if costs is not None and costs.chip == system.chip else OpCosts(system.chip)
     tries = splits if splits is not None else candidate_splits(system, job)
     results = [evaluate_split(system, job, s, costs) for s in tries]
-    return sorted(results, key=lambda r: (0, _objective(r)) if r.ok else (1, r.memory.get("total", math.inf)))
+    return sorted(results,
+                  key=lambda r: (0, _objective(r, objective)) if r.ok else (1, r.memory.get("total", math.inf)))
 
 
 def evaluate_system(system: SystemConfig, job: LlmJob, split: Split | None = None, *,
-                    splits: list[Split] | None = None) -> SystemResult:
+                    splits: list[Split] | None = None, objective: str | None = None) -> SystemResult:
     """The job on the system: with ``split`` that split, else the best of ``splits`` (default:
     :func:`candidate_splits`) by step time (training) or tokens/s (serving). When none fits, the
     result is infeasible with the reason of the split that needed the least memory."""
     if split is not None:
         return evaluate_split(system, job, split)
-    ranked = rank_splits(system, job, splits)
+    ranked = rank_splits(system, job, splits, objective=objective)
     if not ranked:
         return _fail(system, job, Split(dp=system.chips), f"no split of {system.chips} chips fits {job.shape.name}")
     return dataclasses.replace(ranked[0], searched=len(ranked))

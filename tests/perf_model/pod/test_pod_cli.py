@@ -33,6 +33,27 @@ def test_serve_table_and_a_given_split(run_cli):
     assert "ttft_s" in out and "tpot_s" in out and "memory per chip" in out
 
 
+def test_fix_keeps_the_given_fields_and_searches_the_rest(run_cli):
+    code, out, err = run_cli("system", "evaluate", "--system", "tpu-v5e-pod", "--dims", "2,2", "--model",
+                             "llama7b:layers=6", "--seq", "256", "--batch", "16", "--fix", "pp=4,sequence_parallel=1",
+                             "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    # 6 layers on 4 stages (uneven): pp kept, the microbatch, ZeRO stage and recomputation searched
+    assert data["split"]["pp"] == 4 and data["split"]["sequence_parallel"] is True
+    assert data["splits_searched"] == 5 * 3 * 2  # microbatch 1-16, ZeRO 0/1/3, recompute 0/1
+
+
+def test_serving_objectives_rank_by_ttft_or_tpot(run_cli):
+    tpots = {}
+    for objective in ("throughput", "tpot"):
+        code, out, err = run_cli("system", "evaluate", *SMALL, "--mode", "serve", "--batch", "16", "--gen", "8",
+                                 "--objective", objective, "--json")
+        assert code == 0, err
+        tpots[objective] = json.loads(out)["metrics"]["tpot_s"]
+    assert tpots["tpot"] <= tpots["throughput"]
+
+
 def test_a_split_beyond_hbm_is_reported_infeasible(run_cli):
     code, out, err = run_cli("system", "evaluate", "--system", "tpu-v5e-pod", "--dims", "1,1", "--model", "llama70b",
                              "--batch", "1", "--split", "dp=1")
@@ -50,10 +71,18 @@ def test_presets_and_models_list(run_cli):
 @pytest.mark.parametrize("extra,pattern", [
     (("--split", "dp=3"), r"dp \* tp \* pp = 3 must equal the system's chips \(4\)"),
     (("--split", "dp=2,tp=2,zero=1", "--batch", "3"), r"must divide the batch"),
-    (("--split", "tp=4", "--model", "qwen3_moe_30b:layers=4,heads=6,kv_heads=2"),
-     r"tp=4 must divide the model's heads \(6\)"),
-    (("--split", "dp=1,pp=4", "--model", "llama7b:layers=6"), r"pp=4 must divide the model's layers \(6\)"),
+    (("--split", "tp=4", "--model", "qwen3_moe_30b:layers=4,heads=6,kv_heads=2,expert_ffn=766"),
+     r"tp=4 must divide the model's FFN width \(766\)"),
+    (("--split", "dp=1,pp=4", "--model", "llama7b:layers=3"), r"pp=4 must be at most the model's layers \(3\)"),
+    (("--split", "dp=1,pp=4,interleave=2", "--model", "llama7b:layers=6"),
+     r"pp \* interleave = 4 \* 2 must be at most the model's layers \(6\)"),
+    (("--split", "dp=1,interleave=2"), r"split interleave needs pipeline stages"),
+    (("--split", "dp=4,zero_gather=bogus"), r"split zero_gather must be one of layer, tensor, not 'bogus'"),
     (("--split", "bogus=1"), r"--split item 'bogus=1' must be KEY=VALUE"),
+    (("--fix", "tp=3"), r"--fix tp=3: no split of 4 chips has tp=3"),
+    (("--fix", "bogus=1"), r"--fix item 'bogus=1' must be KEY=VALUE"),
+    (("--fix", "tp=2", "--split", "dp=2,tp=2"), r"--fix narrows the split search and --split gives the whole split"),
+    (("--objective", "ttft"), r"--objective ttft ranks serving runs \(--mode serve\)"),
     (("--split", "dp=4,ep=3"), r"split ep must divide dp"),
     (("--dims", "2,2,2"), r"dims must have 2 entries for a torus2d, not 3"),
     (("--batch", "0"), r"--batch must be a positive integer, not 0"),

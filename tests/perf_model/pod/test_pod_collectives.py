@@ -91,3 +91,17 @@ def test_two_groups_on_one_axis_reduce_as_one_ring():
     whole = merge_axes(groups["ep"] + groups["dp"])
     assert whole == [Segment(8, B, 0.0, True, False, axis=0)]  # the whole closed axis
     assert reduce_scatter(whole, S) == pytest.approx(7 / 8 * S / (2 * B))
+
+
+def test_flat_rings_across_the_dcn_pay_one_hop_per_member_and_pieces_repeat_the_latency():
+    node = Segment(4, B, 0.5, False, True)
+    dcn = Segment(3, 100.0, 2.0, False, True, True)
+    bandwidth = 0.75 * S / B + (2 / 3) * (S / 4) / 100.0
+    # hierarchical: 3 hops at 0.5 in the node, 2 at 2.0 across nodes
+    assert reduce_scatter([node, dcn], S) == pytest.approx(bandwidth + 3 * 0.5 + 2 * 2.0)
+    # flat: one ring of 12 members, 11 steps each waiting on the slowest hop (2.0)
+    assert reduce_scatter([node, dcn], S, flat=True) == pytest.approx(bandwidth + 11 * 2.0)
+    # issued as 5 collectives: the bytes once, the latency five times
+    assert all_gather([node, dcn], S, flat=True, pieces=5) == pytest.approx(bandwidth + 5 * 11 * 2.0)
+    # flat only changes groups that reach across the DCN
+    assert reduce_scatter([node], S, flat=True) == pytest.approx(0.75 * S / B + 3 * 0.5)
