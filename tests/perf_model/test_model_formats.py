@@ -51,7 +51,7 @@ def test_fp8_cost_is_the_yosys_fit_of_its_cells():
     from perf_model.physical.output_stage import lane_um2
 
     want = 16 * (c0 + c1 * 48 - int_pe) + 4 * (l0 + l1 * 48 - float(lane_um2(8, 48)))  # 16 PEs, 4 lanes
-    assert (a_fp8 - a_int) * 1e6 == pytest.approx(want, rel=1e-9)
+    assert (a_fp8 - a_int) * 1e6 * 0.45 == pytest.approx(want, rel=1e-9)  # cells over the floor plan's 0.45
     fmax = design_fmax(ArrayConfig(rows=4, cols=4, acc_bits=48, **FP8))
     d0, d1 = format_fit.DEPTH_FO4["fp8_e4m3"]["ws"]
     assert fmax["stages"]["pe"]["fo4"] == pytest.approx(d0 + d1 * 48)

@@ -88,3 +88,32 @@ def test_supply_at_f_max_is_nominal_and_never_below_the_dvfs_floor():
         clocks = np.array([1.0, 300.0, 999.0, 1000.0])
         v = supply_voltage(clocks, 1000.0, tech)
         assert v.min() >= floor - 1e-9 and v[-1] == pytest.approx(vnom)
+
+
+_DENSE = ArrayConfig(rows=128, cols=128, tech_nm=7, clock_mhz=3300.0, ifmap_sram_kib=256, weight_sram_kib=256,
+                     ofmap_sram_kib=256, dram_bytes_per_cycle=512.0)
+_GEMM = "gemm:m=1024,k=1024,n=1024"
+
+
+def test_power_splits_into_on_die_and_dram_and_density_is_on_die_over_area():
+    t = perf_model.evaluate(_DENSE, workloads.resolve(_GEMM)).total
+    br = t["energy_breakdown"]
+    # by hand from the breakdown: DRAM power is the DRAM parts' energy over the latency
+    assert t["dram_power_w"] == pytest.approx((br["dram"] + br["vector_dram"]) * 1e-12 / t["latency_s"])
+    assert t["on_die_power_w"] + t["dram_power_w"] == pytest.approx(t["power_w"])
+    assert t["power_density_w_mm2"] == pytest.approx(t["on_die_power_w"] / t["area_mm2"])
+    assert 0 < t["power_density_w_mm2"] <= 1.0  # under the default limit: feasible
+
+
+def test_a_design_past_the_power_density_limit_is_infeasible_with_its_reason(monkeypatch):
+    import perf_model.evaluator.design_table as table
+
+    density = perf_model.evaluate(_DENSE, workloads.resolve(_GEMM)).total["power_density_w_mm2"]
+    monkeypatch.setattr(table, "MAX_POWER_DENSITY_W_MM2", density / 2)  # the same design, a limit it exceeds
+    result = perf_model.evaluate(_DENSE, workloads.resolve(_GEMM))
+    assert result.status == "infeasible" and "power density" in result.reason and "W/mm^2" in result.reason
+    # the sweep's path: the vectorised table says the same, and a cool design stays feasible beside it
+    cool = dataclasses.replace(_DENSE, clock_mhz=100.0)
+    swept = perf_model.evaluate_designs(DesignArrays.from_configs([_DENSE, cool]), workloads.resolve(_GEMM))
+    assert swept.feasible.tolist() == [False, True]
+    assert "power density" in swept.reason[0] and swept.reason[1] == ""
