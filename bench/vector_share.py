@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.design_files import load_design  # noqa: E402
+from perf_model.physical.area import logic_mm2  # noqa: E402
 from perf_model.physical.vector_unit import unit_um2  # noqa: E402
 
 WORKLOADS = ("bert_base:seq=64", "bert_base", "llama_block", "llama_decode", "gpt2_decode", "resnet18", "mobilenet_v2")
@@ -40,7 +41,7 @@ def main() -> int:
             t = r.total
             parts = t["energy_breakdown"]
             vec_pj = parts["vector"] + parts["vector_sram"] + parts["vector_dram"]
-            unit = float(unit_um2(config.cols)) * 1e-6 * (config.tech_nm / 45) ** 2 if r.vector_ops else 0.0
+            unit = float(logic_mm2(unit_um2(config.cols), config.tech_nm)) if r.vector_ops else 0.0
             host = sorted({h["kind"] for h in r.host_work})
             print(f"{design:<8} {spec:<18} {len(r.vector_ops):>7} {t['vector_cycles']:>12,} "
                   f"{round(t['total_cycles']):>13,} {100 * t['vector_cycles'] / max(t['total_cycles'], 1):>6.2f} "

@@ -148,6 +148,9 @@ def total_rows(total: dict[str, Any]) -> list[list[str]]:
         ["latency", eng(total["latency_s"], "s")],
         ["area", f"{total['area_mm2']:.3g} mm²"],
         ["power", eng(total["power_w"], "W")],
+        ["on-die power", f"{eng(total.get('on_die_power_w', 0.0), 'W')} "
+                         f"({total.get('power_density_w_mm2', 0.0):.3g} W/mm²)"],
+        ["DRAM power", eng(total.get("dram_power_w", 0.0), "W")],
         ["throughput", f"{total['tops']:.3g} TOPS"],
         ["efficiency", f"{total['tops_per_w']:.3g} TOPS/W"],
     ]

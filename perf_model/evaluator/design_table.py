@@ -16,6 +16,7 @@ from perf_model.evaluator.vector_work import VECTOR_ENERGY_PARTS, VectorColumns,
 from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.checksum import sdc_coverage
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
+from perf_model.physical.power_density import MAX_POWER_DENSITY_W_MM2, density_reason, power_split
 from workloads.ops import Op, Workload
 
 __all__ = ["DesignTable", "evaluate_designs", "METRICS", "OBJECTIVE_METRICS", "totals", "TOTAL_ENERGY_PARTS"]
@@ -69,6 +70,9 @@ class DesignTable:
         vdd: the supply that meets ``clock_mhz`` on the node's voltage-frequency curve, V.
         sdc_coverage: share of the corrupting faults of the stored fault-injection campaign the
             design's ``checksum`` detects (``perf_model.physical.checksum``; 0 without one).
+        dram_power_w, on_die_power_w, power_density_w_mm2: ``power_w`` split into the DRAM
+            device and interface and the die, and the die's W/mm^2
+            (``perf_model.physical.power_density``); a design above its limit is infeasible.
         conv_notes: ``""``, or why some of the workload's convs run as the host's im2col GEMM on
             the design (how many, and the first one's reason: a dataflow that builds no windows,
             or the GEMM that is faster), so a sweep sees it per design.
@@ -97,6 +101,9 @@ class DesignTable:
     f_max_mhz: np.ndarray
     vdd: np.ndarray
     sdc_coverage: np.ndarray
+    dram_power_w: np.ndarray
+    on_die_power_w: np.ndarray
+    power_density_w_mm2: np.ndarray
     energy_breakdown: dict[str, np.ndarray] = field(default_factory=dict)
     conv_notes: list[str] = field(default_factory=list)
 
@@ -154,6 +161,9 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray, vector: VectorColum
             byte_sums[key] = byte_sums[key] + getattr(vector, key)
     feasible = feasible & ~misfit
     energy = sum(breakdown.values())
+    split = power_split(energy, breakdown["dram"] + breakdown["vector_dram"], latency, area_mm2)
+    too_dense = feasible & (split["power_density_w_mm2"] > MAX_POWER_DENSITY_W_MM2)
+    feasible = feasible & ~too_dense
     finite = np.isfinite(compute_sum) & np.isfinite(total) & np.isfinite(energy)
     failed_finite = feasible & ~finite
     feasible = feasible & finite
@@ -183,11 +193,17 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray, vector: VectorColum
             "f_max_mhz": block.f_max_mhz,
             "vdd": block.vdd,
             "sdc_coverage": sdc_coverage(block._designs.dataflow, block._designs.checksum),
+            **split,
         }
     for name, values in out.items():
         if name != "feasible":  # 0 for infeasible designs, and for any nan or inf
             out[name] = np.where(feasible & np.isfinite(values), values, 0).astype(values.dtype, copy=False)
     out["failed_finite"] = failed_finite
+    out["too_dense"] = too_dense & finite
+    out["density_reason"] = np.array([density_reason(float(split["power_density_w_mm2"][i]),
+                                                     float(split["on_die_power_w"][i]), float(area_mm2[i]),
+                                                     MAX_POWER_DENSITY_W_MM2)
+                                      for i in np.flatnonzero(out["too_dense"])], dtype=object)
     out["vector_misfit"] = misfit & block.feasible.all(axis=1) & finite
     # the first op that is not ok decides the design's status (the reason is that op's)
     bad = ~block.feasible
@@ -257,6 +273,9 @@ def evaluate_designs(
                 notes[int(index[i])] = text
             for j in np.flatnonzero(parts[-1].pop("vector_misfit")):
                 reasons[int(index[j])] = vector.misfit[j] if vector is not None else ""
+            dense_reasons = parts[-1].pop("density_reason")
+            for j, text in zip(np.flatnonzero(parts[-1].pop("too_dense")), dense_reasons, strict=True):
+                reasons[int(index[j])] = text
             for j in np.flatnonzero(parts[-1].pop("failed_finite")):
                 reasons[int(index[j])] = "model error: a non-finite result (a perf_model bug; please report it)"
     table = replace(_concat(parts, breakdowns, reasons, n), conv_notes=notes)

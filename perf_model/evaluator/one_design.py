@@ -212,11 +212,13 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
             total_dict[key] = _num(tot[key][0]) if key != "utilization" else float(tot[key][0])
     total_dict["vector_cycles"] = int(tot["vector_cycles"][0])
     for key in ("sram_read_bytes", "sram_write_bytes", "latency_s", "area_mm2", "power_w", "tops",
-                "tops_per_w", "edp", "f_max_mhz", "vdd", "sdc_coverage"):
+                "tops_per_w", "edp", "f_max_mhz", "vdd", "sdc_coverage", "dram_power_w", "on_die_power_w",
+                "power_density_w_mm2"):
         total_dict[key] = float(tot[key][0])
     total_dict["energy_breakdown"] = {p: float(v[0]) for p, v in breakdown.items()}
     first_bad = next((r for r in results if r.status != "ok"), None)
     misfit = vector.misfit[0] if vector is not None else ""
+    misfit = misfit or (str(tot["density_reason"][0]) if tot["too_dense"][0] else "")  # power density
     return WorkloadResult(
         design=config, workload=name,
         status="ok" if feasible else first_bad.status if first_bad else "infeasible",

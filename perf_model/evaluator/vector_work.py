@@ -30,6 +30,7 @@ from accel_spec.vector_isa import DIV_STEPS, SQRT_STEPS
 from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
+from perf_model.physical.area import logic_mm2
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.technology import nominal_vdd
 from perf_model.physical.vector_unit import lane_word_pj, scalar_step_pj, unit_um2
@@ -42,7 +43,6 @@ __all__ = ["VectorColumns", "vector_columns", "host_ops", "plan_bytes", "workloa
 #: Energy parts of the vector work (beside ``perf_model.evaluator.block.ENERGY_PARTS``).
 VECTOR_ENERGY_PARTS = ("vector", "vector_sram", "vector_dram")
 
-_REF_NM = 45.0
 _SCALAR_STEPS = {"layernorm": 2 * DIV_STEPS + SQRT_STEPS, "rmsnorm": 2 * DIV_STEPS + SQRT_STEPS, "softmax": DIV_STEPS}
 
 
@@ -161,7 +161,7 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
         "vector_dram": (bytes_["dram_read"] + bytes_["dram_write"]) * dram_pj_per_byte(d.dram, energy.dram_pj_per_byte),
     }
     # the unit's area on every design that carries it (the RTL builds it whatever the workload)
-    area = np.where(cols > 0, unit_um2(cols) * 1e-6 * (np.asarray(d.tech_nm, dtype=np.float64) / _REF_NM) ** 2, 0.0)
+    area = np.where(cols > 0, logic_mm2(unit_um2(cols), d.tech_nm), 0.0)  # node density, floor plan
     latency = (busy + stall) / (np.asarray(d.clock_mhz, dtype=np.float64) * 1e6)
     return VectorColumns(busy, stall, bytes_["dram_read"], bytes_["dram_write"], bytes_["sram_read"],
                          bytes_["sram_write"], parts, area, latency, energy.leakage_density(d.tech_nm, vdd), misfit)

@@ -57,7 +57,15 @@ controller's o line of ``R`` (OS with shadows ``R + 1``) times ``address bits + 
 (4096 channels of ``69 + 3 * input_bits`` bits, priced per bit like the buffers):
 :mod:`perf_model.physical.output_stage`.
 
-Area scales with the square of the feature size: ``A(tech) = A(45) * (tech / 45) ** 2``.
+**Node and floor plan** (:mod:`perf_model.physical.node_density`, figures and sources there).
+Logic (PEs, registers, output stage, memory system, checksum, controller) scales from 45 nm by
+the published logic density of the node, SRAM by its published high-density bit cell (over
+the macro efficiency), and the sum is divided by the floor-plan utilisation (calibrated on
+TPU v1's floor plan)::
+
+    A(tech) = (logic(45) * logic_area_scale(tech) + bits * sram_um2_per_bit(tech)) / floorplan_utilisation
+
+Above 45 nm both scales are the square of the feature size.
 
 **Calibration hook.** :func:`calibrate_pe_area` fits measured PE areas per cell, either one
 factor per cell (``fit="scale"``) or the cell's logic terms (``fit="terms"``, as the bench
@@ -80,12 +88,13 @@ from perf_model import timing
 from perf_model.physical import pe_area_fit
 from perf_model.physical.checksum import checksum_um2
 from perf_model.physical.format_cost import format_cost
+from perf_model.physical.node_density import FLOORPLAN_UTILISATION, logic_area_scale, sram_cell_scale
 from perf_model.physical.output_stage import lane_um2, qparam_bits
 
 __all__ = [
     "PeCellArea", "AreaCoefficients", "HOROWITZ_AREA", "CALIBRATED_AREA", "DEFAULT_AREA",
     "area_coefficients", "set_area_coefficients", "calibrate_pe_area", "design_area_mm2", "skew_register_bits",
-    "memory_system_um2", "memory_system_logic_um2", "dma_word_bits",
+    "memory_system_um2", "memory_system_logic_um2", "dma_word_bits", "area_parts_mm2", "logic_mm2",
 ]
 
 _REF_NM = 45.0
@@ -201,9 +210,12 @@ class AreaCoefficients:
         os_cell: logic terms of the OS cell.
         reg_bit_um2: one flip-flop.
         mux_um2: one 2:1 select.
-        sram_cell_um2: one 6T SRAM cell.
+        sram_cell_um2: one 6T SRAM cell at 45 nm (other nodes: the published cells'
+            ratio to it, :func:`perf_model.physical.node_density.sram_cell_scale`).
         sram_efficiency: fraction of an SRAM macro that is cells.
         controller_um2: controller and buffer glue, fixed.
+        floorplan_utilisation: fraction of a floor-plan block that is the counted cells and
+            macros (:data:`perf_model.physical.node_density.FLOORPLAN_UTILISATION`).
     """
 
     ws_cell: PeCellArea = _FITTED_CELLS["ws"]
@@ -213,6 +225,13 @@ class AreaCoefficients:
     sram_cell_um2: float = 0.346
     sram_efficiency: float = 0.6
     controller_um2: float = 20000.0
+    floorplan_utilisation: float = FLOORPLAN_UTILISATION
+
+    def __post_init__(self) -> None:
+        if (isinstance(self.floorplan_utilisation, bool) or not isinstance(self.floorplan_utilisation, (int, float))
+                or not 0 < self.floorplan_utilisation <= 1):
+            raise ModelError(f"AreaCoefficients.floorplan_utilisation must be in (0, 1], "
+                             f"not {self.floorplan_utilisation!r}")
 
     def cell(self, dataflow: Dataflow | str) -> PeCellArea:
         """The PE cell coefficients of a dataflow (IS: the WS cell)."""
@@ -247,9 +266,12 @@ class AreaCoefficients:
         # typeshed types sum() as "item | Literal[0]" (the empty case); the breakdown is never empty.
         return sum(self.pe_breakdown_um2(input_bits, acc_bits, dataflow, shadow).values())  # type: ignore[return-value]
 
-    def sram_um2_per_bit(self) -> float:
-        """Area of one stored bit including periphery, µm^2."""
-        return self.sram_cell_um2 / self.sram_efficiency
+    def sram_um2_per_bit(self, tech_nm: Any = None) -> Any:
+        """Area of one stored bit including the macro's periphery at ``tech_nm`` (``None``: 45 nm),
+        µm^2, before the floor-plan utilisation: the 45 nm cell times the published cells' ratio
+        (:func:`perf_model.physical.node_density.sram_cell_scale`) over the macro efficiency."""
+        per_bit = self.sram_cell_um2 / self.sram_efficiency
+        return per_bit if tech_nm is None else per_bit * sram_cell_scale(tech_nm)
 
 
 #: The Yosys-calibrated coefficients (the default).
@@ -340,7 +362,8 @@ def calibrate_pe_area(
             ``"ws"``/``"os"``/``"is"``, or ``(input_bits, acc_bits, pe_area_um2)`` for every
             cell; areas at ``tech_nm`` (e.g. Yosys gate counts of ``rtl_gen``'s PE priced
             with a cell library).
-        tech_nm: node of the measurements; they are scaled to 45 nm by ``(45 / tech_nm)^2``.
+        tech_nm: node of the measurements (cell areas, not floor plan); they are scaled to 45 nm
+            by the node's logic density (:func:`perf_model.physical.node_density.logic_area_scale`).
         install: make the result the model's default (:func:`set_area_coefficients`).
         base: coefficients to calibrate (default: the current default); its register and
             select prices are kept, its cells' ``scale`` is reset to 1.
@@ -367,7 +390,7 @@ def calibrate_pe_area(
         raise ModelError(f"base must be an AreaCoefficients, not {start!r}")
     cells = {name: dataclasses.replace(start.cell(name), scale=1.0) for name in _CELLS}
     start = dataclasses.replace(start, ws_cell=cells["ws"], os_cell=cells["os"])
-    to45 = (_REF_NM / float(tech_nm)) ** 2
+    to45 = 1.0 / float(logic_area_scale(float(tech_nm)))
     for name in _CELLS:
         mine = [p for p in points if p[0] in (None, name)]
         if not mine:
@@ -482,6 +505,34 @@ def design_area_mm2(
         operand_bits: bits of an ifmap and a weight element in the buffers (default
             ``input_bits``; packed int4: 4), for the buffers' address widths.
     """
+    parts = area_parts_mm2(rows, cols, dataflow, input_bits, acc_bits, kib, tech_nm, coefficients, shadow,
+                           double_buffered, checksum, weight_format, operand_bits)
+    return parts["logic"] + parts["sram"]
+
+
+def logic_mm2(um2_at_45: Any, tech_nm: Any, coefficients: AreaCoefficients | None = None) -> np.ndarray:
+    """Floor-plan area at ``tech_nm`` of logic whose cells take ``um2_at_45`` µm^2 at 45 nm, mm^2
+    (the node's logic density and the floor-plan utilisation; vectorised)."""
+    k = coefficients or area_coefficients()
+    return (np.asarray(um2_at_45, dtype=np.float64) * logic_area_scale(tech_nm) * 1e-6
+            / k.floorplan_utilisation)
+
+
+def area_parts_mm2(
+    rows: Any, cols: Any, dataflow: Any, input_bits: Any, acc_bits: Any,
+    kib: tuple[Any, Any, Any], tech_nm: Any, coefficients: AreaCoefficients | None = None,
+    shadow: Any = False, double_buffered: Any = False, checksum: Any = 0,
+    weight_format: Any = 0, operand_bits: tuple[Any, Any] | None = None,
+) -> dict[str, np.ndarray]:
+    """Floor-plan area of whole designs by part, mm^2 (vectorised; arguments of :func:`design_area_mm2`).
+
+    Returns:
+        ``{"array", "buffers", "accumulators", "weights", "output_stage", "control", "logic", "sram"}``:
+        the PE array with its skew and o-line registers; the ifmap (TPU v1's unified buffer),
+        ofmap (its accumulators) and weight buffers' SRAM; the output stage (lanes and qparam
+        SRAM); control (controller, memory system with its command queue, checksum unit);
+        and the totals of logic and SRAM. ``logic + sram`` is the design's area.
+    """
     k = coefficients or area_coefficients()
     df = np.asarray(dataflow)
     sh = np.asarray(shadow, dtype=bool)
@@ -489,15 +540,27 @@ def design_area_mm2(
     C = np.asarray(cols, dtype=np.float64)
     skew_bits, line_bits = skew_register_bits(rows, cols, df, input_bits, acc_bits, kib, sh, double_buffered,
                                               operand_bits)
-    sram_kib = sum(np.asarray(x, dtype=np.float64) for x in kib)
     fmt = format_cost(weight_format, df, acc_bits)
     lane = np.where(fmt.has_lane, fmt.lane_um2, lane_um2(input_bits, acc_bits))
-    output_stage = C * lane + qparam_bits(input_bits) * k.sram_um2_per_bit()
-    memory_system = (memory_system_logic_um2(_dma_word_bits(rows, cols, df, input_bits, acc_bits))
-                     + QUEUE_BITS * k.sram_um2_per_bit())
     int_pe = k.pe_um2(input_bits, acc_bits, df, sh)
     pe_um2 = np.where(fmt.is_float, fmt.pe_um2 + int_pe - k.pe_um2(input_bits, acc_bits, df, False), int_pe)
-    um2 = (R * C * pe_um2 + (skew_bits + line_bits) * k.reg_bit_um2
-           + k.controller_um2 + sram_kib * 8192 * k.sram_um2_per_bit() + output_stage + memory_system
-           + checksum_um2(rows, cols, input_bits, acc_bits, checksum))
-    return um2 * 1e-6 * (np.asarray(tech_nm, dtype=np.float64) / _REF_NM) ** 2
+    bit_mm2 = k.sram_um2_per_bit(np.asarray(tech_nm, dtype=np.float64)) * 1e-6 / k.floorplan_utilisation
+    logic = {
+        "array": logic_mm2(R * C * pe_um2 + (skew_bits + line_bits) * k.reg_bit_um2, tech_nm, k),
+        "output_stage": logic_mm2(C * lane, tech_nm, k),
+        "control": logic_mm2(k.controller_um2 + checksum_um2(rows, cols, input_bits, acc_bits, checksum)
+                             + memory_system_logic_um2(_dma_word_bits(rows, cols, df, input_bits, acc_bits)),
+                             tech_nm, k),
+    }
+    sram = {
+        "buffers": np.asarray(kib[0], dtype=np.float64) * 8192 * bit_mm2,
+        "weights": np.asarray(kib[1], dtype=np.float64) * 8192 * bit_mm2,
+        "accumulators": np.asarray(kib[2], dtype=np.float64) * 8192 * bit_mm2,
+    }
+    qparam, queue = qparam_bits(input_bits) * bit_mm2, QUEUE_BITS * bit_mm2
+    parts = {name: np.asarray(v, dtype=np.float64) for name, v in {**logic, **sram}.items()}
+    parts["output_stage"] = parts["output_stage"] + qparam
+    parts["control"] = parts["control"] + queue
+    parts["logic"] = logic["array"] + logic["output_stage"] + logic["control"]
+    parts["sram"] = sram["buffers"] + sram["weights"] + sram["accumulators"] + qparam + queue
+    return parts

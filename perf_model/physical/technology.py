@@ -22,9 +22,16 @@ other formulas", IEEE JSSC 25(2), 1990): ``delay ~ V / (V - Vth) ** alpha`` with
 ``alpha = 1.3`` for velocity-saturated short-channel devices. A design's ``f_max`` is its
 clock at the node's nominal supply (:data:`NOMINAL_VDD`); a slower clock
 runs at the lowest supply that still meets it, so ``f(V) / f_max = g(V) / g(V_nom)`` with
-``g(V) = (V - Vth) ** alpha / V``, down to ``V_min = max(0.6 * V_nom, Vth + 0.15 V)``
-(near-threshold operation is not modelled; below ``f(V_min)`` the supply stays at
-``V_min``). Threshold voltages per node are typical standard-Vt values (an assumption:
+``g(V) = (V - Vth) ** alpha / V``, down to the bottom of the node's DVFS range,
+``V_min = max(DVFS_MIN_FRACTION(node) * V_nom, Vth + 0.15 V)`` (below ``f(V_min)`` the supply
+stays at ``V_min``; a design at its ``f_max`` sits at ``V_nom``). The DVFS range is where a
+product's timing is signed off: planar standard-cell libraries (28 nm and up) are
+characterised over ``V_nom`` +- 10 % (e.g. 28 nm HPM corners at 0.81, 0.90 and 0.99 V), so
+their floor is ``0.9 * V_nom``; FinFET libraries add under-drive corners, which puts the floor
+at ``0.8 * V_nom`` (0.56 V at 7 nm). Both are assumptions in the range of published
+products' operating points, not one foundry's data; the earlier floor of ``0.6 * V_nom`` at
+every node put TPU v1 at 0.54 V at 28 nm, far below any published 28 nm operating point.
+Threshold voltages per node are typical standard-Vt values (an assumption:
 0.45 V at 180 nm falling to 0.25 V at 5 nm, :data:`VTH`).
 
 **Leakage.** Static power per mm^2 of die at the nominal supply and room temperature
@@ -45,7 +52,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["NOMINAL_VDD", "fo4_ps", "nominal_vdd", "supply_voltage", "leakage_w_per_mm2", "ALPHA", "VTH",
-           "LEAKAGE_W_PER_MM2", "GATE_LENGTH_NM"]
+           "LEAKAGE_W_PER_MM2", "GATE_LENGTH_NM", "DVFS_MIN_FRACTION", "min_supply_voltage"]
 
 #: Typical nominal core supply (V) per node (nm); 45 nm at 0.9 V as in Horowitz's figures.
 NOMINAL_VDD: tuple[tuple[int, float], ...] = (
@@ -70,7 +77,8 @@ LEAKAGE_W_PER_MM2: tuple[tuple[int, float], ...] = (
     (5, 0.015), (16, 0.015), (22, 0.02), (28, 0.02), (45, 0.02), (65, 0.015), (90, 0.008),
     (130, 0.002), (180, 0.0005),
 )
-_V_MIN_FRACTION = 0.6
+#: Bottom of the DVFS range as a fraction of the nominal supply, per node (module docstring).
+DVFS_MIN_FRACTION: tuple[tuple[int, float], ...] = ((5, 0.8), (22, 0.8), (28, 0.9), (180, 0.9))
 _V_MIN_OVER_VTH = 0.15
 _BISECTIONS = 24
 
@@ -96,6 +104,12 @@ def _g(v: np.ndarray, vth: np.ndarray) -> np.ndarray:
     return np.maximum(v - vth, 0.0) ** ALPHA / v
 
 
+def min_supply_voltage(tech_nm: Any) -> np.ndarray:
+    """The bottom of the node's DVFS range, V (module docstring)."""
+    vnom = nominal_vdd(tech_nm)
+    return np.maximum(_interp_log(DVFS_MIN_FRACTION, tech_nm) * vnom, _interp_log(VTH, tech_nm) + _V_MIN_OVER_VTH)
+
+
 def supply_voltage(clock_mhz: Any, f_max_mhz: Any, tech_nm: Any) -> np.ndarray:
     """The lowest supply (V) at which a design with ``f_max_mhz`` (at nominal supply) runs at
     ``clock_mhz``, on the alpha-power curve, clipped to ``[V_min, V_nom]`` (module docstring).
@@ -104,7 +118,7 @@ def supply_voltage(clock_mhz: Any, f_max_mhz: Any, tech_nm: Any) -> np.ndarray:
     """
     vnom = nominal_vdd(tech_nm)
     vth = _interp_log(VTH, tech_nm)
-    vmin = np.maximum(_V_MIN_FRACTION * vnom, vth + _V_MIN_OVER_VTH)
+    vmin = min_supply_voltage(tech_nm)
     target = _g(vnom, vth) * np.minimum(np.asarray(clock_mhz, dtype=np.float64)
                                         / np.asarray(f_max_mhz, dtype=np.float64), 1.0)
     lo, hi = vmin.copy(), vnom.copy()

@@ -109,6 +109,8 @@ def test_calibrated_pe_terms_by_hand():
 
 
 def test_area_by_hand_and_scaling():
+    # every term is cell area at 45 nm; the floor plan is the cells over 0.45 (TPU v1's calibration)
+    floor = 1 / 0.45
     config = ArrayConfig(rows=4, cols=8, ifmap_sram_kib=2, weight_sram_kib=3, ofmap_sram_kib=5, tech_nm=45,
                          shadow_stationary=False)
     prior = perf_model.HOROWITZ_AREA
@@ -130,22 +132,23 @@ def test_area_by_hand_and_scaling():
     # logic fixed + per bit (perf_model.physical.area's fitted constants), and the 512 x 32-byte command queue.
     out_stage += 47401.3 + 85.040 * 1024 + 512 * 32 * 8 * 0.346 / 0.6
     skew_ws += skew_bases
-    assert _area(config, prior) == pytest.approx((32 * pe_ws + skew_ws + 20000 + sram + out_stage) * 1e-6)
+    assert _area(config, prior) == pytest.approx((32 * pe_ws + skew_ws + 20000 + sram + out_stage) * 1e-6 * floor)
     # OS: also the f marker, two selects per accumulator bit; its 3-flop row line; 8 x 32 result flops.
     pe_os = 282.0 + 137.0 + (2 * 8 + 32 + 1) * DFF + 2 * 32 * MUX
     skew_os = skew_ws + (3 + 8 * 32) * DFF
     os_config = dataclasses.replace(config, dataflow=Dataflow.OS)
-    assert _area(os_config, prior) == pytest.approx((32 * pe_os + skew_os + 20000 + sram + out_stage) * 1e-6)
+    assert _area(os_config, prior) == pytest.approx((32 * pe_os + skew_os + 20000 + sram + out_stage) * 1e-6 * floor)
     # Shadow registers: WS a second weight register (8), marker and phase delay flops (2), selects
     # for w's load, s's swap and the operand (2 x 8); strobes carry a phase (7 more), a 3-flop marker line.
     shadow_ws = pe_ws + (8 + 2) * DFF + 2 * 8 * MUX
     extra = (7 + 3) * DFF
     shadowed = dataclasses.replace(config, shadow_stationary=True)
-    assert _area(shadowed, prior) == pytest.approx((32 * shadow_ws + skew_ws + extra + 20000 + sram + out_stage) * 1e-6)
+    want = (32 * shadow_ws + skew_ws + extra + 20000 + sram + out_stage) * 1e-6 * floor
+    assert _area(shadowed, prior) == pytest.approx(want)
     # OS: a shadow accumulator (32) and the phase delay (1), 32 more selects; the o line one deeper.
     shadow_os = pe_os + (32 + 1) * DFF + 32 * MUX
     os_shadowed = dataclasses.replace(os_config, shadow_stationary=True)
-    want = (32 * shadow_os + skew_os + (7 + 12) * DFF + 20000 + sram + out_stage) * 1e-6
+    want = (32 * shadow_os + skew_os + (7 + 12) * DFF + 20000 + sram + out_stage) * 1e-6 * floor
     assert _area(os_shadowed, prior) == pytest.approx(want)
     at90 = _area(dataclasses.replace(config, tech_nm=90))
     assert at90 == pytest.approx(4 * _area(config))
@@ -170,7 +173,7 @@ def test_vectorised_path_picks_the_cell_per_design():
             sh = c.shadow_stationary
             pe_delta = changed.pe_um2(c.input_bits, c.acc_bits, c.dataflow, sh) - base.pe_um2(
                 c.input_bits, c.acc_bits, c.dataflow, sh)
-            assert moved[i] - plain[i] == pytest.approx(32 * float(pe_delta) * 1e-6)
+            assert moved[i] - plain[i] == pytest.approx(32 * float(pe_delta) * 1e-6 / 0.45)  # floor plan
     # And the vectorised areas equal the scalar API's, design by design.
     np.testing.assert_allclose(plain, [_area(c, base) for c in configs], rtol=1e-12)
 
@@ -190,7 +193,7 @@ def test_calibrate_scale_per_cell_and_install():
         assert perf_model.area_coefficients() is fitted
         # 48-bit accumulators: 32 bits overflow on two 16-bit products (a design with status overflow has no area)
         config = ArrayConfig(rows=4, cols=4, dataflow="os", input_bits=16, acc_bits=48)
-        assert _area(config) - _area(config, base) == pytest.approx(16 * (0.8 - 1) * os_shadow * 1e-6)
+        assert _area(config) - _area(config, base) == pytest.approx(16 * (0.8 - 1) * os_shadow * 1e-6 / 0.45)
     finally:
         perf_model.set_area_coefficients(before)
     assert perf_model.area_coefficients() is before

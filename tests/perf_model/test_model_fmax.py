@@ -184,11 +184,19 @@ def test_supply_follows_the_alpha_power_curve():
     v = technology.supply_voltage(clocks, f_max, node)
     assert (np.diff(v) >= 0).all()
     assert v[-1] == pytest.approx(0.9)  # nominal 28 nm supply at f_max
-    assert v[0] == pytest.approx(0.54)  # the floor: 0.6 x V_nom (above Vth + 0.15 V)
+    assert v[0] == pytest.approx(0.81)  # the floor: a planar node's DVFS range, 0.9 x V_nom
     # where not clipped, f / f_max = g(V) / g(V_nom) with g(V) = (V - Vth)^1.3 / V, Vth = 0.30 V
-    inside = (v > 0.5401) & (v < 0.8999)
+    inside = (v > 0.8101) & (v < 0.8999)
+    assert inside.sum() > 10
     g = (v[inside] - 0.30) ** 1.3 / v[inside]
     np.testing.assert_allclose(g / ((0.9 - 0.30) ** 1.3 / 0.9), clocks[inside] / f_max, rtol=1e-5)
+
+
+def test_supply_floor_is_the_nodes_dvfs_range():
+    # 7 nm (V_nom 0.70 V, FinFET): 0.8 x 0.70 = 0.56 V; 28 nm planar: 0.9 x 0.90 = 0.81 V; at f_max: V_nom
+    assert float(technology.supply_voltage(1.0, 2000.0, 7)) == pytest.approx(0.56)
+    assert float(technology.supply_voltage(1.0, 2000.0, 28)) == pytest.approx(0.81)
+    assert float(technology.supply_voltage(2000.0, 2000.0, 7)) == pytest.approx(0.70)
 
 
 def test_dynamic_energy_scales_with_the_square_of_the_supply():

@@ -52,7 +52,7 @@ def test_fp8_cost_is_the_yosys_fit_of_its_cells():
     def area_um2(rows: int, acc_bits: int, **formats: str) -> float:
         design = ArrayConfig(rows=rows, cols=4, acc_bits=acc_bits, clock_mhz=100, shadow_stationary=False, **formats)
         wl = Workload(name="one", ops=(Gemm(m=8, k=2, n=8, name="g"),), counts=(1,))
-        return perf_model.evaluate(design, wl).total["area_mm2"] * 1e6
+        return perf_model.evaluate(design, wl).total["area_mm2"] * 1e6 * 0.45  # cells: the floor plan's 0.45 off
 
     def fp8_cells(acc_bits: int) -> tuple[float, float]:
         """One fp8 PE and one fp8 output lane, µm^2: the fp8 design's area over the int8 one's is

@@ -1,0 +1,52 @@
+"""On-die power, DRAM power and power density, with the limit a design must stay under.
+
+A design's power over a workload (``power_w``) is its energy over its latency. Part of that
+energy is spent off the die: the DRAM device and its interface (the parts ``dram`` and
+``vector_dram`` of the breakdown, charged per byte by the memory part). The rest is on-die
+power, and on-die power over the design's floor-plan area is its power density::
+
+    dram_power_w        = (dram + vector_dram) pJ * 1e-12 / latency_s
+    on_die_power_w      = power_w - dram_power_w
+    power_density_w_mm2 = on_die_power_w / area_mm2
+
+**The limit** (:data:`MAX_POWER_DENSITY_W_MM2`, 1.0 W/mm^2): the highest average power density
+of a shipped datacenter accelerator we know is NVIDIA's H100 SXM5, 700 W of board power (NVIDIA
+H100 datasheet; the die's share is less) over a die of 814 mm^2 (NVIDIA Hopper architecture
+whitepaper, 2022): 0.86 W/mm^2 with the best air and liquid cooling of its generation. TPU v1
+(40 W busy over at most 331 mm^2, Jouppi et al., ISCA 2017) ran at about 0.12 W/mm^2. A design
+above 1.0 W/mm^2 on average cannot be cooled as a datacenter part is; it is infeasible with the
+reason (``evaluate``, the sweep). Hot spots above the average are not modelled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MAX_POWER_DENSITY_W_MM2", "power_split", "density_reason"]
+
+#: Highest average on-die power density a design may have, W/mm^2 (module docstring for the source).
+MAX_POWER_DENSITY_W_MM2 = 1.0
+
+
+def power_split(energy_pj: Any, dram_pj: Any, latency_s: Any, area_mm2: Any) -> dict[str, np.ndarray]:
+    """``{"dram_power_w", "on_die_power_w", "power_density_w_mm2"}`` of designs (vectorised; 0 where the
+    latency or the area is 0)."""
+    latency = np.asarray(latency_s, dtype=np.float64)
+    area = np.asarray(area_mm2, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dram_w = np.where(latency > 0, np.asarray(dram_pj, dtype=np.float64) * 1e-12 / latency, 0.0)
+        on_die_w = np.where(latency > 0, (np.asarray(energy_pj, dtype=np.float64)
+                                          - np.asarray(dram_pj, dtype=np.float64)) * 1e-12 / latency, 0.0)
+        density = np.where(area > 0, on_die_w / area, 0.0)
+    return {"dram_power_w": dram_w, "on_die_power_w": on_die_w, "power_density_w_mm2": density}
+
+
+def density_reason(density_w_mm2: float, on_die_w: float, area_mm2: float,
+                   limit: float = MAX_POWER_DENSITY_W_MM2) -> str:
+    """The reason a design is too dense to cool (``""`` when it is not)."""
+    if not density_w_mm2 > limit:
+        return ""
+    return (f"power density {density_w_mm2:.2f} W/mm^2 ({on_die_w:.3g} W on die over {area_mm2:.3g} mm^2) exceeds "
+            f"the limit of {limit:g} W/mm^2 (the densest shipped datacenter accelerator, H100 SXM: 0.86 W/mm^2)")
