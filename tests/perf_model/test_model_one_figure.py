@@ -1,0 +1,95 @@
+"""One figure per design and workload (``perf_model.figures.one_program``): what the sweep records,
+``evaluate``'s headline and the program walk are one number, on random designs and networks.
+
+The reference is the compiler's own program, walked (``perf_model.compiler.network_figures``,
+called directly here, not through the cache the model keeps), where the design runs the workload
+as one program; the op-by-op programs (the per-op rows, summed, and the vector unit's work)
+where it does not."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import perf_model
+import workloads
+from accel_dse.config import ArrayConfig
+from accel_dse.designs import load_design
+from accel_dse.search.scoring.evaluator import ModelEvaluator
+from perf_model.compiler.network_figures import network_figures
+
+#: Small versions of the networks the sweep scores: a CNN with residual links, one with
+#: depthwise convs, an encoder layer and a decoder step.
+NETWORKS = ("resnet18:res=32", "mobilenet_v2:res=32", "bert_base:seq=16,d=64,heads=2,ffn=128",
+            "llama_decode:kv=16,d=64,heads=2,ffn=128")
+
+
+def _random_designs(seed: int, n: int) -> list[ArrayConfig]:
+    """``n`` designs around ``tiny``: every dataflow, with and without the vector unit, single and
+    double buffered, buffers from too small to roomy."""
+    rng = np.random.default_rng(seed)
+    base = load_design("tiny")
+    out = []
+    for i in range(n):
+        size = int(rng.choice([4, 8, 16]))
+        out.append(dataclasses.replace(
+            base, rows=size, cols=int(rng.choice([size, 2 * size])) if i % 4 else size,
+            dataflow=("ws", "os", "is")[i % 3], vector_unit=bool(i % 2 == 0 or i % 7 == 0),
+            double_buffered=bool((i // 2) % 2), ifmap_sram_kib=int(rng.choice([8, 32, 128])),
+            weight_sram_kib=int(rng.choice([4, 16, 64])), ofmap_sram_kib=int(rng.choice([8, 32, 128])),
+            dram_bytes_per_cycle=float(rng.choice([2.0, 4.0, 16.0]))))
+    return out
+
+
+@pytest.mark.parametrize("spec", NETWORKS)
+def test_recorded_figure_is_the_program_walk(spec):
+    wl = workloads.resolve(spec)
+    designs = _random_designs(len(spec), 12)
+    table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs(designs), wl)
+    recorded = ModelEvaluator([(spec, 1.0, wl)]).evaluate_columns(
+        {f.name: np.array([getattr(d, f.name).value if f.name == "dataflow" else getattr(d, f.name) for d in designs])
+         for f in dataclasses.fields(ArrayConfig)})
+    kinds = set()
+    for i, config in enumerate(designs):
+        result = perf_model.evaluate(config, wl)
+        assert bool(table.feasible[i]) == (result.status == "ok")
+        if not table.feasible[i]:
+            kinds.add("infeasible")
+            continue
+        walk = network_figures(config, wl)
+        headline = result.total["total_cycles"]
+        if walk is not None and "total_cycles" in walk:
+            kinds.add("one program")
+            assert table.total_cycles[i] == walk["total_cycles"] == headline, config.short_name()
+            assert table.compute_cycles[i] == walk["compute_cycles"]
+            assert table.vector_cycles[i] == walk["vector_cycles"]
+            assert result.network == walk
+        else:
+            kinds.add("op by op")
+            per_op = sum(op.total_cycles for op in result.ops)
+            vector = sum(v["total_cycles"] for v in result.vector_ops)
+            assert table.total_cycles[i] == headline >= per_op + vector
+            assert headline - per_op - vector == pytest.approx(table.stall_cycles[i] - sum(
+                op.stall_cycles for op in result.ops), abs=1e-6)
+        assert table.latency_s[i] == pytest.approx(table.total_cycles[i] / (config.clock_mhz * 1e6), rel=1e-12)
+        assert table.edp[i] == pytest.approx(table.energy_pj[i] * 1e-12 * table.latency_s[i], rel=1e-12)
+        assert recorded.metrics["total_cycles"][i] == table.total_cycles[i]
+        assert recorded.metrics["edp"][i] == table.edp[i]
+    assert {"one program", "op by op"} <= kinds, kinds
+
+
+def test_the_one_programs_leakage_scales_with_its_walk():
+    """Leakage is the design's leakage power over the run: the one program's latency, not the per-op sum's."""
+    wl = workloads.resolve(NETWORKS[0])
+    config = dataclasses.replace(load_design("tiny"), vector_unit=True, ifmap_sram_kib=32, ofmap_sram_kib=32)
+    result = perf_model.evaluate(config, wl)
+    assert result.network is not None and "total_cycles" in result.network
+    per_op_latency = sum(op.latency_s for op in result.ops) + sum(
+        v["total_cycles"] for v in result.vector_ops) / (config.clock_mhz * 1e6)
+    per_op_leakage = sum(op.energy_breakdown["leakage"] for op in result.ops)
+    walk_latency = result.network["total_cycles"] / (config.clock_mhz * 1e6)
+    assert result.total["latency_s"] == pytest.approx(walk_latency, rel=1e-12)
+    assert per_op_latency != pytest.approx(walk_latency, rel=1e-3)  # the two differ here: the test can fail
+    assert result.total["energy_breakdown"]["leakage"] > per_op_leakage * walk_latency / per_op_latency * 0.99
