@@ -61,6 +61,7 @@ from perf_model.compiler.program import GemmProgram, TensorLayout, compile_gemm
 from perf_model.evaluator.conv_ops import register_chain_scorer, register_scorer
 from perf_model.figures.design_table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
 from perf_model.figures.one_design import OpResult, WorkloadResult, evaluate, evaluate_op
+from perf_model.figures.one_program import FIGURE_BOUND, FIGURE_MODEL
 from perf_model.fpga.fmax import ECP5_FMAX_FIT, FmaxFit, fpga_fmax_arrays, fpga_fmax_mhz, fpga_path_arrays
 from perf_model.fpga.metrics import fpga_device, fpga_metrics
 from perf_model.fpga.resources import (
@@ -124,6 +125,8 @@ __all__ = [
     "TilePlan",
     "METRICS",
     "OBJECTIVE_METRICS",
+    "FIGURE_MODEL",
+    "FIGURE_BOUND",
     "EnergyTable",
     "DEFAULT_ENERGY",
     "tech_energy_scale",

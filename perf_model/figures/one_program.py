@@ -31,7 +31,13 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.network_figures import network_figures
 from workloads.ops import Workload
 
-__all__ = ["one_program_figures", "apply_one_program", "ONE_PROGRAM_FIELDS"]
+__all__ = ["one_program_figures", "apply_one_program", "ONE_PROGRAM_FIELDS", "FIGURE_MODEL", "FIGURE_BOUND"]
+
+#: The name of what a design's figure is, recorded with every sweep trial (``figure_model``):
+#: ``accel-dse verify`` refuses a trial recorded under another (an older model's per-op sums).
+FIGURE_MODEL = "program-walk-1"
+#: How far (relative) a recorded figure may lie from the program walk: none, the two are one number.
+FIGURE_BOUND = 0.0
 
 #: The network figure's keys :func:`apply_one_program` takes (cycles of the program's walk).
 ONE_PROGRAM_FIELDS = ("total_cycles", "compute_cycles", "vector_cycles", "stall_cycles")
