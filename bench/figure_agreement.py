@@ -54,7 +54,7 @@ def random_columns(n: int, seed: int) -> dict[str, np.ndarray]:
 
 def per_op_sum(designs: perf_model.DesignArrays, wl: workloads.Workload) -> np.ndarray:
     """Each design's per-op sum (each op on its own plan, the vector work after them), cycles."""
-    block = evaluate_block(designs, op_arrays(wl), DEFAULT_ENERGY, area_coefficients(), reuse=True)  # as evaluate_designs
+    block = evaluate_block(designs, op_arrays(wl), DEFAULT_ENERGY, area_coefficients(), reuse=True)
     vector = vector_columns(designs, workload_vector_ops(wl), DEFAULT_ENERGY, block.vdd)
     columns, _ = totals(block, designs.rows, designs.cols, vector)
     return np.where(columns["feasible"], columns["total_cycles"], np.nan)
