@@ -21,6 +21,7 @@ results per design and workload, so a design scored twice is walked once.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from typing import Any
 
@@ -29,6 +30,7 @@ import numpy as np
 from accel_dse.config import ArrayConfig
 from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.network_figures import network_figures
+from perf_model.program_timing import dram_rate
 from workloads.ops import Workload
 
 __all__ = ["one_program_figures", "apply_one_program", "ONE_PROGRAM_FIELDS", "FIGURE_MODEL", "FIGURE_BOUND"]
@@ -42,15 +44,25 @@ FIGURE_BOUND = 0.0
 #: The network figure's keys :func:`apply_one_program` takes (cycles of the program's walk).
 ONE_PROGRAM_FIELDS = ("total_cycles", "compute_cycles", "vector_cycles", "stall_cycles")
 
-#: Designs' one-program figures kept, most recently used last.
-_CACHE: OrderedDict[tuple[ArrayConfig, Workload], dict[str, Any] | None] = OrderedDict()
+#: Designs' one-program figures kept, most recently used last, by :func:`_program_key`.
+_CACHE: OrderedDict[tuple[object, ...], dict[str, Any] | None] = OrderedDict()
 _CACHE_SIZE = 4096
+#: Design fields the program and its walk see only through the DRAM pacing (``dram_rate``).
+_PACING_ONLY = ("tech_nm", "clock_mhz", "dram")
+
+
+def _program_key(config: ArrayConfig, workload: Workload) -> tuple[object, ...]:
+    """What the one program and its walk depend on: the design's fields but those it sees through
+    the DRAM pacing only, the pacing, and the workload (designs of a sweep that differ in their clock
+    or node alone share one walk)."""
+    fields = tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY)
+    return fields, dram_rate(config), workload
 
 
 def one_program_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | None:
     """``network_figures(config, workload)`` (``None``, ``{"reason": ...}`` or the walk's figures),
-    remembered for the last :data:`_CACHE_SIZE` design-workload pairs."""
-    key = (config, workload)
+    remembered for the last :data:`_CACHE_SIZE` programs (:func:`_program_key`)."""
+    key = _program_key(config, workload)
     try:
         found = _CACHE[key]
     except KeyError:

@@ -93,3 +93,21 @@ def test_the_one_programs_leakage_scales_with_its_walk():
     assert result.total["latency_s"] == pytest.approx(walk_latency, rel=1e-12)
     assert per_op_latency != pytest.approx(walk_latency, rel=1e-3)  # the two differ here: the test can fail
     assert result.total["energy_breakdown"]["leakage"] > per_op_leakage * walk_latency / per_op_latency * 0.99
+
+
+def test_designs_differing_in_clock_or_node_alone_share_one_walk_and_only_those():
+    """The model walks a program once for designs that differ only in what reaches the program through
+    the DRAM pacing (``one_program._program_key``); each still equals its own uncached walk."""
+    wl = workloads.resolve(NETWORKS[0])
+    base = dataclasses.replace(load_design("tiny"), vector_unit=True, ifmap_sram_kib=32, ofmap_sram_kib=32)
+    part = dataclasses.replace(base, dram="ddr3-1600-x64", dram_bytes_per_cycle=32.0)  # 12.8 GB/s: paced by the clock
+    designs = [base, dataclasses.replace(base, clock_mhz=900.0, tech_nm=28), part,
+               dataclasses.replace(part, clock_mhz=1200.0), dataclasses.replace(base, dram_bytes_per_cycle=1.0)]
+    table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs(designs), wl)
+    walks = [network_figures(d, wl)["total_cycles"] for d in designs]
+    assert list(table.total_cycles) == walks
+    assert walks[0] == walks[1] and walks[0] != walks[4]  # the clock alone: one program; the bus: another
+    from perf_model.figures.one_program import _program_key
+
+    assert _program_key(designs[0], wl) == _program_key(designs[1], wl)
+    assert _program_key(designs[2], wl) != _program_key(designs[3], wl) or walks[2] == walks[3]
