@@ -111,3 +111,46 @@ def test_designs_differing_in_clock_or_node_alone_share_one_walk_and_only_those(
 
     assert _program_key(designs[0], wl) == _program_key(designs[1], wl)
     assert _program_key(designs[2], wl) != _program_key(designs[3], wl) or walks[2] == walks[3]
+
+
+def _per_op_sum(config: ArrayConfig, wl) -> float:
+    """The per-op programs' sum (each op on its own plan, links on chip where the plans keep them,
+    the vector unit's work after them): what the sweep recorded before the one figure."""
+    from perf_model.arrays.ops import op_arrays
+    from perf_model.evaluator.design_ops import evaluate_block
+    from perf_model.evaluator.vector_work import vector_columns, workload_vector_ops
+    from perf_model.figures.design_table import totals
+    from perf_model.physical.area import area_coefficients
+    from perf_model.physical.energy import DEFAULT_ENERGY
+
+    designs = perf_model.DesignArrays.from_configs([config])
+    block = evaluate_block(designs, op_arrays(wl), DEFAULT_ENERGY, area_coefficients(), reuse=True)
+    columns, _ = totals(block, designs.rows, designs.cols,
+                        vector_columns(designs, workload_vector_ops(wl), DEFAULT_ENERGY, block.vdd))
+    return float(columns["total_cycles"][0])
+
+
+#: Why the one program is not yet at most its parts on these networks (a strict xfail: it fails
+#: when they are held, so the mark goes then).
+_NOT_HELD = pytest.mark.xfail(strict=True, reason=(
+    "not held yet (issue 50, 'a network program at least as good as its parts'): the one program builds "
+    "every conv's windows on chip (the 3-channel stem too) and sends a link through DRAM where the ifmap "
+    "cannot hold the map beside the bands, while the per-op plans may pick the host's im2col or a reshaped "
+    "input (host time uncounted) and keep conv chains on chip with tap packing; a decoder step's program "
+    "pays a few hundred cycles more than its parts; bench/figure_agreement.py measures ResNet-18 one "
+    "programs up to +47 %, BERT-base up to +10 %, LLaMA decode +0.3 % over their parts"))
+
+
+@pytest.mark.parametrize("spec", [pytest.param(NETWORKS[0], marks=_NOT_HELD), NETWORKS[1], NETWORKS[2],
+                                  pytest.param(NETWORKS[3], marks=_NOT_HELD)])
+def test_the_one_program_is_at_most_its_parts(spec):
+    wl = workloads.resolve(spec)
+    worse = []
+    for config in _random_designs(len(spec) + 1, 12):
+        walk = network_figures(config, wl)
+        if walk is None or "total_cycles" not in walk:
+            continue
+        parts = _per_op_sum(config, wl)
+        if walk["total_cycles"] > parts:
+            worse.append(f"{config.short_name()}: {walk['total_cycles']:,} > {parts:,.0f}")
+    assert worse == []
