@@ -72,3 +72,33 @@ def test_verify_fails_a_tampered_trial_and_refuses_an_older_models(tmp_path, sim
     _edit_attr(path, best.number, "figure_model", lambda _: None)  # ... but recorded before the one figure
     (result,) = verify_top(url, "s", 1, scale=1.0, simulator="icarus", work_dir=sim_work, synth=False, record=False)
     assert not result.passed and "recorded under an older model" in result.reason and result.cycles_rtl is None
+
+
+def test_a_whole_program_from_dram_is_held_to_the_recorded_figure(monkeypatch):
+    """The RTL's CYCLES_TOTAL of the whole workload's programs against the recorded figure (the
+    simulator replaced by a report of its counters: model only)."""
+    from types import SimpleNamespace
+
+    import accel_dse.simulate
+    from accel_dse.designs import load_design
+    from accel_dse.verify._run import _verify_one
+
+    def fake(total, *, host_port=False):
+        op = SimpleNamespace(name="gemm", status="pass", reason="", cycles_rtl=61,
+                             cycles_total_rtl=None if host_port else total)
+        totals = {"ops": 1, "pass": 1, "mismatches": 0, "cycles_rtl": 61, "cycles_model": 61,
+                  "cycles_total_rtl": 0 if host_port else total, "runs_simulated": 1, "runs_total": 1}
+        return lambda *a, **k: SimpleNamespace(ops=[op], passed=True, run_dir="", totals=lambda: totals)
+
+    how = {"workload": TINY_WORKLOAD, "simulator": "icarus", "max_ops": None, "timeout": None, "work_dir": None,
+           "synth": False, "fpga": None, "fpga_device": None, "recorded": 310.0}
+    config = load_design("tiny")
+    monkeypatch.setattr(accel_dse.simulate, "simulate", fake(310))
+    assert _verify_one(config, 0, 0, True, scale=1.0, **how).passed
+    monkeypatch.setattr(accel_dse.simulate, "simulate", fake(311))
+    result = _verify_one(config, 0, 0, True, scale=1.0, **how)
+    assert not result.passed and result.status == "fail"
+    assert result.reason == "the RTL's total 311 cycles is not the figure the study recorded, 310"
+    assert _verify_one(config, 0, 0, True, scale=0.5, **how).passed  # a scaled program: not the recorded one
+    monkeypatch.setattr(accel_dse.simulate, "simulate", fake(311, host_port=True))
+    assert _verify_one(config, 0, 0, True, scale=1.0, **how).passed  # the host port counts no total
