@@ -257,7 +257,8 @@ def evaluate_designs(
             vector = (vector_columns(chunk, vector_ops, energy, block.vdd) if vector_ops or chunk.vector_unit.any()
                       else None)
             columns, breakdown = totals(block, chunk.rows, chunk.cols, vector)
-            apply_one_program(chunk, ops, columns, breakdown)
+            if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
+                apply_one_program(chunk, ops, columns, breakdown)
             parts.append(columns)
             breakdowns.append(breakdown)
             for i, text in block.first_failures().items():

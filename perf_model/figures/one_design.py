@@ -160,7 +160,8 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
     vector_ops = workload_vector_ops(ops)
     vector = vector_columns(designs, vector_ops, table, block.vdd) if vector_ops or config.vector_unit else None
     tot, breakdown = totals(block, designs.rows, designs.cols, vector)
-    apply_one_program(designs, ops, tot, breakdown)
+    if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
+        apply_one_program(designs, ops, tot, breakdown)
     pes = config.rows * config.cols
     df = int(designs.dataflow[0])
     results = []
@@ -259,7 +260,9 @@ def evaluate(config: ArrayConfig, workload: Workload, *, energy: EnergyTable | N
     """One design on a whole workload (per-op results and totals).
 
     ``reuse``: keep an op's output on chip as the next op's input where the workload and the
-    design allow it (``perf_model.evaluator.reuse_links``); ``False`` sends every output through DRAM.
+    design allow it (``perf_model.evaluator.reuse_links``), and run the workload as one program where
+    the design can (``perf_model.figures.one_program``); ``False`` runs every op as its own program,
+    every output through DRAM (``simulate --no-reuse``).
 
     Raises:
         ModelError: ``config`` is not an ``ArrayConfig`` or ``workload`` not a ``Workload``.

@@ -154,3 +154,17 @@ def test_the_one_program_is_at_most_its_parts(spec):
         if walk["total_cycles"] > parts:
             worse.append(f"{config.short_name()}: {walk['total_cycles']:,} > {parts:,.0f}")
     assert worse == []
+
+
+def test_without_reuse_the_ops_run_as_their_own_programs():
+    """``reuse=False`` (``evaluate --no-reuse``, ``simulate --no-reuse``): every op its own program, so the
+    figure is the op-by-op programs', in ``evaluate`` and ``evaluate_designs`` alike."""
+    wl = workloads.resolve(NETWORKS[0])
+    config = dataclasses.replace(load_design("tiny"), vector_unit=True, ifmap_sram_kib=32, ofmap_sram_kib=32)
+    walk = network_figures(config, wl)["total_cycles"]
+    alone = perf_model.evaluate(config, wl, reuse=False)
+    table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs([config]), wl, reuse=False)
+    assert alone.total["total_cycles"] == table.total_cycles[0] != walk
+    assert alone.total["total_cycles"] >= sum(op.total_cycles for op in alone.ops) + sum(
+        v["total_cycles"] for v in alone.vector_ops)
+    assert perf_model.evaluate(config, wl).total["total_cycles"] == walk
