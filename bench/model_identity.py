@@ -31,7 +31,7 @@ from model_throughput import grid_columns  # noqa: E402
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from perf_model.arrays.ops import op_arrays  # noqa: E402
-from perf_model.evaluator.block import evaluate_block  # noqa: E402
+from perf_model.evaluator.design_ops import evaluate_block  # noqa: E402
 from perf_model.physical.area import area_coefficients  # noqa: E402
 from perf_model.physical.energy import DEFAULT_ENERGY  # noqa: E402
 

@@ -56,12 +56,12 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.conv_chain_score import chain_figures
 from perf_model.compiler.conv_score import conv_figures
-from perf_model.compiler.network_figures import network_figures
 from perf_model.compiler.plan import TilePlan, plan_tiles
 from perf_model.compiler.program import GemmProgram, TensorLayout, compile_gemm
 from perf_model.evaluator.conv_ops import register_chain_scorer, register_scorer
-from perf_model.evaluator.design_table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
-from perf_model.evaluator.one_design import OpResult, WorkloadResult, evaluate, evaluate_op, register_network_scorer
+from perf_model.figures.design_table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
+from perf_model.figures.one_design import OpResult, WorkloadResult, evaluate, evaluate_op
+from perf_model.figures.one_program import FIGURE_BOUND, FIGURE_MODEL
 from perf_model.fpga.fmax import ECP5_FMAX_FIT, FmaxFit, fpga_fmax_arrays, fpga_fmax_mhz, fpga_path_arrays
 from perf_model.fpga.metrics import fpga_device, fpga_metrics
 from perf_model.fpga.resources import (
@@ -125,6 +125,8 @@ __all__ = [
     "TilePlan",
     "METRICS",
     "OBJECTIVE_METRICS",
+    "FIGURE_MODEL",
+    "FIGURE_BOUND",
     "EnergyTable",
     "DEFAULT_ENERGY",
     "tech_energy_scale",
@@ -159,4 +161,3 @@ __all__ = [
 
 register_scorer(conv_figures)  # the evaluator scores a conv on chip by its program (evaluator.conv_ops)
 register_chain_scorer(chain_figures)  # ... and a chain of convs with its links on chip by its one program
-register_network_scorer(network_figures)  # ... and a whole CNN as one program (evaluate's ``network``)

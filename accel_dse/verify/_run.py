@@ -63,6 +63,12 @@ class VerifyResult:
         ops, ops_passed: Ops simulated and ops that passed.
         mismatches: Output elements that differ from JAX, over all ops.
         cycles_rtl, cycles_model: Sums over the simulated ops (``None`` if nothing ran).
+        cycles_recorded: The ``total_cycles`` the study recorded for the trial on the workload (``None``:
+            the study did not score it). It must be this model's program walk
+            (``accel_dse.verify._figure``), and, when every run of the whole workload was simulated at
+            full scale from DRAM, the RTL's ``CYCLES_TOTAL`` summed over its programs, or the trial
+            fails. (The host-port path counts the array's cycles only, and the sampled check
+            fast-forwards on the model's: neither measures the whole total.)
         synth: ``{"cells", "transistors"}`` of ``rtl_gen.synth_stats`` (``{"error": ...}`` if it failed).
         fpga: ``accel_dse.export.fpga_figures`` of the place and route (``{}``: not asked;
             ``{"family", "device", "error"}`` if the tools failed).
@@ -89,6 +95,7 @@ class VerifyResult:
     mismatches: int = 0
     cycles_rtl: int | None = None
     cycles_model: int | None = None
+    cycles_recorded: float | None = None
     synth: dict[str, Any] = dataclasses.field(default_factory=dict)
     fpga: dict[str, Any] = dataclasses.field(default_factory=dict)
     reason: str = ""
@@ -300,6 +307,7 @@ def _ordered(view: Any, claims: Claims | None, claim: int | None, trial: Any, ra
              first_built: threading.Event | None, leads: bool, **how: Any) -> VerifyResult:
     from accel_dse.report import trial_config
     from accel_dse.simulate.runner.build import build_hooks
+    from accel_dse.verify._figure import figure_problem, recorded_figure
 
     guard: contextlib.AbstractContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
     config = trial_config(trial, study=f"study {study_name!r}")
@@ -318,6 +326,8 @@ def _ordered(view: Any, claims: Claims | None, claim: int | None, trial: Any, ra
         order = build_hooks(lambda: None, first_built.set) if leads else build_hooks(wait, lambda: None)
     try:
         with keep, order:
+            how["recorded"] = recorded_figure(trial, how["workload"])
+            how["figure_problem"] = figure_problem(trial, config, how["workload"])
             result = _verify_one(config, trial.number, rank, pareto, **how,
                                  progress=lambda line: say(f"{tag}: {line}") if _ETA_LINE.search(line) else None)
             verdict = "PASS" if result.passed else f"RTL VERIFICATION FAILED ({result.status}): {result.reason}"
@@ -346,13 +356,17 @@ def _resolve(spec: str) -> None:
 def _verify_one(config: Any, number: int, rank: int, pareto: bool, *, workload: str, scale: float, simulator: str,
                 max_ops: int | None, timeout: float | None, work_dir: str | Path | None, synth: bool,
                 fpga: str | None, fpga_device: str | None, mode: str = "exhaustive",
-                progress: Callable[[str], None] | None = None) -> VerifyResult:
+                progress: Callable[[str], None] | None = None, recorded: float | None = None,
+                figure_problem: str = "") -> VerifyResult:
     from accel_dse.simulate import simulate
 
     start = time.perf_counter()
     base = {"trial": number, "rank": rank, "pareto": pareto, "config_hash": config.config_hash,
             "design": config.short_name(), "simulator": simulator, "workload": workload, "scale": float(scale),
-            "mode": mode}
+            "mode": mode, "cycles_recorded": recorded}
+    if figure_problem:  # the recorded figure is not this model's walk: nothing to simulate it against
+        return VerifyResult(**base, passed=False, status="fail", reason=figure_problem,
+                            seconds=round(time.perf_counter() - start, 3))
     try:
         report = simulate(config, workload, scale=scale, simulator=simulator, max_ops=max_ops, timeout=timeout,
                           work_dir=work_dir, progress=progress, mode=mode)
@@ -373,6 +387,13 @@ def _verify_one(config: Any, number: int, rank: int, pareto: bool, *, workload: 
             "reason": reason, "run_dir": report.run_dir,
             "runs_simulated": totals["runs_simulated"], "runs_total": totals["runs_total"],
         }
+        # the whole program from DRAM, every run simulated: its CYCLES_TOTAL is the figure itself
+        whole = (mode == "exhaustive" and scale == 1 and max_ops is None and recorded is not None and ran
+                 and all(op.cycles_total_rtl is not None for op in report.ops))
+        if whole and fields["passed"] and totals["cycles_total_rtl"] != recorded:
+            fields |= {"passed": False, "status": "fail",
+                       "reason": f"the RTL's total {totals['cycles_total_rtl']:,} cycles is not the figure the "
+                                 f"study recorded, {recorded:,.0f}"}
     figures: dict[str, Any] = {}
     if synth:
         import rtl_gen

@@ -249,12 +249,18 @@ def conv_path(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> tu
     why = conv_served(config)
     if why:
         return "host", why
-    from perf_model.evaluator.one_design import evaluate_op
+    from perf_model.arrays.designs import DesignArrays
+    from perf_model.arrays.ops import op_arrays
+    from perf_model.evaluator.design_ops import evaluate_block
+    from perf_model.physical.area import area_coefficients
+    from perf_model.physical.energy import DEFAULT_ENERGY
 
     if requant != (conv.requant is not None):
         raise ModelError(f"requant={requant} but the conv's requant is {conv.requant!r}")
-    result = evaluate_op(config, conv)
-    return result.conv_path or "host", result.conv_note
+    block = evaluate_block(DesignArrays.from_configs([config]), op_arrays([(conv, 1)]), DEFAULT_ENERGY,
+                           area_coefficients())
+    path, note = block.conv_note(0, 0)
+    return path or "host", note
 
 
 def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, queue_depth: int = QUEUE_DEPTH,

@@ -2,5 +2,5 @@
 design-op pairs, ``tiling`` chooses buffer tiles and loop orders, ``transfers``, ``run_classes``,
 ``sequencer_periods`` and ``schedule`` count cycles and traffic in closed form (the walk of
 :mod:`perf_model.program_timing`, without walking), ``reuse_links`` decides which layer links stay on chip,
-``block`` puts it together per block, ``design_table`` totals it per design (``evaluate_designs``, the
-sweep's hot path) and ``one_design`` is the one-design API over the same code."""
+``design_ops`` puts it together per block of designs x ops. ``perf_model.figures``, above the
+compiler, totals it per design as the program the compiler emits (``evaluate_designs``, ``evaluate``)."""

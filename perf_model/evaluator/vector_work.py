@@ -40,7 +40,7 @@ from workloads.vector_ops import VectorOp
 __all__ = ["VectorColumns", "vector_columns", "host_ops", "plan_bytes", "workload_vector_ops", "VECTOR_ENERGY_PARTS",
            "row_bytes", "word_reads"]
 
-#: Energy parts of the vector work (beside ``perf_model.evaluator.block.ENERGY_PARTS``).
+#: Energy parts of the vector work (beside ``perf_model.evaluator.design_ops.ENERGY_PARTS``).
 VECTOR_ENERGY_PARTS = ("vector", "vector_sram", "vector_dram")
 
 _SCALAR_STEPS = {"layernorm": 2 * DIV_STEPS + SQRT_STEPS, "rmsnorm": 2 * DIV_STEPS + SQRT_STEPS, "softmax": DIV_STEPS}

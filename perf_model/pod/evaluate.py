@@ -45,7 +45,7 @@ from typing import Any
 from accel_spec.config import MEMORY_KINDS, ArrayConfig
 from accel_spec.pod_config import Split, SystemConfig
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
-from perf_model.evaluator.one_design import evaluate
+from perf_model.figures.one_design import evaluate
 from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.pod import collectives as coll
 from perf_model.pod.data_parallel import data_parallel_s, exposed_s

@@ -41,11 +41,16 @@ def test_evaluate_json_on_resnet18_edge(run_cli, tmp_path):
     assert keys - {"name", "status"} <= set(total)
     assert {"latency_s", "area_mm2", "power_w", "tops_per_w"} <= set(total)
     assert total["macs"] == sum(op["macs"] for op in data["ops"])
-    assert total["compute_cycles"] == sum(op["compute_cycles"] for op in data["ops"])
+    # edge runs ResNet-18 as one program: the totals' cycles are its walk, the ops their breakdown
+    net = data["network"]
+    assert net is not None and "total_cycles" in net
+    assert (total["total_cycles"], total["compute_cycles"]) == (net["total_cycles"], net["compute_cycles"])
+    assert bare["network"] is None  # without the unit: the op-by-op programs, the ops' cycles summed
+    assert bare["total"]["compute_cycles"] == sum(op["compute_cycles"] for op in bare["ops"])
     assert math.isclose(total["energy_pj"], sum(total["energy_breakdown"].values()), rel_tol=1e-12)
     # the residual adds and ReLUs run on the vector unit, after the matrix ops: their cycles, their
     # energy (logic, SRAM, DRAM) and the leakage of the longer run come on top of the matrix ops'
-    assert data["vector_ops"] and total["vector_cycles"] == sum(v["total_cycles"] for v in data["vector_ops"])
+    assert data["vector_ops"] and total["vector_cycles"] == net["vector_cycles"]
     vector_parts = sum(total["energy_breakdown"][p] for p in ("vector", "vector_sram", "vector_dram"))
     assert vector_parts > 0
     assert sum(op["energy_pj"] for op in data["ops"]) + vector_parts < total["energy_pj"]

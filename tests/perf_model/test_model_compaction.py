@@ -1,7 +1,7 @@
 """The model searches and schedules only the elements whose smallest tile fits: that must change nothing.
 
 ``evaluate_block`` gives the others ``unfit_tiling`` and a zero schedule instead of running the
-search on them (``perf_model.evaluator.block._tile_and_schedule``). These tests run the search on every
+search on them (``perf_model.evaluator.design_ops._tile_and_schedule``). These tests run the search on every
 element and check that it gives exactly that where the smallest tile does not fit, and that the
 search of one element does not depend on the others beside it.
 """
@@ -15,7 +15,7 @@ from model_testlib import SLOW_MHZ
 import perf_model
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
-from perf_model.evaluator.block import evaluate_block
+from perf_model.evaluator.design_ops import evaluate_block
 from perf_model.evaluator.problem import buffer_words, build_problem
 from perf_model.evaluator.tiling import Tiling, choose_tiles, fits_contract, smallest_fits, unfit_tiling
 from perf_model.physical.area import area_coefficients

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from model_testlib import SLOW_MHZ
 
 import perf_model
-import perf_model.evaluator.design_table as table_module
+import perf_model.figures.design_table as table_module
 from accel_spec.config import ArrayConfig
 from workloads.ops import Conv2d, Gemm, Workload
 

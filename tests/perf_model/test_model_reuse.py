@@ -19,7 +19,7 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.chain import compile_chain
 from perf_model.compiler.program import compile_gemm
-from perf_model.evaluator.block import evaluate_block
+from perf_model.evaluator.design_ops import evaluate_block
 from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
 from workloads._layers import FORMS

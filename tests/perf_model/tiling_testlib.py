@@ -32,7 +32,7 @@ from accel_spec.config import ArrayConfig
 from perf_model import timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
-from perf_model.evaluator.block import evaluate_block
+from perf_model.evaluator.design_ops import evaluate_block
 from perf_model.evaluator.schedule import schedule
 from perf_model.evaluator.tiling import ORDERS, Tiling
 from perf_model.physical.area import area_coefficients

@@ -36,6 +36,8 @@ def test_verify_top_2_records_rtl_results(tmp_path, sim_work, run_cli):
         assert r.passed and r.status == "pass" and r.pareto
         assert r.ops == r.ops_passed == 1 and r.mismatches == 0
         assert r.cycles_rtl == r.cycles_model and r.cycles_rtl > 0
+        # the recorded figure is the one verify held to the program walk before simulating
+        assert r.cycles_recorded == trials[r.trial].user_attrs["workloads"][TINY_WORKLOAD]["total_cycles"] > 0
         assert r.synth["cells"] > 0 and r.synth["transistors"] > 0
         assert r.workload == TINY_WORKLOAD and r.simulator == "icarus"
     attrs = optuna.load_study(study_name="s", storage=url).user_attrs

@@ -168,6 +168,12 @@ class ModelEvaluator:
             self._module = importlib.import_module(self.model)
         return self._module
 
+    @property
+    def figure_model(self) -> str:
+        """What the model's figures are (``perf_model.FIGURE_MODEL``; ``""`` for a model that does not
+        say): each trial records it, and ``accel-dse verify`` refuses a trial recorded under another."""
+        return str(getattr(self._perf(), "FIGURE_MODEL", ""))
+
     # -- batches ---------------------------------------------------------------------------
     def evaluate_columns(
         self, columns: Mapping[str, Any], *, per_workload: bool = False

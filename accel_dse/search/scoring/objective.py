@@ -167,6 +167,9 @@ class SweepObjective:
         attrs["workloads"] = {
             w: {m: coerce_finite(v) for m, v in d.items()} for w, d in evaluation.per_workload.items()
         }
+        figure_model = getattr(self.evaluator, "figure_model", "")
+        if figure_model:  # what the figures are: verify refuses a trial recorded under another model
+            attrs["figure_model"] = figure_model
         if evaluation.details:
             attrs["pod"] = evaluation.details
         if getattr(evaluation, "notes", ""):

@@ -1,4 +1,8 @@
-"""``evaluate_designs``: totals per design over a workload, the hot path of every sweep."""
+"""``evaluate_designs``: totals per design over a workload, the hot path of every sweep.
+
+Each design's figure is the walk of the program the compiler emits for it
+(``perf_model.figures.one_program``): the one program where the design runs the workload as one,
+the op-by-op programs (summed per op by ``perf_model.evaluator``) where it does not."""
 
 from __future__ import annotations
 
@@ -11,8 +15,9 @@ import numpy as np
 from accel_spec.errors import ModelError
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
-from perf_model.evaluator.block import ENERGY_PARTS, Block, evaluate_block
+from perf_model.evaluator.design_ops import ENERGY_PARTS, Block, evaluate_block
 from perf_model.evaluator.vector_work import VECTOR_ENERGY_PARTS, VectorColumns, vector_columns, workload_vector_ops
+from perf_model.figures.one_program import apply_one_program
 from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.checksum import sdc_coverage
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
@@ -54,7 +59,10 @@ class DesignTable:
         vector_cycles: vector unit busy cycles (int64, ``perf_model.vector_timing``; after the
             matrix work, not overlapped with it).
         stall_cycles: cycles waiting for DRAM (float64), the vector work's included.
-        total_cycles: ``compute_cycles + vector_cycles + stall_cycles`` (float64).
+        total_cycles: ``compute_cycles + vector_cycles + stall_cycles`` (float64): the walk of the
+            program the compiler emits for the design (``perf_model.figures.one_program``): the one
+            program where the design runs the workload as one (then compute, vector and stall cycles
+            are that walk's), else the op-by-op programs.
         macs: multiply-accumulates (int64).
         dram_read_bytes, dram_write_bytes, sram_read_bytes, sram_write_bytes: bytes (float64).
         energy_pj: total energy, pJ; ``energy_breakdown`` holds its components.
@@ -265,6 +273,8 @@ def evaluate_designs(
             vector = (vector_columns(chunk, vector_ops, energy, block.vdd) if vector_ops or chunk.vector_unit.any()
                       else None)
             columns, breakdown = totals(block, chunk.rows, chunk.cols, vector)
+            if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
+                apply_one_program(chunk, ops, columns, breakdown)
             parts.append(columns)
             breakdowns.append(breakdown)
             for i, text in block.first_failures().items():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,9 +9,10 @@ from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
-from perf_model.evaluator.block import ENERGY_PARTS, evaluate_block, order_names, resident_name
-from perf_model.evaluator.design_table import totals
+from perf_model.evaluator.design_ops import ENERGY_PARTS, evaluate_block, order_names, resident_name
 from perf_model.evaluator.vector_work import host_ops, plan_bytes, vector_columns, workload_vector_ops
+from perf_model.figures.design_table import totals
+from perf_model.figures.one_program import apply_one_program, one_program_figures
 from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
 from perf_model.vector_timing import plan_cycles, vector_plan
@@ -105,8 +105,12 @@ class WorkloadResult:
         status: ``"ok"``, or the status of the first op that is not ok (``"infeasible"`` or
             ``"overflow"``); ``reason`` names it.
         ops: per-op results in program order.
-        total: totals (the keys of each op summed, plus ``vector_cycles``, latency, area, power,
-            TOPS, TOPS/W, EDP, energy breakdown); 0 when infeasible.
+        total: totals (``vector_cycles``, latency, area, power, TOPS, TOPS/W, EDP, energy breakdown
+            beside the keys of each op); 0 when infeasible. The cycles and what follows from them
+            are the walk of the program the compiler emits for the design
+            (``perf_model.figures.one_program``): ``network``'s where it runs the workload as one
+            program, else the op-by-op programs (the ops' keys summed). The one figure the sweep
+            records; ``ops`` are its breakdown by op.
         vector_ops: the workload's vector ops the vector unit runs (``perf_model.evaluator.vector_work``),
             each ``kind``, ``name``, ``runs``, ``elements`` (all runs), ``cycles`` (one run),
             ``total_cycles`` (busy, all runs) and the bytes of all runs.
@@ -115,8 +119,9 @@ class WorkloadResult:
             host work, left out of the figures.
         network: a whole CNN, a stack of encoder layers or a decoder block as one program on a
             design with the vector unit (``perf_model.compiler.network_figures``): its walk's cycles
-            and queue-loads, or its ``reason``; ``None`` when the workload is none of these (or the
-            design cannot run its ops).
+            and queue-loads (then ``total`` is that walk), or its ``reason`` (then the ops run as
+            op-by-op programs); ``None`` when the workload is none of these (or the design cannot
+            run its ops).
     """
 
     design: ArrayConfig
@@ -144,15 +149,6 @@ class WorkloadResult:
         }
 
 
-#: The whole-network scorer (``perf_model.compiler.network_figures``, registered by ``perf_model``).
-_NETWORK: list[Callable[[ArrayConfig, Workload], dict[str, Any] | None]] = []
-
-
-def register_network_scorer(scorer: Callable[[ArrayConfig, Workload], dict[str, Any] | None]) -> None:
-    """Make ``scorer`` the one :func:`evaluate` asks for a whole CNN's one program (``network``)."""
-    _NETWORK[:] = [scorer]
-
-
 def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | None,
               area: AreaCoefficients | None, reuse: bool = True) -> WorkloadResult:
     if not isinstance(config, ArrayConfig):
@@ -164,6 +160,8 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
     vector_ops = workload_vector_ops(ops)
     vector = vector_columns(designs, vector_ops, table, block.vdd) if vector_ops or config.vector_unit else None
     tot, breakdown = totals(block, designs.rows, designs.cols, vector)
+    if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
+        apply_one_program(designs, ops, tot, breakdown)
     pes = config.rows * config.cols
     df = int(designs.dataflow[0])
     results = []
@@ -226,7 +224,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
                                                              "please report it)" if not feasible else ""),
         ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.vector_lanes),
         host_work=host_ops(vector_ops, config.vector_lanes) + _reshapes(results, block),
-        network=_NETWORK[0](config, ops) if _NETWORK and isinstance(ops, Workload) and feasible else None,
+        network=one_program_figures(config, ops) if isinstance(ops, Workload) and feasible else None,
     )
 
 
@@ -264,7 +262,9 @@ def evaluate(config: ArrayConfig, workload: Workload, *, energy: EnergyTable | N
     """One design on a whole workload (per-op results and totals).
 
     ``reuse``: keep an op's output on chip as the next op's input where the workload and the
-    design allow it (``perf_model.evaluator.reuse_links``); ``False`` sends every output through DRAM.
+    design allow it (``perf_model.evaluator.reuse_links``), and run the workload as one program where
+    the design can (``perf_model.figures.one_program``); ``False`` runs every op as its own program,
+    every output through DRAM (``simulate --no-reuse``).
 
     Raises:
         ModelError: ``config`` is not an ``ArrayConfig`` or ``workload`` not a ``Workload``.

@@ -1,0 +1,170 @@
+"""One figure per design and workload (``perf_model.figures.one_program``): what the sweep records,
+``evaluate``'s headline and the program walk are one number, on random designs and networks.
+
+The reference is the compiler's own program, walked (``perf_model.compiler.network_figures``,
+called directly here, not through the cache the model keeps), where the design runs the workload
+as one program; the op-by-op programs (the per-op rows, summed, and the vector unit's work)
+where it does not."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import perf_model
+import workloads
+from accel_dse.design_files import load_design
+from accel_dse.search.scoring.evaluator import ModelEvaluator
+from accel_spec.config import ArrayConfig
+from perf_model.compiler.network_figures import network_figures
+
+#: Small versions of the networks the sweep scores: a CNN with residual links, one with
+#: depthwise convs, an encoder layer and a decoder step.
+NETWORKS = ("resnet18:res=32", "mobilenet_v2:res=32", "bert_base:seq=16,d=64,heads=2,ffn=128",
+            "llama_decode:kv=16,d=64,heads=2,ffn=128")
+
+
+def _random_designs(seed: int, n: int) -> list[ArrayConfig]:
+    """``n`` designs around ``tiny``: every dataflow, with and without the vector unit, single and
+    double buffered, buffers from too small to roomy."""
+    rng = np.random.default_rng(seed)
+    base = load_design("tiny")
+    out = []
+    for i in range(n):
+        size = int(rng.choice([4, 8, 16]))
+        out.append(dataclasses.replace(
+            base, rows=size, cols=int(rng.choice([size, 2 * size])) if i % 4 else size,
+            dataflow=("ws", "os", "is")[i % 3], vector_unit=bool(i % 2 == 0 or i % 7 == 0),
+            double_buffered=bool((i // 2) % 2), ifmap_sram_kib=int(rng.choice([8, 32, 128])),
+            weight_sram_kib=int(rng.choice([4, 16, 64])), ofmap_sram_kib=int(rng.choice([8, 32, 128])),
+            dram_bytes_per_cycle=float(rng.choice([2.0, 4.0, 16.0]))))
+    return out
+
+
+@pytest.mark.parametrize("spec", NETWORKS)
+def test_recorded_figure_is_the_program_walk(spec):
+    wl = workloads.resolve(spec)
+    designs = _random_designs(len(spec), 12)
+    table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs(designs), wl)
+    recorded = ModelEvaluator([(spec, 1.0, wl)]).evaluate_columns(
+        {f.name: np.array([getattr(d, f.name).value if f.name == "dataflow" else getattr(d, f.name) for d in designs])
+         for f in dataclasses.fields(ArrayConfig)})
+    kinds = set()
+    for i, config in enumerate(designs):
+        result = perf_model.evaluate(config, wl)
+        assert bool(table.feasible[i]) == (result.status == "ok")
+        if not table.feasible[i]:
+            kinds.add("infeasible")
+            continue
+        walk = network_figures(config, wl)
+        headline = result.total["total_cycles"]
+        if walk is not None and "total_cycles" in walk:
+            kinds.add("one program")
+            assert table.total_cycles[i] == walk["total_cycles"] == headline, config.short_name()
+            assert table.compute_cycles[i] == walk["compute_cycles"]
+            assert table.vector_cycles[i] == walk["vector_cycles"]
+            assert result.network == walk
+        else:
+            kinds.add("op by op")
+            per_op = sum(op.total_cycles for op in result.ops)
+            vector = sum(v["total_cycles"] for v in result.vector_ops)
+            assert table.total_cycles[i] == headline >= per_op + vector
+            assert headline - per_op - vector == pytest.approx(table.stall_cycles[i] - sum(
+                op.stall_cycles for op in result.ops), abs=1e-6)
+        assert table.latency_s[i] == pytest.approx(table.total_cycles[i] / (config.clock_mhz * 1e6), rel=1e-12)
+        assert table.edp[i] == pytest.approx(table.energy_pj[i] * 1e-12 * table.latency_s[i], rel=1e-12)
+        assert recorded.metrics["total_cycles"][i] == table.total_cycles[i]
+        assert recorded.metrics["edp"][i] == table.edp[i]
+    assert {"one program", "op by op"} <= kinds, kinds
+
+
+def test_the_one_programs_leakage_scales_with_its_walk():
+    """Leakage is the design's leakage power over the run: the one program's latency, not the per-op sum's."""
+    wl = workloads.resolve(NETWORKS[0])
+    config = dataclasses.replace(load_design("tiny"), vector_unit=True, ifmap_sram_kib=32, ofmap_sram_kib=32)
+    result = perf_model.evaluate(config, wl)
+    assert result.network is not None and "total_cycles" in result.network
+    per_op_latency = sum(op.latency_s for op in result.ops) + sum(
+        v["total_cycles"] for v in result.vector_ops) / (config.clock_mhz * 1e6)
+    per_op_leakage = sum(op.energy_breakdown["leakage"] for op in result.ops)
+    walk_latency = result.network["total_cycles"] / (config.clock_mhz * 1e6)
+    assert result.total["latency_s"] == pytest.approx(walk_latency, rel=1e-12)
+    assert per_op_latency != pytest.approx(walk_latency, rel=1e-3)  # the two differ here: the test can fail
+    assert result.total["energy_breakdown"]["leakage"] > per_op_leakage * walk_latency / per_op_latency * 0.99
+
+
+def test_designs_differing_in_clock_or_node_alone_share_one_walk_and_only_those():
+    """The model walks a program once for designs that differ only in what reaches the program through
+    the DRAM pacing (``one_program._program_key``); each still equals its own uncached walk."""
+    wl = workloads.resolve(NETWORKS[0])
+    base = dataclasses.replace(load_design("tiny"), vector_unit=True, ifmap_sram_kib=32, ofmap_sram_kib=32)
+    part = dataclasses.replace(base, dram="ddr3-1600-x64", dram_bytes_per_cycle=32.0)  # 12.8 GB/s: paced by the clock
+    designs = [base, dataclasses.replace(base, clock_mhz=900.0, tech_nm=28), part,
+               dataclasses.replace(part, clock_mhz=1200.0), dataclasses.replace(base, dram_bytes_per_cycle=1.0)]
+    table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs(designs), wl)
+    walks = [network_figures(d, wl)["total_cycles"] for d in designs]
+    assert list(table.total_cycles) == walks
+    assert walks[0] == walks[1] and walks[0] != walks[4]  # the clock alone: one program; the bus: another
+    from perf_model.figures.one_program import _program_key
+
+    assert _program_key(designs[0], wl) == _program_key(designs[1], wl)
+    assert _program_key(designs[2], wl) != _program_key(designs[3], wl) or walks[2] == walks[3]
+
+
+def _per_op_sum(config: ArrayConfig, wl) -> float:
+    """The per-op programs' sum (each op on its own plan, links on chip where the plans keep them,
+    the vector unit's work after them): what the sweep recorded before the one figure."""
+    from perf_model.arrays.ops import op_arrays
+    from perf_model.evaluator.design_ops import evaluate_block
+    from perf_model.evaluator.vector_work import vector_columns, workload_vector_ops
+    from perf_model.figures.design_table import totals
+    from perf_model.physical.area import area_coefficients
+    from perf_model.physical.energy import DEFAULT_ENERGY
+
+    designs = perf_model.DesignArrays.from_configs([config])
+    block = evaluate_block(designs, op_arrays(wl), DEFAULT_ENERGY, area_coefficients(), reuse=True)
+    columns, _ = totals(block, designs.rows, designs.cols,
+                        vector_columns(designs, workload_vector_ops(wl), DEFAULT_ENERGY, block.vdd))
+    return float(columns["total_cycles"][0])
+
+
+#: Why the one program is not yet at most its parts on these networks (a strict xfail: it fails
+#: when they are held, so the mark goes then).
+_NOT_HELD = pytest.mark.xfail(strict=True, reason=(
+    "not held yet (issue 50, 'a network program at least as good as its parts'): the one program builds "
+    "every conv's windows on chip (the 3-channel stem too) and sends a link through DRAM where the ifmap "
+    "cannot hold the map beside the bands, while the per-op plans may pick the host's im2col or a reshaped "
+    "input (host time uncounted) and keep conv chains on chip with tap packing; a decoder step's program "
+    "pays a few hundred cycles more than its parts; bench/figure_agreement.py measures ResNet-18 one "
+    "programs up to +47 %, BERT-base up to +10 %, LLaMA decode +0.3 % over their parts"))
+
+
+@pytest.mark.parametrize("spec", [pytest.param(NETWORKS[0], marks=_NOT_HELD), NETWORKS[1], NETWORKS[2],
+                                  pytest.param(NETWORKS[3], marks=_NOT_HELD)])
+def test_the_one_program_is_at_most_its_parts(spec):
+    wl = workloads.resolve(spec)
+    worse = []
+    for config in _random_designs(len(spec) + 1, 12):
+        walk = network_figures(config, wl)
+        if walk is None or "total_cycles" not in walk:
+            continue
+        parts = _per_op_sum(config, wl)
+        if walk["total_cycles"] > parts:
+            worse.append(f"{config.short_name()}: {walk['total_cycles']:,} > {parts:,.0f}")
+    assert worse == []
+
+
+def test_without_reuse_the_ops_run_as_their_own_programs():
+    """``reuse=False`` (``evaluate --no-reuse``, ``simulate --no-reuse``): every op its own program, so the
+    figure is the op-by-op programs', in ``evaluate`` and ``evaluate_designs`` alike."""
+    wl = workloads.resolve(NETWORKS[0])
+    config = dataclasses.replace(load_design("tiny"), vector_unit=True, ifmap_sram_kib=32, ofmap_sram_kib=32)
+    walk = network_figures(config, wl)["total_cycles"]
+    alone = perf_model.evaluate(config, wl, reuse=False)
+    table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs([config]), wl, reuse=False)
+    assert alone.total["total_cycles"] == table.total_cycles[0] != walk
+    assert alone.total["total_cycles"] >= sum(op.total_cycles for op in alone.ops) + sum(
+        v["total_cycles"] for v in alone.vector_ops)
+    assert perf_model.evaluate(config, wl).total["total_cycles"] == walk
