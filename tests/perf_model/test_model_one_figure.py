@@ -95,6 +95,19 @@ def test_the_one_programs_leakage_scales_with_its_walk():
     assert result.total["energy_breakdown"]["leakage"] > per_op_leakage * walk_latency / per_op_latency * 0.99
 
 
+
+def test_the_one_programs_power_split_follows_its_walk():
+    """On-die and DRAM power and the power density are the walk's energy over the walk's latency:
+    the two powers add up to ``power_w``, and the density is the on-die power over the area."""
+    wl = workloads.resolve(NETWORKS[0])
+    config = dataclasses.replace(load_design("tiny"), vector_unit=True, ifmap_sram_kib=32, ofmap_sram_kib=32)
+    table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs([config]), wl)
+    walk_latency = perf_model.evaluate(config, wl).network["total_cycles"] / (config.clock_mhz * 1e6)
+    assert table.latency_s[0] == pytest.approx(walk_latency, rel=1e-12)
+    assert table.power_w[0] == pytest.approx(table.energy_pj[0] * 1e-12 / walk_latency, rel=1e-12)
+    assert table.on_die_power_w[0] + table.dram_power_w[0] == pytest.approx(table.power_w[0], rel=1e-12)
+    assert table.power_density_w_mm2[0] == pytest.approx(table.on_die_power_w[0] / table.area_mm2[0], rel=1e-12)
+
 def test_designs_differing_in_clock_or_node_alone_share_one_walk_and_only_those():
     """The model walks a program once for designs that differ only in what reaches the program through
     the DRAM pacing (``one_program._program_key``); each still equals its own uncached walk."""
