@@ -57,6 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="grid sampler: best designs written into the study for one objective (default 20)")
     parser.add_argument("--grid-table", default=None, metavar="FILE.npz",
                         help="grid sampler: also save every design's objective values here")
+    parser.add_argument("--force", action="store_true", help="replace the --grid-table file if it exists")
     parser.add_argument("--verify-top", default=None, metavar="K",
                         help="after the search, simulate the K best designs in RTL (Pareto set first) and synthesise "
                         "them, as accel-dse verify; results go into the study; exit 1 if one fails")
@@ -123,7 +124,10 @@ def _sweep(args: argparse.Namespace) -> int:
 
     if args.study is not None:
         check_study_name(args.study)
-    grid_table = output_file("--grid-table", args.grid_table, suffix=".npz")
+    given_storage = args.storage or ""
+    storage_path = given_storage.partition("sqlite:///")[2] or given_storage.partition("journal:")[2] or None
+    grid_table = output_file("--grid-table", args.grid_table, suffix=".npz", force=args.force,
+                             inputs=[args.space, storage_path])
     given_dir = work_dir("--out-dir", args.out_dir)
     space = load_space(args.space)
     study_name = check_study_name(args.study if args.study is not None else space.name)

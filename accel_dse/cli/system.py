@@ -41,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--figure", metavar="FILE.png", default=None,
                     help="also draw the time breakdown (compute, elementwise, exposed communication, bubble, "
                     "optimizer) of the best splits, the chosen one first (needs the [report] extra)")
+    ev.add_argument("--force", action="store_true", help="replace the --figure file if it exists")
     ev.add_argument("--json", action="store_true", help="print JSON")
     ev.set_defaults(func=_evaluate)
     pr = cmds.add_parser("presets", help="list the shipped systems")
@@ -87,7 +88,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from workloads.llm_ops import LlmJob, parse_llm_spec
 
     _check_positive(args)
-    figure = output_file("--figure", args.figure, suffix=".png")
+    figure = output_file("--figure", args.figure, suffix=".png", force=args.force, inputs=[args.system])
     system, split = load_system(args.system)
     changes: dict[str, Any] = {}
     if args.dims is not None:
