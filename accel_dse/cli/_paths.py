@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from accel_dse.errors import ExportError
+from accel_dse.exit_cleanup import removed_if_stopped
 
 __all__ = ["given_path", "output_file", "work_dir", "write_whole"]
 
@@ -114,9 +115,10 @@ def write_whole(path: Path, data: bytes) -> None:
     """
     temp = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
-        with open(temp, "wb") as handle:
-            handle.write(data)
-        os.replace(temp, path)
+        with removed_if_stopped(temp):
+            with open(temp, "wb") as handle:
+                handle.write(data)
+            os.replace(temp, path)
     finally:
         if temp.exists():
             temp.unlink()
