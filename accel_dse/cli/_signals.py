@@ -11,7 +11,8 @@ reads; it then
 2. stops the child processes (a simulator runs in a session of its own: its whole process group
    gets SIGTERM, then SIGKILL after :data:`CHILD_GRACE_S`);
 3. writes ``accel-dse: interrupted`` (or the ``--json`` object) to stderr and ends the process
-   with ``os._exit(130)``.
+   with ``os._exit(130)``. A command that ends meanwhile (its child was stopped) waits for it
+   at the end of :func:`stop_on_signals`: its exit status is 130 too.
 
 The watcher needs the interpreter lock for a moment; the main thread may hold it inside
 numpy, JAX or a compiler, which give it up within milliseconds in practice.
@@ -48,6 +49,7 @@ class _Watch:
     write_fd: int | None = None
     thread: threading.Thread | None = None
     active = False
+    stopping = False
     message = b"accel-dse: interrupted\n"
 
 
@@ -94,10 +96,13 @@ def _stop_children() -> None:
     send(signal.SIGTERM)
     deadline = time.monotonic() + CHILD_GRACE_S
     while time.monotonic() < deadline:
-        if not any(Path(f"/proc/{pid}").exists() and _running(pid) for pid, _ in targets):
+        if not any(_running(pid) for pid, _ in targets):
             return
         time.sleep(0.02)
     send(signal.SIGKILL)
+    deadline = time.monotonic() + 0.2
+    while time.monotonic() < deadline and any(_running(pid) for pid, _ in targets):
+        time.sleep(0.01)
 
 
 def _running(pid: int) -> bool:
@@ -127,6 +132,7 @@ def _watch() -> None:
 
 def _stop_now() -> None:
     """Clean up and end the process with 130 (never returns)."""
+    _Watch.stopping = True
     try:
         clean_up_for_stop()
         _stop_children()
@@ -170,6 +176,8 @@ def stop_on_signals(message: str = "accel-dse: interrupted") -> Iterator[None]:
         _Watch.active = True
         yield
     finally:
+        while _Watch.stopping:  # the command ended (a child it waited for was stopped): the watcher exits with 130
+            time.sleep(0.05)
         _Watch.active = False
         for sig, handler in previous.items():
             signal.signal(sig, handler)
