@@ -6,8 +6,10 @@ import argparse
 import dataclasses
 from typing import Any
 
+from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.errors import ConfigError
+from accel_dse.text import parse_int
 
 __all__ = ["register"]
 
@@ -27,17 +29,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--model", required=True, metavar="NAME[:k=v,...]",
                     help="LLM shape, e.g. llama70b or qwen3_moe_235b:layers=48 (see 'system models')")
     ev.add_argument("--mode", choices=("train", "serve"), default="train", help="training step or serving")
-    ev.add_argument("--batch", type=int, default=None,
+    ev.add_argument("--batch", type=ascii_int, default=None,
                     help="sequences in the global batch (default 1024 training, 256 serving)")
-    ev.add_argument("--seq", type=int, default=2048, help="sequence (training) or prompt length")
-    ev.add_argument("--gen", type=int, default=128, help="tokens generated per sequence (serving)")
+    ev.add_argument("--seq", type=ascii_int, default=2048, help="sequence (training) or prompt length")
+    ev.add_argument("--gen", type=ascii_int, default=128, help="tokens generated per sequence (serving)")
     ev.add_argument("--materialised-attention", action="store_true",
                     help="attention scores go through HBM (no fused attention)")
     ev.add_argument("--split", metavar="k=v,...", default=None,
                     help="the split: dp, tp, pp, ep, zero, microbatch, recompute, overlap (e.g. dp=64,tp=8,pp=8); "
                     "default: the file's [split], else searched")
     ev.add_argument("--dims", metavar="A[,B[,C]]", default=None, help="override the topology's dims")
-    ev.add_argument("--pods", type=int, default=None, help="override the number of pods")
+    ev.add_argument("--pods", type=ascii_int, default=None, help="override the number of pods")
     ev.add_argument("--figure", metavar="FILE.png", default=None,
                     help="also draw the time breakdown (compute, elementwise, exposed communication, bubble, "
                     "optimizer) of the best splits, the chosen one first (needs the [report] extra)")
@@ -74,7 +76,10 @@ def parse_split(text: str) -> Any:
             elif key == "recompute":
                 values[key] = float(raw)
             else:
-                values[key] = int(raw)
+                number = parse_int(raw)
+                if number is None:
+                    raise ValueError
+                values[key] = number
         except ValueError:
             raise ConfigError(f"--split {key} must be {'0 or 1' if key == 'overlap' else 'a number'}, "
                               f"not {raw!r}") from None
@@ -92,10 +97,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     system, split = load_system(args.system)
     changes: dict[str, Any] = {}
     if args.dims is not None:
-        try:
-            changes["dims"] = tuple(int(d) for d in args.dims.split(","))
-        except ValueError:
-            raise ConfigError(f"--dims must be integers separated by commas, not {args.dims!r}") from None
+        dims = [parse_int(d) for d in args.dims.split(",")]
+        if any(d is None for d in dims):
+            raise ConfigError(f"--dims must be integers separated by commas, not {args.dims!r}")
+        changes["dims"] = tuple(dims)
     if args.pods is not None:
         changes["pods"] = args.pods
     if changes:
@@ -114,6 +119,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         ranked = [result]
     else:
         ranked = rank_splits(system, job)
+        if not ranked:
+            raise ConfigError(
+                f"no split of the {system.chips:,} chips ({system.pods} pod(s) of {system.chips_per_pod:,}) can cut "
+                f"{job.shape.name} at batch {batch}: data, tensor, pipeline and expert parallelism must divide the "
+                "chips, the batch, the heads and the layers; change --batch, --pods or --dims, or give --split"
+            )
         result = dataclasses.replace(ranked[0], searched=len(ranked))
     if figure is not None:
         _figure(figure, result, ranked)
