@@ -45,6 +45,8 @@ EXTRAS = {
 
 #: Longest error line printed (longer ones are cut, ending in ``...``).
 ERROR_LIMIT = 2000
+#: Most error lines printed for one failure in text mode (then ``... and N more``; ``--json`` gives all).
+ERROR_LINES = 20
 
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -138,8 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if lines and not as_json:  # several problems found in one pass: one error line each
             if debug:
                 _traceback(exc)
-            for line in lines:
+            for line in lines[:ERROR_LINES]:
                 _fail(line, exc.exit_code)
+            if len(lines) > ERROR_LINES:
+                _fail(f"... and {len(lines) - ERROR_LINES:,} more", exc.exit_code)
             return exc.exit_code
         return fail(exc, "; ".join(lines) if lines else str(exc), exc.exit_code)
     except KeyboardInterrupt as exc:
