@@ -153,6 +153,11 @@ def _sweep(args: argparse.Namespace) -> int:
     spec = validate_sweep(config)
     if verify is not None and spec.kind == "memory":
         raise SearchError("--verify-top needs a storage that outlives the sweep, not 'memory:'")
+    if verify is not None and not space.workloads:  # a pod space: its LLM job is no workload to simulate
+        raise SearchError(
+            f"--verify-top simulates the designs on the space's workloads, and space {space.name!r} has none "
+            "(a pod space's LLM job is not simulated): run accel-dse verify --workload W on the study afterwards"
+        )
     if args.storage is not None:
         check_location(spec)
     evaluator = _evaluator(space)

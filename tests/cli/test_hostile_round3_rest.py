@@ -54,3 +54,14 @@ def test_the_sdc_campaign_checks_its_options_first(tmp_path, argv, expected):
     assert proc.returncode == 2 and not proc.stdout, proc.stderr[-2000:]
     assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert len([line for line in proc.stderr.splitlines() if "error" in line or expected in line]) == 1
+
+
+def test_verify_top_on_a_pod_space_is_refused_before_the_search(run_cli, tmp_path):
+    from hostile_testlib import one_line
+
+    db = tmp_path / "pod.db"
+    line = one_line(*run_cli("sweep", "--space", "pod-llama70b", "--storage", f"sqlite:///{db}", "--trials", "2",
+                             "--verify-top", "1", "--quiet"))
+    assert line.startswith("--verify-top simulates the designs on the space's workloads, and space 'pod-llama70b' "
+                           "has none"), line
+    assert list(tmp_path.iterdir()) == []  # no study was made, no search ran
