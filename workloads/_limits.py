@@ -131,7 +131,7 @@ def check_limits(name: str, settings: Mapping[str, int]) -> None:
         WorkloadError: one line naming the size, the options it comes from with their values, and the limit.
     """
     options = settings
-    settings = {"layers": 1, **settings}  # a builtin without the option has one layer
+    settings = {"layers": 1, "kv": 0, **settings}  # a builtin without these has one layer and no KV cache
     sizes = sorted(SIZES.get(name, ()), key=lambda item: list(_LIMITS).index(item[0]))  # MACs first
     for kind, what, expression in sizes:
         names = _names(expression)

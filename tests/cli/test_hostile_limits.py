@@ -42,6 +42,7 @@ def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     ("llama_block:seq=1000000000", "seq=1,000,000,000", "multiply-accumulates"),
     ("bert_base:seq=1000000000", "seq=1,000,000,000", "multiply-accumulates"),
     ("llama_block:seq=100000", "seq=100,000", "attention scores"),
+    ("bert_base:seq=100000", "seq=100,000", "attention scores"),
     ("mlp:d_in=100000000", "d_in=100,000,000", "elements"),
     ("dlrm_mlp:dense=100000000", "dense=100,000,000", "elements"),
     ("gemm:m=1,k=1,n=16777216,requant=1", "n=16,777,216", "output channels"),
@@ -53,6 +54,14 @@ def test_huge_options_are_refused_before_tracing(tmp_path, spec, option, what):
     line = lines[0]
     assert line.startswith("accel-dse: error: ") and "tracing" not in line and "MemoryError" not in line, line
     assert option in line and what in line and "beyond the" in line, line
+
+
+def test_simulate_refuses_a_huge_workload_before_preparing_it(tmp_path):
+    proc = _run("simulate", "--design", "tiny-vector", "--workload", "bert_base:seq=100000", "--max-ops", "1",
+                "--simulator", "icarus", "--work-dir", str(tmp_path / "w"), cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+    assert "bert_base options seq=100,000" in lines[0] and "attention scores" in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("spec", ["llama_decode:kv=1000000", "gemm:m=1,k=100000000,n=1"])
