@@ -60,7 +60,7 @@ def _flag(signum: int, frame: object) -> None:
 def _children() -> list[tuple[int, int]]:
     """``(pid, process group)`` of this process's direct children (from ``/proc``; ``[]`` elsewhere)."""
     me = os.getpid()
-    out = []
+    out: list[tuple[int, int]] = []
     try:
         entries = os.listdir("/proc")
     except OSError:
