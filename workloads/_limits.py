@@ -141,6 +141,8 @@ def check_limits(name: str, settings: Mapping[str, int]) -> None:
         limit, limit_text, unit = _LIMITS[kind]
         if size > limit:
             given = ", ".join(f"{n}={settings[n]:,}" for n in names if n in options)
+            if "kv" not in options:  # bert_base: no KV cache
+                expression = expression.replace("(seq + kv)", "seq")
             raise WorkloadError(
                 f"{name} options {given}: {what} = {expression} = {size:,} {unit}, beyond the {limit:,} "
                 f"{limit_text}; make them smaller"
