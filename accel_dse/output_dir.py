@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from accel_dse.exit_cleanup import removed_if_stopped, uncut
 from accel_spec.errors import ExportError
 
 __all__ = [
@@ -253,9 +254,11 @@ def atomic_dir(out: str | Path, *, kind: str, force: bool = False, option: str =
     except OSError as exc:
         raise ExportError(f"{option} {str(out)!r} is not writable: {exc.strerror or exc}") from None
     try:
-        yield tmp
-        _write_marker(tmp, kind, option)
-        _replace(tmp, final, text=str(out), force=force, option=option)
+        with removed_if_stopped(tmp):  # a signal that stops the command removes it (accel_dse.exit_cleanup)
+            yield tmp
+            _write_marker(tmp, kind, option)
+            with uncut():
+                _replace(tmp, final, text=str(out), force=force, option=option)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

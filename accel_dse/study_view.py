@@ -69,7 +69,8 @@ def load_study(storage_url: str, study_name: str, *, read_only: bool = True) -> 
             change); ``False`` for ``verify``, which records its results in the study.
 
     Raises:
-        StorageError: a malformed URL, a storage file that does not exist, is not a regular file
+        StorageError: a malformed URL, a storage file that does not exist, is not a regular file,
+            is empty, is not an Optuna storage (another application's database: left untouched)
             or cannot be read.
         ExportError: no study of that name (the message lists the studies there).
     """
@@ -84,7 +85,7 @@ def load_study(storage_url: str, study_name: str, *, read_only: bool = True) -> 
     optuna = _optuna()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        storage = open_storage(spec, heartbeat_interval=None, read_only=read_only)
+        storage = open_storage(spec, heartbeat_interval=None, read_only=read_only, create=False)
         try:
             names = optuna.get_all_study_names(storage)
         except Exception as exc:  # noqa: BLE001 - a corrupt file or a server error: one line

@@ -59,8 +59,15 @@ def _int(owner: str, name: str, value: object, low: int = 1, high: int = _MAX_CH
     raise ConfigError(f"{owner} {name} must be {rule}, not {value!r}")
 
 
+#: Largest value of a system's number field (GiB, GB/s, us): far past any machine, and small enough
+#: that a product of a few of them (bytes from GiB, a step's time) stays finite.
+MAX_FIELD = 1e12
+
+
 def _float(owner: str, name: str, value: object, *, zero_ok: bool = False) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        if value > MAX_FIELD:
+            raise ConfigError(f"{owner} {name} must be at most {MAX_FIELD:g}, not {value!r}")
         if value >= 0 if zero_ok else value > 0:
             return float(value)
     rule = "a non-negative finite number" if zero_ok else "a positive finite number"

@@ -16,7 +16,8 @@ between words, a carried parameter of the output stage), so each protected place
 corrupting faults per dataflow: about 10,800 trials per design, a few minutes each.
 
 Usage: ``.venv/bin/python bench/sdc_campaign.py [--faults N] [--faults-at place=N,..] [--places a,b]
-[--clean N] [--seed S] [--rows R --cols C] [--write]``. A bad count or place name: one line, exit 2.
+[--clean N] [--seed S] [--rows R --cols C] [--write]``. A bad count, seed, size (rows and columns at
+most 32, fault-free runs at most 100,000, the seed in [0, 2**32 - 1]) or place name: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -30,14 +31,28 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from accel_dse.cli._args import ascii_int  # noqa: E402
 from accel_dse.sdc.places import PLACES, check_faults, check_places  # noqa: E402
 from accel_spec.config import CHECKSUM_DATAFLOWS, CHECKSUMS, ArrayConfig  # noqa: E402
 from accel_spec.errors import AccelDseError  # noqa: E402
+from accel_spec.text import parse_int  # noqa: E402
 
 TABLE = REPO / "perf_model" / "physical" / "sdc_coverage_table.py"
 #: Faults per place by default where one in several corrupts (the rest: ``--faults``).
 DEFAULT_FAULTS_AT = {"pe_operand": 4000, "pe_weight": 1800, "pe_psum": 1000, "output_stage": 3000}
 PROTECTED = tuple(p for p, place in PLACES.items() if place.protected)
+#: Bounds of the options: fault-free runs per design, the seed, the array's rows and columns (each trial
+#: simulates the design: a campaign on a large array would take days and gigabytes).
+MAX_CLEAN = 100_000
+MAX_SEED = 2**32 - 1
+MAX_SIDE = 32
+
+
+def _bounded(option: str, value: int, low: int, high: int) -> int:
+    """``value`` if it lies in ``[low, high]``, else one-line ``AccelDseError`` naming the option and the range."""
+    if not low <= value <= high:
+        raise AccelDseError(f"{option} must be an integer in [{low:,}, {high:,}], not {value:,}")
+    return value
 
 
 def _pct(value: float | None) -> str:
@@ -82,31 +97,34 @@ def _counts(args: argparse.Namespace, places: tuple[str, ...]) -> dict[str, int]
         if item.strip():
             name, _, count = item.partition("=")
             check_places([name.strip()])
-            try:
-                at[name.strip()] = int(count)
-            except ValueError:
-                raise AccelDseError(f"--faults-at takes place=count pairs, not {item.strip()!r}") from None
+            number = parse_int(count)
+            if number is None:
+                raise AccelDseError(f"--faults-at takes place=count pairs, not {item.strip()!r}")
+            at[name.strip()] = number
     return {p: check_faults(at.get(p, args.faults)) for p in places}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--faults", type=int, default=300, help="faults per place without --faults-at (default 300)")
+    parser.add_argument("--faults", type=ascii_int, default=300,
+                        help="faults per place without --faults-at (default 300)")
     parser.add_argument("--faults-at", default=None,
                         help="place=count,... (default: " + ",".join(f"{p}={n}" for p, n in DEFAULT_FAULTS_AT.items())
                         + "; given, it replaces these)")
     parser.add_argument("--places", default=",".join(PLACES), help="comma-separated places (default all)")
-    parser.add_argument("--clean", type=int, default=120, help="fault-free runs per design (default 120)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--rows", type=int, default=4)
-    parser.add_argument("--cols", type=int, default=4)
+    parser.add_argument("--clean", type=ascii_int, default=120, help="fault-free runs per design (default 120)")
+    parser.add_argument("--seed", type=ascii_int, default=1)
+    parser.add_argument("--rows", type=ascii_int, default=4)
+    parser.add_argument("--cols", type=ascii_int, default=4)
     parser.add_argument("--write", action="store_true", help=f"store the table in {TABLE.relative_to(REPO)}")
     args = parser.parse_args()
     try:
         places = check_places([p.strip() for p in args.places.split(",") if p.strip()] or [""])
         counts = _counts(args, places)
-        if args.clean < 0:
-            raise AccelDseError(f"--clean must be a non-negative integer, not {args.clean}")
+        _bounded("--clean", args.clean, 0, MAX_CLEAN)
+        _bounded("--seed", args.seed, 0, MAX_SEED)
+        _bounded("--rows", args.rows, 1, MAX_SIDE)
+        _bounded("--cols", args.cols, 1, MAX_SIDE)
         designs = {(flow, ck): ArrayConfig(rows=args.rows, cols=args.cols, dataflow=flow, checksum=ck)
                    for flow in CHECKSUM_DATAFLOWS for ck in reversed(CHECKSUMS)}
     except AccelDseError as exc:

@@ -21,6 +21,7 @@ from accel_spec.errors import WorkloadError
 from accel_spec.text import INT_RULE, parse_int, shown
 from workloads._files import MAX_OPTION, load_file, split_file_spec
 from workloads._layers import FORMS
+from workloads._limits import check_limits
 from workloads._model import Model
 from workloads._models_cnn import alexnet, mobilenet_v2, resnet18
 from workloads._models_mlp import dlrm_mlp, gemm, mlp
@@ -212,6 +213,7 @@ def _settings(name: str, options: tuple[tuple[str, int], ...]) -> dict[str, int]
     problem = builtin.check(settings)
     if problem:
         raise WorkloadError(problem)
+    check_limits(name, settings)  # before anything is built or traced
     return settings
 
 

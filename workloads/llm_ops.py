@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from accel_spec.errors import WorkloadError
+from accel_spec.text import INT_RULE, parse_int
 from workloads.ops import Gemm
 
 __all__ = ["LlmShape", "LLM_SHAPES", "llm_shape", "layer_ops", "head_ops", "backward", "parse_llm_spec", "check_split",
@@ -189,10 +190,10 @@ def parse_llm_spec(spec: str) -> LlmShape:
         key = key.strip()
         if not eq or key not in _SHAPE_OPTIONS:
             raise WorkloadError(f"llm option {item!r} must be KEY=INT with KEY one of {', '.join(_SHAPE_OPTIONS)}")
-        try:
-            options[key] = int(value)
-        except ValueError:
-            raise WorkloadError(f"llm option {key} must be an integer, not {value!r}") from None
+        number = parse_int(value.strip())
+        if number is None:
+            raise WorkloadError(f"llm option {key} must be an integer, not {value!r} ({INT_RULE})")
+        options[key] = number
     derived = shape.head_dim * shape.heads == shape.d  # head_dim follows d / heads unless given
     if derived and "head_dim" not in options and ("d" in options or "heads" in options):
         options["head_dim"] = 0

@@ -14,7 +14,8 @@ nested too deeply), a ``SystemExit`` raised by a user's module while the command
 failure of the study storage's database layer (a read-only or immutable SQLite file, a full
 disk, a lock: :func:`accel_dse.storage_failure.storage_failure_text`, naming the storage).
 A module of an optional extra that is not installed (``cocotb`` of ``[sim]``, ...) is one line
-naming the extra, exit 2. Ctrl-C, SIGTERM and SIGHUP end it with exit 130.
+naming the extra, exit 2. Ctrl-C, SIGTERM and SIGHUP end it within moments with exit 130, whatever
+runs, its half-written outputs removed and its child processes stopped (:mod:`accel_dse.cli._signals`).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ import contextlib
 import importlib
 import json
 import os
-import signal
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import NoReturn
 
 from accel_dse import __version__
+from accel_dse.cli._signals import stop_on_signals
 from accel_dse.storage_failure import storage_failure_text
 from accel_spec.errors import AccelDseError
 from accel_spec.text import shown
@@ -44,6 +45,8 @@ EXTRAS = {
 
 #: Longest error line printed (longer ones are cut, ending in ``...``).
 ERROR_LIMIT = 2000
+#: Most error lines printed for one failure in text mode (then ``... and N more``; ``--json`` gives all).
+ERROR_LINES = 20
 
 #: Subcommand modules of ``accel_dse.cli``, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -107,30 +110,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP end a command as Ctrl-C does: its simulator or worker processes are
-    stopped with it (they run in their own sessions) and the exit status is 130. The sweep
-    routes both signals to its own handler while it runs (a trial is never cut mid-write)."""
-    names = ("SIGTERM", "SIGHUP")
-    previous = {}
-    try:
-        for name in names:
-            if hasattr(signal, name):
-                previous[name] = signal.signal(getattr(signal, name), _interrupt)
-    except ValueError:  # not the main thread: leave the handlers alone
-        pass
-    try:
-        yield
-    finally:
-        for name, handler in previous.items():
-            signal.signal(getattr(signal, name), handler)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     argv, debug, as_json = _pop_flags(sys.argv[1:] if argv is None else argv)
@@ -151,7 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(f"{exc.parser.prog}: {exc}", 2, "usage")
     args.debug = debug
     try:
-        with _terminate_as_interrupt():
+        stopped = json.dumps({"error": "interrupted", "kind": "interrupted"}) if as_json else "accel-dse: interrupted"
+        with stop_on_signals(stopped):
             code = int(args.func(args) or 0)
             sys.stdout.flush()  # a full disk or closed pipe is reported here, not at exit
             return code
@@ -160,8 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if lines and not as_json:  # several problems found in one pass: one error line each
             if debug:
                 _traceback(exc)
-            for line in lines:
+            for line in lines[:ERROR_LINES]:
                 _fail(line, exc.exit_code)
+            if len(lines) > ERROR_LINES:
+                _fail(f"... and {len(lines) - ERROR_LINES:,} more", exc.exit_code)
             return exc.exit_code
         return fail(exc, "; ".join(lines) if lines else str(exc), exc.exit_code)
     except KeyboardInterrupt as exc:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from accel_dse.cli._output import emit, emit_json, format_table
+from accel_dse.cli._output import emit, format_table
 
 __all__ = ["register"]
 
@@ -47,7 +48,9 @@ def _report(args: argparse.Namespace) -> int:
         view.parse_pick(args.pick)
     report = write_report(view, args.out, workload=args.workload, pick=args.pick, force=args.force)
     if args.json:
-        emit_json(report)
+        from accel_dse.output_dir import json_text
+
+        sys.stdout.write(json_text(report))  # a NaN an old study holds is null ("-" in the text report)
         return 0
     states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items())) or "no trials"
     emit(f"study {report['study']!r} in {report['storage']}: {report['n_trials']} trials ({states}), "

@@ -7,7 +7,7 @@ import argparse
 
 from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
-from accel_dse.cli._paths import output_file
+from accel_dse.cli._paths import output_file, write_whole
 from accel_dse.design_files import load_design
 from accel_spec.errors import ExportError
 
@@ -21,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ver.add_argument("design", metavar="FILE|PRESET")
     ver.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     ver.add_argument("--flat", action="store_true", help="one module per PE instance (slow for big arrays)")
+    ver.add_argument("--force", action="store_true", help="replace FILE if it exists (never the design file)")
     ver.set_defaults(func=_verilog)
     syn = rsub.add_parser("synth", help="Yosys cells and transistor estimate (cached per design)")
     syn.add_argument("design", metavar="FILE|PRESET")
@@ -43,14 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _verilog(args: argparse.Namespace) -> int:
     from rtl_gen import to_verilog
 
-    path = output_file("-o", args.output)
+    path = output_file("-o", args.output, force=args.force, inputs=[args.design])
     config = load_design(args.design)
     text = to_verilog(config, flat=args.flat)
     if path is None:
         emit(text.rstrip("\n"))
         return 0
     try:
-        path.write_text(text, encoding="utf-8")
+        write_whole(path, text.encode("utf-8"))
     except OSError as exc:
         raise ExportError(f"cannot write Verilog to {str(path)!r}: {exc.strerror or exc}") from exc
     return 0

@@ -57,6 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="grid sampler: best designs written into the study for one objective (default 20)")
     parser.add_argument("--grid-table", default=None, metavar="FILE.npz",
                         help="grid sampler: also save every design's objective values here")
+    parser.add_argument("--force", action="store_true", help="replace the --grid-table file if it exists")
     parser.add_argument("--verify-top", default=None, metavar="K",
                         help="after the search, simulate the K best designs in RTL (Pareto set first) and synthesise "
                         "them, as accel-dse verify; results go into the study; exit 1 if one fails")
@@ -123,7 +124,10 @@ def _sweep(args: argparse.Namespace) -> int:
 
     if args.study is not None:
         check_study_name(args.study)
-    grid_table = output_file("--grid-table", args.grid_table, suffix=".npz")
+    given_storage = args.storage or ""
+    storage_path = given_storage.partition("sqlite:///")[2] or given_storage.partition("journal:")[2] or None
+    grid_table = output_file("--grid-table", args.grid_table, suffix=".npz", force=args.force,
+                             inputs=[args.space, storage_path])
     given_dir = work_dir("--out-dir", args.out_dir)
     space = load_space(args.space)
     study_name = check_study_name(args.study if args.study is not None else space.name)
@@ -149,6 +153,11 @@ def _sweep(args: argparse.Namespace) -> int:
     spec = validate_sweep(config)
     if verify is not None and spec.kind == "memory":
         raise SearchError("--verify-top needs a storage that outlives the sweep, not 'memory:'")
+    if verify is not None and not space.workloads:  # a pod space: its LLM job is no workload to simulate
+        raise SearchError(
+            f"--verify-top simulates the designs on the space's workloads, and space {space.name!r} has none "
+            "(a pod space's LLM job is not simulated): run accel-dse verify --workload W on the study afterwards"
+        )
     if args.storage is not None:
         check_location(spec)
     evaluator = _evaluator(space)

@@ -6,8 +6,10 @@ import argparse
 import dataclasses
 from typing import Any
 
+from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_spec.errors import ConfigError
+from accel_spec.text import parse_int
 
 __all__ = ["register"]
 
@@ -27,10 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--model", required=True, metavar="NAME[:k=v,...]",
                     help="LLM shape, e.g. llama70b or qwen3_moe_235b:layers=48 (see 'system models')")
     ev.add_argument("--mode", choices=("train", "serve"), default="train", help="training step or serving")
-    ev.add_argument("--batch", type=int, default=None,
+    ev.add_argument("--batch", type=ascii_int, default=None,
                     help="sequences in the global batch (default 1024 training, 256 serving)")
-    ev.add_argument("--seq", type=int, default=2048, help="sequence (training) or prompt length")
-    ev.add_argument("--gen", type=int, default=128, help="tokens generated per sequence (serving)")
+    ev.add_argument("--seq", type=ascii_int, default=2048, help="sequence (training) or prompt length")
+    ev.add_argument("--gen", type=ascii_int, default=128, help="tokens generated per sequence (serving)")
     ev.add_argument("--materialised-attention", action="store_true",
                     help="attention scores go through HBM (no fused attention)")
     ev.add_argument("--split", metavar="k=v,...", default=None,
@@ -44,10 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="serving: rank the searched splits by most tokens/s (default), shortest time to first "
                     "token or shortest time per output token")
     ev.add_argument("--dims", metavar="A[,B[,C]]", default=None, help="override the topology's dims")
-    ev.add_argument("--pods", type=int, default=None, help="override the number of pods")
+    ev.add_argument("--pods", type=ascii_int, default=None, help="override the number of pods")
     ev.add_argument("--figure", metavar="FILE.png", default=None,
                     help="also draw the time breakdown (compute, elementwise, exposed communication, bubble, "
                     "optimizer) of the best splits, the chosen one first (needs the [report] extra)")
+    ev.add_argument("--force", action="store_true", help="replace the --figure file if it exists")
     ev.add_argument("--json", action="store_true", help="print JSON")
     ev.set_defaults(func=_evaluate)
     pr = cmds.add_parser("presets", help="list the shipped systems")
@@ -92,7 +95,10 @@ def split_values(text: str, flag: str) -> dict[str, Any]:
             elif key == "zero_gather":
                 values[key] = raw
             else:
-                values[key] = int(raw)
+                number = parse_int(raw)
+                if number is None:
+                    raise ValueError
+                values[key] = number
         except ValueError:
             raise ConfigError(f"{flag} {key} must be {'0 or 1' if key in _BOOL_KEYS else 'a number'}, "
                               f"not {raw!r}") from None
@@ -107,14 +113,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     from workloads.llm_ops import LlmJob, parse_llm_spec
 
     _check_positive(args)
-    figure = output_file("--figure", args.figure, suffix=".png")
+    figure = output_file("--figure", args.figure, suffix=".png", force=args.force, inputs=[args.system])
     system, split = load_system(args.system)
     changes: dict[str, Any] = {}
     if args.dims is not None:
-        try:
-            changes["dims"] = tuple(int(d) for d in args.dims.split(","))
-        except ValueError:
-            raise ConfigError(f"--dims must be integers separated by commas, not {args.dims!r}") from None
+        dims = [parse_int(d) for d in args.dims.split(",")]
+        if any(d is None for d in dims):
+            raise ConfigError(f"--dims must be integers separated by commas, not {args.dims!r}")
+        changes["dims"] = tuple(dims)
     if args.pods is not None:
         changes["pods"] = args.pods
     if changes:
@@ -149,6 +155,12 @@ def _evaluate(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--fix {args.fix}: {why}")
             tries = runnable
         ranked = rank_splits(system, job, tries, objective=args.objective)
+        if not ranked:
+            raise ConfigError(
+                f"no split of the {system.chips:,} chips ({system.pods} pod(s) of {system.chips_per_pod:,}) can cut "
+                f"{job.shape.name} at batch {batch}: data, tensor, pipeline and expert parallelism must divide the "
+                "chips, the batch, the heads and the layers; change --batch, --pods or --dims, or give --split"
+            )
         result = dataclasses.replace(ranked[0], searched=len(ranked))
     if figure is not None:
         _figure(figure, result, ranked)

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--study", required=True, metavar="NAME", help="study name")
     parser.add_argument("--top", required=True, metavar="K", help="how many designs (Pareto set first)")
     parser.add_argument("--workload", metavar="W", help="workload to simulate (default: the study's first)")
-    parser.add_argument("--scale", default=str(DEFAULT_SCALE), metavar="F",
+    parser.add_argument("--scale", default=None, metavar="F",
                         help=f"shrink each op's M and batch by F in (0, 1] (default {DEFAULT_SCALE:g})")
     parser.add_argument("--full-scale", action="store_true",
                         help="the full-scale sampled check: each op's real program (the tiling, addresses and "
@@ -80,10 +80,12 @@ def _verify(args: argparse.Namespace) -> int:
 
     if args.fpga_device is not None and args.fpga is None:
         raise ExportError("--fpga-device needs --fpga FAMILY")
-    if args.full_scale:
-        if args.scale != str(_default_scale()) and _number("--scale", args.scale, float) != 1:
+    if args.full_scale:  # any --scale but 1 is refused with it, the default's own value too
+        if args.scale is not None and _number("--scale", args.scale, float) != 1:
             raise ExportError(f"--full-scale runs the ops at full scale: --scale {args.scale} does not go with it")
         args.scale = "1"
+    elif args.scale is None:
+        args.scale = str(_default_scale())
     timeout = _number("--timeout", args.timeout, float)
     if timeout is not None and not timeout > 0:
         raise ExportError(f"--timeout must be a positive number of seconds, not {args.timeout!r}")

@@ -7,6 +7,7 @@ it (:mod:`accel_dse.report._plots`, :mod:`accel_dse.report._html`), and ``--json
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from accel_dse.study_view import StudyView, trial_config, trial_table
@@ -256,21 +257,41 @@ def fpga_rows(verification: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """
     from accel_dse.export import fpga_line
 
+    def table(value: Any) -> Mapping[str, Any]:
+        return value if isinstance(value, Mapping) else {}
+
     rows = []
     for number, v in verification.items():
-        placed = v.get("fpga") or {}
+        placed = table(v.get("fpga"))
         if not placed:
             continue
-        model = placed.get("model") or {}
-        used = placed.get("used") or {}
+        model, used = table(placed.get("model")), table(placed.get("used"))
         error = placed.get("error", "")
+        error = error if isinstance(error, str) else str(error)
+        try:  # a record another tool or an older accel-dse wrote may hold anything: shown as "-"
+            line = "" if error else fpga_line(dict(placed))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            line = "-"
         rows.append({
-            "trial": int(number), "family": placed.get("family"), "device": placed.get("device"),
-            "line": "" if error else fpga_line(placed), "error": error,
-            "fmax_mhz": placed.get("fmax_mhz"), "model_fmax_mhz": model.get("fmax_mhz"),
-            **{r: used.get(r) for r in FPGA_RESOURCES}, **{f"model_{r}": model.get(r) for r in FPGA_RESOURCES},
+            "trial": int(number), "family": _text(placed.get("family")), "device": _text(placed.get("device")),
+            "line": line, "error": error,
+            "fmax_mhz": _number(placed.get("fmax_mhz")), "model_fmax_mhz": _number(model.get("fmax_mhz")),
+            **{r: _number(used.get(r)) for r in FPGA_RESOURCES},
+            **{f"model_{r}": _number(model.get(r)) for r in FPGA_RESOURCES},
         })
     return rows
+
+
+def _number(value: Any) -> int | float | None:
+    """A recorded figure if it is a finite number (an integer kept as one), else ``None`` (shown as "-")."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return _finite(value)
+
+
+def _text(value: Any) -> str | None:
+    """A recorded name as text (``None`` when missing)."""
+    return None if value is None else str(value)
 
 
 def _scatter(view: StudyView) -> list[dict[str, Any]]:

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from accel_dse.exit_cleanup import removed_if_stopped
+
 __all__ = ["system_breakdown_png", "BREAKDOWN_PARTS"]
 
 #: Breakdown keys drawn, with their labels and colours.
@@ -44,9 +46,10 @@ def system_breakdown_png(results: Sequence[Any], path: Path, title: str) -> None
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with removed_if_stopped(tmp), os.fdopen(fd, "wb") as handle:
             fig.savefig(handle, format="png")
-        os.replace(tmp, path)
+            handle.flush()
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

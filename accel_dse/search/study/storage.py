@@ -21,6 +21,11 @@ Every URL shown in a message or a summary goes through :func:`mask_url` (passwor
 user-info part, also with a raw ``@`` in them, and query parameters such as ``?password=``),
 and an error text from a driver has the URL's secrets replaced too.
 
+``create=False`` (``verify``, which records into a study it did not make) opens an existing Optuna
+storage and never creates one: an empty file, a file that is not SQLite or a SQLite database
+without Optuna's tables (another application's) is refused before anything is written to it,
+and no table is created. ``read_only=True`` implies it.
+
 ``read_only=True`` (``report``, ``export --trial``) opens a storage without writing to it: SQLite
 through a ``mode=ro`` URI (no tables created, no WAL switch; ``immutable=1`` when its directory
 is not writable, so a study in a read-only place can still be read), PostgreSQL with read-only
@@ -210,9 +215,9 @@ def check_location(spec: StorageSpec) -> None:
 
 def open_storage(
     spec: StorageSpec, *, heartbeat_interval: int | None = 10, grace_period: int | None = None,
-    read_only: bool = False,
+    read_only: bool = False, create: bool = True,
 ) -> BaseStorage:
-    """Open the storage (creating an empty database or journal file if there is none, unless ``read_only``).
+    """Open the storage (creating an empty database or journal file if there is none, if ``create``).
 
     Args:
         spec: A parsed storage URL.
@@ -221,19 +226,38 @@ def open_storage(
             (default: twice the interval, at least 2).
         read_only: Never write: the file must exist, nothing is created or converted, and any
             write the caller attempts fails.
+        create: Create the storage (file, tables) when there is none; ``False``: it must be an
+            existing Optuna storage (an empty file or another application's database is refused
+            untouched).
 
     Raises:
         StorageError: the directory does not exist, the path is not a regular file, the server
-            cannot be reached, the file is not a database or journal, the driver is missing.
+            cannot be reached, the file is not a database or journal, the driver is missing;
+            without ``create``: the file is missing, empty or not an Optuna storage.
     """
     if spec.kind == "memory":
         return InMemoryStorage()
     check_location(spec)
-    if read_only and spec.path is not None and not spec.path.is_file():
-        raise StorageError(f"storage file {str(spec.path)!r} of {spec.display!r} is not found")
+    create = create and not read_only
+    if not create and spec.path is not None:
+        _check_existing(spec)
     if spec.kind == "journal":
         return _open_journal(spec, read_only)
-    return _open_rdb(spec, None if read_only else heartbeat_interval, grace_period, read_only)
+    return _open_rdb(spec, None if read_only else heartbeat_interval, grace_period, read_only, create)
+
+
+def _check_existing(spec: StorageSpec) -> None:
+    """Refuse, without opening it, a storage file that is missing or empty (nothing there to read)."""
+    path = spec.path
+    if path is None:  # pragma: no cover - callers check
+        return
+    try:
+        if not path.is_file():
+            raise StorageError(f"storage file {str(path)!r} of {spec.display!r} is not found")
+        if spec.kind == "sqlite" and path.stat().st_size == 0:
+            raise StorageError(f"storage {spec.display!r} is an empty file, not an Optuna study database")
+    except OSError as exc:
+        raise StorageError(f"storage {spec.display!r} cannot be used: {exc.strerror or exc}") from None
 
 
 class _ReadOnlyJournal(JournalFileBackend):
@@ -305,7 +329,18 @@ def _sqlite_url(spec: StorageSpec, read_only: bool) -> str:
     return f"sqlite:///file:{urllib.parse.quote(str(path))}?{query}&uri=true"
 
 
-def _check_sqlite(spec: StorageSpec, read_only: bool) -> None:
+#: Tables every Optuna RDB storage has; a SQLite file without them is another application's.
+_OPTUNA_TABLES = ("studies", "version_info")
+
+
+def _not_optuna(spec: StorageSpec) -> StorageError:
+    return StorageError(
+        f"storage {spec.display!r} is not an Optuna study database (it has no Optuna tables); "
+        "it is left as it is"
+    )
+
+
+def _check_sqlite(spec: StorageSpec, read_only: bool, create: bool = True) -> None:
     """Refuse a file that is not a SQLite database, reading it through SQLite itself (when writing).
 
     Not with Python's ``open()``: closing any descriptor of a database file drops every POSIX
@@ -315,6 +350,10 @@ def _check_sqlite(spec: StorageSpec, read_only: bool) -> None:
     malformed" and lost commits in ``bench/kill_stress.py``. SQLite keeps such descriptors open
     until its locks are released. A read-only open reads the header bytes instead: a SQLite
     connection to a WAL database would create its ``-wal`` and ``-shm`` files.
+
+    Without ``create`` the file must also hold Optuna's tables (read as ``immutable`` when there
+    is no ``-wal`` file, so that no ``-wal``/``-shm`` file is made beside another application's
+    database).
     """
     import sqlite3
 
@@ -324,20 +363,29 @@ def _check_sqlite(spec: StorageSpec, read_only: bool) -> None:
                 raise StorageError(f"storage {spec.display!r} is not a SQLite database")
         return
     uri = f"file:{urllib.parse.quote(str(spec.path.absolute()))}?mode=ro" if spec.path is not None else ""
+    if not create and spec.path is not None and not spec.path.with_name(spec.path.name + "-wal").exists():
+        uri = uri.replace("?mode=ro", "?immutable=1")  # no -wal: a mode=ro reader of a WAL file would create it
+    tables: set[str] | None = None
     try:
         connection = sqlite3.connect(uri, uri=True, timeout=60)
         try:
             connection.execute("PRAGMA schema_version").fetchone()
+            if not create:
+                rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+                tables = {str(row[0]) for row in rows}
         finally:
             connection.close()
     except sqlite3.DatabaseError as exc:
         if "not a database" in str(exc):
             raise StorageError(f"storage {spec.display!r} is not a SQLite database") from None
         # Anything else (a lock, a WAL file it may not create) is left to the real connection.
+    if tables is not None and not all(name in tables for name in _OPTUNA_TABLES):
+        raise _not_optuna(spec)
 
 
 def _open_rdb(
-    spec: StorageSpec, heartbeat_interval: int | None, grace_period: int | None, read_only: bool = False
+    spec: StorageSpec, heartbeat_interval: int | None, grace_period: int | None, read_only: bool = False,
+    create: bool = True,
 ) -> BaseStorage:
     import sqlalchemy.exc
 
@@ -346,7 +394,7 @@ def _open_rdb(
     if spec.kind == "sqlite":
         engine_kwargs["connect_args"] = {"timeout": 60}
         if spec.path is not None and spec.path.exists() and spec.path.stat().st_size > 0:
-            _check_sqlite(spec, read_only)
+            _check_sqlite(spec, read_only, create)
         url = _sqlite_url(spec, read_only)
         fresh = spec.path is not None and (not spec.path.exists() or spec.path.stat().st_size == 0)
     elif spec.url.startswith("postgresql"):
@@ -365,7 +413,7 @@ def _open_rdb(
                     "grace_period": grace,
                     "heartbeat_stale_trial_callback": RetryDead(MAX_RETRY),
                 }
-            storage = _create_rdb(url, engine_kwargs, heartbeat, read_only)
+            storage = _create_rdb(url, engine_kwargs, heartbeat, not create)
         if spec.kind == "sqlite" and spec.path is not None and not read_only:
             _tune_sqlite(storage, switch=fresh)
         return storage
@@ -377,6 +425,8 @@ def _open_rdb(
     except (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError) as exc:
         cause = exc.__cause__ if isinstance(exc, optuna.exceptions.StorageInternalError) and exc.__cause__ else exc
         detail = redact(_first_line(getattr(cause, "orig", None) or cause), url)
+        if not create and re.search(r"no such table|relation .* does not exist|doesn't exist", detail):
+            raise _not_optuna(spec) from None
         raise StorageError(f"cannot open storage {spec.display!r}: {detail}") from None
     except (RuntimeError, ValueError) as exc:  # Optuna's schema-version check, a bad port
         raise StorageError(f"cannot use storage {spec.display!r}: {redact(_first_line(exc), url)}") from None
@@ -386,7 +436,7 @@ def _open_rdb(
 _SCHEMA_ATTEMPTS = 4
 
 
-def _create_rdb(url: str, engine_kwargs: dict[str, Any], heartbeat: dict[str, Any], read_only: bool = False
+def _create_rdb(url: str, engine_kwargs: dict[str, Any], heartbeat: dict[str, Any], existing: bool = False
                 ) -> RDBStorage:
     """``RDBStorage(url, ...)``, retried when workers that start together race to create the tables.
 
@@ -399,7 +449,7 @@ def _create_rdb(url: str, engine_kwargs: dict[str, Any], heartbeat: dict[str, An
     attempt = 0
     while True:
         try:
-            return RDBStorage(url, engine_kwargs=engine_kwargs, skip_table_creation=read_only, **heartbeat)
+            return RDBStorage(url, engine_kwargs=engine_kwargs, skip_table_creation=existing, **heartbeat)
         except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
             attempt += 1
             if attempt >= _SCHEMA_ATTEMPTS:
