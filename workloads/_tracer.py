@@ -26,7 +26,11 @@ A ``jit`` equation running one of the integer vector ops of :mod:`workloads._int
 parameters, the shape of its first input and of its output (its reduction axis is the last).
 The requantisation of :func:`workloads._requant.output_stage` (its arithmetic runs inside the
 ``output_stage`` named scope) is the output stage's work, charged with the matrix op it follows,
-and is not counted. Every other primitive is counted (times its multiplier) in
+and is not counted. A float model's activations and normalisations (GELU, SiLU/SwiGLU, softmax,
+LayerNorm, RMSNorm, residual adds), written with ``jax.nn`` or by hand, are recognised by their
+pattern of primitives and become vector ops too, and a float matrix op's bias or scale is its
+output stage's (:mod:`workloads._float_patterns`; ``jit`` and ``custom_jvp`` calls are inlined
+for that matching). Every other primitive is counted (times its multiplier) in
 ``Workload.other_primitives``, and the elements it writes in ``Workload.other_elements``: that is
 the work the array does not run.
 Op names come from ``jax.named_scope`` (falling back to ``dot<i>`` / ``conv<i>``); each op's
@@ -44,6 +48,7 @@ import jax.extend.core as jex_core
 from jax._src import source_info_util
 
 from accel_spec.errors import WorkloadError
+from workloads._float_patterns import flatten, plan
 from workloads._int_ops import marker
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
 from workloads._requant import OUTPUT_STAGE_SCOPE
@@ -140,6 +145,14 @@ def _in_output_stage(eqn: Any) -> bool:
     return OUTPUT_STAGE_SCOPE in stack.replace("(", "/").replace(")", "/").split("/")
 
 
+def _opaque(eqn: Any) -> bool:
+    """Whether the walker must see ``eqn`` whole (not inlined into its caller's graph)."""
+    prim = eqn.primitive.name
+    if prim in (_SCAN, _COND, _WHILE, _CALL_EXPORTED) or _in_output_stage(eqn):
+        return True
+    return prim in ("jit", "pjit") and marker(str(eqn.params.get("name", ""))) is not None
+
+
 class _Walker:
     def __init__(self, while_trips: int) -> None:
         self.while_trips = while_trips
@@ -147,9 +160,15 @@ class _Walker:
 
     def walk(self, jaxpr: Any, mult: int) -> Collected:
         out = Collected()
-        for eqn in jaxpr.eqns:
-            prim = eqn.primitive.name
-            if prim == "dot_general":
+        flat = flatten(jaxpr, _opaque)
+        found = plan(flat, lambda e: not _in_output_stage(e), lambda e: _label(e, ""))
+        for index, fe in enumerate(flat):
+            eqn, prim = fe.eqn, fe.prim
+            if index in found.emit:
+                out.add_vector(found.emit[index], mult)
+            elif index in found.consumed:
+                continue
+            elif prim == "dot_general":
                 self.index += 1
                 out.add(_dot_to_gemm(eqn, _label(eqn, f"dot{self.index}")), mult, prim)
             elif prim == "conv_general_dilated":
