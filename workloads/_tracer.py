@@ -229,6 +229,28 @@ def _first_line(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _from_torch(obj: Any) -> bool:
+    module = type(obj).__module__ or ""
+    return module == "torch" or module.startswith("torch.")
+
+
+def _torch_kind(fn: Any, args: tuple[Any, ...]) -> str:
+    """What of ``fn(*args)`` is PyTorch's (``""``: nothing), judged by the objects' types' modules
+    (no ``torch`` import): a module or other torch callable, or a tensor among the arguments."""
+    if _from_torch(fn) or _from_torch(getattr(fn, "__self__", None)):
+        return f"is a PyTorch object ({type(fn).__module__}.{type(fn).__name__})"
+    stack = list(args)
+    while stack:
+        item = stack.pop()
+        if _from_torch(item):
+            return f"has a PyTorch example argument ({type(item).__module__}.{type(item).__name__})"
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return ""
+
+
 def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, description: str = "",
           while_trips: int = 1, source: str = "jax") -> Workload:
     """Trace ``fn(*example_args)`` into a :class:`Workload` of GEMM and conv ops.
@@ -247,12 +269,19 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
         The ops in program order with their run counts, plus the non-matmul primitive counts.
 
     Raises:
-        WorkloadError: if tracing raises (the message's first line is shown), or if the function
-            has no matmul or convolution (the primitives it has are listed).
+        WorkloadError: if ``fn`` or an example argument is PyTorch's (a module, a tensor: the
+            message points to ``torch.onnx.export``), if tracing raises (the message's first line
+            is shown), or if the function has no matmul or convolution (the primitives it has are
+            listed).
     """
     if isinstance(while_trips, bool) or not isinstance(while_trips, int) or while_trips < 1:
         raise WorkloadError(f"while_trips must be a positive integer, not {while_trips!r}")
     label = name if name is not None else getattr(fn, "__name__", "function")
+    torch_thing = _torch_kind(fn, example_args)
+    if torch_thing:
+        raise WorkloadError(f"{label} {torch_thing}: the tracer takes a JAX function of JAX arrays or "
+                            "jax.ShapeDtypeStruct; export a PyTorch model with torch.onnx.export and give the "
+                            "ONNX file (docs/workloads.md, \"PyTorch\")")
     try:
         closed = jax.make_jaxpr(fn)(*example_args)
     except WorkloadError:

@@ -93,6 +93,8 @@ def test_silu_gated_mlp_and_plain_silu():
     assert gated.vector_ops[0].param("gated") == 1
     plain = trace(lambda x, w: jax.nn.silu(x @ w) @ w, X, W)
     assert plain.vector_ops[0].param("gated") == 0
+    by_hand = trace(lambda x, w: (lambda h: h * jax.nn.sigmoid(h))(x @ w) @ w, X, W)
+    assert _kinds(by_hand) == [("silu", (6, 16), (6, 16), None)]
     assert not {"logistic", "mul"} & (_others(gated).keys() | _others(plain).keys())
 
 
@@ -145,3 +147,32 @@ def test_int_dot_arithmetic_is_not_taken_for_an_output_stage():
 
     wl = trace(f, S((4, 8), jnp.int8), S((8, 8), jnp.int8))
     assert "mul" in _others(wl)
+
+
+class _TorchModule:
+    """Stands in for a torch.nn.Module (torch is not installed): only its type's module says torch."""
+
+    def forward(self, x):
+        return x
+
+    __call__ = forward
+
+
+_TorchModule.__module__ = "torch.nn.modules.module"
+
+
+class _TorchTensor:
+    shape = (ROWS, D)
+
+
+_TorchTensor.__module__ = "torch"
+
+
+def test_a_torch_callable_or_tensor_is_refused_with_the_rule():
+    from accel_spec.errors import WorkloadError
+
+    with pytest.raises(WorkloadError, match=r"is a PyTorch object \(torch\.nn\.modules\.module\._TorchModule\): "
+                                            r"the tracer takes a JAX function .*torch\.onnx\.export"):
+        trace(_TorchModule(), X, name="net")
+    with pytest.raises(WorkloadError, match=r"^f has a PyTorch example argument \(torch\._TorchTensor\)"):
+        trace(lambda x, w: x @ w, X, [_TorchTensor()], name="f")
