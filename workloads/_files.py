@@ -6,7 +6,9 @@ or is an existing file; relative paths are from the current directory. The forma
 the suffix (``.onnx``; ``.mlir`` / ``.mlirbc``; ``.csv``; ``.yaml`` / ``.yml``) and, for any
 other suffix (a ``jax.export`` artefact is often ``.bin``), from the content. Options are
 integers: for ONNX ``batch`` and symbolic dimension names (:mod:`workloads._onnx`); other
-formats take none.
+formats take none. A ``.json`` file is a Hugging Face ``config.json`` (:mod:`workloads._hf_config`:
+options ``seq``, ``batch``, ``kv``, ``layers``). A PyTorch file (``.pt``, ``.pth``, ``.pt2``) is
+refused with the way in: ``torch.onnx.export`` to ONNX.
 """
 
 from __future__ import annotations
@@ -26,8 +28,13 @@ __all__ = ["SUFFIXES", "split_file_spec", "load_file", "MAX_OPTION"]
 #: tensor needs more) and a builtin's dimension.
 MAX_OPTION = 2**31 - 1
 
-SUFFIXES = (".onnx", ".mlir", ".mlirbc", ".csv", ".yaml", ".yml")
-_FORMATS = "ONNX, StableHLO (MLIR text or bytecode, a jax.export artefact), a SCALE-Sim CSV or a Timeloop YAML"
+SUFFIXES = (".onnx", ".mlir", ".mlirbc", ".csv", ".yaml", ".yml", ".json", ".pt", ".pth", ".pt2")
+_FORMATS = ("ONNX, StableHLO (MLIR text or bytecode, a jax.export artefact), a SCALE-Sim CSV, a Timeloop YAML "
+            "or a Hugging Face config.json")
+#: Suffixes of PyTorch files: refused with the way in (docs/workloads.md, "PyTorch").
+_TORCH_SUFFIXES = (".pt", ".pth", ".pt2")
+_TORCH_HINT = ("is a PyTorch file, which accel-dse does not read: export the model with torch.onnx.export "
+               "(docs/workloads.md, \"PyTorch\") and give the .onnx file")
 
 
 def _looks_like_path(path: str) -> bool:
@@ -90,22 +97,28 @@ def _sniff(data: bytes) -> str:
 def _format(path: Path, data: bytes) -> str:
     suffix = path.suffix.lower()
     return {".onnx": "onnx", ".mlir": "stablehlo", ".mlirbc": "stablehlo", ".csv": "scalesim",
-            ".yaml": "timeloop", ".yml": "timeloop"}.get(suffix) or _sniff(data)
+            ".yaml": "timeloop", ".yml": "timeloop", ".json": "hf_config"}.get(suffix) or _sniff(data)
 
 
 @functools.lru_cache(maxsize=32)
 def _load_cached(path: str, stamp: tuple[int, int], options: tuple[tuple[str, int], ...], spec: str) -> Workload:
     del stamp  # part of the cache key only: a rewritten file is read again
     file = Path(path)
+    what = spec.rpartition(":")[0] if options else spec
+    if file.suffix.lower() in _TORCH_SUFFIXES:
+        raise WorkloadError(f"workload file {what!r} {_TORCH_HINT}")
     data = file.read_bytes()
     kind = _format(file, data)
-    what = spec.rpartition(":")[0] if options else spec
     if kind == "onnx":
         from workloads._onnx import load_onnx
 
         return load_onnx(file, dict(options), name=spec, what=what)
+    if kind == "hf_config":
+        from workloads._hf_config import load_hf_config
+
+        return load_hf_config(file, dict(options), name=spec, what=what)
     if not kind:
-        raise WorkloadError(f"workload file {what!r} is not {_FORMATS} (name it .onnx, .mlir, .csv or .yaml "
+        raise WorkloadError(f"workload file {what!r} is not {_FORMATS} (name it .onnx, .mlir, .csv, .yaml or .json "
                             "if it is one)")
     if options:
         raise WorkloadError(f"{what} takes no options (only ONNX files do: batch=N and symbolic dims), "

@@ -26,7 +26,11 @@ A ``jit`` equation running one of the integer vector ops of :mod:`workloads._int
 parameters, the shape of its first input and of its output (its reduction axis is the last).
 The requantisation of :func:`workloads._requant.output_stage` (its arithmetic runs inside the
 ``output_stage`` named scope) is the output stage's work, charged with the matrix op it follows,
-and is not counted. Every other primitive is counted (times its multiplier) in
+and is not counted. A float model's activations and normalisations (GELU, SiLU/SwiGLU, softmax,
+LayerNorm, RMSNorm, residual adds), written with ``jax.nn`` or by hand, are recognised by their
+pattern of primitives and become vector ops too, and a float matrix op's bias or scale is its
+output stage's (:mod:`workloads._float_patterns`; ``jit`` and ``custom_jvp`` calls are inlined
+for that matching). Every other primitive is counted (times its multiplier) in
 ``Workload.other_primitives``, and the elements it writes in ``Workload.other_elements``: that is
 the work the array does not run.
 Op names come from ``jax.named_scope`` (falling back to ``dot<i>`` / ``conv<i>``); each op's
@@ -44,6 +48,7 @@ import jax.extend.core as jex_core
 from jax._src import source_info_util
 
 from accel_spec.errors import WorkloadError
+from workloads._float_patterns import flatten, plan
 from workloads._int_ops import marker
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
 from workloads._requant import OUTPUT_STAGE_SCOPE
@@ -140,6 +145,14 @@ def _in_output_stage(eqn: Any) -> bool:
     return OUTPUT_STAGE_SCOPE in stack.replace("(", "/").replace(")", "/").split("/")
 
 
+def _opaque(eqn: Any) -> bool:
+    """Whether the walker must see ``eqn`` whole (not inlined into its caller's graph)."""
+    prim = eqn.primitive.name
+    if prim in (_SCAN, _COND, _WHILE, _CALL_EXPORTED) or _in_output_stage(eqn):
+        return True
+    return prim in ("jit", "pjit") and marker(str(eqn.params.get("name", ""))) is not None
+
+
 class _Walker:
     def __init__(self, while_trips: int) -> None:
         self.while_trips = while_trips
@@ -147,9 +160,15 @@ class _Walker:
 
     def walk(self, jaxpr: Any, mult: int) -> Collected:
         out = Collected()
-        for eqn in jaxpr.eqns:
-            prim = eqn.primitive.name
-            if prim == "dot_general":
+        flat = flatten(jaxpr, _opaque)
+        found = plan(flat, lambda e: not _in_output_stage(e), lambda e: _label(e, ""))
+        for index, fe in enumerate(flat):
+            eqn, prim = fe.eqn, fe.prim
+            if index in found.emit:
+                out.add_vector(found.emit[index], mult)
+            elif index in found.consumed:
+                continue
+            elif prim == "dot_general":
                 self.index += 1
                 out.add(_dot_to_gemm(eqn, _label(eqn, f"dot{self.index}")), mult, prim)
             elif prim == "conv_general_dilated":
@@ -210,6 +229,28 @@ def _first_line(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _from_torch(obj: Any) -> bool:
+    module = type(obj).__module__ or ""
+    return module == "torch" or module.startswith("torch.")
+
+
+def _torch_kind(fn: Any, args: tuple[Any, ...]) -> str:
+    """What of ``fn(*args)`` is PyTorch's (``""``: nothing), judged by the objects' types' modules
+    (no ``torch`` import): a module or other torch callable, or a tensor among the arguments."""
+    if _from_torch(fn) or _from_torch(getattr(fn, "__self__", None)):
+        return f"is a PyTorch object ({type(fn).__module__}.{type(fn).__name__})"
+    stack = list(args)
+    while stack:
+        item = stack.pop()
+        if _from_torch(item):
+            return f"has a PyTorch example argument ({type(item).__module__}.{type(item).__name__})"
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return ""
+
+
 def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, description: str = "",
           while_trips: int = 1, source: str = "jax") -> Workload:
     """Trace ``fn(*example_args)`` into a :class:`Workload` of GEMM and conv ops.
@@ -228,12 +269,19 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
         The ops in program order with their run counts, plus the non-matmul primitive counts.
 
     Raises:
-        WorkloadError: if tracing raises (the message's first line is shown), or if the function
-            has no matmul or convolution (the primitives it has are listed).
+        WorkloadError: if ``fn`` or an example argument is PyTorch's (a module, a tensor: the
+            message points to ``torch.onnx.export``), if tracing raises (the message's first line
+            is shown), or if the function has no matmul or convolution (the primitives it has are
+            listed).
     """
     if isinstance(while_trips, bool) or not isinstance(while_trips, int) or while_trips < 1:
         raise WorkloadError(f"while_trips must be a positive integer, not {while_trips!r}")
     label = name if name is not None else getattr(fn, "__name__", "function")
+    torch_thing = _torch_kind(fn, example_args)
+    if torch_thing:
+        raise WorkloadError(f"{label} {torch_thing}: the tracer takes a JAX function of JAX arrays or "
+                            "jax.ShapeDtypeStruct; export a PyTorch model with torch.onnx.export and give the "
+                            "ONNX file (docs/workloads.md, \"PyTorch\")")
     try:
         closed = jax.make_jaxpr(fn)(*example_args)
     except WorkloadError:

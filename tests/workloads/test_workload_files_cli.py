@@ -143,7 +143,7 @@ BAD = [
     (lambda d: (d / "junk.onnx").write_bytes(b"\x00\xffnot a protobuf at all") and "junk.onnx",
      r"junk.onnx is not an ONNX model"),
     (lambda d: (d / "junk.bin").write_bytes(bytes(range(256)) * 3) and "junk.bin",
-     r"workload file 'junk.bin' is not ONNX, StableHLO .*SCALE-Sim CSV or a Timeloop YAML"),
+     r"workload file 'junk.bin' is not ONNX, StableHLO .*SCALE-Sim CSV, a Timeloop YAML or a Hugging Face config.json"),
     (lambda d: _small_onnx(d / "e.onnx", [helper.make_node("Einsum", ["a", "b"], ["y"], name="mix",
                                                            equation="ij,jk->ik")],
                            [("a", [2, 3])], [("b", [3, 4])]), r"node #0 'mix' \(Einsum\): op Einsum is not supported"),

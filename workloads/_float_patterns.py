@@ -1,0 +1,414 @@
+"""Float activations and normalisations in a jaxpr -> the vector unit's ops.
+
+A float model written with ``jax.nn`` or plain ``jnp`` spells GELU, SiLU, softmax and its norms
+as chains of element-wise primitives (``tanh``, ``erfc``, ``exp``, ``reduce_sum``, ``rsqrt``...).
+This module finds those chains by the *pattern of primitives*, not by function names, so a
+hand-written softmax or norm is found too, and turns each into one
+:class:`~workloads.vector_ops.VectorOp` (the kinds of :mod:`workloads.vector_ops`, with the
+parameters the builtins' int8 form uses at the activation scale,
+:func:`workloads.vector_params.default_params`).
+
+Steps, on one jaxpr level (:func:`flatten` first inlines ``jit``/``custom_jvp_call``/... calls so
+``jax.nn.silu``'s ``jit`` and the user's code around it are one graph):
+
+1. *Anchors*: each ``tanh``, ``erf``/``erfc``, ``logistic``, ``exp``, ``sqrt``/``rsqrt``.
+2. *Input* ``X``: walking back from the anchor through cheap primitives (:data:`CHEAP`), the value
+   every path to a non-constant source passes through, farthest from the anchor (a residual add
+   feeding a norm stays outside: its two inputs are two sources).
+3. *Region*: the equations between ``X`` and the anchor, grown forward by every cheap equation
+   whose non-constant inputs are all in the region or ``X``; equations none of the region uses
+   are dropped again, except the last. Each intermediate must be used only inside the region.
+   A constant is a literal, anything computed from literals and ``iota`` alone, or a per-channel
+   vector (at most one row's elements: a norm's scale and shift).
+4. *Kind* from the region's primitives: ``logistic`` -> ``silu`` (``gated`` when its output's one
+   use is a multiply by another activation of its shape: SwiGLU); ``erf``/``erfc``, or ``tanh``
+   with a cube -> ``gelu``; ``exp`` + ``reduce_sum`` + ``div`` -> ``softmax`` (a mask applied to
+   ``X`` by ``select_n`` or an add of a constant is taken in: ``causal_offset`` 0, the unit's
+   mask); ``sqrt``/``rsqrt`` + ``reduce_sum`` -> ``layernorm`` (two or more sums: the mean is
+   subtracted) or ``rmsnorm`` (one). Reductions must run along the last axis. Anything else is
+   left alone and stays host work.
+5. *Residual adds*: an ``add`` of two activations of the output's shape -> ``add``.
+6. *Output stage*: an ``add``/``mul``/``sub`` of a constant onto a float matrix op's result whose
+   one use it is (a bias, a scale, which quantisation folds into the requantisation) is the output
+   stage's work (an integer result's hand-written arithmetic stays the user's), as the ONNX importer's rule
+   (:mod:`workloads._onnx_vector`): neither a record nor host work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax.extend.core as jex_core
+
+from accel_spec.errors import WorkloadError
+from workloads.vector_ops import VectorOp
+from workloads.vector_params import default_params
+
+__all__ = ["FlatEqn", "Plan", "flatten", "plan"]
+
+#: Primitives a recognised region may contain (element-wise, broadcasts, last-axis reductions).
+CHEAP = frozenset({
+    "add", "sub", "mul", "div", "neg", "integer_pow", "square", "sqrt", "rsqrt", "exp", "exp2", "tanh", "erf",
+    "erfc", "logistic", "max", "min", "reduce_sum", "reduce_max", "broadcast_in_dim", "reshape", "squeeze",
+    "expand_dims", "convert_element_type", "stop_gradient", "copy", "copy_p", "select_n", "pow", "abs",
+})
+_ANCHORS = frozenset({"tanh", "erf", "erfc", "logistic", "exp", "sqrt", "rsqrt"})
+_REDUCE = frozenset({"reduce_sum", "reduce_max"})
+_MATRIX = frozenset({"dot_general", "conv_general_dilated"})
+_AFFINE = frozenset({"add", "sub", "mul"})
+#: Primitives that build constants (a mask from ``jnp.tril``) from nothing.
+_SOURCES = frozenset({"iota", "broadcast_in_dim", "ge", "gt", "le", "lt", "eq", "ne", "and", "or", "not",
+                      "select_n", "add", "sub", "convert_element_type"})
+
+
+@dataclass
+class FlatEqn:
+    """One equation of a flattened jaxpr: the original equation and its operands' identities."""
+
+    eqn: Any
+    ins: tuple[Any, ...]
+    outs: tuple[Any, ...]
+
+    @property
+    def prim(self) -> str:
+        """The primitive's name."""
+        return str(self.eqn.primitive.name)
+
+
+@dataclass
+class Plan:
+    """What the matcher decided for a flattened jaxpr (indices into it)."""
+
+    #: Index of a region's last equation -> the record it becomes.
+    emit: dict[int, VectorOp] = field(default_factory=dict)
+    #: Equations folded into a record or the output stage (neither counted nor walked).
+    consumed: set[int] = field(default_factory=set)
+
+
+class _Lit:
+    """Identity of one literal or inner constant (never equal to another)."""
+
+    def __init__(self, value: Any = None) -> None:
+        self.value = value
+
+
+def flatten(jaxpr: Any, opaque: Callable[[Any], bool]) -> list[FlatEqn]:
+    """The equations of ``jaxpr`` with single-jaxpr calls inlined (recursively).
+
+    Args:
+        jaxpr: A ``Jaxpr``.
+        opaque: Whether an equation must stay as it is (not inlined): the tracer's vector-op
+            markers, the output stage, ``scan``/``cond``/``while``.
+    """
+    out: list[FlatEqn] = []
+    _inline(jaxpr, {}, opaque, out)
+    return out
+
+
+def _inline(jaxpr: Any, env: dict[Any, Any], opaque: Callable[[Any], bool], out: list[FlatEqn]) -> None:
+    def key(v: Any) -> Any:
+        if isinstance(v, jex_core.Literal):
+            return _Lit(getattr(v, "val", None))
+        return env.get(v, v)
+
+    for var in getattr(jaxpr, "constvars", ()):
+        env.setdefault(var, _Lit())
+    for eqn in jaxpr.eqns:
+        ins = tuple(key(v) for v in eqn.invars)
+        subs = [] if opaque(eqn) else list(jex_core.jaxprs_in_params(eqn.params))
+        if (len(subs) == 1 and len(subs[0].invars) == len(eqn.invars)
+                and len(subs[0].outvars) == len(eqn.outvars)):
+            sub = subs[0]
+            inner = {v: k for v, k in zip(sub.invars, ins, strict=True)}
+            _inline(sub, inner, opaque, out)
+            for outer, res in zip(eqn.outvars, sub.outvars, strict=True):
+                env[outer] = inner.get(res, res) if not isinstance(res, jex_core.Literal) else _Lit(res.val)
+        else:
+            out.append(FlatEqn(eqn, ins, tuple(eqn.outvars)))
+
+
+def _floating(v: Any) -> bool:
+    dtype = getattr(getattr(v, "aval", None), "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", "") == "f"
+
+
+def _shape(v: Any) -> tuple[int, ...]:
+    return tuple(int(d) for d in getattr(getattr(v, "aval", None), "shape", ()) or ())
+
+
+class _Graph:
+    def __init__(self, flat: list[FlatEqn]) -> None:
+        self.flat = flat
+        self.producer: dict[Any, int] = {}
+        self.users: dict[Any, list[int]] = {}
+        for i, fe in enumerate(flat):
+            for v in fe.outs:
+                self.producer[v] = i
+            for v in fe.ins:
+                self.users.setdefault(v, []).append(i)
+        self._const: dict[Any, bool] = {}
+
+    def constant(self, v: Any) -> bool:
+        """Literal, inner constant, or computed from constants and ``iota`` alone."""
+        if isinstance(v, _Lit):
+            return True
+        if v in self._const:
+            return self._const[v]
+        self._const[v] = False
+        i = self.producer.get(v)
+        ok = (i is not None and self.flat[i].prim in _SOURCES | {"iota"}
+              and all(self.constant(u) for u in self.flat[i].ins))
+        self._const[v] = ok
+        return ok
+
+    def param_like(self, v: Any, row: int) -> bool:
+        """A constant, or a per-channel vector (at most ``row`` elements)."""
+        return self.constant(v) or math.prod(_shape(v)) <= row
+
+
+def _input(g: _Graph, anchor: int, taken: set[int]) -> Any | None:
+    """The value every path back from ``anchor`` to a non-constant source passes through (farthest)."""
+    if not g.flat[anchor].ins:
+        return None
+    cur = g.flat[anchor].ins[0]
+    while True:
+        i = g.producer.get(cur)
+        if i is None or i in taken or g.flat[i].prim not in CHEAP:
+            return cur
+        srcs = [u for u in g.flat[i].ins if not g.constant(u)]
+        if not srcs:
+            return None
+        # The value all non-constant inputs of this equation lead back to (their common ancestor).
+        common = _common(g, srcs)
+        if common is None:
+            return cur
+        cur = common
+
+
+def _common(g: _Graph, values: list[Any]) -> Any | None:
+    """The nearest value every one of ``values`` is, or is computed from through cheap equations only."""
+    cones = [_cone(g, v) for v in values]
+    shared = set.intersection(*cones)
+    if not shared:
+        return None
+    # Nearest: the shared value produced last (values without a producer come first).
+    return max(shared, key=lambda v: g.producer.get(v, -1))
+
+
+def _cone(g: _Graph, v: Any) -> set[Any]:
+    seen, todo = set(), [v]
+    while todo:
+        cur = todo.pop()
+        if cur in seen or g.constant(cur):
+            continue
+        seen.add(cur)
+        i = g.producer.get(cur)
+        if i is not None and g.flat[i].prim in CHEAP:
+            todo.extend(g.flat[i].ins)
+    return seen
+
+
+def _region(g: _Graph, x: Any, anchor: int, taken: set[int], row: int) -> list[int] | None:
+    start = g.producer.get(x, -1) + 1
+    members: set[int] = set()
+    values: set[Any] = {x}
+    for i in range(start, len(g.flat)):
+        fe = g.flat[i]
+        if i in taken or fe.prim not in CHEAP:
+            if i >= anchor:
+                break
+            continue
+        live = [u for u in fe.ins if not g.param_like(u, row) or u in values]
+        if live and all(u in values for u in live):
+            members.add(i)
+            values.update(fe.outs)
+    if anchor not in members:
+        return None
+    after = {anchor}  # the anchor and what it feeds within the region: the last of these is the output
+    for i in sorted(members):
+        if i > anchor and any(u in g.flat[j].outs for j in after for u in g.flat[i].ins):
+            after.add(i)
+    members = {i for i in members if i <= max(after)}
+    changed = True
+    while changed:  # drop what nothing in the region uses, except the last
+        changed = False
+        last = max(members)
+        for i in sorted(members):
+            if i != last and not any(u in members for v in g.flat[i].outs for u in g.users.get(v, ())):
+                members.discard(i)
+                changed = True
+    last = max(members)
+    for i in members:  # intermediates must not escape
+        if i != last and any(u not in members for v in g.flat[i].outs for u in g.users.get(v, ())):
+            return None
+    return sorted(members)
+
+
+def _reduces_last(g: _Graph, region: list[int]) -> bool:
+    for i in region:
+        fe = g.flat[i]
+        if fe.prim in _REDUCE:
+            rank = len(_shape(fe.eqn.invars[0]))
+            if tuple(fe.eqn.params.get("axes", ())) != (rank - 1,):
+                return False
+    return True
+
+
+def _kind(prims: Counter[str]) -> str | None:
+    if prims["logistic"]:
+        return "silu"
+    if prims["erf"] or prims["erfc"] or (prims["tanh"] and (prims["integer_pow"] or prims["pow"])):
+        return "gelu"
+    if prims["exp"] and prims["reduce_sum"] and prims["div"]:
+        return "softmax"
+    if (prims["sqrt"] or prims["rsqrt"]) and prims["reduce_sum"]:
+        return "layernorm" if prims["reduce_sum"] >= 2 else "rmsnorm"
+    return None
+
+
+def _eps(g: _Graph, region: list[int]) -> float:
+    for i in region:
+        fe = g.flat[i]
+        if fe.prim == "add":
+            for u in fe.ins:
+                val = getattr(u, "value", None)
+                if isinstance(u, _Lit) and val is not None and getattr(val, "shape", ()) == ():
+                    f = float(val)
+                    if 0 < f < 1e-2:
+                        return f
+    return 1e-5
+
+
+def _mask(g: _Graph, x: Any, taken: set[int]) -> list[int]:
+    """The equations applying a constant mask to ``x`` (``select_n``/``add`` of a constant), with
+    the mask's own constant-building equations; empty when ``x`` is not masked."""
+    i = g.producer.get(x)
+    if i is None or i in taken or g.flat[i].prim not in ("select_n", "add"):
+        return []
+    fe = g.flat[i]
+    data = [u for u in fe.ins if not g.constant(u)]
+    if len(data) != 1 or len(g.users.get(x, [])) < 1:
+        return []
+    built: list[int] = []
+    todo = [u for u in fe.ins if g.constant(u)]
+    while todo:
+        j = g.producer.get(todo.pop())
+        if j is not None and j not in built:
+            built.append(j)
+            todo.extend(g.flat[j].ins)
+    return [i, *built]
+
+
+def _const_feeders(g: _Graph, region: set[int], taken: set[int]) -> set[int]:
+    """Equations building constants (a ``jnp.tril`` mask) used by ``region`` and nothing else."""
+    fed: set[int] = set()
+    todo = [u for i in region for u in g.flat[i].ins if g.constant(u)]
+    while todo:
+        j = g.producer.get(todo.pop())
+        if j is None or j in fed or j in region or j in taken:
+            continue
+        users = {u for v in g.flat[j].outs for u in g.users.get(v, ())}
+        if users <= region | fed:
+            fed.add(j)
+            todo.extend(g.flat[j].ins)
+    return fed
+
+
+def _origin(fe: FlatEqn, kind: str) -> str:
+    from workloads._tracer import _origin as where
+
+    return where(fe.eqn).replace(fe.prim, f"{kind} ({fe.prim})", 1)
+
+
+def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[Any], str]) -> Plan:
+    """Match the float patterns in ``flat``.
+
+    Args:
+        flat: What :func:`flatten` gave.
+        eligible: Whether an equation may be taken (not the output stage's).
+        label: The equation's ``jax.named_scope`` path ("" when none).
+    """
+    g = _Graph(flat)
+    result = Plan()
+    taken = {i for i, fe in enumerate(flat) if not eligible(fe.eqn)}
+    for a, fe in enumerate(flat):
+        if fe.prim not in _ANCHORS or a in taken or a in result.consumed:
+            continue
+        x = _input(g, a, taken | result.consumed | set(result.emit))
+        shape = _shape(x) if x is not None else ()
+        if not shape:
+            continue
+        row = shape[-1]
+        region = _region(g, x, a, taken | result.consumed, row)
+        if region is None or not _reduces_last(g, region):
+            continue
+        kind = _kind(Counter(flat[i].prim for i in region))
+        if kind is None:
+            continue
+        last = region[-1]
+        params: dict[str, int] = {}
+        extra: list[int] = []
+        if kind == "silu":
+            params["gated"] = 0
+            users = [u for v in flat[last].outs for u in g.users.get(v, ())]
+            if len(users) == 1 and flat[users[0]].prim == "mul" and users[0] not in taken:
+                other = [u for u in flat[users[0]].ins if u not in flat[last].outs]
+                if len(other) == 1 and _shape(other[0]) == shape and not g.constant(other[0]):
+                    params["gated"] = 1
+                    extra.append(users[0])
+                    last = users[0]
+        elif kind == "softmax":
+            masked = _mask(g, x, taken | result.consumed)
+            extra.extend(masked)
+            masked = masked or [i for i in region if flat[i].prim == "select_n"]
+            params.update(_params(kind, row))
+            params["causal_offset"] = 0 if masked else -1
+        if kind != "softmax":
+            params = {**_params(kind, row, _eps(g, region)), **params}
+        fo = flat[last]
+        out_shape = _shape(fo.outs[0]) if fo.outs else shape
+        scope = label(flat[a].eqn)
+        axis = len(shape) - 1 if kind in ("layernorm", "rmsnorm", "softmax") else None
+        result.emit[last] = VectorOp(kind=kind, shape=shape, out_shape=out_shape, axis=axis,
+                                     params=tuple(params.items()), name=f"{scope}/{kind}" if scope else kind,
+                                     origin=_origin(flat[a], kind))
+        result.consumed.update(region)
+        result.consumed.update(extra)
+        result.consumed.update(_const_feeders(g, set(region) | set(extra), taken))
+        result.consumed.discard(last)
+    _residuals_and_stages(g, result, taken, label)
+    return result
+
+
+def _params(kind: str, row: int, eps: float = 1e-5) -> dict[str, int]:
+    try:
+        return default_params(kind, row, eps)
+    except WorkloadError:  # a row too long for the normaliser: no parameters (evaluate names it host work)
+        return {}
+
+
+def _residuals_and_stages(g: _Graph, result: Plan, taken: set[int], label: Callable[[Any], str]) -> None:
+    stage: set[Any] = set()  # values a matrix op's output stage produces
+    for i, fe in enumerate(g.flat):
+        if i in taken or i in result.consumed or i in result.emit:
+            continue
+        if fe.prim in _MATRIX:
+            stage.update(v for v in fe.outs if _floating(v))  # an integer result's arithmetic is the user's
+            continue
+        if fe.prim not in _AFFINE or len(fe.ins) != 2 or not fe.outs:
+            continue
+        out = _shape(fe.outs[0])
+        row = out[-1] if out else 1
+        data = [u for u in fe.ins if not g.param_like(u, row)]
+        if len(data) == 1 and data[0] in stage and len(g.users.get(data[0], [])) == 1:
+            result.consumed.add(i)  # a bias or scale: the output stage's
+            stage.update(fe.outs)
+            continue
+        if fe.prim == "add" and len(data) == 2 and all(_shape(u) == out for u in data) and out:
+            scope = label(fe.eqn)
+            result.emit[i] = VectorOp(kind="add", shape=out, params=tuple(_params("add", row).items()),
+                                      name=f"{scope}/add" if scope else "add", origin=_origin(fe, "add"))

@@ -1,0 +1,125 @@
+"""A Hugging Face ``config.json`` (Llama, Mistral, Qwen2, Mixtral) -> a traced workload.
+
+``--workload path/config.json[:seq=N,batch=B,kv=K,layers=L]`` reads the architecture's shapes
+from the file (nothing is downloaded, no ``transformers`` needed) and traces the int8 form of
+:func:`workloads._models_hf.gqa_moe_block` with them, as the builtins are traced: one decoder
+block, its op and vector counts times ``num_hidden_layers`` (or ``layers``). Options: ``seq``
+new tokens per sequence (default 128), ``batch`` (1), ``kv`` cached tokens (0: prefill; a decode
+step is ``seq=1,kv=K``), ``layers`` (the config's). Left out: the embedding lookup and the LM
+head, RoPE scaling (the positions' rotation is RoPE's either way) and a sliding window (the
+attention of a ``seq + kv`` longer than the window is counted whole).
+
+Fields read: ``model_type``, ``hidden_size``, ``intermediate_size``, ``num_hidden_layers``,
+``num_attention_heads``, ``num_key_value_heads`` (default: the heads) and, for ``mixtral``,
+``num_local_experts`` and ``num_experts_per_tok``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from accel_spec.errors import WorkloadError
+from accel_spec.text import shown
+from workloads.ops import Workload
+
+__all__ = ["MODEL_TYPES", "load_hf_config", "MAX_TRACED_MACS"]
+
+#: ``model_type`` values this reader builds (all LLaMA-style decoders: RMSNorm, RoPE, SwiGLU).
+MODEL_TYPES = ("llama", "mistral", "qwen2", "mixtral")
+_OPTIONS = {"seq": 128, "batch": 1, "kv": 0, "layers": 0}
+#: Largest MACs of the one traced block (its trace builds every op record; more is refused up front).
+MAX_TRACED_MACS = 10**15
+_DIM_LIMIT = 1 << 20
+
+
+def _field(cfg: dict[str, object], key: str, what: str, default: int | None = None) -> int:
+    value = cfg.get(key, default)
+    if value is None:
+        raise WorkloadError(f"{what} has no {key!r} (a {cfg.get('model_type')} config needs it)")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _DIM_LIMIT:
+        raise WorkloadError(f"{what} field {key} must be an integer in [1, {_DIM_LIMIT:,}], "
+                            f"not {shown(repr(value), 40)}")
+    return value
+
+
+def _read(path: Path, what: str) -> dict[str, object]:
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WorkloadError(f"{what} is not a JSON file ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+    if not isinstance(cfg, dict):
+        raise WorkloadError(f"{what} must hold a JSON object (a Hugging Face config.json), not {type(cfg).__name__}")
+    kind = cfg.get("model_type")
+    if kind not in MODEL_TYPES:
+        raise WorkloadError(f"{what} model_type must be one of {', '.join(MODEL_TYPES)}, "
+                            f"not {shown(repr(kind), 40)}")
+    return cfg
+
+
+def _settings(cfg: dict[str, object], options: dict[str, int], what: str) -> dict[str, int]:
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise WorkloadError(f"{what} has no option {unknown[0]!r}; its options are {', '.join(_OPTIONS)}")
+    opts = _OPTIONS | options
+    d = _field(cfg, "hidden_size", what)
+    heads = _field(cfg, "num_attention_heads", what)
+    kv_heads = _field(cfg, "num_key_value_heads", what, heads)
+    if d % heads or (d // heads) % 2:
+        raise WorkloadError(f"{what} hidden_size {d} must be num_attention_heads {heads} times an even head size "
+                            "(rotary embedding)")
+    if heads % kv_heads:
+        raise WorkloadError(f"{what} num_key_value_heads {kv_heads} must divide num_attention_heads {heads}")
+    s = {"d": d, "heads": heads, "kv_heads": kv_heads, "ffn": _field(cfg, "intermediate_size", what),
+         "layers": opts["layers"] or _field(cfg, "num_hidden_layers", what), "seq": opts["seq"],
+         "batch": opts["batch"], "kv": opts["kv"], "experts": 0, "top_k": 1}
+    if cfg["model_type"] == "mixtral":
+        s["experts"] = _field(cfg, "num_local_experts", what)
+        s["top_k"] = _field(cfg, "num_experts_per_tok", what, 2)
+        if s["top_k"] > s["experts"]:
+            raise WorkloadError(f"{what} num_experts_per_tok {s['top_k']} must be at most num_local_experts "
+                                f"{s['experts']}")
+    return s
+
+
+def block_macs(s: dict[str, int]) -> int:
+    """MACs of one block with settings ``s`` (the analytic count, checked before tracing)."""
+    tokens, ctx, d, dh = s["batch"] * s["seq"], s["seq"] + s["kv"], s["d"], s["d"] // s["heads"]
+    proj = tokens * d * (2 * d + 2 * s["kv_heads"] * dh)
+    attn = 2 * s["batch"] * s["heads"] * s["seq"] * ctx * dh
+    ffn = 3 * tokens * d * s["ffn"] * (s["top_k"] if s["experts"] else 1)
+    router = tokens * d * s["experts"]
+    return proj + attn + ffn + router
+
+
+def load_hf_config(path: Path, options: dict[str, int], *, name: str, what: str) -> Workload:
+    """The workload of the config at ``path`` (see the module docstring).
+
+    Raises:
+        WorkloadError: not JSON, an unknown ``model_type``, a missing or bad field or option, or
+            a block too big to trace (:data:`MAX_TRACED_MACS`); each in one line.
+    """
+    from workloads._layers import FORMS
+    from workloads._models_hf import gqa_moe_block
+    from workloads._registry import with_flow, with_requant
+    from workloads._requant import recording
+    from workloads._tracer import trace
+
+    cfg = _read(path, what)
+    s = _settings(cfg, options, what)
+    macs = block_macs(s)
+    if macs > MAX_TRACED_MACS:
+        raise WorkloadError(f"{what} block has {macs:.3g} MACs, more than the {MAX_TRACED_MACS:.0e} traced at "
+                            "once: lower seq, batch or kv")
+    layers = s.pop("layers")
+    model = gqa_moe_block(FORMS["int8"], **s)
+    flow: list[bool] = []
+    text = ", ".join(f"{k}={v}" for k, v in s.items())
+    with recording(flow) as params:
+        block = trace(model.fn, *model.example_args(), name=name, source="hf_config",
+                      description=f"Hugging Face {cfg['model_type']} config, {layers} decoder blocks [{text}] "
+                                  "(no embedding or LM head)")
+    block = with_flow(with_requant(block, params), flow)
+    return dataclasses.replace(block, counts=tuple(c * layers for c in block.counts),
+                               vector_counts=tuple(c * layers for c in block.vector_counts))
