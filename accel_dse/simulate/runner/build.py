@@ -185,7 +185,8 @@ def _cache_key(verilog: str, top: str, simulator: Simulator, waves: bool = False
     if simulator.name == "verilator" and hier:  # (without them the key is what it always was)
         recipe["hier_blocks"] = list(hier)
     if waves:  # a build that can trace is another build (without it the key is what it always was)
-        recipe["waves"] = True
+        # FST with a window (Verilator --trace-fst; Icarus: the dump module's window plusargs)
+        recipe["waves"] = "fst-window"
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -237,7 +238,7 @@ def build_design(
         simulator: From :func:`accel_dse.simulate.find_simulator`.
         work_dir: Cache/work directory (default :func:`default_work_dir`).
         timeout: Seconds before the build is killed; ``None`` for no limit.
-        waves: Build with waveform tracing (Verilator ``--trace``, Icarus cocotb's dump module);
+        waves: Build with waveform tracing (Verilator ``--trace --trace-fst``, Icarus cocotb's dump module);
             cached apart from the plain build.
         hier_blocks: Verilator: suffixes of modules to build as hierarchical blocks
             (:func:`hier_blocks_for`); ignored by Icarus and by builds with ``waves`` (one flat
@@ -306,6 +307,8 @@ def _run_build(
         vlt = directory / f"{top}.vlt"
         vlt.write_text(_vlt_text(verilog, top, hier), "utf-8")
         sources.insert(0, str(vlt))  # the runner takes the language from the last source
+    if waves and simulator.name == "verilator":
+        build_args.append("--trace-fst")  # FST, not VCD: cocotb's harness then writes dump.fst
     if waves and simulator.name == "icarus":
         # cocotb's own dump module is SystemVerilog, which the -g2005 the design needs rejects
         dump = directory / f"{WAVES_MODULE}.v"
@@ -334,17 +337,28 @@ def _run_build(
     return outcome, log
 
 
-#: The Icarus module that opens the waveform file (``+dumpfile_path=FILE``) and dumps the top.
+#: The Icarus module that opens the waveform file (``+dumpfile_path=FILE``) and dumps the top from
+#: ``+waves_from_ns=T`` for ``+waves_for_ns=D`` ns (the window; without them: the whole run).
 WAVES_MODULE = "accel_dse_waves"
 
 
 def icarus_dump_module(top: str) -> str:
-    """Verilog-2005 source of :data:`WAVES_MODULE` for top module ``top``."""
+    """Verilog-2005 source of :data:`WAVES_MODULE` for top module ``top`` (times in the 1 ns unit)."""
     return (f"module {WAVES_MODULE};\n"
             "  reg [8*1024-1:0] path;\n"
+            "  reg [63:0] from_ns;\n"
+            "  reg [63:0] for_ns;\n"
             "  initial begin\n"
             '    if ($value$plusargs("dumpfile_path=%s", path)) $dumpfile(path);\n'
+            '    if (!$value$plusargs("waves_from_ns=%d", from_ns)) from_ns = 0;\n'
+            '    if (!$value$plusargs("waves_for_ns=%d", for_ns)) for_ns = 0;\n'
+            "    if (from_ns > 0) #(from_ns);\n"
             f"    $dumpvars(0, {top});\n"
+            "    if (for_ns > 0) begin\n"
+            "      #(for_ns);\n"
+            "      $dumpoff;\n"
+            "      $dumpflush;\n"
+            "    end\n"
             "  end\n"
             "endmodule\n")
 
