@@ -167,8 +167,11 @@ class WavesRequest:
 
 
 def plan_for_run(verilog: str, request: WavesRequest, *, run_cycles: int, simulator: str) -> WavesPlan:
-    """:func:`waves_plan` for a run of ``verilog`` on ``simulator`` (both write FST)."""
-    return waves_plan(request.window, run_cycles=run_cycles, bits=signal_bits(verilog), fmt="fst",
+    """:func:`waves_plan` for a run of ``verilog`` on ``simulator`` (FST; Verilator without lz4: VCD)."""
+    from accel_dse.simulate.runner.build import verilator_fst
+
+    fmt = "fst" if simulator == "icarus" or verilator_fst() else "vcd"
+    return waves_plan(request.window, run_cycles=run_cycles, bits=signal_bits(verilog), fmt=fmt,
                       limit_bytes=request.limit_bytes, windows=simulator == "icarus")
 
 

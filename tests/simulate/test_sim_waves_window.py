@@ -97,3 +97,23 @@ def test_a_window_run_writes_only_that_window(run_cli, sim_cache):
     assert fst_times(whole)[0] == 0 and fst_times(whole)[1] > 250 * CLOCK_PS  # 271 cycles (the model's)
     assert window.stat().st_size < whole.stat().st_size
     assert "array" in fst_names(window)
+
+
+def test_the_exported_runner_traces_a_window_and_says_how_long_its_build_takes(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from accel_dse.design_files import load_preset
+    from accel_dse.export import export_design
+
+    out = tmp_path / "tiny"
+    export_design(load_preset("tiny"), out, synth=False)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_CURRENT_TEST")}
+    proc = subprocess.run([sys.executable, "run.py", "--simulator", "icarus", "--target", "core", "--waves",
+                           "--waves-from", "10", "--waves-cycles", "20"],
+                          cwd=out, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "[icarus] building" in proc.stdout and ": about " in proc.stdout and " s on 2 cores" in proc.stdout
+    trace = out / "sim_build" / "icarus" / "waves.fst"
+    assert fst_times(trace) == (10 * CLOCK_PS, 30 * CLOCK_PS)

@@ -96,9 +96,12 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
         plan = plan_for_run(verilog, waves, run_cycles=sum(cycles), simulator=sim.name)
         say(plan.line())
         waves_args = window_plusargs(plan, CLOCK_PERIOD_NS)
+    from accel_dse.simulate.runner.eta import build_line
+
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
     build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves is not None,
-                         hier_blocks=hier_blocks_for(design.rows, design.cols))
+                         hier_blocks=hier_blocks_for(design.rows, design.cols),
+                         announce=lambda: say(build_line(sim.name, design.rows, design.cols)))
     say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
 
     run_dir, lock = new_run_dir(work)

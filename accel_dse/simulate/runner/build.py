@@ -186,7 +186,7 @@ def _cache_key(verilog: str, top: str, simulator: Simulator, waves: bool = False
         recipe["hier_blocks"] = list(hier)
     if waves:  # a build that can trace is another build (without it the key is what it always was)
         # FST with a window (Verilator --trace-fst; Icarus: the dump module's window plusargs)
-        recipe["waves"] = "fst-window"
+        recipe["waves"] = "fst-window" if simulator.name == "icarus" or verilator_fst() else "vcd"
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -229,6 +229,7 @@ def build_design(
     timeout: float | None = DEFAULT_BUILD_TIMEOUT_S,
     waves: bool = False,
     hier_blocks: tuple[str, ...] = (),
+    announce: Callable[[], None] | None = None,
 ) -> Build:
     """Build ``verilog`` for ``simulator``, or reuse the cached build of the same text.
 
@@ -243,6 +244,8 @@ def build_design(
         hier_blocks: Verilator: suffixes of modules to build as hierarchical blocks
             (:func:`hier_blocks_for`); ignored by Icarus and by builds with ``waves`` (one flat
             model traces every signal under one scope).
+        announce: Called once before a build that is not in the cache starts (a CLI says what
+            it builds and how long that takes: ``runner.eta.build_line``).
 
     Raises:
         SimulationError: the build failed or timed out (the message gives the log's path).
@@ -257,17 +260,18 @@ def build_design(
     final = builds / name
     hooks = _HOOKS.get()
     if hooks is None:
-        return _build_or_reuse(verilog, top, simulator, builds, name, key, timeout, waves, hier)
+        return _build_or_reuse(verilog, top, simulator, builds, name, key, timeout, waves, hier, announce)
     try:
         if not (final / "build.json").is_file():
             hooks[0]()
-        return _build_or_reuse(verilog, top, simulator, builds, name, key, timeout, waves, hier)
+        return _build_or_reuse(verilog, top, simulator, builds, name, key, timeout, waves, hier, announce)
     finally:
         hooks[1]()
 
 
 def _build_or_reuse(verilog: str, top: str, simulator: Simulator, builds: Path, name: str, key: str,
-                    timeout: float | None, waves: bool, hier: tuple[str, ...]) -> Build:
+                    timeout: float | None, waves: bool, hier: tuple[str, ...],
+                    announce: Callable[[], None] | None = None) -> Build:
     final = builds / name
     with _locked(builds / f"{name}.lock"):
         meta = final / "build.json"
@@ -275,6 +279,8 @@ def _build_or_reuse(verilog: str, top: str, simulator: Simulator, builds: Path, 
             seconds = float(json.loads(meta.read_text("utf-8")).get("seconds", 0.0))
             mark_used(meta)  # the cache bound removes the least recently used builds first
             return Build(simulator, top, final, key, True, seconds)
+        if announce is not None:
+            announce()
         tmp = builds / f"{name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -307,7 +313,7 @@ def _run_build(
         vlt = directory / f"{top}.vlt"
         vlt.write_text(_vlt_text(verilog, top, hier), "utf-8")
         sources.insert(0, str(vlt))  # the runner takes the language from the last source
-    if waves and simulator.name == "verilator":
+    if waves and simulator.name == "verilator" and verilator_fst():
         build_args.append("--trace-fst")  # FST, not VCD: cocotb's harness then writes dump.fst
     if waves and simulator.name == "icarus":
         # cocotb's own dump module is SystemVerilog, which the -g2005 the design needs rejects
@@ -361,6 +367,13 @@ def icarus_dump_module(top: str) -> str:
             "    end\n"
             "  end\n"
             "endmodule\n")
+
+
+def verilator_fst() -> bool:
+    """Verilator writes FST where its FST writer compiles: it needs lz4's header (``liblz4-dev``);
+    without it a traced Verilator build writes a VCD."""
+    dirs = ["/usr/include", "/usr/local/include", *filter(None, os.environ.get("CPATH", "").split(os.pathsep))]
+    return any((Path(d) / "lz4.h").is_file() for d in dirs)
 
 
 def clean_env() -> dict[str, str]:

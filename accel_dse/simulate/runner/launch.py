@@ -7,15 +7,18 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from accel_dse.simulate.runner.build import Build, clean_env
+from accel_dse.simulate.runner.build import Build, clean_env, verilator_fst
 from accel_dse.simulate.runner.process import ProcessOutcome, run_in_group
 
 __all__ = ["run_testbench", "waves_file"]
 
 
 def waves_file(build: Build, run_dir: Path) -> Path:
-    """Where a traced run in ``run_dir`` writes its FST waveform (Verilator: cocotb's harness's name)."""
-    return run_dir / ("waves.fst" if build.simulator.name == "icarus" else "dump.fst")
+    """Where a traced run in ``run_dir`` writes its waveform: FST (Verilator: cocotb's harness's name,
+    a VCD where Verilator's FST writer cannot compile: :func:`runner.build.verilator_fst`)."""
+    if build.simulator.name == "icarus":
+        return run_dir / "waves.fst"
+    return run_dir / ("dump.fst" if verilator_fst() else "dump.vcd")
 
 
 def run_testbench(
