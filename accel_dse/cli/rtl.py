@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from accel_dse.cli._args import ascii_int
 from accel_dse.cli._output import emit, emit_json, format_table
@@ -60,7 +61,8 @@ def _synth(args: argparse.Namespace) -> int:
     from rtl_gen import synth_stats
 
     config = load_design(args.design)
-    stats = synth_stats(config, use_cache=not args.no_cache, full_array=args.full_array)
+    stats = synth_stats(config, use_cache=not args.no_cache, full_array=args.full_array,
+                        progress=lambda line: print(f"accel-dse rtl synth: {line}", file=sys.stderr, flush=True))
     if args.json:
         emit_json({"design": config.to_dict(), **stats})
         return 0
