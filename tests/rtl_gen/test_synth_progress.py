@@ -47,3 +47,11 @@ def test_rtl_synth_prints_the_progress_to_stderr(fake_yosys, run_cli, monkeypatc
     assert code == 0, out + err
     assert "accel-dse rtl synth: Yosys: synthesising pe (piece 1 of" in err
     assert "Yosys" not in out
+
+
+def test_rtl_verilog_of_a_big_design_says_how_long_it_takes(run_cli, tmp_path):
+    code, out, err = run_cli("rtl", "verilog", "edge", "-o", str(tmp_path / "edge.v"))
+    assert code == 0, out + err
+    assert re.search(r"generating the Verilog of the 16x16 design: about \d+ s on 2 cores", err), err
+    code, out, err = run_cli("rtl", "verilog", "tiny", "-o", str(tmp_path / "tiny.v"))
+    assert code == 0 and "generating the Verilog" not in err  # a few seconds: nothing to announce
