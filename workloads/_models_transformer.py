@@ -176,10 +176,10 @@ def llama_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: int
             h = form.rmsnorm(x)
             with jax.named_scope("w_gate"):
                 gate = form.dense(h, params["w_gate"])
-            with jax.named_scope("w_up"):
-                up = form.dense(h, params["w_up"])
+            with jax.named_scope("w_up"):  # the gated SiLU follows w_gate and w_up: named for the later one
+                act = form.silu(gate, form.dense(h, params["w_up"]))
             with jax.named_scope("w_down"):
-                x = form.add(x, form.dense(form.silu(gate, up), params["w_down"]))
+                x = form.add(x, form.dense(act, params["w_down"]))
         return x, (k, v)
 
     return Model(fn, make_args)

@@ -252,6 +252,9 @@ def closing_lines(summary: dict[str, Any], space: Any, trials: Sequence[Any], *,
              f"{sum(outcome['failed'].values())} failed"]
     parts += [f"{n} {state}" for state, n in sorted(outcome["other"].items())]
     lines.append(f"trials: {len(trials)} ({ran} this run): " + ", ".join(parts))
+    if ran == 0 and trials:  # a re-run of the same command: --trials is the study's total, already reached
+        lines.append(f"  the study already holds its {len(trials)} trials (--trials is the study's total): "
+                     f"--trials {2 * len(trials)} continues it")
     if outcome["constraint"]:
         lines.append("  broke (scored, not shown below): "
                      + ", ".join(f"{c} x{n}" for c, n in outcome["constraint"].most_common()))

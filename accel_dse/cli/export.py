@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from accel_dse.cli._output import emit, emit_json
+from accel_dse.units import eng
 from accel_spec.errors import ExportError
 
 __all__ = ["register"]
@@ -101,7 +102,7 @@ def _export(args: argparse.Namespace) -> int:
     total = result.predicted
     if total:
         emit(f"predicted on {result.workload}: {total.get('total_cycles', 0):,.0f} cycles, "
-             f"{total.get('latency_s', 0):.4g} s, {total.get('energy_pj', 0):.4g} pJ, "
+             f"{eng(total.get('latency_s', 0), 's')}, {eng(total.get('energy_pj', 0) * 1e-12, 'J')}, "
              f"{total.get('area_mm2', 0):.4g} mm^2, utilisation {total.get('utilization', 0):.1%}")
     else:
         emit(f"predicted on {result.workload}: infeasible (see design.json)")

@@ -52,9 +52,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "port run by run (default: the whole SoC block from DRAM through AXI, with the "
                         "command queue and DMA)")
     parser.add_argument("--waves", action="store_true",
-                        help="write a waveform trace of the run (Icarus: FST, Verilator: VCD) into the run directory "
-                        "and print its path; it covers the ops simulated, so pick the failing one with --ops NAME "
-                        "(a separate cached build; off by default: tracing slows the simulator)")
+                        help="write an FST waveform trace of the run into the run directory and print its path; it "
+                        "covers the ops simulated, so pick the failing one with --ops NAME (a separate cached build; "
+                        "off by default: tracing slows the simulator). Its expected size is printed before the run")
+    parser.add_argument("--waves-from", type=ascii_int, default=0, metavar="CYCLE",
+                        help="with --waves (Icarus): trace from this cycle of the run (default 0)")
+    parser.add_argument("--waves-cycles", type=ascii_int, metavar="N",
+                        help="with --waves (Icarus): trace N cycles (default: to the end of the run)")
+    parser.add_argument("--waves-limit-mb", type=ascii_int, default=1000, metavar="MB",
+                        help="with --waves: refuse a trace whose estimated size passes MB megabytes, naming the "
+                        "window that fits (default %(default)d: 1 GB)")
     parser.add_argument("--full-scale", action="store_true",
                         help="the full-scale sampled check instead of whole ops: each op's real program, every class "
                         "of output tile simulated in place, the repeats fast-forwarded on the model's cycles "
@@ -89,13 +96,23 @@ def _simulate(args: argparse.Namespace) -> int:
     ops = [name.strip() for name in args.ops.split(",") if name.strip()] if args.ops is not None else None
     if ops is not None and not ops:
         raise SimulationError(f"--ops must name at least one op, not {args.ops!r}")
+    waves_window = None
+    if not args.waves and (args.waves_from or args.waves_cycles is not None):
+        raise SimulationError("--waves-from/--waves-cycles choose the cycles --waves traces: add --waves")
+    if args.waves:
+        from accel_dse.simulate.waves import WavesWindow
+
+        waves_window = WavesWindow(args.waves_from, args.waves_cycles)
+        if args.waves_limit_mb < 1:
+            raise SimulationError(f"--waves-limit-mb must be a positive number of megabytes, not {args.waves_limit_mb}")
     report = simulate(
         design, args.workload, ops=ops, max_ops=args.max_ops, scale=args.scale, simulator=args.simulator,
         timeout=args.timeout, work_dir=work_dir("--work-dir", args.work_dir), seed=args.seed,
         fault=_fault(args.inject_fault),
         progress=lambda line: print(f"accel-dse simulate: {line}", file=sys.stderr, flush=True),
         chain=False if args.no_chain else None, memory="host" if args.host_port else "dram",
-        reuse=not args.no_reuse, waves=args.waves, mode="sampled" if args.full_scale else "exhaustive",
+        reuse=not args.no_reuse, waves=args.waves, waves_window=waves_window,
+        waves_limit_bytes=args.waves_limit_mb * 1_000_000, mode="sampled" if args.full_scale else "exhaustive",
         conv_path=args.conv_path,
     )
     if args.json:

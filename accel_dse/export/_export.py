@@ -149,7 +149,7 @@ def export_design(
     synth_doc: dict[str, Any] | None = None
     if synth:
         say("synthesising with Yosys (PE, controller and glue, scaled; cached)")
-        synth_doc = synth_document(config)
+        synth_doc = synth_document(config, progress=say)
     fpga_doc: dict[str, Any] | None = None
     if fpga is not None:
         say(f"placing and routing on {fpga} {fpga_device} (Yosys + nextpnr; cached; minutes the first time)")

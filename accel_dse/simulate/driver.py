@@ -43,6 +43,8 @@ def simulate(
     memory: str = "dram",
     reuse: bool = True,
     waves: bool = False,
+    waves_window: Any = None,
+    waves_limit_bytes: int | None = None,
     mode: str = "exhaustive",
     conv_path: str = "model",
 ) -> SimulationReport:
@@ -75,9 +77,15 @@ def simulate(
             block) run from one program (``accel_dse.simulate.dram.conv_network``); so does each
             chain of convs the model keeps on chip when the whole workload is simulated; without
             ``reuse`` each op runs from its own.
-        waves: Trace the run (off by default: tracing slows the simulator): Icarus writes an FST
-            file, Verilator a VCD, in the run directory (``report.waves``). The trace covers the
-            ops simulated: choose them with ``ops`` (the failing one) to keep it small.
+        waves: Trace the run (off by default: tracing slows the simulator) into an FST file in the
+            run directory (``report.waves``). The trace covers the ops simulated: choose them with
+            ``ops`` (the failing one) to keep it small. Its expected size is said (``progress``)
+            before the build, and a trace over ``waves_limit_bytes`` is refused before anything runs
+            (``accel_dse.simulate.waves``).
+        waves_window: ``accel_dse.simulate.waves.WavesWindow``: the cycles to trace (Icarus;
+            default: the whole run).
+        waves_limit_bytes: The bound on the trace's estimated size, bytes (default
+            ``accel_dse.simulate.waves.DEFAULT_LIMIT_BYTES``, 1 GB).
         mode: ``"exhaustive"`` (default): every run of every op. ``"sampled"``: the full-scale
             sampled check (``scale`` must be 1; ops run unchained, from DRAM): each op's real
             program, the first output tile of every class simulated in place, the rest
@@ -114,6 +122,11 @@ def simulate(
     if mode == "sampled" and (scale != 1.0 or memory != "dram" or chain):
         raise SimulationError("the sampled check runs each op's full-scale program from DRAM, unchained: "
                               f"it needs scale 1 (not {scale:g}), memory 'dram' and no chain")
+    from accel_dse.simulate.waves import DEFAULT_LIMIT_BYTES, WavesRequest, WavesWindow
+
+    waves_spec = WavesRequest(waves_window or WavesWindow(),
+                              DEFAULT_LIMIT_BYTES if waves_limit_bytes is None else waves_limit_bytes) \
+        if waves else None
     sim = find_simulator(simulator)
     budget_bytes()  # the work directory's cache bound ($ACCEL_DSE_SIM_CACHE_MB), checked before any work
 
@@ -171,14 +184,14 @@ def simulate(
         if mode == "sampled" and design.vector_unit and wl.vector_ops:
             notes.append(f"{len(wl.vector_ops)} vector op(s) not simulated: the sampled check runs matrix ops only")
         return run_dram(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
-                        timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves,
+                        timeout=timeout, fault=fault, say=say, notes=notes, reuse=reuse, waves=waves_spec,
                         sampled=mode == "sampled", vector_ops=vector_ops, network=network,
                         conv_chains=conv_chains, force_chip=conv_path == "chip", conv_spec=conv_spec,
                         encoder=encoder)
     from accel_dse.simulate.host.driver import run_host_port
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
-                         timeout=timeout, fault=fault, say=say, notes=notes, waves=waves)
+                         timeout=timeout, fault=fault, say=say, notes=notes, waves=waves_spec)
 
 
 def _vector_ops(design: ArrayConfig, wl: Any, ops: Sequence[str] | None, max_ops: int | None,

@@ -190,12 +190,17 @@ def _synthesiser(build: Callable[[], wiring.Component], name: str) -> Callable[[
     return lambda: synth_component(build(), name)
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
 def synth_stats(
     config: ArrayConfig,
     *,
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
     full_array: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Cells and transistor estimate of the accelerator's logic, scaled from its pieces.
 
@@ -206,6 +211,9 @@ def synth_stats(
         full_array: also synthesise the whole ``SystolicArray`` flat and report it as
             ``full_array`` (minutes and ~1 GB at 16 x 16; for checking the scaling: it is
             ``array`` plus, for OS, the marker delay line and result register).
+        progress: Called with one line before each piece that is not in the cache is
+            synthesised: which piece, and the time left at the pace of the pieces so far (a
+            CLI's stderr; synthesis of every piece takes minutes the first time).
 
     Returns:
         JSON-ready dict: ``parts`` (per piece: ``cells``, ``transistors``, ``count``,
@@ -264,9 +272,26 @@ def synth_stats(
                        (lambda w=bits: DelayLine(taps=2, width=w)), count, f"stage{bits}"))
 
     parts: dict[str, dict[str, Any]] = {}
-    for part, params, build, count, name in pieces:
+    took: list[float] = []
+
+    def announced(index: int, part: str, compute: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+        def run() -> dict[str, Any]:
+            if progress is not None:
+                left = len(pieces) - index
+                pace = (f"at most about {_duration(sum(took) / len(took) * left)} left at "
+                        f"{sum(took) / len(took):.0f} s a piece" if took else
+                        "seconds to a minute a piece on 2 cores")
+                progress(f"Yosys: synthesising {part} (piece {index + 1} of {len(pieces)}; {pace})")
+            start = time.monotonic()
+            figures = compute()
+            took.append(time.monotonic() - start)
+            return figures
+
+        return run
+
+    for index, (part, params, build, count, name) in enumerate(pieces):
         key = {"part": part, "params": params, "src": src}
-        figures, hit = cached_json(cache, part, key, _synthesiser(build, name))
+        figures, hit = cached_json(cache, part, key, announced(index, part, _synthesiser(build, name)))
         parts[part] = {
             "cells": figures["cells"],
             "flops": figures.get("flops"),
@@ -292,6 +317,8 @@ def synth_stats(
                     "host-port address/enable muxes",
     }
     if full_array:
+        if progress is not None:
+            progress(f"Yosys: synthesising the whole {r}x{c} array flat (minutes and ~1 GB at 16x16)")
         array = SystolicArray.from_config(config, skew=False)
         out["full_array"] = synth_component(array, "array")
     return out

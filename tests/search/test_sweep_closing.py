@@ -130,3 +130,27 @@ def test_next_commands_name_the_storage_and_study_and_run(swept, tmp_path, monke
     report[report.index("--out") + 1] = str(tmp_path / "report")
     assert main(report[1:]) == 0  # the printed command works as printed (bar the --out here)
     assert (tmp_path / "report" / "index.html").is_file()
+
+
+def test_a_rerun_that_adds_no_trial_says_how_to_continue(swept):
+    import contextlib
+    import io
+    import os
+
+    from accel_dse.cli import main
+
+    _, out_dir, _ = swept
+    out, err = io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(out_dir.parent)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["sweep", "--space", "s.toml", "--sampler", "random", "--seed", "3", "--trials", "30",
+                         "--quiet", "--out-dir", "run"])
+    finally:
+        os.chdir(cwd)
+    assert code == 0, err.getvalue()
+    text = out.getvalue()
+    assert "trials: 30 (0 this run)" in text
+    assert "--trials 60 continues it" in text
+    assert max(len(line) for line in text.splitlines()) <= WIDTH

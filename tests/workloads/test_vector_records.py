@@ -154,3 +154,11 @@ def test_evaluate_lists_vector_ops_with_their_cycles(run_cli, tmp_path):
     table = out[out.index("vector ops, on the vector unit"):]
     kinds = [line.split()[0] for line in table.splitlines()[3:3 + len(data["vector_ops"])]]
     assert sorted(set(kinds)) == ["add", "gelu", "layernorm", "softmax"]
+
+
+def test_the_gated_silu_is_named_for_the_gemm_it_follows_not_the_one_it_feeds():
+    import workloads
+
+    names = [op.name for op in workloads.resolve("llama_decode").vector_ops]
+    assert "ffn/w_up/silu" in names and not any(n.startswith("ffn/w_down/silu") for n in names)
+    assert "ffn/w_down/add" in names  # the residual add follows w_down

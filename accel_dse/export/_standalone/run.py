@@ -7,7 +7,8 @@ Usage (in the export directory)::
     python run.py --simulator icarus    # one simulator only
     python run.py --target soc          # only the AXI SoC block (DRAM image, registers, interrupt)
     python run.py --waves               # also trace the run: sim_build/<simulator>/waves.fst (Icarus)
-                                        # or dump.vcd (Verilator); off by default (slower)
+                                        # or dump.fst (Verilator; dump.vcd without liblz4-dev); off by default
+    python run.py --simulator icarus --waves --waves-from 100 --waves-cycles 50   # a window of the run
 
 Needs Python 3.10+, numpy, cocotb 2.x (and cocotbext-axi for the SoC block) and a simulator;
 a missing package is one line naming it and the Python to use, exit 2 (``design.json``'s
@@ -155,9 +156,36 @@ WAVES_MODULE = "accel_dse_waves"
 
 
 def icarus_dump_module(top: str) -> str:
-    return (f"module {WAVES_MODULE};\n  reg [8*1024-1:0] path;\n  initial begin\n"
+    """The dump module: the whole run, or ``+waves_from_ns=T`` for ``+waves_for_ns=D`` ns."""
+    return (f"module {WAVES_MODULE};\n  reg [8*1024-1:0] path;\n  reg [63:0] from_ns;\n  reg [63:0] for_ns;\n"
+            "  initial begin\n"
             '    if ($value$plusargs("dumpfile_path=%s", path)) $dumpfile(path);\n'
-            f"    $dumpvars(0, {top});\n  end\nendmodule\n")
+            '    if (!$value$plusargs("waves_from_ns=%d", from_ns)) from_ns = 0;\n'
+            '    if (!$value$plusargs("waves_for_ns=%d", for_ns)) for_ns = 0;\n'
+            "    if (from_ns > 0) #(from_ns);\n"
+            f"    $dumpvars(0, {top});\n"
+            "    if (for_ns > 0) begin\n      #(for_ns);\n      $dumpoff;\n      $dumpflush;\n    end\n"
+            "  end\nendmodule\n")
+
+
+#: The testbenches' clock period, ns (a cycle of the window).
+CLOCK_NS = 10
+#: Cold build time on 2 cores, seconds = base + per PE x PEs (Verilator: 16x16 ~75 s, 128x32
+#: ~5 min measured; Icarus compiles the Verilog only: seconds).
+BUILD_S = {"verilator": (60.0, 0.059), "icarus": (2.0, 0.02)}
+
+
+def verilator_fst() -> bool:
+    """Verilator writes FST where its FST writer compiles: it needs lz4's header (liblz4-dev)."""
+    dirs = ["/usr/include", "/usr/local/include", *filter(None, os.environ.get("CPATH", "").split(os.pathsep))]
+    return any((Path(d) / "lz4.h").is_file() for d in dirs)
+
+
+def _build_estimate(name: str, design: dict) -> str:
+    base, per_pe = BUILD_S[name]
+    seconds = base + per_pe * design["design"]["rows"] * design["design"]["cols"]
+    when = f"about {seconds:.0f} s" if seconds < 90 else f"about {seconds / 60:.1f} min"
+    return f"{when} on 2 cores" + (", less with ccache (OBJCACHE=ccache)" if name == "verilator" else "")
 
 
 #: Where a run keeps its duration (the next run's expectation).
@@ -177,7 +205,7 @@ def _expected(build_dir: Path, design: dict, soc: bool) -> str:
 
 
 def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, soc: bool = False,
-            waves: bool = False) -> bool:
+            waves: bool = False, window: tuple[int, int] = (0, 0)) -> bool:
     from cocotb_tools.runner import get_results, get_runner
 
     os.environ.update(env)
@@ -198,10 +226,13 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, s
             f'public_flat_rw -module "{top}" -var "{p["name"]}"\n' for p in ports), "utf-8")
         sources.insert(0, vlt)
     begun = time.monotonic()
-    say(f"[{tag}] building {sources[-1].name} (top {top}) in {build_dir}")
+    say(f"[{tag}] building {sources[-1].name} (top {top}) in {build_dir}: {_build_estimate(name, design)}")
     build_args = list(ICARUS_ARGS if name == "icarus" else VERILATOR_ARGS)
-    trace = build_dir / ("waves.fst" if name == "icarus" else "dump.vcd")
+    fst = name == "icarus" or verilator_fst()
+    trace = build_dir / ("waves.fst" if name == "icarus" else "dump.fst" if fst else "dump.vcd")
     if waves:
+        if name == "verilator" and fst:
+            build_args.append("--trace-fst")
         trace.unlink(missing_ok=True)
         if name == "icarus":
             dump = build_dir / f"{WAVES_MODULE}.v"
@@ -225,7 +256,8 @@ def run_one(name: str, design: dict, env: dict[str, str], build_root: Path, *, s
         extra_env={"ACCEL_EXPORT_DIR": str(HERE), "COCOTB_REWRITE_ASSERTION_FILES": "",
                    "PYTHONDONTWRITEBYTECODE": "1"},
         log_file=build_dir / "sim.log", waves=waves,
-        plusargs=[f"+dumpfile_path={trace}"] if waves and name == "icarus" else [],
+        plusargs=[f"+dumpfile_path={trace}", f"+waves_from_ns={window[0] * CLOCK_NS}",
+                  f"+waves_for_ns={window[1] * CLOCK_NS}"] if waves and name == "icarus" else [],
     )
     seconds = time.monotonic() - built
     say(f"[{tag}] {module} ran in {seconds:.1f} s")
@@ -299,9 +331,20 @@ def _main(argv: list[str] | None) -> int:
                         "command queue and DMA (needs cocotbext-axi); all (default): both")
     parser.add_argument("--build-dir", default=str(HERE / "sim_build"), help="default: ./sim_build")
     parser.add_argument("--waves", action="store_true",
-                        help="trace the run: waves.fst (Icarus) or dump.vcd (Verilator) in the build folder; "
-                        "slower, off by default")
+                        help="trace the run: waves.fst (Icarus) or dump.fst (Verilator; dump.vcd without "
+                        "liblz4-dev) in the build folder; slower, off by default")
+    parser.add_argument("--waves-from", type=int, default=0, metavar="CYCLE",
+                        help="with --waves (Icarus): trace from this cycle of the run (default 0)")
+    parser.add_argument("--waves-cycles", type=int, default=0, metavar="N",
+                        help="with --waves (Icarus): trace N cycles (default: to the end of the run)")
     args = parser.parse_args(argv)
+    if args.waves_from < 0 or args.waves_cycles < 0:
+        parser.error("--waves-from and --waves-cycles must be >= 0")
+    if (args.waves_from or args.waves_cycles) and not args.waves:
+        parser.error("--waves-from/--waves-cycles choose the cycles --waves traces: add --waves")
+    if (args.waves_from or args.waves_cycles) and args.simulator not in ("icarus",):
+        parser.error("--waves-from/--waves-cycles need --simulator icarus (cocotb's Verilator harness traces "
+                     "every cycle)")
     os.environ.pop("PYTEST_CURRENT_TEST", None)  # cocotb's runner behaves differently under pytest
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
@@ -321,7 +364,8 @@ def _main(argv: list[str] | None) -> int:
     build_root = Path(args.build_dir).resolve()
     started = time.time()
     try:
-        ran, ok = _run_wanted(args.target, design, wanted, build_root, waves=args.waves)
+        ran, ok = _run_wanted(args.target, design, wanted, build_root, waves=args.waves,
+                              window=(args.waves_from, args.waves_cycles))
     finally:
         if build_root.is_dir():
             record_build(build_root, started)
@@ -332,7 +376,7 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _run_wanted(target: str, design: dict, wanted: list[str], build_root: Path,
-                waves: bool = False) -> tuple[int, bool]:
+                waves: bool = False, window: tuple[int, int] = (0, 0)) -> tuple[int, bool]:
     """Build and run each wanted simulator (core and/or SoC); ``(runs started, all passed)``."""
     ran, ok = 0, True
     for name in wanted:
@@ -348,7 +392,7 @@ def _run_wanted(target: str, design: dict, wanted: list[str], build_root: Path,
                 continue
             ran += 1
             try:
-                ok = run_one(name, design, env, build_root, soc=soc, waves=waves) and ok
+                ok = run_one(name, design, env, build_root, soc=soc, waves=waves, window=window) and ok
             except (RuntimeError, OSError, SystemExit) as exc:
                 say(f"[{name}] FAILED: {exc}")
                 ok = False

@@ -360,7 +360,7 @@ def _block(block: Any) -> tuple[Any, Any]:
 
 def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: str, *, scale: float, seed: int,
              chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Any,
-             notes: list[str], reuse: bool = True, waves: bool = False, sampled: bool = False,
+             notes: list[str], reuse: bool = True, waves: Any = None, sampled: bool = False,
              vector_ops: list[tuple[str, Any]] | None = None, network: list[Any] | None = None,
              conv_chains: list[tuple[int, int]] | None = None, force_chip: bool = False,
              conv_spec: Any = None, encoder: Any = None) -> SimulationReport:
@@ -437,9 +437,21 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     verilog = rtl_gen.system_verilog(design, fault=fault, dram=(DRAM_LATENCY, words),
                                      rate=None if rate is None else (rate.numerator, rate.denominator),
                                      cache_dir=Path(work) / "verilog")
+    cycles = [job.sampled.total_model if job.sampled is not None else job.total_model * job.expected.shape[0]
+              for job in jobs]
+    waves_args: list[str] = []
+    if waves is not None:  # the trace's size said, and a trace over the limit refused, before the build
+        from accel_dse.simulate.waves import plan_for_run, window_plusargs
+
+        plan = plan_for_run(verilog, waves, run_cycles=sum(cycles), simulator=sim.name)
+        say(plan.line())
+        waves_args = window_plusargs(plan, CLOCK_PERIOD_NS)
+    from accel_dse.simulate.runner.eta import build_line
+
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
-    build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves,
-                         hier_blocks=hier_blocks_for(design.rows, design.cols))
+    build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves is not None,
+                         hier_blocks=hier_blocks_for(design.rows, design.cols),
+                         announce=lambda: say(build_line(sim.name, design.rows, design.cols)))
     say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
     run_dir, lock = new_run_dir(work)
     try:
@@ -449,16 +461,15 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
         from accel_dse.simulate.dram.job_files import dram_result_path
         from accel_dse.simulate.runner.eta import expectation, measured_speed, op_poll, record_speed
 
-        cycles = [job.sampled.total_model if job.sampled is not None else job.total_model * job.expected.shape[0]
-                  for job in jobs]
         say(f"simulating {len(jobs)} op(s) from DRAM in one {sim.name} process; log: {run_dir / 'sim.log'}")
         say(expectation(sum(cycles), measured_speed(build.directory)))
         poll = op_poll([job.name for job in jobs], cycles,
                        lambda i: dram_result_path(run_dir / "results", jobs[i].index).is_file(), say)
         outcome = run_testbench(build, test_module=DRAM_TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
-                                env={"ACCEL_DSE_SIM_PROGRAM": str(path)}, waves=waves, poll=poll)
+                                env={"ACCEL_DSE_SIM_PROGRAM": str(path)}, waves=waves is not None,
+                                waves_args=waves_args, poll=poll)
         poll()  # the ops that finished after the last poll
-        if outcome.ok and not waves:  # a traced run is slower: not the speed to expect
+        if outcome.ok and waves is None:  # a traced run is slower: not the speed to expect
             record_speed(build.directory, sum(cycles), outcome.seconds)
         results = [check_dram(job, read_dram_result(run_dir / "results", job.index), outcome, run_dir, timeout)
                    for job in jobs]
@@ -467,4 +478,4 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
     return report(design, top=top, fault=fault, spec=spec, sim=sim, results=results, scale=scale, build=build,
                   outcome=outcome, run_dir=run_dir, notes=notes, chained=chained, memory="dram",
                   mode="sampled" if sampled else "exhaustive",
-                  waves=waves_file(build, run_dir) if waves else None)
+                  waves=waves_file(build, run_dir) if waves is not None else None)

@@ -74,7 +74,7 @@ class _Job:
 
 def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: str, *, scale: float, seed: int,
                   chained: bool, sim: Any, work: Path, timeout: float | None, fault: Any, say: Callable[[str], None],
-                  notes: list[str], waves: bool = False) -> SimulationReport:
+                  notes: list[str], waves: Any = None) -> SimulationReport:
     """``simulate`` through the core's host port (``memory="host"``): one program file, one
     simulator process, every op checked against JAX and the model's compute cycles."""
     jobs, program = _prepare(design, selected, scale, seed, chained)
@@ -88,9 +88,20 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
     top = rtl_gen.top_name(design, fault)
     say(f"generating Verilog for {top}")
     verilog = rtl_gen.to_verilog(design, fault=fault)
+    cycles = [job.cycles_model * job.expected.shape[0] for job in jobs]
+    waves_args: list[str] = []
+    if waves is not None:  # the trace's size said, and a trace over the limit refused, before the build
+        from accel_dse.simulate.waves import plan_for_run, window_plusargs
+
+        plan = plan_for_run(verilog, waves, run_cycles=sum(cycles), simulator=sim.name)
+        say(plan.line())
+        waves_args = window_plusargs(plan, CLOCK_PERIOD_NS)
+    from accel_dse.simulate.runner.eta import build_line
+
     say(f"building {top} with {sim.name} (cached by Verilog hash)")
-    build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves,
-                         hier_blocks=hier_blocks_for(design.rows, design.cols))
+    build = build_design(verilog, top=top, simulator=sim, work_dir=work, waves=waves is not None,
+                         hier_blocks=hier_blocks_for(design.rows, design.cols),
+                         announce=lambda: say(build_line(sim.name, design.rows, design.cols)))
     say(f"build {'reused from cache' if build.cached else f'took {build.seconds:.1f} s'}: {build.directory}")
 
     run_dir, lock = new_run_dir(work)
@@ -102,16 +113,16 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
 
         say(f"simulating {len(program.runs)} run(s) in one {sim.name} process (timeout "
             f"{'none' if timeout is None else f'{timeout:g} s'}); log: {run_dir / 'sim.log'}")
-        cycles = [job.cycles_model * job.expected.shape[0] for job in jobs]
         say(expectation(sum(cycles), measured_speed(build.directory)))
         poll = op_poll([job.name for job in jobs], cycles,
                        lambda i: op_result_path(run_dir / "results", jobs[i].index).is_file(), say)
         outcome = run_testbench(
             build, test_module=TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,
-            env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)}, poll=poll, waves=waves,
+            env={"ACCEL_DSE_SIM_PROGRAM": str(program_path)}, poll=poll, waves=waves is not None,
+            waves_args=waves_args,
         )
         poll()  # the ops that finished after the last poll
-        if outcome.ok and not waves:
+        if outcome.ok and waves is None:
             record_speed(build.directory, sum(cycles), outcome.seconds)
         results = [
             _check(design, job, read_op_result(run_dir / "results", job.index), outcome, run_dir, timeout)
@@ -121,7 +132,7 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
         lock.close()
     return report(design, top=top, fault=fault, spec=spec, sim=sim, results=results, scale=scale, build=build,
                   outcome=outcome, run_dir=run_dir, notes=notes, chained=chained,
-                  waves=waves_file(build, run_dir) if waves else None)
+                  waves=waves_file(build, run_dir) if waves is not None else None)
 
 
 def _prepare(

@@ -185,7 +185,8 @@ def _cache_key(verilog: str, top: str, simulator: Simulator, waves: bool = False
     if simulator.name == "verilator" and hier:  # (without them the key is what it always was)
         recipe["hier_blocks"] = list(hier)
     if waves:  # a build that can trace is another build (without it the key is what it always was)
-        recipe["waves"] = True
+        # FST with a window (Verilator --trace-fst; Icarus: the dump module's window plusargs)
+        recipe["waves"] = "fst-window" if simulator.name == "icarus" or verilator_fst() else "vcd"
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -228,6 +229,7 @@ def build_design(
     timeout: float | None = DEFAULT_BUILD_TIMEOUT_S,
     waves: bool = False,
     hier_blocks: tuple[str, ...] = (),
+    announce: Callable[[], None] | None = None,
 ) -> Build:
     """Build ``verilog`` for ``simulator``, or reuse the cached build of the same text.
 
@@ -237,11 +239,13 @@ def build_design(
         simulator: From :func:`accel_dse.simulate.find_simulator`.
         work_dir: Cache/work directory (default :func:`default_work_dir`).
         timeout: Seconds before the build is killed; ``None`` for no limit.
-        waves: Build with waveform tracing (Verilator ``--trace``, Icarus cocotb's dump module);
+        waves: Build with waveform tracing (Verilator ``--trace --trace-fst``, Icarus cocotb's dump module);
             cached apart from the plain build.
         hier_blocks: Verilator: suffixes of modules to build as hierarchical blocks
             (:func:`hier_blocks_for`); ignored by Icarus and by builds with ``waves`` (one flat
             model traces every signal under one scope).
+        announce: Called once before a build that is not in the cache starts (a CLI says what
+            it builds and how long that takes: ``runner.eta.build_line``).
 
     Raises:
         SimulationError: the build failed or timed out (the message gives the log's path).
@@ -256,17 +260,18 @@ def build_design(
     final = builds / name
     hooks = _HOOKS.get()
     if hooks is None:
-        return _build_or_reuse(verilog, top, simulator, builds, name, key, timeout, waves, hier)
+        return _build_or_reuse(verilog, top, simulator, builds, name, key, timeout, waves, hier, announce)
     try:
         if not (final / "build.json").is_file():
             hooks[0]()
-        return _build_or_reuse(verilog, top, simulator, builds, name, key, timeout, waves, hier)
+        return _build_or_reuse(verilog, top, simulator, builds, name, key, timeout, waves, hier, announce)
     finally:
         hooks[1]()
 
 
 def _build_or_reuse(verilog: str, top: str, simulator: Simulator, builds: Path, name: str, key: str,
-                    timeout: float | None, waves: bool, hier: tuple[str, ...]) -> Build:
+                    timeout: float | None, waves: bool, hier: tuple[str, ...],
+                    announce: Callable[[], None] | None = None) -> Build:
     final = builds / name
     with _locked(builds / f"{name}.lock"):
         meta = final / "build.json"
@@ -274,6 +279,8 @@ def _build_or_reuse(verilog: str, top: str, simulator: Simulator, builds: Path, 
             seconds = float(json.loads(meta.read_text("utf-8")).get("seconds", 0.0))
             mark_used(meta)  # the cache bound removes the least recently used builds first
             return Build(simulator, top, final, key, True, seconds)
+        if announce is not None:
+            announce()
         tmp = builds / f"{name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -306,6 +313,8 @@ def _run_build(
         vlt = directory / f"{top}.vlt"
         vlt.write_text(_vlt_text(verilog, top, hier), "utf-8")
         sources.insert(0, str(vlt))  # the runner takes the language from the last source
+    if waves and simulator.name == "verilator" and verilator_fst():
+        build_args.append("--trace-fst")  # FST, not VCD: cocotb's harness then writes dump.fst
     if waves and simulator.name == "icarus":
         # cocotb's own dump module is SystemVerilog, which the -g2005 the design needs rejects
         dump = directory / f"{WAVES_MODULE}.v"
@@ -334,19 +343,37 @@ def _run_build(
     return outcome, log
 
 
-#: The Icarus module that opens the waveform file (``+dumpfile_path=FILE``) and dumps the top.
+#: The Icarus module that opens the waveform file (``+dumpfile_path=FILE``) and dumps the top from
+#: ``+waves_from_ns=T`` for ``+waves_for_ns=D`` ns (the window; without them: the whole run).
 WAVES_MODULE = "accel_dse_waves"
 
 
 def icarus_dump_module(top: str) -> str:
-    """Verilog-2005 source of :data:`WAVES_MODULE` for top module ``top``."""
+    """Verilog-2005 source of :data:`WAVES_MODULE` for top module ``top`` (times in the 1 ns unit)."""
     return (f"module {WAVES_MODULE};\n"
             "  reg [8*1024-1:0] path;\n"
+            "  reg [63:0] from_ns;\n"
+            "  reg [63:0] for_ns;\n"
             "  initial begin\n"
             '    if ($value$plusargs("dumpfile_path=%s", path)) $dumpfile(path);\n'
+            '    if (!$value$plusargs("waves_from_ns=%d", from_ns)) from_ns = 0;\n'
+            '    if (!$value$plusargs("waves_for_ns=%d", for_ns)) for_ns = 0;\n'
+            "    if (from_ns > 0) #(from_ns);\n"
             f"    $dumpvars(0, {top});\n"
+            "    if (for_ns > 0) begin\n"
+            "      #(for_ns);\n"
+            "      $dumpoff;\n"
+            "      $dumpflush;\n"
+            "    end\n"
             "  end\n"
             "endmodule\n")
+
+
+def verilator_fst() -> bool:
+    """Verilator writes FST where its FST writer compiles: it needs lz4's header (``liblz4-dev``);
+    without it a traced Verilator build writes a VCD."""
+    dirs = ["/usr/include", "/usr/local/include", *filter(None, os.environ.get("CPATH", "").split(os.pathsep))]
+    return any((Path(d) / "lz4.h").is_file() for d in dirs)
 
 
 def clean_env() -> dict[str, str]:

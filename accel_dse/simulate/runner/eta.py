@@ -12,7 +12,15 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["measured_speed", "record_speed", "expectation", "op_poll", "duration"]
+__all__ = ["measured_speed", "record_speed", "expectation", "op_poll", "duration", "build_seconds", "build_line"]
+
+#: Verilator cold build (ccache empty), seconds = base + per PE x PEs: fitted to TOOLCHAIN.md's
+#: figures on 2 cores, 16x16 (256 PEs) ~75 s and 128x32 (4,096 PEs) ~5 min; a rebuild whose
+#: modules are all in ccache takes ~0.3 s of compiling (plus linking).
+VERILATOR_BASE_S, VERILATOR_PER_PE_S = 60.0, 0.059
+#: Icarus compiles the Verilog only: 2.3 s measured for ``tiny`` (4x4) with its DRAM model; the
+#: per-PE term is a guess that errs long (Icarus elaborates each PE).
+ICARUS_BASE_S, ICARUS_PER_PE_S = 2.0, 0.02
 
 SPEED_FILE = "speed.json"
 
@@ -24,6 +32,21 @@ def duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def build_seconds(simulator: str, pes: int) -> float:
+    """Expected cold build time, seconds, of an array of ``pes`` PEs (see the constants above)."""
+    if simulator == "verilator":
+        return VERILATOR_BASE_S + VERILATOR_PER_PE_S * pes
+    return ICARUS_BASE_S + ICARUS_PER_PE_S * pes
+
+
+def build_line(simulator: str, rows: int, cols: int) -> str:
+    """One line said before a build starts: what is built and how long it takes."""
+    seconds = build_seconds(simulator, rows * cols)
+    cached = " (less where ccache holds its modules from an earlier build)" if simulator == "verilator" else ""
+    return (f"{simulator} build of the {rows}x{cols} design, not in the cache: about {duration(seconds)} "
+            f"on 2 cores{cached}")
 
 
 def measured_speed(build_dir: Path) -> float | None:

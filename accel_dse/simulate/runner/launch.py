@@ -7,15 +7,18 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from accel_dse.simulate.runner.build import Build, clean_env
+from accel_dse.simulate.runner.build import Build, clean_env, verilator_fst
 from accel_dse.simulate.runner.process import ProcessOutcome, run_in_group
 
 __all__ = ["run_testbench", "waves_file"]
 
 
 def waves_file(build: Build, run_dir: Path) -> Path:
-    """Where a traced run in ``run_dir`` writes its waveform: Icarus an FST file, Verilator a VCD."""
-    return run_dir / ("waves.fst" if build.simulator.name == "icarus" else "dump.vcd")
+    """Where a traced run in ``run_dir`` writes its waveform: FST (Verilator: cocotb's harness's name,
+    a VCD where Verilator's FST writer cannot compile: :func:`runner.build.verilator_fst`)."""
+    if build.simulator.name == "icarus":
+        return run_dir / "waves.fst"
+    return run_dir / ("dump.fst" if verilator_fst() else "dump.vcd")
 
 
 def run_testbench(
@@ -28,6 +31,7 @@ def run_testbench(
     python_path: Sequence[str] = (),
     poll: Callable[[], None] | None = None,
     waves: bool = False,
+    waves_args: Sequence[str] = (),
 ) -> ProcessOutcome:
     """Run cocotb ``test_module`` on ``build``; the simulator's output goes to ``run_dir/sim.log``.
 
@@ -40,6 +44,7 @@ def run_testbench(
         python_path: Directories to put in front of ``sys.path`` (for test modules outside packages).
         poll: Called about once a second while the simulation runs (for progress reports).
         waves: Trace the run into :func:`waves_file` (the build must be a ``waves`` build).
+        waves_args: Icarus: the window's plusargs (``accel_dse.simulate.waves.window_plusargs``).
 
     Returns:
         How the launcher process ended (``timed_out`` after a kill). Whether the tests passed is
@@ -57,8 +62,8 @@ def run_testbench(
         "build_dir": str(build.directory), "test_dir": str(run_dir), "test_module": test_module,
         "extra_env": extra, "python_path": list(python_path), "log_file": str(run_dir / "sim.log"),
         "waves": waves,
-        "plusargs": [f"+dumpfile_path={waves_file(build, run_dir)}"] if waves and build.simulator.name == "icarus"
-        else [],
+        "plusargs": [f"+dumpfile_path={waves_file(build, run_dir)}", *waves_args]
+        if waves and build.simulator.name == "icarus" else [],
     }
     spec_path = run_dir / "run_spec.json"
     spec_path.write_text(json.dumps(spec, indent=2), "utf-8")
