@@ -68,12 +68,14 @@ def _evaluate(args: argparse.Namespace) -> int:
                             f"{v['dram_read_bytes'] + v['dram_write_bytes']:,}"] for v in result.vector_ops]))
     net = result.network
     if net is not None:
+        runs = net.get("transposes", 0)
+        transposes = f", {runs} transpose run{'' if runs == 1 else 's'}" if runs else ""
         emit("")
         emit(f"as one program (no host step between ops): cannot be built: {net['reason']}" if "reason" in net else
              f"as one program (no host step between ops): "
              f"{str(net['convs']) + ' convs' if 'convs' in net else str(net['gemms']) + ' GEMMs'} and "
              f"{net['vector_ops']} vector ops"
-             f"{', ' + str(net['transposes']) + ' transpose runs' if net.get('transposes') else ''}, "
+             f"{transposes}, "
              f"{net['queue_loads']} queue-load(s), links {'on chip' if net['links_on_chip'] else 'through DRAM'}, "
              f"{net['total_cycles']:,} cycles (the program's walk, what simulate runs and checks: the totals "
              "above; the ops' rows are their per-op plans)")
