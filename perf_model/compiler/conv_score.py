@@ -24,7 +24,8 @@ from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles, transfer_word_beats, word_beats
 from workloads.ops import Conv2d
 
-__all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "walked_figures"]
+__all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "tiling_figures",
+           "walked_figures"]
 
 
 def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, int]:
@@ -111,6 +112,13 @@ def _figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures:
     tiling = conv_tiling(config, conv, requant=requant)
     if not tiling.feasible:
         return ConvFigures(False, tiling.reason)
+    return tiling_figures(config, conv, requant, tiling)
+
+
+def tiling_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: ConvTiling) -> ConvFigures:
+    """The figures of ``conv`` run with the feasible ``tiling`` on ``config`` (counted by runs,
+    ``conv_schedule``; walked on a paced DRAM). They depend on the design through the fields of the
+    schedule's key only (not the buffer sizes, which chose the tiling)."""
     key = (dataclasses.astuple(tiling), config.rows, config.cols, config.input_bits, config.acc_bits,
            config.double_buffered, config.shadow_stationary, axi_data_bytes(config), dram_rate(config), conv, requant)
     fast = _SCHEDULES.get(key)
