@@ -5,11 +5,10 @@ the last field fastest; the points sharing ``(rows, cols, dataflow)`` are consec
 (every buffer size, DRAM rate, clock and buffering of that array). A conv's cost per block depends on
 its kind: weight-stationary with ``R == C`` (conv programs and chains of convs on chip), other
 weight-stationary arrays (conv programs), OS and IS (the GEMM model alone). This script scores
-``--blocks`` blocks of each kind, evenly spread over the arrays, in a fresh process one after the
-other as the grid sampler would (chunks of 32,768; caches warm only from the blocks before), and
-prints the CPU seconds per block and the whole grid's CPU time extrapolated per kind (blocks of a kind
-x their mean). ``--points`` scales the grid to that many points by dropping clock values (a conv does not
-see the clock: no DRAM part in this space), reported as such. Nothing is asserted.
+``--blocks`` blocks of each kind, the middles of equal parts of its arrays (ordered by size), in a
+fresh process one after the other as the grid sampler would (chunks of 32,768; caches warm only
+from the blocks before), and prints the CPU seconds per block and the whole grid's CPU time
+extrapolated per kind (blocks of a kind x their mean). Nothing is asserted.
 
 Run: ``.venv/bin/python bench/conv_grid.py [--blocks 2] [--repo PATH]``.
 """
@@ -57,7 +56,8 @@ def main() -> int:
           f"({', '.join(f'{k}: {len(v)}' for k, v in kinds.items())}); load average {os.getloadavg()[0]:.2f}")
     total = 0.0
     for kind, blocks in kinds.items():
-        picks = [blocks[int(i)] for i in np.linspace(0, len(blocks) - 1, min(args.blocks, len(blocks)))]
+        k = min(args.blocks, len(blocks))
+        picks = [blocks[int((i + 0.5) * len(blocks) / k)] for i in range(k)]  # the middle of k equal parts
         spent = []
         for b in picks:
             cpu = time.process_time()
