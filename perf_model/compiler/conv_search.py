@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from perf_model.compiler.conv_geometry import (
     conv_served,
     weight_tiles_held,
 )
+from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
 
 __all__ = ["conv_tiling", "conv_tilings", "conv_estimate"]
@@ -223,23 +225,39 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
     runs differ), then loop order. Kept per conv and the design fields a
     score sees (not the buffer sizes, which only decide which candidates fit): the candidates per
     array, bits, shadow and buffering (the weight tiles a buffer holds), their order per DRAM rate too."""
-    g = _Geometry(config, conv, pack=pack)
     out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
-    key = (g.R, g.C, g.W, config.input_bits, out_b, config.shadow_stationary, conv, g.pack, config.double_buffered)
+    W, rate = _bus(config)
+    # ``_Geometry``'s tap packing is set by the array, the bus, the bits, the dataflow and the conv
+    # (``pack_taps``): the key holds those and the ``pack`` asked for, so a hit builds no geometry.
+    key = (config.rows, config.cols, W, config.input_bits, out_b, config.shadow_stationary, conv, pack,
+           config.double_buffered, config.dataflow)
     c = _CANDIDATES.get(key)
     if c is None:
         if len(_CANDIDATES) >= _CACHE_SIZE:
             _CANDIDATES.clear()
-        c = _CANDIDATES[key] = _candidates(g, out_b)
-    ranked_key = (*key, config.double_buffered, g.bytes_per_cycle)
+        c = _CANDIDATES[key] = _candidates(_Geometry(config, conv, pack=pack), out_b)
+    ranked_key = (*key, float(rate if rate is not None else W))  # ``_Geometry.bytes_per_cycle``
     best = _RANKINGS.get(ranked_key)
     if best is None:
         if len(_RANKINGS) >= 2 * _CACHE_SIZE:
             _RANKINGS.clear()
-        dma = c.dram / g.bytes_per_cycle
+        dma = c.dram / ranked_key[-1]
         score = np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
         best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.compute, c.dram, score)).astype(np.int32)
     return best, c
+
+
+def _bus(config: ArrayConfig) -> tuple[int, Fraction | None]:
+    """``(axi_data_bytes, dram_rate)`` of ``config``, kept per design."""
+    bus = _BUS.get(config)
+    if bus is None:
+        if len(_BUS) >= 4 * _CACHE_SIZE:
+            _BUS.clear()
+        bus = _BUS[config] = (axi_data_bytes(config), dram_rate(config))
+    return bus
+
+
+_BUS: dict[ArrayConfig, tuple[int, Fraction | None]] = {}
 
 
 def _candidates(g: _Geometry, out_b: int) -> _Candidates:
