@@ -21,6 +21,14 @@ The figures come from a *scorer* (``ConvScorer``) that the compiler's floor prov
 (:func:`register_scorer`): the evaluator sits below the compiler and imports none of it.
 Elements whose input or output stays on chip across layers (``reuse_links``) keep the GEMM.
 
+Vectorised over designs: a third registration (:func:`register_designs_scorer`, the compiler's
+``conv_designs.design_groups``) scores a conv on all designs at once, and :func:`conv_overlay` then
+chooses the paths (:func:`choose_paths`) and keeps the chains with numpy over designs, the chain
+programs scored once per group of designs a program cannot tell apart. The overlay holds arrays
+over elements (:class:`ConvOverlay`); ``conv_overlay(..., vectorised=False)`` is the reference,
+design by design with the scalar scorers, which the vectorised path equals
+(``tests/perf_model/test_model_conv_designs.py``).
+
 With on-chip reuse, a *chain* of convs on chip (each reading the previous one's NHWC output as is:
 ``OpArrays.conv_link``; ResNet's ``conv1 -> conv2``) on a design that can keep an output in its
 ifmap (``reuse_links.can_move``) is scored once more as one program with its links on chip (a
