@@ -83,6 +83,7 @@ class DesignGroups:
     served: list[str]
     paced: list[bool]
     members: list[np.ndarray]  # per group, its units
+    keys: list[tuple[float, ...]]  # per group, its array's fields (what its units share)
     unit_configs: dict[int, ArrayConfig] = dataclasses.field(default_factory=dict)
 
     def score(self, conv: Conv2d, requant: bool) -> ConvDesigns:
@@ -105,14 +106,15 @@ def design_groups(designs: DesignArrays) -> DesignGroups:
     unit_keys, unit_rep, unit = np.unique(columns, axis=0, return_index=True, return_inverse=True)
     buffers = [names.index(b) for b in _BUFFERS]
     array_cols = [i for i in range(unit_keys.shape[1]) if i not in buffers]
-    _, group_rep, unit_group = np.unique(unit_keys[:, array_cols], axis=0, return_index=True, return_inverse=True)
+    group_keys, group_rep, unit_group = np.unique(unit_keys[:, array_cols], axis=0, return_index=True,
+                                                  return_inverse=True)
     unit_group = unit_group.reshape(-1)
     configs = [designs.config(int(unit_rep[u])) for u in group_rep.tolist()]
     order = np.argsort(unit_group, kind="stable")
     members = np.split(order, np.cumsum(np.bincount(unit_group, minlength=len(configs)))[:-1])
     return DesignGroups(designs, unit.reshape(-1), unit_rep, unit_group, unit_keys[:, buffers].astype(np.int64),
                         configs, [conv_served(c) for c in configs], [dram_rate(c) is not None for c in configs],
-                        members)
+                        members, [tuple(k) for k in group_keys.tolist()])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,8 +166,8 @@ class _Table:
     def add(self, figures: ConvFigures) -> int:
         return self.figures.setdefault(figures, len(self.figures))
 
-    def add_tiling(self, tiling: ConvTiling, steps: tuple[str, ...]) -> int:
-        return self.tilings.setdefault((tiling, steps), len(self.tilings))
+    def add_tiling(self, form: tuple[ConvTiling, tuple[str, ...]]) -> int:
+        return self.tilings.setdefault(form, len(self.tilings))
 
 
 def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesigns:
@@ -180,7 +182,7 @@ def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesig
                 _scalar(table, u, conv_figures(groups.unit_config(u), conv, requant), groups.unit_config(u), conv,
                         requant)
         else:
-            _group(table, groups.configs[g], units, groups.kib[units], conv, requant)
+            _cached_group(table, groups.keys[g], groups.configs[g], units, groups.kib[units], conv, requant)
     u = groups.unit
     return ConvDesigns(table.status[u], table.reason[u], list(table.texts), table.figure[u], list(table.figures),
                        table.tiling[u], list(table.tilings))
@@ -205,6 +207,36 @@ def _rooms(config: ArrayConfig, kib: np.ndarray) -> np.ndarray:
     return depth // 2 if config.double_buffered else depth
 
 
+#: Per array group, conv, requant and buffer sizes of its units: the group's results
+#: ``(status, reason, figure, tiling)`` per unit, indices into the texts, figures and tilings kept
+#: with them (a sweep meets a group's designs again: the next pass, or another workload's same conv).
+_GROUPS: dict[tuple[object, ...], tuple[np.ndarray, list[str], list[ConvFigures],
+                                         list[tuple[ConvTiling, tuple[str, ...]]]]] = {}
+_GROUPS_SIZE = 1 << 15
+
+
+def _cached_group(table: _Table, key: tuple[float, ...], config: ArrayConfig, units: np.ndarray, kib: np.ndarray,
+                  conv: Conv2d, requant: bool) -> None:
+    """:func:`_group`, kept per group, conv, requant and the buffers of its units."""
+    full = (key, conv, requant, kib.tobytes())
+    held = _GROUPS.get(full)
+    if held is None:
+        own = _Table(len(units))
+        _group(own, config, np.arange(len(units)), kib, conv, requant)
+        held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), list(own.texts),
+                list(own.figures), list(own.tilings))
+        if len(_GROUPS) >= _GROUPS_SIZE:
+            _GROUPS.clear()
+        _GROUPS[full] = held
+    rows, texts, figures, tilings = held
+    remap = [np.array([add(x) for x in xs] + [-1], dtype=np.int64)
+             for add, xs in ((table.text, texts), (table.add, figures), (table.add_tiling, tilings))]
+    table.status[units] = rows[0]
+    table.reason[units] = remap[0][rows[1]]
+    table.figure[units] = remap[1][rows[2]]
+    table.tiling[units] = remap[2][rows[3]]
+
+
 def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarray, conv: Conv2d,
            requant: bool) -> None:
     """Score ``conv`` on the units of one unpaced array group, every form, at once."""
@@ -223,7 +255,7 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
             scored = [dataclasses.replace(s, form=describe(conv, steps), steps=steps,
                                           host_writes=host_writes(conv, steps)) for s in scored]
         ids = np.array([table.add(s) for s in scored] + [-1], dtype=np.int64)[index]
-        t_ids = np.array([table.add_tiling(t, steps) for t in tilings] + [-1], dtype=np.int64)[index]
+        t_ids = np.array([table.add_tiling((t, steps)) for t in tilings] + [-1], dtype=np.int64)[index]
         totals = np.array([s.total for s in scored] + [0], dtype=np.int64)[index]
         bytes_ = np.array([dram_bytes(s) for s in scored] + [0.0])[index]
         ok = index >= 0

@@ -76,9 +76,11 @@ def test_vectorised_conv_figures_equal_the_scalar_scorer_on_every_design(seed):
         conv = _conv(rng)
         requant = conv.requant is not None
         res = conv_designs(groups, conv, requant)
+        again = conv_designs(groups, conv, requant)  # the groups' results kept from the first call
         for i, config in enumerate(configs):
             want = conv_figures(config, conv, requant)
             assert res.at(i) == want, (config, conv)
+            assert again.at(i) == want, (config, conv)
             seen.add(int(res.status[i]))
         on = res.status == ON_CHIP
         totals = res.column(lambda f: f.total)
