@@ -183,6 +183,16 @@ class ConvOverlay:
         self._names, self._images = names, images  # per op (the _SLOWER note's words)
 
     @property
+    def chip_mask(self) -> np.ndarray:
+        """Per element: figures on chip (the keys of :attr:`figures`, as a mask)."""
+        return self.fig >= 0
+
+    @property
+    def infeasible_mask(self) -> np.ndarray:
+        """Per element: the conv does not fit on chip (the keys of :attr:`infeasible`, as a mask)."""
+        return self.kind == _INFEASIBLE
+
+    @property
     def figures(self) -> Mapping[int, ConvFigures]:
         return _Elements(self.fig >= 0, lambda e: self.figs[int(self.fig[e])])
 
