@@ -20,11 +20,13 @@ from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv, conv
 from perf_model.compiler.conv_forms import candidates, describe, form_conv, host_writes
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
+from perf_model.compiler.conv_search import _bus
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles, transfer_word_beats, word_beats
+from perf_model.program_timing import dram_rate, gemm_program_cycles, transfer_word_beats, word_beats
 from workloads.ops import Conv2d
 
-__all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "walked_figures"]
+__all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "tiling_figures",
+           "walked_figures"]
 
 
 def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, int]:
@@ -111,8 +113,16 @@ def _figures(config: ArrayConfig, conv: Conv2d, requant: bool) -> ConvFigures:
     tiling = conv_tiling(config, conv, requant=requant)
     if not tiling.feasible:
         return ConvFigures(False, tiling.reason)
-    key = (dataclasses.astuple(tiling), config.rows, config.cols, config.input_bits, config.acc_bits,
-           config.double_buffered, config.shadow_stationary, axi_data_bytes(config), dram_rate(config), conv, requant)
+    return tiling_figures(config, conv, requant, tiling)
+
+
+def tiling_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: ConvTiling) -> ConvFigures:
+    """The figures of ``conv`` run with the feasible ``tiling`` on ``config`` (counted by runs,
+    ``conv_schedule``; walked on a paced DRAM). They depend on the design through the fields of the
+    schedule's key only (not the buffer sizes, which chose the tiling)."""
+    W, rate = _bus(config)
+    key = (tiling, config.rows, config.cols, config.input_bits, config.acc_bits,
+           config.double_buffered, config.shadow_stationary, W, rate, conv, requant)
     fast = _SCHEDULES.get(key)
     if fast is None:
         if len(_SCHEDULES) >= _CACHE_SIZE:

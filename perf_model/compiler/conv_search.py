@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 
@@ -27,9 +28,10 @@ from perf_model.compiler.conv_geometry import (
     conv_served,
     weight_tiles_held,
 )
+from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
 
-__all__ = ["conv_tiling", "conv_estimate"]
+__all__ = ["conv_tiling", "conv_tilings", "conv_estimate"]
 
 def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     """DRAM bytes of tiling ``t``: each band, weight tile and output tile as the schedule moves them,
@@ -116,6 +118,82 @@ def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False,
                                     f"{room[0]} ifmap / {room[1]} weight words a tile may use")
 
 
+def conv_tilings(config: ArrayConfig, conv: Conv2d, rooms: np.ndarray, *, requant: bool = False
+                 ) -> tuple[np.ndarray, list[ConvTiling]]:
+    """:func:`conv_tiling` of many designs at once: designs that see ``config``'s array (every
+    field the ranking sees: :func:`_ranking`) and differ in their buffers only.
+
+    Args:
+        config: one of the designs (a weight-stationary one, ``conv_served``); its buffer sizes are
+            not read.
+        conv: the conv.
+        rooms: ``(D, 3)`` words a tile may use in the ifmap, weight and ofmap buffers per design
+            (``conv_geometry._room``).
+        requant: the output leaves through the output stage.
+
+    Returns:
+        ``(index, tilings)``: per design the index of its tiling in ``tilings`` (the distinct
+        feasible tilings chosen), or -1 where none fits (:func:`conv_tiling`'s infeasible case).
+        Each design's tiling equals ``conv_tiling`` on it: the first candidate of the one ranking
+        that fits its rooms, found for every design at once (each candidate placed in the grid of
+        the distinct rooms it needs, the first per cell, then the least over every cell a design's
+        rooms cover).
+    """
+    best, c = _ranking(config, conv, requant, True)
+    need = _needs(best, c)
+    levels, at, sizes = [], [], []
+    for i in range(3):
+        values, inverse = np.unique(rooms[:, i], return_inverse=True)
+        levels.append(np.searchsorted(values, need[i], side="left"))  # a candidate fits rooms >= values[level]
+        at.append(inverse.reshape(-1))
+        sizes.append(len(values))
+    ok = (levels[0] < sizes[0]) & (levels[1] < sizes[1]) & (levels[2] < sizes[2])
+    position = np.flatnonzero(ok)
+    cell = (levels[0][ok] * sizes[1] + levels[1][ok]) * sizes[2] + levels[2][ok]
+    first = np.full(sizes[0] * sizes[1] * sizes[2], len(best), dtype=np.int64)
+    cells, seen = np.unique(cell, return_index=True)  # the first (best ranked) candidate per cell
+    first[cells] = position[seen]
+    grid = first.reshape(sizes)
+    for axis in range(3):  # rooms at least a cell's fit every candidate that cell's fit
+        grid = np.minimum.accumulate(grid, axis=axis)
+    chosen = grid[at[0], at[1], at[2]]
+    picks, index = np.unique(chosen, return_inverse=True)
+    index = index.reshape(-1).astype(np.int64)
+    tilings = []
+    for pick in picks.tolist():
+        if pick == len(best):
+            index[index == len(tilings)] = -1
+            continue
+        flat = int(best[pick])
+        i_c, i_r, i_n, i_t, order = np.unravel_index(flat, c.shape)
+        tilings.append(ConvTiling("ok", "", c.levels[1][i_r], c.levels[2][i_n], c.levels[0][i_c], c.levels[3][i_t],
+                                  ("mn", "nm")[int(order)], int(c.dram[flat])))
+    return index, tilings
+
+
+def infeasible_reason(config: ArrayConfig, conv: Conv2d, room: tuple[int, int, int], requant: bool = False) -> str:
+    """:func:`conv_tiling`'s reason when no tiling fits ``room`` (the words a tile may use)."""
+    _, c = _ranking(config, conv, requant, True)
+    what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
+    return (f"{what}: the band of one output row with one channel word per pixel needs "
+            f"{c.smallest_band} ifmap words (and one tap {config.rows} weight words), more than the "
+            f"{room[0]} ifmap / {room[1]} weight words a tile may use")
+
+
+def _needs(best: np.ndarray, c: _Candidates) -> np.ndarray:
+    """``(3, K)`` ifmap, weight and ofmap words each candidate needs, in ranked order (kept per ranking)."""
+    key = id(best)
+    held = _NEEDS.get(key)
+    if held is not None and held[0] is best:
+        return held[1]
+    i_c, i_r, i_n, i_t, _ = np.unravel_index(best, c.shape)
+    need = np.stack([c.band[i_c, i_r], c.weight[i_c, i_n, i_t], c.ofmap[i_r, i_n]]).astype(np.int64)
+    if len(_NEEDS) >= 2 * _CACHE_SIZE:
+        _NEEDS.clear()
+    _NEEDS[key] = (best, need)
+    return need
+
+
 @dataclasses.dataclass(frozen=True)
 class _Candidates:
     """Every candidate tiling of a conv on an array, over axes (channel block ``c_t``, output-row
@@ -137,6 +215,7 @@ class _Candidates:
 
 _RANKINGS: dict[tuple[object, ...], np.ndarray] = {}
 _CANDIDATES: dict[tuple[object, ...], _Candidates] = {}
+_NEEDS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 _CACHE_SIZE = 1 << 11  # candidates of ~40 KB (a ResNet-18 conv on a 16x16 array)
 
 
@@ -146,23 +225,39 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
     runs differ), then loop order. Kept per conv and the design fields a
     score sees (not the buffer sizes, which only decide which candidates fit): the candidates per
     array, bits, shadow and buffering (the weight tiles a buffer holds), their order per DRAM rate too."""
-    g = _Geometry(config, conv, pack=pack)
     out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
-    key = (g.R, g.C, g.W, config.input_bits, out_b, config.shadow_stationary, conv, g.pack, config.double_buffered)
+    W, rate = _bus(config)
+    # ``_Geometry``'s tap packing is set by the array, the bus, the bits, the dataflow and the conv
+    # (``pack_taps``): the key holds those and the ``pack`` asked for, so a hit builds no geometry.
+    key = (config.rows, config.cols, W, config.input_bits, out_b, config.shadow_stationary, conv, pack,
+           config.double_buffered, config.dataflow)
     c = _CANDIDATES.get(key)
     if c is None:
         if len(_CANDIDATES) >= _CACHE_SIZE:
             _CANDIDATES.clear()
-        c = _CANDIDATES[key] = _candidates(g, out_b)
-    ranked_key = (*key, config.double_buffered, g.bytes_per_cycle)
+        c = _CANDIDATES[key] = _candidates(_Geometry(config, conv, pack=pack), out_b)
+    ranked_key = (*key, float(rate if rate is not None else W))  # ``_Geometry.bytes_per_cycle``
     best = _RANKINGS.get(ranked_key)
     if best is None:
         if len(_RANKINGS) >= 2 * _CACHE_SIZE:
             _RANKINGS.clear()
-        dma = c.dram / g.bytes_per_cycle
+        dma = c.dram / ranked_key[-1]
         score = np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
         best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.compute, c.dram, score)).astype(np.int32)
     return best, c
+
+
+def _bus(config: ArrayConfig) -> tuple[int, Fraction | None]:
+    """``(axi_data_bytes, dram_rate)`` of ``config``, kept per design."""
+    bus = _BUS.get(config)
+    if bus is None:
+        if len(_BUS) >= 4 * _CACHE_SIZE:
+            _BUS.clear()
+        bus = _BUS[config] = (axi_data_bytes(config), dram_rate(config))
+    return bus
+
+
+_BUS: dict[ArrayConfig, tuple[int, Fraction | None]] = {}
 
 
 def _candidates(g: _Geometry, out_b: int) -> _Candidates:

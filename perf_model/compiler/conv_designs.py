@@ -1,0 +1,281 @@
+"""A conv's on-chip figures over many designs at once (the sweep's conv scorer, vectorised over designs).
+
+:func:`~perf_model.compiler.conv_score.conv_figures` scores one conv on one design. A sweep
+scores it on thousands to millions; most of them differ only in what a conv program does not
+see (node, clock, DRAM part at the same pacing) or in their buffer sizes, which only decide
+which of one ranking's tilings fits (``conv_search``). So the designs are grouped, with no
+Python loop per design:
+
+* a *unit*: the designs a conv program cannot tell apart (every ``ArrayConfig`` field but the
+  node, clock and DRAM part, and the effective DRAM rate: ``conv_score.design_key``);
+* an *array group*: the units that differ in their three buffer sizes only. Each array group has
+  one ranking of candidate tilings per conv form; every unit's tiling is the first candidate
+  fitting its buffers, found for all units of the group at once (``conv_search.conv_tilings``),
+  and each distinct tiling is scored once (``conv_score.tiling_figures``: the schedule counted by
+  runs). The forms (``conv_forms``) are compared per unit with numpy, by the scalar rule.
+
+Python loops run over array groups (distinct arrays, bus widths, bufferings and DRAM rates: a few
+hundred in a sweep's space), forms and distinct tilings, never over designs. A group on a paced
+DRAM (``dram_rate`` not ``None``: its figures come from the program walk) is scored unit by unit
+with the scalar scorer, still once per unit.
+
+API (what the network walk calls):
+
+* ``groups = design_groups(designs)`` once per ``DesignArrays`` (shared by every conv);
+* ``res = conv_designs(groups, conv, requant)``: a :class:`ConvDesigns`, arrays over designs:
+
+  - ``status`` (``NOT_SERVED`` the design builds no windows, ``INFEASIBLE`` no tiling fits,
+    ``ON_CHIP``), ``reason`` (index into ``texts``, -1 on chip);
+  - ``figure``: index into ``figures`` (the distinct ``ConvFigures``, equal to the scalar
+    scorer's for that design, its form included), -1 off chip;
+  - ``tiling``: index into ``tilings`` (the ``(ConvTiling, steps)`` of the kept form), -1 off chip;
+  - :meth:`ConvDesigns.column` gathers one figure over designs (``total``, ``compute``, ``folds``,
+    ``dram_bytes`` ...) as a float array, off-chip designs 0.
+
+Tests: ``tests/perf_model/test_model_conv_designs.py`` (equal to ``conv_figures`` on random
+designs and convs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from accel_dse.config import ArrayConfig
+from perf_model import timing
+from perf_model._memory_parts import effective_dram_bytes_per_cycle
+from perf_model.arrays.designs import DesignArrays
+from perf_model.compiler.conv_forms import candidates, describe, host_writes
+from perf_model.compiler.conv_geometry import ConvTiling, conv_served
+from perf_model.compiler.conv_score import conv_figures, tiling_figures
+from perf_model.compiler.conv_search import conv_tilings, infeasible_reason
+from perf_model.evaluator.conv_ops import ConvFigures
+from perf_model.program_timing import dram_rate
+from workloads.ops import Conv2d
+
+__all__ = ["NOT_SERVED", "INFEASIBLE", "ON_CHIP", "DesignGroups", "ConvDesigns", "design_groups", "conv_designs"]
+
+#: ``ConvDesigns.status`` codes.
+NOT_SERVED, INFEASIBLE, ON_CHIP = 0, 1, 2
+
+_PACING_ONLY = ("tech_nm", "clock_mhz", "dram")
+_BUFFERS = ("ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib")
+
+
+@dataclasses.dataclass(frozen=True)
+class DesignGroups:
+    """Designs grouped by what a conv program sees (module docstring).
+
+    ``unit``: per design its unit; ``unit_rep``: per unit one design; ``unit_group``: per unit its
+    array group; ``kib``: ``(U, 3)`` buffer KiB per unit; ``configs``: per array group one design as
+    an ``ArrayConfig``; ``served``: per group ``""`` or why it builds no windows; ``paced``: per
+    group whether its DRAM is paced.
+    """
+
+    designs: DesignArrays
+    unit: np.ndarray
+    unit_rep: np.ndarray
+    unit_group: np.ndarray
+    kib: np.ndarray
+    configs: list[ArrayConfig]
+    served: list[str]
+    paced: list[bool]
+    members: list[np.ndarray]  # per group, its units
+    keys: list[tuple[float, ...]]  # per group, its array's fields (what its units share)
+    unit_configs: dict[int, ArrayConfig] = dataclasses.field(default_factory=dict)
+
+    def score(self, conv: Conv2d, requant: bool) -> ConvDesigns:
+        """:func:`conv_designs` of these designs."""
+        return conv_designs(self, conv, requant)
+
+    def unit_config(self, u: int) -> ArrayConfig:
+        """Unit ``u``'s design as an ``ArrayConfig`` (made once)."""
+        config = self.unit_configs.get(u)
+        if config is None:
+            config = self.unit_configs[u] = self.designs.config(int(self.unit_rep[u]))
+        return config
+
+
+def design_groups(designs: DesignArrays) -> DesignGroups:
+    """Group ``designs`` into units and array groups (module docstring)."""
+    names = [f.name for f in dataclasses.fields(designs) if f.name not in _PACING_ONLY]
+    rate = effective_dram_bytes_per_cycle(designs.dram_bytes_per_cycle, designs.dram, designs.clock_mhz)
+    columns = np.stack([np.asarray(getattr(designs, n), dtype=np.float64) for n in names] + [rate], axis=1)
+    unit_keys, unit_rep, unit = np.unique(columns, axis=0, return_index=True, return_inverse=True)
+    buffers = [names.index(b) for b in _BUFFERS]
+    array_cols = [i for i in range(unit_keys.shape[1]) if i not in buffers]
+    group_keys, group_rep, unit_group = np.unique(unit_keys[:, array_cols], axis=0, return_index=True,
+                                                  return_inverse=True)
+    unit_group = unit_group.reshape(-1)
+    configs = [designs.config(int(unit_rep[u])) for u in group_rep.tolist()]
+    order = np.argsort(unit_group, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(unit_group, minlength=len(configs)))[:-1])
+    return DesignGroups(designs, unit.reshape(-1), unit_rep, unit_group, unit_keys[:, buffers].astype(np.int64),
+                        configs, [conv_served(c) for c in configs], [dram_rate(c) is not None for c in configs],
+                        members, [tuple(k) for k in group_keys.tolist()])
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvDesigns:
+    """One conv on every design of a :class:`DesignGroups` (module docstring)."""
+
+    status: np.ndarray
+    reason: np.ndarray
+    texts: list[str]
+    figure: np.ndarray
+    figures: list[ConvFigures]
+    tiling: np.ndarray
+    tilings: list[tuple[ConvTiling, tuple[str, ...]]]
+
+    def column(self, pick: Callable[[ConvFigures], float]) -> np.ndarray:
+        """``pick(figures)`` per design (0 where the conv is not on chip), float."""
+        table = np.array([float(pick(f)) for f in self.figures] + [0.0])  # -1 (off chip) takes the 0
+        return table[self.figure]
+
+    def at(self, i: int) -> ConvFigures | str:
+        """Design ``i``'s result as the scalar scorer gives it: figures (feasible or not) or why no windows."""
+        if self.status[i] == NOT_SERVED:
+            return self.texts[int(self.reason[i])]
+        if self.status[i] == INFEASIBLE:
+            return ConvFigures(False, self.texts[int(self.reason[i])])
+        return self.figures[int(self.figure[i])]
+
+
+def dram_bytes(f: ConvFigures) -> float:
+    """DRAM bytes read and written (the scalar scorer's rank's second key)."""
+    return sum(f.read) + sum(f.write)
+
+
+class _Table:
+    """Per unit results being filled: status, text index, figure index, tiling index."""
+
+    def __init__(self, units: int) -> None:
+        self.status = np.zeros(units, dtype=np.int8)
+        self.reason = np.full(units, -1, dtype=np.int64)
+        self.figure = np.full(units, -1, dtype=np.int64)
+        self.tiling = np.full(units, -1, dtype=np.int64)
+        self.texts: dict[str, int] = {}
+        self.figures: dict[ConvFigures, int] = {}
+        self.tilings: dict[tuple[ConvTiling, tuple[str, ...]], int] = {}
+
+    def text(self, text: str) -> int:
+        return self.texts.setdefault(text, len(self.texts))
+
+    def add(self, figures: ConvFigures) -> int:
+        return self.figures.setdefault(figures, len(self.figures))
+
+    def add_tiling(self, form: tuple[ConvTiling, tuple[str, ...]]) -> int:
+        return self.tilings.setdefault(form, len(self.tilings))
+
+
+def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesigns:
+    """``conv`` (all its images, one program) on every design of ``groups`` (module docstring)."""
+    table = _Table(len(groups.unit_rep))
+    for g, units in enumerate(groups.members):
+        if groups.served[g]:
+            table.status[units] = NOT_SERVED
+            table.reason[units] = table.text(groups.served[g])
+        elif groups.paced[g]:
+            for u in units.tolist():
+                _scalar(table, u, conv_figures(groups.unit_config(u), conv, requant), groups.unit_config(u), conv,
+                        requant)
+        else:
+            _cached_group(table, groups.keys[g], groups.configs[g], units, groups.kib[units], conv, requant)
+    u = groups.unit
+    return ConvDesigns(table.status[u], table.reason[u], list(table.texts), table.figure[u], list(table.figures),
+                       table.tiling[u], list(table.tilings))
+
+
+def _scalar(table: _Table, u: int, figures: ConvFigures | str, config: ArrayConfig, conv: Conv2d,
+            requant: bool) -> None:
+    """Put the scalar scorer's result for unit ``u`` in the table (paced groups)."""
+    if isinstance(figures, str):
+        table.status[u], table.reason[u] = NOT_SERVED, table.text(figures)
+    elif not figures.feasible:
+        table.status[u], table.reason[u] = INFEASIBLE, table.text(figures.reason)
+    else:
+        table.status[u], table.figure[u] = ON_CHIP, table.add(figures)
+
+
+def _rooms(config: ArrayConfig, kib: np.ndarray) -> np.ndarray:
+    """``(U, 3)`` words a tile may use per buffer (``conv_geometry._room``) for buffers of ``kib`` KiB."""
+    el = timing.word_elems(timing.dataflow_code(config.dataflow.value), config.rows, config.cols)
+    bits = config.buffer_bits
+    depth = np.stack([timing.buffer_depth_words(kib[:, i], int(el[i]), bits[i]) for i in range(3)], axis=1)
+    return depth // 2 if config.double_buffered else depth
+
+
+#: Per array group, conv, requant and buffer sizes of its units: the group's results
+#: ``(status, reason, figure, tiling)`` per unit, indices into the texts, figures and tilings kept
+#: with them (a sweep meets a group's designs again: the next pass, or another workload's same conv).
+_GROUPS: dict[tuple[object, ...], tuple[np.ndarray, list[str], list[ConvFigures],
+                                         list[tuple[ConvTiling, tuple[str, ...]]]]] = {}
+_GROUPS_SIZE = 1 << 15
+
+
+def _cached_group(table: _Table, key: tuple[float, ...], config: ArrayConfig, units: np.ndarray, kib: np.ndarray,
+                  conv: Conv2d, requant: bool) -> None:
+    """:func:`_group`, kept per group, conv, requant and the buffers of its units."""
+    full = (key, conv, requant, kib.tobytes())
+    held = _GROUPS.get(full)
+    if held is None:
+        own = _Table(len(units))
+        _group(own, config, np.arange(len(units)), kib, conv, requant)
+        held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), list(own.texts),
+                list(own.figures), list(own.tilings))
+        if len(_GROUPS) >= _GROUPS_SIZE:
+            _GROUPS.clear()
+        _GROUPS[full] = held
+    rows, texts, figures, tilings = held
+    remap = [np.array([add(x) for x in xs] + [-1], dtype=np.int64)
+             for add, xs in ((table.text, texts), (table.add, figures), (table.add_tiling, tilings))]
+    table.status[units] = rows[0]
+    table.reason[units] = remap[0][rows[1]]
+    table.figure[units] = remap[1][rows[2]]
+    table.tiling[units] = remap[2][rows[3]]
+
+
+def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarray, conv: Conv2d,
+           requant: bool) -> None:
+    """Score ``conv`` on the units of one unpaced array group, every form, at once."""
+    rooms = _rooms(config, kib)
+    n = len(units)
+    feasible = np.zeros(n, dtype=bool)
+    total = np.zeros(n, dtype=np.int64)
+    moved = np.zeros(n, dtype=np.float64)
+    figure = np.full(n, -1, dtype=np.int64)
+    tiling = np.full(n, -1, dtype=np.int64)
+    reason = np.full(n, -1, dtype=np.int64)
+    for f, (steps, form) in enumerate(candidates(conv, config.rows)):
+        index, tilings = conv_tilings(config, form, rooms, requant=requant)
+        scored = [tiling_figures(config, form, requant, t) for t in tilings]
+        if steps:
+            scored = [dataclasses.replace(s, form=describe(conv, steps), steps=steps,
+                                          host_writes=host_writes(conv, steps)) for s in scored]
+        ids = np.array([table.add(s) for s in scored] + [-1], dtype=np.int64)[index]
+        t_ids = np.array([table.add_tiling((t, steps)) for t in tilings] + [-1], dtype=np.int64)[index]
+        totals = np.array([s.total for s in scored] + [0], dtype=np.int64)[index]
+        bytes_ = np.array([dram_bytes(s) for s in scored] + [0.0])[index]
+        ok = index >= 0
+        if f == 0:
+            take = ok
+            none = np.flatnonzero(~ok)
+            if len(none):  # the conv's own reason, per distinct (ifmap, weight) room
+                rooms_bad = rooms[none]
+                keys, inverse = np.unique(rooms_bad, axis=0, return_inverse=True)
+                texts = np.array([table.text(infeasible_reason(config, form, tuple(int(v) for v in k), requant))
+                                  for k in keys], dtype=np.int64)
+                reason[none] = texts[inverse.reshape(-1)]
+        else:
+            take = ok & (~feasible | (totals < total) | ((totals == total) & (bytes_ < moved)))
+        feasible |= ok
+        total = np.where(take, totals, total)
+        moved = np.where(take, bytes_, moved)
+        figure = np.where(take, ids, figure)
+        tiling = np.where(take, t_ids, tiling)
+    table.status[units] = np.where(feasible, ON_CHIP, INFEASIBLE)
+    table.figure[units] = figure
+    table.tiling[units] = tiling
+    table.reason[units] = np.where(feasible, -1, reason)
