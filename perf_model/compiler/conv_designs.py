@@ -43,7 +43,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from accel_dse.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 from perf_model import timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays

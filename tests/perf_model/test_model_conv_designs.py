@@ -19,7 +19,7 @@ import pytest
 
 import perf_model
 import workloads
-from accel_dse.config import ArrayConfig
+from accel_spec.config import ArrayConfig
 from perf_model.compiler.conv_designs import INFEASIBLE, NOT_SERVED, ON_CHIP, conv_designs, design_groups
 from perf_model.compiler.conv_geometry import _room
 from perf_model.compiler.conv_score import conv_figures
