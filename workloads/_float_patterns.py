@@ -45,6 +45,7 @@ from typing import Any
 import jax.extend.core as jex_core
 
 from accel_spec.errors import WorkloadError
+from workloads._eqn_origin import eqn_origin as where
 from workloads.vector_ops import VectorOp
 from workloads.vector_params import default_params
 
@@ -319,8 +320,6 @@ def _const_feeders(g: _Graph, region: set[int], taken: set[int]) -> set[int]:
 
 
 def _origin(fe: FlatEqn, kind: str) -> str:
-    from workloads._tracer import _origin as where
-
     return where(fe.eqn).replace(fe.prim, f"{kind} ({fe.prim})", 1)
 
 

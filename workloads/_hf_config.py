@@ -102,8 +102,7 @@ def load_hf_config(path: Path, options: dict[str, int], *, name: str, what: str)
     """
     from workloads._layers import FORMS
     from workloads._models_hf import gqa_moe_block
-    from workloads._registry import with_flow, with_requant
-    from workloads._requant import recording
+    from workloads._requant import recording, with_flow, with_requant
     from workloads._tracer import trace
 
     cfg = _read(path, what)

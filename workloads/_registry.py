@@ -10,10 +10,9 @@ spec.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -26,10 +25,10 @@ from workloads._model import Model
 from workloads._models_cnn import alexnet, mobilenet_v2, resnet18
 from workloads._models_mlp import dlrm_mlp, gemm, mlp
 from workloads._models_transformer import bert_base, gpt2_decode, llama_block
-from workloads._requant import recording
+from workloads._requant import recording, with_flow, with_requant
 from workloads._tracer import trace
 from workloads._user_child import trace_user
-from workloads.ops import Requant, Workload
+from workloads.ops import Workload
 
 __all__ = ["resolve", "builtin_names", "builtin_descriptions", "builtin_options", "builtin_model", "option_limit",
            "MAX_REPEAT", "MAX_OPTION"]
@@ -247,34 +246,6 @@ def _trace_builtin(name: str, options: tuple[tuple[str, int], ...]) -> Workload:
         workload = trace(model.fn, *model.example_args(), name=_canonical(name, options),
                          description=f"{_BUILTINS[name].description} [{text}]", source="builtin")
     return with_flow(with_requant(workload, params), flow) if settings["requant"] else workload
-
-
-def with_requant(workload: Workload, params: Sequence[Requant]) -> Workload:
-    """``workload`` with ``params[i]`` attached to op ``i`` (what the int8 form's output stage used).
-
-    Every ``workloads.output_stage`` call while tracing notes its :class:`Requant`, in trace
-    order (the builtin int8 models requantise every matmul and conv); when there is one per op
-    they pair up one to one. Otherwise (a raw ``gemm``, a function that requantises only some
-    of its ops) the ops stay raw.
-    """
-    if len(params) != len(workload.ops):
-        return workload
-    ops = tuple(dataclasses.replace(op, requant=rq) for op, rq in zip(workload.ops, params, strict=True))
-    return dataclasses.replace(workload, ops=ops)
-
-
-def with_flow(workload: Workload, flow: Sequence[bool]) -> Workload:
-    """``workload`` with ``a_from_previous`` set on op ``i`` where ``flow[i]`` (the tracing's
-    :func:`workloads._requant.note_input` flags, one per matmul in trace order) says its ``A`` is
-    the previous op's requantised output; unchanged unless there is one flag per op and both
-    ops are requantised."""
-    if len(flow) != len(workload.ops):
-        return workload
-    ops = list(workload.ops)
-    for i in range(1, len(ops)):
-        if flow[i] and ops[i].requant is not None and ops[i - 1].requant is not None:
-            ops[i] = dataclasses.replace(ops[i], a_from_previous=True)
-    return dataclasses.replace(workload, ops=tuple(ops))
 
 
 @functools.lru_cache(maxsize=32)

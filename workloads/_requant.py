@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from workloads.ops import Requant
+from workloads.ops import Requant, Workload
 
-__all__ = ["output_stage", "derived_requant", "recording", "record", "note_input", "ACTIVATION_RMS", "ACTIVATIONS",
-           "OUTPUT_STAGE_SCOPE"]
+__all__ = ["with_requant", "with_flow", "output_stage", "derived_requant", "recording", "record", "note_input",
+           "ACTIVATION_RMS", "ACTIVATIONS", "OUTPUT_STAGE_SCOPE"]
 
 #: Assumed RMS of every int8 layer input and target RMS of every layer output (after its
 #: activation), in codes: a quarter of the range, so +-4 sigma spans the int8 codes.
@@ -136,3 +137,31 @@ def record(rq: Requant) -> Requant:
     if log is not None:
         log.append(rq)
     return rq
+
+
+def with_requant(workload: Workload, params: Sequence[Requant]) -> Workload:
+    """``workload`` with ``params[i]`` attached to op ``i`` (what the int8 form's output stage used).
+
+    Every ``workloads.output_stage`` call while tracing notes its :class:`Requant`, in trace
+    order (the builtin int8 models requantise every matmul and conv); when there is one per op
+    they pair up one to one. Otherwise (a raw ``gemm``, a function that requantises only some
+    of its ops) the ops stay raw.
+    """
+    if len(params) != len(workload.ops):
+        return workload
+    ops = tuple(dataclasses.replace(op, requant=rq) for op, rq in zip(workload.ops, params, strict=True))
+    return dataclasses.replace(workload, ops=ops)
+
+
+def with_flow(workload: Workload, flow: Sequence[bool]) -> Workload:
+    """``workload`` with ``a_from_previous`` set on op ``i`` where ``flow[i]`` (the tracing's
+    :func:`workloads._requant.note_input` flags, one per matmul in trace order) says its ``A`` is
+    the previous op's requantised output; unchanged unless there is one flag per op and both
+    ops are requantised."""
+    if len(flow) != len(workload.ops):
+        return workload
+    ops = list(workload.ops)
+    for i in range(1, len(ops)):
+        if flow[i] and ops[i].requant is not None and ops[i - 1].requant is not None:
+            ops[i] = dataclasses.replace(ops[i], a_from_previous=True)
+    return dataclasses.replace(workload, ops=tuple(ops))

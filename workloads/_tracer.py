@@ -48,6 +48,7 @@ import jax.extend.core as jex_core
 from jax._src import source_info_util
 
 from accel_spec.errors import WorkloadError
+from workloads._eqn_origin import eqn_origin as _origin
 from workloads._float_patterns import flatten, plan
 from workloads._int_ops import marker
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
@@ -79,16 +80,6 @@ def _out_elements(eqn: Any) -> int:
             size *= int(dim) if isinstance(dim, int) else 1
         total += size
     return total
-
-
-def _origin(eqn: Any) -> str:
-    """``"primitive at file:line (function)"``: where the user's code issued the equation."""
-    prim = eqn.primitive.name
-    try:
-        where = source_info_util.summarize(eqn.source_info)
-    except Exception:  # private helper; a missing frame is no reason to fail
-        where = ""
-    return f"{prim} at {where}" if where else prim
 
 
 def _dot_to_gemm(eqn: Any, name: str) -> Gemm | None:

@@ -195,7 +195,7 @@ def trace_user(spec: str, path: Sequence[str] | None = None) -> tuple[Any, tuple
 
     Returns:
         The traced :class:`~workloads.ops.Workload`, the :class:`~workloads.ops.Requant` records
-        its output stages noted, and the flow flags (as :func:`workloads._registry.with_flow` takes).
+        its output stages noted, and the flow flags (as :func:`workloads._requant.with_flow` takes).
 
     Raises:
         WorkloadError: the module or function raised (any exception but ``KeyboardInterrupt``), or

@@ -28,6 +28,7 @@ def test_the_readme_links_only_files_in_the_repository():
 
 def test_one_transpose_run_is_singular(run_cli):
     """A one-head encoder layer transposes its keys once: "1 transpose run", not "1 transpose runs"."""
-    code, out, err = run_cli("evaluate", "--design", "tiny-vector", "--workload", "bert_base:seq=16,d=32,heads=1,ffn=64")
+    code, out, err = run_cli("evaluate", "--design", "tiny-vector",
+                             "--workload", "bert_base:seq=16,d=32,heads=1,ffn=64")
     assert code == 0, err
     assert ", 1 transpose run," in out and "1 transpose runs" not in out

@@ -23,8 +23,7 @@ from perf_model.evaluator.design_ops import evaluate_block
 from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
 from workloads._layers import FORMS
-from workloads._registry import with_flow, with_requant
-from workloads._requant import recording
+from workloads._requant import recording, with_flow, with_requant
 from workloads._tracer import trace
 from workloads.ops import Gemm, Requant
 
