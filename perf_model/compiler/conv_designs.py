@@ -229,8 +229,9 @@ def _cached_group(table: _Table, key: tuple[float, ...], config: ArrayConfig, un
             _GROUPS.clear()
         _GROUPS[full] = held
     rows, texts, figures, tilings = held
-    remap = [np.array([add(x) for x in xs] + [-1], dtype=np.int64)
-             for add, xs in ((table.text, texts), (table.add, figures), (table.add_tiling, tilings))]
+    remap = [np.array([table.text(x) for x in texts] + [-1], dtype=np.int64),
+             np.array([table.add(x) for x in figures] + [-1], dtype=np.int64),
+             np.array([table.add_tiling(x) for x in tilings] + [-1], dtype=np.int64)]
     table.status[units] = rows[0]
     table.reason[units] = remap[0][rows[1]]
     table.figure[units] = remap[1][rows[2]]
@@ -265,7 +266,7 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
             if len(none):  # the conv's own reason, per distinct (ifmap, weight) room
                 rooms_bad = rooms[none]
                 keys, inverse = np.unique(rooms_bad, axis=0, return_inverse=True)
-                texts = np.array([table.text(infeasible_reason(config, form, tuple(int(v) for v in k), requant))
+                texts = np.array([table.text(infeasible_reason(config, form, (int(k[0]), int(k[1]), int(k[2])), requant))
                                   for k in keys], dtype=np.int64)
                 reason[none] = texts[inverse.reshape(-1)]
         else:

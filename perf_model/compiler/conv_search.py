@@ -159,7 +159,7 @@ def conv_tilings(config: ArrayConfig, conv: Conv2d, rooms: np.ndarray, *, requan
     chosen = grid[at[0], at[1], at[2]]
     picks, index = np.unique(chosen, return_inverse=True)
     index = index.reshape(-1).astype(np.int64)
-    tilings = []
+    tilings: list[ConvTiling] = []
     for pick in picks.tolist():
         if pick == len(best):
             index[index == len(tilings)] = -1

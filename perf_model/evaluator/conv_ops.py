@@ -150,7 +150,7 @@ class _Elements(Mapping[int, Any]):
         return self._value(int(e))
 
     def __contains__(self, e: object) -> bool:
-        return isinstance(e, (int, np.integer)) and 0 <= e < len(self._mask) and bool(self._mask[e])
+        return bool(isinstance(e, (int, np.integer)) and 0 <= e < len(self._mask) and self._mask[e])
 
     def __iter__(self) -> Iterator[int]:
         return iter(np.flatnonzero(self._mask).tolist())

@@ -96,13 +96,18 @@ def test_vector_records_add_the_vector_units_work_and_leave_the_matrix_ops_alone
     w = workloads.resolve("bert_base:seq=16")
     bare = dataclasses.replace(w, vector_ops=(), vector_counts=(), vector_after=())
     config = dataclasses.replace(load_design("tiny"), vector_unit=True)
-    a, b = perf_model.evaluate(config, w), perf_model.evaluate(config, bare)
+    # op by op (every op its own program): the vector ops' programs add to the matrix ops'
+    a, b = perf_model.evaluate(config, w, reuse=False), perf_model.evaluate(config, bare, reuse=False)
     assert a.to_dict()["ops"] == b.to_dict()["ops"]  # the matrix ops' figures do not change
     vector = a.to_dict()["vector_ops"]
     assert {v["kind"] for v in vector} == {"softmax", "add", "layernorm", "gelu"} and not a.to_dict()["host_work"]
     assert a.total["vector_cycles"] == sum(v["total_cycles"] for v in vector) > 0
     stall = a.total["stall_cycles"] - b.total["stall_cycles"]  # the vector ops' DRAM waits
     assert a.total["total_cycles"] == b.total["total_cycles"] + a.total["vector_cycles"] + stall
+    # as one program (the figure the sweep records), the totals are that program's walk
+    one = perf_model.evaluate(config, w)
+    assert one.network is not None and one.total["total_cycles"] == one.network["total_cycles"]
+    assert one.total["vector_cycles"] == one.network["vector_cycles"] > 0
     assert a.total["dram_read_bytes"] - b.total["dram_read_bytes"] == sum(v["dram_read_bytes"] for v in vector) > 0
 
 
