@@ -266,8 +266,8 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
             if len(none):  # the conv's own reason, per distinct (ifmap, weight) room
                 rooms_bad = rooms[none]
                 keys, inverse = np.unique(rooms_bad, axis=0, return_inverse=True)
-                texts = np.array([table.text(infeasible_reason(config, form, (int(k[0]), int(k[1]), int(k[2])), requant))
-                                  for k in keys], dtype=np.int64)
+                texts = np.array([table.text(infeasible_reason(config, form, (int(i), int(w), int(o)), requant))
+                                  for i, w, o in keys], dtype=np.int64)
                 reason[none] = texts[inverse.reshape(-1)]
         else:
             take = ok & (~feasible | (totals < total) | ((totals == total) & (bytes_ < moved)))
