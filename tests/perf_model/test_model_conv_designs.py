@@ -24,7 +24,7 @@ from perf_model.compiler.conv_designs import INFEASIBLE, NOT_SERVED, ON_CHIP, co
 from perf_model.compiler.conv_geometry import _room
 from perf_model.compiler.conv_score import conv_figures
 from perf_model.compiler.conv_search import conv_tiling, conv_tilings
-from perf_model.evaluator import block, conv_ops
+from perf_model.evaluator import conv_ops, design_ops
 from workloads.ops import Conv2d, Requant, Workload
 
 REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))
@@ -127,7 +127,7 @@ def test_the_vectorised_overlay_equals_the_design_by_design_loop(workload, monke
     wl = _resnet_block() if workload == "block" else workloads.resolve(workload)
     tables = []
     for vectorised in (True, False):
-        monkeypatch.setattr(block, "conv_overlay", functools.partial(conv_ops.conv_overlay, vectorised=vectorised))
+        monkeypatch.setattr(design_ops, "conv_overlay", functools.partial(conv_ops.conv_overlay, vectorised=vectorised))
         tables.append(perf_model.evaluate_designs(designs, wl))
     fast, slow = tables
     for name in ("feasible", "total_cycles", "compute_cycles", "energy_pj", "dram_read_bytes", "dram_write_bytes",
