@@ -106,7 +106,7 @@ def test_power_splits_into_on_die_and_dram_and_density_is_on_die_over_area():
 
 
 def test_a_design_past_the_power_density_limit_is_infeasible_with_its_reason(monkeypatch):
-    import perf_model.evaluator.design_table as table
+    import perf_model.figures.design_table as table
 
     density = perf_model.evaluate(_DENSE, workloads.resolve(_GEMM)).total["power_density_w_mm2"]
     monkeypatch.setattr(table, "MAX_POWER_DENSITY_W_MM2", density / 2)  # the same design, a limit it exceeds
