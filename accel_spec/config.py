@@ -37,7 +37,7 @@ from accel_spec.number_formats import (
 
 __all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "FORMAT_CODES", "FORMAT_NAMES", "MemoryKind",
            "MEMORY_KINDS", "MEMORY_NAMES", "NO_MEMORY", "NumberFormat", "CHECKSUMS", "CHECKSUM_DATAFLOWS",
-           "DATAFLOW_CODES"]
+           "checksum_weight_bits", "DATAFLOW_CODES"]
 
 #: Supported operand widths (signed integers).
 INPUT_BITS = (8, 16)
@@ -47,6 +47,15 @@ INPUT_BITS = (8, 16)
 CHECKSUMS = ("none", "detect")
 #: Dataflows whose RTL builds the ``"detect"`` checksum (OS is refused with a reason).
 CHECKSUM_DATAFLOWS = ("ws", "is")
+def checksum_weight_bits(cols: Any, input_bits: Any, acc_bits: Any) -> Any:
+    """Bits of the checksum column's row sum of ``cols`` weights of ``input_bits``:
+    ``min(acc_bits, input_bits + ceil(log2 cols))`` (``rtl_gen.core.checksum`` builds it, the model
+    prices it). Takes Python ints or numpy arrays alike (comparisons and arithmetic only: ``ceil(log2 c)``
+    is how many powers of two ``1, 2, 4, ...`` lie below ``c``), so both sides read this one rule."""
+    grown = input_bits + sum((cols > (1 << i)) * 1 for i in range(32))
+    return grown - (grown - acc_bits) * (grown > acc_bits)
+
+
 #: Integer code of each dataflow (by its value): the RTL's ``CONFIG_DATAFLOW.CODE`` register and the
 #: model's vectorised columns (:attr:`Dataflow.code`).
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}

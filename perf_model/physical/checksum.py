@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from accel_spec.config import CHECKSUM_DATAFLOWS, DATAFLOW_CODES
+from accel_spec.config import CHECKSUM_DATAFLOWS, DATAFLOW_CODES, checksum_weight_bits
 from accel_spec.isa import CHECK_LATENCY
 from perf_model.physical import checksum_fit as fit
 from perf_model.physical import output_check_fit as check_fit
@@ -67,10 +67,10 @@ QDATA_LATENCY = 7
 
 
 def weight_bits(cols: Any, input_bits: Any, acc_bits: Any) -> np.ndarray:
-    """Bits of a row sum of ``cols`` weights: ``min(acc_bits, input_bits + ceil(log2 cols))``."""
-    c = np.asarray(cols, dtype=np.float64)
-    return np.minimum(np.asarray(acc_bits, dtype=np.float64),
-                      np.asarray(input_bits, dtype=np.float64) + np.ceil(np.log2(np.maximum(c, 1.0))))
+    """Bits of a row sum of ``cols`` weights, per design (float64):
+    :func:`accel_spec.config.checksum_weight_bits`, the rule the RTL builds."""
+    return np.asarray(checksum_weight_bits(np.asarray(cols, dtype=np.float64), np.asarray(input_bits, dtype=np.float64),
+                                           np.asarray(acc_bits, dtype=np.float64)), dtype=np.float64)
 
 
 def builds(dataflow: Any, checksum: Any) -> np.ndarray:

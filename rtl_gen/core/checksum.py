@@ -50,9 +50,8 @@ from __future__ import annotations
 from amaranth import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import ceil_log2
 
-from accel_spec.config import CHECKSUM_DATAFLOWS, Dataflow
+from accel_spec.config import CHECKSUM_DATAFLOWS, Dataflow, checksum_weight_bits
 from accel_spec.errors import ConfigError
 from accel_spec.isa import CHECK_LATENCY
 from rtl_gen.core.pe import PE
@@ -61,11 +60,6 @@ __all__ = ["ChecksumUnit", "CHECK_LATENCY", "COUNT_BITS", "checksum_weight_bits"
 
 #: Width of the mismatch counter (saturating).
 COUNT_BITS = 16
-
-
-def checksum_weight_bits(cols: int, input_bits: int, acc_bits: int) -> int:
-    """Bits of a row sum of ``cols`` weights: ``min(acc_bits, input_bits + ceil(log2 cols))``."""
-    return min(acc_bits, input_bits + ceil_log2(cols))
 
 
 def check_dataflow(dataflow: Dataflow | str) -> None:

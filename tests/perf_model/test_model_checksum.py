@@ -21,8 +21,13 @@ def test_constants_agree_with_the_rtl_and_the_config():
     assert checksum.CHECKSUMS == CHECKSUMS
     assert checksum.CHECK_LATENCY == rtl_checksum.CHECK_LATENCY
     assert checksum.CHECKSUM_DATAFLOW_CODES == tuple(DATAFLOW_CODES[f] for f in CHECKSUM_DATAFLOWS)
-    for cols, ib, ab in ((1, 8, 32), (3, 8, 16), (4, 8, 32), (256, 8, 32), (4096, 16, 32), (7, 16, 64)):
-        assert checksum.weight_bits(cols, ib, ab) == rtl_checksum.checksum_weight_bits(cols, ib, ab)
+    # min(acc_bits, input_bits + ceil(log2 cols)), by hand; the RTL's width and the model's (arrays) alike
+    cases = {(1, 8, 32): 8, (3, 8, 16): 10, (4, 8, 32): 10, (5, 8, 32): 11, (256, 8, 32): 16, (257, 8, 32): 17,
+             (4096, 16, 32): 28, (7, 16, 64): 19, (4096, 8, 16): 16}
+    for (cols, ib, ab), bits in cases.items():
+        assert rtl_checksum.checksum_weight_bits(cols, ib, ab) == bits and checksum.weight_bits(cols, ib, ab) == bits
+    cols, ib, ab = (np.array(v) for v in zip(*cases, strict=True))
+    assert checksum.weight_bits(cols, ib, ab).tolist() == list(cases.values())
     with pytest.raises(Exception, match="not os"):
         rtl_checksum.check_dataflow("os")
     assert checksum.BUILD_REASON.startswith("checksum 'detect' is built for dataflows ws, is, not os")
