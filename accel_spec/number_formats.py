@@ -26,7 +26,7 @@ import math
 
 from accel_spec.errors import ConfigError
 
-__all__ = ["NumberFormat", "FORMATS", "FORMAT_NAMES", "AUTO", "parse_format", "datapath_bits", "build_rule",
+__all__ = ["NumberFormat", "FORMATS", "FORMAT_NAMES", "AUTO", "parse_format", "datapath_bits", "build_rule", "pe_cell",
            "int_format", "pair_problem", "pair_input_bits", "format_tag", "product_bits", "max_product",
            "accumulator_rule"]
 
@@ -133,6 +133,20 @@ def build_rule(weight: NumberFormat, act: NumberFormat) -> str | None:
     if weight.accumulator == "fixed" and product_bits(weight) > 64:
         return f"not built, one exact product needs {product_bits(weight)} bits, beyond acc_bits <= 64"
     return None
+
+
+def pe_cell(weight: NumberFormat, act: NumberFormat, pack_int4: bool) -> str:
+    """The PE cell that multiplies a buildable operand pair (:func:`build_rule`): ``"int4"`` (a
+    4x4-bit multiplier on the low nibbles of the 8-bit lanes) for int4 weights and activations with
+    ``pack_int4`` (the int4 datapath, opted in), ``"int"`` (the integer datapath, operands
+    sign-extended into its lanes) for any other integer pair, else the float format's own name. The
+    RTL builds this cell (``rtl_gen.core.pe``) and the model prices it
+    (``perf_model.physical.format_cost``)."""
+    if pack_int4 and weight.name == "int4" and act.name == "int4":
+        return "int4"
+    if weight.is_int:  # an integer pair (the rule builds an integer weight with integer activations only)
+        return "int"
+    return weight.name
 
 
 def product_bits(fmt: NumberFormat) -> int:

@@ -32,6 +32,7 @@ HOMES: dict[str, str] = {
     "PARAM_FIELDS": "accel_spec/vector_isa.py",
     "product_bits": "accel_spec/number_formats.py",
     "checksum_weight_bits": "accel_spec/config.py",
+    "pe_cell": "accel_spec/number_formats.py",
 }
 
 #: Functions of a fact's name outside its home that take another argument and call the home's

@@ -16,11 +16,14 @@ energy is the integer figure times the ratio of the format's PE area to the inte
 
 from __future__ import annotations
 
+import functools
+import itertools
 from typing import Any
 
 import numpy as np
 
 from accel_spec.config import FORMAT_CODES
+from accel_spec.number_formats import AUTO, int_format, parse_format, pe_cell
 from perf_model import timing
 from perf_model.physical import format_fit
 
@@ -86,15 +89,23 @@ def format_cost(weight_format: Any, dataflow: Any, acc_bits: Any) -> FormatCost:
 
 def pe_cell_codes(weight_format: Any, act_format: Any, pack_int4: Any) -> np.ndarray:
     """Per design, the format code whose cells price its PE (the ``weight_format`` argument of
-    :func:`format_cost`): ``int4`` for int4 weights and activations with ``pack_int4`` (the int4
-    PE, ``rtl_gen.core.pe.pe_cell_format``), 0 (the integer model) for any other integer pair,
-    else the float format's own code."""
+    :func:`format_cost`): :func:`accel_spec.number_formats.pe_cell`, the cell the RTL builds, as a
+    code (``"int"``, the integer model, is 0), looked up per design in a table of every format pair."""
     w = np.asarray(weight_format, dtype=np.int64)
     a = np.asarray(act_format, dtype=np.int64)
-    int4 = FORMAT_CODES.index("int4")
-    ints = [FORMAT_CODES.index(name) for name in ("int4", "int8", "int16")]
-    int4_pe = (w == int4) & (a == int4) & np.asarray(pack_int4, dtype=bool)
-    return np.where(int4_pe, int4, np.where(np.isin(w, ints), 0, w))
+    return _cell_table()[w, a, np.asarray(pack_int4, dtype=bool).astype(np.int64)]
+
+
+@functools.cache
+def _cell_table() -> np.ndarray:
+    """``[weight code, act code, pack_int4]`` -> the code of :func:`pe_cell`'s cell (``auto`` is an
+    integer format: ``int_format`` of either width gives the same cell)."""
+    fmts = [int_format(8) if name == AUTO else parse_format(name) for name in FORMAT_CODES]
+    table = np.zeros((len(fmts), len(fmts), 2), dtype=np.int64)
+    for (i, w), (j, a), pack in itertools.product(enumerate(fmts), enumerate(fmts), (0, 1)):
+        cell = pe_cell(w, a, bool(pack))
+        table[i, j, pack] = 0 if cell == "int" else FORMAT_CODES.index(cell)
+    return table
 
 
 def format_energy_ratio(area: Any, d: Any) -> np.ndarray:

@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from accel_spec.config import INPUT_BITS, ArrayConfig, Dataflow
 from accel_spec.errors import ConfigError
-from accel_spec.number_formats import NumberFormat, parse_format
+from accel_spec.number_formats import NumberFormat, parse_format, pe_cell
 from accel_spec.number_formats import product_bits as format_product_bits
 from rtl_gen.core.float32 import FLOAT_OPERANDS, float_product, fp32_add
 
@@ -48,9 +48,8 @@ def pe_cell_format(config: ArrayConfig) -> str:
     8-bit lanes) for int4 weights and activations with ``pack_int4`` (the int4 datapath, opted
     in), else :func:`pe_format`'s encoding (a W4A4 design without ``pack_int4`` keeps the 8-bit
     PE it was built with)."""
-    if config.pack_int4 and config.weight_fmt.name == "int4" and config.act_fmt.name == "int4":
-        return "int4"
-    return pe_format(config.weight_fmt, config.act_fmt)
+    pe_format(config.weight_fmt, config.act_fmt)  # a pair the PE multiplies, or ConfigError
+    return pe_cell(config.weight_fmt, config.act_fmt, config.pack_int4)
 
 
 def lane_bits(number_format: str) -> int:

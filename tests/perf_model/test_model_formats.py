@@ -156,3 +156,20 @@ def test_the_int4_pe_cost_is_the_yosys_fit_of_its_cells_with_pack_int4_only():
     for (f, unit, ab), (_, fo4) in points.items():
         if f == "int4" and (("int", unit, ab) in points or ab == 32):
             assert fo4 < points[("int", unit, ab) if ab != 32 else ("int8", unit, 32)][1], (unit, ab)
+
+
+def test_the_pe_cell_priced_is_the_cell_built():
+    """``pe_cell_codes`` (the model) and ``pe_cell_format`` (the RTL) name the same cell: the int4 PE
+    only for packed W4A4, the integer model (code 0) for other integer pairs, else the float format."""
+    from accel_spec.config import FORMAT_CODES
+    from perf_model.physical.format_cost import pe_cell_codes
+    from rtl_gen.core.pe import pe_cell_format
+
+    cases = [("int8", "int8", False, "int", 0), ("int4", "int4", True, "int4", 1), ("int4", "int4", False, "int", 0),
+             ("int4", "int8", True, "int", 0), ("fp8_e4m3", "fp8_e4m3", False, "fp8_e4m3", 4),
+             ("fp8_e5m2", "fp8_e5m2", False, "fp8_e5m2", 5), ("bf16", "bf16", False, "bf16", 6)]
+    for w, a, pack, cell, code in cases:
+        config = ArrayConfig(rows=4, cols=4, weight_format=w, act_format=a, pack_int4=pack,
+                             acc_bits=48 if w.startswith("fp8_e4") else 32)
+        assert pe_cell_format(config) == cell
+        assert pe_cell_codes([FORMAT_CODES.index(w)], [FORMAT_CODES.index(a)], [pack]).tolist() == [code]
