@@ -49,10 +49,11 @@ VERILOG_BASE_S, VERILOG_PER_PE_S = 8.5, 0.025
 
 def _verilog(args: argparse.Namespace) -> int:
     from accel_dse.simulate.runner.eta import duration
-    from rtl_gen import to_verilog
+    from rtl_gen import Accelerator, to_verilog
 
     path = output_file("-o", args.output, force=args.force, inputs=[args.design])
     config = load_design(args.design)
+    Accelerator(config)  # a design the RTL cannot build is refused (one line) before the estimate
     seconds = VERILOG_BASE_S + VERILOG_PER_PE_S * config.rows * config.cols
     if seconds >= 10:  # a step over 10 s says what it does and how long it takes
         print(f"accel-dse rtl verilog: generating the Verilog of the {config.rows}x{config.cols} design: about "
