@@ -30,7 +30,7 @@ import numpy as np
 from accel_spec.config import ArrayConfig
 from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.network_figures import network_figures
-from perf_model.physical.power_density import MAX_POWER_DENSITY_W_MM2, density_reason, power_split
+from perf_model.physical.power_density import MAX_POWER_DENSITY_W_MM2, density_reasons, power_split
 from perf_model.program_timing import dram_rate
 from workloads.ops import Workload
 
@@ -131,8 +131,6 @@ def apply_one_program(designs: DesignArrays, workload: Any, columns: dict[str, n
     dense = columns["power_density_w_mm2"] > MAX_POWER_DENSITY_W_MM2
     columns["too_dense"] = columns["too_dense"] | (columns["feasible"] & dense)
     columns["feasible"] = columns["feasible"] & ~dense
-    columns["density_reason"] = np.array(
-        [density_reason(float(columns["power_density_w_mm2"][i]), float(columns["on_die_power_w"][i]),
-                        float(columns["area_mm2"][i]), MAX_POWER_DENSITY_W_MM2)
-         for i in np.flatnonzero(columns["too_dense"])], dtype=object)
+    columns["density_reason"] = density_reasons(columns, columns["area_mm2"], columns["too_dense"],
+                                                MAX_POWER_DENSITY_W_MM2)
     return done

@@ -20,11 +20,12 @@ reason (``evaluate``, the sweep). Hot spots above the average are not modelled.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_POWER_DENSITY_W_MM2", "power_split", "density_reason"]
+__all__ = ["MAX_POWER_DENSITY_W_MM2", "power_split", "density_reason", "density_reasons"]
 
 #: Highest average on-die power density a design may have, W/mm^2 (module docstring for the source).
 MAX_POWER_DENSITY_W_MM2 = 1.0
@@ -50,3 +51,12 @@ def density_reason(density_w_mm2: float, on_die_w: float, area_mm2: float,
         return ""
     return (f"power density {density_w_mm2:.2f} W/mm^2 ({on_die_w:.3g} W on die over {area_mm2:.3g} mm^2) exceeds "
             f"the limit of {limit:g} W/mm^2 (the densest shipped datacenter accelerator, H100 SXM: 0.86 W/mm^2)")
+
+
+def density_reasons(split: Mapping[str, Any], area_mm2: Any, too_dense: Any,
+                    limit: float = MAX_POWER_DENSITY_W_MM2) -> np.ndarray:
+    """:func:`density_reason` of each design where ``too_dense``, in design order (an object array):
+    ``split`` holds :func:`power_split`'s ``power_density_w_mm2`` and ``on_die_power_w`` per design."""
+    density, on_die, area = split["power_density_w_mm2"], split["on_die_power_w"], np.asarray(area_mm2)
+    return np.array([density_reason(float(density[i]), float(on_die[i]), float(area[i]), limit)
+                     for i in np.flatnonzero(too_dense)], dtype=object)
