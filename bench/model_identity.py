@@ -31,6 +31,7 @@ from model_throughput import grid_columns  # noqa: E402
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from perf_model.arrays.ops import op_arrays  # noqa: E402
+from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.evaluator.design_ops import evaluate_block  # noqa: E402
 from perf_model.physical.area import area_coefficients  # noqa: E402
 from perf_model.physical.energy import DEFAULT_ENERGY  # noqa: E402
@@ -76,7 +77,7 @@ def figures() -> dict[str, np.ndarray]:
         chunks: dict[str, list[np.ndarray]] = {}
         for start in range(0, len(designs), _CHUNK):
             block = evaluate_block(designs.take(slice(start, start + _CHUNK)), opa, DEFAULT_ENERGY,
-                                   area_coefficients(), allow_spill=spill)
+                                   area_coefficients(), allow_spill=spill, scorers=COMPILER_SCORERS)
             arrays = {name: getattr(block, name) for name in _BLOCK_FIELDS}
             arrays.update({f"energy.{k}": v for k, v in block.energy.items()})
             for name, values in arrays.items():

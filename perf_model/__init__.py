@@ -54,11 +54,8 @@ from __future__ import annotations
 
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
-from perf_model.compiler.conv_chain_score import chain_figures
-from perf_model.compiler.conv_score import conv_figures
 from perf_model.compiler.plan import TilePlan, plan_tiles
 from perf_model.compiler.program import GemmProgram, TensorLayout, compile_gemm
-from perf_model.evaluator.conv_ops import register_chain_scorer, register_scorer
 from perf_model.figures.design_table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
 from perf_model.figures.one_design import OpResult, WorkloadResult, evaluate, evaluate_op
 from perf_model.figures.one_program import FIGURE_BOUND, FIGURE_MODEL
@@ -159,5 +156,3 @@ __all__ = [
     "supply_voltage",
 ]
 
-register_scorer(conv_figures)  # the evaluator scores a conv on chip by its program (evaluator.conv_ops)
-register_chain_scorer(chain_figures)  # ... and a chain of convs with its links on chip by its one program

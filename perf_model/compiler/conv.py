@@ -257,8 +257,10 @@ def conv_path(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> tu
 
     if requant != (conv.requant is not None):
         raise ModelError(f"requant={requant} but the conv's requant is {conv.requant!r}")
+    from perf_model.compiler.scorers import COMPILER_SCORERS
+
     block = evaluate_block(DesignArrays.from_configs([config]), op_arrays([(conv, 1)]), DEFAULT_ENERGY,
-                           area_coefficients())
+                           area_coefficients(), scorers=COMPILER_SCORERS)
     path, note = block.conv_note(0, 0)
     return path or "host", note
 

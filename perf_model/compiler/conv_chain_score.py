@@ -35,10 +35,9 @@ from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
 from accel_spec.isa import Opcode
 from perf_model import timing
-from perf_model.compiler.conv_designs import design_groups
 from perf_model.compiler.conv_network import compile_conv_network, output_words
 from perf_model.compiler.conv_score import design_key, program_bytes, run_figures
-from perf_model.evaluator.conv_ops import ConvFigures, register_designs_scorer
+from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import dram_rate, gemm_program_cycles
 from workloads.ops import Conv2d
 
@@ -86,8 +85,3 @@ def _figures(config: ArrayConfig, convs: tuple[Conv2d, ...]) -> tuple[ConvFigure
                                read=(float(a), float(b), 0.0), write=(0.0, 0.0, float(c)),
                                sram_read=sram_read, sram_write=sram_write, tile=tile))
     return tuple(out)
-
-
-# The vectorised conv scorer (``conv_designs``) is registered here, where ``perf_model`` registers
-# this module's chain scorer: ``conv_score`` cannot import ``conv_designs`` (which imports it).
-register_designs_scorer(design_groups)

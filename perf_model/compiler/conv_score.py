@@ -1,7 +1,7 @@
 """The figures of a conv on chip (all its images), from its program (the evaluator's conv scorer).
 
 ``perf_model.evaluator.conv_ops`` puts these in place of the host's im2col GEMM for every conv a
-design runs on chip; ``perf_model`` registers :func:`conv_figures` with it at import. The
+design runs on chip; callers pass :func:`conv_figures` to it (``perf_model.compiler.scorers``). The
 figures are the program's own: ``compile_conv`` with the tiling its search picks, the walk's
 cycles (``gemm_program_cycles`` at the design's DRAM pacing, as ``simulate`` expects them) and
 the bytes of its transfers, counted by runs without the program (``conv_schedule``, equal to

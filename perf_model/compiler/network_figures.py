@@ -5,10 +5,9 @@ every matrix op a conv, every vector op on a conv link), the design has the vect
 compiler builds its one program (``compile_conv_network``: links on chip where the tensors fit,
 else through DRAM inside the program), :func:`network_figures` walks that program
 (``perf_model.program_timing``, the contract the RTL meets: ``simulate`` of the whole workload runs
-this program and checks its total cycles against the same walk). ``perf_model`` registers it with
-the evaluator (``perf_model.figures.one_design.register_network_scorer``), which sits below the
-compiler and imports none of it: ``evaluate``'s ``network``. The per-op figures of ``evaluate``
-stay as they are (each op on its fastest path, host reshapes uncounted); this is the
+this program and checks its total cycles against the same walk). ``perf_model.figures`` takes it
+(``one_program``) as the design's figure, and ``evaluate`` shows it as ``network``. The per-op
+figures of ``evaluate`` stay as they are (each op on its fastest path, host reshapes uncounted); this is the
 program a user deploys with no host step between ops.
 
 A workload that is a stack of transformer encoder layers (``perf_model.compiler.encoder.encoder_layer``)

@@ -106,7 +106,7 @@ def plan_tiles(config: ArrayConfig, gemm: Gemm | Conv2d, *, ifmap_reserve: int =
     g = gemm.to_gemm()
     one = Gemm(m=g.m, k=g.k, n=g.n, name=g.name)
     designs = DesignArrays.from_configs([config])
-    block = evaluate_block(designs, op_arrays([(one, 1)]), DEFAULT_ENERGY, area_coefficients(),
+    block = evaluate_block(designs, op_arrays([(one, 1)]), DEFAULT_ENERGY, area_coefficients(), scorers=None,
                            ifmap_reserve=np.array([[ifmap_reserve]]) if ifmap_reserve else None,
                            a_on_chip=np.array([[True]]) if a_on_chip else None)
     df = int(designs.dataflow[0])

@@ -16,12 +16,13 @@ of the GEMM's, element by element, so ``evaluate``, ``evaluate_designs`` (the sw
   as the runs read them, the output), the output stage's parameters excluded as for a GEMM;
 * SRAM bytes by the rules of ``perf_model.evaluator.schedule`` applied to the program's runs.
 
-The figures come from a *scorer* (``ConvScorer``) that the compiler's floor provides
-(``perf_model.compiler.conv_score``) and ``perf_model`` registers at import
-(:func:`register_scorer`): the evaluator sits below the compiler and imports none of it.
+The figures come from *scorers* (:class:`ConvScorers`) that the compiler's floor provides
+(``perf_model.compiler.scorers.COMPILER_SCORERS``) and the caller passes in: the evaluator sits
+below the compiler and imports none of it, and holds no scorer of its own (no registration at
+import: a caller that passes none scores every conv as its im2col GEMM).
 Elements whose input or output stays on chip across layers (``reuse_links``) keep the GEMM.
 
-Vectorised over designs: a third registration (:func:`register_designs_scorer`, the compiler's
+Vectorised over designs: a third scorer (``ConvScorers.designs``, the compiler's
 ``conv_designs.design_groups``) scores a conv on all designs at once, and :func:`conv_overlay` then
 chooses the paths (:func:`choose_paths`) and keeps the chains with numpy over designs, the chain
 programs scored once per group of designs a program cannot tell apart. The overlay holds arrays
@@ -32,7 +33,7 @@ design by design with the scalar scorers, which the vectorised path equals
 With on-chip reuse, a *chain* of convs on chip (each reading the previous one's NHWC output as is:
 ``OpArrays.conv_link``; ResNet's ``conv1 -> conv2``) on a design that can keep an output in its
 ifmap (``reuse_links.can_move``) is scored once more as one program with its links on chip (a
-*chain scorer*, ``perf_model.compiler.conv_chain_score``, registered like the conv scorer). The
+*chain scorer*, ``perf_model.compiler.conv_chain_score``, ``ConvScorers.chain``). The
 chain replaces its convs' own programs when :func:`choose_path` prefers it (fewer cycles, or
 within :data:`TIE` fewer DRAM bytes); its convs then show their input and output on chip.
 """
@@ -51,8 +52,8 @@ from perf_model.arrays.ops import OpArrays
 from perf_model.evaluator.reuse_links import can_move
 from workloads.ops import Conv2d
 
-__all__ = ["ConvFigures", "ConvScorer", "ChainScorer", "DesignsScorer", "ConvOverlay", "register_scorer",
-           "register_chain_scorer", "register_designs_scorer", "conv_overlay", "choose_path", "choose_paths"]
+__all__ = ["ConvFigures", "ConvScorer", "ChainScorer", "DesignsScorer", "ConvScorers", "ConvOverlay", "conv_overlay",
+           "choose_path", "choose_paths"]
 
 #: Path codes per element: the GEMM as scored (not a conv, or a conv left to the host), on chip.
 HOST, CHIP = 0, 1
@@ -86,23 +87,11 @@ class ConvFigures:
 #: ``(design, conv, requantised) -> ConvFigures``, or the reason the design builds no
 #: windows (the conv stays the host's im2col GEMM).
 ConvScorer = Callable[[ArrayConfig, Conv2d, bool], "ConvFigures | str"]
-_SCORER: list[ConvScorer] = []
 
 
 #: ``(design, convs of a chain) -> one ConvFigures per conv`` with the chain's links on chip, or
 #: the reason the design cannot keep them there.
 ChainScorer = Callable[[ArrayConfig, tuple[Conv2d, ...]], "tuple[ConvFigures, ...] | str"]
-_CHAIN_SCORER: list[ChainScorer] = []
-
-
-def register_scorer(scorer: ConvScorer) -> None:
-    """Make ``scorer`` the one the block asks (``perf_model`` registers the compiler's at import)."""
-    _SCORER[:] = [scorer]
-
-
-def register_chain_scorer(scorer: ChainScorer) -> None:
-    """Make ``scorer`` the one the block asks for chains (``perf_model`` registers the compiler's)."""
-    _CHAIN_SCORER[:] = [scorer]
 
 
 #: Cycles within this fraction of each other are a tie, which the fewer DRAM bytes decide.
@@ -125,12 +114,22 @@ def choose_path(host: tuple[float, float], host_ok: bool, chip: tuple[float, flo
 #: giving arrays over designs: ``status`` (0 no windows, 1 infeasible, 2 on chip), ``reason`` into
 #: ``texts``, ``figure`` into ``figures`` (``perf_model.compiler.conv_designs``).
 DesignsScorer = Callable[[DesignArrays], Any]
-_DESIGNS_SCORER: list[DesignsScorer] = []
 
 
-def register_designs_scorer(scorer: DesignsScorer) -> None:
-    """Make ``scorer`` the vectorised conv scorer (the compiler's ``conv_designs.design_groups``)."""
-    _DESIGNS_SCORER[:] = [scorer]
+@dataclass(frozen=True)
+class ConvScorers:
+    """What scores a conv on chip, passed to :func:`conv_overlay` (the compiler's:
+    ``perf_model.compiler.scorers.COMPILER_SCORERS``).
+
+    Attributes:
+        conv: one design, one conv (the reference, and the path of ``vectorised=False``).
+        chain: one design, a chain of convs with its links on chip; ``None``: no chain is kept.
+        designs: every design at once (:data:`DesignsScorer`); ``None``: design by design.
+    """
+
+    conv: ConvScorer
+    chain: ChainScorer | None = None
+    designs: DesignsScorer | None = None
 
 
 #: ``ConvOverlay.kind`` codes: nothing, a note (the design builds no windows), infeasible, a note
@@ -254,35 +253,36 @@ class ConvOverlay:
 
 def conv_overlay(designs: DesignArrays, ops: OpArrays, host_total: np.ndarray, host_bytes: np.ndarray,
                  host_ok: np.ndarray, keep: np.ndarray | None, chains: bool = False, *,
-                 vectorised: bool = True) -> ConvOverlay:
+                 scorers: ConvScorers | None, vectorised: bool = True) -> ConvOverlay:
     """The path and figures of every conv element (flat index ``design * ops + op``).
 
     ``host_total``/``host_bytes``/``host_ok``: the block's im2col GEMM figures per element (cycles,
     DRAM bytes read and written, feasible); ``keep``: elements
     that keep the GEMM whatever (an on-chip link), or ``None``; ``chains``: score the chains of
-    convs on chip with their links on chip too (module docstring). ``vectorised=False``: the
-    reference, design by design with the scalar scorers (the vectorised path equals it).
+    convs on chip with their links on chip too (module docstring); ``scorers``: what scores them
+    (``None``: every conv stays its im2col GEMM). ``vectorised=False``: the reference, design by
+    design with the scalar scorers (the vectorised path equals it).
     """
     no = len(ops)
     n = len(designs) * no
     overlay = ConvOverlay(n, tuple(op.name or "conv" for op in ops.ops),
                           tuple(getattr(op, "n", 1) for op in ops.ops))
     convs = [(o, op) for o, op in enumerate(ops.ops) if isinstance(op, Conv2d)]
-    if not convs or not _SCORER:
+    if not convs or scorers is None:
         return overlay
-    if vectorised and _DESIGNS_SCORER:
-        _overlay_designs(overlay, designs, ops, convs, host_total, host_bytes, host_ok, keep, chains)
+    if vectorised and scorers.designs is not None:
+        _overlay_designs(overlay, designs, ops, convs, host_total, host_bytes, host_ok, keep, chains, scorers)
     else:
-        _overlay_loop(overlay, designs, ops, convs, host_total, host_bytes, host_ok, keep, chains)
+        _overlay_loop(overlay, designs, ops, convs, host_total, host_bytes, host_ok, keep, chains, scorers)
     return overlay
 
 
 def _overlay_designs(overlay: ConvOverlay, designs: DesignArrays, ops: OpArrays, convs: list[tuple[int, Conv2d]],
                      host_total: np.ndarray, host_bytes: np.ndarray, host_ok: np.ndarray, keep: np.ndarray | None,
-                     chains: bool) -> None:
+                     chains: bool, scorers: ConvScorers) -> None:
     """:func:`conv_overlay` with the vectorised scorer: numpy over designs, a loop over the convs."""
     nd, no = len(designs), len(ops)
-    groups = _DESIGNS_SCORER[0](designs)
+    groups = scorers.designs(designs)  # type: ignore[misc]
     chosen = np.zeros(nd * no, dtype=bool)  # elements with a feasible chip figure, not kept: each path's figures
     cycles = np.zeros(nd * no, dtype=np.float64)
     moved = np.zeros(nd * no, dtype=np.float64)
@@ -314,8 +314,8 @@ def _overlay_designs(overlay: ConvOverlay, designs: DesignArrays, ops: OpArrays,
         chosen[eo] = True
         cycles[eo] = np.where(wins, chip, host)
         moved[eo] = np.where(wins, chip_bytes, gemm_bytes)
-    if chains and _CHAIN_SCORER:
-        _chains_designs(overlay, designs, ops, groups, chosen, cycles, moved)
+    if chains and scorers.chain is not None:
+        _chains_designs(overlay, designs, ops, groups, chosen, cycles, moved, scorers.chain)
 
 
 def choose_paths(host: np.ndarray, host_bytes: np.ndarray, host_ok: np.ndarray, chip: np.ndarray,
@@ -340,7 +340,7 @@ def _segments(row: np.ndarray, link: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _chains_designs(overlay: ConvOverlay, designs: DesignArrays, ops: OpArrays, groups: Any, chosen: np.ndarray,
-                    cycles: np.ndarray, moved: np.ndarray) -> None:
+                    cycles: np.ndarray, moved: np.ndarray, scorer: ChainScorer) -> None:
     """:func:`_keep_chains` for every design at once: the designs that can keep a link, grouped by
     unit and the ops whose paths were chosen; each group's chains scored once."""
     nd, no = len(designs), len(ops)
@@ -351,7 +351,6 @@ def _chains_designs(overlay: ConvOverlay, designs: DesignArrays, ops: OpArrays, 
     key = np.column_stack([groups.unit[move], rows.astype(np.int64)])
     keys, rep, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
-    scorer = _CHAIN_SCORER[0]
     for k in range(len(keys)):
         segments = _segments(keys[k, 1:].astype(bool), ops.conv_link)
         if not segments:
@@ -387,10 +386,10 @@ def _chains_designs(overlay: ConvOverlay, designs: DesignArrays, ops: OpArrays, 
 
 def _overlay_loop(overlay: ConvOverlay, designs: DesignArrays, ops: OpArrays, convs: list[tuple[int, Conv2d]],
                   host_total: np.ndarray, host_bytes: np.ndarray, host_ok: np.ndarray, keep: np.ndarray | None,
-                  chains: bool) -> None:
+                  chains: bool, scorers: ConvScorers) -> None:
     """:func:`conv_overlay` design by design with the scalar scorers (the reference)."""
     no = len(ops)
-    scorer = _SCORER[0]
+    scorer = scorers.conv
     for i in range(len(designs)):
         config = designs.config(i)
         chosen: dict[int, tuple[float, float]] = {}  # element -> its path's (cycles, DRAM bytes), chip feasible
@@ -416,16 +415,15 @@ def _overlay_loop(overlay: ConvOverlay, designs: DesignArrays, ops: OpArrays, co
             else:
                 chosen[e] = gemm
                 overlay.kind[e], overlay.host[e], overlay.chip[e] = _SLOWER, host, chip
-        if chains and _CHAIN_SCORER and can_move(designs.dataflow[i], designs.rows[i], designs.cols[i]):
-            _keep_chains(overlay, config, ops, i * no, chosen)
+        if chains and scorers.chain is not None and can_move(designs.dataflow[i], designs.rows[i], designs.cols[i]):
+            _keep_chains(overlay, config, ops, i * no, chosen, scorers.chain)
 
 
 def _keep_chains(overlay: ConvOverlay, config: ArrayConfig, ops: OpArrays, base: int,
-                 chosen: dict[int, tuple[float, float]]) -> None:
+                 chosen: dict[int, tuple[float, float]], scorer: ChainScorer) -> None:
     """Score each maximal chain of linked convs that can run on chip, of one design (elements ``base
     + op``; ``chosen``: each one's ``(cycles, DRAM bytes)`` on the path it took, on chip or the
     host's GEMM), as one program, and keep it where :func:`choose_path` prefers it to those paths."""
-    scorer = _CHAIN_SCORER[0]
     o = 0
     while o < len(ops):
         end = o

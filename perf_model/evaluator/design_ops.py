@@ -17,7 +17,7 @@ from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import OpArrays
-from perf_model.evaluator.conv_ops import CHIP, ConvFigures, ConvOverlay, conv_overlay
+from perf_model.evaluator.conv_ops import CHIP, ConvFigures, ConvOverlay, ConvScorers, conv_overlay
 from perf_model.evaluator.problem import (
     BUFFER_NAMES,
     FREE_OPERAND,
@@ -171,10 +171,15 @@ class Block:
 
 def evaluate_block(
     designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
-    *, allow_spill: bool = False, reuse: bool = False, ifmap_reserve: np.ndarray | None = None,
-    a_on_chip: np.ndarray | None = None, c_on_chip: np.ndarray | None = None, conv_chains: bool = False,
+    *, scorers: ConvScorers | None, allow_spill: bool = False, reuse: bool = False,
+    ifmap_reserve: np.ndarray | None = None, a_on_chip: np.ndarray | None = None,
+    c_on_chip: np.ndarray | None = None, conv_chains: bool = False,
 ) -> Block:
     """Evaluate every design of ``designs`` on every op of ``ops``.
+
+    ``scorers``: what scores a conv on chip (``perf_model.evaluator.conv_ops.ConvScorers``: the
+    compiler's ``perf_model.compiler.scorers.COMPILER_SCORERS``); ``None`` scores every conv as its
+    im2col GEMM (the caller says which: the evaluator holds no scorer of its own).
 
     ``reuse``: keep the workload's links on chip where a design can (``perf_model.evaluator.reuse_links``,
     and chains of convs on chip: ``perf_model.evaluator.conv_ops``; ``conv_chains`` asks for the
@@ -184,7 +189,7 @@ def evaluate_block(
     ``a_on_chip``, ``A`` is in the ifmap already; ``c_on_chip``, the output is moved there.
     """
     if reuse and ops.link.any():
-        return _with_reuse(designs, ops, energy, area, allow_spill)
+        return _with_reuse(designs, ops, energy, area, allow_spill, scorers)
     conv_chains = (conv_chains or reuse) and bool(ops.conv_link.any())
     nd, no = len(designs), len(ops)
     shape = (nd, no)
@@ -221,7 +226,7 @@ def evaluate_block(
     folds = sched.folds * inst
     dram_read, dram_write = sched.dram_read * inst, sched.dram_write * inst
     convs = conv_overlay(d, ops, total, dram_read.sum(axis=0) + dram_write.sum(axis=0), tiling.feasible, keep,
-                         conv_chains)
+                         conv_chains, scorers=scorers)
     images = np.tile(np.asarray(ops.counts, dtype=np.float64), nd)  # a conv's figures are its whole batch's
     sram_read, sram_write = sched.sram_read * inst, sched.sram_write * inst
     tile = gemm_tile(p, tiling.t)
@@ -330,18 +335,19 @@ def evaluate_block(
 
 
 def _with_reuse(designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
-                allow_spill: bool) -> Block:
+                allow_spill: bool, scorers: ConvScorers | None) -> Block:
     """:func:`evaluate_block` with the links ``perf_model.evaluator.reuse_links`` keeps on chip: the candidate
     links' producers are first tiled beside their regions; those that fit keep their link."""
     candidate, size = candidate_links(designs, ops)
     links = candidate
     if candidate.any():  # the tiling rule: each producer fits beside its region as a run's first op
-        trial = evaluate_block(designs, ops, energy, area, allow_spill=allow_spill, ifmap_reserve=size,
-                               c_on_chip=candidate)
+        trial = evaluate_block(designs, ops, energy, area, scorers=scorers, allow_spill=allow_spill,
+                               ifmap_reserve=size, c_on_chip=candidate)
         links = candidate & trial.feasible
     flags = flags_from_links(links, size)
-    return evaluate_block(designs, ops, energy, area, allow_spill=allow_spill, ifmap_reserve=flags.reserve,
-                          a_on_chip=flags.a_on_chip, c_on_chip=flags.c_on_chip, conv_chains=True)
+    return evaluate_block(designs, ops, energy, area, scorers=scorers, allow_spill=allow_spill,
+                          ifmap_reserve=flags.reserve, a_on_chip=flags.a_on_chip, c_on_chip=flags.c_on_chip,
+                          conv_chains=True)
 
 
 def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray, out_bits: np.ndarray,

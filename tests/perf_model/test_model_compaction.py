@@ -15,6 +15,7 @@ from model_testlib import SLOW_MHZ
 import perf_model
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
+from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.evaluator.design_ops import evaluate_block
 from perf_model.evaluator.problem import buffer_words, build_problem
 from perf_model.evaluator.tiling import Tiling, choose_tiles, fits_contract, smallest_fits, unfit_tiling
@@ -76,12 +77,12 @@ def test_a_block_mixing_fitting_and_unfit_ops_equals_each_op_alone():
              for i, (m, k, x) in enumerate(rng.integers(1, 3000, (6, 3)))]
     ops = [(g, 1) for g in gemms]
     area = area_coefficients()
-    block = evaluate_block(designs, op_arrays(ops), DEFAULT_ENERGY, area)
+    block = evaluate_block(designs, op_arrays(ops), DEFAULT_ENERGY, area, scorers=COMPILER_SCORERS)
     assert 0 < block.feasible.mean() < 1
     fields = ("feasible", "compute_cycles", "total_cycles", "boundary_cycles", "folds", "dram_read", "dram_write",
               "sram_read", "sram_write", "latency_s", "tile", "order", "resident")
     for o, op in enumerate(ops):
-        alone = evaluate_block(designs, op_arrays([op]), DEFAULT_ENERGY, area)
+        alone = evaluate_block(designs, op_arrays([op]), DEFAULT_ENERGY, area, scorers=COMPILER_SCORERS)
         for name in fields:
             assert np.array_equal(getattr(block, name)[..., o], getattr(alone, name)[..., 0]), (name, o)
         for part, values in block.energy.items():

@@ -24,6 +24,7 @@ from accel_spec.isa import Command, Opcode
 from perf_model import dma_timing, program_timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
+from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.evaluator.design_ops import evaluate_block
 from perf_model.evaluator.transfers import LATENCY, STORE_READ_LATENCY, Memory, axi_data_bytes
 from perf_model.physical.area import area_coefficients
@@ -171,7 +172,7 @@ def test_the_fast_model_is_the_walk_on_random_designs(pages, wide, monkeypatch):
         walk = perf_model.gemm_program_cycles(config, program)
         op = Gemm(m=gemm.m, k=gemm.k, n=gemm.n, requant=REQUANT if requant else None)
         block = evaluate_block(DesignArrays.from_configs([config]), op_arrays([(op, 1)]), DEFAULT_ENERGY,
-                               area_coefficients())
+                               area_coefficients(), scorers=COMPILER_SCORERS)
         total, compute = block.total_cycles[0, 0], block.compute_cycles[0, 0]
         splits = page_splits(config, program)
         slack = block.boundary_cycles[0, 0] + (LATENCY + 2) * splits
@@ -230,7 +231,7 @@ def test_the_fast_model_bounds_the_paced_walk_on_random_designs(pages, monkeypat
         walk = perf_model.gemm_program_cycles(config, program, rate=rate)
         op = Gemm(m=gemm.m, k=gemm.k, n=gemm.n, requant=REQUANT if requant else None)
         block = evaluate_block(DesignArrays.from_configs([config]), op_arrays([(op, 1)]), DEFAULT_ENERGY,
-                               area_coefficients())
+                               area_coefficients(), scorers=COMPILER_SCORERS)
         total = float(block.total_cycles[0, 0])
         below = block.boundary_cycles[0, 0] + (LATENCY + 2) * page_splits(config, program)
         above = pacing_slack(config, program, W / float(rate))

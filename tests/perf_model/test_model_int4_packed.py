@@ -20,6 +20,7 @@ from accel_spec.isa import Opcode
 from perf_model import dma_timing, program_timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
+from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.evaluator.design_ops import evaluate_block
 from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
@@ -32,7 +33,7 @@ PAIRS = [("int4", "int4"), ("int4", "int8"), ("int8", "int4")]
 def _block(config: ArrayConfig, gemm: Gemm, requant: bool):
     op = Gemm(m=gemm.m, k=gemm.k, n=gemm.n, requant=REQUANT if requant else None)
     return evaluate_block(DesignArrays.from_configs([config]), op_arrays([(op, 1)]), DEFAULT_ENERGY,
-                          area_coefficients())
+                          area_coefficients(), scorers=COMPILER_SCORERS)
 
 
 def _random_packed(rng: np.random.Generator) -> tuple[ArrayConfig, Gemm, bool]:

@@ -37,7 +37,7 @@ def _chain(m: int, dims: list[int]) -> list[Gemm]:
 
 def _block(config: ArrayConfig, gemms: list[Gemm], reuse: bool = True):  # noqa: ANN202 - a Block
     return evaluate_block(DesignArrays.from_configs([config]), op_arrays([(g, 1) for g in gemms]), DEFAULT_ENERGY,
-                          area_coefficients(), reuse=reuse)
+                          area_coefficients(), reuse=reuse, scorers=None)
 
 
 def _random_cases(count: int, seed: int):  # noqa: ANN202 - (config, gemms) pairs

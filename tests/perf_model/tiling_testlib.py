@@ -121,7 +121,7 @@ def tiling_bytes(config: ArrayConfig, gemm: Gemm, t: np.ndarray, order: np.ndarr
     """DRAM bytes (reads + writes) of one instance under each tiling, by the model's traffic rules."""
     designs = DesignArrays.from_configs([config])
     block = evaluate_block(designs, op_arrays([(Gemm(m=gemm.m, k=gemm.k, n=gemm.n), 1)]), DEFAULT_ENERGY,
-                           area_coefficients())
+                           area_coefficients(), scorers=None)
     n = t.shape[1]
     p = block._problem.take(np.zeros(n, dtype=np.int64))
     tiling = Tiling(feasible=np.ones(n, dtype=bool), t=t.astype(np.float64), order=order, traffic=np.zeros(n),
