@@ -81,7 +81,7 @@ from perf_model.program_timing import axi_data_bytes, transfer_word_beats, word_
 from workloads.ops import Conv2d
 
 __all__ = ["ConvTiling", "ConvProgram", "compile_conv", "conv_tiling", "conv_weight_matrix", "conv_served",
-           "conv_path", "conv_estimate"]
+           "conv_estimate"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,36 +233,6 @@ def _place(b: _ConvBuilder, runs: list[Tile], room: tuple[int, int, int], half: 
             bases[name] = side[name] * half[i]
         out.append((bases, loads))
     return out
-
-
-def conv_path(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> tuple[str, str]:
-    """``("chip", "")`` when ``config`` runs ``conv`` with windows built on chip, else ``("host",
-    reason)``: the host builds the im2col ``A`` (a design that does not build windows, or one on
-    which the model scores the im2col GEMM, all images in one program, faster than the on-chip
-    programs, one an image: few input channels on many array rows, as in a network's first layer,
-    or a batch whose weights the per-image programs read once an image). An on-chip conv that does
-    not fit is ``("infeasible", reason)`` (the reason names the op and the words it needs).
-
-    The choice is the model's (``perf_model.evaluator.conv_ops``): ``evaluate`` and the sweep
-    score the conv the way this path runs it. ``requant`` must say what ``conv.requant`` does.
-    """
-    why = conv_served(config)
-    if why:
-        return "host", why
-    from perf_model.arrays.designs import DesignArrays
-    from perf_model.arrays.ops import op_arrays
-    from perf_model.evaluator.design_ops import evaluate_block
-    from perf_model.physical.area import area_coefficients
-    from perf_model.physical.energy import DEFAULT_ENERGY
-
-    if requant != (conv.requant is not None):
-        raise ModelError(f"requant={requant} but the conv's requant is {conv.requant!r}")
-    from perf_model.compiler.scorers import COMPILER_SCORERS
-
-    block = evaluate_block(DesignArrays.from_configs([config]), op_arrays([(conv, 1)]), DEFAULT_ENERGY,
-                           area_coefficients(), scorers=COMPILER_SCORERS)
-    path, note = block.conv_note(0, 0)
-    return path or "host", note
 
 
 def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, queue_depth: int = QUEUE_DEPTH,

@@ -14,11 +14,12 @@ from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
 from accel_spec.isa import Buffer, Opcode
 from perf_model.compiler import conv_score
-from perf_model.compiler.conv import ConvTiling, compile_conv, conv_path, conv_tiling
+from perf_model.compiler.conv import ConvTiling, compile_conv, conv_tiling
 from perf_model.compiler.conv_forms import candidates, describe
 from perf_model.compiler.conv_geometry import _Geometry, _levels, _tap_levels
 from perf_model.compiler.conv_search import _dram_bytes, _walk_bytes
 from perf_model.compiler.row_stack import stack_conv
+from perf_model.compiler.scorers import conv_path
 from workloads.ops import Conv2d, Workload
 
 

@@ -17,8 +17,9 @@ from model_testlib import transfer_word_bytes
 import perf_model
 from accel_spec.config import ArrayConfig
 from accel_spec.isa import Buffer, Opcode
-from perf_model.compiler.conv import compile_conv, conv_path
+from perf_model.compiler.conv import compile_conv
 from perf_model.compiler.conv_score import conv_form
+from perf_model.compiler.scorers import conv_path
 from workloads.ops import Conv2d, Gemm, Requant, Workload
 
 REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))

@@ -12,7 +12,8 @@ import pytest
 import perf_model
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
-from perf_model.compiler.conv import conv_path, conv_tiling
+from perf_model.compiler.conv import conv_tiling
+from perf_model.compiler.scorers import conv_path
 from workloads import Workload
 from workloads.ops import Conv2d
 

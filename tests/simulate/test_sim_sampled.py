@@ -172,7 +172,8 @@ BANDED = Conv2d(n=1, h=40, w=40, c_in=4, c_out=8, kh=3, kw=3, stride_h=1, stride
 
 
 def test_a_conv_on_chip_is_cut_into_classes_and_a_window_replays_the_window_registers():
-    from perf_model.compiler.conv import compile_conv, conv_path
+    from perf_model.compiler.conv import compile_conv
+    from perf_model.compiler.scorers import conv_path
 
     assert conv_path(TINY, BANDED)[0] == "chip"
     program = compile_conv(TINY, BANDED)

@@ -26,14 +26,14 @@ __all__ = ["on_chip_conv", "conv_instances"]
 def on_chip_conv(design: ArrayConfig, name: str, op: Any, chained: bool, force: bool = False) -> str:
     """How ``simulate`` runs ``op``: ``""`` (not a conv, or in a chained network, whose links are
     GEMM-shaped: as today), ``"chip"`` (windows built on chip) or the reason the host builds the
-    im2col ``A`` (``perf_model.compiler.conv.conv_path``, the model's choice; with ``force``, only a
+    im2col ``A`` (``perf_model.compiler.scorers.conv_path``, the model's choice; with ``force``, only a
     design that builds no windows leaves it to the host).
 
     Raises:
         SimulationError: the conv does not fit on chip (the reason names the op and its words).
     """
-    from perf_model.compiler.conv import conv_path
     from perf_model.compiler.conv_geometry import conv_served
+    from perf_model.compiler.scorers import conv_path
     from workloads.ops import Conv2d
 
     if not isinstance(op, Conv2d) or chained:
