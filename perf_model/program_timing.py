@@ -37,7 +37,8 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
 
 __all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
-           "transfer_word_beats", "dram_rate", "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES",
+           "transfer_word_beats", "transfer_bytes", "program_dram_bytes", "dram_rate", "DEFAULT_DRAM_LATENCY",
+           "FETCH_DECODE_CYCLES", "ISSUE_CYCLES",
            "OUTSTANDING"]
 
 #: Cycles from the end of the fetch to the first decode.
@@ -129,6 +130,28 @@ def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) ->
     if got is None:
         raise ValueError(f"lanes must be at most {full} and whole {data_bytes}-byte beats, not {lanes} ({kind})")
     return got
+
+
+def transfer_bytes(cmd: Command, beats: dict[str, int], data_bytes: int) -> int:
+    """DRAM bytes a ``LOAD`` or ``STORE`` moves: its rows of words at :func:`transfer_word_beats`
+    each (a narrowed transfer at its real size); 0 for any other command."""
+    if cmd.opcode not in (Opcode.LOAD, Opcode.STORE):
+        return 0
+    return cmd["rows"] * cmd["words"] * transfer_word_beats(cmd, beats, data_bytes) * data_bytes
+
+
+def program_dram_bytes(config: ArrayConfig, commands: Sequence[Command]) -> tuple[int, int]:
+    """DRAM bytes ``(read, written)`` of a program's transfers, as the model counts an op's: every
+    ``LOAD`` and ``STORE`` of data (bands, weights, tensors between ops, a vector op's chunks), the
+    output stage's parameters and the program fetch excluded."""
+    beats, W = word_beats(config), axi_data_bytes(config)
+    read = written = 0
+    for c in commands:
+        if c.opcode == Opcode.LOAD and c["buffer"] != isa.Buffer.QPARAM:
+            read += transfer_bytes(c, beats, W)
+        elif c.opcode == Opcode.STORE:
+            written += transfer_bytes(c, beats, W)
+    return read, written
 
 
 def axi_data_bytes(config: ArrayConfig) -> int:

@@ -77,8 +77,9 @@ def _evaluate(args: argparse.Namespace) -> int:
              f"{net['vector_ops']} vector ops"
              f"{transposes}, "
              f"{net['queue_loads']} queue-load(s), links {'on chip' if net['links_on_chip'] else 'through DRAM'}, "
-             f"{net['total_cycles']:,} cycles (the program's walk, what simulate runs and checks: the totals "
-             "above; the ops' rows are their per-op plans)")
+             f"{net['total_cycles']:,} cycles and {net['dram_read_bytes'] + net['dram_write_bytes']:,} DRAM bytes "
+             "(the program's walk and transfers, what simulate runs and checks: the totals above; the ops' "
+             "rows are their per-op plans)")
     if result.host_work:
         emit("")
         emit("vector ops the vector unit cannot run, on the host and left out of the figures above:")

@@ -22,7 +22,7 @@ from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.compiler.conv_search import _bus
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import dram_rate, gemm_program_cycles, transfer_word_beats, word_beats
+from perf_model.program_timing import dram_rate, gemm_program_cycles, transfer_bytes, word_beats
 from workloads.ops import Conv2d
 
 __all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "tiling_figures",
@@ -36,10 +36,9 @@ def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, 
     beats, W = word_beats(config), program.data_bytes
     out = [0, 0, 0]
     for c in program.commands:
-        if c.opcode == Opcode.LOAD and c["buffer"] in (Buffer.IFMAP, Buffer.WEIGHT):
-            out[int(c["buffer"])] += c["rows"] * c["words"] * transfer_word_beats(c, beats, W) * W
-        elif c.opcode == Opcode.STORE and c["buffer"] == Buffer.OFMAP:
-            out[2] += c["rows"] * c["words"] * transfer_word_beats(c, beats, W) * W
+        if (c.opcode == Opcode.LOAD and c["buffer"] in (Buffer.IFMAP, Buffer.WEIGHT)) or (
+                c.opcode == Opcode.STORE and c["buffer"] == Buffer.OFMAP):
+            out[int(c["buffer"])] += transfer_bytes(c, beats, W)
     return out[0], out[1], out[2]
 
 

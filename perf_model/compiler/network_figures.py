@@ -30,7 +30,8 @@ __all__ = ["network_figures"]
 
 def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | None:
     """The one program's figures (``convs``, ``vector_ops``, ``queue_loads``, ``links_on_chip``,
-    ``total_cycles``, ``compute_cycles``, ``vector_cycles``, ``stall_cycles``), ``{"reason": ...}``
+    ``total_cycles``, ``compute_cycles``, ``vector_cycles``, ``stall_cycles``, and its DRAM bytes
+    ``dram_read_bytes``/``dram_write_bytes``: ``program_timing.program_dram_bytes``), ``{"reason": ...}``
     when the workload is one conv network the compiler cannot build as one program, or ``None``
     when it is not one (or the design has no vector unit or no convs)."""
     from perf_model import program_timing
@@ -49,9 +50,11 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
     except ModelError as exc:
         return {"reason": str(exc)}
     timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))
+    read, written = program_timing.program_dram_bytes(config, prog.commands)
     return {"convs": len(spec.convs), "vector_ops": sum(len(link) for link in spec.links),
             "queue_loads": len(prog.chunks), "links_on_chip": prog.on_chip, "total_cycles": timing.total,
-            "compute_cycles": timing.compute, "vector_cycles": timing.vector, "stall_cycles": timing.stall}
+            "compute_cycles": timing.compute, "vector_cycles": timing.vector, "stall_cycles": timing.stall,
+            "dram_read_bytes": read, "dram_write_bytes": written}
 
 
 def _block_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | None:
@@ -71,7 +74,8 @@ def _block_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | 
         return {"reason": str(exc)}
     timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))
     transposes = sum(1 for c in prog.commands if c.opcode == Opcode.VECTOR and c["vkind"] == VECTOR_CODES["transpose"])
+    read, written = program_timing.program_dram_bytes(config, prog.commands)
     return {"gemms": block.gemm_programs, "vector_ops": block.vector_op_count, "transposes": transposes,
             "queue_loads": len(prog.chunks), "links_on_chip": any(c.opcode == Opcode.MOVE for c in prog.commands),
             "total_cycles": timing.total, "compute_cycles": timing.compute, "vector_cycles": timing.vector,
-            "stall_cycles": timing.stall}
+            "stall_cycles": timing.stall, "dram_read_bytes": read, "dram_write_bytes": written}

@@ -273,7 +273,7 @@ def evaluate_designs(
                       else None)
             columns, breakdown = totals(block, chunk.rows, chunk.cols, vector)
             if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
-                apply_one_program(chunk, ops, columns, breakdown)
+                apply_one_program(chunk, ops, columns, breakdown, energy)
             parts.append(columns)
             breakdowns.append(breakdown)
             for i, text in block.first_failures().items():

@@ -162,7 +162,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
     vector = vector_columns(designs, vector_ops, table, block.vdd) if vector_ops or config.vector_unit else None
     tot, breakdown = totals(block, designs.rows, designs.cols, vector)
     if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
-        apply_one_program(designs, ops, tot, breakdown)
+        apply_one_program(designs, ops, tot, breakdown, table)
     pes = config.rows * config.cols
     df = int(designs.dataflow[0])
     results = []

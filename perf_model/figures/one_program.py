@@ -10,9 +10,12 @@ per op by the vectorised evaluator (``perf_model.evaluator``), with the vector u
 :func:`apply_one_program` puts the one program's walk into a design table's columns: total,
 compute, vector and stall cycles, the latency, and what follows from them (leakage energy, which is
 the design's leakage power times the latency, so scales with it exactly; power, TOPS, TOPS/W, EDP,
-utilisation). The dynamic energy (MACs, SRAM and DRAM accesses) stays the per-op figure of the same
-work: the per-op rows are the breakdown, and the program's own DRAM traffic is not yet counted
-apart (the links it sends through DRAM where the per-op plans keep them on chip).
+utilisation). The DRAM bytes are the program's own transfers (``program_timing.program_dram_bytes``:
+its bands, weights and outputs, the links it sends through DRAM, its vector ops' chunks), and the
+DRAM energy those bytes at the design's pJ per byte (in ``dram``; ``vector_dram`` is then 0, the
+vector ops' traffic being part of the program's). The other dynamic energy (MACs, registers, SRAM
+accesses, the output stage, the vector unit's logic) stays the per-op figure of the same work: the
+per-op rows are the breakdown.
 
 The walk is scalar per design (``compile_conv_network``/``compile_block`` and the program walk
 run once a design, a few tens of ms for ResNet-18); :func:`one_program_figures` keeps the last
@@ -28,8 +31,10 @@ from typing import Any
 import numpy as np
 
 from accel_spec.config import ArrayConfig
+from perf_model._memory_parts import dram_pj_per_byte
 from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.network_figures import network_figures
+from perf_model.physical.energy import EnergyTable
 from perf_model.physical.power_density import MAX_POWER_DENSITY_W_MM2, density_reasons, power_split
 from perf_model.program_timing import dram_rate
 from workloads.ops import Workload
@@ -37,8 +42,9 @@ from workloads.ops import Workload
 __all__ = ["one_program_figures", "apply_one_program", "ONE_PROGRAM_FIELDS", "FIGURE_MODEL", "FIGURE_BOUND"]
 
 #: The name of what a design's figure is, recorded with every sweep trial (``figure_model``):
-#: ``accel-dse verify`` refuses a trial recorded under another (an older model's per-op sums).
-FIGURE_MODEL = "program-walk-1"
+#: ``accel-dse verify`` refuses a trial recorded under another (an older model's per-op sums;
+#: ``program-walk-1``: the walk's cycles with the per-op plans' DRAM energy).
+FIGURE_MODEL = "program-walk-2"
 #: How far (relative) a recorded figure may lie from the program walk: none, the two are one number.
 FIGURE_BOUND = 0.0
 
@@ -82,7 +88,7 @@ def runs_as_one_program(figures: dict[str, Any] | None) -> bool:
 
 
 def apply_one_program(designs: DesignArrays, workload: Any, columns: dict[str, np.ndarray],
-                      breakdown: dict[str, np.ndarray]) -> dict[int, dict[str, Any]]:
+                      breakdown: dict[str, np.ndarray], table: EnergyTable) -> dict[int, dict[str, Any]]:
     """Replace, in place, the per-op totals of each feasible design that runs ``workload`` as one
     program with that program's walk (module docstring).
 
@@ -91,6 +97,7 @@ def apply_one_program(designs: DesignArrays, workload: Any, columns: dict[str, n
         workload: what they were scored on; only a ``Workload`` can be one program.
         columns: ``perf_model.figures.design_table.totals``' per-design columns.
         breakdown: its energy parts, pJ.
+        table: the energy table they were computed with (its DRAM pJ per byte for ``"none"``).
 
     Returns:
         Design index -> its one program's figures, for the designs whose columns were replaced.
@@ -113,6 +120,13 @@ def apply_one_program(designs: DesignArrays, workload: Any, columns: dict[str, n
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(old_latency > 0, latency / old_latency, 0.0)
     breakdown["leakage"][index] = breakdown["leakage"][index] * scale
+    read = np.array([float(done[i]["dram_read_bytes"]) for i in index])
+    written = np.array([float(done[i]["dram_write_bytes"]) for i in index])
+    breakdown["dram"][index] = (read + written) * dram_pj_per_byte(designs.dram[index], table.dram_pj_per_byte)
+    if "vector_dram" in breakdown:
+        breakdown["vector_dram"][index] = 0.0
+    columns["dram_read_bytes"][index] = read
+    columns["dram_write_bytes"][index] = written
     energy = sum(part[index] for part in breakdown.values())
     power = energy * 1e-12 / latency
     tops = 2.0 * columns["macs"][index] / latency / 1e12

@@ -65,6 +65,11 @@ def test_recorded_figure_is_the_program_walk(spec):
             assert table.total_cycles[i] == walk["total_cycles"] == headline, config.short_name()
             assert table.compute_cycles[i] == walk["compute_cycles"]
             assert table.vector_cycles[i] == walk["vector_cycles"]
+            assert table.dram_read_bytes[i] == walk["dram_read_bytes"]
+            assert table.dram_write_bytes[i] == walk["dram_write_bytes"]
+            assert table.energy_breakdown["dram"][i] == pytest.approx(
+                (walk["dram_read_bytes"] + walk["dram_write_bytes"]) * _pj_per_byte(config), rel=1e-12)
+            assert table.energy_breakdown["vector_dram"][i] == 0.0
             assert result.network == walk
         else:
             kinds.add("op by op")
@@ -78,6 +83,37 @@ def test_recorded_figure_is_the_program_walk(spec):
         assert recorded.metrics["total_cycles"][i] == table.total_cycles[i]
         assert recorded.metrics["edp"][i] == table.edp[i]
     assert {"one program", "op by op"} <= kinds, kinds
+
+
+def _pj_per_byte(config: ArrayConfig) -> float:
+    """DRAM pJ per byte of ``config``'s memory part (the default table's figure for ``"none"``)."""
+    from accel_spec.config import MEMORY_KINDS
+    from perf_model.physical.energy import DEFAULT_ENERGY
+
+    return DEFAULT_ENERGY.dram_pj_per_byte if config.dram == "none" else 8.0 * MEMORY_KINDS[config.dram].pj_per_bit
+
+
+def test_the_one_programs_dram_bytes_are_its_own_transfers():
+    """Counted by hand: a conv reads its int8 NHWC image and its weights once and writes its output
+    (one band, 8 channels = one word); two chained convs keep the link on chip (the second conv's
+    weights are read, the intermediate tensor is never stored); the energy is those bytes' (the
+    per-op plans' DRAM energy is not what is recorded)."""
+    from workloads.ops import Conv2d, Requant, Workload
+
+    q = Requant(multiplier=(1 << 30,), shift=(0,))
+    convs = [Conv2d(n=1, h=8, w=8, c_in=8, c_out=8, kh=3, kw=3, pad_h=1, pad_w=1, requant=q, name=f"c{i}")
+             for i in range(2)]
+    config = dataclasses.replace(load_design("tiny"), rows=8, cols=8, dataflow="ws", vector_unit=True,
+                                 ifmap_sram_kib=64, weight_sram_kib=64, ofmap_sram_kib=64)
+    image, weights = 8 * 8 * 8, 8 * 3 * 3 * 8
+    for n in (1, 2):
+        wl = Workload(name="chain", ops=tuple(convs[:n]), counts=(1,) * n)
+        walk = network_figures(config, wl)
+        assert walk is not None and walk["links_on_chip"]
+        assert (walk["dram_read_bytes"], walk["dram_write_bytes"]) == (image + n * weights, image)
+        table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs([config]), wl)
+        assert table.dram_read_bytes[0] + table.dram_write_bytes[0] == 2 * image + n * weights
+        assert table.energy_breakdown["dram"][0] == pytest.approx((2 * image + n * weights) * _pj_per_byte(config))
 
 
 def test_the_one_programs_leakage_scales_with_its_walk():
