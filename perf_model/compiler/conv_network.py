@@ -34,6 +34,12 @@ its bands from it; a pooling runs over the stored output in bands of rows (:func
 and stores the pooled tensor ``p{i}``, laid out as the next conv's input. The DRAM layouts (``a``,
 ``b``, ``c``, ``q`` per conv, named ``a0``, ``b{i}``, ``q{i}``, ``c{last}``) are ``compile_conv``'s;
 the programs are assembled as one queue-load by ``network._assemble``.
+
+The network's input is the host's to write: with ``input_form`` (the whole workload's program,
+``network_figures``), when conv 0 alone reads it, the host writes it in the layout of conv 0's
+fastest form (``conv_score.conv_steps``, as the per-op plan runs that conv: over its space-to-depth
+input, or its kernel rows stacked as channels), and conv 0's program runs that form
+(``ConvNetworkProgram.input_steps``).
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ from accel_spec.errors import ModelError
 from accel_spec.isa import QUEUE_DEPTH, Buffer, Command, Opcode
 from accel_spec.vector_isa import POOL_KINDS, VECTOR_CODES, PoolGeometry, pool_geometry, pool_registers
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv
+from perf_model.compiler.conv_forms import form_conv
+from perf_model.compiler.conv_score import conv_steps
 from perf_model.compiler.network import (
     EXTERNAL,
     TWO_OPERAND,
@@ -81,10 +89,13 @@ __all__ = ["compile_conv_network", "ConvNetworkProgram", "CONV_LINK_KINDS", "inp
 class ConvNetworkProgram(GemmProgram):
     """The one program of a conv network, with each conv's own program (its tiling, runs and the
     layout of its weights ``b{i}``: ``perf_model.compiler.conv.conv_weight_matrix``) and whether the
-    links stayed on chip."""
+    links stayed on chip. ``input_steps``: the reshapes (``conv_forms``) of the network's input the
+    host writes, conv 0's program being over that reshaped input (``compile_conv_network``'s
+    ``input_form``), or ``()``."""
 
     convs: tuple[ConvProgram, ...] = ()
     on_chip: bool = False
+    input_steps: tuple[str, ...] = ()
 
 #: Vector ops a conv link may carry (element-wise over the NHWC words, ``f(0) = 0``; the add; a
 #: pooling, last on its link: it writes the pooled tensor to a region of its own).
@@ -141,7 +152,7 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
                          skips: Sequence[int | None] | None = None, *, inputs: Sequence[int] | None = None,
                          keep_on_chip: bool = True, queue_depth: int = QUEUE_DEPTH,
                          tilings: Sequence[ConvTiling | None] | None = None,
-                         require_on_chip: bool = False) -> ConvNetworkProgram:
+                         require_on_chip: bool = False, input_form: bool = False) -> ConvNetworkProgram:
     """The one program of ``convs`` with the ops of ``links[i]`` after conv ``i`` (module docstring;
     ``links`` as ``perf_model.compiler.network.compile_network``'s).
 
@@ -154,7 +165,10 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     ``queue_depth`` commands runs as several queue-loads (the ifmap keeps its regions from one to the
     next; ``network._split``). ``tilings[i]`` replaces the search's tiling of conv ``i`` (tests).
     ``require_on_chip``: raise instead of compiling the links through DRAM (the model's chain scorer,
-    which only wants the program on chip).
+    which only wants the program on chip). ``input_form``: the host writes the network's input in
+    the layout of conv 0's fastest form (``conv_score.conv_steps``: over its space-to-depth input,
+    its kernel rows stacked, as the per-op plan runs it), when conv 0 alone reads that input and no
+    tiling is given; the program's ``input_steps`` name the reshapes (none: the input as it is).
 
     Raises:
         ModelError: no vector unit while a link has ops, ``links``/``skips``/``inputs`` of the wrong
@@ -216,30 +230,36 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     externals = [i for i, j in enumerate(skip_of) if j == EXTERNAL and any(o.kind in TWO_OPERAND for o in ops[i])]
     if trailing and ops[-1][-1].kind in POOL_KINDS:
         raise ModelError("a pooling after the last conv: the network's output is the last conv's (store, then pool)")
+    skip_tensors = {j for i, j in enumerate(skip_of) if j is not None and any(o.kind in TWO_OPERAND for o in ops[i])}
+    steps: tuple[str, ...] = ()
+    if input_form and reads.count(0) == 1 and 0 not in skip_tensors and given_tilings[0] is None:
+        steps = conv_steps(config, convs[0], True)
+    runs = [form_conv(convs[0], steps), *convs[1:]] if steps else list(convs)
     reason = "asked for (keep_on_chip = False)"
     if keep_on_chip and not reuse_possible(config):
         reason = f"design {config.short_name()} cannot move an output into its ifmap (WS with R == C)"
     elif keep_on_chip:
         try:
-            return _program(config, _on_chip(config, convs, ops, skip_of, reads, trailing, given_tilings),
-                            externals, True, queue_depth)
+            return _program(config, _on_chip(config, runs, ops, skip_of, reads, trailing, given_tilings),
+                            externals, True, queue_depth, steps)
         except ModelError as exc:
             reason = str(exc)
     if require_on_chip:
         raise ModelError(f"the links cannot stay on chip: {reason}")
     try:
-        return _program(config, _through_dram(config, convs, ops, skip_of, reads, given_tilings), externals, False,
-                        queue_depth)
+        return _program(config, _through_dram(config, runs, ops, skip_of, reads, given_tilings), externals, False,
+                        queue_depth, steps)
     except ModelError as exc:
         raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
 
 
 def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Part]], externals: list[int],
-             on_chip: bool, queue_depth: int) -> ConvNetworkProgram:
+             on_chip: bool, queue_depth: int, input_steps: tuple[str, ...]) -> ConvNetworkProgram:
     head, parts = planned
     prog = _assemble(config, head, parts, externals, whole=_nhwc, queue_depth=queue_depth)
     fields = {f.name: getattr(prog, f.name) for f in dataclasses.fields(GemmProgram)}
-    return ConvNetworkProgram(**fields, convs=tuple(p[0] for p in parts), on_chip=on_chip)  # type: ignore[misc]
+    return ConvNetworkProgram(**fields, convs=tuple(p[0] for p in parts), on_chip=on_chip,  # type: ignore[misc]
+                              input_steps=input_steps)
 
 
 def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],

@@ -46,7 +46,7 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
     if isinstance(spec, str):
         return None
     try:
-        prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs)
+        prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs, input_form=True)
     except ModelError as exc:
         return {"reason": str(exc)}
     timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))

@@ -123,3 +123,34 @@ def test_a_conv_reading_its_input_on_chip_is_not_tap_packed():
     windows = [c for c in prog.commands if c.opcode == Opcode.WINDOW]
     assert windows and windows[-1]["pack"] == 0  # the second conv reads the region
     assert prog.convs[1].pack == 0
+
+
+def test_the_host_writes_the_input_in_the_stems_fastest_form_only_when_the_stem_alone_reads_it():
+    """``input_form``: a 7x7 stride-2 stem on 3 channels runs over the layout its per-op plan picks
+    (space-to-depth or its kernel rows stacked: ``conv_score.conv_steps``), its ``a0`` laid out for
+    that form and the program faster than over the raw image; when the network's input is read again
+    (a residual add of tensor 0), the input stays as it is."""
+    from perf_model import gemm_program_cycles
+    from perf_model.compiler.conv_forms import form_conv
+    from perf_model.compiler.conv_score import conv_steps
+
+    config = _design("edge")
+    stem = Conv2d(n=1, h=32, w=32, c_in=3, c_out=16, kh=7, kw=7, stride_h=2, stride_w=2, pad_h=3, pad_w=3,
+                  requant=RQ)
+    nxt = _conv(16, 16)
+    steps = conv_steps(config, stem, True)
+    assert steps  # edge's per-op plan reshapes such a stem: the case is worth testing
+    raw = compile_conv_network(config, [stem, nxt], [None])
+    formed = compile_conv_network(config, [stem, nxt], [None], input_form=True)
+    assert raw.input_steps == () and formed.input_steps == steps
+    run = form_conv(stem, steps)
+    assert formed.tensors["a0"].shape == (run.n * run.h * run.w, run.c_in)
+    assert gemm_program_cycles(config, formed).total < gemm_program_cycles(config, raw).total
+    from workloads import _int_ops as io
+
+    add = VectorOp(kind="add", shape=(1, 16, 16, 3), params=tuple(io.add_params(1 / 16, 1 / 32, 1 / 16).items()))
+    thin = _conv(3, 16)  # 3x3 on 3 channels: its per-op plan stacks the kernel rows
+    assert conv_steps(config, thin, True)
+    alone = compile_conv_network(config, [thin, thin], [None], input_form=True)
+    again = compile_conv_network(config, [thin, thin], [(add,)], [0], input_form=True)  # tensor 0 added back
+    assert alone.input_steps == conv_steps(config, thin, True) and again.input_steps == ()

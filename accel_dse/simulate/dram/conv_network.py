@@ -54,7 +54,7 @@ def conv_chain(design: ArrayConfig, selected: list[tuple[str, Any, int]], notes:
     if not _runs_chains(design) or not _linked(ops):
         return False
     try:
-        network_program(design, ops)
+        network_program(design, ops, whole=True)  # the job runs them all: selected is its whole
     except ModelError as exc:
         notes.append(f"not one program for the convs ({exc}): each op from its own program")
         return False
@@ -94,7 +94,7 @@ def kept_chains(design: ArrayConfig, workload: Any, selected: list[tuple[str, An
     for first, last in out:
         convs = scaled_convs([op for _, op, _ in selected[first:last + 1]], scale)
         try:
-            if not network_program(design, convs).on_chip:  # the compiler's reason why not
+            if not network_program(design, convs, whole=last - first + 1 == len(selected)).on_chip:  # why not
                 compile_conv_network(design, convs, [None] * (len(convs) - 1), require_on_chip=True)
         except ModelError as exc:
             notes.append(f"the chain {selected[first][0]} .. {selected[last][0]} is not one program on chip at "
@@ -138,21 +138,25 @@ def _scaled_spec(spec: Any, images: int) -> tuple[tuple[Any, ...], ...]:
                        if op.kind in POOL_KINDS else op for op in link) for link in spec.links)
 
 
-def network_program(design: ArrayConfig, convs: list[Any], spec: Any = None) -> Any:
+def network_program(design: ArrayConfig, convs: list[Any], spec: Any = None, *, whole: bool = False) -> Any:
     """``compile_conv_network`` of ``convs`` on ``design`` (no vector ops on the links, or those of
     ``spec``: a whole network's, ``whole_network``), kept for the few calls of one ``simulate`` (the
-    chain's check, its job and its note compile it once)."""
+    chain's check, its job and its note compile it once). ``whole`` (or a ``spec``): the convs are the
+    whole workload, whose input the host writes in conv 0's fastest form (``input_form``), as the
+    model's one-program figure (``perf_model.compiler.network_figures``) compiles it."""
     from perf_model.compiler.conv_network import compile_conv_network
 
-    key = (design, tuple(convs), spec)
+    whole = whole or spec is not None
+    key = (design, tuple(convs), spec, whole)
     prog = _PROGRAMS.get(key)
     if prog is None:
         if len(_PROGRAMS) >= 8:
             _PROGRAMS.clear()
         if spec is None:
-            prog = compile_conv_network(design, convs, [None] * (len(convs) - 1))
+            prog = compile_conv_network(design, convs, [None] * (len(convs) - 1), input_form=whole)
         else:
-            prog = compile_conv_network(design, convs, _scaled_spec(spec, convs[0].n), spec.skips, inputs=spec.inputs)
+            prog = compile_conv_network(design, convs, _scaled_spec(spec, convs[0].n), spec.skips, inputs=spec.inputs,
+                                        input_form=True)
         _PROGRAMS[key] = prog
     return prog
 
@@ -169,13 +173,14 @@ def scaled_convs(convs: list[Any], scale: float) -> list[Any]:
 
 
 def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], seed: int, latency: int,
-                     job_type: Any, *, index: int = 0, name: str = "network", scale: float = 1.0, spec: Any = None
-                     ) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
+                     job_type: Any, *, index: int = 0, name: str = "network", scale: float = 1.0, spec: Any = None,
+                     whole: bool = False) -> tuple[Any, dict[str, Any], dict[str, np.ndarray]]:
     """The network's one job (``job_type``: ``DramJob``; op ``index`` of the program, named ``name``),
     its op entry of the meta and its image; the first ``ceil(n * scale)`` images. With ``spec``
     (``whole_network``) the convs are its, and the reference applies each link's ops
     (``workloads._int_ops``: a residual add's second operand the tensor ``spec.skips`` names) and
-    reads each conv's input from the tensor ``spec.inputs`` names.
+    reads each conv's input from the tensor ``spec.inputs`` names. ``whole``: ``selected`` is the whole
+    workload (``network_program``'s).
 
     Raises:
         ModelError: the compiler cannot build the program (its reason).
@@ -186,19 +191,24 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
     import perf_model
     import workloads
     from perf_model.compiler.conv import conv_weight_matrix
+    from perf_model.compiler.conv_forms import form_conv, reshape_input, reshape_weights
     from workloads import int_vector_op
 
     convs = scaled_convs(list(spec.convs) if spec is not None else [op for _, op, _ in selected], scale)
-    prog = network_program(design, convs, spec)
+    prog = network_program(design, convs, spec, whole=whole)
     links = _scaled_spec(spec, convs[0].n) if spec is not None else ((),) * len(convs)
     t = prog.tensors
     x = np.asarray(workloads.conv_nhwc_reference(convs[0], seed)[0]).astype(np.int64)
-    tensors = {"a0": pack_tensor(t["a0"], x.reshape(-1, convs[0].c_in))}
+    steps = prog.input_steps  # the host writes the input reshaped for conv 0's form (none: as it is)
+    runs = [form_conv(convs[0], steps), *convs[1:]] if steps else convs
+    x0 = reshape_input(x, convs[0], steps) if steps else x
+    tensors = {"a0": pack_tensor(t["a0"], x0.reshape(-1, runs[0].c_in))}
     held = [x]  # tensor k: the network's input, then conv k - 1's output after its link
     for i, op in enumerate(convs):
         h = held[spec.inputs[i]] if spec is not None else held[-1]
         w = np.asarray(workloads.conv_nhwc_reference(op, seed + i)[1]).astype(np.int64)
-        tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], conv_weight_matrix(op, prog.convs[i], design.rows, w))
+        wr = reshape_weights(w, op, steps) if i == 0 and steps else w
+        tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], conv_weight_matrix(runs[i], prog.convs[i], design.rows, wr))
         tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(op.requant, op.c_out))
         acc = lax.conv_general_dilated(
             jnp.asarray(h, jnp.int8), jnp.asarray(w, jnp.int8), (op.stride_h, op.stride_w),
@@ -231,16 +241,20 @@ def conv_network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], 
 def conv_network_note(design: ArrayConfig, selected: list[tuple[str, Any, int]], scale: float = 1.0,
                       spec: Any = None) -> str:
     """The note saying how the one program keeps the convs' activations."""
+    from perf_model.compiler.conv_forms import describe
+
     convs = scaled_convs(list(spec.convs) if spec is not None else [op for _, op, _ in selected], scale)
-    prog = network_program(design, convs, spec)
+    prog = network_program(design, convs, spec, whole=True)
     how = ("each output kept in the ifmap as the next conv's NHWC input (MOVE, the next window reads it in place, "
            "pads made on chip)" if prog.on_chip else
            "links through DRAM, as the ifmap cannot hold the tensors beside the bands (each output stored, the next "
            "conv loads its bands from it)")
     ops = sum(len(link) for link in spec.links) if spec is not None else 0
     between = f" and {ops} vector op(s) on their links (the vector unit; no host step between ops)" if ops else ""
+    form = (f"; the host writes the input reshaped for conv 0 ({describe(convs[0], prog.input_steps)})"
+            if prog.input_steps else "")
     return (f"one program for the whole network: {len(convs)} convs{between}, {how}; {len(prog.chunks)} "
-            "queue-load(s); only the network's output is read back")
+            f"queue-load(s){form}; only the network's output is read back")
 
 
 def kept_chains_note(selected: list[tuple[str, Any, int]], chains: list[tuple[int, int]]) -> str:

@@ -175,7 +175,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
             try:
                 job, entry, net_images = conv_network_job(
                     design, part, seed, DRAM_LATENCY, DramJob, index=pos, scale=scale,
-                    name="network" if whole else "+".join(n for n, _, _ in part), spec=conv_spec if whole else None)
+                    name="network" if whole else "+".join(n for n, _, _ in part), spec=conv_spec if whole else None,
+                    whole=whole)
             except ModelError as exc:
                 raise SimulationError(f"the convs {part[0][0]} .. {part[-1][0]} as one program: {exc}") from exc
             jobs.append(job)
