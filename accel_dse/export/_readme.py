@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from accel_dse.units import METRIC_DISPLAY, metric_text
+
 __all__ = ["readme_text", "file_note"]
 
 
@@ -108,7 +110,8 @@ def readme_text(manifest: Mapping[str, Any], synth: Mapping[str, Any] | None,
         for key in ("total_cycles", "compute_cycles", "stall_cycles", "utilization", "latency_s", "energy_pj",
                     "area_mm2", "power_w", "tops", "tops_per_w", "edp"):
             if key in total:
-                lines.append(f"| {key} | {_fmt(total[key])} |")
+                shown = metric_text(key, total[key]) if key in METRIC_DISPLAY else _fmt(total[key])
+                lines.append(f"| {key} | {shown} |")
     elif pred.get("status"):
         lines += ["", f"Predicted on `{manifest['workload']}`: {pred['status']} ({pred.get('reason', '')})."]
     if synth:
