@@ -10,7 +10,7 @@ from accel_dse.cli.workloads import host_work_lines
 from accel_dse.design_files import load_design
 from accel_dse.units import eng, fixed, format_column, percent
 
-__all__ = ["register"]
+__all__ = ["register", "refuse_narrow_accumulator"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +38,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     config = load_design(args.design)
     workload = workloads.resolve(args.workload)
     result = perf_model.evaluate(config, workload, reuse=not args.no_reuse)
+    refuse_narrow_accumulator(config, workload.name, result)
     accuracy = _accuracy(config, workload)
     bound = _bound(config, workload, result) if result.status == "ok" else None
     if args.json:
@@ -93,6 +94,23 @@ def _evaluate(args: argparse.Namespace) -> int:
         for line in others:
             emit(line)
     return 0
+
+
+def refuse_narrow_accumulator(config: Any, workload: str, result: Any) -> None:
+    """Raise when the design's accumulator cannot hold the workload's sums (status ``overflow``):
+    every figure would be zero, so ``evaluate`` exits 2 with every width the ops need.
+
+    Raises:
+        ConfigError: an op overflows ``acc_bits`` (:func:`accel_dse.acc_width.acc_error`).
+    """
+    from accel_dse.acc_width import acc_error, acc_needs
+    from accel_spec.errors import ConfigError
+
+    if result.status != "overflow":
+        return
+    needs = acc_needs(config, result.ops)
+    if needs:
+        raise ConfigError(acc_error(config, workload, needs))
 
 
 def _bound(config: Any, workload: Any, result: Any) -> dict[str, Any]:
