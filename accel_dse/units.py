@@ -12,7 +12,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-__all__ = ["PREFIXES", "Scaled", "column_scale", "fixed", "format_column", "eng", "percent", "count"]
+__all__ = ["PREFIXES", "Scaled", "column_scale", "fixed", "format_column", "eng", "percent", "count", "METRIC_DISPLAY",
+           "metric_scale", "metric_text"]
 
 #: SI prefixes from tera down to pico, factor -> symbol.
 PREFIXES: tuple[tuple[float, str], ...] = (
@@ -120,3 +121,49 @@ def count(value: float) -> str:
     if abs(value) < 1000:
         return f"{value:,.0f}"
     return eng(value, "")
+
+
+#: How a model metric is shown: metric -> (display unit, factor from the stored value to that
+#: unit, SI-prefixed?). ``energy_pj`` is stored in pJ and shown in J with a prefix (mJ, µJ);
+#: ``utilization`` is a fraction shown in %; ``tops_per_w`` is a plain number in TOPS/W.
+METRIC_DISPLAY: dict[str, tuple[str, float, bool]] = {
+    "latency_s": ("s", 1.0, True),
+    "energy_pj": ("J", 1e-12, True),
+    "edp": ("J·s", 1.0, True),
+    "power_w": ("W", 1.0, True),
+    "area_mm2": ("mm²", 1.0, False),
+    "tops": ("TOPS", 1.0, False),
+    "tops_per_w": ("TOPS/W", 1.0, False),
+    "utilization": ("%", 100.0, False),
+    "fpga_utilization": ("%", 100.0, False),
+    "macs": ("MAC", 1.0, True),
+    "dram_read_bytes": ("B", 1.0, True),
+    "dram_write_bytes": ("B", 1.0, True),
+    "fmax_mhz": ("MHz", 1.0, False),
+}
+
+
+def metric_scale(metric: str | None, values: Iterable[object]) -> tuple[float, str]:
+    """``(divide by, unit)`` that shows ``metric``'s stored values in one unit (``(1, "")`` unknown).
+
+    The one place a quantity's display unit is chosen: the prefix puts the largest magnitude of
+    ``values`` in [1, 1000) (seconds and J·s never above the base unit). The report's table, its
+    plots and the command-line tables all ask here, with all the values they show.
+    """
+    unit, factor, prefixed = METRIC_DISPLAY.get(metric or "", ("", 1.0, False))
+    if not prefixed:
+        return 1.0 / factor, unit
+    numbers = [float(v) * factor for v in values
+               if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    scale = column_scale(numbers, unit, highest=1e12 if unit in ("MAC", "B") else 1.0)
+    return scale.factor / factor, scale.unit
+
+
+def metric_text(metric: str, value: float, *, digits: int = 3) -> str:
+    """One stored value of ``metric`` with its unit: ``metric_text("energy_pj", 5.734e9)`` -> ``"5.73 mJ"``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        return str(value)
+    divide, unit = metric_scale(metric, [value])
+    shown = value / divide
+    text = f"{shown:#.{digits}g}".rstrip(".") if abs(shown) < 10 ** digits else f"{shown:,.0f}"
+    return f"{text} {unit}".strip()

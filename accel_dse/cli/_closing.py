@@ -9,27 +9,20 @@ designs by reason, constraint breaks by constraint, apart from real failures), a
 
 from __future__ import annotations
 
-import re
 import shlex
 import textwrap
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from accel_dse.cli._output import format_table
 from accel_dse.search import METRIC_UNITS
+from accel_dse.trial_outcomes import outcome_words, reason_key, trial_outcomes
 from accel_dse.units import column_scale, fixed
 
 __all__ = ["WIDTH", "closing_lines", "trial_outcomes", "reason_key", "workload_line", "wrap_table"]
 
 #: The widest line the summary prints.
 WIDTH = 100
-
-#: Trial ``status`` values (accel_dse.search.scoring.objective) that mean the design itself cannot run
-#: or is not a valid design: a result of the search, not a failure of the tool.
-INFEASIBLE = ("infeasible", "overflow", "invalid", "non-finite")
-#: Statuses of real failures: the evaluator raised, or the trial was interrupted or lost.
-FAILURES = ("error", "interrupted")
 
 #: Short column labels of the design fields (the unit in the label).
 FIELD_LABELS = {
@@ -54,46 +47,6 @@ _METRIC_COLUMNS: tuple[tuple[str, str | None, str, float], ...] = (
 _SHOWN = {m for m, *_ in _METRIC_COLUMNS}
 #: Objective metrics shown in an SI-prefixed unit: metric -> (base unit, factor to it).
 _OBJECTIVE_UNITS = {"edp": ("J·s", 1.0), "power_w": ("W", 1.0)}
-
-
-def reason_key(reason: str) -> str:
-    """A reason without its design-specific figures, so that designs failing alike count together.
-
-    ``"resnet18: op 'conv1': the ofmap buffer (64 KiB) holds 64 words ... needs 128"`` ->
-    ``"resnet18: op 'conv1': the ofmap buffer holds # words ... needs #"``.
-    """
-    text = re.sub(r"\s*\([^()]*\d[^()]*\)", "", reason)  # parentheticals with figures
-    text = re.sub(r"(?<![\w'=])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w'])", "#", text)
-    return " ".join(text.split())
-
-
-def trial_outcomes(trials: Sequence[Any], constraints: Sequence[Any]) -> dict[str, Any]:
-    """Count trials by outcome: ``feasible``, ``constraint`` (by constraint), ``infeasible``
-    (by reason), ``failed`` (by status: real failures), ``other`` (running, pruned, ...)."""
-    out: dict[str, Any] = {"feasible": 0, "constraint": Counter(), "n_constraint": 0, "infeasible": Counter(),
-                           "failed": Counter(), "other": Counter()}
-    for t in trials:
-        state = getattr(t.state, "name", str(t.state))
-        status = t.user_attrs.get("status")
-        if state == "COMPLETE":
-            values = t.user_attrs.get("constraint_values") or []
-            broken = [str(c) for c, v in zip(constraints, values, strict=False)
-                      if isinstance(v, (int, float)) and v > 0]
-            if broken or status == "constraint":
-                out["n_constraint"] += 1
-                out["constraint"].update(broken or ["a constraint"])
-            else:
-                out["feasible"] += 1
-        elif state == "FAIL" and status in INFEASIBLE:
-            out["infeasible"][f"{status}: {reason_key(str(t.user_attrs.get('reason', '')))}"] += 1
-        elif state == "FAIL" and status == "constraint":
-            out["n_constraint"] += 1
-            out["constraint"]["a constraint"] += 1
-        elif state == "FAIL":
-            out["failed"][status or "failed (no status recorded)"] += 1
-        else:
-            out["other"][state.lower()] += 1
-    return out
 
 
 def workload_line(spec: str, weight: float, n_workloads: int) -> tuple[str, str]:
@@ -246,11 +199,7 @@ def closing_lines(summary: dict[str, Any], space: Any, trials: Sequence[Any], *,
     constraints = ", ".join(str(c) for c in space.constraints) or "none"
     lines.append(f"objective{'s' if len(space.objectives) > 1 else ''}: {objectives}; constraints: {constraints}")
     outcome = trial_outcomes(trials, space.constraints)
-    n_infeasible = sum(outcome["infeasible"].values())
-    parts = [f"{outcome['feasible']} feasible", f"{outcome['n_constraint']} broke a constraint",
-             f"{n_infeasible} infeasible design{'' if n_infeasible == 1 else 's'}",
-             f"{sum(outcome['failed'].values())} failed"]
-    parts += [f"{n} {state}" for state, n in sorted(outcome["other"].items())]
+    parts = outcome_words(outcome)
     lines.append(f"trials: {len(trials)} ({ran} this run): " + ", ".join(parts))
     if ran == 0 and trials:  # a re-run of the same command: --trials is the study's total, already reached
         lines.append(f"  the study already holds its {len(trials)} trials (--trials is the study's total): "

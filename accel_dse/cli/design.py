@@ -6,6 +6,7 @@ import argparse
 
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.design_files import load_design, load_preset, preset_names
+from accel_spec.config import ArrayConfig
 from accel_spec.errors import ConfigError
 
 __all__ = ["register"]
@@ -16,6 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     dsub = parser.add_subparsers(dest="design_command", metavar="ACTION", required=True)
     check = dsub.add_parser("check", help="validate a design file or preset and print it normalised")
     check.add_argument("design", metavar="FILE|PRESET")
+    check.add_argument("--workload", metavar="W",
+                       help="also check the design against a workload: an accumulator too narrow for its sums "
+                       "(the width every op needs) is an error, exit 2, as under evaluate")
     check.add_argument("--json", action="store_true", help="print JSON")
     check.set_defaults(func=_check)
     presets = dsub.add_parser("presets", help="list the shipped presets")
@@ -31,9 +35,10 @@ def _check(args: argparse.Namespace) -> int:
     if not timing["clock_ok"]:
         raise ConfigError(f"{args.design}: {timing['reason']}")
     vdd = float(perf_model.supply_voltage(config.clock_mhz, timing["f_max_mhz"], config.tech_nm))
+    accumulator = _accumulator(config, args.workload) if args.workload is not None else None
     if args.json:
         emit_json({"design": config.to_dict(), "config_hash": config.config_hash,
-                   "timing": {**timing, "vdd": vdd}})
+                   "timing": {**timing, "vdd": vdd}} | ({"accumulator": accumulator} if accumulator else {}))
         return 0
     emit(f"# {config.short_name()}  config_hash = {config.config_hash}")
     stage = timing["stages"][timing["critical"]]
@@ -41,6 +46,9 @@ def _check(args: argparse.Namespace) -> int:
          f"{stage['fo4']:.1f} FO4 of logic); vdd = {vdd:.3f} V at {config.clock_mhz:g} MHz")
     emit("# stages: " + ", ".join(f"{name} {s['fo4']:.1f} FO4 ({s['f_mhz']:.0f} MHz)"
                                   for name, s in timing["stages"].items()))
+    if accumulator:
+        emit(f"# acc_bits = {config.acc_bits} holds {accumulator['workload']}: its widest sum needs "
+             f"{accumulator['needs_bits']} bits (op {accumulator['op']!r}, K = {accumulator['k']:,})")
     emit("[design]")
     for key, value in config.to_dict().items():
         if isinstance(value, bool):
@@ -51,6 +59,26 @@ def _check(args: argparse.Namespace) -> int:
             text = repr(value)
         emit(f"{key} = {text}")
     return 0
+
+
+def _accumulator(config: ArrayConfig, spec: str) -> dict[str, object] | None:
+    """The accumulator width ``spec`` needs on ``config``; raises (exit 2) when ``acc_bits`` is narrower.
+
+    Raises:
+        ConfigError: the accumulator cannot hold an op's sums (the same line as ``evaluate``).
+    """
+    import perf_model
+    import workloads
+    from accel_dse.acc_width import acc_needs
+    from accel_dse.cli.evaluate import refuse_narrow_accumulator
+
+    workload = workloads.resolve(spec)
+    result = perf_model.evaluate(config, workload)
+    refuse_narrow_accumulator(config, workload.name, result)
+    needs = acc_needs(config, result.ops, every=True)
+    if not needs:
+        return None
+    return {"workload": workload.name, "needs_bits": needs[0]["bits"], "op": needs[0]["ops"][0], "k": needs[0]["k"]}
 
 
 def _presets(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from accel_dse.cli.workloads import host_work_lines
 from accel_dse.design_files import load_design
 from accel_dse.units import eng, fixed, format_column, percent
 
-__all__ = ["register"]
+__all__ = ["register", "refuse_narrow_accumulator"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,18 +38,22 @@ def _evaluate(args: argparse.Namespace) -> int:
     config = load_design(args.design)
     workload = workloads.resolve(args.workload)
     result = perf_model.evaluate(config, workload, reuse=not args.no_reuse)
+    refuse_narrow_accumulator(config, workload.name, result)
     accuracy = _accuracy(config, workload)
+    bound = _bound(config, workload, result) if result.status == "ok" else None
     if args.json:
-        emit_json(result.to_dict() | {"accuracy": accuracy})
+        emit_json(result.to_dict() | {"accuracy": accuracy, "bound": bound})
         return 0
     emit(f"# {config.short_name()} ({config.config_hash}) on {workload.name}: {result.status}")
-    for line in op_table(result):
+    for line in op_table(result, bound):
         emit(line)
     emit("")
     if result.status != "ok":
         emit(f"{result.status}: {result.reason}")
     else:
         emit(format_table(["total", "value"], total_rows(result.total) + [_accuracy_row(accuracy)]))
+        if bound is not None:
+            emit(bound["line"])
         parts = result.total["energy_breakdown"]
         energy = result.total["energy_pj"] or 1.0
         unit, values = format_column([v * 1e-12 for v in parts.values()], "J", highest=1.0)
@@ -93,9 +97,39 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def op_table(result: Any) -> list[str]:
+def refuse_narrow_accumulator(config: Any, workload: str, result: Any) -> None:
+    """Raise when the design's accumulator cannot hold the workload's sums (status ``overflow``):
+    every figure would be zero, so ``evaluate`` exits 2 with every width the ops need.
+
+    Raises:
+        ConfigError: an op overflows ``acc_bits`` (:func:`accel_dse.acc_width.acc_error`).
+    """
+    from accel_dse.acc_width import acc_error, acc_needs
+    from accel_spec.errors import ConfigError
+
+    if result.status != "overflow":
+        return
+    needs = acc_needs(config, result.ops)
+    if needs:
+        raise ConfigError(acc_error(config, workload, needs))
+
+
+def _bound(config: Any, workload: Any, result: Any) -> dict[str, Any]:
+    """What bounds the design (:func:`accel_dse.bound.bound_by`), the host's work counted beside."""
+    from accel_dse.bound import bound_by
+
+    arithmetic = 0
+    if hasattr(workload, "other_primitives"):
+        from workloads.host_work import host_work
+
+        arithmetic = len(host_work(workload.other_primitives, workload.other_elements).arithmetic)
+    return bound_by(result.total, result.ops, config.rows * config.cols, result.host_work, arithmetic)
+
+
+def op_table(result: Any, bound: dict[str, Any] | None = None) -> list[str]:
     """Per-op rows: runs and GEMM instances (a batched op, e.g. 12 attention heads, is 12 instances
-    per run), MACs of all of them, and the model's figures in engineering units."""
+    per run), MACs of all of them, and the model's figures in engineering units; with ``bound``
+    (:func:`accel_dse.bound.bound_by`) what limits each op (``array`` or ``DRAM``)."""
     ops = result.ops
     macs_unit, macs = format_column([float(op.macs) for op in ops], "MAC")
     dram_unit, dram = format_column([float(op.dram_read_bytes + op.dram_write_bytes) for op in ops], "B")
@@ -103,6 +137,9 @@ def op_table(result: Any) -> list[str]:
     util = fixed([100.0 * op.utilization for op in ops], digits=3)
     headers = ["op", "runs", "instances", "m x k x n", f"{macs_unit}s", "tile", "folds", "compute cycles",
                "stall cycles", "util %", f"DRAM {dram_unit}", f"energy {energy_unit}", "on chip"]
+    limits = {o["name"]: o["limit"].removesuffix(" bandwidth") for o in (bound or {}).get("ops", [])}
+    if limits:
+        headers.append("bound")
     show_status = any(op.status != "ok" for op in ops)
     if show_status:
         headers.append("status")
@@ -110,7 +147,7 @@ def op_table(result: Any) -> list[str]:
     for i, op in enumerate(ops):
         row = [op.name, op.count, op.instances, "x".join(map(str, op.gemm)), macs[i],
                "x".join(map(str, op.tile)), op.folds, op.compute_cycles, round(op.stall_cycles), util[i],
-               dram[i], energy[i], op.on_chip or "-"]
+               dram[i], energy[i], op.on_chip or "-"] + ([limits.get(op.name, "-")] if limits else [])
         rows.append(row + ([op.status] if show_status else []))
     return format_table(headers, rows).splitlines()
 

@@ -7,7 +7,7 @@ import shlex
 import sys
 
 from accel_dse.cli._output import emit, emit_json
-from accel_dse.units import eng
+from accel_dse.units import metric_text
 from accel_spec.errors import ExportError
 
 __all__ = ["register"]
@@ -101,9 +101,9 @@ def _export(args: argparse.Namespace) -> int:
     emit(f"files: {', '.join(result.files)}")
     total = result.predicted
     if total:
-        emit(f"predicted on {result.workload}: {total.get('total_cycles', 0):,.0f} cycles, "
-             f"{eng(total.get('latency_s', 0), 's')}, {eng(total.get('energy_pj', 0) * 1e-12, 'J')}, "
-             f"{total.get('area_mm2', 0):.4g} mm^2, utilisation {total.get('utilization', 0):.1%}")
+        shown = ", ".join(metric_text(key, total.get(key, 0)) for key in ("latency_s", "energy_pj", "area_mm2"))
+        emit(f"predicted on {result.workload}: {total.get('total_cycles', 0):,.0f} cycles, {shown}, "
+             f"utilisation {metric_text('utilization', total.get('utilization', 0))}")
     else:
         emit(f"predicted on {result.workload}: infeasible (see design.json)")
     if result.synth is not None:

@@ -52,9 +52,8 @@ def _report(args: argparse.Namespace) -> int:
 
         sys.stdout.write(json_text(report))  # a NaN an old study holds is null ("-" in the text report)
         return 0
-    states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items())) or "no trials"
-    emit(f"study {report['study']!r} in {report['storage']}: {report['n_trials']} trials ({states}), "
-         f"{report['n_feasible']} feasible designs")
+    emit(f"study {report['study']!r} in {report['storage']}: {report['n_trials']} trials: "
+         + ", ".join(report["outcomes"]))
     for note in report["notes"]:
         emit(f"note: {note}")
     if report["top"]:
@@ -68,11 +67,11 @@ def _report(args: argparse.Namespace) -> int:
         top = report["top"][:20]
         columns, headers = [], []
         for o in report["objectives"]:
-            unit, cells = metric_column(o.get("metric"), [r["values"][o["name"]] for r in top])
+            unit, cells = metric_column(o.get("metric"), [r["values"][o["name"]] for r in top], report["units"])
             headers.append(f"{o['name']} {unit}".strip())
             columns.append(cells)
         for m in extra:
-            unit, cells = metric_column(m, [r["metrics"].get(m) for r in top])
+            unit, cells = metric_column(m, [r["metrics"].get(m) for r in top], report["units"])
             headers.append(f"{m.removesuffix('_mm2')} {unit}".strip())
             columns.append(cells)
         rows = []
@@ -82,8 +81,7 @@ def _report(args: argparse.Namespace) -> int:
                          "" if rtl is None else ("pass" if rtl.get("passed") else "FAIL")])
         emit(format_table(["trial", "design", *headers, "sampler", "rtl"], rows))
     if report["best"]:
-        pick = report["best"]["pick"]
-        emit(f"best: trial {report['best']['trial']}" + (f" ({pick} on the Pareto set)" if pick else ""))
+        emit(f"best: trial {report['best']['trial']}, {report['best']['how']}")
     for f in report["fpga"]:
         model = f"model {f['model_fmax_mhz']:.1f} MHz" if f["model_fmax_mhz"] is not None else "no model"
         used = ", ".join(f"{r} {f[r]} (model {f['model_' + r]})" for r in ("luts", "ffs", "dsps", "brams")

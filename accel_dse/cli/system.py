@@ -199,18 +199,25 @@ def _print(result: Any) -> None:
     if not result.ok:
         emit(f"{result.status}: {result.reason}")
         return
+    from accel_dse.units import count, eng, fixed, format_column, percent
+
     m = result.metrics
-    rows: list[list[Any]] = [["step_s" if job.training else "run_s", m["step_s"]], ["mfu", m["mfu"]],
-                             ["hfu", m["hfu"]], ["tokens_per_s", m["tokens_per_s"]],
-                             ["tokens_per_s_per_chip", m["tokens_per_s_per_chip"]]]
+    rows: list[list[Any]] = [["step_s" if job.training else "run_s", eng(m["step_s"], "s")],
+                             ["mfu", percent(m["mfu"])], ["hfu", percent(m["hfu"])],
+                             ["tokens_per_s", count(m["tokens_per_s"])],
+                             ["tokens_per_s_per_chip", count(m["tokens_per_s_per_chip"])]]
     if not job.training:
-        rows += [["ttft_s", m["ttft_s"]], ["tpot_s", m["tpot_s"]], ["decode_tokens_per_s", m["decode_tokens_per_s"]]]
-    rows += [["energy_j", m["energy_j"]]]
-    emit(format_table(["metric", "value"], rows))
+        rows += [["ttft_s", eng(m["ttft_s"], "s")], ["tpot_s", eng(m["tpot_s"], "s")],
+                 ["decode_tokens_per_s", count(m["decode_tokens_per_s"])]]
+    rows += [["energy_j", eng(m["energy_j"], "J")]]
+    emit(format_table(["metric (--json key)", "value"], rows))
     emit("")
-    total = m["step_s"]
-    emit(format_table(["time", "s", "share"], [[k.removesuffix("_s"), v, v / total]
-                                               for k, v in result.breakdown.items() if k != "dp_comm_s"]))
+    total = m["step_s"] or 1.0
+    parts = {k: v for k, v in result.breakdown.items() if k != "dp_comm_s"}
+    unit, times = format_column(list(parts.values()), "s", highest=1.0)
+    shares = fixed([100.0 * v / total for v in parts.values()], max_decimals=1)
+    emit(format_table(["time", unit, "share %"], [[k.removesuffix("_s"), t, sh]
+                                                  for k, t, sh in zip(parts, times, shares, strict=True)]))
     emit("")
     mem = result.memory
     emit(format_table(["memory per chip", "GiB"], [[k.removesuffix("_bytes"), v / 2**30] for k, v in mem.items()]))

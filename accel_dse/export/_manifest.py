@@ -26,6 +26,7 @@ __all__ = [
     "build_manifest",
     "buffers_section",
     "check_gemms",
+    "expected_section",
     "ports_section",
     "timing_section",
     "tool_versions",
@@ -183,6 +184,17 @@ def ports_section(config: ArrayConfig) -> list[dict[str, Any]]:
     return out
 
 
+def expected_section(config: ArrayConfig) -> dict[str, Any]:
+    """What the exported runner's builds take on 2 cores, seconds, by simulator: the estimate
+    ``simulate`` prints before its builds (``accel_dse.simulate.runner.eta.build_seconds``), which
+    ``run.py`` prints before its own and the README gives."""
+    from accel_dse.simulate.runner.eta import build_seconds
+
+    pes = config.rows * config.cols
+    return {"build_s": {name: round(build_seconds(name, pes), 1) for name in ("verilator", "icarus")},
+            "cores": 2}
+
+
 def sha256(text: str) -> str:
     """SHA-256 hex digest of ``text`` encoded as UTF-8."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -226,6 +238,7 @@ def build_manifest(
             "gemms": check_gemms(config),
             "operands": "seeded numpy default_rng(seed).integers over the signed input_bits range",
         },
+        "expected": expected_section(config),
         "tools": tool_versions(),
         "runner_python": sys.executable,
         "source": dict(source),

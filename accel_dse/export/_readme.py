@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from accel_dse.units import METRIC_DISPLAY, metric_text
+
 __all__ = ["readme_text", "file_note"]
 
 
@@ -53,6 +55,27 @@ _FILE_NOTES = {
 }
 
 
+def expected_lines(manifest: Mapping[str, Any]) -> list[str]:
+    """How long the re-verification takes on 2 cores: each simulator's cold build (``design.json``'s
+    ``expected``, the estimate run.py prints before it builds) and what the run simulates."""
+    expected = manifest.get("expected") or {}
+    builds = expected.get("build_s") or {}
+    if not builds:
+        return []
+    from accel_dse.simulate.runner.eta import duration
+
+    d = manifest["design"]
+    cycles = sum(int(g.get("cycles", 0)) for g in (manifest.get("check") or {}).get("gemms", []))
+    parts = [f"{name.capitalize()} about {duration(float(s))}" for name, s in builds.items()]
+    return [
+        f"Expected time on {expected.get('cores', 2)} cores for this {d['rows']} x {d['cols']} array: a cold "
+        f"build takes {', '.join(parts)} (Verilator less where ccache holds its modules: `OBJCACHE=ccache`); "
+        f"run.py says so before it builds. The run then simulates {cycles:,} compute cycles plus the host-port "
+        "writes and reads; the first run measures how long that takes here and run.py prints it before the "
+        "next run.",
+    ]
+
+
 def readme_text(manifest: Mapping[str, Any], synth: Mapping[str, Any] | None,
                 fpga: Mapping[str, Any] | None = None, files: Sequence[str] = ()) -> str:
     """Markdown for the design of ``manifest`` (``design.json``), its ``synth.json`` and ``fpga.json``;
@@ -79,6 +102,8 @@ def readme_text(manifest: Mapping[str, Any], synth: Mapping[str, Any] | None,
         "python run.py --simulator icarus   # one simulator",
         "python run.py --waves              # also write a waveform trace (FST/VCD) of the run",
         "```",
+        "",
+        *expected_lines(manifest),
         "",
         "`python` is a Python with numpy and cocotb 2.x (and cocotbext-axi for the SoC block); the one "
         f"that exported this design has them: `{manifest.get('runner_python', 'python')}`. Without them "
@@ -108,7 +133,8 @@ def readme_text(manifest: Mapping[str, Any], synth: Mapping[str, Any] | None,
         for key in ("total_cycles", "compute_cycles", "stall_cycles", "utilization", "latency_s", "energy_pj",
                     "area_mm2", "power_w", "tops", "tops_per_w", "edp"):
             if key in total:
-                lines.append(f"| {key} | {_fmt(total[key])} |")
+                shown = metric_text(key, total[key]) if key in METRIC_DISPLAY else _fmt(total[key])
+                lines.append(f"| {key} | {shown} |")
     elif pred.get("status"):
         lines += ["", f"Predicted on `{manifest['workload']}`: {pred['status']} ({pred.get('reason', '')})."]
     if synth:

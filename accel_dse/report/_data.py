@@ -10,7 +10,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from accel_dse.report._format import report_units
 from accel_dse.study_view import StudyView, trial_config, trial_table
+from accel_dse.trial_outcomes import outcome_words, trial_outcomes
 from accel_spec.errors import AccelDseError
 from accel_spec.number_formats import format_tag
 
@@ -161,6 +163,39 @@ def _default_pick(view: StudyView) -> str | None:
     return "min-edp" if "edp" not in names else f"min-{view.objectives[0].name}"
 
 
+#: Metrics the report's tables show beside the objectives.
+TABLE_METRICS = ("area_mm2", "latency_s", "energy_pj", "tops_per_w", "utilization")
+
+
+def _shown_values(view: StudyView, rows: list[dict[str, Any]], scatter: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Every value of each metric the report shows (table rows, scatter), by metric: one unit is
+    chosen from them so that the table and the plots agree."""
+    out: dict[str, list[Any]] = {}
+    for row in rows:
+        for o in view.objectives:
+            out.setdefault(o.metric or o.name, []).append(row["values"].get(o.name))
+        for metric, value in row["metrics"].items():
+            out.setdefault(metric, []).append(value)
+    for point in scatter:
+        for o, value in zip(view.objectives, point["values"], strict=False):
+            out.setdefault(o.metric or o.name, []).append(value)
+        for metric, value in point["metrics"].items():
+            out.setdefault(metric, []).append(value)
+    return out
+
+
+def best_how(view: StudyView, number: int, pick: str | None) -> str:
+    """How the report chose its best design and how to export that design: ``StudyView.best``
+    with ``pick``, the same function as ``export --trial best --pick RULE``."""
+    import shlex
+
+    where = f"--storage {shlex.quote(view.storage)} --study {shlex.quote(view.name)}"
+    if pick is None:
+        return f"the best feasible design; export it with: accel-dse export {where} --trial best"
+    return (f"picked by {pick} on the Pareto set (the report's default when --pick is not given); export it "
+            f"with: accel-dse export {where} --trial best --pick {pick} (or --trial {number})")
+
+
 def build_report(view: StudyView, *, workload: str | None = None, pick: str | None = None) -> dict[str, Any]:
     """Everything the report shows, JSON-ready.
 
@@ -196,6 +231,7 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
     best_rule = pick or _default_pick(view)
     best_info: dict[str, Any] | None = None
     breakdown = roof = None
+    per_workload: list[dict[str, Any]] = []
     if layers:
         try:
             best = view.best(best_rule)
@@ -204,21 +240,27 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
                 raise
             best, best_rule = layers[0][0], None
             notes.append(f"best design: the first Pareto design ({exc})")
-        best_info = {"trial": best.number, "pick": best_rule, "row": _row(view, best, pareto)}
-        spec = workload or (view.workloads[0] if view.workloads else None)
-        if spec is None:
+        best_info = {"trial": best.number, "pick": best_rule, "row": _row(view, best, pareto),
+                     "how": best_how(view, best.number, best_rule)}
+        specs = [workload] if workload else list(view.workloads)
+        if not specs:
             notes.append("the study records no workload: give --workload for the per-op breakdown and roofline")
-        else:
+        for spec in specs:
             try:
                 config = trial_config(best, study=f"study {view.name!r}")
-                breakdown = per_op_breakdown(config, spec)
-                roof = roofline(config, breakdown)
+                one = per_op_breakdown(config, spec)
+                per_workload.append({"workload": spec, "breakdown": one, "roofline": roofline(config, one)})
             except AccelDseError as exc:
-                notes.append(f"no per-op breakdown: {exc}")
+                notes.append(f"no per-op breakdown on {spec}: {exc}")
+        if per_workload:
+            breakdown, roof = per_workload[0]["breakdown"], per_workload[0]["roofline"]
     else:
         notes.append("no feasible COMPLETE trial yet: nothing to rank")
     verification = {str(k): v for k, v in view.verifications().items()}
     rtl_failed = sorted(int(k) for k, v in verification.items() if not v.get("passed", False))
+    scatter = _scatter(view)
+    top_rows = top + ([best_info["row"]] if best_info else [])
+    outcome = trial_outcomes(view.trials(), view.constraints)
     return {
         "study": view.name,
         "storage": view.storage,
@@ -226,6 +268,7 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
         "constraints": view.constraints,
         "workloads": view.workloads,
         "states": states,
+        "outcomes": outcome_words(outcome),
         "n_trials": sum(states.values()),
         "n_feasible": sum(len(layer) for layer in layers),
         "interrupted": bool(states.get("RUNNING")),
@@ -235,7 +278,9 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
         "breakdown": breakdown,
         "roofline": roof,
         "history": _history(view),
-        "scatter": _scatter(view),
+        "scatter": scatter,
+        "units": report_units(_shown_values(view, top_rows, scatter)),
+        "workload_breakdowns": per_workload,
         "verification": verification,
         "rtl_failed": rtl_failed,
         "fpga_target": view.space.get("fpga"),

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from accel_dse.report._data import FPGA_RESOURCES
-from accel_dse.report._format import metric_column
+from accel_dse.report._format import header, metric_column
 from accel_dse.units import fixed
 
 __all__ = ["html_page", "plotly_available", "optuna_figures"]
@@ -81,17 +81,19 @@ class Num(str):
     """A number already formatted for its column (right-aligned like numbers)."""
 
 
-def _columns(columns: Sequence[tuple[str, str | None, Sequence[Any]]]) -> tuple[list[str], list[list[Any]]]:
-    """Headers and rows from ``(title, metric, values)`` columns: a metric's column in one unit and
-    one number format (:func:`~accel_dse.report._format.metric_column`), others as given."""
+def _columns(columns: Sequence[tuple[str, str | None, Sequence[Any]]],
+             units: dict[str, Any] | None = None) -> tuple[list[str], list[list[Any]]]:
+    """Headers and rows from ``(title, metric, values)`` columns: a metric's column in the report's
+    unit for it (``units``) and one number format (:func:`~accel_dse.report._format.metric_column`),
+    others as given."""
     headers, cells = [], []
     for title, metric, values in columns:
         if metric is None:
             headers.append(title)
             cells.append(list(values))
             continue
-        unit, text = metric_column(metric, values)
-        headers.append(f"{title} [{unit}]" if unit else title)
+        unit, text = metric_column(metric, values, units)
+        headers.append(header(title, unit))
         cells.append([Num(t) for t in text])
     return headers, [list(r) for r in zip(*cells, strict=True)]
 
@@ -122,10 +124,10 @@ def html_page(report: dict[str, Any], images: Sequence[str], extras: Sequence[tu
              f"</title><style>{_STYLE}</style></head><body>"]
     parts.append(f"<h1>Study {e(report['study'])}</h1>")
     objectives = ", ".join(f"{o['direction']} {o['name']}" for o in report["objectives"])
-    states = ", ".join(f"{n} {s}" for s, n in sorted(report["states"].items()))
+    states = ", ".join(report["outcomes"])
     parts.append(f"<p>Storage <code>{e(report['storage'])}</code>; objectives: {e(objectives)}; constraints: "
                  f"{e(', '.join(report['constraints']) or 'none')}; workloads: {e(', '.join(report['workloads']))}"
-                 f".<br>{report['n_trials']} trials ({e(states)}), {report['n_feasible']} feasible designs.</p>")
+                 f".<br>{report['n_trials']} trials: {e(states)}.</p>")
     if report["rtl_failed"]:
         failed = ", ".join(f"#{n}" for n in report["rtl_failed"])
         parts.append(f"<p class='fail'>RTL VERIFICATION FAILED for trial(s) {e(failed)}: the model's design does "
@@ -146,37 +148,18 @@ def html_page(report: dict[str, Any], images: Sequence[str], extras: Sequence[tu
             *[(title, m, [r["metrics"].get(m) for r in top]) for title, m in metrics if m not in shown],
             ("sampler", None, [r["sampler"] for r in top]), ("RTL", None, [_rtl_text(r["rtl"]) for r in top]),
             ("config_hash", None, [r["config_hash"] or "" for r in top]),
-        ])
+        ], report.get("units"))
         classes = ["rtlfail" if r["rtl"] and not r["rtl"].get("passed") else "" for r in top]
         parts.append(_table(headers, rows, classes))
         if report["best"]:
-            pick = report["best"]["pick"]
-            parts.append(f"<p>Best design: trial {report['best']['trial']}"
-                         + (f" (picked by {e(pick)} on the Pareto set)" if pick else "") + ".</p>")
+            parts.append(f"<p>Best design: trial {report['best']['trial']}, {e(report['best']['how'])}.</p>")
     else:
         parts.append("<p>No feasible design yet.</p>")
     for image in images:
         parts.append(f"<h2>{e(image.rsplit('.', 1)[0].capitalize())}</h2><img src='{e(image)}' alt='{e(image)}'>")
-    bd = report.get("breakdown")
-    if bd:
-        parts.append(f"<h2>Per-op breakdown: {e(bd['short_name'])} on {e(bd['workload'])}</h2>")
-        ops = bd["ops"]
-        headers, rows = _columns([
-            ("op", None, [op["name"] for op in ops]), ("count", None, [op["count"] for op in ops]),
-            ("instances", None, [op.get("instances", op["count"]) for op in ops]),
-            ("m", None, [op["gemm"]["m"] for op in ops]), ("k", None, [op["gemm"]["k"] for op in ops]),
-            ("n", None, [op["gemm"]["n"] for op in ops]),
-            ("cycles", "total_cycles", [op["total_cycles"] for op in ops]),
-            ("compute", "compute_cycles", [op["compute_cycles"] for op in ops]),
-            ("stall", "stall_cycles", [op["stall_cycles"] for op in ops]),
-            ("utilisation", "utilization", [op["utilization"] for op in ops]),
-            *[(f"{what} share", "utilization", [op[f"{what}_share"] for op in ops]) for what in ("stall", "cycle",
-                                                                                              "energy")],
-        ])
-        intensity = fixed([op["intensity_macs_per_byte"] for op in ops])
-        headers.append("MACs/byte")
-        rows = [[*row, Num(i)] for row, i in zip(rows, intensity, strict=True)]
-        parts.append(_table(headers, rows))
+    for one in report.get("workload_breakdowns") or ([{"breakdown": report["breakdown"]}] if report.get("breakdown")
+                                                     else []):
+        parts.append(_op_table(one["breakdown"]))
     if report["verification"]:
         parts.append("<h2>RTL verification</h2>")
         headers = ["trial", "passed", "simulator", "workload", "mode", "scale", "runs simulated", "cycles_rtl",
@@ -201,3 +184,28 @@ def html_page(report: dict[str, Any], images: Sequence[str], extras: Sequence[tu
         parts.append(f"<h2>{e(title)}</h2>{fragment}")
     parts.append("<p><small>accel-dse report; data in report.json</small></p></body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _op_table(bd: dict[str, Any]) -> str:
+    """The per-op table of one workload's breakdown, with its heading."""
+    e = html.escape
+    parts = []
+    parts.append(f"<h2>Per-op breakdown: {e(bd['short_name'])} on {e(bd['workload'])}</h2>")
+    ops = bd["ops"]
+    headers, rows = _columns([
+        ("op", None, [op["name"] for op in ops]), ("count", None, [op["count"] for op in ops]),
+        ("instances", None, [op.get("instances", op["count"]) for op in ops]),
+        ("m", None, [op["gemm"]["m"] for op in ops]), ("k", None, [op["gemm"]["k"] for op in ops]),
+        ("n", None, [op["gemm"]["n"] for op in ops]),
+        ("cycles", "total_cycles", [op["total_cycles"] for op in ops]),
+        ("compute", "compute_cycles", [op["compute_cycles"] for op in ops]),
+        ("stall", "stall_cycles", [op["stall_cycles"] for op in ops]),
+        ("utilisation", "utilization", [op["utilization"] for op in ops]),
+        *[(f"{what} share", "utilization", [op[f"{what}_share"] for op in ops]) for what in ("stall", "cycle",
+                                                                                          "energy")],
+    ])
+    intensity = fixed([op["intensity_macs_per_byte"] for op in ops])
+    headers.append("MACs/byte")
+    rows = [[*row, Num(i)] for row, i in zip(rows, intensity, strict=True)]
+    parts.append(_table(headers, rows))
+    return "\n".join(parts)

@@ -15,6 +15,7 @@ def test_export_prints_latency_and_energy_with_prefixes(run_cli, tmp_path):
     line = next(line for line in out.splitlines() if line.startswith("predicted on "))
     assert re.search(r" cycles, \d+(\.\d+)? [munµ]?s, \d+(\.\d+)? [pnµmk]?J, ", line), line
     assert "e+" not in line and "e-" not in line and " pJ" not in line
+    assert re.search(r", \d+(\.\d+)? mm², utilisation \d+\.\d %$", line), line  # the report's units
 
 
 def test_the_readme_links_only_files_in_the_repository():

@@ -149,3 +149,34 @@ def test_the_documented_cycle_formulas_equal_run_cycles(dataflow, shadow):
         key = "plain" if not shadow else ("shadow-os" if dataflow == "os" else "shadow")
         documented = eval(formulas[key], {"max": max}, {"folds": folds, "Ds": ds, "R": rows, "C": cols})  # noqa: S307
         assert documented == int(timing.run_cycles(code, rows, cols, m, k, n, shadow)), (rows, cols, m, k, n)
+
+
+def test_readme_gives_the_expected_build_and_run_time(tiny_export):
+    """The README's expected build times are simulate's build estimate for this array (tiny: 4x4),
+    the one run.py prints before it builds (read from design.json), and the run's cycles are the
+    check GEMMs' cycles."""
+    from accel_dse.simulate.runner.eta import build_seconds, duration
+
+    out, _ = tiny_export
+    design = json.loads((out / "design.json").read_text())
+    readme = (out / "README.md").read_text()
+    for name in ("verilator", "icarus"):
+        seconds = build_seconds(name, 4 * 4)
+        assert design["expected"]["build_s"][name] == pytest.approx(seconds, abs=0.05)
+        assert f"{name.capitalize()} about {duration(seconds)}" in readme
+    cycles = sum(g["cycles"] for g in design["check"]["gemms"])
+    assert f"simulates {cycles:,} compute cycles" in readme
+    # run.py's own line reads design.json's figure (no second copy of the estimate in run.py)
+    run_py = (out / "run.py").read_text()
+    assert 'design["expected"]["build_s"][name]' in run_py and "BUILD_S" not in run_py
+
+
+def test_readme_predictions_in_display_units(tiny_export):
+    out, _ = tiny_export
+    readme = (out / "README.md").read_text()
+    section = readme[readme.index("## Predicted on"):]
+    section = section[: section.index("\n## ")] if "\n## " in section else section
+    latency = re.search(r"^\| latency_s \| ([\d.,]+) ([mµn]?s) \|$", section, flags=re.MULTILINE)
+    energy = re.search(r"^\| energy_pj \| ([\d.,]+) ([mµnp]?J) \|$", section, flags=re.MULTILINE)
+    assert latency and energy, section
+    assert "e+" not in section and "e-" not in section
