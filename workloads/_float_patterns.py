@@ -88,6 +88,14 @@ class Plan:
     emit: dict[int, VectorOp] = field(default_factory=dict)
     #: Equations folded into a record or the output stage (neither counted nor walked).
     consumed: set[int] = field(default_factory=set)
+    #: Index of a record's last equation -> the values the record reads (a region's input ``X``, a
+    #: gated SiLU's gate, a residual add's two terms): what post-training quantisation stores in
+    #: the activation format before the unit (:mod:`workloads._ptq`).
+    inputs: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    #: Equation -> the last equation of the record it is folded into (its region's).
+    members: dict[int, int] = field(default_factory=dict)
+    #: Equations folded into a float matrix op's output stage (its bias, its scale).
+    stage: set[int] = field(default_factory=set)
 
 
 class _Lit:
@@ -178,7 +186,7 @@ def _input(g: _Graph, anchor: int, taken: set[int]) -> Any | None:
     cur = g.flat[anchor].ins[0]
     while True:
         i = g.producer.get(cur)
-        if i is None or i in taken or g.flat[i].prim not in CHEAP:
+        if i is None or i in taken or g.flat[i].prim not in CHEAP or _stage_value(g, cur):
             return cur
         srcs = [u for u in g.flat[i].ins if not g.constant(u)]
         if not srcs:
@@ -188,6 +196,22 @@ def _input(g: _Graph, anchor: int, taken: set[int]) -> Any | None:
         if common is None:
             return cur
         cur = common
+
+
+def _stage_value(g: _Graph, v: Any) -> bool:
+    """Whether ``v`` is a float matrix op's result, or a bias or scale applied to one whose only use
+    it is (the output stage's work: a region starts after it)."""
+    i = g.producer.get(v)
+    if i is None or not _floating(v):
+        return False
+    fe = g.flat[i]
+    if fe.prim in _MATRIX:
+        return True
+    if fe.prim not in _AFFINE or len(fe.ins) != 2:
+        return False
+    row = (_shape(v) or (1,))[-1]
+    data = [u for u in fe.ins if not g.param_like(u, row)]
+    return len(data) == 1 and len(g.users.get(data[0], [])) == 1 and _stage_value(g, data[0])
 
 
 def _common(g: _Graph, values: list[Any]) -> Any | None:
@@ -349,6 +373,7 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
         if kind is None:
             continue
         last = region[-1]
+        x_read = x
         params: dict[str, int] = {}
         extra: list[int] = []
         if kind == "silu":
@@ -363,6 +388,8 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
         elif kind == "softmax":
             masked = _mask(g, x, taken | result.consumed)
             extra.extend(masked)
+            if masked:  # the unit reads the scores before the mask (the mask is its own)
+                x_read = next(u for u in flat[masked[0]].ins if not g.constant(u))
             masked = masked or [i for i in region if flat[i].prim == "select_n"]
             params.update(_params(kind, row))
             params["causal_offset"] = 0 if masked else -1
@@ -375,10 +402,12 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
         result.emit[last] = VectorOp(kind=kind, shape=shape, out_shape=out_shape, axis=axis,
                                      params=tuple(params.items()), name=f"{scope}/{kind}" if scope else kind,
                                      origin=_origin(flat[a], kind))
-        result.consumed.update(region)
-        result.consumed.update(extra)
-        result.consumed.update(_const_feeders(g, set(region) | set(extra), taken))
+        folded = set(region) | set(extra) | _const_feeders(g, set(region) | set(extra), taken)
+        result.consumed.update(folded)
         result.consumed.discard(last)
+        gate = [u for u in flat[last].ins if u not in flat[region[-1]].outs] if last != region[-1] else []
+        result.inputs[last] = (x_read, *gate)
+        result.members.update({i: last for i in folded | {last}})
     _residuals_and_stages(g, result, taken, label)
     return result
 
@@ -405,9 +434,12 @@ def _residuals_and_stages(g: _Graph, result: Plan, taken: set[int], label: Calla
         data = [u for u in fe.ins if not g.param_like(u, row)]
         if len(data) == 1 and data[0] in stage and len(g.users.get(data[0], [])) == 1:
             result.consumed.add(i)  # a bias or scale: the output stage's
+            result.stage.add(i)
             stage.update(fe.outs)
             continue
         if fe.prim == "add" and len(data) == 2 and all(_shape(u) == out for u in data) and out:
             scope = label(fe.eqn)
             result.emit[i] = VectorOp(kind="add", shape=out, params=tuple(_params("add", row).items()),
                                       name=f"{scope}/add" if scope else "add", origin=_origin(fe, "add"))
+            result.inputs[i] = tuple(data)
+            result.members[i] = i
