@@ -28,8 +28,8 @@ Steps, on one jaxpr level (:func:`flatten` first inlines ``jit``/``custom_jvp_ca
    subtracted) or ``rmsnorm`` (one). Reductions must run along the last axis. Anything else is
    left alone and stays host work.
 5. *Residual adds*: an ``add`` of two activations of the output's shape -> ``add``.
-6. *Output stage*: an ``add``/``mul``/``sub`` of a constant onto a float matrix op's result whose
-   one use it is (a bias, a scale, which quantisation folds into the requantisation) is the output
+6. *Output stage*: an ``add``/``mul``/``sub`` of a constant, or a ``div`` by one, onto a float matrix
+   op's result whose one use it is (a bias, a scale, which quantisation folds into the requantisation) is the output
    stage's work (an integer result's hand-written arithmetic stays the user's), as the ONNX importer's rule
    (:mod:`workloads._onnx_vector`): neither a record nor host work.
 """
@@ -207,11 +207,21 @@ def _stage_value(g: _Graph, v: Any) -> bool:
     fe = g.flat[i]
     if fe.prim in _MATRIX:
         return True
-    if fe.prim not in _AFFINE or len(fe.ins) != 2:
-        return False
-    row = (_shape(v) or (1,))[-1]
+    data = _scaled(g, fe)
+    return data is not None and len(g.users.get(data, [])) == 1 and _stage_value(g, data)
+
+
+def _scaled(g: _Graph, fe: FlatEqn) -> Any | None:
+    """The one data operand of an ``add``/``sub``/``mul`` of a per-channel constant, or of a ``div``
+    by one (a bias or a scale); ``None`` for any other equation."""
+    if fe.prim not in _AFFINE | {"div"} or len(fe.ins) != 2 or not fe.outs:
+        return None
+    out = _shape(fe.outs[0])
+    row = out[-1] if out else 1
     data = [u for u in fe.ins if not g.param_like(u, row)]
-    return len(data) == 1 and len(g.users.get(data[0], [])) == 1 and _stage_value(g, data[0])
+    if len(data) != 1 or (fe.prim == "div" and data[0] is not fe.ins[0]):
+        return None
+    return data[0]
 
 
 def _common(g: _Graph, values: list[Any]) -> Any | None:
@@ -427,16 +437,17 @@ def _residuals_and_stages(g: _Graph, result: Plan, taken: set[int], label: Calla
         if fe.prim in _MATRIX:
             stage.update(v for v in fe.outs if _floating(v))  # an integer result's arithmetic is the user's
             continue
+        scaled = _scaled(g, fe)
+        if scaled is not None and scaled in stage and len(g.users.get(scaled, [])) == 1:
+            result.consumed.add(i)  # a bias or scale: the output stage's
+            result.stage.add(i)
+            stage.update(fe.outs)
+            continue
         if fe.prim not in _AFFINE or len(fe.ins) != 2 or not fe.outs:
             continue
         out = _shape(fe.outs[0])
         row = out[-1] if out else 1
         data = [u for u in fe.ins if not g.param_like(u, row)]
-        if len(data) == 1 and data[0] in stage and len(g.users.get(data[0], [])) == 1:
-            result.consumed.add(i)  # a bias or scale: the output stage's
-            result.stage.add(i)
-            stage.update(fe.outs)
-            continue
         if fe.prim == "add" and len(data) == 2 and all(_shape(u) == out for u in data) and out:
             scope = label(fe.eqn)
             result.emit[i] = VectorOp(kind="add", shape=out, params=tuple(_params("add", row).items()),

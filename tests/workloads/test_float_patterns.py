@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from workloads._float_patterns import flatten, plan
 from workloads._tracer import trace
 from workloads.vector_params import GELU_PARAMS
 
@@ -176,3 +177,23 @@ def test_a_torch_callable_or_tensor_is_refused_with_the_rule():
         trace(_TorchModule(), X, name="net")
     with pytest.raises(WorkloadError, match=r"^f has a PyTorch example argument \(torch\._TorchTensor\)"):
         trace(lambda x, w: x @ w, X, [_TorchTensor()], name="f")
+
+
+def test_a_division_by_a_channel_constant_after_a_matmul_is_the_output_stages():
+    cols = jnp.arange(1.0, D + 1.0)
+
+    def f(x, w):
+        return jax.nn.gelu((x @ w) / cols) @ w
+
+    wl = trace(f, X, W)
+    assert _kinds(wl) == [("gelu", (6, 16), (6, 16), None)]
+    assert "div" not in _others(wl)
+    flat = flatten(jax.make_jaxpr(f)(X, W).jaxpr, lambda e: False)
+    found = plan(flat, lambda e: True, lambda e: "")
+    assert [flat[i].prim for i in found.stage] == ["div"]
+
+    def divides_by_data(x, w):
+        return jax.nn.gelu(cols / (x @ w)) @ w  # the matmul's result as the divisor: not a scale
+
+    flat = flatten(jax.make_jaxpr(divides_by_data)(X, W).jaxpr, lambda e: False)
+    assert not plan(flat, lambda e: True, lambda e: "").stage
