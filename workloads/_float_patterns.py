@@ -27,10 +27,14 @@ Steps, on one jaxpr level (:func:`flatten` first inlines ``jit``/``custom_jvp_ca
    mask); ``sqrt``/``rsqrt`` + ``reduce_sum`` -> ``layernorm`` (two or more sums: the mean is
    subtracted) or ``rmsnorm`` (one). Reductions must run along the last axis. Anything else is
    left alone and stays host work.
-5. *Residual adds*: an ``add`` of two activations of the output's shape -> ``add``.
-6. *Output stage*: an ``add``/``mul``/``sub`` of a constant, or a ``div`` by one, onto a float matrix
-   op's result whose one use it is (a bias, a scale, which quantisation folds into the requantisation) is the output
-   stage's work (an integer result's hand-written arithmetic stays the user's), as the ONNX importer's rule
+5. *Pools*: ``reduce_window_max``, ``reduce_window_sum`` divided by its window, and a max or mean over
+   the two spatial axes of a 4-D value -> ``maxpool``/``avgpool`` (:mod:`workloads._float_pools`).
+6. *Residual adds*: an ``add`` of two activations of the output's shape -> ``add``; a ``max`` with
+   0 of a value no output stage produced -> ``relu``.
+7. *Output stage*: an ``add``/``mul``/``sub`` of a constant, a ``div`` by one, or a clamp
+   (``max``/``min`` with a scalar: a ReLU) onto a float matrix op's result whose one use it is (a
+   bias, a scale, which quantisation folds into the requantisation) is the output stage's work
+   (an integer result's hand-written arithmetic stays the user's), as the ONNX importer's rule
    (:mod:`workloads._onnx_vector`): neither a record nor host work.
 """
 
@@ -214,8 +218,10 @@ def _stage_value(g: _Graph, v: Any) -> bool:
 def _scaled(g: _Graph, fe: FlatEqn) -> Any | None:
     """The one data operand of an ``add``/``sub``/``mul`` of a per-channel constant, or of a ``div``
     by one (a bias or a scale); ``None`` for any other equation."""
-    if fe.prim not in _AFFINE | {"div"} or len(fe.ins) != 2 or not fe.outs:
+    if fe.prim not in _AFFINE | {"div", "max", "min"} or len(fe.ins) != 2 or not fe.outs:
         return None
+    if fe.prim in ("max", "min") and not any(g.constant(u) and not _shape(u) for u in fe.ins):
+        return None  # a clamp (a ReLU) is by a scalar constant
     out = _shape(fe.outs[0])
     row = out[-1] if out else 1
     data = [u for u in fe.ins if not g.param_like(u, row)]
@@ -418,6 +424,9 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
         gate = [u for u in flat[last].ins if u not in flat[region[-1]].outs] if last != region[-1] else []
         result.inputs[last] = (x_read, *gate)
         result.members.update({i: last for i in folded | {last}})
+    from workloads._float_pools import find_pools  # noqa: PLC0415  # it reads this module's graph
+
+    find_pools(g, result, taken, label)
     _residuals_and_stages(g, result, taken, label)
     return result
 
@@ -427,6 +436,11 @@ def _params(kind: str, row: int, eps: float = 1e-5) -> dict[str, int]:
         return default_params(kind, row, eps)
     except WorkloadError:  # a row too long for the normaliser: no parameters (evaluate names it host work)
         return {}
+
+
+def _is_zero(ins: tuple[Any, ...]) -> bool:
+    return any(isinstance(u, _Lit) and getattr(u, "value", None) is not None and getattr(u.value, "shape", ()) == ()
+               and float(u.value) == 0.0 for u in ins)
 
 
 def _residuals_and_stages(g: _Graph, result: Plan, taken: set[int], label: Callable[[Any], str]) -> None:
@@ -442,6 +456,14 @@ def _residuals_and_stages(g: _Graph, result: Plan, taken: set[int], label: Calla
             result.consumed.add(i)  # a bias or scale: the output stage's
             result.stage.add(i)
             stage.update(fe.outs)
+            continue
+        if fe.prim == "max" and scaled is not None and _is_zero(fe.ins) and _floating(fe.outs[0]):
+            out = _shape(fe.outs[0])  # a ReLU on a value no output stage produced
+            scope = label(fe.eqn)
+            result.emit[i] = VectorOp(kind="relu", shape=out, name=f"{scope}/relu" if scope else "relu",
+                                      origin=_origin(fe, "relu"))
+            result.inputs[i] = (scaled,)
+            result.members[i] = i
             continue
         if fe.prim not in _AFFINE or len(fe.ins) != 2 or not fe.outs:
             continue
