@@ -27,7 +27,8 @@ Steps, on one jaxpr level (:func:`flatten` first inlines ``jit``/``custom_jvp_ca
    mask); ``sqrt``/``rsqrt`` + ``reduce_sum`` -> ``layernorm`` (two or more sums: the mean is
    subtracted) or ``rmsnorm`` (one). Reductions must run along the last axis. Anything else is
    left alone and stays host work.
-5. *Pools*: ``reduce_window_max``, ``reduce_window_sum`` divided by its window, and a max or mean over
+5. *RoPE* (:mod:`workloads._float_rope`): ``x * cos + rotate(x) * sin`` with position-only tables
+   -> ``rope``. *Pools*: ``reduce_window_max``, ``reduce_window_sum`` divided by its window, and a max or mean over
    the two spatial axes of a 4-D value -> ``maxpool``/``avgpool`` (:mod:`workloads._float_pools`).
 6. *Residual adds*: an ``add`` of two activations of the output's shape -> ``add``; a ``max`` with
    0 of a value no output stage produced -> ``relu``.
@@ -424,8 +425,10 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
         gate = [u for u in flat[last].ins if u not in flat[region[-1]].outs] if last != region[-1] else []
         result.inputs[last] = (x_read, *gate)
         result.members.update({i: last for i in folded | {last}})
-    from workloads._float_pools import find_pools  # noqa: PLC0415  # it reads this module's graph
+    from workloads._float_pools import find_pools  # noqa: PLC0415  # they read this module's graph
+    from workloads._float_rope import find_ropes  # noqa: PLC0415
 
+    find_ropes(g, result, taken, label)
     find_pools(g, result, taken, label)
     _residuals_and_stages(g, result, taken, label)
     return result

@@ -21,7 +21,10 @@ calibration pass, and its output compared with the float model's (:func:`quantis
    free dimensions, a convolution's output features).
 4. *Scales.* Integers: ``amax / max_finite`` (symmetric, zero point 0). fp8: the power of two at or
    above ``amax / max_finite`` (the fp8 output stage scales by shifts only). bf16: 1. Activations per
-   tensor; weights per tensor or per output channel (``granularity``).
+   tensor; weights per tensor or per output channel (``granularity``). A weight is a matrix op's
+   second operand that is the same on every calibration sample; one that changes (attention's
+   keys and values) is an activation, per tensor (a per-key scale from a few samples would clip
+   new data).
 5. *The quantised model.* A matrix op multiplies its operand codes exactly (the activation in the
    activation format, the weight operand in the weight format; an integer or fp8_e4m3 sum is
    exact; a bf16/fp8_e5m2 sum is taken exact, not in float32) and its output stage applies the
@@ -180,8 +183,10 @@ def _weight_axes(fe: FlatEqn, rank: int) -> tuple[tuple[int, ...], int | None]:
 
 
 def _float_run(g: _Graph, leaves: Sequence[Any], amax: dict[Any, float] | None,
-               chan: dict[int, np.ndarray] | None) -> list[np.ndarray]:
-    """Run the float model; with ``amax``/``chan`` given, note every value's and weight channel's magnitude."""
+               chan: dict[int, np.ndarray] | None, seen: dict[int, Any] | None = None) -> list[np.ndarray]:
+    """Run the float model; with ``amax``/``chan`` given, note every value's and weight channel's
+    magnitude, and in ``seen`` each matrix op's first weight operand (``None`` once it changed: an
+    activation, not a weight)."""
     env: dict[Any, Any] = dict(zip(g.invars, leaves, strict=True))
 
     def note(u: Any, v: Any) -> None:
@@ -197,6 +202,9 @@ def _float_run(g: _Graph, leaves: Sequence[Any], amax: dict[Any, float] | None,
             w = np.abs(np.asarray(vals[1], np.float64))
             m = np.max(w, axis=_weight_axes(fe, w.ndim)[0], keepdims=True)
             chan[i] = m if i not in chan else np.maximum(chan[i], m)
+            if seen is not None:
+                seen[i] = vals[1] if i not in seen else (seen[i] if seen[i] is not None
+                                                         and np.array_equal(seen[i], vals[1]) else None)
         for u, v in zip(fe.outs, _bind(fe, vals), strict=True):
             env[u] = v
             note(u, v)
@@ -218,7 +226,7 @@ class _Quantised:
     """One run of the quantised model (module docstring, 5)."""
 
     def __init__(self, g: _Graph, amax: dict[Any, float], chan: dict[int, np.ndarray], wf: NumberFormat,
-                 af: NumberFormat, per_channel: bool) -> None:
+                 af: NumberFormat, per_channel: set[int]) -> None:
         self.g, self.amax, self.chan, self.wf, self.af, self.per_channel = g, amax, chan, wf, af, per_channel
 
     def act(self, u: Any, v: Any) -> Any:
@@ -237,7 +245,7 @@ class _Quantised:
         b = np.asarray(b, np.float64)
         sa = float(_scale(self.amax.get(fe.ins[0], float(np.max(np.abs(a))) if a.size else 0.0), self.af))
         reduced, out_axis = _weight_axes(fe, b.ndim)
-        if self.per_channel:
+        if i in self.per_channel:
             sb = _scale(self.chan[i], self.wf)
         else:
             sb = _scale(np.max(self.chan[i]), self.wf)
@@ -380,10 +388,12 @@ def quantise_model(fn: Callable[..., Any], args: tuple[Any, ...], weight_format:
         where = f"{len(calib)} samples of {calibration}"
     amax: dict[Any, float] = {}
     chan: dict[int, np.ndarray] = {}
+    seen: dict[int, Any] = {}
     for row in calib:
-        _float_run(g, row, amax, chan)
+        _float_run(g, row, amax, chan, seen)
     _propagate_layout(g, amax)
-    quantised = _Quantised(g, amax, chan, wf, af, granularity == "channel")
+    weights = {i for i, first in seen.items() if first is not None} if granularity == "channel" else set()
+    quantised = _Quantised(g, amax, chan, wf, af, weights)
     signal = noise = 0.0
     for row in evaluation:
         ref = _float_run(g, row, None, None)
