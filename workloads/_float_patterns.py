@@ -24,7 +24,8 @@ Steps, on one jaxpr level (:func:`flatten` first inlines ``jit``/``custom_jvp_ca
    use is a multiply by another activation of its shape: SwiGLU); ``erf``/``erfc``, or ``tanh``
    with a cube -> ``gelu``; ``exp`` + ``reduce_sum`` + ``div`` -> ``softmax`` (a mask applied to
    ``X`` by ``select_n`` or an add of a constant is taken in: ``causal_offset`` 0, the unit's
-   mask); ``sqrt``/``rsqrt`` + ``reduce_sum`` -> ``layernorm`` (two or more sums: the mean is
+   mask; a mask selected from the data stays host work, named with that reason: the unit masks
+   causally only); ``sqrt``/``rsqrt`` + ``reduce_sum`` -> ``layernorm`` (two or more sums: the mean is
    subtracted) or ``rmsnorm`` (one). Reductions must run along the last axis. Anything else is
    left alone and stays host work.
 5. *RoPE* (:mod:`workloads._float_rope`): ``x * cos + rotate(x) * sin`` with position-only tables
@@ -54,7 +55,10 @@ from workloads._eqn_origin import eqn_origin as where
 from workloads.vector_ops import VectorOp
 from workloads.vector_params import default_params
 
-__all__ = ["FlatEqn", "Plan", "flatten", "plan"]
+__all__ = ["FlatEqn", "Plan", "flatten", "plan", "DATA_MASK"]
+
+#: Why a softmax's mask selected from the data (``jnp.where(mask_input, s, -inf)``) stays host work.
+DATA_MASK = "softmax mask from data: the vector unit masks causally only"
 
 #: Primitives a recognised region may contain (element-wise, broadcasts, last-axis reductions).
 CHEAP = frozenset({
@@ -99,6 +103,8 @@ class Plan:
     inputs: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     #: Equation -> the last equation of the record it is folded into (its region's).
     members: dict[int, int] = field(default_factory=dict)
+    #: Equations left as host work with a reason the tracer shows with their name (``select_n[...]``).
+    reasons: dict[int, str] = field(default_factory=dict)
     #: Equations folded into a float matrix op's output stage (its bias, its scale).
     stage: set[int] = field(default_factory=set)
 
@@ -407,6 +413,8 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
             extra.extend(masked)
             if masked:  # the unit reads the scores before the mask (the mask is its own)
                 x_read = next(u for u in flat[masked[0]].ins if not g.constant(u))
+            elif (j := g.producer.get(x)) is not None and flat[j].prim == "select_n":
+                result.reasons[j] = DATA_MASK  # the mask depends on the inputs: the unit masks causally only
             masked = masked or [i for i in region if flat[i].prim == "select_n"]
             params.update(_params(kind, row))
             params["causal_offset"] = 0 if masked else -1
