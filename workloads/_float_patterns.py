@@ -24,13 +24,19 @@ Steps, on one jaxpr level (:func:`flatten` first inlines ``jit``/``custom_jvp_ca
    use is a multiply by another activation of its shape: SwiGLU); ``erf``/``erfc``, or ``tanh``
    with a cube -> ``gelu``; ``exp`` + ``reduce_sum`` + ``div`` -> ``softmax`` (a mask applied to
    ``X`` by ``select_n`` or an add of a constant is taken in: ``causal_offset`` 0, the unit's
-   mask); ``sqrt``/``rsqrt`` + ``reduce_sum`` -> ``layernorm`` (two or more sums: the mean is
+   mask; a mask selected from the data stays host work, named with that reason: the unit masks
+   causally only); ``sqrt``/``rsqrt`` + ``reduce_sum`` -> ``layernorm`` (two or more sums: the mean is
    subtracted) or ``rmsnorm`` (one). Reductions must run along the last axis. Anything else is
    left alone and stays host work.
-5. *Residual adds*: an ``add`` of two activations of the output's shape -> ``add``.
-6. *Output stage*: an ``add``/``mul``/``sub`` of a constant onto a float matrix op's result whose
-   one use it is (a bias, a scale, which quantisation folds into the requantisation) is the output
-   stage's work (an integer result's hand-written arithmetic stays the user's), as the ONNX importer's rule
+5. *RoPE* (:mod:`workloads._float_rope`): ``x * cos + rotate(x) * sin`` with position-only tables
+   -> ``rope``. *Pools*: ``reduce_window_max``, ``reduce_window_sum`` divided by its window, and a max or mean over
+   the two spatial axes of a 4-D value -> ``maxpool``/``avgpool`` (:mod:`workloads._float_pools`).
+6. *Residual adds*: an ``add`` of two activations of the output's shape -> ``add``; a ``max`` with
+   0 of a value no output stage produced -> ``relu``.
+7. *Output stage*: an ``add``/``mul``/``sub`` of a constant, a ``div`` by one, or a clamp
+   (``max``/``min`` with a scalar: a ReLU) onto a float matrix op's result whose one use it is (a
+   bias, a scale, which quantisation folds into the requantisation) is the output stage's work
+   (an integer result's hand-written arithmetic stays the user's), as the ONNX importer's rule
    (:mod:`workloads._onnx_vector`): neither a record nor host work.
 """
 
@@ -49,7 +55,10 @@ from workloads._eqn_origin import eqn_origin as where
 from workloads.vector_ops import VectorOp
 from workloads.vector_params import default_params
 
-__all__ = ["FlatEqn", "Plan", "flatten", "plan"]
+__all__ = ["FlatEqn", "Plan", "flatten", "plan", "DATA_MASK"]
+
+#: Why a softmax's mask selected from the data (``jnp.where(mask_input, s, -inf)``) stays host work.
+DATA_MASK = "softmax mask from data: the vector unit masks causally only"
 
 #: Primitives a recognised region may contain (element-wise, broadcasts, last-axis reductions).
 CHEAP = frozenset({
@@ -88,6 +97,16 @@ class Plan:
     emit: dict[int, VectorOp] = field(default_factory=dict)
     #: Equations folded into a record or the output stage (neither counted nor walked).
     consumed: set[int] = field(default_factory=set)
+    #: Index of a record's last equation -> the values the record reads (a region's input ``X``, a
+    #: gated SiLU's gate, a residual add's two terms): what post-training quantisation stores in
+    #: the activation format before the unit (:mod:`workloads._ptq`).
+    inputs: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    #: Equation -> the last equation of the record it is folded into (its region's).
+    members: dict[int, int] = field(default_factory=dict)
+    #: Equations left as host work with a reason the tracer shows with their name (``select_n[...]``).
+    reasons: dict[int, str] = field(default_factory=dict)
+    #: Equations folded into a float matrix op's output stage (its bias, its scale).
+    stage: set[int] = field(default_factory=set)
 
 
 class _Lit:
@@ -178,7 +197,7 @@ def _input(g: _Graph, anchor: int, taken: set[int]) -> Any | None:
     cur = g.flat[anchor].ins[0]
     while True:
         i = g.producer.get(cur)
-        if i is None or i in taken or g.flat[i].prim not in CHEAP:
+        if i is None or i in taken or g.flat[i].prim not in CHEAP or _stage_value(g, cur):
             return cur
         srcs = [u for u in g.flat[i].ins if not g.constant(u)]
         if not srcs:
@@ -188,6 +207,34 @@ def _input(g: _Graph, anchor: int, taken: set[int]) -> Any | None:
         if common is None:
             return cur
         cur = common
+
+
+def _stage_value(g: _Graph, v: Any) -> bool:
+    """Whether ``v`` is a float matrix op's result, or a bias or scale applied to one whose only use
+    it is (the output stage's work: a region starts after it)."""
+    i = g.producer.get(v)
+    if i is None or not _floating(v):
+        return False
+    fe = g.flat[i]
+    if fe.prim in _MATRIX:
+        return True
+    data = _scaled(g, fe)
+    return data is not None and len(g.users.get(data, [])) == 1 and _stage_value(g, data)
+
+
+def _scaled(g: _Graph, fe: FlatEqn) -> Any | None:
+    """The one data operand of an ``add``/``sub``/``mul`` of a per-channel constant, or of a ``div``
+    by one (a bias or a scale); ``None`` for any other equation."""
+    if fe.prim not in _AFFINE | {"div", "max", "min"} or len(fe.ins) != 2 or not fe.outs:
+        return None
+    if fe.prim in ("max", "min") and not any(g.constant(u) and not _shape(u) for u in fe.ins):
+        return None  # a clamp (a ReLU) is by a scalar constant
+    out = _shape(fe.outs[0])
+    row = out[-1] if out else 1
+    data = [u for u in fe.ins if not g.param_like(u, row)]
+    if len(data) != 1 or (fe.prim == "div" and data[0] is not fe.ins[0]):
+        return None
+    return data[0]
 
 
 def _common(g: _Graph, values: list[Any]) -> Any | None:
@@ -349,6 +396,7 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
         if kind is None:
             continue
         last = region[-1]
+        x_read = x
         params: dict[str, int] = {}
         extra: list[int] = []
         if kind == "silu":
@@ -363,6 +411,10 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
         elif kind == "softmax":
             masked = _mask(g, x, taken | result.consumed)
             extra.extend(masked)
+            if masked:  # the unit reads the scores before the mask (the mask is its own)
+                x_read = next(u for u in flat[masked[0]].ins if not g.constant(u))
+            elif (j := g.producer.get(x)) is not None and flat[j].prim == "select_n":
+                result.reasons[j] = DATA_MASK  # the mask depends on the inputs: the unit masks causally only
             masked = masked or [i for i in region if flat[i].prim == "select_n"]
             params.update(_params(kind, row))
             params["causal_offset"] = 0 if masked else -1
@@ -375,10 +427,17 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
         result.emit[last] = VectorOp(kind=kind, shape=shape, out_shape=out_shape, axis=axis,
                                      params=tuple(params.items()), name=f"{scope}/{kind}" if scope else kind,
                                      origin=_origin(flat[a], kind))
-        result.consumed.update(region)
-        result.consumed.update(extra)
-        result.consumed.update(_const_feeders(g, set(region) | set(extra), taken))
+        folded = set(region) | set(extra) | _const_feeders(g, set(region) | set(extra), taken)
+        result.consumed.update(folded)
         result.consumed.discard(last)
+        gate = [u for u in flat[last].ins if u not in flat[region[-1]].outs] if last != region[-1] else []
+        result.inputs[last] = (x_read, *gate)
+        result.members.update({i: last for i in folded | {last}})
+    from workloads._float_pools import find_pools  # noqa: PLC0415  # they read this module's graph
+    from workloads._float_rope import find_ropes  # noqa: PLC0415
+
+    find_ropes(g, result, taken, label)
+    find_pools(g, result, taken, label)
     _residuals_and_stages(g, result, taken, label)
     return result
 
@@ -390,6 +449,11 @@ def _params(kind: str, row: int, eps: float = 1e-5) -> dict[str, int]:
         return {}
 
 
+def _is_zero(ins: tuple[Any, ...]) -> bool:
+    return any(isinstance(u, _Lit) and getattr(u, "value", None) is not None and getattr(u.value, "shape", ()) == ()
+               and float(u.value) == 0.0 for u in ins)
+
+
 def _residuals_and_stages(g: _Graph, result: Plan, taken: set[int], label: Callable[[Any], str]) -> None:
     stage: set[Any] = set()  # values a matrix op's output stage produces
     for i, fe in enumerate(g.flat):
@@ -398,16 +462,28 @@ def _residuals_and_stages(g: _Graph, result: Plan, taken: set[int], label: Calla
         if fe.prim in _MATRIX:
             stage.update(v for v in fe.outs if _floating(v))  # an integer result's arithmetic is the user's
             continue
+        scaled = _scaled(g, fe)
+        if scaled is not None and scaled in stage and len(g.users.get(scaled, [])) == 1:
+            result.consumed.add(i)  # a bias or scale: the output stage's
+            result.stage.add(i)
+            stage.update(fe.outs)
+            continue
+        if fe.prim == "max" and scaled is not None and _is_zero(fe.ins) and _floating(fe.outs[0]):
+            out = _shape(fe.outs[0])  # a ReLU on a value no output stage produced
+            scope = label(fe.eqn)
+            result.emit[i] = VectorOp(kind="relu", shape=out, name=f"{scope}/relu" if scope else "relu",
+                                      origin=_origin(fe, "relu"))
+            result.inputs[i] = (scaled,)
+            result.members[i] = i
+            continue
         if fe.prim not in _AFFINE or len(fe.ins) != 2 or not fe.outs:
             continue
         out = _shape(fe.outs[0])
         row = out[-1] if out else 1
         data = [u for u in fe.ins if not g.param_like(u, row)]
-        if len(data) == 1 and data[0] in stage and len(g.users.get(data[0], [])) == 1:
-            result.consumed.add(i)  # a bias or scale: the output stage's
-            stage.update(fe.outs)
-            continue
         if fe.prim == "add" and len(data) == 2 and all(_shape(u) == out for u in data) and out:
             scope = label(fe.eqn)
             result.emit[i] = VectorOp(kind="add", shape=out, params=tuple(_params("add", row).items()),
                                       name=f"{scope}/add" if scope else "add", origin=_origin(fe, "add"))
+            result.inputs[i] = tuple(data)
+            result.members[i] = i

@@ -1,4 +1,4 @@
-"""A Hugging Face ``config.json`` (Llama, Mistral, Qwen2, Mixtral) -> a traced workload.
+"""A Hugging Face ``config.json`` (Llama, Mistral, Qwen2, Mixtral, GPT-2, BERT) -> a traced workload.
 
 ``--workload path/config.json[:seq=N,batch=B,kv=K,layers=L]`` reads the architecture's shapes
 from the file (nothing is downloaded, no ``transformers`` needed) and traces the int8 form of
@@ -12,6 +12,19 @@ attention of a ``seq + kv`` longer than the window is counted whole).
 Fields read: ``model_type``, ``hidden_size``, ``intermediate_size``, ``num_hidden_layers``,
 ``num_attention_heads``, ``num_key_value_heads`` (default: the heads) and, for ``mixtral``,
 ``num_local_experts`` and ``num_experts_per_tok``.
+
+``gpt2``: one decode step, the builtin ``gpt2_decode``'s model
+(:func:`workloads._models_transformer.gpt2_decode`, embedding and tied LM head included) with the
+config's ``n_layer``, ``n_head``, ``n_embd``, ``n_inner`` (default ``4 * n_embd``),
+``vocab_size`` (default 50,257) and ``n_positions`` (default 1,024; the cache must leave the new
+token a position: ``kv < n_positions``). Options ``batch``, ``kv`` (default ``n_positions - 1``),
+``layers``; ``seq`` must be 1 (a prefill of several tokens is not built for GPT-2: that builtin
+decodes one token).
+
+``bert``: the builtin ``bert_base``'s encoder layers (:func:`workloads._models_transformer.bert_base`,
+no embedding or pooler) with ``num_hidden_layers``, ``hidden_size``, ``num_attention_heads`` and
+``intermediate_size``. Options ``seq`` (default 128), ``batch``, ``layers``; no ``kv`` (an encoder
+has no cache).
 """
 
 from __future__ import annotations
@@ -26,8 +39,8 @@ from workloads.ops import Workload
 
 __all__ = ["MODEL_TYPES", "load_hf_config", "MAX_TRACED_MACS"]
 
-#: ``model_type`` values this reader builds (all LLaMA-style decoders: RMSNorm, RoPE, SwiGLU).
-MODEL_TYPES = ("llama", "mistral", "qwen2", "mixtral")
+#: ``model_type`` values this reader builds (LLaMA-style decoders, GPT-2 decoding, a BERT encoder).
+MODEL_TYPES = ("llama", "mistral", "qwen2", "mixtral", "gpt2", "bert")
 _OPTIONS = {"seq": 128, "batch": 1, "kv": 0, "layers": 0}
 #: Largest MACs of the one traced block (its trace builds every op record; more is refused up front).
 MAX_TRACED_MACS = 10**15
@@ -83,6 +96,53 @@ def _settings(cfg: dict[str, object], options: dict[str, int], what: str) -> dic
     return s
 
 
+def _gpt2_settings(cfg: dict[str, object], options: dict[str, int], what: str) -> dict[str, int]:
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise WorkloadError(f"{what} has no option {unknown[0]!r}; its options are {', '.join(_OPTIONS)}")
+    if options.get("seq", 1) != 1:
+        raise WorkloadError(f"{what} option seq must be 1 for gpt2 (one decode step against kv cached tokens, as "
+                            f"the gpt2_decode builtin), not {options['seq']}")
+    d, heads = _field(cfg, "n_embd", what), _field(cfg, "n_head", what)
+    if d % heads:
+        raise WorkloadError(f"{what} n_embd {d} must be a multiple of n_head {heads}")
+    positions = _field(cfg, "n_positions", what, 1024)
+    kv = options.get("kv", positions - 1)
+    if kv >= positions:
+        raise WorkloadError(f"{what} option kv must be below n_positions {positions} (the new token needs a "
+                            f"position), not {kv}")
+    return {"batch": options.get("batch", 1), "kv": kv, "layers": options.get("layers") or _field(cfg, "n_layer", what),
+            "d": d, "heads": heads, "ffn": _field(cfg, "n_inner", what, 4 * d),
+            "vocab": _field(cfg, "vocab_size", what, 50257)}
+
+
+def _bert_settings(cfg: dict[str, object], options: dict[str, int], what: str) -> dict[str, int]:
+    allowed = ("seq", "batch", "layers")
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise WorkloadError(f"{what} has no option {unknown[0]!r} (bert is an encoder); its options are "
+                            f"{', '.join(allowed)}")
+    d, heads = _field(cfg, "hidden_size", what), _field(cfg, "num_attention_heads", what)
+    if d % heads:
+        raise WorkloadError(f"{what} hidden_size {d} must be a multiple of num_attention_heads {heads}")
+    return {"batch": options.get("batch", 1), "seq": options.get("seq", _OPTIONS["seq"]),
+            "layers": options.get("layers") or _field(cfg, "num_hidden_layers", what), "d": d, "heads": heads,
+            "ffn": _field(cfg, "intermediate_size", what)}
+
+
+def gpt2_macs(s: dict[str, int]) -> int:
+    """MACs of one GPT-2 decode step with settings ``s``: per layer the fused QKV, scores and context
+    against ``kv + 1`` keys, the projection and the FFN; then the LM head."""
+    b, d, ffn, ctx = s["batch"], s["d"], s["ffn"], s["kv"] + 1
+    return s["layers"] * (b * (4 * d * d + 2 * d * ffn) + 2 * b * ctx * d) + b * d * s["vocab"]
+
+
+def bert_macs(s: dict[str, int]) -> int:
+    """MACs of ``layers`` BERT encoder layers with settings ``s``: Q, K, V, output, scores, context, FFN."""
+    tokens, d = s["batch"] * s["seq"], s["d"]
+    return s["layers"] * (tokens * (4 * d * d + 2 * d * s["ffn"]) + 2 * s["batch"] * s["seq"] * s["seq"] * d)
+
+
 def block_macs(s: dict[str, int]) -> int:
     """MACs of one block with settings ``s`` (the analytic count, checked before tracing)."""
     tokens, ctx, d, dh = s["batch"] * s["seq"], s["seq"] + s["kv"], s["d"], s["d"] // s["heads"]
@@ -106,6 +166,8 @@ def load_hf_config(path: Path, options: dict[str, int], *, name: str, what: str)
     from workloads._tracer import trace
 
     cfg = _read(path, what)
+    if cfg["model_type"] in ("gpt2", "bert"):
+        return _encoder_or_gpt2(cfg, options, name=name, what=what)
     s = _settings(cfg, options, what)
     macs = block_macs(s)
     if macs > MAX_TRACED_MACS:
@@ -122,3 +184,29 @@ def load_hf_config(path: Path, options: dict[str, int], *, name: str, what: str)
     block = with_flow(with_requant(block, params), flow)
     return dataclasses.replace(block, counts=tuple(c * layers for c in block.counts),
                                vector_counts=tuple(c * layers for c in block.vector_counts))
+
+
+def _encoder_or_gpt2(cfg: dict[str, object], options: dict[str, int], *, name: str, what: str) -> Workload:
+    """A ``gpt2`` or ``bert`` config traced as its builtin's model, all layers (``lax.scan``)."""
+    from workloads._layers import FORMS
+    from workloads._models_transformer import bert_base, gpt2_decode
+    from workloads._requant import recording, with_flow, with_requant
+    from workloads._tracer import trace
+
+    kind = str(cfg["model_type"])
+    if kind == "gpt2":
+        s, build, macs = _gpt2_settings(cfg, options, what), gpt2_decode, gpt2_macs
+        shape = "one decode step (embedding and LM head included)"
+    else:
+        s, build, macs = _bert_settings(cfg, options, what), bert_base, bert_macs
+        shape = "encoder layers (no embedding or pooler)"
+    if macs(s) > MAX_TRACED_MACS:
+        raise WorkloadError(f"{what} has {macs(s):.3g} MACs, more than the {MAX_TRACED_MACS:.0e} traced at once: "
+                            "lower seq, batch, kv or layers")
+    model = build(FORMS["int8"], **s)
+    flow: list[bool] = []
+    text = ", ".join(f"{k}={v}" for k, v in s.items())
+    with recording(flow) as params:
+        workload = trace(model.fn, *model.example_args(), name=name, source="hf_config",
+                         description=f"Hugging Face {kind} config, {shape} [{text}]")
+    return with_flow(with_requant(workload, params), flow)

@@ -1,8 +1,9 @@
 """A LLaMA-family decoder block with grouped-query attention and optional mixture of experts.
 
-The builtin ``llama_block`` (:mod:`workloads._models_transformer`) with the two shapes Hugging
-Face's Llama, Mistral, Qwen2 and Mixtral configs add: ``kv_heads`` key/value heads shared by
-groups of query heads (GQA/MQA: the K and V projections are ``d x kv_heads * d / heads``; the
+The one LLaMA block: the builtins ``llama_block``/``llama_decode``
+(:func:`workloads._models_transformer.llama_block`) are its ``kv_heads == heads, experts == 0``
+case, and Hugging Face's Llama, Mistral, Qwen2 and Mixtral configs add two shapes: ``kv_heads``
+key/value heads shared by groups of query heads (GQA/MQA: the K and V projections are ``d x kv_heads * d / heads``; the
 attention itself runs on every query head, each group's keys repeated, so its MACs are those of
 full multi-head attention), and ``experts`` SwiGLU experts of which each token uses ``top_k``
 (the router is a ``d x experts`` matmul and a softmax). Routing depends on the data, so the
@@ -60,10 +61,10 @@ def gqa_moe_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: i
     def ffn_of(h: jax.Array, params: dict[str, jax.Array], tag: str) -> jax.Array:
         with jax.named_scope(f"w_gate{tag}"):
             gate = form.dense(h, params[f"w_gate{tag}"])
-        with jax.named_scope(f"w_up{tag}"):
-            up = form.dense(h, params[f"w_up{tag}"])
+        with jax.named_scope(f"w_up{tag}"):  # the gated SiLU follows w_gate and w_up: named for the later one
+            act = form.silu(gate, form.dense(h, params[f"w_up{tag}"]))
         with jax.named_scope(f"w_down{tag}"):
-            return form.dense(form.silu(gate, up), params[f"w_down{tag}"])
+            return form.dense(act, params[f"w_down{tag}"])
 
     def moe(h: jax.Array, params: dict[str, jax.Array]) -> jax.Array:
         b, s, _ = h.shape
@@ -89,13 +90,19 @@ def gqa_moe_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: i
                 v = _heads(form.dense(h, params["wv"]), kv_heads)
             keys = jnp.concatenate([cache[0], k], axis=1) if cache else k
             values = jnp.concatenate([cache[1], v], axis=1) if cache else v
-            keys, values = jnp.repeat(keys, group, axis=2), jnp.repeat(values, group, axis=2)
-            ctx = _attention(form, q, keys, values, kv)
+            if group > 1:  # each key/value head serves its group of query heads
+                keys, values = jnp.repeat(keys, group, axis=2), jnp.repeat(values, group, axis=2)
+            ctx = _attention(form, q, keys, values, kv)  # query i (position kv + i) sees keys j <= kv + i
             with jax.named_scope("wo"):
                 x = form.add(x, form.dense(ctx, params["wo"]))
         with jax.named_scope("ffn"):
             h = form.rmsnorm(x)
-            x = form.add(x, moe(h, params) if experts else ffn_of(h, params, ""))
+            if experts:
+                x = form.add(x, moe(h, params))
+            else:
+                gate_up = ffn_of(h, params, "")
+                with jax.named_scope("w_down"):  # the dense block's residual add: named as LLaMA's
+                    x = form.add(x, gate_up)
         return x, (k, v)
 
     return Model(fn, make_args)

@@ -142,44 +142,9 @@ def llama_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: int
 
     Prefill is ``kv = 0`` (causal attention among the ``seq`` tokens); single-token decode is
     ``seq = 1`` with a cache of ``kv`` tokens. ``fn(params, x[, k_cache, v_cache])`` returns the
-    block's output ``(batch, seq, d)`` and the new key/value rows.
+    block's output ``(batch, seq, d)`` and the new key/value rows. It is the dense multi-head case
+    of :func:`workloads._models_hf.gqa_moe_block` (``kv_heads == heads``, no experts): one piece of code.
     """
-    dh = d // heads
+    from workloads._models_hf import gqa_moe_block  # noqa: PLC0415  # it imports this module's helpers
 
-    def make_args(seed: int) -> tuple[Any, ...]:
-        pm = ParamMaker(jax.random.key(seed), form)
-        params = {
-            "wq": pm.weight((d, d), d), "wk": pm.weight((d, d), d), "wv": pm.weight((d, d), d),
-            "wo": pm.weight((d, d), d), "w_gate": pm.weight((d, ffn), d), "w_up": pm.weight((d, ffn), d),
-            "w_down": pm.weight((ffn, d), ffn),
-        }
-        args: tuple[Any, ...] = (params, pm.activation((batch, seq, d)))
-        if kv:
-            args += (pm.activation((batch, kv, heads, dh)), pm.activation((batch, kv, heads, dh)))
-        return args
-
-    def fn(params: dict[str, jax.Array], x: jax.Array, *cache: jax.Array) -> tuple[jax.Array, Any]:
-        with jax.named_scope("attention"):
-            h = form.rmsnorm(x)
-            with jax.named_scope("wq"):
-                q = form.rope(_heads(form.dense(h, params["wq"]), heads), kv)
-            with jax.named_scope("wk"):
-                k = form.rope(_heads(form.dense(h, params["wk"]), heads), kv)
-            with jax.named_scope("wv"):
-                v = _heads(form.dense(h, params["wv"]), heads)
-            keys = jnp.concatenate([cache[0], k], axis=1) if cache else k
-            values = jnp.concatenate([cache[1], v], axis=1) if cache else v
-            ctx = _attention(form, q, keys, values, kv)  # query i (position kv + i) sees keys j <= kv + i
-            with jax.named_scope("wo"):
-                x = form.add(x, form.dense(ctx, params["wo"]))
-        with jax.named_scope("ffn"):
-            h = form.rmsnorm(x)
-            with jax.named_scope("w_gate"):
-                gate = form.dense(h, params["w_gate"])
-            with jax.named_scope("w_up"):  # the gated SiLU follows w_gate and w_up: named for the later one
-                act = form.silu(gate, form.dense(h, params["w_up"]))
-            with jax.named_scope("w_down"):
-                x = form.add(x, form.dense(act, params["w_down"]))
-        return x, (k, v)
-
-    return Model(fn, make_args)
+    return gqa_moe_block(form, batch=batch, seq=seq, kv=kv, d=d, heads=heads, kv_heads=heads, ffn=ffn)

@@ -195,6 +195,9 @@ def _split(spec: str) -> tuple[str, tuple[tuple[str, int], ...]] | None:
             raise WorkloadError(f"workload {spec!r} names no function: give package.module:function")
         _lookup(name)
         return name, ()
+    function, colon, _ = rest.partition(":")
+    if name not in _BUILTINS and colon and "=" not in function:
+        return None  # package.module:function:k=v,... (a user function's options, workloads._user)
     if name in _BUILTINS or "=" in rest:
         return name, _parse_options(name, rest)
     return None

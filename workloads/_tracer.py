@@ -188,8 +188,9 @@ class _Walker:
                     for sub in subs:
                         out.extend(self.walk(sub, mult))
                 else:
-                    out.others[prim] += mult
-                    out.elements[prim] += mult * _out_elements(eqn)
+                    name = f"{prim}[{found.reasons[index]}]" if index in found.reasons else prim
+                    out.others[name] += mult
+                    out.elements[name] += mult * _out_elements(eqn)
         return out
 
 

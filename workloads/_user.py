@@ -26,7 +26,12 @@ from typing import Any, TypeVar
 
 from accel_spec.errors import WorkloadError
 
-__all__ = ["with_example_args", "load_user_function"]
+__all__ = ["with_example_args", "load_user_function", "split_user_spec", "USER_OPTIONS"]
+
+#: Options a ``package.module:function:k=v,...`` spec may give (post-training quantisation of a
+#: float model, :mod:`workloads._ptq`): the weights' scale granularity, a calibration file, the
+#: seeded calibration samples.
+USER_OPTIONS = {"quant": "tensor or channel", "calib": "a .npz file", "samples": "an integer in [1, 64]"}
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -132,3 +137,34 @@ def load_user_function(spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     if args is None:
         raise WorkloadError(f"workload {spec!r}: example_args gave None, not the function's arguments")
     return fn, args if isinstance(args, tuple) else (args,)
+
+
+def split_user_spec(spec: str) -> tuple[str, dict[str, str | int]]:
+    """``"mod:fn:quant=tensor,calib=c.npz"`` -> ``("mod:fn", {"quant": "tensor", "calib": "c.npz"})``.
+
+    Raises:
+        WorkloadError: an unknown option, one given twice, or a bad value (the rule is named).
+    """
+    module_name, _, rest = spec.partition(":")
+    attr, sep, text = rest.partition(":")
+    if not sep:
+        return spec, {}
+    options: dict[str, str | int] = {}
+    for item in text.split(","):
+        key, eq, value = (x.strip() for x in item.partition("="))
+        if not eq or key not in USER_OPTIONS:
+            raise WorkloadError(f"workload {spec!r}: a function's options are "
+                                f"{', '.join(f'{k}=<{v}>' for k, v in USER_OPTIONS.items())}, not {item.strip()!r}")
+        if key in options:
+            raise WorkloadError(f"workload {spec!r}: option {key} is given twice")
+        if key == "quant" and value not in ("tensor", "channel"):
+            raise WorkloadError(f"workload {spec!r}: quant must be tensor or channel, not {value!r}")
+        if key == "calib" and not value.endswith(".npz"):
+            raise WorkloadError(f"workload {spec!r}: calib must name a .npz file, not {value!r}")
+        if key == "samples":
+            if not value.isdigit() or not 1 <= int(value) <= 64:
+                raise WorkloadError(f"workload {spec!r}: samples must be an integer in [1, 64], not {value!r}")
+            options[key] = int(value)
+            continue
+        options[key] = value
+    return f"{module_name}:{attr}", options

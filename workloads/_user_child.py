@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 from accel_spec.errors import WorkloadError
 from accel_spec.text import shown
 
-__all__ = ["trace_user"]
+__all__ = ["trace_user", "ptq_user"]
 
 #: Classes a child's result may hold (anything else in the pickle is refused).
 _ALLOWED = {
@@ -59,10 +59,10 @@ def _run_traced(spec: str) -> tuple[Any, ...]:
     """In the child: import and trace ``spec``; ``("ok", workload, requant params, flow)`` or an error tuple."""
     from workloads._requant import recording
     from workloads._tracer import trace
-    from workloads._user import load_user_function
+    from workloads._user import load_user_function, split_user_spec
 
     try:
-        fn, args = load_user_function(spec)
+        fn, args = load_user_function(split_user_spec(spec)[0])
         doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
         flow: list[bool] = []
         with recording(flow) as params:
@@ -81,9 +81,40 @@ def _run_traced(spec: str) -> tuple[Any, ...]:
         return "error", f"workload {spec!r}: its module raised {detail}"
 
 
-def _write_result(spec: str, result_file: str) -> None:
-    """In the child: trace ``spec`` and write the pickled outcome to ``result_file``."""
-    outcome = _run_traced(spec)
+def _run_ptq(spec: str, weight: str, act: str) -> tuple[Any, ...]:
+    """In the child: quantise ``spec``'s float model (:mod:`workloads._ptq`); ``("ok", sqnr_db, how)``,
+    ``("skip", reason)`` for a model it does not take, or an error tuple."""
+    from workloads._ptq import CALIBRATION_SAMPLES, NotQuantisable, quantise_model
+    from workloads._user import load_user_function, split_user_spec
+
+    try:
+        fn_spec, opts = split_user_spec(spec)
+        fn, args = load_user_function(fn_spec)
+        result = quantise_model(fn, args, weight, act, granularity=str(opts.get("quant", "channel")),
+                                calibration=str(opts["calib"]) if "calib" in opts else None,
+                                samples=int(opts.get("samples", CALIBRATION_SAMPLES)))
+        return "ok", float(result.sqnr_db), result.calibration
+    except KeyboardInterrupt:
+        return ("interrupted",)
+    except NotQuantisable as exc:
+        return "skip", str(exc)
+    except WorkloadError as exc:
+        return "error", str(exc)
+    except BaseException as exc:  # noqa: BLE001  # as _run_traced
+        text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+        return "error", f"workload {spec!r}: quantising it raised {type(exc).__name__}: {text}"
+
+
+def _run_task(task: str) -> tuple[Any, ...]:
+    """In the child: the task ``[kind, spec, ...]`` (JSON): ``trace`` or ``ptq``."""
+    kind, spec, *rest = json.loads(task)
+    return _run_ptq(spec, *rest) if kind == "ptq" else _run_traced(spec)
+
+
+def _write_result(task: str, result_file: str) -> None:
+    """In the child: run ``task`` (:func:`_run_task`) and write the pickled outcome to ``result_file``."""
+    spec = json.loads(task)[1]
+    outcome = _run_task(task)
     try:
         data = pickle.dumps(outcome)
     except Exception as exc:  # noqa: BLE001  # a record holding something that does not pickle
@@ -93,10 +124,10 @@ def _write_result(spec: str, result_file: str) -> None:
 
 
 def _child() -> None:
-    """Entry of a spawned child process: ``argv`` is ``-c SPEC RESULT_FILE SYS_PATH``."""
-    spec, result_file = sys.argv[1], sys.argv[2]
+    """Entry of a spawned child process: ``argv`` is ``-c TASK RESULT_FILE SYS_PATH`` (TASK: JSON)."""
+    task, result_file = sys.argv[1], sys.argv[2]
     sys.argv = [sys.argv[0]]
-    _write_result(spec, result_file)
+    _write_result(task, result_file)
     sys.stdout.flush()
 
 
@@ -108,7 +139,7 @@ def _can_fork() -> bool:
     return bridge is None or getattr(bridge, "_backends", None) == {}
 
 
-def _forked(spec: str, result_file: str) -> int:
+def _forked(task: str, result_file: str) -> int:
     """Trace in a forked child (the modules imported here are shared: no second JAX import); its exit code."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
@@ -120,7 +151,7 @@ def _forked(spec: str, result_file: str) -> int:
             with contextlib.suppress(OSError):
                 os.dup2(2, 1)
             sys.stdout = sys.stderr
-            _write_result(spec, result_file)
+            _write_result(task, result_file)
         except BaseException:  # noqa: BLE001  # nothing may escape a forked child
             code = 70
         finally:
@@ -137,10 +168,10 @@ def _forked(spec: str, result_file: str) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
-def _spawned(spec: str, result_file: str, path: Sequence[str]) -> int:
+def _spawned(task: str, result_file: str, path: Sequence[str]) -> int:
     """Trace in a fresh interpreter (this module run by ``python -c``); its exit code."""
     stderr_fd = _stderr_fd()
-    argv = [sys.executable, "-c", _BOOT, spec, result_file, json.dumps(list(path))]
+    argv = [sys.executable, "-c", _BOOT, task, result_file, json.dumps(list(path))]
     child = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                              stdout=stderr_fd if stderr_fd is not None else subprocess.PIPE,
                              stderr=None if stderr_fd is not None else subprocess.STDOUT)
@@ -184,6 +215,45 @@ def _read(result: BinaryIO) -> tuple[Any, ...] | None:
     return outcome if isinstance(outcome, tuple) and outcome else None
 
 
+def _in_child(task: str, path: Sequence[str] | None) -> tuple[tuple[Any, ...] | None, int]:
+    """Run ``task`` in a child process: its outcome (``None``: none came back) and exit code."""
+    with tempfile.TemporaryDirectory(prefix="accel-dse-trace-") as tmp:
+        result_file = str(Path(tmp) / "result.pickle")
+        if path is None and _can_fork():
+            code = _forked(task, result_file)
+        else:
+            code = _spawned(task, result_file, sys.path if path is None else path)
+        outcome = None
+        if os.path.exists(result_file):
+            with open(result_file, "rb") as result:
+                outcome = _read(result)
+    return outcome, code
+
+
+def ptq_user(spec: str, weight: str, act: str) -> tuple[float, str] | str:
+    """Quantise the user's float model ``spec`` to the formats in a child process (as :func:`trace_user`).
+
+    Returns:
+        ``(sqnr_db, calibration)``, or the reason (a string) the model is not one
+        :func:`workloads._ptq.quantise_model` takes.
+
+    Raises:
+        WorkloadError: the module raised, a bad option or calibration file, or no result came back.
+        KeyboardInterrupt: the child was interrupted.
+    """
+    outcome, code = _in_child(json.dumps(["ptq", spec, weight, act]), None)
+    if outcome is None:
+        raise WorkloadError(f"workload {shown(repr(spec))}: the process quantising it {_ended(code)} without "
+                            "a result (does the module call os._exit, or crash?)")
+    if outcome[0] == "interrupted":
+        raise KeyboardInterrupt
+    if outcome[0] == "error":
+        raise WorkloadError(shown(str(outcome[1]), 1000))
+    if outcome[0] == "skip":
+        return str(outcome[1])
+    return float(outcome[1]), str(outcome[2])
+
+
 def trace_user(spec: str, path: Sequence[str] | None = None) -> tuple[Any, tuple[Any, ...], tuple[bool, ...]]:
     """Import and trace the user's ``package.module:function`` in a child process.
 
@@ -202,16 +272,7 @@ def trace_user(spec: str, path: Sequence[str] | None = None) -> tuple[Any, tuple
             the child ended without a result.
         KeyboardInterrupt: the child was interrupted.
     """
-    with tempfile.TemporaryDirectory(prefix="accel-dse-trace-") as tmp:
-        result_file = str(Path(tmp) / "result.pickle")
-        if path is None and _can_fork():
-            code = _forked(spec, result_file)
-        else:
-            code = _spawned(spec, result_file, sys.path if path is None else path)
-        outcome = None
-        if os.path.exists(result_file):
-            with open(result_file, "rb") as result:
-                outcome = _read(result)
+    outcome, code = _in_child(json.dumps(["trace", spec]), path)
     if outcome is None:
         raise WorkloadError(f"workload {shown(repr(spec))}: the process tracing it {_ended(code)} without "
                             "a result (does the module call os._exit, or crash?)")

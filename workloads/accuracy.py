@@ -23,6 +23,12 @@ the full tensor would lose ``20 log10(sqrt(ln N_full / ln N_drawn))`` dB: 0.6 dB
 3.2e9 against 5.2e5 at ``k = 1e8``). Rows
 and columns were always sampled the same way. Every builtin workload at its default options
 has ``k`` below the budget (11,008 at most), so its figure is exact.
+
+A user's float JAX model (``package.module:function[:quant=tensor|channel,calib=FILE.npz,samples=N]``,
+a workload of ``source`` ``"jax"`` with at most :data:`workloads._ptq.PTQ_MAX_MACS` MACs) is
+measured whole instead: quantised after a calibration pass, its outputs against the float model's
+(:mod:`workloads._ptq`, in a child process as its tracing is). A model that pass does not take (an
+integer model, a ``scan``...) keeps the estimate above; :func:`sqnr_source` says which was used.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from accel_spec.number_formats import FORMATS
 from workloads.formats import dequantised_product
 from workloads.ops import Conv2d, Gemm, Workload
 
-__all__ = ["workload_sqnr_db", "sqnr_table", "MAX_ROWS", "MAX_COLS", "MAX_DEPTH", "SQNR_CAP_DB"]
+__all__ = ["workload_sqnr_db", "sqnr_table", "sqnr_source", "MAX_ROWS", "MAX_COLS", "MAX_DEPTH", "SQNR_CAP_DB"]
 
 #: Rows of ``A`` and columns of ``B`` drawn per op at most.
 MAX_ROWS, MAX_COLS = 32, 128
@@ -100,7 +106,41 @@ def workload_sqnr_db(workload: Workload, weight_format: str, act_format: str, *,
     for name in (weight_format, act_format):
         if name not in FORMATS:
             raise WorkloadError(f"format must be one of {', '.join(FORMATS)}, not {name!r}")
+    measured = _float_model(workload, weight_format, act_format)
+    if isinstance(measured, tuple):
+        return measured[0]
     return _pooled(geometries, weight_format, act_format, seed)
+
+
+def _quantisable(workload: Workload) -> bool:
+    from workloads._ptq import PTQ_MAX_MACS  # noqa: PLC0415  # imports JAX: only for a user's JAX model
+
+    return workload.source == "jax" and workload.total_macs <= PTQ_MAX_MACS
+
+
+@functools.lru_cache(maxsize=64)
+def _ptq(spec: str, weight: str, act: str) -> tuple[float, str] | str:
+    from workloads._user_child import ptq_user  # noqa: PLC0415
+
+    return ptq_user(spec, weight, act)
+
+
+def _float_model(workload: Workload, weight: str, act: str) -> tuple[float, str] | str:
+    """The quantised float model's ``(sqnr_db, calibration)``, or why there is none."""
+    if workload.source != "jax":
+        return "not a user's JAX model"
+    if not _quantisable(workload):
+        return f"{workload.total_macs:,} MACs (the quantised model runs at most 2**32)"
+    return _ptq(workload.name, weight, act)
+
+
+def sqnr_source(workload: Workload, weight_format: str, act_format: str) -> str:
+    """How :func:`workload_sqnr_db` measures ``workload`` in the formats, for humans: the quantised
+    float model (its calibration), or the matrix products' estimate (and why)."""
+    measured = _float_model(workload, weight_format, act_format)
+    if isinstance(measured, tuple):
+        return f"the quantised float model, calibrated on {measured[1]}"
+    return f"the matrix products on normal data ({measured})"
 
 
 def sqnr_table(workload: Workload, pairs: Sequence[tuple[str, str]], *, seed: int = 0) -> dict[tuple[str, str], float]:

@@ -25,7 +25,7 @@ LAYOUT_PRIMITIVES = frozenset({
     # jaxpr primitives
     "reshape", "transpose", "broadcast_in_dim", "convert_element_type", "concatenate", "slice", "split",
     "squeeze", "expand_dims", "gather", "dynamic_slice", "dynamic_update_slice", "pad", "copy", "copy_p",
-    "rev", "iota", "bitcast_convert_type", "reduce_precision",
+    "rev", "iota", "bitcast_convert_type", "reduce_precision", "stack",
     # ONNX op types
     "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat", "Slice", "Split", "Gather",
     "Identity", "Cast", "Constant", "Shape", "Expand", "Pad", "Tile",

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from workloads._float_patterns import DATA_MASK, flatten, plan
 from workloads._tracer import trace
 from workloads.vector_params import GELU_PARAMS
 
@@ -176,3 +177,49 @@ def test_a_torch_callable_or_tensor_is_refused_with_the_rule():
         trace(_TorchModule(), X, name="net")
     with pytest.raises(WorkloadError, match=r"^f has a PyTorch example argument \(torch\._TorchTensor\)"):
         trace(lambda x, w: x @ w, X, [_TorchTensor()], name="f")
+
+
+def test_a_division_by_a_channel_constant_after_a_matmul_is_the_output_stages():
+    cols = jnp.arange(1.0, D + 1.0)
+
+    def f(x, w):
+        return jax.nn.gelu((x @ w) / cols) @ w
+
+    wl = trace(f, X, W)
+    assert _kinds(wl) == [("gelu", (6, 16), (6, 16), None)]
+    assert "div" not in _others(wl)
+    flat = flatten(jax.make_jaxpr(f)(X, W).jaxpr, lambda e: False)
+    found = plan(flat, lambda e: True, lambda e: "")
+    assert [flat[i].prim for i in found.stage] == ["div"]
+
+    def divides_by_data(x, w):
+        return jax.nn.gelu(cols / (x @ w)) @ w  # the matmul's result as the divisor: not a scale
+
+    flat = flatten(jax.make_jaxpr(divides_by_data)(X, W).jaxpr, lambda e: False)
+    assert not plan(flat, lambda e: True, lambda e: "").stage
+
+
+def test_softmax_masks_from_the_data():
+    q, k = S((ROWS, D), F32), S((ROWS, D), F32)
+
+    def selected(q, k, m):  # a mask input selected in: host work, with the reason
+        return jax.nn.softmax(jnp.where(m, q @ k.T, -1e9), axis=-1) @ k
+
+    wl = trace(selected, q, k, S((ROWS, ROWS), jnp.bool_))
+    assert [v.kind for v in wl.vector_ops] == ["softmax"]
+    assert dict(wl.other_primitives)[f"select_n[{DATA_MASK}]"] == 1
+    assert "vector unit masks causally only" in DATA_MASK
+
+    def padding(q, k, m):  # an additive per-key mask onto the scores: the scores' output stage bias
+        return jax.nn.softmax(q @ k.T + (1.0 - m.astype(F32)) * -1e9, axis=-1) @ k
+
+    wl = trace(padding, q, k, S((1, ROWS), jnp.bool_))
+    assert [v.kind for v in wl.vector_ops] == ["softmax"]
+    assert "add" not in dict(wl.other_primitives)  # (the mask's own sub and mul, one row, stay the host's)
+
+    def biased(q, k, b):  # a full additive bias (ALiBi-like, from the data): the unit's add
+        return jax.nn.softmax(q @ k.T + b, axis=-1) @ k
+
+    wl = trace(biased, q, k, S((ROWS, ROWS), F32))
+    assert [v.kind for v in wl.vector_ops] == ["add", "softmax"]
+    assert {p for p, _ in wl.other_primitives} <= {"transpose"}

@@ -60,7 +60,10 @@ def test_mixtral_counts_top_k_experts_per_token():
 
 
 @pytest.mark.parametrize(("cfg", "pattern"), [
-    ({"model_type": "gpt2", "n_embd": 64}, r"model_type must be one of llama, mistral, qwen2, mixtral, not 'gpt2'"),
+    ({"model_type": "gpt_neox", "n_embd": 64},
+     r"model_type must be one of llama, mistral, qwen2, mixtral, gpt2, bert, not 'gpt_neox'"),
+    ({"model_type": "gpt2", "n_embd": 64}, r"has no 'n_head' \(a gpt2 config needs it\)"),
+    ({"model_type": "bert", "hidden_size": 64, "num_attention_heads": 5}, r"hidden_size 64 must be a multiple of"),
     ({"model_type": "llama", "hidden_size": 64}, r"has no 'num_attention_heads' \(a llama config needs it\)"),
     ({"model_type": "llama", "hidden_size": 64, "intermediate_size": 8, "num_hidden_layers": 1,
       "num_attention_heads": 8, "num_key_value_heads": 3}, r"num_key_value_heads 3 must divide num_attention_heads 8"),
@@ -86,3 +89,51 @@ def test_pytorch_file_points_to_the_onnx_recipe(run_cli, tmp_path):
     path.write_bytes(b"PK\x03\x04 not read")
     assert_one_line_error(*run_cli("workloads", "show", str(path)),
                           r"model\.pt' is a PyTorch file.*torch\.onnx\.export \(docs/workloads\.md, \"PyTorch\"\)")
+
+
+GPT2_SMALL = {"model_type": "gpt2", "n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024,
+              "vocab_size": 50257}
+BERT_BASE = {"model_type": "bert", "num_hidden_layers": 12, "hidden_size": 768, "num_attention_heads": 12,
+             "intermediate_size": 3072}
+
+
+def test_gpt2_config_gives_the_hand_macs(tmp_path):
+    spec = _write(tmp_path, model_type="gpt2", n_layer=3, n_head=4, n_embd=64, n_positions=40, vocab_size=100)
+    wl = resolve(f"{spec}:kv=20,batch=2")
+    # per layer and token: fused QKV 64*192, projection 64*64, FFN 2 * 64*256 (n_inner 4 * 64), scores and
+    # context 21 keys * 64 each; 2 tokens, 3 layers; LM head 2 * 64 * 100
+    per_token = 64 * 192 + 64 * 64 + 2 * 64 * 256 + 2 * 21 * 64
+    assert wl.total_macs == 3 * 2 * per_token + 2 * 64 * 100 == 323_840
+    scores = next(op for op in wl.ops if op.name.endswith("scores"))
+    assert (scores.m, scores.k, scores.n, scores.batch) == (1, 16, 21, 8)
+    assert wl.total_macs == resolve(f"{spec}:kv=20,batch=2,layers=3").total_macs
+
+
+def test_gpt2_small_config_equals_the_builtin(tmp_path):
+    hf = resolve(_write(tmp_path, **GPT2_SMALL) + ":kv=64,layers=2")
+    builtin = resolve("gpt2_decode:kv=64,layers=2")
+    assert [(o.name, o.m, o.k, o.n, o.batch) for o in hf.ops] == [(o.name, o.m, o.k, o.n, o.batch) for o in builtin.ops]
+    assert hf.counts == builtin.counts and hf.total_macs == builtin.total_macs
+    assert [(v.kind, v.shape) for v in hf.vector_ops] == [(v.kind, v.shape) for v in builtin.vector_ops]
+
+
+def test_bert_config_gives_the_hand_macs_and_equals_the_builtin(tmp_path):
+    small = _write(tmp_path, model_type="bert", num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
+                   intermediate_size=128)
+    # per layer: Q, K, V, output 10 tokens * 64*64 each, FFN 2 * 10*64*128, scores and context 4 heads * 10*10*16
+    assert resolve(f"{small}:seq=10").total_macs == 2 * (4 * 40_960 + 2 * 81_920 + 2 * 6_400) == 680_960
+    (tmp_path / "base").mkdir()
+    base = str(tmp_path / "base" / "config.json")
+    Path(base).write_text(json.dumps(BERT_BASE))
+    hf, builtin = resolve(f"{base}:seq=16,layers=1"), resolve("bert_base:seq=16")
+    assert [(o.name, o.m, o.k, o.n, o.batch) for o in hf.ops] == [(o.name, o.m, o.k, o.n, o.batch) for o in builtin.ops]
+    assert [(v.kind, v.shape) for v in hf.vector_ops] == [(v.kind, v.shape) for v in builtin.vector_ops]
+
+
+@pytest.mark.parametrize(("cfg", "option", "pattern"), [
+    (GPT2_SMALL, "seq=8", r"seq must be 1 for gpt2 \(one decode step"),
+    (GPT2_SMALL, "kv=1024", r"kv must be below n_positions 1024"),
+    (BERT_BASE, "kv=4", r"has no option 'kv' \(bert is an encoder\)"),
+])
+def test_gpt2_and_bert_options_are_checked(run_cli, tmp_path, cfg, option, pattern):
+    assert_one_line_error(*run_cli("workloads", "show", f"{_write(tmp_path, **cfg)}:{option}"), pattern)
