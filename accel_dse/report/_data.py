@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from accel_dse.report._format import report_units
-from accel_dse.study_view import StudyView, trial_config, trial_table
+from accel_dse.study_view import StudyView, pick_choices, trial_config, trial_table
 from accel_dse.trial_outcomes import outcome_words, trial_outcomes
 from accel_spec.errors import AccelDseError
 from accel_spec.number_formats import format_tag
@@ -160,7 +160,7 @@ def _default_pick(view: StudyView) -> str | None:
     if not view.multi_objective:
         return None
     names = {o.name for o in view.objectives}
-    return "min-edp" if "edp" not in names else f"min-{view.objectives[0].name}"
+    return "min-edp" if "edp" not in names else pick_choices(view)[0]  # the first objective, its own way
 
 
 #: Metrics the report's tables show beside the objectives.
@@ -203,7 +203,7 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
         view: The study.
         workload: Workload of the per-op breakdown and roofline (default: the study's first).
         pick: Which Pareto design is "best" for a multi-objective study (default ``min-edp``,
-            or ``min-<first objective>`` when EDP is an objective).
+            or the first objective in its own direction, ``min-`` or ``max-``, when EDP is an objective).
 
     Returns:
         ``study``, ``storage``, ``objectives``, ``constraints``, ``workloads``, ``states``,

@@ -198,3 +198,21 @@ def test_system_prints_percent_and_units(run_cli):
     assert re.search(r"^mfu\s+\d+\.\d %$", out, flags=re.MULTILINE), out
     assert re.search(r"^ttft_s\s+\d[\d.]* [mµ]?s$", out, flags=re.MULTILINE), out
     assert "e+" not in out and "share %" in out
+
+
+def test_the_default_pick_follows_the_first_objectives_direction_when_edp_is_one():
+    """With EDP among the objectives the report's best is the first objective's best: ``max-`` for a
+    maximised one (``min-`` picked the worst design), ``min-`` for a minimised one; without EDP,
+    the least EDP among the Pareto designs."""
+    from types import SimpleNamespace
+
+    from accel_dse.report._data import _default_pick
+
+    def view(*objectives: tuple[str, str]) -> SimpleNamespace:
+        return SimpleNamespace(multi_objective=len(objectives) > 1,
+                               objectives=[SimpleNamespace(name=n, direction=d) for n, d in objectives])
+
+    assert _default_pick(view(("tops_per_w", "maximize"), ("edp", "minimize"))) == "max-tops_per_w"
+    assert _default_pick(view(("latency", "minimize"), ("edp", "minimize"))) == "min-latency"
+    assert _default_pick(view(("latency", "minimize"), ("area", "minimize"))) == "min-edp"
+    assert _default_pick(view(("edp", "minimize"),)) is None
