@@ -5,7 +5,8 @@ BERT-base) with ``perf_model.evaluate_designs``, default tilings and ``allow_spi
 it with clocks, accumulators, nodes and memories that make designs infeasible for every reason
 (:func:`stress_columns`), and writes
 every column of both tables (energy breakdown and reasons included) and the per design-op
-arrays of ``evaluate_block`` (tiles, orders, cycles, traffic, energy by part) to an ``.npz``.
+arrays of ``evaluate_block`` (tiles, orders, cycles, traffic, energy by part) to an ``.npz``;
+``--every N`` takes every N-th design of both (a quick check on a loaded machine).
 ``--compare FILE`` evaluates the same with the code in this checkout and prints, per array,
 how many elements differ and the largest absolute and relative difference. Nothing is asserted:
 it prints figures (and exits 1 when something differs, so a script can use it).
@@ -31,7 +32,7 @@ from model_throughput import grid_columns  # noqa: E402
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from perf_model.arrays.ops import op_arrays  # noqa: E402
-from perf_model.compiler.scorers import COMPILER_SCORERS
+from perf_model.compiler.scorers import COMPILER_SCORERS  # noqa: E402
 from perf_model.evaluator.design_ops import evaluate_block  # noqa: E402
 from perf_model.physical.area import area_coefficients  # noqa: E402
 from perf_model.physical.energy import DEFAULT_ENERGY  # noqa: E402
@@ -56,12 +57,13 @@ def stress_columns() -> dict[str, np.ndarray]:
     return columns
 
 
-def figures() -> dict[str, np.ndarray]:
-    """Every figure of the grid, by name."""
+def figures(every: int = 1) -> dict[str, np.ndarray]:
+    """Every figure of the grid (of every ``every``-th design of it), by name."""
     ops = [(op, c) for name in ("resnet18", "bert_base")
            for w in (workloads.resolve(name),) for op, c in zip(w.ops, w.counts, strict=True)]
     out: dict[str, np.ndarray] = {}
     for spill, columns in ((False, grid_columns()), (True, grid_columns()), (False, stress_columns())):
+        columns = {k: v[::every] for k, v in columns.items()}
         designs = perf_model.DesignArrays.from_columns(**columns)
         tag = "spill." if spill else "stress." if "dram" in columns else ""
         table = perf_model.evaluate_designs(designs, ops, allow_spill=spill)
@@ -120,8 +122,12 @@ def main() -> int:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--save", type=Path, help="write this checkout's figures to FILE (.npz)")
     group.add_argument("--compare", type=Path, help="compare this checkout's figures with FILE")
+    parser.add_argument("--every", type=int, default=1,
+                        help="every N-th design of the grid and of the stress set (default 1: all of them)")
     args = parser.parse_args()
-    current = figures()
+    if args.every < 1:
+        parser.error(f"--every must be a positive integer, not {args.every}")
+    current = figures(args.every)
     if args.save:
         np.savez_compressed(args.save, **current)
         print(f"wrote {len(current)} arrays to {args.save}")
