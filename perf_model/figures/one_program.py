@@ -30,7 +30,7 @@ import numpy as np
 from accel_spec.config import ArrayConfig
 from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.network_figures import network_figures
-from perf_model.physical.power_density import MAX_POWER_DENSITY_W_MM2, density_reasons, power_split
+from perf_model.physical.power_density import density_reasons, power_split
 from perf_model.program_timing import dram_rate
 from workloads.ops import Workload
 
@@ -128,9 +128,13 @@ def apply_one_program(designs: DesignArrays, workload: Any, columns: dict[str, n
     for name, values in updates.items():
         columns[name][index] = values
     # the walk's power decides the density limit as the per-op power did (design_table.totals)
-    dense = columns["power_density_w_mm2"] > MAX_POWER_DENSITY_W_MM2
-    columns["too_dense"] = columns["too_dense"] | (columns["feasible"] & dense)
+    # (a design the per-op power already made too dense keeps its reason: its columns are 0 by now)
+    dense = columns["power_density_w_mm2"] > designs.max_power_density_w_mm2
+    newly = columns["feasible"] & dense
+    kept = dict(zip(np.flatnonzero(columns["too_dense"]).tolist(), columns["density_reason"], strict=True))
+    kept |= zip(np.flatnonzero(newly).tolist(), density_reasons(columns, columns["area_mm2"], newly,
+                                                                designs.max_power_density_w_mm2), strict=True)
+    columns["too_dense"] = columns["too_dense"] | newly
     columns["feasible"] = columns["feasible"] & ~dense
-    columns["density_reason"] = density_reasons(columns, columns["area_mm2"], columns["too_dense"],
-                                                MAX_POWER_DENSITY_W_MM2)
+    columns["density_reason"] = np.array([kept[i] for i in np.flatnonzero(columns["too_dense"]).tolist()], dtype=object)
     return done

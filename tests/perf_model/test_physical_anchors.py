@@ -105,15 +105,14 @@ def test_power_splits_into_on_die_and_dram_and_density_is_on_die_over_area():
     assert 0 < t["power_density_w_mm2"] <= 1.0  # under the default limit: feasible
 
 
-def test_a_design_past_the_power_density_limit_is_infeasible_with_its_reason(monkeypatch):
-    import perf_model.figures.design_table as table
-
+def test_a_design_past_the_power_density_limit_is_infeasible_with_its_reason():
     density = perf_model.evaluate(_DENSE, workloads.resolve(_GEMM)).total["power_density_w_mm2"]
-    monkeypatch.setattr(table, "MAX_POWER_DENSITY_W_MM2", density / 2)  # the same design, a limit it exceeds
-    result = perf_model.evaluate(_DENSE, workloads.resolve(_GEMM))
+    tight = dataclasses.replace(_DENSE, max_power_density_w_mm2=density / 2)  # the same design, a limit it exceeds
+    result = perf_model.evaluate(tight, workloads.resolve(_GEMM))
     assert result.status == "infeasible" and "power density" in result.reason and "W/mm^2" in result.reason
+    assert f"max_power_density_w_mm2 = {density / 2:g}" in result.reason
     # the sweep's path: the vectorised table says the same, and a cool design stays feasible beside it
-    cool = dataclasses.replace(_DENSE, clock_mhz=100.0)
-    swept = perf_model.evaluate_designs(DesignArrays.from_configs([_DENSE, cool]), workloads.resolve(_GEMM))
+    cool = dataclasses.replace(tight, clock_mhz=100.0)
+    swept = perf_model.evaluate_designs(DesignArrays.from_configs([tight, cool]), workloads.resolve(_GEMM))
     assert swept.feasible.tolist() == [False, True]
     assert "power density" in swept.reason[0] and swept.reason[1] == ""
