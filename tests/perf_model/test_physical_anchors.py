@@ -116,3 +116,24 @@ def test_a_design_past_the_power_density_limit_is_infeasible_with_its_reason():
     swept = perf_model.evaluate_designs(DesignArrays.from_configs([tight, cool]), workloads.resolve(_GEMM))
     assert swept.feasible.tolist() == [False, True]
     assert "power density" in swept.reason[0] and swept.reason[1] == ""
+
+
+def test_eyeriss_held_out_within_the_stated_tolerance():
+    # Eyeriss (Chen et al., ISSCC 2016 / JSSC 2017): 65 nm, 12.25 mm^2 core, 278 mW and 34.7 frames/s on
+    # AlexNet's CONV layers at batch 4 and 200 MHz. Nothing is fitted to it (bench/anchor_chips.py says
+    # which figures set which constant); the model within 30 % of each (docs/physical.md).
+    import sys
+    from pathlib import Path
+
+    bench = str(Path(__file__).resolve().parents[2] / "bench")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    from anchor_chips import EYERISS, eyeriss_figures
+
+    assert (EYERISS.rows * EYERISS.cols, EYERISS.tech_nm, EYERISS.clock_mhz) == (168, 65, 200.0)
+    assert EYERISS.ifmap_sram_kib + EYERISS.weight_sram_kib + EYERISS.ofmap_sram_kib == 182  # 181.5 KB of SRAM
+    e = eyeriss_figures()
+    assert e["gmacs"] == pytest.approx(4 * 0.666, rel=0.02)  # the workload is AlexNet's CONV layers
+    assert e["area_mm2"] == pytest.approx(3.5 * 3.5, rel=0.30)
+    assert e["on_die_power_w"] == pytest.approx(0.278, rel=0.30)
+    assert e["fps"] == pytest.approx(34.7, rel=0.30)
