@@ -252,8 +252,8 @@ def conv_path(config: ArrayConfig, conv: Conv2d, *, requant: bool = False) -> tu
     from perf_model.arrays.designs import DesignArrays
     from perf_model.arrays.ops import op_arrays
     from perf_model.evaluator.design_ops import evaluate_block
-    from perf_model.physical.area import area_coefficients
     from perf_model.physical.energy import DEFAULT_ENERGY
+    from perf_model.physical.pe_area import area_coefficients
 
     if requant != (conv.requant is not None):
         raise ModelError(f"requant={requant} but the conv's requant is {conv.requant!r}")

@@ -18,9 +18,9 @@ from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.design_ops import ENERGY_PARTS, Block, evaluate_block
 from perf_model.evaluator.vector_work import VECTOR_ENERGY_PARTS, VectorColumns, vector_columns, workload_vector_ops
 from perf_model.figures.one_program import apply_one_program
-from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.checksum import sdc_coverage
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
+from perf_model.physical.pe_area import AreaCoefficients, area_coefficients
 from perf_model.physical.power_density import density_reasons, power_split
 from workloads.ops import Op, Workload
 

@@ -12,7 +12,7 @@ import workloads
 from accel_dse.design_files import load_design
 from accel_spec.config import ArrayConfig
 from perf_model.arrays.designs import DesignArrays
-from perf_model.physical.area import area_parts_mm2
+from perf_model.physical.design_area import area_parts_mm2
 from perf_model.physical.node_density import logic_area_scale, sram_cell_scale
 from perf_model.physical.technology import supply_voltage
 
