@@ -90,7 +90,7 @@ def test_supply_at_f_max_is_nominal_and_never_below_the_dvfs_floor():
         assert v.min() >= floor - 1e-9 and v[-1] == pytest.approx(vnom)
 
 
-_DENSE = ArrayConfig(rows=128, cols=128, tech_nm=7, clock_mhz=3300.0, ifmap_sram_kib=256, weight_sram_kib=256,
+_DENSE = ArrayConfig(rows=128, cols=128, tech_nm=7, clock_mhz=1500.0, ifmap_sram_kib=256, weight_sram_kib=256,
                      ofmap_sram_kib=256, dram_bytes_per_cycle=512.0)
 _GEMM = "gemm:m=1024,k=1024,n=1024"
 
