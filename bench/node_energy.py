@@ -94,7 +94,7 @@ def main() -> int:
     print("| node nm | old rule | published-anchored | int8 MAC pJ (old) | int8 MAC pJ (new) |")
     print("|---|---|---|---|---|")
     for tech in NODES:
-        old, new = float(_planar_scale(np.float64(tech))), float(tech_energy_scale(tech))
+        old, new = float(_planar_scale(tech)), float(tech_energy_scale(tech))
         print(f"| {tech} | {old:.3f} | {new:.3f} | {0.3 * old:.4f} | {0.3 * new:.4f} |")
     print()
     print("| design | workload | energy before (mJ) | after (mJ) | after / before |")

@@ -67,8 +67,9 @@ PLANAR_MIN_NM = 28
 FINFET_ENERGY_ANCHORS: tuple[tuple[float, float], ...] = ((7.0, (0.07 + 0.03) / (0.2 + 0.1)),)
 
 
-def _planar_scale(tech: np.ndarray) -> np.ndarray:
+def _planar_scale(tech_nm: np.ndarray | float) -> np.ndarray:
     """``(tech / 45) * (V(tech) / V(45)) ** 2`` (module docstring), vectorised."""
+    tech = np.asarray(tech_nm, dtype=np.float64)
     nodes = np.log([n for n, _ in NOMINAL_VDD])
     volts = np.array([v for _, v in NOMINAL_VDD])
     vdd = np.interp(np.log(tech), nodes, volts)
@@ -82,7 +83,7 @@ def tech_energy_scale(tech_nm: np.ndarray | float) -> np.ndarray:
     tech = np.asarray(tech_nm, dtype=np.float64)
     planar = _planar_scale(tech)
     points = [(float(n), float(e)) for n, e in FINFET_ENERGY_ANCHORS]
-    points.append((float(PLANAR_MIN_NM), float(_planar_scale(np.float64(PLANAR_MIN_NM)))))
+    points.append((float(PLANAR_MIN_NM), float(_planar_scale(float(PLANAR_MIN_NM)))))
     x = np.log([n for n, _ in points])
     y = np.log([e for _, e in points])
     q = np.log(np.minimum(tech, PLANAR_MIN_NM))
