@@ -37,7 +37,7 @@ from accel_spec.number_formats import (
 
 __all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "FORMAT_CODES", "FORMAT_NAMES", "MemoryKind",
            "MEMORY_KINDS", "MEMORY_NAMES", "NO_MEMORY", "NumberFormat", "CHECKSUMS", "CHECKSUM_DATAFLOWS",
-           "checksum_weight_bits", "DATAFLOW_CODES"]
+           "checksum_weight_bits", "DATAFLOW_CODES", "MAX_POWER_DENSITY_W_MM2", "MODEL_ONLY_FIELDS"]
 
 #: Supported operand widths (signed integers).
 INPUT_BITS = (8, 16)
@@ -158,8 +158,16 @@ def _check_int(name: str, value: object, low: int, high: int, rule: str | None =
     raise ConfigError(f"{name} must be {rule}, not {value!r}")
 
 
+#: Default of ``max_power_density_w_mm2``: the highest average on-die power density a design may
+#: have, W/mm^2. The densest shipped datacenter accelerator we know, NVIDIA's H100 SXM5, puts at
+#: most 700 W of board power (NVIDIA H100 datasheet) over a die of 814 mm^2 (NVIDIA Hopper
+#: architecture whitepaper, 2022): 0.86 W/mm^2 with the best air and liquid cooling of its
+#: generation; 1.0 rounds it up (``perf_model.physical.power_density`` applies it).
+MAX_POWER_DENSITY_W_MM2 = 1.0
+
 #: Ranges of the float fields (inclusive): where the model's results stay finite and positive.
-_FLOAT_RANGES = {"dram_bytes_per_cycle": (1e-6, 1e9), "clock_mhz": (1e-3, 1e5)}
+_FLOAT_RANGES = {"dram_bytes_per_cycle": (1e-6, 1e9), "clock_mhz": (1e-3, 1e5),
+                 "max_power_density_w_mm2": (1e-6, 1e6)}
 
 
 def _check_float(name: str, value: object) -> None:
@@ -251,6 +259,12 @@ class ArrayConfig:
             no unit, the model charges it no area, and a workload's vector ops are host work
             (named, with their element counts). Its lanes are the ifmap word's
             (:attr:`vector_lanes`); it takes 8-bit integer operands only.
+        max_power_density_w_mm2: the highest average on-die power density the design may run at
+            on a workload, W/mm^2, 1e-6..1e6 (default :data:`MAX_POWER_DENSITY_W_MM2`, 1.0: the
+            densest shipped datacenter accelerator, H100 SXM, runs at 0.86). A design above it is
+            infeasible with the reason (``perf_model.physical.power_density``). A budget, not
+            hardware: the RTL ignores it and it never enters :attr:`config_hash`
+            (:data:`MODEL_ONLY_FIELDS`).
         pack_int4: whether int4 operands are packed two a byte in DRAM and on the bus
             (``docs/formats.md``, "Packed int4"): the weights' words with ``weight_format =
             "int4"``, the activations' and the requantised outputs' with ``act_format = "int4"``;
@@ -279,6 +293,7 @@ class ArrayConfig:
     act_format: str = AUTO
     vector_unit: bool = False
     pack_int4: bool = False
+    max_power_density_w_mm2: float = MAX_POWER_DENSITY_W_MM2
 
     def __post_init__(self) -> None:
         for name in ("input_bits", *_FORMAT_FIELDS):
@@ -307,6 +322,7 @@ class ArrayConfig:
                 raise ConfigError(f"pack_int4 = true {rule}")
         object.__setattr__(self, "dram_bytes_per_cycle", float(self.dram_bytes_per_cycle))
         object.__setattr__(self, "clock_mhz", float(self.clock_mhz))
+        object.__setattr__(self, "max_power_density_w_mm2", float(self.max_power_density_w_mm2))
 
     # -- derived figures -------------------------------------------------------------------
     @property
@@ -404,9 +420,12 @@ class ArrayConfig:
         neutral default (:data:`_HASH_NEUTRAL`: ``dram = "none"``, ``checksum = "none"``,
         ``vector_unit = false``), so an existing design keeps
         its hash (studies, claims and caches keyed by it stay valid). The operand formats are
-        left out while they are ``"auto"`` (both the signed integer of ``input_bits``).
+        left out while they are ``"auto"`` (both the signed integer of ``input_bits``). The fields
+        of :data:`MODEL_ONLY_FIELDS` (budgets the RTL ignores) are always left out: the hash names
+        the hardware, and the Verilog's module names carry it.
         """
-        data = {k: v for k, v in self.to_dict().items() if _HASH_NEUTRAL.get(k, _UNSET) != v}
+        data = {k: v for k, v in self.to_dict().items()
+                if _HASH_NEUTRAL.get(k, _UNSET) != v and k not in MODEL_ONLY_FIELDS}
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
@@ -474,6 +493,9 @@ INT4 = "int4"
 
 _UNSET = object()
 #: Fields left out of ``config_hash`` while they hold these values (see ``config_hash``).
+#: Fields that describe a budget the model applies, not hardware: the RTL ignores them and
+#: ``config_hash`` leaves them out whatever their value.
+MODEL_ONLY_FIELDS: tuple[str, ...] = ("max_power_density_w_mm2",)
 _HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY, "checksum": "none", "weight_format": AUTO, "act_format": AUTO,
                                  "vector_unit": False, "pack_int4": False}
 

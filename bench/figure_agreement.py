@@ -35,8 +35,8 @@ from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.evaluator.design_ops import evaluate_block  # noqa: E402
 from perf_model.evaluator.vector_work import vector_columns, workload_vector_ops  # noqa: E402
 from perf_model.figures.design_table import totals  # noqa: E402
-from perf_model.physical.area import area_coefficients  # noqa: E402
 from perf_model.physical.energy import DEFAULT_ENERGY  # noqa: E402
+from perf_model.physical.pe_area import area_coefficients  # noqa: E402
 
 WORKLOADS = ("resnet18", "mobilenet_v2", "bert_base", "llama_decode")
 TOP = 20

@@ -34,8 +34,8 @@ import workloads  # noqa: E402
 from perf_model.arrays.ops import op_arrays  # noqa: E402
 from perf_model.compiler.scorers import COMPILER_SCORERS  # noqa: E402
 from perf_model.evaluator.design_ops import evaluate_block  # noqa: E402
-from perf_model.physical.area import area_coefficients  # noqa: E402
 from perf_model.physical.energy import DEFAULT_ENERGY  # noqa: E402
+from perf_model.physical.pe_area import area_coefficients  # noqa: E402
 
 #: Designs per evaluate_block call for the per design-op arrays.
 _CHUNK = 512

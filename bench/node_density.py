@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perf_model.physical.area import area_coefficients  # noqa: E402
 from perf_model.physical.node_density import SRAM_MACRO_MB_PER_MM2, logic_area_scale, sram_cell_scale  # noqa: E402
+from perf_model.physical.pe_area import area_coefficients  # noqa: E402
 
 NODES = (45, 32, 28, 22, 16, 12, 10, 7, 5, 3)
 

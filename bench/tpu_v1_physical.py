@@ -4,7 +4,7 @@ N. Jouppi et al., "In-Datacenter Performance Analysis of a Tensor Processing Uni
 28 nm, 700 MHz, a die of at most 331 mm^2 ("less than half the size of Haswell", 662 mm^2)
 whose floor plan (Figure 2) gives the unified buffer 29 %, the matrix unit 24 %, the
 accumulators 6 % and control 2 %; Table 2: 40 W busy, 28 W idle per die. The model's parts
-(:func:`perf_model.physical.area.area_parts_mm2`): the ifmap buffer is the unified buffer, the PE
+(:func:`perf_model.physical.design_area.area_parts_mm2`): the ifmap buffer is the unified buffer, the PE
 array with its skew registers the matrix unit, the ofmap buffer the accumulators, and control
 the controller, memory system (DMA, command queue) and checksum unit. The weight FIFO and the
 output stage (TPU v1's activation pipeline) are printed but not compared: the floor plan gives
@@ -26,7 +26,7 @@ import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.design_files import load_design  # noqa: E402
 from perf_model.arrays.designs import DesignArrays  # noqa: E402
-from perf_model.physical.area import area_parts_mm2  # noqa: E402
+from perf_model.physical.design_area import area_parts_mm2  # noqa: E402
 from perf_model.physical.format_cost import pe_cell_codes  # noqa: E402
 from perf_model.physical.technology import nominal_vdd  # noqa: E402
 

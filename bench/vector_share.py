@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.design_files import load_design  # noqa: E402
-from perf_model.physical.area import logic_mm2  # noqa: E402
+from perf_model.physical.design_area import logic_mm2  # noqa: E402
 from perf_model.physical.vector_unit import unit_um2  # noqa: E402
 
 WORKLOADS = ("bert_base:seq=64", "bert_base", "llama_block", "llama_decode", "gpt2_decode", "resnet18", "mobilenet_v2")

@@ -38,7 +38,8 @@ How the rest is modelled, module by module:
   multiplier, adder and accumulator-extension terms per cell), calibrated to Yosys by default
   (:data:`CALIBRATED_AREA`; the Horowitz-derived prior is :data:`HOROWITZ_AREA`), with sources
   and the calibration hook (:func:`calibrate_pe_area`, :func:`set_area_coefficients`):
-  :mod:`perf_model.physical.area`;
+  :mod:`perf_model.physical.pe_area`, :mod:`perf_model.physical.design_area` (the whole design by part)
+  and :mod:`perf_model.physical.pe_area_calibration`;
 * the clock the logic reaches: per pipeline stage (PE multiply-accumulate, controller, SRAM
   access) a critical-path depth in FO4 from our RTL synthesised with Yosys/ABC, times the
   node's FO4 delay; a design whose ``clock_mhz`` exceeds its ``f_max`` is infeasible with a
@@ -71,21 +72,19 @@ from perf_model.fpga.resources import (
     fpga_resources,
     pe_resources,
 )
-from perf_model.physical.area import (
+from perf_model.physical.design_area import dma_word_bits, memory_system_logic_um2, memory_system_um2
+from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable, tech_energy_scale
+from perf_model.physical.fmax import STAGES as TIMING_STAGES
+from perf_model.physical.fmax import design_fmax
+from perf_model.physical.pe_area import (
     CALIBRATED_AREA,
     HOROWITZ_AREA,
     AreaCoefficients,
     PeCellArea,
     area_coefficients,
-    calibrate_pe_area,
-    dma_word_bits,
-    memory_system_logic_um2,
-    memory_system_um2,
     set_area_coefficients,
 )
-from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable, tech_energy_scale
-from perf_model.physical.fmax import STAGES as TIMING_STAGES
-from perf_model.physical.fmax import design_fmax
+from perf_model.physical.pe_area_calibration import calibrate_pe_area
 from perf_model.physical.technology import fo4_ps, supply_voltage
 from perf_model.program_timing import (
     ProgramTiming,

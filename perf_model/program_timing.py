@@ -37,9 +37,8 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
 
 __all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
-           "transfer_word_beats", "transfer_bytes", "program_dram_bytes", "dram_rate", "DEFAULT_DRAM_LATENCY",
-           "FETCH_DECODE_CYCLES", "ISSUE_CYCLES",
-           "OUTSTANDING"]
+           "transfer_word_beats", "transfer_bytes", "program_dram_bytes", "PROGRAM_BLIND_FIELDS", "dram_rate",
+           "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
 
 #: Cycles from the end of the fetch to the first decode.
 FETCH_DECODE_CYCLES = 3
@@ -170,6 +169,12 @@ def word_beats(config: ArrayConfig) -> dict[str, int]:
     lanes = isa.dram_word_lanes(config.rows, config.cols, IS)
     return {**{kind: size // W for kind, size in words.items()},
             **{f"{kind}_lanes": n for kind, n in lanes.items()}}
+
+
+#: Design fields a program and its walk see only through :func:`dram_rate` (the node, the clock, the
+#: memory part) or not at all (the power-density limit): designs differing in these alone, at one
+#: rate, run one program in the same cycles (the model's caches key on the other fields and the rate).
+PROGRAM_BLIND_FIELDS = ("tech_nm", "clock_mhz", "dram", "max_power_density_w_mm2")
 
 
 def dram_rate(config: ArrayConfig) -> Fraction | None:

@@ -33,6 +33,7 @@ HOMES: dict[str, str] = {
     "product_bits": "accel_spec/number_formats.py",
     "checksum_weight_bits": "accel_spec/config.py",
     "pe_cell": "accel_spec/number_formats.py",
+    "MAX_POWER_DENSITY_W_MM2": "accel_spec/config.py",
 }
 
 #: Functions of a fact's name outside its home that take another argument and call the home's

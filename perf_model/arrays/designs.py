@@ -23,7 +23,7 @@ _INT_FIELDS = (
     "rows", "cols", "input_bits", "acc_bits", "ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib",
     "tech_nm",
 )
-_FLOAT_FIELDS = ("dram_bytes_per_cycle", "clock_mhz")
+_FLOAT_FIELDS = ("dram_bytes_per_cycle", "clock_mhz", "max_power_density_w_mm2")
 _FIELDS = tuple(f.name for f in dataclasses.fields(ArrayConfig))
 #: String fields kept as integer codes: the index of the value in its tuple of names.
 _CODED = {"dram": MEMORY_NAMES, "weight_format": FORMAT_CODES, "act_format": FORMAT_CODES, "checksum": CHECKSUMS}
@@ -57,6 +57,8 @@ class DesignArrays:
         weight_format, act_format: operand format codes, the index in
             :data:`accel_spec.config.FORMAT_CODES` (int64: ``auto`` 0); names accepted too.
         pack_int4: int4 operands packed two a byte in DRAM (bool; ``ArrayConfig.pack_int4``).
+        max_power_density_w_mm2: the design's power-density limit, W/mm^2 (float64;
+            ``ArrayConfig.max_power_density_w_mm2``, ``perf_model.physical.power_density``).
     """
 
     rows: np.ndarray
@@ -78,6 +80,7 @@ class DesignArrays:
     act_format: np.ndarray
     vector_unit: np.ndarray
     pack_int4: np.ndarray
+    max_power_density_w_mm2: np.ndarray
 
     def __len__(self) -> int:
         return int(self.rows.shape[0])

@@ -52,7 +52,7 @@ from perf_model.compiler.conv_geometry import ConvTiling, conv_served
 from perf_model.compiler.conv_score import conv_figures, tiling_figures
 from perf_model.compiler.conv_search import conv_tilings, infeasible_reason
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import dram_rate
+from perf_model.program_timing import PROGRAM_BLIND_FIELDS, dram_rate
 from workloads.ops import Conv2d
 
 __all__ = ["NOT_SERVED", "INFEASIBLE", "ON_CHIP", "DesignGroups", "ConvDesigns", "design_groups", "conv_designs"]
@@ -60,7 +60,6 @@ __all__ = ["NOT_SERVED", "INFEASIBLE", "ON_CHIP", "DesignGroups", "ConvDesigns",
 #: ``ConvDesigns.status`` codes.
 NOT_SERVED, INFEASIBLE, ON_CHIP = 0, 1, 2
 
-_PACING_ONLY = ("tech_nm", "clock_mhz", "dram")
 _BUFFERS = ("ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib")
 
 
@@ -100,7 +99,7 @@ class DesignGroups:
 
 def design_groups(designs: DesignArrays) -> DesignGroups:
     """Group ``designs`` into units and array groups (module docstring)."""
-    names = [f.name for f in dataclasses.fields(designs) if f.name not in _PACING_ONLY]
+    names = [f.name for f in dataclasses.fields(designs) if f.name not in PROGRAM_BLIND_FIELDS]
     rate = effective_dram_bytes_per_cycle(designs.dram_bytes_per_cycle, designs.dram, designs.clock_mhz)
     columns = np.stack([np.asarray(getattr(designs, n), dtype=np.float64) for n in names] + [rate], axis=1)
     unit_keys, unit_rep, unit = np.unique(columns, axis=0, return_index=True, return_inverse=True)

@@ -22,7 +22,7 @@ from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.compiler.conv_search import _bus
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import dram_rate, gemm_program_cycles, transfer_bytes, word_beats
+from perf_model.program_timing import PROGRAM_BLIND_FIELDS, dram_rate, gemm_program_cycles, transfer_bytes, word_beats
 from workloads.ops import Conv2d
 
 __all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "tiling_figures",
@@ -94,12 +94,11 @@ def design_key(config: ArrayConfig) -> tuple[object, ...]:
         if len(_DESIGN_KEYS) >= _CACHE_SIZE:
             _DESIGN_KEYS.clear()
         design = _DESIGN_KEYS[config] = (
-            tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY),
+            tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in PROGRAM_BLIND_FIELDS),
             dram_rate(config))
     return design
 
 
-_PACING_ONLY = ("tech_nm", "clock_mhz", "dram")  # design fields a program sees through dram_rate only
 _CACHE: dict[tuple[object, ...], ConvFigures] = {}
 _DESIGN_KEYS: dict[ArrayConfig, tuple[object, ...]] = {}
 #: The schedule of a tiling, per the design fields it sees (designs that differ in their buffers

@@ -14,8 +14,8 @@ from perf_model import timing
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.design_ops import evaluate_block, order_names, resident_name
-from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
+from perf_model.physical.pe_area import area_coefficients
 from workloads.ops import Conv2d, Gemm
 
 __all__ = ["TilePlan", "plan_tiles"]

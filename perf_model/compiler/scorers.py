@@ -19,8 +19,8 @@ from perf_model.compiler.conv_geometry import conv_served
 from perf_model.compiler.conv_score import conv_figures
 from perf_model.evaluator.conv_ops import ConvScorers
 from perf_model.evaluator.design_ops import evaluate_block
-from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
+from perf_model.physical.pe_area import area_coefficients
 from workloads.ops import Conv2d
 
 __all__ = ["COMPILER_SCORERS", "conv_path"]

@@ -34,12 +34,13 @@ from perf_model.evaluator.reuse_links import candidate_links, flags_from_links, 
 from perf_model.evaluator.schedule import Schedule, op_cycles, schedule
 from perf_model.evaluator.tiling import ORDERS, Tiling, choose_tiles, gemm_tile, smallest_fits, unfit_tiling
 from perf_model.evaluator.transfers import axi_data_bytes, memory_arrays
-from perf_model.physical.area import AreaCoefficients, design_area_mm2
 from perf_model.physical.checksum import BUILD_REASON, builds, checksum_pj_per_mac, output_check_pj
+from perf_model.physical.design_area import design_area_mm2
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
 from perf_model.physical.format_cost import format_energy_ratio, pe_cell_codes
 from perf_model.physical.output_stage import output_stage_pj
+from perf_model.physical.pe_area import AreaCoefficients
 from perf_model.physical.technology import nominal_vdd, supply_voltage
 from workloads.ops import Conv2d
 

@@ -30,7 +30,7 @@ from accel_spec.vector_isa import DIV_STEPS, SQRT_STEPS
 from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
-from perf_model.physical.area import logic_mm2
+from perf_model.physical.design_area import logic_mm2
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.technology import nominal_vdd
 from perf_model.physical.vector_unit import lane_word_pj, scalar_step_pj, unit_um2

@@ -19,10 +19,10 @@ from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.evaluator.design_ops import ENERGY_PARTS, Block, evaluate_block
 from perf_model.evaluator.vector_work import VECTOR_ENERGY_PARTS, VectorColumns, vector_columns, workload_vector_ops
 from perf_model.figures.one_program import apply_one_program
-from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.checksum import sdc_coverage
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
-from perf_model.physical.power_density import MAX_POWER_DENSITY_W_MM2, density_reasons, power_split
+from perf_model.physical.pe_area import AreaCoefficients, area_coefficients
+from perf_model.physical.power_density import density_reasons, power_split
 from workloads.ops import Op, Workload
 
 __all__ = ["DesignTable", "evaluate_designs", "METRICS", "OBJECTIVE_METRICS", "totals", "TOTAL_ENERGY_PARTS"]
@@ -171,7 +171,7 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray, vector: VectorColum
     feasible = feasible & ~misfit
     energy = sum(breakdown.values())
     split = power_split(energy, breakdown["dram"] + breakdown["vector_dram"], latency, area_mm2)
-    too_dense = feasible & (split["power_density_w_mm2"] > MAX_POWER_DENSITY_W_MM2)
+    too_dense = feasible & (split["power_density_w_mm2"] > block._designs.max_power_density_w_mm2)
     feasible = feasible & ~too_dense
     finite = np.isfinite(compute_sum) & np.isfinite(total) & np.isfinite(energy)
     failed_finite = feasible & ~finite
@@ -209,7 +209,7 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray, vector: VectorColum
             out[name] = np.where(feasible & np.isfinite(values), values, 0).astype(values.dtype, copy=False)
     out["failed_finite"] = failed_finite
     out["too_dense"] = too_dense & finite
-    out["density_reason"] = density_reasons(split, area_mm2, out["too_dense"], MAX_POWER_DENSITY_W_MM2)
+    out["density_reason"] = density_reasons(split, area_mm2, out["too_dense"], block._designs.max_power_density_w_mm2)
     out["vector_misfit"] = misfit & block.feasible.all(axis=1) & finite
     # the first op that is not ok decides the design's status (the reason is that op's)
     bad = ~block.feasible

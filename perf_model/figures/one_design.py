@@ -14,8 +14,8 @@ from perf_model.evaluator.design_ops import ENERGY_PARTS, evaluate_block, order_
 from perf_model.evaluator.vector_work import host_ops, plan_bytes, vector_columns, workload_vector_ops
 from perf_model.figures.design_table import totals
 from perf_model.figures.one_program import apply_one_program, one_program_figures
-from perf_model.physical.area import AreaCoefficients, area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
+from perf_model.physical.pe_area import AreaCoefficients, area_coefficients
 from perf_model.vector_timing import plan_cycles, vector_plan
 from workloads.ops import Conv2d, Gemm, Op, Workload
 

@@ -35,8 +35,8 @@ from perf_model._memory_parts import dram_pj_per_byte
 from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.network_figures import network_figures
 from perf_model.physical.energy import EnergyTable
-from perf_model.physical.power_density import MAX_POWER_DENSITY_W_MM2, density_reasons, power_split
-from perf_model.program_timing import dram_rate
+from perf_model.physical.power_density import density_reasons, power_split
+from perf_model.program_timing import PROGRAM_BLIND_FIELDS, dram_rate
 from workloads.ops import Workload
 
 __all__ = ["one_program_figures", "apply_one_program", "ONE_PROGRAM_FIELDS", "FIGURE_MODEL", "FIGURE_BOUND"]
@@ -54,15 +54,13 @@ ONE_PROGRAM_FIELDS = ("total_cycles", "compute_cycles", "vector_cycles", "stall_
 #: Designs' one-program figures kept, most recently used last, by :func:`_program_key`.
 _CACHE: OrderedDict[tuple[object, ...], dict[str, Any] | None] = OrderedDict()
 _CACHE_SIZE = 4096
-#: Design fields the program and its walk see only through the DRAM pacing (``dram_rate``).
-_PACING_ONLY = ("tech_nm", "clock_mhz", "dram")
 
 
 def _program_key(config: ArrayConfig, workload: Workload) -> tuple[object, ...]:
     """What the one program and its walk depend on: the design's fields but those it sees through
     the DRAM pacing only, the pacing, and the workload (designs of a sweep that differ in their clock
     or node alone share one walk)."""
-    fields = tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in _PACING_ONLY)
+    fields = tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in PROGRAM_BLIND_FIELDS)
     return fields, dram_rate(config), workload
 
 
@@ -142,9 +140,13 @@ def apply_one_program(designs: DesignArrays, workload: Any, columns: dict[str, n
     for name, values in updates.items():
         columns[name][index] = values
     # the walk's power decides the density limit as the per-op power did (design_table.totals)
-    dense = columns["power_density_w_mm2"] > MAX_POWER_DENSITY_W_MM2
-    columns["too_dense"] = columns["too_dense"] | (columns["feasible"] & dense)
+    # (a design the per-op power already made too dense keeps its reason: its columns are 0 by now)
+    dense = columns["power_density_w_mm2"] > designs.max_power_density_w_mm2
+    newly = columns["feasible"] & dense
+    kept = dict(zip(np.flatnonzero(columns["too_dense"]).tolist(), columns["density_reason"], strict=True))
+    kept |= zip(np.flatnonzero(newly).tolist(), density_reasons(columns, columns["area_mm2"], newly,
+                                                                designs.max_power_density_w_mm2), strict=True)
+    columns["too_dense"] = columns["too_dense"] | newly
     columns["feasible"] = columns["feasible"] & ~dense
-    columns["density_reason"] = density_reasons(columns, columns["area_mm2"], columns["too_dense"],
-                                                MAX_POWER_DENSITY_W_MM2)
+    columns["density_reason"] = np.array([kept[i] for i in np.flatnonzero(columns["too_dense"]).tolist()], dtype=object)
     return done

@@ -12,20 +12,39 @@ Between the published widths an operator's energy follows the power law through 
 byte is interpolated log-log in the capacity of the bank (a double-buffered buffer is two banks
 of half the size) and extrapolated with the end slopes. Horowitz gives no figure for pipeline
 registers: we assume one flip-flop bit written costs about one full-adder bit, i.e.
-``0.1 pJ / 32`` per bit at 45 nm (an assumption, not a measurement). Leakage is off by default
-(``leakage_w_per_mm2 = 0``): we have no generic per-node figure we trust; set it to study it.
+``0.1 pJ / 32`` per bit at 45 nm (an assumption, not a measurement). Leakage is on by default
+(``leakage_w_per_mm2 = None``: the per-node densities of :mod:`perf_model.physical.technology`);
+``0`` turns it off, another number sets one density for every node.
 
-Technology scaling (first order, documented rather than precise): dynamic energy ``C V^2``
-at the node's nominal supply (the model then scales it by ``(V / V_nom) ** 2`` at the supply
-that meets the design's clock, :func:`perf_model.physical.technology.supply_voltage`)
-with capacitance proportional to the feature size and the nominal core supply of the node::
+Technology scaling. Planar nodes (28 nm and up) keep the first-order rule, dynamic energy
+``C V^2`` at the node's nominal supply (the model then scales it by ``(V / V_nom) ** 2`` at the
+supply that meets the design's clock, :func:`perf_model.physical.technology.supply_voltage`)
+with capacitance proportional to the feature size::
 
-    E(tech) = E(45) * (tech / 45) * (V(tech) / 0.9 V) ** 2
+    E(tech) = E(45) * (tech / 45) * (V(tech) / 0.9 V) ** 2          (tech >= 28 nm)
 
-with V(node) from the typical nominal supplies below, interpolated in log(node). DRAM energy is
-off-chip (I/O and DRAM core) and is not scaled. For better scaling, see A. Stillmaker and
-B. Baas, "Scaling equations for the accurate prediction of CMOS device performance from 180 nm
-to 7 nm", Integration 58 (2017); replace :func:`tech_energy_scale` to use it.
+with V(node) the typical nominal supplies of :data:`NOMINAL_VDD`, interpolated in log(node).
+At the FinFET nodes that rule overstates the shrink (7 nm came out at 0.094 of 45 nm), as the
+square law did for area. Below 28 nm the scale follows **published per-node energies**
+(:data:`FINFET_ENERGY_ANCHORS`), log-log between 28 nm (the rule's value there) and the anchors,
+and past the last anchor along the same line:
+
+=====  =======  =========================================================================
+node   E / E45  source
+=====  =======  =========================================================================
+45     1        M. Horowitz, ISSCC 2014 (the reference figures above)
+28     0.622    the planar rule (``28 / 45``, 0.9 V at both)
+7      0.333    N. Jouppi et al., "Ten Lessons From Three Generations Shaped Google's TPUv4i",
+                ISCA 2021, Table 2 (Horowitz's 45 nm figures beside 7 nm ones): an 8-bit
+                multiply 0.2 -> 0.07 pJ and a 32-bit add 0.1 -> 0.03 pJ, so the int8 MAC
+                (multiply and 32-bit accumulate) 0.3 -> 0.10 pJ
+=====  =======  =========================================================================
+
+16 nm lies on the line at 0.48, 5 nm at 0.29 and 3 nm at 0.23 (extrapolated: no published
+figure in the table). One factor scales every on-chip dynamic energy (MAC, registers, SRAM,
+output stage, vector unit, checksum). The same paper's Table 2 finds SRAM energy improving less
+than logic from 45 to 7 nm, so for SRAM the logic factor is a lower bound (not yet a per-node
+SRAM figure of its own). DRAM energy is off-chip (I/O and DRAM core) and is not scaled.
 """
 
 from __future__ import annotations
@@ -37,19 +56,40 @@ import numpy as np
 
 from perf_model.physical.technology import NOMINAL_VDD, leakage_w_per_mm2, nominal_vdd
 
-__all__ = ["EnergyTable", "DEFAULT_ENERGY", "tech_energy_scale", "NOMINAL_VDD"]
+__all__ = ["EnergyTable", "DEFAULT_ENERGY", "tech_energy_scale", "NOMINAL_VDD", "FINFET_ENERGY_ANCHORS",
+           "PLANAR_MIN_NM"]
 
 _REF_NM = 45
+#: The smallest node the planar rule ``(tech / 45) * (V / 0.9) ** 2`` holds at, nm.
+PLANAR_MIN_NM = 28
+#: Published dynamic energy at a FinFET node over 45 nm, at each node's nominal supply: ``(node nm,
+#: E / E45)``, smallest node first (module docstring for the source: TPUv4i's Table 2, the int8 MAC).
+FINFET_ENERGY_ANCHORS: tuple[tuple[float, float], ...] = ((7.0, (0.07 + 0.03) / (0.2 + 0.1)),)
 
 
-def tech_energy_scale(tech_nm: np.ndarray | float) -> np.ndarray:
-    """Dynamic-energy factor of node ``tech_nm`` relative to 45 nm (see module docstring)."""
+def _planar_scale(tech_nm: np.ndarray | float) -> np.ndarray:
+    """``(tech / 45) * (V(tech) / V(45)) ** 2`` (module docstring), vectorised."""
+    tech = np.asarray(tech_nm, dtype=np.float64)
     nodes = np.log([n for n, _ in NOMINAL_VDD])
     volts = np.array([v for _, v in NOMINAL_VDD])
-    tech = np.asarray(tech_nm, dtype=np.float64)
     vdd = np.interp(np.log(tech), nodes, volts)
     ref = float(np.interp(math.log(_REF_NM), nodes, volts))
     return (tech / _REF_NM) * (vdd / ref) ** 2
+
+
+def tech_energy_scale(tech_nm: np.ndarray | float) -> np.ndarray:
+    """Dynamic-energy factor of node ``tech_nm`` relative to 45 nm at each node's nominal supply:
+    the planar rule at 28 nm and up, the published anchors below (log-log; module docstring)."""
+    tech = np.asarray(tech_nm, dtype=np.float64)
+    planar = _planar_scale(tech)
+    points = [(float(n), float(e)) for n, e in FINFET_ENERGY_ANCHORS]
+    points.append((float(PLANAR_MIN_NM), float(_planar_scale(float(PLANAR_MIN_NM)))))
+    x = np.log([n for n, _ in points])
+    y = np.log([e for _, e in points])
+    q = np.log(np.minimum(tech, PLANAR_MIN_NM))
+    slope = (y[1] - y[0]) / (x[1] - x[0])  # past the smallest anchor: the line through the last two points
+    finfet = np.exp(np.where(q < x[0], y[0] + slope * (q - x[0]), np.interp(q, x, y)))
+    return np.where(tech >= PLANAR_MIN_NM, planar, finfet)
 
 
 def _power_law(bits: np.ndarray, at8: float, at32: float) -> np.ndarray:

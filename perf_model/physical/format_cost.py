@@ -1,7 +1,7 @@
 """What an operand format changes in a design's cost: the Yosys fit of its cells (``format_fit``).
 
 Integer formats (int4 in 8-bit lanes, int8, int16) cost what their lanes cost (the integer
-terms of :mod:`perf_model.physical.area`, ``energy``, ``fmax``), except the int4 PE of a
+terms of :mod:`perf_model.physical.pe_area`, ``energy``, ``fmax``), except the int4 PE of a
 ``pack_int4`` W4A4 design (:func:`pe_cell_codes`): its area is the Yosys line of its cell (a 4x4
 multiplier), its depth and output lane the integer ones (its measured depth is below the
 integer PE's at every width). For a built float format

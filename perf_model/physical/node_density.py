@@ -1,7 +1,8 @@
 """Area per node from published silicon: SRAM bit cells, logic density and floor-plan utilisation.
 
-The area model (:mod:`perf_model.physical.area`) prices a design at 45 nm: logic from Yosys
-gate counts with NanGate FreePDK45 cells, SRAM per bit from Intel's 45 nm cell. This module
+The area model (:mod:`perf_model.physical.pe_area`, :mod:`perf_model.physical.design_area`) prices a
+design at 45 nm: logic from Yosys gate counts with NanGate FreePDK45 cells, SRAM per bit from Intel's
+45 nm cell. This module
 takes those figures to another node with published per-node data instead of the square of the
 feature size, which at FinFET nodes overstates the shrink (5 nm is not 81x denser than 45 nm:
 logic about 51x, SRAM cells about 16x).

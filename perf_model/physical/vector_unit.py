@@ -2,7 +2,7 @@
 
 Area at 45 nm: the Yosys fit of ``bench/vector_unit_area.py`` (``vector_unit_fit``), ``base +
 per_lane * lanes + per_lane2 * lanes**2`` (the square: the transpose's ``lanes x lanes`` tile of
-int8 registers), scaled to the node like the rest of the design (``perf_model.physical.area``).
+int8 registers), scaled to the node like the rest of the design (``perf_model.physical.design_area``).
 
 Energy at 45 nm (Horowitz ISSCC 2014 components of :class:`perf_model.EnergyTable`), per lane and
 word of a pass: one 32-bit multiply and two 32-bit adds (the element function's widest terms:

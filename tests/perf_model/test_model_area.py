@@ -129,7 +129,7 @@ def test_area_by_hand_and_scaling():
     # The run's base addresses (9 + 9 + 8 bits) and, double buffered, the host's ofmap half (1).
     skew_bases = (9 + 9 + 8 + 1) * DFF
     # Memory system: the DMA's widest DRAM word is a qparam word, 8 lanes of 16 bytes = 1024 bits;
-    # logic fixed + per bit (perf_model.physical.area's fitted constants), and the 512 x 32-byte command queue.
+    # logic fixed + per bit (perf_model.physical.design_area's fitted constants), and the 512 x 32-byte command queue.
     out_stage += 47401.3 + 85.040 * 1024 + 512 * 32 * 8 * 0.346 / 0.6
     skew_ws += skew_bases
     assert _area(config, prior) == pytest.approx((32 * pe_ws + skew_ws + 20000 + sram + out_stage) * 1e-6 * floor)

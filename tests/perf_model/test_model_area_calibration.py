@@ -97,7 +97,7 @@ def test_shadow_pe_area_is_predicted_out_of_sample(cell, ib, ab):
     structure count and its arithmetic from the plain cells' coefficients. Yosys must agree
     on the flip-flops exactly and on the area within the stated target."""
     figures = _synthesise((cell, ib, ab, True))
-    flops, _ = perf_model.physical.area.pe_structure(ib, ab, perf_model.timing.dataflow_code(cell), True)
+    flops, _ = perf_model.physical.pe_area.pe_structure(ib, ab, perf_model.timing.dataflow_code(cell), True)
     assert figures["flops"] == int(flops)
     model = float(perf_model.CALIBRATED_AREA.pe_um2(ib, ab, cell, True))
     assert abs(model / figures["area_um2"] - 1) <= TARGET

@@ -19,8 +19,8 @@ from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.evaluator.design_ops import evaluate_block
 from perf_model.evaluator.problem import buffer_words, build_problem
 from perf_model.evaluator.tiling import Tiling, choose_tiles, fits_contract, smallest_fits, unfit_tiling
-from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
+from perf_model.physical.pe_area import area_coefficients
 from workloads.ops import Gemm, Requant
 
 

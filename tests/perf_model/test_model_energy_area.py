@@ -34,8 +34,19 @@ def test_technology_scaling():
     assert float(perf_model.tech_energy_scale(45)) == pytest.approx(1.0)
     # 90 nm at 1.0 V vs 45 nm at 0.9 V: 2 x (1.0 / 0.9)^2.
     assert float(perf_model.tech_energy_scale(90)) == pytest.approx(2 * (1.0 / 0.9) ** 2)
-    scales = perf_model.tech_energy_scale(np.array([5, 7, 16, 28, 45, 65, 130, 180]))
+    scales = perf_model.tech_energy_scale(np.array([3, 5, 7, 16, 28, 45, 65, 130, 180]))
     assert (np.diff(scales) > 0).all()
+    # planar nodes keep the rule: 28 nm at 0.9 V is 28 / 45
+    assert float(perf_model.tech_energy_scale(28)) == pytest.approx(28 / 45)
+    # 7 nm is the published int8 MAC (TPUv4i, ISCA 2021, Table 2): 0.07 + 0.03 pJ over Horowitz's 0.2 + 0.1
+    assert float(perf_model.tech_energy_scale(7)) == pytest.approx(0.10 / 0.30)
+    # between them log-log; past 7 nm along the same line
+    t = np.log(16 / 28) / np.log(7 / 28)
+    assert float(perf_model.tech_energy_scale(16)) == pytest.approx((28 / 45) * ((1 / 3) / (28 / 45)) ** t)
+    t5 = np.log(5 / 28) / np.log(7 / 28)
+    assert float(perf_model.tech_energy_scale(5)) == pytest.approx((28 / 45) * ((1 / 3) / (28 / 45)) ** t5)
+    # the FinFET shrink is far less than the old rule's (7 nm: 1/3 of 45 nm, not 0.094)
+    assert float(perf_model.tech_energy_scale(7)) > 3 * (7 / 45) * (0.7 / 0.9) ** 2
 
 
 def test_energy_breakdown_by_hand_for_one_run():

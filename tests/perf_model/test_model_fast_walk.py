@@ -27,8 +27,8 @@ from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.evaluator.design_ops import evaluate_block
 from perf_model.evaluator.transfers import LATENCY, STORE_READ_LATENCY, Memory, axi_data_bytes
-from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
+from perf_model.physical.pe_area import area_coefficients
 from workloads.ops import Gemm, Requant
 
 REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))

@@ -126,11 +126,12 @@ def test_the_int4_pe_cost_is_the_yosys_fit_of_its_cells_with_pack_int4_only():
         wl = Workload(name="one", ops=(Gemm(m=8, k=64, n=8, name="g"),), counts=(1,))
         return perf_model.evaluate(design, wl).total["area_mm2"]
 
-    from perf_model.physical import area as area_model
+    from perf_model.physical import design_area as area_model
+    from perf_model.physical.node_density import REF_NM
 
     base = ArrayConfig(rows=4, cols=4, acc_bits=32, shadow_stationary=False)
     kib = (base.ifmap_sram_kib, base.weight_sram_kib, base.ofmap_sram_kib)
-    assert base.tech_nm == area_model._REF_NM  # no scaling of the µm² below
+    assert base.tech_nm == REF_NM  # no scaling of the µm² below
 
     def control_um2(a_bits: int, b_bits: int) -> float:
         """Flops of the lane controls, whose address widths follow the buffers' lane bits (packed: 4)."""

@@ -170,8 +170,8 @@ def _per_op_sum(config: ArrayConfig, wl) -> float:
     from perf_model.evaluator.design_ops import evaluate_block
     from perf_model.evaluator.vector_work import vector_columns, workload_vector_ops
     from perf_model.figures.design_table import totals
-    from perf_model.physical.area import area_coefficients
     from perf_model.physical.energy import DEFAULT_ENERGY
+    from perf_model.physical.pe_area import area_coefficients
 
     designs = perf_model.DesignArrays.from_configs([config])
     block = evaluate_block(designs, op_arrays(wl), DEFAULT_ENERGY, area_coefficients(), reuse=True,

@@ -20,8 +20,8 @@ from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.chain import compile_chain
 from perf_model.compiler.program import compile_gemm
 from perf_model.evaluator.design_ops import evaluate_block
-from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
+from perf_model.physical.pe_area import area_coefficients
 from workloads._layers import FORMS
 from workloads._requant import recording, with_flow, with_requant
 from workloads._tracer import trace

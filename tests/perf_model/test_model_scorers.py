@@ -21,8 +21,8 @@ from perf_model.compiler.conv_score import conv_figures
 from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.evaluator import conv_ops
 from perf_model.evaluator.design_ops import evaluate_block
-from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
+from perf_model.physical.pe_area import area_coefficients
 from workloads.ops import Conv2d, Requant
 
 REPO = Path(__file__).resolve().parents[2]

@@ -35,8 +35,8 @@ from perf_model.arrays.ops import op_arrays
 from perf_model.evaluator.design_ops import evaluate_block
 from perf_model.evaluator.schedule import schedule
 from perf_model.evaluator.tiling import ORDERS, Tiling
-from perf_model.physical.area import area_coefficients
 from perf_model.physical.energy import DEFAULT_ENERGY
+from perf_model.physical.pe_area import area_coefficients
 from workloads.ops import Gemm
 
 #: Grid resolution the bound of :func:`grid_bound` is stated for (the tiling docstring's grid).

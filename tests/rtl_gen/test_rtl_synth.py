@@ -100,7 +100,7 @@ def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_area_model_counts_the_registers_the_accelerator_has(rows, cols, kib, dataflow, shadow, double) -> None:
     """perf_model prices the flops outside the PEs from its own count; it must be rtl_gen's."""
     from accel_spec.config import ArrayConfig
-    from perf_model.physical.area import skew_register_bits
+    from perf_model.physical.design_area import skew_register_bits
     from perf_model.timing import dataflow_code
     from rtl_gen import Accelerator
 
@@ -143,7 +143,7 @@ def test_area_model_counts_the_registers_of_a_packed_int4_design(dataflow, weigh
 
     from accel_spec.config import ArrayConfig
     from perf_model.arrays.designs import DesignArrays
-    from perf_model.physical.area import skew_register_bits
+    from perf_model.physical.design_area import skew_register_bits
     from perf_model.timing import dataflow_code
     from rtl_gen import Accelerator
 

@@ -58,6 +58,7 @@ class DesignArrays:
     act_format: np.ndarray
     vector_unit: np.ndarray  # carried, not used by the formulas
     pack_int4: np.ndarray  # carried, not used by the formulas
+    max_power_density_w_mm2: np.ndarray  # carried, not used by the formulas
 
     @classmethod
     def from_columns(cls, **arrays):

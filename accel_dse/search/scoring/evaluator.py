@@ -5,8 +5,8 @@ metrics out. :class:`ModelEvaluator` calls ``perf_model.evaluate_designs`` once 
 on a whole batch of designs and aggregates the per-workload totals with the space's weights
 (normalised to sum to 1):
 
-* ``area_mm2`` and ``power_w``: the maximum over the workloads (the chip must fit its area
-  and power budget on every workload);
+* ``area_mm2``, ``power_w``, ``on_die_power_w`` and ``power_density_w_mm2``: the maximum over
+  the workloads (the chip must fit its area, power and cooling budget on every workload);
 * ``sqnr_db`` (the accuracy of the design's operand formats on the workload,
   ``workloads.accuracy``: computed once per workload and format pair): the minimum over the
   workloads (the formats must be accurate enough on every workload);
@@ -83,7 +83,7 @@ def _sqnr_column(workload: Any, cols: Mapping[str, np.ndarray], index: np.ndarra
 
 
 #: Metrics aggregated by their maximum over the workloads (the rest: weighted mean).
-MAX_METRICS = ("area_mm2", "power_w")
+MAX_METRICS = ("area_mm2", "power_w", "on_die_power_w", "power_density_w_mm2")
 #: Metrics aggregated by their minimum over the workloads.
 MIN_METRICS = ("sqnr_db",)
 

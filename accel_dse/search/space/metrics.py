@@ -61,6 +61,8 @@ METRIC_UNITS: dict[str, str] = {
     "latency_s": "s",
     "area_mm2": "mm^2",
     "power_w": "W",
+    "on_die_power_w": "W",
+    "power_density_w_mm2": "W/mm^2",
     "tops": "TOPS",
     "tops_per_w": "TOPS/W",
     "edp": "J*s",

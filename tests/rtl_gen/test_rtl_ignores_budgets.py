@@ -1,0 +1,21 @@
+"""A field the RTL ignores (``accel_spec.config.MODEL_ONLY_FIELDS``: the power-density budget) changes
+neither the Verilog nor the module names that carry ``config_hash``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import rtl_gen
+from accel_spec.config import MODEL_ONLY_FIELDS, ArrayConfig
+
+
+def test_the_power_density_budget_leaves_the_verilog_and_its_name_alone():
+    assert MODEL_ONLY_FIELDS == ("max_power_density_w_mm2",)
+    base = ArrayConfig(rows=2, cols=2, ifmap_sram_kib=1, weight_sram_kib=1, ofmap_sram_kib=1)
+    budget = dataclasses.replace(base, max_power_density_w_mm2=0.25)
+    assert budget != base  # a different design description ...
+    assert rtl_gen.top_name(budget) == rtl_gen.top_name(base)  # ... the same module name
+    assert rtl_gen.to_verilog(budget) == rtl_gen.to_verilog(base)  # ... and the same Verilog, byte for byte
+    # the check can fail: a hardware field changes both
+    wider = dataclasses.replace(base, cols=4)
+    assert rtl_gen.top_name(wider) != rtl_gen.top_name(base)
