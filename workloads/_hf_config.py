@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from accel_spec.errors import WorkloadError
 from accel_spec.text import shown
@@ -194,6 +196,7 @@ def _encoder_or_gpt2(cfg: dict[str, object], options: dict[str, int], *, name: s
     from workloads._tracer import trace
 
     kind = str(cfg["model_type"])
+    build: Callable[..., Any]
     if kind == "gpt2":
         s, build, macs = _gpt2_settings(cfg, options, what), gpt2_decode, gpt2_macs
         shape = "one decode step (embedding and LM head included)"

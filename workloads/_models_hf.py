@@ -1,7 +1,7 @@
 """A LLaMA-family decoder block with grouped-query attention and optional mixture of experts.
 
 The one LLaMA block: the builtins ``llama_block``/``llama_decode``
-(:func:`workloads._models_transformer.llama_block`) are its ``kv_heads == heads, experts == 0``
+(:func:`llama_block`, here) are its ``kv_heads == heads, experts == 0``
 case, and Hugging Face's Llama, Mistral, Qwen2 and Mixtral configs add two shapes: ``kv_heads``
 key/value heads shared by groups of query heads (GQA/MQA: the K and V projections are ``d x kv_heads * d / heads``; the
 attention itself runs on every query head, each group's keys repeated, so its MACs are those of
@@ -25,7 +25,7 @@ from workloads._layers import Form, ParamMaker
 from workloads._model import Model
 from workloads._models_transformer import _attention, _heads
 
-__all__ = ["gqa_moe_block"]
+__all__ = ["gqa_moe_block", "llama_block"]
 
 
 def gqa_moe_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: int, kv_heads: int, ffn: int,
@@ -106,3 +106,14 @@ def gqa_moe_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: i
         return x, (k, v)
 
     return Model(fn, make_args)
+
+
+def llama_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: int, ffn: int) -> Model:
+    """One LLaMA decoder block on ``seq`` new tokens per sequence after ``kv`` cached ones.
+
+    Prefill is ``kv = 0`` (causal attention among the ``seq`` tokens); single-token decode is
+    ``seq = 1`` with a cache of ``kv`` tokens. ``fn(params, x[, k_cache, v_cache])`` returns the
+    block's output ``(batch, seq, d)`` and the new key/value rows. It is the dense multi-head case
+    of :func:`gqa_moe_block` (``kv_heads == heads``, no experts): one piece of code.
+    """
+    return gqa_moe_block(form, batch=batch, seq=seq, kv=kv, d=d, heads=heads, kv_heads=heads, ffn=ffn)

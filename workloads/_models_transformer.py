@@ -24,7 +24,7 @@ from jax import lax
 from workloads._layers import Form, ParamMaker
 from workloads._model import Model
 
-__all__ = ["bert_base", "gpt2_decode", "llama_block"]
+__all__ = ["bert_base", "gpt2_decode"]
 
 
 def _heads(x: jax.Array, heads: int) -> jax.Array:
@@ -135,16 +135,3 @@ def gpt2_decode(form: Form, *, batch: int, kv: int, layers: int, d: int = 768, h
         return logits, new_kv
 
     return Model(fn, make_args)
-
-
-def llama_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: int, ffn: int) -> Model:
-    """One LLaMA decoder block on ``seq`` new tokens per sequence after ``kv`` cached ones.
-
-    Prefill is ``kv = 0`` (causal attention among the ``seq`` tokens); single-token decode is
-    ``seq = 1`` with a cache of ``kv`` tokens. ``fn(params, x[, k_cache, v_cache])`` returns the
-    block's output ``(batch, seq, d)`` and the new key/value rows. It is the dense multi-head case
-    of :func:`workloads._models_hf.gqa_moe_block` (``kv_heads == heads``, no experts): one piece of code.
-    """
-    from workloads._models_hf import gqa_moe_block  # noqa: PLC0415  # it imports this module's helpers
-
-    return gqa_moe_block(form, batch=batch, seq=seq, kv=kv, d=d, heads=heads, kv_heads=heads, ffn=ffn)

@@ -115,7 +115,7 @@ def _scale(amax: np.ndarray | float, f: NumberFormat) -> np.ndarray:
     return np.exp2(np.ceil(np.log2(ratio)))
 
 
-def _codes(x: np.ndarray, f: NumberFormat, scale: np.ndarray) -> np.ndarray:
+def _codes(x: np.ndarray, f: NumberFormat, scale: np.ndarray | float) -> np.ndarray:
     """``x / scale`` as values of ``f`` (float64), ``scale`` broadcasting against ``x``."""
     return quantise(np.asarray(x, np.float64) / scale, f)
 

@@ -23,8 +23,9 @@ from workloads._layers import FORMS
 from workloads._limits import check_limits
 from workloads._model import Model
 from workloads._models_cnn import alexnet, mobilenet_v2, resnet18
+from workloads._models_hf import llama_block
 from workloads._models_mlp import dlrm_mlp, gemm, mlp
-from workloads._models_transformer import bert_base, gpt2_decode, llama_block
+from workloads._models_transformer import bert_base, gpt2_decode
 from workloads._requant import recording, with_flow, with_requant
 from workloads._tracer import trace
 from workloads._user_child import trace_user
