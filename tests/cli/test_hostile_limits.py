@@ -1,8 +1,8 @@
 """Third hostile round: legal but huge workloads cost bounded memory; options past a limit are refused first.
 
-Each command runs in a child under ``prlimit --as`` (2 GB of address space): a refusal must come
-before the work (tracing, allocating), and an answer must not need more. Before, these ended in
-a ``MemoryError`` after tracing, an ``_ArrayMemoryError`` traceback from the accuracy metric, or
+Each command runs in a child under ``prlimit --as`` (2 GB of address space; the refusals share one
+child): a refusal must come before the work (tracing, allocating), and an answer must not need more.
+Before, these ended in a ``MemoryError`` after tracing, an ``_ArrayMemoryError`` traceback from the accuracy metric, or
 minutes of work.
 """
 
@@ -34,7 +34,41 @@ def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("spec, option, what", [
+#: Runs each ``argv`` of ``sys.argv[1]`` (a JSON list) through the CLI's ``main`` in turn, in this one
+#: process, and prints ``[[exit code, stdout, stderr], ...]`` as JSON; anything ``main`` lets through
+#: (a traceback) lands in that command's stderr. A refusal allocates next to nothing, so the commands
+#: share the address-space limit without changing what each may use.
+_DRIVER = """
+import contextlib, io, json, sys, traceback
+from accel_dse.cli import main
+results = []
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+        except BaseException:
+            traceback.print_exc()
+            code = None
+    results.append([code, out.getvalue(), err.getvalue()])
+sys.__stdout__.write(json.dumps(results))
+"""
+
+
+def _run_each(commands: list[tuple[str, ...]], cwd: Path) -> dict[tuple[str, ...], tuple[int, str, str]]:
+    """Exit code, stdout and stderr of each command, all run in one child under the address-space limit
+    (the start-up of a child, about 2 s of CPU, paid once, not once per command)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(["prlimit", f"--as={MEMORY}", sys.executable, "-c", _DRIVER, json.dumps(commands)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr[-2000:]
+    return {tuple(argv): tuple(result) for argv, result in zip(commands, json.loads(proc.stdout), strict=True)}
+
+
+HUGE = [
     ("bert_base:seq=2147483647", "seq=2,147,483,647", "multiply-accumulates"),
     ("llama_decode:kv=2147483647", "kv=2,147,483,647", "attention scores"),
     ("resnet18:classes=2147483647", "classes=2,147,483,647", "output channels"),
@@ -46,21 +80,37 @@ def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     ("mlp:d_in=100000000", "d_in=100,000,000", "elements"),
     ("dlrm_mlp:dense=100000000", "dense=100,000,000", "elements"),
     ("gemm:m=1,k=1,n=16777216,requant=1", "n=16,777,216", "output channels"),
-])
-def test_huge_options_are_refused_before_tracing(tmp_path, spec, option, what):
-    proc = _run("workloads", "show", spec, cwd=tmp_path)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and not proc.stdout, proc.stderr[-2000:]
+]
+
+
+def _simulate_huge(work_dir: Path) -> tuple[str, ...]:
+    return ("simulate", "--design", "tiny-vector", "--workload", "bert_base:seq=100000", "--max-ops", "1",
+            "--simulator", "icarus", "--work-dir", str(work_dir))
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory) -> tuple[Path, dict[tuple[str, ...], tuple[int, str, str]]]:
+    """The refused commands of this module, run once in one child: ``(its folder, results by argv)``."""
+    folder = tmp_path_factory.mktemp("refusals")
+    commands = [("workloads", "show", spec) for spec, _, _ in HUGE] + [_simulate_huge(folder / "w")]
+    return folder, _run_each(commands, folder)
+
+
+@pytest.mark.parametrize("spec, option, what", HUGE)
+def test_huge_options_are_refused_before_tracing(refusals, spec, option, what):
+    code, out, err = refusals[1][("workloads", "show", spec)]
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and not out, err[-2000:]
     line = lines[0]
     assert line.startswith("accel-dse: error: ") and "tracing" not in line and "MemoryError" not in line, line
     assert option in line and what in line and "beyond the" in line, line
 
 
-def test_simulate_refuses_a_huge_workload_before_preparing_it(tmp_path):
-    proc = _run("simulate", "--design", "tiny-vector", "--workload", "bert_base:seq=100000", "--max-ops", "1",
-                "--simulator", "icarus", "--work-dir", str(tmp_path / "w"), cwd=tmp_path)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+def test_simulate_refuses_a_huge_workload_before_preparing_it(refusals):
+    folder, results = refusals
+    code, _, err = results[_simulate_huge(folder / "w")]
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err[-2000:]
     assert "bert_base options seq=100,000" in lines[0] and "attention scores" in lines[0], lines[0]
 
 
