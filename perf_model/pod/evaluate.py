@@ -239,6 +239,9 @@ def split_problem(system: SystemConfig, job: LlmJob, split: Split) -> str:
     why = check_split(job.shape, tp=1, pp=1, ep=split.ep)
     if why:
         return why
+    if split.capacity_factor and not job.shape.moe:
+        return (f"capacity_factor={split.capacity_factor:g} needs a mixture-of-experts model "
+                f"({job.shape.name} is dense)")
     width = job.shape.expert_ffn if job.shape.moe else job.shape.ffn
     if width % split.tp:
         return f"tp={split.tp} must divide the model's FFN width ({width})"

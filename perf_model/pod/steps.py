@@ -19,13 +19,16 @@ with the LM head on the last stage. A pass is:
   again in the backward pass.
 * Collectives per layer: two all-reduces of the activations over the tensor group in each pass
   (one with a parallel block), two all-to-alls over the expert group per MoE layer and pass
-  (dispatch and combine, ``top_k`` copies of each token); per microbatch one point-to-point send
+  (dispatch and combine, ``top_k`` copies of each token, times ``capacity_factor`` when the split
+  sets one: the buffers are sent whole); per microbatch one point-to-point send
   of the activations to the next stage (and of their gradient back); ``interleave`` sends per
   microbatch with the interleaved schedule.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +37,8 @@ from accel_spec.pod_config import Split, SystemConfig
 from workloads.llm_ops import LlmJob, LlmShape, backward, head_ops, layer_ops
 from workloads.ops import Gemm, Requant
 
-__all__ = ["Pass", "core_op", "core_splits", "CoreSplit", "passes", "chip_layer_ops", "operand_bytes", "OUTPUT"]
+__all__ = ["Pass", "core_op", "core_splits", "CoreSplit", "passes", "chip_layer_ops", "operand_bytes", "OUTPUT",
+           "expert_rows", "EXPERT_OPS"]
 
 #: Every LLM op leaves the array through the output stage at the operand width (bf16 or int8 outputs).
 OUTPUT = Requant(multiplier=(1 << 30,), shift=(0,))
@@ -111,7 +115,23 @@ def _vector_elements(shape: LlmShape, tp: int, context: int, fused: bool, *, seq
 CORE = ("scores", "context")
 
 
-def chip_layer_ops(shape: LlmShape, *, seqs: int, q_len: int, kv_len: int, tp: int, ep: int) -> list[Gemm]:
+#: The expert GEMMs of an MoE layer (:func:`workloads.llm_ops.layer_ops` names).
+EXPERT_OPS = ("expert_gate", "expert_up", "expert_down")
+
+
+def expert_rows(shape: LlmShape, tokens: int, ep: int, capacity_factor: float) -> int:
+    """Rows of each local expert's GEMMs on a chip of ``tokens`` tokens in an expert group of
+    ``ep`` chips: the tokens routed to one expert, ``ceil(tokens * ep * top_k / experts)`` with
+    dropless, evenly spread routing (``capacity_factor`` 0), else its capacity
+    ``ceil(capacity_factor * tokens * ep * top_k / experts)`` (GShard's buffers, computed full)."""
+    routed = tokens * ep * shape.top_k
+    if not capacity_factor:
+        return -(-routed // shape.experts)
+    return max(1, math.ceil(capacity_factor * routed / shape.experts))
+
+
+def chip_layer_ops(shape: LlmShape, *, seqs: int, q_len: int, kv_len: int, tp: int, ep: int,
+                   capacity_factor: float = 0.0) -> list[Gemm]:
     """One layer's forward GEMMs on one chip.
 
     With ``tp`` dividing the heads and more than one new token per sequence (training, prefill):
@@ -122,7 +142,16 @@ def chip_layer_ops(shape: LlmShape, *, seqs: int, q_len: int, kv_len: int, tp: i
     pairs, ``ceil(seqs * hkv / tp)`` of them per chip, each one GEMM for the ``hq / hkv`` query
     heads that share the KV head (multi-query and grouped-query attention read each K and V once;
     the KV cache is sharded over the batch when ``tp`` exceeds the KV heads, Pope et al. sec. 3.3).
+    An MoE layer's expert GEMMs have :func:`expert_rows` rows (the capacity with ``capacity_factor``).
     """
+    ops = _layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=tp, ep=ep)
+    if shape.moe and capacity_factor:
+        rows = expert_rows(shape, seqs * q_len, ep, capacity_factor)
+        ops = [dataclasses.replace(op, m=rows) if op.name in EXPERT_OPS else op for op in ops]
+    return ops
+
+
+def _layer_ops(shape: LlmShape, *, seqs: int, q_len: int, kv_len: int, tp: int, ep: int) -> list[Gemm]:
     divides = shape.heads % tp == 0
     if divides and q_len > 1:
         return layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=tp, ep=ep)
@@ -218,7 +247,8 @@ def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len:
     _, act_bytes = operand_bytes(system.chip)
     cut = cut or CoreSplit(system.cores)
     layers = shape.layers // split.pp if layers is None else layers
-    fwd_layer = chip_layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=split.tp, ep=split.ep)
+    fwd_layer = chip_layer_ops(shape, seqs=seqs, q_len=q_len, kv_len=kv_len, tp=split.tp, ep=split.ep,
+                               capacity_factor=split.capacity_factor)
     head_op = head_ops(shape, tokens=head_tokens, tp=split.tp) if head else []
     grads = {op: backward(op) for op in fwd_layer + head_op}
     cut.prepare([o for op, bs in grads.items() for o in (op, *bs)])
@@ -248,7 +278,9 @@ def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len:
     act = tokens * shape.d * act_bytes
     tp_n = (1 if shape.parallel_block else 2) * layers if split.tp > 1 else 0
     ep_n = 2 * layers if split.ep > 1 else 0
-    a2a = tokens * shape.top_k * shape.d * act_bytes
+    # each chip sends its tokens' top_k copies (dispatch) and takes them back (combine); with a
+    # capacity the buffers go full: capacity_factor times the routed volume
+    a2a = tokens * shape.top_k * shape.d * act_bytes * (split.capacity_factor or 1.0)
     p2p = act * split.interleave if split.pp > 1 else 0.0
     forward = Pass(tuple(fwd.items()), vec + sums[0], act, tp_n, a2a, ep_n, p2p, macs, tuple(core.items()),
                    core_vec + sums[2], core_macs)
