@@ -53,6 +53,8 @@ _MAX_CHIPS = 1 << 20
 DCN_RINGS = ("hierarchical", "flat")
 #: How ZeRO-3 issues its weight all-gathers and gradient reduce-scatters (:attr:`Split.zero_gather`).
 ZERO_GATHERS = ("layer", "tensor")
+#: Largest third of a shared cache, KiB (the largest buffer a design may have).
+MAX_L2_KIB = 1 << 20
 #: Bounds of a nonzero :attr:`Split.capacity_factor` (below 1 drops tokens; Switch used 1 to 2).
 MIN_CAPACITY, MAX_CAPACITY = 0.25, 64.0
 
@@ -103,6 +105,11 @@ class SystemConfig:
         pods: pods joined by the DCN.
         dcn_gb_per_s: DCN bandwidth per chip, one direction, GB/s (needed when ``pods > 1``).
         dcn_latency_us: DCN latency per message, microseconds.
+        l2_mib: an on-chip cache shared by the chip's cores, MiB (as a GPU's L2); ``0``: none, each
+            core streams its operands from HBM at its share of the bandwidth. With a shared cache
+            each core streams from it at ``l2_gb_per_s / cores``, and HBM carries each op's
+            traffic with the cache as its buffers (operands the cores share are fetched once).
+        l2_gb_per_s: the shared cache's bandwidth to all cores together, GB/s (needed with ``l2_mib``).
         dcn_rings: how collectives that reach across the DCN are run: ``hierarchical`` (in the pod,
             then across pods: latency the sum over axes) or ``flat`` (one ring through every member,
             as NCCL's ring algorithm: ``N - 1`` steps, each at the slowest hop's latency).
@@ -121,6 +128,8 @@ class SystemConfig:
     dcn_gb_per_s: float = 0.0
     dcn_latency_us: float = 10.0
     dcn_rings: str = "hierarchical"
+    l2_mib: float = 0.0
+    l2_gb_per_s: float = 0.0
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -153,6 +162,13 @@ class SystemConfig:
             raise ConfigError(f"system dcn_gb_per_s must be positive when pods > 1, not {self.dcn_gb_per_s!r}")
         object.__setattr__(self, "dcn_latency_us",
                            _float("system", "dcn_latency_us", self.dcn_latency_us, zero_ok=True))
+        object.__setattr__(self, "l2_mib", _float("system", "l2_mib", self.l2_mib, zero_ok=True))
+        object.__setattr__(self, "l2_gb_per_s", _float("system", "l2_gb_per_s", self.l2_gb_per_s, zero_ok=True))
+        if self.l2_mib > 0 and self.l2_gb_per_s <= 0:
+            raise ConfigError(f"system l2_gb_per_s must be positive when l2_mib > 0 (the shared cache's "
+                              f"bandwidth), not {self.l2_gb_per_s!r}")
+        if self.l2_mib * 1024 / 3 > MAX_L2_KIB:
+            raise ConfigError(f"system l2_mib must be at most {3 * MAX_L2_KIB / 1024:g}, not {self.l2_mib!r}")
         if self.dcn_rings not in DCN_RINGS:
             raise ConfigError(f"system dcn_rings must be one of {', '.join(DCN_RINGS)}, not {self.dcn_rings!r}")
         if not isinstance(self.name, str):

@@ -56,6 +56,8 @@ class Pass:
         p2p: bytes sent to the neighbouring stages in the pass.
         core_ops, core_vector_bytes, core_macs: the attention core's share of the forward pass
             (what selective recomputation repeats; empty in the backward pass).
+        chip_ops, core_chip_ops: the whole chip's op each entry of ``ops`` and ``core_ops`` is a
+            core's share of (what HBM serves when the cores share a cache, ``SystemConfig.l2_mib``).
     """
 
     ops: tuple[tuple[Gemm, int], ...]
@@ -69,6 +71,8 @@ class Pass:
     core_ops: tuple[tuple[Gemm, int], ...] = ()
     core_vector_bytes: float = 0.0
     core_macs: int = field(default=0, compare=False)
+    chip_ops: tuple[Gemm, ...] = ()
+    core_chip_ops: tuple[Gemm, ...] = ()
 
 
 def operand_bytes(chip: ArrayConfig) -> tuple[float, float]:
@@ -253,21 +257,22 @@ def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len:
     grads = {op: backward(op) for op in fwd_layer + head_op}
     cut.prepare([o for op, bs in grads.items() for o in (op, *bs)])
     tokens = seqs * q_len
-    fwd: dict[Gemm, int] = {}
-    bwd: dict[Gemm, int] = {}
-    core: dict[Gemm, int] = {}
+    # (a core's op, the chip's op it is cut from): count
+    fwd: dict[tuple[Gemm, Gemm], int] = {}
+    bwd: dict[tuple[Gemm, Gemm], int] = {}
+    core: dict[tuple[Gemm, Gemm], int] = {}
     sums = [0.0, 0.0, 0.0]  # partial-sum bytes of k cuts: forward, backward, attention core
     for ops, count in ((fwd_layer, layers), (head_op, 1)):
         for op in ops:
             c, extra = cut(op)
-            fwd[c] = fwd.get(c, 0) + count
+            fwd[c, op] = fwd.get((c, op), 0) + count
             sums[0] += count * extra
             if op.name in CORE and ops is fwd_layer:
-                core[c] = core.get(c, 0) + count
+                core[c, op] = core.get((c, op), 0) + count
                 sums[2] += count * extra
             for b in grads[op]:
                 cb, extra_b = cut(b)
-                bwd[cb] = bwd.get(cb, 0) + count
+                bwd[cb, b] = bwd.get((cb, b), 0) + count
                 sums[1] += count * extra_b
     macs = layers * sum(op.macs for op in fwd_layer) + sum(op.macs for op in head_op)
     core_macs = layers * sum(op.macs for op in fwd_layer if op.name in CORE)
@@ -282,7 +287,10 @@ def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len:
     # capacity the buffers go full: capacity_factor times the routed volume
     a2a = tokens * shape.top_k * shape.d * act_bytes * (split.capacity_factor or 1.0)
     p2p = act * split.interleave if split.pp > 1 else 0.0
-    forward = Pass(tuple(fwd.items()), vec + sums[0], act, tp_n, a2a, ep_n, p2p, macs, tuple(core.items()),
-                   core_vec + sums[2], core_macs)
-    back = Pass(tuple(bwd.items()), 2 * vec + sums[1], act, tp_n, a2a, ep_n, p2p, 2 * macs)
+    def pairs(d: dict[tuple[Gemm, Gemm], int]) -> tuple[tuple[tuple[Gemm, int], ...], tuple[Gemm, ...]]:
+        return tuple((c, n) for (c, _), n in d.items()), tuple(o for _, o in d)
+    (f_ops, f_chip), (b_ops, b_chip), (c_ops, c_chip) = pairs(fwd), pairs(bwd), pairs(core)
+    forward = Pass(f_ops, vec + sums[0], act, tp_n, a2a, ep_n, p2p, macs, c_ops, core_vec + sums[2], core_macs,
+                   f_chip, c_chip)
+    back = Pass(b_ops, 2 * vec + sums[1], act, tp_n, a2a, ep_n, p2p, 2 * macs, chip_ops=b_chip)
     return forward, back
