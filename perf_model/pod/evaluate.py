@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accel_spec.config import MEMORY_KINDS, NO_MEMORY, ArrayConfig
+from accel_spec.errors import WorkloadError
 from accel_spec.pod_config import Split, SystemConfig
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.figures.one_design import evaluate
@@ -150,7 +151,7 @@ class OpCosts:
         """The :class:`CoreSplit` of a chip of ``cores`` on these costs (one per chip, its choices kept)."""
         key = (cores, hbm_bps, act_bytes)
         if key not in self._cuts:
-            self._cuts[key] = CoreSplit(cores, self, hbm_bps, act_bytes)
+            self._cuts[key] = CoreSplit(cores, self, hbm_bps, act_bytes, grid=self.l2 is not None)
         return self._cuts[key]
 
     @staticmethod
@@ -328,22 +329,25 @@ def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCos
     # the last stage (LM head) and, when it holds more layers, the fullest other stage
     kinds = [(counts[-1], True)] + ([(max(counts[:-1]), False)] if split.pp > 1 and max(counts[:-1]) > counts[-1]
                                     else [])
-    if job.training:
-        stages = [passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb * job.seq,
-                         layers=n, head=h, cut=cut) for n, h in kinds]
-        return _train(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
-    ctx = job.seq + job.gen // 2
-    stages = [(passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb, layers=n,
-                      head=h, cut=cut)[0],
-               passes(system, job, split, seqs=mb, q_len=1, kv_len=ctx, head_tokens=mb, layers=n, head=h,
-                      cut=cut)[0])
-              for n, h in kinds]
-    return _serve(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
+    try:
+        if job.training:
+            stages = [passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb * job.seq,
+                             layers=n, head=h, cut=cut) for n, h in kinds]
+            return _train(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
+        ctx = job.seq + job.gen // 2
+        stages = [(passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb, layers=n,
+                          head=h, cut=cut)[0],
+                   passes(system, job, split, seqs=mb, q_len=1, kv_len=ctx, head_tokens=mb, layers=n, head=h,
+                          cut=cut)[0])
+                  for n, h in kinds]
+        return _serve(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
+    except WorkloadError as exc:  # an op of the microbatch beyond what the chip model computes exactly
+        return SystemResult("infeasible", f"microbatch {mb}: {exc}", system, job, split, memory=memory)
 
 
 def _check(costs: OpCosts, *ps: Pass) -> None:
     costs.prepare([op for p in ps for op, _ in (*p.ops, *p.core_ops)],
-                  [op for p in ps for op in (*p.chip_ops, *p.core_chip_ops)])
+                  [op for p in ps for op in (*p.chip_ops, *p.core_chip_ops) if op is not None])
 
 
 def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, groups: dict[str, list[Segment]],

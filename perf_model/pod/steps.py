@@ -57,7 +57,8 @@ class Pass:
         core_ops, core_vector_bytes, core_macs: the attention core's share of the forward pass
             (what selective recomputation repeats; empty in the backward pass).
         chip_ops, core_chip_ops: the whole chip's op each entry of ``ops`` and ``core_ops`` is a
-            core's share of (what HBM serves when the cores share a cache, ``SystemConfig.l2_mib``).
+            core's share of (what HBM serves when the cores share a cache, ``SystemConfig.l2_mib``;
+            ``None``: nothing, the attention core of fused attention).
     """
 
     ops: tuple[tuple[Gemm, int], ...]
@@ -71,8 +72,8 @@ class Pass:
     core_ops: tuple[tuple[Gemm, int], ...] = ()
     core_vector_bytes: float = 0.0
     core_macs: int = field(default=0, compare=False)
-    chip_ops: tuple[Gemm, ...] = ()
-    core_chip_ops: tuple[Gemm, ...] = ()
+    chip_ops: tuple[Gemm | None, ...] = ()
+    core_chip_ops: tuple[Gemm | None, ...] = ()
 
 
 def operand_bytes(chip: ArrayConfig) -> tuple[float, float]:
@@ -201,33 +202,38 @@ class CoreSplit:
     of the chip), the fastest on the single-chip model of the candidates of :func:`core_splits`
     (the instances; else ``m``, ``n`` or ``k`` cut ``cores`` ways), a ``k`` cut paying for adding
     the cores' partial sums through HBM at ``hbm_bps`` (a compiler choosing the sharding of each
-    matmul over the cores, as XLA does over a TPU's MXUs).
+    matmul over the cores, as XLA does over a TPU's MXUs). With ``grid`` (cores sharing a cache,
+    ``SystemConfig.l2_mib``) the candidates include cutting ``m`` and ``n`` (or the instances and
+    one of them) over a grid of the cores, as a GPU's thread blocks tile the output.
     """
 
-    def __init__(self, cores: int, costs: Any = None, hbm_bps: float = 0.0, act_bytes: float = 2.0) -> None:
-        self.cores, self.costs, self.hbm_bps, self.act_bytes = cores, costs, hbm_bps, act_bytes
+    def __init__(self, cores: int, costs: Any = None, hbm_bps: float = 0.0, act_bytes: float = 2.0,
+                 grid: bool = False) -> None:
+        self.cores, self.costs, self.hbm_bps, self.act_bytes, self.grid = cores, costs, hbm_bps, act_bytes, grid
         self._chosen: dict[Gemm, tuple[Gemm, float]] = {}
 
     def prepare(self, ops: list[Gemm]) -> None:
         """Cost every candidate of ``ops`` in one call to the chip model."""
         if self.costs is not None and self.cores > 1:
             self.costs.prepare([c for op in ops if op not in self._chosen
-                                for c, _ in core_splits(op, self.cores, self.act_bytes)])
+                                for c, _ in core_splits(op, self.cores, self.act_bytes, grid=self.grid)])
 
     def __call__(self, op: Gemm) -> tuple[Gemm, float]:
         """One core's op and the bytes of partial sums to add through HBM (0 unless ``k`` is cut)."""
         if self.costs is None or self.cores == 1:
             return core_op(op, self.cores), 0.0
         if op not in self._chosen:
-            options = core_splits(op, self.cores, self.act_bytes)
+            options = core_splits(op, self.cores, self.act_bytes, grid=self.grid)
             self._chosen[op] = min(options, key=lambda c: self.costs(c[0])[0] + c[1] / self.hbm_bps)
         return self._chosen[op]
 
 
-def core_splits(op: Gemm, cores: int, act_bytes: float) -> list[tuple[Gemm, float]]:
+def core_splits(op: Gemm, cores: int, act_bytes: float, *, grid: bool = False) -> list[tuple[Gemm, float]]:
     """The ways to cut ``op`` over ``cores``: the instances if they divide, else ``m``, ``n`` and
     (with at least 2 rows of ``k`` per core) ``k``, with the partial-sum bytes a ``k`` cut adds
-    (``(cores + 1) m n batch`` elements: each core's partial read, the sum written)."""
+    (``(cores + 1) m n batch`` elements: each core's partial read, the sum written). With ``grid``,
+    also every ``a x b = cores`` grid (``1 < a < cores``) over ``m`` and ``n``, and over the
+    instances (``a`` dividing them) and ``m`` or ``n``."""
     def make(m: int, k: int, n: int, batch: int) -> Gemm:
         return Gemm(m=m, k=k, n=n, batch=batch, name=op.name, requant=OUTPUT)
     if cores == 1:
@@ -237,6 +243,15 @@ def core_splits(op: Gemm, cores: int, act_bytes: float) -> list[tuple[Gemm, floa
     out = [(make(-(-op.m // cores), op.k, op.n, op.batch), 0.0), (make(op.m, op.k, -(-op.n // cores), op.batch), 0.0)]
     if op.k >= 2 * cores:
         out.append((make(op.m, -(-op.k // cores), op.n, op.batch), (cores + 1) * op.m * op.n * op.batch * act_bytes))
+    if grid:
+        for a in range(2, cores):
+            if cores % a:
+                continue
+            b = cores // a
+            out.append((make(-(-op.m // a), op.k, -(-op.n // b), op.batch), 0.0))
+            if op.batch % a == 0:
+                out += [(make(-(-op.m // b), op.k, op.n, op.batch // a), 0.0),
+                        (make(op.m, op.k, -(-op.n // b), op.batch // a), 0.0)]
     return out
 
 
@@ -287,8 +302,11 @@ def passes(system: SystemConfig, job: LlmJob, split: Split, *, seqs: int, q_len:
     # capacity the buffers go full: capacity_factor times the routed volume
     a2a = tokens * shape.top_k * shape.d * act_bytes * (split.capacity_factor or 1.0)
     p2p = act * split.interleave if split.pp > 1 else 0.0
-    def pairs(d: dict[tuple[Gemm, Gemm], int]) -> tuple[tuple[tuple[Gemm, int], ...], tuple[Gemm, ...]]:
-        return tuple((c, n) for (c, _), n in d.items()), tuple(o for _, o in d)
+    def pairs(d: dict[tuple[Gemm, Gemm], int]) -> tuple[tuple[tuple[Gemm, int], ...], tuple[Gemm | None, ...]]:
+        # fused attention keeps the attention core's scores and probabilities on chip: no HBM op
+        # (its Q, K, V and output are the elementwise traffic's)
+        return (tuple((c, n) for (c, _), n in d.items()),
+                tuple(None if job.fused_attention and o.name.split(".")[0] in CORE else o for _, o in d))
     (f_ops, f_chip), (b_ops, b_chip), (c_ops, c_chip) = pairs(fwd), pairs(bwd), pairs(core)
     forward = Pass(f_ops, vec + sums[0], act, tp_n, a2a, ep_n, p2p, macs, c_ops, core_vec + sums[2], core_macs,
                    f_chip, c_chip)
