@@ -12,7 +12,8 @@ Training, for ``m = batch / dp / microbatch`` microbatches and the last stage's 
     pipeline = (m + pp - 1) * (T_f + T_b)                  (1F1B; bubble = (pp - 1) * (T_f + T_b))
     dp       = all-reduce of the stage's gradients over dp (experts' over dp / ep); ZeRO 3 adds an
                all-gather of the stage's weights per microbatch and pass (2 + r)
-    exposed  = max(0, dp - m * T_b) with overlap, else dp
+    exposed  = max(0, dp - m * T_b) with overlap, else dp (T_b less the backward's tensor-parallel
+               and expert collectives when they share links with dp: data_parallel.exposed_s)
     optimizer = 28 bytes per weight of the chip's optimizer shard through HBM (Adam in fp32:
                read master, m, v, gradient; write master, m, v, bf16 copy)
     step = pipeline + exposed + optimizer
@@ -49,7 +50,7 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.figures.one_design import evaluate
 from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.pod import collectives as coll
-from perf_model.pod.data_parallel import data_parallel_s, exposed_s
+from perf_model.pod.data_parallel import data_parallel_s, exposed_s, shared_axes
 from perf_model.pod.memory import chip_memory, stage_params
 from perf_model.pod.stages import bubble_s, pipeline_s, schedule_problem, stage_layers
 from perf_model.pod.steps import CoreSplit, Pass, operand_bytes, passes
@@ -371,7 +372,10 @@ def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, grou
     dense, expert = stage_params(job.shape, split, last=True)
     dp = data_parallel_s(system, job.shape, split, groups, dense, expert, stage_layers(job.shape.layers, split.pp)[-1],
                          m)
-    exposed_dp = exposed_s(split, dp, m, t_f, t_b)
+    shared = shared_axes(groups)
+    busy_f = (tf.tp_s if "tp" in shared else 0.0) + (tf.ep_s if "ep" in shared else 0.0)
+    busy_b = (tb.tp_s if "tp" in shared else 0.0) + (tb.ep_s if "ep" in shared else 0.0)
+    exposed_dp = exposed_s(split, dp, m, t_f, t_b, busy_f, busy_b + busy_f * r)
     shard = (dense + expert) / (split.dp if split.zero >= 1 else 1)
     optimizer = shard * OPTIMIZER_IO_BYTES / hbm_bps
     step = pipeline + exposed_dp + optimizer
