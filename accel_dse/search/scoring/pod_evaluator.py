@@ -40,7 +40,7 @@ class PodEvaluator:
         self.job = llm_job_from_table(dict(target.llm))
         self.model = model
         self._module: Any = None
-        self._costs: OrderedDict[str, Any] = OrderedDict()
+        self._costs: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -55,7 +55,7 @@ class PodEvaluator:
 
     def _op_costs(self, system: Any) -> Any:
         port, l2 = self._pod().l2_chips(system)  # the cores' design, and the shared cache's (or None)
-        key = (port.config_hash, l2.config_hash if l2 is not None else "")
+        key: tuple[str, str] = (port.config_hash, l2.config_hash if l2 is not None else "")
         if key in self._costs:
             self._costs.move_to_end(key)
         else:
