@@ -19,7 +19,11 @@ the norms', dropouts' and residuals' activations over ``tp`` (the all-reduces be
 + all-gather pairs of the same volume); ``interleave`` model chunks per pipeline stage (the
 interleaved 1F1B schedule, Narayanan et al. 2021); ``zero_gather`` how ZeRO-3 issues its
 collectives: one per ``layer`` (FSDP's per-layer wrapping) or one per weight ``tensor`` (DeepSpeed
-ZeRO-3 of 2021). ``pp`` need not divide the layers: the stages take them as evenly as possible,
+ZeRO-3 of 2021); ``capacity_factor`` the MoE expert capacity (GShard, Lepikhin et al. 2020; Switch,
+Fedus et al. 2021): each expert takes at most ``capacity_factor * tokens * top_k / experts`` of the
+tokens routed to it and computes (and exchanges in the all-to-alls) buffers of that size whether full or
+not; ``0`` is dropless routing with the tokens spread evenly (the expert GEMMs and all-to-alls carry
+exactly the routed tokens). ``pp`` need not divide the layers: the stages take them as evenly as possible,
 the first and last stages (embedding, LM head) the fewer.
 
 Both check themselves on construction (errors name the field, the rule and the value); units are
@@ -37,7 +41,8 @@ from typing import Any
 from accel_spec.config import ArrayConfig
 from accel_spec.errors import ConfigError
 
-__all__ = ["SystemConfig", "Split", "TOPOLOGIES", "SYSTEM_FIELDS", "SPLIT_FIELDS", "DCN_RINGS", "ZERO_GATHERS"]
+__all__ = ["SystemConfig", "Split", "TOPOLOGIES", "SYSTEM_FIELDS", "SPLIT_FIELDS", "DCN_RINGS", "ZERO_GATHERS",
+           "MIN_CAPACITY", "MAX_CAPACITY"]
 
 #: Topology kinds and how many ``dims`` each has.
 TOPOLOGIES: dict[str, int] = {"ring": 1, "torus2d": 2, "torus3d": 3, "switch": 1}
@@ -48,6 +53,10 @@ _MAX_CHIPS = 1 << 20
 DCN_RINGS = ("hierarchical", "flat")
 #: How ZeRO-3 issues its weight all-gathers and gradient reduce-scatters (:attr:`Split.zero_gather`).
 ZERO_GATHERS = ("layer", "tensor")
+#: Largest third of a shared cache, KiB (the largest buffer a design may have).
+MAX_L2_KIB = 1 << 20
+#: Bounds of a nonzero :attr:`Split.capacity_factor` (below 1 drops tokens; Switch used 1 to 2).
+MIN_CAPACITY, MAX_CAPACITY = 0.25, 64.0
 
 
 def _int(owner: str, name: str, value: object, low: int = 1, high: int = _MAX_CHIPS) -> int:
@@ -96,6 +105,11 @@ class SystemConfig:
         pods: pods joined by the DCN.
         dcn_gb_per_s: DCN bandwidth per chip, one direction, GB/s (needed when ``pods > 1``).
         dcn_latency_us: DCN latency per message, microseconds.
+        l2_mib: an on-chip cache shared by the chip's cores, MiB (as a GPU's L2); ``0``: none, each
+            core streams its operands from HBM at its share of the bandwidth. With a shared cache
+            each core streams from it at ``l2_gb_per_s / cores``, and HBM carries each op's
+            traffic with the cache as its buffers (operands the cores share are fetched once).
+        l2_gb_per_s: the shared cache's bandwidth to all cores together, GB/s (needed with ``l2_mib``).
         dcn_rings: how collectives that reach across the DCN are run: ``hierarchical`` (in the pod,
             then across pods: latency the sum over axes) or ``flat`` (one ring through every member,
             as NCCL's ring algorithm: ``N - 1`` steps, each at the slowest hop's latency).
@@ -114,6 +128,8 @@ class SystemConfig:
     dcn_gb_per_s: float = 0.0
     dcn_latency_us: float = 10.0
     dcn_rings: str = "hierarchical"
+    l2_mib: float = 0.0
+    l2_gb_per_s: float = 0.0
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -146,6 +162,13 @@ class SystemConfig:
             raise ConfigError(f"system dcn_gb_per_s must be positive when pods > 1, not {self.dcn_gb_per_s!r}")
         object.__setattr__(self, "dcn_latency_us",
                            _float("system", "dcn_latency_us", self.dcn_latency_us, zero_ok=True))
+        object.__setattr__(self, "l2_mib", _float("system", "l2_mib", self.l2_mib, zero_ok=True))
+        object.__setattr__(self, "l2_gb_per_s", _float("system", "l2_gb_per_s", self.l2_gb_per_s, zero_ok=True))
+        if self.l2_mib > 0 and self.l2_gb_per_s <= 0:
+            raise ConfigError(f"system l2_gb_per_s must be positive when l2_mib > 0 (the shared cache's "
+                              f"bandwidth), not {self.l2_gb_per_s!r}")
+        if self.l2_mib * 1024 / 3 > MAX_L2_KIB:
+            raise ConfigError(f"system l2_mib must be at most {3 * MAX_L2_KIB / 1024:g}, not {self.l2_mib!r}")
         if self.dcn_rings not in DCN_RINGS:
             raise ConfigError(f"system dcn_rings must be one of {', '.join(DCN_RINGS)}, not {self.dcn_rings!r}")
         if not isinstance(self.name, str):
@@ -219,6 +242,7 @@ class Split:
     sequence_parallel: bool = False
     interleave: int = 1
     zero_gather: str = "layer"
+    capacity_factor: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "ep", "microbatch"):
@@ -241,6 +265,12 @@ class Split:
         if self.interleave > 1 and self.pp == 1:
             raise ConfigError(f"split interleave needs pipeline stages (pp > 1), not interleave={self.interleave} "
                               "with pp=1")
+        cf = self.capacity_factor
+        if (isinstance(cf, bool) or not isinstance(cf, (int, float)) or not math.isfinite(cf)
+                or not (cf == 0 or MIN_CAPACITY <= cf <= MAX_CAPACITY)):
+            raise ConfigError(f"split capacity_factor must be 0 (dropless) or a number in [{MIN_CAPACITY:g}, "
+                              f"{MAX_CAPACITY:g}], not {cf!r}")
+        object.__setattr__(self, "capacity_factor", float(cf))
         if self.zero_gather not in ZERO_GATHERS:
             raise ConfigError(f"split zero_gather must be one of {', '.join(ZERO_GATHERS)}, "
                               f"not {self.zero_gather!r}")
@@ -259,7 +289,8 @@ class Split:
                 + (f" recompute={self.recompute:g}" if self.recompute else "")
                 + (" selective" if self.selective else "") + (" sp" if self.sequence_parallel else "")
                 + (f" interleave={self.interleave}" if self.interleave > 1 else "")
-                + (" per-tensor" if self.zero == 3 and self.zero_gather == "tensor" else ""))
+                + (" per-tensor" if self.zero == 3 and self.zero_gather == "tensor" else "")
+                + (f" capacity={self.capacity_factor:g}" if self.capacity_factor else ""))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, where: str = "split") -> Split:

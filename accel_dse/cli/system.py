@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="attention scores go through HBM (no fused attention)")
     ev.add_argument("--split", metavar="k=v,...", default=None,
                     help="the split: dp, tp, pp, ep, zero, microbatch, recompute, overlap, selective, "
-                    "sequence_parallel, interleave, zero_gather (e.g. dp=64,tp=8,pp=8,selective=1); "
+                    "sequence_parallel, interleave, zero_gather, capacity_factor (e.g. dp=64,tp=8,pp=8,selective=1); "
                     "default: the file's [split], else searched")
     ev.add_argument("--fix", metavar="k=v,...", default=None,
                     help="search the split with these fields fixed (e.g. tp=8,pp=12 searches dp's microbatch, "
@@ -90,7 +90,7 @@ def split_values(text: str, flag: str) -> dict[str, Any]:
                 if raw not in ("0", "1", "true", "false"):
                     raise ValueError
                 values[key] = raw in ("1", "true")
-            elif key == "recompute":
+            elif key in ("recompute", "capacity_factor"):
                 values[key] = float(raw)
             elif key == "zero_gather":
                 values[key] = raw

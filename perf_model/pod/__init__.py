@@ -19,6 +19,7 @@ from perf_model.pod.evaluate import (
     candidate_splits,
     evaluate_split,
     evaluate_system,
+    l2_chips,
     rank_splits,
     split_problem,
 )
@@ -27,7 +28,8 @@ from perf_model.pod.steps import Pass, core_op, passes
 from perf_model.pod.topology import Axis, Segment, place, system_axes
 
 __all__ = [
-    "evaluate_system", "evaluate_split", "candidate_splits", "rank_splits", "split_problem", "SystemResult", "OpCosts",
+    "evaluate_system", "evaluate_split", "candidate_splits", "rank_splits", "l2_chips", "split_problem",
+    "SystemResult", "OpCosts",
     "LINK_PJ_PER_BIT", "SYSTEM_METRICS", "chip_memory", "stage_params", "Pass", "passes", "core_op", "Axis",
     "Segment", "place", "system_axes", "all_gather", "all_reduce", "all_to_all", "p2p", "reduce_scatter",
 ]

@@ -15,7 +15,12 @@ fraction of the forward pass (0 with selective recomputation: the attention core
   data-parallel group grows the bytes per chip stay the same and the latency grows with ``N``.
 
 With ``overlap`` the gradient all-reduce runs under the backward passes and ZeRO-3's collectives
-under the forward and backward passes (prefetch); what does not fit is exposed.
+under the forward and backward passes (prefetch); what does not fit is exposed. Link contention:
+when the tensor-parallel or expert group crosses an axis the data-parallel group crosses too (as
+tp = 2 and dp within one NVSwitch node), those collectives and the data-parallel ones share the
+links one at a time, so the data-parallel traffic hides only under the part of each pass the
+others leave free: ``exposed = max(0, dp - m (T_b - busy_b))`` (ZeRO-3: ``m (T_f - busy_f + T_b -
+busy_b)``), ``busy`` the pass's tensor-parallel and expert collective time on shared axes.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from perf_model.pod.steps import operand_bytes
 from perf_model.pod.topology import Segment
 from workloads.llm_ops import LlmShape
 
-__all__ = ["weight_tensors", "data_parallel_s", "exposed_s"]
+__all__ = ["weight_tensors", "data_parallel_s", "exposed_s", "shared_axes"]
 
 
 def weight_tensors(shape: LlmShape) -> int:
@@ -61,9 +66,21 @@ def data_parallel_s(system: SystemConfig, shape: LlmShape, split: Split, groups:
     return microbatches * per_mb
 
 
-def exposed_s(split: Split, dp_s: float, microbatches: int, t_f: float, t_b: float) -> float:
-    """The part of ``dp_s`` not hidden under compute (module docstring)."""
+def exposed_s(split: Split, dp_s: float, microbatches: int, t_f: float, t_b: float, busy_f: float = 0.0,
+              busy_b: float = 0.0) -> float:
+    """The part of ``dp_s`` not hidden under compute (module docstring).
+
+    ``busy_f`` and ``busy_b``: seconds of each forward and backward pass in which the tensor-parallel
+    and expert collectives hold links the data-parallel group also uses (:func:`shared_axes`); the
+    links serve one collective at a time, so the data-parallel traffic hides only under the rest."""
     if not split.overlap:
         return dp_s
-    under = microbatches * (t_f + t_b if split.zero >= 3 else t_b)
-    return max(0.0, dp_s - under)
+    under = microbatches * ((t_f - busy_f) + (t_b - busy_b) if split.zero >= 3 else t_b - busy_b)
+    return max(0.0, dp_s - max(0.0, under))
+
+
+def shared_axes(groups: dict[str, list[Segment]], kinds: tuple[str, ...] = ("tp", "ep")) -> set[str]:
+    """Which of ``kinds`` (groups of a placement) cross an axis the data-parallel group ``dp_all``
+    also crosses: their collectives and the data-parallel ones contend for the same links."""
+    dp_axes = {s.axis for s in groups.get("dp_all", [])}
+    return {k for k in kinds if dp_axes & {s.axis for s in groups.get(k, [])}}

@@ -12,7 +12,8 @@ Training, for ``m = batch / dp / microbatch`` microbatches and the last stage's 
     pipeline = (m + pp - 1) * (T_f + T_b)                  (1F1B; bubble = (pp - 1) * (T_f + T_b))
     dp       = all-reduce of the stage's gradients over dp (experts' over dp / ep); ZeRO 3 adds an
                all-gather of the stage's weights per microbatch and pass (2 + r)
-    exposed  = max(0, dp - m * T_b) with overlap, else dp
+    exposed  = max(0, dp - m * T_b) with overlap, else dp (T_b less the backward's tensor-parallel
+               and expert collectives when they share links with dp: data_parallel.exposed_s)
     optimizer = 28 bytes per weight of the chip's optimizer shard through HBM (Adam in fp32:
                read master, m, v, gradient; write master, m, v, bf16 copy)
     step = pipeline + exposed + optimizer
@@ -42,13 +43,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from accel_spec.config import MEMORY_KINDS, ArrayConfig
+from accel_spec.config import MEMORY_KINDS, NO_MEMORY, ArrayConfig
+from accel_spec.errors import WorkloadError
 from accel_spec.pod_config import Split, SystemConfig
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.figures.one_design import evaluate
 from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.pod import collectives as coll
-from perf_model.pod.data_parallel import data_parallel_s, exposed_s
+from perf_model.pod.data_parallel import data_parallel_s, exposed_s, shared_axes
 from perf_model.pod.memory import chip_memory, stage_params
 from perf_model.pod.stages import bubble_s, pipeline_s, schedule_problem, stage_layers
 from perf_model.pod.steps import CoreSplit, Pass, operand_bytes, passes
@@ -57,7 +59,7 @@ from workloads.llm_ops import LlmJob, check_split
 from workloads.ops import Gemm, Workload
 
 __all__ = ["SystemResult", "OpCosts", "evaluate_system", "evaluate_split", "candidate_splits", "split_problem",
-           "training_problem", "OBJECTIVES",
+           "training_problem", "OBJECTIVES", "l2_chips",
            "rank_splits", "LINK_PJ_PER_BIT", "SYSTEM_METRICS"]
 
 #: Energy per bit sent over an inter-chip or DCN link, pJ (an assumption: off-package SerDes are
@@ -120,28 +122,47 @@ class SystemResult:
 
 
 class OpCosts:
-    """Seconds and pJ of each distinct op on one core, from :func:`perf_model.evaluate` (cached)."""
+    """Seconds and pJ of each distinct op on one core, from :func:`perf_model.evaluate` (cached).
 
-    def __init__(self, chip: ArrayConfig) -> None:
+    With ``l2`` (a design whose buffers are the chip's shared cache, :func:`l2_chips`) an op also
+    has the HBM bytes the whole chip's op moves with that cache (:meth:`seconds`: the slower of
+    the core's time and those bytes at ``hbm_bps``)."""
+
+    def __init__(self, chip: ArrayConfig, *, l2: ArrayConfig | None = None, hbm_bps: float = 0.0) -> None:
         self.chip = chip
-        self._cost: dict[tuple[int, int, int, int], tuple[float, float, str]] = {}
+        self._cost: dict[tuple[int, int, int, int], tuple[float, float, str, float]] = {}
         #: One core's area (the single-chip model's ``area_mm2``), once a feasible op set was evaluated.
         self.area_mm2 = 0.0
         self._cuts: dict[tuple[int, float, float], CoreSplit] = {}
+        self.l2 = OpCosts(l2) if l2 is not None else None
+        self.hbm_bps = hbm_bps
+
+    @classmethod
+    def for_system(cls, system: SystemConfig) -> OpCosts:
+        """The op costs of ``system``'s chip (its cores and, with ``l2_mib``, its shared cache)."""
+        port, l2 = l2_chips(system)
+        return cls(port, l2=l2, hbm_bps=_hbm(system)[0] if l2 is not None else 0.0)
+
+    def matches(self, system: SystemConfig) -> bool:
+        """Whether these costs are those of ``system``'s chip."""
+        port, l2 = l2_chips(system)
+        return self.chip == port and (self.l2.chip if self.l2 is not None else None) == l2
 
     def core_split(self, cores: int, hbm_bps: float, act_bytes: float) -> CoreSplit:
         """The :class:`CoreSplit` of a chip of ``cores`` on these costs (one per chip, its choices kept)."""
         key = (cores, hbm_bps, act_bytes)
         if key not in self._cuts:
-            self._cuts[key] = CoreSplit(cores, self, hbm_bps, act_bytes)
+            self._cuts[key] = CoreSplit(cores, self, hbm_bps, act_bytes, grid=self.l2 is not None)
         return self._cuts[key]
 
     @staticmethod
     def key(op: Gemm) -> tuple[int, int, int, int]:
         return (op.m, op.k, op.n, op.batch)
 
-    def prepare(self, ops: list[Gemm]) -> None:
-        """Evaluate, in one vectorised call, every op not seen before."""
+    def prepare(self, ops: list[Gemm], chip_ops: list[Gemm] | None = None) -> None:
+        """Evaluate, in one vectorised call, every op not seen before (``chip_ops`` on the shared cache)."""
+        if self.l2 is not None and chip_ops:
+            self.l2.prepare(chip_ops)
         new: dict[tuple[int, int, int, int], Gemm] = {}
         for op in ops:
             k = self.key(op)
@@ -160,10 +181,39 @@ class OpCosts:
             result = evaluate(self.chip, Workload(name="pod ops", ops=tuple(o for _, o in batch)), reuse=False)
             self.area_mm2 = self.area_mm2 or float(result.total.get("area_mm2", 0.0))
             for (key, _), r in zip(batch, result.ops, strict=True):
-                self._cost[key] = (r.latency_s, r.energy_pj, "" if r.status == "ok" else r.reason)
+                self._cost[key] = (r.latency_s, r.energy_pj, "" if r.status == "ok" else r.reason,
+                                   float(r.dram_read_bytes + r.dram_write_bytes))
 
     def __call__(self, op: Gemm) -> tuple[float, float, str]:
-        return self._cost[self.key(op)]
+        sec, pj, why, _ = self._cost[self.key(op)]
+        return sec, pj, why
+
+    def dram_bytes(self, op: Gemm) -> float:
+        """Bytes ``op`` moves through DRAM on this design."""
+        return self._cost[self.key(op)][3]
+
+    def seconds(self, op: Gemm, chip_op: Gemm | None) -> tuple[float, float, str]:
+        """:meth:`__call__`, with a shared cache no faster than the chip op's HBM bytes at ``hbm_bps``."""
+        sec, pj, why = self(op)
+        if self.l2 is not None and chip_op is not None:
+            sec = max(sec, self.l2.dram_bytes(chip_op) / self.hbm_bps)
+        return sec, pj, why
+
+
+def l2_chips(system: SystemConfig) -> tuple[ArrayConfig, ArrayConfig | None]:
+    """The design each core's ops are timed on, and the design whose DRAM traffic is the chip's HBM
+    traffic (``None`` without a shared cache, ``SystemConfig.l2_mib``).
+
+    With a shared cache a core streams its operands from it: the design with
+    ``l2_gb_per_s / cores`` as its bandwidth (no memory part). HBM serves the whole chip's op
+    with the cache as its buffers: the design with ``l2_mib / 3`` for each of its three buffers."""
+    chip = system.chip
+    if system.l2_mib <= 0:
+        return chip, None
+    port = system.l2_gb_per_s * 1e9 / system.cores / (chip.clock_mhz * 1e6)
+    third = max(1, int(system.l2_mib * 1024 / 3))
+    return (dataclasses.replace(chip, dram_bytes_per_cycle=port, dram=NO_MEMORY),
+            dataclasses.replace(chip, ifmap_sram_kib=third, weight_sram_kib=third, ofmap_sram_kib=third))
 
 
 @dataclass(frozen=True)
@@ -187,8 +237,8 @@ class _Timed:
 def _time_pass(p: Pass, costs: OpCosts, groups: dict[str, list[Segment]], hbm_bps: float) -> _Timed:
     gemm_s = gemm_pj = 0.0
     reason = ""
-    for op, count in p.ops:
-        sec, pj, why = costs(op)
+    for (op, count), chip_op in itertools.zip_longest(p.ops, p.chip_ops):
+        sec, pj, why = costs.seconds(op, chip_op)
         reason = reason or why
         gemm_s += count * sec
         gemm_pj += count * pj
@@ -198,8 +248,8 @@ def _time_pass(p: Pass, costs: OpCosts, groups: dict[str, list[Segment]], hbm_bp
     p2p = coll.p2p(groups.get("pp", []), p.p2p)
     link = 2 * p.tp_count * p.tp_allreduce + p.ep_count * p.ep_alltoall + p.p2p
     core_s = core_pj = 0.0
-    for op, count in p.core_ops:
-        sec, pj, _ = costs(op)
+    for (op, count), chip_op in itertools.zip_longest(p.core_ops, p.core_chip_ops):
+        sec, pj, _ = costs.seconds(op, chip_op)
         core_s += count * sec
         core_pj += count * pj
     return _Timed(gemm_s, gemm_pj, p.vector_bytes / hbm_bps, tp, ep, p2p, link, reason,
@@ -239,6 +289,9 @@ def split_problem(system: SystemConfig, job: LlmJob, split: Split) -> str:
     why = check_split(job.shape, tp=1, pp=1, ep=split.ep)
     if why:
         return why
+    if split.capacity_factor and not job.shape.moe:
+        return (f"capacity_factor={split.capacity_factor:g} needs a mixture-of-experts model "
+                f"({job.shape.name} is dense)")
     width = job.shape.expert_ffn if job.shape.moe else job.shape.ffn
     if width % split.tp:
         return f"tp={split.tp} must divide the model's FFN width ({width})"
@@ -261,7 +314,7 @@ def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCos
     if isinstance(groups, str):
         return _fail(system, job, split, groups)
     groups["dp_all"] = merge_axes(groups["ep"] + groups["dp"])
-    costs = costs or OpCosts(system.chip)
+    costs = costs if costs is not None and costs.matches(system) else OpCosts.for_system(system)
     seqs = job.batch // split.dp
     m = seqs // split.microbatch
     memory = chip_memory(system, job, split, m)
@@ -277,21 +330,25 @@ def evaluate_split(system: SystemConfig, job: LlmJob, split: Split, costs: OpCos
     # the last stage (LM head) and, when it holds more layers, the fullest other stage
     kinds = [(counts[-1], True)] + ([(max(counts[:-1]), False)] if split.pp > 1 and max(counts[:-1]) > counts[-1]
                                     else [])
-    if job.training:
-        stages = [passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb * job.seq,
-                         layers=n, head=h, cut=cut) for n, h in kinds]
-        return _train(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
-    ctx = job.seq + job.gen // 2
-    stages = [(passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb, layers=n,
-                      head=h, cut=cut)[0],
-               passes(system, job, split, seqs=mb, q_len=1, kv_len=ctx, head_tokens=mb, layers=n, head=h,
-                      cut=cut)[0])
-              for n, h in kinds]
-    return _serve(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
+    try:
+        if job.training:
+            stages = [passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb * job.seq,
+                             layers=n, head=h, cut=cut) for n, h in kinds]
+            return _train(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
+        ctx = job.seq + job.gen // 2
+        stages = [(passes(system, job, split, seqs=mb, q_len=job.seq, kv_len=job.seq, head_tokens=mb, layers=n,
+                          head=h, cut=cut)[0],
+                   passes(system, job, split, seqs=mb, q_len=1, kv_len=ctx, head_tokens=mb, layers=n, head=h,
+                          cut=cut)[0])
+                  for n, h in kinds]
+        return _serve(system, job, split, costs, groups, m, memory, stages, hbm_bps, dram_pj)
+    except WorkloadError as exc:  # an op of the microbatch beyond what the chip model computes exactly
+        return SystemResult("infeasible", f"microbatch {mb}: {exc}", system, job, split, memory=memory)
 
 
 def _check(costs: OpCosts, *ps: Pass) -> None:
-    costs.prepare([op for p in ps for op, _ in p.ops])
+    costs.prepare([op for p in ps for op, _ in (*p.ops, *p.core_ops)],
+                  [op for p in ps for op in (*p.chip_ops, *p.core_chip_ops) if op is not None])
 
 
 def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, groups: dict[str, list[Segment]],
@@ -315,7 +372,10 @@ def _train(system: SystemConfig, job: LlmJob, split: Split, costs: OpCosts, grou
     dense, expert = stage_params(job.shape, split, last=True)
     dp = data_parallel_s(system, job.shape, split, groups, dense, expert, stage_layers(job.shape.layers, split.pp)[-1],
                          m)
-    exposed_dp = exposed_s(split, dp, m, t_f, t_b)
+    shared = shared_axes(groups)
+    busy_f = (tf.tp_s if "tp" in shared else 0.0) + (tf.ep_s if "ep" in shared else 0.0)
+    busy_b = (tb.tp_s if "tp" in shared else 0.0) + (tb.ep_s if "ep" in shared else 0.0)
+    exposed_dp = exposed_s(split, dp, m, t_f, t_b, busy_f, busy_b + busy_f * r)
     shard = (dense + expert) / (split.dp if split.zero >= 1 else 1)
     optimizer = shard * OPTIMIZER_IO_BYTES / hbm_bps
     step = pipeline + exposed_dp + optimizer
@@ -467,7 +527,7 @@ def rank_splits(system: SystemConfig, job: LlmJob, splits: list[Split] | None = 
     first, best first (training: step time; serving: most tokens/s, or with ``objective``
     ``"ttft"`` or ``"tpot"`` the shortest time to first token or per output token), then the
     infeasible ones by the memory they need (``costs``: op times of the system's chip already known)."""
-    costs = costs if costs is not None and costs.chip == system.chip else OpCosts(system.chip)
+    costs = costs if costs is not None and costs.matches(system) else OpCosts.for_system(system)
     tries = splits if splits is not None else candidate_splits(system, job)
     results = [evaluate_split(system, job, s, costs) for s in tries]
     return sorted(results,

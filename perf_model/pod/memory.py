@@ -96,7 +96,9 @@ def chip_memory(system: SystemConfig, job: LlmJob, split: Split, microbatches: i
             parts["gradients"] = parts["optimizer"] = 0.0
             parts["kv_cache"] = 2.0 * layers * pairs * shape.head_dim * (job.seq + job.gen) * act_width
             scores = 0 if job.fused_attention else -(-shape.heads // split.tp) * job.seq * mb_tokens
-            parts["activations"] = (4 * mb_tokens * shape.d + scores) * act_width
+            # the working activations of a pass, sharded over the tensor group between the layer's
+            # matmuls (Pope et al. 2022, sec. 3.2: the weight-stationary layouts keep them sharded)
+            parts["activations"] = (4 * mb_tokens * shape.d / split.tp + scores) * act_width
         parts["total"] = sum(parts.values())
         if parts["total"] > best.get("total", -1.0):
             best = parts

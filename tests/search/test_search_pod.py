@@ -132,6 +132,54 @@ def test_a_sweep_codesigns_chip_system_and_split_under_tokens_and_hbm_constraint
     assert_one_line_error(code, out, err, r"the grid sampler scores single chips")
 
 
+def test_a_sweep_samples_the_splits_people_use_as_axes(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    split = {"tp": [1, 2], "pp": [1, 2], "microbatch": [1, 2], "zero": [1, 3], "recompute": 0.0,
+             "selective": [False, True], "sequence_parallel": [False, True], "interleave": [1, 2],
+             "zero_gather": ["layer", "tensor"]}
+    space = pod_space(split=split)
+    names = {p.name for p in space.free_params}
+    # numbers are ordered axes (searched by position), flags and names choices
+    assert {"split.selective", "split.sequence_parallel", "idx_split.interleave", "split.zero_gather"} <= names
+    path = tmp_path / "pod.toml"
+    path.write_text(_toml({**POD, "split": split}))
+    code, out, err = run_cli("sweep", "--space", str(path), "--trials", "20", "--sampler", "random", "--seed", "3",
+                             "--storage", "sqlite:///s.db")
+    assert code == 0, err
+    trials = optuna.load_study(study_name="tiny-pod", storage="sqlite:///s.db").trials
+    for key in ("selective", "sequence_parallel", "interleave", "zero_gather"):
+        assert len({t.user_attrs["pod_choice"][f"split.{key}"] for t in trials}) == 2, key
+    scored = [t for t in trials if t.user_attrs["status"] != "infeasible"]
+    assert scored
+    for t in scored:  # the split evaluated is the one sampled
+        for key in ("selective", "sequence_parallel", "interleave", "zero_gather"):
+            assert t.user_attrs["pod"]["split"][key] == t.user_attrs["pod_choice"][f"split.{key}"]
+    # interleaving without pipeline stages is refused with the reason, not scored
+    lone = [t for t in trials if t.user_attrs["pod_choice"]["split.interleave"] == 2
+            and t.user_attrs["pod_choice"]["split.pp"] == 1]
+    assert all("interleave needs pipeline stages" in t.user_attrs["reason"] for t in lone)
+
+
+def test_a_preset_keeps_its_rings_and_shared_cache_in_a_pod_space():
+    from accel_dse.search.space.pod_space import build_system
+
+    space = pod_space(system={"preset": "h100-cluster", "dims": [2]})
+    params = {p.name: 0 for p in space.free_params}
+    system = build_system(CHIP, space.pod, space.pod_choice(params))
+    assert (system.l2_mib, system.l2_gb_per_s, system.dcn_rings, system.dims) == (47.68, 5500.0, "flat", (2,))
+
+
+@pytest.mark.parametrize(("changes", "pattern"), [
+    ({"capacity_factor": [0.0, 100.0]}, r"split\.capacity_factor: split capacity_factor must be 0 .dropless."),
+    ({"interleave": [0, 2]}, r"split\.interleave: split interleave must be a positive integer, not 0"),
+    ({"zero_gather": ["layer", "block"]}, r"split\.zero_gather: split zero_gather must be one of layer, tensor"),
+    ({"selective": [False, 1]}, r"split\.selective: split selective must be true or false, not 1"),
+])
+def test_bad_split_axes_name_the_value_and_the_rule(changes, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        pod_space(split={"tp": [1, 2], **changes})
+
+
 def _toml(doc: dict) -> str:
     lines = []
     for key in ("name", "objectives", "constraints"):

@@ -40,7 +40,7 @@ class PodEvaluator:
         self.job = llm_job_from_table(dict(target.llm))
         self.model = model
         self._module: Any = None
-        self._costs: OrderedDict[str, Any] = OrderedDict()
+        self._costs: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -53,12 +53,13 @@ class PodEvaluator:
             self._module = importlib.import_module(self.model)
         return self._module
 
-    def _op_costs(self, chip: ArrayConfig) -> Any:
-        key = chip.config_hash
+    def _op_costs(self, system: Any) -> Any:
+        port, l2 = self._pod().l2_chips(system)  # the cores' design, and the shared cache's (or None)
+        key: tuple[str, str] = (port.config_hash, l2.config_hash if l2 is not None else "")
         if key in self._costs:
             self._costs.move_to_end(key)
         else:
-            self._costs[key] = self._pod().OpCosts(chip)
+            self._costs[key] = self._pod().OpCosts.for_system(system)
             while len(self._costs) > CACHED_CHIPS:
                 self._costs.popitem(last=False)
         return self._costs[key]
@@ -78,7 +79,7 @@ class PodEvaluator:
         split = build_split(system, self.target, choice)
         if isinstance(split, str):
             return self._infeasible(f"split: {split}")
-        costs = self._op_costs(config)
+        costs = self._op_costs(system)
         if split is None:
             ranked = pod.rank_splits(system, self.job, costs=costs)
             result = ranked[0] if ranked else None

@@ -22,10 +22,15 @@ and the split of an LLM job over the system's chips; trials are scored by ``perf
     tp = [1, 2, 4, 8]
     pp = [1, 2, 4]
     zero = [1, 3]
+    selective = [false, true]      # the splits people use are axes too
+    interleave = [1, 2]
 
 ``system.*`` parameters: :data:`SYSTEM_AXES` (a value, choices or a range); ``topology``,
-``dims``, ``wraparound`` and ``name`` are fixed. ``split.*`` parameters: :data:`SPLIT_AXES`
-(``dp`` is the chips over ``tp * pp``; ``overlap`` is fixed). The metrics are
+``dims``, ``wraparound``, ``name``, ``dcn_rings`` and the shared cache (``l2_mib``,
+``l2_gb_per_s``) are fixed (the preset's unless the table gives them). ``split.*`` parameters:
+:data:`SPLIT_AXES` (``dp`` is the chips over ``tp * pp``; ``overlap`` is fixed), the splits people
+use included: ``selective = [false, true]``, ``sequence_parallel``, ``interleave = [1, 2, 4]``,
+``capacity_factor``, ``zero_gather``. The metrics are
 :data:`~accel_dse.search.space.metrics.SYSTEM_METRIC_UNITS` and the chip's ``area_mm2``.
 """
 
@@ -46,10 +51,11 @@ __all__ = ["parse_pod_tables", "check_pod_metrics", "SYSTEM_AXES", "SPLIT_AXES",
 #: System fields a pod space may vary, and whether they are integers.
 SYSTEM_AXES: dict[str, str] = {"cores": "int", "link_gb_per_s": "float", "link_latency_us": "float",
                                "hbm_gib": "float", "pods": "int", "dcn_gb_per_s": "float", "dcn_latency_us": "float"}
-_SYSTEM_FIXED = ("topology", "dims", "wraparound", "name")
-#: Split fields a pod space may vary (``dp`` follows from the chips; ``overlap`` is fixed).
+_SYSTEM_FIXED = ("topology", "dims", "wraparound", "name", "dcn_rings", "l2_mib", "l2_gb_per_s")
+#: Split fields a pod space may vary, and their kinds (``dp`` follows from the chips; ``overlap`` is fixed).
 SPLIT_AXES: dict[str, str] = {"tp": "int", "pp": "int", "ep": "int", "zero": "int", "microbatch": "int",
-                              "recompute": "float"}
+                              "recompute": "float", "selective": "bool", "sequence_parallel": "bool",
+                              "interleave": "int", "capacity_factor": "float", "zero_gather": "str"}
 _BASE_CHIP = ArrayConfig(rows=1, cols=1)
 
 
@@ -71,6 +77,8 @@ def _check_split(field: str, value: object, where: str) -> Any:
         value = float(value)
     try:
         fields: dict[str, Any] = {name: value}
+        if name == "interleave":  # checked as a pipeline would take it (with pp = 1 a trial is refused)
+            fields["pp"] = 2
         Split(**fields)
     except (ConfigError, TypeError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
@@ -132,7 +140,8 @@ def parse_pod_tables(doc: Mapping[str, Any], source: str,
         split_defaults = {f.name: f.default for f in dataclasses.fields(Split)}
         for name, kind in SPLIT_AXES.items():
             params.append(parse_param(f"{SPLIT_PREFIX}{name}", split.get(name, split_defaults[name]),
-                                      f"{source}: split.{name}", _check_split, kind))
+                                      f"{source}: split.{name}", _check_split,
+                                      kind if kind in ("int", "float") else ""))
     target = PodTarget(llm=tuple(sorted(llm.items())), system=tuple(sorted(fixed.items())),
                        split_searched=split is None, overlap=overlap)
     return target, tuple(params)

@@ -10,7 +10,7 @@ import pytest
 from accel_dse.pod_files import load_system, system_preset_names
 
 #: Each preset's stated bf16/fp16 peak, TFLOPS, as its comments give it.
-PEAKS = {"a100-cluster": 312.0, "tpu-v3-pod": 123.0, "tpu-v4-pod": 275.0, "tpu-v5e-pod": 197.0,
+PEAKS = {"a100-cluster": 312.0, "h100-cluster": 989.4, "tpu-v3-pod": 123.0, "tpu-v4-pod": 275.0, "tpu-v5e-pod": 197.0,
          "v100-cluster": 125.0}
 
 
