@@ -34,7 +34,7 @@ from accel_dse.search.scoring.grid import GridResult, add_grid_trials, grid_sear
 from accel_dse.search.scoring.objective import Evaluator, SweepObjective, TrialFailed
 from accel_dse.search.space.design_space import DesignSpace
 from accel_dse.search.study.dashboard import mark_best, name_metrics
-from accel_dse.search.study.interrupt import deferred_interrupts, interrupt_requested
+from accel_dse.search.study.interrupt import deferred_interrupts, interrupt_requested, interruptible, resume_message
 from accel_dse.search.study.loop import run_trials
 from accel_dse.search.study.owner import fail_dead_trials, worker_identity
 from accel_dse.search.study.progress import Progress
@@ -211,7 +211,7 @@ def _work(job: _WorkerJob, storage: BaseStorage | None = None, progress: Progres
 def _worker_entry(job: _WorkerJob, results: Any) -> None:
     """Body of a ``--jobs`` worker process: report ``(pid, outcome, message)`` on ``results``."""
     try:
-        with _quiet_optuna(), deferred_interrupts():
+        with _quiet_optuna(), deferred_interrupts(message=""):  # the parent reports the stop
             ran = _work(job)
         results.put((os.getpid(), "ok", str(ran)))
     except KeyboardInterrupt:
@@ -310,7 +310,7 @@ def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepRe
         KeyboardInterrupt: Ctrl-C or SIGTERM (running trials are marked FAIL first).
     """
     spec = validate_sweep(config)
-    with _quiet_optuna(), deferred_interrupts():
+    with _quiet_optuna(), deferred_interrupts(resume_message(spec.display)):
         check_location(spec)
         storage = open_storage(spec, heartbeat_interval=config.heartbeat_interval, grace_period=config.grace_period)
         space = config.space
@@ -365,8 +365,9 @@ def _run_grid(config: SweepConfig, study: optuna.Study, progress: TextIO | None)
             progress.write(f"\rgrid: {done:,}/{size:,} designs scored{end}")
             progress.flush()
 
-    result = grid_search(space, config.evaluator, keep=config.grid_keep, table=config.grid_table,
-                         on_chunk=on_chunk)
+    with interruptible():  # nothing is written to the study while the grid is scored: a stop ends it at once
+        result = grid_search(space, config.evaluator, keep=config.grid_keep, table=config.grid_table,
+                             on_chunk=on_chunk)
     add_grid_trials(study, space, evaluator, result)  # type: ignore[arg-type]
     return result
 

@@ -55,6 +55,16 @@ __all__ = ["Evaluator", "SweepObjective", "TrialFailed", "suggest"]
 MAX_CONSECUTIVE_ERRORS = 20
 #: Optuna's system attribute for a trial's constraint values (``<= 0``: met).
 CONSTRAINTS_KEY = "constraints"
+#: What a trial stopped by Ctrl-C or SIGTERM records.
+_INTERRUPTED = {"status": "interrupted", "reason": "Ctrl-C or SIGTERM during the trial"}
+
+
+def _record_interrupted(trial: optuna.Trial, attrs: dict[str, Any], system: dict[str, Any]) -> None:
+    """Record ``trial`` as FAIL ``interrupted`` with what it knew (run by the sweep's signal watcher)."""
+    from optuna.trial import TrialState
+
+    write_attrs(trial, {**attrs, **_INTERRUPTED}, dict(system))
+    trial.storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
 
 
 class Evaluator(Protocol):
@@ -123,8 +133,7 @@ class SweepObjective:
                 raise KeyboardInterrupt
             return self._run(trial, attrs, system)
         except KeyboardInterrupt:
-            attrs["status"] = "interrupted"
-            attrs["reason"] = "Ctrl-C or SIGTERM during the trial"
+            attrs.update(_INTERRUPTED)
             raise
         finally:
             write_attrs(trial, attrs, system)
@@ -141,7 +150,7 @@ class SweepObjective:
         attrs["config_hash"] = config.config_hash
         attrs.update(flat_design(attrs["config"]))
         try:
-            with interruptible():
+            with interruptible(on_stop=lambda: _record_interrupted(trial, attrs, system)):
                 if space.pod is not None:  # the chip in its system: the trial's system.* and split.* values
                     choice = space.pod_choice(params)
                     attrs["pod_choice"] = choice
