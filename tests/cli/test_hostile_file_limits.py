@@ -5,35 +5,21 @@ A builtin's options are checked before it is traced (``test_hostile_limits.py``)
 are checked as they are read or traced, before a reference run, a simulation or a compile
 allocates anything for them. Before, each case below was read as a legal workload (``workloads
 show`` printed it) and left to the commands after it. All cases run in one child under
-``prlimit --as`` (2 GB), one in-process CLI call each.
+``prlimit --as`` (2 GB), one in-process CLI call each. So do the generated designs whose Verilog
+would be huge: refused before anything is generated.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hostile_testlib import cli_under_prlimit
 
 REPO = Path(__file__).resolve().parents[2]
-MEMORY = 2 * 10**9
 ELEMENTS_RULE = "beyond the 4,294,967,296 (2**32) a tensor may have in the accelerator's 32-bit DRAM address space"
-
-#: Runs each ``argv`` of the JSON list in ``sys.argv[1]`` through the CLI in this process; prints the results.
-DRIVER = """import contextlib, io, json, sys
-from accel_dse.cli import main
-results = []
-for argv in json.loads(sys.argv[1]):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    results.append([code, out.getvalue(), err.getvalue()])
-print(json.dumps(results))
-"""
 
 BIG_FUNCTION = """import jax.numpy as jnp
 
@@ -92,15 +78,40 @@ def test_files_and_functions_past_a_limit_are_refused_before_the_work(tmp_path):
     runs = []
     for spec, _ in CASES:
         runs += [["workloads", "show", spec], ["evaluate", "--design", "edge", "--workload", spec]]
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(["prlimit", f"--as={MEMORY}", sys.executable, "-c", DRIVER, json.dumps(runs)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    results = cli_under_prlimit(runs, tmp_path)
     for argv, (code, out, err) in zip(runs, results, strict=True):
         expected = dict(CASES)[argv[-1]]
         lines = err.strip().splitlines()
         assert (code, out, len(lines)) == (2, "", 1), (argv, code, err[-2000:])
         assert lines[0].startswith("accel-dse: error: " + expected), (argv, lines[0])
         assert "elements" in lines[0] or "rows" in lines[0], (argv, lines[0])
+
+
+def _design(folder: Path, name: str, rows: int, cols: int) -> str:
+    text = (REPO / "accel_dse" / "presets" / "tiny.toml").read_text()
+    text = text.replace("rows = 4\n", f"rows = {rows}\n").replace("cols = 4\n", f"cols = {cols}\n")
+    (folder / name).write_text(text)
+    return name
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs util-linux prlimit")
+def test_a_design_whose_verilog_would_be_huge_is_refused_before_generation(tmp_path):
+    from accel_dse.verilog_size import MAX_VERILOG_BYTES, verilog_bytes
+    from accel_spec.config import ArrayConfig
+
+    huge = _design(tmp_path, "huge.toml", 4096, 4096)
+    flat = _design(tmp_path, "k1.toml", 1024, 1024)
+    runs = [["rtl", "verilog", huge, "-o", "out.v"], ["rtl", "verilog", flat, "--flat"],
+            ["export", "--design", huge, "--out", "exp", "--no-synth"],
+            ["simulate", "--design", huge, "--workload", "gemm:m=4,k=4,n=4", "--work-dir", "sim"]]
+    results = cli_under_prlimit(runs, tmp_path)
+    for argv, (code, out, err) in zip(runs, results, strict=True):
+        lines = err.strip().splitlines()
+        assert (code, out, len(lines)) == (2, "", 1), (argv, code, err[-2000:])
+        rows, cols = (1024, 1024) if argv[2] == flat else (4096, 4096)
+        assert f"rows = {rows:,} and cols = {cols:,}" in lines[0] and "beyond the 128 MiB" in lines[0], lines[0]
+        assert ("flat Verilog" in lines[0]) == (argv[2] == flat), lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["huge.toml", "k1.toml"]  # nothing written
+    # The estimate against measured sizes (module docstring): tiny at 16x16, edge-sized designs pass.
+    assert verilog_bytes(ArrayConfig(rows=16, cols=16)) == pytest.approx(502_493, rel=0.01)
+    assert verilog_bytes(ArrayConfig(rows=256, cols=256)) < MAX_VERILOG_BYTES
