@@ -1,4 +1,4 @@
-"""Workloads that are not builtins are held to the same limits, before the work: files and traced functions.
+"""Limits before the work for what is not a builtin's options: files, traced functions, designs, programs.
 
 A builtin's options are checked before it is traced (``test_hostile_limits.py``). A workload file
 (SCALE-Sim CSV, Timeloop YAML, ONNX, StableHLO) or a user's JAX function has no options: its ops
@@ -6,7 +6,8 @@ are checked as they are read or traced, before a reference run, a simulation or 
 allocates anything for them. Before, each case below was read as a legal workload (``workloads
 show`` printed it) and left to the commands after it. All cases run in one child under
 ``prlimit --as`` (2 GB), one in-process CLI call each. So do the generated designs whose Verilog
-would be huge: refused before anything is generated.
+would be huge: refused before anything is generated. And a transformer block whose one program
+cannot fit the 32-bit DRAM address space is found so before compiling (it took minutes).
 """
 
 from __future__ import annotations
@@ -115,3 +116,20 @@ def test_a_design_whose_verilog_would_be_huge_is_refused_before_generation(tmp_p
     # The estimate against measured sizes (module docstring): tiny at 16x16, edge-sized designs pass.
     assert verilog_bytes(ArrayConfig(rows=16, cols=16)) == pytest.approx(502_493, rel=0.01)
     assert verilog_bytes(ArrayConfig(rows=256, cols=256)) < MAX_VERILOG_BYTES
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs util-linux prlimit")
+def test_a_program_past_the_dram_address_space_is_found_before_compiling(tmp_path):
+    import json
+
+    # llama_block:seq=11000 (d 4096, 32 heads, FFN 11008): its GEMMs' outputs by hand, one byte an element:
+    # Q, K, V, the context and the two projections back to d: 6 x 11000 x 4096; the scores 32 x 11000 x 11000;
+    # gate and up 2 x 11000 x 11008. The compile took 5 min 39 s to say the block could not be built.
+    outputs = 6 * 11000 * 4096 + 32 * 11000 * 11000 + 2 * 11000 * 11008
+    assert outputs > 2**32
+    ((code, out, err),) = cli_under_prlimit(
+        [["evaluate", "--design", "edge", "--workload", "llama_block:seq=11000", "--json"]], tmp_path)
+    assert code == 0 and "Traceback" not in err, err[-2000:]
+    reason = json.loads(out)["network"]["reason"]
+    assert reason == (f"its outputs alone take {outputs:,} bytes of DRAM at 8 bits an element, beyond the "
+                      "4,294,967,296 (2**32) a program addresses (dram_addr is 32 bits)"), reason
