@@ -190,7 +190,8 @@ def _work(job: _WorkerJob, storage: BaseStorage | None = None, progress: Progres
     spec = parse_storage(job.storage)
     if storage is None:
         storage = open_storage(spec, heartbeat_interval=job.heartbeat_interval, grace_period=job.grace_period)
-    sampler = make_sampler(job.sampler, job.space, seed=job.seed)
+    with interruptible():  # nothing written meanwhile (a GP sampler imports for seconds): a stop ends it at once
+        sampler = make_sampler(job.sampler, job.space, seed=job.seed)
     study = open_study(storage, job.study_name, job.space, where=spec.display, sampler=sampler, create=False)
     if budget_used(study) >= job.n_trials:
         return 0
@@ -312,6 +313,8 @@ def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepRe
     spec = validate_sweep(config)
     with _quiet_optuna(), deferred_interrupts(resume_message(spec.display)):
         check_location(spec)
+        with interruptible():  # its modules import for seconds on a loaded machine, writing nothing
+            _import_storage_modules(spec.kind)
         storage = open_storage(spec, heartbeat_interval=config.heartbeat_interval, grace_period=config.grace_period)
         space = config.space
         study = open_study(storage, config.study_name, space, where=spec.display)
@@ -340,6 +343,17 @@ def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepRe
         bar.close(study)
         ran = len(study.get_trials(deepcopy=False)) - before
         return SweepResult(study, spec, space, ran, recovered)
+
+
+def _import_storage_modules(kind: str) -> None:
+    """Import what an SQL storage needs before it is opened (a stop may cut an import, not a write)."""
+    if kind in ("sqlite", "rdb"):
+        import alembic.command  # noqa: F401
+        import alembic.config  # noqa: F401
+        import alembic.migration  # noqa: F401
+        import alembic.script  # noqa: F401
+        import optuna.storages._rdb.models  # noqa: F401
+        import sqlalchemy.orm  # noqa: F401
 
 
 def _mark(study: optuna.Study, space: DesignSpace) -> None:

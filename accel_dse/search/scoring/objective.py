@@ -121,7 +121,12 @@ class SweepObjective:
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
         # The worker and sampler, unless the trial was created with them (the sweep's loop does:
         # accel_dse.search.study.owner), go with the drawn design in one transaction.
-        drawn = trial.relative_params  # the whole design, drawn at once by the sweep's samplers
+        try:  # the whole design, drawn at once by the sweep's samplers (a GP's draw may take seconds: a stop cuts it)
+            with interruptible(on_stop=lambda: _record_interrupted(trial, {}, {})):
+                drawn = trial.relative_params
+        except KeyboardInterrupt:  # a stop was pending: an ordinary raise, the trial ends FAIL
+            write_attrs(trial, dict(_INTERRUPTED))
+            raise
         have = trial.user_attrs
         owner = {k: v for k, v in {**self._identity, "sampler": self.sampler}.items() if have.get(k) != v}
         write_params(trial, {p.name: drawn[p.name] for p in self.space.free_params if p.name in drawn},

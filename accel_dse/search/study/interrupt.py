@@ -5,20 +5,22 @@ the Python-level handler never raises, so it cannot lose the signal by raising i
 finaliser or a JAX callback (the "Exception ignored" of issue 48). What happens next depends
 on where the sweep is:
 
-* **Outside a design's evaluation** (creating a trial, drawing its design, writing its records,
-  the stop check between trials): the flag is seen at the next safe point, right after the
-  storage write in progress. The trial in flight ends FAIL with ``status = "interrupted"``, the
-  loop starts no other trial and :func:`~accel_dse.search.sweep.run_sweep` raises
-  :class:`KeyboardInterrupt`. These steps take milliseconds.
-* **Inside an evaluation** (:func:`interruptible`), which may run for minutes in numpy, JAX or a
-  compiler: the signal also reaches a pipe (:func:`signal.set_wakeup_fd`, written by the
+* **While the sweep writes its storage** (creating the study or a trial, writing a trial's
+  records, the stop check between trials): the flag is seen at the next safe point, right after
+  the write in progress. The trial in flight ends FAIL with ``status = "interrupted"``, the loop
+  starts no other trial and :func:`~accel_dse.search.sweep.run_sweep` raises
+  :class:`KeyboardInterrupt`. These steps take milliseconds, but creating a new SQLite study's
+  tables took seconds on a loaded machine.
+* **Inside a step that writes nothing** (:func:`interruptible`): a design's evaluation, which
+  may run for minutes in numpy, JAX or a compiler, a sampler's draw, building the sampler, the
+  grid's scoring. The signal also reaches a pipe (:func:`signal.set_wakeup_fd`, written by the
   C-level handler) read by a watcher thread. The watcher records the trial in flight as FAIL
-  ``interrupted`` (the region's ``on_stop``; nothing else writes the study during an
-  evaluation; a write that takes longer than :data:`MARK_WAIT_S` is given up, and the trial
-  left RUNNING is failed and queued again by the next run's dead-owner check), removes the
-  half-written outputs registered in :mod:`accel_dse.exit_cleanup`, writes the stop message
-  and ends the process with ``os._exit(130)``. The main thread, should its evaluation end
-  meanwhile, waits for it and writes nothing.
+  ``interrupted`` (the region's ``on_stop``; nothing else writes the study meanwhile; a write
+  that takes longer than :data:`MARK_WAIT_S` is given up, and the trial left RUNNING is failed
+  and queued again by the next run's dead-owner check), removes the half-written outputs
+  registered in :mod:`accel_dse.exit_cleanup`, writes the stop message and ends the process
+  with ``os._exit(130)``. The main thread, should its step end meanwhile, waits for it and
+  writes nothing.
 
 Either way the study stays readable and the same command resumes it.
 """
