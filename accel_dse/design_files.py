@@ -64,6 +64,8 @@ def parse_toml(text: str, *, source: str) -> dict[str, Any]:
         raise ConfigError(f"{source} is not valid TOML: {exc}") from exc
     except RecursionError:
         raise ConfigError(f"{source} is nested too deeply to parse (Python's recursion limit)") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300 by default)
+        raise ConfigError(f"{source} holds a number too long to read: {str(exc).partition(';')[0]}") from None
 
 
 def parse_design_toml(text: str, *, source: str = "design") -> ArrayConfig:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from accel_spec.errors import WorkloadError
 from accel_spec.text import INT_RULE, parse_int, shown
+from workloads._op_limits import check_ops
 from workloads.ops import Workload
 
 __all__ = ["SUFFIXES", "split_file_spec", "load_file", "MAX_OPTION"]
@@ -103,8 +104,13 @@ def _format(path: Path, data: bytes) -> str:
 @functools.lru_cache(maxsize=32)
 def _load_cached(path: str, stamp: tuple[int, int], options: tuple[tuple[str, int], ...], spec: str) -> Workload:
     del stamp  # part of the cache key only: a rewritten file is read again
-    file = Path(path)
     what = spec.rpartition(":")[0] if options else spec
+    workload = _read(Path(path), options, spec, what)
+    check_ops(workload.ops, what)  # its tensors' sizes, before anything is allocated for them
+    return workload
+
+
+def _read(file: Path, options: tuple[tuple[str, int], ...], spec: str, what: str) -> Workload:
     if file.suffix.lower() in _TORCH_SUFFIXES:
         raise WorkloadError(f"workload file {what!r} {_TORCH_HINT}")
     data = file.read_bytes()

@@ -42,6 +42,7 @@ from accel_spec.errors import WorkloadError
 from accel_spec.text import shown
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
 from workloads._onnx_vector import fused_nodes, vector_record
+from workloads._op_limits import check_op_count
 from workloads.ops import Gemm, Op, Workload
 
 __all__ = ["load_onnx", "MIN_OPSET"]
@@ -389,6 +390,7 @@ def load_onnx(path: Path, options: Mapping[str, int], *, name: str, what: str) -
     import onnx
 
     model = _read(path, what)
+    check_op_count(len(model.graph.node), what, "nodes")  # before shape inference and the walk
     _check_opset(model, what)
     _set_input_dims(model, options, what)
     try:

@@ -26,6 +26,7 @@ from typing import Any
 
 from accel_spec.errors import WorkloadError
 from accel_spec.text import INT_RULE, parse_int, shown
+from workloads._op_limits import check_op_count
 from workloads.ops import Conv2d, Gemm, Op, Workload
 
 __all__ = ["load_scalesim_csv", "load_timeloop_yaml"]
@@ -88,6 +89,7 @@ def load_scalesim_csv(text: str, *, name: str, what: str) -> Workload:
         raise WorkloadError(f"{what} is empty: a SCALE-Sim topology needs a header row and layer rows")
     header = [h.lower() for h in _fields(lines[header_at])]
     gemm_form = header[1:4] == ["m", "n", "k"]
+    check_op_count(sum(1 for line in lines[header_at + 1:] if _fields(line)), what, "layer rows")
     ops: list[Op] = []
     for number, line in enumerate(lines[header_at + 1:], start=header_at + 2):
         parts = _fields(line)

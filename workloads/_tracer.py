@@ -244,7 +244,7 @@ def _torch_kind(fn: Any, args: tuple[Any, ...]) -> str:
 
 
 def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, description: str = "",
-          while_trips: int = 1, source: str = "jax") -> Workload:
+          while_trips: int = 1, source: str = "jax", check_values: bool = False) -> Workload:
     """Trace ``fn(*example_args)`` into a :class:`Workload` of GEMM and conv ops.
 
     Args:
@@ -256,6 +256,10 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
         description: One line for humans.
         while_trips: Assumed trip count of every ``while`` loop (default 1).
         source: The workload's ``source``.
+        check_values: Refuse a value of the traced function (an operand or result of any
+            primitive, seen abstractly) beyond a tensor's limit, and too many matrix ops, before the
+            walk (``workloads._op_limits.check_jaxpr_values``; a user's function: builtins check
+            their options first).
 
     Returns:
         The ops in program order with their run counts, plus the non-matmul primitive counts.
@@ -280,4 +284,8 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
         raise
     except Exception as exc:  # a user's function may raise anything while tracing
         raise WorkloadError(f"tracing {label} failed: {_first_line(exc)}") from exc
+    if check_values:
+        from workloads._op_limits import check_jaxpr_values
+
+        check_jaxpr_values(closed, f"workload {label!r}")
     return trace_jaxpr(closed, name=label, description=description, while_trips=while_trips, source=source)

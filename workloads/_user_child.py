@@ -66,7 +66,8 @@ def _run_traced(spec: str) -> tuple[Any, ...]:
         doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
         flow: list[bool] = []
         with recording(flow) as params:
-            workload = trace(fn, *args, name=spec, description=doc[0] if doc else "", source="jax")
+            workload = trace(fn, *args, name=spec, description=doc[0] if doc else "", source="jax",
+                             check_values=True)
         return "ok", workload, tuple(params), tuple(flow)
     except KeyboardInterrupt:
         return ("interrupted",)

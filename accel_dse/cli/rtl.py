@@ -49,10 +49,12 @@ VERILOG_BASE_S, VERILOG_PER_PE_S = 8.5, 0.025
 
 def _verilog(args: argparse.Namespace) -> int:
     from accel_dse.simulate.runner.eta import duration
+    from accel_dse.verilog_size import check_verilog_size
     from rtl_gen import Accelerator, to_verilog
 
     path = output_file("-o", args.output, force=args.force, inputs=[args.design])
     config = load_design(args.design)
+    check_verilog_size(config, f"design {args.design}", flat=args.flat)  # before anything is generated
     Accelerator(config)  # a design the RTL cannot build is refused (one line) before the estimate
     seconds = VERILOG_BASE_S + VERILOG_PER_PE_S * config.rows * config.cols
     if seconds >= 10:  # a step over 10 s says what it does and how long it takes

@@ -172,10 +172,9 @@ def _sweep(args: argparse.Namespace) -> int:
         result = run_sweep(dataclasses.replace(config, evaluator=evaluator),
                            progress=None if args.quiet else sys.stderr)
     except KeyboardInterrupt:
-        sys.stderr.write(
-            f"accel-dse: interrupted; finished trials are kept in {spec.display}, "
-            "run the same command to resume\n"
-        )
+        from accel_dse.search.study.interrupt import resume_message
+
+        sys.stderr.write(resume_message(spec.display) + "\n")
         return 130
     summary = result.summary(top=top or 5)
     failed: list[Any] = []

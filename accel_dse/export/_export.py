@@ -133,6 +133,9 @@ def export_design(
         FpgaToolError: Yosys or nextpnr failed (nothing is written).
     """
     say = progress or (lambda _line: None)
+    from accel_dse.verilog_size import check_verilog_size
+
+    check_verilog_size(config, f"design {config.short_name()}")  # before any work: its Verilog is written
     final = check_out_dir(out, force=force)
     import rtl_gen
 

@@ -50,7 +50,9 @@ def campaign_verilog(config: ArrayConfig, top: str) -> tuple[str, dict[str, dict
         ``output_stage``) the widths of its public registers by name.
     """
     import rtl_gen
+    from accel_dse.verilog_size import check_verilog_size
 
+    check_verilog_size(config, f"design {config.short_name()}", flat=True)  # before anything is generated
     text = rtl_gen.to_verilog(config, flat=True)
     prefix = "\\" + top + "."
     registers: dict[str, dict[str, int]] = {}

@@ -34,7 +34,7 @@ from accel_dse.search.scoring.grid import GridResult, add_grid_trials, grid_sear
 from accel_dse.search.scoring.objective import Evaluator, SweepObjective, TrialFailed
 from accel_dse.search.space.design_space import DesignSpace
 from accel_dse.search.study.dashboard import mark_best, name_metrics
-from accel_dse.search.study.interrupt import deferred_interrupts, interrupt_requested
+from accel_dse.search.study.interrupt import deferred_interrupts, interrupt_requested, interruptible, resume_message
 from accel_dse.search.study.loop import run_trials
 from accel_dse.search.study.owner import fail_dead_trials, worker_identity
 from accel_dse.search.study.progress import Progress
@@ -190,7 +190,8 @@ def _work(job: _WorkerJob, storage: BaseStorage | None = None, progress: Progres
     spec = parse_storage(job.storage)
     if storage is None:
         storage = open_storage(spec, heartbeat_interval=job.heartbeat_interval, grace_period=job.grace_period)
-    sampler = make_sampler(job.sampler, job.space, seed=job.seed)
+    with interruptible():  # nothing written meanwhile (a GP sampler imports for seconds): a stop ends it at once
+        sampler = make_sampler(job.sampler, job.space, seed=job.seed)
     study = open_study(storage, job.study_name, job.space, where=spec.display, sampler=sampler, create=False)
     if budget_used(study) >= job.n_trials:
         return 0
@@ -211,7 +212,7 @@ def _work(job: _WorkerJob, storage: BaseStorage | None = None, progress: Progres
 def _worker_entry(job: _WorkerJob, results: Any) -> None:
     """Body of a ``--jobs`` worker process: report ``(pid, outcome, message)`` on ``results``."""
     try:
-        with _quiet_optuna(), deferred_interrupts():
+        with _quiet_optuna(), deferred_interrupts(message=""):  # the parent reports the stop
             ran = _work(job)
         results.put((os.getpid(), "ok", str(ran)))
     except KeyboardInterrupt:
@@ -310,8 +311,10 @@ def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepRe
         KeyboardInterrupt: Ctrl-C or SIGTERM (running trials are marked FAIL first).
     """
     spec = validate_sweep(config)
-    with _quiet_optuna(), deferred_interrupts():
+    with _quiet_optuna(), deferred_interrupts(resume_message(spec.display)):
         check_location(spec)
+        with interruptible():  # its modules import for seconds on a loaded machine, writing nothing
+            _import_storage_modules(spec.kind)
         storage = open_storage(spec, heartbeat_interval=config.heartbeat_interval, grace_period=config.grace_period)
         space = config.space
         study = open_study(storage, config.study_name, space, where=spec.display)
@@ -342,6 +345,17 @@ def run_sweep(config: SweepConfig, *, progress: TextIO | None = None) -> SweepRe
         return SweepResult(study, spec, space, ran, recovered)
 
 
+def _import_storage_modules(kind: str) -> None:
+    """Import what an SQL storage needs before it is opened (a stop may cut an import, not a write)."""
+    if kind in ("sqlite", "rdb"):
+        import alembic.command  # noqa: F401
+        import alembic.config  # noqa: F401
+        import alembic.migration  # noqa: F401
+        import alembic.script  # noqa: F401
+        import optuna.storages._rdb.models  # noqa: F401
+        import sqlalchemy.orm  # noqa: F401
+
+
 def _mark(study: optuna.Study, space: DesignSpace) -> None:
     """What optuna-dashboard shows: the objectives' names, the feasible best (see :mod:`._dashboard`)."""
     name_metrics(study, space)
@@ -365,8 +379,9 @@ def _run_grid(config: SweepConfig, study: optuna.Study, progress: TextIO | None)
             progress.write(f"\rgrid: {done:,}/{size:,} designs scored{end}")
             progress.flush()
 
-    result = grid_search(space, config.evaluator, keep=config.grid_keep, table=config.grid_table,
-                         on_chunk=on_chunk)
+    with interruptible():  # nothing is written to the study while the grid is scored: a stop ends it at once
+        result = grid_search(space, config.evaluator, keep=config.grid_keep, table=config.grid_table,
+                             on_chunk=on_chunk)
     add_grid_trials(study, space, evaluator, result)  # type: ignore[arg-type]
     return result
 

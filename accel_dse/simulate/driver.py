@@ -127,6 +127,9 @@ def simulate(
     waves_spec = WavesRequest(waves_window or WavesWindow(),
                               DEFAULT_LIMIT_BYTES if waves_limit_bytes is None else waves_limit_bytes) \
         if waves else None
+    from accel_dse.verilog_size import check_verilog_size
+
+    check_verilog_size(design, f"design {design.short_name()}")  # before any work: the Verilog is built for it
     sim = find_simulator(simulator)
     budget_bytes()  # the work directory's cache bound ($ACCEL_DSE_SIM_CACHE_MB), checked before any work
 

@@ -1,10 +1,11 @@
 """Seeded fuzzing of every input format through the commands that read it.
 
-Each format's example input (ONNX, StableHLO text, SCALE-Sim CSV, Timeloop YAML, design TOML,
-space TOML) and its known-hostile inputs (:data:`HOSTILE`: issue 24's cases) are run, then
-mutated :data:`CASES` times with a fixed seed (byte flips, cut and repeated
-spans, deep brackets, control characters, huge, negative, full-width and underscored numbers,
-YAML aliases; for ONNX also edits of the graph: dims, names, op types). Every command that
+Each format's example input (ONNX, StableHLO text, SCALE-Sim CSV, Timeloop YAML, design TOML
+also with the newer fields, space TOML, system TOML, pod space TOML) and its known-hostile
+inputs (:data:`HOSTILE`: issue 24's and issue 48's cases) are run, then mutated :data:`CASES`
+times with a fixed seed (byte flips, cut and repeated spans, deep brackets, control characters,
+huge, negative, full-width and underscored numbers, YAML aliases; for ONNX also edits of the
+graph: dims, names, op types). Every command that
 takes the input must then: exit 0 or 2; on exit 2 print exactly one line (no traceback); print
 at most :func:`_bound` bytes; and write nothing outside its own target directory where the test
 watches: the input's folder, the working directory, ``HOME`` and the temporary folder (the last two
@@ -46,6 +47,32 @@ REPO = Path(__file__).resolve().parents[2]
 DESIGN = (REPO / "accel_dse" / "presets" / "tiny.toml").read_text()
 SPACE = (REPO / "accel_dse" / "spaces" / "edge-int8.toml").read_text().replace('spec = "resnet18"',
                                                                                'spec = "gemm:m=64,k=64,n=64"')
+#: The newer design fields: a memory part, the checksum column, operand formats with packed int4.
+DESIGN_NEW = DESIGN + ('dram = "lpddr5-x32"\nchecksum = "detect"\nweight_format = "int4"\nact_format = "int8"\n'
+                       "pack_int4 = true\n")
+#: And the vector unit with the checksum column.
+DESIGN_VECTOR = DESIGN + 'vector_unit = true\ndram = "lpddr5-x32"\nchecksum = "detect"\n'
+#: A system file (accel_dse.pod_files): the chip, a 2 x 2 torus, a split.
+SYSTEM = DESIGN + """
+[system]
+name = "small-pod"
+cores = 4
+topology = "torus2d"
+dims = [2, 2]
+wraparound = true
+link_gb_per_s = 82.0
+link_latency_us = 1.0
+hbm_gib = 32.0
+pods = 1
+dcn_gb_per_s = 3.3
+dcn_latency_us = 10.0
+
+[system.split]
+dp = 2
+tp = 2
+"""
+#: A pod space: chip, system and split searched together for an LLM job.
+POD_SPACE = (REPO / "accel_dse" / "spaces" / "pod-llama70b.toml").read_text()
 
 #: Pieces inserted or swapped in: nesting, control characters, numbers beyond every range,
 #: non-ASCII digits, YAML and TOML syntax, invalid UTF-8.
@@ -138,6 +165,12 @@ def _design_commands(path: str, target: Path) -> list[tuple[str, ...]]:
     return [("design", "check", path), ("evaluate", "--design", path, "--workload", "gemm:m=16,k=16,n=16", "--json")]
 
 
+def _system_commands(path: str, target: Path) -> list[tuple[str, ...]]:
+    job = ("--model", "llama7b:layers=2", "--batch", "8", "--seq", "256")
+    return [("design", "check", path), ("system", "evaluate", "--system", path, *job, "--json"),
+            ("system", "evaluate", "--system", path, *job, "--mode", "serve", "--gen", "8")]
+
+
 def _space_commands(path: str, target: Path) -> list[tuple[str, ...]]:
     return [("sweep", "--space", path, "--trials", "1", "--sampler", "random", "--quiet", "--out-dir",
              str(target / "run"), "--storage", f"journal:{target / 'study.journal'}")]
@@ -165,6 +198,10 @@ HOSTILE = {
                  YAML.encode().replace(b"[C, M, R, S, N, P, Q]", b"[[C, M], R, S, N, P, Q]")],
     "csv": [CSV.encode().replace(b"fc1", b"fc\x1b[2J\x07" + b"x" * 5000)],
     "onnx": [_renamed_onnx()],
+    "design": [DESIGN.replace("rows = 4", "rows = " + "9" * 5000).encode()],  # past Python's int digits
+    "design-new": [DESIGN_VECTOR.encode()],
+    "system": [SYSTEM.replace("hbm_gib = 32.0", "hbm_gib = 1e308").encode(),
+               SYSTEM.replace("dims = [2, 2]", "dims = [2147483647, 2147483647]").encode()],
 }
 
 FORMATS = {
@@ -175,6 +212,9 @@ FORMATS = {
     "timeloop": ("layer.yaml", lambda: YAML.encode(), _mutate_bytes, _workload_commands),
     "design": ("design.toml", lambda: DESIGN.encode(), _mutate_bytes, _design_commands),
     "space": ("space.toml", lambda: SPACE.encode(), _mutate_bytes, _space_commands),
+    "design-new": ("design.toml", lambda: DESIGN_NEW.encode(), _mutate_bytes, _design_commands),
+    "system": ("system.toml", lambda: SYSTEM.encode(), _mutate_bytes, _system_commands),
+    "pod-space": ("space.toml", lambda: POD_SPACE.encode(), _mutate_bytes, _space_commands),
 }
 
 

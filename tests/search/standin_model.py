@@ -16,7 +16,9 @@ recompute expected values by hand:
 
 Environment knobs for process tests: ``STANDIN_DELAY_S`` sleeps that long per call;
 ``STANDIN_MARKER_DIR`` touches ``<dir>/<pid>-<n>`` at each call; ``STANDIN_HANG_AT`` makes the
-process's call of that number sleep for an hour (a trial that is certainly still running); ``STANDIN_NAN_CLOCK`` makes
+process's call of that number sleep for an hour (a trial that is certainly still running; with
+``STANDIN_HANG_IN_FINALISER`` set, the hour is spent in finalisers, as in JAX's garbage-collection
+callback, where a raised ``KeyboardInterrupt`` is printed as "Exception ignored" and lost); ``STANDIN_NAN_CLOCK`` makes
 designs at that clock return NaN latency; ``STANDIN_RAISE_CLOCK`` makes them raise.
 """
 
@@ -102,6 +104,21 @@ def _ops(workload):
     return [(op.to_gemm(), count) for op, count in workload]
 
 
+class _SlowFinaliser:
+    def __del__(self) -> None:
+        time.sleep(0.05)
+
+
+def _hang(in_finaliser: bool) -> None:
+    """Sleep for an hour; ``in_finaliser``: in one finaliser after another."""
+    end = time.monotonic() + 3600
+    while time.monotonic() < end:
+        if in_finaliser:
+            _SlowFinaliser()  # dropped at once: its __del__ runs here
+        else:
+            time.sleep(1)
+
+
 def evaluate_designs(d: DesignArrays, workload) -> Table:
     CALLS[0] += 1
     delay = float(os.environ.get("STANDIN_DELAY_S", "0") or 0)
@@ -111,7 +128,7 @@ def evaluate_designs(d: DesignArrays, workload) -> Table:
     if delay:
         time.sleep(delay)
     if os.environ.get("STANDIN_HANG_AT") == str(CALLS[0]):
-        time.sleep(3600)
+        _hang(bool(os.environ.get("STANDIN_HANG_IN_FINALISER")))
     raise_clock = os.environ.get("STANDIN_RAISE_CLOCK")
     if raise_clock and np.any(d.clock_mhz == float(raise_clock)):
         raise RuntimeError("stand-in evaluator blew up")

@@ -11,6 +11,8 @@ feasibility and constraint violation) is optionally saved as a ``.npz``.
 from __future__ import annotations
 
 import dataclasses
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 import optuna
 
+from accel_dse.exit_cleanup import removed_if_stopped
 from accel_dse.search.scoring.evaluator import ModelEvaluator
 from accel_dse.search.space.design_space import DesignSpace
 from accel_dse.search.space.trial_values import coerce_finite, flat_design, flat_metrics, pareto_mask, relative_excess
@@ -128,10 +131,20 @@ def _save_table(path: Path, size: int, tables: dict[str, list[np.ndarray]]) -> N
         raise ExportError(f"directory {str(path.parent)!r} of the grid table does not exist")
     arrays: dict[str, Any] = {"index": np.arange(size, dtype=np.int64)}
     arrays.update({name: np.concatenate(parts) for name, parts in tables.items()})
+    # Whole or not at all: a hidden file beside it, renamed onto it; a stop (accel_dse.exit_cleanup) removes it.
     try:
-        np.savez_compressed(path, **arrays)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise ExportError(f"cannot write grid table {str(path)!r}: {exc}") from None
+    try:
+        with removed_if_stopped(tmp), os.fdopen(fd, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
+            handle.flush()
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise ExportError(f"cannot write grid table {str(path)!r}: {exc}") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def add_grid_trials(study: optuna.Study, space: DesignSpace, evaluator: ModelEvaluator, result: GridResult) -> int:

@@ -55,6 +55,16 @@ __all__ = ["Evaluator", "SweepObjective", "TrialFailed", "suggest"]
 MAX_CONSECUTIVE_ERRORS = 20
 #: Optuna's system attribute for a trial's constraint values (``<= 0``: met).
 CONSTRAINTS_KEY = "constraints"
+#: What a trial stopped by Ctrl-C or SIGTERM records.
+_INTERRUPTED = {"status": "interrupted", "reason": "Ctrl-C or SIGTERM during the trial"}
+
+
+def _record_interrupted(trial: optuna.Trial, attrs: dict[str, Any], system: dict[str, Any]) -> None:
+    """Record ``trial`` as FAIL ``interrupted`` with what it knew (run by the sweep's signal watcher)."""
+    from optuna.trial import TrialState
+
+    write_attrs(trial, {**attrs, **_INTERRUPTED}, dict(system))
+    trial.storage.set_trial_state_values(trial._trial_id, state=TrialState.FAIL)
 
 
 class Evaluator(Protocol):
@@ -111,7 +121,12 @@ class SweepObjective:
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
         # The worker and sampler, unless the trial was created with them (the sweep's loop does:
         # accel_dse.search.study.owner), go with the drawn design in one transaction.
-        drawn = trial.relative_params  # the whole design, drawn at once by the sweep's samplers
+        try:  # the whole design, drawn at once by the sweep's samplers (a GP's draw may take seconds: a stop cuts it)
+            with interruptible(on_stop=lambda: _record_interrupted(trial, {}, {})):
+                drawn = trial.relative_params
+        except KeyboardInterrupt:  # a stop was pending: an ordinary raise, the trial ends FAIL
+            write_attrs(trial, dict(_INTERRUPTED))
+            raise
         have = trial.user_attrs
         owner = {k: v for k, v in {**self._identity, "sampler": self.sampler}.items() if have.get(k) != v}
         write_params(trial, {p.name: drawn[p.name] for p in self.space.free_params if p.name in drawn},
@@ -123,8 +138,7 @@ class SweepObjective:
                 raise KeyboardInterrupt
             return self._run(trial, attrs, system)
         except KeyboardInterrupt:
-            attrs["status"] = "interrupted"
-            attrs["reason"] = "Ctrl-C or SIGTERM during the trial"
+            attrs.update(_INTERRUPTED)
             raise
         finally:
             write_attrs(trial, attrs, system)
@@ -141,7 +155,7 @@ class SweepObjective:
         attrs["config_hash"] = config.config_hash
         attrs.update(flat_design(attrs["config"]))
         try:
-            with interruptible():
+            with interruptible(on_stop=lambda: _record_interrupted(trial, attrs, system)):
                 if space.pod is not None:  # the chip in its system: the trial's system.* and split.* values
                     choice = space.pod_choice(params)
                     attrs["pod_choice"] = choice
