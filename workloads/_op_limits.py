@@ -16,9 +16,8 @@ them (a reference run, a simulation, a compile):
 
 Each refusal is one line naming the op or value, its size and the limit.
 
-A program's DRAM footprint passing the 32-bit address space is found before it is compiled
-(:func:`program_dram_reason`: a lower bound of its tensors' bytes), not by the encoder's
-``dram_addr must fit in 32 bits`` after minutes of compiling.
+A program's DRAM footprint passing the 32-bit address space is found before it is compiled by
+``perf_model.compiler.dram_space`` (a lower bound of its tensors' bytes).
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ from accel_spec.text import shown
 from workloads._limits import MAX_ELEMENTS
 from workloads.ops import Conv2d, Gemm, Op
 
-__all__ = ["MAX_OPS", "DRAM_ADDRESS_BYTES", "check_op_count", "check_op", "check_ops", "op_tensors",
-           "check_jaxpr_values", "program_dram_floor", "program_dram_reason"]
+__all__ = ["MAX_OPS", "check_op_count", "check_op", "check_ops", "op_tensors", "check_jaxpr_values"]
 
 #: Most matrix ops a workload file or traced function may hold (a whole 80-layer model unrolled
 #: is a few thousand).
@@ -133,34 +131,3 @@ def _check_value(aval: Any, where: str, what: str) -> None:
         shape = " x ".join(f"{int(d):,}" for d in aval.shape)
         raise WorkloadError(f"{what}: {where} has shape {shape} = {elements:,} elements, {_ELEMENTS_RULE}; "
                             "trace it with smaller shapes")
-
-
-#: Bytes a program addresses in DRAM: ``dram_addr`` is 32 bits (``accel_spec.isa``).
-DRAM_ADDRESS_BYTES = 2**32
-
-
-def program_dram_floor(ops: Iterable[Op], bits: int, tensors: str) -> int:
-    """A lower bound of the DRAM bytes one program of ``ops`` places, from their sizes alone.
-
-    Each op counts once (whatever its run count), at ``bits`` an element (the narrowest lane a
-    tensor has in DRAM), so the real footprint is at least this; known before anything is compiled.
-
-    Args:
-        ops: The workload's matrix ops.
-        bits: Bits an element (the design's ``input_bits``).
-        tensors: ``"outputs"``: every op's output is a tensor of its own in DRAM (a transformer
-            block's program: ``perf_model.compiler.decoder``, ``encoder``); ``"weights"``: every
-            op's weights are (a conv network's program, whose links may stay on chip).
-    """
-    if tensors == "outputs":
-        return sum(op.output_bytes(bits) for op in ops)
-    return sum(op.weight_bytes(bits) for op in ops)
-
-
-def program_dram_reason(ops: Iterable[Op], bits: int, tensors: str) -> str:
-    """Why one program of ``ops`` cannot be addressed in DRAM (``""``: the bound does not say it cannot)."""
-    floor = program_dram_floor(ops, bits, tensors)
-    if floor <= DRAM_ADDRESS_BYTES:
-        return ""
-    return (f"its {tensors} alone take {floor:,} bytes of DRAM at {bits} bits an element, beyond the "
-            f"{DRAM_ADDRESS_BYTES:,} (2**32) a program addresses (dram_addr is 32 bits)")

@@ -87,7 +87,7 @@ def _too_big_for_dram(config: ArrayConfig, workload: Workload) -> dict[str, Any]
     from accel_spec.errors import ModelError
     from perf_model.compiler.blocks import transformer_block
     from perf_model.compiler.conv_workload import conv_network_spec
-    from workloads._op_limits import program_dram_reason
+    from perf_model.compiler.dram_space import program_dram_reason
     from workloads.ops import Conv2d
 
     if not config.vector_unit:

@@ -50,7 +50,7 @@ def block_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str], what
         notes.append(f"not one program for the {what} (scale {scale:g}: the {noun} runs whole, at scale 1): "
                      "each op from its own program")
         return None
-    from workloads._op_limits import program_dram_reason
+    from perf_model.compiler.dram_space import program_dram_reason
 
     try:
         reason = program_dram_reason(wl.ops, design.input_bits, "outputs")  # before compiling (minutes)
