@@ -43,7 +43,8 @@ def trial_outcomes(trials: Sequence[Any], constraints: Sequence[Any]) -> dict[st
         state = getattr(t.state, "name", str(t.state))
         status = t.user_attrs.get("status")
         if state == "COMPLETE":
-            values = t.user_attrs.get("constraint_values") or []
+            values = t.user_attrs.get("constraint_values")
+            values = values if isinstance(values, list) else []  # an old or edited study: garbage is none
             broken = [str(c) for c, v in zip(constraints, values, strict=False)
                       if isinstance(v, (int, float)) and v > 0]
             if broken or status == "constraint":

@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import random
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,17 @@ def base_study(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("study")
     make_study(f"sqlite:///{folder / 'base.db'}", trials=4)
     return folder / "base.db"
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    """A whole copy of the SQLite study (the sweep's storage may keep its last writes in the ``-wal``
+    file beside it, which a copy of the main file alone loses)."""
+    import sqlite3
+
+    with sqlite3.connect(source) as a, sqlite3.connect(target) as b:
+        a.backup(b)
+    a.close()
+    b.close()
 
 
 def _garbled(value: Any, rng: random.Random) -> Any:
@@ -106,7 +116,7 @@ def test_studies_with_nan_and_garbage_attributes(run_cli, tmp_path, monkeypatch,
     seen = 0
     for case in range(CASES):
         db = tmp_path / f"case{case}.db"
-        shutil.copyfile(base_study, db)
+        _copy_database(base_study, db)
         url = f"sqlite:///{db}"
         number = _case(url, rng)
         target = tmp_path / f"out{case}"

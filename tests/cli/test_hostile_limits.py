@@ -114,12 +114,37 @@ def test_simulate_refuses_a_huge_workload_before_preparing_it(refusals):
     assert "bert_base options seq=100,000" in lines[0] and "attention scores" in lines[0], lines[0]
 
 
+def _edge_with_acc_bits(folder: Path, bits: int) -> str:
+    """``edge`` as a design file with a ``bits``-bit accumulator (a million-term sum of int8 products
+    needs 35, a hundred-million-term one 42)."""
+    from accel_dse.design_files import load_design
+
+    lines = ["[design]"]
+    for key, value in load_design("edge").to_dict().items():
+        value = bits if key == "acc_bits" else value
+        lines.append(f"{key} = " + ("true" if value is True else "false" if value is False
+                                      else f'"{value}"' if isinstance(value, str) else repr(value)))
+    path = folder / "edge48.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
 @pytest.mark.parametrize("spec", ["llama_decode:kv=1000000", "gemm:m=1,k=100000000,n=1"])
 def test_a_long_reduction_gets_a_bounded_answer(tmp_path, spec):
-    proc = _run("evaluate", "--design", "edge", "--workload", spec, "--json", cwd=tmp_path)
+    """A realistic long context: bounded memory (under the address-space limit) and an answer, on a
+    design whose accumulator holds the sums (``edge``'s 32 bits cannot: that is refused in one line)."""
+    proc = _run("evaluate", "--design", _edge_with_acc_bits(tmp_path, 48), "--workload", spec, "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     sqnr = json.loads(proc.stdout)["accuracy"]["sqnr_db"]
     assert 20 < sqnr < 60, sqnr  # int8 x int8 on unit-size data: tens of dB, as at any depth
+
+
+def test_a_long_context_on_a_narrow_accumulator_is_one_line(tmp_path):
+    """``edge``'s 32-bit accumulator cannot hold a million-term sum: one line, exit 2, under the limit."""
+    proc = _run("evaluate", "--design", "edge", "--workload", "llama_decode:kv=1000000", cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and not proc.stdout, proc.stderr[-2000:]
+    assert "acc_bits = 32" in lines[0] and "35" in lines[0], lines[0]
 
 
 def test_the_sampled_reduction_scores_a_deep_product_as_one_at_the_budget():
