@@ -140,7 +140,7 @@ import dataclasses
 from typing import Any
 
 __all__ = [
-    "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "encode", "decode",
+    "COMMAND_BYTES", "QUEUE_DEPTH", "Opcode", "Buffer", "FIELDS", "Command", "FieldRangeError", "encode", "decode",
     "dram_lane_bytes", "dram_word_lanes", "transfer_beats", "ERROR_NONE", "ERROR_OPCODE", "ERROR_BUFFER",
     "ERROR_DRAM", "ERROR_AXI",
     "ERROR_QUEUE", "ERROR_WINDOW", "ERROR_VECTOR", "ERROR_SDC", "ERROR_NAMES", "WINDOW_FIELDS",
@@ -273,7 +273,8 @@ class Command:
 
     @classmethod
     def make(cls, opcode: int, *, wait_dma: int = 0, wait_run: int = 0, wait_vec: int = 0, **fields: int) -> Command:
-        """A command from keyword fields; raises ``ValueError`` for a field that does not fit."""
+        """A command from keyword fields; raises ``ValueError`` for a field it has not, and
+        :class:`FieldRangeError` for a value that does not fit its field's bits."""
         allowed = _PER_OP.get(opcode)
         if allowed is None:
             raise ValueError(f"opcode must be one of {sorted(_PER_OP)}, not {opcode!r}")
@@ -282,9 +283,15 @@ class Command:
                 raise ValueError(f"opcode {opcode} has no field {name!r}")
             width = FIELDS[name][1]
             if not 0 <= int(value) < (1 << width):
-                raise ValueError(f"{name} must fit in {width} bits, not {value}")
+                raise FieldRangeError(f"{name} must fit in {width} bits, not {value}")
         return cls(opcode, int(wait_dma), int(wait_run), tuple(sorted((k, int(v)) for k, v in fields.items())),
                    int(wait_vec))
+
+
+class FieldRangeError(ValueError):
+    """A command field's value past its bits: a program the compiler laid out beyond what the ISA
+    addresses (a ``dram_addr`` past 32 bits, a count past 16), which callers scoring a design report
+    as the reason the design cannot run the program."""
 
 
 def encode(command: Command) -> bytes:

@@ -23,6 +23,7 @@ from typing import Any
 
 from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
+from accel_spec.isa import FieldRangeError
 from workloads.ops import Conv2d, Workload
 
 __all__ = ["network_figures"]
@@ -47,7 +48,7 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
         return None
     try:
         prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs, input_form=True)
-    except ModelError as exc:
+    except (ModelError, FieldRangeError) as exc:  # a field past its bits: a DRAM address past 32
         return {"reason": str(exc)}
     timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))
     read, written = program_timing.program_dram_bytes(config, prog.commands)
@@ -70,7 +71,7 @@ def _block_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | 
         return None
     try:
         prog = compile_block(config, block)
-    except ModelError as exc:
+    except (ModelError, FieldRangeError) as exc:  # a field past its bits: a DRAM address past 32
         return {"reason": str(exc)}
     timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))
     transposes = sum(1 for c in prog.commands if c.opcode == Opcode.VECTOR and c["vkind"] == VECTOR_CODES["transpose"])

@@ -224,3 +224,23 @@ def test_without_reuse_the_ops_run_as_their_own_programs():
     assert alone.total["total_cycles"] >= sum(op.total_cycles for op in alone.ops) + sum(
         v["total_cycles"] for v in alone.vector_ops)
     assert perf_model.evaluate(config, wl).total["total_cycles"] == walk
+
+
+def test_a_program_laid_out_past_the_isas_fields_is_a_reason_not_a_traceback(monkeypatch):
+    """A command field past its bits (a program whose tensors pass the 32-bit DRAM address space, found
+    only as the compiler lays it out) is ``Command.make``'s ``FieldRangeError``; the one-program figure
+    turns it into the reason the program cannot be built, and the per-op figures stay."""
+    from accel_spec.isa import Command, FieldRangeError, Opcode
+    from perf_model.compiler import blocks
+
+    with pytest.raises(FieldRangeError, match="dram_addr must fit in 32 bits"):
+        Command.make(Opcode.LOAD, buffer=0, dram_addr=1 << 32, rows=1, words=1)
+
+    def too_far(config, block):
+        return Command.make(Opcode.LOAD, buffer=0, dram_addr=(1 << 32) + 64, rows=1, words=1)
+
+    monkeypatch.setattr(blocks, "compile_block", too_far)
+    wl = workloads.resolve(NETWORKS[2])
+    config = dataclasses.replace(load_design("tiny"), vector_unit=True, ifmap_sram_kib=32, ofmap_sram_kib=32)
+    figures = network_figures(config, wl)
+    assert figures is not None and "dram_addr must fit in 32 bits" in figures["reason"], figures
