@@ -38,6 +38,7 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
     from perf_model import program_timing
     from perf_model.compiler.conv_network import compile_conv_network
     from perf_model.compiler.conv_workload import conv_network_spec
+    from perf_model.compiler.dram_space import program_dram_reason
 
     if not config.vector_unit:
         return None
@@ -46,6 +47,9 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
     spec = conv_network_spec(workload)
     if isinstance(spec, str):
         return None
+    too_big = program_dram_reason(workload.ops, config.input_bits, "weights")  # before minutes of compiling
+    if too_big:
+        return {"reason": too_big}
     try:
         prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs, input_form=True)
     except (ModelError, FieldRangeError) as exc:  # a field past its bits: a DRAM address past 32
@@ -64,11 +68,15 @@ def _block_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | 
     from accel_spec.vector_isa import VECTOR_CODES
     from perf_model import program_timing
     from perf_model.compiler.blocks import compile_block, transformer_block
+    from perf_model.compiler.dram_space import program_dram_reason
 
     try:
         block = transformer_block(workload)
     except ModelError:
         return None
+    too_big = program_dram_reason(workload.ops, config.input_bits, "outputs")  # before minutes of compiling
+    if too_big:
+        return {"reason": too_big}
     try:
         prog = compile_block(config, block)
     except (ModelError, FieldRangeError) as exc:  # a field past its bits: a DRAM address past 32

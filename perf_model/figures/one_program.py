@@ -71,39 +71,13 @@ def one_program_figures(config: ArrayConfig, workload: Workload) -> dict[str, An
     try:
         found = _CACHE[key]
     except KeyError:
-        found = _too_big_for_dram(config, workload) or network_figures(config, workload)
+        found = network_figures(config, workload)
         _CACHE[key] = found
         if len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
         return found
     _CACHE.move_to_end(key)
     return found
-
-
-def _too_big_for_dram(config: ArrayConfig, workload: Workload) -> dict[str, Any] | None:
-    """``{"reason": ...}`` when the program ``network_figures`` would compile cannot fit the 32-bit DRAM
-    address space, found from the workload's sizes before compiling (``workloads._op_limits``);
-    ``None`` otherwise (also when no program would be compiled)."""
-    from accel_spec.errors import ModelError
-    from perf_model.compiler.blocks import transformer_block
-    from perf_model.compiler.conv_workload import conv_network_spec
-    from perf_model.compiler.dram_space import program_dram_reason
-    from workloads.ops import Conv2d
-
-    if not config.vector_unit:
-        return None
-    if any(isinstance(op, Conv2d) for op in workload.ops):
-        if isinstance(conv_network_spec(workload), str):
-            return None
-        tensors = "weights"
-    else:
-        try:
-            transformer_block(workload)
-        except ModelError:
-            return None
-        tensors = "outputs"
-    reason = program_dram_reason(workload.ops, config.input_bits, tensors)
-    return {"reason": reason} if reason else None
 
 
 def runs_as_one_program(figures: dict[str, Any] | None) -> bool:
