@@ -129,6 +129,10 @@ def array_dims(df: Any, m: Any, k: Any, n: Any) -> tuple[Any, Any, Any]:
     df = np.asarray(df)
     dims = dict(zip("mkn", (np.asarray(x, dtype=np.int64) for x in (m, k, n)), strict=True))
     flows = list(Dataflow)
+    if df.ndim == 0:  # one dataflow: its dims as they are (broadcast as ``np.select`` would)
+        mapped = next((flow.mapped_dims for flow in flows if flow.code == int(df)), None)
+        if mapped is not None:
+            return tuple(np.broadcast_arrays(*(dims[d] for d in mapped)))  # type: ignore[return-value]
     return tuple(np.select([df == flow.code for flow in flows], [dims[flow.mapped_dims[i]] for flow in flows])
                  for i in range(3))  # type: ignore[return-value]
 

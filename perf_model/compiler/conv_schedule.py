@@ -65,19 +65,27 @@ class ConvSchedule:
         self.folds, self.sram_read, self.sram_write, self.tile = folds, sram_read, sram_write, tile
 
 
+#: Cycles ``n`` of transfers by ``(kind, offset in page, stride, rows, words, beats a word, bus
+#: bytes)``: what ``n`` depends on (designs of a sweep on one bus width share them).
+_MEMO: dict[tuple[str, int, int, int, int, int, int], int] = {}
+_MEMO_SIZE = 1 << 17
+
+
 class _Transfers:
     """Cycles ``n`` of transfers on one design, kept per distinct ``(kind, offset in page, stride,
-    rows, words)``."""
+    rows, words, beats a word)`` and bus width (:data:`_MEMO`)."""
 
     def __init__(self, config: object) -> None:
         self.W = axi_data_bytes(config)  # type: ignore[arg-type]
         self.beats = word_beats(config)  # type: ignore[arg-type]
-        self.memo: dict[tuple[str, int, int, int, int, int], int] = {}
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.clear()
+        self.memo = _MEMO
 
     def cycles(self, kind: str, addr: int, stride: int, rows: int, words: int, per_word: int = 0) -> int:
         """``n`` of a transfer of words of ``per_word`` beats (0: the kind's whole words)."""
         per_word = per_word or self.beats["ofmap" if kind == "store" else "requant" if kind == "store_q" else kind]
-        key = (kind, addr % PAGE, stride % PAGE if stride % PAGE else PAGE, rows, words, per_word)
+        key = (kind, addr % PAGE, stride % PAGE if stride % PAGE else PAGE, rows, words, per_word, self.W)
         n = self.memo.get(key)
         if n is None:
             n = self.memo[key] = self._cycles(kind, key[1], stride, rows, words, per_word)

@@ -317,23 +317,26 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
         kinds += [(j, s, f, c) for (s, f), c in Counter(zip(span.tolist(), filt.tolist(), strict=True)).items()]
     # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
     taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
-    at, ks, ns, weight = [], [], [], []
-    for j, run_span, run_filt, count in kinds:
-        for i, c_t in enumerate(cl):
-            full, rest = divmod(run_span, c_t)
-            for q, taps in enumerate(taps_of):
-                cell = (j * len(cl) + i) * len(tl) + q
-                for tp, tc in taps.items():
-                    for size, times in ((c_t, full), (rest, 1 if rest else 0)):
-                        if times:
-                            at.append(cell)
-                            ks.append(tp * size * R)
-                            ns.append(run_filt)
-                            weight.append(count * tc * times)
-    cyc = timing.run_cycles(0, R, C, pix[None, :], np.array(ks)[:, None], np.array(ns)[:, None],
-                            cfg.shadow_stationary).astype(np.int64)
+    tq, tp, tc = (np.array(v, dtype=np.int64) for v in zip(*((q, p, c) for q, taps in enumerate(taps_of)
+                                                             for p, c in taps.items()), strict=True))
+    kj, span, filt, count = (np.array(v, dtype=np.int64)[:, None, None] for v in zip(*kinds, strict=True))
+    c_ts = np.array(cl, dtype=np.int64)[None, :, None]
+    full, rest = span // c_ts, span % c_ts
+    cell = (kj * len(cl) + np.arange(len(cl))[None, :, None]) * len(tl) + tq[None, None, :]
+    shape3 = np.broadcast_shapes(cell.shape, full.shape, filt.shape)
+    # every run of a (filter tile kind, channel block, tap tile) size: ``full`` blocks of ``c_t``
+    # channel words and one of the ``rest``, each of the tap tile's ``tp`` taps (``_run_shapes``)
+    at = np.concatenate([np.broadcast_to(cell, shape3).reshape(-1)] * 2)
+    ks = np.concatenate([np.broadcast_to(tp * c_ts * R, shape3).reshape(-1),
+                         np.broadcast_to(tp * rest * R, shape3).reshape(-1)])
+    ns = np.concatenate([np.broadcast_to(filt, shape3).reshape(-1)] * 2)
+    weight = np.concatenate([np.broadcast_to(count * tc * full, shape3).reshape(-1),
+                             np.broadcast_to(count * tc * (rest > 0), shape3).reshape(-1)])
+    keep = weight > 0
+    at, ks, ns, weight = at[keep], ks[keep], ns[keep], weight[keep]
+    cyc = timing.run_cycles(0, R, C, pix[None, :], ks[:, None], ns[:, None], cfg.shadow_stationary).astype(np.int64)
     per_cell = np.zeros((len(nl) * len(cl) * len(tl), len(pix)), dtype=np.int64)
-    np.add.at(per_cell, np.array(at, dtype=np.int64), cyc * np.array(weight, dtype=np.int64)[:, None])
+    np.add.at(per_cell, at, cyc * weight[:, None])
     compute = per_cell.reshape(len(nl), len(cl), len(tl), len(pix)) @ per_pix.T  # (n, c, t, r)
     compute = compute.transpose(1, 3, 0, 2)[..., None]  # (c, r, n, t, 1)
     # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
