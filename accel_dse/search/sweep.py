@@ -70,7 +70,7 @@ class SweepConfig:
         sampler: One of ``SAMPLERS``.
         n_trials: Trials the whole study should hold (finished or running; a retried trial once).
         timeout: Wall-clock limit of this run, s (``None``: none).
-        jobs: Worker processes.
+        jobs: Worker processes (the grid sampler: processes scoring its chunks, merged by this one).
         seed: Sampler seed (worker ``i`` gets ``seed + i``); ``None`` for fresh randomness.
         heartbeat_interval: RDB heartbeat period, s.
         grace_period: Seconds without heartbeat before a trial counts as dead (``None``: 2 x interval).
@@ -143,7 +143,7 @@ def validate_sweep(config: SweepConfig) -> StorageSpec:
     ):
         raise SearchError(f"--timeout must be a positive number of seconds, not {config.timeout!r}")
     spec = parse_storage(config.storage)
-    if config.jobs > 1 and not spec.multi_process:
+    if config.jobs > 1 and not spec.multi_process and config.sampler != "grid":  # the grid's parent writes alone
         raise SearchError(f"--jobs {config.jobs} needs a storage several processes can share, not {spec.display!r}")
     return spec
 
@@ -381,7 +381,7 @@ def _run_grid(config: SweepConfig, study: optuna.Study, progress: TextIO | None)
 
     with interruptible():  # nothing is written to the study while the grid is scored: a stop ends it at once
         result = grid_search(space, config.evaluator, keep=config.grid_keep, table=config.grid_table,
-                             on_chunk=on_chunk)
+                             on_chunk=on_chunk, workers=config.jobs)
     add_grid_trials(study, space, evaluator, result)  # type: ignore[arg-type]
     return result
 

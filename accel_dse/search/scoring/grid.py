@@ -6,14 +6,23 @@ objective, the whole Pareto set for several, both after the constraints) are wri
 the study as COMPLETE trials with the same user attributes as sampled trials, so reports and
 summaries read them like any other. The full table (every point's index, objective values,
 feasibility and constraint violation) is optionally saved as a ``.npz``.
+
+With ``workers > 1`` the chunks are scored by that many spawned worker processes (each gets the
+space and the evaluator once), at most two chunks a worker in flight, and merged in the chunks'
+order: the result and the table are the same as with one process. The workers ignore SIGINT; a
+stop in the parent (``on_chunk`` raising, an interrupt) terminates them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import multiprocessing
 import os
+import signal
 import tempfile
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +70,7 @@ def grid_search(
     table: Path | None = None,
     chunk: int = _CHUNK,
     on_chunk: Callable[[int, int], None] | None = None,
+    workers: int = 1,
 ) -> GridResult:
     """Score every point of ``space`` and keep the best.
 
@@ -71,6 +81,7 @@ def grid_search(
         table: Where to save the full table (``.npz``), or ``None``.
         chunk: Designs per model call.
         on_chunk: Called with ``(points done, size)`` after each chunk.
+        workers: Processes scoring the chunks (module docstring; 1: this process).
 
     Raises:
         SearchError: the space has more than :data:`MAX_GRID_POINTS` points.
@@ -90,40 +101,84 @@ def grid_search(
     tables: dict[str, list[np.ndarray]] = {"feasible": [], "violation": []}
     for o in space.objectives:
         tables[o.name] = []
-    for start in range(0, size, chunk):
-        stop = min(size, start + chunk)
-        batch = evaluator.evaluate_columns(space.grid_columns(start, stop))
-        ok = np.asarray(batch.feasible, dtype=bool).copy()  # type: ignore[union-attr]
-        metrics = batch.metrics  # type: ignore[union-attr]
-        violation = np.zeros(stop - start)
-        for c in space.constraints:
-            violation += np.maximum(0.0, c.violation(metrics[c.metric]))
-        values = np.stack([metrics[o.metric] for o in space.objectives], axis=1)
-        ok &= np.all(np.isfinite(values), axis=1) & (violation == 0)
-        n_feasible += int(ok.sum())
-        if table is not None:
-            tables["feasible"].append(np.asarray(batch.feasible, dtype=bool))  # type: ignore[union-attr]
-            tables["violation"].append(violation.astype(np.float32))
-            for j, o in enumerate(space.objectives):
-                tables[o.name].append(values[:, j])
-        idx = np.flatnonzero(ok)
-        cand_index = np.concatenate([best_index, start + idx])
-        cand_scores = np.concatenate([best_scores, values[idx] * signs])
-        if k == 1:
-            order = np.argsort(cand_scores[:, 0], kind="stable")[:keep]
-        else:
-            mask = pareto_mask(cand_scores)
-            order = np.flatnonzero(mask)
-            order = order[np.lexsort(cand_scores[order].T[::-1])]
-        best_index, best_scores = cand_index[order], cand_scores[order]
-        if on_chunk is not None:
-            on_chunk(stop, size)
+    with contextlib.closing(_scored_chunks(space, evaluator, size, chunk, workers)) as scored:
+        # (closed, so its workers end, as soon as a stop leaves this loop)
+        for start, stop, batch in scored:
+            ok = np.asarray(batch.feasible, dtype=bool).copy()  # type: ignore[union-attr]
+            metrics = batch.metrics  # type: ignore[union-attr]
+            violation = np.zeros(stop - start)
+            for c in space.constraints:
+                violation += np.maximum(0.0, c.violation(metrics[c.metric]))
+            values = np.stack([metrics[o.metric] for o in space.objectives], axis=1)
+            ok &= np.all(np.isfinite(values), axis=1) & (violation == 0)
+            n_feasible += int(ok.sum())
+            if table is not None:
+                tables["feasible"].append(np.asarray(batch.feasible, dtype=bool))  # type: ignore[union-attr]
+                tables["violation"].append(violation.astype(np.float32))
+                for j, o in enumerate(space.objectives):
+                    tables[o.name].append(values[:, j])
+            idx = np.flatnonzero(ok)
+            cand_index = np.concatenate([best_index, start + idx])
+            cand_scores = np.concatenate([best_scores, values[idx] * signs])
+            if k == 1:
+                order = np.argsort(cand_scores[:, 0], kind="stable")[:keep]
+            else:
+                mask = pareto_mask(cand_scores)
+                order = np.flatnonzero(mask)
+                order = order[np.lexsort(cand_scores[order].T[::-1])]
+            best_index, best_scores = cand_index[order], cand_scores[order]
+            if on_chunk is not None:
+                on_chunk(stop, size)
     if k > 1 and len(best_index) > MAX_PARETO_KEPT:
         pick = np.unique(np.linspace(0, len(best_index) - 1, MAX_PARETO_KEPT).round().astype(np.int64))
         best_index, best_scores = best_index[pick], best_scores[pick]
     if table is not None:
         _save_table(table, size, tables)
     return GridResult(size=size, n_feasible=n_feasible, index=best_index, values=best_scores * signs)
+
+
+def _scored_chunks(space: DesignSpace, evaluator: ModelEvaluator, size: int, chunk: int,
+                   workers: int) -> Iterator[tuple[int, int, Any]]:
+    """``(start, stop, evaluate_columns(...))`` of every chunk, in order, scored by ``workers`` processes."""
+    bounds = [(start, min(size, start + chunk)) for start in range(0, size, chunk)]
+    if workers <= 1 or len(bounds) <= 1:
+        for start, stop in bounds:
+            yield start, stop, evaluator.evaluate_columns(space.grid_columns(start, stop))
+        return
+    context = multiprocessing.get_context("spawn")  # a forked JAX runtime can hang: start clean
+    pool = context.Pool(min(workers, len(bounds)), initializer=_worker_start, initargs=(space, evaluator))
+    try:
+        pending: deque[tuple[int, int, Any]] = deque()
+        todo = iter(bounds)
+        for start, stop in todo:
+            pending.append((start, stop, pool.apply_async(_worker_chunk, (start, stop))))
+            if len(pending) >= 2 * workers:
+                break
+        while pending:
+            start, stop, result = pending.popleft()
+            batch = result.get()
+            for nxt in todo:  # keep the workers busy while this chunk is merged
+                pending.append((*nxt, pool.apply_async(_worker_chunk, nxt)))
+                break
+            yield start, stop, batch
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+#: A worker's space and evaluator (set once by :func:`_worker_start`).
+_WORKER: list[Any] = []
+
+
+def _worker_start(space: DesignSpace, evaluator: ModelEvaluator) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when a stop ends the workers
+    _WORKER[:] = [space, evaluator]
+
+
+def _worker_chunk(start: int, stop: int) -> Any:
+    space, evaluator = _WORKER
+    return evaluator.evaluate_columns(space.grid_columns(start, stop))
 
 
 def _save_table(path: Path, size: int, tables: dict[str, list[np.ndarray]]) -> None:
