@@ -20,7 +20,7 @@ from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv, conv
 from perf_model.compiler.conv_forms import candidates, describe, form_conv, host_writes
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
-from perf_model.compiler.conv_search import _bus
+from perf_model.compiler.conv_search import _bus, shape_key
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import PROGRAM_BLIND_FIELDS, dram_rate, gemm_program_cycles, transfer_bytes, word_beats
 from workloads.ops import Conv2d
@@ -120,7 +120,7 @@ def tiling_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: Con
     schedule's key only (not the buffer sizes, which chose the tiling)."""
     W, rate = _bus(config)
     key = (tiling, config.rows, config.cols, config.input_bits, config.acc_bits,
-           config.double_buffered, config.shadow_stationary, W, rate, conv, requant)
+           config.double_buffered, config.shadow_stationary, W, rate, shape_key(conv), requant)
     fast = _SCHEDULES.get(key)
     if fast is None:
         if len(_SCHEDULES) >= _CACHE_SIZE:

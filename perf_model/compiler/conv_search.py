@@ -31,7 +31,7 @@ from perf_model.compiler.conv_geometry import (
 from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
 
-__all__ = ["conv_tiling", "conv_tilings", "conv_estimate"]
+__all__ = ["conv_tiling", "conv_tilings", "conv_estimate", "shape_key"]
 
 def _dram_bytes(g: _Geometry, t: ConvTiling, requant: bool) -> int:
     """DRAM bytes of tiling ``t``: each band, weight tile and output tile as the schedule moves them,
@@ -229,7 +229,7 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
     W, rate = _bus(config)
     # ``_Geometry``'s tap packing is set by the array, the bus, the bits, the dataflow and the conv
     # (``pack_taps``): the key holds those and the ``pack`` asked for, so a hit builds no geometry.
-    key = (config.rows, config.cols, W, config.input_bits, out_b, config.shadow_stationary, conv, pack,
+    key = (config.rows, config.cols, W, config.input_bits, out_b, config.shadow_stationary, shape_key(conv), pack,
            config.double_buffered, config.dataflow)
     c = _CANDIDATES.get(key)
     if c is None:
@@ -245,6 +245,21 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
         score = np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
         best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.compute, c.dram, score)).astype(np.int32)
     return best, c
+
+
+def shape_key(conv: Conv2d) -> Conv2d:
+    """``conv`` as a key of what its program's timing sees: its shape, not its name or its
+    requantisation's values (whether it requantises is passed apart), so the convs of a network
+    that differ in these alone (ResNet-18's 20 convs are 11 shapes) are scored once."""
+    key = _SHAPES.get(conv)
+    if key is None:
+        if len(_SHAPES) >= 4 * _CACHE_SIZE:
+            _SHAPES.clear()
+        key = _SHAPES[conv] = dataclasses.replace(conv, name="", requant=None) if conv.name or conv.requant else conv
+    return key
+
+
+_SHAPES: dict[Conv2d, Conv2d] = {}
 
 
 def _bus(config: ArrayConfig) -> tuple[int, Fraction | None]:
