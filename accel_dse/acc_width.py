@@ -1,9 +1,9 @@
 """The accumulator width a workload needs, against the design's ``acc_bits``.
 
 The model marks an op ``overflow`` when its K products can exceed the accumulator
-(``perf_model.evaluator.design_ops.overflows``: ``K * largest product > 2**(acc_bits - 1) - 1``,
+(``perf_model.evaluator.failures.overflows``: ``K * largest product > 2**(acc_bits - 1) - 1``,
 the largest product of integer lanes or of a float format pair from
-``perf_model.evaluator.design_ops.max_products``). :func:`acc_needs` asks that same rule for the
+``perf_model.evaluator.failures.max_products``). :func:`acc_needs` asks that same rule for the
 smallest width that holds each op, and groups the ops by it; :func:`acc_error` is the one line
 ``evaluate`` and ``design check --workload`` refuse such a design with (exit 2): every width the
 workload's ops need, the widest first, each with its ops and K.
@@ -27,7 +27,7 @@ def _needed_bits(k: int, config: Any) -> int:
     import numpy as np
 
     from perf_model.arrays.designs import DesignArrays
-    from perf_model.evaluator.design_ops import max_products, overflows
+    from perf_model.evaluator.failures import max_products, overflows
 
     product = max_products(DesignArrays.from_configs([config]))
     widths = np.arange(2, _WIDEST + 1)
