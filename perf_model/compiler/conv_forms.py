@@ -36,16 +36,25 @@ STEPS: dict[str, _Step] = {
 
 def candidates(conv: Conv2d, rows: int) -> list[tuple[tuple[str, ...], Conv2d]]:
     """``(steps, the conv they give)`` of every form of ``conv`` worth scoring on ``rows`` rows,
-    ``((), conv)`` first."""
-    out: list[tuple[tuple[str, ...], Conv2d]] = [((), conv)]
-    for step in ("s2d", "stack"):
-        for steps, base in list(out):
-            if step in steps or (steps and step == "s2d"):  # space-to-depth comes first, once
-                continue
-            new = STEPS[step][0](base)
-            if new is not None and new.c_in <= rows:
-                out.append((steps + (step,), new))
-    return out
+    ``((), conv)`` first (kept per conv and rows: a sweep asks once per array group)."""
+    key = (conv, rows)
+    out = _CANDIDATES.get(key)
+    if out is None:
+        if len(_CANDIDATES) >= 1 << 14:
+            _CANDIDATES.clear()
+        out = [((), conv)]
+        for step in ("s2d", "stack"):
+            for steps, base in list(out):
+                if step in steps or (steps and step == "s2d"):  # space-to-depth comes first, once
+                    continue
+                new = STEPS[step][0](base)
+                if new is not None and new.c_in <= rows:
+                    out.append((steps + (step,), new))
+        _CANDIDATES[key] = out
+    return list(out)
+
+
+_CANDIDATES: dict[tuple[Conv2d, int], list[tuple[tuple[str, ...], Conv2d]]] = {}
 
 
 def _walk(conv: Conv2d, steps: tuple[str, ...]) -> Iterator[tuple[_Step, Conv2d, Conv2d]]:

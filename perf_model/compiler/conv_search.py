@@ -279,57 +279,76 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     """:class:`_Candidates` of ``g``'s conv (``out_b`` bytes an output lane), every candidate at once."""
     cfg, conv, R, C, N = g.config, g.conv, g.R, g.C, g.N
     ib = cfg.input_bits // 8
-    most = max(b - a for a, b in (g.filter_words(n0, min(n0 + g.cpo, N)) for n0 in range(0, N, g.cpo)))
-    most = max(most, g.filter_words(0, N)[1] - g.filter_words(0, N)[0])
+    def words_of(n0: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``_Geometry.filter_words`` over arrays: the channel words of filters ``n0 .. n1 - 1``."""
+        return (n0 // g.cpo) * g.cpg // R, -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
+
+    group0 = np.arange(0, N, g.cpo, dtype=np.int64)
+    w0, w1 = words_of(group0, np.minimum(group0 + g.cpo, N))
+    whole = words_of(np.zeros(1, dtype=np.int64), np.full(1, N, dtype=np.int64))
+    most = int(max((w1 - w0).max(), (whole[1] - whole[0])[0]))
     cl, nl = _levels(most), _levels(N, min(C, N))
     tl, rl = _tap_levels(conv.kh, g.kw), g.row_levels()
-    # Output-row tiles per size: most band rows, tiles, band rows summed, tiles per pixel count.
-    band_rows, mt, band_sum = (np.zeros(len(rl), dtype=np.int64) for _ in range(3))
-    tiles_of: list[Counter[int]] = []
+    # Output-row tiles per size (every size's tiles as one array, ``seg`` the size): most band rows,
+    # tiles, band rows summed, tiles per pixel count. Sizes above an image's rows are whole images
+    # (``_Geometry.m_tiles``): a tile of ``k`` images, the last one the rest.
     n_img = g.images
-    for i, r in enumerate(rl):
-        if r > g.out_h:  # whole images (``_Geometry.m_tiles``)
-            k = r // g.out_h
-            counts = np.minimum(np.arange(0, n_img, k) + k, n_img) - np.arange(0, n_img, k)
-            band_rows[i], mt[i], band_sum[i] = counts.max() * conv.h, len(counts), n_img * conv.h
-            tiles_of.append(Counter((counts * g.out_h * g.out_w).tolist()))
-            continue
-        oy = np.arange(0, g.out_h, r)
-        oy1 = np.minimum(oy + r, g.out_h)
-        top = oy * conv.stride_h - conv.pad_h
-        bottom = (oy1 - 1) * conv.stride_h - conv.pad_h + (conv.kh - 1) * conv.dilation_h + 1
-        rows = np.maximum(np.minimum(conv.h, bottom) - np.maximum(0, top), 0)
-        band_rows[i], mt[i], band_sum[i] = rows.max(), len(oy) * n_img, rows.sum() * n_img
-        tiles_of.append(Counter({p: c * n_img for p, c in Counter(((oy1 - oy) * g.out_w).tolist()).items()}))
-    pix = np.array(sorted({p for tiles in tiles_of for p in tiles}), dtype=np.int64)
-    at_pix = {p: i for i, p in enumerate(pix.tolist())}
+    r_all = np.array(rl, dtype=np.int64)
+    in_image = r_all <= g.out_h
+    rs = r_all[in_image]
+    per = -(-g.out_h // rs)
+    seg = np.repeat(np.arange(len(rs)), per)
+    oy = (np.arange(len(seg)) - np.repeat(np.cumsum(per) - per, per)) * rs[seg]
+    oy1 = np.minimum(oy + rs[seg], g.out_h)
+    top = oy * conv.stride_h - conv.pad_h
+    bottom = (oy1 - 1) * conv.stride_h - conv.pad_h + (conv.kh - 1) * conv.dilation_h + 1
+    rows = np.maximum(np.minimum(conv.h, bottom) - np.maximum(0, top), 0)
+    starts = np.cumsum(per) - per
+    band_rows, mt, band_sum = (np.zeros(len(rl), dtype=np.int64) for _ in range(3))
+    band_rows[in_image] = np.maximum.reduceat(rows, starts)
+    mt[in_image] = per * n_img
+    band_sum[in_image] = np.add.reduceat(rows, starts) * n_img
+    tile_level = np.flatnonzero(in_image)[seg]
+    tile_pix = (oy1 - oy) * g.out_w
+    tile_count = np.full(len(seg), n_img, dtype=np.int64)
+    images = np.flatnonzero(~in_image)
+    for i in images.tolist():
+        k = rl[i] // g.out_h
+        counts = np.minimum(np.arange(0, n_img, k) + k, n_img) - np.arange(0, n_img, k)
+        band_rows[i], mt[i], band_sum[i] = counts.max() * conv.h, len(counts), n_img * conv.h
+        tile_level = np.append(tile_level, np.full(len(counts), i))
+        tile_pix = np.append(tile_pix, counts * g.out_h * g.out_w)
+        tile_count = np.append(tile_count, np.ones(len(counts), dtype=np.int64))
+    pix, at_pix = np.unique(tile_pix, return_inverse=True)
     per_pix = np.zeros((len(rl), len(pix)), dtype=np.int64)
-    for i, tiles in enumerate(tiles_of):
-        for p, count in tiles.items():
-            per_pix[i, at_pix[p]] = count
-    # Filter tiles per size (``_sizes``): channel words, first block kept from the tile before, columns.
-    words, shared, one_block, two_blocks, blocks = (np.zeros((len(cl), len(nl)), dtype=np.int64) for _ in range(5))
-    wsum, cols = (np.zeros(len(nl), dtype=np.int64) for _ in range(2))
+    np.add.at(per_pix, (tile_level, at_pix.reshape(-1)), tile_count)
+    # Filter tiles per size (``_sizes``; every size's tiles as one array, ``fseg`` the size): channel
+    # words, first block kept from the tile before, columns.
+    n_ts = np.array(nl, dtype=np.int64)
+    fper = -(-N // n_ts)
+    fseg = np.repeat(np.arange(len(nl)), fper)
+    fstarts = np.cumsum(fper) - fper
+    n0 = (np.arange(len(fseg)) - np.repeat(fstarts, fper)) * n_ts[fseg]
+    n1 = np.minimum(n0 + n_ts[fseg], N)
+    w0, w1 = words_of(n0, n1)
+    span, filt = w1 - w0, n1 - n0
+    weights = g.taps * span * g.kl * g.row_bytes_of(filt, ib)
     c_col = np.array(cl, dtype=np.int64)[:, None]
-    kinds: list[tuple[int, int, int, int]] = []  # (filter tile size index, span, filters, tiles)
-    for j, n_t in enumerate(nl):
-        n0 = np.arange(0, N, n_t)
-        n1 = np.minimum(n0 + n_t, N)
-        w0 = (n0 // g.cpo) * g.cpg // R
-        w1 = -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
-        span, filt = w1 - w0, n1 - n0
-        weights = g.taps * span * g.kl * g.row_bytes_of(filt, ib)
-        first = np.minimum(w0 + c_col, w1)
-        last = w0 + (-(-span // c_col) - 1) * c_col
-        kept = np.zeros(first.shape, dtype=bool)
-        kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
-        words[:, j] = span.sum()
-        shared[:, j] = ((first - w0) * kept).sum(axis=1)
-        nb = -(-span // c_col)  # channel blocks (runs a tap tile) of each filter tile
-        one_block[:, j], two_blocks[:, j] = (weights * (nb == 1)).sum(axis=1), (weights * (nb == 2)).sum(axis=1)
-        blocks[:, j] = nb.sum(axis=1)
-        wsum[j], cols[j] = weights.sum(), g.row_bytes_of(filt, out_b).sum()
-        kinds += [(j, s, f, c) for (s, f), c in Counter(zip(span.tolist(), filt.tolist(), strict=True)).items()]
+    first = np.minimum(w0 + c_col, w1)
+    last = w0 + (-(-span // c_col) - 1) * c_col
+    kept = np.zeros(first.shape, dtype=bool)  # not the first tile of its size, and its first block the last one's
+    kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
+    kept[:, fstarts] = False
+    nb = -(-span // c_col)  # channel blocks (runs a tap tile) of each filter tile
+    words = np.broadcast_to(np.add.reduceat(span, fstarts), (len(cl), len(nl)))
+    shared = np.add.reduceat((first - w0) * kept, fstarts, axis=1)
+    one_block = np.add.reduceat(weights * (nb == 1), fstarts, axis=1)
+    two_blocks = np.add.reduceat(weights * (nb == 2), fstarts, axis=1)
+    blocks = np.add.reduceat(nb, fstarts, axis=1)
+    wsum, cols = np.add.reduceat(weights, fstarts), np.add.reduceat(g.row_bytes_of(filt, out_b), fstarts)
+    # (filter tile size index, span, filters, tiles of that span and filters)
+    kind_rows, kind_count = np.unique(np.stack([fseg, span, filt], axis=1), axis=0, return_counts=True)
+    kinds = [(*row, count) for row, count in zip(kind_rows.tolist(), kind_count.tolist(), strict=True)]
     # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
     taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
     tq, tp, tc = (np.array(v, dtype=np.int64) for v in zip(*((q, p, c) for q, taps in enumerate(taps_of)
