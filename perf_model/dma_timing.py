@@ -37,8 +37,11 @@ credit; a store's beat is sent in the first cycle with credit from the one above
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Iterator
 from fractions import Fraction
+
+import numpy as np
 
 from accel_spec import isa
 
@@ -121,18 +124,69 @@ def same_bursts_any_address(addr: int, stride: int, rows: int, row_bytes: int) -
     return last + row_bytes <= PAGE_BYTES
 
 
-def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | None = None, at: int = 0) -> int:
+#: A paced transfer of more bursts (a load) or words (a store) than this is watched for a repeating
+#: state, to skip the periods that repeat (:func:`_periods`).
+SKIP_MIN = 64
+#: States remembered while watching (the first repeat is found within this many bursts or words).
+_SKIP_STATES = 4096
+
+
+def _periods(lens: list[int], first: int, again: int, left: int) -> int:
+    """How many whole periods of ``again - first`` bursts, from burst ``again`` on, repeat the bursts
+    from ``first`` (the same lengths), at most ``left``."""
+    period = again - first
+    if period <= 0 or left <= 0:
+        return 0
+    ahead = len(lens) - again
+    a = np.asarray(lens[first:first + ahead], dtype=np.int64)
+    b = np.asarray(lens[again:], dtype=np.int64)
+    differ = np.flatnonzero(a != b)
+    same = int(differ[0]) if len(differ) else ahead
+    return min(same // period, left)
+
+
+def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | None = None, at: int = 0,
+                *, skip: bool = True) -> int:
     """``n`` of a load whose bursts have lengths ``lens`` (module docstring; ``pace``: a paced DRAM,
-    ``at`` the absolute cycle of ``E0``)."""
+    ``at`` the absolute cycle of ``E0``).
+
+    A paced load of many bursts is watched at each burst's start for a state seen before (the last
+    issue, the last ``outstanding`` responses and the credit, relative to the last beat): from
+    there, while the bursts' lengths repeat too, every period repeats shifted in time, so whole
+    periods are skipped at once (``skip=False``: every beat stepped, the same result).
+    """
     if not lens:
         return 0  # nothing to move: the engine never becomes busy
-    issue: list[int] = []
-    done: list[int] = []
+    issue_last = 0
+    done: deque[int] = deque(maxlen=outstanding)  # the last ``outstanding`` bursts' responses
     last = 0
-    for i, n in enumerate(lens):
-        a = DMA_ISSUE_CYCLE if i == 0 else issue[-1] + 1
+    seen: dict[tuple[object, ...], tuple[int, int]] | None = (
+        {} if skip and pace is not None and len(lens) > SKIP_MIN else None)  # unpaced: O(1) a burst already
+    i, count = 0, len(lens)
+    while i < count:
+        if seen is not None and i > 0 and pace is not None:
+            key = (issue_last - last, tuple(d - last for d in done), pace.state_at(at + last))
+            before = seen.get(key)
+            if before is None:
+                seen[key] = (i, last)
+                if len(seen) > _SKIP_STATES:
+                    seen = None
+            else:
+                k = _periods(lens, before[0], i, count)
+                if k:
+                    shift = k * (last - before[1])
+                    state = pace.state_at(at + last)
+                    i += k * (i - before[0])
+                    last += shift
+                    issue_last += shift
+                    done = deque((d + shift for d in done), maxlen=outstanding)
+                    pace.set_state(at + last, state)
+                seen = None
+                continue
+        n = lens[i]
+        a = DMA_ISSUE_CYCLE if i == 0 else issue_last + 1
         if i >= outstanding:
-            a = max(a, done[i - outstanding] + 1)
+            a = max(a, done[0] + 1)
         s = max(a + latency + 1, last + 1)
         if pace is None:
             last = s + n - 1
@@ -140,41 +194,69 @@ def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | No
             for _ in range(n):
                 last = pace.move(at + s - 1) - at + 1
                 s = last + 1
-        issue.append(a)
+        issue_last = a
         done.append(last)
+        i += 1
     return last
 
 
 def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstanding: int, read_latency: int,
-                 pace: Pace | None = None, at: int = 0) -> int:
+                 pace: Pace | None = None, at: int = 0, *, skip: bool = True) -> int:
     """``n`` of a store of ``words`` words of ``beats`` beats in bursts ``lens`` (module docstring;
-    ``pace``: a paced DRAM, ``at`` the absolute cycle of ``E0``)."""
+    ``pace``: a paced DRAM, ``at`` the absolute cycle of ``E0``).
+
+    A store of many words (paced or not) is watched at each word's start that is also a burst's (the issues,
+    the last ``outstanding`` responses, the last read, the last :data:`STORE_FIFO_WORDS` words' sends
+    and the credit, relative to the last beat sent) for a state seen before, and the periods that
+    repeat are skipped as :func:`load_cycles` does (``skip=False``: every beat stepped).
+    """
     if not lens:
         return 0  # nothing to move: the engine never becomes busy
-    issue: list[int] = []
-    done: list[int] = []
-    read: list[int] = []
-    sent_word: list[int] = []  # cycle the last beat of each word is sent
+    issued, issue_last = 0, 0  # bursts issued so far, the last one's issue cycle
+    done: deque[int] = deque(maxlen=max(outstanding, 1))  # the last ``outstanding`` responses
+    sent: deque[int] = deque(maxlen=STORE_FIFO_WORDS)  # cycle the last beat of each of the last words is sent
+    read_last = 0
     prev = 0
     burst, in_burst = 0, 0
-
-    def issue_cycle(i: int) -> int:
-        a = DMA_ISSUE_CYCLE if i == 0 else issue[i - 1] + 1
-        if i >= outstanding:
-            a = max(a, done[i - outstanding] + 1)
-        return a
-
+    seen: dict[tuple[object, ...], tuple[int, int, int]] | None = (
+        {} if skip and words > SKIP_MIN else None)
+    q = 0
     # Bursts are issued as early as their slots allow; a slot frees on a response, which
     # depends on beats sent, so issue times are computed lazily as beats reach each burst.
-    for q in range(words):
-        r = 1 if q == 0 else read[-1] + 1
+    while q < words:
+        if seen is not None and q > 0 and in_burst == 0:
+            key = (issued - burst, issue_last - prev, tuple(d - prev for d in done), read_last - prev,
+                   tuple(x - prev for x in sent), None if pace is None else pace.state_at(at + prev))
+            before = seen.get(key)
+            if before is None:
+                seen[key] = (q, burst, prev)
+                if len(seen) > _SKIP_STATES:
+                    seen = None
+            else:
+                dq, db = q - before[0], burst - before[1]
+                k = _periods(lens, before[1], burst, (words - q) // dq) if db > 0 else 0
+                if k:
+                    shift = k * (prev - before[2])
+                    state = None if pace is None else pace.state_at(at + prev)
+                    q, burst, issued = q + k * dq, burst + k * db, issued + k * db
+                    prev, issue_last, read_last = prev + shift, issue_last + shift, read_last + shift
+                    done = deque((d + shift for d in done), maxlen=done.maxlen)
+                    sent = deque((x + shift for x in sent), maxlen=STORE_FIFO_WORDS)
+                    if pace is not None and state is not None:
+                        pace.set_state(at + prev, state)
+                seen = None
+                continue
+        r = 1 if q == 0 else read_last + 1
         if q >= STORE_FIFO_WORDS:
-            r = max(r, sent_word[q - STORE_FIFO_WORDS] + 1)
-        read.append(r)
+            r = max(r, sent[0] + 1)
+        read_last = r
         for _ in range(beats):
-            while len(issue) <= burst:
-                issue.append(issue_cycle(len(issue)))
-            t = max(prev + 1, r + read_latency + 1, issue[burst] + 1)
+            if issued <= burst:  # this burst's issue: the slot after the last, once one is free
+                a = DMA_ISSUE_CYCLE if issued == 0 else issue_last + 1
+                if issued >= outstanding:
+                    a = max(a, done[0] + 1)
+                issue_last, issued = a, issued + 1
+            t = max(prev + 1, r + read_latency + 1, issue_last + 1)
             if pace is not None:
                 t = pace.move(at + t) - at
             prev = t
@@ -183,5 +265,6 @@ def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstand
                 done.append(max(t + latency + 1, done[-1] + 1 if done else 0))
                 burst += 1
                 in_burst = 0
-        sent_word.append(prev)
+        sent.append(prev)
+        q += 1
     return done[-1] + 1

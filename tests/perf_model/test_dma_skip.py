@@ -1,0 +1,74 @@
+"""A long transfer's repeating periods skipped (``dma_timing.load_cycles``/``store_cycles``, ``skip``)
+take exactly the cycles of every beat stepped, and leave the paced DRAM's credit in the same state."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+
+from perf_model import dma_timing
+
+
+def _case(rng: random.Random) -> dict:
+    W = rng.choice([4, 8, 16, 32, 64])
+    den = rng.choice([1, 2, 3, 7, 10, 64, 999])
+    num = rng.randint(1, W * den - 1)
+    rows, beats, words_row = rng.choice([1, 2, 5, 40, 300]), rng.choice([1, 2, 3, 8]), rng.choice([1, 3, 16, 200])
+    stride = rng.choice([0, W * beats * words_row, 4096, max(W, rng.randrange(1, 9000) // W * W)])
+    lens = list(dma_timing.bursts(rng.randrange(0, 8192) // W * W, stride, rows, words_row * beats, W))
+    return dict(W=W, rate=Fraction(num, den) if rng.random() < 0.7 else None, lens=lens, beats=beats,
+                words=rows * words_row, latency=rng.choice([1, 5, 20, 40]), outstanding=rng.choice([1, 2, 8]),
+                read_latency=rng.choice([1, 7]), at=rng.randrange(0, 1000), before=rng.randrange(0, 100))
+
+
+def _pace(case: dict) -> dma_timing.Pace | None:
+    if case["rate"] is None:
+        return None
+    pace = dma_timing.Pace(case["rate"], case["W"])
+    for k in range(case["before"]):  # earlier traffic: a credit not full
+        pace.move(2 * k)
+    return pace
+
+
+@pytest.mark.parametrize("kind", ["load", "store"])
+def test_skipped_periods_equal_every_beat_stepped(kind):
+    rng = random.Random(7 if kind == "load" else 8)
+    skipped = 0
+    for _ in range(150):
+        case = _case(rng)
+        fast, slow = _pace(case), _pace(case)
+        if kind == "load":
+            got = dma_timing.load_cycles(case["lens"], case["latency"], case["outstanding"], fast, case["at"])
+            want = dma_timing.load_cycles(case["lens"], case["latency"], case["outstanding"], slow, case["at"],
+                                          skip=False)
+        else:
+            args = (case["lens"], case["words"], case["beats"], case["latency"], case["outstanding"],
+                    case["read_latency"])
+            got = dma_timing.store_cycles(*args, fast, case["at"])
+            want = dma_timing.store_cycles(*args, slow, case["at"], skip=False)
+        assert got == want, case
+        if fast is not None:
+            assert fast.state_at(case["at"] + got + 3) == slow.state_at(case["at"] + got + 3), case
+        skipped += len(case["lens"]) > dma_timing.SKIP_MIN
+    assert skipped > 25  # long transfers, where periods are skipped, are among the cases
+
+
+def test_a_long_store_is_counted_without_stepping_every_beat(monkeypatch):
+    """The skip is taken: a 20,000-word store steps far fewer beats than it moves."""
+    lens = list(dma_timing.bursts(0, 4096, 5000, 4 * 16, 16))  # rows of 4 words of 16 beats, a page apart
+    steps = []
+    real = dma_timing.Pace.move
+
+    def counted(self, earliest):
+        steps.append(earliest)
+        return real(self, earliest)
+
+    monkeypatch.setattr(dma_timing.Pace, "move", counted)
+    fast = dma_timing.store_cycles(lens, 20000, 16, 20, 8, 1, dma_timing.Pace(Fraction(5, 2), 16), 0)
+    stepped = len(steps)
+    steps.clear()
+    slow = dma_timing.store_cycles(lens, 20000, 16, 20, 8, 1, dma_timing.Pace(Fraction(5, 2), 16), 0, skip=False)
+    assert fast == slow and len(steps) == 20000 * 16
+    assert stepped < len(steps) // 10
