@@ -104,6 +104,8 @@ def simulate(
     Raises:
         SimulationError: bad scale/op names/max_ops, ``chain=True`` on ops that do not chain, a
             design that cannot run an op's tiles, a missing simulator or a failed build.
+        ConfigError: a selected op's K needs more accumulator bits than ``acc_bits`` (every such
+            op named, as ``evaluate`` names them), before anything is built.
     """
     say = progress or (lambda _line: None)
     scale = _check_scale(scale)
@@ -143,6 +145,7 @@ def simulate(
         selected = [(name, workloads.float_outputs(op), count) for name, op, count in selected]
     elif min(wbits, abits) < 8:  # int4 operands: output scale and saturation for them (workloads.narrow_outputs)
         selected = [(name, workloads.narrow_outputs(op, abits, wbits), count) for name, op, count in selected]
+    _refuse_narrow_accumulator(design, spec, selected)
     chained = _chained([op for _, op, _ in selected], False if mode == "sampled" else chain)
     work = _work_dir(work_dir)
     notes: list[str] = []
@@ -195,6 +198,21 @@ def simulate(
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                          timeout=timeout, fault=fault, say=say, notes=notes, waves=waves_spec)
+
+
+def _refuse_narrow_accumulator(design: ArrayConfig, spec: str, selected: Sequence[tuple[str, Any, int]]) -> None:
+    """Refuse, before anything is built, ops whose sums ``acc_bits`` cannot hold: every one of the
+    selected ops named with the width it needs, in ``evaluate``'s words (:mod:`accel_dse.acc_width`).
+
+    Raises:
+        ConfigError: some selected op's K needs a wider accumulator.
+    """
+    from accel_dse.acc_width import acc_error, narrow_for
+    from accel_spec.errors import ConfigError
+
+    needs = narrow_for(design, [(name, op) for name, op, _ in selected])
+    if needs:
+        raise ConfigError(acc_error(design, spec, needs))
 
 
 def _vector_ops(design: ArrayConfig, wl: Any, ops: Sequence[str] | None, max_ops: int | None,
