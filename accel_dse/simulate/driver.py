@@ -234,7 +234,7 @@ def _around_mismatch(args: dict[str, Any], before: int, say: Callable[[str], Non
                               "default DRAM path and whole ops (not --host-port, not --full-scale)")
     first = simulate(**{**args, "waves": False})
     failing = next((op for op in first.ops if op.mismatch_store is not None), None)
-    if failing is None:
+    if failing is None or failing.mismatch_store is None:
         why = ("no output differed from JAX" if not any(op.mismatches for op in first.ops) else
                "the first mismatch is not in a program of its op's own (a network's or a chain's one program): "
                "--waves-from/--waves-cycles choose the window by hand")
