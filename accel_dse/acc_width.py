@@ -6,7 +6,8 @@ the largest product of integer lanes or of a float format pair from
 ``perf_model.evaluator.failures.max_products``). :func:`acc_needs` asks that same rule for the
 smallest width that holds each op, and groups the ops by it; :func:`acc_error` is the one line
 ``evaluate`` and ``design check --workload`` refuse such a design with (exit 2): every width the
-workload's ops need, the widest first, each with its ops and K.
+workload's ops need, the widest first, each with its ops and K. :func:`narrow_for` applies the
+same rule to op records before any model run (``simulate`` refuses with the same line before it builds).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["acc_needs", "acc_error", "MAX_NAMES"]
+__all__ = ["acc_needs", "acc_error", "narrow_for", "MAX_NAMES"]
 
 #: Op names listed per width at most (the rest counted).
 MAX_NAMES = 8
@@ -75,3 +76,20 @@ def acc_error(config: Any, workload: str, needs: Sequence[dict[str, Any]]) -> st
     return (f"acc_bits = {config.acc_bits} is too narrow for {workload}: its sums need acc_bits >= {widest['bits']} "
             f"(op {widest['ops'][0]!r}, K = {widest['k']:,}, {config.weight_fmt.name} operands); by op: "
             + "; ".join(parts))
+
+
+def narrow_for(config: Any, named_ops: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
+    """The widths past ``config.acc_bits`` that op records need (the model's overflow rule on each
+    op's whole K, as :func:`acc_needs`), widest first; ``[]`` when the accumulator holds them all.
+
+    Args:
+        config: the design (``ArrayConfig``).
+        named_ops: ``(name, op record)`` pairs (``workloads`` ``Gemm``/``Conv2d``: ``to_gemm().k``).
+    """
+    from types import SimpleNamespace
+
+    records = []
+    for name, op in named_ops:
+        g = op.to_gemm()
+        records.append(SimpleNamespace(name=name, status="overflow", gemm=(int(g.m), int(g.k), int(g.n))))
+    return [need for need in acc_needs(config, records, every=True) if need["bits"] > config.acc_bits]

@@ -297,6 +297,30 @@ class StudyView:
         best = min(usable, key=lambda item: (sign * item[0], item[1]))
         return front[best[1]]
 
+    def default_pick(self) -> str | None:
+        """The ``--pick`` rule ``report`` and ``export --trial best`` use when none is given.
+
+        ``None`` for one objective (the best trial is the best value). With several objectives:
+        ``min-edp`` whenever the Pareto designs record EDP (as an objective or a metric), else the
+        first objective in its own direction (``max-`` for a maximised one: its best, never its worst).
+        """
+        if not self.multi_objective:
+            return None
+        front = self.pareto()
+        if any(self.pick_value(t, "edp") is not None for t in front):
+            return "min-edp"
+        return pick_choices(self)[0]
+
+    @staticmethod
+    def pick_how(pick: str | None, *, given: bool) -> str:
+        """How ``best(pick)`` chose, in words (``report`` and ``export`` print the same)."""
+        if pick is None:
+            return "the best feasible design (one objective)"
+        if given:
+            return f"picked by --pick {pick} on the Pareto set"
+        return (f"picked by {pick} on the Pareto set (the default of report and export --trial best when "
+                "--pick is not given: min-edp when EDP is recorded, else the first objective)")
+
     def parse_pick(self, pick: str) -> tuple[float, str]:
         """``(sign, key)`` of a ``min-KEY``/``max-KEY`` rule (sign +1 for min).
 

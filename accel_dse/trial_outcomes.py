@@ -24,7 +24,8 @@ INFEASIBLE = ("infeasible", "overflow", "invalid", "non-finite")
 FAILURES = ("error", "interrupted")
 
 def reason_key(reason: str) -> str:
-    """A reason without its design-specific figures, so that designs failing alike count together.
+    """A reason without its design-specific figures, so that designs failing alike count together
+    (a grouping key, never shown: :func:`trial_outcomes` keeps one example of each kind with its figures).
 
     ``"resnet18: op 'conv1': the ofmap buffer (64 KiB) holds 64 words ... needs 128"`` ->
     ``"resnet18: op 'conv1': the ofmap buffer holds # words ... needs #"``.
@@ -36,9 +37,11 @@ def reason_key(reason: str) -> str:
 
 def trial_outcomes(trials: Sequence[Any], constraints: Sequence[Any]) -> dict[str, Any]:
     """Count trials by outcome: ``feasible``, ``constraint`` (by constraint), ``infeasible``
-    (by reason), ``failed`` (by status: real failures), ``other`` (running, pruned, ...)."""
+    (by reason kind: ``status: reason_key(reason)``), ``failed`` (by status: real failures),
+    ``other`` (running, pruned, ...); ``examples`` maps each infeasible kind to its first trial
+    ``(number, "status: reason")``, the reason with its figures."""
     out: dict[str, Any] = {"feasible": 0, "constraint": Counter(), "n_constraint": 0, "infeasible": Counter(),
-                           "failed": Counter(), "other": Counter()}
+                           "failed": Counter(), "other": Counter(), "examples": {}}
     for t in trials:
         state = getattr(t.state, "name", str(t.state))
         status = t.user_attrs.get("status")
@@ -53,7 +56,10 @@ def trial_outcomes(trials: Sequence[Any], constraints: Sequence[Any]) -> dict[st
             else:
                 out["feasible"] += 1
         elif state == "FAIL" and status in INFEASIBLE:
-            out["infeasible"][f"{status}: {reason_key(str(t.user_attrs.get('reason', '')))}"] += 1
+            reason = str(t.user_attrs.get("reason", ""))
+            kind = f"{status}: {reason_key(reason)}"
+            out["infeasible"][kind] += 1
+            out["examples"].setdefault(kind, (t.number, f"{status}: {reason}"))
         elif state == "FAIL" and status == "constraint":
             out["n_constraint"] += 1
             out["constraint"]["a constraint"] += 1

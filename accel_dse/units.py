@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 __all__ = ["PREFIXES", "Scaled", "column_scale", "fixed", "format_column", "eng", "percent", "count", "METRIC_DISPLAY",
-           "metric_scale", "metric_text"]
+           "metric_scale", "metric_text", "text_header"]
 
 #: SI prefixes from tera down to pico, factor -> symbol.
 PREFIXES: tuple[tuple[float, str], ...] = (
@@ -167,3 +167,11 @@ def metric_text(metric: str, value: float, *, digits: int = 3) -> str:
     shown = value / divide
     text = f"{shown:#.{digits}g}".rstrip(".") if abs(shown) < 10 ** digits else f"{shown:,.0f}"
     return f"{text} {unit}".strip()
+
+
+def text_header(title: str, unit: str) -> str:
+    """A text table's header, ``"latency ms"``; a title that already is (or ends in) its unit stays
+    as it is (``"TOPS/W"``, never ``"TOPS/W TOPS/W"``)."""
+    if not unit or title.strip() == unit or title.endswith(f" {unit}"):
+        return title
+    return f"{title} {unit}"

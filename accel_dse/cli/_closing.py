@@ -9,6 +9,7 @@ designs by reason, constraint breaks by constraint, apart from real failures), a
 
 from __future__ import annotations
 
+import re
 import shlex
 import textwrap
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from typing import Any
 from accel_dse.cli._output import format_table
 from accel_dse.search import METRIC_UNITS
 from accel_dse.trial_outcomes import outcome_words, reason_key, trial_outcomes
-from accel_dse.units import column_scale, fixed
+from accel_dse.units import METRIC_DISPLAY, fixed, metric_scale, text_header
 
 __all__ = ["WIDTH", "closing_lines", "trial_outcomes", "reason_key", "workload_line", "wrap_table"]
 
@@ -33,20 +34,18 @@ FIELD_LABELS = {
     "vector_unit": "vector unit",
 }
 
-#: The metric columns of the best designs: (metric, base unit, label, scale of the base unit).
-#: ``None`` as the base unit: a plain number in the label's unit.
-_METRIC_COLUMNS: tuple[tuple[str, str | None, str, float], ...] = (
-    ("latency_s", "s", "latency", 1.0),
-    ("energy_pj", "J", "energy", 1e-12),
-    ("tops", None, "TOPS", 1.0),
-    ("tops_per_w", None, "TOPS/W", 1.0),
-    ("area_mm2", None, "area mm²", 1.0),
-    ("utilization", None, "util %", 100.0),
+#: The metric columns of the best designs: (metric, label). Each column's unit is
+#: :func:`accel_dse.units.metric_scale`'s, the one the report, ``evaluate`` and ``export`` show.
+_METRIC_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("latency_s", "latency"),
+    ("energy_pj", "energy"),
+    ("tops", "TOPS"),
+    ("tops_per_w", "TOPS/W"),
+    ("area_mm2", "area"),
+    ("utilization", "util"),
 )
 #: Objective metrics already in the metric columns (no second column for them).
-_SHOWN = {m for m, *_ in _METRIC_COLUMNS}
-#: Objective metrics shown in an SI-prefixed unit: metric -> (base unit, factor to it).
-_OBJECTIVE_UNITS = {"edp": ("J·s", 1.0), "power_w": ("W", 1.0)}
+_SHOWN = {m for m, _ in _METRIC_COLUMNS}
 
 
 def workload_line(spec: str, weight: float, n_workloads: int) -> tuple[str, str]:
@@ -91,41 +90,45 @@ def wrap_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, keep: i
     return lines
 
 
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _column(headers: list[str], columns: list[list[Any]], label: str, metric: str | None,
+            values: Sequence[Any]) -> None:
+    """Append one column of a metric's stored values: in its display unit where it has one
+    (:func:`accel_dse.units.metric_scale`, the unit the report, ``evaluate`` and ``export`` show),
+    else as recorded with the search's unit in the label."""
+    stored = METRIC_UNITS.get(metric or "", "")
+    if label == metric:  # a metric's own name: its stored unit's suffix goes (power_w -> power)
+        label = re.sub(r"_(s|pj|w|mm2|mhz|db)$", "", label)
+    if metric in METRIC_DISPLAY:
+        divide, unit = metric_scale(metric, [v for v in values if _number(v)])
+        headers.append(text_header(label, unit))
+        columns.append(fixed([float(v) / divide if _number(v) else v for v in values]))
+        return
+    headers.append(label if stored in ("", "fraction") else text_header(label, stored))
+    columns.append(fixed(list(values)))
+
+
 def _metric_table(best: Sequence[dict[str, Any]], space: Any) -> tuple[list[str], list[list[Any]]]:
     headers = ["trial", "design"]
     columns: list[list[Any]] = [[b["trial"] for b in best],
                                 [f"{b['design']['rows']}x{b['design']['cols']}-{b['design']['dataflow']}"
                                  if isinstance(b.get("design"), dict) else "" for b in best]]
-    for metric, unit, label, factor in _METRIC_COLUMNS:
-        raw = [b["metrics"].get(metric) for b in best]
-        values = [None if v is None else float(v) * factor for v in raw]
-        if unit is not None:
-            scale = column_scale(values, unit, highest=1.0)
-            values = [None if v is None else v / scale.factor for v in values]
-            label = f"{label} {scale.unit}"
-        headers.append(label)
-        columns.append(fixed(values))
+    for metric, label in _METRIC_COLUMNS:
+        _column(headers, columns, label, metric, [b["metrics"].get(metric) for b in best])
     for o in space.objectives:
         if o.metric in _SHOWN:
             continue
-        unit, factor = _OBJECTIVE_UNITS.get(o.metric, ("", 1.0))
-        values = [None if (v := b["values"].get(o.name)) is None else float(v) * factor for b in best]
-        headers.append(o.name.upper() if o.name == "edp" else o.name)
-        if unit:
-            objective_scale = column_scale(values, unit)
-            values = [None if v is None else v / objective_scale.factor for v in values]
-            headers[-1] += f" {objective_scale.unit}"
-        columns.append(fixed(values))
+        _column(headers, columns, o.name.upper() if o.name == "edp" else o.name, o.metric,
+                [b["values"].get(o.name) for b in best])
     shown = _SHOWN | {o.metric for o in space.objectives}
     extra = [c.metric for c in space.constraints if c.metric not in shown]
     if any(p.field == "checksum" for p in space.free_params):  # the option's coverage beside its cost
         extra.insert(0, "sdc_coverage")
     for metric in dict.fromkeys(extra):
-        values = [b["metrics"].get(metric) for b in best]
-        unit = METRIC_UNITS.get(metric, "")
-        label = metric.removesuffix(f"_{unit.lower()}")
-        headers.append(label if unit in ("", "fraction") or label == metric else f"{label} {unit}")
-        columns.append(fixed(values))
+        _column(headers, columns, metric, metric, [b["metrics"].get(metric) for b in best])
     rows = [list(r) for r in zip(*columns, strict=True)]
     return headers, rows
 
@@ -208,9 +211,13 @@ def closing_lines(summary: dict[str, Any], space: Any, trials: Sequence[Any], *,
         lines.append("  broke (scored, not shown below): "
                      + ", ".join(f"{c} x{n}" for c, n in outcome["constraint"].most_common()))
     if outcome["infeasible"]:
-        lines.append("  infeasible designs (the design cannot run the workload; not errors):")
-        for reason, n in outcome["infeasible"].most_common():
-            lines += _wrap(reason.removeprefix("infeasible: "), " " * 10, first=f"    {n:4d}  ")
+        lines.append("  infeasible designs (the design cannot run the workload; not errors), by kind, one example "
+                     "each:")
+        for kind, n in outcome["infeasible"].most_common():
+            number, reason = outcome["examples"][kind]
+            alike = f"; {n - 1} more of this kind" if n > 1 else ""
+            lines += _wrap(f"{reason.removeprefix('infeasible: ')} (trial {number}{alike})", " " * 10,
+                           first=f"    {n:4d}  ")
     if outcome["failed"]:
         lines.append("  FAILED (errors, not design results; see the trials' reason attribute):")
         lines += [f"    {n:4d}  {status}" for status, n in outcome["failed"].most_common()]

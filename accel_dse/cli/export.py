@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--study", metavar="NAME", help="study name (with --storage)")
     parser.add_argument("--trial", metavar="N|best", help="trial number or 'best' (with --storage)")
     parser.add_argument("--pick", metavar="RULE",
-                        help="with --trial best on a multi-objective study: which Pareto design, e.g. min-edp")
+                        help="with --trial best on a multi-objective study: which Pareto design, e.g. min-area "
+                        "(default: min-edp when EDP is recorded, else the first objective; report picks the same)")
     parser.add_argument("--out", required=True, metavar="DIR", help="directory to create (its parent must exist)")
     parser.add_argument("--workload", metavar="W",
                         help="workload of the predicted metrics (default: the study's first workload, else gemm)")
@@ -98,6 +99,8 @@ def _export(args: argparse.Namespace) -> int:
     where = (f"trial {source.info['trial']} of study {source.info['study']!r}" if source.info.get("kind") == "study"
              else f"{source.info.get('kind')} {source.info.get(source.info.get('kind', ''), '')}")
     emit(f"exported {config.short_name()} ({result.top}, from {where}) to {result.out}")
+    if source.info.get("kind") == "study" and not str(source.info.get("how", "")).startswith("--trial"):
+        emit(f"best: trial {source.info['trial']}, {source.info['how']}")
     emit(f"files: {', '.join(result.files)}")
     total = result.predicted
     if total:

@@ -59,6 +59,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="with --waves (Icarus): trace from this cycle of the run (default 0)")
     parser.add_argument("--waves-cycles", type=ascii_int, metavar="N",
                         help="with --waves (Icarus): trace N cycles (default: to the end of the run)")
+    parser.add_argument("--waves-around-mismatch", type=ascii_int, metavar="N",
+                        help="(Icarus) run, and when an output differs from JAX run again tracing the N cycles "
+                        "before the STORE that wrote the first differing element, and that store (instead of "
+                        "--waves; the window is printed)")
     parser.add_argument("--waves-limit-mb", type=ascii_int, default=1000, metavar="MB",
                         help="with --waves: refuse a trace whose estimated size passes MB megabytes, naming the "
                         "window that fits (default %(default)d: 1 GB)")
@@ -99,12 +103,12 @@ def _simulate(args: argparse.Namespace) -> int:
     waves_window = None
     if not args.waves and (args.waves_from or args.waves_cycles is not None):
         raise SimulationError("--waves-from/--waves-cycles choose the cycles --waves traces: add --waves")
+    if args.waves_limit_mb < 1:
+        raise SimulationError(f"--waves-limit-mb must be a positive number of megabytes, not {args.waves_limit_mb}")
     if args.waves:
         from accel_dse.simulate.waves import WavesWindow
 
         waves_window = WavesWindow(args.waves_from, args.waves_cycles)
-        if args.waves_limit_mb < 1:
-            raise SimulationError(f"--waves-limit-mb must be a positive number of megabytes, not {args.waves_limit_mb}")
     report = simulate(
         design, args.workload, ops=ops, max_ops=args.max_ops, scale=args.scale, simulator=args.simulator,
         timeout=args.timeout, work_dir=work_dir("--work-dir", args.work_dir), seed=args.seed,
@@ -113,7 +117,7 @@ def _simulate(args: argparse.Namespace) -> int:
         chain=False if args.no_chain else None, memory="host" if args.host_port else "dram",
         reuse=not args.no_reuse, waves=args.waves, waves_window=waves_window,
         waves_limit_bytes=args.waves_limit_mb * 1_000_000, mode="sampled" if args.full_scale else "exhaustive",
-        conv_path=args.conv_path,
+        conv_path=args.conv_path, waves_around_mismatch=args.waves_around_mismatch,
     )
     if args.json:
         emit_json(report.to_dict())
@@ -165,6 +169,11 @@ def _print_report(report) -> None:  # noqa: ANN001 (SimulationReport)
             emit(f"{op.name}: {op.status}: {op.reason}")
             for m in op.first_mismatches:
                 emit(f"  C[{m.index[0]}][{m.index[1]}, {m.index[2]}]: expected {m.expected}, got {m.got}")
+            at = op.mismatch_store
+            if at is not None and not report.waves:
+                emit(f"  the first was written by the STORE at command {at['command']}, issued at cycle "
+                     f"{at['cycle']:,} of the run: --simulator icarus --waves-around-mismatch 2000 traces the "
+                     "2,000 cycles before it and the store")
     net = report.network
     if net is not None:
         final = net["final_output"]

@@ -54,16 +54,20 @@ def parse_trial(text: str) -> int | None:
 def design_from_study(storage: str, study: str, trial: str, *, pick: str | None = None) -> DesignSource:
     """The design of trial ``trial`` (a number or ``best``) of ``study`` in ``storage``.
 
+    ``best`` on a multi-objective study without ``pick`` takes ``StudyView.default_pick`` (the
+    rule ``report`` uses too); ``info["how"]`` says how the trial was chosen.
+
     Raises:
         StorageError: the storage cannot be opened.
-        ExportError: no such study or trial, a trial that did not complete, ``best`` on a
-            multi-objective study without ``pick``, a trial without a recorded design.
+        ExportError: no such study or trial, a trial that did not complete, a trial without a
+            recorded design.
     """
     from accel_dse.study_view import load_study, trial_config
 
     number = parse_trial(trial)
     view = load_study(storage, study)
-    chosen = view.best(pick) if number is None else view.trial(number)
+    rule = (pick or view.default_pick()) if number is None else None
+    chosen = view.best(rule) if number is None else view.trial(number)
     config = trial_config(chosen, study=f"study {view.name!r}")
     values = {o.name: float(v) for o, v in zip(view.objectives, chosen.values or (), strict=False)}
     info: dict[str, Any] = {
@@ -71,7 +75,8 @@ def design_from_study(storage: str, study: str, trial: str, *, pick: str | None 
         "storage": view.storage,
         "study": view.name,
         "trial": chosen.number,
-        "selected_by": "number" if number is not None else (f"best, --pick {pick}" if pick else "best"),
+        "selected_by": "number" if number is not None else (f"best, --pick {rule}" if rule else "best"),
+        "how": (f"--trial {number}" if number is not None else view.pick_how(rule, given=pick is not None)),
         "objectives": values,
         "status": chosen.user_attrs.get("status"),
         "constraints": view.constraints,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from accel_dse.report._format import report_units
-from accel_dse.study_view import StudyView, pick_choices, trial_config, trial_table
+from accel_dse.study_view import StudyView, trial_config, trial_table
 from accel_dse.trial_outcomes import outcome_words, trial_outcomes
 from accel_spec.errors import AccelDseError
 from accel_spec.number_formats import format_tag
@@ -156,13 +156,6 @@ def _history(view: StudyView) -> dict[str, Any]:
             "by_sampler": out}
 
 
-def _default_pick(view: StudyView) -> str | None:
-    if not view.multi_objective:
-        return None
-    names = {o.name for o in view.objectives}
-    return "min-edp" if "edp" not in names else pick_choices(view)[0]  # the first objective, its own way
-
-
 #: Metrics the report's tables show beside the objectives.
 TABLE_METRICS = ("area_mm2", "latency_s", "energy_pj", "tops_per_w", "utilization")
 
@@ -184,16 +177,16 @@ def _shown_values(view: StudyView, rows: list[dict[str, Any]], scatter: list[dic
     return out
 
 
-def best_how(view: StudyView, number: int, pick: str | None) -> str:
+def best_how(view: StudyView, number: int, pick: str | None, *, given: bool = False) -> str:
     """How the report chose its best design and how to export that design: ``StudyView.best``
-    with ``pick``, the same function as ``export --trial best --pick RULE``."""
+    with ``pick`` (``StudyView.default_pick`` when none was given), the same as ``export --trial best``."""
     import shlex
 
     where = f"--storage {shlex.quote(view.storage)} --study {shlex.quote(view.name)}"
     if pick is None:
-        return f"the best feasible design; export it with: accel-dse export {where} --trial best"
-    return (f"picked by {pick} on the Pareto set (the report's default when --pick is not given); export it "
-            f"with: accel-dse export {where} --trial best --pick {pick} (or --trial {number})")
+        return f"{view.pick_how(None, given=given)}; export it with: accel-dse export {where} --trial best"
+    return (f"{view.pick_how(pick, given=given)}; export it with: accel-dse export {where} --trial best "
+            f"--pick {pick} (or --trial {number})")
 
 
 def build_report(view: StudyView, *, workload: str | None = None, pick: str | None = None) -> dict[str, Any]:
@@ -202,8 +195,9 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
     Args:
         view: The study.
         workload: Workload of the per-op breakdown and roofline (default: the study's first).
-        pick: Which Pareto design is "best" for a multi-objective study (default ``min-edp``,
-            or the first objective in its own direction, ``min-`` or ``max-``, when EDP is an objective).
+        pick: Which Pareto design is "best" for a multi-objective study (default
+            ``StudyView.default_pick``: ``min-edp`` when EDP is recorded, else the first objective in
+            its own direction; ``export --trial best`` uses the same default).
 
     Returns:
         ``study``, ``storage``, ``objectives``, ``constraints``, ``workloads``, ``states``,
@@ -228,7 +222,7 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
     if states.get("RUNNING"):
         notes.append(f"{states['RUNNING']} trial(s) still RUNNING (an interrupted or ongoing sweep): "
                      "the report covers the finished trials")
-    best_rule = pick or _default_pick(view)
+    best_rule = pick or view.default_pick()
     best_info: dict[str, Any] | None = None
     breakdown = roof = None
     per_workload: list[dict[str, Any]] = []
@@ -241,7 +235,7 @@ def build_report(view: StudyView, *, workload: str | None = None, pick: str | No
             best, best_rule = layers[0][0], None
             notes.append(f"best design: the first Pareto design ({exc})")
         best_info = {"trial": best.number, "pick": best_rule, "row": _row(view, best, pareto),
-                     "how": best_how(view, best.number, best_rule)}
+                     "how": best_how(view, best.number, best_rule, given=pick is not None)}
         specs = [workload] if workload else list(view.workloads)
         if not specs:
             notes.append("the study records no workload: give --workload for the per-op breakdown and roofline")

@@ -47,6 +47,7 @@ def simulate(
     waves_limit_bytes: int | None = None,
     mode: str = "exhaustive",
     conv_path: str = "model",
+    waves_around_mismatch: int | None = None,
 ) -> SimulationReport:
     """Run ``workload`` on the Verilog of ``design`` and check it against JAX, op by op.
 
@@ -96,6 +97,11 @@ def simulate(
             builds windows for runs them on chip, its cycles checked against its on-chip program
             (``evaluate``'s "windows on chip" figure for the convs it leaves to the host; a note
             names them). DRAM memory only.
+        waves_around_mismatch: Trace the cycles around the first mismatch (Icarus, DRAM memory,
+            ``waves`` off: this traces): run once untraced; when an output differs, run again
+            tracing this many cycles before the STORE that wrote the first differing element
+            through the end of that store (``accel_dse.simulate.mismatch_store``; the report's
+            notes name the element, the store and the window). Without a mismatch nothing is traced.
 
     Returns:
         The report; ``report.passed`` is True when every op is bit-exact with equal cycles
@@ -104,8 +110,16 @@ def simulate(
     Raises:
         SimulationError: bad scale/op names/max_ops, ``chain=True`` on ops that do not chain, a
             design that cannot run an op's tiles, a missing simulator or a failed build.
+        ConfigError: a selected op's K needs more accumulator bits than ``acc_bits`` (every such
+            op named, as ``evaluate`` names them), before anything is built.
     """
     say = progress or (lambda _line: None)
+    if waves_around_mismatch is not None:
+        return _around_mismatch(dict(
+            design=design, workload=workload, ops=ops, max_ops=max_ops, scale=scale, simulator=simulator,
+            timeout=timeout, work_dir=work_dir, seed=seed, fault=fault, progress=progress, chain=chain, memory=memory,
+            reuse=reuse, waves=waves, waves_window=waves_window, waves_limit_bytes=waves_limit_bytes, mode=mode,
+            conv_path=conv_path), waves_around_mismatch, say)
     scale = _check_scale(scale)
     if memory not in ("dram", "host"):
         raise SimulationError(f"memory must be 'dram' or 'host', not {memory!r}")
@@ -143,6 +157,7 @@ def simulate(
         selected = [(name, workloads.float_outputs(op), count) for name, op, count in selected]
     elif min(wbits, abits) < 8:  # int4 operands: output scale and saturation for them (workloads.narrow_outputs)
         selected = [(name, workloads.narrow_outputs(op, abits, wbits), count) for name, op, count in selected]
+    _refuse_narrow_accumulator(design, spec, selected)
     chained = _chained([op for _, op, _ in selected], False if mode == "sampled" else chain)
     work = _work_dir(work_dir)
     notes: list[str] = []
@@ -195,6 +210,61 @@ def simulate(
 
     return run_host_port(design, selected, spec, scale=scale, seed=seed, chained=chained, sim=sim, work=work,
                          timeout=timeout, fault=fault, say=say, notes=notes, waves=waves_spec)
+
+
+#: Cycles of the DRAM testbench's reset before its first op (``accel_dse.simulate.dram.testbench``).
+RESET_CYCLES = 3
+
+
+def _around_mismatch(args: dict[str, Any], before: int, say: Callable[[str], None]) -> SimulationReport:
+    """``simulate(waves_around_mismatch=before, **args)``: an untraced run, then, when an output
+    differs, a run traced around the STORE that wrote the first differing element."""
+    from accel_dse.simulate.mismatch_store import mismatch_window
+
+    if isinstance(before, bool) or not isinstance(before, int) or before < 1:
+        raise SimulationError(f"--waves-around-mismatch must be a positive number of cycles, not {before!r}")
+    if args["waves"] or args["waves_window"] is not None:
+        raise SimulationError("--waves-around-mismatch chooses its own window: leave out --waves, --waves-from and "
+                              "--waves-cycles")
+    if args["simulator"] != "icarus":
+        raise SimulationError("--waves-around-mismatch traces a window of the run: it needs --simulator icarus "
+                              "(cocotb's Verilator harness traces every cycle)")
+    if args["memory"] != "dram" or args["mode"] != "exhaustive":
+        raise SimulationError("--waves-around-mismatch places a mismatch in the op's DRAM program: it needs the "
+                              "default DRAM path and whole ops (not --host-port, not --full-scale)")
+    first = simulate(**{**args, "waves": False})
+    failing = next((op for op in first.ops if op.mismatch_store is not None), None)
+    if failing is None or failing.mismatch_store is None:
+        why = ("no output differed from JAX" if not any(op.mismatches for op in first.ops) else
+               "the first mismatch is not in a program of its op's own (a network's or a chain's one program): "
+               "--waves-from/--waves-cycles choose the window by hand")
+        return dataclasses.replace(first, notes=(*first.notes, f"--waves-around-mismatch: {why}; nothing traced"))
+    at = failing.mismatch_store
+    run_end = RESET_CYCLES + sum(op.sim_cycles for op in first.ops)  # the run as measured, setup included
+    window = mismatch_window(int(at["cycle"]), int(at["store_cycles"]), before, run_end)
+    b, i, j = at["index"]
+    line = (f"first mismatch: {failing.name} C[{b}][{i}, {j}], written by the STORE at command {at['command']} "
+            f"(queue-load {at['queue_load']}), issued at cycle {at['cycle']:,} of the run; tracing cycles "
+            f"{window.first:,}..{window.first + (window.cycles or 0) - 1:,} ({before:,} before the store, the store "
+            "and a margin)")
+    say(line)
+    traced = simulate(**{**args, "waves": True, "waves_window": window})
+    return dataclasses.replace(traced, notes=(*traced.notes, line))
+
+
+def _refuse_narrow_accumulator(design: ArrayConfig, spec: str, selected: Sequence[tuple[str, Any, int]]) -> None:
+    """Refuse, before anything is built, ops whose sums ``acc_bits`` cannot hold: every one of the
+    selected ops named with the width it needs, in ``evaluate``'s words (:mod:`accel_dse.acc_width`).
+
+    Raises:
+        ConfigError: some selected op's K needs a wider accumulator.
+    """
+    from accel_dse.acc_width import acc_error, narrow_for
+    from accel_spec.errors import ConfigError
+
+    needs = narrow_for(design, [(name, op) for name, op, _ in selected])
+    if needs:
+        raise ConfigError(acc_error(design, spec, needs))
 
 
 def _vector_ops(design: ArrayConfig, wl: Any, ops: Sequence[str] | None, max_ops: int | None,

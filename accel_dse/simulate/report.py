@@ -72,6 +72,10 @@ class OpResult:
             (output words whose checksum or output-stage check mismatched; 0 on a design without
             the checksum) and the ``SDC_PC`` of the last program that counted one (the RUN, or
             the STORE/MOVE, of its last mismatch; 0 when none). None on the host port.
+        mismatch_store: From DRAM, an op run from its own GEMM programs with a mismatch: the
+            STORE that wrote its first differing element and when (``accel_dse.simulate.mismatch_store``):
+            ``{"index", "instance", "command", "queue_load", "cycle", "store_cycles"}``, ``cycle``
+            counted from the start of the simulation (what ``--waves-from`` counts); else None.
     """
 
     name: str
@@ -96,6 +100,7 @@ class OpResult:
     sampled: dict[str, Any] | None = None
     sdc_count: int | None = None
     sdc_pc: int | None = None
+    mismatch_store: dict[str, Any] | None = None
 
     @property
     def total_cycles_match(self) -> bool | None:
@@ -138,6 +143,7 @@ class OpResult:
             "sim_cycles": self.sim_cycles,
             "cycles_per_second": round(self.cycles_per_second, 1),
             "reason": self.reason,
+            "mismatch_store": None if self.mismatch_store is None else dict(self.mismatch_store),
             "sampled": None if self.sampled is None else dict(self.sampled),
             "sdc_count": self.sdc_count,
             "sdc_pc": self.sdc_pc,

@@ -53,10 +53,14 @@ class WavesWindow:
         first: The first traced cycle, counted from the start of the simulation (cycles of the
             design's clock; 0: from the start).
         cycles: How many cycles to trace (``None``: to the end of the run).
+        run_end: The run's length, cycles, as a previous run of the same measured it (a window
+            placed from that run: ``simulate(waves_around_mismatch=...)``); ``None``: the model's
+            count, which leaves out the host's register writes between programs.
     """
 
     first: int = 0
     cycles: int | None = None
+    run_end: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.first, bool) or not isinstance(self.first, int) or self.first < 0:
@@ -138,7 +142,7 @@ def waves_plan(window: WavesWindow, *, run_cycles: int, bits: int, fmt: str,
     """
     if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes < 1:
         raise SimulationError(f"{option} must be a positive size, not {limit_bytes!r}")
-    run_cycles = max(1, int(run_cycles))
+    run_cycles = max(1, int(run_cycles if window.run_end is None else window.run_end))
     if window.first >= run_cycles:
         raise SimulationError(f"--waves-from {window.first:,} is past the run's end: it lasts about "
                               f"{run_cycles:,} cycles (the model's count)")
@@ -147,7 +151,7 @@ def waves_plan(window: WavesWindow, *, run_cycles: int, bits: int, fmt: str,
                               "traces every cycle of the run")
     cycles = run_cycles - window.first if window.cycles is None else min(window.cycles, run_cycles - window.first)
     per_cycle = bytes_per_cycle(bits, fmt)
-    plan = WavesPlan(WavesWindow(window.first, cycles), fmt, bits, per_cycle, limit_bytes)
+    plan = WavesPlan(WavesWindow(window.first, cycles, window.run_end), fmt, bits, per_cycle, limit_bytes)
     if plan.expected_bytes > limit_bytes:
         fits = max(1, math.floor(limit_bytes / per_cycle))
         how = "" if windows else "--simulator icarus "

@@ -96,3 +96,41 @@ def test_integer_accumulator_too_narrow(run_cli, tmp_path):
     code, out, err = run_cli("evaluate", "--design", str(path), "--workload", "gemm:m=8,k=1024,n=8")
     line = one_line_error(code, out, err)
     assert f"need acc_bits >= {_need(1024, 2**14)} (op 'gemm', K = 1,024, int8 operands)" in line
+
+
+def test_simulate_refuses_before_building_with_evaluates_line(run_cli, tmp_path):
+    """``simulate`` names every overflowing op in ``evaluate``'s words and exits 2 before any build
+    (the work directory is never created)."""
+    design = _design(tmp_path, 40)
+    work = tmp_path / "work"
+    code, out, err = run_cli("evaluate", "--design", design, "--workload", "bert_base")
+    evaluate_line = one_line_error(code, out, err)
+    code, out, err = run_cli("simulate", "--design", design, "--workload", "bert_base", "--work-dir", str(work))
+    assert one_line_error(code, out, err) == evaluate_line
+    assert not work.exists()
+
+
+def test_simulate_names_the_selected_ops_that_overflow(run_cli, tmp_path):
+    """Only the ops simulated are checked: with --ops, the ones chosen that overflow, each with its width."""
+    design = _design(tmp_path, 46)
+    work = tmp_path / "work"
+    code, out, err = run_cli("simulate", "--design", design, "--workload", "bert_base", "--work-dir", str(work),
+                             "--ops", "attention/scores,attention/query,ffn_out")
+    line = one_line_error(code, out, err)
+    assert line.endswith(f"by op: {_need(3072, E4M3_PRODUCT)} for ffn_out (K 3,072); "
+                         f"{_need(768, E4M3_PRODUCT)} for attention/query (K 768)")
+    assert "attention/scores" not in line  # K 64 needs 43 bits: 46 hold it
+    assert not work.exists()
+
+
+def test_simulates_check_passes_an_accumulator_that_holds_the_ops(tmp_path):
+    """At the width the ops need nothing is refused; one bit less names the widest op."""
+    import workloads
+    from accel_dse.acc_width import narrow_for
+    from accel_dse.design_files import load_design
+
+    ops = [(op.name, op) for op in workloads.resolve(SMALL).ops]
+    need = _need(64, E4M3_PRODUCT)
+    assert narrow_for(load_design(_design(tmp_path, need)), ops) == []
+    short = narrow_for(load_design(_design(tmp_path, need - 1)), ops)
+    assert [(n["bits"], n["ops"]) for n in short] == [(need, ["ffn_out"])]

@@ -200,19 +200,23 @@ def test_system_prints_percent_and_units(run_cli):
     assert "e+" not in out and "share %" in out
 
 
-def test_the_default_pick_follows_the_first_objectives_direction_when_edp_is_one():
-    """With EDP among the objectives the report's best is the first objective's best: ``max-`` for a
-    maximised one (``min-`` picked the worst design), ``min-`` for a minimised one; without EDP,
-    the least EDP among the Pareto designs."""
+def test_the_default_pick_is_min_edp_whenever_edp_is_recorded():
+    """``report`` and ``export --trial best`` (``StudyView.default_pick``): the least EDP among the
+    Pareto designs whenever they record EDP (an objective or a metric); else the first objective
+    in its own direction (``max-`` for a maximised one: its best, never its worst)."""
     from types import SimpleNamespace
 
-    from accel_dse.report._data import _default_pick
+    from accel_dse.study_view import StudyView
 
-    def view(*objectives: tuple[str, str]) -> SimpleNamespace:
-        return SimpleNamespace(multi_objective=len(objectives) > 1,
-                               objectives=[SimpleNamespace(name=n, direction=d) for n, d in objectives])
+    def pick(*objectives: tuple[str, str], edp: bool = True) -> str | None:
+        view = SimpleNamespace(multi_objective=len(objectives) > 1,
+                               objectives=[SimpleNamespace(name=n, direction=d) for n, d in objectives],
+                               pareto=lambda: ["t"], pick_value=lambda _t, key: 1.0 if edp and key == "edp" else None)
+        return StudyView.default_pick(view)  # type: ignore[arg-type]
 
-    assert _default_pick(view(("tops_per_w", "maximize"), ("edp", "minimize"))) == "max-tops_per_w"
-    assert _default_pick(view(("latency", "minimize"), ("edp", "minimize"))) == "min-latency"
-    assert _default_pick(view(("latency", "minimize"), ("area", "minimize"))) == "min-edp"
-    assert _default_pick(view(("edp", "minimize"),)) is None
+    assert pick(("tops_per_w", "maximize"), ("edp", "minimize")) == "min-edp"
+    assert pick(("latency", "minimize"), ("edp", "minimize")) == "min-edp"
+    assert pick(("latency", "minimize"), ("area", "minimize")) == "min-edp"  # EDP a recorded metric
+    assert pick(("tops_per_w", "maximize"), ("area", "minimize"), edp=False) == "max-tops_per_w"
+    assert pick(("latency", "minimize"), ("area", "minimize"), edp=False) == "min-latency"
+    assert pick(("edp", "minimize"),) is None

@@ -75,16 +75,21 @@ def test_counts_infeasible_designs_by_reason_apart_from_failures(swept):
     assert (f"trials: 30 (30 this run): {len(feasible)} feasible, {len(broke)} broke a constraint, "
             f"{len(infeasible)} infeasible design{'s' if len(infeasible) > 1 else ''}, 0 failed") in out
     assert f"broke (scored, not shown below): area_mm2 <= 2.2 x{len(broke)}" in out
-    assert "infeasible designs (the design cannot run the workload; not errors):" in out
-    # Every distinct reason once, with its count; the reasons' own words are there.
-    by_reason: dict[str, int] = {}
-    for t in infeasible:
-        key = reason_key(t.user_attrs["reason"])
-        by_reason[key] = by_reason.get(key, 0) + 1
+    assert "infeasible designs (the design cannot run the workload; not errors), by kind, one example each:" in out
+    # Every kind of reason once, with its count and its first trial's reason as recorded, figures
+    # and all (never "#" for a number).
+    by_kind: dict[str, list] = {}
+    for t in sorted(infeasible, key=lambda t: t.number):
+        by_kind.setdefault(reason_key(t.user_attrs["reason"]), []).append(t)
+    assert len(by_kind) > 1 or len(infeasible) > 1  # counts and examples both tested
     flat = " ".join(out.split())
-    for key, n in by_reason.items():
-        assert f"{n} {key}" in flat
-    assert "buffer holds" in flat and "smallest tile needs" in flat
+    for alike in by_kind.values():
+        first, n = alike[0], len(alike)
+        more = f"; {n - 1} more of this kind" if n > 1 else ""
+        assert f"{n} {first.user_attrs['reason']} (trial {first.number}{more})" in flat
+    assert "KiB) holds" in flat and "needs" in flat
+    section = out.split("infeasible designs (")[1].split("best designs")[0]
+    assert "#" not in section
     assert "FAILED" not in out
 
 
@@ -154,3 +159,29 @@ def test_a_rerun_that_adds_no_trial_says_how_to_continue(swept):
     assert "trials: 30 (0 this run)" in text
     assert "--trials 60 continues it" in text
     assert max(len(line) for line in text.splitlines()) <= WIDTH
+
+
+def test_summary_columns_are_in_the_reports_units():
+    """One design in the summary shows each figure as ``export`` and the report print it
+    (``accel_dse.units.metric_text``: the one place a display unit is chosen)."""
+    from types import SimpleNamespace
+
+    from accel_dse.cli._closing import _metric_table
+    from accel_dse.units import metric_text
+
+    metrics = {"latency_s": 0.002904, "energy_pj": 5.734e9, "tops": 12.5, "tops_per_w": 1.23, "area_mm2": 2412.0,
+               "utilization": 0.4123, "edp": 1.6e-5, "power_w": 0.0123}
+    objectives = [SimpleNamespace(name="edp", metric="edp"), SimpleNamespace(name="power", metric="power_w")]
+    space = SimpleNamespace(objectives=objectives, constraints=[], free_params=[])
+    best = [{"trial": 3, "design": {"rows": 4, "cols": 4, "dataflow": "ws"}, "metrics": metrics,
+             "values": {"edp": metrics["edp"], "power": metrics["power_w"]}}]
+    headers, rows = _metric_table(best, space)
+    expected = {"latency": "2.90 ms", "energy": "5.73 mJ", "TOPS": "12.5 TOPS", "TOPS/W": "1.23 TOPS/W",
+                "area": "2,412 mm²", "util": "41.2 %", "EDP": "16.0 µJ·s", "power": "12.3 mW"}
+    for (metric, shown), head, cell in zip(
+            [("latency_s", "latency"), ("energy_pj", "energy"), ("tops", "TOPS"), ("tops_per_w", "TOPS/W"),
+             ("area_mm2", "area"), ("utilization", "util"), ("edp", "EDP"), ("power_w", "power")],
+            headers[2:], rows[0][2:], strict=True):
+        unit = head.removeprefix(shown).strip() or shown
+        assert f"{cell} {unit}" == expected[shown] == metric_text(metric, metrics[metric]), head
+        assert head.split().count(unit) == 1  # never "TOPS/W TOPS/W"

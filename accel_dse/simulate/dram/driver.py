@@ -79,6 +79,7 @@ class DramJob:
     kept_on_chip: bool = False  # the output went to the next op through the ifmap, not to DRAM
     conv: bool = False  # a conv from NHWC activations, windows built on chip (``_dram_conv``)
     sampled: Any = None  # a sampled check: accel_dse.simulate.dram.sampled_check.SampledJob
+    program: Any = None  # the GemmProgram every instance ran (an op run from its own programs): places a mismatch
 
 
 #: Smallest DRAM model per simulator, bytes. The memory's size is in the Verilog, so in the build's
@@ -263,7 +264,8 @@ def prepare_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], scal
                             if (m, batch) != (full.m, full.batch) else None, expected, program.tensors["c"],
                             timing.compute, timing.total, timing.stall, len(program.runs),
                             design.acc_bits if rq is None else design.input_bits,
-                            kept_on_chip=c_on_chip, sampled=job_sampled))
+                            kept_on_chip=c_on_chip, sampled=job_sampled,
+                            program=program if job_sampled is None else None))
     vector_notes: list[str] = []
     if vector_ops:  # on the vector unit, each from a program of its own (accel_dse.simulate.dram.vector)
         from accel_dse.simulate.dram.vector import vector_jobs
@@ -472,8 +474,11 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
         poll()  # the ops that finished after the last poll
         if outcome.ok and waves is None:  # a traced run is slower: not the speed to expect
             record_speed(build.directory, sum(cycles), outcome.seconds)
-        results = [check_dram(job, read_dram_result(run_dir / "results", job.index), outcome, run_dir, timeout)
-                   for job in jobs]
+        raws = [read_dram_result(run_dir / "results", job.index) for job in jobs]
+        from accel_dse.simulate.mismatch_store import placed
+
+        results = [placed(design, job.program, raw, check_dram(job, raw, outcome, run_dir, timeout), DRAM_LATENCY)
+                   for job, raw in zip(jobs, raws, strict=True)]
     finally:
         lock.close()
     return report(design, top=top, fault=fault, spec=spec, sim=sim, results=results, scale=scale, build=build,

@@ -13,7 +13,9 @@ read C after it; a sampled check's windows share one image, :mod:`accel_dse.simu
 The testbench writes
 ``results/op_NNNN.npz`` per op (renamed into place when complete): per instance ``c_<i>``
 (the C bytes read back from DRAM) and arrays ``total``, ``compute``, ``stall``,
-``error_code``, ``error_pc``, plus ``seconds``, ``sim_cycles`` and ``error``.
+``error_code``, ``error_pc``, plus ``seconds``, ``sim_cycles``, ``error`` and ``starts`` (per
+instance and queue-load, the run's cycle at which its ``CTRL.START`` write began: where a mismatch's
+waves window is placed, :mod:`accel_dse.simulate.mismatch_store`).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class DramResult:
     error: str = ""
     sdc_count: np.ndarray | None = None  # SDC_COUNT after each instance's programs (summed over queue-loads)
     sdc_pc: np.ndarray | None = None  # SDC_PC of its last mismatch (0: none)
+    starts: np.ndarray | None = None  # (instance, queue-load): the run's cycle its CTRL.START write began (-1: none)
 
 
 def write_dram_program(path: Path, program: DramProgram) -> None:
@@ -104,7 +107,8 @@ def write_dram_result(results_dir: Path, op: int, result: DramResult) -> None:
     np.savez(tmp, total=result.total, compute=result.compute, stall=result.stall, error_code=result.error_code,
              error_pc=result.error_pc, seconds=np.float64(result.seconds), sim_cycles=np.int64(result.sim_cycles),
              error=np.array(result.error), sdc_count=np.zeros(0) if result.sdc_count is None else result.sdc_count,
-             sdc_pc=np.zeros(0) if result.sdc_pc is None else result.sdc_pc, **arrays)
+             sdc_pc=np.zeros(0) if result.sdc_pc is None else result.sdc_pc,
+             starts=np.zeros((0, 0), np.int64) if result.starts is None else result.starts, **arrays)
     os.replace(tmp, final)
 
 
@@ -117,4 +121,5 @@ def read_dram_result(results_dir: Path, op: int) -> DramResult | None:
         count = sum(1 for k in data.files if k.startswith("c_"))
         return DramResult([data[f"c_{i}"] for i in range(count)], data["total"], data["compute"], data["stall"],
                           data["error_code"], data["error_pc"], float(data["seconds"]), int(data["sim_cycles"]),
-                          str(data["error"]), data["sdc_count"], data["sdc_pc"])
+                          str(data["error"]), data["sdc_count"], data["sdc_pc"],
+                          data["starts"] if "starts" in data.files else None)

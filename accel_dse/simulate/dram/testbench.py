@@ -161,7 +161,7 @@ class Board:
 
 
 async def _instance(board: Board, image: np.ndarray, inst: dict[str, Any], a_bytes: np.ndarray | None,
-                    on_chip: bool = False) -> tuple[np.ndarray, tuple[int, ...], str]:
+                    on_chip: bool = False, starts: list[int] | None = None) -> tuple[np.ndarray, tuple[int, ...], str]:
     c = layout_of(inst["c"])
     if a_bytes is not None:
         a = layout_of(inst["a"])
@@ -182,6 +182,8 @@ async def _instance(board: Board, image: np.ndarray, inst: dict[str, Any], a_byt
         await board.write("QUEUE_BASE_LO", base & 0xFFFFFFFF)
         await board.write("QUEUE_BASE_HI", base >> 32)
         await board.write("QUEUE_LEN", length)
+        if starts is not None:  # the cycle of the run its START is written in (a mismatch's waves window)
+            starts.append(int(get_sim_time("ns") / board.period_ns))
         await board.write("CTRL", 1)
         timer = Timer(board.period_ns * int(inst["limit"]), unit="ns")
         fired = await First(RisingEdge(board.dut.irq), timer)
@@ -222,15 +224,17 @@ async def run_dram_program(dut: Any) -> None:
     for index, op in enumerate(meta["ops"]):
         started, t0 = time.monotonic(), get_sim_time("ns")
         cs, counters, error = [], [], ""
+        starts: list[list[int]] = []
         for i, inst in enumerate(op["instances"]):
             a_bytes = None
             if op["a_src"] >= 0:
                 layout, c_raw = outputs[op["a_src"]]
                 a_bytes = pack_tensor(layout_of(inst["a"]), unpack_tensor(layout, c_raw))
+            starts.append([])
             try:
                 c, values, error = await _instance(board, program.images[inst.get("image", f"img_{index}_{i}")],
                                                    inst, a_bytes,
-                                                   bool(op.get("on_chip", False)))
+                                                   bool(op.get("on_chip", False)), starts[-1])
             except BusError as exc:
                 c, values, error = np.zeros(0, np.uint8), (0,) * 7, str(exc)
             cs.append(c)
@@ -242,6 +246,14 @@ async def run_dram_program(dut: Any) -> None:
         cols = np.array(counters, dtype=np.int64).reshape(-1, 7)
         write_dram_result(results_dir, index, DramResult(
             cs, cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], cols[:, 4], time.monotonic() - started,
-            int((get_sim_time("ns") - t0) / board.period_ns), error, cols[:, 5], cols[:, 6]))
+            int((get_sim_time("ns") - t0) / board.period_ns), error, cols[:, 5], cols[:, 6], _padded(starts)))
         if error:
             return
+
+
+def _padded(rows: list[list[int]]) -> np.ndarray:
+    """Rows of different lengths as one int64 array, ``-1`` past each row's end."""
+    out = np.full((len(rows), max((len(r) for r in rows), default=0)), -1, dtype=np.int64)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = r
+    return out
