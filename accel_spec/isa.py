@@ -269,23 +269,33 @@ class Command:
     wait_vec: int = 0
 
     def __getitem__(self, name: str) -> int:
-        return dict(self.fields).get(name, 0)
+        for field, value in self.fields:
+            if field == name:
+                return value
+        return 0
 
     @classmethod
     def make(cls, opcode: int, *, wait_dma: int = 0, wait_run: int = 0, wait_vec: int = 0, **fields: int) -> Command:
         """A command from keyword fields; raises ``ValueError`` for a field it has not, and
         :class:`FieldRangeError` for a value that does not fit its field's bits."""
-        allowed = _PER_OP.get(opcode)
-        if allowed is None:
+        limits = _LIMITS.get(opcode)
+        if limits is None:
             raise ValueError(f"opcode must be one of {sorted(_PER_OP)}, not {opcode!r}")
+        items = []
         for name, value in fields.items():
-            if name not in allowed:
+            limit = limits.get(name)
+            if limit is None:
                 raise ValueError(f"opcode {opcode} has no field {name!r}")
-            width = FIELDS[name][1]
-            if not 0 <= int(value) < (1 << width):
-                raise FieldRangeError(f"{name} must fit in {width} bits, not {value}")
-        return cls(opcode, int(wait_dma), int(wait_run), tuple(sorted((k, int(v)) for k, v in fields.items())),
-                   int(wait_vec))
+            value = int(value)
+            if not 0 <= value < limit:
+                raise FieldRangeError(f"{name} must fit in {FIELDS[name][1]} bits, not {value}")
+            items.append((name, value))
+        items.sort()
+        return cls(opcode, int(wait_dma), int(wait_run), tuple(items), int(wait_vec))
+
+
+#: Per opcode, its fields and the bound each value stays below (``2 ** bits``).
+_LIMITS = {op: {name: 1 << FIELDS[name][1] for name in names} for op, names in _PER_OP.items()}
 
 
 class FieldRangeError(ValueError):
