@@ -37,9 +37,10 @@ the programs are assembled as one queue-load by ``network._assemble``.
 
 The network's input is the host's to write: with ``input_form`` (the whole workload's program,
 ``network_figures``), when conv 0 alone reads it, the host writes it in the layout of conv 0's
-fastest form (``conv_score.conv_steps``, as the per-op plan runs that conv: over its space-to-depth
-input, or its kernel rows stacked as channels), and conv 0's program runs that form
-(``ConvNetworkProgram.input_steps``).
+fastest form (:func:`input_steps`: the form the per-op plan runs that conv in on chip,
+``conv_score.conv_steps``, over its space-to-depth input or its kernel rows stacked as channels; or
+its windows as channels, ``im2col_form``, the host's im2col GEMM as a 1x1 conv, where that scores
+fewer cycles), and conv 0's program runs that form (``ConvNetworkProgram.input_steps``).
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ from accel_spec.isa import QUEUE_DEPTH, Buffer, Command, Opcode
 from accel_spec.vector_isa import POOL_KINDS, VECTOR_CODES, PoolGeometry, pool_geometry, pool_registers
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv
 from perf_model.compiler.conv_forms import form_conv
-from perf_model.compiler.conv_score import conv_steps
+from perf_model.compiler.conv_score import conv_figures, conv_steps
+from perf_model.compiler.im2col_form import im2col_conv
 from perf_model.compiler.network import (
     EXTERNAL,
     TWO_OPERAND,
@@ -76,13 +78,14 @@ from perf_model.compiler.program import (
     reuse_possible,
 )
 from perf_model.compiler.vector import VectorRegisters, vector_commands, vector_registers
+from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import axi_data_bytes
 from perf_model.vector_timing import VectorPlan
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 
-__all__ = ["compile_conv_network", "ConvNetworkProgram", "CONV_LINK_KINDS", "input_words", "output_words",
-           "pooled_shape", "tensor_shapes"]
+__all__ = ["compile_conv_network", "ConvNetworkProgram", "CONV_LINK_KINDS", "input_steps", "input_words",
+           "output_words", "pooled_shape", "tensor_shapes"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,8 +169,8 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     next; ``network._split``). ``tilings[i]`` replaces the search's tiling of conv ``i`` (tests).
     ``require_on_chip``: raise instead of compiling the links through DRAM (the model's chain scorer,
     which only wants the program on chip). ``input_form``: the host writes the network's input in
-    the layout of conv 0's fastest form (``conv_score.conv_steps``: over its space-to-depth input,
-    its kernel rows stacked, as the per-op plan runs it), when conv 0 alone reads that input and no
+    the layout of conv 0's fastest form (:func:`input_steps`: over its space-to-depth input, its
+    kernel rows stacked, or its windows as channels), when conv 0 alone reads that input and no
     tiling is given; the program's ``input_steps`` name the reshapes (none: the input as it is).
 
     Raises:
@@ -233,7 +236,7 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     skip_tensors = {j for i, j in enumerate(skip_of) if j is not None and any(o.kind in TWO_OPERAND for o in ops[i])}
     steps: tuple[str, ...] = ()
     if input_form and reads.count(0) == 1 and 0 not in skip_tensors and given_tilings[0] is None:
-        steps = conv_steps(config, convs[0], True)
+        steps = input_steps(config, convs[0])
     runs = [form_conv(convs[0], steps), *convs[1:]] if steps else list(convs)
     reason = "asked for (keep_on_chip = False)"
     if keep_on_chip and not reuse_possible(config):
@@ -251,6 +254,27 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
                         queue_depth, steps)
     except ModelError as exc:
         raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
+
+
+def input_steps(config: ArrayConfig, conv: Conv2d) -> tuple[str, ...]:
+    """The reshapes of a network's input the host writes for its first conv ``conv``: the form the
+    per-op plan runs that conv in on chip (``conv_score.conv_steps``), or its windows as channels
+    (``"im2col"``: the host's im2col GEMM as a 1x1 conv, ``im2col_form``) when that conv scores fewer
+    cycles (``conv_score.conv_figures``, then fewer DRAM bytes)."""
+    steps = conv_steps(config, conv, True)
+    flat = im2col_conv(conv)
+    if flat is None:
+        return steps
+    best = conv_figures(config, conv, True)
+    other = conv_figures(config, flat, True)
+    if isinstance(other, ConvFigures) and other.feasible and (
+            not isinstance(best, ConvFigures) or not best.feasible or _rank(other) < _rank(best)):
+        return ("im2col",)
+    return steps
+
+
+def _rank(figures: ConvFigures) -> tuple[float, float]:
+    return figures.total, sum(figures.read) + sum(figures.write)
 
 
 def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Part]], externals: list[int],
