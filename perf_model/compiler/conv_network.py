@@ -29,9 +29,14 @@ the top of the ifmap (``network._Regions``). Conv ``i``:
 
 When the regions do not fit the ifmap together with the bands of a conv (or ``keep_on_chip=False``)
 every link goes through DRAM, still in the one program: conv ``i`` stores its output, the link's
-ops run on it in ifmap chunks of its DRAM rows (``network._chunk_commands``), conv ``i + 1`` loads
-its bands from it; a pooling runs over the stored output in bands of rows (:func:`_pool_bands`)
-and stores the pooled tensor ``p{i}``, laid out as the next conv's input. The DRAM layouts (``a``,
+ops run on it in ifmap chunks of its DRAM rows (``network._chunk_commands`` with ``pipeline``: at
+least ``network.PIPELINE_CHUNKS`` chunks taking turns in the two halves of the ifmap, the next
+loading while the unit runs this one, a chunk's pixels moved as one run of words), conv ``i + 1``
+loads its bands from it; a pooling runs over the stored output in bands of rows
+(:func:`_pool_bands`, in the two halves alike) and stores the pooled tensor ``p{i}``, laid out as
+the next conv's input. A whole NHWC tensor or band of pixels moves as DRAM rows of as many pixels
+as the command's ``words`` field holds (:func:`_nhwc`): the same bytes and ifmap words as a row a
+pixel, in longer bursts. The DRAM layouts (``a``,
 ``b``, ``c``, ``q`` per conv, named ``a0``, ``b{i}``, ``q{i}``, ``c{last}``) are ``compile_conv``'s;
 the programs are assembled as one queue-load by ``network._assemble``.
 
@@ -51,7 +56,7 @@ from collections.abc import Sequence
 
 from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
-from accel_spec.isa import QUEUE_DEPTH, Buffer, Command, Opcode
+from accel_spec.isa import FIELDS, QUEUE_DEPTH, Buffer, Command, Opcode
 from accel_spec.vector_isa import POOL_KINDS, VECTOR_CODES, PoolGeometry, pool_geometry, pool_registers
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv
 from perf_model.compiler.conv_forms import form_conv
@@ -59,6 +64,7 @@ from perf_model.compiler.conv_score import conv_figures, conv_steps
 from perf_model.compiler.im2col_form import im2col_conv
 from perf_model.compiler.network import (
     EXTERNAL,
+    PIPELINE_CHUNKS,
     TWO_OPERAND,
     Link,
     _align,
@@ -67,6 +73,7 @@ from perf_model.compiler.network import (
     _Part,
     _Regions,
     link_ops,
+    pipelined,
     residual_skips,
 )
 from perf_model.compiler.program import (
@@ -100,6 +107,9 @@ class ConvNetworkProgram(GemmProgram):
     on_chip: bool = False
     input_steps: tuple[str, ...] = ()
 
+#: The most words one row of a transfer holds (the command's ``words`` field).
+WORDS_MAX = (1 << FIELDS["words"][1]) - 1
+
 #: Vector ops a conv link may carry (element-wise over the NHWC words, ``f(0) = 0``; the add; a
 #: pooling, last on its link: it writes the pooled tensor to a region of its own).
 CONV_LINK_KINDS = ("relu", "relu6", "gelu", "silu", "add", "maxpool", "avgpool")
@@ -118,14 +128,36 @@ def output_words(config: ArrayConfig, conv: Conv2d) -> int:
 def _nhwc(config: ArrayConfig, t: TensorLayout, opcode: int, region: int, wait_vec: int = 0, row0: int = 0,
           rows: int | None = None) -> Command:
     """The LOAD (or STORE) of the whole NHWC tensor ``t`` (a DRAM row a pixel) to (from) ``region``,
-    or of its ``rows`` pixels from pixel ``row0``."""
+    or of its ``rows`` pixels from pixel ``row0``; pixels of whole words (no narrowed lanes) move as
+    DRAM rows of several pixels (:func:`_group`), the same bytes to the same ifmap words."""
     lanes = config.rows
     channels = t.shape[1]
     words = -(-channels // lanes)
     narrow = narrow_lanes(channels, lanes, t.elem_bytes, axi_data_bytes(config)) if words == 1 else 0
+    count = t.rows if rows is None else rows
+    group = 1 if narrow or words * lanes * t.elem_bytes != t.pitch else _group(count, words)
     return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP, dram_addr=t.base + row0 * t.pitch,
-                        dram_stride=t.pitch, rows=t.rows if rows is None else rows, words=words, buf_addr=region,
-                        row_step=words, word_step=1, **({"lanes": narrow} if narrow else {}))
+                        dram_stride=t.pitch * group, rows=count // group, words=words * group, buf_addr=region,
+                        row_step=words * group, word_step=1, **({"lanes": narrow} if narrow else {}))
+
+
+def _group(pixels: int, words: int) -> int:
+    """Pixels one DRAM row of a transfer of ``pixels`` contiguous pixels of ``words`` whole words
+    each takes: the most that divide ``pixels`` and fit the command's ``words`` field. The ifmap
+    placement and the bytes are those of a row a pixel; the bursts are longer (a burst never spans
+    two rows: ``dma_timing.bursts``), so a transfer of narrow pixels is not one DRAM latency a pixel."""
+    most = WORDS_MAX // words
+    if pixels <= most:
+        return max(pixels, 1)
+    best = 1
+    d = 1
+    while d * d <= pixels:
+        if pixels % d == 0:
+            for g in (d, pixels // d):
+                if best < g <= most:
+                    best = g
+        d += 1
+    return best
 
 
 def pooled_shape(op: VectorOp) -> tuple[int, int, int, int]:
@@ -230,12 +262,13 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     for k in range(1, count):
         if k not in used:
             raise ModelError(f"conv {k - 1}'s output (tensor {k}) is read by no later conv or add")
-    externals = [i for i, j in enumerate(skip_of) if j == EXTERNAL and any(o.kind in TWO_OPERAND for o in ops[i])]
+    # link -> the tensor its add reads as the second operand (or EXTERNAL), for the links with an add
+    adds = {i: j for i, j in enumerate(skip_of) if j is not None and any(o.kind in TWO_OPERAND for o in ops[i])}
+    externals = [i for i, j in adds.items() if j == EXTERNAL]
     if trailing and ops[-1][-1].kind in POOL_KINDS:
         raise ModelError("a pooling after the last conv: the network's output is the last conv's (store, then pool)")
-    skip_tensors = {j for i, j in enumerate(skip_of) if j is not None and any(o.kind in TWO_OPERAND for o in ops[i])}
     steps: tuple[str, ...] = ()
-    if input_form and reads.count(0) == 1 and 0 not in skip_tensors and given_tilings[0] is None:
+    if input_form and reads.count(0) == 1 and 0 not in adds.values() and given_tilings[0] is None:
         steps = input_steps(config, convs[0])
     runs = [form_conv(convs[0], steps), *convs[1:]] if steps else list(convs)
     reason = "asked for (keep_on_chip = False)"
@@ -243,14 +276,14 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
         reason = f"design {config.short_name()} cannot move an output into its ifmap (WS with R == C)"
     elif keep_on_chip:
         try:
-            return _program(config, _on_chip(config, runs, ops, skip_of, reads, trailing, given_tilings),
+            return _program(config, _on_chip(config, runs, ops, adds, reads, trailing, given_tilings),
                             externals, True, queue_depth, steps)
         except ModelError as exc:
             reason = str(exc)
     if require_on_chip:
         raise ModelError(f"the links cannot stay on chip: {reason}")
     try:
-        return _program(config, _through_dram(config, runs, ops, skip_of, reads, given_tilings), externals, False,
+        return _program(config, _through_dram(config, runs, ops, adds, reads, given_tilings), externals, False,
                         queue_depth, steps)
     except ModelError as exc:
         raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
@@ -287,24 +320,24 @@ def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Pa
 
 
 def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
-             skips: list[int | None], reads: list[int], trailing: bool,
+             adds: dict[int, int], reads: list[int], trailing: bool,
              tilings: list[ConvTiling | None]) -> tuple[list[tuple[str, int]], list[_Part]]:
-    """Every tensor between convs in an ifmap region, held until its last reader (module docstring)."""
+    """Every tensor between convs in an ifmap region, held until its last reader (module docstring;
+    ``adds``: per link with an add, the tensor of its second operand, or ``EXTERNAL``)."""
     lanes = config.vector_lanes
     count = len(convs)
     last: dict[int, int] = {}  # tensor -> the last conv (or link) reading it
     for i in range(count):
         last[reads[i]] = max(last.get(reads[i], i), i)
-        j = skips[i]
-        if j is not None and j >= 0 and any(op.kind in TWO_OPERAND for op in ops[i]):
+    for i, j in adds.items():
+        if j >= 0:
             last[j] = max(last.get(j, i), i)
     regions = _Regions(_buffer_depths(config)[0])
     head: list[tuple[str, int]] = []
-    for i, j in enumerate(skips):
-        if j == EXTERNAL and any(op.kind in TWO_OPERAND for op in ops[i]):
+    for i, j in adds.items():
+        if j == EXTERNAL:
             head.append((f"s{i}", regions.take(f"s{i}", output_words(config, convs[i]))))
-    added = {j for i, j in enumerate(skips) if j is not None and any(op.kind in TWO_OPERAND for op in ops[i])}
-    if last.get(0, 0) > 0 or 0 in added:  # the network's input is read again: held whole from the start
+    if last.get(0, 0) > 0 or 0 in adds.values():  # the network's input is read again: held whole from the start
         head.append(("a0", regions.take("x0", input_words(config, convs[0]))))
     parts: list[_Part] = []
     for i, conv in enumerate(convs):
@@ -332,7 +365,7 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
                 vector += vector_commands(vector_registers(op, lanes, src=at, src2=at, dst=pool_region),
                                           wait_dma=1)
                 continue
-            j = skips[i]
+            j = adds.get(i)
             src2 = at
             if op.kind in TWO_OPERAND and j is not None:
                 src2 = regions.at(f"s{i}" if j == EXTERNAL else f"x{j}")
@@ -358,7 +391,7 @@ def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, nam
 
 
 def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
-                  skips: list[int | None], reads: list[int],
+                  adds: dict[int, int], reads: list[int],
                   tilings: list[ConvTiling | None]) -> tuple[list[tuple[str, int]], list[_Part]]:
     """Every tensor through DRAM: conv ``i`` stores its output, its link's ops run on it in ifmap chunks,
     a conv reading it loads its bands from it; a pooling on the link reads the stored output in bands
@@ -374,14 +407,12 @@ def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[
     parts: list[_Part] = []
     for i, conv in enumerate(convs):
         program = programs[i]
-        j = skips[i]
-        skip = None
-        if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]):
-            skip = f"s{i}" if j == EXTERNAL else name(j)
+        j = adds.get(i)
+        skip = None if j is None else f"s{i}" if j == EXTERNAL else name(j)
         rows = conv.n * conv.out_h * conv.out_w  # the output as the chunks see it: a DRAM row a pixel
         stand_in = Gemm(m=rows, k=1, n=conv.c_out)
         alias = name(reads[i]) if i > 0 else None
-        build = functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip)
+        build = functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip, pipeline=True)
         if i in pooled:  # the pooled tensor laid out as its reader's input, placed with this conv's tensors
             reader = programs[reads.index(i + 1)]
             a = reader.tensors["a"]
@@ -401,10 +432,13 @@ def _pool_bands(config: ArrayConfig, conv: Conv2d, stand_in: Gemm, link: tuple[V
     pixel), then the pooling in bands of output rows:
     LOAD the band's input rows (its windows' rows, clipped to the image) into the ifmap, ``VECTOR``
     over them with the band's geometry (its first window row's offset as the top padding, its own
-    output rows), ``STORE`` the pooled rows to ``p{i}``. A band's input and output fit the ifmap together."""
+    output rows), ``STORE`` the pooled rows to ``p{i}``. A band's input and output fit the ifmap together;
+    when the map is more than one band and a band of one output row fits half the ifmap, the bands
+    (at least ``network.PIPELINE_CHUNKS``) take turns in the two halves, the next loading while the
+    unit pools this one (``network.pipelined``)."""
     *before, pool = link
     lanes = config.vector_lanes
-    out = _chunked(config, stand_in, tuple(before), f"c{i}", skip, tensors) if before else []
+    out = _chunked(config, stand_in, tuple(before), f"c{i}", skip, tensors, True) if before else []
     src, dst = tensors[f"c{i}"], tensors[f"p{i}"]
     p = dict(pool.params)
     _, h, w, c = pool.shape
@@ -416,24 +450,35 @@ def _pool_bands(config: ArrayConfig, conv: Conv2d, stand_in: Gemm, link: tuple[V
     def band_rows(oy0: int, oy1: int) -> tuple[int, int]:
         return max(0, oy0 * sh - ph), min(h, (oy1 - 1) * sh - ph + wh)
 
-    # a band of ``per`` output rows reads at most (per - 1) * stride + window rows; its output beside them
-    per = oh
-    while per > 1 and (((per - 1) * sh + wh) * w + per * ow) * words_c > depth:
-        per -= 1
-    if (wh * w + ow) * words_c > depth:
+    def fits(per: int, words: int) -> bool:  # a band of ``per`` output rows: its input rows and its output
+        return (((per - 1) * sh + wh) * w + per * ow) * words_c <= words
+
+    if not fits(1, depth):
         raise ModelError(f"link {i}: a band of {wh} rows of the {h}x{w}x{c} map does not fit the ifmap ({depth} "
                          "words) with its pooled row")
+    # bands in the two halves of the ifmap, the next loading while the unit pools this one, when
+    # the whole map is more than one band and a band of a row fits a half
+    halves = oh * conv.n > 1 and fits(1, depth // 2)
+    room = depth // 2 if halves else depth
+    per = -(-oh * conv.n // PIPELINE_CHUNKS) if halves else oh
+    while per > 1 and not fits(per, room):
+        per -= 1
+    steps = []
     for img in range(conv.n):
         for oy0 in range(0, oh, per):
             oy1 = min(oh, oy0 + per)
             r0, r1 = band_rows(oy0, oy1)
             in_words = (r1 - r0) * w * words_c
+            base = depth // 2 * (len(steps) % 2) if halves else 0
             g = PoolGeometry(pool.kind, r1 - r0, w, oy1 - oy0, ow, wh, p["window_w"], sh, p["stride_w"],
                              r0 - (oy0 * sh - ph), p["pad_w"], words_c)
             plan = VectorPlan(pool.kind, lanes, 1, in_words, c, 1, 1, g)
-            regs = VectorRegisters(plan, VECTOR_CODES[pool.kind], 0, 0, in_words, pool_registers(g))
-            out.append(_nhwc(config, src, Opcode.LOAD, 0, wait_vec=1, row0=(img * h + r0) * w, rows=(r1 - r0) * w))
-            out += vector_commands(regs, wait_dma=1)
-            out.append(_nhwc(config, dst, Opcode.STORE, in_words, wait_vec=1, row0=(img * oh + oy0) * ow,
-                             rows=(oy1 - oy0) * ow))
-    return out
+            regs = VectorRegisters(plan, VECTOR_CODES[pool.kind], base, base, base + in_words, pool_registers(g))
+            steps.append(([_nhwc(config, src, Opcode.LOAD, base, wait_vec=1, row0=(img * h + r0) * w,
+                                 rows=(r1 - r0) * w)],
+                          [vector_commands(regs, wait_dma=1)],
+                          _nhwc(config, dst, Opcode.STORE, base + in_words, wait_vec=1, row0=(img * oh + oy0) * ow,
+                                rows=(oy1 - oy0) * ow)))
+    if halves:
+        return out + pipelined(steps)
+    return out + [cmd for loads, (vector,), store in steps for cmd in (*loads, *vector, store)]
