@@ -288,16 +288,16 @@ def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, nam
 
 
 def _chunked(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...], name: str, skip: str | None,
-             tensors: dict[str, TensorLayout], pipeline: bool = False) -> list[Command]:
+             tensors: dict[str, TensorLayout], pipeline: bool = False, depth: int | None = None) -> list[Command]:
     """A DRAM link's commands (:func:`_chunk_commands` on the placed tensors)."""
     if not link:
         return []
     return _chunk_commands(config, gemm, link, tensors[name], tensors[skip] if skip is not None else None,
-                           pipeline)
+                           pipeline, depth)
 
 
 def _chunk_commands(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...], t: TensorLayout,
-                    skip: TensorLayout | None, pipeline: bool = False) -> list[Command]:
+                    skip: TensorLayout | None, pipeline: bool = False, depth: int | None = None) -> list[Command]:
     """``link``'s ops over DRAM tensor ``t`` (the GEMM's output) in place, in chunks of its DRAM rows
     that fit the ifmap: per chunk LOAD it (and the add's ``skip`` rows) into the ifmap in the
     column-major layout (word ``f`` of row ``r`` at ``f * rows + r``), run the ops, STORE it back.
@@ -307,9 +307,9 @@ def _chunk_commands(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...],
     in the two halves (:func:`pipelined`: the next chunk loads while the unit runs on this one), and
     when the ops are element-wise and the rows whole words, a chunk's rows move as one run of words
     (row-major in the ifmap: the ops read any layout alike), in long bursts (a burst never spans two
-    DRAM rows)."""
+    DRAM rows). ``depth``: the ifmap words from 0 the chunks may use (default: all of it)."""
     lanes = config.vector_lanes
-    depth = _buffer_depths(config)[0]
+    depth = _buffer_depths(config)[0] if depth is None else depth
     if t.row_elems % lanes:
         raise ModelError(f"a DRAM row of {t.row_elems} elements of {gemm.m}x{gemm.n} is not whole words of "
                          f"{lanes} lanes")
