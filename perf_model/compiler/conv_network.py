@@ -27,8 +27,13 @@ the top of the ifmap (``network._Regions``). Conv ``i``:
 * a pooling reads the conv's output region (after the link's other ops) and writes the pooled
   tensor to a region of its own, which the next conv reads in place.
 
-When the regions do not fit the ifmap together with the bands of a conv (or ``keep_on_chip=False``)
-every link goes through DRAM, still in the one program: conv ``i`` stores its output, the link's
+When the regions do not fit the ifmap together with the bands of a conv, the compiler keeps what
+fits, per group of tensors (:func:`_ties`: an add's output with its operand, every other tensor on
+its own), greedily in order, and keeps that program when its walk is not slower than every link
+through DRAM (:func:`_keep_links`); a tensor not kept goes through DRAM as below, a conv reading it
+tiles its bands, and its link's chunks run, in the ifmap words below the regions live then.
+With ``keep_on_chip=False`` (or on a design that cannot ``MOVE`` into its ifmap) every link goes
+through DRAM, still in the one program: conv ``i`` stores its output, the link's
 ops run on it in ifmap chunks of its DRAM rows (``network._chunk_commands`` with ``pipeline``: at
 least ``network.PIPELINE_CHUNKS`` chunks taking turns in the two halves of the ifmap, the next
 loading while the unit runs this one, a chunk's pixels moved as one run of words), conv ``i + 1``
@@ -52,7 +57,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
@@ -85,6 +90,7 @@ from perf_model.compiler.program import (
 )
 from perf_model.compiler.vector import vector_commands, vector_registers
 from perf_model.evaluator.conv_ops import ConvFigures
+from perf_model.program_timing import dram_rate, gemm_program_cycles
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 
@@ -95,14 +101,17 @@ __all__ = ["compile_conv_network", "ConvNetworkProgram", "CONV_LINK_KINDS", "inp
 @dataclasses.dataclass(frozen=True)
 class ConvNetworkProgram(GemmProgram):
     """The one program of a conv network, with each conv's own program (its tiling, runs and the
-    layout of its weights ``b{i}``: ``perf_model.compiler.conv.conv_weight_matrix``) and whether the
-    links stayed on chip. ``input_steps``: the reshapes (``conv_forms``) of the network's input the
+    layout of its weights ``b{i}``: ``perf_model.compiler.conv.conv_weight_matrix``), whether every
+    link stayed on chip (``on_chip``), else the tensors kept on chip (``kept``: tensor ``t`` is the
+    network's input for 0, conv ``t - 1``'s output after its link's ops; ``()``: all through DRAM).
+    ``input_steps``: the reshapes (``conv_forms``) of the network's input the
     host writes, conv 0's program being over that reshaped input (``compile_conv_network``'s
     ``input_form``), or ``()``."""
 
     convs: tuple[ConvProgram, ...] = ()
     on_chip: bool = False
     input_steps: tuple[str, ...] = ()
+    kept: tuple[int, ...] = ()
 
 #: Vector ops a conv link may carry (element-wise over the NHWC words, ``f(0) = 0``; the add; a
 #: pooling, last on its link: it writes the pooled tensor to a region of its own).
@@ -241,11 +250,79 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
             reason = str(exc)
     if require_on_chip:
         raise ModelError(f"the links cannot stay on chip: {reason}")
+
+    memo: dict[tuple[int, int | None, int | None, int | None], ConvProgram | ModelError] = {}
+
+    def plan(kept: frozenset[int]) -> object:
+        return _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, kept, memo)
+
+    def build(kept: frozenset[int]) -> ConvNetworkProgram:
+        return _program(config, _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, kept, memo),
+                        externals, False, queue_depth, steps, tuple(sorted(kept)))
+
     try:
-        return _program(config, _through_dram(config, runs, ops, adds, reads, given_tilings), externals, False,
-                        queue_depth, steps)
+        prog = build(frozenset())
     except ModelError as exc:
         raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
+    if keep_on_chip and reuse_possible(config):
+        prog = _keep_links(config, prog, build, plan, _ties(count, adds, reads, trailing))
+    return prog
+
+
+def _ties(count: int, adds: dict[int, int], reads: list[int], trailing: bool) -> list[frozenset[int]]:
+    """The tensors a network may keep on chip, in groups kept together, in order of their first
+    tensor: an add's output and its operand are one group (the add runs on the output's region with
+    the operand's region, or over both in DRAM), so a ResNet's residual trunk (each block's input and
+    output, a downsample's output and the block's last conv's) is one group, each block's inner link
+    one of its own. Tensor 0 (the network's input, always in DRAM) is one only when it is read again
+    (held whole from the start), the network's output only when ops follow the last conv."""
+    group = list(range(count + 1))
+
+    def root(t: int) -> int:
+        while group[t] != t:
+            t = group[t]
+        return t
+
+    for i, j in adds.items():
+        if j >= 0:
+            group[root(i + 1)] = root(j)
+    candidates = [t for t in range(1, count + 1) if t < count or trailing]
+    if reads.count(0) > 1 or 0 in adds.values():
+        candidates.insert(0, 0)
+    out: dict[int, set[int]] = {}
+    for t in candidates:
+        out.setdefault(root(t), set()).add(t)
+    return sorted((frozenset(g) for g in out.values()), key=min)
+
+
+def _keep_links(config: ArrayConfig, prog: ConvNetworkProgram,
+                build: Callable[[frozenset[int]], ConvNetworkProgram], plan: Callable[[frozenset[int]], object],
+                groups: list[frozenset[int]]) -> ConvNetworkProgram:
+    """``prog`` (every link through DRAM), or the program with the groups of tensors kept on chip
+    chosen greedily in order when its walk is not slower: a group is kept when the network still
+    plans with it beside those kept already (``plan``: its regions, and every conv's bands and every
+    DRAM link's chunks and bands below them, fit the ifmap; each conv's program memoised, so a
+    group costs the convs whose regions or room change). Then two walks (``program_timing``, at the
+    design's DRAM pacing): that program's and ``prog``'s, the faster kept (on a tie, the one with
+    the links on chip). Keeping a group by its walk instead (a walk per group) measured no better on
+    random ResNet-18 and MobileNetV2 designs and took 2-3x the CPU (``docs/network_program.md``)."""
+    kept: frozenset[int] = frozenset()
+    for g in groups:
+        try:
+            plan(kept | g)
+        except ModelError:
+            continue
+        kept |= g
+    if not kept:
+        return prog
+    try:
+        cand = build(kept)
+    except ModelError:  # a field past its bits only once placed: the program without the groups
+        return prog
+    rate = dram_rate(config)
+    if gemm_program_cycles(config, cand, rate=rate).total <= gemm_program_cycles(config, prog, rate=rate).total:
+        return cand
+    return prog
 
 
 def input_steps(config: ArrayConfig, conv: Conv2d) -> tuple[str, ...]:
@@ -270,21 +347,37 @@ def _rank(figures: ConvFigures) -> tuple[float, float]:
 
 
 def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Part]], externals: list[int],
-             on_chip: bool, queue_depth: int, input_steps: tuple[str, ...]) -> ConvNetworkProgram:
+             on_chip: bool, queue_depth: int, input_steps: tuple[str, ...],
+             kept: tuple[int, ...] = ()) -> ConvNetworkProgram:
     head, parts = planned
     prog = _assemble(config, head, parts, externals, whole=_nhwc, queue_depth=queue_depth)
     fields = {f.name: getattr(prog, f.name) for f in dataclasses.fields(GemmProgram)}
     return ConvNetworkProgram(**fields, convs=tuple(p[0] for p in parts), on_chip=on_chip,  # type: ignore[misc]
-                              input_steps=input_steps)
+                              input_steps=input_steps, kept=kept)
 
 
 def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
-             adds: dict[int, int], reads: list[int], trailing: bool,
-             tilings: list[ConvTiling | None]) -> tuple[list[tuple[str, int]], list[_Part]]:
-    """Every tensor between convs in an ifmap region, held until its last reader (module docstring;
-    ``adds``: per link with an add, the tensor of its second operand, or ``EXTERNAL``)."""
+             adds: dict[int, int], reads: list[int], trailing: bool, tilings: list[ConvTiling | None],
+             kept: frozenset[int] | None = None,
+             memo: dict[tuple[int, int | None, int | None, int | None], ConvProgram | ModelError] | None = None,
+             ) -> tuple[list[tuple[str, int]], list[_Part]]:
+    """The tensors ``kept`` (default: every tensor) in ifmap regions, each held until its last reader,
+    the others through DRAM (module docstring; ``adds``: per link with an add, the tensor of its
+    second operand, or ``EXTERNAL``; an add's output and operand are both kept or neither:
+    :func:`_ties`). A conv reading a tensor in DRAM tiles its bands, and a link whose output goes to
+    DRAM runs its chunks (or pooling bands), in the ifmap words below the regions live then. ``memo``:
+    conv ``i``'s program (or why it cannot be built) by ``(i, a_region, c_region, ifmap words)``,
+    shared by the builds of one network (:func:`_keep_links`)."""
     lanes = config.vector_lanes
     count = len(convs)
+    keep = frozenset(range(count + 1)) if kept is None else kept
+    pooled = {i for i in range(count) if ops[i] and ops[i][-1].kind in POOL_KINDS}
+
+    def name(t: int) -> str:  # tensor t in DRAM
+        if t == 0:
+            return "a0"
+        return f"p{t - 1}" if t - 1 in pooled else f"c{t - 1}"
+
     last: dict[int, int] = {}  # tensor -> the last conv (or link) reading it
     for i in range(count):
         last[reads[i]] = max(last.get(reads[i], i), i)
@@ -294,51 +387,103 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
     regions = _Regions(_buffer_depths(config)[0])
     head: list[tuple[str, int]] = []
     for i, j in adds.items():
-        if j == EXTERNAL:
+        if j == EXTERNAL and i + 1 in keep:
             head.append((f"s{i}", regions.take(f"s{i}", output_words(config, convs[i]))))
-    if last.get(0, 0) > 0 or 0 in adds.values():  # the network's input is read again: held whole from the start
+    if 0 in keep and (last.get(0, 0) > 0 or 0 in adds.values()):  # read again: held whole from the start
         head.append(("a0", regions.take("x0", input_words(config, convs[0]))))
-    parts: list[_Part] = []
+    programs: list[ConvProgram] = []
+    aliases: list[str | None] = []
+    builds: list[functools.partial[list[Command]]] = []
     for i, conv in enumerate(convs):
         k = reads[i]
         a_region = regions.at(f"x{k}") if f"x{k}" in regions.live else None
         c_region = None
         pool_region = 0
-        pool = ops[i][-1] if ops[i] and ops[i][-1].kind in POOL_KINDS else None
-        if pool is not None:  # the conv's output, then the pooled tensor in a region of its own
+        pool = ops[i][-1] if i in pooled else None
+        on_chip = i + 1 in keep and (i + 1 < count or bool(ops[i]))
+        if pool is not None and on_chip:  # the conv's output, then the pooled tensor in a region of its own
             c_region = regions.take(f"y{i}", output_words(config, conv))
             g = vector_registers(pool, lanes).plan
             pool_region = regions.take(f"x{i + 1}", g.rows * g.out_words)
-        elif i + 1 < count or ops[i]:
+        elif on_chip:
             c_region = regions.take(f"x{i + 1}", output_words(config, conv))
-        try:
-            program = compile_conv(config, conv, requant=True, a_region=a_region, c_region=c_region,
-                                   ifmap_words=regions.low() if a_region is None else None, tiling=tilings[i])
-        except ModelError as exc:
-            raise ModelError(f"conv {i} beside the network's live tensors: {exc}") from exc
-        vector: list[Command] = []
-        words = output_words(config, conv)
-        at = c_region if c_region is not None else 0  # c_region is set whenever ops[i] is
-        for op in ops[i]:
-            if op is pool:
-                vector += vector_commands(vector_registers(op, lanes, src=at, src2=at, dst=pool_region),
-                                          wait_dma=1)
-                continue
-            j = adds.get(i)
-            src2 = at
-            if op.kind in TWO_OPERAND and j is not None:
-                src2 = regions.at(f"s{i}" if j == EXTERNAL else f"x{j}")
-            vector += vector_commands(vector_registers(_flat(op, words, lanes), lanes, src=at, src2=src2, dst=at),
-                                      wait_dma=1)
-        store_at = c_region if i + 1 == count and trailing else None
+        words_below = regions.low() if a_region is None else None
+        key = (i, a_region, c_region, words_below)
+        got = memo.get(key) if memo is not None else None
+        if got is None:
+            try:
+                got = compile_conv(config, conv, requant=True, a_region=a_region, c_region=c_region,
+                                   ifmap_words=words_below, tiling=tilings[i])
+            except ModelError as exc:
+                got = ModelError(f"conv {i} beside the network's live tensors: {exc}") if regions.live else exc
+            if memo is not None:
+                memo[key] = got
+        if isinstance(got, ModelError):
+            raise got
+        program = got
+        programs.append(program)
+        aliases.append(name(k) if a_region is None and i > 0 else None)  # its input in DRAM
+        j = adds.get(i)
+        if not on_chip:  # its output stored; the link's ops over it in DRAM, below the live regions
+            rows = conv.n * conv.out_h * conv.out_w  # the output as the chunks see it: a DRAM row a pixel
+            stand_in = Gemm(m=rows, k=1, n=conv.c_out)
+            skip = None if j is None else f"s{i}" if j == EXTERNAL else name(j)
+            if pool is not None:
+                builds.append(functools.partial(pool_bands, config, conv, stand_in, ops[i], i, skip,
+                                                depth=regions.low()))
+            else:
+                builds.append(functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip, pipeline=True,
+                                                depth=regions.low()))
+        else:
+            vector: list[Command] = []
+            words = output_words(config, conv)
+            at = c_region if c_region is not None else 0  # c_region is set whenever ops[i] is
+            for op in ops[i]:
+                if op is pool:
+                    vector += vector_commands(vector_registers(op, lanes, src=at, src2=at, dst=pool_region),
+                                              wait_dma=1)
+                    continue
+                src2 = at
+                if op.kind in TWO_OPERAND and j is not None:
+                    src2 = regions.at(f"s{i}" if j == EXTERNAL else f"x{j}")
+                vector += vector_commands(vector_registers(_flat(op, words, lanes), lanes, src=at, src2=src2,
+                                                           dst=at), wait_dma=1)
+            store_at = c_region if i + 1 == count and trailing else None
+            builds.append(functools.partial(_fixed, config, vector, store_at, f"c{i}"))
         for t, end in last.items():
             if end == i:
                 regions.free(f"x{t}")
         regions.free(f"s{i}")
         regions.free(f"y{i}")
-        # a conv's RUNs wait for the unit once any link before it ran ops (its input, or a region it reuses)
-        parts.append((program, functools.partial(_fixed, config, vector, store_at, f"c{i}"), any(ops[:i]), None))
+    parts: list[_Part] = []
+    for i, program in enumerate(programs):
+        if i in pooled and i + 1 not in keep:  # the pooled tensor laid out as its reader's input
+            reader = programs[reads.index(i + 1)]
+            a = reader.tensors["a"]
+            tail = (1 << reader.pack) - 1 if getattr(reader, "pack", 0) else 0
+            top = max(t.base + t.nbytes for t in program.tensors.values())
+            layout = dataclasses.replace(a, name="p", base=_align(top, PAGE), rows=a.rows - tail)
+            program = dataclasses.replace(program, tensors={**program.tensors, "p": layout})
+        # a conv's RUNs wait for the unit once a link before it ran ops on chip (its input, or a region it reuses)
+        after_vector = any(ops[t] for t in range(i) if t + 1 in keep)
+        parts.append((program, builds[i], after_vector, aliases[i]))
+    if kept is not None:  # the DRAM links' chunks and bands fit below the regions (ModelError if not)
+        _dry_run(parts, adds)
     return head, parts
+
+
+def _dry_run(parts: list[_Part], adds: dict[int, int]) -> None:
+    """Build every DRAM link's commands of ``parts`` over their tensors as compiled (unplaced: the
+    addresses do not matter, the chunks' and bands' fit does), raising the builder's ``ModelError``."""
+    tensors: dict[str, TensorLayout] = {}
+    for i, (program, _, _, _) in enumerate(parts):
+        tensors.update({f"{name}{i}": t for name, t in program.tensors.items()})
+    for i, j in adds.items():
+        if j == EXTERNAL:
+            tensors[f"s{i}"] = tensors[f"c{i}"]
+    for _, build, _, _ in parts:
+        if build.func is not _fixed:  # type: ignore[attr-defined]
+            build(tensors)
 
 
 def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, name: str,
@@ -349,36 +494,3 @@ def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, nam
     return [*vector, _nhwc(config, tensors[name], Opcode.STORE, store_at, wait_vec=1)]
 
 
-def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
-                  adds: dict[int, int], reads: list[int],
-                  tilings: list[ConvTiling | None]) -> tuple[list[tuple[str, int]], list[_Part]]:
-    """Every tensor through DRAM: conv ``i`` stores its output, its link's ops run on it in ifmap chunks,
-    a conv reading it loads its bands from it; a pooling on the link reads the stored output in bands
-    of rows and stores the pooled tensor ``p{i}`` (``conv_dram_links.pool_bands``), which the next conv reads."""
-    programs = [compile_conv(config, conv, requant=True, tiling=tilings[i]) for i, conv in enumerate(convs)]
-    pooled = {i for i in range(len(convs)) if ops[i] and ops[i][-1].kind in POOL_KINDS}
-
-    def name(t: int) -> str:
-        if t == 0:
-            return "a0"
-        return f"p{t - 1}" if t - 1 in pooled else f"c{t - 1}"
-
-    parts: list[_Part] = []
-    for i, conv in enumerate(convs):
-        program = programs[i]
-        j = adds.get(i)
-        skip = None if j is None else f"s{i}" if j == EXTERNAL else name(j)
-        rows = conv.n * conv.out_h * conv.out_w  # the output as the chunks see it: a DRAM row a pixel
-        stand_in = Gemm(m=rows, k=1, n=conv.c_out)
-        alias = name(reads[i]) if i > 0 else None
-        build = functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip, pipeline=True)
-        if i in pooled:  # the pooled tensor laid out as its reader's input, placed with this conv's tensors
-            reader = programs[reads.index(i + 1)]
-            a = reader.tensors["a"]
-            tail = (1 << reader.pack) - 1 if getattr(reader, "pack", 0) else 0
-            top = max(t.base + t.nbytes for t in program.tensors.values())
-            layout = dataclasses.replace(a, name="p", base=_align(top, PAGE), rows=a.rows - tail)
-            program = dataclasses.replace(program, tensors={**program.tensors, "p": layout})
-            build = functools.partial(pool_bands, config, conv, stand_in, ops[i], i, skip)
-        parts.append((program, build, False, alias))
-    return [], parts

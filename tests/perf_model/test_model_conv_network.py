@@ -201,3 +201,38 @@ def test_a_links_chunks_through_dram_take_turns_in_the_ifmaps_halves(link):
     # the same chunks one after the other: each load waits for the unit (ops done), as without halves
     one_by_one = gemm_program_cycles(config, dataclasses.replace(prog, commands=tuple(serial))).total
     assert gemm_program_cycles(config, prog).total < one_by_one
+
+
+def test_a_network_whose_tensors_do_not_all_fit_keeps_the_groups_that_do():
+    """ResNet-18 at 32x32 on a 16x16 array with 16 KiB of ifmap (1,024 words): the stem's output
+    (1,024 words) and its pooled copy (the first block's input, tied to the block outputs it is added
+    to: ``_ties``) do not fit together, so not every link stays on chip; the compiler keeps the later
+    groups that fit (each group whole: an add's output with its operand), never STOREs a kept tensor,
+    and its walk is below the program with every link through DRAM. With 32 KiB every link stays on
+    chip."""
+    import workloads
+    from perf_model import gemm_program_cycles
+    from perf_model.compiler.conv_network import _ties
+    from perf_model.compiler.conv_workload import conv_network_spec
+
+    spec = conv_network_spec(workloads.resolve("resnet18:res=32"))
+    adds = {i: j for i, j in enumerate(spec.skips) if j is not None}
+    groups = _ties(len(spec.convs), adds, list(spec.inputs), False)
+    # layer1's trunk (the pooled stem output and both block outputs), a block's inner link alone, and a
+    # downsample block's output with the block's last conv's output and the next block's output
+    assert groups[:3] == [frozenset({1, 3, 5}), frozenset({2}), frozenset({4})]
+    assert frozenset({7, 8, 10}) in groups and sorted(t for g in groups for t in g) == list(range(1, 21))
+    config = dataclasses.replace(load_design("tiny"), rows=16, cols=16, vector_unit=True, ifmap_sram_kib=16,
+                                 weight_sram_kib=16, ofmap_sram_kib=32, dram_bytes_per_cycle=4.0)
+    kw = {"inputs": spec.inputs, "input_form": True}
+    prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, **kw)
+    apart = compile_conv_network(config, spec.convs, spec.links, spec.skips, keep_on_chip=False, **kw)
+    assert not prog.on_chip and prog.kept and apart.kept == ()
+    kept = set(prog.kept)
+    assert all(g <= kept or not g & kept for g in groups)
+    assert 1 not in kept
+    stored = {c["dram_addr"] for c in prog.commands if c.opcode == Opcode.STORE}
+    assert not any(prog.tensors[f"c{t - 1}"].base in stored for t in kept)
+    assert gemm_program_cycles(config, prog).total < gemm_program_cycles(config, apart).total
+    roomy = dataclasses.replace(config, ifmap_sram_kib=32)
+    assert compile_conv_network(roomy, spec.convs, spec.links, spec.skips, **kw).on_chip
