@@ -305,7 +305,7 @@ def _keep_links(config: ArrayConfig, prog: ConvNetworkProgram,
     group costs the convs whose regions or room change). Then two walks (``program_timing``, at the
     design's DRAM pacing): that program's and ``prog``'s, the faster kept (on a tie, the one with
     the links on chip). Keeping a group by its walk instead (a walk per group) measured no better on
-    random ResNet-18 and MobileNetV2 designs and took 2-3x the CPU (``docs/network_program.md``)."""
+    random ResNet-18 and MobileNetV2 designs and took 2-3x the CPU (``docs/memory_system.md``)."""
     kept: frozenset[int] = frozenset()
     for g in groups:
         try:
