@@ -4,7 +4,10 @@ A form is a sequence of reshapes, each an exact rewrite of the conv with the hos
 input and the weights to match (the integer outputs are the conv's):
 
 * ``"s2d"``: space-to-depth (``space_to_depth``), a strided conv as a stride-1 one;
-* ``"stack"``: row stacking (``row_stack``), the kernel's rows stacked as channels.
+* ``"stack"``: row stacking (``row_stack``), the kernel's rows stacked as channels;
+* ``"im2col"``: every window as the channels of one pixel (``im2col_form``), a 1x1 conv: the host's
+  im2col GEMM as a conv program (a network's first conv, ``conv_network``'s ``input_form``; not
+  among the per-op :func:`candidates`, which score the host's GEMM as such).
 
 :func:`candidates` lists the forms worth scoring on an array of ``rows`` rows: as it is, then
 space-to-depth and row stacking where the reshaped pixel still fits one ifmap word (``c_in' <=
@@ -19,6 +22,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from perf_model.compiler.im2col_form import im2col_conv, im2col_form, im2col_input, im2col_weights
 from perf_model.compiler.row_stack import stack_conv, stack_form, stack_input, stack_weights
 from perf_model.compiler.space_to_depth import s2d_conv, s2d_form, s2d_input, s2d_weights
 from workloads.ops import Conv2d
@@ -31,6 +35,7 @@ _Step = tuple[Callable[[Conv2d], Conv2d | None], Callable[[Conv2d], str],
 STEPS: dict[str, _Step] = {
     "s2d": (s2d_conv, s2d_form, s2d_input, s2d_weights, "space_to_depth"),
     "stack": (stack_conv, stack_form, stack_input, stack_weights, "row_stack"),
+    "im2col": (im2col_conv, im2col_form, im2col_input, im2col_weights, "im2col"),
 }
 
 

@@ -27,34 +27,48 @@ the top of the ifmap (``network._Regions``). Conv ``i``:
 * a pooling reads the conv's output region (after the link's other ops) and writes the pooled
   tensor to a region of its own, which the next conv reads in place.
 
-When the regions do not fit the ifmap together with the bands of a conv (or ``keep_on_chip=False``)
-every link goes through DRAM, still in the one program: conv ``i`` stores its output, the link's
-ops run on it in ifmap chunks of its DRAM rows (``network._chunk_commands``), conv ``i + 1`` loads
-its bands from it; a pooling runs over the stored output in bands of rows (:func:`_pool_bands`)
-and stores the pooled tensor ``p{i}``, laid out as the next conv's input. The DRAM layouts (``a``,
+When the regions do not fit the ifmap together with the bands of a conv, the compiler keeps what
+fits, per group of tensors (:func:`_ties`: an add's output with its operand, every other tensor on
+its own), greedily in order, and keeps that program when its walk is not slower than every link
+through DRAM (:func:`_keep_links`); a tensor not kept goes through DRAM as below, a conv reading it
+tiles its bands, and its link's chunks run, in the ifmap words below the regions live then.
+With ``keep_on_chip=False`` (or on a design that cannot ``MOVE`` into its ifmap) every link goes
+through DRAM, still in the one program: conv ``i`` stores its output, the link's
+ops run on it in ifmap chunks of its DRAM rows (``network._chunk_commands`` with ``pipeline``: at
+least ``network.PIPELINE_CHUNKS`` chunks taking turns in the two halves of the ifmap, the next
+loading while the unit runs this one, a chunk's pixels moved as one run of words), conv ``i + 1``
+loads its bands from it; a pooling runs over the stored output in bands of rows
+(``conv_dram_links.pool_bands``, in the two halves alike) and stores the pooled tensor ``p{i}``, laid out as
+the next conv's input. A whole NHWC tensor or band of pixels moves as DRAM rows of as many pixels
+as the command's ``words`` field holds (``conv_dram_links.nhwc``): the same bytes and ifmap words as a row a
+pixel, in longer bursts. The DRAM layouts (``a``,
 ``b``, ``c``, ``q`` per conv, named ``a0``, ``b{i}``, ``q{i}``, ``c{last}``) are ``compile_conv``'s;
 the programs are assembled as one queue-load by ``network._assemble``.
 
 The network's input is the host's to write: with ``input_form`` (the whole workload's program,
 ``network_figures``), when conv 0 alone reads it, the host writes it in the layout of conv 0's
-fastest form (``conv_score.conv_steps``, as the per-op plan runs that conv: over its space-to-depth
-input, or its kernel rows stacked as channels), and conv 0's program runs that form
-(``ConvNetworkProgram.input_steps``).
+fastest form (:func:`input_steps`: the form the per-op plan runs that conv in on chip,
+``conv_score.conv_steps``, over its space-to-depth input or its kernel rows stacked as channels; or
+its windows as channels, ``im2col_form``, the host's im2col GEMM as a 1x1 conv, where that scores
+fewer cycles), and conv 0's program runs that form (``ConvNetworkProgram.input_steps``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
-from accel_spec.isa import QUEUE_DEPTH, Buffer, Command, Opcode
-from accel_spec.vector_isa import POOL_KINDS, VECTOR_CODES, PoolGeometry, pool_geometry, pool_registers
+from accel_spec.isa import QUEUE_DEPTH, Command, Opcode
+from accel_spec.vector_isa import POOL_KINDS, pool_geometry
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv
+from perf_model.compiler.conv_dram_links import nhwc as _nhwc
+from perf_model.compiler.conv_dram_links import pool_bands
 from perf_model.compiler.conv_forms import form_conv
-from perf_model.compiler.conv_score import conv_steps
+from perf_model.compiler.conv_score import conv_figures, conv_steps
+from perf_model.compiler.im2col_form import im2col_conv
 from perf_model.compiler.network import (
     EXTERNAL,
     TWO_OPERAND,
@@ -72,30 +86,32 @@ from perf_model.compiler.program import (
     GemmProgram,
     TensorLayout,
     _buffer_depths,
-    narrow_lanes,
     reuse_possible,
 )
-from perf_model.compiler.vector import VectorRegisters, vector_commands, vector_registers
-from perf_model.program_timing import axi_data_bytes
-from perf_model.vector_timing import VectorPlan
+from perf_model.compiler.vector import vector_commands, vector_registers
+from perf_model.evaluator.conv_ops import ConvFigures
+from perf_model.program_timing import dram_rate, gemm_program_cycles
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 
-__all__ = ["compile_conv_network", "ConvNetworkProgram", "CONV_LINK_KINDS", "input_words", "output_words",
-           "pooled_shape", "tensor_shapes"]
+__all__ = ["compile_conv_network", "ConvNetworkProgram", "CONV_LINK_KINDS", "input_steps", "input_words",
+           "output_words", "pooled_shape", "tensor_shapes"]
 
 
 @dataclasses.dataclass(frozen=True)
 class ConvNetworkProgram(GemmProgram):
     """The one program of a conv network, with each conv's own program (its tiling, runs and the
-    layout of its weights ``b{i}``: ``perf_model.compiler.conv.conv_weight_matrix``) and whether the
-    links stayed on chip. ``input_steps``: the reshapes (``conv_forms``) of the network's input the
+    layout of its weights ``b{i}``: ``perf_model.compiler.conv.conv_weight_matrix``), whether every
+    link stayed on chip (``on_chip``), else the tensors kept on chip (``kept``: tensor ``t`` is the
+    network's input for 0, conv ``t - 1``'s output after its link's ops; ``()``: all through DRAM).
+    ``input_steps``: the reshapes (``conv_forms``) of the network's input the
     host writes, conv 0's program being over that reshaped input (``compile_conv_network``'s
     ``input_form``), or ``()``."""
 
     convs: tuple[ConvProgram, ...] = ()
     on_chip: bool = False
     input_steps: tuple[str, ...] = ()
+    kept: tuple[int, ...] = ()
 
 #: Vector ops a conv link may carry (element-wise over the NHWC words, ``f(0) = 0``; the add; a
 #: pooling, last on its link: it writes the pooled tensor to a region of its own).
@@ -110,19 +126,6 @@ def input_words(config: ArrayConfig, conv: Conv2d) -> int:
 def output_words(config: ArrayConfig, conv: Conv2d) -> int:
     """Ifmap words ``conv``'s whole NHWC output takes in a region (whole words of ``C`` channels)."""
     return conv.n * conv.out_h * conv.out_w * -(-conv.c_out // config.cols)
-
-
-def _nhwc(config: ArrayConfig, t: TensorLayout, opcode: int, region: int, wait_vec: int = 0, row0: int = 0,
-          rows: int | None = None) -> Command:
-    """The LOAD (or STORE) of the whole NHWC tensor ``t`` (a DRAM row a pixel) to (from) ``region``,
-    or of its ``rows`` pixels from pixel ``row0``."""
-    lanes = config.rows
-    channels = t.shape[1]
-    words = -(-channels // lanes)
-    narrow = narrow_lanes(channels, lanes, t.elem_bytes, axi_data_bytes(config)) if words == 1 else 0
-    return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP, dram_addr=t.base + row0 * t.pitch,
-                        dram_stride=t.pitch, rows=t.rows if rows is None else rows, words=words, buf_addr=region,
-                        row_step=words, word_step=1, **({"lanes": narrow} if narrow else {}))
 
 
 def pooled_shape(op: VectorOp) -> tuple[int, int, int, int]:
@@ -166,8 +169,8 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     next; ``network._split``). ``tilings[i]`` replaces the search's tiling of conv ``i`` (tests).
     ``require_on_chip``: raise instead of compiling the links through DRAM (the model's chain scorer,
     which only wants the program on chip). ``input_form``: the host writes the network's input in
-    the layout of conv 0's fastest form (``conv_score.conv_steps``: over its space-to-depth input,
-    its kernel rows stacked, as the per-op plan runs it), when conv 0 alone reads that input and no
+    the layout of conv 0's fastest form (:func:`input_steps`: over its space-to-depth input, its
+    kernel rows stacked, or its windows as channels), when conv 0 alone reads that input and no
     tiling is given; the program's ``input_steps`` name the reshapes (none: the input as it is).
 
     Raises:
@@ -227,102 +230,260 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     for k in range(1, count):
         if k not in used:
             raise ModelError(f"conv {k - 1}'s output (tensor {k}) is read by no later conv or add")
-    externals = [i for i, j in enumerate(skip_of) if j == EXTERNAL and any(o.kind in TWO_OPERAND for o in ops[i])]
+    # link -> the tensor its add reads as the second operand (or EXTERNAL), for the links with an add
+    adds = {i: j for i, j in enumerate(skip_of) if j is not None and any(o.kind in TWO_OPERAND for o in ops[i])}
+    externals = [i for i, j in adds.items() if j == EXTERNAL]
     if trailing and ops[-1][-1].kind in POOL_KINDS:
         raise ModelError("a pooling after the last conv: the network's output is the last conv's (store, then pool)")
-    skip_tensors = {j for i, j in enumerate(skip_of) if j is not None and any(o.kind in TWO_OPERAND for o in ops[i])}
     steps: tuple[str, ...] = ()
-    if input_form and reads.count(0) == 1 and 0 not in skip_tensors and given_tilings[0] is None:
-        steps = conv_steps(config, convs[0], True)
+    if input_form and reads.count(0) == 1 and 0 not in adds.values() and given_tilings[0] is None:
+        steps = input_steps(config, convs[0])
     runs = [form_conv(convs[0], steps), *convs[1:]] if steps else list(convs)
     reason = "asked for (keep_on_chip = False)"
     if keep_on_chip and not reuse_possible(config):
         reason = f"design {config.short_name()} cannot move an output into its ifmap (WS with R == C)"
     elif keep_on_chip:
         try:
-            return _program(config, _on_chip(config, runs, ops, skip_of, reads, trailing, given_tilings),
+            return _program(config, _on_chip(config, runs, ops, adds, reads, trailing, given_tilings),
                             externals, True, queue_depth, steps)
         except ModelError as exc:
             reason = str(exc)
     if require_on_chip:
         raise ModelError(f"the links cannot stay on chip: {reason}")
+
+    memo: dict[tuple[int, int | None, int | None, int | None], ConvProgram | ModelError] = {}
+
+    def plan(kept: frozenset[int]) -> object:
+        return _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, kept, memo)
+
+    def build(kept: frozenset[int]) -> ConvNetworkProgram:
+        return _program(config, _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, kept, memo),
+                        externals, False, queue_depth, steps, tuple(sorted(kept)))
+
     try:
-        return _program(config, _through_dram(config, runs, ops, skip_of, reads, given_tilings), externals, False,
-                        queue_depth, steps)
+        prog = build(frozenset())
     except ModelError as exc:
         raise ModelError(f"{exc} (links through DRAM, because on chip: {reason})") from exc
+    if keep_on_chip and reuse_possible(config):
+        prog = _keep_links(config, prog, build, plan, _ties(count, adds, reads, trailing))
+    return prog
+
+
+def _ties(count: int, adds: dict[int, int], reads: list[int], trailing: bool) -> list[frozenset[int]]:
+    """The tensors a network may keep on chip, in groups kept together, in order of their first
+    tensor: an add's output and its operand are one group (the add runs on the output's region with
+    the operand's region, or over both in DRAM), so a ResNet's residual trunk (each block's input and
+    output, a downsample's output and the block's last conv's) is one group, each block's inner link
+    one of its own. Tensor 0 (the network's input, always in DRAM) is one only when it is read again
+    (held whole from the start), the network's output only when ops follow the last conv."""
+    group = list(range(count + 1))
+
+    def root(t: int) -> int:
+        while group[t] != t:
+            t = group[t]
+        return t
+
+    for i, j in adds.items():
+        if j >= 0:
+            group[root(i + 1)] = root(j)
+    candidates = [t for t in range(1, count + 1) if t < count or trailing]
+    if reads.count(0) > 1 or 0 in adds.values():
+        candidates.insert(0, 0)
+    out: dict[int, set[int]] = {}
+    for t in candidates:
+        out.setdefault(root(t), set()).add(t)
+    return sorted((frozenset(g) for g in out.values()), key=min)
+
+
+def _keep_links(config: ArrayConfig, prog: ConvNetworkProgram,
+                build: Callable[[frozenset[int]], ConvNetworkProgram], plan: Callable[[frozenset[int]], object],
+                groups: list[frozenset[int]]) -> ConvNetworkProgram:
+    """``prog`` (every link through DRAM), or the program with the groups of tensors kept on chip
+    chosen greedily in order when its walk is not slower: a group is kept when the network still
+    plans with it beside those kept already (``plan``: its regions, and every conv's bands and every
+    DRAM link's chunks and bands below them, fit the ifmap; each conv's program memoised, so a
+    group costs the convs whose regions or room change). Then two walks (``program_timing``, at the
+    design's DRAM pacing): that program's and ``prog``'s, the faster kept (on a tie, the one with
+    the links on chip). Keeping a group by its walk instead (a walk per group) measured no better on
+    random ResNet-18 and MobileNetV2 designs and took 2-3x the CPU (``docs/memory_system.md``)."""
+    kept: frozenset[int] = frozenset()
+    for g in groups:
+        try:
+            plan(kept | g)
+        except ModelError:
+            continue
+        kept |= g
+    if not kept:
+        return prog
+    try:
+        cand = build(kept)
+    except ModelError:  # a field past its bits only once placed: the program without the groups
+        return prog
+    rate = dram_rate(config)
+    if gemm_program_cycles(config, cand, rate=rate).total <= gemm_program_cycles(config, prog, rate=rate).total:
+        return cand
+    return prog
+
+
+def input_steps(config: ArrayConfig, conv: Conv2d) -> tuple[str, ...]:
+    """The reshapes of a network's input the host writes for its first conv ``conv``: the form the
+    per-op plan runs that conv in on chip (``conv_score.conv_steps``), or its windows as channels
+    (``"im2col"``: the host's im2col GEMM as a 1x1 conv, ``im2col_form``) when that conv scores fewer
+    cycles (``conv_score.conv_figures``, then fewer DRAM bytes)."""
+    steps = conv_steps(config, conv, True)
+    flat = im2col_conv(conv)
+    if flat is None:
+        return steps
+    best = conv_figures(config, conv, True)
+    other = conv_figures(config, flat, True)
+    if isinstance(other, ConvFigures) and other.feasible and (
+            not isinstance(best, ConvFigures) or not best.feasible or _rank(other) < _rank(best)):
+        return ("im2col",)
+    return steps
+
+
+def _rank(figures: ConvFigures) -> tuple[float, float]:
+    return figures.total, sum(figures.read) + sum(figures.write)
 
 
 def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Part]], externals: list[int],
-             on_chip: bool, queue_depth: int, input_steps: tuple[str, ...]) -> ConvNetworkProgram:
+             on_chip: bool, queue_depth: int, input_steps: tuple[str, ...],
+             kept: tuple[int, ...] = ()) -> ConvNetworkProgram:
     head, parts = planned
     prog = _assemble(config, head, parts, externals, whole=_nhwc, queue_depth=queue_depth)
     fields = {f.name: getattr(prog, f.name) for f in dataclasses.fields(GemmProgram)}
     return ConvNetworkProgram(**fields, convs=tuple(p[0] for p in parts), on_chip=on_chip,  # type: ignore[misc]
-                              input_steps=input_steps)
+                              input_steps=input_steps, kept=kept)
 
 
 def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
-             skips: list[int | None], reads: list[int], trailing: bool,
-             tilings: list[ConvTiling | None]) -> tuple[list[tuple[str, int]], list[_Part]]:
-    """Every tensor between convs in an ifmap region, held until its last reader (module docstring)."""
+             adds: dict[int, int], reads: list[int], trailing: bool, tilings: list[ConvTiling | None],
+             kept: frozenset[int] | None = None,
+             memo: dict[tuple[int, int | None, int | None, int | None], ConvProgram | ModelError] | None = None,
+             ) -> tuple[list[tuple[str, int]], list[_Part]]:
+    """The tensors ``kept`` (default: every tensor) in ifmap regions, each held until its last reader,
+    the others through DRAM (module docstring; ``adds``: per link with an add, the tensor of its
+    second operand, or ``EXTERNAL``; an add's output and operand are both kept or neither:
+    :func:`_ties`). A conv reading a tensor in DRAM tiles its bands, and a link whose output goes to
+    DRAM runs its chunks (or pooling bands), in the ifmap words below the regions live then. ``memo``:
+    conv ``i``'s program (or why it cannot be built) by ``(i, a_region, c_region, ifmap words)``,
+    shared by the builds of one network (:func:`_keep_links`)."""
     lanes = config.vector_lanes
     count = len(convs)
+    keep = frozenset(range(count + 1)) if kept is None else kept
+    pooled = {i for i in range(count) if ops[i] and ops[i][-1].kind in POOL_KINDS}
+
+    def name(t: int) -> str:  # tensor t in DRAM
+        if t == 0:
+            return "a0"
+        return f"p{t - 1}" if t - 1 in pooled else f"c{t - 1}"
+
     last: dict[int, int] = {}  # tensor -> the last conv (or link) reading it
     for i in range(count):
         last[reads[i]] = max(last.get(reads[i], i), i)
-        j = skips[i]
-        if j is not None and j >= 0 and any(op.kind in TWO_OPERAND for op in ops[i]):
+    for i, j in adds.items():
+        if j >= 0:
             last[j] = max(last.get(j, i), i)
     regions = _Regions(_buffer_depths(config)[0])
     head: list[tuple[str, int]] = []
-    for i, j in enumerate(skips):
-        if j == EXTERNAL and any(op.kind in TWO_OPERAND for op in ops[i]):
+    for i, j in adds.items():
+        if j == EXTERNAL and i + 1 in keep:
             head.append((f"s{i}", regions.take(f"s{i}", output_words(config, convs[i]))))
-    added = {j for i, j in enumerate(skips) if j is not None and any(op.kind in TWO_OPERAND for op in ops[i])}
-    if last.get(0, 0) > 0 or 0 in added:  # the network's input is read again: held whole from the start
+    if 0 in keep and (last.get(0, 0) > 0 or 0 in adds.values()):  # read again: held whole from the start
         head.append(("a0", regions.take("x0", input_words(config, convs[0]))))
-    parts: list[_Part] = []
+    programs: list[ConvProgram] = []
+    aliases: list[str | None] = []
+    builds: list[functools.partial[list[Command]]] = []
     for i, conv in enumerate(convs):
         k = reads[i]
         a_region = regions.at(f"x{k}") if f"x{k}" in regions.live else None
         c_region = None
         pool_region = 0
-        pool = ops[i][-1] if ops[i] and ops[i][-1].kind in POOL_KINDS else None
-        if pool is not None:  # the conv's output, then the pooled tensor in a region of its own
+        pool = ops[i][-1] if i in pooled else None
+        on_chip = i + 1 in keep and (i + 1 < count or bool(ops[i]))
+        if pool is not None and on_chip:  # the conv's output, then the pooled tensor in a region of its own
             c_region = regions.take(f"y{i}", output_words(config, conv))
             g = vector_registers(pool, lanes).plan
             pool_region = regions.take(f"x{i + 1}", g.rows * g.out_words)
-        elif i + 1 < count or ops[i]:
+        elif on_chip:
             c_region = regions.take(f"x{i + 1}", output_words(config, conv))
-        try:
-            program = compile_conv(config, conv, requant=True, a_region=a_region, c_region=c_region,
-                                   ifmap_words=regions.low() if a_region is None else None, tiling=tilings[i])
-        except ModelError as exc:
-            raise ModelError(f"conv {i} beside the network's live tensors: {exc}") from exc
-        vector: list[Command] = []
-        words = output_words(config, conv)
-        at = c_region if c_region is not None else 0  # c_region is set whenever ops[i] is
-        for op in ops[i]:
-            if op is pool:
-                vector += vector_commands(vector_registers(op, lanes, src=at, src2=at, dst=pool_region),
-                                          wait_dma=1)
-                continue
-            j = skips[i]
-            src2 = at
-            if op.kind in TWO_OPERAND and j is not None:
-                src2 = regions.at(f"s{i}" if j == EXTERNAL else f"x{j}")
-            vector += vector_commands(vector_registers(_flat(op, words, lanes), lanes, src=at, src2=src2, dst=at),
-                                      wait_dma=1)
-        store_at = c_region if i + 1 == count and trailing else None
+        words_below = regions.low() if a_region is None else None
+        key = (i, a_region, c_region, words_below)
+        got = memo.get(key) if memo is not None else None
+        if got is None:
+            try:
+                got = compile_conv(config, conv, requant=True, a_region=a_region, c_region=c_region,
+                                   ifmap_words=words_below, tiling=tilings[i])
+            except ModelError as exc:
+                got = ModelError(f"conv {i} beside the network's live tensors: {exc}") if regions.live else exc
+            if memo is not None:
+                memo[key] = got
+        if isinstance(got, ModelError):
+            raise got
+        program = got
+        programs.append(program)
+        aliases.append(name(k) if a_region is None and i > 0 else None)  # its input in DRAM
+        j = adds.get(i)
+        if not on_chip:  # its output stored; the link's ops over it in DRAM, below the live regions
+            rows = conv.n * conv.out_h * conv.out_w  # the output as the chunks see it: a DRAM row a pixel
+            stand_in = Gemm(m=rows, k=1, n=conv.c_out)
+            skip = None if j is None else f"s{i}" if j == EXTERNAL else name(j)
+            if pool is not None:
+                builds.append(functools.partial(pool_bands, config, conv, stand_in, ops[i], i, skip,
+                                                depth=regions.low()))
+            else:
+                builds.append(functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip, pipeline=True,
+                                                depth=regions.low()))
+        else:
+            vector: list[Command] = []
+            words = output_words(config, conv)
+            at = c_region if c_region is not None else 0  # c_region is set whenever ops[i] is
+            for op in ops[i]:
+                if op is pool:
+                    vector += vector_commands(vector_registers(op, lanes, src=at, src2=at, dst=pool_region),
+                                              wait_dma=1)
+                    continue
+                src2 = at
+                if op.kind in TWO_OPERAND and j is not None:
+                    src2 = regions.at(f"s{i}" if j == EXTERNAL else f"x{j}")
+                vector += vector_commands(vector_registers(_flat(op, words, lanes), lanes, src=at, src2=src2,
+                                                           dst=at), wait_dma=1)
+            store_at = c_region if i + 1 == count and trailing else None
+            builds.append(functools.partial(_fixed, config, vector, store_at, f"c{i}"))
         for t, end in last.items():
             if end == i:
                 regions.free(f"x{t}")
         regions.free(f"s{i}")
         regions.free(f"y{i}")
-        # a conv's RUNs wait for the unit once any link before it ran ops (its input, or a region it reuses)
-        parts.append((program, functools.partial(_fixed, config, vector, store_at, f"c{i}"), any(ops[:i]), None))
+    parts: list[_Part] = []
+    for i, program in enumerate(programs):
+        if i in pooled and i + 1 not in keep:  # the pooled tensor laid out as its reader's input
+            reader = programs[reads.index(i + 1)]
+            a = reader.tensors["a"]
+            tail = (1 << reader.pack) - 1 if getattr(reader, "pack", 0) else 0
+            top = max(t.base + t.nbytes for t in program.tensors.values())
+            layout = dataclasses.replace(a, name="p", base=_align(top, PAGE), rows=a.rows - tail)
+            program = dataclasses.replace(program, tensors={**program.tensors, "p": layout})
+        # a conv's RUNs wait for the unit once a link before it ran ops on chip (its input, or a region it reuses)
+        after_vector = any(ops[t] for t in range(i) if t + 1 in keep)
+        parts.append((program, builds[i], after_vector, aliases[i]))
+    if kept is not None:  # the DRAM links' chunks and bands fit below the regions (ModelError if not)
+        _dry_run(parts, adds)
     return head, parts
+
+
+def _dry_run(parts: list[_Part], adds: dict[int, int]) -> None:
+    """Build every DRAM link's commands of ``parts`` over their tensors as compiled (unplaced: the
+    addresses do not matter, the chunks' and bands' fit does), raising the builder's ``ModelError``."""
+    tensors: dict[str, TensorLayout] = {}
+    for i, (program, _, _, _) in enumerate(parts):
+        tensors.update({f"{name}{i}": t for name, t in program.tensors.items()})
+    for i, j in adds.items():
+        if j == EXTERNAL:
+            tensors[f"s{i}"] = tensors[f"c{i}"]
+    for _, build, _, _ in parts:
+        if build.func is not _fixed:  # type: ignore[attr-defined]
+            build(tensors)
 
 
 def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, name: str,
@@ -333,83 +494,3 @@ def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, nam
     return [*vector, _nhwc(config, tensors[name], Opcode.STORE, store_at, wait_vec=1)]
 
 
-def _through_dram(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
-                  skips: list[int | None], reads: list[int],
-                  tilings: list[ConvTiling | None]) -> tuple[list[tuple[str, int]], list[_Part]]:
-    """Every tensor through DRAM: conv ``i`` stores its output, its link's ops run on it in ifmap chunks,
-    a conv reading it loads its bands from it; a pooling on the link reads the stored output in bands
-    of rows and stores the pooled tensor ``p{i}`` (:func:`_pool_bands`), which the next conv reads."""
-    programs = [compile_conv(config, conv, requant=True, tiling=tilings[i]) for i, conv in enumerate(convs)]
-    pooled = {i for i in range(len(convs)) if ops[i] and ops[i][-1].kind in POOL_KINDS}
-
-    def name(t: int) -> str:
-        if t == 0:
-            return "a0"
-        return f"p{t - 1}" if t - 1 in pooled else f"c{t - 1}"
-
-    parts: list[_Part] = []
-    for i, conv in enumerate(convs):
-        program = programs[i]
-        j = skips[i]
-        skip = None
-        if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]):
-            skip = f"s{i}" if j == EXTERNAL else name(j)
-        rows = conv.n * conv.out_h * conv.out_w  # the output as the chunks see it: a DRAM row a pixel
-        stand_in = Gemm(m=rows, k=1, n=conv.c_out)
-        alias = name(reads[i]) if i > 0 else None
-        build = functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip)
-        if i in pooled:  # the pooled tensor laid out as its reader's input, placed with this conv's tensors
-            reader = programs[reads.index(i + 1)]
-            a = reader.tensors["a"]
-            tail = (1 << reader.pack) - 1 if getattr(reader, "pack", 0) else 0
-            top = max(t.base + t.nbytes for t in program.tensors.values())
-            layout = dataclasses.replace(a, name="p", base=_align(top, PAGE), rows=a.rows - tail)
-            program = dataclasses.replace(program, tensors={**program.tensors, "p": layout})
-            build = functools.partial(_pool_bands, config, conv, stand_in, ops[i], i, skip)
-        parts.append((program, build, False, alias))
-    return [], parts
-
-
-def _pool_bands(config: ArrayConfig, conv: Conv2d, stand_in: Gemm, link: tuple[VectorOp, ...], i: int,
-                skip: str | None, tensors: dict[str, TensorLayout]) -> list[Command]:
-    """Link ``i``'s ops through DRAM when a pooling ends it: the ops before it in chunks over conv
-    ``i``'s stored output ``c{i}`` (``network._chunked`` over ``stand_in``, the output a DRAM row a
-    pixel), then the pooling in bands of output rows:
-    LOAD the band's input rows (its windows' rows, clipped to the image) into the ifmap, ``VECTOR``
-    over them with the band's geometry (its first window row's offset as the top padding, its own
-    output rows), ``STORE`` the pooled rows to ``p{i}``. A band's input and output fit the ifmap together."""
-    *before, pool = link
-    lanes = config.vector_lanes
-    out = _chunked(config, stand_in, tuple(before), f"c{i}", skip, tensors) if before else []
-    src, dst = tensors[f"c{i}"], tensors[f"p{i}"]
-    p = dict(pool.params)
-    _, h, w, c = pool.shape
-    _, oh, ow, _ = pooled_shape(pool)
-    wh, sh, ph = p["window_h"], p["stride_h"], p["pad_h"]
-    words_c = -(-c // lanes)
-    depth = _buffer_depths(config)[0]
-
-    def band_rows(oy0: int, oy1: int) -> tuple[int, int]:
-        return max(0, oy0 * sh - ph), min(h, (oy1 - 1) * sh - ph + wh)
-
-    # a band of ``per`` output rows reads at most (per - 1) * stride + window rows; its output beside them
-    per = oh
-    while per > 1 and (((per - 1) * sh + wh) * w + per * ow) * words_c > depth:
-        per -= 1
-    if (wh * w + ow) * words_c > depth:
-        raise ModelError(f"link {i}: a band of {wh} rows of the {h}x{w}x{c} map does not fit the ifmap ({depth} "
-                         "words) with its pooled row")
-    for img in range(conv.n):
-        for oy0 in range(0, oh, per):
-            oy1 = min(oh, oy0 + per)
-            r0, r1 = band_rows(oy0, oy1)
-            in_words = (r1 - r0) * w * words_c
-            g = PoolGeometry(pool.kind, r1 - r0, w, oy1 - oy0, ow, wh, p["window_w"], sh, p["stride_w"],
-                             r0 - (oy0 * sh - ph), p["pad_w"], words_c)
-            plan = VectorPlan(pool.kind, lanes, 1, in_words, c, 1, 1, g)
-            regs = VectorRegisters(plan, VECTOR_CODES[pool.kind], 0, 0, in_words, pool_registers(g))
-            out.append(_nhwc(config, src, Opcode.LOAD, 0, wait_vec=1, row0=(img * h + r0) * w, rows=(r1 - r0) * w))
-            out += vector_commands(regs, wait_dma=1)
-            out.append(_nhwc(config, dst, Opcode.STORE, in_words, wait_vec=1, row0=(img * oh + oy0) * ow,
-                             rows=(oy1 - oy0) * ow))
-    return out

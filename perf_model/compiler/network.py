@@ -53,7 +53,7 @@ from collections.abc import Callable, Sequence
 
 from accel_spec.config import ArrayConfig, Dataflow
 from accel_spec.errors import ModelError
-from accel_spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
+from accel_spec.isa import COMMAND_BYTES, FIELDS, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
 from perf_model.compiler.chain import region_words
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths, compile_gemm
 from perf_model.compiler.vector import vector_commands, vector_registers
@@ -73,6 +73,12 @@ ROW_KINDS = ("layernorm", "rmsnorm")
 TWO_OPERAND = ("add",)
 #: A skip (``compile_network``'s ``skips``) that is an input of the network of its own.
 EXTERNAL = -1
+#: How many chunks a DRAM link's ops are cut into at least, when a chunk fits half the ifmap: the
+#: next chunk loads while the unit runs this one (:func:`pipelined`), so all but one chunk's ops
+#: overlap the transfers; each chunk costs its commands' DRAM latency.
+PIPELINE_CHUNKS = 8
+#: The most words one row of a transfer holds (the command's ``words`` field).
+_WORDS_MAX = (1 << FIELDS["words"][1]) - 1
 
 
 def _align(x: int, to: int) -> int:
@@ -282,51 +288,104 @@ def _fixed(config: ArrayConfig, vector: list[Command], store_at: int | None, nam
 
 
 def _chunked(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...], name: str, skip: str | None,
-             tensors: dict[str, TensorLayout]) -> list[Command]:
+             tensors: dict[str, TensorLayout], pipeline: bool = False, depth: int | None = None) -> list[Command]:
     """A DRAM link's commands (:func:`_chunk_commands` on the placed tensors)."""
     if not link:
         return []
-    return _chunk_commands(config, gemm, link, tensors[name], tensors[skip] if skip is not None else None)
+    return _chunk_commands(config, gemm, link, tensors[name], tensors[skip] if skip is not None else None,
+                           pipeline, depth)
 
 
 def _chunk_commands(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...], t: TensorLayout,
-                    skip: TensorLayout | None) -> list[Command]:
+                    skip: TensorLayout | None, pipeline: bool = False, depth: int | None = None) -> list[Command]:
     """``link``'s ops over DRAM tensor ``t`` (the GEMM's output) in place, in chunks of its DRAM rows
     that fit the ifmap: per chunk LOAD it (and the add's ``skip`` rows) into the ifmap in the
-    column-major layout (word ``f`` of row ``r`` at ``f * rows + r``), run the ops, STORE it back."""
+    column-major layout (word ``f`` of row ``r`` at ``f * rows + r``), run the ops, STORE it back.
+
+    With ``pipeline`` (a conv network's links: ``conv_network``), when a chunk of the tensor's rows
+    fits half the ifmap, the tensor is cut into at least :data:`PIPELINE_CHUNKS` chunks taking turns
+    in the two halves (:func:`pipelined`: the next chunk loads while the unit runs on this one), and
+    when the ops are element-wise and the rows whole words, a chunk's rows move as one run of words
+    (row-major in the ifmap: the ops read any layout alike), in long bursts (a burst never spans two
+    DRAM rows). ``depth``: the ifmap words from 0 the chunks may use (default: all of it)."""
     lanes = config.vector_lanes
-    depth = _buffer_depths(config)[0]
+    depth = _buffer_depths(config)[0] if depth is None else depth
     if t.row_elems % lanes:
         raise ModelError(f"a DRAM row of {t.row_elems} elements of {gemm.m}x{gemm.n} is not whole words of "
                          f"{lanes} lanes")
     words = t.row_elems // lanes
     operands = 2 if skip is not None else 1
-    per = min(t.rows, depth // (operands * words))
+    halves = pipeline and depth // 2 // (operands * words) >= 1 and t.rows > 1
+    room = (depth // 2 if halves else depth) // (operands * words)
+    per = min(-(-t.rows // PIPELINE_CHUNKS) if halves else t.rows, room)
     if per < 1:
         raise ModelError(f"a row of {words} words of {gemm.m}x{gemm.n} does not fit the ifmap ({depth} words) "
                          f"{operands} times")
-    out: list[Command] = []
-    for r0 in range(0, t.rows, per):
+    flat = pipeline and not any(op.kind in ROW_KINDS for op in link) and words * lanes * t.elem_size == t.pitch and (
+        skip is None or skip.pitch == t.pitch)
+    if flat:
+        per = min(per, _WORDS_MAX // words)
+    steps = []
+    for k, r0 in enumerate(range(0, t.rows, per)):
         rows = min(per, t.rows - r0)
+        base = depth // 2 * (k % 2) if halves else 0
 
         def move(opcode: int, src: TensorLayout, at: int, wait_vec: int = 0, r0: int = r0, rows: int = rows) -> Command:
+            if flat:  # the chunk's rows as one run of words (row-major in the ifmap: element-wise ops only)
+                return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP, dram_addr=src.base + r0 * src.pitch,
+                                    dram_stride=src.pitch * rows, rows=1, words=rows * words, buf_addr=at,
+                                    row_step=rows * words, word_step=1)
             return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP, dram_addr=src.base + r0 * src.pitch,
                                 dram_stride=src.pitch, rows=rows, words=words, buf_addr=at, row_step=1,
                                 word_step=rows)
 
-        out.append(move(Opcode.LOAD, t, 0, wait_vec=1))
+        loads = [move(Opcode.LOAD, t, base, wait_vec=1)]
         if skip is not None:
-            out.append(move(Opcode.LOAD, skip, per * words))
+            loads.append(move(Opcode.LOAD, skip, base + per * words))
+        vector: list[list[Command]] = []
         for op in link:
             if op.kind in ROW_KINDS:  # DRAM rows are tokens (WS): one unit row per token
                 shaped = dataclasses.replace(op, shape=(rows, gemm.n), out_shape=(rows, gemm.n), axis=1)
             else:
                 shaped = dataclasses.replace(op, shape=(rows * words * lanes,), out_shape=(rows * words * lanes,),
                                              axis=None)
-            src2 = per * words if op.kind in TWO_OPERAND else 0
-            out += vector_commands(vector_registers(shaped, lanes, src=0, src2=src2, dst=0,
-                                                    colmajor=op.kind in ROW_KINDS), wait_dma=1)
-        out.append(move(Opcode.STORE, t, 0, wait_vec=1))
+            src2 = base + per * words if op.kind in TWO_OPERAND else base
+            vector.append(vector_commands(vector_registers(shaped, lanes, src=base, src2=src2, dst=base,
+                                                           colmajor=op.kind in ROW_KINDS), wait_dma=1))
+        steps.append((loads, vector, move(Opcode.STORE, t, base, wait_vec=1)))
+    if halves:
+        return pipelined(steps)
+    return [c for loads, vector, store in steps for c in (*loads, *(c for op in vector for c in op), store)]
+
+
+def pipelined(steps: Sequence[tuple[list[Command], list[list[Command]], Command]]) -> list[Command]:
+    """Chunks ``(loads, ops, store)`` (``ops``: each op's ``VECTOR`` commands, in order) in two
+    alternating ifmap buffers, ordered so that chunk ``k + 1``'s loads run while the unit runs chunk
+    ``k``: ``L0 | V0 L1 | S0 | V1 L2 | S1 ... S{n-1}``, chunk ``k + 1``'s ``j``-th load right after
+    chunk ``k``'s ``j``-th op (commands issue in order: a load after an op that waits for the unit
+    to finish the op before it would wait too).
+
+    The first load waits for the unit (``wait_vec``, as every chunk's load does when the chunks run
+    one after the other), the later loads do not: their buffer's last chunk was stored before them
+    (one DMA engine, in order), after its ops (the store's ``wait_vec``). A chunk's first op waits
+    for the DMA (``wait_dma``: its loads and the previous chunk's store), its later ops do not (the
+    unit runs its commands in order); each store waits for the unit (only its chunk's ops are
+    queued before it)."""
+    out: list[Command] = list(steps[0][0]) if steps else []
+    for k, (_, ops, store) in enumerate(steps):
+        after = steps[k + 1][0] if k + 1 < len(steps) else []
+        after = [dataclasses.replace(c, wait_vec=0) for c in after[:1]] + list(after[1:])
+        first = True
+        for j, commands in enumerate(ops):
+            for c in commands:
+                if c.opcode == Opcode.VECTOR:
+                    c = dataclasses.replace(c, wait_dma=int(first))
+                    first = False
+                out.append(c)
+            if j < len(after):
+                out.append(after[j])
+        out += after[len(ops):]
+        out.append(store)
     return out
 
 

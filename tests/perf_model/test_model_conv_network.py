@@ -154,3 +154,85 @@ def test_the_host_writes_the_input_in_the_stems_fastest_form_only_when_the_stem_
     alone = compile_conv_network(config, [thin, thin], [None], input_form=True)
     again = compile_conv_network(config, [thin, thin], [(add,)], [0], input_form=True)  # tensor 0 added back
     assert alone.input_steps == conv_steps(config, thin, True) and again.input_steps == ()
+
+
+@pytest.mark.parametrize("link", ["relu", "maxpool"])
+def test_a_links_chunks_through_dram_take_turns_in_the_ifmaps_halves(link):
+    """Through DRAM, a link's ops (a ReLU on 16x16x8 of ``tiny``'s 4-lane words) or a pooling run in at
+    least ``PIPELINE_CHUNKS`` chunks alternating between the two halves of the ifmap: only the first
+    load waits for the unit, each chunk's first ``VECTOR`` waits for the DMA and the next chunk's load
+    comes right after it, each store waits for the unit; the chunks' transfers move exactly the tensor
+    (read once and written once, a pooling's window rows re-read at band edges aside), each as DRAM
+    rows of many pixels; and the walk is shorter than the chunks run one after the other."""
+    from perf_model import gemm_program_cycles
+    from perf_model.compiler import network
+
+    config = _design("tiny")
+    depth = _buffer_depths(config)[0]
+    conv = _conv(8, 16)
+    ops = [RELU] if link == "relu" else [VectorOp(kind="maxpool", shape=(1, 16, 16, 8), params=(
+        ("window_h", 2), ("window_w", 2), ("stride_h", 2), ("stride_w", 2), ("pad_h", 0), ("pad_w", 0)))]
+    nxt = conv if link == "relu" else _conv(8, 8)
+    prog = compile_conv_network(config, [conv, nxt], [tuple(ops)], keep_on_chip=False)
+    cmds = list(prog.commands)
+    first = next(i for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR)
+    last = max(i for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR)
+    chunk = [c for c in cmds[first - 1:last + 3] if c.opcode in (Opcode.LOAD, Opcode.STORE, Opcode.VECTOR)
+             and (c.opcode == Opcode.VECTOR or c["buffer"] == Buffer.IFMAP)]
+    loads = [c for c in chunk if c.opcode == Opcode.LOAD]
+    vectors = [c for c in chunk if c.opcode == Opcode.VECTOR]
+    assert len(vectors) >= network.PIPELINE_CHUNKS
+    assert {c["buf_addr"] for c in loads} == {0, depth // 2}
+    assert [c.wait_vec for c in loads] == [1] + [0] * (len(loads) - 1)
+    assert all(v.wait_dma for v in vectors)
+    for k, v in enumerate(chunk):  # after every VECTOR but the last: the next chunk's load
+        if v.opcode == Opcode.VECTOR and k + 1 < len(chunk) and v is not vectors[-1]:
+            assert chunk[k + 1].opcode == Opcode.LOAD
+    stores = [c for c in chunk if c.opcode == Opcode.STORE]
+    assert all(c.wait_vec for c in stores) and len(stores) == len(vectors)
+    out = 16 * 16 * 2 if link == "relu" else 8 * 8 * 2  # words of the link's output: 2 words a pixel
+    assert sum(c["rows"] * c["words"] for c in stores) == out
+    read = sum(c["rows"] * c["words"] for c in loads)
+    assert read == 16 * 16 * 2 if link == "relu" else read >= 16 * 16 * 2
+    assert all(c["rows"] < 16 * 16 // len(vectors) for c in loads)  # several pixels a DRAM row
+    serial = [c for c in cmds[:first - 1]] + [dataclasses.replace(c, wait_vec=1) if c.opcode == Opcode.LOAD else c
+                                              for c in cmds[first - 1:]]
+    assert len(serial) == len(cmds)
+    # the same chunks one after the other: each load waits for the unit (ops done), as without halves
+    one_by_one = gemm_program_cycles(config, dataclasses.replace(prog, commands=tuple(serial))).total
+    assert gemm_program_cycles(config, prog).total < one_by_one
+
+
+def test_a_network_whose_tensors_do_not_all_fit_keeps_the_groups_that_do():
+    """ResNet-18 at 32x32 on a 16x16 array with 16 KiB of ifmap (1,024 words): the stem's output
+    (1,024 words) and its pooled copy (the first block's input, tied to the block outputs it is added
+    to: ``_ties``) do not fit together, so not every link stays on chip; the compiler keeps the later
+    groups that fit (each group whole: an add's output with its operand), never STOREs a kept tensor,
+    and its walk is below the program with every link through DRAM. With 32 KiB every link stays on
+    chip."""
+    import workloads
+    from perf_model import gemm_program_cycles
+    from perf_model.compiler.conv_network import _ties
+    from perf_model.compiler.conv_workload import conv_network_spec
+
+    spec = conv_network_spec(workloads.resolve("resnet18:res=32"))
+    adds = {i: j for i, j in enumerate(spec.skips) if j is not None}
+    groups = _ties(len(spec.convs), adds, list(spec.inputs), False)
+    # layer1's trunk (the pooled stem output and both block outputs), a block's inner link alone, and a
+    # downsample block's output with the block's last conv's output and the next block's output
+    assert groups[:3] == [frozenset({1, 3, 5}), frozenset({2}), frozenset({4})]
+    assert frozenset({7, 8, 10}) in groups and sorted(t for g in groups for t in g) == list(range(1, 21))
+    config = dataclasses.replace(load_design("tiny"), rows=16, cols=16, vector_unit=True, ifmap_sram_kib=16,
+                                 weight_sram_kib=16, ofmap_sram_kib=32, dram_bytes_per_cycle=4.0)
+    kw = {"inputs": spec.inputs, "input_form": True}
+    prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, **kw)
+    apart = compile_conv_network(config, spec.convs, spec.links, spec.skips, keep_on_chip=False, **kw)
+    assert not prog.on_chip and prog.kept and apart.kept == ()
+    kept = set(prog.kept)
+    assert all(g <= kept or not g & kept for g in groups)
+    assert 1 not in kept
+    stored = {c["dram_addr"] for c in prog.commands if c.opcode == Opcode.STORE}
+    assert not any(prog.tensors[f"c{t - 1}"].base in stored for t in kept)
+    assert gemm_program_cycles(config, prog).total < gemm_program_cycles(config, apart).total
+    roomy = dataclasses.replace(config, ifmap_sram_kib=32)
+    assert compile_conv_network(roomy, spec.convs, spec.links, spec.skips, **kw).on_chip

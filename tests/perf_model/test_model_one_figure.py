@@ -185,32 +185,30 @@ def _per_op_sum(config: ArrayConfig, wl) -> float:
     return float(columns["total_cycles"][0])
 
 
-#: Why the one program is not yet at most its parts on these networks (a strict xfail: it fails
-#: when they are held, so the mark goes then).
-_NOT_HELD = pytest.mark.xfail(strict=True, reason=(
-    "not held yet (issue 50, 'a network program at least as good as its parts'): the one program builds "
-    "every conv's windows on chip but the first's (which runs over the form the host writes its input in) "
-    "and sends every link through DRAM where the ifmap cannot hold the maps beside the bands, while the "
-    "per-op plans may pick the host's im2col or a reshaped input between ops (host time uncounted) and "
-    "keep conv chains on chip with tap packing; a decoder step's program "
-    "pays a few hundred cycles more than its parts; bench/figure_agreement.py measures ResNet-18 one "
-    "programs up to +8 % (24 designs, seed 1; +47 % before the stem's input form), BERT-base up to +10 %, "
-    "LLaMA decode +0.3 % over their parts"))
+#: The designs (``_random_designs(len(spec) + 1, 12)``, by index) on which the one program is still
+#: over its parts, with why (``docs/memory_system.md``, "The one program against its parts"). The
+#: test fails when one of them is held (then it goes) or another case appears.
+_NOT_HELD: dict[str, dict[int, str]] = {
+    NETWORKS[3]: dict.fromkeys((0, 6), (
+        "a decoder step's tensors go through DRAM inside the program: each vector op is LOAD, VECTOR, "
+        "STORE in order between the GEMM that writes its input and the one that reads its output, each "
+        "transfer paying the DRAM latency, while the per-op sum counts a vector op as max(bytes / rate, "
+        "busy) with no latency: ~1,050 cycles over 9 vector steps on these 1-token steps (+4.3 to +4.8 %)")),
+}
 
 
-@pytest.mark.parametrize("spec", [pytest.param(NETWORKS[0], marks=_NOT_HELD), NETWORKS[1], NETWORKS[2],
-                                  pytest.param(NETWORKS[3], marks=_NOT_HELD)])
+@pytest.mark.parametrize("spec", NETWORKS)
 def test_the_one_program_is_at_most_its_parts(spec):
     wl = workloads.resolve(spec)
-    worse = []
-    for config in _random_designs(len(spec) + 1, 12):
+    worse = {}
+    for i, config in enumerate(_random_designs(len(spec) + 1, 12)):
         walk = network_figures(config, wl)
         if walk is None or "total_cycles" not in walk:
             continue
         parts = _per_op_sum(config, wl)
         if walk["total_cycles"] > parts:
-            worse.append(f"{config.short_name()}: {walk['total_cycles']:,} > {parts:,.0f}")
-    assert worse == []
+            worse[i] = f"{config.short_name()}: {walk['total_cycles']:,} > {parts:,.0f}"
+    assert set(worse) == set(_NOT_HELD.get(spec, {})), worse
 
 
 def test_without_reuse_the_ops_run_as_their_own_programs():

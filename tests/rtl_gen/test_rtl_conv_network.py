@@ -205,6 +205,31 @@ def test_a_resnet_basic_block_runs_as_one_program():
     assert run.total == run.model.total
 
 
+@pytest.mark.parametrize(("hw", "channels", "kib", "kept"), [(10, 4, 1, (1,)), (10, 8, 2, (0, 2))],
+                         ids=["inner_link_kept", "skip_and_add_kept"])
+def test_a_block_whose_tensors_do_not_all_fit_keeps_some_links_on_chip(hw, channels, kib, kept):
+    """x -> conv -> ReLU -> conv -> add(x) -> ReLU -> conv on a 1-2 KiB ifmap: x, the inner link and the
+    block's output do not fit together beside the bands, so the compiler keeps the links it can, one
+    group at a time while the walk gets no slower (``conv_network._keep_links``): the inner link alone
+    (the add's operand and output through DRAM, the add in DRAM chunks below the region), or x with
+    the block's output (the add on chip, the inner link through DRAM). Bit-exact, RTL == walk, and
+    fewer cycles than every link through DRAM."""
+    convs = [_conv(channels, channels, hw) for _ in range(3)]
+    links = [RELU, (ADD, RELU)]
+    config = dataclasses.replace(TINY, ifmap_sram_kib=kib)
+    got, want, run, prog = _run(convs, links, keep_on_chip=True, config=config)
+    assert not prog.on_chip and prog.kept == kept
+    assert (got == want).all(), np.argwhere(got != want)[:5]
+    assert run.total == run.model.total
+    stored = {c["dram_addr"] for c in prog.commands if c.opcode == Opcode.STORE}
+    for t in (1, 2):  # a kept tensor is never stored; one through DRAM is
+        assert (prog.tensors[f"c{t - 1}"].base in stored) == (t not in kept)
+    apart = compile_conv_network(config, convs, links, keep_on_chip=False, queue_depth=256)
+    from perf_model import gemm_program_cycles
+
+    assert run.total < gemm_program_cycles(config, apart).total
+
+
 @pytest.mark.parametrize("keep_on_chip", [True, False], ids=["on_chip", "through_dram"])
 def test_a_resnet_downsample_block_runs_as_one_program(keep_on_chip):
     """x (6x6x4) -> conv 3x3 stride 2 -> conv 3x3 -> y; downsample 1x1 stride 2 of x -> d; add(d, y) -> ReLU
