@@ -106,3 +106,57 @@ def test_a_layer_runs_from_one_program_through_the_vector_units_door(design, sim
     # the data is not degenerate: the probabilities and the output take many codes
     int4 = name == "int4"
     assert len(np.unique(want["S"])) > (2 if int4 else 8) and len(np.unique(want["out"])) > (5 if int4 else 30)
+
+
+FP8_TINY = dataclasses.replace(load_design("tiny-vector"), acc_bits=48, weight_format="fp8_e4m3",
+                               act_format="fp8_e4m3")
+
+
+@pytest.mark.parametrize("design", [FP8_TINY, INT4_TINY], ids=["fp8_e4m3", "int4"])
+def test_every_vector_kind_runs_behind_the_door_bit_exact_in_the_walks_cycles(design, sim_cache):
+    """Each vector op of tests.simulate.test_sim_vector's workload (GELU, LayerNorm, a causal softmax,
+    gated SiLU, RoPE with its table, max and average pooling) from its own program on random codes of
+    the format, against the door's reference (``workloads.vector_door``, checked against the hand
+    rules in tests/rtl_gen/test_rtl_vector_door.py)."""
+    from tests.simulate.test_sim_vector import RUN, WORKLOAD
+
+    report = simulate(design, WORKLOAD, simulator="icarus", work_dir=sim_cache)
+    by_name = {op.name: op for op in report.ops}
+    assert set(by_name) == {"proj", *RUN}
+    for name in ("proj", *RUN):
+        op = by_name[name]
+        assert op.status == "pass" and op.mismatches == 0, (name, op.reason)
+        assert op.total_cycles_match and op.cycles_total_rtl > 0
+
+
+@pytest.mark.parametrize("design", [FP8_TINY, INT4_TINY], ids=["fp8_e4m3", "int4"])
+def test_a_residual_block_with_its_links_runs_from_one_program_behind_the_door(design, sim_cache):
+    """x -> up -> GELU -> down -> add(x) (accel_dse.simulate.dram.network): the link ops read and
+    write the format's codes in the ifmap, through the door."""
+    from tests.simulate.test_sim_vector import _op
+    from workloads import _int_ops as io
+    from workloads.ops import Gemm, Requant, Workload
+
+    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
+    wl = Workload(name="block", ops=(Gemm(m=6, k=8, n=12, name="up", requant=rq),
+                                     Gemm(m=6, k=12, n=8, name="down", requant=rq)),
+                  vector_ops=(_op("gelu", (6, 12), io.GELU_PARAMS, name="act"),
+                              _op("add", (6, 8), io.add_params(1 / 16, 1 / 32, 1 / 16), name="residual")),
+                  vector_counts=(1, 1), vector_after=(1, 2))
+    report = simulate(design, wl, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.name == "network" and op.status == "pass" and op.mismatches == 0, (op.reason, report.notes)
+    assert op.total_cycles_match and report.network is not None and report.network["final_output"]["match"]
+
+
+def test_a_llama_decode_block_runs_from_one_program_on_fp8(sim_cache):
+    """llama_decode (RMSNorm, RoPE whose table passes the door raw, the causal softmax, SiLU-gated FFN)
+    from one program on the 4x4 fp8_e4m3 design: every tensor it writes bit-exact against the
+    reference behind the door, RTL total == the model's walk."""
+    spec = "llama_decode:kv=12,d=64,heads=2,ffn=96,batch=2"
+    report = simulate(FP8_TINY, spec, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.name == "network" and op.status == "pass" and op.mismatches == 0, (op.reason, report.notes)
+    assert any(n.startswith("one program for the whole decoder block") for n in report.notes), report.notes
+    figures = perf_model.evaluate(FP8_TINY, workloads.resolve(spec)).network
+    assert figures is not None and op.total_cycles_match and figures["total_cycles"] == op.cycles_total_rtl > 0
