@@ -259,8 +259,9 @@ class ArrayConfig:
             words of the ifmap buffer, through ``VECTOR`` commands). Default ``false``: the RTL has
             no unit, the model charges it no area, and a workload's vector ops are host work
             (named, with their element counts). Its lanes are the ifmap word's
-            (:attr:`vector_lanes`); it computes on int8, and a design whose activations are fp8 or
-            (unpacked) int4 converts at its door (``accel_spec.vector_door``); 16-bit lanes are refused.
+            (:attr:`vector_lanes`); it computes on int8, and a design whose activations are fp8,
+            (unpacked) int4 or bf16 converts at its door (``accel_spec.vector_door``); int16
+            activations are refused.
         max_power_density_w_mm2: the highest average on-die power density the design may run at
             on a workload, W/mm^2, 1e-6..1e6 (default :data:`MAX_POWER_DENSITY_W_MM2`, 1.0: the
             densest shipped datacenter accelerator, H100 SXM, runs at 0.86). A design above it is

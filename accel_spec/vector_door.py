@@ -4,7 +4,7 @@ The vector unit (``rtl_gen.core.vector_unit``) computes on int8 codes of :data:`
 fractional bits (value = code / 16, the builtins' scale: ``workloads.vector_ops.FRAC_BITS``). The
 ifmap buffer of a design holds its activations in the array's own format (the output stage writes
 them so, and the next matrix op reads them so). A design whose activations are fp8_e4m3,
-fp8_e5m2, int4 or bf16 converts at the unit's door (``rtl_gen.core.vector_door``), per lane,
+fp8_e5m2, int4 (unpacked) or bf16 (16-bit lanes) converts at the unit's door (``rtl_gen.core.vector_door``), per lane,
 combinationally (no cycle: the unit's timing, ``perf_model.vector_timing``, is unchanged):
 
 * **in** (each operand word the unit reads): a float code ``x`` becomes
@@ -17,16 +17,19 @@ combinationally (no cycle: the unit's timing, ``perf_model.vector_timing``, is u
 
 Bytes that are not numbers in the activation format pass the door unchanged: a ``transpose`` moves
 codes (both ways), and a ``rope``'s second operand is its cos/sin table of int16 halves
-(``accel_spec.vector_isa``). An int8 design has no door. bf16 activations (16-bit lanes) are not
-taken: the unit's transpose tile and RoPE table are byte lanes (:func:`vector_unit_rule`).
-Standard library only.
+(``accel_spec.vector_isa``; in a bf16 design's 16-bit lanes the host writes each table byte
+sign-extended and the door passes the low byte). An int8 design has no door. A bf16 design runs no
+transpose on the unit (its tile holds bytes: :func:`moves_byte_lanes`), so a transformer block is
+not one program there; int16 activations are refused (:func:`vector_unit_rule`). Standard library
+only.
 """
 
 from __future__ import annotations
 
 from accel_spec.number_formats import NumberFormat
 
-__all__ = ["UNIT_FRAC_BITS", "INT4_SHIFT", "RAW_KINDS", "RAW_SECOND_KINDS", "door_format", "vector_unit_rule"]
+__all__ = ["UNIT_FRAC_BITS", "INT4_SHIFT", "RAW_KINDS", "RAW_SECOND_KINDS", "door_format", "vector_unit_rule",
+           "moves_byte_lanes"]
 
 #: Fractional bits of the unit's int8 codes (value = code / 16); ``workloads.vector_ops.FRAC_BITS`` is this.
 UNIT_FRAC_BITS = 4
@@ -57,11 +60,16 @@ def vector_unit_rule(act: NumberFormat, input_bits: int, packed_activations: boo
         input_bits: the design's lane width in the buffers (``ArrayConfig.input_bits``), bits.
         packed_activations: whether its activations are packed int4 in the buffers (``pack_int4``).
     """
-    if act.bits == 16 and not act.is_int:
-        return (f"its door converts 8-bit lanes: {act.name} activations are 16 bits (the unit's transpose tile "
-                "and RoPE table are byte lanes)")
-    if input_bits != 8:
-        return f"it reads 8-bit lanes, not input_bits = {input_bits} ({act.name} activations)"
+    if input_bits != 8 and act.name != "bf16":
+        return (f"it reads 8-bit lanes, or bf16 ones through its door, not input_bits = {input_bits} "
+                f"({act.name} activations)")
     if packed_activations:
         return "it reads byte lanes: int4 activations packed two a byte (pack_int4 = true) are not"
     return None
+
+
+def moves_byte_lanes(input_bits: int) -> bool:
+    """Whether the unit's code-moving kinds (:data:`RAW_KINDS`: a transpose) can run on a design of
+    ``input_bits`` lanes: its transpose tile holds bytes, so a design of 16-bit (bf16) lanes has none
+    (the compiler never emits one there: ``perf_model.compiler.dram_graph.require_block_design``)."""
+    return input_bits == 8

@@ -1,6 +1,6 @@
-"""SQNR cost of the vector unit's door (accel_spec.vector_door): fp8 and int4 activations through int8.
+"""SQNR cost of the vector unit's door (accel_spec.vector_door): fp8, int4 and bf16 activations through int8.
 
-A design whose activations are fp8_e4m3, fp8_e5m2 or int4 runs the int8 vector unit behind a door:
+A design whose activations are fp8_e4m3, fp8_e5m2, int4 or bf16 runs the int8 vector unit behind a door:
 codes in -> int8 (value * 16, nearest even, saturated) -> the integer op -> back to the format
 (nearest even). This prints, per vector op and activation format, the SQNR (dB) of the op's output
 against its float64 definition evaluated on the same input values the op receives (the format's
@@ -32,7 +32,7 @@ from workloads.format_codes import from_codes, to_codes
 from workloads.formats import quantise
 from workloads.vector_door import door_vector_op
 
-FORMATS = ("int8", "fp8_e4m3", "fp8_e5m2", "int4")
+FORMATS = ("int8", "fp8_e4m3", "fp8_e5m2", "int4", "bf16")
 N = 64
 erf = np.vectorize(math.erf)
 

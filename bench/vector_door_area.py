@@ -25,7 +25,7 @@ from area_calibration import yosys_gates  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lanes", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--formats", nargs="+", default=["fp8_e4m3", "fp8_e5m2", "int4"])
+    parser.add_argument("--formats", nargs="+", default=["fp8_e4m3", "fp8_e5m2", "int4", "bf16"])
     args = parser.parse_args()
     from amaranth.back import verilog
 

@@ -26,13 +26,13 @@ __all__ = ["to_unit", "from_unit", "door_vector_op"]
 
 def _fmt(name: str) -> NumberFormat:
     f = FORMATS.get(name)
-    if f is None or (f.is_int and f.bits != 4) or f.bits == 16:
-        raise WorkloadError(f"the vector unit's door converts fp8_e4m3, fp8_e5m2 or int4, not {name!r}")
+    if f is None or (f.is_int and f.bits != 4) or (f.bits == 16 and f.name != "bf16"):
+        raise WorkloadError(f"the vector unit's door converts fp8_e4m3, fp8_e5m2, int4 or bf16, not {name!r}")
     return f
 
 
 def to_unit(codes: np.ndarray, fmt: str) -> np.ndarray:
-    """The unit's int8 codes (int64 array) of activation ``codes`` in ``fmt`` (int8-held codes or int4 values)."""
+    """The unit's int8 codes (int64 array) of activation ``codes`` in ``fmt`` (int8/int16-held codes or int4 values)."""
     f = _fmt(fmt)
     c = np.asarray(codes).astype(np.int64)
     if f.is_int:
@@ -42,7 +42,7 @@ def to_unit(codes: np.ndarray, fmt: str) -> np.ndarray:
 
 
 def from_unit(q: np.ndarray, fmt: str) -> np.ndarray:
-    """The activation codes in ``fmt`` (int64 array: int8-held codes, or int4 values) of the unit's int8 ``q``."""
+    """The activation codes in ``fmt`` (int64 array: int8/int16-held codes, or int4 values) of the unit's int8 ``q``."""
     f = _fmt(fmt)
     q = np.asarray(q).astype(np.int64)
     if f.is_int:

@@ -236,9 +236,11 @@ def _check(cols: dict[str, np.ndarray]) -> None:
     vec = cols["vector_unit"]
     packed = cols["pack_int4"]
     int4 = FORMAT_CODES.index("int4")
-    _first_bad("vector_unit", vec, vec & ((ib != 8) | (packed & (cols["act_format"] == int4))),
-               "false unless input_bits = 8 and the activations are unpacked (the unit's door converts byte lanes: "
-               "accel_spec.vector_door)")
+    bf16 = FORMAT_CODES.index("bf16")
+    _first_bad("vector_unit", vec, vec & (((ib != 8) & (cols["act_format"] != bf16))
+                                          | (packed & (cols["act_format"] == int4))),
+               "false unless input_bits = 8 (or bf16 activations) and the activations are unpacked (the unit's door "
+               "converts byte and bf16 lanes: accel_spec.vector_door)")
     _first_bad("pack_int4", packed, packed & (((cols["weight_format"] != int4) & (cols["act_format"] != int4))
                                               | (cols["rows"] % 2 != 0) | (cols["cols"] % 2 != 0)),
                "false unless an operand is int4 and rows and cols are even (two int4 lanes a byte)")

@@ -1,8 +1,8 @@
 """The vector unit's door: per-lane conversion between the ifmap's activation format and the unit's int8.
 
 ``accel_spec.vector_door`` states the contract: each operand word the unit reads is converted from
-the design's activation format (fp8_e4m3, fp8_e5m2: ``round(x * 16)`` saturated to int8, nearest
-even; int4: ``c * 16``) and each word it writes back (``round(q / 16)`` to the format, nearest
+the design's activation format (fp8_e4m3, fp8_e5m2, bf16: ``round(x * 16)`` saturated to int8,
+nearest even; int4: ``c * 16``) and each word it writes back (``round(q / 16)`` to the format, nearest
 even; int4 also saturated to [-8, 7]). A ``transpose`` moves codes both ways, a ``rope``'s second
 operand (its table) is read as it is: the door latches the op's kind at ``start`` and passes those
 words through. Combinational on both paths (no register, no cycle): the unit's timing is unchanged.
@@ -108,23 +108,26 @@ class VectorDoor(wiring.Component):
 
     Args:
         lanes: lanes per word.
-        number_format: the design's activation format: ``fp8_e4m3``, ``fp8_e5m2`` or ``int4``
-            (an int4 value in an 8-bit lane).
+        number_format: the design's activation format: ``fp8_e4m3``, ``fp8_e5m2``, ``int4`` (an int4
+            value in an 8-bit lane) or ``bf16`` (16-bit lanes: a raw word's lanes pass their low byte,
+            the table bytes the host wrote sign-extended; a write is never raw there, the compiler
+            issuing no transpose).
     """
 
     def __init__(self, *, lanes: int, number_format: str) -> None:
         if isinstance(lanes, bool) or not isinstance(lanes, int) or not 1 <= lanes <= 1024:
             raise ConfigError(f"vector door lanes must be an integer in [1, 1024], not {lanes!r}")
         f = FORMATS.get(number_format)
-        if f is None or f.bits not in (4, 8) or (f.is_int and f.bits != 4):
-            raise ConfigError("the vector unit's door converts fp8_e4m3, fp8_e5m2 or int4 lanes, "
+        if f is None or (f.is_int and f.bits != 4) or (f.bits == 16 and f.name != "bf16"):
+            raise ConfigError("the vector unit's door converts fp8_e4m3, fp8_e5m2, int4 or bf16 lanes, "
                               f"not {number_format!r}")
         self.lanes, self.fmt = lanes, f
-        w = 8 * lanes
+        self.lane_bits = 16 if f.bits == 16 else 8
+        w, b = 8 * lanes, self.lane_bits * lanes
         super().__init__({
             "start": In(1), "kind": In(4),
-            "buf_rd_data": In(w), "buf_rd2_data": In(w), "unit_wr_data": In(w),
-            "unit_rd_data": Out(w), "unit_rd2_data": Out(w), "buf_wr_data": Out(w),
+            "buf_rd_data": In(b), "buf_rd2_data": In(b), "unit_wr_data": In(w),
+            "unit_rd_data": Out(w), "unit_rd2_data": Out(w), "buf_wr_data": Out(b),
         })
 
     def elaborate(self, platform: object) -> Module:
@@ -135,15 +138,20 @@ class VectorDoor(wiring.Component):
         raw = Signal()
         raw2 = Signal()
         m.d.comb += [raw.eq(_any_of(kind, RAW_KINDS)), raw2.eq(_any_of(kind, RAW_SECOND_KINDS))]
-        conv_rd, conv_rd2, conv_wr = [], [], []
+        lb = self.lane_bits
+        conv_rd, conv_rd2, conv_wr, raw_rd, raw_rd2, raw_wr = [], [], [], [], [], []
         for i in range(self.lanes):
-            sl = slice(8 * i, 8 * (i + 1))
+            sl, ul = slice(lb * i, lb * (i + 1)), slice(8 * i, 8 * (i + 1))
             conv_rd.append(to_unit_lane(m, self.buf_rd_data[sl], self.fmt, f"rd{i}"))
             conv_rd2.append(to_unit_lane(m, self.buf_rd2_data[sl], self.fmt, f"rd2_{i}"))
-            conv_wr.append(from_unit_lane(m, self.unit_wr_data[sl], self.fmt, 8, f"wr{i}"))
-        m.d.comb += [self.unit_rd_data.eq(Mux(raw, self.buf_rd_data, Cat(*conv_rd))),
-                     self.unit_rd2_data.eq(Mux(raw2, self.buf_rd2_data, Cat(*conv_rd2))),
-                     self.buf_wr_data.eq(Mux(raw, self.unit_wr_data, Cat(*conv_wr)))]
+            conv_wr.append(from_unit_lane(m, self.unit_wr_data[ul], self.fmt, lb, f"wr{i}"))
+            raw_rd.append(self.buf_rd_data[sl][:8])
+            raw_rd2.append(self.buf_rd2_data[sl][:8])
+            raw_wr.append(self.unit_wr_data[ul].as_signed())  # sign-extended into a wider lane
+        m.d.comb += [self.unit_rd_data.eq(Mux(raw, Cat(*raw_rd), Cat(*conv_rd))),
+                     self.unit_rd2_data.eq(Mux(raw2, Cat(*raw_rd2), Cat(*conv_rd2))),
+                     self.buf_wr_data.eq(Mux(raw, Cat(*(Cat(v, v[7].replicate(lb - 8)) if lb > 8 else v
+                                                        for v in raw_wr)), Cat(*conv_wr)))]
         return m
 
 

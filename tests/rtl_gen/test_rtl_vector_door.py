@@ -15,7 +15,7 @@ from amaranth.sim import Simulator
 from accel_spec.errors import ConfigError
 from accel_spec.vector_isa import VECTOR_CODES
 from rtl_gen.core.vector_door import VectorDoor
-from tests.door_testlib import finite, in_by_hand, out_by_hand, value
+from tests.door_testlib import bf16_codes, finite, in_by_hand, out_by_hand, value
 from workloads.vector_door import from_unit, to_unit
 
 LANES = 16
@@ -25,12 +25,14 @@ def _run_door(name: str, kind: str, rd: list[int], rd2: list[int], wr: list[int]
     """Lane values through the door, a word of ``LANES`` at a time: (unit rd, unit rd2, buffer wr) as int8."""
     door = VectorDoor(lanes=LANES, number_format=name)
     got: tuple[list[int], list[int], list[int]] = ([], [], [])
+    lb = door.lane_bits
 
-    def pack(vals: list[int]) -> int:
-        return sum((v & 0xFF) << (8 * i) for i, v in enumerate(vals))
+    def pack(vals: list[int], bits: int) -> int:
+        return sum((v & ((1 << bits) - 1)) << (bits * i) for i, v in enumerate(vals))
 
-    def unpack(word: int) -> list[int]:
-        return [((word >> (8 * i)) & 0xFF) - (256 if (word >> (8 * i)) & 0x80 else 0) for i in range(LANES)]
+    def unpack(word: int, bits: int) -> list[int]:
+        lanes = [(word >> (bits * i)) & ((1 << bits) - 1) for i in range(LANES)]
+        return [v - (1 << bits) if v >> (bits - 1) else v for v in lanes]
 
     async def tb(ctx):
         ctx.set(door.start, 1)
@@ -39,12 +41,13 @@ def _run_door(name: str, kind: str, rd: list[int], rd2: list[int], wr: list[int]
         ctx.set(door.start, 0)
         ctx.set(door.kind, 0)  # the door holds the kind it latched at start
         for w in range(0, len(rd), LANES):
-            ctx.set(door.buf_rd_data, pack(rd[w:w + LANES]))
-            ctx.set(door.buf_rd2_data, pack(rd2[w:w + LANES]))
-            ctx.set(door.unit_wr_data, pack(wr[w:w + LANES]))
+            ctx.set(door.buf_rd_data, pack(rd[w:w + LANES], lb))
+            ctx.set(door.buf_rd2_data, pack(rd2[w:w + LANES], lb))
+            ctx.set(door.unit_wr_data, pack(wr[w:w + LANES], 8))
             await ctx.delay(1e-9)
-            for out, port in zip(got, (door.unit_rd_data, door.unit_rd2_data, door.buf_wr_data), strict=True):
-                out.extend(unpack(ctx.get(port)))
+            for out, port, bits in zip(got, (door.unit_rd_data, door.unit_rd2_data, door.buf_wr_data), (8, 8, lb),
+                                       strict=True):
+                out.extend(unpack(ctx.get(port), bits))
 
     sim = Simulator(door)
     sim.add_clock(1e-8)
@@ -57,9 +60,11 @@ def _pad(vals: list[int]) -> list[int]:
     return vals + [0] * (-len(vals) % LANES)
 
 
-@pytest.mark.parametrize("name", ["fp8_e4m3", "fp8_e5m2", "int4"])
-def test_every_code_in_and_every_int8out_by_hand(name):
-    codes = list(range(-8, 8)) if name == "int4" else finite(name)
+@pytest.mark.parametrize("name", ["fp8_e4m3", "fp8_e5m2", "int4", "bf16"])
+def test_every_code_in_and_every_int8_out_by_hand(name):
+    """fp8: every finite code; int4: every value; bf16: every code of the exponents that matter (from
+    rounding to 0 to saturation) and the extremes (bf16_codes)."""
+    codes = list(range(-8, 8)) if name == "int4" else bf16_codes() if name == "bf16" else finite(name)
     codes = _pad(codes * (256 // len(codes)) if name == "int4" else codes)
     q = list(range(-128, 128))
     n = max(len(codes), len(q))
@@ -101,6 +106,16 @@ def test_a_transpose_moves_codes_and_a_rope_table_is_read_as_it_is(name):
 
 
 def test_the_door_refuses_a_format_it_does_not_convert():
-    for bad in ("bf16", "int8", "int16", "fp4"):
+    for bad in ("int8", "int16", "fp4"):
         with pytest.raises(ConfigError, match="door converts"):
             VectorDoor(lanes=4, number_format=bad)
+
+
+def test_a_bf16_door_reads_a_rope_tables_low_bytes():
+    """bf16 lanes are 16 bits: the host writes each table byte sign-extended, the door passes its low
+    byte to the unit's second operand while the first converts."""
+    table = _pad(list(range(-128, 128)))
+    data = bf16_codes()[:len(table)]
+    rd, rd2, _ = _run_door("bf16", "rope", data, table, [0] * len(table))
+    assert rd == [in_by_hand(c, "bf16") for c in data]
+    assert rd2 == table

@@ -110,13 +110,16 @@ def test_a_layer_runs_from_one_program_through_the_vector_units_door(design, sim
 
 FP8_TINY = dataclasses.replace(load_design("tiny-vector"), acc_bits=48, weight_format="fp8_e4m3",
                                act_format="fp8_e4m3")
+BF16_TINY = dataclasses.replace(load_design("tiny-vector"), weight_format="bf16", act_format="bf16",
+                                clock_mhz=250.0)  # the bf16 PE's f_max at 45 nm is below tiny's 500 MHz
 
 
-@pytest.mark.parametrize("design", [FP8_TINY, INT4_TINY], ids=["fp8_e4m3", "int4"])
+@pytest.mark.parametrize("design", [FP8_TINY, INT4_TINY, BF16_TINY], ids=["fp8_e4m3", "int4", "bf16"])
 def test_every_vector_kind_runs_behind_the_door_bit_exact_in_the_walks_cycles(design, sim_cache):
     """Each vector op of tests.simulate.test_sim_vector's workload (GELU, LayerNorm, a causal softmax,
     gated SiLU, RoPE with its table, max and average pooling) from its own program on random codes of
-    the format, against the door's reference (``workloads.vector_door``, checked against the hand
+    the format (bf16: 2-byte elements, the RoPE table's bytes sign-extended in them), against the
+    door's reference (``workloads.vector_door``, checked against the hand
     rules in tests/rtl_gen/test_rtl_vector_door.py)."""
     from tests.simulate.test_sim_vector import RUN, WORKLOAD
 
@@ -129,7 +132,7 @@ def test_every_vector_kind_runs_behind_the_door_bit_exact_in_the_walks_cycles(de
         assert op.total_cycles_match and op.cycles_total_rtl > 0
 
 
-@pytest.mark.parametrize("design", [FP8_TINY, INT4_TINY], ids=["fp8_e4m3", "int4"])
+@pytest.mark.parametrize("design", [FP8_TINY, INT4_TINY, BF16_TINY], ids=["fp8_e4m3", "int4", "bf16"])
 def test_a_residual_block_with_its_links_runs_from_one_program_behind_the_door(design, sim_cache):
     """x -> up -> GELU -> down -> add(x) (accel_dse.simulate.dram.network): the link ops read and
     write the format's codes in the ifmap, through the door."""

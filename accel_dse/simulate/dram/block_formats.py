@@ -52,7 +52,8 @@ def design_gemm(design: ArrayConfig, op: Any, a: np.ndarray, b: np.ndarray) -> n
         from accel_spec.config import Dataflow
 
         folds = (0,) if design.dataflow is Dataflow.OS else tuple(range(0, op.to_gemm().k, design.rows))
-    _, q = workloads.float_result(op, 0, a.astype(np.int8), b.astype(np.int8), design.weight_fmt.name, folds)
+    held = np.int8 if design.input_bits == 8 else np.int16  # fp8 codes as int8, bf16 as int16
+    _, q = workloads.float_result(op, 0, a.astype(held), b.astype(held), design.weight_fmt.name, folds)
     return np.asarray(q).astype(np.int64)
 
 

@@ -77,9 +77,14 @@ def scaled_op(design: ArrayConfig, op: Any, scale: float) -> tuple[Any, str]:
 
 def operand_codes(rng: np.random.Generator, shape: tuple[int, ...], fmt: str | None) -> np.ndarray:
     """Seeded operand codes of ``shape`` in activation format ``fmt`` (``None``: int8): every finite
-    fp8 code (NaN and infinity codes redrawn as 0), or int4 values."""
+    fp8 code (NaN and infinity codes redrawn as 0), int4 values, or bf16 codes (int16) of normal values."""
     if fmt == "int4":
         return rng.integers(-8, 8, shape, dtype=np.int8)
+    if fmt == "bf16":  # values of the unit's range and beyond (2 sigma 4: some saturate at the door)
+        from workloads.format_codes import to_codes
+        from workloads.formats import quantise
+
+        return to_codes(quantise(4 * rng.standard_normal(shape), fmt), fmt)
     x = rng.integers(-128, 128, shape, dtype=np.int8)
     if fmt == "fp8_e4m3":
         x[(x & 0x7F) == 0x7F] = 0
@@ -144,6 +149,6 @@ def vector_jobs(design: ArrayConfig, vector_ops: list[tuple[str, Any]], scale: f
         rows, n = z.shape
         scaled = {"m": math.prod(op.shape[:-1]), "batch": 1} if small.shape != op.shape else None
         jobs.append(job_type(index, name, SimpleNamespace(m=rows, k=0, n=n), scaled,
-                             ref.reshape(1, rows, n), z, 0, timing.total, timing.stall, 0, 8))
+                             ref.reshape(1, rows, n), z, 0, timing.total, timing.stall, 0, design.input_bits))
         index += 1
     return jobs, metas, images, notes
