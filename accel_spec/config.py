@@ -34,6 +34,7 @@ from accel_spec.number_formats import (
     int_format,
     parse_format,
 )
+from accel_spec.vector_door import vector_unit_rule
 
 __all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "FORMAT_CODES", "FORMAT_NAMES", "MemoryKind",
            "MEMORY_KINDS", "MEMORY_NAMES", "NO_MEMORY", "NumberFormat", "CHECKSUMS", "CHECKSUM_DATAFLOWS",
@@ -258,7 +259,9 @@ class ArrayConfig:
             words of the ifmap buffer, through ``VECTOR`` commands). Default ``false``: the RTL has
             no unit, the model charges it no area, and a workload's vector ops are host work
             (named, with their element counts). Its lanes are the ifmap word's
-            (:attr:`vector_lanes`); it takes 8-bit integer operands only.
+            (:attr:`vector_lanes`); it computes on int8, and a design whose activations are fp8,
+            (unpacked) int4 or bf16 converts at its door (``accel_spec.vector_door``); int16
+            activations are refused.
         max_power_density_w_mm2: the highest average on-die power density the design may run at
             on a workload, W/mm^2, 1e-6..1e6 (default :data:`MAX_POWER_DENSITY_W_MM2`, 1.0: the
             densest shipped datacenter accelerator, H100 SXM, runs at 0.86). A design above it is
@@ -312,14 +315,14 @@ class ArrayConfig:
             if rule is not None:
                 raise ConfigError(f"weight_format {resolved[0].name} with act_format {resolved[1].name}: {rule}")
         object.__setattr__(self, "dataflow", Dataflow.parse(self.dataflow))
-        if self.vector_unit and (self.input_bits != 8 or self.weight_format != AUTO or self.act_format != AUTO):
-            raise ConfigError("vector_unit needs int8 operands (input_bits = 8, formats auto): its lanes are int8, not "
-                              f"input_bits={self.input_bits}, weight_format={self.weight_format}, "
-                              f"act_format={self.act_format}")
         if self.pack_int4:
             rule = pack_int4_rule(self.weight_fmt.name, self.act_fmt.name, self.rows, self.cols)
             if rule is not None:
                 raise ConfigError(f"pack_int4 = true {rule}")
+        if self.vector_unit:
+            rule = vector_unit_rule(self.act_fmt, self.input_bits, "ifmap" in self.packed_kinds)
+            if rule is not None:
+                raise ConfigError(f"vector_unit = true: {rule}")
         object.__setattr__(self, "dram_bytes_per_cycle", float(self.dram_bytes_per_cycle))
         object.__setattr__(self, "clock_mhz", float(self.clock_mhz))
         object.__setattr__(self, "max_power_density_w_mm2", float(self.max_power_density_w_mm2))

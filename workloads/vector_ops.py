@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accel_spec.errors import WorkloadError
+from accel_spec.vector_door import UNIT_FRAC_BITS
 
 __all__ = ["VectorOp", "VECTOR_KINDS", "FRAC_BITS", "check_vector_fields"]
 
@@ -41,8 +42,9 @@ __all__ = ["VectorOp", "VECTOR_KINDS", "FRAC_BITS", "check_vector_fields"]
 VECTOR_KINDS = ("add", "mul", "relu", "relu6", "maxpool", "avgpool", "layernorm", "rmsnorm", "softmax",
                 "gelu", "silu", "rope")
 
-#: Fractional bits of the int8 activation codes the integer ops take and give (value = code / 16).
-FRAC_BITS = 4
+#: Fractional bits of the int8 activation codes the integer ops take and give (value = code / 16):
+#: the vector unit's (``accel_spec.vector_door``, whose door converts other activation formats to it).
+FRAC_BITS = UNIT_FRAC_BITS
 
 
 def _shape(owner: str, what: str, value: object) -> tuple[int, ...]:

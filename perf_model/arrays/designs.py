@@ -234,10 +234,13 @@ def _check(cols: dict[str, np.ndarray]) -> None:
     _first_bad("dataflow", flow, ~np.isin(flow, list(timing.DATAFLOW_CODES.values())),
                "a dataflow code 0 (ws), 1 (os) or 2 (is)")
     vec = cols["vector_unit"]
-    _first_bad("vector_unit", vec, vec & ((ib != 8) | (cols["weight_format"] != 0) | (cols["act_format"] != 0)),
-               "false unless input_bits = 8 with auto formats (the unit's lanes are int8)")
     packed = cols["pack_int4"]
     int4 = FORMAT_CODES.index("int4")
+    bf16 = FORMAT_CODES.index("bf16")
+    _first_bad("vector_unit", vec, vec & (((ib != 8) & (cols["act_format"] != bf16))
+                                          | (packed & (cols["act_format"] == int4))),
+               "false unless input_bits = 8 (or bf16 activations) and the activations are unpacked (the unit's door "
+               "converts byte and bf16 lanes: accel_spec.vector_door)")
     _first_bad("pack_int4", packed, packed & (((cols["weight_format"] != int4) & (cols["act_format"] != int4))
                                               | (cols["rows"] % 2 != 0) | (cols["cols"] % 2 != 0)),
                "false unless an operand is int4 and rows and cols are even (two int4 lanes a byte)")

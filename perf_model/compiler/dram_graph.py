@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from accel_spec.config import ArrayConfig, Dataflow
 from accel_spec.errors import ModelError
 from accel_spec.isa import COMMAND_BYTES, QUEUE_DEPTH, Buffer, Command, Opcode, queue_entry_commands
+from accel_spec.vector_door import moves_byte_lanes
 from perf_model.compiler.network import _split
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
 from perf_model.compiler.vector import VectorRegisters, transpose_commands, vector_commands, vector_registers
@@ -82,13 +83,16 @@ def require_block_design(config: ArrayConfig, what: str) -> None:
     unit, and a weight-stationary array (a head's operands are column bands of row-major tensors).
 
     Raises:
-        ModelError: the design has no vector unit, or another dataflow.
+        ModelError: the design has no vector unit, another dataflow, or 16-bit lanes (no transpose).
     """
     if not config.vector_lanes:
         raise ModelError(f"design {config.short_name()} has no vector unit (vector_unit = false)")
     if config.dataflow is not Dataflow.WS:
         raise ModelError(f"{what} as one program needs a weight-stationary array (a head's operands are "
                          f"column bands of row-major tensors), not {config.dataflow.value.upper()}")
+    if not moves_byte_lanes(config.input_bits):
+        raise ModelError(f"{what} as one program transposes its keys on the vector unit, whose tile holds bytes, "
+                         f"not the {config.input_bits}-bit lanes of {config.act_fmt.name} activations")
 
 
 def ops_after(workload: Workload) -> dict[int, list[VectorOp]]:

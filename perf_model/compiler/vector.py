@@ -116,8 +116,10 @@ def _align(x: int, to: int) -> int:
 
 def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
     """Vector ops on chip as one program: for each op ``i``, ``LOAD`` its operands (``x{i}``, and
-    ``y{i}`` for a two-operand op; rows of ``n`` int8 elements padded to whole words, DRAM rows
-    of whole words; a pooling's rows are its NHWC pixels; a RoPE's ``y{i}`` is its table, one
+    ``y{i}`` for a two-operand op; rows of ``n`` elements (int8, or the codes of the design's
+    activation format, which the unit's door converts: ``accel_spec.vector_door``; 2 bytes each in
+    a bf16 design) padded to whole words, DRAM rows of whole words; a pooling's rows are its NHWC
+    pixels; a RoPE's ``y{i}`` is its table, one
     row of ``2 n`` codes per position, :func:`accel_spec.vector_isa.rope_table_row`) into the ifmap
     and ``VECTOR`` once they are in (``wait_dma``; the next op's loads overlap it); then ``STORE`` every output ``z{i}``
     from the ifmap once the unit is done (``wait_vec``). Each operand and output has a region of its own in the ifmap.
@@ -161,7 +163,7 @@ def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
     base = _align((count + 3) * COMMAND_BYTES, PAGE)
     tensors: dict[str, TensorLayout] = {}
     for name, (rows, words, n) in shapes.items():
-        t = TensorLayout(name, base, rows, words * lanes, 1, False, (rows, n))
+        t = TensorLayout(name, base, rows, words * lanes, config.input_bits // 8, False, (rows, n))  # bf16: 2 bytes
         tensors[name] = t
         base = _align(base + t.nbytes, PAGE)
 

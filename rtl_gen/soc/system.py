@@ -34,10 +34,12 @@ from amaranth.utils import exact_log2
 from accel_spec import isa
 from accel_spec.config import ArrayConfig, Dataflow
 from accel_spec.isa import OUTSTANDING, QUEUE_DEPTH, WINDOW_FIELDS, Buffer, axi_data_bytes, dram_lane_bytes
+from accel_spec.vector_door import door_format
 from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.int4_lanes import pack_int4
 from rtl_gen.core.output_stage import param_fields
 from rtl_gen.core.pe import Fault
+from rtl_gen.core.vector_door import VectorDoor
 from rtl_gen.core.vector_unit import VectorUnit
 from rtl_gen.soc.axi import axi4_channels, axi4_signature
 from rtl_gen.soc.csr import ControlRegisters
@@ -236,9 +238,19 @@ class AxiAccelerator(wiring.Component):
                      vec.colmajor.eq(ctl.colmajor), vec.src.eq(ctl.src), vec.src2.eq(ctl.src2),
                      vec.dst.eq(ctl.dst), vec.rows.eq(ctl.rows), vec.words.eq(ctl.words), vec.n.eq(ctl.n),
                      vec.qrows.eq(ctl.qrows), vec.params.eq(ctl.params), ctl.busy.eq(vec.busy),
-                     core.vec_rd_addr.eq(vec.rd_addr), vec.rd_data.eq(core.vec_rd_data),
-                     core.vec_rd2_addr.eq(vec.rd2_addr), vec.rd2_data.eq(core.vec_rd2_data),
-                     core.vec_we.eq(vec.wr_en), core.vec_wr_addr.eq(vec.wr_addr), core.vec_wr_data.eq(vec.wr_data)]
+                     core.vec_rd_addr.eq(vec.rd_addr), core.vec_rd2_addr.eq(vec.rd2_addr),
+                     core.vec_we.eq(vec.wr_en), core.vec_wr_addr.eq(vec.wr_addr)]
+        fmt = door_format(self.config.act_fmt)
+        if fmt is None:  # int8 activations: the unit reads and writes the ifmap's words as they are
+            m.d.comb += [vec.rd_data.eq(core.vec_rd_data), vec.rd2_data.eq(core.vec_rd2_data),
+                         core.vec_wr_data.eq(vec.wr_data)]
+            return
+        # other activation formats convert at the unit's door (rtl_gen.core.vector_door), combinationally
+        m.submodules.vector_door = door = VectorDoor(lanes=self.config.vector_lanes, number_format=fmt)
+        m.d.comb += [door.start.eq(ctl.start), door.kind.eq(ctl.kind),
+                     door.buf_rd_data.eq(core.vec_rd_data), vec.rd_data.eq(door.unit_rd_data),
+                     door.buf_rd2_data.eq(core.vec_rd2_data), vec.rd2_data.eq(door.unit_rd2_data),
+                     door.unit_wr_data.eq(vec.wr_data), core.vec_wr_data.eq(door.buf_wr_data)]
 
     def _qparam_lane(self, lane: Value) -> Value:
         """A 16-byte DRAM qparam lane -> the output stage's parameter fields (low bits first)."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.cli_testlib import one_line_error
 
 #: E4M3: largest finite 448, smallest subnormal 2**-9; the fixed-point accumulator counts in units
@@ -37,9 +39,9 @@ def _need(k: int, product: int) -> int:
     return a
 
 
-def _design(tmp_path, acc: int):
-    path = tmp_path / f"fp8_acc{acc}.toml"
-    path.write_text(FP8.format(acc=acc))
+def _design(tmp_path, acc: int, vector_unit: bool = False):
+    path = tmp_path / f"fp8_acc{acc}{'_vector' if vector_unit else ''}.toml"
+    path.write_text(FP8.format(acc=acc) + ("vector_unit = true\n" if vector_unit else ""))
     return str(path)
 
 
@@ -51,8 +53,11 @@ def test_need_by_hand_matches_the_docs():
     assert "(49 for BERT-base's K = 3072)" in docs.read_text()
 
 
-def test_evaluate_refuses_fp8_acc40_on_bert_base_naming_every_op(run_cli, tmp_path):
-    code, out, err = run_cli("evaluate", "--design", _design(tmp_path, 40), "--workload", "bert_base")
+@pytest.mark.parametrize("vector_unit", [False, True], ids=["no-unit", "vector-unit"])
+def test_evaluate_refuses_fp8_acc40_on_bert_base_naming_every_op(run_cli, tmp_path, vector_unit):
+    """With the vector unit too (fp8 activations reach it through its door: the design is one, the
+    accumulator rule is the same)."""
+    code, out, err = run_cli("evaluate", "--design", _design(tmp_path, 40, vector_unit), "--workload", "bert_base")
     line = one_line_error(code, out, err)
     # bert_base's GEMMs and their K: projections and ffn_in 768, scores 64 (head dim), context 512 (seq), ffn_out 3072
     ks = {"attention/query": 768, "attention/key": 768, "attention/value": 768, "attention/scores": 64,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -126,9 +127,21 @@ def test_config_hash_is_sha256_of_canonical_json():
     assert dataclasses.replace(vec, dataflow="is").vector_lanes == 8  # C for IS
 
 
-def test_vector_unit_needs_int8_operands():
-    with pytest.raises(ConfigError, match="vector_unit needs int8 operands"):
-        ArrayConfig(rows=4, cols=4, input_bits=16, acc_bits=32, vector_unit=True)
+def test_vector_unit_takes_its_doors_activation_formats():
+    """int8, fp8, unpacked int4 and bf16 activations (the door converts them) take the unit; int16
+    lanes and packed int4 activations are refused with the rule (accel_spec.vector_door)."""
+    for weight, act, acc in (("int8", "int8", 32), ("fp8_e4m3", "fp8_e4m3", 40), ("fp8_e5m2", "fp8_e5m2", 32),
+                             ("int4", "int4", 32), ("int8", "int4", 32), ("int4", "int8", 32), ("bf16", "bf16", 32)):
+        c = ArrayConfig(rows=4, cols=4, acc_bits=acc, weight_format=weight, act_format=act, vector_unit=True)
+        assert c.vector_unit and c.vector_lanes == 4
+    assert ArrayConfig(rows=4, cols=4, weight_format="int4", act_format="int8", pack_int4=True,
+                       vector_unit=True).vector_unit  # packed weights: the unit reads no weight
+    for kw, rule in (({"input_bits": 16}, "not input_bits = 16 (int16 activations)"),
+                     ({"weight_format": "int16", "act_format": "int8"}, "not input_bits = 16 (int8 activations)"),
+                     ({"weight_format": "int4", "act_format": "int4", "pack_int4": True},
+                      "int4 activations packed two a byte")):
+        with pytest.raises(ConfigError, match=r"^vector_unit = true: .*" + re.escape(rule)):
+            ArrayConfig(rows=4, cols=4, acc_bits=32, vector_unit=True, **kw)
     with pytest.raises(ConfigError, match="vector_unit must be true or false, not 1"):
         ArrayConfig(rows=4, cols=4, vector_unit=1)
 

@@ -25,6 +25,7 @@ import numpy as np
 from accel_dse.simulate.dram.image import pack_qparam_lanes, pack_tensor, program_image, qparam_fields
 from accel_dse.simulate.dram.job_files import layout_dict
 from accel_spec.config import ArrayConfig
+from accel_spec.vector_door import door_format
 
 __all__ = ["conv_chain", "kept_chains", "conv_network_job", "conv_network_note", "kept_chains_note", "whole_network"]
 
@@ -115,6 +116,10 @@ def whole_network(design: ArrayConfig, workload: Any, selected: list[tuple[str, 
 
     if not design.vector_unit or not _runs_chains(design) or len(selected) != len(workload.ops) \
             or not any(isinstance(op, Conv2d) for op in workload.ops):
+        return None
+    if door_format(design.act_fmt) is not None:  # its reference is int8 (workloads.conv_nhwc_reference)
+        notes.append(f"not one program for the whole network (its reference is written for int8 activations, "
+                     f"not {design.act_fmt.name}): each op from its own program")
         return None
     spec = conv_network_spec(workload)
     if isinstance(spec, str):

@@ -38,15 +38,18 @@ def decoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) ->
     return block_for(design, wl, scale, notes, "decoder block", decoder_block)
 
 
-def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> tuple[dict[str, np.ndarray],
-                                                                                     dict[str, np.ndarray]]:
+def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any],
+                design: ArrayConfig | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The block's inputs (``x``, the cache's rows ``kc``/``vc``, the weights ``w{i}``) and the final
-    value of each tensor the program writes, in integers (module docstring)."""
-    import jax.numpy as jnp
-
+    value of each tensor the program writes, in integers (module docstring), as codes of ``design``'s
+    activation format (``accel_dse.simulate.dram.block_formats``; ``None``: int8)."""
     import workloads
-    from workloads import int_vector_op
+    from accel_dse.simulate.dram.block_formats import block_steps
+    from accel_dse.simulate.dram.vector import operand_codes
+    from accel_spec.vector_door import door_format
 
+    steps = block_steps(design) if design is not None else None
+    fmt = door_format(design.act_fmt) if design is not None else None
     g, v = block.gemms, block.vector
     T, Tk, H, B, dh, kv = block.tokens, block.keys, block.heads, block.seqs, block.d_head, block.kv
     D = block.d_model
@@ -54,15 +57,19 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
     w = {i: np.asarray(workloads.reference(ops[i], seed + i, **bits).b).astype(np.int64).reshape(ops[i].k, -1)
          for i in (0, 1, 2, 5, 6, 7, 8)}
     rng = np.random.default_rng([seed, 0x6B76])
-    kc, vc = (rng.integers(-128, 128, (B, kv, D)).astype(np.int64) for _ in range(2))
+    kc, vc = (operand_codes(rng, (B, kv, D), fmt).astype(np.int64) for _ in range(2))
 
     def gemm(a: np.ndarray, b: np.ndarray, i: int) -> np.ndarray:
+        if steps is not None:
+            return steps.gemm(a, b, g[i])
         return np.asarray(workloads.output_stage(a @ b, g[i].requant)).astype(np.int64)
 
     def vector(name: str, *args: np.ndarray, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        from workloads.vector_door import door_vector_op
+
         op = v[name]
-        shaped = [jnp.asarray(a.astype(np.int8).reshape(shape or a.shape)) for a in args]
-        return np.asarray(int_vector_op(op.kind, dict(op.params), *shaped)).astype(np.int64).reshape(args[0].shape)
+        shaped = [a.reshape(shape or a.shape) for a in args]
+        return door_vector_op(op.kind, dict(op.params), fmt, *shaped).reshape(args[0].shape)
 
     rope = (B, T, H, dh)
     h = vector("norm1", x)
@@ -113,13 +120,16 @@ def decoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], block
 
     prog = block_program(design, block)
     t = prog.tensors
-    given, final = _references(block, [op for _, op, _ in selected], seed, bits)
+    given, final = _references(block, [op for _, op, _ in selected], seed, bits, design)
+    from accel_dse.simulate.dram.block_formats import block_steps
+
+    requant = block_steps(design).requant
     final["KT"] = spread_keys(final["KT"], block.seqs, block.keys, t["KT"].shape[1])
     given["KT"] = spread_keys(given["KT"], block.seqs, block.keys, t["KT"].shape[1])
     tensors = {name: pack_tensor(t[name], given[name]) for name in ("x", "K", "V", "KT")}
     tensors["rope"] = pack_tensor(t["rope"], _rope_table(block, design.vector_lanes))
     for i, spans in enumerate(gemm_groups(block)):
-        rq = block.gemms[i].requant
+        rq = requant(block.gemms[i])
         for c0, n, tag in spans:
             if f"w{i}" in given:
                 tensors[f"b{tag}"] = pack_tensor(t[f"b{tag}"], given[f"w{i}"][:, c0:c0 + n])

@@ -37,16 +37,16 @@ def encoder_for(design: ArrayConfig, wl: Any, scale: float, notes: list[str]) ->
     return block_for(design, wl, scale, notes, "encoder layer", encoder_layer)
 
 
-def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> tuple[dict[str, np.ndarray],
-                                                                                     dict[str, np.ndarray]]:
+def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any],
+                design: ArrayConfig | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The layers' input and weights (by role), and the final value of each of their tensors in DRAM
     (``x``, ``Q``, ``K``, ``KT``, ``V``, ``S``: the probabilities over the scores, ``ctx``, ``y{l}``,
-    ``out``), in integers (module docstring)."""
-    import jax.numpy as jnp
-
+    ``out``), in integers (module docstring), as codes of ``design``'s activation format
+    (``accel_dse.simulate.dram.block_formats``; ``None``: int8)."""
     import workloads
-    from workloads import int_vector_op
+    from accel_dse.simulate.dram.block_formats import block_steps
 
+    steps = block_steps(design) if design is not None else None
     g = layer.gemms
     T, H, B, dh = layer.tokens, layer.heads, layer.seqs, layer.d_head
     x = np.asarray(workloads.reference(ops[0], seed, **bits).a).astype(np.int64).reshape(B * T, -1)
@@ -54,11 +54,16 @@ def _references(layer: Any, ops: list[Any], seed: int, bits: dict[str, Any]) -> 
          for i in (0, 1, 2, 5, 6, 7)}
 
     def gemm(a: np.ndarray, b: np.ndarray, i: int) -> np.ndarray:
+        if steps is not None:
+            return steps.gemm(a, b, g[i])
         return np.asarray(workloads.output_stage(a @ b, g[i].requant)).astype(np.int64)
 
     def vector(op: Any, *args: np.ndarray) -> np.ndarray:
-        run = int_vector_op(op.kind, dict(op.params), *(jnp.asarray(a.astype(np.int8)) for a in args))
-        return np.asarray(run).astype(np.int64)
+        if steps is not None:
+            return steps.vector(op, *args)
+        from workloads.vector_door import door_vector_op
+
+        return door_vector_op(op.kind, dict(op.params), None, *args)
 
     final: dict[str, np.ndarray] = {"x": x}
     heads = [(b, h) for b in range(B) for h in range(H)]
@@ -95,7 +100,10 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
     prog = block_program(design, layer)
     t = prog.tensors
     g = layer.gemms
-    given, final = _references(layer, [op for _, op, _ in selected], seed, bits)
+    given, final = _references(layer, [op for _, op, _ in selected], seed, bits, design)
+    from accel_dse.simulate.dram.block_formats import block_steps
+
+    requant = block_steps(design).requant
     final["KT"] = spread_keys(final["KT"], layer.seqs, layer.tokens, t["KT"].shape[1])
     x = given["x"]
     tensors = {"x": pack_tensor(t["x"], x), "b0": pack_tensor(t["b0"], given["wq"]),
@@ -104,7 +112,7 @@ def encoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], layer
                "tail.b2": pack_tensor(t["tail.b2"], given["w2"])}
     for name, i in (("q0", 0), ("q1", 1), ("q2", 2), ("q3", 3), ("q4", 4), ("tail.q0", 5), ("tail.q1", 6),
                     ("tail.q2", 7)):
-        tensors[name] = pack_qparam_lanes(t[name], qparam_fields(g[i].requant, g[i].n))
+        tensors[name] = pack_qparam_lanes(t[name], qparam_fields(requant(g[i]), g[i].n))
     return block_job(design, prog, tensors, final, "Q", latency, job_type)
 
 

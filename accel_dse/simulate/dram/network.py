@@ -8,7 +8,8 @@ after one of them (several after one GEMM run in the workload's order), on a des
 one program (``perf_model.compiler.network.compile_network``): no host
 step between the ops. The reference is the chain of the GEMMs' JAX references (op 0's ``A``, op
 ``i``'s weights of seed ``seed + i``, as ``workloads.chained_references``) through the output
-stage, with each link's integer vector op (``workloads._int_ops``) applied to the requantised
+stage, with each link's integer vector op (``workloads._int_ops``; on fp8 or int4 activations
+behind the unit's door, ``accel_dse.simulate.dram.block_formats``) applied to the requantised
 output (an add's second operand: its skip GEMM's input); only the network's output reaches DRAM,
 and it is checked bit for bit, the program's total cycles against the walk.
 """
@@ -67,12 +68,12 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
                 seed: int, latency: int, job_type: Any, bits: dict[str, Any]) -> tuple[Any, dict[str, Any],
                                                                                      dict[str, np.ndarray]]:
     """The network's one job (``job_type``: ``DramJob``), its op entry of the meta and its image."""
-    import jax.numpy as jnp
-
     import perf_model
     import workloads
+    from accel_dse.simulate.dram.block_formats import design_gemm
+    from accel_spec.vector_door import door_format
     from perf_model.compiler.network import TWO_OPERAND, compile_network, link_ops, residual_skips
-    from workloads import int_vector_op
+    from workloads.vector_door import door_vector_op
 
     skips = residual_skips(links)
     gemms = _gemms(selected, scale)
@@ -89,13 +90,13 @@ def network_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], links
         b = np.asarray(workloads.reference(op, seed + i, **bits).b).astype(np.int64)
         tensors[f"b{i}"] = pack_tensor(t[f"b{i}"], b)
         tensors[f"q{i}"] = pack_qparam_lanes(t[f"q{i}"], qparam_fields(gemm.requant, gemm.n))
-        x = np.asarray(workloads.output_stage(x @ b, gemm.requant)).astype(np.int64)
+        x = design_gemm(design, gemm, x, b)
         for vop in link_ops(links[i]) if i < len(links) else ():
-            args = [jnp.asarray(x.astype(np.int8))]
+            args = [x]
             skip = skips[i]
             if vop.kind in TWO_OPERAND and skip is not None:
-                args.append(jnp.asarray(inputs[skip].astype(np.int8)))
-            x = np.asarray(int_vector_op(vop.kind, dict(vop.params), *args)).astype(np.int64)
+                args.append(inputs[skip])
+            x = door_vector_op(vop.kind, dict(vop.params), door_format(design.act_fmt), *args)
     last = len(gemms) - 1
     timing = perf_model.program_cycles(design, prog.commands, latency=latency, rate=perf_model.dram_rate(design))
     meta = {"name": "network", "a_src": -1, "on_chip": False, "one_program": True,

@@ -2,8 +2,10 @@
 
 Each vector op the unit runs (``perf_model.vector_timing.vector_plan``) becomes a program of its
 own (``perf_model.compiler.vector.vector_program``: LOAD its operands into the ifmap, VECTOR,
-STORE its output from the ifmap) on seeded random int8 operands, checked against the op's JAX
-integer definition (``workloads._int_ops``) bit for bit, its total cycles against the walk's
+STORE its output from the ifmap) on seeded random int8 operands (codes of the design's activation
+format when it is fp8 or int4), checked against the op's JAX integer definition
+(``workloads._int_ops``; behind the unit's door for another format: ``workloads.vector_door``) bit
+for bit, its total cycles against the walk's
 (``perf_model.program_timing``). ``--scale`` keeps the op's first rows (a row op's first rows of
 its first head; an element-wise op's first rows of its last axis; a pooling's first images; a
 RoPE's first positions of its first batch, all their heads), and so does the ifmap: the operands
@@ -23,8 +25,9 @@ import numpy as np
 from accel_dse.simulate.dram.image import pack_tensor, program_image
 from accel_dse.simulate.dram.job_files import layout_dict
 from accel_spec.config import ArrayConfig
+from accel_spec.vector_door import door_format
 
-__all__ = ["scaled_op", "vector_jobs"]
+__all__ = ["scaled_op", "vector_jobs", "operand_codes"]
 
 
 def scaled_op(design: ArrayConfig, op: Any, scale: float) -> tuple[Any, str]:
@@ -72,24 +75,45 @@ def scaled_op(design: ArrayConfig, op: Any, scale: float) -> tuple[Any, str]:
     return dataclasses.replace(op, shape=shape, out_shape=None), ""
 
 
-def _reference(op: Any, rng: np.random.Generator, lanes: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Seeded int8 operands of ``op`` (a RoPE's second: its table, one row a (batch, position)
-    on ``lanes`` lanes) and its JAX integer output."""
+def operand_codes(rng: np.random.Generator, shape: tuple[int, ...], fmt: str | None) -> np.ndarray:
+    """Seeded operand codes of ``shape`` in activation format ``fmt`` (``None``: int8): every finite
+    fp8 code (NaN and infinity codes redrawn as 0), int4 values, or bf16 codes (int16) of normal values."""
+    if fmt == "int4":
+        return rng.integers(-8, 8, shape, dtype=np.int8)
+    if fmt == "bf16":  # values of the unit's range and beyond (2 sigma 4: some saturate at the door)
+        from workloads.format_codes import to_codes
+        from workloads.formats import quantise
+
+        return to_codes(quantise(4 * rng.standard_normal(shape), fmt), fmt)
+    x = rng.integers(-128, 128, shape, dtype=np.int8)
+    if fmt == "fp8_e4m3":
+        x[(x & 0x7F) == 0x7F] = 0
+    elif fmt == "fp8_e5m2":
+        x[(x & 0x7C) == 0x7C] = 0
+    return x
+
+
+def _reference(op: Any, rng: np.random.Generator, lanes: int,
+               fmt: str | None = None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Seeded operands of ``op`` (codes of the design's activation format ``fmt``, ``None``: int8;
+    a RoPE's second: its table, one row a (batch, position) on ``lanes`` lanes) and its output: the
+    JAX integer op, behind the vector unit's door for another format (``workloads.vector_door``)."""
     from accel_spec.vector_isa import rope_table_row
     from perf_model.vector_timing import vector_plan
-    from workloads import int_vector_op, rope_tables
+    from workloads import rope_tables
+    from workloads.vector_door import door_vector_op
 
     two = vector_plan(op, 1)
     operands = 2 if not isinstance(two, str) and two.operands == 2 else 1
-    x = rng.integers(-128, 128, op.shape, dtype=np.int8)
-    y = rng.integers(-128, 128, op.shape, dtype=np.int8) if operands == 2 else None
+    x = operand_codes(rng, op.shape, fmt)
+    y = operand_codes(rng, op.shape, fmt) if operands == 2 else None
     if op.kind == "rope":
         batch, seq, _, n = op.shape
         cos, sin = rope_tables(op.param("start"), seq, n // 2, op.param("theta"))
         rows = [rope_table_row(cos[p].tolist(), sin[p].tolist(), lanes) for p in range(seq)]
         y = np.tile(np.array(rows, np.int8), (batch, 1))
     args = (x,) if y is None or op.kind == "rope" else (x, y)
-    out = np.asarray(int_vector_op(op.kind, dict(op.params), *args)).astype(np.int64)
+    out = door_vector_op(op.kind, dict(op.params), fmt, *args)
     return x, y, out
 
 
@@ -110,7 +134,7 @@ def vector_jobs(design: ArrayConfig, vector_ops: list[tuple[str, Any]], scale: f
             continue
         prog = vector_program(design, [small])
         rng = np.random.default_rng([seed, index])
-        x, y, ref = _reference(small, rng, design.vector_lanes)
+        x, y, ref = _reference(small, rng, design.vector_lanes, door_format(design.act_fmt))
         t = prog.tensors
         tensors = {"x0": pack_tensor(t["x0"], x.astype(np.int64).reshape(t["x0"].shape))}
         if y is not None:
@@ -125,6 +149,6 @@ def vector_jobs(design: ArrayConfig, vector_ops: list[tuple[str, Any]], scale: f
         rows, n = z.shape
         scaled = {"m": math.prod(op.shape[:-1]), "batch": 1} if small.shape != op.shape else None
         jobs.append(job_type(index, name, SimpleNamespace(m=rows, k=0, n=n), scaled,
-                             ref.reshape(1, rows, n), z, 0, timing.total, timing.stall, 0, 8))
+                             ref.reshape(1, rows, n), z, 0, timing.total, timing.stall, 0, design.input_bits))
         index += 1
     return jobs, metas, images, notes

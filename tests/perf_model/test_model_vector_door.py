@@ -1,0 +1,61 @@
+"""The vectorised model takes the designs whose fp8 or int4 activations reach the vector unit through
+its door (accel_spec.vector_door), as ArrayConfig does, and prices their vector ops as the int8
+unit's: the door is combinational, so the unit's cycles are the same (the RTL's totals equal the
+walk: tests/simulate/test_sim_vector_door.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import perf_model
+import workloads
+from accel_dse.design_files import load_design
+from accel_spec.config import ArrayConfig
+from accel_spec.errors import ConfigError, ModelError
+
+SPEC = "bert_base:seq=16,d=32,heads=2,ffn=64"
+
+
+def test_the_columns_take_the_door_formats_and_refuse_what_arrayconfig_refuses():
+    formats = [("fp8_e4m3", "fp8_e4m3", 48), ("fp8_e5m2", "fp8_e5m2", 32), ("int4", "int4", 32), ("int8", "int4", 32),
+               ("bf16", "bf16", 32)]
+    d = perf_model.DesignArrays.from_columns(rows=8, cols=8, vector_unit=True, clock_mhz=250.0,
+                                             weight_format=np.array([w for w, _, _ in formats]),
+                                             act_format=np.array([a for _, a, _ in formats]),
+                                             acc_bits=np.array([acc for *_, acc in formats]),
+                                             input_bits=np.array([16 if a == "bf16" else 8 for _, a, _ in formats]))
+    table = perf_model.evaluate_designs(d, workloads.resolve(SPEC))
+    assert table.feasible.all(), table.reason
+    byte_lanes = table.vector_cycles[:4]  # one unit, one program: the same cycles
+    assert (byte_lanes == byte_lanes[0]).all() and byte_lanes[0] > 0
+    assert table.vector_cycles[4] > 0  # bf16: its vector ops op by op (no block program: no transpose)
+    packed = {"weight_format": "int4", "act_format": "int4", "pack_int4": True}
+    with pytest.raises(ModelError, match="vector_unit"):
+        perf_model.DesignArrays.from_columns(rows=8, cols=8, vector_unit=True, input_bits=16, acc_bits=32)
+    with pytest.raises(ModelError, match="vector_unit.*unpacked"):
+        perf_model.DesignArrays.from_columns(rows=8, cols=8, vector_unit=True, **packed)
+    with pytest.raises(ConfigError, match="packed two a byte"):
+        ArrayConfig(rows=8, cols=8, vector_unit=True, **packed)
+
+
+@pytest.mark.parametrize("fmt,acc", [("fp8_e4m3", 48), ("int4", 32)])
+def test_a_door_designs_vector_cycles_are_the_int8_units(fmt, acc):
+    """Same array, same unit: the one program's vector cycles equal the int8 design's."""
+    base = load_design("edge")
+    door = dataclasses.replace(base, weight_format=fmt, act_format=fmt, acc_bits=acc)
+    wl = workloads.resolve(SPEC)
+    a, b = perf_model.evaluate(base, wl).network, perf_model.evaluate(door, wl).network
+    assert a is not None and b is not None
+    assert b["vector_cycles"] == a["vector_cycles"] > 0 and b["vector_ops"] == a["vector_ops"]
+
+
+def test_a_bf16_design_runs_no_transformer_block_as_one_program():
+    """Its 16-bit lanes: the unit's transpose tile holds bytes, so the keys' transpose cannot run and
+    the one-program figure says why (the vector ops still run on the unit, op by op)."""
+    bf16 = dataclasses.replace(load_design("tiny-vector"), weight_format="bf16", act_format="bf16", clock_mhz=250.0)
+    result = perf_model.evaluate(bf16, workloads.resolve(SPEC))
+    assert result.network is not None
+    assert "transposes its keys on the vector unit, whose tile holds bytes" in result.network["reason"]
