@@ -33,7 +33,7 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.physical.design_area import logic_mm2
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.technology import nominal_vdd
-from perf_model.physical.vector_unit import lane_word_pj, scalar_step_pj, unit_um2
+from perf_model.physical.vector_unit import door_um2, lane_word_pj, scalar_step_pj, unit_um2
 from perf_model.vector_timing import VectorPlan, plan_cycles, vector_plan
 from workloads.vector_ops import VectorOp
 
@@ -74,8 +74,13 @@ def word_reads(plan: VectorPlan) -> int:
     return plan.rows * plan.words * plan.passes
 
 
-def plan_bytes(plan: VectorPlan) -> dict[str, int]:
-    """Bytes of one run: ``dram_read``, ``dram_write``, ``sram_read``, ``sram_write``."""
+def plan_bytes(plan: VectorPlan, elem_bytes: int = 1) -> dict[str, int]:
+    """Bytes of one run: ``dram_read``, ``dram_write``, ``sram_read``, ``sram_write``, elements of
+    ``elem_bytes`` bytes (a bf16 design's lanes hold two: ``input_bits // 8``)."""
+    return {k: v * elem_bytes for k, v in _plan_bytes(plan).items()}
+
+
+def _plan_bytes(plan: VectorPlan) -> dict[str, int]:
     g = plan.pool
     if g is not None:
         return {"dram_read": plan.rows * g.in_h * g.in_w * plan.n, "dram_write": plan.rows * g.out_h * g.out_w * plan.n,
@@ -129,6 +134,7 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
     lane_words = np.zeros(n)
     steps = np.zeros(n)
     bw = effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz)
+    elem = np.asarray(d.input_bits, dtype=np.int64) // 8  # bytes an element (bf16 lanes: 2)
     stall = np.zeros(n)
     capacity = np.asarray(d.ifmap_sram_kib, dtype=np.int64) * 1024
     misfit = [""] * n
@@ -147,8 +153,8 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
             busy[at] += count * cycles
             b = plan_bytes(plan)
             for key, value in b.items():
-                bytes_[key][at] += count * value
-            dram_cycles = (b["dram_read"] + b["dram_write"]) / bw[at]
+                bytes_[key][at] += count * value * elem[at]
+            dram_cycles = (b["dram_read"] + b["dram_write"]) * elem[at] / bw[at]
             stall[at] += count * np.maximum(dram_cycles - cycles, 0.0)
             lane_words[at] += count * word_reads(plan) * lanes
             steps[at] += count * plan.rows * _SCALAR_STEPS.get(plan.kind, 0)
@@ -161,7 +167,9 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
         "vector_dram": (bytes_["dram_read"] + bytes_["dram_write"]) * dram_pj_per_byte(d.dram, energy.dram_pj_per_byte),
     }
     # the unit's area on every design that carries it (the RTL builds it whatever the workload)
-    area = np.where(cols > 0, logic_mm2(unit_um2(cols), d.tech_nm), 0.0)  # node density, floor plan
+    # (and its door's converters on a design whose activations are not int8: ``door_um2``)
+    area = np.where(cols > 0, logic_mm2(unit_um2(cols) + door_um2(d.act_format, cols), d.tech_nm),
+                    0.0)  # node density, floor plan
     latency = (busy + stall) / (np.asarray(d.clock_mhz, dtype=np.float64) * 1e6)
     return VectorColumns(busy, stall, bytes_["dram_read"], bytes_["dram_write"], bytes_["sram_read"],
                          bytes_["sram_write"], parts, area, latency, energy.leakage_density(d.tech_nm, vdd), misfit)

@@ -223,7 +223,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
         status="ok" if feasible else first_bad.status if first_bad else "infeasible",
         reason=first_bad.reason if first_bad else misfit or ("model error: a non-finite result (a perf_model bug; "
                                                              "please report it)" if not feasible else ""),
-        ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.vector_lanes),
+        ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.vector_lanes, config.input_bits // 8),
         host_work=host_ops(vector_ops, config.vector_lanes) + _reshapes(results, block),
         network=one_program_figures(config, ops) if isinstance(ops, Workload) and feasible else None,
     )
@@ -244,8 +244,9 @@ def _reshapes(results: list[OpResult], block: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _vector_rows(vector_ops: list[tuple[Any, int]], lanes: int) -> list[dict[str, Any]]:
-    """The vector ops the unit runs on ``lanes`` lanes, with their cycles and bytes."""
+def _vector_rows(vector_ops: list[tuple[Any, int]], lanes: int, elem_bytes: int) -> list[dict[str, Any]]:
+    """The vector ops the unit runs on ``lanes`` lanes, with their cycles and bytes (elements of
+    ``elem_bytes`` bytes)."""
     rows = []
     for op, count in vector_ops:
         plan = vector_plan(op, lanes)
@@ -254,7 +255,7 @@ def _vector_rows(vector_ops: list[tuple[Any, int]], lanes: int) -> list[dict[str
         cycles = plan_cycles(plan)
         rows.append({"kind": op.kind, "name": op.name, "runs": count, "elements": op.elements * count,
                      "cycles": cycles, "total_cycles": cycles * count,
-                     **{f"{k}_bytes": v * count for k, v in plan_bytes(plan).items()}})
+                     **{f"{k}_bytes": v * count for k, v in plan_bytes(plan, elem_bytes).items()}})
     return rows
 
 

@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from accel_spec.config import FORMAT_CODES
 from perf_model.physical import vector_unit_fit as fit
 from perf_model.physical.energy import EnergyTable
 
-__all__ = ["unit_um2", "lane_word_pj", "scalar_step_pj"]
+__all__ = ["unit_um2", "door_um2", "lane_word_pj", "scalar_step_pj"]
 
 _REF_NM = 45.0
 
@@ -30,6 +31,18 @@ def unit_um2(lanes: Any) -> np.ndarray:
     """Area of a vector unit of ``lanes`` lanes at 45 nm, µm^2 (the Yosys fit)."""
     lanes = np.asarray(lanes, dtype=np.float64)
     return fit.BASE_UM2 + fit.PER_LANE_UM2 * lanes + fit.PER_LANE2_UM2 * lanes * lanes
+
+
+def door_um2(act_format: Any, lanes: Any) -> np.ndarray:
+    """Area of the unit's door (``accel_spec.vector_door``) at 45 nm, µm^2: none on int8 activations
+    (``act_format`` auto or int8), else the Yosys fit of the activation format's converters
+    (``vector_unit_fit.DOOR_UM2``) at ``lanes`` lanes. ``act_format``: ``ArrayConfig.act_format`` codes."""
+    codes = np.asarray(act_format)
+    lanes = np.asarray(lanes, dtype=np.float64)
+    out = np.zeros(np.broadcast_shapes(codes.shape, lanes.shape))
+    for name, (base, per_lane) in fit.DOOR_UM2.items():
+        out = np.where(codes == FORMAT_CODES.index(name), base + per_lane * lanes, out)
+    return out
 
 
 def lane_word_pj(energy: EnergyTable) -> float:

@@ -20,3 +20,8 @@ POINTS = [
     (4, 174672.358, 1059486, 1946),
     (8, 321088.866, 1958918, 2741),
 ]
+
+#: The door's converters (``rtl_gen/core/vector_door.py``) at 45 nm, µm^2, per activation format:
+#: ``(base, per lane)`` through its 1- and 4-lane builds (``bench/vector_door_area.py``, Yosys on
+#: NanGate45, 2026-12-07: fp8_e4m3 411 / 1,546, fp8_e5m2 430 / 1,605, int4 117 / 364, bf16 645 / 2,439).
+DOOR_UM2 = {"fp8_e4m3": (32.67, 378.33), "fp8_e5m2": (38.33, 391.67), "int4": (34.67, 82.33), "bf16": (47.0, 598.0)}
