@@ -102,7 +102,7 @@ def pool_bands(config: ArrayConfig, conv: Conv2d, stand_in: Gemm, link: tuple[Ve
     per = -(-oh * conv.n // PIPELINE_CHUNKS) if halves else oh
     while per > 1 and not fits(per, room):
         per -= 1
-    steps = []
+    steps: list[tuple[list[Command], list[list[Command]], Command]] = []
     for img in range(conv.n):
         for oy0 in range(0, oh, per):
             oy1 = min(oh, oy0 + per)

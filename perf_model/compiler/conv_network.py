@@ -423,11 +423,11 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
         program = got
         programs.append(program)
         aliases.append(name(k) if a_region is None and i > 0 else None)  # its input in DRAM
-        j = adds.get(i)
+        operand = adds.get(i)
         if not on_chip:  # its output stored; the link's ops over it in DRAM, below the live regions
             rows = conv.n * conv.out_h * conv.out_w  # the output as the chunks see it: a DRAM row a pixel
             stand_in = Gemm(m=rows, k=1, n=conv.c_out)
-            skip = None if j is None else f"s{i}" if j == EXTERNAL else name(j)
+            skip = None if operand is None else f"s{i}" if operand == EXTERNAL else name(operand)
             if pool is not None:
                 builds.append(functools.partial(pool_bands, config, conv, stand_in, ops[i], i, skip,
                                                 depth=regions.low()))
@@ -444,8 +444,8 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
                                               wait_dma=1)
                     continue
                 src2 = at
-                if op.kind in TWO_OPERAND and j is not None:
-                    src2 = regions.at(f"s{i}" if j == EXTERNAL else f"x{j}")
+                if op.kind in TWO_OPERAND and operand is not None:
+                    src2 = regions.at(f"s{i}" if operand == EXTERNAL else f"x{operand}")
                 vector += vector_commands(vector_registers(_flat(op, words, lanes), lanes, src=at, src2=src2,
                                                            dst=at), wait_dma=1)
             store_at = c_region if i + 1 == count and trailing else None

@@ -22,7 +22,7 @@ import os
 import signal
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,7 @@ def grid_search(
 
 
 def _scored_chunks(space: DesignSpace, evaluator: ModelEvaluator, size: int, chunk: int,
-                   workers: int) -> Iterator[tuple[int, int, Any]]:
+                   workers: int) -> Generator[tuple[int, int, Any], None, None]:
     """``(start, stop, evaluate_columns(...))`` of every chunk, in order, scored by ``workers`` processes."""
     bounds = [(start, min(size, start + chunk)) for start in range(0, size, chunk)]
     if workers <= 1 or len(bounds) <= 1:
