@@ -158,7 +158,7 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
     parts = {
         "vector": (lane_words * lane_word_pj(energy) + steps * scalar_step_pj(energy)) * scale,
         "vector_sram": (bytes_["sram_read"] + bytes_["sram_write"]) * sram_pj,
-        "vector_dram": (bytes_["dram_read"] + bytes_["dram_write"]) * dram_pj_per_byte(d.dram, energy.dram_pj_per_byte),
+        "vector_dram": (bytes_["dram_read"] + bytes_["dram_write"]) * dram_pj_per_byte(d.dram),
     }
     # the unit's area on every design that carries it (the RTL builds it whatever the workload)
     area = np.where(cols > 0, logic_mm2(unit_um2(cols), d.tech_nm), 0.0)  # node density, floor plan
