@@ -8,7 +8,7 @@ from typing import Any
 
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.design_files import load_design, load_preset, preset_names
-from accel_spec.config import IDEAL_MEMORY_LABEL, MEMORY_KINDS, NO_MEMORY, ArrayConfig
+from accel_spec.config import IDEAL_MEMORY_LABEL, MEMORY_KINDS, NO_MEMORY, ArrayConfig, memory_label
 from accel_spec.errors import ConfigError
 
 __all__ = ["register"]
@@ -202,8 +202,9 @@ def _presets(args: argparse.Namespace) -> int:
         return 0
     rows = [
         [name, f"{c.rows}x{c.cols}", c.dataflow.value, c.input_bits, c.ifmap_sram_kib + c.weight_sram_kib
-         + c.ofmap_sram_kib, c.vector_lanes or "-", c.clock_mhz, c.tech_nm, c.config_hash]
+         + c.ofmap_sram_kib, c.vector_lanes or "-", c.clock_mhz, c.tech_nm, memory_label(c.dram), c.config_hash]
         for name, c in configs.items()
     ]
-    emit(format_table(["preset", "array", "dataflow", "bits", "sram_kib", "vector lanes", "mhz", "nm", "hash"], rows))
+    emit(format_table(["preset", "array", "dataflow", "bits", "sram_kib", "vector lanes", "mhz", "nm", "dram", "hash"],
+                      rows))
     return 0
