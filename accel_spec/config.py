@@ -6,9 +6,9 @@ variants are made by copy (``dataclasses.replace(config, rows=32)``), which chec
 
 Units are in the field names: ``*_kib`` are KiB (1024 bytes) of on-chip SRAM,
 ``dram_bytes_per_cycle`` is bytes per accelerator clock cycle, ``clock_mhz`` is MHz and
-``tech_nm`` the technology node in nanometres. ``dram`` optionally names the memory part
-(:data:`MEMORY_KINDS`, with its GB/s and pJ/bit and their sources); ``"none"`` keeps the
-bandwidth a plain per-cycle figure.
+``tech_nm`` the technology node in nanometres. ``dram`` names the memory part
+(:data:`MEMORY_KINDS`, with its GB/s and pJ/bit and their sources; :data:`DEFAULT_MEMORY` when a
+design names none); ``"none"`` is ideal memory: the bandwidth a plain per-cycle figure, no energy.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from accel_spec.vector_door import vector_unit_rule
 
 __all__ = ["ArrayConfig", "Dataflow", "INPUT_BITS", "FIELD_NAMES", "FORMAT_CODES", "FORMAT_NAMES", "MemoryKind",
            "MEMORY_KINDS", "MEMORY_NAMES", "NO_MEMORY", "NumberFormat", "CHECKSUMS", "CHECKSUM_DATAFLOWS",
-           "checksum_weight_bits", "DATAFLOW_CODES", "MAX_POWER_DENSITY_W_MM2", "MODEL_ONLY_FIELDS"]
+           "checksum_weight_bits", "DATAFLOW_CODES", "MAX_POWER_DENSITY_W_MM2", "MODEL_ONLY_FIELDS", "DEFAULT_MEMORY",
+           "IDEAL_MEMORY_LABEL", "memory_label"]
 
 #: Supported operand widths (signed integers).
 INPUT_BITS = (8, 16)
@@ -123,8 +124,16 @@ class MemoryKind:
     source: str
 
 
-#: The value of ``dram`` that names no part: bandwidth is ``dram_bytes_per_cycle`` at any clock.
+#: The value of ``dram`` that names no part, ideal memory: bandwidth is ``dram_bytes_per_cycle`` at any
+#: clock and DRAM traffic costs no energy (an explicit choice, never the default).
 NO_MEMORY = "none"
+#: How every table and line shows ``dram = "none"``.
+IDEAL_MEMORY_LABEL = "ideal memory"
+
+
+def memory_label(dram: str) -> str:
+    """``dram`` as tables show it: the part's name, or ``none (ideal memory)`` for ``"none"``."""
+    return f"{NO_MEMORY} ({IDEAL_MEMORY_LABEL})" if dram == NO_MEMORY else dram
 
 #: Known memory kinds, by name. Bandwidth is the JEDEC transfer rate times the interface width
 #: (JESD79-3 DDR3, JESD79-4 DDR4, JESD209-5 LPDDR5, JESD235 HBM2E); energy per bit from the
@@ -144,6 +153,12 @@ MEMORY_KINDS: dict[str, MemoryKind] = {m.name: m for m in (
 )}
 #: ``dram`` values in code order (``perf_model`` keeps them as integer codes, ``none`` = 0).
 MEMORY_NAMES: tuple[str, ...] = (NO_MEMORY, *MEMORY_KINDS)
+#: The part a design that names no ``dram`` gets: one LPDDR5 x32 channel (25.6 GB/s, 5 pJ/bit). The
+#: default design is edge-sized (45 nm, 1 GHz, 3 x 64 KiB of SRAM, 16 B/cycle), and LPDDR is what
+#: chips of that size pair with; at clocks up to 1.6 GHz its 25.6 GB/s does not cap the default
+#: 16 B/cycle, so the default's cycles are those of ``dram_bytes_per_cycle`` alone. Datacenter designs
+#: name ``"hbm2e"`` (every shipped space names its part; docs/physical.md, "DRAM as a part").
+DEFAULT_MEMORY = "lpddr5-x32"
 
 
 def _check_int(name: str, value: object, low: int, high: int, rule: str | None = None) -> None:
@@ -237,9 +252,10 @@ class ArrayConfig:
             while the current fold streams (TPU v1's weight double buffering), OS drains the
             finished results while the next fold accumulates. Costs one register per PE.
         tech_nm: technology node for energy and area scaling, nm (5..180).
-        dram: the off-chip memory part, a name of :data:`MEMORY_KINDS`, or ``"none"``
-            (default): with a part, the bandwidth the model uses is
-            ``min(dram_bytes_per_cycle, GB/s / clock)`` and DRAM energy is the part's pJ/bit.
+        dram: the off-chip memory part, a name of :data:`MEMORY_KINDS` (default
+            :data:`DEFAULT_MEMORY`, ``"lpddr5-x32"``): the bandwidth the model uses is
+            ``min(dram_bytes_per_cycle, GB/s / clock)`` and DRAM energy is the part's pJ/bit; or
+            ``"none"``, ideal memory: ``dram_bytes_per_cycle`` at any clock and no DRAM energy.
         checksum: ``"none"`` (default) or ``"detect"``: every matrix run checks the sum of each
             output word against a checksum column at the array edge (exact modulo
             ``2**acc_bits``) and flags a mismatch (``rtl_gen.core.checksum``). WS and IS only;
@@ -290,7 +306,7 @@ class ArrayConfig:
     double_buffered: bool = True
     shadow_stationary: bool = True
     tech_nm: int = 45
-    dram: str = NO_MEMORY
+    dram: str = DEFAULT_MEMORY
     checksum: str = "none"
     weight_format: str = AUTO
     act_format: str = AUTO
@@ -420,7 +436,7 @@ class ArrayConfig:
         """Stable 12-hex-digit SHA-256 digest of the canonical JSON of :meth:`to_dict`.
 
         Fields added after designs were first hashed are left out while they hold their
-        neutral default (:data:`_HASH_NEUTRAL`: ``dram = "none"``, ``checksum = "none"``,
+        neutral default (:data:`_HASH_NEUTRAL`: ``dram`` = :data:`DEFAULT_MEMORY`, ``checksum = "none"``,
         ``vector_unit = false``), so an existing design keeps
         its hash (studies, claims and caches keyed by it stay valid). The operand formats are
         left out while they are ``"auto"`` (both the signed integer of ``input_bits``). The fields
@@ -499,7 +515,9 @@ _UNSET = object()
 #: Fields that describe a budget the model applies, not hardware: the RTL ignores them and
 #: ``config_hash`` leaves them out whatever their value.
 MODEL_ONLY_FIELDS: tuple[str, ...] = ("max_power_density_w_mm2",)
-_HASH_NEUTRAL: dict[str, Any] = {"dram": NO_MEMORY, "checksum": "none", "weight_format": AUTO, "act_format": AUTO,
+#: ``dram``'s neutral value is the default part: a design file that names no part keeps the hash it had
+#: when the default was ``"none"`` (its hardware is the same; only the model's DRAM pricing changed).
+_HASH_NEUTRAL: dict[str, Any] = {"dram": DEFAULT_MEMORY, "checksum": "none", "weight_format": AUTO, "act_format": AUTO,
                                  "vector_unit": False, "pack_int4": False}
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ArrayConfig))

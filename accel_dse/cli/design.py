@@ -8,7 +8,7 @@ from typing import Any
 
 from accel_dse.cli._output import emit, emit_json, format_table
 from accel_dse.design_files import load_design, load_preset, preset_names
-from accel_spec.config import MEMORY_KINDS, NO_MEMORY, ArrayConfig
+from accel_spec.config import IDEAL_MEMORY_LABEL, MEMORY_KINDS, NO_MEMORY, ArrayConfig, memory_label
 from accel_spec.errors import ConfigError
 
 __all__ = ["register"]
@@ -46,7 +46,7 @@ def _check(args: argparse.Namespace) -> int:
                   | ({"accumulator": accumulator} if accumulator else {}))
         return 0
     emit(f"# {config.short_name()}  config_hash = {config.config_hash}")
-    for line in _memory_and_node_lines(config) + [_density_line(density)]:
+    for line in _memory_and_node_lines(config) + _density_lines(density):
         emit(line)
     stage = timing["stages"][timing["critical"]]
     emit(f"# f_max = {timing['f_max_mhz']:.0f} MHz at {config.tech_nm} nm (critical: {timing['critical']}, "
@@ -89,52 +89,110 @@ def _accumulator(config: ArrayConfig, spec: str) -> dict[str, object] | None:
 
 
 def _memory_and_node_lines(config: ArrayConfig) -> list[str]:
-    """Which DRAM part and node the design has, saying when it is the default (``dram = "none"``
-    prices DDR3 at any clock: ``docs/physical.md``)."""
-    from perf_model.physical.energy import DEFAULT_ENERGY
+    """Which DRAM part and node the design has, saying when they are the defaults (a design that names
+    no ``dram`` gets :data:`~accel_spec.config.DEFAULT_MEMORY`; ``"none"`` is ideal memory:
+    ``docs/physical.md``, "DRAM as a part")."""
+    import perf_model
 
     defaults = {f.name: f.default for f in dataclasses.fields(ArrayConfig)}
     said = " (the default)" if config.dram == defaults["dram"] else ""
+    rate = float(perf_model.effective_dram_bytes_per_cycle(config.dram_bytes_per_cycle, config.dram, config.clock_mhz))
     if config.dram == NO_MEMORY:
-        memory = (f'# dram = "{NO_MEMORY}"{said}: no part named; '
-                  f"bandwidth {config.dram_bytes_per_cycle:g} B/cycle at any clock, energy "
-                  f"{DEFAULT_ENERGY.dram_pj_per_byte / 8:.1f} pJ/bit (DDR3, Horowitz ISSCC 2014)")
+        memory = (f'# dram = "{NO_MEMORY}": {IDEAL_MEMORY_LABEL}, chosen: bandwidth '
+                  f"{config.dram_bytes_per_cycle:g} B/cycle at any clock, no DRAM energy")
     else:
         part = MEMORY_KINDS[config.dram]
-        memory = f'# dram = "{part.name}"{said}: {part.gb_per_s:g} GB/s, {part.pj_per_bit:g} pJ/bit ({part.source})'
+        memory = (f'# dram = "{part.name}"{said}: {part.gb_per_s:g} GB/s, {part.pj_per_bit:g} pJ/bit ({part.source}); '
+                  f"{rate:.4g} B/cycle at {config.clock_mhz:g} MHz (min of dram_bytes_per_cycle "
+                  f"{config.dram_bytes_per_cycle:g} and the part's GB/s)")
     node = f"# tech_nm = {config.tech_nm}{' (the default)' if config.tech_nm == defaults['tech_nm'] else ''}"
     return [memory, node]
 
 
 def _power_density(config: ArrayConfig, workload: str | None) -> dict[str, Any]:
-    """The design's on-die power density on ``workload`` against its ``max_power_density_w_mm2``
-    (``{"checked": False}`` without a workload). The density is the model's with the limit lifted,
-    so a design over its limit still shows by how much."""
-    limit = config.max_power_density_w_mm2
-    if workload is None:
-        return {"checked": False, "limit_w_mm2": limit}
+    """The design's on-die power density against its ``max_power_density_w_mm2``: on ``workload``
+    when given, and always the workload-independent bounds of :func:`_peak_density`. The density on
+    a workload is the model's with the limit lifted, so a design over its limit still shows by how much."""
     import perf_model
     import workloads
 
+    limit = config.max_power_density_w_mm2
+    out: dict[str, Any] = {"checked": False, "limit_w_mm2": limit, "bounds": _peak_density(config)}
+    if workload is None:
+        return out
     result = perf_model.evaluate(dataclasses.replace(config, max_power_density_w_mm2=1e6), workloads.resolve(workload))
     if result.status != "ok":
-        return {"checked": False, "limit_w_mm2": limit, "workload": workload, "reason": result.reason}
+        return out | {"workload": workload, "reason": result.reason}
     density = float(result.total["power_density_w_mm2"])
-    return {"checked": True, "limit_w_mm2": limit, "workload": workload, "power_density_w_mm2": density,
-            "on_die_power_w": float(result.total["on_die_power_w"]), "over": density > limit}
+    return out | {"checked": True, "workload": workload, "power_density_w_mm2": density,
+                  "on_die_power_w": float(result.total["on_die_power_w"]), "over": density > limit}
 
 
-def _density_line(density: dict[str, Any]) -> str:
-    """One line: the power density against the limit, or why it was not checked."""
+#: Energy parts of the breakdown that are not on-die dynamic energy (off-die DRAM, and leakage).
+_NOT_DYNAMIC = ("dram", "vector_dram", "leakage")
+
+
+def _peak_density(config: ArrayConfig) -> dict[str, Any]:
+    """Workload-independent on-die power density bounds, W/mm^2 (docs/physical.md, "Power density").
+
+    * ``floor_w_mm2``: leakage alone at the supply the clock needs (the model's leakage density): every
+      workload pays it, so a design whose floor exceeds its limit is infeasible on any workload.
+    * ``peak_w_mm2``: every PE does one MAC each cycle, each with the register and SRAM energy a MAC
+      carries on a large GEMM (m = k = n = 4 * max(rows, cols), ideal memory so nothing waits on
+      DRAM), plus leakage: an upper estimate (the vector unit and DRAM are left out: it runs between
+      matrix runs, DRAM is off die); a design past it is only flagged, not refused.
+    ``{"estimated": False, "reason": ...}`` when the design runs no such GEMM (an accumulator too
+    narrow for any ``K`` tried).
+    """
+    import perf_model
+    import workloads
+
+    ideal = dataclasses.replace(config, dram=NO_MEMORY, max_power_density_w_mm2=1e6)
+    side = 4 * max(config.rows, config.cols)
+    result = None
+    for k in (side, max(config.rows, config.cols), 16):
+        result = perf_model.evaluate(ideal, workloads.resolve(f"gemm:m={side},k={k},n={side}"))
+        if result.status == "ok":
+            break
+    if result is None or result.status != "ok":
+        return {"estimated": False, "reason": result.reason if result is not None else ""}
+    t = result.total
+    parts = t["energy_breakdown"]
+    dynamic_pj_per_mac = sum(v for name, v in parts.items() if name not in _NOT_DYNAMIC) / float(t["macs"])
+    leakage_w = parts["leakage"] * 1e-12 / t["latency_s"]
+    dynamic_w = dynamic_pj_per_mac * 1e-12 * config.rows * config.cols * config.clock_mhz * 1e6
+    area = float(t["area_mm2"])
+    floor = leakage_w / area
+    return {"estimated": True, "area_mm2": area, "floor_w_mm2": floor, "peak_w_mm2": (dynamic_w + leakage_w) / area,
+            "peak_power_w": dynamic_w + leakage_w, "dynamic_pj_per_mac": dynamic_pj_per_mac,
+            "infeasible": floor > config.max_power_density_w_mm2}
+
+
+def _density_lines(density: dict[str, Any]) -> list[str]:
+    """The density bounds from the clock and size alone, then the density on the workload (or why not)."""
     limit = f"max_power_density_w_mm2 = {density['limit_w_mm2']:g}"
+    bounds = density["bounds"]
+    if not bounds["estimated"]:
+        lines = [f"# power density bounds: not estimated ({bounds['reason']}); {limit}"]
+    else:
+        floor, peak = bounds["floor_w_mm2"], bounds["peak_w_mm2"]
+        if bounds["infeasible"]:
+            verdict = "infeasible: leakage alone is OVER the limit, on any workload"
+        elif peak > density["limit_w_mm2"]:
+            verdict = "the peak is over the limit: a busy workload may be infeasible (check it with --workload W)"
+        else:
+            verdict = "within the limit even at the peak"
+        lines = [f"# power density from the clock and size alone: at least {floor:.3g} W/mm^2 (leakage), at most "
+                 f"~{peak:.3g} W/mm^2 (upper estimate: every PE busy each cycle, {bounds['peak_power_w']:.3g} W on "
+                 f"{bounds['area_mm2']:.3g} mm^2); {verdict} ({limit})"]
     if "workload" not in density:
-        return f"# power density: not checked (it needs a workload: --workload W); {limit}"
+        return lines + ["# power density on a workload: not checked (it needs one: --workload W)"]
     if not density["checked"]:
-        return f"# power density on {density['workload']}: not checked, the design is infeasible there: " \
-               f"{density['reason']}"
+        return lines + [f"# power density on {density['workload']}: not checked, the design is infeasible there: "
+                        f"{density['reason']}"]
     verdict = "OVER the limit: infeasible" if density["over"] else "within the limit"
-    return (f"# power density on {density['workload']}: {density['power_density_w_mm2']:.3g} W/mm^2 "
-            f"({density['on_die_power_w']:.3g} W on die), {verdict} ({limit})")
+    return lines + [f"# power density on {density['workload']}: {density['power_density_w_mm2']:.3g} W/mm^2 "
+                    f"({density['on_die_power_w']:.3g} W on die), {verdict} ({limit})"]
 
 
 def _presets(args: argparse.Namespace) -> int:
@@ -144,8 +202,9 @@ def _presets(args: argparse.Namespace) -> int:
         return 0
     rows = [
         [name, f"{c.rows}x{c.cols}", c.dataflow.value, c.input_bits, c.ifmap_sram_kib + c.weight_sram_kib
-         + c.ofmap_sram_kib, c.vector_lanes or "-", c.clock_mhz, c.tech_nm, c.config_hash]
+         + c.ofmap_sram_kib, c.vector_lanes or "-", c.clock_mhz, c.tech_nm, memory_label(c.dram), c.config_hash]
         for name, c in configs.items()
     ]
-    emit(format_table(["preset", "array", "dataflow", "bits", "sram_kib", "vector lanes", "mhz", "nm", "hash"], rows))
+    emit(format_table(["preset", "array", "dataflow", "bits", "sram_kib", "vector lanes", "mhz", "nm", "dram", "hash"],
+                      rows))
     return 0

@@ -51,7 +51,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if result.status != "ok":
         emit(f"{result.status}: {result.reason}")
     else:
-        emit(format_table(["total", "value"], total_rows(result.total) + [_accuracy_row(accuracy)]))
+        emit(format_table(["total", "value"], total_rows(result.total) + [dram_row(config), _accuracy_row(accuracy)]))
         if bound is not None:
             emit(bound["line"])
         parts = result.total["energy_breakdown"]
@@ -195,6 +195,17 @@ def total_rows(total: dict[str, Any]) -> list[list[str]]:
         ["throughput", f"{total['tops']:.3g} TOPS"],
         ["efficiency", f"{total['tops_per_w']:.3g} TOPS/W"],
     ]
+
+
+def dram_row(config: Any) -> list[str]:
+    """The design's DRAM part and the bytes a cycle the model paces it to (``"none"``: ideal memory)."""
+    import perf_model
+    from accel_spec.config import MEMORY_KINDS, memory_label
+
+    rate = float(perf_model.effective_dram_bytes_per_cycle(config.dram_bytes_per_cycle, config.dram, config.clock_mhz))
+    part = MEMORY_KINDS.get(config.dram)
+    what = f"{part.gb_per_s:g} GB/s, {part.pj_per_bit:g} pJ/bit" if part is not None else "no DRAM energy"
+    return ["DRAM part", f"{memory_label(config.dram)} ({what}; {rate:.4g} B/cycle)"]
 
 
 def _accuracy(config: Any, workload: Any) -> dict[str, Any]:

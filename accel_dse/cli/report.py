@@ -77,9 +77,9 @@ def _report(args: argparse.Namespace) -> int:
         rows = []
         for i, r in enumerate(top):
             rtl = r["rtl"]
-            rows.append([r["trial"], r["design"], *[c[i] for c in columns], r["sampler"],
+            rows.append([r["trial"], r["design"], r.get("dram", ""), *[c[i] for c in columns], r["sampler"],
                          "" if rtl is None else ("pass" if rtl.get("passed") else "FAIL")])
-        emit(format_table(["trial", "design", *headers, "sampler", "rtl"], rows))
+        emit(format_table(["trial", "design", "dram", *headers, "sampler", "rtl"], rows))
     if report["best"]:
         emit(f"best: trial {report['best']['trial']}, {report['best']['how']}")
     for f in report["fpga"]:

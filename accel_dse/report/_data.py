@@ -13,6 +13,7 @@ from typing import Any
 from accel_dse.report._format import report_units
 from accel_dse.study_view import StudyView, trial_config, trial_table
 from accel_dse.trial_outcomes import outcome_words, trial_outcomes
+from accel_spec.config import memory_label
 from accel_spec.errors import AccelDseError
 from accel_spec.number_formats import format_tag
 
@@ -60,6 +61,7 @@ def _row(view: StudyView, trial: Any, pareto: set[int]) -> dict[str, Any]:
     return {
         "trial": trial.number,
         "design": short,
+        "dram": memory_label(str(config["dram"])) if "dram" in config else "",
         "config": config,
         "config_hash": trial.user_attrs.get("config_hash"),
         "values": {o.name: float(v) for o, v in zip(view.objectives, trial.values or (), strict=False)},

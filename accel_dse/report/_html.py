@@ -144,6 +144,7 @@ def html_page(report: dict[str, Any], images: Sequence[str], extras: Sequence[tu
         shown = {o.get("metric") for o in report["objectives"]}
         headers, rows = _columns([
             ("trial", None, [r["trial"] for r in top]), ("design", None, [r["design"] for r in top]),
+            ("DRAM", None, [r.get("dram", "") for r in top]),
             *[(o["name"], o.get("metric"), [r["values"].get(o["name"]) for r in top]) for o in report["objectives"]],
             *[(title, m, [r["metrics"].get(m) for r in top]) for title, m in metrics if m not in shown],
             ("sampler", None, [r["sampler"] for r in top]), ("RTL", None, [_rtl_text(r["rtl"]) for r in top]),

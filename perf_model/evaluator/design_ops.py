@@ -282,7 +282,7 @@ def evaluate_block(
         "mac": macs_f * rep(energy.mac_pj(ib_d, ab_d) * format_energy_ratio(area, d)) * scale,
         "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
         "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0))
-        * rep(dram_pj_per_byte(d.dram, energy.dram_pj_per_byte)),
+        * rep(dram_pj_per_byte(d.dram)),
         "output_stage": np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)
         * rep(output_stage_pj(energy, ib_d, ab_d)) * scale,
         "checksum": (macs_f * rep(checksum_pj_per_mac(energy, d.rows, d.cols, ib_d, ab_d, d.checksum))

@@ -164,7 +164,7 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
     parts = {
         "vector": (lane_words * lane_word_pj(energy) + steps * scalar_step_pj(energy)) * scale,
         "vector_sram": (bytes_["sram_read"] + bytes_["sram_write"]) * sram_pj,
-        "vector_dram": (bytes_["dram_read"] + bytes_["dram_write"]) * dram_pj_per_byte(d.dram, energy.dram_pj_per_byte),
+        "vector_dram": (bytes_["dram_read"] + bytes_["dram_write"]) * dram_pj_per_byte(d.dram),
     }
     # the unit's area on every design that carries it (the RTL builds it whatever the workload)
     # (and its door's converters on a design whose activations are not int8: ``door_um2``)

@@ -95,7 +95,7 @@ def apply_one_program(designs: DesignArrays, workload: Any, columns: dict[str, n
         workload: what they were scored on; only a ``Workload`` can be one program.
         columns: ``perf_model.figures.design_table.totals``' per-design columns.
         breakdown: its energy parts, pJ.
-        table: the energy table they were computed with (its DRAM pJ per byte for ``"none"``).
+        table: the energy table they were computed with (the DRAM's pJ per byte is the part's).
 
     Returns:
         Design index -> its one program's figures, for the designs whose columns were replaced.
@@ -120,7 +120,7 @@ def apply_one_program(designs: DesignArrays, workload: Any, columns: dict[str, n
     breakdown["leakage"][index] = breakdown["leakage"][index] * scale
     read = np.array([float(done[i]["dram_read_bytes"]) for i in index])
     written = np.array([float(done[i]["dram_write_bytes"]) for i in index])
-    breakdown["dram"][index] = (read + written) * dram_pj_per_byte(designs.dram[index], table.dram_pj_per_byte)
+    breakdown["dram"][index] = (read + written) * dram_pj_per_byte(designs.dram[index])
     if "vector_dram" in breakdown:
         breakdown["vector_dram"][index] = 0.0
     columns["dram_read_bytes"][index] = read

@@ -4,8 +4,10 @@ Reference figures (45 nm, 0.9 V) from M. Horowitz, "Computing's energy problem (
 can do about it)", ISSCC 2014, Figure 1.1.9:
 
 * integer add: 8-bit 0.03 pJ, 32-bit 0.1 pJ; integer multiply: 8-bit 0.2 pJ, 32-bit 3.1 pJ;
-* SRAM read of 64 bits: 8 KB 10 pJ, 32 KB 20 pJ, 1 MB 100 pJ;
-* DRAM access of 64 bits: 1.3 - 2.6 nJ (we use the midpoint, 1.95 nJ).
+* SRAM read of 64 bits: 8 KB 10 pJ, 32 KB 20 pJ, 1 MB 100 pJ.
+
+(Its DRAM figure, 1.3 - 2.6 nJ per 64-bit access, prices the DDR3 parts of
+:data:`accel_spec.config.MEMORY_KINDS`; DRAM energy is always the design's named part's.)
 
 Between the published widths an operator's energy follows the power law through both points
 (``E(b) = E8 * (b / 8) ** alpha``: multipliers grow ~b^1.98, adders ~b^0.87). SRAM energy per
@@ -44,7 +46,8 @@ node   E / E45  source
 figure in the table). One factor scales every on-chip dynamic energy (MAC, registers, SRAM,
 output stage, vector unit, checksum). The same paper's Table 2 finds SRAM energy improving less
 than logic from 45 to 7 nm, so for SRAM the logic factor is a lower bound (not yet a per-node
-SRAM figure of its own). DRAM energy is off-chip (I/O and DRAM core) and is not scaled.
+SRAM figure of its own). DRAM energy is off-chip (I/O and DRAM core), the part's, and is not
+scaled (``perf_model._memory_parts``).
 """
 
 from __future__ import annotations
@@ -107,7 +110,6 @@ class EnergyTable:
         reg_bit_pj: one register bit written (assumption: one full-adder bit).
         sram_kib: SRAM capacities (KiB) of the reference points.
         sram_pj_per_64b: energy of a 64-bit SRAM access at those capacities.
-        dram_pj_per_64b: energy of a 64-bit DRAM access (not technology scaled).
         leakage_w_per_mm2: static power per mm^2 of die at nominal supply (``None``: the
             per-node figures of :mod:`perf_model.physical.technology`; 0: off).
     """
@@ -119,7 +121,6 @@ class EnergyTable:
     reg_bit_pj: float = 0.1 / 32
     sram_kib: tuple[float, ...] = (8.0, 32.0, 1024.0)
     sram_pj_per_64b: tuple[float, ...] = (10.0, 20.0, 100.0)
-    dram_pj_per_64b: float = (1300.0 + 2600.0) / 2
     leakage_w_per_mm2: float | None = None
 
     def mac_pj(self, input_bits: np.ndarray, acc_bits: np.ndarray) -> np.ndarray:
@@ -144,11 +145,6 @@ class EnergyTable:
         if self.leakage_w_per_mm2 is None:
             return leakage_w_per_mm2(tech_nm, vdd)
         return self.leakage_w_per_mm2 * (np.asarray(vdd) / nominal_vdd(tech_nm)) ** 3
-
-    @property
-    def dram_pj_per_byte(self) -> float:
-        """Energy per byte of DRAM traffic, pJ."""
-        return self.dram_pj_per_64b / 8.0
 
 
 DEFAULT_ENERGY = EnergyTable()

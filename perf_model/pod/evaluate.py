@@ -41,12 +41,11 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from accel_spec.config import MEMORY_KINDS, NO_MEMORY, ArrayConfig
+from accel_spec.config import NO_MEMORY, ArrayConfig
 from accel_spec.errors import WorkloadError
 from accel_spec.pod_config import Split, SystemConfig
-from perf_model._memory_parts import effective_dram_bytes_per_cycle
+from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.figures.one_design import evaluate
-from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.pod import collectives as coll
 from perf_model.pod.data_parallel import data_parallel_s, exposed_s, shared_axes
 from perf_model.pod.memory import chip_memory, stage_params
@@ -257,7 +256,7 @@ def _hbm(system: SystemConfig) -> tuple[float, float]:
     """The chip's HBM bandwidth (bytes/s) and energy per byte (pJ)."""
     chip = system.chip
     per_cycle = float(effective_dram_bytes_per_cycle(chip.dram_bytes_per_cycle, chip.dram, chip.clock_mhz))
-    pj = MEMORY_KINDS[chip.dram].pj_per_bit * 8 if chip.dram in MEMORY_KINDS else DEFAULT_ENERGY.dram_pj_per_64b / 8
+    pj = float(dram_pj_per_byte(chip.dram))  # 0 for "none", ideal memory
     return system.cores * per_cycle * chip.clock_mhz * 1e6, pj
 
 

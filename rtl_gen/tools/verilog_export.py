@@ -14,7 +14,7 @@ from pathlib import Path
 from amaranth.back import rtlil, verilog
 from amaranth.lib import wiring
 
-from accel_spec.config import ArrayConfig
+from accel_spec.config import MODEL_ONLY_FIELDS, ArrayConfig
 from accel_spec.errors import ExportError, RtlError
 from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.array import Blackbox, PEBlock, PERow
@@ -150,8 +150,14 @@ def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tup
         ConfigError: the design cannot be built.
         RtlError: Yosys failed to convert it.
     """
-    fields = {"kind": "system", "config": config.to_dict(), "fault": repr(fault), "dram": dram, "rate": rate}
+    fields = {"kind": "system", "config": _hardware_fields(config), "fault": repr(fault), "dram": dram, "rate": rate}
     return cached_text(cache_dir, fields, lambda: _system_verilog(config, fault, dram, rate, cache_dir))
+
+
+def _hardware_fields(config: ArrayConfig) -> dict[str, object]:
+    """``config.to_dict()`` without :data:`~accel_spec.config.MODEL_ONLY_FIELDS` (budgets the RTL
+    ignores): the cache key of its Verilog, shared by designs that differ only in those."""
+    return {k: v for k, v in config.to_dict().items() if k not in MODEL_ONLY_FIELDS}
 
 
 def _system_verilog(config: ArrayConfig, fault: Fault | None, dram: tuple[int, int] | None,

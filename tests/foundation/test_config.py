@@ -102,19 +102,23 @@ def _sha12(data: dict) -> str:
 
 
 def test_config_hash_is_sha256_of_canonical_json():
-    # dram and checksum at their neutral defaults ("none") are left out, so designs hashed
-    # before the fields existed keep their hash; a named memory or a checksum is part of it.
+    # dram and checksum at their neutral defaults (the default part "lpddr5-x32", "none") are left out,
+    # so designs hashed before the fields existed keep their hash; another part (also "none", ideal
+    # memory) or a checksum is part of it.
     # max_power_density_w_mm2, a budget the RTL ignores, is left out whatever its value.
     c = ArrayConfig(rows=16, cols=8, dataflow="os", clock_mhz=700)
     budget = "max_power_density_w_mm2"
     without_new = {k: v for k, v in c.to_dict().items() if k not in ("dram", "checksum", "weight_format", "act_format",
                                                                    "vector_unit", "pack_int4", budget)}
-    assert c.to_dict()["dram"] == "none" and c.to_dict()["checksum"] == "none"
+    assert c.to_dict()["dram"] == "lpddr5-x32" and c.to_dict()["checksum"] == "none"
     assert c.config_hash == _sha12(without_new)
     assert len(c.config_hash) == 12
     formats = ("weight_format", "act_format", "pack_int4", budget)  # left out while int of input_bits / false
     named = dataclasses.replace(c, dram="hbm2e")
     assert named.config_hash == _sha12({k: v for k, v in named.to_dict().items()
+                                        if k not in ("checksum", "vector_unit", *formats)}) != c.config_hash
+    ideal = dataclasses.replace(c, dram="none")
+    assert ideal.config_hash == _sha12({k: v for k, v in ideal.to_dict().items()
                                         if k not in ("checksum", "vector_unit", *formats)}) != c.config_hash
     checked = dataclasses.replace(c, checksum="detect")
     assert checked.config_hash == _sha12({k: v for k, v in checked.to_dict().items()

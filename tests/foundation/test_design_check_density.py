@@ -1,10 +1,13 @@
-"""`accel-dse design check`: the DRAM part and node a design has (and when they are the defaults), and
-the power density against ``max_power_density_w_mm2`` on a workload (not checked without one)."""
+"""`accel-dse design check`: the DRAM part and node a design has (and when they are the defaults), the
+power density bounds from the clock and size alone, and the density against ``max_power_density_w_mm2``
+on a workload."""
 
 from __future__ import annotations
 
 import json
 import re
+
+import pytest
 
 import perf_model
 import workloads
@@ -20,20 +23,48 @@ def _write(tmp_path, body):
 
 
 def test_a_design_naming_no_dram_or_node_is_told_the_defaults(run_cli, tmp_path):
-    code, out, err = run_cli("design", "check", "tiny")
+    path = tmp_path / "plain.toml"
+    path.write_text("[design]\nrows = 8\ncols = 8\n")
+    code, out, err = run_cli("design", "check", str(path))
     assert code == 0 and err == ""
-    assert '# dram = "none" (the default): no part named' in out and "30.5 pJ/bit" in out
+    # the named default part, its figures, and the rate it paces the default 16 B/cycle to at 1 GHz
+    assert '# dram = "lpddr5-x32" (the default): 25.6 GB/s, 5 pJ/bit' in out
+    assert "16 B/cycle at 1000 MHz" in out and 'dram = "lpddr5-x32"\n' in out  # the line, the table
     assert "# tech_nm = 45 (the default)" in out
     code, out, _ = run_cli("design", "check", "tpu-v1")
     assert code == 0 and '# dram = "ddr3-2133-2x64": 34.1 GB/s, 30.5 pJ/bit' in out and "# tech_nm = 28\n" in out
+    # "none" is ideal memory, and says so
+    path.write_text('[design]\nrows = 8\ncols = 8\ndram = "none"\n')
+    code, out, _ = run_cli("design", "check", str(path))
+    assert code == 0 and '# dram = "none": ideal memory' in out and "no DRAM energy" in out
 
 
-def test_without_a_workload_the_density_is_not_checked(run_cli):
+def test_without_a_workload_the_density_is_bounded_from_the_clock_and_size(run_cli, tmp_path):
     code, out, _ = run_cli("design", "check", "tiny")
-    assert code == 0 and "# power density: not checked (it needs a workload" in out
-    assert "max_power_density_w_mm2 = 1\n" in out and "max_power_density_w_mm2 = 1.0\n" in out  # the line, the table
-    code, out, _ = run_cli("design", "check", "tiny", "--json")
-    assert json.loads(out)["power_density"] == {"checked": False, "limit_w_mm2": 1.0}
+    assert code == 0 and "# power density on a workload: not checked (it needs one" in out
+    assert "max_power_density_w_mm2 = 1)" in out and "max_power_density_w_mm2 = 1.0\n" in out  # the line, the table
+    code, out, _ = run_cli("design", "check", _write(tmp_path, ""), "--json")
+    report = json.loads(out)["power_density"]
+    bounds = report["bounds"]
+    assert report["checked"] is False and bounds["estimated"] is True and bounds["infeasible"] is False
+    # by hand: the peak is the per-MAC dynamic energy at one MAC per PE per cycle, plus leakage
+    peak_w = bounds["dynamic_pj_per_mac"] * 1e-12 * 32 * 32 * 1500e6 + bounds["floor_w_mm2"] * bounds["area_mm2"]
+    assert bounds["peak_w_mm2"] == pytest.approx(peak_w / bounds["area_mm2"])
+    # ... and it is an upper bound of the density on a real workload (the same design, busy on a GEMM)
+    busy = perf_model.evaluate(load_design(_write(tmp_path, "")), workloads.resolve(_GEMM)).total
+    assert bounds["floor_w_mm2"] < busy["power_density_w_mm2"] <= bounds["peak_w_mm2"]
+
+
+def test_leakage_alone_over_the_limit_is_infeasible_in_check(run_cli, tmp_path):
+    code, out, _ = run_cli("design", "check", _write(tmp_path, ""), "--json")
+    bounds = json.loads(out)["power_density"]["bounds"]
+    # a limit between the floor (leakage) and the peak: flagged only; below the floor: infeasible
+    between = (bounds["floor_w_mm2"] + bounds["peak_w_mm2"]) / 2
+    code, out, _ = run_cli("design", "check", _write(tmp_path, f"max_power_density_w_mm2 = {between}\n"))
+    assert code == 0 and "the peak is over the limit" in out and "infeasible: leakage" not in out
+    below = bounds["floor_w_mm2"] / 2
+    code, out, _ = run_cli("design", "check", _write(tmp_path, f"max_power_density_w_mm2 = {below}\n"))
+    assert code == 0 and "infeasible: leakage alone is OVER the limit" in out
 
 
 def test_with_a_workload_the_density_is_printed_against_the_designs_limit(run_cli, tmp_path):

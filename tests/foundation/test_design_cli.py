@@ -32,6 +32,10 @@ def test_presets_listed_and_loadable(run_cli):
     assert code == 0 and err == ""
     for name in ("tiny", "edge", "tpu-v1"):
         assert name in out
+    # every preset names its DRAM part, and the table shows it
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[2:]}
+    assert " dram " in out.splitlines()[0]
+    assert "ddr3-2133-2x64" in rows["tpu-v1"] and "lpddr5-x32" in rows["tiny"]
 
 
 def test_tiny_vector_is_tiny_with_the_vector_unit():

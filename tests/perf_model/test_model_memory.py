@@ -51,8 +51,15 @@ def test_dram_energy_is_the_parts_pj_per_bit():
         r = perf_model.evaluate_op(dataclasses.replace(base, dram=name), GEMM)
         moved = r.dram_read_bytes + r.dram_write_bytes
         assert r.energy_breakdown["dram"] == pytest.approx(moved * 8 * kind.pj_per_bit)
-    none = perf_model.evaluate_op(base, GEMM)
-    assert none.energy_breakdown["dram"] == pytest.approx((none.dram_read_bytes + none.dram_write_bytes) * 1950 / 8)
+    # the default part is LPDDR5 x32: 5 pJ/bit, 40 pJ a byte moved
+    default = perf_model.evaluate_op(base, GEMM)
+    moved = default.dram_read_bytes + default.dram_write_bytes
+    assert moved > 0 and default.energy_breakdown["dram"] == pytest.approx(moved * 40.0)
+    # "none" is ideal memory: the same bytes, no energy
+    ideal = perf_model.evaluate_op(dataclasses.replace(base, dram="none"), GEMM)
+    assert ideal.dram_read_bytes + ideal.dram_write_bytes == moved
+    assert ideal.energy_breakdown["dram"] == 0.0
+    assert ideal.energy_pj == pytest.approx(default.energy_pj - moved * 40.0)
 
 
 def test_unknown_memory_kind_is_one_clear_error(run_cli, tmp_path):
@@ -69,12 +76,18 @@ def test_unknown_memory_kind_is_one_clear_error(run_cli, tmp_path):
 
 def test_default_memory_keeps_bandwidth_and_hash():
     plain = ArrayConfig(rows=8, cols=8)
-    assert plain.dram == "none"
+    assert plain.dram == "lpddr5-x32"
     assert "dram" in plain.to_dict()
     assert ArrayConfig.from_dict(plain.to_dict()) == plain
-    named = dataclasses.replace(plain, dram="lpddr5-x32")
-    assert named.config_hash != plain.config_hash
-    assert perf_model.DesignArrays.from_configs([named]).config(0) == named
+    # the hash a file without dram had when the default was "none" (main before the change)
+    assert plain.config_hash == "a2028923fb20"
+    ideal = dataclasses.replace(plain, dram="none")
+    assert ideal.config_hash != plain.config_hash
+    assert perf_model.DesignArrays.from_configs([ideal]).config(0) == ideal
+    # 25.6 GB/s: 25.6 B a cycle at 1 GHz, above the default 16 (unchanged); 12.8 at 2 GHz
+    assert float(perf_model.effective_dram_bytes_per_cycle(16.0, plain.dram, 1000.0)) == 16.0
+    assert float(perf_model.effective_dram_bytes_per_cycle(16.0, plain.dram, 2000.0)) == pytest.approx(12.8)
+    assert float(perf_model.effective_dram_bytes_per_cycle(16.0, "none", 2000.0)) == 16.0
 
 
 def test_a_space_can_search_the_memory_kind(tmp_path):

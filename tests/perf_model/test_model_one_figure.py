@@ -86,11 +86,10 @@ def test_recorded_figure_is_the_program_walk(spec):
 
 
 def _pj_per_byte(config: ArrayConfig) -> float:
-    """DRAM pJ per byte of ``config``'s memory part (the default table's figure for ``"none"``)."""
+    """DRAM pJ per byte of ``config``'s memory part (0 for ``"none"``, ideal memory)."""
     from accel_spec.config import MEMORY_KINDS
-    from perf_model.physical.energy import DEFAULT_ENERGY
 
-    return DEFAULT_ENERGY.dram_pj_per_byte if config.dram == "none" else 8.0 * MEMORY_KINDS[config.dram].pj_per_bit
+    return 0.0 if config.dram == "none" else 8.0 * MEMORY_KINDS[config.dram].pj_per_bit
 
 
 def test_the_one_programs_dram_bytes_are_its_own_transfers():

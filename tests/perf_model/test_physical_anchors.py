@@ -91,7 +91,7 @@ def test_supply_at_f_max_is_nominal_and_never_below_the_dvfs_floor():
 
 
 _DENSE = ArrayConfig(rows=128, cols=128, tech_nm=7, clock_mhz=1500.0, ifmap_sram_kib=256, weight_sram_kib=256,
-                     ofmap_sram_kib=256, dram_bytes_per_cycle=512.0)
+                     ofmap_sram_kib=256, dram_bytes_per_cycle=512.0, dram="hbm2e")
 _GEMM = "gemm:m=1024,k=1024,n=1024"
 
 

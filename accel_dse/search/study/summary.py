@@ -16,6 +16,7 @@ from optuna.trial import FrozenTrial, TrialState
 from accel_dse.search.space.design_space import DesignSpace
 from accel_dse.search.space.metrics import unit_of
 from accel_dse.search.space.trial_values import pareto_mask
+from accel_spec.config import memory_label
 
 __all__ = ["feasible_trials", "best_trials", "free_values", "summary_dict", "summary_table"]
 
@@ -103,7 +104,8 @@ def summary_table(summary: dict[str, Any], space: DesignSpace, *, limit: int = 2
     free = [p.field for p in space.free_params]
     extra = [c.metric for c in space.constraints if c.metric not in {o.metric for o in space.objectives}]
     extra = list(dict.fromkeys(extra))
-    headers = ["trial", *free]
+    dram = "dram" not in free  # the memory part is a column even when the space fixes it
+    headers = ["trial", *free, *(["dram"] if dram else [])]
     headers += [f"{o.name} [{unit_of(o.metric)}]" for o in space.objectives]
     headers += [f"{m} [{unit_of(m)}]" for m in extra]
     headers.append("config_hash")
@@ -111,6 +113,9 @@ def summary_table(summary: dict[str, Any], space: DesignSpace, *, limit: int = 2
     for entry in summary["best"][:limit]:
         row: list[Any] = [entry["trial"]]
         row += [entry["params"].get(f, "") for f in free]
+        if dram:
+            design = entry.get("design") or {}
+            row.append(memory_label(str(design["dram"])) if "dram" in design else "")
         row += [entry["values"][o.name] for o in space.objectives]
         row += [entry["metrics"].get(m, "") for m in extra]
         row.append(entry["config_hash"] or "")

@@ -7,7 +7,7 @@ from accel_spec.pod_config import SystemConfig
 from workloads.llm_ops import LlmJob, LlmShape
 
 CHIP = ArrayConfig(rows=16, cols=16, input_bits=16, acc_bits=64, ifmap_sram_kib=256, weight_sram_kib=256,
-                   ofmap_sram_kib=512, dram_bytes_per_cycle=64.0, clock_mhz=1000.0, tech_nm=7)
+                   ofmap_sram_kib=512, dram_bytes_per_cycle=64.0, clock_mhz=1000.0, tech_nm=7, dram="hbm2e")
 
 DENSE = LlmShape(name="tiny", layers=4, d=256, heads=8, kv_heads=4, ffn=512, vocab=1024)
 MOE = LlmShape(name="tiny_moe", layers=4, d=256, heads=8, kv_heads=4, vocab=1024, experts=8, top_k=2, expert_ffn=128)
