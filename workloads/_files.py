@@ -7,8 +7,10 @@ the suffix (``.onnx``; ``.mlir`` / ``.mlirbc``; ``.csv``; ``.yaml`` / ``.yml``) 
 other suffix (a ``jax.export`` artefact is often ``.bin``), from the content. Options are
 integers: for ONNX ``batch`` and symbolic dimension names (:mod:`workloads._onnx`); other
 formats take none. A ``.json`` file is a Hugging Face ``config.json`` (:mod:`workloads._hf_config`:
-options ``seq``, ``batch``, ``kv``, ``layers``). A PyTorch file (``.pt``, ``.pth``, ``.pt2``) is
-refused with the way in: ``torch.onnx.export`` to ONNX.
+options ``seq``, ``batch``, ``kv``, ``layers``). A ``.pt2`` file saved by ``torch.export.save`` is
+lowered through :mod:`workloads._torch_trace`; a pickled PyTorch file (``.pt``, ``.pth``) is refused
+with the ways in (``file.py:fn``, ``torch.export``, ``torch.onnx.export``). ``file.py:fn`` is a
+user's model, not a file spec.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ MAX_OPTION = 2**31 - 1
 SUFFIXES = (".onnx", ".mlir", ".mlirbc", ".csv", ".yaml", ".yml", ".json", ".pt", ".pth", ".pt2")
 _FORMATS = ("ONNX, StableHLO (MLIR text or bytecode, a jax.export artefact), a SCALE-Sim CSV, a Timeloop YAML "
             "or a Hugging Face config.json")
-#: Suffixes of PyTorch files: refused with the way in (docs/workloads.md, "PyTorch").
-_TORCH_SUFFIXES = (".pt", ".pth", ".pt2")
-_TORCH_HINT = ("is a PyTorch file, which accel-dse does not read: export the model with torch.onnx.export "
-               "(docs/workloads.md, \"PyTorch\") and give the .onnx file")
+#: Suffixes of pickled PyTorch files: refused with the ways in (docs/workloads.md, "PyTorch").
+_TORCH_SUFFIXES = (".pt", ".pth")
+_TORCH_HINT = ("is a pickled PyTorch file, which holds weights but no program: give file.py:fn where fn() returns "
+               "(module, example_args), or save torch.export.export(module, args) with torch.export.save as a .pt2, "
+               "or export it with torch.onnx.export (docs/workloads.md, \"PyTorch\")")
 
 
 def _looks_like_path(path: str) -> bool:
@@ -48,6 +51,9 @@ def split_file_spec(spec: str) -> tuple[str, tuple[tuple[str, int], ...]] | None
     Raises:
         WorkloadError: for malformed options (``k=v`` with a positive integer ``v``).
     """
+    head, colon, _ = spec.partition(":")
+    if colon and head.lower().endswith(".py"):
+        return None  # file.py:function, a user's model (workloads._user)
     path, sep, rest = spec.rpartition(":")
     if not sep or "=" not in rest or not _looks_like_path(path):
         return (spec, ()) if _looks_like_path(spec) else None
@@ -113,6 +119,14 @@ def _load_cached(path: str, stamp: tuple[int, int], options: tuple[tuple[str, in
 def _read(file: Path, options: tuple[tuple[str, int], ...], spec: str, what: str) -> Workload:
     if file.suffix.lower() in _TORCH_SUFFIXES:
         raise WorkloadError(f"workload file {what!r} {_TORCH_HINT}")
+    if file.suffix.lower() == ".pt2":
+        if options:
+            raise WorkloadError(f"{what} takes no options (an exported program's shapes are fixed), "
+                                f"not {', '.join(k for k, _ in options)}")
+        from workloads._torch_trace import load_pt2, trace_torch
+
+        return trace_torch(load_pt2(str(file), what), name=spec, description=f"torch.export program {file.name}",
+                           source="torch_export")
     data = file.read_bytes()
     kind = _format(file, data)
     if kind == "onnx":

@@ -70,6 +70,8 @@ _ANCHORS = frozenset({"tanh", "erf", "erfc", "logistic", "exp", "sqrt", "rsqrt"}
 _REDUCE = frozenset({"reduce_sum", "reduce_max"})
 _MATRIX = frozenset({"dot_general", "conv_general_dilated"})
 _AFFINE = frozenset({"add", "sub", "mul"})
+#: Primitives that only re-shape one operand (a per-channel weight broadcast along a map's axes).
+_RESHAPES = frozenset({"reshape", "broadcast_in_dim", "expand_dims", "convert_element_type"})
 #: Primitives that build constants (a mask from ``jnp.tril``) from nothing.
 _SOURCES = frozenset({"iota", "broadcast_in_dim", "ge", "gt", "le", "lt", "eq", "ne", "and", "or", "not",
                       "select_n", "add", "sub", "convert_element_type"})
@@ -186,8 +188,17 @@ class _Graph:
         return ok
 
     def param_like(self, v: Any, row: int) -> bool:
-        """A constant, or a per-channel vector (at most ``row`` elements)."""
-        return self.constant(v) or math.prod(_shape(v)) <= row
+        """A constant, a per-channel vector (at most ``row`` elements), or an argument of at most one
+        axis's elements broadcast along the others (an NCHW bias or scale, one value per channel)."""
+        return self.constant(v) or math.prod(_shape(v)) <= row or self._broadcast_vector(v)
+
+    def _broadcast_vector(self, v: Any) -> bool:
+        out = _shape(v)
+        cur, moved = v, False
+        while (i := self.producer.get(cur)) is not None and self.flat[i].prim in _RESHAPES and self.flat[i].ins:
+            moved = True
+            cur = self.flat[i].ins[0]
+        return moved and bool(out) and math.prod(_shape(cur)) <= max(out) and self.producer.get(cur) is None
 
 
 def _input(g: _Graph, anchor: int, taken: set[int]) -> Any | None:

@@ -266,7 +266,7 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
 
     Raises:
         WorkloadError: if ``fn`` or an example argument is PyTorch's (a module, a tensor: the
-            message points to ``torch.onnx.export``), if tracing raises (the message's first line
+            message points to the PyTorch ways in, :mod:`workloads._torch_trace`), if tracing raises (the message's first line
             is shown), or if the function has no matmul or convolution (the primitives it has are
             listed).
     """
@@ -276,8 +276,9 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
     torch_thing = _torch_kind(fn, example_args)
     if torch_thing:
         raise WorkloadError(f"{label} {torch_thing}: the tracer takes a JAX function of JAX arrays or "
-                            "jax.ShapeDtypeStruct; export a PyTorch model with torch.onnx.export and give the "
-                            "ONNX file (docs/workloads.md, \"PyTorch\")")
+                            "jax.ShapeDtypeStruct; give a PyTorch model as --workload file.py:fn with fn() returning "
+                            "(module, example_args), as a torch.export.save .pt2, or as ONNX from torch.onnx.export "
+                            "(docs/workloads.md, \"PyTorch\")")
     try:
         closed = jax.make_jaxpr(fn)(*example_args)
     except WorkloadError:

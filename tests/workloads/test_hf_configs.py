@@ -88,7 +88,8 @@ def test_pytorch_file_points_to_the_onnx_recipe(run_cli, tmp_path):
     path = tmp_path / "model.pt"
     path.write_bytes(b"PK\x03\x04 not read")
     assert_one_line_error(*run_cli("workloads", "show", str(path)),
-                          r"model\.pt' is a PyTorch file.*torch\.onnx\.export \(docs/workloads\.md, \"PyTorch\"\)")
+                          r"model\.pt' is a pickled PyTorch file.*file\.py:fn.*torch\.export\.save.*"
+                          r"torch\.onnx\.export \(docs/workloads\.md, \"PyTorch\"\)")
 
 
 GPT2_SMALL = {"model_type": "gpt2", "n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024,
