@@ -27,6 +27,8 @@ from workloads.ops import Workload
 
 __all__ = ["SUFFIXES", "split_file_spec", "load_file", "MAX_OPTION"]
 
+#: Options whose value is a word, not an integer (a Hugging Face config's ``mode=prefill|decode``).
+WORD_OPTIONS = ("mode",)
 #: Largest value of a workload option: a file's (ONNX dimensions are int64 in the file, but no
 #: tensor needs more) and a builtin's dimension.
 MAX_OPTION = 2**31 - 1
@@ -45,7 +47,7 @@ def _looks_like_path(path: str) -> bool:
     return path.lower().endswith(SUFFIXES) or "/" in path or os.sep in path or os.path.isfile(path)
 
 
-def split_file_spec(spec: str) -> tuple[str, tuple[tuple[str, int], ...]] | None:
+def split_file_spec(spec: str) -> tuple[str, tuple[tuple[str, int | str], ...]] | None:
     """``(path, options)`` if ``spec`` names a file, else ``None``.
 
     Raises:
@@ -57,7 +59,7 @@ def split_file_spec(spec: str) -> tuple[str, tuple[tuple[str, int], ...]] | None
     path, sep, rest = spec.rpartition(":")
     if not sep or "=" not in rest or not _looks_like_path(path):
         return (spec, ()) if _looks_like_path(spec) else None
-    options: dict[str, int] = {}
+    options: dict[str, int | str] = {}
     for item in rest.split(","):
         key, eq, value = (s.strip() for s in item.partition("="))
         if not eq or not key:
@@ -65,6 +67,9 @@ def split_file_spec(spec: str) -> tuple[str, tuple[tuple[str, int], ...]] | None
                                 f"{shown(repr(item.strip()), 40)}")
         if key in options:
             raise WorkloadError(f"{path} option {shown(key, 40)} is given twice")
+        if key in WORD_OPTIONS and not value.lstrip("+-").isdigit():
+            options[key] = value  # checked by the reader (a Hugging Face config's mode=prefill|decode)
+            continue
         number = parse_int(value)
         if number is None or number < 1:
             raise WorkloadError(f"{path} option {shown(key, 40)} must be a positive integer, "
@@ -108,7 +113,7 @@ def _format(path: Path, data: bytes) -> str:
 
 
 @functools.lru_cache(maxsize=32)
-def _load_cached(path: str, stamp: tuple[int, int], options: tuple[tuple[str, int], ...], spec: str) -> Workload:
+def _load_cached(path: str, stamp: tuple[int, int], options: tuple[tuple[str, int | str], ...], spec: str) -> Workload:
     del stamp  # part of the cache key only: a rewritten file is read again
     what = spec.rpartition(":")[0] if options else spec
     workload = _read(Path(path), options, spec, what)
@@ -116,7 +121,7 @@ def _load_cached(path: str, stamp: tuple[int, int], options: tuple[tuple[str, in
     return workload
 
 
-def _read(file: Path, options: tuple[tuple[str, int], ...], spec: str, what: str) -> Workload:
+def _read(file: Path, options: tuple[tuple[str, int | str], ...], spec: str, what: str) -> Workload:
     if file.suffix.lower() in _TORCH_SUFFIXES:
         raise WorkloadError(f"workload file {what!r} {_TORCH_HINT}")
     if file.suffix.lower() == ".pt2":
@@ -137,6 +142,9 @@ def _read(file: Path, options: tuple[tuple[str, int], ...], spec: str, what: str
         from workloads._hf_config import load_hf_config
 
         return load_hf_config(file, dict(options), name=spec, what=what)
+    words = [k for k, v in options if isinstance(v, str)]
+    if words:
+        raise WorkloadError(f"{what} option {words[0]} is a Hugging Face config.json's (mode=prefill|decode)")
     if not kind:
         raise WorkloadError(f"workload file {what!r} is not {_FORMATS} (name it .onnx, .mlir, .csv, .yaml or .json "
                             "if it is one)")
@@ -157,7 +165,7 @@ def _read(file: Path, options: tuple[tuple[str, int], ...], spec: str, what: str
     return readers[kind](text, name=spec, what=what)
 
 
-def load_file(path: str, options: tuple[tuple[str, int], ...], spec: str) -> Workload:
+def load_file(path: str, options: tuple[tuple[str, int | str], ...], spec: str) -> Workload:
     """Read the workload file ``path`` (cached while the file is unchanged).
 
     Raises:

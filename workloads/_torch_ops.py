@@ -117,13 +117,14 @@ def _sdpa(a: dict[str, Any]) -> Any:
         k, v = jnp.repeat(k, group, axis=-3), jnp.repeat(v, group, axis=-3)
     scale = a.get("scale")
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    s = jnp.matmul(q, jnp.swapaxes(k, -1, -2)) * scale
+    lead = tuple(range(q.ndim - 2))  # explicit batch axes: a batch of 1 keeps its axis, as the builtins'
+    s = lax.dot_general(q, k, (((q.ndim - 1,), (k.ndim - 1,)), (lead, lead))) * scale
     mask = a.get("attn_mask")
     if a.get("is_causal"):
         s = jnp.where(jnp.tril(jnp.ones(s.shape[-2:], bool)), s, -jnp.inf)
     if mask is not None:
         s = jnp.where(mask, s, -jnp.inf) if mask.dtype == jnp.bool_ else s + mask
-    return jnp.matmul(jax.nn.softmax(s, axis=-1), v)
+    return lax.dot_general(jax.nn.softmax(s, axis=-1), v, (((s.ndim - 1,), (v.ndim - 2,)), (lead, lead)))
 
 
 # ------------------------------------------------------------------------------- norms, activations, pools
@@ -345,7 +346,8 @@ def _pow(a: dict[str, Any]) -> Any:
 
 
 def _embedding(a: dict[str, Any]) -> Any:
-    return jnp.take(a["weight"], a["indices"], axis=0)
+    # unsigned token ids: a table lookup (a gather) without jnp's wrap-around of negative indices
+    return a["weight"].at[a["indices"].astype(jnp.uint32)].get(mode="promise_in_bounds")
 
 
 def _unary(fn: Callable[[Any], Any]) -> Callable[[dict[str, Any]], Any]:
@@ -354,6 +356,20 @@ def _unary(fn: Callable[[Any], Any]) -> Callable[[dict[str, Any]], Any]:
 
 def _same(a: dict[str, Any]) -> Any:
     return a["self"] if "self" in a else a["input"]
+
+
+def _cat(a: dict[str, Any]) -> Any:
+    # PyTorch skips a 1-D empty tensor in a cat (an empty KV cache before its first update)
+    parts = [t for t in a["tensors"] if not (t.ndim == 1 and t.shape[0] == 0)] or list(a["tensors"])
+    return jnp.concatenate(parts, axis=a.get("dim", 0))
+
+
+def _topk(a: dict[str, Any]) -> Any:
+    x, dim = a["self"], _axis(a.get("dim", -1), a["self"].ndim)
+    if not a.get("largest", True):
+        raise UnsupportedTorchOp("topk with largest=False is not lowered")
+    values, index = lax.top_k(jnp.moveaxis(x, dim, -1), a["k"])
+    return jnp.moveaxis(values, -1, dim), jnp.moveaxis(index, -1, dim)
 
 
 def _squeeze(a: dict[str, Any]) -> Any:
@@ -384,7 +400,8 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "max_pool2d": _max_pool, "max_pool1d": _max_pool, "avg_pool2d": _avg_pool,
     "adaptive_avg_pool2d": _adaptive_avg_pool, "_adaptive_avg_pool2d": _adaptive_avg_pool,
     # element-wise
-    "add": _binary(jnp.add), "sub": _binary(jnp.subtract), "rsub": lambda a: a["other"] - a["self"],
+    "add": _binary(jnp.add), "add_": _binary(jnp.add), "mul_": _binary(jnp.multiply), "div_": _div,
+    "sub": _binary(jnp.subtract), "rsub": lambda a: a["other"] - a["self"],
     "mul": _binary(jnp.multiply), "div": _div, "pow": _pow, "neg": _unary(jnp.negative),
     "rsqrt": _unary(lax.rsqrt), "sqrt": _unary(jnp.sqrt), "exp": _unary(jnp.exp), "log": _unary(jnp.log),
     "cos": _unary(jnp.cos), "sin": _unary(jnp.sin), "abs": _unary(jnp.abs), "erf": _unary(lax.erf),
@@ -401,6 +418,7 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "where": _where, "masked_fill": _masked_fill,
     "mean": _reduce(jnp.mean), "sum": _reduce(jnp.sum), "amax": _reduce(jnp.max), "amin": _reduce(jnp.min),
     "cumsum": lambda a: jnp.cumsum(a["self"], axis=a["dim"]),
+    "topk": _topk,
     "tril": lambda a: jnp.tril(a["self"], a.get("diagonal", 0)),
     "triu": lambda a: jnp.triu(a["self"], a.get("diagonal", 0)),
     # layout
@@ -416,8 +434,7 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "squeeze": _squeeze,
     "expand": _expand, "expand_as": lambda a: jnp.broadcast_to(a["self"], a["other"].shape),
     "repeat": lambda a: jnp.tile(a["self"], a["repeats"]), "repeat_interleave": _repeat_interleave,
-    "cat": lambda a: jnp.concatenate(a["tensors"], axis=a.get("dim", 0)),
-    "concat": lambda a: jnp.concatenate(a["tensors"], axis=a.get("dim", 0)),
+    "cat": _cat, "concat": _cat,
     "stack": lambda a: jnp.stack(a["tensors"], axis=a.get("dim", 0)),
     "split": _split, "split_with_sizes": _split, "chunk": _chunk, "unbind": lambda a: tuple(
         jnp.moveaxis(a["self"], a.get("dim", 0), 0)),
@@ -426,7 +443,7 @@ HANDLERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "select": lambda a: jnp.take(a["self"], a["index"], axis=a["dim"]),
     "index": _index, "index_select": lambda a: jnp.take(a["self"], a["index"], axis=a["dim"]),
     "embedding": _embedding, "gather": lambda a: jnp.take_along_axis(a["self"], a["index"], axis=a["dim"]),
-    "contiguous": _same, "clone": _same, "alias": _same, "detach": _same, "lift_fresh_copy": _same,
+    "contiguous": _same, "clone": _same, "alias": _same, "detach": _same, "detach_": _same, "lift_fresh_copy": _same,
     "dropout": lambda a: a["input"], "feature_dropout": lambda a: a["input"], "_assert_tensor_metadata": lambda a: None,
     "_to_copy": _to, "to": _to, "type_as": lambda a: a["self"].astype(a["other"].dtype),
     "_assert_async": lambda a: None, "sym_constrain_range_for_size": lambda a: None,

@@ -142,22 +142,24 @@ class _Interpreter:
         self.root = root  # the exported program's GraphModule (sub-graphs of higher-order ops hang off it)
         self.folded = folded  # batch-norm node -> (scale weight name, shift weight name)
 
-    def run(self, graph: Any, env: dict[Any, Any], weights: dict[str, Any]) -> list[Any]:
+    def run(self, graph: Any, env: dict[Any, Any], weights: dict[str, Any], only: set[Any] | None = None) -> list[Any]:
+        """Run ``graph``'s nodes (those in ``only``, when given; a node already in ``env`` keeps its value)."""
         import jax
 
         from workloads._torch_ops import HANDLERS, UnsupportedTorchOp
 
         torch = import_torch()
         for node in graph.nodes:
-            if node.op in ("placeholder",):
+            if node.op in ("placeholder",) or node in env or (only is not None and node not in only
+                                                              and node.op != "output"):
                 continue
             if node.op == "get_attr":
                 env[node] = getattr(self.root, str(node.target))
                 continue
             if node.op == "output":
                 outs = node.args[0]
-                return [env[o] if isinstance(o, torch.fx.Node) else o for o in (outs if isinstance(outs, (list, tuple))
-                                                                                 else [outs])]
+                return [env.get(o) if isinstance(o, torch.fx.Node) else o
+                        for o in (outs if isinstance(outs, (list, tuple)) else [outs])]
             target = node.target
             if target is operator.getitem:
                 env[node] = env[node.args[0]][node.args[1]]
@@ -289,18 +291,79 @@ def lower(ep: Any) -> TorchModel:
             consts.pop(node)
     weights.update(extra)
     interp = _Interpreter(ep.graph_module, folded)
+    masks = _constant_masks(ep, interp, consts, weights)
+    needed = _needed(ep.graph, set(masks))
     user_outputs = [i for i, s in enumerate(ep.graph_signature.output_specs) if s.kind.name == "USER_OUTPUT"]
 
     def fn(w: dict[str, Any], *args: Any) -> Any:
         env: dict[Any, Any] = {n: jnp.asarray(v) if hasattr(v, "shape") else v for n, v in consts.items()}
         env.update({n: w[name] for n, name in params.items()})
         env.update({n: a for (n, _), a in zip(inputs, args, strict=True)})
-        outs = interp.run(ep.graph, env, w)
+        env.update({n: jnp.asarray(v) for n, v in masks.items()})
+        outs = interp.run(ep.graph, env, w, needed)
         picked = [outs[i] for i in user_outputs if i < len(outs)]
         return picked[0] if len(picked) == 1 else tuple(picked)
 
     on_meta = any(not hasattr(v, "__array__") for v in weights.values())
     return TorchModel(fn, weights, tuple(s for _, s in inputs), on_meta)
+
+
+def _args_of(node: Any) -> list[Any]:
+    torch = import_torch()
+    out: list[Any] = []
+    todo = [*node.args, *node.kwargs.values()]
+    while todo:
+        a = todo.pop()
+        if isinstance(a, torch.fx.Node):
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            todo.extend(a)
+    return out
+
+
+def _constant_masks(ep: Any, interp: _Interpreter, consts: dict[Any, Any], weights: dict[str, Any]) -> dict[Any, Any]:
+    """Boolean tensors the program computes from no input (an attention mask built from positions),
+    evaluated now: the trace sees them as constants, as a JAX user's ``jnp.tril`` mask is, and the
+    index arithmetic that built them is not the model's work."""
+    import numpy as np
+
+    torch = import_torch()
+    const: set[Any] = set(consts)
+    for node in ep.graph.nodes:
+        if node.op != "call_function" or isinstance(node.target, torch._ops.HigherOrderOperator):
+            continue
+        if getattr(node.target, "overloadpacket", None) is None and node.target is not operator.getitem:
+            continue
+        if all(a in const for a in _args_of(node)):
+            const.add(node)
+    frontier = []
+    for node in const:
+        val = node.meta.get("val")
+        if (node not in consts and isinstance(val, torch.Tensor) and val.dtype == torch.bool
+                and any(u not in const for u in node.users)):
+            frontier.append(node)
+    if not frontier:
+        return {}
+    env: dict[Any, Any] = dict(consts)
+    try:
+        interp.run(ep.graph, env, weights, _needed(ep.graph, set(consts), frontier))
+    except Exception:  # noqa: BLE001  # left to the trace, which names what fails
+        return {}
+    return {n: np.asarray(env[n]) for n in frontier if n in env}
+
+
+def _needed(graph: Any, stops: set[Any], roots: list[Any] | None = None) -> set[Any]:
+    """The nodes the outputs (or ``roots``) read, not looking past ``stops``."""
+    todo = list(roots) if roots is not None else [n for n in graph.nodes if n.op == "output"]
+    seen: set[Any] = set()
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node not in stops:
+            todo.extend(_args_of(node))
+    return seen
 
 
 def export(module: Any, args: tuple[Any, ...], label: str) -> Any:
