@@ -134,17 +134,18 @@ def _read(file: Path, options: tuple[tuple[str, int | str], ...], spec: str, wha
                            source="torch_export")
     data = file.read_bytes()
     kind = _format(file, data)
-    if kind == "onnx":
-        from workloads._onnx import load_onnx
-
-        return load_onnx(file, dict(options), name=spec, what=what)
     if kind == "hf_config":
         from workloads._hf_config import load_hf_config
 
         return load_hf_config(file, dict(options), name=spec, what=what)
-    words = [k for k, v in options if isinstance(v, str)]
-    if words:
-        raise WorkloadError(f"{what} option {words[0]} is a Hugging Face config.json's (mode=prefill|decode)")
+    numbers = {k: v for k, v in options if isinstance(v, int)}
+    if len(numbers) < len(options):
+        word = next(k for k, v in options if not isinstance(v, int))
+        raise WorkloadError(f"{what} option {word} is a Hugging Face config.json's (mode=prefill|decode)")
+    if kind == "onnx":
+        from workloads._onnx import load_onnx
+
+        return load_onnx(file, numbers, name=spec, what=what)
     if not kind:
         raise WorkloadError(f"workload file {what!r} is not {_FORMATS} (name it .onnx, .mlir, .csv, .yaml or .json "
                             "if it is one)")

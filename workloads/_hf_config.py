@@ -124,7 +124,7 @@ def _settings(cfg: dict[str, object], opts: dict[str, int], what: str) -> dict[s
 
 
 #: A GPT-2 or BERT config's field for each dimension (the FFN: its field and default in units of d).
-_ENCODER_FIELDS = {
+_ENCODER_FIELDS: dict[str, dict[str, Any]] = {
     "gpt2": {"d": "n_embd", "heads": "n_head", "layers": "n_layer", "ffn": ("n_inner", 4)},
     "bert": {"d": "hidden_size", "heads": "num_attention_heads", "layers": "num_hidden_layers",
              "ffn": ("intermediate_size", None)},

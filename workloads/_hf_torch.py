@@ -65,7 +65,7 @@ def _parameters_on_meta() -> Iterator[None]:
         if param is not None and param.device.type != "meta":
             module._parameters[name] = torch.nn.Parameter(param.to("meta"), requires_grad=False)
 
-    torch.nn.Module.register_parameter = on_meta  # type: ignore[method-assign]
+    torch.nn.Module.register_parameter = on_meta  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:

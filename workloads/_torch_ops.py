@@ -249,7 +249,7 @@ def _slice(a: dict[str, Any]) -> Any:
 def _split(a: dict[str, Any]) -> Any:
     x = a["self"]
     dim = _axis(a.get("dim", 0), x.ndim)
-    sizes = a.get("split_size") if "split_size" in a else a.get("split_sizes")
+    sizes: Any = a.get("split_size") if "split_size" in a else a.get("split_sizes")
     if isinstance(sizes, int):
         sizes = [sizes] * (x.shape[dim] // sizes) + ([x.shape[dim] % sizes] if x.shape[dim] % sizes else [])
     bounds = [sum(sizes[:i]) for i in range(1, len(sizes))]

@@ -222,7 +222,7 @@ def _fold_batch_norms(ep: Any, tensors: dict[Any, Any]) -> tuple[dict[Any, tuple
         if any(x is not None and x not in tensors for x in (w, b)) or mean not in tensors or var not in tensors:
             continue
         base = _module_path(node) or node.name
-        vals = [tensors[x] if x is not None else None for x in (w, b, mean, var)]
+        vals: list[Any] = [tensors[x] if x is not None else None for x in (w, b, mean, var)]
         if any(v is not None and not isinstance(v, np.ndarray) for v in vals):  # on meta: shapes only
             channels = vals[2].shape
             scale, shift = _struct_like(channels), _struct_like(channels)
