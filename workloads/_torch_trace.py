@@ -28,9 +28,10 @@ Without ``torch`` installed, each way in is one line naming the extra that insta
 from __future__ import annotations
 
 import operator
+import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from accel_spec.errors import WorkloadError
@@ -75,6 +76,8 @@ class TorchModel:
     weights: dict[str, Any]
     inputs: tuple[Any, ...]
     on_meta: bool
+    #: The PyTorch source of each matrix op of the last trace, in order (filled by tracing ``fn``).
+    origins: list[str] = field(default_factory=list)
 
     def shapes(self) -> tuple[Any, ...]:
         """Arguments for tracing: every weight and input as a ``jax.ShapeDtypeStruct``."""
@@ -137,10 +140,33 @@ def _bind(node: Any, env: dict[Any, Any]) -> dict[str, Any]:
     return out
 
 
+#: ATen ops lowered to matrix ops, with how many each issues (attention: the scores and the context).
+_MATRIX_OPS = {"linear": 1, "matmul": 1, "mm": 1, "bmm": 1, "addmm": 1, "baddbmm": 1, "conv1d": 1, "conv2d": 1,
+               "conv3d": 1, "convolution": 1, "_convolution": 1, "scaled_dot_product_attention": 2}
+
+
+def _source(node: Any) -> str:
+    """``"aten.<op> at file:line (function)"``: the node's op and the innermost frame of its stack trace
+    outside PyTorch's own modules (the model's line calling ``nn.Linear``, not ``linear.py``)."""
+    lines = [ln.strip() for ln in str(node.meta.get("stack_trace") or "").splitlines()]
+    frames = [ln for ln in lines if ln.startswith("File ")]
+    frames = [ln for ln in frames if f"{os.sep}torch{os.sep}" not in ln] or frames
+    if not frames:
+        return str(node.target)
+    parts = frames[-1].split('"')
+    where = parts[1] if len(parts) > 2 else "?"
+    rest = parts[-1].replace(",", " ").split()
+    line = rest[rest.index("line") + 1] if "line" in rest else "?"
+    fn = rest[rest.index("in") + 1] if "in" in rest else "?"
+    return f"{node.target} at {where}:{line} ({fn})"
+
+
 class _Interpreter:
     def __init__(self, root: Any, folded: dict[Any, tuple[str, str]]) -> None:
         self.root = root  # the exported program's GraphModule (sub-graphs of higher-order ops hang off it)
         self.folded = folded  # batch-norm node -> (scale weight name, shift weight name)
+        #: Each matrix op the last run issued, in order: ``"aten.linear.default at model.py:12 (forward)"``.
+        self.origins: list[str] = []
 
     def run(self, graph: Any, env: dict[Any, Any], weights: dict[str, Any], only: set[Any] | None = None) -> list[Any]:
         """Run ``graph``'s nodes (those in ``only``, when given; a node already in ``env`` keeps its value)."""
@@ -180,6 +206,8 @@ class _Interpreter:
                 args = {"input": env[node.args[0]], "weight": weights[scale], "bias": weights[shift]}
             else:
                 args = _bind(node, env)
+            if name in _MATRIX_OPS:
+                self.origins.extend([_source(node)] * _MATRIX_OPS[name])
             try:
                 if path:
                     with jax.named_scope(path):
@@ -300,12 +328,13 @@ def lower(ep: Any) -> TorchModel:
         env.update({n: w[name] for n, name in params.items()})
         env.update({n: a for (n, _), a in zip(inputs, args, strict=True)})
         env.update({n: jnp.asarray(v) for n, v in masks.items()})
+        interp.origins.clear()
         outs = interp.run(ep.graph, env, w, needed)
         picked = [outs[i] for i in user_outputs if i < len(outs)]
         return picked[0] if len(picked) == 1 else tuple(picked)
 
     on_meta = any(not hasattr(v, "__array__") for v in weights.values())
-    return TorchModel(fn, weights, tuple(s for _, s in inputs), on_meta)
+    return TorchModel(fn, weights, tuple(s for _, s in inputs), on_meta, interp.origins)
 
 
 def _args_of(node: Any) -> list[Any]:
@@ -429,4 +458,9 @@ def trace_torch(model: TorchModel, *, name: str, description: str = "", source: 
     """The :class:`~workloads.ops.Workload` of a lowered PyTorch program (traced from shapes only)."""
     from workloads._tracer import trace
 
-    return trace(model.fn, *model.shapes(), name=name, description=description, source=source, check_values=True)
+    workload = trace(model.fn, *model.shapes(), name=name, description=description, source=source,
+                     check_values=True)
+    if len(model.origins) != len(workload.ops):  # an op the tracer dropped: keep the jaxpr's origins
+        return workload
+    return replace(workload, ops=tuple(replace(op, origin=o) for op, o in zip(workload.ops, model.origins,
+                                                                              strict=True)))

@@ -77,6 +77,9 @@ def test_a_torch_cnn_gives_the_float_jax_cnns_records():
     assert _records(wl) == _records(ref)
     assert [v.kind for v in wl.vector_ops] == ["maxpool", "add", "relu", "avgpool"]
     assert [op.name for op in wl.ops] == ["c1", "c2", "c3", "fc"]  # the module paths
+    # each op's origin is the model's own line (CNN.forward here), not PyTorch's or the lowering's
+    assert wl.ops[0].origin.startswith("aten.conv2d.default at ") and __file__ in wl.ops[0].origin
+    assert wl.ops[3].origin.startswith("aten.linear.default at ") and wl.ops[3].origin.endswith("(forward)")
     assert _no_host_arithmetic(wl) and _no_host_arithmetic(ref)
 
 
