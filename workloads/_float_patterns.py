@@ -55,7 +55,7 @@ from workloads._eqn_origin import eqn_origin as where
 from workloads.vector_ops import VectorOp
 from workloads.vector_params import default_params
 
-__all__ = ["FlatEqn", "Plan", "flatten", "plan", "DATA_MASK"]
+__all__ = ["FlatEqn", "Plan", "flatten", "plan", "DATA_MASK", "NONCAUSAL_MASK", "UNKNOWN_MASK"]
 
 #: Why a softmax's mask selected from the data (``jnp.where(mask_input, s, -inf)``) stays host work.
 DATA_MASK = "softmax mask from data: the vector unit masks causally only"
@@ -70,6 +70,8 @@ _ANCHORS = frozenset({"tanh", "erf", "erfc", "logistic", "exp", "sqrt", "rsqrt"}
 _REDUCE = frozenset({"reduce_sum", "reduce_max"})
 _MATRIX = frozenset({"dot_general", "conv_general_dilated"})
 _AFFINE = frozenset({"add", "sub", "mul"})
+#: Primitives that only re-shape one operand (a per-channel weight broadcast along a map's axes).
+_RESHAPES = frozenset({"reshape", "broadcast_in_dim", "expand_dims", "convert_element_type"})
 #: Primitives that build constants (a mask from ``jnp.tril``) from nothing.
 _SOURCES = frozenset({"iota", "broadcast_in_dim", "ge", "gt", "le", "lt", "eq", "ne", "and", "or", "not",
                       "select_n", "add", "sub", "convert_element_type"})
@@ -116,20 +118,40 @@ class _Lit:
         self.value = value
 
 
-def flatten(jaxpr: Any, opaque: Callable[[Any], bool]) -> list[FlatEqn]:
+class _Out:
+    """Identity of one result of an equation inlined from a called jaxpr. JAX caches a jitted
+    function's jaxpr, so two calls of ``jax.nn.silu`` inline the same ``Var`` objects: each inlined
+    result gets its own identity, else the two call sites would merge into one (cyclic) graph."""
+
+    __slots__ = ("var",)
+
+    def __init__(self, var: Any) -> None:
+        self.var = var
+
+    @property
+    def aval(self) -> Any:
+        """The abstract value of the variable it stands for."""
+        return self.var.aval
+
+
+def flatten(jaxpr: Any, opaque: Callable[[Any], bool], consts: Any = ()) -> list[FlatEqn]:
     """The equations of ``jaxpr`` with single-jaxpr calls inlined (recursively).
 
     Args:
         jaxpr: A ``Jaxpr``.
         opaque: Whether an equation must stay as it is (not inlined): the tracer's vector-op
             markers, the output stage, ``scan``/``cond``/``while``.
+        consts: The values of ``jaxpr``'s constvars (a closed jaxpr's consts), where known: a
+            constant mask's values are read from them.
     """
     out: list[FlatEqn] = []
-    _inline(jaxpr, {}, opaque, out)
+    env: dict[Any, Any] = {v: _Lit(c) for v, c in zip(getattr(jaxpr, "constvars", ()), consts, strict=False)}
+    _inline(jaxpr, env, opaque, out)
     return out
 
 
-def _inline(jaxpr: Any, env: dict[Any, Any], opaque: Callable[[Any], bool], out: list[FlatEqn]) -> None:
+def _inline(jaxpr: Any, env: dict[Any, Any], opaque: Callable[[Any], bool], out: list[FlatEqn],
+            inner: bool = False) -> None:
     def key(v: Any) -> Any:
         if isinstance(v, jex_core.Literal):
             return _Lit(getattr(v, "val", None))
@@ -143,12 +165,16 @@ def _inline(jaxpr: Any, env: dict[Any, Any], opaque: Callable[[Any], bool], out:
         if (len(subs) == 1 and len(subs[0].invars) == len(eqn.invars)
                 and len(subs[0].outvars) == len(eqn.outvars)):
             sub = subs[0]
-            inner = {v: k for v, k in zip(sub.invars, ins, strict=True)}
-            _inline(sub, inner, opaque, out)
+            names = {v: k for v, k in zip(sub.invars, ins, strict=True)}
+            _inline(sub, names, opaque, out, inner=True)
             for outer, res in zip(eqn.outvars, sub.outvars, strict=True):
-                env[outer] = inner.get(res, res) if not isinstance(res, jex_core.Literal) else _Lit(res.val)
+                env[outer] = names.get(res, res) if not isinstance(res, jex_core.Literal) else _Lit(res.val)
         else:
-            out.append(FlatEqn(eqn, ins, tuple(eqn.outvars)))
+            outs = tuple(eqn.outvars)
+            if inner:  # a called jaxpr's own variables: fresh identities for this call site
+                outs = tuple(_Out(v) for v in outs)
+                env.update(zip(eqn.outvars, outs, strict=True))
+            out.append(FlatEqn(eqn, ins, outs))
 
 
 def _floating(v: Any) -> bool:
@@ -185,9 +211,22 @@ class _Graph:
         self._const[v] = ok
         return ok
 
-    def param_like(self, v: Any, row: int) -> bool:
-        """A constant, or a per-channel vector (at most ``row`` elements)."""
-        return self.constant(v) or math.prod(_shape(v)) <= row
+    def param_like(self, v: Any, row: int, out: tuple[int, ...] | None = None) -> bool:
+        """A constant, a per-channel vector (at most ``row`` elements), or an argument of at most one
+        axis's elements broadcast along the others (an NCHW bias or scale, one value per channel)."""
+        if self.constant(v) or self._broadcast_vector(v):
+            return True
+        if out is not None and _shape(v) == out and math.prod(out) == row and self.producer.get(v) is not None:
+            return False  # one token's activations computed here (a decode step's (1, 1, d)): data
+        return math.prod(_shape(v)) <= row
+
+    def _broadcast_vector(self, v: Any) -> bool:
+        out = _shape(v)
+        cur, moved = v, False
+        while (i := self.producer.get(cur)) is not None and self.flat[i].prim in _RESHAPES and self.flat[i].ins:
+            moved = True
+            cur = self.flat[i].ins[0]
+        return moved and bool(out) and math.prod(_shape(cur)) <= max(out) and self.producer.get(cur) is None
 
 
 def _input(g: _Graph, anchor: int, taken: set[int]) -> Any | None:
@@ -231,7 +270,7 @@ def _scaled(g: _Graph, fe: FlatEqn) -> Any | None:
         return None  # a clamp (a ReLU) is by a scalar constant
     out = _shape(fe.outs[0])
     row = out[-1] if out else 1
-    data = [u for u in fe.ins if not g.param_like(u, row)]
+    data = [u for u in fe.ins if not g.param_like(u, row, out)]
     if len(data) != 1 or (fe.prim == "div" and data[0] is not fe.ins[0]):
         return None
     return data[0]
@@ -351,6 +390,73 @@ def _mask(g: _Graph, x: Any, taken: set[int]) -> list[int]:
     return [i, *built]
 
 
+#: Why a constant softmax mask that is not causal stays host work (a sliding window, a block pattern).
+NONCAUSAL_MASK = "softmax mask not causal (a sliding window or another pattern): the vector unit masks causally only"
+#: Why a constant softmax mask whose values the tracer cannot compute stays host work.
+UNKNOWN_MASK = "softmax mask of values not known when tracing: the vector unit masks causally only"
+#: An additive mask's entries at or below this are masked out (-inf, finfo.min, -1e9, -1e4...).
+_MASKED_BELOW = -1e3
+
+
+def _value(g: _Graph, v: Any, memo: dict[Any, Any]) -> Any:
+    """The numpy value of constant ``v`` (its equations evaluated), ``None`` when not known."""
+    import numpy as np
+
+    if isinstance(v, _Lit):
+        return None if v.value is None else np.asarray(v.value)
+    if v in memo:
+        return memo[v]
+    memo[v] = None
+    i = g.producer.get(v)
+    if i is not None:
+        fe = g.flat[i]
+        vals = [_value(g, u, memo) for u in fe.ins]
+        if all(x is not None for x in vals):
+            try:
+                out = fe.eqn.primitive.bind(*vals, **fe.eqn.params)
+            except Exception:  # noqa: BLE001  # a primitive that does not run eagerly: unknown
+                out = None
+            if out is not None:
+                outs = out if fe.eqn.primitive.multiple_results else [out]
+                for o, r in zip(fe.outs, outs, strict=False):
+                    memo[o] = np.asarray(r)
+    return memo[v]
+
+
+def _mask_offset(g: _Graph, i: int) -> int | str:
+    """The ``causal_offset`` of the constant mask equation ``i`` applies (query ``q`` keeps keys
+    ``k <= q + offset``; -1: it masks nothing), or why the unit cannot apply it."""
+    import numpy as np
+
+    fe = g.flat[i]
+    memo: dict[Any, Any] = {}
+    data = [n for n, u in enumerate(fe.ins) if not g.constant(u)]
+    out = _shape(fe.outs[0])
+    if fe.prim == "select_n":
+        pred = _value(g, fe.ins[0], memo)
+        if pred is None or len(fe.ins) != 3 or data[0] == 0:
+            return UNKNOWN_MASK
+        kept = pred.astype(bool) if data[0] == 2 else ~pred.astype(bool)
+    else:  # an additive mask: 0 keeps, a large negative masks
+        other = _value(g, fe.ins[1 - data[0]], memo)
+        if other is None:
+            return UNKNOWN_MASK
+        if np.any((other > _MASKED_BELOW) & (other != 0)):
+            return NONCAUSAL_MASK  # a bias, not a mask
+        kept = other > _MASKED_BELOW
+    if len(out) < 2:
+        return NONCAUSAL_MASK
+    rows = np.broadcast_to(kept, out).reshape(-1, out[-2], out[-1])
+    if not np.all(rows == rows[:1]):
+        return NONCAUSAL_MASK  # differs between heads or sequences
+    grid = rows[0]
+    if grid.all():  # one query seeing every key is a decode step's causal mask (offset: the cached keys)
+        return grid.shape[1] - 1 if grid.shape[0] == 1 else -1
+    offset = int(grid[0].sum()) - 1
+    q, k = np.indices(grid.shape)
+    return offset if offset >= 0 and np.array_equal(grid, k <= q + offset) else NONCAUSAL_MASK
+
+
 def _const_feeders(g: _Graph, region: set[int], taken: set[int]) -> set[int]:
     """Equations building constants (a ``jnp.tril`` mask) used by ``region`` and nothing else."""
     fed: set[int] = set()
@@ -410,14 +516,24 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
                     last = users[0]
         elif kind == "softmax":
             masked = _mask(g, x, taken | result.consumed)
+            offset = _mask_offset(g, masked[0]) if masked else -1
+            if isinstance(offset, str):  # a constant mask the unit cannot apply: host work, with the reason
+                result.reasons[masked[0]] = offset
+                masked, offset = [], -1
             extra.extend(masked)
             if masked:  # the unit reads the scores before the mask (the mask is its own)
                 x_read = next(u for u in flat[masked[0]].ins if not g.constant(u))
-            elif (j := g.producer.get(x)) is not None and flat[j].prim == "select_n":
+            elif (j := g.producer.get(x)) is not None and flat[j].prim == "select_n" and j not in result.reasons:
                 result.reasons[j] = DATA_MASK  # the mask depends on the inputs: the unit masks causally only
-            masked = masked or [i for i in region if flat[i].prim == "select_n"]
+            inner = [i for i in region if flat[i].prim == "select_n" and g.constant(flat[i].ins[0])]
+            if not masked and inner:  # a constant mask among the softmax's own equations
+                offset = _mask_offset(g, inner[0])
+                if isinstance(offset, str):  # the unit cannot apply it: host work, the unit reads its result
+                    result.reasons[inner[0]] = offset
+                    region.remove(inner[0])
+                    x_read, offset = flat[inner[0]].outs[0], -1
             params.update(_params(kind, row))
-            params["causal_offset"] = 0 if masked else -1
+            params["causal_offset"] = offset
         if kind != "softmax":
             params = {**_params(kind, row, _eps(g, region)), **params}
         fo = flat[last]
@@ -480,7 +596,7 @@ def _residuals_and_stages(g: _Graph, result: Plan, taken: set[int], label: Calla
             continue
         out = _shape(fe.outs[0])
         row = out[-1] if out else 1
-        data = [u for u in fe.ins if not g.param_like(u, row)]
+        data = [u for u in fe.ins if not g.param_like(u, row, out)]
         if fe.prim == "add" and len(data) == 2 and all(_shape(u) == out for u in data) and out:
             scope = label(fe.eqn)
             result.emit[i] = VectorOp(kind="add", shape=out, params=tuple(_params("add", row).items()),

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workloads._eqn_origin import eqn_origin as where
+from workloads._float_patterns import _stage_value
 from workloads.vector_ops import VectorOp
 
 __all__ = ["find_ropes"]
@@ -54,20 +55,21 @@ class _Static:
             return True  # a literal or an inner constant
         if v in self.memo:
             return self.memo[v]
-        todo = [v]  # iterative: a deep network's graph is deeper than Python's recursion limit
+        # Iterative post-order (a deep network's graph is deeper than Python's recursion limit); each
+        # value is expanded once, so a graph of many shared values (a residual stream) stays linear.
+        todo: list[tuple[Any, bool]] = [(v, False)]
         while todo:
-            cur = todo[-1]
+            cur, expanded = todo.pop()
+            if cur in self.memo:
+                continue
             i = self.g.producer.get(cur)
             if i is None:
                 self.memo[cur] = False
-                todo.pop()
-                continue
-            pending = [u for u in self.g.flat[i].ins if hasattr(u, "aval") and u not in self.memo]
-            if pending:
-                todo.extend(pending)
-                continue
-            self.memo[cur] = all(self.memo.get(u, True) for u in self.g.flat[i].ins)
-            todo.pop()
+            elif expanded:
+                self.memo[cur] = all(self.memo.get(u, True) for u in self.g.flat[i].ins)
+            else:
+                todo.append((cur, True))
+                todo.extend((u, False) for u in self.g.flat[i].ins if hasattr(u, "aval") and u not in self.memo)
         return self.memo[v]
 
     def cone(self, v: Any) -> set[int]:
@@ -127,7 +129,8 @@ def _match(g: Any, out: int, static: _Static, blocked: set[int]) -> tuple[Any, s
             if static(u):
                 continue
             j = g.producer.get(u)
-            if j is None or j in blocked or g.flat[j].prim not in _WALK:
+            # a matrix op's result with its bias or scale (the output stage's) is where the rotation starts
+            if j is None or j in blocked or g.flat[j].prim not in _WALK or _stage_value(g, u):
                 sources.add(u)
             else:
                 todo.append(j)

@@ -44,6 +44,8 @@ __all__ = ["MODEL_TYPES", "load_hf_config", "MAX_TRACED_MACS"]
 #: ``model_type`` values this reader builds (LLaMA-style decoders, GPT-2 decoding, a BERT encoder).
 MODEL_TYPES = ("llama", "mistral", "qwen2", "mixtral", "gpt2", "bert")
 _OPTIONS = {"seq": 128, "batch": 1, "kv": 0, "layers": 0}
+#: Cached tokens of ``mode=decode`` when ``kv`` is not given.
+DECODE_KV = 128
 #: Largest MACs of the one traced block (its trace builds every op record; more is refused up front).
 MAX_TRACED_MACS = 10**15
 _DIM_LIMIT = 1 << 20
@@ -67,17 +69,40 @@ def _read(path: Path, what: str) -> dict[str, object]:
     if not isinstance(cfg, dict):
         raise WorkloadError(f"{what} must hold a JSON object (a Hugging Face config.json), not {type(cfg).__name__}")
     kind = cfg.get("model_type")
-    if kind not in MODEL_TYPES:
-        raise WorkloadError(f"{what} model_type must be one of {', '.join(MODEL_TYPES)}, "
+    if not isinstance(kind, str) or not kind:
+        raise WorkloadError(f"{what} has no model_type (a Hugging Face config.json names its architecture), "
                             f"not {shown(repr(kind), 40)}")
     return cfg
 
 
-def _settings(cfg: dict[str, object], options: dict[str, int], what: str) -> dict[str, int]:
-    unknown = sorted(set(options) - set(_OPTIONS))
+def hf_shape(options: dict[str, int | str], what: str) -> dict[str, int]:
+    """The shape a config is traced at from the spec's options (``mode`` resolved; see the module
+    docstring): ``{"seq", "batch", "kv", "layers"}`` (``layers`` 0: the config's).
+
+    Raises:
+        WorkloadError: an unknown option, a bad ``mode``, or a ``kv`` against ``mode=prefill``.
+    """
+    unknown = sorted(set(options) - set(_OPTIONS) - {"mode"})
     if unknown:
-        raise WorkloadError(f"{what} has no option {unknown[0]!r}; its options are {', '.join(_OPTIONS)}")
-    opts = _OPTIONS | options
+        raise WorkloadError(f"{what} has no option {unknown[0]!r}; its options are {', '.join(_OPTIONS)}, mode")
+    mode = options.get("mode")
+    if mode not in (None, "prefill", "decode"):
+        raise WorkloadError(f"{what} option mode must be prefill or decode, not {shown(repr(mode), 40)}")
+    ints = {k: v for k, v in options.items() if k != "mode"}
+    if any(not isinstance(v, int) for v in ints.values()):
+        bad = next(k for k, v in ints.items() if not isinstance(v, int))
+        raise WorkloadError(f"{what} option {bad} must be a positive integer, not {shown(repr(ints[bad]), 40)}")
+    shape = {k: int(v) for k, v in (_OPTIONS | ints).items()}
+    if mode == "decode":
+        shape["seq"] = int(ints.get("seq", 1))
+        shape["kv"] = int(ints.get("kv", DECODE_KV))
+    elif mode == "prefill" and ints.get("kv", 0):
+        raise WorkloadError(f"{what} mode=prefill has no KV cache, so kv must not be given (a decode step is "
+                            "mode=decode,kv=K)")
+    return shape
+
+
+def _settings(cfg: dict[str, object], opts: dict[str, int], what: str) -> dict[str, int]:
     d = _field(cfg, "hidden_size", what)
     heads = _field(cfg, "num_attention_heads", what)
     kv_heads = _field(cfg, "num_key_value_heads", what, heads)
@@ -98,38 +123,37 @@ def _settings(cfg: dict[str, object], options: dict[str, int], what: str) -> dic
     return s
 
 
-def _gpt2_settings(cfg: dict[str, object], options: dict[str, int], what: str) -> dict[str, int]:
-    unknown = sorted(set(options) - set(_OPTIONS))
-    if unknown:
-        raise WorkloadError(f"{what} has no option {unknown[0]!r}; its options are {', '.join(_OPTIONS)}")
-    if options.get("seq", 1) != 1:
-        raise WorkloadError(f"{what} option seq must be 1 for gpt2 (one decode step against kv cached tokens, as "
-                            f"the gpt2_decode builtin), not {options['seq']}")
-    d, heads = _field(cfg, "n_embd", what), _field(cfg, "n_head", what)
+#: A GPT-2 or BERT config's field for each dimension (the FFN: its field and default in units of d).
+_ENCODER_FIELDS: dict[str, dict[str, Any]] = {
+    "gpt2": {"d": "n_embd", "heads": "n_head", "layers": "n_layer", "ffn": ("n_inner", 4)},
+    "bert": {"d": "hidden_size", "heads": "num_attention_heads", "layers": "num_hidden_layers",
+             "ffn": ("intermediate_size", None)},
+}
+
+
+def _encoder_settings(cfg: dict[str, object], options: dict[str, int | str], shape: dict[str, int],
+                      what: str) -> dict[str, int]:
+    """The gpt2_decode / bert_base builtin's settings of a ``gpt2`` or ``bert`` config (one reading of
+    the shared dimensions; GPT-2 adds its cache and vocabulary, BERT its sequence)."""
+    kind = str(cfg["model_type"])
+    f = _ENCODER_FIELDS[kind]
+    d, heads = _field(cfg, str(f["d"]), what), _field(cfg, str(f["heads"]), what)
     if d % heads:
-        raise WorkloadError(f"{what} n_embd {d} must be a multiple of n_head {heads}")
+        raise WorkloadError(f"{what} {f['d']} {d} must be a multiple of {f['heads']} {heads}")
+    ffn_key, per_d = f["ffn"]
+    s = {"batch": shape["batch"], "layers": shape["layers"] or _field(cfg, str(f["layers"]), what), "d": d,
+         "heads": heads, "ffn": _field(cfg, str(ffn_key), what, per_d * d if per_d else None)}
+    if kind == "bert":
+        if shape["kv"] or options.get("mode") == "decode":
+            raise WorkloadError(f"{what} is a bert encoder, which has no KV cache: give seq, batch, layers "
+                                "(not kv or mode=decode)")
+        return s | {"seq": shape["seq"]}
     positions = _field(cfg, "n_positions", what, 1024)
-    kv = options.get("kv", positions - 1)
+    kv = int(options.get("kv", positions - 1))
     if kv >= positions:
         raise WorkloadError(f"{what} option kv must be below n_positions {positions} (the new token needs a "
                             f"position), not {kv}")
-    return {"batch": options.get("batch", 1), "kv": kv, "layers": options.get("layers") or _field(cfg, "n_layer", what),
-            "d": d, "heads": heads, "ffn": _field(cfg, "n_inner", what, 4 * d),
-            "vocab": _field(cfg, "vocab_size", what, 50257)}
-
-
-def _bert_settings(cfg: dict[str, object], options: dict[str, int], what: str) -> dict[str, int]:
-    allowed = ("seq", "batch", "layers")
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise WorkloadError(f"{what} has no option {unknown[0]!r} (bert is an encoder); its options are "
-                            f"{', '.join(allowed)}")
-    d, heads = _field(cfg, "hidden_size", what), _field(cfg, "num_attention_heads", what)
-    if d % heads:
-        raise WorkloadError(f"{what} hidden_size {d} must be a multiple of num_attention_heads {heads}")
-    return {"batch": options.get("batch", 1), "seq": options.get("seq", _OPTIONS["seq"]),
-            "layers": options.get("layers") or _field(cfg, "num_hidden_layers", what), "d": d, "heads": heads,
-            "ffn": _field(cfg, "intermediate_size", what)}
+    return s | {"kv": kv, "vocab": _field(cfg, "vocab_size", what, 50257)}
 
 
 def gpt2_macs(s: dict[str, int]) -> int:
@@ -155,12 +179,28 @@ def block_macs(s: dict[str, int]) -> int:
     return proj + attn + ffn + router
 
 
-def load_hf_config(path: Path, options: dict[str, int], *, name: str, what: str) -> Workload:
+def _jax_builds(cfg: dict[str, object], options: dict[str, int | str], shape: dict[str, int]) -> bool:
+    """Whether the JAX builder here builds this config at this shape (else transformers does):
+    LLaMA-family configs without a sliding window in effect, GPT-2 decode steps, BERT."""
+    kind = cfg["model_type"]
+    if kind == "bert":
+        return True
+    if kind == "gpt2":
+        return options.get("mode") != "prefill" and options.get("seq", 1) == 1
+    if kind not in MODEL_TYPES:
+        return False
+    window = cfg.get("sliding_window")
+    in_effect = isinstance(window, int) and (kind != "qwen2" or bool(cfg.get("use_sliding_window")))
+    return not (in_effect and isinstance(window, int) and shape["seq"] + shape["kv"] > window)
+
+
+def load_hf_config(path: Path, options: dict[str, int | str], *, name: str, what: str) -> Workload:
     """The workload of the config at ``path`` (see the module docstring).
 
     Raises:
-        WorkloadError: not JSON, an unknown ``model_type``, a missing or bad field or option, or
-            a block too big to trace (:data:`MAX_TRACED_MACS`); each in one line.
+        WorkloadError: not JSON, no ``model_type``, a missing or bad field or option, a block too
+            big to trace (:data:`MAX_TRACED_MACS`), or (for an architecture built by transformers)
+            transformers missing or refusing the config; each in one line.
     """
     from workloads._layers import FORMS
     from workloads._models_hf import gqa_moe_block
@@ -168,9 +208,14 @@ def load_hf_config(path: Path, options: dict[str, int], *, name: str, what: str)
     from workloads._tracer import trace
 
     cfg = _read(path, what)
+    shape = hf_shape(options, what)
+    if not _jax_builds(cfg, options, shape):
+        from workloads._hf_torch import load_hf_torch
+
+        return load_hf_torch(cfg, shape, name=name, what=what)
     if cfg["model_type"] in ("gpt2", "bert"):
-        return _encoder_or_gpt2(cfg, options, name=name, what=what)
-    s = _settings(cfg, options, what)
+        return _encoder_or_gpt2(cfg, options, shape, name=name, what=what)
+    s = _settings(cfg, shape, what)
     macs = block_macs(s)
     if macs > MAX_TRACED_MACS:
         raise WorkloadError(f"{what} block has {macs:.3g} MACs, more than the {MAX_TRACED_MACS:.0e} traced at "
@@ -188,7 +233,8 @@ def load_hf_config(path: Path, options: dict[str, int], *, name: str, what: str)
                                vector_counts=tuple(c * layers for c in block.vector_counts))
 
 
-def _encoder_or_gpt2(cfg: dict[str, object], options: dict[str, int], *, name: str, what: str) -> Workload:
+def _encoder_or_gpt2(cfg: dict[str, object], options: dict[str, int | str], shape: dict[str, int], *, name: str,
+                     what: str) -> Workload:
     """A ``gpt2`` or ``bert`` config traced as its builtin's model, all layers (``lax.scan``)."""
     from workloads._layers import FORMS
     from workloads._models_transformer import bert_base, gpt2_decode
@@ -196,20 +242,19 @@ def _encoder_or_gpt2(cfg: dict[str, object], options: dict[str, int], *, name: s
     from workloads._tracer import trace
 
     kind = str(cfg["model_type"])
+    s = _encoder_settings(cfg, options, shape, what)
     build: Callable[..., Any]
     if kind == "gpt2":
-        s, build, macs = _gpt2_settings(cfg, options, what), gpt2_decode, gpt2_macs
-        shape = "one decode step (embedding and LM head included)"
+        build, macs, text = gpt2_decode, gpt2_macs(s), "one decode step (embedding and LM head included)"
     else:
-        s, build, macs = _bert_settings(cfg, options, what), bert_base, bert_macs
-        shape = "encoder layers (no embedding or pooler)"
-    if macs(s) > MAX_TRACED_MACS:
-        raise WorkloadError(f"{what} has {macs(s):.3g} MACs, more than the {MAX_TRACED_MACS:.0e} traced at once: "
+        build, macs, text = bert_base, bert_macs(s), "encoder layers (no embedding or pooler)"
+    if macs > MAX_TRACED_MACS:
+        raise WorkloadError(f"{what} has {macs:.3g} MACs, more than the {MAX_TRACED_MACS:.0e} traced at once: "
                             "lower seq, batch, kv or layers")
     model = build(FORMS["int8"], **s)
     flow: list[bool] = []
-    text = ", ".join(f"{k}={v}" for k, v in s.items())
+    settings = ", ".join(f"{k}={v}" for k, v in s.items())
     with recording(flow) as params:
         workload = trace(model.fn, *model.example_args(), name=name, source="hf_config",
-                         description=f"Hugging Face {kind} config, {shape} [{text}]")
+                         description=f"Hugging Face {kind} config, {text} [{settings}]")
     return with_flow(with_requant(workload, params), flow)

@@ -149,9 +149,9 @@ class _Walker:
         self.while_trips = while_trips
         self.index = 0
 
-    def walk(self, jaxpr: Any, mult: int) -> Collected:
+    def walk(self, jaxpr: Any, mult: int, consts: Any = ()) -> Collected:
         out = Collected()
-        flat = flatten(jaxpr, _opaque)
+        flat = flatten(jaxpr, _opaque, consts)
         found = plan(flat, lambda e: not _in_output_stage(e), lambda e: _label(e, ""))
         for index, fe in enumerate(flat):
             eqn, prim = fe.eqn, fe.prim
@@ -209,7 +209,7 @@ def trace_jaxpr(closed_jaxpr: Any, *, name: str, description: str = "", while_tr
         WorkloadError: if the jaxpr contains no ``dot_general`` or ``conv_general_dilated``.
     """
     jaxpr = getattr(closed_jaxpr, "jaxpr", closed_jaxpr)
-    found = _Walker(while_trips).walk(jaxpr, 1)
+    found = _Walker(while_trips).walk(jaxpr, 1, getattr(closed_jaxpr, "consts", ()))
     return to_workload(found, name=name, description=description, source=source,
                        looked_for="dot_general, conv_general_dilated")
 
@@ -266,9 +266,9 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
 
     Raises:
         WorkloadError: if ``fn`` or an example argument is PyTorch's (a module, a tensor: the
-            message points to ``torch.onnx.export``), if tracing raises (the message's first line
-            is shown), or if the function has no matmul or convolution (the primitives it has are
-            listed).
+            message points to the PyTorch ways in, :mod:`workloads._torch_trace`), if tracing
+            raises (the message's first line is shown), or if the function has no matmul or
+            convolution (the primitives it has are listed).
     """
     if isinstance(while_trips, bool) or not isinstance(while_trips, int) or while_trips < 1:
         raise WorkloadError(f"while_trips must be a positive integer, not {while_trips!r}")
@@ -276,8 +276,9 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
     torch_thing = _torch_kind(fn, example_args)
     if torch_thing:
         raise WorkloadError(f"{label} {torch_thing}: the tracer takes a JAX function of JAX arrays or "
-                            "jax.ShapeDtypeStruct; export a PyTorch model with torch.onnx.export and give the "
-                            "ONNX file (docs/workloads.md, \"PyTorch\")")
+                            "jax.ShapeDtypeStruct; give a PyTorch model as --workload file.py:fn with fn() returning "
+                            "(module, example_args), as a torch.export.save .pt2, or as ONNX from torch.onnx.export "
+                            "(docs/workloads.md, \"PyTorch\")")
     try:
         closed = jax.make_jaxpr(fn)(*example_args)
     except WorkloadError:

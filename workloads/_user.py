@@ -12,7 +12,9 @@ How a function gives its example arguments (the first that exists wins):
 
 Arguments are arrays or (better: nothing is computed while tracing) pytrees of
 ``jax.ShapeDtypeStruct``. A value that is not a tuple is taken as the single argument.
-The current directory is importable, so ``mymodels:forward`` finds ``./mymodels.py``.
+The current directory is importable, so ``mymodels:forward`` finds ``./mymodels.py``; a path
+``dir/mymodels.py:forward`` names the file itself. A function of no arguments returning
+``(torch.nn.Module, example_args)`` is a PyTorch model (:mod:`workloads._torch_trace`).
 """
 
 from __future__ import annotations
@@ -57,7 +59,37 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _import_file(path: str, spec: str) -> Any:
+    """The module in the Python file ``path`` (``file.py:function``), imported under its stem's name."""
+    import importlib.util
+
+    file = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isfile(file):
+        raise WorkloadError(f"workload {spec!r}: file {path!r} does not exist")
+    name = os.path.splitext(os.path.basename(file))[0]
+    loader_spec = importlib.util.spec_from_file_location(name, file)
+    if loader_spec is None or loader_spec.loader is None:
+        raise WorkloadError(f"workload {spec!r}: {path!r} cannot be imported as a Python file")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module
+    folder = os.path.dirname(file)
+    added = folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:  # the user's module may raise anything on import
+        sys.modules.pop(name, None)
+        raise WorkloadError(f"workload {spec!r}: importing {path!r} failed: {_one_line(exc)}") from exc
+    finally:
+        if added:
+            sys.path.remove(folder)
+    return module
+
+
 def _import(module_name: str, spec: str) -> Any:
+    if module_name.lower().endswith(".py"):
+        return _import_file(module_name, spec)
     cwd = os.getcwd()
     added = cwd not in sys.path and "" not in sys.path
     if added:

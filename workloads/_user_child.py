@@ -58,15 +58,21 @@ class _ResultUnpickler(pickle.Unpickler):
 def _run_traced(spec: str) -> tuple[Any, ...]:
     """In the child: import and trace ``spec``; ``("ok", workload, requant params, flow)`` or an error tuple."""
     from workloads._requant import recording
+    from workloads._torch_trace import lower_module, torch_pair
     from workloads._tracer import trace
     from workloads._user import load_user_function, split_user_spec
 
     try:
         fn, args = load_user_function(split_user_spec(spec)[0])
         doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
+        source = "jax"
+        pair = torch_pair(fn, args, spec)
+        if pair is not None:  # a PyTorch model: exported, lowered to the JAX primitives of the same layers
+            model = lower_module(*pair, spec)
+            fn, args, source = model.fn, model.shapes(), "torch"
         flow: list[bool] = []
         with recording(flow) as params:
-            workload = trace(fn, *args, name=spec, description=doc[0] if doc else "", source="jax",
+            workload = trace(fn, *args, name=spec, description=doc[0] if doc else "", source=source,
                              check_values=True)
         return "ok", workload, tuple(params), tuple(flow)
     except KeyboardInterrupt:
@@ -86,11 +92,18 @@ def _run_ptq(spec: str, weight: str, act: str) -> tuple[Any, ...]:
     """In the child: quantise ``spec``'s float model (:mod:`workloads._ptq`); ``("ok", sqnr_db, how)``,
     ``("skip", reason)`` for a model it does not take, or an error tuple."""
     from workloads._ptq import CALIBRATION_SAMPLES, NotQuantisable, quantise_model
+    from workloads._torch_trace import lower_module, torch_pair
     from workloads._user import load_user_function, split_user_spec
 
     try:
         fn_spec, opts = split_user_spec(spec)
         fn, args = load_user_function(fn_spec)
+        pair = torch_pair(fn, args, spec)
+        if pair is not None:
+            model = lower_module(*pair, spec)
+            if model.on_meta:
+                raise NotQuantisable("its weights are on the meta device (no values to quantise)")
+            fn, args = model.fn, (model.weights, *model.inputs)
         result = quantise_model(fn, args, weight, act, granularity=str(opts.get("quant", "channel")),
                                 calibration=str(opts["calib"]) if "calib" in opts else None,
                                 samples=int(opts.get("samples", CALIBRATION_SAMPLES)))

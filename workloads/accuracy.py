@@ -24,8 +24,8 @@ the full tensor would lose ``20 log10(sqrt(ln N_full / ln N_drawn))`` dB: 0.6 dB
 and columns were always sampled the same way. Every builtin workload at its default options
 has ``k`` below the budget (11,008 at most), so its figure is exact.
 
-A user's float JAX model (``package.module:function[:quant=tensor|channel,calib=FILE.npz,samples=N]``,
-a workload of ``source`` ``"jax"`` with at most :data:`workloads._ptq.PTQ_MAX_MACS` MACs) is
+A user's float JAX or PyTorch model (``package.module:function[:quant=tensor|channel,calib=FILE.npz,samples=N]``,
+a workload of ``source`` ``"jax"`` or ``"torch"`` with at most :data:`workloads._ptq.PTQ_MAX_MACS` MACs) is
 measured whole instead: quantised after a calibration pass, its outputs against the float model's
 (:mod:`workloads._ptq`, in a child process as its tracing is). A model that pass does not take (an
 integer model, a ``scan``...) keeps the estimate above; :func:`sqnr_source` says which was used.
@@ -112,10 +112,14 @@ def workload_sqnr_db(workload: Workload, weight_format: str, act_format: str, *,
     return _pooled(geometries, weight_format, act_format, seed)
 
 
+#: Sources of a user's model that the quantiser re-loads by its spec: a JAX function, a PyTorch factory.
+_USER_SOURCES = ("jax", "torch")
+
+
 def _quantisable(workload: Workload) -> bool:
     from workloads._ptq import PTQ_MAX_MACS  # noqa: PLC0415  # imports JAX: only for a user's JAX model
 
-    return workload.source == "jax" and workload.total_macs <= PTQ_MAX_MACS
+    return workload.source in _USER_SOURCES and workload.total_macs <= PTQ_MAX_MACS
 
 
 @functools.lru_cache(maxsize=64)
@@ -127,8 +131,8 @@ def _ptq(spec: str, weight: str, act: str) -> tuple[float, str] | str:
 
 def _float_model(workload: Workload, weight: str, act: str) -> tuple[float, str] | str:
     """The quantised float model's ``(sqnr_db, calibration)``, or why there is none."""
-    if workload.source != "jax":
-        return "not a user's JAX model"
+    if workload.source not in _USER_SOURCES:
+        return "not a user's JAX or PyTorch model"
     if not _quantisable(workload):
         return f"{workload.total_macs:,} MACs (the quantised model runs at most 2**32)"
     return _ptq(workload.name, weight, act)
