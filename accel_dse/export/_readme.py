@@ -62,17 +62,19 @@ def expected_lines(manifest: Mapping[str, Any]) -> list[str]:
     builds = expected.get("build_s") or {}
     if not builds:
         return []
-    from accel_dse.simulate.runner.eta import duration
+    from accel_dse.simulate.runner.eta import duration, speed_estimate
 
     d = manifest["design"]
     cycles = sum(int(g.get("cycles", 0)) for g in (manifest.get("check") or {}).get("gemms", []))
     parts = [f"{name.capitalize()} about {duration(float(s))}" for name, s in builds.items()]
+    runs = [f"{name.capitalize()} about {duration(cycles / speed_estimate(name, d['rows'] * d['cols']))}"
+            for name in builds]
     return [
         f"Expected time on {expected.get('cores', 2)} cores for this {d['rows']} x {d['cols']} array: a cold "
         f"build takes {', '.join(parts)} (Verilator less where ccache holds its modules: `OBJCACHE=ccache`); "
-        f"run.py says so before it builds. The run then simulates {cycles:,} compute cycles plus the host-port "
-        "writes and reads; the first run measures how long that takes here and run.py prints it before the "
-        "next run.",
+        f"run.py says so before it builds. The run then simulates {cycles:,} compute cycles, estimated from the "
+        f"array's size at {', '.join(runs)}, plus the host-port writes and reads; the first run measures how "
+        "long that takes here and run.py prints it before the next run.",
     ]
 
 

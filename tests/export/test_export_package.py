@@ -166,6 +166,10 @@ def test_readme_gives_the_expected_build_and_run_time(tiny_export):
         assert f"{name.capitalize()} about {duration(seconds)}" in readme
     cycles = sum(g["cycles"] for g in design["check"]["gemms"])
     assert f"simulates {cycles:,} compute cycles" in readme
+    # the run's time at the size's estimated speed (4x4: Verilator ~1.36 M cycles/s by the fit through
+    # 275,700 at 16x16 and 10,500 at 128x32, Icarus ~8,000 as measured at 4x4)
+    assert f"Verilator about {duration(cycles / 275_700 / (16 / 256) ** 1.179)}" in readme
+    assert f"Icarus about {duration(cycles / 8_000)}" in readme
     # run.py's own line reads design.json's figure (no second copy of the estimate in run.py)
     run_py = (out / "run.py").read_text()
     assert 'design["expected"]["build_s"][name]' in run_py and "BUILD_S" not in run_py

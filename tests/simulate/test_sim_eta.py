@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accel_dse.simulate.runner.eta import duration, expectation, measured_speed, op_poll, record_speed
+from accel_dse.simulate.runner.eta import duration, expectation, measured_speed, op_poll, record_speed, speed_estimate
 
 
 def test_the_speed_of_a_run_is_the_next_runs_expectation(tmp_path):
@@ -13,6 +13,19 @@ def test_the_speed_of_a_run_is_the_next_runs_expectation(tmp_path):
     assert expectation(90_000, 3000.0) == "90,000 cycles to simulate, about 30 s at 3,000 cycles/s (measured)"
     record_speed(tmp_path, 0, 4.0)  # nothing simulated: the measurement is kept
     assert measured_speed(tmp_path) == 3000.0
+
+
+def test_before_any_run_the_speed_is_estimated_from_the_arrays_size():
+    """The fit goes through the measured idle-machine speeds (docs/simulate.md): Verilator 275,700
+    cycles/s at 16x16 and 10,500 at 128x32; Icarus ~8,000 at 4x4 and ~115 at 16x16."""
+    assert speed_estimate("verilator", 256) == 275_700
+    assert abs(speed_estimate("verilator", 4096) / 10_500 - 1) < 0.01
+    assert abs(speed_estimate("icarus", 256) / 115 - 1) < 0.02
+    assert speed_estimate("verilator", 2048) < speed_estimate("verilator", 1024)
+    line = expectation(1_000_000, None, 20_000.0)
+    assert line.startswith("1,000,000 cycles to simulate, about 50 s at an estimated 20,000 cycles/s")
+    assert "first run measures it" in line
+    assert expectation(90_000, 3000.0, 20_000.0).endswith("(measured)")  # a measured speed wins
 
 
 def test_durations_read_well():

@@ -462,10 +462,11 @@ def run_dram(design: ArrayConfig, selected: list[tuple[str, Any, int]], spec: st
         path = run_dir / "dram_program.npz"
         write_dram_program(path, program)
         from accel_dse.simulate.dram.job_files import dram_result_path
-        from accel_dse.simulate.runner.eta import expectation, measured_speed, op_poll, record_speed
+        from accel_dse.simulate.runner.eta import expectation, measured_speed, op_poll, record_speed, speed_estimate
 
         say(f"simulating {len(jobs)} op(s) from DRAM in one {sim.name} process; log: {run_dir / 'sim.log'}")
-        say(expectation(sum(cycles), measured_speed(build.directory)))
+        say(expectation(sum(cycles), measured_speed(build.directory),
+                        speed_estimate(sim.name, design.rows * design.cols)))
         poll = op_poll([job.name for job in jobs], cycles,
                        lambda i: dram_result_path(run_dir / "results", jobs[i].index).is_file(), say)
         outcome = run_testbench(build, test_module=DRAM_TESTBENCH_MODULE, run_dir=run_dir, timeout=timeout,

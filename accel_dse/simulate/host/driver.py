@@ -109,11 +109,12 @@ def run_host_port(design: ArrayConfig, selected: list[tuple[str, Any, int]], spe
         program = dataclasses.replace(program, results_dir=str(run_dir / "results"))
         program_path = run_dir / "program.npz"
         write_program(program_path, program)
-        from accel_dse.simulate.runner.eta import expectation, measured_speed, op_poll, record_speed
+        from accel_dse.simulate.runner.eta import expectation, measured_speed, op_poll, record_speed, speed_estimate
 
         say(f"simulating {len(program.runs)} run(s) in one {sim.name} process (timeout "
             f"{'none' if timeout is None else f'{timeout:g} s'}); log: {run_dir / 'sim.log'}")
-        say(expectation(sum(cycles), measured_speed(build.directory)))
+        say(expectation(sum(cycles), measured_speed(build.directory),
+                        speed_estimate(sim.name, design.rows * design.cols)))
         poll = op_poll([job.name for job in jobs], cycles,
                        lambda i: op_result_path(run_dir / "results", jobs[i].index).is_file(), say)
         outcome = run_testbench(

@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["measured_speed", "record_speed", "expectation", "op_poll", "duration", "build_seconds", "build_line"]
+__all__ = ["measured_speed", "record_speed", "expectation", "op_poll", "duration", "build_seconds", "build_line",
+           "speed_estimate"]
 
 #: Verilator cold build (ccache empty), seconds = base + per PE x PEs: fitted to TOOLCHAIN.md's
 #: figures on 2 cores, 16x16 (256 PEs) ~75 s and 128x32 (4,096 PEs) ~5 min; a rebuild whose
@@ -21,6 +22,12 @@ VERILATOR_BASE_S, VERILATOR_PER_PE_S = 60.0, 0.059
 #: Icarus compiles the Verilog only: 2.3 s measured for ``tiny`` (4x4) with its DRAM model; the
 #: per-PE term is a guess that errs long (Icarus elaborates each PE).
 ICARUS_BASE_S, ICARUS_PER_PE_S = 2.0, 0.02
+
+#: Simulated cycles per wall second on an idle 2-core machine, ``speed = S * (P / PEs) ** E``, fitted
+#: through two measured points per simulator (docs/simulate.md's tables): Verilator 275,700 cycles/s
+#: at 16x16 and 10,500 at 128x32 (2026-12-04, idle); Icarus ~8,000 at 4x4 and ~115 at 16x16 (the
+#: middles of its measured ranges). An estimate for a design no run has measured yet.
+SPEED_FIT = {"verilator": (275_700.0, 256, 1.179), "icarus": (8_000.0, 16, 1.530)}
 
 SPEED_FILE = "speed.json"
 
@@ -39,6 +46,12 @@ def build_seconds(simulator: str, pes: int) -> float:
     if simulator == "verilator":
         return VERILATOR_BASE_S + VERILATOR_PER_PE_S * pes
     return ICARUS_BASE_S + ICARUS_PER_PE_S * pes
+
+
+def speed_estimate(simulator: str, pes: int) -> float:
+    """Simulated cycles per wall second expected for an array of ``pes`` PEs (:data:`SPEED_FIT`)."""
+    speed, at, exponent = SPEED_FIT[simulator]
+    return speed * (at / max(pes, 1)) ** exponent
 
 
 def build_line(simulator: str, rows: int, cols: int) -> str:
@@ -69,10 +82,15 @@ def record_speed(build_dir: Path, cycles: int, seconds: float) -> None:
         pass
 
 
-def expectation(cycles: int, speed: float | None) -> str:
-    """One line: the cycles to simulate and, with a measured speed, how long that takes."""
+def expectation(cycles: int, speed: float | None, estimate: float | None = None) -> str:
+    """One line: the cycles to simulate and how long that takes at the build's measured speed, or
+    (none measured yet) at ``estimate`` cycles/s (:func:`speed_estimate`), said to be an estimate."""
     if speed is None:
-        return f"{cycles:,} cycles to simulate (no speed measured on this build yet: the first run measures it)"
+        if estimate is None:
+            return f"{cycles:,} cycles to simulate (no speed measured on this build yet: the first run measures it)"
+        return (f"{cycles:,} cycles to simulate, about {duration(cycles / estimate)} at an estimated "
+                f"{estimate:,.0f} cycles/s for the array's size (no speed measured on this build yet: the first "
+                "run measures it)")
     return f"{cycles:,} cycles to simulate, about {duration(cycles / speed)} at {speed:,.0f} cycles/s (measured)"
 
 
