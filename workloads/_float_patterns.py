@@ -552,7 +552,7 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
     from workloads._float_pools import find_pools  # noqa: PLC0415  # they read this module's graph
     from workloads._float_rope import find_ropes  # noqa: PLC0415
 
-    find_ropes(g, result, taken, label)
+    find_ropes(g, result, taken, label, _stage_value)
     find_pools(g, result, taken, label)
     _residuals_and_stages(g, result, taken, label)
     return result

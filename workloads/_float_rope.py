@@ -27,7 +27,6 @@ from collections.abc import Callable
 from typing import Any
 
 from workloads._eqn_origin import eqn_origin as where
-from workloads._float_patterns import _stage_value
 from workloads.vector_ops import VectorOp
 
 __all__ = ["find_ropes"]
@@ -106,7 +105,8 @@ def _params(g: Any, tables: set[int]) -> tuple[tuple[str, int], ...]:
     return (("start", start), ("theta", theta))
 
 
-def _match(g: Any, out: int, static: _Static, blocked: set[int]) -> tuple[Any, set[int], set[int]] | None:
+def _match(g: Any, out: int, static: _Static, blocked: set[int],
+           stage: Callable[[Any, Any], bool]) -> tuple[Any, set[int], set[int]] | None:
     """``(X, region, table equations)`` of a RoPE ending at equation ``out``."""
     region: set[int] = set()
     sources: set[Any] = set()
@@ -130,7 +130,7 @@ def _match(g: Any, out: int, static: _Static, blocked: set[int]) -> tuple[Any, s
                 continue
             j = g.producer.get(u)
             # a matrix op's result with its bias or scale (the output stage's) is where the rotation starts
-            if j is None or j in blocked or g.flat[j].prim not in _WALK or _stage_value(g, u):
+            if j is None or j in blocked or g.flat[j].prim not in _WALK or stage(g, u):
                 sources.add(u)
             else:
                 todo.append(j)
@@ -161,8 +161,11 @@ def _feeders(g: Any, tables: set[int], used_by: set[int]) -> set[int]:
     return fed
 
 
-def find_ropes(g: Any, result: Any, taken: set[int], label: Callable[[Any], str]) -> None:
-    """Add the RoPEs of graph ``g`` to the plan ``result`` (module docstring)."""
+def find_ropes(g: Any, result: Any, taken: set[int], label: Callable[[Any], str],
+               stage: Callable[[Any, Any], bool]) -> None:
+    """Add the RoPEs of graph ``g`` to the plan ``result`` (module docstring); ``stage(g, v)``: whether
+    ``v`` is a matrix op's result with its output stage's bias or scale (where a rotation starts;
+    ``workloads._float_patterns`` passes its own rule, as it passes its graph)."""
     if not {"cos", "sin"} <= {fe.prim for fe in g.flat}:
         return
     static = _Static(g)
@@ -174,7 +177,7 @@ def find_ropes(g: Any, result: Any, taken: set[int], label: Callable[[Any], str]
             continue
         if getattr(getattr(getattr(fe.outs[0], "aval", None), "dtype", None), "kind", "") != "f":
             continue
-        found = _match(g, i, static, blocked)
+        found = _match(g, i, static, blocked, stage)
         if found is None:
             continue
         x, region, table = found
