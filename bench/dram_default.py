@@ -21,10 +21,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from space_sample import space_sample  # noqa: E402
 
 import perf_model  # noqa: E402
 import workloads  # noqa: E402
-from accel_dse.search import ModelEvaluator, load_space  # noqa: E402
+from accel_dse.search import ModelEvaluator  # noqa: E402
 from accel_dse.search.space.trial_values import pareto_mask  # noqa: E402
 from accel_spec.config import ArrayConfig  # noqa: E402
 
@@ -39,20 +42,10 @@ CASES = [
 
 def sample(space_name: str, n: int, seed: int, dram: str | None) -> tuple[dict[str, np.ndarray], ModelEvaluator]:
     """``n`` designs of the space drawn uniformly over its parameters' values (``dram`` replaced when given)."""
-    space = load_space(space_name)
-    rng = np.random.default_rng(seed)
-    columns: dict[str, np.ndarray] = {}
-    for p in space.params:
-        grid = p.grid_values()
-        if grid is not None:
-            columns[p.field] = np.array([grid[int(i)] for i in rng.integers(0, len(grid), n)])
-        elif p.log:
-            columns[p.field] = np.exp(rng.uniform(np.log(p.low), np.log(p.high), n))
-        else:
-            columns[p.field] = rng.uniform(p.low, p.high, n)
+    columns, evaluator = space_sample(space_name, n, seed)
     if dram is not None:
         columns["dram"] = np.array([dram] * n)
-    return columns, ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads])
+    return columns, evaluator
 
 
 def main() -> int:

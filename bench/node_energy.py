@@ -25,13 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from anchor_chips import EYERISS, TPU_V4I, alexnet_conv  # noqa: E402
+from space_sample import space_sample  # noqa: E402
 
 import perf_model  # noqa: E402
 import perf_model.evaluator.design_ops as design_ops  # noqa: E402
 import perf_model.evaluator.vector_work as vector_work  # noqa: E402
 import workloads  # noqa: E402
 from accel_dse.design_files import load_design  # noqa: E402
-from accel_dse.search import ModelEvaluator, load_space  # noqa: E402
+from accel_dse.search import ModelEvaluator  # noqa: E402
 from accel_dse.search.space.trial_values import pareto_mask  # noqa: E402
 from perf_model.physical.energy import _planar_scale, tech_energy_scale  # noqa: E402
 
@@ -55,23 +56,6 @@ def both(run: Callable[[], float]) -> tuple[float, float]:
     with old_rule():
         before = run()
     return before, run()
-
-
-def space_sample(n: int, seed: int) -> tuple[dict[str, np.ndarray], ModelEvaluator]:
-    """``n`` designs of the ``datacenter-bert`` space drawn uniformly over its parameters' values."""
-    space = load_space("datacenter-bert")
-    rng = np.random.default_rng(seed)
-    columns = {}
-    for p in space.params:
-        grid = p.grid_values()
-        if grid is not None:
-            columns[p.field] = np.array([grid[int(i)] for i in rng.integers(0, len(grid), n)])
-        elif p.log:
-            columns[p.field] = np.exp(rng.uniform(np.log(p.low), np.log(p.high), n))
-        else:
-            columns[p.field] = rng.uniform(p.low, p.high, n)
-    evaluator = ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads])
-    return columns, evaluator
 
 
 def front(columns: dict[str, np.ndarray], evaluator: ModelEvaluator) -> dict[str, float]:
@@ -107,7 +91,7 @@ def main() -> int:
         print(f"| {name} ({config.tech_nm} nm) | {label} | {before * 1e-9:.3f} | {after * 1e-9:.3f} "
               f"| {after / before:.2f} |")
     print()
-    columns, evaluator = space_sample(args.designs, args.seed)
+    columns, evaluator = space_sample("datacenter-bert", args.designs, args.seed)
     old, new = both(lambda: front(columns, evaluator))  # type: ignore[arg-type, return-value]
     print(f"datacenter-bert (7 nm), {args.designs} sampled designs (seed {args.seed}), power_w <= 75:")
     print("| rule | feasible | front size | front energy mJ (min - max) | front's max W/mm^2 |")
