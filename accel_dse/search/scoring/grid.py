@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import multiprocessing
 import os
 import signal
@@ -148,18 +149,14 @@ def _scored_chunks(space: DesignSpace, evaluator: ModelEvaluator, size: int, chu
     context = multiprocessing.get_context("spawn")  # a forked JAX runtime can hang: start clean
     pool = context.Pool(min(workers, len(bounds)), initializer=_worker_start, initargs=(space, evaluator))
     try:
-        pending: deque[tuple[int, int, Any]] = deque()
         todo = iter(bounds)
-        for start, stop in todo:
-            pending.append((start, stop, pool.apply_async(_worker_chunk, (start, stop))))
-            if len(pending) >= 2 * workers:
-                break
+        pending = deque((start, stop, pool.apply_async(_worker_chunk, (start, stop)))
+                        for start, stop in itertools.islice(todo, 2 * workers))
         while pending:
             start, stop, result = pending.popleft()
             batch = result.get()
-            for nxt in todo:  # keep the workers busy while this chunk is merged
+            for nxt in itertools.islice(todo, 1):  # keep the workers busy while this chunk is merged
                 pending.append((*nxt, pool.apply_async(_worker_chunk, nxt)))
-                break
             yield start, stop, batch
         pool.close()
     finally:
