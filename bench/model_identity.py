@@ -62,10 +62,10 @@ def figures(every: int = 1) -> dict[str, np.ndarray]:
     ops = [(op, c) for name in ("resnet18", "bert_base")
            for w in (workloads.resolve(name),) for op, c in zip(w.ops, w.counts, strict=True)]
     out: dict[str, np.ndarray] = {}
-    for spill, columns in ((False, grid_columns()), (True, grid_columns()), (False, stress_columns())):
+    for tag, spill, columns in (("", False, grid_columns()), ("spill.", True, grid_columns()),
+                                ("stress.", False, stress_columns())):
         columns = {k: v[::every] for k, v in columns.items()}
         designs = perf_model.DesignArrays.from_columns(**columns)
-        tag = "spill." if spill else "stress." if "dram" in columns else ""
         table = perf_model.evaluate_designs(designs, ops, allow_spill=spill)
         for f in fields(table):
             if f.name == "energy_breakdown":
