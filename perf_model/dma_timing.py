@@ -145,6 +145,14 @@ def _periods(lens: list[int], first: int, again: int, left: int) -> int:
     return min(same // period, left)
 
 
+def _issue_cycle(i: int, issue_last: int, done: deque[int], outstanding: int) -> int:
+    """Cycle burst ``i`` is issued (module docstring): the cycle after burst ``i - 1``'s issue
+    (``issue_last``), and not before a slot frees, the cycle after burst ``i - outstanding``'s
+    response (``done[0]``: ``done`` holds the last ``outstanding`` responses)."""
+    a = DMA_ISSUE_CYCLE if i == 0 else issue_last + 1
+    return max(a, done[0] + 1) if i >= outstanding else a
+
+
 def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | None = None, at: int = 0,
                 *, skip: bool = True) -> int:
     """``n`` of a load whose bursts have lengths ``lens`` (module docstring; ``pace``: a paced DRAM,
@@ -184,9 +192,7 @@ def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | No
                 seen = None
                 continue
         n = lens[i]
-        a = DMA_ISSUE_CYCLE if i == 0 else issue_last + 1
-        if i >= outstanding:
-            a = max(a, done[0] + 1)
+        a = _issue_cycle(i, issue_last, done, outstanding)
         s = max(a + latency + 1, last + 1)
         if pace is None:
             last = s + n - 1
@@ -213,7 +219,7 @@ def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstand
     if not lens:
         return 0  # nothing to move: the engine never becomes busy
     issued, issue_last = 0, 0  # bursts issued so far, the last one's issue cycle
-    done: deque[int] = deque(maxlen=max(outstanding, 1))  # the last ``outstanding`` responses
+    done: deque[int] = deque(maxlen=outstanding)  # the last ``outstanding`` responses
     sent: deque[int] = deque(maxlen=STORE_FIFO_WORDS)  # cycle the last beat of each of the last words is sent
     read_last = 0
     prev = 0
@@ -240,7 +246,7 @@ def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstand
                     state = None if pace is None else pace.state_at(at + prev)
                     q, burst, issued = q + k * dq, burst + k * db, issued + k * db
                     prev, issue_last, read_last = prev + shift, issue_last + shift, read_last + shift
-                    done = deque((d + shift for d in done), maxlen=done.maxlen)
+                    done = deque((d + shift for d in done), maxlen=outstanding)
                     sent = deque((x + shift for x in sent), maxlen=STORE_FIFO_WORDS)
                     if pace is not None and state is not None:
                         pace.set_state(at + prev, state)
@@ -251,11 +257,8 @@ def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstand
             r = max(r, sent[0] + 1)
         read_last = r
         for _ in range(beats):
-            if issued <= burst:  # this burst's issue: the slot after the last, once one is free
-                a = DMA_ISSUE_CYCLE if issued == 0 else issue_last + 1
-                if issued >= outstanding:
-                    a = max(a, done[0] + 1)
-                issue_last, issued = a, issued + 1
+            if issued <= burst:  # this burst's issue, once its slot is free
+                issue_last, issued = _issue_cycle(issued, issue_last, done, outstanding), issued + 1
             t = max(prev + 1, r + read_latency + 1, issue_last + 1)
             if pace is not None:
                 t = pace.move(at + t) - at
