@@ -278,24 +278,39 @@ class Command:
     def make(cls, opcode: int, *, wait_dma: int = 0, wait_run: int = 0, wait_vec: int = 0, **fields: int) -> Command:
         """A command from keyword fields; raises ``ValueError`` for a field it has not, and
         :class:`FieldRangeError` for a value that does not fit its field's bits."""
-        limits = _LIMITS.get(opcode)
-        if limits is None:
-            raise ValueError(f"opcode must be one of {sorted(_PER_OP)}, not {opcode!r}")
+        names = tuple(fields)
+        plan = _PLANS.get((opcode, names))
+        if plan is None:
+            plan = _plan(opcode, names)
+        values = tuple(fields.values())
         items = []
-        for name, value in fields.items():
-            limit = limits.get(name)
-            if limit is None:
-                raise ValueError(f"opcode {opcode} has no field {name!r}")
-            value = int(value)
+        for i, name, limit in plan:
+            value = int(values[i])
             if not 0 <= value < limit:
                 raise FieldRangeError(f"{name} must fit in {FIELDS[name][1]} bits, not {value}")
             items.append((name, value))
-        items.sort()
         return cls(opcode, int(wait_dma), int(wait_run), tuple(items), int(wait_vec))
 
 
 #: Per opcode, its fields and the bound each value stays below (``2 ** bits``).
 _LIMITS = {op: {name: 1 << FIELDS[name][1] for name in names} for op, names in _PER_OP.items()}
+#: Per opcode and field names in the order given to ``Command.make``: ``(index given, name,
+#: bound)`` in name order (a command's ``fields`` are sorted by name).
+_PLANS: dict[tuple[int, tuple[str, ...]], tuple[tuple[int, str, int], ...]] = {}
+
+
+def _plan(opcode: int, names: tuple[str, ...]) -> tuple[tuple[int, str, int], ...]:
+    """``_PLANS``' entry of ``opcode`` and ``names`` (made and kept); ``ValueError`` for an
+    unknown opcode or a field the opcode has not."""
+    limits = _LIMITS.get(opcode)
+    if limits is None:
+        raise ValueError(f"opcode must be one of {sorted(_PER_OP)}, not {opcode!r}")
+    for name in names:
+        if name not in limits:
+            raise ValueError(f"opcode {opcode} has no field {name!r}")
+    plan = _PLANS[(opcode, names)] = tuple(sorted(((i, name, limits[name]) for i, name in enumerate(names)),
+                                                  key=lambda p: p[1]))
+    return plan
 
 
 class FieldRangeError(ValueError):

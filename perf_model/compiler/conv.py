@@ -103,6 +103,7 @@ class _ConvBuilder(_Builder):
         self.g, self.parts, self.name, self.queue_depth = g, parts, name, queue_depth
         self.window: ConvWindow | None = None
         self.window_load = -1  # the queue-load of the last WINDOW
+        self.beats = word_beats(g.config)
 
     def _band(self, tile: tuple[int, ...]) -> tuple[int, int, int, Part]:
         """``(first input row, rows, pad_top, part)`` of the band a run reads."""
@@ -129,7 +130,7 @@ class _ConvBuilder(_Builder):
                                 **({"lanes": lanes} if lanes else {}))
         if name == "c" and opcode == Opcode.STORE and self.c_region is None:
             return _one_row(super().transfer(opcode, name, tile, buf_addr, wait_run=wait_run, **kwargs),  # type: ignore[arg-type]
-                            self.tensors["c"].pitch, self.W, word_beats(self.config))
+                            self.tensors["c"].pitch, self.W, self.beats)
         if name != "a":
             return super().transfer(opcode, name, tile, buf_addr, wait_run=wait_run, **kwargs)  # type: ignore[arg-type]
         r0, rows, _, (c0, c1, *_) = self._band(tile)

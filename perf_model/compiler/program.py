@@ -56,6 +56,7 @@ place (its base at the tile's first word, ``a_stride`` ``M`` (WS) or ``K`` (IS) 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from fractions import Fraction
 
@@ -104,12 +105,12 @@ class TensorLayout:
     shape: tuple[int, int]
     packed: bool = False
 
-    @property
-    def elem_size(self) -> Fraction:
+    @functools.cached_property
+    def elem_size(self) -> Fraction | int:
         """Bytes one element takes in DRAM (1/2 packed)."""
-        return Fraction(self.elem_bytes, 2 if self.packed else 1)
+        return Fraction(self.elem_bytes, 2) if self.packed else self.elem_bytes
 
-    @property
+    @functools.cached_property
     def pitch(self) -> int:
         """Bytes from one row to the next."""
         return int(self.row_elems * self.elem_size)
@@ -320,12 +321,10 @@ class _Builder:
 
     def _shape(self, name: str, tile: tuple[int, ...]) -> tuple[int, int, int, int]:
         """``(first dram row, dram rows, first element of a row, words per row)`` of the tile of ``name``."""
-        m0, m1, k0, k1, n0, n1 = tile[:6]
-        span = {"a": ((m0, m1), (k0, k1)), "b": ((k0, k1), (n0, n1)), "c": ((m0, m1), (n0, n1))}[name]
-        (p0, p1), (q0, q1) = span
+        p0, p1, q0, q1 = _span(name, tile)
         t = self.tensors[name]
         if t.transposed:
-            (p0, p1), (q0, q1) = (q0, q1), (p0, p1)
+            p0, p1, q0, q1 = q0, q1, p0, p1
         lanes = self.lanes[name]
         if q0 % lanes:
             raise ModelError(f"tile of {name.upper()} starts at column {q0}, not a whole word of {lanes} lanes")
@@ -333,10 +332,8 @@ class _Builder:
 
     def _across(self, name: str, tile: tuple[int, ...]) -> int:
         """Elements of ``name``'s tile along its DRAM rows (the buffer words' lanes)."""
-        m0, m1, k0, k1, n0, n1 = tile[:6]
-        span = {"a": ((m0, m1), (k0, k1)), "b": ((k0, k1), (n0, n1)), "c": ((m0, m1), (n0, n1))}[name]
-        lo, hi = span[0] if self.tensors[name].transposed else span[1]
-        return hi - lo
+        p0, p1, q0, q1 = _span(name, tile)
+        return p1 - p0 if self.tensors[name].transposed else q1 - q0
 
     def transfer(self, opcode: int, name: str, tile: tuple[int, ...], buf_addr: int, *, wait_run: bool = False,
                  requant: bool = False, q_base: int = 0, q_by_row: bool = False,
@@ -397,6 +394,16 @@ class _Builder:
         bounds = sorted({j * rows // parts for j in range(parts + 1)})
         return [self.store(tile, base, requant, wait_run=False, part=(r0, r1))
                 for r0, r1 in zip(bounds, bounds[1:], strict=False)]
+
+
+def _span(name: str, tile: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """``(p0, p1, q0, q1)``: the rows and columns of matrix ``name`` (``a`` M x K, ``b`` K x N,
+    ``c`` M x N) that ``tile`` ``(m0, m1, k0, k1, n0, n1, ...)`` covers."""
+    if name == "a":
+        return tile[0], tile[1], tile[2], tile[3]
+    if name == "b":
+        return tile[2], tile[3], tile[4], tile[5]
+    return tile[0], tile[1], tile[4], tile[5]
 
 
 def _keys(tile: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
