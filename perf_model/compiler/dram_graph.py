@@ -392,22 +392,24 @@ def attention_layouts(config: ArrayConfig, scores: GemmProgram, d_model: int, se
 
 def attention_parts(config: ArrayConfig, gemm: Callable[[int, dict[str, Slice]], list[GemmPart]],
                     softmax: VectorOp, seqs: int, heads: int, queries: int, keys: int, d_head: int, kc: int,
-                    bus: int, first_key: int = 0) -> list[GemmPart | StepPart]:
+                    bus: int, first_key: int = 0, kv_heads: int = 0) -> list[GemmPart | StepPart]:
     """Attention over the block's ``Q``, ``K`` and ``V`` (``seqs keys`` rows of each sequence's keys
     and values) into ``ctx``: each sequence's keys from ``first_key`` transposed into ``KT`` (the
     columns before it are already there: a KV cache's), per sequence ``b`` and head ``h`` the scores
     GEMM (``gemm(3, slices)``: its ``Q`` and ``KT`` bands into ``S``'s rows ``(b heads + h)
     queries``), the softmax over ``S``, and the context GEMM (``gemm(4, slices)``: ``S``'s rows and
-    ``V``'s band into ``ctx``'s)."""
+    ``V``'s band into ``ctx``'s). ``kv_heads`` key/value heads (0: ``heads``) each serve a group of
+    ``heads / kv_heads`` query heads: head ``h`` reads key/value head ``h // group``'s bands."""
+    group = heads // (kv_heads or heads)
     pairs = [(b, h) for b in range(seqs) for h in range(heads)]
     parts: list[GemmPart | StepPart] = [
         transpose_steps(config, "K", b * keys + first_key, keys - first_key, "KT", b * kc + first_key, bus)
         for b in range(seqs)]
     parts += [p for b, h in pairs for p in gemm(3, {"a": Slice("Q", b * queries, h * d_head),
-                                                     "b": Slice("KT", h * d_head, b * kc),
+                                                     "b": Slice("KT", h // group * d_head, b * kc),
                                                      "c": Slice("S", (b * heads + h) * queries)})]
     parts.append(softmax_steps(config, softmax, "S", len(pairs), queries, keys))
     parts += [p for b, h in pairs for p in gemm(4, {"a": Slice("S", (b * heads + h) * queries),
-                                                     "b": Slice("V", b * keys, h * d_head),
+                                                     "b": Slice("V", b * keys, h // group * d_head),
                                                      "c": Slice("ctx", b * queries, h * d_head)})]
     return parts
