@@ -25,7 +25,10 @@ at most one word's worth of cached keys again, not the whole cache.
 Every tensor goes through DRAM inside the one program (``perf_model.compiler.dram_graph``): the
 GEMMs are ``compile_gemm`` programs re-addressed to slices of the block's tensors (a head's
 operands are column bands of ``Q`` and ``V`` and a row band of ``K^T``: its group's band of the key/value
-head, which each query head of the group reads), the vector ops run in bands
+head, which each query head of the group reads; in a decode step, one query a sequence, one
+scores and one context GEMM serve a whole group: its query heads are consecutive rows of ``Q``
+viewed as rows of ``dh``, so the group's cached keys and values are loaded on chip once for all of
+them), the vector ops run in bands
 of token rows that fit the ifmap (LOAD, VECTOR, STORE), the softmax over ``S`` in chunks of whole
 heads or query bands. The RoPE table (one row of ``cos``/``sin`` per position ``kv ..``,
 ``accel_spec.vector_isa.rope_table_row``) is a constant the host lays out, as the weights.
@@ -90,6 +93,12 @@ class DecoderBlock:
         return self.heads // self.key_heads
 
     @property
+    def grouped(self) -> bool:
+        """Whether one scores and one context GEMM serve a whole group of query heads (a decode step,
+        one query a sequence, with groups of several heads: module docstring), not one a head."""
+        return self.group > 1 and self.tokens == 1
+
+    @property
     def d_kv(self) -> int:
         """Channels of a token's keys (and of its values): ``key_heads * d_head``."""
         return self.key_heads * self.d_head
@@ -125,10 +134,12 @@ class DecoderBlock:
     @property
     def gemm_programs(self) -> int:
         """GEMM programs of the one program: each GEMM's column groups (:func:`gemm_groups`), the key and
-        value GEMMs once a sequence when :attr:`per_sequence`, the scores and context once a head."""
+        value GEMMs once a sequence when :attr:`per_sequence`, the scores and context once a head (once a
+        key/value head when :attr:`grouped`)."""
         each = [len(g) for g in gemm_groups(self)]
         seqs = self.seqs if self.per_sequence else 1
-        return each[0] + seqs * (each[1] + each[2]) + self.seqs * self.heads * (each[3] + each[4]) + sum(each[5:])
+        units = self.key_heads if self.grouped else self.heads
+        return each[0] + seqs * (each[1] + each[2]) + self.seqs * units * (each[3] + each[4]) + sum(each[5:])
 
     @property
     def vector_op_count(self) -> int:
@@ -240,6 +251,8 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     g = block.gemms
     T, Tk, D, H, B, kv, dh = block.tokens, block.keys, block.d_model, block.heads, block.seqs, block.kv, block.d_head
     groups = gemm_groups(block)
+    rows = block.group if block.grouped else 1  # query heads a scores (context) GEMM serves: its rows
+    g = tuple(dataclasses.replace(gemm, m=gemm.m * rows) if i in (3, 4) else gemm for i, gemm in enumerate(g))
     compiled = [[compile_gemm(config, dataclasses.replace(gemm, n=n, requant=_columns(gemm.requant, c0, n)),  # type: ignore[arg-type]
                               requant=True) for c0, n, _ in spans] for gemm, spans in zip(g, groups, strict=True)]
     programs = [c[0] for c in compiled]
@@ -277,7 +290,14 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     parts += [row_steps(config, v["rope_k"], [("K", b * Tk + kv)], ("K", b * Tk + kv), T, period=T, table="rope")
               for b in range(B)]
     kv0 = kv // step * step  # the first key transposed: the cache's columns before it are the host's
-    parts += attention_parts(config, gemm, v["softmax"], B, H, T, Tk, dh, kc, bus, kv0, block.key_heads)
+    views = {}
+    if block.grouped:  # Q and ctx as one row a head: a group's heads are consecutive rows
+        if x.row_elems != D:
+            raise ModelError(f"a row of Q is stored {x.row_elems} elements wide, not its {D}: its heads are not "
+                             "consecutive rows of a head's channels")
+        views = {"Qh": ("Q", like(x, "Qh", B * H, dh, dh)), "ctxh": ("ctx", like(x, "ctxh", B * H, dh, dh))}
+    parts += attention_parts(config, gemm, v["softmax"], B, H, T, Tk, dh, kc, bus, kv0, block.key_heads,
+                             ("Qh", "ctxh") if views else None)
     parts += [*gemm(5, {"a": Slice("ctx"), "c": Slice("o")}),
               row_steps(config, v["add1"], [("x", 0), ("o", 0)], ("x1", 0), m),
               row_steps(config, v["norm2"], [("x1", 0)], ("h2", 0), m),
@@ -286,4 +306,4 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
               row_steps(config, v["silu"], [("gate", 0), ("up", 0)], ("g", 0), m),
               *gemm(8, {"a": Slice("g"), "c": Slice("dn")}),
               row_steps(config, v["add2"], [("x1", 0), ("dn", 0)], ("out", 0), m)]
-    return assemble(net, parts, bus)
+    return assemble(net, parts, bus, views)

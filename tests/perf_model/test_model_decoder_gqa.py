@@ -83,28 +83,50 @@ def test_random_small_gqa_blocks_are_recognised_and_do_the_analytic_macs(tmp_pat
     assert _rows_read(prog, "KT") == set(range(s["kv_heads"] * dh))
 
 
-def test_each_query_head_reads_its_groups_key_head_band():
-    """Decode, 8 query heads of 8 channels over 2 key/value heads on a 4 x 4 array: the scores read
-    K^T's rows 0-7 for heads 0-3 and rows 8-15 for heads 4-7, as many times each, and the context
-    reads V's columns 0-7 and 8-15 alike (each query head's GEMM loads its group's band)."""
-    wl = workloads.resolve("llama_decode:kv=12,d=64,heads=8,ffn=48")  # MHA builtin, regrouped below
-    gqa = _regroup(wl, kv_heads=2)
+def _words_loaded(prog, name: str) -> dict[int, int]:
+    """Array words LOADed from tensor ``name``, by the band of 8 channels they start in (``K^T``: its rows;
+    ``V``: its columns)."""
+    t = prog.tensors[name]
+    out: dict[int, int] = {}
+    for c in prog.commands:
+        if c.opcode == Opcode.LOAD and t.base <= c["dram_addr"] < t.base + t.nbytes:
+            off = c["dram_addr"] - t.base
+            band = off // t.pitch // 8 if name == "KT" else off % t.pitch // 8
+            out[band] = out.get(band, 0) + c["rows"] * c["words"]
+    return out
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_a_decode_step_loads_each_key_heads_cache_once_for_its_whole_group(batch):
+    """Decode, 8 query heads of 8 channels over 2 key/value heads on a 4 x 4 array: one scores and one
+    context GEMM a key/value head and sequence, over its group's 4 query heads as rows, so K^T's and
+    V's bands of each key/value head are read once (every element once), not once a query head."""
+    gqa = _regroup(workloads.resolve(f"llama_decode:kv=12,d=64,heads=8,ffn=48,batch={batch}"), kv_heads=2)
     block = decoder_block(gqa)
+    assert block.grouped and block.gemm_programs == 1 + 2 * batch + 2 * 2 * batch + 4  # wk, wv once a sequence
     prog = compile_block(TINY, block)
     kt, v = prog.tensors["KT"], prog.tensors["V"]
-    bands_kt: dict[int, int] = {}
-    bands_v: dict[int, int] = {}
-    for c in prog.commands:
-        if c.opcode != Opcode.LOAD:
-            continue
-        if kt.base <= c["dram_addr"] < kt.base + kt.nbytes:
-            band = (c["dram_addr"] - kt.base) // kt.pitch // 8
-            bands_kt[band] = bands_kt.get(band, 0) + 1
-        if v.base <= c["dram_addr"] < v.base + v.nbytes:
-            band = (c["dram_addr"] - v.base) % v.pitch // 8
-            bands_v[band] = bands_v.get(band, 0) + 1
-    assert set(bands_kt) == set(bands_v) == {0, 1}
-    assert bands_kt[0] == bands_kt[1] > 0 and bands_v[0] == bands_v[1] > 0
+    lanes = TINY.cols
+    assert _words_loaded(prog, "KT") == {0: kt.pitch * 8 // lanes, 1: kt.pitch * 8 // lanes}
+    assert _words_loaded(prog, "V") == {0: v.rows * 8 // lanes, 1: v.rows * 8 // lanes}
+    def runs(gemm, m=None):
+        return len(perf_model.compile_gemm(TINY, dataclasses.replace(gemm, m=m or gemm.m), requant=True).runs)
+
+    g = block.gemms
+    attention = 2 * batch * (runs(g[3], 4) + runs(g[4], 4))  # a GEMM of 4 rows a key/value head and sequence
+    assert len(prog.runs) == runs(g[0]) + batch * (runs(g[1]) + runs(g[2])) + attention + sum(runs(x) for x in g[5:])
+
+
+def test_a_prefill_runs_each_query_head_on_its_groups_key_head_band():
+    """Prefill of 4 tokens after 12 (several queries a sequence): one scores and one context GEMM a
+    query head, heads 0-3 reading key/value head 0's bands and heads 4-7 head 1's, as many times each."""
+    block = decoder_block(_regroup(workloads.resolve("llama_block:seq=4,kv=12,d=64,heads=8,ffn=48"), kv_heads=2))
+    assert not block.grouped and block.gemm_programs == 3 + 2 * 8 + 4
+    prog = compile_block(TINY, block)
+    for name in ("KT", "V"):
+        words = _words_loaded(prog, name)
+        assert set(words) == {0, 1} and words[0] == words[1] > 0
+    assert _program_macs(prog) == _analytic_macs(1, 4, 12, 64, 8, 2, 48)
 
 
 def _regroup(wl, *, kv_heads: int, wk_n: int | None = None, wv_n: int | None = None, rope_heads: int | None = None):
@@ -136,7 +158,8 @@ def test_shapes_that_are_no_gqa_block_are_refused_with_their_rule(change, rule):
 
 def test_an_mqa_configs_decode_step_is_one_program_with_the_analytic_macs(tmp_path):
     """Multi-query attention: 4 query heads of 16 channels over one key/value head, decode after 20
-    cached tokens: one block, one program, ``evaluate``'s network figures from it."""
+    cached tokens: one block, one program (one scores and one context GEMM for all 4 heads),
+    ``evaluate``'s network figures from it."""
     spec = _spec(tmp_path, 64, 4, 1, kv=20)
     wl = workloads.resolve(spec)
     block = transformer_block(wl)
@@ -145,7 +168,7 @@ def test_an_mqa_configs_decode_step_is_one_program_with_the_analytic_macs(tmp_pa
     assert _program_macs(prog) == _analytic_macs(1, 1, 20, 64, 4, 1, 48)
     assert _rows_read(prog, "KT") == set(range(16))
     network = perf_model.evaluate(TINY, wl).network
-    assert network is not None and network["gemms"] == block.gemm_programs == 3 + 2 * 4 + 4
+    assert network is not None and network["gemms"] == block.gemm_programs == 3 + 2 + 4
     assert network["total_cycles"] > network["compute_cycles"] > 0
 
 

@@ -34,19 +34,22 @@ def test_an_hf_llama_configs_decode_step_runs_from_one_program_bit_exact(tmp_pat
 
 def test_a_gqa_configs_decode_step_runs_from_one_program_bit_exact(tmp_path, sim_cache):
     """8 query heads over 2 key/value heads: each key/value head's cached keys and values serve a
-    group of 4 query heads, the keys' RoPE over the 2 key heads; RTL bit-exact and cycles as the model."""
+    group of 4 query heads (one scores and one context GEMM over the group's 4 query rows), the keys'
+    RoPE over the 2 key heads; RTL bit-exact and cycles as the model."""
     kv_heads = 2
     config = tmp_path / "config.json"
     config.write_text(json.dumps({**LLAMA, "num_attention_heads": 8, "num_key_value_heads": kv_heads}))
     spec = f"{config}:seq=1,kv=12,layers=1"
-    block = transformer_block(workloads.resolve(spec))
+    wl = workloads.resolve(spec)
+    block = transformer_block(wl)
     assert (block.heads, block.key_heads, block.group, block.d_kv) == (8, kv_heads, 8 // kv_heads, 8 * kv_heads)
+    assert block.grouped  # one scores and one context GEMM a key/value head
     report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass" and op.mismatches == 0 and op.total_cycles_match
     assert any(n.startswith("one program for the whole decoder block (decode of one token after a KV cache of 12)")
                and f"each of {kv_heads} key/value head(s) serving {8 // kv_heads} query heads" in n
                for n in report.notes), report.notes
-    figures = perf_model.evaluate(TINY, workloads.resolve(spec)).network
+    figures = perf_model.evaluate(TINY, wl).network
     assert figures is not None and figures["total_cycles"] == op.cycles_total_rtl > 0
 
