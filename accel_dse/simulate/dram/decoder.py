@@ -1,7 +1,8 @@
 """A LLaMA decoder block from ONE program (DRAM path, weight-stationary designs with the vector unit).
 
 When the whole workload is one decoder block (``perf_model.compiler.decoder.decoder_block``: the
-``llama_block`` and ``llama_decode`` builtins), ``simulate`` runs it from the program of
+``llama_block`` and ``llama_decode`` builtins, a Hugging Face Llama-style config of one layer, with
+multi-head, grouped-query or multi-query attention), ``simulate`` runs it from the program of
 ``perf_model.compiler.decoder.compile_decoder``: the RMSNorms, the projections, RoPE, the keys'
 transpose, every head's scores and context over the KV cache, the causal softmax, the residual
 adds and the SwiGLU FFN, with no host step between them. The host writes the input, the KV cache's
@@ -9,7 +10,8 @@ adds and the SwiGLU FFN, with no host step between them. The host writes the inp
 
 Reference (integers only): ``x`` is op 0's seeded ``A`` (``workloads.reference``), each projection's
 weights its op's seeded ``B`` (op ``i``'s of seed ``seed + i``), the cache seeded int8 codes, every
-GEMM through the output stage (``workloads.output_stage``) and every vector op through
+GEMM through the output stage (``workloads.output_stage``; query head ``h``'s scores and context
+against key/value head ``h // group``'s cached and new keys and values) and every vector op through
 ``workloads._int_ops`` with the workload's parameters, in the block's order. Every tensor the
 program writes stays in DRAM at its final value (the normed inputs, ``Q``, the cache with the new
 keys and values, ``K^T``, the probabilities, the context, the FFN's tensors, the output): the
