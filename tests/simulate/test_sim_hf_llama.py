@@ -53,3 +53,22 @@ def test_a_gqa_configs_decode_step_runs_from_one_program_bit_exact(tmp_path, sim
     figures = perf_model.evaluate(TINY, wl).network
     assert figures is not None and figures["total_cycles"] == op.cycles_total_rtl > 0
 
+
+
+def test_an_mqa_configs_prefill_after_a_cache_runs_from_one_program_bit_exact(tmp_path, sim_cache):
+    """8 query heads over one key/value head, 2 new tokens after 6 cached: a GEMM a query head (several
+    queries a sequence), every head's scores and context on the one key/value head's bands; RTL
+    bit-exact and cycles as the model."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**LLAMA, "num_attention_heads": 8, "num_key_value_heads": 1}))
+    spec = f"{config}:seq=2,kv=6,layers=1"
+    wl = workloads.resolve(spec)
+    block = transformer_block(wl)
+    assert (block.key_heads, block.group, block.tokens, block.kv, block.grouped) == (1, 8, 2, 6, False)
+    report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.name == "network" and op.status == "pass" and op.mismatches == 0 and op.total_cycles_match
+    assert any(n.startswith("one program for the whole decoder block (prefill of 2 tokens after a KV cache of 6)")
+               for n in report.notes), report.notes
+    figures = perf_model.evaluate(TINY, wl).network
+    assert figures is not None and figures["total_cycles"] == op.cycles_total_rtl > 0
