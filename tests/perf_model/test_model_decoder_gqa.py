@@ -176,3 +176,30 @@ def test_mha_is_the_case_of_as_many_key_heads_as_query_heads():
     block = decoder_block(workloads.resolve("llama_decode:kv=12,d=64,heads=4,ffn=48"))
     assert (block.kv_heads, block.key_heads, block.group, block.d_kv) == (0, 4, 1, 64)
     assert _program_macs(compile_block(TINY, block)) == _analytic_macs(1, 1, 12, 64, 4, 4, 48)
+
+
+def test_the_sweeps_figure_for_a_gqa_decode_step_is_its_programs_walk(tmp_path):
+    """What the sweep records (``evaluate_designs``) and ``evaluate``'s headline for a GQA decode step
+    are the one program's walk on every design that runs it so, on designs around ``tiny``; an 8-lane
+    unit cannot rotate heads of 8 channels (the reason named, as for multi-head attention), a design
+    without the unit has no one program."""
+    from perf_model.compiler.network_figures import network_figures
+
+    wl = workloads.resolve(_spec(tmp_path, 64, 8, 2, kv=16))
+    base = dataclasses.replace(TINY, vector_unit=True)
+    designs = [base, dataclasses.replace(base, rows=8, cols=8), dataclasses.replace(base, cols=8),
+               dataclasses.replace(base, double_buffered=False, dram_bytes_per_cycle=16.0),
+               dataclasses.replace(base, vector_unit=False)]
+    table = perf_model.evaluate_designs(perf_model.DesignArrays.from_configs(designs), wl)
+    walks = 0
+    for i, config in enumerate(designs):
+        walk = network_figures(config, wl)
+        if i == 1:
+            assert walk == {"reason": "rope: half the head size (8 / 2) is not whole words of 8 lanes"}
+        elif i == 4:
+            assert walk is None
+        else:
+            walks += 1
+            headline = perf_model.evaluate(config, wl).total["total_cycles"]
+            assert table.total_cycles[i] == walk["total_cycles"] == headline
+    assert walks == 3
