@@ -126,6 +126,12 @@ def test_a_prefill_runs_each_query_head_on_its_groups_key_head_band():
     for name in ("KT", "V"):
         words = _words_loaded(prog, name)
         assert set(words) == {0, 1} and words[0] == words[1] > 0
+    # in program order, heads 0-3's scores read key head 0's band of K^T, then heads 4-7's key head 1's
+    kt = prog.tensors["KT"]
+    order = [(c["dram_addr"] - kt.base) // kt.pitch // 8 for c in prog.commands
+             if c.opcode == Opcode.LOAD and kt.base <= c["dram_addr"] < kt.base + kt.nbytes]
+    assert [b for i, b in enumerate(order) if i == 0 or order[i - 1] != b] == [0, 1]
+    assert order.count(0) == order.count(1) == len(order) // 2 >= 4
     assert _program_macs(prog) == _analytic_macs(1, 4, 12, 64, 8, 2, 48)
 
 
