@@ -1,17 +1,20 @@
 """One program for a LLaMA decoder block: pre-norms, rotary embeddings, causal attention over a KV cache, SwiGLU.
 
-The block (the ``llama_block`` and ``llama_decode`` builtins), on ``T`` new tokens per sequence of
-``D`` int8 channels after ``kv`` cached ones (prefill: ``kv = 0``; decode: ``T = 1``), ``H`` heads of
-``dh = D / H`` channels, ``Tk = kv + T`` keys, every GEMM requantised by the output stage::
+The block (the ``llama_block`` and ``llama_decode`` builtins, and Hugging Face Llama-style configs),
+on ``T`` new tokens per sequence of ``D`` int8 channels after ``kv`` cached ones (prefill: ``kv = 0``;
+decode: ``T = 1``), ``H`` query heads of ``dh = D / H`` channels and ``Hkv`` key/value heads, ``Hkv``
+dividing ``H`` (multi-head attention: ``Hkv = H``; grouped-query: each key/value head serves a group
+of ``G = H / Hkv`` query heads; multi-query: ``Hkv = 1``), ``Tk = kv + T`` keys, every GEMM
+requantised by the output stage::
 
     h = rmsnorm(x)
     Q = rope(h Wq)     K[kv ..] = rope(h Wk)     V[kv ..] = h Wv     K^T = transpose(K)
-    S_h = Q_h K_h^T    P = softmax(S) (causal: query i sees keys j <= kv + i)    ctx_h = P_h V_h
+    S_h = Q_h K_g^T    P = softmax(S) (causal: query i sees keys j <= kv + i)    ctx_h = P_h V_g   (g = h // G)
     x1 = add(x, ctx Wo)      h2 = rmsnorm(x1)
     out = add(x1, silu(h2 Wg, h2 Wu) Wd)
 
-The KV cache lives in DRAM in the tensors ``K`` and ``V`` (``B Tk`` rows of ``D``, sequence ``b`` from
-row ``b Tk``) and, for the scores' ``B`` operand, ``K^T`` (``D`` rows, sequence ``b``'s keys from
+The KV cache lives in DRAM in the tensors ``K`` and ``V`` (``B Tk`` rows of ``Dkv = Hkv dh``, sequence
+``b`` from row ``b Tk``) and, for the scores' ``B`` operand, ``K^T`` (``Dkv`` rows, sequence ``b``'s keys from
 column ``b kc``): the host writes the ``kv`` cached rows and columns (the cache the earlier steps
 left), and the program writes the new tokens' rows after them (the key rows after their RoPE), so
 after the program the cache holds ``Tk`` tokens for the next step. The vector unit transposes into
@@ -21,7 +24,11 @@ at most one word's worth of cached keys again, not the whole cache.
 
 Every tensor goes through DRAM inside the one program (``perf_model.compiler.dram_graph``): the
 GEMMs are ``compile_gemm`` programs re-addressed to slices of the block's tensors (a head's
-operands are column bands of ``Q`` and ``V`` and a row band of ``K^T``), the vector ops run in bands
+operands are column bands of ``Q`` and ``V`` and a row band of ``K^T``: its group's band of the key/value
+head, which each query head of the group reads; in a decode step, one query a sequence, one
+scores and one context GEMM serve a whole group: its query heads are consecutive rows of ``Q``
+viewed as rows of ``dh``, so the group's cached keys and values are loaded on chip once for all of
+them), the vector ops run in bands
 of token rows that fit the ifmap (LOAD, VECTOR, STORE), the softmax over ``S`` in chunks of whole
 heads or query bands. The RoPE table (one row of ``cos``/``sin`` per position ``kv ..``,
 ``accel_spec.vector_isa.rope_table_row``) is a constant the host lays out, as the weights.
@@ -63,15 +70,38 @@ _VECTOR_SLOTS = {0: ("rmsnorm",), 1: ("rope",), 2: ("rope",), 4: ("softmax",), 6
 @dataclasses.dataclass(frozen=True)
 class DecoderBlock:
     """One decoder block: its nine GEMMs (:data:`DECODER_ROLES`, ``scores`` and ``context`` one head's;
-    ``wk`` and ``wv`` one sequence's when the batch has several sequences after a cache), ``heads``,
-    ``seqs``, ``kv`` cached tokens a sequence, and its vector ops by name: ``norm1``, ``rope_q``,
-    ``rope_k``, ``softmax``, ``add1``, ``norm2``, ``silu``, ``add2``."""
+    ``wk`` and ``wv`` one sequence's when the batch has several sequences after a cache), ``heads``
+    (query heads), ``seqs``, ``kv`` cached tokens a sequence, its vector ops by name: ``norm1``,
+    ``rope_q``, ``rope_k``, ``softmax``, ``add1``, ``norm2``, ``silu``, ``add2``, and ``kv_heads``
+    (key/value heads, dividing ``heads``; 0: ``heads``, multi-head attention)."""
 
     gemms: tuple[Gemm, ...]
     heads: int
     seqs: int
     kv: int
     named_ops: tuple[tuple[str, VectorOp], ...]
+    kv_heads: int = 0
+
+    @property
+    def key_heads(self) -> int:
+        """Key/value heads: ``kv_heads``, or ``heads`` (multi-head attention)."""
+        return self.kv_heads or self.heads
+
+    @property
+    def group(self) -> int:
+        """Query heads a key/value head serves (1: multi-head, ``heads``: multi-query attention)."""
+        return self.heads // self.key_heads
+
+    @property
+    def grouped(self) -> bool:
+        """Whether one scores and one context GEMM serve a whole group of query heads (a decode step,
+        one query a sequence, with groups of several heads: module docstring), not one a head."""
+        return self.group > 1 and self.tokens == 1
+
+    @property
+    def d_kv(self) -> int:
+        """Channels of a token's keys (and of its values): ``key_heads * d_head``."""
+        return self.key_heads * self.d_head
 
     @property
     def vector(self) -> dict[str, VectorOp]:
@@ -104,10 +134,12 @@ class DecoderBlock:
     @property
     def gemm_programs(self) -> int:
         """GEMM programs of the one program: each GEMM's column groups (:func:`gemm_groups`), the key and
-        value GEMMs once a sequence when :attr:`per_sequence`, the scores and context once a head."""
+        value GEMMs once a sequence when :attr:`per_sequence`, the scores and context once a head (once a
+        key/value head when :attr:`grouped`)."""
         each = [len(g) for g in gemm_groups(self)]
         seqs = self.seqs if self.per_sequence else 1
-        return each[0] + seqs * (each[1] + each[2]) + self.seqs * self.heads * (each[3] + each[4]) + sum(each[5:])
+        units = self.key_heads if self.grouped else self.heads
+        return each[0] + seqs * (each[1] + each[2]) + self.seqs * units * (each[3] + each[4]) + sum(each[5:])
 
     @property
     def vector_op_count(self) -> int:
@@ -136,7 +168,16 @@ def decoder_block(workload: Workload) -> DecoderBlock:
     heads = sc.batch // seqs if seqs and sc.batch % seqs == 0 else 0
     dh = d_model // heads if heads else 0
     m = seqs * tokens
-    want = ((m, d_model, d_model, 1),) * 3 + ((tokens, dh, keys, seqs * heads), (tokens, keys, dh, seqs * heads),
+    wk = g[1]
+    n_kv = wk.n // dh if dh and wk.n % dh == 0 else 0
+    kv_heads = n_kv if n_kv and heads % n_kv == 0 else 0
+    if heads and keys >= tokens and (m, d_model) == (wk.m, wk.k) and not kv_heads:
+        raise ModelError(f"the wk GEMM {wk.m}x{wk.k}x{wk.n} (batch {wk.batch}) is not a decoder block's keys: "
+                         f"{wk.n} columns are not the {dh} channels of a number of key/value heads dividing the "
+                         f"{heads} query heads (GQA/MQA: n_kv_heads * d_head, n_kv_heads | n_heads)")
+    kvd = kv_heads * dh
+    want = ((m, d_model, d_model, 1),) + ((m, d_model, kvd, 1),) * 2 + ((tokens, dh, keys, seqs * heads),
+                                                                       (tokens, keys, dh, seqs * heads),
                                               (m, d_model, d_model, 1), (m, d_model, d_ff, 1), (m, d_model, d_ff, 1),
                                               (m, d_ff, d_model, 1))
     for role, op, shape in zip(DECODER_ROLES, g, want, strict=True):
@@ -149,6 +190,9 @@ def decoder_block(workload: Workload) -> DecoderBlock:
     got = {k: tuple(o.kind for o in v) for k, v in by.items()}
     if got != _VECTOR_SLOTS:
         raise ModelError(f"the vector ops {got} are not a LLaMA block's {_VECTOR_SLOTS} (after that many matrix ops)")
+    if by[2][0].shape[-2:] != (kv_heads, dh) or by[1][0].shape[-2:] != (heads, dh):
+        raise ModelError(f"the RoPEs over heads {by[1][0].shape[-2:]} and {by[2][0].shape[-2:]} are not the block's "
+                         f"{heads} query and {kv_heads} key heads of {dh} channels")
     if not by[8][0].param("gated", 0):
         raise ModelError("the FFN's SiLU must gate the up projection (SwiGLU)")
     names = ("norm1", "rope_q", "rope_k", "softmax", "add1", "norm2", "silu", "add2")
@@ -157,11 +201,11 @@ def decoder_block(workload: Workload) -> DecoderBlock:
     per_seq = seqs > 1 and kv > 0
     rq = [op.requant for op in g]
     kv_m = tokens if per_seq else m
-    shapes = ((m, d_model, d_model), (kv_m, d_model, d_model), (kv_m, d_model, d_model), (tokens, dh, keys),
+    shapes = ((m, d_model, d_model), (kv_m, d_model, kvd), (kv_m, d_model, kvd), (tokens, dh, keys),
               (tokens, keys, dh), (m, d_model, d_model), (m, d_model, d_ff), (m, d_model, d_ff), (m, d_ff, d_model))
     gemms = tuple(Gemm(m=mm, k=k, n=n, name=role, requant=r)  # type: ignore[arg-type]
                   for (mm, k, n), role, r in zip(shapes, DECODER_ROLES, rq, strict=True))
-    return DecoderBlock(gemms, heads, seqs, kv, vector)
+    return DecoderBlock(gemms, heads, seqs, kv, vector, 0 if kv_heads == heads else kv_heads)
 
 
 def gemm_groups(block: DecoderBlock) -> list[list[tuple[int, int, str]]]:
@@ -194,7 +238,7 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     """The block's one program (module docstring).
 
     Tensors: ``x`` (the input, ``B T x D``), ``h``, ``Q``, ``K`` and ``V`` (the cache and the new rows,
-    ``B Tk x D``), ``KT`` (``D x B Tk``), ``S`` (``B H T`` rows of ``Tk``), ``ctx``, ``o``, ``x1``, ``h2``,
+    ``B Tk x Dkv``), ``KT`` (``Dkv x B Tk``), ``S`` (``B H T`` rows of ``Tk``), ``ctx``, ``o``, ``x1``, ``h2``,
     ``gate``, ``up``, ``g``, ``dn``, ``out`` and the table ``rope``; per GEMM ``i`` its weights ``b{i}``
     and output-stage parameters ``q{i}``.
 
@@ -207,6 +251,8 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     g = block.gemms
     T, Tk, D, H, B, kv, dh = block.tokens, block.keys, block.d_model, block.heads, block.seqs, block.kv, block.d_head
     groups = gemm_groups(block)
+    rows = block.group if block.grouped else 1  # query heads a scores (context) GEMM serves: its rows
+    g = tuple(dataclasses.replace(gemm, m=gemm.m * rows) if i in (3, 4) else gemm for i, gemm in enumerate(g))
     compiled = [[compile_gemm(config, dataclasses.replace(gemm, n=n, requant=_columns(gemm.requant, c0, n)),  # type: ignore[arg-type]
                               requant=True) for c0, n, _ in spans] for gemm, spans in zip(g, groups, strict=True)]
     programs = [c[0] for c in compiled]
@@ -220,11 +266,14 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
 
     bus = programs[0].data_bytes
     step = math.lcm(config.vector_lanes, bus)
-    attention, kc = attention_layouts(config, programs[3], D, B, H, T, Tk)
+    Dkv = block.d_kv
+    attention, kc = attention_layouts(config, programs[3], Dkv, B, H, T, Tk)
     x, f = own[0]["a"], own[8]["a"]  # rows of D and of the FFN's width, as a GEMM's A (every GEMM's C is a band)
-    net = {"x": like(x, "x"), "h": like(x, "h"), "Q": like(x, "Q"), "K": like(x, "K", B * Tk),
-           "V": like(x, "V", B * Tk), **attention, "ctx": like(x, "ctx"), "o": like(x, "o"), "x1": like(x, "x1"),
-           "h2": like(x, "h2"), "gate": like(f, "gate"), "up": like(f, "up"), "g": like(f, "g"), "dn": like(x, "dn"),
+    # the cache's rows hold Dkv keys (values) each, unpadded as x's D (the RoPE over K's rows needs it)
+    net = {"x": like(x, "x"), "h": like(x, "h"), "Q": like(x, "Q"), "K": like(x, "K", B * Tk, Dkv, Dkv),
+           "V": like(x, "V", B * Tk, Dkv, Dkv), **attention, "ctx": like(x, "ctx"), "o": like(x, "o"),
+           "x1": like(x, "x1"), "h2": like(x, "h2"), "gate": like(f, "gate"), "up": like(f, "up"), "g": like(f, "g"),
+           "dn": like(x, "dn"),
            "out": like(x, "out"), "rope": rope_table_layout(block, config.vector_lanes)}
     for part, name in ((3, "a"), (4, "b"), (4, "c")):
         if own[part][name].row_elems != dh:
@@ -241,7 +290,14 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
     parts += [row_steps(config, v["rope_k"], [("K", b * Tk + kv)], ("K", b * Tk + kv), T, period=T, table="rope")
               for b in range(B)]
     kv0 = kv // step * step  # the first key transposed: the cache's columns before it are the host's
-    parts += attention_parts(config, gemm, v["softmax"], B, H, T, Tk, dh, kc, bus, kv0)
+    views = {}
+    if block.grouped:  # Q and ctx as one row a head: a group's heads are consecutive rows
+        if x.row_elems != D:
+            raise ModelError(f"a row of Q is stored {x.row_elems} elements wide, not its {D}: its heads are not "
+                             "consecutive rows of a head's channels")
+        views = {"Qh": ("Q", like(x, "Qh", B * H, dh, dh)), "ctxh": ("ctx", like(x, "ctxh", B * H, dh, dh))}
+    parts += attention_parts(config, gemm, v["softmax"], B, H, T, Tk, dh, kc, bus, kv0, block.key_heads,
+                             ("Qh", "ctxh") if views else None)
     parts += [*gemm(5, {"a": Slice("ctx"), "c": Slice("o")}),
               row_steps(config, v["add1"], [("x", 0), ("o", 0)], ("x1", 0), m),
               row_steps(config, v["norm2"], [("x1", 0)], ("h2", 0), m),
@@ -250,4 +306,4 @@ def compile_decoder(config: ArrayConfig, block: DecoderBlock) -> GemmProgram:
               row_steps(config, v["silu"], [("gate", 0), ("up", 0)], ("g", 0), m),
               *gemm(8, {"a": Slice("g"), "c": Slice("dn")}),
               row_steps(config, v["add2"], [("x1", 0), ("dn", 0)], ("out", 0), m)]
-    return assemble(net, parts, bus)
+    return assemble(net, parts, bus, views)

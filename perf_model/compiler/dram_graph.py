@@ -152,9 +152,15 @@ def moved(program: GemmProgram, slices: dict[str, Slice], tensors: dict[str, Ten
     return out
 
 
-def assemble(net: dict[str, TensorLayout], parts: Sequence[GemmPart | StepPart], bus: int) -> GemmProgram:
+def assemble(net: dict[str, TensorLayout], parts: Sequence[GemmPart | StepPart], bus: int,
+             views: dict[str, tuple[str, TensorLayout]] | None = None) -> GemmProgram:
     """The parts as one program: the block's tensors ``net`` placed first past the program, then each
-    GEMM tag's own tensors; cut into queue-loads (module docstring)."""
+    GEMM tag's own tensors; cut into queue-loads (module docstring). ``views``: other layouts of some
+    of ``net``'s tensors (name -> (the tensor, its bytes as rows of another width)), placed at its base.
+
+    Raises:
+        ModelError: a view larger than its tensor.
+    """
     gemms = [p for p in parts if isinstance(p, GemmPart)]
 
     def place(cursor: int) -> tuple[dict[str, TensorLayout], dict[str, int], int]:
@@ -162,6 +168,10 @@ def assemble(net: dict[str, TensorLayout], parts: Sequence[GemmPart | StepPart],
         for name, t in net.items():
             tensors[name] = dataclasses.replace(t, base=cursor)
             cursor = _align(cursor + t.nbytes, PAGE)
+        for name, (of, t) in (views or {}).items():
+            if t.nbytes > net[of].nbytes:
+                raise ModelError(f"a view {name} of {t.nbytes} bytes is larger than {of} ({net[of].nbytes} bytes)")
+            tensors[name] = dataclasses.replace(t, name=name, base=tensors[of].base)
         shifts: dict[str, int] = {}
         for part in gemms:
             if part.tag in shifts:
@@ -392,22 +402,40 @@ def attention_layouts(config: ArrayConfig, scores: GemmProgram, d_model: int, se
 
 def attention_parts(config: ArrayConfig, gemm: Callable[[int, dict[str, Slice]], list[GemmPart]],
                     softmax: VectorOp, seqs: int, heads: int, queries: int, keys: int, d_head: int, kc: int,
-                    bus: int, first_key: int = 0) -> list[GemmPart | StepPart]:
+                    bus: int, first_key: int = 0, kv_heads: int = 0,
+                    per_head: tuple[str, str] | None = None) -> list[GemmPart | StepPart]:
     """Attention over the block's ``Q``, ``K`` and ``V`` (``seqs keys`` rows of each sequence's keys
     and values) into ``ctx``: each sequence's keys from ``first_key`` transposed into ``KT`` (the
     columns before it are already there: a KV cache's), per sequence ``b`` and head ``h`` the scores
     GEMM (``gemm(3, slices)``: its ``Q`` and ``KT`` bands into ``S``'s rows ``(b heads + h)
     queries``), the softmax over ``S``, and the context GEMM (``gemm(4, slices)``: ``S``'s rows and
-    ``V``'s band into ``ctx``'s)."""
-    pairs = [(b, h) for b in range(seqs) for h in range(heads)]
+    ``V``'s band into ``ctx``'s). ``kv_heads`` key/value heads (0: ``heads``) each serve a group of
+    ``heads / kv_heads`` query heads: head ``h`` reads key/value head ``h // group``'s bands.
+
+    ``per_head``: views of ``Q`` and ``ctx`` as one row a head (``seqs heads`` rows of ``d_head``, one
+    query a sequence): then one scores and one context GEMM a group, over its heads' rows (the
+    group's keys and values loaded once for all its query heads; ``gemm(3/4, ...)`` compiled for
+    ``group`` rows), else one a head."""
+    group = heads // (kv_heads or heads)
+    rows = group if per_head else 1  # query heads one GEMM serves
+    if per_head and queries != 1:
+        raise ModelError(f"a GEMM over a group's query heads needs one query a sequence, not {queries}")
+    units = [(b, h) for b in range(seqs) for h in range(0, heads, rows)]  # (sequence, the GEMM's first head)
+
+    def query(tensor: int, b: int, h: int) -> Slice:
+        """The operand band of ``Q`` (``tensor`` 0) or ``ctx`` (1) a GEMM from head ``h`` reads or writes."""
+        if per_head:
+            return Slice(per_head[tensor], b * heads + h)
+        return Slice(("Q", "ctx")[tensor], b * queries, h * d_head)
+
     parts: list[GemmPart | StepPart] = [
         transpose_steps(config, "K", b * keys + first_key, keys - first_key, "KT", b * kc + first_key, bus)
         for b in range(seqs)]
-    parts += [p for b, h in pairs for p in gemm(3, {"a": Slice("Q", b * queries, h * d_head),
-                                                     "b": Slice("KT", h * d_head, b * kc),
+    parts += [p for b, h in units for p in gemm(3, {"a": query(0, b, h),
+                                                     "b": Slice("KT", h // group * d_head, b * kc),
                                                      "c": Slice("S", (b * heads + h) * queries)})]
-    parts.append(softmax_steps(config, softmax, "S", len(pairs), queries, keys))
-    parts += [p for b, h in pairs for p in gemm(4, {"a": Slice("S", (b * heads + h) * queries),
-                                                     "b": Slice("V", b * keys, h * d_head),
-                                                     "c": Slice("ctx", b * queries, h * d_head)})]
+    parts.append(softmax_steps(config, softmax, "S", seqs * heads, queries, keys))
+    parts += [p for b, h in units for p in gemm(4, {"a": Slice("S", (b * heads + h) * queries),
+                                                     "b": Slice("V", b * keys, h // group * d_head),
+                                                     "c": query(1, b, h)})]
     return parts

@@ -1,19 +1,16 @@
 """A Hugging Face Llama config.json runs on the RTL from one program: its decode step is the decoder
-block the compiler builds, bit-exact, RTL total cycles equal to evaluate's figure; a GQA config,
-which that block does not take, names why and runs op by op."""
+block the compiler builds, bit-exact, RTL total cycles equal to evaluate's figure; so is a GQA
+config's (key/value heads shared by groups of query heads)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 
-import pytest
-
 import perf_model
 import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
-from accel_spec.errors import ModelError
 from perf_model.compiler.blocks import transformer_block
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
@@ -35,9 +32,43 @@ def test_an_hf_llama_configs_decode_step_runs_from_one_program_bit_exact(tmp_pat
     assert figures is not None and figures["total_cycles"] == op.cycles_total_rtl > 0
 
 
-def test_a_gqa_config_names_why_it_is_no_decoder_block(tmp_path):
+def test_a_gqa_configs_decode_step_runs_from_one_program_bit_exact(tmp_path, sim_cache):
+    """8 query heads over 2 key/value heads: each key/value head's cached keys and values serve a
+    group of 4 query heads (one scores and one context GEMM over the group's 4 query rows), the keys'
+    RoPE over the 2 key heads; RTL bit-exact and cycles as the model."""
+    kv_heads = 2
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({**LLAMA, "num_attention_heads": 8}))  # 8 query heads, 2 key heads
-    with pytest.raises(ModelError, match=r"the wk GEMM 1x64x16 \(batch 1\) is not a decoder block's 1x64x64"):
-        transformer_block(workloads.resolve(f"{config}:seq=1,kv=12,layers=1"))
-    assert perf_model.evaluate(TINY, workloads.resolve(f"{config}:seq=1,kv=12,layers=1")).network is None
+    config.write_text(json.dumps({**LLAMA, "num_attention_heads": 8, "num_key_value_heads": kv_heads}))
+    spec = f"{config}:seq=1,kv=12,layers=1"
+    wl = workloads.resolve(spec)
+    block = transformer_block(wl)
+    assert (block.heads, block.key_heads, block.group, block.d_kv) == (8, kv_heads, 8 // kv_heads, 8 * kv_heads)
+    assert block.grouped  # one scores and one context GEMM a key/value head
+    report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.name == "network" and op.status == "pass" and op.mismatches == 0 and op.total_cycles_match
+    assert any(n.startswith("one program for the whole decoder block (decode of one token after a KV cache of 12)")
+               and f"each of {kv_heads} key/value head(s) serving {8 // kv_heads} query heads" in n
+               for n in report.notes), report.notes
+    figures = perf_model.evaluate(TINY, wl).network
+    assert figures is not None and figures["total_cycles"] == op.cycles_total_rtl > 0
+
+
+
+def test_an_mqa_configs_prefill_after_a_cache_runs_from_one_program_bit_exact(tmp_path, sim_cache):
+    """8 query heads over one key/value head, 2 new tokens after 6 cached: a GEMM a query head (several
+    queries a sequence), every head's scores and context on the one key/value head's bands; RTL
+    bit-exact and cycles as the model."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**LLAMA, "num_attention_heads": 8, "num_key_value_heads": 1}))
+    spec = f"{config}:seq=2,kv=6,layers=1"
+    wl = workloads.resolve(spec)
+    block = transformer_block(wl)
+    assert (block.key_heads, block.group, block.tokens, block.kv, block.grouped) == (1, 8, 2, 6, False)
+    report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
+    (op,) = report.ops
+    assert op.name == "network" and op.status == "pass" and op.mismatches == 0 and op.total_cycles_match
+    assert any(n.startswith("one program for the whole decoder block (prefill of 2 tokens after a KV cache of 6)")
+               for n in report.notes), report.notes
+    figures = perf_model.evaluate(TINY, wl).network
+    assert figures is not None and figures["total_cycles"] == op.cycles_total_rtl > 0

@@ -1,7 +1,8 @@
 """A LLaMA decoder block from ONE program (DRAM path, weight-stationary designs with the vector unit).
 
 When the whole workload is one decoder block (``perf_model.compiler.decoder.decoder_block``: the
-``llama_block`` and ``llama_decode`` builtins), ``simulate`` runs it from the program of
+``llama_block`` and ``llama_decode`` builtins, a Hugging Face Llama-style config of one layer, with
+multi-head, grouped-query or multi-query attention), ``simulate`` runs it from the program of
 ``perf_model.compiler.decoder.compile_decoder``: the RMSNorms, the projections, RoPE, the keys'
 transpose, every head's scores and context over the KV cache, the causal softmax, the residual
 adds and the SwiGLU FFN, with no host step between them. The host writes the input, the KV cache's
@@ -9,7 +10,8 @@ adds and the SwiGLU FFN, with no host step between them. The host writes the inp
 
 Reference (integers only): ``x`` is op 0's seeded ``A`` (``workloads.reference``), each projection's
 weights its op's seeded ``B`` (op ``i``'s of seed ``seed + i``), the cache seeded int8 codes, every
-GEMM through the output stage (``workloads.output_stage``) and every vector op through
+GEMM through the output stage (``workloads.output_stage``; query head ``h``'s scores and context
+against key/value head ``h // group``'s cached and new keys and values) and every vector op through
 ``workloads._int_ops`` with the workload's parameters, in the block's order. Every tensor the
 program writes stays in DRAM at its final value (the normed inputs, ``Q``, the cache with the new
 keys and values, ``K^T``, the probabilities, the context, the FFN's tensors, the output): the
@@ -52,12 +54,12 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any],
     fmt = door_format(design.act_fmt) if design is not None else None
     g, v = block.gemms, block.vector
     T, Tk, H, B, dh, kv = block.tokens, block.keys, block.heads, block.seqs, block.d_head, block.kv
-    D = block.d_model
+    D, Dkv, G = block.d_model, block.d_kv, block.group  # a key/value head serves G query heads (GQA/MQA)
     x = np.asarray(workloads.reference(ops[0], seed, **bits).a).astype(np.int64).reshape(B * T, D)
     w = {i: np.asarray(workloads.reference(ops[i], seed + i, **bits).b).astype(np.int64).reshape(ops[i].k, -1)
          for i in (0, 1, 2, 5, 6, 7, 8)}
     rng = np.random.default_rng([seed, 0x6B76])
-    kc, vc = (operand_codes(rng, (B, kv, D), fmt).astype(np.int64) for _ in range(2))
+    kc, vc = (operand_codes(rng, (B, kv, Dkv), fmt).astype(np.int64) for _ in range(2))
 
     def gemm(a: np.ndarray, b: np.ndarray, i: int) -> np.ndarray:
         if steps is not None:
@@ -71,22 +73,21 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any],
         shaped = [a.reshape(shape or a.shape) for a in args]
         return door_vector_op(op.kind, dict(op.params), fmt, *shaped).reshape(args[0].shape)
 
-    rope = (B, T, H, dh)
     h = vector("norm1", x)
-    q = vector("rope_q", gemm(h, w[0], 0), shape=rope)
-    k_new = vector("rope_k", gemm(h, w[1], 1), shape=rope).reshape(B, T, D)
-    v_new = gemm(h, w[2], 2).reshape(B, T, D)
-    keys = np.concatenate([kc, k_new], axis=1).reshape(B * Tk, D)
-    values = np.concatenate([vc, v_new], axis=1).reshape(B * Tk, D)
+    q = vector("rope_q", gemm(h, w[0], 0), shape=(B, T, H, dh))
+    k_new = vector("rope_k", gemm(h, w[1], 1), shape=(B, T, H // G, dh)).reshape(B, T, Dkv)
+    v_new = gemm(h, w[2], 2).reshape(B, T, Dkv)
+    keys = np.concatenate([kc, k_new], axis=1).reshape(B * Tk, Dkv)
+    values = np.concatenate([vc, v_new], axis=1).reshape(B * Tk, Dkv)
     kt = keys.T
     heads = [(b, hh) for b in range(B) for hh in range(H)]
-    s = np.stack([gemm(q[b * T:(b + 1) * T, hh * dh:(hh + 1) * dh], kt[hh * dh:(hh + 1) * dh, b * Tk:(b + 1) * Tk], 3)
-                  for b, hh in heads])
+    s = np.stack([gemm(q[b * T:(b + 1) * T, hh * dh:(hh + 1) * dh],
+                       kt[hh // G * dh:(hh // G + 1) * dh, b * Tk:(b + 1) * Tk], 3) for b, hh in heads])
     p = vector("softmax", s.reshape(B, H, T, Tk)).reshape(B * H, T, Tk)
     ctx = np.zeros_like(q)
     for j, (b, hh) in enumerate(heads):
-        band = slice(hh * dh, (hh + 1) * dh)
-        ctx[b * T:(b + 1) * T, band] = gemm(p[j], values[b * Tk:(b + 1) * Tk, band], 4)
+        ctx[b * T:(b + 1) * T, hh * dh:(hh + 1) * dh] = gemm(p[j], values[b * Tk:(b + 1) * Tk,
+                                                                       hh // G * dh:(hh // G + 1) * dh], 4)
     o = gemm(ctx, w[5], 5)
     x1 = vector("add1", x, o)
     h2 = vector("norm2", x1)
@@ -94,9 +95,9 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any],
     gl = vector("silu", gate, up)
     dn = gemm(gl, w[8], 8)
     out = vector("add2", x1, dn)
-    given = {"x": x, "K": np.concatenate([kc, np.zeros_like(k_new)], axis=1).reshape(B * Tk, D),
-             "KT": np.concatenate([kc, np.zeros_like(k_new)], axis=1).reshape(B * Tk, D).T,
-             "V": np.concatenate([vc, np.zeros_like(v_new)], axis=1).reshape(B * Tk, D),
+    given = {"x": x, "K": np.concatenate([kc, np.zeros_like(k_new)], axis=1).reshape(B * Tk, Dkv),
+             "KT": np.concatenate([kc, np.zeros_like(k_new)], axis=1).reshape(B * Tk, Dkv).T,
+             "V": np.concatenate([vc, np.zeros_like(v_new)], axis=1).reshape(B * Tk, Dkv),
              **{f"w{i}": wi for i, wi in w.items()}}
     final = {"h": h, "Q": q, "K": keys, "V": values, "KT": kt, "S": p.reshape(B * H * T, Tk), "ctx": ctx, "o": o,
              "x1": x1, "h2": h2, "gate": gate, "up": up, "g": gl, "dn": dn, "out": out}
@@ -143,6 +144,8 @@ def decoder_note(design: ArrayConfig, block: Any) -> str:
     phase = (f"decode of one token after a KV cache of {block.kv}" if block.tokens == 1 else
              f"prefill of {block.tokens} tokens" + (f" after a KV cache of {block.kv}" if block.kv else ""))
     return (f"one program for the whole decoder block ({phase}): the RMSNorms, the projections, RoPE, the keys "
-            f"transposed on the vector unit, {block.seqs * block.heads} heads' scores and context, the causal softmax, "
+            f"transposed on the vector unit, {block.seqs * block.heads} heads' scores and context"
+            + (f" (each of {block.key_heads} key/value head(s) serving {block.group} query heads)" if block.group > 1
+               else "") + ", the causal softmax, "
             f"the residual adds and the SwiGLU FFN ({len(prog.chunks)} queue-load(s)), every tensor through DRAM; "
             "the cache's new rows written after the host's, and every tensor the program writes read back and checked")
