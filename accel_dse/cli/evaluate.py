@@ -74,13 +74,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     if net is not None:
         runs = net.get("transposes", 0)
         transposes = f", {runs} transpose run{'' if runs == 1 else 's'}" if runs else ""
+        links = net.get("links") or ("on chip" if net.get("links_on_chip") else "through DRAM")
         emit("")
         emit(f"as one program (no host step between ops): cannot be built: {net['reason']}" if "reason" in net else
              f"as one program (no host step between ops): "
              f"{str(net['convs']) + ' convs' if 'convs' in net else str(net['gemms']) + ' GEMMs'} and "
              f"{net['vector_ops']} vector ops"
              f"{transposes}, "
-             f"{net['queue_loads']} queue-load(s), links {'on chip' if net['links_on_chip'] else 'through DRAM'}, "
+             f"{net['queue_loads']} queue-load(s), links {links}, "
              f"{net['total_cycles']:,} cycles and {net['dram_read_bytes'] + net['dram_write_bytes']:,} DRAM bytes "
              "(the program's walk and transfers, what simulate runs and checks: the totals above; the ops' "
              "rows are their per-op plans)")

@@ -113,6 +113,18 @@ class ConvNetworkProgram(GemmProgram):
     input_steps: tuple[str, ...] = ()
     kept: tuple[int, ...] = ()
 
+    @property
+    def links(self) -> str:
+        """Where the activations between convs go: ``"on chip"``, ``"through DRAM"``, or how many
+        tensors stayed on chip with the others through DRAM (``kept``)."""
+        if self.on_chip:
+            return "on chip"
+        if not self.kept:
+            return "through DRAM"
+        count = len(self.kept)
+        return f"partly on chip ({count} tensor{'' if count == 1 else 's'} kept in the ifmap), the others through DRAM"
+
+
 #: Vector ops a conv link may carry (element-wise over the NHWC words, ``f(0) = 0``; the add; a
 #: pooling, last on its link: it writes the pooled tensor to a region of its own).
 CONV_LINK_KINDS = ("relu", "relu6", "gelu", "silu", "add", "maxpool", "avgpool")

@@ -30,7 +30,8 @@ __all__ = ["network_figures"]
 
 
 def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | None:
-    """The one program's figures (``convs``, ``vector_ops``, ``queue_loads``, ``links_on_chip``,
+    """The one program's figures (``convs``, ``vector_ops``, ``queue_loads``, ``links_on_chip`` (every
+    link), ``links`` (where they go, as words: ``ConvNetworkProgram.links``),
     ``total_cycles``, ``compute_cycles``, ``vector_cycles``, ``stall_cycles``, and its DRAM bytes
     ``dram_read_bytes``/``dram_write_bytes``: ``program_timing.program_dram_bytes``), ``{"reason": ...}``
     when the workload is one conv network the compiler cannot build as one program, or ``None``
@@ -57,7 +58,8 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
     timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))
     read, written = program_timing.program_dram_bytes(config, prog.commands)
     return {"convs": len(spec.convs), "vector_ops": sum(len(link) for link in spec.links),
-            "queue_loads": len(prog.chunks), "links_on_chip": prog.on_chip, "total_cycles": timing.total,
+            "queue_loads": len(prog.chunks), "links_on_chip": prog.on_chip, "links": prog.links,
+            "total_cycles": timing.total,
             "compute_cycles": timing.compute, "vector_cycles": timing.vector, "stall_cycles": timing.stall,
             "dram_read_bytes": read, "dram_write_bytes": written}
 

@@ -219,6 +219,7 @@ def test_a_block_whose_tensors_do_not_all_fit_keeps_some_links_on_chip(hw, chann
     config = dataclasses.replace(TINY, ifmap_sram_kib=kib)
     got, want, run, prog = _run(convs, links, keep_on_chip=True, config=config)
     assert not prog.on_chip and prog.kept == kept
+    assert prog.links.startswith(f"partly on chip ({len(kept)} tensor")  # what evaluate and simulate print
     assert (got == want).all(), np.argwhere(got != want)[:5]
     assert run.total == run.model.total
     stored = {c["dram_addr"] for c in prog.commands if c.opcode == Opcode.STORE}

@@ -253,7 +253,9 @@ def conv_network_note(design: ArrayConfig, selected: list[tuple[str, Any, int]],
     how = ("each output kept in the ifmap as the next conv's NHWC input (MOVE, the next window reads it in place, "
            "pads made on chip)" if prog.on_chip else
            "links through DRAM, as the ifmap cannot hold the tensors beside the bands (each output stored, the next "
-           "conv loads its bands from it)")
+           "conv loads its bands from it)" if not prog.kept else
+           f"{prog.links}: a kept tensor stays in the ifmap as its readers' NHWC input (MOVE), the others are "
+           "stored and their readers load their bands from them")
     ops = sum(len(link) for link in spec.links) if spec is not None else 0
     between = f" and {ops} vector op(s) on their links (the vector unit; no host step between ops)" if ops else ""
     form = (f"; the host writes the input reshaped for conv 0 ({describe(convs[0], prog.input_steps)})"
