@@ -82,12 +82,19 @@ class ConvWindow:
                                  f"{width}-bit field), not {value}")
 
     def command(self, *, what: str = "conv") -> Command:
-        """The ``WINDOW`` command (fields checked: :meth:`check`)."""
-        self.check(what)
-        fields = dict(self.fields)
-        for name in SIGNED_WINDOW_FIELDS:
-            fields[name] &= (1 << FIELDS[name][1]) - 1
-        return Command.make(Opcode.WINDOW, **fields)
+        """The ``WINDOW`` command (fields checked: :meth:`check`; made once a window: a network's
+        convs and a sweep's designs meet the same windows again)."""
+        made = _COMMANDS.get(self)
+        if made is None:
+            self.check(what)
+            fields = dict(self.fields)
+            for name in SIGNED_WINDOW_FIELDS:
+                fields[name] &= (1 << FIELDS[name][1]) - 1
+            made = Command.make(Opcode.WINDOW, **fields)
+            if len(_COMMANDS) >= _COMMANDS_SIZE:
+                _COMMANDS.clear()
+            _COMMANDS[self] = made
+        return made
 
     def _pixel(self, fold: int, s: int) -> tuple[int, int, int, int]:
         """``(image, iy, ix, cb)`` row-fold ``fold`` reads for streamed row ``s`` (``ix``: the first
@@ -120,3 +127,8 @@ class ConvWindow:
     def reads(self, row_folds: int, col_folds: int, m: int) -> list[int | None]:
         """Every read of a run of ``row_folds x col_folds`` folds streaming ``m`` rows, in order."""
         return [self.read(f, s) for _ in range(col_folds) for f in range(row_folds) for s in range(m)]
+
+
+#: ``WINDOW`` commands made, by window (:meth:`ConvWindow.command`); a command is immutable.
+_COMMANDS: dict[ConvWindow, Command] = {}
+_COMMANDS_SIZE = 1 << 14
