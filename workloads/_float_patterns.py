@@ -162,8 +162,7 @@ def _inline(jaxpr: Any, env: dict[Any, Any], opaque: Callable[[Any], bool], out:
     for eqn in jaxpr.eqns:
         ins = tuple(key(v) for v in eqn.invars)
         subs = [] if opaque(eqn) else list(jex_core.jaxprs_in_params(eqn.params))
-        if (len(subs) == 1 and len(subs[0].invars) == len(eqn.invars)
-                and len(subs[0].outvars) == len(eqn.outvars)):
+        if len(subs) == 1 and _is_call(eqn, subs[0]):
             sub = subs[0]
             names = {v: k for v, k in zip(sub.invars, ins, strict=True)}
             _inline(sub, names, opaque, out, inner=True)
@@ -175,6 +174,16 @@ def _inline(jaxpr: Any, env: dict[Any, Any], opaque: Callable[[Any], bool], out:
                 outs = tuple(_Out(v) for v in outs)
                 env.update(zip(eqn.outvars, outs, strict=True))
             out.append(FlatEqn(eqn, ins, outs))
+
+
+def _is_call(eqn: Any, sub: Any) -> bool:
+    """Whether ``sub`` is what ``eqn`` calls on its operands as they are (a ``jit``, a
+    ``custom_jvp_call``...), not a computation it applies element by element (a generic
+    ``reduce_window``'s ``max`` of two scalars, a ``scatter``'s combiner)."""
+    def shapes(vs: Any) -> list[Any]:
+        return [getattr(getattr(v, "aval", None), "shape", None) for v in vs]
+
+    return shapes(sub.invars) == shapes(eqn.invars) and shapes(sub.outvars) == shapes(eqn.outvars)
 
 
 def _floating(v: Any) -> bool:
@@ -581,6 +590,7 @@ def _residuals_and_stages(g: _Graph, result: Plan, taken: set[int], label: Calla
         scaled = _scaled(g, fe)
         if scaled is not None and scaled in stage and len(g.users.get(scaled, [])) == 1:
             result.consumed.add(i)  # a bias or scale: the output stage's
+            result.consumed.update(_const_feeders(g, {i}, taken | result.consumed))  # its bound's conversion
             result.stage.add(i)
             stage.update(fe.outs)
             continue
