@@ -92,10 +92,11 @@ def _window_prim(fe: Any) -> str:
     if fe.prim != "reduce_window" or len(fe.ins) != 2:
         return str(fe.prim)
     body = getattr(fe.eqn.params.get("jaxpr"), "jaxpr", fe.eqn.params.get("jaxpr"))
-    eqns = getattr(body, "eqns", ())
+    eqns: Any = getattr(body, "eqns", ())
     if len(eqns) != 1 or list(eqns[0].invars) != list(body.invars) or list(eqns[0].outvars) != list(body.outvars):
         return str(fe.prim)
-    return _GENERIC.get((eqns[0].primitive.name, _scalar(fe.ins[1])), str(fe.prim))
+    init = _scalar(fe.ins[1])
+    return str(fe.prim) if init is None else _GENERIC.get((str(eqns[0].primitive.name), init), str(fe.prim))
 
 
 def _match(g: Any, i: int) -> tuple[str, tuple[int, ...], tuple[int, ...], tuple[tuple[str, int], ...], int] | None:

@@ -173,7 +173,7 @@ class _Walker:
                 continue
             elif prim == "dot_general":
                 self.index += 1
-                op = _dot_to_gemm(eqn, _label(eqn, f"dot{self.index}"), origins.get(index))
+                op: Op | None = _dot_to_gemm(eqn, _label(eqn, f"dot{self.index}"), origins.get(index))
                 out.add(stages.record(index, op), mult, prim)
             elif prim == "conv_general_dilated":
                 self.index += 1

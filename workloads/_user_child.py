@@ -65,7 +65,8 @@ def _run_traced(spec: str) -> tuple[Any, ...]:
     try:
         fn, args = load_user_function(split_user_spec(spec)[0])
         doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
-        source, origins = "jax", ()
+        source = "jax"
+        origins: Sequence[str] = ()
         pair = torch_pair(fn, args, spec)
         if pair is not None:  # a PyTorch model: exported, lowered to the JAX primitives of the same layers
             model = lower_module(*pair, spec)
