@@ -20,8 +20,10 @@ Steps, on one jaxpr level (:func:`flatten` first inlines ``jit``/``custom_jvp_ca
    are dropped again, except the last. Each intermediate must be used only inside the region.
    A constant is a literal, anything computed from literals and ``iota`` alone, or a per-channel
    vector (at most one row's elements: a norm's scale and shift).
-4. *Kind* from the region's primitives: ``logistic`` -> ``silu`` (``gated`` when its output's one
-   use is a multiply by another activation of its shape: SwiGLU); ``erf``/``erfc``, or ``tanh``
+4. *Kind* from the region's primitives: ``logistic`` times the value it read -> ``silu`` (``gated``
+   when its output's one use is a multiply by another activation of its shape: SwiGLU); a
+   ``logistic`` not multiplied by its own input (a bare sigmoid, a sigmoid gate) stays host work,
+   named with :data:`SIGMOID`, as the unit has no sigmoid; ``erf``/``erfc``, or ``tanh``
    with a cube -> ``gelu``; ``exp`` + ``reduce_sum`` + ``div`` -> ``softmax`` (a mask applied to
    ``X`` by ``select_n`` or an add of a constant is taken in: ``causal_offset`` 0, the unit's
    mask; a mask selected from the data stays host work, named with that reason: the unit masks
@@ -55,7 +57,10 @@ from workloads._eqn_origin import eqn_origin as where
 from workloads.vector_ops import VectorOp
 from workloads.vector_params import default_params
 
-__all__ = ["FlatEqn", "Plan", "flatten", "plan", "DATA_MASK", "NONCAUSAL_MASK", "UNKNOWN_MASK"]
+__all__ = ["FlatEqn", "Plan", "flatten", "plan", "DATA_MASK", "NONCAUSAL_MASK", "UNKNOWN_MASK", "SIGMOID"]
+
+#: Why a sigmoid that is not a SiLU's (``x * sigmoid(x)``) stays host work.
+SIGMOID = "sigmoid: the vector unit has no sigmoid kind (its silu is x * sigmoid(x))"
 
 #: Why a softmax's mask selected from the data (``jnp.where(mask_input, s, -inf)``) stays host work.
 DATA_MASK = "softmax mask from data: the vector unit masks causally only"
@@ -162,8 +167,7 @@ def _inline(jaxpr: Any, env: dict[Any, Any], opaque: Callable[[Any], bool], out:
     for eqn in jaxpr.eqns:
         ins = tuple(key(v) for v in eqn.invars)
         subs = [] if opaque(eqn) else list(jex_core.jaxprs_in_params(eqn.params))
-        if (len(subs) == 1 and len(subs[0].invars) == len(eqn.invars)
-                and len(subs[0].outvars) == len(eqn.outvars)):
+        if len(subs) == 1 and _is_call(eqn, subs[0]):
             sub = subs[0]
             names = {v: k for v, k in zip(sub.invars, ins, strict=True)}
             _inline(sub, names, opaque, out, inner=True)
@@ -175,6 +179,16 @@ def _inline(jaxpr: Any, env: dict[Any, Any], opaque: Callable[[Any], bool], out:
                 outs = tuple(_Out(v) for v in outs)
                 env.update(zip(eqn.outvars, outs, strict=True))
             out.append(FlatEqn(eqn, ins, outs))
+
+
+def _is_call(eqn: Any, sub: Any) -> bool:
+    """Whether ``sub`` is what ``eqn`` calls on its operands as they are (a ``jit``, a
+    ``custom_jvp_call``...), not a computation it applies element by element (a generic
+    ``reduce_window``'s ``max`` of two scalars, a ``scatter``'s combiner)."""
+    def shapes(vs: Any) -> list[Any]:
+        return [getattr(getattr(v, "aval", None), "shape", None) for v in vs]
+
+    return shapes(sub.invars) == shapes(eqn.invars) and shapes(sub.outvars) == shapes(eqn.outvars)
 
 
 def _floating(v: Any) -> bool:
@@ -333,6 +347,22 @@ def _region(g: _Graph, x: Any, anchor: int, taken: set[int], row: int) -> list[i
         if i != last and any(u not in members for v in g.flat[i].outs for u in g.users.get(v, ())):
             return None
     return sorted(members)
+
+
+def _times_input(g: _Graph, region: list[int], anchor: int) -> bool:
+    """Whether ``region`` multiplies what its ``anchor`` (a ``logistic``) computed by the value the
+    anchor read (``x * sigmoid(x)``, SiLU), not only by constants or by other data."""
+    after = set(g.flat[anchor].outs)  # values computed from the sigmoid within the region
+    for i in region:
+        if i > anchor and any(u in after for u in g.flat[i].ins):
+            after.update(g.flat[i].outs)
+    for i in region:
+        fe = g.flat[i]
+        if fe.prim == "mul" and len(fe.ins) == 2:
+            ins = [u in after for u in fe.ins]
+            if any(ins) and not all(ins) and not any(g.constant(u) for u in fe.ins):
+                return True
+    return False
 
 
 def _reduces_last(g: _Graph, region: list[int]) -> bool:
@@ -501,6 +531,9 @@ def plan(flat: list[FlatEqn], eligible: Callable[[Any], bool], label: Callable[[
         kind = _kind(Counter(flat[i].prim for i in region))
         if kind is None:
             continue
+        if kind == "silu" and not _times_input(g, region, a):
+            result.reasons[a] = SIGMOID  # a bare sigmoid (or one gating another value): not the unit's SiLU
+            continue
         last = region[-1]
         x_read = x
         params: dict[str, int] = {}
@@ -581,6 +614,7 @@ def _residuals_and_stages(g: _Graph, result: Plan, taken: set[int], label: Calla
         scaled = _scaled(g, fe)
         if scaled is not None and scaled in stage and len(g.users.get(scaled, [])) == 1:
             result.consumed.add(i)  # a bias or scale: the output stage's
+            result.consumed.update(_const_feeders(g, {i}, taken | result.consumed))  # its bound's conversion
             result.stage.add(i)
             stage.update(fe.outs)
             continue

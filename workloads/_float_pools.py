@@ -3,7 +3,8 @@
 Found on the graph of :mod:`workloads._float_patterns` (after its regions), whatever wrote them
 (``lax.reduce_window``, Flax's ``max_pool``/``avg_pool``, ``jnp.mean``/``jnp.max`` over the map):
 
-* ``reduce_window_max`` on a 4-D value -> ``maxpool``; ``reduce_window_sum`` whose only use is a
+* ``reduce_window_max`` on a 4-D value -> ``maxpool`` (so is a generic ``reduce_window`` of ``max`` from
+  ``-inf``, and one of ``add`` from 0 is a ``reduce_window_sum``); ``reduce_window_sum`` whose only use is a
   division by (or a multiply by the inverse of) the window's size -> ``avgpool`` (the unit divides
   by the whole window, padding counted: PyTorch's ``count_include_pad``);
 * ``reduce_max`` / ``reduce_sum`` (then the division by ``H * W``) over the two spatial axes of a
@@ -79,6 +80,25 @@ def _params(window: tuple[int, int], stride: tuple[int, int], pad: tuple[int, in
             ("pad_h", pad[0]), ("pad_w", pad[1]))
 
 
+#: A generic ``reduce_window`` (``lax.reduce_window`` with ``lax.max``/``lax.add`` and an init the
+#: monoid check did not take as its identity) computing what the specialised primitive does.
+_GENERIC = {("max", -math.inf): "reduce_window_max", ("add", 0.0): "reduce_window_sum"}
+
+
+def _window_prim(fe: Any) -> str:
+    """``reduce_window_max``/``reduce_window_sum`` for a generic ``reduce_window`` of one operand whose
+    computation is one ``max``/``add`` of its two arguments and whose init is that op's identity;
+    the equation's own primitive otherwise."""
+    if fe.prim != "reduce_window" or len(fe.ins) != 2:
+        return str(fe.prim)
+    body = getattr(fe.eqn.params.get("jaxpr"), "jaxpr", fe.eqn.params.get("jaxpr"))
+    eqns: Any = getattr(body, "eqns", ())
+    if len(eqns) != 1 or list(eqns[0].invars) != list(body.invars) or list(eqns[0].outvars) != list(body.outvars):
+        return str(fe.prim)
+    init = _scalar(fe.ins[1])
+    return str(fe.prim) if init is None else _GENERIC.get((str(eqns[0].primitive.name), init), str(fe.prim))
+
+
 def _match(g: Any, i: int) -> tuple[str, tuple[int, ...], tuple[int, ...], tuple[tuple[str, int], ...], int] | None:
     """``(kind, NHWC shape, NHWC out shape, params, last equation)`` of a pool at equation ``i``."""
     fe = g.flat[i]
@@ -86,14 +106,15 @@ def _match(g: Any, i: int) -> tuple[str, tuple[int, ...], tuple[int, ...], tuple
     if len(shape) != 4 or not fe.outs:
         return None
     p = fe.eqn.params
-    if fe.prim in _WINDOW:
+    prim = _window_prim(fe)
+    if prim in _WINDOW:
         if any(d != 1 for d in (*p["base_dilation"], *p["window_dilation"])):
             return None
         window, strides, pads = tuple(p["window_dimensions"]), tuple(p["window_strides"]), tuple(p["padding"])
         axes = _spatial(window, strides, pads)
         if axes is None or any(lo != hi for lo, hi in (pads[a] for a in axes)):
             return None
-        kind, size = _WINDOW[fe.prim], window[axes[0]] * window[axes[1]]
+        kind, size = _WINDOW[prim], window[axes[0]] * window[axes[1]]
         out = _nhwc(_shape(fe.outs[0]), axes)
         params = _params((window[axes[0]], window[axes[1]]), (strides[axes[0]], strides[axes[1]]),
                          (pads[axes[0]][0], pads[axes[1]][0]))
@@ -119,7 +140,7 @@ def _match(g: Any, i: int) -> tuple[str, tuple[int, ...], tuple[int, ...], tuple
 def find_pools(g: Any, result: Any, taken: set[int], label: Callable[[Any], str]) -> None:
     """Add the pools of graph ``g`` to the plan ``result`` (module docstring)."""
     for i, fe in enumerate(g.flat):
-        if i in taken or i in result.consumed or i in result.emit or fe.prim not in {*_WINDOW, *_GLOBAL}:
+        if i in taken or i in result.consumed or i in result.emit or _window_prim(fe) not in {*_WINDOW, *_GLOBAL}:
             continue
         if not getattr(getattr(fe.eqn.invars[0], "aval", None), "dtype", None) or \
                 fe.eqn.invars[0].aval.dtype.kind != "f":

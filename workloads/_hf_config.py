@@ -5,9 +5,10 @@ from the file (nothing is downloaded, no ``transformers`` needed) and traces the
 :func:`workloads._models_hf.gqa_moe_block` with them, as the builtins are traced: one decoder
 block, its op and vector counts times ``num_hidden_layers`` (or ``layers``). Options: ``seq``
 new tokens per sequence (default 128), ``batch`` (1), ``kv`` cached tokens (0: prefill; a decode
-step is ``seq=1,kv=K``), ``layers`` (the config's). Left out: the embedding lookup and the LM
-head, RoPE scaling (the positions' rotation is RoPE's either way) and a sliding window (the
-attention of a ``seq + kv`` longer than the window is counted whole).
+step is ``seq=1,kv=K``), ``layers`` (the config's). RoPE takes the config's ``rope_theta`` and its
+``rope_scaling`` where the unit's table can hold it (``linear``, ``llama3``, ``dynamic``:
+:mod:`workloads._rope_scaling`; another type is named in the description and left out). Left
+out: the embedding lookup and the LM head.
 
 Fields read: ``model_type``, ``hidden_size``, ``intermediate_size``, ``num_hidden_layers``,
 ``num_attention_heads``, ``num_key_value_heads`` (default: the heads) and, for ``mixtral``,
@@ -205,6 +206,7 @@ def load_hf_config(path: Path, options: dict[str, int | str], *, name: str, what
     from workloads._layers import FORMS
     from workloads._models_hf import gqa_moe_block
     from workloads._requant import recording, with_flow, with_requant
+    from workloads._rope_scaling import config_rope
     from workloads._tracer import trace
 
     cfg = _read(path, what)
@@ -221,13 +223,14 @@ def load_hf_config(path: Path, options: dict[str, int | str], *, name: str, what
         raise WorkloadError(f"{what} block has {macs:.3g} MACs, more than the {MAX_TRACED_MACS:.0e} traced at "
                             "once: lower seq, batch or kv")
     layers = s.pop("layers")
-    model = gqa_moe_block(FORMS["int8"], **s)
+    theta, scaling, unscaled = config_rope(cfg, what)
+    model = gqa_moe_block(FORMS["int8"], **s, theta=theta, rope_scaling=scaling)
     flow: list[bool] = []
-    text = ", ".join(f"{k}={v}" for k, v in s.items())
+    text = ", ".join(f"{k}={v}" for k, v in (*s.items(), ("rope_theta", theta), *scaling))
     with recording(flow) as params:
         block = trace(model.fn, *model.example_args(), name=name, source="hf_config",
                       description=f"Hugging Face {cfg['model_type']} config, {layers} decoder blocks [{text}] "
-                                  "(no embedding or LM head)")
+                                  f"(no embedding or LM head{'; ' + unscaled if unscaled else ''})")
     block = with_flow(with_requant(block, params), flow)
     return dataclasses.replace(block, counts=tuple(c * layers for c in block.counts),
                                vector_counts=tuple(c * layers for c in block.vector_counts))

@@ -28,6 +28,7 @@ Qwen2-MoE's shared expert and its gate run on every token, as written.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -187,8 +188,15 @@ class _Decode:
 
 def load_hf_torch(cfg: dict[str, Any], shape: dict[str, int], *, name: str, what: str) -> Workload:
     """The workload of the config built by transformers (see the module docstring)."""
+    from workloads._rope_scaling import config_rope
     from workloads._torch_trace import lower_module, trace_torch
 
+    theta, scaling, unscaled = config_rope(cfg, what)
     module, args, description = hf_model(cfg, shape, what)
     model = lower_module(module, args, what)
-    return trace_torch(model, name=name, description=description, source="hf_config")
+    workload = trace_torch(model, name=name, description=description + (f" ({unscaled})" if unscaled else ""),
+                           source="hf_config")
+    # transformers' rates are a buffer of values, not a pow the matcher reads: the config's RoPE (the unit's table)
+    ropes = tuple(dataclasses.replace(v, params=(("start", v.param("start", 0)), ("theta", theta), *scaling))
+                  if v.kind == "rope" else v for v in workload.vector_ops)
+    return dataclasses.replace(workload, vector_ops=ropes)

@@ -55,6 +55,7 @@ from jax import lax
 
 from accel_spec import vector_isa
 from accel_spec.errors import WorkloadError
+from workloads._rope_scaling import inverse_frequencies
 from workloads.vector_ops import FRAC_BITS
 from workloads.vector_params import _NORM_GUARD, GELU_PARAMS, add_params, norm_params, softmax_params
 
@@ -198,10 +199,11 @@ def _silu_k(x: jax.Array, *gate: jax.Array, gated: int) -> jax.Array:
     return _sat8(rshr(v * gate[0].astype(_I32), 11) if gated else rshr(v, 7))
 
 
-def _rope_k(x: jax.Array, *, start: int, theta: int) -> jax.Array:
+def _rope_k(x: jax.Array, *, start: int, theta: int, **scaling: int) -> jax.Array:
     _, s, _, dh = x.shape
     half = dh // 2
-    cos, sin = (jnp.asarray(t)[None, :, None, :] for t in rope_tables(start, s, half, theta))
+    cos, sin = (jnp.asarray(t)[None, :, None, :] for t in rope_tables(start, s, half, theta,
+                                                                      tuple(scaling.items())))
     v = x.astype(_I32)
     x1, x2 = v[..., :half], v[..., half:]
     return _sat8(jnp.concatenate([rshr(x1 * cos - x2 * sin, 14), rshr(x1 * sin + x2 * cos, 14)], axis=-1))
@@ -223,9 +225,13 @@ def silu_table() -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=64)
-def rope_tables(start: int, length: int, half: int, theta: int) -> tuple[np.ndarray, np.ndarray]:
-    """``round(2**14 cos)``, ``round(2**14 sin)`` of angle ``pos * theta**(-i / half)``, ``(length, half)``."""
-    ang = [[(start + p) * theta ** (-i / half) for i in range(half)] for p in range(length)]
+def rope_tables(start: int, length: int, half: int, theta: int,
+                scaling: tuple[tuple[str, int], ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """``round(2**14 cos)``, ``round(2**14 sin)`` of angle ``pos * theta**(-i / half)``, ``(length, half)``;
+    with a ``rope`` record's scaling parameters (``scaling``, ``factor_q16``...), the rates of
+    :func:`workloads._rope_scaling.inverse_frequencies`."""
+    rates = inverse_frequencies(half, theta, dict(scaling), start + length)
+    ang = [[(start + p) * r for r in rates] for p in range(length)]
     return (np.array([[round(math.cos(a) * (1 << 14)) for a in row] for row in ang], np.int32),
             np.array([[round(math.sin(a) * (1 << 14)) for a in row] for row in ang], np.int32))
 
@@ -306,8 +312,9 @@ def silu(x: jax.Array, gate: jax.Array | None = None) -> jax.Array:
     return _run("silu", {"gated": 1}, x, gate)
 
 
-def rope(x: jax.Array, *, start: int, theta: int = 10000) -> jax.Array:
-    """Rotary embedding of ``(b, s, h, dh)`` int8 codes at positions ``start, start + 1, ...``."""
+def rope(x: jax.Array, *, start: int, theta: int = 10000, scaling: tuple[tuple[str, int], ...] = ()) -> jax.Array:
+    """Rotary embedding of ``(b, s, h, dh)`` int8 codes at positions ``start, start + 1, ...``
+    (``scaling``: a config's RoPE scaling, :func:`workloads._rope_scaling.config_scaling`)."""
     if x.shape[-1] % 2:
         raise WorkloadError(f"rope head size must be even, not {x.shape[-1]}")
-    return _run("rope", {"start": start, "theta": theta}, x)
+    return _run("rope", {"start": start, "theta": theta, **dict(scaling)}, x)

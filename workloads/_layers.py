@@ -37,6 +37,7 @@ from jax import lax
 
 from workloads import _int_ops
 from workloads._requant import ACTIVATIONS, derived_requant, note_input, output_stage
+from workloads._rope_scaling import inverse_frequencies
 
 __all__ = ["Form", "FORMS", "ParamMaker"]
 
@@ -216,13 +217,15 @@ class Form:
             return jnp.round(p * 127).astype(jnp.int8)
         return p * 127 if self.codes else p
 
-    def rope(self, x: jax.Array, start: int) -> jax.Array:
-        """Rotary position embedding of ``(b, s, h, dh)`` activations at positions ``start, start+1, ...``."""
+    def rope(self, x: jax.Array, start: int, theta: int = 10000,
+             scaling: tuple[tuple[str, int], ...] = ()) -> jax.Array:
+        """Rotary position embedding of ``(b, s, h, dh)`` activations at positions ``start, start+1, ...``
+        (frequency base ``theta``; ``scaling``: :func:`workloads._rope_scaling.config_scaling`'s parameters)."""
         if self.int_vector:
-            return _int_ops.rope(x, start=start)
+            return _int_ops.rope(x, start=start, theta=theta, scaling=scaling)
         _, s, _, dh = x.shape
         half = dh // 2
-        inv_freq = 10000.0 ** (-np.arange(half, dtype=np.float64) / half)
+        inv_freq = np.array(inverse_frequencies(half, theta, dict(scaling), start + s))
         angles = np.arange(start, start + s, dtype=np.float64)[:, None] * inv_freq[None, :]
         cos = jnp.asarray(np.cos(angles), jnp.float32)[None, :, None, :]
         sin = jnp.asarray(np.sin(angles), jnp.float32)[None, :, None, :]

@@ -29,7 +29,8 @@ __all__ = ["gqa_moe_block", "llama_block"]
 
 
 def gqa_moe_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: int, kv_heads: int, ffn: int,
-                  experts: int = 0, top_k: int = 1) -> Model:
+                  experts: int = 0, top_k: int = 1, theta: int = 10000,
+                  rope_scaling: tuple[tuple[str, int], ...] = ()) -> Model:
     """One decoder block on ``seq`` new tokens after ``kv`` cached ones (``experts`` 0: a dense FFN).
 
     Args:
@@ -38,6 +39,8 @@ def gqa_moe_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: i
         d, heads, kv_heads, ffn: Model width, query heads, key/value heads (dividing ``heads``),
             FFN (or each expert's) hidden width.
         experts, top_k: Experts (0: no MoE) and experts per token.
+        theta, rope_scaling: RoPE's frequency base and scaling parameters
+            (:func:`workloads._rope_scaling.config_scaling`).
     """
     dh = d // heads
     group = heads // kv_heads
@@ -83,9 +86,9 @@ def gqa_moe_block(form: Form, *, batch: int, seq: int, kv: int, d: int, heads: i
         with jax.named_scope("attention"):
             h = form.rmsnorm(x)
             with jax.named_scope("wq"):
-                q = form.rope(_heads(form.dense(h, params["wq"]), heads), kv)
+                q = form.rope(_heads(form.dense(h, params["wq"]), heads), kv, theta, rope_scaling)
             with jax.named_scope("wk"):
-                k = form.rope(_heads(form.dense(h, params["wk"]), kv_heads), kv)
+                k = form.rope(_heads(form.dense(h, params["wk"]), kv_heads), kv, theta, rope_scaling)
             with jax.named_scope("wv"):
                 v = _heads(form.dense(h, params["wv"]), kv_heads)
             keys = jnp.concatenate([cache[0], k], axis=1) if cache else k

@@ -31,7 +31,7 @@ import operator
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from accel_spec.errors import WorkloadError
@@ -458,9 +458,5 @@ def trace_torch(model: TorchModel, *, name: str, description: str = "", source: 
     """The :class:`~workloads.ops.Workload` of a lowered PyTorch program (traced from shapes only)."""
     from workloads._tracer import trace
 
-    workload = trace(model.fn, *model.shapes(), name=name, description=description, source=source,
-                     check_values=True)
-    if len(model.origins) != len(workload.ops):  # an op the tracer dropped: keep the jaxpr's origins
-        return workload
-    return replace(workload, ops=tuple(replace(op, origin=o) for op, o in zip(workload.ops, model.origins,
-                                                                              strict=True)))
+    return trace(model.fn, *model.shapes(), name=name, description=description, source=source,
+                 check_values=True, origins=model.origins)

@@ -40,7 +40,7 @@ model.py:12 (forward)"``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -50,6 +50,7 @@ from jax._src import source_info_util
 from accel_spec.errors import WorkloadError
 from workloads._eqn_origin import eqn_origin as _origin
 from workloads._float_patterns import flatten, plan
+from workloads._float_requant import FloatStages
 from workloads._int_ops import marker
 from workloads._lowering import Collected, conv_op, dot_op, to_workload
 from workloads._requant import OUTPUT_STAGE_SCOPE
@@ -82,13 +83,13 @@ def _out_elements(eqn: Any) -> int:
     return total
 
 
-def _dot_to_gemm(eqn: Any, name: str) -> Gemm | None:
+def _dot_to_gemm(eqn: Any, name: str, origin: str | None = None) -> Gemm | None:
     lhs, rhs = (v.aval.shape for v in eqn.invars[:2])
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    return dot_op(lhs, rhs, lc, rc, lb, rb, name=name, origin=_origin(eqn))
+    return dot_op(lhs, rhs, lc, rc, lb, rb, name=name, origin=_origin(eqn) if origin is None else origin)
 
 
-def _conv_to_op(eqn: Any, name: str) -> Op | None:
+def _conv_to_op(eqn: Any, name: str, origin: str | None = None) -> Op | None:
     p = eqn.params
     lhs_shape, rhs_shape = (v.aval.shape for v in eqn.invars[:2])
     dn = p["dimension_numbers"]
@@ -98,7 +99,7 @@ def _conv_to_op(eqn: Any, name: str) -> Op | None:
         spatial=[int(lhs_shape[d]) for d in lhs_spec[2:]], kernel=[int(rhs_shape[d]) for d in rhs_spec[2:]],
         strides=p["window_strides"], padding=p["padding"], lhs_dilation=p["lhs_dilation"],
         rhs_dilation=p["rhs_dilation"], groups=int(p["feature_group_count"]),
-        batch_groups=int(p["batch_group_count"]), name=name, origin=_origin(eqn),
+        batch_groups=int(p["batch_group_count"]), name=name, origin=_origin(eqn) if origin is None else origin,
     )
 
 
@@ -145,15 +146,26 @@ def _opaque(eqn: Any) -> bool:
 
 
 class _Walker:
-    def __init__(self, while_trips: int) -> None:
+    def __init__(self, while_trips: int, origins: Sequence[str] = ()) -> None:
         self.while_trips = while_trips
         self.index = 0
+        self.origins = tuple(origins)
+
+    def _origins(self, flat: list[Any]) -> dict[int, str]:
+        """Origin of each matrix equation of the top level by its program rank (the ``origins``
+        given, one per matrix equation in program order; none when the counts differ)."""
+        matrix = [i for i, fe in enumerate(flat) if fe.prim in ("dot_general", "conv_general_dilated")]
+        self.origins, given = (), self.origins  # the top level only
+        return dict(zip(matrix, given, strict=True)) if len(matrix) == len(given) else {}
 
     def walk(self, jaxpr: Any, mult: int, consts: Any = ()) -> Collected:
         out = Collected()
         flat = flatten(jaxpr, _opaque, consts)
         found = plan(flat, lambda e: not _in_output_stage(e), lambda e: _label(e, ""))
-        for index, fe in enumerate(flat):
+        stages = FloatStages(flat, found)
+        origins = self._origins(flat)
+        for index in stages.order():
+            fe = flat[index]
             eqn, prim = fe.eqn, fe.prim
             if index in found.emit:
                 out.add_vector(found.emit[index], mult)
@@ -161,22 +173,28 @@ class _Walker:
                 continue
             elif prim == "dot_general":
                 self.index += 1
-                out.add(_dot_to_gemm(eqn, _label(eqn, f"dot{self.index}")), mult, prim)
+                op: Op | None = _dot_to_gemm(eqn, _label(eqn, f"dot{self.index}"), origins.get(index))
+                out.add(stages.record(index, op), mult, prim)
             elif prim == "conv_general_dilated":
                 self.index += 1
-                out.add(_conv_to_op(eqn, _label(eqn, f"conv{self.index}")), mult, prim)
+                op = _conv_to_op(eqn, _label(eqn, f"conv{self.index}"), origins.get(index))
+                out.add(stages.record(index, op), mult, prim)
             elif prim in ("jit", "pjit") and (mark := marker(str(eqn.params.get("name", "")))):
                 out.add_vector(_vector_op(eqn, *mark), mult)
             elif prim == _CALL_EXPORTED:
+                stages.forget()
                 from workloads._stablehlo import exported_ops
 
                 out.extend(exported_ops(eqn.params["exported"], while_trips=self.while_trips), mult)
             elif prim == _SCAN:
+                stages.forget()
                 out.extend(self.walk(eqn.params["jaxpr"].jaxpr, mult * int(eqn.params["length"])))
             elif prim == _COND:
+                stages.forget()
                 branches = [self.walk(b.jaxpr, mult) for b in eqn.params["branches"]]
                 out.extend(max(branches, key=lambda c: c.macs))
             elif prim == _WHILE:
+                stages.forget()
                 trips = mult * self.while_trips
                 out.extend(self.walk(eqn.params["cond_jaxpr"].jaxpr, trips))
                 out.extend(self.walk(eqn.params["body_jaxpr"].jaxpr, trips))
@@ -185,6 +203,7 @@ class _Walker:
                 if _in_output_stage(eqn):
                     continue  # the whole call, sub-jaxprs included (their name stacks start afresh)
                 if subs:
+                    stages.forget()
                     for sub in subs:
                         out.extend(self.walk(sub, mult))
                 else:
@@ -195,7 +214,7 @@ class _Walker:
 
 
 def trace_jaxpr(closed_jaxpr: Any, *, name: str, description: str = "", while_trips: int = 1,
-                source: str = "jax") -> Workload:
+                source: str = "jax", origins: Sequence[str] = ()) -> Workload:
     """Turn a (closed) jaxpr into a :class:`Workload`.
 
     Args:
@@ -204,12 +223,15 @@ def trace_jaxpr(closed_jaxpr: Any, *, name: str, description: str = "", while_tr
         description: One line for humans.
         while_trips: How many times each ``while`` loop's body is assumed to run.
         source: The workload's ``source`` (``"jax"``; the registry says ``"builtin"``).
+        origins: Where each matrix equation of the jaxpr's top level comes from, in program order
+            (a PyTorch program's ATen ops), replacing the equations' own source lines; ignored
+            unless there is one per such equation.
 
     Raises:
         WorkloadError: if the jaxpr contains no ``dot_general`` or ``conv_general_dilated``.
     """
     jaxpr = getattr(closed_jaxpr, "jaxpr", closed_jaxpr)
-    found = _Walker(while_trips).walk(jaxpr, 1, getattr(closed_jaxpr, "consts", ()))
+    found = _Walker(while_trips, origins).walk(jaxpr, 1, getattr(closed_jaxpr, "consts", ()))
     return to_workload(found, name=name, description=description, source=source,
                        looked_for="dot_general, conv_general_dilated")
 
@@ -244,7 +266,8 @@ def _torch_kind(fn: Any, args: tuple[Any, ...]) -> str:
 
 
 def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, description: str = "",
-          while_trips: int = 1, source: str = "jax", check_values: bool = False) -> Workload:
+          while_trips: int = 1, source: str = "jax", check_values: bool = False,
+          origins: Sequence[str] = ()) -> Workload:
     """Trace ``fn(*example_args)`` into a :class:`Workload` of GEMM and conv ops.
 
     Args:
@@ -260,6 +283,7 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
             primitive, seen abstractly) beyond a tensor's limit, and too many matrix ops, before the
             walk (``workloads._op_limits.check_jaxpr_values``; a user's function: builtins check
             their options first).
+        origins: As :func:`trace_jaxpr` takes them.
 
     Returns:
         The ops in program order with their run counts, plus the non-matmul primitive counts.
@@ -289,4 +313,5 @@ def trace(fn: Callable[..., Any], *example_args: Any, name: str | None = None, d
         from workloads._op_limits import check_jaxpr_values
 
         check_jaxpr_values(closed, f"workload {label!r}")
-    return trace_jaxpr(closed, name=label, description=description, while_trips=while_trips, source=source)
+    return trace_jaxpr(closed, name=label, description=description, while_trips=while_trips, source=source,
+                       origins=origins)

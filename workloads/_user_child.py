@@ -66,14 +66,15 @@ def _run_traced(spec: str) -> tuple[Any, ...]:
         fn, args = load_user_function(split_user_spec(spec)[0])
         doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
         source = "jax"
+        origins: Sequence[str] = ()
         pair = torch_pair(fn, args, spec)
         if pair is not None:  # a PyTorch model: exported, lowered to the JAX primitives of the same layers
             model = lower_module(*pair, spec)
-            fn, args, source = model.fn, model.shapes(), "torch"
+            fn, args, source, origins = model.fn, model.shapes(), "torch", model.origins
         flow: list[bool] = []
         with recording(flow) as params:
             workload = trace(fn, *args, name=spec, description=doc[0] if doc else "", source=source,
-                             check_values=True)
+                             check_values=True, origins=origins)
         return "ok", workload, tuple(params), tuple(flow)
     except KeyboardInterrupt:
         return ("interrupted",)

@@ -20,8 +20,10 @@ Kinds (:data:`VECTOR_KINDS`) and their parameters as the builtins' int8 form emi
 * ``layernorm``, ``rmsnorm``: ``rsqrt_const``, ``rsqrt_bits``, ``eps``;
 * ``softmax``: ``in_mult``, ``ln2``, ``poly_b``, ``poly_a``, ``poly_c``, ``causal_offset`` (-1: no mask);
 * ``gelu``: ``in_mult``, ``clip``, ``poly_a``; ``silu``: ``gated`` (0 or 1);
-* ``rope``: ``start`` (first position), ``theta`` (the frequency base); on the vector unit its
-  cos/sin table is a second operand the host prepares once, like weights.
+* ``rope``: ``start`` (first position), ``theta`` (the frequency base) and, for a scaled RoPE,
+  ``scaling``, ``factor_q16``, ``low_freq_q16``, ``high_freq_q16``, ``original``
+  (:mod:`workloads._rope_scaling`); on the vector unit its cos/sin table is a second operand the
+  host prepares once, like weights.
 
 Every int8 op takes and gives codes with :data:`FRAC_BITS` fractional bits (the builtins' scale).
 """

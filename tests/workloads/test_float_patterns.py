@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from workloads._float_patterns import DATA_MASK, flatten, plan
+from workloads._float_patterns import DATA_MASK, SIGMOID, flatten, plan
 from workloads._tracer import trace
 from workloads.vector_params import GELU_PARAMS
 
@@ -97,6 +97,16 @@ def test_silu_gated_mlp_and_plain_silu():
     by_hand = trace(lambda x, w: (lambda h: h * jax.nn.sigmoid(h))(x @ w) @ w, X, W)
     assert _kinds(by_hand) == [("silu", (6, 16), (6, 16), None)]
     assert not {"logistic", "mul"} & (_others(gated).keys() | _others(plain).keys())
+
+
+def test_a_bare_sigmoid_or_a_sigmoid_gate_is_host_work_not_silu():
+    sigmoid = f"logistic[{SIGMOID}]"
+    bare = trace(lambda x, w: jax.nn.sigmoid(x @ w) @ w, X, W)
+    assert bare.vector_ops == () and _others(bare) == {sigmoid: 1}
+    scaled = trace(lambda x, w: (2.0 * jax.nn.sigmoid(x @ w)) @ w, X, W)  # times a constant: still no SiLU
+    assert scaled.vector_ops == () and _others(scaled)[sigmoid] == 1
+    glu = trace(lambda x, w, v: (jax.nn.sigmoid(x @ w) * (x @ v)) @ w, X, W, W)  # a GLU gate: not silu(x) * up
+    assert glu.vector_ops == () and _others(glu) == {sigmoid: 1, "mul": 1}
 
 
 def test_residual_adds_around_a_norm_stay_separate():

@@ -46,8 +46,12 @@ def _flat(wl):
 
 
 def test_qwen3_gives_the_analytic_macs_and_its_qk_norms(tmp_path):
-    wl = resolve(f"{_write(tmp_path, model_type='qwen3', head_dim=DH, **DENSE)}:seq=8")
+    scaled = {"rope_theta": 1000000.0, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
+    wl = resolve(f"{_write(tmp_path, model_type='qwen3', head_dim=DH, **DENSE, **scaled)}:seq=8")
     assert wl.source == "hf_config"
+    # the config's RoPE base and scaling (transformers' rates are a buffer): the unit's table
+    assert {v.params for v in wl.vector_ops if v.kind == "rope"} == {
+        (("start", 0), ("theta", 1000000), ("scaling", 1), ("factor_q16", 2 << 16))}
     assert wl.total_macs == 2 * (_attn_macs(8, 8, 8) + 3 * 8 * D * FFN)
     kinds = Counter(v.kind for v in wl.vector_ops)
     # per layer: input, q, k and post-attention norms, then the final norm; two RoPEs; a causal softmax

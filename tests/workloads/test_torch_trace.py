@@ -155,6 +155,21 @@ class Sorts(nn.Module):
         return torch.sort(x @ x.T).values
 
 
+def test_sigmoid_is_host_work_with_its_reason_and_silu_the_units():
+    class Acts(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(16, 16), nn.Linear(16, 16)
+
+        def forward(self, x):
+            return self.b(torch.sigmoid(self.a(x))) + F.silu(self.a(x))
+
+    wl = trace_torch(lower_module(Acts(), (torch.randn(2, 16),), "acts"), name="acts")
+    assert [v.kind for v in wl.vector_ops] == ["silu", "add"]
+    logistic = [(name, n) for name, n in wl.other_primitives if name.startswith("logistic")]
+    assert logistic == [("logistic[sigmoid: the vector unit has no sigmoid kind (its silu is x * sigmoid(x))]", 1)]
+
+
 def test_an_op_without_lowering_is_named():
     with pytest.raises(WorkloadError, match=r"aten\.sort.* has no lowering"):
         trace_torch(lower_module(Sorts(), (torch.randn(4, 4),), "sorts"), name="sorts")

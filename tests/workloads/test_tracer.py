@@ -8,7 +8,7 @@ import pytest
 from jax import lax
 
 from accel_spec.errors import WorkloadError
-from workloads import Conv2d, Gemm, trace
+from workloads import Conv2d, Gemm, derived_requant, trace
 
 S = jax.ShapeDtypeStruct
 F32 = jnp.float32
@@ -149,7 +149,9 @@ def test_conv_in_nchw_and_nhwc_gives_the_same_gemm():
     (op,) = a.ops
     out_h, out_w = (15 + 2 - 3) // 2 + 1, (17 + 4 - 5) + 1
     assert isinstance(op, Conv2d) and (op.out_h, op.out_w) == (out_h, out_w)
-    assert op.to_gemm() == Gemm(m=2 * out_h * out_w, k=8 * 3 * 5, n=16, name=op.name)
+    # a float conv is requantised as the int8 builtins' convs are (their rule for its reduction length)
+    assert op.to_gemm() == Gemm(m=2 * out_h * out_w, k=8 * 3 * 5, n=16, name=op.name,
+                                requant=derived_requant(8 * 3 * 5))
     # and the shape JAX computes agrees with the record's output size
     assert jax.eval_shape(nhwc, x_nhwc, w_hwio).shape == (2, out_h, out_w, 16)
 
@@ -161,7 +163,7 @@ def test_grouped_and_same_padded_conv():
 
     (op,) = trace(f, S((1, 10, 10, 8), F32), S((3, 3, 2, 12), F32)).ops
     assert op.groups == 4 and (op.pad_h, op.pad_h_hi) == (0, 1)  # SAME, stride 2, even input
-    assert op.to_gemm() == Gemm(m=25, k=2 * 9, n=3, batch=4, name=op.name)
+    assert op.to_gemm() == Gemm(m=25, k=2 * 9, n=3, batch=4, name=op.name, requant=derived_requant(2 * 9))
     assert op.macs == 25 * 12 * 2 * 9
 
 
