@@ -44,6 +44,7 @@ __all__ = [
     "channel_start",
     "int_vector_op",
     "rope_tables",
+    "rope_op_tables",
 ]
 
 # Public names provided by modules that import JAX, loaded on first attribute access.
@@ -70,6 +71,7 @@ _LAZY = {
     "channel_start": "workloads._reference",
     "int_vector_op": "workloads._int_ops:_run",  # one integer vector op by kind and parameters
     "rope_tables": "workloads._int_ops",
+    "rope_op_tables": "workloads._int_ops",
 }
 
 

@@ -236,6 +236,13 @@ def rope_tables(start: int, length: int, half: int, theta: int,
             np.array([[round(math.sin(a) * (1 << 14)) for a in row] for row in ang], np.int32))
 
 
+def rope_op_tables(op: Any, length: int, half: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`rope_tables` of a ``rope`` record ``op`` (its ``start``, ``theta`` and scaling
+    parameters) over ``length`` positions of ``half`` rates: the table the host writes for it."""
+    scaling = tuple((k, v) for k, v in op.params if k not in ("start", "theta"))
+    return rope_tables(op.param("start"), length, half, op.param("theta"), scaling)
+
+
 # -- the ops -----------------------------------------------------------------------------------------
 _Q = 1.0 / (1 << FRAC)
 

@@ -36,12 +36,12 @@ _REGS = (("kind", 4), ("src", None), ("src2", None), ("dst", None), ("rows", 24)
 
 def rope_table(op: VectorOp, lanes: int) -> np.ndarray:
     """The table operand of RoPE ``op`` (shape ``(b, s, h, dh)``) as the host lays it out: one row of
-    ``2 dh`` codes per (batch, position), from ``workloads._int_ops.rope_tables``."""
+    ``2 dh`` codes per (batch, position), from ``workloads._int_ops.rope_op_tables``."""
     from accel_spec.vector_isa import rope_table_row
-    from workloads._int_ops import rope_tables
+    from workloads._int_ops import rope_op_tables
 
     b, s, _, dh = op.shape
-    cos, sin = rope_tables(op.param("start"), s, dh // 2, op.param("theta"))
+    cos, sin = rope_op_tables(op, s, dh // 2)
     rows = [rope_table_row(cos[p].tolist(), sin[p].tolist(), lanes) for p in range(s)]
     return np.tile(np.array(rows, np.int8), (b, 1))
 

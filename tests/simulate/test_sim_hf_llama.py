@@ -35,12 +35,18 @@ def test_an_hf_llama_configs_decode_step_runs_from_one_program_bit_exact(tmp_pat
 def test_a_gqa_configs_decode_step_runs_from_one_program_bit_exact(tmp_path, sim_cache):
     """8 query heads over 2 key/value heads: each key/value head's cached keys and values serve a
     group of 4 query heads (one scores and one context GEMM over the group's 4 query rows), the keys'
-    RoPE over the 2 key heads; RTL bit-exact and cycles as the model."""
+    RoPE over the 2 key heads, its table Llama 3.1's scaled one (theta 500000, llama3 scaling: the host
+    writes the scaled rates the reference uses); RTL bit-exact and cycles as the model."""
     kv_heads = 2
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({**LLAMA, "num_attention_heads": 8, "num_key_value_heads": kv_heads}))
+    scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 8}
+    config.write_text(json.dumps({**LLAMA, "num_attention_heads": 8, "num_key_value_heads": kv_heads,
+                                  "rope_theta": 500000.0, "rope_scaling": scaling}))
     spec = f"{config}:seq=1,kv=12,layers=1"
     wl = workloads.resolve(spec)
+    rope = next(op for op in wl.vector_ops if op.kind == "rope")
+    assert rope.param("theta") == 500000 and rope.param("scaling") == 2  # llama3's code
     block = transformer_block(wl)
     assert (block.heads, block.key_heads, block.group, block.d_kv) == (8, kv_heads, 8 // kv_heads, 8 * kv_heads)
     assert block.grouped  # one scores and one context GEMM a key/value head
