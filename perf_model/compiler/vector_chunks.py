@@ -12,8 +12,14 @@
   * a row (a normalisation's or softmax's reduction; a causal softmax's query period of
     ``qrows`` rows, whose mask restarts at each period);
   * a word of ``lanes`` elements of an element-wise op of one row (the last chunk holds the rest);
-  * an image of a pooling (its input and pooled output);
+  * an image of a pooling (its input and pooled output); a pooling whose image does not fit is cut
+    within each image into bands of output rows with the input rows their windows read (and, when
+    one output row does not fit either, into slices of its channel words), each band a run whose
+    registers (``accel_spec.vector_isa.pool_registers``) name its own rows and top padding;
   * a position of a RoPE: its ``qrows`` rows (heads) and its table row.
+
+  A causal softmax's period or a RoPE's position that does not fit is cut into runs of its rows
+  (the mask's offset moved to each run's first row; the position's table row loaded for each run).
 
   When two chunks fit the ifmap, the op is cut into at least
   :data:`perf_model.compiler.network.PIPELINE_CHUNKS` chunks taking turns in the ifmap's two halves,
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from accel_spec.config import ArrayConfig, Dataflow
 from accel_spec.errors import ModelError
@@ -40,6 +47,7 @@ from accel_spec.isa import (
     axi_data_bytes,
     queue_entry_commands,
 )
+from accel_spec.vector_isa import pool_registers
 from perf_model.compiler.network import _WORDS_MAX, PIPELINE_CHUNKS, _split, pipelined
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout
 from perf_model.compiler.vector import (
@@ -93,13 +101,122 @@ def _fits_whole(config: ArrayConfig, op: VectorOp) -> GemmProgram | None:
         return None
 
 
+@dataclass(frozen=True)
+class _Move:
+    """One transfer of a chunk: ``rows`` DRAM rows of ``words`` words, ``stride`` words apart, from
+    word ``offset`` of tensor ``name``; contiguous in the ifmap (``rows * words`` words)."""
+
+    name: str
+    offset: int
+    rows: int
+    words: int
+    stride: int
+
+
+#: One chunk: its transfers (the operands' loads, then the output's store) and the unit's plan and
+#: parameter registers for it.
+_Chunk = tuple[tuple[_Move, ...], VectorPlan, tuple[int, ...]]
+
+
+def _unit_chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeline: bool) -> list[_Chunk] | None:
+    """Chunks of whole units (:func:`op_units`) in ``avail`` ifmap words: at least
+    :data:`PIPELINE_CHUNKS` with ``pipeline``; ``None`` if one unit does not fit."""
+    units, unit = op_units(plan)
+    room = min(avail // sum(unit.values()), _WORDS_MAX // max(unit.values()))
+    if room < 1:
+        return None
+    per = min(-(-units // PIPELINE_CHUNKS) if pipeline else units, room)
+    out = []
+    for u0 in range(0, units, per):
+        count = min(per, units - u0)
+        moves = tuple(_Move(name, u0 * words, 1, count * words, count * words) for name, words in unit.items())
+        out.append((moves, _chunk_plan(plan, u0, count), params))
+    return out
+
+
+def _band_chunks(plan: VectorPlan, avail: int, pipeline: bool) -> list[_Chunk] | None:
+    """A pooling whose image does not fit ``avail`` words: per image, bands of output rows (and
+    their input rows, the window's halo included), of as many channel words as fit; each band a
+    run whose registers name its rows and its top padding (0 past the image's first rows). ``None``
+    if one output row of one channel word does not fit."""
+    g = plan.pool
+    if g is None:
+        return None
+    s, p, wh = g.stride_h, g.pad_h, g.window_h
+
+    def rows_fit(cw: int) -> int:  # output rows a band of ``cw`` channel words holds, at most
+        per_row = s * g.in_w + g.out_w
+        by_words = (avail // cw - max(wh - s, 0) * g.in_w) // per_row
+        by_field = ((1 << 16) - 1 - max(wh - s, 0) * g.in_w) // (s * g.in_w)
+        return min(by_words, by_field, g.out_h)
+
+    cw = g.words_c
+    if rows_fit(cw) < 1:
+        cw = min(avail // (wh * g.in_w + g.out_w), g.words_c)
+        if cw < 1 or rows_fit(cw) < 1:
+            return None
+    band = rows_fit(cw)
+    if pipeline:
+        band = min(band, max(1, -(-g.out_h * plan.rows // PIPELINE_CHUNKS)))
+    out = []
+    for image in range(plan.rows):
+        for w0 in range(0, g.words_c, cw):
+            width = min(cw, g.words_c - w0)
+            for o0 in range(0, g.out_h, band):
+                oh = min(band, g.out_h - o0)
+                b0 = max(0, o0 * s - p)
+                b1 = max(b0 + 1, min(g.in_h, (o0 + oh - 1) * s - p + wh))
+                sub = dataclasses.replace(g, in_h=b1 - b0, out_h=oh, pad_h=b0 - (o0 * s - p), words_c=width)
+                moves = (_Move("x0", ((image * g.in_h + b0) * g.in_w) * g.words_c + w0, (b1 - b0) * g.in_w, width,
+                               g.words_c),
+                         _Move("z0", ((image * g.out_h + o0) * g.out_w) * g.words_c + w0, oh * g.out_w, width,
+                               g.words_c))
+                chunk_plan = dataclasses.replace(plan, rows=1, words=(b1 - b0) * g.in_w * width, pool=sub)
+                out.append((moves, chunk_plan, pool_registers(sub)))
+    return out
+
+
+def _period_chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeline: bool) -> list[_Chunk] | None:
+    """A causal softmax's query period or a RoPE's position that does not fit ``avail`` words: runs
+    of its rows within each period (a run restarts the period: a softmax's mask offset moves by the
+    run's first row; a RoPE's table row is loaded again for each run). ``None`` if one row does not fit."""
+    table = plan.table_words
+    per_row = (plan.operands + 1) * plan.words if not table else 2 * plan.words
+    rows = min((avail - table) // per_row, plan.qrows, _WORDS_MAX // plan.words, MAX_ROWS)
+    if rows < 1:
+        return None
+    if pipeline:
+        rows = min(rows, -(-plan.rows // PIPELINE_CHUNKS))
+    out = []
+    for period in range(plan.rows // plan.qrows):
+        for a in range(0, plan.qrows, rows):
+            c = min(rows, plan.qrows - a)
+            first = (period * plan.qrows + a) * plan.words
+            x = _Move("x0", first, 1, c * plan.words, c * plan.words)
+            moves = (x, _Move("y0", period * table, 1, table, table), dataclasses.replace(x, name="z0")) if table \
+                else (x, dataclasses.replace(x, name="y0"), dataclasses.replace(x, name="z0")) if plan.operands == 2 \
+                else (x, dataclasses.replace(x, name="z0"))
+            regs = params if table else (*params[:5], params[5] + a, *params[6:])  # the mask's offset
+            out.append((moves, dataclasses.replace(plan, rows=c, qrows=c, run_rows=0), regs))
+    return out
+
+
+def _chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeline: bool) -> list[_Chunk] | None:
+    chunks = _unit_chunks(plan, params, avail, pipeline)
+    if chunks is None and plan.pool is not None:
+        chunks = _band_chunks(plan, avail, pipeline)
+    if chunks is None and plan.qrows > 1:
+        chunks = _period_chunks(plan, params, avail, pipeline)
+    return chunks
+
+
 def vector_op_program(config: ArrayConfig, op: VectorOp) -> GemmProgram:
     """The program of ``op`` alone on ``config`` (module docstring).
 
     Raises:
         ModelError: the design has no vector unit, the unit cannot run ``op`` (the reason), or one
-            unit of it (a row, an image, a position or a causal period, with its output) does not
-            fit the ifmap.
+            unit of it (a row, a position or a causal period, with its output; a pooling's output
+            row of one channel word with its input rows) does not fit the ifmap.
     """
     lanes = config.vector_lanes
     plan = vector_plan(op, lanes)
@@ -108,43 +225,39 @@ def vector_op_program(config: ArrayConfig, op: VectorOp) -> GemmProgram:
     whole = _fits_whole(config, op)
     if whole is not None:
         return whole
-    units, unit = op_units(plan)
-    per_unit = sum(unit.values())
-    depth = ifmap_words(config)
-    halves = units > 1 and depth // 2 // per_unit >= 1
-    room = min((depth // 2 if halves else depth) // per_unit, _WORDS_MAX // max(unit.values()))
-    if room < 1:
-        what = "a word" if unit["x0"] == 1 else f"one unit ({', '.join(f'{k}: {v}' for k, v in unit.items())} words)"
-        raise ModelError(f"{op.kind}: {what} of its operands and output takes {per_unit} ifmap words, the design "
-                         f"has {depth}")
-    per = min(-(-units // PIPELINE_CHUNKS) if halves else units, room)
     regs = vector_registers(op, lanes)
+    depth = ifmap_words(config)
+    chunks = _chunks(plan, regs.params, depth // 2, True)
+    halves = chunks is not None and len(chunks) > 1
+    if not halves:
+        chunks = _chunks(plan, regs.params, depth, False)
+    if chunks is None:
+        unit = op_units(plan)[1]
+        what = ("an output row of one channel word" if plan.pool is not None else
+                f"one unit ({', '.join(f'{k}: {v}' for k, v in unit.items())} words)")
+        raise ModelError(f"{op.kind}: {what} of its operands and output does not fit the design's {depth} ifmap words")
     W = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
                        config.dataflow is Dataflow.IS)
     word_bytes = lanes * (config.input_bits // 8)
 
     def build(tensors: dict[str, TensorLayout]) -> list[Command]:
         steps = []
-        for k, u0 in enumerate(range(0, units, per)):
-            count = min(per, units - u0)
+        for k, (moves, chunk_plan, params) in enumerate(chunks):
             base = depth // 2 * (k % 2) if halves else 0
             at: dict[str, int] = {}
-            for name, words in unit.items():
-                at[name] = base
-                base += per * words
+            for m in moves:
+                at[m.name] = base
+                base += m.rows * m.words
 
-            def move(opcode: int, name: str, wait_vec: int = 0, u0: int = u0, count: int = count,
-                     at: dict[str, int] = at) -> Command:
-                words = count * unit[name]
+            def move(opcode: int, m: _Move, wait_vec: int = 0, at: dict[str, int] = at) -> Command:
                 return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP,
-                                    dram_addr=tensors[name].base + u0 * unit[name] * word_bytes,
-                                    dram_stride=words * word_bytes, rows=1, words=words, buf_addr=at[name],
-                                    row_step=words, word_step=1)
+                                    dram_addr=tensors[m.name].base + m.offset * word_bytes,
+                                    dram_stride=m.stride * word_bytes, rows=m.rows, words=m.words,
+                                    buf_addr=at[m.name], row_step=m.words, word_step=1)
 
-            loads = [move(Opcode.LOAD, name, wait_vec=int(i == 0)) for i, name in enumerate(unit) if name != "z0"]
-            chunk = VectorRegisters(_chunk_plan(plan, u0, count), regs.kind, at["x0"], at.get("y0", at["x0"]),
-                                    at["z0"], regs.params)
-            steps.append((loads, [vector_commands(chunk, wait_dma=1)], move(Opcode.STORE, "z0", wait_vec=1)))
+            loads = [move(Opcode.LOAD, m, wait_vec=int(i == 0)) for i, m in enumerate(moves[:-1])]
+            regs_k = VectorRegisters(chunk_plan, regs.kind, at["x0"], at.get("y0", at["x0"]), at["z0"], params)
+            steps.append((loads, [vector_commands(regs_k, wait_dma=1)], move(Opcode.STORE, moves[-1], wait_vec=1)))
         if halves:
             return pipelined(steps)
         return [c for loads, vector, store in steps for c in (*loads, *vector[0], store)]

@@ -15,13 +15,14 @@ import pytest
 from accel_spec.config import ArrayConfig, Dataflow
 from accel_spec.errors import ModelError
 from accel_spec.isa import Opcode
+from accel_spec.vector_isa import pool_from_registers
 from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.vector import vector_program
 from perf_model.compiler.vector_chunks import vector_op_program
 from perf_model.evaluator.vector_work import vector_columns
 from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.program_timing import dram_rate, gemm_program_cycles, program_dram_bytes, word_beats
-from perf_model.vector_timing import vector_plan
+from perf_model.vector_timing import plan_cycles, vector_plan
 from workloads.vector_ops import VectorOp
 from workloads.vector_params import GELU_PARAMS, add_params, norm_params, softmax_params
 
@@ -65,18 +66,22 @@ def _walk(config: ArrayConfig, op: VectorOp) -> tuple[int, int, int]:
     return gemm_program_cycles(config, program, rate=dram_rate(config)).total, read, written
 
 
-def _tiles(config: ArrayConfig, program: object, opcode: int, names: list[str]) -> None:
-    """The ``opcode`` transfers of ``program`` tile the DRAM tensors ``names`` exactly: each byte once."""
-    beats = word_beats(config)
+def _tiles(config: ArrayConfig, program: object, opcode: int, names: list[str], halo: bool = False) -> None:
+    """The ``opcode`` transfers of ``program`` cover the DRAM tensors ``names`` exactly: each byte once
+    (``halo``: at least once, a pooling's bands reading their windows' rows again), nothing else."""
     W = program.data_bytes  # type: ignore[attr-defined]
-    spans = sorted((c["dram_addr"], c["dram_addr"] + (c["rows"] - 1) * c["dram_stride"]
-                    + c["words"] * beats["ifmap"] * W) for c in program.commands if c.opcode == opcode)  # type: ignore[attr-defined]
+    size = word_beats(config)["ifmap"] * W
+    counts = np.zeros(program.dram_bytes, dtype=np.int64)  # type: ignore[attr-defined]
+    for c in program.commands:  # type: ignore[attr-defined]
+        if c.opcode == opcode:
+            for r in range(c["rows"]):
+                a = c["dram_addr"] + r * c["dram_stride"]
+                counts[a:a + c["words"] * size] += 1
+    want = np.zeros_like(counts)
     for name in names:
         t = program.tensors[name]  # type: ignore[attr-defined]
-        mine = [(a, b) for a, b in spans if t.base <= a < t.base + t.nbytes]
-        assert mine and mine[0][0] == t.base and mine[-1][1] == t.base + t.nbytes, name
-        assert all(b == a2 for (_, b), (a2, _) in zip(mine, mine[1:], strict=False)), name
-    assert sum(b - a for a, b in spans) == sum(program.tensors[k].nbytes for k in names)  # type: ignore[attr-defined]
+        want[t.base:t.base + t.nbytes] = 1
+    assert np.array_equal(np.minimum(counts, 1) if halo else counts, want), names
 
 
 def test_the_evaluators_vector_cycles_and_bytes_are_the_walk_of_each_ops_program():
@@ -125,11 +130,48 @@ def test_a_chunked_program_moves_every_unit_once_and_runs_every_row(seed):
         assert "ifmap words" in str(exc)
         return
     _tiles(config, program, Opcode.STORE, ["z0"])
-    _tiles(config, program, Opcode.LOAD, [k for k in program.tensors if k != "z0"])
+    _tiles(config, program, Opcode.LOAD, [k for k in program.tensors if k != "z0"], halo=plan.pool is not None)
     heads = [c for c in program.commands if c.opcode == Opcode.VECTOR]
-    if plan.rows == 1 and plan.passes == 1 and plan.pool is None:
+    timing = gemm_program_cycles(config, program, rate=dram_rate(config))
+    if plan.pool is not None:  # each band: its outputs, and its windows' in-image pixels (2 cycles a run besides)
+        blocks = [program.commands[i + 1] for i, c in enumerate(program.commands) if c.opcode == Opcode.VECTOR]
+        bands = [pool_from_registers(plan.kind, tuple(b[f"vp{j}"] for j in range(8))) for b in blocks]
+        assert sum(c["vrows"] * g.out_h * g.out_w * g.words_c for c, g in zip(heads, bands, strict=True)) == \
+            plan.rows * plan.out_words
+        assert timing.vector - 2 * len(heads) == plan_cycles(plan) - 2
+    elif plan.rows == 1 and plan.passes == 1:
         assert sum(c["vwords"] for c in heads) == plan.words
     else:
         assert sum(c["vrows"] for c in heads) == plan.rows
-    timing = gemm_program_cycles(config, program, rate=dram_rate(config))
     assert timing.vector >= plan.rows and timing.total > timing.vector
+
+
+@pytest.mark.parametrize("spec", ["bert_base:seq=64,d=256,heads=4,ffn=512", "llama_decode:kv=64,d=128,heads=4,ffn=256",
+                                  "resnet18:res=32"])
+def test_an_op_by_op_designs_figure_is_its_ops_programs_and_each_vector_ops_walk(spec):
+    """On designs with the unit that run the workload op by op (OS and IS arrays; small buffers), the
+    recorded figure is the matrix ops' rows plus, per vector op, its runs times its own program's walk."""
+    import perf_model
+    import workloads
+    from perf_model.evaluator.vector_work import workload_vector_ops
+
+    wl = workloads.resolve(spec)
+    rng = random.Random(spec)
+    configs = [dataclasses.replace(random_design(rng), dataflow=(Dataflow.OS, Dataflow.IS)[i % 2],
+                                   ifmap_sram_kib=rng.choice([8, 16, 64]), weight_sram_kib=64, ofmap_sram_kib=64)
+               for i in range(6)]
+    table = perf_model.evaluate_designs(DesignArrays.from_configs(configs), wl)
+    checked = 0
+    for i, config in enumerate(configs):
+        result = perf_model.evaluate(config, wl)
+        if not table.feasible[i]:
+            continue
+        assert result.network is None or "reason" in result.network  # op by op
+        walks = 0
+        for op, count in workload_vector_ops(wl):
+            if not isinstance(vector_plan(op, config.vector_lanes), str):
+                walks += count * _walk(config, op)[0]
+        ops = sum(op.total_cycles for op in result.ops)
+        assert table.total_cycles[i] == result.total["total_cycles"] == ops + walks, config
+        checked += 1
+    assert checked >= 3
