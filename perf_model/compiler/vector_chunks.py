@@ -13,9 +13,10 @@
     ``qrows`` rows, whose mask restarts at each period);
   * a word of ``lanes`` elements of an element-wise op of one row (the last chunk holds the rest);
   * an image of a pooling (its input and pooled output); a pooling whose image does not fit is cut
-    within each image into bands of output rows with the input rows their windows read (and, when
-    one output row does not fit either, into slices of its channel words), each band a run whose
-    registers (``accel_spec.vector_isa.pool_registers``) name its own rows and top padding;
+    within each image into bands of output rows with the input rows their windows read (when one
+    output row does not fit, of fewer channel words; when one of a single channel word does not
+    either, tiles of one output row's columns), each band or tile a run whose registers
+    (``accel_spec.vector_isa.pool_registers``) name its own size and top and left padding;
   * a position of a RoPE: its ``qrows`` rows (heads) and its table row.
 
   A causal softmax's period or a RoPE's position that does not fit is cut into runs of its rows
@@ -113,7 +114,7 @@ class _Move:
     stride: int
 
 
-#: One chunk: its transfers (the operands' loads, then the output's store) and the unit's plan and
+#: One chunk: its transfers (the operands' loads, then the output's one store) and the unit's plan and
 #: parameter registers for it.
 _Chunk = tuple[tuple[_Move, ...], VectorPlan, tuple[int, ...]]
 
@@ -134,28 +135,44 @@ def _unit_chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeline
     return out
 
 
+def _window_span(o0: int, count: int, stride: int, pad: int, window: int, size: int) -> tuple[int, int, int]:
+    """Input ``(first, end, top padding)`` along one axis that outputs ``o0 .. o0 + count`` read."""
+    first = max(0, o0 * stride - pad)
+    end = max(first + 1, min(size, (o0 + count - 1) * stride - pad + window))
+    return first, end, first - (o0 * stride - pad)
+
+
 def _band_chunks(plan: VectorPlan, avail: int, pipeline: bool) -> list[_Chunk] | None:
     """A pooling whose image does not fit ``avail`` words: per image, bands of output rows (and
-    their input rows, the window's halo included), of as many channel words as fit; each band a
-    run whose registers name its rows and its top padding (0 past the image's first rows). ``None``
-    if one output row of one channel word does not fit."""
+    their input rows, the window's halo included) of as many channel words as fit; when one output
+    row of one channel word does not fit either, tiles of one output row and of the output columns
+    that fit. Each band or tile a run whose registers name its own size and top (left) padding
+    (0 past the image's first rows or columns). ``None`` if one output pixel does not fit."""
     g = plan.pool
     if g is None:
         return None
-    s, p, wh = g.stride_h, g.pad_h, g.window_h
+    s, wh, sw, ww = g.stride_h, g.window_h, g.stride_w, g.window_w
+    field = (1 << 16) - 1
 
     def rows_fit(cw: int) -> int:  # output rows a band of ``cw`` channel words holds, at most
-        per_row = s * g.in_w + g.out_w
-        by_words = (avail // cw - max(wh - s, 0) * g.in_w) // per_row
-        by_field = ((1 << 16) - 1 - max(wh - s, 0) * g.in_w) // (s * g.in_w)
-        return min(by_words, by_field, g.out_h)
+        by_words = (avail // cw - max(wh - s, 0) * g.in_w) // (s * g.in_w + g.out_w)
+        return min(by_words, (field - max(wh - s, 0) * g.in_w) // (s * g.in_w), g.out_h)
 
-    cw = g.words_c
-    if rows_fit(cw) < 1:
-        cw = min(avail // (wh * g.in_w + g.out_w), g.words_c)
-        if cw < 1 or rows_fit(cw) < 1:
-            return None
+    def cols_fit(cw: int) -> int:  # output columns a one-row tile of ``cw`` channel words holds
+        return min((avail // cw - wh * max(ww - sw, 0)) // (wh * sw + 1), g.out_w)
+
+    cw, ow = g.words_c, g.out_w
     band = rows_fit(cw)
+    if band < 1:
+        cw = min(avail // (wh * g.in_w + g.out_w), g.words_c)
+        band = rows_fit(cw) if cw >= 1 else 0
+    if band < 1:  # one output row of every channel word does not fit: tiles of one row's columns
+        cw, band = g.words_c, 1
+        if cols_fit(cw) < 1:
+            cw = min(avail // (wh * ww + 1), g.words_c)
+        if cw < 1 or cols_fit(cw) < 1:
+            return None
+        ow = cols_fit(cw)
     if pipeline:
         band = min(band, max(1, -(-g.out_h * plan.rows // PIPELINE_CHUNKS)))
     out = []
@@ -164,15 +181,23 @@ def _band_chunks(plan: VectorPlan, avail: int, pipeline: bool) -> list[_Chunk] |
             width = min(cw, g.words_c - w0)
             for o0 in range(0, g.out_h, band):
                 oh = min(band, g.out_h - o0)
-                b0 = max(0, o0 * s - p)
-                b1 = max(b0 + 1, min(g.in_h, (o0 + oh - 1) * s - p + wh))
-                sub = dataclasses.replace(g, in_h=b1 - b0, out_h=oh, pad_h=b0 - (o0 * s - p), words_c=width)
-                moves = (_Move("x0", ((image * g.in_h + b0) * g.in_w) * g.words_c + w0, (b1 - b0) * g.in_w, width,
-                               g.words_c),
-                         _Move("z0", ((image * g.out_h + o0) * g.out_w) * g.words_c + w0, oh * g.out_w, width,
-                               g.words_c))
-                chunk_plan = dataclasses.replace(plan, rows=1, words=(b1 - b0) * g.in_w * width, pool=sub)
-                out.append((moves, chunk_plan, pool_registers(sub)))
+                b0, b1, pad_h = _window_span(o0, oh, s, g.pad_h, wh, g.in_h)
+                for c0 in range(0, g.out_w, ow):
+                    cols = min(ow, g.out_w - c0)
+                    a0, a1, pad_w = _window_span(c0, cols, sw, g.pad_w, ww, g.in_w)
+                    sub = dataclasses.replace(g, in_h=b1 - b0, in_w=a1 - a0, out_h=oh, out_w=cols, pad_h=pad_h,
+                                              pad_w=pad_w, words_c=width)
+                    pixel = image * g.in_h * g.in_w
+                    if ow == g.out_w:  # whole rows: the band's pixels one after another
+                        loads = [_Move("x0", (pixel + b0 * g.in_w) * g.words_c + w0, (b1 - b0) * g.in_w, width,
+                                       g.words_c)]
+                    else:  # a tile: a load per input row
+                        loads = [_Move("x0", (pixel + r * g.in_w + a0) * g.words_c + w0, a1 - a0, width, g.words_c)
+                                 for r in range(b0, b1)]
+                    store = _Move("z0", ((image * g.out_h + o0) * g.out_w + c0) * g.words_c + w0, oh * cols, width,
+                                  g.words_c)  # whole rows, or one row's columns
+                    chunk_plan = dataclasses.replace(plan, rows=1, words=(b1 - b0) * (a1 - a0) * width, pool=sub)
+                    out.append(((*loads, store), chunk_plan, pool_registers(sub)))
     return out
 
 
@@ -215,8 +240,8 @@ def vector_op_program(config: ArrayConfig, op: VectorOp) -> GemmProgram:
 
     Raises:
         ModelError: the design has no vector unit, the unit cannot run ``op`` (the reason), or one
-            unit of it (a row, a position or a causal period, with its output; a pooling's output
-            row of one channel word with its input rows) does not fit the ifmap.
+            unit of it (a row with its output; a pooling's output pixel of one channel word with
+            its window) does not fit the ifmap.
     """
     lanes = config.vector_lanes
     plan = vector_plan(op, lanes)
@@ -233,7 +258,7 @@ def vector_op_program(config: ArrayConfig, op: VectorOp) -> GemmProgram:
         chunks = _chunks(plan, regs.params, depth, False)
     if chunks is None:
         unit = op_units(plan)[1]
-        what = ("an output row of one channel word" if plan.pool is not None else
+        what = ("one output pixel's window of one channel word" if plan.pool is not None else
                 f"one unit ({', '.join(f'{k}: {v}' for k, v in unit.items())} words)")
         raise ModelError(f"{op.kind}: {what} of its operands and output does not fit the design's {depth} ifmap words")
     W = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
@@ -245,29 +270,35 @@ def vector_op_program(config: ArrayConfig, op: VectorOp) -> GemmProgram:
         for k, (moves, chunk_plan, params) in enumerate(chunks):
             base = depth // 2 * (k % 2) if halves else 0
             at: dict[str, int] = {}
-            for m in moves:
-                at[m.name] = base
+            place = []
+            for m in moves:  # each tensor's moves one after another in its region
+                at.setdefault(m.name, base)
+                place.append(base)
                 base += m.rows * m.words
 
-            def move(opcode: int, m: _Move, wait_vec: int = 0, at: dict[str, int] = at) -> Command:
+            def move(opcode: int, j: int, wait_vec: int = 0, moves: tuple[_Move, ...] = moves,
+                     place: list[int] = place) -> Command:
+                m = moves[j]
                 return Command.make(opcode, wait_vec=wait_vec, buffer=Buffer.IFMAP,
                                     dram_addr=tensors[m.name].base + m.offset * word_bytes,
                                     dram_stride=m.stride * word_bytes, rows=m.rows, words=m.words,
-                                    buf_addr=at[m.name], row_step=m.words, word_step=1)
+                                    buf_addr=place[j], row_step=m.words, word_step=1)
 
-            loads = [move(Opcode.LOAD, m, wait_vec=int(i == 0)) for i, m in enumerate(moves[:-1])]
+            loads = [move(Opcode.LOAD, j, wait_vec=int(j == 0)) for j in range(len(moves) - 1)]
             regs_k = VectorRegisters(chunk_plan, regs.kind, at["x0"], at.get("y0", at["x0"]), at["z0"], params)
-            steps.append((loads, [vector_commands(regs_k, wait_dma=1)], move(Opcode.STORE, moves[-1], wait_vec=1)))
+            steps.append((loads, [vector_commands(regs_k, wait_dma=1)], move(Opcode.STORE, len(moves) - 1, wait_vec=1)))
         if halves:
             return pipelined(steps)
         return [c for loads, vector, store in steps for c in (*loads, *vector[0], store)]
 
-    return _assemble(config, plan, build, W)
+    count = sum(len(moves) + 2 * chunk_plan.runs for moves, chunk_plan, _ in chunks)
+    return _assemble(config, plan, build, W, count)
 
 
 def _assemble(config: ArrayConfig, plan: VectorPlan, build: Callable[[dict[str, TensorLayout]], list[Command]],
-              W: int) -> GemmProgram:
-    """``build``'s commands (cut into queue-loads when longer than one) with the tensors placed past them."""
+              W: int, count: int) -> GemmProgram:
+    """``build``'s ``count`` commands (cut into queue-loads when more than one takes) with the tensors
+    placed past them (past a bound of the queue-loads' padding: built once)."""
     shapes = region_shapes(plan, ("x0", "y0", "z0") if plan.operands == 2 else ("x0", "z0"))
 
     def place(base: int) -> tuple[dict[str, TensorLayout], int]:
@@ -283,7 +314,10 @@ def _assemble(config: ArrayConfig, plan: VectorPlan, build: Callable[[dict[str, 
             return commands, ((0, len(commands)),)
         return _split(commands, QUEUE_DEPTH, queue_entry_commands(W))
 
-    count = len(cut(build(place(0)[0]))[0])
-    tensors, end = place(-(-(count + 3) * COMMAND_BYTES // PAGE) * PAGE)
+    entry = queue_entry_commands(W)
+    bound = count if count <= QUEUE_DEPTH else count + (count // (QUEUE_DEPTH // 2) + 1) * entry
+    tensors, end = place(-(-(bound + 3) * COMMAND_BYTES // PAGE) * PAGE)
     commands, chunks = cut(build(tensors))
+    if len(commands) > bound:
+        raise ModelError(f"{plan.kind}: {len(commands)} commands past the {bound} its tensors were placed after")
     return GemmProgram(tuple(commands), tensors, 0, end, W, False, (), chunks)

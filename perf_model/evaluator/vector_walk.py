@@ -32,6 +32,9 @@ _BLIND = frozenset({"weight_sram_kib", "ofmap_sram_kib", "tech_nm", "checksum", 
 
 _CACHE: OrderedDict[tuple[object, ...], OpWalk | str] = OrderedDict()
 _CACHE_SIZE = 1 << 15
+#: A design's columns (but :data:`_BLIND`) -> its config and walk key, across calls (a sweep's
+#: designs come back in every block and every workload).
+_KEYS: dict[tuple[object, ...], tuple[ArrayConfig, tuple[object, ...]]] = {}
 
 
 @dataclass(frozen=True)
@@ -84,15 +87,20 @@ def design_keys(d: DesignArrays, index: np.ndarray) -> tuple[np.ndarray, list[tu
     columns are built as a config once)."""
     names = [f.name for f in fields(d) if f.name not in _BLIND]
     columns = [getattr(d, name)[index].tolist() for name in names]
-    rows: dict[tuple[object, ...], int] = {}
+    rows: dict[tuple[object, ...], int] = {}  # a design's columns -> its position in ``out``
     keys: dict[tuple[object, ...], int] = {}
     out: list[tuple[ArrayConfig, tuple[object, ...]]] = []
     position = np.empty(len(index), dtype=np.int64)
     for j, row in enumerate(zip(*columns, strict=True)):
         at = rows.get(row)
         if at is None:
-            config = _walk_config(d, int(index[j]))
-            key = walk_key(config)
+            known = _KEYS.get(row)
+            if known is None:
+                config = _walk_config(d, int(index[j]))
+                known = _KEYS[row] = (config, walk_key(config))
+                if len(_KEYS) > _CACHE_SIZE:
+                    _KEYS.pop(next(iter(_KEYS)))
+            config, key = known
             at = keys.get(key)
             if at is None:
                 at = keys[key] = len(out)

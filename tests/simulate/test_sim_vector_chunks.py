@@ -2,7 +2,7 @@
 (``perf_model.compiler.vector_chunks.vector_op_program``): bit-exact against JAX, its RTL total the
 walk's (``gemm_program_cycles``), on a design whose ifmap holds 256 words of 4 lanes: element-wise
 words, norm rows, a causal softmax's period cut in runs (the mask's offset moved), a RoPE's
-positions and a position's heads, a pooling's bands of output rows and its channel-word slices."""
+positions and a position's heads, a pooling's bands of output rows, its channel-word slices and tiles of a row's columns."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ OPS = {
     "heads": _op("rope", (1, 2, 40, 16), {"start": 9, "theta": 10000}),
     "bands": _op("maxpool", (1, 12, 12, 8), POOL),
     "slices": _op("avgpool", (1, 10, 10, 40), POOL),
+    "tiles": _op("maxpool", (1, 3, 100, 4), POOL),  # one output row does not fit: tiles of its columns
 }
 
 
@@ -48,7 +49,7 @@ def test_each_op_is_chunked_here():
         assert sum(c.opcode == Opcode.STORE for c in program.commands) > 2, name  # one a chunk
 
 
-@pytest.mark.parametrize("names", [("act", "res", "ln", "causal"), ("rope", "heads", "bands", "slices")])
+@pytest.mark.parametrize("names", [("act", "res", "ln", "causal"), ("rope", "heads", "bands", "slices", "tiles")])
 def test_a_chunked_vector_op_runs_bit_exact_in_the_walks_cycles(sim_cache, names):
     wl = Workload(name="chunks", ops=(Gemm(m=4, k=4, n=4, name="proj"),),
                   vector_ops=tuple(dataclasses.replace(OPS[n], name=n) for n in names),
