@@ -212,13 +212,14 @@ def _period_chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeli
         return None
     if pipeline:
         rows = min(rows, -(-plan.rows // PIPELINE_CHUNKS))
-    out = []
+    out: list[_Chunk] = []
     for period in range(plan.rows // plan.qrows):
         for a in range(0, plan.qrows, rows):
             c = min(rows, plan.qrows - a)
             first = (period * plan.qrows + a) * plan.words
             x = _Move("x0", first, 1, c * plan.words, c * plan.words)
-            moves = (x, _Move("y0", period * table, 1, table, table), dataclasses.replace(x, name="z0")) if table \
+            moves: tuple[_Move, ...] = (x, _Move("y0", period * table, 1, table, table),
+                                        dataclasses.replace(x, name="z0")) if table \
                 else (x, dataclasses.replace(x, name="y0"), dataclasses.replace(x, name="z0")) if plan.operands == 2 \
                 else (x, dataclasses.replace(x, name="z0"))
             regs = params if table else (*params[:5], params[5] + a, *params[6:])  # the mask's offset

@@ -1,37 +1,29 @@
-"""The walk of each vector op's own program, per design, remembered by what it depends on.
+"""Each design's vector-op walks, as the evaluator takes them (``vector_work.vector_columns``).
 
-A design with the vector unit that runs a workload op by op runs each vector op as a program of
-its own (:func:`perf_model.compiler.vector_chunks.vector_op_program`); its cycles and DRAM bytes
-are that program's walk (``perf_model.program_timing``). The program and its walk depend on the
-design only through :func:`walk_key` (the lanes, the ifmap's words, the bus, the DRAM words'
-beats, the element bytes and the DRAM pacing), so a sweep's designs share walks: each ``(key, op)``
-is compiled and walked once and kept (the last :data:`_CACHE_SIZE`).
+The evaluator sits below the compiler and imports none of it: whoever asks it for a workload's
+vector work passes :class:`VectorWalks` (``perf_model.compiler.vector_walk.COMPILER_WALKS``: each
+op's own program, walked). :func:`design_keys` groups designs by what the walk depends on, so each
+``(key, op)`` is walked once for all the designs that share it.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from fractions import Fraction
 
 import numpy as np
 
 from accel_spec.config import ArrayConfig
-from accel_spec.errors import AccelDseError, ModelError
+from accel_spec.errors import AccelDseError
 from perf_model.arrays.designs import DesignArrays
-from perf_model.compiler.vector import ifmap_words
-from perf_model.compiler.vector_chunks import vector_op_program
-from perf_model.program_timing import axi_data_bytes, dram_rate, gemm_program_cycles, program_dram_bytes, word_beats
 from workloads.vector_ops import VectorOp
 
-__all__ = ["OpWalk", "op_walk", "walk_key", "design_keys"]
+__all__ = ["OpWalk", "VectorWalks", "design_keys"]
 
 #: Design columns no vector op's program or walk depends on (the other buffers, the node, ...).
 _BLIND = frozenset({"weight_sram_kib", "ofmap_sram_kib", "tech_nm", "checksum", "shadow_stationary",
                     "max_power_density_w_mm2", "acc_bits"})
-
-_CACHE: OrderedDict[tuple[object, ...], OpWalk | str] = OrderedDict()
-_CACHE_SIZE = 1 << 15
+_KEYS_SIZE = 1 << 15
 #: A design's columns (but :data:`_BLIND`) -> its config and walk key, across calls (a sweep's
 #: designs come back in every block and every workload).
 _KEYS: dict[tuple[object, ...], tuple[ArrayConfig, tuple[object, ...]]] = {}
@@ -48,43 +40,23 @@ class OpWalk:
     written: int
 
 
-def walk_key(config: ArrayConfig) -> tuple[object, ...]:
-    """What a vector op's program and walk on ``config`` depend on (module docstring)."""
-    from accel_spec.isa import axi_data_bytes as bus_bytes
+@dataclass(frozen=True)
+class VectorWalks:
+    """``key(config)``: what an op's walk on ``config`` depends on; ``walk(config, op, key)``: the
+    walk of ``op``'s own program on ``config`` (whose key is ``key``), or why it cannot be built."""
 
-    beats = word_beats(config)
-    isa_bus = bus_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
-                        config.dataflow.value == "is")
-    rate: Fraction | None = dram_rate(config)
-    return (config.vector_lanes, ifmap_words(config), axi_data_bytes(config), isa_bus, beats["ifmap"],
-            beats["ifmap_lanes"], config.input_bits, rate)
+    key: Callable[[ArrayConfig], tuple[object, ...]]
+    walk: Callable[[ArrayConfig, VectorOp, tuple[object, ...]], OpWalk | str]
 
 
-def op_walk(config: ArrayConfig, op: VectorOp, key: tuple[object, ...] | None = None) -> OpWalk | str:
-    """The walk of ``vector_op_program(config, op)``, or the reason it cannot be built (one line)."""
-    full = (walk_key(config) if key is None else key, op)
-    try:
-        found = _CACHE[full]
-    except KeyError:
-        try:
-            program = vector_op_program(config, op)
-            t = gemm_program_cycles(config, program, rate=dram_rate(config))
-            read, written = program_dram_bytes(config, program.commands)
-            found = OpWalk(t.total, t.vector, read, written)
-        except ModelError as exc:
-            found = str(exc)
-        _CACHE[full] = found
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-        return found
-    _CACHE.move_to_end(full)
-    return found
+_Key = tuple[object, ...]
 
 
-def design_keys(d: DesignArrays, index: np.ndarray) -> tuple[np.ndarray, list[tuple[ArrayConfig, tuple[object, ...]]]]:
+def design_keys(d: DesignArrays, index: np.ndarray,
+                key: Callable[[ArrayConfig], _Key]) -> tuple[np.ndarray, list[tuple[ArrayConfig, _Key]]]:
     """For designs ``index`` of ``d``: each one's position in the returned list of distinct
-    ``(config, walk_key)`` (one config per distinct key; designs alike but for :data:`_BLIND`
-    columns are built as a config once)."""
+    ``(config, key(config))`` (one config per distinct key; designs alike but for :data:`_BLIND`
+    columns are built as a config once, and remembered across calls)."""
     names = [f.name for f in fields(d) if f.name not in _BLIND]
     columns = [getattr(d, name)[index].tolist() for name in names]
     rows: dict[tuple[object, ...], int] = {}  # a design's columns -> its position in ``out``
@@ -97,14 +69,14 @@ def design_keys(d: DesignArrays, index: np.ndarray) -> tuple[np.ndarray, list[tu
             known = _KEYS.get(row)
             if known is None:
                 config = _walk_config(d, int(index[j]))
-                known = _KEYS[row] = (config, walk_key(config))
-                if len(_KEYS) > _CACHE_SIZE:
+                known = _KEYS[row] = (config, key(config))
+                if len(_KEYS) > _KEYS_SIZE:
                     _KEYS.pop(next(iter(_KEYS)))
-            config, key = known
-            at = keys.get(key)
+            config, walk_key = known
+            at = keys.get(walk_key)
             if at is None:
-                at = keys[key] = len(out)
-                out.append((config, key))
+                at = keys[walk_key] = len(out)
+                out.append((config, walk_key))
             rows[row] = at
         position[j] = at
     return position, out

@@ -6,7 +6,7 @@ with ``vector_unit``; a design without it runs none and has no unit area) costs,
 
 * cycles: the walk of the op's own program (``perf_model.compiler.vector_chunks.vector_op_program``:
   its operands LOADed, ``VECTOR``, its output STOREd, in chunks when they do not fit the ifmap
-  together; :mod:`perf_model.evaluator.vector_walk`), split into the unit's busy cycles (its
+  together; :mod:`perf_model.compiler.vector_walk`, passed in as ``walks``), split into the unit's busy cycles (its
   ``VECTOR`` commands, :func:`perf_model.vector_timing.plan_cycles` per chunk: the RTL's contract)
   and stall cycles (the rest of the walk: the fetch, the transfers the unit waits for);
 * DRAM bytes: that program's transfers (``perf_model.program_timing.program_dram_bytes``: every
@@ -32,7 +32,7 @@ from accel_spec.vector_isa import DIV_STEPS, SQRT_STEPS
 from perf_model import timing
 from perf_model._memory_parts import dram_pj_per_byte
 from perf_model.arrays.designs import DesignArrays
-from perf_model.evaluator.vector_walk import design_keys, op_walk
+from perf_model.evaluator.vector_walk import VectorWalks, design_keys
 from perf_model.physical.design_area import logic_mm2
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.technology import nominal_vdd
@@ -127,8 +127,9 @@ class VectorColumns:
 
 
 def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], energy: EnergyTable,
-                   vdd: np.ndarray) -> VectorColumns:
-    """The vector work of ``vector_ops`` on every design of ``d`` (module docstring)."""
+                   vdd: np.ndarray, *, walks: VectorWalks) -> VectorColumns:
+    """The vector work of ``vector_ops`` on every design of ``d`` (module docstring); ``walks``:
+    each op's own program's walk (``perf_model.compiler.vector_walk.COMPILER_WALKS``)."""
     n = len(d)
     cols = np.where(np.asarray(d.vector_unit, dtype=bool),
                     np.where(np.asarray(d.dataflow) == timing.dataflow_code("is"), d.cols, d.rows), 0).astype(np.int64)
@@ -141,7 +142,7 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
     capacity = np.asarray(d.ifmap_sram_kib, dtype=np.int64) * 1024
     misfit = [""] * n
     has = np.flatnonzero(cols > 0)
-    position, distinct = design_keys(d, has)
+    position, distinct = design_keys(d, has, walks.key)
     for lanes in np.unique(cols[cols > 0]).tolist():
         at = cols == lanes
         for op, count in vector_ops:
@@ -159,9 +160,9 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
             lane_words[at] += count * word_reads(plan) * lanes
             steps[at] += count * plan.rows * _SCALAR_STEPS.get(plan.kind, 0)
             # cycles and DRAM bytes: the walk of the op's own program, one per distinct walk key
-            walks = [op_walk(config, op, key) if config.vector_lanes == lanes else None for config, key in distinct]
+            found = [walks.walk(config, op, key) if config.vector_lanes == lanes else None for config, key in distinct]
             mine = at[has]
-            for j, walk in enumerate(walks):
+            for j, walk in enumerate(found):
                 if walk is None:
                     continue
                 where = has[mine & (position == j)]

@@ -10,8 +10,9 @@ from accel_spec.errors import ModelError
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.scorers import COMPILER_SCORERS
+from perf_model.compiler.vector_walk import COMPILER_WALKS, op_walk
 from perf_model.evaluator.design_ops import ENERGY_PARTS, evaluate_block, order_names, resident_name
-from perf_model.evaluator.vector_walk import OpWalk, op_walk
+from perf_model.evaluator.vector_walk import OpWalk
 from perf_model.evaluator.vector_work import host_ops, plan_bytes, vector_columns, workload_vector_ops
 from perf_model.figures.design_table import totals
 from perf_model.figures.one_program import apply_one_program, one_program_figures
@@ -161,7 +162,8 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
     table = energy or DEFAULT_ENERGY
     block = evaluate_block(designs, opa, table, area or area_coefficients(), scorers=COMPILER_SCORERS, reuse=reuse)
     vector_ops = workload_vector_ops(ops)
-    vector = vector_columns(designs, vector_ops, table, block.vdd) if vector_ops or config.vector_unit else None
+    vector = (vector_columns(designs, vector_ops, table, block.vdd, walks=COMPILER_WALKS)
+              if vector_ops or config.vector_unit else None)
     tot, breakdown = totals(block, designs.rows, designs.cols, vector)
     if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
         apply_one_program(designs, ops, tot, breakdown, table)

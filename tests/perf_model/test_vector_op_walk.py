@@ -19,6 +19,7 @@ from accel_spec.vector_isa import pool_from_registers
 from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.vector import vector_program
 from perf_model.compiler.vector_chunks import vector_op_program
+from perf_model.compiler.vector_walk import COMPILER_WALKS
 from perf_model.evaluator.vector_work import vector_columns
 from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.program_timing import dram_rate, gemm_program_cycles, program_dram_bytes, word_beats
@@ -96,7 +97,7 @@ def test_the_evaluators_vector_cycles_and_bytes_are_the_walk_of_each_ops_program
         designs = DesignArrays.from_configs(configs)
         op = random_op(rng, rng.choice([4, 8, 16]))
         count = rng.randint(1, 3)
-        got = vector_columns(designs, [(op, count)], energy, np.ones(len(configs)))
+        got = vector_columns(designs, [(op, count)], energy, np.ones(len(configs)), walks=COMPILER_WALKS)
         for i, config in enumerate(configs):
             if isinstance(vector_plan(op, config.vector_lanes), str):
                 continue

@@ -2,7 +2,8 @@
 (``perf_model.compiler.vector_chunks.vector_op_program``): bit-exact against JAX, its RTL total the
 walk's (``gemm_program_cycles``), on a design whose ifmap holds 256 words of 4 lanes: element-wise
 words, norm rows, a causal softmax's period cut in runs (the mask's offset moved), a RoPE's
-positions and a position's heads, a pooling's bands of output rows, its channel-word slices and tiles of a row's columns."""
+positions and a position's heads, a pooling's bands of output rows, its channel-word slices and
+tiles of a row's columns."""
 
 from __future__ import annotations
 
