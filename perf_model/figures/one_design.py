@@ -250,7 +250,7 @@ def _reshapes(results: list[OpResult], block: Any) -> list[dict[str, Any]]:
 
 def _vector_rows(config: ArrayConfig, vector_ops: list[tuple[Any, int]]) -> list[dict[str, Any]]:
     """The vector ops the unit of ``config`` runs, each with its own program's walk
-    (``perf_model.evaluator.vector_walk``): ``cycles`` the unit is busy in one run and
+    (``perf_model.compiler.vector_walk``): ``cycles`` the unit is busy in one run and
     ``total_cycles`` in all runs, ``program_cycles`` the walk of one run; the DRAM bytes of all runs
     that program's, the SRAM bytes the plan's (elements of ``input_bits // 8`` bytes)."""
     rows = []
