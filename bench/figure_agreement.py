@@ -32,6 +32,7 @@ import workloads  # noqa: E402
 from perf_model.arrays.ops import op_arrays  # noqa: E402
 from perf_model.compiler.network_figures import network_figures  # noqa: E402
 from perf_model.compiler.scorers import COMPILER_SCORERS
+from perf_model.compiler.vector_walk import COMPILER_WALKS  # noqa: E402
 from perf_model.evaluator.design_ops import evaluate_block  # noqa: E402
 from perf_model.evaluator.vector_work import vector_columns, workload_vector_ops  # noqa: E402
 from perf_model.figures.design_table import totals  # noqa: E402
@@ -57,7 +58,7 @@ def per_op_sum(designs: perf_model.DesignArrays, wl: workloads.Workload) -> np.n
     """Each design's per-op sum (each op on its own plan, the vector work after them), cycles."""
     block = evaluate_block(designs, op_arrays(wl), DEFAULT_ENERGY, area_coefficients(), reuse=True,
                            scorers=COMPILER_SCORERS)
-    vector = vector_columns(designs, workload_vector_ops(wl), DEFAULT_ENERGY, block.vdd)
+    vector = vector_columns(designs, workload_vector_ops(wl), DEFAULT_ENERGY, block.vdd, walks=COMPILER_WALKS)
     columns, _ = totals(block, designs.rows, designs.cols, vector)
     return np.where(columns["feasible"], columns["total_cycles"], np.nan)
 

@@ -23,7 +23,7 @@ from perf_model.vector_timing import MAX_ROWS, MAX_WORDS, VectorPlan, vector_pla
 from workloads.vector_ops import VectorOp
 
 __all__ = ["VectorRegisters", "vector_registers", "vector_commands", "vector_program", "ifmap_words",
-           "transpose_commands"]
+           "transpose_commands", "region_shapes"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,24 @@ def _align(x: int, to: int) -> int:
     return -(-x // to) * to
 
 
+def region_shapes(plan: VectorPlan, names: Sequence[str]) -> dict[str, tuple[int, int, int]]:
+    """Each of one op's regions ``names`` (``x..``, ``y..``, ``z..``: first operand, second operand or
+    table, output) as DRAM rows of whole words: ``(rows, words a row, elements a row)``; a pooling's
+    rows are pixels of ``words_c`` words (NHWC), its output's the pooled image's; a RoPE's ``y`` its
+    table, a row a position."""
+    lanes, g = plan.lanes, plan.pool
+    shapes: dict[str, tuple[int, int, int]] = {}
+    for name in names:
+        if name[0] == "y" and plan.table_words:
+            shapes[name] = (plan.table_rows, plan.table_words, plan.table_words * lanes)
+        elif g is None:
+            shapes[name] = (plan.rows, plan.words, plan.n)
+        else:
+            pixels = g.out_h * g.out_w if name[0] == "z" else g.in_h * g.in_w
+            shapes[name] = (plan.rows * pixels, g.words_c, plan.n)
+    return shapes
+
+
 def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
     """Vector ops on chip as one program: for each op ``i``, ``LOAD`` its operands (``x{i}``, and
     ``y{i}`` for a two-operand op; rows of ``n`` elements (int8, or the codes of the design's
@@ -136,19 +154,9 @@ def vector_program(config: ArrayConfig, ops: Sequence[VectorOp]) -> GemmProgram:
             raise ModelError(plan)
         plans.append(plan)
     regions = [(f"x{i}", f"y{i}", f"z{i}") if p.operands == 2 else (f"x{i}", f"z{i}") for i, p in enumerate(plans)]
-    # each region as DRAM rows of whole words: (rows, words a row, elements a row); a pooling's
-    # rows are pixels of ``words_c`` words (NHWC), its output's the pooled image's
     shapes: dict[str, tuple[int, int, int]] = {}
     for plan, names in zip(plans, regions, strict=True):
-        g = plan.pool
-        for name in names:
-            if name[0] == "y" and plan.table_words:
-                shapes[name] = (plan.table_rows, plan.table_words, plan.table_words * lanes)
-            elif g is None:
-                shapes[name] = (plan.rows, plan.words, plan.n)
-            else:
-                pixels = g.out_h * g.out_w if name[0] == "z" else g.in_h * g.in_w
-                shapes[name] = (plan.rows * pixels, g.words_c, plan.n)
+        shapes |= region_shapes(plan, names)
     at: dict[str, int] = {}
     top = 0
     for name, (rows, words, _) in shapes.items():

@@ -4,11 +4,13 @@ Each :class:`~workloads.vector_ops.VectorOp` the unit runs (``perf_model.vector_
 lanes are the ifmap word's, ``ArrayConfig.vector_lanes``: ``R`` for WS/OS, ``C`` for IS, on designs
 with ``vector_unit``; a design without it runs none and has no unit area) costs, per run:
 
-* the unit's busy cycles (:func:`perf_model.vector_timing.plan_cycles`, the RTL's contract), and
-  stall cycles where its DRAM traffic takes longer at the design's DRAM rate (the transfers
-  overlap the unit: ``stall = max(dram_bytes / rate - busy, 0)``);
-* DRAM bytes: every operand read and the output written once (each vector op's activations go
-  through DRAM until a whole network runs from one program; a RoPE's table, ``2 dh`` bytes per
+* cycles: the walk of the op's own program (``perf_model.compiler.vector_chunks.vector_op_program``:
+  its operands LOADed, ``VECTOR``, its output STOREd, in chunks when they do not fit the ifmap
+  together; :mod:`perf_model.compiler.vector_walk`, passed in as ``walks``), split into the unit's busy cycles (its
+  ``VECTOR`` commands, :func:`perf_model.vector_timing.plan_cycles` per chunk: the RTL's contract)
+  and stall cycles (the rest of the walk: the fetch, the transfers the unit waits for);
+* DRAM bytes: that program's transfers (``perf_model.program_timing.program_dram_bytes``: every
+  operand read and the output written once, padding lanes included; a RoPE's table, one row a
   position, once); SRAM bytes: every pass reads its operands' words and the last pass writes the
   output's words (padding lanes included; a RoPE reads its row once and its table row per row);
 * energy: :mod:`perf_model.physical.vector_unit` per lane-word of every pass and per scalar step,
@@ -28,13 +30,14 @@ import numpy as np
 
 from accel_spec.vector_isa import DIV_STEPS, SQRT_STEPS
 from perf_model import timing
-from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
+from perf_model._memory_parts import dram_pj_per_byte
 from perf_model.arrays.designs import DesignArrays
+from perf_model.evaluator.vector_walk import VectorWalks, design_keys
 from perf_model.physical.design_area import logic_mm2
 from perf_model.physical.energy import EnergyTable, tech_energy_scale
 from perf_model.physical.technology import nominal_vdd
 from perf_model.physical.vector_unit import door_um2, lane_word_pj, scalar_step_pj, unit_um2
-from perf_model.vector_timing import VectorPlan, plan_cycles, vector_plan
+from perf_model.vector_timing import VectorPlan, vector_plan
 from workloads.vector_ops import VectorOp
 
 __all__ = ["VectorColumns", "vector_columns", "host_ops", "plan_bytes", "workload_vector_ops", "VECTOR_ENERGY_PARTS",
@@ -124,8 +127,9 @@ class VectorColumns:
 
 
 def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], energy: EnergyTable,
-                   vdd: np.ndarray) -> VectorColumns:
-    """The vector work of ``vector_ops`` on every design of ``d`` (module docstring)."""
+                   vdd: np.ndarray, *, walks: VectorWalks) -> VectorColumns:
+    """The vector work of ``vector_ops`` on every design of ``d`` (module docstring); ``walks``:
+    each op's own program's walk (``perf_model.compiler.vector_walk.COMPILER_WALKS``)."""
     n = len(d)
     cols = np.where(np.asarray(d.vector_unit, dtype=bool),
                     np.where(np.asarray(d.dataflow) == timing.dataflow_code("is"), d.cols, d.rows), 0).astype(np.int64)
@@ -133,11 +137,12 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
     bytes_ = {k: np.zeros(n) for k in ("dram_read", "dram_write", "sram_read", "sram_write")}
     lane_words = np.zeros(n)
     steps = np.zeros(n)
-    bw = effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz)
     elem = np.asarray(d.input_bits, dtype=np.int64) // 8  # bytes an element (bf16 lanes: 2)
     stall = np.zeros(n)
     capacity = np.asarray(d.ifmap_sram_kib, dtype=np.int64) * 1024
     misfit = [""] * n
+    has = np.flatnonzero(cols > 0)
+    position, distinct = design_keys(d, has, walks.key)
     for lanes in np.unique(cols[cols > 0]).tolist():
         at = cols == lanes
         for op, count in vector_ops:
@@ -149,15 +154,26 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
             for i in np.flatnonzero(at & (capacity < need)).tolist():
                 misfit[i] = misfit[i] or (f"vector op {label}: a row of {plan.n} elements needs {need} bytes of "
                                           f"ifmap buffer, the design has {int(capacity[i])}")
-            cycles = plan_cycles(plan)
-            busy[at] += count * cycles
             b = plan_bytes(plan)
-            for key, value in b.items():
-                bytes_[key][at] += count * value * elem[at]
-            dram_cycles = (b["dram_read"] + b["dram_write"]) * elem[at] / bw[at]
-            stall[at] += count * np.maximum(dram_cycles - cycles, 0.0)
+            for key in ("sram_read", "sram_write"):
+                bytes_[key][at] += count * b[key] * elem[at]
             lane_words[at] += count * word_reads(plan) * lanes
             steps[at] += count * plan.rows * _SCALAR_STEPS.get(plan.kind, 0)
+            # cycles and DRAM bytes: the walk of the op's own program, one per distinct walk key
+            found = [walks.walk(config, op, key) if config.vector_lanes == lanes else None for config, key in distinct]
+            mine = at[has]
+            for j, walk in enumerate(found):
+                if walk is None:
+                    continue
+                where = has[mine & (position == j)]
+                if isinstance(walk, str):
+                    for i in where.tolist():
+                        misfit[i] = misfit[i] or f"vector op {label}: {walk}"
+                    continue
+                busy[where] += count * walk.vector
+                stall[where] += count * (walk.total - walk.vector)
+                bytes_["dram_read"][where] += count * walk.read
+                bytes_["dram_write"][where] += count * walk.written
     scale = tech_energy_scale(d.tech_nm) * (vdd / nominal_vdd(d.tech_nm)) ** 2
     bank_kib = np.asarray(d.ifmap_sram_kib, dtype=np.float64) / np.where(d.double_buffered, 2.0, 1.0)
     sram_pj = energy.sram_pj_per_byte(bank_kib) * scale

@@ -16,6 +16,7 @@ from accel_spec.errors import ModelError
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.scorers import COMPILER_SCORERS
+from perf_model.compiler.vector_walk import COMPILER_WALKS
 from perf_model.evaluator.design_ops import ENERGY_PARTS, Block, evaluate_block
 from perf_model.evaluator.vector_work import VECTOR_ENERGY_PARTS, VectorColumns, vector_columns, workload_vector_ops
 from perf_model.figures.one_program import apply_one_program
@@ -269,8 +270,8 @@ def evaluate_designs(
                 chunk = designs.take(index)
             block = evaluate_block(chunk, opa, energy, area, scorers=COMPILER_SCORERS, allow_spill=allow_spill,
                                    reuse=reuse)
-            vector = (vector_columns(chunk, vector_ops, energy, block.vdd) if vector_ops or chunk.vector_unit.any()
-                      else None)
+            vector = (vector_columns(chunk, vector_ops, energy, block.vdd, walks=COMPILER_WALKS)
+                      if vector_ops or chunk.vector_unit.any() else None)
             columns, breakdown = totals(block, chunk.rows, chunk.cols, vector)
             if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
                 apply_one_program(chunk, ops, columns, breakdown, energy)

@@ -10,7 +10,9 @@ from accel_spec.errors import ModelError
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.scorers import COMPILER_SCORERS
+from perf_model.compiler.vector_walk import COMPILER_WALKS, op_walk
 from perf_model.evaluator.design_ops import ENERGY_PARTS, evaluate_block, order_names, resident_name
+from perf_model.evaluator.vector_walk import OpWalk
 from perf_model.evaluator.vector_work import host_ops, plan_bytes, vector_columns, workload_vector_ops
 from perf_model.figures.design_table import totals
 from perf_model.figures.one_program import apply_one_program, one_program_figures
@@ -113,8 +115,9 @@ class WorkloadResult:
             program, else the op-by-op programs (the ops' keys summed). The one figure the sweep
             records; ``ops`` are its breakdown by op.
         vector_ops: the workload's vector ops the vector unit runs (``perf_model.evaluator.vector_work``),
-            each ``kind``, ``name``, ``runs``, ``elements`` (all runs), ``cycles`` (one run),
-            ``total_cycles`` (busy, all runs) and the bytes of all runs.
+            each ``kind``, ``name``, ``runs``, ``elements`` (all runs), ``cycles`` (the unit busy in
+            one run of the op's own program), ``total_cycles`` (busy, all runs), ``program_cycles``
+            (that program's walk, one run) and the bytes of all runs.
         host_work: the vector ops it cannot run, and the inputs the host reshapes for a conv
             (space-to-depth), each with ``kind``, ``name``, ``runs``, ``elements`` and ``reason``:
             host work, left out of the figures.
@@ -159,7 +162,8 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
     table = energy or DEFAULT_ENERGY
     block = evaluate_block(designs, opa, table, area or area_coefficients(), scorers=COMPILER_SCORERS, reuse=reuse)
     vector_ops = workload_vector_ops(ops)
-    vector = vector_columns(designs, vector_ops, table, block.vdd) if vector_ops or config.vector_unit else None
+    vector = (vector_columns(designs, vector_ops, table, block.vdd, walks=COMPILER_WALKS)
+              if vector_ops or config.vector_unit else None)
     tot, breakdown = totals(block, designs.rows, designs.cols, vector)
     if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
         apply_one_program(designs, ops, tot, breakdown, table)
@@ -223,7 +227,7 @@ def _evaluate(config: ArrayConfig, ops: Any, name: str, energy: EnergyTable | No
         status="ok" if feasible else first_bad.status if first_bad else "infeasible",
         reason=first_bad.reason if first_bad else misfit or ("model error: a non-finite result (a perf_model bug; "
                                                              "please report it)" if not feasible else ""),
-        ops=results, total=total_dict, vector_ops=_vector_rows(vector_ops, config.vector_lanes, config.input_bits // 8),
+        ops=results, total=total_dict, vector_ops=_vector_rows(config, vector_ops),
         host_work=host_ops(vector_ops, config.vector_lanes) + _reshapes(results, block),
         network=one_program_figures(config, ops) if isinstance(ops, Workload) and feasible else None,
     )
@@ -244,18 +248,26 @@ def _reshapes(results: list[OpResult], block: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _vector_rows(vector_ops: list[tuple[Any, int]], lanes: int, elem_bytes: int) -> list[dict[str, Any]]:
-    """The vector ops the unit runs on ``lanes`` lanes, with their cycles and bytes (elements of
-    ``elem_bytes`` bytes)."""
+def _vector_rows(config: ArrayConfig, vector_ops: list[tuple[Any, int]]) -> list[dict[str, Any]]:
+    """The vector ops the unit of ``config`` runs, each with its own program's walk
+    (``perf_model.compiler.vector_walk``): ``cycles`` the unit is busy in one run and
+    ``total_cycles`` in all runs, ``program_cycles`` the walk of one run; the DRAM bytes of all runs
+    that program's, the SRAM bytes the plan's (elements of ``input_bits // 8`` bytes)."""
     rows = []
+    lanes, elem_bytes = config.vector_lanes, config.input_bits // 8
     for op, count in vector_ops:
         plan = vector_plan(op, lanes)
         if isinstance(plan, str):
             continue
-        cycles = plan_cycles(plan)
+        walk = op_walk(config, op)
+        bytes_ = {f"{k}_bytes": v * count for k, v in plan_bytes(plan, elem_bytes).items()}
+        if isinstance(walk, OpWalk):
+            cycles, program = walk.vector, walk.total
+            bytes_ |= {"dram_read_bytes": walk.read * count, "dram_write_bytes": walk.written * count}
+        else:  # an op whose program cannot be built: the design is infeasible, its reason says why
+            cycles, program = plan_cycles(plan), 0
         rows.append({"kind": op.kind, "name": op.name, "runs": count, "elements": op.elements * count,
-                     "cycles": cycles, "total_cycles": cycles * count,
-                     **{f"{k}_bytes": v * count for k, v in plan_bytes(plan, elem_bytes).items()}})
+                     "cycles": cycles, "total_cycles": cycles * count, "program_cycles": program, **bytes_})
     return rows
 
 

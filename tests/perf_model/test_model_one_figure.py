@@ -170,6 +170,7 @@ def _per_op_sum(config: ArrayConfig, wl) -> float:
     the vector unit's work after them): what the sweep recorded before the one figure."""
     from perf_model.arrays.ops import op_arrays
     from perf_model.compiler.scorers import COMPILER_SCORERS
+    from perf_model.compiler.vector_walk import COMPILER_WALKS
     from perf_model.evaluator.design_ops import evaluate_block
     from perf_model.evaluator.vector_work import vector_columns, workload_vector_ops
     from perf_model.figures.design_table import totals
@@ -180,7 +181,8 @@ def _per_op_sum(config: ArrayConfig, wl) -> float:
     block = evaluate_block(designs, op_arrays(wl), DEFAULT_ENERGY, area_coefficients(), reuse=True,
                            scorers=COMPILER_SCORERS)
     columns, _ = totals(block, designs.rows, designs.cols,
-                        vector_columns(designs, workload_vector_ops(wl), DEFAULT_ENERGY, block.vdd))
+                        vector_columns(designs, workload_vector_ops(wl), DEFAULT_ENERGY, block.vdd,
+                                       walks=COMPILER_WALKS))
     return float(columns["total_cycles"][0])
 
 

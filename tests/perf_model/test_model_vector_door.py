@@ -65,6 +65,7 @@ def test_a_bf16_designs_vector_ops_move_two_bytes_an_element_and_the_door_is_cha
     """A bf16 design's per-op vector traffic is twice the int8 one's (2-byte elements, as its program
     moves them); a door design's unit is bigger by its converters: at 4 lanes fp8_e4m3's door
     measured 1,546 µm^2 beside the unit's 174,727 (bench/vector_door_area.py, docs/formats.md)."""
+    from perf_model.compiler.vector_walk import COMPILER_WALKS
     from perf_model.evaluator.vector_work import vector_columns
     from perf_model.physical.energy import DEFAULT_ENERGY
     from workloads.vector_ops import VectorOp
@@ -75,7 +76,7 @@ def test_a_bf16_designs_vector_ops_move_two_bytes_an_element_and_the_door_is_cha
                                              input_bits=np.array([8, 16, 8]), acc_bits=np.array([32, 32, 32]),
                                              weight_format=np.array(["auto", "bf16", "fp8_e4m3"]),
                                              act_format=np.array(["auto", "bf16", "fp8_e4m3"]))
-    v = vector_columns(d, [(add, 1)], DEFAULT_ENERGY, np.ones(3))
+    v = vector_columns(d, [(add, 1)], DEFAULT_ENERGY, np.ones(3), walks=COMPILER_WALKS)
     assert v.dram_read[0] == 2 * 512 and v.dram_write[0] == 512  # int8: a byte an element
     assert v.dram_read[1] == 2 * v.dram_read[0] and v.dram_write[1] == 2 * v.dram_write[0]
     assert v.area_mm2[2] / v.area_mm2[0] - 1 == pytest.approx(1546 / 174727, rel=0.02)

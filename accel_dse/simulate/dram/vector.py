@@ -1,17 +1,14 @@
 """The vector ops of a workload on chip (DRAM path of ``simulate``, designs with ``vector_unit``).
 
 Each vector op the unit runs (``perf_model.vector_timing.vector_plan``) becomes a program of its
-own (``perf_model.compiler.vector.vector_program``: LOAD its operands into the ifmap, VECTOR,
-STORE its output from the ifmap) on seeded random int8 operands (codes of the design's activation
-format when it is fp8 or int4), checked against the op's JAX integer definition
-(``workloads._int_ops``; behind the unit's door for another format: ``workloads.vector_door``) bit
-for bit, its total cycles against the walk's
-(``perf_model.program_timing``). ``--scale`` keeps the op's first rows (a row op's first rows of
-its first head; an element-wise op's first rows of its last axis; a pooling's first images; a
-RoPE's first positions of its first batch, all their heads), and so does the ifmap: the operands
-and the output of one op must fit it together (:func:`scaled_op` names what it kept). A RoPE's
-second operand is its table, which the host lays out in DRAM as it does weights
-(``workloads._int_ops.rope_tables`` packed by ``accel_spec.vector_isa.rope_table_row``).
+own (``perf_model.compiler.vector_chunks.vector_op_program``: LOAD its operands into the ifmap,
+VECTOR, STORE its output from the ifmap, in chunks when they do not fit it together: the program
+the model walks) on seeded random int8 operands (codes of the design's activation format when it
+is fp8 or int4), checked against the op's JAX integer definition (``workloads._int_ops``; behind
+the unit's door for another format: ``workloads.vector_door``) bit for bit, its total cycles
+against the walk's (``perf_model.program_timing``). ``--scale`` below 1 keeps the op's first rows
+(:func:`scaled_op`). A RoPE's second operand is its table, which the host lays out in DRAM as it
+does weights (``workloads._int_ops.rope_tables`` packed by ``accel_spec.vector_isa.rope_table_row``).
 """
 
 from __future__ import annotations
@@ -31,46 +28,32 @@ __all__ = ["scaled_op", "vector_jobs", "operand_codes"]
 
 
 def scaled_op(design: ArrayConfig, op: Any, scale: float) -> tuple[Any, str]:
-    """``op`` with its rows cut to ``scale`` and to what the ifmap holds, or ``(None, reason)``.
+    """``op`` with its rows cut to ``scale`` (``scale >= 1``: the whole op), or ``(None, reason)``
+    when the unit cannot run it. Whatever its size, it runs as its own program
+    (``perf_model.compiler.vector_chunks.vector_op_program``: in chunks when it does not fit the ifmap).
 
-    The shape becomes ``(1, ..., 1, rows, n)``: the first ``rows`` rows of its last axis ``n``
-    (of the first head: a causal softmax keeps its query positions).
+    Below scale 1: a RoPE keeps its first positions of its first batch (all their heads), a pooling
+    its first images; any other op becomes ``(1, ..., 1, rows, n)``: the first ``rows`` rows of
+    its last axis ``n`` (of the first head: a causal softmax keeps its query positions).
     """
     import dataclasses
 
-    from perf_model.compiler.vector import ifmap_words
     from perf_model.vector_timing import vector_plan
 
     plan = vector_plan(op, design.vector_lanes)
     if isinstance(plan, str):
         return None, plan
-    if plan.table_words:  # a RoPE: whole positions (all heads, their table row), else the first heads
+    if scale >= 1:
+        return op, ""
+    if plan.table_words:
         _, seq, heads, n = op.shape
-        per_row, table = 2 * plan.words, plan.table_words
-        depth = ifmap_words(design)
-        fit = depth // (heads * per_row + table)
-        if fit >= 1:
-            shape = (1, min(max(1, math.ceil(seq * scale)), fit, seq), heads, n)
-        elif depth >= per_row + table:
-            shape = (1, 1, (depth - table) // per_row, n)
-        else:
-            return None, f"rope: a head of {n} elements and its table row do not fit the ifmap"
-        return dataclasses.replace(op, shape=shape, out_shape=None), ""
-    if plan.pool is not None:  # whole images: a band of rows would need its window's halo
-        per_image = plan.words + plan.out_words
-        fit = ifmap_words(design) // per_image
-        if fit < 1:
-            return None, (f"{op.kind}: one {'x'.join(map(str, op.shape[1:]))} image and its pooled output take "
-                          f"{per_image} ifmap words, the design has {ifmap_words(design)}")
-        keep = min(max(1, math.ceil(op.shape[0] * scale)), fit)
+        return dataclasses.replace(op, shape=(1, max(1, math.ceil(seq * scale)), heads, n), out_shape=None), ""
+    if plan.pool is not None:
+        keep = max(1, math.ceil(op.shape[0] * scale))
         return dataclasses.replace(op, shape=(keep, *op.shape[1:]), out_shape=None), ""
     n = op.shape[-1]
-    rows = math.prod(op.shape[:-1]) if op.kind not in ("softmax",) else (op.shape[-2] if len(op.shape) > 1 else 1)
-    words = math.ceil(n / design.vector_lanes)
-    fit = ifmap_words(design) // (words * (plan.operands + 1))
-    keep = min(max(1, math.ceil(rows * scale)), fit)
-    if keep < 1:
-        return None, f"{op.kind}: a row of {n} elements does not fit the ifmap with its operands"
+    rows = math.prod(op.shape[:-1]) if op.kind != "softmax" else (op.shape[-2] if len(op.shape) > 1 else 1)
+    keep = max(1, math.ceil(rows * scale))
     shape = (*([1] * (len(op.shape) - 2)), keep, n) if len(op.shape) >= 2 else (n,)
     return dataclasses.replace(op, shape=shape, out_shape=None), ""
 
@@ -123,7 +106,8 @@ def vector_jobs(design: ArrayConfig, vector_ops: list[tuple[str, Any]], scale: f
     """Jobs (``job_type``: ``DramJob``), op entries of the program's meta, images and notes for
     ``vector_ops`` (``(name, VectorOp)``), numbered from ``first``."""
     import perf_model
-    from perf_model.compiler.vector import vector_program
+    from accel_spec.errors import ModelError
+    from perf_model.compiler.vector_chunks import vector_op_program
 
     jobs, metas, images, notes = [], [], {}, []
     index = first
@@ -132,7 +116,11 @@ def vector_jobs(design: ArrayConfig, vector_ops: list[tuple[str, Any]], scale: f
         if small is None:
             notes.append(f"vector op {name} ({op.kind}) not simulated: {reason}")
             continue
-        prog = vector_program(design, [small])
+        try:
+            prog = vector_op_program(design, small)
+        except ModelError as exc:
+            notes.append(f"vector op {name} ({op.kind}) not simulated: {exc}")
+            continue
         rng = np.random.default_rng([seed, index])
         x, y, ref = _reference(small, rng, design.vector_lanes, door_format(design.act_fmt))
         t = prog.tensors
@@ -140,7 +128,7 @@ def vector_jobs(design: ArrayConfig, vector_ops: list[tuple[str, Any]], scale: f
         if y is not None:
             tensors["y0"] = pack_tensor(t["y0"], y.astype(np.int64).reshape(t["y0"].shape))
         images[f"img_{index}_0"] = program_image(prog, tensors)
-        timing = perf_model.program_cycles(design, prog.commands, latency=latency, rate=perf_model.dram_rate(design))
+        timing = perf_model.gemm_program_cycles(design, prog, latency=latency, rate=perf_model.dram_rate(design))
         metas.append({"name": name, "a_src": -1, "on_chip": False, "vector": small.kind,
                       "instances": [{"chunks": [[prog.queue_base + a * 32, b - a] for a, b in prog.chunks],
                                      "limit": 4 * timing.total + 10_000, "a": layout_dict(t["x0"]),
