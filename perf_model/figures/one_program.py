@@ -45,8 +45,10 @@ __all__ = ["one_program_figures", "apply_one_program", "ONE_PROGRAM_FIELDS", "FI
 #: ``accel-dse verify`` refuses a trial recorded under another (an older model's per-op sums;
 #: ``program-walk-1``: the walk's cycles with the per-op plans' DRAM energy; ``program-walk-2``: a
 #: design naming no DRAM part as ``"none"``, DDR3's energy and no pacing, where it now gets
-#: ``lpddr5-x32``, which paces it above 25.6 GB/s).
-FIGURE_MODEL = "program-walk-3"
+#: ``lpddr5-x32``, which paces it above 25.6 GB/s; ``program-walk-3``: on a design with the vector unit
+#: running the workload op by op, its vector ops by the unit's per-op estimate, where each is now its own
+#: program's walk).
+FIGURE_MODEL = "program-walk-4"
 #: How far (relative) a recorded figure may lie from the program walk: none, the two are one number.
 FIGURE_BOUND = 0.0
 
