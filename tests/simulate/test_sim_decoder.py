@@ -16,7 +16,7 @@ import rtl_gen
 import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
-from tests.simulate.block_testlib import integer_steps
+from tests.simulate.block_testlib import integer_steps, spy_references
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 DECODE = "llama_decode:kv=12,d=64,heads=2,ffn=96,batch=2"  # two sequences, one new token each after 12 cached
@@ -50,17 +50,11 @@ def test_a_decode_step_over_a_kv_cache_runs_from_one_program_bit_exact(sim_cache
     wl = workloads.resolve(DECODE)
     from accel_dse.simulate.dram import decoder as _dram_decoder
 
-    seen = {}
-    real = _dram_decoder._references
-
-    def spy(*args, **kwargs):
-        given, final = real(*args, **kwargs)
-        seen.update(given=given, final=dict(final))
+    def edit(final):
         final["V"] = final["V"].copy()
         final["V"][12, 3] ^= 1  # one wrong expectation in the first sequence's new value row
-        return given, final
 
-    monkeypatch.setattr(_dram_decoder, "_references", spy)
+    seen = spy_references(monkeypatch, _dram_decoder, edit)
     report = simulate(TINY, DECODE, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.total_cycles_match and op.cycles_total_rtl > 0
