@@ -79,8 +79,11 @@ def test_a_causal_prefill_runs_from_one_program_and_a_fault_fails_it(sim_cache):
     report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, report.notes
-    bad = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache, fault=rtl_gen.Fault(1, 2, 14, 1))
-    assert bad.ops[0].status == "fail" and bad.ops[0].mismatches > 0
+    # the fault on a shorter causal prefill (4 tokens, 32 channels: a quarter of the cycles), still one program
+    small = "llama_block:seq=4,d=32,heads=2,ffn=64"
+    bad = simulate(TINY, small, simulator="icarus", work_dir=sim_cache, fault=rtl_gen.Fault(1, 2, 14, 1))
+    assert bad.ops[0].name == "network" and bad.ops[0].status == "fail" and bad.ops[0].mismatches > 0
+    assert any(n.startswith("one program for the whole decoder block") for n in bad.notes), bad.notes
 
 
 def test_a_block_the_design_cannot_hold_runs_op_by_op_and_says_why():
