@@ -5,6 +5,7 @@ designs with the same row or the same vector unit carry the same module and shar
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 from accel_dse.design_files import load_design
@@ -12,6 +13,13 @@ from rtl_gen import Fault, system_verilog
 
 TINY = load_design("tiny")  # 4x4 WS, no vector unit
 DRAM = (20, 1 << 12)
+
+
+@functools.cache
+def _verilog(config, fault: Fault | None = None) -> str:
+    """The simulation top's Verilog (no cache directory: each design converted from scratch), once per
+    design and fault in this module (several tests compare against the same designs)."""
+    return system_verilog(config, dram=DRAM, fault=fault)
 
 
 def _modules(verilog: str) -> dict[str, str]:
@@ -27,9 +35,9 @@ def _named(verilog: str, suffix: str) -> list[str]:
 
 
 def test_designs_with_the_same_row_share_its_module_name_and_text():
-    a = system_verilog(TINY, dram=DRAM)
-    b = system_verilog(dataclasses.replace(TINY, weight_sram_kib=8, ofmap_sram_kib=16), dram=DRAM)
-    wide = system_verilog(dataclasses.replace(TINY, cols=8), dram=DRAM)
+    a = _verilog(TINY)
+    b = _verilog(dataclasses.replace(TINY, weight_sram_kib=8, ofmap_sram_kib=16))
+    wide = _verilog(dataclasses.replace(TINY, cols=8))
     (row_a,), (row_b,), (row_wide,) = (_named(v, "_row") for v in (a, b, wide))
     assert row_a == row_b and _modules(a)[row_a] == _modules(b)[row_b]
     assert row_wide != row_a  # 8 PEs a row: another circuit, another name
@@ -38,8 +46,8 @@ def test_designs_with_the_same_row_share_its_module_name_and_text():
 
 
 def test_a_fault_row_is_a_module_of_its_own_and_the_clean_row_keeps_its_name():
-    clean = system_verilog(TINY, dram=DRAM)
-    faulty = system_verilog(TINY, dram=DRAM, fault=Fault(1, 2, 0, 1))
+    clean = _verilog(TINY)
+    faulty = _verilog(TINY, Fault(1, 2, 0, 1))
     assert _named(faulty, "_row") == _named(clean, "_row")
     (fault_row,) = _named(faulty, "_row_fault")
     assert fault_row not in _modules(clean)
@@ -47,13 +55,13 @@ def test_a_fault_row_is_a_module_of_its_own_and_the_clean_row_keeps_its_name():
 
 def test_the_vector_unit_and_the_output_stage_are_named_by_their_text():
     vec = dataclasses.replace(TINY, vector_unit=True)
-    a = system_verilog(vec, dram=DRAM)
-    b = system_verilog(dataclasses.replace(vec, weight_sram_kib=8), dram=DRAM)
-    deeper = system_verilog(dataclasses.replace(vec, ifmap_sram_kib=8), dram=DRAM)  # wider ifmap addresses
-    wide = system_verilog(dataclasses.replace(vec, cols=8), dram=DRAM)
+    a = _verilog(vec)
+    b = _verilog(dataclasses.replace(vec, weight_sram_kib=8))
+    deeper = _verilog(dataclasses.replace(vec, ifmap_sram_kib=8))  # wider ifmap addresses
+    wide = _verilog(dataclasses.replace(vec, cols=8))
     (va,), (vb,), (vd,) = (_named(v, "_vector") for v in (a, b, deeper))
     assert va == vb and _modules(a)[va] == _modules(b)[vb]
     assert vd != va
-    assert _named(system_verilog(TINY, dram=DRAM), "_vector") == []
+    assert _named(_verilog(TINY), "_vector") == []
     (oa,), (ob,) = (_named(v, "_ostage") for v in (a, b))
     assert oa == ob and _named(wide, "_ostage") != [oa]  # 8 columns: another output stage

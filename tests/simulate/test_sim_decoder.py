@@ -16,7 +16,7 @@ import rtl_gen
 import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
-from tests.simulate.block_testlib import integer_steps
+from tests.simulate.block_testlib import integer_steps, spy_references
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 DECODE = "llama_decode:kv=12,d=64,heads=2,ffn=96,batch=2"  # two sequences, one new token each after 12 cached
@@ -50,17 +50,11 @@ def test_a_decode_step_over_a_kv_cache_runs_from_one_program_bit_exact(sim_cache
     wl = workloads.resolve(DECODE)
     from accel_dse.simulate.dram import decoder as _dram_decoder
 
-    seen = {}
-    real = _dram_decoder._references
-
-    def spy(*args, **kwargs):
-        given, final = real(*args, **kwargs)
-        seen.update(given=given, final=dict(final))
+    def edit(final):
         final["V"] = final["V"].copy()
         final["V"][12, 3] ^= 1  # one wrong expectation in the first sequence's new value row
-        return given, final
 
-    monkeypatch.setattr(_dram_decoder, "_references", spy)
+    seen = spy_references(monkeypatch, _dram_decoder, edit)
     report = simulate(TINY, DECODE, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.total_cycles_match and op.cycles_total_rtl > 0
@@ -85,8 +79,11 @@ def test_a_causal_prefill_runs_from_one_program_and_a_fault_fails_it(sim_cache):
     report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, report.notes
-    bad = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache, fault=rtl_gen.Fault(1, 2, 14, 1))
-    assert bad.ops[0].status == "fail" and bad.ops[0].mismatches > 0
+    # the fault on a shorter causal prefill (4 tokens, 32 channels: a quarter of the cycles), still one program
+    small = "llama_block:seq=4,d=32,heads=2,ffn=64"
+    bad = simulate(TINY, small, simulator="icarus", work_dir=sim_cache, fault=rtl_gen.Fault(1, 2, 14, 1))
+    assert bad.ops[0].name == "network" and bad.ops[0].status == "fail" and bad.ops[0].mismatches > 0
+    assert any(n.startswith("one program for the whole decoder block") for n in bad.notes), bad.notes
 
 
 def test_a_block_the_design_cannot_hold_runs_op_by_op_and_says_why():

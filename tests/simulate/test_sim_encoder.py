@@ -15,7 +15,7 @@ import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from accel_spec.config import Dataflow
-from tests.simulate.block_testlib import integer_steps
+from tests.simulate.block_testlib import encoder_layer, integer_steps, spy_references
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 SPEC = "bert_base:seq=8,d=32,heads=2,ffn=64,batch=2"  # two sequences of 8 tokens, 2 heads of 16
@@ -23,24 +23,15 @@ SPEC = "bert_base:seq=8,d=32,heads=2,ffn=64,batch=2"  # two sequences of 8 token
 
 def _layer_reference(wl, seed: int = 0, layers: int = 1) -> np.ndarray:
     """The layer (``layers`` times, on one set of weights) in integers, written out op by op with the
-    JAX softmax/add/norm/GELU definitions."""
-    ops = wl.ops
-    vec = {i: op for i, op in enumerate(wl.vector_ops)}
+    JAX softmax/add/norm/GELU definitions (``block_testlib.encoder_layer``)."""
     w, out, run = integer_steps(wl, seed)
 
-    seqs = ops[0].m // 8
-    x = np.asarray(workloads.reference(ops[0], seed).a).astype(np.int64).reshape(seqs * 8, 32)
+    def vec(op, *args):
+        return run(op, *args).astype(np.int64)
+
+    x = np.asarray(workloads.reference(wl.ops[0], seed).a).astype(np.int64).reshape(-1, 32)
     for _ in range(layers):
-        q, k, v = out(x @ w(0), 0), out(x @ w(1), 1), out(x @ w(2), 2)
-        qh = q.reshape(seqs, 8, 2, 16).transpose(0, 2, 1, 3)  # (seq, head, token, channel)
-        kh = k.reshape(seqs, 8, 2, 16).transpose(0, 2, 1, 3)
-        vh = v.reshape(seqs, 8, 2, 16).transpose(0, 2, 1, 3)
-        scores = out(qh @ kh.transpose(0, 1, 3, 2), 3)
-        probs = run(vec[0], scores).astype(np.int64)
-        ctx = out(probs @ vh, 4).transpose(0, 2, 1, 3).reshape(seqs * 8, 32)
-        h1 = run(vec[2], run(vec[1], out(ctx @ w(5), 5), x)).astype(np.int64)
-        f = run(vec[3], out(h1 @ w(6), 6)).astype(np.int64)
-        x = run(vec[5], run(vec[4], out(f @ w(7), 7), h1)).astype(np.int64)
+        x = encoder_layer(x, w, lambda a, b, i: out(a @ b, i), vec, wl.vector_ops, tokens=8, heads=2)["out"]
     return x
 
 
@@ -49,17 +40,11 @@ def test_an_encoder_layer_runs_from_one_program_bit_exact_in_the_walks_cycles(si
     want = _layer_reference(wl)
     from accel_dse.simulate.dram import encoder as _dram_encoder
 
-    seen = {}
-    real = _dram_encoder._references
-
-    def spy(*args, **kwargs):
-        given, final = real(*args, **kwargs)
-        seen["output"] = final["out"]
+    def edit(final):
         final["Q"] = final["Q"].copy()
         final["Q"][3, 5] ^= 1  # one wrong expectation inside Q: the intermediates are read back too
-        return given, final
 
-    monkeypatch.setattr(_dram_encoder, "_references", spy)
+    seen = spy_references(monkeypatch, _dram_encoder, edit)
     report = simulate(TINY, SPEC, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.total_cycles_match and op.cycles_total_rtl > 0
@@ -70,7 +55,7 @@ def test_an_encoder_layer_runs_from_one_program_bit_exact_in_the_walks_cycles(si
     t = compile_encoder(TINY, encoder_layer(wl)).tensors
     (bad,) = op.first_mismatches
     assert bad.index[1] * 4096 + bad.index[2] == 3 * t["Q"].pitch + 5  # past Q's base, where the span starts
-    assert np.array_equal(seen["output"], want)  # the checked output is the layer written out above
+    assert np.array_equal(seen["final"]["out"], want)  # the checked output is the layer written out above
     assert any(n.startswith("one program for the whole encoder layer") for n in report.notes), report.notes
     figures = perf_model.evaluate(TINY, wl).network  # evaluate's one-program figure is the RTL's total
     assert figures is not None and figures["total_cycles"] == op.cycles_total_rtl and figures["gemms"] == 14
@@ -85,20 +70,12 @@ def test_two_stacked_layers_run_from_one_program_bit_exact(sim_cache, monkeypatc
     wl = workloads.resolve(spec)
     from accel_dse.simulate.dram import encoder as _dram_encoder
 
-    seen = {}
-    real = _dram_encoder._references
-
-    def spy(*args, **kwargs):
-        given, final = real(*args, **kwargs)
-        seen.update(final)
-        return given, final
-
-    monkeypatch.setattr(_dram_encoder, "_references", spy)
+    spied = spy_references(monkeypatch, _dram_encoder)
     report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, report.notes
-    assert np.array_equal(seen["y0"], _layer_reference(wl, layers=1))
-    assert np.array_equal(seen["out"], _layer_reference(wl, layers=2))
+    assert np.array_equal(spied["final"]["y0"], _layer_reference(wl, layers=1))
+    assert np.array_equal(spied["final"]["out"], _layer_reference(wl, layers=2))
     assert any(n.startswith("one program for 2 encoder layers") for n in report.notes), report.notes
 
 

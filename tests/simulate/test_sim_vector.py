@@ -12,37 +12,18 @@ import perf_model
 import rtl_gen
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
+from tests.simulate.block_testlib import REQUANT, RESIDUAL_BLOCK, VECTOR_KINDS, VECTOR_RUNS, vector_op
 from workloads import Gemm, VectorOp, Workload
 from workloads import _int_ops as io
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 
 
-def _op(kind: str, shape: tuple[int, ...], params: dict[str, int], axis: int | None = None, name: str = "") -> VectorOp:
-    return VectorOp(kind=kind, shape=shape, axis=axis, params=tuple(params.items()), name=name)
-
-
-WORKLOAD = Workload(
-    name="vec", ops=(Gemm(m=8, k=16, n=8, name="proj"),),
-    vector_ops=(_op("gelu", (8, 40), io.GELU_PARAMS, name="act"),
-                _op("layernorm", (1, 4, 40), io.norm_params(40, 1e-5), axis=2, name="ln"),
-                _op("softmax", (1, 2, 4, 8), io.softmax_params(0.5, 0), axis=3, name="scores"),
-                _op("silu", (6, 12), {"gated": 1}, name="gate"),
-                _op("rope", (1, 2, 3, 8), {"start": 2047, "theta": 10000}, name="rope"),
-                _op("rope", (1, 1, 2, 4), {"start": 0, "theta": 10000}, name="odd_rope"),  # half: 2 of 4 lanes
-                _op("maxpool", (1, 5, 6, 10), {"window_h": 3, "window_w": 3, "stride_h": 2, "stride_w": 2,
-                                               "pad_h": 1, "pad_w": 1}, name="pool"),
-                _op("avgpool", (2, 3, 3, 6), {"window_h": 3, "window_w": 3, "stride_h": 1, "stride_w": 1,
-                                              "pad_h": 0, "pad_w": 0}, name="gap")),
-    vector_counts=(1, 2, 1, 1, 1, 1, 1, 1), vector_after=(1, 1, 1, 1, 1, 1, 1, 1))
-RUN = ("vector/act", "vector/ln", "vector/scores", "vector/gate", "vector/rope", "vector/pool", "vector/gap")
-
-
 def test_the_vector_ops_run_on_the_unit_bit_exact_in_the_walks_cycles(sim_cache):
-    report = simulate(TINY, WORKLOAD, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, VECTOR_KINDS, simulator="icarus", work_dir=sim_cache)
     by_name = {op.name: op for op in report.ops}
-    assert set(by_name) == {"proj", *RUN}
-    for name in RUN:
+    assert set(by_name) == {"proj", *VECTOR_RUNS}
+    for name in VECTOR_RUNS:
         op = by_name[name]
         assert op.status == "pass", (name, op.reason)
         assert op.mismatches == 0 and op.total_cycles_match and op.cycles_total_rtl > 0
@@ -54,11 +35,11 @@ def test_the_vector_ops_run_on_the_unit_bit_exact_in_the_walks_cycles(sim_cache)
     assert host == ["vector op odd_rope: host work, not simulated (rope: half the head size (4 / 2) is not whole "
                     "words of 4 lanes)"], report.notes
     data = json.loads(json.dumps(report.to_dict()))  # what --json prints
-    assert [op["name"] for op in data["ops"]][1:] == list(RUN)
+    assert [op["name"] for op in data["ops"]][1:] == list(VECTOR_RUNS)
 
 
 def test_a_design_without_the_unit_runs_only_the_matrix_ops(sim_cache):
-    report = simulate(load_design("tiny"), WORKLOAD, simulator="icarus", work_dir=sim_cache)
+    report = simulate(load_design("tiny"), VECTOR_KINDS, simulator="icarus", work_dir=sim_cache)
     assert [op.name for op in report.ops] == ["proj"]
     assert report.ops[0].status == "pass"
 
@@ -66,12 +47,10 @@ def test_a_design_without_the_unit_runs_only_the_matrix_ops(sim_cache):
 def test_a_gemm_gelu_gemm_network_runs_from_one_program(sim_cache):
     """The matrix ops chain and the GELU sits on their link: one program, no host step between the
     ops, the network's output bit-exact and its total cycles the walk's."""
-    from workloads.ops import Requant
-
-    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
+    rq = REQUANT
     wl = Workload(name="net", ops=(Gemm(m=6, k=12, n=8, name="up", requant=rq),
                                    Gemm(m=6, k=8, n=4, name="down", requant=rq)),
-                  vector_ops=(_op("gelu", (6, 8), io.GELU_PARAMS, name="act"),), vector_counts=(1,),
+                  vector_ops=(vector_op("gelu", (6, 8), io.GELU_PARAMS, name="act"),), vector_counts=(1,),
                   vector_after=(1,))
     report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
@@ -85,15 +64,7 @@ def test_a_gemm_gelu_gemm_network_runs_from_one_program(sim_cache):
 def test_a_residual_block_runs_from_one_program_with_its_skip_on_chip(sim_cache):
     """x -> up -> GELU -> down -> add(x): the add after the last GEMM takes the block's input, held
     in the ifmap while both GEMMs run; one program, the block's output bit-exact."""
-    from workloads.ops import Requant
-
-    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
-    wl = Workload(name="block", ops=(Gemm(m=6, k=8, n=12, name="up", requant=rq),
-                                     Gemm(m=6, k=12, n=8, name="down", requant=rq)),
-                  vector_ops=(_op("gelu", (6, 12), io.GELU_PARAMS, name="act"),
-                              _op("add", (6, 8), io.add_params(1 / 16, 1 / 32, 1 / 16), name="residual")),
-                  vector_counts=(1, 1), vector_after=(1, 2))
-    report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, RESIDUAL_BLOCK, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass", op.reason
     assert op.mismatches == 0 and op.total_cycles_match
@@ -105,11 +76,9 @@ def test_a_residual_block_runs_from_one_program_with_its_skip_on_chip(sim_cache)
 def test_two_residual_blocks_with_layernorm_run_from_one_program(sim_cache):
     """x -> attn -> add(x) -> LayerNorm -> ffn -> add(h) -> LayerNorm (an encoder layer's links, 6
     channels on 4 lanes): several ops after one GEMM run in order, the norms per token; one program."""
-    from workloads.ops import Requant
-
-    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
-    add = _op("add", (6, 6), io.add_params(1 / 16, 1 / 16, 1 / 16), name="residual")
-    norm = _op("layernorm", (6, 6), io.norm_params(6, 1e-5), axis=1, name="ln")
+    rq = REQUANT
+    add = vector_op("add", (6, 6), io.add_params(1 / 16, 1 / 16, 1 / 16), name="residual")
+    norm = vector_op("layernorm", (6, 6), io.norm_params(6, 1e-5), axis=1, name="ln")
     wl = Workload(name="layer", ops=(Gemm(m=6, k=6, n=6, name="attn", requant=rq),
                                      Gemm(m=6, k=6, n=6, name="ffn", requant=rq)),
                   vector_ops=(add, norm, add, norm), vector_counts=(1, 1, 1, 1), vector_after=(1, 1, 2, 2))
@@ -133,15 +102,15 @@ def _small_cnn() -> Workload:
         return Conv2d(n=1, h=hw, w=hw, c_in=c_in, c_out=4, kh=3, kw=3, pad_h=1, pad_w=1, requant=requant, name=name)
 
     def pool(kind: str, shape: tuple[int, ...], window: int, stride: int, pad: int, name: str) -> VectorOp:
-        return _op(kind, shape, {"window_h": window, "window_w": window, "stride_h": stride, "stride_w": stride,
-                                 "pad_h": pad, "pad_w": pad}, name=name)
+        return vector_op(kind, shape, {"window_h": window, "window_w": window, "stride_h": stride, "stride_w": stride,
+                                       "pad_h": pad, "pad_w": pad}, name=name)
 
     return Workload(
         name="cnn", ops=(conv(3, 8, "stem"), conv(4, 4, "block.conv1"), conv(4, 4, "block.conv2", rq),
                          Gemm(m=1, k=4, n=8, name="fc", requant=rq)),
         vector_ops=(pool("maxpool", (1, 8, 8, 4), 3, 2, 1, "pool"),
-                    _op("add", (1, 4, 4, 4), io.add_params(1 / 16, 1 / 32, 1 / 16), name="add"),
-                    _op("relu", (1, 4, 4, 4), {}, name="relu"), pool("avgpool", (1, 4, 4, 4), 4, 1, 0, "gap")),
+                    vector_op("add", (1, 4, 4, 4), io.add_params(1 / 16, 1 / 32, 1 / 16), name="add"),
+                    vector_op("relu", (1, 4, 4, 4), {}, name="relu"), pool("avgpool", (1, 4, 4, 4), 4, 1, 0, "gap")),
         vector_counts=(1, 1, 1, 1), vector_after=(1, 3, 3, 3))
 
 

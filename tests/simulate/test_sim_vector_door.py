@@ -18,21 +18,29 @@ import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from tests.door_testlib import door_in, door_out
-from tests.simulate.block_testlib import integer_steps
+from tests.simulate.block_testlib import (
+    RESIDUAL_BLOCK,
+    VECTOR_KINDS,
+    VECTOR_RUNS,
+    encoder_layer,
+    integer_steps,
+    spy_references,
+)
 
 SPEC = "bert_base:seq=16,d=32,heads=2,ffn=64"  # 16 tokens, 2 heads of 16, the FFN 64 wide
-FP8_EDGE = dataclasses.replace(load_design("edge"), acc_bits=48, weight_format="fp8_e4m3", act_format="fp8_e4m3")
+# edge's 28 nm buffers and clock on an 8 x 8 array: 8 lanes at the door (the 4 x 4 designs below have 4);
+# edge's own 16 x 16 costs Icarus 2.4x the CPU time on this layer (97 against 40 CPU-s, one case, load ~8)
+FP8_EDGE8 = dataclasses.replace(load_design("edge"), rows=8, cols=8, acc_bits=48, weight_format="fp8_e4m3",
+                                act_format="fp8_e4m3")
 INT4_TINY = dataclasses.replace(load_design("tiny-vector"), weight_format="int4", act_format="int4")
 
 
 def _layer(design, wl, door_in_fn, door_out_fn, seed: int = 0) -> dict[str, np.ndarray]:
-    """The layer's tensors on ``design`` (activation codes), op by op, with the door ``door_in_fn`` /
-    ``door_out_fn`` around each vector op (a transpose moves codes)."""
+    """The layer's tensors on ``design`` (activation codes), op by op (``block_testlib.encoder_layer``),
+    with the door ``door_in_fn`` / ``door_out_fn`` around each vector op (a transpose moves codes)."""
     ops = wl.ops
     fmt = design.act_fmt
     _, _, run = integer_steps(wl, seed)
-    T, D, H = 16, 32, 2
-    dh = D // H
     if fmt.is_int:
         bits = {"bits": 8, "weight_bits": 4, "act_bits": 4}
 
@@ -53,36 +61,21 @@ def _layer(design, wl, door_in_fn, door_out_fn, seed: int = 0) -> dict[str, np.n
     def w(i):
         return np.asarray(workloads.reference(ops[i], seed + i, **bits).b).astype(np.int64).reshape(ops[i].k, -1)
 
-    x = np.asarray(workloads.reference(ops[0], seed, **bits).a).astype(np.int64).reshape(T, D)
-    v_ops = wl.vector_ops
-    q, k, v = gemm(x, w(0), 0), gemm(x, w(1), 1), gemm(x, w(2), 2)
-    qh, kh, vh = (t.reshape(T, H, dh).transpose(1, 0, 2) for t in (q, k, v))
-    scores = np.stack([gemm(qh[h], kh[h].T, 3) for h in range(H)])
-    probs = vec(v_ops[0], scores.reshape(1, H, T, T)).reshape(H, T, T)
-    ctx = np.concatenate([gemm(probs[h], vh[h], 4) for h in range(H)], axis=1)
-    h1 = vec(v_ops[2], vec(v_ops[1], gemm(ctx, w(5), 5), x))
-    f = vec(v_ops[3], gemm(h1, w(6), 6))
-    out = vec(v_ops[5], vec(v_ops[4], gemm(f, w(7), 7), h1))
-    return {"Q": q, "K": k, "S": probs.reshape(H * T, T), "ctx": ctx, "out": out}
+    x = np.asarray(workloads.reference(ops[0], seed, **bits).a).astype(np.int64).reshape(-1, 32)
+    layer = encoder_layer(x, w, gemm, vec, wl.vector_ops, tokens=16, heads=2)
+    layer["S"] = layer["S"].reshape(-1, 16)  # as the program writes them: a row per (head, query)
+    return layer
 
 
 def _run(design, sim_cache, monkeypatch):
     from accel_dse.simulate.dram import encoder as _dram_encoder
 
-    seen: dict[str, np.ndarray] = {}
-    real = _dram_encoder._references
-
-    def spy(*args, **kwargs):
-        given, final = real(*args, **kwargs)
-        seen.update(final)
-        return given, final
-
-    monkeypatch.setattr(_dram_encoder, "_references", spy)
+    seen = spy_references(monkeypatch, _dram_encoder)
     report = simulate(design, SPEC, simulator="icarus", work_dir=sim_cache)
-    return report, seen
+    return report, seen["final"]
 
 
-@pytest.mark.parametrize("design", [FP8_EDGE, INT4_TINY], ids=["fp8_e4m3-edge", "int4-tiny"])
+@pytest.mark.parametrize("design", [FP8_EDGE8, INT4_TINY], ids=["fp8_e4m3-edge8x8", "int4-tiny"])
 def test_a_layer_runs_from_one_program_through_the_vector_units_door(design, sim_cache, monkeypatch):
     wl = workloads.resolve(SPEC)
     name = design.act_fmt.name
@@ -121,12 +114,10 @@ def test_every_vector_kind_runs_behind_the_door_bit_exact_in_the_walks_cycles(de
     the format (bf16: 2-byte elements, the RoPE table's bytes sign-extended in them), against the
     door's reference (``workloads.vector_door``, checked against the hand
     rules in tests/rtl_gen/test_rtl_vector_door.py)."""
-    from tests.simulate.test_sim_vector import RUN, WORKLOAD
-
-    report = simulate(design, WORKLOAD, simulator="icarus", work_dir=sim_cache)
+    report = simulate(design, VECTOR_KINDS, simulator="icarus", work_dir=sim_cache)
     by_name = {op.name: op for op in report.ops}
-    assert set(by_name) == {"proj", *RUN}
-    for name in ("proj", *RUN):
+    assert set(by_name) == {"proj", *VECTOR_RUNS}
+    for name in ("proj", *VECTOR_RUNS):
         op = by_name[name]
         assert op.status == "pass" and op.mismatches == 0, (name, op.reason)
         assert op.total_cycles_match and op.cycles_total_rtl > 0
@@ -136,17 +127,7 @@ def test_every_vector_kind_runs_behind_the_door_bit_exact_in_the_walks_cycles(de
 def test_a_residual_block_with_its_links_runs_from_one_program_behind_the_door(design, sim_cache):
     """x -> up -> GELU -> down -> add(x) (accel_dse.simulate.dram.network): the link ops read and
     write the format's codes in the ifmap, through the door."""
-    from tests.simulate.test_sim_vector import _op
-    from workloads import _int_ops as io
-    from workloads.ops import Gemm, Requant, Workload
-
-    rq = Requant(multiplier=(1 << 30) + 12345, shift=7, zero_point=0, bits=8)
-    wl = Workload(name="block", ops=(Gemm(m=6, k=8, n=12, name="up", requant=rq),
-                                     Gemm(m=6, k=12, n=8, name="down", requant=rq)),
-                  vector_ops=(_op("gelu", (6, 12), io.GELU_PARAMS, name="act"),
-                              _op("add", (6, 8), io.add_params(1 / 16, 1 / 32, 1 / 16), name="residual")),
-                  vector_counts=(1, 1), vector_after=(1, 2))
-    report = simulate(design, wl, simulator="icarus", work_dir=sim_cache)
+    report = simulate(design, RESIDUAL_BLOCK, simulator="icarus", work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass" and op.mismatches == 0, (op.reason, report.notes)
     assert op.total_cycles_match and report.network is not None and report.network["final_output"]["match"]
