@@ -45,6 +45,7 @@ __all__ = [
     "int_vector_op",
     "rope_tables",
     "rope_op_tables",
+    "rope_op_rows",
 ]
 
 # Public names provided by modules that import JAX, loaded on first attribute access.
@@ -72,6 +73,7 @@ _LAZY = {
     "int_vector_op": "workloads._int_ops:_run",  # one integer vector op by kind and parameters
     "rope_tables": "workloads._int_ops",
     "rope_op_tables": "workloads._int_ops",
+    "rope_op_rows": "workloads._int_ops",
 }
 
 

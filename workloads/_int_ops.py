@@ -243,6 +243,14 @@ def rope_op_tables(op: Any, length: int, half: int) -> tuple[np.ndarray, np.ndar
     return rope_tables(op.param("start"), length, half, op.param("theta"), scaling)
 
 
+def rope_op_rows(op: Any, length: int, lanes: int) -> list[list[int]]:
+    """The table operand of a ``rope`` record ``op`` as the host writes it for the vector unit: a row
+    a position (``start .. start + length - 1``) of ``2 dh`` int8 codes on ``lanes`` lanes
+    (:func:`rope_op_tables` packed by ``accel_spec.vector_isa.rope_table_row``)."""
+    cos, sin = rope_op_tables(op, length, op.shape[-1] // 2)
+    return [vector_isa.rope_table_row(cos[p].tolist(), sin[p].tolist(), lanes) for p in range(length)]
+
+
 # -- the ops -----------------------------------------------------------------------------------------
 _Q = 1.0 / (1 << FRAC)
 

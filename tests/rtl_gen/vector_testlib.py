@@ -36,14 +36,11 @@ _REGS = (("kind", 4), ("src", None), ("src2", None), ("dst", None), ("rows", 24)
 
 def rope_table(op: VectorOp, lanes: int) -> np.ndarray:
     """The table operand of RoPE ``op`` (shape ``(b, s, h, dh)``) as the host lays it out: one row of
-    ``2 dh`` codes per (batch, position), from ``workloads._int_ops.rope_op_tables``."""
-    from accel_spec.vector_isa import rope_table_row
-    from workloads._int_ops import rope_op_tables
+    ``2 dh`` codes per (batch, position), ``workloads.rope_op_rows``."""
+    from workloads import rope_op_rows
 
-    b, s, _, dh = op.shape
-    cos, sin = rope_op_tables(op, s, dh // 2)
-    rows = [rope_table_row(cos[p].tolist(), sin[p].tolist(), lanes) for p in range(s)]
-    return np.tile(np.array(rows, np.int8), (b, 1))
+    b, s = op.shape[:2]
+    return np.tile(np.array(rope_op_rows(op, s, lanes), np.int8), (b, 1))
 
 
 def _words(rows: np.ndarray, words: int, lanes: int) -> list[int]:

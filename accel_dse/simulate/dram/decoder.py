@@ -105,13 +105,10 @@ def _references(block: Any, ops: list[Any], seed: int, bits: dict[str, Any],
 
 
 def _rope_table(block: Any, lanes: int) -> np.ndarray:
-    """The RoPE table: a row a new token's position ``kv + i`` (``accel_spec.vector_isa.rope_table_row``)."""
-    from accel_spec.vector_isa import rope_table_row
-    from workloads import rope_op_tables
+    """The RoPE table: a row a new token's position ``kv + i`` (``workloads.rope_op_rows``)."""
+    from workloads import rope_op_rows
 
-    op = block.vector["rope_q"]
-    cos, sin = rope_op_tables(op, block.tokens, block.d_head // 2)
-    return np.array([rope_table_row(cos[i].tolist(), sin[i].tolist(), lanes) for i in range(block.tokens)], np.int64)
+    return np.array(rope_op_rows(block.vector["rope_q"], block.tokens, lanes), np.int64)
 
 
 def decoder_job(design: ArrayConfig, selected: list[tuple[str, Any, int]], block: Any, seed: int, latency: int,

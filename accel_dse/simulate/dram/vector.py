@@ -8,7 +8,7 @@ is fp8 or int4), checked against the op's JAX integer definition (``workloads._i
 the unit's door for another format: ``workloads.vector_door``) bit for bit, its total cycles
 against the walk's (``perf_model.program_timing``). ``--scale`` below 1 keeps the op's first rows
 (:func:`scaled_op`). A RoPE's second operand is its table, which the host lays out in DRAM as it
-does weights (``workloads._int_ops.rope_op_tables`` packed by ``accel_spec.vector_isa.rope_table_row``).
+does weights (``workloads.rope_op_rows``).
 """
 
 from __future__ import annotations
@@ -81,9 +81,8 @@ def _reference(op: Any, rng: np.random.Generator, lanes: int,
     """Seeded operands of ``op`` (codes of the design's activation format ``fmt``, ``None``: int8;
     a RoPE's second: its table, one row a (batch, position) on ``lanes`` lanes) and its output: the
     JAX integer op, behind the vector unit's door for another format (``workloads.vector_door``)."""
-    from accel_spec.vector_isa import rope_table_row
     from perf_model.vector_timing import vector_plan
-    from workloads import rope_op_tables
+    from workloads import rope_op_rows
     from workloads.vector_door import door_vector_op
 
     two = vector_plan(op, 1)
@@ -91,10 +90,8 @@ def _reference(op: Any, rng: np.random.Generator, lanes: int,
     x = operand_codes(rng, op.shape, fmt)
     y = operand_codes(rng, op.shape, fmt) if operands == 2 else None
     if op.kind == "rope":
-        batch, seq, _, n = op.shape
-        cos, sin = rope_op_tables(op, seq, n // 2)
-        rows = [rope_table_row(cos[p].tolist(), sin[p].tolist(), lanes) for p in range(seq)]
-        y = np.tile(np.array(rows, np.int8), (batch, 1))
+        batch, seq = op.shape[:2]
+        y = np.tile(np.array(rope_op_rows(op, seq, lanes), np.int8), (batch, 1))
     args = (x,) if y is None or op.kind == "rope" else (x, y)
     out = door_vector_op(op.kind, dict(op.params), fmt, *args)
     return x, y, out
