@@ -33,6 +33,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ from accel_spec.isa import (
     queue_entry_commands,
 )
 from accel_spec.vector_isa import pool_registers
+from perf_model.compiler.dram_space import DRAM_ADDRESS_BYTES
 from perf_model.compiler.network import _WORDS_MAX, PIPELINE_CHUNKS, _split, pipelined
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout
 from perf_model.compiler.vector import (
@@ -248,6 +250,10 @@ def vector_op_program(config: ArrayConfig, op: VectorOp) -> GemmProgram:
     plan = vector_plan(op, lanes)
     if isinstance(plan, str):
         raise ModelError(plan)
+    floor = (plan.operands * math.prod(op.shape) + math.prod(op.out_shape)) * max(1, config.input_bits // 8)
+    if floor > DRAM_ADDRESS_BYTES:  # known from the sizes alone, before compiling a program of many chunks
+        raise ModelError(f"its operands and output alone take {floor:,} bytes of DRAM, beyond the "
+                         f"{DRAM_ADDRESS_BYTES:,} (2**32) a program addresses (dram_addr is 32 bits)")
     whole = _fits_whole(config, op)
     if whole is not None:
         return whole

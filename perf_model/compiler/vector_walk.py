@@ -16,6 +16,7 @@ from fractions import Fraction
 
 from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
+from accel_spec.isa import FieldRangeError
 from perf_model.compiler.vector import ifmap_words
 from perf_model.compiler.vector_chunks import vector_op_program
 from perf_model.evaluator.vector_walk import OpWalk, VectorWalks
@@ -51,7 +52,7 @@ def op_walk(config: ArrayConfig, op: VectorOp, key: tuple[object, ...] | None = 
             t = gemm_program_cycles(config, program, rate=dram_rate(config))
             read, written = program_dram_bytes(config, program.commands)
             found = OpWalk(t.total, t.vector, read, written)
-        except ModelError as exc:
+        except (ModelError, FieldRangeError) as exc:  # a field past its bits: the reason, as a program's
             found = str(exc)
         _CACHE[full] = found
         if len(_CACHE) > _CACHE_SIZE:

@@ -130,6 +130,18 @@ def test_a_program_past_the_dram_address_space_is_found_before_compiling(tmp_pat
     ((code, out, err),) = cli_under_prlimit(
         [["evaluate", "--design", "edge", "--workload", "llama_block:seq=11000", "--json"]], tmp_path)
     assert code == 0 and "Traceback" not in err, err[-2000:]
-    reason = json.loads(out)["network"]["reason"]
+    # run op by op, its attention softmax (32 heads x 11000 x 11000 scores, in and out) is one program
+    # past the address space too: the design cannot run it, found from the sizes before compiling
+    softmax = 2 * 32 * 11000 * 11000
+    result = json.loads(out)
+    assert result["reason"] == (f"vector op softmax attention/softmax: its operands and output alone take "
+                                f"{softmax:,} bytes of DRAM, beyond the 4,294,967,296 (2**32) a program "
+                                "addresses (dram_addr is 32 bits)"), result["reason"]
+    # and the block as one program: refused from its outputs' sizes, before compiling
+    import workloads
+    from accel_dse.design_files import load_preset
+    from perf_model.compiler.network_figures import network_figures
+
+    reason = network_figures(load_preset("edge"), workloads.resolve("llama_block:seq=11000"))["reason"]
     assert reason == (f"its outputs alone take {outputs:,} bytes of DRAM at 8 bits an element, beyond the "
                       "4,294,967,296 (2**32) a program addresses (dram_addr is 32 bits)"), reason
