@@ -250,7 +250,7 @@ def vector_op_program(config: ArrayConfig, op: VectorOp) -> GemmProgram:
     plan = vector_plan(op, lanes)
     if isinstance(plan, str):
         raise ModelError(plan)
-    floor = (plan.operands * math.prod(op.shape) + math.prod(op.out_shape)) * max(1, config.input_bits // 8)
+    floor = (plan.operands * math.prod(op.shape) + math.prod(op.out_shape or op.shape)) * max(1, config.input_bits // 8)
     if floor > DRAM_ADDRESS_BYTES:  # known from the sizes alone, before compiling a program of many chunks
         raise ModelError(f"its operands and output alone take {floor:,} bytes of DRAM, beyond the "
                          f"{DRAM_ADDRESS_BYTES:,} (2**32) a program addresses (dram_addr is 32 bits)")
