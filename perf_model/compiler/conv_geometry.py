@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from accel_spec.config import ArrayConfig, Dataflow
+from accel_spec.isa import FIELDS
 from perf_model import timing
 from perf_model.compiler.program import _buffer_depths, dense_row_elems, narrow_lanes
 from perf_model.program_timing import axi_data_bytes, dram_rate
@@ -28,13 +29,20 @@ Tile = tuple[int, int, int, int, int, int, bool]
 Part = tuple[int, int, int, int, int, int]
 
 
+#: The most taps a packed word holds: ``T`` is the window's ``dilation_w`` (``accel_spec.isa.FIELDS``,
+#: 4 bits: at most 15), a power of two: 8.
+MAX_PACKED_TAPS = 1 << (FIELDS["dilation_w"][1] - 1)
+
+
 def pack_taps(config: ArrayConfig, conv: Conv2d, a_lanes: int) -> int:
     """``log2 T`` of the taps a word packs for ``conv`` on ``config`` (0: one tap a word): pixels of
     one narrow word of ``a_lanes`` lanes (``T = R / a_lanes``, at least 2), one group, no dilation
-    along x, several taps a kernel row (``perf_model.compiler.conv_pack``)."""
+    along x, several taps a kernel row (``perf_model.compiler.conv_pack``), and ``T`` within the
+    ``WINDOW``'s ``dilation_w`` field (a packed window steps ``T`` words a group: at most
+    :data:`MAX_PACKED_TAPS`; a wider array over narrower pixels runs one tap a word)."""
     R = config.rows
     if (not a_lanes or conv.groups != 1 or conv.dilation_w != 1 or conv.kw < 2 or R % a_lanes
-            or R & (R - 1) or config.dataflow is not Dataflow.WS):
+            or R & (R - 1) or config.dataflow is not Dataflow.WS or R // a_lanes > MAX_PACKED_TAPS):
         return 0
     return (R // a_lanes).bit_length() - 1
 

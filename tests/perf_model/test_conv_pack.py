@@ -141,3 +141,19 @@ def test_packing_is_left_out_where_it_cannot_serve():
         assert _Geometry(config, conv).pack == 0, conv
     wide = ArrayConfig(rows=8, cols=8, dataflow="ws", dram_bytes_per_cycle=8.0)  # a word is one beat
     assert _Geometry(wide, base).pack == 0
+
+
+@pytest.mark.parametrize("rows", [16, 32, 128])
+def test_no_more_taps_a_word_than_the_windows_dilation_field_encodes(rows):
+    """A first conv of 3 channels on a wide array: its pixel is a narrow word of a few lanes, so
+    ``R / a_lanes`` taps would fit a word, but a packed window steps ``T`` words a group in the
+    ``WINDOW``'s 4-bit ``dilation_w``: ``T`` stays at most 8, and the conv compiles (it did not on a
+    128-row array: ``dilation_w`` 32)."""
+    config = ArrayConfig(rows=rows, cols=rows, dataflow="ws", dram_bytes_per_cycle=8.0)
+    conv = Conv2d(n=1, h=12, w=12, c_in=3, c_out=8, kh=7, kw=7, stride_h=2, stride_w=2, pad_h=3, pad_w=3,
+                  requant=Requant(multiplier=(1 << 30,), shift=(0,)))
+    g = _Geometry(config, conv)
+    assert g.a_lanes and rows // g.a_lanes > 1
+    assert (g.pack == 0) == (rows // g.a_lanes > 8)
+    program = compile_conv(config, conv, requant=True)
+    assert all(c["dilation_w"] <= 8 for c in program.commands if c.opcode == Opcode.WINDOW)
