@@ -25,6 +25,7 @@ queue-loads are more cycles than the credit takes to fill, ``W / rate + 1``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -36,7 +37,7 @@ from perf_model import dma_timing, timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
 
-__all__ = ["ProgramTiming", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
+__all__ = ["ProgramTiming", "TimedCommand", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
            "transfer_word_beats", "transfer_bytes", "program_dram_bytes", "PROGRAM_BLIND_FIELDS", "dram_rate",
            "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
 
@@ -65,6 +66,36 @@ class ProgramTiming:
     dma: int
     issue: tuple[int, ...]
     vector: int = 0
+
+
+class TimedCommand:
+    """A command of a program compiled for its figures only (``perf_model.compiler.conv_timed``): its
+    opcode, wait bits and ``window`` flag as the compiler would encode them, the cycles its unit
+    is busy (``cycles``, at an unpaced DRAM: :func:`dram_rate` ``None``) and the DRAM bytes it moves
+    (``read``/``written``), without its fields. :func:`program_cycles` walks it as the command it
+    stands for; :func:`program_dram_bytes` counts its bytes. It is never encoded."""
+
+    __slots__ = ("opcode", "wait_dma", "wait_run", "wait_vec", "cycles", "window", "read", "written")
+
+    def __init__(self, opcode: int, cycles: int, *, wait_dma: int = 0, wait_run: int = 0, wait_vec: int = 0,
+                 window: int = 0, read: int = 0, written: int = 0) -> None:
+        self.opcode, self.cycles, self.window = opcode, cycles, window
+        self.wait_dma, self.wait_run, self.wait_vec = wait_dma, wait_run, wait_vec
+        self.read, self.written = read, written
+
+    def __getitem__(self, name: str) -> int:
+        if name == "window":
+            return self.window
+        raise KeyError(f"a timed command has no field {name!r} (only its timing)")
+
+    def waiting_for_vector(self) -> TimedCommand:
+        """This command with ``wait_vec`` set."""
+        return TimedCommand(self.opcode, self.cycles, wait_dma=self.wait_dma, wait_run=self.wait_run, wait_vec=1,
+                            window=self.window, read=self.read, written=self.written)
+
+    def __repr__(self) -> str:
+        return (f"TimedCommand(opcode={self.opcode}, cycles={self.cycles}, wait_dma={self.wait_dma}, "
+                f"wait_run={self.wait_run}, wait_vec={self.wait_vec}, window={self.window})")
 
 
 #: Largest denominator of a paced rate (bytes a cycle as ``num / den``, :func:`dram_rate`).
@@ -146,7 +177,10 @@ def program_dram_bytes(config: ArrayConfig, commands: Sequence[Command]) -> tupl
     beats, W = word_beats(config), axi_data_bytes(config)
     read = written = 0
     for c in commands:
-        if c.opcode == Opcode.LOAD and c["buffer"] != isa.Buffer.QPARAM:
+        if type(c) is TimedCommand:
+            read += c.read
+            written += c.written
+        elif c.opcode == Opcode.LOAD and c["buffer"] != isa.Buffer.QPARAM:
             read += transfer_bytes(c, beats, W)
         elif c.opcode == Opcode.STORE:
             written += transfer_bytes(c, beats, W)
@@ -181,9 +215,16 @@ def dram_rate(config: ArrayConfig) -> Fraction | None:
     """The DRAM pacing of ``config``: its sustained bytes a cycle (``perf_model._memory_parts``) as a
     fraction of denominator at most :data:`RATE_DENOMINATOR`, or ``None`` when that is at least
     the bus width (one beat a cycle)."""
-    rate = float(effective_dram_bytes_per_cycle(config.dram_bytes_per_cycle, config.dram, config.clock_mhz))
+    return _rate(config.dram_bytes_per_cycle, config.dram, config.clock_mhz, axi_data_bytes(config))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _rate(bytes_per_cycle: float, dram: str, clock_mhz: float, bus: int) -> Fraction | None:
+    """:func:`dram_rate` of these fields (kept: a sweep asks for it per design and conv, and the
+    vectorised part lookup costs more than the rest of a conv's score)."""
+    rate = float(effective_dram_bytes_per_cycle(bytes_per_cycle, dram, clock_mhz))
     paced = Fraction(rate).limit_denominator(RATE_DENOMINATOR)
-    return paced if paced < axi_data_bytes(config) else None
+    return paced if paced < bus else None
 
 
 def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_base: int = 0,
@@ -221,7 +262,18 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
             c = max(c, run_free)
         if cmd.opcode == Opcode.VECTOR or cmd.wait_vec or cmd.opcode == Opcode.SYNC:
             c = max(c, vec_free)
-        if is_dma:
+        if type(cmd) is TimedCommand:
+            if is_dma and (pace is not None or latency != DEFAULT_DRAM_LATENCY or outstanding != OUTSTANDING):
+                raise ValueError("a timed command's DMA cycles are at an unpaced DRAM of the default latency and "
+                                 "bursts in flight; walk the compiled program")
+            n = cmd.cycles
+            if is_dma:
+                dma_free = c + n + 1
+                dma += n
+            else:
+                run_free = c + n + 1
+                compute += n
+        elif is_dma:
             n = _transfer_cycles(cmd, data_bytes, beats, latency, outstanding, pace, c)
             dma_free = c + n + 1
             dma += n

@@ -253,6 +253,33 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
             tiling's reason), a window field or a transfer does not fit its encoding, or a
             requantised op has more than :data:`QPARAM_CHANNELS` channels.
     """
+    g, tiling = conv_geometry_for(config, conv, requant=requant, tiling=tiling, a_region=a_region,
+                                  ifmap_words=ifmap_words, pack=pack)
+    pairs = list(g.tiles(tiling))
+    runs = [t for t, _ in pairs]
+    parts = dict(pairs)
+    W = axi_data_bytes(config)
+    tensors, base = conv_tensors(g, len(runs), max(t[3] for t in runs), requant)
+    what = conv.name or "conv"
+    check_regions(W, queue_depth, requant, c_region)
+    b = _ConvBuilder(g, tensors, W, parts, what, queue_depth, a_region, c_region)
+    if requant:
+        b.add(qparam_load(tensors, g.C))
+    room = conv_room(config, ifmap_words)
+    half = tuple(r if config.double_buffered else 0 for r in room)
+    placed = _place(b, runs, room, half)  # type: ignore[arg-type]
+    (_double if config.double_buffered else _single)(b, runs, placed, requant)  # type: ignore[arg-type]
+    total = len(b.out)
+    chunks = tuple((i, min(i + queue_depth, total)) for i in range(0, total, queue_depth))
+    return ConvProgram(tuple(b.out), tensors, 0, base, W, requant, tuple(runs), chunks, tiling,
+                       tuple(parts[t] for t in runs), g.kl if g.kl < g.R else 0, g.pack)
+
+
+def conv_geometry_for(config: ArrayConfig, conv: Conv2d, *, requant: bool, tiling: ConvTiling | None,
+                      a_region: int | None, ifmap_words: int | None, pack: bool) -> tuple[_Geometry, ConvTiling]:
+    """The geometry and the tiling ``compile_conv`` builds ``conv``'s program on (its arguments), or
+    the ``ModelError`` it raises first: a design that builds no windows, no tiling that fits, a
+    requantised op of more channels than the output stage's parameters."""
     why = conv_served(config)
     if why:
         raise ModelError(f"design {config.short_name()}: {why}")
@@ -265,14 +292,15 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
         raise ModelError(f"design {config.short_name()} cannot run the conv on chip: {tiling.reason}")
     if requant and conv.c_out > QPARAM_CHANNELS:
         raise ModelError(f"a requantised op has at most {QPARAM_CHANNELS} output channels, not {conv.c_out}")
-    g = _Geometry(config, conv, pack=pack)
-    pairs = list(g.tiles(tiling))
-    runs = [t for t, _ in pairs]
-    parts = dict(pairs)
-    k_rows = max(t[3] for t in runs)
-    W = axi_data_bytes(config)
+    return _Geometry(config, conv, pack=pack), tiling
+
+
+def conv_tensors(g: _Geometry, runs: int, k_rows: int, requant: bool) -> tuple[dict[str, TensorLayout], int]:
+    """The DRAM layout of a conv program of ``runs`` runs whose weight rows end at ``k_rows`` (module
+    docstring: every tensor on a page after the program), and the end of its last tensor."""
+    config, conv = g.config, g.conv
     ib = config.input_bits // 8
-    base = _align((2 + 6 * len(runs)) * COMMAND_BYTES, PAGE)
+    base = _align((2 + 6 * runs) * COMMAND_BYTES, PAGE)
     tensors: dict[str, TensorLayout] = {}
     out_b = ib if requant else (4 if config.acc_bits <= 32 else 8)
     # ``a`` has ``extra`` pixels of slack after the images: a packed band's load reads them.
@@ -285,27 +313,33 @@ def compile_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, qu
     if requant:
         tensors["q"] = TensorLayout("q", base, 1, _align(g.N, g.C), 16, False, (1, g.N))
         base = _align(base + tensors["q"].nbytes, PAGE)
-    what = conv.name or "conv"
+    return tensors, base
+
+
+def conv_room(config: ArrayConfig, ifmap_words: int | None) -> tuple[int, int, int]:
+    """Words an ifmap, weight and ofmap tile may take (half a buffer double buffered); the bands'
+    ``ifmap_words`` in place of the ifmap's (``compile_conv``)."""
+    room = _room(config)
+    if ifmap_words is not None:
+        room = (ifmap_words // 2 if config.double_buffered else ifmap_words, *room[1:])
+    return room
+
+
+def check_regions(W: int, queue_depth: int, requant: bool, c_region: int | None) -> None:
+    """``compile_conv``'s ``ModelError`` for a queue depth of no whole queue entries, or an output
+    kept on chip (``c_region``) that is not requantised."""
     if queue_depth < 1 or queue_depth % queue_entry_commands(W):
         raise ModelError(f"queue_depth must be a positive multiple of {queue_entry_commands(W)} commands, "
                          f"not {queue_depth}")
     if c_region is not None and not requant:
         raise ModelError("only a requantised output can stay on chip (c_region needs requant)")
-    b = _ConvBuilder(g, tensors, W, parts, what, queue_depth, a_region, c_region)
-    if requant:
-        qt = tensors["q"]
-        b.add(Command.make(Opcode.LOAD, buffer=Buffer.QPARAM, dram_addr=qt.base, dram_stride=qt.pitch, rows=1,
-                           words=qt.row_elems // g.C, buf_addr=0, row_step=0, word_step=1))
-    room = _room(config)
-    if ifmap_words is not None:
-        room = (ifmap_words // 2 if config.double_buffered else ifmap_words, *room[1:])
-    half = tuple(r if config.double_buffered else 0 for r in room)
-    placed = _place(b, runs, room, half)  # type: ignore[arg-type]
-    (_double if config.double_buffered else _single)(b, runs, placed, requant)  # type: ignore[arg-type]
-    total = len(b.out)
-    chunks = tuple((i, min(i + queue_depth, total)) for i in range(0, total, queue_depth))
-    return ConvProgram(tuple(b.out), tensors, 0, base, W, requant, tuple(runs), chunks, tiling,
-                       tuple(parts[t] for t in runs), g.kl if g.kl < g.R else 0, g.pack)
+
+
+def qparam_load(tensors: dict[str, TensorLayout], C: int) -> Command:
+    """The ``LOAD`` of the output stage's parameters that opens a requantised conv's program."""
+    qt = tensors["q"]
+    return Command.make(Opcode.LOAD, buffer=Buffer.QPARAM, dram_addr=qt.base, dram_stride=qt.pitch, rows=1,
+                        words=qt.row_elems // C, buf_addr=0, row_step=0, word_step=1)
 
 
 def conv_weight_matrix(conv: Conv2d, program: ConvProgram, rows: int, weights: np.ndarray) -> np.ndarray:

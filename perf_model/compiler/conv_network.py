@@ -58,6 +58,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
@@ -68,6 +69,7 @@ from perf_model.compiler.conv_dram_links import nhwc as _nhwc
 from perf_model.compiler.conv_dram_links import pool_bands
 from perf_model.compiler.conv_forms import form_conv
 from perf_model.compiler.conv_score import conv_figures, conv_steps
+from perf_model.compiler.conv_timed import timed_conv
 from perf_model.compiler.im2col_form import im2col_conv
 from perf_model.compiler.network import (
     EXTERNAL,
@@ -167,7 +169,8 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
                          skips: Sequence[int | None] | None = None, *, inputs: Sequence[int] | None = None,
                          keep_on_chip: bool = True, queue_depth: int = QUEUE_DEPTH,
                          tilings: Sequence[ConvTiling | None] | None = None,
-                         require_on_chip: bool = False, input_form: bool = False) -> ConvNetworkProgram:
+                         require_on_chip: bool = False, input_form: bool = False,
+                         timed: bool = False) -> ConvNetworkProgram:
     """The one program of ``convs`` with the ops of ``links[i]`` after conv ``i`` (module docstring;
     ``links`` as ``perf_model.compiler.network.compile_network``'s).
 
@@ -184,6 +187,9 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     the layout of conv 0's fastest form (:func:`input_steps`: over its space-to-depth input, its
     kernel rows stacked, or its windows as channels), when conv 0 alone reads that input and no
     tiling is given; the program's ``input_steps`` name the reshapes (none: the input as it is).
+    ``timed``: each conv's program as ``perf_model.compiler.conv_timed`` lays it out (its transfers
+    and runs as their cycles and bytes, on an unpaced DRAM): the same walk and bytes, for figures
+    only (the program is not encodable).
 
     Raises:
         ModelError: no vector unit while a link has ops, ``links``/``skips``/``inputs`` of the wrong
@@ -191,6 +197,20 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
             (but the last conv's output), an unrequantised conv, an op the unit cannot run on a conv
             link, a skip operand of another shape or not earlier, or a conv that cannot be tiled.
     """
+    args = (config, convs, links, skips)
+    kwargs: dict[str, Any] = dict(inputs=inputs, keep_on_chip=keep_on_chip, queue_depth=queue_depth, tilings=tilings,
+                                  require_on_chip=require_on_chip, input_form=input_form)
+    prog = _compile(*args, **kwargs, timed=timed)
+    if timed and prog.dram_bytes > 1 << 32:  # addresses past 32 bits once placed: what the compiler makes of them
+        return _compile(*args, **kwargs, timed=False)
+    return prog
+
+
+def _compile(config: ArrayConfig, convs: Sequence[Conv2d], links: Sequence[Link], skips: Sequence[int | None] | None,
+             *, inputs: Sequence[int] | None, keep_on_chip: bool, queue_depth: int,
+             tilings: Sequence[ConvTiling | None] | None, require_on_chip: bool, input_form: bool,
+             timed: bool) -> ConvNetworkProgram:
+    """:func:`compile_conv_network`."""
     count = len(convs)
     if len(links) not in (max(0, count - 1), count):
         raise ModelError(f"a network of {count} convs has {max(0, count - 1)} links (or one more op after the "
@@ -256,20 +276,20 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
         reason = f"design {config.short_name()} cannot move an output into its ifmap (WS with R == C)"
     elif keep_on_chip:
         try:
-            return _program(config, _on_chip(config, runs, ops, adds, reads, trailing, given_tilings),
+            return _program(config, _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, timed=timed),
                             externals, True, queue_depth, steps)
         except ModelError as exc:
             reason = str(exc)
     if require_on_chip:
         raise ModelError(f"the links cannot stay on chip: {reason}")
 
-    memo: dict[tuple[int, int | None, int | None, int | None], ConvProgram | ModelError] = {}
+    memo: dict[tuple[object, ...], Any] = {}
 
     def plan(kept: frozenset[int]) -> object:
-        return _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, kept, memo)
+        return _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, kept, memo, timed)
 
     def build(kept: frozenset[int]) -> ConvNetworkProgram:
-        return _program(config, _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, kept, memo),
+        return _program(config, _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, kept, memo, timed),
                         externals, False, queue_depth, steps, tuple(sorted(kept)))
 
     try:
@@ -371,16 +391,18 @@ def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Pa
 def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[VectorOp, ...]],
              adds: dict[int, int], reads: list[int], trailing: bool, tilings: list[ConvTiling | None],
              kept: frozenset[int] | None = None,
-             memo: dict[tuple[int, int | None, int | None, int | None], ConvProgram | ModelError] | None = None,
-             ) -> tuple[list[tuple[str, int]], list[_Part]]:
+             memo: dict[tuple[object, ...], Any] | None = None,
+             timed: bool = False) -> tuple[list[tuple[str, int]], list[_Part]]:
     """The tensors ``kept`` (default: every tensor) in ifmap regions, each held until its last reader,
     the others through DRAM (module docstring; ``adds``: per link with an add, the tensor of its
     second operand, or ``EXTERNAL``; an add's output and operand are both kept or neither:
     :func:`_ties`). A conv reading a tensor in DRAM tiles its bands, and a link whose output goes to
     DRAM runs its chunks (or pooling bands), in the ifmap words below the regions live then. ``memo``:
     conv ``i``'s program (or why it cannot be built) by ``(i, a_region, c_region, ifmap words)``,
-    shared by the builds of one network (:func:`_keep_links`)."""
+    shared by the builds of one network (:func:`_keep_links`); ``timed``: each conv's program timed
+    (``conv_timed``)."""
     lanes = config.vector_lanes
+    compile_one = timed_conv if timed else compile_conv
     count = len(convs)
     keep = frozenset(range(count + 1)) if kept is None else kept
     pooled = {i for i in range(count) if ops[i] and ops[i][-1].kind in POOL_KINDS}
@@ -405,7 +427,7 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
         head.append(("a0", regions.take("x0", input_words(config, convs[0]))))
     programs: list[ConvProgram] = []
     aliases: list[str | None] = []
-    builds: list[functools.partial[list[Command]]] = []
+    builds: list[Callable[[dict[str, TensorLayout]], list[Command]]] = []
     for i, conv in enumerate(convs):
         k = reads[i]
         a_region = regions.at(f"x{k}") if f"x{k}" in regions.live else None
@@ -424,8 +446,8 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
         got = memo.get(key) if memo is not None else None
         if got is None:
             try:
-                got = compile_conv(config, conv, requant=True, a_region=a_region, c_region=c_region,
-                                   ifmap_words=words_below, tiling=tilings[i])
+                got = compile_one(config, conv, requant=True, a_region=a_region, c_region=c_region,
+                                  ifmap_words=words_below, tiling=tilings[i])
             except ModelError as exc:
                 got = ModelError(f"conv {i} beside the network's live tensors: {exc}") if regions.live else exc
             if memo is not None:
@@ -441,25 +463,24 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
             stand_in = Gemm(m=rows, k=1, n=conv.c_out)
             skip = None if operand is None else f"s{i}" if operand == EXTERNAL else name(operand)
             if pool is not None:
-                builds.append(functools.partial(pool_bands, config, conv, stand_in, ops[i], i, skip,
-                                                depth=regions.low()))
+                build = functools.partial(pool_bands, config, conv, stand_in, ops[i], i, skip, depth=regions.low())
             else:
-                builds.append(functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip, pipeline=True,
-                                                depth=regions.low()))
+                build = functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip, pipeline=True,
+                                          depth=regions.low())
+            # timed: the link's commands built once a network (each placement moves its tensors by whole pages)
+            builds.append(_Once(build, memo, ("link", i, skip, regions.low())) if timed and memo is not None
+                          else build)
         else:
-            vector: list[Command] = []
-            words = output_words(config, conv)
             at = c_region if c_region is not None else 0  # c_region is set whenever ops[i] is
-            for op in ops[i]:
-                if op is pool:
-                    vector += vector_commands(vector_registers(op, lanes, src=at, src2=at, dst=pool_region),
-                                              wait_dma=1)
-                    continue
-                src2 = at
-                if op.kind in TWO_OPERAND and operand is not None:
-                    src2 = regions.at(f"s{i}" if operand == EXTERNAL else f"x{operand}")
-                vector += vector_commands(vector_registers(_flat(op, words, lanes), lanes, src=at, src2=src2,
-                                                           dst=at), wait_dma=1)
+            src2 = at
+            if operand is not None:
+                src2 = regions.at(f"s{i}" if operand == EXTERNAL else f"x{operand}")
+            vector_key = ("vector", i, at, pool_region, src2)
+            vector = memo.get(vector_key) if memo is not None else None
+            if vector is None:
+                vector = _link_vector(config, ops[i], pool, output_words(config, conv), at, pool_region, src2)
+                if memo is not None:
+                    memo[vector_key] = vector
             store_at = c_region if i + 1 == count and trailing else None
             builds.append(functools.partial(_fixed, config, vector, store_at, f"c{i}"))
         for t, end in last.items():
@@ -482,6 +503,38 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
     if kept is not None:  # the DRAM links' chunks and bands fit below the regions (ModelError if not)
         _dry_run(parts, adds)
     return head, parts
+
+
+def _link_vector(config: ArrayConfig, link: tuple[VectorOp, ...], pool: VectorOp | None, words: int, at: int,
+                 pool_region: int, src2: int) -> list[Command]:
+    """An on-chip link's ``VECTOR`` commands: its ops in place on the region at ``at`` of ``words``
+    words (a two-operand op's second operand at ``src2``), a pooling into ``pool_region``."""
+    lanes = config.vector_lanes
+    vector: list[Command] = []
+    for op in link:
+        if op is pool:
+            vector += vector_commands(vector_registers(op, lanes, src=at, src2=at, dst=pool_region), wait_dma=1)
+            continue
+        second = src2 if op.kind in TWO_OPERAND else at
+        vector += vector_commands(vector_registers(_flat(op, words, lanes), lanes, src=at, src2=second, dst=at),
+                                  wait_dma=1)
+    return vector
+
+
+class _Once:
+    """A DRAM link's build whose commands are made at its first call and kept in ``memo`` under ``key``
+    (a timed network's: its walk reads no DRAM address, and every placement moves a tensor by whole
+    pages, so the bursts are the same)."""
+
+    def __init__(self, build: functools.partial[list[Command]], memo: dict[tuple[object, ...], Any],
+                 key: tuple[object, ...]) -> None:
+        self.build, self.func, self.memo, self.key = build, build.func, memo, key
+
+    def __call__(self, tensors: dict[str, TensorLayout]) -> list[Command]:
+        got = self.memo.get(self.key)
+        if got is None:
+            got = self.memo[self.key] = self.build(tensors)
+        return got  # type: ignore[return-value]
 
 
 def _dry_run(parts: list[_Part], adds: dict[int, int]) -> None:

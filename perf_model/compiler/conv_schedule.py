@@ -44,7 +44,7 @@ from perf_model.program_timing import (
 )
 from workloads.ops import Conv2d
 
-__all__ = ["ConvSchedule", "conv_schedule"]
+__all__ = ["ConvSchedule", "RunArrays", "conv_schedule"]
 
 _L, _D = DEFAULT_DRAM_LATENCY, OUTSTANDING
 _LOAD, _STORE, _RUN, _WINDOW = 0, 1, 2, 3
@@ -165,128 +165,167 @@ def _fetch(commands: int, W: int) -> int:
     return dma_timing.load_cycles(lens, _L, _D)
 
 
+class RunArrays:
+    """The runs of a tiling as arrays over runs (``_Geometry.tiles`` order), what each one loads and
+    the cycles of its transfers: what :func:`conv_schedule` counts and
+    ``perf_model.compiler.conv_timed`` lays out as the program's commands.
+
+    ``bands``: whether the runs load bands (``False``: the input is on chip already, ``compile_conv``'s
+    ``a_region``). Per run ``i``: ``mi``/``fj`` its output-row and filter tile, ``c0``/``c1`` its channel
+    words, ``tp`` its tap tile (``taps``), ``K``/``k0`` its GEMM rows, ``fn0``/``fn`` its filters, ``p``
+    its pixels, ``cyc`` its cycles; ``new_band``/``new_w``/``new_win`` whether it loads a band, loads a
+    weight tile, needs a new ``WINDOW``; ``last_out`` whether it ends an output tile; ``band_n``/``w_n``
+    the cycles of its loads and ``band_bytes``/``w_bytes`` their DRAM bytes.
+    """
+
+    def __init__(self, g: _Geometry, t: ConvTiling, requant: bool, *, bands: bool = True) -> None:
+        cfg = g.config
+        conv: Conv2d = g.conv
+        self.g, self.t, self.requant = g, t, requant
+        R, C, N = g.R, g.C, g.N
+        ib = cfg.input_bits // 8
+        self.out_b = out_b = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
+        # Output-row tiles: pixels, band (first row, rows, pad_top).
+        self.oys = oys = g.m_tiles(t.rows_t)
+        self.m_pix = m_pix = np.array([(oy1 - oy0) * g.out_w for oy0, oy1 in oys], dtype=np.int64)
+        self.m_first = np.array([oy0 * g.out_w for oy0, _ in oys], dtype=np.int64)
+        bands_of = [g.band(oy0, oy1) for oy0, oy1 in oys]
+        b_r0 = np.array([b[0] for b in bands_of], dtype=np.int64)
+        self.b_rows = b_rows = np.array([b[1] for b in bands_of], dtype=np.int64)
+        self.b_pad = b_pad = np.array([b[2] for b in bands_of], dtype=np.int64)
+        self.b_img = b_img = np.array([g.image_rows(oy0, oy1) for oy0, oy1 in oys], dtype=np.int64)
+        mt = len(m_pix)
+        # Runs of each filter tile (channel blocks outer, tap tiles inner).
+        self.taps = taps = g.tap_tiles(t.taps_t)
+        tap_n = np.array([(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in taps], dtype=np.int64)
+        tap_key = np.array([(ky0 * 4096 + kx0) * 4096 + kx1 for ky0, _, kx0, kx1 in taps], dtype=np.int64)
+        per_filter: list[tuple[np.ndarray, ...]] = []
+        for j, n0 in enumerate(range(0, N, t.n_t)):
+            n1 = min(n0 + t.n_t, N)
+            w0, w1 = g.filter_words(n0, n1)
+            c0 = np.arange(w0, w1, t.c_t, dtype=np.int64)
+            c1 = np.minimum(c0 + t.c_t, w1)
+            cc0, tp = np.repeat(c0, len(taps)), np.tile(np.arange(len(taps)), len(c0))
+            cc1 = np.repeat(c1, len(taps))
+            K = tap_n[tp] * (cc1 - cc0) * R
+            k0 = np.cumsum(K) - K
+            per_filter.append((np.full(len(K), j), np.full(len(K), n0), np.full(len(K), n1 - n0), cc0, cc1, tp, K,
+                               k0))
+        if t.order == "mn" or mt == 1:
+            f = [np.concatenate(cols) for cols in zip(*per_filter, strict=True)]
+            fl = len(f[0])
+            mi = np.repeat(np.arange(mt), fl)
+            fj, fn0, fn, c0, c1, tp, K, k0 = (np.tile(a, mt) for a in f)
+        else:
+            parts = [(np.repeat(np.arange(mt), len(pf[0])), *(np.tile(a, mt) for a in pf)) for pf in per_filter]
+            mi, fj, fn0, fn, c0, c1, tp, K, k0 = (np.concatenate(cols) for cols in zip(*parts, strict=True))
+        self.mi, self.fj, self.fn0, self.fn, self.c0, self.c1 = mi, fj, fn0, fn, c0, c1
+        self.tp, self.K, self.k0 = tp, K, k0
+        self.runs = runs = len(K)
+        self.p = m_pix[mi]
+        self.cyc = timing.run_cycles(0, R, C, self.p, K, fn, cfg.shadow_stationary).astype(np.int64)
+        self.new_band = new_band = _changed(mi, c0, c1) if bands else np.zeros(runs, dtype=bool)
+        self.new_w = new_w = _loaded(k0, K, fj, held=weight_tiles_held(cfg))
+        self.last_out = np.ones(runs, dtype=bool)
+        self.last_out[:-1] = _changed(mi, fj)[1:]
+        in_h = np.where(b_img > 0, conv.h, b_rows)  # the window's in_h: an image's rows when it stacks images
+        self.new_win = _changed(in_h[mi], b_pad[mi], b_img[mi], tap_key[tp], c1 - c0)
+        self.cwords = cwords = -(-fn // C)  # output (and weight) words per row
+        # DRAM layout: page-aligned tensors, offsets in their tensor (``compile_conv``); rows of fewer
+        # channels or filters than a word's lanes are dense (whole beats) and move as narrow words.
+        self.W = W = axi_data_bytes(cfg)
+        a_pitch = g.a_pitch
+        b_pitch = g.row_bytes(N, ib)
+        self.c_pitch = g.row_bytes(N, out_b)
+        b_word = np.where(fn < C, g.row_bytes_of(fn, ib), C * ib) // W  # beats of a weight / output word
+        self.c_word = np.where(fn < C, g.row_bytes_of(fn, out_b), C * out_b) // W
+        self.xf = xf = _Transfers(cfg)
+        w_img = conv.w
+        a_beats = g.a_word_bytes // W
+        self.band_n = band_n = np.zeros(runs, dtype=np.int64)
+        self.band_bytes = band_bytes = np.zeros(runs, dtype=np.int64)
+        for i in np.flatnonzero(new_band).tolist():
+            ct, m = int(c1[i] - c0[i]), int(mi[i])
+            addr = int(b_r0[m]) * w_img * a_pitch + int(c0[i]) * g.a_word_bytes
+            rows = int(b_rows[m])
+            if g.pack:  # a sliding load: one DRAM row of the band's pixels and ``extra`` more
+                band_n[i] = xf.cycles("ifmap", addr, a_pitch, 1, rows * w_img + g.extra, a_beats)
+            elif ct == g.words:
+                band_n[i] = xf.cycles("ifmap", addr, w_img * a_pitch, rows, w_img * ct, a_beats)
+            else:
+                band_n[i] = xf.cycles("ifmap", addr, a_pitch, rows * w_img, ct, a_beats)
+            band_bytes[i] = (rows * w_img + g.extra) * ct * g.a_word_bytes
+        self.w_n = w_n = np.zeros(runs, dtype=np.int64)
+        if g.kl < R:  # a tap's first ``kl`` weight rows only: one DRAM row a tap, its rows back to back
+            w_n[new_w] = xf.many("weight", (k0 // R * g.kl * b_pitch)[new_w], g.kl * b_pitch, K[new_w] // R,
+                                 np.full(int(new_w.sum()), g.kl), b_word[new_w])
+        else:
+            w_n[new_w] = xf.many("weight", (k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w],
+                                 b_word[new_w])
+        self.w_bytes = np.where(new_w, K // R * g.kl * cwords * b_word * W, 0)
+        self.skind = "store_q" if requant else "store"
+
+    def store_n(self, i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
+        """Cycles of the stores of output rows ``r0 .. r1 - 1`` of run ``i``'s output tile (one DRAM
+        row of their words when each is one word and they lie back to back: ``conv._one_row``)."""
+        rows = r1 - r0
+        cwords, c_word, W, c_pitch = self.cwords, self.c_word, self.W, self.c_pitch
+        one = (rows > 1) & (cwords[i] == 1) & (c_word[i] * W == c_pitch)
+        return self.xf.many(self.skind, (self.m_first[self.mi[i]] + r0) * c_pitch + self.fn0[i] * self.out_b, c_pitch,
+                            np.where(one, 1, rows), np.where(one, rows, cwords[i]), c_word[i])
+
+    def store_bytes(self, i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
+        """DRAM bytes of those stores."""
+        return (r1 - r0) * self.cwords[i] * self.c_word[i] * self.W
+
+    def pieces(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Double buffered: the part of the previous output tile's store each run carries,
+        ``(has, prev, r0, r1)``: whether it carries one, a run of that tile, and its output rows.
+        Output tile q's store is cut in as many parts as the next tile has runs (no part empty):
+        run j of tile q carries rows ``j * r // P .. (j + 1) * r // P`` of tile q - 1's ``r`` rows,
+        ``P`` tile q's runs (``r < P``: parts of one row, for the first ``r`` runs)."""
+        runs, mi, fj = self.runs, self.mi, self.fj
+        changed = _changed(mi, fj)
+        starts = np.flatnonzero(changed)
+        sizes = np.diff(np.append(starts, runs))
+        pair = np.cumsum(changed) - 1
+        j = np.arange(runs) - starts[pair]
+        prev = starts[np.maximum(pair - 1, 0)]
+        rows_c, P = self.m_pix[mi[prev]], sizes[pair]
+        big = rows_c >= P
+        r0 = np.where(big, j * rows_c // P, j)
+        r1 = np.where(big, (j + 1) * rows_c // P, j + 1)
+        has = (pair >= 1) & (big | (j < rows_c))
+        return has, prev, r0, r1
+
+
 def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | None:
     """The figures of tiling ``t`` of ``g``'s conv (module docstring), or ``None`` on a paced DRAM."""
     cfg = g.config
     if dram_rate(cfg) is not None:
         return None
     conv: Conv2d = g.conv
-    R, C, N = g.R, g.C, g.N
+    r = RunArrays(g, t, requant)
+    R, N = g.R, g.N
     ib = cfg.input_bits // 8
-    out_b = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
     acc_b = cfg.acc_bits / 8
-    # Output-row tiles: pixels, band (first row, rows, pad_top).
-    oys = g.m_tiles(t.rows_t)
-    m_pix = np.array([(oy1 - oy0) * g.out_w for oy0, oy1 in oys], dtype=np.int64)
-    m_first = np.array([oy0 * g.out_w for oy0, _ in oys], dtype=np.int64)
-    bands = [g.band(oy0, oy1) for oy0, oy1 in oys]
-    b_r0 = np.array([b[0] for b in bands], dtype=np.int64)
-    b_rows = np.array([b[1] for b in bands], dtype=np.int64)
-    b_pad = np.array([b[2] for b in bands], dtype=np.int64)
-    b_img = np.array([g.image_rows(oy0, oy1) for oy0, oy1 in oys], dtype=np.int64)
-    mt = len(m_pix)
-    # Runs of each filter tile (channel blocks outer, tap tiles inner).
-    taps = g.tap_tiles(t.taps_t)
-    tap_n = np.array([(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in taps], dtype=np.int64)
-    tap_key = np.array([(ky0 * 4096 + kx0) * 4096 + kx1 for ky0, _, kx0, kx1 in taps], dtype=np.int64)
-    per_filter: list[tuple[np.ndarray, ...]] = []
-    for j, n0 in enumerate(range(0, N, t.n_t)):
-        n1 = min(n0 + t.n_t, N)
-        w0, w1 = g.filter_words(n0, n1)
-        c0 = np.arange(w0, w1, t.c_t, dtype=np.int64)
-        c1 = np.minimum(c0 + t.c_t, w1)
-        cc0, tp = np.repeat(c0, len(taps)), np.tile(np.arange(len(taps)), len(c0))
-        cc1 = np.repeat(c1, len(taps))
-        K = tap_n[tp] * (cc1 - cc0) * R
-        k0 = np.cumsum(K) - K
-        per_filter.append((np.full(len(K), j), np.full(len(K), n0), np.full(len(K), n1 - n0), cc0, cc1, tp, K, k0))
-    if t.order == "mn" or mt == 1:
-        f = [np.concatenate(cols) for cols in zip(*per_filter, strict=True)]
-        fl = len(f[0])
-        mi = np.repeat(np.arange(mt), fl)
-        fj, fn0, fn, c0, c1, tp, K, k0 = (np.tile(a, mt) for a in f)
-    else:
-        parts = [(np.repeat(np.arange(mt), len(pf[0])), *(np.tile(a, mt) for a in pf)) for pf in per_filter]
-        mi, fj, fn0, fn, c0, c1, tp, K, k0 = (np.concatenate(cols) for cols in zip(*parts, strict=True))
-    runs = len(K)
-    p = m_pix[mi]
-    cyc = timing.run_cycles(0, R, C, p, K, fn, cfg.shadow_stationary).astype(np.int64)
-    new_band = _changed(mi, c0, c1)
-    new_w = _loaded(k0, K, fj, held=weight_tiles_held(cfg))
-    last_out = np.ones(runs, dtype=bool)
-    last_out[:-1] = _changed(mi, fj)[1:]
-    in_h = np.where(b_img > 0, conv.h, b_rows)  # the window's in_h: an image's rows when it stacks images
-    new_win = _changed(in_h[mi], b_pad[mi], b_img[mi], tap_key[tp], c1 - c0)
-    cwords = -(-fn // C)  # output (and weight) words per row
-    # DRAM layout: page-aligned tensors, offsets in their tensor (``compile_conv``); rows of fewer
-    # channels or filters than a word's lanes are dense (whole beats) and move as narrow words.
-    W = axi_data_bytes(cfg)
-    a_pitch = g.a_pitch
-    b_pitch = g.row_bytes(N, ib)
-    c_pitch = g.row_bytes(N, out_b)
-    b_word = np.where(fn < C, g.row_bytes_of(fn, ib), C * ib) // W  # beats of a weight / output word
-    c_word = np.where(fn < C, g.row_bytes_of(fn, out_b), C * out_b) // W
-    xf = _Transfers(cfg)
-    w_img = conv.w
-    a_beats = g.a_word_bytes // W
-    band_n = np.zeros(runs, dtype=np.int64)
-    band_bytes = 0
-    for i in np.flatnonzero(new_band).tolist():
-        ct, m = int(c1[i] - c0[i]), int(mi[i])
-        addr = int(b_r0[m]) * w_img * a_pitch + int(c0[i]) * g.a_word_bytes
-        rows = int(b_rows[m])
-        if g.pack:  # a sliding load: one DRAM row of the band's pixels and ``extra`` more
-            band_n[i] = xf.cycles("ifmap", addr, a_pitch, 1, rows * w_img + g.extra, a_beats)
-        elif ct == g.words:
-            band_n[i] = xf.cycles("ifmap", addr, w_img * a_pitch, rows, w_img * ct, a_beats)
-        else:
-            band_n[i] = xf.cycles("ifmap", addr, a_pitch, rows * w_img, ct, a_beats)
-        band_bytes += (rows * w_img + g.extra) * ct
-    w_n = np.zeros(runs, dtype=np.int64)
-    if g.kl < R:  # a tap's first ``kl`` weight rows only: one DRAM row a tap, its rows back to back
-        w_n[new_w] = xf.many("weight", (k0 // R * g.kl * b_pitch)[new_w], g.kl * b_pitch, K[new_w] // R,
-                             np.full(int(new_w.sum()), g.kl), b_word[new_w])
-    else:
-        w_n[new_w] = xf.many("weight", (k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w],
-                             b_word[new_w])
-    weight_beats = int((K // R * g.kl * cwords * b_word)[new_w].sum())
-    skind = "store_q" if requant else "store"
-    outs = np.flatnonzero(last_out)
-    written = int((m_pix[mi[outs]] * cwords[outs] * c_word[outs]).sum()) * W
-    read = (band_bytes * g.a_word_bytes, weight_beats * W)
-
-    def store_n(i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
-        """Cycles of the stores of output rows ``r0 .. r1 - 1`` of run ``i``'s output tile (one DRAM
-        row of their words when each is one word and they lie back to back: ``conv._one_row``)."""
-        rows = r1 - r0
-        one = (rows > 1) & (cwords[i] == 1) & (c_word[i] * W == c_pitch)
-        return xf.many(skind, (m_first[mi[i]] + r0) * c_pitch + fn0[i] * out_b, c_pitch, np.where(one, 1, rows),
-                       np.where(one, rows, cwords[i]), c_word[i])
-
+    runs, mi, cyc, K, k0, fn, p = r.runs, r.mi, r.cyc, r.K, r.k0, r.fn, r.p
+    new_band, new_w, new_win, band_n, w_n, xf = r.new_band, r.new_w, r.new_win, r.band_n, r.w_n, r.xf
+    outs = np.flatnonzero(r.last_out)
+    written = int((r.m_pix[mi[outs]] * r.cwords[outs] * r.c_word[outs]).sum()) * r.W
+    read = (int(r.band_bytes.sum()), int(r.w_bytes.sum()))
     qp = 0
     if requant:
-        qp = xf.cycles("qparam", 0, 0, 1, _align(N, C) // C) + 1
+        qp = xf.cycles("qparam", 0, 0, 1, _align(N, g.C) // g.C) + 1
     # Commands per run: WINDOW, RUN, loads, stores (one queue-load unless more than QUEUE_DEPTH).
     loads = new_band.astype(np.int64) + new_w
     if cfg.double_buffered:
-        # Output tile q's store is cut in as many parts as the next tile has runs (no part empty).
-        starts = np.flatnonzero(_changed(mi, fj))
-        sizes = np.diff(np.append(starts, runs))
-        # Run j of tile q carries part j: rows j * r // P .. (j + 1) * r // P of tile q - 1's r
-        # rows, P = tile q's runs (r < P: parts of one row, for the first r runs).
-        pair = np.cumsum(_changed(mi, fj)) - 1
-        j = np.arange(runs) - starts[pair]
-        prev = starts[np.maximum(pair - 1, 0)]
-        rows_c, P = m_pix[mi[prev]], sizes[pair]
-        big = rows_c >= P
-        r0 = np.where(big, j * rows_c // P, j)
-        r1 = np.where(big, (j + 1) * rows_c // P, j + 1)
-        has = (pair >= 1) & (big | (j < rows_c))
+        has, prev, r0, r1 = r.pieces()
         pieces = has.astype(np.int64)
         piece_n = np.zeros(runs, dtype=np.int64)
-        piece_n[has] = store_n(prev[has], r0[has], r1[has]) + 1
+        piece_n[has] = r.store_n(prev[has], r0[has], r1[has]) + 1
         last_run = np.array([runs - 1])
-        final = int(store_n(last_run, np.zeros(1, dtype=np.int64), m_pix[mi[last_run]])[0])
+        final = int(r.store_n(last_run, np.zeros(1, dtype=np.int64), r.m_pix[mi[last_run]])[0])
         count = 1 + int(requant) + int(new_win.sum()) + runs + int(loads.sum()) + int(pieces.sum())
         if count <= QUEUE_DEPTH:
             s = np.zeros(runs, dtype=np.int64)
@@ -301,15 +340,15 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
             total = _walk_double(cyc, band_n, w_n, new_band, new_w, new_win, piece_n, pieces, final, qp, xf.W)
     else:
         stores = np.zeros(runs, dtype=np.int64)
-        stores[outs] = store_n(outs, np.zeros(len(outs), dtype=np.int64), m_pix[mi[outs]]) + 1
+        stores[outs] = r.store_n(outs, np.zeros(len(outs), dtype=np.int64), r.m_pix[mi[outs]]) + 1
         count = int(requant) + int(new_win.sum()) + runs + int(loads.sum()) + len(outs)
         if count <= QUEUE_DEPTH:
             decode0 = 1 + _fetch(count, xf.W) + FETCH_DECODE_CYCLES
             total = decode0 + qp + int((band_n + w_n + loads + cyc + 1 + stores).sum())
         else:
-            total = _walk_single(cyc, band_n, w_n, new_band, new_w, new_win, stores, last_out, qp, xf.W)
+            total = _walk_single(cyc, band_n, w_n, new_band, new_w, new_win, stores, r.last_out, qp, xf.W)
     # Folds and SRAM bytes (``conv_score``'s rules).
-    rf, cf = -(-K // R), -(-fn // C)
+    rf, cf = -(-K // R), -(-fn // g.C)
     folds = int((rf * cf).sum())
     sram_a = float((p * K * cf).sum()) * ib
     sram_b = float((K * fn).sum()) * ib

@@ -57,6 +57,7 @@ from accel_spec.isa import COMMAND_BYTES, FIELDS, QUEUE_DEPTH, Buffer, Command, 
 from perf_model.compiler.chain import region_words
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths, compile_gemm
 from perf_model.compiler.vector import vector_commands, vector_registers
+from perf_model.program_timing import TimedCommand
 from workloads.ops import Gemm
 from workloads.vector_ops import VectorOp
 
@@ -86,7 +87,10 @@ def _align(x: int, to: int) -> int:
 
 
 def _shifted(cmd: Command, shift: int, wait_vec: bool) -> Command:
-    """``cmd`` with its DRAM address moved by ``shift`` bytes, and ``wait_vec`` on a RUN if asked."""
+    """``cmd`` with its DRAM address moved by ``shift`` bytes, and ``wait_vec`` on a RUN if asked (a
+    ``TimedCommand`` keeps its cycles: its tensors move by whole pages, ``perf_model.compiler.conv_timed``)."""
+    if type(cmd) is TimedCommand:
+        return cmd.waiting_for_vector() if wait_vec and cmd.opcode == Opcode.RUN else cmd  # type: ignore[return-value]
     if cmd.opcode in (Opcode.LOAD, Opcode.STORE):
         cmd = dataclasses.replace(cmd, fields=tuple((k, v + shift if k == "dram_addr" else v) for k, v in cmd.fields))
     if wait_vec and cmd.opcode == Opcode.RUN:
@@ -485,8 +489,8 @@ def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Par
                 a = program.tensors["a"]
                 lo, hi = a.base + shifts[i], a.base + shifts[i] + a.nbytes
                 delta = tensors[f"a{i}"].base - lo
-                moved = [_shifted(c, delta, False) if c.opcode == Opcode.LOAD and c["buffer"] == Buffer.IFMAP
-                         and lo <= c["dram_addr"] < hi else c for c in moved]
+                moved = [_shifted(c, delta, False) if c.opcode == Opcode.LOAD and type(c) is not TimedCommand
+                         and c["buffer"] == Buffer.IFMAP and lo <= c["dram_addr"] < hi else c for c in moved]
             commands += moved + build(tensors)
         if queue_depth is None:
             if len(commands) > QUEUE_DEPTH:

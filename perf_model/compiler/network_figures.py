@@ -52,7 +52,8 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
     if too_big:
         return {"reason": too_big}
     try:
-        prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs, input_form=True)
+        prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs, input_form=True,
+                                    timed=program_timing.dram_rate(config) is None)
     except (ModelError, FieldRangeError) as exc:  # a field past its bits: a DRAM address past 32
         return {"reason": str(exc)}
     timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))

@@ -14,12 +14,14 @@ import itertools
 import json
 import math
 import os
+import random
 from collections.abc import Callable
 from typing import Any
 
 import perf_model
 from accel_spec.config import ArrayConfig
 from perf_model import timing
+from workloads.ops import Conv2d, Requant
 
 #: A clock that every design these tests build reaches at every node (the slowest, 16-bit
 #: operands into 64-bit accumulators at 180 nm, reaches about 200 MHz): for tests of tiling,
@@ -155,3 +157,40 @@ def transfer_word_bytes(config: ArrayConfig, command: Any) -> int:
     if not command["lanes"]:
         return dram_word_bytes(config.rows, config.cols, IS, config.input_bits, config.acc_bits)[kind]
     return command["lanes"] * dram_lane_bytes(command["buffer"], config.input_bits, config.acc_bits, requant=requant)
+
+
+#: The requantisation of the random convs below (the identity scale).
+REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))
+
+
+def random_ws_design(rng: random.Random, **fixed: object) -> ArrayConfig:
+    bits = rng.choice([8, 8, 16])
+    fields = dict(rows=rng.choice([2, 4, 8, 16, 32]), cols=rng.choice([2, 4, 8, 16]), dataflow="ws",
+                  ifmap_sram_kib=rng.choice([1, 2, 8, 32]), weight_sram_kib=rng.choice([1, 4, 16]),
+                  ofmap_sram_kib=rng.choice([1, 2, 8]), double_buffered=rng.random() < 0.5,
+                  shadow_stationary=rng.random() < 0.5, dram_bytes_per_cycle=rng.choice([2.0, 4.0, 8.0, 16.0, 64.0]),
+                  input_bits=bits, acc_bits=rng.choice([32, 48]) if bits == 8 else 48)
+    fields.update(fixed)
+    return ArrayConfig(**fields)  # type: ignore[arg-type]
+
+
+def random_conv(rng: random.Random, most: int = 30) -> Conv2d:
+    kh, kw = rng.choice([1, 3, 5, 7]), rng.choice([1, 3, 5])
+    groups = rng.choice([1, 1, 2, 4])
+    dil = rng.choice([1, 1, 2])
+    return Conv2d(n=1, h=rng.randint(dil * (kh - 1) + 1, most), w=rng.randint(dil * (kw - 1) + 1, most),
+                  c_in=groups * rng.randint(1, 40), c_out=groups * rng.randint(1, 40), kh=kh, kw=kw,
+                  stride_h=rng.randint(1, 2), stride_w=rng.randint(1, 2), pad_h=rng.randint(0, kh // 2),
+                  pad_w=rng.randint(0, kw // 2), pad_h_hi=rng.randint(0, kh // 2), pad_w_hi=rng.randint(0, kw // 2),
+                  dilation_h=dil, dilation_w=dil, groups=groups,
+                  requant=REQUANT if rng.random() < 0.4 else None, name="c")
+
+
+def random_conv_batch(rng: random.Random) -> Conv2d:
+    """A conv of 2 to 5 images, "same" padding on most so that whole images stack in a run."""
+    kh, kw, s = rng.choice([1, 3, 5, 7]), rng.choice([1, 3, 5]), rng.randint(1, 2)
+    groups = rng.choice([1, 1, 2])
+    return Conv2d(n=rng.randint(2, 5), h=s * rng.randint(max(1, kh // 2), 8), w=rng.randint(kw, 12),
+                  c_in=groups * rng.randint(1, 20), c_out=groups * rng.randint(1, 20), kh=kh, kw=kw, stride_h=s,
+                  stride_w=rng.randint(1, 2), pad_h=kh // 2, pad_w=kw // 2, pad_w_hi=rng.randint(0, kw // 2),
+                  groups=groups, requant=REQUANT if rng.random() < 0.4 else None, name="c")

@@ -15,7 +15,7 @@ import random
 from itertools import product
 
 import pytest
-from model_testlib import transfer_word_bytes
+from model_testlib import random_conv, random_conv_batch, random_ws_design, transfer_word_bytes
 
 import perf_model
 from accel_spec.config import ArrayConfig
@@ -25,42 +25,7 @@ from perf_model.compiler.conv_geometry import _Geometry, _levels, _room, _tap_le
 from perf_model.compiler.conv_schedule import conv_schedule
 from perf_model.compiler.conv_score import walked_figures
 from perf_model.compiler.conv_search import _compute, _dram_bytes, _estimate
-from workloads.ops import Conv2d, Requant
-
-REQUANT = Requant(multiplier=(1 << 30,), shift=(0,))
-
-
-def _design(rng: random.Random, **fixed: object) -> ArrayConfig:
-    bits = rng.choice([8, 8, 16])
-    fields = dict(rows=rng.choice([2, 4, 8, 16, 32]), cols=rng.choice([2, 4, 8, 16]), dataflow="ws",
-                  ifmap_sram_kib=rng.choice([1, 2, 8, 32]), weight_sram_kib=rng.choice([1, 4, 16]),
-                  ofmap_sram_kib=rng.choice([1, 2, 8]), double_buffered=rng.random() < 0.5,
-                  shadow_stationary=rng.random() < 0.5, dram_bytes_per_cycle=rng.choice([2.0, 4.0, 8.0, 16.0, 64.0]),
-                  input_bits=bits, acc_bits=rng.choice([32, 48]) if bits == 8 else 48)
-    fields.update(fixed)
-    return ArrayConfig(**fields)  # type: ignore[arg-type]
-
-
-def _conv(rng: random.Random, most: int = 30) -> Conv2d:
-    kh, kw = rng.choice([1, 3, 5, 7]), rng.choice([1, 3, 5])
-    groups = rng.choice([1, 1, 2, 4])
-    dil = rng.choice([1, 1, 2])
-    return Conv2d(n=1, h=rng.randint(dil * (kh - 1) + 1, most), w=rng.randint(dil * (kw - 1) + 1, most),
-                  c_in=groups * rng.randint(1, 40), c_out=groups * rng.randint(1, 40), kh=kh, kw=kw,
-                  stride_h=rng.randint(1, 2), stride_w=rng.randint(1, 2), pad_h=rng.randint(0, kh // 2),
-                  pad_w=rng.randint(0, kw // 2), pad_h_hi=rng.randint(0, kh // 2), pad_w_hi=rng.randint(0, kw // 2),
-                  dilation_h=dil, dilation_w=dil, groups=groups,
-                  requant=REQUANT if rng.random() < 0.4 else None, name="c")
-
-
-def _conv_batch(rng: random.Random) -> Conv2d:
-    """A conv of 2 to 5 images, "same" padding on most so that whole images stack in a run."""
-    kh, kw, s = rng.choice([1, 3, 5, 7]), rng.choice([1, 3, 5]), rng.randint(1, 2)
-    groups = rng.choice([1, 1, 2])
-    return Conv2d(n=rng.randint(2, 5), h=s * rng.randint(max(1, kh // 2), 8), w=rng.randint(kw, 12),
-                  c_in=groups * rng.randint(1, 20), c_out=groups * rng.randint(1, 20), kh=kh, kw=kw, stride_h=s,
-                  stride_w=rng.randint(1, 2), pad_h=kh // 2, pad_w=kw // 2, pad_w_hi=rng.randint(0, kw // 2),
-                  groups=groups, requant=REQUANT if rng.random() < 0.4 else None, name="c")
+from workloads.ops import Conv2d
 
 
 def _transfers(config: ArrayConfig, program) -> tuple[int, int, int]:
@@ -79,7 +44,7 @@ def test_the_schedule_by_runs_equals_the_program_walk_on_random_convs_and_design
     seen = {"double": 0, "single": 0, "queue_loads": 0, "requant": 0, "groups": 0, "dilated": 0, "strided": 0}
     checked = 0
     while checked < 150:
-        config, conv = _design(rng), _conv(rng)
+        config, conv = random_ws_design(rng), random_conv(rng)
         requant = conv.requant is not None
         tiling = conv_tiling(config, conv, requant=requant)
         if not tiling.feasible:
@@ -111,7 +76,7 @@ def test_the_schedule_by_runs_equals_the_program_walk_on_batched_convs():
     rng = random.Random(31)
     checked = stacked = 0
     while checked < 60:
-        config, conv = _design(rng, ofmap_sram_kib=rng.choice([2, 8, 32])), _conv_batch(rng)
+        config, conv = random_ws_design(rng, ofmap_sram_kib=rng.choice([2, 8, 32])), random_conv_batch(rng)
         requant = conv.requant is not None
         tiling = conv_tiling(config, conv, requant=requant)
         if not tiling.feasible:
@@ -172,7 +137,7 @@ def test_the_ranked_search_picks_the_loops_tiling_across_buffer_sizes(seed):
     rng = random.Random(seed)
     feasible = 0
     for _ in range(12):
-        base, conv = _design(rng), (_conv(rng, 24) if seed < 3 else _conv_batch(rng))
+        base, conv = random_ws_design(rng), (random_conv(rng, 24) if seed < 3 else random_conv_batch(rng))
         requant = rng.random() < 0.5
         for _ in range(6):  # designs that differ in their buffers share one ranking
             config = dataclasses.replace(base, ifmap_sram_kib=rng.choice([1, 2, 8, 32]),

@@ -1,0 +1,176 @@
+"""A conv's program for its figures: ``compile_conv``'s commands in order, each as its timing.
+
+``perf_model.compiler.conv_network`` builds a network's one program from each conv's program and
+walks it (``program_timing``). A sweep walks that program for every design it scores, and making
+each command (its fields, bounds and encoding) is most of the cost. :func:`timed_conv` gives
+the same program with each ``LOAD``, ``RUN``, ``STORE`` and ``MOVE`` of the runs as a
+:class:`~perf_model.program_timing.TimedCommand`: its opcode, wait bits and window flag as
+``compile_conv`` sets them, the cycles its unit is busy and the DRAM bytes it moves, from the
+runs as arrays (``conv_schedule.RunArrays``, the schedule the RTL's counters are checked
+against). The ``WINDOW`` commands and the output stage's parameter load are the compiler's own.
+The network places, splits into queue-loads and walks that list as it does the compiled one, so
+its walk gives the same cycles and bytes: ``tests/perf_model/test_model_conv_timed.py`` holds
+them equal, command by command and network by network, on random designs.
+
+Only on an unpaced DRAM (``dram_rate`` ``None``: each transfer's cycles do not depend on when it
+starts), and only where every field of the program fits its encoding without a check (the
+program's DRAM bytes within 32 bits, every transfer's rows and words within 16, every tile within
+its buffer's room): elsewhere it is ``compile_conv``'s program itself, which raises what the
+compiler raises. A timed program is never encoded: ``simulate`` and ``export`` compile.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accel_spec.config import ArrayConfig
+from accel_spec.isa import QUEUE_DEPTH, Command, Opcode, move_cycles
+from perf_model.compiler.conv import (
+    ConvProgram,
+    ConvTiling,
+    check_regions,
+    compile_conv,
+    conv_geometry_for,
+    conv_room,
+    conv_tensors,
+    qparam_load,
+)
+from perf_model.compiler.conv_geometry import _Geometry
+from perf_model.compiler.conv_schedule import RunArrays
+from perf_model.compiler.conv_window import ConvWindow
+from perf_model.program_timing import TimedCommand, axi_data_bytes, dram_rate
+from workloads.ops import Conv2d
+
+__all__ = ["timed_conv"]
+
+_FIELD = 1 << 16  # a transfer's ``rows`` and ``words`` stay below (16-bit fields)
+_ADDRESS = 1 << 32  # a DRAM address stays below
+
+
+def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tiling: ConvTiling | None = None,
+               a_region: int | None = None, c_region: int | None = None, ifmap_words: int | None = None,
+               queue_depth: int = QUEUE_DEPTH) -> ConvProgram:
+    """``compile_conv(config, conv, ...)`` with the runs' commands timed (module docstring): the same
+    tensors, tiling, command count and queue-loads; ``runs`` and ``parts`` left empty.
+
+    Raises:
+        ModelError: what ``compile_conv`` raises (a design without windows, no tiling that fits, a
+            window field past its encoding, ...).
+    """
+    if dram_rate(config) is not None:
+        return compile_conv(config, conv, requant=requant, queue_depth=queue_depth, tiling=tiling, a_region=a_region,
+                            c_region=c_region, ifmap_words=ifmap_words)
+    g, tiling = conv_geometry_for(config, conv, requant=requant, tiling=tiling, a_region=a_region,
+                                  ifmap_words=ifmap_words, pack=True)
+    r = RunArrays(g, tiling, requant, bands=a_region is None)
+    W = axi_data_bytes(config)
+    tensors, end = conv_tensors(g, r.runs, int((r.k0 + r.K).max()), requant)
+    check_regions(W, queue_depth, requant, c_region)
+    if not _encodes(r, g, conv_room(config, ifmap_words), end, a_region is None):
+        return compile_conv(config, conv, requant=requant, queue_depth=queue_depth, tiling=tiling, a_region=a_region,
+                            c_region=c_region, ifmap_words=ifmap_words)
+    head = [qparam_load(tensors, g.C)] if requant else []
+    out = _commands(r, g, head, a_region is not None, c_region is not None, queue_depth, conv.name or "conv")
+    chunks = tuple((i, min(i + queue_depth, len(out))) for i in range(0, len(out), queue_depth))
+    return ConvProgram(tuple(out), tensors, 0, end, W, requant, (), chunks, tiling, (),  # type: ignore[arg-type]
+                       g.kl if g.kl < g.R else 0, g.pack)
+
+
+def _encodes(r: RunArrays, g: _Geometry, room: tuple[int, int, int], end: int, bands: bool) -> bool:
+    """Whether every field of the program fits its encoding and every tile its room, as ``compile_conv``
+    would find (else it raises, and the caller compiles to raise the same)."""
+    if end >= _ADDRESS:
+        return False
+    mi, w = r.mi, g.conv.w
+    rows, ct = r.b_rows[mi], r.c1 - r.c0
+    if bands:
+        if int((rows * w * ct + g.extra).max()) > room[0]:
+            return False
+        loaded = r.new_band
+        if g.pack:
+            sizes = [rows * w + g.extra]
+        elif bool((ct == g.words).all()):
+            sizes = [rows, w * ct]
+        else:
+            sizes = [np.where(ct == g.words, rows, rows * w), np.where(ct == g.words, w * ct, ct)]
+        if any(int(s[loaded].max(initial=0)) >= _FIELD for s in sizes):
+            return False
+    if int((r.K * r.cwords).max()) > room[1] or int((r.p * r.cwords).max()) > room[2]:
+        return False
+    weight_rows = r.K // g.R if g.kl < g.R else r.K
+    # every store, MOVE or part of one moves at most its output tile's pixels (rows, or words of one row)
+    return int(weight_rows[r.new_w].max(initial=0)) < _FIELD and int(r.p.max()) < _FIELD and \
+        int(r.cwords.max()) < _FIELD
+
+
+def _window(r: RunArrays, g: _Geometry, i: int, in_place: bool) -> ConvWindow:
+    """Run ``i``'s window (``conv._ConvBuilder.run``)."""
+    cv, m = g.conv, int(r.mi[i])
+    ky0, _, kx0, kx1 = r.taps[int(r.tp[i])]
+    image_rows = int(r.b_img[m])
+    dw = g.T if g.pack else cv.dilation_w
+    c0, c1 = int(r.c0[i]), int(r.c1[i])
+    return ConvWindow(in_w=cv.w, in_h=cv.h if image_rows else int(r.b_rows[m]), out_w=g.out_w,
+                      stride_h=cv.stride_h, stride_w=cv.stride_w, dilation_h=cv.dilation_h, dilation_w=dw,
+                      kw=kx1 - kx0, pad_top=int(r.b_pad[m]) - ky0 * cv.dilation_h, pad_left=cv.pad_w - kx0 * dw,
+                      cw=g.words if in_place else c1 - c0, cblocks=c1 - c0, image_rows=image_rows, pack=g.pack)
+
+
+def _commands(r: RunArrays, g: _Geometry, head: list[Command], in_place: bool, moved: bool, depth: int,
+              what: str) -> list[Command | TimedCommand]:
+    """The program's commands in ``compile_conv``'s order (``program._single``/``_double``), the runs'
+    transfers and RUNs timed."""
+    out: list[Command | TimedCommand] = list(head)
+    runs, double = r.runs, g.config.double_buffered
+    cyc, new_band, new_w, new_win = r.cyc.tolist(), r.new_band.tolist(), r.new_w.tolist(), r.new_win.tolist()
+    band_n, w_n = r.band_n.tolist(), r.w_n.tolist()
+    band_bytes, w_bytes = r.band_bytes.tolist(), r.w_bytes.tolist()
+    store_op = Opcode.MOVE if moved else Opcode.STORE
+
+    def outputs(i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> tuple[list[int], list[int]]:
+        """Cycles and DRAM bytes written of the stores (or MOVEs) of rows ``r0 .. r1 - 1`` of run ``i``'s tile."""
+        if moved:
+            return [move_cycles(a, b) for a, b in zip((r1 - r0).tolist(), r.cwords[i].tolist(), strict=True)], \
+                [0] * len(i)
+        return r.store_n(i, r0, r1).tolist(), r.store_bytes(i, r0, r1).tolist()
+
+    def loads(i: int, wait_run: int) -> None:
+        if new_band[i]:
+            out.append(TimedCommand(Opcode.LOAD, band_n[i], wait_run=wait_run, read=band_bytes[i]))
+        if new_w[i]:
+            out.append(TimedCommand(Opcode.LOAD, w_n[i], wait_run=wait_run, read=w_bytes[i]))
+
+    held: ConvWindow | None = None
+    held_load = -1
+    if double:
+        has, prev, r0, r1 = r.pieces()
+        piece = np.zeros(runs, dtype=np.int64)
+        piece_bytes = np.zeros(runs, dtype=np.int64)
+        piece[has], piece_bytes[has] = outputs(prev[has], r0[has], r1[has])
+        pieces, piece_n, piece_w = has.tolist(), piece.tolist(), piece_bytes.tolist()
+        last = np.array([runs - 1])
+        (final,), (final_w,) = outputs(last, np.zeros(1, dtype=np.int64), r.m_pix[r.mi[last]])
+        loads(0, 0)
+    else:
+        ends = np.flatnonzero(r.last_out)
+        stores, stores_w = outputs(ends, np.zeros(len(ends), dtype=np.int64), r.m_pix[r.mi[ends]])
+        store_of = dict(zip(ends.tolist(), zip(stores, stores_w, strict=True), strict=True))
+    for i in range(runs):
+        if not double:
+            loads(i, 1)
+        window = _window(r, g, i, in_place) if new_win[i] or held is None else held
+        while window != held or len(out) // depth != held_load:
+            held, held_load = window, len(out) // depth
+            out.append(window.command(what=what))
+        out.append(TimedCommand(Opcode.RUN, cyc[i], wait_dma=1, window=1))
+        if double:
+            if pieces[i]:
+                out.append(TimedCommand(store_op, piece_n[i], written=piece_w[i]))
+            if i + 1 < runs:
+                loads(i + 1, 0)
+            else:
+                out.append(TimedCommand(store_op, final, wait_run=1, written=final_w))
+        elif i in store_of:
+            n, written = store_of[i]
+            out.append(TimedCommand(store_op, n, wait_run=1, written=written))
+    return out

@@ -1,0 +1,160 @@
+"""A conv's timed program is its compiled program, command by command, and a network's figures from
+timed convs are the compiled network's walk.
+
+``perf_model.compiler.conv_timed`` lays out ``compile_conv``'s commands from the runs as arrays, each
+``LOAD``/``RUN``/``STORE``/``MOVE`` as its cycles and bytes. The reference is the compiled program:
+its commands' opcodes, wait bits and window flags, each one's cycles as the walk computes them
+(``program_timing``: the DRAM model's bursts, ``timing.run_cycles``, ``isa.move_cycles``) and
+bytes, and the walks of both (``gemm_program_cycles``). At network level the reference is
+``compile_conv_network`` compiled and walked (what ``simulate`` runs and checks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+from model_testlib import random_conv, random_conv_batch, random_ws_design
+
+import perf_model
+import workloads
+from accel_spec.errors import ModelError
+from accel_spec.isa import Command, FieldRangeError, Opcode, move_cycles
+from perf_model import program_timing, timing
+from perf_model.compiler.conv import compile_conv
+from perf_model.compiler.conv_network import compile_conv_network
+from perf_model.compiler.conv_timed import timed_conv
+from perf_model.compiler.conv_workload import conv_network_spec
+from perf_model.compiler.network_figures import network_figures
+from perf_model.program_timing import TimedCommand, dram_rate
+
+_UNPACED = dict(dram="none")
+
+
+def _cycles(config, cmd) -> int:
+    """The cycles the walk gives one compiled command's unit (``program_timing.program_cycles``)."""
+    if cmd.opcode == Opcode.RUN:
+        return timing.run_cycles_of(0, config.rows, config.cols, cmd["m"], cmd["k"], cmd["n"],
+                                    bool(config.shadow_stationary))
+    if cmd.opcode == Opcode.MOVE:
+        return move_cycles(cmd["rows"], cmd["words"])
+    W = program_timing.axi_data_bytes(config)
+    return program_timing._transfer_cycles(cmd, W, program_timing.word_beats(config),
+                                           program_timing.DEFAULT_DRAM_LATENCY, program_timing.OUTSTANDING)
+
+
+def _same_program(config, real, timed) -> int:
+    """Assert ``timed`` is ``real`` command by command; the number of timed commands."""
+    assert len(timed.commands) == len(real.commands)
+    assert timed.chunks == real.chunks and timed.tensors == real.tensors and timed.dram_bytes == real.dram_bytes
+    beats, W = program_timing.word_beats(config), program_timing.axi_data_bytes(config)
+    count = 0
+    for at, (c, t) in enumerate(zip(real.commands, timed.commands, strict=True)):
+        where = f"command {at}: {c} against {t}"
+        assert (t.opcode, t.wait_dma, t.wait_run, t.wait_vec) == (c.opcode, c.wait_dma, c.wait_run, c.wait_vec), where
+        if type(t) is not TimedCommand:
+            assert t == c, where
+            continue
+        count += 1
+        assert t.window == c["window"], where
+        assert t.cycles == _cycles(config, c), where
+        moved = program_timing.transfer_bytes(c, beats, W)
+        assert (t.read, t.written) == ((moved, 0) if c.opcode == Opcode.LOAD else (0, moved)), where
+    return count
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_timed_conv_is_its_compiled_program_command_by_command(seed):
+    """Random designs and convs (batches, groups, dilations, tap tiles, single and double buffered,
+    requantised or not), the input on chip or not, the output moved on chip or stored."""
+    rng = random.Random(seed)
+    checked = timed_total = 0
+    while checked < 25:
+        config = dataclasses.replace(random_ws_design(rng), **_UNPACED)
+        conv = random_conv(rng) if rng.random() < 0.7 else random_conv_batch(rng)
+        requant = conv.requant is not None
+        a_region = rng.choice([None, None, 3]) if requant else None
+        c_region = rng.choice([None, 5]) if requant else None
+        kwargs = dict(requant=requant, a_region=a_region, c_region=c_region)
+        try:
+            real = compile_conv(config, conv, **kwargs)
+        except (ModelError, FieldRangeError) as exc:
+            with pytest.raises(type(exc), match=None) as got:
+                timed_conv(config, conv, **kwargs)
+            assert str(got.value) == str(exc)
+            continue
+        timed = timed_conv(config, conv, **kwargs)
+        timed_total += _same_program(config, real, timed)
+        walk = perf_model.gemm_program_cycles(config, real)
+        assert perf_model.gemm_program_cycles(config, timed) == walk
+        assert program_timing.program_dram_bytes(config, timed.commands) == \
+            program_timing.program_dram_bytes(config, real.commands)
+        checked += 1
+    assert timed_total > 100  # the runs' commands were timed, not compiled
+
+
+def test_a_program_longer_than_a_queue_load_repeats_its_window_as_compiled():
+    """Past ``QUEUE_DEPTH`` commands the program runs as queue-loads, each opening with its window:
+    the timed program has those windows where the compiled one has them."""
+    config = random_ws_design(random.Random(1), rows=4, cols=4, ifmap_sram_kib=4, weight_sram_kib=1,
+                              ofmap_sram_kib=1, double_buffered=True, dram="none")
+    conv = random_conv(random.Random(5), 30)
+    conv = dataclasses.replace(conv, h=24, w=24, c_in=24, c_out=24, groups=1, kh=3, kw=3, stride_h=1, stride_w=1,
+                               dilation_h=1, dilation_w=1, pad_h=1, pad_w=1, pad_h_hi=1, pad_w_hi=1)
+    real = compile_conv(config, conv, requant=True, queue_depth=64)
+    assert len(real.chunks) > 3
+    timed = timed_conv(config, conv, requant=True, queue_depth=64)
+    _same_program(config, real, timed)
+    assert perf_model.gemm_program_cycles(config, timed) == perf_model.gemm_program_cycles(config, real)
+
+
+def test_a_paced_dram_or_a_field_past_its_bits_gets_the_compiled_program():
+    """A paced DRAM's transfers depend on when they start: the compiled program, no timed command.
+    A window field past its encoding raises the compiler's error."""
+    rng = random.Random(3)
+    config = random_ws_design(rng, rows=32, cols=16, dram_bytes_per_cycle=64.0, dram="ddr3-1600-x64")
+    assert dram_rate(config) is not None
+    conv = random_conv(rng)
+    assert compile_conv(config, conv) == timed_conv(config, conv)
+    unpaced = dataclasses.replace(config, dram="none")
+    with pytest.raises(ValueError, match="unpaced"):
+        program_timing.gemm_program_cycles(unpaced, timed_conv(unpaced, conv), rate=dram_rate(config))
+    wide = dataclasses.replace(conv, stride_w=40, w=80, kw=1, pad_w=0, pad_w_hi=0)  # px_step past its bits
+    with pytest.raises(ModelError) as real:
+        compile_conv(unpaced, wide)
+    with pytest.raises(ModelError) as got:
+        timed_conv(unpaced, wide)
+    assert str(got.value) == str(real.value)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_a_networks_figures_from_timed_convs_are_its_compiled_walk(name):
+    """The one program of a CNN on random unpaced designs with the vector unit: timed (what the
+    sweep records) against compiled and walked, every figure."""
+    wl = workloads.resolve(name)
+    spec = conv_network_spec(wl)
+    rng = random.Random(name)
+    seen = 0
+    for _ in range(4):
+        config = random_ws_design(rng, vector_unit=True, dram="none", input_bits=8, acc_bits=32,
+                                  rows=rng.choice([8, 16, 32]), ifmap_sram_kib=rng.choice([32, 128, 512]),
+                                  weight_sram_kib=rng.choice([16, 64, 256]), ofmap_sram_kib=rng.choice([8, 32, 128]))
+        config = dataclasses.replace(config, cols=config.rows)
+        figures = network_figures(config, wl)
+        try:
+            real = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs,
+                                        input_form=True)
+        except (ModelError, FieldRangeError) as exc:
+            assert figures == {"reason": str(exc)}
+            continue
+        walk = perf_model.gemm_program_cycles(config, real)
+        read, written = program_timing.program_dram_bytes(config, real.commands)
+        assert any(type(c) is not Command for c in compile_conv_network(
+            config, spec.convs, spec.links, spec.skips, inputs=spec.inputs, input_form=True, timed=True).commands)
+        assert (figures["total_cycles"], figures["compute_cycles"], figures["vector_cycles"],
+                figures["stall_cycles"]) == (walk.total, walk.compute, walk.vector, walk.stall)
+        assert (figures["dram_read_bytes"], figures["dram_write_bytes"]) == (read, written)
+        assert (figures["queue_loads"], figures["links"]) == (len(real.chunks), real.links)
+        seen += 1
+    assert seen >= 2
