@@ -53,10 +53,10 @@ class Block:
 
 
 def _clear_caches() -> None:
-    from perf_model.compiler import conv_designs, conv_schedule, conv_score, conv_search
+    from perf_model.compiler import conv_designs, conv_schedule, conv_score, conv_search, conv_timed
     from perf_model.figures import one_program
     for cache in (conv_designs._GROUPS, conv_score._CACHE, conv_score._SCHEDULES, conv_search._CANDIDATES,
-                  conv_search._RANKINGS, conv_schedule._MEMO, one_program._CACHE):
+                  conv_search._RANKINGS, conv_schedule._MEMO, one_program._CACHE, conv_timed._MADE):
         cache.clear()
 
 

@@ -77,7 +77,7 @@ class TimedCommand:
 
     __slots__ = ("opcode", "wait_dma", "wait_run", "wait_vec", "cycles", "window", "read", "written")
 
-    def __init__(self, opcode: int, cycles: int, *, wait_dma: int = 0, wait_run: int = 0, wait_vec: int = 0,
+    def __init__(self, opcode: int, cycles: int, wait_dma: int = 0, wait_run: int = 0, wait_vec: int = 0,
                  window: int = 0, read: int = 0, written: int = 0) -> None:
         self.opcode, self.cycles, self.window = opcode, cycles, window
         self.wait_dma, self.wait_run, self.wait_vec = wait_dma, wait_run, wait_vec

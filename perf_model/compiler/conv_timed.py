@@ -21,6 +21,8 @@ compiler raises. A timed program is never encoded: ``simulate`` and ``export`` c
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from accel_spec.config import ArrayConfig
@@ -38,7 +40,7 @@ from perf_model.compiler.conv import (
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import RunArrays
 from perf_model.compiler.conv_window import ConvWindow
-from perf_model.program_timing import TimedCommand, axi_data_bytes, dram_rate
+from perf_model.program_timing import PROGRAM_BLIND_FIELDS, TimedCommand, axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
 
 __all__ = ["timed_conv"]
@@ -62,30 +64,65 @@ def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tili
                             c_region=c_region, ifmap_words=ifmap_words)
     g, tiling = conv_geometry_for(config, conv, requant=requant, tiling=tiling, a_region=a_region,
                                   ifmap_words=ifmap_words, pack=True)
-    r = RunArrays(g, tiling, requant, bands=a_region is None)
-    W = axi_data_bytes(config)
-    tensors, end = conv_tensors(g, r.runs, int((r.k0 + r.K).max()), requant)
-    check_regions(W, queue_depth, requant, c_region)
-    if not _encodes(r, g, conv_room(config, ifmap_words), end, a_region is None):
+    check_regions(axi_data_bytes(config), queue_depth, requant, c_region)
+    key = (_unbuffered_key(config), conv, requant, tiling, a_region is None, c_region is None, queue_depth)
+    made = _MADE.get(key)
+    if made is None:
+        if len(_MADE) >= _MADE_SIZE:
+            _MADE.clear()
+        made = _MADE[key] = _made(g, tiling, requant, a_region is not None, c_region is not None, queue_depth)
+    program, need = made
+    room = conv_room(config, ifmap_words)
+    if program is None or any(n > r for n, r in zip(need, room, strict=True)):
         return compile_conv(config, conv, requant=requant, queue_depth=queue_depth, tiling=tiling, a_region=a_region,
                             c_region=c_region, ifmap_words=ifmap_words)
+    return program
+
+
+#: Timed programs by what they see of the design (not its buffer sizes: those only pick the tiling,
+#: given in the key, and bound the tiles, checked per design against the words each tile needs).
+_MADE: dict[tuple[object, ...], tuple[ConvProgram | None, tuple[int, int, int]]] = {}
+_MADE_SIZE = 1 << 12
+_KEYS: dict[ArrayConfig, tuple[object, ...]] = {}
+_BUFFERS = ("ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib")
+
+
+def _unbuffered_key(config: ArrayConfig) -> tuple[object, ...]:
+    """``conv_score.design_key`` of ``config`` without its buffer sizes (kept per design)."""
+    key = _KEYS.get(config)
+    if key is None:
+        if len(_KEYS) >= _MADE_SIZE:
+            _KEYS.clear()
+        skip = (*PROGRAM_BLIND_FIELDS, *_BUFFERS)
+        key = _KEYS[config] = tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in skip)
+    return key
+
+
+def _made(g: _Geometry, tiling: ConvTiling, requant: bool, in_place: bool, moved: bool, depth: int
+          ) -> tuple[ConvProgram | None, tuple[int, int, int]]:
+    """The timed program (``None`` where a field would not fit its encoding) and the words its largest
+    ifmap, weight and ofmap tiles take (0 for the ifmap when its input is on chip)."""
+    r = RunArrays(g, tiling, requant, bands=not in_place)
+    tensors, end = conv_tensors(g, r.runs, int((r.k0 + r.K).max()), requant)
+    need = (0 if in_place else int((r.b_rows[r.mi] * g.conv.w * (r.c1 - r.c0) + g.extra).max()),
+            int((r.K * r.cwords).max()), int((r.p * r.cwords).max()))
+    if not _encodes(r, g, end, not in_place):
+        return None, need
     head = [qparam_load(tensors, g.C)] if requant else []
-    out = _commands(r, g, head, a_region is not None, c_region is not None, queue_depth, conv.name or "conv")
-    chunks = tuple((i, min(i + queue_depth, len(out))) for i in range(0, len(out), queue_depth))
-    return ConvProgram(tuple(out), tensors, 0, end, W, requant, (), chunks, tiling, (),  # type: ignore[arg-type]
-                       g.kl if g.kl < g.R else 0, g.pack)
+    out = _commands(r, g, head, in_place, moved, depth, g.conv.name or "conv")
+    chunks = tuple((i, min(i + depth, len(out))) for i in range(0, len(out), depth))
+    return ConvProgram(tuple(out), tensors, 0, end, r.W, requant, (), chunks, tiling, (),  # type: ignore[arg-type]
+                       g.kl if g.kl < g.R else 0, g.pack), need
 
 
-def _encodes(r: RunArrays, g: _Geometry, room: tuple[int, int, int], end: int, bands: bool) -> bool:
-    """Whether every field of the program fits its encoding and every tile its room, as ``compile_conv``
-    would find (else it raises, and the caller compiles to raise the same)."""
+def _encodes(r: RunArrays, g: _Geometry, end: int, bands: bool) -> bool:
+    """Whether every field of the program fits its encoding, as ``compile_conv`` would find (else it
+    raises, and the caller compiles to raise the same)."""
     if end >= _ADDRESS:
         return False
     mi, w = r.mi, g.conv.w
     rows, ct = r.b_rows[mi], r.c1 - r.c0
     if bands:
-        if int((rows * w * ct + g.extra).max()) > room[0]:
-            return False
         loaded = r.new_band
         if g.pack:
             sizes = [rows * w + g.extra]
@@ -95,8 +132,6 @@ def _encodes(r: RunArrays, g: _Geometry, room: tuple[int, int, int], end: int, b
             sizes = [np.where(ct == g.words, rows, rows * w), np.where(ct == g.words, w * ct, ct)]
         if any(int(s[loaded].max(initial=0)) >= _FIELD for s in sizes):
             return False
-    if int((r.K * r.cwords).max()) > room[1] or int((r.p * r.cwords).max()) > room[2]:
-        return False
     weight_rows = r.K // g.R if g.kl < g.R else r.K
     # every store, MOVE or part of one moves at most its output tile's pixels (rows, or words of one row)
     return int(weight_rows[r.new_w].max(initial=0)) < _FIELD and int(r.p.max()) < _FIELD and \
@@ -134,43 +169,51 @@ def _commands(r: RunArrays, g: _Geometry, head: list[Command], in_place: bool, m
                 [0] * len(i)
         return r.store_n(i, r0, r1).tolist(), r.store_bytes(i, r0, r1).tolist()
 
-    def loads(i: int, wait_run: int) -> None:
-        if new_band[i]:
-            out.append(TimedCommand(Opcode.LOAD, band_n[i], wait_run=wait_run, read=band_bytes[i]))
-        if new_w[i]:
-            out.append(TimedCommand(Opcode.LOAD, w_n[i], wait_run=wait_run, read=w_bytes[i]))
-
-    held: ConvWindow | None = None
-    held_load = -1
+    T, LOAD, RUN = TimedCommand, Opcode.LOAD, Opcode.RUN
+    wait = 0 if double else 1
+    band = [T(LOAD, band_n[i], 0, wait, 0, 0, band_bytes[i]) if new_band[i] else None for i in range(runs)]
+    weight = [T(LOAD, w_n[i], 0, wait, 0, 0, w_bytes[i]) if new_w[i] else None for i in range(runs)]
+    run = [T(RUN, n, 1, 0, 0, 1) for n in cyc]
+    # each distinct window once, equal windows one object (compared by identity), with its command
+    windows: dict[tuple[int, int, int, int], tuple[ConvWindow, Command]] = {}
+    commands: dict[ConvWindow, tuple[ConvWindow, Command]] = {}
+    mi, tp, c0, c1 = r.mi.tolist(), r.tp.tolist(), r.c0.tolist(), r.c1.tolist()
+    after: list[list[TimedCommand]] = [[] for _ in range(runs)]  # what follows each RUN
     if double:
         has, prev, r0, r1 = r.pieces()
-        piece = np.zeros(runs, dtype=np.int64)
-        piece_bytes = np.zeros(runs, dtype=np.int64)
-        piece[has], piece_bytes[has] = outputs(prev[has], r0[has], r1[has])
-        pieces, piece_n, piece_w = has.tolist(), piece.tolist(), piece_bytes.tolist()
+        at = np.flatnonzero(has)
+        for i, n, w in zip(at.tolist(), *outputs(prev[at], r0[at], r1[at]), strict=True):
+            after[i].append(T(store_op, n, 0, 0, 0, 0, 0, w))
+        for i in range(runs - 1):
+            after[i] += [c for c in (band[i + 1], weight[i + 1]) if c is not None]
         last = np.array([runs - 1])
         (final,), (final_w,) = outputs(last, np.zeros(1, dtype=np.int64), r.m_pix[r.mi[last]])
-        loads(0, 0)
+        after[-1].append(T(store_op, final, 0, 1, 0, 0, 0, final_w))
+        out += [c for c in (band[0], weight[0]) if c is not None]
     else:
         ends = np.flatnonzero(r.last_out)
-        stores, stores_w = outputs(ends, np.zeros(len(ends), dtype=np.int64), r.m_pix[r.mi[ends]])
-        store_of = dict(zip(ends.tolist(), zip(stores, stores_w, strict=True), strict=True))
+        for i, n, w in zip(ends.tolist(), *outputs(ends, np.zeros(len(ends), dtype=np.int64), r.m_pix[r.mi[ends]]),
+                           strict=True):
+            after[i].append(T(store_op, n, 0, 1, 0, 0, 0, w))
+    held: ConvWindow | None = None
+    held_load = -1
+    window = command = None
     for i in range(runs):
         if not double:
-            loads(i, 1)
-        window = _window(r, g, i, in_place) if new_win[i] or held is None else held
-        while window != held or len(out) // depth != held_load:
+            if band[i] is not None:
+                out.append(band[i])
+            if weight[i] is not None:
+                out.append(weight[i])
+        if new_win[i] or window is None:
+            key = (mi[i], tp[i], c0[i], c1[i])
+            got = windows.get(key)
+            if got is None:
+                made = _window(r, g, i, in_place)
+                got = windows[key] = commands.setdefault(made, (made, made.command(what=what)))
+            window, command = got
+        while window is not held or len(out) // depth != held_load:
             held, held_load = window, len(out) // depth
-            out.append(window.command(what=what))
-        out.append(TimedCommand(Opcode.RUN, cyc[i], wait_dma=1, window=1))
-        if double:
-            if pieces[i]:
-                out.append(TimedCommand(store_op, piece_n[i], written=piece_w[i]))
-            if i + 1 < runs:
-                loads(i + 1, 0)
-            else:
-                out.append(TimedCommand(store_op, final, wait_run=1, written=final_w))
-        elif i in store_of:
-            n, written = store_of[i]
-            out.append(TimedCommand(store_op, n, wait_run=1, written=written))
+            out.append(command)
+        out.append(run[i])
+        out += after[i]
     return out
