@@ -197,13 +197,12 @@ def _commands(r: RunArrays, g: _Geometry, head: list[Command], in_place: bool, m
             after[i].append(T(store_op, n, 0, 1, 0, 0, 0, w))
     held: ConvWindow | None = None
     held_load = -1
-    window = command = None
+    window: ConvWindow | None = None
+    command: Command | None = None
+    before = [[c for c in (band[i], weight[i]) if c is not None] for i in range(runs)] if not double else []
     for i in range(runs):
         if not double:
-            if band[i] is not None:
-                out.append(band[i])
-            if weight[i] is not None:
-                out.append(weight[i])
+            out += before[i]
         if new_win[i] or window is None:
             key = (mi[i], tp[i], c0[i], c1[i])
             got = windows.get(key)
@@ -213,7 +212,7 @@ def _commands(r: RunArrays, g: _Geometry, head: list[Command], in_place: bool, m
             window, command = got
         while window is not held or len(out) // depth != held_load:
             held, held_load = window, len(out) // depth
-            out.append(command)
+            out.append(command)  # type: ignore[arg-type]  # set with window
         out.append(run[i])
         out += after[i]
     return out
