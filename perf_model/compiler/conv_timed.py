@@ -39,6 +39,7 @@ from perf_model.compiler.conv import (
 )
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import RunArrays
+from perf_model.compiler.conv_search import shape_key
 from perf_model.compiler.conv_window import ConvWindow
 from perf_model.program_timing import PROGRAM_BLIND_FIELDS, TimedCommand, axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
@@ -65,7 +66,8 @@ def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tili
     g, tiling = conv_geometry_for(config, conv, requant=requant, tiling=tiling, a_region=a_region,
                                   ifmap_words=ifmap_words, pack=True)
     check_regions(axi_data_bytes(config), queue_depth, requant, c_region)
-    key = (_unbuffered_key(config), conv, requant, tiling, a_region is None, c_region is None, queue_depth)
+    # the conv's shape: its name shows only in an error (not kept), its requantisation's values nowhere
+    key = (_unbuffered_key(config), shape_key(conv), requant, tiling, a_region is None, c_region is None, queue_depth)
     made = _MADE.get(key)
     if made is None:
         if len(_MADE) >= _MADE_SIZE:
