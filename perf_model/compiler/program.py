@@ -290,9 +290,16 @@ def reuse_possible(config: ArrayConfig) -> bool:
 def _buffer_depths(config: ArrayConfig) -> tuple[int, int, int]:
     """Words of the buffers holding A, B and C (``ArrayConfig.buffer_bits``: packed int4 lanes
     are 4 bits, so a packed operand's buffer holds twice the words)."""
-    el = timing.word_elems(timing.dataflow_code(config.dataflow.value), config.rows, config.cols)
-    kib = (config.ifmap_sram_kib, config.weight_sram_kib, config.ofmap_sram_kib)
-    bits = config.buffer_bits
+    return _depths(config.dataflow.value, config.rows, config.cols, config.ifmap_sram_kib, config.weight_sram_kib,
+                   config.ofmap_sram_kib, config.buffer_bits)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _depths(dataflow: str, rows: int, cols: int, ifmap_kib: float, weight_kib: float, ofmap_kib: float,
+            bits: tuple[int, int, int]) -> tuple[int, int, int]:
+    """:func:`_buffer_depths` of these fields (kept: every conv of every design asks)."""
+    el = timing.word_elems(timing.dataflow_code(dataflow), rows, cols)
+    kib = (ifmap_kib, weight_kib, ofmap_kib)
     return tuple(int(timing.buffer_depth_words(kib[i], int(el[i]), bits[i])) for i in range(3))  # type: ignore[return-value]
 
 
