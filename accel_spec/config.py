@@ -364,6 +364,8 @@ class ArrayConfig:
         """DRAM word kinds (``accel_spec.isa.dram_word_bytes``) whose lanes are packed int4,
         two a byte (:attr:`pack_int4`): ``weight`` for int4 weights, ``ifmap`` and ``requant``
         for int4 activations; empty without packing."""
+        if not self.pack_int4:  # the formats resolved only where they can matter (every transfer asks)
+            return frozenset()
         return packed_kinds(self.pack_int4, self.weight_fmt.name, self.act_fmt.name)
 
     @property

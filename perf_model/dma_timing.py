@@ -158,8 +158,8 @@ def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | No
     """``n`` of a load whose bursts have lengths ``lens`` (module docstring; ``pace``: a paced DRAM,
     ``at`` the absolute cycle of ``E0``).
 
-    A paced load of many bursts is watched at each burst's start for a state seen before (the last
-    issue, the last ``outstanding`` responses and the credit, relative to the last beat): from
+    A load of many bursts is watched at each burst's start for a state seen before (the last
+    issue, the last ``outstanding`` responses and, paced, the credit, relative to the last beat): from
     there, while the bursts' lengths repeat too, every period repeats shifted in time, so whole
     periods are skipped at once (``skip=False``: every beat stepped, the same result).
     """
@@ -168,12 +168,11 @@ def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | No
     issue_last = 0
     done: deque[int] = deque(maxlen=outstanding)  # the last ``outstanding`` bursts' responses
     last = 0
-    seen: dict[tuple[object, ...], tuple[int, int]] | None = (
-        {} if skip and pace is not None and len(lens) > SKIP_MIN else None)  # unpaced: O(1) a burst already
+    seen: dict[tuple[object, ...], tuple[int, int]] | None = {} if skip and len(lens) > SKIP_MIN else None
     i, count = 0, len(lens)
     while i < count:
-        if seen is not None and i > 0 and pace is not None:
-            key = (issue_last - last, tuple(d - last for d in done), pace.state_at(at + last))
+        if seen is not None and i > 0:
+            key = (issue_last - last, tuple(d - last for d in done), None if pace is None else pace.state_at(at + last))
             before = seen.get(key)
             if before is None:
                 seen[key] = (i, last)
@@ -183,12 +182,13 @@ def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | No
                 k = _periods(lens, before[0], i, count)
                 if k:
                     shift = k * (last - before[1])
-                    state = pace.state_at(at + last)
+                    state = None if pace is None else pace.state_at(at + last)
                     i += k * (i - before[0])
                     last += shift
                     issue_last += shift
                     done = deque((d + shift for d in done), maxlen=outstanding)
-                    pace.set_state(at + last, state)
+                    if pace is not None and state is not None:
+                        pace.set_state(at + last, state)
                 seen = None
                 continue
         n = lens[i]

@@ -72,3 +72,29 @@ def test_a_long_store_is_counted_without_stepping_every_beat(monkeypatch):
     slow = dma_timing.store_cycles(lens, 20000, 16, 20, 8, 1, dma_timing.Pace(Fraction(5, 2), 16), 0, skip=False)
     assert fast == slow and len(steps) == 20000 * 16
     assert stepped < len(steps) // 10
+
+
+def test_an_unpaced_load_skips_its_repeating_periods_exactly(monkeypatch):
+    """Unpaced too, a long load's repeating bursts are skipped (a band of thousands of DRAM rows, each
+    crossing a page or longer than a burst), with the cycles of every burst stepped."""
+    rng = random.Random(11)
+    for _ in range(40):
+        W = rng.choice([8, 16, 32, 64])
+        lens = list(dma_timing.bursts(rng.randrange(0, 4096) // W * W, rng.choice([W * 40, 4096, 3000 // W * W]),
+                                      rng.randint(70, 3000), rng.choice([1, 5, 40, 300]), W))
+        args = (lens, rng.choice([5, 20, 40]), rng.choice([1, 2, 8]))
+        assert dma_timing.load_cycles(*args) == dma_timing.load_cycles(*args, skip=False)
+    lens = list(dma_timing.bursts(0, 4096, 5000, 70, 64))  # rows of 70 beats, a page apart: bursts of 64 and 6
+    issued = []
+    real = dma_timing._issue_cycle
+
+    def counted(*a):
+        issued.append(a)
+        return real(*a)
+
+    monkeypatch.setattr(dma_timing, "_issue_cycle", counted)
+    fast = dma_timing.load_cycles(lens, 20, 8)
+    stepped = len(issued)
+    issued.clear()
+    assert fast == dma_timing.load_cycles(lens, 20, 8, skip=False) and len(issued) == len(lens) == 10000
+    assert stepped < len(lens) // 10
