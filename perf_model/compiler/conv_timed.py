@@ -84,7 +84,7 @@ def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tili
 #: Timed programs by what they see of the design (not its buffer sizes: those only pick the tiling,
 #: given in the key, and bound the tiles, checked per design against the words each tile needs).
 _MADE: dict[tuple[object, ...], tuple[ConvProgram | None, tuple[int, int, int]]] = {}
-_MADE_SIZE = 1 << 12
+_MADE_SIZE = 1 << 10  # a ResNet-18 conv program is some 400 commands of ~100 bytes: ~40 MB at most
 _KEYS: dict[ArrayConfig, tuple[object, ...]] = {}
 _BUFFERS = ("ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib")
 
