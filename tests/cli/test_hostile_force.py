@@ -9,29 +9,14 @@ from pathlib import Path
 import pytest
 from hostile_testlib import one_line, snapshot
 
-import rtl_gen
-
-#: Verilog texts converted in this module, by function and arguments.
-_TEXTS: dict[tuple[object, ...], str] = {}
+from tests.cli_testlib import verilog_once
 
 
 @pytest.fixture(autouse=True)
 def _verilog_once(monkeypatch):
-    """Each design's Verilog converted once in this module: these tests are about what ``--force``
-    deletes, not the text, and ``rtl_gen.to_verilog``/``system_verilog`` give the same text for the
-    same arguments (tests/rtl_gen/test_rtl_export.py::test_export_is_deterministic_and_named_from_the_config_hash;
-    the exported text itself: tests/export/test_export.py)."""
-    for name in ("to_verilog", "system_verilog"):
-        monkeypatch.setattr(rtl_gen, name, _once(name, getattr(rtl_gen, name)))
-
-
-def _once(name, real):
-    def once(config, **kwargs):
-        key = (name, config, tuple(sorted(kwargs.items())))
-        if key not in _TEXTS:
-            _TEXTS[key] = real(config, **kwargs)
-        return _TEXTS[key]
-    return once
+    """Each design's Verilog converted once (``verilog_once``): these tests are about what ``--force``
+    deletes, not the text (the exported text itself: tests/export/test_export.py)."""
+    verilog_once(monkeypatch)
 
 
 def _user_files(folder: Path) -> None:
