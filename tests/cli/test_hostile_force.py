@@ -9,15 +9,6 @@ from pathlib import Path
 import pytest
 from hostile_testlib import one_line, snapshot
 
-from tests.cli_testlib import verilog_once
-
-
-@pytest.fixture(autouse=True)
-def _verilog_once(monkeypatch):
-    """Each design's Verilog converted once (``verilog_once``): these tests are about what ``--force``
-    deletes, not the text (the exported text itself: tests/export/test_export.py)."""
-    verilog_once(monkeypatch)
-
 
 def _user_files(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
