@@ -14,12 +14,14 @@ import pytest
 
 from accel_spec.config import ArrayConfig, Dataflow
 from accel_spec.errors import ModelError
-from accel_spec.isa import Opcode
+from accel_spec.isa import Command, Opcode
 from accel_spec.vector_isa import pool_from_registers
 from perf_model.arrays.designs import DesignArrays
+from perf_model.compiler import vector_walk
 from perf_model.compiler.vector import vector_program
 from perf_model.compiler.vector_chunks import vector_op_program
 from perf_model.compiler.vector_walk import COMPILER_WALKS
+from perf_model.dma_timing import PAGE_BYTES
 from perf_model.evaluator.vector_work import vector_columns
 from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.program_timing import dram_rate, gemm_program_cycles, program_dram_bytes, word_beats
@@ -189,3 +191,72 @@ def test_an_op_by_op_designs_figure_is_its_ops_programs_and_each_vector_ops_walk
         assert table.total_cycles[i] == result.total["total_cycles"] == ops + walks, config
         checked += 1
     assert checked >= 3
+
+
+def _shifted(program: object, by: int, fetch_by: int) -> object:
+    """``program`` with every transfer's DRAM address ``by`` bytes on and its fetch ``fetch_by`` on."""
+    def shift(c: Command) -> Command:
+        if c.opcode not in (Opcode.LOAD, Opcode.STORE):
+            return c
+        return dataclasses.replace(c, fields=tuple((n, v + by if n == "dram_addr" else v) for n, v in c.fields))
+    return dataclasses.replace(program, commands=tuple(shift(c) for c in program.commands),  # type: ignore[call-arg]
+                               queue_base=program.queue_base + fetch_by)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_walks_kept_by_queue_load_are_the_full_walk(seed):
+    # program_walk keeps each queue-load's walk by what it reads (its commands with addresses modulo a
+    # page, its fetch address modulo a page, the bus, beats, lanes, pacing): on random designs (OS/IS/WS,
+    # int8 and bf16, single/double buffered, paced and unpaced DRAM) and ops (element-wise, norms,
+    # softmax, causal softmax, RoPE, pooling), cold and shared, it is the full walk of every queue-load;
+    # so is it for the same program at other DRAM addresses and fetch addresses (a whole page on: the
+    # same walk; part of one: the bursts' own) and under the other DRAM pacing.
+    rng = random.Random(60 + seed)
+    vector_walk.clear_caches()
+    loads = multi = 0
+    for _ in range(20):
+        config = random_design(rng)
+        if rng.random() < 0.3:
+            config = dataclasses.replace(config, input_bits=16, acc_bits=32, weight_format="bf16", act_format="bf16")
+        twin = dataclasses.replace(config, ifmap_sram_kib=rng.choice([1, 2, 4, 16, 64]))  # may share loads
+        op = random_op(rng, config.vector_lanes)
+        if rng.random() < 0.2:  # many chunks on a small ifmap: several queue-loads, some alike
+            op = _op("add", (rng.choice([64, 200]), 600), add_params(0.05, 0.07, 0.06))
+            config = twin = dataclasses.replace(config, ifmap_sram_kib=1)
+        paced = dataclasses.replace(config, dram="none" if config.dram != "none" else "ddr4-3200-x64")
+        for design in (config, twin, config, paced):  # the third: every queue-load kept
+            try:
+                program = vector_op_program(design, op)
+            except ModelError:
+                continue
+            rate = dram_rate(design)
+            W = program.data_bytes
+            part = (PAGE_BYTES - W * rng.randint(1, 8), W * rng.randint(1, 63))  # part of a page on
+            for by, fetch_by in ((0, 0), (PAGE_BYTES, 2 * PAGE_BYTES), part):
+                shifted = _shifted(program, by, fetch_by)
+                full = gemm_program_cycles(design, shifted, rate=rate)
+                assert vector_walk.program_walk(design, shifted, rate) == (full.total, full.vector), (design, op, by)
+            loads += 3 * len(program.chunks)
+            multi += len(program.chunks) > 1
+    assert multi >= 3 and len(vector_walk._LOADS) < loads  # long programs, and walks shared
+
+
+@pytest.mark.parametrize("what", ["data", "pacing"])
+def test_a_kept_walk_follows_what_changes_the_walk(what):
+    # the same program with its transfers part of a page on, or under another DRAM pacing, is walked
+    # in other cycles (here: some rows' bursts split at a page; the DMA paced at 25.6 of 32 bytes a
+    # cycle): the walks kept tell them apart
+    config = ArrayConfig(rows=32, cols=32, dataflow="os", vector_unit=True, ifmap_sram_kib=16, double_buffered=True,
+                         dram="ddr4-3200-x64", dram_bytes_per_cycle=32.0)
+    program = vector_op_program(config, _op("avgpool", (3, 16, 16, 40), _POOL))
+    if what == "pacing":
+        designs = [config, dataclasses.replace(config, dram="none")]
+        programs = [program, program]
+    else:
+        designs = [config] * (PAGE_BYTES // program.data_bytes)
+        programs = [_shifted(program, k * program.data_bytes, 0) for k in range(len(designs))]
+    vector_walk.clear_caches()
+    full = [gemm_program_cycles(d, p, rate=dram_rate(d)).total for d, p in zip(designs, programs, strict=True)]
+    assert len(set(full)) > 1, full  # some change the walk
+    got = [vector_walk.program_walk(d, p, dram_rate(d))[0] for d, p in zip(designs, programs, strict=True)]
+    assert got == full

@@ -91,13 +91,16 @@ def legal_tilings(config: ArrayConfig, gemm: Gemm, *, s_min: int | None = None,
     tc = np.unique(np.minimum(dc, C * np.arange(1, -(-dc // C) + 1)))
     floor = min(ds, max(R, C)) if s_min is None else min(ds, s_min)
     ts = np.arange(floor, ds + 1)
-    t = np.array(np.meshgrid(tr, tc, ts, indexing="ij")).reshape(3, -1)
     names = GEMM_OF[df]
-    mt, kt, nt = (t[names.index(d)] for d in "mkn")
-    words = timing.run_words(df, R, C, mt, kt, nt)
+    # every (t_r, t_c, t_s) of the grid, as broadcast axes: run_words is element-wise, so each
+    # buffer's words come out on the grid without building it (a 1-wide array has 300**3 tiles)
+    axes = (tr[:, None, None], tc[None, :, None], ts[None, None, :])
+    words = timing.run_words(df, R, C, *(axes[names.index(d)] for d in "mkn"))
     cap = capacities(config)
     fits = (words[0] <= cap[0]) & (words[1] <= cap[1]) & (words[2] <= cap[2])
-    t, mt, kt, nt = t[:, fits], mt[fits], kt[fits], nt[fits]
+    fits = np.broadcast_to(fits, (len(tr), len(tc), len(ts)))
+    t = np.array([v[i] for v, i in zip((tr, tc, ts), np.nonzero(fits), strict=True)]).reshape(3, -1)  # grid order
+    mt, kt, nt = (t[names.index(d)] for d in "mkn")
     k_dim = names.index("k")
     k_whole = t[k_dim] >= (dr, dc, ds)[k_dim]
     strip = timing.run_words(df, R, C, mt, np.full_like(kt, gemm.k), nt)  # every tile with the whole K

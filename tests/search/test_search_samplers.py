@@ -19,8 +19,11 @@ LOOP_SAMPLERS = ["tpe", "nsga2", "cmaes", "random", "rl"]
 CONSTRAINED = make_space(constraints=["area_mm2 <= 1.5", "power_w <= 0.5"])
 
 
-def _config(tmp_path, space, sampler, n, **kw):
-    return SweepConfig(space=space, evaluator=standin_evaluator(space), storage=f"sqlite:///{tmp_path}/study.db",
+def _config(tmp_path, space, sampler, n, storage=None, **kw):
+    """A sweep of the stand-in model on an SQLite study in ``tmp_path`` (or ``storage``: ``"memory:"``
+    for the tests of where the samplers go, which give the same trials on either, ~6x faster)."""
+    return SweepConfig(space=space, evaluator=standin_evaluator(space),
+                       storage=storage or f"sqlite:///{tmp_path}/study.db",
                        study_name="t", sampler=sampler, n_trials=n, seed=7, **kw)
 
 
@@ -89,7 +92,7 @@ def _grid_share(space):
 def test_samplers_propose_feasible_designs_more_often_than_random(tmp_path, sampler, trials, startup):
     share = _grid_share(STEERING)
     assert 0.05 < share < 0.25  # a large infeasible share, yet enough feasible designs to find
-    result = run_sweep(_config(tmp_path, STEERING, sampler, trials))
+    result = run_sweep(_config(tmp_path, STEERING, sampler, trials, storage="memory:"))
     later = [t for t in result.study.get_trials() if t.number >= startup]
     ok = [t for t in later if t.user_attrs.get("status") == "ok"]
     assert len(ok) / len(later) >= 1.5 * share, f"{len(ok)}/{len(later)} feasible, random: {share:.3f}"
@@ -133,7 +136,7 @@ def _dominates(a, b):
 @pytest.mark.parametrize("sampler", ["nsga2", "tpe", "rl", "random"])
 def test_multi_objective_returns_the_non_dominated_set(tmp_path, sampler):
     space = make_space(objectives=["latency", "area", "tops_per_w"], constraints=["power_w <= 0.6"])
-    result = run_sweep(_config(tmp_path, space, sampler, 30))
+    result = run_sweep(_config(tmp_path, space, sampler, 30, storage="memory:"))
     front = best_trials(result.study, space)
     assert front
     signed = [(t.values[0], t.values[1], -t.values[2]) for t in front]
