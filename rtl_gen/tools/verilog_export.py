@@ -130,7 +130,8 @@ def export_units(config: ArrayConfig, *, fault: Fault | None = None) -> list[tup
 
 
 def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tuple[int, int] | None = None,
-                   rate: tuple[int, int] | None = None, cache_dir: str | Path | None = None) -> str:
+                   rate: tuple[int, int] | None = None, cache_dir: str | Path | None = None,
+                   queue_depth: int | None = None, stall_seed: int = 0) -> str:
     """Verilog of the SoC block (:class:`~rtl_gen.soc.system.AxiAccelerator`, top ``accel_axi_<hash>``).
 
     With ``dram = (latency, words)`` the simulation top instead (:class:`~rtl_gen.soc.sim_system.SimSystem`,
@@ -146,12 +147,21 @@ def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tup
     parameters, shared by every design with the same unit): the same request returns the stored
     text, byte for byte what it would generate.
 
+    ``queue_depth`` (commands; default the block's) and, for the simulation top, ``stall_seed`` (the
+    DRAM model's back-pressure) are the test benches' knobs of :class:`~rtl_gen.soc.sim_system.SimSystem`.
+
     Raises:
         ConfigError: the design cannot be built.
         RtlError: Yosys failed to convert it.
     """
-    fields = {"kind": "system", "config": _hardware_fields(config), "fault": repr(fault), "dram": dram, "rate": rate}
-    return cached_text(cache_dir, fields, lambda: _system_verilog(config, fault, dram, rate, cache_dir))
+    fields: dict[str, object] = {"kind": "system", "config": _hardware_fields(config), "fault": repr(fault),
+                                 "dram": dram, "rate": rate}
+    if queue_depth is not None:  # (without these the key is what it always was)
+        fields["queue_depth"] = queue_depth
+    if stall_seed:
+        fields["stall_seed"] = stall_seed
+    return cached_text(cache_dir, fields, lambda: _system_verilog(config, fault, dram, rate, cache_dir,
+                                                                  queue_depth, stall_seed))
 
 
 def _hardware_fields(config: ArrayConfig) -> dict[str, object]:
@@ -161,14 +171,17 @@ def _hardware_fields(config: ArrayConfig) -> dict[str, object]:
 
 
 def _system_verilog(config: ArrayConfig, fault: Fault | None, dram: tuple[int, int] | None,
-                    rate: tuple[int, int] | None, cache_dir: str | Path | None) -> str:
+                    rate: tuple[int, int] | None, cache_dir: str | Path | None, queue_depth: int | None = None,
+                    stall_seed: int = 0) -> str:
     from rtl_gen.soc.sim_system import SimSystem
-    from rtl_gen.soc.system import AxiAccelerator
+    from rtl_gen.soc.system import QUEUE_DEPTH, AxiAccelerator
 
     units = export_units(config, fault=fault)
     core = units[0][1]
+    depth = QUEUE_DEPTH if queue_depth is None else queue_depth
     if dram is None:
-        top: wiring.Component = AxiAccelerator(config, fault=fault, core=core)  # type: ignore[arg-type]
+        top: wiring.Component = AxiAccelerator(config, fault=fault, core=core,  # type: ignore[arg-type]
+                                               queue_depth=depth)
         return _joined([_convert(top, top.name)]  # type: ignore[attr-defined]
                        + [_convert(component, name) for name, component in units[1:]])
     vectors: list[tuple[int, int]] = []
@@ -178,7 +191,7 @@ def _system_verilog(config: ArrayConfig, fault: Fault | None, dram: tuple[int, i
         return Blackbox(VectorUnit(lanes=lanes, addr_bits=addr_bits).signature, _VECTOR_PLACEHOLDER)
 
     top = SimSystem(config, fault=fault, latency=dram[0], dram_words=dram[1], rate=rate, core=core,
-                    vector_factory=vector_box)
+                    vector_factory=vector_box, queue_depth=depth, stall_seed=stall_seed)
     texts = [_convert(top, top.name)]  # type: ignore[attr-defined]
     if len(vectors) > 1:
         raise RtlError(f"the simulation top of {config.config_hash} holds {len(vectors)} vector units, not one")

@@ -1,4 +1,5 @@
-"""Run a conv (its images) from NHWC activations in DRAM on the SoC (Amaranth), and its JAX reference."""
+"""Run a conv (its images) from NHWC activations in DRAM on the SoC (``system_testlib.run_image``), and its
+JAX reference."""
 
 from __future__ import annotations
 

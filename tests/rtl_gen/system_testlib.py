@@ -1,16 +1,19 @@
-"""Run compiled programs on the SoC block + DRAM model in Amaranth's simulator (shared by tests)."""
+"""Run compiled programs on the SoC block + DRAM model (shared by tests): exported to Verilog in Icarus
+(``soc_icarus``), or in Amaranth's simulator where a test needs what only it gives (:func:`simulator`).
+One bench per kind of run drives either through the same board steps."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from amaranth.sim import Simulator
-from axil_testlib import AxilMaster
+from axil_testlib import OKAY, AxilMaster
 
 from accel_dse.simulate.dram.image import (
     pack_qparam_lanes,
@@ -53,18 +56,150 @@ class SocRun:
     irq_status: int = 0
 
 
-async def _start(ctx: Any, bus: AxilMaster, dut: SimSystem, base: int, length: int, limit: int, what: str) -> int:
+#: The simulator of the SoC tests (:func:`simulator`): ``icarus`` (the simulation top exported to
+#: Verilog, ``soc_icarus``) or ``amaranth`` (Amaranth's Python simulator); ``$ACCEL_DSE_SOC_SIM``
+#: overrides it for the whole run.
+SIMULATORS = ("icarus", "amaranth")
+
+
+#: Arrays of at least this many PEs run in Amaranth's simulator unless a test names Icarus: Icarus
+#: takes ~60 ms a busy cycle on a 32 x 32 int16 array (~8 ms idle), no faster than Amaranth's simulator
+#: there, and each design's Verilog converts in ~15 s (measured: /work/notes/socsim6.md).
+ICARUS_MAX_PES = 256
+
+
+#: Programs the walk times at fewer cycles run in Amaranth's simulator unless a test names Icarus: a
+#: design's first Icarus run converts and builds it (~4 CPU-s on a 4 x 4 array), more than Amaranth's
+#: simulator takes for a short program (~1.5 CPU-s); a warm Icarus run takes ~0.3.
+ICARUS_MIN_CYCLES = 2000
+
+
+def simulator(sim: str | None = None, *, config: ArrayConfig | None = None, cycles: int | None = None,
+              python_only: bool = False) -> str:
+    """The simulator a run takes: ``sim``, else ``$ACCEL_DSE_SOC_SIM``, else Icarus for arrays
+    (``config``) below :data:`ICARUS_MAX_PES` PEs and programs the walk times (``cycles``) at
+    :data:`ICARUS_MIN_CYCLES` or more (or cannot time); Amaranth's where the run needs what only its
+    simulator gives (``python_only``: a register held stuck)."""
+    big = config is not None and config.rows * config.cols >= ICARUS_MAX_PES
+    short = cycles is not None and cycles < ICARUS_MIN_CYCLES
+    chosen = sim or os.environ.get("ACCEL_DSE_SOC_SIM") or ("amaranth" if big or short else "icarus")
+    if chosen not in SIMULATORS:
+        raise ValueError(f"SoC simulator must be one of {SIMULATORS}, not {chosen!r}")
+    return "amaranth" if python_only else chosen
+
+
+class _AmaranthBoard:
+    """The simulation top in Amaranth's simulator, as the benches below drive a board."""
+
+    def __init__(self, ctx: Any, dut: SimSystem, data_bytes: int) -> None:
+        self.ctx, self.dut, self.W = ctx, dut, data_bytes
+        self.bus = AxilMaster(ctx, dut)
+
+    async def reset(self) -> None:
+        await self.bus.reset()
+
+    async def write(self, name: str, value: int) -> None:
+        await self.bus.write_ok(REG[name], value)
+
+    async def read(self, name: str) -> int:
+        return await self.bus.read_ok(REG[name])
+
+    async def wait_irq(self, limit: int) -> int:
+        cycles = 0
+        while not self.ctx.get(self.dut.irq) and cycles <= limit:
+            await self.ctx.tick()
+            cycles += 1
+        return cycles
+
+    async def load(self, words: np.ndarray, zeros: bool = False) -> None:
+        write_dram(self.ctx, self.dut, words, zeros=zeros)
+
+    async def dump(self, count: int) -> np.ndarray:
+        return read_dram(self.ctx, self.dut, count, self.W)
+
+
+class _VerilogBoard:
+    """The simulation top in Icarus (``soc_icarus.IcarusBoard``), as the benches below drive a board."""
+
+    def __init__(self, board: Any) -> None:
+        self.board = board
+
+    async def reset(self) -> None:
+        self.board.reset()
+
+    async def write(self, name: str, value: int) -> None:
+        resp = self.board.write(REG[name], value)
+        assert resp == OKAY, f"write of {name} answered {resp:#04b}"
+
+    async def read(self, name: str) -> int:
+        data, resp = self.board.read(REG[name])
+        assert resp == OKAY, f"read of {name} answered {resp:#04b}"
+        return data
+
+    async def wait_irq(self, limit: int) -> int:
+        return self.board.wait_irq(limit)
+
+    async def load(self, words: np.ndarray, zeros: bool = False) -> None:
+        self.board.load(words)  # every word, zero or not
+
+    async def dump(self, count: int) -> np.ndarray:
+        return self.board.dump(count)
+
+
+def _drive(bench: Coroutine[Any, Any, None]) -> None:
+    """Run a bench on a :class:`_VerilogBoard`, whose steps never suspend it."""
+    try:
+        bench.send(None)
+    except StopIteration:
+        return
+    raise RuntimeError("a bench on the Verilog board waited")
+
+
+def _run(sim: str, config: ArrayConfig, data_bytes: int, make_bench: Callable[[Any], Coroutine[Any, Any, None]], *,
+         force: Callable[[Any], tuple[Any, int, int]] | None = None, soc: dict[str, Any] | None = None,
+         **build: Any) -> None:
+    """Run ``make_bench(board)`` on the simulation top of ``config`` (``build``: ``soc_icarus.build``'s
+    arguments, the DRAM model's ``latency``, ``words`` and ``rate``, ``fault``, ``queue_depth``,
+    ``stall_seed``): exported to Verilog in Icarus, or in Amaranth's simulator (``force``: a register
+    held stuck, from the design; ``soc``: more arguments of ``AxiAccelerator``)."""
+    if sim == "icarus":
+        import soc_icarus
+
+        with soc_icarus.IcarusBoard(soc_icarus.build(config, **build), data_bytes) as board:
+            _drive(make_bench(_VerilogBoard(board)))
+        return
+    dut = SimSystem(config, latency=build["latency"], dram_words=build["words"], queue_depth=build["queue_depth"],
+                    fault=build.get("fault"), stall_seed=build.get("stall_seed", 0), rate=build.get("rate"),
+                    **(soc or {}))
+
+    async def bench(ctx: Any) -> None:
+        await make_bench(_AmaranthBoard(ctx, dut, data_bytes))
+
+    sim_ = Simulator(dut)
+    sim_.add_clock(1e-8)
+    sim_.add_testbench(bench)
+    if force is not None:
+        register, bit, level = force(dut)
+
+        async def stuck(ctx: Any) -> None:
+            while True:
+                value = ctx.get(register)
+                ctx.set(register, value | (1 << bit) if level else value & ~(1 << bit))
+                await ctx.tick()
+
+        sim_.add_testbench(stuck, background=True)
+    sim_.run()
+
+
+async def _start(board: Any, base: int, length: int, limit: int, what: str) -> int:
     """Write QUEUE_BASE, QUEUE_LEN and CTRL.START; the cycles until ``irq`` (at most ``limit``)."""
-    await bus.write_ok(REG["QUEUE_BASE_LO"], base & 0xFFFFFFFF)
-    await bus.write_ok(REG["QUEUE_BASE_HI"], base >> 32)
-    await bus.write_ok(REG["QUEUE_LEN"], length)
-    await bus.write_ok(REG["CTRL"], 1)
-    cycles = 0
-    while not ctx.get(dut.irq):
-        await ctx.tick()
-        cycles += 1
-        if cycles > limit:
-            raise RuntimeError(f"{what} did not end within {limit} cycles")
+    await board.write("QUEUE_BASE_LO", base & 0xFFFFFFFF)
+    await board.write("QUEUE_BASE_HI", base >> 32)
+    await board.write("QUEUE_LEN", length)
+    await board.write("CTRL", 1)
+    cycles = await board.wait_irq(limit)
+    if cycles > limit:
+        raise RuntimeError(f"{what} did not end within {limit} cycles")
     return cycles
 
 
@@ -79,7 +214,8 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
             commands: list[Command] | None = None, dram_extra: int = 0, limit: int = 400_000,
             queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0,
             queue_depth: int = 256, rate: Fraction | None = None, fault: Fault | None = None,
-            sdc_stop: bool = False, force: Callable[[Any], tuple[Any, int, int]] | None = None) -> SocRun:
+            sdc_stop: bool = False, force: Callable[[Any], tuple[Any, int, int]] | None = None,
+            sim: str | None = None) -> SocRun:
     """Compile ``a @ b`` for ``config``, run it from DRAM, return the counters and DRAM.
 
     ``commands`` replaces the compiled program (malformed programs); ``queue_len`` the length
@@ -87,7 +223,8 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
     ``queue_depth`` runs as the compiler's queue-loads, one START after another's interrupt.
     ``rate``: the DRAM model paces its beats to that many bytes a cycle, and so does the walk.
     ``fault``: the test-only stuck PE product bit; ``sdc_stop``: the value of ``SDC_CTRL.STOP``;
-    ``force``: given the design, ``(register, bit, level)`` held stuck from the start (a register fault).
+    ``force``: given the design, ``(register, bit, level)`` held stuck from the start (a register fault);
+    ``sim``: the simulator (:func:`simulator`).
     """
     m, k = a.shape
     n = b.shape[1]
@@ -102,7 +239,7 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
     image = np.concatenate([image, np.zeros(dram_extra + (-(len(image) + dram_extra)) % W, np.uint8)])
     return run_image(config, prog, image, latency=latency, limit=limit, queue_len=queue_len,
                      queue_base=queue_base, stall_seed=stall_seed, queue_depth=queue_depth, rate=rate,
-                     fault=fault, sdc_stop=sdc_stop, force=force)
+                     fault=fault, sdc_stop=sdc_stop, force=force, sim=sim)
 
 
 def write_dram(ctx: Any, dut: Any, words: np.ndarray, *, zeros: bool = False) -> None:
@@ -123,13 +260,13 @@ def read_dram(ctx: Any, dut: Any, count: int, data_bytes: int) -> np.ndarray:
 def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, latency: int = 7, limit: int = 400_000,
               queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0, queue_depth: int = 256,
               rate: Fraction | None = None, fault: Any = None, sdc_stop: bool = False,
-              force: Callable[[Any], tuple[Any, int, int]] | None = None, **soc: Any) -> SocRun:
+              force: Callable[[Any], tuple[Any, int, int]] | None = None, sim: str | None = None,
+              **soc: Any) -> SocRun:
     """Run ``prog`` from the DRAM ``image`` (bytes, a whole number of beats) on the SoC; the counters,
     the DRAM after it and the walk's timing (:func:`run_soc`). ``fault``: a PE fault (``rtl_gen.Fault``);
-    ``sdc_stop``: the value of ``SDC_CTRL.STOP``; ``soc``: more arguments of ``AxiAccelerator``."""
+    ``sdc_stop``: the value of ``SDC_CTRL.STOP``; ``sim``: the simulator (:func:`simulator`; a
+    ``force`` or ``soc``, more arguments of ``AxiAccelerator``, runs in Amaranth's)."""
     W = prog.data_bytes
-    dut = SimSystem(config, latency=latency, dram_words=max(2, len(image) // W), queue_depth=queue_depth, fault=fault,
-                    stall_seed=stall_seed, rate=None if rate is None else (rate.numerator, rate.denominator), **soc)
     try:
         if len(prog.chunks) > 1:
             model = gemm_program_cycles(config, prog, latency=latency, rate=rate)
@@ -137,49 +274,45 @@ def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, late
             model = program_cycles(config, prog.commands, latency=latency, rate=rate)
     except ValueError:  # a malformed program the walk cannot time (a transfer's lanes): the RTL refuses it
         model = None
-    seen: dict[str, Any] = {}
+    sim = simulator(sim, config=config, cycles=None if model is None else model.total,
+                    python_only=force is not None or bool(soc))
+    pace = None if rate is None else (rate.numerator, rate.denominator)
     words = image.reshape(-1, W)
+    if sim == "icarus":
+        import soc_icarus
 
-    async def bench(ctx: Any) -> None:
-        write_dram(ctx, dut, words)
-        bus = AxilMaster(ctx, dut)
-        await bus.reset()
-        await bus.write_ok(REG["IRQ_ENABLE"], 0b11)
-        await bus.write_ok(REG["SDC_CTRL"], int(sdc_stop))
+        dram_words = soc_icarus.dram_words(len(words), W)
+    else:
+        dram_words = max(2, len(words))
+    seen: dict[str, Any] = {}
+
+    async def bench(board: Any) -> None:
+        await board.load(words)
+        await board.reset()
+        await board.write("IRQ_ENABLE", 0b11)
+        await board.write("SDC_CTRL", int(sdc_stop))
         counters = {"total": 0, "compute": 0, "stall": 0}
         for i, (first, end) in enumerate(prog.chunks):
             if i:
-                await bus.write_ok(REG["IRQ_STATUS"], 0b11)
-            seen["cycles"] = await _start(ctx, bus, dut, queue_base + first * 32,
+                await board.write("IRQ_STATUS", 0b11)
+            seen["cycles"] = await _start(board, queue_base + first * 32,
                                           end - first if queue_len is None else queue_len, limit, "the program")
             for name, reg in (("total", "CYCLES_TOTAL"), ("compute", "CYCLES_COMPUTE"),
                               ("stall", "CYCLES_DMA_STALL")):
-                lo = await bus.read_ok(REG[f"{reg}_LO"])
-                counters[name] += lo | await bus.read_ok(REG[f"{reg}_HI"]) << 32
-            seen["code"] = await bus.read_ok(REG["ERROR_CODE"])
-            seen["pc"] = await bus.read_ok(REG["ERROR_PC"])
-            seen["status"] = await bus.read_ok(REG["STATUS"])
+                lo = await board.read(f"{reg}_LO")
+                counters[name] += lo | await board.read(f"{reg}_HI") << 32
+            seen["code"] = await board.read("ERROR_CODE")
+            seen["pc"] = await board.read("ERROR_PC")
+            seen["status"] = await board.read("STATUS")
             for name in ("SDC_COUNT", "SDC_PC", "IRQ_STATUS"):
-                seen[name] = await bus.read_ok(REG[name])
+                seen[name] = await board.read(name)
             if seen["code"]:
                 break
         seen.update(counters)
-        seen["dram"] = read_dram(ctx, dut, len(words), W)
+        seen["dram"] = await board.dump(len(words))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    if force is not None:
-        register, bit, level = force(dut)
-
-        async def stuck(ctx: Any) -> None:
-            while True:
-                value = ctx.get(register)
-                ctx.set(register, value | (1 << bit) if level else value & ~(1 << bit))
-                await ctx.tick()
-
-        sim.add_testbench(stuck, background=True)
-    sim.run()
+    _run(sim, config, W, bench, force=force, soc=soc, latency=latency, words=dram_words, rate=pace, fault=fault,
+         queue_depth=queue_depth, stall_seed=stall_seed)
     return SocRun(seen["cycles"], seen["total"], seen["compute"], seen["stall"], seen["code"], seen["pc"],
                   seen["status"], seen["dram"], prog, model, seen["SDC_COUNT"], seen["SDC_PC"], seen["IRQ_STATUS"])
 
@@ -202,7 +335,8 @@ class ChainRun:
 
 
 def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requants: list[Requant], *,
-                  reuse: bool, latency: int = 7, limit: int = 400_000, rate: Fraction | None = None) -> ChainRun:
+                  reuse: bool, latency: int = 7, limit: int = 400_000, rate: Fraction | None = None,
+                  sim: str | None = None) -> ChainRun:
     """Run ``a @ bs[0]`` requantised, its output ``@ bs[1]``, ...: with ``reuse`` the chain's
     programs of ``perf_model.compiler.chain`` (outputs kept on chip where they fit), else every layer
     through DRAM (the testbench copies each output into the next op's A). ``rate``: a paced DRAM
@@ -219,35 +353,37 @@ def run_soc_chain(config: ArrayConfig, a: np.ndarray, bs: list[np.ndarray], requ
                    "q": pack_qparam_lanes(prog.tensors["q"], qparam_fields(rq, b.shape[1]))}
         image = program_image(prog, tensors)
         images.append(np.concatenate([image, np.zeros(-len(image) % W, np.uint8)]))
+    sim = simulator(sim, config=config)
     words = max(len(img) for img in images) // W
-    dut = SimSystem(config, latency=latency, dram_words=max(2, words), queue_depth=256,
-                    rate=None if rate is None else (rate.numerator, rate.denominator))
+    pace = None if rate is None else (rate.numerator, rate.denominator)
+    if sim == "icarus":
+        import soc_icarus
+
+        dram_words = soc_icarus.dram_words(words, W)
+    else:
+        dram_words = max(2, words)
     seen: dict[str, Any] = {"totals": [], "codes": []}
 
-    async def bench(ctx: Any) -> None:
-        bus = AxilMaster(ctx, dut)
-        await bus.reset()
+    async def bench(board: Any) -> None:
+        await board.reset()
         previous: np.ndarray | None = None
         for i, (prog, image) in enumerate(zip(programs, images, strict=True)):
             image = image.copy()
             if previous is not None and plan.regions[i - 1] is None:  # the link goes through DRAM
                 t = prog.tensors["a"]
                 image[t.base:t.base + t.nbytes] = pack_tensor(t, previous)
-            write_dram(ctx, dut, image.reshape(-1, W), zeros=True)  # over the previous program's DRAM
-            await bus.write_ok(REG["IRQ_ENABLE"], 0b11)
-            await _start(ctx, bus, dut, 0, len(prog.commands), limit, f"program {i}")
-            lo = await bus.read_ok(REG["CYCLES_TOTAL_LO"])
-            seen["totals"].append(lo | await bus.read_ok(REG["CYCLES_TOTAL_HI"]) << 32)
-            seen["codes"].append(await bus.read_ok(REG["ERROR_CODE"]))
-            await bus.write_ok(REG["IRQ_STATUS"], 0b11)  # clear DONE before the next program
-            dram = read_dram(ctx, dut, len(image) // W, W)
+            await board.load(image.reshape(-1, W), zeros=True)  # over the previous program's DRAM
+            await board.write("IRQ_ENABLE", 0b11)
+            await _start(board, 0, len(prog.commands), limit, f"program {i}")
+            lo = await board.read("CYCLES_TOTAL_LO")
+            seen["totals"].append(lo | await board.read("CYCLES_TOTAL_HI") << 32)
+            seen["codes"].append(await board.read("ERROR_CODE"))
+            await board.write("IRQ_STATUS", 0b11)  # clear DONE before the next program
+            dram = await board.dump(len(image) // W)
             previous = unpack_tensor(prog.tensors["c"], dram[prog.tensors["c"].base:])
         seen["out"] = previous
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    _run(sim, config, W, bench, latency=latency, words=dram_words, rate=pace, queue_depth=256)
     models = [program_cycles(config, p.commands, latency=latency, rate=rate).total for p in programs]
     return ChainRun(seen["out"], seen["totals"], models, plan.regions, programs, seen["codes"])
 

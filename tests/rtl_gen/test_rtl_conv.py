@@ -1,6 +1,7 @@
 """Convolutions on chip: NHWC activations from DRAM, windows built by the RTL, bit-exact and in the walk's cycles.
 
-Amaranth's simulator runs the SoC block (a 4 x 4 weight-stationary array, 1 KiB buffers, so
+Icarus or Amaranth's simulator (``system_testlib.simulator``) runs the SoC block (a 4 x 4
+weight-stationary array, 1 KiB buffers, so
 the convs are tiled in bands, filter tiles and channel blocks) on programs of
 ``perf_model.compiler.conv.compile_conv``; outputs against ``lax.conv_general_dilated`` (int8,
 int32 accumulation), total cycles against the program walk. Malformed window commands stop the

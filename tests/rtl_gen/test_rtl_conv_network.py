@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""One program for chained 3x3 convolutions on ``tiny`` with the vector unit (Amaranth's simulator):
+"""One program for chained 3x3 convolutions on ``tiny`` with the vector unit (``system_testlib.run_image``):
 conv 3x3 -> ReLU -> conv 3x3 with the link on chip (the first conv's requantised output MOVEd into
 the ifmap as the second conv's whole NHWC input, the ReLU run there in place, the second conv's
 window reading it with its pads made on chip), and the same network with its link through DRAM

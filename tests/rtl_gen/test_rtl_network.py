@@ -1,6 +1,6 @@
 # amaranth: UnusedElaboratable=no
-"""One program for a GEMM -> GELU -> GEMM network on ``tiny`` with the vector unit (Amaranth's
-simulator): the first GEMM's requantised output MOVEd into the ifmap, the GELU run there in place,
+"""One program for a GEMM -> GELU -> GEMM network on ``tiny`` with the vector unit
+(``system_testlib.run_image``): the first GEMM's requantised output MOVEd into the ifmap, the GELU run there in place,
 the second GEMM reading it in place; the network's output bit-exact against JAX (the GEMMs'
 references through ``workloads.output_stage`` with the integer GELU between), and the total
 cycles of the one program equal to the walk's. A residual block x -> GEMM -> GELU -> GEMM ->

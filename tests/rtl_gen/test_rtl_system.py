@@ -1,6 +1,7 @@
 """The SoC block runs compiled programs from DRAM: bit-exact against JAX, total cycles equal to the model.
 
-Amaranth's simulator, the DRAM model of ``rtl_gen.soc.dram_model`` behind the AXI4 port. Every
+Icarus or Amaranth's simulator (``system_testlib.simulator``), the DRAM model of
+``rtl_gen.soc.dram_model`` behind the AXI4 port. Every
 dataflow, both buffer settings, several AXI widths and DRAM latencies, requantised stores,
 and malformed programs (an error status, never a hang or a write outside the tensors).
 """
