@@ -28,7 +28,7 @@ def test_designs_differing_only_in_a_budget_share_one_cached_verilog(tmp_path, m
 
     built: list[ArrayConfig] = []
 
-    def fake(config, fault, dram, rate, cache_dir):  # stands in for the Yosys conversion
+    def fake(config, fault, dram, rate, cache_dir, *knobs):  # the Yosys conversion (knobs: queue depth, stall seed)
         built.append(config)
         return f"// verilog of {config.rows}x{config.cols}\n"
 
