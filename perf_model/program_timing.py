@@ -38,7 +38,8 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
 
 __all__ = ["ProgramTiming", "TimedCommand", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
-           "transfer_word_beats", "transfer_bytes", "program_dram_bytes", "PROGRAM_BLIND_FIELDS", "dram_rate",
+           "transfer_word_beats", "transfer_bytes", "program_dram_bytes", "PROGRAM_BLIND_FIELDS", "BUFFER_FIELDS",
+           "program_fields", "dram_rate",
            "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
 
 #: Cycles from the end of the fetch to the first decode.
@@ -209,6 +210,15 @@ def word_beats(config: ArrayConfig) -> dict[str, int]:
 #: memory part) or not at all (the power-density limit): designs differing in these alone, at one
 #: rate, run one program in the same cycles (the model's caches key on the other fields and the rate).
 PROGRAM_BLIND_FIELDS = ("tech_nm", "clock_mhz", "dram", "max_power_density_w_mm2")
+#: The buffer sizes: a conv program sees them only through the tiling they let fit and the tiles they bound.
+BUFFER_FIELDS = ("ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib")
+
+
+def program_fields(config: ArrayConfig, leave_out: tuple[str, ...] = ()) -> tuple[object, ...]:
+    """The values of ``config``'s fields a program sees: all but :data:`PROGRAM_BLIND_FIELDS` and
+    ``leave_out`` (what the model's caches of programs and walks key on, with the pacing)."""
+    skip = (*PROGRAM_BLIND_FIELDS, *leave_out)
+    return tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in skip)
 
 
 def dram_rate(config: ArrayConfig) -> Fraction | None:

@@ -52,15 +52,13 @@ from perf_model.compiler.conv_geometry import ConvTiling, conv_served
 from perf_model.compiler.conv_score import conv_figures, tiling_figures
 from perf_model.compiler.conv_search import conv_tilings, infeasible_reason
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import PROGRAM_BLIND_FIELDS, dram_rate
+from perf_model.program_timing import BUFFER_FIELDS, PROGRAM_BLIND_FIELDS, dram_rate
 from workloads.ops import Conv2d
 
 __all__ = ["NOT_SERVED", "INFEASIBLE", "ON_CHIP", "DesignGroups", "ConvDesigns", "design_groups", "conv_designs"]
 
 #: ``ConvDesigns.status`` codes.
 NOT_SERVED, INFEASIBLE, ON_CHIP = 0, 1, 2
-
-_BUFFERS = ("ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +101,7 @@ def design_groups(designs: DesignArrays) -> DesignGroups:
     rate = effective_dram_bytes_per_cycle(designs.dram_bytes_per_cycle, designs.dram, designs.clock_mhz)
     columns = np.stack([np.asarray(getattr(designs, n), dtype=np.float64) for n in names] + [rate], axis=1)
     unit_keys, unit_rep, unit = np.unique(columns, axis=0, return_index=True, return_inverse=True)
-    buffers = [names.index(b) for b in _BUFFERS]
+    buffers = [names.index(b) for b in BUFFER_FIELDS]
     array_cols = [i for i in range(unit_keys.shape[1]) if i not in buffers]
     group_keys, group_rep, unit_group = np.unique(unit_keys[:, array_cols], axis=0, return_index=True,
                                                   return_inverse=True)

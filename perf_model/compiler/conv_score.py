@@ -22,7 +22,7 @@ from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.compiler.conv_search import _bus, shape_key
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import PROGRAM_BLIND_FIELDS, dram_rate, gemm_program_cycles, transfer_bytes, word_beats
+from perf_model.program_timing import dram_rate, gemm_program_cycles, program_fields, transfer_bytes, word_beats
 from workloads.ops import Conv2d
 
 __all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "tiling_figures",
@@ -93,9 +93,7 @@ def design_key(config: ArrayConfig) -> tuple[object, ...]:
     if design is None:
         if len(_DESIGN_KEYS) >= _CACHE_SIZE:
             _DESIGN_KEYS.clear()
-        design = _DESIGN_KEYS[config] = (
-            tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in PROGRAM_BLIND_FIELDS),
-            dram_rate(config))
+        design = _DESIGN_KEYS[config] = (program_fields(config), dram_rate(config))
     return design
 
 

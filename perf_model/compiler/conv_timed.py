@@ -21,7 +21,7 @@ compiler raises. A timed program is never encoded: ``simulate`` and ``export`` c
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import RunArrays
 from perf_model.compiler.conv_search import shape_key
 from perf_model.compiler.conv_window import ConvWindow
-from perf_model.program_timing import PROGRAM_BLIND_FIELDS, TimedCommand, axi_data_bytes, dram_rate
+from perf_model.program_timing import BUFFER_FIELDS, TimedCommand, axi_data_bytes, dram_rate, program_fields
 from workloads.ops import Conv2d
 
 __all__ = ["timed_conv"]
@@ -60,9 +60,10 @@ def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tili
         ModelError: what ``compile_conv`` raises (a design without windows, no tiling that fits, a
             window field past its encoding, ...).
     """
+    compiled = functools.partial(compile_conv, config, conv, requant=requant, queue_depth=queue_depth,
+                                 a_region=a_region, c_region=c_region, ifmap_words=ifmap_words)
     if dram_rate(config) is not None:
-        return compile_conv(config, conv, requant=requant, queue_depth=queue_depth, tiling=tiling, a_region=a_region,
-                            c_region=c_region, ifmap_words=ifmap_words)
+        return compiled(tiling=tiling)
     g, tiling = conv_geometry_for(config, conv, requant=requant, tiling=tiling, a_region=a_region,
                                   ifmap_words=ifmap_words, pack=True)
     check_regions(axi_data_bytes(config), queue_depth, requant, c_region)
@@ -76,8 +77,7 @@ def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tili
     program, need = made
     room = conv_room(config, ifmap_words)
     if program is None or any(n > r for n, r in zip(need, room, strict=True)):
-        return compile_conv(config, conv, requant=requant, queue_depth=queue_depth, tiling=tiling, a_region=a_region,
-                            c_region=c_region, ifmap_words=ifmap_words)
+        return compiled(tiling=tiling)
     return program
 
 
@@ -86,7 +86,6 @@ def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tili
 _MADE: dict[tuple[object, ...], tuple[ConvProgram | None, tuple[int, int, int]]] = {}
 _MADE_SIZE = 1 << 10  # a ResNet-18 conv program is some 400 commands of ~100 bytes: ~40 MB at most
 _KEYS: dict[ArrayConfig, tuple[object, ...]] = {}
-_BUFFERS = ("ifmap_sram_kib", "weight_sram_kib", "ofmap_sram_kib")
 
 
 def _unbuffered_key(config: ArrayConfig) -> tuple[object, ...]:
@@ -95,8 +94,7 @@ def _unbuffered_key(config: ArrayConfig) -> tuple[object, ...]:
     if key is None:
         if len(_KEYS) >= _MADE_SIZE:
             _KEYS.clear()
-        skip = (*PROGRAM_BLIND_FIELDS, *_BUFFERS)
-        key = _KEYS[config] = tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in skip)
+        key = _KEYS[config] = program_fields(config, BUFFER_FIELDS)
     return key
 
 

@@ -24,7 +24,6 @@ results per design and workload, so a design scored twice is walked once.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import OrderedDict
 from typing import Any
 
@@ -36,7 +35,7 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.network_figures import network_figures
 from perf_model.physical.energy import EnergyTable
 from perf_model.physical.power_density import density_reasons, power_split
-from perf_model.program_timing import PROGRAM_BLIND_FIELDS, dram_rate
+from perf_model.program_timing import dram_rate, program_fields
 from workloads.ops import Workload
 
 __all__ = ["one_program_figures", "apply_one_program", "ONE_PROGRAM_FIELDS", "FIGURE_MODEL", "FIGURE_BOUND"]
@@ -64,8 +63,7 @@ def _program_key(config: ArrayConfig, workload: Workload) -> tuple[object, ...]:
     """What the one program and its walk depend on: the design's fields but those it sees through
     the DRAM pacing only, the pacing, and the workload (designs of a sweep that differ in their clock
     or node alone share one walk)."""
-    fields = tuple(getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in PROGRAM_BLIND_FIELDS)
-    return fields, dram_rate(config), workload
+    return program_fields(config), dram_rate(config), workload
 
 
 def one_program_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] | None:
