@@ -419,29 +419,34 @@ def _split(commands: list[Command], depth: int, entry: int) -> tuple[list[Comman
         raise ModelError(f"queue_depth must be a positive multiple of {entry} commands, not {depth}")
     out: list[Command] = []
     chunks: list[tuple[int, int]] = []
-    start = 0
+    start, i, n = 0, 0, len(commands)
     window: Command | None = None
-    fresh = False
-    i = 0
-    while i < len(commands):
+    fresh = False  # a WINDOW (or the last one again) is in this queue-load
+    run, vector, window_op = Opcode.RUN, Opcode.VECTOR, Opcode.WINDOW
+    while i < n:
         c = commands[i]
-        group = commands[i:i + 2] if c.opcode == Opcode.VECTOR else [c]
-        for attempt in range(2):
-            lead = [window] if (c.opcode == Opcode.RUN and c["window"] and not fresh and window is not None) else []
-            if len(out) - start + len(lead) + len(group) <= depth:
-                break
-            if attempt or len(out) == start:
-                raise ModelError(f"a group of {len(lead) + len(group)} commands does not fit a queue-load of {depth}")
+        op = c.opcode
+        group = 2 if op == vector and i + 1 < n else 1
+        lead = op == run and not fresh and window is not None and bool(c["window"])
+        if len(out) - start + lead + group > depth:
+            if len(out) == start:
+                raise ModelError(f"a group of {lead + group} commands does not fit a queue-load of {depth}")
             while (len(out) - start) % entry and len(out) - start < depth:
                 out.append(Command.make(Opcode.SYNC))
             chunks.append((start, len(out)))
             start, fresh = len(out), False
-        out += lead + group  # type: ignore[operator]
-        if c.opcode == Opcode.WINDOW:
-            window, fresh = c, True
-        elif lead:
+            lead = op == run and window is not None and bool(c["window"])
+            if lead + group > depth:
+                raise ModelError(f"a group of {lead + group} commands does not fit a queue-load of {depth}")
+        if lead:
+            out.append(window)  # type: ignore[arg-type]  # lead implies a window
             fresh = True
-        i += len(group)
+        out.append(c)
+        if group == 2:
+            out.append(commands[i + 1])
+        if op == window_op:
+            window, fresh = c, True
+        i += group
     chunks.append((start, len(out)))
     return out, tuple(chunks)
 
