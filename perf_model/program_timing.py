@@ -73,26 +73,30 @@ class TimedCommand:
     """A command of a program compiled for its figures only (``perf_model.compiler.conv_timed``): its
     opcode, wait bits and ``window`` flag as the compiler would encode them, the cycles its unit
     is busy (``cycles``, at an unpaced DRAM: :func:`dram_rate` ``None``) and the DRAM bytes it moves
-    (``read``/``written``), without its fields. :func:`program_cycles` walks it as the command it
-    stands for; :func:`program_dram_bytes` counts its bytes. It is never encoded."""
+    (``read``/``written``), without its fields but those a conv's figures read (``fields``: a
+    transfer's ``buffer``, a RUN's ``m``, ``k``, ``n`` and ``accumulate``; read as a command's,
+    ``cmd["m"]``). :func:`program_cycles` walks it as the command it stands for;
+    :func:`program_dram_bytes` counts its bytes. It is never encoded."""
 
-    __slots__ = ("opcode", "wait_dma", "wait_run", "wait_vec", "cycles", "window", "read", "written")
+    __slots__ = ("opcode", "wait_dma", "wait_run", "wait_vec", "cycles", "window", "read", "written", "fields")
 
     def __init__(self, opcode: int, cycles: int, wait_dma: int = 0, wait_run: int = 0, wait_vec: int = 0,
-                 window: int = 0, read: int = 0, written: int = 0) -> None:
+                 window: int = 0, read: int = 0, written: int = 0, fields: dict[str, int] | None = None) -> None:
         self.opcode, self.cycles, self.window = opcode, cycles, window
         self.wait_dma, self.wait_run, self.wait_vec = wait_dma, wait_run, wait_vec
-        self.read, self.written = read, written
+        self.read, self.written, self.fields = read, written, fields
 
     def __getitem__(self, name: str) -> int:
         if name == "window":
             return self.window
+        if self.fields is not None and name in self.fields:
+            return self.fields[name]
         raise KeyError(f"a timed command has no field {name!r} (only its timing)")
 
     def waiting_for_vector(self) -> TimedCommand:
         """This command with ``wait_vec`` set."""
         return TimedCommand(self.opcode, self.cycles, wait_dma=self.wait_dma, wait_run=self.wait_run, wait_vec=1,
-                            window=self.window, read=self.read, written=self.written)
+                            window=self.window, read=self.read, written=self.written, fields=self.fields)
 
     def __repr__(self) -> str:
         return (f"TimedCommand(opcode={self.opcode}, cycles={self.cycles}, wait_dma={self.wait_dma}, "
@@ -309,7 +313,27 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
 
 def gemm_program_cycles(config: ArrayConfig, program: object, *, latency: int = DEFAULT_DRAM_LATENCY,
                         outstanding: int = OUTSTANDING, rate: Fraction | None = None) -> ProgramTiming:
-    """:func:`program_cycles` summed over the queue-loads of a ``GemmProgram`` (its ``chunks``)."""
+    """:func:`program_cycles` summed over the queue-loads of a ``GemmProgram`` (its ``chunks``); the
+    last few walks are kept by program (by identity, the program held so its id is not reused: a
+    network's compiler walks the program it keeps, and its caller then asks for the same walk)."""
+    key = (id(program), config, latency, outstanding, rate)
+    for held, k, walked in _WALKED:
+        if k == key and held is program:
+            return walked
+    walked = _walk(config, program, latency, outstanding, rate)
+    if isinstance(program.commands, tuple):  # type: ignore[attr-defined]  # (a program whose commands cannot change)
+        _WALKED.append((program, key, walked))
+    if len(_WALKED) > 4:
+        del _WALKED[0]
+    return walked
+
+
+#: The last walks of :func:`gemm_program_cycles`: ``(program, key, timing)``.
+_WALKED: list[tuple[object, tuple[object, ...], ProgramTiming]] = []
+
+
+def _walk(config: ArrayConfig, program: object, latency: int, outstanding: int, rate: Fraction | None
+          ) -> ProgramTiming:
     parts = [program_cycles(config, program.commands[a:b], queue_base=program.queue_base  # type: ignore[attr-defined]
                             + a * COMMAND_BYTES, latency=latency, outstanding=outstanding, rate=rate)
              for a, b in program.chunks]  # type: ignore[attr-defined]

@@ -13,7 +13,10 @@ program's figures and keeps the chain when it beats the convs' own programs
 The figures are the program's own:
 
 * the chain's total cycles are the program walk's (``gemm_program_cycles`` at the design's DRAM
-  pacing: the RTL's counters, ``tests/rtl_gen/test_rtl_conv_network.py``);
+  pacing: the RTL's counters, ``tests/rtl_gen/test_rtl_conv_network.py``); on an unpaced DRAM the
+  program is timed (``perf_model.compiler.conv_timed``: its transfers and runs as their cycles and
+  bytes, the same walk), which ``tests/perf_model/test_model_chain_timed.py`` holds equal to the
+  compiled program's figures;
 * each conv's compute cycles are those of its ``RUN`` commands (they add up to the walk's);
 * each conv's DRAM bytes are its own transfers' (``conv_score.program_bytes``: the first conv's
   bands and weights, the others' weights, the last one's output), its SRAM bytes by the rules of
@@ -38,7 +41,7 @@ from perf_model import timing
 from perf_model.compiler.conv_network import compile_conv_network, output_words
 from perf_model.compiler.conv_score import design_key, program_bytes, run_figures
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import dram_rate, gemm_program_cycles
+from perf_model.program_timing import TimedCommand, dram_rate, gemm_program_cycles
 from workloads.ops import Conv2d
 
 __all__ = ["chain_figures"]
@@ -58,14 +61,20 @@ def chain_figures(config: ArrayConfig, convs: Sequence[Conv2d]) -> tuple[ConvFig
     return out
 
 
-def _figures(config: ArrayConfig, convs: tuple[Conv2d, ...]) -> tuple[ConvFigures, ...] | str:
+def _figures(config: ArrayConfig, convs: tuple[Conv2d, ...], timed: bool | None = None
+             ) -> tuple[ConvFigures, ...] | str:
+    """The chain's figures from its program: timed (``conv_timed``, the same walk and bytes) unless
+    ``timed`` is false or the DRAM is paced (``timed=None``: timed where it can be)."""
+    rate = dram_rate(config)
     try:
-        program = compile_conv_network(config, convs, [None] * (len(convs) - 1), require_on_chip=True)
+        program = compile_conv_network(config, convs, [None] * (len(convs) - 1), require_on_chip=True,
+                                       timed=rate is None and timed is not False)
     except ModelError as exc:
         return str(exc)
-    walk = gemm_program_cycles(config, program, rate=dram_rate(config))
+    walk = gemm_program_cycles(config, program, rate=rate)
     df = timing.dataflow_code(config.dataflow.value)
-    computes = [sum(timing.run_cycles_of(df, config.rows, config.cols, c["m"], c["k"], c["n"],
+    computes = [sum(c.cycles if type(c) is TimedCommand else
+                    timing.run_cycles_of(df, config.rows, config.cols, c["m"], c["k"], c["n"],
                                          bool(config.shadow_stationary))
                     for c in part.commands if c.opcode == Opcode.RUN) for part in program.convs]
     transfers = [program_bytes(config, part) for part in program.convs]

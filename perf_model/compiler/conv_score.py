@@ -15,6 +15,7 @@ import dataclasses
 import math
 
 from accel_spec.config import ArrayConfig
+from accel_spec.errors import ModelError
 from accel_spec.isa import Buffer, Opcode
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv, conv_served, conv_tiling
 from perf_model.compiler.conv_forms import candidates, describe, form_conv, host_writes
@@ -22,7 +23,14 @@ from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.compiler.conv_search import _bus, shape_key
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import dram_rate, gemm_program_cycles, program_fields, transfer_bytes, word_beats
+from perf_model.program_timing import (
+    TimedCommand,
+    dram_rate,
+    gemm_program_cycles,
+    program_fields,
+    transfer_bytes,
+    word_beats,
+)
 from workloads.ops import Conv2d
 
 __all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "tiling_figures",
@@ -31,14 +39,15 @@ __all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_byt
 
 def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, int]:
     """DRAM bytes ``(ifmap read, weights read, output written)`` of a program's transfers (narrow ones at
-    their real size; the
-    output stage's parameters and the fetch excluded, as the model counts a GEMM's)."""
+    their real size; the output stage's parameters and the fetch excluded, as the model counts a
+    GEMM's); a timed program's (``conv_timed``) from its commands' bytes."""
     beats, W = word_beats(config), program.data_bytes
     out = [0, 0, 0]
     for c in program.commands:
         if (c.opcode == Opcode.LOAD and c["buffer"] in (Buffer.IFMAP, Buffer.WEIGHT)) or (
                 c.opcode == Opcode.STORE and c["buffer"] == Buffer.OFMAP):
-            out[int(c["buffer"])] += transfer_bytes(c, beats, W)
+            moved = (c.read + c.written) if type(c) is TimedCommand else transfer_bytes(c, beats, W)
+            out[int(c["buffer"])] += moved
     return out[0], out[1], out[2]
 
 
@@ -146,17 +155,22 @@ def walked_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: Con
 def run_figures(config: ArrayConfig, conv: Conv2d, program: ConvProgram, a_written: float,
                 b_written: float) -> tuple[int, tuple[float, float, float], tuple[float, float, float],
                                            tuple[int, int, int]]:
-    """``(folds, sram_read, sram_write, tile)`` of a conv program's runs (per operand A, B, C;
-    ``tile``: the first run's ``(m, k, n)``): every run streams its ``A`` once per column fold and
-    reads its stationary tile once; each row fold writes the partial sums and reads back all but
-    the first; the output is read at ``acc_bits`` to leave. ``a_written``/``b_written``: bytes
-    written into the ifmap and the weight buffer (what the program's loads, or a MOVE, bring in)."""
+    """``(folds, sram_read, sram_write, tile)`` of a conv program's runs (its RUN commands, compiled or
+    timed; per operand A, B, C; ``tile``: the first run's ``(m, k, n)``): every run streams its ``A``
+    once per column fold and reads its stationary tile once; each row fold writes the partial sums
+    and reads back all but the first; the output is read at ``acc_bits`` to leave.
+    ``a_written``/``b_written``: bytes written into the ifmap and the weight buffer (what the
+    program's loads, or a MOVE, bring in)."""
     R, C = config.rows, config.cols
     ib, acc = config.input_bits / 8, config.acc_bits / 8
     folds = 0
     sram_a = sram_b = c_write = c_read = 0.0
-    for m0, m1, k0, k1, n0, n1, accumulate in program.runs:
-        m, k, n = m1 - m0, k1 - k0, n1 - n0
+    first: tuple[int, int, int] | None = None
+    for cmd in program.commands:
+        if cmd.opcode != Opcode.RUN:
+            continue
+        m, k, n, accumulate = cmd["m"], cmd["k"], cmd["n"], cmd["accumulate"]
+        first = first or (m, k, n)
         rf, cf = math.ceil(k / R), math.ceil(n / C)
         folds += rf * cf
         sram_a += m * k * ib * cf  # streamed once per column fold
@@ -164,6 +178,6 @@ def run_figures(config: ArrayConfig, conv: Conv2d, program: ConvProgram, a_writt
         c_write += m * n * acc * rf  # each row fold writes the partial sums ...
         c_read += m * n * acc * (rf - 1 + accumulate)  # ... and reads back all but the first
     pixels = conv.n * conv.out_h * conv.out_w * conv.c_out  # every image's output
-    first = program.runs[0]
-    return (folds, (sram_a, sram_b, c_read + pixels * acc), (a_written, b_written, c_write),
-            (first[1] - first[0], first[3] - first[2], first[5] - first[4]))
+    if first is None:
+        raise ModelError(f"{conv.name or 'conv'}: a program without a RUN has no run figures")
+    return folds, (sram_a, sram_b, c_read + pixels * acc), (a_written, b_written, c_write), first

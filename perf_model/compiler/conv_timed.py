@@ -26,7 +26,7 @@ import functools
 import numpy as np
 
 from accel_spec.config import ArrayConfig
-from accel_spec.isa import QUEUE_DEPTH, Command, Opcode, move_cycles
+from accel_spec.isa import QUEUE_DEPTH, Buffer, Command, Opcode, move_cycles
 from perf_model.compiler.conv import (
     ConvProgram,
     ConvTiling,
@@ -46,6 +46,8 @@ from workloads.ops import Conv2d
 
 __all__ = ["timed_conv"]
 
+#: The fields a conv's figures read of a timed transfer (``conv_score.program_bytes``): its buffer.
+_IFMAP, _WEIGHT, _OFMAP = ({"buffer": int(b)} for b in (Buffer.IFMAP, Buffer.WEIGHT, Buffer.OFMAP))
 _FIELD = 1 << 16  # a transfer's ``rows`` and ``words`` stay below (16-bit fields)
 _ADDRESS = 1 << 32  # a DRAM address stays below
 
@@ -171,9 +173,11 @@ def _commands(r: RunArrays, g: _Geometry, head: list[Command], in_place: bool, m
 
     T, LOAD, RUN = TimedCommand, Opcode.LOAD, Opcode.RUN
     wait = 0 if double else 1
-    band = [T(LOAD, band_n[i], 0, wait, 0, 0, band_bytes[i]) if new_band[i] else None for i in range(runs)]
-    weight = [T(LOAD, w_n[i], 0, wait, 0, 0, w_bytes[i]) if new_w[i] else None for i in range(runs)]
-    run = [T(RUN, n, 1, 0, 0, 1) for n in cyc]
+    band = [T(LOAD, band_n[i], 0, wait, 0, 0, band_bytes[i], 0, _IFMAP) if new_band[i] else None for i in range(runs)]
+    weight = [T(LOAD, w_n[i], 0, wait, 0, 0, w_bytes[i], 0, _WEIGHT) if new_w[i] else None for i in range(runs)]
+    run = [T(RUN, n, 1, 0, 0, 1, 0, 0, {"m": m, "k": k, "n": fn, "accumulate": int(k0 > 0)})
+           for n, m, k, fn, k0 in zip(cyc, r.p.tolist(), r.K.tolist(), r.fn.tolist(), r.k0.tolist(), strict=True)]
+    stored = None if moved else _OFMAP
     # each distinct window once, equal windows one object (compared by identity), with its command
     windows: dict[tuple[int, int, int, int], tuple[ConvWindow, Command]] = {}
     commands: dict[ConvWindow, tuple[ConvWindow, Command]] = {}
@@ -183,18 +187,18 @@ def _commands(r: RunArrays, g: _Geometry, head: list[Command], in_place: bool, m
         has, prev, r0, r1 = r.pieces()
         at = np.flatnonzero(has)
         for i, n, w in zip(at.tolist(), *outputs(prev[at], r0[at], r1[at]), strict=True):
-            after[i].append(T(store_op, n, 0, 0, 0, 0, 0, w))
+            after[i].append(T(store_op, n, 0, 0, 0, 0, 0, w, stored))
         for i in range(runs - 1):
             after[i] += [c for c in (band[i + 1], weight[i + 1]) if c is not None]
         last = np.array([runs - 1])
         (final,), (final_w,) = outputs(last, np.zeros(1, dtype=np.int64), r.m_pix[r.mi[last]])
-        after[-1].append(T(store_op, final, 0, 1, 0, 0, 0, final_w))
+        after[-1].append(T(store_op, final, 0, 1, 0, 0, 0, final_w, stored))
         out += [c for c in (band[0], weight[0]) if c is not None]
     else:
         ends = np.flatnonzero(r.last_out)
         for i, n, w in zip(ends.tolist(), *outputs(ends, np.zeros(len(ends), dtype=np.int64), r.m_pix[r.mi[ends]]),
                            strict=True):
-            after[i].append(T(store_op, n, 0, 1, 0, 0, 0, w))
+            after[i].append(T(store_op, n, 0, 1, 0, 0, 0, w, stored))
     held: ConvWindow | None = None
     held_load = -1
     window: ConvWindow | None = None

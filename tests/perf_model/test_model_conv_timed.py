@@ -22,12 +22,16 @@ import workloads
 from accel_spec.errors import ModelError
 from accel_spec.isa import Command, FieldRangeError, Opcode, move_cycles
 from perf_model import program_timing, timing
+from perf_model.compiler import conv_chain_score
 from perf_model.compiler.conv import compile_conv
 from perf_model.compiler.conv_network import compile_conv_network
 from perf_model.compiler.conv_timed import timed_conv
 from perf_model.compiler.conv_workload import conv_network_spec
 from perf_model.compiler.network_figures import network_figures
 from perf_model.program_timing import TimedCommand, dram_rate
+from workloads.ops import Conv2d, Requant
+
+_RQ = Requant(multiplier=(1 << 30) + 12345, shift=9, zero_point=0, bits=8)
 
 _UNPACED = dict(dram="none")
 
@@ -61,6 +65,10 @@ def _same_program(config, real, timed) -> int:
         assert t.cycles == _cycles(config, c), where
         moved = program_timing.transfer_bytes(c, beats, W)
         assert (t.read, t.written) == ((moved, 0) if c.opcode == Opcode.LOAD else (0, moved)), where
+        # the fields a conv's figures read (conv_score.program_bytes, run_figures): a transfer's buffer, a RUN's GEMM
+        names = {Opcode.RUN: ("m", "k", "n", "accumulate"), Opcode.LOAD: ("buffer",), Opcode.STORE: ("buffer",)}
+        for field in names.get(c.opcode, ()):
+            assert t[field] == c[field], f"{where}: {field}"
     return count
 
 
@@ -158,3 +166,28 @@ def test_a_networks_figures_from_timed_convs_are_its_compiled_walk(name):
         assert (figures["queue_loads"], figures["links"]) == (len(real.chunks), real.links)
         seen += 1
     assert seen >= 2
+
+
+def test_a_chains_figures_from_timed_convs_are_its_compiled_programs():
+    """The chain scorer (``conv_chain_score``) on random unpaced WS designs that keep a layer's output
+    (R == C) and random chains of two or three convs: timed (what the sweep records) against the
+    same chain compiled and walked, every figure of every conv, or the same reason."""
+    rng = random.Random(7)
+    kept = refused = 0
+    while kept < 6:
+        rows = rng.choice([4, 8, 16])
+        config = random_ws_design(rng, dram="none", rows=rows, cols=rows)
+        channels, hw = rng.choice([4, 8, 16, 24]), rng.choice([4, 6, 9])
+        first = Conv2d(n=rng.choice([1, 1, 2]), h=hw, w=hw, c_in=channels, c_out=channels, kh=3, kw=3, pad_h=1,
+                       pad_w=1, stride_h=1, stride_w=1, requant=_RQ, name="c0")
+        chain = (first,) + tuple(dataclasses.replace(first, name=f"c{i}", kh=k, kw=k, pad_h=k // 2, pad_w=k // 2)
+                                 for i, k in enumerate(rng.choices([1, 3], k=rng.choice([1, 2])), 1))
+        timed, real = conv_chain_score._figures(config, chain), conv_chain_score._figures(config, chain, timed=False)
+        assert timed == real, (config.short_name(), chain)
+        if isinstance(real, str):
+            refused += 1
+            assert refused < 40, "random chains all refused: the test no longer checks figures"
+            continue
+        assert any(type(c) is TimedCommand for c in compile_conv_network(
+            config, chain, [None] * (len(chain) - 1), require_on_chip=True, timed=True).commands)
+        kept += 1
