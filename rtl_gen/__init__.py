@@ -17,8 +17,9 @@ the memory system ``perf_model.dma_timing`` and ``perf_model.program_timing``.
 
 from __future__ import annotations
 
-from rtl_gen.core.accelerator import HOST_SEL, QDATA_LATENCY, Accelerator, top_name
+from rtl_gen.core.accelerator import Accelerator, top_name
 from rtl_gen.core.accelerator import __doc__ as PORT_MAP
+from rtl_gen.core.accelerator_paths import HOST_SEL, QDATA_LATENCY
 from rtl_gen.core.array import Blackbox, PEBlock, PERow, SystolicArray
 from rtl_gen.core.buffer_datapath import OfmapUpdate, OperandGate
 from rtl_gen.core.buffer_layout import CYCLES_BITS, DIM_BITS, BufferGeometry, BufferLayout, buffer_layout

@@ -8,7 +8,7 @@ hand-written softmax or norm is found too, and turns each into one
 parameters the builtins' int8 form uses at the activation scale,
 :func:`workloads.vector_params.default_params`).
 
-Steps, on one jaxpr level (:func:`flatten` first inlines ``jit``/``custom_jvp_call``/... calls so
+Steps, on one jaxpr level (:func:`workloads._float_flat.flatten` first inlines ``jit``/``custom_jvp_call``/... calls so
 ``jax.nn.silu``'s ``jit`` and the user's code around it are one graph):
 
 1. *Anchors*: each ``tanh``, ``erf``/``erfc``, ``logistic``, ``exp``, ``sqrt``/``rsqrt``.
@@ -44,20 +44,19 @@ Steps, on one jaxpr level (:func:`flatten` first inlines ``jit``/``custom_jvp_ca
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import jax.extend.core as jex_core
-
 from accel_spec.errors import WorkloadError
 from workloads._eqn_origin import eqn_origin as where
+from workloads._float_flat import FlatEqn, _Lit
+from workloads._float_graph import _floating, _Graph, _shape, _value
 from workloads.vector_ops import VectorOp
 from workloads.vector_params import default_params
 
-__all__ = ["FlatEqn", "Plan", "flatten", "plan", "DATA_MASK", "NONCAUSAL_MASK", "UNKNOWN_MASK", "SIGMOID"]
+__all__ = ["Plan", "plan", "DATA_MASK", "NONCAUSAL_MASK", "UNKNOWN_MASK", "SIGMOID"]
 
 #: Why a sigmoid that is not a SiLU's (``x * sigmoid(x)``) stays host work.
 SIGMOID = "sigmoid: the vector unit has no sigmoid kind (its silu is x * sigmoid(x))"
@@ -75,25 +74,6 @@ _ANCHORS = frozenset({"tanh", "erf", "erfc", "logistic", "exp", "sqrt", "rsqrt"}
 _REDUCE = frozenset({"reduce_sum", "reduce_max"})
 _MATRIX = frozenset({"dot_general", "conv_general_dilated"})
 _AFFINE = frozenset({"add", "sub", "mul"})
-#: Primitives that only re-shape one operand (a per-channel weight broadcast along a map's axes).
-_RESHAPES = frozenset({"reshape", "broadcast_in_dim", "expand_dims", "convert_element_type"})
-#: Primitives that build constants (a mask from ``jnp.tril``) from nothing.
-_SOURCES = frozenset({"iota", "broadcast_in_dim", "ge", "gt", "le", "lt", "eq", "ne", "and", "or", "not",
-                      "select_n", "add", "sub", "convert_element_type"})
-
-
-@dataclass
-class FlatEqn:
-    """One equation of a flattened jaxpr: the original equation and its operands' identities."""
-
-    eqn: Any
-    ins: tuple[Any, ...]
-    outs: tuple[Any, ...]
-
-    @property
-    def prim(self) -> str:
-        """The primitive's name."""
-        return str(self.eqn.primitive.name)
 
 
 @dataclass
@@ -114,133 +94,6 @@ class Plan:
     reasons: dict[int, str] = field(default_factory=dict)
     #: Equations folded into a float matrix op's output stage (its bias, its scale).
     stage: set[int] = field(default_factory=set)
-
-
-class _Lit:
-    """Identity of one literal or inner constant (never equal to another)."""
-
-    def __init__(self, value: Any = None) -> None:
-        self.value = value
-
-
-class _Out:
-    """Identity of one result of an equation inlined from a called jaxpr. JAX caches a jitted
-    function's jaxpr, so two calls of ``jax.nn.silu`` inline the same ``Var`` objects: each inlined
-    result gets its own identity, else the two call sites would merge into one (cyclic) graph."""
-
-    __slots__ = ("var",)
-
-    def __init__(self, var: Any) -> None:
-        self.var = var
-
-    @property
-    def aval(self) -> Any:
-        """The abstract value of the variable it stands for."""
-        return self.var.aval
-
-
-def flatten(jaxpr: Any, opaque: Callable[[Any], bool], consts: Any = ()) -> list[FlatEqn]:
-    """The equations of ``jaxpr`` with single-jaxpr calls inlined (recursively).
-
-    Args:
-        jaxpr: A ``Jaxpr``.
-        opaque: Whether an equation must stay as it is (not inlined): the tracer's vector-op
-            markers, the output stage, ``scan``/``cond``/``while``.
-        consts: The values of ``jaxpr``'s constvars (a closed jaxpr's consts), where known: a
-            constant mask's values are read from them.
-    """
-    out: list[FlatEqn] = []
-    env: dict[Any, Any] = {v: _Lit(c) for v, c in zip(getattr(jaxpr, "constvars", ()), consts, strict=False)}
-    _inline(jaxpr, env, opaque, out)
-    return out
-
-
-def _inline(jaxpr: Any, env: dict[Any, Any], opaque: Callable[[Any], bool], out: list[FlatEqn],
-            inner: bool = False) -> None:
-    def key(v: Any) -> Any:
-        if isinstance(v, jex_core.Literal):
-            return _Lit(getattr(v, "val", None))
-        return env.get(v, v)
-
-    for var in getattr(jaxpr, "constvars", ()):
-        env.setdefault(var, _Lit())
-    for eqn in jaxpr.eqns:
-        ins = tuple(key(v) for v in eqn.invars)
-        subs = [] if opaque(eqn) else list(jex_core.jaxprs_in_params(eqn.params))
-        if len(subs) == 1 and _is_call(eqn, subs[0]):
-            sub = subs[0]
-            names = {v: k for v, k in zip(sub.invars, ins, strict=True)}
-            _inline(sub, names, opaque, out, inner=True)
-            for outer, res in zip(eqn.outvars, sub.outvars, strict=True):
-                env[outer] = names.get(res, res) if not isinstance(res, jex_core.Literal) else _Lit(res.val)
-        else:
-            outs = tuple(eqn.outvars)
-            if inner:  # a called jaxpr's own variables: fresh identities for this call site
-                outs = tuple(_Out(v) for v in outs)
-                env.update(zip(eqn.outvars, outs, strict=True))
-            out.append(FlatEqn(eqn, ins, outs))
-
-
-def _is_call(eqn: Any, sub: Any) -> bool:
-    """Whether ``sub`` is what ``eqn`` calls on its operands as they are (a ``jit``, a
-    ``custom_jvp_call``...), not a computation it applies element by element (a generic
-    ``reduce_window``'s ``max`` of two scalars, a ``scatter``'s combiner)."""
-    def shapes(vs: Any) -> list[Any]:
-        return [getattr(getattr(v, "aval", None), "shape", None) for v in vs]
-
-    return shapes(sub.invars) == shapes(eqn.invars) and shapes(sub.outvars) == shapes(eqn.outvars)
-
-
-def _floating(v: Any) -> bool:
-    dtype = getattr(getattr(v, "aval", None), "dtype", None)
-    return dtype is not None and getattr(dtype, "kind", "") == "f"
-
-
-def _shape(v: Any) -> tuple[int, ...]:
-    return tuple(int(d) for d in getattr(getattr(v, "aval", None), "shape", ()) or ())
-
-
-class _Graph:
-    def __init__(self, flat: list[FlatEqn]) -> None:
-        self.flat = flat
-        self.producer: dict[Any, int] = {}
-        self.users: dict[Any, list[int]] = {}
-        for i, fe in enumerate(flat):
-            for v in fe.outs:
-                self.producer[v] = i
-            for v in fe.ins:
-                self.users.setdefault(v, []).append(i)
-        self._const: dict[Any, bool] = {}
-
-    def constant(self, v: Any) -> bool:
-        """Literal, inner constant, or computed from constants and ``iota`` alone."""
-        if isinstance(v, _Lit):
-            return True
-        if v in self._const:
-            return self._const[v]
-        self._const[v] = False
-        i = self.producer.get(v)
-        ok = (i is not None and self.flat[i].prim in _SOURCES | {"iota"}
-              and all(self.constant(u) for u in self.flat[i].ins))
-        self._const[v] = ok
-        return ok
-
-    def param_like(self, v: Any, row: int, out: tuple[int, ...] | None = None) -> bool:
-        """A constant, a per-channel vector (at most ``row`` elements), or an argument of at most one
-        axis's elements broadcast along the others (an NCHW bias or scale, one value per channel)."""
-        if self.constant(v) or self._broadcast_vector(v):
-            return True
-        if out is not None and _shape(v) == out and math.prod(out) == row and self.producer.get(v) is not None:
-            return False  # one token's activations computed here (a decode step's (1, 1, d)): data
-        return math.prod(_shape(v)) <= row
-
-    def _broadcast_vector(self, v: Any) -> bool:
-        out = _shape(v)
-        cur, moved = v, False
-        while (i := self.producer.get(cur)) is not None and self.flat[i].prim in _RESHAPES and self.flat[i].ins:
-            moved = True
-            cur = self.flat[i].ins[0]
-        return moved and bool(out) and math.prod(_shape(cur)) <= max(out) and self.producer.get(cur) is None
 
 
 def _input(g: _Graph, anchor: int, taken: set[int]) -> Any | None:
@@ -426,31 +279,6 @@ NONCAUSAL_MASK = "softmax mask not causal (a sliding window or another pattern):
 UNKNOWN_MASK = "softmax mask of values not known when tracing: the vector unit masks causally only"
 #: An additive mask's entries at or below this are masked out (-inf, finfo.min, -1e9, -1e4...).
 _MASKED_BELOW = -1e3
-
-
-def _value(g: _Graph, v: Any, memo: dict[Any, Any]) -> Any:
-    """The numpy value of constant ``v`` (its equations evaluated), ``None`` when not known."""
-    import numpy as np
-
-    if isinstance(v, _Lit):
-        return None if v.value is None else np.asarray(v.value)
-    if v in memo:
-        return memo[v]
-    memo[v] = None
-    i = g.producer.get(v)
-    if i is not None:
-        fe = g.flat[i]
-        vals = [_value(g, u, memo) for u in fe.ins]
-        if all(x is not None for x in vals):
-            try:
-                out = fe.eqn.primitive.bind(*vals, **fe.eqn.params)
-            except Exception:  # noqa: BLE001  # a primitive that does not run eagerly: unknown
-                out = None
-            if out is not None:
-                outs = out if fe.eqn.primitive.multiple_results else [out]
-                for o, r in zip(fe.outs, outs, strict=False):
-                    memo[o] = np.asarray(r)
-    return memo[v]
 
 
 def _mask_offset(g: _Graph, i: int) -> int | str:

@@ -39,7 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from workloads._float_patterns import FlatEqn, Plan, _Graph, _value
+from workloads._float_flat import FlatEqn
+from workloads._float_graph import _Graph, _value
+from workloads._float_patterns import Plan
 from workloads._requant import ACTIVATIONS, derived_requant
 from workloads.ops import Conv2d, Gemm, Op
 
@@ -75,7 +77,7 @@ class FloatStages:
     """The output stages of a flattened jaxpr's float matrix ops (module docstring).
 
     Args:
-        flat: The flattened jaxpr (:func:`workloads._float_patterns.flatten`).
+        flat: The flattened jaxpr (:func:`workloads._float_flat.flatten`).
         found: What the matcher found in it.
     """
 

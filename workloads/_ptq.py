@@ -4,7 +4,7 @@ A float model (a JAX function on float arrays) is quantised as the chip would ru
 calibration pass, and its output compared with the float model's (:func:`quantise_model`):
 
 1. *Graph.* The function's jaxpr, with ``jit``/``custom_jvp`` calls inlined
-   (:func:`workloads._float_patterns.flatten`), and the float patterns found in it
+   (:func:`workloads._float_flat.flatten`), and the float patterns found in it
    (:func:`workloads._float_patterns.plan`: GELU, SiLU, softmax, norms, residual adds, the matrix
    ops' bias/scale). ``scan``/``cond``/``while``, integer matrix ops (an already quantised model) and
    constants inside calls are refused (:class:`NotQuantisable`).
@@ -55,7 +55,8 @@ import numpy as np
 
 from accel_spec.errors import WorkloadError
 from accel_spec.number_formats import FORMATS, NumberFormat
-from workloads._float_patterns import FlatEqn, Plan, _inline, _Lit, plan
+from workloads._float_flat import FlatEqn, _inline, _Lit
+from workloads._float_patterns import Plan, plan
 from workloads.formats import quantise
 from workloads.host_work import LAYOUT_PRIMITIVES
 

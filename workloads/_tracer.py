@@ -49,7 +49,8 @@ from jax._src import source_info_util
 
 from accel_spec.errors import WorkloadError
 from workloads._eqn_origin import eqn_origin as _origin
-from workloads._float_patterns import flatten, plan
+from workloads._float_flat import flatten
+from workloads._float_patterns import plan
 from workloads._float_requant import FloatStages
 from workloads._int_ops import marker
 from workloads._lowering import Collected, conv_op, dot_op, to_workload

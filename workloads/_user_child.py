@@ -40,8 +40,8 @@ __all__ = ["trace_user", "ptq_user"]
 #: Classes a child's result may hold (anything else in the pickle is refused).
 _ALLOWED = {
     ("workloads.ops", "Workload"), ("workloads.ops", "Gemm"), ("workloads.ops", "Conv2d"),
-    ("workloads.ops", "Requant"), ("workloads.vector_ops", "VectorOp"), ("builtins", "tuple"), ("builtins", "list"),
-    ("builtins", "dict"),
+    ("workloads.requant_record", "Requant"), ("workloads.vector_ops", "VectorOp"), ("builtins", "tuple"),
+    ("builtins", "list"), ("builtins", "dict"),
     ("builtins", "frozenset"), ("builtins", "set"),
 }
 

@@ -157,38 +157,11 @@ def _ports(verilog: str, top: str) -> dict[str, int]:
     return out
 
 
-_MEMORY = re.compile(r"^(\s*)reg \[(\d+):0\] (\\\S+ |\w+ ?)\[(\d+):0\];\n", re.M)
-
-
-def zero_memories(verilog: str) -> str:
-    """``verilog`` with every memory array zeroed at time 0, as Amaranth's simulator starts them.
-
-    The export leaves the buffers without initial contents (``rtl_gen.tools.verilog_export``), so in
-    Icarus a word never written reads X where Amaranth's simulator reads 0; X times a zero weight is
-    X, and a product the design multiplies by zero (the unused rows of a narrow tap's weights) would
-    turn an output unknown. Memories with initial contents of their own are left as they are.
-
-    Raises:
-        RuntimeError: the Verilog already has ``initial`` blocks (memories with contents).
-    """
-    if re.search(r"^\s*initial\b", verilog, re.M):
-        raise RuntimeError("the simulation top has initial blocks: zero_memories would race them")
-
-    def zeroed(found: re.Match[str]) -> str:
-        indent, name, depth = found.group(1), found.group(3).rstrip(), int(found.group(4))
-        loop = f"{indent}integer {name}__zero;\n" if not name.startswith("\\") else \
-            f"{indent}integer \\{name[1:]}__zero ;\n"
-        index = f"{name}__zero" if not name.startswith("\\") else f"\\{name[1:]}__zero "
-        return (found.group(0) + loop + f"{indent}initial for ({index} = 0; {index} <= {depth}; "
-                f"{index} = {index} + 1) {name} [{index}] = 0;\n")
-
-    return _MEMORY.sub(zeroed, verilog)
-
-
 def build(config: ArrayConfig, *, latency: int, words: int, rate: tuple[int, int] | None = None,
           fault: Fault | None = None, queue_depth: int | None = None, stall_seed: int = 0) -> Path:
     """The ``vvp`` image of the simulation top of ``config`` (DRAM model of ``words`` words, ``latency``
-    cycles, paced to ``rate``) with :data:`TESTBENCH`: built once per design, from the build cache."""
+    cycles, paced to ``rate``) with :data:`TESTBENCH`: built once per design, from the build cache
+    (whose Icarus builds start every memory at zero: ``accel_dse.simulate.runner.memory_zeroing``)."""
     from accel_dse.simulate import find_simulator
     from accel_dse.simulate.runner.build import build_design
 
@@ -201,7 +174,7 @@ def build(config: ArrayConfig, *, latency: int, words: int, rate: tuple[int, int
     b = BACKDOOR
     tb = TESTBENCH.format(tb=_TB, top=top, bd_addr=ports["bd_addr"], bd_data=ports["bd_wdata"], cmd=b["cmd"],
                           lo=b["lo"], hi=b["hi"], load=b["load"], dump=b["dump"])
-    done = build_design(zero_memories(dut) + tb, top=_TB, simulator=find_simulator("icarus"), work_dir=work)
+    done = build_design(dut + tb, top=_TB, simulator=find_simulator("icarus"), work_dir=work)
     return done.directory / "sim.vvp"
 
 

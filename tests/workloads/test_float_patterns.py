@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from workloads._float_patterns import DATA_MASK, SIGMOID, flatten, plan
+from workloads._float_flat import flatten
+from workloads._float_patterns import DATA_MASK, SIGMOID, plan
 from workloads._tracer import trace
 from workloads.vector_params import GELU_PARAMS
 

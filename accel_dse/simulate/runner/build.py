@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from accel_dse.simulate.runner.cache_bound import budget_bytes, mark_used, prune, tree_bytes
+from accel_dse.simulate.runner.memory_zeroing import zero_memories
 from accel_dse.simulate.runner.process import ProcessOutcome, run_in_group
 from accel_dse.simulate.runner.tools import Simulator
 from accel_spec.errors import SimulationError
@@ -182,6 +183,8 @@ def _cache_key(verilog: str, top: str, simulator: Simulator, waves: bool = False
         "shared_modules": list(SHARED_MODULE_SUFFIXES) if simulator.name == "verilator" else [],
         "build_env": {k: v for k, v in sorted(simulator.env.items()) if k != "PATH"},
     }
+    if simulator.name == "icarus":  # its memories start at zero (runner.memory_zeroing); Verilator's key unchanged
+        recipe["memories"] = "zeroed"
     if simulator.name == "verilator" and hier:  # (without them the key is what it always was)
         recipe["hier_blocks"] = list(hier)
     if waves:  # a build that can trace is another build (without it the key is what it always was)
@@ -306,7 +309,9 @@ def _run_build(
     hier: tuple[str, ...] = (),
 ) -> tuple[ProcessOutcome, Path]:
     source = directory / f"{top}.v"
-    source.write_text(verilog, "utf-8")
+    # Icarus reads a never-written word as X (X times 0 is X): its memories start at zero, as
+    # Verilator's (--x-initial fast) and Amaranth's do; the exported Verilog itself is unchanged
+    source.write_text(zero_memories(verilog) if simulator.name == "icarus" else verilog, "utf-8")
     sources = [str(source)]
     build_args = _build_args(simulator, verilog, hier)
     if simulator.name == "verilator":
