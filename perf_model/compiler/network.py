@@ -311,9 +311,18 @@ def _chunk_commands(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...],
     in the two halves (:func:`pipelined`: the next chunk loads while the unit runs on this one), and
     when the ops are element-wise and the rows whole words, a chunk's rows move as one run of words
     (row-major in the ifmap: the ops read any layout alike), in long bursts (a burst never spans two
-    DRAM rows). ``depth``: the ifmap words from 0 the chunks may use (default: all of it)."""
-    lanes = config.vector_lanes
+    DRAM rows). ``depth``: the ifmap words from 0 the chunks may use (default: all of it).
+
+    The commands depend on the design through its vector lanes only (and ``depth``): kept by those
+    and the arguments (a sweep builds the same links for designs that differ elsewhere)."""
     depth = _buffer_depths(config)[0] if depth is None else depth
+    return list(_link_commands(config.vector_lanes, gemm, tuple(link), t, skip, pipeline, depth))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _link_commands(lanes: int, gemm: Gemm, link: tuple[VectorOp, ...], t: TensorLayout, skip: TensorLayout | None,
+                   pipeline: bool, depth: int) -> tuple[Command, ...]:
+    """:func:`_chunk_commands` of a design with ``lanes`` vector lanes."""
     if t.row_elems % lanes:
         raise ModelError(f"a DRAM row of {t.row_elems} elements of {gemm.m}x{gemm.n} is not whole words of "
                          f"{lanes} lanes")
@@ -358,8 +367,8 @@ def _chunk_commands(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...],
                                                            colmajor=op.kind in ROW_KINDS), wait_dma=1))
         steps.append((loads, vector, move(Opcode.STORE, t, base, wait_vec=1)))
     if halves:
-        return pipelined(steps)
-    return [c for loads, vector, store in steps for c in (*loads, *(c for op in vector for c in op), store)]
+        return tuple(pipelined(steps))
+    return tuple(c for loads, vector, store in steps for c in (*loads, *(c for op in vector for c in op), store))
 
 
 def pipelined(steps: Sequence[tuple[list[Command], list[list[Command]], Command]]) -> list[Command]:
