@@ -6,4 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WITH_POSTGRES=1 bash scripts/setup.sh
+# Bytecode is written (__pycache__, git-ignored) even where the environment sets PYTHONDONTWRITEBYTECODE: else
+# every CLI, sweep-worker and simulator subprocess compiles the project's modules again (~0.5 CPU-s each).
+unset PYTHONDONTWRITEBYTECODE
 exec .venv/bin/python -m pytest -n auto --dist worksteal "$@"

@@ -1,4 +1,5 @@
-"""Fixtures of the export tests: one export of the ``tiny`` preset shared by the session."""
+"""Fixtures of the export tests: one export of the ``tiny`` preset shared by the session, and each design's
+Verilog converted once per test process."""
 
 from __future__ import annotations
 
@@ -20,3 +21,16 @@ def tiny_export(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("exports") / "tiny"
     return out, export_design(load_preset("tiny"), out, source={"kind": "preset", "preset": "tiny"})
+
+
+@pytest.fixture(autouse=True)
+def _verilog_once(monkeypatch):
+    """Each design's Verilog converted once per test process (``tests.cli_testlib.verilog_once``): many of
+    these tests export ``tiny`` or a study's best again (13 core and 10 AXI conversions of ``tiny`` in one run),
+    and test what the export writes around the text, which is the same for the same design
+    (tests/rtl_gen/test_rtl_export.py::test_export_is_deterministic_and_named_from_the_config_hash). The first
+    export of each design in a process converts for real, and ``tiny_export`` (session scope, set up before
+    this fixture) always does."""
+    from tests.cli_testlib import verilog_once
+
+    verilog_once(monkeypatch)

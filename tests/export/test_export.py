@@ -18,7 +18,7 @@ import optuna
 import pytest
 from report_testlib import feasible, make_study, pareto_numbers
 
-from tests.cli_testlib import one_line_error, verilog_once
+from tests.cli_testlib import one_line_error
 from tests.proc_testlib import session_members
 
 FILES = {"design.json", "synth.json", "tb_accel.py", "tb_axi.py", "run.py", "README.md", ".accel-dse-output",
@@ -259,8 +259,7 @@ def test_exported_runner_fails_on_a_broken_design(tiny_export, tmp_path):
     assert proc.returncode == 1 and "cycles register 37, formula 38" in proc.stdout, proc.stdout
 
 
-def test_force_semantics(run_cli, tmp_path, monkeypatch):
-    verilog_once(monkeypatch)  # tiny converted once: this test is about what --force replaces
+def test_force_semantics(run_cli, tmp_path):
     out = tmp_path / "x"
     out.mkdir()
     code, _, err = run_cli("export", "--design", "tiny", "--out", str(out), "--no-synth")  # empty dir: fine

@@ -14,6 +14,16 @@ if str(HERE) not in sys.path:
 from report_testlib import WIDE_PARAMS, make_study  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _verilog_once(monkeypatch):
+    """Each design's Verilog converted once per test process (``tests.cli_testlib.verilog_once``): the
+    best-pick tests export the same studies' best designs (``--no-synth``) to check which trial is picked
+    and how it is named, not the text (tests/export, tests/rtl_gen)."""
+    from tests.cli_testlib import verilog_once
+
+    verilog_once(monkeypatch)
+
+
 @pytest.fixture(scope="session")
 def single_study(tmp_path_factory):
     """A finished single-objective (EDP) study in SQLite: ``(url, sweep result)``."""
