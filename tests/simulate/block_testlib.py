@@ -17,10 +17,10 @@ from workloads import _int_ops as io
 from workloads.ops import Requant
 
 #: The simulator of the long fault-free runs on ``tiny`` with the vector unit (``test_sim_decoder``,
-#: ``test_sim_encoder``; ``test_sim_sampled``'s flat reference): Verilator, one flat build shared by all
-#: of them (its DRAM model is 16 MiB whatever the workload), where Icarus pays for every simulated cycle
-#: (the 50 k-cycle prefill took about a CPU-minute). The fault runs stay in Icarus: each fault is another
-#: top, so another build.
+#: ``test_sim_encoder``, ``test_sim_vector``, ``test_sim_hf_llama``; ``test_sim_sampled``'s flat
+#: reference): Verilator, one flat build shared by all of them (its DRAM model is 16 MiB whatever the
+#: workload), where Icarus pays for every simulated cycle (the 50 k-cycle prefill took about a
+#: CPU-minute). The fault runs stay in Icarus: each fault is another top, so another build.
 LONG_RUN_SIMULATOR = "verilator"
 
 
