@@ -1,11 +1,12 @@
 """The SoC simulation top exported to Verilog, run in Icarus under a Python-driven testbench (tests only).
 
-:func:`open_board` builds (once per design, through the product's build cache:
-``accel_dse.simulate.runner.build.build_design``, keyed by the Verilog's hash and locked, shared by
-every test process of the run) the simulation top of ``rtl_gen.system_verilog`` (the SoC block, the
-DRAM model with its file backdoor) together with :data:`TESTBENCH`, a plain-Verilog testbench that
-takes one command a line on its standard input and answers each with one line: an AXI4-Lite register
-write or read (driven just after a falling edge, as the product's cocotb testbench does), a wait for
+:func:`open_board` builds the simulation top of ``rtl_gen.system_verilog`` (the SoC block, the DRAM
+model with its file backdoor) together with :data:`TESTBENCH`: once per design, in the product's build
+cache directory under its key and lock (``accel_dse.simulate.runner.build``), shared by every test
+process of the run, ``iverilog`` called directly as the product's runner calls it (without the
+runner's Python child process). :data:`TESTBENCH` is a plain-Verilog testbench that takes one command
+a line on its standard input and answers each with one line: an AXI4-Lite register write or read
+(driven just after a falling edge, as the product's cocotb testbench does), a wait for
 ``irq`` with a cycle limit, a reset, a load of the DRAM model from ``dram_load.hex`` or a dump of words
 to ``dram_dump.hex`` (the backdoor, one clock cycle). ``vvp`` runs the build directly: no Python runs
 per clock cycle and no VPI is loaded, so the same program runs many times faster than in Amaranth's
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -161,10 +163,8 @@ def build(config: ArrayConfig, *, latency: int, words: int, rate: tuple[int, int
           fault: Fault | None = None, queue_depth: int | None = None, stall_seed: int = 0) -> Path:
     """The ``vvp`` image of the simulation top of ``config`` (DRAM model of ``words`` words, ``latency``
     cycles, paced to ``rate``) with :data:`TESTBENCH`: built once per design, from the build cache
-    (whose Icarus builds start every memory at zero: ``accel_dse.simulate.runner.memory_zeroing``)."""
-    from accel_dse.simulate import find_simulator
-    from accel_dse.simulate.runner.build import build_design
-
+    (its memories started at zero, as the product's Icarus builds start them:
+    ``accel_dse.simulate.runner.memory_zeroing``)."""
     work = _work_dir()
     top = sim_name(config, fault)
     depth = None if queue_depth == QUEUE_DEPTH else queue_depth  # the default: the product's cache key
@@ -174,8 +174,41 @@ def build(config: ArrayConfig, *, latency: int, words: int, rate: tuple[int, int
     b = BACKDOOR
     tb = TESTBENCH.format(tb=_TB, top=top, bd_addr=ports["bd_addr"], bd_data=ports["bd_wdata"], cmd=b["cmd"],
                           lo=b["lo"], hi=b["hi"], load=b["load"], dump=b["dump"])
-    done = build_design(dut + tb, top=_TB, simulator=find_simulator("icarus"), work_dir=work)
-    return done.directory / "sim.vvp"
+    return _compiled(dut + tb, work)
+
+
+def _compiled(verilog: str, work: Path) -> Path:
+    """The ``vvp`` image of ``verilog`` (top :data:`_TB`): ``iverilog`` on the text the product's Icarus
+    build compiles (its memories zeroed, ``runner.memory_zeroing``) with its build arguments and
+    timescale (what ``build_design``'s runner child runs), once per text: kept in ``work``'s build
+    cache under the product's cache key, built under its lock.
+
+    Raises:
+        RuntimeError: ``iverilog`` failed (its output in the message).
+    """
+    from accel_dse.simulate import find_simulator
+    from accel_dse.simulate.runner.build import ICARUS_ARGS, _cache_key, _locked
+    from accel_dse.simulate.runner.memory_zeroing import zero_memories
+
+    simulator = find_simulator("icarus")
+    builds = work / "builds"
+    name = f"{_TB}-iverilog-{_cache_key(verilog, _TB, simulator)}"
+    image = builds / name / "sim.vvp"
+    with _locked(builds / f"{name}.lock"):
+        if image.is_file():
+            return image
+        tmp = builds / f"{name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        (tmp / f"{_TB}.v").write_text(zero_memories(verilog), "utf-8")
+        (tmp / "cmds.f").write_text("+timescale+1ns/1ps\n", "utf-8")
+        proc = subprocess.run([simulator.executable, "-o", "sim.vvp", "-s", _TB, "-g2012", *ICARUS_ARGS,
+                               "-f", "cmds.f", f"{_TB}.v"], cwd=tmp, env=simulator.environ(),
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"iverilog failed ({proc.returncode}): {(proc.stdout + proc.stderr)[-2000:]}")
+        tmp.rename(builds / name)
+    return image
 
 
 class IcarusBoard:
@@ -268,6 +301,4 @@ class IcarusBoard:
 
 def vvp_available() -> bool:
     """Whether Icarus's ``vvp`` and ``iverilog`` are on ``PATH``."""
-    import shutil
-
     return bool(shutil.which("vvp") and shutil.which("iverilog")) and os.name == "posix"

@@ -12,6 +12,7 @@ from accel_dse.design_files import load_design
 from rtl_gen import Fault, system_verilog
 
 TINY = load_design("tiny")  # 4x4 WS, no vector unit
+VEC = dataclasses.replace(TINY, vector_unit=True)
 DRAM = (20, 1 << 12)
 
 
@@ -35,9 +36,11 @@ def _named(verilog: str, suffix: str) -> list[str]:
 
 
 def test_designs_with_the_same_row_share_its_module_name_and_text():
+    # b and wide are the vector-unit designs of the test below (converted once for both): b differs
+    # from a in its weight and ofmap buffers and its vector unit
     a = _verilog(TINY)
-    b = _verilog(dataclasses.replace(TINY, weight_sram_kib=8, ofmap_sram_kib=16))
-    wide = _verilog(dataclasses.replace(TINY, cols=8))
+    b = _verilog(dataclasses.replace(VEC, weight_sram_kib=8, ofmap_sram_kib=16))
+    wide = _verilog(dataclasses.replace(VEC, cols=8))
     (row_a,), (row_b,), (row_wide,) = (_named(v, "_row") for v in (a, b, wide))
     assert row_a == row_b and _modules(a)[row_a] == _modules(b)[row_b]
     assert row_wide != row_a  # 8 PEs a row: another circuit, another name
@@ -54,9 +57,9 @@ def test_a_fault_row_is_a_module_of_its_own_and_the_clean_row_keeps_its_name():
 
 
 def test_the_vector_unit_and_the_output_stage_are_named_by_their_text():
-    vec = dataclasses.replace(TINY, vector_unit=True)
+    vec = VEC
     a = _verilog(vec)
-    b = _verilog(dataclasses.replace(vec, weight_sram_kib=8))
+    b = _verilog(dataclasses.replace(vec, weight_sram_kib=8, ofmap_sram_kib=16))
     deeper = _verilog(dataclasses.replace(vec, ifmap_sram_kib=8))  # wider ifmap addresses
     wide = _verilog(dataclasses.replace(vec, cols=8))
     (va,), (vb,), (vd,) = (_named(v, "_vector") for v in (a, b, deeper))

@@ -74,7 +74,9 @@ def test_an_unwritable_cache_still_returns_the_text(tmp_path):
     assert cached_text(blocker / "cache", {"kind": "x"}, make) == "module m1; endmodule\n"
 
 
-TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
+# tiny with the vector unit, shrunk to 2 x 2: what is cached does not depend on the array, and each of
+# the test's six conversions costs less
+SMALL = dataclasses.replace(load_design("tiny"), vector_unit=True, rows=2, cols=2)
 
 
 def test_the_simulation_top_is_cached_and_its_vector_unit_converted_once_per_parameter_set(tmp_path, monkeypatch):
@@ -86,20 +88,20 @@ def test_the_simulation_top_is_cached_and_its_vector_unit_converted_once_per_par
         return real(component, name)
 
     monkeypatch.setattr(verilog_export, "_convert", counting)
-    plain = verilog_export.system_verilog(TINY, dram=(4, 1024))
+    plain = verilog_export.system_verilog(SMALL, dram=(4, 1024))
     placeholder = verilog_export._VECTOR_PLACEHOLDER
     assert converted.count(placeholder) == 1 and placeholder not in plain
     assert "_vector " in plain  # the unit's module, named by its text
     converted.clear()
-    cached = verilog_export.system_verilog(TINY, dram=(4, 1024), cache_dir=tmp_path)
+    cached = verilog_export.system_verilog(SMALL, dram=(4, 1024), cache_dir=tmp_path)
     assert cached == plain  # the cache changes nothing in the text
     converted.clear()
-    assert verilog_export.system_verilog(TINY, dram=(4, 1024), cache_dir=tmp_path) == plain and converted == []
+    assert verilog_export.system_verilog(SMALL, dram=(4, 1024), cache_dir=tmp_path) == plain and converted == []
     # another design with the same unit (the ofmap does not change it): its top converted, the unit reused
-    other = dataclasses.replace(TINY, ofmap_sram_kib=TINY.ofmap_sram_kib * 2)
+    other = dataclasses.replace(SMALL, ofmap_sram_kib=SMALL.ofmap_sram_kib * 2)
     text = verilog_export.system_verilog(other, dram=(4, 1024), cache_dir=tmp_path)
     assert converted and placeholder not in converted and text != plain
     # a bigger DRAM model is another simulation top
     converted.clear()
-    verilog_export.system_verilog(TINY, dram=(4, 2048), cache_dir=tmp_path)
+    verilog_export.system_verilog(SMALL, dram=(4, 2048), cache_dir=tmp_path)
     assert converted and placeholder not in converted

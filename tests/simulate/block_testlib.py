@@ -16,6 +16,13 @@ from workloads import Gemm, VectorOp, Workload
 from workloads import _int_ops as io
 from workloads.ops import Requant
 
+#: The simulator of the long fault-free runs on ``tiny`` with the vector unit (``test_sim_decoder``,
+#: ``test_sim_encoder``, ``test_sim_vector``, ``test_sim_hf_llama``; ``test_sim_sampled``'s flat
+#: reference): Verilator, one flat build shared by all of them (its DRAM model is 16 MiB whatever the
+#: workload), where Icarus pays for every simulated cycle (the 50 k-cycle prefill took about a
+#: CPU-minute). The fault runs stay in Icarus: each fault is another top, so another build.
+LONG_RUN_SIMULATOR = "verilator"
+
 
 def integer_steps(wl, seed: int = 0) -> tuple[Callable[..., np.ndarray], ...]:
     """``(w, out, run)`` for workload ``wl``: ``w(i)`` matrix op ``i``'s seeded ``B`` (seed ``seed + i``,

@@ -16,7 +16,7 @@ import rtl_gen
 import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
-from tests.simulate.block_testlib import integer_steps, spy_references
+from tests.simulate.block_testlib import LONG_RUN_SIMULATOR, integer_steps, spy_references
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 DECODE = "llama_decode:kv=12,d=64,heads=2,ffn=96,batch=2"  # two sequences, one new token each after 12 cached
@@ -55,7 +55,7 @@ def test_a_decode_step_over_a_kv_cache_runs_from_one_program_bit_exact(sim_cache
         final["V"][12, 3] ^= 1  # one wrong expectation in the first sequence's new value row
 
     seen = spy_references(monkeypatch, _dram_decoder, edit)
-    report = simulate(TINY, DECODE, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, DECODE, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.total_cycles_match and op.cycles_total_rtl > 0
     assert op.mismatches == 1 and op.status == "fail"  # every other byte the program wrote is bit-exact
@@ -76,7 +76,7 @@ def test_a_decode_step_over_a_kv_cache_runs_from_one_program_bit_exact(sim_cache
 
 def test_a_causal_prefill_runs_from_one_program_and_a_fault_fails_it(sim_cache):
     spec = "llama_block:seq=12,d=64,heads=2,ffn=96"
-    report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, spec, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, report.notes
     # the fault on a shorter causal prefill (4 tokens, 32 channels: a quarter of the cycles), still one program

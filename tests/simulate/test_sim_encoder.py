@@ -15,7 +15,7 @@ import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from accel_spec.config import Dataflow
-from tests.simulate.block_testlib import encoder_layer, integer_steps, spy_references
+from tests.simulate.block_testlib import LONG_RUN_SIMULATOR, encoder_layer, integer_steps, spy_references
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 SPEC = "bert_base:seq=8,d=32,heads=2,ffn=64,batch=2"  # two sequences of 8 tokens, 2 heads of 16
@@ -45,7 +45,7 @@ def test_an_encoder_layer_runs_from_one_program_bit_exact_in_the_walks_cycles(si
         final["Q"][3, 5] ^= 1  # one wrong expectation inside Q: the intermediates are read back too
 
     seen = spy_references(monkeypatch, _dram_encoder, edit)
-    report = simulate(TINY, SPEC, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, SPEC, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.total_cycles_match and op.cycles_total_rtl > 0
     # every other byte of Q, K^T, V, the probabilities, the context and the output is bit-exact
@@ -71,7 +71,7 @@ def test_two_stacked_layers_run_from_one_program_bit_exact(sim_cache, monkeypatc
     from accel_dse.simulate.dram import encoder as _dram_encoder
 
     spied = spy_references(monkeypatch, _dram_encoder)
-    report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, spec, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, report.notes
     assert np.array_equal(spied["final"]["y0"], _layer_reference(wl, layers=1))

@@ -12,6 +12,7 @@ import workloads
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
 from perf_model.compiler.blocks import transformer_block
+from tests.simulate.block_testlib import LONG_RUN_SIMULATOR
 
 TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 96,
@@ -23,7 +24,7 @@ def test_an_hf_llama_configs_decode_step_runs_from_one_program_bit_exact(tmp_pat
     config = tmp_path / "config.json"
     config.write_text(json.dumps(LLAMA))
     spec = f"{config}:seq=1,kv=12,layers=1"
-    report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, spec, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass" and op.mismatches == 0 and op.total_cycles_match
     assert any(n.startswith("one program for the whole decoder block (decode of one token after a KV cache of 12)")
@@ -50,7 +51,7 @@ def test_a_gqa_configs_decode_step_runs_from_one_program_bit_exact(tmp_path, sim
     block = transformer_block(wl)
     assert (block.heads, block.key_heads, block.group, block.d_kv) == (8, kv_heads, 8 // kv_heads, 8 * kv_heads)
     assert block.grouped  # one scores and one context GEMM a key/value head
-    report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, spec, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass" and op.mismatches == 0 and op.total_cycles_match
     assert any(n.startswith("one program for the whole decoder block (decode of one token after a KV cache of 12)")
@@ -71,7 +72,7 @@ def test_an_mqa_configs_prefill_after_a_cache_runs_from_one_program_bit_exact(tm
     wl = workloads.resolve(spec)
     block = transformer_block(wl)
     assert (block.key_heads, block.group, block.tokens, block.kv, block.grouped) == (1, 8, 2, 6, False)
-    report = simulate(TINY, spec, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, spec, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass" and op.mismatches == 0 and op.total_cycles_match
     assert any(n.startswith("one program for the whole decoder block (prefill of 2 tokens after a KV cache of 6)")

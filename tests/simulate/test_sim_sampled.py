@@ -22,6 +22,7 @@ from accel_dse.simulate.dram.driver import DRAM_LATENCY
 from accel_dse.simulate.dram.sampled import output_tiles, plan_sampled, signature
 from accel_spec.errors import SimulationError
 from accel_spec.isa import Command, Opcode
+from tests.simulate.block_testlib import LONG_RUN_SIMULATOR
 from workloads.ops import Conv2d
 
 TINY = load_design("tiny")  # 4x4 WS, double buffered, 4 KiB operand buffers
@@ -223,9 +224,9 @@ def test_a_vector_unit_built_as_a_hierarchical_block_gives_the_flat_builds_resul
     act = VectorOp(kind="gelu", shape=(8, 40), axis=None, params=tuple(io.GELU_PARAMS.items()), name="act")
     workload = Workload(name="vec", ops=(Gemm(m=8, k=16, n=8, name="proj"),), vector_ops=(act,),
                         vector_counts=(1,), vector_after=(1,))
-    # the flat reference on Icarus: the same Verilog, another simulator (a flat Verilator build of
-    # this top costs a minute of CI for the same comparison)
-    flat = simulate(design, workload, work_dir=sim_cache, simulator="icarus")
+    # the flat reference: the flat Verilator build of this top the decoder and encoder tests' long runs
+    # share (block_testlib.LONG_RUN_SIMULATOR), built once per run whichever test comes first
+    flat = simulate(design, workload, work_dir=sim_cache, simulator=LONG_RUN_SIMULATOR)
     monkeypatch.setattr(_build, "HIER_MIN_PES", 1)
     hier = simulate(design, workload, work_dir=sim_cache, simulator="verilator")
     top = hier.design["top"]

@@ -12,7 +12,14 @@ import perf_model
 import rtl_gen
 from accel_dse.design_files import load_design
 from accel_dse.simulate import simulate
-from tests.simulate.block_testlib import REQUANT, RESIDUAL_BLOCK, VECTOR_KINDS, VECTOR_RUNS, vector_op
+from tests.simulate.block_testlib import (
+    LONG_RUN_SIMULATOR,
+    REQUANT,
+    RESIDUAL_BLOCK,
+    VECTOR_KINDS,
+    VECTOR_RUNS,
+    vector_op,
+)
 from workloads import Gemm, VectorOp, Workload
 from workloads import _int_ops as io
 
@@ -20,7 +27,7 @@ TINY = dataclasses.replace(load_design("tiny"), vector_unit=True)
 
 
 def test_the_vector_ops_run_on_the_unit_bit_exact_in_the_walks_cycles(sim_cache):
-    report = simulate(TINY, VECTOR_KINDS, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, VECTOR_KINDS, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     by_name = {op.name: op for op in report.ops}
     assert set(by_name) == {"proj", *VECTOR_RUNS}
     for name in VECTOR_RUNS:
@@ -52,7 +59,7 @@ def test_a_gemm_gelu_gemm_network_runs_from_one_program(sim_cache):
                                    Gemm(m=6, k=8, n=4, name="down", requant=rq)),
                   vector_ops=(vector_op("gelu", (6, 8), io.GELU_PARAMS, name="act"),), vector_counts=(1,),
                   vector_after=(1,))
-    report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, wl, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass", op.reason
     assert op.mismatches == 0 and op.total_cycles_match
@@ -64,7 +71,7 @@ def test_a_gemm_gelu_gemm_network_runs_from_one_program(sim_cache):
 def test_a_residual_block_runs_from_one_program_with_its_skip_on_chip(sim_cache):
     """x -> up -> GELU -> down -> add(x): the add after the last GEMM takes the block's input, held
     in the ifmap while both GEMMs run; one program, the block's output bit-exact."""
-    report = simulate(TINY, RESIDUAL_BLOCK, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, RESIDUAL_BLOCK, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass", op.reason
     assert op.mismatches == 0 and op.total_cycles_match
@@ -82,7 +89,7 @@ def test_two_residual_blocks_with_layernorm_run_from_one_program(sim_cache):
     wl = Workload(name="layer", ops=(Gemm(m=6, k=6, n=6, name="attn", requant=rq),
                                      Gemm(m=6, k=6, n=6, name="ffn", requant=rq)),
                   vector_ops=(add, norm, add, norm), vector_counts=(1, 1, 1, 1), vector_after=(1, 1, 2, 2))
-    report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, wl, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass", op.reason
     assert op.mismatches == 0 and op.total_cycles_match
@@ -119,7 +126,7 @@ def test_a_whole_cnn_runs_from_one_program_with_its_pools_and_residual_on_chip(s
     pooled 1x1 map) from one program with no host step: the network's output bit-exact against the
     chain of JAX references (lax convs, the output stage, workloads._int_ops), total cycles == walk."""
     wl = _small_cnn()
-    report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, wl, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     assert [op.name for op in report.ops] == ["network"]
     (net,) = report.ops
     assert net.status == "pass" and net.mismatches == 0 and net.total_cycles_match, net.reason
@@ -130,7 +137,7 @@ def test_a_whole_cnn_runs_from_one_program_with_its_pools_and_residual_on_chip(s
     # a stuck high product bit in one PE (a low one can vanish in the requantising shifts and the pools)
     bad = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache, fault=rtl_gen.Fault(1, 2, 14, 1))
     assert bad.ops[0].status == "fail" and bad.ops[0].mismatches > 0
-    per_op = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache, reuse=False)  # the per-op path
+    per_op = simulate(TINY, wl, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache, reuse=False)  # the per-op path
     assert [op.name for op in per_op.ops] == ["stem", "block.conv1", "block.conv2", "fc", "vector/pool",
                                               "vector/add", "vector/relu", "vector/gap"]
 
@@ -158,7 +165,7 @@ def test_a_networks_stem_runs_over_the_space_to_depth_input_the_host_writes(sim_
     assert walk < perf_model.gemm_program_cycles(TINY, raw).total  # the form is worth it: the test can fail
     figures = perf_model.evaluate(TINY, wl).network
     assert figures is not None and figures["total_cycles"] == walk
-    report = simulate(TINY, wl, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, wl, simulator=LONG_RUN_SIMULATOR, work_dir=sim_cache)
     (net,) = report.ops
     assert net.name == "network" and net.status == "pass" and net.mismatches == 0, net.reason
     assert net.total_cycles_match and net.cycles_total_rtl == walk
