@@ -38,7 +38,8 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
 
 __all__ = ["ProgramTiming", "TimedCommand", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
-           "transfer_word_beats", "transfer_bytes", "program_dram_bytes", "PROGRAM_BLIND_FIELDS", "BUFFER_FIELDS",
+           "transfer_word_beats", "transfer_bytes", "transfer_geometry_cycles", "program_dram_bytes",
+           "PROGRAM_BLIND_FIELDS", "BUFFER_FIELDS",
            "program_fields", "dram_rate",
            "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
 
@@ -75,16 +76,21 @@ class TimedCommand:
     is busy (``cycles``, at an unpaced DRAM: :func:`dram_rate` ``None``) and the DRAM bytes it moves
     (``read``/``written``), without its fields but those a conv's figures read (``fields``: a
     transfer's ``buffer``, a RUN's ``m``, ``k``, ``n`` and ``accumulate``; read as a command's,
-    ``cmd["m"]``). :func:`program_cycles` walks it as the command it stands for;
-    :func:`program_dram_bytes` counts its bytes. It is never encoded."""
+    ``cmd["m"]``), and a LOAD's or STORE's ``transfer``: ``(load, requant, dram_addr, dram_stride,
+    rows, words, beats a word)``, what its cycles depend on (the address modulo a page: tensors move
+    by whole pages), from which a walk at a paced DRAM (or another latency) times it
+    (:func:`transfer_geometry_cycles`). :func:`program_cycles` walks it as the command it stands
+    for; :func:`program_dram_bytes` counts its bytes. It is never encoded."""
 
-    __slots__ = ("opcode", "wait_dma", "wait_run", "wait_vec", "cycles", "window", "read", "written", "fields")
+    __slots__ = ("opcode", "wait_dma", "wait_run", "wait_vec", "cycles", "window", "read", "written", "fields",
+                 "transfer")
 
     def __init__(self, opcode: int, cycles: int, wait_dma: int = 0, wait_run: int = 0, wait_vec: int = 0,
-                 window: int = 0, read: int = 0, written: int = 0, fields: dict[str, int] | None = None) -> None:
+                 window: int = 0, read: int = 0, written: int = 0, fields: dict[str, int] | None = None,
+                 transfer: tuple[bool, bool, int, int, int, int, int] | None = None) -> None:
         self.opcode, self.cycles, self.window = opcode, cycles, window
         self.wait_dma, self.wait_run, self.wait_vec = wait_dma, wait_run, wait_vec
-        self.read, self.written, self.fields = read, written, fields
+        self.read, self.written, self.fields, self.transfer = read, written, fields, transfer
 
     def __getitem__(self, name: str) -> int:
         if name == "window":
@@ -96,7 +102,8 @@ class TimedCommand:
     def waiting_for_vector(self) -> TimedCommand:
         """This command with ``wait_vec`` set."""
         return TimedCommand(self.opcode, self.cycles, wait_dma=self.wait_dma, wait_run=self.wait_run, wait_vec=1,
-                            window=self.window, read=self.read, written=self.written, fields=self.fields)
+                            window=self.window, read=self.read, written=self.written, fields=self.fields,
+                            transfer=self.transfer)
 
     def __repr__(self) -> str:
         return (f"TimedCommand(opcode={self.opcode}, cycles={self.cycles}, wait_dma={self.wait_dma}, "
@@ -118,10 +125,18 @@ def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], laten
     rows, words = cmd["rows"], cmd["words"]
     if cmd.opcode == Opcode.MOVE:
         return isa.move_cycles(rows, words)
-    per_word = transfer_word_beats(cmd, beats, data_bytes)
     load = cmd.opcode == Opcode.LOAD
-    requant = bool(cmd["requant"]) and not load
-    addr, stride = cmd["dram_addr"], cmd["dram_stride"]
+    return transfer_geometry_cycles(load, bool(cmd["requant"]) and not load, cmd["dram_addr"], cmd["dram_stride"],
+                                    rows, words, transfer_word_beats(cmd, beats, data_bytes), data_bytes, latency,
+                                    outstanding, pace, at)
+
+
+def transfer_geometry_cycles(load: bool, requant: bool, addr: int, stride: int, rows: int, words: int, per_word: int,
+                             data_bytes: int, latency: int, outstanding: int, pace: dma_timing.Pace | None = None,
+                             at: int = 0) -> int:
+    """Cycles of a ``LOAD`` (``load``) or ``STORE`` (``requant``: a requantising one) of ``rows`` rows of
+    ``words`` words of ``per_word`` beats at DRAM ``addr`` and ``stride``, starting at cycle ``at``
+    (``pace``: the DRAM's credit, advanced)."""
     # the bursts depend on the addresses modulo a page (a page is whole beats), or not at all
     where: object = None
     if not dma_timing.same_bursts_any_address(addr, stride, rows, words * per_word * data_bytes):
@@ -265,6 +280,7 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
     compute = dma = vector = 0
     issued = []
     df = timing.dataflow_code(config.dataflow.value)
+    default_dram = pace is None and latency == DEFAULT_DRAM_LATENCY and outstanding == OUTSTANDING
     for at, cmd in enumerate(commands):
         if cmd.opcode == Opcode.VECTOR_PARAMS:  # a VECTOR's parameter block: read with it, never issued
             continue
@@ -277,10 +293,12 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
         if cmd.opcode == Opcode.VECTOR or cmd.wait_vec or cmd.opcode == Opcode.SYNC:
             c = max(c, vec_free)
         if type(cmd) is TimedCommand:
-            if is_dma and (pace is not None or latency != DEFAULT_DRAM_LATENCY or outstanding != OUTSTANDING):
-                raise ValueError("a timed command's DMA cycles are at an unpaced DRAM of the default latency and "
-                                 "bursts in flight; walk the compiled program")
-            n = cmd.cycles
+            n = cmd.cycles  # (at the default DRAM; a MOVE's on any)
+            if not default_dram and cmd.opcode in (Opcode.LOAD, Opcode.STORE):
+                if cmd.transfer is None:
+                    raise ValueError("a timed transfer without its geometry is timed at an unpaced DRAM of the "
+                                     "default latency and bursts in flight only; walk the compiled program")
+                n = transfer_geometry_cycles(*cmd.transfer, data_bytes, latency, outstanding, pace, c)
             if is_dma:
                 dma_free = c + n + 1
                 dma += n

@@ -13,9 +13,9 @@ program's figures and keeps the chain when it beats the convs' own programs
 The figures are the program's own:
 
 * the chain's total cycles are the program walk's (``gemm_program_cycles`` at the design's DRAM
-  pacing: the RTL's counters, ``tests/rtl_gen/test_rtl_conv_network.py``); on an unpaced DRAM the
+  pacing: the RTL's counters, ``tests/rtl_gen/test_rtl_conv_network.py``); the
   program is timed (``perf_model.compiler.conv_timed``: its transfers and runs as their cycles and
-  bytes, the same walk), which ``tests/perf_model/test_model_chain_timed.py`` holds equal to the
+  bytes, the same walk), which ``tests/perf_model/test_model_conv_timed.py`` holds equal to the
   compiled program's figures;
 * each conv's compute cycles are those of its ``RUN`` commands (they add up to the walk's);
 * each conv's DRAM bytes are its own transfers' (``conv_score.program_bytes``: the first conv's
@@ -61,14 +61,14 @@ def chain_figures(config: ArrayConfig, convs: Sequence[Conv2d]) -> tuple[ConvFig
     return out
 
 
-def _figures(config: ArrayConfig, convs: tuple[Conv2d, ...], timed: bool | None = None
+def _figures(config: ArrayConfig, convs: tuple[Conv2d, ...], timed: bool = True
              ) -> tuple[ConvFigures, ...] | str:
     """The chain's figures from its program: timed (``conv_timed``, the same walk and bytes) unless
-    ``timed`` is false or the DRAM is paced (``timed=None``: timed where it can be)."""
+    ``timed`` is false (compiled: the reference)."""
     rate = dram_rate(config)
     try:
         program = compile_conv_network(config, convs, [None] * (len(convs) - 1), require_on_chip=True,
-                                       timed=rate is None and timed is not False)
+                                       timed=timed)
     except ModelError as exc:
         return str(exc)
     walk = gemm_program_cycles(config, program, rate=rate)

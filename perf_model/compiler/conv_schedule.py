@@ -130,6 +130,15 @@ class _Transfers:
         return n
 
 
+def _geometries(addr: np.ndarray, stride: int, rows: np.ndarray, words: np.ndarray, per_word: np.ndarray
+                ) -> list[tuple[int, int, int, int, int]]:
+    """Transfers given as arrays (:meth:`_Transfers.many`'s arguments) as ``(addr, stride, rows,
+    words, beats a word)`` each."""
+    n = len(addr)
+    return list(zip(np.asarray(addr).tolist(), [stride] * n, np.broadcast_to(rows, n).tolist(),
+                    np.broadcast_to(words, n).tolist(), np.broadcast_to(per_word, n).tolist(), strict=True))
+
+
 def _in_pages(addr: int, stride: int, rows: int, row_bytes: int) -> bool:
     """Whether each of ``rows`` rows of ``row_bytes`` at ``addr + r * stride`` lies in one page."""
     if stride % PAGE == 0 or rows == 1:
@@ -244,24 +253,30 @@ class RunArrays:
         a_beats = g.a_word_bytes // W
         self.band_n = band_n = np.zeros(runs, dtype=np.int64)
         self.band_bytes = band_bytes = np.zeros(runs, dtype=np.int64)
+        #: per run that loads a band, its transfer's ``(addr, stride, rows, words, beats a word)``
+        self.band_geometry: dict[int, tuple[int, int, int, int, int]] = {}
         for i in np.flatnonzero(new_band).tolist():
             ct, m = int(c1[i] - c0[i]), int(mi[i])
             addr = int(b_r0[m]) * w_img * a_pitch + int(c0[i]) * g.a_word_bytes
             rows = int(b_rows[m])
             if g.pack:  # a sliding load: one DRAM row of the band's pixels and ``extra`` more
-                band_n[i] = xf.cycles("ifmap", addr, a_pitch, 1, rows * w_img + g.extra, a_beats)
+                geometry = (addr, a_pitch, 1, rows * w_img + g.extra)
             elif ct == g.words:
-                band_n[i] = xf.cycles("ifmap", addr, w_img * a_pitch, rows, w_img * ct, a_beats)
+                geometry = (addr, w_img * a_pitch, rows, w_img * ct)
             else:
-                band_n[i] = xf.cycles("ifmap", addr, a_pitch, rows * w_img, ct, a_beats)
+                geometry = (addr, a_pitch, rows * w_img, ct)
+            band_n[i] = xf.cycles("ifmap", *geometry, a_beats)
+            self.band_geometry[i] = (*geometry, a_beats or xf.beats["ifmap"])
             band_bytes[i] = (rows * w_img + g.extra) * ct * g.a_word_bytes
         self.w_n = w_n = np.zeros(runs, dtype=np.int64)
         if g.kl < R:  # a tap's first ``kl`` weight rows only: one DRAM row a tap, its rows back to back
-            w_n[new_w] = xf.many("weight", (k0 // R * g.kl * b_pitch)[new_w], g.kl * b_pitch, K[new_w] // R,
-                                 np.full(int(new_w.sum()), g.kl), b_word[new_w])
+            w_geometry = ((k0 // R * g.kl * b_pitch)[new_w], g.kl * b_pitch, K[new_w] // R,
+                          np.full(int(new_w.sum()), g.kl), b_word[new_w])
         else:
-            w_n[new_w] = xf.many("weight", (k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w],
-                                 b_word[new_w])
+            w_geometry = ((k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w], b_word[new_w])
+        w_n[new_w] = xf.many("weight", *w_geometry)
+        #: the weight loads' transfers, in run order of the runs that load one (as :attr:`band_geometry`)
+        self.w_geometry = dict(zip(np.flatnonzero(new_w).tolist(), _geometries(*w_geometry), strict=True))
         self.w_bytes = np.where(new_w, K // R * g.kl * cwords * b_word * W, 0)
         self.skind = "store_q" if requant else "store"
 
@@ -273,6 +288,14 @@ class RunArrays:
         one = (rows > 1) & (cwords[i] == 1) & (c_word[i] * W == c_pitch)
         return self.xf.many(self.skind, (self.m_first[self.mi[i]] + r0) * c_pitch + self.fn0[i] * self.out_b, c_pitch,
                             np.where(one, 1, rows), np.where(one, rows, cwords[i]), c_word[i])
+
+    def store_geometry(self, i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> list[tuple[int, int, int, int, int]]:
+        """The transfers of those stores (:meth:`store_n`): ``(addr, stride, rows, words, beats a word)``."""
+        rows = r1 - r0
+        cwords, c_word, W, c_pitch = self.cwords, self.c_word, self.W, self.c_pitch
+        one = (rows > 1) & (cwords[i] == 1) & (c_word[i] * W == c_pitch)
+        return _geometries((self.m_first[self.mi[i]] + r0) * c_pitch + self.fn0[i] * self.out_b, c_pitch,
+                           np.where(one, 1, rows), np.where(one, rows, cwords[i]), c_word[i])
 
     def store_bytes(self, i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
         """DRAM bytes of those stores."""

@@ -22,6 +22,7 @@ from perf_model.compiler.conv_forms import candidates, describe, form_conv, host
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
 from perf_model.compiler.conv_search import _bus, shape_key
+from perf_model.compiler.conv_timed import timed_conv
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import (
     TimedCommand,
@@ -137,13 +138,16 @@ def tiling_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: Con
         return ConvFigures(True, "", compute=fast.compute, total=fast.total, folds=fast.folds,
                            read=(float(fast.read[0]), float(fast.read[1]), 0.0), write=(0.0, 0.0, float(fast.written)),
                            sram_read=fast.sram_read, sram_write=fast.sram_write, tile=fast.tile)
-    return walked_figures(config, conv, requant, tiling)
+    return walked_figures(config, conv, requant, tiling, timed=True)
 
 
-def walked_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: ConvTiling) -> ConvFigures:
-    """The figures of the conv from its compiled program and the program walk (the reference
-    :func:`~perf_model.compiler.conv_schedule.conv_schedule` equals; a paced DRAM's only way)."""
-    program = compile_conv(config, conv, requant=requant, tiling=tiling)
+def walked_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: ConvTiling, *,
+                   timed: bool = False) -> ConvFigures:
+    """The figures of the conv from its compiled program and the program walk at the design's DRAM
+    pacing (the reference :func:`~perf_model.compiler.conv_schedule.conv_schedule` equals; a paced
+    DRAM's way); ``timed``: from its timed program (``conv_timed``: the same walk and bytes, each
+    transfer timed from its geometry at the pacing)."""
+    program = (timed_conv if timed else compile_conv)(config, conv, requant=requant, tiling=tiling)
     walk = gemm_program_cycles(config, program, rate=dram_rate(config))
     a, b, c = program_bytes(config, program)
     folds, sram_read, sram_write, tile = run_figures(config, conv, program, float(a), float(b))

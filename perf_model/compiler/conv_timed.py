@@ -12,8 +12,10 @@ The network places, splits into queue-loads and walks that list as it does the c
 its walk gives the same cycles and bytes: ``tests/perf_model/test_model_conv_timed.py`` holds
 them equal, command by command and network by network, on random designs.
 
-Only on an unpaced DRAM (``dram_rate`` ``None``: each transfer's cycles do not depend on when it
-starts), and only where every field of the program fits its encoding without a check (the
+Each timed transfer carries its cycles at an unpaced DRAM and its geometry (address modulo a
+page, stride, rows, words, beats a word): on a paced DRAM (``dram_rate``) the walk times it from
+that geometry when it starts, as it times a compiled transfer. A timed program is made only
+where every field of the program fits its encoding without a check (the
 program's DRAM bytes within 32 bits, every transfer's rows and words within 16, every tile within
 its buffer's room): elsewhere it is ``compile_conv``'s program itself, which raises what the
 compiler raises. A timed program is never encoded: ``simulate`` and ``export`` compile.
@@ -41,7 +43,7 @@ from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import RunArrays
 from perf_model.compiler.conv_search import shape_key
 from perf_model.compiler.conv_window import ConvWindow
-from perf_model.program_timing import BUFFER_FIELDS, TimedCommand, axi_data_bytes, dram_rate, program_fields
+from perf_model.program_timing import BUFFER_FIELDS, TimedCommand, axi_data_bytes, program_fields
 from workloads.ops import Conv2d
 
 __all__ = ["timed_conv"]
@@ -64,8 +66,6 @@ def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tili
     """
     compiled = functools.partial(compile_conv, config, conv, requant=requant, queue_depth=queue_depth,
                                  a_region=a_region, c_region=c_region, ifmap_words=ifmap_words)
-    if dram_rate(config) is not None:
-        return compiled(tiling=tiling)
     g, tiling = conv_geometry_for(config, conv, requant=requant, tiling=tiling, a_region=a_region,
                                   ifmap_words=ifmap_words, pack=True)
     check_regions(axi_data_bytes(config), queue_depth, requant, c_region)
@@ -164,17 +164,22 @@ def _commands(r: RunArrays, g: _Geometry, head: list[Command], in_place: bool, m
     band_bytes, w_bytes = r.band_bytes.tolist(), r.w_bytes.tolist()
     store_op = Opcode.MOVE if moved else Opcode.STORE
 
-    def outputs(i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> tuple[list[int], list[int]]:
-        """Cycles and DRAM bytes written of the stores (or MOVEs) of rows ``r0 .. r1 - 1`` of run ``i``'s tile."""
+    def outputs(i: np.ndarray, r0: np.ndarray, r1: np.ndarray
+                ) -> tuple[list[int], list[int], list[tuple[bool, bool, int, int, int, int, int] | None]]:
+        """Cycles, DRAM bytes written and transfers of the stores (or MOVEs) of rows ``r0 .. r1 - 1``
+        of run ``i``'s tile."""
         if moved:
             return [move_cycles(a, b) for a, b in zip((r1 - r0).tolist(), r.cwords[i].tolist(), strict=True)], \
-                [0] * len(i)
-        return r.store_n(i, r0, r1).tolist(), r.store_bytes(i, r0, r1).tolist()
+                [0] * len(i), [None] * len(i)
+        return r.store_n(i, r0, r1).tolist(), r.store_bytes(i, r0, r1).tolist(), \
+            [(False, r.requant, *x) for x in r.store_geometry(i, r0, r1)]
 
     T, LOAD, RUN = TimedCommand, Opcode.LOAD, Opcode.RUN
     wait = 0 if double else 1
-    band = [T(LOAD, band_n[i], 0, wait, 0, 0, band_bytes[i], 0, _IFMAP) if new_band[i] else None for i in range(runs)]
-    weight = [T(LOAD, w_n[i], 0, wait, 0, 0, w_bytes[i], 0, _WEIGHT) if new_w[i] else None for i in range(runs)]
+    band = [T(LOAD, band_n[i], 0, wait, 0, 0, band_bytes[i], 0, _IFMAP, (True, False, *r.band_geometry[i]))
+            if new_band[i] else None for i in range(runs)]
+    weight = [T(LOAD, w_n[i], 0, wait, 0, 0, w_bytes[i], 0, _WEIGHT, (True, False, *r.w_geometry[i]))
+              if new_w[i] else None for i in range(runs)]
     run = [T(RUN, n, 1, 0, 0, 1, 0, 0, {"m": m, "k": k, "n": fn, "accumulate": int(k0 > 0)})
            for n, m, k, fn, k0 in zip(cyc, r.p.tolist(), r.K.tolist(), r.fn.tolist(), r.k0.tolist(), strict=True)]
     stored = None if moved else _OFMAP
@@ -186,19 +191,19 @@ def _commands(r: RunArrays, g: _Geometry, head: list[Command], in_place: bool, m
     if double:
         has, prev, r0, r1 = r.pieces()
         at = np.flatnonzero(has)
-        for i, n, w in zip(at.tolist(), *outputs(prev[at], r0[at], r1[at]), strict=True):
-            after[i].append(T(store_op, n, 0, 0, 0, 0, 0, w, stored))
+        for i, n, w, x in zip(at.tolist(), *outputs(prev[at], r0[at], r1[at]), strict=True):
+            after[i].append(T(store_op, n, 0, 0, 0, 0, 0, w, stored, x))
         for i in range(runs - 1):
             after[i] += [c for c in (band[i + 1], weight[i + 1]) if c is not None]
         last = np.array([runs - 1])
-        (final,), (final_w,) = outputs(last, np.zeros(1, dtype=np.int64), r.m_pix[r.mi[last]])
-        after[-1].append(T(store_op, final, 0, 1, 0, 0, 0, final_w, stored))
+        (final,), (final_w,), (final_x,) = outputs(last, np.zeros(1, dtype=np.int64), r.m_pix[r.mi[last]])
+        after[-1].append(T(store_op, final, 0, 1, 0, 0, 0, final_w, stored, final_x))
         out += [c for c in (band[0], weight[0]) if c is not None]
     else:
         ends = np.flatnonzero(r.last_out)
-        for i, n, w in zip(ends.tolist(), *outputs(ends, np.zeros(len(ends), dtype=np.int64), r.m_pix[r.mi[ends]]),
-                           strict=True):
-            after[i].append(T(store_op, n, 0, 1, 0, 0, 0, w, stored))
+        for i, n, w, x in zip(ends.tolist(), *outputs(ends, np.zeros(len(ends), dtype=np.int64),
+                                                       r.m_pix[r.mi[ends]]), strict=True):
+            after[i].append(T(store_op, n, 0, 1, 0, 0, 0, w, stored, x))
     held: ConvWindow | None = None
     held_load = -1
     window: ConvWindow | None = None

@@ -53,7 +53,7 @@ def network_figures(config: ArrayConfig, workload: Workload) -> dict[str, Any] |
         return {"reason": too_big}
     try:
         prog = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs, input_form=True,
-                                    timed=program_timing.dram_rate(config) is None)
+                                    timed=True)
     except (ModelError, FieldRangeError) as exc:  # a field past its bits: a DRAM address past 32
         return {"reason": str(exc)}
     timing = program_timing.gemm_program_cycles(config, prog, rate=program_timing.dram_rate(config))

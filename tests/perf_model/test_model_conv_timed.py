@@ -21,10 +21,11 @@ import perf_model
 import workloads
 from accel_spec.errors import ModelError
 from accel_spec.isa import Command, FieldRangeError, Opcode, move_cycles
-from perf_model import program_timing, timing
+from perf_model import dma_timing, program_timing, timing
 from perf_model.compiler import conv_chain_score
-from perf_model.compiler.conv import compile_conv
+from perf_model.compiler.conv import compile_conv, conv_tiling
 from perf_model.compiler.conv_network import compile_conv_network
+from perf_model.compiler.conv_score import walked_figures
 from perf_model.compiler.conv_timed import timed_conv
 from perf_model.compiler.conv_workload import conv_network_spec
 from perf_model.compiler.network_figures import network_figures
@@ -69,6 +70,14 @@ def _same_program(config, real, timed) -> int:
         names = {Opcode.RUN: ("m", "k", "n", "accumulate"), Opcode.LOAD: ("buffer",), Opcode.STORE: ("buffer",)}
         for field in names.get(c.opcode, ()):
             assert t[field] == c[field], f"{where}: {field}"
+        if c.opcode in (Opcode.LOAD, Opcode.STORE):  # what a walk at a paced DRAM times it from
+            load, requant, addr, stride, rows, words, per_word = t.transfer
+            assert (load, requant, rows, words, stride) == (c.opcode == Opcode.LOAD, bool(c["requant"]), c["rows"],
+                                                           c["words"], c["dram_stride"]), where
+            assert addr % dma_timing.PAGE_BYTES == c["dram_addr"] % dma_timing.PAGE_BYTES, where
+            assert per_word == program_timing.transfer_word_beats(c, beats, W), where
+        else:
+            assert t.transfer is None, where
     return count
 
 
@@ -117,17 +126,43 @@ def test_a_program_longer_than_a_queue_load_repeats_its_window_as_compiled():
     assert perf_model.gemm_program_cycles(config, timed) == perf_model.gemm_program_cycles(config, real)
 
 
-def test_a_paced_dram_or_a_field_past_its_bits_gets_the_compiled_program():
-    """A paced DRAM's transfers depend on when they start: the compiled program, no timed command.
-    A window field past its encoding raises the compiler's error."""
+def test_a_paced_dram_walks_each_timed_transfer_from_its_geometry():
+    """A paced DRAM's transfers depend on when they start: the timed program's transfers carry their
+    geometry, and its walk at the pacing is the compiled program's, on random paced designs and
+    convs (the designs' own pacing, and another latency and bursts in flight). A timed transfer
+    without its geometry is refused at a pacing."""
     rng = random.Random(3)
-    config = random_ws_design(rng, rows=32, cols=16, dram_bytes_per_cycle=64.0, dram="ddr3-1600-x64")
-    assert dram_rate(config) is not None
+    checked = 0
+    while checked < 12:
+        config = random_ws_design(rng, dram_bytes_per_cycle=rng.choice([16.0, 32.0, 64.0]),
+                                  dram=rng.choice(["ddr3-1600-x64", "lpddr5-x32"]),
+                                  clock_mhz=rng.choice([800.0, 1200.0, 2000.0]))
+        rate = dram_rate(config)
+        if rate is None:
+            continue
+        conv = random_conv(rng) if rng.random() < 0.7 else random_conv_batch(rng)
+        requant = conv.requant is not None
+        try:
+            real = compile_conv(config, conv, requant=requant)
+        except (ModelError, FieldRangeError):
+            continue
+        timed = timed_conv(config, conv, requant=requant)
+        assert _same_program(config, real, timed) > 0
+        assert perf_model.gemm_program_cycles(config, timed, rate=rate) == \
+            perf_model.gemm_program_cycles(config, real, rate=rate), (config.short_name(), conv)
+        assert perf_model.gemm_program_cycles(config, timed, latency=37, outstanding=2) == \
+            perf_model.gemm_program_cycles(config, real, latency=37, outstanding=2)
+        checked += 1
+    bare = [TimedCommand(Opcode.LOAD, 10, read=64)]
+    with pytest.raises(ValueError, match="geometry"):
+        program_timing.program_cycles(config, bare, rate=rate)
+
+
+def test_a_field_past_its_bits_gets_the_compilers_error():
+    """A window field past its encoding raises the compiler's error."""
+    rng = random.Random(3)
+    unpaced = random_ws_design(rng, rows=32, cols=16, dram_bytes_per_cycle=64.0, dram="none")
     conv = random_conv(rng)
-    assert compile_conv(config, conv) == timed_conv(config, conv)
-    unpaced = dataclasses.replace(config, dram="none")
-    with pytest.raises(ValueError, match="unpaced"):
-        program_timing.gemm_program_cycles(unpaced, timed_conv(unpaced, conv), rate=dram_rate(config))
     wide = dataclasses.replace(conv, stride_w=40, w=80, kw=1, pad_w=0, pad_w_hi=0)  # px_step past its bits
     with pytest.raises(ModelError) as real:
         compile_conv(unpaced, wide)
@@ -138,17 +173,20 @@ def test_a_paced_dram_or_a_field_past_its_bits_gets_the_compiled_program():
 
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
 def test_a_networks_figures_from_timed_convs_are_its_compiled_walk(name):
-    """The one program of a CNN on random unpaced designs with the vector unit: timed (what the
-    sweep records) against compiled and walked, every figure."""
+    """The one program of a CNN on random designs with the vector unit (the last one on a paced
+    DRAM): timed (what the sweep records) against compiled and walked, every figure."""
     wl = workloads.resolve(name)
     spec = conv_network_spec(wl)
     rng = random.Random(name)
     seen = 0
-    for _ in range(4):
-        config = random_ws_design(rng, vector_unit=True, dram="none", input_bits=8, acc_bits=32,
+    for at in range(5):
+        paced = dict(dram="ddr3-1600-x64", dram_bytes_per_cycle=64.0, clock_mhz=2000.0) if at == 4 else \
+            dict(dram="none")
+        config = random_ws_design(rng, vector_unit=True, input_bits=8, acc_bits=32, **paced,
                                   rows=rng.choice([8, 16, 32]), ifmap_sram_kib=rng.choice([32, 128, 512]),
                                   weight_sram_kib=rng.choice([16, 64, 256]), ofmap_sram_kib=rng.choice([8, 32, 128]))
         config = dataclasses.replace(config, cols=config.rows)
+        assert (dram_rate(config) is not None) == (at == 4)
         figures = network_figures(config, wl)
         try:
             real = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs,
@@ -156,7 +194,7 @@ def test_a_networks_figures_from_timed_convs_are_its_compiled_walk(name):
         except (ModelError, FieldRangeError) as exc:
             assert figures == {"reason": str(exc)}
             continue
-        walk = perf_model.gemm_program_cycles(config, real)
+        walk = perf_model.gemm_program_cycles(config, real, rate=dram_rate(config))
         read, written = program_timing.program_dram_bytes(config, real.commands)
         assert any(type(c) is not Command for c in compile_conv_network(
             config, spec.convs, spec.links, spec.skips, inputs=spec.inputs, input_form=True, timed=True).commands)
@@ -169,14 +207,19 @@ def test_a_networks_figures_from_timed_convs_are_its_compiled_walk(name):
 
 
 def test_a_chains_figures_from_timed_convs_are_its_compiled_programs():
-    """The chain scorer (``conv_chain_score``) on random unpaced WS designs that keep a layer's output
-    (R == C) and random chains of two or three convs: timed (what the sweep records) against the
-    same chain compiled and walked, every figure of every conv, or the same reason."""
+    """The chain scorer (``conv_chain_score``) on random WS designs that keep a layer's output (R == C),
+    half of them on a paced DRAM, and random chains of two or three convs: timed (what the sweep
+    records) against the same chain compiled and walked, every figure of every conv, or the same
+    reason."""
     rng = random.Random(7)
     kept = refused = 0
     while kept < 6:
         rows = rng.choice([4, 8, 16])
-        config = random_ws_design(rng, dram="none", rows=rows, cols=rows)
+        paced = dict(dram="ddr3-1600-x64", dram_bytes_per_cycle=64.0, clock_mhz=2000.0) if kept % 2 else \
+            dict(dram="none")
+        config = random_ws_design(rng, rows=rows, cols=rows, **paced)
+        if (dram_rate(config) is None) == bool(kept % 2):  # not paced at this bus width: another design
+            continue
         channels, hw = rng.choice([4, 8, 16, 24]), rng.choice([4, 6, 9])
         first = Conv2d(n=rng.choice([1, 1, 2]), h=hw, w=hw, c_in=channels, c_out=channels, kh=3, kw=3, pad_h=1,
                        pad_w=1, stride_h=1, stride_w=1, requant=_RQ, name="c0")
@@ -191,3 +234,26 @@ def test_a_chains_figures_from_timed_convs_are_its_compiled_programs():
         assert any(type(c) is TimedCommand for c in compile_conv_network(
             config, chain, [None] * (len(chain) - 1), require_on_chip=True, timed=True).commands)
         kept += 1
+
+
+def test_a_convs_figures_on_a_paced_dram_are_its_compiled_programs():
+    """The per-op conv scorer on a paced DRAM walks the timed program (``conv_score.walked_figures``):
+    every figure equal to the compiled program's, on random paced designs and convs."""
+    rng = random.Random(11)
+    checked = 0
+    while checked < 10:
+        config = random_ws_design(rng, dram="ddr3-1600-x64", dram_bytes_per_cycle=64.0,
+                                  clock_mhz=rng.choice([1200.0, 2000.0]))
+        conv = random_conv(rng)
+        requant = conv.requant is not None
+        if dram_rate(config) is None:
+            continue
+        try:
+            tiling = conv_tiling(config, conv, requant=requant)
+        except ModelError:
+            continue
+        if not tiling.feasible:
+            continue
+        timed = walked_figures(config, conv, requant, tiling, timed=True)
+        assert timed == walked_figures(config, conv, requant, tiling)
+        checked += 1
