@@ -188,9 +188,8 @@ def compile_conv_network(config: ArrayConfig, convs: Sequence[Conv2d], links: Se
     kernel rows stacked, or its windows as channels), when conv 0 alone reads that input and no
     tiling is given; the program's ``input_steps`` name the reshapes (none: the input as it is).
     ``timed``: each conv's program as ``perf_model.compiler.conv_timed`` lays it out (its transfers
-    and runs as their cycles and bytes, each transfer with its geometry for a paced DRAM): the same walk
-    and bytes, for figures
-    only (the program is not encodable).
+    and runs as their cycles and bytes, each transfer with its geometry for a paced DRAM): the same
+    walk and bytes, for figures only (the program is not encodable).
 
     Raises:
         ModelError: no vector unit while a link has ops, ``links``/``skips``/``inputs`` of the wrong

@@ -44,7 +44,7 @@ from perf_model.program_timing import (
 )
 from workloads.ops import Conv2d
 
-__all__ = ["ConvSchedule", "RunArrays", "conv_schedule"]
+__all__ = ["ConvSchedule", "RunArrays", "conv_schedule", "transfer_tuples"]
 
 _L, _D = DEFAULT_DRAM_LATENCY, OUTSTANDING
 _LOAD, _STORE, _RUN, _WINDOW = 0, 1, 2, 3
@@ -84,12 +84,16 @@ class _Transfers:
 
     def cycles(self, kind: str, addr: int, stride: int, rows: int, words: int, per_word: int = 0) -> int:
         """``n`` of a transfer of words of ``per_word`` beats (0: the kind's whole words)."""
-        per_word = per_word or self.beats["ofmap" if kind == "store" else "requant" if kind == "store_q" else kind]
+        per_word = self.word_beats(kind, per_word)
         key = (kind, addr % PAGE, stride % PAGE if stride % PAGE else PAGE, rows, words, per_word, self.W)
         n = self.memo.get(key)
         if n is None:
             n = self.memo[key] = self._cycles(kind, key[1], stride, rows, words, per_word)
         return n
+
+    def word_beats(self, kind: str, per_word: int = 0) -> int:
+        """Beats a word of a transfer of ``kind`` takes: ``per_word``, or 0 for the kind's whole words."""
+        return per_word or self.beats["ofmap" if kind == "store" else "requant" if kind == "store_q" else kind]
 
     def _cycles(self, kind: str, addr: int, stride: int, rows: int, words: int, per_word: int) -> int:
         b = words * per_word
@@ -130,7 +134,7 @@ class _Transfers:
         return n
 
 
-def _geometries(addr: np.ndarray, stride: int, rows: np.ndarray, words: np.ndarray, per_word: np.ndarray
+def transfer_tuples(addr: np.ndarray, stride: int, rows: np.ndarray, words: np.ndarray, per_word: np.ndarray
                 ) -> list[tuple[int, int, int, int, int]]:
     """Transfers given as arrays (:meth:`_Transfers.many`'s arguments) as ``(addr, stride, rows,
     words, beats a word)`` each."""
@@ -266,7 +270,7 @@ class RunArrays:
             else:
                 geometry = (addr, a_pitch, rows * w_img, ct)
             band_n[i] = xf.cycles("ifmap", *geometry, a_beats)
-            self.band_geometry[i] = (*geometry, a_beats or xf.beats["ifmap"])
+            self.band_geometry[i] = (*geometry, xf.word_beats("ifmap", a_beats))
             band_bytes[i] = (rows * w_img + g.extra) * ct * g.a_word_bytes
         self.w_n = w_n = np.zeros(runs, dtype=np.int64)
         if g.kl < R:  # a tap's first ``kl`` weight rows only: one DRAM row a tap, its rows back to back
@@ -276,26 +280,24 @@ class RunArrays:
             w_geometry = ((k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w], b_word[new_w])
         w_n[new_w] = xf.many("weight", *w_geometry)
         #: the weight loads' transfers, in run order of the runs that load one (as :attr:`band_geometry`)
-        self.w_geometry = dict(zip(np.flatnonzero(new_w).tolist(), _geometries(*w_geometry), strict=True))
+        self.w_geometry = dict(zip(np.flatnonzero(new_w).tolist(), transfer_tuples(*w_geometry), strict=True))
         self.w_bytes = np.where(new_w, K // R * g.kl * cwords * b_word * W, 0)
         self.skind = "store_q" if requant else "store"
 
-    def store_n(self, i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
-        """Cycles of the stores of output rows ``r0 .. r1 - 1`` of run ``i``'s output tile (one DRAM
-        row of their words when each is one word and they lie back to back: ``conv._one_row``)."""
+    def store_transfers(self, i: np.ndarray, r0: np.ndarray, r1: np.ndarray
+                        ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]:
+        """The stores of output rows ``r0 .. r1 - 1`` of run ``i``'s output tile as
+        :meth:`_Transfers.many`'s ``(addr, stride, rows, words, beats a word)`` (one DRAM row of
+        their words when each is one word and they lie back to back: ``conv._one_row``)."""
         rows = r1 - r0
         cwords, c_word, W, c_pitch = self.cwords, self.c_word, self.W, self.c_pitch
         one = (rows > 1) & (cwords[i] == 1) & (c_word[i] * W == c_pitch)
-        return self.xf.many(self.skind, (self.m_first[self.mi[i]] + r0) * c_pitch + self.fn0[i] * self.out_b, c_pitch,
-                            np.where(one, 1, rows), np.where(one, rows, cwords[i]), c_word[i])
+        return ((self.m_first[self.mi[i]] + r0) * c_pitch + self.fn0[i] * self.out_b, c_pitch,
+                np.where(one, 1, rows), np.where(one, rows, cwords[i]), c_word[i])
 
-    def store_geometry(self, i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> list[tuple[int, int, int, int, int]]:
-        """The transfers of those stores (:meth:`store_n`): ``(addr, stride, rows, words, beats a word)``."""
-        rows = r1 - r0
-        cwords, c_word, W, c_pitch = self.cwords, self.c_word, self.W, self.c_pitch
-        one = (rows > 1) & (cwords[i] == 1) & (c_word[i] * W == c_pitch)
-        return _geometries((self.m_first[self.mi[i]] + r0) * c_pitch + self.fn0[i] * self.out_b, c_pitch,
-                           np.where(one, 1, rows), np.where(one, rows, cwords[i]), c_word[i])
+    def store_n(self, i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
+        """Cycles of those stores (:meth:`store_transfers`)."""
+        return self.xf.many(self.skind, *self.store_transfers(i, r0, r1))
 
     def store_bytes(self, i: np.ndarray, r0: np.ndarray, r1: np.ndarray) -> np.ndarray:
         """DRAM bytes of those stores."""

@@ -40,7 +40,7 @@ from perf_model.compiler.conv import (
     qparam_load,
 )
 from perf_model.compiler.conv_geometry import _Geometry
-from perf_model.compiler.conv_schedule import RunArrays
+from perf_model.compiler.conv_schedule import RunArrays, transfer_tuples
 from perf_model.compiler.conv_search import shape_key
 from perf_model.compiler.conv_window import ConvWindow
 from perf_model.program_timing import BUFFER_FIELDS, TimedCommand, axi_data_bytes, program_fields
@@ -171,8 +171,9 @@ def _commands(r: RunArrays, g: _Geometry, head: list[Command], in_place: bool, m
         if moved:
             return [move_cycles(a, b) for a, b in zip((r1 - r0).tolist(), r.cwords[i].tolist(), strict=True)], \
                 [0] * len(i), [None] * len(i)
-        return r.store_n(i, r0, r1).tolist(), r.store_bytes(i, r0, r1).tolist(), \
-            [(False, r.requant, *x) for x in r.store_geometry(i, r0, r1)]
+        stores = r.store_transfers(i, r0, r1)
+        return r.xf.many(r.skind, *stores).tolist(), r.store_bytes(i, r0, r1).tolist(), \
+            [(False, r.requant, *x) for x in transfer_tuples(*stores)]
 
     T, LOAD, RUN = TimedCommand, Opcode.LOAD, Opcode.RUN
     wait = 0 if double else 1
