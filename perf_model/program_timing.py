@@ -122,13 +122,16 @@ _TRANSFERS_SIZE = 1 << 16
 
 def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], latency: int,
                      outstanding: int, pace: dma_timing.Pace | None = None, at: int = 0) -> int:
-    rows, words = cmd["rows"], cmd["words"]
+    f = dict(cmd.fields)  # (a command's fields read by name are a scan each)
+    rows, words = f.get("rows", 0), f.get("words", 0)
     if cmd.opcode == Opcode.MOVE:
         return isa.move_cycles(rows, words)
     load = cmd.opcode == Opcode.LOAD
-    return transfer_geometry_cycles(load, bool(cmd["requant"]) and not load, cmd["dram_addr"], cmd["dram_stride"],
-                                    rows, words, transfer_word_beats(cmd, beats, data_bytes), data_bytes, latency,
-                                    outstanding, pace, at)
+    requant = bool(f.get("requant", 0))
+    return transfer_geometry_cycles(load, requant and not load, f.get("dram_addr", 0), f.get("dram_stride", 0), rows,
+                                    words, _word_beats(load, f.get("buffer", 0), requant, f.get("lanes", 0), beats,
+                                                       data_bytes),
+                                    data_bytes, latency, outstanding, pace, at)
 
 
 def transfer_geometry_cycles(load: bool, requant: bool, addr: int, stride: int, rows: int, words: int, per_word: int,
@@ -168,11 +171,15 @@ def transfer_word_beats(cmd: Command, beats: dict[str, int], data_bytes: int) ->
     Raises:
         ValueError: ``lanes`` the RTL refuses (``ERROR_DRAM``): above the word's, or not whole beats.
     """
-    if cmd.opcode == Opcode.STORE and cmd["buffer"] == 2:
-        kind = "requant" if cmd["requant"] else "ofmap"
+    return _word_beats(cmd.opcode == Opcode.LOAD, cmd["buffer"], cmd["requant"], cmd["lanes"], beats, data_bytes)
+
+
+def _word_beats(load: bool, buffer: int, requant: int, lanes: int, beats: dict[str, int], data_bytes: int) -> int:
+    """:func:`transfer_word_beats` of a LOAD (``load``) or STORE of these fields."""
+    if not load and buffer == 2:
+        kind = "requant" if requant else "ofmap"
     else:  # a LOAD, or a STORE of the ifmap (vector designs): its words as loaded
-        kind = ("ifmap", "weight", "ofmap", "qparam")[cmd["buffer"]]
-    lanes = cmd["lanes"]
+        kind = ("ifmap", "weight", "ofmap", "qparam")[buffer]
     if not lanes:
         return beats[kind]
     full = beats[f"{kind}_lanes"]
@@ -187,7 +194,10 @@ def transfer_bytes(cmd: Command, beats: dict[str, int], data_bytes: int) -> int:
     each (a narrowed transfer at its real size); 0 for any other command."""
     if cmd.opcode not in (Opcode.LOAD, Opcode.STORE):
         return 0
-    return cmd["rows"] * cmd["words"] * transfer_word_beats(cmd, beats, data_bytes) * data_bytes
+    f = dict(cmd.fields)
+    return (f.get("rows", 0) * f.get("words", 0) * data_bytes
+            * _word_beats(cmd.opcode == Opcode.LOAD, f.get("buffer", 0), f.get("requant", 0), f.get("lanes", 0), beats,
+                          data_bytes))
 
 
 def program_dram_bytes(config: ArrayConfig, commands: Sequence[Command]) -> tuple[int, int]:
@@ -310,15 +320,16 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
             dma_free = c + n + 1
             dma += n
         elif cmd.opcode == Opcode.RUN:
-            n = timing.run_cycles_of(df, config.rows, config.cols, cmd["m"], cmd["k"], cmd["n"],
+            f = dict(cmd.fields)
+            n = timing.run_cycles_of(df, config.rows, config.cols, f.get("m", 0), f.get("k", 0), f.get("n", 0),
                                          bool(config.shadow_stationary))
             run_free = c + n + 1
             compute += n
         elif cmd.opcode == Opcode.VECTOR:
             block = commands[at + 1] if at + 1 < len(commands) else None
-            params = tuple(block[f"vp{i}"] for i in range(8)) if block is not None \
-                and block.opcode == Opcode.VECTOR_PARAMS else ()
-            n = vector_run_cycles(cmd["vkind"], cmd["vrows"], cmd["vwords"], params, n=cmd["vn"],
+            params = _params(block) if block is not None and block.opcode == Opcode.VECTOR_PARAMS else ()
+            f = dict(cmd.fields)
+            n = vector_run_cycles(f.get("vkind", 0), f.get("vrows", 0), f.get("vwords", 0), params, n=f.get("vn", 0),
                                   lanes=config.vector_lanes)
             vec_free = c + n + 1
             vector += n
@@ -327,6 +338,15 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
     end = max(decode - 1, dma_free, run_free, vec_free) if commands else 1 + fetch + 1
     return ProgramTiming(total=end, compute=compute, stall=end - compute, fetch=fetch, dma=dma, issue=tuple(issued),
                          vector=vector)
+
+
+def _params(block: Command) -> tuple[int, ...]:
+    """A ``VECTOR``'s parameter block's ``vp0`` .. ``vp7``."""
+    f = dict(block.fields)
+    return tuple(f.get(name, 0) for name in _PARAM_NAMES)
+
+
+_PARAM_NAMES = tuple(f"vp{i}" for i in range(8))
 
 
 def gemm_program_cycles(config: ArrayConfig, program: object, *, latency: int = DEFAULT_DRAM_LATENCY,

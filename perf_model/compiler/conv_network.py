@@ -277,7 +277,7 @@ def _compile(config: ArrayConfig, convs: Sequence[Conv2d], links: Sequence[Link]
     elif keep_on_chip:
         try:
             return _program(config, _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, timed=timed),
-                            externals, True, queue_depth, steps)
+                            externals, True, queue_depth, steps, timed=timed)
         except ModelError as exc:
             reason = str(exc)
     if require_on_chip:
@@ -290,7 +290,7 @@ def _compile(config: ArrayConfig, convs: Sequence[Conv2d], links: Sequence[Link]
 
     def build(kept: frozenset[int]) -> ConvNetworkProgram:
         return _program(config, _on_chip(config, runs, ops, adds, reads, trailing, given_tilings, kept, memo, timed),
-                        externals, False, queue_depth, steps, tuple(sorted(kept)))
+                        externals, False, queue_depth, steps, tuple(sorted(kept)), timed)
 
     try:
         prog = build(frozenset())
@@ -380,9 +380,9 @@ def _rank(figures: ConvFigures) -> tuple[float, float]:
 
 def _program(config: ArrayConfig, planned: tuple[list[tuple[str, int]], list[_Part]], externals: list[int],
              on_chip: bool, queue_depth: int, input_steps: tuple[str, ...],
-             kept: tuple[int, ...] = ()) -> ConvNetworkProgram:
+             kept: tuple[int, ...] = (), timed: bool = False) -> ConvNetworkProgram:
     head, parts = planned
-    prog = _assemble(config, head, parts, externals, whole=_nhwc, queue_depth=queue_depth)
+    prog = _assemble(config, head, parts, externals, whole=_nhwc, queue_depth=queue_depth, timed=timed)
     fields = {f.name: getattr(prog, f.name) for f in dataclasses.fields(GemmProgram)}
     return ConvNetworkProgram(**fields, convs=tuple(p[0] for p in parts), on_chip=on_chip,  # type: ignore[misc]
                               input_steps=input_steps, kept=kept)

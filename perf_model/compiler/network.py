@@ -462,12 +462,16 @@ def _split(commands: list[Command], depth: int, entry: int) -> tuple[list[Comman
 
 def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Part],
               externals: Sequence[int], whole: Callable[..., Command] = _whole,
-              queue_depth: int | None = None) -> GemmProgram:
+              queue_depth: int | None = None, timed: bool = False) -> GemmProgram:
     """The parts' programs back to back as one queue-load, their tensors after the whole program, then
     the external skip operands ``s{i}`` (laid out as ``c{i}``); ``head``: ``(tensor, region)`` of the
     whole tensors LOADed first, each by ``whole(config, tensor, Opcode.LOAD, region)``. With
     ``queue_depth``, a longer program runs as several queue-loads of that many commands
-    (:func:`_split`; the buffers keep their contents from one to the next)."""
+    (:func:`_split`; the buffers keep their contents from one to the next). The tensors are placed
+    after the program, so its commands are emitted twice (to count them, then placed); ``timed``
+    (the parts are ``perf_model.compiler.conv_timed``'s, for figures only): once, the commands
+    keeping the first placement's DRAM addresses, whole pages from the tensors' (a walk sees an
+    address modulo a page only, as a timed conv's transfers do)."""
     def place(cursor: int) -> tuple[dict[str, TensorLayout], list[int], int]:
         tensors: dict[str, TensorLayout] = {}
         shifts = []
@@ -514,9 +518,10 @@ def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Par
         return _split(commands, queue_depth, queue_entry_commands(parts[0][0].data_bytes))
 
     draft, draft_shifts, _ = place(0)
-    total = len(emit(draft, draft_shifts)[0])
-    tensors, shifts, end = place(_align(total * COMMAND_BYTES, PAGE))
-    commands, chunks = emit(tensors, shifts)
+    commands, chunks = emit(draft, draft_shifts)
+    tensors, shifts, end = place(_align(len(commands) * COMMAND_BYTES, PAGE))
+    if not timed:
+        commands, chunks = emit(tensors, shifts)
     return GemmProgram(tuple(commands), tensors, 0, end, parts[0][0].data_bytes, True,
                        tuple(r for p, _, _, _ in parts for r in p.runs), chunks)
 
