@@ -92,7 +92,7 @@ from perf_model.compiler.program import (
 )
 from perf_model.compiler.vector import vector_commands, vector_registers
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import dram_rate, gemm_program_cycles
+from perf_model.program_timing import BUFFER_FIELDS, dram_rate, gemm_program_cycles, program_fields
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 
@@ -467,9 +467,13 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
             else:
                 build = functools.partial(_chunked, config, stand_in, ops[i], f"c{i}", skip, pipeline=True,
                                           depth=regions.low())
-            # timed: the link's commands built once a network (each placement moves its tensors by whole pages)
-            builds.append(_Once(build, memo, ("link", i, skip, regions.low())) if timed and memo is not None
-                          else build)
+            # timed: the link's commands built once a network (each placement moves its tensors by whole
+            # pages), and shared by the networks of designs that differ in what they do not read
+            if timed and memo is not None:
+                reads_ = (f"c{i}", *((f"p{i}",) if pool is not None else ()), *((skip,) if skip else ()))
+                build = _Once(build, memo, ("link", i, skip, regions.low()),
+                              (program_fields(config, BUFFER_FIELDS), conv, ops[i], regions.low()), reads_)
+            builds.append(build)
         else:
             at = c_region if c_region is not None else 0  # c_region is set whenever ops[i] is
             src2 = at
@@ -524,17 +528,37 @@ def _link_vector(config: ArrayConfig, link: tuple[VectorOp, ...], pool: VectorOp
 class _Once:
     """A DRAM link's build whose commands are made at its first call and kept in ``memo`` under ``key``
     (a timed network's: its walk reads no DRAM address, and every placement moves a tensor by whole
-    pages, so the bursts are the same)."""
+    pages, so the bursts are the same), and across networks in :data:`_LINK_BUILDS` by ``shared``
+    (the design's fields but its buffer sizes, which a link sees through its ``depth`` only, and the
+    link's own arguments) and the layouts of the tensors it ``reads`` but for their page-aligned bases."""
 
     def __init__(self, build: functools.partial[list[Command]], memo: dict[tuple[object, ...], Any],
-                 key: tuple[object, ...]) -> None:
+                 key: tuple[object, ...], shared: tuple[object, ...], reads: tuple[str, ...]) -> None:
         self.build, self.func, self.memo, self.key = build, build.func, memo, key
+        self.shared, self.reads = shared, reads
 
     def __call__(self, tensors: dict[str, TensorLayout]) -> list[Command]:
         got = self.memo.get(self.key)
         if got is None:
-            got = self.memo[self.key] = self.build(tensors)
-        return got  # type: ignore[return-value]
+            key = (self.func, self.shared, tuple(_unplaced(tensors[n]) for n in self.reads))
+            got = _LINK_BUILDS.get(key)
+            if got is None:
+                got = self.build(tensors)
+                if len(_LINK_BUILDS) >= _LINK_BUILDS_SIZE:
+                    _LINK_BUILDS.clear()
+                _LINK_BUILDS[key] = got
+            self.memo[self.key] = got
+        return got  # type: ignore[no-any-return]
+
+
+def _unplaced(t: TensorLayout) -> tuple[object, ...]:
+    """``t``'s layout but its base."""
+    return t.name, t.rows, t.row_elems, t.elem_bytes, t.transposed, t.shape, t.packed
+
+
+#: Timed networks' DRAM link commands across networks (:class:`_Once`).
+_LINK_BUILDS: dict[tuple[object, ...], list[Command]] = {}
+_LINK_BUILDS_SIZE = 1 << 10
 
 
 def _dry_run(parts: list[_Part], adds: dict[int, int]) -> None:
