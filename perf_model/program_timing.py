@@ -291,20 +291,24 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
     issued = []
     df = timing.dataflow_code(config.dataflow.value)
     default_dram = pace is None and latency == DEFAULT_DRAM_LATENCY and outstanding == OUTSTANDING
+    load_op, store_op, move_op, run_op, sync_op, vector_op = (Opcode.LOAD, Opcode.STORE, Opcode.MOVE, Opcode.RUN,
+                                                              Opcode.SYNC, Opcode.VECTOR)
     for at, cmd in enumerate(commands):
-        if cmd.opcode == Opcode.VECTOR_PARAMS:  # a VECTOR's parameter block: read with it, never issued
+        op = cmd.opcode
+        if op == Opcode.VECTOR_PARAMS:  # a VECTOR's parameter block: read with it, never issued
             continue
         c = decode
-        is_dma = cmd.opcode in (Opcode.LOAD, Opcode.STORE, Opcode.MOVE)
-        if is_dma or cmd.wait_dma or cmd.opcode == Opcode.SYNC:
-            c = max(c, dma_free)
-        if cmd.opcode == Opcode.RUN or cmd.wait_run or cmd.opcode == Opcode.SYNC:
-            c = max(c, run_free)
-        if cmd.opcode == Opcode.VECTOR or cmd.wait_vec or cmd.opcode == Opcode.SYNC:
-            c = max(c, vec_free)
+        sync = op == sync_op
+        is_dma = op == load_op or op == store_op or op == move_op
+        if (is_dma or sync or cmd.wait_dma) and dma_free > c:
+            c = dma_free
+        if (op == run_op or sync or cmd.wait_run) and run_free > c:
+            c = run_free
+        if (op == vector_op or sync or cmd.wait_vec) and vec_free > c:
+            c = vec_free
         if type(cmd) is TimedCommand:
             n = cmd.cycles  # (at the default DRAM; a MOVE's on any)
-            if not default_dram and cmd.opcode in (Opcode.LOAD, Opcode.STORE):
+            if not default_dram and (op == load_op or op == store_op):
                 if cmd.transfer is None:
                     raise ValueError("a timed transfer without its geometry is timed at an unpaced DRAM of the "
                                      "default latency and bursts in flight only; walk the compiled program")
@@ -319,13 +323,13 @@ def program_cycles(config: ArrayConfig, commands: Sequence[Command], *, queue_ba
             n = _transfer_cycles(cmd, data_bytes, beats, latency, outstanding, pace, c)
             dma_free = c + n + 1
             dma += n
-        elif cmd.opcode == Opcode.RUN:
+        elif op == run_op:
             f = dict(cmd.fields)
             n = timing.run_cycles_of(df, config.rows, config.cols, f.get("m", 0), f.get("k", 0), f.get("n", 0),
-                                         bool(config.shadow_stationary))
+                                     bool(config.shadow_stationary))
             run_free = c + n + 1
             compute += n
-        elif cmd.opcode == Opcode.VECTOR:
+        elif op == vector_op:
             block = commands[at + 1] if at + 1 < len(commands) else None
             params = _params(block) if block is not None and block.opcode == Opcode.VECTOR_PARAMS else ()
             f = dict(cmd.fields)
