@@ -95,6 +95,25 @@ class Pace:
         self.cycle, self.credit = t + 1, credit + self.num - self.need
         return t
 
+    def move_run(self, earliest: int, beats: int) -> int:
+        """:meth:`move` of ``beats`` beats, the first from ``earliest``, each next one from the cycle
+        after the one before (a burst's beats): the last beat's cycle.
+
+        After the first beat, which leaves the state ``(c_0, credit_0)``, beat ``k`` moves in the first
+        cycle from ``t_{k-1} + 1`` with ``credit_0 + (t - c_0) * num >= k * need``: no cycle between
+        two beats is idle, so the credit never reaches its cap. The credit after a beat is below
+        ``2 * num`` (at most the cap, plus ``num - need``), so the first cycle with the credit is
+        never before ``t_{k-1} + 1``: the last beat moves in ``c_0 + ceil((m * need - credit_0) / num)``
+        for ``m`` beats after the first, the run one step."""
+        t = self.move(earliest)
+        m = beats - 1
+        if m <= 0:
+            return t
+        c0, credit0 = self.cycle, self.credit
+        last = c0 - ((credit0 - m * self.need) // self.num)
+        self.cycle, self.credit = last + 1, credit0 + (last + 1 - c0) * self.num - m * self.need
+        return last
+
 
 def bursts(addr: int, stride: int, rows: int, row_beats: int, data_bytes: int) -> Iterator[int]:
     """Lengths (beats) of the bursts of a transfer, in issue order."""
@@ -161,7 +180,8 @@ def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | No
     A load of many bursts is watched at each burst's start for a state seen before (the last
     issue, the last ``outstanding`` responses and, paced, the credit, relative to the last beat): from
     there, while the bursts' lengths repeat too, every period repeats shifted in time, so whole
-    periods are skipped at once (``skip=False``: every beat stepped, the same result).
+    periods are skipped at once (``skip=False``: every burst stepped, the same result; a paced
+    burst's beats in one step, :meth:`Pace.move_run`).
     """
     if not lens:
         return 0  # nothing to move: the engine never becomes busy
@@ -197,9 +217,7 @@ def load_cycles(lens: list[int], latency: int, outstanding: int, pace: Pace | No
         if pace is None:
             last = s + n - 1
         else:
-            for _ in range(n):
-                last = pace.move(at + s - 1) - at + 1
-                s = last + 1
+            last = pace.move_run(at + s - 1, n) - at + 1
         issue_last = a
         done.append(last)
         i += 1

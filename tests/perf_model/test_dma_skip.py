@@ -98,3 +98,30 @@ def test_an_unpaced_load_skips_its_repeating_periods_exactly(monkeypatch):
     issued.clear()
     assert fast == dma_timing.load_cycles(lens, 20, 8, skip=False) and len(issued) == len(lens) == 10000
     assert stepped < len(lens) // 10
+
+
+def test_a_bursts_beats_moved_at_once_are_each_beat_moved():
+    """``Pace.move_run`` (a load's burst of beats in one step) against its beats moved one by one
+    (``Pace.move``, each from the cycle after the one before), from random credits, rates and
+    waits: the last beat's cycle and the credit left (cycle and amount) equal."""
+    rng = random.Random(11)
+    waited = 0
+    for _ in range(3000):
+        W = rng.choice([4, 8, 16, 32, 64])
+        den = rng.choice([1, 2, 3, 7, 10, 64, 999])
+        rate = Fraction(rng.randint(1, W * den - 1), den)
+        one, run = dma_timing.Pace(rate, W), dma_timing.Pace(rate, W)
+        t = 0
+        for _ in range(rng.randrange(0, 30)):  # earlier traffic, with idle gaps
+            t = one.move(t + rng.choice([0, 0, 1, 5, 40]))
+            run.move(t)
+        beats = rng.choice([1, 2, 3, 16, 255, 256])
+        earliest = t + rng.choice([0, 1, 3, 100])
+        last = step = one.move(earliest)
+        for _ in range(beats - 1):
+            step = one.move(step + 1)
+            waited += step > last + 1
+            last = step
+        assert run.move_run(earliest, beats) == last
+        assert (run.cycle, run.credit) == (one.cycle, one.credit)
+    assert waited  # beats that waited for credit were among them
