@@ -67,7 +67,7 @@ def _clear_caches() -> None:
     from perf_model.figures import one_program
     for cache in (conv_designs._GROUPS, conv_score._CACHE, conv_score._SCHEDULES, conv_search._CANDIDATES,
                   conv_search._RANKINGS, conv_schedule._MEMO, one_program._CACHE, conv_timed._MADE,
-                  conv_chain_score._CACHE, program_timing._WALKED, program_timing._TRANSFERS,
+                  conv_chain_score._CACHE, program_timing._WALKED, program_timing._TRANSFERS, program_timing._BURSTS,
                   conv_network._LINK_BUILDS):
         cache.clear()
     network._link_commands.cache_clear()

@@ -118,6 +118,8 @@ RATE_DENOMINATOR = 1000
 #: repeats a few geometries many times: one band load a tile, one store a tile).
 _TRANSFERS: dict[tuple[object, ...], tuple[int, tuple[int, int] | None]] = {}
 _TRANSFERS_SIZE = 1 << 16
+#: A transfer's geometry -> what its bursts depend on (the part of :data:`_TRANSFERS`' key it gives).
+_BURSTS: dict[tuple[object, ...], tuple[object, ...]] = {}
 
 
 def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], latency: int,
@@ -140,12 +142,17 @@ def transfer_geometry_cycles(load: bool, requant: bool, addr: int, stride: int, 
     """Cycles of a ``LOAD`` (``load``) or ``STORE`` (``requant``: a requantising one) of ``rows`` rows of
     ``words`` words of ``per_word`` beats at DRAM ``addr`` and ``stride``, starting at cycle ``at``
     (``pace``: the DRAM's credit, advanced)."""
-    # the bursts depend on the addresses modulo a page (a page is whole beats), or not at all
-    where: object = None
-    if not dma_timing.same_bursts_any_address(addr, stride, rows, words * per_word * data_bytes):
-        where = (addr % dma_timing.PAGE_BYTES, stride % dma_timing.PAGE_BYTES if rows > 1 else 0)
-    key = (load, requant, where, rows, words, per_word, data_bytes,
-           latency, outstanding, None if pace is None else (pace.num, pace.need, pace.state_at(at)))
+    shape = (load, requant, addr, stride, rows, words, per_word, data_bytes)
+    bursts = _BURSTS.get(shape)
+    if bursts is None:
+        # the bursts depend on the addresses modulo a page (a page is whole beats), or not at all
+        where: object = None
+        if not dma_timing.same_bursts_any_address(addr, stride, rows, words * per_word * data_bytes):
+            where = (addr % dma_timing.PAGE_BYTES, stride % dma_timing.PAGE_BYTES if rows > 1 else 0)
+        if len(_BURSTS) >= _TRANSFERS_SIZE:
+            _BURSTS.clear()
+        bursts = _BURSTS[shape] = (load, requant, where, rows, words, per_word, data_bytes)
+    key = (bursts, latency, outstanding, None if pace is None else (pace.num, pace.need, pace.state_at(at)))
     hit = _TRANSFERS.get(key)
     if hit is not None:
         if pace is not None and hit[1] is not None:
