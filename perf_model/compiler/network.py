@@ -469,9 +469,9 @@ def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Par
     ``queue_depth``, a longer program runs as several queue-loads of that many commands
     (:func:`_split`; the buffers keep their contents from one to the next). The tensors are placed
     after the program, so its commands are emitted twice (to count them, then placed); ``timed``
-    (the parts are ``perf_model.compiler.conv_timed``'s, for figures only): once, the commands
-    keeping the first placement's DRAM addresses, whole pages from the tensors' (a walk sees an
-    address modulo a page only, as a timed conv's transfers do)."""
+    (the parts are ``perf_model.compiler.conv_timed``'s, for figures only): once, each part's
+    commands as made, whole pages from their tensors once placed (a walk sees an address modulo a
+    page only, as a timed conv's transfers do)."""
     def place(cursor: int) -> tuple[dict[str, TensorLayout], list[int], int]:
         tensors: dict[str, TensorLayout] = {}
         shifts = []
@@ -502,6 +502,10 @@ def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Par
     def emit(tensors: dict[str, TensorLayout], shifts: list[int]) -> tuple[list[Command], tuple[tuple[int, int], ...]]:
         commands = [whole(config, tensors[name], Opcode.LOAD, region) for name, region in head]
         for i, (program, build, after_vector, alias) in enumerate(parts):
+            if timed:  # its transfers timed (none of them a compiled ifmap LOAD), left where they are
+                moved = [_shifted(c, 0, True) for c in program.commands] if after_vector else list(program.commands)
+                commands += moved + build(tensors)
+                continue
             moved = [_shifted(c, shifts[i], after_vector) for c in program.commands]
             if alias is not None:  # the A loads read the previous GEMM's output
                 a = program.tensors["a"]
