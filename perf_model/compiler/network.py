@@ -428,36 +428,50 @@ def _split(commands: list[Command], depth: int, entry: int) -> tuple[list[Comman
         raise ModelError(f"queue_depth must be a positive multiple of {entry} commands, not {depth}")
     out: list[Command] = []
     chunks: list[tuple[int, int]] = []
-    start, i, n = 0, 0, len(commands)
-    window: Command | None = None
-    fresh = False  # a WINDOW (or the last one again) is in this queue-load
+    n = len(commands)
+    ops = [c.opcode for c in commands]
     run, vector, window_op = Opcode.RUN, Opcode.VECTOR, Opcode.WINDOW
+    window: Command | None = None  # the last WINDOW before the queue-load
+    i = 0
     while i < n:
-        c = commands[i]
-        op = c.opcode
-        group = 2 if op == vector and i + 1 < n else 1
-        lead = op == run and not fresh and window is not None and bool(c["window"])
-        if len(out) - start + lead + group > depth:
-            if len(out) == start:
-                raise ModelError(f"a group of {lead + group} commands does not fit a queue-load of {depth}")
-            while (len(out) - start) % entry and len(out) - start < depth:
-                out.append(Command.make(Opcode.SYNC))
-            chunks.append((start, len(out)))
-            start, fresh = len(out), False
-            lead = op == run and window is not None and bool(c["window"])
-            if lead + group > depth:
-                raise ModelError(f"a group of {lead + group} commands does not fit a queue-load of {depth}")
-        if lead:
-            out.append(window)  # type: ignore[arg-type]  # lead implies a window
-            fresh = True
-        out.append(c)
-        if group == 2:
-            out.append(commands[i + 1])
-        if op == window_op:
-            window, fresh = c, True
-        i += group
-    chunks.append((start, len(out)))
+        # a window RUN before any WINDOW of the queue-load gets the last WINDOW again first (a slot)
+        lead = -1  # where it goes
+        end = min(i + depth, n)
+        if window is not None:
+            for j in range(i, end):
+                if ops[j] == window_op:
+                    break
+                if ops[j] == run and commands[j]["window"]:
+                    if j - i + 2 <= depth:
+                        lead, end = j, min(i + depth - 1, n)
+                    else:  # the queue-load ends before it (and it leads the next one)
+                        end = j
+                    break
+        if end < n and ops[end - 1] == vector:  # a VECTOR stays with its parameter block
+            end -= 1
+        if end <= i:
+            size = 1 + (ops[i] == vector and i + 1 < n) + (window is not None and ops[i] == run
+                                                            and bool(commands[i]["window"]))
+            raise ModelError(f"a group of {size} commands does not fit a queue-load of {depth}")
+        start = len(out)
+        if lead >= 0:
+            out += commands[i:lead]
+            out.append(window)  # type: ignore[arg-type]  # a lead implies a window
+            out += commands[lead:end]
+        else:
+            out += commands[i:end]
+        for j in range(end - 1, i - 1, -1):
+            if ops[j] == window_op:
+                window = commands[j]
+                break
+        i = end
+        if i < n:
+            out += [_SYNC] * (-(len(out) - start) % entry)  # (at most depth: a multiple of entry)
+        chunks.append((start, len(out)))
     return out, tuple(chunks)
+
+
+_SYNC = Command.make(Opcode.SYNC)
 
 
 def _assemble(config: ArrayConfig, head: list[tuple[str, int]], parts: list[_Part],
