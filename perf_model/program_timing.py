@@ -37,9 +37,9 @@ from perf_model import dma_timing, timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.vector_timing import vector_run_cycles
 
-__all__ = ["ProgramTiming", "TimedCommand", "program_cycles", "gemm_program_cycles", "axi_data_bytes", "word_beats",
-           "transfer_word_beats", "transfer_bytes", "transfer_geometry_cycles", "program_dram_bytes",
-           "PROGRAM_BLIND_FIELDS", "BUFFER_FIELDS",
+__all__ = ["ProgramTiming", "TimedCommand", "timed_transfers", "program_cycles", "gemm_program_cycles",
+           "axi_data_bytes", "word_beats", "transfer_word_beats", "transfer_bytes", "transfer_geometry_cycles",
+           "program_dram_bytes", "PROGRAM_BLIND_FIELDS", "BUFFER_FIELDS",
            "program_fields", "dram_rate",
            "DEFAULT_DRAM_LATENCY", "FETCH_DECODE_CYCLES", "ISSUE_CYCLES", "OUTSTANDING"]
 
@@ -108,6 +108,35 @@ class TimedCommand:
     def __repr__(self) -> str:
         return (f"TimedCommand(opcode={self.opcode}, cycles={self.cycles}, wait_dma={self.wait_dma}, "
                 f"wait_run={self.wait_run}, wait_vec={self.wait_vec}, window={self.window})")
+
+
+def timed_transfers(config: ArrayConfig, commands: Sequence[Command]) -> list[Command]:
+    """``commands`` with each compiled ``LOAD`` and ``STORE`` as a :class:`TimedCommand`: its cycles at
+    the default DRAM, its geometry (at any other), its buffer and its DRAM bytes (none for a LOAD of
+    the output stage's parameters), what a walk and :func:`program_dram_bytes` read of it (a figures-
+    only network's links: ``perf_model.compiler.conv_network``). Other commands are kept.
+
+    Raises:
+        ValueError: a transfer's ``lanes`` the RTL refuses (:func:`transfer_word_beats`).
+    """
+    W, beats = axi_data_bytes(config), word_beats(config)
+    out: list[Command] = []
+    for c in commands:
+        if type(c) is TimedCommand or c.opcode not in (Opcode.LOAD, Opcode.STORE):
+            out.append(c)
+            continue
+        f = dict(c.fields)
+        load = c.opcode == Opcode.LOAD
+        buffer, requant, rows, words = f.get("buffer", 0), f.get("requant", 0), f.get("rows", 0), f.get("words", 0)
+        per_word = _word_beats(load, buffer, requant, f.get("lanes", 0), beats, W)
+        transfer = (load, bool(requant) and not load, f.get("dram_addr", 0), f.get("dram_stride", 0), rows, words,
+                    per_word)
+        moved = rows * words * per_word * W
+        read = moved if load and buffer != isa.Buffer.QPARAM else 0
+        out.append(TimedCommand(c.opcode, transfer_geometry_cycles(*transfer, W, DEFAULT_DRAM_LATENCY, OUTSTANDING),
+                                c.wait_dma, c.wait_run, c.wait_vec, 0, read, 0 if load else moved,
+                                {"buffer": buffer}, transfer))
+    return out
 
 
 #: Largest denominator of a paced rate (bytes a cycle as ``num / den``, :func:`dram_rate`).

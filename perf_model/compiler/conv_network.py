@@ -92,7 +92,13 @@ from perf_model.compiler.program import (
 )
 from perf_model.compiler.vector import vector_commands, vector_registers
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import BUFFER_FIELDS, dram_rate, gemm_program_cycles, program_fields
+from perf_model.program_timing import (
+    BUFFER_FIELDS,
+    dram_rate,
+    gemm_program_cycles,
+    program_fields,
+    timed_transfers,
+)
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 
@@ -471,7 +477,7 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
             # pages), and shared by the networks of designs that differ in what they do not read
             if timed and memo is not None:
                 reads_ = (f"c{i}", *((f"p{i}",) if pool is not None else ()), *((skip,) if skip else ()))
-                build = _Once(build, memo, ("link", i, skip, regions.low()),
+                build = _Once(config, build, memo, ("link", i, skip, regions.low()),
                               (program_fields(config, BUFFER_FIELDS), conv, ops[i], regions.low()), reads_)
             builds.append(build)
         else:
@@ -526,15 +532,17 @@ def _link_vector(config: ArrayConfig, link: tuple[VectorOp, ...], pool: VectorOp
 
 
 class _Once:
-    """A DRAM link's build whose commands are made at its first call and kept in ``memo`` under ``key``
-    (a timed network's: its walk reads no DRAM address, and every placement moves a tensor by whole
-    pages, so the bursts are the same), and across networks in :data:`_LINK_BUILDS` by ``shared``
-    (the design's fields but its buffer sizes, which a link sees through its ``depth`` only, and the
-    link's own arguments) and the layouts of the tensors it ``reads`` but for their page-aligned bases."""
+    """A timed network's DRAM link build on ``config``: its commands made at the first call, their
+    transfers timed (``program_timing.timed_transfers``), and kept in ``memo`` under ``key`` (its walk
+    reads no DRAM address, and every placement moves a tensor by whole pages, so the bursts are the
+    same), and across networks in :data:`_LINK_BUILDS` by ``shared`` (the design's fields but its
+    buffer sizes, which a link sees through its ``depth`` only, and the link's own arguments) and the
+    layouts of the tensors it ``reads`` but for their page-aligned bases."""
 
-    def __init__(self, build: functools.partial[list[Command]], memo: dict[tuple[object, ...], Any],
-                 key: tuple[object, ...], shared: tuple[object, ...], reads: tuple[str, ...]) -> None:
-        self.build, self.func, self.memo, self.key = build, build.func, memo, key
+    def __init__(self, config: ArrayConfig, build: functools.partial[list[Command]],
+                 memo: dict[tuple[object, ...], Any], key: tuple[object, ...], shared: tuple[object, ...],
+                 reads: tuple[str, ...]) -> None:
+        self.config, self.build, self.func, self.memo, self.key = config, build, build.func, memo, key
         self.shared, self.reads = shared, reads
 
     def __call__(self, tensors: dict[str, TensorLayout]) -> list[Command]:
@@ -543,7 +551,7 @@ class _Once:
             key = (self.func, self.shared, tuple(_unplaced(tensors[n]) for n in self.reads))
             got = _LINK_BUILDS.get(key)
             if got is None:
-                got = self.build(tensors)
+                got = timed_transfers(self.config, self.build(tensors))
                 if len(_LINK_BUILDS) >= _LINK_BUILDS_SIZE:
                     _LINK_BUILDS.clear()
                 _LINK_BUILDS[key] = got
