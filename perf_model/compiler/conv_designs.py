@@ -50,7 +50,7 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.conv_forms import candidates, describe, host_writes
 from perf_model.compiler.conv_geometry import ConvTiling, conv_served
 from perf_model.compiler.conv_score import conv_figures, tiling_figures
-from perf_model.compiler.conv_search import conv_tilings, infeasible_reason
+from perf_model.compiler.conv_search import conv_tilings, infeasible_reason, shape_key
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import BUFFER_FIELDS, PROGRAM_BLIND_FIELDS, dram_rate
 from workloads.ops import Conv2d
@@ -204,29 +204,33 @@ def _rooms(config: ArrayConfig, kib: np.ndarray) -> np.ndarray:
     return depth // 2 if config.double_buffered else depth
 
 
-#: Per array group, conv, requant and buffer sizes of its units: the group's results
-#: ``(status, reason, figure, tiling)`` per unit, indices into the texts, figures and tilings kept
-#: with them (a sweep meets a group's designs again: the next pass, or another workload's same conv).
-_GROUPS: dict[tuple[object, ...], tuple[np.ndarray, list[str], list[ConvFigures],
+#: Per array group, conv shape (``conv_search.shape_key``: the convs of a network that differ in
+#: their names alone share it), requant and buffer sizes of its units: the group's results
+#: ``(status, reason, figure, tiling)`` per unit, indices into the infeasible rooms, figures and
+#: tilings kept with them (a sweep meets a group's designs again: the next pass, another conv of
+#: the same shape, or another workload's). The reasons name the conv, so they are written per call
+#: from the rooms.
+_GROUPS: dict[tuple[object, ...], tuple[np.ndarray, list[tuple[int, int, int]], list[ConvFigures],
                                          list[tuple[ConvTiling, tuple[str, ...]]]]] = {}
 _GROUPS_SIZE = 1 << 15
 
 
 def _cached_group(table: _Table, key: tuple[float, ...], config: ArrayConfig, units: np.ndarray, kib: np.ndarray,
                   conv: Conv2d, requant: bool) -> None:
-    """:func:`_group`, kept per group, conv, requant and the buffers of its units."""
-    full = (key, conv, requant, kib.tobytes())
+    """:func:`_group`, kept per group, conv shape, requant and the buffers of its units."""
+    full = (key, shape_key(conv), requant, kib.tobytes())
     held = _GROUPS.get(full)
     if held is None:
         own = _Table(len(units))
-        _group(own, config, np.arange(len(units)), kib, conv, requant)
-        held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), list(own.texts),
+        rooms = _group(own, config, np.arange(len(units)), kib, conv, requant)
+        held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), rooms,
                 list(own.figures), list(own.tilings))
         if len(_GROUPS) >= _GROUPS_SIZE:
             _GROUPS.clear()
         _GROUPS[full] = held
-    rows, texts, figures, tilings = held
-    remap = [np.array([table.text(x) for x in texts] + [-1], dtype=np.int64),
+    rows, rooms, figures, tilings = held
+    remap = [np.array([table.text(infeasible_reason(config, conv, room, requant)) for room in rooms] + [-1],
+                      dtype=np.int64),
              np.array([table.add(x) for x in figures] + [-1], dtype=np.int64),
              np.array([table.add_tiling(x) for x in tilings] + [-1], dtype=np.int64)]
     table.status[units] = rows[0]
@@ -236,8 +240,10 @@ def _cached_group(table: _Table, key: tuple[float, ...], config: ArrayConfig, un
 
 
 def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarray, conv: Conv2d,
-           requant: bool) -> None:
-    """Score ``conv`` on the units of one unpaced array group, every form, at once."""
+           requant: bool) -> list[tuple[int, int, int]]:
+    """Score ``conv`` on the units of one unpaced array group, every form, at once. The reasons of
+    infeasible units are left as indices into the distinct rooms (``(ifmap, weight, ofmap)`` words
+    a tile may use) returned, not as texts (:func:`_cached_group` writes them)."""
     rooms = _rooms(config, kib)
     n = len(units)
     feasible = np.zeros(n, dtype=bool)
@@ -246,6 +252,7 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
     figure = np.full(n, -1, dtype=np.int64)
     tiling = np.full(n, -1, dtype=np.int64)
     reason = np.full(n, -1, dtype=np.int64)
+    bad: list[tuple[int, int, int]] = []
     for f, (steps, form) in enumerate(candidates(conv, config.rows)):
         index, tilings = conv_tilings(config, form, rooms, requant=requant)
         scored = [tiling_figures(config, form, requant, t) for t in tilings]
@@ -263,9 +270,8 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
             if len(none):  # the conv's own reason, per distinct (ifmap, weight) room
                 rooms_bad = rooms[none]
                 keys, inverse = np.unique(rooms_bad, axis=0, return_inverse=True)
-                texts = np.array([table.text(infeasible_reason(config, form, (int(i), int(w), int(o)), requant))
-                                  for i, w, o in keys], dtype=np.int64)
-                reason[none] = texts[inverse.reshape(-1)]
+                bad = [(int(i), int(w), int(o)) for i, w, o in keys.tolist()]
+                reason[none] = inverse.reshape(-1)
         else:
             take = ok & (~feasible | (totals < total) | ((totals == total) & (bytes_ < moved)))
         feasible |= ok
@@ -277,3 +283,4 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
     table.figure[units] = figure
     table.tiling[units] = tiling
     table.reason[units] = np.where(feasible, -1, reason)
+    return bad
