@@ -289,9 +289,70 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     most = int(max((w1 - w0).max(), (whole[1] - whole[0])[0]))
     cl, nl = _levels(most), _levels(N, min(C, N))
     tl, rl = _tap_levels(conv.kh, g.kw), g.row_levels()
-    # Output-row tiles per size (every size's tiles as one array, ``seg`` the size): most band rows,
-    # tiles, band rows summed, tiles per pixel count. Sizes above an image's rows are whole images
-    # (``_Geometry.m_tiles``): a tile of ``k`` images, the last one the rest.
+    band_rows, mt, band_sum, pix, per_pix = _row_tiles(g, rl)
+    # Filter tiles per size (``_sizes``; every size's tiles as one array, ``fseg`` the size): channel
+    # words, first block kept from the tile before, columns.
+    n_ts = np.array(nl, dtype=np.int64)
+    fper = -(-N // n_ts)
+    fseg = np.repeat(np.arange(len(nl)), fper)
+    fstarts = np.cumsum(fper) - fper
+    n0 = (np.arange(len(fseg)) - np.repeat(fstarts, fper)) * n_ts[fseg]
+    n1 = np.minimum(n0 + n_ts[fseg], N)
+    w0, w1 = words_of(n0, n1)
+    span, filt = w1 - w0, n1 - n0
+    weights = g.taps * span * g.kl * g.row_bytes_of(filt, ib)
+    c_col = np.array(cl, dtype=np.int64)[:, None]
+    first = np.minimum(w0 + c_col, w1)
+    last = w0 + (-(-span // c_col) - 1) * c_col
+    kept = np.zeros(first.shape, dtype=bool)  # not the first tile of its size, and its first block the last one's
+    kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
+    kept[:, fstarts] = False
+    nb = -(-span // c_col)  # channel blocks (runs a tap tile) of each filter tile
+    words = np.broadcast_to(np.add.reduceat(span, fstarts), (len(cl), len(nl)))
+    shared = np.add.reduceat((first - w0) * kept, fstarts, axis=1)
+    one_block = np.add.reduceat(weights * (nb == 1), fstarts, axis=1)
+    two_blocks = np.add.reduceat(weights * (nb == 2), fstarts, axis=1)
+    blocks = np.add.reduceat(nb, fstarts, axis=1)
+    wsum, cols = np.add.reduceat(weights, fstarts), np.add.reduceat(g.row_bytes_of(filt, out_b), fstarts)
+    compute = _run_grid(g, cl, nl, tl, fseg, span, filt, pix, per_pix)
+    # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
+    tt = np.array([len(g.tap_tiles(t)) for t in tl])[None, None, None, :, None]  # tap tiles
+    order = np.array([0, 1])[None, None, None, None, :]
+    mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
+    keep = (order == 0) | (mt5 == 1)
+    loads = words[:, None, :, None, None] - shared[:, None, :, None, None] * keep  # band loads an output-row tile
+    a = (bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * loads
+    # Weight bytes read once: a weight tile stays while it is one of the last two (the last one
+    # single buffered; ``_dram_bytes``).
+    held = weight_tiles_held(cfg)
+    once = (one_block[:, None, :, None, None] * (tt <= held)
+            + two_blocks[:, None, :, None, None] * (tt == 1) * (held == 2))
+    w5 = wsum[None, None, :, None, None]
+    b_mn = np.where(blocks[:, None, :, None, None] * tt <= held, w5, mt5 * w5)
+    b_nm = once + mt5 * (w5 - once)
+    dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None]
+    shape = np.broadcast_shapes(compute.shape, dram.shape)
+    cols_n = -(-np.array(nl) // C)
+    c2 = np.array(cl)[:, None]
+    return _Candidates(
+        shape=shape, compute=np.broadcast_to(compute, shape).reshape(-1), dram=np.broadcast_to(dram, shape).reshape(-1),
+        band=band_rows[None, :] * conv.w * c2 + g.extra,
+        weight=np.array(tl)[None, None, :] * R * c2[:, :, None] * cols_n[None, :, None],
+        ofmap=np.array(rl)[:, None] * g.out_w * cols_n[None, :], levels=(cl, rl, nl, tl),
+        smallest_band=int(band_rows[0]) * conv.w + g.extra)
+
+
+def _row_tiles(g: _Geometry, rl: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Output-row tiles per size of ``rl`` (``g.row_levels()``; every size's tiles as one array,
+    ``seg`` the size): most band rows, tiles, band rows summed, the distinct tile pixel counts and
+    the tiles of each size per pixel count. Sizes above an image's rows are whole images
+    (``_Geometry.m_tiles``): a tile of ``k`` images, the last one the rest. They depend on the conv's
+    shape alone: kept per :func:`shape_key` (the caller must not write into them)."""
+    key = shape_key(g.conv)
+    held = _ROW_TILES.get(key)
+    if held is not None:
+        return held
+    conv = g.conv
     n_img = g.images
     r_all = np.array(rl, dtype=np.int64)
     in_image = r_all <= g.out_h
@@ -322,33 +383,31 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     pix, at_pix = np.unique(tile_pix, return_inverse=True)
     per_pix = np.zeros((len(rl), len(pix)), dtype=np.int64)
     np.add.at(per_pix, (tile_level, at_pix.reshape(-1)), tile_count)
-    # Filter tiles per size (``_sizes``; every size's tiles as one array, ``fseg`` the size): channel
-    # words, first block kept from the tile before, columns.
-    n_ts = np.array(nl, dtype=np.int64)
-    fper = -(-N // n_ts)
-    fseg = np.repeat(np.arange(len(nl)), fper)
-    fstarts = np.cumsum(fper) - fper
-    n0 = (np.arange(len(fseg)) - np.repeat(fstarts, fper)) * n_ts[fseg]
-    n1 = np.minimum(n0 + n_ts[fseg], N)
-    w0, w1 = words_of(n0, n1)
-    span, filt = w1 - w0, n1 - n0
-    weights = g.taps * span * g.kl * g.row_bytes_of(filt, ib)
-    c_col = np.array(cl, dtype=np.int64)[:, None]
-    first = np.minimum(w0 + c_col, w1)
-    last = w0 + (-(-span // c_col) - 1) * c_col
-    kept = np.zeros(first.shape, dtype=bool)  # not the first tile of its size, and its first block the last one's
-    kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
-    kept[:, fstarts] = False
-    nb = -(-span // c_col)  # channel blocks (runs a tap tile) of each filter tile
-    words = np.broadcast_to(np.add.reduceat(span, fstarts), (len(cl), len(nl)))
-    shared = np.add.reduceat((first - w0) * kept, fstarts, axis=1)
-    one_block = np.add.reduceat(weights * (nb == 1), fstarts, axis=1)
-    two_blocks = np.add.reduceat(weights * (nb == 2), fstarts, axis=1)
-    blocks = np.add.reduceat(nb, fstarts, axis=1)
-    wsum, cols = np.add.reduceat(weights, fstarts), np.add.reduceat(g.row_bytes_of(filt, out_b), fstarts)
+    if len(_ROW_TILES) >= _CACHE_SIZE:
+        _ROW_TILES.clear()
+    held = _ROW_TILES[key] = (band_rows, mt, band_sum, pix, per_pix)
+    return held
+
+
+def _run_grid(g: _Geometry, cl: list[int], nl: list[int], tl: list[int], fseg: np.ndarray, span: np.ndarray,
+              filt: np.ndarray, pix: np.ndarray, per_pix: np.ndarray) -> np.ndarray:
+    """The run cycles of every candidate, ``(c, r, n, t, 1)`` over the channel block, output-row,
+    filter and tap tile sizes ``cl``, ``rl``, ``nl``, ``tl`` (``fseg``, ``span``, ``filt``: per filter
+    tile of every size its size index, channel words and filters; ``pix``/``per_pix``: :func:`_row_tiles`).
+    They depend on the array, the shadow registers, the conv's shape and the taps a word (all the
+    arguments derive from these): kept per those, so designs that differ in their bus, bits or
+    buffering share them (the caller must not write into them)."""
+    R, C, conv = g.R, g.C, g.conv
+    key = (R, C, bool(g.config.shadow_stationary), shape_key(conv), g.T)
+    held = _RUN_GRIDS.get(key)
+    if held is not None:
+        return held
     # (filter tile size index, span, filters, tiles of that span and filters)
-    kind_rows, kind_count = np.unique(np.stack([fseg, span, filt], axis=1), axis=0, return_counts=True)
-    kinds = [(*row, count) for row, count in zip(kind_rows.tolist(), kind_count.tolist(), strict=True)]
+    # as one int64 key per tile (mixed radix: sorted as the rows are), counted
+    s_top, f_top = int(span.max()) + 1, int(filt.max()) + 1
+    codes, kind_count = np.unique((fseg * s_top + span) * f_top + filt, return_counts=True)
+    kinds = list(zip((codes // (s_top * f_top)).tolist(), (codes // f_top % s_top).tolist(),
+                     (codes % f_top).tolist(), kind_count.tolist(), strict=True))
     # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
     taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
     tq, tp, tc = (np.array(v, dtype=np.int64) for v in zip(*((q, p, c) for q, taps in enumerate(taps_of)
@@ -368,36 +427,20 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
                              np.broadcast_to(count * tc * (rest > 0), shape3).reshape(-1)])
     keep = weight > 0
     at, ks, ns, weight = at[keep], ks[keep], ns[keep], weight[keep]
-    cyc = timing.run_cycles(0, R, C, pix[None, :], ks[:, None], ns[:, None], cfg.shadow_stationary).astype(np.int64)
+    shadow = g.config.shadow_stationary
+    cyc = timing.run_cycles(0, R, C, pix[None, :], ks[:, None], ns[:, None], shadow).astype(np.int64)
     per_cell = np.zeros((len(nl) * len(cl) * len(tl), len(pix)), dtype=np.int64)
     np.add.at(per_cell, at, cyc * weight[:, None])
     compute = per_cell.reshape(len(nl), len(cl), len(tl), len(pix)) @ per_pix.T  # (n, c, t, r)
     compute = compute.transpose(1, 3, 0, 2)[..., None]  # (c, r, n, t, 1)
-    # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
-    tt = np.array([len(g.tap_tiles(t)) for t in tl])[None, None, None, :, None]  # tap tiles
-    order = np.array([0, 1])[None, None, None, None, :]
-    mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
-    keep = (order == 0) | (mt5 == 1)
-    loads = words[:, None, :, None, None] - shared[:, None, :, None, None] * keep  # band loads an output-row tile
-    a = (bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * loads
-    # Weight bytes read once: a weight tile stays while it is one of the last two (the last one
-    # single buffered; ``_dram_bytes``).
-    held = weight_tiles_held(cfg)
-    once = (one_block[:, None, :, None, None] * (tt <= held)
-            + two_blocks[:, None, :, None, None] * (tt == 1) * (held == 2))
-    w5 = wsum[None, None, :, None, None]
-    b_mn = np.where(blocks[:, None, :, None, None] * tt <= held, w5, mt5 * w5)
-    b_nm = once + mt5 * (w5 - once)
-    dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None]
-    shape = np.broadcast_shapes(compute.shape, dram.shape)
-    cols_n = -(-np.array(nl) // C)
-    c2 = np.array(cl)[:, None]
-    return _Candidates(
-        shape=shape, compute=np.broadcast_to(compute, shape).reshape(-1), dram=np.broadcast_to(dram, shape).reshape(-1),
-        band=band_rows[None, :] * conv.w * c2 + g.extra,
-        weight=np.array(tl)[None, None, :] * R * c2[:, :, None] * cols_n[None, :, None],
-        ofmap=np.array(rl)[:, None] * g.out_w * cols_n[None, :], levels=(cl, rl, nl, tl),
-        smallest_band=int(band_rows[0]) * conv.w + g.extra)
+    if len(_RUN_GRIDS) >= _CACHE_SIZE:
+        _RUN_GRIDS.clear()
+    _RUN_GRIDS[key] = compute
+    return compute
+
+
+_ROW_TILES: dict[Conv2d, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+_RUN_GRIDS: dict[tuple[object, ...], np.ndarray] = {}
 
 
 def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:
