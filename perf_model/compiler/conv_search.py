@@ -135,12 +135,40 @@ def conv_tilings(config: ArrayConfig, conv: Conv2d, rooms: np.ndarray, *, requan
         ``(index, tilings)``: per design the index of its tiling in ``tilings`` (the distinct
         feasible tilings chosen), or -1 where none fits (:func:`conv_tiling`'s infeasible case).
         Each design's tiling equals ``conv_tiling`` on it: the first candidate of the one ranking
-        that fits its rooms, found for every design at once (each candidate placed in the grid of
-        the distinct rooms it needs, the first per cell, then the least over every cell a design's
-        rooms cover).
+        that fits its rooms, found for every design at once (a few designs: every candidate checked
+        on each; more: :func:`_first_fits`).
     """
     best, c = _ranking(config, conv, requant, True)
     need = _needs(best, c)
+    if len(rooms) * len(best) <= _DIRECT:  # few designs: each one's first fitting candidate directly
+        fits = (need[0] <= rooms[:, :1]) & (need[1] <= rooms[:, 1:2]) & (need[2] <= rooms[:, 2:])
+        chosen = np.where(fits.any(axis=1), fits.argmax(axis=1), len(best))
+    else:
+        chosen = _first_fits(best, need, rooms)
+    picks, index = np.unique(chosen, return_inverse=True)
+    index = index.reshape(-1).astype(np.int64)
+    tilings: list[ConvTiling] = []
+    for pick in picks.tolist():
+        if pick == len(best):
+            index[index == len(tilings)] = -1
+            continue
+        flat = int(best[pick])
+        i_c, i_r, i_n, i_t, order = np.unravel_index(flat, c.shape)
+        tilings.append(ConvTiling("ok", "", c.levels[1][i_r], c.levels[2][i_n], c.levels[0][i_c], c.levels[3][i_t],
+                                  ("mn", "nm")[int(order)], int(c.dram[flat])))
+    return index, tilings
+
+
+#: Designs times candidates up to which :func:`conv_tilings` checks every candidate on every
+#: design (a group's few designs) instead of placing the candidates in the grid of the rooms.
+_DIRECT = 1 << 17
+
+
+def _first_fits(best: np.ndarray, need: np.ndarray, rooms: np.ndarray) -> np.ndarray:
+    """Per design (``rooms``, ``(D, 3)``), the position in ``best`` of the first candidate whose
+    ``need`` (``(3, K)``, ranked) its rooms hold, ``len(best)`` for none: each candidate placed in
+    the grid of the distinct rooms it needs, the first per cell, then the least over every cell a
+    design's rooms cover."""
     levels, at, sizes = [], [], []
     for i in range(3):
         values, inverse = np.unique(rooms[:, i], return_inverse=True)
@@ -156,19 +184,7 @@ def conv_tilings(config: ArrayConfig, conv: Conv2d, rooms: np.ndarray, *, requan
     grid = first.reshape(sizes)
     for axis in range(3):  # rooms at least a cell's fit every candidate that cell's fit
         grid = np.minimum.accumulate(grid, axis=axis)
-    chosen = grid[at[0], at[1], at[2]]
-    picks, index = np.unique(chosen, return_inverse=True)
-    index = index.reshape(-1).astype(np.int64)
-    tilings: list[ConvTiling] = []
-    for pick in picks.tolist():
-        if pick == len(best):
-            index[index == len(tilings)] = -1
-            continue
-        flat = int(best[pick])
-        i_c, i_r, i_n, i_t, order = np.unravel_index(flat, c.shape)
-        tilings.append(ConvTiling("ok", "", c.levels[1][i_r], c.levels[2][i_n], c.levels[0][i_c], c.levels[3][i_t],
-                                  ("mn", "nm")[int(order)], int(c.dram[flat])))
-    return index, tilings
+    return grid[at[0], at[1], at[2]]
 
 
 def infeasible_reason(config: ArrayConfig, conv: Conv2d, room: tuple[int, int, int], requant: bool = False) -> str:

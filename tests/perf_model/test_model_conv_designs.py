@@ -20,6 +20,7 @@ import pytest
 import perf_model
 import workloads
 from accel_spec.config import ArrayConfig
+from perf_model.compiler import conv_search
 from perf_model.compiler.conv_designs import INFEASIBLE, NOT_SERVED, ON_CHIP, conv_designs, design_groups
 from perf_model.compiler.conv_geometry import _room
 from perf_model.compiler.conv_score import conv_figures
@@ -89,8 +90,11 @@ def test_vectorised_conv_figures_equal_the_scalar_scorer_on_every_design(seed):
     assert seen == {NOT_SERVED, INFEASIBLE, ON_CHIP}  # every case met
 
 
+@pytest.mark.parametrize("direct", [0, 1 << 40], ids=["grid", "direct"])
 @pytest.mark.parametrize("seed", range(3))
-def test_tilings_of_many_rooms_at_once_equal_the_search_one_design_at_a_time(seed):
+def test_tilings_of_many_rooms_at_once_equal_the_search_one_design_at_a_time(seed, direct, monkeypatch):
+    # both ways of finding each design's first fitting candidate: the grid of rooms, every candidate on each
+    monkeypatch.setattr(conv_search, "_DIRECT", direct)
     rng = random.Random(100 + seed)
     configs = [c for c in _designs(rng, arrays=4, per_array=12) if c.dataflow.value == "ws"]
     for _ in range(4):
