@@ -34,6 +34,7 @@ import numpy as np
 from accel_spec.isa import QUEUE_DEPTH, fetch_beats, store_read_latency
 from perf_model import dma_timing, timing
 from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, weight_tiles_held
+from perf_model.compiler.conv_search import shape_key
 from perf_model.compiler.program import PAGE, _align
 from perf_model.program_timing import (
     DEFAULT_DRAM_LATENCY,
@@ -159,7 +160,10 @@ def _changed(*keys: np.ndarray) -> np.ndarray:
     """True where any key differs from the run before (and at the first run)."""
     out = np.ones(len(keys[0]), dtype=bool)
     if len(out) > 1:
-        out[1:] = np.any([k[1:] != k[:-1] for k in keys], axis=0)
+        rest = out[1:]
+        rest[:] = keys[0][1:] != keys[0][:-1]
+        for k in keys[1:]:
+            rest |= k[1:] != k[:-1]
     return out
 
 
@@ -170,7 +174,9 @@ def _loaded(*keys: np.ndarray, held: int = 2) -> np.ndarray:
     out = _changed(*keys)
     at = np.flatnonzero(out)
     if held > 1 and len(at) > 2:
-        same = np.all([k[at[2:]] == k[at[:-2]] for k in keys], axis=0)
+        same = keys[0][at[2:]] == keys[0][at[:-2]]
+        for k in keys[1:]:
+            same &= k[at[2:]] == k[at[:-2]]
         out[at[2:][same]] = False
     return out
 
@@ -178,6 +184,54 @@ def _loaded(*keys: np.ndarray, held: int = 2) -> np.ndarray:
 def _fetch(commands: int, W: int) -> int:
     lens = list(dma_timing.bursts(0, 0, 1, fetch_beats(commands, W), W))
     return dma_timing.load_cycles(lens, _L, _D)
+
+
+_SHARED_SIZE = 1 << 14
+_ROWS: dict[tuple[object, ...], tuple[list[tuple[int, int]], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                      np.ndarray, np.ndarray]] = {}
+_TAPS: dict[tuple[object, ...], tuple[list[tuple[int, int, int, int]], np.ndarray, np.ndarray]] = {}
+
+
+def _frozen(*arrays: np.ndarray) -> None:
+    for a in arrays:
+        a.flags.writeable = False
+
+
+def _row_tiles(g: _Geometry, rows_t: int) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray, np.ndarray,
+                                                   np.ndarray, np.ndarray, np.ndarray]:
+    """Per output-row tile of ``rows_t`` rows: its rows ``(oy0, oy1)`` (``_Geometry.m_tiles``), pixels,
+    first pixel, and its band's first input row, rows, pad_top and the window's ``image_rows``.
+    They depend on the conv's shape alone: kept per shape and ``rows_t``, shared read-only."""
+    key = (shape_key(g.conv), rows_t)
+    held = _ROWS.get(key)
+    if held is None:
+        oys = g.m_tiles(rows_t)
+        bands = [g.band(oy0, oy1) for oy0, oy1 in oys]
+        arrays = (np.array([(oy1 - oy0) * g.out_w for oy0, oy1 in oys], dtype=np.int64),
+                  np.array([oy0 * g.out_w for oy0, _ in oys], dtype=np.int64),
+                  *(np.array([b[i] for b in bands], dtype=np.int64) for i in range(3)),
+                  np.array([g.image_rows(oy0, oy1) for oy0, oy1 in oys], dtype=np.int64))
+        _frozen(*arrays)
+        if len(_ROWS) >= _SHARED_SIZE:
+            _ROWS.clear()
+        held = _ROWS[key] = (oys, *arrays)
+    return held
+
+
+def _tap_tiles(g: _Geometry, taps_t: int) -> tuple[list[tuple[int, int, int, int]], np.ndarray, np.ndarray]:
+    """The tap tiles of ``taps_t`` taps (``_Geometry.tap_tiles``), their taps and their window key,
+    kept per conv shape, taps a word and ``taps_t`` (shared read-only)."""
+    key = (shape_key(g.conv), g.T, taps_t)
+    held = _TAPS.get(key)
+    if held is None:
+        taps = g.tap_tiles(taps_t)
+        tap_n = np.array([(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in taps], dtype=np.int64)
+        tap_key = np.array([(ky0 * 4096 + kx0) * 4096 + kx1 for ky0, _, kx0, kx1 in taps], dtype=np.int64)
+        _frozen(tap_n, tap_key)
+        if len(_TAPS) >= _SHARED_SIZE:
+            _TAPS.clear()
+        held = _TAPS[key] = (taps, tap_n, tap_key)
+    return held
 
 
 class RunArrays:
@@ -200,20 +254,13 @@ class RunArrays:
         R, C, N = g.R, g.C, g.N
         ib = cfg.input_bits // 8
         self.out_b = out_b = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
-        # Output-row tiles: pixels, band (first row, rows, pad_top).
-        self.oys = oys = g.m_tiles(t.rows_t)
-        self.m_pix = m_pix = np.array([(oy1 - oy0) * g.out_w for oy0, oy1 in oys], dtype=np.int64)
-        self.m_first = np.array([oy0 * g.out_w for oy0, _ in oys], dtype=np.int64)
-        bands_of = [g.band(oy0, oy1) for oy0, oy1 in oys]
-        b_r0 = np.array([b[0] for b in bands_of], dtype=np.int64)
-        self.b_rows = b_rows = np.array([b[1] for b in bands_of], dtype=np.int64)
-        self.b_pad = b_pad = np.array([b[2] for b in bands_of], dtype=np.int64)
-        self.b_img = b_img = np.array([g.image_rows(oy0, oy1) for oy0, oy1 in oys], dtype=np.int64)
+        # Output-row tiles: pixels, band (first row, rows, pad_top); tap tiles: taps, window key.
+        self.oys, self.m_pix, self.m_first, b_r0, self.b_rows, self.b_pad, self.b_img = _row_tiles(g, t.rows_t)
+        m_pix, b_rows, b_pad, b_img = self.m_pix, self.b_rows, self.b_pad, self.b_img
         mt = len(m_pix)
         # Runs of each filter tile (channel blocks outer, tap tiles inner).
-        self.taps = taps = g.tap_tiles(t.taps_t)
-        tap_n = np.array([(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in taps], dtype=np.int64)
-        tap_key = np.array([(ky0 * 4096 + kx0) * 4096 + kx1 for ky0, _, kx0, kx1 in taps], dtype=np.int64)
+        self.taps, tap_n, tap_key = _tap_tiles(g, t.taps_t)
+        taps = self.taps
         # per filter tile j: its channel blocks, each in every tap tile (``fl`` runs), in order
         n0s = np.arange(0, N, t.n_t, dtype=np.int64)
         n1s = np.minimum(n0s + t.n_t, N)
