@@ -135,30 +135,40 @@ def conv_tilings(config: ArrayConfig, conv: Conv2d, rooms: np.ndarray, *, requan
         ``(index, tilings)``: per design the index of its tiling in ``tilings`` (the distinct
         feasible tilings chosen), or -1 where none fits (:func:`conv_tiling`'s infeasible case).
         Each design's tiling equals ``conv_tiling`` on it: the first candidate of the one ranking
-        that fits its rooms, found for every design at once (a few designs: every candidate checked
-        on each; more: :func:`_first_fits`).
+        that fits its rooms, found for every design at once (up to ``_FEW`` designs: the least
+        candidate that fits, :func:`_first_ranked`, with no ranking; more: every ranked candidate
+        checked on each, or, many, :func:`_first_fits`).
     """
-    best, c = _ranking(config, conv, requant, True)
-    need = _needs(best, c)
-    if len(rooms) * len(best) <= _DIRECT:  # few designs: each one's first fitting candidate directly
-        fits = (need[0] <= rooms[:, :1]) & (need[1] <= rooms[:, 1:2]) & (need[2] <= rooms[:, 2:])
-        chosen = np.where(fits.any(axis=1), fits.argmax(axis=1), len(best))
+    if len(rooms) <= _FEW:
+        _, c = _keyed(config, conv, requant, True)
+        flat, picks = _first_ranked(config, conv, requant, rooms)
+        at = {f: i for i, f in enumerate(picks.tolist())}
+        index = np.array([at.get(f, -1) for f in flat.tolist()], dtype=np.int64)
     else:
-        chosen = _first_fits(best, need, rooms)
-    picks, index = np.unique(chosen, return_inverse=True)
-    index = index.reshape(-1).astype(np.int64)
+        best, c = _ranking(config, conv, requant, True)
+        need = _needs(best, c)
+        if len(rooms) * len(best) <= _DIRECT:  # few designs: each one's first fitting candidate directly
+            fits = (need[0] <= rooms[:, :1]) & (need[1] <= rooms[:, 1:2]) & (need[2] <= rooms[:, 2:])
+            chosen = np.where(fits.any(axis=1), fits.argmax(axis=1), len(best))
+        else:
+            chosen = _first_fits(best, need, rooms)
+        ranked, index = np.unique(chosen, return_inverse=True)
+        index = index.reshape(-1).astype(np.int64)
+        if ranked[-1] == len(best):  # no candidate fits some designs
+            index[index == len(ranked) - 1] = -1
+            ranked = ranked[:-1]
+        picks = best[ranked]
     tilings: list[ConvTiling] = []
-    for pick in picks.tolist():
-        if pick == len(best):
-            index[index == len(tilings)] = -1
-            continue
-        flat = int(best[pick])
+    for flat in picks.tolist():
         i_c, i_r, i_n, i_t, order = np.unravel_index(flat, c.shape)
         tilings.append(ConvTiling("ok", "", c.levels[1][i_r], c.levels[2][i_n], c.levels[0][i_c], c.levels[3][i_t],
                                   ("mn", "nm")[int(order)], int(c.dram[flat])))
     return index, tilings
 
 
+#: Designs up to which :func:`conv_tilings` finds each one's tiling without ranking the candidates
+#: (:func:`_first_ranked`; a sweep's array groups are mostly one or two designs).
+_FEW = 4
 #: Designs times candidates up to which :func:`conv_tilings` checks every candidate on every
 #: design (a group's few designs) instead of placing the candidates in the grid of the rooms.
 _DIRECT = 1 << 17
@@ -241,6 +251,19 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
     runs differ), then loop order. Kept per conv and the design fields a
     score sees (not the buffer sizes, which only decide which candidates fit): the candidates per
     array, bits, shadow and buffering (the weight tiles a buffer holds), their order per DRAM rate too."""
+    ranked_key, c = _keyed(config, conv, requant, pack)
+    best = _RANKINGS.get(ranked_key)
+    if best is None:
+        if len(_RANKINGS) >= 2 * _CACHE_SIZE:
+            _RANKINGS.clear()
+        score = _score(config, c, ranked_key[-1])
+        best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.compute, c.dram, score)).astype(np.int32)
+    return best, c
+
+
+def _keyed(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool) -> tuple[tuple[object, ...], _Candidates]:
+    """The key of :func:`_ranking` (its last field the bytes a cycle the estimate moves) and the
+    candidates (kept per that key without the rate)."""
     out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
     W, rate = _bus(config)
     # ``_Geometry``'s tap packing is set by the array, the bus, the bits, the dataflow and the conv
@@ -252,15 +275,45 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
         if len(_CANDIDATES) >= _CACHE_SIZE:
             _CANDIDATES.clear()
         c = _CANDIDATES[key] = _candidates(_Geometry(config, conv, pack=pack), out_b)
-    ranked_key = (*key, float(rate if rate is not None else W))  # ``_Geometry.bytes_per_cycle``
+    return (*key, float(rate if rate is not None else W)), c  # ``_Geometry.bytes_per_cycle``
+
+
+def _score(config: ArrayConfig, c: _Candidates, bytes_per_cycle: float) -> np.ndarray:
+    """Each candidate's estimated cycles (:func:`_estimate`), the ranking's first key."""
+    dma = c.dram / bytes_per_cycle
+    return np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
+
+
+def _first_ranked(config: ArrayConfig, conv: Conv2d, requant: bool, rooms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per design (``rooms``, ``(D, 3)``), the flat index of the first candidate of :func:`_ranking`
+    that its rooms hold, -1 for none, without the ranking: the least ``(estimate, DRAM bytes, run
+    cycles, index)`` among the candidates that fit (a few designs: cheaper than sorting them all).
+    Returns those indices and the distinct ones, in ranked order."""
+    ranked_key, c = _keyed(config, conv, requant, True)
     best = _RANKINGS.get(ranked_key)
-    if best is None:
-        if len(_RANKINGS) >= 2 * _CACHE_SIZE:
-            _RANKINGS.clear()
-        dma = c.dram / ranked_key[-1]
-        score = np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
-        best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.compute, c.dram, score)).astype(np.int32)
-    return best, c
+    score = _score(config, c, ranked_key[-1]) if best is None else None
+    out = np.full(len(rooms), -1, dtype=np.int64)
+    for d, (r0, r1, r2) in enumerate(rooms.tolist()):
+        fits = ((c.band[:, :, None, None, None] <= r0) & (c.weight[:, None, :, :, None] <= r1)
+                & (c.ofmap[None, :, :, None, None] <= r2))
+        if best is not None:  # ranked already: the first that fits
+            fits = np.broadcast_to(fits, c.shape).reshape(-1)[best]
+            if fits.any():
+                out[d] = best[int(fits.argmax())]
+            continue
+        on = np.flatnonzero(np.broadcast_to(fits, c.shape))
+        for by in (score, c.dram, c.compute):
+            if len(on) <= 1:
+                break
+            values = by[on]
+            on = on[values == values.min()]
+        if len(on):
+            out[d] = on[0]
+    picks = sorted(set(out[out >= 0].tolist()))
+    if score is None:
+        score = _score(config, c, ranked_key[-1])
+    picks.sort(key=lambda i: (score[i], c.dram[i], c.compute[i], i))
+    return out, np.array(picks, dtype=np.int64)
 
 
 def shape_key(conv: Conv2d) -> Conv2d:
