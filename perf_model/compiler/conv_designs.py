@@ -257,8 +257,8 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
         index, tilings = conv_tilings(config, form, rooms, requant=requant)
         scored = [tiling_figures(config, form, requant, t) for t in tilings]
         if steps:
-            scored = [dataclasses.replace(s, form=describe(conv, steps), steps=steps,
-                                          host_writes=host_writes(conv, steps)) for s in scored]
+            words, writes = describe(conv, steps), host_writes(conv, steps)
+            scored = [dataclasses.replace(s, form=words, steps=steps, host_writes=writes) for s in scored]
         ids = np.array([table.add(s) for s in scored] + [-1], dtype=np.int64)[index]
         t_ids = np.array([table.add_tiling((t, steps)) for t in tilings] + [-1], dtype=np.int64)[index]
         totals = np.array([s.total for s in scored] + [0], dtype=np.int64)[index]

@@ -132,8 +132,11 @@ class _Transfers:
             n = store_read_latency(kind == "store_q") + _L + 3 + rows * b + q * np.maximum(0, _L + 2 - (_D - 1) * b)
         else:
             n = _L + 2 + rows * b + q * np.maximum(0, _L + 1 - (_D - 1) * b)
-        for i in np.flatnonzero(~fits).tolist():
-            n[i] = self.cycles(kind, int(addr[i]), stride, int(rows[i]), int(words[i]), int(per_word[i]))
+        bad = np.flatnonzero(~fits)
+        if len(bad):
+            n[bad] = [self.cycles(kind, a, stride, r, w, p) for a, r, w, p in
+                      zip(*(np.broadcast_to(x, n.shape)[bad].tolist() for x in (addr, rows, words, per_word)),
+                          strict=True)]
         return n
 
 
