@@ -199,9 +199,18 @@ def _first_fits(best: np.ndarray, need: np.ndarray, rooms: np.ndarray) -> np.nda
 
 def infeasible_reason(config: ArrayConfig, conv: Conv2d, room: tuple[int, int, int], requant: bool = False) -> str:
     """:func:`conv_tiling`'s reason when no tiling fits ``room`` (the words a tile may use)."""
-    _, c = _ranking(config, conv, requant, True)
-    what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
-    return (f"{what}: the band of one output row with one channel word per pixel needs "
+    return f"{reason_subject(conv)}: {infeasible_detail(config, conv, room, requant)}"
+
+
+def reason_subject(conv: Conv2d) -> str:
+    """How an infeasible reason names ``conv``: its name, else its shape."""
+    return conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
+
+
+def infeasible_detail(config: ArrayConfig, conv: Conv2d, room: tuple[int, int, int], requant: bool = False) -> str:
+    """:func:`infeasible_reason` after the conv's name: the same for every conv of one shape."""
+    _, c = _keyed(config, conv, requant, True)
+    return (f"the band of one output row with one channel word per pixel needs "
             f"{c.smallest_band} ifmap words (and one tap {config.rows} weight words), more than the "
             f"{room[0]} ifmap / {room[1]} weight words a tile may use")
 
