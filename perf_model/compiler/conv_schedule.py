@@ -34,7 +34,7 @@ import numpy as np
 from accel_spec.isa import QUEUE_DEPTH, fetch_beats, store_read_latency
 from perf_model import dma_timing, timing
 from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, weight_tiles_held
-from perf_model.compiler.conv_search import shape_key
+from perf_model.compiler.conv_shapes import row_tiles, tap_tiles
 from perf_model.compiler.program import PAGE, _align
 from perf_model.program_timing import (
     DEFAULT_DRAM_LATENCY,
@@ -189,54 +189,6 @@ def _fetch(commands: int, W: int) -> int:
     return dma_timing.load_cycles(lens, _L, _D)
 
 
-_SHARED_SIZE = 1 << 14
-_ROWS: dict[tuple[object, ...], tuple[list[tuple[int, int]], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                      np.ndarray, np.ndarray]] = {}
-_TAPS: dict[tuple[object, ...], tuple[list[tuple[int, int, int, int]], np.ndarray, np.ndarray]] = {}
-
-
-def _frozen(*arrays: np.ndarray) -> None:
-    for a in arrays:
-        a.flags.writeable = False
-
-
-def _row_tiles(g: _Geometry, rows_t: int) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray, np.ndarray,
-                                                   np.ndarray, np.ndarray, np.ndarray]:
-    """Per output-row tile of ``rows_t`` rows: its rows ``(oy0, oy1)`` (``_Geometry.m_tiles``), pixels,
-    first pixel, and its band's first input row, rows, pad_top and the window's ``image_rows``.
-    They depend on the conv's shape alone: kept per shape and ``rows_t``, shared read-only."""
-    key = (shape_key(g.conv), rows_t)
-    held = _ROWS.get(key)
-    if held is None:
-        oys = g.m_tiles(rows_t)
-        bands = [g.band(oy0, oy1) for oy0, oy1 in oys]
-        arrays = (np.array([(oy1 - oy0) * g.out_w for oy0, oy1 in oys], dtype=np.int64),
-                  np.array([oy0 * g.out_w for oy0, _ in oys], dtype=np.int64),
-                  *(np.array([b[i] for b in bands], dtype=np.int64) for i in range(3)),
-                  np.array([g.image_rows(oy0, oy1) for oy0, oy1 in oys], dtype=np.int64))
-        _frozen(*arrays)
-        if len(_ROWS) >= _SHARED_SIZE:
-            _ROWS.clear()
-        held = _ROWS[key] = (oys, *arrays)
-    return held
-
-
-def _tap_tiles(g: _Geometry, taps_t: int) -> tuple[list[tuple[int, int, int, int]], np.ndarray, np.ndarray]:
-    """The tap tiles of ``taps_t`` taps (``_Geometry.tap_tiles``), their taps and their window key,
-    kept per conv shape, taps a word and ``taps_t`` (shared read-only)."""
-    key = (shape_key(g.conv), g.T, taps_t)
-    held = _TAPS.get(key)
-    if held is None:
-        taps = g.tap_tiles(taps_t)
-        tap_n = np.array([(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in taps], dtype=np.int64)
-        tap_key = np.array([(ky0 * 4096 + kx0) * 4096 + kx1 for ky0, _, kx0, kx1 in taps], dtype=np.int64)
-        _frozen(tap_n, tap_key)
-        if len(_TAPS) >= _SHARED_SIZE:
-            _TAPS.clear()
-        held = _TAPS[key] = (taps, tap_n, tap_key)
-    return held
-
-
 class RunArrays:
     """The runs of a tiling as arrays over runs (``_Geometry.tiles`` order), what each one loads and
     the cycles of its transfers: what :func:`conv_schedule` counts and
@@ -258,11 +210,11 @@ class RunArrays:
         ib = cfg.input_bits // 8
         self.out_b = out_b = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
         # Output-row tiles: pixels, band (first row, rows, pad_top); tap tiles: taps, window key.
-        self.oys, self.m_pix, self.m_first, b_r0, self.b_rows, self.b_pad, self.b_img = _row_tiles(g, t.rows_t)
+        self.oys, self.m_pix, self.m_first, b_r0, self.b_rows, self.b_pad, self.b_img = row_tiles(g, t.rows_t)
         m_pix, b_rows, b_pad, b_img = self.m_pix, self.b_rows, self.b_pad, self.b_img
         mt = len(m_pix)
         # Runs of each filter tile (channel blocks outer, tap tiles inner).
-        self.taps, tap_n, tap_key = _tap_tiles(g, t.taps_t)
+        self.taps, tap_n, tap_key = tap_tiles(g, t.taps_t)
         taps = self.taps
         # per filter tile j: its channel blocks, each in every tap tile (``fl`` runs), in order
         n0s = np.arange(0, N, t.n_t, dtype=np.int64)

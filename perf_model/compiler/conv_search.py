@@ -16,7 +16,6 @@ from fractions import Fraction
 import numpy as np
 
 from accel_spec.config import ArrayConfig
-from perf_model import timing
 from perf_model.compiler.conv_geometry import (
     ConvTiling,
     _Geometry,
@@ -28,6 +27,7 @@ from perf_model.compiler.conv_geometry import (
     conv_served,
     weight_tiles_held,
 )
+from perf_model.compiler.conv_shapes import level_row_tiles, run_grid, shape_key
 from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
 
@@ -325,21 +325,6 @@ def _first_ranked(config: ArrayConfig, conv: Conv2d, requant: bool, rooms: np.nd
     return out, np.array(picks, dtype=np.int64)
 
 
-def shape_key(conv: Conv2d) -> Conv2d:
-    """``conv`` as a key of what its program's timing sees: its shape, not its name or its
-    requantisation's values (whether it requantises is passed apart), so the convs of a network
-    that differ in these alone (ResNet-18's 20 convs are 11 shapes) are scored once."""
-    key = _SHAPES.get(conv)
-    if key is None:
-        if len(_SHAPES) >= 4 * _CACHE_SIZE:
-            _SHAPES.clear()
-        key = _SHAPES[conv] = dataclasses.replace(conv, name="", requant=None) if conv.name or conv.requant else conv
-    return key
-
-
-_SHAPES: dict[Conv2d, Conv2d] = {}
-
-
 def _bus(config: ArrayConfig) -> tuple[int, Fraction | None]:
     """``(axi_data_bytes, dram_rate)`` of ``config``, kept per design."""
     bus = _BUS.get(config)
@@ -367,7 +352,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     most = int(max((w1 - w0).max(), (whole[1] - whole[0])[0]))
     cl, nl = _levels(most), _levels(N, min(C, N))
     tl, rl = _tap_levels(conv.kh, g.kw), g.row_levels()
-    band_rows, mt, band_sum, pix, per_pix = _row_tiles(g, rl)
+    band_rows, mt, band_sum, pix, per_pix = level_row_tiles(g, rl)
     # Filter tiles per size (``_sizes``; every size's tiles as one array, ``fseg`` the size): channel
     # words, first block kept from the tile before, columns.
     n_ts = np.array(nl, dtype=np.int64)
@@ -392,7 +377,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     two_blocks = np.add.reduceat(weights * (nb == 2), fstarts, axis=1)
     blocks = np.add.reduceat(nb, fstarts, axis=1)
     wsum, cols = np.add.reduceat(weights, fstarts), np.add.reduceat(g.row_bytes_of(filt, out_b), fstarts)
-    compute = _run_grid(g, cl, nl, tl, fseg, span, filt, pix, per_pix)
+    compute = run_grid(g, cl, nl, tl, fseg, span, filt, pix, per_pix)
     # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
     tt = np.array([len(g.tap_tiles(t)) for t in tl])[None, None, None, :, None]  # tap tiles
     order = np.array([0, 1])[None, None, None, None, :]
@@ -418,107 +403,6 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
         weight=np.array(tl)[None, None, :] * R * c2[:, :, None] * cols_n[None, :, None],
         ofmap=np.array(rl)[:, None] * g.out_w * cols_n[None, :], levels=(cl, rl, nl, tl),
         smallest_band=int(band_rows[0]) * conv.w + g.extra)
-
-
-def _row_tiles(g: _Geometry, rl: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Output-row tiles per size of ``rl`` (``g.row_levels()``; every size's tiles as one array,
-    ``seg`` the size): most band rows, tiles, band rows summed, the distinct tile pixel counts and
-    the tiles of each size per pixel count. Sizes above an image's rows are whole images
-    (``_Geometry.m_tiles``): a tile of ``k`` images, the last one the rest. They depend on the conv's
-    shape alone: kept per :func:`shape_key` (the caller must not write into them)."""
-    key = shape_key(g.conv)
-    held = _ROW_TILES.get(key)
-    if held is not None:
-        return held
-    conv = g.conv
-    n_img = g.images
-    r_all = np.array(rl, dtype=np.int64)
-    in_image = r_all <= g.out_h
-    rs = r_all[in_image]
-    per = -(-g.out_h // rs)
-    seg = np.repeat(np.arange(len(rs)), per)
-    oy = (np.arange(len(seg)) - np.repeat(np.cumsum(per) - per, per)) * rs[seg]
-    oy1 = np.minimum(oy + rs[seg], g.out_h)
-    top = oy * conv.stride_h - conv.pad_h
-    bottom = (oy1 - 1) * conv.stride_h - conv.pad_h + (conv.kh - 1) * conv.dilation_h + 1
-    rows = np.maximum(np.minimum(conv.h, bottom) - np.maximum(0, top), 0)
-    starts = np.cumsum(per) - per
-    band_rows, mt, band_sum = (np.zeros(len(rl), dtype=np.int64) for _ in range(3))
-    band_rows[in_image] = np.maximum.reduceat(rows, starts)
-    mt[in_image] = per * n_img
-    band_sum[in_image] = np.add.reduceat(rows, starts) * n_img
-    tile_level = np.flatnonzero(in_image)[seg]
-    tile_pix = (oy1 - oy) * g.out_w
-    tile_count = np.full(len(seg), n_img, dtype=np.int64)
-    images = np.flatnonzero(~in_image)
-    for i in images.tolist():
-        k = rl[i] // g.out_h
-        counts = np.minimum(np.arange(0, n_img, k) + k, n_img) - np.arange(0, n_img, k)
-        band_rows[i], mt[i], band_sum[i] = counts.max() * conv.h, len(counts), n_img * conv.h
-        tile_level = np.append(tile_level, np.full(len(counts), i))
-        tile_pix = np.append(tile_pix, counts * g.out_h * g.out_w)
-        tile_count = np.append(tile_count, np.ones(len(counts), dtype=np.int64))
-    pix, at_pix = np.unique(tile_pix, return_inverse=True)
-    per_pix = np.zeros((len(rl), len(pix)), dtype=np.int64)
-    np.add.at(per_pix, (tile_level, at_pix.reshape(-1)), tile_count)
-    if len(_ROW_TILES) >= _CACHE_SIZE:
-        _ROW_TILES.clear()
-    held = _ROW_TILES[key] = (band_rows, mt, band_sum, pix, per_pix)
-    return held
-
-
-def _run_grid(g: _Geometry, cl: list[int], nl: list[int], tl: list[int], fseg: np.ndarray, span: np.ndarray,
-              filt: np.ndarray, pix: np.ndarray, per_pix: np.ndarray) -> np.ndarray:
-    """The run cycles of every candidate, ``(c, r, n, t, 1)`` over the channel block, output-row,
-    filter and tap tile sizes ``cl``, ``rl``, ``nl``, ``tl`` (``fseg``, ``span``, ``filt``: per filter
-    tile of every size its size index, channel words and filters; ``pix``/``per_pix``: :func:`_row_tiles`).
-    They depend on the array, the shadow registers, the conv's shape and the taps a word (all the
-    arguments derive from these): kept per those, so designs that differ in their bus, bits or
-    buffering share them (the caller must not write into them)."""
-    R, C, conv = g.R, g.C, g.conv
-    key = (R, C, bool(g.config.shadow_stationary), shape_key(conv), g.T)
-    held = _RUN_GRIDS.get(key)
-    if held is not None:
-        return held
-    # (filter tile size index, span, filters, tiles of that span and filters)
-    # as one int64 key per tile (mixed radix: sorted as the rows are), counted
-    s_top, f_top = int(span.max()) + 1, int(filt.max()) + 1
-    codes, kind_count = np.unique((fseg * s_top + span) * f_top + filt, return_counts=True)
-    kinds = list(zip((codes // (s_top * f_top)).tolist(), (codes // f_top % s_top).tolist(),
-                     (codes % f_top).tolist(), kind_count.tolist(), strict=True))
-    # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
-    taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
-    tq, tp, tc = (np.array(v, dtype=np.int64) for v in zip(*((q, p, c) for q, taps in enumerate(taps_of)
-                                                             for p, c in taps.items()), strict=True))
-    kj, span, filt, count = (np.array(v, dtype=np.int64)[:, None, None] for v in zip(*kinds, strict=True))
-    c_ts = np.array(cl, dtype=np.int64)[None, :, None]
-    full, rest = span // c_ts, span % c_ts
-    cell = (kj * len(cl) + np.arange(len(cl))[None, :, None]) * len(tl) + tq[None, None, :]
-    shape3 = np.broadcast_shapes(cell.shape, full.shape, filt.shape)
-    # every run of a (filter tile kind, channel block, tap tile) size: ``full`` blocks of ``c_t``
-    # channel words and one of the ``rest``, each of the tap tile's ``tp`` taps (``_run_shapes``)
-    at = np.concatenate([np.broadcast_to(cell, shape3).reshape(-1)] * 2)
-    ks = np.concatenate([np.broadcast_to(tp * c_ts * R, shape3).reshape(-1),
-                         np.broadcast_to(tp * rest * R, shape3).reshape(-1)])
-    ns = np.concatenate([np.broadcast_to(filt, shape3).reshape(-1)] * 2)
-    weight = np.concatenate([np.broadcast_to(count * tc * full, shape3).reshape(-1),
-                             np.broadcast_to(count * tc * (rest > 0), shape3).reshape(-1)])
-    keep = weight > 0
-    at, ks, ns, weight = at[keep], ks[keep], ns[keep], weight[keep]
-    shadow = g.config.shadow_stationary
-    cyc = timing.run_cycles(0, R, C, pix[None, :], ks[:, None], ns[:, None], shadow).astype(np.int64)
-    per_cell = np.zeros((len(nl) * len(cl) * len(tl), len(pix)), dtype=np.int64)
-    np.add.at(per_cell, at, cyc * weight[:, None])
-    compute = per_cell.reshape(len(nl), len(cl), len(tl), len(pix)) @ per_pix.T  # (n, c, t, r)
-    compute = compute.transpose(1, 3, 0, 2)[..., None]  # (c, r, n, t, 1)
-    if len(_RUN_GRIDS) >= _CACHE_SIZE:
-        _RUN_GRIDS.clear()
-    _RUN_GRIDS[key] = compute
-    return compute
-
-
-_ROW_TILES: dict[Conv2d, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-_RUN_GRIDS: dict[tuple[object, ...], np.ndarray] = {}
 
 
 def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:
