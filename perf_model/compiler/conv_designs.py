@@ -50,7 +50,7 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.conv_forms import candidates, describe, host_writes
 from perf_model.compiler.conv_geometry import ConvTiling, conv_served
 from perf_model.compiler.conv_score import conv_figures, tiling_figures
-from perf_model.compiler.conv_search import conv_tilings, infeasible_reason
+from perf_model.compiler.conv_search import conv_tilings, infeasible_detail, reason_subject, shape_key
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import BUFFER_FIELDS, PROGRAM_BLIND_FIELDS, dram_rate
 from workloads.ops import Conv2d
@@ -204,9 +204,12 @@ def _rooms(config: ArrayConfig, kib: np.ndarray) -> np.ndarray:
     return depth // 2 if config.double_buffered else depth
 
 
-#: Per array group, conv, requant and buffer sizes of its units: the group's results
-#: ``(status, reason, figure, tiling)`` per unit, indices into the texts, figures and tilings kept
-#: with them (a sweep meets a group's designs again: the next pass, or another workload's same conv).
+#: Per array group, conv shape (``conv_search.shape_key``: the convs of a network that differ in
+#: their names alone share it), requant and buffer sizes of its units: the group's results
+#: ``(status, reason, figure, tiling)`` per unit, indices into the infeasible reasons (without the
+#: conv's name, ``conv_search.infeasible_detail``), figures and tilings kept with them (a sweep
+#: meets a group's designs again: the next pass, another conv of the same shape, or another
+#: workload's). The reasons name the conv, so the name is put before them per call.
 _GROUPS: dict[tuple[object, ...], tuple[np.ndarray, list[str], list[ConvFigures],
                                          list[tuple[ConvTiling, tuple[str, ...]]]]] = {}
 _GROUPS_SIZE = 1 << 15
@@ -214,19 +217,20 @@ _GROUPS_SIZE = 1 << 15
 
 def _cached_group(table: _Table, key: tuple[float, ...], config: ArrayConfig, units: np.ndarray, kib: np.ndarray,
                   conv: Conv2d, requant: bool) -> None:
-    """:func:`_group`, kept per group, conv, requant and the buffers of its units."""
-    full = (key, conv, requant, kib.tobytes())
+    """:func:`_group`, kept per group, conv shape, requant and the buffers of its units."""
+    full = (key, shape_key(conv), requant, kib.tobytes())
     held = _GROUPS.get(full)
     if held is None:
         own = _Table(len(units))
-        _group(own, config, np.arange(len(units)), kib, conv, requant)
-        held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), list(own.texts),
+        details = _group(own, config, np.arange(len(units)), kib, conv, requant)
+        held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), details,
                 list(own.figures), list(own.tilings))
         if len(_GROUPS) >= _GROUPS_SIZE:
             _GROUPS.clear()
         _GROUPS[full] = held
-    rows, texts, figures, tilings = held
-    remap = [np.array([table.text(x) for x in texts] + [-1], dtype=np.int64),
+    rows, details, figures, tilings = held
+    what = reason_subject(conv)
+    remap = [np.array([table.text(f"{what}: {d}") for d in details] + [-1], dtype=np.int64),
              np.array([table.add(x) for x in figures] + [-1], dtype=np.int64),
              np.array([table.add_tiling(x) for x in tilings] + [-1], dtype=np.int64)]
     table.status[units] = rows[0]
@@ -236,8 +240,10 @@ def _cached_group(table: _Table, key: tuple[float, ...], config: ArrayConfig, un
 
 
 def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarray, conv: Conv2d,
-           requant: bool) -> None:
-    """Score ``conv`` on the units of one unpaced array group, every form, at once."""
+           requant: bool) -> list[str]:
+    """Score ``conv`` on the units of one unpaced array group, every form, at once. The reasons of
+    infeasible units are left as indices into the distinct reasons without the conv's name
+    (``infeasible_detail``), returned (:func:`_cached_group` names the conv)."""
     rooms = _rooms(config, kib)
     n = len(units)
     feasible = np.zeros(n, dtype=bool)
@@ -246,12 +252,13 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
     figure = np.full(n, -1, dtype=np.int64)
     tiling = np.full(n, -1, dtype=np.int64)
     reason = np.full(n, -1, dtype=np.int64)
+    bad: list[str] = []
     for f, (steps, form) in enumerate(candidates(conv, config.rows)):
         index, tilings = conv_tilings(config, form, rooms, requant=requant)
         scored = [tiling_figures(config, form, requant, t) for t in tilings]
         if steps:
-            scored = [dataclasses.replace(s, form=describe(conv, steps), steps=steps,
-                                          host_writes=host_writes(conv, steps)) for s in scored]
+            words, writes = describe(conv, steps), host_writes(conv, steps)
+            scored = [dataclasses.replace(s, form=words, steps=steps, host_writes=writes) for s in scored]
         ids = np.array([table.add(s) for s in scored] + [-1], dtype=np.int64)[index]
         t_ids = np.array([table.add_tiling((t, steps)) for t in tilings] + [-1], dtype=np.int64)[index]
         totals = np.array([s.total for s in scored] + [0], dtype=np.int64)[index]
@@ -263,9 +270,8 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
             if len(none):  # the conv's own reason, per distinct (ifmap, weight) room
                 rooms_bad = rooms[none]
                 keys, inverse = np.unique(rooms_bad, axis=0, return_inverse=True)
-                texts = np.array([table.text(infeasible_reason(config, form, (int(i), int(w), int(o)), requant))
-                                  for i, w, o in keys], dtype=np.int64)
-                reason[none] = texts[inverse.reshape(-1)]
+                bad = [infeasible_detail(config, form, (i, w, o), requant) for i, w, o in keys.tolist()]
+                reason[none] = inverse.reshape(-1)
         else:
             take = ok & (~feasible | (totals < total) | ((totals == total) & (bytes_ < moved)))
         feasible |= ok
@@ -277,3 +283,4 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
     table.figure[units] = figure
     table.tiling[units] = tiling
     table.reason[units] = np.where(feasible, -1, reason)
+    return bad

@@ -122,7 +122,7 @@ class _Geometry:
         if self.pack:
             self.kl = self.R
         rate = dram_rate(config)
-        self.bytes_per_cycle = float(rate if rate is not None else axi_data_bytes(config))
+        self.bytes_per_cycle = float(rate if rate is not None else self.W)
         self.sizes: dict[tuple[int, int, int], tuple[list[int], list[int], list[tuple[int, int, int, int]]]] = {}
         self.shapes: dict[tuple[int, int, int], Counter[tuple[int, int]]] = {}
         self.filter_tiles: dict[int, Counter[tuple[int, int]]] = {}

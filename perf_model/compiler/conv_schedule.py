@@ -27,11 +27,14 @@ walks the program (tests/perf_model/test_model_conv_schedule.py holds both).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from accel_spec.isa import QUEUE_DEPTH, fetch_beats, store_read_latency
 from perf_model import dma_timing, timing
 from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, weight_tiles_held
+from perf_model.compiler.conv_shapes import row_tiles, tap_tiles
 from perf_model.compiler.program import PAGE, _align
 from perf_model.program_timing import (
     DEFAULT_DRAM_LATENCY,
@@ -129,8 +132,11 @@ class _Transfers:
             n = store_read_latency(kind == "store_q") + _L + 3 + rows * b + q * np.maximum(0, _L + 2 - (_D - 1) * b)
         else:
             n = _L + 2 + rows * b + q * np.maximum(0, _L + 1 - (_D - 1) * b)
-        for i in np.flatnonzero(~fits).tolist():
-            n[i] = self.cycles(kind, int(addr[i]), stride, int(rows[i]), int(words[i]), int(per_word[i]))
+        bad = np.flatnonzero(~fits)
+        if len(bad):
+            n[bad] = [self.cycles(kind, a, stride, r, w, p) for a, r, w, p in
+                      zip(*(np.broadcast_to(x, n.shape)[bad].tolist() for x in (addr, rows, words, per_word)),
+                          strict=True)]
         return n
 
 
@@ -157,7 +163,10 @@ def _changed(*keys: np.ndarray) -> np.ndarray:
     """True where any key differs from the run before (and at the first run)."""
     out = np.ones(len(keys[0]), dtype=bool)
     if len(out) > 1:
-        out[1:] = np.any([k[1:] != k[:-1] for k in keys], axis=0)
+        rest = out[1:]
+        rest[:] = keys[0][1:] != keys[0][:-1]
+        for k in keys[1:]:
+            rest |= k[1:] != k[:-1]
     return out
 
 
@@ -168,7 +177,9 @@ def _loaded(*keys: np.ndarray, held: int = 2) -> np.ndarray:
     out = _changed(*keys)
     at = np.flatnonzero(out)
     if held > 1 and len(at) > 2:
-        same = np.all([k[at[2:]] == k[at[:-2]] for k in keys], axis=0)
+        same = keys[0][at[2:]] == keys[0][at[:-2]]
+        for k in keys[1:]:
+            same &= k[at[2:]] == k[at[:-2]]
         out[at[2:][same]] = False
     return out
 
@@ -198,40 +209,42 @@ class RunArrays:
         R, C, N = g.R, g.C, g.N
         ib = cfg.input_bits // 8
         self.out_b = out_b = ib if requant else (4 if cfg.acc_bits <= 32 else 8)
-        # Output-row tiles: pixels, band (first row, rows, pad_top).
-        self.oys = oys = g.m_tiles(t.rows_t)
-        self.m_pix = m_pix = np.array([(oy1 - oy0) * g.out_w for oy0, oy1 in oys], dtype=np.int64)
-        self.m_first = np.array([oy0 * g.out_w for oy0, _ in oys], dtype=np.int64)
-        bands_of = [g.band(oy0, oy1) for oy0, oy1 in oys]
-        b_r0 = np.array([b[0] for b in bands_of], dtype=np.int64)
-        self.b_rows = b_rows = np.array([b[1] for b in bands_of], dtype=np.int64)
-        self.b_pad = b_pad = np.array([b[2] for b in bands_of], dtype=np.int64)
-        self.b_img = b_img = np.array([g.image_rows(oy0, oy1) for oy0, oy1 in oys], dtype=np.int64)
+        # Output-row tiles: pixels, band (first row, rows, pad_top); tap tiles: taps, window key.
+        self.oys, self.m_pix, self.m_first, b_r0, self.b_rows, self.b_pad, self.b_img = row_tiles(g, t.rows_t)
+        m_pix, b_rows, b_pad, b_img = self.m_pix, self.b_rows, self.b_pad, self.b_img
         mt = len(m_pix)
         # Runs of each filter tile (channel blocks outer, tap tiles inner).
-        self.taps = taps = g.tap_tiles(t.taps_t)
-        tap_n = np.array([(ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in taps], dtype=np.int64)
-        tap_key = np.array([(ky0 * 4096 + kx0) * 4096 + kx1 for ky0, _, kx0, kx1 in taps], dtype=np.int64)
-        per_filter: list[tuple[np.ndarray, ...]] = []
-        for j, n0 in enumerate(range(0, N, t.n_t)):
-            n1 = min(n0 + t.n_t, N)
-            w0, w1 = g.filter_words(n0, n1)
-            c0 = np.arange(w0, w1, t.c_t, dtype=np.int64)
-            c1 = np.minimum(c0 + t.c_t, w1)
-            cc0, tp = np.repeat(c0, len(taps)), np.tile(np.arange(len(taps)), len(c0))
-            cc1 = np.repeat(c1, len(taps))
-            K = tap_n[tp] * (cc1 - cc0) * R
-            k0 = np.cumsum(K) - K
-            per_filter.append((np.full(len(K), j), np.full(len(K), n0), np.full(len(K), n1 - n0), cc0, cc1, tp, K,
-                               k0))
+        self.taps, tap_n, tap_key = tap_tiles(g, t.taps_t)
+        taps = self.taps
+        # per filter tile j: its channel blocks, each in every tap tile (``fl`` runs), in order
+        n0s = np.arange(0, N, t.n_t, dtype=np.int64)
+        n1s = np.minimum(n0s + t.n_t, N)
+        w0s = n0s // g.cpo * g.cpg // R  # ``_Geometry.filter_words`` over the filter tiles
+        w1s = -(-((n1s - 1) // g.cpo + 1) * g.cpg // R)
+        nb = -(-(w1s - w0s) // t.c_t)
+        b_j = np.repeat(np.arange(len(nb)), nb)
+        b_c0 = w0s[b_j] + (np.arange(len(b_j)) - np.repeat(np.cumsum(nb) - nb, nb)) * t.c_t
+        b_c1 = np.minimum(b_c0 + t.c_t, w1s[b_j])
+        nt = len(taps)
+        f_j, f_c0, f_c1 = np.repeat(b_j, nt), np.repeat(b_c0, nt), np.repeat(b_c1, nt)
+        f_tp = np.tile(np.arange(nt), len(b_j))
+        f_K = tap_n[f_tp] * (f_c1 - f_c0) * R
+        f_len = nb * nt  # runs of each filter tile
+        f_start = np.cumsum(f_len) - f_len
+        f_k0 = np.cumsum(f_K) - f_K
+        f_k0 -= f_k0[f_start][f_j]  # GEMM rows from the filter tile's first run
+        fl = len(f_K)
         if t.order == "mn" or mt == 1:
-            f = [np.concatenate(cols) for cols in zip(*per_filter, strict=True)]
-            fl = len(f[0])
             mi = np.repeat(np.arange(mt), fl)
-            fj, fn0, fn, c0, c1, tp, K, k0 = (np.tile(a, mt) for a in f)
-        else:
-            parts = [(np.repeat(np.arange(mt), len(pf[0])), *(np.tile(a, mt) for a in pf)) for pf in per_filter]
-            mi, fj, fn0, fn, c0, c1, tp, K, k0 = (np.concatenate(cols) for cols in zip(*parts, strict=True))
+            at = np.tile(np.arange(fl), mt)
+        else:  # filter tiles outer: each filter tile's runs once per output-row tile
+            pj = np.repeat(np.arange(len(nb)), mt)
+            mi = np.repeat(np.tile(np.arange(mt), len(nb)), f_len[pj])
+            lens = f_len[pj]
+            at = np.arange(int(lens.sum())) + np.repeat(f_start[pj] - (np.cumsum(lens) - lens), lens)
+        fj, c0, c1, tp, K, k0 = f_j[at], f_c0[at], f_c1[at], f_tp[at], f_K[at], f_k0[at]
+        fn0 = n0s[fj]
+        fn = n1s[fj] - fn0
         self.mi, self.fj, self.fn0, self.fn, self.c0, self.c1 = mi, fj, fn0, fn, c0, c1
         self.tp, self.K, self.k0 = tp, K, k0
         self.runs = runs = len(K)
@@ -257,21 +270,25 @@ class RunArrays:
         a_beats = g.a_word_bytes // W
         self.band_n = band_n = np.zeros(runs, dtype=np.int64)
         self.band_bytes = band_bytes = np.zeros(runs, dtype=np.int64)
-        #: per run that loads a band, its transfer's ``(addr, stride, rows, words, beats a word)``
-        self.band_geometry: dict[int, tuple[int, int, int, int, int]] = {}
-        for i in np.flatnonzero(new_band).tolist():
-            ct, m = int(c1[i] - c0[i]), int(mi[i])
-            addr = int(b_r0[m]) * w_img * a_pitch + int(c0[i]) * g.a_word_bytes
-            rows = int(b_rows[m])
-            if g.pack:  # a sliding load: one DRAM row of the band's pixels and ``extra`` more
-                geometry = (addr, a_pitch, 1, rows * w_img + g.extra)
-            elif ct == g.words:
-                geometry = (addr, w_img * a_pitch, rows, w_img * ct)
-            else:
-                geometry = (addr, a_pitch, rows * w_img, ct)
-            band_n[i] = xf.cycles("ifmap", *geometry, a_beats)
-            self.band_geometry[i] = (*geometry, xf.word_beats("ifmap", a_beats))
-            band_bytes[i] = (rows * w_img + g.extra) * ct * g.a_word_bytes
+        # the band loads' transfers, per run that loads one (``band_geometry``)
+        at_b = np.flatnonzero(new_band)
+        ct, m = (c1 - c0)[at_b], mi[at_b]
+        addr = b_r0[m] * w_img * a_pitch + c0[at_b] * g.a_word_bytes
+        rows = b_rows[m]
+        per_word = np.full(len(at_b), xf.word_beats("ifmap", a_beats), dtype=np.int64)
+        if g.pack:  # a sliding load: one DRAM row of the band's pixels and ``extra`` more
+            whole = np.zeros(len(at_b), dtype=bool)
+            b_rows_n, b_words = np.ones(len(at_b), dtype=np.int64), rows * w_img + g.extra
+        else:
+            whole = ct == g.words
+            b_rows_n, b_words = np.where(whole, rows, rows * w_img), np.where(whole, w_img * ct, ct)
+        b_stride = np.where(whole, w_img * a_pitch, a_pitch)
+        for stride in (a_pitch, w_img * a_pitch):
+            on = b_stride == stride
+            if on.any():
+                band_n[at_b[on]] = xf.many("ifmap", addr[on], stride, b_rows_n[on], b_words[on], per_word[on])
+        self._band_transfers = (at_b, addr, b_stride, b_rows_n, b_words, per_word)
+        band_bytes[at_b] = (rows * w_img + g.extra) * ct * g.a_word_bytes
         self.w_n = w_n = np.zeros(runs, dtype=np.int64)
         if g.kl < R:  # a tap's first ``kl`` weight rows only: one DRAM row a tap, its rows back to back
             w_geometry = ((k0 // R * g.kl * b_pitch)[new_w], g.kl * b_pitch, K[new_w] // R,
@@ -279,10 +296,20 @@ class RunArrays:
         else:
             w_geometry = ((k0 * b_pitch + fn0 * ib)[new_w], b_pitch, K[new_w], cwords[new_w], b_word[new_w])
         w_n[new_w] = xf.many("weight", *w_geometry)
-        #: the weight loads' transfers, in run order of the runs that load one (as :attr:`band_geometry`)
-        self.w_geometry = dict(zip(np.flatnonzero(new_w).tolist(), transfer_tuples(*w_geometry), strict=True))
+        self._w_transfers = w_geometry
         self.w_bytes = np.where(new_w, K // R * g.kl * cwords * b_word * W, 0)
         self.skind = "store_q" if requant else "store"
+
+    @functools.cached_property
+    def band_geometry(self) -> dict[int, tuple[int, int, int, int, int]]:
+        """Per run that loads a band, its transfer's ``(addr, stride, rows, words, beats a word)``."""
+        at, addr, stride, rows, words, per_word = (a.tolist() for a in self._band_transfers)
+        return {i: (a, s, r, w, b) for i, a, s, r, w, b in zip(at, addr, stride, rows, words, per_word, strict=True)}
+
+    @functools.cached_property
+    def w_geometry(self) -> dict[int, tuple[int, int, int, int, int]]:
+        """The weight loads' transfers, per run that loads one (as :attr:`band_geometry`)."""
+        return dict(zip(np.flatnonzero(self.new_w).tolist(), transfer_tuples(*self._w_transfers), strict=True))
 
     def store_transfers(self, i: np.ndarray, r0: np.ndarray, r1: np.ndarray
                         ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]:

@@ -16,7 +16,6 @@ from fractions import Fraction
 import numpy as np
 
 from accel_spec.config import ArrayConfig
-from perf_model import timing
 from perf_model.compiler.conv_geometry import (
     ConvTiling,
     _Geometry,
@@ -28,6 +27,7 @@ from perf_model.compiler.conv_geometry import (
     conv_served,
     weight_tiles_held,
 )
+from perf_model.compiler.conv_shapes import level_row_tiles, run_grid, shape_key
 from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
 
@@ -135,12 +135,50 @@ def conv_tilings(config: ArrayConfig, conv: Conv2d, rooms: np.ndarray, *, requan
         ``(index, tilings)``: per design the index of its tiling in ``tilings`` (the distinct
         feasible tilings chosen), or -1 where none fits (:func:`conv_tiling`'s infeasible case).
         Each design's tiling equals ``conv_tiling`` on it: the first candidate of the one ranking
-        that fits its rooms, found for every design at once (each candidate placed in the grid of
-        the distinct rooms it needs, the first per cell, then the least over every cell a design's
-        rooms cover).
+        that fits its rooms, found for every design at once (up to ``_FEW`` designs: the least
+        candidate that fits, :func:`_first_ranked`, with no ranking; more: every ranked candidate
+        checked on each, or, many, :func:`_first_fits`).
     """
-    best, c = _ranking(config, conv, requant, True)
-    need = _needs(best, c)
+    if len(rooms) <= _FEW:
+        _, c = _keyed(config, conv, requant, True)
+        flat, picks = _first_ranked(config, conv, requant, rooms)
+        at = {f: i for i, f in enumerate(picks.tolist())}
+        index = np.array([at.get(f, -1) for f in flat.tolist()], dtype=np.int64)
+    else:
+        best, c = _ranking(config, conv, requant, True)
+        need = _needs(best, c)
+        if len(rooms) * len(best) <= _DIRECT:  # few designs: each one's first fitting candidate directly
+            fits = (need[0] <= rooms[:, :1]) & (need[1] <= rooms[:, 1:2]) & (need[2] <= rooms[:, 2:])
+            chosen = np.where(fits.any(axis=1), fits.argmax(axis=1), len(best))
+        else:
+            chosen = _first_fits(best, need, rooms)
+        ranked, index = np.unique(chosen, return_inverse=True)
+        index = index.reshape(-1).astype(np.int64)
+        if ranked[-1] == len(best):  # no candidate fits some designs
+            index[index == len(ranked) - 1] = -1
+            ranked = ranked[:-1]
+        picks = best[ranked]
+    tilings: list[ConvTiling] = []
+    for flat in picks.tolist():
+        i_c, i_r, i_n, i_t, order = np.unravel_index(flat, c.shape)
+        tilings.append(ConvTiling("ok", "", c.levels[1][i_r], c.levels[2][i_n], c.levels[0][i_c], c.levels[3][i_t],
+                                  ("mn", "nm")[int(order)], int(c.dram[flat])))
+    return index, tilings
+
+
+#: Designs up to which :func:`conv_tilings` finds each one's tiling without ranking the candidates
+#: (:func:`_first_ranked`; a sweep's array groups are mostly one or two designs).
+_FEW = 4
+#: Designs times candidates up to which :func:`conv_tilings` checks every candidate on every
+#: design (a group's few designs) instead of placing the candidates in the grid of the rooms.
+_DIRECT = 1 << 17
+
+
+def _first_fits(best: np.ndarray, need: np.ndarray, rooms: np.ndarray) -> np.ndarray:
+    """Per design (``rooms``, ``(D, 3)``), the position in ``best`` of the first candidate whose
+    ``need`` (``(3, K)``, ranked) its rooms hold, ``len(best)`` for none: each candidate placed in
+    the grid of the distinct rooms it needs, the first per cell, then the least over every cell a
+    design's rooms cover."""
     levels, at, sizes = [], [], []
     for i in range(3):
         values, inverse = np.unique(rooms[:, i], return_inverse=True)
@@ -156,26 +194,23 @@ def conv_tilings(config: ArrayConfig, conv: Conv2d, rooms: np.ndarray, *, requan
     grid = first.reshape(sizes)
     for axis in range(3):  # rooms at least a cell's fit every candidate that cell's fit
         grid = np.minimum.accumulate(grid, axis=axis)
-    chosen = grid[at[0], at[1], at[2]]
-    picks, index = np.unique(chosen, return_inverse=True)
-    index = index.reshape(-1).astype(np.int64)
-    tilings: list[ConvTiling] = []
-    for pick in picks.tolist():
-        if pick == len(best):
-            index[index == len(tilings)] = -1
-            continue
-        flat = int(best[pick])
-        i_c, i_r, i_n, i_t, order = np.unravel_index(flat, c.shape)
-        tilings.append(ConvTiling("ok", "", c.levels[1][i_r], c.levels[2][i_n], c.levels[0][i_c], c.levels[3][i_t],
-                                  ("mn", "nm")[int(order)], int(c.dram[flat])))
-    return index, tilings
+    return grid[at[0], at[1], at[2]]
 
 
 def infeasible_reason(config: ArrayConfig, conv: Conv2d, room: tuple[int, int, int], requant: bool = False) -> str:
     """:func:`conv_tiling`'s reason when no tiling fits ``room`` (the words a tile may use)."""
-    _, c = _ranking(config, conv, requant, True)
-    what = conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
-    return (f"{what}: the band of one output row with one channel word per pixel needs "
+    return f"{reason_subject(conv)}: {infeasible_detail(config, conv, room, requant)}"
+
+
+def reason_subject(conv: Conv2d) -> str:
+    """How an infeasible reason names ``conv``: its name, else its shape."""
+    return conv.name or f"conv {conv.kh}x{conv.kw} on {conv.h}x{conv.w}x{conv.c_in}"
+
+
+def infeasible_detail(config: ArrayConfig, conv: Conv2d, room: tuple[int, int, int], requant: bool = False) -> str:
+    """:func:`infeasible_reason` after the conv's name: the same for every conv of one shape."""
+    _, c = _keyed(config, conv, requant, True)
+    return (f"the band of one output row with one channel word per pixel needs "
             f"{c.smallest_band} ifmap words (and one tap {config.rows} weight words), more than the "
             f"{room[0]} ifmap / {room[1]} weight words a tile may use")
 
@@ -225,6 +260,19 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
     runs differ), then loop order. Kept per conv and the design fields a
     score sees (not the buffer sizes, which only decide which candidates fit): the candidates per
     array, bits, shadow and buffering (the weight tiles a buffer holds), their order per DRAM rate too."""
+    ranked_key, c = _keyed(config, conv, requant, pack)
+    best = _RANKINGS.get(ranked_key)
+    if best is None:
+        if len(_RANKINGS) >= 2 * _CACHE_SIZE:
+            _RANKINGS.clear()
+        score = _score(config, c, ranked_key[-1])
+        best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.compute, c.dram, score)).astype(np.int32)
+    return best, c
+
+
+def _keyed(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool) -> tuple[tuple[object, ...], _Candidates]:
+    """The key of :func:`_ranking` (its last field the bytes a cycle the estimate moves) and the
+    candidates (kept per that key without the rate)."""
     out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
     W, rate = _bus(config)
     # ``_Geometry``'s tap packing is set by the array, the bus, the bits, the dataflow and the conv
@@ -236,30 +284,45 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
         if len(_CANDIDATES) >= _CACHE_SIZE:
             _CANDIDATES.clear()
         c = _CANDIDATES[key] = _candidates(_Geometry(config, conv, pack=pack), out_b)
-    ranked_key = (*key, float(rate if rate is not None else W))  # ``_Geometry.bytes_per_cycle``
+    return (*key, float(rate if rate is not None else W)), c  # ``_Geometry.bytes_per_cycle``
+
+
+def _score(config: ArrayConfig, c: _Candidates, bytes_per_cycle: float) -> np.ndarray:
+    """Each candidate's estimated cycles (:func:`_estimate`), the ranking's first key."""
+    dma = c.dram / bytes_per_cycle
+    return np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
+
+
+def _first_ranked(config: ArrayConfig, conv: Conv2d, requant: bool, rooms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per design (``rooms``, ``(D, 3)``), the flat index of the first candidate of :func:`_ranking`
+    that its rooms hold, -1 for none, without the ranking: the least ``(estimate, DRAM bytes, run
+    cycles, index)`` among the candidates that fit (a few designs: cheaper than sorting them all).
+    Returns those indices and the distinct ones, in ranked order."""
+    ranked_key, c = _keyed(config, conv, requant, True)
     best = _RANKINGS.get(ranked_key)
-    if best is None:
-        if len(_RANKINGS) >= 2 * _CACHE_SIZE:
-            _RANKINGS.clear()
-        dma = c.dram / ranked_key[-1]
-        score = np.trunc(np.maximum(c.compute, dma) if config.double_buffered else c.compute + dma)
-        best = _RANKINGS[ranked_key] = np.lexsort((np.arange(len(score)), c.compute, c.dram, score)).astype(np.int32)
-    return best, c
-
-
-def shape_key(conv: Conv2d) -> Conv2d:
-    """``conv`` as a key of what its program's timing sees: its shape, not its name or its
-    requantisation's values (whether it requantises is passed apart), so the convs of a network
-    that differ in these alone (ResNet-18's 20 convs are 11 shapes) are scored once."""
-    key = _SHAPES.get(conv)
-    if key is None:
-        if len(_SHAPES) >= 4 * _CACHE_SIZE:
-            _SHAPES.clear()
-        key = _SHAPES[conv] = dataclasses.replace(conv, name="", requant=None) if conv.name or conv.requant else conv
-    return key
-
-
-_SHAPES: dict[Conv2d, Conv2d] = {}
+    score = _score(config, c, ranked_key[-1]) if best is None else None
+    out = np.full(len(rooms), -1, dtype=np.int64)
+    for d, (r0, r1, r2) in enumerate(rooms.tolist()):
+        fits = ((c.band[:, :, None, None, None] <= r0) & (c.weight[:, None, :, :, None] <= r1)
+                & (c.ofmap[None, :, :, None, None] <= r2))
+        if best is not None:  # ranked already: the first that fits
+            fits = np.broadcast_to(fits, c.shape).reshape(-1)[best]
+            if fits.any():
+                out[d] = best[int(fits.argmax())]
+            continue
+        on = np.flatnonzero(np.broadcast_to(fits, c.shape))
+        for by in (score, c.dram, c.compute):
+            if len(on) <= 1:
+                break
+            values = by[on]
+            on = on[values == values.min()]
+        if len(on):
+            out[d] = on[0]
+    picks = sorted(set(out[out >= 0].tolist()))
+    if score is None:
+        score = _score(config, c, ranked_key[-1])
+    picks.sort(key=lambda i: (score[i], c.dram[i], c.compute[i], i))
+    return out, np.array(picks, dtype=np.int64)
 
 
 def _bus(config: ArrayConfig) -> tuple[int, Fraction | None]:
@@ -289,39 +352,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     most = int(max((w1 - w0).max(), (whole[1] - whole[0])[0]))
     cl, nl = _levels(most), _levels(N, min(C, N))
     tl, rl = _tap_levels(conv.kh, g.kw), g.row_levels()
-    # Output-row tiles per size (every size's tiles as one array, ``seg`` the size): most band rows,
-    # tiles, band rows summed, tiles per pixel count. Sizes above an image's rows are whole images
-    # (``_Geometry.m_tiles``): a tile of ``k`` images, the last one the rest.
-    n_img = g.images
-    r_all = np.array(rl, dtype=np.int64)
-    in_image = r_all <= g.out_h
-    rs = r_all[in_image]
-    per = -(-g.out_h // rs)
-    seg = np.repeat(np.arange(len(rs)), per)
-    oy = (np.arange(len(seg)) - np.repeat(np.cumsum(per) - per, per)) * rs[seg]
-    oy1 = np.minimum(oy + rs[seg], g.out_h)
-    top = oy * conv.stride_h - conv.pad_h
-    bottom = (oy1 - 1) * conv.stride_h - conv.pad_h + (conv.kh - 1) * conv.dilation_h + 1
-    rows = np.maximum(np.minimum(conv.h, bottom) - np.maximum(0, top), 0)
-    starts = np.cumsum(per) - per
-    band_rows, mt, band_sum = (np.zeros(len(rl), dtype=np.int64) for _ in range(3))
-    band_rows[in_image] = np.maximum.reduceat(rows, starts)
-    mt[in_image] = per * n_img
-    band_sum[in_image] = np.add.reduceat(rows, starts) * n_img
-    tile_level = np.flatnonzero(in_image)[seg]
-    tile_pix = (oy1 - oy) * g.out_w
-    tile_count = np.full(len(seg), n_img, dtype=np.int64)
-    images = np.flatnonzero(~in_image)
-    for i in images.tolist():
-        k = rl[i] // g.out_h
-        counts = np.minimum(np.arange(0, n_img, k) + k, n_img) - np.arange(0, n_img, k)
-        band_rows[i], mt[i], band_sum[i] = counts.max() * conv.h, len(counts), n_img * conv.h
-        tile_level = np.append(tile_level, np.full(len(counts), i))
-        tile_pix = np.append(tile_pix, counts * g.out_h * g.out_w)
-        tile_count = np.append(tile_count, np.ones(len(counts), dtype=np.int64))
-    pix, at_pix = np.unique(tile_pix, return_inverse=True)
-    per_pix = np.zeros((len(rl), len(pix)), dtype=np.int64)
-    np.add.at(per_pix, (tile_level, at_pix.reshape(-1)), tile_count)
+    band_rows, mt, band_sum, pix, per_pix = level_row_tiles(g, rl)
     # Filter tiles per size (``_sizes``; every size's tiles as one array, ``fseg`` the size): channel
     # words, first block kept from the tile before, columns.
     n_ts = np.array(nl, dtype=np.int64)
@@ -346,33 +377,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     two_blocks = np.add.reduceat(weights * (nb == 2), fstarts, axis=1)
     blocks = np.add.reduceat(nb, fstarts, axis=1)
     wsum, cols = np.add.reduceat(weights, fstarts), np.add.reduceat(g.row_bytes_of(filt, out_b), fstarts)
-    # (filter tile size index, span, filters, tiles of that span and filters)
-    kind_rows, kind_count = np.unique(np.stack([fseg, span, filt], axis=1), axis=0, return_counts=True)
-    kinds = [(*row, count) for row, count in zip(kind_rows.tolist(), kind_count.tolist(), strict=True)]
-    # Run cycles per (filter, channel block, tap tile) size and pixel count (``_run_shapes``).
-    taps_of = [Counter((ky1 - ky0) * (kx1 - kx0) for ky0, ky1, kx0, kx1 in g.tap_tiles(t)) for t in tl]
-    tq, tp, tc = (np.array(v, dtype=np.int64) for v in zip(*((q, p, c) for q, taps in enumerate(taps_of)
-                                                             for p, c in taps.items()), strict=True))
-    kj, span, filt, count = (np.array(v, dtype=np.int64)[:, None, None] for v in zip(*kinds, strict=True))
-    c_ts = np.array(cl, dtype=np.int64)[None, :, None]
-    full, rest = span // c_ts, span % c_ts
-    cell = (kj * len(cl) + np.arange(len(cl))[None, :, None]) * len(tl) + tq[None, None, :]
-    shape3 = np.broadcast_shapes(cell.shape, full.shape, filt.shape)
-    # every run of a (filter tile kind, channel block, tap tile) size: ``full`` blocks of ``c_t``
-    # channel words and one of the ``rest``, each of the tap tile's ``tp`` taps (``_run_shapes``)
-    at = np.concatenate([np.broadcast_to(cell, shape3).reshape(-1)] * 2)
-    ks = np.concatenate([np.broadcast_to(tp * c_ts * R, shape3).reshape(-1),
-                         np.broadcast_to(tp * rest * R, shape3).reshape(-1)])
-    ns = np.concatenate([np.broadcast_to(filt, shape3).reshape(-1)] * 2)
-    weight = np.concatenate([np.broadcast_to(count * tc * full, shape3).reshape(-1),
-                             np.broadcast_to(count * tc * (rest > 0), shape3).reshape(-1)])
-    keep = weight > 0
-    at, ks, ns, weight = at[keep], ks[keep], ns[keep], weight[keep]
-    cyc = timing.run_cycles(0, R, C, pix[None, :], ks[:, None], ns[:, None], cfg.shadow_stationary).astype(np.int64)
-    per_cell = np.zeros((len(nl) * len(cl) * len(tl), len(pix)), dtype=np.int64)
-    np.add.at(per_cell, at, cyc * weight[:, None])
-    compute = per_cell.reshape(len(nl), len(cl), len(tl), len(pix)) @ per_pix.T  # (n, c, t, r)
-    compute = compute.transpose(1, 3, 0, 2)[..., None]  # (c, r, n, t, 1)
+    compute = run_grid(g, cl, nl, tl, fseg, span, filt, pix, per_pix)
     # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
     tt = np.array([len(g.tap_tiles(t)) for t in tl])[None, None, None, :, None]  # tap tiles
     order = np.array([0, 1])[None, None, None, None, :]

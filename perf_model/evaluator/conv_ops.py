@@ -242,8 +242,18 @@ class ConvOverlay:
         at = np.flatnonzero(self.fig >= 0)
         if len(at) == 0:
             return out
-        table = np.array([np.asarray(pick(f), dtype=np.float64) for f in self.figs])
-        v = table[self.fig[at]]  # (E,) or (E, 3)
+        # ``pick`` once per figure the elements use (figures met again, as a shape's convs share
+        # them, once per object)
+        used, inverse = np.unique(self.fig[at], return_inverse=True)
+        picked: dict[int, np.ndarray] = {}
+        rows = []
+        for i in used.tolist():
+            f = self.figs[i]
+            row = picked.get(id(f))
+            if row is None:
+                row = picked[id(f)] = np.asarray(pick(f), dtype=np.float64)
+            rows.append(row)
+        v = np.array(rows)[inverse.reshape(-1)]  # (E,) or (E, 3)
         if out.ndim == 1:
             out[at] = v * times[at]
         else:

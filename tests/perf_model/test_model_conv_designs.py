@@ -20,6 +20,7 @@ import pytest
 import perf_model
 import workloads
 from accel_spec.config import ArrayConfig
+from perf_model.compiler import conv_search
 from perf_model.compiler.conv_designs import INFEASIBLE, NOT_SERVED, ON_CHIP, conv_designs, design_groups
 from perf_model.compiler.conv_geometry import _room
 from perf_model.compiler.conv_score import conv_figures
@@ -89,8 +90,13 @@ def test_vectorised_conv_figures_equal_the_scalar_scorer_on_every_design(seed):
     assert seen == {NOT_SERVED, INFEASIBLE, ON_CHIP}  # every case met
 
 
+@pytest.mark.parametrize(("few", "direct"), [(0, 0), (0, 1 << 40), (1 << 40, 0)], ids=["grid", "direct", "few"])
 @pytest.mark.parametrize("seed", range(3))
-def test_tilings_of_many_rooms_at_once_equal_the_search_one_design_at_a_time(seed):
+def test_tilings_of_many_rooms_at_once_equal_the_search_one_design_at_a_time(seed, few, direct, monkeypatch):
+    # every way of finding each design's first fitting candidate: the grid of rooms, every ranked
+    # candidate on each, the least fitting one unranked
+    monkeypatch.setattr(conv_search, "_FEW", few)
+    monkeypatch.setattr(conv_search, "_DIRECT", direct)
     rng = random.Random(100 + seed)
     configs = [c for c in _designs(rng, arrays=4, per_array=12) if c.dataflow.value == "ws"]
     for _ in range(4):
@@ -106,6 +112,24 @@ def test_tilings_of_many_rooms_at_once_equal_the_search_one_design_at_a_time(see
             for c, i in zip(group, index.tolist(), strict=True):
                 want = conv_tiling(c, conv, requant=requant)
                 assert (tilings[i] if i >= 0 else None) == (want if want.feasible else None), (c, conv)
+
+
+@pytest.mark.parametrize("seed", range(6, 13))  # seeds 206, 207, 210-212 meet ties on estimate and bytes
+def test_the_least_fitting_candidate_unranked_is_the_first_of_the_ranking(seed, monkeypatch):
+    # a group of few designs finds its tilings before any ranking is made (``_first_ranked``): by
+    # the ranking's keys in turn (estimate, DRAM bytes, run cycles, index), ties included
+    monkeypatch.setattr(conv_search, "_FEW", 1 << 40)
+    rng = random.Random(200 + seed)
+    configs = [c for c in _designs(rng, arrays=4, per_array=6) if c.dataflow.value == "ws"]
+    for _ in range(4):
+        conv = _conv(rng)
+        requant = conv.requant is not None
+        for c in configs:
+            conv_search._RANKINGS.clear()
+            index, tilings = conv_tilings(c, conv, np.array([_room(c)], dtype=np.int64), requant=requant)
+            assert not conv_search._RANKINGS  # found without ranking
+            want = conv_tiling(c, conv, requant=requant)
+            assert (tilings[index[0]] if index[0] >= 0 else None) == (want if want.feasible else None), (c, conv)
 
 
 def _resnet_block() -> Workload:
