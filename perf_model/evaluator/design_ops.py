@@ -139,7 +139,8 @@ class Block:
         flat = rows * len(self._names) + first
         texts = failures(self._problem, flat, self._names, self._designs, self.overflow.reshape(-1)[flat])
         convs = self._convs.infeasible  # one mask over the elements, not one a design
-        texts = [convs.get(e, t) for e, t in zip(flat.tolist(), texts, strict=True)]
+        if convs:
+            texts = [convs.get(e, t) for e, t in zip(flat.tolist(), texts, strict=True)]
         # the same order as failure(): a clock the design cannot reach wins over a build rule
         for j in np.flatnonzero(~self.build_ok[rows]).tolist():
             texts[j] = BUILD_REASON

@@ -270,8 +270,9 @@ def evaluate_designs(
                 chunk = designs.take(index)
             block = evaluate_block(chunk, opa, energy, area, scorers=COMPILER_SCORERS, allow_spill=allow_spill,
                                    reuse=reuse)
+            # a design without the unit runs no vector op on chip: the work adds nothing then
             vector = (vector_columns(chunk, vector_ops, energy, block.vdd, walks=COMPILER_WALKS)
-                      if vector_ops or chunk.vector_unit.any() else None)
+                      if chunk.vector_unit.any() else None)
             columns, breakdown = totals(block, chunk.rows, chunk.cols, vector)
             if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
                 apply_one_program(chunk, ops, columns, breakdown, energy)
