@@ -17,6 +17,7 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.compiler.vector_walk import COMPILER_WALKS
+from perf_model.evaluator.design_figures import design_figures
 from perf_model.evaluator.design_ops import ENERGY_PARTS, Block, evaluate_block
 from perf_model.evaluator.vector_work import VECTOR_ENERGY_PARTS, VectorColumns, vector_columns, workload_vector_ops
 from perf_model.figures.one_program import apply_one_program
@@ -248,6 +249,7 @@ def evaluate_designs(
     _keep_freed_heap()
     n = len(designs)
     step = max(1, BLOCK_ELEMENTS // len(opa))
+    figures = design_figures(designs, energy, area)  # per design: once, not once a block
     # Blocks are homogeneous in reduction dim (WS/IS vs OS) and double buffering: the tiling
     # treats the two dataflow groups apart and single-buffered blocks skip the overlap model.
     # Results go back to the caller's order.
@@ -263,13 +265,12 @@ def evaluate_designs(
         for start in range(0, members.size, step):
             index = members[start:start + step]
             if index.size == n:
-                chunk = designs
-            elif index[-1] - index[0] + 1 == index.size:
-                chunk = designs.take(slice(int(index[0]), int(index[-1]) + 1))
+                chunk, chunk_figures = designs, figures
             else:
-                chunk = designs.take(index)
+                at = slice(int(index[0]), int(index[-1]) + 1) if index[-1] - index[0] + 1 == index.size else index
+                chunk, chunk_figures = designs.take(at), figures.take(at)
             block = evaluate_block(chunk, opa, energy, area, scorers=COMPILER_SCORERS, allow_spill=allow_spill,
-                                   reuse=reuse)
+                                   reuse=reuse, figures=chunk_figures)
             # a design without the unit runs no vector op on chip: the work adds nothing then
             vector = (vector_columns(chunk, vector_ops, energy, block.vdd, walks=COMPILER_WALKS)
                       if chunk.vector_unit.any() else None)
