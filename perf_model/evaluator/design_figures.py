@@ -38,6 +38,7 @@ PHYSICAL_FIELDS = ("rows", "cols", "dataflow", "input_bits", "acc_bits", "ifmap_
                    "ofmap_sram_kib", "tech_nm", "shadow_stationary", "double_buffered", "checksum", "weight_format",
                    "act_format", "pack_int4", "clock_mhz")
 _KEY_SPAN = 1 << 62  # an int64 key's room
+_FEW = 64  # designs below which looking for repeats costs more than it can save
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,8 @@ class DesignFigures:
 def design_figures(d: DesignArrays, energy: EnergyTable, area: AreaCoefficients) -> DesignFigures:
     """The :class:`DesignFigures` of every design of ``d`` with per-access energies ``energy`` and area
     coefficients ``area`` (computed once per distinct design: the module docstring)."""
+    if len(d) < _FEW:
+        return DesignFigures(**_physical(d, energy, area), **_bus(d))
     first, inverse = distinct_rows([getattr(d, name) for name in PHYSICAL_FIELDS])
     if 4 * len(first) > 3 * len(d):  # few repeats: the gathers would cost more than they save
         return DesignFigures(**_physical(d, energy, area), **_bus(d))
@@ -139,8 +142,11 @@ def _physical(d: DesignArrays, energy: EnergyTable, area: AreaCoefficients) -> d
     depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered, cells)
     f_max, critical = fmax_mhz(depths, d.tech_nm)
     # the supply per distinct (clock, f_max, node): a bisection of 24 steps, for a few values of f_max
-    first, inverse = distinct_rows([d.clock_mhz, f_max, d.tech_nm])
-    vdd = supply_voltage(d.clock_mhz[first], f_max[first], d.tech_nm[first])[inverse]
+    if len(d) < _FEW:
+        vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
+    else:
+        first, inverse = distinct_rows([d.clock_mhz, f_max, d.tech_nm])
+        vdd = supply_voltage(d.clock_mhz[first], f_max[first], d.tech_nm[first])[inverse]
     # Energy (pJ): per-access figures at 45 nm times the node's scale (see _energy), times
     # (V / V_nom)^2 at the supply that meets the clock (see _technology).
     v_ratio = vdd / nominal_vdd(d.tech_nm)
