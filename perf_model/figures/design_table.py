@@ -308,11 +308,13 @@ def _keep_freed_heap() -> None:
     arrays of a few hundred KB freed it trims after every block and faults the pages back in:
     measured 11,000 to 38,000 minor page faults and 18 to 74 ms of system time (it varies from
     process to process) in the 0.45-0.5 s of ``bench/model_throughput.py``'s grid, 7 with this.
-    Freeing one 8 MiB array (mmapped) raises the thresholds to 8 MiB and 16 MiB, as in any numpy
+    Freeing one 24 MiB array (mmapped) raises the thresholds to 24 MiB and 48 MiB, as in any numpy
     program that has freed such an array once. Elsewhere it costs nothing: ``np.empty`` touches no
-    page.
+    page. (An 8 MiB array, 16 MiB of heap kept, was not always enough: in about one process of three
+    some 4,500 page faults and 15-30 ms of system time came back in every pass over the grid's
+    transformers, measured; none in six processes with this.)
     """
-    np.empty(1 << 20)
+    np.empty(3 << 20)
 
 
 #: The fields that are no per-design array.
