@@ -249,26 +249,27 @@ def evaluate_designs(
     _keep_freed_heap()
     n = len(designs)
     step = max(1, BLOCK_ELEMENTS // len(opa))
-    figures = design_figures(designs, energy, area)  # per design: once, not once a block
     # Blocks are homogeneous in reduction dim (WS/IS vs OS) and double buffering: the tiling
     # treats the two dataflow groups apart and single-buffered blocks skip the overlap model.
     # Results go back to the caller's order.
     key = (designs.dataflow == 1).astype(np.int64) * 2 + designs.double_buffered
     perm = np.argsort(key, kind="stable")
     bounds = np.searchsorted(key[perm], np.arange(5))
+    in_order = (perm == np.arange(n)).all()
+    grouped = designs if in_order else designs.take(perm)  # each block a slice of it (one gather, not one a block)
+    figures = design_figures(grouped, energy, area)  # per design: once, not once a block
     parts: list[dict[str, np.ndarray]] = []
     breakdowns: list[dict[str, np.ndarray]] = []
     reasons: list[str] = [""] * n
     notes: list[str] = [""] * n
     for group in range(4):
-        members = perm[bounds[group]:bounds[group + 1]]
-        for start in range(0, members.size, step):
-            index = members[start:start + step]
+        for lo in range(int(bounds[group]), int(bounds[group + 1]), step):
+            at = slice(lo, min(lo + step, int(bounds[group + 1])))
+            index = perm[at]
             if index.size == n:
-                chunk, chunk_figures = designs, figures
+                chunk, chunk_figures = grouped, figures
             else:
-                at = slice(int(index[0]), int(index[-1]) + 1) if index[-1] - index[0] + 1 == index.size else index
-                chunk, chunk_figures = designs.take(at), figures.take(at)
+                chunk, chunk_figures = grouped.take(at), figures.take(at)
             block = evaluate_block(chunk, opa, energy, area, scorers=COMPILER_SCORERS, allow_spill=allow_spill,
                                    reuse=reuse, figures=chunk_figures)
             # a design without the unit runs no vector op on chip: the work adds nothing then
@@ -291,7 +292,7 @@ def evaluate_designs(
             for j in np.flatnonzero(parts[-1].pop("failed_finite")):
                 reasons[int(index[j])] = "model error: a non-finite result (a perf_model bug; please report it)"
     table = replace(_concat(parts, breakdowns, reasons, n), conv_notes=notes)
-    if (perm == np.arange(n)).all():
+    if in_order:
         return table
     inverse = np.empty(n, dtype=np.int64)
     inverse[perm] = np.arange(n)
