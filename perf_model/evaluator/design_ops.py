@@ -11,19 +11,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from accel_spec.config import FORMAT_CODES
-from perf_model._memory_parts import dram_pj_per_byte, effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import OpArrays
 from perf_model.evaluator.conv_ops import CHIP, ConvFigures, ConvOverlay, ConvScorers, conv_overlay
-from perf_model.evaluator.failures import failures, max_products, overflows
+from perf_model.evaluator.design_figures import DesignFigures, design_figures
+from perf_model.evaluator.failures import failures, overflows
 from perf_model.evaluator.problem import (
     BUFFER_NAMES,
     FREE_OPERAND,
     MAPPED_GEMM,
     OPERAND_FREE,
     Problem,
-    buffer_words,
     build_problem,
     row_index,
     take_rows,
@@ -31,15 +29,11 @@ from perf_model.evaluator.problem import (
 from perf_model.evaluator.reuse_links import candidate_links, flags_from_links, ifmap_depth
 from perf_model.evaluator.schedule import Schedule, op_cycles, schedule
 from perf_model.evaluator.tiling import ORDERS, Tiling, choose_tiles, gemm_tile, smallest_fits, unfit_tiling
-from perf_model.evaluator.transfers import axi_data_bytes, memory_arrays
-from perf_model.physical.checksum import BUILD_REASON, builds, checksum_pj_per_mac, output_check_pj
-from perf_model.physical.design_area import design_area_mm2
-from perf_model.physical.energy import EnergyTable, tech_energy_scale
-from perf_model.physical.fmax import clock_reason, fmax_mhz, stage_depths_fo4
-from perf_model.physical.format_cost import format_energy_ratio, pe_cell_codes
-from perf_model.physical.output_stage import output_stage_pj
+from perf_model.evaluator.transfers import memory_arrays
+from perf_model.physical.checksum import BUILD_REASON
+from perf_model.physical.energy import EnergyTable
+from perf_model.physical.fmax import clock_reason
 from perf_model.physical.pe_area import AreaCoefficients
-from perf_model.physical.technology import nominal_vdd, supply_voltage
 from workloads.ops import Conv2d
 
 __all__ = ["Block", "evaluate_block", "ENERGY_PARTS"]
@@ -139,7 +133,8 @@ class Block:
         flat = rows * len(self._names) + first
         texts = failures(self._problem, flat, self._names, self._designs, self.overflow.reshape(-1)[flat])
         convs = self._convs.infeasible  # one mask over the elements, not one a design
-        texts = [convs.get(e, t) for e, t in zip(flat.tolist(), texts, strict=True)]
+        if convs:
+            texts = [convs.get(e, t) for e, t in zip(flat.tolist(), texts, strict=True)]
         # the same order as failure(): a clock the design cannot reach wins over a build rule
         for j in np.flatnonzero(~self.build_ok[rows]).tolist():
             texts[j] = BUILD_REASON
@@ -173,7 +168,7 @@ def evaluate_block(
     designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
     *, scorers: ConvScorers | None, allow_spill: bool = False, reuse: bool = False,
     ifmap_reserve: np.ndarray | None = None, a_on_chip: np.ndarray | None = None,
-    c_on_chip: np.ndarray | None = None, conv_chains: bool = False,
+    c_on_chip: np.ndarray | None = None, conv_chains: bool = False, figures: DesignFigures | None = None,
 ) -> Block:
     """Evaluate every design of ``designs`` on every op of ``ops``.
 
@@ -187,9 +182,14 @@ def evaluate_block(
     The flags it derives, per ``(designs, ops)`` element, may also be given directly (the
     compiler's plan of one op): ``ifmap_reserve``, ifmap words the op's tiles may not use;
     ``a_on_chip``, ``A`` is in the ifmap already; ``c_on_chip``, the output is moved there.
+
+    ``figures``: the designs' :class:`~perf_model.evaluator.design_figures.DesignFigures` for ``energy``
+    and ``area`` when the caller has them (computed here otherwise).
     """
+    if figures is None:
+        figures = design_figures(designs, energy, area)
     if reuse and ops.link.any():
-        return _with_reuse(designs, ops, energy, area, allow_spill, scorers)
+        return _with_reuse(designs, ops, energy, area, allow_spill, scorers, figures)
     conv_chains = (conv_chains or reuse) and bool(ops.conv_link.any())
     nd, no = len(designs), len(ops)
     shape = (nd, no)
@@ -198,10 +198,9 @@ def evaluate_block(
     def rep(values: np.ndarray) -> np.ndarray:
         return np.repeat(values, no, axis=-1)
 
-    kib = (d.ifmap_sram_kib, d.weight_sram_kib, d.ofmap_sram_kib)
-    a_bits, b_bits, q_bits = d.operand_bits()  # packed int4: 4 bits in DRAM and in the buffers
-    buf = rep(buffer_words(d.dataflow, d.rows, d.cols, d.input_bits, d.acc_bits, kib, d.double_buffered,
-                           (a_bits, b_bits)))
+    fig = figures
+    a_bits, b_bits, q_bits = fig.a_bits, fig.b_bits, fig.q_bits  # packed int4: 4 bits in DRAM and in the buffers
+    buf = rep(fig.buffer_words)
     a_chip = None if a_on_chip is None or not a_on_chip.any() else a_on_chip.reshape(-1)
     c_chip = None if c_on_chip is None or not c_on_chip.any() else c_on_chip.reshape(-1)
     if ifmap_reserve is not None:
@@ -217,7 +216,7 @@ def evaluate_block(
     p = build_problem(rep(d.dataflow), rep(d.rows), rep(d.cols), rep(d.input_bits), rep(d.acc_bits),
                       buf, np.tile(ops.gemm, (1, nd)), rep(d.shadow_stationary), out_bits, dram_bits,
                       operand_bits=(rep(a_bits), rep(b_bits)))
-    tiling, sched = _tile_and_schedule(p, d, no, requant, out_bits, allow_spill, a_chip, c_chip)
+    tiling, sched = _tile_and_schedule(p, d, fig, no, requant, out_bits, allow_spill, a_chip, c_chip)
     inst = np.tile(ops.instances, nd)
     compute, total = op_cycles(sched, inst)
     keep = None if a_chip is None and c_chip is None and ifmap_reserve is None else (
@@ -246,32 +245,24 @@ def evaluate_block(
             feasible[e] = True
         for e in convs.infeasible:
             feasible[e] = False
-    cells = pe_cell_codes(d.weight_format, d.act_format, d.pack_int4)  # the PE's format (int4 PE: pack_int4 W4A4)
-    depths = stage_depths_fo4(d.dataflow, d.input_bits, d.acc_bits, kib, d.double_buffered, cells)
-    f_max, critical = fmax_mhz(depths, d.tech_nm)
-    clock_ok = d.clock_mhz <= f_max
-    vdd = supply_voltage(d.clock_mhz, f_max, d.tech_nm)
+    f_max, critical, clock_ok, vdd = fig.f_max_mhz, fig.critical, fig.clock_ok, fig.vdd
     # (nd, no) against (nd, 1): the powers of two per design, broadcast over its ops
     k = p.gemm[1].reshape(shape)
-    product = max_products(d)[:, None]
+    product = fig.max_product[:, None]
     overflow = feasible & overflows(k, d.input_bits[:, None], d.acc_bits[:, None], product).reshape(-1) & rep(clock_ok)
-    build_ok = builds(d.dataflow, d.checksum)  # the RTL builds the checksum for WS and IS only
+    build_ok = fig.build_ok  # the RTL builds the checksum for WS and IS only
     ok = feasible & ~overflow & rep(clock_ok) & rep(build_ok)
     macs = np.tile(ops.macs, nd)
 
-    # Energy (pJ): per-access figures at 45 nm times the node's scale (see _energy), times
-    # (V / V_nom)^2 at the supply that meets the clock (see _technology).
-    v_ratio = vdd / nominal_vdd(d.tech_nm)
-    scale = rep(tech_energy_scale(d.tech_nm) * v_ratio**2)
+    # Energy (pJ): per-access figures at 45 nm times the node's scale and (V / V_nom)^2 (DesignFigures.scale).
+    scale = rep(fig.scale)
     # Figures that depend on the design alone are computed per design and repeated over its ops.
     ib_d, ab_d = d.input_bits.astype(np.float64), d.acc_bits.astype(np.float64)
     ib = rep(ib_d)
     macs_f = macs.astype(np.float64)
     reg_bits = rep(np.where(d.dataflow == 1, 2 * ib_d + ab_d, ib_d + ab_d))  # registers written per MAC (rtl_gen PE)
-    bank = np.stack(kib).astype(np.float64) / np.where(d.double_buffered, 2.0, 1.0)
-    sram_pj = rep(energy.sram_pj_per_byte(bank)) * scale
-    area_mm2 = design_area_mm2(d.rows, d.cols, d.dataflow, d.input_bits, d.acc_bits, kib, d.tech_nm, area,
-                               d.shadow_stationary, d.double_buffered, d.checksum, cells, (a_bits, b_bits))
+    sram_pj = rep(fig.sram_pj) * scale
+    area_mm2 = fig.area_mm2
     latency = total / rep(d.clock_mhz * 1e6)
     # The stationary column chain, per PE and fold: plain, R shifts (the WS/IS load, the OS
     # drain); with shadows, row r's window is R - r (WS/IS) or r + 1 (OS) steps, (R + 1) / 2 on
@@ -280,16 +271,16 @@ def evaluate_block(
     chain_writes = rep(np.where(d.shadow_stationary, (d.rows + 1) / 2 + 1, d.rows))
     chain_bits = folds * R_f * C_f * chain_writes * rep(np.where(d.dataflow == 1, ab_d, ib_d))
     parts = {
-        "mac": macs_f * rep(energy.mac_pj(ib_d, ab_d) * format_energy_ratio(area, d)) * scale,
+        "mac": macs_f * rep(fig.mac_pj) * scale,
         "register": (macs_f * reg_bits + chain_bits) * energy.reg_bit_pj * scale,
         "dram": (dram_read.sum(axis=0) + dram_write.sum(axis=0))
-        * rep(dram_pj_per_byte(d.dram)),
+        * rep(fig.dram_pj),
         "output_stage": np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)
-        * rep(output_stage_pj(energy, ib_d, ab_d)) * scale,
-        "checksum": (macs_f * rep(checksum_pj_per_mac(energy, d.rows, d.cols, ib_d, ab_d, d.checksum))
+        * rep(fig.output_stage_pj) * scale,
+        "checksum": (macs_f * rep(fig.checksum_pj)
                      + np.where(requant, p.out_bytes / (ib / 8.0) * inst, 0.0)  # the output stage's check
-                     * rep(output_check_pj(energy, ib_d, ab_d, d.checksum))) * scale,
-        "leakage": rep(energy.leakage_density(d.tech_nm, vdd) * area_mm2) * latency * 1e12,
+                     * rep(fig.output_check_pj)) * scale,
+        "leakage": rep(fig.leak_w) * latency * 1e12,
     }
     # SRAM traffic is per operand (by free dim); each operand lives in its own buffer.
     by_free = (sram_read + sram_write) * take_rows(sram_pj, row_index(FREE_OPERAND, p.df))
@@ -325,7 +316,7 @@ def evaluate_block(
         clock_ok=clock_ok,
         build_ok=build_ok,
         _critical=critical,
-        _depths=depths,
+        _depths=fig.depths,
         _problem=p,
         _names=ops.names,
         _designs=d,
@@ -335,22 +326,23 @@ def evaluate_block(
 
 
 def _with_reuse(designs: DesignArrays, ops: OpArrays, energy: EnergyTable, area: AreaCoefficients,
-                allow_spill: bool, scorers: ConvScorers | None) -> Block:
+                allow_spill: bool, scorers: ConvScorers | None, figures: DesignFigures) -> Block:
     """:func:`evaluate_block` with the links ``perf_model.evaluator.reuse_links`` keeps on chip: the candidate
     links' producers are first tiled beside their regions; those that fit keep their link."""
     candidate, size = candidate_links(designs, ops)
     links = candidate
     if candidate.any():  # the tiling rule: each producer fits beside its region as a run's first op
         trial = evaluate_block(designs, ops, energy, area, scorers=scorers, allow_spill=allow_spill,
-                               ifmap_reserve=size, c_on_chip=candidate)
+                               ifmap_reserve=size, c_on_chip=candidate, figures=figures)
         links = candidate & trial.feasible
     flags = flags_from_links(links, size)
     return evaluate_block(designs, ops, energy, area, scorers=scorers, allow_spill=allow_spill,
                           ifmap_reserve=flags.reserve, a_on_chip=flags.a_on_chip, c_on_chip=flags.c_on_chip,
-                          conv_chains=True)
+                          conv_chains=True, figures=figures)
 
 
-def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray, out_bits: np.ndarray,
+def _tile_and_schedule(p: Problem, d: DesignArrays, fig: DesignFigures, no: int, requant: np.ndarray,
+                       out_bits: np.ndarray,
                        allow_spill: bool, a_chip: np.ndarray | None = None,
                        c_chip: np.ndarray | None = None) -> tuple[Tiling, Schedule]:
     """Tiling and schedule of every element of ``p`` (designs ``d`` x ``no`` ops, design-major).
@@ -378,9 +370,9 @@ def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray
     # A already on chip costs the tiling no DRAM bytes.
     searched = lp if a_live is None else replace(lp, bytes=np.where(a_live & (lp.operand == 0), 0.0, lp.bytes))
     tiling = choose_tiles(searched, allow_spill=allow_spill)
-    bw = per_element(effective_dram_bytes_per_cycle(d.dram_bytes_per_cycle, d.dram, d.clock_mhz))
-    axi = axi_data_bytes(d.rows, d.cols, d.input_bits, d.dram_bytes_per_cycle, d.dataflow == 2, packed_any(d))
-    a_bits, b_bits, q_bits = d.operand_bits()
+    bw = per_element(fig.bandwidth)
+    axi = fig.axi_bytes
+    a_bits, b_bits, q_bits = fig.a_bits, fig.b_bits, fig.q_bits
     memory = memory_arrays(lp.df, lp.R, lp.C, per_element(d.input_bits), per_element(d.acc_bits),
                            per_element(axi), bw, live_only(requant), lp.gemm[2],
                            (per_element(a_bits), per_element(b_bits), per_element(q_bits)))
@@ -394,12 +386,6 @@ def _tile_and_schedule(p: Problem, d: DesignArrays, no: int, requant: np.ndarray
     full = unfit_tiling(p, allow_spill=allow_spill)
     full.put(index, tiling)
     return full, sched.widen(index, len(p))
-
-
-def packed_any(d: DesignArrays) -> np.ndarray:
-    """Per design: some operand is packed int4 (``ArrayConfig.packed_kinds`` not empty)."""
-    int4 = FORMAT_CODES.index("int4")
-    return d.pack_int4 & ((d.weight_format == int4) | (d.act_format == int4))
 
 
 def _accumulators_in_sram(p: Problem, sched: Schedule, ratio: np.ndarray, requant: np.ndarray) -> None:

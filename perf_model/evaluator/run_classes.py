@@ -20,11 +20,17 @@ from perf_model.evaluator.transfers import Memory
 __all__ = ["RunClasses", "ORDER_ARRAY", "ORDER_INVERSE", "row_beats"]
 
 
+_MANTISSA = (1 << 52) - 1  # the mantissa bits of a float64
+
+
 def row_beats(across: np.ndarray, lanes: np.ndarray, word_beats: np.ndarray) -> np.ndarray:
     """AXI beats of a DRAM row of ``across`` elements in words of ``lanes`` lanes, ``word_beats`` beats
     each: whole words, or, shorter than one word, its elements in a power of two of beats (a narrow transfer,
     ``perf_model.compiler.program.narrow_lanes``)."""
-    narrow = np.exp2(np.ceil(np.log2(np.maximum(np.ceil(across * word_beats / lanes), 1.0))))
+    need = np.maximum(np.ceil(across * word_beats / lanes), 1.0)
+    # the power of two at or above a float64 of at least 1: a mantissa that is not 0 carries into the
+    # exponent, then the mantissa is cleared (the same as exp2(ceil(log2(need))), without exp2 and log2)
+    narrow = ((need.view(np.int64) + _MANTISSA) & ~_MANTISSA).view(np.float64)
     return np.where(across < lanes, np.minimum(narrow, word_beats), np.ceil(across / lanes) * word_beats)
 
 ORDER_ARRAY = np.array(ORDERS, dtype=np.int64)  # (6, 3): mapped dim at each loop position

@@ -17,6 +17,7 @@ from perf_model.arrays.designs import DesignArrays
 from perf_model.arrays.ops import op_arrays
 from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.compiler.vector_walk import COMPILER_WALKS
+from perf_model.evaluator.design_figures import design_figures
 from perf_model.evaluator.design_ops import ENERGY_PARTS, Block, evaluate_block
 from perf_model.evaluator.vector_work import VECTOR_ENERGY_PARTS, VectorColumns, vector_columns, workload_vector_ops
 from perf_model.figures.one_program import apply_one_program
@@ -254,24 +255,26 @@ def evaluate_designs(
     key = (designs.dataflow == 1).astype(np.int64) * 2 + designs.double_buffered
     perm = np.argsort(key, kind="stable")
     bounds = np.searchsorted(key[perm], np.arange(5))
+    in_order = (perm == np.arange(n)).all()
+    grouped = designs if in_order else designs.take(perm)  # each block a slice of it (one gather, not one a block)
+    figures = design_figures(grouped, energy, area)  # per design: once, not once a block
     parts: list[dict[str, np.ndarray]] = []
     breakdowns: list[dict[str, np.ndarray]] = []
     reasons: list[str] = [""] * n
     notes: list[str] = [""] * n
     for group in range(4):
-        members = perm[bounds[group]:bounds[group + 1]]
-        for start in range(0, members.size, step):
-            index = members[start:start + step]
+        for lo in range(int(bounds[group]), int(bounds[group + 1]), step):
+            at = slice(lo, min(lo + step, int(bounds[group + 1])))
+            index = perm[at]
             if index.size == n:
-                chunk = designs
-            elif index[-1] - index[0] + 1 == index.size:
-                chunk = designs.take(slice(int(index[0]), int(index[-1]) + 1))
+                chunk, chunk_figures = grouped, figures
             else:
-                chunk = designs.take(index)
+                chunk, chunk_figures = grouped.take(at), figures.take(at)
             block = evaluate_block(chunk, opa, energy, area, scorers=COMPILER_SCORERS, allow_spill=allow_spill,
-                                   reuse=reuse)
+                                   reuse=reuse, figures=chunk_figures)
+            # a design without the unit runs no vector op on chip: the work adds nothing then
             vector = (vector_columns(chunk, vector_ops, energy, block.vdd, walks=COMPILER_WALKS)
-                      if vector_ops or chunk.vector_unit.any() else None)
+                      if chunk.vector_unit.any() else None)
             columns, breakdown = totals(block, chunk.rows, chunk.cols, vector)
             if reuse:  # without reuse the ops run as their own programs (simulate --no-reuse's path)
                 apply_one_program(chunk, ops, columns, breakdown, energy)
@@ -289,7 +292,7 @@ def evaluate_designs(
             for j in np.flatnonzero(parts[-1].pop("failed_finite")):
                 reasons[int(index[j])] = "model error: a non-finite result (a perf_model bug; please report it)"
     table = replace(_concat(parts, breakdowns, reasons, n), conv_notes=notes)
-    if (perm == np.arange(n)).all():
+    if in_order:
         return table
     inverse = np.empty(n, dtype=np.int64)
     inverse[perm] = np.arange(n)
@@ -306,11 +309,13 @@ def _keep_freed_heap() -> None:
     arrays of a few hundred KB freed it trims after every block and faults the pages back in:
     measured 11,000 to 38,000 minor page faults and 18 to 74 ms of system time (it varies from
     process to process) in the 0.45-0.5 s of ``bench/model_throughput.py``'s grid, 7 with this.
-    Freeing one 8 MiB array (mmapped) raises the thresholds to 8 MiB and 16 MiB, as in any numpy
+    Freeing one 24 MiB array (mmapped) raises the thresholds to 24 MiB and 48 MiB, as in any numpy
     program that has freed such an array once. Elsewhere it costs nothing: ``np.empty`` touches no
-    page.
+    page. (An 8 MiB array, 16 MiB of heap kept, was not always enough: in about one process of three
+    some 4,500 page faults and 15-30 ms of system time came back in every pass over the grid's
+    transformers, measured; none in six processes with this.)
     """
-    np.empty(1 << 20)
+    np.empty(3 << 20)
 
 
 #: The fields that are no per-design array.
