@@ -61,6 +61,7 @@ def _clear_caches() -> None:
         conv_schedule,
         conv_score,
         conv_search,
+        conv_shapes,
         conv_timed,
         network,
     )
@@ -68,7 +69,8 @@ def _clear_caches() -> None:
     for cache in (conv_designs._GROUPS, conv_score._CACHE, conv_score._SCHEDULES, conv_search._CANDIDATES,
                   conv_search._RANKINGS, conv_schedule._MEMO, one_program._CACHE, conv_timed._MADE,
                   conv_chain_score._CACHE, program_timing._WALKED, program_timing._TRANSFERS, program_timing._BURSTS,
-                  conv_network._LINK_BUILDS):
+                  conv_network._LINK_BUILDS, conv_shapes._SHAPES, conv_shapes._ROW_TILES, conv_shapes._RUN_GRIDS,
+                  conv_shapes._ROWS, conv_shapes._TAPS):
         cache.clear()
     network._link_commands.cache_clear()
 
