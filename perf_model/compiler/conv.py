@@ -280,6 +280,14 @@ def conv_geometry_for(config: ArrayConfig, conv: Conv2d, *, requant: bool, tilin
     """The geometry and the tiling ``compile_conv`` builds ``conv``'s program on (its arguments), or
     the ``ModelError`` it raises first: a design that builds no windows, no tiling that fits, a
     requantised op of more channels than the output stage's parameters."""
+    pack, tiling = conv_tiling_for(config, conv, requant=requant, tiling=tiling, a_region=a_region,
+                                   ifmap_words=ifmap_words, pack=pack)
+    return _Geometry(config, conv, pack=pack), tiling
+
+
+def conv_tiling_for(config: ArrayConfig, conv: Conv2d, *, requant: bool, tiling: ConvTiling | None,
+                    a_region: int | None, ifmap_words: int | None, pack: bool) -> tuple[bool, ConvTiling]:
+    """:func:`conv_geometry_for` without the geometry: whether the window packs taps, and the tiling."""
     why = conv_served(config)
     if why:
         raise ModelError(f"design {config.short_name()}: {why}")
@@ -292,7 +300,7 @@ def conv_geometry_for(config: ArrayConfig, conv: Conv2d, *, requant: bool, tilin
         raise ModelError(f"design {config.short_name()} cannot run the conv on chip: {tiling.reason}")
     if requant and conv.c_out > QPARAM_CHANNELS:
         raise ModelError(f"a requantised op has at most {QPARAM_CHANNELS} output channels, not {conv.c_out}")
-    return _Geometry(config, conv, pack=pack), tiling
+    return pack, tiling
 
 
 def conv_tensors(g: _Geometry, runs: int, k_rows: int, requant: bool) -> tuple[dict[str, TensorLayout], int]:

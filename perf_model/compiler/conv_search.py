@@ -103,9 +103,8 @@ def conv_tiling(config: ArrayConfig, conv: Conv2d, *, requant: bool = False,
     if ifmap_words is not None:
         room = (ifmap_words // 2 if config.double_buffered else ifmap_words, *room[1:])
     best, c = _ranking(config, conv, requant, pack)
-    fits = ((c.band[:, :, None, None, None] <= room[0]) & (c.weight[:, None, :, :, None] <= room[1])
-            & (c.ofmap[None, :, :, None, None] <= room[2]))
-    fits = np.broadcast_to(fits, c.shape).reshape(-1)[best]
+    words = _needs(best, c)
+    fits = (words[0] <= room[0]) & (words[1] <= room[1]) & (words[2] <= room[2])
     need = c.smallest_band
     if fits.any():
         at = int(best[int(fits.argmax())])

@@ -34,9 +34,9 @@ from perf_model.compiler.conv import (
     ConvTiling,
     check_regions,
     compile_conv,
-    conv_geometry_for,
     conv_room,
     conv_tensors,
+    conv_tiling_for,
     qparam_load,
 )
 from perf_model.compiler.conv_geometry import _Geometry
@@ -66,8 +66,8 @@ def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tili
     """
     compiled = functools.partial(compile_conv, config, conv, requant=requant, queue_depth=queue_depth,
                                  a_region=a_region, c_region=c_region, ifmap_words=ifmap_words)
-    g, tiling = conv_geometry_for(config, conv, requant=requant, tiling=tiling, a_region=a_region,
-                                  ifmap_words=ifmap_words, pack=True)
+    pack, tiling = conv_tiling_for(config, conv, requant=requant, tiling=tiling, a_region=a_region,
+                                   ifmap_words=ifmap_words, pack=True)
     check_regions(axi_data_bytes(config), queue_depth, requant, c_region)
     # the conv's shape: its name shows only in an error (not kept), its requantisation's values nowhere
     key = (_unbuffered_key(config), shape_key(conv), requant, tiling, a_region is None, c_region is None, queue_depth)
@@ -75,7 +75,8 @@ def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tili
     if made is None:
         if len(_MADE) >= _MADE_SIZE:
             _MADE.clear()
-        made = _MADE[key] = _made(g, tiling, requant, a_region is not None, c_region is not None, queue_depth)
+        made = _MADE[key] = _made(_Geometry(config, conv, pack=pack), tiling, requant, a_region is not None,
+                                  c_region is not None, queue_depth)
     program, need = made
     room = conv_room(config, ifmap_words)
     if program is None or any(n > r for n, r in zip(need, room, strict=True)):
