@@ -477,9 +477,10 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
             # pages), and shared by the networks of designs that differ in what they do not read
             if timed and memo is not None:
                 reads_ = (f"c{i}", *((f"p{i}",) if pool is not None else ()), *((skip,) if skip else ()))
-                build = _Once(config, build, memo, ("link", i, skip, regions.low()),
-                              (program_fields(config, BUFFER_FIELDS), conv, ops[i], regions.low()), reads_)
-            builds.append(build)
+                builds.append(_Once(config, build, memo, ("link", i, skip, regions.low()),
+                                    (program_fields(config, BUFFER_FIELDS), conv, ops[i], regions.low()), reads_))
+            else:
+                builds.append(build)
         else:
             at = c_region if c_region is not None else 0  # c_region is set whenever ops[i] is
             src2 = at

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -269,7 +270,7 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
     return best, c
 
 
-def _keyed(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool) -> tuple[tuple[object, ...], _Candidates]:
+def _keyed(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool) -> tuple[tuple[Any, ...], _Candidates]:
     """The key of :func:`_ranking` (its last field the bytes a cycle the estimate moves) and the
     candidates (kept per that key without the rate)."""
     out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
@@ -301,6 +302,7 @@ def _first_ranked(config: ArrayConfig, conv: Conv2d, requant: bool, rooms: np.nd
     best = _RANKINGS.get(ranked_key)
     score = _score(config, c, ranked_key[-1]) if best is None else None
     out = np.full(len(rooms), -1, dtype=np.int64)
+    keys = [k for k in (score, c.dram, c.compute) if k is not None]  # (the score when not ranked yet)
     for d, (r0, r1, r2) in enumerate(rooms.tolist()):
         fits = ((c.band[:, :, None, None, None] <= r0) & (c.weight[:, None, :, :, None] <= r1)
                 & (c.ofmap[None, :, :, None, None] <= r2))
@@ -310,7 +312,7 @@ def _first_ranked(config: ArrayConfig, conv: Conv2d, requant: bool, rooms: np.nd
                 out[d] = best[int(fits.argmax())]
             continue
         on = np.flatnonzero(np.broadcast_to(fits, c.shape))
-        for by in (score, c.dram, c.compute):
+        for by in keys:
             if len(on) <= 1:
                 break
             values = by[on]
@@ -318,9 +320,8 @@ def _first_ranked(config: ArrayConfig, conv: Conv2d, requant: bool, rooms: np.nd
         if len(on):
             out[d] = on[0]
     picks = sorted(set(out[out >= 0].tolist()))
-    if score is None:
-        score = _score(config, c, ranked_key[-1])
-    picks.sort(key=lambda i: (score[i], c.dram[i], c.compute[i], i))
+    scores = score if score is not None else _score(config, c, ranked_key[-1])
+    picks.sort(key=lambda i: (scores[i], c.dram[i], c.compute[i], i))
     return out, np.array(picks, dtype=np.int64)
 
 

@@ -165,14 +165,14 @@ def row_tiles(g: _Geometry, rows_t: int) -> tuple[list[tuple[int, int]], np.ndar
     if held is None:
         oys = g.m_tiles(rows_t)
         bands = [g.band(oy0, oy1) for oy0, oy1 in oys]
-        arrays = (np.array([(oy1 - oy0) * g.out_w for oy0, oy1 in oys], dtype=np.int64),
-                  np.array([oy0 * g.out_w for oy0, _ in oys], dtype=np.int64),
-                  *(np.array([b[i] for b in bands], dtype=np.int64) for i in range(3)),
-                  np.array([g.image_rows(oy0, oy1) for oy0, oy1 in oys], dtype=np.int64))
-        _frozen(*arrays)
+        r0, rows, pad = (np.array([b[i] for b in bands], dtype=np.int64) for i in range(3))
+        held = (oys, np.array([(oy1 - oy0) * g.out_w for oy0, oy1 in oys], dtype=np.int64),
+                np.array([oy0 * g.out_w for oy0, _ in oys], dtype=np.int64), r0, rows, pad,
+                np.array([g.image_rows(oy0, oy1) for oy0, oy1 in oys], dtype=np.int64))
+        _frozen(*held[1:])
         if len(_ROWS) >= _SHARED_SIZE:
             _ROWS.clear()
-        held = _ROWS[key] = (oys, *arrays)
+        _ROWS[key] = held
     return held
 
 
