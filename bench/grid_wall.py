@@ -66,8 +66,9 @@ def _clear_caches() -> None:
         network,
     )
     from perf_model.figures import one_program
-    for cache in (conv_designs._GROUPS, conv_score._CACHE, conv_score._SCHEDULES, conv_search._CANDIDATES,
-                  conv_search._RANKINGS, conv_schedule._MEMO, one_program._CACHE, conv_timed._MADE,
+    for cache in (conv_designs._GROUPS, conv_score._CACHE, conv_score._SCHEDULES, conv_score._COUNTED,
+                  conv_search._CANDIDATES, conv_search._RANKINGS, conv_schedule._MEMO, one_program._CACHE,
+                  conv_timed._MADE,
                   conv_chain_score._CACHE, program_timing._WALKED, program_timing._TRANSFERS, program_timing._BURSTS,
                   conv_network._LINK_BUILDS, conv_shapes._SHAPES, conv_shapes._ROW_TILES, conv_shapes._RUN_GRIDS,
                   conv_shapes._ROWS, conv_shapes._TAPS):
