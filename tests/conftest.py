@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,12 +25,43 @@ def sim_work_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     a design is converted and built once per run, not once per worker. Its ``runs`` stay its own.
     The caches are made for concurrent use: builds and entries are renamed into place, under locks."""
     work = tmp_path_factory.mktemp(name)
-    base = tmp_path_factory.getbasetemp()
-    common = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "sim-shared"
+    common = _shared_dir(tmp_path_factory)
     for sub in ("builds", "verilog"):
         (common / sub).mkdir(parents=True, exist_ok=True)
         (work / sub).symlink_to(common / sub, target_is_directory=True)
     return work
+
+
+def _shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's folder shared by every xdist worker (in the run's common temporary folder)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "sim-shared"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _verilog_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every ``rtl_gen.to_verilog`` and ``system_verilog`` of the run without a ``cache_dir`` (the export,
+    lint, FPGA, SDC and CLI tests', in-process and in the CLI subprocesses) cached in one directory shared
+    by every worker (``rtl_gen.tools.verilog_export.CACHE_ENV``; the simulation caches' ``verilog``): a
+    design converts once a run, not once per test that writes it. The cache returns the text byte for
+    byte (tests/rtl_gen/test_verilog_cache.py); the tests of the conversion itself (determinism, what
+    is converted) ask for ``uncached_verilog``."""
+    from rtl_gen.tools.verilog_export import CACHE_ENV
+
+    common = _shared_dir(tmp_path_factory) / "verilog"
+    common.mkdir(parents=True, exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_ENV, str(common))
+        yield common
+
+
+@pytest.fixture
+def uncached_verilog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Verilog cache in this test: ``to_verilog`` and ``system_verilog`` without ``cache_dir`` convert
+    from scratch (the tests of the conversion itself: two conversions give one text, what is converted)."""
+    from rtl_gen.tools.verilog_export import CACHE_ENV
+
+    monkeypatch.delenv(CACHE_ENV, raising=False)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import os
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -25,6 +26,16 @@ from rtl_gen.tools.verilog_cache import cached_text
 __all__ = ["to_verilog", "write_verilog", "export_units", "block_rows"]
 
 _PATCH_LOCK = threading.Lock()
+
+#: The environment variable naming a directory where :func:`to_verilog` and :func:`system_verilog` keep
+#: their text when called without ``cache_dir`` (:mod:`rtl_gen.tools.verilog_cache`; unset or empty: no
+#: cache). The test suite sets it to one directory for all its processes, so a design converts once a run.
+CACHE_ENV = "ACCEL_DSE_VERILOG_CACHE"
+
+
+def _cache_dir(cache_dir: str | Path | None) -> str | Path | None:
+    """``cache_dir``, else the directory of :data:`CACHE_ENV`, else None (no cache)."""
+    return cache_dir if cache_dir is not None else os.environ.get(CACHE_ENV) or None
 
 
 @contextlib.contextmanager
@@ -142,10 +153,10 @@ def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tup
     top's vector unit is converted on its own (:func:`_vector_unit_verilog`), once per lane count
     and address width.
 
-    With ``cache_dir`` the text is kept in that directory (:mod:`rtl_gen.tools.verilog_cache`,
-    keyed by the arguments and the generator's source), and so is the vector unit's (keyed by its
-    parameters, shared by every design with the same unit): the same request returns the stored
-    text, byte for byte what it would generate.
+    With ``cache_dir`` (default: the directory of :data:`CACHE_ENV`, if set) the text is kept in that
+    directory (:mod:`rtl_gen.tools.verilog_cache`, keyed by the arguments and the generator's source),
+    and so is the vector unit's (keyed by its parameters, shared by every design with the same unit): the
+    same request returns the stored text, byte for byte what it would generate.
 
     ``queue_depth`` (commands; default the block's) and, for the simulation top, ``stall_seed`` (the
     DRAM model's back-pressure) are the test benches' knobs of :class:`~rtl_gen.soc.sim_system.SimSystem`.
@@ -160,6 +171,7 @@ def system_verilog(config: ArrayConfig, *, fault: Fault | None = None, dram: tup
         fields["queue_depth"] = queue_depth
     if stall_seed:
         fields["stall_seed"] = stall_seed
+    cache_dir = _cache_dir(cache_dir)
     return cached_text(cache_dir, fields, lambda: _system_verilog(config, fault, dram, rate, cache_dir,
                                                                   queue_depth, stall_seed))
 
@@ -288,7 +300,8 @@ def _convert(component: wiring.Component, name: str) -> str:
         raise RtlError(f"Verilog conversion of {name} failed: {exc}") from exc
 
 
-def to_verilog(config: ArrayConfig, *, fault: Fault | None = None, flat: bool = False) -> str:
+def to_verilog(config: ArrayConfig, *, fault: Fault | None = None, flat: bool = False,
+               cache_dir: str | Path | None = None) -> str:
     """Verilog of the accelerator of ``config``; byte-identical for the same arguments.
 
     The top module is :func:`rtl_gen.top_name` (``accel_<config_hash>``). By default the PE
@@ -301,11 +314,21 @@ def to_verilog(config: ArrayConfig, *, fault: Fault | None = None, flat: bool = 
         config: the design.
         fault: test-only stuck product bit (:class:`Fault`), or ``None``.
         flat: convert the Amaranth hierarchy as is.
+        cache_dir: keep the text in this directory (:mod:`rtl_gen.tools.verilog_cache`, keyed by the
+            design's hardware fields, the fault, ``flat`` and the generator's source; the same request
+            returns the stored text, byte for byte what it would generate). Default: the directory of
+            :data:`CACHE_ENV` if set, else no cache.
 
     Raises:
         ConfigError: the design cannot be built (see :class:`Accelerator`).
         RtlError: Yosys failed to convert it.
     """
+    fields = {"kind": "core", "config": _hardware_fields(config), "top": top_name(config, fault),
+              "fault": repr(fault), "flat": flat}
+    return cached_text(_cache_dir(cache_dir), fields, lambda: _to_verilog(config, fault, flat))
+
+
+def _to_verilog(config: ArrayConfig, fault: Fault | None, flat: bool) -> str:
     if flat:
         return _convert(Accelerator(config, fault=fault), top_name(config, fault))
     return _joined([_convert(component, name) for name, component in export_units(config, fault=fault)])
@@ -314,7 +337,8 @@ def to_verilog(config: ArrayConfig, *, fault: Fault | None = None, flat: bool = 
 def write_verilog(
     config: ArrayConfig, directory: str | Path, *, fault: Fault | None = None, flat: bool = False
 ) -> Path:
-    """Write :func:`to_verilog` to ``directory/<top_name>.v`` and return the path.
+    """Write :func:`to_verilog` to ``directory/<top_name>.v`` and return the path (cached as
+    :func:`to_verilog` is without ``cache_dir``).
 
     Raises:
         ExportError: the directory cannot be created or the file written.

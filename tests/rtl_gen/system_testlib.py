@@ -226,6 +226,16 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
     ``force``: given the design, ``(register, bit, level)`` held stuck from the start (a register fault);
     ``sim``: the simulator (:func:`simulator`).
     """
+    prog, image = gemm_image(config, a, b, requant, queue_depth=queue_depth, commands=commands, dram_extra=dram_extra)
+    return run_image(config, prog, image, latency=latency, limit=limit, queue_len=queue_len,
+                     queue_base=queue_base, stall_seed=stall_seed, queue_depth=queue_depth, rate=rate,
+                     fault=fault, sdc_stop=sdc_stop, force=force, sim=sim)
+
+
+def gemm_image(config: ArrayConfig, a: np.ndarray, b: np.ndarray, requant: Requant | None, *, queue_depth: int = 256,
+               commands: list[Command] | None = None, dram_extra: int = 0) -> tuple[GemmProgram, np.ndarray]:
+    """The compiled program of ``a @ b`` (``requant``: its output stage) and its DRAM image, padded to whole
+    beats (``commands`` and ``dram_extra``: as :func:`run_soc`)."""
     m, k = a.shape
     n = b.shape[1]
     prog = compile_gemm(config, Gemm(m=m, k=k, n=n), requant=requant is not None, queue_depth=queue_depth)
@@ -236,10 +246,7 @@ def run_soc(config: ArrayConfig, a: np.ndarray, b: np.ndarray, *, latency: int =
         tensors["q"] = pack_qparam_lanes(prog.tensors["q"], qparam_fields(requant, n))
     W = prog.data_bytes
     image = program_image(prog, tensors)
-    image = np.concatenate([image, np.zeros(dram_extra + (-(len(image) + dram_extra)) % W, np.uint8)])
-    return run_image(config, prog, image, latency=latency, limit=limit, queue_len=queue_len,
-                     queue_base=queue_base, stall_seed=stall_seed, queue_depth=queue_depth, rate=rate,
-                     fault=fault, sdc_stop=sdc_stop, force=force, sim=sim)
+    return prog, np.concatenate([image, np.zeros(dram_extra + (-(len(image) + dram_extra)) % W, np.uint8)])
 
 
 def write_dram(ctx: Any, dut: Any, words: np.ndarray, *, zeros: bool = False) -> None:
@@ -266,55 +273,89 @@ def run_image(config: ArrayConfig, prog: GemmProgram, image: np.ndarray, *, late
     the DRAM after it and the walk's timing (:func:`run_soc`). ``fault``: a PE fault (``rtl_gen.Fault``);
     ``sdc_stop``: the value of ``SDC_CTRL.STOP``; ``sim``: the simulator (:func:`simulator`; a
     ``force`` or ``soc``, more arguments of ``AxiAccelerator``, runs in Amaranth's)."""
-    W = prog.data_bytes
-    try:
-        if len(prog.chunks) > 1:
-            model = gemm_program_cycles(config, prog, latency=latency, rate=rate)
-        else:
-            model = program_cycles(config, prog.commands, latency=latency, rate=rate)
-    except ValueError:  # a malformed program the walk cannot time (a transfer's lanes): the RTL refuses it
-        model = None
-    sim = simulator(sim, config=config, cycles=None if model is None else model.total,
-                    python_only=force is not None or bool(soc))
+    (run,) = run_images(config, [(prog, image)], latency=latency, limit=limit, queue_len=queue_len,
+                        queue_base=queue_base, stall_seed=stall_seed, queue_depth=queue_depth, rate=rate, fault=fault,
+                        sdc_stop=sdc_stop, force=force, sim=sim, **soc)
+    return run
+
+
+def run_socs(config: ArrayConfig, gemms: list[tuple[np.ndarray, np.ndarray, Requant | None]], *, latency: int = 7,
+             queue_depth: int = 256, sim: str | None = None) -> list[SocRun]:
+    """:func:`run_soc` of each ``(a, b, requant)`` in ``gemms``, program after program in one simulation of
+    the design (:func:`run_images`): a big design's simulator is built once for all of them."""
+    images = [gemm_image(config, a, b, requant, queue_depth=queue_depth) for a, b, requant in gemms]
+    return run_images(config, images, latency=latency, queue_depth=queue_depth, sim=sim)
+
+
+def run_images(config: ArrayConfig, programs: list[tuple[GemmProgram, np.ndarray]], *, latency: int = 7,
+               limit: int = 400_000, queue_len: int | None = None, queue_base: int = 0, stall_seed: int = 0,
+               queue_depth: int = 256, rate: Fraction | None = None, fault: Any = None, sdc_stop: bool = False,
+               force: Callable[[Any], tuple[Any, int, int]] | None = None, sim: str | None = None,
+               **soc: Any) -> list[SocRun]:
+    """:func:`run_image` of each ``(prog, image)`` in ``programs``, one after another in one simulation:
+    each image is loaded over the whole DRAM the previous one used (zeros too, as a fresh DRAM), DONE
+    cleared before each START, and the counters, registers and DRAM read after each program."""
+    W = programs[0][0].data_bytes
+    models: list[ProgramTiming | None] = []
+    for prog, _ in programs:
+        if prog.data_bytes != W:
+            raise ValueError("the programs of one simulation share a bus width")
+        try:
+            if len(prog.chunks) > 1:
+                models.append(gemm_program_cycles(config, prog, latency=latency, rate=rate))
+            else:
+                models.append(program_cycles(config, prog.commands, latency=latency, rate=rate))
+        except ValueError:  # a malformed program the walk cannot time (a transfer's lanes): the RTL refuses it
+            models.append(None)
+    cycles = None if None in models else sum(m.total for m in models if m is not None)
+    sim = simulator(sim, config=config, cycles=cycles, python_only=force is not None or bool(soc))
     pace = None if rate is None else (rate.numerator, rate.denominator)
-    words = image.reshape(-1, W)
+    longest = max(len(image) for _, image in programs) // W
     if sim == "icarus":
         import soc_icarus
 
-        dram_words = soc_icarus.dram_words(len(words), W)
+        dram_words = soc_icarus.dram_words(longest, W)
     else:
-        dram_words = max(2, len(words))
-    seen: dict[str, Any] = {}
+        dram_words = max(2, longest)
+    seen: list[dict[str, Any]] = [{} for _ in programs]
 
     async def bench(board: Any) -> None:
-        await board.load(words)
-        await board.reset()
-        await board.write("IRQ_ENABLE", 0b11)
-        await board.write("SDC_CTRL", int(sdc_stop))
-        counters = {"total": 0, "compute": 0, "stall": 0}
-        for i, (first, end) in enumerate(prog.chunks):
-            if i:
-                await board.write("IRQ_STATUS", 0b11)
-            seen["cycles"] = await _start(board, queue_base + first * 32,
-                                          end - first if queue_len is None else queue_len, limit, "the program")
-            for name, reg in (("total", "CYCLES_TOTAL"), ("compute", "CYCLES_COMPUTE"),
-                              ("stall", "CYCLES_DMA_STALL")):
-                lo = await board.read(f"{reg}_LO")
-                counters[name] += lo | await board.read(f"{reg}_HI") << 32
-            seen["code"] = await board.read("ERROR_CODE")
-            seen["pc"] = await board.read("ERROR_PC")
-            seen["status"] = await board.read("STATUS")
-            for name in ("SDC_COUNT", "SDC_PC", "IRQ_STATUS"):
-                seen[name] = await board.read(name)
-            if seen["code"]:
-                break
-        seen.update(counters)
-        seen["dram"] = await board.dump(len(words))
+        for j, (prog, image) in enumerate(programs):
+            words = image.reshape(-1, W)
+            if j:  # the previous program's words zeroed too
+                await board.load(np.concatenate([words, np.zeros((longest - len(words), W), np.uint8)]), zeros=True)
+            else:
+                await board.load(words)
+                await board.reset()
+                await board.write("IRQ_ENABLE", 0b11)
+                await board.write("SDC_CTRL", int(sdc_stop))
+            counters = {"total": 0, "compute": 0, "stall": 0}
+            got = seen[j]
+            for i, (first, end) in enumerate(prog.chunks):
+                if i or j:
+                    await board.write("IRQ_STATUS", 0b11)
+                got["cycles"] = await _start(board, queue_base + first * 32,
+                                             end - first if queue_len is None else queue_len, limit,
+                                             "the program" if len(programs) == 1 else f"program {j}")
+                for name, reg in (("total", "CYCLES_TOTAL"), ("compute", "CYCLES_COMPUTE"),
+                                  ("stall", "CYCLES_DMA_STALL")):
+                    lo = await board.read(f"{reg}_LO")
+                    counters[name] += lo | await board.read(f"{reg}_HI") << 32
+                got["code"] = await board.read("ERROR_CODE")
+                got["pc"] = await board.read("ERROR_PC")
+                got["status"] = await board.read("STATUS")
+                for name in ("SDC_COUNT", "SDC_PC", "IRQ_STATUS"):
+                    got[name] = await board.read(name)
+                if got["code"]:
+                    break
+            got.update(counters)
+            got["dram"] = await board.dump(len(words))
 
     _run(sim, config, W, bench, force=force, soc=soc, latency=latency, words=dram_words, rate=pace, fault=fault,
          queue_depth=queue_depth, stall_seed=stall_seed)
-    return SocRun(seen["cycles"], seen["total"], seen["compute"], seen["stall"], seen["code"], seen["pc"],
-                  seen["status"], seen["dram"], prog, model, seen["SDC_COUNT"], seen["SDC_PC"], seen["IRQ_STATUS"])
+    return [SocRun(got["cycles"], got["total"], got["compute"], got["stall"], got["code"], got["pc"], got["status"],
+                   got["dram"], prog, model, got["SDC_COUNT"], got["SDC_PC"], got["IRQ_STATUS"])
+            for got, (prog, _), model in zip(seen, programs, models, strict=True)]
 
 
 def result(run: SocRun) -> np.ndarray:

@@ -36,7 +36,8 @@ def _variant(preset: str, dataflow: str) -> ArrayConfig:
     return dataclasses.replace(load_preset(preset), dataflow=dataflow)
 
 
-def test_export_is_deterministic_and_named_from_the_config_hash(tmp_path: Path) -> None:
+def test_export_is_deterministic_and_named_from_the_config_hash(tmp_path: Path, uncached_verilog: None) -> None:
+    # uncached_verilog: each of the three is its own conversion
     config = load_preset("tiny")
     first = to_verilog(config)
     assert to_verilog(config) == first

@@ -9,7 +9,8 @@ import rtl_gen
 from accel_spec.config import MODEL_ONLY_FIELDS, ArrayConfig
 
 
-def test_the_power_density_budget_leaves_the_verilog_and_its_name_alone():
+def test_the_power_density_budget_leaves_the_verilog_and_its_name_alone(uncached_verilog):
+    # uncached_verilog: both designs converted (a cache keys them alike)
     assert MODEL_ONLY_FIELDS == ("max_power_density_w_mm2",)
     base = ArrayConfig(rows=2, cols=2, ifmap_sram_kib=1, weight_sram_kib=1, ofmap_sram_kib=1)
     budget = dataclasses.replace(base, max_power_density_w_mm2=0.25)

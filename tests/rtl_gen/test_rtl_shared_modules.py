@@ -8,12 +8,19 @@ import dataclasses
 import functools
 import re
 
+import pytest
+
 from accel_dse.design_files import load_design
 from rtl_gen import Fault, system_verilog
 
 TINY = load_design("tiny")  # 4x4 WS, no vector unit
 VEC = dataclasses.replace(TINY, vector_unit=True)
 DRAM = (20, 1 << 12)
+
+
+@pytest.fixture(autouse=True)
+def _from_scratch(uncached_verilog):
+    """Each design converted from scratch (not the run's Verilog cache): equal names come from equal texts."""
 
 
 @functools.cache

@@ -79,7 +79,8 @@ def test_an_unwritable_cache_still_returns_the_text(tmp_path):
 SMALL = dataclasses.replace(load_design("tiny"), vector_unit=True, rows=2, cols=2)
 
 
-def test_the_simulation_top_is_cached_and_its_vector_unit_converted_once_per_parameter_set(tmp_path, monkeypatch):
+def test_the_simulation_top_is_cached_and_its_vector_unit_converted_once_per_parameter_set(tmp_path, monkeypatch,
+                                                                                           uncached_verilog):
     converted: list[str] = []
     real = verilog_export._convert
 
@@ -105,3 +106,32 @@ def test_the_simulation_top_is_cached_and_its_vector_unit_converted_once_per_par
     converted.clear()
     verilog_export.system_verilog(SMALL, dram=(4, 2048), cache_dir=tmp_path)
     assert converted and placeholder not in converted
+
+
+def test_the_core_export_is_cached_by_design_fault_and_flatness_and_by_the_environments_directory(
+        tmp_path, monkeypatch, uncached_verilog):
+    converted: list[str] = []
+    real = verilog_export._convert
+
+    def counting(component, name):
+        converted.append(name)
+        return real(component, name)
+
+    monkeypatch.setattr(verilog_export, "_convert", counting)
+    core = dataclasses.replace(SMALL, vector_unit=False)
+    plain = verilog_export.to_verilog(core)
+    made = len(converted)
+    assert made > 1  # the top, the row, the PE
+    assert verilog_export.to_verilog(core, cache_dir=tmp_path) == plain and len(converted) == 2 * made
+    assert verilog_export.to_verilog(core, cache_dir=tmp_path) == plain and len(converted) == 2 * made  # stored
+    fault = verilog_export.Fault(row=1, col=0)
+    faulty = verilog_export.to_verilog(core, fault=fault, cache_dir=tmp_path)
+    flat = verilog_export.to_verilog(core, flat=True, cache_dir=tmp_path)
+    assert len({plain, faulty, flat}) == 3  # each its own entry
+    # without cache_dir: the directory of the environment's variable, when set
+    monkeypatch.setenv(verilog_export.CACHE_ENV, str(tmp_path))
+    converted.clear()
+    assert verilog_export.to_verilog(core) == plain and verilog_export.to_verilog(core, fault=fault) == faulty
+    assert converted == []
+    path = tmp_path / "out"
+    assert verilog_export.write_verilog(core, path).read_text(encoding="utf-8") == plain and converted == []

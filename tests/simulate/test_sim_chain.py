@@ -106,13 +106,14 @@ def test_chain_on_ops_that_do_not_chain_is_an_error():
 
 def test_no_chain_runs_requantised_ops_on_their_own_data(run_cli, sim_cache):
     spec = "mlp:batch=3,d_in=8,hidden=12,layers=1,d_out=4"
-    code, out, err = run_cli("simulate", "--design", "tiny", "--workload", spec, "--simulator", "icarus",
+    # tiny itself: on the flat Verilator build of tiny the session builds anyway (test_sim_conv, test_sim_end_to_end)
+    code, out, err = run_cli("simulate", "--design", "tiny", "--workload", spec, "--simulator", "verilator",
                              "--no-chain", "--json", "--work-dir", str(sim_cache))
     assert code == 0, err
     report = json.loads(out)
     assert report["network"] is None and report["passed"] is True
     assert [op["output_bits"] for op in report["ops"]] == [8, 8]
-    code, out, err = run_cli("simulate", "--design", "tiny", "--workload", spec, "--simulator", "icarus",
+    code, out, err = run_cli("simulate", "--design", "tiny", "--workload", spec, "--simulator", "verilator",
                              "--work-dir", str(sim_cache))
     assert code == 0, err
     assert "network: 2 chained ops, passed; final output fc.1 (12 x 8-bit) matches JAX" in out
@@ -120,7 +121,8 @@ def test_no_chain_runs_requantised_ops_on_their_own_data(run_cli, sim_cache):
 
 @pytest.mark.parametrize("reuse", [True, False])
 def test_a_square_ws_array_keeps_the_network_on_chip_from_dram_bit_exact_in_the_models_cycles(reuse, sim_cache):
-    report = simulate(TINY, NET, simulator="icarus", work_dir=sim_cache, reuse=reuse)
+    # tiny itself: on the flat Verilator build of tiny the session builds anyway (test_sim_conv, test_sim_end_to_end)
+    report = simulate(TINY, NET, simulator="verilator", work_dir=sim_cache, reuse=reuse)
     assert [op.on_chip for op in report.ops] == ([True, True, False] if reuse else [False, False, False])
     for op in report.ops:
         assert op.status == "pass", (op.name, op.reason)

@@ -1,6 +1,7 @@
-"""simulate runs a conv from NHWC activations in DRAM on Icarus (a batch on Verilator too): bit-exact
-against lax.conv, the RTL's total cycles equal to the program walk (a batch's: evaluate's); a conv
-that does not fit on chip is refused with one line."""
+"""simulate runs a conv from NHWC activations in DRAM on Icarus (a batch on Verilator too), and chains,
+reshaped and stacked convs on ``tiny``'s Verilator build: bit-exact against lax.conv, the RTL's total
+cycles equal to the program walk (a batch's: evaluate's); a conv that does not fit on chip is refused
+with one line."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ from workloads import Workload
 from workloads.ops import Conv2d
 
 TINY = load_design("tiny")  # 4x4 WS, ifmap/weight 4 KiB, ofmap 8 KiB, 4-byte AXI
+#: The simulator of the fault-free runs on ``tiny`` itself (chains, space-to-depth, stacked rows, conv
+#: paths): Verilator, whose one flat build of ``tiny`` (its DRAM model is 16 MiB whatever the workload)
+#: the session builds anyway (the batch below, test_sim_sampled, test_sim_end_to_end); Icarus builds each
+#: DRAM size of its own and pays every simulated cycle (the dense pair and its ops apart: 13.6 against 2.6
+#: CPU-s with warm builds). Icarus still runs the convs from NHWC, the batch and the filter tile here.
+TINY_SIMULATOR = "verilator"
 HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
 
 
@@ -74,7 +81,7 @@ def test_a_chained_3x3_pair_runs_from_one_program_with_its_link_on_chip(sim_cach
     convs = tuple(Conv2d(n=n, h=6, w=6, c_in=8, c_out=8, kh=3, kw=3, pad_h=1, pad_w=1, groups=groups, requant=rq,
                          name=f"c{i}", a_from_previous=i > 0) for i in range(2))
     workload = Workload(name="pair", ops=convs, counts=(1, 1))
-    report = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, workload, simulator=TINY_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.name == "network" and op.status == "pass", op.reason
     assert op.mismatches == 0 and op.total_cycles_match
@@ -82,7 +89,7 @@ def test_a_chained_3x3_pair_runs_from_one_program_with_its_link_on_chip(sim_cach
     model = perf_model.evaluate(TINY, workload)
     assert [o.on_chip for o in model.ops] == ["out", "in"]
     assert op.cycles_total_rtl == sum(o.total_cycles for o in model.ops)
-    apart = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache, reuse=False)
+    apart = simulate(TINY, workload, simulator=TINY_SIMULATOR, work_dir=sim_cache, reuse=False)
     assert [o.name for o in apart.ops] == ["c0", "c1"] and all(o.status == "pass" for o in apart.ops)
 
 
@@ -98,7 +105,7 @@ def test_a_workload_runs_the_chains_the_model_keeps_each_from_one_program(sim_ca
     workload = Workload(name="pair+fc", ops=(*convs, Gemm(m=4, k=16, n=4, requant=rq, name="fc")), counts=(1, 1, 1))
     model = perf_model.evaluate(TINY, workload)
     assert [o.on_chip for o in model.ops] == ["out", "in", ""]
-    report = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, workload, simulator=TINY_SIMULATOR, work_dir=sim_cache)
     assert [o.name for o in report.ops] == ["c0+c1", "fc"]
     assert all(o.status == "pass" and o.mismatches == 0 and o.total_cycles_match for o in report.ops), report.ops
     assert report.ops[0].cycles_total_rtl == model.ops[0].total_cycles + model.ops[1].total_cycles
@@ -121,7 +128,7 @@ def test_a_strided_conv_runs_over_its_space_to_depth_input_as_the_model_scores_i
     workload = Workload(name="s2d", ops=(conv,), counts=(1,))
     model = perf_model.evaluate(TINY, workload).ops[0]
     assert model.conv_path == "chip" and model.conv_note.startswith("space-to-depth 2x2"), model.conv_note
-    report = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, workload, simulator=TINY_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, op.reason
     assert op.cycles_total_rtl == model.total_cycles
@@ -147,7 +154,7 @@ def test_a_conv_runs_with_its_kernel_rows_stacked_as_the_model_scores_it(sim_cac
     program = compile_conv(TINY, conv_form(TINY, conv, True), requant=True)
     stores = [c for c in program.commands if c.opcode == Opcode.STORE and c["buffer"] == Buffer.OFMAP]
     assert stores and all(c["rows"] == 1 and c["words"] > 1 for c in stores)
-    report = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache)
+    report = simulate(TINY, workload, simulator=TINY_SIMULATOR, work_dir=sim_cache)
     (op,) = report.ops
     assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, op.reason
     assert op.cycles_total_rtl == model.total_cycles
@@ -195,12 +202,12 @@ def test_conv_path_chip_runs_a_conv_the_model_leaves_to_the_host_with_windows_on
     model = perf_model.evaluate(TINY, workload).ops[0]
     assert model.conv_path == "host"
     on_chip = int(re.search(r"windows on chip ([\d,]+)", model.conv_note).group(1).replace(",", ""))
-    default = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache)
+    default = simulate(TINY, workload, simulator=TINY_SIMULATOR, work_dir=sim_cache)
     assert default.ops[0].cycles_total_rtl == model.total_cycles != on_chip
-    forced = simulate(TINY, workload, simulator="icarus", work_dir=sim_cache, conv_path="chip")
+    forced = simulate(TINY, workload, simulator=TINY_SIMULATOR, work_dir=sim_cache, conv_path="chip")
     (op,) = forced.ops
     assert op.status == "pass" and op.mismatches == 0 and op.total_cycles_match, op.reason
     assert op.cycles_total_rtl == on_chip
     assert any(note.startswith("conv_path 'chip'") and note.endswith(": c0") for note in forced.notes), forced.notes
     with pytest.raises(SimulationError, match="conv_path must be 'model' or 'chip', not 'gemm'"):
-        simulate(TINY, workload, simulator="icarus", work_dir=sim_cache, conv_path="gemm")
+        simulate(TINY, workload, simulator=TINY_SIMULATOR, work_dir=sim_cache, conv_path="gemm")
