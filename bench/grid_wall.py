@@ -64,6 +64,7 @@ def _clear_caches() -> None:
         conv_shapes,
         conv_timed,
         network,
+        vector_walk,
     )
     from perf_model.figures import one_program
     for cache in (conv_designs._GROUPS, conv_score._CACHE, conv_score._SCHEDULES, conv_score._COUNTED,
@@ -71,7 +72,7 @@ def _clear_caches() -> None:
                   conv_timed._MADE,
                   conv_chain_score._CACHE, program_timing._WALKED, program_timing._TRANSFERS, program_timing._BURSTS,
                   conv_network._LINK_BUILDS, conv_shapes._SHAPES, conv_shapes._ROW_TILES, conv_shapes._RUN_GRIDS,
-                  conv_shapes._ROWS, conv_shapes._TAPS):
+                  conv_shapes._ROWS, conv_shapes._TAPS, vector_walk._CACHE, vector_walk._LOADS):
         cache.clear()
     network._link_commands.cache_clear()
 
