@@ -79,16 +79,22 @@ def test_an_unwritable_cache_still_returns_the_text(tmp_path):
 SMALL = dataclasses.replace(load_design("tiny"), vector_unit=True, rows=2, cols=2)
 
 
-def test_the_simulation_top_is_cached_and_its_vector_unit_converted_once_per_parameter_set(tmp_path, monkeypatch,
-                                                                                           uncached_verilog):
-    converted: list[str] = []
+@pytest.fixture
+def converted(monkeypatch) -> list[str]:
+    """The names of the modules Amaranth converts from here on (``verilog_export._convert`` counted)."""
+    names: list[str] = []
     real = verilog_export._convert
 
     def counting(component, name):
-        converted.append(name)
+        names.append(name)
         return real(component, name)
 
     monkeypatch.setattr(verilog_export, "_convert", counting)
+    return names
+
+
+def test_the_simulation_top_is_cached_and_its_vector_unit_converted_once_per_parameter_set(tmp_path, converted,
+                                                                                           uncached_verilog):
     plain = verilog_export.system_verilog(SMALL, dram=(4, 1024))
     placeholder = verilog_export._VECTOR_PLACEHOLDER
     assert converted.count(placeholder) == 1 and placeholder not in plain
@@ -109,15 +115,7 @@ def test_the_simulation_top_is_cached_and_its_vector_unit_converted_once_per_par
 
 
 def test_the_core_export_is_cached_by_design_fault_and_flatness_and_by_the_environments_directory(
-        tmp_path, monkeypatch, uncached_verilog):
-    converted: list[str] = []
-    real = verilog_export._convert
-
-    def counting(component, name):
-        converted.append(name)
-        return real(component, name)
-
-    monkeypatch.setattr(verilog_export, "_convert", counting)
+        tmp_path, monkeypatch, converted, uncached_verilog):
     core = dataclasses.replace(SMALL, vector_unit=False)
     plain = verilog_export.to_verilog(core)
     made = len(converted)
