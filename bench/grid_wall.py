@@ -57,7 +57,7 @@ def _clear_caches() -> None:
     from perf_model.compiler import (
         conv_chain_score,
         conv_designs,
-        conv_network,
+        conv_dram_links,
         conv_schedule,
         conv_score,
         conv_search,
@@ -71,7 +71,7 @@ def _clear_caches() -> None:
                   conv_search._CANDIDATES, conv_search._RANKINGS, conv_schedule._MEMO, one_program._CACHE,
                   conv_timed._MADE,
                   conv_chain_score._CACHE, program_timing._WALKED, program_timing._TRANSFERS, program_timing._BURSTS,
-                  conv_network._LINK_BUILDS, conv_shapes._SHAPES, conv_shapes._ROW_TILES, conv_shapes._RUN_GRIDS,
+                  conv_dram_links._LINK_BUILDS, conv_shapes._SHAPES, conv_shapes._ROW_TILES, conv_shapes._RUN_GRIDS,
                   conv_shapes._ROWS, conv_shapes._TAPS, vector_walk._CACHE, vector_walk._LOADS):
         cache.clear()
     network._link_commands.cache_clear()

@@ -1,4 +1,5 @@
-"""A conv network's transfers of NHWC tensors and its poolings through DRAM (``conv_network``'s parts).
+"""A conv network's transfers of NHWC tensors and its poolings through DRAM (``conv_network``'s parts),
+and a timed network's DRAM link builds kept across networks (:class:`TimedLink`).
 
 :func:`nhwc` is the LOAD (or STORE) of a whole NHWC tensor or a band of its pixels between DRAM (a
 DRAM row a pixel, ``compile_conv``'s ``a``/``c`` layouts) and an ifmap region (pixel ``p``'s word
@@ -8,6 +9,9 @@ in bands of rows and stores the pooled tensor.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
 from accel_spec.isa import FIELDS, Buffer, Command, Opcode
@@ -15,12 +19,12 @@ from accel_spec.vector_isa import VECTOR_CODES, PoolGeometry, pool_geometry, poo
 from perf_model.compiler.network import PIPELINE_CHUNKS, _chunked, pipelined
 from perf_model.compiler.program import TensorLayout, _buffer_depths, narrow_lanes
 from perf_model.compiler.vector import VectorRegisters, vector_commands
-from perf_model.program_timing import axi_data_bytes
+from perf_model.program_timing import axi_data_bytes, timed_transfers
 from perf_model.vector_timing import VectorPlan
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 
-__all__ = ["nhwc", "pool_bands", "WORDS_MAX"]
+__all__ = ["nhwc", "pool_bands", "TimedLink", "WORDS_MAX"]
 
 #: The most words one row of a transfer holds (the command's ``words`` field).
 WORDS_MAX = (1 << FIELDS["words"][1]) - 1
@@ -121,3 +125,41 @@ def pool_bands(config: ArrayConfig, conv: Conv2d, stand_in: Gemm, link: tuple[Ve
     if halves:
         return out + pipelined(steps)
     return out + [cmd for loads, (vector,), store in steps for cmd in (*loads, *vector, store)]
+
+
+class TimedLink:
+    """A timed network's DRAM link build on ``config``: its commands made at the first call, their
+    transfers timed (``program_timing.timed_transfers``), and kept in ``memo`` under ``key`` (its walk
+    reads no DRAM address, and every placement moves a tensor by whole pages, so the bursts are the
+    same), and across networks in :data:`_LINK_BUILDS` by ``shared`` (the design's fields but its
+    buffer sizes, which a link sees through its ``depth`` only, and the link's own arguments) and the
+    layouts of the tensors it ``reads`` but for their page-aligned bases."""
+
+    def __init__(self, config: ArrayConfig, build: functools.partial[list[Command]],
+                 memo: dict[tuple[object, ...], Any], key: tuple[object, ...], shared: tuple[object, ...],
+                 reads: tuple[str, ...]) -> None:
+        self.config, self.build, self.func, self.memo, self.key = config, build, build.func, memo, key
+        self.shared, self.reads = shared, reads
+
+    def __call__(self, tensors: dict[str, TensorLayout]) -> list[Command]:
+        got = self.memo.get(self.key)
+        if got is None:
+            key = (self.func, self.shared, tuple(_unplaced(tensors[n]) for n in self.reads))
+            got = _LINK_BUILDS.get(key)
+            if got is None:
+                got = timed_transfers(self.config, self.build(tensors))
+                if len(_LINK_BUILDS) >= _LINK_BUILDS_SIZE:
+                    _LINK_BUILDS.clear()
+                _LINK_BUILDS[key] = got
+            self.memo[self.key] = got
+        return got  # type: ignore[no-any-return]
+
+
+def _unplaced(t: TensorLayout) -> tuple[object, ...]:
+    """``t``'s layout but its base."""
+    return t.name, t.rows, t.row_elems, t.elem_bytes, t.transposed, t.shape, t.packed
+
+
+#: Timed networks' DRAM link commands across networks (:class:`TimedLink`).
+_LINK_BUILDS: dict[tuple[object, ...], list[Command]] = {}
+_LINK_BUILDS_SIZE = 1 << 10

@@ -65,8 +65,8 @@ from accel_spec.errors import ModelError
 from accel_spec.isa import QUEUE_DEPTH, Command, Opcode
 from accel_spec.vector_isa import POOL_KINDS, pool_geometry
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv
+from perf_model.compiler.conv_dram_links import TimedLink, pool_bands
 from perf_model.compiler.conv_dram_links import nhwc as _nhwc
-from perf_model.compiler.conv_dram_links import pool_bands
 from perf_model.compiler.conv_forms import form_conv
 from perf_model.compiler.conv_score import conv_figures, conv_steps
 from perf_model.compiler.conv_timed import timed_conv
@@ -92,13 +92,7 @@ from perf_model.compiler.program import (
 )
 from perf_model.compiler.vector import vector_commands, vector_registers
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import (
-    BUFFER_FIELDS,
-    dram_rate,
-    gemm_program_cycles,
-    program_fields,
-    timed_transfers,
-)
+from perf_model.program_timing import BUFFER_FIELDS, dram_rate, gemm_program_cycles, program_fields
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 
@@ -477,7 +471,7 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
             # pages), and shared by the networks of designs that differ in what they do not read
             if timed and memo is not None:
                 reads_ = (f"c{i}", *((f"p{i}",) if pool is not None else ()), *((skip,) if skip else ()))
-                builds.append(_Once(config, build, memo, ("link", i, skip, regions.low()),
+                builds.append(TimedLink(config, build, memo, ("link", i, skip, regions.low()),
                                     (program_fields(config, BUFFER_FIELDS), conv, ops[i], regions.low()), reads_))
             else:
                 builds.append(build)
@@ -530,44 +524,6 @@ def _link_vector(config: ArrayConfig, link: tuple[VectorOp, ...], pool: VectorOp
         vector += vector_commands(vector_registers(_flat(op, words, lanes), lanes, src=at, src2=second, dst=at),
                                   wait_dma=1)
     return vector
-
-
-class _Once:
-    """A timed network's DRAM link build on ``config``: its commands made at the first call, their
-    transfers timed (``program_timing.timed_transfers``), and kept in ``memo`` under ``key`` (its walk
-    reads no DRAM address, and every placement moves a tensor by whole pages, so the bursts are the
-    same), and across networks in :data:`_LINK_BUILDS` by ``shared`` (the design's fields but its
-    buffer sizes, which a link sees through its ``depth`` only, and the link's own arguments) and the
-    layouts of the tensors it ``reads`` but for their page-aligned bases."""
-
-    def __init__(self, config: ArrayConfig, build: functools.partial[list[Command]],
-                 memo: dict[tuple[object, ...], Any], key: tuple[object, ...], shared: tuple[object, ...],
-                 reads: tuple[str, ...]) -> None:
-        self.config, self.build, self.func, self.memo, self.key = config, build, build.func, memo, key
-        self.shared, self.reads = shared, reads
-
-    def __call__(self, tensors: dict[str, TensorLayout]) -> list[Command]:
-        got = self.memo.get(self.key)
-        if got is None:
-            key = (self.func, self.shared, tuple(_unplaced(tensors[n]) for n in self.reads))
-            got = _LINK_BUILDS.get(key)
-            if got is None:
-                got = timed_transfers(self.config, self.build(tensors))
-                if len(_LINK_BUILDS) >= _LINK_BUILDS_SIZE:
-                    _LINK_BUILDS.clear()
-                _LINK_BUILDS[key] = got
-            self.memo[self.key] = got
-        return got  # type: ignore[no-any-return]
-
-
-def _unplaced(t: TensorLayout) -> tuple[object, ...]:
-    """``t``'s layout but its base."""
-    return t.name, t.rows, t.row_elems, t.elem_bytes, t.transposed, t.shape, t.packed
-
-
-#: Timed networks' DRAM link commands across networks (:class:`_Once`).
-_LINK_BUILDS: dict[tuple[object, ...], list[Command]] = {}
-_LINK_BUILDS_SIZE = 1 << 10
 
 
 def _dry_run(parts: list[_Part], adds: dict[int, int]) -> None:

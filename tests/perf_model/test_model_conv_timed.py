@@ -22,7 +22,7 @@ import workloads
 from accel_spec.errors import ModelError
 from accel_spec.isa import Command, FieldRangeError, Opcode, move_cycles
 from perf_model import dma_timing, program_timing, timing
-from perf_model.compiler import conv_chain_score, conv_network
+from perf_model.compiler import conv_chain_score, conv_dram_links
 from perf_model.compiler.conv import compile_conv, conv_tiling
 from perf_model.compiler.conv_network import compile_conv_network
 from perf_model.compiler.conv_score import walked_figures
@@ -208,21 +208,21 @@ def test_a_networks_figures_from_timed_convs_are_its_compiled_walk(name):
 
 def test_networks_that_share_their_dram_links_commands_are_each_their_compiled_walk():
     """Designs that differ in their buffers alone, whose ResNet-18 sends links
-    through DRAM: the timed networks share those links' commands (``conv_network._LINK_BUILDS``,
+    through DRAM: the timed networks share those links' commands (``conv_dram_links._LINK_BUILDS``,
     made by the first design), and each one's figures are still its own compiled program's walk."""
     wl = workloads.resolve("resnet18")
     spec = conv_network_spec(wl)
-    conv_network._LINK_BUILDS.clear()
+    conv_dram_links._LINK_BUILDS.clear()
     base = random_ws_design(random.Random(5), vector_unit=True, input_bits=8, acc_bits=32, dram="none", rows=16,
                             cols=16)
     designs = [dataclasses.replace(base, ifmap_sram_kib=i, weight_sram_kib=w, ofmap_sram_kib=o)
                for i, w, o in ((64, 32, 16), (64, 128, 64), (32, 64, 32), (128, 64, 32), (96, 64, 32))]
     alone = 0
     for config in designs:  # each on its own: the links' commands it makes
-        conv_network._LINK_BUILDS.clear()
+        conv_dram_links._LINK_BUILDS.clear()
         network_figures(config, wl)
-        alone += len(conv_network._LINK_BUILDS)
-    conv_network._LINK_BUILDS.clear()
+        alone += len(conv_dram_links._LINK_BUILDS)
+    conv_dram_links._LINK_BUILDS.clear()
     for config in designs:
         figures = network_figures(config, wl)
         real = compile_conv_network(config, spec.convs, spec.links, spec.skips, inputs=spec.inputs, input_form=True)
@@ -232,7 +232,7 @@ def test_networks_that_share_their_dram_links_commands_are_each_their_compiled_w
         assert (figures["dram_read_bytes"], figures["dram_write_bytes"]) == program_timing.program_dram_bytes(
             config, real.commands)
         assert real.links != "on chip"
-    assert 0 < len(conv_network._LINK_BUILDS) < alone  # the later designs found links the earlier ones made
+    assert 0 < len(conv_dram_links._LINK_BUILDS) < alone  # the later designs found links the earlier ones made
 
 
 def test_a_chains_figures_from_timed_convs_are_its_compiled_programs():
