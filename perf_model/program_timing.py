@@ -125,17 +125,13 @@ def timed_transfers(config: ArrayConfig, commands: Sequence[Command]) -> list[Co
         if type(c) is TimedCommand or c.opcode not in (Opcode.LOAD, Opcode.STORE):
             out.append(c)
             continue
-        f = dict(c.fields)
-        load = c.opcode == Opcode.LOAD
-        buffer, requant, rows, words = f.get("buffer", 0), f.get("requant", 0), f.get("rows", 0), f.get("words", 0)
-        per_word = _word_beats(load, buffer, requant, f.get("lanes", 0), beats, W)
-        transfer = (load, bool(requant) and not load, f.get("dram_addr", 0), f.get("dram_stride", 0), rows, words,
-                    per_word)
+        transfer = _geometry(c, beats, W)
+        load, _, _, _, rows, words, per_word = transfer
         moved = rows * words * per_word * W
-        read = moved if load and buffer != isa.Buffer.QPARAM else 0
+        read = moved if load and c["buffer"] != isa.Buffer.QPARAM else 0
         timed = TimedCommand(c.opcode, transfer_geometry_cycles(*transfer, W, DEFAULT_DRAM_LATENCY, OUTSTANDING),
-                             c.wait_dma, c.wait_run, c.wait_vec, 0, read, 0 if load else moved, {"buffer": buffer},
-                             transfer)
+                             c.wait_dma, c.wait_run, c.wait_vec, 0, read, 0 if load else moved,
+                             {"buffer": c["buffer"]}, transfer)
         out.append(timed)  # type: ignore[arg-type]  # (walked and counted as the command it stands for)
     return out
 
@@ -154,16 +150,20 @@ _BURSTS: dict[tuple[object, ...], tuple[object, ...]] = {}
 
 def _transfer_cycles(cmd: Command, data_bytes: int, beats: dict[str, int], latency: int,
                      outstanding: int, pace: dma_timing.Pace | None = None, at: int = 0) -> int:
-    f = dict(cmd.fields)  # (a command's fields read by name are a scan each)
-    rows, words = f.get("rows", 0), f.get("words", 0)
     if cmd.opcode == Opcode.MOVE:
-        return isa.move_cycles(rows, words)
+        return isa.move_cycles(cmd["rows"], cmd["words"])
+    return transfer_geometry_cycles(*_geometry(cmd, beats, data_bytes), data_bytes, latency, outstanding, pace, at)
+
+
+def _geometry(cmd: Command, beats: dict[str, int], data_bytes: int) -> tuple[bool, bool, int, int, int, int, int]:
+    """A compiled ``LOAD``'s or ``STORE``'s :func:`transfer_geometry_cycles` arguments: ``(load, requant,
+    dram_addr, dram_stride, rows, words, beats a word)`` (its fields read as a dict once: a field read by
+    name is a scan of them)."""
+    f = dict(cmd.fields)
     load = cmd.opcode == Opcode.LOAD
-    requant = bool(f.get("requant", 0))
-    return transfer_geometry_cycles(load, requant and not load, f.get("dram_addr", 0), f.get("dram_stride", 0), rows,
-                                    words, _word_beats(load, f.get("buffer", 0), requant, f.get("lanes", 0), beats,
-                                                       data_bytes),
-                                    data_bytes, latency, outstanding, pace, at)
+    requant = f.get("requant", 0)
+    return (load, bool(requant) and not load, f.get("dram_addr", 0), f.get("dram_stride", 0), f.get("rows", 0),
+            f.get("words", 0), _word_beats(load, f.get("buffer", 0), requant, f.get("lanes", 0), beats, data_bytes))
 
 
 def transfer_geometry_cycles(load: bool, requant: bool, addr: int, stride: int, rows: int, words: int, per_word: int,
@@ -231,10 +231,8 @@ def transfer_bytes(cmd: Command, beats: dict[str, int], data_bytes: int) -> int:
     each (a narrowed transfer at its real size); 0 for any other command."""
     if cmd.opcode not in (Opcode.LOAD, Opcode.STORE):
         return 0
-    f = dict(cmd.fields)
-    return (f.get("rows", 0) * f.get("words", 0) * data_bytes
-            * _word_beats(cmd.opcode == Opcode.LOAD, f.get("buffer", 0), f.get("requant", 0), f.get("lanes", 0), beats,
-                          data_bytes))
+    _, _, _, _, rows, words, per_word = _geometry(cmd, beats, data_bytes)
+    return rows * words * per_word * data_bytes
 
 
 def program_dram_bytes(config: ArrayConfig, commands: Sequence[Command]) -> tuple[int, int]:

@@ -69,7 +69,7 @@ from perf_model.compiler.conv_dram_links import TimedLink, pool_bands
 from perf_model.compiler.conv_dram_links import nhwc as _nhwc
 from perf_model.compiler.conv_forms import form_conv
 from perf_model.compiler.conv_score import conv_figures, conv_steps
-from perf_model.compiler.conv_timed import timed_conv
+from perf_model.compiler.conv_timed import timed_conv, unbuffered_key
 from perf_model.compiler.im2col_form import im2col_conv
 from perf_model.compiler.network import (
     EXTERNAL,
@@ -92,7 +92,7 @@ from perf_model.compiler.program import (
 )
 from perf_model.compiler.vector import vector_commands, vector_registers
 from perf_model.evaluator.conv_ops import ConvFigures
-from perf_model.program_timing import BUFFER_FIELDS, dram_rate, gemm_program_cycles, program_fields
+from perf_model.program_timing import dram_rate, gemm_program_cycles
 from workloads.ops import Conv2d, Gemm
 from workloads.vector_ops import VectorOp
 
@@ -472,7 +472,7 @@ def _on_chip(config: ArrayConfig, convs: Sequence[Conv2d], ops: list[tuple[Vecto
             if timed and memo is not None:
                 reads_ = (f"c{i}", *((f"p{i}",) if pool is not None else ()), *((skip,) if skip else ()))
                 builds.append(TimedLink(config, build, memo, ("link", i, skip, regions.low()),
-                                    (program_fields(config, BUFFER_FIELDS), conv, ops[i], regions.low()), reads_))
+                                    (unbuffered_key(config), conv, ops[i], regions.low()), reads_))
             else:
                 builds.append(build)
         else:

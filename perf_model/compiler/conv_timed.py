@@ -46,7 +46,7 @@ from perf_model.compiler.conv_window import ConvWindow
 from perf_model.program_timing import BUFFER_FIELDS, TimedCommand, axi_data_bytes, program_fields
 from workloads.ops import Conv2d
 
-__all__ = ["timed_conv"]
+__all__ = ["timed_conv", "unbuffered_key"]
 
 #: The fields a conv's figures read of a timed transfer (``conv_score.program_bytes``): its buffer.
 _IFMAP, _WEIGHT, _OFMAP = ({"buffer": int(b)} for b in (Buffer.IFMAP, Buffer.WEIGHT, Buffer.OFMAP))
@@ -70,7 +70,7 @@ def timed_conv(config: ArrayConfig, conv: Conv2d, *, requant: bool = False, tili
                                    ifmap_words=ifmap_words, pack=True)
     check_regions(axi_data_bytes(config), queue_depth, requant, c_region)
     # the conv's shape: its name shows only in an error (not kept), its requantisation's values nowhere
-    key = (_unbuffered_key(config), shape_key(conv), requant, tiling, a_region is None, c_region is None, queue_depth)
+    key = (unbuffered_key(config), shape_key(conv), requant, tiling, a_region is None, c_region is None, queue_depth)
     made = _MADE.get(key)
     if made is None:
         if len(_MADE) >= _MADE_SIZE:
@@ -91,8 +91,9 @@ _MADE_SIZE = 1 << 10  # a ResNet-18 conv program is some 400 commands of ~100 by
 _KEYS: dict[ArrayConfig, tuple[object, ...]] = {}
 
 
-def _unbuffered_key(config: ArrayConfig) -> tuple[object, ...]:
-    """``conv_score.design_key`` of ``config`` without its buffer sizes (kept per design)."""
+def unbuffered_key(config: ArrayConfig) -> tuple[object, ...]:
+    """``conv_score.design_key`` of ``config`` without its buffer sizes: ``program_fields(config,
+    BUFFER_FIELDS)``, kept per design."""
     key = _KEYS.get(config)
     if key is None:
         if len(_KEYS) >= _MADE_SIZE:
