@@ -232,7 +232,9 @@ def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstand
     A store of many words (paced or not) is watched at each word's start that is also a burst's (the issues,
     the last ``outstanding`` responses, the last read, the last :data:`STORE_FIFO_WORDS` words' sends
     and the credit, relative to the last beat sent) for a state seen before, and the periods that
-    repeat are skipped as :func:`load_cycles` does (``skip=False``: every beat stepped).
+    repeat are skipped as :func:`load_cycles` does (``skip=False``: every word stepped). A word's beats
+    within one burst move in one step: after the first, each waits only for the one before (and, paced,
+    the credit: :meth:`Pace.move_run`).
     """
     if not lens:
         return 0  # nothing to move: the engine never becomes busy
@@ -274,16 +276,19 @@ def store_cycles(lens: list[int], words: int, beats: int, latency: int, outstand
         if q >= STORE_FIFO_WORDS:
             r = max(r, sent[0] + 1)
         read_last = r
-        for _ in range(beats):
+        left = beats
+        while left:  # the word's beats, a piece in each burst it lies in
             if issued <= burst:  # this burst's issue, once its slot is free
                 issue_last, issued = _issue_cycle(issued, issue_last, done, outstanding), issued + 1
+            piece = min(left, lens[burst] - in_burst)
+            # the piece's first beat waits for the read, the issue and the beat before; each next one
+            # only for the beat before (and the credit): one step (``Pace.move_run``)
             t = max(prev + 1, r + read_latency + 1, issue_last + 1)
-            if pace is not None:
-                t = pace.move(at + t) - at
-            prev = t
-            in_burst += 1
+            prev = t + piece - 1 if pace is None else pace.move_run(at + t, piece) - at
+            in_burst += piece
+            left -= piece
             if in_burst == lens[burst]:
-                done.append(max(t + latency + 1, done[-1] + 1 if done else 0))
+                done.append(max(prev + latency + 1, done[-1] + 1 if done else 0))
                 burst += 1
                 in_burst = 0
         sent.append(prev)
