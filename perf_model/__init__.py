@@ -57,7 +57,7 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.plan import TilePlan, plan_tiles
 from perf_model.compiler.program import GemmProgram, TensorLayout, compile_gemm
-from perf_model.figures.design_table import METRICS, OBJECTIVE_METRICS, DesignTable, evaluate_designs
+from perf_model.figures.design_table import METRICS, OBJECTIVE_METRICS, DesignTable, design_area, evaluate_designs
 from perf_model.figures.one_design import OpResult, WorkloadResult, evaluate, evaluate_op
 from perf_model.figures.one_program import FIGURE_BOUND, FIGURE_MODEL
 from perf_model.fpga.fmax import ECP5_FMAX_FIT, FmaxFit, fpga_fmax_arrays, fpga_fmax_mhz, fpga_path_arrays
@@ -113,6 +113,7 @@ __all__ = [
     "DesignArrays",
     "DesignTable",
     "evaluate_designs",
+    "design_area",
     "evaluate",
     "evaluate_op",
     "OpResult",

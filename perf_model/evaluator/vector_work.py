@@ -40,8 +40,8 @@ from perf_model.physical.vector_unit import door_um2, lane_word_pj, scalar_step_
 from perf_model.vector_timing import VectorPlan, vector_plan
 from workloads.vector_ops import VectorOp
 
-__all__ = ["VectorColumns", "vector_columns", "host_ops", "plan_bytes", "workload_vector_ops", "VECTOR_ENERGY_PARTS",
-           "row_bytes", "word_reads"]
+__all__ = ["VectorColumns", "vector_columns", "vector_lanes", "vector_unit_mm2", "host_ops", "plan_bytes",
+           "workload_vector_ops", "VECTOR_ENERGY_PARTS", "row_bytes", "word_reads"]
 
 #: Energy parts of the vector work (beside ``perf_model.evaluator.design_ops.ENERGY_PARTS``).
 VECTOR_ENERGY_PARTS = ("vector", "vector_sram", "vector_dram")
@@ -126,13 +126,26 @@ class VectorColumns:
     misfit: list[str]
 
 
+def vector_lanes(d: DesignArrays) -> np.ndarray:
+    """Lanes of each design's vector unit (its ifmap word's: ``R`` for WS/OS, ``C`` for IS), 0 without one."""
+    return np.where(np.asarray(d.vector_unit, dtype=bool),
+                    np.where(np.asarray(d.dataflow) == timing.dataflow_code("is"), d.cols, d.rows), 0).astype(np.int64)
+
+
+def vector_unit_mm2(d: DesignArrays) -> np.ndarray:
+    """The vector unit's area on every design that carries it, whatever the workload (the RTL builds it),
+    its door's converters included on a design whose activations are not int8 (``door_um2``); 0 without
+    one (node density, floor plan: ``logic_mm2``)."""
+    lanes = vector_lanes(d)
+    return np.where(lanes > 0, logic_mm2(unit_um2(lanes) + door_um2(d.act_format, lanes), d.tech_nm), 0.0)
+
+
 def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], energy: EnergyTable,
                    vdd: np.ndarray, *, walks: VectorWalks) -> VectorColumns:
     """The vector work of ``vector_ops`` on every design of ``d`` (module docstring); ``walks``:
     each op's own program's walk (``perf_model.compiler.vector_walk.COMPILER_WALKS``)."""
     n = len(d)
-    cols = np.where(np.asarray(d.vector_unit, dtype=bool),
-                    np.where(np.asarray(d.dataflow) == timing.dataflow_code("is"), d.cols, d.rows), 0).astype(np.int64)
+    cols = vector_lanes(d)
     busy = np.zeros(n, dtype=np.int64)
     bytes_ = {k: np.zeros(n) for k in ("dram_read", "dram_write", "sram_read", "sram_write")}
     lane_words = np.zeros(n)
@@ -182,10 +195,7 @@ def vector_columns(d: DesignArrays, vector_ops: Sequence[tuple[VectorOp, int]], 
         "vector_sram": (bytes_["sram_read"] + bytes_["sram_write"]) * sram_pj,
         "vector_dram": (bytes_["dram_read"] + bytes_["dram_write"]) * dram_pj_per_byte(d.dram),
     }
-    # the unit's area on every design that carries it (the RTL builds it whatever the workload)
-    # (and its door's converters on a design whose activations are not int8: ``door_um2``)
-    area = np.where(cols > 0, logic_mm2(unit_um2(cols) + door_um2(d.act_format, cols), d.tech_nm),
-                    0.0)  # node density, floor plan
+    area = vector_unit_mm2(d)
     latency = (busy + stall) / (np.asarray(d.clock_mhz, dtype=np.float64) * 1e6)
     return VectorColumns(busy, stall, bytes_["dram_read"], bytes_["dram_write"], bytes_["sram_read"],
                          bytes_["sram_write"], parts, area, latency, energy.leakage_density(d.tech_nm, vdd), misfit)

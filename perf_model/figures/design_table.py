@@ -19,7 +19,13 @@ from perf_model.compiler.scorers import COMPILER_SCORERS
 from perf_model.compiler.vector_walk import COMPILER_WALKS
 from perf_model.evaluator.design_figures import design_figures
 from perf_model.evaluator.design_ops import ENERGY_PARTS, Block, evaluate_block
-from perf_model.evaluator.vector_work import VECTOR_ENERGY_PARTS, VectorColumns, vector_columns, workload_vector_ops
+from perf_model.evaluator.vector_work import (
+    VECTOR_ENERGY_PARTS,
+    VectorColumns,
+    vector_columns,
+    vector_unit_mm2,
+    workload_vector_ops,
+)
 from perf_model.figures.one_program import apply_one_program
 from perf_model.physical.checksum import sdc_coverage
 from perf_model.physical.energy import DEFAULT_ENERGY, EnergyTable
@@ -27,7 +33,8 @@ from perf_model.physical.pe_area import AreaCoefficients, area_coefficients
 from perf_model.physical.power_density import density_reasons, power_split
 from workloads.ops import Op, Workload
 
-__all__ = ["DesignTable", "evaluate_designs", "METRICS", "OBJECTIVE_METRICS", "totals", "TOTAL_ENERGY_PARTS"]
+__all__ = ["DesignTable", "evaluate_designs", "design_area", "METRICS", "OBJECTIVE_METRICS", "totals",
+           "TOTAL_ENERGY_PARTS"]
 
 #: Energy parts of a design's totals: the matrix work's, then the vector unit's.
 TOTAL_ENERGY_PARTS = ENERGY_PARTS + VECTOR_ENERGY_PARTS
@@ -218,6 +225,16 @@ def totals(block: Block, rows: np.ndarray, cols: np.ndarray, vector: VectorColum
     first = bad.argmax(axis=1)
     out["overflow"] = bad.any(axis=1) & block.overflow[np.arange(len(first)), first]
     return out, {k: np.where(feasible, v, 0.0) for k, v in breakdown.items()}
+
+
+def design_area(designs: DesignArrays, *, area: AreaCoefficients | None = None) -> np.ndarray:
+    """Each design's die area, mm^2, as :func:`evaluate_designs` gives it on any workload (``area_mm2``:
+    the array, its buffers, control and memory system, and the vector unit on a design that carries
+    it, whatever the workload), without scoring one: a constraint on the area can be checked first
+    (the grid sampler scores no design that breaks one, ``accel_dse.search.scoring.grid``)."""
+    if not isinstance(designs, DesignArrays):
+        raise ModelError(f"designs must be a DesignArrays, not {type(designs).__name__}")
+    return design_figures(designs, DEFAULT_ENERGY, area or area_coefficients()).area_mm2 + vector_unit_mm2(designs)
 
 
 def evaluate_designs(

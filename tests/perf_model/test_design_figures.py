@@ -10,7 +10,7 @@ import pytest
 
 from accel_spec.config import CHECKSUMS, FORMAT_CODES, MEMORY_NAMES
 from accel_spec.errors import AccelDseError
-from perf_model import DesignArrays, evaluate_designs
+from perf_model import DesignArrays, design_area, evaluate_designs
 from perf_model.evaluator.design_figures import PHYSICAL_FIELDS, design_figures, distinct_rows
 from perf_model.physical.energy import DEFAULT_ENERGY
 from perf_model.physical.pe_area import area_coefficients
@@ -91,3 +91,19 @@ def test_a_design_scores_the_same_alone_and_in_a_batch() -> None:
         for name in ("total_cycles", "energy_pj", "area_mm2", "vdd", "f_max_mhz", "feasible"):
             assert _equal(getattr(batch, name)[i:i + 1], getattr(alone, name)), (i, name)
         assert batch.reason[i] == alone.reason[0]
+
+
+@pytest.mark.parametrize("workload", ["bert_base", "mlp"])
+def test_a_designs_area_without_a_workload_is_its_area_on_one(workload: str) -> None:
+    """``design_area`` (what the grid checks an area constraint by before it scores a workload) is the
+    ``area_mm2`` ``evaluate_designs`` gives every feasible design (an infeasible one's is 0), with the
+    vector unit (a workload with vector ops, and one without) and without."""
+    designs = _random_designs(9, 60)
+    table = evaluate_designs(designs, resolve(workload))
+    area = design_area(designs)
+    ok = table.feasible
+    assert np.array_equal(area[ok], table.area_mm2[ok])
+    assert (ok & designs.vector_unit).sum() > 10 and (ok & ~designs.vector_unit).sum() > 10
+    # the unit's area is part of it: the same designs without the unit are smaller
+    without = design_area(dataclasses.replace(designs, vector_unit=np.zeros(len(designs), dtype=bool)))
+    assert (area[designs.vector_unit] > without[designs.vector_unit]).all()

@@ -36,7 +36,7 @@ from accel_spec.config import DATAFLOW_CODES, FIELD_NAMES, ArrayConfig
 from accel_spec.errors import ModelError
 from accel_spec.number_formats import pair_input_bits, pair_problem
 
-__all__ = ["Evaluation", "BatchEvaluation", "ModelEvaluator", "MAX_METRICS", "MIN_METRICS"]
+__all__ = ["Evaluation", "BatchEvaluation", "ModelEvaluator", "MAX_METRICS", "MIN_METRICS", "WORKLOAD_FREE"]
 
 
 def _pair_problems(pairs: Any) -> list[str]:
@@ -80,6 +80,27 @@ def _sqnr_column(workload: Any, cols: Mapping[str, np.ndarray], index: np.ndarra
             seen[pair] = workload_sqnr_db(workload, *pair) if hasattr(workload, "ops") else math.nan
         out[j] = seen[pair]
     return out
+
+
+#: Metrics no workload changes (the model gives them without scoring one): ``skip_broken``'s.
+WORKLOAD_FREE = ("area_mm2",)
+
+
+def _unbroken(perf: Any, designs: Any, rules: Sequence[Any], index: np.ndarray, reason: list[str]) -> np.ndarray | None:
+    """Per design of ``designs`` (the batch's ``index``) whether it meets every rule of ``rules`` on a
+    :data:`WORKLOAD_FREE` metric, the reason of one that does not put in ``reason``; ``None`` when no
+    rule is on one (or the model cannot give the area without a workload)."""
+    rules = [c for c in rules if c.metric in WORKLOAD_FREE]
+    if not rules or not hasattr(perf, "design_area"):
+        return None
+    area = np.asarray(perf.design_area(designs), dtype=np.float64)
+    kept = np.ones(len(area), dtype=bool)
+    for c in rules:
+        broken = kept & (np.asarray(c.violation(area)) > 0)
+        for j in np.flatnonzero(broken).tolist():
+            reason[int(index[j])] = f"area_mm2 = {area[j]:.4g} breaks the constraint {c} (not scored)"
+        kept &= ~broken
+    return kept
 
 
 #: Metrics aggregated by their maximum over the workloads (the rest: weighted mean).
@@ -176,7 +197,7 @@ class ModelEvaluator:
 
     # -- batches ---------------------------------------------------------------------------
     def evaluate_columns(
-        self, columns: Mapping[str, Any], *, per_workload: bool = False
+        self, columns: Mapping[str, Any], *, per_workload: bool = False, skip_broken: Sequence[Any] = ()
     ) -> BatchEvaluation | tuple[BatchEvaluation, dict[str, dict[str, np.ndarray]]]:
         """Score the designs given as columns of ``ArrayConfig`` field values.
 
@@ -185,6 +206,11 @@ class ModelEvaluator:
                 Designs that break a cross-field rule (``acc_bits < 2 * input_bits``) come
                 back infeasible with that reason instead of raising.
             per_workload: Also return workload -> metric -> array.
+            skip_broken: Constraints (``Constraint``); those on a metric no workload changes
+                (:data:`WORKLOAD_FREE`: the die area, the model's ``design_area``) are checked before
+                the workloads are scored, and a design that breaks one is not scored: it comes back
+                infeasible, the constraint and its area as its reason (the grid sampler, which keeps
+                no such design). The others are left to the caller.
 
         Returns:
             The aggregate :class:`BatchEvaluation` (and the per-workload arrays if asked).
@@ -213,6 +239,11 @@ class ModelEvaluator:
         if index.size:
             perf = self._perf()
             designs = perf.DesignArrays.from_columns(**{f: cols[f][index] for f in FIELD_NAMES})
+            kept = _unbroken(perf, designs, skip_broken, index, reason) if skip_broken else None
+            if kept is not None:
+                feasible[index[~kept]] = False
+                index, designs = index[kept], designs.take(kept)
+        if index.size:
             for position, (name, weight, workload) in enumerate(self.workloads):
                 table = perf.evaluate_designs(designs, workload)
                 ok = np.asarray(table.feasible, dtype=bool)

@@ -5,7 +5,9 @@ Every point of the space (up to :data:`MAX_GRID_POINTS`) is scored in chunks by
 objective, the whole Pareto set for several, both after the constraints) are written into
 the study as COMPLETE trials with the same user attributes as sampled trials, so reports and
 summaries read them like any other. The full table (every point's index, objective values,
-feasibility and constraint violation) is optionally saved as a ``.npz``.
+feasibility and constraint violation) is optionally saved as a ``.npz``. Without a table, a point
+whose area breaks a constraint (the area needs no workload: ``perf_model.design_area``) is not
+scored, since it cannot be kept: the result is the same, at the cost of the points that can.
 
 With ``workers > 1`` the chunks are scored by that many spawned worker processes (each gets the
 space and the evaluator once), at most two chunks a worker in flight, and merged in the chunks'
@@ -102,7 +104,10 @@ def grid_search(
     tables: dict[str, list[np.ndarray]] = {"feasible": [], "violation": []}
     for o in space.objectives:
         tables[o.name] = []
-    with contextlib.closing(_scored_chunks(space, evaluator, size, chunk, workers)) as scored:
+    # without a table, a design breaking a constraint on its area (known before any workload is scored)
+    # is never kept, so it is not scored (``evaluate_columns``' ``skip_broken``)
+    skip = () if table is not None else tuple(space.constraints)
+    with contextlib.closing(_scored_chunks(space, evaluator, size, chunk, workers, skip)) as scored:
         # (closed, so its workers end, as soon as a stop leaves this loop)
         for start, stop, batch in scored:
             ok = np.asarray(batch.feasible, dtype=bool).copy()  # type: ignore[union-attr]
@@ -139,15 +144,16 @@ def grid_search(
 
 
 def _scored_chunks(space: DesignSpace, evaluator: ModelEvaluator, size: int, chunk: int,
-                   workers: int) -> Generator[tuple[int, int, Any], None, None]:
-    """``(start, stop, evaluate_columns(...))`` of every chunk, in order, scored by ``workers`` processes."""
+                   workers: int, skip: tuple[Any, ...]) -> Generator[tuple[int, int, Any], None, None]:
+    """``(start, stop, evaluate_columns(...))`` of every chunk, in order, scored by ``workers`` processes
+    (``skip``: ``evaluate_columns``' ``skip_broken``)."""
     bounds = [(start, min(size, start + chunk)) for start in range(0, size, chunk)]
     if workers <= 1 or len(bounds) <= 1:
         for start, stop in bounds:
-            yield start, stop, evaluator.evaluate_columns(space.grid_columns(start, stop))
+            yield start, stop, evaluator.evaluate_columns(space.grid_columns(start, stop), skip_broken=skip)
         return
     context = multiprocessing.get_context("spawn")  # a forked JAX runtime can hang: start clean
-    pool = context.Pool(min(workers, len(bounds)), initializer=_worker_start, initargs=(space, evaluator))
+    pool = context.Pool(min(workers, len(bounds)), initializer=_worker_start, initargs=(space, evaluator, skip))
     try:
         todo = iter(bounds)
         pending = deque((start, stop, pool.apply_async(_worker_chunk, (start, stop)))
@@ -164,18 +170,18 @@ def _scored_chunks(space: DesignSpace, evaluator: ModelEvaluator, size: int, chu
         pool.join()
 
 
-#: A worker's space and evaluator (set once by :func:`_worker_start`).
+#: A worker's space, evaluator and constraints to skip by (set once by :func:`_worker_start`).
 _WORKER: list[Any] = []
 
 
-def _worker_start(space: DesignSpace, evaluator: ModelEvaluator) -> None:
+def _worker_start(space: DesignSpace, evaluator: ModelEvaluator, skip: tuple[Any, ...]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when a stop ends the workers
-    _WORKER[:] = [space, evaluator]
+    _WORKER[:] = [space, evaluator, skip]
 
 
 def _worker_chunk(start: int, stop: int) -> Any:
-    space, evaluator = _WORKER
-    return evaluator.evaluate_columns(space.grid_columns(start, stop))
+    space, evaluator, skip = _WORKER
+    return evaluator.evaluate_columns(space.grid_columns(start, stop), skip_broken=skip)
 
 
 def _save_table(path: Path, size: int, tables: dict[str, list[np.ndarray]]) -> None:
