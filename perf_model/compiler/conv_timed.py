@@ -183,8 +183,11 @@ def _commands(r: RunArrays, g: _Geometry, head: list[Command], in_place: bool, m
             if new_band[i] else None for i in range(runs)]
     weight = [T(LOAD, w_n[i], 0, wait, 0, 0, w_bytes[i], 0, _WEIGHT, (True, False, *r.w_geometry[i]))
               if new_w[i] else None for i in range(runs)]
-    run = [T(RUN, n, 1, 0, 0, 1, 0, 0, {"m": m, "k": k, "n": fn, "accumulate": int(k0 > 0)})
-           for n, m, k, fn, k0 in zip(cyc, r.p.tolist(), r.K.tolist(), r.fn.tolist(), r.k0.tolist(), strict=True)]
+    # equal RUNs one object (a timed command is never changed): a conv's runs are few distinct tiles
+    made_runs: dict[tuple[int, int, int, int, bool], TimedCommand] = {}
+    run = [made_runs.get(x) or made_runs.setdefault(x, T(RUN, x[0], 1, 0, 0, 1, 0, 0, {
+        "m": x[1], "k": x[2], "n": x[3], "accumulate": int(x[4])}))
+        for x in zip(cyc, r.p.tolist(), r.K.tolist(), r.fn.tolist(), (r.k0 > 0).tolist(), strict=True)]
     stored = None if moved else _OFMAP
     # each distinct window once, equal windows one object (compared by identity), with its command
     windows: dict[tuple[int, int, int, int], tuple[ConvWindow, Command]] = {}
