@@ -305,40 +305,30 @@ def softmax_steps(config: ArrayConfig, softmax: VectorOp, scores: str, instances
                   keys: int) -> StepPart:
     """The softmax in place over every row of tensor ``scores`` (``instances * queries`` rows of
     ``keys`` scores, stored in whole words: a block pads the scores' rows to words and beats, the
-    GEMMs' transfers keep their own row bytes), per chunk that fits the ifmap: whole instances
-    (heads), or, when one does not fit, a band of one instance's query rows (a causal mask's offset
-    moved by the band's first query)."""
+    GEMMs' transfers keep their own row bytes), in the chunks the softmax's own program runs
+    (``vector_chunks.chunk_steps``: whole rows, or a causal mask's whole query periods, in the ifmap's
+    two halves taking turns and pipelined when two chunks fit; a period that does not fit in runs
+    of its rows, the mask's offset moved to each run's first row).
+
+    Raises:
+        ModelError: one row (a causal softmax: one row of a period) with its output does not fit the ifmap.
+    """
+    from perf_model.compiler.vector_chunks import chunk_steps
+
     lanes = config.vector_lanes
+    shaped = dataclasses.replace(softmax, shape=(instances, queries, keys), out_shape=(instances, queries, keys),
+                                 axis=2)
 
     def build(tensors: dict[str, TensorLayout]) -> list[Command]:
         s = tensors[scores]
-        if s.row_elems % lanes:
-            raise ModelError(f"a score row of {s.row_elems} elements is not whole words of {lanes} lanes")
-        words = s.row_elems // lanes
-        depth = _buffer_depths(config)[0]
-        if depth < words:
-            raise ModelError(f"a score row of {words} words does not fit the ifmap ({depth} words)")
-        causal = softmax.param("causal_offset", -1)
-        bands: list[tuple[int, int, int]]  # (first row, instances, query rows an instance)
-        if depth // words >= queries:
-            per = depth // (words * queries)
-            bands = [(h0 * queries, min(per, instances - h0), queries) for h0 in range(0, instances, per)]
-        else:
-            per = depth // words
-            bands = [(h * queries + q0, 1, min(per, queries - q0)) for h in range(instances)
-                     for q0 in range(0, queries, per)]
-        out: list[Command] = []
-        for row0, count, band in bands:
-            params = softmax.params
-            if causal >= 0:  # query q0 + i of the instance sees keys j <= offset + q0 + i
-                params = tuple((k, causal + row0 % queries if k == "causal_offset" else v) for k, v in params)
-            shaped = dataclasses.replace(softmax, shape=(count, band, keys), out_shape=(count, band, keys), axis=2,
-                                         params=params)
-            rows = count * band
-            out += [_transfer(Opcode.LOAD, s, row0, rows, words, 0),
-                    *vector_commands(_stored_words(vector_registers(shaped, lanes), words), wait_dma=1),
-                    _transfer(Opcode.STORE, s, row0, rows, words, 0)]
-        return out
+        if s.row_elems % lanes or s.pitch * 8 != s.row_elems * config.input_bits:
+            raise ModelError(f"a score row of {s.row_elems} elements ({s.pitch} bytes) is not whole words of "
+                             f"{lanes} lanes of {config.input_bits} bits")
+        regs = _stored_words(vector_registers(shaped, lanes), s.row_elems // lanes)
+        steps = chunk_steps(config, regs.plan, regs)
+        if isinstance(steps, str):
+            raise ModelError(f"the softmax over {scores}: {steps}")
+        return steps[0]({"x0": s, "z0": s})
 
     return StepPart(build)
 

@@ -64,7 +64,7 @@ from perf_model.compiler.vector import (
 from perf_model.vector_timing import MAX_ROWS, VectorPlan, vector_plan
 from workloads.vector_ops import VectorOp
 
-__all__ = ["vector_op_program", "op_units"]
+__all__ = ["vector_op_program", "op_units", "chunk_steps"]
 
 
 def op_units(plan: VectorPlan) -> tuple[int, dict[str, int]]:
@@ -257,24 +257,42 @@ def vector_op_program(config: ArrayConfig, op: VectorOp) -> GemmProgram:
     whole = _fits_whole(config, op)
     if whole is not None:
         return whole
-    regs = vector_registers(op, lanes)
+    steps = chunk_steps(config, plan, vector_registers(op, lanes))
+    if isinstance(steps, str):
+        raise ModelError(f"{op.kind}: {steps}")
+    W = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
+                       config.dataflow is Dataflow.IS)
+    build, count = steps
+    return _assemble(config, plan, build, W, count)
+
+
+def chunk_steps(config: ArrayConfig, plan: VectorPlan, regs: VectorRegisters
+                ) -> tuple[Callable[[dict[str, TensorLayout]], list[Command]], int] | str:
+    """The op of ``plan`` (and its registers ``regs``) in chunks over DRAM tensors, as a function of
+    where they lie (``x0``, ``y0`` for a second operand or a table, ``z0``: the output, which may be
+    ``x0`` itself, an op in place) and its command count, or why one unit does not fit (one line):
+    the whole op in one chunk when it fits the ifmap; else chunks of whole units in the ifmap's two
+    halves taking turns, pipelined, when two chunks fit; else one after the other, each filling the
+    ifmap (module docstring). The tensors' rows are the
+    op's rows of ``plan.words`` words (a layout padded to whole words and beats: ``plan`` of its
+    stored words), one after another."""
     depth = ifmap_words(config)
-    chunks = _chunks(plan, regs.params, depth // 2, True)
+    whole = _chunks(plan, regs.params, depth, False)
+    chunks = None if whole is not None and len(whole) == 1 else _chunks(plan, regs.params, depth // 2, True)
     halves = chunks is not None and len(chunks) > 1
     if not halves:
-        chunks = _chunks(plan, regs.params, depth, False)
+        chunks = whole
     if chunks is None:
         unit = op_units(plan)[1]
         what = ("one output pixel's window of one channel word" if plan.pool is not None else
                 f"one unit ({', '.join(f'{k}: {v}' for k, v in unit.items())} words)")
-        raise ModelError(f"{op.kind}: {what} of its operands and output does not fit the design's {depth} ifmap words")
-    W = axi_data_bytes(config.rows, config.cols, config.input_bits, config.dram_bytes_per_cycle,
-                       config.dataflow is Dataflow.IS)
-    word_bytes = lanes * (config.input_bits // 8)
+        return f"{what} of its operands and output does not fit the design's {depth} ifmap words"
+    word_bytes = config.vector_lanes * (config.input_bits // 8)
+    held = chunks
 
     def build(tensors: dict[str, TensorLayout]) -> list[Command]:
         steps = []
-        for k, (moves, chunk_plan, params) in enumerate(chunks):
+        for k, (moves, chunk_plan, params) in enumerate(held):
             base = depth // 2 * (k % 2) if halves else 0
             at: dict[str, int] = {}
             place = []
@@ -298,8 +316,7 @@ def vector_op_program(config: ArrayConfig, op: VectorOp) -> GemmProgram:
             return pipelined(steps)
         return [c for loads, vector, store in steps for c in (*loads, *vector[0], store)]
 
-    count = sum(len(moves) + 2 * chunk_plan.runs for moves, chunk_plan, _ in chunks)
-    return _assemble(config, plan, build, W, count)
+    return build, sum(len(moves) + 2 * chunk_plan.runs for moves, chunk_plan, _ in chunks)
 
 
 def _assemble(config: ArrayConfig, plan: VectorPlan, build: Callable[[dict[str, TensorLayout]], list[Command]],

@@ -187,21 +187,39 @@ def test_stacked_layers_run_one_after_another_in_one_program():
     assert w2.compute == 2 * w1.compute and w2.vector == 2 * w1.vector
 
 
+def _softmax_runs(prog) -> list[tuple[int, int, int]]:
+    """Each softmax ``VECTOR`` as ``(first row of S it runs on, rows, causal offset)``: its first row from
+    the LOAD before it that placed its input (the last one into the region it reads)."""
+    cmds = list(prog.commands)
+    s = prog.tensors["S"]
+    out = []
+    for i, c in enumerate(cmds):
+        if c.opcode != Opcode.VECTOR or c["vkind"] != 9:
+            continue
+        load = next(x for x in reversed(cmds[:i]) if x.opcode == Opcode.LOAD and x["buf_addr"] == c["vsrc"])
+        offset = cmds[i + 1]["vp5"] - (1 << 32 if cmds[i + 1]["vp5"] >> 31 else 0)
+        out.append(((load["dram_addr"] - s.base) // s.pitch, c["vrows"], offset))
+    return out
+
+
 def test_a_head_too_long_for_the_ifmap_runs_its_softmax_in_bands_of_queries():
     """On tiny (1,024 ifmap words) a head of 80 queries of 20 words does not fit: its rows run in
-    bands of 51 and 29 queries; with a causal mask each band's offset moves by its first query."""
+    bands (pipelined in the ifmap's halves, as the softmax's own program runs them), every row of the
+    2 heads once; with a causal mask no band crosses a head and each band's offset moves by its
+    first query."""
     layer = encoder_layer(workloads.resolve("bert_base:seq=80,d=32,heads=2,ffn=64"))
     causal = dataclasses.replace(layer.softmax, params=tuple((k, 3 if k == "causal_offset" else v)
                                                              for k, v in layer.softmax.params))
-    for softmax, offsets in ((layer.softmax, [-1] * 4), (causal, [3, 3 + 51, 3, 3 + 51])):
-        prog = compile_encoder(TINY, dataclasses.replace(layer, softmax=softmax))
-        cmds = list(prog.commands)
-        runs = [(c, cmds[i + 1]) for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR and c["vkind"] == 9]
-        assert [c["vrows"] for c, _ in runs] == [51, 29, 51, 29]
-        assert [block["vp5"] - (1 << 32 if block["vp5"] >> 31 else 0) for _, block in runs] == offsets
-        s = prog.tensors["S"]
-        loads = [cmds[i - 1] for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR and c["vkind"] == 9]
-        assert [(c["dram_addr"] - s.base) // s.pitch for c in loads] == [0, 51, 80, 131]  # each band's first row
+    for softmax in (layer.softmax, causal):
+        runs = _softmax_runs(compile_encoder(TINY, dataclasses.replace(layer, softmax=softmax)))
+        assert len(runs) > 2 and max(rows for _, rows, _ in runs) < 80  # bands, not whole heads
+        covered = sorted(r for first, rows, _ in runs for r in range(first, first + rows))
+        assert covered == list(range(160))
+        for first, rows, offset in runs:
+            if softmax is causal:
+                assert first // 80 == (first + rows - 1) // 80 and offset == 3 + first % 80, (first, rows, offset)
+            else:
+                assert offset == -1
 
 
 def test_scores_shorter_than_a_word_are_padded_to_whole_words():
@@ -213,5 +231,10 @@ def test_scores_shorter_than_a_word_are_padded_to_whole_words():
     s = prog.tensors["S"]
     assert (s.row_elems, s.shape) == (16, (2 * 2 * 8, 8))
     cmds = list(prog.commands)
-    softmax_loads = [cmds[i - 1] for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR and c["vkind"] == 9]
-    assert softmax_loads and all(c["dram_stride"] == 16 and c["words"] == 1 for c in softmax_loads)
+    softmax = [(i, c) for i, c in enumerate(cmds) if c.opcode == Opcode.VECTOR and c["vkind"] == 9]
+    assert softmax and all(c["vwords"] == 1 for _, c in softmax)  # a row one whole word
+    for i, c in softmax:  # its LOAD: whole rows of S, a word each
+        load = next(x for x in reversed(cmds[:i]) if x.opcode == Opcode.LOAD and x["buf_addr"] == c["vsrc"])
+        assert (load["dram_addr"] - s.base) % 16 == 0 and load["rows"] * load["words"] == c["vrows"]
+        assert load["rows"] == 1 or load["dram_stride"] == 16
+    assert sum(c["vrows"] for _, c in softmax) == 2 * 2 * 8

@@ -238,3 +238,33 @@ def test_a_program_laid_out_past_the_isas_fields_is_a_reason_not_a_traceback(mon
     config = dataclasses.replace(load_design("tiny"), vector_unit=True, ifmap_sram_kib=32, ofmap_sram_kib=32)
     figures = network_figures(config, wl)
     assert figures is not None and "dram_addr must fit in 32 bits" in figures["reason"], figures
+
+
+def test_a_full_size_layer_is_at_most_its_parts_and_its_transposes(monkeypatch):
+    """A BERT-base encoder layer (seq 512) as one program, on random weight-stationary designs with the
+    unit: without its keys' transposes (``K^T``, work no op of the per-op sum counts: the scores'
+    per-op plan reads ``K^T`` as if it were in DRAM) it is at most its parts, its softmax chunks
+    pipelined as the softmax's own program runs them (``docs/memory_system.md``). The walk of a program
+    without the transposes is a figure only: that program could not compute the scores."""
+    from perf_model.compiler import dram_graph
+
+    wl = workloads.resolve("bert_base")
+    rng = np.random.default_rng(5)
+    base = load_design("edge")
+    checked = 0
+    for _ in range(6):
+        config = dataclasses.replace(
+            base, rows=int(2 ** rng.integers(3, 8)), cols=int(2 ** rng.integers(3, 8)), dataflow="ws",
+            vector_unit=True, double_buffered=bool(rng.random() < 0.5),
+            ifmap_sram_kib=int(2 ** rng.integers(6, 12)), weight_sram_kib=int(2 ** rng.integers(5, 11)),
+            ofmap_sram_kib=int(2 ** rng.integers(5, 11)), dram_bytes_per_cycle=float(rng.choice([4.0, 8.0, 16.0])))
+        with monkeypatch.context() as m:
+            m.setattr(dram_graph, "transpose_steps", lambda *a, **k: dram_graph.StepPart(lambda tensors: []))
+            walk = network_figures(config, wl)
+        if walk is None or "total_cycles" not in walk:
+            continue
+        parts = _per_op_sum(config, wl)
+        assert walk["total_cycles"] <= parts, (config.short_name(), walk["total_cycles"], parts)
+        assert network_figures(config, wl)["total_cycles"] > walk["total_cycles"]  # the transposes cost cycles
+        checked += 1
+    assert checked >= 4
