@@ -36,9 +36,11 @@ When the live tensors do not fit the ifmap together (or ``keep_on_chip=False``),
 through DRAM, still in the one program: GEMM ``i`` stores its output, the link's ops run on it in
 chunks of its DRAM rows that fit the ifmap (LOAD the chunk, and the same rows of an add's skip
 operand, which is then the DRAM input of its GEMM, in the column-major layout; the ``VECTOR``
-commands; STORE it back in place), and GEMM ``i + 1`` loads its ``A`` tiles from that tensor (the
-same layout: ``R == C`` WS, or IS). The DMA engine runs one command at a time, so the chunks
-follow the output's last STORE and precede the next GEMM's loads.
+commands; STORE it back in place), pipelined in the ifmap's two halves when a chunk fits half
+(:func:`_chunk_commands`' ``pipeline``, as a conv network's links and a vector op's own program run),
+and GEMM ``i + 1`` loads its ``A`` tiles from that tensor (the same layout: ``R == C`` WS, or IS).
+The DMA engine runs one command at a time, so the chunks follow the output's last STORE and precede
+the next GEMM's loads.
 
 All GEMMs' programs run back to back as ONE queue-load: their tensors are placed one after another
 past the whole program, so there is no host step between the ops. Total cycles:
@@ -306,8 +308,8 @@ def _chunk_commands(config: ArrayConfig, gemm: Gemm, link: tuple[VectorOp, ...],
     that fit the ifmap: per chunk LOAD it (and the add's ``skip`` rows) into the ifmap in the
     column-major layout (word ``f`` of row ``r`` at ``f * rows + r``), run the ops, STORE it back.
 
-    With ``pipeline`` (a conv network's links: ``conv_network``), when a chunk of the tensor's rows
-    fits half the ifmap, the tensor is cut into at least :data:`PIPELINE_CHUNKS` chunks taking turns
+    With ``pipeline`` (every network's links: a GEMM network's, ``conv_network``'s), when a chunk of the
+    tensor's rows fits half the ifmap, the tensor is cut into at least :data:`PIPELINE_CHUNKS` chunks taking turns
     in the two halves (:func:`pipelined`: the next chunk loads while the unit runs on this one), and
     when the ops are element-wise and the rows whole words, a chunk's rows move as one run of words
     (row-major in the ifmap: the ops read any layout alike), in long bursts (a burst never spans two
@@ -413,7 +415,7 @@ def _through_dram(config: ArrayConfig, gemms: Sequence[Gemm], ops: list[tuple[Ve
         skip = None
         if j is not None and any(o.kind in TWO_OPERAND for o in ops[i]):
             skip = f"s{i}" if j == EXTERNAL else f"a{j}"
-        parts.append((program, functools.partial(_chunked, config, gemm, ops[i], f"c{i}", skip), False,
+        parts.append((program, functools.partial(_chunked, config, gemm, ops[i], f"c{i}", skip, pipeline=True), False,
                       f"c{i - 1}" if i > 0 else None))
     return [], parts
 
