@@ -31,6 +31,7 @@ from accel_spec.vector_door import moves_byte_lanes
 from perf_model.compiler.network import _split
 from perf_model.compiler.program import PAGE, GemmProgram, TensorLayout, _buffer_depths
 from perf_model.compiler.vector import VectorRegisters, transpose_commands, vector_commands, vector_registers
+from perf_model.program_timing import dram_rate, program_cycles
 from perf_model.vector_timing import vector_plan
 from workloads.ops import Workload
 from workloads.vector_ops import VectorOp
@@ -308,7 +309,9 @@ def softmax_steps(config: ArrayConfig, softmax: VectorOp, scores: str, instances
     GEMMs' transfers keep their own row bytes), in the chunks the softmax's own program runs
     (``vector_chunks.chunk_steps``: whole rows, or a causal mask's whole query periods, in the ifmap's
     two halves taking turns and pipelined when two chunks fit; a period that does not fit in runs
-    of its rows, the mask's offset moved to each run's first row).
+    of its rows, the mask's offset moved to each run's first row), each written over its input in
+    the ifmap (twice the rows a chunk of the own program holds: its output in a region of its own);
+    pipelined or not, whichever walks fewer cycles.
 
     Raises:
         ModelError: one row (a causal softmax: one row of a period) with its output does not fit the ifmap.
@@ -325,10 +328,16 @@ def softmax_steps(config: ArrayConfig, softmax: VectorOp, scores: str, instances
             raise ModelError(f"a score row of {s.row_elems} elements ({s.pitch} bytes) is not whole words of "
                              f"{lanes} lanes of {config.input_bits} bits")
         regs = _stored_words(vector_registers(shaped, lanes), s.row_elems // lanes)
-        steps = chunk_steps(config, regs.plan, regs)
-        if isinstance(steps, str):
-            raise ModelError(f"the softmax over {scores}: {steps}")
-        return steps[0]({"x0": s, "z0": s})
+        ways = [chunk_steps(config, regs.plan, regs, in_place=True, pipeline=p) for p in (True, False)]
+        built = [w[0]({"x0": s, "z0": s}) for w in ways if not isinstance(w, str)]
+        if not built:
+            raise ModelError(f"the softmax over {scores}: {ways[0]}")
+        if len(built) == 1 or built[0] == built[1]:
+            return built[0]
+        # pipelined chunks or chunks filling the ifmap: the one whose commands walk fewer cycles (a few
+        # rows run faster whole than in chunks that each pay the DRAM latency)
+        rate = dram_rate(config)
+        return min(built, key=lambda cmds: program_cycles(config, cmds, rate=rate).total)
 
     return StepPart(build)
 

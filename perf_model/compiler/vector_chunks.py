@@ -121,11 +121,13 @@ class _Move:
 _Chunk = tuple[tuple[_Move, ...], VectorPlan, tuple[int, ...]]
 
 
-def _unit_chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeline: bool) -> list[_Chunk] | None:
-    """Chunks of whole units (:func:`op_units`) in ``avail`` ifmap words: at least
-    :data:`PIPELINE_CHUNKS` with ``pipeline``; ``None`` if one unit does not fit."""
+def _unit_chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeline: bool,
+                 in_place: bool = False) -> list[_Chunk] | None:
+    """Chunks of whole units (:func:`op_units`) in ``avail`` ifmap words (``in_place``: the output
+    written over the input, taking no words of its own): at least :data:`PIPELINE_CHUNKS` with
+    ``pipeline``; ``None`` if one unit does not fit."""
     units, unit = op_units(plan)
-    room = min(avail // sum(unit.values()), _WORDS_MAX // max(unit.values()))
+    room = min(avail // (sum(unit.values()) - (unit["z0"] if in_place else 0)), _WORDS_MAX // max(unit.values()))
     if room < 1:
         return None
     per = min(-(-units // PIPELINE_CHUNKS) if pipeline else units, room)
@@ -203,12 +205,13 @@ def _band_chunks(plan: VectorPlan, avail: int, pipeline: bool) -> list[_Chunk] |
     return out
 
 
-def _period_chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeline: bool) -> list[_Chunk] | None:
+def _period_chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeline: bool,
+                   in_place: bool = False) -> list[_Chunk] | None:
     """A causal softmax's query period or a RoPE's position that does not fit ``avail`` words: runs
     of its rows within each period (a run restarts the period: a softmax's mask offset moves by the
     run's first row; a RoPE's table row is loaded again for each run). ``None`` if one row does not fit."""
     table = plan.table_words
-    per_row = (plan.operands + 1) * plan.words if not table else 2 * plan.words
+    per_row = (plan.operands + 1 - int(in_place)) * plan.words if not table else 2 * plan.words
     rows = min((avail - table) // per_row, plan.qrows, _WORDS_MAX // plan.words, MAX_ROWS)
     if rows < 1:
         return None
@@ -229,12 +232,13 @@ def _period_chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeli
     return out
 
 
-def _chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeline: bool) -> list[_Chunk] | None:
-    chunks = _unit_chunks(plan, params, avail, pipeline)
+def _chunks(plan: VectorPlan, params: tuple[int, ...], avail: int, pipeline: bool,
+            in_place: bool = False) -> list[_Chunk] | None:
+    chunks = _unit_chunks(plan, params, avail, pipeline, in_place)
     if chunks is None and plan.pool is not None:
         chunks = _band_chunks(plan, avail, pipeline)
     if chunks is None and plan.qrows > 1:
-        chunks = _period_chunks(plan, params, avail, pipeline)
+        chunks = _period_chunks(plan, params, avail, pipeline, in_place)
     return chunks
 
 
@@ -266,22 +270,25 @@ def vector_op_program(config: ArrayConfig, op: VectorOp) -> GemmProgram:
     return _assemble(config, plan, build, W, count)
 
 
-def chunk_steps(config: ArrayConfig, plan: VectorPlan, regs: VectorRegisters
-                ) -> tuple[Callable[[dict[str, TensorLayout]], list[Command]], int] | str:
+def chunk_steps(config: ArrayConfig, plan: VectorPlan, regs: VectorRegisters, *, in_place: bool = False,
+                pipeline: bool = True) -> tuple[Callable[[dict[str, TensorLayout]], list[Command]], int] | str:
     """The op of ``plan`` (and its registers ``regs``) in chunks over DRAM tensors, as a function of
     where they lie (``x0``, ``y0`` for a second operand or a table, ``z0``: the output, which may be
     ``x0`` itself, an op in place) and its command count, or why one unit does not fit (one line):
-    the whole op in one chunk when it fits the ifmap; else chunks of whole units in the ifmap's two
-    halves taking turns, pipelined, when two chunks fit; else one after the other, each filling the
-    ifmap (module docstring). The tensors' rows are the
+    chunks of whole units in the ifmap's two halves taking turns, pipelined, when two chunks fit half
+    of it; else one after the other, each filling the ifmap (module docstring; ``vector_op_program``
+    runs an op that fits the ifmap whole as one chunk before it asks for these). The tensors' rows are the
     op's rows of ``plan.words`` words (a layout padded to whole words and beats: ``plan`` of its
-    stored words), one after another."""
+    stored words), one after another. ``in_place``: an op of one operand and no table whose output
+    is its input's shape (a softmax, a norm, an element-wise op; not a pooling) writes its output over
+    its input in the ifmap, so a chunk holds twice the rows (``x0`` and ``z0`` then the same tensor).
+    ``pipeline=False``: the chunks one after the other, each filling the ifmap, whatever fits."""
     depth = ifmap_words(config)
-    whole = _chunks(plan, regs.params, depth, False)
-    chunks = None if whole is not None and len(whole) == 1 else _chunks(plan, regs.params, depth // 2, True)
+    in_place = in_place and plan.operands == 1 and plan.pool is None and not plan.table_words
+    chunks = _chunks(plan, regs.params, depth // 2, True, in_place) if pipeline else None
     halves = chunks is not None and len(chunks) > 1
     if not halves:
-        chunks = whole
+        chunks = _chunks(plan, regs.params, depth, False, in_place)
     if chunks is None:
         unit = op_units(plan)[1]
         what = ("one output pixel's window of one channel word" if plan.pool is not None else
@@ -296,7 +303,11 @@ def chunk_steps(config: ArrayConfig, plan: VectorPlan, regs: VectorRegisters
             base = depth // 2 * (k % 2) if halves else 0
             at: dict[str, int] = {}
             place = []
-            for m in moves:  # each tensor's moves one after another in its region
+            for m in moves:  # each tensor's moves one after another in its region (in place: z0 on x0's)
+                if in_place and m.name == "z0":
+                    at["z0"] = at["x0"]
+                    place.append(at["x0"])
+                    continue
                 at.setdefault(m.name, base)
                 place.append(base)
                 base += m.rows * m.words

@@ -98,7 +98,7 @@ def test_the_softmax_covers_every_score_row_once():
 
 def test_the_walk_counts_every_gemm_and_the_vector_work():
     """The program's compute cycles are the sum of its GEMMs' plans: three projections, 2 x 2 heads of
-    scores and of context, the tail's three; its vector cycles those of its eight vector commands,
+    scores and of context, the tail's three; its vector cycles those of its vector commands,
     counted here by hand from the unit's contract (``accel_spec.vector_isa``'s docstring)."""
     layer = encoder_layer(workloads.resolve(SMALL))
     prog = compile_encoder(TINY, layer)
@@ -111,7 +111,8 @@ def test_the_walk_counts_every_gemm_and_the_vector_work():
     # tiny: 4 lanes; a pass over a row of W words takes W + 2 cycles, MEAN and RECIP 34 (a 32-step
     # divide + 2), RSQRT 52 (2 + 16 root steps + 32 divide steps + 2); a run adds 1 cycle.
     # K^T, per sequence: 8 tokens x 32 channels (W 8), 2 row blocks: 1 + 2*8 + 8*8 + 2*32 = 145, x 2
-    # softmax: 2 seqs x 2 heads x 8 queries = 32 rows of 8 scores (W 2): 1 + 32 * (3 * (2 + 2) + 34) = 1473
+    # softmax: 2 seqs x 2 heads x 8 queries = 32 rows of 8 scores (W 2), in place, whole (it walks fewer
+    # cycles than 8 pipelined chunks of 4 rows, 1,480 of the unit's): 1 + 32 * (3 * (2 + 2) + 34) = 1473
     # add: 16 tokens x 32 = 512 codes, one row (W 128): 1 + 130 = 131, x 2
     # layernorm: 16 rows of 32 (W 8): 1 + 16 * (3 * (8 + 2) + 34 + 52) = 1857, x 2
     # gelu: 16 x 64 = 1024 codes, one row (W 256): 1 + 258 = 259
