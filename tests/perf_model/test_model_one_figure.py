@@ -243,9 +243,10 @@ def test_a_program_laid_out_past_the_isas_fields_is_a_reason_not_a_traceback(mon
 def test_a_full_size_layer_is_at_most_its_parts_and_its_transposes(monkeypatch):
     """A BERT-base encoder layer (seq 512) as one program, on random weight-stationary designs with the
     unit: without its keys' transposes (``K^T``, work no op of the per-op sum counts: the scores'
-    per-op plan reads ``K^T`` as if it were in DRAM) it is at most its parts, its softmax chunks
-    pipelined as the softmax's own program runs them (``docs/memory_system.md``). The walk of a program
-    without the transposes is a figure only: that program could not compute the scores."""
+    per-op plan reads ``K^T`` as if it were in DRAM) it is at most its parts, its softmax in the chunks
+    of the softmax's own program (in place, pipelined), its tail chain's DRAM links pipelined
+    (``docs/memory_system.md``). The walk of a program without the transposes is a figure only: that
+    program could not compute the scores."""
     from perf_model.compiler import dram_graph
 
     wl = workloads.resolve("bert_base")
