@@ -4,8 +4,10 @@ Scores ``--points`` contiguous grid points (the grid's own order, as its chunks 
 ``--blocks`` evenly spaced places of the space with ``grid_search`` (chunks of ``--chunk``), once
 in this process and once with ``--workers`` spawned workers (their start-up included), and prints
 designs per second of wall time and the hours a 10^6-design grid would take at that rate. Each
-block starts cold in this process (the model's caches cleared), as a new sweep does. Nothing is
-asserted: this prints figures.
+block starts cold in this process (the model's caches cleared), as a new sweep does. As a sweep
+without ``--grid-table`` does, designs whose area breaks the space's area constraint are not scored;
+``--table`` writes a table (to a temporary directory), so every design is. Nothing is asserted:
+this prints figures.
 
 Run: ``.venv/bin/python bench/grid_wall.py [--space edge-int8] [--points 2048] [--workers 2]``.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -84,7 +87,10 @@ def main() -> int:
     parser.add_argument("--blocks", type=int, default=2, help="blocks spread over the grid")
     parser.add_argument("--chunk", type=int, default=512, help="designs per model call")
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    parser.add_argument("--table", action="store_true", help="write a grid table: every design scored")
     args = parser.parse_args()
+    scratch = tempfile.TemporaryDirectory()
+    table = Path(scratch.name) / "grid.npz" if args.table else None
     space = load_space(args.space)
     evaluator = ModelEvaluator([(w.spec, w.weight, workloads.resolve(w.spec)) for w in space.workloads],
                                fpga=space.fpga)
@@ -98,7 +104,8 @@ def main() -> int:
         for workers in totals:
             _clear_caches()
             start = time.perf_counter()
-            result = grid.grid_search(block, evaluator, chunk=args.chunk, workers=workers)  # type: ignore[arg-type]
+            result = grid.grid_search(block, evaluator, chunk=args.chunk, workers=workers,  # type: ignore[arg-type]
+                                      table=table)
             wall = time.perf_counter() - start
             totals[workers] += wall
             print(f"  block at {offset:>10,}: {workers} process(es) {wall:7.1f} s wall, "
