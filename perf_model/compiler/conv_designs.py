@@ -49,7 +49,7 @@ from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
 from perf_model.compiler.conv_forms import candidates, describe, host_writes
 from perf_model.compiler.conv_geometry import ConvTiling, conv_served
-from perf_model.compiler.conv_score import conv_figures, tiling_figures
+from perf_model.compiler.conv_score import conv_figures, tilings_figures
 from perf_model.compiler.conv_search import conv_tilings, infeasible_detail, reason_subject, shape_key
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import BUFFER_FIELDS, PROGRAM_BLIND_FIELDS, dram_rate
@@ -170,6 +170,17 @@ class _Table:
 def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesigns:
     """``conv`` (all its images, one program) on every design of ``groups`` (module docstring)."""
     table = _Table(len(groups.unit_rep))
+    # The unpaced groups not kept yet: their tilings first, then every distinct tiling scored in one batch.
+    found: dict[int, tuple[tuple[object, ...], np.ndarray, list[_Form]]] = {}
+    for g, units in enumerate(groups.members):
+        if not groups.served[g] and not groups.paced[g]:
+            full = (groups.keys[g], shape_key(conv), requant, groups.kib[units].tobytes())
+            if full not in _GROUPS:
+                rooms = _rooms(groups.configs[g], groups.kib[units])
+                found[g] = full, rooms, _search(groups.configs[g], rooms, conv, requant)
+    items = [(groups.configs[g], form, requant, t) for g, (_, _, forms) in found.items()
+             for _, form, _, tilings in forms for t in tilings]
+    scored = iter(tilings_figures(items))
     for g, units in enumerate(groups.members):
         if groups.served[g]:
             table.status[units] = NOT_SERVED
@@ -179,7 +190,9 @@ def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesig
                 _scalar(table, u, conv_figures(groups.unit_config(u), conv, requant), groups.unit_config(u), conv,
                         requant)
         else:
-            _cached_group(table, groups.keys[g], groups.configs[g], units, groups.kib[units], conv, requant)
+            held = found.get(g)
+            _cached_group(table, held and (*held, [[next(scored) for _ in f[3]] for f in held[2]]),
+                          groups.keys[g], groups.configs[g], units, groups.kib[units], conv, requant)
     u = groups.unit
     return ConvDesigns(table.status[u], table.reason[u], list(table.texts), table.figure[u], list(table.figures),
                        table.tiling[u], list(table.tilings))
@@ -215,14 +228,32 @@ _GROUPS: dict[tuple[object, ...], tuple[np.ndarray, list[str], list[ConvFigures]
 _GROUPS_SIZE = 1 << 15
 
 
-def _cached_group(table: _Table, key: tuple[float, ...], config: ArrayConfig, units: np.ndarray, kib: np.ndarray,
-                  conv: Conv2d, requant: bool) -> None:
-    """:func:`_group`, kept per group, conv shape, requant and the buffers of its units."""
-    full = (key, shape_key(conv), requant, kib.tobytes())
-    held = _GROUPS.get(full)
-    if held is None:
+#: One conv form's search on an array group: its reshapes, the conv it runs, per unit the index of
+#: its tiling (-1 none fits) and the distinct tilings.
+_Form = tuple[tuple[str, ...], Conv2d, np.ndarray, list[ConvTiling]]
+
+
+def _search(config: ArrayConfig, rooms: np.ndarray, conv: Conv2d, requant: bool) -> list[_Form]:
+    """The tilings of every form of ``conv`` on the units of one unpaced array group (``rooms``: :func:`_rooms`)."""
+    out = []
+    for steps, form in candidates(conv, config.rows):
+        index, tilings = conv_tilings(config, form, rooms, requant=requant)
+        out.append((steps, form, index, tilings))
+    return out
+
+
+def _cached_group(table: _Table,
+                  found: tuple[tuple[object, ...], np.ndarray, list[_Form], list[list[ConvFigures]]] | None,
+                  key: tuple[float, ...], config: ArrayConfig, units: np.ndarray, kib: np.ndarray, conv: Conv2d,
+                  requant: bool) -> None:
+    """Put an unpaced array group's results in the table: kept (:data:`_GROUPS`), or from ``found``
+    (its key, rooms, searched forms and their tilings' figures: :func:`_group`), then kept."""
+    if found is None:
+        held = _GROUPS[(key, shape_key(conv), requant, kib.tobytes())]
+    else:
+        full, rooms, forms, scored = found
         own = _Table(len(units))
-        details = _group(own, config, np.arange(len(units)), kib, conv, requant)
+        details = _group(own, config, rooms, forms, scored, conv, requant)
         held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), details,
                 list(own.figures), list(own.tilings))
         if len(_GROUPS) >= _GROUPS_SIZE:
@@ -239,13 +270,13 @@ def _cached_group(table: _Table, key: tuple[float, ...], config: ArrayConfig, un
     table.tiling[units] = remap[2][rows[3]]
 
 
-def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarray, conv: Conv2d,
-           requant: bool) -> list[str]:
-    """Score ``conv`` on the units of one unpaced array group, every form, at once. The reasons of
-    infeasible units are left as indices into the distinct reasons without the conv's name
-    (``infeasible_detail``), returned (:func:`_cached_group` names the conv)."""
-    rooms = _rooms(config, kib)
-    n = len(units)
+def _group(table: _Table, config: ArrayConfig, rooms: np.ndarray, forms: list[_Form],
+           figures: list[list[ConvFigures]], conv: Conv2d, requant: bool) -> list[str]:
+    """``conv`` on the units of one unpaced array group (``rooms``), every form at once, from each
+    form's search (:func:`_search`) and its tilings' figures: per unit the form of fewer cycles,
+    then fewer DRAM bytes. The reasons of infeasible units are left as indices into the distinct
+    reasons without the conv's name (``infeasible_detail``), returned (:func:`_cached_group` names the conv)."""
+    n = len(rooms)
     feasible = np.zeros(n, dtype=bool)
     total = np.zeros(n, dtype=np.int64)
     moved = np.zeros(n, dtype=np.float64)
@@ -253,9 +284,7 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
     tiling = np.full(n, -1, dtype=np.int64)
     reason = np.full(n, -1, dtype=np.int64)
     bad: list[str] = []
-    for f, (steps, form) in enumerate(candidates(conv, config.rows)):
-        index, tilings = conv_tilings(config, form, rooms, requant=requant)
-        scored = [tiling_figures(config, form, requant, t) for t in tilings]
+    for f, ((steps, form, index, tilings), scored) in enumerate(zip(forms, figures, strict=True)):
         if steps:
             words, writes = describe(conv, steps), host_writes(conv, steps)
             scored = [dataclasses.replace(s, form=words, steps=steps, host_writes=writes) for s in scored]
@@ -279,8 +308,8 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
         moved = np.where(take, bytes_, moved)
         figure = np.where(take, ids, figure)
         tiling = np.where(take, t_ids, tiling)
-    table.status[units] = np.where(feasible, ON_CHIP, INFEASIBLE)
-    table.figure[units] = figure
-    table.tiling[units] = tiling
-    table.reason[units] = np.where(feasible, -1, reason)
+    table.status[:] = np.where(feasible, ON_CHIP, INFEASIBLE)
+    table.figure[:] = figure
+    table.tiling[:] = tiling
+    table.reason[:] = np.where(feasible, -1, reason)
     return bad
