@@ -139,15 +139,51 @@ class _Batch:
             n = _L + 2 + rows * b + q * np.maximum(0, _L + 1 - (_D - 1) * b)
         bad = np.flatnonzero(~fits)
         if len(bad):  # once per distinct ``_Transfers`` memo key (a word of 0 beats: the tiling's kind's words)
-            spage = spage[bad]
-            keys = np.stack([kinds[bad], addr[bad] % PAGE, np.where(spage == 0, PAGE, spage), rows[bad], words[bad],
-                             per_word[bad], W[bad], np.where(per_word[bad] == 0, seg[bad], -1)], axis=1)
-            _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-            at = bad[first].tolist()
-            n[bad] = np.array([self.transfers(int(seg[i])).cycles(names[int(kinds[i])], int(addr[i]), int(stride[i]),
-                                                                   int(rows[i]), int(words[i]), int(per_word[i]))
-                               for i in at], dtype=np.int64)[inverse.reshape(-1)]
+            sp = spage[bad]
+            first, inverse = _distinct([kinds[bad], addr[bad] % PAGE, np.where(sp == 0, PAGE, sp), rows[bad],
+                                        words[bad], per_word[bad], W[bad], np.where(per_word[bad] == 0, seg[bad] + 1, 0)])
+            at = bad[first]
+            # a stride that does not divide a page, rows in pages after all: the closed form
+            # (``_Transfers._cycles``), each row's offset checked over one period of the offsets
+            check = at[(spage[at] != 0) & ~divides[at] & (rows[at] > 1) & (b[at] <= dma_timing.MAX_BURST)
+                       & (per_word[at] > 0)]
+            period = PAGE // np.gcd(spage[check], PAGE)
+            row_of, r = _ragged(np.minimum(rows[check], period))
+            ends = (addr[check][row_of] + r * stride[check][row_of]) % PAGE + row_bytes[check][row_of]
+            crossed = np.bincount(row_of, weights=ends > PAGE, minlength=len(check)) > 0
+            walk = np.setdiff1d(at, check[~crossed])
+            n[walk] = [self.transfers(int(seg[i])).cycles(names[int(kinds[i])], int(addr[i]), int(stride[i]),
+                                                          int(rows[i]), int(words[i]), int(per_word[i]))
+                       for i in walk.tolist()]
+            n[bad] = n[at][inverse]
         return n
+
+
+def _distinct(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of non-negative int ``columns``: each one's first row and each row's distinct
+    row (``np.unique(axis=0)``'s ``index`` and ``inverse``, the rows' order aside), the columns packed
+    into as few int64 codes as hold them (mixed radix), sorted together."""
+    codes: list[np.ndarray] = []
+    code, span = np.zeros(len(columns[0]), dtype=np.int64), 1
+    for col in columns:
+        top = int(col.max()) + 1
+        if span * top >= 1 << 62:
+            codes.append(code)
+            code, span = np.zeros(len(col), dtype=np.int64), 1
+        code = code * top + col
+        span *= top
+    codes.append(code)
+    order = np.lexsort(codes[::-1])
+    new = np.ones(len(order), dtype=bool)
+    for c in codes:
+        ranked = c[order]
+        new[1:] &= ranked[1:] == ranked[:-1]
+    new = ~new
+    new[0] = True
+    group = np.cumsum(new) - 1
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = group
+    return order[new], inverse
 
 
 def _row_word(filters: np.ndarray, C: np.ndarray, elem: np.ndarray, W: np.ndarray) -> np.ndarray:
