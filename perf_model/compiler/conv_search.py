@@ -340,42 +340,14 @@ _BUS: dict[ArrayConfig, tuple[int, Fraction | None]] = {}
 
 def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     """:class:`_Candidates` of ``g``'s conv (``out_b`` bytes an output lane), every candidate at once."""
-    cfg, conv, R, C, N = g.config, g.conv, g.R, g.C, g.N
+    cfg, conv, R, C = g.config, g.conv, g.R, g.C
     ib = cfg.input_bits // 8
-    def words_of(n0: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``_Geometry.filter_words`` over arrays: the channel words of filters ``n0 .. n1 - 1``."""
-        return (n0 // g.cpo) * g.cpg // R, -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
-
-    group0 = np.arange(0, N, g.cpo, dtype=np.int64)
-    w0, w1 = words_of(group0, np.minimum(group0 + g.cpo, N))
-    whole = words_of(np.zeros(1, dtype=np.int64), np.full(1, N, dtype=np.int64))
-    most = int(max((w1 - w0).max(), (whole[1] - whole[0])[0]))
-    cl, nl = _levels(most), _levels(N, min(C, N))
-    tl, rl = _tap_levels(conv.kh, g.kw), g.row_levels()
+    cl, rl, nl, fseg, fstarts, span, filt, nb, words, shared, blocks = _tile_levels(g)
     band_rows, mt, band_sum, pix, per_pix = level_row_tiles(g, rl)
-    # Filter tiles per size (``_sizes``; every size's tiles as one array, ``fseg`` the size): channel
-    # words, first block kept from the tile before, columns.
-    n_ts = np.array(nl, dtype=np.int64)
-    fper = -(-N // n_ts)
-    fseg = np.repeat(np.arange(len(nl)), fper)
-    fstarts = np.cumsum(fper) - fper
-    n0 = (np.arange(len(fseg)) - np.repeat(fstarts, fper)) * n_ts[fseg]
-    n1 = np.minimum(n0 + n_ts[fseg], N)
-    w0, w1 = words_of(n0, n1)
-    span, filt = w1 - w0, n1 - n0
+    tl = _tap_levels(conv.kh, g.kw)
     weights = g.taps * span * g.kl * g.row_bytes_of(filt, ib)
-    c_col = np.array(cl, dtype=np.int64)[:, None]
-    first = np.minimum(w0 + c_col, w1)
-    last = w0 + (-(-span // c_col) - 1) * c_col
-    kept = np.zeros(first.shape, dtype=bool)  # not the first tile of its size, and its first block the last one's
-    kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
-    kept[:, fstarts] = False
-    nb = -(-span // c_col)  # channel blocks (runs a tap tile) of each filter tile
-    words = np.broadcast_to(np.add.reduceat(span, fstarts), (len(cl), len(nl)))
-    shared = np.add.reduceat((first - w0) * kept, fstarts, axis=1)
     one_block = np.add.reduceat(weights * (nb == 1), fstarts, axis=1)
     two_blocks = np.add.reduceat(weights * (nb == 2), fstarts, axis=1)
-    blocks = np.add.reduceat(nb, fstarts, axis=1)
     wsum, cols = np.add.reduceat(weights, fstarts), np.add.reduceat(g.row_bytes_of(filt, out_b), fstarts)
     compute = run_grid(g, cl, nl, tl, fseg, span, filt, pix, per_pix)
     # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
@@ -403,6 +375,61 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
         weight=np.array(tl)[None, None, :] * R * c2[:, :, None] * cols_n[None, :, None],
         ofmap=np.array(rl)[:, None] * g.out_w * cols_n[None, :], levels=(cl, rl, nl, tl),
         smallest_band=int(band_rows[0]) * conv.w + g.extra)
+
+
+def _tile_levels(g: _Geometry) -> tuple[Any, ...]:
+    """What :func:`_candidates` derives from the array's rows and columns and the conv's shape alone
+    (kept per those, shared read-only): the channel block, output-row and filter tile levels
+    ``cl``, ``rl``, ``nl``; every filter tile of every size (``fseg`` its size, ``fstarts`` each
+    size's first) with its channel words ``span`` and filters ``filt``; per channel block size and
+    filter tile its blocks ``nb``; per (channel block, filter tile) size the band loads of an
+    output-row tile ``words``, the words the next filter tile's first block keeps ``shared``, and
+    the weight tiles ``blocks``."""
+    key = (g.R, g.C, shape_key(g.conv))
+    held = _LEVELS.get(key)
+    if held is not None:
+        return held
+    R, C, N = g.R, g.C, g.N
+
+    def words_of(n0: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``_Geometry.filter_words`` over arrays: the channel words of filters ``n0 .. n1 - 1``."""
+        return (n0 // g.cpo) * g.cpg // R, -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
+
+    group0 = np.arange(0, N, g.cpo, dtype=np.int64)
+    w0, w1 = words_of(group0, np.minimum(group0 + g.cpo, N))
+    whole = words_of(np.zeros(1, dtype=np.int64), np.full(1, N, dtype=np.int64))
+    most = int(max((w1 - w0).max(), (whole[1] - whole[0])[0]))
+    cl, nl = _levels(most), _levels(N, min(C, N))
+    rl = g.row_levels()
+    # Filter tiles per size (``_sizes``; every size's tiles as one array, ``fseg`` the size): channel
+    # words, first block kept from the tile before, columns.
+    n_ts = np.array(nl, dtype=np.int64)
+    fper = -(-N // n_ts)
+    fseg = np.repeat(np.arange(len(nl)), fper)
+    fstarts = np.cumsum(fper) - fper
+    n0 = (np.arange(len(fseg)) - np.repeat(fstarts, fper)) * n_ts[fseg]
+    n1 = np.minimum(n0 + n_ts[fseg], N)
+    w0, w1 = words_of(n0, n1)
+    span, filt = w1 - w0, n1 - n0
+    c_col = np.array(cl, dtype=np.int64)[:, None]
+    first = np.minimum(w0 + c_col, w1)
+    last = w0 + (-(-span // c_col) - 1) * c_col
+    kept = np.zeros(first.shape, dtype=bool)  # not the first tile of its size, and its first block the last one's
+    kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
+    kept[:, fstarts] = False
+    nb = -(-span // c_col)  # channel blocks (runs a tap tile) of each filter tile
+    words = np.broadcast_to(np.add.reduceat(span, fstarts), (len(cl), len(nl)))
+    shared = np.add.reduceat((first - w0) * kept, fstarts, axis=1)
+    blocks = np.add.reduceat(nb, fstarts, axis=1)
+    for x in (fseg, fstarts, span, filt, nb, shared, blocks):
+        x.flags.writeable = False
+    if len(_LEVELS) >= _CACHE_SIZE:
+        _LEVELS.clear()
+    held = _LEVELS[key] = (cl, rl, nl, fseg, fstarts, span, filt, nb, words, shared, blocks)
+    return held
+
+
+_LEVELS: dict[tuple[object, ...], tuple[Any, ...]] = {}
 
 
 def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:
