@@ -39,6 +39,7 @@ designs and convs).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -170,17 +171,25 @@ class _Table:
 def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesigns:
     """``conv`` (all its images, one program) on every design of ``groups`` (module docstring)."""
     table = _Table(len(groups.unit_rep))
-    # The unpaced groups not kept yet: their tilings first, then every distinct tiling scored in one batch.
+    # The unpaced groups: kept (``_GROUPS``), or searched, then every distinct tiling of the
+    # searched ones scored in one batch.
+    kept: dict[int, _Held] = {}
     found: dict[int, tuple[tuple[object, ...], np.ndarray, list[_Form]]] = {}
     for g, units in enumerate(groups.members):
         if not groups.served[g] and not groups.paced[g]:
             full = (groups.keys[g], shape_key(conv), requant, groups.kib[units].tobytes())
-            if full not in _GROUPS:
+            held = _GROUPS.get(full)
+            if held is not None:
+                kept[g] = held
+            else:
                 rooms = _rooms(groups.configs[g], groups.kib[units])
                 found[g] = full, rooms, _search(groups.configs[g], rooms, conv, requant)
     items = [(groups.configs[g], form, requant, t) for g, (_, _, forms) in found.items()
              for _, form, _, tilings in forms for t in tilings]
     scored = iter(tilings_figures(items))
+    for g, (full, rooms, forms) in found.items():
+        kept[g] = _kept_group(full, groups.configs[g], rooms, forms, [[next(scored) for _ in f[3]] for f in forms],
+                              conv, requant)
     for g, units in enumerate(groups.members):
         if groups.served[g]:
             table.status[units] = NOT_SERVED
@@ -189,10 +198,8 @@ def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesig
             for u in units.tolist():
                 _scalar(table, u, conv_figures(groups.unit_config(u), conv, requant), groups.unit_config(u), conv,
                         requant)
-        else:
-            held = found.get(g)
-            _cached_group(table, held and (*held, [[next(scored) for _ in f[3]] for f in held[2]]),
-                          groups.keys[g], groups.configs[g], units, groups.kib[units], conv, requant)
+    if kept:
+        _place(table, [groups.members[g] for g in kept], list(kept.values()), reason_subject(conv))
     u = groups.unit
     return ConvDesigns(table.status[u], table.reason[u], list(table.texts), table.figure[u], list(table.figures),
                        table.tiling[u], list(table.tilings))
@@ -223,8 +230,8 @@ def _rooms(config: ArrayConfig, kib: np.ndarray) -> np.ndarray:
 #: conv's name, ``conv_search.infeasible_detail``), figures and tilings kept with them (a sweep
 #: meets a group's designs again: the next pass, another conv of the same shape, or another
 #: workload's). The reasons name the conv, so the name is put before them per call.
-_GROUPS: dict[tuple[object, ...], tuple[np.ndarray, list[str], list[ConvFigures],
-                                         list[tuple[ConvTiling, tuple[str, ...]]]]] = {}
+_Held = tuple[np.ndarray, list[str], list[ConvFigures], list[tuple[ConvTiling, tuple[str, ...]]]]
+_GROUPS: dict[tuple[object, ...], _Held] = {}
 _GROUPS_SIZE = 1 << 15
 
 
@@ -242,32 +249,35 @@ def _search(config: ArrayConfig, rooms: np.ndarray, conv: Conv2d, requant: bool)
     return out
 
 
-def _cached_group(table: _Table,
-                  found: tuple[tuple[object, ...], np.ndarray, list[_Form], list[list[ConvFigures]]] | None,
-                  key: tuple[float, ...], config: ArrayConfig, units: np.ndarray, kib: np.ndarray, conv: Conv2d,
-                  requant: bool) -> None:
-    """Put an unpaced array group's results in the table: kept (:data:`_GROUPS`), or from ``found``
-    (its key, rooms, searched forms and their tilings' figures: :func:`_group`), then kept."""
-    if found is None:
-        held = _GROUPS[(key, shape_key(conv), requant, kib.tobytes())]
-    else:
-        full, rooms, forms, scored = found
-        own = _Table(len(units))
-        details = _group(own, config, rooms, forms, scored, conv, requant)
-        held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), details,
-                list(own.figures), list(own.tilings))
-        if len(_GROUPS) >= _GROUPS_SIZE:
-            _GROUPS.clear()
-        _GROUPS[full] = held
-    rows, details, figures, tilings = held
-    what = reason_subject(conv)
-    remap = [np.array([table.text(f"{what}: {d}") for d in details] + [-1], dtype=np.int64),
-             np.array([table.add(x) for x in figures] + [-1], dtype=np.int64),
-             np.array([table.add_tiling(x) for x in tilings] + [-1], dtype=np.int64)]
+def _kept_group(full: tuple[object, ...], config: ArrayConfig, rooms: np.ndarray, forms: list[_Form],
+                figures: list[list[ConvFigures]], conv: Conv2d, requant: bool) -> _Held:
+    """An unpaced array group's results (:func:`_group`) from its searched forms and their tilings'
+    figures, kept in :data:`_GROUPS` under ``full``."""
+    own = _Table(len(rooms))
+    details = _group(own, config, rooms, forms, figures, conv, requant)
+    held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), details,
+            list(own.figures), list(own.tilings))
+    if len(_GROUPS) >= _GROUPS_SIZE:
+        _GROUPS.clear()
+    _GROUPS[full] = held
+    return held
+
+
+def _place(table: _Table, members: list[np.ndarray], held: list[_Held], what: str) -> None:
+    """Put the results of unpaced array groups (``held``, of the units ``members``) in the table, all
+    at once: their indices shifted past the groups before, then mapped to the table's (the
+    reasons named ``what``)."""
+    units = np.concatenate(members)
+    rows = np.concatenate([h[0] for h in held], axis=1)
+    sizes = [len(m) for m in members]
+    for r, (column, add) in enumerate(((table.reason, lambda d: table.text(f"{what}: {d}")),
+                                      (table.figure, table.add), (table.tiling, table.add_tiling)), start=1):
+        lists = [h[r] for h in held]
+        counts = np.array([len(x) for x in lists], dtype=np.int64)
+        ids = np.array([add(x) for x in itertools.chain.from_iterable(lists)] + [-1], dtype=np.int64)
+        shift = np.repeat(np.cumsum(counts) - counts, sizes)
+        column[units] = ids[np.where(rows[r] >= 0, rows[r] + shift, -1)]
     table.status[units] = rows[0]
-    table.reason[units] = remap[0][rows[1]]
-    table.figure[units] = remap[1][rows[2]]
-    table.tiling[units] = remap[2][rows[3]]
 
 
 def _group(table: _Table, config: ArrayConfig, rooms: np.ndarray, forms: list[_Form],
@@ -275,7 +285,7 @@ def _group(table: _Table, config: ArrayConfig, rooms: np.ndarray, forms: list[_F
     """``conv`` on the units of one unpaced array group (``rooms``), every form at once, from each
     form's search (:func:`_search`) and its tilings' figures: per unit the form of fewer cycles,
     then fewer DRAM bytes. The reasons of infeasible units are left as indices into the distinct
-    reasons without the conv's name (``infeasible_detail``), returned (:func:`_cached_group` names the conv)."""
+    reasons without the conv's name (``infeasible_detail``), returned (:func:`_place` names the conv)."""
     n = len(rooms)
     feasible = np.zeros(n, dtype=bool)
     total = np.zeros(n, dtype=np.int64)
