@@ -42,10 +42,52 @@ __all__ = ["batch_schedules"]
 
 _L, _D = DEFAULT_DRAM_LATENCY, OUTSTANDING
 
-#: Per-tiling scalars gathered for the batch, in this order (``_Pairs``).
-_SCALARS = ("R", "C", "N", "cpo", "cpg", "n_t", "c_t", "mn", "shadow", "held", "requant", "W", "ib", "out_b",
-            "a_pitch", "a_wb", "words", "pack", "extra", "kl", "w_img", "h", "b_pitch", "c_pitch", "a_beats",
-            "q_beats", "pixels", "db", "mt", "nt")
+
+class _Scalars:
+    """Per-tiling values of a batch, each an int64 array over its tilings (``_Batch``): the array
+    ``R`` x ``C``, the conv's filters ``N``, filters ``cpo`` and channels ``cpg`` a group, the
+    tiling's ``n_t``, ``c_t`` and loop order (``mn``), shadow registers, weight tiles ``held``,
+    ``requant``, bus bytes ``W``, input and output element bytes ``ib``/``out_b``, a pixel's DRAM
+    pitch ``a_pitch`` and channel word ``a_wb``, ifmap ``words`` a pixel, tap packing ``pack`` and
+    its ``extra`` pixels, weight rows a tap ``kl``, input width ``w_img`` and height ``h``, weight
+    and output row pitches ``b_pitch``/``c_pitch``, beats of an ifmap and a qparam word, output
+    elements ``pixels``, double buffering ``db``, output-row tiles ``mt`` and tap tiles ``nt``."""
+
+    R: np.ndarray
+    C: np.ndarray
+    N: np.ndarray
+    cpo: np.ndarray
+    cpg: np.ndarray
+    n_t: np.ndarray
+    c_t: np.ndarray
+    mn: np.ndarray
+    shadow: np.ndarray
+    held: np.ndarray
+    requant: np.ndarray
+    W: np.ndarray
+    ib: np.ndarray
+    out_b: np.ndarray
+    a_pitch: np.ndarray
+    a_wb: np.ndarray
+    words: np.ndarray
+    pack: np.ndarray
+    extra: np.ndarray
+    kl: np.ndarray
+    w_img: np.ndarray
+    h: np.ndarray
+    b_pitch: np.ndarray
+    c_pitch: np.ndarray
+    a_beats: np.ndarray
+    q_beats: np.ndarray
+    pixels: np.ndarray
+    db: np.ndarray
+    mt: np.ndarray
+    nt: np.ndarray
+
+
+#: The per-tiling values, in the order ``_Batch`` gathers them.
+_SCALARS = tuple(_Scalars.__annotations__)
+
 
 
 def _ragged(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +118,7 @@ def _beats(config: object) -> tuple[int, int]:
     return beats["ifmap"], beats["qparam"]
 
 
-class _Batch:
+class _Batch(_Scalars):
     """The tilings of a batch: per-tiling scalars (``_SCALARS``, arrays over tilings), their row and
     tap tiles concatenated (with each tiling's offset), and their ``_Transfers`` made on demand."""
 
@@ -139,9 +181,9 @@ class _Batch:
             n = _L + 2 + rows * b + q * np.maximum(0, _L + 1 - (_D - 1) * b)
         bad = np.flatnonzero(~fits)
         if len(bad):  # once per distinct ``_Transfers`` memo key (a word of 0 beats: the tiling's kind's words)
-            sp = spage[bad]
+            sp, pw = spage[bad], per_word[bad]
             first, inverse = _distinct([kinds[bad], addr[bad] % PAGE, np.where(sp == 0, PAGE, sp), rows[bad],
-                                        words[bad], per_word[bad], W[bad], np.where(per_word[bad] == 0, seg[bad] + 1, 0)])
+                                        words[bad], pw, W[bad], np.where(pw == 0, seg[bad] + 1, 0)])
             at = bad[first]
             # a stride that does not divide a page, rows in pages after all: the closed form
             # (``_Transfers._cycles``), each row's offset checked over one period of the offsets

@@ -11,8 +11,9 @@ Python loop per design:
 * an *array group*: the units that differ in their three buffer sizes only. Each array group has
   one ranking of candidate tilings per conv form; every unit's tiling is the first candidate
   fitting its buffers, found for all units of the group at once (``conv_search.conv_tilings``),
-  and each distinct tiling is scored once (``conv_score.tiling_figures``: the schedule counted by
-  runs). The forms (``conv_forms``) are compared per unit with numpy, by the scalar rule.
+  and each distinct tiling is scored once (``conv_score.tilings_figures``: the schedule counted by
+  runs, the tilings of every group searched in this call in one batch, ``conv_batch``). The forms
+  (``conv_forms``) are compared per unit with numpy, by the scalar rule.
 
 Python loops run over array groups (distinct arrays, bus widths, bufferings and DRAM rates: a few
 hundred in a sweep's space), forms and distinct tilings, never over designs. A group on a paced
@@ -187,8 +188,8 @@ def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesig
     items = [(groups.configs[g], form, requant, t) for g, (_, _, forms) in found.items()
              for _, form, _, tilings in forms for t in tilings]
     scored = iter(tilings_figures(items))
-    for g, (full, rooms, forms) in found.items():
-        kept[g] = _kept_group(full, groups.configs[g], rooms, forms, [[next(scored) for _ in f[3]] for f in forms],
+    for g, (key, rooms, forms) in found.items():
+        kept[g] = _kept_group(key, groups.configs[g], rooms, forms, [[next(scored) for _ in f[3]] for f in forms],
                               conv, requant)
     for g, units in enumerate(groups.members):
         if groups.served[g]:
