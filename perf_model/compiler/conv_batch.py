@@ -32,7 +32,7 @@ import numpy as np
 
 from accel_spec.isa import QUEUE_DEPTH, store_read_latency
 from perf_model import dma_timing, timing
-from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, weight_tiles_held
+from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, row_bytes_of, weight_tiles_held
 from perf_model.compiler.conv_schedule import ConvSchedule, _fetch, _Transfers, _walk_double, _walk_single
 from perf_model.compiler.conv_shapes import row_tiles, tap_tiles
 from perf_model.compiler.program import PAGE
@@ -229,11 +229,9 @@ def _distinct(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _row_word(filters: np.ndarray, C: np.ndarray, elem: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """Beats of one row's word of ``filters`` filters (a weight or output word, ``RunArrays``):
-    ``_Geometry.row_bytes_of`` below ``C`` filters, a whole word of ``C`` lanes else, over beats."""
-    beats = -(-filters * elem // W)
-    pow2 = np.left_shift(1, np.ceil(np.log2(np.maximum(beats, 1))).astype(np.int64)) * W
-    return np.where(filters < C, np.minimum(pow2, C * elem), C * elem) // W
+    """Beats of one row's word of ``filters`` filters (a weight or output word, ``RunArrays``): its
+    DRAM bytes (``conv_geometry.row_bytes_of``) below ``C`` filters, a whole word of ``C`` lanes else."""
+    return np.where(filters < C, row_bytes_of(filters, C, elem, W), C * elem) // W
 
 
 def batch_schedules(items: Sequence[tuple[_Geometry, ConvTiling, bool]]) -> list[ConvSchedule]:
