@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from model_testlib import random_conv, random_conv_batch, random_ws_design
 
@@ -134,3 +135,18 @@ def test_batched_figures_equal_the_scalar_figures_paced_designs_included():
     items += items[:5]
     got = tilings_figures(items)
     assert got == [tiling_figures(*item) for item in items]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_distinct_rows_packed_in_int64_codes_are_numpys_unique_rows(seed):
+    """``conv_batch._distinct`` (columns packed into as few int64 codes as hold them) finds the rows
+    ``np.unique(axis=0)`` finds: small columns, and wide ones that need several codes, whose values
+    would wrap around one int64 (``2 ** 24 * 2 ** 40``) onto another row's."""
+    rng = np.random.default_rng(seed)
+    n = 400
+    columns = [rng.integers(0, 3, size=n), rng.choice([0, 1 << 24], size=n), rng.choice([0, (1 << 40) - 1], size=n),
+               rng.integers(0, 5, size=n), rng.choice([0, 1 << 50], size=n)]
+    first, inverse = conv_batch._distinct(columns)
+    rows = np.stack(columns, axis=1)
+    assert len(first) == len(np.unique(rows, axis=0))
+    assert (rows[first][inverse] == rows).all()  # each row's distinct row is itself
