@@ -40,6 +40,7 @@ designs and convs).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Callable
 
@@ -281,6 +282,12 @@ def _place(table: _Table, members: list[np.ndarray], held: list[_Held], what: st
     table.status[units] = rows[0]
 
 
+@functools.lru_cache(maxsize=1 << 12)
+def _form_words(conv: Conv2d, steps: tuple[str, ...]) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """A reshaped form's ``form`` (``conv_forms.describe``) and ``host_writes``, kept per conv and steps."""
+    return describe(conv, steps), host_writes(conv, steps)
+
+
 def _group(table: _Table, config: ArrayConfig, rooms: np.ndarray, forms: list[_Form],
            figures: list[list[ConvFigures]], conv: Conv2d, requant: bool) -> list[str]:
     """``conv`` on the units of one unpaced array group (``rooms``), every form at once, from each
@@ -297,7 +304,7 @@ def _group(table: _Table, config: ArrayConfig, rooms: np.ndarray, forms: list[_F
     bad: list[str] = []
     for f, ((steps, form, index, tilings), scored) in enumerate(zip(forms, figures, strict=True)):
         if steps:
-            words, writes = describe(conv, steps), host_writes(conv, steps)
+            words, writes = _form_words(conv, steps)
             scored = [dataclasses.replace(s, form=words, steps=steps, host_writes=writes) for s in scored]
         ids = np.array([table.add(s) for s in scored] + [-1], dtype=np.int64)[index]
         t_ids = np.array([table.add_tiling((t, steps)) for t in tilings] + [-1], dtype=np.int64)[index]
