@@ -28,6 +28,7 @@ walks the program (tests/perf_model/test_model_conv_schedule.py holds both).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ from perf_model.program_timing import (
 )
 from workloads.ops import Conv2d
 
-__all__ = ["ConvSchedule", "RunArrays", "conv_schedule", "transfer_tuples"]
+__all__ = ["ConvSchedule", "RunArrays", "conv_schedule", "transfer_tuples", "unstalled"]
 
 _L, _D = DEFAULT_DRAM_LATENCY, OUTSTANDING
 _LOAD, _STORE, _RUN, _WINDOW = 0, 1, 2, 3
@@ -103,7 +104,8 @@ class _Transfers:
         store = kind.startswith("store")
         lat = store_read_latency(kind == "store_q")
         row_bytes = b * self.W
-        if b <= dma_timing.MAX_BURST and _in_pages(addr, stride, rows, row_bytes):
+        if b <= dma_timing.MAX_BURST and (_in_pages(addr, stride, rows, row_bytes)
+                                          or (row_bytes <= PAGE and bool(unstalled(rows, b, store)))):
             q = (rows - 1) // _D
             if store:
                 return lat + _L + 3 + rows * b + q * max(0, _L + 2 - (_D - 1) * b)
@@ -126,6 +128,7 @@ class _Transfers:
             fits = addr % stride + row_bytes <= stride
         else:
             fits = (rows == 1) & (addr % PAGE + row_bytes <= PAGE)
+        fits |= (row_bytes <= PAGE) & unstalled(rows, b, kind.startswith("store"))
         fits &= b <= dma_timing.MAX_BURST
         q = (rows - 1) // _D
         if kind.startswith("store"):
@@ -138,6 +141,23 @@ class _Transfers:
                       zip(*(np.broadcast_to(x, n.shape)[bad].tolist() for x in (addr, rows, words, per_word)),
                           strict=True)]
         return n
+
+
+def unstalled(rows: Any, b: Any, store: Any) -> Any:
+    """Whether a transfer of ``rows`` rows of ``b`` beats (each row in at most two pages: at most two
+    bursts) streams its beats back to back wherever its rows cross pages, so its ``n`` is the closed
+    form's without a stall (``lat + L + 3 + rows * b`` a store, ``L + 2 + rows * b`` a load). By the
+    recurrences of ``dma_timing`` (unpaced): beat ``k`` goes (a load's arrives) ``k`` cycles after
+    the first unless burst ``i``'s issue, held until burst ``i - D`` completes, comes later; it does
+    not when every ``D - 1`` bursts in a row carry at least ``L + 1`` beats (a load) or ``L + 2`` (a
+    store: its response comes ``L + 1`` after its last beat), or when there are at most ``D``
+    bursts (at most ``2 * rows``); a store's buffer reads, ``F`` words ahead, never hold a beat
+    back. ``D - 1`` bursts in a row hold at least ``ceil((D - 3) / 2)`` whole rows and a beat (two
+    rows' parts at their ends), ``ceil((D - 2) / 2)`` and a beat, or ``ceil((D - 1) / 2)`` (one
+    part, none). Over arrays or ints."""
+    k = _D - 1
+    least = np.minimum(np.minimum(-(-(k - 2) // 2) * b + 2, -(-(k - 1) // 2) * b + 1), -(-k // 2) * b)
+    return (b >= 1) & ((2 * rows <= _D) | (least >= _L + 1 + np.asarray(store, dtype=np.int64)))
 
 
 def transfer_tuples(addr: np.ndarray, stride: int, rows: np.ndarray, words: np.ndarray, per_word: np.ndarray
