@@ -48,7 +48,7 @@ from perf_model.program_timing import (
 )
 from workloads.ops import Conv2d
 
-__all__ = ["ConvSchedule", "RunArrays", "conv_schedule", "transfer_tuples", "unstalled"]
+__all__ = ["ConvSchedule", "RunArrays", "conv_schedule", "streams", "transfer_tuples", "unstalled"]
 
 _L, _D = DEFAULT_DRAM_LATENCY, OUTSTANDING
 _LOAD, _STORE, _RUN, _WINDOW = 0, 1, 2, 3
@@ -111,6 +111,8 @@ class _Transfers:
                 return lat + _L + 3 + rows * b + q * max(0, _L + 2 - (_D - 1) * b)
             return _L + 2 + rows * b + q * max(0, _L + 1 - (_D - 1) * b)
         lens = list(dma_timing.bursts(addr, stride, rows, b, self.W))
+        if streams(lens, store):  # back to back all the same: the closed form's beats, no stall
+            return (lat + _L + 3 if store else _L + 2) + rows * b
         if store:
             return dma_timing.store_cycles(lens, rows * words, per_word, _L, _D, lat)
         return dma_timing.load_cycles(lens, _L, _D)
@@ -143,18 +145,28 @@ class _Transfers:
         return n
 
 
+def streams(lens: list[int], store: bool) -> bool:
+    """Whether a transfer of bursts ``lens`` (unpaced) moves its beats back to back from the first,
+    so its ``n`` is ``L + 2`` (a load) or ``lat + L + 3`` (a store) plus its beats, whatever its
+    bursts' lengths. By the recurrences of ``dma_timing``: beat ``k`` goes (a load's arrives) ``k``
+    cycles after the first unless burst ``i``'s issue, held until burst ``i - D`` completes, comes
+    later, which it does exactly when the ``D - 1`` bursts before it carry fewer than ``L + 1``
+    beats (a load) or ``L + 2`` (a store: a burst completes ``L + 1`` after its last beat); a
+    store's buffer reads, ``F`` words ahead, never hold a beat back. At most ``D`` bursts never wait."""
+    if not lens:
+        return False
+    if len(lens) <= _D:
+        return True
+    s = np.cumsum(np.asarray(lens, dtype=np.int64))
+    return bool((s[_D - 1:-1] - s[:len(s) - _D]).min() >= _L + 1 + store)
+
+
 def unstalled(rows: Any, b: Any, store: Any) -> Any:
-    """Whether a transfer of ``rows`` rows of ``b`` beats (each row in at most two pages: at most two
-    bursts) streams its beats back to back wherever its rows cross pages, so its ``n`` is the closed
-    form's without a stall (``lat + L + 3 + rows * b`` a store, ``L + 2 + rows * b`` a load). By the
-    recurrences of ``dma_timing`` (unpaced): beat ``k`` goes (a load's arrives) ``k`` cycles after
-    the first unless burst ``i``'s issue, held until burst ``i - D`` completes, comes later; it does
-    not when every ``D - 1`` bursts in a row carry at least ``L + 1`` beats (a load) or ``L + 2`` (a
-    store: its response comes ``L + 1`` after its last beat), or when there are at most ``D``
-    bursts (at most ``2 * rows``); a store's buffer reads, ``F`` words ahead, never hold a beat
-    back. ``D - 1`` bursts in a row hold at least ``ceil((D - 3) / 2)`` whole rows and a beat (two
-    rows' parts at their ends), ``ceil((D - 2) / 2)`` and a beat, or ``ceil((D - 1) / 2)`` (one
-    part, none). Over arrays or ints."""
+    """:func:`streams` of a transfer of ``rows`` rows of ``b`` beats whose rows lie in at most two
+    pages each (at most two bursts), without its bursts, wherever its rows cross pages: at most
+    ``D`` bursts (``2 * rows``), or ``D - 1`` bursts in a row always carrying enough, as they hold
+    at least ``ceil((D - 3) / 2)`` whole rows and a beat (two rows' parts at their ends),
+    ``ceil((D - 2) / 2)`` and a beat, or ``ceil((D - 1) / 2)`` (one part, none). Over arrays or ints."""
     k = _D - 1
     least = np.minimum(np.minimum(-(-(k - 2) // 2) * b + 2, -(-(k - 1) // 2) * b + 1), -(-k // 2) * b)
     return (b >= 1) & ((2 * rows <= _D) | (least >= _L + 1 + np.asarray(store, dtype=np.int64)))

@@ -21,7 +21,7 @@ from perf_model import dma_timing
 from perf_model.compiler import conv_batch
 from perf_model.compiler.conv_batch import batch_schedules
 from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, _levels, _tap_levels
-from perf_model.compiler.conv_schedule import ConvSchedule, RunArrays, conv_schedule, unstalled
+from perf_model.compiler.conv_schedule import ConvSchedule, RunArrays, conv_schedule, streams, unstalled
 from perf_model.compiler.conv_score import tiling_figures, tilings_figures
 from perf_model.compiler.conv_search import conv_tiling
 from perf_model.compiler.program import PAGE
@@ -154,19 +154,18 @@ def test_distinct_rows_packed_in_int64_codes_are_numpys_unique_rows(seed):
     assert (rows[first][inverse] == rows).all()  # each row's distinct row is itself
 
 
-def test_transfers_that_stream_unstalled_across_pages_take_the_closed_form():
-    """``conv_schedule.unstalled``: a transfer whose rows cross pages (each row in at most two) but
-    whose bursts keep the DMA busy takes the closed form of an unsplit one; the reference is the
-    burst recurrence (``dma_timing``) on its bursts. Where it says no, some transfers do stall."""
+def test_transfers_that_stream_across_pages_take_the_closed_form_and_only_they():
+    """``conv_schedule.streams``: a transfer whose bursts keep the DMA streaming (rows crossing pages,
+    rows longer than a burst) takes the closed form of its beats, one that does not stalls; and
+    ``unstalled`` (from the rows and their beats alone) says so of no transfer that stalls. The
+    reference is the burst recurrence (``dma_timing``) on its bursts."""
     rng = random.Random(3)
-    agree = stalled = 0
+    crossing = stalled = 0
     for _ in range(4000):
         W = rng.choice([8, 16, 32, 64])
         store, requant = rng.random() < 0.5, rng.random() < 0.5
-        per_word, words = rng.choice([1, 2, 4]), rng.randint(1, 12)
+        per_word, words = rng.choice([1, 2, 4]), rng.choice([rng.randint(1, 12), rng.randint(60, 300)])
         b = per_word * words
-        if b * W > PAGE:
-            continue
         rows = rng.randint(1, 60)
         # dense rows, pitches that do not divide a page, and a page plus or minus a beat: rows in a
         # row crossing pages, each split in two bursts (the fewest beats ``D - 1`` bursts carry)
@@ -182,9 +181,10 @@ def test_transfers_that_stream_unstalled_across_pages_take_the_closed_form():
         else:
             walk = dma_timing.load_cycles(lens, DEFAULT_DRAM_LATENCY, OUTSTANDING)
             closed = DEFAULT_DRAM_LATENCY + 2 + rows * b
-        if unstalled(rows, b, store):
-            assert walk == closed, (store, addr, stride, rows, words, per_word, W)
-            agree += len(lens) > rows  # rows crossing pages
-        else:
-            stalled += walk != closed
-    assert agree >= 200 and stalled >= 50, (agree, stalled)
+        where = (store, addr, stride, rows, words, per_word, W)
+        assert streams(lens, store) == (walk == closed), where
+        if b * W <= PAGE and unstalled(rows, b, store):
+            assert walk == closed, where
+        crossing += walk == closed and len(lens) > rows
+        stalled += walk != closed
+    assert crossing >= 300 and stalled >= 150, (crossing, stalled)
