@@ -144,8 +144,8 @@ class _Geometry:
         AXI beats (``perf_model.compiler.program.narrow_lanes``)."""
         return dense_row_elems(filters, self.C, elem, self.W) * elem
 
-    def row_bytes_of(self, filters: np.ndarray, elem: int) -> np.ndarray:
-        """:meth:`row_bytes` over an array of filter counts."""
+    def row_bytes_of(self, filters: np.ndarray, elem: Any) -> np.ndarray:
+        """:meth:`row_bytes` over an array of filter counts (and of element bytes, broadcast)."""
         return row_bytes_of(filters, self.C, elem, self.W)
 
     def run(self, m: int, k: int, n: int) -> int:

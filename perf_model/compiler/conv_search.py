@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -340,56 +340,76 @@ _BUS: dict[ArrayConfig, tuple[int, Fraction | None]] = {}
 
 def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     """:class:`_Candidates` of ``g``'s conv (``out_b`` bytes an output lane), every candidate at once."""
-    cfg, conv, R, C = g.config, g.conv, g.R, g.C
-    ib = cfg.input_bits // 8
-    cl, rl, nl, fseg, fstarts, span, filt, nb, words, shared, blocks = _tile_levels(g)
-    band_rows, mt, band_sum, pix, per_pix = level_row_tiles(g, rl)
-    tl = _tap_levels(conv.kh, g.kw)
-    weights = g.taps * span * g.kl * g.row_bytes_of(filt, ib)
-    one_block = np.add.reduceat(weights * (nb == 1), fstarts, axis=1)
-    two_blocks = np.add.reduceat(weights * (nb == 2), fstarts, axis=1)
-    wsum, cols = np.add.reduceat(weights, fstarts), np.add.reduceat(g.row_bytes_of(filt, out_b), fstarts)
-    compute = run_grid(g, cl, nl, tl, fseg, span, filt, pix, per_pix)
+    cfg, conv = g.config, g.conv
+    lv = _tile_levels(g)
+    tl, tt, tl_a = _tap_tiles(g)
+    rows = g.row_bytes_of(lv.filt, np.array([[cfg.input_bits // 8], [out_b]]))  # a weight's, an output's
+    weights = g.taps * lv.span * g.kl * rows[0]
+    one_block, two_blocks = np.add.reduceat(weights * lv.nb12, lv.fstarts, axis=-1)
+    wsum, cols = np.add.reduceat(np.stack([weights, rows[1]]), lv.fstarts, axis=-1)
+    compute = run_grid(g, lv.cl, lv.nl, tl, lv.fseg, lv.span, lv.filt, lv.pix, lv.per_pix)
     # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
-    tt = np.array([len(g.tap_tiles(t)) for t in tl])[None, None, None, :, None]  # tap tiles
-    order = np.array([0, 1])[None, None, None, None, :]
-    mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
-    keep = (order == 0) | (mt5 == 1)
-    loads = words[:, None, :, None, None] - shared[:, None, :, None, None] * keep  # band loads an output-row tile
-    a = (bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * loads
+    order, mt5 = _ORDER, lv.mt5
+    a = (lv.bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * lv.loads
     # Weight bytes read once: a weight tile stays while it is one of the last two (the last one
     # single buffered; ``_dram_bytes``).
     held = weight_tiles_held(cfg)
     once = (one_block[:, None, :, None, None] * (tt <= held)
             + two_blocks[:, None, :, None, None] * (tt == 1) * (held == 2))
     w5 = wsum[None, None, :, None, None]
-    b_mn = np.where(blocks[:, None, :, None, None] * tt <= held, w5, mt5 * w5)
+    b_mn = np.where(lv.blocks[:, None, :, None, None] * tt <= held, w5, mt5 * w5)
     b_nm = once + mt5 * (w5 - once)
     dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None]
     shape = np.broadcast_shapes(compute.shape, dram.shape)
-    cols_n = -(-np.array(nl) // C)
-    c2 = np.array(cl)[:, None]
     return _Candidates(
         shape=shape, compute=np.broadcast_to(compute, shape).reshape(-1), dram=np.broadcast_to(dram, shape).reshape(-1),
-        band=band_rows[None, :] * conv.w * c2 + g.extra,
-        weight=np.array(tl)[None, None, :] * R * c2[:, :, None] * cols_n[None, :, None],
-        ofmap=np.array(rl)[:, None] * g.out_w * cols_n[None, :], levels=(cl, rl, nl, tl),
-        smallest_band=int(band_rows[0]) * conv.w + g.extra)
+        band=lv.band + g.extra, weight=tl_a[None, None, :] * lv.weight, ofmap=lv.ofmap,
+        levels=(lv.cl, lv.rl, lv.nl, tl), smallest_band=lv.smallest + g.extra)
 
 
-def _tile_levels(g: _Geometry) -> tuple[Any, ...]:
+#: The loop order axis of the candidates (``mn``, ``nm``).
+_ORDER = np.array([0, 1])[None, None, None, None, :]
+
+
+class _Levels(NamedTuple):
     """What :func:`_candidates` derives from the array's rows and columns and the conv's shape alone
-    (kept per those, shared read-only): the channel block, output-row and filter tile levels
-    ``cl``, ``rl``, ``nl``; every filter tile of every size (``fseg`` its size, ``fstarts`` each
-    size's first) with its channel words ``span`` and filters ``filt``; per channel block size and
-    filter tile its blocks ``nb``; per (channel block, filter tile) size the band loads of an
-    output-row tile ``words``, the words the next filter tile's first block keeps ``shared``, and
-    the weight tiles ``blocks``."""
+    (:func:`_tile_levels`): the channel block, output-row and filter tile levels ``cl``, ``rl``,
+    ``nl``; every filter tile of every size (``fseg`` its size, ``fstarts`` each size's first) with
+    its channel words ``span`` and filters ``filt``; per channel block size and filter tile whether
+    it is one block and two (``nb12``); per (channel block, filter tile) size the weight tiles
+    ``blocks``; the output-row tiles' pixel counts (``pix``/``per_pix``, ``level_row_tiles``), their
+    count ``mt5`` and band rows ``bs5`` over the candidates' axes; the band loads of an output-row
+    tile per candidate ``loads``; the words a candidate's band (without the extra pixels of packed
+    taps), weight tile (per tap) and output tile need, ``band``, ``weight``, ``ofmap``, and the
+    smallest band's ``smallest``."""
+
+    cl: list[int]
+    rl: list[int]
+    nl: list[int]
+    fseg: np.ndarray
+    fstarts: np.ndarray
+    span: np.ndarray
+    filt: np.ndarray
+    nb12: np.ndarray
+    blocks: np.ndarray
+    pix: np.ndarray
+    per_pix: np.ndarray
+    mt5: np.ndarray
+    bs5: np.ndarray
+    loads: np.ndarray
+    band: np.ndarray
+    weight: np.ndarray
+    ofmap: np.ndarray
+    smallest: int
+
+
+def _tile_levels(g: _Geometry) -> _Levels:
+    """:class:`_Levels` of ``g``, kept per the array's rows and columns and the conv's shape (shared read-only)."""
     key = (g.R, g.C, shape_key(g.conv))
     held = _LEVELS.get(key)
     if held is not None:
         return held
-    R, C, N = g.R, g.C, g.N
+    R, C, N, conv = g.R, g.C, g.N, g.conv
 
     def words_of(n0: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``_Geometry.filter_words`` over arrays: the channel words of filters ``n0 .. n1 - 1``."""
@@ -401,6 +421,7 @@ def _tile_levels(g: _Geometry) -> tuple[Any, ...]:
     most = int(max((w1 - w0).max(), (whole[1] - whole[0])[0]))
     cl, nl = _levels(most), _levels(N, min(C, N))
     rl = g.row_levels()
+    band_rows, mt, band_sum, pix, per_pix = level_row_tiles(g, rl)
     # Filter tiles per size (``_sizes``; every size's tiles as one array, ``fseg`` the size): channel
     # words, first block kept from the tile before, columns.
     n_ts = np.array(nl, dtype=np.int64)
@@ -420,16 +441,38 @@ def _tile_levels(g: _Geometry) -> tuple[Any, ...]:
     nb = -(-span // c_col)  # channel blocks (runs a tap tile) of each filter tile
     words = np.broadcast_to(np.add.reduceat(span, fstarts), (len(cl), len(nl)))
     shared = np.add.reduceat((first - w0) * kept, fstarts, axis=1)
-    blocks = np.add.reduceat(nb, fstarts, axis=1)
-    for x in (fseg, fstarts, span, filt, nb, shared, blocks):
+    mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
+    keep = (_ORDER == 0) | (mt5 == 1)
+    cols_n = -(-np.array(nl) // C)
+    c2 = np.array(cl)[:, None]
+    held = _LEVELS[key] = _Levels(
+        cl, rl, nl, fseg, fstarts, span, filt, np.stack([nb == 1, nb == 2]), np.add.reduceat(nb, fstarts, axis=1),
+        pix, per_pix, mt5, bs5,
+        words[:, None, :, None, None] - shared[:, None, :, None, None] * keep,  # band loads an output-row tile
+        band_rows[None, :] * conv.w * c2, R * c2[:, :, None] * cols_n[None, :, None],
+        np.array(rl)[:, None] * g.out_w * cols_n[None, :], int(band_rows[0]) * conv.w)
+    for x in held[3:-1]:
         x.flags.writeable = False
-    if len(_LEVELS) >= _CACHE_SIZE:
+    if len(_LEVELS) > _CACHE_SIZE:
         _LEVELS.clear()
-    held = _LEVELS[key] = (cl, rl, nl, fseg, fstarts, span, filt, nb, words, shared, blocks)
     return held
 
 
-_LEVELS: dict[tuple[object, ...], tuple[Any, ...]] = {}
+_LEVELS: dict[tuple[object, ...], _Levels] = {}
+
+
+def _tap_tiles(g: _Geometry) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The tap tile levels of ``g``'s kernel (``_tap_levels``), their tap tiles' counts over the
+    candidates' axes and the levels as an array, kept per kernel rows and taps (or tap groups) a row."""
+    key = (g.conv.kh, g.kw)
+    held = _TAPS.get(key)
+    if held is None:
+        tl = _tap_levels(*key)
+        held = _TAPS[key] = (tl, np.array([len(g.tap_tiles(t)) for t in tl])[None, None, None, :, None], np.array(tl))
+    return held
+
+
+_TAPS: dict[tuple[int, int], tuple[list[int], np.ndarray, np.ndarray]] = {}
 
 
 def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:
