@@ -33,7 +33,14 @@ import numpy as np
 from accel_spec.isa import QUEUE_DEPTH, store_read_latency
 from perf_model import dma_timing, timing
 from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, row_bytes_of, weight_tiles_held
-from perf_model.compiler.conv_schedule import ConvSchedule, _fetch, _Transfers, _walk_double, _walk_single
+from perf_model.compiler.conv_schedule import (
+    ConvSchedule,
+    _fetch,
+    _Transfers,
+    _walk_double,
+    _walk_single,
+    unstalled,
+)
 from perf_model.compiler.conv_shapes import row_tiles, tap_tiles
 from perf_model.compiler.program import PAGE
 from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING, word_beats
@@ -172,9 +179,11 @@ class _Batch(_Scalars):
         divides = (spage != 0) & (PAGE % np.where(spage == 0, 1, stride) == 0)
         fits = np.where(spage == 0, in_page,
                         np.where(divides, addr % np.maximum(stride, 1) + row_bytes <= stride, (rows == 1) & in_page))
+        store = names[0].startswith("store")
+        fits |= (row_bytes <= PAGE) & unstalled(rows, b, store)  # rows crossing pages, streaming all the same
         fits &= b <= dma_timing.MAX_BURST
         q = (rows - 1) // _D
-        if names[0].startswith("store"):
+        if store:
             lat = np.where(kinds, store_read_latency(True), store_read_latency(False))
             n = lat + _L + 3 + rows * b + q * np.maximum(0, _L + 2 - (_D - 1) * b)
         else:
