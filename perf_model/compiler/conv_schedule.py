@@ -481,37 +481,39 @@ def _walk_single(cyc: np.ndarray, band_n: np.ndarray, w_n: np.ndarray, new_band:
                  new_win: np.ndarray, stores: np.ndarray, last_out: np.ndarray, qp: int, W: int) -> int:
     cmds: list[tuple[int, int, bool, bool]] = [(_LOAD, qp - 1, False, False)] if qp else []
     held = [-1]
-    for i in range(len(cyc)):
-        if new_band[i]:
-            cmds.append((_LOAD, int(band_n[i]), False, True))
-        if new_w[i]:
-            cmds.append((_LOAD, int(w_n[i]), False, True))
-        _windowed(cmds, bool(new_win[i]), held)
-        cmds.append((_RUN, int(cyc[i]), True, False))
-        if last_out[i]:
-            cmds.append((_STORE, int(stores[i]) - 1, False, True))
+    for c, band, w, nb, nw, win, store, out in zip(*(x.tolist() for x in (
+            cyc, band_n, w_n, new_band, new_w, new_win, stores, last_out)), strict=True):
+        if nb:
+            cmds.append((_LOAD, band, False, True))
+        if nw:
+            cmds.append((_LOAD, w, False, True))
+        _windowed(cmds, win, held)
+        cmds.append((_RUN, c, True, False))
+        if out:
+            cmds.append((_STORE, store - 1, False, True))
     return _chunks(cmds, W)
 
 
 def _walk_double(cyc: np.ndarray, band_n: np.ndarray, w_n: np.ndarray, new_band: np.ndarray, new_w: np.ndarray,
                  new_win: np.ndarray, piece_n: np.ndarray, pieces: np.ndarray, final: int, qp: int, W: int) -> int:
     cmds: list[tuple[int, int, bool, bool]] = [(_LOAD, qp - 1, False, False)] if qp else []
+    runs = list(zip(*(x.tolist() for x in (cyc, band_n, w_n, new_band, new_w, new_win, piece_n, pieces)), strict=True))
 
     def loads(i: int) -> None:
-        if new_band[i]:
-            cmds.append((_LOAD, int(band_n[i]), False, False))
-        if new_w[i]:
-            cmds.append((_LOAD, int(w_n[i]), False, False))
+        _, band, w, nb, nw, *_ = runs[i]
+        if nb:
+            cmds.append((_LOAD, band, False, False))
+        if nw:
+            cmds.append((_LOAD, w, False, False))
 
     loads(0)
     held = [-1]
-    for i in range(len(cyc)):
-        _windowed(cmds, bool(new_win[i]), held)
-        cmds.append((_RUN, int(cyc[i]), True, False))
-        if pieces[i]:
-            cmds.append((_STORE, int(piece_n[i]) - 1, False, False))
-        if i + 1 < len(cyc):
+    for i, (c, _, _, _, _, win, piece, part) in enumerate(runs):
+        _windowed(cmds, win, held)
+        cmds.append((_RUN, c, True, False))
+        if part:
+            cmds.append((_STORE, piece - 1, False, False))
+        if i + 1 < len(runs):
             loads(i + 1)
     cmds.append((_STORE, final, False, True))
     return _chunks(cmds, W)
-
