@@ -50,6 +50,7 @@ from accel_spec.config import ArrayConfig
 from perf_model import timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
+from perf_model.compiler.conv_candidates import prefill
 from perf_model.compiler.conv_forms import candidates, describe, host_writes
 from perf_model.compiler.conv_geometry import ConvTiling, conv_served
 from perf_model.compiler.conv_score import conv_figures, tilings_figures
@@ -176,16 +177,21 @@ def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesig
     # The unpaced groups: kept (``_GROUPS``), or searched, then every distinct tiling of the
     # searched ones scored in one batch.
     kept: dict[int, _Held] = {}
-    found: dict[int, tuple[tuple[object, ...], np.ndarray, list[_Form]]] = {}
+    new: dict[int, tuple[object, ...]] = {}
     for g, units in enumerate(groups.members):
         if not groups.served[g] and not groups.paced[g]:
-            full = (groups.keys[g], shape_key(conv), requant, groups.kib[units].tobytes())
-            held = _GROUPS.get(full)
+            key: tuple[object, ...] = (groups.keys[g], shape_key(conv), requant, groups.kib[units].tobytes())
+            held = _GROUPS.get(key)
             if held is not None:
                 kept[g] = held
             else:
-                rooms = _rooms(groups.configs[g], groups.kib[units])
-                found[g] = full, rooms, _search(groups.configs[g], rooms, conv, requant)
+                new[g] = key
+    # their candidate tilings built for all their arrays at once, then each group's searched
+    prefill([(groups.configs[g], form, requant) for g in new for _, form in candidates(conv, groups.configs[g].rows)])
+    found: dict[int, tuple[tuple[object, ...], np.ndarray, list[_Form]]] = {}
+    for g, key in new.items():
+        rooms = _rooms(groups.configs[g], groups.kib[groups.members[g]])
+        found[g] = key, rooms, _search(groups.configs[g], rooms, conv, requant)
     items = [(groups.configs[g], form, requant, t) for g, (_, _, forms) in found.items()
              for _, form, _, tilings in forms for t in tilings]
     scored = iter(tilings_figures(items))

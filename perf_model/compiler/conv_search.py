@@ -273,18 +273,24 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
 def _keyed(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool) -> tuple[tuple[Any, ...], _Candidates]:
     """The key of :func:`_ranking` (its last field the bytes a cycle the estimate moves) and the
     candidates (kept per that key without the rate)."""
-    out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
-    W, rate = _bus(config)
-    # ``_Geometry``'s tap packing is set by the array, the bus, the bits, the dataflow and the conv
-    # (``pack_taps``): the key holds those and the ``pack`` asked for, so a hit builds no geometry.
-    key = (config.rows, config.cols, W, config.input_bits, out_b, config.shadow_stationary, shape_key(conv), pack,
-           config.double_buffered, config.dataflow)
+    key, out_b = candidates_key(config, conv, requant, pack)
     c = _CANDIDATES.get(key)
     if c is None:
         if len(_CANDIDATES) >= _CACHE_SIZE:
             _CANDIDATES.clear()
         c = _CANDIDATES[key] = _candidates(_Geometry(config, conv, pack=pack), out_b)
+    W, rate = _bus(config)
     return (*key, float(rate if rate is not None else W)), c  # ``_Geometry.bytes_per_cycle``
+
+
+def candidates_key(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool) -> tuple[tuple[Any, ...], int]:
+    """What the candidates of ``conv`` on ``config`` depend on (:data:`_CANDIDATES`' key), and the
+    bytes of an output lane."""
+    out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
+    # ``_Geometry``'s tap packing is set by the array, the bus, the bits, the dataflow and the conv
+    # (``pack_taps``): the key holds those and the ``pack`` asked for, so a hit builds no geometry.
+    return (config.rows, config.cols, _bus(config)[0], config.input_bits, out_b, config.shadow_stationary,
+            shape_key(conv), pack, config.double_buffered, config.dataflow), out_b
 
 
 def _score(config: ArrayConfig, c: _Candidates, bytes_per_cycle: float) -> np.ndarray:

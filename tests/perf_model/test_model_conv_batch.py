@@ -18,8 +18,9 @@ from model_testlib import random_conv, random_conv_batch, random_ws_design
 from accel_spec.config import ArrayConfig
 from accel_spec.isa import QUEUE_DEPTH, store_read_latency
 from perf_model import dma_timing
-from perf_model.compiler import conv_batch
+from perf_model.compiler import conv_batch, conv_search
 from perf_model.compiler.conv_batch import batch_schedules
+from perf_model.compiler.conv_candidates import stacked_candidates
 from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, _levels, _tap_levels
 from perf_model.compiler.conv_schedule import ConvSchedule, RunArrays, conv_schedule, streams, unstalled
 from perf_model.compiler.conv_score import tiling_figures, tilings_figures
@@ -188,3 +189,22 @@ def test_transfers_that_stream_across_pages_take_the_closed_form_and_only_they()
         crossing += walk == closed and len(lens) > rows
         stalled += walk != closed
     assert crossing >= 300 and stalled >= 150, (crossing, stalled)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_stacked_candidates_equal_each_arrays_own(seed):
+    """``conv_candidates.stacked_candidates``: the candidates of one conv on many arrays (rows,
+    columns, bits, buses, bufferings, shadow registers, tap packing differ, so every axis is padded
+    somewhere) equal ``conv_search._candidates`` built for each alone, every field."""
+    rng = random.Random(40 + seed)
+    for _ in range(6):
+        conv = random_conv(rng) if rng.random() < 0.6 else random_conv_batch(rng)
+        configs = [random_ws_design(rng) for _ in range(rng.randint(1, 12))]
+        out_bs = [rng.choice([1, 2, 4, 8]) for _ in configs]
+        gs = [_Geometry(c, conv) for c in configs]
+        for g, out_b, got in zip(gs, out_bs, stacked_candidates(gs, out_bs), strict=True):
+            ref = conv_search._candidates(_Geometry(g.config, conv), out_b)
+            assert got.shape == ref.shape and got.levels == ref.levels and got.smallest_band == ref.smallest_band
+            for name in ("compute", "dram", "band", "weight", "ofmap"):
+                a, b = getattr(got, name), getattr(ref, name)
+                assert a.shape == b.shape and (a == b).all(), (name, g.config, conv)
