@@ -58,6 +58,7 @@ class Block:
 def _clear_caches() -> None:
     from perf_model import program_timing
     from perf_model.compiler import (
+        conv_batch,
         conv_chain_score,
         conv_designs,
         conv_dram_links,
@@ -75,9 +76,11 @@ def _clear_caches() -> None:
                   conv_timed._MADE,
                   conv_chain_score._CACHE, program_timing._WALKED, program_timing._TRANSFERS, program_timing._BURSTS,
                   conv_dram_links._LINK_BUILDS, conv_shapes._SHAPES, conv_shapes._ROW_TILES, conv_shapes._RUN_GRIDS,
-                  conv_shapes._ROWS, conv_shapes._TAPS, vector_walk._CACHE, vector_walk._LOADS):
+                  conv_shapes._ROWS, conv_shapes._TAPS, vector_walk._CACHE, vector_walk._LOADS, conv_search._LEVELS,
+                  conv_search._TAPS):
         cache.clear()
-    network._link_commands.cache_clear()
+    for cached in (network._link_commands, conv_designs._form_words, conv_batch._fetch_cycles, conv_batch._beats):
+        cached.cache_clear()
 
 
 def main() -> int:

@@ -11,8 +11,9 @@ Python loop per design:
 * an *array group*: the units that differ in their three buffer sizes only. Each array group has
   one ranking of candidate tilings per conv form; every unit's tiling is the first candidate
   fitting its buffers, found for all units of the group at once (``conv_search.conv_tilings``),
-  and each distinct tiling is scored once (``conv_score.tiling_figures``: the schedule counted by
-  runs). The forms (``conv_forms``) are compared per unit with numpy, by the scalar rule.
+  and each distinct tiling is scored once (``conv_score.tilings_figures``: the schedule counted by
+  runs, the tilings of every group searched in this call in one batch, ``conv_batch``). The forms
+  (``conv_forms``) are compared per unit with numpy, by the scalar rule.
 
 Python loops run over array groups (distinct arrays, bus widths, bufferings and DRAM rates: a few
 hundred in a sweep's space), forms and distinct tilings, never over designs. A group on a paced
@@ -39,6 +40,8 @@ designs and convs).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -47,9 +50,10 @@ from accel_spec.config import ArrayConfig
 from perf_model import timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
+from perf_model.compiler.conv_candidates import prefill
 from perf_model.compiler.conv_forms import candidates, describe, host_writes
 from perf_model.compiler.conv_geometry import ConvTiling, conv_served
-from perf_model.compiler.conv_score import conv_figures, tiling_figures
+from perf_model.compiler.conv_score import conv_figures, tilings_figures
 from perf_model.compiler.conv_search import conv_tilings, infeasible_detail, reason_subject, shape_key
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import BUFFER_FIELDS, PROGRAM_BLIND_FIELDS, dram_rate
@@ -170,6 +174,30 @@ class _Table:
 def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesigns:
     """``conv`` (all its images, one program) on every design of ``groups`` (module docstring)."""
     table = _Table(len(groups.unit_rep))
+    # The unpaced groups: kept (``_GROUPS``), or searched, then every distinct tiling of the
+    # searched ones scored in one batch.
+    kept: dict[int, _Held] = {}
+    new: dict[int, tuple[object, ...]] = {}
+    for g, units in enumerate(groups.members):
+        if not groups.served[g] and not groups.paced[g]:
+            key: tuple[object, ...] = (groups.keys[g], shape_key(conv), requant, groups.kib[units].tobytes())
+            held = _GROUPS.get(key)
+            if held is not None:
+                kept[g] = held
+            else:
+                new[g] = key
+    # their candidate tilings built for all their arrays at once, then each group's searched
+    prefill([(groups.configs[g], form, requant) for g in new for _, form in candidates(conv, groups.configs[g].rows)])
+    found: dict[int, tuple[tuple[object, ...], np.ndarray, list[_Form]]] = {}
+    for g, key in new.items():
+        rooms = _rooms(groups.configs[g], groups.kib[groups.members[g]])
+        found[g] = key, rooms, _search(groups.configs[g], rooms, conv, requant)
+    items = [(groups.configs[g], form, requant, t) for g, (_, _, forms) in found.items()
+             for _, form, _, tilings in forms for t in tilings]
+    scored = iter(tilings_figures(items))
+    for g, (key, rooms, forms) in found.items():
+        kept[g] = _kept_group(key, groups.configs[g], rooms, forms, [[next(scored) for _ in f[3]] for f in forms],
+                              conv, requant)
     for g, units in enumerate(groups.members):
         if groups.served[g]:
             table.status[units] = NOT_SERVED
@@ -178,8 +206,8 @@ def conv_designs(groups: DesignGroups, conv: Conv2d, requant: bool) -> ConvDesig
             for u in units.tolist():
                 _scalar(table, u, conv_figures(groups.unit_config(u), conv, requant), groups.unit_config(u), conv,
                         requant)
-        else:
-            _cached_group(table, groups.keys[g], groups.configs[g], units, groups.kib[units], conv, requant)
+    if kept:
+        _place(table, [groups.members[g] for g in kept], list(kept.values()), reason_subject(conv))
     u = groups.unit
     return ConvDesigns(table.status[u], table.reason[u], list(table.texts), table.figure[u], list(table.figures),
                        table.tiling[u], list(table.tilings))
@@ -210,42 +238,69 @@ def _rooms(config: ArrayConfig, kib: np.ndarray) -> np.ndarray:
 #: conv's name, ``conv_search.infeasible_detail``), figures and tilings kept with them (a sweep
 #: meets a group's designs again: the next pass, another conv of the same shape, or another
 #: workload's). The reasons name the conv, so the name is put before them per call.
-_GROUPS: dict[tuple[object, ...], tuple[np.ndarray, list[str], list[ConvFigures],
-                                         list[tuple[ConvTiling, tuple[str, ...]]]]] = {}
+_Held = tuple[np.ndarray, list[str], list[ConvFigures], list[tuple[ConvTiling, tuple[str, ...]]]]
+_GROUPS: dict[tuple[object, ...], _Held] = {}
 _GROUPS_SIZE = 1 << 15
 
 
-def _cached_group(table: _Table, key: tuple[float, ...], config: ArrayConfig, units: np.ndarray, kib: np.ndarray,
-                  conv: Conv2d, requant: bool) -> None:
-    """:func:`_group`, kept per group, conv shape, requant and the buffers of its units."""
-    full = (key, shape_key(conv), requant, kib.tobytes())
-    held = _GROUPS.get(full)
-    if held is None:
-        own = _Table(len(units))
-        details = _group(own, config, np.arange(len(units)), kib, conv, requant)
-        held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), details,
-                list(own.figures), list(own.tilings))
-        if len(_GROUPS) >= _GROUPS_SIZE:
-            _GROUPS.clear()
-        _GROUPS[full] = held
-    rows, details, figures, tilings = held
-    what = reason_subject(conv)
-    remap = [np.array([table.text(f"{what}: {d}") for d in details] + [-1], dtype=np.int64),
-             np.array([table.add(x) for x in figures] + [-1], dtype=np.int64),
-             np.array([table.add_tiling(x) for x in tilings] + [-1], dtype=np.int64)]
+#: One conv form's search on an array group: its reshapes, the conv it runs, per unit the index of
+#: its tiling (-1 none fits) and the distinct tilings.
+_Form = tuple[tuple[str, ...], Conv2d, np.ndarray, list[ConvTiling]]
+
+
+def _search(config: ArrayConfig, rooms: np.ndarray, conv: Conv2d, requant: bool) -> list[_Form]:
+    """The tilings of every form of ``conv`` on the units of one unpaced array group (``rooms``: :func:`_rooms`)."""
+    out = []
+    for steps, form in candidates(conv, config.rows):
+        index, tilings = conv_tilings(config, form, rooms, requant=requant)
+        out.append((steps, form, index, tilings))
+    return out
+
+
+def _kept_group(full: tuple[object, ...], config: ArrayConfig, rooms: np.ndarray, forms: list[_Form],
+                figures: list[list[ConvFigures]], conv: Conv2d, requant: bool) -> _Held:
+    """An unpaced array group's results (:func:`_group`) from its searched forms and their tilings'
+    figures, kept in :data:`_GROUPS` under ``full``."""
+    own = _Table(len(rooms))
+    details = _group(own, config, rooms, forms, figures, conv, requant)
+    held = (np.stack([own.status.astype(np.int64), own.reason, own.figure, own.tiling]), details,
+            list(own.figures), list(own.tilings))
+    if len(_GROUPS) >= _GROUPS_SIZE:
+        _GROUPS.clear()
+    _GROUPS[full] = held
+    return held
+
+
+def _place(table: _Table, members: list[np.ndarray], held: list[_Held], what: str) -> None:
+    """Put the results of unpaced array groups (``held``, of the units ``members``) in the table, all
+    at once: their indices shifted past the groups before, then mapped to the table's (the
+    reasons named ``what``)."""
+    units = np.concatenate(members)
+    rows = np.concatenate([h[0] for h in held], axis=1)
+    sizes = [len(m) for m in members]
+    for r, (column, add) in enumerate(((table.reason, lambda d: table.text(f"{what}: {d}")),
+                                      (table.figure, table.add), (table.tiling, table.add_tiling)), start=1):
+        lists = [h[r] for h in held]
+        counts = np.array([len(x) for x in lists], dtype=np.int64)
+        ids = np.array([add(x) for x in itertools.chain.from_iterable(lists)] + [-1], dtype=np.int64)
+        shift = np.repeat(np.cumsum(counts) - counts, sizes)
+        column[units] = ids[np.where(rows[r] >= 0, rows[r] + shift, -1)]
     table.status[units] = rows[0]
-    table.reason[units] = remap[0][rows[1]]
-    table.figure[units] = remap[1][rows[2]]
-    table.tiling[units] = remap[2][rows[3]]
 
 
-def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarray, conv: Conv2d,
-           requant: bool) -> list[str]:
-    """Score ``conv`` on the units of one unpaced array group, every form, at once. The reasons of
-    infeasible units are left as indices into the distinct reasons without the conv's name
-    (``infeasible_detail``), returned (:func:`_cached_group` names the conv)."""
-    rooms = _rooms(config, kib)
-    n = len(units)
+@functools.lru_cache(maxsize=1 << 12)
+def _form_words(conv: Conv2d, steps: tuple[str, ...]) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """A reshaped form's ``form`` (``conv_forms.describe``) and ``host_writes``, kept per conv and steps."""
+    return describe(conv, steps), host_writes(conv, steps)
+
+
+def _group(table: _Table, config: ArrayConfig, rooms: np.ndarray, forms: list[_Form],
+           figures: list[list[ConvFigures]], conv: Conv2d, requant: bool) -> list[str]:
+    """``conv`` on the units of one unpaced array group (``rooms``), every form at once, from each
+    form's search (:func:`_search`) and its tilings' figures: per unit the form of fewer cycles,
+    then fewer DRAM bytes. The reasons of infeasible units are left as indices into the distinct
+    reasons without the conv's name (``infeasible_detail``), returned (:func:`_place` names the conv)."""
+    n = len(rooms)
     feasible = np.zeros(n, dtype=bool)
     total = np.zeros(n, dtype=np.int64)
     moved = np.zeros(n, dtype=np.float64)
@@ -253,11 +308,9 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
     tiling = np.full(n, -1, dtype=np.int64)
     reason = np.full(n, -1, dtype=np.int64)
     bad: list[str] = []
-    for f, (steps, form) in enumerate(candidates(conv, config.rows)):
-        index, tilings = conv_tilings(config, form, rooms, requant=requant)
-        scored = [tiling_figures(config, form, requant, t) for t in tilings]
+    for f, ((steps, form, index, tilings), scored) in enumerate(zip(forms, figures, strict=True)):
         if steps:
-            words, writes = describe(conv, steps), host_writes(conv, steps)
+            words, writes = _form_words(conv, steps)
             scored = [dataclasses.replace(s, form=words, steps=steps, host_writes=writes) for s in scored]
         ids = np.array([table.add(s) for s in scored] + [-1], dtype=np.int64)[index]
         t_ids = np.array([table.add_tiling((t, steps)) for t in tilings] + [-1], dtype=np.int64)[index]
@@ -279,8 +332,8 @@ def _group(table: _Table, config: ArrayConfig, units: np.ndarray, kib: np.ndarra
         moved = np.where(take, bytes_, moved)
         figure = np.where(take, ids, figure)
         tiling = np.where(take, t_ids, tiling)
-    table.status[units] = np.where(feasible, ON_CHIP, INFEASIBLE)
-    table.figure[units] = figure
-    table.tiling[units] = tiling
-    table.reason[units] = np.where(feasible, -1, reason)
+    table.status[:] = np.where(feasible, ON_CHIP, INFEASIBLE)
+    table.figure[:] = figure
+    table.tiling[:] = tiling
+    table.reason[:] = np.where(feasible, -1, reason)
     return bad

@@ -13,6 +13,7 @@ import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +46,16 @@ def pack_taps(config: ArrayConfig, conv: Conv2d, a_lanes: int) -> int:
             or R & (R - 1) or config.dataflow is not Dataflow.WS or R // a_lanes > MAX_PACKED_TAPS):
         return 0
     return (R // a_lanes).bit_length() - 1
+
+
+def row_bytes_of(filters: np.ndarray, C: Any, elem: Any, W: Any) -> np.ndarray:
+    """``_Geometry.row_bytes`` over arrays (of filter counts, and of ``C``, ``elem`` and ``W`` too,
+    broadcast): whole words of ``C`` lanes, or, fewer than ``C`` filters, a power of two of AXI
+    beats of ``W`` bytes, at most a word."""
+    words = -(-filters // C) * C * elem
+    beats = -(-filters * elem // W)
+    pow2 = np.left_shift(1, np.ceil(np.log2(np.maximum(beats, 1))).astype(np.int64)) * W
+    return np.where(filters < C, np.minimum(pow2, C * elem), words)
 
 
 def weight_tiles_held(config: ArrayConfig) -> int:
@@ -133,12 +144,9 @@ class _Geometry:
         AXI beats (``perf_model.compiler.program.narrow_lanes``)."""
         return dense_row_elems(filters, self.C, elem, self.W) * elem
 
-    def row_bytes_of(self, filters: np.ndarray, elem: int) -> np.ndarray:
-        """:meth:`row_bytes` over an array of filter counts."""
-        words = -(-filters // self.C) * self.C * elem
-        beats = -(-filters * elem // self.W)
-        pow2 = np.left_shift(1, np.ceil(np.log2(np.maximum(beats, 1))).astype(np.int64)) * self.W
-        return np.where(filters < self.C, np.minimum(pow2, self.C * elem), words)
+    def row_bytes_of(self, filters: np.ndarray, elem: Any) -> np.ndarray:
+        """:meth:`row_bytes` over an array of filter counts (and of element bytes, broadcast)."""
+        return row_bytes_of(filters, self.C, elem, self.W)
 
     def run(self, m: int, k: int, n: int) -> int:
         """``timing.run_cycles`` of one run of ``m x k x n`` (``timing.run_cycles_of``: kept per shape)."""

@@ -28,6 +28,7 @@ walks the program (tests/perf_model/test_model_conv_schedule.py holds both).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ from perf_model.program_timing import (
 )
 from workloads.ops import Conv2d
 
-__all__ = ["ConvSchedule", "RunArrays", "conv_schedule", "transfer_tuples"]
+__all__ = ["ConvSchedule", "RunArrays", "conv_schedule", "streams", "transfer_tuples", "unstalled"]
 
 _L, _D = DEFAULT_DRAM_LATENCY, OUTSTANDING
 _LOAD, _STORE, _RUN, _WINDOW = 0, 1, 2, 3
@@ -103,12 +104,15 @@ class _Transfers:
         store = kind.startswith("store")
         lat = store_read_latency(kind == "store_q")
         row_bytes = b * self.W
-        if b <= dma_timing.MAX_BURST and _in_pages(addr, stride, rows, row_bytes):
+        if b <= dma_timing.MAX_BURST and (_in_pages(addr, stride, rows, row_bytes)
+                                          or (row_bytes <= PAGE and bool(unstalled(rows, b, store)))):
             q = (rows - 1) // _D
             if store:
                 return lat + _L + 3 + rows * b + q * max(0, _L + 2 - (_D - 1) * b)
             return _L + 2 + rows * b + q * max(0, _L + 1 - (_D - 1) * b)
         lens = list(dma_timing.bursts(addr, stride, rows, b, self.W))
+        if streams(lens, store):  # back to back all the same: the closed form's beats, no stall
+            return (lat + _L + 3 if store else _L + 2) + rows * b
         if store:
             return dma_timing.store_cycles(lens, rows * words, per_word, _L, _D, lat)
         return dma_timing.load_cycles(lens, _L, _D)
@@ -126,6 +130,7 @@ class _Transfers:
             fits = addr % stride + row_bytes <= stride
         else:
             fits = (rows == 1) & (addr % PAGE + row_bytes <= PAGE)
+        fits |= (row_bytes <= PAGE) & unstalled(rows, b, kind.startswith("store"))
         fits &= b <= dma_timing.MAX_BURST
         q = (rows - 1) // _D
         if kind.startswith("store"):
@@ -138,6 +143,33 @@ class _Transfers:
                       zip(*(np.broadcast_to(x, n.shape)[bad].tolist() for x in (addr, rows, words, per_word)),
                           strict=True)]
         return n
+
+
+def streams(lens: list[int], store: bool) -> bool:
+    """Whether a transfer of bursts ``lens`` (unpaced) moves its beats back to back from the first,
+    so its ``n`` is ``L + 2`` (a load) or ``lat + L + 3`` (a store) plus its beats, whatever its
+    bursts' lengths. By the recurrences of ``dma_timing``: beat ``k`` goes (a load's arrives) ``k``
+    cycles after the first unless burst ``i``'s issue, held until burst ``i - D`` completes, comes
+    later, which it does exactly when the ``D - 1`` bursts before it carry fewer than ``L + 1``
+    beats (a load) or ``L + 2`` (a store: a burst completes ``L + 1`` after its last beat); a
+    store's buffer reads, ``F`` words ahead, never hold a beat back. At most ``D`` bursts never wait."""
+    if not lens:
+        return False
+    if len(lens) <= _D:
+        return True
+    s = np.cumsum(np.asarray(lens, dtype=np.int64))
+    return bool((s[_D - 1:-1] - s[:len(s) - _D]).min() >= _L + 1 + store)
+
+
+def unstalled(rows: Any, b: Any, store: Any) -> Any:
+    """:func:`streams` of a transfer of ``rows`` rows of ``b`` beats whose rows lie in at most two
+    pages each (at most two bursts), without its bursts, wherever its rows cross pages: at most
+    ``D`` bursts (``2 * rows``), or ``D - 1`` bursts in a row always carrying enough, as they hold
+    at least ``ceil((D - 3) / 2)`` whole rows and a beat (two rows' parts at their ends),
+    ``ceil((D - 2) / 2)`` and a beat, or ``ceil((D - 1) / 2)`` (one part, none). Over arrays or ints."""
+    k = _D - 1
+    least = np.minimum(np.minimum(-(-(k - 2) // 2) * b + 2, -(-(k - 1) // 2) * b + 1), -(-k // 2) * b)
+    return (b >= 1) & ((2 * rows <= _D) | (least >= _L + 1 + np.asarray(store, dtype=np.int64)))
 
 
 def transfer_tuples(addr: np.ndarray, stride: int, rows: np.ndarray, words: np.ndarray, per_word: np.ndarray
@@ -449,37 +481,39 @@ def _walk_single(cyc: np.ndarray, band_n: np.ndarray, w_n: np.ndarray, new_band:
                  new_win: np.ndarray, stores: np.ndarray, last_out: np.ndarray, qp: int, W: int) -> int:
     cmds: list[tuple[int, int, bool, bool]] = [(_LOAD, qp - 1, False, False)] if qp else []
     held = [-1]
-    for i in range(len(cyc)):
-        if new_band[i]:
-            cmds.append((_LOAD, int(band_n[i]), False, True))
-        if new_w[i]:
-            cmds.append((_LOAD, int(w_n[i]), False, True))
-        _windowed(cmds, bool(new_win[i]), held)
-        cmds.append((_RUN, int(cyc[i]), True, False))
-        if last_out[i]:
-            cmds.append((_STORE, int(stores[i]) - 1, False, True))
+    for c, band, w, nb, nw, win, store, out in zip(*(x.tolist() for x in (
+            cyc, band_n, w_n, new_band, new_w, new_win, stores, last_out)), strict=True):
+        if nb:
+            cmds.append((_LOAD, band, False, True))
+        if nw:
+            cmds.append((_LOAD, w, False, True))
+        _windowed(cmds, win, held)
+        cmds.append((_RUN, c, True, False))
+        if out:
+            cmds.append((_STORE, store - 1, False, True))
     return _chunks(cmds, W)
 
 
 def _walk_double(cyc: np.ndarray, band_n: np.ndarray, w_n: np.ndarray, new_band: np.ndarray, new_w: np.ndarray,
                  new_win: np.ndarray, piece_n: np.ndarray, pieces: np.ndarray, final: int, qp: int, W: int) -> int:
     cmds: list[tuple[int, int, bool, bool]] = [(_LOAD, qp - 1, False, False)] if qp else []
+    runs = list(zip(*(x.tolist() for x in (cyc, band_n, w_n, new_band, new_w, new_win, piece_n, pieces)), strict=True))
 
     def loads(i: int) -> None:
-        if new_band[i]:
-            cmds.append((_LOAD, int(band_n[i]), False, False))
-        if new_w[i]:
-            cmds.append((_LOAD, int(w_n[i]), False, False))
+        _, band, w, nb, nw, *_ = runs[i]
+        if nb:
+            cmds.append((_LOAD, band, False, False))
+        if nw:
+            cmds.append((_LOAD, w, False, False))
 
     loads(0)
     held = [-1]
-    for i in range(len(cyc)):
-        _windowed(cmds, bool(new_win[i]), held)
-        cmds.append((_RUN, int(cyc[i]), True, False))
-        if pieces[i]:
-            cmds.append((_STORE, int(piece_n[i]) - 1, False, False))
-        if i + 1 < len(cyc):
+    for i, (c, _, _, _, _, win, piece, part) in enumerate(runs):
+        _windowed(cmds, win, held)
+        cmds.append((_RUN, c, True, False))
+        if part:
+            cmds.append((_STORE, piece - 1, False, False))
+        if i + 1 < len(runs):
             loads(i + 1)
     cmds.append((_STORE, final, False, True))
     return _chunks(cmds, W)
-

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 from accel_spec.config import ArrayConfig
 from accel_spec.errors import ModelError
 from accel_spec.isa import Buffer, Opcode
 from perf_model.compiler.conv import ConvProgram, ConvTiling, compile_conv, conv_served, conv_tiling
+from perf_model.compiler.conv_batch import batch_schedules
 from perf_model.compiler.conv_forms import candidates, describe, form_conv, host_writes
 from perf_model.compiler.conv_geometry import _Geometry
 from perf_model.compiler.conv_schedule import ConvSchedule, conv_schedule
@@ -35,7 +37,7 @@ from perf_model.program_timing import (
 from workloads.ops import Conv2d
 
 __all__ = ["conv_figures", "conv_form", "conv_steps", "design_key", "program_bytes", "run_figures", "tiling_figures",
-           "walked_figures"]
+           "tilings_figures", "walked_figures"]
 
 
 def program_bytes(config: ArrayConfig, program: ConvProgram) -> tuple[int, int, int]:
@@ -126,14 +128,41 @@ def tiling_figures(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: Con
     """The figures of ``conv`` run with the feasible ``tiling`` on ``config`` (counted by runs,
     ``conv_schedule``; walked on a paced DRAM). They depend on the design through the fields of the
     schedule's key only (not the buffer sizes, which chose the tiling)."""
-    W, rate = _bus(config)
-    key = (tiling, config.rows, config.cols, config.input_bits, config.acc_bits,
-           config.double_buffered, config.shadow_stationary, W, rate, shape_key(conv), requant)
+    key = _schedule_key(config, conv, requant, tiling)
     fast = _SCHEDULES.get(key)
     if fast is None:
         if len(_SCHEDULES) >= _CACHE_SIZE:
             _SCHEDULES.clear()
         fast = _SCHEDULES[key] = conv_schedule(_Geometry(config, conv), tiling, requant)
+    return _scheduled(config, conv, requant, tiling, fast)
+
+
+def tilings_figures(items: Sequence[tuple[ArrayConfig, Conv2d, bool, ConvTiling]]) -> list[ConvFigures]:
+    """:func:`tiling_figures` of every ``(config, conv, requant, tiling)``: the schedules not kept yet
+    on unpaced designs counted in one batch (``conv_batch.batch_schedules``)."""
+    keys = [_schedule_key(*item) for item in items]
+    fresh: dict[tuple[object, ...], int] = {}
+    for i, key in enumerate(keys):
+        if key not in _SCHEDULES and key not in fresh and key[8] is None:  # (key[8]: the DRAM pacing)
+            fresh[key] = i
+    if len(_SCHEDULES) + len(fresh) >= _CACHE_SIZE:
+        _SCHEDULES.clear()
+    batch = [(_Geometry(items[i][0], items[i][1]), items[i][3], items[i][2]) for i in fresh.values()]
+    _SCHEDULES.update(zip(fresh, batch_schedules(batch), strict=True))
+    return [_scheduled(*item, _SCHEDULES[key]) if key in _SCHEDULES else tiling_figures(*item)
+            for item, key in zip(items, keys, strict=True)]
+
+
+def _schedule_key(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: ConvTiling) -> tuple[object, ...]:
+    """What a tiling's schedule sees of the design, the conv and requant (:data:`_SCHEDULES`' key)."""
+    W, rate = _bus(config)
+    return (tiling, config.rows, config.cols, config.input_bits, config.acc_bits,
+            config.double_buffered, config.shadow_stationary, W, rate, shape_key(conv), requant)
+
+
+def _scheduled(config: ArrayConfig, conv: Conv2d, requant: bool, tiling: ConvTiling,
+               fast: ConvSchedule | None) -> ConvFigures:
+    """The figures from the schedule ``fast``, or (``None``: a paced DRAM) from the timed program's walk."""
     if fast is not None:  # the walk's figures, counted by runs (``conv_schedule``)
         return ConvFigures(True, "", compute=fast.compute, total=fast.total, folds=fast.folds,
                            read=(float(fast.read[0]), float(fast.read[1]), 0.0), write=(0.0, 0.0, float(fast.written)),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -273,18 +273,24 @@ def _ranking(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool = True
 def _keyed(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool) -> tuple[tuple[Any, ...], _Candidates]:
     """The key of :func:`_ranking` (its last field the bytes a cycle the estimate moves) and the
     candidates (kept per that key without the rate)."""
-    out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
-    W, rate = _bus(config)
-    # ``_Geometry``'s tap packing is set by the array, the bus, the bits, the dataflow and the conv
-    # (``pack_taps``): the key holds those and the ``pack`` asked for, so a hit builds no geometry.
-    key = (config.rows, config.cols, W, config.input_bits, out_b, config.shadow_stationary, shape_key(conv), pack,
-           config.double_buffered, config.dataflow)
+    key, out_b = candidates_key(config, conv, requant, pack)
     c = _CANDIDATES.get(key)
     if c is None:
         if len(_CANDIDATES) >= _CACHE_SIZE:
             _CANDIDATES.clear()
         c = _CANDIDATES[key] = _candidates(_Geometry(config, conv, pack=pack), out_b)
+    W, rate = _bus(config)
     return (*key, float(rate if rate is not None else W)), c  # ``_Geometry.bytes_per_cycle``
+
+
+def candidates_key(config: ArrayConfig, conv: Conv2d, requant: bool, pack: bool) -> tuple[tuple[Any, ...], int]:
+    """What the candidates of ``conv`` on ``config`` depend on (:data:`_CANDIDATES`' key), and the
+    bytes of an output lane."""
+    out_b = config.input_bits // 8 if requant else (4 if config.acc_bits <= 32 else 8)
+    # ``_Geometry``'s tap packing is set by the array, the bus, the bits, the dataflow and the conv
+    # (``pack_taps``): the key holds those and the ``pack`` asked for, so a hit builds no geometry.
+    return (config.rows, config.cols, _bus(config)[0], config.input_bits, out_b, config.shadow_stationary,
+            shape_key(conv), pack, config.double_buffered, config.dataflow), out_b
 
 
 def _score(config: ArrayConfig, c: _Candidates, bytes_per_cycle: float) -> np.ndarray:
@@ -340,8 +346,77 @@ _BUS: dict[ArrayConfig, tuple[int, Fraction | None]] = {}
 
 def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     """:class:`_Candidates` of ``g``'s conv (``out_b`` bytes an output lane), every candidate at once."""
-    cfg, conv, R, C, N = g.config, g.conv, g.R, g.C, g.N
-    ib = cfg.input_bits // 8
+    cfg, conv = g.config, g.conv
+    lv = _tile_levels(g)
+    tl, tt, tl_a = _tap_tiles(g)
+    rows = g.row_bytes_of(lv.filt, np.array([[cfg.input_bits // 8], [out_b]]))  # a weight's, an output's
+    weights = g.taps * lv.span * g.kl * rows[0]
+    one_block, two_blocks = np.add.reduceat(weights * lv.nb12, lv.fstarts, axis=-1)
+    wsum, cols = np.add.reduceat(np.stack([weights, rows[1]]), lv.fstarts, axis=-1)
+    compute = run_grid(g, lv.cl, lv.nl, tl, lv.fseg, lv.span, lv.filt, lv.pix, lv.per_pix)
+    # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
+    order, mt5 = _ORDER, lv.mt5
+    a = (lv.bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * lv.loads
+    # Weight bytes read once: a weight tile stays while it is one of the last two (the last one
+    # single buffered; ``_dram_bytes``).
+    held = weight_tiles_held(cfg)
+    once = (one_block[:, None, :, None, None] * (tt <= held)
+            + two_blocks[:, None, :, None, None] * (tt == 1) * (held == 2))
+    w5 = wsum[None, None, :, None, None]
+    b_mn = np.where(lv.blocks[:, None, :, None, None] * tt <= held, w5, mt5 * w5)
+    b_nm = once + mt5 * (w5 - once)
+    dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None]
+    shape = np.broadcast_shapes(compute.shape, dram.shape)
+    return _Candidates(
+        shape=shape, compute=np.broadcast_to(compute, shape).reshape(-1), dram=np.broadcast_to(dram, shape).reshape(-1),
+        band=lv.band + g.extra, weight=tl_a[None, None, :] * lv.weight, ofmap=lv.ofmap,
+        levels=(lv.cl, lv.rl, lv.nl, tl), smallest_band=lv.smallest + g.extra)
+
+
+#: The loop order axis of the candidates (``mn``, ``nm``).
+_ORDER = np.array([0, 1])[None, None, None, None, :]
+
+
+class _Levels(NamedTuple):
+    """What :func:`_candidates` derives from the array's rows and columns and the conv's shape alone
+    (:func:`_tile_levels`): the channel block, output-row and filter tile levels ``cl``, ``rl``,
+    ``nl``; every filter tile of every size (``fseg`` its size, ``fstarts`` each size's first) with
+    its channel words ``span`` and filters ``filt``; per channel block size and filter tile whether
+    it is one block and two (``nb12``); per (channel block, filter tile) size the weight tiles
+    ``blocks``; the output-row tiles' pixel counts (``pix``/``per_pix``, ``level_row_tiles``), their
+    count ``mt5`` and band rows ``bs5`` over the candidates' axes; the band loads of an output-row
+    tile per candidate ``loads``; the words a candidate's band (without the extra pixels of packed
+    taps), weight tile (per tap) and output tile need, ``band``, ``weight``, ``ofmap``, and the
+    smallest band's ``smallest``."""
+
+    cl: list[int]
+    rl: list[int]
+    nl: list[int]
+    fseg: np.ndarray
+    fstarts: np.ndarray
+    span: np.ndarray
+    filt: np.ndarray
+    nb12: np.ndarray
+    blocks: np.ndarray
+    pix: np.ndarray
+    per_pix: np.ndarray
+    mt5: np.ndarray
+    bs5: np.ndarray
+    loads: np.ndarray
+    band: np.ndarray
+    weight: np.ndarray
+    ofmap: np.ndarray
+    smallest: int
+
+
+def _tile_levels(g: _Geometry) -> _Levels:
+    """:class:`_Levels` of ``g``, kept per the array's rows and columns and the conv's shape (shared read-only)."""
+    key = (g.R, g.C, shape_key(g.conv))
+    held = _LEVELS.get(key)
+    if held is not None:
+        return held
+    R, C, N, conv = g.R, g.C, g.N, g.conv
+
     def words_of(n0: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``_Geometry.filter_words`` over arrays: the channel words of filters ``n0 .. n1 - 1``."""
         return (n0 // g.cpo) * g.cpg // R, -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
@@ -351,7 +426,7 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     whole = words_of(np.zeros(1, dtype=np.int64), np.full(1, N, dtype=np.int64))
     most = int(max((w1 - w0).max(), (whole[1] - whole[0])[0]))
     cl, nl = _levels(most), _levels(N, min(C, N))
-    tl, rl = _tap_levels(conv.kh, g.kw), g.row_levels()
+    rl = g.row_levels()
     band_rows, mt, band_sum, pix, per_pix = level_row_tiles(g, rl)
     # Filter tiles per size (``_sizes``; every size's tiles as one array, ``fseg`` the size): channel
     # words, first block kept from the tile before, columns.
@@ -363,7 +438,6 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     n1 = np.minimum(n0 + n_ts[fseg], N)
     w0, w1 = words_of(n0, n1)
     span, filt = w1 - w0, n1 - n0
-    weights = g.taps * span * g.kl * g.row_bytes_of(filt, ib)
     c_col = np.array(cl, dtype=np.int64)[:, None]
     first = np.minimum(w0 + c_col, w1)
     last = w0 + (-(-span // c_col) - 1) * c_col
@@ -373,36 +447,38 @@ def _candidates(g: _Geometry, out_b: int) -> _Candidates:
     nb = -(-span // c_col)  # channel blocks (runs a tap tile) of each filter tile
     words = np.broadcast_to(np.add.reduceat(span, fstarts), (len(cl), len(nl)))
     shared = np.add.reduceat((first - w0) * kept, fstarts, axis=1)
-    one_block = np.add.reduceat(weights * (nb == 1), fstarts, axis=1)
-    two_blocks = np.add.reduceat(weights * (nb == 2), fstarts, axis=1)
-    blocks = np.add.reduceat(nb, fstarts, axis=1)
-    wsum, cols = np.add.reduceat(weights, fstarts), np.add.reduceat(g.row_bytes_of(filt, out_b), fstarts)
-    compute = run_grid(g, cl, nl, tl, fseg, span, filt, pix, per_pix)
-    # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
-    tt = np.array([len(g.tap_tiles(t)) for t in tl])[None, None, None, :, None]  # tap tiles
-    order = np.array([0, 1])[None, None, None, None, :]
     mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
-    keep = (order == 0) | (mt5 == 1)
-    loads = words[:, None, :, None, None] - shared[:, None, :, None, None] * keep  # band loads an output-row tile
-    a = (bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * loads
-    # Weight bytes read once: a weight tile stays while it is one of the last two (the last one
-    # single buffered; ``_dram_bytes``).
-    held = weight_tiles_held(cfg)
-    once = (one_block[:, None, :, None, None] * (tt <= held)
-            + two_blocks[:, None, :, None, None] * (tt == 1) * (held == 2))
-    w5 = wsum[None, None, :, None, None]
-    b_mn = np.where(blocks[:, None, :, None, None] * tt <= held, w5, mt5 * w5)
-    b_nm = once + mt5 * (w5 - once)
-    dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None]
-    shape = np.broadcast_shapes(compute.shape, dram.shape)
+    keep = (_ORDER == 0) | (mt5 == 1)
     cols_n = -(-np.array(nl) // C)
     c2 = np.array(cl)[:, None]
-    return _Candidates(
-        shape=shape, compute=np.broadcast_to(compute, shape).reshape(-1), dram=np.broadcast_to(dram, shape).reshape(-1),
-        band=band_rows[None, :] * conv.w * c2 + g.extra,
-        weight=np.array(tl)[None, None, :] * R * c2[:, :, None] * cols_n[None, :, None],
-        ofmap=np.array(rl)[:, None] * g.out_w * cols_n[None, :], levels=(cl, rl, nl, tl),
-        smallest_band=int(band_rows[0]) * conv.w + g.extra)
+    held = _LEVELS[key] = _Levels(
+        cl, rl, nl, fseg, fstarts, span, filt, np.stack([nb == 1, nb == 2]), np.add.reduceat(nb, fstarts, axis=1),
+        pix, per_pix, mt5, bs5,
+        words[:, None, :, None, None] - shared[:, None, :, None, None] * keep,  # band loads an output-row tile
+        band_rows[None, :] * conv.w * c2, R * c2[:, :, None] * cols_n[None, :, None],
+        np.array(rl)[:, None] * g.out_w * cols_n[None, :], int(band_rows[0]) * conv.w)
+    for x in held[3:-1]:
+        x.flags.writeable = False
+    if len(_LEVELS) > _CACHE_SIZE:
+        _LEVELS.clear()
+    return held
+
+
+_LEVELS: dict[tuple[object, ...], _Levels] = {}
+
+
+def _tap_tiles(g: _Geometry) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The tap tile levels of ``g``'s kernel (``_tap_levels``), their tap tiles' counts over the
+    candidates' axes and the levels as an array, kept per kernel rows and taps (or tap groups) a row."""
+    key = (g.conv.kh, g.kw)
+    held = _TAPS.get(key)
+    if held is None:
+        tl = _tap_levels(*key)
+        held = _TAPS[key] = (tl, np.array([len(g.tap_tiles(t)) for t in tl])[None, None, None, :, None], np.array(tl))
+    return held
+
+
+_TAPS: dict[tuple[int, int], tuple[list[int], np.ndarray, np.ndarray]] = {}
 
 
 def conv_estimate(config: ArrayConfig, conv: Conv2d, tiling: ConvTiling) -> int:
