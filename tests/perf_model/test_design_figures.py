@@ -107,3 +107,33 @@ def test_a_designs_area_without_a_workload_is_its_area_on_one(workload: str) -> 
     # the unit's area is part of it: the same designs without the unit are smaller
     without = design_area(dataclasses.replace(designs, vector_unit=np.zeros(len(designs), dtype=bool)))
     assert (area[designs.vector_unit] > without[designs.vector_unit]).all()
+
+
+def test_scoring_turns_the_cycle_collector_off_and_leaves_it_as_it_found_it(monkeypatch) -> None:
+    """The collector is off while the designs are scored (a first pass makes ~10^5 short-lived objects
+    whose full collections find nothing), and back as it was after, a raise included."""
+    import gc
+
+    from perf_model.figures import design_table
+
+    designs = _random_designs(2, 5)
+    seen = []
+    real = design_table.evaluate_block
+    monkeypatch.setattr(design_table, "evaluate_block", lambda *a, **k: seen.append(gc.isenabled()) or real(*a, **k))
+    assert gc.isenabled()
+    evaluate_designs(designs, resolve("mlp"))
+    assert gc.isenabled() and seen and not any(seen)
+    gc.disable()
+    try:
+        evaluate_designs(designs, resolve("mlp"))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    def fail(*a, **k):
+        raise RuntimeError("in the middle")
+
+    monkeypatch.setattr(design_table, "evaluate_block", fail)
+    with pytest.raises(RuntimeError, match="in the middle"):
+        evaluate_designs(designs, resolve("mlp"))
+    assert gc.isenabled()
