@@ -33,14 +33,8 @@ import numpy as np
 from accel_spec.isa import QUEUE_DEPTH, store_read_latency
 from perf_model import dma_timing, timing
 from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, row_bytes_of, weight_tiles_held
-from perf_model.compiler.conv_schedule import (
-    ConvSchedule,
-    _fetch,
-    _Transfers,
-    _walk_double,
-    _walk_single,
-    unstalled,
-)
+from perf_model.compiler.conv_queue_loads import fetch_cycles, walk_double, walk_single
+from perf_model.compiler.conv_schedule import ConvSchedule, _Transfers, unstalled
 from perf_model.compiler.conv_shapes import row_tiles, tap_tiles
 from perf_model.compiler.program import PAGE
 from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING, word_beats
@@ -115,7 +109,7 @@ def _changed(first: np.ndarray, *keys: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1 << 12)
 def _fetch_cycles(commands: int, W: int) -> int:
-    return int(_fetch(commands, W))
+    return int(fetch_cycles(commands, W))
 
 
 @functools.lru_cache(maxsize=1 << 12)
@@ -400,10 +394,10 @@ def batch_schedules(items: Sequence[tuple[_Geometry, ConvTiling, bool]]) -> list
     for s in np.flatnonzero(walk).tolist():  # more than a queue-load: walked (``conv_schedule``)
         a, b = int(start[s]), int(end[s]) + 1
         if db[s]:
-            total[s] = _walk_double(cyc[a:b], band_n[a:b], w_n[a:b], new_band[a:b], new_w[a:b], new_win[a:b],
+            total[s] = walk_double(cyc[a:b], band_n[a:b], w_n[a:b], new_band[a:b], new_w[a:b], new_win[a:b],
                                     piece_n[a:b], pieces[a:b], int(final[s]), int(qp[s]), int(B.W[s]))
         else:
-            total[s] = _walk_single(cyc[a:b], band_n[a:b], w_n[a:b], new_band[a:b], new_w[a:b], new_win[a:b],
+            total[s] = walk_single(cyc[a:b], band_n[a:b], w_n[a:b], new_band[a:b], new_w[a:b], new_win[a:b],
                                     store_n[a:b], last_out[a:b], int(qp[s]), int(B.W[s]))
     # Folds and SRAM bytes (``conv_score``'s rules).
     rf, cf = -(-K // R), -(-fn // C)

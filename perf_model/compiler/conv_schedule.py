@@ -32,15 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from accel_spec.isa import QUEUE_DEPTH, fetch_beats, store_read_latency
+from accel_spec.isa import QUEUE_DEPTH, store_read_latency
 from perf_model import dma_timing, timing
 from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, weight_tiles_held
+from perf_model.compiler.conv_queue_loads import fetch_cycles, walk_double, walk_single
 from perf_model.compiler.conv_shapes import row_tiles, tap_tiles
 from perf_model.compiler.program import PAGE, _align
 from perf_model.program_timing import (
     DEFAULT_DRAM_LATENCY,
     FETCH_DECODE_CYCLES,
-    ISSUE_CYCLES,
     OUTSTANDING,
     axi_data_bytes,
     dram_rate,
@@ -51,7 +51,6 @@ from workloads.ops import Conv2d
 __all__ = ["ConvSchedule", "RunArrays", "conv_schedule", "streams", "transfer_tuples", "unstalled"]
 
 _L, _D = DEFAULT_DRAM_LATENCY, OUTSTANDING
-_LOAD, _STORE, _RUN, _WINDOW = 0, 1, 2, 3
 
 
 class ConvSchedule:
@@ -214,11 +213,6 @@ def _loaded(*keys: np.ndarray, held: int = 2) -> np.ndarray:
             same &= k[at[2:]] == k[at[:-2]]
         out[at[2:][same]] = False
     return out
-
-
-def _fetch(commands: int, W: int) -> int:
-    lens = list(dma_timing.bursts(0, 0, 1, fetch_beats(commands, W), W))
-    return dma_timing.load_cycles(lens, _L, _D)
 
 
 class RunArrays:
@@ -416,21 +410,21 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
             s[:-1] = piece_n[:-1] + (band_n + w_n + loads)[1:]
             period = np.maximum(cyc[:-1] + 1, 2 + s[:-1] + 2 * ((s[:-1] == 0) & new_win[1:]))
             pre = qp + int(band_n[0] + w_n[0] + loads[0])
-            decode0 = 1 + _fetch(count, xf.W) + FETCH_DECODE_CYCLES
+            decode0 = 1 + fetch_cycles(count, xf.W) + FETCH_DECODE_CYCLES
             last = decode0 + pre + int(period.sum())
             issue = max(last + int(cyc[-1]) + 1, last + 2 + int(piece_n[-1]))
             total = issue + final + 1
         else:
-            total = _walk_double(cyc, band_n, w_n, new_band, new_w, new_win, piece_n, pieces, final, qp, xf.W)
+            total = walk_double(cyc, band_n, w_n, new_band, new_w, new_win, piece_n, pieces, final, qp, xf.W)
     else:
         stores = np.zeros(runs, dtype=np.int64)
         stores[outs] = r.store_n(outs, np.zeros(len(outs), dtype=np.int64), r.m_pix[mi[outs]]) + 1
         count = int(requant) + int(new_win.sum()) + runs + int(loads.sum()) + len(outs)
         if count <= QUEUE_DEPTH:
-            decode0 = 1 + _fetch(count, xf.W) + FETCH_DECODE_CYCLES
+            decode0 = 1 + fetch_cycles(count, xf.W) + FETCH_DECODE_CYCLES
             total = decode0 + qp + int((band_n + w_n + loads + cyc + 1 + stores).sum())
         else:
-            total = _walk_single(cyc, band_n, w_n, new_band, new_w, new_win, stores, r.last_out, qp, xf.W)
+            total = walk_single(cyc, band_n, w_n, new_band, new_w, new_win, stores, r.last_out, qp, xf.W)
     # Folds and SRAM bytes (``conv_score``'s rules).
     rf, cf = -(-K // R), -(-fn // g.C)
     folds = int((rf * cf).sum())
@@ -443,77 +437,3 @@ def conv_schedule(g: _Geometry, t: ConvTiling, requant: bool) -> ConvSchedule | 
         total=int(total), compute=int(cyc.sum()), read=read, written=written, folds=folds,
         sram_read=(sram_a, sram_b, c_read + pixels * acc_b),
         sram_write=(float(read[0]), float(read[1]), c_write), tile=(int(p[0]), int(K[0]), int(fn[0])))
-
-
-def _chunks(cmds: list[tuple[int, int, bool, bool]], W: int) -> int:
-    """Total cycles of ``(kind, n, wait_dma, wait_run)`` commands run as queue-loads
-    (``program_timing.program_cycles``' rules with every ``n`` given)."""
-    total = 0
-    for a in range(0, len(cmds), QUEUE_DEPTH):
-        part = cmds[a:a + QUEUE_DEPTH]
-        decode = 1 + _fetch(len(part), W) + FETCH_DECODE_CYCLES
-        dma_free = run_free = 0
-        for kind, n, wait_dma, wait_run in part:
-            c = decode
-            if kind in (_LOAD, _STORE) or wait_dma:
-                c = max(c, dma_free)
-            if kind == _RUN or wait_run:
-                c = max(c, run_free)
-            if kind in (_LOAD, _STORE):
-                dma_free = c + n + 1
-            elif kind == _RUN:
-                run_free = c + n + 1
-            decode = c + ISSUE_CYCLES
-        total += max(decode - 1, dma_free, run_free)
-    return total
-
-
-def _windowed(cmds: list[tuple[int, int, bool, bool]], win: bool, held: list[int]) -> None:
-    """Add the run's ``WINDOW`` (when it changed, or the run opens a queue-load: ``held``, the
-    queue-load of the last one, as ``_ConvBuilder.run``)."""
-    while win or len(cmds) // QUEUE_DEPTH != held[0]:
-        win = False
-        held[0] = len(cmds) // QUEUE_DEPTH
-        cmds.append((_WINDOW, 0, False, False))
-
-
-def _walk_single(cyc: np.ndarray, band_n: np.ndarray, w_n: np.ndarray, new_band: np.ndarray, new_w: np.ndarray,
-                 new_win: np.ndarray, stores: np.ndarray, last_out: np.ndarray, qp: int, W: int) -> int:
-    cmds: list[tuple[int, int, bool, bool]] = [(_LOAD, qp - 1, False, False)] if qp else []
-    held = [-1]
-    for c, band, w, nb, nw, win, store, out in zip(*(x.tolist() for x in (
-            cyc, band_n, w_n, new_band, new_w, new_win, stores, last_out)), strict=True):
-        if nb:
-            cmds.append((_LOAD, band, False, True))
-        if nw:
-            cmds.append((_LOAD, w, False, True))
-        _windowed(cmds, win, held)
-        cmds.append((_RUN, c, True, False))
-        if out:
-            cmds.append((_STORE, store - 1, False, True))
-    return _chunks(cmds, W)
-
-
-def _walk_double(cyc: np.ndarray, band_n: np.ndarray, w_n: np.ndarray, new_band: np.ndarray, new_w: np.ndarray,
-                 new_win: np.ndarray, piece_n: np.ndarray, pieces: np.ndarray, final: int, qp: int, W: int) -> int:
-    cmds: list[tuple[int, int, bool, bool]] = [(_LOAD, qp - 1, False, False)] if qp else []
-    runs = list(zip(*(x.tolist() for x in (cyc, band_n, w_n, new_band, new_w, new_win, piece_n, pieces)), strict=True))
-
-    def loads(i: int) -> None:
-        _, band, w, nb, nw, *_ = runs[i]
-        if nb:
-            cmds.append((_LOAD, band, False, False))
-        if nw:
-            cmds.append((_LOAD, w, False, False))
-
-    loads(0)
-    held = [-1]
-    for i, (c, _, _, _, _, win, piece, part) in enumerate(runs):
-        _windowed(cmds, win, held)
-        cmds.append((_RUN, c, True, False))
-        if part:
-            cmds.append((_STORE, piece - 1, False, False))
-        if i + 1 < len(runs):
-            loads(i + 1)
-    cmds.append((_STORE, final, False, True))
-    return _chunks(cmds, W)
