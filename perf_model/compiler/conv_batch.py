@@ -34,14 +34,12 @@ from accel_spec.isa import QUEUE_DEPTH, store_read_latency
 from perf_model import dma_timing, timing
 from perf_model.compiler.conv_geometry import ConvTiling, _Geometry, row_bytes_of, weight_tiles_held
 from perf_model.compiler.conv_queue_loads import fetch_cycles, walk_double, walk_single
-from perf_model.compiler.conv_schedule import ConvSchedule, _Transfers, unstalled
+from perf_model.compiler.conv_schedule import ConvSchedule, _Transfers, closed_form, closed_form_fits
 from perf_model.compiler.conv_shapes import row_tiles, tap_tiles
 from perf_model.compiler.program import PAGE
-from perf_model.program_timing import DEFAULT_DRAM_LATENCY, FETCH_DECODE_CYCLES, OUTSTANDING, word_beats
+from perf_model.program_timing import FETCH_DECODE_CYCLES, word_beats
 
 __all__ = ["batch_schedules"]
-
-_L, _D = DEFAULT_DRAM_LATENCY, OUTSTANDING
 
 
 class _Scalars:
@@ -168,20 +166,11 @@ class _Batch(_Scalars):
         W = self.W[seg]
         b = words * per_word
         row_bytes = b * W
-        in_page = addr % PAGE + row_bytes <= PAGE
         spage = stride % PAGE
         divides = (spage != 0) & (PAGE % np.where(spage == 0, 1, stride) == 0)
-        fits = np.where(spage == 0, in_page,
-                        np.where(divides, addr % np.maximum(stride, 1) + row_bytes <= stride, (rows == 1) & in_page))
         store = names[0].startswith("store")
-        fits |= (row_bytes <= PAGE) & unstalled(rows, b, store)  # rows crossing pages, streaming all the same
-        fits &= b <= dma_timing.MAX_BURST
-        q = (rows - 1) // _D
-        if store:
-            lat = np.where(kinds, store_read_latency(True), store_read_latency(False))
-            n = lat + _L + 3 + rows * b + q * np.maximum(0, _L + 2 - (_D - 1) * b)
-        else:
-            n = _L + 2 + rows * b + q * np.maximum(0, _L + 1 - (_D - 1) * b)
+        fits = closed_form_fits(addr, stride, rows, b, W, store)
+        n = closed_form(rows, b, store, np.where(kinds, store_read_latency(True), store_read_latency(False)))
         bad = np.flatnonzero(~fits)
         if len(bad):  # once per distinct ``_Transfers`` memo key (a word of 0 beats: the tiling's kind's words)
             sp, pw = spage[bad], per_word[bad]

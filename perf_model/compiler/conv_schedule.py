@@ -105,10 +105,7 @@ class _Transfers:
         row_bytes = b * self.W
         if b <= dma_timing.MAX_BURST and (_in_pages(addr, stride, rows, row_bytes)
                                           or (row_bytes <= PAGE and bool(unstalled(rows, b, store)))):
-            q = (rows - 1) // _D
-            if store:
-                return lat + _L + 3 + rows * b + q * max(0, _L + 2 - (_D - 1) * b)
-            return _L + 2 + rows * b + q * max(0, _L + 1 - (_D - 1) * b)
+            return int(closed_form(rows, b, store, lat))
         lens = list(dma_timing.bursts(addr, stride, rows, b, self.W))
         if streams(lens, store):  # back to back all the same: the closed form's beats, no stall
             return (lat + _L + 3 if store else _L + 2) + rows * b
@@ -122,26 +119,40 @@ class _Transfers:
         """:meth:`cycles` of transfers given as arrays (one ``stride``; words of ``per_word`` beats):
         the closed form where every row lies in one page and one burst, :meth:`cycles` elsewhere."""
         b = words * per_word
-        row_bytes = b * self.W
-        if stride % PAGE == 0:
-            fits = addr % PAGE + row_bytes <= PAGE
-        elif PAGE % stride == 0:
-            fits = addr % stride + row_bytes <= stride
-        else:
-            fits = (rows == 1) & (addr % PAGE + row_bytes <= PAGE)
-        fits |= (row_bytes <= PAGE) & unstalled(rows, b, kind.startswith("store"))
-        fits &= b <= dma_timing.MAX_BURST
-        q = (rows - 1) // _D
-        if kind.startswith("store"):
-            n = store_read_latency(kind == "store_q") + _L + 3 + rows * b + q * np.maximum(0, _L + 2 - (_D - 1) * b)
-        else:
-            n = _L + 2 + rows * b + q * np.maximum(0, _L + 1 - (_D - 1) * b)
+        store = kind.startswith("store")
+        fits = closed_form_fits(addr, stride, rows, b, self.W, store)
+        n = closed_form(rows, b, store, store_read_latency(kind == "store_q"))
         bad = np.flatnonzero(~fits)
         if len(bad):
             n[bad] = [self.cycles(kind, a, stride, r, w, p) for a, r, w, p in
                       zip(*(np.broadcast_to(x, n.shape)[bad].tolist() for x in (addr, rows, words, per_word)),
                           strict=True)]
         return n
+
+
+def closed_form(rows: Any, b: Any, store: bool, lat: Any = 0) -> Any:
+    """``n`` of a transfer of ``rows`` rows of ``b`` beats that :func:`closed_form_fits` (each row one
+    burst in one page, or streaming all the same), by ``dma_timing``'s recurrences: a load's, or a
+    store's with buffer read latency ``lat``. Over ints or arrays alike."""
+    q = (rows - 1) // _D
+    if store:
+        return lat + _L + 3 + rows * b + q * np.maximum(0, _L + 2 - (_D - 1) * b)
+    return _L + 2 + rows * b + q * np.maximum(0, _L + 1 - (_D - 1) * b)
+
+
+def closed_form_fits(addr: Any, stride: Any, rows: Any, b: Any, W: Any, store: bool) -> Any:
+    """Whether :func:`closed_form` times a transfer (arrays, broadcast): each of its rows of ``b`` beats
+    of ``W`` bytes from ``addr``, ``stride`` apart, in one page (a stride of whole pages: as the first;
+    one dividing a page: within its stride; any other: one row only), or rows crossing pages that stream
+    all the same (:func:`unstalled`), and a row in one burst."""
+    row_bytes = b * W
+    in_page = addr % PAGE + row_bytes <= PAGE
+    spage = stride % PAGE
+    divides = (spage != 0) & (PAGE % np.where(spage == 0, 1, stride) == 0)
+    fits = np.where(spage == 0, in_page,
+                    np.where(divides, addr % np.maximum(stride, 1) + row_bytes <= stride, (rows == 1) & in_page))
+    fits |= (row_bytes <= PAGE) & unstalled(rows, b, store)
+    return fits & (b <= dma_timing.MAX_BURST)
 
 
 def streams(lens: list[int], store: bool) -> bool:
