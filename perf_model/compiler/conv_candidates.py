@@ -8,8 +8,8 @@ fifty small numpy calls each. :func:`prefill` builds those of many arrays for on
 stacked: the filter tiles' row bytes of all keys in one call, the five-axis DRAM bytes of all
 keys as one array with a leading key axis (each key's axes padded to the longest, the padding
 never read), then each key's arrays sliced out; what depends on the array's rows and columns and
-the conv's shape alone comes from ``conv_search._tile_levels`` as before. Each key's
-``_Candidates`` equal :func:`conv_search._candidates`'
+the conv's shape alone comes from ``conv_search._tile_levels``. :func:`conv_search._candidates`
+is this of one array alone; each key's ``_Candidates`` of many equal it
 (``tests/perf_model/test_model_conv_batch.py``).
 """
 

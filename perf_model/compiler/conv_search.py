@@ -28,7 +28,7 @@ from perf_model.compiler.conv_geometry import (
     conv_served,
     weight_tiles_held,
 )
-from perf_model.compiler.conv_shapes import level_row_tiles, run_grid, shape_key
+from perf_model.compiler.conv_shapes import level_row_tiles, shape_key
 from perf_model.program_timing import axi_data_bytes, dram_rate
 from workloads.ops import Conv2d
 
@@ -345,32 +345,12 @@ _BUS: dict[ArrayConfig, tuple[int, Fraction | None]] = {}
 
 
 def _candidates(g: _Geometry, out_b: int) -> _Candidates:
-    """:class:`_Candidates` of ``g``'s conv (``out_b`` bytes an output lane), every candidate at once."""
-    cfg, conv = g.config, g.conv
-    lv = _tile_levels(g)
-    tl, tt, tl_a = _tap_tiles(g)
-    rows = g.row_bytes_of(lv.filt, np.array([[cfg.input_bits // 8], [out_b]]))  # a weight's, an output's
-    weights = g.taps * lv.span * g.kl * rows[0]
-    one_block, two_blocks = np.add.reduceat(weights * lv.nb12, lv.fstarts, axis=-1)
-    wsum, cols = np.add.reduceat(np.stack([weights, rows[1]]), lv.fstarts, axis=-1)
-    compute = run_grid(g, lv.cl, lv.nl, tl, lv.fseg, lv.span, lv.filt, lv.pix, lv.per_pix)
-    # DRAM bytes: the image's bands, the weights, the output (``_dram_bytes``).
-    order, mt5 = _ORDER, lv.mt5
-    a = (lv.bs5 * conv.w + mt5 * g.extra) * g.a_word_bytes * lv.loads
-    # Weight bytes read once: a weight tile stays while it is one of the last two (the last one
-    # single buffered; ``_dram_bytes``).
-    held = weight_tiles_held(cfg)
-    once = (one_block[:, None, :, None, None] * (tt <= held)
-            + two_blocks[:, None, :, None, None] * (tt == 1) * (held == 2))
-    w5 = wsum[None, None, :, None, None]
-    b_mn = np.where(lv.blocks[:, None, :, None, None] * tt <= held, w5, mt5 * w5)
-    b_nm = once + mt5 * (w5 - once)
-    dram = a + np.where(order == 0, b_mn, b_nm) + g.M * cols[None, None, :, None, None]
-    shape = np.broadcast_shapes(compute.shape, dram.shape)
-    return _Candidates(
-        shape=shape, compute=np.broadcast_to(compute, shape).reshape(-1), dram=np.broadcast_to(dram, shape).reshape(-1),
-        band=lv.band + g.extra, weight=tl_a[None, None, :] * lv.weight, ofmap=lv.ofmap,
-        levels=(lv.cl, lv.rl, lv.nl, tl), smallest_band=lv.smallest + g.extra)
+    """:class:`_Candidates` of ``g``'s conv (``out_b`` bytes an output lane), every candidate at once: the
+    stacked build of many arrays (``conv_candidates.stacked_candidates``) of this one alone, so one and
+    many are one piece of code."""
+    from perf_model.compiler.conv_candidates import stacked_candidates  # (it builds on this module's levels)
+
+    return stacked_candidates([g], [out_b])[0]
 
 
 #: The loop order axis of the candidates (``mn``, ``nm``).

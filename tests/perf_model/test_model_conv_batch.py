@@ -195,7 +195,10 @@ def test_transfers_that_stream_across_pages_take_the_closed_form_and_only_they()
 def test_stacked_candidates_equal_each_arrays_own(seed):
     """``conv_candidates.stacked_candidates``: the candidates of one conv on many arrays (rows,
     columns, bits, buses, bufferings, shadow registers, tap packing differ, so every axis is padded
-    somewhere) equal ``conv_search._candidates`` built for each alone, every field."""
+    somewhere) equal ``conv_search._candidates`` built for each alone (the same code on one array: no
+    padding, nothing to slice), every field. (The figures themselves are held to the programs' by
+    ``test_model_conv``: a chosen tiling's bytes are its program's transfers, and the search against
+    every tiling by the run-by-run count.)"""
     rng = random.Random(40 + seed)
     for _ in range(6):
         conv = random_conv(rng) if rng.random() < 0.6 else random_conv_batch(rng)
