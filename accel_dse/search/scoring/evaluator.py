@@ -98,7 +98,7 @@ def _unbroken(perf: Any, designs: Any, rules: Sequence[Any], index: np.ndarray, 
     for c in rules:
         broken = kept & (np.asarray(c.violation(area)) > 0)
         for j in np.flatnonzero(broken).tolist():
-            reason[int(index[j])] = f"area_mm2 = {area[j]:.4g} breaks the constraint {c} (not scored)"
+            reason[int(index[j])] = f"{c.metric} = {area[j]:.4g} breaks the constraint {c} (not scored)"
         kept &= ~broken
     return kept
 
