@@ -59,6 +59,7 @@ def _clear_caches() -> None:
     from perf_model import program_timing
     from perf_model.compiler import (
         conv_batch,
+        conv_candidates,
         conv_chain_score,
         conv_designs,
         conv_dram_links,
@@ -76,8 +77,8 @@ def _clear_caches() -> None:
                   conv_timed._MADE,
                   conv_chain_score._CACHE, program_timing._WALKED, program_timing._TRANSFERS, program_timing._BURSTS,
                   conv_dram_links._LINK_BUILDS, conv_shapes._SHAPES, conv_shapes._ROW_TILES, conv_shapes._RUN_GRIDS,
-                  conv_shapes._ROWS, conv_shapes._TAPS, vector_walk._CACHE, vector_walk._LOADS, conv_search._LEVELS,
-                  conv_search._TAPS):
+                  conv_shapes._ROWS, conv_shapes._TAPS, vector_walk._CACHE, vector_walk._LOADS, conv_candidates._LEVELS,
+                  conv_candidates._TAPS):
         cache.clear()
     for cached in (network._link_commands, conv_designs._form_words, conv_batch._fetch_cycles, conv_batch._beats):
         cached.cache_clear()

@@ -1,59 +1,34 @@
-"""The tiling search's candidates of one conv on many arrays at once (a sweep's first pass).
+"""A conv's candidate tilings on arrays: what the tiling search (``conv_search``) ranks.
 
-``conv_search`` ranks every candidate tiling of a conv on an array (``_Candidates``: run cycles,
-DRAM bytes and the words each candidate needs, over the axes channel block x output-row tile x
-filter tile x tap tile x loop order), kept per the design fields they see. A sweep's first pass
-builds them once for each (array, bus, bits, buffering) and conv: thousands of builds of some
-fifty small numpy calls each. :func:`prefill` builds those of many arrays for one conv shape
-stacked: the filter tiles' row bytes of all keys in one call, the five-axis DRAM bytes of all
-keys as one array with a leading key axis (each key's axes padded to the longest, the padding
-never read), then each key's arrays sliced out; what depends on the array's rows and columns and
-the conv's shape alone comes from ``conv_search._tile_levels``. :func:`conv_search._candidates`
-is this of one array alone; each key's ``_Candidates`` of many equal it
+``_Candidates``: every candidate tiling of a conv on an array (run cycles, DRAM bytes and the words
+each candidate needs, over the axes channel block x output-row tile x filter tile x tap tile x loop
+order). :func:`stacked_candidates` builds those of many arrays for one conv shape at once (a sweep's
+first pass builds them for each (array, bus, bits, buffering) and conv: thousands of builds of some
+fifty small numpy calls each): the filter tiles' row bytes of all keys in one call, the five-axis
+DRAM bytes of all keys as one array with a leading key axis (each key's axes padded to the longest,
+the padding never read), then each key's arrays sliced out; what depends on the array's rows and
+columns and the conv's shape alone comes from :func:`_tile_levels` and :func:`_tap_tiles`, kept per
+those. ``conv_search._candidates`` is this of one array alone, and ``conv_search.prefill`` of the
+arrays of a call; each key's ``_Candidates`` of many equal those of the array alone
 (``tests/perf_model/test_model_conv_batch.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from accel_spec.config import ArrayConfig
-from perf_model.compiler.conv_geometry import _Geometry, row_bytes_of, weight_tiles_held
-from perf_model.compiler.conv_search import (
-    _CACHE_SIZE,
-    _CANDIDATES,
-    _ORDER,
-    _Candidates,
-    _Levels,
-    _tap_tiles,
-    _tile_levels,
-    candidates_key,
-)
-from perf_model.compiler.conv_shapes import run_grid
-from workloads.ops import Conv2d
+from perf_model.compiler.conv_geometry import _Geometry, _levels, _tap_levels, row_bytes_of, weight_tiles_held
+from perf_model.compiler.conv_shapes import level_row_tiles, run_grid, shape_key
 
-__all__ = ["prefill", "stacked_candidates"]
+__all__ = ["stacked_candidates"]
 
-
-def prefill(items: Sequence[tuple[ArrayConfig, Conv2d, bool]]) -> None:
-    """Build and keep (``conv_search._CANDIDATES``) the candidates of every ``(config, conv,
-    requant)`` not kept yet (tap packing allowed, as ``conv_tilings`` asks), those of one conv
-    shape stacked (:func:`stacked_candidates`)."""
-    pending: dict[tuple[object, ...], tuple[ArrayConfig, Conv2d, int]] = {}
-    for config, conv, requant in items:
-        key, out_b = candidates_key(config, conv, requant, True)
-        if key not in _CANDIDATES and key not in pending:
-            pending[key] = (config, conv, out_b)
-    shapes: dict[object, list[tuple[object, ...]]] = {}
-    for key in pending:
-        shapes.setdefault(key[6], []).append(key)  # (key[6]: the conv's shape)
-    if len(_CANDIDATES) + len(pending) >= _CACHE_SIZE:
-        _CANDIDATES.clear()
-    for keys in shapes.values():
-        geometries = [_Geometry(pending[k][0], pending[k][1]) for k in keys]
-        _CANDIDATES.update(zip(keys, stacked_candidates(geometries, [pending[k][2] for k in keys]), strict=True))
+#: Entries kept in each cache of a conv's candidates (here and ``conv_search``'s): candidates of ~40 KB
+#: (a ResNet-18 conv on a 16x16 array).
+_CACHE_SIZE = 1 << 11
 
 
 def stacked_candidates(gs: Sequence[_Geometry], out_bs: Sequence[int]) -> list[_Candidates]:
@@ -118,3 +93,130 @@ def stacked_candidates(gs: Sequence[_Geometry], out_bs: Sequence[int]) -> list[_
             weight=tl_a[None, None, :] * lv.weight, ofmap=lv.ofmap,
             levels=(lv.cl, lv.rl, lv.nl, tl), smallest_band=lv.smallest + g.extra))
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Candidates:
+    """Every candidate tiling of a conv on an array, over axes (channel block ``c_t``, output-row
+    tile ``rows_t``, filter tile ``n_t``, tap tile ``taps_t``, loop order ``mn``/``nm``) in the
+    search's loop order: ``compute`` (:func:`_estimate`'s run cycles) and ``dram``
+    (:func:`_dram_bytes`) flat; the ifmap words a candidate needs per ``(c, r)``, the weight words
+    per ``(c, n, t)``, the ofmap words per ``(r, n)``; the levels of the four sizes; the ifmap words
+    of the smallest band."""
+
+    shape: tuple[int, ...]
+    compute: np.ndarray
+    dram: np.ndarray
+    band: np.ndarray
+    weight: np.ndarray
+    ofmap: np.ndarray
+    levels: tuple[list[int], list[int], list[int], list[int]]
+    smallest_band: int
+
+
+#: The loop order axis of the candidates (``mn``, ``nm``).
+_ORDER = np.array([0, 1])[None, None, None, None, :]
+
+
+class _Levels(NamedTuple):
+    """What :func:`_candidates` derives from the array's rows and columns and the conv's shape alone
+    (:func:`_tile_levels`): the channel block, output-row and filter tile levels ``cl``, ``rl``,
+    ``nl``; every filter tile of every size (``fseg`` its size, ``fstarts`` each size's first) with
+    its channel words ``span`` and filters ``filt``; per channel block size and filter tile whether
+    it is one block and two (``nb12``); per (channel block, filter tile) size the weight tiles
+    ``blocks``; the output-row tiles' pixel counts (``pix``/``per_pix``, ``level_row_tiles``), their
+    count ``mt5`` and band rows ``bs5`` over the candidates' axes; the band loads of an output-row
+    tile per candidate ``loads``; the words a candidate's band (without the extra pixels of packed
+    taps), weight tile (per tap) and output tile need, ``band``, ``weight``, ``ofmap``, and the
+    smallest band's ``smallest``."""
+
+    cl: list[int]
+    rl: list[int]
+    nl: list[int]
+    fseg: np.ndarray
+    fstarts: np.ndarray
+    span: np.ndarray
+    filt: np.ndarray
+    nb12: np.ndarray
+    blocks: np.ndarray
+    pix: np.ndarray
+    per_pix: np.ndarray
+    mt5: np.ndarray
+    bs5: np.ndarray
+    loads: np.ndarray
+    band: np.ndarray
+    weight: np.ndarray
+    ofmap: np.ndarray
+    smallest: int
+
+
+def _tile_levels(g: _Geometry) -> _Levels:
+    """:class:`_Levels` of ``g``, kept per the array's rows and columns and the conv's shape (shared read-only)."""
+    key = (g.R, g.C, shape_key(g.conv))
+    held = _LEVELS.get(key)
+    if held is not None:
+        return held
+    R, C, N, conv = g.R, g.C, g.N, g.conv
+
+    def words_of(n0: np.ndarray, n1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``_Geometry.filter_words`` over arrays: the channel words of filters ``n0 .. n1 - 1``."""
+        return (n0 // g.cpo) * g.cpg // R, -(-(((n1 - 1) // g.cpo + 1) * g.cpg) // R)
+
+    group0 = np.arange(0, N, g.cpo, dtype=np.int64)
+    w0, w1 = words_of(group0, np.minimum(group0 + g.cpo, N))
+    whole = words_of(np.zeros(1, dtype=np.int64), np.full(1, N, dtype=np.int64))
+    most = int(max((w1 - w0).max(), (whole[1] - whole[0])[0]))
+    cl, nl = _levels(most), _levels(N, min(C, N))
+    rl = g.row_levels()
+    band_rows, mt, band_sum, pix, per_pix = level_row_tiles(g, rl)
+    # Filter tiles per size (``_sizes``; every size's tiles as one array, ``fseg`` the size): channel
+    # words, first block kept from the tile before, columns.
+    n_ts = np.array(nl, dtype=np.int64)
+    fper = -(-N // n_ts)
+    fseg = np.repeat(np.arange(len(nl)), fper)
+    fstarts = np.cumsum(fper) - fper
+    n0 = (np.arange(len(fseg)) - np.repeat(fstarts, fper)) * n_ts[fseg]
+    n1 = np.minimum(n0 + n_ts[fseg], N)
+    w0, w1 = words_of(n0, n1)
+    span, filt = w1 - w0, n1 - n0
+    c_col = np.array(cl, dtype=np.int64)[:, None]
+    first = np.minimum(w0 + c_col, w1)
+    last = w0 + (-(-span // c_col) - 1) * c_col
+    kept = np.zeros(first.shape, dtype=bool)  # not the first tile of its size, and its first block the last one's
+    kept[:, 1:] = (w0[1:] == last[:, :-1]) & (first[:, 1:] == w1[:-1])
+    kept[:, fstarts] = False
+    nb = -(-span // c_col)  # channel blocks (runs a tap tile) of each filter tile
+    words = np.broadcast_to(np.add.reduceat(span, fstarts), (len(cl), len(nl)))
+    shared = np.add.reduceat((first - w0) * kept, fstarts, axis=1)
+    mt5, bs5 = mt[None, :, None, None, None], band_sum[None, :, None, None, None]
+    keep = (_ORDER == 0) | (mt5 == 1)
+    cols_n = -(-np.array(nl) // C)
+    c2 = np.array(cl)[:, None]
+    held = _LEVELS[key] = _Levels(
+        cl, rl, nl, fseg, fstarts, span, filt, np.stack([nb == 1, nb == 2]), np.add.reduceat(nb, fstarts, axis=1),
+        pix, per_pix, mt5, bs5,
+        words[:, None, :, None, None] - shared[:, None, :, None, None] * keep,  # band loads an output-row tile
+        band_rows[None, :] * conv.w * c2, R * c2[:, :, None] * cols_n[None, :, None],
+        np.array(rl)[:, None] * g.out_w * cols_n[None, :], int(band_rows[0]) * conv.w)
+    for x in held[3:-1]:
+        x.flags.writeable = False
+    if len(_LEVELS) > _CACHE_SIZE:
+        _LEVELS.clear()
+    return held
+
+
+_LEVELS: dict[tuple[object, ...], _Levels] = {}
+
+
+def _tap_tiles(g: _Geometry) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The tap tile levels of ``g``'s kernel (``_tap_levels``), their tap tiles' counts over the
+    candidates' axes and the levels as an array, kept per kernel rows and taps (or tap groups) a row."""
+    key = (g.conv.kh, g.kw)
+    held = _TAPS.get(key)
+    if held is None:
+        tl = _tap_levels(*key)
+        held = _TAPS[key] = (tl, np.array([len(g.tap_tiles(t)) for t in tl])[None, None, None, :, None], np.array(tl))
+    return held
+
+
+_TAPS: dict[tuple[int, int], tuple[list[int], np.ndarray, np.ndarray]] = {}

@@ -50,11 +50,10 @@ from accel_spec.config import ArrayConfig
 from perf_model import timing
 from perf_model._memory_parts import effective_dram_bytes_per_cycle
 from perf_model.arrays.designs import DesignArrays
-from perf_model.compiler.conv_candidates import prefill
 from perf_model.compiler.conv_forms import candidates, describe, host_writes
 from perf_model.compiler.conv_geometry import ConvTiling, conv_served
 from perf_model.compiler.conv_score import conv_figures, tilings_figures
-from perf_model.compiler.conv_search import conv_tilings, infeasible_detail, reason_subject, shape_key
+from perf_model.compiler.conv_search import conv_tilings, infeasible_detail, prefill, reason_subject, shape_key
 from perf_model.evaluator.conv_ops import ConvFigures
 from perf_model.program_timing import BUFFER_FIELDS, PROGRAM_BLIND_FIELDS, dram_rate
 from workloads.ops import Conv2d
